@@ -1,0 +1,38 @@
+#include "cpu_blas.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+
+void cg_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                  float alpha, const float *a, int64_t lda, const float *b,
+                  int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        /* BLAS leaves C untouched for k == 0 only when beta == 1: make the
+         * empty product explicit so C = beta * C holds for every beta. */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
+                (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
+                (blasint)ldc);
+}
+
+void cg_cpu_sgemv(int trans_a, int64_t m, int64_t n, float alpha, const float *a,
+                  int64_t lda, const float *x, float beta, float *y) {
+    if (m <= 0 || n <= 0) return;
+    cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, (blasint)m,
+                (blasint)n, alpha, a, (blasint)lda, x, 1, beta, y, 1);
+}
+
+void *cg_cpu_alloc(size_t bytes) {
+    if (bytes == 0) bytes = 64;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded < bytes) return NULL;
+    return aligned_alloc(64, rounded);
+}
+
+void cg_cpu_free(void *p) { free(p); }

@@ -1,0 +1,25 @@
+/* Internal layout of cg_tensor, shared by the I/O readers and the executor. */
+#ifndef CG_GRAPH_TENSOR_H
+#define CG_GRAPH_TENSOR_H
+
+#include "clgraph/clgraph.h"
+#include "clgraph/plugin.h"
+
+struct cg_tensor {
+    cg_dtype dtype;
+    int ndim;
+    int64_t dims[CG_MAX_DIMS];
+    void *data;     /* numel * dtype size bytes, 64-byte aligned */
+};
+
+/* Allocates a tensor with uninitialised data (cg_tensor_create zeroes it).
+ * Fails with a message on a bad shape or an overflowing size. */
+cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out);
+
+/* numel of a shape, or -1 on overflow / negative dims. */
+int64_t cg_shape_numel(int ndim, const int64_t *dims);
+
+/* Formats "f32[2, 3]" into buf. */
+void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * clgraph public API.
+ *
+ * Every function that can fail returns a cg_status. On failure, a one-line
+ * message with its context (file:line:col, node, tensor or plugin name) is
+ * kept per thread and read with cg_last_error(). Handles are opaque; each
+ * *_create/*_load/*_open has a matching *_free that accepts NULL.
+ */
+#ifndef CLGRAPH_H
+#define CLGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CG_API __attribute__((visibility("default")))
+#else
+#define CG_API
+#endif
+
+/** Library version. */
+#define CG_VERSION_MAJOR 0
+#define CG_VERSION_MINOR 1
+#define CG_VERSION_PATCH 0
+#define CG_VERSION_STRING "0.1.0"
+
+/** Result of every fallible call. */
+typedef enum cg_status {
+    CG_OK = 0,                /**< success */
+    CG_ERR_INVALID_ARGUMENT,  /**< a NULL handle, bad index or bad option */
+    CG_ERR_NO_MEMORY,         /**< an allocation failed */
+    CG_ERR_IO,                /**< a file could not be opened, read or written */
+    CG_ERR_PARSE,             /**< graph text is malformed */
+    CG_ERR_FORMAT,            /**< a safetensors or .npy file is malformed */
+    CG_ERR_VERIFY,            /**< the graph is invalid (types, shapes, arity...) */
+    CG_ERR_NOT_FOUND,         /**< a named graph, value, weight or op is missing */
+    CG_ERR_PLUGIN,            /**< a plugin could not be loaded */
+    CG_ERR_KERNEL,            /**< a kernel failed while running */
+    CG_ERR_UNSUPPORTED        /**< a feature or dtype is not supported here */
+} cg_status;
+
+/** Element types of tensors and values. */
+typedef enum cg_dtype {
+    CG_F32 = 1, /**< 32-bit float */
+    CG_I32 = 2  /**< 32-bit signed integer */
+} cg_dtype;
+
+/** Opaque handles. */
+typedef struct cg_context cg_context; /**< backends, devices, operator registry */
+typedef struct cg_tensor cg_tensor;   /**< a dense row-major host tensor */
+typedef struct cg_weights cg_weights; /**< a memory-mapped safetensors file */
+typedef struct cg_model cg_model;     /**< named graphs plus bound weights */
+typedef struct cg_graph cg_graph;     /**< one graph of a model (owned by it) */
+typedef struct cg_node cg_node;       /**< one node of a graph (owned by it) */
+typedef struct cg_plan cg_plan;       /**< a graph lowered for execution */
+
+/* ------------------------------------------------------------------ */
+/* Errors and version                                                  */
+
+/** The message of the last failed call on this thread ("" if none). */
+CG_API const char *cg_last_error(void);
+
+/** Name of a status code, e.g. "CG_ERR_PARSE". */
+CG_API const char *cg_status_name(cg_status s);
+
+/** The library version string, e.g. "0.1.0". */
+CG_API const char *cg_version(void);
+
+/** Name of a dtype ("f32", "i32"), or "?" if invalid. */
+CG_API const char *cg_dtype_name(cg_dtype t);
+
+/** Size in bytes of one element of a dtype (0 if invalid). */
+CG_API size_t cg_dtype_size(cg_dtype t);
+
+/* ------------------------------------------------------------------ */
+/* Context                                                             */
+
+/**
+ * Creates a context with the CPU backend and the built-in operators, then
+ * loads every plugin named in the environment variable CLGRAPH_PLUGINS
+ * (paths separated by ':'). Fails if one of those plugins fails to load.
+ */
+CG_API cg_status cg_context_create(cg_context **out);
+
+/** Frees a context (NULL is ignored). Models and plans must be freed first. */
+CG_API void cg_context_free(cg_context *ctx);
+
+/**
+ * Loads an operator plugin from a shared library. Errors say why: the
+ * dlerror() text, "not a clgraph plugin" (no entry symbol), both ABI versions
+ * on a mismatch, a failed init, or an operator name already registered.
+ */
+CG_API cg_status cg_context_load_plugin(cg_context *ctx, const char *path);
+
+/** Number of registered operators. */
+CG_API size_t cg_context_op_count(const cg_context *ctx);
+
+/** Name of registered operator i (NULL if out of range). */
+CG_API const char *cg_context_op_name(const cg_context *ctx, size_t i);
+
+/* ------------------------------------------------------------------ */
+/* Tensors                                                             */
+
+/** Creates a zero-filled tensor of the given dtype and shape. */
+CG_API cg_status cg_tensor_create(cg_dtype dtype, int ndim, const int64_t *dims,
+                                  cg_tensor **out);
+
+/** Frees a tensor (NULL is ignored). */
+CG_API void cg_tensor_free(cg_tensor *t);
+
+/** Element type. */
+CG_API cg_dtype cg_tensor_dtype(const cg_tensor *t);
+
+/** Number of dimensions. */
+CG_API int cg_tensor_ndim(const cg_tensor *t);
+
+/** Size of dimension i (0 if out of range). */
+CG_API int64_t cg_tensor_dim(const cg_tensor *t, int i);
+
+/** Number of elements. */
+CG_API int64_t cg_tensor_numel(const cg_tensor *t);
+
+/** Pointer to the row-major data (numel * dtype size bytes). */
+CG_API void *cg_tensor_data(cg_tensor *t);
+
+/** Read-only pointer to the data. */
+CG_API const void *cg_tensor_data_const(const cg_tensor *t);
+
+/**
+ * Reads a .npy file (version 1-3, little-endian C order; float32/float64
+ * become f32, int32/int64 become i32 with a range check).
+ */
+CG_API cg_status cg_tensor_load_npy(const char *path, cg_tensor **out);
+
+/** Writes a tensor as a .npy file (version 1.0). */
+CG_API cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path);
+
+/* ------------------------------------------------------------------ */
+/* Weights                                                             */
+
+/**
+ * Opens a safetensors file (memory-mapped). Every offset, size and shape is
+ * checked before it is trusted. F32 is used in place; F16 and BF16 are
+ * converted to F32, I64 to I32 (range checked), on first access.
+ */
+CG_API cg_status cg_weights_open(const char *path, cg_weights **out);
+
+/** Closes a weights file (NULL is ignored). */
+CG_API void cg_weights_free(cg_weights *w);
+
+/** Number of tensors in the file. */
+CG_API size_t cg_weights_count(const cg_weights *w);
+
+/** Name of tensor i (NULL if out of range). */
+CG_API const char *cg_weights_name(const cg_weights *w, size_t i);
+
+/**
+ * Copies the named tensor into a new tensor (F32 or I32).
+ * CG_ERR_NOT_FOUND if there is no such name.
+ */
+CG_API cg_status cg_weights_get(cg_weights *w, const char *name, cg_tensor **out);
+
+/* ------------------------------------------------------------------ */
+/* Models and graphs                                                   */
+
+/** A dimension for the builder: a size, or a symbol when `sym` != NULL. */
+typedef struct cg_dim {
+    int64_t size;    /**< the size when sym is NULL */
+    const char *sym; /**< symbolic name (e.g. "B"), bound at plan time */
+} cg_dim;
+
+/** A fixed dimension. */
+#define CG_DIM(n) ((cg_dim){(n), NULL})
+/** A symbolic dimension. */
+#define CG_SYM(s) ((cg_dim){-1, (s)})
+
+/** Creates an empty model for the builder API. */
+CG_API cg_status cg_model_create(cg_context *ctx, cg_model **out);
+
+/**
+ * Parses graph text. `filename` is used in error messages
+ * ("FILE:LINE:COL: message"). The model is not yet verified.
+ */
+CG_API cg_status cg_model_parse(cg_context *ctx, const char *text, size_t len,
+                                const char *filename, cg_model **out);
+
+/** Reads and parses a graph text file. */
+CG_API cg_status cg_model_load(cg_context *ctx, const char *path, cg_model **out);
+
+/** Frees a model, its graphs and nodes (NULL is ignored). */
+CG_API void cg_model_free(cg_model *m);
+
+/**
+ * Prints a model in the text format into a new NUL-terminated string that
+ * the caller frees with free(). Parsing the result gives the same model.
+ */
+CG_API cg_status cg_model_print(const cg_model *m, char **out);
+
+/**
+ * Verifies every graph: definitions, cycles, operator names, arity,
+ * attributes, and dtypes/shapes through each operator's inference. With
+ * weights bound, also that every parameter exists with its declared shape.
+ */
+CG_API cg_status cg_model_verify(cg_model *m);
+
+/**
+ * Binds a weights file to the model. Parameters are looked up by weight name
+ * and checked against their declared dtype and shape. The model keeps a
+ * reference; the weights must outlive it.
+ */
+CG_API cg_status cg_model_bind_weights(cg_model *m, cg_weights *w);
+
+/** Number of graphs in the model. */
+CG_API size_t cg_model_graph_count(const cg_model *m);
+
+/** Graph i (NULL if out of range). */
+CG_API cg_graph *cg_model_graph_at(const cg_model *m, size_t i);
+
+/** Graph by name (NULL if absent). */
+CG_API cg_graph *cg_model_graph(const cg_model *m, const char *name);
+
+/** Adds a graph with a unique name. */
+CG_API cg_status cg_model_add_graph(cg_model *m, const char *name, cg_graph **out);
+
+/** Name of a graph. */
+CG_API const char *cg_graph_name(const cg_graph *g);
+
+/** Declares a graph input. */
+CG_API cg_status cg_graph_add_input(cg_graph *g, const char *name, cg_dtype dtype,
+                                    int ndim, const cg_dim *dims);
+
+/** Declares a parameter value `name` read from weight `weight_name`. */
+CG_API cg_status cg_graph_add_param(cg_graph *g, const char *name,
+                                    const char *weight_name, cg_dtype dtype,
+                                    int ndim, const cg_dim *dims);
+
+/**
+ * Adds a node `name` of operator `op` reading values `inputs` and defining
+ * new values `outputs`. Attributes are set on the returned node.
+ */
+CG_API cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name,
+                                   int n_inputs, const char *const *inputs,
+                                   int n_outputs, const char *const *outputs,
+                                   cg_node **out);
+
+/** Sets an integer attribute. */
+CG_API cg_status cg_node_set_int(cg_node *n, const char *key, int64_t v);
+/** Sets a float attribute. */
+CG_API cg_status cg_node_set_float(cg_node *n, const char *key, double v);
+/** Sets a string attribute. */
+CG_API cg_status cg_node_set_string(cg_node *n, const char *key, const char *v);
+/** Sets an integer-list attribute. */
+CG_API cg_status cg_node_set_ints(cg_node *n, const char *key, int count,
+                                  const int64_t *v);
+
+/** Marks existing values as the graph's outputs, in order. */
+CG_API cg_status cg_graph_set_outputs(cg_graph *g, int n, const char *const *names);
+
+/** Number of graph inputs. */
+CG_API int cg_graph_input_count(const cg_graph *g);
+/** Name of input i. */
+CG_API const char *cg_graph_input_name(const cg_graph *g, int i);
+/** Number of graph outputs. */
+CG_API int cg_graph_output_count(const cg_graph *g);
+/** Name of output i. */
+CG_API const char *cg_graph_output_name(const cg_graph *g, int i);
+
+/**
+ * Describes every value of a verified model, one line each
+ * ("graph.value: f32[B, S, 16]  (node 'enc')"), into a string freed by the
+ * caller with free().
+ */
+CG_API cg_status cg_model_describe(const cg_model *m, char **out);
+
+/* ------------------------------------------------------------------ */
+/* Plans                                                               */
+
+/**
+ * Lowers a graph of a verified model with bound weights into a plan on the
+ * CPU backend. Symbolic dimensions are bound from the inputs' shapes at run.
+ */
+CG_API cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out);
+
+/** Frees a plan (NULL is ignored). */
+CG_API void cg_plan_free(cg_plan *p);
+
+/**
+ * Runs the plan. `inputs` are given by the graph's input names (any order,
+ * every input exactly once). `outputs` receives one new tensor per graph
+ * output, in the graph's order; the caller frees them.
+ */
+CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names,
+                             cg_tensor *const *inputs, int n_outputs,
+                             cg_tensor **outputs);
+
+/** Bytes of the plan's arena for the last bound shapes (buffer reuse). */
+CG_API size_t cg_plan_arena_bytes(const cg_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLGRAPH_H */

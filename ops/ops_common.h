@@ -1,0 +1,84 @@
+/* Helpers shared by the built-in operators: error messages, shape helpers,
+ * and the declarations of every built-in op definition. */
+#ifndef CG_OPS_COMMON_H
+#define CG_OPS_COMMON_H
+
+#include "clgraph/plugin.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define CG_OPS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CG_OPS_PRINTF(a, b)
+#endif
+
+/* Writes a message into call->err and returns CG_OP_ERROR. The host adds the
+ * node's name and position in front of it. */
+static inline cg_op_status CG_OPS_PRINTF(2, 3)
+cg_op_fail(const cg_op_call *call, const char *fmt, ...) {
+    if (call->err && call->err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(call->err, call->err_size, fmt, ap);
+        va_end(ap);
+    }
+    return CG_OP_ERROR;
+}
+
+/* Number of elements of a (concrete) descriptor. */
+static inline int64_t cg_desc_numel(const cg_tensor_desc *d) {
+    int64_t n = 1;
+    for (int i = 0; i < d->ndim; i++) n *= d->dims[i];
+    return n;
+}
+
+/* Formats a dims list "[2, B, ?]" for messages (symbols shown as s<k>). */
+void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d);
+
+/* Normalises a possibly negative axis against ndim; -1 if out of range. */
+static inline int cg_norm_axis(int64_t axis, int ndim) {
+    if (axis < 0) axis += ndim;
+    return (axis >= 0 && axis < ndim) ? (int)axis : -1;
+}
+
+/* Checks input i has dtype `dt` and (if ndim >= 0) exactly `ndim` dims. */
+cg_op_status cg_expect_input(const cg_op_call *call, int i, cg_op_dtype dt, int ndim);
+
+/* NumPy broadcasting of a and b into out (dims only); fails on mismatch. */
+cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a,
+                                 const cg_tensor_desc *b, cg_tensor_desc *out);
+
+/* Name of input i for messages, from the op's input_names if given. */
+const char *cg_input_name(const cg_op_def *def, int i);
+
+/* ---- every built-in op definition (one or more per file in ops/) ---- */
+#define CG_BUILTIN_OPS(X)                                                    \
+    /* elementwise.c */                                                     \
+    X(add) X(sub) X(mul) X(div) X(maximum) X(minimum)                       \
+    X(neg) X(tanh) X(sigmoid) X(exp) X(log) X(sqrt) X(relu) X(affine)       \
+    X(cast)                                                                 \
+    /* matmul.c */                                                          \
+    X(matmul) X(linear)                                                     \
+    /* softmax.c */                                                         \
+    X(softmax) X(log_softmax) X(length_mask)                                \
+    /* reduce.c */                                                          \
+    X(reduce_sum) X(reduce_mean) X(reduce_max) X(argmax) X(topk)            \
+    /* shape.c */                                                           \
+    X(concat) X(slice) X(reshape) X(transpose)                              \
+    /* gather.c */                                                          \
+    X(embedding) X(gather_rows)                                             \
+    /* rnn_cell.c */                                                        \
+    X(gru_cell) X(lstm_cell)                                                \
+    /* rnn_seq.c */                                                         \
+    X(gru) X(lstm)                                                          \
+    /* attention.c */                                                       \
+    X(attn_score) X(attn_context)
+
+#define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;
+CG_BUILTIN_OPS(CG_DECLARE_OP)
+#undef CG_DECLARE_OP
+
+#endif
