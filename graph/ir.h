@@ -124,6 +124,30 @@ void cg_loc_format(char *buf, size_t size, const cg_model *m, int line, int col)
 /* Formats a value's type "f32[B, 16]" with symbol names. */
 void cg_value_type_format(char *buf, size_t size, const cg_model *m, const cg_value *v);
 
+/* Creates an empty model. `ctx` may be NULL (parsing and printing need no
+ * registry); `filename` is kept for messages (NULL: "<builder>"). */
+cg_status cg_model_new(cg_context *ctx, const char *filename, cg_model **out);
+
+/* Adds a graph; fails if the name is taken (message naming both places). */
+cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col,
+                             cg_graph **out);
+
+/* Declares a typed graph input (appended to g->inputs) or a parameter read
+ * from weight `weight`. dims hold sizes >= 0 or CG_DIM_SYM(k) of m's symbols. */
+cg_status cg_graph_new_input(cg_graph *g, const char *name, cg_dtype dtype,
+                             int ndim, const int64_t *dims, int line, int col,
+                             int32_t *out);
+cg_status cg_graph_new_param(cg_graph *g, const char *name, const char *weight,
+                             cg_dtype dtype, int ndim, const int64_t *dims,
+                             int line, int col, int32_t *out);
+
+/* Non-zero if `s` is an identifier: [A-Za-z_][A-Za-z0-9_.]* */
+int cg_name_valid(const char *s);
+
+/* Length of the well-formed UTF-8 sequence at s (avail >= 1 bytes readable),
+ * or 0 if it is malformed (overlong, surrogate, beyond U+10FFFF, truncated). */
+size_t cg_utf8_seq_len(const char *s, size_t avail);
+
 /* ---- verification (verify.c) ---- */
 
 /* Resolves a node's attributes against its operator's declaration:

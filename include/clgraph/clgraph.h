@@ -102,6 +102,12 @@ CG_API size_t cg_context_op_count(const cg_context *ctx);
 /** Name of registered operator i (NULL if out of range). */
 CG_API const char *cg_context_op_name(const cg_context *ctx, size_t i);
 
+/**
+ * Definition of registered operator i (see clgraph/plugin.h), for listing
+ * documentation, arity and attributes; NULL if out of range.
+ */
+CG_API const struct cg_op_def *cg_context_op_def(const cg_context *ctx, size_t i);
+
 /* ------------------------------------------------------------------ */
 /* Tensors                                                             */
 

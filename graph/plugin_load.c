@@ -1,0 +1,37 @@
+/* dlopen-based plugin loading; every failure names the path and says why. */
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "registry.h"
+
+cg_status cg_plugin_load_path(cg_context *ctx, const char *path);
+void cg_plugin_unload(void *dl);
+
+cg_status cg_plugin_load_path(cg_context *ctx, const char *path) {
+    dlerror();
+    /* RTLD_LOCAL keeps one plugin's symbols from resolving another's. */
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *why = dlerror();
+        return cg_error(CG_ERR_PLUGIN, "%s: cannot load plugin: %s", path, why ? why : "unknown error");
+    }
+    dlerror();
+    void *sym = dlsym(dl, CG_PLUGIN_ENTRY_SYMBOL);
+    if (!sym) {
+        dlclose(dl);
+        return cg_error(CG_ERR_PLUGIN, "%s: not a clgraph plugin (no '%s' symbol)", path,
+                        CG_PLUGIN_ENTRY_SYMBOL);
+    }
+    cg_plugin_entry_fn entry;
+    /* POSIX guarantees object and function pointers convert for dlsym. */
+    *(void **)(&entry) = sym;
+    const cg_plugin_desc *desc = entry();
+    cg_status st = cg_registry_add_plugin(ctx, desc, path, dl);
+    if (st) dlclose(dl);
+    return st;
+}
+
+void cg_plugin_unload(void *dl) {
+    if (dl) dlclose(dl);
+}

@@ -1,0 +1,431 @@
+/* Elementwise operators: binary arithmetic with NumPy broadcasting, unary
+ * math functions, affine and cast. */
+#include "ops_common.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *dtype_name(cg_op_dtype t) {
+    return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
+}
+
+/* ------------------------------------------------------------------ */
+/* Broadcast iteration                                                 */
+
+/*
+ * A binary broadcast reduced to as few dimensions as possible: dims of size
+ * 1 in the output are dropped, and neighbouring dims are merged whenever
+ * both inputs walk them contiguously or both broadcast them. Equal shapes
+ * become one dim; a trailing-row broadcast ([R, C] op [C]) becomes two dims
+ * with b's outer stride 0. Strides are in elements; 0 means broadcast.
+ */
+typedef struct bcast_plan {
+    int nd;
+    int64_t n[CG_MAX_DIMS];
+    int64_t sa[CG_MAX_DIMS], sb[CG_MAX_DIMS];
+} bcast_plan;
+
+/* Strides of `in` padded on the left to `nd` dims against output dims `od`. */
+static void bcast_strides(const cg_tensor_desc *in, int nd, const int64_t *od, int64_t *st) {
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        int k = in->ndim - nd + i;
+        int64_t d = k >= 0 ? in->dims[k] : 1;
+        st[i] = (d == 1 && od[i] != 1) ? 0 : s;
+        s *= d;
+    }
+}
+
+static void bcast_plan_make(bcast_plan *p, const cg_tensor_desc *a, const cg_tensor_desc *b,
+                            const cg_tensor_desc *o) {
+    int64_t sa[CG_MAX_DIMS], sb[CG_MAX_DIMS];
+    bcast_strides(a, o->ndim, o->dims, sa);
+    bcast_strides(b, o->ndim, o->dims, sb);
+    p->nd = 0;
+    for (int i = 0; i < o->ndim; i++) {
+        if (o->dims[i] == 1) continue;
+        int k = p->nd - 1;
+        if (k >= 0 && p->sa[k] == sa[i] * o->dims[i] && p->sb[k] == sb[i] * o->dims[i]) {
+            p->n[k] *= o->dims[i];
+            p->sa[k] = sa[i];
+            p->sb[k] = sb[i];
+        } else {
+            p->n[p->nd] = o->dims[i];
+            p->sa[p->nd] = sa[i];
+            p->sb[p->nd] = sb[i];
+            p->nd++;
+        }
+    }
+    if (p->nd == 0) { /* a single element */
+        p->nd = 1;
+        p->n[0] = 1;
+        p->sa[0] = p->sb[0] = 0;
+    }
+}
+
+/* Inner loop of a binary op over n output elements; sa/sb are 0 or 1. */
+typedef void (*bin_loop_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void *o,
+                            int64_t n);
+
+/* Runs `fn` over a broadcast plan for 4-byte elements. */
+static void bcast_run(const bcast_plan *p, bin_loop_fn fn, const char *a, const char *b,
+                      char *o) {
+    int last = p->nd - 1;
+    int64_t inner = p->n[last];
+    int64_t idx[CG_MAX_DIMS] = {0};
+    int64_t oa = 0, ob = 0, oo = 0;
+    for (;;) {
+        fn(a + oa * 4, p->sa[last], b + ob * 4, p->sb[last], o + oo * 4, inner);
+        oo += inner;
+        int d = last - 1;
+        for (; d >= 0; d--) {
+            oa += p->sa[d];
+            ob += p->sb[d];
+            if (++idx[d] < p->n[d]) break;
+            oa -= p->sa[d] * p->n[d];
+            ob -= p->sb[d] * p->n[d];
+            idx[d] = 0;
+        }
+        if (d < 0) break;
+    }
+}
+
+/* Defines an inner loop NAME for element type T computing EXPR from x, y. */
+#define BIN_LOOP(NAME, T, EXPR)                                                  \
+    static void NAME(const void *a_, int64_t sa, const void *b_, int64_t sb,     \
+                     void *o_, int64_t n) {                                      \
+        const T *a = a_, *b = b_;                                                \
+        T *o = o_;                                                               \
+        if (sa && sb) {                                                          \
+            for (int64_t i = 0; i < n; i++) {                                    \
+                T x = a[i], y = b[i];                                            \
+                o[i] = (EXPR);                                                   \
+            }                                                                    \
+        } else if (sa) {                                                         \
+            const T y = b[0];                                                    \
+            for (int64_t i = 0; i < n; i++) {                                    \
+                T x = a[i];                                                      \
+                o[i] = (EXPR);                                                   \
+            }                                                                    \
+        } else if (sb) {                                                         \
+            const T x = a[0];                                                    \
+            for (int64_t i = 0; i < n; i++) {                                    \
+                T y = b[i];                                                      \
+                o[i] = (EXPR);                                                   \
+            }                                                                    \
+        } else {                                                                 \
+            const T x = a[0], y = b[0];                                          \
+            const T r = (EXPR);                                                  \
+            for (int64_t i = 0; i < n; i++) o[i] = r;                            \
+        }                                                                        \
+    }
+
+/* Integer arithmetic wraps around modulo 2^32 (computed unsigned: no UB). */
+#define WRAP(op) ((int32_t)((uint32_t)x op (uint32_t)y))
+
+BIN_LOOP(add_f32_loop, float, x + y)
+BIN_LOOP(sub_f32_loop, float, x - y)
+BIN_LOOP(mul_f32_loop, float, x * y)
+BIN_LOOP(div_f32_loop, float, x / y)
+/* NaN propagates, as in NumPy's maximum/minimum. */
+BIN_LOOP(max_f32_loop, float, (x > y || x != x) ? x : y)
+BIN_LOOP(min_f32_loop, float, (x < y || x != x) ? x : y)
+BIN_LOOP(add_i32_loop, int32_t, WRAP(+))
+BIN_LOOP(sub_i32_loop, int32_t, WRAP(-))
+BIN_LOOP(mul_i32_loop, int32_t, WRAP(*))
+BIN_LOOP(max_i32_loop, int32_t, x > y ? x : y)
+BIN_LOOP(min_i32_loop, int32_t, x < y ? x : y)
+
+/* ------------------------------------------------------------------ */
+/* Binary operators                                                    */
+
+static cg_op_status binary_infer(cg_op_call *call, const char *op, int allow_i32) {
+    const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
+    if (a->dtype != CG_OP_F32 && a->dtype != CG_OP_I32)
+        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s",
+                          dtype_name(a->dtype), op);
+    if (a->dtype != b->dtype)
+        return cg_op_fail(call, "inputs have mixed dtypes %s and %s; %s needs both the same "
+                          "(use cast)", dtype_name(a->dtype), dtype_name(b->dtype), op);
+    if (a->dtype == CG_OP_I32 && !allow_i32)
+        return cg_op_fail(call, "%s supports only f32 inputs, got i32", op);
+    cg_tensor_desc *o = &call->outputs[0];
+    o->dtype = a->dtype;
+    return cg_broadcast_shapes(call, a, b, o);
+}
+
+static cg_op_status binary_cpu(const cg_kernel_args *args, bin_loop_fn f32, bin_loop_fn i32) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *o = &call->outputs[0];
+    if (cg_desc_numel(o) == 0) return CG_OP_OK;
+    bcast_plan p;
+    bcast_plan_make(&p, &call->inputs[0], &call->inputs[1], o);
+    bcast_run(&p, o->dtype == CG_OP_I32 ? i32 : f32, args->in[0], args->in[1], args->out[0]);
+    return CG_OP_OK;
+}
+
+static const char *const binary_inputs[] = {"a", "b", NULL};
+
+#define BINARY_OP(NAME, I32, F32_LOOP, I32_LOOP, DOC)                             \
+    static cg_op_status NAME##_infer(cg_op_call *call) {                          \
+        return binary_infer(call, #NAME, I32);                                    \
+    }                                                                             \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
+        return binary_cpu(a, F32_LOOP, I32_LOOP);                                 \
+    }                                                                             \
+    static const cg_kernel_def NAME##_kernels[] = {                               \
+        {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, NAME##_cpu},                \
+    };                                                                            \
+    const cg_op_def cg_op_##NAME = {                                              \
+        .struct_size = sizeof(cg_op_def),                                         \
+        .name = #NAME,                                                            \
+        .doc = DOC,                                                               \
+        .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,     \
+        .input_names = binary_inputs,                                             \
+        .infer = NAME##_infer,                                                    \
+        .kernels = NAME##_kernels, .n_kernels = 1,                                \
+    };
+
+#define BCAST_DOC                                                                 \
+    " a and b broadcast against each other with NumPy rules (shapes are "        \
+    "right-aligned; a dim of size 1 stretches to the other's size); the output " \
+    "has the broadcast shape. Both inputs must have the same dtype."
+
+BINARY_OP(add, 1, add_f32_loop, add_i32_loop,
+          "Elementwise sum a + b, f32 or i32 (i32 wraps around on overflow)." BCAST_DOC)
+BINARY_OP(sub, 1, sub_f32_loop, sub_i32_loop,
+          "Elementwise difference a - b, f32 or i32 (i32 wraps around on overflow)." BCAST_DOC)
+BINARY_OP(mul, 1, mul_f32_loop, mul_i32_loop,
+          "Elementwise product a * b, f32 or i32 (i32 wraps around on overflow)." BCAST_DOC)
+BINARY_OP(div, 0, div_f32_loop, NULL,
+          "Elementwise quotient a / b, f32 only, IEEE semantics (x / 0 is +-inf, "
+          "0 / 0 is NaN)." BCAST_DOC)
+BINARY_OP(maximum, 1, max_f32_loop, max_i32_loop,
+          "Elementwise maximum of a and b, f32 or i32. For f32 a NaN in either "
+          "input gives NaN (as numpy.maximum)." BCAST_DOC)
+BINARY_OP(minimum, 1, min_f32_loop, min_i32_loop,
+          "Elementwise minimum of a and b, f32 or i32. For f32 a NaN in either "
+          "input gives NaN (as numpy.minimum)." BCAST_DOC)
+
+/* ------------------------------------------------------------------ */
+/* Unary operators                                                     */
+
+static cg_op_status unary_infer(cg_op_call *call, const char *op, int allow_i32) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    if (x->dtype != CG_OP_F32 && !(allow_i32 && x->dtype == CG_OP_I32))
+        return cg_op_fail(call, "input 0 (x) must be %s for %s, got %s",
+                          allow_i32 ? "f32 or i32" : "f32", op, dtype_name(x->dtype));
+    call->outputs[0] = *x;
+    return CG_OP_OK;
+}
+
+static float sigmoid_f(float x) {
+    /* Never evaluates exp of a large positive number: no inf/inf = NaN. */
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+static float relu_f(float x) { return x < 0.0f ? 0.0f : x; /* NaN stays NaN */ }
+static float neg_f(float x) { return -x; }
+
+/* Elementwise in place is allowed: each element is read before it is
+ * written at the same index. */
+#define UNARY_F32(NAME, FN)                                                       \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
+        const float *x = a->in[0];                                                \
+        float *y = a->out[0];                                                     \
+        int64_t n = cg_desc_numel(&a->call->inputs[0]);                           \
+        for (int64_t i = 0; i < n; i++) y[i] = FN(x[i]);                          \
+        return CG_OP_OK;                                                          \
+    }
+
+UNARY_F32(tanh, tanhf)
+UNARY_F32(sigmoid, sigmoid_f)
+UNARY_F32(exp, expf)
+UNARY_F32(log, logf)
+UNARY_F32(sqrt, sqrtf)
+UNARY_F32(relu, relu_f)
+
+static cg_op_status neg_cpu(const cg_kernel_args *a) {
+    const cg_tensor_desc *d = &a->call->inputs[0];
+    int64_t n = cg_desc_numel(d);
+    if (d->dtype == CG_OP_I32) {
+        const int32_t *x = a->in[0];
+        int32_t *y = a->out[0];
+        /* Wraps around: -INT32_MIN is INT32_MIN. */
+        for (int64_t i = 0; i < n; i++) y[i] = (int32_t)(0u - (uint32_t)x[i]);
+        return CG_OP_OK;
+    }
+    const float *x = a->in[0];
+    float *y = a->out[0];
+    for (int64_t i = 0; i < n; i++) y[i] = neg_f(x[i]);
+    return CG_OP_OK;
+}
+
+static const char *const unary_inputs[] = {"x", NULL};
+
+#define UNARY_OP(NAME, I32, DOC)                                                  \
+    static cg_op_status NAME##_infer(cg_op_call *call) {                          \
+        return unary_infer(call, #NAME, I32);                                     \
+    }                                                                             \
+    static const cg_kernel_def NAME##_kernels[] = {                               \
+        {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, NAME##_cpu},                \
+    };                                                                            \
+    const cg_op_def cg_op_##NAME = {                                              \
+        .struct_size = sizeof(cg_op_def),                                         \
+        .name = #NAME,                                                            \
+        .doc = DOC,                                                               \
+        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,     \
+        .input_names = unary_inputs,                                              \
+        .infer = NAME##_infer,                                                    \
+        .kernels = NAME##_kernels, .n_kernels = 1,                                \
+        .flags = CG_OP_FLAG_INPLACE0,                                             \
+    };
+
+UNARY_OP(neg, 1,
+         "Elementwise negation -x, f32 or i32 (i32 wraps around: -INT32_MIN is "
+         "INT32_MIN). Output has x's shape and dtype; may run in place.")
+UNARY_OP(tanh, 0,
+         "Elementwise hyperbolic tangent of an f32 tensor; output has x's shape. "
+         "May run in place.")
+UNARY_OP(sigmoid, 0,
+         "Elementwise logistic function 1 / (1 + exp(-x)) of an f32 tensor, "
+         "evaluated so that large |x| saturates to 0 or 1 without overflow or "
+         "NaN. Output has x's shape; may run in place.")
+UNARY_OP(exp, 0,
+         "Elementwise natural exponential of an f32 tensor (overflows to +inf). "
+         "Output has x's shape; may run in place.")
+UNARY_OP(log, 0,
+         "Elementwise natural logarithm of an f32 tensor: log(0) is -inf, a "
+         "negative input gives NaN. Output has x's shape; may run in place.")
+UNARY_OP(sqrt, 0,
+         "Elementwise square root of an f32 tensor; a negative input gives NaN. "
+         "Output has x's shape; may run in place.")
+UNARY_OP(relu, 0,
+         "Elementwise rectifier max(x, 0) of an f32 tensor (NaN stays NaN). "
+         "Output has x's shape; may run in place.")
+
+/* ------------------------------------------------------------------ */
+/* affine(x; alpha, beta) = alpha * x + beta                           */
+
+enum { AFFINE_ALPHA, AFFINE_BETA };
+
+static const cg_attr_def affine_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "alpha", .type = CG_ATTR_FLOAT,
+     .default_float = 1.0, .doc = "scale applied to x (default 1.0)"},
+    {.struct_size = sizeof(cg_attr_def), .name = "beta", .type = CG_ATTR_FLOAT,
+     .default_float = 0.0, .doc = "offset added after scaling (default 0.0)"},
+};
+
+static cg_op_status affine_infer(cg_op_call *call) {
+    return unary_infer(call, "affine", 0);
+}
+
+static cg_op_status affine_cpu(const cg_kernel_args *a) {
+    const float *x = a->in[0];
+    float *y = a->out[0];
+    const float alpha = (float)a->call->attrs[AFFINE_ALPHA].f;
+    const float beta = (float)a->call->attrs[AFFINE_BETA].f;
+    int64_t n = cg_desc_numel(&a->call->inputs[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i] + beta;
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def affine_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, affine_cpu},
+};
+
+const cg_op_def cg_op_affine = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "affine",
+    .doc = "Elementwise y = alpha * x + beta on an f32 tensor, with scalar float "
+           "attributes alpha (default 1.0) and beta (default 0.0), computed in "
+           "single precision. Output has x's shape; may run in place.",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_names = unary_inputs,
+    .attrs = affine_attrs, .n_attrs = 2,
+    .infer = affine_infer,
+    .kernels = affine_kernels, .n_kernels = 1,
+    .flags = CG_OP_FLAG_INPLACE0,
+};
+
+/* ------------------------------------------------------------------ */
+/* cast(x; to)                                                         */
+
+enum { CAST_TO };
+
+static const cg_attr_def cast_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "to", .type = CG_ATTR_STRING,
+     .required = 1, .doc = "target dtype: \"f32\" or \"i32\""},
+};
+
+static int cast_target(const char *s, cg_op_dtype *out) {
+    if (s && strcmp(s, "f32") == 0) *out = CG_OP_F32;
+    else if (s && strcmp(s, "i32") == 0) *out = CG_OP_I32;
+    else return 0;
+    return 1;
+}
+
+static cg_op_status cast_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    const cg_attr_value *to = &call->attrs[CAST_TO];
+    cg_op_dtype dt;
+    if (x->dtype != CG_OP_F32 && x->dtype != CG_OP_I32)
+        return cg_op_fail(call, "input 0 (x) has unsupported dtype %s for cast",
+                          dtype_name(x->dtype));
+    if (!to->present) return cg_op_fail(call, "attribute 'to' is required for cast");
+    if (!cast_target(to->s, &dt))
+        return cg_op_fail(call, "attribute 'to' must be \"f32\" or \"i32\", got \"%s\"",
+                          to->s ? to->s : "");
+    call->outputs[0] = *x;
+    call->outputs[0].dtype = dt;
+    return CG_OP_OK;
+}
+
+/* f32 -> i32 truncating toward zero; NaN gives 0 and values beyond the i32
+ * range saturate (C leaves those undefined, so they are made explicit). */
+static int32_t f32_to_i32(float v) {
+    if (v != v) return 0;
+    if (v >= 2147483648.0f) return INT32_MAX;
+    if (v <= -2147483648.0f) return INT32_MIN;
+    return (int32_t)v;
+}
+
+static cg_op_status cast_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    cg_op_dtype from = call->inputs[0].dtype, to = call->outputs[0].dtype;
+    int64_t n = cg_desc_numel(&call->inputs[0]);
+    if (from == to) {
+        if (a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], (size_t)n * 4);
+    } else if (from == CG_OP_F32) {
+        const float *x = a->in[0];
+        int32_t *y = a->out[0];
+        for (int64_t i = 0; i < n; i++) y[i] = f32_to_i32(x[i]);
+    } else {
+        const int32_t *x = a->in[0];
+        float *y = a->out[0];
+        for (int64_t i = 0; i < n; i++) y[i] = (float)x[i];
+    }
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def cast_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, cast_cpu},
+};
+
+const cg_op_def cg_op_cast = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "cast",
+    .doc = "Converts x (f32 or i32) to the dtype named by the required string "
+           "attribute to (\"f32\" or \"i32\"); the shape is unchanged. f32 -> i32 "
+           "truncates toward zero like a C cast; NaN becomes 0 and values outside "
+           "the i32 range saturate to INT32_MIN / INT32_MAX. i32 -> f32 rounds to "
+           "the nearest float. Casting to the same dtype copies. May run in place.",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_names = unary_inputs,
+    .attrs = cast_attrs, .n_attrs = 1,
+    .infer = cast_infer,
+    .kernels = cast_kernels, .n_kernels = 1,
+    .flags = CG_OP_FLAG_INPLACE0,
+};

@@ -1,0 +1,349 @@
+/* Fused recurrent cells: gru_cell and lstm_cell (PyTorch GRUCell / LSTMCell).
+ *
+ * This file also defines the small helpers that rnn_seq.c and attention.c
+ * share with it (shape checks, the gate arithmetic of one row, projections,
+ * a decomposition emitter). They are declared again at the top of those
+ * files, because ops_common.h is not owned by these operators; they belong in
+ * ops_common.h / common.c. */
+#include "ops_common.h"
+
+#include "backends/cpu/cpu_blas.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ==== helpers shared with rnn_seq.c and attention.c ==== */
+
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
+                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *w, int64_t ldw, float *c, int64_t ldc);
+void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                    const float *b_hh, const float *h, float *h_out);
+void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                     const float *b_hh, const float *c, float *h_out, float *c_out);
+
+typedef struct cg_ops_emitter {
+    cg_decomp *d;
+    const cg_op_call *call;
+    cg_op_status st;
+} cg_ops_emitter;
+int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
+int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
+                    int32_t b, int32_t c);
+void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
+
+/* Checks that a tensor is f32 with `ndim` dims compatible with `dims`
+ * (entries may be symbolic or CG_DIM_UNKNOWN). `label` names it in messages,
+ * e.g. "input 'w_hh'" or "weight_hh_l1_reverse". */
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
+                               const cg_tensor_desc *d, int ndim, const int64_t *dims) {
+    if (d->dtype != CG_OP_F32)
+        return cg_op_fail(call, "%s must be f32, got %s", label,
+                          d->dtype == CG_OP_I32 ? "i32" : "an unknown dtype");
+    cg_tensor_desc want;
+    memset(&want, 0, sizeof want);
+    want.dtype = CG_OP_F32;
+    want.ndim = ndim;
+    memcpy(want.dims, dims, sizeof(int64_t) * (size_t)ndim);
+    int ok = d->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = cg_dim_compatible(d->dims[i], dims[i]);
+    if (!ok) {
+        char got[160], exp[160];
+        cg_ops_format_dims(got, sizeof got, d);
+        cg_ops_format_dims(exp, sizeof exp, &want);
+        return cg_op_fail(call, "%s has shape %s, expected %s", label, got, exp);
+    }
+    return CG_OP_OK;
+}
+
+/* C[m, n] = A[m, k] . W[n, k]^T (W stored row-major like a PyTorch weight);
+ * a GEMV when m == 1. Every element of C is written, also when k == 0. */
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *w, int64_t ldw, float *c, int64_t ldc) {
+    if (m == 1 && k > 0)
+        cg_cpu_sgemv(0, n, k, 1.0f, w, ldw, a, 0.0f, c);
+    else
+        cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
+}
+
+/* Logistic function without overflow for large |x|. */
+static inline float sigmoid_f(float x) {
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+/* One GRU row: gi = W_ih x and gh = W_hh h (without biases, gates r, z, n).
+ * h_out may be h. */
+void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                    const float *b_hh, const float *h, float *h_out) {
+    const int64_t H = hidden;
+    for (int64_t j = 0; j < H; j++) {
+        float r = sigmoid_f(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
+        float z = sigmoid_f(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
+        float n = tanhf(gi[2 * H + j] + b_ih[2 * H + j] + r * (gh[2 * H + j] + b_hh[2 * H + j]));
+        h_out[j] = (1.0f - z) * n + z * h[j];
+    }
+}
+
+/* One LSTM row: gi = W_ih x and gh = W_hh h (without biases, gates i, f, g,
+ * o). c_out may be c. */
+void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                     const float *b_hh, const float *c, float *h_out, float *c_out) {
+    const int64_t H = hidden;
+    for (int64_t j = 0; j < H; j++) {
+        float ig = sigmoid_f(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
+        float fg = sigmoid_f(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
+        float gg = tanhf(gi[2 * H + j] + b_ih[2 * H + j] + gh[2 * H + j] + b_hh[2 * H + j]);
+        float og = sigmoid_f(gi[3 * H + j] + b_ih[3 * H + j] + gh[3 * H + j] + b_hh[3 * H + j]);
+        float cn = fg * c[j] + ig * gg;
+        c_out[j] = cn;
+        h_out[j] = og * tanhf(cn);
+    }
+}
+
+/* Decomposition emitter: once a call fails, later ones do nothing and
+ * e->st keeps the failure, so a decomposition is written straight through
+ * and checks e->st once at the end. */
+int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i) {
+    if (e->st != CG_OP_OK) return -1;
+    int32_t v = e->call->host->decomp_input(e->d, i);
+    if (v < 0) e->st = CG_OP_ERROR;
+    return v;
+}
+
+/* Adds node `op` on the non-negative ids among a, b, c (in that order), with
+ * one output. */
+int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
+                    int32_t b, int32_t c) {
+    if (e->st != CG_OP_OK) return -1;
+    int32_t in[3], n = 0, out = -1;
+    if (a >= 0) in[n++] = a;
+    if (b >= 0) in[n++] = b;
+    if (c >= 0) in[n++] = c;
+    e->st = e->call->host->decomp_node(e->d, op, n, in, 1, &out, attrs);
+    return e->st == CG_OP_OK ? out : -1;
+}
+
+void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v) {
+    if (e->st != CG_OP_OK) return;
+    e->st = e->call->host->decomp_output(e->d, i, v);
+}
+
+/* ==== shared inference of both cells ==== */
+
+/* Inputs: x [B, I], h [B, H], (c [B, H],) w_ih [G*H, I], w_hh [G*H, H],
+ * b_ih [G*H], b_hh [G*H]; G = 3 (GRU) or 4 (LSTM). Outputs are [B, H]. */
+static cg_op_status cell_infer(cg_op_call *call, int gates) {
+    const cg_op_def *def = gates == 3 ? &cg_op_gru_cell : &cg_op_lstm_cell;
+    const int n_state = gates == 3 ? 1 : 2; /* h (and c) */
+    const int i_wih = 1 + n_state;           /* w_ih, w_hh, b_ih, b_hh follow */
+    const cg_tensor_desc *x = &call->inputs[0], *h = &call->inputs[1];
+    const cg_tensor_desc *w_ih = &call->inputs[i_wih], *w_hh = &call->inputs[i_wih + 1];
+    char label[64];
+#define CELL_LABEL(i) (snprintf(label, sizeof label, "input '%s'", cg_input_name(def, (i))), label)
+    const int64_t any2[2] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
+    if (cg_ops_expect_f32(call, CELL_LABEL(0), x, 2, any2) ||
+        cg_ops_expect_f32(call, CELL_LABEL(1), h, 2, any2) ||
+        cg_ops_expect_f32(call, CELL_LABEL(i_wih + 1), w_hh, 2, any2))
+        return CG_OP_ERROR;
+
+    /* The state h defines B (with x) and H; a symbolic H is taken from w_hh. */
+    int64_t B = cg_dim_unify(x->dims[0], h->dims[0]), H = h->dims[1];
+    const int64_t want_state[2] = {x->dims[0], H};
+    for (int i = 1; i <= n_state; i++)
+        if (cg_ops_expect_f32(call, CELL_LABEL(i), &call->inputs[i], 2, want_state)) return CG_OP_ERROR;
+    if (n_state == 2) B = cg_dim_unify(B, call->inputs[2].dims[0]);
+    if (!cg_dim_known(H)) H = cg_dim_unify(H, w_hh->dims[1]);
+    int64_t GH = cg_dim_mul(gates, H);
+    if (!cg_dim_known(GH)) {
+        GH = cg_dim_unify(w_hh->dims[0], w_ih->dims[0]);
+        if (cg_dim_known(GH) && GH % gates)
+            return cg_op_fail(call, "input '%s' has %lld rows, not a multiple of %d gates",
+                              cg_input_name(def, i_wih + 1), (long long)GH, gates);
+    }
+    const int64_t want_ih[2] = {GH, x->dims[1]}, want_hh[2] = {GH, H}, want_b[1] = {GH};
+    if (cg_ops_expect_f32(call, CELL_LABEL(i_wih), w_ih, 2, want_ih) ||
+        cg_ops_expect_f32(call, CELL_LABEL(i_wih + 1), w_hh, 2, want_hh) ||
+        cg_ops_expect_f32(call, CELL_LABEL(i_wih + 2), &call->inputs[i_wih + 2], 1, want_b) ||
+        cg_ops_expect_f32(call, CELL_LABEL(i_wih + 3), &call->inputs[i_wih + 3], 1, want_b))
+        return CG_OP_ERROR;
+#undef CELL_LABEL
+    for (int i = 0; i < call->n_outputs; i++) {
+        cg_tensor_desc *o = &call->outputs[i];
+        memset(o, 0, sizeof *o);
+        o->dtype = CG_OP_F32;
+        o->ndim = 2;
+        o->dims[0] = B;
+        o->dims[1] = H;
+    }
+    return CG_OP_OK;
+}
+
+/* Workspace: gi [B, G*H] and gh [B, G*H]. */
+static size_t cell_workspace(const cg_op_call *call, int gates) {
+    int64_t B = call->inputs[0].dims[0], H = call->inputs[1].dims[1];
+    return sizeof(float) * 2 * (size_t)B * (size_t)gates * (size_t)H;
+}
+
+/* Both projections of a cell into the workspace. */
+static void cell_project(const cg_kernel_args *a, int gates, int w_first, float **gi, float **gh) {
+    const cg_op_call *call = a->call;
+    int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1];
+    int64_t H = call->inputs[1].dims[1], GH = gates * H;
+    *gi = a->workspace;
+    *gh = *gi + B * GH;
+    cg_ops_project(B, GH, I, a->in[0], I, a->in[w_first], I, *gi, GH);
+    cg_ops_project(B, GH, H, a->in[1], H, a->in[w_first + 1], H, *gh, GH);
+}
+
+/* Emits `slice(v, axis 1, [start, end))`. */
+static int32_t emit_cols(cg_ops_emitter *e, int32_t v, int64_t start, int64_t end) {
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "axis: 1, start: %lld, end: %lld", (long long)start,
+             (long long)end);
+    return cg_ops_emit(e, "slice", attrs, v, -1, -1);
+}
+
+/* ---- gru_cell ---- */
+
+static cg_op_status gru_cell_infer(cg_op_call *call) { return cell_infer(call, 3); }
+
+static size_t gru_cell_workspace(const cg_op_call *call) { return cell_workspace(call, 3); }
+
+static cg_op_status gru_cell_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    int64_t B = call->inputs[0].dims[0], H = call->inputs[1].dims[1];
+    float *gi, *gh;
+    cell_project(a, 3, 2, &gi, &gh);
+    const float *h = a->in[1], *b_ih = a->in[4], *b_hh = a->in[5];
+    float *out = a->out[0];
+    for (int64_t b = 0; b < B; b++)
+        cg_rnn_gru_row(H, gi + b * 3 * H, gh + b * 3 * H, b_ih, b_hh, h + b * H, out + b * H);
+    return CG_OP_OK;
+}
+
+/* Nodes are emitted one statement at a time, so their order does not depend
+ * on the compiler's order of evaluating arguments. */
+static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
+    int64_t H = call->inputs[1].dims[1];
+    if (!cg_dim_known(H))
+        return cg_op_fail(call, "gru_cell decomposition needs a concrete hidden size");
+    cg_ops_emitter e = {d, call, CG_OP_OK};
+    int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1);
+    int32_t w_ih = cg_ops_emit_input(&e, 2), w_hh = cg_ops_emit_input(&e, 3);
+    int32_t b_ih = cg_ops_emit_input(&e, 4), b_hh = cg_ops_emit_input(&e, 5);
+    int32_t gi = cg_ops_emit(&e, "linear", NULL, x, w_ih, b_ih);
+    int32_t gh = cg_ops_emit(&e, "linear", NULL, h, w_hh, b_hh);
+    int32_t gi_r = emit_cols(&e, gi, 0, H), gh_r = emit_cols(&e, gh, 0, H);
+    int32_t r = cg_ops_emit(&e, "add", NULL, gi_r, gh_r, -1);
+    r = cg_ops_emit(&e, "sigmoid", NULL, r, -1, -1);
+    int32_t gi_z = emit_cols(&e, gi, H, 2 * H), gh_z = emit_cols(&e, gh, H, 2 * H);
+    int32_t z = cg_ops_emit(&e, "add", NULL, gi_z, gh_z, -1);
+    z = cg_ops_emit(&e, "sigmoid", NULL, z, -1, -1);
+    int32_t gi_n = emit_cols(&e, gi, 2 * H, 3 * H), gh_n = emit_cols(&e, gh, 2 * H, 3 * H);
+    int32_t n = cg_ops_emit(&e, "mul", NULL, r, gh_n, -1);
+    n = cg_ops_emit(&e, "add", NULL, gi_n, n, -1);
+    n = cg_ops_emit(&e, "tanh", NULL, n, -1, -1);
+    int32_t one_minus_z = cg_ops_emit(&e, "affine", "alpha: -1.0, beta: 1.0", z, -1, -1);
+    int32_t keep_n = cg_ops_emit(&e, "mul", NULL, one_minus_z, n, -1);
+    int32_t keep_h = cg_ops_emit(&e, "mul", NULL, z, h, -1);
+    int32_t h_new = cg_ops_emit(&e, "add", NULL, keep_n, keep_h, -1);
+    cg_ops_emit_output(&e, 0, h_new);
+    return e.st;
+}
+
+static const cg_kernel_def gru_cell_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, gru_cell_workspace, gru_cell_cpu},
+};
+static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
+
+const cg_op_def cg_op_gru_cell = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "gru_cell",
+    .doc = "One step of a GRU, exactly torch.nn.GRUCell: inputs x [B, I], "
+           "h [B, H], w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H] (all f32; "
+           "the rows of the weights are the gates r, z, n in that order, as in "
+           "PyTorch's weight_ih / weight_hh). r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), "
+           "z = sigmoid(W_iz x + b_iz + W_hz h + b_hz), "
+           "n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), output h' = (1 - z) * n + z * h, "
+           "[B, H]. No attributes.",
+    .min_inputs = 6, .max_inputs = 6, .min_outputs = 1, .max_outputs = 1,
+    .input_names = gru_cell_inputs,
+    .infer = gru_cell_infer,
+    .decompose = gru_cell_decompose,
+    .kernels = gru_cell_kernels, .n_kernels = 1,
+};
+
+/* ---- lstm_cell ---- */
+
+static cg_op_status lstm_cell_infer(cg_op_call *call) { return cell_infer(call, 4); }
+
+static size_t lstm_cell_workspace(const cg_op_call *call) { return cell_workspace(call, 4); }
+
+static cg_op_status lstm_cell_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    int64_t B = call->inputs[0].dims[0], H = call->inputs[1].dims[1];
+    float *gi, *gh;
+    cell_project(a, 4, 3, &gi, &gh);
+    const float *c = a->in[2], *b_ih = a->in[5], *b_hh = a->in[6];
+    float *h_out = a->out[0];
+    float *c_out = call->n_outputs > 1 ? a->out[1] : NULL;
+    for (int64_t b = 0; b < B; b++) {
+        /* Without a c' output, c' is written over the row's gh: element j of
+         * it is written after the last read of gh[j]. */
+        float *cn = c_out ? c_out + b * H : gh + b * 4 * H;
+        cg_rnn_lstm_row(H, gi + b * 4 * H, gh + b * 4 * H, b_ih, b_hh, c + b * H, h_out + b * H, cn);
+    }
+    return CG_OP_OK;
+}
+
+static cg_op_status lstm_cell_decompose(cg_decomp *d, const cg_op_call *call) {
+    int64_t H = call->inputs[1].dims[1];
+    if (!cg_dim_known(H))
+        return cg_op_fail(call, "lstm_cell decomposition needs a concrete hidden size");
+    cg_ops_emitter e = {d, call, CG_OP_OK};
+    int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1), c = cg_ops_emit_input(&e, 2);
+    int32_t w_ih = cg_ops_emit_input(&e, 3), w_hh = cg_ops_emit_input(&e, 4);
+    int32_t b_ih = cg_ops_emit_input(&e, 5), b_hh = cg_ops_emit_input(&e, 6);
+    int32_t gi = cg_ops_emit(&e, "linear", NULL, x, w_ih, b_ih);
+    int32_t gh = cg_ops_emit(&e, "linear", NULL, h, w_hh, b_hh);
+    int32_t gates = cg_ops_emit(&e, "add", NULL, gi, gh, -1);
+    int32_t i = emit_cols(&e, gates, 0, H), f = emit_cols(&e, gates, H, 2 * H);
+    int32_t g = emit_cols(&e, gates, 2 * H, 3 * H), o = emit_cols(&e, gates, 3 * H, 4 * H);
+    i = cg_ops_emit(&e, "sigmoid", NULL, i, -1, -1);
+    f = cg_ops_emit(&e, "sigmoid", NULL, f, -1, -1);
+    g = cg_ops_emit(&e, "tanh", NULL, g, -1, -1);
+    o = cg_ops_emit(&e, "sigmoid", NULL, o, -1, -1);
+    int32_t keep_c = cg_ops_emit(&e, "mul", NULL, f, c, -1);
+    int32_t write_c = cg_ops_emit(&e, "mul", NULL, i, g, -1);
+    int32_t c_new = cg_ops_emit(&e, "add", NULL, keep_c, write_c, -1);
+    int32_t h_new = cg_ops_emit(&e, "tanh", NULL, c_new, -1, -1);
+    h_new = cg_ops_emit(&e, "mul", NULL, o, h_new, -1);
+    cg_ops_emit_output(&e, 0, h_new);
+    if (call->n_outputs > 1) cg_ops_emit_output(&e, 1, c_new);
+    return e.st;
+}
+
+static const cg_kernel_def lstm_cell_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, lstm_cell_workspace, lstm_cell_cpu},
+};
+static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
+
+const cg_op_def cg_op_lstm_cell = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "lstm_cell",
+    .doc = "One step of an LSTM, exactly torch.nn.LSTMCell: inputs x [B, I], "
+           "h [B, H], c [B, H], w_ih [4H, I], w_hh [4H, H], b_ih [4H], b_hh [4H] "
+           "(all f32; the rows of the weights are the gates i, f, g, o in that "
+           "order, as in PyTorch). With a_k = W_ik x + b_ik + W_hk h + b_hk: "
+           "i = sigmoid(a_i), f = sigmoid(a_f), g = tanh(a_g), o = sigmoid(a_o), "
+           "c' = f * c + i * g, h' = o * tanh(c'). Outputs h' [B, H] and "
+           "(optional second output) c' [B, H]. No attributes.",
+    .min_inputs = 7, .max_inputs = 7, .min_outputs = 1, .max_outputs = 2,
+    .input_names = lstm_cell_inputs,
+    .infer = lstm_cell_infer,
+    .decompose = lstm_cell_decompose,
+    .kernels = lstm_cell_kernels, .n_kernels = 1,
+};

@@ -1,0 +1,41 @@
+/* Shared pieces of the clgraph subcommands. */
+#ifndef CG_TOOLS_CLI_H
+#define CG_TOOLS_CLI_H
+
+#include "clgraph/clgraph.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Options common to every subcommand, gathered by cli_parse. */
+typedef struct cli_opts {
+    const char *model;        /* positional MODEL.cg */
+    const char *weights;      /* --weights */
+    const char *graph;        /* --graph */
+    const char *output;       /* --output */
+    int in_place;             /* --in-place (fmt) */
+    int n_inputs;
+    char *input_names[64];    /* --input NAME=FILE */
+    const char *input_files[64];
+    int n_plugins;
+    const char *plugins[32];  /* --plugin */
+    const char *positional2;  /* a second positional (ops NAME) */
+} cli_opts;
+
+/* Parses argv (argv[0] is the subcommand). `allowed` lists the options the
+ * subcommand takes, e.g. "weights,graph,input,output". Prints a usage error
+ * and returns CLI_USAGE on a bad command line. */
+int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o);
+void cli_opts_free(cli_opts *o);
+
+/* Creates a context and loads --plugin libraries; prints the error. */
+int cli_context(const cli_opts *o, cg_context **ctx);
+
+/* Prints "clgraph: <last error>" to stderr and returns CLI_FAIL. */
+int cli_fail(void);
+
+int cli_run(int argc, char **argv);
+int cli_check(int argc, char **argv);
+int cli_fmt(int argc, char **argv);
+int cli_ops(int argc, char **argv);
+
+#endif

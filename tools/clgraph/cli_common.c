@@ -1,0 +1,104 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int allowed_opt(const char *allowed, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = allowed; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == allowed || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
+}
+
+int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
+    memset(o, 0, sizeof *o);
+    const char *cmd = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || a[1] == 0) {
+            if (!o->model) o->model = a;
+            else if (!o->positional2 && allowed_opt(allowed, "positional2")) o->positional2 = a;
+            else {
+                fprintf(stderr, "clgraph %s: unexpected argument '%s'\n", cmd, a);
+                return CLI_USAGE;
+            }
+            continue;
+        }
+        const char *name = a + (a[1] == '-' ? 2 : 1);
+        char key[64];
+        const char *val = NULL;
+        const char *eq = strchr(name, '=');
+        size_t kl = eq ? (size_t)(eq - name) : strlen(name);
+        if (kl >= sizeof key) kl = sizeof key - 1;
+        memcpy(key, name, kl);
+        key[kl] = 0;
+        if (!strcmp(key, "i")) strcpy(key, "in-place");
+        int is_flag = !strcmp(key, "in-place");
+        if (!allowed_opt(allowed, key) && strcmp(key, "plugin")) {
+            fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph --help')\n", cmd, a);
+            return CLI_USAGE;
+        }
+        if (!is_flag) {
+            if (eq) val = eq + 1;
+            else if (i + 1 < argc) val = argv[++i];
+            else {
+                fprintf(stderr, "clgraph %s: option '%s' needs a value\n", cmd, a);
+                return CLI_USAGE;
+            }
+        }
+        if (!strcmp(key, "in-place")) o->in_place = 1;
+        else if (!strcmp(key, "weights")) o->weights = val;
+        else if (!strcmp(key, "graph")) o->graph = val;
+        else if (!strcmp(key, "output")) o->output = val;
+        else if (!strcmp(key, "plugin")) {
+            if (o->n_plugins == 32) {
+                fprintf(stderr, "clgraph %s: at most 32 --plugin options\n", cmd);
+                return CLI_USAGE;
+            }
+            o->plugins[o->n_plugins++] = val;
+        } else if (!strcmp(key, "input")) {
+            const char *sep = strchr(val, '=');
+            if (!sep || sep == val || !sep[1]) {
+                fprintf(stderr, "clgraph %s: --input takes NAME=FILE.npy, got '%s'\n", cmd, val);
+                return CLI_USAGE;
+            }
+            if (o->n_inputs == 64) {
+                fprintf(stderr, "clgraph %s: at most 64 --input options\n", cmd);
+                return CLI_USAGE;
+            }
+            char *nm = malloc((size_t)(sep - val) + 1);
+            if (!nm) return CLI_FAIL;
+            memcpy(nm, val, (size_t)(sep - val));
+            nm[sep - val] = 0;
+            o->input_names[o->n_inputs] = nm;
+            o->input_files[o->n_inputs++] = sep + 1;
+        }
+    }
+    if (!o->model) {
+        fprintf(stderr, "clgraph %s: missing MODEL.cg (try 'clgraph --help')\n", cmd);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+void cli_opts_free(cli_opts *o) {
+    for (int i = 0; i < o->n_inputs; i++) free(o->input_names[i]);
+    o->n_inputs = 0;
+}
+
+int cli_fail(void) {
+    fprintf(stderr, "clgraph: %s\n", cg_last_error());
+    return CLI_FAIL;
+}
+
+int cli_context(const cli_opts *o, cg_context **ctx) {
+    if (cg_context_create(ctx)) return cli_fail();
+    for (int i = 0; i < o->n_plugins; i++)
+        if (cg_context_load_plugin(*ctx, o->plugins[i])) {
+            cg_context_free(*ctx);
+            *ctx = NULL;
+            return cli_fail();
+        }
+    return CLI_OK;
+}

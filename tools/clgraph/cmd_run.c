@@ -1,0 +1,123 @@
+/* clgraph run: graph text + safetensors + .npy inputs -> .npy outputs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+/* Prints a tensor the way numpy would summarise it: shape, then values
+ * (the first and last few of each row when it is long). */
+static void print_tensor(const char *name, const cg_tensor *t) {
+    int nd = cg_tensor_ndim(t);
+    printf("%s: %s[", name, cg_dtype_name(cg_tensor_dtype(t)));
+    for (int i = 0; i < nd; i++) printf("%s%lld", i ? ", " : "", (long long)cg_tensor_dim(t, i));
+    printf("]\n");
+    int64_t n = cg_tensor_numel(t);
+    int64_t row = nd ? cg_tensor_dim(t, nd - 1) : 1;
+    if (row <= 0) return;
+    const void *d = cg_tensor_data_const(t);
+    int64_t rows = n / row, shown = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        if (rows > 12 && r == 6) {
+            printf("  ... (%lld rows)\n", (long long)(rows - 12));
+            r = rows - 6;
+        }
+        printf(" ");
+        for (int64_t c = 0; c < row; c++) {
+            if (row > 12 && c == 6) {
+                printf(" ...");
+                c = row - 6;
+            }
+            int64_t k = r * row + c;
+            if (cg_tensor_dtype(t) == CG_F32) printf(" %.6g", (double)((const float *)d)[k]);
+            else printf(" %d", ((const int *)d)[k]);
+        }
+        printf("\n");
+        shown++;
+    }
+}
+
+int cli_run(int argc, char **argv) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv, "weights,graph,input,output", &o);
+    if (rc) {
+        cli_opts_free(&o);
+        return rc;
+    }
+    cg_context *ctx = NULL;
+    cg_model *m = NULL;
+    cg_weights *w = NULL;
+    cg_plan *plan = NULL;
+    cg_tensor *in[64] = {0}, *out[256] = {0};
+    int n_out = 0;
+    rc = cli_context(&o, &ctx);
+    if (rc) goto done;
+    rc = CLI_FAIL;
+    if (cg_model_load(ctx, o.model, &m) || cg_model_verify(m)) {
+        rc = cli_fail();
+        goto done;
+    }
+    if (o.weights && (cg_weights_open(o.weights, &w) || cg_model_bind_weights(m, w))) {
+        rc = cli_fail();
+        goto done;
+    }
+    if (cg_plan_create(m, o.graph, &plan)) {
+        rc = cli_fail();
+        goto done;
+    }
+    const cg_graph *g = o.graph ? cg_model_graph(m, o.graph) : cg_model_graph_at(m, 0);
+    for (int i = 0; i < o.n_inputs; i++)
+        if (cg_tensor_load_npy(o.input_files[i], &in[i])) {
+            fprintf(stderr, "clgraph: --input %s: %s\n", o.input_names[i], cg_last_error());
+            goto done;
+        }
+    for (int k = 0; k < cg_graph_input_count(g); k++) {
+        int given = 0;
+        for (int i = 0; i < o.n_inputs; i++) given |= !strcmp(o.input_names[i], cg_graph_input_name(g, k));
+        if (!given) {
+            fprintf(stderr, "clgraph: graph '%s' needs input '%s': give --input %s=FILE.npy\n",
+                    cg_graph_name(g), cg_graph_input_name(g, k), cg_graph_input_name(g, k));
+            goto done;
+        }
+    }
+    n_out = cg_graph_output_count(g);
+    if (n_out > 256) n_out = 256;
+    if (cg_plan_run(plan, o.n_inputs, (const char *const *)o.input_names, in, n_out, out)) {
+        rc = cli_fail();
+        goto done;
+    }
+    if (o.output && mkdir(o.output, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "clgraph: cannot create output directory %s: %s\n", o.output, strerror(errno));
+        goto done;
+    }
+    for (int k = 0; k < n_out; k++) {
+        const char *name = cg_graph_output_name(g, k);
+        if (o.output) {
+            size_t len = strlen(o.output) + strlen(name) + 8;
+            char *path = malloc(len);
+            if (!path) goto done;
+            snprintf(path, len, "%s/%s.npy", o.output, name);
+            int bad = cg_tensor_save_npy(out[k], path) != CG_OK;
+            if (!bad) printf("%s -> %s\n", name, path);
+            free(path);
+            if (bad) {
+                rc = cli_fail();
+                goto done;
+            }
+        } else {
+            print_tensor(name, out[k]);
+        }
+    }
+    rc = CLI_OK;
+done:
+    for (int k = 0; k < n_out; k++) cg_tensor_free(out[k]);
+    for (int i = 0; i < 64; i++) cg_tensor_free(in[i]);
+    cg_plan_free(plan);
+    cg_model_free(m);
+    cg_weights_free(w);
+    cg_context_free(ctx);
+    cli_opts_free(&o);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* The clgraph command-line tool. Exit codes: 0 success, 1 the input was bad
+ * or a run failed (one line on stderr says why), 2 the command line was bad. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clgraph/clgraph.h"
+#include "clgraph/plugin.h"
+#include "cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: clgraph COMMAND [OPTIONS]\n"
+            "\n"
+            "Runs dataflow graphs written in the clgraph IR.\n"
+            "\n"
+            "commands:\n"
+            "  run MODEL.cg --weights W.safetensors --input NAME=FILE.npy ... [--graph NAME]\n"
+            "      [--output DIR]       run a graph; outputs go to DIR/NAME.npy, or are printed\n"
+            "  check MODEL.cg [--weights W.safetensors]\n"
+            "                           verify a graph and print every value's dtype and shape\n"
+            "  fmt MODEL.cg [--in-place] print a graph in canonical form\n"
+            "  ops [NAME]               list the operators, or document one\n"
+            "\n"
+            "options for every command:\n"
+            "  --plugin PATH            load an operator plugin (repeatable); the environment\n"
+            "                           variable CLGRAPH_PLUGINS takes a ':'-separated list too\n"
+            "  -h, --help               show this help\n"
+            "  --version                show the version\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("clgraph %s (plugin ABI %d.%d)\n", cg_version(), CG_PLUGIN_ABI_MAJOR,
+               CG_PLUGIN_ABI_MINOR);
+        return 0;
+    }
+    if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check")) return cli_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
+    fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);
+    return CLI_USAGE;
+}
