@@ -1,0 +1,326 @@
+/* Attention: attn_score (the score of every key for a query, by kind) and
+ * attn_context (the weighted sum of the values). The softmax and the masking
+ * of padded keys are separate operators (softmax.c). */
+#include "ops_common.h"
+
+#include "backends/cpu/cpu_blas.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Defined in rnn_cell.c (see there). */
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
+                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *w, int64_t ldw, float *c, int64_t ldc);
+typedef struct cg_ops_emitter {
+    cg_decomp *d;
+    const cg_op_call *call;
+    cg_op_status st;
+} cg_ops_emitter;
+int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
+int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
+                    int32_t b, int32_t c);
+void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
+
+/* Floor of the cosine score's denominator. */
+#define COSINE_EPS 1e-8f
+
+typedef enum score_kind { ADDITIVE, DOT, SCALED_DOT, GENERAL, COSINE, N_KINDS } score_kind;
+
+static const struct {
+    const char *name;
+    int n_inputs;
+    const char *inputs; /* for messages */
+} kinds[N_KINDS] = {
+    [ADDITIVE] = {"additive", 5, "q, keys, W_q, b_q, v"},
+    [DOT] = {"dot", 2, "q, keys"},
+    [SCALED_DOT] = {"scaled_dot", 2, "q, keys"},
+    [GENERAL] = {"general", 3, "q, keys, W"},
+    [COSINE] = {"cosine", 2, "q, keys"},
+};
+
+static score_kind kind_of(const cg_op_call *call) {
+    for (int k = 0; k < N_KINDS; k++)
+        if (strcmp(call->attrs[0].s, kinds[k].name) == 0) return (score_kind)k;
+    return N_KINDS;
+}
+
+/* Dot products of every key with one vector per batch row:
+ * e[b, s] = alpha * keys[b, s, :] . vec[b, :]. */
+static void dot_keys(int64_t B, int64_t S, int64_t K, float alpha, const float *keys,
+                     const float *vec, float *e) {
+    if (K == 0) {
+        memset(e, 0, sizeof(float) * (size_t)(B * S));
+        return;
+    }
+    for (int64_t b = 0; b < B; b++)
+        cg_cpu_sgemv(0, S, K, alpha, keys + b * S * K, K, vec + b * K, 0.0f, e + b * S);
+}
+
+/* ---- attn_score ---- */
+
+static cg_op_status attn_score_infer(cg_op_call *call) {
+    score_kind kind = kind_of(call);
+    if (kind == N_KINDS)
+        return cg_op_fail(call, "unknown attention kind '%s' (expected additive, dot, "
+                                "scaled_dot, general or cosine)", call->attrs[0].s);
+    if (call->n_inputs != kinds[kind].n_inputs)
+        return cg_op_fail(call, "kind '%s' takes %d inputs (%s), got %d", kinds[kind].name,
+                          kinds[kind].n_inputs, kinds[kind].inputs, call->n_inputs);
+    const cg_tensor_desc *q = &call->inputs[0], *keys = &call->inputs[1];
+    const int64_t any[3] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
+    if (cg_ops_expect_f32(call, "input 'q'", q, 2, any)) return CG_OP_ERROR;
+    const int64_t B = q->dims[0], H = q->dims[1];
+    const int64_t want_keys[3] = {B, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
+    if (cg_ops_expect_f32(call, "input 'keys'", keys, 3, want_keys)) return CG_OP_ERROR;
+    const int64_t K = keys->dims[2]; /* A for additive */
+    switch (kind) {
+    case ADDITIVE: {
+        const int64_t w_q[2] = {K, H}, b_q[1] = {K}, v[2] = {1, K};
+        if (cg_ops_expect_f32(call, "input 'W_q'", &call->inputs[2], 2, w_q) ||
+            cg_ops_expect_f32(call, "input 'b_q'", &call->inputs[3], 1, b_q) ||
+            cg_ops_expect_f32(call, "input 'v'", &call->inputs[4], 2, v))
+            return CG_OP_ERROR;
+        break;
+    }
+    case GENERAL: {
+        const int64_t w[2] = {K, H};
+        if (cg_ops_expect_f32(call, "input 'W'", &call->inputs[2], 2, w)) return CG_OP_ERROR;
+        break;
+    }
+    default:
+        if (!cg_dim_compatible(K, H)) {
+            char sq[128], sk[128];
+            cg_ops_format_dims(sq, sizeof sq, q);
+            cg_ops_format_dims(sk, sizeof sk, keys);
+            return cg_op_fail(call, "kind '%s' needs keys as wide as q (K == H), got q %s and keys %s",
+                              kinds[kind].name, sq, sk);
+        }
+        break;
+    }
+    cg_tensor_desc *o = &call->outputs[0];
+    memset(o, 0, sizeof *o);
+    o->dtype = CG_OP_F32;
+    o->ndim = 2;
+    o->dims[0] = cg_dim_unify(B, keys->dims[0]);
+    o->dims[1] = keys->dims[1];
+    return CG_OP_OK;
+}
+
+/* additive: the projected query W_q q + b_q [B, A]; general: W q [B, K]. */
+static size_t attn_score_workspace(const cg_op_call *call) {
+    score_kind kind = kind_of(call);
+    if (kind != ADDITIVE && kind != GENERAL) return 0;
+    return sizeof(float) * (size_t)(call->inputs[0].dims[0] * call->inputs[1].dims[2]);
+}
+
+static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const int64_t B = call->inputs[0].dims[0], H = call->inputs[0].dims[1];
+    const int64_t S = call->inputs[1].dims[1], K = call->inputs[1].dims[2];
+    const float *q = a->in[0], *keys = a->in[1];
+    float *e = a->out[0];
+    switch (kind_of(call)) {
+    case ADDITIVE: {
+        const int64_t A = K;
+        const float *b_q = a->in[3], *v = a->in[4];
+        float *qp = a->workspace;
+        cg_ops_project(B, A, H, q, H, a->in[2], H, qp, A);
+        for (int64_t b = 0; b < B; b++) {
+            float *qb = qp + b * A;
+            for (int64_t i = 0; i < A; i++) qb[i] += b_q[i];
+            for (int64_t s = 0; s < S; s++) {
+                const float *kp = keys + (b * S + s) * A;
+                float acc = 0.0f;
+                for (int64_t i = 0; i < A; i++) acc += v[i] * tanhf(qb[i] + kp[i]);
+                e[b * S + s] = acc;
+            }
+        }
+        break;
+    }
+    case DOT:
+        dot_keys(B, S, K, 1.0f, keys, q, e);
+        break;
+    case SCALED_DOT:
+        dot_keys(B, S, K, (float)(1.0 / sqrt((double)H)), keys, q, e);
+        break;
+    case GENERAL: {
+        float *wq = a->workspace;
+        cg_ops_project(B, K, H, q, H, a->in[2], H, wq, K);
+        dot_keys(B, S, K, 1.0f, keys, wq, e);
+        break;
+    }
+    case COSINE:
+        dot_keys(B, S, K, 1.0f, keys, q, e);
+        for (int64_t b = 0; b < B; b++) {
+            float nq = 0.0f;
+            for (int64_t i = 0; i < H; i++) nq += q[b * H + i] * q[b * H + i];
+            nq = sqrtf(nq);
+            for (int64_t s = 0; s < S; s++) {
+                const float *h = keys + (b * S + s) * K;
+                float nk = 0.0f;
+                for (int64_t i = 0; i < K; i++) nk += h[i] * h[i];
+                float den = nq * sqrtf(nk);
+                e[b * S + s] /= den > COSINE_EPS ? den : COSINE_EPS;
+            }
+        }
+        break;
+    case N_KINDS:
+        return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
+    }
+    return CG_OP_OK;
+}
+
+/* Emits reduce_sum(mul(keys, reshape(vec [B, K] -> [B, 1, K])), axis 2): the
+ * dot product of every key with vec, [B, S]. */
+static int32_t emit_dot_keys(cg_ops_emitter *e, int32_t keys, int32_t vec) {
+    int32_t row = cg_ops_emit(e, "reshape", "shape: [0, 1, -1]", vec, -1, -1);
+    int32_t prod = cg_ops_emit(e, "mul", NULL, keys, row, -1);
+    return cg_ops_emit(e, "reduce_sum", "axes: [2], keepdims: 0", prod, -1, -1);
+}
+
+static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
+    score_kind kind = kind_of(call);
+    const int64_t H = call->inputs[0].dims[1];
+    if (kind == SCALED_DOT && !cg_dim_known(H))
+        return cg_op_fail(call, "scaled_dot decomposition needs a concrete query width");
+    cg_ops_emitter e = {d, call, CG_OP_OK};
+    int32_t q = cg_ops_emit_input(&e, 0), keys = cg_ops_emit_input(&e, 1), score = -1;
+    switch (kind) {
+    case ADDITIVE: {
+        int32_t w_q = cg_ops_emit_input(&e, 2), b_q = cg_ops_emit_input(&e, 3);
+        int32_t v = cg_ops_emit_input(&e, 4);
+        int32_t qp = cg_ops_emit(&e, "linear", NULL, q, w_q, b_q);
+        qp = cg_ops_emit(&e, "reshape", "shape: [0, 1, -1]", qp, -1, -1);
+        int32_t t = cg_ops_emit(&e, "add", NULL, keys, qp, -1);
+        t = cg_ops_emit(&e, "tanh", NULL, t, -1, -1);
+        t = cg_ops_emit(&e, "mul", NULL, t, v, -1);
+        score = cg_ops_emit(&e, "reduce_sum", "axes: [2], keepdims: 0", t, -1, -1);
+        break;
+    }
+    case DOT:
+        score = emit_dot_keys(&e, keys, q);
+        break;
+    case SCALED_DOT: {
+        char attrs[64];
+        snprintf(attrs, sizeof attrs, "alpha: %.15f, beta: 0.0", 1.0 / sqrt((double)H));
+        score = emit_dot_keys(&e, keys, q);
+        score = cg_ops_emit(&e, "affine", attrs, score, -1, -1);
+        break;
+    }
+    case GENERAL: {
+        int32_t w = cg_ops_emit_input(&e, 2);
+        int32_t wq = cg_ops_emit(&e, "matmul", "transpose_a: 0, transpose_b: 1", q, w, -1);
+        score = emit_dot_keys(&e, keys, wq);
+        break;
+    }
+    case COSINE: {
+        int32_t dot = emit_dot_keys(&e, keys, q);
+        int32_t qq = cg_ops_emit(&e, "mul", NULL, q, q, -1);
+        qq = cg_ops_emit(&e, "reduce_sum", "axes: [1], keepdims: 1", qq, -1, -1);
+        int32_t kk = cg_ops_emit(&e, "mul", NULL, keys, keys, -1);
+        kk = cg_ops_emit(&e, "reduce_sum", "axes: [2], keepdims: 0", kk, -1, -1);
+        int32_t nk = cg_ops_emit(&e, "sqrt", NULL, kk, -1, -1);
+        int32_t nq = cg_ops_emit(&e, "sqrt", NULL, qq, -1, -1);
+        int32_t den = cg_ops_emit(&e, "mul", NULL, nk, nq, -1);
+        int32_t eps = cg_ops_emit(&e, "affine", "alpha: 0.0, beta: 0.00000001", den, -1, -1);
+        den = cg_ops_emit(&e, "maximum", NULL, den, eps, -1);
+        score = cg_ops_emit(&e, "div", NULL, dot, den, -1);
+        break;
+    }
+    case N_KINDS:
+        return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
+    }
+    cg_ops_emit_output(&e, 0, score);
+    return e.st;
+}
+
+static const cg_attr_def attn_score_attrs[] = {
+    {sizeof(cg_attr_def), "kind", CG_ATTR_STRING, 1, 0, 0.0, NULL,
+     "additive, dot, scaled_dot, general or cosine"},
+};
+static const cg_kernel_def attn_score_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, attn_score_workspace, attn_score_cpu},
+};
+static const char *const attn_score_inputs[] = {"q", "keys", "W", "b_q", "v", NULL};
+
+const cg_op_def cg_op_attn_score = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "attn_score",
+    .doc = "Attention scores e [B, S] of S keys for one query per batch row "
+           "(no masking, no softmax). Attribute kind (required) selects the score "
+           "and the inputs (all f32): "
+           "additive: q [B, H], keys [B, S, A] already projected (W_k h_i + b_k), "
+           "W_q [A, H], b_q [A], v [1, A]; e_i = v . tanh(W_q q + b_q + keys_i). "
+           "dot: q [B, H], keys [B, S, H]; e_i = q . h_i. "
+           "scaled_dot: as dot, e_i = q . h_i / sqrt(H). "
+           "general: q [B, H], keys [B, S, K], W [K, H]; e_i = h_i . (W q). "
+           "cosine: q [B, H], keys [B, S, H]; e_i = (q . h_i) / max(|q| |h_i|, 1e-8).",
+    .min_inputs = 2, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
+    .input_names = attn_score_inputs,
+    .attrs = attn_score_attrs, .n_attrs = 1,
+    .infer = attn_score_infer,
+    .decompose = attn_score_decompose,
+    .kernels = attn_score_kernels, .n_kernels = 1,
+};
+
+/* ---- attn_context(a [B, S], values [B, S, K]) -> c [B, K] ---- */
+
+static cg_op_status attn_context_infer(cg_op_call *call) {
+    const cg_tensor_desc *w = &call->inputs[0], *values = &call->inputs[1];
+    const int64_t any2[2] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
+    if (cg_ops_expect_f32(call, "input 'a'", w, 2, any2)) return CG_OP_ERROR;
+    const int64_t want[3] = {w->dims[0], w->dims[1], CG_DIM_UNKNOWN};
+    if (cg_ops_expect_f32(call, "input 'values'", values, 3, want)) return CG_OP_ERROR;
+    cg_tensor_desc *o = &call->outputs[0];
+    memset(o, 0, sizeof *o);
+    o->dtype = CG_OP_F32;
+    o->ndim = 2;
+    o->dims[0] = cg_dim_unify(w->dims[0], values->dims[0]);
+    o->dims[1] = values->dims[2];
+    return CG_OP_OK;
+}
+
+static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const int64_t B = call->inputs[1].dims[0], S = call->inputs[1].dims[1];
+    const int64_t K = call->inputs[1].dims[2];
+    const float *w = a->in[0], *values = a->in[1];
+    float *c = a->out[0];
+    if (S == 0) {
+        memset(c, 0, sizeof(float) * (size_t)(B * K));
+        return CG_OP_OK;
+    }
+    for (int64_t b = 0; b < B; b++)
+        cg_cpu_sgemv(1, S, K, 1.0f, values + b * S * K, K, w + b * S, 0.0f, c + b * K);
+    return CG_OP_OK;
+}
+
+static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call) {
+    cg_ops_emitter e = {d, call, CG_OP_OK};
+    int32_t w = cg_ops_emit_input(&e, 0), values = cg_ops_emit_input(&e, 1);
+    w = cg_ops_emit(&e, "reshape", "shape: [0, 0, 1]", w, -1, -1);
+    int32_t prod = cg_ops_emit(&e, "mul", NULL, values, w, -1);
+    int32_t c = cg_ops_emit(&e, "reduce_sum", "axes: [1], keepdims: 0", prod, -1, -1);
+    cg_ops_emit_output(&e, 0, c);
+    return e.st;
+}
+
+static const cg_kernel_def attn_context_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, attn_context_cpu},
+};
+static const char *const attn_context_inputs[] = {"a", "values", NULL};
+
+const cg_op_def cg_op_attn_context = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "attn_context",
+    .doc = "Attention context: inputs a [B, S] (the attention weights, e.g. a "
+           "masked softmax of attn_score) and values [B, S, K], both f32; output "
+           "c [B, K] with c[b] = sum_i a[b, i] * values[b, i]. No attributes.",
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .input_names = attn_context_inputs,
+    .infer = attn_context_infer,
+    .decompose = attn_context_decompose,
+    .kernels = attn_context_kernels, .n_kernels = 1,
+};

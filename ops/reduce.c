@@ -1,0 +1,424 @@
+/* Reductions: reduce_sum / reduce_mean / reduce_max over a set of axes,
+ * argmax along one axis, and topk along the last axis. */
+#include "ops_common.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- reduce_sum / reduce_mean / reduce_max (x f32) ---- */
+
+enum { REDUCE_AXES, REDUCE_KEEPDIMS };
+
+static const cg_attr_def reduce_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "axes", .type = CG_ATTR_INTS,
+     .doc = "axes to reduce (negative count from the end); empty = all axes"},
+    {.struct_size = sizeof(cg_attr_def), .name = "keepdims", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: keep reduced axes as size 1"},
+};
+
+typedef enum { RED_SUM, RED_MEAN, RED_MAX } red_kind;
+
+static const char *red_name(red_kind k) {
+    return k == RED_SUM ? "reduce_sum" : k == RED_MEAN ? "reduce_mean" : "reduce_max";
+}
+
+/* Marks the reduced axes of x in red[]; fails on a bad axes list. */
+static cg_op_status reduce_axes(const cg_op_call *call, const cg_tensor_desc *x, int *red) {
+    const cg_attr_value *ax = &call->attrs[REDUCE_AXES];
+    char sx[128];
+    cg_ops_format_dims(sx, sizeof sx, x);
+    memset(red, 0, sizeof(int) * CG_MAX_DIMS);
+    if (ax->n_ints == 0) {
+        for (int i = 0; i < x->ndim; i++) red[i] = 1;
+        return CG_OP_OK;
+    }
+    for (int i = 0; i < ax->n_ints; i++) {
+        int a = cg_norm_axis(ax->ints[i], x->ndim);
+        if (a < 0)
+            return cg_op_fail(call, "axis %lld in axes is out of range for x %s (%d dims)",
+                              (long long)ax->ints[i], sx, x->ndim);
+        if (red[a])
+            return cg_op_fail(call, "axis %lld in axes repeats axis %d", (long long)ax->ints[i], a);
+        red[a] = 1;
+    }
+    return CG_OP_OK;
+}
+
+static cg_op_status reduce_infer(cg_op_call *call, red_kind kind) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    int red[CG_MAX_DIMS];
+    int64_t keep = call->attrs[REDUCE_KEEPDIMS].i;
+    if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
+    if (keep != 0 && keep != 1)
+        return cg_op_fail(call, "attribute keepdims must be 0 or 1, got %lld", (long long)keep);
+    if (reduce_axes(call, x, red)) return CG_OP_ERROR;
+    cg_tensor_desc *o = &call->outputs[0];
+    o->dtype = CG_OP_F32;
+    o->ndim = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (red[i] && kind == RED_MAX && x->dims[i] == 0) {
+            char sx[128];
+            cg_ops_format_dims(sx, sizeof sx, x);
+            return cg_op_fail(call, "reduce_max over axis %d of size 0 (x %s) has no identity",
+                              i, sx);
+        }
+        if (!red[i]) o->dims[o->ndim++] = x->dims[i];
+        else if (keep) o->dims[o->ndim++] = 1;
+    }
+    return CG_OP_OK;
+}
+
+/*
+ * Iteration plan: x's dims with size-1 dims dropped and neighbours merged
+ * when both are reduced or both kept. ostr is the output element stride of
+ * each plan dim (0 for reduced dims).
+ */
+typedef struct red_plan {
+    int nd;
+    int64_t n[CG_MAX_DIMS];
+    int64_t ostr[CG_MAX_DIMS];
+    int red[CG_MAX_DIMS];
+} red_plan;
+
+static void red_plan_make(red_plan *p, const cg_tensor_desc *x, const int *red) {
+    p->nd = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (x->dims[i] == 1) continue;
+        if (p->nd > 0 && p->red[p->nd - 1] == red[i]) {
+            p->n[p->nd - 1] *= x->dims[i];
+        } else {
+            p->n[p->nd] = x->dims[i];
+            p->red[p->nd] = red[i];
+            p->nd++;
+        }
+    }
+    if (p->nd == 0) {
+        p->nd = 1;
+        p->n[0] = 1;
+        p->red[0] = 1;
+    }
+    int64_t s = 1;
+    for (int i = p->nd - 1; i >= 0; i--) {
+        p->ostr[i] = p->red[i] ? 0 : s;
+        if (!p->red[i]) s *= p->n[i];
+    }
+}
+
+/* Walks x in row-major order; `acc` holds one accumulator per output. */
+#define RED_WALK(T, ACC_RED, ACC_KEEP)                                              \
+    do {                                                                            \
+        int last = p.nd - 1;                                                        \
+        int64_t inner = p.n[last], idx[CG_MAX_DIMS] = {0}, oo = 0, xo = 0;          \
+        for (;;) {                                                                  \
+            const float *xr = px + xo;                                              \
+            T *ar = acc + oo;                                                       \
+            if (p.red[last]) {                                                      \
+                ACC_RED;                                                            \
+            } else {                                                                \
+                ACC_KEEP;                                                           \
+            }                                                                       \
+            xo += inner;                                                            \
+            int d = last - 1;                                                       \
+            for (; d >= 0; d--) {                                                   \
+                oo += p.ostr[d];                                                    \
+                if (++idx[d] < p.n[d]) break;                                       \
+                oo -= p.ostr[d] * p.n[d];                                           \
+                idx[d] = 0;                                                         \
+            }                                                                       \
+            if (d < 0) break;                                                       \
+        }                                                                           \
+    } while (0)
+
+static size_t reduce_ws_sum(const cg_op_call *call) {
+    return (size_t)cg_desc_numel(&call->outputs[0]) * sizeof(double);
+}
+
+static cg_op_status reduce_cpu(const cg_kernel_args *args, red_kind kind) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    const float *px = args->in[0];
+    float *py = args->out[0];
+    int red[CG_MAX_DIMS];
+    if (reduce_axes(call, x, red)) return CG_OP_ERROR;
+    int64_t on = cg_desc_numel(&call->outputs[0]), xn = cg_desc_numel(x), count = 1;
+    for (int i = 0; i < x->ndim; i++)
+        if (red[i]) count *= x->dims[i];
+    if (on == 0) return CG_OP_OK;
+    red_plan p;
+    red_plan_make(&p, x, red);
+    if (kind == RED_MAX) {
+        if (count == 0) return cg_op_fail(call, "reduce_max over an empty axis");
+        float *acc = py;
+        for (int64_t i = 0; i < on; i++) acc[i] = -INFINITY;
+        /* NaN propagates: once an accumulator is NaN it stays NaN. */
+        RED_WALK(float,
+                 {
+                     float m = ar[0];
+                     for (int64_t j = 0; j < inner; j++)
+                         if (xr[j] > m || xr[j] != xr[j]) m = xr[j];
+                     ar[0] = m;
+                 },
+                 {
+                     for (int64_t j = 0; j < inner; j++)
+                         if (xr[j] > ar[j] || xr[j] != xr[j]) ar[j] = xr[j];
+                 });
+        return CG_OP_OK;
+    }
+    double *acc = args->workspace;
+    if (!acc || args->workspace_size < (size_t)on * sizeof(double))
+        return cg_op_fail(call, "%s: workspace too small", red_name(kind));
+    for (int64_t i = 0; i < on; i++) acc[i] = 0.0;
+    if (xn > 0) {
+        RED_WALK(double,
+                 {
+                     double s = 0.0;
+                     for (int64_t j = 0; j < inner; j++) s += xr[j];
+                     ar[0] += s;
+                 },
+                 {
+                     for (int64_t j = 0; j < inner; j++) ar[j] += xr[j];
+                 });
+    }
+    /* The mean of nothing is 0 / 0 = NaN, as in NumPy. */
+    const double scale = kind == RED_MEAN ? 1.0 / (double)count : 1.0;
+    if (kind == RED_MEAN && count == 0)
+        for (int64_t i = 0; i < on; i++) py[i] = NAN;
+    else
+        for (int64_t i = 0; i < on; i++) py[i] = (float)(acc[i] * scale);
+    return CG_OP_OK;
+}
+
+static const char *const reduce_inputs[] = {"x", NULL};
+
+#define REDUCE_OP(NAME, KIND, WS, DOC)                                              \
+    static cg_op_status NAME##_infer(cg_op_call *call) { return reduce_infer(call, KIND); } \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return reduce_cpu(a, KIND); } \
+    static const cg_kernel_def NAME##_kernels[] = {                                 \
+        {sizeof(cg_kernel_def), CG_BACKEND_CPU, WS, NAME##_cpu},                    \
+    };                                                                              \
+    const cg_op_def cg_op_##NAME = {                                                \
+        .struct_size = sizeof(cg_op_def),                                           \
+        .name = #NAME,                                                              \
+        .doc = DOC,                                                                 \
+        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,       \
+        .input_names = reduce_inputs,                                               \
+        .attrs = reduce_attrs, .n_attrs = 2,                                        \
+        .infer = NAME##_infer,                                                      \
+        .kernels = NAME##_kernels, .n_kernels = 1,                                  \
+    };
+
+#define REDUCE_DOC                                                                  \
+    " Attribute axes (ints, default empty = every axis; negative values count "    \
+    "from the end; no repeats) selects the reduced axes; keepdims (0 or 1, "        \
+    "default 0) keeps them as size-1 dims instead of removing them. Reducing "      \
+    "every axis of x without keepdims gives a 0-d scalar."
+
+REDUCE_OP(reduce_sum, RED_SUM, reduce_ws_sum,
+          "Sum of f32 x over the given axes, accumulated in double precision; the "
+          "sum over an empty axis is 0." REDUCE_DOC)
+REDUCE_OP(reduce_mean, RED_MEAN, reduce_ws_sum,
+          "Arithmetic mean of f32 x over the given axes, accumulated in double "
+          "precision; the mean over an empty axis is NaN (0 / 0)." REDUCE_DOC)
+REDUCE_OP(reduce_max, RED_MAX, NULL,
+          "Maximum of f32 x over the given axes; a NaN in a reduced group gives "
+          "NaN. Reducing over an axis of size 0 is an error (no identity)." REDUCE_DOC)
+
+/* ---- argmax(x f32; axis, keepdims) -> i32 ---- */
+
+enum { ARGMAX_AXIS, ARGMAX_KEEPDIMS };
+
+static const cg_attr_def argmax_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT,
+     .default_int = -1, .doc = "axis to search; negative counts from the end"},
+    {.struct_size = sizeof(cg_attr_def), .name = "keepdims", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: keep the axis as size 1"},
+};
+
+static cg_op_status argmax_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    int64_t keep = call->attrs[ARGMAX_KEEPDIMS].i, axis_attr = call->attrs[ARGMAX_AXIS].i;
+    char sx[128];
+    if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
+    cg_ops_format_dims(sx, sizeof sx, x);
+    if (keep != 0 && keep != 1)
+        return cg_op_fail(call, "attribute keepdims must be 0 or 1, got %lld", (long long)keep);
+    int axis = cg_norm_axis(axis_attr, x->ndim);
+    if (axis < 0)
+        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)",
+                          (long long)axis_attr, sx, x->ndim);
+    if (x->dims[axis] == 0)
+        return cg_op_fail(call, "argmax over axis %d of size 0 (x %s)", axis, sx);
+    if (x->dims[axis] > INT32_MAX)
+        return cg_op_fail(call, "argmax axis %d of x %s is too long for i32 indices", axis, sx);
+    cg_tensor_desc *o = &call->outputs[0];
+    o->dtype = CG_OP_I32;
+    o->ndim = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (i != axis) o->dims[o->ndim++] = x->dims[i];
+        else if (keep) o->dims[o->ndim++] = 1;
+    }
+    return CG_OP_OK;
+}
+
+/* Order used by argmax and topk: NaN above everything, then by value. */
+static inline int f32_greater(float a, float b) {
+    return (a != a) ? (b == b) : (a > b);
+}
+
+static cg_op_status argmax_cpu(const cg_kernel_args *args) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    const float *px = args->in[0];
+    int32_t *out = args->out[0];
+    int axis = cg_norm_axis(call->attrs[ARGMAX_AXIS].i, x->ndim);
+    int64_t outer = 1, n = x->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    if (outer * inner == 0) return CG_OP_OK;
+    if (n == 0) return cg_op_fail(call, "argmax over an empty axis");
+    /* The output row doubles as the running best index of each column, so
+     * the scan over the axis reads x contiguously. Only a strictly greater
+     * value replaces the best: ties keep the lowest index, and the first
+     * NaN is never replaced. */
+    for (int64_t o = 0; o < outer; o++) {
+        const float *xo = px + o * n * inner;
+        int32_t *bo = out + o * inner;
+        for (int64_t i = 0; i < inner; i++) bo[i] = 0;
+        for (int64_t j = 1; j < n; j++) {
+            const float *xj = xo + j * inner;
+            for (int64_t i = 0; i < inner; i++)
+                if (f32_greater(xj[i], xo[(int64_t)bo[i] * inner + i])) bo[i] = (int32_t)j;
+        }
+    }
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def argmax_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, argmax_cpu},
+};
+
+const cg_op_def cg_op_argmax = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "argmax",
+    .doc = "Index (i32) of the largest element of f32 x along axis (default -1), "
+           "removing that axis (or keeping it as size 1 with keepdims: 1). Ties "
+           "pick the lowest index. NaN counts as greater than every number, so "
+           "the first NaN along the axis wins. The axis must not be empty.",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_names = reduce_inputs,
+    .attrs = argmax_attrs, .n_attrs = 2,
+    .infer = argmax_infer,
+    .kernels = argmax_kernels, .n_kernels = 1,
+};
+
+/* ---- topk(x f32[..., N]; k) -> values f32[..., k], indices i32[..., k] ---- */
+
+enum { TOPK_K };
+
+static const cg_attr_def topk_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "k", .type = CG_ATTR_INT, .required = 1,
+     .doc = "number of largest elements to keep per row (0 <= k <= N)"},
+};
+
+static cg_op_status topk_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    const cg_attr_value *ka = &call->attrs[TOPK_K];
+    char sx[128];
+    if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
+    cg_ops_format_dims(sx, sizeof sx, x);
+    if (x->ndim < 1) return cg_op_fail(call, "input 0 (x) must have at least 1 dim, got %s", sx);
+    if (!ka->present) return cg_op_fail(call, "attribute k is required for topk");
+    int64_t k = ka->i, n = x->dims[x->ndim - 1];
+    if (k < 0) return cg_op_fail(call, "attribute k must be >= 0, got %lld", (long long)k);
+    if (cg_dim_known(n) && k > n)
+        return cg_op_fail(call, "k=%lld is larger than the last dim %lld of x %s",
+                          (long long)k, (long long)n, sx);
+    if (n > INT32_MAX || k > INT32_MAX)
+        return cg_op_fail(call, "last dim of x %s is too long for i32 indices", sx);
+    for (int i = 0; i < call->n_outputs; i++) {
+        cg_tensor_desc *o = &call->outputs[i];
+        *o = *x;
+        o->dtype = i == 0 ? CG_OP_F32 : CG_OP_I32;
+        o->dims[x->ndim - 1] = k;
+    }
+    return CG_OP_OK;
+}
+
+/* Strict total order "element i ranks before element j": larger value
+ * first (NaN largest), then lower index. */
+static inline int topk_before(const float *x, int32_t i, int32_t j) {
+    float a = x[i], b = x[j];
+    if (f32_greater(a, b)) return 1;
+    if (f32_greater(b, a)) return 0;
+    return i < j;
+}
+
+/* Sift down in a heap whose root is the element ranking last. */
+static void topk_sift(const float *x, int32_t *h, int64_t size, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < size && topk_before(x, h[w], h[l])) w = l;
+        if (r < size && topk_before(x, h[w], h[r])) w = r;
+        if (w == i) return;
+        int32_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static cg_op_status topk_cpu(const cg_kernel_args *args) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    const float *px = args->in[0];
+    float *pv = args->out[0];
+    int32_t *pi = args->out[1];
+    int64_t n = x->dims[x->ndim - 1], k = call->attrs[TOPK_K].i, rows = 1;
+    for (int i = 0; i < x->ndim - 1; i++) rows *= x->dims[i];
+    if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k,
+                                 (long long)n);
+    if (k == 0 || rows == 0) return CG_OP_OK;
+    /* The indices output row is the heap: O(N log k) per row, no scratch. */
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = px + r * n;
+        int32_t *h = pi + r * k;
+        float *v = pv + r * k;
+        for (int64_t j = 0; j < k; j++) h[j] = (int32_t)j;
+        for (int64_t j = k / 2; j-- > 0;) topk_sift(xr, h, k, j);
+        for (int64_t j = k; j < n; j++) {
+            if (topk_before(xr, (int32_t)j, h[0])) {
+                h[0] = (int32_t)j;
+                topk_sift(xr, h, k, 0);
+            }
+        }
+        /* Heap sort: move the last-ranking element to the end each time,
+         * leaving the row in ranking order. */
+        for (int64_t s = k - 1; s > 0; s--) {
+            int32_t t = h[0];
+            h[0] = h[s];
+            h[s] = t;
+            topk_sift(xr, h, s, 0);
+        }
+        for (int64_t j = 0; j < k; j++) v[j] = xr[h[j]];
+    }
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def topk_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, topk_cpu},
+};
+
+const cg_op_def cg_op_topk = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "topk",
+    .doc = "The k largest elements along the last axis of f32 x [..., N]: "
+           "output 0 values f32 [..., k] sorted descending, output 1 indices i32 "
+           "[..., k] of those elements in x. Equal values are ordered by lower "
+           "index first; NaN counts as greater than every number. Attribute k "
+           "(int, required) must satisfy 0 <= k <= N.",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2,
+    .input_names = reduce_inputs,
+    .attrs = topk_attrs, .n_attrs = 1,
+    .infer = topk_infer,
+    .kernels = topk_kernels, .n_kernels = 1,
+};

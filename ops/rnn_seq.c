@@ -1,0 +1,306 @@
+/* Whole-sequence recurrent layers over packed sequences: gru and lstm,
+ * exactly torch.nn.GRU / torch.nn.LSTM(batch_first=True) run on
+ * pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with
+ * pad_packed_sequence(total_length=S). */
+#include "ops_common.h"
+
+#include "backends/cpu/cpu_blas.h"
+
+#include <string.h>
+
+/* Defined in rnn_cell.c (see there). */
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
+                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *w, int64_t ldw, float *c, int64_t ldc);
+void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                    const float *b_hh, const float *h, float *h_out);
+void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                     const float *b_hh, const float *c, float *h_out, float *c_out);
+
+enum { ATTR_HIDDEN, ATTR_LAYERS, ATTR_BIDIRECTIONAL };
+
+/* Sizes of one call, all concrete (kernel and workspace). */
+typedef struct seq_dims {
+    int64_t B, S, I, H, L, D, G; /* G: gates, 3 (GRU) or 4 (LSTM) */
+} seq_dims;
+
+static seq_dims seq_dims_of(const cg_op_call *call, int gates) {
+    seq_dims s;
+    s.B = call->inputs[0].dims[0];
+    s.S = call->inputs[0].dims[1];
+    s.I = call->inputs[0].dims[2];
+    s.H = call->attrs[ATTR_HIDDEN].i;
+    s.L = call->attrs[ATTR_LAYERS].i;
+    s.D = call->attrs[ATTR_BIDIRECTIONAL].i ? 2 : 1;
+    s.G = gates;
+    return s;
+}
+
+/* Input index of weight `which` (0 weight_ih, 1 weight_hh, 2 bias_ih,
+ * 3 bias_hh) of layer k, direction d: PyTorch's _flat_weights order. */
+static int weight_index(int64_t D, int64_t k, int64_t d, int which) {
+    return (int)(2 + 4 * (k * D + d) + which);
+}
+
+static cg_op_status seq_infer(cg_op_call *call, int gates) {
+    const char *op = gates == 3 ? "gru" : "lstm";
+    int64_t H = call->attrs[ATTR_HIDDEN].i, L = call->attrs[ATTR_LAYERS].i;
+    int64_t bidir = call->attrs[ATTR_BIDIRECTIONAL].i;
+    if (H < 1) return cg_op_fail(call, "attribute hidden must be >= 1, got %lld", (long long)H);
+    if (L < 1 || L > 4096)
+        return cg_op_fail(call, "attribute layers must be in [1, 4096], got %lld", (long long)L);
+    if (bidir != 0 && bidir != 1)
+        return cg_op_fail(call, "attribute bidirectional must be 0 or 1, got %lld", (long long)bidir);
+    int64_t D = bidir ? 2 : 1;
+    int64_t want_inputs = 2 + 4 * L * D;
+    if (call->n_inputs != want_inputs)
+        return cg_op_fail(call,
+                          "%s with layers = %lld, bidirectional = %lld takes %lld inputs "
+                          "(x, lengths, then %lld weights in PyTorch's state_dict order), got %d",
+                          op, (long long)L, (long long)bidir, (long long)want_inputs,
+                          (long long)(want_inputs - 2), call->n_inputs);
+
+    const cg_tensor_desc *x = &call->inputs[0], *len = &call->inputs[1];
+    const int64_t any3[3] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
+    if (cg_ops_expect_f32(call, "input 'x'", x, 3, any3)) return CG_OP_ERROR;
+    if (len->dtype != CG_OP_I32 || len->ndim != 1 || !cg_dim_compatible(len->dims[0], x->dims[0])) {
+        char got[128];
+        cg_ops_format_dims(got, sizeof got, len);
+        return cg_op_fail(call, "input 'lengths' must be i32 [B] with B = %lld (dim 0 of x), got %s %s",
+                          (long long)x->dims[0], len->dtype == CG_OP_I32 ? "i32" : "f32", got);
+    }
+    int64_t B = cg_dim_unify(x->dims[0], len->dims[0]);
+    int64_t GH = gates * H;
+
+    static const char *const kinds[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+    for (int64_t k = 0; k < L; k++) {
+        int64_t in_size = k == 0 ? x->dims[2] : D * H;
+        const int64_t want[4][2] = {{GH, in_size}, {GH, H}, {GH, 0}, {GH, 0}};
+        for (int64_t d = 0; d < D; d++)
+            for (int which = 0; which < 4; which++) {
+                char label[64];
+                snprintf(label, sizeof label, "%s_l%lld%s", kinds[which], (long long)k,
+                         d ? "_reverse" : "");
+                const cg_tensor_desc *w = &call->inputs[weight_index(D, k, d, which)];
+                if (cg_ops_expect_f32(call, label, w, which < 2 ? 2 : 1, want[which]))
+                    return CG_OP_ERROR;
+            }
+    }
+
+    const int64_t shapes[3][3] = {{B, x->dims[1], D * H}, {L * D, B, H}, {L * D, B, H}};
+    for (int i = 0; i < call->n_outputs; i++) {
+        cg_tensor_desc *o = &call->outputs[i];
+        memset(o, 0, sizeof *o);
+        o->dtype = CG_OP_F32;
+        o->ndim = 3;
+        memcpy(o->dims, shapes[i], sizeof shapes[i]);
+    }
+    return CG_OP_OK;
+}
+
+/* Workspace layout, every part 64-byte aligned:
+ *   order  int32 [B]        batch rows sorted by length, longest first
+ *   proj   f32 [B*S, G*H]   input projection of one layer and direction
+ *   gh     f32 [B, G*H]     hidden projection of one step
+ *   h, c   f32 [B, H]       state, rows in `order` (c for the LSTM only)
+ *   layer  f32 [n, B*S*D*H] outputs of inner layers (n = min(L - 1, 2)) */
+typedef struct seq_ws {
+    int32_t *order;
+    float *proj, *gh, *h, *c, *layer[2];
+} seq_ws;
+
+/* Hands out the next 64-byte aligned part of `bytes` (NULL if 0 or when
+ * only measuring, base == NULL). */
+static void *ws_take(void *base, size_t *off, size_t bytes) {
+    void *p = base && bytes ? (char *)base + *off : NULL;
+    *off += (bytes + 63) & ~(size_t)63;
+    return p;
+}
+
+/* Lays the workspace out at `base` into *ws; returns its size in bytes. */
+static size_t seq_ws_layout(const seq_dims *s, void *base, seq_ws *ws) {
+    size_t B = (size_t)s->B, H = (size_t)s->H, GH = (size_t)(s->G * s->H);
+    size_t layer = sizeof(float) * B * (size_t)s->S * (size_t)s->D * H;
+    size_t off = 0;
+    ws->order = ws_take(base, &off, sizeof(int32_t) * B);
+    ws->proj = ws_take(base, &off, sizeof(float) * B * (size_t)s->S * GH);
+    ws->gh = ws_take(base, &off, sizeof(float) * B * GH);
+    ws->h = ws_take(base, &off, sizeof(float) * B * H);
+    ws->c = ws_take(base, &off, s->G == 4 ? sizeof(float) * B * H : 0);
+    ws->layer[0] = ws_take(base, &off, s->L > 1 ? layer : 0);
+    ws->layer[1] = ws_take(base, &off, s->L > 2 ? layer : 0);
+    return off;
+}
+
+/* Runs one direction of one layer: reads `in` [B, S, in_size], writes its
+ * half of `out` [B, S, D*H] at the valid positions, leaves the final state of
+ * each row (in `order`) in ws->h / ws->c. */
+static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *lengths,
+                          const float *in, int64_t in_size, float *out, int64_t d,
+                          const float *w_ih, const float *w_hh, const float *b_ih,
+                          const float *b_hh) {
+    const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H, DH = s->D * s->H;
+    cg_ops_project(B * S, GH, in_size, in, in_size, w_ih, in_size, ws->proj, GH);
+    memset(ws->h, 0, sizeof(float) * (size_t)(B * H));
+    if (s->G == 4) memset(ws->c, 0, sizeof(float) * (size_t)(B * H));
+    int64_t max_len = B ? lengths[ws->order[0]] : 0;
+    /* Rows active at step t (lengths > t) are a prefix of `order`: n of them. */
+    int64_t n = d ? 0 : B;
+    for (int64_t step = 0; step < max_len; step++) {
+        int64_t t = d ? max_len - 1 - step : step;
+        if (d)
+            while (n < B && lengths[ws->order[n]] > t) n++;
+        else
+            while (n > 0 && lengths[ws->order[n - 1]] <= t) n--;
+        cg_ops_project(n, GH, H, ws->h, H, w_hh, H, ws->gh, GH);
+        for (int64_t j = 0; j < n; j++) {
+            int64_t row = ws->order[j];
+            const float *gi = ws->proj + (row * S + t) * GH;
+            float *h = ws->h + j * H;
+            if (s->G == 4)
+                cg_rnn_lstm_row(H, gi, ws->gh + j * GH, b_ih, b_hh, ws->c + j * H, h, ws->c + j * H);
+            else
+                cg_rnn_gru_row(H, gi, ws->gh + j * GH, b_ih, b_hh, h, h);
+            memcpy(out + (row * S + t) * DH + d * H, h, sizeof(float) * (size_t)H);
+        }
+    }
+}
+
+static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
+    const cg_op_call *call = a->call;
+    seq_dims s = seq_dims_of(call, gates);
+    const int32_t *lengths = a->in[1];
+    for (int64_t b = 0; b < s.B; b++)
+        if (lengths[b] < 0 || lengths[b] > s.S)
+            return cg_op_fail(call, "lengths[%lld] = %d is outside [0, %lld] (S, dim 1 of x)",
+                              (long long)b, lengths[b], (long long)s.S);
+    if (s.B == 0 || s.S == 0) {
+        /* Nothing runs (every length is 0): the final states are zero. */
+        for (int i = 1; i < call->n_outputs; i++)
+            if (s.B > 0) memset(a->out[i], 0, sizeof(float) * (size_t)(s.L * s.D * s.B * s.H));
+        return CG_OP_OK;
+    }
+    seq_ws ws;
+    seq_ws_layout(&s, a->workspace, &ws);
+
+    /* Stable insertion sort of the rows by length, longest first. */
+    for (int64_t b = 0; b < s.B; b++) {
+        int64_t j = b;
+        while (j > 0 && lengths[ws.order[j - 1]] < lengths[b]) {
+            ws.order[j] = ws.order[j - 1];
+            j--;
+        }
+        ws.order[j] = (int32_t)b;
+    }
+
+    const int64_t H = s.H, DH = s.D * s.H;
+    const float *in = a->in[0];
+    int64_t in_size = s.I;
+    for (int64_t k = 0; k < s.L; k++) {
+        float *out = k == s.L - 1 ? a->out[0] : ws.layer[k % 2];
+        memset(out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
+        for (int64_t d = 0; d < s.D; d++) {
+            const int w = weight_index(s.D, k, d, 0);
+            seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], a->in[w + 1],
+                          a->in[w + 2], a->in[w + 3]);
+            /* Final states h_n (output 1) and c_n (output 2), in batch order. */
+            for (int i = 1; i < call->n_outputs; i++) {
+                const float *state = i == 1 ? ws.h : ws.c;
+                float *dst = (float *)a->out[i] + (k * s.D + d) * s.B * H;
+                for (int64_t j = 0; j < s.B; j++)
+                    memcpy(dst + ws.order[j] * H, state + j * H, sizeof(float) * (size_t)H);
+            }
+        }
+        in = out;
+        in_size = DH;
+    }
+    return CG_OP_OK;
+}
+
+static size_t seq_workspace(const cg_op_call *call, int gates) {
+    seq_dims s = seq_dims_of(call, gates);
+    seq_ws ws;
+    return seq_ws_layout(&s, NULL, &ws);
+}
+
+static const cg_attr_def seq_attrs[] = {
+    {sizeof(cg_attr_def), "hidden", CG_ATTR_INT, 1, 0, 0.0, NULL,
+     "hidden size H of each direction"},
+    {sizeof(cg_attr_def), "layers", CG_ATTR_INT, 0, 1, 0.0, NULL, "number of stacked layers"},
+    {sizeof(cg_attr_def), "bidirectional", CG_ATTR_INT, 0, 0, 0.0, NULL,
+     "1: every layer also runs backwards (D = 2), 0: forward only (D = 1)"},
+};
+static const char *const seq_inputs[] = {"x", "lengths", NULL};
+
+/* ---- gru ---- */
+
+static cg_op_status gru_infer(cg_op_call *call) { return seq_infer(call, 3); }
+static size_t gru_workspace(const cg_op_call *call) { return seq_workspace(call, 3); }
+static cg_op_status gru_cpu(const cg_kernel_args *a) { return seq_run(a, 3); }
+
+static const cg_kernel_def gru_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, gru_workspace, gru_cpu},
+};
+
+const cg_op_def cg_op_gru = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "gru",
+    .doc = "A whole multi-layer GRU over a padded batch, exactly torch.nn.GRU("
+           "I, hidden, layers, batch_first=True, bidirectional) run on "
+           "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
+           "pad_packed_sequence(total_length=S); initial states are zero and cells are "
+           "those of gru_cell. Inputs: x f32 [B, S, I], lengths i32 [B] (each in "
+           "[0, S]; a larger one is a run-time error), then the weights in the order "
+           "of PyTorch's state_dict: for each layer k, weight_ih_lk [3H, I_k], "
+           "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
+           "bidirectional) by the same four with the suffix _reverse; I_0 = I and "
+           "I_k = D*H above, so there are 2 + 4*layers*D inputs. Outputs: out "
+           "[B, S, D*H] (forward state in the first H columns, backward in the last "
+           "H; zero at positions t >= lengths[b]) and, optionally, h_n "
+           "[layers*D, B, H] (row k*D + d: the final state of layer k, direction d: "
+           "forward after position lengths[b]-1, backward after position 0 having "
+           "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
+           "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
+    .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 2,
+    .input_names = seq_inputs,
+    .attrs = seq_attrs, .n_attrs = 3,
+    .infer = gru_infer,
+    .kernels = gru_kernels, .n_kernels = 1,
+};
+
+/* ---- lstm ---- */
+
+static cg_op_status lstm_infer(cg_op_call *call) { return seq_infer(call, 4); }
+static size_t lstm_workspace(const cg_op_call *call) { return seq_workspace(call, 4); }
+static cg_op_status lstm_cpu(const cg_kernel_args *a) { return seq_run(a, 4); }
+
+static const cg_kernel_def lstm_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, lstm_workspace, lstm_cpu},
+};
+
+const cg_op_def cg_op_lstm = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "lstm",
+    .doc = "A whole multi-layer LSTM over a padded batch, exactly torch.nn.LSTM("
+           "I, hidden, layers, batch_first=True, bidirectional) run on "
+           "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
+           "pad_packed_sequence(total_length=S); initial states h and c are zero and "
+           "cells are those of lstm_cell (gates i, f, g, o). Inputs: x f32 [B, S, I], "
+           "lengths i32 [B] (each in [0, S]; a larger one is a run-time error), then "
+           "the weights in the order of PyTorch's state_dict: for each layer k, "
+           "weight_ih_lk [4H, I_k], weight_hh_lk [4H, H], bias_ih_lk [4H], bias_hh_lk "
+           "[4H], followed (when bidirectional) by the same four with the suffix "
+           "_reverse; I_0 = I and I_k = D*H above, so there are 2 + 4*layers*D inputs. "
+           "Outputs: out [B, S, D*H] (forward h in the first H columns, backward in the "
+           "last H; zero at positions t >= lengths[b]), then optionally h_n and c_n, "
+           "each [layers*D, B, H] (row k*D + d: the final h / c of layer k, direction "
+           "d: forward after position lengths[b]-1, backward after position 0 having "
+           "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
+           "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
+    .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 3,
+    .input_names = seq_inputs,
+    .attrs = seq_attrs, .n_attrs = 3,
+    .infer = lstm_infer,
+    .kernels = lstm_kernels, .n_kernels = 1,
+};

@@ -1,0 +1,310 @@
+/* The clgraph command line end to end: the example GRU encoder against
+ * PyTorch's numbers, and every kind of bad input with its one-line error and
+ * exit code. */
+#include <check.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clgraph/clgraph.h"
+
+extern char **environ;
+
+static char tmpdir[256];
+static char out_text[65536], err_text[65536];
+
+static const char *src_dir(void) {
+    const char *d = getenv("CG_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+static void slurp(const char *path, char *buf, size_t size) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = 0;
+    fclose(f);
+}
+
+/* Runs clgraph with argv (NULL-terminated, without argv[0]); returns its
+ * exit status and fills out_text/err_text. */
+static int run_cli(const char *const *args) {
+    const char *exe = getenv("CG_CLGRAPH");
+    ck_assert_msg(exe != NULL, "CG_CLGRAPH is not set");
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)exe;
+    for (int i = 0; args[i]; i++) argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    char op[300], ep[300];
+    snprintf(op, sizeof op, "%s/stdout", tmpdir);
+    snprintf(ep, sizeof ep, "%s/stderr", tmpdir);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, ep, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    slurp(op, out_text, sizeof out_text);
+    slurp(ep, err_text, sizeof err_text);
+    ck_assert_msg(WIFEXITED(status), "clgraph died with a signal; stderr: %s", err_text);
+    return WEXITSTATUS(status);
+}
+
+static void write_file(const char *name, const void *data, size_t n, char *path_out) {
+    snprintf(path_out, 512, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path_out, "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static void example(const char *file, char *buf) {
+    snprintf(buf, 512, "%s/models/example/%s", src_dir(), file);
+}
+
+/* Asserts stderr is exactly one line containing every needle. */
+static void assert_one_line(const char *const *needles) {
+    size_t len = strlen(err_text);
+    ck_assert_msg(len > 0 && err_text[len - 1] == '\n' && strchr(err_text, '\n') == err_text + len - 1,
+                  "stderr is not one line: [%s]", err_text);
+    for (int i = 0; needles[i]; i++)
+        ck_assert_msg(strstr(err_text, needles[i]) != NULL, "'%s' not in stderr: %s", needles[i], err_text);
+}
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/cg_cli_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+static double max_diff(const char *a_path, const char *b_path) {
+    cg_tensor *a, *b;
+    ck_assert_msg(cg_tensor_load_npy(a_path, &a) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_tensor_load_npy(b_path, &b) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(cg_tensor_ndim(a), cg_tensor_ndim(b));
+    for (int i = 0; i < cg_tensor_ndim(a); i++) ck_assert_int_eq(cg_tensor_dim(a, i), cg_tensor_dim(b, i));
+    const float *x = cg_tensor_data_const(a), *y = cg_tensor_data_const(b);
+    double m = 0;
+    for (int64_t i = 0; i < cg_tensor_numel(a); i++) {
+        double d = fabs((double)x[i] - (double)y[i]);
+        if (!(d <= m)) m = d;
+    }
+    cg_tensor_free(a);
+    cg_tensor_free(b);
+    return m;
+}
+
+START_TEST(gru_encoder_matches_pytorch) {
+    char model[512], w[512], src[512], len[512], outdir[512], a[600], b[600], in1[600], in2[600];
+    example("model.cg", model);
+    example("weights.safetensors", w);
+    example("src.npy", src);
+    example("src_len.npy", len);
+    snprintf(outdir, sizeof outdir, "%s/out", tmpdir);
+    snprintf(in1, sizeof in1, "src=%s", src);
+    snprintf(in2, sizeof in2, "src_len=%s", len);
+    const char *args[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", outdir, NULL};
+    ck_assert_msg(run_cli(args) == 0, "stderr: %s", err_text);
+    ck_assert_ptr_nonnull(strstr(out_text, "keys -> "));
+    snprintf(a, sizeof a, "%s/keys.npy", outdir);
+    example("expected_keys.npy", b);
+    double dk = max_diff(a, b);
+    ck_assert_msg(dk <= 1e-5, "keys differ from PyTorch by %g", dk);
+    snprintf(a, sizeof a, "%s/s0.npy", outdir);
+    example("expected_s0.npy", b);
+    double ds = max_diff(a, b);
+    ck_assert_msg(ds <= 1e-5, "s0 differs from PyTorch by %g", ds);
+
+    /* Without --output, the outputs are printed. */
+    const char *args2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, NULL};
+    ck_assert_int_eq(run_cli(args2), 0);
+    ck_assert_ptr_nonnull(strstr(out_text, "keys: f32[3, 7, 32]"));
+    ck_assert_ptr_nonnull(strstr(out_text, "s0: f32[3, 16]"));
+}
+END_TEST
+
+START_TEST(help_version_usage) {
+    const char *h[] = {"--help", NULL};
+    ck_assert_int_eq(run_cli(h), 0);
+    ck_assert_ptr_nonnull(strstr(out_text, "usage: clgraph"));
+    const char *v[] = {"--version", NULL};
+    ck_assert_int_eq(run_cli(v), 0);
+    ck_assert_ptr_nonnull(strstr(out_text, cg_version()));
+    const char *u[] = {"frobnicate", NULL};
+    ck_assert_int_eq(run_cli(u), 2);
+    ck_assert_ptr_nonnull(strstr(err_text, "unknown command 'frobnicate'"));
+    const char *o[] = {"run", "x.cg", "--bogus", "1", NULL};
+    ck_assert_int_eq(run_cli(o), 2);
+    ck_assert_ptr_nonnull(strstr(err_text, "unknown option '--bogus'"));
+    const char *none[] = {NULL};
+    ck_assert_int_eq(run_cli(none), 2);
+}
+END_TEST
+
+START_TEST(check_and_fmt) {
+    char model[512];
+    example("model.cg", model);
+    const char *c[] = {"check", model, NULL};
+    ck_assert_msg(run_cli(c) == 0, "%s", err_text);
+    ck_assert_ptr_nonnull(strstr(out_text, "encoder.keys: f32[B, S, 32]  gru 'enc_rnn'  (output)"));
+    ck_assert_ptr_nonnull(strstr(out_text, "encoder.s0: f32[B, 16]"));
+    const char *f[] = {"fmt", model, NULL};
+    ck_assert_int_eq(run_cli(f), 0);
+    char formatted[512];
+    write_file("fmt1.cg", out_text, strlen(out_text), formatted);
+    char first[65536];
+    strcpy(first, out_text);
+    const char *f2[] = {"fmt", formatted, NULL};
+    ck_assert_int_eq(run_cli(f2), 0);
+    ck_assert_str_eq(out_text, first); /* canonical form is a fixed point */
+    const char *ops[] = {"ops", "gru", NULL};
+    ck_assert_int_eq(run_cli(ops), 0);
+    ck_assert_ptr_nonnull(strstr(out_text, "attribute hidden: int (required)"));
+}
+END_TEST
+
+START_TEST(bad_graph_text) {
+    char p[512];
+    const char *t = "graph g {\n  input x: f32[N]\n  y = tanh(x\n  output y\n}\n";
+    write_file("bad.cg", t, strlen(t), p);
+    const char *a[] = {"check", p, NULL};
+    ck_assert_int_eq(run_cli(a), 1);
+    const char *n[] = {"bad.cg:3:", NULL};
+    assert_one_line(n);
+
+    const char *t2 = "graph g {\n  input x: f32[N]\n  y = frobnicate(x)\n  output y\n}\n";
+    write_file("unknown.cg", t2, strlen(t2), p);
+    ck_assert_int_eq(run_cli(a), 1);
+    const char *n2[] = {"unknown.cg:3:7: unknown op 'frobnicate' in node 'y'", NULL};
+    assert_one_line(n2);
+
+    const char *t3 = "graph g {\n  input x: f32[N, 4]\n  y = softmax(x) {axis: \"last\"}\n  output y\n}\n";
+    write_file("attr.cg", t3, strlen(t3), p);
+    ck_assert_int_eq(run_cli(a), 1);
+    const char *n3[] = {"attr.cg:3:", "softmax 'y': attribute 'axis' must be int, got string", NULL};
+    assert_one_line(n3);
+
+    const char *t4 = "graph g {\n  input a: f32[2, 3]\n  input b: f32[4, 5]\n  c = matmul(a, b)\n  output c\n}\n";
+    write_file("shape.cg", t4, strlen(t4), p);
+    ck_assert_int_eq(run_cli(a), 1);
+    const char *n4[] = {"shape.cg:4:3: matmul 'c': ", NULL};
+    assert_one_line(n4);
+
+    const char *miss[] = {"check", "/nonexistent/m.cg", NULL};
+    ck_assert_int_eq(run_cli(miss), 1);
+    const char *n5[] = {"/nonexistent/m.cg: cannot open", NULL};
+    assert_one_line(n5);
+}
+END_TEST
+
+START_TEST(bad_weights_and_inputs) {
+    char model[512], w[512], src[512], len[512], in1[600], in2[600], p[512];
+    example("model.cg", model);
+    example("weights.safetensors", w);
+    example("src.npy", src);
+    example("src_len.npy", len);
+    snprintf(in1, sizeof in1, "src=%s", src);
+    snprintf(in2, sizeof in2, "src_len=%s", len);
+
+    /* A truncated weights file. */
+    FILE *f = fopen(w, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    write_file("trunc.safetensors", buf, n / 2, p);
+    const char *a[] = {"run", model, "--weights", p, "--input", in1, "--input", in2, NULL};
+    ck_assert_int_eq(run_cli(a), 1);
+    const char *n1[] = {"trunc.safetensors", NULL};
+    assert_one_line(n1);
+
+    /* Weights that lack a parameter. */
+    const char *a2[] = {"run", model, "--weights", src, "--input", in1, "--input", in2, NULL};
+    ck_assert_int_eq(run_cli(a2), 1);
+    const char *n2[] = {"src.npy", NULL};
+    assert_one_line(n2);
+
+    /* A missing input, an input of the wrong dtype, an unknown input name. */
+    const char *a3[] = {"run", model, "--weights", w, "--input", in1, NULL};
+    ck_assert_int_eq(run_cli(a3), 1);
+    const char *n3[] = {"needs input 'src_len'", NULL};
+    assert_one_line(n3);
+    char swapped[600];
+    snprintf(swapped, sizeof swapped, "src=%s/models/example/expected_s0.npy", src_dir());
+    const char *a4[] = {"run", model, "--weights", w, "--input", swapped, "--input", in2, NULL};
+    ck_assert_int_eq(run_cli(a4), 1);
+    const char *n4[] = {"input 'src' is f32[3, 16], graph 'encoder' expects i32[B, S]", NULL};
+    assert_one_line(n4);
+    char bogus[600];
+    snprintf(bogus, sizeof bogus, "nosuch=%s", src);
+    const char *a5[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--input", bogus, NULL};
+    ck_assert_int_eq(run_cli(a5), 1);
+    const char *n5[] = {"no input named 'nosuch'", NULL};
+    assert_one_line(n5);
+
+    /* A malformed .npy. */
+    write_file("bad.npy", "\x93NUMPY\x01\x00garbage", 16, p);
+    char badin[600];
+    snprintf(badin, sizeof badin, "src=%s", p);
+    const char *a6[] = {"run", model, "--weights", w, "--input", badin, "--input", in2, NULL};
+    ck_assert_int_eq(run_cli(a6), 1);
+    const char *n6[] = {"--input src: ", "bad.npy", NULL};
+    assert_one_line(n6);
+
+    /* A length outside [0, S] is caught by the kernel, naming the node. */
+    int32_t bad_len[3] = {5, 9, 7};
+    cg_tensor *t;
+    int64_t three = 3;
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &three, &t), CG_OK);
+    memcpy(cg_tensor_data(t), bad_len, sizeof bad_len);
+    snprintf(p, sizeof p, "%s/len.npy", tmpdir);
+    ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_OK);
+    cg_tensor_free(t);
+    char lenin[600];
+    snprintf(lenin, sizeof lenin, "src_len=%s", p);
+    const char *a7[] = {"run", model, "--weights", w, "--input", in1, "--input", lenin, NULL};
+    ck_assert_int_eq(run_cli(a7), 1);
+    const char *n7[] = {"model.cg:", "gru 'enc_rnn': ", NULL};
+    assert_one_line(n7);
+
+    /* A plugin that is no plugin. */
+    const char *a8[] = {"run", model, "--plugin", w, "--weights", w, NULL};
+    ck_assert_int_eq(run_cli(a8), 1);
+    const char *n8[] = {"cannot load plugin", NULL};
+    assert_one_line(n8);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, gru_encoder_matches_pytorch);
+    tcase_add_test(tc, help_version_usage);
+    tcase_add_test(tc, check_and_fmt);
+    tcase_add_test(tc, bad_graph_text);
+    tcase_add_test(tc, bad_weights_and_inputs);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,171 @@
+/* The plugin loader on a good plugin, a newer-minor plugin, a wrong-ABI
+ * plugin, a duplicate op, a failing init, a library without the entry
+ * symbol, a non-library file and a missing path. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clgraph/clgraph.h"
+#include "clgraph/plugin.h"
+
+static char path_buf[4096];
+
+static const char *plugin(const char *variant) {
+    const char *dir = getenv("CG_TEST_PLUGIN_DIR");
+    snprintf(path_buf, sizeof path_buf, "%s/libcgtest_%s.so", dir ? dir : ".", variant);
+    return path_buf;
+}
+
+static int has_op(cg_context *ctx, const char *name) {
+    for (size_t i = 0; i < cg_context_op_count(ctx); i++)
+        if (!strcmp(cg_context_op_name(ctx, i), name)) return 1;
+    return 0;
+}
+
+START_TEST(good_plugin_runs) {
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert(!has_op(ctx, "square_plus"));
+    size_t before = cg_context_op_count(ctx);
+    ck_assert_msg(cg_context_load_plugin(ctx, plugin("good")) == CG_OK, "%s", cg_last_error());
+    ck_assert_uint_eq(cg_context_op_count(ctx), before + 1);
+    ck_assert(has_op(ctx, "square_plus"));
+
+    /* The plugin's op runs inside a graph like a built-in one. */
+    const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
+    cg_model *m;
+    cg_plan *p;
+    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "p.cg", &m), CG_OK);
+    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    int64_t n = 3;
+    cg_tensor *x, *y;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, &x), CG_OK);
+    float *xd = cg_tensor_data(x);
+    xd[0] = 1.0f, xd[1] = -2.0f, xd[2] = 3.0f;
+    const char *names[] = {"x"};
+    ck_assert_msg(cg_plan_run(p, 1, names, &x, 1, &y) == CG_OK, "%s", cg_last_error());
+    const float *yd = cg_tensor_data_const(y);
+    ck_assert_float_eq(yd[0], 1.5f);
+    ck_assert_float_eq(yd[1], 4.5f);
+    ck_assert_float_eq(yd[2], 9.5f);
+    cg_tensor_free(x);
+    cg_tensor_free(y);
+    cg_plan_free(p);
+    cg_model_free(m);
+
+    /* Loading the same plugin twice is refused by name. */
+    ck_assert_int_eq(cg_context_load_plugin(ctx, plugin("good")), CG_ERR_PLUGIN);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "plugin 'test-good' is already loaded"));
+    cg_context_free(ctx);
+}
+END_TEST
+
+START_TEST(newer_minor_loads) {
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_msg(cg_context_load_plugin(ctx, plugin("newer_minor")) == CG_OK, "%s", cg_last_error());
+    ck_assert(has_op(ctx, "square_plus"));
+    cg_context_free(ctx);
+}
+END_TEST
+
+static void expect_fail(const char *variant, const char *const *needles) {
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    size_t before = cg_context_op_count(ctx);
+    const char *path = plugin(variant);
+    ck_assert_int_eq(cg_context_load_plugin(ctx, path), CG_ERR_PLUGIN);
+    const char *e = cg_last_error();
+    ck_assert_msg(strstr(e, path) == e, "message does not start with the path: %s", e);
+    for (int i = 0; needles[i]; i++)
+        ck_assert_msg(strstr(e, needles[i]) != NULL, "'%s' not in: %s", needles[i], e);
+    ck_assert_uint_eq(cg_context_op_count(ctx), before); /* nothing half-registered */
+    cg_context_free(ctx);
+}
+
+START_TEST(wrong_abi) {
+    char host[64];
+    snprintf(host, sizeof host, "this clgraph has ABI %d.%d", CG_PLUGIN_ABI_MAJOR, CG_PLUGIN_ABI_MINOR);
+    const char *n[] = {"plugin 'test-wrong_abi' was built for ABI 99.0", host, "major versions must match",
+                       NULL};
+    expect_fail("wrong_abi", n);
+}
+END_TEST
+
+START_TEST(duplicate_op) {
+    const char *n[] = {"duplicate op 'add'", "plugin 'builtin'", NULL};
+    expect_fail("duplicate_op", n);
+}
+END_TEST
+
+START_TEST(failing_init) {
+    const char *n[] = {"init failed: this plugin needs a license file", NULL};
+    expect_fail("failing_init", n);
+}
+END_TEST
+
+START_TEST(no_entry) {
+    const char *n[] = {"not a clgraph plugin (no 'cg_plugin_entry' symbol)", NULL};
+    expect_fail("no_entry", n);
+}
+END_TEST
+
+START_TEST(not_a_library) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/cg_not_a_lib_%d.so", (int)getpid());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("this is text, not ELF\n", f);
+    fclose(f);
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_load_plugin(ctx, path), CG_ERR_PLUGIN);
+    /* dlerror() text is passed on. */
+    ck_assert_msg(strstr(cg_last_error(), "cannot load plugin:") && strstr(cg_last_error(), "invalid ELF header"),
+                  "%s", cg_last_error());
+    ck_assert_int_eq(cg_context_load_plugin(ctx, "/nonexistent/libx.so"), CG_ERR_PLUGIN);
+    ck_assert_msg(strstr(cg_last_error(), "/nonexistent/libx.so: cannot load plugin:") &&
+                      strstr(cg_last_error(), "No such file"),
+                  "%s", cg_last_error());
+    cg_context_free(ctx);
+    remove(path);
+}
+END_TEST
+
+START_TEST(env_variable) {
+    char list[8192];
+    snprintf(list, sizeof list, "%s", plugin("good"));
+    setenv("CLGRAPH_PLUGINS", list, 1);
+    cg_context *ctx;
+    ck_assert_msg(cg_context_create(&ctx) == CG_OK, "%s", cg_last_error());
+    ck_assert(has_op(ctx, "square_plus"));
+    cg_context_free(ctx);
+    snprintf(list, sizeof list, "%s", plugin("wrong_abi"));
+    setenv("CLGRAPH_PLUGINS", list, 1);
+    ck_assert_int_eq(cg_context_create(&ctx), CG_ERR_PLUGIN);
+    ck_assert_ptr_null(ctx);
+    ck_assert_msg(strstr(cg_last_error(), "CLGRAPH_PLUGINS: ") == cg_last_error(), "%s", cg_last_error());
+    setenv("CLGRAPH_PLUGINS", "", 1);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("plugin_loader");
+    TCase *tc = tcase_create("loader");
+    tcase_add_test(tc, good_plugin_runs);
+    tcase_add_test(tc, newer_minor_loads);
+    tcase_add_test(tc, wrong_abi);
+    tcase_add_test(tc, duplicate_op);
+    tcase_add_test(tc, failing_init);
+    tcase_add_test(tc, no_entry);
+    tcase_add_test(tc, not_a_library);
+    tcase_add_test(tc, env_variable);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
