@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs the Debian 12 packages clgraph needs to build and test, skipping
+# those already present (so it is quick to re-run). Uses sudo when not root.
+set -eu
+pkgs="build-essential meson ninja-build pkg-config check libopenblas-dev
+ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd oclgrind clinfo"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+echo "installing:$missing" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
