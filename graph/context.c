@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,7 +160,9 @@ cg_status cg_registry_add_plugin(cg_context *ctx, const cg_plugin_desc *desc,
     rec->name = nm;
     rec->path = pa;
     rec->dl = dl;
-    rec->abi_minor = desc->abi_minor < CG_PLUGIN_ABI_MINOR ? desc->abi_minor : CG_PLUGIN_ABI_MINOR;
+    /* A newer minor is accepted; the host uses only what its own minor knows. */
+    uint32_t host_minor = CG_PLUGIN_ABI_MINOR;
+    rec->abi_minor = desc->abi_minor < host_minor ? desc->abi_minor : host_minor;
     ctx->plugins[ctx->n_plugins++] = rec;
     for (int i = 0; i < desc->n_ops; i++) {
         const cg_op_def *op = desc->ops[i];

@@ -24,7 +24,13 @@ void cg_error_prefix(const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, g_msg, sizeof old);
-    snprintf(g_msg, sizeof g_msg, "%s%s", pre, old);
+    /* Keep the end of an over-long message cut rather than the prefix. */
+    size_t np = strlen(pre), no = strlen(old);
+    if (np > sizeof g_msg - 1) np = sizeof g_msg - 1;
+    if (no > sizeof g_msg - 1 - np) no = sizeof g_msg - 1 - np;
+    memcpy(g_msg, pre, np);
+    memcpy(g_msg + np, old, no);
+    g_msg[np + no] = '\0';
 }
 
 void cg_error_clear(void) { g_msg[0] = '\0'; }

@@ -380,9 +380,6 @@ static cg_status bind_inputs(cg_plan *p, int n, const char *const *names, cg_ten
                              cg_tensor **by_pos) {
     cg_graph *g = p->graph;
     cg_model *m = p->model;
-    if (n != g->n_inputs)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s' takes %d inputs, %d given", g->name,
-                        g->n_inputs, n);
     for (int k = 0; k < g->n_inputs; k++) by_pos[k] = NULL;
     for (int i = 0; i < n; i++) {
         int k = -1;
@@ -396,6 +393,10 @@ static cg_status bind_inputs(cg_plan *p, int n, const char *const *names, cg_ten
         if (!ts[i]) return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is NULL", names[i]);
         by_pos[k] = ts[i];
     }
+    for (int k = 0; k < g->n_inputs; k++)
+        if (!by_pos[k])
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' of graph '%s' is missing",
+                            g->values[g->inputs[k]].name, g->name);
     for (int s = 0; s < m->n_syms; s++) p->sym_vals[s] = -1;
     for (int k = 0; k < g->n_inputs; k++) {
         const cg_value *v = &g->values[g->inputs[k]];
@@ -555,7 +556,7 @@ static const void *slot_data(const cg_plan *p, const slot *s, cg_tensor **by_pos
 
 cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
                       int n_outputs, cg_tensor **outputs) {
-    if (!p || (n_inputs && (!names || !inputs)) || (n_outputs && !outputs))
+    if (!p || n_inputs < 0 || (n_inputs && (!names || !inputs)) || (n_outputs && !outputs))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run: NULL argument");
     cg_graph *g = p->graph;
     cg_model *m = p->model;

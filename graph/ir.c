@@ -269,6 +269,7 @@ cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col, c
     g->line = line;
     g->col = col;
     m->graphs[m->n_graphs++] = g;
+    m->verified = 0;
     if (out) *out = g;
     return CG_OK;
 }
@@ -330,6 +331,7 @@ cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, 
     v->col = col;
     if (out) *out = g->n_values;
     g->n_values++;
+    if (g->model) g->model->verified = 0;
     return CG_OK;
 }
 
@@ -448,6 +450,7 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n
     }
     free(onames);
     g->nodes[g->n_nodes++] = n;
+    if (g->model) g->model->verified = 0;
     if (out) *out = n;
     return CG_OK;
 }
@@ -485,6 +488,7 @@ cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names
     }
     g->n_outputs += n;
     free(copy);
+    if (g->model) g->model->verified = 0;
     return CG_OK;
 }
 
@@ -532,6 +536,7 @@ cg_status cg_node_add_attr(cg_node *n, const cg_attr *a) {
         return oom();
     }
     n->attrs[n->n_attrs++] = c;
+    if (n->graph && n->graph->model) n->graph->model->verified = 0;
     return CG_OK;
 }
 
@@ -721,6 +726,11 @@ cg_status cg_graph_set_outputs(cg_graph *g, int n, const char *const *names) {
     g->out_line = g->out_col = NULL;
     cg_status st = cg_graph_add_output_names(g, n, names, NULL, NULL);
     if (st) {
+        /* Nothing was added, but the arrays may have been allocated. */
+        free(g->out_names);
+        free(g->outputs);
+        free(g->out_line);
+        free(g->out_col);
         g->n_outputs = old;
         g->out_names = old_names;
         g->outputs = old_out;
@@ -728,6 +738,7 @@ cg_status cg_graph_set_outputs(cg_graph *g, int n, const char *const *names) {
         g->out_col = old_col;
         return st;
     }
+    g->model->verified = 0;
     for (int i = 0; i < old; i++) free(old_names[i]);
     free(old_names);
     free(old_out);

@@ -698,7 +698,7 @@ static int entry_offset_cmp(const void *a, const void *b) {
     const st_entry *x = *(st_entry *const *)a, *y = *(st_entry *const *)b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
     if (x->end != y->end) return x->end < y->end ? -1 : 1;
-    return 0;
+    return strcmp(x->name, y->name); /* deterministic messages */
 }
 
 static cg_status validate(cg_weights *w) {

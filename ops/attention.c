@@ -8,21 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Defined in rnn_cell.c (see there). */
-cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
-                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
-void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *w, int64_t ldw, float *c, int64_t ldc);
-typedef struct cg_ops_emitter {
-    cg_decomp *d;
-    const cg_op_call *call;
-    cg_op_status st;
-} cg_ops_emitter;
-int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
-int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
-                    int32_t b, int32_t c);
-void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
-
 /* Floor of the cosine score's denominator. */
 #define COSINE_EPS 1e-8f
 
@@ -182,7 +167,8 @@ static int32_t emit_dot_keys(cg_ops_emitter *e, int32_t keys, int32_t vec) {
 
 static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
     score_kind kind = kind_of(call);
-    const int64_t H = call->inputs[0].dims[1];
+    /* The plan may decompose on symbolic shapes: H may be fixed by the keys. */
+    const int64_t H = cg_dim_unify(call->inputs[0].dims[1], call->inputs[1].dims[2]);
     if (kind == SCALED_DOT && !cg_dim_known(H))
         return cg_op_fail(call, "scaled_dot decomposition needs a concrete query width");
     cg_ops_emitter e = {d, call, CG_OP_OK};
@@ -237,8 +223,8 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
 }
 
 static const cg_attr_def attn_score_attrs[] = {
-    {sizeof(cg_attr_def), "kind", CG_ATTR_STRING, 1, 0, 0.0, NULL,
-     "additive, dot, scaled_dot, general or cosine"},
+    {.struct_size = sizeof(cg_attr_def), .name = "kind", .type = CG_ATTR_STRING, .required = 1,
+     .doc = "additive, dot, scaled_dot, general or cosine"},
 };
 static const cg_kernel_def attn_score_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, attn_score_workspace, attn_score_cpu},

@@ -1,5 +1,7 @@
 #include "ops_common.h"
 
+#include "backends/cpu/cpu_blas.h"
+
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     size_t used = 0;
     used += (size_t)snprintf(buf + used, size > used ? size - used : 0, "[");
@@ -58,4 +60,66 @@ const char *cg_input_name(const cg_op_def *def, int i) {
     for (int k = 0; def->input_names[k]; k++)
         if (k == i) return def->input_names[k];
     return "input";
+}
+
+/* Checks that a tensor is f32 with `ndim` dims compatible with `dims`
+ * (entries may be symbolic or CG_DIM_UNKNOWN). `label` names it in messages,
+ * e.g. "input 'w_hh'" or "weight_hh_l1_reverse". */
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
+                               const cg_tensor_desc *d, int ndim, const int64_t *dims) {
+    if (d->dtype != CG_OP_F32)
+        return cg_op_fail(call, "%s must be f32, got %s", label,
+                          d->dtype == CG_OP_I32 ? "i32" : "an unknown dtype");
+    cg_tensor_desc want;
+    memset(&want, 0, sizeof want);
+    want.dtype = CG_OP_F32;
+    want.ndim = ndim;
+    memcpy(want.dims, dims, sizeof(int64_t) * (size_t)ndim);
+    int ok = d->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = cg_dim_compatible(d->dims[i], dims[i]);
+    if (!ok) {
+        char got[160], exp[160];
+        cg_ops_format_dims(got, sizeof got, d);
+        cg_ops_format_dims(exp, sizeof exp, &want);
+        return cg_op_fail(call, "%s has shape %s, expected %s", label, got, exp);
+    }
+    return CG_OP_OK;
+}
+
+/* C[m, n] = A[m, k] . W[n, k]^T (W stored row-major like a PyTorch weight);
+ * a GEMV when m == 1. Every element of C is written, also when k == 0. */
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *w, int64_t ldw, float *c, int64_t ldc) {
+    if (m == 1 && k > 0)
+        cg_cpu_sgemv(0, n, k, 1.0f, w, ldw, a, 0.0f, c);
+    else
+        cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
+}
+
+/* Decomposition emitter: once a call fails, later ones do nothing and
+ * e->st keeps the failure, so a decomposition is written straight through
+ * and checks e->st once at the end. */
+int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i) {
+    if (e->st != CG_OP_OK) return -1;
+    int32_t v = e->call->host->decomp_input(e->d, i);
+    if (v < 0) e->st = CG_OP_ERROR;
+    return v;
+}
+
+/* Adds node `op` on the non-negative ids among a, b, c (in that order), with
+ * one output. */
+int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
+                    int32_t b, int32_t c) {
+    if (e->st != CG_OP_OK) return -1;
+    int32_t in[3], n = 0, out = -1;
+    if (a >= 0) in[n++] = a;
+    if (b >= 0) in[n++] = b;
+    if (c >= 0) in[n++] = c;
+    e->st = e->call->host->decomp_node(e->d, op, n, in, 1, &out, attrs);
+    return e->st == CG_OP_OK ? out : -1;
+}
+
+void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v) {
+    if (e->st != CG_OP_OK) return;
+    e->st = e->call->host->decomp_output(e->d, i, v);
 }

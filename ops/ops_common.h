@@ -54,6 +54,39 @@ cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a
 /* Name of input i for messages, from the op's input_names if given. */
 const char *cg_input_name(const cg_op_def *def, int i);
 
+/* Checks that a tensor is f32 with `ndim` dims compatible with `dims`
+ * (entries may be symbolic or CG_DIM_UNKNOWN). `label` names it in messages,
+ * e.g. "input 'w_hh'" or "weight_hh_l1_reverse". */
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
+                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
+
+/* C[m, n] = A[m, k] . W[n, k]^T (W row-major like a PyTorch weight); a GEMV
+ * when m == 1. Every element of C is written, also when k == 0. */
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *w, int64_t ldw, float *c, int64_t ldc);
+
+/* One GRU row (rnn_cell.c): gi = W_ih x, gh = W_hh h without biases, gates
+ * r, z, n. h_out may be h. */
+void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                    const float *b_hh, const float *h, float *h_out);
+/* One LSTM row (rnn_cell.c): gates i, f, g, o. c_out may be c. */
+void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
+                     const float *b_hh, const float *c, float *h_out, float *c_out);
+
+/* Decomposition emitter: once a call fails, later ones do nothing and st
+ * keeps the failure, so a decomposition is written straight through and
+ * checks st once at the end. */
+typedef struct cg_ops_emitter {
+    cg_decomp *d;
+    const cg_op_call *call;
+    cg_op_status st;
+} cg_ops_emitter;
+int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
+/* Adds node `op` on the non-negative ids among a, b, c, with one output. */
+int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
+                    int32_t b, int32_t c);
+void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
+
 /* ---- every built-in op definition (one or more per file in ops/) ---- */
 #define CG_BUILTIN_OPS(X)                                                    \
     /* elementwise.c */                                                     \

@@ -1,71 +1,11 @@
-/* Fused recurrent cells: gru_cell and lstm_cell (PyTorch GRUCell / LSTMCell).
- *
- * This file also defines the small helpers that rnn_seq.c and attention.c
- * share with it (shape checks, the gate arithmetic of one row, projections,
- * a decomposition emitter). They are declared again at the top of those
- * files, because ops_common.h is not owned by these operators; they belong in
- * ops_common.h / common.c. */
+/* Fused recurrent cells: gru_cell and lstm_cell (PyTorch GRUCell / LSTMCell),
+ * and the gate arithmetic of one row that rnn_seq.c shares. */
 #include "ops_common.h"
 
 #include "backends/cpu/cpu_blas.h"
 
 #include <math.h>
 #include <string.h>
-
-/* ==== helpers shared with rnn_seq.c and attention.c ==== */
-
-cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
-                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
-void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *w, int64_t ldw, float *c, int64_t ldc);
-void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                    const float *b_hh, const float *h, float *h_out);
-void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                     const float *b_hh, const float *c, float *h_out, float *c_out);
-
-typedef struct cg_ops_emitter {
-    cg_decomp *d;
-    const cg_op_call *call;
-    cg_op_status st;
-} cg_ops_emitter;
-int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
-int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
-                    int32_t b, int32_t c);
-void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
-
-/* Checks that a tensor is f32 with `ndim` dims compatible with `dims`
- * (entries may be symbolic or CG_DIM_UNKNOWN). `label` names it in messages,
- * e.g. "input 'w_hh'" or "weight_hh_l1_reverse". */
-cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
-                               const cg_tensor_desc *d, int ndim, const int64_t *dims) {
-    if (d->dtype != CG_OP_F32)
-        return cg_op_fail(call, "%s must be f32, got %s", label,
-                          d->dtype == CG_OP_I32 ? "i32" : "an unknown dtype");
-    cg_tensor_desc want;
-    memset(&want, 0, sizeof want);
-    want.dtype = CG_OP_F32;
-    want.ndim = ndim;
-    memcpy(want.dims, dims, sizeof(int64_t) * (size_t)ndim);
-    int ok = d->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = cg_dim_compatible(d->dims[i], dims[i]);
-    if (!ok) {
-        char got[160], exp[160];
-        cg_ops_format_dims(got, sizeof got, d);
-        cg_ops_format_dims(exp, sizeof exp, &want);
-        return cg_op_fail(call, "%s has shape %s, expected %s", label, got, exp);
-    }
-    return CG_OP_OK;
-}
-
-/* C[m, n] = A[m, k] . W[n, k]^T (W stored row-major like a PyTorch weight);
- * a GEMV when m == 1. Every element of C is written, also when k == 0. */
-void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *w, int64_t ldw, float *c, int64_t ldc) {
-    if (m == 1 && k > 0)
-        cg_cpu_sgemv(0, n, k, 1.0f, w, ldw, a, 0.0f, c);
-    else
-        cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
-}
 
 /* Logistic function without overflow for large |x|. */
 static inline float sigmoid_f(float x) {
@@ -101,34 +41,6 @@ void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const flo
         c_out[j] = cn;
         h_out[j] = og * tanhf(cn);
     }
-}
-
-/* Decomposition emitter: once a call fails, later ones do nothing and
- * e->st keeps the failure, so a decomposition is written straight through
- * and checks e->st once at the end. */
-int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i) {
-    if (e->st != CG_OP_OK) return -1;
-    int32_t v = e->call->host->decomp_input(e->d, i);
-    if (v < 0) e->st = CG_OP_ERROR;
-    return v;
-}
-
-/* Adds node `op` on the non-negative ids among a, b, c (in that order), with
- * one output. */
-int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
-                    int32_t b, int32_t c) {
-    if (e->st != CG_OP_OK) return -1;
-    int32_t in[3], n = 0, out = -1;
-    if (a >= 0) in[n++] = a;
-    if (b >= 0) in[n++] = b;
-    if (c >= 0) in[n++] = c;
-    e->st = e->call->host->decomp_node(e->d, op, n, in, 1, &out, attrs);
-    return e->st == CG_OP_OK ? out : -1;
-}
-
-void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v) {
-    if (e->st != CG_OP_OK) return;
-    e->st = e->call->host->decomp_output(e->d, i, v);
 }
 
 /* ==== shared inference of both cells ==== */
@@ -198,6 +110,19 @@ static void cell_project(const cg_kernel_args *a, int gates, int w_first, float 
     cg_ops_project(B, GH, H, a->in[1], H, a->in[w_first + 1], H, *gh, GH);
 }
 
+/* The hidden size of a cell call for its decomposition (which runs on the
+ * plan's possibly symbolic shapes): from h, else from the weights; -1 when no
+ * input fixes it. */
+static int64_t cell_hidden(const cg_op_call *call, int gates) {
+    const int i_wih = gates == 3 ? 2 : 3;
+    const cg_tensor_desc *w_ih = &call->inputs[i_wih], *w_hh = &call->inputs[i_wih + 1];
+    int64_t H = cg_dim_unify(call->inputs[1].dims[1], w_hh->dims[1]);
+    if (cg_dim_known(H)) return H;
+    int64_t GH = cg_dim_unify(cg_dim_unify(w_hh->dims[0], w_ih->dims[0]),
+                              cg_dim_unify(call->inputs[i_wih + 2].dims[0], call->inputs[i_wih + 3].dims[0]));
+    return cg_dim_known(GH) ? GH / gates : -1;
+}
+
 /* Emits `slice(v, axis 1, [start, end))`. */
 static int32_t emit_cols(cg_ops_emitter *e, int32_t v, int64_t start, int64_t end) {
     char attrs[96];
@@ -227,9 +152,8 @@ static cg_op_status gru_cell_cpu(const cg_kernel_args *a) {
 /* Nodes are emitted one statement at a time, so their order does not depend
  * on the compiler's order of evaluating arguments. */
 static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
-    int64_t H = call->inputs[1].dims[1];
-    if (!cg_dim_known(H))
-        return cg_op_fail(call, "gru_cell decomposition needs a concrete hidden size");
+    int64_t H = cell_hidden(call, 3);
+    if (H < 0) return cg_op_fail(call, "gru_cell decomposition needs a concrete hidden size");
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1);
     int32_t w_ih = cg_ops_emit_input(&e, 2), w_hh = cg_ops_emit_input(&e, 3);
@@ -300,9 +224,8 @@ static cg_op_status lstm_cell_cpu(const cg_kernel_args *a) {
 }
 
 static cg_op_status lstm_cell_decompose(cg_decomp *d, const cg_op_call *call) {
-    int64_t H = call->inputs[1].dims[1];
-    if (!cg_dim_known(H))
-        return cg_op_fail(call, "lstm_cell decomposition needs a concrete hidden size");
+    int64_t H = cell_hidden(call, 4);
+    if (H < 0) return cg_op_fail(call, "lstm_cell decomposition needs a concrete hidden size");
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1), c = cg_ops_emit_input(&e, 2);
     int32_t w_ih = cg_ops_emit_input(&e, 3), w_hh = cg_ops_emit_input(&e, 4);

@@ -4,19 +4,7 @@
  * pad_packed_sequence(total_length=S). */
 #include "ops_common.h"
 
-#include "backends/cpu/cpu_blas.h"
-
 #include <string.h>
-
-/* Defined in rnn_cell.c (see there). */
-cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
-                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
-void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *w, int64_t ldw, float *c, int64_t ldc);
-void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                    const float *b_hh, const float *h, float *h_out);
-void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                     const float *b_hh, const float *c, float *h_out, float *c_out);
 
 enum { ATTR_HIDDEN, ATTR_LAYERS, ATTR_BIDIRECTIONAL };
 
@@ -225,11 +213,13 @@ static size_t seq_workspace(const cg_op_call *call, int gates) {
 }
 
 static const cg_attr_def seq_attrs[] = {
-    {sizeof(cg_attr_def), "hidden", CG_ATTR_INT, 1, 0, 0.0, NULL,
-     "hidden size H of each direction"},
-    {sizeof(cg_attr_def), "layers", CG_ATTR_INT, 0, 1, 0.0, NULL, "number of stacked layers"},
-    {sizeof(cg_attr_def), "bidirectional", CG_ATTR_INT, 0, 0, 0.0, NULL,
-     "1: every layer also runs backwards (D = 2), 0: forward only (D = 1)"},
+    [ATTR_HIDDEN] = {.struct_size = sizeof(cg_attr_def), .name = "hidden", .type = CG_ATTR_INT,
+                     .required = 1, .doc = "hidden size H of each direction"},
+    [ATTR_LAYERS] = {.struct_size = sizeof(cg_attr_def), .name = "layers", .type = CG_ATTR_INT,
+                     .default_int = 1, .doc = "number of stacked layers"},
+    [ATTR_BIDIRECTIONAL] = {.struct_size = sizeof(cg_attr_def), .name = "bidirectional",
+                            .type = CG_ATTR_INT, .default_int = 0,
+                            .doc = "1: every layer also runs backwards (D = 2), 0: forward only"},
 };
 static const char *const seq_inputs[] = {"x", "lengths", NULL};
 

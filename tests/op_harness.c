@@ -46,7 +46,7 @@ void th_set_string(th_attrs *a, const cg_op_def *def, const char *key, const cha
 
 void th_set_ints(th_attrs *a, const cg_op_def *def, const char *key, int n, const int64_t *v) {
     int i = attr_index(def, key);
-    memcpy(a->ints_store[i], v, sizeof(int64_t) * (size_t)n);
+    if (n > 0) memcpy(a->ints_store[i], v, sizeof(int64_t) * (size_t)n);
     a->v[i].ints = a->ints_store[i];
     a->v[i].n_ints = n;
     a->v[i].present = 1;
@@ -102,6 +102,11 @@ cg_op_status th_infer(const cg_op_def *def, int n_in, const th_tensor *in,
                       const th_attrs *attrs, int n_out, th_tensor *out,
                       char *err, size_t err_size) {
     cg_tensor_desc ind[32], outd[32];
+    th_attrs defaults;
+    if (!attrs) { /* the real host always supplies the declared defaults */
+        th_attrs_init(&defaults, def);
+        attrs = &defaults;
+    }
     for (int i = 0; i < n_in; i++) ind[i] = in[i].desc;
     memset(outd, 0, sizeof outd);
     cg_op_call call;
@@ -128,6 +133,11 @@ cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,
         return CG_OP_ERROR;
     }
     cg_tensor_desc ind[32], outd[32];
+    th_attrs defaults;
+    if (!attrs) {
+        th_attrs_init(&defaults, def);
+        attrs = &defaults;
+    }
     for (int i = 0; i < n_in; i++) ind[i] = in[i].desc;
     for (int i = 0; i < n_out; i++) outd[i] = out[i].desc;
     cg_op_call call;

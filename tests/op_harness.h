@@ -30,7 +30,8 @@ void th_set_ints(th_attrs *a, const cg_op_def *def, const char *key, int n, cons
 th_tensor th_f32(float *data, int ndim, const int64_t *dims);
 th_tensor th_i32(int32_t *data, int ndim, const int64_t *dims);
 
-/* Runs infer, then the CPU kernel with a zeroed workspace of the size it
+/* attrs NULL means the op's declared defaults.
+ * Runs infer, then the CPU kernel with a zeroed workspace of the size it
  * asks. Output data is malloc'ed (free with th_free_outputs). On failure
  * returns CG_OP_ERROR and the message is in `err`. */
 cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,

@@ -117,7 +117,7 @@ START_TEST(not_a_library) {
     snprintf(path, sizeof path, "/tmp/cg_not_a_lib_%d.so", (int)getpid());
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fputs("this is text, not ELF\n", f);
+    for (int i = 0; i < 64; i++) fputs("this is text, not ELF\n", f);
     fclose(f);
     cg_context *ctx;
     ck_assert_int_eq(cg_context_create(&ctx), CG_OK);

@@ -2,6 +2,7 @@
 #ifndef CG_BACKEND_CPU_BLAS_H
 #define CG_BACKEND_CPU_BLAS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Row-major C = alpha * op(A) op(B) + beta * C (see cg_host_api.sgemm). */

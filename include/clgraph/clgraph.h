@@ -4,7 +4,7 @@
  * Every function that can fail returns a cg_status. On failure, a one-line
  * message with its context (file:line:col, node, tensor or plugin name) is
  * kept per thread and read with cg_last_error(). Handles are opaque; each
- * *_create/*_load/*_open has a matching *_free that accepts NULL.
+ * Each create, load or open call has a matching free call that accepts NULL.
  */
 #ifndef CLGRAPH_H
 #define CLGRAPH_H

@@ -1,0 +1,260 @@
+/* Printer of the graph text format (canonical form, see parse.c):
+ *
+ *   graph NAME {
+ *     input x: f32[B, 16]          inputs in declaration order
+ *     param w: f32[16, 16] = "w"   then params in declaration order
+ *     name: a, b = op(x, w) {k: 1} then nodes in stored order; the name only
+ *                                  when it differs from the first output
+ *     output a, b
+ *   }
+ *
+ * with a blank line between graphs. Floats use the fewest digits that read
+ * back to the same double (whole numbers below 1e16 without an exponent),
+ * and always read back as floats ("1.0", "1e+20", "inf", "nan"). */
+#include "ir.h"
+#include "error.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sbuf {
+    char *buf;
+    size_t len, cap;
+    int failed;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->failed) return;
+    if (n >= b->cap - b->len || !b->buf) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len <= n) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = 1;
+                return;
+            }
+            cap *= 2;
+        }
+        char *nb = realloc(b->buf, cap);
+        if (!nb) {
+            b->failed = 1;
+            return;
+        }
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, s, n);
+    b->len += n;
+    b->buf[b->len] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...) CG_PRINTF(2, 3);
+
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof tmp) {
+        b->failed = 1; /* only used for short numbers */
+        return;
+    }
+    sb_put(b, tmp, (size_t)n);
+}
+
+/* The shortest "%.Ng" text of v that reads back to v, in the "C" locale,
+ * made to read back as a float ("1" becomes "1.0"). */
+static void format_double(char *buf, size_t size, double v) {
+    if (isnan(v)) {
+        snprintf(buf, size, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, size, v > 0 ? "inf" : "-inf");
+        return;
+    }
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c ? uselocale(c) : (locale_t)0;
+    if (v == floor(v) && fabs(v) < 1e16) {
+        snprintf(buf, size, "%.0f", v); /* whole numbers without exponent: 100.0, not 1e+02 */
+    } else {
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, size, "%.*g", prec, v);
+            if (strtod(buf, NULL) == v) break;
+        }
+    }
+    if (c) {
+        uselocale(old);
+        freelocale(c);
+    }
+    if (!strpbrk(buf, ".eE")) {
+        size_t n = strlen(buf);
+        if (n + 2 < size) memcpy(buf + n, ".0", 3);
+    }
+}
+
+static void put_string(sbuf *b, const char *s) {
+    sb_put(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"') sb_put(b, "\\\"", 2);
+        else if (c == '\\') sb_put(b, "\\\\", 2);
+        else if (c == '\n') sb_put(b, "\\n", 2);
+        else if (c == '\t') sb_put(b, "\\t", 2);
+        else if (c < 0x20 || c == 0x7f) sb_printf(b, "\\u%04x", c);
+        else sb_put(b, (const char *)&c, 1);
+    }
+    sb_put(b, "\"", 1);
+}
+
+static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const cg_value *v) {
+    if (!v->typed || (v->dtype != CG_F32 && v->dtype != CG_I32) || v->ndim < 0 || v->ndim > CG_MAX_DIMS)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': value '%s' has no valid type",
+                        g->name, v->name);
+    sb_puts(b, cg_dtype_name(v->dtype));
+    sb_put(b, "[", 1);
+    for (int i = 0; i < v->ndim; i++) {
+        int64_t d = v->dims[i];
+        if (i) sb_put(b, ", ", 2);
+        if (d >= 0) sb_printf(b, "%lld", (long long)d);
+        else if (d <= CG_DIM_SYM(0) && -2 - d < m->n_syms) sb_puts(b, m->syms[-2 - d]);
+        else
+            return cg_error(CG_ERR_INVALID_ARGUMENT,
+                            "cannot print graph '%s': value '%s' has an unknown dimension", g->name,
+                            v->name);
+    }
+    sb_put(b, "]", 1);
+    return CG_OK;
+}
+
+static void put_attr(sbuf *b, const cg_attr *a) {
+    char num[64];
+    sb_puts(b, a->key);
+    sb_put(b, ": ", 2);
+    switch (a->type) {
+    case CG_ATTR_INT: sb_printf(b, "%lld", (long long)a->i); break;
+    case CG_ATTR_FLOAT:
+        format_double(num, sizeof num, a->f);
+        sb_puts(b, num);
+        break;
+    case CG_ATTR_STRING: put_string(b, a->s ? a->s : ""); break;
+    case CG_ATTR_INTS:
+        sb_put(b, "[", 1);
+        for (int i = 0; i < a->n_ints; i++) sb_printf(b, i ? ", %lld" : "%lld", (long long)a->ints[i]);
+        sb_put(b, "]", 1);
+        break;
+    }
+}
+
+static cg_status value_name(const cg_graph *g, int32_t i, const char **out) {
+    if (i < 0 || i >= g->n_values)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': invalid value index %d",
+                        g->name, (int)i);
+    *out = g->values[i].name;
+    return CG_OK;
+}
+
+static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
+    cg_status st;
+    const char *name;
+    sb_printf(b, "graph ");
+    sb_puts(b, g->name);
+    sb_puts(b, " {\n");
+    for (int i = 0; i < g->n_inputs; i++) {
+        if ((st = value_name(g, g->inputs[i], &name))) return st;
+        sb_puts(b, "  input ");
+        sb_puts(b, name);
+        sb_put(b, ": ", 2);
+        if ((st = put_type(b, m, g, &g->values[g->inputs[i]]))) return st;
+        sb_put(b, "\n", 1);
+    }
+    for (int i = 0; i < g->n_values; i++) {
+        const cg_value *v = &g->values[i];
+        if (v->kind != CG_VAL_PARAM) continue;
+        sb_puts(b, "  param ");
+        sb_puts(b, v->name);
+        sb_put(b, ": ", 2);
+        if ((st = put_type(b, m, g, v))) return st;
+        sb_puts(b, " = ");
+        put_string(b, v->weight ? v->weight : "");
+        sb_put(b, "\n", 1);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const cg_node *n = g->nodes[i];
+        if (n->n_outputs < 1)
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': node '%s' has no output",
+                            g->name, n->name);
+        sb_puts(b, "  ");
+        for (int k = 0; k < n->n_outputs; k++) {
+            if ((st = value_name(g, n->outputs[k], &name))) return st;
+            if (k == 0 && strcmp(n->name, name) != 0) {
+                sb_puts(b, n->name);
+                sb_put(b, ": ", 2);
+            }
+            if (k) sb_put(b, ", ", 2);
+            sb_puts(b, name);
+        }
+        sb_puts(b, " = ");
+        sb_puts(b, n->op);
+        sb_put(b, "(", 1);
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (k) sb_put(b, ", ", 2);
+            sb_puts(b, n->in_names[k]);
+        }
+        sb_put(b, ")", 1);
+        if (n->n_attrs) {
+            sb_puts(b, " {");
+            for (int k = 0; k < n->n_attrs; k++) {
+                if (k) sb_put(b, ", ", 2);
+                put_attr(b, &n->attrs[k]);
+            }
+            sb_put(b, "}", 1);
+        }
+        sb_put(b, "\n", 1);
+    }
+    if (g->n_outputs) {
+        sb_puts(b, "  output ");
+        for (int k = 0; k < g->n_outputs; k++) {
+            if (k) sb_put(b, ", ", 2);
+            sb_puts(b, g->out_names[k]);
+        }
+        sb_put(b, "\n", 1);
+    }
+    sb_puts(b, "}\n");
+    return CG_OK;
+}
+
+cg_status cg_print_text(const cg_model *m, char **out) {
+    sbuf b = {0};
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_print_text: out is NULL");
+    *out = NULL;
+    if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_print_text: model is NULL");
+    sb_put(&b, "", 0);
+    for (int i = 0; i < m->n_graphs; i++) {
+        if (i) sb_put(&b, "\n", 1);
+        cg_status st = put_graph(&b, m, m->graphs[i]);
+        if (st) {
+            free(b.buf);
+            return st;
+        }
+    }
+    if (b.failed) {
+        free(b.buf);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    *out = b.buf;
+    return CG_OK;
+}
+
+cg_status cg_model_print(const cg_model *m, char **out) {
+    if (out) *out = NULL;
+    if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_print: model is NULL");
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_print: out is NULL");
+    return cg_print_text(m, out);
+}

@@ -1,0 +1,449 @@
+/* Data movement without arithmetic: concat, slice, reshape, transpose. All
+ * work on any 4-byte dtype (f32 and i32). */
+#include "ops_common.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static const char *dtype_name(cg_op_dtype t) {
+    return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
+}
+
+static cg_op_status expect_4byte(const cg_op_call *call, int i, const char *op) {
+    cg_op_dtype t = call->inputs[i].dtype;
+    if (t != CG_OP_F32 && t != CG_OP_I32)
+        return cg_op_fail(call, "input %d has unsupported dtype %s for %s", i, dtype_name(t), op);
+    return CG_OP_OK;
+}
+
+/* Formats an ints attribute "[1, -1]" for messages. */
+static void format_ints(char *buf, size_t size, const int64_t *v, int n) {
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n; i++)
+        used += (size_t)snprintf(buf + (used < size ? used : size),
+                                 used < size ? size - used : 0, "%s%lld", i ? ", " : "",
+                                 (long long)v[i]);
+    snprintf(buf + (used < size ? used : size), used < size ? size - used : 0, "]");
+}
+
+/* ---- concat(x0, x1, ...; axis) ---- */
+
+enum { CONCAT_AXIS };
+
+static const cg_attr_def concat_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .required = 1,
+     .doc = "axis to join along; negative counts from the end"},
+};
+
+static cg_op_status concat_infer(cg_op_call *call) {
+    const cg_tensor_desc *x0 = &call->inputs[0];
+    const cg_attr_value *ax = &call->attrs[CONCAT_AXIS];
+    char s0[128], si[128];
+    if (call->n_inputs < 1) return cg_op_fail(call, "concat needs at least 1 input");
+    if (expect_4byte(call, 0, "concat")) return CG_OP_ERROR;
+    if (!ax->present) return cg_op_fail(call, "attribute axis is required for concat");
+    cg_ops_format_dims(s0, sizeof s0, x0);
+    if (x0->ndim < 1) return cg_op_fail(call, "input 0 must have at least 1 dim for concat");
+    int axis = cg_norm_axis(ax->i, x0->ndim);
+    if (axis < 0)
+        return cg_op_fail(call, "axis %lld is out of range for input 0 %s (%d dims)",
+                          (long long)ax->i, s0, x0->ndim);
+    cg_tensor_desc o = *x0;
+    for (int t = 1; t < call->n_inputs; t++) {
+        const cg_tensor_desc *x = &call->inputs[t];
+        cg_ops_format_dims(si, sizeof si, x);
+        if (x->dtype != x0->dtype)
+            return cg_op_fail(call, "input %d is %s but input 0 is %s; concat needs one dtype",
+                              t, dtype_name(x->dtype), dtype_name(x0->dtype));
+        if (x->ndim != x0->ndim)
+            return cg_op_fail(call, "input %d has shape %s but input 0 has %s; concat needs "
+                              "the same number of dims", t, si, s0);
+        for (int d = 0; d < x->ndim; d++) {
+            if (d == axis) {
+                o.dims[d] = cg_dim_add(o.dims[d], x->dims[d]);
+            } else if (!cg_dim_compatible(o.dims[d], x->dims[d])) {
+                return cg_op_fail(call, "input %d has shape %s, incompatible with input 0 %s "
+                                  "at dim %d (concat axis %d)", t, si, s0, d, axis);
+            } else {
+                o.dims[d] = cg_dim_unify(o.dims[d], x->dims[d]);
+            }
+        }
+    }
+    call->outputs[0] = o;
+    return CG_OP_OK;
+}
+
+static cg_op_status concat_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const cg_tensor_desc *o = &call->outputs[0];
+    int axis = cg_norm_axis(call->attrs[CONCAT_AXIS].i, o->ndim);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= o->dims[i];
+    for (int i = axis + 1; i < o->ndim; i++) inner *= o->dims[i];
+    char *dst = a->out[0];
+    for (int64_t r = 0; r < outer; r++) {
+        for (int t = 0; t < call->n_inputs; t++) {
+            size_t chunk = (size_t)(call->inputs[t].dims[axis] * inner) * 4;
+            if (!chunk) continue;
+            memcpy(dst, (const char *)a->in[t] + (size_t)r * chunk, chunk);
+            dst += chunk;
+        }
+    }
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def concat_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, concat_cpu},
+};
+
+const cg_op_def cg_op_concat = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "concat",
+    .doc = "Joins one or more tensors of the same dtype (f32 or i32) and number "
+           "of dims along axis (int, required; negative counts from the end). "
+           "Every other dim must match; the output's axis dim is the sum of the "
+           "inputs' (unknown during verification unless all are concrete).",
+    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = 1,
+    .attrs = concat_attrs, .n_attrs = 1,
+    .infer = concat_infer,
+    .kernels = concat_kernels, .n_kernels = 1,
+};
+
+/* ---- slice(x; axis, start, end) ---- */
+
+enum { SLICE_AXIS, SLICE_START, SLICE_END };
+
+static const cg_attr_def slice_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .required = 1,
+     .doc = "axis to slice; negative counts from the end"},
+    {.struct_size = sizeof(cg_attr_def), .name = "start", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "first index (negative counts from the end)"},
+    {.struct_size = sizeof(cg_attr_def), .name = "end", .type = CG_ATTR_INT,
+     .default_int = INT64_MAX, .doc = "one past the last index (negative counts from the "
+     "end); default: to the end"},
+};
+
+/* Python slice bounds for step 1 over a dim of concrete size n. */
+static void slice_bounds(int64_t n, int64_t start, int64_t end, int64_t *s, int64_t *e) {
+    if (start < 0) start = start + n < 0 ? 0 : start + n;
+    if (start > n) start = n;
+    if (end < 0) end = end + n < 0 ? 0 : end + n;
+    if (end > n) end = n;
+    if (end < start) end = start;
+    *s = start;
+    *e = end;
+}
+
+static cg_op_status slice_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    const cg_attr_value *ax = &call->attrs[SLICE_AXIS];
+    int64_t start = call->attrs[SLICE_START].i, end = call->attrs[SLICE_END].i;
+    char sx[128];
+    if (expect_4byte(call, 0, "slice")) return CG_OP_ERROR;
+    if (!ax->present) return cg_op_fail(call, "attribute axis is required for slice");
+    cg_ops_format_dims(sx, sizeof sx, x);
+    int axis = cg_norm_axis(ax->i, x->ndim);
+    if (axis < 0)
+        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)",
+                          (long long)ax->i, sx, x->ndim);
+    int64_t n = x->dims[axis], len;
+    if (cg_dim_known(n)) {
+        int64_t s, e;
+        slice_bounds(n, start, end, &s, &e);
+        len = e - s;
+    } else if (start == 0 && end == INT64_MAX) {
+        len = n; /* the whole dim, symbol kept */
+    } else if ((start >= 0) == (end >= 0) && end <= start) {
+        len = 0; /* empty whatever the size */
+    } else {
+        len = CG_DIM_UNKNOWN;
+    }
+    call->outputs[0] = *x;
+    call->outputs[0].dims[axis] = len;
+    return CG_OP_OK;
+}
+
+static cg_op_status slice_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    int axis = cg_norm_axis(call->attrs[SLICE_AXIS].i, x->ndim);
+    int64_t outer = 1, inner = 1, n = x->dims[axis], s, e;
+    slice_bounds(n, call->attrs[SLICE_START].i, call->attrs[SLICE_END].i, &s, &e);
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    size_t row = (size_t)((e - s) * inner) * 4;
+    if (!row) return CG_OP_OK;
+    const char *src = a->in[0];
+    char *dst = a->out[0];
+    for (int64_t r = 0; r < outer; r++)
+        memcpy(dst + (size_t)r * row, src + (size_t)((r * n + s) * inner) * 4, row);
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def slice_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, slice_cpu},
+};
+static const char *const one_input[] = {"x", NULL};
+
+const cg_op_def cg_op_slice = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "slice",
+    .doc = "Takes x[start:end] along axis (step 1) of an f32 or i32 tensor, with "
+           "Python semantics: negative start/end count from the end of the dim "
+           "and both are clamped to [0, size]; an empty range gives a size-0 "
+           "dim. Attributes: axis (int, required), start (default 0), end "
+           "(default INT64_MAX = to the end). During verification a symbolic "
+           "dim stays symbolic for the whole range and becomes unknown when the "
+           "bounds depend on its size.",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_names = one_input,
+    .attrs = slice_attrs, .n_attrs = 3,
+    .infer = slice_infer,
+    .kernels = slice_kernels, .n_kernels = 1,
+};
+
+/* ---- reshape(x; shape) ---- */
+
+enum { RESHAPE_SHAPE };
+
+static const cg_attr_def reshape_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "shape", .type = CG_ATTR_INTS,
+     .required = 1, .doc = "new dims: > 0 as given, 0 copies x's dim at that position, "
+     "one -1 is inferred"},
+};
+
+/* *acc *= v unless that overflows (returns 0). */
+static int mul_checked(int64_t *acc, int64_t v) {
+    if (v != 0 && *acc > INT64_MAX / v) return 0;
+    *acc *= v;
+    return 1;
+}
+
+static cg_op_status reshape_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    const cg_attr_value *sh = &call->attrs[RESHAPE_SHAPE];
+    char sx[128], ss[256];
+    if (expect_4byte(call, 0, "reshape")) return CG_OP_ERROR;
+    if (!sh->present) return cg_op_fail(call, "attribute shape is required for reshape");
+    cg_ops_format_dims(sx, sizeof sx, x);
+    if (sh->n_ints > CG_MAX_DIMS)
+        return cg_op_fail(call, "shape has %d dims, more than %d", (int)sh->n_ints, CG_MAX_DIMS);
+    format_ints(ss, sizeof ss, sh->ints, sh->n_ints);
+    cg_tensor_desc o;
+    o.dtype = x->dtype;
+    o.ndim = sh->n_ints;
+    int infer_at = -1, copied[CG_MAX_DIMS] = {0};
+    int64_t out_rest = 1; /* product of the explicit sizes */
+    for (int i = 0; i < sh->n_ints; i++) {
+        int64_t v = sh->ints[i];
+        if (v == -1) {
+            if (infer_at >= 0)
+                return cg_op_fail(call, "shape %s has more than one -1", ss);
+            infer_at = i;
+        } else if (v == 0) {
+            if (i >= x->ndim)
+                return cg_op_fail(call, "shape %s copies dim %d (0) but x %s has %d dims",
+                                  ss, i, sx, x->ndim);
+            o.dims[i] = x->dims[i];
+            copied[i] = 1;
+        } else if (v < 0) {
+            return cg_op_fail(call, "shape %s has invalid size %lld at %d (sizes are > 0, 0 "
+                              "to copy x's dim, or -1 to infer)", ss, (long long)v, i);
+        } else {
+            o.dims[i] = v;
+            if (!mul_checked(&out_rest, v)) return cg_op_fail(call, "shape %s is too large", ss);
+        }
+    }
+    /* x's dims that are not copied (copied dims cancel exactly): the
+     * product of the concrete ones, and the others counted. */
+    int64_t in_rest = 1, in_all = 1, rest_sym = CG_DIM_UNKNOWN;
+    int rest_other = 0, all_known = 1;
+    for (int i = 0; i < x->ndim; i++) {
+        int64_t d = x->dims[i];
+        int is_copied = i < sh->n_ints && copied[i];
+        if (!cg_dim_known(d)) {
+            all_known = 0;
+            if (!is_copied) {
+                rest_other++;
+                rest_sym = d;
+            }
+            continue;
+        }
+        in_all *= d;
+        if (!is_copied) in_rest *= d;
+    }
+    if (infer_at >= 0) {
+        if (rest_other) {
+            /* [1, B, 32] -> [-1, 32] gives B: one symbol left over with the
+             * concrete sizes cancelling; anything else is unknown until the
+             * shapes are bound. */
+            o.dims[infer_at] = (rest_other == 1 && in_rest == out_rest) ? rest_sym
+                                                                         : CG_DIM_UNKNOWN;
+        } else if (in_rest % out_rest != 0) {
+            return cg_op_fail(call, "cannot reshape x %s into shape %s: %lld remaining "
+                              "elements do not divide by %lld", sx, ss, (long long)in_rest,
+                              (long long)out_rest);
+        } else {
+            o.dims[infer_at] = in_rest / out_rest;
+        }
+    } else if (all_known) {
+        int64_t on = 1;
+        int ok = 1;
+        for (int i = 0; i < o.ndim && ok; i++) ok = mul_checked(&on, o.dims[i]);
+        if (!ok || on != in_all)
+            return cg_op_fail(call, "cannot reshape x %s (%lld elements) into shape %s",
+                              sx, (long long)in_all, ss);
+    }
+    call->outputs[0] = o;
+    return CG_OP_OK;
+}
+
+static cg_op_status reshape_cpu(const cg_kernel_args *a) {
+    size_t bytes = (size_t)cg_desc_numel(&a->call->inputs[0]) * 4;
+    if (bytes && a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], bytes);
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def reshape_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, reshape_cpu},
+};
+
+const cg_op_def cg_op_reshape = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "reshape",
+    .doc = "Gives x (f32 or i32) a new shape with the same elements in the same "
+           "row-major order. Attribute shape (ints, required): a size > 0 is "
+           "taken as is, 0 copies x's dim at the same position, and at most one "
+           "-1 is inferred so the element count matches (from the dims that are "
+           "not copied; during verification it is a symbol when exactly one "
+           "symbolic dim is left over and the sizes cancel, as [1, B, 32] -> "
+           "[-1, 32] gives [B, 32], and unknown otherwise). "
+           "The element counts must match. May run in place.",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_names = one_input,
+    .attrs = reshape_attrs, .n_attrs = 1,
+    .infer = reshape_infer,
+    .kernels = reshape_kernels, .n_kernels = 1,
+    .flags = CG_OP_FLAG_INPLACE0,
+};
+
+/* ---- transpose(x; perm) ---- */
+
+enum { TRANSPOSE_PERM };
+
+static const cg_attr_def transpose_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "perm", .type = CG_ATTR_INTS,
+     .required = 1, .doc = "output dim i is x's dim perm[i]; a permutation of x's dims"},
+};
+
+static cg_op_status transpose_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    const cg_attr_value *pa = &call->attrs[TRANSPOSE_PERM];
+    char sx[128], sp[256];
+    if (expect_4byte(call, 0, "transpose")) return CG_OP_ERROR;
+    if (!pa->present) return cg_op_fail(call, "attribute perm is required for transpose");
+    cg_ops_format_dims(sx, sizeof sx, x);
+    format_ints(sp, sizeof sp, pa->ints, pa->n_ints);
+    if (pa->n_ints != x->ndim)
+        return cg_op_fail(call, "perm %s has %d entries but x %s has %d dims", sp,
+                          (int)pa->n_ints, sx, x->ndim);
+    int seen[CG_MAX_DIMS] = {0};
+    cg_tensor_desc o = *x;
+    for (int i = 0; i < x->ndim; i++) {
+        int p = cg_norm_axis(pa->ints[i], x->ndim);
+        if (p < 0 || seen[p])
+            return cg_op_fail(call, "perm %s is not a permutation of x's %d dims", sp, x->ndim);
+        seen[p] = 1;
+        o.dims[i] = x->dims[p];
+    }
+    call->outputs[0] = o;
+    return CG_OP_OK;
+}
+
+#define TRANSPOSE_TILE 32
+
+static cg_op_status transpose_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    const uint32_t *src = a->in[0];
+    uint32_t *dst = a->out[0];
+    int64_t numel = cg_desc_numel(x);
+    if (numel == 0) return CG_OP_OK;
+    int64_t xs[CG_MAX_DIMS], s = 1;
+    for (int i = x->ndim - 1; i >= 0; i--) {
+        xs[i] = s;
+        s *= x->dims[i];
+    }
+    /* Output dims with their input strides; size-1 dims dropped, dims that
+     * stay adjacent in x merged. Two leading dims of size 1 pad it so the
+     * walk below always has a 2-D block. */
+    int64_t n[CG_MAX_DIMS + 2], st[CG_MAX_DIMS + 2];
+    int nd = 2;
+    n[0] = n[1] = 1;
+    st[0] = st[1] = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        int p = cg_norm_axis(call->attrs[TRANSPOSE_PERM].ints[i], x->ndim);
+        int64_t d = x->dims[p];
+        if (d == 1) continue;
+        if (nd > 2 && st[nd - 1] == xs[p] * d) {
+            n[nd - 1] *= d;
+            st[nd - 1] = xs[p];
+        } else {
+            n[nd] = d;
+            st[nd] = xs[p];
+            nd++;
+        }
+    }
+    if (nd == 2 || (nd == 3 && st[2] == 1)) { /* the identity */
+        memcpy(dst, src, (size_t)numel * 4);
+        return CG_OP_OK;
+    }
+    const int64_t n1 = n[nd - 2], n2 = n[nd - 1], s1 = st[nd - 2], s2 = st[nd - 1];
+    int64_t idx[CG_MAX_DIMS + 2] = {0}, off = 0;
+    for (;;) {
+        const uint32_t *in = src + off;
+        if (s2 == 1) {
+            for (int64_t i = 0; i < n1; i++)
+                memcpy(dst + i * n2, in + i * s1, (size_t)n2 * 4);
+        } else {
+            for (int64_t i0 = 0; i0 < n1; i0 += TRANSPOSE_TILE) {
+                int64_t i1 = i0 + TRANSPOSE_TILE < n1 ? i0 + TRANSPOSE_TILE : n1;
+                for (int64_t j0 = 0; j0 < n2; j0 += TRANSPOSE_TILE) {
+                    int64_t j1 = j0 + TRANSPOSE_TILE < n2 ? j0 + TRANSPOSE_TILE : n2;
+                    for (int64_t i = i0; i < i1; i++)
+                        for (int64_t j = j0; j < j1; j++)
+                            dst[i * n2 + j] = in[i * s1 + j * s2];
+                }
+            }
+        }
+        dst += n1 * n2;
+        int d = nd - 3;
+        for (; d >= 0; d--) {
+            off += st[d];
+            if (++idx[d] < n[d]) break;
+            off -= st[d] * n[d];
+            idx[d] = 0;
+        }
+        if (d < 0) break;
+    }
+    return CG_OP_OK;
+}
+
+static const cg_kernel_def transpose_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, transpose_cpu},
+};
+
+const cg_op_def cg_op_transpose = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "transpose",
+    .doc = "Permutes the dims of x (f32 or i32): output dim i is x's dim "
+           "perm[i], i.e. out[i_0, ..., i_n] = x at the index whose dim perm[k] "
+           "is i_k. Attribute perm (ints, required) must be a permutation of "
+           "0..ndim-1 (negative entries count from the end).",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_names = one_input,
+    .attrs = transpose_attrs, .n_attrs = 1,
+    .infer = transpose_infer,
+    .kernels = transpose_kernels, .n_kernels = 1,
+};
