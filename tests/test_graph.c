@@ -50,7 +50,7 @@ START_TEST(verifier_errors) {
                  "t.cg:3:7: unknown op 'nosuch' in node 'y'");
     expect_error("graph g {\n  input x: f32[N]\n  y = tanh(x)\n}\n", "t.cg:1:7: graph 'g' has no outputs");
     expect_error("graph g {\n  param w: f32[N, 3] = \"w\"\n  y = tanh(w)\n  output y\n}\n",
-                 "t.cg:2:3: param 'w': dims of a parameter must be numbers");
+                 "t.cg:2:9: param 'w': dims of a parameter must be numbers");
     /* Shape errors come from the op's inference, prefixed with the node. */
     ck_assert_int_eq(verify_text("graph g {\n  input a: f32[2, 3]\n  input b: f32[4, 5]\n"
                                  "  c = add(a, b)\n  output c\n}\n"),
