@@ -162,8 +162,8 @@ static cg_status value_name(const cg_graph *g, int32_t i, const char **out) {
 
 static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
     cg_status st;
-    const char *name;
-    sb_printf(b, "graph ");
+    const char *name = "";
+    sb_puts(b, "graph ");
     sb_puts(b, g->name);
     sb_puts(b, " {\n");
     for (int i = 0; i < g->n_inputs; i++) {

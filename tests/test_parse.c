@@ -918,6 +918,18 @@ START_TEST(test_load) {
 
     ck_assert_int_eq(cg_model_load(&g_ctx, "/tmp", &m), CG_ERR_IO);
     ck_assert_str_eq(cg_last_error(), "/tmp: cannot read: Is a directory");
+
+    /* A file larger than the first read buffer. */
+    f = fopen(path, "w");
+    fputs("graph big {\n  input v0: f32[]\n", f);
+    for (int i = 1; i <= 4000; i++) fprintf(f, "  v%d = add(v%d, v0) {comment: \"%040d\"}\n", i, i - 1, i);
+    fputs("  output v4000\n}\n", f);
+    fclose(f);
+    ck_assert_int_eq(cg_model_load(&g_ctx, path, &m), CG_OK);
+    ck_assert_int_eq(m->graphs[0]->n_nodes, 4000);
+    ck_assert_str_eq(m->graphs[0]->nodes[3999]->attrs[0].s, "0000000000000000000000000000000000004000");
+    cg_model_free(m);
+    unlink(path);
 }
 END_TEST
 
@@ -1098,6 +1110,10 @@ START_TEST(test_builder_errors) {
     ck_assert_int_eq(cg_model_add_graph(m, "a b\n", &g2), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "cg_model_add_graph: invalid graph name 'a b?'");
     ck_assert_int_eq(cg_model_add_graph(NULL, "h", &g2), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_model_add_graph(m, "0123456789012345678901234567890123456789012345678901234567890", &g2),
+                     CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(),
+                     "cg_model_add_graph: invalid graph name '012345678901234567890123456789012345678901234567...'");
     ck_assert_int_eq(m->n_graphs, 1);
 
     cg_dim d1[] = {CG_DIM(2)};
@@ -1321,6 +1337,23 @@ START_TEST(test_helpers) {
     a.type = (cg_attr_type)9;
     ck_assert_int_eq(cg_node_add_attr(NULL, &a), CG_ERR_INVALID_ARGUMENT);
     cg_attr_clear(NULL);
+
+    /* What the text cannot express is refused by the printer. */
+    g->values[0].dims[0] = CG_DIM_UNKNOWN;
+    char *s = (char *)1;
+    ck_assert_int_eq(cg_model_print(m, &s), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cannot print graph 'g': value 'x' has an unknown dimension");
+    ck_assert_ptr_null(s);
+    g->values[0].typed = 0;
+    ck_assert_int_eq(cg_model_print(m, &s), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cannot print graph 'g': value 'x' has no valid type");
+    cg_model_free(m);
+
+    /* A model without graphs prints as nothing. */
+    ck_assert_int_eq(cg_model_create(&g_ctx, &m), CG_OK);
+    s = print(m);
+    ck_assert_str_eq(s, "");
+    free(s);
     cg_model_free(m);
 }
 END_TEST
