@@ -174,7 +174,9 @@ START_TEST(input_errors_at_run) {
     ck_assert_str_eq(cg_last_error(), "input 'a' is given twice");
     ck_assert_int_eq(cg_plan_run(p, 1, names, ins, 1, &c), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "input 'b' of graph 'g' is missing");
-    ck_assert_int_eq(cg_plan_create(m, "nope", &p), CG_ERR_NOT_FOUND);
+    cg_plan *none;
+    ck_assert_int_eq(cg_plan_create(m, "nope", &none), CG_ERR_NOT_FOUND);
+    ck_assert_ptr_null(none);
     cg_tensor_free(a);
     cg_tensor_free(b);
     cg_plan_free(p);

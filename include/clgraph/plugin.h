@@ -136,7 +136,9 @@ typedef struct cg_op_call {
  * Arguments to a kernel. For CG_BACKEND_CPU, `in[i]`/`out[i]` point at
  * row-major host data of the shapes in `call`; `workspace` holds at least the
  * bytes the kernel's workspace callback asked for (or NULL if 0).
- * For CG_BACKEND_OPENCL the pointers are cl_mem handles and `stream` is the
+ * For CG_BACKEND_OPENCL the pointers are cl_mem handles (each a buffer of
+ * exactly the tensor, possibly a sub-buffer), `workspace` is a cl_mem or NULL,
+ * and `stream` is the
  * device's cl_command_queue.
  */
 typedef struct cg_kernel_args {
@@ -147,6 +149,7 @@ typedef struct cg_kernel_args {
     void *workspace;            /**< scratch memory (uninitialised) */
     size_t workspace_size;      /**< its size in bytes */
     void *stream;               /**< backend queue (OpenCL), NULL on the CPU */
+    void *device;               /**< host's handle of the device, for host API calls */
 } cg_kernel_args;
 
 /** One kernel of an operator for one backend kind. */
@@ -158,6 +161,26 @@ typedef struct cg_kernel_def {
     /** Runs the node. Must not allocate on the hot path if it can avoid it. */
     cg_op_status (*run)(const cg_kernel_args *args);
 } cg_kernel_def;
+
+/** Most inputs a conformance case may have. */
+#define CG_CONFORM_MAX_INPUTS 16
+
+/**
+ * One conformance case of an operator: input types and value ranges and the
+ * attributes, so `clgraph conform` can run the op on every device against
+ * its CPU kernel with random data. Dims must be concrete.
+ */
+typedef struct cg_conform_case {
+    uint32_t struct_size;       /**< sizeof(cg_conform_case), set by the host */
+    int32_t n_inputs;           /**< inputs of the node */
+    cg_tensor_desc inputs[CG_CONFORM_MAX_INPUTS]; /**< their types */
+    double lo[CG_CONFORM_MAX_INPUTS]; /**< uniform values in [lo, hi]; i32: integers */
+    double hi[CG_CONFORM_MAX_INPUTS]; /**< upper bound of each input's values */
+    int32_t n_outputs;          /**< outputs of the node */
+    const char *attrs;          /**< attribute text in IR syntax, or NULL */
+    double atol;                /**< abs. tolerance; 0 = default (1e-4 for f32) */
+    double rtol;                /**< rel. tolerance; 0 = default (1e-4 for f32) */
+} cg_conform_case;
 
 /** Handle through which a decomposition emits nodes (host-owned). */
 typedef struct cg_decomp cg_decomp;
@@ -194,6 +217,12 @@ typedef struct cg_op_def {
     const cg_kernel_def *kernels; /**< kernels, at most one per backend kind */
     int32_t n_kernels;      /**< their count */
     uint32_t flags;         /**< CG_OP_FLAG_* */
+    /**
+     * Conformance cases: fills case `index` (0, 1, ...) and returns 1, or
+     * returns 0 past the last one. NULL: the op has no cases and conform
+     * reports it as untested.
+     */
+    int32_t (*conform_case)(int32_t index, cg_conform_case *c);
 } cg_op_def;
 
 /**
@@ -225,7 +254,50 @@ typedef struct cg_host_api {
                                 const char *attrs);
     /** Decomposition: makes value id `v` the op's output i. */
     cg_op_status (*decomp_output)(cg_decomp *d, int32_t i, int32_t v);
+
+    /* ---- OpenCL services (kernels whose backend is CG_BACKEND_OPENCL) ---- */
+
+    /**
+     * The cl_kernel `name` from OpenCL C 1.2 `source` built with `options`
+     * for the kernel's device. Programs are built on first use, cached in
+     * memory and on disk; later calls return the same object, so a kernel
+     * creates no OpenCL object in the steady state. The returned kernel is
+     * the host's (do not release it); set its arguments and launch it before
+     * returning from run. NULL on failure, with the message (the build log
+     * for a compile error) in args->call->err.
+     */
+    void *(*cl_kernel)(const cg_kernel_args *args, const char *source, const char *options,
+                       const char *name);
+    /**
+     * Enqueues `kernel` on the device's queue over `dims` dimensions.
+     * `global` is rounded up to a multiple of `local` (when local is not
+     * NULL), so the kernel must bounds-check. Fails with the OpenCL error's
+     * name in args->call->err.
+     */
+    cg_op_status (*cl_launch)(const cg_kernel_args *args, void *kernel, int32_t dims,
+                              const size_t *global, const size_t *local);
+    /**
+     * Row-major SGEMM on OpenCL buffers: C = alpha op(A) op(B) + beta C, with
+     * element offsets. The backend picks CLBlast or its own GEMV/GEMM kernel
+     * by measurement per device and shape, and records the choice.
+     */
+    cg_op_status (*cl_sgemm)(const cg_kernel_args *args, int trans_a, int trans_b, int64_t m,
+                             int64_t n, int64_t k, float alpha, void *a, size_t a_off,
+                             int64_t lda, void *b, size_t b_off, int64_t ldb, float beta, void *c,
+                             size_t c_off, int64_t ldc);
+    /** A device limit: one of CG_CL_INFO_*. 0 if unknown. */
+    int64_t (*cl_info)(const cg_kernel_args *args, int32_t what);
+    /** Name of an OpenCL error code, e.g. "CL_OUT_OF_RESOURCES". */
+    const char *(*cl_error_name)(int32_t code);
 } cg_host_api;
+
+/** Device limits readable through cg_host_api.cl_info. */
+enum {
+    CG_CL_INFO_MAX_WORK_GROUP = 1,  /**< CL_DEVICE_MAX_WORK_GROUP_SIZE (capped at 256) */
+    CG_CL_INFO_LOCAL_MEM = 2,       /**< CL_DEVICE_LOCAL_MEM_SIZE in bytes (capped at 32 KiB) */
+    CG_CL_INFO_COMPUTE_UNITS = 3,   /**< CL_DEVICE_MAX_COMPUTE_UNITS */
+    CG_CL_INFO_MEM_ALIGN = 4        /**< sub-buffer offset alignment in bytes */
+};
 
 /** What a plugin's entry symbol returns. */
 typedef struct cg_plugin_desc {

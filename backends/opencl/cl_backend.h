@@ -1,0 +1,128 @@
+/* The OpenCL backend: devices found through the ICD loader, one context and
+ * one in-order queue per device, buffers and transfers, programs compiled on
+ * first use with an on-disk binary cache, kernel launches, and SGEMM
+ * (CLBlast or own kernels, chosen by measurement). It knows no operators. */
+#ifndef CG_BACKEND_OPENCL_H
+#define CG_BACKEND_OPENCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <CL/cl.h>
+
+#include "clgraph/clgraph.h"
+
+/* What `clgraph devices` shows of one device; read once at enumeration. */
+typedef struct cg_cl_info {
+    int index;                /* N of "opencl:N": enumeration order over platforms */
+    char name[256];           /* CL_DEVICE_NAME */
+    char vendor[256];         /* CL_DEVICE_VENDOR */
+    char platform[256];       /* CL_PLATFORM_NAME */
+    char platform_version[256]; /* CL_PLATFORM_VERSION */
+    char version[256];        /* CL_DEVICE_VERSION */
+    char c_version[256];      /* CL_DEVICE_OPENCL_C_VERSION */
+    char driver[256];         /* CL_DRIVER_VERSION */
+    cl_device_type type;
+    uint32_t compute_units;
+    uint64_t global_mem;      /* bytes */
+    uint64_t local_mem;       /* bytes */
+    uint64_t max_alloc;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    size_t max_work_group;
+    uint32_t mem_align;       /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (>= 64) */
+    int fp16, fp64;           /* cl_khr_fp16 / cl_khr_fp64 (or a double config) */
+    cl_platform_id platform_id;
+    cl_device_id device_id;
+} cg_cl_info;
+
+/* An opened device: context, queue, caches. Opaque. */
+typedef struct cg_cl_device cg_cl_device;
+
+/* Number of OpenCL devices (enumerated once per process, thread-safe).
+ * 0 when there is no ICD or no platform; cg_cl_unavailable_reason() says
+ * why. Never fails otherwise. */
+int cg_cl_device_count(void);
+
+/* Why there are no devices ("no OpenCL platform found (clGetPlatformIDs:
+ * CL_PLATFORM_NOT_FOUND_KHR)"), or NULL when there are some. */
+const char *cg_cl_unavailable_reason(void);
+
+/* Info of device i (NULL if out of range). */
+const cg_cl_info *cg_cl_device_info(int i);
+
+/* Resolves a device spec: "opencl:N", "N", or a case-insensitive substring
+ * of the device, vendor or platform name. Returns the index or sets an error
+ * listing the devices. */
+cg_status cg_cl_device_find(const char *spec, int *index);
+
+/* Opens device i: context and in-order queue, created once per process and
+ * shared (reference counted). */
+cg_status cg_cl_device_open(int i, cg_cl_device **out);
+void cg_cl_device_release(cg_cl_device *d);
+
+const cg_cl_info *cg_cl_info_of(const cg_cl_device *d);
+cl_context cg_cl_context(const cg_cl_device *d);
+cl_command_queue cg_cl_queue(const cg_cl_device *d);
+/* "opencl:0 (pthread-skylake...)" for messages. */
+const char *cg_cl_label(const cg_cl_device *d);
+
+/* ---- memory and transfers (errors name the call, the CL error and the device) ---- */
+
+cg_status cg_cl_alloc(cg_cl_device *d, size_t bytes, cl_mem *out);
+/* A sub-buffer [offset, offset + bytes) of parent; offset must be a multiple
+ * of info->mem_align. bytes 0 is allowed (a 1-element region is used). */
+cg_status cg_cl_sub_buffer(cg_cl_device *d, cl_mem parent, size_t offset, size_t bytes, cl_mem *out);
+cg_status cg_cl_write(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src, int blocking);
+cg_status cg_cl_read(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst);
+cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off, size_t bytes);
+cg_status cg_cl_finish(cg_cl_device *d);
+
+/* ---- programs and kernels ---- */
+
+/* The kernel `name` of `source` built with `options` (OpenCL C 1.2; the
+ * backend adds -cl-std=CL1.2). Cached per device in memory by (source hash,
+ * options, name), and as a binary on disk under cg_cl_cache_dir() keyed by
+ * the source hash, options, device name, driver and platform version; files
+ * are written atomically and a stale or damaged entry is silently rebuilt
+ * from source. A build failure's message carries the build log. */
+cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name,
+                       cl_kernel *out);
+
+/* The binary cache directory: $CLGRAPH_CACHE_DIR, else
+ * $XDG_CACHE_HOME/clgraph, else $HOME/.cache/clgraph. */
+const char *cg_cl_cache_dir(void);
+
+/* Counters of the program cache since start (for tests and `bench`). */
+typedef struct cg_cl_cache_stats {
+    uint64_t builds_from_source; /* clBuildProgram from source */
+    uint64_t loads_from_disk;    /* binaries loaded from the disk cache */
+    uint64_t disk_writes;        /* binaries written */
+    uint64_t disk_rejects;       /* damaged or stale entries rebuilt */
+    uint64_t kernels_created;    /* clCreateKernel calls */
+} cg_cl_cache_stats;
+void cg_cl_cache_stats_get(cg_cl_cache_stats *out);
+
+/* Enqueues a kernel; global sizes are rounded up to multiples of local (when
+ * given). `what` names the kernel in messages. */
+cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *global,
+                       const size_t *local, const char *what);
+
+/* ---- SGEMM ---- */
+
+/* Row-major C = alpha op(A) op(B) + beta C on buffers, offsets in floats.
+ * Chooses CLBlast or the backend's own kernels (GEMV for m == 1 or n == 1,
+ * tiled GEMM otherwise) by timing both once per device and shape; the choice
+ * is kept in memory and recorded in cg_cl_cache_dir()/gemm-choices.txt. */
+cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                      float alpha, cl_mem a, size_t a_off, int64_t lda, cl_mem b, size_t b_off,
+                      int64_t ldb, float beta, cl_mem c, size_t c_off, int64_t ldc);
+
+/* ---- error names ---- */
+
+/* "CL_OUT_OF_RESOURCES"; "CL_UNKNOWN_ERROR(-9999)" style for unknown codes
+ * (in a static per-thread buffer). */
+const char *cg_cl_error_name(int code);
+/* CLBlast status names (its -1007..-1011 collide with KHR extension codes,
+ * hence a separate table); OpenCL codes fall through to cg_cl_error_name. */
+const char *cg_clblast_error_name(int code);
+
+#endif
