@@ -585,8 +585,9 @@ cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_ten
         char err[1024] = "";
         cg_op_call call = {sizeof call, s->name, s->n_in, s->n_out, s->in_desc, s->out_desc, s->attrs,
                            err, sizeof err, cg_host_api_get()};
-        cg_kernel_args args = {sizeof args, &call, p->inptr, p->outptr,
-                               s->ws_bytes ? (char *)p->arena + s->ws_offset : NULL, s->ws_bytes, NULL};
+        cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = p->inptr, .out = p->outptr,
+                               .workspace = s->ws_bytes ? (char *)p->arena + s->ws_offset : NULL,
+                               .workspace_size = s->ws_bytes};
         if (s->op->cpu->run(&args) != CG_OP_OK) {
             char where[512];
             err[sizeof err - 1] = 0;

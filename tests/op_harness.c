@@ -156,7 +156,8 @@ cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,
     size_t ws = k->workspace ? k->workspace(&call) : 0;
     void *w = ws ? malloc(ws) : NULL;
     if (w) memset(w, 0xff, ws);
-    cg_kernel_args args = {sizeof args, &call, inp, outp, w, ws, NULL};
+    cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = inp, .out = outp,
+                           .workspace = w, .workspace_size = ws};
     st = k->run(&args);
     free(w);
     return st;

@@ -237,7 +237,7 @@ static void expect_inplace_same(const cg_op_def *def, th_tensor x, const th_attr
     ck_assert(!k->workspace || k->workspace(&call) == 0);
     const void *inp[1] = {buf};
     void *outp[1] = {buf};
-    cg_kernel_args args = {sizeof args, &call, inp, outp, NULL, 0, NULL};
+    cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = inp, .out = outp};
     ck_assert_msg(k->run(&args) == CG_OP_OK, "%s in place failed: %s", def->name, g_err);
     ck_assert_msg(memcmp(buf, ref.data, (size_t)n * 4) == 0, "%s: in-place result differs",
                   def->name);
