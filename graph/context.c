@@ -10,6 +10,7 @@
 
 #include "backends/cpu/cpu_blas.h"
 #include "decomp.h"
+#include "host_cl.h"
 #include "error.h"
 #include "ir.h"
 
@@ -23,6 +24,11 @@ static const cg_host_api host_api = {
     .decomp_input = cg_decomp_input,
     .decomp_node = cg_decomp_node,
     .decomp_output = cg_decomp_output,
+    .cl_kernel = cg_host_cl_kernel,
+    .cl_launch = cg_host_cl_launch,
+    .cl_sgemm = cg_host_cl_sgemm,
+    .cl_info = cg_host_cl_info,
+    .cl_error_name = cg_host_cl_error_name,
 };
 
 const cg_host_api *cg_host_api_get(void) { return &host_api; }

@@ -8,12 +8,13 @@
 
 #include "analysis.h"
 #include "backends/cpu/cpu_blas.h"
+#include "backends/opencl/cl_backend.h"
 #include "decomp.h"
 #include "error.h"
 #include "tensor.h"
 #include "weights.h"
 
-#define ARENA_ALIGN 64
+#define HOST_ALIGN 64
 #define MAX_DECOMP_DEPTH 8
 
 typedef enum { SLOT_INPUT, SLOT_PARAM, SLOT_TEMP } slot_kind;
@@ -31,6 +32,7 @@ typedef struct slot {
 
 typedef struct step {
     const cg_op_entry *op;
+    const cg_kernel_def *kernel; /* op's kernel for the plan's device */
     const cg_attr_value *attrs;
     cg_attr_value *owned_attrs; /* decomposed steps own their attributes */
     cg_node *attr_node;         /* ... and the node that holds their text */
@@ -58,7 +60,20 @@ struct cg_plan {
     int bound;
     void *arena;
     size_t arena_bytes, arena_cap;
+    size_t align;        /* buffer offset alignment */
+    /* OpenCL plans: the device, one buffer for the arena, a sub-buffer per
+     * slot and workspace, and the parameters uploaded once. */
+    cg_cl_device *dev;
+    cl_mem arena_mem;
+    cl_mem *slot_mem;    /* per slot */
+    cl_mem *ws_mem;      /* per step */
 };
+
+static const cg_kernel_def *kernel_for(const cg_plan *p, const cg_op_entry *op) {
+    return p->dev ? op->opencl : op->cpu;
+}
+
+static const char *device_label(const cg_plan *p) { return p->dev ? cg_cl_label(p->dev) : "cpu"; }
 
 struct cg_decomp {
     cg_plan *p;
@@ -221,12 +236,12 @@ static cg_status lower_node(cg_plan *p, const cg_op_entry *op, const cg_attr_val
     s->attr_node = attr_node;
     s->name = cg_strdup(name);
     if (!s->name) return CG_ERR_NO_MEMORY;
-    if (!op->cpu) {
+    if (!kernel_for(p, op)) {
         s->op = NULL; /* a placeholder: nothing runs for it */
         if (!op->def->decompose)
             return cg_error(CG_ERR_UNSUPPORTED,
-                            "%s%s '%s': op has no CPU kernel and no decomposition", where,
-                            op->def->name, name);
+                            "%s%s '%s': op has no kernel for %s and no decomposition", where,
+                            op->def->name, name, device_label(p));
         if (depth >= MAX_DECOMP_DEPTH)
             return cg_error(CG_ERR_VERIFY, "%s%s '%s': decompositions nest deeper than %d", where,
                             op->def->name, name, MAX_DECOMP_DEPTH);
@@ -254,6 +269,7 @@ static cg_status lower_node(cg_plan *p, const cg_op_entry *op, const cg_attr_val
         return CG_OK;
     }
     s->op = op;
+    s->kernel = kernel_for(p, op);
     s->attrs = attrs;
     s->line = line;
     s->col = col;
@@ -288,6 +304,16 @@ void cg_plan_free(cg_plan *p) {
         free(s->in_desc);
         free(s->out_desc);
     }
+    if (p->slot_mem)
+        for (int i = 0; i < p->n_slots; i++)
+            if (p->slot_mem[i]) clReleaseMemObject(p->slot_mem[i]);
+    if (p->ws_mem)
+        for (int i = 0; i < p->n_steps; i++)
+            if (p->ws_mem[i]) clReleaseMemObject(p->ws_mem[i]);
+    free(p->slot_mem);
+    free(p->ws_mem);
+    if (p->arena_mem) clReleaseMemObject(p->arena_mem);
+    if (p->dev) cg_cl_device_release(p->dev);
     free(p->steps);
     free(p->slots);
     free(p->redirect);
@@ -300,8 +326,35 @@ void cg_plan_free(cg_plan *p) {
 }
 
 cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out) {
+    return cg_plan_create_ex(m, graph_name, NULL, out);
+}
+
+/* Uploads every parameter once into its own device buffer. */
+static cg_status upload_params(cg_plan *p) {
+    for (int i = 0; i < p->n_slots; i++) {
+        slot *s = &p->slots[i];
+        if (s->kind != SLOT_PARAM) continue;
+        size_t bytes = (size_t)cg_shape_numel(s->sym.ndim, s->sym.dims) * 4;
+        cg_status st = cg_cl_alloc(p->dev, bytes ? bytes : 4, &p->slot_mem[i]);
+        if (!st && bytes) st = cg_cl_write(p->dev, p->slot_mem[i], 0, bytes, s->param, 0);
+        if (st) return st;
+    }
+    return cg_cl_finish(p->dev);
+}
+
+cg_status cg_plan_create_ex(cg_model *m, const char *graph_name, const cg_plan_options *opt,
+                            cg_plan **out) {
     if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_create: NULL argument");
     *out = NULL;
+    const char *device = opt && opt->device ? opt->device : "cpu";
+    int cl_index = -1;
+    if (strcmp(device, "cpu") != 0) {
+        if (cg_cl_device_count() == 0)
+            return cg_error(CG_ERR_NOT_FOUND, "device '%s': %s", device,
+                            cg_cl_unavailable_reason() ? cg_cl_unavailable_reason() : "no OpenCL device");
+        cg_status st = cg_cl_device_find(device, &cl_index);
+        if (st) return st;
+    }
     cg_graph *g = graph_name ? cg_model_graph(m, graph_name) : (m->n_graphs == 1 ? m->graphs[0] : NULL);
     if (!g) {
         if (!graph_name)
@@ -317,6 +370,16 @@ cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out) {
     if (!p) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     p->model = m;
     p->graph = g;
+    p->align = HOST_ALIGN;
+    if (cl_index >= 0) {
+        cg_status st = cg_cl_device_open(cl_index, &p->dev);
+        if (st) {
+            free(p);
+            return st;
+        }
+        size_t a = cg_cl_info_of(p->dev)->mem_align;
+        if (a > p->align) p->align = a;
+    }
     p->sym_vals = malloc(sizeof(int64_t) * ((size_t)m->n_syms + 1));
     cg_status st = p->sym_vals ? cg_graph_analyze(g, &p->an) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     for (int i = 0; !st && i < g->n_values; i++) {
@@ -355,6 +418,11 @@ cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out) {
         p->outptr = calloc((size_t)p->max_out + 1, sizeof *p->outptr);
         if (!p->inptr || !p->outptr) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
+    if (!st && p->dev) {
+        p->slot_mem = calloc((size_t)p->n_slots + 1, sizeof *p->slot_mem);
+        p->ws_mem = calloc((size_t)p->n_steps + 1, sizeof *p->ws_mem);
+        st = p->slot_mem && p->ws_mem ? upload_params(p) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
     if (!st) {
         /* Liveness over steps: a temp lives from its producing step to its
          * last reader; graph outputs live to the end. */
@@ -365,6 +433,9 @@ cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out) {
             for (int k = 0; k < s->n_in; k++) p->slots[s->in[k]].last_step = si;
         }
         for (int k = 0; k < g->n_outputs; k++) p->slots[resolve(p, g->outputs[k])].last_step = p->n_steps;
+        if (p->dev)
+            for (int i = 0; i < p->n_slots; i++)
+                if (p->slots[i].kind == SLOT_INPUT) p->slots[i].def_step = 0;
         for (int i = 0; i < p->n_slots; i++)
             if (p->slots[i].last_step < p->slots[i].def_step) p->slots[i].last_step = p->slots[i].def_step;
         *out = p;
@@ -466,7 +537,43 @@ static size_t assign_offsets(interval *iv, int n) {
     return total;
 }
 
-static size_t round_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
+static size_t round_up(size_t n, size_t align) { return (n + align - 1) / align * align; }
+
+/* (Re)creates the device arena and the sub-buffer of every placed slot and
+ * workspace; only when the bound shapes change. */
+static cg_status device_buffers(cg_plan *p, size_t total) {
+    cg_status st = CG_OK;
+    for (int i = 0; i < p->n_slots; i++)
+        if (p->slot_mem[i] && p->slots[i].kind != SLOT_PARAM) {
+            clReleaseMemObject(p->slot_mem[i]);
+            p->slot_mem[i] = NULL;
+        }
+    for (int i = 0; i < p->n_steps; i++)
+        if (p->ws_mem[i]) {
+            clReleaseMemObject(p->ws_mem[i]);
+            p->ws_mem[i] = NULL;
+        }
+    if (total > p->arena_cap || !p->arena_mem) {
+        if (p->arena_mem) clReleaseMemObject(p->arena_mem);
+        p->arena_mem = NULL;
+        p->arena_cap = 0;
+        st = cg_cl_alloc(p->dev, total ? total : p->align, &p->arena_mem);
+        if (st) return st;
+        p->arena_cap = total ? total : p->align;
+    }
+    for (int i = 0; !st && i < p->n_slots; i++) {
+        slot *s = &p->slots[i];
+        int placed = s->kind == SLOT_TEMP || s->kind == SLOT_INPUT;
+        if (!placed || s->def_step < 0) continue;
+        size_t bytes = (size_t)cg_shape_numel(s->desc.ndim, s->desc.dims) * 4;
+        st = cg_cl_sub_buffer(p->dev, p->arena_mem, s->offset, bytes, &p->slot_mem[i]);
+    }
+    for (int i = 0; !st && i < p->n_steps; i++)
+        if (p->steps[i].op && p->steps[i].ws_bytes)
+            st = cg_cl_sub_buffer(p->dev, p->arena_mem, p->steps[i].ws_offset, p->steps[i].ws_bytes,
+                                  &p->ws_mem[i]);
+    return st;
+}
 
 static cg_status plan_shapes(cg_plan *p, cg_tensor **by_pos) {
     cg_model *m = p->model;
@@ -478,6 +585,7 @@ static cg_status plan_shapes(cg_plan *p, cg_tensor **by_pos) {
             s->desc.dtype = (cg_op_dtype)t->dtype;
             s->desc.ndim = t->ndim;
             memcpy(s->desc.dims, t->dims, sizeof(int64_t) * (size_t)t->ndim);
+            s->bytes = round_up((size_t)cg_shape_numel(t->ndim, t->dims) * 4, p->align);
         } else if (s->kind == SLOT_PARAM) {
             s->desc = s->sym;
         }
@@ -506,12 +614,12 @@ static cg_status plan_shapes(cg_plan *p, cg_tensor **by_pos) {
                 return cg_error(CG_ERR_VERIFY, "%s%s '%s': output %d is too large", where,
                                 s->op->def->name, s->name, k);
             }
-            o->bytes = round_up((size_t)numel * 4);
+            o->bytes = round_up((size_t)numel * 4, p->align);
             o->alias = -1;
         }
         cg_op_call call = {sizeof call, s->name, s->n_in, s->n_out, s->in_desc, s->out_desc, s->attrs,
                            NULL, 0, cg_host_api_get()};
-        s->ws_bytes = s->op->cpu->workspace ? round_up(s->op->cpu->workspace(&call)) : 0;
+        s->ws_bytes = s->kernel->workspace ? round_up(s->kernel->workspace(&call), p->align) : 0;
         /* In place: the op allows it and input 0 dies here with equal size. */
         slot *i0 = s->n_in ? &p->slots[s->in[0]] : NULL;
         if ((s->op->def->flags & CG_OP_FLAG_INPLACE0) && i0 && i0->kind == SLOT_TEMP &&
@@ -526,7 +634,9 @@ static cg_status plan_shapes(cg_plan *p, cg_tensor **by_pos) {
     }
     for (int i = 0; i < p->n_slots; i++) {
         slot *s = &p->slots[i];
-        if (s->kind == SLOT_TEMP && s->alias < 0 && s->def_step >= 0)
+        /* On a device, inputs are uploaded into the arena too. */
+        int placed = s->kind == SLOT_TEMP || (p->dev && s->kind == SLOT_INPUT);
+        if (placed && s->alias < 0 && s->def_step >= 0)
             iv[n_iv++] = (interval){s->def_step, s->last_step, s->bytes, &s->offset};
     }
     for (int si = 0; si < p->n_steps; si++)
@@ -537,6 +647,8 @@ static cg_status plan_shapes(cg_plan *p, cg_tensor **by_pos) {
     free(iv);
     for (int i = 0; i < p->n_slots; i++)
         if (p->slots[i].alias >= 0) p->slots[i].offset = p->slots[p->slots[i].alias].offset;
+    p->arena_bytes = total;
+    if (p->dev) return device_buffers(p, total);
     if (total > p->arena_cap) {
         void *a = cg_cpu_alloc(total);
         if (!a) return cg_error(CG_ERR_NO_MEMORY, "out of memory: the plan needs %zu bytes", total);
@@ -544,7 +656,6 @@ static cg_status plan_shapes(cg_plan *p, cg_tensor **by_pos) {
         p->arena = a;
         p->arena_cap = total;
     }
-    p->arena_bytes = total;
     return CG_OK;
 }
 
@@ -577,31 +688,54 @@ cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_ten
         st = plan_shapes(p, by_pos);
         if (!st) p->bound = 1;
     }
+    /* Inputs go to the device first; the queue is in order, so kernels see
+     * them, and the blocking reads at the end wait for everything. */
+    for (int i = 0; !st && p->dev && i < p->n_slots; i++) {
+        const slot *s = &p->slots[i];
+        size_t bytes = (size_t)cg_shape_numel(s->desc.ndim, s->desc.dims) * 4;
+        if (s->kind == SLOT_INPUT && s->def_step >= 0 && bytes)
+            st = cg_cl_write(p->dev, p->slot_mem[i], 0, bytes, by_pos[s->input_index]->data, 0);
+    }
     for (int si = 0; !st && si < p->n_steps; si++) {
         step *s = &p->steps[si];
         if (!s->op) continue;
-        for (int k = 0; k < s->n_in; k++) p->inptr[k] = slot_data(p, &p->slots[s->in[k]], by_pos);
-        for (int k = 0; k < s->n_out; k++) p->outptr[k] = (char *)p->arena + p->slots[s->out[k]].offset;
+        for (int k = 0; k < s->n_in; k++)
+            p->inptr[k] = p->dev ? (const void *)p->slot_mem[s->in[k]] : slot_data(p, &p->slots[s->in[k]], by_pos);
+        for (int k = 0; k < s->n_out; k++)
+            p->outptr[k] = p->dev ? (void *)p->slot_mem[s->out[k]] : (char *)p->arena + p->slots[s->out[k]].offset;
         char err[1024] = "";
         cg_op_call call = {sizeof call, s->name, s->n_in, s->n_out, s->in_desc, s->out_desc, s->attrs,
                            err, sizeof err, cg_host_api_get()};
-        cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = p->inptr, .out = p->outptr,
-                               .workspace = s->ws_bytes ? (char *)p->arena + s->ws_offset : NULL,
-                               .workspace_size = s->ws_bytes};
-        if (s->op->cpu->run(&args) != CG_OP_OK) {
+        cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = p->inptr, .out = p->outptr};
+        if (s->ws_bytes) {
+            args.workspace = p->dev ? (void *)p->ws_mem[si] : (char *)p->arena + s->ws_offset;
+            args.workspace_size = s->ws_bytes;
+        }
+        if (p->dev) {
+            args.stream = cg_cl_queue(p->dev);
+            args.device = p->dev;
+        }
+        if (s->kernel->run(&args) != CG_OP_OK) {
             char where[512];
             err[sizeof err - 1] = 0;
             cg_loc_format(where, sizeof where, m, s->line, s->col);
-            st = cg_error(CG_ERR_KERNEL, "%s%s '%s': %s", where, s->op->def->name, s->name,
-                          err[0] ? err : "kernel failed");
+            st = cg_error(CG_ERR_KERNEL, "%s%s '%s' on %s: %s", where, s->op->def->name, s->name,
+                          device_label(p), err[0] ? err : "kernel failed");
         }
     }
     for (int k = 0; !st && k < n_outputs; k++) {
-        const slot *s = &p->slots[resolve(p, g->outputs[k])];
+        int32_t si = resolve(p, g->outputs[k]);
+        const slot *s = &p->slots[si];
+        size_t bytes = (size_t)cg_shape_numel(s->desc.ndim, s->desc.dims) * 4;
         st = cg_tensor_alloc((cg_dtype)s->desc.dtype, s->desc.ndim, s->desc.dims, &outputs[k]);
-        if (!st)
-            memcpy(outputs[k]->data, slot_data(p, s, by_pos),
-                   (size_t)cg_shape_numel(s->desc.ndim, s->desc.dims) * 4);
+        if (st) break;
+        if (p->dev && bytes) st = cg_cl_read(p->dev, p->slot_mem[si], 0, bytes, outputs[k]->data);
+        else if (!p->dev) memcpy(outputs[k]->data, slot_data(p, s, by_pos), bytes);
+    }
+    /* Never return while the device may still read the caller's inputs. */
+    if (p->dev) {
+        cg_status fs = cg_cl_finish(p->dev);
+        if (!st) st = fs;
     }
     if (st)
         for (int k = 0; k < n_outputs; k++) {
@@ -613,3 +747,5 @@ cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_ten
 }
 
 size_t cg_plan_arena_bytes(const cg_plan *p) { return p ? p->arena_bytes : 0; }
+
+const char *cg_plan_device(const cg_plan *p) { return p ? device_label(p) : NULL; }

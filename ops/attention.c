@@ -3,8 +3,10 @@
  * of padded keys are separate operators (softmax.c). */
 #include "ops_common.h"
 
+#include "attention.cl.h"
 #include "backends/cpu/cpu_blas.h"
 
+#include <CL/cl.h>
 #include <math.h>
 #include <string.h>
 
@@ -157,6 +159,103 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+/* ==== OpenCL (attention.cl) ==== */
+
+/* One kernel argument: its size and a pointer to its value. */
+typedef struct cl_arg {
+    size_t size;
+    const void *value;
+} cl_arg;
+#define CL_ARG(v) {sizeof(v), &(v)}
+
+/* Sets the arguments of kernel `name` from index 0 on. */
+static cg_op_status cl_set_args(const cg_kernel_args *a, void *kernel, const char *name, int n,
+                                const cl_arg *args) {
+    for (int i = 0; i < n; i++) {
+        cl_int e = clSetKernelArg((cl_kernel)kernel, (cl_uint)i, args[i].size, args[i].value);
+        if (e != CL_SUCCESS)
+            return cg_op_fail(a->call, "clSetKernelArg(%s, %d): %s", name, i,
+                              a->call->host->cl_error_name(e));
+    }
+    return CG_OP_OK;
+}
+
+/* Work-group size of the attention kernels: at most 128 work-items (a power
+ * of two within the device's limit). */
+static int64_t attn_wg(const cg_kernel_args *a) {
+    int64_t max = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP), wg = 1;
+    if (max <= 0) max = 64;
+    while (wg * 2 <= max && wg * 2 <= 128) wg *= 2;
+    return wg;
+}
+
+/* Smallest power of two >= n (1 for n <= 1), at most cap. */
+static int64_t pow2_at_least(int64_t n, int64_t cap) {
+    int64_t p = 1;
+    while (p < n && p < cap) p *= 2;
+    return p;
+}
+
+/* Gets kernel `name` built for a TX x TY work-group and launches it over
+ * global (rounded up to the work-group), after setting its n arguments. */
+static cg_op_status attn_launch(const cg_kernel_args *a, const char *name, int64_t tx,
+                                int64_t ty, const size_t global[2], int n, const cl_arg *args) {
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DTX=%lld -DTY=%lld", (long long)tx, (long long)ty);
+    void *k = a->call->host->cl_kernel(a, cg_cl_attention, opts, name);
+    if (!k) return CG_OP_ERROR;
+    if (cl_set_args(a, k, name, n, args)) return CG_OP_ERROR;
+    const size_t local[2] = {(size_t)tx, (size_t)ty};
+    const size_t g[2] = {(global[0] + local[0] - 1) / local[0] * local[0],
+                         (global[1] + local[1] - 1) / local[1] * local[1]};
+    if (a->call->host->cl_launch(a, k, 2, g, local) == CG_OP_OK) return CG_OP_OK;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", a->call->err);
+    return cg_op_fail(a->call, "launching %s: %s", name, msg);
+}
+
+/* additive / general: one SGEMM for the query's projection into the
+ * workspace; then one kernel over the B*S rows of keys, TX work-items per
+ * row reducing over its K columns. */
+static cg_op_status attn_score_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const int64_t B = call->inputs[0].dims[0], H = call->inputs[0].dims[1];
+    const int64_t S = call->inputs[1].dims[1], K = call->inputs[1].dims[2];
+    const score_kind kind = kind_of(call);
+    if (kind == N_KINDS) return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
+    if (B * S == 0) return CG_OP_OK;
+    if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
+        return cg_op_fail(call, "sizes B = %lld, S = %lld, K = %lld are too large for the "
+                          "OpenCL kernel", (long long)B, (long long)S, (long long)K);
+    cl_mem vec = (cl_mem)a->in[0]; /* q for dot, scaled_dot, cosine */
+    cl_int has_vec = H > 0;
+    if (kind == ADDITIVE || kind == GENERAL) {
+        vec = a->workspace;
+        /* qp [B, K] = q W^T (W is [K, H]); zero (has_vec 0) when H == 0. */
+        if (has_vec && K > 0 &&
+            call->host->cl_sgemm(a, 0, 1, B, K, H, 1.0f, (void *)a->in[0], 0, H,
+                                 (void *)a->in[2], 0, H, 0.0f, a->workspace, 0, K))
+            return CG_OP_ERROR;
+    }
+    const int64_t wg = attn_wg(a), tx = pow2_at_least(K, wg > 64 ? 64 : wg), ty = wg / tx;
+    const cl_int b32 = (cl_int)B, s32 = (cl_int)S, k32 = (cl_int)K, kind32 = (cl_int)kind;
+    const cl_float alpha = kind == SCALED_DOT ? (float)(1.0 / sqrt((double)H)) : 1.0f;
+    const cl_long vec_off = 0;
+    const cl_mem keys = (cl_mem)a->in[1], e = a->out[0];
+    if (!vec) { /* K == 0: no workspace, nothing is read */
+        vec = keys;
+        has_vec = 0;
+    }
+    /* b_q and v exist for additive only; other kinds bind keys there (unread). */
+    const cl_mem b_q = kind == ADDITIVE ? (cl_mem)a->in[3] : keys;
+    const cl_mem v = kind == ADDITIVE ? (cl_mem)a->in[4] : keys;
+    const cl_arg args[] = {CL_ARG(b32),  CL_ARG(s32), CL_ARG(k32),     CL_ARG(kind32),
+                           CL_ARG(has_vec), CL_ARG(alpha), CL_ARG(keys), CL_ARG(vec),
+                           CL_ARG(vec_off), CL_ARG(b_q), CL_ARG(v),   CL_ARG(e)};
+    const size_t global[2] = {(size_t)tx, (size_t)(B * S)};
+    return attn_launch(a, "attn_score_rows", tx, ty, global, 12, args);
+}
+
 /* Emits reduce_sum(mul(keys, reshape(vec [B, K] -> [B, 1, K])), axis 2): the
  * dot product of every key with vec, [B, S]. */
 static int32_t emit_dot_keys(cg_ops_emitter *e, int32_t keys, int32_t vec) {
@@ -222,12 +321,56 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
     return e.st;
 }
 
+/* Conformance cases of attn_score: every kind over S in {1, 3, 17, 257,
+ * 1000 (B = 1)} and widths 1, 3, 17 (q, keys in [-2, 2]; the additive and
+ * general weights in [-0.5, 0.5]). */
+static const struct {
+    score_kind kind;
+    int64_t B, S, H, K; /* K: key width (A for additive); K == H for dot kinds */
+} score_cases[] = {
+    {ADDITIVE, 1, 1, 1, 1},     {DOT, 1, 1, 1, 1},          {SCALED_DOT, 1, 1, 1, 1},
+    {GENERAL, 1, 1, 1, 1},      {COSINE, 1, 1, 1, 1},       {ADDITIVE, 3, 3, 5, 3},
+    {DOT, 3, 3, 3, 3},          {SCALED_DOT, 3, 3, 3, 3},   {GENERAL, 3, 3, 5, 3},
+    {COSINE, 3, 3, 3, 3},       {ADDITIVE, 3, 17, 17, 17},  {DOT, 3, 17, 17, 17},
+    {SCALED_DOT, 3, 17, 17, 17}, {GENERAL, 3, 17, 3, 17},   {COSINE, 3, 17, 17, 17},
+    {ADDITIVE, 17, 3, 3, 257},  {DOT, 2, 257, 17, 17},      {COSINE, 2, 257, 3, 3},
+    {ADDITIVE, 1, 1000, 17, 17}, {DOT, 1, 1000, 17, 17},    {SCALED_DOT, 1, 1000, 17, 17},
+    {GENERAL, 1, 1000, 17, 17}, {COSINE, 1, 1000, 17, 17},  {DOT, 1, 3, 1000, 1000},
+    {GENERAL, 3, 17, 1000, 5},  {ADDITIVE, 1, 17, 5, 1000},
+};
+
+static int32_t attn_score_conform(int32_t index, cg_conform_case *c) {
+    static const char *const attrs[N_KINDS] = {
+        [ADDITIVE] = "kind: \"additive\"", [DOT] = "kind: \"dot\"",
+        [SCALED_DOT] = "kind: \"scaled_dot\"", [GENERAL] = "kind: \"general\"",
+        [COSINE] = "kind: \"cosine\""};
+    if (index < 0 || index >= (int32_t)(sizeof score_cases / sizeof score_cases[0])) return 0;
+    const score_kind kind = score_cases[index].kind;
+    const int64_t B = score_cases[index].B, S = score_cases[index].S;
+    const int64_t H = score_cases[index].H, K = score_cases[index].K;
+    const int64_t dims[5][3] = {{B, H}, {B, S, K}, {K, H}, {K}, {1, K}};
+    const int ndim[5] = {2, 3, 2, 1, 2};
+    memset(c->inputs, 0, sizeof c->inputs);
+    c->n_inputs = kinds[kind].n_inputs;
+    for (int i = 0; i < c->n_inputs; i++) {
+        c->inputs[i].dtype = CG_OP_F32;
+        c->inputs[i].ndim = ndim[i];
+        memcpy(c->inputs[i].dims, dims[i], sizeof(int64_t) * (size_t)ndim[i]);
+        c->lo[i] = i < 2 ? -2.0 : -0.5;
+        c->hi[i] = -c->lo[i];
+    }
+    c->n_outputs = 1;
+    c->attrs = attrs[kind];
+    return 1;
+}
+
 static const cg_attr_def attn_score_attrs[] = {
     {.struct_size = sizeof(cg_attr_def), .name = "kind", .type = CG_ATTR_STRING, .required = 1,
      .doc = "additive, dot, scaled_dot, general or cosine"},
 };
 static const cg_kernel_def attn_score_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, attn_score_workspace, attn_score_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, attn_score_workspace, attn_score_cl},
 };
 static const char *const attn_score_inputs[] = {"q", "keys", "W", "b_q", "v", NULL};
 
@@ -248,7 +391,8 @@ const cg_op_def cg_op_attn_score = {
     .attrs = attn_score_attrs, .n_attrs = 1,
     .infer = attn_score_infer,
     .decompose = attn_score_decompose,
-    .kernels = attn_score_kernels, .n_kernels = 1,
+    .kernels = attn_score_kernels, .n_kernels = 2,
+    .conform_case = attn_score_conform,
 };
 
 /* ---- attn_context(a [B, S], values [B, S, K]) -> c [B, K] ---- */
@@ -283,6 +427,57 @@ static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+/* One work-group per (batch row, TX columns): TX work-items along the
+ * columns, TY along S, reduced in local memory. */
+static cg_op_status attn_context_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const int64_t B = call->inputs[1].dims[0], S = call->inputs[1].dims[1];
+    const int64_t K = call->inputs[1].dims[2];
+    if (B * K == 0) return CG_OP_OK;
+    if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
+        return cg_op_fail(call, "sizes B = %lld, S = %lld, K = %lld are too large for the "
+                          "OpenCL kernel", (long long)B, (long long)S, (long long)K);
+    const int64_t wg = attn_wg(a), tx = pow2_at_least(K, wg);
+    const int64_t ty = pow2_at_least(S, wg / tx);
+    const cl_int b32 = (cl_int)B, s32 = (cl_int)S, k32 = (cl_int)K;
+    const cl_mem w = (cl_mem)a->in[0], values = (cl_mem)a->in[1], c = a->out[0];
+    const cl_arg args[] = {CL_ARG(b32), CL_ARG(s32), CL_ARG(k32),
+                           CL_ARG(w),   CL_ARG(values), CL_ARG(c)};
+    const size_t global[2] = {(size_t)K, (size_t)(B * ty)};
+    return attn_launch(a, "attn_context", tx, ty, global, 6, args);
+}
+
+/* Conformance cases of attn_context: B, S, K (a in [0, 1], values in
+ * [-2, 2]). */
+static const int64_t context_cases[][3] = {
+    {1, 1, 1},  {1, 3, 3},   {3, 3, 17},  {3, 17, 3},    {17, 17, 17},
+    {2, 257, 5}, {1, 3, 257}, {1, 1000, 17}, {1, 3, 1000}, {17, 1000, 3},
+};
+
+static int32_t attn_context_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= (int32_t)(sizeof context_cases / sizeof context_cases[0]))
+        return 0;
+    const int64_t B = context_cases[index][0], S = context_cases[index][1];
+    const int64_t K = context_cases[index][2];
+    memset(c->inputs, 0, sizeof c->inputs);
+    c->n_inputs = 2;
+    c->inputs[0].dtype = c->inputs[1].dtype = CG_OP_F32;
+    c->inputs[0].ndim = 2;
+    c->inputs[0].dims[0] = B;
+    c->inputs[0].dims[1] = S;
+    c->inputs[1].ndim = 3;
+    c->inputs[1].dims[0] = B;
+    c->inputs[1].dims[1] = S;
+    c->inputs[1].dims[2] = K;
+    c->lo[0] = 0.0;
+    c->hi[0] = 1.0;
+    c->lo[1] = -2.0;
+    c->hi[1] = 2.0;
+    c->n_outputs = 1;
+    c->attrs = NULL;
+    return 1;
+}
+
 static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call) {
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t w = cg_ops_emit_input(&e, 0), values = cg_ops_emit_input(&e, 1);
@@ -295,6 +490,7 @@ static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call)
 
 static const cg_kernel_def attn_context_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, attn_context_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, attn_context_cl},
 };
 static const char *const attn_context_inputs[] = {"a", "values", NULL};
 
@@ -308,5 +504,6 @@ const cg_op_def cg_op_attn_context = {
     .input_names = attn_context_inputs,
     .infer = attn_context_infer,
     .decompose = attn_context_decompose,
-    .kernels = attn_context_kernels, .n_kernels = 1,
+    .kernels = attn_context_kernels, .n_kernels = 2,
+    .conform_case = attn_context_conform,
 };

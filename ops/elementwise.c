@@ -3,7 +3,12 @@
 #include "ops_common.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+#include <CL/cl.h>
+
+#include "elementwise.cl.h"
 
 static const char *dtype_name(cg_op_dtype t) {
     return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
@@ -136,6 +141,160 @@ BIN_LOOP(mul_i32_loop, int32_t, WRAP(*))
 BIN_LOOP(max_i32_loop, int32_t, x > y ? x : y)
 BIN_LOOP(min_i32_loop, int32_t, x < y ? x : y)
 
+
+/* ------------------------------------------------------------------ */
+/* OpenCL helpers                                                      */
+
+/* The kernel `name` of elementwise.cl; `wide` selects 64-bit indexing for
+ * tensors of 2^31 elements or more. */
+static cl_kernel ew_kernel(const cg_kernel_args *a, const char *name, int wide) {
+    return a->call->host->cl_kernel(a, cg_cl_elementwise, wide ? "-DIDX=long" : "-DIDX=int",
+                                    name);
+}
+
+/* Sets argument i of kernel `name`; fails naming the call and the error. */
+static cg_op_status ew_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                           size_t size, const void *v) {
+    cl_int e = clSetKernelArg(k, i, size, v);
+    if (e != CL_SUCCESS)
+        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
+                          a->call->host->cl_error_name(e));
+    return CG_OP_OK;
+}
+
+/* Work-group size for a one-element-per-item kernel: the device limit (at
+ * most 256) and the kernel's own limit. */
+static size_t ew_local(const cg_kernel_args *a, cl_kernel k) {
+    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    size_t l = w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
+    cl_device_id dev;
+    size_t kw = 0;
+    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev,
+                              NULL) == CL_SUCCESS &&
+        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) ==
+            CL_SUCCESS &&
+        kw > 0 && kw < l)
+        l = kw;
+    return l;
+}
+
+/* Launches a 1-d kernel over n elements. */
+static cg_op_status ew_launch(const cg_kernel_args *a, cl_kernel k, int64_t n) {
+    size_t global = (size_t)n, local = ew_local(a, k);
+    return a->call->host->cl_launch(a, k, 1, &global, &local);
+}
+
+/* Runs unary kernel `name` (x, y, n[, extra float args]) over input 0. */
+static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n_f,
+                                const float *f) {
+    int64_t n = cg_desc_numel(&a->call->inputs[0]);
+    if (n == 0) return CG_OP_OK;
+    cl_kernel k = ew_kernel(a, name, n > INT32_MAX);
+    if (!k) return CG_OP_ERROR;
+    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
+    cl_long ln = n;
+    if (ew_arg(a, k, name, 0, sizeof x, &x) || ew_arg(a, k, name, 1, sizeof y, &y) ||
+        ew_arg(a, k, name, 2, sizeof ln, &ln))
+        return CG_OP_ERROR;
+    for (int i = 0; i < n_f; i++) {
+        cl_float v = f[i];
+        if (ew_arg(a, k, name, (cl_uint)(3 + i), sizeof v, &v)) return CG_OP_ERROR;
+    }
+    return ew_launch(a, k, n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Conformance cases                                                   */
+
+/* A compact conformance case: up to 3 inputs of up to 4 dims. */
+typedef struct ew_case_in {
+    cg_op_dtype dt;
+    int nd;
+    int64_t d[4];
+    double lo, hi;
+} ew_case_in;
+
+typedef struct ew_case {
+    int n_in;
+    ew_case_in in[3];
+    const char *attrs;
+} ew_case;
+
+static void ew_fill_case(const ew_case *t, int n_out, cg_conform_case *c) {
+    uint32_t ss = c->struct_size;
+    memset(c, 0, sizeof *c);
+    c->struct_size = ss;
+    c->n_inputs = t->n_in;
+    c->n_outputs = n_out;
+    c->attrs = t->attrs;
+    for (int i = 0; i < t->n_in; i++) {
+        c->inputs[i].dtype = t->in[i].dt;
+        c->inputs[i].ndim = t->in[i].nd;
+        for (int j = 0; j < t->in[i].nd; j++) c->inputs[i].dims[j] = t->in[i].d[j];
+        c->lo[i] = t->in[i].lo;
+        c->hi[i] = t->in[i].hi;
+    }
+}
+
+#define F32 CG_OP_F32
+#define I32 CG_OP_I32
+#define IMIN (-2147483648.0)
+#define IMAX 2147483647.0
+
+/* Binary cases, smallest first: equal shapes, scalars, trailing-row,
+ * column, middle and two-sided broadcasts, sizes that do not divide
+ * work-group sizes. f32 values in [-2, 2]; i32 values over the whole range
+ * so that add/sub/mul wrap around. */
+#define BIN_F(nd_a, da, nd_b, db) \
+    {2, {{F32, nd_a, da, -2, 2}, {F32, nd_b, db, -2, 2}}, NULL}
+#define BIN_I(nd_a, da, nd_b, db) \
+    {2, {{I32, nd_a, da, IMIN, IMAX}, {I32, nd_b, db, IMIN, IMAX}}, NULL}
+#define D(...) {__VA_ARGS__}
+
+static const ew_case bin_cases[] = {
+    BIN_F(1, D(1), 1, D(1)),
+    BIN_I(1, D(1), 1, D(1)),
+    BIN_F(0, D(0), 0, D(0)),
+    BIN_F(1, D(3), 1, D(3)),
+    BIN_I(1, D(3), 1, D(3)),
+    BIN_F(0, D(0), 1, D(3)),
+    BIN_F(1, D(17), 1, D(1)),
+    BIN_F(1, D(17), 1, D(17)),
+    BIN_I(1, D(17), 1, D(17)),
+    BIN_F(2, D(17, 3), 1, D(3)),
+    BIN_I(2, D(17, 3), 1, D(3)),
+    BIN_F(2, D(17, 1), 2, D(17, 3)),
+    BIN_F(2, D(3, 1), 3, D(4, 1, 5)),
+    BIN_I(2, D(3, 1), 3, D(4, 1, 5)),
+    BIN_F(3, D(2, 3, 5), 3, D(2, 1, 5)),
+    BIN_F(4, D(2, 1, 3, 1), 4, D(1, 5, 1, 7)),
+    BIN_I(4, D(2, 1, 3, 1), 4, D(1, 5, 1, 7)),
+    BIN_F(1, D(257), 1, D(257)),
+    BIN_I(1, D(257), 0, D(0)),
+    BIN_F(2, D(3, 1000), 1, D(1000)),
+    BIN_F(2, D(1000, 1), 2, D(1000, 3)),
+    BIN_F(2, D(100, 1000), 2, D(100, 1000)),
+    BIN_I(2, D(100, 1000), 2, D(100, 1000)),
+    BIN_F(3, D(7, 1, 1000), 2, D(13, 1)),
+};
+
+/* Fills case `index` of a binary op; f32-only ops skip the i32 cases and div
+ * keeps its divisor away from 0 ([0.25, 2]). */
+static int32_t bin_conform(int32_t index, cg_conform_case *c, int allow_i32, int is_div) {
+    int32_t seen = 0;
+    for (size_t i = 0; i < sizeof bin_cases / sizeof bin_cases[0]; i++) {
+        if (!allow_i32 && bin_cases[i].in[0].dt == CG_OP_I32) continue;
+        if (seen++ != index) continue;
+        ew_fill_case(&bin_cases[i], 1, c);
+        if (is_div) {
+            c->lo[1] = 0.25;
+            c->hi[1] = 2;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Binary operators                                                    */
 
@@ -164,6 +323,53 @@ static cg_op_status binary_cpu(const cg_kernel_args *args, bin_loop_fn f32, bin_
     return CG_OP_OK;
 }
 
+/*
+ * OpenCL: the same collapsed broadcast plan as the CPU. One dim with unit or
+ * zero strides (equal shapes, or one side a single element) runs
+ * bin_flat_<op>_<dtype>; anything else bin_nd_<op>_<dtype>, which decomposes
+ * each output index over the plan's dims.
+ */
+static cg_op_status binary_cl(const cg_kernel_args *args, const char *op) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *o = &call->outputs[0];
+    int64_t n = cg_desc_numel(o);
+    if (n == 0) return CG_OP_OK;
+    bcast_plan p;
+    bcast_plan_make(&p, &call->inputs[0], &call->inputs[1], o);
+    const char *dt = o->dtype == CG_OP_I32 ? "i32" : "f32";
+    int flat = p.nd == 1 && p.sa[0] <= 1 && p.sb[0] <= 1;
+    char name[64];
+    snprintf(name, sizeof name, "bin_%s_%s_%s", flat ? "flat" : "nd", op, dt);
+    cl_kernel k = ew_kernel(args, name, n > INT32_MAX);
+    if (!k) return CG_OP_ERROR;
+    cl_mem a = (cl_mem)args->in[0], b = (cl_mem)args->in[1], y = (cl_mem)args->out[0];
+    cl_long ln = n;
+    if (flat) {
+        cl_long sa = p.sa[0], sb = p.sb[0];
+        if (ew_arg(args, k, name, 0, sizeof a, &a) || ew_arg(args, k, name, 1, sizeof sa, &sa) ||
+            ew_arg(args, k, name, 2, sizeof b, &b) || ew_arg(args, k, name, 3, sizeof sb, &sb) ||
+            ew_arg(args, k, name, 4, sizeof y, &y) || ew_arg(args, k, name, 5, sizeof ln, &ln))
+            return CG_OP_ERROR;
+    } else {
+        /* Innermost dim first in the vectors; unused entries are 1 / 0. */
+        cl_long8 dims, sta, stb;
+        cl_int nd = p.nd;
+        for (int i = 0; i < 8; i++) {
+            int d = p.nd - 1 - i;
+            dims.s[i] = d >= 0 ? p.n[d] : 1;
+            sta.s[i] = d >= 0 ? p.sa[d] : 0;
+            stb.s[i] = d >= 0 ? p.sb[d] : 0;
+        }
+        if (ew_arg(args, k, name, 0, sizeof a, &a) || ew_arg(args, k, name, 1, sizeof b, &b) ||
+            ew_arg(args, k, name, 2, sizeof y, &y) || ew_arg(args, k, name, 3, sizeof ln, &ln) ||
+            ew_arg(args, k, name, 4, sizeof nd, &nd) ||
+            ew_arg(args, k, name, 5, sizeof dims, &dims) ||
+            ew_arg(args, k, name, 6, sizeof sta, &sta) || ew_arg(args, k, name, 7, sizeof stb, &stb))
+            return CG_OP_ERROR;
+    }
+    return ew_launch(args, k, n);
+}
+
 static const char *const binary_inputs[] = {"a", "b", NULL};
 
 #define BINARY_OP(NAME, I32, F32_LOOP, I32_LOOP, DOC)                             \
@@ -173,8 +379,15 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
     static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
         return binary_cpu(a, F32_LOOP, I32_LOOP);                                 \
     }                                                                             \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) {                      \
+        return binary_cl(a, #NAME);                                               \
+    }                                                                             \
+    static int32_t NAME##_conform(int32_t index, cg_conform_case *c) {            \
+        return bin_conform(index, c, I32, !strcmp(#NAME, "div"));                 \
+    }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
         {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, NAME##_cpu},                \
+        {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, NAME##_cl},              \
     };                                                                            \
     const cg_op_def cg_op_##NAME = {                                              \
         .struct_size = sizeof(cg_op_def),                                         \
@@ -183,7 +396,8 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
         .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,     \
         .input_names = binary_inputs,                                             \
         .infer = NAME##_infer,                                                    \
-        .kernels = NAME##_kernels, .n_kernels = 1,                                \
+        .kernels = NAME##_kernels, .n_kernels = 2,                                \
+        .conform_case = NAME##_conform,                                           \
     };
 
 #define BCAST_DOC                                                                 \
@@ -263,6 +477,58 @@ static cg_op_status neg_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+static cg_op_status neg_cl(const cg_kernel_args *a) {
+    return ew_unary_cl(a, a->call->inputs[0].dtype == CG_OP_I32 ? "un_neg_i32" : "un_neg_f32",
+                       0, NULL);
+}
+
+#define UNARY_CL(NAME)                                                            \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) {                      \
+        return ew_unary_cl(a, "un_" #NAME, 0, NULL);                              \
+    }
+UNARY_CL(tanh)
+UNARY_CL(sigmoid)
+UNARY_CL(exp)
+UNARY_CL(log)
+UNARY_CL(sqrt)
+UNARY_CL(relu)
+
+/* Shapes of the unary conformance cases, smallest first (0-d included). */
+static const struct {
+    int nd;
+    int64_t d[4];
+} un_shapes[] = {
+    {1, {1}}, {0, {0}}, {1, {3}}, {1, {17}}, {3, {2, 3, 5}}, {1, {257}},
+    {2, {4, 1000}}, {2, {100, 1000}},
+};
+#define N_UN_SHAPES ((int32_t)(sizeof un_shapes / sizeof un_shapes[0]))
+
+/* Case `index` of a unary op with f32 values in [lo, hi]; with i32, every
+ * shape is also run as i32 over the whole range (so -INT32_MIN wraps). */
+static int32_t un_conform(int32_t index, cg_conform_case *c, double lo, double hi, int i32,
+                          const char *attrs) {
+    int32_t per = i32 ? 2 : 1;
+    if (index < 0 || index >= N_UN_SHAPES * per) return 0;
+    int is_i32 = i32 && index % 2 == 1;
+    ew_case t = {1, {{is_i32 ? CG_OP_I32 : CG_OP_F32, un_shapes[index / per].nd, {0},
+                      is_i32 ? IMIN : lo, is_i32 ? IMAX : hi}}, attrs};
+    memcpy(t.in[0].d, un_shapes[index / per].d, sizeof t.in[0].d);
+    ew_fill_case(&t, 1, c);
+    return 1;
+}
+
+/* Value ranges: tanh and sigmoid reach into saturation; log and sqrt get
+ * positive inputs; exp stays where results are moderate. */
+static int32_t neg_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -2, 2, 1, NULL); }
+static int32_t tanh_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -6, 6, 0, NULL); }
+static int32_t sigmoid_conform(int32_t i, cg_conform_case *c) {
+    return un_conform(i, c, -100, 100, 0, NULL);
+}
+static int32_t exp_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -4, 4, 0, NULL); }
+static int32_t log_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, 0.05, 8, 0, NULL); }
+static int32_t sqrt_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, 0, 8, 0, NULL); }
+static int32_t relu_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -2, 2, 0, NULL); }
+
 static const char *const unary_inputs[] = {"x", NULL};
 
 #define UNARY_OP(NAME, I32, DOC)                                                  \
@@ -271,6 +537,7 @@ static const char *const unary_inputs[] = {"x", NULL};
     }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
         {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, NAME##_cpu},                \
+        {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, NAME##_cl},              \
     };                                                                            \
     const cg_op_def cg_op_##NAME = {                                              \
         .struct_size = sizeof(cg_op_def),                                         \
@@ -279,8 +546,9 @@ static const char *const unary_inputs[] = {"x", NULL};
         .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,     \
         .input_names = unary_inputs,                                              \
         .infer = NAME##_infer,                                                    \
-        .kernels = NAME##_kernels, .n_kernels = 1,                                \
+        .kernels = NAME##_kernels, .n_kernels = 2,                                \
         .flags = CG_OP_FLAG_INPLACE0,                                             \
+        .conform_case = NAME##_conform,                                           \
     };
 
 UNARY_OP(neg, 1,
@@ -332,8 +600,23 @@ static cg_op_status affine_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+static cg_op_status affine_cl(const cg_kernel_args *a) {
+    const float f[2] = {(float)a->call->attrs[AFFINE_ALPHA].f,
+                        (float)a->call->attrs[AFFINE_BETA].f};
+    return ew_unary_cl(a, "un_affine", 2, f);
+}
+
+/* Defaults, then explicit alpha and beta, over the unary shapes. */
+static int32_t affine_conform(int32_t i, cg_conform_case *c) {
+    static const char *const attrs[] = {NULL, "alpha: 2.5, beta: -0.75", "alpha: -0.125",
+                                        "beta: 3"};
+    if (i < 0 || i >= N_UN_SHAPES * 4) return 0;
+    return un_conform(i / 4, c, -2, 2, 0, attrs[i % 4]);
+}
+
 static const cg_kernel_def affine_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, affine_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, affine_cl},
 };
 
 const cg_op_def cg_op_affine = {
@@ -346,8 +629,9 @@ const cg_op_def cg_op_affine = {
     .input_names = unary_inputs,
     .attrs = affine_attrs, .n_attrs = 2,
     .infer = affine_infer,
-    .kernels = affine_kernels, .n_kernels = 1,
+    .kernels = affine_kernels, .n_kernels = 2,
     .flags = CG_OP_FLAG_INPLACE0,
+    .conform_case = affine_conform,
 };
 
 /* ------------------------------------------------------------------ */
@@ -410,8 +694,43 @@ static cg_op_status cast_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+static cg_op_status cast_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    cg_op_dtype from = call->inputs[0].dtype, to = call->outputs[0].dtype;
+    if (from == to) {
+        if (a->out[0] == a->in[0]) return CG_OP_OK; /* in place: nothing to do */
+        return ew_unary_cl(a, "un_copy32", 0, NULL);
+    }
+    return ew_unary_cl(a, from == CG_OP_F32 ? "cast_f32_to_i32" : "cast_i32_to_f32", 0, NULL);
+}
+
+/* Every direction over the unary shapes: f32 -> i32 with moderate values and
+ * with values beyond the i32 range (saturation), i32 -> f32 over the whole
+ * range (rounding), and the same-dtype copies. */
+static int32_t cast_conform(int32_t i, cg_conform_case *c) {
+    static const struct {
+        cg_op_dtype from;
+        double lo, hi;
+        const char *attrs;
+    } v[] = {
+        {CG_OP_F32, -1000, 1000, "to: \"i32\""},
+        {CG_OP_F32, -6e9, 6e9, "to: \"i32\""},
+        {CG_OP_I32, IMIN, IMAX, "to: \"f32\""},
+        {CG_OP_F32, -2, 2, "to: \"f32\""},
+        {CG_OP_I32, IMIN, IMAX, "to: \"i32\""},
+    };
+    const int32_t nv = (int32_t)(sizeof v / sizeof v[0]);
+    if (i < 0 || i >= N_UN_SHAPES * nv) return 0;
+    ew_case t = {1, {{v[i % nv].from, un_shapes[i / nv].nd, {0}, v[i % nv].lo, v[i % nv].hi}},
+                 v[i % nv].attrs};
+    memcpy(t.in[0].d, un_shapes[i / nv].d, sizeof t.in[0].d);
+    ew_fill_case(&t, 1, c);
+    return 1;
+}
+
 static const cg_kernel_def cast_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, cast_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, cast_cl},
 };
 
 const cg_op_def cg_op_cast = {
@@ -426,6 +745,7 @@ const cg_op_def cg_op_cast = {
     .input_names = unary_inputs,
     .attrs = cast_attrs, .n_attrs = 1,
     .infer = cast_infer,
-    .kernels = cast_kernels, .n_kernels = 1,
+    .kernels = cast_kernels, .n_kernels = 2,
     .flags = CG_OP_FLAG_INPLACE0,
+    .conform_case = cast_conform,
 };

@@ -1,7 +1,76 @@
 /* Row lookups: embedding (ids into a table) and gather_rows (beam reordering). */
 #include "ops_common.h"
 
+#include <stdint.h>
 #include <string.h>
+
+#include <CL/cl.h>
+
+#include "gather.cl.h"
+
+/* ---- OpenCL: one gather kernel for both ops ---- */
+
+static cg_op_status set_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                            size_t size, const void *v) {
+    cl_int e = clSetKernelArg(k, i, size, v);
+    if (e != CL_SUCCESS)
+        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
+                          a->call->host->cl_error_name(e));
+    return CG_OP_OK;
+}
+
+/* Sets an index argument as cl_int or cl_long (kernel built with IDX). */
+static cg_op_status set_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                            int wide, int64_t v) {
+    cl_long l = v;
+    cl_int n = (cl_int)v;
+    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof n, &n);
+}
+
+/* dst[r] = src[idx[r]] over `rows` rows of `row` 4-byte elements, src
+ * having n_src rows; out-of-range indices give zero rows. */
+static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t row, int64_t rows) {
+    static const char kn[] = "gather_rows4";
+    const cg_host_api *h = a->call->host;
+    int64_t total = rows * row, biggest = n_src * row > total ? n_src * row : total;
+    if (total == 0) return CG_OP_OK;
+    int wide = biggest >= INT32_MAX;
+    cl_kernel k = h->cl_kernel(a, cg_cl_gather, wide ? "-DIDX=long" : "-DIDX=int", kn);
+    if (!k) return CG_OP_ERROR;
+    cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], dst = (cl_mem)a->out[0];
+    if (set_arg(a, k, kn, 0, sizeof src, &src) || set_arg(a, k, kn, 1, sizeof idx, &idx) ||
+        set_arg(a, k, kn, 2, sizeof dst, &dst) || set_idx(a, k, kn, 3, wide, n_src) ||
+        set_idx(a, k, kn, 4, wide, row) || set_idx(a, k, kn, 5, wide, total))
+        return CG_OP_ERROR;
+    int64_t wg = h->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    size_t local = wg <= 0 ? 64 : wg > 256 ? 256 : (size_t)wg, global = (size_t)total;
+    return h->cl_launch(a, k, 1, &global, &local);
+}
+
+/* Conformance cases: x (f32 or i32) of shape d0 and an i32 index of shape
+ * d1 with values in [0, n_valid - 1]. */
+typedef struct gather_case {
+    cg_op_dtype dt;
+    int nd0, nd1;
+    int64_t d0[CG_MAX_DIMS], d1[CG_MAX_DIMS];
+} gather_case;
+
+static int32_t gather_fill(const gather_case *t, int64_t n_valid, cg_conform_case *c) {
+    c->n_inputs = 2;
+    c->n_outputs = 1;
+    c->attrs = NULL;
+    c->inputs[0].dtype = t->dt;
+    c->inputs[0].ndim = t->nd0;
+    memcpy(c->inputs[0].dims, t->d0, sizeof t->d0);
+    c->inputs[1].dtype = CG_OP_I32;
+    c->inputs[1].ndim = t->nd1;
+    memcpy(c->inputs[1].dims, t->d1, sizeof t->d1);
+    c->lo[0] = t->dt == CG_OP_I32 ? -100000 : -2;
+    c->hi[0] = t->dt == CG_OP_I32 ? 100000 : 2;
+    c->lo[1] = 0;
+    c->hi[1] = (double)(n_valid - 1);
+    return 1;
+}
 
 /* ---- embedding(weight [V, E] f32, ids i32[...]) -> f32[..., E] ---- */
 
@@ -35,8 +104,33 @@ static cg_op_status embedding_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+static cg_op_status embedding_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    return gather_cl(a, call->inputs[0].dims[0], call->inputs[0].dims[1],
+                     cg_desc_numel(&call->inputs[1]));
+}
+
+/* weight [V, E], ids of any shape in [0, V). */
+static const gather_case embedding_cases[] = {
+    {CG_OP_F32, 2, 1, {1, 1}, {1}},
+    {CG_OP_F32, 2, 0, {3, 3}, {0}},          /* a scalar id */
+    {CG_OP_F32, 2, 1, {3, 3}, {3}},
+    {CG_OP_F32, 2, 2, {17, 5}, {2, 3}},
+    {CG_OP_F32, 2, 3, {5, 17}, {4, 3, 2}},
+    {CG_OP_F32, 2, 1, {257, 33}, {17}},
+    {CG_OP_F32, 2, 1, {1000, 64}, {257}},
+    {CG_OP_F32, 2, 2, {50, 1000}, {3, 17}},
+};
+
+static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]))
+        return 0;
+    return gather_fill(&embedding_cases[index], embedding_cases[index].d0[0], c);
+}
+
 static const cg_kernel_def embedding_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, embedding_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, embedding_cl},
 };
 static const char *const embedding_inputs[] = {"weight", "ids", NULL};
 
@@ -48,7 +142,8 @@ const cg_op_def cg_op_embedding = {
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = embedding_inputs,
     .infer = embedding_infer,
-    .kernels = embedding_kernels, .n_kernels = 1,
+    .kernels = embedding_kernels, .n_kernels = 2,
+    .conform_case = embedding_conform,
 };
 
 /* ---- gather_rows(x [N, ...], idx i32[M]) -> [M, ...] ---- */
@@ -81,8 +176,34 @@ static cg_op_status gather_rows_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+static cg_op_status gather_rows_cl(const cg_kernel_args *a) {
+    const cg_tensor_desc *x = &a->call->inputs[0];
+    int64_t row = 1;
+    for (int i = 1; i < x->ndim; i++) row *= x->dims[i];
+    return gather_cl(a, x->dims[0], row, a->call->inputs[1].dims[0]);
+}
+
+/* x [N, ...] (f32 or i32), index [M] in [0, N). */
+static const gather_case gather_rows_cases[] = {
+    {CG_OP_F32, 1, 1, {1}, {1}},
+    {CG_OP_F32, 2, 1, {3, 3}, {3}},
+    {CG_OP_I32, 1, 1, {17}, {3}},
+    {CG_OP_I32, 3, 1, {17, 2, 3}, {5}},
+    {CG_OP_F32, 2, 1, {4, 17}, {17}},        /* repeated rows */
+    {CG_OP_F32, 4, 1, {3, 2, 1, 5}, {1}},
+    {CG_OP_F32, 2, 1, {1000, 17}, {257}},
+    {CG_OP_I32, 2, 1, {20, 1000}, {33}},
+};
+
+static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= (int32_t)(sizeof gather_rows_cases / sizeof gather_rows_cases[0]))
+        return 0;
+    return gather_fill(&gather_rows_cases[index], gather_rows_cases[index].d0[0], c);
+}
+
 static const cg_kernel_def gather_rows_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, gather_rows_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, gather_rows_cl},
 };
 static const char *const gather_rows_inputs[] = {"x", "index", NULL};
 
@@ -90,9 +211,13 @@ const cg_op_def cg_op_gather_rows = {
     .struct_size = sizeof(cg_op_def),
     .name = "gather_rows",
     .doc = "Selects rows of x along dim 0 by an i32 index vector (beam "
-           "reordering): out[i] = x[index[i]]. Any dtype.",
+           "reordering): out[i] = x[index[i]]. Any dtype (f32 or i32). An "
+           "index outside [0, N) is a run-time error on the CPU; on OpenCL "
+           "devices (which cannot report it cheaply) that output row is all "
+           "zeros.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = gather_rows_inputs,
     .infer = gather_rows_infer,
-    .kernels = gather_rows_kernels, .n_kernels = 1,
+    .kernels = gather_rows_kernels, .n_kernels = 2,
+    .conform_case = gather_rows_conform,
 };

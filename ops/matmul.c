@@ -3,7 +3,12 @@
 
 #include "backends/cpu/cpu_blas.h"
 
+#include <stdint.h>
 #include <string.h>
+
+#include <CL/cl.h>
+
+#include "matmul.cl.h"
 
 /* Formats one dim ("5", "s0" or "?") for messages. */
 static const char *fmt_dim(char *buf, size_t size, int64_t v) {
@@ -17,6 +22,68 @@ static int64_t prod_dims(const int64_t *d, int n) {
     int64_t p = 1;
     for (int i = 0; i < n; i++) p *= d[i];
     return p;
+}
+
+/* ---- OpenCL helpers ---- */
+
+/* A kernel of matmul.cl with the index type for tensors of up to
+ * `max_elems` elements (int below 2^31, else long), plus `extra` options. */
+static cl_kernel mm_kernel(const cg_kernel_args *a, const char *name, int64_t max_elems,
+                           const char *extra, int *wide) {
+    char opts[160];
+    *wide = max_elems >= INT32_MAX;
+    snprintf(opts, sizeof opts, "%s%s%s", *wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8",
+             extra ? " " : "", extra ? extra : "");
+    return a->call->host->cl_kernel(a, cg_cl_matmul, opts, name);
+}
+
+static cg_op_status set_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                            size_t size, const void *v) {
+    cl_int e = clSetKernelArg(k, i, size, v);
+    if (e != CL_SUCCESS)
+        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
+                          a->call->host->cl_error_name(e));
+    return CG_OP_OK;
+}
+
+/* Sets an index argument as cl_int or cl_long (kernel built with IDX). */
+static cg_op_status set_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                            int wide, int64_t v) {
+    cl_long l = v;
+    cl_int n = (cl_int)v;
+    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof n, &n);
+}
+
+/* Sets an IDX8 vector argument from up to 8 values (the rest 1). */
+static cg_op_status set_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                             int wide, const int64_t *v, int n) {
+    cl_long8 l;
+    cl_int8 s;
+    for (int j = 0; j < 8; j++) {
+        l.s[j] = j < n ? v[j] : 1;
+        s.s[j] = (cl_int)l.s[j];
+    }
+    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof s, &s);
+}
+
+static size_t work_group(const cg_kernel_args *a) {
+    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    return w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
+}
+
+/* y[total] = 0, or y[rows, n] = b[n] on every row when b is not NULL. */
+static cg_op_status fill_cl(const cg_kernel_args *a, cl_mem y, cl_mem b, int64_t total, int64_t n) {
+    const char *kn = b ? "fill_bias" : "fill_zero";
+    int wide;
+    if (total <= 0) return CG_OP_OK;
+    cl_kernel k = mm_kernel(a, kn, total, NULL, &wide);
+    if (!k) return CG_OP_ERROR;
+    cl_uint i = 0;
+    if (set_arg(a, k, kn, i++, sizeof y, &y) || (b && set_arg(a, k, kn, i++, sizeof b, &b)) ||
+        set_idx(a, k, kn, i++, wide, total) || (b && set_idx(a, k, kn, i++, wide, n)))
+        return CG_OP_ERROR;
+    size_t local = work_group(a), global = (size_t)total;
+    return a->call->host->cl_launch(a, k, 1, &global, &local);
 }
 
 /* ---- matmul(a [..., M, K], b [..., K, N]) -> [..., M, N] ---- */
@@ -122,8 +189,83 @@ static cg_op_status matmul_cpu(const cg_kernel_args *args) {
     return CG_OP_OK;
 }
 
+/* Per batch matrix product (M N K) from which the batches go to
+ * host->cl_sgemm one by one instead of the bmm kernel. */
+#define MATMUL_CL_SGEMM_WORK ((int64_t)1 << 21)
+
+/* One host->cl_sgemm when the batches fold into M (b shared, a not
+ * transposed) or there is one batch; else bmm, the batched tiled kernel,
+ * for small matrices, and one host->cl_sgemm per batch for large ones. */
+static cg_op_status matmul_cl(const cg_kernel_args *args) {
+    const cg_op_call *call = args->call;
+    const cg_host_api *h = call->host;
+    const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1], *o = &call->outputs[0];
+    cl_mem ma = (cl_mem)args->in[0], mb = (cl_mem)args->in[1], mc = (cl_mem)args->out[0];
+    int ta = call->attrs[MATMUL_TRANSPOSE_A].i != 0, tb = call->attrs[MATMUL_TRANSPOSE_B].i != 0;
+    int nb = o->ndim - 2;
+    int64_t m = o->dims[nb], n = o->dims[nb + 1];
+    int64_t k = ta ? a->dims[a->ndim - 2] : a->dims[a->ndim - 1];
+    int64_t lda = ta ? m : k, ldb = tb ? k : n;
+    int64_t batch = prod_dims(o->dims, nb);
+    if (batch == 0 || m == 0 || n == 0) return CG_OP_OK;
+    if (k == 0) return fill_cl(args, mc, NULL, batch * m * n, n);
+    int64_t b_batch = prod_dims(b->dims, b->ndim - 2);
+    if ((!ta && b_batch == 1) || batch == 1)
+        return h->cl_sgemm(args, ta, tb, batch * m, n, k, 1.0f, ma, 0, lda, mb,
+                           0, ldb, 0.0f, mc, 0, n);
+    int64_t sa[CG_MAX_DIMS], sb[CG_MAX_DIMS];
+    batch_strides(a, nb, o->dims, m * k, sa);
+    batch_strides(b, nb, o->dims, k * n, sb);
+    if (m * n * k >= MATMUL_CL_SGEMM_WORK) {
+        int64_t idx[CG_MAX_DIMS] = {0}, oa = 0, ob = 0;
+        for (int64_t t = 0; t < batch; t++) {
+            if (h->cl_sgemm(args, ta, tb, m, n, k, 1.0f, ma, (size_t)oa, lda, mb, (size_t)ob, ldb,
+                            0.0f, mc, (size_t)(t * m * n), n))
+                return CG_OP_ERROR;
+            for (int d = nb - 1; d >= 0; d--) {
+                oa += sa[d];
+                ob += sb[d];
+                if (++idx[d] < o->dims[d]) break;
+                oa -= sa[d] * o->dims[d];
+                ob -= sb[d] * o->dims[d];
+                idx[d] = 0;
+            }
+        }
+        return CG_OP_OK;
+    }
+    static const char kn[] = "bmm";
+    size_t wg = work_group(args);
+    int ts = 1;
+    while (ts < 16 && (size_t)(ts * 2) * (size_t)(ts * 2) <= wg) ts *= 2;
+    int64_t lmem = h->cl_info(args, CG_CL_INFO_LOCAL_MEM);
+    while (ts > 1 && lmem > 0 && 2 * ts * (ts + 1) * 4 > lmem) ts /= 2;
+    char extra[64];
+    snprintf(extra, sizeof extra, "-DTS=%d -DTA=%d -DTB=%d", ts, ta, tb);
+    int64_t biggest = cg_desc_numel(o);
+    if (cg_desc_numel(a) > biggest) biggest = cg_desc_numel(a);
+    if (cg_desc_numel(b) > biggest) biggest = cg_desc_numel(b);
+    int wide;
+    cl_kernel kern = mm_kernel(args, kn, biggest, extra, &wide);
+    if (!kern) return CG_OP_ERROR;
+    cl_int cnb = nb;
+    if (set_arg(args, kern, kn, 0, sizeof ma, &ma) || set_arg(args, kern, kn, 1, sizeof mb, &mb) ||
+        set_arg(args, kern, kn, 2, sizeof mc, &mc) || set_idx(args, kern, kn, 3, wide, m) ||
+        set_idx(args, kern, kn, 4, wide, n) || set_idx(args, kern, kn, 5, wide, k) ||
+        set_arg(args, kern, kn, 6, sizeof cnb, &cnb) ||
+        set_idx8(args, kern, kn, 7, wide, o->dims, nb) || set_idx8(args, kern, kn, 8, wide, sa, nb) ||
+        set_idx8(args, kern, kn, 9, wide, sb, nb))
+        return CG_OP_ERROR;
+    size_t global[3] = {(size_t)((n + ts - 1) / ts * ts), (size_t)((m + ts - 1) / ts * ts),
+                        (size_t)batch};
+    size_t local[3] = {(size_t)ts, (size_t)ts, 1};
+    return h->cl_launch(args, kern, 3, global, local);
+}
+
+static int32_t matmul_conform(int32_t index, cg_conform_case *c);
+
 static const cg_kernel_def matmul_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, matmul_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, matmul_cl},
 };
 static const char *const matmul_inputs[] = {"a", "b", NULL};
 
@@ -140,7 +282,8 @@ const cg_op_def cg_op_matmul = {
     .input_names = matmul_inputs,
     .attrs = matmul_attrs, .n_attrs = 2,
     .infer = matmul_infer,
-    .kernels = matmul_kernels, .n_kernels = 1,
+    .kernels = matmul_kernels, .n_kernels = 2,
+    .conform_case = matmul_conform,
 };
 
 /* ---- linear(x [..., IN], w [OUT, IN], b [OUT]?) -> [..., OUT] ---- */
@@ -223,8 +366,28 @@ static cg_op_status linear_decompose(cg_decomp *d, const cg_op_call *call) {
     return h->decomp_output(d, 0, v);
 }
 
+/* The bias is broadcast into y first, then y += x w^T by host->cl_sgemm
+ * (beta = 1); without a bias beta = 0. IN = 0 leaves the bias or zeros. */
+static cg_op_status linear_cl(const cg_kernel_args *args) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0], *w = &call->inputs[1];
+    cl_mem mx = (cl_mem)args->in[0], mw = (cl_mem)args->in[1], my = (cl_mem)args->out[0];
+    cl_mem mb = call->n_inputs > 2 ? (cl_mem)args->in[2] : NULL;
+    int64_t rows = prod_dims(x->dims, x->ndim - 1);
+    int64_t in = x->dims[x->ndim - 1], out = w->dims[0];
+    if (rows == 0 || out == 0) return CG_OP_OK;
+    if (mb || in == 0)
+        if (fill_cl(args, my, mb, rows * out, out)) return CG_OP_ERROR;
+    if (in == 0) return CG_OP_OK;
+    return call->host->cl_sgemm(args, 0, 1, rows, out, in, 1.0f, mx, 0, in, mw, 0, in,
+                                mb ? 1.0f : 0.0f, my, 0, out);
+}
+
+static int32_t linear_conform(int32_t index, cg_conform_case *c);
+
 static const cg_kernel_def linear_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, linear_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, linear_cl},
 };
 static const char *const linear_inputs[] = {"x", "w", "b", NULL};
 
@@ -239,5 +402,92 @@ const cg_op_def cg_op_linear = {
     .input_names = linear_inputs,
     .infer = linear_infer,
     .decompose = linear_decompose,
-    .kernels = linear_kernels, .n_kernels = 1,
+    .kernels = linear_kernels, .n_kernels = 2,
+    .conform_case = linear_conform,
 };
+
+/* ---- conformance cases ---- */
+
+/* Up to 3 f32 inputs with values in [-2, 2]. */
+typedef struct mm_case {
+    const char *attrs;
+    int n_in;
+    int nd[3];
+    int64_t d[3][CG_MAX_DIMS];
+    double atol;
+} mm_case;
+
+static int32_t mm_fill(const mm_case *cases, int32_t n, int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= n) return 0;
+    const mm_case *t = &cases[index];
+    c->n_inputs = t->n_in;
+    c->n_outputs = 1;
+    c->attrs = t->attrs;
+    c->atol = t->atol;
+    for (int i = 0; i < t->n_in; i++) {
+        c->inputs[i].dtype = CG_OP_F32;
+        c->inputs[i].ndim = t->nd[i];
+        memcpy(c->inputs[i].dims, t->d[i], sizeof t->d[i]);
+        c->lo[i] = -2;
+        c->hi[i] = 2;
+    }
+    return 1;
+}
+
+/* Sums of K products of values in [-2, 2] reach |y| ~ 1.2 sqrt(K) * 4/3;
+ * the device and the CPU BLAS add them in different orders (tiles, FMA),
+ * so the absolute error grows about like sqrt(K) ulps of the partial sums:
+ * K = 128 gets atol 1e-3 and K = 1000 2e-3 (rtol stays 1e-4). */
+#define MM_ATOL_K128 1e-3
+#define MM_ATOL_K1000 2e-3
+
+/* Paths of matmul_cl: one sgemm (batch 1, or b shared without
+ * transpose_a), the bmm kernel, or per-batch sgemm (M N K >= 2^21). */
+static const mm_case matmul_cases[] = {
+    {NULL, 2, {2, 2}, {{1, 1}, {1, 1}}, 0},
+    {NULL, 2, {2, 2}, {{3, 1}, {1, 3}}, 0},
+    {NULL, 2, {2, 2}, {{1, 3}, {3, 1}}, 0},
+    {NULL, 2, {2, 2}, {{3, 0}, {0, 4}}, 0},                         /* K = 0: zeros */
+    {NULL, 2, {2, 2}, {{3, 3}, {3, 3}}, 0},
+    {"transpose_a: 1", 2, {3, 3}, {{2, 0, 3}, {1, 0, 5}}, 0},       /* K = 0, batched */
+    {"transpose_a: 1", 2, {2, 2}, {{5, 3}, {5, 17}}, 0},
+    {"transpose_b: 1", 2, {2, 2}, {{17, 5}, {3, 5}}, 0},
+    {"transpose_a: 1, transpose_b: 1", 2, {2, 2}, {{5, 17}, {3, 5}}, 0},
+    {NULL, 2, {3, 3}, {{3, 1, 1}, {3, 1, 1}}, 0},                   /* bmm, 1 x 1 */
+    {NULL, 2, {2, 3}, {{17, 5}, {2, 5, 3}}, 0},                     /* a broadcast: bmm */
+    {NULL, 2, {4, 4}, {{1, 4, 3, 5}, {2, 1, 5, 3}}, 0},             /* both broadcast */
+    {"transpose_a: 1", 2, {3, 2}, {{4, 5, 3}, {5, 17}}, 0},         /* bmm, shared b */
+    {NULL, 2, {4, 2}, {{2, 3, 17, 5}, {5, 7}}, 0},                  /* folded into M */
+    {"transpose_b: 1", 2, {4, 2}, {{2, 3, 17, 5}, {7, 5}}, 0},      /* folded, b^T */
+    {"transpose_a: 1, transpose_b: 1", 2, {4, 3}, {{2, 3, 17, 5}, {3, 19, 17}}, 0},
+    {"transpose_b: 1", 2, {4, 4}, {{2, 1, 33, 20}, {1, 3, 17, 20}}, 0},
+    {NULL, 2, {3, 3}, {{8, 257, 17}, {8, 17, 33}}, 0},              /* bmm, 257 rows */
+    {NULL, 2, {2, 2}, {{3, 1000}, {1000, 17}}, MM_ATOL_K1000},      /* K = 1000 */
+    {NULL, 2, {2, 2}, {{1000, 17}, {17, 65}}, 0},                   /* M = 1000 */
+    {NULL, 2, {3, 3}, {{2, 128, 128}, {2, 128, 128}}, MM_ATOL_K128}, /* per-batch sgemm */
+    {"transpose_a: 1", 2, {3, 3}, {{2, 128, 128}, {1, 128, 128}}, MM_ATOL_K128},
+    {"transpose_b: 1", 2, {3, 3}, {{2, 20, 1000}, {2, 30, 1000}}, MM_ATOL_K1000}, /* bmm */
+};
+
+static int32_t matmul_conform(int32_t index, cg_conform_case *c) {
+    return mm_fill(matmul_cases, (int32_t)(sizeof matmul_cases / sizeof matmul_cases[0]), index, c);
+}
+
+static const mm_case linear_cases[] = {
+    {NULL, 3, {1, 2, 1}, {{1}, {1, 1}, {1}}, 0},
+    {NULL, 2, {1, 2}, {{3}, {3, 3}}, 0},                      /* 1-D x, no bias */
+    {NULL, 3, {2, 2, 1}, {{1, 3}, {1, 3}, {1}}, 0},
+    {NULL, 3, {2, 2, 1}, {{3, 0}, {5, 0}, {5}}, 0},           /* IN = 0: y = b */
+    {NULL, 2, {2, 2}, {{3, 0}, {5, 0}}, 0},                   /* IN = 0: zeros */
+    {NULL, 3, {2, 2, 1}, {{3, 3}, {3, 3}, {3}}, 0},
+    {NULL, 3, {2, 2, 1}, {{17, 5}, {7, 5}, {7}}, 0},
+    {NULL, 3, {3, 2, 1}, {{2, 3, 17}, {257, 17}, {257}}, 0},
+    {NULL, 2, {3, 2}, {{2, 3, 17}, {257, 17}}, 0},
+    {NULL, 3, {2, 2, 1}, {{1000, 32}, {17, 32}, {17}}, 0},
+    {NULL, 3, {2, 2, 1}, {{1, 1000}, {100, 1000}, {100}}, MM_ATOL_K1000}, /* GEMV */
+    {NULL, 3, {2, 2, 1}, {{3, 1000}, {64, 1000}, {64}}, MM_ATOL_K1000},
+};
+
+static int32_t linear_conform(int32_t index, cg_conform_case *c) {
+    return mm_fill(linear_cases, (int32_t)(sizeof linear_cases / sizeof linear_cases[0]), index, c);
+}

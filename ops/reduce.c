@@ -3,7 +3,79 @@
 #include "ops_common.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+#include <CL/cl.h>
+
+#include "reduce.cl.h"
+
+/* ---- OpenCL helpers ---- */
+
+/* The kernel `name` of reduce.cl; `wide` selects 64-bit indexing. */
+static cl_kernel rd_kernel(const cg_kernel_args *a, const char *name, int wide) {
+    return a->call->host->cl_kernel(a, cg_cl_reduce, wide ? "-DIDX=long" : "-DIDX=int", name);
+}
+
+/* Sets argument i of kernel `name`; fails naming the call and the error. */
+static cg_op_status rd_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                           size_t size, const void *v) {
+    cl_int e = clSetKernelArg(k, i, size, v);
+    if (e != CL_SUCCESS)
+        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
+                          a->call->host->cl_error_name(e));
+    return CG_OP_OK;
+}
+
+/* Largest power-of-two work-group size allowed by the device (at most 256)
+ * and by the kernel. */
+static size_t rd_max_local(const cg_kernel_args *a, cl_kernel k) {
+    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    size_t l = w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
+    cl_device_id dev;
+    size_t kw = 0;
+    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev,
+                              NULL) == CL_SUCCESS &&
+        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) ==
+            CL_SUCCESS &&
+        kw > 0 && kw < l)
+        l = kw;
+    size_t p = 1;
+    while (p * 2 <= l) p *= 2;
+    return p;
+}
+
+/* Narrows a power-of-two group size to what `n` elements per group need,
+ * keeping at least 32. */
+static size_t rd_fit_local(size_t local, int64_t n) {
+    while (local > 32 && (int64_t)local / 2 >= n) local /= 2;
+    return local;
+}
+
+/* ---- conformance cases ---- */
+
+/* A compact conformance case: one input of up to 4 dims. */
+typedef struct rd_case {
+    int nd;
+    int64_t d[4];
+    const char *attrs;
+} rd_case;
+
+static void rd_fill_case(const rd_case *t, double lo, double hi, int n_out, cg_conform_case *c) {
+    uint32_t ss = c->struct_size;
+    memset(c, 0, sizeof *c);
+    c->struct_size = ss;
+    c->n_inputs = 1;
+    c->n_outputs = n_out;
+    c->attrs = t->attrs;
+    c->inputs[0].dtype = CG_OP_F32;
+    c->inputs[0].ndim = t->nd;
+    for (int j = 0; j < t->nd; j++) c->inputs[0].dims[j] = t->d[j];
+    c->lo[0] = lo;
+    c->hi[0] = hi;
+}
+
+#define D(...) {__VA_ARGS__}
 
 /* ---- reduce_sum / reduce_mean / reduce_max (x f32) ---- */
 
@@ -188,13 +260,139 @@ static cg_op_status reduce_cpu(const cg_kernel_args *args, red_kind kind) {
     return CG_OP_OK;
 }
 
+/*
+ * OpenCL: the CPU's collapsed plan, split into kept and reduced dims (at
+ * most 4 of each since they alternate). Short groups, and the case of many
+ * outputs whose innermost dim is kept, run reduce_item (one work-item per
+ * output); otherwise reduce_group runs one work-group per output.
+ */
+static cg_op_status reduce_cl(const cg_kernel_args *args, red_kind kind) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    int red[CG_MAX_DIMS];
+    if (reduce_axes(call, x, red)) return CG_OP_ERROR;
+    int64_t on = cg_desc_numel(&call->outputs[0]), xn = cg_desc_numel(x), count = 1;
+    for (int i = 0; i < x->ndim; i++)
+        if (red[i]) count *= x->dims[i];
+    if (on == 0) return CG_OP_OK;
+    if (kind == RED_MAX && count == 0) return cg_op_fail(call, "reduce_max over an empty axis");
+    red_plan p;
+    red_plan_make(&p, x, red);
+    cl_long4 kd, ks, rdim, rst;
+    cl_int nk = 0, nr = 0;
+    for (int i = 0; i < 4; i++) {
+        kd.s[i] = rdim.s[i] = 1;
+        ks.s[i] = rst.s[i] = 0;
+    }
+    int64_t st = 1;
+    for (int i = p.nd - 1; i >= 0; i--) {
+        if (p.red[i] ? nr >= 4 : nk >= 4)
+            return cg_op_fail(call, "%s: more than 4 alternating axis groups", red_name(kind));
+        if (p.red[i]) {
+            rdim.s[nr] = p.n[i];
+            rst.s[nr++] = st;
+        } else {
+            kd.s[nk] = p.n[i];
+            ks.s[nk++] = st;
+        }
+        st *= p.n[i];
+    }
+    cl_int kk = kind == RED_SUM ? 0 : kind == RED_MEAN ? 1 : 2;
+    cl_float scale = kind == RED_MEAN ? (count ? (float)(1.0 / (double)count) : NAN) : 1.0f;
+    cl_long lon = on, lcount = count;
+    const int use_item = count <= 32 || (!p.red[p.nd - 1] && on >= 4096);
+    const char *name = use_item ? "reduce_item" : "reduce_group";
+    cl_kernel k = rd_kernel(args, name, xn > INT32_MAX);
+    if (!k) return CG_OP_ERROR;
+    cl_mem px = (cl_mem)args->in[0], py = (cl_mem)args->out[0];
+    size_t local = rd_max_local(args, k), global;
+    if (use_item) {
+        if (rd_arg(args, k, name, 0, sizeof px, &px) || rd_arg(args, k, name, 1, sizeof py, &py) ||
+            rd_arg(args, k, name, 2, sizeof lon, &lon) || rd_arg(args, k, name, 3, sizeof nk, &nk) ||
+            rd_arg(args, k, name, 4, sizeof kd, &kd) || rd_arg(args, k, name, 5, sizeof ks, &ks) ||
+            rd_arg(args, k, name, 6, sizeof rdim, &rdim) ||
+            rd_arg(args, k, name, 7, sizeof rst, &rst) || rd_arg(args, k, name, 8, sizeof kk, &kk) ||
+            rd_arg(args, k, name, 9, sizeof scale, &scale))
+            return CG_OP_ERROR;
+        global = (size_t)on;
+    } else {
+        local = rd_fit_local(local, count);
+        if (rd_arg(args, k, name, 0, sizeof px, &px) || rd_arg(args, k, name, 1, sizeof py, &py) ||
+            rd_arg(args, k, name, 2, sizeof lon, &lon) ||
+            rd_arg(args, k, name, 3, sizeof lcount, &lcount) ||
+            rd_arg(args, k, name, 4, sizeof nk, &nk) || rd_arg(args, k, name, 5, sizeof kd, &kd) ||
+            rd_arg(args, k, name, 6, sizeof ks, &ks) || rd_arg(args, k, name, 7, sizeof nr, &nr) ||
+            rd_arg(args, k, name, 8, sizeof rdim, &rdim) ||
+            rd_arg(args, k, name, 9, sizeof rst, &rst) || rd_arg(args, k, name, 10, sizeof kk, &kk) ||
+            rd_arg(args, k, name, 11, sizeof scale, &scale) ||
+            rd_arg(args, k, name, 12, local * sizeof(cl_float), NULL))
+            return CG_OP_ERROR;
+        global = (size_t)on * local;
+    }
+    return call->host->cl_launch(args, k, 1, &global, &local);
+}
+
+/*
+ * Reduction cases, smallest first: every axis (default), one or several
+ * axes, negative axes, keepdims, size-1 dims among the reduced ones, the
+ * innermost dim reduced (a group per output) or kept (an item per output
+ * when there are many outputs), sizes that do not divide work-group sizes.
+ */
+static const rd_case red_cases[] = {
+    {1, D(1), NULL},
+    {0, D(0), NULL},
+    {1, D(3), NULL},
+    {1, D(17), "keepdims: 1"},
+    {2, D(17, 3), "axes: [0]"},
+    {3, D(2, 3, 5), "axes: [1]"},
+    {3, D(2, 3, 5), "axes: [0, 2]"},
+    {3, D(2, 3, 5), "axes: [-1], keepdims: 1"},
+    {3, D(2, 3, 5), "axes: [0]"},
+    {4, D(4, 1, 5, 3), "axes: [1, 3]"},
+    {4, D(2, 3, 4, 5), "axes: [0, 2], keepdims: 1"},
+    {4, D(2, 3, 4, 5), "axes: [3, 1]"},
+    {4, D(3, 1, 4, 1), "axes: [1]"},
+    {1, D(257), NULL},
+    {2, D(17, 257), "axes: [1]"},
+    {2, D(17, 257), "axes: [0]"},
+    {2, D(3, 1000), "axes: [1]"},
+    {2, D(3, 1000), "axes: [0]"},
+    {2, D(1000, 3), "axes: [0]"},
+    {3, D(10, 1000, 3), "axes: [0, 2]"},
+    {2, D(100, 1000), NULL},
+    {2, D(100, 1000), "axes: [0]"},
+    {2, D(100, 1000), "axes: [1], keepdims: 1"},
+    {2, D(20, 5000), "axes: [0]"},
+    {4, D(4, 25, 10, 100), "axes: [0, 2]"},
+};
+#define N_RED_CASES ((int32_t)(sizeof red_cases / sizeof red_cases[0]))
+
+static int32_t reduce_max_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= N_RED_CASES) return 0;
+    rd_fill_case(&red_cases[index], -2, 2, 1, c);
+    return 1;
+}
+
+/* Sums and means: the same cases, plus an empty reduced axis (0 and NaN). */
+static int32_t reduce_sum_conform(int32_t index, cg_conform_case *c) {
+    static const rd_case empty = {2, D(3, 0), "axes: [1]"};
+    if (index == N_RED_CASES) {
+        rd_fill_case(&empty, -2, 2, 1, c);
+        return 1;
+    }
+    return reduce_max_conform(index, c);
+}
+#define reduce_mean_conform reduce_sum_conform
+
 static const char *const reduce_inputs[] = {"x", NULL};
 
 #define REDUCE_OP(NAME, KIND, WS, DOC)                                              \
     static cg_op_status NAME##_infer(cg_op_call *call) { return reduce_infer(call, KIND); } \
     static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return reduce_cpu(a, KIND); } \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return reduce_cl(a, KIND); } \
     static const cg_kernel_def NAME##_kernels[] = {                                 \
         {sizeof(cg_kernel_def), CG_BACKEND_CPU, WS, NAME##_cpu},                    \
+        {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, NAME##_cl},                \
     };                                                                              \
     const cg_op_def cg_op_##NAME = {                                                \
         .struct_size = sizeof(cg_op_def),                                           \
@@ -204,7 +402,8 @@ static const char *const reduce_inputs[] = {"x", NULL};
         .input_names = reduce_inputs,                                               \
         .attrs = reduce_attrs, .n_attrs = 2,                                        \
         .infer = NAME##_infer,                                                      \
-        .kernels = NAME##_kernels, .n_kernels = 1,                                  \
+        .kernels = NAME##_kernels, .n_kernels = 2,                                  \
+        .conform_case = NAME##_conform,                                             \
     };
 
 #define REDUCE_DOC                                                                  \
@@ -214,11 +413,13 @@ static const char *const reduce_inputs[] = {"x", NULL};
     "every axis of x without keepdims gives a 0-d scalar."
 
 REDUCE_OP(reduce_sum, RED_SUM, reduce_ws_sum,
-          "Sum of f32 x over the given axes, accumulated in double precision; the "
-          "sum over an empty axis is 0." REDUCE_DOC)
+          "Sum of f32 x over the given axes, accumulated in double precision (on "
+          "OpenCL devices in single precision with Kahan compensation); the sum "
+          "over an empty axis is 0." REDUCE_DOC)
 REDUCE_OP(reduce_mean, RED_MEAN, reduce_ws_sum,
           "Arithmetic mean of f32 x over the given axes, accumulated in double "
-          "precision; the mean over an empty axis is NaN (0 / 0)." REDUCE_DOC)
+          "precision (on OpenCL devices in single precision with Kahan "
+          "compensation); the mean over an empty axis is NaN (0 / 0)." REDUCE_DOC)
 REDUCE_OP(reduce_max, RED_MAX, NULL,
           "Maximum of f32 x over the given axes; a NaN in a reduced group gives "
           "NaN. Reducing over an axis of size 0 is an error (no identity)." REDUCE_DOC)
@@ -293,8 +494,71 @@ static cg_op_status argmax_cpu(const cg_kernel_args *args) {
     return CG_OP_OK;
 }
 
+/* OpenCL: one work-group per slice for long slices along the last axis (or
+ * few slices), else one work-item per slice. */
+static cg_op_status argmax_cl(const cg_kernel_args *args) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    int axis = cg_norm_axis(call->attrs[ARGMAX_AXIS].i, x->ndim);
+    int64_t outer = 1, n = x->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    int64_t slices = outer * inner;
+    if (slices == 0) return CG_OP_OK;
+    if (n == 0) return cg_op_fail(call, "argmax over an empty axis");
+    const int use_group = n > 32 && (inner == 1 || slices < 256);
+    const char *name = use_group ? "argmax_group" : "argmax_item";
+    cl_kernel k = rd_kernel(args, name, slices * n > INT32_MAX);
+    if (!k) return CG_OP_ERROR;
+    cl_mem px = (cl_mem)args->in[0], py = (cl_mem)args->out[0];
+    cl_long ls = slices, ln = n, li = inner;
+    if (rd_arg(args, k, name, 0, sizeof px, &px) || rd_arg(args, k, name, 1, sizeof py, &py) ||
+        rd_arg(args, k, name, 2, sizeof ls, &ls) || rd_arg(args, k, name, 3, sizeof ln, &ln) ||
+        rd_arg(args, k, name, 4, sizeof li, &li))
+        return CG_OP_ERROR;
+    size_t local = rd_max_local(args, k), global = (size_t)slices;
+    if (use_group) {
+        local = rd_fit_local(local, n);
+        if (rd_arg(args, k, name, 5, local * sizeof(cl_float), NULL) ||
+            rd_arg(args, k, name, 6, local * sizeof(cl_int), NULL))
+            return CG_OP_ERROR;
+        global = (size_t)slices * local;
+    }
+    return call->host->cl_launch(args, k, 1, &global, &local);
+}
+
+/* Argmax cases: values in [-2, 2], and values in [2^24, 2^24 + 6] where
+ * floats are 2 apart, so that many elements tie (the lowest index wins). */
+static const rd_case argmax_cases[] = {
+    {1, D(1), NULL},
+    {1, D(3), NULL},
+    {1, D(17), "keepdims: 1"},
+    {2, D(17, 3), "axis: 0"},
+    {3, D(2, 3, 5), "axis: 1"},
+    {3, D(2, 3, 5), "axis: 0, keepdims: 1"},
+    {3, D(2, 3, 5), "axis: -3"},
+    {2, D(17, 257), NULL},
+    {2, D(257, 17), "axis: 0"},
+    {2, D(4, 1000), NULL},
+    {2, D(1000, 3), "axis: 0"},
+    {2, D(3, 1000), "axis: 0"},
+    {2, D(100, 1000), NULL},
+    {2, D(100, 1000), "axis: 0"},
+};
+#define N_ARGMAX_CASES ((int32_t)(sizeof argmax_cases / sizeof argmax_cases[0]))
+#define TIE_LO 16777216.0
+#define TIE_HI 16777222.0
+
+static int32_t argmax_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= 2 * N_ARGMAX_CASES) return 0;
+    const int ties = index % 2;
+    rd_fill_case(&argmax_cases[index / 2], ties ? TIE_LO : -2, ties ? TIE_HI : 2, 1, c);
+    return 1;
+}
+
 static const cg_kernel_def argmax_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, argmax_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, argmax_cl},
 };
 
 const cg_op_def cg_op_argmax = {
@@ -308,7 +572,8 @@ const cg_op_def cg_op_argmax = {
     .input_names = reduce_inputs,
     .attrs = argmax_attrs, .n_attrs = 2,
     .infer = argmax_infer,
-    .kernels = argmax_kernels, .n_kernels = 1,
+    .kernels = argmax_kernels, .n_kernels = 2,
+    .conform_case = argmax_conform,
 };
 
 /* ---- topk(x f32[..., N]; k) -> values f32[..., k], indices i32[..., k] ---- */
@@ -404,8 +669,58 @@ static cg_op_status topk_cpu(const cg_kernel_args *args) {
     return CG_OP_OK;
 }
 
+/* OpenCL: topk_rank, one work-item per element of x computing its rank in
+ * its row (stopping at k) and writing it to that position when below k. */
+static cg_op_status topk_cl(const cg_kernel_args *args) {
+    static const char name[] = "topk_rank";
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    int64_t n = x->dims[x->ndim - 1], k = call->attrs[TOPK_K].i, rows = 1;
+    for (int i = 0; i < x->ndim - 1; i++) rows *= x->dims[i];
+    if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k,
+                                 (long long)n);
+    if (k == 0 || rows == 0) return CG_OP_OK;
+    int64_t total = rows * n;
+    cl_kernel kn = rd_kernel(args, name, total > INT32_MAX);
+    if (!kn) return CG_OP_ERROR;
+    cl_mem px = (cl_mem)args->in[0], pv = (cl_mem)args->out[0], pi = (cl_mem)args->out[1];
+    cl_long lt = total, ln = n, lk = k;
+    if (rd_arg(args, kn, name, 0, sizeof px, &px) || rd_arg(args, kn, name, 1, sizeof pv, &pv) ||
+        rd_arg(args, kn, name, 2, sizeof pi, &pi) || rd_arg(args, kn, name, 3, sizeof lt, &lt) ||
+        rd_arg(args, kn, name, 4, sizeof ln, &ln) || rd_arg(args, kn, name, 5, sizeof lk, &lk))
+        return CG_OP_ERROR;
+    size_t local = rd_max_local(args, kn), global = (size_t)total;
+    return call->host->cl_launch(args, kn, 1, &global, &local);
+}
+
+/* Topk cases: k from 1 to N, values in [-2, 2] and, for every other case,
+ * in [2^24, 2^24 + 6] where many elements tie (lower index first). */
+static const rd_case topk_cases[] = {
+    {1, D(1), "k: 1"},
+    {1, D(3), "k: 3"},
+    {1, D(17), "k: 5"},
+    {2, D(4, 17), "k: 17"},
+    {3, D(2, 3, 17), "k: 1"},
+    {2, D(8, 17), "k: 8"},
+    {1, D(257), "k: 100"},
+    {2, D(3, 257), "k: 257"},
+    {2, D(4, 1000), "k: 10"},
+    {2, D(4, 1000), "k: 1000"},
+    {2, D(100, 1000), "k: 5"},
+    {2, D(20, 1000), "k: 999"},
+};
+#define N_TOPK_CASES ((int32_t)(sizeof topk_cases / sizeof topk_cases[0]))
+
+static int32_t topk_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= 2 * N_TOPK_CASES) return 0;
+    const int ties = index % 2;
+    rd_fill_case(&topk_cases[index / 2], ties ? TIE_LO : -2, ties ? TIE_HI : 2, 2, c);
+    return 1;
+}
+
 static const cg_kernel_def topk_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, topk_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, topk_cl},
 };
 
 const cg_op_def cg_op_topk = {
@@ -420,5 +735,6 @@ const cg_op_def cg_op_topk = {
     .input_names = reduce_inputs,
     .attrs = topk_attrs, .n_attrs = 1,
     .infer = topk_infer,
-    .kernels = topk_kernels, .n_kernels = 1,
+    .kernels = topk_kernels, .n_kernels = 2,
+    .conform_case = topk_conform,
 };

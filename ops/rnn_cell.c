@@ -3,7 +3,9 @@
 #include "ops_common.h"
 
 #include "backends/cpu/cpu_blas.h"
+#include "rnn.cl.h"
 
+#include <CL/cl.h>
 #include <math.h>
 #include <string.h>
 
@@ -131,6 +133,124 @@ static int32_t emit_cols(cg_ops_emitter *e, int32_t v, int64_t start, int64_t en
     return cg_ops_emit(e, "slice", attrs, v, -1, -1);
 }
 
+/* ==== OpenCL: two SGEMMs into the workspace and one fused gate kernel ==== */
+
+/* One kernel argument: its size and a pointer to its value. */
+typedef struct cl_arg {
+    size_t size;
+    const void *value;
+} cl_arg;
+#define CL_ARG(v) {sizeof(v), &(v)}
+
+/* Sets the arguments of kernel `name` from index `first` on. */
+static cg_op_status cl_set_args(const cg_kernel_args *a, void *kernel, const char *name,
+                                int first, int n, const cl_arg *args) {
+    for (int i = 0; i < n; i++) {
+        cl_int e = clSetKernelArg((cl_kernel)kernel, (cl_uint)(first + i), args[i].size,
+                                  args[i].value);
+        if (e != CL_SUCCESS)
+            return cg_op_fail(a->call, "clSetKernelArg(%s, %d): %s", name, first + i,
+                              a->call->host->cl_error_name(e));
+    }
+    return CG_OP_OK;
+}
+
+/* Launches `kernel` over n work-items (n > 0) in work-groups of up to 128. */
+static cg_op_status cl_launch_1d(const cg_kernel_args *a, void *kernel, const char *name,
+                                 int64_t n) {
+    const cg_host_api *host = a->call->host;
+    int64_t wg = host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    if (wg <= 0) wg = 64;
+    if (wg > 128) wg = 128;
+    while (wg > 1 && wg / 2 >= n) wg /= 2;
+    size_t local = (size_t)wg, global = (size_t)((n + wg - 1) / wg * wg);
+    if (host->cl_launch(a, kernel, 1, &global, &local) == CG_OP_OK) return CG_OP_OK;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", a->call->err);
+    return cg_op_fail(a->call, "launching %s: %s", name, msg);
+}
+
+/* gi = x W_ih^T and gh = h W_hh^T into the workspace (as cell_project), then
+ * the gate kernel. Inputs are indexed as in cell_infer. */
+static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
+    const cg_op_call *call = a->call;
+    const cg_host_api *host = call->host;
+    const int w_first = gates == 3 ? 2 : 3;
+    const int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1];
+    const int64_t H = call->inputs[1].dims[1], GH = gates * H;
+    if (B == 0 || H == 0) return CG_OP_OK;
+    if (B * H > INT32_MAX || B * GH > INT32_MAX)
+        return cg_op_fail(call, "%lld x %lld cells are too many for the OpenCL kernel",
+                          (long long)B, (long long)H);
+    void *ws = a->workspace;
+    const cl_int b32 = (cl_int)B, h32 = (cl_int)H, has_gi = I > 0;
+    /* With I == 0 the input projection is zero and the kernel skips it. */
+    if (has_gi && host->cl_sgemm(a, 0, 1, B, GH, I, 1.0f, (void *)a->in[0], 0, I,
+                                 (void *)a->in[w_first], 0, I, 0.0f, ws, 0, GH))
+        return CG_OP_ERROR;
+    if (host->cl_sgemm(a, 0, 1, B, GH, H, 1.0f, (void *)a->in[1], 0, H,
+                       (void *)a->in[w_first + 1], 0, H, 0.0f, ws, (size_t)(B * GH), GH))
+        return CG_OP_ERROR;
+    const char *name = gates == 3 ? "gru_cell_gates" : "lstm_cell_gates";
+    void *k = host->cl_kernel(a, cg_cl_rnn, "", name);
+    if (!k) return CG_OP_ERROR;
+    cl_mem ws_m = ws, b_ih = (cl_mem)a->in[w_first + 2], b_hh = (cl_mem)a->in[w_first + 3];
+    cl_mem state = (cl_mem)a->in[gates == 3 ? 1 : 2], out0 = a->out[0];
+    cg_op_status st;
+    if (gates == 3) {
+        const cl_arg args[] = {CL_ARG(b32),  CL_ARG(h32),  CL_ARG(has_gi), CL_ARG(ws_m),
+                               CL_ARG(b_ih), CL_ARG(b_hh), CL_ARG(state),  CL_ARG(out0)};
+        st = cl_set_args(a, k, name, 0, 8, args);
+    } else {
+        /* Without a c' output, c_out is bound to h' and not written. */
+        const cl_int write_c = call->n_outputs > 1;
+        cl_mem c_out = write_c ? a->out[1] : a->out[0];
+        const cl_arg args[] = {CL_ARG(b32),  CL_ARG(h32),   CL_ARG(has_gi), CL_ARG(ws_m),
+                               CL_ARG(b_ih), CL_ARG(b_hh),  CL_ARG(state),  CL_ARG(out0),
+                               CL_ARG(c_out), CL_ARG(write_c)};
+        st = cl_set_args(a, k, name, 0, 10, args);
+    }
+    if (st != CG_OP_OK) return st;
+    return cl_launch_1d(a, k, name, B * H);
+}
+
+/* ==== conformance cases ==== */
+
+/* Sizes of the cell cases: batch, hidden, input, outputs (LSTM: 1 or 2). */
+static const struct {
+    int64_t B, H, I;
+    int n_out;
+} cell_cases[] = {
+    {1, 1, 1, 1},   {1, 3, 5, 2},   {3, 1, 5, 2},   {3, 3, 1, 1},    {3, 17, 5, 2},
+    {17, 3, 1, 2},  {17, 17, 5, 1}, {17, 17, 1, 2}, {257, 3, 5, 2},  {1000, 17, 5, 2},
+};
+
+/* Case `index` of a cell with `gates` gates: inputs x, h, (c,) w_ih, w_hh,
+ * b_ih, b_hh; x and the state in [-1, 1], weights and biases in [-0.5, 0.5]
+ * so that the gates stay away from saturation. */
+static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
+    if (index < 0 || index >= (int32_t)(sizeof cell_cases / sizeof cell_cases[0])) return 0;
+    const int64_t B = cell_cases[index].B, H = cell_cases[index].H, I = cell_cases[index].I;
+    const int n_state = gates == 3 ? 1 : 2;
+    const int64_t dims[7][2] = {{B, I}, {B, H}, {B, H}, {gates * H, I}, {gates * H, H},
+                                {gates * H, 0}, {gates * H, 0}};
+    const int ndim[7] = {2, 2, 2, 2, 2, 1, 1};
+    c->n_inputs = 5 + n_state;
+    for (int i = 0; i < c->n_inputs; i++) {
+        const int src = i <= n_state ? i : i + (2 - n_state); /* GRU skips c */
+        cg_tensor_desc *d = &c->inputs[i];
+        memset(d, 0, sizeof *d);
+        d->dtype = CG_OP_F32;
+        d->ndim = ndim[src];
+        for (int k = 0; k < d->ndim; k++) d->dims[k] = dims[src][k];
+        c->lo[i] = i <= n_state ? -1.0 : -0.5;
+        c->hi[i] = -c->lo[i];
+    }
+    c->n_outputs = gates == 3 ? 1 : cell_cases[index].n_out;
+    c->attrs = NULL;
+    return 1;
+}
+
 /* ---- gru_cell ---- */
 
 static cg_op_status gru_cell_infer(cg_op_call *call) { return cell_infer(call, 3); }
@@ -178,8 +298,15 @@ static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
     return e.st;
 }
 
+static cg_op_status gru_cell_cl(const cg_kernel_args *a) { return cell_cl(a, 3); }
+
+static int32_t gru_cell_conform(int32_t index, cg_conform_case *c) {
+    return cell_conform_case(index, c, 3);
+}
+
 static const cg_kernel_def gru_cell_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, gru_cell_workspace, gru_cell_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, gru_cell_workspace, gru_cell_cl},
 };
 static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
 
@@ -197,7 +324,8 @@ const cg_op_def cg_op_gru_cell = {
     .input_names = gru_cell_inputs,
     .infer = gru_cell_infer,
     .decompose = gru_cell_decompose,
-    .kernels = gru_cell_kernels, .n_kernels = 1,
+    .kernels = gru_cell_kernels, .n_kernels = 2,
+    .conform_case = gru_cell_conform,
 };
 
 /* ---- lstm_cell ---- */
@@ -249,8 +377,15 @@ static cg_op_status lstm_cell_decompose(cg_decomp *d, const cg_op_call *call) {
     return e.st;
 }
 
+static cg_op_status lstm_cell_cl(const cg_kernel_args *a) { return cell_cl(a, 4); }
+
+static int32_t lstm_cell_conform(int32_t index, cg_conform_case *c) {
+    return cell_conform_case(index, c, 4);
+}
+
 static const cg_kernel_def lstm_cell_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, lstm_cell_workspace, lstm_cell_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, lstm_cell_workspace, lstm_cell_cl},
 };
 static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
 
@@ -268,5 +403,6 @@ const cg_op_def cg_op_lstm_cell = {
     .input_names = lstm_cell_inputs,
     .infer = lstm_cell_infer,
     .decompose = lstm_cell_decompose,
-    .kernels = lstm_cell_kernels, .n_kernels = 1,
+    .kernels = lstm_cell_kernels, .n_kernels = 2,
+    .conform_case = lstm_cell_conform,
 };

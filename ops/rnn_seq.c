@@ -3,7 +3,9 @@
  * pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with
  * pad_packed_sequence(total_length=S). */
 #include "ops_common.h"
+#include "rnn.cl.h"
 
+#include <CL/cl.h>
 #include <string.h>
 
 enum { ATTR_HIDDEN, ATTR_LAYERS, ATTR_BIDIRECTIONAL };
@@ -212,6 +214,172 @@ static size_t seq_workspace(const cg_op_call *call, int gates) {
     return seq_ws_layout(&s, NULL, &ws);
 }
 
+/* ==== OpenCL ====
+ * Per layer and direction: one SGEMM for the input projection of every
+ * position, then per time step t = 0..S-1 one SGEMM gh = h W_hh^T over the
+ * whole batch (skipped at t = 0, where h is zero) and one fused step kernel
+ * (rnn.cl) that masks rows by their length instead of sorting them: row b
+ * updates at step t < lengths[b] (position t forward, lengths[b] - 1 - t
+ * backward) and otherwise keeps its state and zeroes the padded position t.
+ * The lengths stay on the device; a length outside [0, S] is clamped into it
+ * there (the CPU kernel reports it as an error). The state lives in h_n / c_n
+ * when the node has them (at row k*D + d), else in the workspace. */
+
+/* Workspace of the OpenCL kernel, offsets in floats (no host data):
+ *   proj  [B*S, G*H], gh [B, G*H], h [B, H], c [B, H] (LSTM),
+ *   layer [n, B*S*D*H] outputs of inner layers (n = min(L - 1, 2)). */
+typedef struct seq_cl_ws {
+    size_t proj, gh, h, c, layer[2], total;
+} seq_cl_ws;
+
+static seq_cl_ws seq_cl_layout(const seq_dims *s) {
+    size_t B = (size_t)s->B, H = (size_t)s->H, GH = (size_t)(s->G * s->H);
+    size_t layer = B * (size_t)s->S * (size_t)s->D * H;
+    seq_cl_ws w;
+    size_t off = 0;
+#define SEQ_TAKE(field, n) (w.field = off, off += ((n) + 31) & ~(size_t)31)
+    SEQ_TAKE(proj, B * (size_t)s->S * GH);
+    SEQ_TAKE(gh, B * GH);
+    SEQ_TAKE(h, B * H);
+    SEQ_TAKE(c, s->G == 4 ? B * H : 0);
+    SEQ_TAKE(layer[0], s->L > 1 ? layer : 0);
+    SEQ_TAKE(layer[1], s->L > 2 ? layer : 0);
+#undef SEQ_TAKE
+    w.total = off;
+    return w;
+}
+
+static size_t seq_cl_workspace(const cg_op_call *call, int gates) {
+    seq_dims s = seq_dims_of(call, gates);
+    return sizeof(float) * seq_cl_layout(&s).total;
+}
+
+/* One kernel argument: its size and a pointer to its value. */
+typedef struct cl_arg {
+    size_t size;
+    const void *value;
+} cl_arg;
+#define CL_ARG(v) {sizeof(v), &(v)}
+
+/* Sets the arguments of kernel `name` from index `first` on. */
+static cg_op_status cl_set_args(const cg_kernel_args *a, void *kernel, const char *name,
+                                int first, int n, const cl_arg *args) {
+    for (int i = 0; i < n; i++) {
+        cl_int e = clSetKernelArg((cl_kernel)kernel, (cl_uint)(first + i), args[i].size,
+                                  args[i].value);
+        if (e != CL_SUCCESS)
+            return cg_op_fail(a->call, "clSetKernelArg(%s, %d): %s", name, first + i,
+                              a->call->host->cl_error_name(e));
+    }
+    return CG_OP_OK;
+}
+
+/* Launches `kernel` over n work-items (n > 0) in work-groups of up to 128. */
+static cg_op_status cl_launch_1d(const cg_kernel_args *a, void *kernel, const char *name,
+                                 int64_t n) {
+    const cg_host_api *host = a->call->host;
+    int64_t wg = host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    if (wg <= 0) wg = 64;
+    if (wg > 128) wg = 128;
+    while (wg > 1 && wg / 2 >= n) wg /= 2;
+    size_t local = (size_t)wg, global = (size_t)((n + wg - 1) / wg * wg);
+    if (host->cl_launch(a, kernel, 1, &global, &local) == CG_OP_OK) return CG_OP_OK;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", a->call->err);
+    return cg_op_fail(a->call, "launching %s: %s", name, msg);
+}
+
+static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
+    const cg_op_call *call = a->call;
+    const cg_host_api *host = call->host;
+    const seq_dims s = seq_dims_of(call, gates);
+    const int64_t B = s.B, S = s.S, H = s.H, GH = s.G * s.H, DH = s.D * s.H;
+    if (B == 0) return CG_OP_OK;
+    if (B > INT32_MAX || S > INT32_MAX || GH > INT32_MAX || DH > INT32_MAX)
+        return cg_op_fail(call, "sizes B = %lld, S = %lld, H = %lld are too large for the "
+                          "OpenCL kernel", (long long)B, (long long)S, (long long)H);
+    const seq_cl_ws w = seq_cl_layout(&s);
+    void *ws = a->workspace;
+    const char *name = gates == 3 ? "gru_seq_step" : "lstm_seq_step";
+    const int has_h = call->n_outputs > 1, has_c = call->n_outputs > 2;
+
+    if (S == 0) {
+        /* Nothing runs: the final states are zero. */
+        void *z = host->cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
+        if (!z) return CG_OP_ERROR;
+        const cl_long n = (cl_long)(s.L * s.D * B * H), off = 0;
+        for (int i = 1; i < call->n_outputs; i++) {
+            cl_mem m = a->out[i];
+            const cl_arg args[] = {CL_ARG(n), CL_ARG(m), CL_ARG(off)};
+            if (cl_set_args(a, z, "rnn_zero", 0, 3, args) ||
+                cl_launch_1d(a, z, "rnn_zero", n))
+                return CG_OP_ERROR;
+        }
+        return CG_OP_OK;
+    }
+    void *k = host->cl_kernel(a, cg_cl_rnn, "", name);
+    if (!k) return CG_OP_ERROR;
+
+    const cl_int b32 = (cl_int)B, s32 = (cl_int)S, h32 = (cl_int)H, dh32 = (cl_int)DH;
+    const cl_mem lengths = (cl_mem)a->in[1], ws_m = ws;
+    const cl_long p_off = (cl_long)w.proj, g_off = (cl_long)w.gh;
+    void *in = (void *)a->in[0];
+    size_t in_off = 0;
+    int64_t in_size = s.I;
+    for (int64_t l = 0; l < s.L; l++) {
+        void *out = l == s.L - 1 ? a->out[0] : ws;
+        const size_t out_off = l == s.L - 1 ? 0 : w.layer[l % 2];
+        for (int64_t d = 0; d < s.D; d++) {
+            const int wi = weight_index(s.D, l, d, 0);
+            void *w_ih = (void *)a->in[wi], *w_hh = (void *)a->in[wi + 1];
+            const cl_mem b_ih = (cl_mem)a->in[wi + 2], b_hh = (cl_mem)a->in[wi + 3];
+            const size_t state_off = (size_t)((l * s.D + d) * B * H);
+            void *h_mem = has_h ? a->out[1] : ws, *c_mem = has_c ? a->out[2] : ws;
+            const size_t h_off = has_h ? state_off : w.h, c_off = has_c ? state_off : w.c;
+            const cl_int has_gi = in_size > 0, reverse = (cl_int)d, col = (cl_int)(d * H);
+            const cl_mem h_cl = h_mem, c_cl = c_mem, out_cl = out;
+            const cl_long h_off_l = (cl_long)h_off, c_off_l = (cl_long)c_off;
+            const cl_long o_off = (cl_long)out_off;
+
+            if (has_gi && host->cl_sgemm(a, 0, 1, B * S, GH, in_size, 1.0f, in, in_off, in_size,
+                                         w_ih, 0, in_size, 0.0f, ws, w.proj, GH))
+                return CG_OP_ERROR;
+            /* Arguments 3 (t) and 5 (first) change per step. */
+            const cl_arg fixed[] = {CL_ARG(b32), CL_ARG(s32), CL_ARG(h32)};
+            const cl_arg mid[] = {CL_ARG(reverse)};
+            const cl_arg tail_gru[] = {CL_ARG(has_gi), CL_ARG(lengths), CL_ARG(ws_m),
+                                       CL_ARG(p_off),  CL_ARG(ws_m),    CL_ARG(g_off),
+                                       CL_ARG(b_ih),   CL_ARG(b_hh),    CL_ARG(h_cl),
+                                       CL_ARG(h_off_l), CL_ARG(out_cl), CL_ARG(o_off),
+                                       CL_ARG(dh32),   CL_ARG(col)};
+            const cl_arg tail_lstm[] = {CL_ARG(has_gi), CL_ARG(lengths), CL_ARG(ws_m),
+                                        CL_ARG(p_off),  CL_ARG(ws_m),    CL_ARG(g_off),
+                                        CL_ARG(b_ih),   CL_ARG(b_hh),    CL_ARG(h_cl),
+                                        CL_ARG(h_off_l), CL_ARG(c_cl),   CL_ARG(c_off_l),
+                                        CL_ARG(out_cl), CL_ARG(o_off),   CL_ARG(dh32),
+                                        CL_ARG(col)};
+            if (cl_set_args(a, k, name, 0, 3, fixed) || cl_set_args(a, k, name, 4, 1, mid) ||
+                (gates == 3 ? cl_set_args(a, k, name, 6, 14, tail_gru)
+                            : cl_set_args(a, k, name, 6, 16, tail_lstm)))
+                return CG_OP_ERROR;
+            for (int64_t t = 0; t < S; t++) {
+                const cl_int t32 = (cl_int)t, first = t == 0;
+                if (!first && host->cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, 0,
+                                             H, 0.0f, ws, w.gh, GH))
+                    return CG_OP_ERROR;
+                const cl_arg step[] = {CL_ARG(t32)}, flag[] = {CL_ARG(first)};
+                if (cl_set_args(a, k, name, 3, 1, step) || cl_set_args(a, k, name, 5, 1, flag) ||
+                    cl_launch_1d(a, k, name, B * H))
+                    return CG_OP_ERROR;
+            }
+        }
+        in = out;
+        in_off = out_off;
+        in_size = DH;
+    }
+    return CG_OP_OK;
+}
+
 static const cg_attr_def seq_attrs[] = {
     [ATTR_HIDDEN] = {.struct_size = sizeof(cg_attr_def), .name = "hidden", .type = CG_ATTR_INT,
                      .required = 1, .doc = "hidden size H of each direction"},
@@ -223,14 +391,90 @@ static const cg_attr_def seq_attrs[] = {
 };
 static const char *const seq_inputs[] = {"x", "lengths", NULL};
 
+/* ==== conformance cases ====
+ * At most CG_CONFORM_MAX_INPUTS (16) inputs, so layers * D <= 3: two
+ * bidirectional layers (18 inputs) cannot be a case. Lengths are uniform in
+ * [len_lo, len_hi] (-1: S); x in [-1, 1], weights in [-0.5, 0.5]. */
+static const struct {
+    int64_t B, S, I, H, L, bidir;
+    int n_out, len_lo, len_hi;
+    const char *attrs; /* hidden H, layers L, bidirectional */
+} seq_cases[] = {
+    {1, 1, 1, 1, 1, 0, 3, 1, -1,
+     "hidden: 1, layers: 1, bidirectional: 0"},
+    {2, 3, 5, 3, 1, 1, 3, 0, 0,
+     "hidden: 3, layers: 1, bidirectional: 1"},
+    {1, 3, 5, 3, 1, 1, 3, -1, -1,
+     "hidden: 3, layers: 1, bidirectional: 1"},
+    {3, 3, 5, 3, 1, 1, 3, 0, -1,
+     "hidden: 3, layers: 1, bidirectional: 1"},
+    {3, 5, 1, 17, 2, 0, 2, 0, -1,
+     "hidden: 17, layers: 2, bidirectional: 0"},
+    {3, 17, 5, 3, 3, 0, 3, 0, -1,
+     "hidden: 3, layers: 3, bidirectional: 0"},
+    {17, 3, 5, 17, 1, 1, 3, 0, -1,
+     "hidden: 17, layers: 1, bidirectional: 1"},
+    {17, 17, 5, 17, 1, 1, 1, 0, -1,
+     "hidden: 17, layers: 1, bidirectional: 1"},
+    {17, 17, 5, 17, 1, 0, 3, -1, -1,
+     "hidden: 17, layers: 1, bidirectional: 0"},
+    {17, 17, 3, 5, 2, 0, 3, 0, -1,
+     "hidden: 5, layers: 2, bidirectional: 0"},
+    {257, 3, 5, 3, 1, 1, 3, 0, -1,
+     "hidden: 3, layers: 1, bidirectional: 1"},
+    {1000, 3, 5, 3, 1, 1, 3, 0, -1,
+     "hidden: 3, layers: 1, bidirectional: 1"},
+    {2, 1000, 5, 17, 1, 1, 3, 0, -1,
+     "hidden: 17, layers: 1, bidirectional: 1"},
+};
+
+static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
+    if (index < 0 || index >= (int32_t)(sizeof seq_cases / sizeof seq_cases[0])) return 0;
+    const int64_t B = seq_cases[index].B, S = seq_cases[index].S, I = seq_cases[index].I;
+    const int64_t H = seq_cases[index].H, L = seq_cases[index].L, D = seq_cases[index].bidir + 1;
+    memset(c->inputs, 0, sizeof c->inputs);
+    c->n_inputs = (int32_t)(2 + 4 * L * D);
+    c->inputs[0].dtype = CG_OP_F32;
+    c->inputs[0].ndim = 3;
+    c->inputs[0].dims[0] = B;
+    c->inputs[0].dims[1] = S;
+    c->inputs[0].dims[2] = I;
+    c->lo[0] = -1.0;
+    c->hi[0] = 1.0;
+    c->inputs[1].dtype = CG_OP_I32;
+    c->inputs[1].ndim = 1;
+    c->inputs[1].dims[0] = B;
+    c->lo[1] = seq_cases[index].len_lo < 0 ? (double)S : seq_cases[index].len_lo;
+    c->hi[1] = seq_cases[index].len_hi < 0 ? (double)S : seq_cases[index].len_hi;
+    for (int64_t l = 0; l < L; l++)
+        for (int64_t d = 0; d < D; d++)
+            for (int which = 0; which < 4; which++) {
+                cg_tensor_desc *w = &c->inputs[weight_index(D, l, d, which)];
+                w->dtype = CG_OP_F32;
+                w->ndim = which < 2 ? 2 : 1;
+                w->dims[0] = gates * H;
+                w->dims[1] = which == 1 ? H : l == 0 ? I : D * H;
+                c->lo[weight_index(D, l, d, which)] = -0.5;
+                c->hi[weight_index(D, l, d, which)] = 0.5;
+            }
+    c->n_outputs = seq_cases[index].n_out < gates ? seq_cases[index].n_out : gates - 1;
+    c->attrs = seq_cases[index].attrs;
+    return 1;
+}
+
 /* ---- gru ---- */
 
 static cg_op_status gru_infer(cg_op_call *call) { return seq_infer(call, 3); }
 static size_t gru_workspace(const cg_op_call *call) { return seq_workspace(call, 3); }
 static cg_op_status gru_cpu(const cg_kernel_args *a) { return seq_run(a, 3); }
 
+static size_t gru_cl_workspace(const cg_op_call *call) { return seq_cl_workspace(call, 3); }
+static cg_op_status gru_cl(const cg_kernel_args *a) { return seq_run_cl(a, 3); }
+static int32_t gru_conform(int32_t index, cg_conform_case *c) { return seq_conform(index, c, 3); }
+
 static const cg_kernel_def gru_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, gru_workspace, gru_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, gru_cl_workspace, gru_cl},
 };
 
 const cg_op_def cg_op_gru = {
@@ -241,7 +485,8 @@ const cg_op_def cg_op_gru = {
            "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
            "pad_packed_sequence(total_length=S); initial states are zero and cells are "
            "those of gru_cell. Inputs: x f32 [B, S, I], lengths i32 [B] (each in "
-           "[0, S]; a larger one is a run-time error), then the weights in the order "
+           "[0, S]; one outside is a run-time error on the CPU and is clamped into "
+           "[0, S] by the OpenCL kernel), then the weights in the order "
            "of PyTorch's state_dict: for each layer k, weight_ih_lk [3H, I_k], "
            "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
            "bidirectional) by the same four with the suffix _reverse; I_0 = I and "
@@ -256,7 +501,8 @@ const cg_op_def cg_op_gru = {
     .input_names = seq_inputs,
     .attrs = seq_attrs, .n_attrs = 3,
     .infer = gru_infer,
-    .kernels = gru_kernels, .n_kernels = 1,
+    .kernels = gru_kernels, .n_kernels = 2,
+    .conform_case = gru_conform,
 };
 
 /* ---- lstm ---- */
@@ -265,8 +511,13 @@ static cg_op_status lstm_infer(cg_op_call *call) { return seq_infer(call, 4); }
 static size_t lstm_workspace(const cg_op_call *call) { return seq_workspace(call, 4); }
 static cg_op_status lstm_cpu(const cg_kernel_args *a) { return seq_run(a, 4); }
 
+static size_t lstm_cl_workspace(const cg_op_call *call) { return seq_cl_workspace(call, 4); }
+static cg_op_status lstm_cl(const cg_kernel_args *a) { return seq_run_cl(a, 4); }
+static int32_t lstm_conform(int32_t index, cg_conform_case *c) { return seq_conform(index, c, 4); }
+
 static const cg_kernel_def lstm_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, lstm_workspace, lstm_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, lstm_cl_workspace, lstm_cl},
 };
 
 const cg_op_def cg_op_lstm = {
@@ -277,7 +528,8 @@ const cg_op_def cg_op_lstm = {
            "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
            "pad_packed_sequence(total_length=S); initial states h and c are zero and "
            "cells are those of lstm_cell (gates i, f, g, o). Inputs: x f32 [B, S, I], "
-           "lengths i32 [B] (each in [0, S]; a larger one is a run-time error), then "
+           "lengths i32 [B] (each in [0, S]; one outside is a run-time error on the "
+           "CPU and is clamped into [0, S] by the OpenCL kernel), then "
            "the weights in the order of PyTorch's state_dict: for each layer k, "
            "weight_ih_lk [4H, I_k], weight_hh_lk [4H, H], bias_ih_lk [4H], bias_hh_lk "
            "[4H], followed (when bidirectional) by the same four with the suffix "
@@ -292,5 +544,6 @@ const cg_op_def cg_op_lstm = {
     .input_names = seq_inputs,
     .attrs = seq_attrs, .n_attrs = 3,
     .infer = lstm_infer,
-    .kernels = lstm_kernels, .n_kernels = 1,
+    .kernels = lstm_kernels, .n_kernels = 2,
+    .conform_case = lstm_conform,
 };

@@ -5,6 +5,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <CL/cl.h>
+
+#include "shape.cl.h"
+
 static const char *dtype_name(cg_op_dtype t) {
     return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
 }
@@ -25,6 +29,73 @@ static void format_ints(char *buf, size_t size, const int64_t *v, int n) {
                                  used < size ? size - used : 0, "%s%lld", i ? ", " : "",
                                  (long long)v[i]);
     snprintf(buf + (used < size ? used : size), used < size ? size - used : 0, "]");
+}
+
+/* ---- OpenCL helpers ---- */
+
+/* A kernel of shape.cl with the index type for tensors of up to `max_elems`
+ * elements (int below 2^31, else long), plus `extra` options. */
+static cl_kernel shape_kernel(const cg_kernel_args *a, const char *name, int64_t max_elems,
+                              const char *extra, int *wide) {
+    char opts[160];
+    *wide = max_elems >= INT32_MAX;
+    snprintf(opts, sizeof opts, "%s%s%s", *wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8",
+             extra ? " " : "", extra ? extra : "");
+    return a->call->host->cl_kernel(a, cg_cl_shape, opts, name);
+}
+
+/* Sets argument i of kernel `name`; fails naming the call and the error. */
+static cg_op_status set_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                            size_t size, const void *v) {
+    cl_int e = clSetKernelArg(k, i, size, v);
+    if (e != CL_SUCCESS)
+        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
+                          a->call->host->cl_error_name(e));
+    return CG_OP_OK;
+}
+
+/* Sets an index argument as cl_int or cl_long (kernel built with IDX). */
+static cg_op_status set_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                            int wide, int64_t v) {
+    cl_long l = v;
+    cl_int n = (cl_int)v;
+    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof n, &n);
+}
+
+/* Sets an IDX8 vector argument from up to 8 values (the rest 1). */
+static cg_op_status set_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                             int wide, const int64_t *v, int n) {
+    cl_long8 l;
+    cl_int8 s;
+    for (int j = 0; j < 8; j++) {
+        l.s[j] = j < n ? v[j] : 1;
+        s.s[j] = (cl_int)l.s[j];
+    }
+    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof s, &s);
+}
+
+static size_t work_group(const cg_kernel_args *a) {
+    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    return w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
+}
+
+/* One launch of copy_rows over a rows x cols block. */
+static cg_op_status copy_rows_cl(const cg_kernel_args *a, cl_mem src, int64_t src_off,
+                                 int64_t src_stride, cl_mem dst, int64_t dst_off,
+                                 int64_t dst_stride, int64_t rows, int64_t cols,
+                                 int64_t max_elems) {
+    static const char kn[] = "copy_rows";
+    int wide;
+    if (rows <= 0 || cols <= 0) return CG_OP_OK;
+    cl_kernel k = shape_kernel(a, kn, max_elems, NULL, &wide);
+    if (!k) return CG_OP_ERROR;
+    if (set_arg(a, k, kn, 0, sizeof src, &src) || set_idx(a, k, kn, 1, wide, src_off) ||
+        set_idx(a, k, kn, 2, wide, src_stride) || set_arg(a, k, kn, 3, sizeof dst, &dst) ||
+        set_idx(a, k, kn, 4, wide, dst_off) || set_idx(a, k, kn, 5, wide, dst_stride) ||
+        set_idx(a, k, kn, 6, wide, rows) || set_idx(a, k, kn, 7, wide, cols))
+        return CG_OP_ERROR;
+    size_t local = work_group(a), global = (size_t)(rows * cols);
+    return a->call->host->cl_launch(a, k, 1, &global, &local);
 }
 
 /* ---- concat(x0, x1, ...; axis) ---- */
@@ -93,8 +164,31 @@ static cg_op_status concat_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+/* One block copy per input into its columns of the output viewed as
+ * [outer, axis * inner]. */
+static cg_op_status concat_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const cg_tensor_desc *o = &call->outputs[0];
+    int axis = cg_norm_axis(call->attrs[CONCAT_AXIS].i, o->ndim);
+    int64_t outer = 1, inner = 1, numel = cg_desc_numel(o), at = 0;
+    for (int i = 0; i < axis; i++) outer *= o->dims[i];
+    for (int i = axis + 1; i < o->ndim; i++) inner *= o->dims[i];
+    int64_t row = o->dims[axis] * inner;
+    for (int t = 0; t < call->n_inputs; t++) {
+        int64_t cols = call->inputs[t].dims[axis] * inner;
+        if (copy_rows_cl(a, (cl_mem)a->in[t], 0, cols, (cl_mem)a->out[0], at, row, outer, cols,
+                         numel))
+            return CG_OP_ERROR;
+        at += cols;
+    }
+    return CG_OP_OK;
+}
+
+static int32_t concat_conform(int32_t index, cg_conform_case *c);
+
 static const cg_kernel_def concat_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, concat_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, concat_cl},
 };
 
 const cg_op_def cg_op_concat = {
@@ -107,7 +201,8 @@ const cg_op_def cg_op_concat = {
     .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = 1,
     .attrs = concat_attrs, .n_attrs = 1,
     .infer = concat_infer,
-    .kernels = concat_kernels, .n_kernels = 1,
+    .kernels = concat_kernels, .n_kernels = 2,
+    .conform_case = concat_conform,
 };
 
 /* ---- slice(x; axis, start, end) ---- */
@@ -181,8 +276,26 @@ static cg_op_status slice_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+/* x viewed as [outer, n * inner]: columns [s * inner, e * inner) of every
+ * row, one block copy. */
+static cg_op_status slice_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    int axis = cg_norm_axis(call->attrs[SLICE_AXIS].i, x->ndim);
+    int64_t outer = 1, inner = 1, n = x->dims[axis], s, e;
+    slice_bounds(n, call->attrs[SLICE_START].i, call->attrs[SLICE_END].i, &s, &e);
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    int64_t cols = (e - s) * inner;
+    return copy_rows_cl(a, (cl_mem)a->in[0], s * inner, n * inner, (cl_mem)a->out[0], 0, cols,
+                        outer, cols, cg_desc_numel(x));
+}
+
+static int32_t slice_conform(int32_t index, cg_conform_case *c);
+
 static const cg_kernel_def slice_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, slice_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, slice_cl},
 };
 static const char *const one_input[] = {"x", NULL};
 
@@ -200,7 +313,8 @@ const cg_op_def cg_op_slice = {
     .input_names = one_input,
     .attrs = slice_attrs, .n_attrs = 3,
     .infer = slice_infer,
-    .kernels = slice_kernels, .n_kernels = 1,
+    .kernels = slice_kernels, .n_kernels = 2,
+    .conform_case = slice_conform,
 };
 
 /* ---- reshape(x; shape) ---- */
@@ -305,8 +419,41 @@ static cg_op_status reshape_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+/* Non-zero when a and b are the same memory: the same object, or
+ * sub-buffers of one buffer at the same offset (in place). */
+static int same_memory(cl_mem a, cl_mem b) {
+    if (a == b) return 1;
+    cl_mem pa = NULL, pb = NULL;
+    size_t oa = 0, ob = 0;
+    if (clGetMemObjectInfo(a, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof pa, &pa, NULL) != CL_SUCCESS ||
+        clGetMemObjectInfo(b, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof pb, &pb, NULL) != CL_SUCCESS)
+        return 0;
+    if (!pa) pa = a;
+    if (!pb) pb = b;
+    if (pa != pb) return 0;
+    if (clGetMemObjectInfo(a, CL_MEM_OFFSET, sizeof oa, &oa, NULL) != CL_SUCCESS ||
+        clGetMemObjectInfo(b, CL_MEM_OFFSET, sizeof ob, &ob, NULL) != CL_SUCCESS)
+        return 0;
+    return oa == ob;
+}
+
+/* The same bytes: a buffer copy on the queue, nothing when in place. */
+static cg_op_status reshape_cl(const cg_kernel_args *a) {
+    size_t bytes = (size_t)cg_desc_numel(&a->call->inputs[0]) * 4;
+    cl_mem src = (cl_mem)a->in[0], dst = (cl_mem)a->out[0];
+    if (!bytes || same_memory(src, dst)) return CG_OP_OK;
+    cl_int e = clEnqueueCopyBuffer((cl_command_queue)a->stream, src, dst, 0, 0, bytes, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return cg_op_fail(a->call, "clEnqueueCopyBuffer(reshape, %zu bytes): %s", bytes,
+                          a->call->host->cl_error_name(e));
+    return CG_OP_OK;
+}
+
+static int32_t reshape_conform(int32_t index, cg_conform_case *c);
+
 static const cg_kernel_def reshape_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, reshape_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, reshape_cl},
 };
 
 const cg_op_def cg_op_reshape = {
@@ -324,7 +471,8 @@ const cg_op_def cg_op_reshape = {
     .input_names = one_input,
     .attrs = reshape_attrs, .n_attrs = 1,
     .infer = reshape_infer,
-    .kernels = reshape_kernels, .n_kernels = 1,
+    .kernels = reshape_kernels, .n_kernels = 2,
+    .conform_case = reshape_conform,
     .flags = CG_OP_FLAG_INPLACE0,
 };
 
@@ -430,8 +578,109 @@ static cg_op_status transpose_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+/* Output dims of at least 2 elements, with their input strides, where
+ * dims that stay adjacent in x are merged (as in transpose_cpu). */
+static int transpose_dims(const cg_op_call *call, int64_t *n, int64_t *st) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    int64_t xs[CG_MAX_DIMS], s = 1;
+    for (int i = x->ndim - 1; i >= 0; i--) {
+        xs[i] = s;
+        s *= x->dims[i];
+    }
+    int nd = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        int p = cg_norm_axis(call->attrs[TRANSPOSE_PERM].ints[i], x->ndim);
+        int64_t d = x->dims[p];
+        if (d == 1) continue;
+        if (nd > 0 && st[nd - 1] == xs[p] * d) {
+            n[nd - 1] *= d;
+            st[nd - 1] = xs[p];
+        } else {
+            n[nd] = d;
+            st[nd] = xs[p];
+            nd++;
+        }
+    }
+    return nd;
+}
+
+/* Side of the local tile of transpose_tiled, and the smallest size both
+ * tiled dims need for it to be used instead of transpose_any. */
+#define TRANSPOSE_CL_TILE 32
+#define TRANSPOSE_CL_MIN 16
+
+/* Through a local tile when the output's last dim is not the input's
+ * contiguous one (so that reads and writes both run along memory), else a
+ * strided gather per output element (its reads are then contiguous too). */
+static cg_op_status transpose_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const cg_host_api *h = call->host;
+    int64_t numel = cg_desc_numel(&call->inputs[0]);
+    cl_mem src = (cl_mem)a->in[0], dst = (cl_mem)a->out[0];
+    int64_t n[CG_MAX_DIMS], st[CG_MAX_DIMS];
+    int nd = transpose_dims(call, n, st), wide;
+    if (numel == 0) return CG_OP_OK;
+    if (nd <= 1) /* the identity */
+        return copy_rows_cl(a, src, 0, numel, dst, 0, numel, 1, numel, numel);
+    int last = nd - 1, q = -1;
+    for (int i = 0; i < nd; i++)
+        if (st[i] == 1) q = i;
+    size_t wg = work_group(a);
+    int64_t lmem = h->cl_info(a, CG_CL_INFO_LOCAL_MEM);
+    const int64_t tile = TRANSPOSE_CL_TILE;
+    if (q >= 0 && q != last && n[q] >= TRANSPOSE_CL_MIN && n[last] >= TRANSPOSE_CL_MIN &&
+        wg >= (size_t)tile && lmem >= tile * (tile + 1) * 4) {
+        static const char kn[] = "transpose_tiled";
+        size_t rows = wg / (size_t)tile < 8 ? wg / (size_t)tile : 8;
+        char extra[64];
+        snprintf(extra, sizeof extra, "-DTILE=%d -DROWS=%d", (int)tile, (int)rows);
+        cl_kernel k = shape_kernel(a, kn, numel, extra, &wide);
+        if (!k) return CG_OP_ERROR;
+        /* output strides, then the dims other than q and last */
+        int64_t os[CG_MAX_DIMS], s = 1, rn[CG_MAX_DIMS], rin[CG_MAX_DIMS], rout[CG_MAX_DIMS];
+        int64_t rest = 1;
+        int rnd = 0;
+        for (int i = nd - 1; i >= 0; i--) {
+            os[i] = s;
+            s *= n[i];
+        }
+        for (int i = 0; i < last; i++) {
+            if (i == q) continue;
+            rn[rnd] = n[i];
+            rin[rnd] = st[i];
+            rout[rnd] = os[i];
+            rest *= n[i];
+            rnd++;
+        }
+        cl_int crnd = rnd;
+        if (set_arg(a, k, kn, 0, sizeof src, &src) || set_arg(a, k, kn, 1, sizeof dst, &dst) ||
+            set_idx(a, k, kn, 2, wide, n[last]) || set_idx(a, k, kn, 3, wide, st[last]) ||
+            set_idx(a, k, kn, 4, wide, n[q]) || set_idx(a, k, kn, 5, wide, os[q]) ||
+            set_arg(a, k, kn, 6, sizeof crnd, &crnd) || set_idx8(a, k, kn, 7, wide, rn, rnd) ||
+            set_idx8(a, k, kn, 8, wide, rin, rnd) || set_idx8(a, k, kn, 9, wide, rout, rnd))
+            return CG_OP_ERROR;
+        size_t global[3] = {(size_t)((n[last] + tile - 1) / tile * tile),
+                            (size_t)((n[q] + tile - 1) / tile) * rows, (size_t)rest};
+        size_t local[3] = {(size_t)tile, rows, 1};
+        return h->cl_launch(a, k, 3, global, local);
+    }
+    static const char kn[] = "transpose_any";
+    cl_kernel k = shape_kernel(a, kn, numel, NULL, &wide);
+    if (!k) return CG_OP_ERROR;
+    cl_int cnd = nd;
+    if (set_arg(a, k, kn, 0, sizeof src, &src) || set_arg(a, k, kn, 1, sizeof dst, &dst) ||
+        set_idx(a, k, kn, 2, wide, numel) || set_arg(a, k, kn, 3, sizeof cnd, &cnd) ||
+        set_idx8(a, k, kn, 4, wide, n, nd) || set_idx8(a, k, kn, 5, wide, st, nd))
+        return CG_OP_ERROR;
+    size_t global = (size_t)numel, local = wg;
+    return h->cl_launch(a, k, 1, &global, &local);
+}
+
+static int32_t transpose_conform(int32_t index, cg_conform_case *c);
+
 static const cg_kernel_def transpose_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, transpose_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, transpose_cl},
 };
 
 const cg_op_def cg_op_transpose = {
@@ -445,5 +694,115 @@ const cg_op_def cg_op_transpose = {
     .input_names = one_input,
     .attrs = transpose_attrs, .n_attrs = 1,
     .infer = transpose_infer,
-    .kernels = transpose_kernels, .n_kernels = 1,
+    .kernels = transpose_kernels, .n_kernels = 2,
+    .conform_case = transpose_conform,
 };
+
+/* ---- conformance cases ---- */
+
+/* Up to 6 inputs of one dtype and number of dims. f32 values in [-2, 2],
+ * i32 in [-100000, 100000] (the ops only move them). */
+typedef struct shape_case {
+    const char *attrs;
+    cg_op_dtype dt;
+    int n_in, nd;
+    int64_t d[6][CG_MAX_DIMS];
+} shape_case;
+
+static int32_t shape_fill(const shape_case *cases, int32_t n, int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= n) return 0;
+    const shape_case *t = &cases[index];
+    c->n_inputs = t->n_in;
+    c->n_outputs = 1;
+    c->attrs = t->attrs;
+    for (int i = 0; i < t->n_in; i++) {
+        c->inputs[i].dtype = t->dt;
+        c->inputs[i].ndim = t->nd;
+        memcpy(c->inputs[i].dims, t->d[i], sizeof t->d[i]);
+        c->lo[i] = t->dt == CG_OP_I32 ? -100000 : -2;
+        c->hi[i] = t->dt == CG_OP_I32 ? 100000 : 2;
+    }
+    return 1;
+}
+
+#define N_CASES(t) ((int32_t)(sizeof(t) / sizeof((t)[0])))
+
+static const shape_case concat_cases[] = {
+    {"axis: 0", CG_OP_F32, 1, 1, {{1}}},
+    {"axis: 1", CG_OP_F32, 2, 2, {{1, 1}, {1, 1}}},
+    {"axis: -1", CG_OP_F32, 2, 2, {{3, 2}, {3, 3}}},
+    {"axis: 0", CG_OP_I32, 3, 2, {{1, 3}, {3, 3}, {2, 3}}},
+    {"axis: 1", CG_OP_F32, 3, 3, {{2, 3, 4}, {2, 1, 4}, {2, 5, 4}}},
+    {"axis: 1", CG_OP_F32, 2, 3, {{3, 0, 2}, {3, 4, 2}}}, /* an empty input */
+    {"axis: 2", CG_OP_F32, 4, 3, {{2, 17, 1}, {2, 17, 3}, {2, 17, 17}, {2, 17, 2}}},
+    {"axis: 0", CG_OP_I32, 6, 2, {{1, 17}, {3, 17}, {2, 17}, {17, 17}, {1, 17}, {5, 17}}},
+    {"axis: 1", CG_OP_F32, 2, 2, {{257, 3}, {257, 5}}},
+    {"axis: 0", CG_OP_I32, 2, 2, {{1000, 8}, {3, 8}}},
+    {"axis: -3", CG_OP_F32, 2, 3, {{5, 1000, 3}, {2, 1000, 3}}},
+    {"axis: 1", CG_OP_F32, 3, 2, {{1000, 17}, {1000, 1}, {1000, 16}}},
+};
+
+static int32_t concat_conform(int32_t index, cg_conform_case *c) {
+    return shape_fill(concat_cases, N_CASES(concat_cases), index, c);
+}
+
+static const shape_case slice_cases[] = {
+    {"axis: 0", CG_OP_F32, 1, 1, {{1}}},
+    {"axis: 0, start: 1", CG_OP_F32, 1, 1, {{3}}},
+    {"axis: 1, start: -2", CG_OP_F32, 1, 2, {{3, 4}}},
+    {"axis: -1, start: 1, end: -1", CG_OP_F32, 1, 2, {{3, 4}}},
+    {"axis: 0, start: -100, end: 5", CG_OP_I32, 1, 2, {{17, 3}}},  /* start clamped */
+    {"axis: 0, start: 5, end: 100", CG_OP_F32, 1, 2, {{17, 3}}},   /* end clamped */
+    {"axis: 1, start: 3, end: 3", CG_OP_F32, 1, 3, {{2, 17, 5}}},  /* empty */
+    {"axis: 1, start: 10, end: 2", CG_OP_F32, 1, 3, {{2, 17, 5}}}, /* end < start */
+    {"axis: 1, start: -3, end: -5", CG_OP_I32, 1, 3, {{2, 17, 5}}}, /* empty, negative */
+    {"axis: 2, start: 1, end: 16", CG_OP_F32, 1, 4, {{4, 3, 17, 2}}},
+    {"axis: 1, start: 1, end: 3", CG_OP_I32, 1, 2, {{257, 4}}},
+    {"axis: 1, start: 17, end: -17", CG_OP_F32, 1, 3, {{3, 1000, 7}}},
+    {"axis: 0, start: -257", CG_OP_F32, 1, 2, {{1000, 33}}},
+    {"axis: -1, start: 1, end: 1000", CG_OP_I32, 1, 2, {{100, 1000}}},
+};
+
+static int32_t slice_conform(int32_t index, cg_conform_case *c) {
+    return shape_fill(slice_cases, N_CASES(slice_cases), index, c);
+}
+
+static const shape_case reshape_cases[] = {
+    {"shape: [1, 1]", CG_OP_F32, 1, 1, {{1}}},
+    {"shape: [3, 1]", CG_OP_F32, 1, 1, {{3}}},
+    {"shape: [-1]", CG_OP_I32, 1, 2, {{3, 4}}},
+    {"shape: [3, 17]", CG_OP_F32, 1, 2, {{17, 3}}},
+    {"shape: [0, -1]", CG_OP_F32, 1, 3, {{2, 17, 3}}},
+    {"shape: [17, 1000]", CG_OP_F32, 1, 2, {{1000, 17}}},
+    {"shape: [4, -1, 1000]", CG_OP_I32, 1, 3, {{1000, 4, 3}}},
+};
+
+static int32_t reshape_conform(int32_t index, cg_conform_case *c) {
+    return shape_fill(reshape_cases, N_CASES(reshape_cases), index, c);
+}
+
+/* Sizes >= TRANSPOSE_CL_MIN in both the output's last dim and the input's
+ * contiguous dim take the tiled kernel, the others the strided one. */
+static const shape_case transpose_cases[] = {
+    {"perm: [0]", CG_OP_F32, 1, 1, {{1}}},
+    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{1, 1}}},
+    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{3, 1}}},                /* the identity */
+    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{3, 3}}},
+    {"perm: [0, 1, 2]", CG_OP_F32, 1, 3, {{2, 3, 4}}},
+    {"perm: [2, 0, 1]", CG_OP_F32, 1, 3, {{2, 3, 4}}},
+    {"perm: [1, 0]", CG_OP_I32, 1, 2, {{3, 17}}},
+    {"perm: [-1, 0, 1]", CG_OP_I32, 1, 3, {{2, 3, 4}}},        /* negative entry */
+    {"perm: [7, 5, 3, 1, 0, 2, 4, 6]", CG_OP_F32, 1, 8, {{2, 1, 3, 2, 1, 2, 3, 2}}},
+    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{17, 33}}},              /* tiled */
+    {"perm: [0, 2, 1, 3]", CG_OP_F32, 1, 4, {{2, 17, 3, 19}}},
+    {"perm: [3, 2, 1, 0, 4, 5, 7, 6]", CG_OP_I32, 1, 8, {{2, 3, 2, 2, 3, 2, 3, 17}}},
+    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{257, 65}}},             /* tiled */
+    {"perm: [0, 3, 2, 1]", CG_OP_F32, 1, 4, {{5, 20, 17, 19}}}, /* tiled, 2 batch dims */
+    {"perm: [1, 2, 0]", CG_OP_F32, 1, 3, {{1000, 3, 17}}},      /* merged to [51, 1000] */
+    {"perm: [1, 0]", CG_OP_I32, 1, 2, {{1000, 65}}},            /* tiled */
+    {"perm: [2, 1, 0]", CG_OP_F32, 1, 3, {{20, 257, 18}}},      /* tiled, batch in the middle */
+};
+
+static int32_t transpose_conform(int32_t index, cg_conform_case *c) {
+    return shape_fill(transpose_cases, N_CASES(transpose_cases), index, c);
+}

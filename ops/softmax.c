@@ -3,7 +3,47 @@
 #include "ops_common.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+#include <CL/cl.h>
+
+#include "softmax.cl.h"
+
+/* ---- OpenCL helpers ---- */
+
+/* The kernel `name` of softmax.cl; `wide` selects 64-bit indexing. */
+static cl_kernel sm_kernel(const cg_kernel_args *a, const char *name, int wide) {
+    return a->call->host->cl_kernel(a, cg_cl_softmax, wide ? "-DIDX=long" : "-DIDX=int", name);
+}
+
+/* Sets argument i of kernel `name`; fails naming the call and the error. */
+static cg_op_status sm_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
+                           size_t size, const void *v) {
+    cl_int e = clSetKernelArg(k, i, size, v);
+    if (e != CL_SUCCESS)
+        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
+                          a->call->host->cl_error_name(e));
+    return CG_OP_OK;
+}
+
+/* Largest power-of-two work-group size allowed by the device (at most 256)
+ * and by the kernel. */
+static size_t sm_max_local(const cg_kernel_args *a, cl_kernel k) {
+    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    size_t l = w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
+    cl_device_id dev;
+    size_t kw = 0;
+    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev,
+                              NULL) == CL_SUCCESS &&
+        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) ==
+            CL_SUCCESS &&
+        kw > 0 && kw < l)
+        l = kw;
+    size_t p = 1;
+    while (p * 2 <= l) p *= 2;
+    return p;
+}
 
 /* ---- softmax / log_softmax (x f32[...], mask i32? broadcastable to x) ---- */
 
@@ -147,11 +187,165 @@ static cg_op_status softmax_cpu_common(const cg_kernel_args *args, int log_out) 
 static cg_op_status softmax_cpu(const cg_kernel_args *a) { return softmax_cpu_common(a, 0); }
 static cg_op_status log_softmax_cpu(const cg_kernel_args *a) { return softmax_cpu_common(a, 1); }
 
+/*
+ * OpenCL: long slices (more than 32 elements) run softmax_wg, one work-group
+ * per slice reducing in local memory, when the axis is the last one or when
+ * there are few slices; otherwise softmax_item runs one work-item per slice.
+ */
+static cg_op_status softmax_cl_common(const cg_kernel_args *args, int log_out) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    const int has_mask = call->n_inputs > 1;
+    int nd = x->ndim;
+    int axis = cg_norm_axis(call->attrs[SOFTMAX_AXIS].i, nd);
+    int64_t outer = 1, n = x->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < nd; i++) inner *= x->dims[i];
+    int64_t total = outer * n * inner, slices = outer * inner;
+    if (total == 0) return CG_OP_OK;
+    /* Mask strides against x's dims (0 where the mask broadcasts), then the
+     * dims before and after the axis, innermost first. */
+    int64_t ms[CG_MAX_DIMS] = {0};
+    if (has_mask) {
+        const cg_tensor_desc *m = &call->inputs[1];
+        int64_t st = 1;
+        for (int i = nd - 1; i >= 0; i--) {
+            int k = m->ndim - nd + i;
+            int64_t d = k >= 0 ? m->dims[k] : 1;
+            ms[i] = d == 1 ? 0 : st;
+            st *= d;
+        }
+    }
+    cl_long8 od, oms, id, ims;
+    for (int i = 0; i < 8; i++) {
+        od.s[i] = id.s[i] = 1;
+        oms.s[i] = ims.s[i] = 0;
+    }
+    cl_int ond = axis, ind = nd - 1 - axis;
+    for (int i = 0; i < ond; i++) {
+        od.s[i] = x->dims[axis - 1 - i];
+        oms.s[i] = ms[axis - 1 - i];
+    }
+    for (int i = 0; i < ind; i++) {
+        id.s[i] = x->dims[nd - 1 - i];
+        ims.s[i] = ms[nd - 1 - i];
+    }
+    const int use_wg = n > 32 && (inner == 1 || slices < 256);
+    const char *name = use_wg ? "softmax_wg" : "softmax_item";
+    cl_kernel k = sm_kernel(args, name, total > INT32_MAX);
+    if (!k) return CG_OP_ERROR;
+    cl_mem px = (cl_mem)args->in[0], py = (cl_mem)args->out[0];
+    cl_mem pm = has_mask ? (cl_mem)args->in[1] : px; /* never read without a mask */
+    cl_int hm = has_mask, lo = log_out;
+    cl_long ls = slices, ln = n, li = inner, lmst = ms[axis];
+    if (sm_arg(args, k, name, 0, sizeof px, &px) || sm_arg(args, k, name, 1, sizeof py, &py) ||
+        sm_arg(args, k, name, 2, sizeof pm, &pm) || sm_arg(args, k, name, 3, sizeof hm, &hm) ||
+        sm_arg(args, k, name, 4, sizeof ls, &ls) || sm_arg(args, k, name, 5, sizeof ln, &ln) ||
+        sm_arg(args, k, name, 6, sizeof li, &li) || sm_arg(args, k, name, 7, sizeof lmst, &lmst) ||
+        sm_arg(args, k, name, 8, sizeof ond, &ond) || sm_arg(args, k, name, 9, sizeof od, &od) ||
+        sm_arg(args, k, name, 10, sizeof oms, &oms) ||
+        sm_arg(args, k, name, 11, sizeof ind, &ind) || sm_arg(args, k, name, 12, sizeof id, &id) ||
+        sm_arg(args, k, name, 13, sizeof ims, &ims) || sm_arg(args, k, name, 14, sizeof lo, &lo))
+        return CG_OP_ERROR;
+    size_t local = sm_max_local(args, k), global;
+    if (use_wg) {
+        /* No wider than the slice needs (a power of two >= 32). */
+        while (local > 32 && (int64_t)local / 2 >= n) local /= 2;
+        if (sm_arg(args, k, name, 15, local * sizeof(cl_float), NULL)) return CG_OP_ERROR;
+        global = (size_t)slices * local;
+    } else {
+        global = (size_t)slices;
+    }
+    return call->host->cl_launch(args, k, 1, &global, &local);
+}
+
+static cg_op_status softmax_cl(const cg_kernel_args *a) { return softmax_cl_common(a, 0); }
+static cg_op_status log_softmax_cl(const cg_kernel_args *a) { return softmax_cl_common(a, 1); }
+
+/* ---- conformance cases ---- */
+
+/* A compact conformance case: up to 2 inputs of up to 4 dims. */
+typedef struct sm_case_in {
+    cg_op_dtype dt;
+    int nd;
+    int64_t d[4];
+    double lo, hi;
+} sm_case_in;
+
+typedef struct sm_case {
+    int n_in;
+    sm_case_in in[2];
+    const char *attrs;
+} sm_case;
+
+static void sm_fill_case(const sm_case *t, int n_out, cg_conform_case *c) {
+    uint32_t ss = c->struct_size;
+    memset(c, 0, sizeof *c);
+    c->struct_size = ss;
+    c->n_inputs = t->n_in;
+    c->n_outputs = n_out;
+    c->attrs = t->attrs;
+    for (int i = 0; i < t->n_in; i++) {
+        c->inputs[i].dtype = t->in[i].dt;
+        c->inputs[i].ndim = t->in[i].nd;
+        for (int j = 0; j < t->in[i].nd; j++) c->inputs[i].dims[j] = t->in[i].d[j];
+        c->lo[i] = t->in[i].lo;
+        c->hi[i] = t->in[i].hi;
+    }
+}
+
+#define D(...) {__VA_ARGS__}
+/* x f32 in [-2, 2] (or [-30, 30] where noted), no mask. */
+#define SM_X(nd, d, attrs) {1, {{CG_OP_F32, nd, d, -2, 2}}, attrs}
+/* x with an i32 mask of 0s and 1s. */
+#define SM_XM(nd, d, mnd, md, attrs) \
+    {2, {{CG_OP_F32, nd, d, -2, 2}, {CG_OP_I32, mnd, md, 0, 1}}, attrs}
+
+/*
+ * Smallest first: single elements, short rows (one work-item per slice),
+ * axes other than the last, masks of x's shape and broadcast masks (a
+ * [B, 1] mask masks whole rows, so some slices have no valid position), a
+ * 0-d mask, long rows (one work-group per slice), and an inner axis with few
+ * slices (work-group over a strided slice).
+ */
+static const sm_case sm_cases[] = {
+    SM_X(1, D(1), NULL),
+    SM_X(1, D(3), NULL),
+    SM_XM(1, D(3), 1, D(3), NULL),
+    SM_X(2, D(2, 17), NULL),
+    SM_X(2, D(17, 3), "axis: 0"),
+    SM_XM(2, D(3, 5), 0, D(0), NULL),
+    SM_XM(2, D(8, 5), 2, D(8, 1), NULL),
+    SM_XM(2, D(8, 5), 1, D(5), "axis: 0"),
+    SM_X(3, D(2, 3, 5), "axis: 1"),
+    SM_XM(3, D(2, 3, 5), 2, D(3, 1), "axis: 1"),
+    SM_XM(3, D(2, 3, 5), 3, D(2, 3, 5), "axis: -3"),
+    SM_XM(4, D(2, 3, 4, 5), 4, D(2, 1, 4, 1), "axis: 2"),
+    {1, {{CG_OP_F32, 2, D(4, 17), -30, 30}}, NULL},
+    SM_XM(3, D(2, 4, 257), 3, D(2, 1, 257), NULL),
+    SM_XM(2, D(16, 257), 2, D(16, 1), NULL),
+    SM_X(2, D(4, 1000), NULL),
+    SM_XM(2, D(4, 1000), 2, D(4, 1000), NULL),
+    SM_X(2, D(1000, 3), "axis: 0"),
+    SM_X(2, D(3, 1000), "axis: 0"),
+    SM_XM(3, D(10, 1000, 3), 2, D(1000, 1), "axis: 1"),
+    SM_X(2, D(100, 1000), NULL),
+    SM_XM(2, D(100, 1000), 2, D(100, 1), NULL),
+};
+
+static int32_t softmax_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= (int32_t)(sizeof sm_cases / sizeof sm_cases[0])) return 0;
+    sm_fill_case(&sm_cases[index], 1, c);
+    return 1;
+}
+
 static const cg_kernel_def softmax_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, softmax_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, softmax_cl},
 };
 static const cg_kernel_def log_softmax_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, log_softmax_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, log_softmax_cl},
 };
 static const char *const softmax_inputs[] = {"x", "mask", NULL};
 
@@ -160,7 +354,7 @@ const cg_op_def cg_op_softmax = {
     .name = "softmax",
     .doc = "Softmax of f32 x along axis (default -1): exp(x - max) / sum(exp(x - "
            "max)), with the maximum subtracted for stability and the sum kept in "
-           "double precision. Optional i32 mask, the same shape as x or "
+           "double precision (single precision on OpenCL devices). Optional i32 mask, the same shape as x or "
            "broadcastable to it (NumPy rules): mask != 0 marks valid positions; "
            "invalid ones are left out of the max and the sum and give 0. A slice "
            "with no valid position (or whose valid entries are all -inf) gives "
@@ -170,14 +364,16 @@ const cg_op_def cg_op_softmax = {
     .input_names = softmax_inputs,
     .attrs = softmax_attrs, .n_attrs = 1,
     .infer = softmax_infer,
-    .kernels = softmax_kernels, .n_kernels = 1,
+    .kernels = softmax_kernels, .n_kernels = 2,
+    .conform_case = softmax_conform,
 };
 
 const cg_op_def cg_op_log_softmax = {
     .struct_size = sizeof(cg_op_def),
     .name = "log_softmax",
     .doc = "Logarithm of softmax of f32 x along axis (default -1), computed as x "
-           "- (max + log(sum(exp(x - max)))) in double precision. Optional i32 "
+           "- (max + log(sum(exp(x - max)))) in double precision (single precision "
+           "on OpenCL devices). Optional i32 "
            "mask, the same shape as x or broadcastable to it: mask != 0 marks "
            "valid positions; invalid ones give -inf. A slice with no valid "
            "position (or whose valid entries are all -inf) gives all -inf. A NaN "
@@ -186,7 +382,8 @@ const cg_op_def cg_op_log_softmax = {
     .input_names = softmax_inputs,
     .attrs = softmax_attrs, .n_attrs = 1,
     .infer = log_softmax_infer,
-    .kernels = log_softmax_kernels, .n_kernels = 1,
+    .kernels = log_softmax_kernels, .n_kernels = 2,
+    .conform_case = softmax_conform,
 };
 
 /* ---- length_mask(lengths i32[B], like [B, S, ...]) -> i32[B, S] ---- */
@@ -226,8 +423,45 @@ static cg_op_status length_mask_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+static cg_op_status length_mask_cl(const cg_kernel_args *a) {
+    static const char name[] = "length_mask";
+    int64_t b = a->call->outputs[0].dims[0], s = a->call->outputs[0].dims[1], total = b * s;
+    if (total == 0) return CG_OP_OK;
+    cl_kernel k = sm_kernel(a, name, total > INT32_MAX);
+    if (!k) return CG_OP_ERROR;
+    cl_mem len = (cl_mem)a->in[0], out = (cl_mem)a->out[0];
+    cl_long lt = total, ls = s;
+    if (sm_arg(a, k, name, 0, sizeof len, &len) || sm_arg(a, k, name, 1, sizeof out, &out) ||
+        sm_arg(a, k, name, 2, sizeof lt, &lt) || sm_arg(a, k, name, 3, sizeof ls, &ls))
+        return CG_OP_ERROR;
+    size_t global = (size_t)total, local = sm_max_local(a, k);
+    return a->call->host->cl_launch(a, k, 1, &global, &local);
+}
+
+/* Lengths in [0, S] (the CPU kernel rejects others); like's values are
+ * unused. */
+#define LM(b, s) {2, {{CG_OP_I32, 1, D(b), 0, s}, {CG_OP_F32, 2, D(b, s), -2, 2}}, NULL}
+static const sm_case lm_cases[] = {
+    LM(1, 1),
+    LM(3, 3),
+    LM(3, 17),
+    LM(17, 3),
+    {2, {{CG_OP_I32, 1, D(2), 0, 5}, {CG_OP_F32, 3, D(2, 5, 4), -2, 2}}, NULL},
+    {2, {{CG_OP_I32, 1, D(5), 0, 7}, {CG_OP_I32, 3, D(5, 7, 3), 0, 9}}, NULL},
+    LM(257, 3),
+    LM(4, 1000),
+    LM(100, 1000),
+};
+
+static int32_t length_mask_conform(int32_t index, cg_conform_case *c) {
+    if (index < 0 || index >= (int32_t)(sizeof lm_cases / sizeof lm_cases[0])) return 0;
+    sm_fill_case(&lm_cases[index], 1, c);
+    return 1;
+}
+
 static const cg_kernel_def length_mask_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, length_mask_cpu},
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, length_mask_cl},
 };
 static const char *const length_mask_inputs[] = {"lengths", "like", NULL};
 
@@ -237,9 +471,12 @@ const cg_op_def cg_op_length_mask = {
     .doc = "Builds a padding mask from sequence lengths: for i32 lengths [B] and "
            "a tensor like [B, S, ...] of any dtype (only its shape is used), "
            "output i32 [B, S] with out[b, s] = 1 if s < lengths[b] else 0. A "
-           "length below 0 or above S is a run-time error naming the batch row.",
+           "length below 0 or above S is a run-time error naming the batch row on "
+           "the CPU; the OpenCL kernel cannot report it and gives a row of 0s for "
+           "a negative length and a row of 1s for one above S.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = length_mask_inputs,
     .infer = length_mask_infer,
-    .kernels = length_mask_kernels, .n_kernels = 1,
+    .kernels = length_mask_kernels, .n_kernels = 2,
+    .conform_case = length_mask_conform,
 };

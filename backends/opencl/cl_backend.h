@@ -54,8 +54,9 @@ const cg_cl_info *cg_cl_device_info(int i);
  * listing the devices. */
 cg_status cg_cl_device_find(const char *spec, int *index);
 
-/* Opens device i: context and in-order queue, created once per process and
- * shared (reference counted). */
+/* Opens device i: context and in-order queue, created on the first open and
+ * shared by every opener (reference counted; thread-safe). The last release
+ * frees the queue, the context and the device's programs and kernels. */
 cg_status cg_cl_device_open(int i, cg_cl_device **out);
 void cg_cl_device_release(cg_cl_device *d);
 
@@ -83,13 +84,28 @@ cg_status cg_cl_finish(cg_cl_device *d);
  * options, name), and as a binary on disk under cg_cl_cache_dir() keyed by
  * the source hash, options, device name, driver and platform version; files
  * are written atomically and a stale or damaged entry is silently rebuilt
- * from source. A build failure's message carries the build log. */
+ * from source. A build failure's message carries the build log.
+ * The kernel object belongs to the device (do not release it) and is the
+ * same object for every caller asking for the same (source, options, name):
+ * OpenCL kernel arguments are state on that object, so callers that launch
+ * it from several threads must serialise clSetKernelArg + cg_cl_launch. */
 cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name,
                        cl_kernel *out);
 
 /* The binary cache directory: $CLGRAPH_CACHE_DIR, else
- * $XDG_CACHE_HOME/clgraph, else $HOME/.cache/clgraph. */
+ * $XDG_CACHE_HOME/clgraph, else $HOME/.cache/clgraph; "" when none can be
+ * determined (then nothing is cached on disk). Read once per process. The
+ * directory may not exist yet: see cg_cl_cache_dir_ready(). */
 const char *cg_cl_cache_dir(void);
+
+/* Creates cg_cl_cache_dir() if needed (mkdir -p); 1 when it exists and is
+ * writable afterwards, 0 otherwise (then skip caching; it is not an error). */
+int cg_cl_cache_dir_ready(void);
+
+/* Writes data to cg_cl_cache_dir()/name (a plain file name, no '/')
+ * atomically: a temporary file in the same directory, fsync, rename. 0 on
+ * success, -1 otherwise; never sets an error (caching is best effort). */
+int cg_cl_cache_write(const char *name, const void *data, size_t len);
 
 /* Counters of the program cache since start (for tests and `bench`). */
 typedef struct cg_cl_cache_stats {
@@ -102,7 +118,10 @@ typedef struct cg_cl_cache_stats {
 void cg_cl_cache_stats_get(cg_cl_cache_stats *out);
 
 /* Enqueues a kernel; global sizes are rounded up to multiples of local (when
- * given). `what` names the kernel in messages. */
+ * given; the kernel must guard the padding work-items) and the local size is
+ * checked against the device's and the kernel's maximum work-group size. A
+ * zero global size enqueues nothing. `what` names the kernel in messages
+ * (NULL: its function name). */
 cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *global,
                        const size_t *local, const char *what);
 

@@ -291,6 +291,28 @@ CG_API cg_status cg_model_describe(const cg_model *m, char **out);
  */
 CG_API cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out);
 
+/** Options of cg_plan_create_ex; zero-initialise, then set what you need. */
+typedef struct cg_plan_options {
+    /**
+     * Where the graph runs: "cpu" (the default when NULL), "opencl:N", or a
+     * case-insensitive substring of an OpenCL device, vendor or platform
+     * name (see cg_device_describe).
+     */
+    const char *device;
+} cg_plan_options;
+
+/**
+ * Like cg_plan_create, on the device the options name. Every node runs on
+ * that device; an op without a kernel there runs as its decomposition, and
+ * one with neither is an error naming the node and the device. Parameters
+ * are uploaded to the device once.
+ */
+CG_API cg_status cg_plan_create_ex(cg_model *m, const char *graph_name,
+                                   const cg_plan_options *opt, cg_plan **out);
+
+/** The device a plan runs on, e.g. "cpu" or "opencl:0 (NAME)". */
+CG_API const char *cg_plan_device(const cg_plan *p);
+
 /** Frees a plan (NULL is ignored). */
 CG_API void cg_plan_free(cg_plan *p);
 
@@ -305,6 +327,70 @@ CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names,
 
 /** Bytes of the plan's arena for the last bound shapes (buffer reuse). */
 CG_API size_t cg_plan_arena_bytes(const cg_plan *p);
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                             */
+
+/**
+ * Number of devices: 1 (the CPU, "cpu") plus every OpenCL device
+ * ("opencl:0", ...). OpenCL devices are enumerated once per process; with no
+ * ICD or platform there are none and cg_device_note() says why.
+ */
+CG_API int cg_device_count(void);
+
+/**
+ * Describes device i in one line for listings ("opencl:0  NAME  platform ...")
+ * into buf; returns its stable name ("cpu", "opencl:0") or NULL if i is out of
+ * range. The name stays valid for the process.
+ */
+CG_API const char *cg_device_describe(int i, char *buf, size_t size);
+
+/** Why no OpenCL device is available, or NULL when some are. */
+CG_API const char *cg_device_note(void);
+
+/* ------------------------------------------------------------------ */
+/* Conformance                                                         */
+
+/** Outcome of one operator on one device. */
+typedef enum cg_conform_result {
+    CG_CONFORM_PASS = 0,      /**< every case within tolerance */
+    CG_CONFORM_FAIL = 1,      /**< a case differed or a kernel failed */
+    CG_CONFORM_NO_KERNEL = 2, /**< the op has no kernel for the device (not a failure) */
+    CG_CONFORM_NO_CASES = 3   /**< the op declares no conformance cases */
+} cg_conform_result;
+
+/** One row of a conformance report. */
+typedef struct cg_conform_row {
+    const char *op;           /**< operator name */
+    const char *plugin;       /**< the plugin that provides it */
+    const char *device;       /**< stable device name, e.g. "opencl:0" */
+    int cases_run;            /**< cases compared */
+    int cases_skipped;        /**< cases skipped by the quick option */
+    double max_abs_error;     /**< largest |device - cpu| over all outputs */
+    cg_conform_result result; /**< the verdict */
+    const char *message;      /**< the first failure, or "" */
+    const char *shapes;       /**< the input shapes tried, e.g. "f32[1], f32[17, 3]" */
+} cg_conform_row;
+
+/** Receives each row as soon as it is known. */
+typedef void (*cg_conform_fn)(const cg_conform_row *row, void *user);
+
+/** Options of a conformance run; zero-initialise, then set what you need. */
+typedef struct cg_conform_options {
+    const char *op;      /**< only this operator, or NULL for all */
+    const char *device;  /**< a device spec ("opencl:1", a name substring), NULL for all */
+    int quick;           /**< skip cases with more than 4096 elements in a tensor */
+    uint64_t seed;       /**< random seed (0 = fixed default) */
+} cg_conform_options;
+
+/**
+ * Runs every conformance case of every operator (built-in and from loaded
+ * plugins) on each selected OpenCL device against the op's CPU kernel on the
+ * same random inputs. `*n_failed` receives the number of failing rows.
+ * Returns an error only when the options are bad (unknown op or device).
+ */
+CG_API cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt, cg_conform_fn fn,
+                            void *user, int *n_failed);
 
 #ifdef __cplusplus
 }

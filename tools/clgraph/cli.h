@@ -12,6 +12,7 @@ typedef struct cli_opts {
     const char *weights;      /* --weights */
     const char *graph;        /* --graph */
     const char *output;       /* --output */
+    const char *device;       /* --device */
     int in_place;             /* --in-place (fmt) */
     int n_inputs;
     char *input_names[64];    /* --input NAME=FILE */
@@ -37,5 +38,7 @@ int cli_run(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_fmt(int argc, char **argv);
 int cli_ops(int argc, char **argv);
+int cli_devices(int argc, char **argv);
+int cli_conform(int argc, char **argv);
 
 #endif

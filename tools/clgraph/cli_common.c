@@ -51,6 +51,7 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         else if (!strcmp(key, "weights")) o->weights = val;
         else if (!strcmp(key, "graph")) o->graph = val;
         else if (!strcmp(key, "output")) o->output = val;
+        else if (!strcmp(key, "device")) o->device = val;
         else if (!strcmp(key, "plugin")) {
             if (o->n_plugins == 32) {
                 fprintf(stderr, "clgraph %s: at most 32 --plugin options\n", cmd);

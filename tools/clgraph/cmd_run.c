@@ -41,7 +41,7 @@ static void print_tensor(const char *name, const cg_tensor *t) {
 
 int cli_run(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, "weights,graph,input,output", &o);
+    int rc = cli_parse(argc, argv, "weights,graph,input,output,device", &o);
     if (rc) {
         cli_opts_free(&o);
         return rc;
@@ -63,7 +63,8 @@ int cli_run(int argc, char **argv) {
         rc = cli_fail();
         goto done;
     }
-    if (cg_plan_create(m, o.graph, &plan)) {
+    cg_plan_options popt = {.device = o.device};
+    if (cg_plan_create_ex(m, o.graph, &popt, &plan)) {
         rc = cli_fail();
         goto done;
     }

@@ -16,11 +16,17 @@ static void usage(FILE *f) {
             "\n"
             "commands:\n"
             "  run MODEL.cg --weights W.safetensors --input NAME=FILE.npy ... [--graph NAME]\n"
-            "      [--output DIR]       run a graph; outputs go to DIR/NAME.npy, or are printed\n"
+            "      [--output DIR] [--device D]\n"
+            "                           run a graph; outputs go to DIR/NAME.npy, or are printed;\n"
+            "                           D is cpu (default), opencl:N or a device name substring\n"
             "  check MODEL.cg [--weights W.safetensors]\n"
             "                           verify a graph and print every value's dtype and shape\n"
             "  fmt MODEL.cg [--in-place] print a graph in canonical form\n"
             "  ops [NAME]               list the operators, or document one\n"
+            "  devices                  list the CPU and every OpenCL device\n"
+            "  conform [--op NAME] [--device D] [--quick] [--verbose] [--seed N]\n"
+            "                           run every operator's conformance cases on each OpenCL\n"
+            "                           device against its CPU kernel; exit 1 on any failure\n"
             "\n"
             "options for every command:\n"
             "  --plugin PATH            load an operator plugin (repeatable); the environment\n"
@@ -48,6 +54,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "check")) return cli_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
     if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
+    if (!strcmp(cmd, "devices")) return cli_devices(argc - 1, argv + 1);
+    if (!strcmp(cmd, "conform")) return cli_conform(argc - 1, argv + 1);
     fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);
     return CLI_USAGE;
 }

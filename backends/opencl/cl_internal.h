@@ -1,0 +1,68 @@
+/* Internals of the OpenCL backend shared by its source files, and hooks for
+ * its tests. Not part of the interface others code against (cl_backend.h). */
+#ifndef CG_BACKEND_OPENCL_INTERNAL_H
+#define CG_BACKEND_OPENCL_INTERNAL_H
+
+#include <pthread.h>
+
+#include "backends/opencl/cl_backend.h"
+
+typedef struct cg_cl_kernel_entry {
+    char *name;
+    cl_kernel kernel;
+    struct cg_cl_kernel_entry *next;
+} cg_cl_kernel_entry;
+
+/* One built program of a device's in-memory cache, keyed by its source
+ * text and build options (compared in full: no hash collisions). */
+typedef struct cg_cl_program_entry {
+    size_t source_len;
+    char *source;
+    char *options;   /* the caller's options, without -cl-std */
+    cl_program program;
+    cg_cl_kernel_entry *kernels;
+    struct cg_cl_program_entry *next;
+} cg_cl_program_entry;
+
+struct cg_cl_device {
+    int index;
+    int refs;                  /* guarded by the open/release lock in cl_device.c */
+    const cg_cl_info *info;
+    cl_context context;
+    cl_command_queue queue;
+    size_t max_item[3];        /* CL_DEVICE_MAX_WORK_ITEM_SIZES */
+    char label[320];           /* "opencl:0 (NAME)" */
+    pthread_mutex_t mu;        /* guards programs (and its kernels) */
+    cg_cl_program_entry *programs;
+};
+
+/* Sets the message "LABEL: CALL failed: CL_NAME" (call is e.g.
+ * "clEnqueueNDRangeKernel(softmax)") and returns s. */
+cg_status cg_cl_fail(const cg_cl_device *d, cg_status s, const char *call, cl_int err);
+
+/* Releases every program and kernel of the device's in-memory cache (the
+ * device stays open). Used at release and by tests. */
+void cg_cl_program_cache_clear(cg_cl_device *d);
+
+/* mkdir -p; returns 0 when the directory exists afterwards. */
+int cg_cl_mkdir_p(const char *dir);
+
+/* 64-bit FNV-1a, continued from h (start with CG_FNV_BASIS). */
+#define CG_FNV_BASIS 0xcbf29ce484222325ULL
+uint64_t cg_cl_fnv1a(uint64_t h, const void *data, size_t n);
+
+/* ---- test hooks ---- */
+
+/* Forgets the cached cache directory so the next cg_cl_cache_dir() reads
+ * the environment again. */
+void cg_cl_test_reset_cache_dir(void);
+
+/* Drops the in-memory program cache of d (as if the process restarted, with
+ * the device still open). */
+void cg_cl_test_drop_memory_cache(cg_cl_device *d);
+
+/* The path of the disk cache entry of (source, options) on d; 0 on success. */
+int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char *options,
+                          char *buf, size_t size);
+
+#endif

@@ -1,0 +1,267 @@
+/* SGEMM kernels of the OpenCL backend (OpenCL C 1.2, float only, no
+ * extensions). cl_gemm.c builds this source twice with different options:
+ *
+ *   -DCG_GEMV -DGEMV_LK=.. -DGEMV_ROWS=.. -DGEMV_CR=.. -DGEMV_CK=.. -DGEMV_CV=..
+ *       cg_gemv_rows, cg_gemv_cols (matrix-vector products for m == 1 or
+ *       n == 1) and cg_gemm_scale (C = beta C, for k == 0 or alpha == 0);
+ *   -DCG_GEMM_TM=.. -DCG_GEMM_TN=.. -DCG_GEMM_TK=.. -DCG_GEMM_WM=.. -DCG_GEMM_WN=..
+ *       cg_gemm_tiled, a local-memory tiled GEMM for any M, N, K.
+ *
+ * Every index is an element (float) index that the host has checked to fit
+ * in an int. beta == 0 never reads C, so NaN or garbage there is overwritten. */
+
+#ifdef CG_GEMV
+
+/* y[r] = alpha * sum_p W[w_off + r*rs + p*ps] * x[x_off + p*incx] + beta * y[y_off + r*incy]
+ * for r < R: a work-group of GEMV_LK x GEMV_ROWS items handles GEMV_ROWS rows,
+ * GEMV_LK items (a power of two) sharing each row's dot product.
+ * vec: 2 = float4 loads through aligned pointers (ps == incx == 1, and
+ * w_off, rs, x_off multiples of 4), 1 = vload4 (ps == incx == 1, any
+ * alignment), 0 = scalar strided loads. */
+#if GEMV_RV == 16
+#define floatR float16
+#define vloadR vload16
+#define HSUM_R(v) hsum4((v).s0123 + (v).s4567 + (v).s89ab + (v).scdef)
+#elif GEMV_RV == 8
+#define floatR float8
+#define vloadR vload8
+#define HSUM_R(v) hsum4((v).lo + (v).hi)
+#else
+#define floatR float4
+#define vloadR vload4
+#define HSUM_R(v) hsum4(v)
+#endif
+
+inline float hsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
+
+__kernel __attribute__((reqd_work_group_size(GEMV_LK, GEMV_ROWS, 1)))
+void cg_gemv_rows(const int R, const int K, const float alpha, const float beta,
+                  __global const float *W, const int w_off, const int rs, const int ps,
+                  __global const float *x, const int x_off, const int incx,
+                  __global float *y, const int y_off, const int incy, const int vec)
+{
+    __local float part[GEMV_ROWS][GEMV_LK];
+    const int lk = get_local_id(0), lr = get_local_id(1);
+    const int r = get_group_id(1) * GEMV_ROWS + lr;
+    float acc = 0.0f;
+    if (r < R) {
+        __global const float *w = W + w_off + r * rs;
+        __global const float *xv = x + x_off;
+        if (vec != 0) {
+            const int KV = K / GEMV_RV;
+            floatR av = (floatR)(0.0f);
+            if (vec == 2) {
+                __global const floatR *wv = (__global const floatR *)w;
+                __global const floatR *xvv = (__global const floatR *)xv;
+                for (int q = lk; q < KV; q += GEMV_LK) av = mad(wv[q], xvv[q], av);
+            } else {
+                for (int q = lk; q < KV; q += GEMV_LK) av = mad(vloadR(q, w), vloadR(q, xv), av);
+            }
+            acc = HSUM_R(av);
+            for (int p = KV * GEMV_RV + lk; p < K; p += GEMV_LK) acc = mad(w[p], xv[p], acc);
+        } else {
+            for (int p = lk; p < K; p += GEMV_LK) acc = mad(w[p * ps], xv[p * incx], acc);
+        }
+    }
+#if GEMV_LK > 1
+    part[lr][lk] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = GEMV_LK / 2; s > 0; s >>= 1) {
+        if (lk < s) part[lr][lk] += part[lr][lk + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    acc = part[lr][0];
+#endif
+    if (lk == 0 && r < R) {
+        const int yi = y_off + r * incy;
+        const float v = alpha * acc;
+        y[yi] = beta == 0.0f ? v : mad(beta, y[yi], v);
+    }
+}
+
+/* The same product when W is contiguous along r (rs == 1): each item owns
+ * GEMV_CV (4, 8 or 16) consecutive outputs, read as one vector per p
+ * (coalesced across items on GPUs, whole cache lines per item on CPUs);
+ * GEMV_CK items (a power of two) split p and add up in local memory.
+ * vec: 2 = aligned vector pointers (w_off and ps multiples of GEMV_CV),
+ * 1 = vloadn. */
+#if GEMV_CV == 16
+#define floatV float16
+#define vloadV vload16
+#define vstoreV vstore16
+#elif GEMV_CV == 8
+#define floatV float8
+#define vloadV vload8
+#define vstoreV vstore8
+#else
+#define floatV float4
+#define vloadV vload4
+#define vstoreV vstore4
+#endif
+
+__kernel __attribute__((reqd_work_group_size(GEMV_CR, GEMV_CK, 1)))
+void cg_gemv_cols(const int R, const int K, const float alpha, const float beta,
+                  __global const float *W, const int w_off, const int ps,
+                  __global const float *x, const int x_off, const int incx,
+                  __global float *y, const int y_off, const int incy, const int vec)
+{
+    __local floatV part[GEMV_CK][GEMV_CR];
+    const int lr = get_local_id(0), lk = get_local_id(1);
+    const int r0 = (get_group_id(0) * GEMV_CR + lr) * GEMV_CV;
+    floatV acc = (floatV)(0.0f);
+    if (r0 < R) {
+        __global const float *w = W + w_off + r0;
+        __global const float *xv = x + x_off;
+        if (r0 + GEMV_CV <= R) {
+            if (vec == 2) {
+                for (int p = lk; p < K; p += GEMV_CK)
+                    acc = mad(*(__global const floatV *)(w + p * ps), (floatV)(xv[p * incx]), acc);
+            } else {
+                for (int p = lk; p < K; p += GEMV_CK)
+                    acc = mad(vloadV(0, w + p * ps), (floatV)(xv[p * incx]), acc);
+            }
+        } else {
+            const int left = R - r0; /* 1 .. GEMV_CV - 1 */
+            float t[GEMV_CV];
+            for (int q = 0; q < GEMV_CV; q++) t[q] = 0.0f;
+            for (int p = lk; p < K; p += GEMV_CK) {
+                const float xp = xv[p * incx];
+                __global const float *wp = w + p * ps;
+                for (int q = 0; q < left; q++) t[q] = mad(wp[q], xp, t[q]);
+            }
+            acc = vloadV(0, t);
+        }
+    }
+#if GEMV_CK > 1
+    part[lk][lr] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = GEMV_CK / 2; s > 0; s >>= 1) {
+        if (lk < s) part[lk][lr] += part[lk + s][lr];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    acc = part[0][lr];
+#endif
+    if (lk == 0 && r0 < R) {
+        float vs[GEMV_CV];
+        vstoreV(alpha * acc, 0, vs);
+        const int left = min(R - r0, GEMV_CV);
+        for (int q = 0; q < left; q++) {
+            const int yi = y_off + (r0 + q) * incy;
+            y[yi] = beta == 0.0f ? vs[q] : mad(beta, y[yi], vs[q]);
+        }
+    }
+}
+
+/* C[i, j] = beta * C[i, j] for i < M, j < N (0 when beta == 0, NaN or not). */
+__kernel void cg_gemm_scale(const int M, const int N, const float beta,
+                            __global float *C, const int c_off, const int ldc)
+{
+    const int j = get_global_id(0), i = get_global_id(1);
+    if (i < M && j < N) {
+        const int ci = c_off + i * ldc + j;
+        C[ci] = beta == 0.0f ? 0.0f : beta * C[ci];
+    }
+}
+
+#endif /* CG_GEMV */
+
+#ifdef CG_GEMM_TM
+
+#define TM CG_GEMM_TM
+#define TN CG_GEMM_TN
+#define TK CG_GEMM_TK
+#define WM CG_GEMM_WM
+#define WN CG_GEMM_WN
+#define TMT (TM / WM) /* items along M: local dimension 1 */
+#define TNT (TN / WN) /* items along N: local dimension 0 */
+#define NT (TMT * TNT)
+
+/* An item's WN consecutive columns are one vector. */
+#if WN == 8
+#define floatW float8
+#define vloadW vload8
+#define vstoreW vstore8
+#elif WN == 4
+#define floatW float4
+#define vloadW vload4
+#define vstoreW vstore4
+#elif WN == 2
+#define floatW float2
+#define vloadW vload2
+#define vstoreW vstore2
+#elif WN == 1
+#define floatW float
+#define vloadW(i, p) ((p)[i])
+#define vstoreW(v, i, p) ((p)[i] = (v))
+#else
+#error "CG_GEMM_WN must be 1, 2, 4 or 8"
+#endif
+
+/* C = alpha op(A) op(B) + beta C, row-major, with op folded into strides:
+ * op(A)[i, p] = A[a_off + i*a_si + p*a_sp], op(B)[p, j] = B[b_off + p*b_sp + j*b_sj].
+ * A work-group computes a TM x TN tile of C; item (tx, ty) computes rows
+ * ty + r*TMT (r < WM) by the WN consecutive columns tx*WN.., kept as
+ * vectors. TK-deep slices of op(A) and op(B) go through local memory,
+ * zero-filled past M, N and K. */
+__kernel __attribute__((reqd_work_group_size(TNT, TMT, 1)))
+void cg_gemm_tiled(const int M, const int N, const int K, const float alpha, const float beta,
+                   __global const float *A, const int a_off, const int a_si, const int a_sp,
+                   __global const float *B, const int b_off, const int b_sp, const int b_sj,
+                   __global float *C, const int c_off, const int ldc)
+{
+    __local float As[TK][TM + 1];
+    __local float Bs[TK][TN];
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    const int tid = ty * TNT + tx;
+    const int i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
+
+    floatW acc[WM];
+    for (int wm = 0; wm < WM; wm++) acc[wm] = (floatW)(0.0f);
+
+    for (int p0 = 0; p0 < K; p0 += TK) {
+        /* Consecutive items read consecutive addresses of whichever
+         * dimension is contiguous in memory. */
+        if (a_sp == 1) {
+            for (int l = tid; l < TM * TK; l += NT) {
+                const int ii = l / TK, pp = l % TK, gi = i0 + ii, gp = p0 + pp;
+                As[pp][ii] = (gi < M && gp < K) ? A[a_off + gi * a_si + gp] : 0.0f;
+            }
+        } else {
+            for (int l = tid; l < TM * TK; l += NT) {
+                const int ii = l % TM, pp = l / TM, gi = i0 + ii, gp = p0 + pp;
+                As[pp][ii] = (gi < M && gp < K) ? A[a_off + gi * a_si + gp * a_sp] : 0.0f;
+            }
+        }
+        if (b_sj == 1) {
+            for (int l = tid; l < TN * TK; l += NT) {
+                const int jj = l % TN, pp = l / TN, gj = j0 + jj, gp = p0 + pp;
+                Bs[pp][jj] = (gj < N && gp < K) ? B[b_off + gp * b_sp + gj] : 0.0f;
+            }
+        } else {
+            for (int l = tid; l < TN * TK; l += NT) {
+                const int jj = l / TK, pp = l % TK, gj = j0 + jj, gp = p0 + pp;
+                Bs[pp][jj] = (gj < N && gp < K) ? B[b_off + gp * b_sp + gj * b_sj] : 0.0f;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int pp = 0; pp < TK; pp++) {
+            const floatW bv = vloadW(tx, &Bs[pp][0]);
+            for (int wm = 0; wm < WM; wm++) acc[wm] = mad((floatW)(As[pp][ty + wm * TMT]), bv, acc[wm]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    const int jb = j0 + tx * WN;
+    for (int wm = 0; wm < WM; wm++) {
+        const int i = i0 + ty + wm * TMT;
+        if (i >= M) break;
+        float vs[WN];
+        vstoreW(alpha * acc[wm], 0, vs);
+        for (int q = 0; q < WN && jb + q < N; q++) {
+            const int ci = c_off + i * ldc + jb + q;
+            C[ci] = beta == 0.0f ? vs[q] : mad(beta, C[ci], vs[q]);
+        }
+    }
+}
+
+#endif /* CG_GEMM_TM */

@@ -1,0 +1,96 @@
+/* Matrix products: a tiled batched GEMM for broadcasting matmul with many
+ * small matrices, and the fills used around host->cl_sgemm (bias rows,
+ * zeros for K = 0). Large products go through host->cl_sgemm.
+ *
+ * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
+ * has 2^31 elements or more), -DIDX8=int8 or long8 to match; for bmm also
+ * -DTS=<tile side> -DTA=0|1 -DTB=0|1. */
+
+#ifndef IDX
+#define IDX int
+#define IDX8 int8
+#endif
+
+/* y[i] = 0 for i < total. */
+__kernel void fill_zero(__global float *y, IDX total) {
+    IDX i = (IDX)get_global_id(0);
+    if (i < total) y[i] = 0.0f;
+}
+
+/* y[r, j] = b[j] for r < total / n, j < n: the bias of every row. */
+__kernel void fill_bias(__global float *y, __global const float *b, IDX total, IDX n) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= total) return;
+    IDX r = i / n;
+    y[i] = b[i - r * n];
+}
+
+#ifdef TS
+static IDX vec_at(IDX8 v, int k) {
+    switch (k) {
+    case 0: return v.s0;
+    case 1: return v.s1;
+    case 2: return v.s2;
+    case 3: return v.s3;
+    case 4: return v.s4;
+    case 5: return v.s5;
+    case 6: return v.s6;
+    default: return v.s7;
+    }
+}
+
+/* C[z] = op(A[z]) op(B[z]) for every batch z = get_global_id(2), with C
+ * [batch, M, N] contiguous; A[z] is [M, K] ([K, M] with TA) at the offset
+ * sum_d idx_d * astr_d, where idx is z's row-major index in the `nb` batch
+ * dims `bdims` (a stride is 0 where the operand broadcasts); B[z] is [K, N]
+ * ([N, K] with TB) likewise with bstr. One work-item per element of C, a
+ * TS x TS tile per work-group, K walked in TS steps through local memory;
+ * every load runs along contiguous memory for each transpose variant. */
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
+void bmm(__global const float *A, __global const float *B, __global float *C, IDX M, IDX N,
+         IDX K, int nb, IDX8 bdims, IDX8 astr, IDX8 bstr) {
+    __local float As[TS][TS + 1]; /* As[k][r] = A(row0 + r, t + k) */
+    __local float Bs[TS][TS + 1]; /* Bs[k][c] = B(t + k, col0 + c) */
+    const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    const IDX col0 = (IDX)get_group_id(0) * TS, row0 = (IDX)get_group_id(1) * TS;
+    const IDX z = (IDX)get_global_id(2);
+    IDX rem = z, aoff = 0, boff = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        IDX n = vec_at(bdims, d);
+        IDX q = rem / n, j = rem - q * n;
+        aoff += j * vec_at(astr, d);
+        boff += j * vec_at(bstr, d);
+        rem = q;
+    }
+    float acc = 0.0f;
+    for (IDX t = 0; t < K; t += TS) {
+#if TA
+        { /* A is [K, M]: contiguous along the row index */
+            IDX r = row0 + lx, k = t + ly;
+            As[ly][lx] = (r < M && k < K) ? A[aoff + k * M + r] : 0.0f;
+        }
+#else
+        { /* A is [M, K]: contiguous along k */
+            IDX r = row0 + ly, k = t + lx;
+            As[lx][ly] = (r < M && k < K) ? A[aoff + r * K + k] : 0.0f;
+        }
+#endif
+#if TB
+        { /* B is [N, K]: contiguous along k */
+            IDX c = col0 + ly, k = t + lx;
+            Bs[lx][ly] = (c < N && k < K) ? B[boff + c * K + k] : 0.0f;
+        }
+#else
+        { /* B is [K, N]: contiguous along the column index */
+            IDX c = col0 + lx, k = t + ly;
+            Bs[ly][lx] = (c < N && k < K) ? B[boff + k * N + c] : 0.0f;
+        }
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < TS; k++) acc += As[k][ly] * Bs[k][lx];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const IDX row = row0 + ly, col = col0 + lx;
+    if (row < M && col < N) C[z * M * N + row * N + col] = acc;
+}
+#endif

@@ -1,0 +1,89 @@
+/* Data movement of 4-byte elements (f32 and i32 copied as uint): block
+ * copies for concat and slice, and strided copies for transpose.
+ *
+ * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
+ * has 2^31 elements or more), -DIDX8=int8 or long8 to match; for
+ * transpose_tiled also -DTILE=<tile side> -DROWS=<rows per pass>. */
+
+#ifndef IDX
+#define IDX int
+#define IDX8 int8
+#endif
+
+/* dst[dst_off + r * dst_stride + c] = src[src_off + r * src_stride + c] for
+ * r < rows, c < cols; one work-item per element of the rows x cols block. */
+__kernel void copy_rows(__global const uint *src, IDX src_off, IDX src_stride,
+                        __global uint *dst, IDX dst_off, IDX dst_stride, IDX rows, IDX cols) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= rows * cols) return;
+    IDX r = i / cols, c = i - r * cols;
+    dst[dst_off + r * dst_stride + c] = src[src_off + r * src_stride + c];
+}
+
+/* Index of a component of an 8-vector (dims and strides are passed as
+ * vectors, component k for dim k). */
+static IDX vec_at(IDX8 v, int k) {
+    switch (k) {
+    case 0: return v.s0;
+    case 1: return v.s1;
+    case 2: return v.s2;
+    case 3: return v.s3;
+    case 4: return v.s4;
+    case 5: return v.s5;
+    case 6: return v.s6;
+    default: return v.s7;
+    }
+}
+
+/* out[i] = src[sum_k idx_k * stride_k], where (idx_0, ..., idx_{nd-1}) is
+ * the row-major index of i in the output dims `n`; `st` are the input
+ * strides of the output dims. */
+__kernel void transpose_any(__global const uint *src, __global uint *dst, IDX total, int nd,
+                            IDX8 n, IDX8 st) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= total) return;
+    IDX rem = i, off = 0;
+    for (int k = nd - 1; k >= 0; k--) {
+        IDX d = vec_at(n, k);
+        IDX q = rem / d;
+        off += (rem - q * d) * vec_at(st, k);
+        rem = q;
+    }
+    dst[i] = src[off];
+}
+
+#ifdef TILE
+/* Transpose through a local tile. The output is [rest..., nq (somewhere),
+ * nl (last)] where output dim q has input stride 1 and the last output dim
+ * has input stride sl: a TILE x TILE block is read along q (contiguous in
+ * the input) and written along the last dim (contiguous in the output).
+ * Group (g0, g1, g2): g0 tiles the last dim, g1 tiles dim q, g2 runs over
+ * the other output dims (`rn` sizes, `rin` input and `rout` output strides,
+ * `rnd` of them). `oq` is the output stride of dim q. */
+__kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1)))
+void transpose_tiled(__global const uint *src, __global uint *dst, IDX nl, IDX sl, IDX nq, IDX oq,
+                     int rnd, IDX8 rn, IDX8 rin, IDX8 rout) {
+    __local uint tile[TILE][TILE + 1];
+    const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    const IDX l0 = (IDX)get_group_id(0) * TILE, q0 = (IDX)get_group_id(1) * TILE;
+    IDX rem = (IDX)get_global_id(2), in_off = 0, out_off = 0;
+    for (int k = rnd - 1; k >= 0; k--) {
+        IDX d = vec_at(rn, k);
+        IDX q = rem / d, j = rem - q * d;
+        in_off += j * vec_at(rin, k);
+        out_off += j * vec_at(rout, k);
+        rem = q;
+    }
+    /* Read: lx runs along q (input stride 1). */
+    for (int j = ly; j < TILE; j += ROWS) {
+        IDX qi = q0 + lx, li = l0 + j;
+        if (qi < nq && li < nl) tile[j][lx] = src[in_off + qi + li * sl];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* Write: lx runs along the last output dim (output stride 1). */
+    for (int j = ly; j < TILE; j += ROWS) {
+        IDX li = l0 + lx, qi = q0 + j;
+        if (qi < nq && li < nl) dst[out_off + qi * oq + li] = tile[lx][j];
+    }
+}
+#endif
