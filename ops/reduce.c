@@ -373,14 +373,15 @@ static int32_t reduce_max_conform(int32_t index, cg_conform_case *c) {
     return 1;
 }
 
-/* Sums and means: the same cases, plus an empty reduced axis (0 and NaN). */
+/* Sums and means: first an empty reduced axis (sum 0, mean NaN), then the
+ * same cases as reduce_max. */
 static int32_t reduce_sum_conform(int32_t index, cg_conform_case *c) {
     static const rd_case empty = {2, D(3, 0), "axes: [1]"};
-    if (index == N_RED_CASES) {
+    if (index == 0) {
         rd_fill_case(&empty, -2, 2, 1, c);
         return 1;
     }
-    return reduce_max_conform(index, c);
+    return reduce_max_conform(index - 1, c);
 }
 #define reduce_mean_conform reduce_sum_conform
 

@@ -189,10 +189,13 @@ static void check_case(int ta, int tb, int64_t m, int64_t n, int64_t k, float al
 /* ------------------------------------------------------------------ */
 /* Shapes                                                               */
 
+/* {m, n, k}: GEMV both ways (with and without vector tails; 1 x 64 x 48 and
+ * 48 x 1 x 64 reach the aligned wide-vector paths in layout 0), tiny and
+ * thin GEMMs, one with several partial large tiles, k == 1 and k == 0. */
 static const int64_t k_shapes[][3] = {
-    {1, 1, 1},    {1, 17, 3},   {3, 1, 17},   {2, 2, 2},     {17, 3, 1000},
-    {64, 64, 64}, {1, 1000, 17}, {1000, 1, 17}, {1, 1, 1000}, {130, 131, 33},
-    {5, 3, 1},    {100, 3, 0},
+    {1, 1, 1},     {1, 17, 3},   {3, 1, 17},    {1, 64, 48}, {48, 1, 64},
+    {2, 2, 2},     {17, 3, 1000}, {64, 64, 64},  {1, 1000, 17}, {1000, 1, 17},
+    {1, 1, 1000},  {130, 131, 33}, {5, 3, 1},    {100, 3, 0},
 };
 #define NSHAPES (int)(sizeof k_shapes / sizeof k_shapes[0])
 
@@ -550,6 +553,12 @@ int main(void) {
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    cg_cl_gemm_stats st;
+    cg_cl_gemm_stats_get(&st);
+    printf("# %s: own %llu, CLBlast %llu (%llu failed), shapes measured %llu\n",
+           cg_cl_info_of(g_dev)->name, (unsigned long long)st.own_calls,
+           (unsigned long long)st.clblast_calls, (unsigned long long)st.clblast_failures,
+           (unsigned long long)st.measurements);
     cg_cl_device_release(g_dev);
     nftw(g_tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     return failed == 0 ? 0 : 1;

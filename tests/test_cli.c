@@ -281,7 +281,7 @@ START_TEST(bad_weights_and_inputs) {
     snprintf(lenin, sizeof lenin, "src_len=%s", p);
     const char *a7[] = {"run", model, "--weights", w, "--input", in1, "--input", lenin, NULL};
     ck_assert_int_eq(run_cli(a7), 1);
-    const char *n7[] = {"model.cg:", "gru 'enc_rnn': ", NULL};
+    const char *n7[] = {"model.cg:27:3: gru 'enc_rnn' on cpu: lengths[1] = 9 is outside [0, 7]", NULL};
     assert_one_line(n7);
 
     /* A plugin that is no plugin. */
@@ -289,6 +289,75 @@ START_TEST(bad_weights_and_inputs) {
     ck_assert_int_eq(run_cli(a8), 1);
     const char *n8[] = {"cannot load plugin", NULL};
     assert_one_line(n8);
+}
+END_TEST
+
+START_TEST(same_results_on_opencl) {
+    /* The example graph on the first OpenCL device gives the CPU's numbers
+     * (and PyTorch's). */
+    char model[512], w[512], src[512], len[512], in1[600], in2[600], a[600], b[600];
+    char cpu_dir[512], cl_dir[512];
+    example("model.cg", model);
+    example("weights.safetensors", w);
+    example("src.npy", src);
+    example("src_len.npy", len);
+    snprintf(in1, sizeof in1, "src=%s", src);
+    snprintf(in2, sizeof in2, "src_len=%s", len);
+    snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", tmpdir);
+    snprintf(cl_dir, sizeof cl_dir, "%s/cl", tmpdir);
+    const char *d[] = {"devices", NULL};
+    ck_assert_int_eq(run_cli(d), 0);
+    ck_assert_msg(strstr(out_text, "opencl:0") != NULL, "no OpenCL device listed: %s", out_text);
+    const char *r1[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", cpu_dir,
+                        "--device", "cpu", NULL};
+    ck_assert_msg(run_cli(r1) == 0, "%s", err_text);
+    const char *r2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", cl_dir,
+                        "--device", "opencl:0", NULL};
+    ck_assert_msg(run_cli(r2) == 0, "%s", err_text);
+    const char *outs[] = {"keys", "s0"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s/%s.npy", cpu_dir, outs[i]);
+        snprintf(b, sizeof b, "%s/%s.npy", cl_dir, outs[i]);
+        double diff = max_diff(a, b);
+        ck_assert_msg(diff <= 1e-5, "%s: opencl:0 differs from cpu by %g", outs[i], diff);
+    }
+    const char *bad[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--device", "opencl:7", NULL};
+    ck_assert_int_eq(run_cli(bad), 1);
+    const char *n[] = {"opencl:7", NULL};
+    assert_one_line(n);
+}
+END_TEST
+
+START_TEST(no_opencl_platform) {
+    /* With no ICD at all, clgraph still runs on the CPU and says so once. */
+    char empty[300], model[512], w[512], src[512], len[512], in1[600], in2[600];
+    snprintf(empty, sizeof empty, "%s/no-icds", tmpdir);
+    ck_assert_int_eq(mkdir(empty, 0755), 0);
+    setenv("OCL_ICD_VENDORS", empty, 1);
+    const char *d[] = {"devices", NULL};
+    int rc = run_cli(d);
+    unsetenv("OCL_ICD_VENDORS");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_nonnull(strstr(out_text, "cpu "));
+    ck_assert_ptr_null(strstr(out_text, "opencl:0"));
+    const char *n[] = {"note: ", "running on the CPU only", NULL};
+    assert_one_line(n);
+    example("model.cg", model);
+    example("weights.safetensors", w);
+    example("src.npy", src);
+    example("src_len.npy", len);
+    snprintf(in1, sizeof in1, "src=%s", src);
+    snprintf(in2, sizeof in2, "src_len=%s", len);
+    setenv("OCL_ICD_VENDORS", empty, 1);
+    const char *r[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, NULL};
+    rc = run_cli(r);
+    const char *rcl[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--device", "opencl:0", NULL};
+    int rc2 = run_cli(rcl);
+    unsetenv("OCL_ICD_VENDORS");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rc2, 1);
+    const char *n2[] = {"device 'opencl:0': ", NULL};
+    assert_one_line(n2);
 }
 END_TEST
 
@@ -302,6 +371,8 @@ int main(void) {
     tcase_add_test(tc, check_and_fmt);
     tcase_add_test(tc, bad_graph_text);
     tcase_add_test(tc, bad_weights_and_inputs);
+    tcase_add_test(tc, same_results_on_opencl);
+    tcase_add_test(tc, no_opencl_platform);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

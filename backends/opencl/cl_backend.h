@@ -68,6 +68,8 @@ const char *cg_cl_label(const cg_cl_device *d);
 
 /* ---- memory and transfers (errors name the call, the CL error and the device) ---- */
 
+/* A read-write buffer; bytes 0 gives a minimal (4-byte) one. More than
+ * info->max_alloc fails with CG_ERR_NO_MEMORY. */
 cg_status cg_cl_alloc(cg_cl_device *d, size_t bytes, cl_mem *out);
 /* A sub-buffer [offset, offset + bytes) of parent; offset must be a multiple
  * of info->mem_align. bytes 0 is allowed (a 1-element region is used). */

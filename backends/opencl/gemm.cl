@@ -1,7 +1,7 @@
 /* SGEMM kernels of the OpenCL backend (OpenCL C 1.2, float only, no
  * extensions). cl_gemm.c builds this source twice with different options:
  *
- *   -DCG_GEMV -DGEMV_LK=.. -DGEMV_ROWS=.. -DGEMV_CR=.. -DGEMV_CK=.. -DGEMV_CV=..
+ *   -DCG_GEMV -DGEMV_LK=.. -DGEMV_ROWS=.. -DGEMV_RV=.. -DGEMV_CR=.. -DGEMV_CK=.. -DGEMV_CV=..
  *       cg_gemv_rows, cg_gemv_cols (matrix-vector products for m == 1 or
  *       n == 1) and cg_gemm_scale (C = beta C, for k == 0 or alpha == 0);
  *   -DCG_GEMM_TM=.. -DCG_GEMM_TN=.. -DCG_GEMM_TK=.. -DCG_GEMM_WM=.. -DCG_GEMM_WN=..
@@ -12,35 +12,37 @@
 
 #ifdef CG_GEMV
 
-/* y[r] = alpha * sum_p W[w_off + r*rs + p*ps] * x[x_off + p*incx] + beta * y[y_off + r*incy]
- * for r < R: a work-group of GEMV_LK x GEMV_ROWS items handles GEMV_ROWS rows,
- * GEMV_LK items (a power of two) sharing each row's dot product.
- * vec: 2 = float4 loads through aligned pointers (ps == incx == 1, and
- * w_off, rs, x_off multiples of 4), 1 = vload4 (ps == incx == 1, any
- * alignment), 0 = scalar strided loads. */
+/* Vectors of GEMV_RV (4, 8 or 16) floats along a row, and their sum. */
 #if GEMV_RV == 16
 #define floatR float16
 #define vloadR vload16
-#define HSUM_R(v) hsum4((v).s0123 + (v).s4567 + (v).s89ab + (v).scdef)
+#define SUMR(v) sum4((v).s0123 + (v).s4567 + (v).s89ab + (v).scdef)
 #elif GEMV_RV == 8
 #define floatR float8
 #define vloadR vload8
-#define HSUM_R(v) hsum4((v).lo + (v).hi)
+#define SUMR(v) sum4((v).lo + (v).hi)
 #else
 #define floatR float4
 #define vloadR vload4
-#define HSUM_R(v) hsum4(v)
+#define SUMR(v) sum4(v)
 #endif
+#define sum4(v) dot((v), (float4)(1.0f))
 
-inline float hsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
-
+/* y[r] = alpha * sum_p W[w_off + r*rs + p*ps] * x[x_off + p*incx] + beta * y[y_off + r*incy]
+ * for r < R: a work-group of GEMV_LK x GEMV_ROWS items handles GEMV_ROWS rows,
+ * GEMV_LK items (a power of two) sharing each row's dot product.
+ * vec: 2 = GEMV_RV-float vectors through aligned pointers (ps == incx == 1,
+ * and w_off, rs, x_off multiples of GEMV_RV), 1 = vloadn (ps == incx == 1,
+ * any alignment), 0 = scalar strided loads. */
 __kernel __attribute__((reqd_work_group_size(GEMV_LK, GEMV_ROWS, 1)))
 void cg_gemv_rows(const int R, const int K, const float alpha, const float beta,
                   __global const float *W, const int w_off, const int rs, const int ps,
                   __global const float *x, const int x_off, const int incx,
                   __global float *y, const int y_off, const int incy, const int vec)
 {
+#if GEMV_LK > 1
     __local float part[GEMV_ROWS][GEMV_LK];
+#endif
     const int lk = get_local_id(0), lr = get_local_id(1);
     const int r = get_group_id(1) * GEMV_ROWS + lr;
     float acc = 0.0f;
@@ -57,7 +59,7 @@ void cg_gemv_rows(const int R, const int K, const float alpha, const float beta,
             } else {
                 for (int q = lk; q < KV; q += GEMV_LK) av = mad(vloadR(q, w), vloadR(q, xv), av);
             }
-            acc = HSUM_R(av);
+            acc = SUMR(av);
             for (int p = KV * GEMV_RV + lk; p < K; p += GEMV_LK) acc = mad(w[p], xv[p], acc);
         } else {
             for (int p = lk; p < K; p += GEMV_LK) acc = mad(w[p * ps], xv[p * incx], acc);
@@ -105,7 +107,9 @@ void cg_gemv_cols(const int R, const int K, const float alpha, const float beta,
                   __global const float *x, const int x_off, const int incx,
                   __global float *y, const int y_off, const int incy, const int vec)
 {
+#if GEMV_CK > 1
     __local floatV part[GEMV_CK][GEMV_CR];
+#endif
     const int lr = get_local_id(0), lk = get_local_id(1);
     const int r0 = (get_group_id(0) * GEMV_CR + lr) * GEMV_CV;
     floatV acc = (floatV)(0.0f);

@@ -5,7 +5,10 @@
  *   NEWER_MINOR      : claims a newer minor than the host (must load)
  *   DUPLICATE_OP     : registers "add", which is built in
  *   FAILING_INIT     : init refuses with a message
- *   NO_ENTRY         : exports no entry symbol (not a plugin) */
+ *   NO_ENTRY         : exports no entry symbol (not a plugin)
+ *   WITH_CL          : adds an OpenCL kernel (square_plus)
+ *   BAD_CL           : an OpenCL kernel that forgets the offset, which
+ *                      `clgraph conform` must catch */
 #include <clgraph/plugin.h>
 #include <stdio.h>
 
@@ -31,10 +34,66 @@ static cg_op_status sq_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
+#if defined(WITH_CL) || defined(BAD_CL)
+#include <CL/cl.h>
+
+static const char sq_src[] =
+    "__kernel void square_plus(__global const float *x, __global float *y, int n, float off) {\n"
+    "  int i = get_global_id(0);\n"
+    "  if (i < n) y[i] = x[i] * x[i] + off;\n"
+    "}\n";
+
+static cg_op_status sq_cl(const cg_kernel_args *a) {
+    const cg_op_call *c = a->call;
+    const cg_host_api *h = c->host;
+    cl_kernel k = h->cl_kernel(a, sq_src, "", "square_plus");
+    if (!k) return CG_OP_ERROR;
+    int64_t n64 = 1;
+    for (int i = 0; i < c->inputs[0].ndim; i++) n64 *= c->inputs[0].dims[i];
+    cl_int n = (cl_int)n64;
+#ifdef BAD_CL
+    cl_float off = 0.0f;
+#else
+    cl_float off = (cl_float)c->attrs[0].f;
+#endif
+    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
+    cl_int e = clSetKernelArg(k, 0, sizeof x, &x);
+    e |= clSetKernelArg(k, 1, sizeof y, &y);
+    e |= clSetKernelArg(k, 2, sizeof n, &n);
+    e |= clSetKernelArg(k, 3, sizeof off, &off);
+    if (e != CL_SUCCESS) {
+        snprintf(c->err, c->err_size, "clSetKernelArg failed");
+        return CG_OP_ERROR;
+    }
+    if (n == 0) return CG_OP_OK;
+    size_t g = (size_t)n, l = 64;
+    return h->cl_launch(a, k, 1, &g, &l);
+}
+
+static int32_t sq_case(int32_t i, cg_conform_case *c) {
+    static const int64_t sizes[] = {1, 3, 17, 1000};
+    if (i >= 4) return 0;
+    c->n_inputs = 1;
+    c->inputs[0].dtype = CG_OP_F32;
+    c->inputs[0].ndim = 1;
+    c->inputs[0].dims[0] = sizes[i];
+    c->lo[0] = -2;
+    c->hi[0] = 2;
+    c->n_outputs = 1;
+    c->attrs = "offset: 0.5";
+    return 1;
+}
+#endif
+
 static const cg_attr_def sq_attrs[] = {
     {sizeof(cg_attr_def), "offset", CG_ATTR_FLOAT, 0, 0, 0.0, NULL, "added to every square"},
 };
-static const cg_kernel_def sq_kernels[] = {{sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, sq_cpu}};
+static const cg_kernel_def sq_kernels[] = {
+    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, sq_cpu},
+#if defined(WITH_CL) || defined(BAD_CL)
+    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, sq_cl},
+#endif
+};
 static const char *const sq_inputs[] = {"x", NULL};
 
 static const cg_op_def sq_op = {
@@ -49,7 +108,10 @@ static const cg_op_def sq_op = {
     .input_names = sq_inputs,
     .attrs = sq_attrs, .n_attrs = 1,
     .infer = sq_infer,
-    .kernels = sq_kernels, .n_kernels = 1,
+    .kernels = sq_kernels, .n_kernels = (int32_t)(sizeof sq_kernels / sizeof sq_kernels[0]),
+#if defined(WITH_CL) || defined(BAD_CL)
+    .conform_case = sq_case,
+#endif
 };
 
 #ifdef FAILING_INIT
