@@ -321,22 +321,23 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
     return e.st;
 }
 
-/* Conformance cases of attn_score: every kind over S in {1, 3, 17, 257,
- * 1000 (B = 1)} and widths 1, 3, 17 (q, keys in [-2, 2]; the additive and
- * general weights in [-0.5, 0.5]). */
+/* Conformance cases of attn_score, smallest first: every kind over S in
+ * {1, 3, 17, 257, 1000 (B = 1)} and widths 1, 3, 17, 257, 1000 (q, keys in
+ * [-2, 2]; the additive and general weights in [-0.5, 0.5]). */
 static const struct {
     score_kind kind;
     int64_t B, S, H, K; /* K: key width (A for additive); K == H for dot kinds */
 } score_cases[] = {
-    {ADDITIVE, 1, 1, 1, 1},     {DOT, 1, 1, 1, 1},          {SCALED_DOT, 1, 1, 1, 1},
-    {GENERAL, 1, 1, 1, 1},      {COSINE, 1, 1, 1, 1},       {ADDITIVE, 3, 3, 5, 3},
-    {DOT, 3, 3, 3, 3},          {SCALED_DOT, 3, 3, 3, 3},   {GENERAL, 3, 3, 5, 3},
-    {COSINE, 3, 3, 3, 3},       {ADDITIVE, 3, 17, 17, 17},  {DOT, 3, 17, 17, 17},
-    {SCALED_DOT, 3, 17, 17, 17}, {GENERAL, 3, 17, 3, 17},   {COSINE, 3, 17, 17, 17},
-    {ADDITIVE, 17, 3, 3, 257},  {DOT, 2, 257, 17, 17},      {COSINE, 2, 257, 3, 3},
-    {ADDITIVE, 1, 1000, 17, 17}, {DOT, 1, 1000, 17, 17},    {SCALED_DOT, 1, 1000, 17, 17},
-    {GENERAL, 1, 1000, 17, 17}, {COSINE, 1, 1000, 17, 17},  {DOT, 1, 3, 1000, 1000},
-    {GENERAL, 3, 17, 1000, 5},  {ADDITIVE, 1, 17, 5, 1000},
+    {ADDITIVE, 1, 1, 1, 1},       {DOT, 1, 1, 1, 1},           {SCALED_DOT, 1, 1, 1, 1},
+    {GENERAL, 1, 1, 1, 1},        {COSINE, 1, 1, 1, 1},        {ADDITIVE, 3, 3, 5, 3},
+    {DOT, 3, 3, 3, 3},            {SCALED_DOT, 3, 3, 3, 3},    {GENERAL, 3, 3, 5, 3},
+    {COSINE, 3, 3, 3, 3},         {ADDITIVE, 3, 17, 17, 17},   {DOT, 3, 17, 17, 17},
+    {SCALED_DOT, 3, 17, 17, 17},  {GENERAL, 3, 17, 3, 17},     {COSINE, 3, 17, 17, 17},
+    {COSINE, 2, 257, 3, 3},       {ADDITIVE, 1, 1000, 3, 3},   {COSINE, 1, 1000, 3, 3},
+    {DOT, 1, 3, 1000, 1000},      {GENERAL, 3, 17, 1000, 5},   {DOT, 2, 257, 17, 17},
+    {ADDITIVE, 17, 3, 3, 257},    {ADDITIVE, 1, 1000, 17, 17}, {DOT, 1, 1000, 17, 17},
+    {SCALED_DOT, 1, 1000, 17, 17}, {GENERAL, 1, 1000, 17, 17}, {COSINE, 1, 1000, 17, 17},
+    {ADDITIVE, 1, 17, 5, 1000},
 };
 
 static int32_t attn_score_conform(int32_t index, cg_conform_case *c) {
@@ -447,11 +448,12 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     return attn_launch(a, "attn_context", tx, ty, global, 6, args);
 }
 
-/* Conformance cases of attn_context: B, S, K (a in [0, 1], values in
- * [-2, 2]). */
+/* Conformance cases of attn_context, smallest first: B, S, K (a in [0, 1],
+ * values in [-2, 2]). */
 static const int64_t context_cases[][3] = {
-    {1, 1, 1},  {1, 3, 3},   {3, 3, 17},  {3, 17, 3},    {17, 17, 17},
-    {2, 257, 5}, {1, 3, 257}, {1, 1000, 17}, {1, 3, 1000}, {17, 1000, 3},
+    {1, 1, 1},    {1, 3, 3},      {3, 3, 17},     {3, 17, 3},      {1, 3, 257},
+    {2, 257, 5},  {1, 1000, 3},   {1, 3, 1000},   {17, 17, 17},    {1, 1000, 17},
+    {17, 1000, 3},
 };
 
 static int32_t attn_context_conform(int32_t index, cg_conform_case *c) {

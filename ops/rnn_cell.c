@@ -216,13 +216,14 @@ static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
 
 /* ==== conformance cases ==== */
 
-/* Sizes of the cell cases: batch, hidden, input, outputs (LSTM: 1 or 2). */
+/* Sizes of the cell cases, smallest first: batch, hidden, input, outputs
+ * (LSTM: 1 or 2). */
 static const struct {
     int64_t B, H, I;
     int n_out;
 } cell_cases[] = {
-    {1, 1, 1, 1},   {1, 3, 5, 2},   {3, 1, 5, 2},   {3, 3, 1, 1},    {3, 17, 5, 2},
-    {17, 3, 1, 2},  {17, 17, 5, 1}, {17, 17, 1, 2}, {257, 3, 5, 2},  {1000, 17, 5, 2},
+    {1, 1, 1, 1},   {3, 1, 5, 2},   {3, 3, 1, 1},   {17, 3, 1, 2},   {1, 3, 5, 2},
+    {3, 17, 5, 2},  {17, 17, 5, 1}, {17, 17, 1, 2}, {257, 3, 5, 2},  {1000, 17, 5, 2},
 };
 
 /* Case `index` of a cell with `gates` gates: inputs x, h, (c,) w_ih, w_hh,

@@ -394,7 +394,8 @@ static const char *const seq_inputs[] = {"x", "lengths", NULL};
 /* ==== conformance cases ====
  * At most CG_CONFORM_MAX_INPUTS (16) inputs, so layers * D <= 3: two
  * bidirectional layers (18 inputs) cannot be a case. Lengths are uniform in
- * [len_lo, len_hi] (-1: S); x in [-1, 1], weights in [-0.5, 0.5]. */
+ * [len_lo, len_hi] (-1: S); x in [-1, 1], weights in [-0.5, 0.5]. Smallest
+ * first. */
 static const struct {
     int64_t B, S, I, H, L, bidir;
     int n_out, len_lo, len_hi;
@@ -408,24 +409,24 @@ static const struct {
      "hidden: 3, layers: 1, bidirectional: 1"},
     {3, 3, 5, 3, 1, 1, 3, 0, -1,
      "hidden: 3, layers: 1, bidirectional: 1"},
-    {3, 5, 1, 17, 2, 0, 2, 0, -1,
-     "hidden: 17, layers: 2, bidirectional: 0"},
     {3, 17, 5, 3, 3, 0, 3, 0, -1,
      "hidden: 3, layers: 3, bidirectional: 0"},
+    {3, 5, 1, 17, 2, 0, 2, 0, -1,
+     "hidden: 17, layers: 2, bidirectional: 0"},
+    {17, 17, 3, 5, 2, 0, 3, 0, -1,
+     "hidden: 5, layers: 2, bidirectional: 0"},
     {17, 3, 5, 17, 1, 1, 3, 0, -1,
      "hidden: 17, layers: 1, bidirectional: 1"},
     {17, 17, 5, 17, 1, 1, 1, 0, -1,
      "hidden: 17, layers: 1, bidirectional: 1"},
     {17, 17, 5, 17, 1, 0, 3, -1, -1,
      "hidden: 17, layers: 1, bidirectional: 0"},
-    {17, 17, 3, 5, 2, 0, 3, 0, -1,
-     "hidden: 5, layers: 2, bidirectional: 0"},
     {257, 3, 5, 3, 1, 1, 3, 0, -1,
-     "hidden: 3, layers: 1, bidirectional: 1"},
-    {1000, 3, 5, 3, 1, 1, 3, 0, -1,
      "hidden: 3, layers: 1, bidirectional: 1"},
     {2, 1000, 5, 17, 1, 1, 3, 0, -1,
      "hidden: 17, layers: 1, bidirectional: 1"},
+    {1000, 3, 5, 3, 1, 1, 3, 0, -1,
+     "hidden: 3, layers: 1, bidirectional: 1"},
 };
 
 static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {

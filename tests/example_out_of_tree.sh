@@ -37,6 +37,10 @@ run() {
     "$@"
 }
 
+command -v "$MESON" >/dev/null 2>&1 || fail "meson not found (set MESON to its path)"
+command -v "$MAKE" >/dev/null 2>&1 || fail "make not found (set MAKE to its path)"
+command -v pkg-config >/dev/null 2>&1 || fail "pkg-config not found"
+
 # 1. Install into a DESTDIR (what `meson install` would put under the prefix).
 ROOT="$TMP/root"
 echo "+ $MESON install -C $BUILD --destdir $ROOT --no-rebuild"

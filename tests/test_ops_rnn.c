@@ -1047,7 +1047,9 @@ START_TEST(op_definitions) {
         const cg_op_def *d = defs[i];
         ck_assert(d->struct_size == sizeof(cg_op_def));
         ck_assert_msg(d->doc && strlen(d->doc) > 100, "%s needs documentation", d->name);
-        ck_assert(d->infer && d->n_kernels == 1 && d->kernels[0].backend == CG_BACKEND_CPU);
+        ck_assert(d->infer && d->n_kernels == 2 && d->kernels[0].backend == CG_BACKEND_CPU &&
+                  d->kernels[1].backend == CG_BACKEND_OPENCL);
+        ck_assert_msg(d->conform_case != NULL, "%s has no conformance cases", d->name);
         ck_assert(d->min_inputs >= 2 && d->min_outputs == 1);
     }
     ck_assert(cg_op_attn_score.min_inputs == 2 && cg_op_attn_score.max_inputs == 5);

@@ -163,7 +163,7 @@ typedef struct cg_kernel_def {
 } cg_kernel_def;
 
 /** Most inputs a conformance case may have. */
-#define CG_CONFORM_MAX_INPUTS 16
+#define CG_CONFORM_MAX_INPUTS 32
 
 /**
  * One conformance case of an operator: input types and value ranges and the
