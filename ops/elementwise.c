@@ -1,12 +1,10 @@
 /* Elementwise operators: binary arithmetic with NumPy broadcasting, unary
  * math functions, affine and cast. */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-#include <CL/cl.h>
 
 #include "elementwise.cl.h"
 
@@ -143,45 +141,12 @@ BIN_LOOP(min_i32_loop, int32_t, x < y ? x : y)
 
 
 /* ------------------------------------------------------------------ */
-/* OpenCL helpers                                                      */
+/* OpenCL                                                              */
 
-/* The kernel `name` of elementwise.cl; `wide` selects 64-bit indexing for
- * tensors of 2^31 elements or more. */
-static cl_kernel ew_kernel(const cg_kernel_args *a, const char *name, int wide) {
-    return a->call->host->cl_kernel(a, cg_cl_elementwise, wide ? "-DIDX=long" : "-DIDX=int",
-                                    name);
-}
-
-/* Sets argument i of kernel `name`; fails naming the call and the error. */
-static cg_op_status ew_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                           size_t size, const void *v) {
-    cl_int e = clSetKernelArg(k, i, size, v);
-    if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          a->call->host->cl_error_name(e));
-    return CG_OP_OK;
-}
-
-/* Work-group size for a one-element-per-item kernel: the device limit (at
- * most 256) and the kernel's own limit. */
-static size_t ew_local(const cg_kernel_args *a, cl_kernel k) {
-    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    size_t l = w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
-    cl_device_id dev;
-    size_t kw = 0;
-    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev,
-                              NULL) == CL_SUCCESS &&
-        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) ==
-            CL_SUCCESS &&
-        kw > 0 && kw < l)
-        l = kw;
-    return l;
-}
-
-/* Launches a 1-d kernel over n elements. */
+/* Launches a one-element-per-item kernel of elementwise.cl over n elements. */
 static cg_op_status ew_launch(const cg_kernel_args *a, cl_kernel k, int64_t n) {
-    size_t global = (size_t)n, local = ew_local(a, k);
-    return a->call->host->cl_launch(a, k, 1, &global, &local);
+    return cg_ops_cl_launch_1d(a, k, NULL, n,
+                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* Runs unary kernel `name` (x, y, n[, extra float args]) over input 0. */
@@ -189,16 +154,16 @@ static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n
                                 const float *f) {
     int64_t n = cg_desc_numel(&a->call->inputs[0]);
     if (n == 0) return CG_OP_OK;
-    cl_kernel k = ew_kernel(a, name, n > INT32_MAX);
+    /* 64-bit indexing for tensors of 2^31 elements or more. */
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_elementwise, name, n > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
     cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
     cl_long ln = n;
-    if (ew_arg(a, k, name, 0, sizeof x, &x) || ew_arg(a, k, name, 1, sizeof y, &y) ||
-        ew_arg(a, k, name, 2, sizeof ln, &ln))
-        return CG_OP_ERROR;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
+    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
     for (int i = 0; i < n_f; i++) {
         cl_float v = f[i];
-        if (ew_arg(a, k, name, (cl_uint)(3 + i), sizeof v, &v)) return CG_OP_ERROR;
+        if (cg_ops_cl_arg(a, k, name, (cl_uint)(3 + i), sizeof v, &v)) return CG_OP_ERROR;
     }
     return ew_launch(a, k, n);
 }
@@ -340,16 +305,15 @@ static cg_op_status binary_cl(const cg_kernel_args *args, const char *op) {
     int flat = p.nd == 1 && p.sa[0] <= 1 && p.sb[0] <= 1;
     char name[64];
     snprintf(name, sizeof name, "bin_%s_%s_%s", flat ? "flat" : "nd", op, dt);
-    cl_kernel k = ew_kernel(args, name, n > INT32_MAX);
+    cl_kernel k = cg_ops_cl_kernel(args, cg_cl_elementwise, name, n > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
     cl_mem a = (cl_mem)args->in[0], b = (cl_mem)args->in[1], y = (cl_mem)args->out[0];
     cl_long ln = n;
     if (flat) {
         cl_long sa = p.sa[0], sb = p.sb[0];
-        if (ew_arg(args, k, name, 0, sizeof a, &a) || ew_arg(args, k, name, 1, sizeof sa, &sa) ||
-            ew_arg(args, k, name, 2, sizeof b, &b) || ew_arg(args, k, name, 3, sizeof sb, &sb) ||
-            ew_arg(args, k, name, 4, sizeof y, &y) || ew_arg(args, k, name, 5, sizeof ln, &ln))
-            return CG_OP_ERROR;
+        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(a), CG_OPS_CL_ARG(sa), CG_OPS_CL_ARG(b),
+                                         CG_OPS_CL_ARG(sb), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
+        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
     } else {
         /* Innermost dim first in the vectors; unused entries are 1 / 0. */
         cl_long8 dims, sta, stb;
@@ -360,12 +324,11 @@ static cg_op_status binary_cl(const cg_kernel_args *args, const char *op) {
             sta.s[i] = d >= 0 ? p.sa[d] : 0;
             stb.s[i] = d >= 0 ? p.sb[d] : 0;
         }
-        if (ew_arg(args, k, name, 0, sizeof a, &a) || ew_arg(args, k, name, 1, sizeof b, &b) ||
-            ew_arg(args, k, name, 2, sizeof y, &y) || ew_arg(args, k, name, 3, sizeof ln, &ln) ||
-            ew_arg(args, k, name, 4, sizeof nd, &nd) ||
-            ew_arg(args, k, name, 5, sizeof dims, &dims) ||
-            ew_arg(args, k, name, 6, sizeof sta, &sta) || ew_arg(args, k, name, 7, sizeof stb, &stb))
-            return CG_OP_ERROR;
+        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(a),   CG_OPS_CL_ARG(b),
+                                         CG_OPS_CL_ARG(y),   CG_OPS_CL_ARG(ln),
+                                         CG_OPS_CL_ARG(nd),  CG_OPS_CL_ARG(dims),
+                                         CG_OPS_CL_ARG(sta), CG_OPS_CL_ARG(stb)};
+        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
     }
     return ew_launch(args, k, n);
 }

@@ -1,49 +1,12 @@
 /* Normalisation along an axis: softmax and log_softmax with an optional
  * validity mask, and length_mask which builds such masks from lengths. */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <CL/cl.h>
-
 #include "softmax.cl.h"
-
-/* ---- OpenCL helpers ---- */
-
-/* The kernel `name` of softmax.cl; `wide` selects 64-bit indexing. */
-static cl_kernel sm_kernel(const cg_kernel_args *a, const char *name, int wide) {
-    return a->call->host->cl_kernel(a, cg_cl_softmax, wide ? "-DIDX=long" : "-DIDX=int", name);
-}
-
-/* Sets argument i of kernel `name`; fails naming the call and the error. */
-static cg_op_status sm_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                           size_t size, const void *v) {
-    cl_int e = clSetKernelArg(k, i, size, v);
-    if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          a->call->host->cl_error_name(e));
-    return CG_OP_OK;
-}
-
-/* Largest power-of-two work-group size allowed by the device (at most 256)
- * and by the kernel. */
-static size_t sm_max_local(const cg_kernel_args *a, cl_kernel k) {
-    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    size_t l = w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
-    cl_device_id dev;
-    size_t kw = 0;
-    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev,
-                              NULL) == CL_SUCCESS &&
-        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) ==
-            CL_SUCCESS &&
-        kw > 0 && kw < l)
-        l = kw;
-    size_t p = 1;
-    while (p * 2 <= l) p *= 2;
-    return p;
-}
 
 /* ---- softmax / log_softmax (x f32[...], mask i32? broadcastable to x) ---- */
 
@@ -232,31 +195,28 @@ static cg_op_status softmax_cl_common(const cg_kernel_args *args, int log_out) {
     }
     const int use_wg = n > 32 && (inner == 1 || slices < 256);
     const char *name = use_wg ? "softmax_wg" : "softmax_item";
-    cl_kernel k = sm_kernel(args, name, total > INT32_MAX);
+    cl_kernel k = cg_ops_cl_kernel(args, cg_cl_softmax, name, total > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
     cl_mem px = (cl_mem)args->in[0], py = (cl_mem)args->out[0];
     cl_mem pm = has_mask ? (cl_mem)args->in[1] : px; /* never read without a mask */
     cl_int hm = has_mask, lo = log_out;
     cl_long ls = slices, ln = n, li = inner, lmst = ms[axis];
-    if (sm_arg(args, k, name, 0, sizeof px, &px) || sm_arg(args, k, name, 1, sizeof py, &py) ||
-        sm_arg(args, k, name, 2, sizeof pm, &pm) || sm_arg(args, k, name, 3, sizeof hm, &hm) ||
-        sm_arg(args, k, name, 4, sizeof ls, &ls) || sm_arg(args, k, name, 5, sizeof ln, &ln) ||
-        sm_arg(args, k, name, 6, sizeof li, &li) || sm_arg(args, k, name, 7, sizeof lmst, &lmst) ||
-        sm_arg(args, k, name, 8, sizeof ond, &ond) || sm_arg(args, k, name, 9, sizeof od, &od) ||
-        sm_arg(args, k, name, 10, sizeof oms, &oms) ||
-        sm_arg(args, k, name, 11, sizeof ind, &ind) || sm_arg(args, k, name, 12, sizeof id, &id) ||
-        sm_arg(args, k, name, 13, sizeof ims, &ims) || sm_arg(args, k, name, 14, sizeof lo, &lo))
-        return CG_OP_ERROR;
-    size_t local = sm_max_local(args, k), global;
+    const cg_ops_cl_arg_value v[] = {
+        CG_OPS_CL_ARG(px),  CG_OPS_CL_ARG(py),  CG_OPS_CL_ARG(pm),   CG_OPS_CL_ARG(hm),
+        CG_OPS_CL_ARG(ls),  CG_OPS_CL_ARG(ln),  CG_OPS_CL_ARG(li),   CG_OPS_CL_ARG(lmst),
+        CG_OPS_CL_ARG(ond), CG_OPS_CL_ARG(od),  CG_OPS_CL_ARG(oms),  CG_OPS_CL_ARG(ind),
+        CG_OPS_CL_ARG(id),  CG_OPS_CL_ARG(ims), CG_OPS_CL_ARG(lo)};
+    if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
+    size_t local = cg_ops_cl_work_group(args, k, CG_OPS_CL_MAX_WORK_GROUP, 1), global;
     if (use_wg) {
         /* No wider than the slice needs (a power of two >= 32). */
-        while (local > 32 && (int64_t)local / 2 >= n) local /= 2;
-        if (sm_arg(args, k, name, 15, local * sizeof(cl_float), NULL)) return CG_OP_ERROR;
+        local = cg_ops_cl_fit_work_group(local, n, 32);
+        if (cg_ops_cl_arg(args, k, name, 15, local * sizeof(cl_float), NULL)) return CG_OP_ERROR;
         global = (size_t)slices * local;
     } else {
         global = (size_t)slices;
     }
-    return call->host->cl_launch(args, k, 1, &global, &local);
+    return cg_ops_cl_launch(args, k, NULL, 1, &global, &local);
 }
 
 static cg_op_status softmax_cl(const cg_kernel_args *a) { return softmax_cl_common(a, 0); }
@@ -427,15 +387,15 @@ static cg_op_status length_mask_cl(const cg_kernel_args *a) {
     static const char name[] = "length_mask";
     int64_t b = a->call->outputs[0].dims[0], s = a->call->outputs[0].dims[1], total = b * s;
     if (total == 0) return CG_OP_OK;
-    cl_kernel k = sm_kernel(a, name, total > INT32_MAX);
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_softmax, name, total > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
     cl_mem len = (cl_mem)a->in[0], out = (cl_mem)a->out[0];
     cl_long lt = total, ls = s;
-    if (sm_arg(a, k, name, 0, sizeof len, &len) || sm_arg(a, k, name, 1, sizeof out, &out) ||
-        sm_arg(a, k, name, 2, sizeof lt, &lt) || sm_arg(a, k, name, 3, sizeof ls, &ls))
-        return CG_OP_ERROR;
-    size_t global = (size_t)total, local = sm_max_local(a, k);
-    return a->call->host->cl_launch(a, k, 1, &global, &local);
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(len), CG_OPS_CL_ARG(out), CG_OPS_CL_ARG(lt),
+                                     CG_OPS_CL_ARG(ls)};
+    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, NULL, total,
+                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 1));
 }
 
 /* Lengths in [0, S] (the CPU kernel rejects others); like's values are

@@ -2,8 +2,9 @@
  * GEMM), CLBlast and the measured choice against a double-precision
  * reference, over thin and odd shapes, every transpose combination, alpha,
  * beta (0 with C full of NaN), offsets and padded leading dimensions; the
- * choices file (written, read back, hand-edited); CLGRAPH_GEMM; bad
- * arguments; concurrent callers.
+ * choices file (written, read back, hand-edited); CLBlast failing (through
+ * a test hook) and the fallback to the own kernels; CLGRAPH_GEMM; bad
+ * arguments; dropping a device's state; concurrent callers.
  *
  * Runs without fork (PoCL initialised before fork() hangs the child), with
  * CLGRAPH_CACHE_DIR in a fresh temporary directory. Exits 77 (skip) when
@@ -208,8 +209,8 @@ START_TEST(test_shapes) {
         for (int bi = 0; bi < 3; bi++)
             for (int lay = 0; lay < NLAYOUTS; lay++)
                 for (int mi = 0; mi < 3; mi++)
-                    check_case(t >> 1, t & 1, sh[0], sh[1], sh[2], alphas[(lay + bi) % 3], betas[bi],
-                               lay, modes[mi]);
+                    check_case(t >> 1, t & 1, sh[0], sh[1], sh[2], alphas[(lay + bi) % 3],
+                               betas[bi], lay, modes[mi]);
 }
 END_TEST
 
@@ -356,6 +357,52 @@ START_TEST(test_choices_file_decides) {
 }
 END_TEST
 
+/* CLBlast failing: measured as failed (own chosen), or failing after it was
+ * chosen (own from then on); both recorded; CLGRAPH_GEMM=clblast reports it. */
+START_TEST(test_clblast_failure_falls_back) {
+    const cg_cl_info *info = cg_cl_info_of(g_dev);
+    char text[1200], line[2048];
+    snprintf(text, sizeof text, "%s\t%s\t1 1 15 16 17\tclblast\t100.0\t1.0\n", info->name,
+             info->driver);
+    append_text(text);
+    cg_cl_gemm_test_forget();
+    cg_cl_gemm_test_fail_clblast(1);
+    cg_cl_gemm_stats s0, s1, s2;
+    cg_cl_gemm_stats_get(&s0);
+
+    check_case(1, 0, 11, 12, 13, 1.0f, 0.5f, 1, CG_GEMM_AUTO);
+    cg_cl_gemm_stats_get(&s1);
+    ck_assert_uint_eq(s1.measurements, s0.measurements + 1);
+    ck_assert_uint_gt(s1.clblast_failures, s0.clblast_failures);
+    ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 1, 0, 11, 12, 13), CG_GEMM_CHOICE_OWN);
+    ck_assert(find_line("1 0 11 12 13", line, sizeof line));
+    ck_assert_msg(strstr(line, "\town\t") && strstr(line, "\tfailed(CLBlastNotImplemented)"),
+                  "%s", line);
+
+    ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 1, 1, 15, 16, 17), CG_GEMM_CHOICE_CLBLAST);
+    check_case(1, 1, 15, 16, 17, -0.75f, 0.0f, 2, CG_GEMM_AUTO);
+    cg_cl_gemm_stats_get(&s2);
+    ck_assert_uint_eq(s2.measurements, s1.measurements);
+    ck_assert_uint_eq(s2.clblast_failures, s1.clblast_failures + 1);
+    ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 1, 1, 15, 16, 17), CG_GEMM_CHOICE_OWN);
+    ck_assert(find_line("1 1 15 16 17", line, sizeof line));
+    ck_assert_msg(strstr(line, "\town\t-1\tfailed(CLBlastNotImplemented)"), "%s", line);
+
+    gcase g;
+    case_init(&g, 0, 0, 4, 5, 6, 1.0f, 0.0f, &k_layouts[0], 5);
+    cg_cl_gemm_test_set_mode(CG_GEMM_CLBLAST);
+    ck_assert_int_eq(case_run(&g), CG_ERR_KERNEL);
+    ck_assert_msg(strstr(cg_last_error(), "CLBlastSgemm(NN, m=4 n=5 k=6) failed: "
+                                          "CLBlastNotImplemented") != NULL,
+                  "%s", cg_last_error());
+    cg_cl_gemm_test_fail_clblast(0);
+    ck_assert_msg(case_run(&g) == CG_OK, "%s", cg_last_error());
+    char why[512];
+    ck_assert_msg(case_check(&g, why, sizeof why) == 0, "%s", why);
+    case_free(&g);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* CLGRAPH_GEMM and arguments                                           */
 
@@ -429,6 +476,17 @@ START_TEST(test_bad_arguments) {
     ck_assert_msg(case_run(&g) == CG_OK, "%s", cg_last_error());
     ck_assert_msg(case_check(&g, why, sizeof why) == 0, "%s", why);
     case_free(&g);
+}
+END_TEST
+
+/* Dropping a device's SGEMM state (as its last release does) and using it
+ * again rebuilds the state. */
+START_TEST(test_device_state_dropped) {
+    cg_cl_gemm_device_released(g_dev);
+    cg_cl_gemm_device_released(g_dev); /* nothing left: no-op */
+    check_case(0, 0, 1, 40, 24, 1.0f, 0.0f, 0, CG_GEMM_OWN);
+    check_case(0, 1, 20, 21, 22, 1.0f, 0.5f, 1, CG_GEMM_OWN);
+    check_case(0, 1, 20, 21, 22, 1.0f, 0.5f, 1, CG_GEMM_AUTO);
 }
 END_TEST
 
@@ -522,8 +580,10 @@ static Suite *gemm_suite(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_choices_written_and_read_back);
     tcase_add_test(tc, test_choices_file_decides);
+    tcase_add_test(tc, test_clblast_failure_falls_back);
     tcase_add_test(tc, test_env_mode);
     tcase_add_test(tc, test_bad_arguments);
+    tcase_add_test(tc, test_device_state_dropped);
     tcase_add_test(tc, test_concurrent);
     suite_add_tcase(s, tc);
     return s;

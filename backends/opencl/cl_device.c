@@ -319,6 +319,9 @@ cg_status cg_cl_fail(const cg_cl_device *d, cg_status s, const char *call, cl_in
 
 static void destroy(cg_cl_device *d) {
     if (d->queue) clFinish(d->queue);
+    /* SGEMM keeps kernels and a context reference per device: drop them
+     * before the context goes. */
+    cg_cl_gemm_device_released(d);
     cg_cl_program_cache_clear(d);
     if (d->queue) clReleaseCommandQueue(d->queue);
     if (d->context) clReleaseContext(d->context);

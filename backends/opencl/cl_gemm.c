@@ -121,7 +121,8 @@ static int g_file_loaded;
 /* Tabs and line breaks would break the file's fields. */
 static void sanitize(char *out, size_t size, const char *in) {
     size_t i = 0;
-    for (; in[i] && i + 1 < size; i++) out[i] = (in[i] == '\t' || in[i] == '\n' || in[i] == '\r') ? ' ' : in[i];
+    for (; in[i] && i + 1 < size; i++)
+        out[i] = (in[i] == '\t' || in[i] == '\n' || in[i] == '\r') ? ' ' : in[i];
     out[i] = '\0';
 }
 
@@ -420,6 +421,20 @@ static cg_status dev_get(cg_cl_device *d, gemm_dev **out) {
     return CG_OK;
 }
 
+void cg_cl_gemm_device_released(cg_cl_device *d) {
+    pthread_mutex_lock(&g_dev_mu);
+    gemm_dev **pp = &g_devs;
+    while (*pp && (*pp)->d != d) pp = &(*pp)->next;
+    gemm_dev *g = *pp;
+    if (g) *pp = g->next;
+    pthread_mutex_unlock(&g_dev_mu);
+    if (!g) return;
+    dev_drop_kernels(g);
+    clReleaseContext(g->ctx);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
 static size_t pow2_floor(size_t v) {
     size_t p = 1;
     while (p * 2 <= v) p *= 2;
@@ -495,8 +510,9 @@ static cg_status build_gemv(cg_cl_device *d, gemm_dev *g) {
                 cr /= 2;
         }
         char opts[256];
-        snprintf(opts, sizeof opts, "-DCG_GEMV -DGEMV_LK=%zu -DGEMV_ROWS=%zu -DGEMV_RV=%zu -DGEMV_CR=%zu -DGEMV_CK=%zu "
-                 "-DGEMV_CV=%zu",
+        snprintf(opts, sizeof opts,
+                 "-DCG_GEMV -DGEMV_LK=%zu -DGEMV_ROWS=%zu -DGEMV_RV=%zu -DGEMV_CR=%zu "
+                 "-DGEMV_CK=%zu -DGEMV_CV=%zu",
                  lk, rows, rv, cr, ck, cv);
         cl_kernel kr, kc, ks;
         cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemv_rows", &kr);
@@ -686,7 +702,8 @@ static cg_status own_gemv(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
 static int want_large(const cg_cl_device *d, const gemm_dev *g, const gemm_args *x) {
     const tile_cfg *c = &g->cfg[TILE_LARGE];
     if (x->m < c->tm || x->n < c->tn) return 0;
-    uint64_t tiles = (uint64_t)((x->m + c->tm - 1) / c->tm) * (uint64_t)((x->n + c->tn - 1) / c->tn);
+    uint64_t tiles =
+        (uint64_t)((x->m + c->tm - 1) / c->tm) * (uint64_t)((x->n + c->tn - 1) / c->tn);
     uint64_t cu = cg_cl_info_of(d)->compute_units;
     return tiles >= 2 * (cu ? cu : 1);
 }
@@ -734,12 +751,15 @@ static cg_status run_own(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
 }
 
 static pthread_mutex_t g_clblast_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int g_fail_clblast; /* test hook: CLBlast "fails" without being called */
+
+void cg_cl_gemm_test_fail_clblast(int on) { g_fail_clblast = on; }
 
 /* *code gets CLBlast's status (0 on success). */
 static cg_status run_clblast(cg_cl_device *d, const gemm_args *x, int *code) {
     cl_command_queue q = cg_cl_queue(d);
     pthread_mutex_lock(&g_clblast_mu);
-    CLBlastStatusCode st = CLBlastSgemm(
+    CLBlastStatusCode st = g_fail_clblast ? CLBlastNotImplemented : CLBlastSgemm(
         CLBlastLayoutRowMajor, x->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
         x->tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)x->m, (size_t)x->n,
         (size_t)x->k, x->alpha, x->a, (size_t)x->a_off, (size_t)x->lda, x->b, (size_t)x->b_off,
@@ -826,7 +846,8 @@ static cg_status measure(cg_cl_device *d, gemm_dev *g, const gemm_args *x, int *
     if (cs == CG_OK)
         snprintf(clb_txt, sizeof clb_txt, "%.1f", clb_us);
     else
-        snprintf(clb_txt, sizeof clb_txt, "failed(%s)", code ? cg_clblast_error_name(code) : "OpenCL");
+        snprintf(clb_txt, sizeof clb_txt, "failed(%s)",
+                 code ? cg_clblast_error_name(code) : "OpenCL");
     set_choice(g->dk, x->ta, x->tb, x->m, x->n, x->k, *choice);
     append_line(g->dk, x->ta, x->tb, x->m, x->n, x->k, *choice, own_txt, clb_txt);
     return CG_OK;
@@ -835,9 +856,8 @@ static cg_status measure(cg_cl_device *d, gemm_dev *g, const gemm_args *x, int *
 /* ------------------------------------------------------------------ */
 /* Entry point                                                          */
 
-/* Checks that [off, off + extent) of a buffer of `size` bytes holds the
- * matrix rows x cols with leading dimension ld; *last gets one past the last
- * element index. */
+/* Checks that buf holds the matrix rows x cols with leading dimension ld
+ * from element off; *last gets one past its last element index. */
 static cg_status check_matrix(cg_cl_device *d, char which, cl_mem buf, int64_t off, int64_t rows,
                               int64_t cols, int64_t ld, int64_t *last) {
     size_t bytes = 0;
@@ -855,8 +875,8 @@ static cg_status check_matrix(cg_cl_device *d, char which, cl_mem buf, int64_t o
     int64_t end = off + (rows - 1) * ld + cols;
     if (end > (int64_t)(bytes / sizeof(float)))
         return cg_error(CG_ERR_INVALID_ARGUMENT,
-                        "%s: SGEMM %c: %lld x %lld with ld %lld from offset %lld needs %lld floats, "
-                        "the buffer holds %llu",
+                        "%s: SGEMM %c: %lld x %lld with ld %lld from offset %lld needs %lld "
+                        "floats, the buffer holds %llu",
                         cg_cl_label(d), which, (long long)rows, (long long)cols, (long long)ld,
                         (long long)off, (long long)end,
                         (unsigned long long)(bytes / sizeof(float)));
@@ -895,7 +915,8 @@ cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int6
         if (!a || !b)
             return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM: %s is NULL", label, a ? "B" : "A");
         s = check_matrix(d, 'A', a, (int64_t)a_off, ta ? k : m, a_cols, lda, &end_a);
-        if (s == CG_OK) s = check_matrix(d, 'B', b, (int64_t)b_off, tb ? n : k, b_cols, ldb, &end_b);
+        if (s == CG_OK)
+            s = check_matrix(d, 'B', b, (int64_t)b_off, tb ? n : k, b_cols, ldb, &end_b);
         if (s != CG_OK) return s;
     }
     /* The own kernels index with int. */

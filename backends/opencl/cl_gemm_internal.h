@@ -23,8 +23,8 @@ typedef struct cg_cl_gemm_stats {
     uint64_t measurements;     /* shapes timed, own kernels against CLBlast */
     uint64_t file_entries;     /* choices read from gemm-choices.txt */
     uint64_t file_writes;      /* lines appended to gemm-choices.txt */
-    uint64_t own_calls;        /* products computed by the backend's kernels */
-    uint64_t clblast_calls;    /* products computed by CLBlast */
+    uint64_t own_calls;        /* runs of the backend's kernels (timing runs included) */
+    uint64_t clblast_calls;    /* runs of CLBlast (timing runs included) */
     uint64_t clblast_failures; /* CLBlast errors that fell back to the own kernels */
 } cg_cl_gemm_stats;
 void cg_cl_gemm_stats_get(cg_cl_gemm_stats *out);
@@ -38,9 +38,19 @@ void cg_cl_gemm_test_set_mode(int mode);
  * again (as a new process would). */
 void cg_cl_gemm_test_forget(void);
 
+/* While on, every CLBlast call fails with CLBlastNotImplemented (without
+ * calling CLBlast), to exercise the fallback to the own kernels. */
+void cg_cl_gemm_test_fail_clblast(int on);
+
 /* The choice in memory for a shape on d (CG_GEMM_CHOICE_*). */
 int cg_cl_gemm_test_choice(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n,
                            int64_t k);
+
+/* Drops the SGEMM state of d (its kernels and the context reference that
+ * keeps them valid). The device's last release should call it: without it
+ * a released device's context stays alive until the process ends. A later
+ * cg_cl_sgemm on a device rebuilds the state. */
+void cg_cl_gemm_device_released(cg_cl_device *d);
 
 /* The path of the choices file ("" when there is no cache directory). */
 const char *cg_cl_gemm_choices_path(char *buf, size_t size);

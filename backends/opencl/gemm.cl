@@ -250,7 +250,8 @@ void cg_gemm_tiled(const int M, const int N, const int K, const float alpha, con
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int pp = 0; pp < TK; pp++) {
             const floatW bv = vloadW(tx, &Bs[pp][0]);
-            for (int wm = 0; wm < WM; wm++) acc[wm] = mad((floatW)(As[pp][ty + wm * TMT]), bv, acc[wm]);
+            for (int wm = 0; wm < WM; wm++)
+                acc[wm] = mad((floatW)(As[pp][ty + wm * TMT]), bv, acc[wm]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
