@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/opencl/cl_gemm_internal.h"
 #include "backends/opencl/cl_internal.h"
 #include "graph/error.h"
 
