@@ -35,6 +35,16 @@ static inline int64_t cg_desc_numel(const cg_tensor_desc *d) {
     return n;
 }
 
+/* Splits a concrete descriptor around `axis`: *outer is the product of the
+ * dims before it and *inner of the dims after it (1 when there are none),
+ * so the tensor is [outer, dims[axis], inner]. */
+static inline void cg_desc_split(const cg_tensor_desc *d, int axis, int64_t *outer,
+                                 int64_t *inner) {
+    *outer = *inner = 1;
+    for (int i = 0; i < axis; i++) *outer *= d->dims[i];
+    for (int i = axis + 1; i < d->ndim; i++) *inner *= d->dims[i];
+}
+
 /* Formats a dims list "[2, B, ?]" for messages (symbols shown as s<k>). */
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d);
 

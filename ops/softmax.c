@@ -99,6 +99,22 @@ static void softmax_slice(const float *x, float *y, int64_t n, int64_t st,
     for (int64_t j = 0; j < n; j++) y[j * st] = (float)((double)y[j * st] * inv);
 }
 
+/* Element strides of the mask (input 1) against x's dims, 0 where it
+ * broadcasts; all 0 without a mask. */
+static void mask_strides(const cg_op_call *call, int64_t *ms) {
+    const int nd = call->inputs[0].ndim;
+    memset(ms, 0, sizeof(int64_t) * CG_MAX_DIMS);
+    if (call->n_inputs < 2) return;
+    const cg_tensor_desc *m = &call->inputs[1];
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        int k = m->ndim - nd + i;
+        int64_t d = k >= 0 ? m->dims[k] : 1;
+        ms[i] = d == 1 ? 0 : s;
+        s *= d;
+    }
+}
+
 static cg_op_status softmax_cpu_common(const cg_kernel_args *args, int log_out) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *x = &call->inputs[0];
@@ -107,22 +123,11 @@ static cg_op_status softmax_cpu_common(const cg_kernel_args *args, int log_out) 
     const int32_t *pm = call->n_inputs > 1 ? args->in[1] : NULL;
     int nd = x->ndim;
     int axis = cg_norm_axis(call->attrs[SOFTMAX_AXIS].i, nd);
-    int64_t outer = 1, n = x->dims[axis], inner = 1;
-    for (int i = 0; i < axis; i++) outer *= x->dims[i];
-    for (int i = axis + 1; i < nd; i++) inner *= x->dims[i];
+    int64_t outer, n = x->dims[axis], inner;
+    cg_desc_split(x, axis, &outer, &inner);
     if (outer * n * inner == 0) return CG_OP_OK;
-    /* Mask strides against x's dims (0 where the mask broadcasts). */
-    int64_t ms[CG_MAX_DIMS] = {0};
-    if (pm) {
-        const cg_tensor_desc *m = &call->inputs[1];
-        int64_t s = 1;
-        for (int i = nd - 1; i >= 0; i--) {
-            int k = m->ndim - nd + i;
-            int64_t d = k >= 0 ? m->dims[k] : 1;
-            ms[i] = d == 1 ? 0 : s;
-            s *= d;
-        }
-    }
+    int64_t ms[CG_MAX_DIMS];
+    mask_strides(call, ms);
     for (int64_t o = 0; o < outer; o++) {
         int64_t mo = 0;
         if (pm) {
@@ -161,24 +166,14 @@ static cg_op_status softmax_cl_common(const cg_kernel_args *args, int log_out) {
     const int has_mask = call->n_inputs > 1;
     int nd = x->ndim;
     int axis = cg_norm_axis(call->attrs[SOFTMAX_AXIS].i, nd);
-    int64_t outer = 1, n = x->dims[axis], inner = 1;
-    for (int i = 0; i < axis; i++) outer *= x->dims[i];
-    for (int i = axis + 1; i < nd; i++) inner *= x->dims[i];
+    int64_t outer, n = x->dims[axis], inner;
+    cg_desc_split(x, axis, &outer, &inner);
     int64_t total = outer * n * inner, slices = outer * inner;
     if (total == 0) return CG_OP_OK;
-    /* Mask strides against x's dims (0 where the mask broadcasts), then the
-     * dims before and after the axis, innermost first. */
-    int64_t ms[CG_MAX_DIMS] = {0};
-    if (has_mask) {
-        const cg_tensor_desc *m = &call->inputs[1];
-        int64_t st = 1;
-        for (int i = nd - 1; i >= 0; i--) {
-            int k = m->ndim - nd + i;
-            int64_t d = k >= 0 ? m->dims[k] : 1;
-            ms[i] = d == 1 ? 0 : st;
-            st *= d;
-        }
-    }
+    /* Mask strides against x's dims, then the dims before and after the
+     * axis, innermost first. */
+    int64_t ms[CG_MAX_DIMS];
+    mask_strides(call, ms);
     cl_long8 od, oms, id, ims;
     for (int i = 0; i < 8; i++) {
         od.s[i] = id.s[i] = 1;
