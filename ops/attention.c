@@ -1,12 +1,11 @@
 /* Attention: attn_score (the score of every key for a query, by kind) and
  * attn_context (the weighted sum of the values). The softmax and the masking
  * of padded keys are separate operators (softmax.c). */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include "attention.cl.h"
 #include "backends/cpu/cpu_blas.h"
 
-#include <CL/cl.h>
 #include <math.h>
 #include <string.h>
 
@@ -161,32 +160,10 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
 
 /* ==== OpenCL (attention.cl) ==== */
 
-/* One kernel argument: its size and a pointer to its value. */
-typedef struct cl_arg {
-    size_t size;
-    const void *value;
-} cl_arg;
-#define CL_ARG(v) {sizeof(v), &(v)}
-
-/* Sets the arguments of kernel `name` from index 0 on. */
-static cg_op_status cl_set_args(const cg_kernel_args *a, void *kernel, const char *name, int n,
-                                const cl_arg *args) {
-    for (int i = 0; i < n; i++) {
-        cl_int e = clSetKernelArg((cl_kernel)kernel, (cl_uint)i, args[i].size, args[i].value);
-        if (e != CL_SUCCESS)
-            return cg_op_fail(a->call, "clSetKernelArg(%s, %d): %s", name, i,
-                              a->call->host->cl_error_name(e));
-    }
-    return CG_OP_OK;
-}
-
 /* Work-group size of the attention kernels: at most 128 work-items (a power
  * of two within the device's limit). */
 static int64_t attn_wg(const cg_kernel_args *a) {
-    int64_t max = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP), wg = 1;
-    if (max <= 0) max = 64;
-    while (wg * 2 <= max && wg * 2 <= 128) wg *= 2;
-    return wg;
+    return (int64_t)cg_ops_cl_work_group(a, NULL, 128, 1);
 }
 
 /* Smallest power of two >= n (1 for n <= 1), at most cap. */
@@ -199,19 +176,15 @@ static int64_t pow2_at_least(int64_t n, int64_t cap) {
 /* Gets kernel `name` built for a TX x TY work-group and launches it over
  * global (rounded up to the work-group), after setting its n arguments. */
 static cg_op_status attn_launch(const cg_kernel_args *a, const char *name, int64_t tx,
-                                int64_t ty, const size_t global[2], int n, const cl_arg *args) {
+                                int64_t ty, const size_t global[2], int n,
+                                const cg_ops_cl_arg_value *args) {
     char opts[64];
     snprintf(opts, sizeof opts, "-DTX=%lld -DTY=%lld", (long long)tx, (long long)ty);
-    void *k = a->call->host->cl_kernel(a, cg_cl_attention, opts, name);
+    cl_kernel k = a->call->host->cl_kernel(a, cg_cl_attention, opts, name);
     if (!k) return CG_OP_ERROR;
-    if (cl_set_args(a, k, name, n, args)) return CG_OP_ERROR;
+    if (cg_ops_cl_args(a, k, name, 0, n, args)) return CG_OP_ERROR;
     const size_t local[2] = {(size_t)tx, (size_t)ty};
-    const size_t g[2] = {(global[0] + local[0] - 1) / local[0] * local[0],
-                         (global[1] + local[1] - 1) / local[1] * local[1]};
-    if (a->call->host->cl_launch(a, k, 2, g, local) == CG_OP_OK) return CG_OP_OK;
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s", a->call->err);
-    return cg_op_fail(a->call, "launching %s: %s", name, msg);
+    return cg_ops_cl_launch(a, k, name, 2, global, local);
 }
 
 /* additive / general: one SGEMM for the query's projection into the
@@ -249,11 +222,12 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
     /* b_q and v exist for additive only; other kinds bind keys there (unread). */
     const cl_mem b_q = kind == ADDITIVE ? (cl_mem)a->in[3] : keys;
     const cl_mem v = kind == ADDITIVE ? (cl_mem)a->in[4] : keys;
-    const cl_arg args[] = {CL_ARG(b32),  CL_ARG(s32), CL_ARG(k32),     CL_ARG(kind32),
-                           CL_ARG(has_vec), CL_ARG(alpha), CL_ARG(keys), CL_ARG(vec),
-                           CL_ARG(vec_off), CL_ARG(b_q), CL_ARG(v),   CL_ARG(e)};
+    const cg_ops_cl_arg_value args[] = {
+        CG_OPS_CL_ARG(b32),     CG_OPS_CL_ARG(s32),   CG_OPS_CL_ARG(k32),  CG_OPS_CL_ARG(kind32),
+        CG_OPS_CL_ARG(has_vec), CG_OPS_CL_ARG(alpha), CG_OPS_CL_ARG(keys), CG_OPS_CL_ARG(vec),
+        CG_OPS_CL_ARG(vec_off), CG_OPS_CL_ARG(b_q),   CG_OPS_CL_ARG(v),    CG_OPS_CL_ARG(e)};
     const size_t global[2] = {(size_t)tx, (size_t)(B * S)};
-    return attn_launch(a, "attn_score_rows", tx, ty, global, 12, args);
+    return attn_launch(a, "attn_score_rows", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
 
 /* Emits reduce_sum(mul(keys, reshape(vec [B, K] -> [B, 1, K])), axis 2): the
@@ -442,10 +416,11 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     const int64_t ty = pow2_at_least(S, wg / tx);
     const cl_int b32 = (cl_int)B, s32 = (cl_int)S, k32 = (cl_int)K;
     const cl_mem w = (cl_mem)a->in[0], values = (cl_mem)a->in[1], c = a->out[0];
-    const cl_arg args[] = {CL_ARG(b32), CL_ARG(s32), CL_ARG(k32),
-                           CL_ARG(w),   CL_ARG(values), CL_ARG(c)};
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(b32), CG_OPS_CL_ARG(s32),
+                                        CG_OPS_CL_ARG(k32), CG_OPS_CL_ARG(w),
+                                        CG_OPS_CL_ARG(values), CG_OPS_CL_ARG(c)};
     const size_t global[2] = {(size_t)K, (size_t)(B * ty)};
-    return attn_launch(a, "attn_context", tx, ty, global, 6, args);
+    return attn_launch(a, "attn_context", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
 
 /* Conformance cases of attn_context, smallest first: B, S, K (a in [0, 1],

@@ -96,6 +96,22 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
         cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
 }
 
+void cg_ops_fill_case(const cg_ops_case *t, int n_out, cg_conform_case *c) {
+    uint32_t ss = c->struct_size;
+    memset(c, 0, sizeof *c);
+    c->struct_size = ss;
+    c->n_inputs = t->n_in;
+    c->n_outputs = n_out;
+    c->attrs = t->attrs;
+    for (int i = 0; i < t->n_in; i++) {
+        c->inputs[i].dtype = t->in[i].dt;
+        c->inputs[i].ndim = t->in[i].nd;
+        for (int j = 0; j < t->in[i].nd; j++) c->inputs[i].dims[j] = t->in[i].d[j];
+        c->lo[i] = t->in[i].lo;
+        c->hi[i] = t->in[i].hi;
+    }
+}
+
 /* Decomposition emitter: once a call fails, later ones do nothing and
  * e->st keeps the failure, so a decomposition is written straight through
  * and checks e->st once at the end. */

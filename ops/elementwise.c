@@ -8,10 +8,6 @@
 
 #include "elementwise.cl.h"
 
-static const char *dtype_name(cg_op_dtype t) {
-    return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
-}
-
 /* ------------------------------------------------------------------ */
 /* Broadcast iteration                                                 */
 
@@ -171,36 +167,6 @@ static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n
 /* ------------------------------------------------------------------ */
 /* Conformance cases                                                   */
 
-/* A compact conformance case: up to 3 inputs of up to 4 dims. */
-typedef struct ew_case_in {
-    cg_op_dtype dt;
-    int nd;
-    int64_t d[4];
-    double lo, hi;
-} ew_case_in;
-
-typedef struct ew_case {
-    int n_in;
-    ew_case_in in[3];
-    const char *attrs;
-} ew_case;
-
-static void ew_fill_case(const ew_case *t, int n_out, cg_conform_case *c) {
-    uint32_t ss = c->struct_size;
-    memset(c, 0, sizeof *c);
-    c->struct_size = ss;
-    c->n_inputs = t->n_in;
-    c->n_outputs = n_out;
-    c->attrs = t->attrs;
-    for (int i = 0; i < t->n_in; i++) {
-        c->inputs[i].dtype = t->in[i].dt;
-        c->inputs[i].ndim = t->in[i].nd;
-        for (int j = 0; j < t->in[i].nd; j++) c->inputs[i].dims[j] = t->in[i].d[j];
-        c->lo[i] = t->in[i].lo;
-        c->hi[i] = t->in[i].hi;
-    }
-}
-
 #define F32 CG_OP_F32
 #define I32 CG_OP_I32
 #define IMIN (-2147483648.0)
@@ -216,7 +182,7 @@ static void ew_fill_case(const ew_case *t, int n_out, cg_conform_case *c) {
     {2, {{I32, nd_a, da, IMIN, IMAX}, {I32, nd_b, db, IMIN, IMAX}}, NULL}
 #define D(...) {__VA_ARGS__}
 
-static const ew_case bin_cases[] = {
+static const cg_ops_case bin_cases[] = {
     BIN_F(1, D(1), 1, D(1)),
     BIN_I(1, D(1), 1, D(1)),
     BIN_F(0, D(0), 0, D(0)),
@@ -250,7 +216,7 @@ static int32_t bin_conform(int32_t index, cg_conform_case *c, int allow_i32, int
     for (size_t i = 0; i < sizeof bin_cases / sizeof bin_cases[0]; i++) {
         if (!allow_i32 && bin_cases[i].in[0].dt == CG_OP_I32) continue;
         if (seen++ != index) continue;
-        ew_fill_case(&bin_cases[i], 1, c);
+        cg_ops_fill_case(&bin_cases[i], 1, c);
         if (is_div) {
             c->lo[1] = 0.25;
             c->hi[1] = 2;
@@ -267,10 +233,11 @@ static cg_op_status binary_infer(cg_op_call *call, const char *op, int allow_i32
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
     if (a->dtype != CG_OP_F32 && a->dtype != CG_OP_I32)
         return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s",
-                          dtype_name(a->dtype), op);
+                          cg_ops_dtype_name(a->dtype), op);
     if (a->dtype != b->dtype)
         return cg_op_fail(call, "inputs have mixed dtypes %s and %s; %s needs both the same "
-                          "(use cast)", dtype_name(a->dtype), dtype_name(b->dtype), op);
+                          "(use cast)", cg_ops_dtype_name(a->dtype),
+                          cg_ops_dtype_name(b->dtype), op);
     if (a->dtype == CG_OP_I32 && !allow_i32)
         return cg_op_fail(call, "%s supports only f32 inputs, got i32", op);
     cg_tensor_desc *o = &call->outputs[0];
@@ -391,16 +358,9 @@ static cg_op_status unary_infer(cg_op_call *call, const char *op, int allow_i32)
     const cg_tensor_desc *x = &call->inputs[0];
     if (x->dtype != CG_OP_F32 && !(allow_i32 && x->dtype == CG_OP_I32))
         return cg_op_fail(call, "input 0 (x) must be %s for %s, got %s",
-                          allow_i32 ? "f32 or i32" : "f32", op, dtype_name(x->dtype));
+                          allow_i32 ? "f32 or i32" : "f32", op, cg_ops_dtype_name(x->dtype));
     call->outputs[0] = *x;
     return CG_OP_OK;
-}
-
-static float sigmoid_f(float x) {
-    /* Never evaluates exp of a large positive number: no inf/inf = NaN. */
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
 }
 
 static float relu_f(float x) { return x < 0.0f ? 0.0f : x; /* NaN stays NaN */ }
@@ -418,7 +378,7 @@ static float neg_f(float x) { return -x; }
     }
 
 UNARY_F32(tanh, tanhf)
-UNARY_F32(sigmoid, sigmoid_f)
+UNARY_F32(sigmoid, cg_ops_sigmoid)
 UNARY_F32(exp, expf)
 UNARY_F32(log, logf)
 UNARY_F32(sqrt, sqrtf)
@@ -473,10 +433,10 @@ static int32_t un_conform(int32_t index, cg_conform_case *c, double lo, double h
     int32_t per = i32 ? 2 : 1;
     if (index < 0 || index >= N_UN_SHAPES * per) return 0;
     int is_i32 = i32 && index % 2 == 1;
-    ew_case t = {1, {{is_i32 ? CG_OP_I32 : CG_OP_F32, un_shapes[index / per].nd, {0},
-                      is_i32 ? IMIN : lo, is_i32 ? IMAX : hi}}, attrs};
+    cg_ops_case t = {1, {{is_i32 ? CG_OP_I32 : CG_OP_F32, un_shapes[index / per].nd, {0},
+                          is_i32 ? IMIN : lo, is_i32 ? IMAX : hi}}, attrs};
     memcpy(t.in[0].d, un_shapes[index / per].d, sizeof t.in[0].d);
-    ew_fill_case(&t, 1, c);
+    cg_ops_fill_case(&t, 1, c);
     return 1;
 }
 
@@ -620,7 +580,7 @@ static cg_op_status cast_infer(cg_op_call *call) {
     cg_op_dtype dt;
     if (x->dtype != CG_OP_F32 && x->dtype != CG_OP_I32)
         return cg_op_fail(call, "input 0 (x) has unsupported dtype %s for cast",
-                          dtype_name(x->dtype));
+                          cg_ops_dtype_name(x->dtype));
     if (!to->present) return cg_op_fail(call, "attribute 'to' is required for cast");
     if (!cast_target(to->s, &dt))
         return cg_op_fail(call, "attribute 'to' must be \"f32\" or \"i32\", got \"%s\"",
@@ -684,10 +644,11 @@ static int32_t cast_conform(int32_t i, cg_conform_case *c) {
     };
     const int32_t nv = (int32_t)(sizeof v / sizeof v[0]);
     if (i < 0 || i >= N_UN_SHAPES * nv) return 0;
-    ew_case t = {1, {{v[i % nv].from, un_shapes[i / nv].nd, {0}, v[i % nv].lo, v[i % nv].hi}},
-                 v[i % nv].attrs};
+    cg_ops_case t = {1,
+                     {{v[i % nv].from, un_shapes[i / nv].nd, {0}, v[i % nv].lo, v[i % nv].hi}},
+                     v[i % nv].attrs};
     memcpy(t.in[0].d, un_shapes[i / nv].d, sizeof t.in[0].d);
-    ew_fill_case(&t, 1, c);
+    cg_ops_fill_case(&t, 1, c);
     return 1;
 }
 

@@ -1,50 +1,30 @@
 /* Row lookups: embedding (ids into a table) and gather_rows (beam reordering). */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include <stdint.h>
 #include <string.h>
-
-#include <CL/cl.h>
 
 #include "gather.cl.h"
 
 /* ---- OpenCL: one gather kernel for both ops ---- */
 
-static cg_op_status set_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            size_t size, const void *v) {
-    cl_int e = clSetKernelArg(k, i, size, v);
-    if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          a->call->host->cl_error_name(e));
-    return CG_OP_OK;
-}
-
-/* Sets an index argument as cl_int or cl_long (kernel built with IDX). */
-static cg_op_status set_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            int wide, int64_t v) {
-    cl_long l = v;
-    cl_int n = (cl_int)v;
-    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof n, &n);
-}
-
 /* dst[r] = src[idx[r]] over `rows` rows of `row` 4-byte elements, src
  * having n_src rows; out-of-range indices give zero rows. */
 static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t row, int64_t rows) {
     static const char kn[] = "gather_rows4";
-    const cg_host_api *h = a->call->host;
     int64_t total = rows * row, biggest = n_src * row > total ? n_src * row : total;
     if (total == 0) return CG_OP_OK;
-    int wide = biggest >= INT32_MAX;
-    cl_kernel k = h->cl_kernel(a, cg_cl_gather, wide ? "-DIDX=long" : "-DIDX=int", kn);
+    const int wide = biggest >= INT32_MAX;
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, NULL);
     if (!k) return CG_OP_ERROR;
     cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], dst = (cl_mem)a->out[0];
-    if (set_arg(a, k, kn, 0, sizeof src, &src) || set_arg(a, k, kn, 1, sizeof idx, &idx) ||
-        set_arg(a, k, kn, 2, sizeof dst, &dst) || set_idx(a, k, kn, 3, wide, n_src) ||
-        set_idx(a, k, kn, 4, wide, row) || set_idx(a, k, kn, 5, wide, total))
+    const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};
+    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
+        cg_ops_cl_idx(a, k, kn, 3, wide, n_src) || cg_ops_cl_idx(a, k, kn, 4, wide, row) ||
+        cg_ops_cl_idx(a, k, kn, 5, wide, total))
         return CG_OP_ERROR;
-    int64_t wg = h->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    size_t local = wg <= 0 ? 64 : wg > 256 ? 256 : (size_t)wg, global = (size_t)total;
-    return h->cl_launch(a, k, 1, &global, &local);
+    return cg_ops_cl_launch_1d(a, k, NULL, total,
+                               cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* Conformance cases: x (f32 or i32) of shape d0 and an i32 index of shape

@@ -1,12 +1,10 @@
 /* Matrix products: matmul (batched, broadcasting) and linear (x W^T + b). */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include "backends/cpu/cpu_blas.h"
 
 #include <stdint.h>
 #include <string.h>
-
-#include <CL/cl.h>
 
 #include "matmul.cl.h"
 
@@ -24,66 +22,22 @@ static int64_t prod_dims(const int64_t *d, int n) {
     return p;
 }
 
-/* ---- OpenCL helpers ---- */
-
-/* A kernel of matmul.cl with the index type for tensors of up to
- * `max_elems` elements (int below 2^31, else long), plus `extra` options. */
-static cl_kernel mm_kernel(const cg_kernel_args *a, const char *name, int64_t max_elems,
-                           const char *extra, int *wide) {
-    char opts[160];
-    *wide = max_elems >= INT32_MAX;
-    snprintf(opts, sizeof opts, "%s%s%s", *wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8",
-             extra ? " " : "", extra ? extra : "");
-    return a->call->host->cl_kernel(a, cg_cl_matmul, opts, name);
-}
-
-static cg_op_status set_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            size_t size, const void *v) {
-    cl_int e = clSetKernelArg(k, i, size, v);
-    if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          a->call->host->cl_error_name(e));
-    return CG_OP_OK;
-}
-
-/* Sets an index argument as cl_int or cl_long (kernel built with IDX). */
-static cg_op_status set_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            int wide, int64_t v) {
-    cl_long l = v;
-    cl_int n = (cl_int)v;
-    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof n, &n);
-}
-
-/* Sets an IDX8 vector argument from up to 8 values (the rest 1). */
-static cg_op_status set_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                             int wide, const int64_t *v, int n) {
-    cl_long8 l;
-    cl_int8 s;
-    for (int j = 0; j < 8; j++) {
-        l.s[j] = j < n ? v[j] : 1;
-        s.s[j] = (cl_int)l.s[j];
-    }
-    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof s, &s);
-}
-
-static size_t work_group(const cg_kernel_args *a) {
-    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    return w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
-}
+/* ---- OpenCL: fills around host->cl_sgemm ---- */
 
 /* y[total] = 0, or y[rows, n] = b[n] on every row when b is not NULL. */
 static cg_op_status fill_cl(const cg_kernel_args *a, cl_mem y, cl_mem b, int64_t total, int64_t n) {
     const char *kn = b ? "fill_bias" : "fill_zero";
-    int wide;
     if (total <= 0) return CG_OP_OK;
-    cl_kernel k = mm_kernel(a, kn, total, NULL, &wide);
+    const int wide = total >= INT32_MAX;
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_matmul, kn, wide, 1, NULL);
     if (!k) return CG_OP_ERROR;
     cl_uint i = 0;
-    if (set_arg(a, k, kn, i++, sizeof y, &y) || (b && set_arg(a, k, kn, i++, sizeof b, &b)) ||
-        set_idx(a, k, kn, i++, wide, total) || (b && set_idx(a, k, kn, i++, wide, n)))
+    if (cg_ops_cl_arg(a, k, kn, i++, sizeof y, &y) ||
+        (b && cg_ops_cl_arg(a, k, kn, i++, sizeof b, &b)) ||
+        cg_ops_cl_idx(a, k, kn, i++, wide, total) || (b && cg_ops_cl_idx(a, k, kn, i++, wide, n)))
         return CG_OP_ERROR;
-    size_t local = work_group(a), global = (size_t)total;
-    return a->call->host->cl_launch(a, k, 1, &global, &local);
+    return cg_ops_cl_launch_1d(a, k, NULL, total,
+                               cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* ---- matmul(a [..., M, K], b [..., K, N]) -> [..., M, N] ---- */
@@ -152,6 +106,21 @@ static void batch_strides(const cg_tensor_desc *t, int nb, const int64_t *ob, in
     }
 }
 
+/* Steps the batch index idx (row-major over the `nb` batch dims `dims`) to
+ * the next batch, moving the operands' element offsets *oa and *ob along by
+ * their batch strides sa and sb. */
+static void batch_next(int nb, const int64_t *dims, const int64_t *sa, const int64_t *sb,
+                       int64_t *idx, int64_t *oa, int64_t *ob) {
+    for (int d = nb - 1; d >= 0; d--) {
+        *oa += sa[d];
+        *ob += sb[d];
+        if (++idx[d] < dims[d]) return;
+        *oa -= sa[d] * dims[d];
+        *ob -= sb[d] * dims[d];
+        idx[d] = 0;
+    }
+}
+
 static cg_op_status matmul_cpu(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1], *o = &call->outputs[0];
@@ -177,14 +146,7 @@ static cg_op_status matmul_cpu(const cg_kernel_args *args) {
     int64_t oa = 0, ob = 0;
     for (int64_t t = 0; t < batch; t++) {
         cg_cpu_sgemm(ta, tb, m, n, k, 1.0f, pa + oa, lda, pb + ob, ldb, 0.0f, pc + t * m * n, n);
-        for (int d = nb - 1; d >= 0; d--) {
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < o->dims[d]) break;
-            oa -= sa[d] * o->dims[d];
-            ob -= sb[d] * o->dims[d];
-            idx[d] = 0;
-        }
+        batch_next(nb, o->dims, sa, sb, idx, &oa, &ob);
     }
     return CG_OP_OK;
 }
@@ -222,19 +184,12 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
             if (h->cl_sgemm(args, ta, tb, m, n, k, 1.0f, ma, (size_t)oa, lda, mb, (size_t)ob, ldb,
                             0.0f, mc, (size_t)(t * m * n), n))
                 return CG_OP_ERROR;
-            for (int d = nb - 1; d >= 0; d--) {
-                oa += sa[d];
-                ob += sb[d];
-                if (++idx[d] < o->dims[d]) break;
-                oa -= sa[d] * o->dims[d];
-                ob -= sb[d] * o->dims[d];
-                idx[d] = 0;
-            }
+            batch_next(nb, o->dims, sa, sb, idx, &oa, &ob);
         }
         return CG_OP_OK;
     }
     static const char kn[] = "bmm";
-    size_t wg = work_group(args);
+    size_t wg = cg_ops_cl_work_group(args, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0);
     int ts = 1;
     while (ts < 16 && (size_t)(ts * 2) * (size_t)(ts * 2) <= wg) ts *= 2;
     int64_t lmem = h->cl_info(args, CG_CL_INFO_LOCAL_MEM);
@@ -244,21 +199,23 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
     int64_t biggest = cg_desc_numel(o);
     if (cg_desc_numel(a) > biggest) biggest = cg_desc_numel(a);
     if (cg_desc_numel(b) > biggest) biggest = cg_desc_numel(b);
-    int wide;
-    cl_kernel kern = mm_kernel(args, kn, biggest, extra, &wide);
+    const int wide = biggest >= INT32_MAX;
+    cl_kernel kern = cg_ops_cl_kernel(args, cg_cl_matmul, kn, wide, 1, extra);
     if (!kern) return CG_OP_ERROR;
+    const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(ma), CG_OPS_CL_ARG(mb), CG_OPS_CL_ARG(mc)};
     cl_int cnb = nb;
-    if (set_arg(args, kern, kn, 0, sizeof ma, &ma) || set_arg(args, kern, kn, 1, sizeof mb, &mb) ||
-        set_arg(args, kern, kn, 2, sizeof mc, &mc) || set_idx(args, kern, kn, 3, wide, m) ||
-        set_idx(args, kern, kn, 4, wide, n) || set_idx(args, kern, kn, 5, wide, k) ||
-        set_arg(args, kern, kn, 6, sizeof cnb, &cnb) ||
-        set_idx8(args, kern, kn, 7, wide, o->dims, nb) || set_idx8(args, kern, kn, 8, wide, sa, nb) ||
-        set_idx8(args, kern, kn, 9, wide, sb, nb))
+    if (cg_ops_cl_args(args, kern, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
+        cg_ops_cl_idx(args, kern, kn, 3, wide, m) || cg_ops_cl_idx(args, kern, kn, 4, wide, n) ||
+        cg_ops_cl_idx(args, kern, kn, 5, wide, k) ||
+        cg_ops_cl_arg(args, kern, kn, 6, sizeof cnb, &cnb) ||
+        cg_ops_cl_idx8(args, kern, kn, 7, wide, o->dims, nb) ||
+        cg_ops_cl_idx8(args, kern, kn, 8, wide, sa, nb) ||
+        cg_ops_cl_idx8(args, kern, kn, 9, wide, sb, nb))
         return CG_OP_ERROR;
     size_t global[3] = {(size_t)((n + ts - 1) / ts * ts), (size_t)((m + ts - 1) / ts * ts),
                         (size_t)batch};
     size_t local[3] = {(size_t)ts, (size_t)ts, 1};
-    return h->cl_launch(args, kern, 3, global, local);
+    return cg_ops_cl_launch(args, kern, NULL, 3, global, local);
 }
 
 static int32_t matmul_conform(int32_t index, cg_conform_case *c);

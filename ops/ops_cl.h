@@ -22,7 +22,8 @@
  * tensors of 2^31 elements or more). With `idx8` also -DIDX8=int8 or long8
  * (for cg_ops_cl_idx8 arguments). `extra` (NULL for none) is appended to the
  * options after a space. NULL on failure, with the message (the build log
- * for a compile error) in args->call->err.
+ * for a compile error) in args->call->err. Sources without IDX (rnn.cl,
+ * attention.cl) are fetched with host->cl_kernel directly.
  */
 cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const char *name,
                            int wide, int idx8, const char *extra);

@@ -1,10 +1,12 @@
 /* Helpers shared by the built-in operators: error messages, shape helpers,
- * and the declarations of every built-in op definition. */
+ * conformance cases, and the declarations of every built-in op definition.
+ * The OpenCL host-side helpers are in ops_cl.h. */
 #ifndef CG_OPS_COMMON_H
 #define CG_OPS_COMMON_H
 
 #include "clgraph/plugin.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +50,20 @@ static inline void cg_desc_split(const cg_tensor_desc *d, int axis, int64_t *out
 /* Formats a dims list "[2, B, ?]" for messages (symbols shown as s<k>). */
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d);
 
+/* Name of a dtype for messages: "f32", "i32" or "unknown dtype". */
+static inline const char *cg_ops_dtype_name(cg_op_dtype t) {
+    return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
+}
+
+/* Logistic function 1 / (1 + exp(-x)) that never evaluates exp of a large
+ * positive number, so large |x| saturates to 0 or 1 without inf / inf = NaN
+ * (as cg_sigmoid in ops/cl/elementwise.cl and ops/cl/rnn.cl). */
+static inline float cg_ops_sigmoid(float x) {
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
 /* Normalises a possibly negative axis against ndim; -1 if out of range. */
 static inline int cg_norm_axis(int64_t axis, int ndim) {
     if (axis < 0) axis += ndim;
@@ -82,6 +98,25 @@ void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const floa
 /* One LSTM row (rnn_cell.c): gates i, f, g, o. c_out may be c. */
 void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
                      const float *b_hh, const float *c, float *h_out, float *c_out);
+
+/* A compact conformance case: up to 3 inputs of up to 4 dims, each with
+ * its dtype and value range [lo, hi], and the attributes (or NULL). */
+typedef struct cg_ops_case_input {
+    cg_op_dtype dt;
+    int nd;
+    int64_t d[4];
+    double lo, hi;
+} cg_ops_case_input;
+
+typedef struct cg_ops_case {
+    int n_in;
+    cg_ops_case_input in[3];
+    const char *attrs;
+} cg_ops_case;
+
+/* Fills *c from t with n_out outputs; everything else in *c is zeroed but
+ * its struct_size. */
+void cg_ops_fill_case(const cg_ops_case *t, int n_out, cg_conform_case *c);
 
 /* Decomposition emitter: once a call fails, later ones do nothing and st
  * keeps the failure, so a decomposition is written straight through and

@@ -1,56 +1,12 @@
 /* Reductions: reduce_sum / reduce_mean / reduce_max over a set of axes,
  * argmax along one axis, and topk along the last axis. */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include <CL/cl.h>
-
 #include "reduce.cl.h"
-
-/* ---- OpenCL helpers ---- */
-
-/* The kernel `name` of reduce.cl; `wide` selects 64-bit indexing. */
-static cl_kernel rd_kernel(const cg_kernel_args *a, const char *name, int wide) {
-    return a->call->host->cl_kernel(a, cg_cl_reduce, wide ? "-DIDX=long" : "-DIDX=int", name);
-}
-
-/* Sets argument i of kernel `name`; fails naming the call and the error. */
-static cg_op_status rd_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                           size_t size, const void *v) {
-    cl_int e = clSetKernelArg(k, i, size, v);
-    if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          a->call->host->cl_error_name(e));
-    return CG_OP_OK;
-}
-
-/* Largest power-of-two work-group size allowed by the device (at most 256)
- * and by the kernel. */
-static size_t rd_max_local(const cg_kernel_args *a, cl_kernel k) {
-    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    size_t l = w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
-    cl_device_id dev;
-    size_t kw = 0;
-    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev,
-                              NULL) == CL_SUCCESS &&
-        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) ==
-            CL_SUCCESS &&
-        kw > 0 && kw < l)
-        l = kw;
-    size_t p = 1;
-    while (p * 2 <= l) p *= 2;
-    return p;
-}
-
-/* Narrows a power-of-two group size to what `n` elements per group need,
- * keeping at least 32. */
-static size_t rd_fit_local(size_t local, int64_t n) {
-    while (local > 32 && (int64_t)local / 2 >= n) local /= 2;
-    return local;
-}
 
 /* ---- conformance cases ---- */
 
@@ -302,34 +258,28 @@ static cg_op_status reduce_cl(const cg_kernel_args *args, red_kind kind) {
     cl_long lon = on, lcount = count;
     const int use_item = count <= 32 || (!p.red[p.nd - 1] && on >= 4096);
     const char *name = use_item ? "reduce_item" : "reduce_group";
-    cl_kernel k = rd_kernel(args, name, xn > INT32_MAX);
+    cl_kernel k = cg_ops_cl_kernel(args, cg_cl_reduce, name, xn > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
     cl_mem px = (cl_mem)args->in[0], py = (cl_mem)args->out[0];
-    size_t local = rd_max_local(args, k), global;
+    size_t local = cg_ops_cl_work_group(args, k, CG_OPS_CL_MAX_WORK_GROUP, 1), global;
     if (use_item) {
-        if (rd_arg(args, k, name, 0, sizeof px, &px) || rd_arg(args, k, name, 1, sizeof py, &py) ||
-            rd_arg(args, k, name, 2, sizeof lon, &lon) || rd_arg(args, k, name, 3, sizeof nk, &nk) ||
-            rd_arg(args, k, name, 4, sizeof kd, &kd) || rd_arg(args, k, name, 5, sizeof ks, &ks) ||
-            rd_arg(args, k, name, 6, sizeof rdim, &rdim) ||
-            rd_arg(args, k, name, 7, sizeof rst, &rst) || rd_arg(args, k, name, 8, sizeof kk, &kk) ||
-            rd_arg(args, k, name, 9, sizeof scale, &scale))
-            return CG_OP_ERROR;
+        const cg_ops_cl_arg_value v[] = {
+            CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(py),   CG_OPS_CL_ARG(lon), CG_OPS_CL_ARG(nk),
+            CG_OPS_CL_ARG(kd), CG_OPS_CL_ARG(ks),   CG_OPS_CL_ARG(rdim), CG_OPS_CL_ARG(rst),
+            CG_OPS_CL_ARG(kk), CG_OPS_CL_ARG(scale)};
+        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
         global = (size_t)on;
     } else {
-        local = rd_fit_local(local, count);
-        if (rd_arg(args, k, name, 0, sizeof px, &px) || rd_arg(args, k, name, 1, sizeof py, &py) ||
-            rd_arg(args, k, name, 2, sizeof lon, &lon) ||
-            rd_arg(args, k, name, 3, sizeof lcount, &lcount) ||
-            rd_arg(args, k, name, 4, sizeof nk, &nk) || rd_arg(args, k, name, 5, sizeof kd, &kd) ||
-            rd_arg(args, k, name, 6, sizeof ks, &ks) || rd_arg(args, k, name, 7, sizeof nr, &nr) ||
-            rd_arg(args, k, name, 8, sizeof rdim, &rdim) ||
-            rd_arg(args, k, name, 9, sizeof rst, &rst) || rd_arg(args, k, name, 10, sizeof kk, &kk) ||
-            rd_arg(args, k, name, 11, sizeof scale, &scale) ||
-            rd_arg(args, k, name, 12, local * sizeof(cl_float), NULL))
-            return CG_OP_ERROR;
+        local = cg_ops_cl_fit_work_group(local, count, 32);
+        const cg_ops_cl_arg_value v[] = {
+            CG_OPS_CL_ARG(px),   CG_OPS_CL_ARG(py),  CG_OPS_CL_ARG(lon), CG_OPS_CL_ARG(lcount),
+            CG_OPS_CL_ARG(nk),   CG_OPS_CL_ARG(kd),  CG_OPS_CL_ARG(ks),  CG_OPS_CL_ARG(nr),
+            CG_OPS_CL_ARG(rdim), CG_OPS_CL_ARG(rst), CG_OPS_CL_ARG(kk),  CG_OPS_CL_ARG(scale),
+            CG_OPS_CL_LOCAL(local * sizeof(cl_float))};
+        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
         global = (size_t)on * local;
     }
-    return call->host->cl_launch(args, k, 1, &global, &local);
+    return cg_ops_cl_launch(args, k, NULL, 1, &global, &local);
 }
 
 /*
@@ -473,9 +423,8 @@ static cg_op_status argmax_cpu(const cg_kernel_args *args) {
     const float *px = args->in[0];
     int32_t *out = args->out[0];
     int axis = cg_norm_axis(call->attrs[ARGMAX_AXIS].i, x->ndim);
-    int64_t outer = 1, n = x->dims[axis], inner = 1;
-    for (int i = 0; i < axis; i++) outer *= x->dims[i];
-    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    int64_t outer, n = x->dims[axis], inner;
+    cg_desc_split(x, axis, &outer, &inner);
     if (outer * inner == 0) return CG_OP_OK;
     if (n == 0) return cg_op_fail(call, "argmax over an empty axis");
     /* The output row doubles as the running best index of each column, so
@@ -501,31 +450,30 @@ static cg_op_status argmax_cl(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *x = &call->inputs[0];
     int axis = cg_norm_axis(call->attrs[ARGMAX_AXIS].i, x->ndim);
-    int64_t outer = 1, n = x->dims[axis], inner = 1;
-    for (int i = 0; i < axis; i++) outer *= x->dims[i];
-    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    int64_t outer, n = x->dims[axis], inner;
+    cg_desc_split(x, axis, &outer, &inner);
     int64_t slices = outer * inner;
     if (slices == 0) return CG_OP_OK;
     if (n == 0) return cg_op_fail(call, "argmax over an empty axis");
     const int use_group = n > 32 && (inner == 1 || slices < 256);
     const char *name = use_group ? "argmax_group" : "argmax_item";
-    cl_kernel k = rd_kernel(args, name, slices * n > INT32_MAX);
+    cl_kernel k = cg_ops_cl_kernel(args, cg_cl_reduce, name, slices * n > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
     cl_mem px = (cl_mem)args->in[0], py = (cl_mem)args->out[0];
     cl_long ls = slices, ln = n, li = inner;
-    if (rd_arg(args, k, name, 0, sizeof px, &px) || rd_arg(args, k, name, 1, sizeof py, &py) ||
-        rd_arg(args, k, name, 2, sizeof ls, &ls) || rd_arg(args, k, name, 3, sizeof ln, &ln) ||
-        rd_arg(args, k, name, 4, sizeof li, &li))
-        return CG_OP_ERROR;
-    size_t local = rd_max_local(args, k), global = (size_t)slices;
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(py), CG_OPS_CL_ARG(ls),
+                                     CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(li)};
+    if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
+    size_t local = cg_ops_cl_work_group(args, k, CG_OPS_CL_MAX_WORK_GROUP, 1);
+    size_t global = (size_t)slices;
     if (use_group) {
-        local = rd_fit_local(local, n);
-        if (rd_arg(args, k, name, 5, local * sizeof(cl_float), NULL) ||
-            rd_arg(args, k, name, 6, local * sizeof(cl_int), NULL))
-            return CG_OP_ERROR;
+        local = cg_ops_cl_fit_work_group(local, n, 32);
+        const cg_ops_cl_arg_value lv[] = {CG_OPS_CL_LOCAL(local * sizeof(cl_float)),
+                                          CG_OPS_CL_LOCAL(local * sizeof(cl_int))};
+        if (cg_ops_cl_args(args, k, name, 5, CG_OPS_CL_N_ARGS(lv), lv)) return CG_OP_ERROR;
         global = (size_t)slices * local;
     }
-    return call->host->cl_launch(args, k, 1, &global, &local);
+    return cg_ops_cl_launch(args, k, NULL, 1, &global, &local);
 }
 
 /* Argmax cases: values in [-2, 2], and values in [2^24, 2^24 + 6] where
@@ -682,16 +630,15 @@ static cg_op_status topk_cl(const cg_kernel_args *args) {
                                  (long long)n);
     if (k == 0 || rows == 0) return CG_OP_OK;
     int64_t total = rows * n;
-    cl_kernel kn = rd_kernel(args, name, total > INT32_MAX);
+    cl_kernel kn = cg_ops_cl_kernel(args, cg_cl_reduce, name, total > INT32_MAX, 0, NULL);
     if (!kn) return CG_OP_ERROR;
     cl_mem px = (cl_mem)args->in[0], pv = (cl_mem)args->out[0], pi = (cl_mem)args->out[1];
     cl_long lt = total, ln = n, lk = k;
-    if (rd_arg(args, kn, name, 0, sizeof px, &px) || rd_arg(args, kn, name, 1, sizeof pv, &pv) ||
-        rd_arg(args, kn, name, 2, sizeof pi, &pi) || rd_arg(args, kn, name, 3, sizeof lt, &lt) ||
-        rd_arg(args, kn, name, 4, sizeof ln, &ln) || rd_arg(args, kn, name, 5, sizeof lk, &lk))
-        return CG_OP_ERROR;
-    size_t local = rd_max_local(args, kn), global = (size_t)total;
-    return call->host->cl_launch(args, kn, 1, &global, &local);
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(pv), CG_OPS_CL_ARG(pi),
+                                     CG_OPS_CL_ARG(lt), CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(lk)};
+    if (cg_ops_cl_args(args, kn, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(args, kn, NULL, total,
+                               cg_ops_cl_work_group(args, kn, CG_OPS_CL_MAX_WORK_GROUP, 1));
 }
 
 /* Topk cases: k from 1 to N, values in [-2, 2] and, for every other case,

@@ -1,20 +1,12 @@
 /* Fused recurrent cells: gru_cell and lstm_cell (PyTorch GRUCell / LSTMCell),
  * and the gate arithmetic of one row that rnn_seq.c shares. */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include "backends/cpu/cpu_blas.h"
 #include "rnn.cl.h"
 
-#include <CL/cl.h>
 #include <math.h>
 #include <string.h>
-
-/* Logistic function without overflow for large |x|. */
-static inline float sigmoid_f(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
 
 /* One GRU row: gi = W_ih x and gh = W_hh h (without biases, gates r, z, n).
  * h_out may be h. */
@@ -22,8 +14,8 @@ void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const floa
                     const float *b_hh, const float *h, float *h_out) {
     const int64_t H = hidden;
     for (int64_t j = 0; j < H; j++) {
-        float r = sigmoid_f(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
-        float z = sigmoid_f(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
+        float r = cg_ops_sigmoid(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
+        float z = cg_ops_sigmoid(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
         float n = tanhf(gi[2 * H + j] + b_ih[2 * H + j] + r * (gh[2 * H + j] + b_hh[2 * H + j]));
         h_out[j] = (1.0f - z) * n + z * h[j];
     }
@@ -35,10 +27,11 @@ void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const flo
                      const float *b_hh, const float *c, float *h_out, float *c_out) {
     const int64_t H = hidden;
     for (int64_t j = 0; j < H; j++) {
-        float ig = sigmoid_f(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
-        float fg = sigmoid_f(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
+        float ig = cg_ops_sigmoid(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
+        float fg = cg_ops_sigmoid(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
         float gg = tanhf(gi[2 * H + j] + b_ih[2 * H + j] + gh[2 * H + j] + b_hh[2 * H + j]);
-        float og = sigmoid_f(gi[3 * H + j] + b_ih[3 * H + j] + gh[3 * H + j] + b_hh[3 * H + j]);
+        float og =
+            cg_ops_sigmoid(gi[3 * H + j] + b_ih[3 * H + j] + gh[3 * H + j] + b_hh[3 * H + j]);
         float cn = fg * c[j] + ig * gg;
         c_out[j] = cn;
         h_out[j] = og * tanhf(cn);
@@ -135,41 +128,6 @@ static int32_t emit_cols(cg_ops_emitter *e, int32_t v, int64_t start, int64_t en
 
 /* ==== OpenCL: two SGEMMs into the workspace and one fused gate kernel ==== */
 
-/* One kernel argument: its size and a pointer to its value. */
-typedef struct cl_arg {
-    size_t size;
-    const void *value;
-} cl_arg;
-#define CL_ARG(v) {sizeof(v), &(v)}
-
-/* Sets the arguments of kernel `name` from index `first` on. */
-static cg_op_status cl_set_args(const cg_kernel_args *a, void *kernel, const char *name,
-                                int first, int n, const cl_arg *args) {
-    for (int i = 0; i < n; i++) {
-        cl_int e = clSetKernelArg((cl_kernel)kernel, (cl_uint)(first + i), args[i].size,
-                                  args[i].value);
-        if (e != CL_SUCCESS)
-            return cg_op_fail(a->call, "clSetKernelArg(%s, %d): %s", name, first + i,
-                              a->call->host->cl_error_name(e));
-    }
-    return CG_OP_OK;
-}
-
-/* Launches `kernel` over n work-items (n > 0) in work-groups of up to 128. */
-static cg_op_status cl_launch_1d(const cg_kernel_args *a, void *kernel, const char *name,
-                                 int64_t n) {
-    const cg_host_api *host = a->call->host;
-    int64_t wg = host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    if (wg <= 0) wg = 64;
-    if (wg > 128) wg = 128;
-    while (wg > 1 && wg / 2 >= n) wg /= 2;
-    size_t local = (size_t)wg, global = (size_t)((n + wg - 1) / wg * wg);
-    if (host->cl_launch(a, kernel, 1, &global, &local) == CG_OP_OK) return CG_OP_OK;
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s", a->call->err);
-    return cg_op_fail(a->call, "launching %s: %s", name, msg);
-}
-
 /* gi = x W_ih^T and gh = h W_hh^T into the workspace (as cell_project), then
  * the gate kernel. Inputs are indexed as in cell_infer. */
 static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
@@ -192,26 +150,22 @@ static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
                        (void *)a->in[w_first + 1], 0, H, 0.0f, ws, (size_t)(B * GH), GH))
         return CG_OP_ERROR;
     const char *name = gates == 3 ? "gru_cell_gates" : "lstm_cell_gates";
-    void *k = host->cl_kernel(a, cg_cl_rnn, "", name);
+    cl_kernel k = host->cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
     cl_mem ws_m = ws, b_ih = (cl_mem)a->in[w_first + 2], b_hh = (cl_mem)a->in[w_first + 3];
     cl_mem state = (cl_mem)a->in[gates == 3 ? 1 : 2], out0 = a->out[0];
-    cg_op_status st;
-    if (gates == 3) {
-        const cl_arg args[] = {CL_ARG(b32),  CL_ARG(h32),  CL_ARG(has_gi), CL_ARG(ws_m),
-                               CL_ARG(b_ih), CL_ARG(b_hh), CL_ARG(state),  CL_ARG(out0)};
-        st = cl_set_args(a, k, name, 0, 8, args);
-    } else {
-        /* Without a c' output, c_out is bound to h' and not written. */
-        const cl_int write_c = call->n_outputs > 1;
-        cl_mem c_out = write_c ? a->out[1] : a->out[0];
-        const cl_arg args[] = {CL_ARG(b32),  CL_ARG(h32),   CL_ARG(has_gi), CL_ARG(ws_m),
-                               CL_ARG(b_ih), CL_ARG(b_hh),  CL_ARG(state),  CL_ARG(out0),
-                               CL_ARG(c_out), CL_ARG(write_c)};
-        st = cl_set_args(a, k, name, 0, 10, args);
-    }
-    if (st != CG_OP_OK) return st;
-    return cl_launch_1d(a, k, name, B * H);
+    /* Without a c' output (LSTM), c_out is bound to h' and not written. */
+    const cl_int write_c = call->n_outputs > 1;
+    cl_mem c_out = write_c ? a->out[1] : a->out[0];
+    /* The GRU takes the first 8 arguments, the LSTM all 10. */
+    const cg_ops_cl_arg_value args[] = {
+        CG_OPS_CL_ARG(b32),  CG_OPS_CL_ARG(h32),  CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(ws_m),
+        CG_OPS_CL_ARG(b_ih), CG_OPS_CL_ARG(b_hh), CG_OPS_CL_ARG(state),  CG_OPS_CL_ARG(out0),
+        CG_OPS_CL_ARG(c_out), CG_OPS_CL_ARG(write_c)};
+    if (cg_ops_cl_args(a, k, name, 0, gates == 3 ? 8 : 10, args)) return CG_OP_ERROR;
+    /* One work-item per cell, in work-groups of up to 128. */
+    const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, NULL, 128, 0), B * H, 1);
+    return cg_ops_cl_launch_1d(a, k, name, B * H, local);
 }
 
 /* ==== conformance cases ==== */

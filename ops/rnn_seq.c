@@ -2,10 +2,9 @@
  * exactly torch.nn.GRU / torch.nn.LSTM(batch_first=True) run on
  * pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with
  * pad_packed_sequence(total_length=S). */
-#include "ops_common.h"
+#include "ops_cl.h"
 #include "rnn.cl.h"
 
-#include <CL/cl.h>
 #include <string.h>
 
 enum { ATTR_HIDDEN, ATTR_LAYERS, ATTR_BIDIRECTIONAL };
@@ -254,41 +253,6 @@ static size_t seq_cl_workspace(const cg_op_call *call, int gates) {
     return sizeof(float) * seq_cl_layout(&s).total;
 }
 
-/* One kernel argument: its size and a pointer to its value. */
-typedef struct cl_arg {
-    size_t size;
-    const void *value;
-} cl_arg;
-#define CL_ARG(v) {sizeof(v), &(v)}
-
-/* Sets the arguments of kernel `name` from index `first` on. */
-static cg_op_status cl_set_args(const cg_kernel_args *a, void *kernel, const char *name,
-                                int first, int n, const cl_arg *args) {
-    for (int i = 0; i < n; i++) {
-        cl_int e = clSetKernelArg((cl_kernel)kernel, (cl_uint)(first + i), args[i].size,
-                                  args[i].value);
-        if (e != CL_SUCCESS)
-            return cg_op_fail(a->call, "clSetKernelArg(%s, %d): %s", name, first + i,
-                              a->call->host->cl_error_name(e));
-    }
-    return CG_OP_OK;
-}
-
-/* Launches `kernel` over n work-items (n > 0) in work-groups of up to 128. */
-static cg_op_status cl_launch_1d(const cg_kernel_args *a, void *kernel, const char *name,
-                                 int64_t n) {
-    const cg_host_api *host = a->call->host;
-    int64_t wg = host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    if (wg <= 0) wg = 64;
-    if (wg > 128) wg = 128;
-    while (wg > 1 && wg / 2 >= n) wg /= 2;
-    size_t local = (size_t)wg, global = (size_t)((n + wg - 1) / wg * wg);
-    if (host->cl_launch(a, kernel, 1, &global, &local) == CG_OP_OK) return CG_OP_OK;
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s", a->call->err);
-    return cg_op_fail(a->call, "launching %s: %s", name, msg);
-}
-
 static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     const cg_op_call *call = a->call;
     const cg_host_api *host = call->host;
@@ -302,23 +266,28 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     void *ws = a->workspace;
     const char *name = gates == 3 ? "gru_seq_step" : "lstm_seq_step";
     const int has_h = call->n_outputs > 1, has_c = call->n_outputs > 2;
+    /* Work-groups of up to 128 work-items, no wider than a launch needs. */
+    const size_t wg = cg_ops_cl_work_group(a, NULL, 128, 0);
 
     if (S == 0) {
         /* Nothing runs: the final states are zero. */
-        void *z = host->cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
+        cl_kernel z = host->cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
         if (!z) return CG_OP_ERROR;
         const cl_long n = (cl_long)(s.L * s.D * B * H), off = 0;
+        const size_t local = cg_ops_cl_fit_work_group(wg, n, 1);
         for (int i = 1; i < call->n_outputs; i++) {
             cl_mem m = a->out[i];
-            const cl_arg args[] = {CL_ARG(n), CL_ARG(m), CL_ARG(off)};
-            if (cl_set_args(a, z, "rnn_zero", 0, 3, args) ||
-                cl_launch_1d(a, z, "rnn_zero", n))
+            const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(m),
+                                                CG_OPS_CL_ARG(off)};
+            if (cg_ops_cl_args(a, z, "rnn_zero", 0, CG_OPS_CL_N_ARGS(args), args) ||
+                cg_ops_cl_launch_1d(a, z, "rnn_zero", n, local))
                 return CG_OP_ERROR;
         }
         return CG_OP_OK;
     }
-    void *k = host->cl_kernel(a, cg_cl_rnn, "", name);
+    cl_kernel k = host->cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
+    const size_t local = cg_ops_cl_fit_work_group(wg, B * H, 1);
 
     const cl_int b32 = (cl_int)B, s32 = (cl_int)S, h32 = (cl_int)H, dh32 = (cl_int)DH;
     const cl_mem lengths = (cl_mem)a->in[1], ws_m = ws;
@@ -345,31 +314,35 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
                                          w_ih, 0, in_size, 0.0f, ws, w.proj, GH))
                 return CG_OP_ERROR;
             /* Arguments 3 (t) and 5 (first) change per step. */
-            const cl_arg fixed[] = {CL_ARG(b32), CL_ARG(s32), CL_ARG(h32)};
-            const cl_arg mid[] = {CL_ARG(reverse)};
-            const cl_arg tail_gru[] = {CL_ARG(has_gi), CL_ARG(lengths), CL_ARG(ws_m),
-                                       CL_ARG(p_off),  CL_ARG(ws_m),    CL_ARG(g_off),
-                                       CL_ARG(b_ih),   CL_ARG(b_hh),    CL_ARG(h_cl),
-                                       CL_ARG(h_off_l), CL_ARG(out_cl), CL_ARG(o_off),
-                                       CL_ARG(dh32),   CL_ARG(col)};
-            const cl_arg tail_lstm[] = {CL_ARG(has_gi), CL_ARG(lengths), CL_ARG(ws_m),
-                                        CL_ARG(p_off),  CL_ARG(ws_m),    CL_ARG(g_off),
-                                        CL_ARG(b_ih),   CL_ARG(b_hh),    CL_ARG(h_cl),
-                                        CL_ARG(h_off_l), CL_ARG(c_cl),   CL_ARG(c_off_l),
-                                        CL_ARG(out_cl), CL_ARG(o_off),   CL_ARG(dh32),
-                                        CL_ARG(col)};
-            if (cl_set_args(a, k, name, 0, 3, fixed) || cl_set_args(a, k, name, 4, 1, mid) ||
-                (gates == 3 ? cl_set_args(a, k, name, 6, 14, tail_gru)
-                            : cl_set_args(a, k, name, 6, 16, tail_lstm)))
+            const cg_ops_cl_arg_value fixed[] = {CG_OPS_CL_ARG(b32), CG_OPS_CL_ARG(s32),
+                                                 CG_OPS_CL_ARG(h32)};
+            const cg_ops_cl_arg_value tail_gru[] = {
+                CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(lengths), CG_OPS_CL_ARG(ws_m),
+                CG_OPS_CL_ARG(p_off),  CG_OPS_CL_ARG(ws_m),    CG_OPS_CL_ARG(g_off),
+                CG_OPS_CL_ARG(b_ih),   CG_OPS_CL_ARG(b_hh),    CG_OPS_CL_ARG(h_cl),
+                CG_OPS_CL_ARG(h_off_l), CG_OPS_CL_ARG(out_cl), CG_OPS_CL_ARG(o_off),
+                CG_OPS_CL_ARG(dh32),   CG_OPS_CL_ARG(col)};
+            const cg_ops_cl_arg_value tail_lstm[] = {
+                CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(lengths), CG_OPS_CL_ARG(ws_m),
+                CG_OPS_CL_ARG(p_off),  CG_OPS_CL_ARG(ws_m),    CG_OPS_CL_ARG(g_off),
+                CG_OPS_CL_ARG(b_ih),   CG_OPS_CL_ARG(b_hh),    CG_OPS_CL_ARG(h_cl),
+                CG_OPS_CL_ARG(h_off_l), CG_OPS_CL_ARG(c_cl),   CG_OPS_CL_ARG(c_off_l),
+                CG_OPS_CL_ARG(out_cl), CG_OPS_CL_ARG(o_off),   CG_OPS_CL_ARG(dh32),
+                CG_OPS_CL_ARG(col)};
+            if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(fixed), fixed) ||
+                cg_ops_cl_arg(a, k, name, 4, sizeof reverse, &reverse) ||
+                (gates == 3 ? cg_ops_cl_args(a, k, name, 6, CG_OPS_CL_N_ARGS(tail_gru), tail_gru)
+                            : cg_ops_cl_args(a, k, name, 6, CG_OPS_CL_N_ARGS(tail_lstm),
+                                             tail_lstm)))
                 return CG_OP_ERROR;
             for (int64_t t = 0; t < S; t++) {
                 const cl_int t32 = (cl_int)t, first = t == 0;
                 if (!first && host->cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, 0,
                                              H, 0.0f, ws, w.gh, GH))
                     return CG_OP_ERROR;
-                const cl_arg step[] = {CL_ARG(t32)}, flag[] = {CL_ARG(first)};
-                if (cl_set_args(a, k, name, 3, 1, step) || cl_set_args(a, k, name, 5, 1, flag) ||
-                    cl_launch_1d(a, k, name, B * H))
+                if (cg_ops_cl_arg(a, k, name, 3, sizeof t32, &t32) ||
+                    cg_ops_cl_arg(a, k, name, 5, sizeof first, &first) ||
+                    cg_ops_cl_launch_1d(a, k, name, B * H, local))
                     return CG_OP_ERROR;
             }
         }

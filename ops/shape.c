@@ -1,22 +1,17 @@
 /* Data movement without arithmetic: concat, slice, reshape, transpose. All
  * work on any 4-byte dtype (f32 and i32). */
-#include "ops_common.h"
+#include "ops_cl.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include <CL/cl.h>
-
 #include "shape.cl.h"
-
-static const char *dtype_name(cg_op_dtype t) {
-    return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
-}
 
 static cg_op_status expect_4byte(const cg_op_call *call, int i, const char *op) {
     cg_op_dtype t = call->inputs[i].dtype;
     if (t != CG_OP_F32 && t != CG_OP_I32)
-        return cg_op_fail(call, "input %d has unsupported dtype %s for %s", i, dtype_name(t), op);
+        return cg_op_fail(call, "input %d has unsupported dtype %s for %s", i,
+                          cg_ops_dtype_name(t), op);
     return CG_OP_OK;
 }
 
@@ -33,50 +28,13 @@ static void format_ints(char *buf, size_t size, const int64_t *v, int n) {
 
 /* ---- OpenCL helpers ---- */
 
-/* A kernel of shape.cl with the index type for tensors of up to `max_elems`
- * elements (int below 2^31, else long), plus `extra` options. */
+/* The kernel `name` of shape.cl for tensors of up to `max_elems` elements:
+ * IDX and IDX8 are 64-bit from 2^31 - 1 elements on (*wide set), plus the
+ * `extra` options (may be NULL). */
 static cl_kernel shape_kernel(const cg_kernel_args *a, const char *name, int64_t max_elems,
                               const char *extra, int *wide) {
-    char opts[160];
     *wide = max_elems >= INT32_MAX;
-    snprintf(opts, sizeof opts, "%s%s%s", *wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8",
-             extra ? " " : "", extra ? extra : "");
-    return a->call->host->cl_kernel(a, cg_cl_shape, opts, name);
-}
-
-/* Sets argument i of kernel `name`; fails naming the call and the error. */
-static cg_op_status set_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            size_t size, const void *v) {
-    cl_int e = clSetKernelArg(k, i, size, v);
-    if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          a->call->host->cl_error_name(e));
-    return CG_OP_OK;
-}
-
-/* Sets an index argument as cl_int or cl_long (kernel built with IDX). */
-static cg_op_status set_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            int wide, int64_t v) {
-    cl_long l = v;
-    cl_int n = (cl_int)v;
-    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof n, &n);
-}
-
-/* Sets an IDX8 vector argument from up to 8 values (the rest 1). */
-static cg_op_status set_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                             int wide, const int64_t *v, int n) {
-    cl_long8 l;
-    cl_int8 s;
-    for (int j = 0; j < 8; j++) {
-        l.s[j] = j < n ? v[j] : 1;
-        s.s[j] = (cl_int)l.s[j];
-    }
-    return wide ? set_arg(a, k, name, i, sizeof l, &l) : set_arg(a, k, name, i, sizeof s, &s);
-}
-
-static size_t work_group(const cg_kernel_args *a) {
-    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
-    return w <= 0 ? 64 : w > 256 ? 256 : (size_t)w;
+    return cg_ops_cl_kernel(a, cg_cl_shape, name, *wide, 1, extra);
 }
 
 /* One launch of copy_rows over a rows x cols block. */
@@ -89,13 +47,14 @@ static cg_op_status copy_rows_cl(const cg_kernel_args *a, cl_mem src, int64_t sr
     if (rows <= 0 || cols <= 0) return CG_OP_OK;
     cl_kernel k = shape_kernel(a, kn, max_elems, NULL, &wide);
     if (!k) return CG_OP_ERROR;
-    if (set_arg(a, k, kn, 0, sizeof src, &src) || set_idx(a, k, kn, 1, wide, src_off) ||
-        set_idx(a, k, kn, 2, wide, src_stride) || set_arg(a, k, kn, 3, sizeof dst, &dst) ||
-        set_idx(a, k, kn, 4, wide, dst_off) || set_idx(a, k, kn, 5, wide, dst_stride) ||
-        set_idx(a, k, kn, 6, wide, rows) || set_idx(a, k, kn, 7, wide, cols))
+    if (cg_ops_cl_arg(a, k, kn, 0, sizeof src, &src) ||
+        cg_ops_cl_idx(a, k, kn, 1, wide, src_off) || cg_ops_cl_idx(a, k, kn, 2, wide, src_stride) ||
+        cg_ops_cl_arg(a, k, kn, 3, sizeof dst, &dst) ||
+        cg_ops_cl_idx(a, k, kn, 4, wide, dst_off) || cg_ops_cl_idx(a, k, kn, 5, wide, dst_stride) ||
+        cg_ops_cl_idx(a, k, kn, 6, wide, rows) || cg_ops_cl_idx(a, k, kn, 7, wide, cols))
         return CG_OP_ERROR;
-    size_t local = work_group(a), global = (size_t)(rows * cols);
-    return a->call->host->cl_launch(a, k, 1, &global, &local);
+    return cg_ops_cl_launch_1d(a, k, NULL, rows * cols,
+                               cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* ---- concat(x0, x1, ...; axis) ---- */
@@ -126,7 +85,7 @@ static cg_op_status concat_infer(cg_op_call *call) {
         cg_ops_format_dims(si, sizeof si, x);
         if (x->dtype != x0->dtype)
             return cg_op_fail(call, "input %d is %s but input 0 is %s; concat needs one dtype",
-                              t, dtype_name(x->dtype), dtype_name(x0->dtype));
+                              t, cg_ops_dtype_name(x->dtype), cg_ops_dtype_name(x0->dtype));
         if (x->ndim != x0->ndim)
             return cg_op_fail(call, "input %d has shape %s but input 0 has %s; concat needs "
                               "the same number of dims", t, si, s0);
@@ -149,9 +108,8 @@ static cg_op_status concat_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *o = &call->outputs[0];
     int axis = cg_norm_axis(call->attrs[CONCAT_AXIS].i, o->ndim);
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; i++) outer *= o->dims[i];
-    for (int i = axis + 1; i < o->ndim; i++) inner *= o->dims[i];
+    int64_t outer, inner;
+    cg_desc_split(o, axis, &outer, &inner);
     char *dst = a->out[0];
     for (int64_t r = 0; r < outer; r++) {
         for (int t = 0; t < call->n_inputs; t++) {
@@ -170,9 +128,8 @@ static cg_op_status concat_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *o = &call->outputs[0];
     int axis = cg_norm_axis(call->attrs[CONCAT_AXIS].i, o->ndim);
-    int64_t outer = 1, inner = 1, numel = cg_desc_numel(o), at = 0;
-    for (int i = 0; i < axis; i++) outer *= o->dims[i];
-    for (int i = axis + 1; i < o->ndim; i++) inner *= o->dims[i];
+    int64_t outer, inner, numel = cg_desc_numel(o), at = 0;
+    cg_desc_split(o, axis, &outer, &inner);
     int64_t row = o->dims[axis] * inner;
     for (int t = 0; t < call->n_inputs; t++) {
         int64_t cols = call->inputs[t].dims[axis] * inner;
@@ -263,10 +220,9 @@ static cg_op_status slice_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0];
     int axis = cg_norm_axis(call->attrs[SLICE_AXIS].i, x->ndim);
-    int64_t outer = 1, inner = 1, n = x->dims[axis], s, e;
+    int64_t outer, inner, n = x->dims[axis], s, e;
     slice_bounds(n, call->attrs[SLICE_START].i, call->attrs[SLICE_END].i, &s, &e);
-    for (int i = 0; i < axis; i++) outer *= x->dims[i];
-    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    cg_desc_split(x, axis, &outer, &inner);
     size_t row = (size_t)((e - s) * inner) * 4;
     if (!row) return CG_OP_OK;
     const char *src = a->in[0];
@@ -282,10 +238,9 @@ static cg_op_status slice_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0];
     int axis = cg_norm_axis(call->attrs[SLICE_AXIS].i, x->ndim);
-    int64_t outer = 1, inner = 1, n = x->dims[axis], s, e;
+    int64_t outer, inner, n = x->dims[axis], s, e;
     slice_bounds(n, call->attrs[SLICE_START].i, call->attrs[SLICE_END].i, &s, &e);
-    for (int i = 0; i < axis; i++) outer *= x->dims[i];
-    for (int i = axis + 1; i < x->ndim; i++) inner *= x->dims[i];
+    cg_desc_split(x, axis, &outer, &inner);
     int64_t cols = (e - s) * inner;
     return copy_rows_cl(a, (cl_mem)a->in[0], s * inner, n * inner, (cl_mem)a->out[0], 0, cols,
                         outer, cols, cg_desc_numel(x));
@@ -509,32 +464,21 @@ static cg_op_status transpose_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
-#define TRANSPOSE_TILE 32
-
-static cg_op_status transpose_cpu(const cg_kernel_args *a) {
-    const cg_op_call *call = a->call;
+/* The output dims of at least 2 elements, n[0..nd), with their input
+ * strides st, where dims that stay adjacent in x are merged; returns nd. */
+static int transpose_dims(const cg_op_call *call, int64_t *n, int64_t *st) {
     const cg_tensor_desc *x = &call->inputs[0];
-    const uint32_t *src = a->in[0];
-    uint32_t *dst = a->out[0];
-    int64_t numel = cg_desc_numel(x);
-    if (numel == 0) return CG_OP_OK;
     int64_t xs[CG_MAX_DIMS], s = 1;
     for (int i = x->ndim - 1; i >= 0; i--) {
         xs[i] = s;
         s *= x->dims[i];
     }
-    /* Output dims with their input strides; size-1 dims dropped, dims that
-     * stay adjacent in x merged. Two leading dims of size 1 pad it so the
-     * walk below always has a 2-D block. */
-    int64_t n[CG_MAX_DIMS + 2], st[CG_MAX_DIMS + 2];
-    int nd = 2;
-    n[0] = n[1] = 1;
-    st[0] = st[1] = 0;
+    int nd = 0;
     for (int i = 0; i < x->ndim; i++) {
         int p = cg_norm_axis(call->attrs[TRANSPOSE_PERM].ints[i], x->ndim);
         int64_t d = x->dims[p];
         if (d == 1) continue;
-        if (nd > 2 && st[nd - 1] == xs[p] * d) {
+        if (nd > 0 && st[nd - 1] == xs[p] * d) {
             n[nd - 1] *= d;
             st[nd - 1] = xs[p];
         } else {
@@ -543,6 +487,23 @@ static cg_op_status transpose_cpu(const cg_kernel_args *a) {
             nd++;
         }
     }
+    return nd;
+}
+
+#define TRANSPOSE_TILE 32
+
+static cg_op_status transpose_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    const uint32_t *src = a->in[0];
+    uint32_t *dst = a->out[0];
+    int64_t numel = cg_desc_numel(&call->inputs[0]);
+    if (numel == 0) return CG_OP_OK;
+    /* The merged output dims after two leading dims of size 1, so that the
+     * walk below always has a 2-D block. */
+    int64_t n[CG_MAX_DIMS + 2], st[CG_MAX_DIMS + 2];
+    n[0] = n[1] = 1;
+    st[0] = st[1] = 0;
+    int nd = 2 + transpose_dims(call, n + 2, st + 2);
     if (nd == 2 || (nd == 3 && st[2] == 1)) { /* the identity */
         memcpy(dst, src, (size_t)numel * 4);
         return CG_OP_OK;
@@ -578,32 +539,6 @@ static cg_op_status transpose_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
-/* Output dims of at least 2 elements, with their input strides, where
- * dims that stay adjacent in x are merged (as in transpose_cpu). */
-static int transpose_dims(const cg_op_call *call, int64_t *n, int64_t *st) {
-    const cg_tensor_desc *x = &call->inputs[0];
-    int64_t xs[CG_MAX_DIMS], s = 1;
-    for (int i = x->ndim - 1; i >= 0; i--) {
-        xs[i] = s;
-        s *= x->dims[i];
-    }
-    int nd = 0;
-    for (int i = 0; i < x->ndim; i++) {
-        int p = cg_norm_axis(call->attrs[TRANSPOSE_PERM].ints[i], x->ndim);
-        int64_t d = x->dims[p];
-        if (d == 1) continue;
-        if (nd > 0 && st[nd - 1] == xs[p] * d) {
-            n[nd - 1] *= d;
-            st[nd - 1] = xs[p];
-        } else {
-            n[nd] = d;
-            st[nd] = xs[p];
-            nd++;
-        }
-    }
-    return nd;
-}
-
 /* Side of the local tile of transpose_tiled, and the smallest size both
  * tiled dims need for it to be used instead of transpose_any. */
 #define TRANSPOSE_CL_TILE 32
@@ -625,7 +560,7 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
     int last = nd - 1, q = -1;
     for (int i = 0; i < nd; i++)
         if (st[i] == 1) q = i;
-    size_t wg = work_group(a);
+    size_t wg = cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0);
     int64_t lmem = h->cl_info(a, CG_CL_INFO_LOCAL_MEM);
     const int64_t tile = TRANSPOSE_CL_TILE;
     if (q >= 0 && q != last && n[q] >= TRANSPOSE_CL_MIN && n[last] >= TRANSPOSE_CL_MIN &&
@@ -653,27 +588,31 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
             rnd++;
         }
         cl_int crnd = rnd;
-        if (set_arg(a, k, kn, 0, sizeof src, &src) || set_arg(a, k, kn, 1, sizeof dst, &dst) ||
-            set_idx(a, k, kn, 2, wide, n[last]) || set_idx(a, k, kn, 3, wide, st[last]) ||
-            set_idx(a, k, kn, 4, wide, n[q]) || set_idx(a, k, kn, 5, wide, os[q]) ||
-            set_arg(a, k, kn, 6, sizeof crnd, &crnd) || set_idx8(a, k, kn, 7, wide, rn, rnd) ||
-            set_idx8(a, k, kn, 8, wide, rin, rnd) || set_idx8(a, k, kn, 9, wide, rout, rnd))
+        const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst)};
+        if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
+            cg_ops_cl_idx(a, k, kn, 2, wide, n[last]) ||
+            cg_ops_cl_idx(a, k, kn, 3, wide, st[last]) ||
+            cg_ops_cl_idx(a, k, kn, 4, wide, n[q]) || cg_ops_cl_idx(a, k, kn, 5, wide, os[q]) ||
+            cg_ops_cl_arg(a, k, kn, 6, sizeof crnd, &crnd) ||
+            cg_ops_cl_idx8(a, k, kn, 7, wide, rn, rnd) ||
+            cg_ops_cl_idx8(a, k, kn, 8, wide, rin, rnd) ||
+            cg_ops_cl_idx8(a, k, kn, 9, wide, rout, rnd))
             return CG_OP_ERROR;
         size_t global[3] = {(size_t)((n[last] + tile - 1) / tile * tile),
                             (size_t)((n[q] + tile - 1) / tile) * rows, (size_t)rest};
         size_t local[3] = {(size_t)tile, rows, 1};
-        return h->cl_launch(a, k, 3, global, local);
+        return cg_ops_cl_launch(a, k, NULL, 3, global, local);
     }
     static const char kn[] = "transpose_any";
     cl_kernel k = shape_kernel(a, kn, numel, NULL, &wide);
     if (!k) return CG_OP_ERROR;
     cl_int cnd = nd;
-    if (set_arg(a, k, kn, 0, sizeof src, &src) || set_arg(a, k, kn, 1, sizeof dst, &dst) ||
-        set_idx(a, k, kn, 2, wide, numel) || set_arg(a, k, kn, 3, sizeof cnd, &cnd) ||
-        set_idx8(a, k, kn, 4, wide, n, nd) || set_idx8(a, k, kn, 5, wide, st, nd))
+    const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst)};
+    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
+        cg_ops_cl_idx(a, k, kn, 2, wide, numel) || cg_ops_cl_arg(a, k, kn, 3, sizeof cnd, &cnd) ||
+        cg_ops_cl_idx8(a, k, kn, 4, wide, n, nd) || cg_ops_cl_idx8(a, k, kn, 5, wide, st, nd))
         return CG_OP_ERROR;
-    size_t global = (size_t)numel, local = wg;
-    return h->cl_launch(a, k, 1, &global, &local);
+    return cg_ops_cl_launch_1d(a, k, NULL, numel, wg);
 }
 
 static int32_t transpose_conform(int32_t index, cg_conform_case *c);

@@ -219,36 +219,6 @@ static cg_op_status log_softmax_cl(const cg_kernel_args *a) { return softmax_cl_
 
 /* ---- conformance cases ---- */
 
-/* A compact conformance case: up to 2 inputs of up to 4 dims. */
-typedef struct sm_case_in {
-    cg_op_dtype dt;
-    int nd;
-    int64_t d[4];
-    double lo, hi;
-} sm_case_in;
-
-typedef struct sm_case {
-    int n_in;
-    sm_case_in in[2];
-    const char *attrs;
-} sm_case;
-
-static void sm_fill_case(const sm_case *t, int n_out, cg_conform_case *c) {
-    uint32_t ss = c->struct_size;
-    memset(c, 0, sizeof *c);
-    c->struct_size = ss;
-    c->n_inputs = t->n_in;
-    c->n_outputs = n_out;
-    c->attrs = t->attrs;
-    for (int i = 0; i < t->n_in; i++) {
-        c->inputs[i].dtype = t->in[i].dt;
-        c->inputs[i].ndim = t->in[i].nd;
-        for (int j = 0; j < t->in[i].nd; j++) c->inputs[i].dims[j] = t->in[i].d[j];
-        c->lo[i] = t->in[i].lo;
-        c->hi[i] = t->in[i].hi;
-    }
-}
-
 #define D(...) {__VA_ARGS__}
 /* x f32 in [-2, 2] (or [-30, 30] where noted), no mask. */
 #define SM_X(nd, d, attrs) {1, {{CG_OP_F32, nd, d, -2, 2}}, attrs}
@@ -263,7 +233,7 @@ static void sm_fill_case(const sm_case *t, int n_out, cg_conform_case *c) {
  * 0-d mask, long rows (one work-group per slice), and an inner axis with few
  * slices (work-group over a strided slice).
  */
-static const sm_case sm_cases[] = {
+static const cg_ops_case sm_cases[] = {
     SM_X(1, D(1), NULL),
     SM_X(1, D(3), NULL),
     SM_XM(1, D(3), 1, D(3), NULL),
@@ -290,7 +260,7 @@ static const sm_case sm_cases[] = {
 
 static int32_t softmax_conform(int32_t index, cg_conform_case *c) {
     if (index < 0 || index >= (int32_t)(sizeof sm_cases / sizeof sm_cases[0])) return 0;
-    sm_fill_case(&sm_cases[index], 1, c);
+    cg_ops_fill_case(&sm_cases[index], 1, c);
     return 1;
 }
 
@@ -396,7 +366,7 @@ static cg_op_status length_mask_cl(const cg_kernel_args *a) {
 /* Lengths in [0, S] (the CPU kernel rejects others); like's values are
  * unused. */
 #define LM(b, s) {2, {{CG_OP_I32, 1, D(b), 0, s}, {CG_OP_F32, 2, D(b, s), -2, 2}}, NULL}
-static const sm_case lm_cases[] = {
+static const cg_ops_case lm_cases[] = {
     LM(1, 1),
     LM(3, 3),
     LM(3, 17),
@@ -410,7 +380,7 @@ static const sm_case lm_cases[] = {
 
 static int32_t length_mask_conform(int32_t index, cg_conform_case *c) {
     if (index < 0 || index >= (int32_t)(sizeof lm_cases / sizeof lm_cases[0])) return 0;
-    sm_fill_case(&lm_cases[index], 1, c);
+    cg_ops_fill_case(&lm_cases[index], 1, c);
     return 1;
 }
 

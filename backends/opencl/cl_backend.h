@@ -119,6 +119,17 @@ typedef struct cg_cl_cache_stats {
 } cg_cl_cache_stats;
 void cg_cl_cache_stats_get(cg_cl_cache_stats *out);
 
+/* Process-wide counters of what the backend asked of OpenCL, so callers can
+ * show that a steady state creates no object (plans' statistics). */
+typedef struct cg_cl_counters {
+    uint64_t buffers_created;  /* clCreateBuffer + clCreateSubBuffer */
+    uint64_t launches;         /* clEnqueueNDRangeKernel through cg_cl_launch */
+    uint64_t writes, reads, copies; /* transfers enqueued */
+    uint64_t bytes_written, bytes_read;
+    uint64_t clblast_calls;    /* CLBlast SGEMM calls (each creates kernels inside CLBlast) */
+} cg_cl_counters;
+void cg_cl_counters_get(cg_cl_counters *out);
+
 /* Enqueues a kernel; global sizes are rounded up to multiples of local (when
  * given; the kernel must guard the padding work-items) and the local size is
  * checked against the device's and the kernel's maximum work-group size. A

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/opencl/cl_gemm_internal.h"
 #include "backends/opencl/cl_internal.h"
 #include "graph/error.h"
 
@@ -12,6 +13,22 @@ static cg_status mem_status(cl_int err) {
                    err == CL_OUT_OF_RESOURCES
                ? CG_ERR_NO_MEMORY
                : CG_ERR_KERNEL;
+}
+
+static _Atomic uint64_t n_buffers, n_launches, n_writes, n_reads, n_copies, n_bytes_w, n_bytes_r;
+
+void cg_cl_counters_get(cg_cl_counters *out) {
+    memset(out, 0, sizeof *out);
+    out->buffers_created = n_buffers;
+    out->launches = n_launches;
+    out->writes = n_writes;
+    out->reads = n_reads;
+    out->copies = n_copies;
+    out->bytes_written = n_bytes_w;
+    out->bytes_read = n_bytes_r;
+    cg_cl_gemm_stats c;
+    cg_cl_gemm_stats_get(&c);
+    out->clblast_calls = c.clblast_calls;
 }
 
 cg_status cg_cl_alloc(cg_cl_device *d, size_t bytes, cl_mem *out) {
@@ -26,6 +43,7 @@ cg_status cg_cl_alloc(cg_cl_device *d, size_t bytes, cl_mem *out) {
                         d->label, n, (unsigned long long)d->info->max_alloc);
     cl_int err = CL_SUCCESS;
     cl_mem m = clCreateBuffer(d->context, CL_MEM_READ_WRITE, n, NULL, &err);
+    n_buffers++;
     if (!m || err != CL_SUCCESS) {
         char call[64];
         snprintf(call, sizeof call, "clCreateBuffer(%zu bytes)", n);
@@ -61,6 +79,7 @@ cg_status cg_cl_sub_buffer(cg_cl_device *d, cl_mem parent, size_t offset, size_t
                         "outside the %zu-byte buffer)",
                         d->label, offset, offset + bytes, size);
     }
+    n_buffers++;
     cl_mem m = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
                                  &err);
     if (!m || err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clCreateSubBuffer", err);
@@ -73,6 +92,8 @@ cg_status cg_cl_write(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, co
     if (!d || !m || (bytes && !src))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_write: NULL argument");
     if (!bytes) return CG_OK;
+    n_writes++;
+    n_bytes_w += bytes;
     cl_int err = clEnqueueWriteBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes,
                                       src, 0, NULL, NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueWriteBuffer", err);
@@ -83,6 +104,8 @@ cg_status cg_cl_read(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, voi
     if (!d || !m || (bytes && !dst))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_read: NULL argument");
     if (!bytes) return CG_OK;
+    n_reads++;
+    n_bytes_r += bytes;
     cl_int err = clEnqueueReadBuffer(d->queue, m, CL_TRUE, offset, bytes, dst, 0, NULL, NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueReadBuffer", err);
     return CG_OK;
@@ -92,8 +115,8 @@ cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, si
                      size_t bytes) {
     if (!d || !src || !dst) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_copy: NULL argument");
     if (!bytes) return CG_OK;
-    cl_int err =
-        clEnqueueCopyBuffer(d->queue, src, dst, src_off, dst_off, bytes, 0, NULL, NULL);
+    n_copies++;
+    cl_int err = clEnqueueCopyBuffer(d->queue, src, dst, src_off, dst_off, bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueCopyBuffer", err);
     return CG_OK;
 }
@@ -179,6 +202,7 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
             return launch_error(d, k, what, CL_INVALID_WORK_GROUP_SIZE, detail);
         }
     }
+    n_launches++;
     cl_int err = clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, g, local ? l : NULL, 0,
                                         NULL, NULL);
     if (err != CL_SUCCESS) return launch_error(d, k, what, err, NULL);

@@ -294,18 +294,30 @@ CG_API cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **o
 /** Options of cg_plan_create_ex; zero-initialise, then set what you need. */
 typedef struct cg_plan_options {
     /**
-     * Where the graph runs: "cpu" (the default when NULL), "opencl:N", or a
-     * case-insensitive substring of an OpenCL device, vendor or platform
-     * name (see cg_device_describe).
+     * Where nodes run unless a placement rule says otherwise: "cpu" (the
+     * default when NULL), "opencl:N", a case-insensitive substring of an
+     * OpenCL device, vendor or platform name (see cg_device_describe), or
+     * "auto": per node, the device with the least measured kernel time plus
+     * copy time (measurements are cached on disk per device and shape); the
+     * CPU is always a candidate.
      */
     const char *device;
+    /**
+     * Placement rules, comma separated PATTERN=DEVICE, e.g.
+     * "encoder=opencl:0,decoder=opencl:1,*attn*=cpu". A pattern is a glob
+     * matched against node names and against the graph's name; a node-name
+     * match wins over a graph-name match, and among those the last rule
+     * wins. DEVICE is as for `device` (auto included). NULL for none.
+     */
+    const char *place;
 } cg_plan_options;
 
 /**
- * Like cg_plan_create, on the device the options name. Every node runs on
- * that device; an op without a kernel there runs as its decomposition, and
- * one with neither is an error naming the node and the device. Parameters
- * are uploaded to the device once.
+ * Like cg_plan_create, placed by the options. An op without a kernel on its
+ * device runs as its decomposition there; one with neither is an error
+ * naming the node and the device (under "auto" it moves to a device that has
+ * a kernel, the CPU at worst). Values cross devices through inserted copy
+ * steps; parameters are uploaded to each device once.
  */
 CG_API cg_status cg_plan_create_ex(cg_model *m, const char *graph_name,
                                    const cg_plan_options *opt, cg_plan **out);
@@ -325,8 +337,42 @@ CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names,
                              cg_tensor *const *inputs, int n_outputs,
                              cg_tensor **outputs);
 
-/** Bytes of the plan's arena for the last bound shapes (buffer reuse). */
+/**
+ * Like cg_plan_run, but writes into `outputs` the caller allocated with the
+ * outputs' dtypes and shapes (CG_ERR_INVALID_ARGUMENT otherwise): with shapes
+ * seen before, a run then allocates nothing and creates no OpenCL object.
+ */
+CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names,
+                                  cg_tensor *const *inputs, int n_outputs,
+                                  cg_tensor *const *outputs);
+
+/** Bytes of the plan's buffers on every device for the last bound shapes. */
 CG_API size_t cg_plan_arena_bytes(const cg_plan *p);
+
+/** What a run did, for tests and benchmarks. */
+typedef struct cg_plan_stats {
+    uint64_t runs;            /**< runs counted */
+    uint64_t instances_built; /**< shape bindings lowered (plan cache misses) */
+    uint64_t host_allocs;     /**< host allocations by the executor (lowering, outputs) */
+    uint64_t cl_objects;      /**< OpenCL objects created: buffers, programs, kernels */
+    uint64_t kernel_launches; /**< kernels run on every device (OpenCL launches counted by the backend) */
+    uint64_t copies;          /**< copy steps between devices, uploads and downloads included */
+    uint64_t bytes_copied;    /**< their bytes */
+    uint64_t clblast_calls;   /**< CLBlast SGEMM calls (CLBlast creates kernels inside each) */
+} cg_plan_stats;
+
+/** Statistics of the last run and the sums over all runs (either may be NULL). */
+CG_API cg_status cg_plan_stats_get(const cg_plan *p, cg_plan_stats *last, cg_plan_stats *total);
+
+/**
+ * Lowers the plan for a binding of its symbolic dimensions, given as
+ * "B=3,S=7" (without running it; auto placement then uses cached costs or
+ * measures on zero-filled inputs), and describes it into a string freed by
+ * the caller: every node with its device and kernel, every copy with its
+ * bytes, the memory per device and the estimated cost. With `dot`, the
+ * description is Graphviz source instead.
+ */
+CG_API cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out);
 
 /* ------------------------------------------------------------------ */
 /* Devices                                                             */

@@ -1,0 +1,238 @@
+/* Describing a plan for people: every step with its device and kernel,
+ * every copy with its bytes, memory per device and the estimated cost, as
+ * text or as Graphviz source. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "plan.h"
+#include "tensor.h"
+
+typedef struct buf {
+    char *s;
+    size_t n, cap;
+    int failed;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) {
+    if (b->failed) return;
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int len = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+        va_end(ap);
+        if (len < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->n + (size_t)len < b->cap) {
+            b->n += (size_t)len;
+            return;
+        }
+        size_t cap = (b->n + (size_t)len + 1) * 2;
+        char *ns = realloc(b->s, cap);
+        if (!ns) {
+            b->failed = 1;
+            return;
+        }
+        b->s = ns;
+        b->cap = cap;
+    }
+}
+
+static cg_status parse_bindings(cg_plan *p, const char *text, int64_t *sym) {
+    cg_model *m = p->model;
+    for (int i = 0; i < m->n_syms; i++) sym[i] = -1;
+    const char *s = text ? text : "";
+    while (*s) {
+        while (*s == ' ' || *s == ',') s++;
+        if (!*s) break;
+        const char *eq = strchr(s, '=');
+        if (!eq) return cg_error(CG_ERR_INVALID_ARGUMENT, "bindings '%s': expected NAME=SIZE pairs like B=3,S=7", text);
+        size_t len = (size_t)(eq - s);
+        int k = -1;
+        for (int i = 0; i < m->n_syms; i++)
+            if (strlen(m->syms[i]) == len && !strncmp(m->syms[i], s, len)) k = i;
+        if (k < 0) return cg_error(CG_ERR_NOT_FOUND, "bindings: the model has no dimension named '%.*s'", (int)len, s);
+        char *end;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (end == eq + 1 || v < 0) return cg_error(CG_ERR_INVALID_ARGUMENT, "bindings: bad size for '%s'", m->syms[k]);
+        sym[k] = v;
+        s = end;
+    }
+    /* Every symbol the graph's inputs use must be bound. */
+    cg_graph *g = p->graph;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const cg_value *v = &g->values[g->inputs[i]];
+        for (int d = 0; d < v->ndim; d++)
+            if (v->dims[d] <= -2 && sym[-2 - v->dims[d]] < 0)
+                return cg_error(CG_ERR_INVALID_ARGUMENT, "bindings: give a size for %s (input '%s'), e.g. %s=1",
+                                m->syms[-2 - v->dims[d]], v->name, m->syms[-2 - v->dims[d]]);
+    }
+    return CG_OK;
+}
+
+static instance *find_instance(cg_plan *p, const int64_t *sym) {
+    for (int i = 0; i < p->n_inst; i++)
+        if (!memcmp(p->inst[i]->sym_vals, sym, sizeof(int64_t) * (size_t)p->model->n_syms)) return p->inst[i];
+    return NULL;
+}
+
+static void fmt_bytes(char *out, size_t n, double bytes) {
+    if (bytes >= 1024.0 * 1024) snprintf(out, n, "%.1f MiB", bytes / (1024.0 * 1024));
+    else if (bytes >= 1024.0) snprintf(out, n, "%.1f KiB", bytes / 1024.0);
+    else snprintf(out, n, "%.0f B", bytes);
+}
+
+/* Measures steps without an estimate (fixed placements are not measured
+ * while lowering). */
+static void estimate(cg_plan *p, instance *in) {
+    in->est_cost_us = 0;
+    for (int si = 0; si < in->n_steps; si++) {
+        step *s = &in->steps[si];
+        if (s->kind == STEP_KERNEL && s->cost_us <= 0) {
+            const void *none[256] = {0};
+            double c = cg_cost_kernel(p, s->dev, s->op, s->attrs, s->n_in, s->in_desc, none, s->n_out, s->out_desc);
+            s->cost_us = c > 0 ? c : 0;
+        }
+        if (s->kind == STEP_COPY && s->cost_us <= 0)
+            s->cost_us = cg_cost_copy(p, in->slots[s->src].dev, s->dev, s->bytes);
+        in->est_cost_us += s->cost_us;
+    }
+}
+
+static void describe_text(cg_plan *p, instance *in, buf *b) {
+    cg_model *m = p->model;
+    put(b, "plan of graph '%s' for", p->graph->name);
+    for (int i = 0; i < m->n_syms; i++)
+        if (in->sym_vals[i] >= 0) put(b, " %s=%lld", m->syms[i], (long long)in->sym_vals[i]);
+    put(b, "; default device %s\n", p->default_dev < 0 ? "auto" : cg_plan_dev_name(p, p->default_dev));
+    put(b, "%-5s %-10s %-24s %-28s %s\n", "step", "device", "kernel", "node / value", "est. us");
+    int n = 0, n_copies = 0;
+    double copy_bytes = 0;
+    for (int si = 0; si < in->n_steps; si++) {
+        const step *s = &in->steps[si];
+        if (s->kind == STEP_NOP) continue;
+        n++;
+        if (s->kind == STEP_KERNEL) {
+            char ty[160];
+            cg_desc_format(ty, sizeof ty, m, &s->out_desc[0]);
+            put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, s->op->def->name, s->name, s->cost_us);
+            put(b, "      -> %s\n", ty);
+        } else {
+            const slot *src = &in->slots[s->src];
+            const char *what = src->value >= 0 ? p->graph->values[src->value].name : "(temporary)";
+            char bytes[32];
+            fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
+            put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, "copy", what, s->cost_us);
+            put(b, "      %s -> %s, %s\n", p->devs[src->dev].name, p->devs[s->dev].name, bytes);
+            n_copies++;
+            copy_bytes += (double)s->bytes;
+        }
+    }
+    for (int k = 0; k < p->graph->n_outputs; k++) {
+        const slot *s = &in->slots[in->out_slot[k]];
+        if (p->devs[s->dev].cl) {
+            char bytes[32];
+            int64_t ne = cg_shape_numel(s->desc.ndim, s->desc.dims);
+            fmt_bytes(bytes, sizeof bytes, (double)(ne > 0 ? ne : 0) * 4);
+            put(b, "      output '%s' read back from %s, %s\n", p->graph->out_names[k], p->devs[s->dev].name, bytes);
+        }
+    }
+    put(b, "memory:");
+    for (int d = 0; d < p->n_devs; d++) {
+        char bytes[32];
+        fmt_bytes(bytes, sizeof bytes, (double)in->arena_bytes[d]);
+        put(b, "%s %s %s", d ? ";" : "", cg_plan_dev_name(p, d), bytes);
+    }
+    char cb[32];
+    fmt_bytes(cb, sizeof cb, copy_bytes);
+    put(b, "\ncopies: %d per run, %s\nestimated cost: %.1f us per run\n", n_copies, cb, in->est_cost_us);
+}
+
+static void describe_dot(cg_plan *p, instance *in, buf *b) {
+    static const char *colors[] = {"#dddddd", "#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99"};
+    put(b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n",
+        p->graph->name);
+    for (int d = 0; d < p->n_devs; d++) {
+        put(b, "  subgraph cluster_%d {\n    label=\"%s\";\n    color=\"#888888\";\n", d, cg_plan_dev_name(p, d));
+        for (int si = 0; si < in->n_steps; si++) {
+            const step *s = &in->steps[si];
+            if (s->dev != d || s->kind != STEP_KERNEL) continue;
+            put(b, "    s%d [label=\"%s\\n%s\", fillcolor=\"%s\"];\n", si, s->name, s->op->def->name,
+                colors[d % 6]);
+        }
+        put(b, "  }\n");
+    }
+    for (int i = 0; i < p->graph->n_inputs; i++)
+        put(b, "  in%d [label=\"input %s\", shape=ellipse, fillcolor=white];\n", i,
+            p->graph->values[p->graph->inputs[i]].name);
+    for (int si = 0; si < in->n_steps; si++) {
+        const step *s = &in->steps[si];
+        if (s->kind == STEP_COPY) {
+            char bytes[32];
+            fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
+            put(b, "  s%d [label=\"copy %s\\n%s -> %s\", shape=cds, fillcolor=\"#ffffb3\"];\n", si, bytes,
+                p->devs[in->slots[s->src].dev].name, p->devs[s->dev].name);
+        }
+    }
+    for (int si = 0; si < in->n_steps; si++) {
+        const step *s = &in->steps[si];
+        int n_src = s->kind == STEP_KERNEL ? s->n_in : s->kind == STEP_COPY ? 1 : 0;
+        for (int k = 0; k < n_src; k++) {
+            const slot *x = &in->slots[s->kind == STEP_KERNEL ? s->in[k] : s->src];
+            if (x->kind == SLOT_INPUT) put(b, "  in%d -> s%d;\n", x->input_index, si);
+            else if (x->kind == SLOT_TEMP && x->def_step >= 0) put(b, "  s%d -> s%d;\n", x->def_step, si);
+        }
+    }
+    for (int k = 0; k < p->graph->n_outputs; k++) {
+        const slot *s = &in->slots[in->out_slot[k]];
+        put(b, "  out%d [label=\"output %s\", shape=ellipse, fillcolor=white];\n", k, p->graph->out_names[k]);
+        if (s->def_step >= 0) put(b, "  s%d -> out%d;\n", s->def_step, k);
+        else if (s->kind == SLOT_INPUT) put(b, "  in%d -> out%d;\n", s->input_index, k);
+    }
+    put(b, "}\n");
+}
+
+cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out) {
+    if (!p || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_describe: NULL argument");
+    *out = NULL;
+    int64_t *sym = malloc(sizeof(int64_t) * ((size_t)p->model->n_syms + 1));
+    if (!sym) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_status st = parse_bindings(p, bindings, sym);
+    instance *in = st ? NULL : find_instance(p, sym);
+    if (!st && !in) {
+        st = cg_instance_build(p, sym, NULL, &in);
+        if (!st) {
+            if (p->n_inst < CG_PLAN_MAX_INSTANCES) p->inst[p->n_inst++] = in;
+            else {
+                estimate(p, in);
+                buf b = {0};
+                if (dot) describe_dot(p, in, &b);
+                else describe_text(p, in, &b);
+                cg_instance_free(p, in);
+                free(sym);
+                if (b.failed) {
+                    free(b.s);
+                    return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+                }
+                *out = b.s;
+                return CG_OK;
+            }
+        }
+    }
+    free(sym);
+    if (st) return st;
+    estimate(p, in);
+    buf b = {0};
+    if (dot) describe_dot(p, in, &b);
+    else describe_text(p, in, &b);
+    if (b.failed) {
+        free(b.s);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    *out = b.s;
+    return CG_OK;
+}
