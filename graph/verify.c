@@ -419,3 +419,22 @@ cg_status cg_model_describe(const cg_model *m, char **out) {
     *out = s;
     return CG_OK;
 }
+
+cg_status cg_graph_input_dims(const cg_graph *g, int i, char **out) {
+    if (!g || !out || i < 0 || i >= g->n_inputs)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_input_dims: bad argument");
+    const cg_value *v = &g->values[g->inputs[i]];
+    size_t cap = 16;
+    for (int d = 0; d < v->ndim; d++)
+        if (v->dims[d] <= -2) cap += strlen(g->model->syms[-2 - v->dims[d]]) + 1;
+        else cap += 1;
+    char *s = calloc(1, cap);
+    if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    size_t u = 0;
+    for (int d = 0; d < v->ndim; d++) {
+        const char *name = v->dims[d] <= -2 ? g->model->syms[-2 - v->dims[d]] : "";
+        u += (size_t)snprintf(s + u, cap - u, "%s%s", d ? "," : "", name);
+    }
+    *out = s;
+    return CG_OK;
+}

@@ -13,6 +13,10 @@ typedef struct cli_opts {
     const char *graph;        /* --graph */
     const char *output;       /* --output */
     const char *device;       /* --device */
+    const char *place;        /* --place */
+    const char *bind;         /* --bind (plan) */
+    const char *dot;          /* --dot FILE (plan) */
+    int stats;                /* --stats (run) */
     int in_place;             /* --in-place (fmt) */
     int n_inputs;
     char *input_names[64];    /* --input NAME=FILE */
@@ -40,5 +44,6 @@ int cli_fmt(int argc, char **argv);
 int cli_ops(int argc, char **argv);
 int cli_devices(int argc, char **argv);
 int cli_conform(int argc, char **argv);
+int cli_plan(int argc, char **argv);
 
 #endif

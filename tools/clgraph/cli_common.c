@@ -34,7 +34,7 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         memcpy(key, name, kl);
         key[kl] = 0;
         if (!strcmp(key, "i")) strcpy(key, "in-place");
-        int is_flag = !strcmp(key, "in-place");
+        int is_flag = !strcmp(key, "in-place") || !strcmp(key, "stats");
         if (!allowed_opt(allowed, key) && strcmp(key, "plugin")) {
             fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph --help')\n", cmd, a);
             return CLI_USAGE;
@@ -48,6 +48,10 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
             }
         }
         if (!strcmp(key, "in-place")) o->in_place = 1;
+        else if (!strcmp(key, "stats")) o->stats = 1;
+        else if (!strcmp(key, "place")) o->place = val;
+        else if (!strcmp(key, "bind")) o->bind = val;
+        else if (!strcmp(key, "dot")) o->dot = val;
         else if (!strcmp(key, "weights")) o->weights = val;
         else if (!strcmp(key, "graph")) o->graph = val;
         else if (!strcmp(key, "output")) o->output = val;

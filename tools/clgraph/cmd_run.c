@@ -41,7 +41,7 @@ static void print_tensor(const char *name, const cg_tensor *t) {
 
 int cli_run(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, "weights,graph,input,output,device", &o);
+    int rc = cli_parse(argc, argv, "weights,graph,input,output,device,place,stats", &o);
     if (rc) {
         cli_opts_free(&o);
         return rc;
@@ -63,7 +63,7 @@ int cli_run(int argc, char **argv) {
         rc = cli_fail();
         goto done;
     }
-    cg_plan_options popt = {.device = o.device};
+    cg_plan_options popt = {.device = o.device, .place = o.place};
     if (cg_plan_create_ex(m, o.graph, &popt, &plan)) {
         rc = cli_fail();
         goto done;
@@ -110,6 +110,17 @@ int cli_run(int argc, char **argv) {
         } else {
             print_tensor(name, out[k]);
         }
+    }
+    if (o.stats) {
+        cg_plan_stats st;
+        cg_plan_stats_get(plan, &st, NULL);
+        fprintf(stderr,
+                "stats: %llu kernel launches, %llu copies (%llu bytes), %llu host allocations, "
+                "%llu OpenCL objects created, %llu CLBlast calls, plan memory %zu bytes\n",
+                (unsigned long long)st.kernel_launches, (unsigned long long)st.copies,
+                (unsigned long long)st.bytes_copied, (unsigned long long)st.host_allocs,
+                (unsigned long long)st.cl_objects, (unsigned long long)st.clblast_calls,
+                cg_plan_arena_bytes(plan));
     }
     rc = CLI_OK;
 done:

@@ -16,9 +16,15 @@ static void usage(FILE *f) {
             "\n"
             "commands:\n"
             "  run MODEL.cg --weights W.safetensors --input NAME=FILE.npy ... [--graph NAME]\n"
-            "      [--output DIR] [--device D]\n"
+            "      [--output DIR] [--device D] [--place RULES] [--stats]\n"
             "                           run a graph; outputs go to DIR/NAME.npy, or are printed;\n"
-            "                           D is cpu (default), opencl:N or a device name substring\n"
+            "                           D is cpu (default), opencl:N, a device name substring or\n"
+            "                           auto; RULES like 'encoder=opencl:0,*attn*=cpu' place nodes\n"
+            "                           by node or graph name (globs)\n"
+            "  plan MODEL.cg --weights W.safetensors [--device D] [--place RULES]\n"
+            "      (--bind B=1,S=30 | --input NAME=FILE.npy ...) [--dot FILE]\n"
+            "                           show where every node runs, the copies, memory per\n"
+            "                           device and the estimated cost; --dot writes Graphviz\n"
             "  check MODEL.cg [--weights W.safetensors]\n"
             "                           verify a graph and print every value's dtype and shape\n"
             "  fmt MODEL.cg [--in-place] print a graph in canonical form\n"
@@ -56,6 +62,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
     if (!strcmp(cmd, "devices")) return cli_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "conform")) return cli_conform(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plan")) return cli_plan(argc - 1, argv + 1);
     fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);
     return CLI_USAGE;
 }
