@@ -129,14 +129,30 @@ static cg_status bind_inputs(cg_plan *p, int n, const char *const *names, cg_ten
     return CG_OK;
 }
 
+/* Room for an instance's kernel arguments in the plan's scratch arrays. */
+static cg_status ensure_scratch(cg_plan *p, const instance *in) {
+    int cap = in->max_in > in->max_out ? in->max_in : in->max_out;
+    if (cap <= p->scratch_cap && p->inptr && p->outptr) return CG_OK;
+    const void **a = realloc(p->inptr, sizeof *a * ((size_t)cap + 1));
+    if (a) p->inptr = a;
+    void **b = a ? realloc(p->outptr, sizeof *b * ((size_t)cap + 1)) : NULL;
+    if (!b) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    p->outptr = b;
+    p->scratch_cap = cap;
+    return CG_OK;
+}
+
 /* The cached instance for a binding, built on a miss (evicting the least
- * recently used when the cache is full). */
+ * recently used when the cache is full). An instance may also have been
+ * built by cg_plan_describe, so the scratch is checked on a hit too. */
 static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *by_pos, instance **out,
                               int *built) {
     size_t n = sizeof(int64_t) * (size_t)p->model->n_syms;
     *built = 0;
     for (int i = 0; i < p->n_inst; i++)
         if (!memcmp(p->inst[i]->sym_vals, sym_vals, n)) {
+            cg_status st = ensure_scratch(p, p->inst[i]);
+            if (st) return st;
             p->inst[i]->last_used = ++p->clock;
             *out = p->inst[i];
             return CG_OK;
@@ -144,24 +160,17 @@ static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *co
     instance *in;
     cg_status st = cg_instance_build(p, sym_vals, by_pos, &in);
     if (st) return st;
+    st = ensure_scratch(p, in);
+    if (st) {
+        cg_instance_free(p, in);
+        return st;
+    }
     if (p->n_inst == CG_PLAN_MAX_INSTANCES) {
         int lru = 0;
         for (int i = 1; i < p->n_inst; i++)
             if (p->inst[i]->last_used < p->inst[lru]->last_used) lru = i;
         cg_instance_free(p, p->inst[lru]);
         p->inst[lru] = p->inst[--p->n_inst];
-    }
-    int cap = in->max_in > in->max_out ? in->max_in : in->max_out;
-    if (cap > p->scratch_cap) {
-        const void **a = realloc(p->inptr, sizeof *a * ((size_t)cap + 1));
-        if (a) p->inptr = a;
-        void **b = a ? realloc(p->outptr, sizeof *b * ((size_t)cap + 1)) : NULL;
-        if (!b) {
-            cg_instance_free(p, in);
-            return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        }
-        p->outptr = b;
-        p->scratch_cap = cap;
     }
     in->last_used = ++p->clock;
     p->inst[p->n_inst++] = in;

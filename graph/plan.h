@@ -17,7 +17,7 @@
 #include "backends/opencl/cl_backend.h"
 
 #define CG_PLAN_MAX_DEVICES 16
-#define CG_PLAN_MAX_INSTANCES 8
+#define CG_PLAN_MAX_INSTANCES 32
 
 /* A device a plan may use. Index 0 is always the CPU. */
 typedef struct pdev {

@@ -45,5 +45,7 @@ int cli_ops(int argc, char **argv);
 int cli_devices(int argc, char **argv);
 int cli_conform(int argc, char **argv);
 int cli_plan(int argc, char **argv);
+int cli_translate(int argc, char **argv);
+int cli_s2s_graph(int argc, char **argv);
 
 #endif

@@ -29,6 +29,11 @@ static void usage(FILE *f) {
             "                           verify a graph and print every value's dtype and shape\n"
             "  fmt MODEL.cg [--in-place] print a graph in canonical form\n"
             "  ops [NAME]               list the operators, or document one\n"
+            "  translate MODEL_DIR [--device D] [--place RULES] [--beam K] [--nbest N] [--alpha A]\n"
+            "      [--max-len N] [--batch N] [--ids] [--scores] [--attention FILE.png|.svg|.json]\n"
+            "                           translate one source per line of stdin with a seq2seq\n"
+            "                           model directory; one line per source on stdout\n"
+            "  s2s-graph MODEL_DIR      print the encoder and decoder graphs of a model directory\n"
             "  devices                  list the CPU and every OpenCL device\n"
             "  conform [--op NAME] [--device D] [--quick] [--verbose] [--seed N]\n"
             "                           run every operator's conformance cases on each OpenCL\n"
@@ -63,6 +68,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "devices")) return cli_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "conform")) return cli_conform(argc - 1, argv + 1);
     if (!strcmp(cmd, "plan")) return cli_plan(argc - 1, argv + 1);
+    if (!strcmp(cmd, "translate")) return cli_translate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "s2s-graph")) return cli_s2s_graph(argc - 1, argv + 1);
     fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);
     return CLI_USAGE;
 }

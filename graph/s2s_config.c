@@ -1,0 +1,174 @@
+/* config.json of a seq2seq model directory, checked key by key: a mistake
+ * names the key, what it must be and what it was. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "s2s.h"
+
+static const char *const known[] = {"cell", "emb_dim", "hidden", "encoder_layers", "decoder_layers",
+                                    "bidirectional", "attention", "attention_dim", "local", "decoder_style",
+                                    "bridge", "tokenizer", "pad_id", "bos_id", "eos_id", "unk_id", NULL};
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    while (s) {
+        size_t r = fread(s + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) break;
+        if (n + 1 >= cap) {
+            if (cap > ((size_t)1 << 24)) break; /* a config is small: stop at 16 MiB */
+            char *ns = realloc(s, cap * 2);
+            if (!ns) {
+                free(s);
+                s = NULL;
+                break;
+            }
+            s = ns;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (s) s[n] = 0;
+    *len = n;
+    return s;
+}
+
+static cg_status get_int(const char *path, const cJSON *root, const char *key, int def, int min, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) {
+        if (def < min) return cg_error(CG_ERR_FORMAT, "%s: key '%s' is required", path, key);
+        *out = def;
+        return CG_OK;
+    }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : -1e300;
+    if (!cJSON_IsNumber(v) || d != (double)(int)d || d < min || d > 1e8)
+        return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be an integer >= %d", path, key, min);
+    *out = (int)d;
+    return CG_OK;
+}
+
+/* `label` is how the key is named in messages ("local.mode"). */
+static cg_status get_enum_as(const char *path, const cJSON *root, const char *key, const char *label,
+                             const char *const *names, int def, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return CG_OK;
+    }
+    char list[256] = "";
+    size_t u = 0;
+    for (int i = 0; names[i]; i++) u += (size_t)snprintf(list + u, sizeof list - u, "%s\"%s\"", i ? ", " : "", names[i]);
+    if (!cJSON_IsString(v)) return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be one of %s", path, label, list);
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(v->valuestring, names[i])) {
+            *out = i;
+            return CG_OK;
+        }
+    return cg_error(CG_ERR_FORMAT, "%s: key '%s' is \"%s\"; it must be one of %s", path, label, v->valuestring,
+                    list);
+}
+
+static cg_status get_enum(const char *path, const cJSON *root, const char *key, const char *const *names,
+                          int def, int *out) {
+    return get_enum_as(path, root, key, key, names, def, out);
+}
+
+cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
+    memset(c, 0, sizeof *c);
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root || !cJSON_IsObject(root)) {
+        size_t off = end && end >= text ? (size_t)(end - text) : 0;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off && i < len; i++) {
+            if (text[i] == '\n') line++, col = 1;
+            else col++;
+        }
+        cJSON_Delete(root);
+        free(text);
+        return cg_error(CG_ERR_FORMAT, "%s:%d:%d: %s", path, line, col,
+                        root ? "the configuration must be a JSON object" : "invalid JSON");
+    }
+    free(text);
+    cg_status st = CG_OK;
+    for (const cJSON *it = root->child; it && !st; it = it->next) {
+        int ok = 0;
+        for (int i = 0; known[i]; i++) ok |= !strcmp(it->string, known[i]);
+        if (!ok) st = cg_error(CG_ERR_FORMAT, "%s: unknown key '%s'", path, it->string);
+    }
+    static const char *const cells[] = {"gru", "lstm", NULL};
+    static const char *const atts[] = {"additive", "dot", "scaled_dot", "general", "cosine", "none", NULL};
+    static const char *const styles[] = {"bahdanau", "luong", NULL};
+    static const char *const bridges[] = {"zeros", "dense", NULL};
+    static const char *const toks[] = {"words", "chars", NULL};
+    static const char *const modes[] = {"monotonic", "predictive", NULL};
+    int v;
+    if (!st) st = get_enum(path, root, "cell", cells, 0, &v), c->cell = (s2s_cell)v;
+    if (!st) st = get_int(path, root, "emb_dim", -1, 1, &c->emb_dim);
+    if (!st) st = get_int(path, root, "hidden", -1, 1, &c->hidden);
+    if (!st) st = get_int(path, root, "encoder_layers", 1, 1, &c->encoder_layers);
+    if (!st) st = get_int(path, root, "decoder_layers", 1, 1, &c->decoder_layers);
+    if (!st) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "bidirectional");
+        if (b && !cJSON_IsNull(b) && !cJSON_IsBool(b))
+            st = cg_error(CG_ERR_FORMAT, "%s: key 'bidirectional' must be true or false", path);
+        c->bidirectional = b && cJSON_IsTrue(b);
+    }
+    if (!st) st = get_enum(path, root, "attention", atts, 0, &v), c->attention = (s2s_attention)v;
+    if (!st) st = get_int(path, root, "attention_dim", c->hidden, 1, &c->attention_dim);
+    if (!st) st = get_enum(path, root, "decoder_style", styles, 0, &c->luong);
+    if (!st) st = get_enum(path, root, "bridge", bridges, 1, &c->bridge_dense);
+    if (!st) st = get_enum(path, root, "tokenizer", toks, 0, &c->chars);
+    if (!st) st = get_int(path, root, "pad_id", 0, 0, &c->pad_id);
+    if (!st) st = get_int(path, root, "bos_id", 1, 0, &c->bos_id);
+    if (!st) st = get_int(path, root, "eos_id", 2, 0, &c->eos_id);
+    if (!st) st = get_int(path, root, "unk_id", 3, 0, &c->unk_id);
+    if (!st) {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "local");
+        if (l && !cJSON_IsNull(l)) {
+            if (!cJSON_IsObject(l))
+                st = cg_error(CG_ERR_FORMAT, "%s: key 'local' must be null or {\"mode\": ..., \"D\": ...}", path);
+            for (const cJSON *it = l->child; !st && it; it = it->next)
+                if (strcmp(it->string, "mode") && strcmp(it->string, "D"))
+                    st = cg_error(CG_ERR_FORMAT, "%s: unknown key 'local.%s'", path, it->string);
+            int mode = 0;
+            if (!st && !cJSON_GetObjectItemCaseSensitive(l, "mode"))
+                st = cg_error(CG_ERR_FORMAT, "%s: key 'local.mode' is required", path);
+            if (!st) st = get_enum_as(path, l, "mode", "local.mode", modes, 0, &mode);
+            if (!st) {
+                st = get_int(path, l, "D", -1, 0, &c->local_D);
+                if (st) st = cg_error(CG_ERR_FORMAT, "%s: key 'local.D' must be an integer >= 0", path);
+            }
+            c->local = mode == 0 ? S2S_LOCAL_MONOTONIC : S2S_LOCAL_PREDICTIVE;
+        }
+    }
+    cJSON_Delete(root);
+    if (st) return st;
+    /* Combinations that cannot work. */
+    int K = s2s_keys_dim(c);
+    if ((c->attention == S2S_DOT || c->attention == S2S_SCALED_DOT || c->attention == S2S_COSINE) && K != c->hidden)
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: key 'attention': \"%s\" needs keys as wide as the decoder state (K == H), but the "
+                        "bidirectional encoder gives K = %d and hidden H = %d",
+                        path, atts[c->attention], K, c->hidden);
+    if (c->local != S2S_LOCAL_NONE && c->attention == S2S_NONE)
+        return cg_error(CG_ERR_FORMAT, "%s: key 'local' needs an attention (attention is \"none\")", path);
+    if (c->local == S2S_LOCAL_PREDICTIVE && c->local_D < 1)
+        return cg_error(CG_ERR_FORMAT, "%s: key 'local.D' must be >= 1 for predictive windows", path);
+    int ids[4] = {c->pad_id, c->bos_id, c->eos_id, c->unk_id};
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (ids[i] == ids[j])
+                return cg_error(CG_ERR_FORMAT, "%s: keys 'pad_id', 'bos_id', 'eos_id' and 'unk_id' must differ", path);
+    return CG_OK;
+}

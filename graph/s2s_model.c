@@ -1,0 +1,283 @@
+/* Loading a seq2seq model directory: configuration, vocabularies, weights,
+ * graphs (model.cg or the builder's), and their plans; plus tokenization. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "analysis.h"
+#include "ir.h"
+#include "s2s_internal.h"
+#include "weights.h"
+
+static char *join(const char *dir, const char *file) {
+    size_t n = strlen(dir) + strlen(file) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, file);
+    return p;
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Vocabulary sizes from the embedding tables, which must be [V, E]. */
+static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
+    const char *names[2] = {"src_embed.weight", "tgt_embed.weight"};
+    int *v[2] = {&c->v_src, &c->v_tgt};
+    for (int i = 0; i < 2; i++) {
+        int idx = cg_weights_find(w, names[i]);
+        cg_tensor_desc d;
+        if (idx < 0)
+            return cg_error(CG_ERR_NOT_FOUND, "%s: tensor '%s' is missing (expected f32[V, %d])", cg_weights_path(w),
+                            names[i], c->emb_dim);
+        cg_status st = cg_weights_desc(w, (size_t)idx, &d);
+        if (st) return st;
+        if (d.dtype != CG_OP_F32 || d.ndim != 2 || d.dims[1] != c->emb_dim || d.dims[0] < 1 || d.dims[0] > 1 << 30) {
+            char have[128];
+            cg_desc_format(have, sizeof have, NULL, &d);
+            return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is %s, expected f32[V, %d] (emb_dim)", cg_weights_path(w),
+                            names[i], have, c->emb_dim);
+        }
+        *v[i] = (int)d.dims[0];
+    }
+    return CG_OK;
+}
+
+cg_status cg_s2s_graph_text(const char *dir, char **out) {
+    if (!dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_graph_text: NULL argument");
+    *out = NULL;
+    char *cg_path = join(dir, "model.cg"), *cfg_path = join(dir, "config.json"), *w_path = join(dir, "weights.safetensors");
+    cg_status st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st && exists(cg_path)) {
+        FILE *f = fopen(cg_path, "rb");
+        if (!f) st = cg_error(CG_ERR_IO, "%s: cannot open: %s", cg_path, strerror(errno));
+        else {
+            fseek(f, 0, SEEK_END);
+            long n = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+            if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) {
+                free(s);
+                st = cg_error(CG_ERR_IO, "%s: cannot read", cg_path);
+            } else {
+                s[n] = 0;
+                *out = s;
+            }
+            fclose(f);
+        }
+    } else if (!st) {
+        s2s_config c;
+        cg_weights *w = NULL;
+        st = cg_s2s_config_read(cfg_path, &c);
+        if (!st) st = cg_weights_open(w_path, &w);
+        if (!st) st = embed_sizes(w, &c);
+        if (!st) st = cg_s2s_build_text(&c, out);
+        cg_weights_free(w);
+    }
+    free(cg_path);
+    free(cfg_path);
+    free(w_path);
+    return st;
+}
+
+void cg_s2s_free(cg_s2s *m) {
+    if (!m) return;
+    cg_plan_free(m->enc);
+    cg_plan_free(m->dec);
+    cg_model_free(m->model);
+    cg_weights_free(m->weights);
+    cg_s2s_vocab_free(&m->src);
+    cg_s2s_vocab_free(&m->tgt);
+    free(m->dir);
+    free(m);
+}
+
+/* The graphs must have the interface the decoders drive. */
+static cg_status check_interface(cg_s2s *m, const char *file) {
+    const s2s_config *c = &m->cfg;
+    cg_graph *e = cg_model_graph(m->model, "encoder"), *d = cg_model_graph(m->model, "decoder");
+    if (!e || !d) return cg_error(CG_ERR_VERIFY, "%s: a seq2seq model needs graphs 'encoder' and 'decoder'", file);
+    int att = c->attention != S2S_NONE;
+    struct {
+        cg_graph *g;
+        int out;
+        char name[32];
+    } need[64];
+    int n = 0;
+#define NEED(G, O, ...) (need[n].g = (G), need[n].out = (O), snprintf(need[n].name, sizeof need[n].name, __VA_ARGS__), n++)
+    NEED(e, 0, "src");
+    NEED(e, 0, "src_len");
+    NEED(e, 1, "keys");
+    if (c->attention == S2S_ADDITIVE) NEED(e, 1, "keys_proj");
+    if (c->bridge_dense)
+        for (int l = 0; l < c->decoder_layers && n < 40; l++) NEED(e, 1, "s0_%d", l);
+    NEED(d, 0, "y_prev");
+    NEED(d, 1, "logp");
+    if (att) {
+        NEED(d, 0, "keys");
+        NEED(d, 0, "src_len");
+        NEED(d, 1, "a");
+        if (c->attention == S2S_ADDITIVE) NEED(d, 0, "keys_proj");
+        if (c->local == S2S_LOCAL_MONOTONIC) NEED(d, 0, "pos");
+        if (c->luong) {
+            NEED(d, 0, "htilde");
+            NEED(d, 1, "htilde_new");
+        }
+    }
+    for (int l = 0; l < c->decoder_layers && n < 60; l++) {
+        NEED(d, 0, "h%d", l);
+        NEED(d, 1, "h%d_new", l);
+        if (c->cell == S2S_LSTM && n < 62) {
+            NEED(d, 0, "c%d", l);
+            NEED(d, 1, "c%d_new", l);
+        }
+    }
+#undef NEED
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        int cnt = need[i].out ? cg_graph_output_count(need[i].g) : cg_graph_input_count(need[i].g);
+        for (int k = 0; k < cnt; k++) {
+            const char *nm = need[i].out ? cg_graph_output_name(need[i].g, k) : cg_graph_input_name(need[i].g, k);
+            found |= !strcmp(nm, need[i].name);
+        }
+        if (!found)
+            return cg_error(CG_ERR_VERIFY, "%s: graph '%s' needs an %s named '%s' for this configuration", file,
+                            cg_graph_name(need[i].g), need[i].out ? "output" : "input", need[i].name);
+    }
+    if (cg_graph_input_count(e) != 2)
+        return cg_error(CG_ERR_VERIFY, "%s: graph 'encoder' must take exactly the inputs src and src_len", file);
+    return CG_OK;
+}
+
+cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
+    if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
+    *out = NULL;
+    cg_s2s *m = calloc(1, sizeof *m);
+    if (!m) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    m->dir = cg_strdup(dir);
+    char *cfg = join(dir, "config.json"), *wp = join(dir, "weights.safetensors"), *sv = join(dir, "src.vocab"),
+         *tv = join(dir, "tgt.vocab"), *cgp = join(dir, "model.cg");
+    char *text = NULL;
+    cg_status st = m->dir && cfg && wp && sv && tv && cgp ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st && !exists(dir)) st = cg_error(CG_ERR_IO, "%s: no such model directory", dir);
+    if (!st) st = cg_s2s_config_read(cfg, &m->cfg);
+    if (!st) st = cg_weights_open(wp, &m->weights);
+    if (!st) st = embed_sizes(m->weights, &m->cfg);
+    if (!st) st = cg_s2s_vocab_read(sv, &m->src);
+    if (!st) st = cg_s2s_vocab_read(tv, &m->tgt);
+    if (!st && m->src.n != m->cfg.v_src)
+        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but src_embed.weight has %d rows", sv, m->src.n, m->cfg.v_src);
+    if (!st && m->tgt.n != m->cfg.v_tgt)
+        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but tgt_embed.weight has %d rows", tv, m->tgt.n, m->cfg.v_tgt);
+    if (!st) {
+        const char *keys[4] = {"pad_id", "bos_id", "eos_id", "unk_id"};
+        int ids[4] = {m->cfg.pad_id, m->cfg.bos_id, m->cfg.eos_id, m->cfg.unk_id};
+        int lim = m->cfg.v_src < m->cfg.v_tgt ? m->cfg.v_src : m->cfg.v_tgt;
+        for (int i = 0; i < 4 && !st; i++)
+            if (ids[i] >= lim)
+                st = cg_error(CG_ERR_VERIFY, "%s: key '%s' is %d, outside a vocabulary of %d tokens", cfg, keys[i],
+                              ids[i], lim);
+    }
+    int from_file = !st && exists(cgp);
+    if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->model) : cg_s2s_build_text(&m->cfg, &text);
+    if (!st && !from_file) {
+        char label[4200];
+        snprintf(label, sizeof label, "%s (generated from config.json)", cfg);
+        st = cg_model_parse(ctx, text, strlen(text), label, &m->model);
+    }
+    if (!st) st = cg_model_verify(m->model);
+    if (!st) st = cg_model_bind_weights(m->model, m->weights);
+    if (!st) st = check_interface(m, from_file ? cgp : cfg);
+    if (!st) st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
+    if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
+    free(text);
+    free(cfg);
+    free(wp);
+    free(sv);
+    free(tv);
+    free(cgp);
+    if (st) {
+        cg_s2s_free(m);
+        return st;
+    }
+    *out = m;
+    return CG_OK;
+}
+
+const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id) {
+    const s2s_vocab *v = target ? &m->tgt : &m->src;
+    return m && id >= 0 && id < v->n ? v->tokens[id] : NULL;
+}
+
+/* Length of the UTF-8 sequence starting at s (1 for invalid bytes, so any
+ * input tokenizes). */
+static size_t utf8_len(const unsigned char *s) {
+    if (s[0] < 0x80) return 1;
+    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 1;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 1;
+    return n;
+}
+
+cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int *n) {
+    if (!m || !text || !ids || !n) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_tokenize: NULL argument");
+    size_t len = strlen(text);
+    int32_t *out = malloc(sizeof *out * (len + 1));
+    if (!out) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    int k = 0;
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        if (m->cfg.chars) {
+            size_t l = utf8_len(s + i);
+            int id = cg_s2s_vocab_find(&m->src, text + i, l);
+            out[k++] = id >= 0 ? id : m->cfg.unk_id;
+            i += l;
+        } else {
+            while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f'))
+                i++;
+            size_t j = i;
+            while (j < len && !(s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r' || s[j] == '\v' || s[j] == '\f'))
+                j++;
+            if (j > i) {
+                int id = cg_s2s_vocab_find(&m->src, text + i, j - i);
+                out[k++] = id >= 0 ? id : m->cfg.unk_id;
+            }
+            i = j;
+        }
+    }
+    *ids = out;
+    *n = k;
+    return CG_OK;
+}
+
+cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, char **text) {
+    if (!m || (n && !ids) || !text) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_detokenize: NULL argument");
+    size_t cap = 1;
+    for (int i = 0; i < n; i++) {
+        const char *t = cg_s2s_token(m, 1, ids[i]);
+        cap += (t ? strlen(t) : 16) + 1;
+    }
+    char *s = malloc(cap);
+    if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    size_t u = 0;
+    for (int i = 0; i < n; i++) {
+        const char *t = cg_s2s_token(m, 1, ids[i]);
+        char unknown[16];
+        if (!t) {
+            snprintf(unknown, sizeof unknown, "<%d>", ids[i]);
+            t = unknown;
+        }
+        if (i && !m->cfg.chars) s[u++] = ' ';
+        size_t l = strlen(t);
+        memcpy(s + u, t, l);
+        u += l;
+    }
+    s[u] = 0;
+    *text = s;
+    return CG_OK;
+}

@@ -1,0 +1,95 @@
+/* Vocabulary files: one token per line, UTF-8, the id is the 0-based line
+ * number. Lookups go through a sorted index. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "s2s.h"
+
+static const s2s_vocab *sort_vocab;
+
+/* Token order, then id: the leftmost match of a duplicated token is its
+ * lowest id. */
+static int by_token(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcmp(sort_vocab->tokens[x], sort_vocab->tokens[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+void cg_s2s_vocab_free(s2s_vocab *v) {
+    if (!v) return;
+    for (int i = 0; i < v->n; i++) free(v->tokens[i]);
+    free(v->tokens);
+    free(v->sorted);
+    memset(v, 0, sizeof *v);
+}
+
+cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *v) {
+    memset(v, 0, sizeof *v);
+    FILE *f = fopen(path, "rb");
+    if (!f) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int n_cap = 0, lineno = 0;
+    cg_status st = CG_OK;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        if (len > 0 && line[len - 1] == '\n') line[--len] = 0;
+        if (len > 0 && line[len - 1] == '\r') line[--len] = 0;
+        if ((size_t)len != strlen(line)) {
+            st = cg_error(CG_ERR_FORMAT, "%s:%d: the token contains a NUL byte", path, lineno);
+            break;
+        }
+        if (v->n == n_cap) {
+            n_cap = n_cap * 2 + 64;
+            char **nt = realloc(v->tokens, sizeof *nt * (size_t)n_cap);
+            if (!nt) {
+                st = cg_error(CG_ERR_NO_MEMORY, "out of memory reading %s", path);
+                break;
+            }
+            v->tokens = nt;
+        }
+        v->tokens[v->n] = strdup(line);
+        if (!v->tokens[v->n]) {
+            st = cg_error(CG_ERR_NO_MEMORY, "out of memory reading %s", path);
+            break;
+        }
+        v->n++;
+    }
+    free(line);
+    fclose(f);
+    if (!st && v->n == 0) st = cg_error(CG_ERR_FORMAT, "%s: the vocabulary is empty", path);
+    if (!st) {
+        v->sorted = malloc(sizeof(int) * (size_t)v->n);
+        if (!v->sorted) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        else {
+            for (int i = 0; i < v->n; i++) v->sorted[i] = i;
+            sort_vocab = v; /* qsort has no context argument; loading is not concurrent */
+            qsort(v->sorted, (size_t)v->n, sizeof(int), by_token);
+        }
+    }
+    if (st) cg_s2s_vocab_free(v);
+    return st;
+}
+
+int cg_s2s_vocab_find(const s2s_vocab *v, const char *tok, size_t len) {
+    int lo = 0, hi = v->n - 1, found = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const char *t = v->tokens[v->sorted[mid]];
+        int c = strncmp(t, tok, len);
+        if (c == 0 && t[len] != 0) c = 1;
+        if (c == 0) {
+            found = v->sorted[mid];
+            hi = mid - 1; /* keep going left: the lowest id among duplicates */
+        } else if (c < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return found;
+}
