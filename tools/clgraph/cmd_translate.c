@@ -206,10 +206,8 @@ int cli_translate(int argc, char **argv) {
         fprintf(stderr, "clgraph: cannot write the output: %s\n", strerror(errno));
         goto done;
     }
-    if (a.attention && n > 0 && cg_heatmap_write(m, a.attention, res, src, len, n, a.ids) != CG_OK) {
-        rc = cli_fail();
-        goto done;
-    }
+    /* cg_heatmap_write prints its own message (cg_last_error is not set). */
+    if (a.attention && n > 0 && cg_heatmap_write(m, a.attention, res, src, len, n, a.ids) != CG_OK) goto done;
     rc = CLI_OK;
 done:
     for (int i = 0; i < n; i++) {

@@ -4,6 +4,7 @@
 #define CG_TOOLS_HEATMAP_H
 
 #include "clgraph/clgraph.h"
+#include "font.h"
 
 /*
  * Writes the attention of every source's best hypothesis (res[i].hyps[0]):
@@ -18,5 +19,73 @@
  */
 cg_status cg_heatmap_write(const cg_s2s *m, const char *path, const cg_s2s_result *res, int32_t *const *src,
                            const int *src_len, int n, int ids);
+
+/*
+ * Details of cg_heatmap_write, for tests and other callers.
+ *
+ * On failure, the message ("clgraph: FILE: ...") has already been printed to
+ * stderr: the caller must not print cg_last_error() (it is not set).
+ * - an unknown extension: CG_ERR_INVALID_ARGUMENT,
+ *   "FILE: unknown heat map format (use .png, .svg or .json)";
+ * - a file that cannot be opened or written: CG_ERR_IO, naming the file and
+ *   strerror(errno);
+ * - res[i].src_len differing from src_len[i], or a NULL argument:
+ *   CG_ERR_INVALID_ARGUMENT; an image too large (either side over
+ *   HEATMAP_MAX_SIDE pixels): CG_ERR_UNSUPPORTED.
+ *
+ * JSON tokens are strings, or integers when written with `ids` (no label
+ * function); "attention" holds n_steps rows of src_len numbers (%.6g; a
+ * non-finite number or score is null), or [] when the hypothesis has no
+ * attention but a non-empty source; "eos" tells whether the last row is the
+ * EOS step.
+ *
+ * Image layout (PNG pixels; the SVG uses the same coordinates):
+ *   label(s)  = min(code points of s, HEATMAP_MAX_LABEL); a longer label is
+ *               cut to HEATMAP_MAX_LABEL - 1 code points and "~";
+ *   row_w     = max over the row labels of label(s) * FONT_ADV (0 if none);
+ *   col_h     = max over the column labels of: FONT_H when label(s) == 1
+ *               (drawn upright), else label(s) * FONT_ADV (drawn turned 90
+ *               degrees, read bottom to top); 0 if none;
+ *   left      = max(2 * HEATMAP_PAD + row_w, HEATMAP_MIN_WIDTH - src_len * HEATMAP_CELL)
+ *   top       = 3 * HEATMAP_PAD + FONT_H + col_h   (title line, column labels)
+ *   width     = left + src_len * HEATMAP_CELL
+ *   height    = top + rows * HEATMAP_CELL
+ * with rows = max(n_steps, n_tokens) of the best hypothesis (0 without one),
+ * the row labels being its output tokens and HEATMAP_EOS for the EOS step.
+ * Cell (t, j) (output row t, source column j) covers x in [left + j * CELL,
+ * left + (j + 1) * CELL - 1), y likewise from top + t * CELL: its last
+ * column and row stay white as a grid line. Its colour is
+ * cg_heatmap_color(weight); a cell without a weight is HEATMAP_NO_DATA grey.
+ */
+#define HEATMAP_CELL 14       /* pixels per cell side */
+#define HEATMAP_PAD 4         /* margin around labels and title */
+#define HEATMAP_MAX_LABEL 20  /* code points drawn per label */
+#define HEATMAP_MIN_WIDTH 164 /* room for the title line */
+#define HEATMAP_MAX_SIDE 30000
+#define HEATMAP_EOS "</s>"
+#define HEATMAP_NO_DATA 0xDDDDDD
+
+/* A token's label (NULL: the id as a number). */
+typedef const char *(*cg_heatmap_label_fn)(void *user, int target, int32_t id);
+
+/* cg_heatmap_write with labels from `label` (target 0: source, 1: output);
+ * label == NULL means ids mode (numbers; integers in JSON). */
+cg_status cg_heatmap_write_labels(const char *path, const cg_s2s_result *res, int32_t *const *src,
+                                  const int *src_len, int n, cg_heatmap_label_fn label, void *user);
+
+/* The layout above: `rows` row labels and `src_len` column labels. */
+void cg_heatmap_margins(int src_len, int rows, const char *const *row_labels, const char *const *col_labels,
+                        int *left, int *top);
+void cg_heatmap_size(int src_len, int rows, const char *const *row_labels, const char *const *col_labels, int *w,
+                     int *h);
+
+/* The colour of a weight: clamped to [0, 1], from near white (0) through
+ * light and mid blues to dark blue (1), linear between five stops; NaN gives
+ * HEATMAP_NO_DATA. */
+void cg_heatmap_color(float weight, uint8_t rgb[3]);
+
+/* The file for source i: path itself for i == 0, else "-<i>" inserted before
+ * the extension. The caller frees it; NULL when out of memory. */
+char *cg_heatmap_path(const char *path, int i);
 
 #endif
