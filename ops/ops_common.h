@@ -153,7 +153,9 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     /* rnn_seq.c */                                                         \
     X(gru) X(lstm)                                                          \
     /* attention.c */                                                       \
-    X(attn_score) X(attn_context)
+    X(attn_score) X(attn_context)                                           \
+    /* local_attn.c */                                                      \
+    X(window_mask) X(local_gaussian)
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;
 CG_BUILTIN_OPS(CG_DECLARE_OP)
