@@ -88,7 +88,8 @@ static void save(uint64_t key, double us, const char *what) {
     snprintf(path, sizeof path, "%s/costs.txt", cg_cl_cache_dir());
     FILE *f = fopen(path, "a");
     if (!f) return;
-    fprintf(f, "%016llx %.3f %s\n", (unsigned long long)key, us, what);
+    /* %g keeps small values: a link's cost per byte is ~1e-4 us. */
+    fprintf(f, "%016llx %.9g %s\n", (unsigned long long)key, us, what);
     fclose(f);
 }
 

@@ -317,9 +317,10 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
     if (!st && made) {
         outs = n_outputs <= 16 ? outs_small : calloc((size_t)n_outputs, sizeof *outs);
         if (!outs) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        /* all NULL first: after a failed allocation every entry is freed */
+        for (int k = 0; outs && k < n_outputs; k++) outs[k] = NULL;
         for (int k = 0; !st && k < n_outputs; k++) {
             const slot *s = &in->slots[in->out_slot[k]];
-            outs[k] = NULL;
             st = cg_tensor_alloc((cg_dtype)s->desc.dtype, s->desc.ndim, s->desc.dims, &outs[k]);
             stats.host_allocs++;
         }

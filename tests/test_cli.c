@@ -361,6 +361,141 @@ START_TEST(no_opencl_platform) {
 }
 END_TEST
 
+/* The device of the step line of node `name` in `clgraph plan` output
+ * ("step device kernel node est"), or "" if no step runs it. */
+static const char *plan_step_device(const char *text, const char *name) {
+    static char dev[64];
+    dev[0] = 0;
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        char line[512];
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len >= sizeof line) len = sizeof line - 1;
+        memcpy(line, l, len);
+        line[len] = 0;
+        int step;
+        char d[64], k[64], node[256];
+        if (sscanf(line, "%d %63s %63s %255s", &step, d, k, node) == 4 && strcmp(k, "copy") != 0 &&
+            !strcmp(node, name))
+            snprintf(dev, sizeof dev, "%s", d);
+        l = e ? e + 1 : NULL;
+    }
+    return dev;
+}
+
+START_TEST(plan_and_placement) {
+    char model[512], w[512], src[512], len[512], in1[600], in2[600], dot[600], a[600], b[600], outdir[512];
+    example("model.cg", model);
+    example("weights.safetensors", w);
+    example("src.npy", src);
+    example("src_len.npy", len);
+    snprintf(in1, sizeof in1, "src=%s", src);
+    snprintf(in2, sizeof in2, "src_len=%s", len);
+    snprintf(dot, sizeof dot, "%s/plan.dot", tmpdir);
+
+    /* Every node with its device, the copies, the memory. */
+    const char *p1[] = {"plan", model, "--weights", w, "--bind", "B=3,S=7", "--place", "*=cpu,enc_rnn=opencl:0",
+                        "--dot", dot, NULL};
+    ck_assert_msg(run_cli(p1) == 0, "%s", err_text);
+    const char *nodes[] = {"x", "enc_rnn", "h_fwd", "h_bwd", "h_cat", "h_last", "bridge", "s0"};
+    for (int i = 0; i < 8; i++)
+        ck_assert_msg(!strcmp(plan_step_device(out_text, nodes[i]), i == 1 ? "opencl:0" : "cpu"), "%s: %s",
+                      nodes[i], out_text);
+    ck_assert_msg(strstr(out_text, "plan of graph 'encoder' for B=3 S=7") != NULL, "%s", out_text);
+    ck_assert_msg(strstr(out_text, "cpu -> opencl:0") && strstr(out_text, "opencl:0 -> cpu"), "%s", out_text);
+    ck_assert_msg(strstr(out_text, "copies: ") && strstr(out_text, "memory: cpu "), "%s", out_text);
+    ck_assert_msg(strstr(out_text, "graphviz: ") != NULL, "%s", out_text);
+    char dot_text[65536];
+    slurp(dot, dot_text, sizeof dot_text);
+    ck_assert_msg(strncmp(dot_text, "digraph", 7) == 0, "%s", dot_text);
+    ck_assert_ptr_nonnull(strstr(dot_text, "subgraph cluster_"));
+
+    /* The binding read off real inputs. */
+    const char *p2[] = {"plan", model, "--weights", w, "--input", in1, "--input", in2, NULL};
+    ck_assert_msg(run_cli(p2) == 0, "%s", err_text);
+    ck_assert_msg(strstr(out_text, "for B=3 S=7; default device cpu") != NULL, "%s", out_text);
+    ck_assert_msg(strstr(out_text, "copies: 0 per run") != NULL, "%s", out_text);
+
+    /* No binding: says which size is missing. */
+    const char *p3[] = {"plan", model, "--weights", w, NULL};
+    ck_assert_int_eq(run_cli(p3), 1);
+    const char *n3[] = {"give a size for B", NULL};
+    assert_one_line(n3);
+
+    /* run --place --stats: PyTorch's numbers, and the statistics on stderr. */
+    snprintf(outdir, sizeof outdir, "%s/out", tmpdir);
+    const char *r1[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", outdir, "--place",
+                        "enc_rnn=opencl:0", "--stats", NULL};
+    ck_assert_msg(run_cli(r1) == 0, "%s", err_text);
+    ck_assert_msg(strncmp(err_text, "stats: ", 7) == 0 && strstr(err_text, " copies ("), "%s", err_text);
+    snprintf(a, sizeof a, "%s/keys.npy", outdir);
+    example("expected_keys.npy", b);
+    ck_assert_double_le(max_diff(a, b), 1e-5);
+    snprintf(a, sizeof a, "%s/s0.npy", outdir);
+    example("expected_s0.npy", b);
+    ck_assert_double_le(max_diff(a, b), 1e-5);
+
+    /* Bad rules: one line, exit 1. */
+    const char *r2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--place", "foo", NULL};
+    ck_assert_int_eq(run_cli(r2), 1);
+    const char *n2[] = {"placement rule 'foo' is not PATTERN=DEVICE", NULL};
+    assert_one_line(n2);
+    const char *r3[] = {"plan", model, "--weights", w, "--bind", "B=1,S=2", "--place", "bridge=opencl:9", NULL};
+    ck_assert_int_eq(run_cli(r3), 1);
+    const char *n4[] = {"placement rule 'bridge=opencl:9': ", "opencl:9", NULL};
+    assert_one_line(n4);
+}
+END_TEST
+
+START_TEST(auto_placement_cost_cache) {
+    /* --device auto measures kernels and copies into costs.txt in the cache
+     * directory; a second process plans from it alone and so gives the same
+     * plan and estimates. */
+    char model[512], w[512], cache[400], env[600], costs[600];
+    example("model.cg", model);
+    example("weights.safetensors", w);
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    snprintf(costs, sizeof costs, "%s/costs.txt", cache);
+    const char *old = getenv("CLGRAPH_CACHE_DIR");
+    char saved[600] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    snprintf(env, sizeof env, "%s", cache);
+    setenv("CLGRAPH_CACHE_DIR", env, 1);
+    const char *p[] = {"plan", model, "--weights", w, "--bind", "B=2,S=5", "--device", "auto", NULL};
+    int rc1 = run_cli(p);
+    static char first[65536];
+    snprintf(first, sizeof first, "%s", out_text);
+    static char cost_text[65536];
+    slurp(costs, cost_text, sizeof cost_text);
+    int rc2 = run_cli(p);
+    if (old) setenv("CLGRAPH_CACHE_DIR", saved, 1);
+    else unsetenv("CLGRAPH_CACHE_DIR");
+    ck_assert_msg(rc1 == 0 && rc2 == 0, "%s", err_text);
+    ck_assert_msg(strstr(first, "default device auto") != NULL, "%s", first);
+    ck_assert_str_eq(out_text, first);
+    /* One line per measurement: KEY US WHAT; the kernels of the graph on the
+     * CPU, and each device's link (latency and cost per byte, never 0). */
+    ck_assert_msg(strstr(cost_text, " cpu gru ") && strstr(cost_text, " cpu linear "), "%s", cost_text);
+    int links = 0;
+    for (const char *l = cost_text; l && *l;) {
+        unsigned long long key;
+        double us;
+        char what[256];
+        ck_assert_msg(sscanf(l, "%llx %lf %255[^\n]", &key, &us, what) == 3, "bad line in costs.txt: %s", l);
+        ck_assert_msg(us >= 0, "%s", l);
+        if (strstr(what, "host-to-device") || strstr(what, "device-to-host")) {
+            ck_assert_msg(us > 0, "a link cost of 0 in costs.txt: %s", l);
+            links++;
+        }
+        l = strchr(l, '\n');
+        if (l) l++;
+    }
+    /* at least host-to-device (auto weighs bringing inputs to a device) */
+    ck_assert_int_ge(links, 2);
+    ck_assert_int_eq(links % 2, 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -373,6 +508,8 @@ int main(void) {
     tcase_add_test(tc, bad_weights_and_inputs);
     tcase_add_test(tc, same_results_on_opencl);
     tcase_add_test(tc, no_opencl_platform);
+    tcase_add_test(tc, plan_and_placement);
+    tcase_add_test(tc, auto_placement_cost_cache);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -72,6 +72,15 @@ static int parse_args(int argc, char **argv, targs *a) {
         if (rc) return rc;
         i += takes;
     }
+    if (a->attention) {
+        /* Refuse an unknown format before spending time translating. */
+        const char *dot = strrchr(a->attention, '.');
+        if (!dot || (strcmp(dot, ".png") && strcmp(dot, ".svg") && strcmp(dot, ".json"))) {
+            fprintf(stderr, "clgraph translate: --attention %s: unknown heat map format (use .png, .svg or .json)\n",
+                    a->attention);
+            return CLI_USAGE;
+        }
+    }
     if (!a->dir) {
         fprintf(stderr, "clgraph translate: missing MODEL_DIR (try 'clgraph --help')\n");
         return CLI_USAGE;
