@@ -96,6 +96,51 @@ void cg_s2s_free(cg_s2s *m) {
     free(m);
 }
 
+/* The builder's graphs against the weights: every parameter is there with
+ * its exact shape and every tensor is a parameter (the spec's reference: a
+ * missing, extra or mis-shaped tensor is an error naming it). Messages name
+ * the weights file, not a line of the generated graph text. */
+static int is_param(const cg_model *model, const char *name) {
+    for (int gi = 0; gi < model->n_graphs; gi++) {
+        const cg_graph *g = model->graphs[gi];
+        for (int i = 0; i < g->n_values; i++)
+            if (g->values[i].kind == CG_VAL_PARAM && !strcmp(g->values[i].weight, name)) return 1;
+    }
+    return 0;
+}
+
+static cg_status check_weights(const cg_model *model, cg_weights *w, const char *cfg) {
+    const char *wp = cg_weights_path(w);
+    for (int gi = 0; gi < model->n_graphs; gi++) {
+        const cg_graph *g = model->graphs[gi];
+        for (int i = 0; i < g->n_values; i++) {
+            const cg_value *v = &g->values[i];
+            if (v->kind != CG_VAL_PARAM) continue;
+            cg_tensor_desc want, have;
+            char a[256], b[256];
+            cg_desc_from_value(v, &want);
+            cg_desc_format(b, sizeof b, model, &want);
+            int idx = cg_weights_find(w, v->weight);
+            if (idx < 0) return cg_error(CG_ERR_NOT_FOUND, "%s: tensor '%s' is missing (expected %s)", wp, v->weight, b);
+            cg_status st = cg_weights_desc(w, (size_t)idx, &have);
+            if (st) return st;
+            int same = have.dtype == want.dtype && have.ndim == want.ndim;
+            for (int d = 0; same && d < want.ndim; d++) same = have.dims[d] == want.dims[d];
+            if (!same) {
+                cg_desc_format(a, sizeof a, model, &have);
+                return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is %s, expected %s", wp, v->weight, a, b);
+            }
+        }
+    }
+    for (size_t i = 0; i < cg_weights_count(w); i++) {
+        const char *name = cg_weights_name(w, i);
+        if (!is_param(model, name))
+            return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is not a parameter of the model %s describes", wp, name,
+                            cfg);
+    }
+    return CG_OK;
+}
+
 /* The graphs must have the interface the decoders drive. */
 static cg_status check_interface(cg_s2s *m, const char *file) {
     const s2s_config *c = &m->cfg;
@@ -153,6 +198,24 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
     return CG_OK;
 }
 
+/* A tensor no graph reads is a mistake as real as a missing one: a config
+ * that does not match the weights it came with. */
+static cg_status check_unused_weights(cg_s2s *m, const char *what) {
+    for (size_t i = 0; i < cg_weights_count(m->weights); i++) {
+        const char *name = cg_weights_name(m->weights, i);
+        int used = 0;
+        for (int gi = 0; gi < m->model->n_graphs && !used; gi++) {
+            const cg_graph *g = m->model->graphs[gi];
+            for (int v = 0; v < g->n_values && !used; v++)
+                used = g->values[v].kind == CG_VAL_PARAM && !strcmp(g->values[v].weight, name);
+        }
+        if (!used)
+            return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is not a parameter of the model that %s describes",
+                            cg_weights_path(m->weights), name, what);
+    }
+    return CG_OK;
+}
+
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;
@@ -188,10 +251,12 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
         char label[4200];
         snprintf(label, sizeof label, "%s (generated from config.json)", cfg);
         st = cg_model_parse(ctx, text, strlen(text), label, &m->model);
+        if (!st) st = check_weights(m->model, m->weights, cfg);
     }
     if (!st) st = cg_model_verify(m->model);
     if (!st) st = cg_model_bind_weights(m->model, m->weights);
     if (!st) st = check_interface(m, from_file ? cgp : cfg);
+    if (!st) st = check_unused_weights(m, from_file ? "model.cg" : "config.json");
     if (!st) st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
     if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
     free(text);
@@ -280,4 +345,25 @@ cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, char **t
     s[u] = 0;
     *text = s;
     return CG_OK;
+}
+
+cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total) {
+    if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_stats: NULL model");
+    cg_status st = CG_OK;
+    if (encoder_total) st = cg_plan_stats_get(m->enc, NULL, encoder_total);
+    if (!st && decoder_total) st = cg_plan_stats_get(m->dec, NULL, decoder_total);
+    return st;
+}
+
+size_t cg_s2s_decoder_weight_bytes(const cg_s2s *m) {
+    const cg_graph *g = m && m->model ? cg_model_graph(m->model, "decoder") : NULL;
+    size_t total = 0;
+    for (int i = 0; g && i < g->n_values; i++) {
+        const cg_value *v = &g->values[i];
+        if (v->kind != CG_VAL_PARAM) continue;
+        size_t n = cg_dtype_size(v->dtype);
+        for (int d = 0; d < v->ndim; d++) n *= v->dims[d] > 0 ? (size_t)v->dims[d] : 0;
+        total += n;
+    }
+    return total;
 }
