@@ -40,6 +40,15 @@ static char *read_all(const char *path, size_t *len) {
     return s;
 }
 
+/* What a key was, for messages: its JSON text, cut short. */
+static const char *got(const cJSON *v, char *buf, size_t size) {
+    char *t = cJSON_PrintUnformatted(v);
+    snprintf(buf, size, "%s", t ? t : "?");
+    if (t && strlen(t) >= size && size > 4) memcpy(buf + size - 4, "...", 4);
+    free(t);
+    return buf;
+}
+
 static cg_status get_int(const char *path, const cJSON *root, const char *key, int def, int min, int *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v)) {
@@ -48,8 +57,10 @@ static cg_status get_int(const char *path, const cJSON *root, const char *key, i
         return CG_OK;
     }
     double d = cJSON_IsNumber(v) ? v->valuedouble : -1e300;
+    char b[64];
     if (!cJSON_IsNumber(v) || d != (double)(int)d || d < min || d > 1e8)
-        return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be an integer >= %d", path, key, min);
+        return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be an integer >= %d, got %s", path, key, min,
+                        got(v, b, sizeof b));
     *out = (int)d;
     return CG_OK;
 }
@@ -65,7 +76,9 @@ static cg_status get_enum_as(const char *path, const cJSON *root, const char *ke
     char list[256] = "";
     size_t u = 0;
     for (int i = 0; names[i]; i++) u += (size_t)snprintf(list + u, sizeof list - u, "%s\"%s\"", i ? ", " : "", names[i]);
-    if (!cJSON_IsString(v)) return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be one of %s", path, label, list);
+    char b[64];
+    if (!cJSON_IsString(v))
+        return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be one of %s, got %s", path, label, list, got(v, b, sizeof b));
     for (int i = 0; names[i]; i++)
         if (!strcmp(v->valuestring, names[i])) {
             *out = i;
@@ -89,6 +102,9 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root || !cJSON_IsObject(root)) {
         size_t off = end && end >= text ? (size_t)(end - text) : 0;
+        if (root) /* valid JSON of another kind: point at the value, not past it */
+            for (off = 0; off < len && (text[off] == ' ' || text[off] == '\t' || text[off] == '\r' || text[off] == '\n');)
+                off++;
         int line = 1, col = 1;
         for (size_t i = 0; i < off && i < len; i++) {
             if (text[i] == '\n') line++, col = 1;
@@ -120,8 +136,10 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
     if (!st) st = get_int(path, root, "decoder_layers", 1, 1, &c->decoder_layers);
     if (!st) {
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "bidirectional");
+        char g[64];
         if (b && !cJSON_IsNull(b) && !cJSON_IsBool(b))
-            st = cg_error(CG_ERR_FORMAT, "%s: key 'bidirectional' must be true or false", path);
+            st = cg_error(CG_ERR_FORMAT, "%s: key 'bidirectional' must be true or false, got %s", path,
+                          got(b, g, sizeof g));
         c->bidirectional = b && cJSON_IsTrue(b);
     }
     if (!st) st = get_enum(path, root, "attention", atts, 0, &v), c->attention = (s2s_attention)v;
@@ -136,8 +154,10 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
     if (!st) {
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "local");
         if (l && !cJSON_IsNull(l)) {
+            char g[64];
             if (!cJSON_IsObject(l))
-                st = cg_error(CG_ERR_FORMAT, "%s: key 'local' must be null or {\"mode\": ..., \"D\": ...}", path);
+                st = cg_error(CG_ERR_FORMAT, "%s: key 'local' must be null or {\"mode\": ..., \"D\": ...}, got %s",
+                              path, got(l, g, sizeof g));
             for (const cJSON *it = l->child; !st && it; it = it->next)
                 if (strcmp(it->string, "mode") && strcmp(it->string, "D"))
                     st = cg_error(CG_ERR_FORMAT, "%s: unknown key 'local.%s'", path, it->string);
@@ -146,8 +166,11 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
                 st = cg_error(CG_ERR_FORMAT, "%s: key 'local.mode' is required", path);
             if (!st) st = get_enum_as(path, l, "mode", "local.mode", modes, 0, &mode);
             if (!st) {
-                st = get_int(path, l, "D", -1, 0, &c->local_D);
-                if (st) st = cg_error(CG_ERR_FORMAT, "%s: key 'local.D' must be an integer >= 0", path);
+                const cJSON *dv = cJSON_GetObjectItemCaseSensitive(l, "D");
+                if (!dv || cJSON_IsNull(dv)) st = cg_error(CG_ERR_FORMAT, "%s: key 'local.D' is required", path);
+                else if (get_int(path, l, "D", -1, 0, &c->local_D))
+                    st = cg_error(CG_ERR_FORMAT, "%s: key 'local.D' must be an integer >= 0, got %s", path,
+                                  got(dv, g, sizeof g));
             }
             c->local = mode == 0 ? S2S_LOCAL_MONOTONIC : S2S_LOCAL_PREDICTIVE;
         }

@@ -16,8 +16,9 @@
 typedef struct hyp {
     int32_t *toks;
     int n, cap;
-    float *att;     /* rows of src_len weights, one per generated token */
-    int att_rows;
+    float *att;     /* rows of src_len weights, one per generated token (NULL: not kept) */
+    int att_rows;   /* counted even when the weights are not kept */
+    size_t att_cap; /* floats of room in att */
     double raw;     /* sum of logp */
     int ended;      /* finished with EOS */
 } hyp;
@@ -57,44 +58,98 @@ static void hyp_free(hyp *h) {
     memset(h, 0, sizeof *h);
 }
 
-static int hyp_copy(hyp *dst, const hyp *src, int src_len) {
-    memset(dst, 0, sizeof *dst);
-    dst->raw = src->raw;
-    dst->ended = src->ended;
-    dst->cap = src->n + 8;
-    dst->toks = malloc(sizeof(int32_t) * (size_t)dst->cap);
-    dst->att = malloc(sizeof(float) * ((size_t)(src->att_rows + 1) * (size_t)(src_len > 0 ? src_len : 1)));
-    if (!dst->toks || !dst->att) {
+/* Hypothesis buffers, recycled: each has room for the batch's longest
+ * decode (and its attention rows when they are kept), so once a batch has
+ * its working set, a step allocates nothing. Buffers that leave as results
+ * are ordinary malloc blocks the caller frees. */
+typedef struct hpool {
+    hyp *free_h;
+    int n, cap;
+    int tok_cap;    /* tokens of room in a new buffer */
+    size_t att_cap; /* floats of room in a new buffer; 0: attention not kept */
+} hpool;
+
+static void pool_free(hpool *p) {
+    for (int i = 0; i < p->n; i++) hyp_free(&p->free_h[i]);
+    free(p->free_h);
+    memset(p, 0, sizeof *p);
+}
+
+/* An empty hypothesis with the pool's room. */
+static int hyp_new(hpool *p, hyp *h) {
+    if (p->n) {
+        *h = p->free_h[--p->n];
+    } else {
+        memset(h, 0, sizeof *h);
+        h->cap = p->tok_cap > 0 ? p->tok_cap : 8;
+        h->toks = malloc(sizeof(int32_t) * (size_t)h->cap);
+        if (p->att_cap) {
+            h->att_cap = p->att_cap;
+            h->att = malloc(sizeof(float) * h->att_cap);
+        }
+        if (!h->toks || (p->att_cap && !h->att)) {
+            hyp_free(h);
+            return -1;
+        }
+    }
+    h->n = h->att_rows = h->ended = 0;
+    h->raw = 0;
+    return 0;
+}
+
+/* Gives a hypothesis's buffers back to the pool (or frees them). */
+static void hyp_release(hpool *p, hyp *h) {
+    if (h->toks && p->n < p->cap) p->free_h[p->n++] = *h;
+    else hyp_free(h);
+    memset(h, 0, sizeof *h);
+}
+
+/* Room for `ntok` tokens and `natt` attention floats, growing geometrically. */
+static int hyp_reserve(hyp *h, int ntok, size_t natt) {
+    if (ntok > h->cap) {
+        int cap = h->cap * 2 + 8;
+        if (cap < ntok) cap = ntok;
+        int32_t *nt = realloc(h->toks, sizeof *nt * (size_t)cap);
+        if (!nt) return -1;
+        h->toks = nt;
+        h->cap = cap;
+    }
+    if (h->att && natt > h->att_cap) {
+        size_t cap = h->att_cap * 2 + 64;
+        if (cap < natt) cap = natt;
+        float *na = realloc(h->att, sizeof *na * cap);
+        if (!na) return -1;
+        h->att = na;
+        h->att_cap = cap;
+    }
+    return 0;
+}
+
+static int hyp_copy(hpool *p, hyp *dst, const hyp *src, int src_len) {
+    size_t w = (size_t)(src_len > 0 ? src_len : 0);
+    if (hyp_new(p, dst) || hyp_reserve(dst, src->n + 1, (size_t)(src->att_rows + 1) * w)) {
         hyp_free(dst);
         return -1;
     }
+    dst->raw = src->raw;
+    dst->ended = src->ended;
     memcpy(dst->toks, src->toks, sizeof(int32_t) * (size_t)src->n);
     dst->n = src->n;
-    if (src->att_rows && src_len > 0)
-        memcpy(dst->att, src->att, sizeof(float) * (size_t)src->att_rows * (size_t)src_len);
+    if (dst->att && src->att && src->att_rows && w)
+        memcpy(dst->att, src->att, sizeof(float) * (size_t)src->att_rows * w);
     dst->att_rows = src->att_rows;
     return 0;
 }
 
 /* Appends a token (unless it is the final EOS) and an attention row. */
 static int hyp_push(hyp *h, int32_t tok, int is_eos, const float *att, int src_len) {
-    if (!is_eos) {
-        if (h->n == h->cap) {
-            int cap = h->cap * 2 + 8;
-            int32_t *nt = realloc(h->toks, sizeof *nt * (size_t)cap);
-            if (!nt) return -1;
-            h->toks = nt;
-            h->cap = cap;
-        }
-        h->toks[h->n++] = tok;
-    }
-    size_t rowb = sizeof(float) * (size_t)(src_len > 0 ? src_len : 1);
-    float *na = realloc(h->att, rowb * (size_t)(h->att_rows + 1));
-    if (!na) return -1;
-    h->att = na;
-    if (src_len > 0) {
-        if (att) memcpy(h->att + (size_t)h->att_rows * (size_t)src_len, att, sizeof(float) * (size_t)src_len);
-        else memset(h->att + (size_t)h->att_rows * (size_t)src_len, 0, sizeof(float) * (size_t)src_len);
+    size_t w = (size_t)(src_len > 0 ? src_len : 0);
+    if (hyp_reserve(h, h->n + 1, (size_t)(h->att_rows + 1) * w)) return -1;
+    if (!is_eos) h->toks[h->n++] = tok;
+    if (h->att && w) {
+        float *dst = h->att + (size_t)h->att_rows * w;
+        if (att) memcpy(dst, att, sizeof(float) * w);
+        else memset(dst, 0, sizeof(float) * w);
     }
     h->att_rows++;
     return 0;
@@ -209,6 +264,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                               const int *src_len, cg_s2s_result *results) {
     const s2s_config *c = &m->cfg;
     int k = o->beam > 1 ? o->beam : 1, beam = o->beam > 1;
+    int force = o->force_len > 0; /* EOS is an ordinary token; exactly force_len steps */
     int K = s2s_keys_dim(c), H = c->hidden, V = c->v_tgt, A = c->attention_dim, L = c->decoder_layers;
     int S = 1;
     for (int i = 0; i < nb; i++)
@@ -252,20 +308,33 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     sent_state *ss = calloc((size_t)nb, sizeof *ss);
     row *rows = calloc((size_t)max_rows, sizeof *rows), *next = calloc((size_t)max_rows, sizeof *next);
     int *parent = calloc((size_t)max_rows, sizeof *parent);
-    cand *cands = calloc((size_t)2 * (size_t)k * (size_t)k + 2, sizeof *cands);
+    int *keys_of = malloc(sizeof(int) * (size_t)max_rows); /* the sentence whose keys a buffer row holds */
     cand *top = calloc((size_t)2 * (size_t)k + 1, sizeof *top);
-    float *state = calloc((size_t)max_rows * (size_t)(2 * L + 1) * (size_t)H + 1, sizeof *state);
-    if (!st && (!ss || !rows || !next || !parent || !cands || !top || !state))
+    /* The rows' recurrent state, and the next step's (swapped each step). */
+    size_t state_floats = (size_t)max_rows * (size_t)(2 * L + 1) * (size_t)H + 1;
+    float *state = calloc(state_floats, sizeof *state), *state_next = calloc(state_floats, sizeof *state_next);
+    /* Live rows and next rows, plus finished ones: at most 2k per sentence. */
+    hpool pool = {.cap = 2 * max_rows + nb * (2 * k + 1) + 2};
+    pool.free_h = calloc((size_t)pool.cap, sizeof *pool.free_h);
+    for (int b = 0; b < nb; b++) {
+        int ml = force ? o->force_len : o->max_len > 0 ? o->max_len : 2 * src_len[ids[b]] + 10;
+        if (ml > pool.tok_cap) pool.tok_cap = ml;
+    }
+    pool.att_cap = o->attention ? (size_t)(pool.tok_cap + 1) * (size_t)S : 0;
+    if (!st && (!ss || !rows || !next || !parent || !keys_of || !top || !state || !state_next || !pool.free_h))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    for (int r = 0; keys_of && r < max_rows; r++) keys_of[r] = -1;
     int R = 0;
     for (int b = 0; !st && b < nb; b++) {
         ss[b].src = ids[b];
         ss[b].len = src_len[ids[b]];
-        ss[b].max_len = o->max_len > 0 ? o->max_len : 2 * ss[b].len + 10;
+        ss[b].max_len = force ? o->force_len : o->max_len > 0 ? o->max_len : 2 * ss[b].len + 10;
         ss[b].fins = calloc((size_t)2 * (size_t)k + 1, sizeof *ss[b].fins); /* < k by EOS, plus k at max_len */
-        if (!ss[b].fins) st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        if (!ss[b].fins || hyp_new(&pool, &rows[R].h)) {
+            st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+            break;
+        }
         rows[R].sent = b;
-        rows[R].h.cap = 0;
         R++;
         /* Initial state: s0 from the bridge (or zeros), LSTM cells and
          * Luong's h~_0 zero. Layout per row: h[L], c[L], htilde. */
@@ -284,12 +353,16 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             const float *rs = state + (size_t)rr * (size_t)(2 * L + 1) * (size_t)H;
             int b = w->sent;
             ((int32_t *)x.in[x.y]->data)[r] = w->h.n ? w->h.toks[w->h.n - 1] : c->bos_id;
-            if (x.keys >= 0)
-                memcpy((float *)x.in[x.keys]->data + (size_t)r * S * K, keys + (size_t)b * S * K,
-                       sizeof(float) * (size_t)S * (size_t)K);
-            if (x.kproj >= 0)
-                memcpy((float *)x.in[x.kproj]->data + (size_t)r * S * A, kproj + (size_t)b * S * A,
-                       sizeof(float) * (size_t)S * (size_t)A);
+            /* Keys stay in their buffer row while the row keeps its sentence. */
+            if (keys_of[r] != b) {
+                if (x.keys >= 0)
+                    memcpy((float *)x.in[x.keys]->data + (size_t)r * S * K, keys + (size_t)b * S * K,
+                           sizeof(float) * (size_t)S * (size_t)K);
+                if (x.kproj >= 0)
+                    memcpy((float *)x.in[x.kproj]->data + (size_t)r * S * A, kproj + (size_t)b * S * A,
+                           sizeof(float) * (size_t)S * (size_t)A);
+                keys_of[r] = b;
+            }
             if (x.len >= 0) ((int32_t *)x.in[x.len]->data)[r] = ss[b].len;
             if (x.pos >= 0) ((float *)x.in[x.pos]->data)[r] = (float)t;
             for (int l = 0; l < L; l++) {
@@ -320,7 +393,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                     if (lr[v] > lr[best]) best = v; /* first maximum: the lowest id wins ties */
                 hyp *h = &rows[r0].h;
                 h->raw += (double)lr[best];
-                int eos = best == c->eos_id;
+                int eos = !force && best == c->eos_id;
                 if (hyp_push(h, best, eos, att ? att + (size_t)r0 * S : NULL, sb->len)) {
                     st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
                     break;
@@ -341,12 +414,11 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                 continue;
             }
             /* Beam: the best 2k candidates of (live hypothesis, token), by
-             * score, then lower hypothesis, then lower token. Each row
-             * contributes at most its best 2k tokens. */
-            int want = 2 * k, nc = 0;
+             * score, then lower hypothesis, then lower token (a total order,
+             * so one running top-2k over the sentence's rows is exact). */
+            int want = 2 * k, nt = 0;
             for (int r = r0; r < r1; r++) {
                 const float *lr = logp + (size_t)r * V;
-                int nt = 0;
                 for (int v = 0; v < V; v++) {
                     cand cv = {rows[r].h.raw + (double)lr[v], r - r0, v};
                     if (nt < want || cand_cmp(&cv, &top[nt - 1]) < 0) {
@@ -358,23 +430,21 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                         top[pos] = cv;
                     }
                 }
-                memcpy(cands + nc, top, sizeof *top * (size_t)nt);
-                nc += nt;
             }
-            qsort(cands, (size_t)nc, sizeof *cands, cand_cmp);
-            int walk = nc < want ? nc : want, n_live = 0, stop = 0;
+            int walk = nt, n_live = 0, stop = 0;
             int base = NR;
             for (int j = 0; j < walk && !st; j++) {
-                int r = r0 + cands[j].row, tok = cands[j].tok;
+                int r = r0 + top[j].row, tok = top[j].tok;
+                int is_eos = !force && tok == c->eos_id;
                 hyp nh;
-                if (hyp_copy(&nh, &rows[r].h, sb->len) ||
-                    hyp_push(&nh, tok, tok == c->eos_id, att ? att + (size_t)r * S : NULL, sb->len)) {
+                if (hyp_copy(&pool, &nh, &rows[r].h, sb->len) ||
+                    hyp_push(&nh, tok, is_eos, att ? att + (size_t)r * S : NULL, sb->len)) {
                     hyp_free(&nh);
                     st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
                     break;
                 }
-                nh.raw = cands[j].score;
-                if (tok == c->eos_id) {
+                nh.raw = top[j].score;
+                if (is_eos) {
                     nh.ended = 1;
                     sb->fins[sb->n_fins].h = nh;
                     sb->fins[sb->n_fins].score = nh.raw / lp(o->alpha, len_after);
@@ -391,7 +461,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             }
             if (st) break;
             if (stop || n_live == 0) {
-                for (int q = base; q < NR; q++) hyp_free(&next[q].h);
+                for (int q = base; q < NR; q++) hyp_release(&pool, &next[q].h);
                 NR = base;
                 sb->done = 1;
             } else if (len_after >= sb->max_len) {
@@ -405,16 +475,12 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                 NR = base;
                 sb->done = 1;
             }
-            for (int r = r0; r < r1; r++) hyp_free(&rows[r].h);
+            for (int r = r0; r < r1; r++) hyp_release(&pool, &rows[r].h);
             r0 = r1;
         }
         if (st) break;
         /* New rows take their parent's new state. */
-        float *ns = malloc(sizeof(float) * ((size_t)NR * (size_t)(2 * L + 1) * (size_t)H + 1));
-        if (!ns) {
-            st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-            break;
-        }
+        float *ns = state_next;
         for (int q = 0; q < NR; q++) {
             float *rs = ns + (size_t)q * (size_t)(2 * L + 1) * (size_t)H;
             int p = parent[q];
@@ -428,8 +494,8 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                 memcpy(rs + (size_t)(2 * L) * H, (const float *)x.out[x.htilde_new]->data + (size_t)p * H,
                        sizeof(float) * (size_t)H);
         }
-        memcpy(state, ns, sizeof(float) * (size_t)NR * (size_t)(2 * L + 1) * (size_t)H);
-        free(ns);
+        state_next = state;
+        state = ns;
         for (int q = 0; q < NR; q++) rows[q] = next[q];
         R = NR;
         t++;
@@ -462,13 +528,15 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
         free(sb->fins);
     }
     for (int r = 0; rows && r < R; r++) hyp_free(&rows[r].h);
+    pool_free(&pool);
     free(ss);
     free(rows);
     free(next);
     free(parent);
-    free(cands);
+    free(keys_of);
     free(top);
     free(state);
+    free(state_next);
     for (int i = 0; i < n_eout; i++) cg_tensor_free(eout[i]);
     if (io_ok) io_free(&x);
     return st;
@@ -499,8 +567,9 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
     cg_s2s_options o;
     memset(&o, 0, sizeof o);
     if (opt) o = *opt;
-    if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.batch < 0 || !isfinite(o.alpha))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: beam, nbest, max_len and batch must not be negative");
+    if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.batch < 0 || o.force_len < 0 || !isfinite(o.alpha))
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "translate: beam, nbest, max_len, batch and force_len must not be negative");
     if (o.beam <= 1 && o.nbest > 1)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d needs a beam of at least %d", o.nbest, o.nbest);
     if (o.beam > 1 && o.nbest > o.beam)

@@ -198,24 +198,6 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
     return CG_OK;
 }
 
-/* A tensor no graph reads is a mistake as real as a missing one: a config
- * that does not match the weights it came with. */
-static cg_status check_unused_weights(cg_s2s *m, const char *what) {
-    for (size_t i = 0; i < cg_weights_count(m->weights); i++) {
-        const char *name = cg_weights_name(m->weights, i);
-        int used = 0;
-        for (int gi = 0; gi < m->model->n_graphs && !used; gi++) {
-            const cg_graph *g = m->model->graphs[gi];
-            for (int v = 0; v < g->n_values && !used; v++)
-                used = g->values[v].kind == CG_VAL_PARAM && !strcmp(g->values[v].weight, name);
-        }
-        if (!used)
-            return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is not a parameter of the model that %s describes",
-                            cg_weights_path(m->weights), name, what);
-    }
-    return CG_OK;
-}
-
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;
@@ -256,7 +238,9 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     if (!st) st = cg_model_verify(m->model);
     if (!st) st = cg_model_bind_weights(m->model, m->weights);
     if (!st) st = check_interface(m, from_file ? cgp : cfg);
-    if (!st) st = check_unused_weights(m, from_file ? "model.cg" : "config.json");
+    /* model.cg: the binder names a missing or mis-shaped weight with its
+     * place in the file; a tensor no graph reads is still a mistake. */
+    if (!st && from_file) st = check_weights(m->model, m->weights, cgp);
     if (!st) st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
     if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
     free(text);

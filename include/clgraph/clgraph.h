@@ -431,6 +431,7 @@ typedef struct cg_s2s_options {
     int max_len;    /**< tokens generated, EOS included; 0: 2 x source length + 10 */
     int batch;      /**< sentences decoded together; 0: 32 */
     int attention;  /**< non-zero: return attention weights */
+    int force_len;  /**< decode exactly this many tokens, EOS counted as an ordinary token (benchmarks) */
 } cg_s2s_options;
 
 /** One hypothesis. */
@@ -464,6 +465,22 @@ CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, c
 
 /** Frees what cg_s2s_translate put in one result. */
 CG_API void cg_s2s_result_clear(cg_s2s_result *r);
+
+/**
+ * The plan statistics of the model's encoder and decoder summed over every
+ * run since loading (see cg_plan_stats_get; either pointer may be NULL).
+ * The decoder runs once per step, so differences of `decoder_total` across
+ * a translation give the per-step allocations and OpenCL objects created.
+ */
+CG_API cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total);
+
+/**
+ * Bytes of the decoder graph's parameters (every parameter once, at its
+ * declared dtype and shape): what a decoder step reads from memory at most,
+ * the embedding table included although a step gathers only its rows.
+ * 0 for NULL.
+ */
+CG_API size_t cg_s2s_decoder_weight_bytes(const cg_s2s *m);
 
 /* ------------------------------------------------------------------ */
 /* Devices                                                             */

@@ -34,6 +34,13 @@ static void usage(FILE *f) {
             "                           translate one source per line of stdin with a seq2seq\n"
             "                           model directory; one line per source on stdout\n"
             "  s2s-graph MODEL_DIR      print the encoder and decoder graphs of a model directory\n"
+            "  bench MODEL_DIR [--device D] [--place RULES] [--batch B] [--beam K] [--src-len S]\n"
+            "      [--steps T] [--warmup W] [--runs N] [--json] [--machine]\n"
+            "                           decode B random sources of S tokens into exactly T tokens\n"
+            "                           (default 1, 1, 30, 30; 1 warm-up, 5 timed runs): ms per\n"
+            "                           step, tokens/s, first token with cold and warm caches,\n"
+            "                           peak memory, allocations per step; --machine adds read\n"
+            "                           bandwidth, SGEMM peak and the floors they imply\n"
             "  devices                  list the CPU and every OpenCL device\n"
             "  conform [--op NAME] [--device D] [--quick] [--verbose] [--seed N]\n"
             "                           run every operator's conformance cases on each OpenCL\n"
@@ -70,6 +77,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cli_plan(argc - 1, argv + 1);
     if (!strcmp(cmd, "translate")) return cli_translate(argc - 1, argv + 1);
     if (!strcmp(cmd, "s2s-graph")) return cli_s2s_graph(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "__bench-first-token")) return cli_bench_first_token(argc - 1, argv + 1);
     fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);
     return CLI_USAGE;
 }
