@@ -8,39 +8,8 @@
 
 #include "error.h"
 #include "plan.h"
+#include "strbuf.h"
 #include "tensor.h"
-
-typedef struct buf {
-    char *s;
-    size_t n, cap;
-    int failed;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) {
-    if (b->failed) return;
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int len = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-        va_end(ap);
-        if (len < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->n + (size_t)len < b->cap) {
-            b->n += (size_t)len;
-            return;
-        }
-        size_t cap = (b->n + (size_t)len + 1) * 2;
-        char *ns = realloc(b->s, cap);
-        if (!ns) {
-            b->failed = 1;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
-    }
-}
 
 static cg_status parse_bindings(cg_plan *p, const char *text, int64_t *sym) {
     cg_model *m = p->model;
@@ -103,13 +72,13 @@ static void estimate(cg_plan *p, instance *in) {
     }
 }
 
-static void describe_text(cg_plan *p, instance *in, buf *b) {
+static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
     cg_model *m = p->model;
-    put(b, "plan of graph '%s' for", p->graph->name);
+    cg_strbuf_put(b, "plan of graph '%s' for", p->graph->name);
     for (int i = 0; i < m->n_syms; i++)
-        if (in->sym_vals[i] >= 0) put(b, " %s=%lld", m->syms[i], (long long)in->sym_vals[i]);
-    put(b, "; default device %s\n", p->default_dev < 0 ? "auto" : cg_plan_dev_name(p, p->default_dev));
-    put(b, "%-5s %-10s %-24s %-28s %s\n", "step", "device", "kernel", "node / value", "est. us");
+        if (in->sym_vals[i] >= 0) cg_strbuf_put(b, " %s=%lld", m->syms[i], (long long)in->sym_vals[i]);
+    cg_strbuf_put(b, "; default device %s\n", p->default_dev < 0 ? "auto" : cg_plan_dev_name(p, p->default_dev));
+    cg_strbuf_put(b, "%-5s %-10s %-24s %-28s %s\n", "step", "device", "kernel", "node / value", "est. us");
     int n = 0, n_copies = 0;
     double copy_bytes = 0;
     for (int si = 0; si < in->n_steps; si++) {
@@ -119,15 +88,15 @@ static void describe_text(cg_plan *p, instance *in, buf *b) {
         if (s->kind == STEP_KERNEL) {
             char ty[160];
             cg_desc_format(ty, sizeof ty, m, &s->out_desc[0]);
-            put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, s->op->def->name, s->name, s->cost_us);
-            put(b, "      -> %s\n", ty);
+            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, s->op->def->name, s->name, s->cost_us);
+            cg_strbuf_put(b, "      -> %s\n", ty);
         } else {
             const slot *src = &in->slots[s->src];
             const char *what = src->value >= 0 ? p->graph->values[src->value].name : "(temporary)";
             char bytes[32];
             fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
-            put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, "copy", what, s->cost_us);
-            put(b, "      %s -> %s, %s\n", p->devs[src->dev].name, p->devs[s->dev].name, bytes);
+            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, "copy", what, s->cost_us);
+            cg_strbuf_put(b, "      %s -> %s, %s\n", p->devs[src->dev].name, p->devs[s->dev].name, bytes);
             n_copies++;
             copy_bytes += (double)s->bytes;
         }
@@ -138,43 +107,43 @@ static void describe_text(cg_plan *p, instance *in, buf *b) {
             char bytes[32];
             int64_t ne = cg_shape_numel(s->desc.ndim, s->desc.dims);
             fmt_bytes(bytes, sizeof bytes, (double)(ne > 0 ? ne : 0) * 4);
-            put(b, "      output '%s' read back from %s, %s\n", p->graph->out_names[k], p->devs[s->dev].name, bytes);
+            cg_strbuf_put(b, "      output '%s' read back from %s, %s\n", p->graph->out_names[k], p->devs[s->dev].name, bytes);
         }
     }
-    put(b, "memory:");
+    cg_strbuf_put(b, "memory:");
     for (int d = 0; d < p->n_devs; d++) {
         char bytes[32];
         fmt_bytes(bytes, sizeof bytes, (double)in->arena_bytes[d]);
-        put(b, "%s %s %s", d ? ";" : "", cg_plan_dev_name(p, d), bytes);
+        cg_strbuf_put(b, "%s %s %s", d ? ";" : "", cg_plan_dev_name(p, d), bytes);
     }
     char cb[32];
     fmt_bytes(cb, sizeof cb, copy_bytes);
-    put(b, "\ncopies: %d per run, %s\nestimated cost: %.1f us per run\n", n_copies, cb, in->est_cost_us);
+    cg_strbuf_put(b, "\ncopies: %d per run, %s\nestimated cost: %.1f us per run\n", n_copies, cb, in->est_cost_us);
 }
 
-static void describe_dot(cg_plan *p, instance *in, buf *b) {
+static void describe_dot(cg_plan *p, instance *in, cg_strbuf *b) {
     static const char *colors[] = {"#dddddd", "#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99"};
-    put(b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n",
+    cg_strbuf_put(b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n",
         p->graph->name);
     for (int d = 0; d < p->n_devs; d++) {
-        put(b, "  subgraph cluster_%d {\n    label=\"%s\";\n    color=\"#888888\";\n", d, cg_plan_dev_name(p, d));
+        cg_strbuf_put(b, "  subgraph cluster_%d {\n    label=\"%s\";\n    color=\"#888888\";\n", d, cg_plan_dev_name(p, d));
         for (int si = 0; si < in->n_steps; si++) {
             const step *s = &in->steps[si];
             if (s->dev != d || s->kind != STEP_KERNEL) continue;
-            put(b, "    s%d [label=\"%s\\n%s\", fillcolor=\"%s\"];\n", si, s->name, s->op->def->name,
+            cg_strbuf_put(b, "    s%d [label=\"%s\\n%s\", fillcolor=\"%s\"];\n", si, s->name, s->op->def->name,
                 colors[d % 6]);
         }
-        put(b, "  }\n");
+        cg_strbuf_put(b, "  }\n");
     }
     for (int i = 0; i < p->graph->n_inputs; i++)
-        put(b, "  in%d [label=\"input %s\", shape=ellipse, fillcolor=white];\n", i,
+        cg_strbuf_put(b, "  in%d [label=\"input %s\", shape=ellipse, fillcolor=white];\n", i,
             p->graph->values[p->graph->inputs[i]].name);
     for (int si = 0; si < in->n_steps; si++) {
         const step *s = &in->steps[si];
         if (s->kind == STEP_COPY) {
             char bytes[32];
             fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
-            put(b, "  s%d [label=\"copy %s\\n%s -> %s\", shape=cds, fillcolor=\"#ffffb3\"];\n", si, bytes,
+            cg_strbuf_put(b, "  s%d [label=\"copy %s\\n%s -> %s\", shape=cds, fillcolor=\"#ffffb3\"];\n", si, bytes,
                 p->devs[in->slots[s->src].dev].name, p->devs[s->dev].name);
         }
     }
@@ -183,17 +152,17 @@ static void describe_dot(cg_plan *p, instance *in, buf *b) {
         int n_src = s->kind == STEP_KERNEL ? s->n_in : s->kind == STEP_COPY ? 1 : 0;
         for (int k = 0; k < n_src; k++) {
             const slot *x = &in->slots[s->kind == STEP_KERNEL ? s->in[k] : s->src];
-            if (x->kind == SLOT_INPUT) put(b, "  in%d -> s%d;\n", x->input_index, si);
-            else if (x->kind == SLOT_TEMP && x->def_step >= 0) put(b, "  s%d -> s%d;\n", x->def_step, si);
+            if (x->kind == SLOT_INPUT) cg_strbuf_put(b, "  in%d -> s%d;\n", x->input_index, si);
+            else if (x->kind == SLOT_TEMP && x->def_step >= 0) cg_strbuf_put(b, "  s%d -> s%d;\n", x->def_step, si);
         }
     }
     for (int k = 0; k < p->graph->n_outputs; k++) {
         const slot *s = &in->slots[in->out_slot[k]];
-        put(b, "  out%d [label=\"output %s\", shape=ellipse, fillcolor=white];\n", k, p->graph->out_names[k]);
-        if (s->def_step >= 0) put(b, "  s%d -> out%d;\n", s->def_step, k);
-        else if (s->kind == SLOT_INPUT) put(b, "  in%d -> out%d;\n", s->input_index, k);
+        cg_strbuf_put(b, "  out%d [label=\"output %s\", shape=ellipse, fillcolor=white];\n", k, p->graph->out_names[k]);
+        if (s->def_step >= 0) cg_strbuf_put(b, "  s%d -> out%d;\n", s->def_step, k);
+        else if (s->kind == SLOT_INPUT) cg_strbuf_put(b, "  in%d -> out%d;\n", s->input_index, k);
     }
-    put(b, "}\n");
+    cg_strbuf_put(b, "}\n");
 }
 
 cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out) {
@@ -209,16 +178,14 @@ cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out
             if (p->n_inst < CG_PLAN_MAX_INSTANCES) p->inst[p->n_inst++] = in;
             else {
                 estimate(p, in);
-                buf b = {0};
+                cg_strbuf b = {0};
                 if (dot) describe_dot(p, in, &b);
                 else describe_text(p, in, &b);
                 cg_instance_free(p, in);
                 free(sym);
-                if (b.failed) {
-                    free(b.s);
-                    return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-                }
-                *out = b.s;
+                char *text = cg_strbuf_take(&b);
+                if (!text) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+                *out = text;
                 return CG_OK;
             }
         }
@@ -226,13 +193,11 @@ cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out
     free(sym);
     if (st) return st;
     estimate(p, in);
-    buf b = {0};
+    cg_strbuf b = {0};
     if (dot) describe_dot(p, in, &b);
     else describe_text(p, in, &b);
-    if (b.failed) {
-        free(b.s);
-        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    }
-    *out = b.s;
+    char *text = cg_strbuf_take(&b);
+    if (!text) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    *out = text;
     return CG_OK;
 }

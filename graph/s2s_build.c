@@ -11,48 +11,17 @@
 
 #include "error.h"
 #include "s2s.h"
+#include "strbuf.h"
 
-typedef struct out {
-    char *s;
-    size_t n, cap;
-    int failed;
-} out;
-
-static void put(out *o, const char *fmt, ...) {
-    if (o->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int len = vsnprintf(o->s + o->n, o->cap - o->n, fmt, ap);
-        va_end(ap);
-        if (len < 0) {
-            o->failed = 1;
-            return;
-        }
-        if (o->n + (size_t)len < o->cap) {
-            o->n += (size_t)len;
-            return;
-        }
-        size_t cap = (o->n + (size_t)len + 1) * 2;
-        char *ns = realloc(o->s, cap);
-        if (!ns) {
-            o->failed = 1;
-            return;
-        }
-        o->s = ns;
-        o->cap = cap;
-    }
+static void param2(cg_strbuf *o, const char *name, int a, int b) {
+    cg_strbuf_put(o, "  param %s: f32[%d, %d] = \"%s\"\n", name, a, b, name);
 }
 
-static void param2(out *o, const char *name, int a, int b) {
-    put(o, "  param %s: f32[%d, %d] = \"%s\"\n", name, a, b, name);
-}
-
-static void param1(out *o, const char *name, int a) { put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name); }
+static void param1(cg_strbuf *o, const char *name, int a) { cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name); }
 
 /* The parameters of a torch.nn.GRU/LSTM named `mod`, in _flat_weights order,
  * and the list of their names for the op's inputs. */
-static void rnn_params(out *o, const s2s_config *c, const char *mod, int input, int layers, int dirs,
+static void rnn_params(cg_strbuf *o, const s2s_config *c, const char *mod, int input, int layers, int dirs,
                        char *list, size_t list_size) {
     int G = (c->cell == S2S_GRU ? 3 : 4) * c->hidden;
     size_t u = 0;
@@ -86,13 +55,13 @@ static const char *kind_name(s2s_attention a) {
     return "?";
 }
 
-static void encoder(out *o, const s2s_config *c) {
+static void encoder(cg_strbuf *o, const s2s_config *c) {
     int K = s2s_keys_dim(c), D = c->bidirectional ? 2 : 1, L = c->encoder_layers, H = c->hidden;
     char list[16384];
-    put(o, "# Encoder: X = src_embed(src); (Hs, h_n) = encoder(X) over each source's own length;\n");
-    put(o, "# keys = Hs%s%s.\n", c->attention == S2S_ADDITIVE ? "; keys_proj = W_k keys + b_k (once per sentence)" : "",
+    cg_strbuf_put(o, "# Encoder: X = src_embed(src); (Hs, h_n) = encoder(X) over each source's own length;\n");
+    cg_strbuf_put(o, "# keys = Hs%s%s.\n", c->attention == S2S_ADDITIVE ? "; keys_proj = W_k keys + b_k (once per sentence)" : "",
         c->bridge_dense ? "; s0_l = tanh(bridge(h_last))[l*H:(l+1)*H]" : "");
-    put(o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n");
+    cg_strbuf_put(o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n");
     param2(o, "src_embed.weight", c->v_src, c->emb_dim);
     rnn_params(o, c, "encoder", c->emb_dim, L, D, list, sizeof list);
     if (c->attention == S2S_ADDITIVE) {
@@ -103,91 +72,91 @@ static void encoder(out *o, const s2s_config *c) {
         param2(o, "bridge.weight", c->decoder_layers * H, K);
         param1(o, "bridge.bias", c->decoder_layers * H);
     }
-    put(o, "  x = embedding(src_embed.weight, src)\n");
-    put(o, "  enc_rnn: keys, h_n%s = %s(x, src_len%s) {hidden: %d, layers: %d, bidirectional: %d}\n",
+    cg_strbuf_put(o, "  x = embedding(src_embed.weight, src)\n");
+    cg_strbuf_put(o, "  enc_rnn: keys, h_n%s = %s(x, src_len%s) {hidden: %d, layers: %d, bidirectional: %d}\n",
         c->cell == S2S_LSTM ? ", c_n" : "", c->cell == S2S_GRU ? "gru" : "lstm", list, H, L, c->bidirectional);
     if (c->attention == S2S_ADDITIVE)
-        put(o, "  keys_proj = linear(keys, attention.W_k.weight, attention.W_k.bias)\n");
+        cg_strbuf_put(o, "  keys_proj = linear(keys, attention.W_k.weight, attention.W_k.bias)\n");
     if (c->bridge_dense) {
         /* h_last: the top layer's final state, forward then backward. */
         int top = (L - 1) * D;
-        put(o, "  h_fwd = slice(h_n) {axis: 0, start: %d, end: %d}\n", top, top + 1);
+        cg_strbuf_put(o, "  h_fwd = slice(h_n) {axis: 0, start: %d, end: %d}\n", top, top + 1);
         if (D == 2) {
-            put(o, "  h_bwd = slice(h_n) {axis: 0, start: %d, end: %d}\n", top + 1, top + 2);
-            put(o, "  h_top = concat(h_fwd, h_bwd) {axis: 2}\n");
+            cg_strbuf_put(o, "  h_bwd = slice(h_n) {axis: 0, start: %d, end: %d}\n", top + 1, top + 2);
+            cg_strbuf_put(o, "  h_top = concat(h_fwd, h_bwd) {axis: 2}\n");
         }
-        put(o, "  h_last = reshape(%s) {shape: [-1, %d]}\n", D == 2 ? "h_top" : "h_fwd", K);
-        put(o, "  bridge: s0_pre = linear(h_last, bridge.weight, bridge.bias)\n");
-        put(o, "  s0 = tanh(s0_pre)\n");
+        cg_strbuf_put(o, "  h_last = reshape(%s) {shape: [-1, %d]}\n", D == 2 ? "h_top" : "h_fwd", K);
+        cg_strbuf_put(o, "  bridge: s0_pre = linear(h_last, bridge.weight, bridge.bias)\n");
+        cg_strbuf_put(o, "  s0 = tanh(s0_pre)\n");
         for (int l = 0; l < c->decoder_layers; l++)
-            put(o, "  s0_%d = slice(s0) {axis: 1, start: %d, end: %d}\n", l, l * H, (l + 1) * H);
+            cg_strbuf_put(o, "  s0_%d = slice(s0) {axis: 1, start: %d, end: %d}\n", l, l * H, (l + 1) * H);
     }
-    put(o, "  output keys");
-    if (c->attention == S2S_ADDITIVE) put(o, ", keys_proj");
+    cg_strbuf_put(o, "  output keys");
+    if (c->attention == S2S_ADDITIVE) cg_strbuf_put(o, ", keys_proj");
     if (c->bridge_dense)
-        for (int l = 0; l < c->decoder_layers; l++) put(o, ", s0_%d", l);
-    put(o, "\n}\n");
+        for (int l = 0; l < c->decoder_layers; l++) cg_strbuf_put(o, ", s0_%d", l);
+    cg_strbuf_put(o, "\n}\n");
 }
 
 /* attend(q): e, mask, a, c (the spec's "Weights" and "Context"). */
-static void attend(out *o, const s2s_config *c, const char *q) {
+static void attend(cg_strbuf *o, const s2s_config *c, const char *q) {
     switch (c->attention) {
     case S2S_ADDITIVE:
-        put(o, "  attn_e: e = attn_score(%s, keys_proj, attention.W_q.weight, attention.W_q.bias, attention.v.weight) "
+        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys_proj, attention.W_q.weight, attention.W_q.bias, attention.v.weight) "
                "{kind: \"additive\"}\n", q);
         break;
     case S2S_GENERAL:
-        put(o, "  attn_e: e = attn_score(%s, keys, attention.W.weight) {kind: \"general\"}\n", q);
+        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys, attention.W.weight) {kind: \"general\"}\n", q);
         break;
     default:
-        put(o, "  attn_e: e = attn_score(%s, keys) {kind: \"%s\"}\n", q, kind_name(c->attention));
+        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys) {kind: \"%s\"}\n", q, kind_name(c->attention));
     }
     if (c->local == S2S_LOCAL_NONE) {
-        put(o, "  attn_mask: mask = length_mask(src_len, keys)\n");
+        cg_strbuf_put(o, "  attn_mask: mask = length_mask(src_len, keys)\n");
     } else if (c->local == S2S_LOCAL_MONOTONIC) {
-        put(o, "  attn_mask: mask = window_mask(src_len, pos, keys) {D: %d}\n", c->local_D);
+        cg_strbuf_put(o, "  attn_mask: mask = window_mask(src_len, pos, keys) {D: %d}\n", c->local_D);
     } else {
-        put(o, "  attn_pp = linear(%s, attention.W_p.weight)\n", q);
-        put(o, "  attn_pt = tanh(attn_pp)\n");
-        put(o, "  attn_pv = linear(attn_pt, attention.v_p.weight)\n");
-        put(o, "  attn_ps = sigmoid(attn_pv)\n");
-        put(o, "  attn_len = cast(src_len) {to: \"f32\"}\n");
-        put(o, "  attn_ps1 = reshape(attn_ps) {shape: [-1]}\n");
-        put(o, "  attn_p: p = mul(attn_ps1, attn_len)\n");
-        put(o, "  attn_mask: mask = window_mask(src_len, p, keys) {D: %d}\n", c->local_D);
+        cg_strbuf_put(o, "  attn_pp = linear(%s, attention.W_p.weight)\n", q);
+        cg_strbuf_put(o, "  attn_pt = tanh(attn_pp)\n");
+        cg_strbuf_put(o, "  attn_pv = linear(attn_pt, attention.v_p.weight)\n");
+        cg_strbuf_put(o, "  attn_ps = sigmoid(attn_pv)\n");
+        cg_strbuf_put(o, "  attn_len = cast(src_len) {to: \"f32\"}\n");
+        cg_strbuf_put(o, "  attn_ps1 = reshape(attn_ps) {shape: [-1]}\n");
+        cg_strbuf_put(o, "  attn_p: p = mul(attn_ps1, attn_len)\n");
+        cg_strbuf_put(o, "  attn_mask: mask = window_mask(src_len, p, keys) {D: %d}\n", c->local_D);
     }
     if (c->local == S2S_LOCAL_PREDICTIVE) {
-        put(o, "  attn_a0: a0 = softmax(e, mask) {axis: -1}\n");
-        put(o, "  attn_a: a = local_gaussian(a0, p) {D: %d}\n", c->local_D);
+        cg_strbuf_put(o, "  attn_a0: a0 = softmax(e, mask) {axis: -1}\n");
+        cg_strbuf_put(o, "  attn_a: a = local_gaussian(a0, p) {D: %d}\n", c->local_D);
     } else {
-        put(o, "  attn_a: a = softmax(e, mask) {axis: -1}\n");
+        cg_strbuf_put(o, "  attn_a: a = softmax(e, mask) {axis: -1}\n");
     }
-    put(o, "  attn_c: c = attn_context(a, keys)\n");
+    cg_strbuf_put(o, "  attn_c: c = attn_context(a, keys)\n");
 }
 
-static void decoder(out *o, const s2s_config *c) {
+static void decoder(cg_strbuf *o, const s2s_config *c) {
     int K = s2s_keys_dim(c), L = c->decoder_layers, H = c->hidden, E = c->emb_dim;
     int att = c->attention != S2S_NONE;
     int feed = c->luong && att; /* Luong input feeding of h~ (none: I = E) */
     int I = E + (att ? (c->luong ? H : K) : 0);
     char list[16384];
-    put(o, "\n# Decoder step t (%s): y = tgt_embed(y_prev); %s\n", c->luong ? "luong" : "bahdanau",
+    cg_strbuf_put(o, "\n# Decoder step t (%s): y = tgt_embed(y_prev); %s\n", c->luong ? "luong" : "bahdanau",
         !att        ? "s_t = decoder(y, s_{t-1}); logits = out(s_t)."
         : c->luong ? "s_t = decoder([y; h~_{t-1}], s_{t-1}); c, a = attend(s_t); h~_t = tanh(combine([c; s_t])); "
                      "logits = out(h~_t)."
                    : "c, a = attend(s_{t-1}); s_t = decoder([y; c], s_{t-1}); logits = out(s_t).");
-    put(o, "# Outputs: logp = log_softmax(logits), the new state%s.\n", att ? ", the attention weights a" : "");
-    put(o, "graph decoder {\n  input y_prev: i32[B]\n");
+    cg_strbuf_put(o, "# Outputs: logp = log_softmax(logits), the new state%s.\n", att ? ", the attention weights a" : "");
+    cg_strbuf_put(o, "graph decoder {\n  input y_prev: i32[B]\n");
     if (att) {
-        put(o, "  input keys: f32[B, S, %d]\n", K);
-        if (c->attention == S2S_ADDITIVE) put(o, "  input keys_proj: f32[B, S, %d]\n", c->attention_dim);
-        put(o, "  input src_len: i32[B]\n");
-        if (c->local == S2S_LOCAL_MONOTONIC) put(o, "  input pos: f32[B]\n");
+        cg_strbuf_put(o, "  input keys: f32[B, S, %d]\n", K);
+        if (c->attention == S2S_ADDITIVE) cg_strbuf_put(o, "  input keys_proj: f32[B, S, %d]\n", c->attention_dim);
+        cg_strbuf_put(o, "  input src_len: i32[B]\n");
+        if (c->local == S2S_LOCAL_MONOTONIC) cg_strbuf_put(o, "  input pos: f32[B]\n");
     }
-    for (int l = 0; l < L; l++) put(o, "  input h%d: f32[B, %d]\n", l, H);
+    for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input h%d: f32[B, %d]\n", l, H);
     if (c->cell == S2S_LSTM)
-        for (int l = 0; l < L; l++) put(o, "  input c%d: f32[B, %d]\n", l, H);
-    if (feed) put(o, "  input htilde: f32[B, %d]\n", H);
+        for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input c%d: f32[B, %d]\n", l, H);
+    if (feed) cg_strbuf_put(o, "  input htilde: f32[B, %d]\n", H);
     param2(o, "tgt_embed.weight", c->v_tgt, E);
     rnn_params(o, c, "decoder", I, L, 1, list, sizeof list);
     switch (c->attention) {
@@ -209,16 +178,16 @@ static void decoder(out *o, const s2s_config *c) {
     }
     param2(o, "out.weight", c->v_tgt, H);
     param1(o, "out.bias", c->v_tgt);
-    put(o, "  y = embedding(tgt_embed.weight, y_prev)\n");
+    cg_strbuf_put(o, "  y = embedding(tgt_embed.weight, y_prev)\n");
     const char *x = "y";
     if (att && !c->luong) {
         char q[24];
         snprintf(q, sizeof q, "h%d", L - 1);
         attend(o, c, q);
-        put(o, "  x = concat(y, c) {axis: 1}\n");
+        cg_strbuf_put(o, "  x = concat(y, c) {axis: 1}\n");
         x = "x";
     } else if (feed) {
-        put(o, "  x = concat(y, htilde) {axis: 1}\n");
+        cg_strbuf_put(o, "  x = concat(y, htilde) {axis: 1}\n");
         x = "x";
     }
     /* The layers of torch.nn.GRU/LSTM, one cell each; `list` holds the
@@ -235,10 +204,10 @@ static void decoder(out *o, const s2s_config *c) {
         if (l == 0) snprintf(in, sizeof in, "%s", x);
         else snprintf(in, sizeof in, "h%d_new", l - 1);
         if (c->cell == S2S_GRU)
-            put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d, %s, %s, %s, %s)\n", l, l, in, l, names[l][0], names[l][1],
+            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d, %s, %s, %s, %s)\n", l, l, in, l, names[l][0], names[l][1],
                 names[l][2], names[l][3]);
         else
-            put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d, c%d, %s, %s, %s, %s)\n", l, l, l, in, l, l,
+            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d, c%d, %s, %s, %s, %s)\n", l, l, l, in, l, l,
                 names[l][0], names[l][1], names[l][2], names[l][3]);
     }
     char top[24];
@@ -247,33 +216,31 @@ static void decoder(out *o, const s2s_config *c) {
     if (c->luong) {
         if (att) {
             attend(o, c, top);
-            put(o, "  cat = concat(c, %s) {axis: 1}\n", top);
+            cg_strbuf_put(o, "  cat = concat(c, %s) {axis: 1}\n", top);
         }
-        put(o, "  combine: ht_pre = linear(%s, combine.weight, combine.bias)\n", att ? "cat" : top);
-        put(o, "  htilde_new = tanh(ht_pre)\n");
+        cg_strbuf_put(o, "  combine: ht_pre = linear(%s, combine.weight, combine.bias)\n", att ? "cat" : top);
+        cg_strbuf_put(o, "  htilde_new = tanh(ht_pre)\n");
         o_in = "htilde_new";
     }
-    put(o, "  out: logits = linear(%s, out.weight, out.bias)\n", o_in);
-    put(o, "  logp = log_softmax(logits) {axis: -1}\n");
-    put(o, "  output logp");
-    for (int l = 0; l < L; l++) put(o, ", h%d_new", l);
+    cg_strbuf_put(o, "  out: logits = linear(%s, out.weight, out.bias)\n", o_in);
+    cg_strbuf_put(o, "  logp = log_softmax(logits) {axis: -1}\n");
+    cg_strbuf_put(o, "  output logp");
+    for (int l = 0; l < L; l++) cg_strbuf_put(o, ", h%d_new", l);
     if (c->cell == S2S_LSTM)
-        for (int l = 0; l < L; l++) put(o, ", c%d_new", l);
-    if (att) put(o, ", a");
-    if (feed) put(o, ", htilde_new");
-    put(o, "\n}\n");
+        for (int l = 0; l < L; l++) cg_strbuf_put(o, ", c%d_new", l);
+    if (att) cg_strbuf_put(o, ", a");
+    if (feed) cg_strbuf_put(o, ", htilde_new");
+    cg_strbuf_put(o, "\n}\n");
 }
 
 cg_status cg_s2s_build_text(const s2s_config *c, char **text) {
-    out o = {0};
-    put(&o, "# Generated by clgraph from config.json (spec: seq2seq with attention).\n");
-    put(&o, "# Edit and save as model.cg in the model directory to replace the builder's graphs.\n");
+    cg_strbuf o = {0};
+    cg_strbuf_put(&o, "# Generated by clgraph from config.json (spec: seq2seq with attention).\n");
+    cg_strbuf_put(&o, "# Edit and save as model.cg in the model directory to replace the builder's graphs.\n");
     encoder(&o, c);
     decoder(&o, c);
-    if (o.failed) {
-        free(o.s);
-        return cg_error(CG_ERR_NO_MEMORY, "out of memory building the seq2seq graph");
-    }
-    *text = o.s;
+    char *s = cg_strbuf_take(&o);
+    if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory building the seq2seq graph");
+    *text = s;
     return CG_OK;
 }

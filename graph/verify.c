@@ -6,6 +6,7 @@
 
 #include "analysis.h"
 #include "error.h"
+#include "strbuf.h"
 #include "weights.h"
 
 static void loc(char *buf, size_t n, const cg_model *m, int line, int col) {
@@ -380,15 +381,12 @@ cg_status cg_model_bind_weights(cg_model *m, cg_weights *w) {
 cg_status cg_model_describe(const cg_model *m, char **out) {
     if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_describe: NULL argument");
     if (!m->verified) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_describe: model is not verified");
-    size_t cap = 4096, u = 0;
-    char *s = malloc(cap);
-    if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    s[0] = 0;
+    cg_strbuf b = {0};
     for (int gi = 0; gi < m->n_graphs; gi++) {
         const cg_graph *g = m->graphs[gi];
         for (int i = 0; i < g->n_values; i++) {
             const cg_value *v = &g->values[i];
-            char ty[512], origin[512], line[1400];
+            char ty[512], origin[512];
             cg_tensor_desc d;
             cg_desc_from_value(v, &d);
             cg_desc_format(ty, sizeof ty, m, &d);
@@ -400,22 +398,11 @@ cg_status cg_model_describe(const cg_model *m, char **out) {
             }
             int is_out = 0;
             for (int k = 0; k < g->n_outputs; k++) is_out |= g->outputs[k] == i;
-            int len = snprintf(line, sizeof line, "%s.%s: %s  %s%s\n", g->name, v->name, ty, origin,
-                               is_out ? "  (output)" : "");
-            if (len < 0) continue;
-            if (u + (size_t)len + 1 > cap) {
-                cap = (u + (size_t)len + 1) * 2;
-                char *ns = realloc(s, cap);
-                if (!ns) {
-                    free(s);
-                    return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-                }
-                s = ns;
-            }
-            memcpy(s + u, line, (size_t)len + 1);
-            u += (size_t)len;
+            cg_strbuf_put(&b, "%s.%s: %s  %s%s\n", g->name, v->name, ty, origin, is_out ? "  (output)" : "");
         }
     }
+    char *s = cg_strbuf_take(&b);
+    if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     *out = s;
     return CG_OK;
 }

@@ -15,8 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "clgraph/clgraph.h"
-
-extern char **environ;
+#include "test_util.h"
 
 /* ---- counting allocations (glibc, not under a sanitizer) ---- */
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -45,77 +44,21 @@ void *realloc(void *p, size_t n) {
 #define COUNT_ALLOCS 0
 #endif
 
-static char tmpdir[256];
-static char out_text[65536], err_text[65536];
-
-static const char *src_dir(void) {
-    const char *d = getenv("CG_SOURCE_DIR");
-    return d ? d : ".";
-}
-
 static void model_dir(const char *variant, char *buf, size_t size) {
-    snprintf(buf, size, "%s/tests/golden/s2s/%s", src_dir(), variant);
+    snprintf(buf, size, "%s/tests/golden/s2s/%s", tu_src_dir(), variant);
 }
 
-static void slurp(const char *path, char *buf, size_t size) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t n = fread(buf, 1, size - 1, f);
-    buf[n] = 0;
-    fclose(f);
-}
-
-/* Runs clgraph with args (NULL-terminated, without argv[0]). */
-static int run_cli(const char *const *args) {
-    const char *exe = getenv("CG_CLGRAPH");
-    ck_assert_msg(exe != NULL, "CG_CLGRAPH is not set");
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)exe;
-    for (int i = 0; args[i]; i++) argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    char op[300], ep[300];
-    snprintf(op, sizeof op, "%s/stdout", tmpdir);
-    snprintf(ep, sizeof ep, "%s/stderr", tmpdir);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, ep, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    slurp(op, out_text, sizeof out_text);
-    slurp(ep, err_text, sizeof err_text);
-    ck_assert_msg(WIFEXITED(status), "clgraph died with a signal; stderr: %s", err_text);
-    return WEXITSTATUS(status);
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cg_bench_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void) {
-    char p[300];
-    snprintf(p, sizeof p, "%s/stdout", tmpdir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/stderr", tmpdir);
-    unlink(p);
-    rmdir(tmpdir);
-}
+static void setup(void) { tu_setup_dir("bench"); }
 
 static double num(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    ck_assert_msg(cJSON_IsNumber(v), "'%s' is missing or not a number in %s", key, out_text);
+    ck_assert_msg(cJSON_IsNumber(v), "'%s' is missing or not a number in %s", key, tu_out);
     return v->valuedouble;
 }
 
 static const cJSON *obj(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    ck_assert_msg(cJSON_IsObject(v), "'%s' is missing or not an object in %s", key, out_text);
+    ck_assert_msg(cJSON_IsObject(v), "'%s' is missing or not an object in %s", key, tu_out);
     return v;
 }
 
@@ -127,8 +70,8 @@ static void check_stat3(const cJSON *o, const char *key) {
 
 /* Parses the bench JSON and checks what every run must satisfy. */
 static cJSON *check_bench_json(const char *model, int batch, int beam, int steps, int runs) {
-    cJSON *o = cJSON_Parse(out_text);
-    ck_assert_msg(o != NULL && cJSON_IsObject(o), "not a JSON object: %s", out_text);
+    cJSON *o = cJSON_Parse(tu_out);
+    ck_assert_msg(o != NULL && cJSON_IsObject(o), "not a JSON object: %s", tu_out);
     const cJSON *mv = cJSON_GetObjectItemCaseSensitive(o, "model");
     ck_assert(cJSON_IsString(mv) && !strcmp(mv->valuestring, model));
     const cJSON *dv = cJSON_GetObjectItemCaseSensitive(o, "device");
@@ -160,7 +103,7 @@ START_TEST(bench_json) {
     char model[512];
     model_dir("gru_additive_bahdanau_words", model, sizeof model);
     const char *a[] = {"bench", model, "--steps", "4", "--runs", "2", "--json", NULL};
-    ck_assert_msg(run_cli(a) == 0, "stderr: %s", err_text);
+    ck_assert_msg(tu_run_cli(a, NULL, NULL) == 0, "stderr: %s", tu_err);
     cJSON *o = check_bench_json(model, 1, 1, 4, 2);
     ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(o, "machine"));
     /* The decoder's weights: the same number the library reports. */
@@ -183,15 +126,15 @@ START_TEST(bench_beam_lstm) {
     model_dir("lstm_additive_bi_luong_chars", model, sizeof model);
     const char *a[] = {"bench", model, "--batch", "3", "--beam", "4", "--steps", "6", "--runs", "3", "--warmup",
                        "1", "--json", NULL};
-    ck_assert_msg(run_cli(a) == 0, "stderr: %s", err_text);
+    ck_assert_msg(tu_run_cli(a, NULL, NULL) == 0, "stderr: %s", tu_err);
     cJSON *o = check_bench_json(model, 3, 4, 6, 3);
     cJSON_Delete(o);
     /* The human table. */
     const char *h[] = {"bench", model, "--steps", "3", "--runs", "1", NULL};
-    ck_assert_msg(run_cli(h) == 0, "stderr: %s", err_text);
-    ck_assert_ptr_nonnull(strstr(out_text, "ms per step"));
-    ck_assert_ptr_nonnull(strstr(out_text, "first token, cold"));
-    ck_assert_ptr_nonnull(strstr(out_text, "decoder weights"));
+    ck_assert_msg(tu_run_cli(h, NULL, NULL) == 0, "stderr: %s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_out, "ms per step"));
+    ck_assert_ptr_nonnull(strstr(tu_out, "first token, cold"));
+    ck_assert_ptr_nonnull(strstr(tu_out, "decoder weights"));
 }
 END_TEST
 
@@ -199,7 +142,7 @@ START_TEST(bench_machine) {
     char model[512];
     model_dir("gru_dot_luong_dec2_chars", model, sizeof model);
     const char *a[] = {"bench", model, "--steps", "2", "--runs", "1", "--warmup", "1", "--json", "--machine", NULL};
-    ck_assert_msg(run_cli(a) == 0, "stderr: %s", err_text);
+    ck_assert_msg(tu_run_cli(a, NULL, NULL) == 0, "stderr: %s", tu_err);
     cJSON *o = check_bench_json(model, 1, 1, 2, 1);
     const cJSON *mc = obj(o, "machine"), *fl = obj(o, "floors");
     ck_assert(num(mc, "read_gbps") > 0.1 && num(mc, "read_gbps") < 100000);
@@ -218,18 +161,18 @@ START_TEST(bench_bad_command_lines) {
     char model[512];
     model_dir("gru_additive_bahdanau_words", model, sizeof model);
     const char *a1[] = {"bench", NULL};
-    ck_assert_int_eq(run_cli(a1), 2);
+    ck_assert_int_eq(tu_run_cli(a1, NULL, NULL), 2);
     const char *a2[] = {"bench", model, "--steps", "0", NULL};
-    ck_assert_int_eq(run_cli(a2), 2);
-    ck_assert_ptr_nonnull(strstr(err_text, "--steps"));
+    ck_assert_int_eq(tu_run_cli(a2, NULL, NULL), 2);
+    ck_assert_ptr_nonnull(strstr(tu_err, "--steps"));
     const char *a3[] = {"bench", model, "--frobnicate", NULL};
-    ck_assert_int_eq(run_cli(a3), 2);
+    ck_assert_int_eq(tu_run_cli(a3, NULL, NULL), 2);
     const char *a4[] = {"bench", "/nonexistent/model", NULL};
-    ck_assert_int_eq(run_cli(a4), 1);
-    ck_assert_ptr_nonnull(strstr(err_text, "/nonexistent/model"));
+    ck_assert_int_eq(tu_run_cli(a4, NULL, NULL), 1);
+    ck_assert_ptr_nonnull(strstr(tu_err, "/nonexistent/model"));
     const char *h[] = {"--help", NULL};
-    ck_assert_int_eq(run_cli(h), 0);
-    ck_assert_ptr_nonnull(strstr(out_text, "bench MODEL_DIR"));
+    ck_assert_int_eq(tu_run_cli(h, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(tu_out, "bench MODEL_DIR"));
 }
 END_TEST
 
@@ -247,7 +190,7 @@ static cg_s2s *load_model(const char *variant, cg_context **ctx) {
 /* Reads sources.ids of a variant: up to `max` sources. */
 static int read_sources(const char *variant, int32_t src[][64], int *len, int max) {
     char path[600];
-    snprintf(path, sizeof path, "%s/tests/golden/s2s/%s/sources.ids", src_dir(), variant);
+    snprintf(path, sizeof path, "%s/tests/golden/s2s/%s/sources.ids", tu_src_dir(), variant);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
     char line[4096];
@@ -266,8 +209,8 @@ static int read_sources(const char *variant, int32_t src[][64], int *len, int ma
 static int config_eos(const char *variant) {
     char path[600];
     static char text[65536];
-    snprintf(path, sizeof path, "%s/tests/golden/s2s/%s/config.json", src_dir(), variant);
-    slurp(path, text, sizeof text);
+    snprintf(path, sizeof path, "%s/tests/golden/s2s/%s/config.json", tu_src_dir(), variant);
+    tu_slurp(path, text, sizeof text);
     cJSON *c = cJSON_Parse(text);
     ck_assert_ptr_nonnull(c);
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "eos_id");
@@ -392,7 +335,7 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("bench");
     TCase *tc = tcase_create("bench");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, bench_json);
     tcase_add_test(tc, bench_beam_lstm);

@@ -13,85 +13,13 @@
 #include <unistd.h>
 
 #include "clgraph/clgraph.h"
-
-extern char **environ;
-
-static char tmpdir[256];
-static char out_text[65536], err_text[65536];
-
-static const char *src_dir(void) {
-    const char *d = getenv("CG_SOURCE_DIR");
-    return d ? d : ".";
-}
-
-static void slurp(const char *path, char *buf, size_t size) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t n = fread(buf, 1, size - 1, f);
-    buf[n] = 0;
-    fclose(f);
-}
-
-/* Runs clgraph with argv (NULL-terminated, without argv[0]); returns its
- * exit status and fills out_text/err_text. */
-static int run_cli(const char *const *args) {
-    const char *exe = getenv("CG_CLGRAPH");
-    ck_assert_msg(exe != NULL, "CG_CLGRAPH is not set");
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)exe;
-    for (int i = 0; args[i]; i++) argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    char op[300], ep[300];
-    snprintf(op, sizeof op, "%s/stdout", tmpdir);
-    snprintf(ep, sizeof ep, "%s/stderr", tmpdir);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, ep, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    slurp(op, out_text, sizeof out_text);
-    slurp(ep, err_text, sizeof err_text);
-    ck_assert_msg(WIFEXITED(status), "clgraph died with a signal; stderr: %s", err_text);
-    return WEXITSTATUS(status);
-}
-
-static void write_file(const char *name, const void *data, size_t n, char *path_out) {
-    snprintf(path_out, 512, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path_out, "wb");
-    ck_assert_ptr_nonnull(f);
-    fwrite(data, 1, n, f);
-    fclose(f);
-}
+#include "test_util.h"
 
 static void example(const char *file, char *buf) {
-    snprintf(buf, 512, "%s/models/example/%s", src_dir(), file);
+    snprintf(buf, 512, "%s/models/example/%s", tu_src_dir(), file);
 }
 
-/* Asserts stderr is exactly one line containing every needle. */
-static void assert_one_line(const char *const *needles) {
-    size_t len = strlen(err_text);
-    ck_assert_msg(len > 0 && err_text[len - 1] == '\n' && strchr(err_text, '\n') == err_text + len - 1,
-                  "stderr is not one line: [%s]", err_text);
-    for (int i = 0; needles[i]; i++)
-        ck_assert_msg(strstr(err_text, needles[i]) != NULL, "'%s' not in stderr: %s", needles[i], err_text);
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cg_cli_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void) {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
+static void setup(void) { tu_setup_dir("cli"); }
 
 static double max_diff(const char *a_path, const char *b_path) {
     cg_tensor *a, *b;
@@ -116,12 +44,12 @@ START_TEST(gru_encoder_matches_pytorch) {
     example("weights.safetensors", w);
     example("src.npy", src);
     example("src_len.npy", len);
-    snprintf(outdir, sizeof outdir, "%s/out", tmpdir);
+    snprintf(outdir, sizeof outdir, "%s/out", tu_dir);
     snprintf(in1, sizeof in1, "src=%s", src);
     snprintf(in2, sizeof in2, "src_len=%s", len);
     const char *args[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", outdir, NULL};
-    ck_assert_msg(run_cli(args) == 0, "stderr: %s", err_text);
-    ck_assert_ptr_nonnull(strstr(out_text, "keys -> "));
+    ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "stderr: %s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_out, "keys -> "));
     snprintf(a, sizeof a, "%s/keys.npy", outdir);
     example("expected_keys.npy", b);
     double dk = max_diff(a, b);
@@ -133,27 +61,27 @@ START_TEST(gru_encoder_matches_pytorch) {
 
     /* Without --output, the outputs are printed. */
     const char *args2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, NULL};
-    ck_assert_int_eq(run_cli(args2), 0);
-    ck_assert_ptr_nonnull(strstr(out_text, "keys: f32[3, 7, 32]"));
-    ck_assert_ptr_nonnull(strstr(out_text, "s0: f32[3, 16]"));
+    ck_assert_int_eq(tu_run_cli(args2, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(tu_out, "keys: f32[3, 7, 32]"));
+    ck_assert_ptr_nonnull(strstr(tu_out, "s0: f32[3, 16]"));
 }
 END_TEST
 
 START_TEST(help_version_usage) {
     const char *h[] = {"--help", NULL};
-    ck_assert_int_eq(run_cli(h), 0);
-    ck_assert_ptr_nonnull(strstr(out_text, "usage: clgraph"));
+    ck_assert_int_eq(tu_run_cli(h, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(tu_out, "usage: clgraph"));
     const char *v[] = {"--version", NULL};
-    ck_assert_int_eq(run_cli(v), 0);
-    ck_assert_ptr_nonnull(strstr(out_text, cg_version()));
+    ck_assert_int_eq(tu_run_cli(v, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(tu_out, cg_version()));
     const char *u[] = {"frobnicate", NULL};
-    ck_assert_int_eq(run_cli(u), 2);
-    ck_assert_ptr_nonnull(strstr(err_text, "unknown command 'frobnicate'"));
+    ck_assert_int_eq(tu_run_cli(u, NULL, NULL), 2);
+    ck_assert_ptr_nonnull(strstr(tu_err, "unknown command 'frobnicate'"));
     const char *o[] = {"run", "x.cg", "--bogus", "1", NULL};
-    ck_assert_int_eq(run_cli(o), 2);
-    ck_assert_ptr_nonnull(strstr(err_text, "unknown option '--bogus'"));
+    ck_assert_int_eq(tu_run_cli(o, NULL, NULL), 2);
+    ck_assert_ptr_nonnull(strstr(tu_err, "unknown option '--bogus'"));
     const char *none[] = {NULL};
-    ck_assert_int_eq(run_cli(none), 2);
+    ck_assert_int_eq(tu_run_cli(none, NULL, NULL), 2);
 }
 END_TEST
 
@@ -161,56 +89,56 @@ START_TEST(check_and_fmt) {
     char model[512];
     example("model.cg", model);
     const char *c[] = {"check", model, NULL};
-    ck_assert_msg(run_cli(c) == 0, "%s", err_text);
-    ck_assert_ptr_nonnull(strstr(out_text, "encoder.keys: f32[B, S, 32]  gru 'enc_rnn'  (output)"));
-    ck_assert_ptr_nonnull(strstr(out_text, "encoder.s0: f32[B, 16]"));
+    ck_assert_msg(tu_run_cli(c, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_out, "encoder.keys: f32[B, S, 32]  gru 'enc_rnn'  (output)"));
+    ck_assert_ptr_nonnull(strstr(tu_out, "encoder.s0: f32[B, 16]"));
     const char *f[] = {"fmt", model, NULL};
-    ck_assert_int_eq(run_cli(f), 0);
+    ck_assert_int_eq(tu_run_cli(f, NULL, NULL), 0);
     char formatted[512];
-    write_file("fmt1.cg", out_text, strlen(out_text), formatted);
+    snprintf(formatted, 512, "%s", tu_write_file("fmt1.cg", tu_out, strlen(tu_out)));
     char first[65536];
-    strcpy(first, out_text);
+    strcpy(first, tu_out);
     const char *f2[] = {"fmt", formatted, NULL};
-    ck_assert_int_eq(run_cli(f2), 0);
-    ck_assert_str_eq(out_text, first); /* canonical form is a fixed point */
+    ck_assert_int_eq(tu_run_cli(f2, NULL, NULL), 0);
+    ck_assert_str_eq(tu_out, first); /* canonical form is a fixed point */
     const char *ops[] = {"ops", "gru", NULL};
-    ck_assert_int_eq(run_cli(ops), 0);
-    ck_assert_ptr_nonnull(strstr(out_text, "attribute hidden: int (required)"));
+    ck_assert_int_eq(tu_run_cli(ops, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(tu_out, "attribute hidden: int (required)"));
 }
 END_TEST
 
 START_TEST(bad_graph_text) {
     char p[512];
     const char *t = "graph g {\n  input x: f32[N]\n  y = tanh(x\n  output y\n}\n";
-    write_file("bad.cg", t, strlen(t), p);
+    snprintf(p, 512, "%s", tu_write_file("bad.cg", t, strlen(t)));
     const char *a[] = {"check", p, NULL};
-    ck_assert_int_eq(run_cli(a), 1);
+    ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 1);
     /* Inside parentheses a statement continues on the next line. */
     const char *n[] = {"bad.cg:4:3: expected ')' or ',' in inputs, got 'output'", NULL};
-    assert_one_line(n);
+    tu_assert_one_line(n);
 
     const char *t2 = "graph g {\n  input x: f32[N]\n  y = frobnicate(x)\n  output y\n}\n";
-    write_file("unknown.cg", t2, strlen(t2), p);
-    ck_assert_int_eq(run_cli(a), 1);
+    snprintf(p, 512, "%s", tu_write_file("unknown.cg", t2, strlen(t2)));
+    ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 1);
     const char *n2[] = {"unknown.cg:3:7: unknown op 'frobnicate' in node 'y'", NULL};
-    assert_one_line(n2);
+    tu_assert_one_line(n2);
 
     const char *t3 = "graph g {\n  input x: f32[N, 4]\n  y = softmax(x) {axis: \"last\"}\n  output y\n}\n";
-    write_file("attr.cg", t3, strlen(t3), p);
-    ck_assert_int_eq(run_cli(a), 1);
+    snprintf(p, 512, "%s", tu_write_file("attr.cg", t3, strlen(t3)));
+    ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 1);
     const char *n3[] = {"attr.cg:3:", "softmax 'y': attribute 'axis' must be int, got string", NULL};
-    assert_one_line(n3);
+    tu_assert_one_line(n3);
 
     const char *t4 = "graph g {\n  input a: f32[2, 3]\n  input b: f32[4, 5]\n  c = matmul(a, b)\n  output c\n}\n";
-    write_file("shape.cg", t4, strlen(t4), p);
-    ck_assert_int_eq(run_cli(a), 1);
+    snprintf(p, 512, "%s", tu_write_file("shape.cg", t4, strlen(t4)));
+    ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 1);
     const char *n4[] = {"shape.cg:4:3: matmul 'c': ", NULL};
-    assert_one_line(n4);
+    tu_assert_one_line(n4);
 
     const char *miss[] = {"check", "/nonexistent/m.cg", NULL};
-    ck_assert_int_eq(run_cli(miss), 1);
+    ck_assert_int_eq(tu_run_cli(miss, NULL, NULL), 1);
     const char *n5[] = {"/nonexistent/m.cg: cannot open", NULL};
-    assert_one_line(n5);
+    tu_assert_one_line(n5);
 }
 END_TEST
 
@@ -229,44 +157,44 @@ START_TEST(bad_weights_and_inputs) {
     static char buf[1 << 20];
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
-    write_file("trunc.safetensors", buf, n / 2, p);
+    snprintf(p, 512, "%s", tu_write_file("trunc.safetensors", buf, n / 2));
     const char *a[] = {"run", model, "--weights", p, "--input", in1, "--input", in2, NULL};
-    ck_assert_int_eq(run_cli(a), 1);
+    ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 1);
     const char *n1[] = {"trunc.safetensors", NULL};
-    assert_one_line(n1);
+    tu_assert_one_line(n1);
 
     /* Weights that lack a parameter. */
     const char *a2[] = {"run", model, "--weights", src, "--input", in1, "--input", in2, NULL};
-    ck_assert_int_eq(run_cli(a2), 1);
+    ck_assert_int_eq(tu_run_cli(a2, NULL, NULL), 1);
     const char *n2[] = {"src.npy", NULL};
-    assert_one_line(n2);
+    tu_assert_one_line(n2);
 
     /* A missing input, an input of the wrong dtype, an unknown input name. */
     const char *a3[] = {"run", model, "--weights", w, "--input", in1, NULL};
-    ck_assert_int_eq(run_cli(a3), 1);
+    ck_assert_int_eq(tu_run_cli(a3, NULL, NULL), 1);
     const char *n3[] = {"needs input 'src_len'", NULL};
-    assert_one_line(n3);
+    tu_assert_one_line(n3);
     char swapped[600];
-    snprintf(swapped, sizeof swapped, "src=%s/models/example/expected_s0.npy", src_dir());
+    snprintf(swapped, sizeof swapped, "src=%s/models/example/expected_s0.npy", tu_src_dir());
     const char *a4[] = {"run", model, "--weights", w, "--input", swapped, "--input", in2, NULL};
-    ck_assert_int_eq(run_cli(a4), 1);
+    ck_assert_int_eq(tu_run_cli(a4, NULL, NULL), 1);
     const char *n4[] = {"input 'src' is f32[3, 16], graph 'encoder' expects i32[B, S]", NULL};
-    assert_one_line(n4);
+    tu_assert_one_line(n4);
     char bogus[600];
     snprintf(bogus, sizeof bogus, "nosuch=%s", src);
     const char *a5[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--input", bogus, NULL};
-    ck_assert_int_eq(run_cli(a5), 1);
+    ck_assert_int_eq(tu_run_cli(a5, NULL, NULL), 1);
     const char *n5[] = {"no input named 'nosuch'", NULL};
-    assert_one_line(n5);
+    tu_assert_one_line(n5);
 
     /* A malformed .npy. */
-    write_file("bad.npy", "\x93NUMPY\x01\x00garbage", 16, p);
+    snprintf(p, 512, "%s", tu_write_file("bad.npy", "\x93NUMPY\x01\x00garbage", 16));
     char badin[600];
     snprintf(badin, sizeof badin, "src=%s", p);
     const char *a6[] = {"run", model, "--weights", w, "--input", badin, "--input", in2, NULL};
-    ck_assert_int_eq(run_cli(a6), 1);
+    ck_assert_int_eq(tu_run_cli(a6, NULL, NULL), 1);
     const char *n6[] = {"--input src: ", "bad.npy", NULL};
-    assert_one_line(n6);
+    tu_assert_one_line(n6);
 
     /* A length outside [0, S] is caught by the kernel, naming the node. */
     int32_t bad_len[3] = {5, 9, 7};
@@ -274,21 +202,21 @@ START_TEST(bad_weights_and_inputs) {
     int64_t three = 3;
     ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &three, &t), CG_OK);
     memcpy(cg_tensor_data(t), bad_len, sizeof bad_len);
-    snprintf(p, sizeof p, "%s/len.npy", tmpdir);
+    snprintf(p, sizeof p, "%s/len.npy", tu_dir);
     ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_OK);
     cg_tensor_free(t);
     char lenin[600];
     snprintf(lenin, sizeof lenin, "src_len=%s", p);
     const char *a7[] = {"run", model, "--weights", w, "--input", in1, "--input", lenin, NULL};
-    ck_assert_int_eq(run_cli(a7), 1);
+    ck_assert_int_eq(tu_run_cli(a7, NULL, NULL), 1);
     const char *n7[] = {"model.cg:27:3: gru 'enc_rnn' on cpu: lengths[1] = 9 is outside [0, 7]", NULL};
-    assert_one_line(n7);
+    tu_assert_one_line(n7);
 
     /* A plugin that is no plugin. */
     const char *a8[] = {"run", model, "--plugin", w, "--weights", w, NULL};
-    ck_assert_int_eq(run_cli(a8), 1);
+    ck_assert_int_eq(tu_run_cli(a8, NULL, NULL), 1);
     const char *n8[] = {"cannot load plugin", NULL};
-    assert_one_line(n8);
+    tu_assert_one_line(n8);
 }
 END_TEST
 
@@ -303,17 +231,17 @@ START_TEST(same_results_on_opencl) {
     example("src_len.npy", len);
     snprintf(in1, sizeof in1, "src=%s", src);
     snprintf(in2, sizeof in2, "src_len=%s", len);
-    snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", tmpdir);
-    snprintf(cl_dir, sizeof cl_dir, "%s/cl", tmpdir);
+    snprintf(cpu_dir, sizeof cpu_dir, "%s/cpu", tu_dir);
+    snprintf(cl_dir, sizeof cl_dir, "%s/cl", tu_dir);
     const char *d[] = {"devices", NULL};
-    ck_assert_int_eq(run_cli(d), 0);
-    ck_assert_msg(strstr(out_text, "opencl:0") != NULL, "no OpenCL device listed: %s", out_text);
+    ck_assert_int_eq(tu_run_cli(d, NULL, NULL), 0);
+    ck_assert_msg(strstr(tu_out, "opencl:0") != NULL, "no OpenCL device listed: %s", tu_out);
     const char *r1[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", cpu_dir,
                         "--device", "cpu", NULL};
-    ck_assert_msg(run_cli(r1) == 0, "%s", err_text);
+    ck_assert_msg(tu_run_cli(r1, NULL, NULL) == 0, "%s", tu_err);
     const char *r2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", cl_dir,
                         "--device", "opencl:0", NULL};
-    ck_assert_msg(run_cli(r2) == 0, "%s", err_text);
+    ck_assert_msg(tu_run_cli(r2, NULL, NULL) == 0, "%s", tu_err);
     const char *outs[] = {"keys", "s0"};
     for (int i = 0; i < 2; i++) {
         snprintf(a, sizeof a, "%s/%s.npy", cpu_dir, outs[i]);
@@ -322,26 +250,26 @@ START_TEST(same_results_on_opencl) {
         ck_assert_msg(diff <= 1e-5, "%s: opencl:0 differs from cpu by %g", outs[i], diff);
     }
     const char *bad[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--device", "opencl:7", NULL};
-    ck_assert_int_eq(run_cli(bad), 1);
+    ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 1);
     const char *n[] = {"opencl:7", NULL};
-    assert_one_line(n);
+    tu_assert_one_line(n);
 }
 END_TEST
 
 START_TEST(no_opencl_platform) {
     /* With no ICD at all, clgraph still runs on the CPU and says so once. */
     char empty[300], model[512], w[512], src[512], len[512], in1[600], in2[600];
-    snprintf(empty, sizeof empty, "%s/no-icds", tmpdir);
+    snprintf(empty, sizeof empty, "%s/no-icds", tu_dir);
     ck_assert_int_eq(mkdir(empty, 0755), 0);
     setenv("OCL_ICD_VENDORS", empty, 1);
     const char *d[] = {"devices", NULL};
-    int rc = run_cli(d);
+    int rc = tu_run_cli(d, NULL, NULL);
     unsetenv("OCL_ICD_VENDORS");
     ck_assert_int_eq(rc, 0);
-    ck_assert_ptr_nonnull(strstr(out_text, "cpu "));
-    ck_assert_ptr_null(strstr(out_text, "opencl:0"));
+    ck_assert_ptr_nonnull(strstr(tu_out, "cpu "));
+    ck_assert_ptr_null(strstr(tu_out, "opencl:0"));
     const char *n[] = {"note: ", "running on the CPU only", NULL};
-    assert_one_line(n);
+    tu_assert_one_line(n);
     example("model.cg", model);
     example("weights.safetensors", w);
     example("src.npy", src);
@@ -350,14 +278,14 @@ START_TEST(no_opencl_platform) {
     snprintf(in2, sizeof in2, "src_len=%s", len);
     setenv("OCL_ICD_VENDORS", empty, 1);
     const char *r[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, NULL};
-    rc = run_cli(r);
+    rc = tu_run_cli(r, NULL, NULL);
     const char *rcl[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--device", "opencl:0", NULL};
-    int rc2 = run_cli(rcl);
+    int rc2 = tu_run_cli(rcl, NULL, NULL);
     unsetenv("OCL_ICD_VENDORS");
     ck_assert_int_eq(rc, 0);
     ck_assert_int_eq(rc2, 1);
     const char *n2[] = {"device 'opencl:0': ", NULL};
-    assert_one_line(n2);
+    tu_assert_one_line(n2);
 }
 END_TEST
 
@@ -391,43 +319,43 @@ START_TEST(plan_and_placement) {
     example("src_len.npy", len);
     snprintf(in1, sizeof in1, "src=%s", src);
     snprintf(in2, sizeof in2, "src_len=%s", len);
-    snprintf(dot, sizeof dot, "%s/plan.dot", tmpdir);
+    snprintf(dot, sizeof dot, "%s/plan.dot", tu_dir);
 
     /* Every node with its device, the copies, the memory. */
     const char *p1[] = {"plan", model, "--weights", w, "--bind", "B=3,S=7", "--place", "*=cpu,enc_rnn=opencl:0",
                         "--dot", dot, NULL};
-    ck_assert_msg(run_cli(p1) == 0, "%s", err_text);
+    ck_assert_msg(tu_run_cli(p1, NULL, NULL) == 0, "%s", tu_err);
     const char *nodes[] = {"x", "enc_rnn", "h_fwd", "h_bwd", "h_cat", "h_last", "bridge", "s0"};
     for (int i = 0; i < 8; i++)
-        ck_assert_msg(!strcmp(plan_step_device(out_text, nodes[i]), i == 1 ? "opencl:0" : "cpu"), "%s: %s",
-                      nodes[i], out_text);
-    ck_assert_msg(strstr(out_text, "plan of graph 'encoder' for B=3 S=7") != NULL, "%s", out_text);
-    ck_assert_msg(strstr(out_text, "cpu -> opencl:0") && strstr(out_text, "opencl:0 -> cpu"), "%s", out_text);
-    ck_assert_msg(strstr(out_text, "copies: ") && strstr(out_text, "memory: cpu "), "%s", out_text);
-    ck_assert_msg(strstr(out_text, "graphviz: ") != NULL, "%s", out_text);
+        ck_assert_msg(!strcmp(plan_step_device(tu_out, nodes[i]), i == 1 ? "opencl:0" : "cpu"), "%s: %s",
+                      nodes[i], tu_out);
+    ck_assert_msg(strstr(tu_out, "plan of graph 'encoder' for B=3 S=7") != NULL, "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "cpu -> opencl:0") && strstr(tu_out, "opencl:0 -> cpu"), "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "copies: ") && strstr(tu_out, "memory: cpu "), "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "graphviz: ") != NULL, "%s", tu_out);
     char dot_text[65536];
-    slurp(dot, dot_text, sizeof dot_text);
+    tu_slurp(dot, dot_text, sizeof dot_text);
     ck_assert_msg(strncmp(dot_text, "digraph", 7) == 0, "%s", dot_text);
     ck_assert_ptr_nonnull(strstr(dot_text, "subgraph cluster_"));
 
     /* The binding read off real inputs. */
     const char *p2[] = {"plan", model, "--weights", w, "--input", in1, "--input", in2, NULL};
-    ck_assert_msg(run_cli(p2) == 0, "%s", err_text);
-    ck_assert_msg(strstr(out_text, "for B=3 S=7; default device cpu") != NULL, "%s", out_text);
-    ck_assert_msg(strstr(out_text, "copies: 0 per run") != NULL, "%s", out_text);
+    ck_assert_msg(tu_run_cli(p2, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "for B=3 S=7; default device cpu") != NULL, "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "copies: 0 per run") != NULL, "%s", tu_out);
 
     /* No binding: says which size is missing. */
     const char *p3[] = {"plan", model, "--weights", w, NULL};
-    ck_assert_int_eq(run_cli(p3), 1);
+    ck_assert_int_eq(tu_run_cli(p3, NULL, NULL), 1);
     const char *n3[] = {"give a size for B", NULL};
-    assert_one_line(n3);
+    tu_assert_one_line(n3);
 
     /* run --place --stats: PyTorch's numbers, and the statistics on stderr. */
-    snprintf(outdir, sizeof outdir, "%s/out", tmpdir);
+    snprintf(outdir, sizeof outdir, "%s/out", tu_dir);
     const char *r1[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", outdir, "--place",
                         "enc_rnn=opencl:0", "--stats", NULL};
-    ck_assert_msg(run_cli(r1) == 0, "%s", err_text);
-    ck_assert_msg(strncmp(err_text, "stats: ", 7) == 0 && strstr(err_text, " copies ("), "%s", err_text);
+    ck_assert_msg(tu_run_cli(r1, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strncmp(tu_err, "stats: ", 7) == 0 && strstr(tu_err, " copies ("), "%s", tu_err);
     snprintf(a, sizeof a, "%s/keys.npy", outdir);
     example("expected_keys.npy", b);
     ck_assert_double_le(max_diff(a, b), 1e-5);
@@ -437,13 +365,13 @@ START_TEST(plan_and_placement) {
 
     /* Bad rules: one line, exit 1. */
     const char *r2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--place", "foo", NULL};
-    ck_assert_int_eq(run_cli(r2), 1);
+    ck_assert_int_eq(tu_run_cli(r2, NULL, NULL), 1);
     const char *n2[] = {"placement rule 'foo' is not PATTERN=DEVICE", NULL};
-    assert_one_line(n2);
+    tu_assert_one_line(n2);
     const char *r3[] = {"plan", model, "--weights", w, "--bind", "B=1,S=2", "--place", "bridge=opencl:9", NULL};
-    ck_assert_int_eq(run_cli(r3), 1);
+    ck_assert_int_eq(tu_run_cli(r3, NULL, NULL), 1);
     const char *n4[] = {"placement rule 'bridge=opencl:9': ", "opencl:9", NULL};
-    assert_one_line(n4);
+    tu_assert_one_line(n4);
 }
 END_TEST
 
@@ -454,7 +382,7 @@ START_TEST(auto_placement_cost_cache) {
     char model[512], w[512], cache[400], env[600], costs[600];
     example("model.cg", model);
     example("weights.safetensors", w);
-    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    snprintf(cache, sizeof cache, "%s/cache", tu_dir);
     snprintf(costs, sizeof costs, "%s/costs.txt", cache);
     const char *old = getenv("CLGRAPH_CACHE_DIR");
     char saved[600] = "";
@@ -462,17 +390,17 @@ START_TEST(auto_placement_cost_cache) {
     snprintf(env, sizeof env, "%s", cache);
     setenv("CLGRAPH_CACHE_DIR", env, 1);
     const char *p[] = {"plan", model, "--weights", w, "--bind", "B=2,S=5", "--device", "auto", NULL};
-    int rc1 = run_cli(p);
+    int rc1 = tu_run_cli(p, NULL, NULL);
     static char first[65536];
-    snprintf(first, sizeof first, "%s", out_text);
+    snprintf(first, sizeof first, "%s", tu_out);
     static char cost_text[65536];
-    slurp(costs, cost_text, sizeof cost_text);
-    int rc2 = run_cli(p);
+    tu_slurp(costs, cost_text, sizeof cost_text);
+    int rc2 = tu_run_cli(p, NULL, NULL);
     if (old) setenv("CLGRAPH_CACHE_DIR", saved, 1);
     else unsetenv("CLGRAPH_CACHE_DIR");
-    ck_assert_msg(rc1 == 0 && rc2 == 0, "%s", err_text);
+    ck_assert_msg(rc1 == 0 && rc2 == 0, "%s", tu_err);
     ck_assert_msg(strstr(first, "default device auto") != NULL, "%s", first);
-    ck_assert_str_eq(out_text, first);
+    ck_assert_str_eq(tu_out, first);
     /* One line per measurement: KEY US WHAT; the kernels of the graph on the
      * CPU, and each device's link (latency and cost per byte, never 0). */
     ck_assert_msg(strstr(cost_text, " cpu gru ") && strstr(cost_text, " cpu linear "), "%s", cost_text);
@@ -499,7 +427,7 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, gru_encoder_matches_pytorch);
     tcase_add_test(tc, help_version_usage);

@@ -11,87 +11,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "test_util.h"
 
-static char tmpdir[256];
-static char *out_text, *err_text;
-#define TEXT_MAX (1 << 22)
-
-static void slurp(const char *path, char *buf) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t n = fread(buf, 1, TEXT_MAX - 1, f);
-    buf[n] = 0;
-    fclose(f);
-}
-
-/* Runs clgraph with extra environment entries ("K=V", NULL-terminated). */
-static int run_cli(const char *const *args, const char *const *env_extra) {
-    const char *exe = getenv("CG_CLGRAPH");
-    ck_assert_ptr_nonnull(exe);
-    char *argv[64], *envp[512];
-    int n = 0, e = 0;
-    argv[n++] = (char *)exe;
-    for (int i = 0; args[i]; i++) argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    for (int i = 0; env_extra && env_extra[i]; i++) envp[e++] = (char *)env_extra[i];
-    for (char **p = environ; *p && e < 510; p++) {
-        int shadowed = 0;
-        for (int i = 0; env_extra && env_extra[i]; i++) {
-            size_t k = strcspn(env_extra[i], "=");
-            shadowed |= !strncmp(*p, env_extra[i], k + 1);
-        }
-        if (!shadowed) envp[e++] = *p;
-    }
-    envp[e] = NULL;
-    char op[300], ep[300];
-    snprintf(op, sizeof op, "%s/stdout", tmpdir);
-    snprintf(ep, sizeof ep, "%s/stderr", tmpdir);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, ep, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, exe, &fa, NULL, argv, envp), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    slurp(op, out_text);
-    slurp(ep, err_text);
-    ck_assert_msg(WIFEXITED(status), "clgraph died with a signal; stderr: %s", err_text);
-    return WEXITSTATUS(status);
-}
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cg_conform_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    out_text = malloc(TEXT_MAX);
-    err_text = malloc(TEXT_MAX);
-}
-
-static void teardown(void) {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-    free(out_text);
-    free(err_text);
-}
+static void setup(void) { tu_setup_dir("conform"); }
 
 /* Every built-in op that has an OpenCL kernel must pass; none may be
  * missing its cases. */
 static void assert_all_pass(const char *device) {
-    ck_assert_msg(strstr(out_text, " FAIL") == NULL, "failures:\n%s\n%s", out_text, err_text);
-    ck_assert_msg(strstr(out_text, "no cases") == NULL, "ops without cases:\n%s", out_text);
+    ck_assert_msg(strstr(tu_out, " FAIL") == NULL, "failures:\n%s\n%s", tu_out, tu_err);
+    ck_assert_msg(strstr(tu_out, "no cases") == NULL, "ops without cases:\n%s", tu_out);
     char needle[64];
     snprintf(needle, sizeof needle, "gru            %s", device);
-    ck_assert_msg(strstr(out_text, needle) != NULL, "no gru row for %s:\n%s", device, out_text);
+    ck_assert_msg(strstr(tu_out, needle) != NULL, "no gru row for %s:\n%s", device, tu_out);
 }
 
 START_TEST(pocl_one_device) {
     const char *a[] = {"conform", NULL};
-    int rc = run_cli(a, NULL);
-    ck_assert_msg(rc == 0, "exit %d\n%s\n%s", rc, out_text, err_text);
+    int rc = tu_run_cli(a, NULL, NULL);
+    ck_assert_msg(rc == 0, "exit %d\n%s\n%s", rc, tu_out, tu_err);
     assert_all_pass("opencl:0");
 }
 END_TEST
@@ -99,8 +36,8 @@ END_TEST
 START_TEST(pocl_two_devices) {
     const char *env[] = {"POCL_DEVICES=pthread pthread", NULL};
     const char *a[] = {"conform", "--quick", NULL};
-    int rc = run_cli(a, env);
-    ck_assert_msg(rc == 0, "exit %d\n%s\n%s", rc, out_text, err_text);
+    int rc = tu_run_cli(a, env, NULL);
+    ck_assert_msg(rc == 0, "exit %d\n%s\n%s", rc, tu_out, tu_err);
     assert_all_pass("opencl:0");
     assert_all_pass("opencl:1");
 }
@@ -115,7 +52,7 @@ START_TEST(oclgrind_quick) {
         ck_abort_msg("oclgrind is not installed (apt-get install oclgrind)");
     }
     char icd_dir[300], icd[400];
-    snprintf(icd_dir, sizeof icd_dir, "%s/icd", tmpdir);
+    snprintf(icd_dir, sizeof icd_dir, "%s/icd", tu_dir);
     ck_assert_int_eq(mkdir(icd_dir, 0755), 0);
     snprintf(icd, sizeof icd, "%s/oclgrind.icd", icd_dir);
     FILE *f = fopen(icd, "w");
@@ -126,13 +63,13 @@ START_TEST(oclgrind_quick) {
     snprintf(vendors, sizeof vendors, "OCL_ICD_VENDORS=%s", icd_dir);
     const char *env[] = {vendors, "CLGRAPH_GEMM=own", "OCLGRIND_CHECK_API=1", NULL};
     const char *a[] = {"conform", "--quick", NULL};
-    int rc = run_cli(a, env);
-    ck_assert_msg(rc == 0, "exit %d\n%s\n%s", rc, out_text, err_text);
+    int rc = tu_run_cli(a, env, NULL);
+    ck_assert_msg(rc == 0, "exit %d\n%s\n%s", rc, tu_out, tu_err);
     const char *reports[] = {"Invalid read", "Invalid write", "Uninitialized", "data race", "Oclgrind - ",
                              "Work-group divergence", "Invalid access", NULL};
     for (int i = 0; reports[i]; i++)
-        ck_assert_msg(strstr(err_text, reports[i]) == NULL && strstr(out_text, reports[i]) == NULL,
-                      "Oclgrind reported '%s':\n%s", reports[i], err_text);
+        ck_assert_msg(strstr(tu_err, reports[i]) == NULL && strstr(tu_out, reports[i]) == NULL,
+                      "Oclgrind reported '%s':\n%s", reports[i], tu_err);
     assert_all_pass("opencl:0");
 }
 END_TEST
@@ -143,29 +80,29 @@ START_TEST(wrong_plugin_kernel_is_caught) {
     snprintf(good, sizeof good, "%s/libcgtest_with_cl.so", dir);
     snprintf(bad, sizeof bad, "%s/libcgtest_bad_cl.so", dir);
     const char *ok[] = {"conform", "--plugin", good, "--op", "square_plus", NULL};
-    ck_assert_msg(run_cli(ok, NULL) == 0, "%s\n%s", out_text, err_text);
-    ck_assert_msg(strstr(out_text, "square_plus    opencl:0   4 ") != NULL, "%s", out_text);
+    ck_assert_msg(tu_run_cli(ok, NULL, NULL) == 0, "%s\n%s", tu_out, tu_err);
+    ck_assert_msg(strstr(tu_out, "square_plus    opencl:0   4 ") != NULL, "%s", tu_out);
     const char *no[] = {"conform", "--plugin", bad, "--op", "square_plus", NULL};
-    ck_assert_int_eq(run_cli(no, NULL), 1);
-    ck_assert_msg(strstr(out_text, "FAIL") != NULL, "%s", out_text);
-    ck_assert_msg(strstr(out_text, "case 0 (f32[1]; offset: 0.5): output 0 element 0: device") != NULL, "%s",
-                  out_text);
-    ck_assert_ptr_nonnull(strstr(err_text, "1 op/device pair failed"));
+    ck_assert_int_eq(tu_run_cli(no, NULL, NULL), 1);
+    ck_assert_msg(strstr(tu_out, "FAIL") != NULL, "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "case 0 (f32[1]; offset: 0.5): output 0 element 0: device") != NULL, "%s",
+                  tu_out);
+    ck_assert_ptr_nonnull(strstr(tu_err, "1 op/device pair failed"));
     /* An op with no OpenCL kernel is reported, not failed. */
     snprintf(good, sizeof good, "%s/libcgtest_good.so", dir);
     const char *nk[] = {"conform", "--plugin", good, "--op", "square_plus", NULL};
-    ck_assert_int_eq(run_cli(nk, NULL), 0);
-    ck_assert_msg(strstr(out_text, "no cases") != NULL || strstr(out_text, "no kernel") != NULL, "%s", out_text);
+    ck_assert_int_eq(tu_run_cli(nk, NULL, NULL), 0);
+    ck_assert_msg(strstr(tu_out, "no cases") != NULL || strstr(tu_out, "no kernel") != NULL, "%s", tu_out);
     const char *unknown[] = {"conform", "--op", "nosuch", NULL};
-    ck_assert_int_eq(run_cli(unknown, NULL), 1);
-    ck_assert_ptr_nonnull(strstr(err_text, "no operator named 'nosuch'"));
+    ck_assert_int_eq(tu_run_cli(unknown, NULL, NULL), 1);
+    ck_assert_ptr_nonnull(strstr(tu_err, "no operator named 'nosuch'"));
 }
 END_TEST
 
 int main(void) {
     Suite *s = suite_create("conform");
     TCase *tc = tcase_create("conform");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 1500);
     tcase_add_test(tc, wrong_plugin_kernel_is_caught);
     tcase_add_test(tc, pocl_one_device);

@@ -20,38 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test_util.h"
+
 /* ------------------------------------------------------------------ */
 /* Fixture: a fresh temporary directory per test                       */
 
-static char g_dir[256];
-
-static void setup(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/cg_heatmap_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(g_dir));
-}
-
-static void teardown(void) {
-    DIR *d = opendir(g_dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[600];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(g_dir);
-}
-
-static const char *in_dir(const char *name) {
-    static char buf[4][600];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
+static void setup(void) { tu_setup_dir("heatmap"); }
 
 static int exists(const char *path) {
     struct stat st;
@@ -83,7 +57,7 @@ static int g_saved_err = -1;
 static char g_err_path[600];
 
 static void capture_begin(void) {
-    snprintf(g_err_path, sizeof g_err_path, "%s/stderr.txt", g_dir);
+    snprintf(g_err_path, sizeof g_err_path, "%s/stderr.txt", tu_dir);
     fflush(stderr);
     g_saved_err = dup(2);
     int fd = open(g_err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -158,7 +132,7 @@ START_TEST(test_png_size_and_colours) {
     make_simple();
     int32_t *src[1] = {g_src};
     int len[1] = {5};
-    const char *path = in_dir("map.png");
+    const char *path = tu_path("map.png");
     ck_assert_int_eq(cg_heatmap_write(NULL, path, &g_res, src, len, 1, 1), CG_OK);
     int w, h;
     uint8_t *rgb = read_png(path, &w, &h);
@@ -242,7 +216,7 @@ START_TEST(test_png_long_labels) {
     cg_s2s_result r = {.n_hyps = 1, .hyps = &y, .src_len = 5};
     int32_t *src[1] = {s0};
     int len[1] = {5};
-    const char *path = in_dir("words.png");
+    const char *path = tu_path("words.png");
     ck_assert_int_eq(cg_heatmap_write_labels(path, &r, src, len, 1, vocab_label, &v), CG_OK);
     int w, h;
     uint8_t *rgb = read_png(path, &w, &h);
@@ -267,7 +241,7 @@ START_TEST(test_svg) {
     cg_s2s_result r = {.n_hyps = 1, .hyps = &y, .src_len = 6};
     int32_t *src[1] = {s0};
     int len[1] = {6};
-    const char *path = in_dir("map.svg");
+    const char *path = tu_path("map.svg");
     ck_assert_int_eq(cg_heatmap_write_labels(path, &r, src, len, 1, vocab_label, &v), CG_OK);
     char *s = slurp(path);
     ck_assert_ptr_nonnull(s);
@@ -323,7 +297,7 @@ START_TEST(test_json) {
     cg_s2s_result r[2] = {{.n_hyps = 2, .hyps = h0, .src_len = 4}, {.n_hyps = 1, .hyps = h1, .src_len = 0}};
     int32_t *src[2] = {s0, NULL};
     int len[2] = {4, 0};
-    const char *path = in_dir("att.json");
+    const char *path = tu_path("att.json");
     ck_assert_int_eq(cg_heatmap_write_labels(path, r, src, len, 2, vocab_label, &v), CG_OK);
     char *text = slurp(path);
     ck_assert_ptr_nonnull(strstr(text, "\"e\\u0001\""));
@@ -373,7 +347,7 @@ START_TEST(test_json_ids) {
     g_att[0] = 0.1234567f;
     int32_t *src[1] = {g_src};
     int len[1] = {5};
-    const char *path = in_dir("ids.json");
+    const char *path = tu_path("ids.json");
     ck_assert_int_eq(cg_heatmap_write(NULL, path, &g_res, src, len, 1, 1), CG_OK);
     cJSON *j = read_json(path);
     cJSON *x0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "sources"), 0);
@@ -398,18 +372,18 @@ START_TEST(test_file_per_source) {
     int32_t *src[3] = {g_src, g_src, g_src};
     int len[3] = {5, 5, 5};
     cg_s2s_result r[3] = {g_res, g_res, g_res};
-    ck_assert_int_eq(cg_heatmap_write(NULL, in_dir("map.png"), r, src, len, 3, 1), CG_OK);
-    ck_assert(exists(in_dir("map.png")));
-    ck_assert(exists(in_dir("map-1.png")));
-    ck_assert(exists(in_dir("map-2.png")));
-    ck_assert(!exists(in_dir("map-0.png")));
-    ck_assert(!exists(in_dir("map-3.png")));
-    ck_assert_int_eq(cg_heatmap_write(NULL, in_dir("m.v2.svg"), r, src, len, 2, 1), CG_OK);
-    ck_assert(exists(in_dir("m.v2.svg")));
-    ck_assert(exists(in_dir("m.v2-1.svg")));
+    ck_assert_int_eq(cg_heatmap_write(NULL, tu_path("map.png"), r, src, len, 3, 1), CG_OK);
+    ck_assert(exists(tu_path("map.png")));
+    ck_assert(exists(tu_path("map-1.png")));
+    ck_assert(exists(tu_path("map-2.png")));
+    ck_assert(!exists(tu_path("map-0.png")));
+    ck_assert(!exists(tu_path("map-3.png")));
+    ck_assert_int_eq(cg_heatmap_write(NULL, tu_path("m.v2.svg"), r, src, len, 2, 1), CG_OK);
+    ck_assert(exists(tu_path("m.v2.svg")));
+    ck_assert(exists(tu_path("m.v2-1.svg")));
     /* JSON: one file for all */
-    ck_assert_int_eq(cg_heatmap_write(NULL, in_dir("all.json"), r, src, len, 3, 1), CG_OK);
-    ck_assert(!exists(in_dir("all-1.json")));
+    ck_assert_int_eq(cg_heatmap_write(NULL, tu_path("all.json"), r, src, len, 3, 1), CG_OK);
+    ck_assert(!exists(tu_path("all-1.json")));
     char *p = cg_heatmap_path("a.b/map", 12);
     ck_assert_str_eq(p, "a.b/map-12");
     free(p);
@@ -433,13 +407,13 @@ START_TEST(test_empty_and_no_attention) {
                           {.n_hyps = 0, .hyps = NULL, .src_len = 2}};
     int32_t *src[3] = {NULL, s1, s1};
     int len[3] = {0, 2, 2};
-    ck_assert_int_eq(cg_heatmap_write(NULL, in_dir("e.png"), r, src, len, 3, 1), CG_OK);
+    ck_assert_int_eq(cg_heatmap_write(NULL, tu_path("e.png"), r, src, len, 3, 1), CG_OK);
     int w, h;
-    uint8_t *rgb = read_png(in_dir("e.png"), &w, &h);
+    uint8_t *rgb = read_png(tu_path("e.png"), &w, &h);
     ck_assert_int_eq(w, HEATMAP_MIN_WIDTH);       /* no columns: the title's width */
     ck_assert_int_eq(h, 3 * 4 + 9 + 1 * 14);       /* no column labels, the EOS row */
     free(rgb);
-    rgb = read_png(in_dir("e-1.png"), &w, &h);
+    rgb = read_png(tu_path("e-1.png"), &w, &h);
     int left, top;
     const char *rows[2] = {"5", "</s>"}, *cols[2] = {"3", "4"};
     cg_heatmap_margins(2, 2, rows, cols, &left, &top);
@@ -448,19 +422,19 @@ START_TEST(test_empty_and_no_attention) {
     const uint8_t *p = pixel(rgb, w, left + 6, top + 6);
     ck_assert(p[0] == 0xDD && p[1] == 0xDD && p[2] == 0xDD); /* no weight: grey */
     free(rgb);
-    rgb = read_png(in_dir("e-2.png"), &w, &h);
+    rgb = read_png(tu_path("e-2.png"), &w, &h);
     ck_assert_int_eq(h, 3 * 4 + 9 + 9); /* column labels only */
     free(rgb);
-    ck_assert_int_eq(cg_heatmap_write(NULL, in_dir("e.svg"), r, src, len, 3, 1), CG_OK);
-    char *s = slurp(in_dir("e.svg"));
+    ck_assert_int_eq(cg_heatmap_write(NULL, tu_path("e.svg"), r, src, len, 3, 1), CG_OK);
+    char *s = slurp(tu_path("e.svg"));
     ck_assert_int_eq(count_of(s, "<rect "), 0);
     free(s);
-    s = slurp(in_dir("e-1.svg"));
+    s = slurp(tu_path("e-1.svg"));
     ck_assert_int_eq(count_of(s, "<rect "), 4);
     ck_assert_int_eq(count_of(s, "no weight"), 4);
     free(s);
-    ck_assert_int_eq(cg_heatmap_write(NULL, in_dir("e.json"), r, src, len, 3, 1), CG_OK);
-    cJSON *j = read_json(in_dir("e.json"));
+    ck_assert_int_eq(cg_heatmap_write(NULL, tu_path("e.json"), r, src, len, 3, 1), CG_OK);
+    cJSON *j = read_json(tu_path("e.json"));
     cJSON *ss = cJSON_GetObjectItemCaseSensitive(j, "sources");
     ck_assert_int_eq(cJSON_GetArraySize(ss), 3);
     cJSON *a0 = cJSON_GetObjectItemCaseSensitive(
@@ -483,27 +457,27 @@ START_TEST(test_errors) {
     int32_t *src[1] = {g_src};
     int len[1] = {5};
     capture_begin();
-    cg_status st = cg_heatmap_write(NULL, in_dir("map.gif"), &g_res, src, len, 1, 1);
+    cg_status st = cg_heatmap_write(NULL, tu_path("map.gif"), &g_res, src, len, 1, 1);
     char *msg = capture_end();
     ck_assert_int_eq(st, CG_ERR_INVALID_ARGUMENT);
     char want[800];
-    snprintf(want, sizeof want, "clgraph: %s: unknown heat map format (use .png, .svg or .json)\n", in_dir("map.gif"));
+    snprintf(want, sizeof want, "clgraph: %s: unknown heat map format (use .png, .svg or .json)\n", tu_path("map.gif"));
     ck_assert_str_eq(msg, want);
-    ck_assert(!exists(in_dir("map.gif")));
+    ck_assert(!exists(tu_path("map.gif")));
     free(msg);
 
     capture_begin();
-    st = cg_heatmap_write(NULL, in_dir("noext"), &g_res, src, len, 1, 1);
+    st = cg_heatmap_write(NULL, tu_path("noext"), &g_res, src, len, 1, 1);
     free(capture_end());
     ck_assert_int_eq(st, CG_ERR_INVALID_ARGUMENT);
 
     const char *bad[3] = {"no/such/dir/map.png", "no/such/dir/map.svg", "no/such/dir/map.json"};
     for (int k = 0; k < 3; k++) {
         capture_begin();
-        st = cg_heatmap_write(NULL, in_dir(bad[k]), &g_res, src, len, 1, 1);
+        st = cg_heatmap_write(NULL, tu_path(bad[k]), &g_res, src, len, 1, 1);
         msg = capture_end();
         ck_assert_int_eq(st, CG_ERR_IO);
-        ck_assert_msg(strstr(msg, in_dir(bad[k])) && strstr(msg, strerror(ENOENT)) && !strncmp(msg, "clgraph: ", 9),
+        ck_assert_msg(strstr(msg, tu_path(bad[k])) && strstr(msg, strerror(ENOENT)) && !strncmp(msg, "clgraph: ", 9),
                       "message: %s", msg);
         free(msg);
     }
@@ -511,7 +485,7 @@ START_TEST(test_errors) {
     /* a source length that does not match the result */
     len[0] = 4;
     capture_begin();
-    st = cg_heatmap_write(NULL, in_dir("x.png"), &g_res, src, len, 1, 1);
+    st = cg_heatmap_write(NULL, tu_path("x.png"), &g_res, src, len, 1, 1);
     free(capture_end());
     ck_assert_int_eq(st, CG_ERR_INVALID_ARGUMENT);
 }
@@ -573,7 +547,7 @@ END_TEST
 START_TEST(test_examples) {
     const char *out = getenv("CG_HEATMAP_OUT");
     char dir[600];
-    snprintf(dir, sizeof dir, "%s", out && *out ? out : g_dir);
+    snprintf(dir, sizeof dir, "%s", out && *out ? out : tu_dir);
     /* char tokens: "22 November 2026" -> "2026-11-22" */
     const char *stext = "22 November 2026", *otext = "2026-11-22";
     static char sv[16][2], tv[10][2];
@@ -631,7 +605,7 @@ END_TEST
 static Suite *heatmap_suite(void) {
     Suite *s = suite_create("heatmap");
     TCase *tc = tcase_create("heatmap");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_add_test(tc, test_png_size_and_colours);
     tcase_add_test(tc, test_colour_map);
     tcase_add_test(tc, test_png_long_labels);

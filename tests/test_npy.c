@@ -13,47 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "test_util.h"
+
 /* ------------------------------------------------------------------ */
 /* Fixture: a fresh temporary directory per test                       */
 
-static char g_dir[256];
-
-static void setup(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/cg_npy_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(g_dir));
-}
-
-static void teardown(void) {
-    DIR *d = opendir(g_dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[600];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(g_dir);
-}
-
-static const char *tmp_path(const char *name) {
-    static char bufs[8][600];
-    static int next;
-    char *b = bufs[next++ % 8];
-    snprintf(b, 600, "%s/%s", g_dir, name);
-    return b;
-}
-
-static const char *write_raw(const char *name, const void *bytes, size_t len) {
-    const char *path = tmp_path(name);
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    if (len) ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
-    ck_assert_int_eq(fclose(f), 0);
-    return path;
-}
+static void setup(void) { tu_setup_dir("npy"); }
 
 /* A .npy file of format version major.0 with the given header dict,
  * padded like numpy (spaces, '\n', 64-byte alignment), then the data. */
@@ -73,7 +38,7 @@ static const char *write_npy(const char *name, int major, const char *dict, cons
     memset(buf + plen + dl, ' ', hlen - dl - 1);
     buf[plen + hlen - 1] = '\n';
     if (dlen) memcpy(buf + plen + hlen, data, dlen);
-    const char *p = write_raw(name, buf, plen + hlen + dlen);
+    const char *p = tu_write_file(name, buf, plen + hlen + dlen);
     free(buf);
     return p;
 }
@@ -366,7 +331,7 @@ START_TEST(test_load_shapes) {
     put_le(raw + 8, dl, 2);
     memcpy(raw + 10, dict, dl);
     put_le(raw + 10 + dl, 5, 4);
-    p = write_raw("nopad.npy", raw, 10 + dl + 4);
+    p = tu_write_file("nopad.npy", raw, 10 + dl + 4);
     ck_assert_msg(cg_tensor_load_npy(p, &t) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(*(const int32_t *)cg_tensor_data_const(t), 5);
     cg_tensor_free(t);
@@ -382,7 +347,7 @@ START_TEST(test_save_numpy_layout) {
     ck_assert_int_eq(cg_tensor_create(CG_F32, 1, dims, &t), CG_OK);
     float *f = cg_tensor_data(t);
     f[0] = 1.0f, f[1] = -2.0f, f[2] = 0.5f;
-    const char *p = tmp_path("s.npy");
+    const char *p = tu_path("s.npy");
     ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_OK);
     cg_tensor_free(t);
     size_t n;
@@ -402,7 +367,7 @@ START_TEST(test_save_numpy_layout) {
     /* 0-d: "()" and no growth padding; 2-d: "(2, 3)"; always 64-aligned */
     ck_assert_int_eq(cg_tensor_create(CG_I32, 0, NULL, &t), CG_OK);
     *(int32_t *)cg_tensor_data(t) = 77;
-    p = tmp_path("s0.npy");
+    p = tu_path("s0.npy");
     ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_OK);
     cg_tensor_free(t);
     b = read_all(p, &n);
@@ -414,7 +379,7 @@ START_TEST(test_save_numpy_layout) {
 
     int64_t d2[2] = {2, 3};
     ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &t), CG_OK);
-    p = tmp_path("s2.npy");
+    p = tu_path("s2.npy");
     ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_OK);
     cg_tensor_free(t);
     b = read_all(p, &n);
@@ -435,7 +400,7 @@ static void roundtrip(cg_dtype dt, int ndim, const int64_t *dims) {
         if (dt == CG_F32) ((float *)cg_tensor_data(t))[i] = (float)i * 0.25f - 3.0f;
         else ((int32_t *)cg_tensor_data(t))[i] = (int32_t)(i * 7919 - 100000);
     }
-    const char *p = tmp_path("rt.npy");
+    const char *p = tu_path("rt.npy");
     ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_OK);
     ck_assert_msg(cg_tensor_load_npy(p, &u) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_tensor_dtype(u), dt);
@@ -465,7 +430,7 @@ START_TEST(test_save_errors) {
     int64_t dims[1] = {2};
     cg_tensor *t;
     ck_assert_int_eq(cg_tensor_create(CG_F32, 1, dims, &t), CG_OK);
-    const char *p = tmp_path("no/such/dir.npy");
+    const char *p = tu_path("no/such/dir.npy");
     ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_ERR_IO);
     ck_assert_int_eq(strncmp(cg_last_error(), p, strlen(p)), 0);
     ck_assert_ptr_nonnull(strstr(cg_last_error(), "cannot open for writing"));
@@ -482,28 +447,28 @@ END_TEST
 /* Hostile files                                                       */
 
 START_TEST(test_bad_prefix) {
-    expect_load_fail(tmp_path("missing.npy"), CG_ERR_IO, "cannot open: No such file");
-    expect_load_fail(g_dir, CG_ERR_IO, "not a regular file");
-    expect_load_fail(write_raw("e.npy", "", 0), CG_ERR_FORMAT,
+    expect_load_fail(tu_path("missing.npy"), CG_ERR_IO, "cannot open: No such file");
+    expect_load_fail(tu_dir, CG_ERR_IO, "not a regular file");
+    expect_load_fail(tu_write_file("e.npy", "", 0), CG_ERR_FORMAT,
                      "file is too short (0 bytes) to be a .npy file");
-    expect_load_fail(write_raw("s.npy", "\x93NUMP", 5), CG_ERR_FORMAT, "file is too short (5 bytes)");
-    expect_load_fail(write_raw("m.npy", "PK\x03\x04\0\0\0\0\0\0\0\0", 12), CG_ERR_FORMAT,
+    expect_load_fail(tu_write_file("s.npy", "\x93NUMP", 5), CG_ERR_FORMAT, "file is too short (5 bytes)");
+    expect_load_fail(tu_write_file("m.npy", "PK\x03\x04\0\0\0\0\0\0\0\0", 12), CG_ERR_FORMAT,
                      "not a .npy file (bad magic bytes)");
-    expect_load_fail(write_raw("v4.npy", "\x93NUMPY\x04\x00\x00\x00", 10), CG_ERR_UNSUPPORTED,
+    expect_load_fail(tu_write_file("v4.npy", "\x93NUMPY\x04\x00\x00\x00", 10), CG_ERR_UNSUPPORTED,
                      "unsupported .npy format version 4.0 (expected 1.0, 2.0 or 3.0)");
-    expect_load_fail(write_raw("v11.npy", "\x93NUMPY\x01\x01\x00\x00", 10), CG_ERR_UNSUPPORTED,
+    expect_load_fail(tu_write_file("v11.npy", "\x93NUMPY\x01\x01\x00\x00", 10), CG_ERR_UNSUPPORTED,
                      "version 1.1");
-    expect_load_fail(write_raw("v0.npy", "\x93NUMPY\x00\x00\x00\x00", 10), CG_ERR_UNSUPPORTED,
+    expect_load_fail(tu_write_file("v0.npy", "\x93NUMPY\x00\x00\x00\x00", 10), CG_ERR_UNSUPPORTED,
                      "version 0.0");
-    expect_load_fail(write_raw("v2s.npy", "\x93NUMPY\x02\x00\x00\x00", 11), CG_ERR_FORMAT,
+    expect_load_fail(tu_write_file("v2s.npy", "\x93NUMPY\x02\x00\x00\x00", 11), CG_ERR_FORMAT,
                      "file is too short (11 bytes) for a version 2.0 header");
-    expect_load_fail(write_raw("hl.npy", "\x93NUMPY\x01\x00\xc8\x00{}", 12), CG_ERR_FORMAT,
+    expect_load_fail(tu_write_file("hl.npy", "\x93NUMPY\x01\x00\xc8\x00{}", 12), CG_ERR_FORMAT,
                      "header length 200 is larger than the rest of the file (2 bytes)");
-    expect_load_fail(write_raw("hl2.npy", "\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14), CG_ERR_FORMAT,
+    expect_load_fail(tu_write_file("hl2.npy", "\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14), CG_ERR_FORMAT,
                      "header length 4294967295 exceeds the limit of 1048576 bytes");
-    expect_load_fail(write_raw("hl3.npy", "\x93NUMPY\x03\x00\x00\x00\x10\x00{}", 14),
+    expect_load_fail(tu_write_file("hl3.npy", "\x93NUMPY\x03\x00\x00\x00\x10\x00{}", 14),
                      CG_ERR_FORMAT, "header length 1048576 is larger than the rest of the file");
-    expect_load_fail(write_raw("h0.npy", "\x93NUMPY\x01\x00\x00\x00", 10), CG_ERR_FORMAT,
+    expect_load_fail(tu_write_file("h0.npy", "\x93NUMPY\x01\x00\x00\x00", 10), CG_ERR_FORMAT,
                      "malformed .npy header: expected '{' at the start of the header (at header "
                      "byte 0)");
 }
@@ -624,7 +589,7 @@ START_TEST(test_mutations) {
     int64_t dims[2] = {3, 5};
     cg_tensor *t;
     ck_assert_int_eq(cg_tensor_create(CG_F32, 2, dims, &t), CG_OK);
-    const char *src = tmp_path("src.npy");
+    const char *src = tu_path("src.npy");
     ck_assert_int_eq(cg_tensor_save_npy(t, src), CG_OK);
     cg_tensor_free(t);
     size_t n;
@@ -636,14 +601,14 @@ START_TEST(test_mutations) {
         for (size_t v = 0; v < sizeof vals; v++) {
             memcpy(m, b, n);
             m[i] = vals[v];
-            const char *p = write_raw("mut.npy", m, n);
+            const char *p = tu_write_file("mut.npy", m, n);
             cg_status s = cg_tensor_load_npy(p, &t);
             if (s == CG_OK) cg_tensor_free(t);
             else ck_assert_int_eq(strncmp(cg_last_error(), p, strlen(p)), 0);
         }
     }
     for (size_t cut = 0; cut < n; cut++) {
-        const char *p = write_raw("cut.npy", b, cut);
+        const char *p = tu_write_file("cut.npy", b, cut);
         ck_assert_int_ne(cg_tensor_load_npy(p, &t), CG_OK);
         ck_assert_int_eq(strncmp(cg_last_error(), p, strlen(p)), 0);
     }
@@ -660,7 +625,7 @@ static Suite *npy_suite(void) {
     tcase_add_test(tc, test_shape_helpers);
     suite_add_tcase(s, tc);
     TCase *ld = tcase_create("load");
-    tcase_add_checked_fixture(ld, setup, teardown);
+    tcase_add_checked_fixture(ld, setup, tu_teardown_dir);
     tcase_add_test(ld, test_load_f4_v1);
     tcase_add_test(ld, test_load_f8_v2);
     tcase_add_test(ld, test_load_f8_chunks);
@@ -669,13 +634,13 @@ static Suite *npy_suite(void) {
     tcase_add_test(ld, test_load_shapes);
     suite_add_tcase(s, ld);
     TCase *sv = tcase_create("save");
-    tcase_add_checked_fixture(sv, setup, teardown);
+    tcase_add_checked_fixture(sv, setup, tu_teardown_dir);
     tcase_add_test(sv, test_save_numpy_layout);
     tcase_add_test(sv, test_roundtrip);
     tcase_add_test(sv, test_save_errors);
     suite_add_tcase(s, sv);
     TCase *bad = tcase_create("hostile");
-    tcase_add_checked_fixture(bad, setup, teardown);
+    tcase_add_checked_fixture(bad, setup, tu_teardown_dir);
     tcase_set_timeout(bad, 60);
     tcase_add_test(bad, test_bad_prefix);
     tcase_add_test(bad, test_bad_dict);

@@ -25,9 +25,8 @@
 #include <unistd.h>
 
 #include "clgraph/clgraph.h"
+#include "test_util.h"
 #include "heatmap.h" /* the heat map layout macros (tools/clgraph) */
-
-extern char **environ;
 
 #define MAX_VARIANTS 64
 #define TOL_GOLDEN 1e-4 /* scores and attention against the reference */
@@ -37,16 +36,9 @@ static char variants[MAX_VARIANTS][256];
 static int n_variants;
 static cg_context *ctx;
 static int have_opencl;
-static char tmpdir[256];
-static char *out_text, *err_text;
-
-static const char *src_dir(void) {
-    const char *d = getenv("CG_SOURCE_DIR");
-    return d ? d : ".";
-}
 
 static void golden_path(char *buf, size_t size, const char *variant, const char *file) {
-    snprintf(buf, size, "%s/tests/golden/s2s/%s%s%s", src_dir(), variant, file ? "/" : "", file ? file : "");
+    snprintf(buf, size, "%s/tests/golden/s2s/%s%s%s", tu_src_dir(), variant, file ? "/" : "", file ? file : "");
 }
 
 static double now(void) {
@@ -58,30 +50,8 @@ static double now(void) {
 /* ------------------------------------------------------------------ */
 /* Files                                                               */
 
-/* The whole file, NUL-terminated (NULL when it cannot be read). */
-static char *read_text(const char *path, size_t *len_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *s = malloc(cap);
-    size_t r;
-    while (s && (r = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (n + 1 == cap) {
-            cap *= 2;
-            char *ns = realloc(s, cap);
-            if (!ns) free(s);
-            s = ns;
-        }
-    }
-    fclose(f);
-    if (s) s[n] = 0;
-    if (len_out) *len_out = n;
-    return s;
-}
-
 static char *must_read(const char *path) {
-    char *s = read_text(path, NULL);
+    char *s = tu_read_text(path, NULL);
     ck_assert_msg(s != NULL, "cannot read %s", path);
     return s;
 }
@@ -126,7 +96,7 @@ static int split_lines(char *text, char ***lines) {
 
 static void copy_file(const char *from, const char *to) {
     size_t n;
-    char *s = read_text(from, &n);
+    char *s = tu_read_text(from, &n);
     ck_assert_msg(s != NULL, "cannot read %s", from);
     FILE *f = fopen(to, "wb");
     ck_assert_msg(f != NULL, "cannot write %s", to);
@@ -136,62 +106,16 @@ static void copy_file(const char *from, const char *to) {
 }
 
 /* ------------------------------------------------------------------ */
-/* The CLI                                                             */
-
-/* Runs clgraph with args (NULL-terminated, without argv[0]) and stdin from
- * `in` (NULL: /dev/null); returns its exit status, fills out_text and
- * err_text. */
-static int run_cli(const char *const *args, const char *in) {
-    const char *exe = getenv("CG_CLGRAPH");
-    ck_assert_msg(exe != NULL, "CG_CLGRAPH is not set");
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)exe;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    char op[300], ep[300];
-    snprintf(op, sizeof op, "%s/stdout", tmpdir);
-    snprintf(ep, sizeof ep, "%s/stderr", tmpdir);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, in ? in : "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, ep, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    free(out_text);
-    free(err_text);
-    out_text = read_text(op, NULL);
-    err_text = read_text(ep, NULL);
-    ck_assert_ptr_nonnull(out_text);
-    ck_assert_ptr_nonnull(err_text);
-    ck_assert_msg(WIFEXITED(status), "clgraph died with a signal; stderr: %s", err_text);
-    return WEXITSTATUS(status);
-}
-
-/* ------------------------------------------------------------------ */
 /* Fixtures                                                            */
 
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cg_s2s_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void) {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
+static void setup(void) { tu_setup_dir("s2s"); }
 
 static int by_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
 /* Every directory under tests/golden/s2s with a golden.json. */
 static void scan_variants(void) {
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/tests/golden/s2s", src_dir());
+    snprintf(dir, sizeof dir, "%s/tests/golden/s2s", tu_src_dir());
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
@@ -455,7 +379,7 @@ static void golden_parity(const char *variant, const char *device, int full) {
 START_TEST(golden_variants_present) {
     /* index.txt names every variant the generator made; each is a directory. */
     char p[1000];
-    snprintf(p, sizeof p, "%s/tests/golden/s2s/index.txt", src_dir());
+    snprintf(p, sizeof p, "%s/tests/golden/s2s/index.txt", tu_src_dir());
     char *text = must_read(p);
     char **lines;
     int n = split_lines(text, &lines), listed = 0;
@@ -519,18 +443,18 @@ START_TEST(cli_text_output) {
 
     /* greedy text */
     const char *a1[] = {"translate", dir, NULL};
-    ck_assert_msg(run_cli(a1, txt) == 0, "%s: %s", v, err_text);
+    ck_assert_msg(tu_run_cli(a1, NULL, txt) == 0, "%s: %s", v, tu_err);
     golden_path(p, sizeof p, v, "greedy.out");
     char *want = must_read(p);
-    ck_assert_msg(!strcmp(out_text, want), "%s: translate printed\n%s\nexpected\n%s", v, out_text, want);
+    ck_assert_msg(!strcmp(tu_out, want), "%s: translate printed\n%s\nexpected\n%s", v, tu_out, want);
     free(want);
 
     /* greedy --scores */
     const char *a2[] = {"translate", dir, "--scores", NULL};
-    ck_assert_msg(run_cli(a2, txt) == 0, "%s: %s", v, err_text);
+    ck_assert_msg(tu_run_cli(a2, NULL, txt) == 0, "%s: %s", v, tu_err);
     want = must_read(p);
     char **ol, **wl;
-    int on = split_lines(out_text, &ol), wn = split_lines(want, &wl);
+    int on = split_lines(tu_out, &ol), wn = split_lines(want, &wl);
     ck_assert_int_eq(on, wn);
     ck_assert_int_eq(on, g.n);
     const cJSON *gr = cJSON_GetObjectItemCaseSensitive(g.json, "greedy");
@@ -546,14 +470,14 @@ START_TEST(cli_text_output) {
 
     /* beam 4, n-best 2: exactly the golden file, then with scores */
     const char *a3[] = {"translate", dir, "--beam", "4", "--nbest", "2", NULL};
-    ck_assert_msg(run_cli(a3, txt) == 0, "%s: %s", v, err_text);
+    ck_assert_msg(tu_run_cli(a3, NULL, txt) == 0, "%s: %s", v, tu_err);
     golden_path(p, sizeof p, v, "beam4_nbest2.out");
     want = must_read(p);
-    ck_assert_msg(!strcmp(out_text, want), "%s: translate --beam 4 --nbest 2 printed\n%s\nexpected\n%s", v,
-                  out_text, want);
+    ck_assert_msg(!strcmp(tu_out, want), "%s: translate --beam 4 --nbest 2 printed\n%s\nexpected\n%s", v,
+                  tu_out, want);
     const char *a4[] = {"translate", dir, "--beam", "4", "--nbest", "2", "--scores", NULL};
-    ck_assert_msg(run_cli(a4, txt) == 0, "%s: %s", v, err_text);
-    on = split_lines(out_text, &ol);
+    ck_assert_msg(tu_run_cli(a4, NULL, txt) == 0, "%s: %s", v, tu_err);
+    on = split_lines(tu_out, &ol);
     wn = split_lines(want, &wl);
     ck_assert_int_eq(on, wn);
     const cJSON *b0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(g.json, "beam"), 0),
@@ -578,10 +502,10 @@ START_TEST(cli_text_output) {
 
     /* ids in, ids out */
     const char *a5[] = {"translate", dir, "--ids", NULL};
-    ck_assert_msg(run_cli(a5, ids) == 0, "%s: %s", v, err_text);
+    ck_assert_msg(tu_run_cli(a5, NULL, ids) == 0, "%s: %s", v, tu_err);
     golden_path(p, sizeof p, v, "greedy_ids.out");
     want = must_read(p);
-    ck_assert_msg(!strcmp(out_text, want), "%s: translate --ids printed\n%s\nexpected\n%s", v, out_text, want);
+    ck_assert_msg(!strcmp(tu_out, want), "%s: translate --ids printed\n%s\nexpected\n%s", v, tu_out, want);
     free(want);
     golden_free(&g);
 }
@@ -594,10 +518,10 @@ END_TEST
 
 static char mdir[400];
 
-/* A fresh copy of the base variant's model files in tmpdir/m. */
+/* A fresh copy of the base variant's model files in tu_dir/m. */
 static void fresh_model(void) {
     char cmd[600];
-    snprintf(mdir, sizeof mdir, "%s/m", tmpdir);
+    snprintf(mdir, sizeof mdir, "%s/m", tu_dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", mdir);
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_int_eq(mkdir(mdir, 0755), 0);
@@ -732,7 +656,7 @@ START_TEST(config_mistakes) {
     model_file(p, sizeof p, "tgt.vocab");
     ck_assert_int_eq(unlink(p), 0);
     EXPECT("missing tgt.vocab", CG_ERR_IO, "tgt.vocab: cannot open");
-    snprintf(mdir, sizeof mdir, "%s/no_such_model", tmpdir);
+    snprintf(mdir, sizeof mdir, "%s/no_such_model", tu_dir);
     EXPECT("missing directory", CG_ERR_IO, "no_such_model: no such model directory");
 }
 END_TEST
@@ -929,17 +853,15 @@ START_TEST(cli_load_error) {
     fresh_model();
     set_config("attention", "\"scaled_dot\"");
     char in[600];
-    snprintf(in, sizeof in, "%s/in.txt", tmpdir);
+    snprintf(in, sizeof in, "%s/in.txt", tu_dir);
     write_text(in, "the cat\n");
     const char *args[] = {"translate", mdir, NULL};
-    ck_assert_int_eq(run_cli(args, in), 1);
-    size_t len = strlen(err_text);
-    ck_assert_msg(len > 0 && err_text[len - 1] == '\n' && strchr(err_text, '\n') == err_text + len - 1,
-                  "stderr is not one line: [%s]", err_text);
-    ck_assert_msg(!strncmp(err_text, "clgraph: ", 9), "%s", err_text);
-    ck_assert_ptr_nonnull(strstr(err_text, "config.json: key 'attention'"));
-    ck_assert_ptr_nonnull(strstr(err_text, "K == H"));
-    ck_assert_str_eq(out_text, "");
+    ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
+    tu_assert_one_line(NULL);
+    ck_assert_msg(!strncmp(tu_err, "clgraph: ", 9), "%s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_err, "config.json: key 'attention'"));
+    ck_assert_ptr_nonnull(strstr(tu_err, "K == H"));
+    ck_assert_str_eq(tu_out, "");
 }
 END_TEST
 
@@ -948,8 +870,8 @@ END_TEST
 
 START_TEST(dates_accuracy) {
     char dir[600], p[600];
-    snprintf(dir, sizeof dir, "%s/models/dates", src_dir());
-    snprintf(p, sizeof p, "%s/tests/data/dates_heldout.tsv", src_dir());
+    snprintf(dir, sizeof dir, "%s/models/dates", tu_src_dir());
+    snprintf(p, sizeof p, "%s/tests/data/dates_heldout.tsv", tu_src_dir());
     char *text = must_read(p);
     char **lines;
     int nl = split_lines(text, &lines), n = 0;
@@ -1013,8 +935,8 @@ static uint32_t be32(const unsigned char *b) {
 
 START_TEST(dates_attention_files) {
     char dir[600], p[600], in[600], json[600], png[600];
-    snprintf(dir, sizeof dir, "%s/models/dates", src_dir());
-    snprintf(p, sizeof p, "%s/tests/data/dates_heldout.tsv", src_dir());
+    snprintf(dir, sizeof dir, "%s/models/dates", tu_src_dir());
+    snprintf(p, sizeof p, "%s/tests/data/dates_heldout.tsv", tu_src_dir());
     char *text = must_read(p);
     char *tab = strchr(text, '\t'), *nl = tab ? strchr(tab, '\n') : NULL;
     ck_assert(tab && nl);
@@ -1022,17 +944,17 @@ START_TEST(dates_attention_files) {
     *nl = 0;
     if (nl > tab + 1 && nl[-1] == '\r') nl[-1] = 0;
     const char *source = text, *target = tab + 1;
-    snprintf(in, sizeof in, "%s/in.txt", tmpdir);
+    snprintf(in, sizeof in, "%s/in.txt", tu_dir);
     char line[512];
     snprintf(line, sizeof line, "%s\n", source);
     write_text(in, line);
 
     /* JSON: rows = output tokens + the EOS step, columns = source length */
-    snprintf(json, sizeof json, "%s/att.json", tmpdir);
+    snprintf(json, sizeof json, "%s/att.json", tu_dir);
     const char *a1[] = {"translate", dir, "--attention", json, NULL};
-    ck_assert_msg(run_cli(a1, in) == 0, "%s", err_text);
+    ck_assert_msg(tu_run_cli(a1, NULL, in) == 0, "%s", tu_err);
     snprintf(line, sizeof line, "%s\n", target);
-    ck_assert_str_eq(out_text, line);
+    ck_assert_str_eq(tu_out, line);
     cJSON *j = read_json(json);
     cJSON *srcs = cJSON_GetObjectItemCaseSensitive(j, "sources");
     ck_assert_int_eq(cJSON_GetArraySize(srcs), 1);
@@ -1062,11 +984,11 @@ START_TEST(dates_attention_files) {
     }
 
     /* PNG: the size the layout in heatmap.h gives */
-    snprintf(png, sizeof png, "%s/att.png", tmpdir);
+    snprintf(png, sizeof png, "%s/att.png", tu_dir);
     const char *a2[] = {"translate", dir, "--attention", png, NULL};
-    ck_assert_msg(run_cli(a2, in) == 0, "%s", err_text);
+    ck_assert_msg(tu_run_cli(a2, NULL, in) == 0, "%s", tu_err);
     size_t n;
-    unsigned char *b = (unsigned char *)read_text(png, &n);
+    unsigned char *b = (unsigned char *)tu_read_text(png, &n);
     ck_assert_ptr_nonnull(b);
     ck_assert_int_ge(n, 33);
     ck_assert_msg(!memcmp(b, "\x89PNG\r\n\x1a\n", 8) && !memcmp(b + 12, "IHDR", 4), "not a PNG");
@@ -1106,26 +1028,26 @@ int main(void) {
     int nv = n_variants > 0 ? n_variants : 1;
     Suite *s = suite_create("s2s");
     TCase *tg = tcase_create("golden");
-    tcase_add_checked_fixture(tg, setup, teardown);
+    tcase_add_checked_fixture(tg, setup, tu_teardown_dir);
     tcase_set_timeout(tg, 900);
     tcase_add_test(tg, golden_variants_present);
     tcase_add_loop_test(tg, golden_cpu, 0, nv);
     tcase_add_loop_test(tg, golden_opencl, 0, nv);
     suite_add_tcase(s, tg);
     TCase *tc = tcase_create("cli");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, cli_text_output, 0, nv);
     tcase_add_test(tc, cli_load_error);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");
-    tcase_add_checked_fixture(te, setup, teardown);
+    tcase_add_checked_fixture(te, setup, tu_teardown_dir);
     tcase_add_test(te, config_mistakes);
     tcase_add_test(te, vocab_mistakes);
     tcase_add_test(te, weights_mistakes);
     suite_add_tcase(s, te);
     TCase *td = tcase_create("dates");
-    tcase_add_checked_fixture(td, setup, teardown);
+    tcase_add_checked_fixture(td, setup, tu_teardown_dir);
     tcase_set_timeout(td, 900);
     tcase_add_test(td, dates_accuracy);
     tcase_add_test(td, dates_attention_files);
@@ -1137,7 +1059,7 @@ int main(void) {
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     cg_context_free(ctx);
-    free(out_text);
-    free(err_text);
+    free(tu_out);
+    free(tu_err);
     return failed ? 1 : 0;
 }

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "test_util.h"
+
 #ifndef CG_TEST_DATA_DIR
 #define CG_TEST_DATA_DIR "tests/data"
 #endif
@@ -21,45 +23,7 @@
 /* ------------------------------------------------------------------ */
 /* Fixture: a fresh temporary directory per test                       */
 
-static char g_dir[256];
-
-static void setup(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/cg_st_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(g_dir));
-}
-
-static void teardown(void) {
-    DIR *d = opendir(g_dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[600];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(g_dir);
-}
-
-/* Paths returned by the writers stay valid for a few later calls. */
-static const char *tmp_path(const char *name) {
-    static char bufs[8][600];
-    static int next;
-    char *b = bufs[next++ % 8];
-    snprintf(b, 600, "%s/%s", g_dir, name);
-    return b;
-}
-
-static const char *write_raw(const char *name, const void *bytes, size_t len) {
-    const char *path = tmp_path(name);
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    if (len) ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
-    ck_assert_int_eq(fclose(f), 0);
-    return path;
-}
+static void setup(void) { tu_setup_dir("st"); }
 
 /* 8-byte header length, the JSON, `pad` spaces, then the data section. */
 static const char *write_st(const char *name, const char *json, size_t pad, const void *data,
@@ -71,7 +35,7 @@ static const char *write_st(const char *name, const char *json, size_t pad, cons
     memcpy(buf + 8, json, jl);
     memset(buf + 8 + jl, ' ', pad);
     if (dlen) memcpy(buf + 8 + n, data, dlen);
-    const char *p = write_raw(name, buf, 8 + n + dlen);
+    const char *p = tu_write_file(name, buf, 8 + n + dlen);
     free(buf);
     return p;
 }
@@ -582,33 +546,33 @@ END_TEST
 /* Hostile files                                                       */
 
 START_TEST(test_bad_file_level) {
-    expect_open_fail(tmp_path("missing.safetensors"), CG_ERR_IO, "cannot open");
-    expect_open_fail(g_dir, CG_ERR_IO, "not a regular file");
-    expect_open_fail(write_raw("empty.safetensors", "", 0), CG_ERR_FORMAT,
+    expect_open_fail(tu_path("missing.safetensors"), CG_ERR_IO, "cannot open");
+    expect_open_fail(tu_dir, CG_ERR_IO, "not a regular file");
+    expect_open_fail(tu_write_file("empty.safetensors", "", 0), CG_ERR_FORMAT,
                      "file is too short (0 bytes) to hold the 8-byte header length");
-    expect_open_fail(write_raw("short.safetensors", "\x02\0\0\0\0", 5), CG_ERR_FORMAT,
+    expect_open_fail(tu_write_file("short.safetensors", "\x02\0\0\0\0", 5), CG_ERR_FORMAT,
                      "file is too short (5 bytes)");
     /* header length larger than the file */
     unsigned char b[32];
     put64(b, 100);
     memcpy(b + 8, "{}", 2);
-    expect_open_fail(write_raw("hlen.safetensors", b, 10), CG_ERR_FORMAT,
+    expect_open_fail(tu_write_file("hlen.safetensors", b, 10), CG_ERR_FORMAT,
                      "header length 100 is larger than the rest of the file (2 bytes)");
     /* absurd header lengths */
     put64(b, UINT64_MAX);
-    expect_open_fail(write_raw("huge.safetensors", b, 10), CG_ERR_FORMAT,
+    expect_open_fail(tu_write_file("huge.safetensors", b, 10), CG_ERR_FORMAT,
                      "header length 18446744073709551615 exceeds the limit of 100000000 bytes");
     put64(b, 100000001);
-    expect_open_fail(write_raw("huge2.safetensors", b, 10), CG_ERR_FORMAT, "exceeds the limit");
+    expect_open_fail(tu_write_file("huge2.safetensors", b, 10), CG_ERR_FORMAT, "exceeds the limit");
     /* header length 0: no JSON at all */
     put64(b, 0);
-    expect_open_fail(write_raw("zero.safetensors", b, 8), CG_ERR_FORMAT,
+    expect_open_fail(tu_write_file("zero.safetensors", b, 8), CG_ERR_FORMAT,
                      "expected a JSON object, found the end of the header");
     /* truncated in the middle of the JSON (length prefix says more) */
     const char *json = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
     put64(b, strlen(json));
     memcpy(b + 8, json, 20);
-    expect_open_fail(write_raw("trunc.safetensors", b, 28), CG_ERR_FORMAT,
+    expect_open_fail(tu_write_file("trunc.safetensors", b, 28), CG_ERR_FORMAT,
                      "is larger than the rest of the file (20 bytes)");
     /* not UTF-8 */
     expect_st_fail("{\"\xff\":{}}", NULL, 0, CG_ERR_FORMAT,
@@ -836,7 +800,7 @@ START_TEST(test_mutations) {
         for (size_t v = 0; v < sizeof vals; v++) {
             memcpy(mut, buf, n);
             mut[i] = vals[v];
-            const char *path = write_raw("mut.safetensors", mut, n);
+            const char *path = tu_write_file("mut.safetensors", mut, n);
             cg_weights *w;
             cg_status s = cg_weights_open(path, &w);
             if (s == CG_OK) {
@@ -851,7 +815,7 @@ START_TEST(test_mutations) {
         }
     }
     for (size_t cut = 0; cut < n; cut++) {
-        const char *path = write_raw("cut.safetensors", buf, cut);
+        const char *path = tu_write_file("cut.safetensors", buf, cut);
         cg_weights *w;
         ck_assert_int_ne(cg_weights_open(path, &w), CG_OK);
         ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
@@ -862,7 +826,7 @@ END_TEST
 static Suite *safetensors_suite(void) {
     Suite *s = suite_create("safetensors");
     TCase *ok = tcase_create("valid");
-    tcase_add_checked_fixture(ok, setup, teardown);
+    tcase_add_checked_fixture(ok, setup, tu_teardown_dir);
     tcase_add_test(ok, test_all_dtypes);
     tcase_add_test(ok, test_view_zero_copy);
     tcase_add_test(ok, test_view_misaligned_f32);
@@ -875,7 +839,7 @@ static Suite *safetensors_suite(void) {
     tcase_add_test(ok, test_api_misuse);
     suite_add_tcase(s, ok);
     TCase *bad = tcase_create("hostile");
-    tcase_add_checked_fixture(bad, setup, teardown);
+    tcase_add_checked_fixture(bad, setup, tu_teardown_dir);
     tcase_set_timeout(bad, 60);
     tcase_add_test(bad, test_bad_file_level);
     tcase_add_test(bad, test_bad_json);

@@ -1,0 +1,145 @@
+/* Helpers shared by the Check tests (see test_util.h). */
+#define _XOPEN_SOURCE 700
+#include "test_util.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+char tu_dir[256];
+char *tu_out, *tu_err;
+
+const char *tu_src_dir(void) {
+    const char *d = getenv("CG_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+void tu_setup_dir(const char *tag) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tu_dir, sizeof tu_dir, "%s/cg_%s_XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+    ck_assert_ptr_nonnull(mkdtemp(tu_dir));
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+void tu_teardown_dir(void) {
+    if (nftw(tu_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "could not remove %s\n", tu_dir);
+    free(tu_out);
+    free(tu_err);
+    tu_out = tu_err = NULL;
+}
+
+const char *tu_path(const char *name) {
+    static char bufs[8][600];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, 600, "%s/%s", tu_dir, name);
+    return b;
+}
+
+const char *tu_write_file(const char *name, const void *bytes, size_t len) {
+    const char *path = tu_path(name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    if (len) ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+char *tu_read_text(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    size_t r;
+    while (s && (r = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n + 1 == cap) {
+            cap *= 2;
+            char *ns = realloc(s, cap);
+            if (!ns) free(s);
+            s = ns;
+        }
+    }
+    fclose(f);
+    if (s) s[n] = 0;
+    if (len_out) *len_out = n;
+    return s;
+}
+
+void tu_slurp(const char *path, char *buf, size_t size) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = 0;
+    fclose(f);
+}
+
+int tu_run_cli(const char *const *args, const char *const *env_extra, const char *in) {
+    const char *exe = getenv("CG_CLGRAPH");
+    ck_assert_msg(exe != NULL, "CG_CLGRAPH is not set");
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)exe;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    char **envp = environ, *env_buf[512];
+    if (env_extra) {
+        int e = 0;
+        for (int i = 0; env_extra[i] && e < 510; i++) env_buf[e++] = (char *)env_extra[i];
+        for (char **p = environ; *p && e < 510; p++) {
+            int shadowed = 0;
+            for (int i = 0; env_extra[i]; i++) {
+                size_t k = strcspn(env_extra[i], "=");
+                shadowed |= !strncmp(*p, env_extra[i], k + 1);
+            }
+            if (!shadowed) env_buf[e++] = *p;
+        }
+        env_buf[e] = NULL;
+        envp = env_buf;
+    }
+    char op[300], ep[300];
+    snprintf(op, sizeof op, "%s/stdout", tu_dir);
+    snprintf(ep, sizeof ep, "%s/stderr", tu_dir);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (in) posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, ep, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, exe, &fa, NULL, argv, envp), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    free(tu_out);
+    free(tu_err);
+    tu_out = tu_read_text(op, NULL);
+    tu_err = tu_read_text(ep, NULL);
+    ck_assert_ptr_nonnull(tu_out);
+    ck_assert_ptr_nonnull(tu_err);
+    ck_assert_msg(WIFEXITED(status), "clgraph died with a signal; stderr: %s", tu_err);
+    return WEXITSTATUS(status);
+}
+
+void tu_assert_one_line(const char *const *needles) {
+    size_t len = strlen(tu_err);
+    ck_assert_msg(len > 0 && tu_err[len - 1] == '\n' && strchr(tu_err, '\n') == tu_err + len - 1,
+                  "stderr is not one line: [%s]", tu_err);
+    for (int i = 0; needles && needles[i]; i++)
+        ck_assert_msg(strstr(tu_err, needles[i]) != NULL, "'%s' not in stderr: %s", needles[i], tu_err);
+}

@@ -1,0 +1,55 @@
+/* Helpers shared by the Check tests: a fresh temporary directory per test,
+ * writing and reading files in it, and running the clgraph CLI with its
+ * stdout and stderr captured. Failures are reported with ck_assert, so
+ * these are to be called from inside a test (or its checked fixture). */
+#ifndef CG_TEST_UTIL_H
+#define CG_TEST_UTIL_H
+
+#include <stddef.h>
+
+/* The current test's temporary directory (set by tu_setup_dir). */
+extern char tu_dir[256];
+
+/* stdout and stderr of the last tu_run_cli, whole and NUL-terminated
+ * (malloc'ed; NULL before the first run and after tu_teardown_dir). */
+extern char *tu_out, *tu_err;
+
+/* The source tree: $CG_SOURCE_DIR, else ".". */
+const char *tu_src_dir(void);
+
+/* Creates a fresh directory $TMPDIR/cg_<tag>_XXXXXX ($TMPDIR unset or
+ * empty: /tmp) in tu_dir; a checked fixture's setup. */
+void tu_setup_dir(const char *tag);
+
+/* Removes tu_dir with everything in it (a message on stderr when that
+ * fails) and frees tu_out/tu_err; a checked fixture's teardown. */
+void tu_teardown_dir(void);
+
+/* tu_dir/name; the result stays valid for the next 7 calls. */
+const char *tu_path(const char *name);
+
+/* Writes len bytes to tu_dir/name (asserting every byte was written);
+ * returns the path, valid like tu_path's. */
+const char *tu_write_file(const char *name, const void *bytes, size_t len);
+
+/* The whole file, NUL-terminated and malloc'ed (NULL when it cannot be
+ * read); its length in *len_out when that is not NULL. */
+char *tu_read_text(const char *path, size_t *len_out);
+
+/* Up to size - 1 bytes of the file into buf, NUL-terminated (buf is ""
+ * when the file cannot be opened). */
+void tu_slurp(const char *path, char *buf, size_t size);
+
+/* Runs $CG_CLGRAPH with args (NULL-terminated, without argv[0]), with
+ * env_extra ("K=V" entries, NULL-terminated; NULL: none) added to the
+ * environment, replacing variables of the same name, and stdin read from the
+ * file `in` (NULL: this process's stdin). Waits for it, fills tu_out and
+ * tu_err, asserts it exited (not killed by a signal) and returns its exit
+ * status. stdout and stderr go through files in tu_dir. */
+int tu_run_cli(const char *const *args, const char *const *env_extra, const char *in);
+
+/* Asserts tu_err is exactly one line, containing every needle (a
+ * NULL-terminated list). */
+void tu_assert_one_line(const char *const *needles);
+
+#endif
