@@ -284,8 +284,12 @@ static cg_op_status linear_cpu(const cg_kernel_args *args) {
     int64_t rows = prod_dims(x->dims, x->ndim - 1);
     int64_t in = x->dims[x->ndim - 1], out = w->dims[0];
     if (rows == 0 || out == 0) return CG_OP_OK;
-    /* y = x w^T over every leading row at once. */
-    cg_cpu_sgemm(0, 1, rows, out, in, 1.0f, px, in, pw, in, 0.0f, py, out);
+    /* y = x w^T over every leading row at once. One row (batch-1 decoding)
+     * goes through GEMV: OpenBLAS's SGEMM re-packs the whole weight matrix on
+     * every call, which cost ~70% of a batch-1 decoder step (see
+     * docs/performance.md). */
+    if (rows == 1 && in > 0) cg_cpu_sgemv(0, out, in, 1.0f, pw, in, px, 0.0f, py);
+    else cg_cpu_sgemm(0, 1, rows, out, in, 1.0f, px, in, pw, in, 0.0f, py, out);
     if (pb) {
         for (int64_t r = 0; r < rows; r++) {
             float *yr = py + r * out;
