@@ -289,28 +289,6 @@ START_TEST(no_opencl_platform) {
 }
 END_TEST
 
-/* The device of the step line of node `name` in `clgraph plan` output
- * ("step device kernel node est"), or "" if no step runs it. */
-static const char *plan_step_device(const char *text, const char *name) {
-    static char dev[64];
-    dev[0] = 0;
-    for (const char *l = text; l && *l;) {
-        const char *e = strchr(l, '\n');
-        char line[512];
-        size_t len = e ? (size_t)(e - l) : strlen(l);
-        if (len >= sizeof line) len = sizeof line - 1;
-        memcpy(line, l, len);
-        line[len] = 0;
-        int step;
-        char d[64], k[64], node[256];
-        if (sscanf(line, "%d %63s %63s %255s", &step, d, k, node) == 4 && strcmp(k, "copy") != 0 &&
-            !strcmp(node, name))
-            snprintf(dev, sizeof dev, "%s", d);
-        l = e ? e + 1 : NULL;
-    }
-    return dev;
-}
-
 START_TEST(plan_and_placement) {
     char model[512], w[512], src[512], len[512], in1[600], in2[600], dot[600], a[600], b[600], outdir[512];
     example("model.cg", model);
@@ -327,7 +305,7 @@ START_TEST(plan_and_placement) {
     ck_assert_msg(tu_run_cli(p1, NULL, NULL) == 0, "%s", tu_err);
     const char *nodes[] = {"x", "enc_rnn", "h_fwd", "h_bwd", "h_cat", "h_last", "bridge", "s0"};
     for (int i = 0; i < 8; i++)
-        ck_assert_msg(!strcmp(plan_step_device(tu_out, nodes[i]), i == 1 ? "opencl:0" : "cpu"), "%s: %s",
+        ck_assert_msg(!strcmp(tu_plan_step_device(tu_out, nodes[i]), i == 1 ? "opencl:0" : "cpu"), "%s: %s",
                       nodes[i], tu_out);
     ck_assert_msg(strstr(tu_out, "plan of graph 'encoder' for B=3 S=7") != NULL, "%s", tu_out);
     ck_assert_msg(strstr(tu_out, "cpu -> opencl:0") && strstr(tu_out, "opencl:0 -> cpu"), "%s", tu_out);

@@ -19,6 +19,7 @@
 #include "graph/plan.h"
 #include "graph/registry.h"
 #include "ops/ops_common.h"
+#include "test_util.h"
 
 static cg_context *ctx;
 static char tmpdir[256];
@@ -134,30 +135,6 @@ static int count_lines_with(const char *text, const char *needle) {
         l = e ? e + 1 : NULL;
     }
     return n;
-}
-
-/* The device column of the step line of node `name` in a text description
- * ("" if no step runs it; "?" if several with different devices). */
-static const char *step_device(const char *text, const char *name) {
-    static char dev[64];
-    dev[0] = 0;
-    for (const char *l = text; l && *l;) {
-        const char *e = strchr(l, '\n');
-        char line[512];
-        size_t len = e ? (size_t)(e - l) : strlen(l);
-        if (len >= sizeof line) len = sizeof line - 1;
-        memcpy(line, l, len);
-        line[len] = 0;
-        int step;
-        char d[64], k[64], node[256];
-        if (sscanf(line, "%d %63s %63s %255s", &step, d, k, node) == 4 && strcmp(k, "copy") != 0 &&
-            !strcmp(node, name)) {
-            if (dev[0] && strcmp(dev, d)) return "?";
-            snprintf(dev, sizeof dev, "%s", d);
-        }
-        l = e ? e + 1 : NULL;
-    }
-    return dev;
 }
 
 /* The number of copy steps of value `name` in a text description. */
@@ -324,10 +301,10 @@ START_TEST(gru_encoder_same_everywhere) {
         }
         char *t = describe(p, "B=3,S=7", 0);
         if (want[i][0][0]) {
-            ck_assert_msg(!strcmp(step_device(t, "enc_rnn"), want[i][0]), "placement %zu: enc_rnn on '%s'\n%s", i,
-                          step_device(t, "enc_rnn"), t);
-            ck_assert_msg(!strcmp(step_device(t, "bridge"), want[i][1]), "placement %zu: bridge on '%s'\n%s", i,
-                          step_device(t, "bridge"), t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "enc_rnn"), want[i][0]), "placement %zu: enc_rnn on '%s'\n%s", i,
+                          tu_plan_step_device(t, "enc_rnn"), t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "bridge"), want[i][1]), "placement %zu: bridge on '%s'\n%s", i,
+                          tu_plan_step_device(t, "bridge"), t);
         }
         if (i == 5) { /* the split: h_n goes from opencl:0 to opencl:1 */
             ck_assert_msg(strstr(t, "opencl:0 -> opencl:1") != NULL, "%s", t);
@@ -469,15 +446,15 @@ START_TEST(mixed_graph_same_everywhere) {
         }
         char *t = describe(p, "B=4", 0);
         if (i == 2) {
-            ck_assert_str_eq(step_device(t, "m"), "opencl:0");
-            ck_assert_str_eq(step_device(t, "p"), "opencl:0");
-            ck_assert_str_eq(step_device(t, "l1"), "cpu");
-            ck_assert_str_eq(step_device(t, "c"), "cpu");
+            ck_assert_str_eq(tu_plan_step_device(t, "m"), "opencl:0");
+            ck_assert_str_eq(tu_plan_step_device(t, "p"), "opencl:0");
+            ck_assert_str_eq(tu_plan_step_device(t, "l1"), "cpu");
+            ck_assert_str_eq(tu_plan_step_device(t, "c"), "cpu");
         }
         if (i == 3) { /* the graph rule puts everything on opencl:1 but t */
             const char *nodes[] = {"l1", "m", "p", "s", "c", "q", "r", "z"};
-            for (int k = 0; k < 8; k++) ck_assert_msg(!strcmp(step_device(t, nodes[k]), "opencl:1"), "%s", t);
-            ck_assert_str_eq(step_device(t, "t"), "cpu");
+            for (int k = 0; k < 8; k++) ck_assert_msg(!strcmp(tu_plan_step_device(t, nodes[k]), "opencl:1"), "%s", t);
+            ck_assert_str_eq(tu_plan_step_device(t, "t"), "cpu");
         }
         if (i == 4) {
             ck_assert_msg(strstr(t, "opencl:0 -> opencl:1") != NULL, "%s", t);
@@ -552,10 +529,10 @@ START_TEST(copies_at_device_boundaries) {
     /* each copy moves the value of the node before the boundary */
     ck_assert_msg(count_copies_of(t, "a") == 1 && count_copies_of(t, "b") == 1 && count_copies_of(t, "c") == 1,
                   "%s", t);
-    ck_assert_str_eq(step_device(t, "a"), "cpu");
-    ck_assert_str_eq(step_device(t, "b"), "opencl:0");
-    ck_assert_str_eq(step_device(t, "c"), "opencl:1");
-    ck_assert_str_eq(step_device(t, "d"), "cpu");
+    ck_assert_str_eq(tu_plan_step_device(t, "a"), "cpu");
+    ck_assert_str_eq(tu_plan_step_device(t, "b"), "opencl:0");
+    ck_assert_str_eq(tu_plan_step_device(t, "c"), "opencl:1");
+    ck_assert_str_eq(tu_plan_step_device(t, "d"), "cpu");
     free(t);
     /* The same again with the memo of copies: a second shape gives the same. */
     chain_run(p, 17, 0, &st);
@@ -662,7 +639,7 @@ START_TEST(unsupported_op_and_decomposition) {
     for (int i = 0; i < n; i++) ck_assert_double_eq_tol(zv[i], tanh((double)xv[i] * xv[i] + 0.5), 1e-6);
     cg_tensor_free(z);
     t = describe(p, "N=100", 0);
-    ck_assert_msg(!strcmp(step_device(t, "sq"), "cpu"), "%s", t);
+    ck_assert_msg(!strcmp(tu_plan_step_device(t, "sq"), "cpu"), "%s", t);
     free(t);
     cg_plan_free(p);
     /* A rule saying auto does the same for that node only. */
@@ -673,7 +650,7 @@ START_TEST(unsupported_op_and_decomposition) {
                                 1e-6);
     cg_tensor_free(z);
     t = describe(p, "N=100", 0);
-    ck_assert_msg(!strcmp(step_device(t, "sq"), "cpu") && !strcmp(step_device(t, "z"), "opencl:0"), "%s", t);
+    ck_assert_msg(!strcmp(tu_plan_step_device(t, "sq"), "cpu") && !strcmp(tu_plan_step_device(t, "z"), "opencl:0"), "%s", t);
     free(t);
     cg_plan_free(p);
     cg_tensor_free(x);
@@ -715,21 +692,21 @@ START_TEST(unsupported_op_and_decomposition) {
         t = describe(p, "B=5", 0);
         if (di == 0) {
             /* Both decomposed, every part on opencl:0. */
-            ck_assert_msg(!strcmp(step_device(t, "l/matmul.0"), "opencl:0"), "%s", t);
-            ck_assert_msg(!strcmp(step_device(t, "l/add.1"), "opencl:0"), "%s", t);
-            ck_assert_msg(!strcmp(step_device(t, "k/matmul.0"), "opencl:0"), "%s", t);
-            ck_assert_msg(!strcmp(step_device(t, "k/add.1"), "opencl:0"), "%s", t);
-            ck_assert_msg(!strcmp(step_device(t, "l"), ""), "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "l/matmul.0"), "opencl:0"), "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "l/add.1"), "opencl:0"), "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "k/matmul.0"), "opencl:0"), "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "k/add.1"), "opencl:0"), "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "l"), ""), "%s", t);
             ck_assert_int_eq(count_lines_with(t, "copy"), 1); /* x only: parameters are replicas */
         } else if (di == 1) {
             /* The CPU has linear_cpu_only's kernel; linear_no_kernel decomposes there. */
-            ck_assert_msg(!strcmp(step_device(t, "l"), "cpu"), "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "l"), "cpu"), "%s", t);
             ck_assert_msg(strstr(t, "linear_cpu_only") != NULL, "%s", t);
-            ck_assert_msg(!strcmp(step_device(t, "k/matmul.0"), "cpu"), "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "k/matmul.0"), "cpu"), "%s", t);
             ck_assert_int_eq(count_lines_with(t, "copy"), 0);
         } else {
-            ck_assert_msg(!strcmp(step_device(t, "l"), "cpu"), "%s", t);
-            ck_assert_msg(strcmp(step_device(t, "k/matmul.0"), "") != 0, "%s", t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "l"), "cpu"), "%s", t);
+            ck_assert_msg(strcmp(tu_plan_step_device(t, "k/matmul.0"), "") != 0, "%s", t);
         }
         free(t);
         cg_plan_free(p);
@@ -963,14 +940,14 @@ START_TEST(placement_rules) {
     p = make_plan(md.m, "chain", "cpu", "chain=opencl:1");
     char *t = describe(p, "N=8", 0);
     const char *nodes[] = {"a", "b", "c", "d"};
-    for (int i = 0; i < 4; i++) ck_assert_msg(!strcmp(step_device(t, nodes[i]), "opencl:1"), "%s", t);
+    for (int i = 0; i < 4; i++) ck_assert_msg(!strcmp(tu_plan_step_device(t, nodes[i]), "opencl:1"), "%s", t);
     free(t);
     chain_run(p, 8, 0, NULL);
     cg_plan_free(p);
     /* Globs match the graph's name too. */
     p = make_plan(md.m, "chain", "cpu", "ch*=opencl:0");
     t = describe(p, "N=8", 0);
-    for (int i = 0; i < 4; i++) ck_assert_msg(!strcmp(step_device(t, nodes[i]), "opencl:0"), "%s", t);
+    for (int i = 0; i < 4; i++) ck_assert_msg(!strcmp(tu_plan_step_device(t, nodes[i]), "opencl:0"), "%s", t);
     free(t);
     cg_plan_free(p);
 
@@ -979,10 +956,10 @@ START_TEST(placement_rules) {
     for (int r = 0; r < 2; r++) {
         p = make_plan(md.m, "chain", "cpu", rules[r]);
         t = describe(p, "N=8", 0);
-        ck_assert_msg(!strcmp(step_device(t, "a"), "opencl:1"), "%s: %s", rules[r], t);
-        ck_assert_msg(!strcmp(step_device(t, "b"), "cpu"), "%s: %s", rules[r], t);
-        ck_assert_msg(!strcmp(step_device(t, "c"), "opencl:0"), "%s: %s", rules[r], t);
-        ck_assert_msg(!strcmp(step_device(t, "d"), "opencl:0"), "%s: %s", rules[r], t);
+        ck_assert_msg(!strcmp(tu_plan_step_device(t, "a"), "opencl:1"), "%s: %s", rules[r], t);
+        ck_assert_msg(!strcmp(tu_plan_step_device(t, "b"), "cpu"), "%s: %s", rules[r], t);
+        ck_assert_msg(!strcmp(tu_plan_step_device(t, "c"), "opencl:0"), "%s: %s", rules[r], t);
+        ck_assert_msg(!strcmp(tu_plan_step_device(t, "d"), "opencl:0"), "%s: %s", rules[r], t);
         free(t);
         chain_run(p, 8, 0, NULL);
         cg_plan_free(p);
@@ -990,19 +967,19 @@ START_TEST(placement_rules) {
     /* Among node-name rules the last match wins. */
     p = make_plan(md.m, "chain", "cpu", "b=opencl:0,*=opencl:1");
     t = describe(p, "N=8", 0);
-    ck_assert_msg(!strcmp(step_device(t, "b"), "opencl:1"), "%s", t);
+    ck_assert_msg(!strcmp(tu_plan_step_device(t, "b"), "opencl:1"), "%s", t);
     free(t);
     cg_plan_free(p);
     p = make_plan(md.m, "chain", "cpu", "*=opencl:1,b=opencl:0");
     t = describe(p, "N=8", 0);
-    ck_assert_msg(!strcmp(step_device(t, "b"), "opencl:0") && !strcmp(step_device(t, "a"), "opencl:1"), "%s", t);
+    ck_assert_msg(!strcmp(tu_plan_step_device(t, "b"), "opencl:0") && !strcmp(tu_plan_step_device(t, "a"), "opencl:1"), "%s", t);
     free(t);
     cg_plan_free(p);
     /* Unmatched nodes take the default device; the plan reports it. */
     p = make_plan(md.m, "chain", "opencl:1", "zzz=cpu");
     ck_assert_msg(strncmp(cg_plan_device(p), "opencl:1", 8) == 0, "%s", cg_plan_device(p));
     t = describe(p, "N=8", 0);
-    for (int i = 0; i < 4; i++) ck_assert_msg(!strcmp(step_device(t, nodes[i]), "opencl:1"), "%s", t);
+    for (int i = 0; i < 4; i++) ck_assert_msg(!strcmp(tu_plan_step_device(t, nodes[i]), "opencl:1"), "%s", t);
     free(t);
     cg_plan_free(p);
     p = make_plan(md.m, "chain", "auto", NULL);

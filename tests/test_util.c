@@ -143,3 +143,27 @@ void tu_assert_one_line(const char *const *needles) {
     for (int i = 0; needles && needles[i]; i++)
         ck_assert_msg(strstr(tu_err, needles[i]) != NULL, "'%s' not in stderr: %s", needles[i], tu_err);
 }
+
+/* The device column of the step line of node `name` in a text description
+ * ("" if no step runs it; "?" if several with different devices). */
+const char *tu_plan_step_device(const char *text, const char *name) {
+    static char dev[64];
+    dev[0] = 0;
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        char line[512];
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len >= sizeof line) len = sizeof line - 1;
+        memcpy(line, l, len);
+        line[len] = 0;
+        int step;
+        char d[64], k[64], node[256];
+        if (sscanf(line, "%d %63s %63s %255s", &step, d, k, node) == 4 && strcmp(k, "copy") != 0 &&
+            !strcmp(node, name)) {
+            if (dev[0] && strcmp(dev, d)) return "?";
+            snprintf(dev, sizeof dev, "%s", d);
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return dev;
+}

@@ -52,4 +52,9 @@ int tu_run_cli(const char *const *args, const char *const *env_extra, const char
  * NULL-terminated list). */
 void tu_assert_one_line(const char *const *needles);
 
+/* The device column of the step line of node `name` in a `clgraph plan` /
+ * cg_plan_describe text ("" if no step runs it; "?" if several steps with
+ * different devices do). The result is a static buffer. */
+const char *tu_plan_step_device(const char *text, const char *name);
+
 #endif

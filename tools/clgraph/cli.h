@@ -35,6 +35,11 @@ void cli_opts_free(cli_opts *o);
 /* Creates a context and loads --plugin libraries; prints the error. */
 int cli_context(const cli_opts *o, cg_context **ctx);
 
+/* Loads o->model, verifies it, binds o->weights (if given) and makes the
+ * plan of o->graph placed by o->device / o->place; prints the error and
+ * returns CLI_FAIL on failure (the caller frees whatever was made). */
+int cli_load_plan(const cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan);
+
 /* Prints "clgraph: <last error>" to stderr and returns CLI_FAIL. */
 int cli_fail(void);
 

@@ -107,3 +107,12 @@ int cli_context(const cli_opts *o, cg_context **ctx) {
         }
     return CLI_OK;
 }
+
+int cli_load_plan(const cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan) {
+    if (cg_model_load(ctx, o->model, m) || cg_model_verify(*m) ||
+        (o->weights && (cg_weights_open(o->weights, w) || cg_model_bind_weights(*m, *w))))
+        return cli_fail();
+    cg_plan_options popt = {.device = o->device, .place = o->place};
+    if (cg_plan_create_ex(*m, o->graph, &popt, plan)) return cli_fail();
+    return CLI_OK;
+}

@@ -22,17 +22,9 @@ int cli_plan(int argc, char **argv) {
     int n_out = 0;
     rc = cli_context(&o, &ctx);
     if (rc) goto done;
+    rc = cli_load_plan(&o, ctx, &m, &w, &plan);
+    if (rc) goto done;
     rc = CLI_FAIL;
-    if (cg_model_load(ctx, o.model, &m) || cg_model_verify(m) ||
-        (o.weights && (cg_weights_open(o.weights, &w) || cg_model_bind_weights(m, w)))) {
-        rc = cli_fail();
-        goto done;
-    }
-    cg_plan_options popt = {.device = o.device, .place = o.place};
-    if (cg_plan_create_ex(m, o.graph, &popt, &plan)) {
-        rc = cli_fail();
-        goto done;
-    }
     const cg_graph *g = o.graph ? cg_model_graph(m, o.graph) : cg_model_graph_at(m, 0);
     if (o.n_inputs) {
         /* Real inputs: run once so auto placement measures on real data;

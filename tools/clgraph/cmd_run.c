@@ -54,20 +54,9 @@ int cli_run(int argc, char **argv) {
     int n_out = 0;
     rc = cli_context(&o, &ctx);
     if (rc) goto done;
+    rc = cli_load_plan(&o, ctx, &m, &w, &plan);
+    if (rc) goto done;
     rc = CLI_FAIL;
-    if (cg_model_load(ctx, o.model, &m) || cg_model_verify(m)) {
-        rc = cli_fail();
-        goto done;
-    }
-    if (o.weights && (cg_weights_open(o.weights, &w) || cg_model_bind_weights(m, w))) {
-        rc = cli_fail();
-        goto done;
-    }
-    cg_plan_options popt = {.device = o.device, .place = o.place};
-    if (cg_plan_create_ex(m, o.graph, &popt, &plan)) {
-        rc = cli_fail();
-        goto done;
-    }
     const cg_graph *g = o.graph ? cg_model_graph(m, o.graph) : cg_model_graph_at(m, 0);
     for (int i = 0; i < o.n_inputs; i++)
         if (cg_tensor_load_npy(o.input_files[i], &in[i])) {
