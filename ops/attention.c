@@ -5,6 +5,7 @@
 
 #include "attention.cl.h"
 #include "backends/cpu/cpu_blas.h"
+#include "backends/cpu/cpu_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -118,9 +119,7 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
             for (int64_t i = 0; i < A; i++) qb[i] += b_q[i];
             for (int64_t s = 0; s < S; s++) {
                 const float *kp = keys + (b * S + s) * A;
-                float acc = 0.0f;
-                for (int64_t i = 0; i < A; i++) acc += v[i] * tanhf(qb[i] + kp[i]);
-                e[b * S + s] = acc;
+                e[b * S + s] = cg_cpu_tanh_dot(qb, kp, v, (size_t)A);
             }
         }
         break;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_math.h"
 #include "elementwise.cl.h"
 
 /* ------------------------------------------------------------------ */
@@ -377,9 +378,16 @@ static float neg_f(float x) { return -x; }
         return CG_OP_OK;                                                          \
     }
 
-UNARY_F32(tanh, tanhf)
-UNARY_F32(sigmoid, cg_ops_sigmoid)
-UNARY_F32(exp, expf)
+/* The transcendental ones run on the CPU backend's vector functions. */
+#define UNARY_VEC_F32(NAME, VFN)                                                  \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
+        VFN(a->in[0], a->out[0], (size_t)cg_desc_numel(&a->call->inputs[0]));      \
+        return CG_OP_OK;                                                          \
+    }
+
+UNARY_VEC_F32(tanh, cg_cpu_vtanh)
+UNARY_VEC_F32(sigmoid, cg_cpu_vsigmoid)
+UNARY_VEC_F32(exp, cg_cpu_vexp)
 UNARY_F32(log, logf)
 UNARY_F32(sqrt, sqrtf)
 UNARY_F32(relu, relu_f)

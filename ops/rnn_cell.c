@@ -3,21 +3,40 @@
 #include "ops_cl.h"
 
 #include "backends/cpu/cpu_blas.h"
+#include "backends/cpu/cpu_math.h"
 #include "rnn.cl.h"
 
 #include <math.h>
 #include <string.h>
+
+/* The rows below run in chunks of CHUNK units: gate pre-activations go to
+ * stack buffers and through the CPU backend's vectorised sigmoid / tanh. */
+#define CHUNK 128
 
 /* One GRU row: gi = W_ih x and gh = W_hh h (without biases, gates r, z, n).
  * h_out may be h. */
 void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
                     const float *b_hh, const float *h, float *h_out) {
     const int64_t H = hidden;
-    for (int64_t j = 0; j < H; j++) {
-        float r = cg_ops_sigmoid(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
-        float z = cg_ops_sigmoid(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
-        float n = tanhf(gi[2 * H + j] + b_ih[2 * H + j] + r * (gh[2 * H + j] + b_hh[2 * H + j]));
-        h_out[j] = (1.0f - z) * n + z * h[j];
+    float r[CHUNK], z[CHUNK], n[CHUNK];
+    for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
+        const size_t c = (size_t)(H - j0 < CHUNK ? H - j0 : CHUNK);
+        for (size_t u = 0; u < c; u++) {
+            const int64_t j = j0 + (int64_t)u;
+            r[u] = gi[j] + b_ih[j] + gh[j] + b_hh[j];
+            z[u] = gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j];
+        }
+        cg_cpu_vsigmoid(r, r, c);
+        cg_cpu_vsigmoid(z, z, c);
+        for (size_t u = 0; u < c; u++) {
+            const int64_t j = 2 * H + j0 + (int64_t)u;
+            n[u] = gi[j] + b_ih[j] + r[u] * (gh[j] + b_hh[j]);
+        }
+        cg_cpu_vtanh(n, n, c);
+        for (size_t u = 0; u < c; u++) {
+            const int64_t j = j0 + (int64_t)u;
+            h_out[j] = (1.0f - z[u]) * n[u] + z[u] * h[j];
+        }
     }
 }
 
@@ -26,15 +45,28 @@ void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const floa
 void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
                      const float *b_hh, const float *c, float *h_out, float *c_out) {
     const int64_t H = hidden;
-    for (int64_t j = 0; j < H; j++) {
-        float ig = cg_ops_sigmoid(gi[j] + b_ih[j] + gh[j] + b_hh[j]);
-        float fg = cg_ops_sigmoid(gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j]);
-        float gg = tanhf(gi[2 * H + j] + b_ih[2 * H + j] + gh[2 * H + j] + b_hh[2 * H + j]);
-        float og =
-            cg_ops_sigmoid(gi[3 * H + j] + b_ih[3 * H + j] + gh[3 * H + j] + b_hh[3 * H + j]);
-        float cn = fg * c[j] + ig * gg;
-        c_out[j] = cn;
-        h_out[j] = og * tanhf(cn);
+    float ig[CHUNK], fg[CHUNK], gg[CHUNK], og[CHUNK];
+    for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
+        const size_t m = (size_t)(H - j0 < CHUNK ? H - j0 : CHUNK);
+        for (size_t u = 0; u < m; u++) {
+            const int64_t j = j0 + (int64_t)u;
+            ig[u] = gi[j] + b_ih[j] + gh[j] + b_hh[j];
+            fg[u] = gi[H + j] + b_ih[H + j] + gh[H + j] + b_hh[H + j];
+            gg[u] = gi[2 * H + j] + b_ih[2 * H + j] + gh[2 * H + j] + b_hh[2 * H + j];
+            og[u] = gi[3 * H + j] + b_ih[3 * H + j] + gh[3 * H + j] + b_hh[3 * H + j];
+        }
+        cg_cpu_vsigmoid(ig, ig, m);
+        cg_cpu_vsigmoid(fg, fg, m);
+        cg_cpu_vtanh(gg, gg, m);
+        cg_cpu_vsigmoid(og, og, m);
+        for (size_t u = 0; u < m; u++) {
+            const int64_t j = j0 + (int64_t)u;
+            const float cn = fg[u] * c[j] + ig[u] * gg[u];
+            c_out[j] = cn;
+            gg[u] = cn; /* reused for tanh(c') */
+        }
+        cg_cpu_vtanh(gg, gg, m);
+        for (size_t u = 0; u < m; u++) h_out[j0 + (int64_t)u] = og[u] * gg[u];
     }
 }
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_math.h"
+
 #include "softmax.cl.h"
 
 /* ---- softmax / log_softmax (x f32[...], mask i32? broadcastable to x) ---- */
@@ -54,6 +56,43 @@ static cg_op_status log_softmax_infer(cg_op_call *call) {
     return softmax_infer_common(call, "log_softmax");
 }
 
+/* A contiguous slice with its maximum mx (finite or +inf) on the vectorised
+ * exp. The difference x - mx is split exactly into d + err (TwoSum), and
+ * exp(x - mx) = exp(d) (1 + err) to first order, so the float subtraction
+ * loses nothing the double path keeps; sums stay in double. */
+static void softmax_contiguous(const float *x, float *y, int64_t n, const int32_t *mask,
+                               int64_t mst, float mx, int log_out) {
+    enum { CH = 256 };
+    float d[CH], err[CH];
+    double sum = 0.0;
+    for (int64_t j0 = 0; j0 < n; j0 += CH) {
+        const int64_t c = n - j0 < CH ? n - j0 : CH;
+        for (int64_t u = 0; u < c; u++) {
+            const float a = x[j0 + u], b = -mx;
+            const float s = a + b, bb = s - a;
+            d[u] = s;
+            err[u] = (a - (s - bb)) + (b - bb);
+        }
+        cg_cpu_vexp(d, d, (size_t)c);
+        for (int64_t u = 0; u < c; u++) {
+            const int keep = !mask || mask[(j0 + u) * mst];
+            /* err is NaN where x - mx is infinite: exp is then exactly 0 or
+             * inf (or NaN for inf - inf, as the double path gives). */
+            const float e = err[u] == err[u] ? d[u] + d[u] * err[u] : d[u];
+            if (keep) sum += e;
+            if (!log_out) y[j0 + u] = keep ? e : 0.0f;
+        }
+    }
+    if (log_out) {
+        const double lse = (double)mx + log(sum);
+        for (int64_t j = 0; j < n; j++)
+            y[j] = (!mask || mask[j * mst]) ? (float)((double)x[j] - lse) : -INFINITY;
+        return;
+    }
+    const double inv = 1.0 / sum;
+    for (int64_t j = 0; j < n; j++) y[j] = (float)((double)y[j] * inv);
+}
+
 /*
  * One slice of n elements at stride `st`; `mask` (stride `mst`, possibly 0)
  * may be NULL. Sums are accumulated in double.
@@ -74,6 +113,10 @@ static void softmax_slice(const float *x, float *y, int64_t n, int64_t st,
          * distribution instead of 0/0. */
         const float fill = log_out ? -INFINITY : 0.0f;
         for (int64_t j = 0; j < n; j++) y[j * st] = fill;
+        return;
+    }
+    if (st == 1) {
+        softmax_contiguous(x, y, n, mask, mst, mx, log_out);
         return;
     }
     const double m = mx;

@@ -1,0 +1,237 @@
+#include "cpu_math.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W 16 /* floats per vector: one zmm, two ymm or four xmm registers */
+
+typedef float vf __attribute__((vector_size(W * 4)));
+typedef int32_t vi __attribute__((vector_size(W * 4)));
+typedef uint64_t vu64 __attribute__((vector_size(W * 4)));
+
+/* exp's polynomial covers [EXP_LO, EXP_HI]: 2^n stays a normal float there
+ * (n in [-126, 127]) and y * 2^n cannot overflow. */
+#define EXP_LO (-87.0f)
+#define EXP_HI 88.0f
+#define TANH_SMALL 0.625f
+
+/* Scalar references for arguments outside the vector code's range. */
+static float sigmoid_ref(float x) {
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+/* The element functions, instantiated once per target below: inline so that
+ * each copy is compiled for its caller's ISA. */
+#define MATH_BODY(SUF)                                                                    \
+    static inline vf splat_##SUF(float c) { return (vf){0} + c; }                         \
+    static inline vf select_##SUF(vi m, vf a, vf b) {                                     \
+        return (vf)((m & (vi)a) | (~m & (vi)b));                                          \
+    }                                                                                     \
+    /* Any lane of a comparison mask set? */                                              \
+    static inline int any_##SUF(vi m) {                                                   \
+        vu64 u = (vu64)m;                                                                 \
+        uint64_t acc = 0;                                                                 \
+        for (int j = 0; j < W / 2; j++) acc |= u[j];                                      \
+        return acc != 0;                                                                  \
+    }                                                                                     \
+    /* exp for x in [EXP_LO, EXP_HI]: Cody-Waite reduction by ln 2 (the high part    */   \
+    /* has 9 significant bits, so n * C1 is exact) and Cephes' degree-6 polynomial.  */   \
+    static inline vf exp_core_##SUF(vf x) {                                               \
+        const vf magic = splat_##SUF(12582912.0f); /* 1.5 * 2^23: rounds to integer */    \
+        vf t = x * splat_##SUF(1.44269504088896341f) + magic;                             \
+        vf n = t - magic;                                                                 \
+        vi ni = (vi)t - (vi)magic;                                                        \
+        vf r = x - n * splat_##SUF(0.693359375f);                                         \
+        r = r - n * splat_##SUF(-2.12194440e-4f);                                         \
+        vf z = r * r;                                                                     \
+        vf p = splat_##SUF(1.9875691500e-4f);                                             \
+        p = p * r + splat_##SUF(1.3981999507e-3f);                                        \
+        p = p * r + splat_##SUF(8.3334519073e-3f);                                        \
+        p = p * r + splat_##SUF(4.1665795894e-2f);                                        \
+        p = p * r + splat_##SUF(1.6666665459e-1f);                                        \
+        p = p * r + splat_##SUF(5.0000001201e-1f);                                        \
+        vf y = p * z + r + splat_##SUF(1.0f);                                             \
+        vf scale = (vf)((ni + 127) << 23);                                                \
+        return y * scale;                                                                 \
+    }                                                                                     \
+    static inline vf tanh_core_##SUF(vf x) {                                              \
+        vi sign = (vi)x & ((vi){0} + INT32_MIN);                                  \
+        vf ax = (vf)((vi)x & ((vi){0} + 0x7fffffff));                                     \
+        /* |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2). */                         \
+        vf z = x * x;                                                                     \
+        vf p = splat_##SUF(-5.70498872745e-3f);                                           \
+        p = p * z + splat_##SUF(2.06390887954e-2f);                                       \
+        p = p * z + splat_##SUF(-5.37397155531e-2f);                                      \
+        p = p * z + splat_##SUF(1.33314422036e-1f);                                       \
+        p = p * z + splat_##SUF(-3.33332819422e-1f);                                      \
+        vf small = p * z * x + x;                                                         \
+        /* Otherwise 1 - 2 / (exp(2|x|) + 1), exp's argument capped where the      */     \
+        /* quotient is below half an ulp of 1.                                     */     \
+        vf a2 = ax + ax;                                                                  \
+        vf e = exp_core_##SUF(select_##SUF(a2 < splat_##SUF(EXP_HI), a2,                  \
+                                           splat_##SUF(EXP_HI)));                         \
+        vf big = splat_##SUF(1.0f) - splat_##SUF(2.0f) / (e + splat_##SUF(1.0f));        \
+        vf y = select_##SUF(ax < splat_##SUF(TANH_SMALL), small, big);                    \
+        y = (vf)((vi)y | sign); /* tanh(-0) = -0 */                                       \
+        return select_##SUF(x == x, y, x); /* NaN in, NaN out */                          \
+    }                                                                                     \
+    static inline vf load_##SUF(const float *p) {                                         \
+        vf v;                                                                             \
+        memcpy(&v, p, sizeof v);                                                          \
+        return v;                                                                         \
+    }                                                                                     \
+    static inline void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }          \
+    /* Applies F to n < W elements through a padded vector, so tails get the    */        \
+    /* same arithmetic as the rest.                                             */        \
+    static void vexp_##SUF(const float *x, float *y, size_t n) {                          \
+        for (size_t i = 0; i < n; i += W) {                                               \
+            size_t c = n - i < W ? n - i : W;                                             \
+            float buf[W] = {0};                                                           \
+            memcpy(buf, x + i, c * sizeof(float));                                        \
+            vf v = load_##SUF(buf);                                                       \
+            vi bad = ~((v >= splat_##SUF(EXP_LO)) & (v <= splat_##SUF(EXP_HI)));          \
+            vf r = exp_core_##SUF(select_##SUF(bad, splat_##SUF(0.0f), v));               \
+            if (any_##SUF(bad))                                                           \
+                for (int j = 0; j < W; j++)                                               \
+                    if (bad[j]) r[j] = expf(v[j]);                                        \
+            store_##SUF(buf, r);                                                          \
+            memcpy(y + i, buf, c * sizeof(float));                                        \
+        }                                                                                 \
+    }                                                                                     \
+    static void vtanh_##SUF(const float *x, float *y, size_t n) {                         \
+        for (size_t i = 0; i < n; i += W) {                                               \
+            size_t c = n - i < W ? n - i : W;                                             \
+            float buf[W] = {0};                                                           \
+            memcpy(buf, x + i, c * sizeof(float));                                        \
+            store_##SUF(buf, tanh_core_##SUF(load_##SUF(buf)));                           \
+            memcpy(y + i, buf, c * sizeof(float));                                        \
+        }                                                                                 \
+    }                                                                                     \
+    /* e = exp(-|x|) (never overflows); x >= 0: 1 / (1 + e), else e / (1 + e). */         \
+    static void vsigmoid_##SUF(const float *x, float *y, size_t n) {                      \
+        for (size_t i = 0; i < n; i += W) {                                               \
+            size_t c = n - i < W ? n - i : W;                                             \
+            float buf[W] = {0};                                                           \
+            memcpy(buf, x + i, c * sizeof(float));                                        \
+            vf v = load_##SUF(buf);                                                       \
+            vf na = (vf)((vi)v | ((vi){0} + INT32_MIN));                        \
+            vi bad = ~(na >= splat_##SUF(EXP_LO)); /* also NaN */                         \
+            vf e = exp_core_##SUF(select_##SUF(bad, splat_##SUF(0.0f), na));              \
+            vf d = e + splat_##SUF(1.0f);                                                 \
+            vf r = select_##SUF(v >= splat_##SUF(0.0f), splat_##SUF(1.0f), e) / d;        \
+            if (any_##SUF(bad))                                                           \
+                for (int j = 0; j < W; j++)                                               \
+                    if (bad[j]) r[j] = sigmoid_ref(v[j]);                                 \
+            store_##SUF(buf, r);                                                          \
+            memcpy(y + i, buf, c * sizeof(float));                                        \
+        }                                                                                 \
+    }                                                                                     \
+    static float tanh_dot_##SUF(const float *a, const float *b, const float *v,           \
+                                size_t n) {                                               \
+        vf acc = splat_##SUF(0.0f);                                                       \
+        size_t i = 0;                                                                     \
+        for (; i + W <= n; i += W)                                                        \
+            acc += load_##SUF(v + i) *                                                    \
+                   tanh_core_##SUF(load_##SUF(a + i) + load_##SUF(b + i));                \
+        if (i < n) {                                                                      \
+            float ba[W] = {0}, bb[W] = {0}, bv[W] = {0};                                  \
+            memcpy(ba, a + i, (n - i) * sizeof(float));                                   \
+            memcpy(bb, b + i, (n - i) * sizeof(float));                                   \
+            memcpy(bv, v + i, (n - i) * sizeof(float));                                   \
+            acc += load_##SUF(bv) * tanh_core_##SUF(load_##SUF(ba) + load_##SUF(bb));     \
+        }                                                                                 \
+        /* Pairwise, in the same order on every ISA. */                                  \
+        float s[W];                                                                       \
+        store_##SUF(s, acc);                                                              \
+        for (int w = W / 2; w > 0; w /= 2)                                                \
+            for (int j = 0; j < w; j++) s[j] += s[j + w];                                 \
+        return s[0];                                                                      \
+    }
+
+/* Every function taking or returning vf is static: the ABI note about wide
+ * vectors without the matching ISA concerns external calls only (GCC reports it at the end of the file, so the
+ * warning is off for the whole file). */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#if defined(__x86_64__) || defined(__i386__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq")
+MATH_BODY(avx512)
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2")
+MATH_BODY(avx2)
+#pragma GCC pop_options
+#define HAVE_X86 1
+#endif
+MATH_BODY(base)
+
+typedef struct math_impl {
+    const char *name;
+    void (*vexp)(const float *, float *, size_t);
+    void (*vtanh)(const float *, float *, size_t);
+    void (*vsigmoid)(const float *, float *, size_t);
+    float (*tanh_dot)(const float *, const float *, const float *, size_t);
+} math_impl;
+
+#define IMPL(SUF, NAME) {NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, tanh_dot_##SUF}
+static const math_impl impls[] = {
+#ifdef HAVE_X86
+    IMPL(avx512, "avx512"),
+    IMPL(avx2, "avx2"),
+#endif
+    IMPL(base, "baseline"),
+};
+#define N_IMPLS (sizeof impls / sizeof impls[0])
+
+static int supported(const char *name) {
+#ifdef HAVE_X86
+    __builtin_cpu_init();
+    if (strcmp(name, "avx512") == 0)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    if (strcmp(name, "avx2") == 0) return __builtin_cpu_supports("avx2");
+#endif
+    return strcmp(name, "baseline") == 0;
+}
+
+static const math_impl *_Atomic chosen;
+
+/* The best supported implementation at or below CLGRAPH_CPU_MATH. Racing
+ * first calls compute the same answer. */
+static const math_impl *impl(void) {
+    const math_impl *m = chosen;
+    if (m) return m;
+    const char *force = getenv("CLGRAPH_CPU_MATH");
+    size_t first = 0;
+    if (force && *force)
+        for (size_t i = 0; i < N_IMPLS; i++)
+            if (strcmp(impls[i].name, force) == 0) first = i;
+    m = &impls[N_IMPLS - 1];
+    for (size_t i = first; i < N_IMPLS; i++)
+        if (supported(impls[i].name)) {
+            m = &impls[i];
+            break;
+        }
+    chosen = m;
+    return m;
+}
+
+void cg_cpu_vexp(const float *x, float *y, size_t n) { impl()->vexp(x, y, n); }
+void cg_cpu_vtanh(const float *x, float *y, size_t n) { impl()->vtanh(x, y, n); }
+void cg_cpu_vsigmoid(const float *x, float *y, size_t n) { impl()->vsigmoid(x, y, n); }
+float cg_cpu_tanh_dot(const float *a, const float *b, const float *v, size_t n) {
+    return impl()->tanh_dot(a, b, v, n);
+}
+const char *cg_cpu_math_isa(void) { return impl()->name; }
+
+int cg_cpu_math_force(const char *isa) {
+    for (size_t i = 0; i < N_IMPLS; i++)
+        if (strcmp(impls[i].name, isa) == 0 && supported(isa)) {
+            chosen = &impls[i];
+            return 1;
+        }
+    return 0;
+}
