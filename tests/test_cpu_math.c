@@ -211,6 +211,63 @@ START_TEST(test_tails_and_isas_agree) {
 }
 END_TEST
 
+/* The softmax primitives against double precision: exp of the exact
+ * difference within 1 ulp (+ the first-order term), the sum within a few
+ * double ulps of the float terms' sum, exact double rounding of + and *. */
+START_TEST(test_softmax_primitives) {
+    enum { N = 1000 };
+    static float x[N], y[N], z[N];
+    uint64_t s = 7;
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+        if (!cg_cpu_math_force(isas[k])) continue;
+        for (int len = 0; len <= N; len += len < 40 ? 1 : 97) {
+            float mx = -INFINITY;
+            for (int i = 0; i < len; i++) {
+                s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+                /* Logits spread over 120 so that some differences underflow. */
+                x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 120.0 - 60.0);
+                if (i % 17 == 3) x[i] = -INFINITY;
+                if (x[i] > mx) mx = x[i];
+            }
+            double want_sum = 0;
+            for (int i = 0; i < len; i++) want_sum += exp((double)x[i] - (double)mx);
+            const double got = cg_cpu_exp_shift_sum(x, mx, y, (size_t)len);
+            const double got2 = cg_cpu_exp_shift_sum(x, mx, NULL, (size_t)len);
+            if (got != got2) ck_abort_msg("%s len %d: %.17g vs %.17g", isas[k], len, got, got2);
+            if (fabs(got - want_sum) > 2e-7 * want_sum)
+                ck_abort_msg("%s len %d: sum %.17g, want %.17g", isas[k], len, got, want_sum);
+            for (int i = 0; i < len; i++) {
+                const float want = (float)exp((double)x[i] - (double)mx);
+                if (ulp_dist(y[i], want) > 1)
+                    ck_abort_msg("%s: exp(%a - %a) = %a, want %a", isas[k], (double)x[i],
+                                 (double)mx, (double)y[i], (double)want);
+            }
+            const double c = -((double)mx + log(want_sum));
+            cg_cpu_add_round(x, c, z, (size_t)len);
+            for (int i = 0; i < len; i++)
+                if (memcmp(&z[i], &(float){(float)((double)x[i] + c)}, 4) != 0)
+                    ck_abort_msg("%s: add_round at %d", isas[k], i);
+            memcpy(z, y, sizeof(float) * (size_t)len);
+            cg_cpu_mul_round(y, 1.0 / want_sum, y, (size_t)len);
+            for (int i = 0; i < len; i++) {
+                if (memcmp(&y[i], &(float){(float)((double)z[i] * (1.0 / want_sum))}, 4) != 0)
+                    ck_abort_msg("%s: mul_round at %d", isas[k], i);
+                /* The softmax value itself: exp's ulp plus one rounding. */
+                const float p = (float)(exp((double)x[i] - (double)mx) / want_sum);
+                if (ulp_dist(y[i], p) > 2)
+                    ck_abort_msg("%s: softmax at %d: %a, want %a", isas[k], i, (double)y[i],
+                                 (double)p);
+            }
+        }
+        /* +inf in the slice (max +inf): NaN where x is +inf, 0 elsewhere. */
+        const float xi[3] = {1.0f, INFINITY, -INFINITY};
+        float yi[3];
+        ck_assert(isnan(cg_cpu_exp_shift_sum(xi, INFINITY, yi, 3)));
+        ck_assert(yi[0] == 0.0f && isnan(yi[1]) && yi[2] == 0.0f);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cpu_math");
     TCase *tc = tcase_create("core");
@@ -219,6 +276,7 @@ int main(void) {
     tcase_add_test(tc, test_dense_core);
     tcase_add_test(tc, test_special_values);
     tcase_add_test(tc, test_tails_and_isas_agree);
+    tcase_add_test(tc, test_softmax_primitives);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -5,34 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Vector helpers are always inlined: a wide vector passed between functions
+ * compiled for a narrower ISA goes through memory (and draws GCC's psabi note). */
+#define INL inline __attribute__((always_inline))
+
 #define W 16 /* floats per vector: one zmm, two ymm or four xmm registers */
 
 typedef float vf __attribute__((vector_size(W * 4)));
 typedef int32_t vi __attribute__((vector_size(W * 4)));
 typedef uint64_t vu64 __attribute__((vector_size(W * 4)));
+typedef float vhf __attribute__((vector_size(W * 2))); /* half a vf */
+typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
 
-/* exp's polynomial covers [EXP_LO, EXP_HI]: 2^n stays a normal float there
- * (n in [-126, 127]) and y * 2^n cannot overflow. */
-#define EXP_LO (-87.0f)
+/* exp's vector code covers [EXP_LO, EXP_HI]: below, exp(x) rounds to +0
+ * (it is under half the smallest subnormal); above, y * 2^n could overflow,
+ * and libm takes over. */
+#define EXP_LO (-104.0f)
 #define EXP_HI 88.0f
 #define TANH_SMALL 0.625f
-
-/* Scalar references for arguments outside the vector code's range. */
-static float sigmoid_ref(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
 
 /* The element functions, instantiated once per target below: inline so that
  * each copy is compiled for its caller's ISA. */
 #define MATH_BODY(SUF)                                                                    \
-    static inline vf splat_##SUF(float c) { return (vf){0} + c; }                         \
-    static inline vf select_##SUF(vi m, vf a, vf b) {                                     \
+    static INL vf splat_##SUF(float c) { return (vf){0} + c; }                         \
+    static INL vf select_##SUF(vi m, vf a, vf b) {                                     \
         return (vf)((m & (vi)a) | (~m & (vi)b));                                          \
     }                                                                                     \
     /* Any lane of a comparison mask set? */                                              \
-    static inline int any_##SUF(vi m) {                                                   \
+    static INL int any_##SUF(vi m) {                                                   \
         vu64 u = (vu64)m;                                                                 \
         uint64_t acc = 0;                                                                 \
         for (int j = 0; j < W / 2; j++) acc |= u[j];                                      \
@@ -40,7 +40,7 @@ static float sigmoid_ref(float x) {
     }                                                                                     \
     /* exp for x in [EXP_LO, EXP_HI]: Cody-Waite reduction by ln 2 (the high part    */   \
     /* has 9 significant bits, so n * C1 is exact) and Cephes' degree-6 polynomial.  */   \
-    static inline vf exp_core_##SUF(vf x) {                                               \
+    static INL vf exp_core_##SUF(vf x) {                                               \
         const vf magic = splat_##SUF(12582912.0f); /* 1.5 * 2^23: rounds to integer */    \
         vf t = x * splat_##SUF(1.44269504088896341f) + magic;                             \
         vf n = t - magic;                                                                 \
@@ -55,10 +55,26 @@ static float sigmoid_ref(float x) {
         p = p * r + splat_##SUF(1.6666665459e-1f);                                        \
         p = p * r + splat_##SUF(5.0000001201e-1f);                                        \
         vf y = p * z + r + splat_##SUF(1.0f);                                             \
-        vf scale = (vf)((ni + 127) << 23);                                                \
-        return y * scale;                                                                 \
+        /* 2^n is a normal float for n >= -126; a result below 2^-62 is scaled   */        \
+        /* in two steps so that only the last one rounds (into subnormals).      */        \
+        vi low = ni < -62;                                                                \
+        vf scale = (vf)((ni + 127 + (low & 64)) << 23);                                   \
+        vf post = select_##SUF(low, splat_##SUF(0x1p-64f), splat_##SUF(1.0f));            \
+        return y * scale * post;                                                          \
     }                                                                                     \
-    static inline vf tanh_core_##SUF(vf x) {                                              \
+    /* exp of any x: libm's answer where the vector code does not reach     */            \
+    /* (x > EXP_HI, NaN), +0 below EXP_LO.                                    */           \
+    static INL vf exp_any_##SUF(vf x) {                                                \
+        vi bad = ~(x <= splat_##SUF(EXP_HI)); /* also NaN */                              \
+        vi zero = x < splat_##SUF(EXP_LO);                                                \
+        vf r = exp_core_##SUF(select_##SUF(bad | zero, splat_##SUF(0.0f), x));            \
+        r = select_##SUF(zero, splat_##SUF(0.0f), r);                                     \
+        if (any_##SUF(bad))                                                               \
+            for (int j = 0; j < W; j++)                                                   \
+                if (bad[j]) r[j] = expf(x[j]);                                            \
+        return r;                                                                         \
+    }                                                                                     \
+    static INL vf tanh_core_##SUF(vf x) {                                              \
         vi sign = (vi)x & ((vi){0} + INT32_MIN);                                  \
         vf ax = (vf)((vi)x & ((vi){0} + 0x7fffffff));                                     \
         /* |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2). */                         \
@@ -79,55 +95,101 @@ static float sigmoid_ref(float x) {
         y = (vf)((vi)y | sign); /* tanh(-0) = -0 */                                       \
         return select_##SUF(x == x, y, x); /* NaN in, NaN out */                          \
     }                                                                                     \
-    static inline vf load_##SUF(const float *p) {                                         \
+    static INL vf load_##SUF(const float *p) {                                         \
         vf v;                                                                             \
         memcpy(&v, p, sizeof v);                                                          \
         return v;                                                                         \
     }                                                                                     \
-    static inline void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }          \
+    static INL void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }          \
+    /* Loads c <= W floats, the rest of the vector set to fill; full vectors */           \
+    /* go straight to memory.                                             */              \
+    static INL vf load_part_##SUF(const float *p, size_t c, float fill) {              \
+        if (c == W) return load_##SUF(p);                                                 \
+        float buf[W];                                                                     \
+        for (int j = 0; j < W; j++) buf[j] = fill;                                        \
+        memcpy(buf, p, c * sizeof(float));                                                \
+        return load_##SUF(buf);                                                           \
+    }                                                                                     \
+    static INL void store_part_##SUF(float *p, vf v, size_t c) {                       \
+        if (c == W) {                                                                     \
+            store_##SUF(p, v);                                                            \
+            return;                                                                       \
+        }                                                                                 \
+        float buf[W];                                                                     \
+        store_##SUF(buf, v);                                                              \
+        memcpy(p, buf, c * sizeof(float));                                                \
+    }                                                                                     \
     /* Applies F to n < W elements through a padded vector, so tails get the    */        \
     /* same arithmetic as the rest.                                             */        \
     static void vexp_##SUF(const float *x, float *y, size_t n) {                          \
         for (size_t i = 0; i < n; i += W) {                                               \
             size_t c = n - i < W ? n - i : W;                                             \
-            float buf[W] = {0};                                                           \
-            memcpy(buf, x + i, c * sizeof(float));                                        \
-            vf v = load_##SUF(buf);                                                       \
-            vi bad = ~((v >= splat_##SUF(EXP_LO)) & (v <= splat_##SUF(EXP_HI)));          \
-            vf r = exp_core_##SUF(select_##SUF(bad, splat_##SUF(0.0f), v));               \
-            if (any_##SUF(bad))                                                           \
-                for (int j = 0; j < W; j++)                                               \
-                    if (bad[j]) r[j] = expf(v[j]);                                        \
-            store_##SUF(buf, r);                                                          \
-            memcpy(y + i, buf, c * sizeof(float));                                        \
+            store_part_##SUF(y + i, exp_any_##SUF(load_part_##SUF(x + i, c, 0.0f)), c);   \
         }                                                                                 \
     }                                                                                     \
     static void vtanh_##SUF(const float *x, float *y, size_t n) {                         \
         for (size_t i = 0; i < n; i += W) {                                               \
             size_t c = n - i < W ? n - i : W;                                             \
-            float buf[W] = {0};                                                           \
-            memcpy(buf, x + i, c * sizeof(float));                                        \
-            store_##SUF(buf, tanh_core_##SUF(load_##SUF(buf)));                           \
-            memcpy(y + i, buf, c * sizeof(float));                                        \
+            store_part_##SUF(y + i, tanh_core_##SUF(load_part_##SUF(x + i, c, 0.0f)), c); \
         }                                                                                 \
     }                                                                                     \
     /* e = exp(-|x|) (never overflows); x >= 0: 1 / (1 + e), else e / (1 + e). */         \
     static void vsigmoid_##SUF(const float *x, float *y, size_t n) {                      \
         for (size_t i = 0; i < n; i += W) {                                               \
             size_t c = n - i < W ? n - i : W;                                             \
-            float buf[W] = {0};                                                           \
-            memcpy(buf, x + i, c * sizeof(float));                                        \
-            vf v = load_##SUF(buf);                                                       \
-            vf na = (vf)((vi)v | ((vi){0} + INT32_MIN));                        \
-            vi bad = ~(na >= splat_##SUF(EXP_LO)); /* also NaN */                         \
-            vf e = exp_core_##SUF(select_##SUF(bad, splat_##SUF(0.0f), na));              \
-            vf d = e + splat_##SUF(1.0f);                                                 \
-            vf r = select_##SUF(v >= splat_##SUF(0.0f), splat_##SUF(1.0f), e) / d;        \
-            if (any_##SUF(bad))                                                           \
-                for (int j = 0; j < W; j++)                                               \
-                    if (bad[j]) r[j] = sigmoid_ref(v[j]);                                 \
-            store_##SUF(buf, r);                                                          \
-            memcpy(y + i, buf, c * sizeof(float));                                        \
+            vf v = load_part_##SUF(x + i, c, 0.0f);                                       \
+            vf e = exp_any_##SUF((vf)((vi)v | ((vi){0} + INT32_MIN)));                    \
+            vf r = select_##SUF(v >= splat_##SUF(0.0f), splat_##SUF(1.0f), e) /           \
+                   (e + splat_##SUF(1.0f));                                               \
+            store_part_##SUF(y + i, select_##SUF(v == v, r, v), c);                       \
+        }                                                                                 \
+    }                                                                                     \
+    /* exp(x - shift) with x - shift split exactly into d + err (TwoSum), so  */          \
+    /* the result is exp of the exact difference to first order; returns the */          \
+    /* sum in double (16 partial sums added in a fixed order).               */           \
+    static double exp_shift_sum_##SUF(const float *x, float shift, float *y, size_t n) {  \
+        vd acc_lo = (vd){0}, acc_hi = (vd){0};                                            \
+        const vf b = splat_##SUF(-shift);                                                 \
+        for (size_t i = 0; i < n; i += W) {                                               \
+            size_t c = n - i < W ? n - i : W;                                             \
+            vf a = load_part_##SUF(x + i, c, -INFINITY);                                  \
+            vf d = a + b, bb = d - a;                                                     \
+            vf err = (a - (d - bb)) + (b - bb);                                           \
+            /* For the sum alone, terms under 2^-125 cannot change a double sum  */       \
+            /* that is at least 1; dropping them avoids subnormal arithmetic,     */       \
+            /* which costs a microcode assist per lane.                           */       \
+            if (!y) d = select_##SUF(d < splat_##SUF(-87.0f), splat_##SUF(-INFINITY), d); \
+            vf e = exp_any_##SUF(d);                                                      \
+            /* err is NaN where d is infinite; exp is exact (0, inf) there. */            \
+            e = select_##SUF(err == err, e + e * err, e);                                 \
+            if (y) store_part_##SUF(y + i, e, c);                                         \
+            vhf lo, hi;                                                                   \
+            memcpy(&lo, &e, sizeof lo);                                                   \
+            memcpy(&hi, (const char *)&e + sizeof lo, sizeof hi);                         \
+            acc_lo += __builtin_convertvector(lo, vd);                                    \
+            acc_hi += __builtin_convertvector(hi, vd);                                    \
+        }                                                                                 \
+        acc_lo += acc_hi;                                                                 \
+        double t[W / 2];                                                                  \
+        memcpy(t, &acc_lo, sizeof t);                                                     \
+        for (int w = W / 4; w > 0; w /= 2)                                                \
+            for (int j = 0; j < w; j++) t[j] += t[j + w];                                 \
+        return t[0];                                                                      \
+    }                                                                                     \
+    /* y = (float)((double)x + c) or (float)((double)x * c). */                           \
+    static void add_round_##SUF(const float *x, double c, float *y, size_t n, int mul) {  \
+        const vd cv = (vd){0} + c;                                                        \
+        for (size_t i = 0; i < n; i += W / 2) {                                           \
+            size_t m = n - i < W / 2 ? n - i : W / 2;                                     \
+            float buf[W / 2] = {0};                                                       \
+            memcpy(buf, x + i, m * sizeof(float));                                        \
+            vhf v;                                                                        \
+            memcpy(&v, buf, sizeof v);                                                    \
+            vd d = __builtin_convertvector(v, vd);                                        \
+            d = mul ? d * cv : d + cv;                                                    \
+            v = __builtin_convertvector(d, vhf);                                          \
+            memcpy(buf, &v, sizeof v);                                                    \
+            memcpy(y + i, buf, m * sizeof(float));                                        \
         }                                                                                 \
     }                                                                                     \
     static float tanh_dot_##SUF(const float *a, const float *b, const float *v,           \
@@ -175,9 +237,13 @@ typedef struct math_impl {
     void (*vtanh)(const float *, float *, size_t);
     void (*vsigmoid)(const float *, float *, size_t);
     float (*tanh_dot)(const float *, const float *, const float *, size_t);
+    double (*exp_shift_sum)(const float *, float, float *, size_t);
+    void (*add_round)(const float *, double, float *, size_t, int);
 } math_impl;
 
-#define IMPL(SUF, NAME) {NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, tanh_dot_##SUF}
+#define IMPL(SUF, NAME)                                                                   \
+    {NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, tanh_dot_##SUF, exp_shift_sum_##SUF,     \
+     add_round_##SUF}
 static const math_impl impls[] = {
 #ifdef HAVE_X86
     IMPL(avx512, "avx512"),
@@ -224,6 +290,15 @@ void cg_cpu_vtanh(const float *x, float *y, size_t n) { impl()->vtanh(x, y, n); 
 void cg_cpu_vsigmoid(const float *x, float *y, size_t n) { impl()->vsigmoid(x, y, n); }
 float cg_cpu_tanh_dot(const float *a, const float *b, const float *v, size_t n) {
     return impl()->tanh_dot(a, b, v, n);
+}
+double cg_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
+    return impl()->exp_shift_sum(x, shift, y, n);
+}
+void cg_cpu_add_round(const float *x, double c, float *y, size_t n) {
+    impl()->add_round(x, c, y, n, 0);
+}
+void cg_cpu_mul_round(const float *x, double c, float *y, size_t n) {
+    impl()->add_round(x, c, y, n, 1);
 }
 const char *cg_cpu_math_isa(void) { return impl()->name; }
 

@@ -33,6 +33,19 @@ void cg_cpu_vsigmoid(const float *x, float *y, size_t n);
  * is deterministic but not the left-to-right float sum. */
 float cg_cpu_tanh_dot(const float *a, const float *b, const float *v, size_t n);
 
+/* Softmax building blocks. y[i] = exp(x[i] - shift), computed from the exact
+ * difference (as double precision would), for i < n; y may be NULL (only the
+ * sum is wanted) or x. Returns the sum of the y[i] accumulated in double.
+ * Without y, terms below 2^-125 are left out of the sum: when shift is the
+ * maximum of x (the sum is at least 1) they cannot change it. */
+double cg_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
+
+/* y[i] = (float)((double)x[i] + c) for i < n; y may be x. */
+void cg_cpu_add_round(const float *x, double c, float *y, size_t n);
+
+/* y[i] = (float)((double)x[i] * c) for i < n; y may be x. */
+void cg_cpu_mul_round(const float *x, double c, float *y, size_t n);
+
 /* The instruction set the functions above run on: "avx512", "avx2" or
  * "baseline". CLGRAPH_CPU_MATH=baseline|avx2|avx512 (read once) forces a
  * lower one, for tests and comparisons. */
