@@ -24,6 +24,13 @@ typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
 #define EXP_HI 88.0f
 #define TANH_SMALL 0.625f
 
+/* libm for the lanes the vector exp does not cover (x > EXP_HI, NaN): out of
+ * line, so that the hot loop keeps its vectors in registers. */
+static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
+    for (int j = 0; j < W; j++)
+        if (!(x[j] <= EXP_HI)) r[j] = expf(x[j]);
+}
+
 /* The element functions, instantiated once per target below: inline so that
  * each copy is compiled for its caller's ISA. */
 #define MATH_BODY(SUF)                                                                    \
@@ -31,12 +38,21 @@ typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
     static INL vf select_##SUF(vi m, vf a, vf b) {                                     \
         return (vf)((m & (vi)a) | (~m & (vi)b));                                          \
     }                                                                                     \
-    /* Any lane of a comparison mask set? */                                              \
-    static INL int any_##SUF(vi m) {                                                   \
-        vu64 u = (vu64)m;                                                                 \
-        uint64_t acc = 0;                                                                 \
-        for (int j = 0; j < W / 2; j++) acc |= u[j];                                      \
-        return acc != 0;                                                                  \
+    static INL vf load_##SUF(const float *p) {                                         \
+        vf v;                                                                             \
+        memcpy(&v, p, sizeof v);                                                          \
+        return v;                                                                         \
+    }                                                                                     \
+    static INL void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }          \
+    /* Any lane of a comparison mask set? An OR-reduction by shuffles keeps */            \
+    /* the vector in registers (indexing a lane would spill it).             */           \
+    static INL int any_##SUF(vi m) {                                                      \
+        m |= __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4,   \
+                                     5, 6, 7);                                            \
+        m |= __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3);\
+        m |= __builtin_shufflevector(m, m, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1);\
+        m |= __builtin_shufflevector(m, m, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);\
+        return m[0] != 0;                                                                 \
     }                                                                                     \
     /* exp for x in [EXP_LO, EXP_HI]: Cody-Waite reduction by ln 2 (the high part    */   \
     /* has 9 significant bits, so n * C1 is exact) and Cephes' degree-6 polynomial.  */   \
@@ -69,9 +85,13 @@ typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
         vi zero = x < splat_##SUF(EXP_LO);                                                \
         vf r = exp_core_##SUF(select_##SUF(bad | zero, splat_##SUF(0.0f), x));            \
         r = select_##SUF(zero, splat_##SUF(0.0f), r);                                     \
-        if (any_##SUF(bad))                                                               \
-            for (int j = 0; j < W; j++)                                                   \
-                if (bad[j]) r[j] = expf(x[j]);                                            \
+        if (any_##SUF(bad)) {                                                             \
+            float xa[W], ra[W];                                                           \
+            store_##SUF(xa, x);                                                           \
+            store_##SUF(ra, r);                                                           \
+            exp_fix(xa, ra);                                                              \
+            r = load_##SUF(ra);                                                           \
+        }                                                                                 \
         return r;                                                                         \
     }                                                                                     \
     static INL vf tanh_core_##SUF(vf x) {                                              \
@@ -95,12 +115,6 @@ typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
         y = (vf)((vi)y | sign); /* tanh(-0) = -0 */                                       \
         return select_##SUF(x == x, y, x); /* NaN in, NaN out */                          \
     }                                                                                     \
-    static INL vf load_##SUF(const float *p) {                                         \
-        vf v;                                                                             \
-        memcpy(&v, p, sizeof v);                                                          \
-        return v;                                                                         \
-    }                                                                                     \
-    static INL void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }          \
     /* Loads c <= W floats, the rest of the vector set to fill; full vectors */           \
     /* go straight to memory.                                             */              \
     static INL vf load_part_##SUF(const float *p, size_t c, float fill) {              \
@@ -163,9 +177,8 @@ typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
             /* err is NaN where d is infinite; exp is exact (0, inf) there. */            \
             e = select_##SUF(err == err, e + e * err, e);                                 \
             if (y) store_part_##SUF(y + i, e, c);                                         \
-            vhf lo, hi;                                                                   \
-            memcpy(&lo, &e, sizeof lo);                                                   \
-            memcpy(&hi, (const char *)&e + sizeof lo, sizeof hi);                         \
+            vhf lo = __builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7);               \
+            vhf hi = __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15);         \
             acc_lo += __builtin_convertvector(lo, vd);                                    \
             acc_hi += __builtin_convertvector(hi, vd);                                    \
         }                                                                                 \
@@ -179,17 +192,20 @@ typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
     /* y = (float)((double)x + c) or (float)((double)x * c). */                           \
     static void add_round_##SUF(const float *x, double c, float *y, size_t n, int mul) {  \
         const vd cv = (vd){0} + c;                                                        \
-        for (size_t i = 0; i < n; i += W / 2) {                                           \
-            size_t m = n - i < W / 2 ? n - i : W / 2;                                     \
-            float buf[W / 2] = {0};                                                       \
-            memcpy(buf, x + i, m * sizeof(float));                                        \
-            vhf v;                                                                        \
-            memcpy(&v, buf, sizeof v);                                                    \
-            vd d = __builtin_convertvector(v, vd);                                        \
-            d = mul ? d * cv : d + cv;                                                    \
-            v = __builtin_convertvector(d, vhf);                                          \
-            memcpy(buf, &v, sizeof v);                                                    \
-            memcpy(y + i, buf, m * sizeof(float));                                        \
+        for (size_t i = 0; i < n; i += W) {                                               \
+            size_t m = n - i < W ? n - i : W;                                             \
+            vf v = load_part_##SUF(x + i, m, 0.0f);                                       \
+            vd lo = __builtin_convertvector(                                              \
+                __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7), vd);               \
+            vd hi = __builtin_convertvector(                                              \
+                __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15), vd);         \
+            lo = mul ? lo * cv : lo + cv;                                                 \
+            hi = mul ? hi * cv : hi + cv;                                                 \
+            vhf flo = __builtin_convertvector(lo, vhf), fhi = __builtin_convertvector(hi, vhf);\
+            store_part_##SUF(y + i,                                                       \
+                             __builtin_shufflevector(flo, fhi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9,\
+                                                     10, 11, 12, 13, 14, 15),             \
+                             m);                                                          \
         }                                                                                 \
     }                                                                                     \
     static float tanh_dot_##SUF(const float *a, const float *b, const float *v,           \
