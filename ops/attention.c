@@ -6,6 +6,7 @@
 #include "attention.cl.h"
 #include "backends/cpu/cpu_blas.h"
 #include "backends/cpu/cpu_math.h"
+#include "backends/cpu/cpu_pool.h"
 
 #include <math.h>
 #include <string.h>
@@ -102,6 +103,22 @@ static size_t attn_score_workspace(const cg_op_call *call) {
     return sizeof(float) * (size_t)(call->inputs[0].dims[0] * call->inputs[1].dims[2]);
 }
 
+/* Additive scores of rows [begin, end) of the B * S (query, key) pairs. */
+typedef struct additive_rows {
+    const float *qp, *keys, *v;
+    float *e;
+    int64_t S, A;
+} additive_rows;
+
+static void additive_rows_run(void *p, size_t begin, size_t end) {
+    const additive_rows *c = p;
+    for (size_t r = begin; r < end; r++) {
+        const int64_t b = (int64_t)r / c->S;
+        c->e[r] = cg_cpu_tanh_dot(c->qp + b * c->A, c->keys + (int64_t)r * c->A, c->v,
+                                  (size_t)c->A);
+    }
+}
+
 static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const int64_t B = call->inputs[0].dims[0], H = call->inputs[0].dims[1];
@@ -114,14 +131,12 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
         const float *b_q = a->in[3], *v = a->in[4];
         float *qp = a->workspace;
         cg_ops_project(B, A, H, q, H, a->in[2], H, qp, A);
-        for (int64_t b = 0; b < B; b++) {
-            float *qb = qp + b * A;
-            for (int64_t i = 0; i < A; i++) qb[i] += b_q[i];
-            for (int64_t s = 0; s < S; s++) {
-                const float *kp = keys + (b * S + s) * A;
-                e[b * S + s] = cg_cpu_tanh_dot(qb, kp, v, (size_t)A);
-            }
-        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < A; i++) qp[b * A + i] += b_q[i];
+        additive_rows ctx = {qp, keys, v, e, S, A};
+        /* Chunks of at least ~8K tanh keep the hand-off cost small. */
+        const size_t grain = (size_t)(A > 0 && A < 8192 ? 8192 / A : 1);
+        cg_cpu_parallel_for((size_t)(B * S), grain, additive_rows_run, &ctx);
         break;
     }
     case DOT:
@@ -386,6 +401,20 @@ static cg_op_status attn_context_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
+/* Context vectors of batch rows [begin, end). */
+typedef struct context_rows {
+    const float *w, *values;
+    float *c;
+    int64_t S, K;
+} context_rows;
+
+static void context_rows_run(void *p, size_t begin, size_t end) {
+    const context_rows *x = p;
+    for (size_t b = begin; b < end; b++)
+        cg_cpu_weighted_rows(x->w + (int64_t)b * x->S, x->values + (int64_t)b * x->S * x->K,
+                             (size_t)x->K, (size_t)x->S, (size_t)x->K, x->c + (int64_t)b * x->K);
+}
+
 static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const int64_t B = call->inputs[1].dims[0], S = call->inputs[1].dims[1];
@@ -396,8 +425,9 @@ static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
         memset(c, 0, sizeof(float) * (size_t)(B * K));
         return CG_OP_OK;
     }
-    for (int64_t b = 0; b < B; b++)
-        cg_cpu_sgemv(1, S, K, 1.0f, values + b * S * K, K, w + b * S, 0.0f, c + b * K);
+    context_rows ctx = {w, values, c, S, K};
+    cg_cpu_parallel_for((size_t)B, (size_t)(S * K >= 16384 ? 1 : 16384 / (S * K)),
+                        context_rows_run, &ctx);
     return CG_OP_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu_math.h"
+#include "backends/cpu/cpu_pool.h"
 
 #include "softmax.cl.h"
 
@@ -56,41 +57,16 @@ static cg_op_status log_softmax_infer(cg_op_call *call) {
     return softmax_infer_common(call, "log_softmax");
 }
 
-/* A contiguous slice with its maximum mx (finite or +inf) on the vectorised
- * exp. The difference x - mx is split exactly into d + err (TwoSum), and
- * exp(x - mx) = exp(d) (1 + err) to first order, so the float subtraction
- * loses nothing the double path keeps; sums stay in double. */
-static void softmax_contiguous(const float *x, float *y, int64_t n, const int32_t *mask,
-                               int64_t mst, float mx, int log_out) {
-    enum { CH = 256 };
-    float d[CH], err[CH];
-    double sum = 0.0;
-    for (int64_t j0 = 0; j0 < n; j0 += CH) {
-        const int64_t c = n - j0 < CH ? n - j0 : CH;
-        for (int64_t u = 0; u < c; u++) {
-            const float a = x[j0 + u], b = -mx;
-            const float s = a + b, bb = s - a;
-            d[u] = s;
-            err[u] = (a - (s - bb)) + (b - bb);
-        }
-        cg_cpu_vexp(d, d, (size_t)c);
-        for (int64_t u = 0; u < c; u++) {
-            const int keep = !mask || mask[(j0 + u) * mst];
-            /* err is NaN where x - mx is infinite: exp is then exactly 0 or
-             * inf (or NaN for inf - inf, as the double path gives). */
-            const float e = err[u] == err[u] ? d[u] + d[u] * err[u] : d[u];
-            if (keep) sum += e;
-            if (!log_out) y[j0 + u] = keep ? e : 0.0f;
-        }
-    }
+/* A contiguous unmasked slice with its maximum mx (finite or +inf), on the
+ * CPU backend's vector functions; as precise as the double path below. */
+static void softmax_contiguous(const float *x, float *y, int64_t n, float mx, int log_out) {
     if (log_out) {
-        const double lse = (double)mx + log(sum);
-        for (int64_t j = 0; j < n; j++)
-            y[j] = (!mask || mask[j * mst]) ? (float)((double)x[j] - lse) : -INFINITY;
+        const double sum = cg_cpu_exp_shift_sum(x, mx, NULL, (size_t)n);
+        cg_cpu_add_round(x, -((double)mx + log(sum)), y, (size_t)n);
         return;
     }
-    const double inv = 1.0 / sum;
-    for (int64_t j = 0; j < n; j++) y[j] = (float)((double)y[j] * inv);
+    const double sum = cg_cpu_exp_shift_sum(x, mx, y, (size_t)n);
+    cg_cpu_mul_round(y, 1.0 / sum, y, (size_t)n);
 }
 
 /*
@@ -115,8 +91,8 @@ static void softmax_slice(const float *x, float *y, int64_t n, int64_t st,
         for (int64_t j = 0; j < n; j++) y[j * st] = fill;
         return;
     }
-    if (st == 1) {
-        softmax_contiguous(x, y, n, mask, mst, mx, log_out);
+    if (st == 1 && !mask) {
+        softmax_contiguous(x, y, n, mx, log_out);
         return;
     }
     const double m = mx;
@@ -158,40 +134,62 @@ static void mask_strides(const cg_op_call *call, int64_t *ms) {
     }
 }
 
-static cg_op_status softmax_cpu_common(const cg_kernel_args *args, int log_out) {
-    const cg_op_call *call = args->call;
-    const cg_tensor_desc *x = &call->inputs[0];
-    const float *px = args->in[0];
-    float *py = args->out[0];
-    const int32_t *pm = call->n_inputs > 1 ? args->in[1] : NULL;
-    int nd = x->ndim;
-    int axis = cg_norm_axis(call->attrs[SOFTMAX_AXIS].i, nd);
-    int64_t outer, n = x->dims[axis], inner;
-    cg_desc_split(x, axis, &outer, &inner);
-    if (outer * n * inner == 0) return CG_OP_OK;
+/* The slices of outer indices [begin, end), for cg_cpu_parallel_for. */
+typedef struct softmax_job {
+    const cg_tensor_desc *x;
+    const float *px;
+    float *py;
+    const int32_t *pm;
     int64_t ms[CG_MAX_DIMS];
-    mask_strides(call, ms);
-    for (int64_t o = 0; o < outer; o++) {
+    int64_t n, inner;
+    int axis, log_out;
+} softmax_job;
+
+static void softmax_rows(void *p, size_t begin, size_t end) {
+    const softmax_job *j = p;
+    const cg_tensor_desc *x = j->x;
+    const int nd = x->ndim, axis = j->axis;
+    const int64_t n = j->n, inner = j->inner;
+    for (int64_t o = (int64_t)begin; o < (int64_t)end; o++) {
         int64_t mo = 0;
-        if (pm) {
+        if (j->pm) {
             int64_t r = o;
             for (int i = axis - 1; i >= 0; i--) {
-                mo += (r % x->dims[i]) * ms[i];
+                mo += (r % x->dims[i]) * j->ms[i];
                 r /= x->dims[i];
             }
         }
         for (int64_t in = 0; in < inner; in++) {
             int64_t base = (o * n) * inner + in, mb = mo;
-            if (pm) {
+            if (j->pm) {
                 int64_t r = in;
                 for (int i = nd - 1; i > axis; i--) {
-                    mb += (r % x->dims[i]) * ms[i];
+                    mb += (r % x->dims[i]) * j->ms[i];
                     r /= x->dims[i];
                 }
             }
-            softmax_slice(px + base, py + base, n, inner, pm ? pm + mb : NULL, ms[axis], log_out);
+            softmax_slice(j->px + base, j->py + base, n, inner, j->pm ? j->pm + mb : NULL,
+                          j->ms[axis], j->log_out);
         }
     }
+}
+
+static cg_op_status softmax_cpu_common(const cg_kernel_args *args, int log_out) {
+    const cg_op_call *call = args->call;
+    const cg_tensor_desc *x = &call->inputs[0];
+    softmax_job j = {.x = x, .px = args->in[0], .py = args->out[0],
+                     .pm = call->n_inputs > 1 ? args->in[1] : NULL, .log_out = log_out};
+    j.axis = cg_norm_axis(call->attrs[SOFTMAX_AXIS].i, x->ndim);
+    int64_t outer;
+    j.n = x->dims[j.axis];
+    cg_desc_split(x, j.axis, &outer, &j.inner);
+    if (outer * j.n * j.inner == 0) return CG_OP_OK;
+    mask_strides(call, j.ms);
+    /* Chunks of at least ~16K elements: smaller ones cost more to hand over
+     * than they take. */
+    const int64_t per_outer = j.n * j.inner;
+    const size_t grain = (size_t)(per_outer >= 16384 ? 1 : 16384 / per_outer);
+    cg_cpu_parallel_for((size_t)outer, grain, softmax_rows, &j);
     return CG_OP_OK;
 }
 

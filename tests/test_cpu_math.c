@@ -268,6 +268,42 @@ START_TEST(test_softmax_primitives) {
 }
 END_TEST
 
+/* Weighted sums of rows against double precision, every length around the
+ * vector widths, a leading dimension wider than the row; ISAs agree bit for
+ * bit (the rows are added in order on every one). */
+START_TEST(test_weighted_rows) {
+    enum { R = 31, LD = 75 };
+    static float m[R * LD], w[R], out[LD], ref[LD];
+    uint64_t s = 99;
+    for (int i = 0; i < R * LD; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        m[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    for (int r = 0; r < R; r++) w[r] = (float)(r + 1) / (float)(R * 2);
+    for (int len = 0; len <= 70; len++) {
+        ck_assert(cg_cpu_math_force("baseline"));
+        cg_cpu_weighted_rows(w, m, LD, R, (size_t)len, ref);
+        for (int k = 0; k < len; k++) {
+            double want = 0, mag = 0;
+            for (int r = 0; r < R; r++) {
+                want += (double)w[r] * (double)m[r * LD + k];
+                mag += fabs((double)w[r] * (double)m[r * LD + k]);
+            }
+            if (fabs(ref[k] - want) > 1e-6 * mag + 1e-30)
+                ck_abort_msg("len %d k %d: %g, want %g", len, k, (double)ref[k], want);
+        }
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (!cg_cpu_math_force(isas[i])) continue;
+            out[len] = 12345.0f; /* must stay */
+            cg_cpu_weighted_rows(w, m, LD, R, (size_t)len, out);
+            ck_assert_msg(memcmp(out, ref, sizeof(float) * (size_t)len) == 0, "%s len %d", isas[i],
+                          len);
+            ck_assert(out[len] == 12345.0f);
+        }
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cpu_math");
     TCase *tc = tcase_create("core");
@@ -277,6 +313,7 @@ int main(void) {
     tcase_add_test(tc, test_special_values);
     tcase_add_test(tc, test_tails_and_isas_agree);
     tcase_add_test(tc, test_softmax_primitives);
+    tcase_add_test(tc, test_weighted_rows);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

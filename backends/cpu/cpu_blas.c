@@ -1,5 +1,7 @@
 #include "cpu_blas.h"
 
+#include "cpu_gemm.h"
+
 #include <cblas.h>
 #include <stdlib.h>
 
@@ -15,6 +17,9 @@ void cg_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                 c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
+    /* Linear layers (A W^T): the own kernels, unless OpenBLAS is selected. */
+    if (!trans_a && trans_b && cg_cpu_gemm_nt(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
                 (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
@@ -24,6 +29,7 @@ void cg_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 void cg_cpu_sgemv(int trans_a, int64_t m, int64_t n, float alpha, const float *a,
                   int64_t lda, const float *x, float beta, float *y) {
     if (m <= 0 || n <= 0) return;
+    if (!trans_a && cg_cpu_gemv_n(m, n, alpha, a, lda, x, beta, y)) return;
     cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, (blasint)m,
                 (blasint)n, alpha, a, (blasint)lda, x, 1, beta, y, 1);
 }

@@ -208,6 +208,29 @@ static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
                              m);                                                          \
         }                                                                                 \
     }                                                                                     \
+    /* out[k] = sum over r < rows of w[r] * m[r * ld + k], rows in order; two  */         \
+    /* column chunks at a time so that two add chains overlap.              */            \
+    static void wsum_##SUF(const float *w, const float *m, size_t ld, size_t rows,        \
+                           size_t len, float *out) {                                      \
+        size_t k = 0;                                                                     \
+        for (; k + 2 * W <= len; k += 2 * W) {                                            \
+            vf a0 = splat_##SUF(0.0f), a1 = splat_##SUF(0.0f);                            \
+            for (size_t r = 0; r < rows; r++) {                                           \
+                const vf wr = splat_##SUF(w[r]);                                          \
+                a0 += wr * load_##SUF(m + r * ld + k);                                    \
+                a1 += wr * load_##SUF(m + r * ld + k + W);                                \
+            }                                                                             \
+            store_##SUF(out + k, a0);                                                     \
+            store_##SUF(out + k + W, a1);                                                 \
+        }                                                                                 \
+        for (; k < len; k += W) {                                                         \
+            const size_t c = len - k < W ? len - k : W;                                   \
+            vf a0 = splat_##SUF(0.0f);                                                    \
+            for (size_t r = 0; r < rows; r++)                                             \
+                a0 += splat_##SUF(w[r]) * load_part_##SUF(m + r * ld + k, c, 0.0f);       \
+            store_part_##SUF(out + k, a0, c);                                             \
+        }                                                                                 \
+    }                                                                                     \
     static float tanh_dot_##SUF(const float *a, const float *b, const float *v,           \
                                 size_t n) {                                               \
         vf acc = splat_##SUF(0.0f);                                                       \
@@ -255,11 +278,12 @@ typedef struct math_impl {
     float (*tanh_dot)(const float *, const float *, const float *, size_t);
     double (*exp_shift_sum)(const float *, float, float *, size_t);
     void (*add_round)(const float *, double, float *, size_t, int);
+    void (*wsum)(const float *, const float *, size_t, size_t, size_t, float *);
 } math_impl;
 
 #define IMPL(SUF, NAME)                                                                   \
     {NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, tanh_dot_##SUF, exp_shift_sum_##SUF,     \
-     add_round_##SUF}
+     add_round_##SUF, wsum_##SUF}
 static const math_impl impls[] = {
 #ifdef HAVE_X86
     IMPL(avx512, "avx512"),
@@ -315,6 +339,10 @@ void cg_cpu_add_round(const float *x, double c, float *y, size_t n) {
 }
 void cg_cpu_mul_round(const float *x, double c, float *y, size_t n) {
     impl()->add_round(x, c, y, n, 1);
+}
+void cg_cpu_weighted_rows(const float *w, const float *m, size_t ld, size_t rows, size_t len,
+                          float *out) {
+    impl()->wsum(w, m, ld, rows, len, out);
 }
 const char *cg_cpu_math_isa(void) { return impl()->name; }
 

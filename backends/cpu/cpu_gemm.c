@@ -1,0 +1,151 @@
+/* Driver of the own GEMM kernels: path selection, BLAS edge semantics and
+ * the split over the thread pool. The kernels themselves live in
+ * cpu_gemm_{portable,avx2,avx512}.c. */
+#include "cpu_gemm.h"
+
+#include "cpu_gemm_kernels.h"
+#include "cpu_pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Multiply-adds below which a task is not worth handing to another thread
+ * (a few microseconds of kernel time against about one of hand-over). */
+#define CG_GEMM_TASK_FMAS ((int64_t)1 << 17)
+
+static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL};
+
+/* NULL until the first product (or cg_cpu_gemm_force) decides. */
+static const cg_gemm_kernels *_Atomic g_sel;
+
+#if defined(__x86_64__) || defined(__i386__)
+static int cg_has_avx512(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+}
+
+static int cg_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+/* The fastest own kernels this CPU runs, NULL when it has no SIMD path. */
+static const cg_gemm_kernels *cg_gemm_best_simd(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (cg_has_avx512()) return &cg_gemm_avx512;
+    if (cg_has_avx2()) return &cg_gemm_avx2;
+#endif
+    return NULL;
+}
+
+/* The kernels a path name stands for on this CPU; NULL for an unknown name
+ * or kernels the CPU cannot run. */
+static const cg_gemm_kernels *cg_gemm_lookup(const char *name) {
+    const cg_gemm_kernels *best = cg_gemm_best_simd();
+    if (strcmp(name, "auto") == 0) return best ? best : &cg_gemm_blas;
+    if (strcmp(name, "own") == 0) return best ? best : &cg_gemm_portable;
+    if (strcmp(name, "blas") == 0) return &cg_gemm_blas;
+    if (strcmp(name, "portable") == 0) return &cg_gemm_portable;
+#if defined(__x86_64__) || defined(__i386__)
+    if (strcmp(name, "avx512") == 0) return cg_has_avx512() ? &cg_gemm_avx512 : NULL;
+    if (strcmp(name, "avx2") == 0) return cg_has_avx2() ? &cg_gemm_avx2 : NULL;
+#endif
+    return NULL;
+}
+
+/* Racing first calls compute the same answer. */
+static const cg_gemm_kernels *cg_gemm_selected(void) {
+    const cg_gemm_kernels *k = g_sel;
+    if (k) return k;
+    const char *env = getenv("CLGRAPH_CPU_GEMM");
+    k = env && *env ? cg_gemm_lookup(env) : NULL;
+    if (!k) k = cg_gemm_lookup("auto");
+    g_sel = k;
+    return k;
+}
+
+const char *cg_cpu_gemm_path(void) { return cg_gemm_selected()->name; }
+
+int cg_cpu_gemm_force(const char *name) {
+    const cg_gemm_kernels *k = name ? cg_gemm_lookup(name) : NULL;
+    if (!k) return 0;
+    g_sel = k;
+    return 1;
+}
+
+/* C = beta * C over [m, n]: the empty product (k <= 0, alpha == 0). */
+static void cg_gemm_scale(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+typedef struct cg_gemm_job {
+    const cg_gemm_kernels *kern;
+    const cg_gemm_args *g;
+    int along_m;  /* items are rows of C (else columns) */
+    int64_t unit; /* rows or columns per item */
+} cg_gemm_job;
+
+static void cg_gemm_task(void *ctx, size_t begin, size_t end) {
+    const cg_gemm_job *job = ctx;
+    const cg_gemm_args *g = job->g;
+    int64_t lo = (int64_t)begin * job->unit, hi = (int64_t)end * job->unit;
+    if (job->along_m)
+        job->kern->block(g, lo, hi < g->m ? hi : g->m, 0, g->n);
+    else
+        job->kern->block(g, 0, g->m, lo, hi < g->n ? hi : g->n);
+}
+
+/* Splits C over the pool in whole register tiles: along N (each thread
+ * streams its own share of B, the usually larger weight matrix), or along M
+ * when N has too few tiles to go round. */
+static void cg_gemm_run(const cg_gemm_kernels *kern, const cg_gemm_args *g) {
+    int threads = cg_cpu_threads();
+    int64_t work = g->m * g->n * g->k;
+    if (threads == 1 || work < 2 * CG_GEMM_TASK_FMAS) {
+        kern->block(g, 0, g->m, 0, g->n);
+        return;
+    }
+    cg_gemm_job job = {kern, g, 0, g->m == 1 ? kern->nv : kern->nr};
+    int64_t n_items = (g->n + job.unit - 1) / job.unit;
+    int64_t m_items = (g->m + kern->mr - 1) / kern->mr;
+    if (g->m > 1 && n_items < 2 * threads && m_items > n_items) {
+        job.along_m = 1;
+        job.unit = kern->mr;
+    }
+    int64_t items = job.along_m ? m_items : n_items;
+    int64_t item_fmas = work / items + 1;
+    int64_t grain = (CG_GEMM_TASK_FMAS + item_fmas - 1) / item_fmas;
+    cg_cpu_parallel_for((size_t)items, (size_t)grain, cg_gemm_task, &job);
+}
+
+int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    const cg_gemm_kernels *kern = cg_gemm_selected();
+    if (!kern->block) return 0;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0 || alpha == 0.0f) {
+        cg_gemm_scale(m, n, beta, c, ldc);
+        return 1;
+    }
+    cg_gemm_args g = {m, n, k, alpha, beta, a, lda, b, ldb, c, ldc};
+    cg_gemm_run(kern, &g);
+    return 1;
+}
+
+int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda,
+                  const float *x, float beta, float *y) {
+    const cg_gemm_kernels *kern = cg_gemm_selected();
+    if (!kern->block) return 0;
+    if (m <= 0 || n <= 0) return 1;
+    if (alpha == 0.0f) {
+        cg_gemm_scale(1, m, beta, y, m);
+        return 1;
+    }
+    /* The dot form with one row: x is A, the matrix is B. */
+    cg_gemm_args g = {1, m, n, alpha, beta, x, 0, a, lda, y, m};
+    cg_gemm_run(kern, &g);
+    return 1;
+}

@@ -1,0 +1,45 @@
+/* Own single-precision kernels for the products the CPU backend spends its
+ * time in: linear layers and GRU gates, C = A W^T with W a row-major weight
+ * matrix, and their one-row form, a GEMV. OpenBLAS covers every other case.
+ *
+ * The path is chosen once per process from CLGRAPH_CPU_GEMM:
+ *   auto (default, also when unset, empty or unknown): the AVX-512 or AVX2
+ *        kernels when the CPU has AVX-512F, or AVX2 and FMA; else OpenBLAS;
+ *   own: the best own kernels, the portable C ones on a CPU without either;
+ *   blas: OpenBLAS always;
+ *   avx512, avx2, portable: that kernel set when the CPU runs it, else auto.
+ * Results do not depend on the thread count: each element of C is computed
+ * by one thread with the same operations whatever the split. */
+#ifndef CG_BACKEND_CPU_GEMM_H
+#define CG_BACKEND_CPU_GEMM_H
+
+#include <stdint.h>
+
+/* C = alpha * A B^T + beta * C with row-major A [m, k] (lda), B [n, k] (ldb)
+ * and C [m, n] (ldc), i.e. cblas_sgemm(RowMajor, NoTrans, Trans, ...), on the
+ * own kernels and the CPU thread pool. As in BLAS, beta == 0 overwrites C
+ * (NaN included) and alpha == 0 or k <= 0 leaves C = beta * C without reading
+ * A or B. Returns 1 when done, 0 without touching anything when the selected
+ * path is OpenBLAS (the caller then calls cblas). */
+int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* y = alpha * A x + beta * y with row-major A [m, n] (lda), i.e.
+ * cblas_sgemv(RowMajor, NoTrans, ..., incx = 1, incy = 1): dot products of
+ * the rows of A with x, computed exactly like the rows of cg_cpu_gemm_nt.
+ * m <= 0 or n <= 0 is a no-op (BLAS quick return); beta == 0 overwrites y.
+ * Returns 1 when done, 0 without touching anything when the path is
+ * OpenBLAS. */
+int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda,
+                  const float *x, float beta, float *y);
+
+/* The selected path: "avx512", "avx2", "portable" or "blas". */
+const char *cg_cpu_gemm_path(void);
+
+/* Selects a path by name, like CLGRAPH_CPU_GEMM but strict: "auto", "own",
+ * "blas", "avx512", "avx2" or "portable". Returns 1, or 0 (selection
+ * unchanged) for an unknown name or kernels this CPU cannot run. For tests
+ * and benchmarks: no other thread may be multiplying meanwhile. */
+int cg_cpu_gemm_force(const char *name);
+
+#endif

@@ -1,0 +1,49 @@
+/* Internal interface between the GEMM driver (cpu_gemm.c) and its per-ISA
+ * kernels (cpu_gemm_portable.c, cpu_gemm_avx2.c, cpu_gemm_avx512.c).
+ *
+ * Every kernel computes the "dot form" C = alpha * A B^T + beta * C where A is
+ * [m, k] and B is [n, k], both row-major: each element of C is one dot product
+ * of two contiguous rows. Within one ISA each element is computed with the same
+ * sequence of operations wherever it falls in a tile, a thread's range or a
+ * GEMV, so results depend neither on the thread count nor on M. */
+#ifndef CG_BACKEND_CPU_GEMM_KERNELS_H
+#define CG_BACKEND_CPU_GEMM_KERNELS_H
+
+#include <stdint.h>
+
+typedef struct cg_gemm_args {
+    int64_t m, n, k;   /* k >= 1 */
+    float alpha, beta; /* alpha != 0; beta == 0 overwrites C */
+    const float *a;
+    int64_t lda;       /* 0 is allowed when m == 1 (a GEMV's vector) */
+    const float *b;
+    int64_t ldb;
+    float *c;
+    int64_t ldc;
+} cg_gemm_args;
+
+/* Computes the block C[m0:m1, n0:n1] of g, reading A rows m0..m1-1 and B rows
+ * n0..n1-1 only. Blocks of one call may run concurrently on different
+ * threads: they write disjoint parts of C. */
+typedef void (*cg_gemm_block_fn)(const cg_gemm_args *g, int64_t m0, int64_t m1,
+                                 int64_t n0, int64_t n1);
+
+/* The kernels of one ISA. mr/nr are the register tile (rows of A by rows of
+ * B) and nv the GEMV tile (rows of B against one row of A, used when a block
+ * has one row): the driver aligns its thread split to them. */
+typedef struct cg_gemm_kernels {
+    const char *name;
+    int mr, nr, nv;
+    cg_gemm_block_fn block;
+} cg_gemm_kernels;
+
+/* Plain C, any CPU. */
+extern const cg_gemm_kernels cg_gemm_portable;
+#if defined(__x86_64__) || defined(__i386__)
+/* Need AVX2 and FMA, resp. AVX-512F and FMA, at run time: the driver
+ * checks with __builtin_cpu_supports before using them. */
+extern const cg_gemm_kernels cg_gemm_avx2;
+extern const cg_gemm_kernels cg_gemm_avx512;
+#endif
+
+#endif
