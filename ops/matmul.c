@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "matmul.cl.h"
+#include "shape.cl.h"
 
 /* Formats one dim ("5", "s0" or "?") for messages. */
 static const char *fmt_dim(char *buf, size_t size, int64_t v) {
@@ -24,18 +25,26 @@ static int64_t prod_dims(const int64_t *d, int n) {
 
 /* ---- OpenCL: fills around host->cl_sgemm ---- */
 
-/* y[total] = 0, or y[rows, n] = b[n] on every row when b is not NULL. */
+/* y[total] = 0, or y[rows, n] = b[n] on every row when b is not NULL. The
+ * bias rows are shape.cl's copy_rows of b with a source row stride of 0:
+ * a seq2seq plan runs that kernel anyway (concat), so its biases cost no
+ * kernel of their own to compile (each is a program, cl_backend.h). */
 static cg_op_status fill_cl(const cg_kernel_args *a, cl_mem y, cl_mem b, int64_t total, int64_t n) {
-    const char *kn = b ? "fill_bias" : "fill_zero";
+    const char *kn = b ? "copy_rows" : "fill_zero";
     if (total <= 0) return CG_OP_OK;
     const int wide = total >= INT32_MAX;
-    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_matmul, kn, wide, 1, NULL);
+    cl_kernel k = cg_ops_cl_kernel(a, b ? cg_cl_shape : cg_cl_matmul, kn, wide, 1, NULL);
     if (!k) return CG_OP_ERROR;
-    cl_uint i = 0;
-    if (cg_ops_cl_arg(a, k, kn, i++, sizeof y, &y) ||
-        (b && cg_ops_cl_arg(a, k, kn, i++, sizeof b, &b)) ||
-        cg_ops_cl_idx(a, k, kn, i++, wide, total) || (b && cg_ops_cl_idx(a, k, kn, i++, wide, n)))
+    if (b) {
+        if (cg_ops_cl_arg(a, k, kn, 0, sizeof b, &b) || cg_ops_cl_idx(a, k, kn, 1, wide, 0) ||
+            cg_ops_cl_idx(a, k, kn, 2, wide, 0) || cg_ops_cl_arg(a, k, kn, 3, sizeof y, &y) ||
+            cg_ops_cl_idx(a, k, kn, 4, wide, 0) || cg_ops_cl_idx(a, k, kn, 5, wide, n) ||
+            cg_ops_cl_idx(a, k, kn, 6, wide, total / n) || cg_ops_cl_idx(a, k, kn, 7, wide, n))
+            return CG_OP_ERROR;
+    } else if (cg_ops_cl_arg(a, k, kn, 0, sizeof y, &y) ||
+               cg_ops_cl_idx(a, k, kn, 1, wide, total)) {
         return CG_OP_ERROR;
+    }
     return cg_ops_cl_launch_1d(a, k, NULL, total,
                                cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }

@@ -1,7 +1,8 @@
 /* The OpenCL backend on PoCL: device listing and lookup, a kernel built and
- * run, the program cache (cold, warm, damaged, stale, unwritable), build
- * errors, kernel object reuse, and child processes with no ICD and with two
- * PoCL devices.
+ * run, the program cache (cold, warm, damaged, stale, unwritable; binaries
+ * written when built or at release), one program per kernel for sources
+ * that select kernels, build errors, kernel object reuse, and child
+ * processes with no ICD and with two PoCL devices.
  *
  * Runs without fork (PoCL initialised before fork() hangs the child), so
  * every test gets its own cache directory and drops the in-memory cache. */
@@ -66,12 +67,15 @@ static void teardown(void) {
     cg_cl_test_reset_cache_dir();
 }
 
-/* Device 0, with a cold in-memory program cache. */
+/* Device 0, with a cold in-memory program cache, writing binaries when it
+ * builds them (the cache tests check the files right away; PoCL defers
+ * them to the release by default, see cache_deferred_until_release). */
 static cg_cl_device *open0(void) {
     ck_assert_msg(cg_cl_device_count() > 0, "no OpenCL device: %s", cg_cl_unavailable_reason());
     cg_cl_device *d = NULL;
     ck_assert_msg(cg_cl_device_open(0, &d) == CG_OK, "%s", cg_last_error());
     cg_cl_test_drop_memory_cache(d);
+    cg_cl_test_set_defer_stores(d, 0);
     return d;
 }
 
@@ -319,7 +323,7 @@ END_TEST
 START_TEST(cache_cold_then_warm) {
     cg_cl_device *d = open0();
     char path[4200];
-    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", path, sizeof path), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", NULL, path, sizeof path), 0);
     ck_assert_msg(!strncmp(path, g_cache, strlen(g_cache)), "%s", path);
     ck_assert(!file_exists(path));
 
@@ -348,6 +352,7 @@ START_TEST(cache_cold_then_warm) {
     /* Same after the device is closed and opened again. */
     cg_cl_device_release(d);
     ck_assert_int_eq(cg_cl_device_open(0, &d), CG_OK);
+    cg_cl_test_set_defer_stores(d, 0);
     ck_assert_msg(cg_cl_kernel(d, k_axpb, "", "axpb", &k) == CG_OK, "%s", cg_last_error());
     cg_cl_cache_stats s3 = stats();
     ck_assert_uint_eq(s3.builds_from_source, s2.builds_from_source);
@@ -356,7 +361,8 @@ START_TEST(cache_cold_then_warm) {
 
     /* Other options are another entry. */
     char path2[4200];
-    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "-DUNUSED=1", path2, sizeof path2), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "-DUNUSED=1", NULL, path2, sizeof path2),
+                     0);
     ck_assert_str_ne(path, path2);
     ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DUNUSED=1", "axpb", &k) == CG_OK, "%s",
                   cg_last_error());
@@ -372,7 +378,7 @@ END_TEST
 static void check_damaged(void (*damage)(const char *path)) {
     cg_cl_device *d = open0();
     char path[4200];
-    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", path, sizeof path), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", NULL, path, sizeof path), 0);
     cl_kernel k;
     ck_assert_msg(cg_cl_kernel(d, k_axpb, "", "axpb", &k) == CG_OK, "%s", cg_last_error());
     ck_assert(file_exists(path));
@@ -445,8 +451,8 @@ START_TEST(cache_stale_entry) {
     cg_cl_device *d = open0();
     const char *other = "__kernel void other(__global float *y) { y[get_global_id(0)] = 1.0f; }\n";
     char path[4200], opath[4200];
-    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", path, sizeof path), 0);
-    ck_assert_int_eq(cg_cl_test_cache_path(d, other, "", opath, sizeof opath), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", NULL, path, sizeof path), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, other, "", NULL, opath, sizeof opath), 0);
     cl_kernel k;
     ck_assert_msg(cg_cl_kernel(d, other, "", "other", &k) == CG_OK, "%s", cg_last_error());
     ck_assert(file_exists(opath));
@@ -542,6 +548,152 @@ START_TEST(cache_write_helper) {
 }
 END_TEST
 
+/* Where fetching a binary costs a compile (PoCL), binaries are written
+ * when the in-memory cache is dropped or the device's last user releases
+ * it, not when built; the written entry then loads like any other. */
+START_TEST(cache_deferred_until_release) {
+    cg_cl_device *d = NULL;
+    ck_assert_int_eq(cg_cl_device_open(0, &d), CG_OK);
+    cg_cl_test_drop_memory_cache(d);
+    const cg_cl_info *info = cg_cl_info_of(d);
+    if (strstr(info->platform, "Portable Computing Language"))
+        ck_assert_int_eq(cg_cl_defers_stores(info), 1);
+    cg_cl_test_set_defer_stores(d, 1);
+    char path[4200];
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", NULL, path, sizeof path), 0);
+    cg_cl_cache_stats s0 = stats();
+    cl_kernel k;
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, "", "axpb", &k) == CG_OK, "%s", cg_last_error());
+    run_axpb(d, k, 300, 32);
+    cg_cl_cache_stats s1 = stats();
+    ck_assert_uint_eq(s1.builds_from_source, s0.builds_from_source + 1);
+    ck_assert_uint_eq(s1.disk_writes, s0.disk_writes);
+    ck_assert(!file_exists(path));
+
+    /* Dropping the in-memory cache (as a process ending) writes it. */
+    cg_cl_test_drop_memory_cache(d);
+    cg_cl_cache_stats s2 = stats();
+    ck_assert_uint_eq(s2.disk_writes, s1.disk_writes + 1);
+    ck_assert(file_exists(path));
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, "", "axpb", &k) == CG_OK, "%s", cg_last_error());
+    cg_cl_cache_stats s3 = stats();
+    ck_assert_uint_eq(s3.loads_from_disk, s2.loads_from_disk + 1);
+    ck_assert_uint_eq(s3.builds_from_source, s2.builds_from_source);
+    run_axpb(d, k, 300, 32);
+
+    /* A loaded entry is not written again; a new one is, at the release. */
+    char path2[4200];
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "-DLATER=1", NULL, path2, sizeof path2), 0);
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DLATER=1", "fill", &k) == CG_OK, "%s",
+                  cg_last_error());
+    ck_assert(!file_exists(path2));
+    cg_cl_device_release(d);
+    cg_cl_cache_stats s4 = stats();
+    ck_assert_uint_eq(s4.disk_writes, s3.disk_writes + 1);
+    ck_assert(file_exists(path2));
+
+    /* Nothing is fetched for a cache directory that cannot be written. */
+    char file[512], dir[600];
+    snprintf(file, sizeof file, "%s/plain-file", g_tmp);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/sub", file);
+    set_cache_dir(dir);
+    ck_assert_int_eq(cg_cl_device_open(0, &d), CG_OK);
+    cg_cl_test_set_defer_stores(d, 1);
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DNOWHERE=1", "axpb", &k) == CG_OK, "%s",
+                  cg_last_error());
+    cg_cl_device_release(d);
+    ck_assert_uint_eq(stats().disk_writes, s4.disk_writes);
+    set_cache_dir(g_cache);
+}
+END_TEST
+
+/* Two kernels in a source that selects kernels (cl_backend.h). */
+static const char *k_select =
+    "#ifndef CG_ONE_KERNEL\n"
+    "#define CG_ONE_KERNEL 0\n"
+    "#endif\n"
+    "#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)\n"
+    "#if CG_WANT(axpb)\n"
+    "__kernel void axpb(__global float *y, __global const float *x, float a, float b, int n) {\n"
+    "    int i = (int)get_global_id(0);\n"
+    "    if (i < n) y[i] = a * x[i] + b;\n"
+    "}\n"
+    "#endif\n"
+    "#if CG_WANT(fill)\n"
+    "__kernel void fill(__global float *y, float v, int n) {\n"
+    "    int i = (int)get_global_id(0);\n"
+    "    if (i < n) y[i] = v;\n"
+    "}\n"
+    "#endif\n";
+
+static cl_uint program_kernel_count(cl_kernel k) {
+    cl_program p;
+    ck_assert_int_eq(clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof p, &p, NULL), CL_SUCCESS);
+    size_t n = 0;
+    ck_assert_int_eq(clGetProgramInfo(p, CL_PROGRAM_NUM_KERNELS, sizeof n, &n, NULL), CL_SUCCESS);
+    return (cl_uint)n;
+}
+
+/* A source that selects kernels gets one program per kernel asked for,
+ * holding that kernel alone, with a disk entry of its own. */
+START_TEST(one_program_per_kernel) {
+    cg_cl_device *d = open0();
+    char pa[4200], pf[4200], pw[4200];
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_select, "", "axpb", pa, sizeof pa), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_select, "", "fill", pf, sizeof pf), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_select, "", NULL, pw, sizeof pw), 0);
+    ck_assert_str_ne(pa, pf);
+    ck_assert_str_ne(pa, pw);
+
+    cg_cl_cache_stats s0 = stats();
+    cl_kernel ka, kf, k;
+    ck_assert_msg(cg_cl_kernel(d, k_select, "", "axpb", &ka) == CG_OK, "%s", cg_last_error());
+    cg_cl_cache_stats s1 = stats();
+    ck_assert_uint_eq(s1.builds_from_source, s0.builds_from_source + 1);
+    ck_assert_uint_eq(s1.kernels_created, s0.kernels_created + 1);
+    ck_assert_uint_eq(program_kernel_count(ka), 1);
+    ck_assert(file_exists(pa) && !file_exists(pf) && !file_exists(pw));
+    run_axpb(d, ka, 100, 16);
+
+    ck_assert_msg(cg_cl_kernel(d, k_select, "", "fill", &kf) == CG_OK, "%s", cg_last_error());
+    cg_cl_cache_stats s2 = stats();
+    ck_assert_uint_eq(s2.builds_from_source, s1.builds_from_source + 1);
+    ck_assert_uint_eq(s2.kernels_created, s1.kernels_created + 1);
+    ck_assert_uint_eq(program_kernel_count(kf), 1);
+    ck_assert(file_exists(pf));
+
+    /* Asked again: the same objects, nothing built or created. */
+    for (int i = 0; i < 10; i++) {
+        ck_assert_int_eq(cg_cl_kernel(d, k_select, "", i % 2 ? "fill" : "axpb", &k), CG_OK);
+        ck_assert_ptr_eq(k, i % 2 ? kf : ka);
+    }
+    cg_cl_cache_stats s3 = stats();
+    ck_assert_uint_eq(s3.builds_from_source, s2.builds_from_source);
+    ck_assert_uint_eq(s3.kernels_created, s2.kernels_created);
+
+    /* Each entry loads back on its own. */
+    cg_cl_test_drop_memory_cache(d);
+    ck_assert_msg(cg_cl_kernel(d, k_select, "", "fill", &kf) == CG_OK, "%s", cg_last_error());
+    cg_cl_cache_stats s4 = stats();
+    ck_assert_uint_eq(s4.loads_from_disk, s3.loads_from_disk + 1);
+    ck_assert_uint_eq(s4.builds_from_source, s3.builds_from_source);
+    ck_assert_uint_eq(program_kernel_count(kf), 1);
+
+    /* A name the source does not guard builds an empty program; a name that
+     * is not an identifier cannot be selected. */
+    ck_assert_int_eq(cg_cl_kernel(d, k_select, "", "nope", &k), CG_ERR_KERNEL);
+    ck_assert_msg(strstr(cg_last_error(), "clCreateKernel(nope) failed: CL_INVALID_KERNEL_NAME") &&
+                      strstr(cg_last_error(), "CG_WANT(nope)"),
+                  "%s", cg_last_error());
+    ck_assert_int_eq(cg_cl_kernel(d, k_select, "", "a-b", &k), CG_ERR_KERNEL);
+    ck_assert_msg(strstr(cg_last_error(), "'a-b' is not a kernel name"), "%s", cg_last_error());
+    cg_cl_device_release(d);
+}
+END_TEST
+
 START_TEST(build_error) {
     cg_cl_device *d = open0();
     const char *bad = "__kernel void bad(__global float *y) {\n"
@@ -562,7 +714,7 @@ START_TEST(build_error) {
     cg_cl_cache_stats s1 = stats();
     ck_assert_uint_eq(s1.disk_writes, s0.disk_writes);
     char path[4200];
-    ck_assert_int_eq(cg_cl_test_cache_path(d, bad, "", path, sizeof path), 0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, bad, "", NULL, path, sizeof path), 0);
     ck_assert(!file_exists(path));
 
     /* A long log is cut to one line of bounded length. */
@@ -709,6 +861,20 @@ START_TEST(lookup_is_fast) {
     /* ~0.5 us measured without sanitizers; the bound leaves room for ASan and a busy machine. */
     ck_assert_msg(us < 25.0, "cg_cl_kernel lookup takes %.2f us", us);
     if (getenv("CG_TEST_VERBOSE")) fprintf(stderr, "cg_cl_kernel lookup: %.3f us\n", us);
+
+    /* The same for one kernel of a source that selects kernels, with its
+     * sibling's entry (same source and options) in the cache too. */
+    ck_assert_msg(cg_cl_kernel(d, k_select, "-DIDX=int", "axpb", &k2) == CG_OK, "%s",
+                  cg_last_error());
+    ck_assert_msg(cg_cl_kernel(d, k_select, "-DIDX=int", "fill", &k) == CG_OK, "%s",
+                  cg_last_error());
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < CALLS; i++)
+        if (cg_cl_kernel(d, k_select, "-DIDX=int", "fill", &k2) != CG_OK || k2 != k) bad++;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    ck_assert_int_eq(bad, 0);
+    us = ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3) / CALLS;
+    ck_assert_msg(us < 25.0, "cg_cl_kernel lookup (one kernel per program) takes %.2f us", us);
     free(other);
     free(src);
     cg_cl_device_release(d);
@@ -901,6 +1067,8 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, cache_stale_entry);
     tcase_add_test(tc, cache_unwritable_dir);
     tcase_add_test(tc, cache_write_helper);
+    tcase_add_test(tc, cache_deferred_until_release);
+    tcase_add_test(tc, one_program_per_kernel);
     tcase_add_test(tc, build_error);
     tcase_add_test(tc, kernel_reuse);
     tcase_add_test(tc, threads_share);

@@ -2,9 +2,14 @@
  * GEMM), CLBlast and the measured choice against a double-precision
  * reference, over thin and odd shapes, every transpose combination, alpha,
  * beta (0 with C full of NaN), offsets and padded leading dimensions; the
- * choices file (written, read back, hand-edited); CLBlast failing (through
- * a test hook) and the fallback to the own kernels; CLGRAPH_GEMM; bad
- * arguments; dropping a device's state; concurrent callers.
+ * choices file (written, read back, hand-edited); when a shape is measured
+ * (at its Nth call, never for GEMV shapes); CLBlast failing (through a test
+ * hook) and the fallback to the own kernels; CLGRAPH_GEMM; bad arguments;
+ * own kernels built on first use; dropping a device's state; concurrent
+ * callers.
+ *
+ * Shapes are measured at their first call here (cg_cl_gemm_test_set_measure_after(1))
+ * unless a test says otherwise.
  *
  * Runs without fork (PoCL initialised before fork() hangs the child), with
  * CLGRAPH_CACHE_DIR in a fresh temporary directory. Exits 77 (skip) when
@@ -22,6 +27,7 @@
 
 #include "backends/opencl/cl_backend.h"
 #include "backends/opencl/cl_gemm_internal.h"
+#include "backends/opencl/cl_internal.h"
 #include "clgraph/clgraph.h"
 
 static cg_cl_device *g_dev;
@@ -282,19 +288,21 @@ START_TEST(test_choices_written_and_read_back) {
     ck_assert_uint_eq(s1.measurements, s0.measurements + 1);
     ck_assert_uint_eq(s1.file_writes, s0.file_writes + 1);
 
-    /* DEVICE\tDRIVER\tta tb m n k\tchoice\town_us\tclblast_us */
+    /* DEVICE\tDRIVER\tta tb m n k\tchoice\town_us\tclblast_us\town=ID */
     char line[2048];
     ck_assert_msg(find_line("1 0 5 6 7", line, sizeof line), "no line for the shape");
     const cg_cl_info *info = cg_cl_info_of(g_dev);
     ck_assert_msg(strncmp(line, info->name, strlen(info->name)) == 0, "line: %s", line);
-    char *f[6];
+    char *f[7];
     int nf = 0;
-    for (char *p = line; nf < 6; p = NULL) {
+    for (char *p = line; nf < 7; p = NULL) {
         char *t = strtok(p, "\t\n");
         if (!t) break;
         f[nf++] = t;
     }
-    ck_assert_int_eq(nf, 6);
+    ck_assert_int_eq(nf, 7);
+    ck_assert_str_eq(f[6], cg_cl_gemm_own_id());
+    ck_assert_uint_eq(strlen(f[6]), 20);
     ck_assert_str_eq(f[1], info->driver);
     ck_assert_msg(!strcmp(f[3], "own") || !strcmp(f[3], "clblast"), "choice %s", f[3]);
     ck_assert_msg(atof(f[4]) > 0.0, "own_us %s", f[4]);
@@ -318,19 +326,23 @@ START_TEST(test_choices_written_and_read_back) {
 }
 END_TEST
 
-/* A hand-written (or another process's) line decides; malformed lines are
- * skipped. */
+/* A hand-written (or another process's) line decides; malformed lines and
+ * lines measured against other own kernels are skipped. */
 START_TEST(test_choices_file_decides) {
     const cg_cl_info *info = cg_cl_info_of(g_dev);
+    const char *id = cg_cl_gemm_own_id();
     char text[8192];
     snprintf(text, sizeof text,
-             "garbage\n\n%s\t%s\tx y\tclblast\t1\t1\n%s\t%s\t0 0 9 10 11\tmaybe\t1\t1\n"
-             "%s\t%s\t0 0 9 10 11\tclblast\t100.0\t1.0\n"
-             "%s\t%s\t0 1 1 12 13\tclblast\t100.0\t1.0\n"
-             "%s\t%s\t0 1 1 12 13\town\t1.0\t100.0\n"
-             "other device\t%s\t0 0 14 15 16\tclblast\t100.0\t1.0\n",
-             info->name, info->driver, info->name, info->driver, info->name, info->driver,
-             info->name, info->driver, info->name, info->driver, info->driver);
+             "garbage\n\n%s\t%s\tx y\tclblast\t1\t1\t%s\n%s\t%s\t0 0 9 10 11\tmaybe\t1\t1\t%s\n"
+             "%s\t%s\t0 0 9 10 11\tclblast\t100.0\t1.0\t%s\n"
+             "%s\t%s\t0 1 1 12 13\tclblast\t100.0\t1.0\t%s\n"
+             "%s\t%s\t0 1 1 12 13\town\t1.0\t100.0\t%s\n"
+             "other device\t%s\t0 0 14 15 16\tclblast\t100.0\t1.0\t%s\n"
+             "%s\t%s\t1 1 18 19 20\tclblast\t100.0\t1.0\n"
+             "%s\t%s\t1 1 18 19 20\tclblast\t100.0\t1.0\town=0123456789abcdef\n",
+             info->name, info->driver, id, info->name, info->driver, id, info->name,
+             info->driver, id, info->name, info->driver, id, info->name, info->driver, id,
+             info->driver, id, info->name, info->driver, info->name, info->driver);
     append_text(text);
     cg_cl_gemm_test_forget();
     cg_cl_gemm_stats s0, s1, s2, s3;
@@ -349,6 +361,9 @@ START_TEST(test_choices_file_decides) {
     ck_assert_uint_eq(s2.own_calls, s1.own_calls + 1);
     ck_assert_uint_eq(s2.clblast_calls, s1.clblast_calls);
 
+    /* Stale lines (no kernel identity, or another one) do not count. */
+    ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 1, 1, 18, 19, 20), CG_GEMM_CHOICE_NONE);
+
     /* Another device's line does not apply here. */
     ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 0, 0, 14, 15, 16), CG_GEMM_CHOICE_NONE);
     check_case(0, 0, 14, 15, 16, 1.0f, 1.0f, 0, CG_GEMM_AUTO);
@@ -362,8 +377,8 @@ END_TEST
 START_TEST(test_clblast_failure_falls_back) {
     const cg_cl_info *info = cg_cl_info_of(g_dev);
     char text[1200], line[2048];
-    snprintf(text, sizeof text, "%s\t%s\t1 1 15 16 17\tclblast\t100.0\t1.0\n", info->name,
-             info->driver);
+    snprintf(text, sizeof text, "%s\t%s\t1 1 15 16 17\tclblast\t100.0\t1.0\t%s\n", info->name,
+             info->driver, cg_cl_gemm_own_id());
     append_text(text);
     cg_cl_gemm_test_forget();
     cg_cl_gemm_test_fail_clblast(1);
@@ -400,6 +415,87 @@ START_TEST(test_clblast_failure_falls_back) {
     char why[512];
     ck_assert_msg(case_check(&g, why, sizeof why) == 0, "%s", why);
     case_free(&g);
+}
+END_TEST
+
+/* An unmeasured tiled-GEMM shape runs the own kernels, without timing,
+ * until its Nth call, which measures it; shapes that the GEMV kernels run
+ * (m == 1, n == 1, and C = A B^T on CPU devices) are never timed. */
+START_TEST(test_measure_after) {
+    cg_cl_gemm_test_set_measure_after(3);
+    cg_cl_gemm_stats s0, s1, s2, s3;
+    cg_cl_gemm_stats_get(&s0);
+    char line[2048];
+    for (int i = 0; i < 2; i++) check_case(1, 0, 6, 7, 8, 1.0f, 0.5f, i, CG_GEMM_AUTO);
+    cg_cl_gemm_stats_get(&s1);
+    ck_assert_uint_eq(s1.measurements, s0.measurements);
+    ck_assert_uint_eq(s1.own_calls, s0.own_calls + 2);
+    ck_assert_uint_eq(s1.clblast_calls, s0.clblast_calls);
+    ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 1, 0, 6, 7, 8), CG_GEMM_CHOICE_NONE);
+    ck_assert(!find_line("1 0 6 7 8", line, sizeof line));
+
+    check_case(1, 0, 6, 7, 8, -0.75f, 0.0f, 2, CG_GEMM_AUTO);
+    cg_cl_gemm_stats_get(&s2);
+    ck_assert_uint_eq(s2.measurements, s1.measurements + 1);
+    ck_assert_uint_gt(s2.clblast_calls, s1.clblast_calls);
+    ck_assert_int_ne(cg_cl_gemm_test_choice(g_dev, 1, 0, 6, 7, 8), CG_GEMM_CHOICE_NONE);
+    ck_assert(find_line("1 0 6 7 8", line, sizeof line));
+
+    /* GEMV shapes, both ways, and A B^T: own kernels every time, no line
+     * (A B^T is timed on other devices, where the tiled GEMM runs it). */
+    int cpu = (cg_cl_info_of(g_dev)->type & CL_DEVICE_TYPE_CPU) != 0;
+    for (int i = 0; i < 5; i++) {
+        check_case(0, 1, 1, 40, 24, 1.0f, 0.0f, i % NLAYOUTS, CG_GEMM_AUTO);
+        check_case(0, 0, 40, 1, 24, 1.0f, 0.5f, i % NLAYOUTS, CG_GEMM_AUTO);
+        if (cpu) check_case(0, 1, 9, 40, 24, 1.0f, 0.5f, i % NLAYOUTS, CG_GEMM_AUTO);
+    }
+    cg_cl_gemm_stats_get(&s3);
+    ck_assert_uint_eq(s3.measurements, s2.measurements);
+    ck_assert_uint_eq(s3.clblast_calls, s2.clblast_calls);
+    ck_assert_uint_eq(s3.own_calls, s2.own_calls + (cpu ? 15 : 10));
+    ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 0, 1, 1, 40, 24), CG_GEMM_CHOICE_NONE);
+    ck_assert(!find_line("0 1 1 40 24", line, sizeof line));
+    ck_assert(!find_line("0 0 40 1 24", line, sizeof line));
+    ck_assert(!find_line("0 1 9 40 24", line, sizeof line));
+    cg_cl_gemm_test_set_measure_after(1);
+}
+END_TEST
+
+/* The own kernels are built when first needed: GEMV along rows, GEMV along
+ * columns, the scale kernel and the small tiled GEMM each alone, the large
+ * tiled GEMM only for a product that uses it. On a CPU device C = A B^T
+ * with many rows runs the GEMV along rows too. */
+START_TEST(test_kernels_built_on_use) {
+    cg_cl_gemm_device_released(g_dev);
+    cg_cl_test_drop_memory_cache(g_dev);
+    cg_cl_cache_stats c0, c1, c2, c3, c4, c5;
+    cg_cl_cache_stats_get(&c0);
+    check_case(0, 1, 1, 40, 24, 1.0f, 0.0f, 0, CG_GEMM_OWN); /* cg_gemv_rows */
+    cg_cl_cache_stats_get(&c1);
+    ck_assert_uint_eq(c1.kernels_created, c0.kernels_created + 1);
+    check_case(0, 1, 1, 41, 24, 1.0f, 0.5f, 1, CG_GEMM_OWN); /* the same kernel */
+    check_case(0, 0, 1, 40, 24, 1.0f, 0.0f, 0, CG_GEMM_OWN); /* cg_gemv_cols */
+    cg_cl_cache_stats_get(&c2);
+    ck_assert_uint_eq(c2.kernels_created, c1.kernels_created + 1);
+    check_case(0, 1, 20, 21, 22, 1.0f, 0.5f, 1, CG_GEMM_OWN); /* A B^T */
+    int cpu = (cg_cl_info_of(g_dev)->type & CL_DEVICE_TYPE_CPU) != 0;
+    cg_cl_cache_stats_get(&c3);
+    ck_assert_uint_eq(c3.kernels_created, c2.kernels_created + (cpu ? 0 : 1));
+    check_case(0, 0, 20, 21, 22, 1.0f, 0.5f, 1, CG_GEMM_OWN); /* small tiles */
+    cg_cl_cache_stats_get(&c3);
+    ck_assert_uint_eq(c3.kernels_created, c2.kernels_created + 1);
+    check_case(0, 0, 7, 9, 0, 1.0f, 0.5f, 1, CG_GEMM_OWN); /* k == 0: cg_gemm_scale */
+    cg_cl_cache_stats_get(&c4);
+    ck_assert_uint_eq(c4.kernels_created, c3.kernels_created + 1);
+    /* Enough full 64 x 64 tiles for every compute unit twice. */
+    int64_t side = 64 * 2 * (int64_t)(cg_cl_info_of(g_dev)->compute_units + 1);
+    check_case(1, 0, side, 64, 16, 1.0f, 0.0f, 0, CG_GEMM_OWN);
+    cg_cl_cache_stats_get(&c5);
+    ck_assert_uint_eq(c5.kernels_created, c4.kernels_created + 1);
+    /* Each kernel is a program of its own (cl_backend.h). */
+    ck_assert_uint_eq((c5.builds_from_source + c5.loads_from_disk) -
+                          (c0.builds_from_source + c0.loads_from_disk),
+                      5);
 }
 END_TEST
 
@@ -581,6 +677,8 @@ static Suite *gemm_suite(void) {
     tcase_add_test(tc, test_choices_written_and_read_back);
     tcase_add_test(tc, test_choices_file_decides);
     tcase_add_test(tc, test_clblast_failure_falls_back);
+    tcase_add_test(tc, test_measure_after);
+    tcase_add_test(tc, test_kernels_built_on_use);
     tcase_add_test(tc, test_env_mode);
     tcase_add_test(tc, test_bad_arguments);
     tcase_add_test(tc, test_device_state_dropped);
@@ -607,6 +705,7 @@ int main(void) {
         fprintf(stderr, "opening opencl:0: %s\n", cg_last_error());
         return 1;
     }
+    cg_cl_gemm_test_set_measure_after(1);
     SRunner *sr = srunner_create(gemm_suite());
     /* PoCL initialised before fork() hangs the child: never fork. */
     srunner_set_fork_status(sr, CK_NOFORK);

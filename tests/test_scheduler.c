@@ -4,17 +4,20 @@
  * without a kernel on its device decomposes there or fails clearly; a run
  * with shapes seen before does no work but the kernels; instances are cached
  * per binding with LRU eviction; placement rules and their errors; Graphviz
- * output.
+ * output; a plan compiles the OpenCL kernels it runs and no others.
  *
  * Needs two OpenCL devices: meson runs it with POCL_DEVICES="pthread pthread".
  * Never forks (PoCL hangs in a child after fork). */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends/opencl/cl_backend.h"
+#include "backends/opencl/cl_internal.h"
 #include "clgraph/clgraph.h"
 #include "graph/plan.h"
 #include "graph/registry.h"
@@ -1087,6 +1090,67 @@ START_TEST(edge_cases) {
 }
 END_TEST
 
+/* ---- kernels compiled ------------------------------------------------- */
+
+static const char ew_text[] = "graph ew {\n"
+                              "  input x: f32[N]\n"
+                              "  a = tanh(x)\n"
+                              "  b = add(a, a)\n"
+                              "  output b\n"
+                              "}\n";
+
+static int count_clbin(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l > 6 && !strcmp(e->d_name + l - 6, ".clbin")) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Two elementwise ops on opencl:0 compile two kernels (un_tanh and
+ * bin_flat_add_f32), each a program of its own, not the 40-odd kernels of
+ * their source file; their binaries are on disk once the plan (the
+ * device's last user) is gone, and the next plan loads exactly those. */
+START_TEST(plan_builds_only_its_kernels) {
+    char cache[400], *saved = getenv("CLGRAPH_CACHE_DIR") ? strdup(getenv("CLGRAPH_CACHE_DIR")) : NULL;
+    snprintf(cache, sizeof cache, "%s/clcache", tmpdir);
+    setenv("CLGRAPH_CACHE_DIR", cache, 1);
+    cg_cl_test_reset_cache_dir();
+    model md = load_model(ew_text, NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        cg_cl_cache_stats s0, s1;
+        cg_cl_cache_stats_get(&s0);
+        cg_plan *p = make_plan(md.m, "ew", "opencl:0", NULL);
+        for (int64_t n = 100; n <= 300; n += 200) {
+            cg_tensor *x = make_f32(1, &n, 3), *b;
+            const char *names[] = {"x"};
+            ck_assert_msg(cg_plan_run(p, 1, names, &x, 1, &b) == CG_OK, "%s", cg_last_error());
+            const float *xv = cg_tensor_data_const(x), *bv = cg_tensor_data_const(b);
+            for (int64_t i = 0; i < n; i++)
+                ck_assert_msg(fabs(bv[i] - 2 * tanh((double)xv[i])) <= 1e-6, "b[%lld] = %g", (long long)i, bv[i]);
+            cg_tensor_free(x);
+            cg_tensor_free(b);
+        }
+        cg_cl_cache_stats_get(&s1);
+        ck_assert_uint_eq(s1.kernels_created - s0.kernels_created, 2);
+        ck_assert_uint_eq(s1.builds_from_source - s0.builds_from_source, pass == 0 ? 2 : 0);
+        ck_assert_uint_eq(s1.loads_from_disk - s0.loads_from_disk, pass == 0 ? 0 : 2);
+        cg_plan_free(p);
+        ck_assert_int_eq(count_clbin(cache), 2);
+    }
+    free_model(&md);
+    if (saved) setenv("CLGRAPH_CACHE_DIR", saved, 1);
+    else unsetenv("CLGRAPH_CACHE_DIR");
+    free(saved);
+    cg_cl_test_reset_cache_dir();
+}
+END_TEST
+
 int main(void) {
     if (cg_device_count() < 3) {
         fprintf(stderr, "the scheduler tests need two OpenCL devices (POCL_DEVICES=\"pthread pthread\"): %d found%s%s\n",
@@ -1107,6 +1171,7 @@ int main(void) {
     tcase_add_test(tc, mixed_graph_same_everywhere);
     tcase_add_test(tc, gru_encoder_same_everywhere);
     tcase_add_test(tc, edge_cases);
+    tcase_add_test(tc, plan_builds_only_its_kernels);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

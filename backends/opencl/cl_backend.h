@@ -56,7 +56,8 @@ cg_status cg_cl_device_find(const char *spec, int *index);
 
 /* Opens device i: context and in-order queue, created on the first open and
  * shared by every opener (reference counted; thread-safe). The last release
- * frees the queue, the context and the device's programs and kernels. */
+ * writes the program binaries it deferred (cg_cl_kernel) to the disk cache
+ * and frees the queue, the context and the device's programs and kernels. */
 cg_status cg_cl_device_open(int i, cg_cl_device **out);
 void cg_cl_device_release(cg_cl_device *d);
 
@@ -87,6 +88,22 @@ cg_status cg_cl_finish(cg_cl_device *d);
  * the source hash, options, device name, driver and platform version; files
  * are written atomically and a stale or damaged entry is silently rebuilt
  * from source. A build failure's message carries the build log.
+ *
+ * A source that mentions CG_ONE_KERNEL is built one kernel per program, so
+ * a plan compiles only the kernels it runs: kernel K gets a program of its
+ * own, built with -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1 added to the options,
+ * and the source wraps each kernel in `#if CG_WANT(K)` with
+ *     #ifndef CG_ONE_KERNEL
+ *     #define CG_ONE_KERNEL 0
+ *     #endif
+ *     #define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+ * (so that it still builds whole without them). Other sources are built
+ * whole, once for all their kernels.
+ *
+ * Binaries are written to disk when built, except on PoCL, where fetching
+ * a binary compiles every kernel of the program for every work-group size:
+ * there the device's last release writes them (cg_cl_device_release), and
+ * PoCL's own kernel cache serves the processes in between.
  * The kernel object belongs to the device (do not release it) and is the
  * same object for every caller asking for the same (source, options, name):
  * OpenCL kernel arguments are state on that object, so callers that launch
@@ -142,8 +159,13 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
 
 /* Row-major C = alpha op(A) op(B) + beta C on buffers, offsets in floats.
  * Chooses CLBlast or the backend's own kernels (GEMV for m == 1 or n == 1,
- * tiled GEMM otherwise) by timing both once per device and shape; the choice
- * is kept in memory and recorded in cg_cl_cache_dir()/gemm-choices.txt. */
+ * and on CPU devices for C = A B^T row by row; a tiled GEMM otherwise) by
+ * timing both once per device and shape, at the shape's 16th call (before
+ * it, and for shapes the GEMV kernels run, the own kernels run: timing
+ * compiles CLBlast);
+ * the choice is kept in memory and recorded in
+ * cg_cl_cache_dir()/gemm-choices.txt, whose lines are obeyed for any shape
+ * when they were measured against the same own kernels. */
 cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                       float alpha, cl_mem a, size_t a_off, int64_t lda, cl_mem b, size_t b_off,
                       int64_t ldb, float beta, cl_mem c, size_t c_off, int64_t ldc);

@@ -336,6 +336,7 @@ static cg_status create(int i, cg_cl_device **out) {
     if (!d) return cg_error(CG_ERR_NO_MEMORY, "opencl:%d: out of memory", i);
     d->index = i;
     d->info = info;
+    d->defer_stores = cg_cl_defers_stores(info);
     snprintf(d->label, sizeof d->label, "opencl:%d (%s)", i, info->name);
     if (pthread_mutex_init(&d->mu, NULL)) {
         free(d);

@@ -1,8 +1,22 @@
 /* SGEMM on OpenCL devices: the backend's own kernels (gemm.cl: GEMV for
- * m == 1 or n == 1, a tiled GEMM otherwise) or CLBlast, chosen per device and
- * shape by timing both on the first call. Choices live in a hash table and
- * in cg_cl_cache_dir()/gemm-choices.txt, read back at first use, so a later
- * process skips the measurement. CLGRAPH_GEMM=own|clblast|auto overrides.
+ * m == 1 or n == 1 and, on CPU devices, one GEMV per row of A for C = A B^T;
+ * a tiled GEMM otherwise) or CLBlast, chosen per device and shape by timing
+ * both. Choices live in a hash table and in cg_cl_cache_dir()/gemm-choices.txt,
+ * read back at first use, so a later process skips the measurement; a line
+ * carries the identity of the own kernels it was measured against
+ * (cg_cl_gemm_own_id()), and lines measured against other ones are stale.
+ * CLGRAPH_GEMM=own|clblast|auto overrides.
+ *
+ * Timing a shape is not free: the first CLBlast call compiles CLBlast's
+ * whole GEMM program (14 s on PoCL on 2 cores, most of a cold start), so
+ * an unmeasured shape runs the own kernels until it has been called
+ * g_measure_after times; a shape called once or twice (an encoder at the
+ * first token) never pays for the compile. Shapes that run the GEMV
+ * kernels (m == 1 or n == 1, and rows_gemm() on CPU devices) are not timed
+ * at all: those beat CLBlast 2 to 80 times on PoCL at every size measured,
+ * while timing one costs that compile (a cold `translate` of the 14
+ * sample dates took 16 s instead of 4). A choices-file line for a shape is
+ * obeyed either way.
  *
  * Threads: CLBlast calls are serialised by one global mutex (1.5.3 is not
  * reliable otherwise); each device's own kernels are shared cl_kernel
@@ -29,6 +43,8 @@
 
 #define CHOICES_FILE "gemm-choices.txt"
 #define CHOICE_MEASURING 3 /* in the table while one thread times a shape */
+#define CHOICE_PENDING 4   /* returned for an unmeasured shape: own kernels this time */
+#define MEASURE_AFTER 16   /* calls of an unmeasured shape before it is timed */
 #define TIMED_RUNS 3
 #define TIMING_BUDGET_US 250000.0 /* stop timing a candidate after this */
 #define MAX_LOCAL 256             /* work-group size cap (portability rule) */
@@ -109,6 +125,7 @@ typedef struct choice_ent {
     int ta, tb;
     int64_t m, n, k;
     int choice;
+    uint32_t calls; /* calls while unmeasured (CG_GEMM_CHOICE_NONE) */
 } choice_ent;
 
 static pthread_mutex_t g_tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -117,6 +134,13 @@ static int g_ndevkeys, g_capdevkeys;
 static choice_ent *g_tab;
 static size_t g_tab_cap, g_tab_count;
 static int g_file_loaded;
+static int g_measure_after = MEASURE_AFTER;
+
+void cg_cl_gemm_test_set_measure_after(int calls) {
+    pthread_mutex_lock(&g_tab_mu);
+    g_measure_after = calls > 0 ? calls : MEASURE_AFTER;
+    pthread_mutex_unlock(&g_tab_mu);
+}
 
 /* Tabs and line breaks would break the file's fields. */
 static void sanitize(char *out, size_t size, const char *in) {
@@ -215,8 +239,29 @@ const char *cg_cl_gemm_choices_path(char *buf, size_t size) {
     return buf;
 }
 
+/* How the own kernels are routed (bump when own_gemv, own_tiled or
+ * rows_gemm() change what runs for a shape): with gemm.cl's text, the
+ * identity of what a line of the file was measured against. */
+#define OWN_ROUTING "rows-gemm-1"
+
+static char g_own_id[24];
+static pthread_once_t g_own_id_once = PTHREAD_ONCE_INIT;
+
+static void make_own_id(void) {
+    uint64_t h = cg_cl_fnv1a(CG_FNV_BASIS, OWN_ROUTING, strlen(OWN_ROUTING));
+    h = cg_cl_fnv1a(h, cg_cl_gemm_src, strlen(cg_cl_gemm_src));
+    snprintf(g_own_id, sizeof g_own_id, "own=%016llx", (unsigned long long)h);
+}
+
+const char *cg_cl_gemm_own_id(void) {
+    pthread_once(&g_own_id_once, make_own_id);
+    return g_own_id;
+}
+
 /* Reads gemm-choices.txt into the table (later lines win). Malformed lines
- * are skipped; a missing file is no error. g_tab_mu held. */
+ * and lines measured against other own kernels (their 7th field is not
+ * cg_cl_gemm_own_id()) are skipped; a missing file is no error. g_tab_mu
+ * held. */
 static void load_file_locked(void) {
     char path[4200];
     g_file_loaded = 1;
@@ -234,17 +279,17 @@ static void load_file_locked(void) {
             continue;
         }
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
-        char *field[6];
+        char *field[7];
         int nf = 0;
         char *p = line;
-        while (nf < 6) {
+        while (nf < 7) {
             field[nf++] = p;
             char *t = strchr(p, '\t');
             if (!t) break;
             *t = '\0';
             p = t + 1;
         }
-        if (nf < 4) continue;
+        if (nf < 7 || strcmp(field[6], cg_cl_gemm_own_id()) != 0) continue;
         int ta, tb, used = 0;
         long long m, n, k;
         if (sscanf(field[2], "%d %d %lld %lld %lld%n", &ta, &tb, &m, &n, &k, &used) != 5 ||
@@ -275,13 +320,34 @@ void cg_cl_gemm_test_forget(void) {
     pthread_mutex_unlock(&g_tab_mu);
 }
 
-/* Looks a shape up; when unknown, claims it for measuring (returns NONE and
- * marks it, so concurrent callers use the own kernels meanwhile). */
-static int lookup_or_claim(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k) {
+/* Counts a call of an unmeasured shape; returns the count (0 when the
+ * table cannot grow: the shape then stays on the own kernels). g_tab_mu
+ * held. */
+static uint32_t count_call_locked(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k) {
+    if ((g_tab_count + 1) * 2 > g_tab_cap && tab_grow_locked() != 0) return 0;
+    choice_ent *e = tab_slot(dk, ta, tb, m, n, k);
+    if (!e->used) {
+        tab_set_locked(dk, ta, tb, m, n, k, CG_GEMM_CHOICE_NONE);
+        e = tab_slot(dk, ta, tb, m, n, k);
+    }
+    if (e->calls < UINT32_MAX) e->calls++;
+    return e->calls;
+}
+
+/* Looks a shape up. Known: its choice. Unknown: CHOICE_PENDING (own kernels
+ * this time) when the shape is `untimed` or before its g_measure_after-th
+ * call; at that call NONE, with the shape claimed for measuring (marked, so
+ * concurrent callers use the own kernels meanwhile). */
+static int lookup_or_claim(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int untimed) {
     pthread_mutex_lock(&g_tab_mu);
     if (!g_file_loaded) load_file_locked();
     int c = tab_get_locked(dk, ta, tb, m, n, k);
-    if (c == CG_GEMM_CHOICE_NONE) tab_set_locked(dk, ta, tb, m, n, k, CHOICE_MEASURING);
+    if (c == CG_GEMM_CHOICE_NONE) {
+        if (untimed || count_call_locked(dk, ta, tb, m, n, k) < (uint32_t)g_measure_after)
+            c = CHOICE_PENDING;
+        else
+            tab_set_locked(dk, ta, tb, m, n, k, CHOICE_MEASURING);
+    }
     pthread_mutex_unlock(&g_tab_mu);
     return c;
 }
@@ -292,17 +358,18 @@ static void set_choice(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, 
     pthread_mutex_unlock(&g_tab_mu);
 }
 
-/* Appends "NAME\tDRIVER\tta tb m n k\tchoice\town_us\tclblast_us"; write
- * failures are ignored (the choice stays in memory). */
+/* Appends "NAME\tDRIVER\tta tb m n k\tchoice\town_us\tclblast_us\town=ID";
+ * write failures are ignored (the choice stays in memory). */
 static void append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice,
                         const char *own_us, const char *clblast_us) {
     char path[4200], line[1200];
     if (!cg_cl_gemm_choices_path(path, sizeof path)[0]) return;
     pthread_mutex_lock(&g_tab_mu);
-    int len = snprintf(line, sizeof line, "%s\t%s\t%d %d %lld %lld %lld\t%s\t%s\t%s\n",
+    int len = snprintf(line, sizeof line, "%s\t%s\t%d %d %lld %lld %lld\t%s\t%s\t%s\t%s\n",
                        g_devkeys[dk].name, g_devkeys[dk].driver, ta, tb, (long long)m,
                        (long long)n, (long long)k,
-                       choice == CG_GEMM_CHOICE_CLBLAST ? "clblast" : "own", own_us, clblast_us);
+                       choice == CG_GEMM_CHOICE_CLBLAST ? "clblast" : "own", own_us, clblast_us,
+                       cg_cl_gemm_own_id());
     pthread_mutex_unlock(&g_tab_mu);
     if (len <= 0 || len >= (int)sizeof line) return;
     if (cg_cl_mkdir_p(cg_cl_cache_dir()) != 0) return;
@@ -353,7 +420,9 @@ typedef struct gemm_dev {
     cl_context ctx; /* retained: no other context can take this handle while we hold it */
     int dk;         /* devkey of (name, driver) */
     pthread_mutex_t mu; /* guards what follows, kernel arguments and enqueues */
-    int gemv_ready;
+    /* Each kernel is built on its first use, so a model whose products are
+     * all GEMVs along rows compiles neither cg_gemv_cols nor a tiled GEMM. */
+    int rows_ready, cols_ready, scale_ready;
     cl_kernel k_rows, k_cols, k_scale;
     size_t lk, rows, rv, cr, ck, cv, scale_local;
     int tiled_ready[2];
@@ -370,7 +439,8 @@ static void dev_drop_kernels(gemm_dev *g) {
     for (int i = 0; i < 5; i++)
         if (ks[i]) clReleaseKernel(ks[i]);
     g->k_rows = g->k_cols = g->k_scale = g->k_tiled[0] = g->k_tiled[1] = NULL;
-    g->gemv_ready = g->tiled_ready[0] = g->tiled_ready[1] = 0;
+    g->rows_ready = g->cols_ready = g->scale_ready = 0;
+    g->tiled_ready[0] = g->tiled_ready[1] = 0;
 }
 
 /* The state of d, created on first use. A device released and another
@@ -467,115 +537,147 @@ static int kernel_fits(const cg_cl_device *d, cl_kernel k, size_t items) {
     return wg >= items && lmem <= cg_cl_info_of(d)->local_mem;
 }
 
-/* Builds the GEMV program (g->mu held). Group shapes come from the device
- * type and limits; a kernel that cannot run them is rebuilt smaller. */
-static cg_status build_gemv(cg_cl_device *d, gemm_dev *g) {
-    const cg_cl_info *info = cg_cl_info_of(d);
+/* The GEMV group shape for the device: lk x rows items for cg_gemv_rows
+ * (vectors of rv floats), cr x ck items for cg_gemv_cols (vectors of cv),
+ * from the device type, capped by its limits. */
+typedef struct gemv_shape {
+    size_t lk, rows, rv, cr, ck, cv;
+} gemv_shape;
+
+static gemv_shape gemv_shape_of(const cg_cl_device *d) {
+    gemv_shape v;
+    if (cg_cl_info_of(d)->type & CL_DEVICE_TYPE_CPU)
+        /* CPU drivers run a group's items as a loop: few items per row,
+         * many rows per group. */
+        v = (gemv_shape){.lk = 1, .rows = 16, .rv = 16, .cr = 8, .ck = 1, .cv = 16};
+    else
+        v = (gemv_shape){.lk = 64, .rows = 4, .rv = 4, .cr = 64, .ck = 4, .cv = 4};
     size_t lim = pow2_floor(group_limit(d));
     size_t lim0 = pow2_floor(d->max_item[0] ? d->max_item[0] : 1);
     size_t lim1 = pow2_floor(d->max_item[1] ? d->max_item[1] : 1);
-    size_t lk, rows, rv, cr, ck, cv;
-    if (info->type & CL_DEVICE_TYPE_CPU) {
-        /* CPU drivers run a group's items as a loop: few items per row,
-         * many rows per group. */
-        lk = 1;
-        rows = 16;
-        rv = 16;
-        cr = 8;
-        ck = 1;
-        cv = 16;
-    } else {
-        lk = 64;
-        rows = 4;
-        rv = 4;
-        cr = 64;
-        ck = 4;
-        cv = 4;
+    if (v.lk > lim0) v.lk = lim0;
+    if (v.cr > lim0) v.cr = lim0;
+    if (v.rows > lim1) v.rows = lim1;
+    if (v.ck > lim1) v.ck = lim1;
+    while (v.lk * v.rows > lim) {
+        if (v.rows > 1)
+            v.rows /= 2;
+        else
+            v.lk /= 2;
     }
+    while (v.cr * v.ck > lim) {
+        if (v.ck > 1)
+            v.ck /= 2;
+        else
+            v.cr /= 2;
+    }
+    return v;
+}
+
+/* Builds cg_gemv_rows (g->mu held); a kernel that cannot run the group
+ * shape is rebuilt with a smaller one. */
+static cg_status build_gemv_rows(cg_cl_device *d, gemm_dev *g) {
+    gemv_shape v = gemv_shape_of(d);
     for (;;) {
-        if (lk > lim0) lk = lim0;
-        if (cr > lim0) cr = lim0;
-        if (rows > lim1) rows = lim1;
-        if (ck > lim1) ck = lim1;
-        while (lk * rows > lim) {
-            if (rows > 1)
-                rows /= 2;
-            else
-                lk /= 2;
-        }
-        while (cr * ck > lim) {
-            if (ck > 1)
-                ck /= 2;
-            else
-                cr /= 2;
-        }
-        char opts[256];
-        snprintf(opts, sizeof opts,
-                 "-DCG_GEMV -DGEMV_LK=%zu -DGEMV_ROWS=%zu -DGEMV_RV=%zu -DGEMV_CR=%zu "
-                 "-DGEMV_CK=%zu -DGEMV_CV=%zu",
-                 lk, rows, rv, cr, ck, cv);
-        cl_kernel kr, kc, ks;
-        cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemv_rows", &kr);
-        if (s == CG_OK) s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemv_cols", &kc);
-        if (s == CG_OK) s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemm_scale", &ks);
+        char opts[160];
+        snprintf(opts, sizeof opts, "-DCG_GEMV -DGEMV_LK=%zu -DGEMV_ROWS=%zu -DGEMV_RV=%zu", v.lk,
+                 v.rows, v.rv);
+        cl_kernel k;
+        cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemv_rows", &k);
         if (s != CG_OK) return s;
-        int ok_r = kernel_fits(d, kr, lk * rows), ok_c = kernel_fits(d, kc, cr * ck);
-        if (ok_r && ok_c) {
-            size_t wg = 0;
-            if (clGetKernelWorkGroupInfo(ks, info->device_id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
-                                         &wg, NULL) != CL_SUCCESS || wg == 0)
-                wg = 1;
-            size_t sl = 64;
-            if (sl > lim0) sl = lim0;
-            if (sl > wg) sl = pow2_floor(wg);
-            clRetainKernel(kr);
-            clRetainKernel(kc);
-            clRetainKernel(ks);
-            g->k_rows = kr;
-            g->k_cols = kc;
-            g->k_scale = ks;
-            g->lk = lk;
-            g->rows = rows;
-            g->cr = cr;
-            g->ck = ck;
-            g->cv = cv;
-            g->rv = rv;
-            g->scale_local = sl;
-            g->gemv_ready = 1;
+        if (kernel_fits(d, k, v.lk * v.rows)) {
+            clRetainKernel(k);
+            g->k_rows = k;
+            g->lk = v.lk;
+            g->rows = v.rows;
+            g->rv = v.rv;
+            g->rows_ready = 1;
             return CG_OK;
         }
-        if (lk * rows == 1 && cr * ck == 1)
+        if (v.lk * v.rows == 1)
             return cg_error(CG_ERR_UNSUPPORTED, "%s: the GEMV kernels cannot run on this device",
                             cg_cl_label(d));
-        if (!ok_r) {
-            if (rows > 1)
-                rows /= 2;
-            else if (lk > 1)
-                lk /= 2;
-        }
-        if (!ok_c) {
-            if (ck > 1)
-                ck /= 2;
-            else if (cr > 1)
-                cr /= 2;
-        }
+        if (v.rows > 1)
+            v.rows /= 2;
+        else
+            v.lk /= 2;
     }
 }
 
-/* Builds the tiled GEMM of one role (g->mu held): the first configuration
- * that fits the device's limits. */
-static cg_status build_tiled(cg_cl_device *d, gemm_dev *g, int role) {
+/* Builds cg_gemv_cols (g->mu held), shrinking its group like the rows. */
+static cg_status build_gemv_cols(cg_cl_device *d, gemm_dev *g) {
+    gemv_shape v = gemv_shape_of(d);
+    for (;;) {
+        char opts[160];
+        snprintf(opts, sizeof opts, "-DCG_GEMV -DGEMV_CR=%zu -DGEMV_CK=%zu -DGEMV_CV=%zu", v.cr,
+                 v.ck, v.cv);
+        cl_kernel k;
+        cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemv_cols", &k);
+        if (s != CG_OK) return s;
+        if (kernel_fits(d, k, v.cr * v.ck)) {
+            clRetainKernel(k);
+            g->k_cols = k;
+            g->cr = v.cr;
+            g->ck = v.ck;
+            g->cv = v.cv;
+            g->cols_ready = 1;
+            return CG_OK;
+        }
+        if (v.cr * v.ck == 1)
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: the GEMV kernels cannot run on this device",
+                            cg_cl_label(d));
+        if (v.ck > 1)
+            v.ck /= 2;
+        else
+            v.cr /= 2;
+    }
+}
+
+/* Builds cg_gemm_scale (g->mu held). */
+static cg_status build_scale(cg_cl_device *d, gemm_dev *g) {
+    cl_kernel k;
+    cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, "-DCG_GEMV", "cg_gemm_scale", &k);
+    if (s != CG_OK) return s;
+    size_t wg = 0;
+    if (clGetKernelWorkGroupInfo(k, cg_cl_info_of(d)->device_id, CL_KERNEL_WORK_GROUP_SIZE,
+                                 sizeof wg, &wg, NULL) != CL_SUCCESS ||
+        wg == 0)
+        wg = 1;
+    size_t lim0 = pow2_floor(d->max_item[0] ? d->max_item[0] : 1);
+    size_t sl = 64;
+    if (sl > lim0) sl = lim0;
+    if (sl > wg) sl = pow2_floor(wg);
+    clRetainKernel(k);
+    g->k_scale = k;
+    g->scale_local = sl;
+    g->scale_ready = 1;
+    return CG_OK;
+}
+
+/* The first configuration of a role, from `after` on (NULL: the start),
+ * that fits the device's group, item and local memory limits; NULL when
+ * none is left. */
+static const tile_cfg *first_tile_cfg(const cg_cl_device *d, int role, const tile_cfg *after) {
     const tile_cfg *cfgs = role == TILE_LARGE ? k_large_cfgs : k_small_cfgs;
     size_t ncfg = role == TILE_LARGE ? sizeof k_large_cfgs / sizeof k_large_cfgs[0]
                                      : sizeof k_small_cfgs / sizeof k_small_cfgs[0];
     size_t lim = group_limit(d), lmem = local_mem_limit(d);
-    cg_status last = CG_OK;
-    for (size_t i = 0; i < ncfg; i++) {
+    for (size_t i = after ? (size_t)(after - cfgs) + 1 : 0; i < ncfg; i++) {
         const tile_cfg *c = &cfgs[i];
         size_t tnt = (size_t)(c->tn / c->wn), tmt = (size_t)(c->tm / c->wm);
         size_t bytes = (size_t)c->tk * (size_t)(c->tm + 1 + c->tn) * sizeof(float);
-        if (tnt * tmt > lim || tnt > d->max_item[0] || tmt > d->max_item[1] || bytes > lmem)
-            continue;
+        if (tnt * tmt <= lim && tnt <= d->max_item[0] && tmt <= d->max_item[1] && bytes <= lmem)
+            return c;
+    }
+    return NULL;
+}
+
+/* Builds the tiled GEMM of one role (g->mu held): the first configuration
+ * that fits the device's limits and whose kernel can run its group. */
+static cg_status build_tiled(cg_cl_device *d, gemm_dev *g, int role) {
+    cg_status last = CG_OK;
+    for (const tile_cfg *c = first_tile_cfg(d, role, NULL); c; c = first_tile_cfg(d, role, c)) {
+        size_t tnt = (size_t)(c->tn / c->wn), tmt = (size_t)(c->tm / c->wm);
         char opts[256];
         snprintf(opts, sizeof opts,
                  "-DCG_GEMM_TM=%d -DCG_GEMM_TN=%d -DCG_GEMM_TK=%d -DCG_GEMM_WM=%d -DCG_GEMM_WN=%d",
@@ -632,6 +734,8 @@ static size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
 /* C = beta C (k == 0 or alpha == 0). */
 static cg_status own_scale(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
+    cg_status s;
+    if (!g->scale_ready && (s = build_scale(d, g)) != CG_OK) return s;
     cl_int M = (cl_int)x->m, N = (cl_int)x->n, c_off = (cl_int)x->c_off, ldc = (cl_int)x->ldc;
     cl_float beta = x->beta;
     karg args[] = {KI(M), KI(N), KF(beta), KM(x->c), KI(c_off), KI(ldc)};
@@ -641,11 +745,19 @@ static cg_status own_scale(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
 }
 
 static cg_status own_gemv(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
-    /* y[r] = alpha sum_p W(r, p) x[p] + beta y[r], W(r, p) = W[w_off + r*rs + p*ps]. */
+    /* y[z][r] = alpha sum_p W(r, p) x[z][p] + beta y[z][r] for z < nx,
+     * W(r, p) = W[w_off + r*rs + p*ps], x[z][p] = X[x_off + z*x_rs + p*incx],
+     * y[z][r] = C[c_off + z*y_rs + r*incy]. */
     int rows_form;
     cl_mem W, X;
-    int64_t R, w_off, rs = 0, ps, x_off, incx, incy;
-    if (x->m == 1 && x->n == 1) {
+    int64_t R, w_off, rs = 0, ps, x_off, incx, incy, nx = 1, x_rs = 0, y_rs = 0;
+    if (x->m > 1 && x->n > 1) { /* rows_gemm(): C = A B^T, one GEMV per row of A */
+        R = x->n;
+        W = x->b, w_off = x->b_off, rs = x->ldb, ps = 1;
+        X = x->a, x_off = x->a_off, incx = 1, x_rs = x->lda;
+        incy = 1, y_rs = x->ldc, nx = x->m;
+        rows_form = 1;
+    } else if (x->m == 1 && x->n == 1) {
         int64_t a_inc = x->ta ? x->lda : 1, b_inc = x->tb ? 1 : x->ldb;
         rows_form = 1;
         R = 1;
@@ -676,18 +788,36 @@ static cg_status own_gemv(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
         else
             ps = x->lda;
     }
+    cg_status s;
+    if (rows_form ? !g->rows_ready && (s = build_gemv_rows(d, g)) != CG_OK
+                  : !g->cols_ready && (s = build_gemv_cols(d, g)) != CG_OK)
+        return s;
     cl_int cR = (cl_int)R, cK = (cl_int)x->k, cw = (cl_int)w_off, crs = (cl_int)rs,
            cps = (cl_int)ps, cx = (cl_int)x_off, cinx = (cl_int)incx, cy = (cl_int)x->c_off,
            ciny = (cl_int)incy, vec;
     cl_float alpha = x->alpha, beta = x->beta;
     if (rows_form) {
         int64_t v = (int64_t)g->rv;
-        vec = ps == 1 && incx == 1 ? (w_off % v == 0 && rs % v == 0 && x_off % v == 0 ? 2 : 1) : 0;
-        karg args[] = {KI(cR), KI(cK), KF(alpha), KF(beta), KM(W), KI(cw), KI(crs), KI(cps),
-                       KM(X), KI(cx), KI(cinx), KM(x->c), KI(cy), KI(ciny), KI(vec)};
-        size_t local[2] = {g->lk, g->rows};
-        size_t global[2] = {g->lk, round_up((size_t)R, g->rows)};
-        return launch(d, g->k_rows, args, 15, 2, global, local, "cg_gemv_rows");
+        /* All of x's rows per group keep W's rows in cache longest; when W
+         * has too few rows to give every compute unit a few groups, x's
+         * rows are split into chunks across groups instead. */
+        size_t row_groups = ((size_t)R + g->rows - 1) / g->rows;
+        uint32_t cu = cg_cl_info_of(d)->compute_units;
+        size_t want = 4 * (size_t)(cu ? cu : 1);
+        size_t chunks = row_groups >= want ? 1 : (want + row_groups - 1) / row_groups;
+        if (chunks > (size_t)nx) chunks = (size_t)nx;
+        size_t zc = ((size_t)nx + chunks - 1) / chunks;
+        chunks = ((size_t)nx + zc - 1) / zc;
+        cl_int cnx = (cl_int)nx, czc = (cl_int)zc, cxrs = (cl_int)x_rs, cyrs = (cl_int)y_rs;
+        vec = ps == 1 && incx == 1
+                  ? (w_off % v == 0 && rs % v == 0 && x_off % v == 0 && x_rs % v == 0 ? 2 : 1)
+                  : 0;
+        karg args[] = {KI(cR),  KI(cK),   KI(cnx), KI(czc),  KF(alpha), KF(beta), KM(W),
+                       KI(cw),  KI(crs),  KI(cps), KM(X),    KI(cx),    KI(cinx), KI(cxrs),
+                       KM(x->c), KI(cy),  KI(ciny), KI(cyrs), KI(vec)};
+        size_t local[3] = {g->lk, g->rows, 1};
+        size_t global[3] = {g->lk, round_up((size_t)R, g->rows), chunks};
+        return launch(d, g->k_rows, args, 19, 3, global, local, "cg_gemv_rows");
     }
     vec = w_off % (int64_t)g->cv == 0 && ps % (int64_t)g->cv == 0 ? 2 : 1;
     karg args[] = {KI(cR), KI(cK), KF(alpha), KF(beta), KM(W), KI(cw), KI(cps), KM(X),
@@ -698,10 +828,13 @@ static cg_status own_gemv(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
 }
 
 /* Large tiles only when they are full and leave every compute unit at
- * least two groups. */
+ * least two groups. Decided before the large kernel is built (from the
+ * configuration it would start from), so that products that never use it
+ * do not compile it. */
 static int want_large(const cg_cl_device *d, const gemm_dev *g, const gemm_args *x) {
-    const tile_cfg *c = &g->cfg[TILE_LARGE];
-    if (x->m < c->tm || x->n < c->tn) return 0;
+    const tile_cfg *c = g->tiled_ready[TILE_LARGE] ? &g->cfg[TILE_LARGE]
+                                                    : first_tile_cfg(d, TILE_LARGE, NULL);
+    if (!c || x->m < c->tm || x->n < c->tn) return 0;
     uint64_t tiles =
         (uint64_t)((x->m + c->tm - 1) / c->tm) * (uint64_t)((x->n + c->tn - 1) / c->tn);
     uint64_t cu = cg_cl_info_of(d)->compute_units;
@@ -710,12 +843,8 @@ static int want_large(const cg_cl_device *d, const gemm_dev *g, const gemm_args 
 
 static cg_status own_tiled(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     cg_status s;
-    if (!g->tiled_ready[TILE_LARGE] && (s = build_tiled(d, g, TILE_LARGE)) != CG_OK) return s;
-    int role = TILE_LARGE;
-    if (!want_large(d, g, x)) {
-        if (!g->tiled_ready[TILE_SMALL] && (s = build_tiled(d, g, TILE_SMALL)) != CG_OK) return s;
-        role = TILE_SMALL;
-    }
+    int role = want_large(d, g, x) ? TILE_LARGE : TILE_SMALL;
+    if (!g->tiled_ready[role] && (s = build_tiled(d, g, role)) != CG_OK) return s;
     const tile_cfg *c = &g->cfg[role];
     cl_int M = (cl_int)x->m, N = (cl_int)x->n, K = (cl_int)x->k;
     cl_int a_off = (cl_int)x->a_off, a_si = (cl_int)(x->ta ? 1 : x->lda),
@@ -733,18 +862,27 @@ static cg_status own_tiled(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     return launch(d, g->k_tiled[role], args, 16, 2, global, local, "cg_gemm_tiled");
 }
 
+/* Whether C = A B^T (a linear layer's x W^T) goes through cg_gemv_rows, one
+ * GEMV per row of A, rather than the tiled GEMM. On CPU devices that kernel
+ * streams W's rows against rows of A that stay in cache: on PoCL (2 cores)
+ * it ran 2 to 1920 rows by 16 to 8000 columns at 30 to 72 GFLOP/s, where
+ * the tiled GEMM reached 1 to 16 and CLBlast 12 to 34; and it is compiled
+ * for the decoder's GEMVs anyway, while the tiled GEMM's compile took a
+ * fifth of a batch-1 cold start. GPUs keep the tiled GEMM, whose
+ * local-memory tiles reuse each loaded value across rows. */
+static int rows_gemm(const cg_cl_device *d, const gemm_args *x) {
+    return (cg_cl_info_of(d)->type & CL_DEVICE_TYPE_CPU) && !x->ta && x->tb;
+}
+
 static cg_status run_own(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     pthread_mutex_lock(&g->mu);
-    cg_status s = CG_OK;
-    if (!g->gemv_ready) s = build_gemv(d, g);
-    if (s == CG_OK) {
-        if (x->k == 0 || x->alpha == 0.0f)
-            s = own_scale(d, g, x);
-        else if (x->m == 1 || x->n == 1)
-            s = own_gemv(d, g, x);
-        else
-            s = own_tiled(d, g, x);
-    }
+    cg_status s;
+    if (x->k == 0 || x->alpha == 0.0f)
+        s = own_scale(d, g, x);
+    else if (x->m == 1 || x->n == 1 || rows_gemm(d, x))
+        s = own_gemv(d, g, x);
+    else
+        s = own_tiled(d, g, x);
     pthread_mutex_unlock(&g->mu);
     if (s == CG_OK) st_own++;
     return s;
@@ -941,7 +1079,8 @@ cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int6
     int code = 0;
     if (mode == CG_GEMM_CLBLAST || !own_ok) return run_clblast(d, &x, &code);
 
-    int choice = lookup_or_claim(g->dk, ta, tb, m, n, k);
+    int untimed = m == 1 || n == 1 || rows_gemm(d, &x);
+    int choice = lookup_or_claim(g->dk, ta, tb, m, n, k, untimed);
     if (choice == CG_GEMM_CHOICE_NONE) {
         s = measure(d, g, &x, &choice);
         if (s != CG_OK || choice == CG_GEMM_CHOICE_NONE) {
@@ -950,8 +1089,8 @@ cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int6
             if (s != CG_OK) return s;
             choice = CG_GEMM_CHOICE_OWN;
         }
-    } else if (choice == CHOICE_MEASURING) {
-        choice = CG_GEMM_CHOICE_OWN; /* another thread is timing this shape */
+    } else if (choice == CHOICE_MEASURING || choice == CHOICE_PENDING) {
+        choice = CG_GEMM_CHOICE_OWN; /* being timed by another thread, or not yet due */
     }
     if (choice == CG_GEMM_CHOICE_CLBLAST) {
         s = run_clblast(d, &x, &code);

@@ -34,6 +34,10 @@ void cg_cl_gemm_test_reset_stats(void);
  * CLGRAPH_GEMM again on the next call. */
 void cg_cl_gemm_test_set_mode(int mode);
 
+/* Number of calls of an unmeasured GEMM shape (m, n > 1) before it is
+ * timed (at that call); 0 restores the default (16). */
+void cg_cl_gemm_test_set_measure_after(int calls);
+
 /* Forgets every in-memory choice, so the next call reads gemm-choices.txt
  * again (as a new process would). */
 void cg_cl_gemm_test_forget(void);
@@ -51,6 +55,12 @@ int cg_cl_gemm_test_choice(cg_cl_device *d, int trans_a, int trans_b, int64_t m,
  * a released device's context stays alive until the process ends. A later
  * cg_cl_sgemm on a device rebuilds the state. */
 void cg_cl_gemm_device_released(cg_cl_device *d);
+
+/* "own=<16 hex digits>": the identity of the own kernels (gemm.cl's text
+ * and how shapes are routed to them), the 7th field of every line of the
+ * choices file; lines with another one were measured against other
+ * kernels and are ignored. */
+const char *cg_cl_gemm_own_id(void);
 
 /* The path of the choices file ("" when there is no cache directory). */
 const char *cg_cl_gemm_choices_path(char *buf, size_t size);

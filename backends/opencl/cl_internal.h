@@ -14,11 +14,16 @@ typedef struct cg_cl_kernel_entry {
 } cg_cl_kernel_entry;
 
 /* One built program of a device's in-memory cache, keyed by its source
- * text and build options (compared in full: no hash collisions). */
+ * text, build options and, for a source that selects kernels
+ * (CG_ONE_KERNEL, cl_backend.h), the kernel's name (compared in full: no
+ * hash collisions). */
 typedef struct cg_cl_program_entry {
     size_t source_len;
     char *source;
     char *options;   /* the caller's options, without -cl-std */
+    char *kernel;    /* the one kernel built, or NULL for the whole source */
+    char *full_options; /* as passed to clBuildProgram (the disk key) */
+    int store_pending;  /* built from source, binary not yet on disk */
     cl_program program;
     cg_cl_kernel_entry *kernels;
     struct cg_cl_program_entry *next;
@@ -32,6 +37,11 @@ struct cg_cl_device {
     cl_command_queue queue;
     size_t max_item[3];        /* CL_DEVICE_MAX_WORK_ITEM_SIZES */
     char label[320];           /* "opencl:0 (NAME)" */
+    /* 1: binaries go to the disk cache when the device is released, not
+     * when built. On PoCL, CL_PROGRAM_BINARIES compiles a generic
+     * work-group function for every kernel of the program (0.05 to 1.5 s
+     * each): fetched right after each build, that was most of a cold start. */
+    int defer_stores;
     pthread_mutex_t mu;        /* guards programs (and its kernels) */
     cg_cl_program_entry *programs;
 };
@@ -40,9 +50,14 @@ struct cg_cl_device {
  * "clEnqueueNDRangeKernel(softmax)") and returns s. */
 cg_status cg_cl_fail(const cg_cl_device *d, cg_status s, const char *call, cl_int err);
 
-/* Releases every program and kernel of the device's in-memory cache (the
+/* Writes the deferred binaries (defer_stores) to the disk cache, then
+ * releases every program and kernel of the device's in-memory cache (the
  * device stays open). Used at release and by tests. */
 void cg_cl_program_cache_clear(cg_cl_device *d);
+
+/* Whether the device's binaries are written at release (PoCL) rather than
+ * when built; decided when the device is opened. */
+int cg_cl_defers_stores(const cg_cl_info *info);
 
 /* mkdir -p; returns 0 when the directory exists afterwards. */
 int cg_cl_mkdir_p(const char *dir);
@@ -58,11 +73,17 @@ uint64_t cg_cl_fnv1a(uint64_t h, const void *data, size_t n);
 void cg_cl_test_reset_cache_dir(void);
 
 /* Drops the in-memory program cache of d (as if the process restarted, with
- * the device still open). */
+ * the device still open); deferred binaries are written first, as at
+ * release. */
 void cg_cl_test_drop_memory_cache(cg_cl_device *d);
 
-/* The path of the disk cache entry of (source, options) on d; 0 on success. */
+/* Overrides when d writes binaries: 1 at release, 0 when built. */
+void cg_cl_test_set_defer_stores(cg_cl_device *d, int defer);
+
+/* The path of the disk cache entry of (source, options) on d; 0 on success.
+ * For a source that selects kernels, `kernel` names the one built (NULL
+ * otherwise). */
 int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char *options,
-                          char *buf, size_t size);
+                          const char *kernel, char *buf, size_t size);
 
 #endif

@@ -1,7 +1,9 @@
 /* Programs and kernels: built lazily from OpenCL C 1.2 source, cached per
- * device in memory (programs by source and options, kernel objects by
- * program and name, so a repeated request creates no OpenCL object) and as
- * binaries on disk under cg_cl_cache_dir().
+ * device in memory (programs by source, options and, for sources that
+ * select kernels, the kernel's name; kernel objects by program and name, so
+ * a repeated request creates no OpenCL object) and as binaries on disk
+ * under cg_cl_cache_dir(), written when built or, where fetching a binary
+ * is costly (PoCL), when the device is released.
  *
  * Disk entry: <dir>/<32 hex digits>.clbin, the digits being two independent
  * 64-bit hashes of (format version, source, build options, device name,
@@ -314,17 +316,18 @@ static cl_program load_entry(cg_cl_device *d, const char *path, disk_key k,
     return prog;
 }
 
-/* Writes the program's binary to the disk cache; best effort. */
+/* Writes the program's binary to the disk cache; best effort. The
+ * directory is checked first: fetching a binary can cost a compile. */
 static void store_entry(cg_cl_device *d, const char *path, disk_key k, cl_program prog) {
     size_t sz = 0;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL) != CL_SUCCESS ||
+    if (!cg_cl_cache_dir_ready() ||
+        clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL) != CL_SUCCESS ||
         sz == 0 || sz > MAX_ENTRY_BYTES)
         return;
     unsigned char *bin = malloc(sz);
     if (!bin) return;
     unsigned char *bins[1] = {bin};
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS &&
-        cg_cl_mkdir_p(cg_cl_cache_dir()) == 0) {
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
         unsigned char head[HEADER_SIZE];
         memcpy(head, k_magic, 8);
         put32(head + 8, CACHE_VERSION);
@@ -420,48 +423,80 @@ static char *dup_str(const char *s, size_t n) {
     return r;
 }
 
-/* "-cl-std=CL1.2 OPTIONS", unless the caller chose a standard itself. */
-static char *full_options_of(const char *options) {
-    size_t n = strlen(options);
-    char *s = malloc(n + 16);
+/* Whether the source builds one kernel per program (cl_backend.h). */
+static int selects_kernels(const char *source) { return strstr(source, "CG_ONE_KERNEL") != NULL; }
+
+/* Kernel names go into a -D option: identifiers only. */
+static int is_identifier(const char *s) {
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* "-cl-std=CL1.2 OPTIONS" (unless the caller chose a standard itself), and
+ * " -DCG_ONE_KERNEL=1 -DCG_KERNEL_<kernel>=1" when one kernel is built. */
+static char *full_options_of(const char *options, const char *kernel) {
+    size_t n = strlen(options), kn = kernel ? strlen(kernel) + 48 : 0;
+    char *s = malloc(n + kn + 16);
     if (!s) return NULL;
     if (strstr(options, "-cl-std="))
         memcpy(s, options, n + 1);
     else
         snprintf(s, n + 16, "-cl-std=CL1.2%s%s", n ? " " : "", options);
+    if (kernel) {
+        size_t o = strlen(s);
+        snprintf(s + o, kn + 1, "%s-DCG_ONE_KERNEL=1 -DCG_KERNEL_%s=1", o ? " " : "", kernel);
+    }
     return s;
+}
+
+static void free_entry(cg_cl_program_entry *e) {
+    if (!e) return;
+    free(e->source);
+    free(e->options);
+    free(e->kernel);
+    free(e->full_options);
+    free(e);
 }
 
 /* The cached or newly built program entry; called with d->mu held. */
 static cg_status get_program(cg_cl_device *d, const char *source, const char *options,
                              const char *name, cg_cl_program_entry **out) {
     /* Ops ask for their kernel on every run, so this lookup is on the hot
-     * path: no hashing, just the length, the options and one memcmp of the
-     * matching source (sub-microsecond for a 10 KB program). */
+     * path: no hashing, just the length, the kernel name and options, and
+     * one memcmp of the matching source (sub-microsecond for a 10 KB
+     * program). Entries of a source that selects kernels all carry a name,
+     * so the other kernels' entries are passed over before the memcmp. */
     size_t len = strlen(source);
     for (cg_cl_program_entry *e = d->programs; e; e = e->next)
-        if (e->source_len == len && !strcmp(e->options, options) &&
-            !memcmp(e->source, source, len)) {
+        if (e->source_len == len && (!e->kernel || !strcmp(e->kernel, name)) &&
+            !strcmp(e->options, options) && !memcmp(e->source, source, len)) {
             *out = e;
             return CG_OK;
         }
 
-    char *full = full_options_of(options);
+    const char *kernel = NULL;
+    if (selects_kernels(source)) {
+        if (!is_identifier(name))
+            return cg_error(CG_ERR_KERNEL, "%s: '%s' is not a kernel name", d->label, name);
+        kernel = name;
+    }
     cg_cl_program_entry *e = calloc(1, sizeof *e);
     if (e) {
         e->source = dup_str(source, len);
         e->options = dup_str(options, strlen(options));
+        e->kernel = kernel ? dup_str(kernel, strlen(kernel)) : NULL;
+        e->full_options = full_options_of(options, kernel);
     }
-    if (!full || !e || !e->source || !e->options) {
-        free(full);
-        if (e) {
-            free(e->source);
-            free(e->options);
-            free(e);
-        }
+    if (!e || !e->source || !e->options || (kernel && !e->kernel) || !e->full_options) {
+        free_entry(e);
         return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory building kernel '%s'", d->label,
                         name);
     }
+    const char *full = e->full_options;
 
     disk_key dk = make_disk_key(d->info, source, full);
     char path[4200];
@@ -477,15 +512,16 @@ static cg_status get_program(cg_cl_device *d, const char *source, const char *op
         cg_status st = CG_OK;
         prog = build_from_source(d, source, len, full, name, &st);
         if (!prog) {
-            free(full);
-            free(e->source);
-            free(e->options);
-            free(e);
+            free_entry(e);
             return st;
         }
-        if (use_disk) store_entry(d, path, dk, prog);
+        if (use_disk) {
+            if (d->defer_stores)
+                e->store_pending = 1;
+            else
+                store_entry(d, path, dk, prog);
+        }
     }
-    free(full);
     e->source_len = len;
     e->program = prog;
     e->next = d->programs;
@@ -535,9 +571,16 @@ cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options,
     if (!kern || err != CL_SUCCESS) {
         char names[512];
         kernel_names(e->program, names, sizeof names);
-        st = cg_error(CG_ERR_KERNEL, "%s: clCreateKernel(%s) failed: %s%s%s%s", d->label, name,
-                      cg_cl_error_name(err), names[0] ? " (the program has: " : "", names,
-                      names[0] ? ")" : "");
+        if (e->kernel)
+            st = cg_error(CG_ERR_KERNEL,
+                          "%s: clCreateKernel(%s) failed: %s (the source defines no kernel "
+                          "'%s' under #if CG_WANT(%s)%s%s)",
+                          d->label, name, cg_cl_error_name(err), name, name,
+                          names[0] ? "; the program has: " : "", names);
+        else
+            st = cg_error(CG_ERR_KERNEL, "%s: clCreateKernel(%s) failed: %s%s%s%s", d->label,
+                          name, cg_cl_error_name(err), names[0] ? " (the program has: " : "",
+                          names, names[0] ? ")" : "");
         pthread_mutex_unlock(&d->mu);
         return st;
     }
@@ -558,7 +601,21 @@ cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options,
     return CG_OK;
 }
 
+/* Writes the binaries whose store was deferred (best effort: a cache
+ * directory gone or changed since only means they are not written). */
+static void flush_locked(cg_cl_device *d) {
+    const char *dir = cg_cl_cache_dir();
+    for (cg_cl_program_entry *e = d->programs; e; e = e->next) {
+        if (!e->store_pending) continue;
+        e->store_pending = 0;
+        disk_key dk = make_disk_key(d->info, e->source, e->full_options);
+        char path[4200];
+        if (entry_path(dir, dk, path, sizeof path) == 0) store_entry(d, path, dk, e->program);
+    }
+}
+
 static void clear_locked(cg_cl_device *d) {
+    flush_locked(d);
     cg_cl_program_entry *e = d->programs;
     while (e) {
         cg_cl_program_entry *next = e->next;
@@ -571,12 +628,21 @@ static void clear_locked(cg_cl_device *d) {
             k = kn;
         }
         clReleaseProgram(e->program);
-        free(e->source);
-        free(e->options);
-        free(e);
+        free_entry(e);
         e = next;
     }
     d->programs = NULL;
+}
+
+int cg_cl_defers_stores(const cg_cl_info *info) {
+    return info && strstr(info->platform, "Portable Computing Language") != NULL;
+}
+
+void cg_cl_test_set_defer_stores(cg_cl_device *d, int defer) {
+    if (!d) return;
+    pthread_mutex_lock(&d->mu);
+    d->defer_stores = !!defer;
+    pthread_mutex_unlock(&d->mu);
 }
 
 void cg_cl_program_cache_clear(cg_cl_device *d) {
@@ -592,9 +658,9 @@ void cg_cl_test_drop_memory_cache(cg_cl_device *d) {
 }
 
 int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char *options,
-                          char *buf, size_t size) {
+                          const char *kernel, char *buf, size_t size) {
     if (!d || !source) return -1;
-    char *full = full_options_of(options ? options : "");
+    char *full = full_options_of(options ? options : "", kernel);
     if (!full) return -1;
     disk_key k = make_disk_key(d->info, source, full);
     free(full);

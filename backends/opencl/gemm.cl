@@ -1,14 +1,23 @@
 /* SGEMM kernels of the OpenCL backend (OpenCL C 1.2, float only, no
- * extensions). cl_gemm.c builds this source twice with different options:
+ * extensions). cl_gemm.c builds each kernel as its own program (the
+ * backend adds -DCG_ONE_KERNEL=1 -DCG_KERNEL_<name>=1, cl_backend.h) with
+ * the options it needs:
  *
- *   -DCG_GEMV -DGEMV_LK=.. -DGEMV_ROWS=.. -DGEMV_RV=.. -DGEMV_CR=.. -DGEMV_CK=.. -DGEMV_CV=..
- *       cg_gemv_rows, cg_gemv_cols (matrix-vector products for m == 1 or
- *       n == 1) and cg_gemm_scale (C = beta C, for k == 0 or alpha == 0);
+ *   -DCG_GEMV -DGEMV_LK=.. -DGEMV_ROWS=.. -DGEMV_RV=..   cg_gemv_rows and
+ *   -DCG_GEMV -DGEMV_CR=.. -DGEMV_CK=.. -DGEMV_CV=..     cg_gemv_cols, the
+ *       matrix-vector products for m == 1 or n == 1 (cg_gemv_rows also
+ *       runs C = A B^T one row of A at a time on CPU devices);
+ *   -DCG_GEMV   cg_gemm_scale (C = beta C, for k == 0 or alpha == 0);
  *   -DCG_GEMM_TM=.. -DCG_GEMM_TN=.. -DCG_GEMM_TK=.. -DCG_GEMM_WM=.. -DCG_GEMM_WN=..
  *       cg_gemm_tiled, a local-memory tiled GEMM for any M, N, K.
  *
  * Every index is an element (float) index that the host has checked to fit
  * in an int. beta == 0 never reads C, so NaN or garbage there is overwritten. */
+
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
 
 #ifdef CG_GEMV
 
@@ -28,58 +37,71 @@
 #endif
 #define sum4(v) dot((v), (float4)(1.0f))
 
-/* y[r] = alpha * sum_p W[w_off + r*rs + p*ps] * x[x_off + p*incx] + beta * y[y_off + r*incy]
- * for r < R: a work-group of GEMV_LK x GEMV_ROWS items handles GEMV_ROWS rows,
- * GEMV_LK items (a power of two) sharing each row's dot product.
+/* y[z][r] = alpha * sum_p W[w_off + r*rs + p*ps] * x[z][p] + beta * y[z][r] for
+ * r < R and z < M, where x[z][p] = x[x_off + z*x_rs + p*incx] and y[z][r] =
+ * y[y_off + z*y_rs + r*incy]: M matrix-vector products with one W (M == 1
+ * for a GEMV; the rows of A of C = A B^T on CPUs, where W's rows stay in
+ * cache across z). A work-group of GEMV_LK x GEMV_ROWS items handles
+ * GEMV_ROWS rows for zc consecutive z (group dimension 2 walks the z
+ * chunks), GEMV_LK items (a power of two) sharing each row's dot product.
  * vec: 2 = GEMV_RV-float vectors through aligned pointers (ps == incx == 1,
- * and w_off, rs, x_off multiples of GEMV_RV), 1 = vloadn (ps == incx == 1,
- * any alignment), 0 = scalar strided loads. */
+ * and w_off, rs, x_off, x_rs multiples of GEMV_RV), 1 = vloadn (ps == incx
+ * == 1, any alignment), 0 = scalar strided loads. */
+#if CG_WANT(cg_gemv_rows)
 __kernel __attribute__((reqd_work_group_size(GEMV_LK, GEMV_ROWS, 1)))
-void cg_gemv_rows(const int R, const int K, const float alpha, const float beta,
+void cg_gemv_rows(const int R, const int K, const int M, const int zc, const float alpha,
+                  const float beta,
                   __global const float *W, const int w_off, const int rs, const int ps,
-                  __global const float *x, const int x_off, const int incx,
-                  __global float *y, const int y_off, const int incy, const int vec)
+                  __global const float *x, const int x_off, const int incx, const int x_rs,
+                  __global float *y, const int y_off, const int incy, const int y_rs,
+                  const int vec)
 {
 #if GEMV_LK > 1
     __local float part[GEMV_ROWS][GEMV_LK];
 #endif
     const int lk = get_local_id(0), lr = get_local_id(1);
     const int r = get_group_id(1) * GEMV_ROWS + lr;
-    float acc = 0.0f;
-    if (r < R) {
-        __global const float *w = W + w_off + r * rs;
-        __global const float *xv = x + x_off;
-        if (vec != 0) {
-            const int KV = K / GEMV_RV;
-            floatR av = (floatR)(0.0f);
-            if (vec == 2) {
-                __global const floatR *wv = (__global const floatR *)w;
-                __global const floatR *xvv = (__global const floatR *)xv;
-                for (int q = lk; q < KV; q += GEMV_LK) av = mad(wv[q], xvv[q], av);
+    const int z0 = get_group_id(2) * zc, z1 = min(z0 + zc, M);
+    for (int z = z0; z < z1; z++) {
+        float acc = 0.0f;
+        if (r < R) {
+            __global const float *w = W + w_off + r * rs;
+            __global const float *xv = x + x_off + z * x_rs;
+            if (vec != 0) {
+                const int KV = K / GEMV_RV;
+                floatR av = (floatR)(0.0f);
+                if (vec == 2) {
+                    __global const floatR *wv = (__global const floatR *)w;
+                    __global const floatR *xvv = (__global const floatR *)xv;
+                    for (int q = lk; q < KV; q += GEMV_LK) av = mad(wv[q], xvv[q], av);
+                } else {
+                    for (int q = lk; q < KV; q += GEMV_LK)
+                        av = mad(vloadR(q, w), vloadR(q, xv), av);
+                }
+                acc = SUMR(av);
+                for (int p = KV * GEMV_RV + lk; p < K; p += GEMV_LK) acc = mad(w[p], xv[p], acc);
             } else {
-                for (int q = lk; q < KV; q += GEMV_LK) av = mad(vloadR(q, w), vloadR(q, xv), av);
+                for (int p = lk; p < K; p += GEMV_LK) acc = mad(w[p * ps], xv[p * incx], acc);
             }
-            acc = SUMR(av);
-            for (int p = KV * GEMV_RV + lk; p < K; p += GEMV_LK) acc = mad(w[p], xv[p], acc);
-        } else {
-            for (int p = lk; p < K; p += GEMV_LK) acc = mad(w[p * ps], xv[p * incx], acc);
+        }
+#if GEMV_LK > 1
+        part[lr][lk] = acc;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = GEMV_LK / 2; s > 0; s >>= 1) {
+            if (lk < s) part[lr][lk] += part[lr][lk + s];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        acc = part[lr][0];
+        barrier(CLK_LOCAL_MEM_FENCE); /* read before the next z overwrites it */
+#endif
+        if (lk == 0 && r < R) {
+            const int yi = y_off + z * y_rs + r * incy;
+            const float v = alpha * acc;
+            y[yi] = beta == 0.0f ? v : mad(beta, y[yi], v);
         }
     }
-#if GEMV_LK > 1
-    part[lr][lk] = acc;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = GEMV_LK / 2; s > 0; s >>= 1) {
-        if (lk < s) part[lr][lk] += part[lr][lk + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    acc = part[lr][0];
-#endif
-    if (lk == 0 && r < R) {
-        const int yi = y_off + r * incy;
-        const float v = alpha * acc;
-        y[yi] = beta == 0.0f ? v : mad(beta, y[yi], v);
-    }
 }
+#endif
 
 /* The same product when W is contiguous along r (rs == 1): each item owns
  * GEMV_CV (4, 8 or 16) consecutive outputs, read as one vector per p
@@ -101,6 +123,7 @@ void cg_gemv_rows(const int R, const int K, const float alpha, const float beta,
 #define vstoreV vstore4
 #endif
 
+#if CG_WANT(cg_gemv_cols)
 __kernel __attribute__((reqd_work_group_size(GEMV_CR, GEMV_CK, 1)))
 void cg_gemv_cols(const int R, const int K, const float alpha, const float beta,
                   __global const float *W, const int w_off, const int ps,
@@ -155,8 +178,10 @@ void cg_gemv_cols(const int R, const int K, const float alpha, const float beta,
         }
     }
 }
+#endif
 
 /* C[i, j] = beta * C[i, j] for i < M, j < N (0 when beta == 0, NaN or not). */
+#if CG_WANT(cg_gemm_scale)
 __kernel void cg_gemm_scale(const int M, const int N, const float beta,
                             __global float *C, const int c_off, const int ldc)
 {
@@ -166,6 +191,7 @@ __kernel void cg_gemm_scale(const int M, const int N, const float beta,
         C[ci] = beta == 0.0f ? 0.0f : beta * C[ci];
     }
 }
+#endif
 
 #endif /* CG_GEMV */
 
@@ -207,6 +233,7 @@ __kernel void cg_gemm_scale(const int M, const int N, const float beta,
  * ty + r*TMT (r < WM) by the WN consecutive columns tx*WN.., kept as
  * vectors. TK-deep slices of op(A) and op(B) go through local memory,
  * zero-filled past M, N and K. */
+#if CG_WANT(cg_gemm_tiled)
 __kernel __attribute__((reqd_work_group_size(TNT, TMT, 1)))
 void cg_gemm_tiled(const int M, const int N, const int K, const float alpha, const float beta,
                    __global const float *A, const int a_off, const int a_si, const int a_sp,
@@ -268,5 +295,6 @@ void cg_gemm_tiled(const int M, const int N, const int K, const float alpha, con
         }
     }
 }
+#endif
 
 #endif /* CG_GEMM_TM */

@@ -5,6 +5,13 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /* Kinds of attn_score, as score_kind in attention.c. */
 #define KIND_ADDITIVE 0
 #define KIND_DOT 1
@@ -20,6 +27,7 @@
  *   additive: e = sum_i v_i tanh((vec_i + b_q_i) + key_i)
  *   dot, general: e = key . vec;  scaled_dot: e = alpha (key . vec)
  *   cosine: e = (key . vec) / max(|vec| |key|, 1e-8) */
+#if CG_WANT(attn_score_rows)
 __kernel __attribute__((reqd_work_group_size(TX, TY, 1)))
 void attn_score_rows(int B, int S, int K, int kind, int has_vec, float alpha,
                      __global const float *keys, __global const float *vec, long vec_off,
@@ -73,11 +81,13 @@ void attn_score_rows(int B, int S, int K, int kind, int has_vec, float alpha,
         e[row] = r;
     }
 }
+#endif
 
 /* c[b, k] = sum_s a[b, s] values[b, s, k]: TX columns k per work-group
  * (dimension 0, adjacent work-items read adjacent values), TY work-items
  * share the S positions (dimension 1 of the work-group); the groups of
  * dimension 1 are the batch rows. */
+#if CG_WANT(attn_context)
 __kernel __attribute__((reqd_work_group_size(TX, TY, 1)))
 void attn_context(int B, int S, int K, __global const float *a,
                   __global const float *values, __global float *c) {
@@ -99,3 +109,4 @@ void attn_context(int B, int S, int K, __global const float *a,
     }
     if (ly == 0 && k < K && b < B) c[b * K + k] = part[0][lx];
 }
+#endif

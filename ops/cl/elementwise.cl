@@ -13,6 +13,13 @@
 #define IDX int
 #endif
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /* ---- binary operators ---- */
 
 #define OP_ADD_F(x, y) ((x) + (y))
@@ -45,14 +52,15 @@
  * hold sizes and the element strides of a and b (0 = broadcast), innermost
  * first.
  */
-#define BINARY(NAME, T, OP)                                                     \
+#define BIN_FLAT(NAME, T, OP)                                                   \
     __kernel void bin_flat_##NAME(__global const T *a, long sa, __global const T *b, \
                                   long sb, __global T *o, long n) {             \
         IDX i = (IDX)get_global_id(0);                                          \
         if (i >= (IDX)n) return;                                                \
         T x = a[i * (IDX)sa], y = b[i * (IDX)sb];                               \
         o[i] = OP(x, y);                                                        \
-    }                                                                           \
+    }
+#define BIN_ND(NAME, T, OP)                                                     \
     __kernel void bin_nd_##NAME(__global const T *a, __global const T *b,       \
                                 __global T *o, long n, int nd, long8 dims,      \
                                 long8 sta, long8 stb) {                         \
@@ -65,17 +73,72 @@
         o[i] = OP(x, y);                                                        \
     }
 
-BINARY(add_f32, float, OP_ADD_F)
-BINARY(sub_f32, float, OP_SUB_F)
-BINARY(mul_f32, float, OP_MUL_F)
-BINARY(div_f32, float, OP_DIV_F)
-BINARY(maximum_f32, float, OP_MAX_F)
-BINARY(minimum_f32, float, OP_MIN_F)
-BINARY(add_i32, int, OP_ADD_I)
-BINARY(sub_i32, int, OP_SUB_I)
-BINARY(mul_i32, int, OP_MUL_I)
-BINARY(maximum_i32, int, OP_MAX_I)
-BINARY(minimum_i32, int, OP_MIN_I)
+#if CG_WANT(bin_flat_add_f32)
+BIN_FLAT(add_f32, float, OP_ADD_F)
+#endif
+#if CG_WANT(bin_nd_add_f32)
+BIN_ND(add_f32, float, OP_ADD_F)
+#endif
+#if CG_WANT(bin_flat_sub_f32)
+BIN_FLAT(sub_f32, float, OP_SUB_F)
+#endif
+#if CG_WANT(bin_nd_sub_f32)
+BIN_ND(sub_f32, float, OP_SUB_F)
+#endif
+#if CG_WANT(bin_flat_mul_f32)
+BIN_FLAT(mul_f32, float, OP_MUL_F)
+#endif
+#if CG_WANT(bin_nd_mul_f32)
+BIN_ND(mul_f32, float, OP_MUL_F)
+#endif
+#if CG_WANT(bin_flat_div_f32)
+BIN_FLAT(div_f32, float, OP_DIV_F)
+#endif
+#if CG_WANT(bin_nd_div_f32)
+BIN_ND(div_f32, float, OP_DIV_F)
+#endif
+#if CG_WANT(bin_flat_maximum_f32)
+BIN_FLAT(maximum_f32, float, OP_MAX_F)
+#endif
+#if CG_WANT(bin_nd_maximum_f32)
+BIN_ND(maximum_f32, float, OP_MAX_F)
+#endif
+#if CG_WANT(bin_flat_minimum_f32)
+BIN_FLAT(minimum_f32, float, OP_MIN_F)
+#endif
+#if CG_WANT(bin_nd_minimum_f32)
+BIN_ND(minimum_f32, float, OP_MIN_F)
+#endif
+#if CG_WANT(bin_flat_add_i32)
+BIN_FLAT(add_i32, int, OP_ADD_I)
+#endif
+#if CG_WANT(bin_nd_add_i32)
+BIN_ND(add_i32, int, OP_ADD_I)
+#endif
+#if CG_WANT(bin_flat_sub_i32)
+BIN_FLAT(sub_i32, int, OP_SUB_I)
+#endif
+#if CG_WANT(bin_nd_sub_i32)
+BIN_ND(sub_i32, int, OP_SUB_I)
+#endif
+#if CG_WANT(bin_flat_mul_i32)
+BIN_FLAT(mul_i32, int, OP_MUL_I)
+#endif
+#if CG_WANT(bin_nd_mul_i32)
+BIN_ND(mul_i32, int, OP_MUL_I)
+#endif
+#if CG_WANT(bin_flat_maximum_i32)
+BIN_FLAT(maximum_i32, int, OP_MAX_I)
+#endif
+#if CG_WANT(bin_nd_maximum_i32)
+BIN_ND(maximum_i32, int, OP_MAX_I)
+#endif
+#if CG_WANT(bin_flat_minimum_i32)
+BIN_FLAT(minimum_i32, int, OP_MIN_I)
+#endif
+#if CG_WANT(bin_nd_minimum_i32)
+BIN_ND(minimum_i32, int, OP_MIN_I)
+#endif
 
 /* ---- unary operators (x and y may be the same buffer) ---- */
 
@@ -94,26 +157,47 @@ inline float cg_sigmoid(float x) {
         yp[i] = (EXPR);                                                         \
     }
 
+#if CG_WANT(un_neg_f32)
 UNARY(neg_f32, float, -x)
+#endif
+#if CG_WANT(un_neg_i32)
 UNARY(neg_i32, int, (int)(0u - (uint)x))
+#endif
+#if CG_WANT(un_tanh)
 UNARY(tanh, float, tanh(x))
+#endif
+#if CG_WANT(un_sigmoid)
 UNARY(sigmoid, float, cg_sigmoid(x))
+#endif
+#if CG_WANT(un_exp)
 UNARY(exp, float, exp(x))
+#endif
+#if CG_WANT(un_log)
 UNARY(log, float, log(x))
+#endif
+#if CG_WANT(un_sqrt)
 UNARY(sqrt, float, sqrt(x))
+#endif
+#if CG_WANT(un_relu)
 UNARY(relu, float, x < 0.0f ? 0.0f : x) /* NaN stays NaN */
+#endif
 /* Copy of 32-bit elements (cast to the same dtype). */
+#if CG_WANT(un_copy32)
 UNARY(copy32, uint, x)
+#endif
 
+#if CG_WANT(un_affine)
 __kernel void un_affine(__global const float *xp, __global float *yp, long n, float alpha,
                         float beta) {
     IDX i = (IDX)get_global_id(0);
     if (i >= (IDX)n) return;
     yp[i] = alpha * xp[i] + beta;
 }
+#endif
 
 /* f32 -> i32 truncating toward zero; NaN gives 0 and values beyond the i32
  * range saturate, as the CPU kernel. */
+#if CG_WANT(cast_f32_to_i32)
 __kernel void cast_f32_to_i32(__global const float *xp, __global int *yp, long n) {
     IDX i = (IDX)get_global_id(0);
     if (i >= (IDX)n) return;
@@ -125,10 +209,13 @@ __kernel void cast_f32_to_i32(__global const float *xp, __global int *yp, long n
     else r = convert_int_rtz(v);
     yp[i] = r;
 }
+#endif
 
 /* i32 -> f32 rounding to the nearest float (ties to even). */
+#if CG_WANT(cast_i32_to_f32)
 __kernel void cast_i32_to_f32(__global const int *xp, __global float *yp, long n) {
     IDX i = (IDX)get_global_id(0);
     if (i >= (IDX)n) return;
     yp[i] = convert_float_rte(xp[i]);
 }
+#endif

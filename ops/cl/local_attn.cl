@@ -12,6 +12,13 @@
 #define IDX int
 #endif
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /*
  * 1 when key i lies in the window of center c with radius d, exactly as the
  * CPU decides it in double precision: fabs((double)i - (double)c) <= d,
@@ -44,6 +51,7 @@ inline int wm_in_window(long i, float c, long d, float t) {
  * [B, S] (total = B * S elements, s_ = S). A length outside [0, S] is not
  * reported here (the CPU kernel fails on it): it acts as clamped to [0, S],
  * a negative length giving a row of 0s and one above S the whole window. */
+#if CG_WANT(window_mask)
 __kernel void window_mask(__global const int *lengths, __global const float *center,
                           __global int *out, long total, long s_, long d, float t) {
     const IDX k = (IDX)get_global_id(0);
@@ -51,11 +59,13 @@ __kernel void window_mask(__global const int *lengths, __global const float *cen
     const IDX s = (IDX)s_, b = k / s, i = k - b * s;
     out[k] = ((long)i < (long)lengths[b] && wm_in_window((long)i, center[b], d, t)) ? 1 : 0;
 }
+#endif
 
 /* out[b, i] = a[b, i] * exp(-(x * x) / denom) with x = (float)i - center[b]
  * and denom = 2 (D / 2)^2 computed by the host in float as the CPU kernel
  * does, so the argument of exp is bitwise the same on both. out may be a
  * (in place). */
+#if CG_WANT(local_gaussian)
 __kernel void local_gaussian(__global const float *a, __global const float *center,
                              __global float *out, long total, long s_, float denom) {
     const IDX k = (IDX)get_global_id(0);
@@ -64,3 +74,4 @@ __kernel void local_gaussian(__global const float *a, __global const float *cent
     const float x = (float)i - center[b];
     out[k] = a[k] * exp(-(x * x) / denom);
 }
+#endif

@@ -1,6 +1,6 @@
 /* Matrix products: a tiled batched GEMM for broadcasting matmul with many
- * small matrices, and the fills used around host->cl_sgemm (bias rows,
- * zeros for K = 0). Large products go through host->cl_sgemm.
+ * small matrices, and the zeros for K = 0 around host->cl_sgemm (the bias
+ * rows are shape.cl's copy_rows). Large products go through host->cl_sgemm.
  *
  * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
  * has 2^31 elements or more), -DIDX8=int8 or long8 to match; for bmm also
@@ -11,19 +11,20 @@
 #define IDX8 int8
 #endif
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /* y[i] = 0 for i < total. */
+#if CG_WANT(fill_zero)
 __kernel void fill_zero(__global float *y, IDX total) {
     IDX i = (IDX)get_global_id(0);
     if (i < total) y[i] = 0.0f;
 }
-
-/* y[r, j] = b[j] for r < total / n, j < n: the bias of every row. */
-__kernel void fill_bias(__global float *y, __global const float *b, IDX total, IDX n) {
-    IDX i = (IDX)get_global_id(0);
-    if (i >= total) return;
-    IDX r = i / n;
-    y[i] = b[i - r * n];
-}
+#endif
 
 #ifdef TS
 static IDX vec_at(IDX8 v, int k) {
@@ -46,6 +47,7 @@ static IDX vec_at(IDX8 v, int k) {
  * ([N, K] with TB) likewise with bstr. One work-item per element of C, a
  * TS x TS tile per work-group, K walked in TS steps through local memory;
  * every load runs along contiguous memory for each transpose variant. */
+#if CG_WANT(bmm)
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
 void bmm(__global const float *A, __global const float *B, __global float *C, IDX M, IDX N,
          IDX K, int nb, IDX8 bdims, IDX8 astr, IDX8 bstr) {
@@ -93,4 +95,5 @@ void bmm(__global const float *A, __global const float *B, __global float *C, ID
     const IDX row = row0 + ly, col = col0 + lx;
     if (row < M && col < N) C[z * M * N + row * N + col] = acc;
 }
+#endif
 #endif

@@ -9,6 +9,13 @@
 #define IDX int
 #endif
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /* ---- reduce_sum / reduce_mean / reduce_max ----
  *
  * The host collapses x's dims as the CPU kernel does (size-1 dims dropped,
@@ -54,6 +61,7 @@ inline IDX red_offset(IDX r, int n, long4 d, long4 st) {
 /* One work-group per output element (launched with exactly n_out groups);
  * the group's work-items stride over the reduced elements, then combine in
  * local memory (`red`, one float per work-item; power-of-two group size). */
+#if CG_WANT(reduce_group)
 __kernel void reduce_group(__global const float *x, __global float *y, long n_out, long count_,
                            int nk, long4 kd, long4 ks, int nr, long4 rd, long4 rs, int kind,
                            float scale, __local float *red) {
@@ -79,10 +87,12 @@ __kernel void reduce_group(__global const float *x, __global float *y, long n_ou
     }
     if (lid == 0) y[g] = kind == RED_MAX ? red[0] : kind == 1 ? red[0] * scale : red[0];
 }
+#endif
 
 /* One work-item per output element, walking the reduced dims with nested
  * loops; used when the innermost dim is kept (neighbouring work-items read
  * neighbouring addresses) or when groups are short. */
+#if CG_WANT(reduce_item)
 __kernel void reduce_item(__global const float *x, __global float *y, long n_out, int nk,
                           long4 kd, long4 ks, long4 rd, long4 rs, int kind, float scale) {
     const IDX g = (IDX)get_global_id(0);
@@ -102,6 +112,7 @@ __kernel void reduce_item(__global const float *x, __global float *y, long n_out
             }
     y[g] = kind == 1 ? acc * scale : acc;
 }
+#endif
 
 /* ---- argmax ----
  *
@@ -113,6 +124,7 @@ inline int f32_greater(float a, float b) { return (a != a) ? (b == b) : (a > b);
 
 /* One work-group per slice (exactly `slices` groups): each work-item keeps
  * its best (value, index), then the group combines them in local memory. */
+#if CG_WANT(argmax_group)
 __kernel void argmax_group(__global const float *x, __global int *y, long slices, long n_,
                            long inner_, __local float *rv, __local int *ri) {
     const IDX s = (IDX)get_group_id(0);
@@ -145,8 +157,10 @@ __kernel void argmax_group(__global const float *x, __global int *y, long slices
     }
     if (lid == 0) y[s] = ri[0];
 }
+#endif
 
 /* One work-item per slice, scanning the axis in order. */
+#if CG_WANT(argmax_item)
 __kernel void argmax_item(__global const float *x, __global int *y, long slices, long n_,
                           long inner_) {
     const IDX s = (IDX)get_global_id(0);
@@ -164,6 +178,7 @@ __kernel void argmax_item(__global const float *x, __global int *y, long slices,
     }
     y[s] = bi;
 }
+#endif
 
 /* ---- topk ----
  *
@@ -172,6 +187,7 @@ __kernel void argmax_item(__global const float *x, __global int *y, long slices,
  * index"; if rank < k it goes to output position rank. Ranks of a row are a
  * permutation, so every output position is written exactly once. One
  * work-item per element; the count stops once it reaches k. */
+#if CG_WANT(topk_rank)
 __kernel void topk_rank(__global const float *x, __global float *vals, __global int *idx,
                         long total, long n_, long k_) {
     const IDX gid = (IDX)get_global_id(0);
@@ -189,3 +205,4 @@ __kernel void topk_rank(__global const float *x, __global float *vals, __global 
         idx[row * k + rank] = (int)j;
     }
 }
+#endif

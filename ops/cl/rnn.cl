@@ -9,6 +9,13 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /* Logistic function without overflow for large |x| (as sigmoid_f on the CPU). */
 float cg_sigmoid(float x) {
     if (x >= 0.0f) return 1.0f / (1.0f + exp(-x));
@@ -52,6 +59,7 @@ float cg_lstm_unit(int H, int j, __global const float *gi, int has_gi,
 
 /* ---- cells: ws holds gi [B, 3H] then gh [B, 3H] (4H for the LSTM) ---- */
 
+#if CG_WANT(gru_cell_gates)
 __kernel void gru_cell_gates(int B, int H, int has_gi, __global const float *ws,
                              __global const float *b_ih, __global const float *b_hh,
                              __global const float *h, __global float *h_out) {
@@ -63,9 +71,11 @@ __kernel void gru_cell_gates(int B, int H, int has_gi, __global const float *ws,
     h_out[idx] = cg_gru_unit(H, j, ws + b * G, has_gi, ws + (long)B * G + b * G, 1, b_ih, b_hh,
                              h[idx]);
 }
+#endif
 
 /* write_c == 0: the node has no c' output (c_out is then any valid buffer
  * and is not written). */
+#if CG_WANT(lstm_cell_gates)
 __kernel void lstm_cell_gates(int B, int H, int has_gi, __global const float *ws,
                               __global const float *b_ih, __global const float *b_hh,
                               __global const float *c, __global float *h_out,
@@ -81,6 +91,7 @@ __kernel void lstm_cell_gates(int B, int H, int has_gi, __global const float *ws
     h_out[idx] = hn;
     if (write_c) c_out[idx] = cn;
 }
+#endif
 
 /* ---- one time step of one direction of a sequence layer ----
  * Step t of row b (lengths clamped into [0, S]) processes position t
@@ -92,6 +103,7 @@ __kernel void lstm_cell_gates(int B, int H, int has_gi, __global const float *ws
  * t = 0..S-1 every position of this direction's columns is written exactly
  * once. first != 0: the state is zero (gh is not read), the first step. */
 
+#if CG_WANT(gru_seq_step)
 __kernel void gru_seq_step(int B, int S, int H, int t, int reverse, int first, int has_gi,
                            __global const int *lengths, __global const float *proj,
                            long p_off, __global const float *gh, long g_off,
@@ -118,7 +130,9 @@ __kernel void gru_seq_step(int B, int S, int H, int t, int reverse, int first, i
     *h = hn;
     o[(long)pos * DH] = hn;
 }
+#endif
 
+#if CG_WANT(lstm_seq_step)
 __kernel void lstm_seq_step(int B, int S, int H, int t, int reverse, int first, int has_gi,
                             __global const int *lengths, __global const float *proj,
                             long p_off, __global const float *gh, long g_off,
@@ -151,9 +165,12 @@ __kernel void lstm_seq_step(int B, int S, int H, int t, int reverse, int first, 
     *c = cn;
     o[(long)pos * DH] = hn;
 }
+#endif
 
 /* Zeroes n floats of buf from off (final states when S == 0). */
+#if CG_WANT(rnn_zero)
 __kernel void rnn_zero(long n, __global float *buf, long off) {
     long i = get_global_id(0);
     if (i < n) buf[off + i] = 0.0f;
 }
+#endif

@@ -10,8 +10,16 @@
 #define IDX8 int8
 #endif
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /* dst[dst_off + r * dst_stride + c] = src[src_off + r * src_stride + c] for
  * r < rows, c < cols; one work-item per element of the rows x cols block. */
+#if CG_WANT(copy_rows)
 __kernel void copy_rows(__global const uint *src, IDX src_off, IDX src_stride,
                         __global uint *dst, IDX dst_off, IDX dst_stride, IDX rows, IDX cols) {
     IDX i = (IDX)get_global_id(0);
@@ -19,6 +27,7 @@ __kernel void copy_rows(__global const uint *src, IDX src_off, IDX src_stride,
     IDX r = i / cols, c = i - r * cols;
     dst[dst_off + r * dst_stride + c] = src[src_off + r * src_stride + c];
 }
+#endif
 
 /* Index of a component of an 8-vector (dims and strides are passed as
  * vectors, component k for dim k). */
@@ -38,6 +47,7 @@ static IDX vec_at(IDX8 v, int k) {
 /* out[i] = src[sum_k idx_k * stride_k], where (idx_0, ..., idx_{nd-1}) is
  * the row-major index of i in the output dims `n`; `st` are the input
  * strides of the output dims. */
+#if CG_WANT(transpose_any)
 __kernel void transpose_any(__global const uint *src, __global uint *dst, IDX total, int nd,
                             IDX8 n, IDX8 st) {
     IDX i = (IDX)get_global_id(0);
@@ -51,6 +61,7 @@ __kernel void transpose_any(__global const uint *src, __global uint *dst, IDX to
     }
     dst[i] = src[off];
 }
+#endif
 
 #ifdef TILE
 /* Transpose through a local tile. The output is [rest..., nq (somewhere),
@@ -60,6 +71,7 @@ __kernel void transpose_any(__global const uint *src, __global uint *dst, IDX to
  * Group (g0, g1, g2): g0 tiles the last dim, g1 tiles dim q, g2 runs over
  * the other output dims (`rn` sizes, `rin` input and `rout` output strides,
  * `rnd` of them). `oq` is the output stride of dim q. */
+#if CG_WANT(transpose_tiled)
 __kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1)))
 void transpose_tiled(__global const uint *src, __global uint *dst, IDX nl, IDX sl, IDX nq, IDX oq,
                      int rnd, IDX8 rn, IDX8 rin, IDX8 rout) {
@@ -86,4 +98,5 @@ void transpose_tiled(__global const uint *src, __global uint *dst, IDX nl, IDX s
         if (qi < nq && li < nl) dst[out_off + qi * oq + li] = tile[lx][j];
     }
 }
+#endif
 #endif

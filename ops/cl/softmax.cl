@@ -23,6 +23,13 @@
 #define IDX int
 #endif
 
+/* One kernel per program (cl_backend.h): kernel K is built alone with
+ * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
+#ifndef CG_ONE_KERNEL
+#define CG_ONE_KERNEL 0
+#endif
+#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
+
 /* Max that keeps a NaN once seen. */
 inline float sm_max(float m, float v) { return (v > m || v != v) ? v : m; }
 
@@ -48,6 +55,7 @@ inline IDX sm_mask_part(IDX r, int nd, long8 d, long8 st) {
  * work-group size is a power of two), then writes the slice. Launched with
  * exactly `slices` groups.
  */
+#if CG_WANT(softmax_wg)
 __kernel void softmax_wg(__global const float *x, __global float *y, __global const int *mask,
                          int has_mask, long slices, long n_, long inner_, long mst_, int ond,
                          long8 od, long8 oms, int ind, long8 id, long8 ims, int log_out,
@@ -101,11 +109,13 @@ __kernel void softmax_wg(__global const float *x, __global float *y, __global co
                 ((!has_mask || m[j * mst]) ? exp(x[base + j * inner] - mx) : 0.0f) * inv;
     }
 }
+#endif
 
 /*
  * One work-item per slice, for short slices or many slices along an inner
  * axis (neighbouring work-items then read neighbouring addresses).
  */
+#if CG_WANT(softmax_item)
 __kernel void softmax_item(__global const float *x, __global float *y, __global const int *mask,
                            int has_mask, long slices, long n_, long inner_, long mst_, int ond,
                            long8 od, long8 oms, int ind, long8 id, long8 ims, int log_out) {
@@ -140,13 +150,16 @@ __kernel void softmax_item(__global const float *x, __global float *y, __global 
                 ((!has_mask || m[j * mst]) ? exp(x[base + j * inner] - mx) : 0.0f) * inv;
     }
 }
+#endif
 
 /* out[b, s] = s < lengths[b] for out [B, S]. A length outside [0, S] is not
  * reported here (the CPU kernel fails on it): below 0 gives a row of 0s,
  * above S a row of 1s. */
+#if CG_WANT(length_mask)
 __kernel void length_mask(__global const int *lengths, __global int *out, long total, long s_) {
     const IDX i = (IDX)get_global_id(0);
     if (i >= (IDX)total) return;
     const IDX s = (IDX)s_, b = i / s, j = i - b * s;
     out[i] = (long)j < (long)lengths[b] ? 1 : 0;
 }
+#endif
