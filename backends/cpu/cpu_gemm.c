@@ -14,7 +14,7 @@
  * (a few microseconds of kernel time against about one of hand-over). */
 #define CG_GEMM_TASK_FMAS ((int64_t)1 << 17)
 
-static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL};
+static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL, NULL};
 
 /* NULL until the first product (or cg_cpu_gemm_force) decides. */
 static const cg_gemm_kernels *_Atomic g_sel;
@@ -88,14 +88,46 @@ typedef struct cg_gemm_job {
     int64_t unit; /* rows or columns per item */
 } cg_gemm_job;
 
+/* Bytes of A rows kept in L1 while a block of B rows (kept in L2) passes. */
+#define CG_L1_A_BYTES (32 * 1024)
+#define CG_L2_B_BYTES (1024 * 1024)
+
+/* C[m0:m1, n0:n1] of g, reading A rows m0..m1-1 and B rows n0..n1-1 only: a
+ * block of A rows stays in L1 while strips of B pass over it, inside a block
+ * of B that stays in L2. One row of A goes through the GEMV tiles. */
+static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, int64_t m0,
+                          int64_t m1, int64_t n0, int64_t n1) {
+    const int64_t MR = kern->mr, NR = kern->nr, NV = kern->nv;
+    if (m1 - m0 == 1) {
+        for (int64_t j = n0; j < n1; j += NV)
+            kern->gemv(g, m0, j, n1 - j < NV ? (int)(n1 - j) : (int)NV);
+        return;
+    }
+    int64_t row = g->k * (int64_t)sizeof(float);
+    int64_t mb = CG_L1_A_BYTES / row / MR * MR, nb = CG_L2_B_BYTES / row / NR * NR;
+    if (mb < MR) mb = MR;
+    if (nb < NR) nb = NR;
+    for (int64_t jb = n0; jb < n1; jb += nb) {
+        int64_t je = n1 - jb < nb ? n1 : jb + nb;
+        for (int64_t ib = m0; ib < m1; ib += mb) {
+            int64_t ie = m1 - ib < mb ? m1 : ib + mb;
+            for (int64_t j = jb; j < je; j += NR) {
+                int nr = je - j < NR ? (int)(je - j) : (int)NR;
+                for (int64_t i = ib; i < ie; i += MR)
+                    kern->tile(g, i, j, ie - i < MR ? (int)(ie - i) : (int)MR, nr);
+            }
+        }
+    }
+}
+
 static void cg_gemm_task(void *ctx, size_t begin, size_t end) {
     const cg_gemm_job *job = ctx;
     const cg_gemm_args *g = job->g;
     int64_t lo = (int64_t)begin * job->unit, hi = (int64_t)end * job->unit;
     if (job->along_m)
-        job->kern->block(g, lo, hi < g->m ? hi : g->m, 0, g->n);
+        cg_gemm_block(job->kern, g, lo, hi < g->m ? hi : g->m, 0, g->n);
     else
-        job->kern->block(g, 0, g->m, lo, hi < g->n ? hi : g->n);
+        cg_gemm_block(job->kern, g, 0, g->m, lo, hi < g->n ? hi : g->n);
 }
 
 /* Splits C over the pool in whole register tiles: along N (each thread
@@ -105,7 +137,7 @@ static void cg_gemm_run(const cg_gemm_kernels *kern, const cg_gemm_args *g) {
     int threads = cg_cpu_threads();
     int64_t work = g->m * g->n * g->k;
     if (threads == 1 || work < 2 * CG_GEMM_TASK_FMAS) {
-        kern->block(g, 0, g->m, 0, g->n);
+        cg_gemm_block(kern, g, 0, g->m, 0, g->n);
         return;
     }
     cg_gemm_job job = {kern, g, 0, g->m == 1 ? kern->nv : kern->nr};
@@ -124,7 +156,7 @@ static void cg_gemm_run(const cg_gemm_kernels *kern, const cg_gemm_args *g) {
 int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     const cg_gemm_kernels *kern = cg_gemm_selected();
-    if (!kern->block) return 0;
+    if (!kern->tile) return 0;
     if (m <= 0 || n <= 0) return 1;
     if (k <= 0 || alpha == 0.0f) {
         cg_gemm_scale(m, n, beta, c, ldc);
@@ -138,7 +170,7 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
 int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda,
                   const float *x, float beta, float *y) {
     const cg_gemm_kernels *kern = cg_gemm_selected();
-    if (!kern->block) return 0;
+    if (!kern->tile) return 0;
     if (m <= 0 || n <= 0) return 1;
     if (alpha == 0.0f) {
         cg_gemm_scale(1, m, beta, y, m);

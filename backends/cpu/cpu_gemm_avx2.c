@@ -22,8 +22,6 @@
 #define NV 8
 /* Cache blocks (bytes): rows of A that stay in L1 while a strip of NR rows
  * of B passes over all of them, and rows of B that stay in L2 meanwhile. */
-#define CG_L1_A_BYTES (32 * 1024)
-#define CG_L2_B_BYTES (1024 * 1024)
 
 /* Lane q of the result is the sum of the 8 lanes of x[q]. */
 CG_INLINE CG_AVX2 __m256 cg_reduce8(const __m256 *x) {
@@ -167,31 +165,8 @@ static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
     cg_store8(g->c + i0 * g->ldc + j0, cg_mask8(nr), cg_reduce8(acc), g->alpha, g->beta);
 }
 
-static CG_AVX2 void cg_block(const cg_gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
-                             int64_t n1) {
-    if (m1 - m0 == 1) {
-        for (int64_t j = n0; j < n1; j += NV)
-            cg_gemv_tile(g, m0, j, n1 - j < NV ? (int)(n1 - j) : NV);
-        return;
-    }
-    int64_t row = g->k * (int64_t)sizeof(float);
-    int64_t mb = CG_L1_A_BYTES / row / MR * MR, nb = CG_L2_B_BYTES / row / NR * NR;
-    if (mb < MR) mb = MR;
-    if (nb < NR) nb = NR;
-    for (int64_t jb = n0; jb < n1; jb += nb) {
-        int64_t je = n1 - jb < nb ? n1 : jb + nb;
-        for (int64_t ib = m0; ib < m1; ib += mb) {
-            int64_t ie = m1 - ib < mb ? m1 : ib + mb;
-            for (int64_t j = jb; j < je; j += NR) {
-                int nr = je - j < NR ? (int)(je - j) : NR;
-                for (int64_t i = ib; i < ie; i += MR)
-                    cg_tile_rows(g, i, j, ie - i < MR ? (int)(ie - i) : MR, nr);
-            }
-        }
-    }
-}
 
-const cg_gemm_kernels cg_gemm_avx2 = {"avx2", MR, NR, NV, cg_block};
+const cg_gemm_kernels cg_gemm_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile};
 
 #else
 typedef int cg_gemm_avx2_not_x86;

@@ -33,8 +33,6 @@
  * of B passes over all of them (so B, not A, is what comes from L2: 4x less
  * L2 traffic than streaming A for each strip; +25-40% at M = 64), and rows
  * of B that stay in L2 meanwhile. */
-#define CG_L1_A_BYTES (32 * 1024)
-#define CG_L2_B_BYTES (1024 * 1024)
 
 /* Four 16-lane sums: 128-bit lane l of the result holds the four partial sums
  * (i + 8, then i + 4 folded) of the l-th argument. */
@@ -196,31 +194,8 @@ static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0
              g->beta);
 }
 
-static CG_AVX512 void cg_block(const cg_gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
-                               int64_t n1) {
-    if (m1 - m0 == 1) {
-        for (int64_t j = n0; j < n1; j += NV)
-            cg_gemv_tile(g, m0, j, n1 - j < NV ? (int)(n1 - j) : NV);
-        return;
-    }
-    int64_t row = g->k * (int64_t)sizeof(float);
-    int64_t mb = CG_L1_A_BYTES / row / MR * MR, nb = CG_L2_B_BYTES / row / NR * NR;
-    if (mb < MR) mb = MR;
-    if (nb < NR) nb = NR;
-    for (int64_t jb = n0; jb < n1; jb += nb) {
-        int64_t je = n1 - jb < nb ? n1 : jb + nb;
-        for (int64_t ib = m0; ib < m1; ib += mb) {
-            int64_t ie = m1 - ib < mb ? m1 : ib + mb;
-            for (int64_t j = jb; j < je; j += NR) {
-                int nr = je - j < NR ? (int)(je - j) : NR;
-                for (int64_t i = ib; i < ie; i += MR)
-                    cg_tile_rows(g, i, j, ie - i < MR ? (int)(ie - i) : MR, nr);
-            }
-        }
-    }
-}
 
-const cg_gemm_kernels cg_gemm_avx512 = {"avx512", MR, NR, NV, cg_block};
+const cg_gemm_kernels cg_gemm_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile};
 
 #else
 typedef int cg_gemm_avx512_not_x86;

@@ -22,19 +22,22 @@ typedef struct cg_gemm_args {
     int64_t ldc;
 } cg_gemm_args;
 
-/* Computes the block C[m0:m1, n0:n1] of g, reading A rows m0..m1-1 and B rows
- * n0..n1-1 only. Blocks of one call may run concurrently on different
- * threads: they write disjoint parts of C. */
-typedef void (*cg_gemm_block_fn)(const cg_gemm_args *g, int64_t m0, int64_t m1,
-                                 int64_t n0, int64_t n1);
+/* C[i0 : i0+mr, j0 : j0+nr] of g for mr <= the kernels' mr, nr <= their nr.
+ * Tiles of one call may run concurrently: they write disjoint parts of C. */
+typedef void (*cg_gemm_tile_fn)(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr);
+
+/* C[i0, j0 : j0+nr] of g for nr <= the kernels' nv: one row of A (a GEMV). */
+typedef void (*cg_gemv_tile_fn)(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr);
 
 /* The kernels of one ISA. mr/nr are the register tile (rows of A by rows of
  * B) and nv the GEMV tile (rows of B against one row of A, used when a block
- * has one row): the driver aligns its thread split to them. */
+ * has one row): the driver (cpu_gemm.c) blocks for the caches, splits over
+ * threads in whole tiles and calls these per tile. */
 typedef struct cg_gemm_kernels {
     const char *name;
     int mr, nr, nv;
-    cg_gemm_block_fn block;
+    cg_gemm_tile_fn tile;
+    cg_gemv_tile_fn gemv;
 } cg_gemm_kernels;
 
 /* Plain C, any CPU. */

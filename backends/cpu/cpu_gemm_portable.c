@@ -32,12 +32,11 @@ static void cg_portable_tile(const cg_gemm_args *g, int64_t i, int64_t j0, int n
     }
 }
 
-static void cg_portable_block(const cg_gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
-                              int64_t n1) {
-    /* The NR rows of B stay in cache while the rows of A pass. */
-    for (int64_t j = n0; j < n1; j += NR)
-        for (int64_t i = m0; i < m1; i++)
-            cg_portable_tile(g, i, j, n1 - j < NR ? (int)(n1 - j) : NR);
+/* The register tile has one row of A: mr is always 1. */
+static void cg_portable_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+    (void)mr;
+    cg_portable_tile(g, i0, j0, nr);
 }
 
-const cg_gemm_kernels cg_gemm_portable = {"portable", 1, NR, NR, cg_portable_block};
+const cg_gemm_kernels cg_gemm_portable = {"portable", 1, NR, NR, cg_portable_tile_rows,
+                                           cg_portable_tile};
