@@ -30,6 +30,11 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *out);
 /* K: the width of an encoder output. */
 static inline int s2s_keys_dim(const s2s_config *c) { return c->hidden * (c->bidirectional ? 2 : 1); }
 
+/* Candidates per row the generated graph 'decoder' keeps (top_logp,
+ * top_id): greedy reads 1, a beam of k reads 2k, so beams up to 8 run on it;
+ * wider beams run 'decoder_logp', which outputs the whole distribution. */
+#define S2S_TOP_K 16
+
 /* The IR text of the encoder and decoder-step graphs for a configuration. */
 cg_status cg_s2s_build_text(const s2s_config *c, char **out);
 

@@ -50,6 +50,7 @@ typedef struct io {
     /* positions */
     int y, keys, kproj, len, pos, htilde, h[32], c[32];
     int logp, a, htilde_new, h_new[32], c_new[32];
+    int top_v, top_i, top_k; /* top_logp / top_id [rows, top_k] instead of logp */
 } io;
 
 static void hyp_free(hyp *h) {
@@ -179,11 +180,12 @@ static void io_free(io *x) {
     }
 }
 
-/* Buffers for up to `rows` decoder rows over S source positions. */
-static cg_status io_init(cg_s2s *m, io *x, int rows, int S) {
+/* Buffers for up to `rows` decoder rows over S source positions, for the
+ * decoder graph `graph`. */
+static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
     memset(x, 0, sizeof *x);
     const s2s_config *c = &m->cfg;
-    cg_graph *g = cg_model_graph(m->model, "decoder");
+    cg_graph *g = cg_model_graph(m->model, graph);
     int K = s2s_keys_dim(c), H = c->hidden;
     cg_status st = CG_OK;
     x->n_in = cg_graph_input_count(g);
@@ -198,6 +200,9 @@ static cg_status io_init(cg_s2s *m, io *x, int rows, int S) {
     x->pos = find_in(g, "pos");
     x->htilde = find_in(g, "htilde");
     x->logp = find_out(g, "logp");
+    x->top_v = find_out(g, "top_logp");
+    x->top_i = find_out(g, "top_id");
+    x->top_k = x->logp < 0 ? m->top_k : 0;
     x->a = find_out(g, "a");
     x->htilde_new = find_out(g, "htilde_new");
     for (int l = 0; l < c->decoder_layers; l++) {
@@ -220,6 +225,8 @@ static cg_status io_init(cg_s2s *m, io *x, int rows, int S) {
     }
     for (int k = 0; !st && k < x->n_out; k++) {
         if (k == x->logp) st = tensor(CG_F32, 2, rows, c->v_tgt, 0, &x->out[k]);
+        else if (k == x->top_v) st = tensor(CG_F32, 2, rows, x->top_k, 0, &x->out[k]);
+        else if (k == x->top_i) st = tensor(CG_I32, 2, rows, x->top_k, 0, &x->out[k]);
         else if (k == x->a) st = tensor(CG_F32, 2, rows, S, 0, &x->out[k]);
         else st = tensor(CG_F32, 2, rows, H, 0, &x->out[k]);
     }
@@ -301,8 +308,12 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     int max_rows = nb * k;
     io x;
     int io_ok = 0;
+    cg_plan *dec = NULL;
+    const char *dec_graph = NULL;
+    if (!st) st = cg_s2s_decoder_plan(m, beam ? 2 * k : 1, &dec, &dec_graph);
     if (!st) {
-        st = io_init(m, &x, max_rows, S);
+        m->last_dec = dec;
+        st = io_init(m, dec_graph, &x, max_rows, S);
         io_ok = !st;
     }
     sent_state *ss = calloc((size_t)nb, sizeof *ss);
@@ -375,9 +386,15 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                 memcpy((float *)x.in[x.htilde]->data + (size_t)r * H, rs + (size_t)(2 * L) * H,
                        sizeof(float) * (size_t)H);
         }
-        st = cg_plan_run_into(m->dec, x.n_in, x.in_names, x.in, x.n_out, x.out);
+        st = cg_plan_run_into(dec, x.n_in, x.in_names, x.in, x.n_out, x.out);
         if (st) break;
-        const float *logp = cg_tensor_data_const(x.out[x.logp]);
+        /* Either every row's whole logp, or its best TK (log-probability, token)
+         * pairs in the order of the spec's ties: a row's best 2k candidates
+         * are among them, as the sentence's are among its rows'. */
+        const int TK = x.top_k;
+        const float *logp = TK ? NULL : cg_tensor_data_const(x.out[x.logp]);
+        const float *top_v = TK ? cg_tensor_data_const(x.out[x.top_v]) : NULL;
+        const int32_t *top_i = TK ? cg_tensor_data_const(x.out[x.top_i]) : NULL;
         const float *att = x.a >= 0 ? cg_tensor_data_const(x.out[x.a]) : NULL;
         int NR = 0;
         /* Rows are grouped by sentence, in live order. */
@@ -387,12 +404,19 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             sent_state *sb = &ss[b];
             int len_after = t + 1;
             if (!beam) {
-                const float *lr = logp + (size_t)r0 * V;
                 int best = 0;
-                for (int v = 1; v < V; v++)
-                    if (lr[v] > lr[best]) best = v; /* first maximum: the lowest id wins ties */
+                float best_lp;
+                if (TK) {
+                    best = top_i[(size_t)r0 * TK];
+                    best_lp = top_v[(size_t)r0 * TK];
+                } else {
+                    const float *lr = logp + (size_t)r0 * V;
+                    for (int v = 1; v < V; v++)
+                        if (lr[v] > lr[best]) best = v; /* first maximum: the lowest id wins ties */
+                    best_lp = lr[best];
+                }
                 hyp *h = &rows[r0].h;
-                h->raw += (double)lr[best];
+                h->raw += (double)best_lp;
                 int eos = !force && best == c->eos_id;
                 if (hyp_push(h, best, eos, att ? att + (size_t)r0 * S : NULL, sb->len)) {
                     st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
@@ -418,9 +442,11 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
              * so one running top-2k over the sentence's rows is exact). */
             int want = 2 * k, nt = 0;
             for (int r = r0; r < r1; r++) {
-                const float *lr = logp + (size_t)r * V;
-                for (int v = 0; v < V; v++) {
-                    cand cv = {rows[r].h.raw + (double)lr[v], r - r0, v};
+                const float *lr = TK ? top_v + (size_t)r * TK : logp + (size_t)r * V;
+                const int32_t *ir = TK ? top_i + (size_t)r * TK : NULL;
+                const int nv = TK ? (want < TK ? want : TK) : V;
+                for (int q = 0; q < nv; q++) {
+                    cand cv = {rows[r].h.raw + (double)lr[q], r - r0, ir ? ir[q] : q};
                     if (nt < want || cand_cmp(&cv, &top[nt - 1]) < 0) {
                         int pos = nt < want ? nt++ : nt - 1;
                         while (pos > 0 && cand_cmp(&cv, &top[pos - 1]) < 0) {

@@ -11,6 +11,15 @@ struct cg_s2s {
     cg_weights *weights;
     cg_model *model;
     cg_plan *enc, *dec;
+    int top_k;          /* k of decoder's top_logp / top_id; 0: it outputs logp */
+    cg_plan *dec_logp;  /* graph decoder_logp, planned for the first beam wider than top_k / 2 */
+    cg_plan *last_dec;  /* the decoder plan the last batch ran (cg_s2s_stats) */
+    char *device, *place; /* the placement, for plans made after loading */
 };
+
+/* The decoder plan for `need` candidates per row (1 greedy, 2k beam):
+ * m->dec when it keeps that many (or outputs logp), else decoder_logp,
+ * planned on first use. */
+cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const char **graph);
 
 #endif

@@ -88,7 +88,10 @@ void cg_s2s_free(cg_s2s *m) {
     if (!m) return;
     cg_plan_free(m->enc);
     cg_plan_free(m->dec);
+    cg_plan_free(m->dec_logp);
     cg_model_free(m->model);
+    free(m->device);
+    free(m->place);
     cg_weights_free(m->weights);
     cg_s2s_vocab_free(&m->src);
     cg_s2s_vocab_free(&m->tgt);
@@ -141,17 +144,27 @@ static cg_status check_weights(const cg_model *model, cg_weights *w, const char 
     return CG_OK;
 }
 
-/* The graphs must have the interface the decoders drive. */
+/* An output of g by name, or NULL. */
+static const cg_value *graph_output(const cg_graph *g, const char *name) {
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] >= 0 && !strcmp(g->values[g->outputs[k]].name, name)) return &g->values[g->outputs[k]];
+    return NULL;
+}
+
+/* The graphs must have the interface the decoders drive. The decoder step
+ * outputs either logp [B, V] or top_logp f32 [B, k] and top_id i32 [B, k]
+ * (then m->top_k = k); decoder_logp, when present, outputs logp. */
 static cg_status check_interface(cg_s2s *m, const char *file) {
     const s2s_config *c = &m->cfg;
-    cg_graph *e = cg_model_graph(m->model, "encoder"), *d = cg_model_graph(m->model, "decoder");
+    cg_graph *e = cg_model_graph(m->model, "encoder"), *d = cg_model_graph(m->model, "decoder"),
+             *dl = cg_model_graph(m->model, "decoder_logp");
     if (!e || !d) return cg_error(CG_ERR_VERIFY, "%s: a seq2seq model needs graphs 'encoder' and 'decoder'", file);
     int att = c->attention != S2S_NONE;
     struct {
         cg_graph *g;
         int out;
         char name[32];
-    } need[64];
+    } need[320];
     int n = 0;
 #define NEED(G, O, ...) (need[n].g = (G), need[n].out = (O), snprintf(need[n].name, sizeof need[n].name, __VA_ARGS__), n++)
     NEED(e, 0, "src");
@@ -160,27 +173,31 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
     if (c->attention == S2S_ADDITIVE) NEED(e, 1, "keys_proj");
     if (c->bridge_dense)
         for (int l = 0; l < c->decoder_layers && n < 40; l++) NEED(e, 1, "s0_%d", l);
-    NEED(d, 0, "y_prev");
-    NEED(d, 1, "logp");
-    if (att) {
-        NEED(d, 0, "keys");
-        NEED(d, 0, "src_len");
-        NEED(d, 1, "a");
-        if (c->attention == S2S_ADDITIVE) NEED(d, 0, "keys_proj");
-        if (c->local == S2S_LOCAL_MONOTONIC) NEED(d, 0, "pos");
-        if (c->luong) {
-            NEED(d, 0, "htilde");
-            NEED(d, 1, "htilde_new");
+    for (int gi = 0; gi < 2; gi++) {
+        cg_graph *g = gi ? dl : d;
+        if (!g) continue;
+        NEED(g, 0, "y_prev");
+        if (att) {
+            NEED(g, 0, "keys");
+            NEED(g, 0, "src_len");
+            NEED(g, 1, "a");
+            if (c->attention == S2S_ADDITIVE) NEED(g, 0, "keys_proj");
+            if (c->local == S2S_LOCAL_MONOTONIC) NEED(g, 0, "pos");
+            if (c->luong) {
+                NEED(g, 0, "htilde");
+                NEED(g, 1, "htilde_new");
+            }
+        }
+        for (int l = 0; l < c->decoder_layers && l < 32; l++) {
+            NEED(g, 0, "h%d", l);
+            NEED(g, 1, "h%d_new", l);
+            if (c->cell == S2S_LSTM) {
+                NEED(g, 0, "c%d", l);
+                NEED(g, 1, "c%d_new", l);
+            }
         }
     }
-    for (int l = 0; l < c->decoder_layers && n < 60; l++) {
-        NEED(d, 0, "h%d", l);
-        NEED(d, 1, "h%d_new", l);
-        if (c->cell == S2S_LSTM && n < 62) {
-            NEED(d, 0, "c%d", l);
-            NEED(d, 1, "c%d_new", l);
-        }
-    }
+    if (dl) NEED(dl, 1, "logp");
 #undef NEED
     for (int i = 0; i < n; i++) {
         int found = 0;
@@ -193,8 +210,40 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
             return cg_error(CG_ERR_VERIFY, "%s: graph '%s' needs an %s named '%s' for this configuration", file,
                             cg_graph_name(need[i].g), need[i].out ? "output" : "input", need[i].name);
     }
+    const cg_value *lp = graph_output(d, "logp"), *tv = graph_output(d, "top_logp"), *ti = graph_output(d, "top_id");
+    if (!lp && !(tv && ti))
+        return cg_error(CG_ERR_VERIFY, "%s: graph 'decoder' needs an output named 'logp', or outputs named "
+                        "'top_logp' and 'top_id'", file);
+    if (!lp) {
+        int ok = tv->dtype == CG_F32 && ti->dtype == CG_I32 && tv->ndim == 2 && ti->ndim == 2 &&
+                 tv->dims[1] == ti->dims[1] && tv->dims[1] > 0;
+        if (!ok)
+            return cg_error(CG_ERR_VERIFY, "%s: graph 'decoder': outputs top_logp and top_id must be f32 [B, k] and "
+                            "i32 [B, k] with the same fixed k > 0", file);
+        m->top_k = (int)tv->dims[1];
+    }
     if (cg_graph_input_count(e) != 2)
         return cg_error(CG_ERR_VERIFY, "%s: graph 'encoder' must take exactly the inputs src and src_len", file);
+    return CG_OK;
+}
+
+cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const char **graph) {
+    if (!m->top_k || need <= m->top_k) {
+        *plan = m->dec;
+        *graph = "decoder";
+        return CG_OK;
+    }
+    if (!m->dec_logp) {
+        if (!cg_model_graph(m->model, "decoder_logp"))
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: the beam needs %d candidates per hypothesis, graph 'decoder' keeps "
+                            "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp", m->dir, need,
+                            m->top_k);
+        cg_plan_options po = {.device = m->device, .place = m->place};
+        cg_status st = cg_plan_create_ex(m->model, "decoder_logp", &po, &m->dec_logp);
+        if (st) return st;
+    }
+    *plan = m->dec_logp;
+    *graph = "decoder_logp";
     return CG_OK;
 }
 
@@ -243,6 +292,9 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     if (!st && from_file) st = check_weights(m->model, m->weights, cgp);
     if (!st) st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
     if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
+    if (!st && placement && ((placement->device && !(m->device = cg_strdup(placement->device))) ||
+                             (placement->place && !(m->place = cg_strdup(placement->place)))))
+        st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     free(text);
     free(cfg);
     free(wp);
@@ -335,7 +387,7 @@ cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_st
     if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_stats: NULL model");
     cg_status st = CG_OK;
     if (encoder_total) st = cg_plan_stats_get(m->enc, NULL, encoder_total);
-    if (!st && decoder_total) st = cg_plan_stats_get(m->dec, NULL, decoder_total);
+    if (!st && decoder_total) st = cg_plan_stats_get(m->last_dec ? m->last_dec : m->dec, NULL, decoder_total);
     return st;
 }
 

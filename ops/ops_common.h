@@ -144,6 +144,8 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     X(softmax) X(log_softmax) X(length_mask)                                \
     /* reduce.c */                                                          \
     X(reduce_sum) X(reduce_mean) X(reduce_max) X(argmax) X(topk)            \
+    /* select.c */                                                          \
+    X(log_softmax_topk)                                                     \
     /* shape.c */                                                           \
     X(concat) X(slice) X(reshape) X(transpose)                              \
     /* gather.c */                                                          \

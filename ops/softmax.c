@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_math.h"
 #include "backends/cpu/cpu_pool.h"
+#include "backends/cpu/cpu_scan.h"
 
 #include "softmax.cl.h"
 
@@ -77,7 +78,11 @@ static void softmax_slice(const float *x, float *y, int64_t n, int64_t st,
                           const int32_t *mask, int64_t mst, int log_out) {
     float mx = -INFINITY;
     int any = 0;
-    for (int64_t j = 0; j < n; j++) {
+    if (st == 1 && !mask) {
+        mx = cg_cpu_max(x, (size_t)n);
+        any = n > 0;
+    }
+    for (int64_t j = 0; !(st == 1 && !mask) && j < n; j++) {
         if (mask && !mask[j * mst]) continue;
         float v = x[j * st];
         any = 1;

@@ -26,6 +26,7 @@
 
 #include "clgraph/clgraph.h"
 #include "test_util.h"
+#include "graph/s2s.h" /* S2S_TOP_K: candidates the generated decoder keeps */
 #include "heatmap.h" /* the heat map layout macros (tools/clgraph) */
 
 #define MAX_VARIANTS 64
@@ -922,6 +923,84 @@ START_TEST(dates_accuracy) {
 }
 END_TEST
 
+/* The generated graph 'decoder' selects each row's best candidates on the
+ * device (log_softmax_topk); a model.cg whose decoder outputs the whole
+ * logp makes the host select them instead. Both must decode identically:
+ * greedy, beams up to the selection's width, and a beam wider than it
+ * (which runs the generated 'decoder_logp'). On the CPU for every
+ * variant, on opencl:0 for the first. */
+START_TEST(decoder_paths_agree) {
+    const char *variant = variants[_i];
+    char gdir[1000], pdir[600], what[512];
+    golden_path(gdir, sizeof gdir, variant, NULL);
+    snprintf(pdir, sizeof pdir, "%s/logp", tu_dir);
+    ck_assert_int_eq(mkdir(pdir, 0755), 0);
+    static const char *const files[] = {"config.json", "weights.safetensors", "src.vocab", "tgt.vocab"};
+    for (int i = 0; i < 4; i++) {
+        char a[1000], b[1000];
+        golden_path(a, sizeof a, variant, files[i]);
+        snprintf(b, sizeof b, "%s/%s", pdir, files[i]);
+        copy_file(a, b);
+    }
+    /* model.cg: the generated text without the selecting decoder, whose
+     * decoder_logp becomes 'decoder'. */
+    char *text = NULL;
+    ck_assert_int_eq(cg_s2s_graph_text(gdir, &text), CG_OK);
+    char *top = strstr(text, "graph decoder {"), *logp = strstr(text, "graph decoder_logp {");
+    ck_assert(top && logp && top < logp && strstr(top, "log_softmax_topk") < logp);
+    char *end = strstr(top, "\n}\n");
+    ck_assert(end && end < logp);
+    memmove(top, end + 3, strlen(end + 3) + 1);
+    logp = strstr(text, "graph decoder_logp {");
+    memmove(logp + strlen("graph decoder"), logp + strlen("graph decoder_logp"),
+            strlen(logp + strlen("graph decoder_logp")) + 1);
+    char mc[700];
+    snprintf(mc, sizeof mc, "%s/model.cg", pdir);
+    FILE *f = fopen(mc, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(text, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+    free(text);
+
+    golden g;
+    golden_load(&g, variant);
+    const int n_dev = _i == 0 && have_opencl ? 2 : 1;
+    for (int dv = 0; dv < n_dev; dv++) {
+        const char *device = dv ? "opencl:0" : "cpu";
+        cg_s2s *sel = load_model(gdir, device), *host = load_model(pdir, device);
+        const cg_s2s_options opts[] = {
+            {.attention = 1},
+            {.beam = 4, .nbest = 2, .attention = 1},
+            {.beam = S2S_TOP_K / 2, .nbest = 3, .alpha = 0.6},
+            {.beam = S2S_TOP_K / 2 + 1, .nbest = 2},
+        };
+        cg_s2s_result *a = calloc((size_t)g.n, sizeof *a), *b = calloc((size_t)g.n, sizeof *b);
+        ck_assert(a && b);
+        for (size_t o = 0; o < sizeof opts / sizeof opts[0]; o++) {
+            snprintf(what, sizeof what, "%s on %s, beam %d: device selection vs host selection", variant, device,
+                     opts[o].beam);
+            translate(sel, &opts[o], g.n, g.src, g.len, a);
+            translate(host, &opts[o], g.n, g.src, g.len, b);
+            check_same(what, g.n, a, b);
+            /* On the CPU both read the same log_softmax values: bit-identical
+             * scores. An OpenCL compiler may build exp differently in the two
+             * kernels (within check_same's tolerance). */
+            for (int i = 0; !dv && i < g.n; i++)
+                for (int h = 0; h < a[i].n_hyps; h++)
+                    ck_assert_msg(a[i].hyps[h].score == b[i].hyps[h].score, "%s: source %d hypothesis %d: score %.17g vs %.17g",
+                                  what, i, h, a[i].hyps[h].score, b[i].hyps[h].score);
+            clear_all(a, g.n);
+            clear_all(b, g.n);
+        }
+        free(a);
+        free(b);
+        cg_s2s_free(sel);
+        cg_s2s_free(host);
+    }
+    golden_free(&g);
+}
+END_TEST
+
 /* Code points drawn for a label (heatmap.h: label(s)). */
 static int label_len(const char *s) {
     int n = 0;
@@ -1033,6 +1112,7 @@ int main(void) {
     tcase_add_test(tg, golden_variants_present);
     tcase_add_loop_test(tg, golden_cpu, 0, nv);
     tcase_add_loop_test(tg, golden_opencl, 0, nv);
+    tcase_add_loop_test(tg, decoder_paths_agree, 0, nv);
     suite_add_tcase(s, tg);
     TCase *tc = tcase_create("cli");
     tcase_add_checked_fixture(tc, setup, tu_teardown_dir);

@@ -471,6 +471,8 @@ CG_API void cg_s2s_result_clear(cg_s2s_result *r);
  * run since loading (see cg_plan_stats_get; either pointer may be NULL).
  * The decoder runs once per step, so differences of `decoder_total` across
  * a translation give the per-step allocations and OpenCL objects created.
+ * `decoder_total` is the plan the last translation ran: graph decoder, or
+ * decoder_logp for a beam wider than decoder's top_logp serves.
  */
 CG_API cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total);
 
