@@ -5,17 +5,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Vector helpers are always inlined: a wide vector passed between functions
- * compiled for a narrower ISA goes through memory (and draws GCC's psabi note). */
+/* Vector helpers are always inlined: the arguments of a call that stays a
+ * call may be passed through memory. */
 #define INL inline __attribute__((always_inline))
 
-#define W 16 /* floats per vector: one zmm, two ymm or four xmm registers */
+/* Each ISA works on vectors of its own register width, W floats (defined
+ * around each instantiation of MATH_BODY below): 16-float vectors on AVX2 or
+ * SSE2 are kept in memory between operations, about ten times slower. The
+ * element-wise functions give the same results at any width. The sums run in
+ * SUM_LANES partial sums on every ISA, SUM_LANES / W vectors of them, and are
+ * added in one fixed order at the end, so they agree too. The loops over
+ * those vectors are unrolled so that they stay in registers rather than an
+ * array in memory. */
+#define SUM_LANES 16
+#define SUM_CHUNKS(k) _Pragma("GCC unroll 4") for (int k = 0; k < SUM_LANES / W; k++)
 
-typedef float vf __attribute__((vector_size(W * 4)));
-typedef int32_t vi __attribute__((vector_size(W * 4)));
-typedef uint64_t vu64 __attribute__((vector_size(W * 4)));
-typedef float vhf __attribute__((vector_size(W * 2))); /* half a vf */
-typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
+#define CAT(a, b) CAT_(a, b)
+#define CAT_(a, b) a##b
+#define VECTOR_TYPES(N)                                                                   \
+    typedef float vf_##N __attribute__((vector_size(N * 4)));                             \
+    typedef int32_t vi_##N __attribute__((vector_size(N * 4)));                           \
+    typedef double vd_##N __attribute__((vector_size(N * 4)));                            \
+    typedef double vdd_##N __attribute__((vector_size(N * 8)));
+VECTOR_TYPES(16)
+VECTOR_TYPES(8)
+VECTOR_TYPES(4)
+/* W floats, W ints, W / 2 doubles (a register) and W doubles (two). */
+#define vf CAT(vf_, W)
+#define vi CAT(vi_, W)
+#define vd CAT(vd_, W)
+#define vdd CAT(vdd_, W)
+/* Shuffle indices of the low and high halves of W lanes (together, the two
+ * halves joined). */
+#define LO_HALF CAT(LO_HALF_, W)
+#define HI_HALF CAT(HI_HALF_, W)
+#define LO_HALF_16 0, 1, 2, 3, 4, 5, 6, 7
+#define HI_HALF_16 8, 9, 10, 11, 12, 13, 14, 15
+#define LO_HALF_8 0, 1, 2, 3
+#define HI_HALF_8 4, 5, 6, 7
+#define LO_HALF_4 0, 1
+#define HI_HALF_4 2, 3
 
 /* exp's vector code covers [EXP_LO, EXP_HI]: below, exp(x) rounds to +0
  * (it is under half the smallest subnormal); above, y * 2^n could overflow,
@@ -26,37 +55,60 @@ typedef double vd __attribute__((vector_size(W * 4)));  /* W / 2 doubles */
 
 /* libm for the lanes the vector exp does not cover (x > EXP_HI, NaN): out of
  * line, so that the hot loop keeps its vectors in registers. */
-static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
-    for (int j = 0; j < W; j++)
+static __attribute__((noinline)) void exp_fix(const float *x, float *r, int n) {
+    for (int j = 0; j < n; j++)
         if (!(x[j] <= EXP_HI)) r[j] = expf(x[j]);
+}
+
+/* The partial sums added pairwise (lane j + lane j + 8, ...), the same order
+ * on every ISA. */
+static float fold_f(float *s) {
+    for (int w = SUM_LANES / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) s[j] += s[j + w];
+    return s[0];
+}
+static double fold_d(double *t) {
+    for (int w = SUM_LANES / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) t[j] += t[j + w];
+    return t[0];
 }
 
 /* The element functions, instantiated once per target below: inline so that
  * each copy is compiled for its caller's ISA. */
 #define MATH_BODY(SUF)                                                                    \
-    static INL vf splat_##SUF(float c) { return (vf){0} + c; }                         \
-    static INL vf select_##SUF(vi m, vf a, vf b) {                                     \
+    static INL vf splat_##SUF(float c) { return (vf){0} + c; }                            \
+    static INL vf select_##SUF(vi m, vf a, vf b) {                                        \
         return (vf)((m & (vi)a) | (~m & (vi)b));                                          \
     }                                                                                     \
-    static INL vf load_##SUF(const float *p) {                                         \
+    static INL vf load_##SUF(const float *p) {                                            \
         vf v;                                                                             \
         memcpy(&v, p, sizeof v);                                                          \
         return v;                                                                         \
     }                                                                                     \
-    static INL void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }          \
-    /* Any lane of a comparison mask set? An OR-reduction by shuffles keeps */            \
-    /* the vector in registers (indexing a lane would spill it).             */           \
+    static INL void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }              \
+    static INL void store_d_##SUF(double *p, vd v) { memcpy(p, &v, sizeof v); }           \
+    /* float <-> double a whole vector at a time, split or joined after:   */             \
+    /* GCC makes one conversion per register of this, while converting    */              \
+    /* halves may go a lane or two at a time.                             */              \
+    static INL void widen_##SUF(vf v, vd *lo, vd *hi) {                                   \
+        vdd d = __builtin_convertvector(v, vdd);                                          \
+        *lo = __builtin_shufflevector(d, d, LO_HALF);                                     \
+        *hi = __builtin_shufflevector(d, d, HI_HALF);                                     \
+    }                                                                                     \
+    static INL vf narrow_##SUF(vd lo, vd hi) {                                            \
+        vdd d = __builtin_shufflevector(lo, hi, LO_HALF, HI_HALF);                        \
+        return __builtin_convertvector(d, vf);                                            \
+    }                                                                                     \
+    /* Any lane of a comparison mask set? At register width GCC reduces  */               \
+    /* the lanes with shuffles, in registers.                            */               \
     static INL int any_##SUF(vi m) {                                                      \
-        m |= __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4,   \
-                                     5, 6, 7);                                            \
-        m |= __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3);\
-        m |= __builtin_shufflevector(m, m, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1);\
-        m |= __builtin_shufflevector(m, m, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);\
-        return m[0] != 0;                                                                 \
+        int32_t r = 0;                                                                    \
+        for (int j = 0; j < W; j++) r |= m[j];                                            \
+        return r != 0;                                                                    \
     }                                                                                     \
     /* exp for x in [EXP_LO, EXP_HI]: Cody-Waite reduction by ln 2 (the high part    */   \
     /* has 9 significant bits, so n * C1 is exact) and Cephes' degree-6 polynomial.  */   \
-    static INL vf exp_core_##SUF(vf x) {                                               \
+    static INL vf exp_core_##SUF(vf x) {                                                  \
         const vf magic = splat_##SUF(12582912.0f); /* 1.5 * 2^23: rounds to integer */    \
         vf t = x * splat_##SUF(1.44269504088896341f) + magic;                             \
         vf n = t - magic;                                                                 \
@@ -71,16 +123,16 @@ static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
         p = p * r + splat_##SUF(1.6666665459e-1f);                                        \
         p = p * r + splat_##SUF(5.0000001201e-1f);                                        \
         vf y = p * z + r + splat_##SUF(1.0f);                                             \
-        /* 2^n is a normal float for n >= -126; a result below 2^-62 is scaled   */        \
-        /* in two steps so that only the last one rounds (into subnormals).      */        \
+        /* 2^n is a normal float for n >= -126; a result below 2^-62 is scaled   */       \
+        /* in two steps so that only the last one rounds (into subnormals).      */       \
         vi low = ni < -62;                                                                \
         vf scale = (vf)((ni + 127 + (low & 64)) << 23);                                   \
         vf post = select_##SUF(low, splat_##SUF(0x1p-64f), splat_##SUF(1.0f));            \
         return y * scale * post;                                                          \
     }                                                                                     \
     /* exp of any x: libm's answer where the vector code does not reach     */            \
-    /* (x > EXP_HI, NaN), +0 below EXP_LO.                                    */           \
-    static INL vf exp_any_##SUF(vf x) {                                                \
+    /* (x > EXP_HI, NaN), +0 below EXP_LO.                                    */          \
+    static INL vf exp_any_##SUF(vf x) {                                                   \
         vi bad = ~(x <= splat_##SUF(EXP_HI)); /* also NaN */                              \
         vi zero = x < splat_##SUF(EXP_LO);                                                \
         vf r = exp_core_##SUF(select_##SUF(bad | zero, splat_##SUF(0.0f), x));            \
@@ -89,13 +141,13 @@ static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
             float xa[W], ra[W];                                                           \
             store_##SUF(xa, x);                                                           \
             store_##SUF(ra, r);                                                           \
-            exp_fix(xa, ra);                                                              \
+            exp_fix(xa, ra, W);                                                           \
             r = load_##SUF(ra);                                                           \
         }                                                                                 \
         return r;                                                                         \
     }                                                                                     \
-    static INL vf tanh_core_##SUF(vf x) {                                              \
-        vi sign = (vi)x & ((vi){0} + INT32_MIN);                                  \
+    static INL vf tanh_core_##SUF(vf x) {                                                 \
+        vi sign = (vi)x & ((vi){0} + INT32_MIN);                                          \
         vf ax = (vf)((vi)x & ((vi){0} + 0x7fffffff));                                     \
         /* |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2). */                         \
         vf z = x * x;                                                                     \
@@ -110,21 +162,21 @@ static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
         vf a2 = ax + ax;                                                                  \
         vf e = exp_core_##SUF(select_##SUF(a2 < splat_##SUF(EXP_HI), a2,                  \
                                            splat_##SUF(EXP_HI)));                         \
-        vf big = splat_##SUF(1.0f) - splat_##SUF(2.0f) / (e + splat_##SUF(1.0f));        \
+        vf big = splat_##SUF(1.0f) - splat_##SUF(2.0f) / (e + splat_##SUF(1.0f));         \
         vf y = select_##SUF(ax < splat_##SUF(TANH_SMALL), small, big);                    \
         y = (vf)((vi)y | sign); /* tanh(-0) = -0 */                                       \
         return select_##SUF(x == x, y, x); /* NaN in, NaN out */                          \
     }                                                                                     \
     /* Loads c <= W floats, the rest of the vector set to fill; full vectors */           \
     /* go straight to memory.                                             */              \
-    static INL vf load_part_##SUF(const float *p, size_t c, float fill) {              \
+    static INL vf load_part_##SUF(const float *p, size_t c, float fill) {                 \
         if (c == W) return load_##SUF(p);                                                 \
         float buf[W];                                                                     \
         for (int j = 0; j < W; j++) buf[j] = fill;                                        \
         memcpy(buf, p, c * sizeof(float));                                                \
         return load_##SUF(buf);                                                           \
     }                                                                                     \
-    static INL void store_part_##SUF(float *p, vf v, size_t c) {                       \
+    static INL void store_part_##SUF(float *p, vf v, size_t c) {                          \
         if (c == W) {                                                                     \
             store_##SUF(p, v);                                                            \
             return;                                                                       \
@@ -158,36 +210,50 @@ static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
             store_part_##SUF(y + i, select_##SUF(v == v, r, v), c);                       \
         }                                                                                 \
     }                                                                                     \
-    /* exp(x - shift) with x - shift split exactly into d + err (TwoSum), so  */          \
-    /* the result is exp of the exact difference to first order; returns the */          \
-    /* sum in double (16 partial sums added in a fixed order).               */           \
-    static double exp_shift_sum_##SUF(const float *x, float shift, float *y, size_t n) {  \
-        vd acc_lo = (vd){0}, acc_hi = (vd){0};                                            \
-        const vf b = splat_##SUF(-shift);                                                 \
-        for (size_t i = 0; i < n; i += W) {                                               \
-            size_t c = n - i < W ? n - i : W;                                             \
-            vf a = load_part_##SUF(x + i, c, -INFINITY);                                  \
+    /* exp(x - shift) for one group of SUM_LANES elements, with x - shift   */            \
+    /* split exactly into d + err (TwoSum), so the result is exp of the     */            \
+    /* exact difference to first order; the terms are added into acc, the  */             \
+    /* SUM_LANES partial sums in double. Without y, terms under 2^-125 are  */            \
+    /* dropped: they cannot change a double sum that is at least 1, and     */            \
+    /* dropping them avoids subnormal arithmetic, which costs a microcode   */            \
+    /* assist per lane.                                                     */            \
+    static INL void esum_group_##SUF(const float *x, vf b, float *y, vd *acc) {           \
+        SUM_CHUNKS(k) {                                                                   \
+            vf a = load_##SUF(x + k * W);                                                 \
             vf d = a + b, bb = d - a;                                                     \
             vf err = (a - (d - bb)) + (b - bb);                                           \
-            /* For the sum alone, terms under 2^-125 cannot change a double sum  */       \
-            /* that is at least 1; dropping them avoids subnormal arithmetic,     */       \
-            /* which costs a microcode assist per lane.                           */       \
             if (!y) d = select_##SUF(d < splat_##SUF(-87.0f), splat_##SUF(-INFINITY), d); \
             vf e = exp_any_##SUF(d);                                                      \
             /* err is NaN where d is infinite; exp is exact (0, inf) there. */            \
             e = select_##SUF(err == err, e + e * err, e);                                 \
-            if (y) store_part_##SUF(y + i, e, c);                                         \
-            vhf lo = __builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7);               \
-            vhf hi = __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15);         \
-            acc_lo += __builtin_convertvector(lo, vd);                                    \
-            acc_hi += __builtin_convertvector(hi, vd);                                    \
+            if (y) store_##SUF(y + k * W, e);                                             \
+            vd lo, hi;                                                                    \
+            widen_##SUF(e, &lo, &hi);                                                     \
+            acc[2 * k] += lo;                                                             \
+            acc[2 * k + 1] += hi;                                                         \
         }                                                                                 \
-        acc_lo += acc_hi;                                                                 \
-        double t[W / 2];                                                                  \
-        memcpy(t, &acc_lo, sizeof t);                                                     \
-        for (int w = W / 4; w > 0; w /= 2)                                                \
-            for (int j = 0; j < w; j++) t[j] += t[j + w];                                 \
-        return t[0];                                                                      \
+    }                                                                                     \
+    static double exp_shift_sum_##SUF(const float *x, float shift, float *y, size_t n) {  \
+        vd acc[SUM_LANES / W * 2];                                                        \
+        SUM_CHUNKS(k) acc[2 * k] = acc[2 * k + 1] = (vd){0};                              \
+        const vf b = splat_##SUF(-shift);                                                 \
+        size_t i = 0;                                                                     \
+        for (; i + SUM_LANES <= n; i += SUM_LANES)                                        \
+            esum_group_##SUF(x + i, b, y ? y + i : NULL, acc);                            \
+        if (i < n) {                                                                      \
+            /* The tail padded with -inf, whose terms (+0) add nothing. */                \
+            float xb[SUM_LANES], yb[SUM_LANES];                                           \
+            for (int j = 0; j < SUM_LANES; j++) xb[j] = -INFINITY;                        \
+            memcpy(xb, x + i, (n - i) * sizeof(float));                                   \
+            esum_group_##SUF(xb, b, y ? yb : NULL, acc);                                  \
+            if (y) memcpy(y + i, yb, (n - i) * sizeof(float));                            \
+        }                                                                                 \
+        double t[SUM_LANES];                                                              \
+        SUM_CHUNKS(k) {                                                                   \
+            store_d_##SUF(t + k * W, acc[2 * k]);                                         \
+            store_d_##SUF(t + k * W + W / 2, acc[2 * k + 1]);                             \
+        }                                                                                 \
+        return fold_d(t);                                                                 \
     }                                                                                     \
     /* y = (float)((double)x + c) or (float)((double)x * c). */                           \
     static void add_round_##SUF(const float *x, double c, float *y, size_t n, int mul) {  \
@@ -195,17 +261,11 @@ static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
         for (size_t i = 0; i < n; i += W) {                                               \
             size_t m = n - i < W ? n - i : W;                                             \
             vf v = load_part_##SUF(x + i, m, 0.0f);                                       \
-            vd lo = __builtin_convertvector(                                              \
-                __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7), vd);               \
-            vd hi = __builtin_convertvector(                                              \
-                __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15), vd);         \
+            vd lo, hi;                                                                    \
+            widen_##SUF(v, &lo, &hi);                                                     \
             lo = mul ? lo * cv : lo + cv;                                                 \
             hi = mul ? hi * cv : hi + cv;                                                 \
-            vhf flo = __builtin_convertvector(lo, vhf), fhi = __builtin_convertvector(hi, vhf);\
-            store_part_##SUF(y + i,                                                       \
-                             __builtin_shufflevector(flo, fhi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9,\
-                                                     10, 11, 12, 13, 14, 15),             \
-                             m);                                                          \
+            store_part_##SUF(y + i, narrow_##SUF(lo, hi), m);                             \
         }                                                                                 \
     }                                                                                     \
     /* out[k] = sum over r < rows of w[r] * m[r * ld + k], rows in order; two  */         \
@@ -231,44 +291,57 @@ static __attribute__((noinline)) void exp_fix(const float *x, float *r) {
             store_part_##SUF(out + k, a0, c);                                             \
         }                                                                                 \
     }                                                                                     \
+    /* One group of SUM_LANES terms v * tanh(a + b) added into acc. */                    \
+    static INL void tdot_group_##SUF(const float *a, const float *b, const float *v,      \
+                                     vf *acc) {                                           \
+        SUM_CHUNKS(k) {                                                                   \
+            acc[k] += load_##SUF(v + k * W) *                                             \
+                      tanh_core_##SUF(load_##SUF(a + k * W) + load_##SUF(b + k * W));     \
+        }                                                                                 \
+    }                                                                                     \
     static float tanh_dot_##SUF(const float *a, const float *b, const float *v,           \
                                 size_t n) {                                               \
-        vf acc = splat_##SUF(0.0f);                                                       \
+        vf acc[SUM_LANES / W];                                                            \
+        SUM_CHUNKS(k) acc[k] = splat_##SUF(0.0f);                                         \
         size_t i = 0;                                                                     \
-        for (; i + W <= n; i += W)                                                        \
-            acc += load_##SUF(v + i) *                                                    \
-                   tanh_core_##SUF(load_##SUF(a + i) + load_##SUF(b + i));                \
+        for (; i + SUM_LANES <= n; i += SUM_LANES)                                        \
+            tdot_group_##SUF(a + i, b + i, v + i, acc);                                   \
         if (i < n) {                                                                      \
-            float ba[W] = {0}, bb[W] = {0}, bv[W] = {0};                                  \
+            /* Zero padding adds +0, which leaves the (never -0) sums as they are. */     \
+            float ba[SUM_LANES] = {0}, bb[SUM_LANES] = {0}, bv[SUM_LANES] = {0};          \
             memcpy(ba, a + i, (n - i) * sizeof(float));                                   \
             memcpy(bb, b + i, (n - i) * sizeof(float));                                   \
             memcpy(bv, v + i, (n - i) * sizeof(float));                                   \
-            acc += load_##SUF(bv) * tanh_core_##SUF(load_##SUF(ba) + load_##SUF(bb));     \
+            tdot_group_##SUF(ba, bb, bv, acc);                                            \
         }                                                                                 \
-        /* Pairwise, in the same order on every ISA. */                                  \
-        float s[W];                                                                       \
-        store_##SUF(s, acc);                                                              \
-        for (int w = W / 2; w > 0; w /= 2)                                                \
-            for (int j = 0; j < w; j++) s[j] += s[j + w];                                 \
-        return s[0];                                                                      \
+        float s[SUM_LANES];                                                               \
+        SUM_CHUNKS(k) store_##SUF(s + k * W, acc[k]);                                     \
+        return fold_f(s);                                                                 \
     }
 
-/* Every function taking or returning vf is static: the ABI note about wide
- * vectors without the matching ISA concerns external calls only (GCC reports it at the end of the file, so the
- * warning is off for the whole file). */
+/* Every function taking or returning a vector is static: GCC's notes about
+ * the ABI of vector arguments on an ISA without such registers (32-bit x86
+ * without SSE) concern external calls only. GCC reports them at the end of
+ * the file, so the warning is off for the whole file. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 #if defined(__x86_64__) || defined(__i386__)
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq")
+#define W 16
 MATH_BODY(avx512)
+#undef W
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#define W 8
 MATH_BODY(avx2)
+#undef W
 #pragma GCC pop_options
 #define HAVE_X86 1
 #endif
+#define W 4
 MATH_BODY(base)
+#undef W
 
 typedef struct math_impl {
     const char *name;
