@@ -56,6 +56,18 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         s->bytes = round_up(raw_bytes(s) ? raw_bytes(s) : 4, p->devs[s->dev].align);
         s->alias = -1;
     }
+    /* The device copy of a kept input lives through every run of the
+     * instance: no other temporary shares its bytes and nothing runs in
+     * place on it. */
+    for (int si = 0; si < in->n_steps; si++) {
+        const step *c = &in->steps[si];
+        if (c->kind != STEP_COPY) continue;
+        const slot *src = &in->slots[c->src];
+        if (src->kind == SLOT_INPUT && p->keep && p->keep[src->input_index]) {
+            in->slots[c->dst].def_step = 0;
+            in->slots[c->dst].last_step = in->n_steps + 1;
+        }
+    }
     /* In place: the op allows it and input 0 (a temporary on the same
      * device) dies at this step with the output's size. */
     for (int si = 0; si < in->n_steps; si++) {

@@ -73,6 +73,10 @@ typedef struct step {
     int32_t src, dst;
     size_t bytes;
     void *staging;         /* host bytes for copies that leave a device */
+    /* uploads of a kept input (cg_plan_keep_input): the stamp and data of
+     * the tensor the device copy holds; 0: none valid */
+    uint64_t kept_stamp;
+    const void *kept_data;
 } step;
 
 typedef struct instance {
@@ -111,6 +115,7 @@ struct cg_plan {
     void **outptr;
     int scratch_cap;
     cg_plan_stats last, total;
+    unsigned char *keep;   /* per graph input: kept on its devices between runs */
 };
 
 /* ---- lower.c ---- */

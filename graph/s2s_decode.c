@@ -356,6 +356,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     int t = 0;
     while (!st && R > 0) {
         int Rb = bucket(R, max_rows);
+        int keys_moved = 0;
         io_rows(&x, Rb);
         /* Gather the rows' inputs; padding rows repeat the last real row. */
         for (int r = 0; r < Rb; r++) {
@@ -373,6 +374,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                     memcpy((float *)x.in[x.kproj]->data + (size_t)r * S * A, kproj + (size_t)b * S * A,
                            sizeof(float) * (size_t)S * (size_t)A);
                 keys_of[r] = b;
+                keys_moved = 1;
             }
             if (x.len >= 0) ((int32_t *)x.in[x.len]->data)[r] = ss[b].len;
             if (x.pos >= 0) ((float *)x.in[x.pos]->data)[r] = (float)t;
@@ -385,6 +387,11 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             if (x.htilde >= 0)
                 memcpy((float *)x.in[x.htilde]->data + (size_t)r * H, rs + (size_t)(2 * L) * H,
                        sizeof(float) * (size_t)H);
+        }
+        /* The plan keeps the keys on its devices until they change. */
+        if (keys_moved) {
+            if (x.keys >= 0) cg_tensor_touch(x.in[x.keys]);
+            if (x.kproj >= 0) cg_tensor_touch(x.in[x.kproj]);
         }
         st = cg_plan_run_into(dec, x.n_in, x.in_names, x.in, x.n_out, x.out);
         if (st) break;

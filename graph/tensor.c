@@ -5,10 +5,17 @@
 #include "error.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Stamps come from one counter, so a tensor allocated where a freed one
+ * lived never inherits its stamp. */
+static atomic_uint_fast64_t stamp_counter;
+
+uint64_t cg_tensor_new_stamp(void) { return (uint64_t)atomic_fetch_add(&stamp_counter, 1) + 1; }
 
 int64_t cg_shape_numel(int ndim, const int64_t *dims) {
     if (ndim < 0 || ndim > CG_MAX_DIMS || (ndim > 0 && !dims)) return -1;
@@ -91,6 +98,7 @@ cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tens
     }
     t->dtype = dtype;
     t->ndim = ndim;
+    t->stamp = cg_tensor_new_stamp();
     for (int i = 0; i < ndim; i++) t->dims[i] = dims[i];
     *out = t;
     return CG_OK;
@@ -124,6 +132,14 @@ int64_t cg_tensor_numel(const cg_tensor *t) {
     return n < 0 ? 0 : n;
 }
 
-void *cg_tensor_data(cg_tensor *t) { return t ? t->data : NULL; }
+void *cg_tensor_data(cg_tensor *t) {
+    if (!t) return NULL;
+    t->stamp = cg_tensor_new_stamp();
+    return t->data;
+}
+
+void cg_tensor_touch(cg_tensor *t) {
+    if (t) t->stamp = cg_tensor_new_stamp();
+}
 
 const void *cg_tensor_data_const(const cg_tensor *t) { return t ? t->data : NULL; }

@@ -10,7 +10,11 @@ struct cg_tensor {
     int ndim;
     int64_t dims[CG_MAX_DIMS];
     void *data;     /* numel * dtype size bytes, 64-byte aligned */
+    uint64_t stamp; /* unique per tensor and write access (cg_tensor_touch): equal stamps, same contents */
 };
+
+/* A fresh stamp; never 0. */
+uint64_t cg_tensor_new_stamp(void);
 
 /* Allocates a tensor with uninitialised data (cg_tensor_create zeroes it).
  * Fails with a message on a bad shape or an overflowing size. */

@@ -603,6 +603,85 @@ START_TEST(copies_at_device_boundaries) {
 }
 END_TEST
 
+/* ---- inputs kept on a device between runs ----------------------------- */
+
+/* y = x * w + a, with x kept on opencl:0; expected values from doubles. */
+static void keep_check(cg_plan *p, cg_tensor *x, cg_tensor *w, int64_t n, uint64_t want_bytes, const char *what) {
+    cg_tensor *y;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, &y), CG_OK);
+    const char *names[] = {"x", "w"};
+    cg_tensor *ins[] = {x, w};
+    ck_assert_msg(cg_plan_run_into(p, 2, names, ins, 1, &y) == CG_OK, "%s: %s", what, cg_last_error());
+    const float *xv = cg_tensor_data_const(x), *wv = cg_tensor_data_const(w), *yv = cg_tensor_data_const(y);
+    for (int64_t i = 0; i < n; i++) {
+        double want = tanh((double)xv[i]) * (double)wv[i];
+        if (fabs(yv[i] - want) > 1e-5) ck_abort_msg("%s: y[%lld] = %g, expected %g", what, (long long)i, yv[i], want);
+    }
+    cg_plan_stats st;
+    ck_assert_int_eq(cg_plan_stats_get(p, &st, NULL), CG_OK);
+    ck_assert_msg(st.bytes_copied == want_bytes, "%s: %llu bytes copied, expected %llu", what,
+                  (unsigned long long)st.bytes_copied, (unsigned long long)want_bytes);
+    cg_tensor_free(y);
+}
+
+START_TEST(kept_inputs) {
+    const char *text = "graph g {\n  input x: f32[N]\n  input w: f32[N]\n  a = tanh(x)\n  y = mul(a, w)\n  output y\n}\n";
+    model md = load_model(text, NULL);
+    cg_plan *p = make_plan(md.m, "g", "opencl:0", NULL);
+    ck_assert_int_eq(cg_plan_keep_input(p, "nosuch", 1), CG_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(cg_last_error(), "no input named 'nosuch'") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_plan_keep_input(p, "x", 1), CG_OK);
+    int64_t n = 300, n2 = 100;
+    const uint64_t b = (uint64_t)n * 4;
+    cg_tensor *x = make_f32(1, &n, 1), *w = make_f32(1, &n, 2), *x2 = make_f32(1, &n, 3);
+    /* x up, w up, y back; then x stays: only w and y move. */
+    keep_check(p, x, w, n, 3 * b, "first run");
+    keep_check(p, x, w, n, 2 * b, "same x");
+    keep_check(p, x, w, n, 2 * b, "same x again");
+    /* Written through cg_tensor_data: uploaded again, and the result sees it. */
+    float *xd = cg_tensor_data(x);
+    for (int64_t i = 0; i < n; i++) xd[i] = -xd[i] * 0.5f;
+    keep_check(p, x, w, n, 3 * b, "after cg_tensor_data");
+    keep_check(p, x, w, n, 2 * b, "unchanged after that");
+    /* Written through the old pointer, then touched. */
+    xd[7] = 3.0f;
+    cg_tensor_touch(x);
+    keep_check(p, x, w, n, 3 * b, "after cg_tensor_touch");
+    /* Another tensor: uploaded. */
+    keep_check(p, x2, w, n, 3 * b, "another tensor");
+    /* Another shape is another instance with its own copy; back to the first
+     * shape, the first instance's copy of x2 is still right. */
+    cg_tensor *xs = make_f32(1, &n2, 4), *ws = make_f32(1, &n2, 5);
+    keep_check(p, xs, ws, n2, 3 * (uint64_t)n2 * 4, "second shape");
+    keep_check(p, x2, w, n, 2 * b, "first shape again");
+    /* A tensor freed and another allocated (maybe at the same address) is
+     * never taken for the freed one. */
+    cg_tensor_free(x2);
+    x2 = make_f32(1, &n, 6);
+    keep_check(p, x2, w, n, 3 * b, "new tensor after a free");
+    /* keep 0: uploaded every run again. */
+    ck_assert_int_eq(cg_plan_keep_input(p, "x", 0), CG_OK);
+    keep_check(p, x2, w, n, 3 * b, "not kept");
+    keep_check(p, x2, w, n, 3 * b, "not kept, again");
+    cg_tensor_free(x);
+    cg_tensor_free(x2);
+    cg_tensor_free(w);
+    cg_tensor_free(xs);
+    cg_tensor_free(ws);
+    cg_plan_free(p);
+    /* On the CPU keeping changes nothing. */
+    p = make_plan(md.m, "g", "cpu", NULL);
+    ck_assert_int_eq(cg_plan_keep_input(p, "x", 1), CG_OK);
+    x = make_f32(1, &n, 1);
+    w = make_f32(1, &n, 2);
+    keep_check(p, x, w, n, 0, "cpu");
+    cg_tensor_free(x);
+    cg_tensor_free(w);
+    cg_plan_free(p);
+    free_model(&md);
+}
+END_TEST
+
 /* ---- ops without a kernel on the device ------------------------------- */
 
 START_TEST(unsupported_op_and_decomposition) {
@@ -1162,6 +1241,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, copies_at_device_boundaries);
+    tcase_add_test(tc, kept_inputs);
     tcase_add_test(tc, placement_rules);
     tcase_add_test(tc, describe_dot);
     tcase_add_test(tc, unsupported_op_and_decomposition);

@@ -130,8 +130,18 @@ CG_API int64_t cg_tensor_dim(const cg_tensor *t, int i);
 /** Number of elements. */
 CG_API int64_t cg_tensor_numel(const cg_tensor *t);
 
-/** Pointer to the row-major data (numel * dtype size bytes). */
+/**
+ * Pointer to the row-major data (numel * dtype size bytes), for reading and
+ * writing: the call marks the contents as changed (see cg_tensor_touch).
+ */
 CG_API void *cg_tensor_data(cg_tensor *t);
+
+/**
+ * Marks the contents as changed, for writes through a pointer taken before
+ * the last run: a plan uploads an input it keeps on a device
+ * (cg_plan_keep_input) again only after this or cg_tensor_data.
+ */
+CG_API void cg_tensor_touch(cg_tensor *t);
 
 /** Read-only pointer to the data. */
 CG_API const void *cg_tensor_data_const(const cg_tensor *t);
@@ -352,6 +362,18 @@ CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names,
 CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names,
                                   cg_tensor *const *inputs, int n_outputs,
                                   cg_tensor *const *outputs);
+
+/**
+ * Keeps input `name` on the devices that read it (keep 1) or uploads it
+ * every run (keep 0, the default). A kept input is uploaded when a run gets
+ * a different tensor, or the same one after cg_tensor_data or
+ * cg_tensor_touch was called on it; otherwise the device copy of the
+ * previous run with that shape is used, so inputs that change rarely (an
+ * encoder's keys during decoding) cross the bus once. Changing the setting
+ * drops the plan's lowered instances (they are rebuilt on the next run).
+ * CG_ERR_NOT_FOUND when the graph has no such input.
+ */
+CG_API cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep);
 
 /** Bytes of the plan's buffers on every device for the last bound shapes. */
 CG_API size_t cg_plan_arena_bytes(const cg_plan *p);

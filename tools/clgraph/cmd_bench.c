@@ -575,6 +575,8 @@ int cli_bench(int argc, char **argv) {
     double steps_done = dec_runs ? (double)dec_runs : 1;
     double allocs = (double)(d1.host_allocs - d0.host_allocs) / steps_done;
     double clobj = (double)(d1.cl_objects - d0.cl_objects) / steps_done;
+    /* Host <-> device traffic of a step: what a PCIe-attached GPU waits on. */
+    double copied_kb = (double)(d1.bytes_copied - d0.bytes_copied) / steps_done / 1024.0;
     double enc_allocs = enc_runs ? (double)(e1.host_allocs - e0.host_allocs) / (double)enc_runs : 0;
     size_t wbytes = cg_s2s_decoder_weight_bytes(m);
     stat3 sm = summarize(step_ms, N), st = summarize(tps, N);
@@ -617,6 +619,7 @@ int cli_bench(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "peak_vmhwm_mb", hwm_mb);
         cJSON_AddNumberToObject(o, "allocs_per_step", allocs);
         cJSON_AddNumberToObject(o, "cl_objects_per_step", clobj);
+        cJSON_AddNumberToObject(o, "copied_kib_per_step", copied_kb);
         cJSON_AddNumberToObject(o, "encoder_allocs_per_run", enc_allocs);
         cJSON_AddNumberToObject(o, "decoder_weight_mb", (double)wbytes / (1024.0 * 1024.0));
         cJSON_AddNumberToObject(o, "load_ms", load_ms);
@@ -653,7 +656,8 @@ int cli_bench(int argc, char **argv) {
         printf("\n%-22s %12.1f ms (fresh cache directories)\n", "first token, cold", cold);
         printf("%-22s %12.1f ms (caches filled)\n", "first token, warm", warm);
         printf("%-22s %12.1f MB (ru_maxrss), VmHWM %.1f MB\n", "peak resident", rss_mb, hwm_mb);
-        printf("%-22s %12.2f allocations, %.2f OpenCL objects (decoder plan)\n", "per step", allocs, clobj);
+        printf("%-22s %12.2f allocations, %.2f OpenCL objects, %.1f KiB copied (decoder plan)\n", "per step", allocs,
+               clobj, copied_kb);
         printf("%-22s %12.2f allocations (encoder plan)\n", "per encoder run", enc_allocs);
         printf("%-22s %12.1f MB\n", "decoder weights", (double)wbytes / (1024.0 * 1024.0));
         if (a.machine) {
