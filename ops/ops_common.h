@@ -118,6 +118,11 @@ typedef struct cg_ops_case {
  * its struct_size. */
 void cg_ops_fill_case(const cg_ops_case *t, int n_out, cg_conform_case *c);
 
+/* Inference of topk-like ops (ops/reduce.c): f32 x [..., N], attribute k
+ * (attrs[0], required, 0 <= k <= N); outputs f32 and i32 [..., k]. `op`
+ * names the op in messages. */
+cg_op_status cg_ops_topk_infer(cg_op_call *call, const char *op);
+
 /* Decomposition emitter: once a call fails, later ones do nothing and st
  * keeps the failure, so a decomposition is written straight through and
  * checks st once at the end. */

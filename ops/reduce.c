@@ -534,14 +534,14 @@ static const cg_attr_def topk_attrs[] = {
      .doc = "number of largest elements to keep per row (0 <= k <= N)"},
 };
 
-static cg_op_status topk_infer(cg_op_call *call) {
+cg_op_status cg_ops_topk_infer(cg_op_call *call, const char *op) {
     const cg_tensor_desc *x = &call->inputs[0];
     const cg_attr_value *ka = &call->attrs[TOPK_K];
     char sx[128];
     if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
     cg_ops_format_dims(sx, sizeof sx, x);
     if (x->ndim < 1) return cg_op_fail(call, "input 0 (x) must have at least 1 dim, got %s", sx);
-    if (!ka->present) return cg_op_fail(call, "attribute k is required for topk");
+    if (!ka->present) return cg_op_fail(call, "attribute k is required for %s", op);
     int64_t k = ka->i, n = x->dims[x->ndim - 1];
     if (k < 0) return cg_op_fail(call, "attribute k must be >= 0, got %lld", (long long)k);
     if (cg_dim_known(n) && k > n)
@@ -557,6 +557,8 @@ static cg_op_status topk_infer(cg_op_call *call) {
     }
     return CG_OP_OK;
 }
+
+static cg_op_status topk_infer(cg_op_call *call) { return cg_ops_topk_infer(call, "topk"); }
 
 /* Strict total order "element i ranks before element j": larger value
  * first (NaN largest), then lower index. */

@@ -23,29 +23,8 @@ static const cg_attr_def lst_attrs[] = {
      .doc = "entries to keep per row (0 <= k <= N)"},
 };
 
-static cg_op_status lst_infer(cg_op_call *call) {
-    const cg_tensor_desc *x = &call->inputs[0];
-    const cg_attr_value *ka = &call->attrs[LST_K];
-    char sx[128];
-    if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
-    cg_ops_format_dims(sx, sizeof sx, x);
-    if (x->ndim < 1) return cg_op_fail(call, "input 0 (x) must have at least 1 dim, got %s", sx);
-    if (!ka->present) return cg_op_fail(call, "attribute k is required for log_softmax_topk");
-    int64_t k = ka->i, n = x->dims[x->ndim - 1];
-    if (k < 0) return cg_op_fail(call, "attribute k must be >= 0, got %lld", (long long)k);
-    if (cg_dim_known(n) && k > n)
-        return cg_op_fail(call, "k=%lld is larger than the last dim %lld of x %s", (long long)k,
-                          (long long)n, sx);
-    if (n > INT32_MAX || k > INT32_MAX)
-        return cg_op_fail(call, "last dim of x %s is too long for i32 indices", sx);
-    for (int i = 0; i < call->n_outputs; i++) {
-        cg_tensor_desc *o = &call->outputs[i];
-        *o = *x;
-        o->dtype = i == 0 ? CG_OP_F32 : CG_OP_I32;
-        o->dims[x->ndim - 1] = k;
-    }
-    return CG_OP_OK;
-}
+/* k is attrs[0], as topk's: the same inference. */
+static cg_op_status lst_infer(cg_op_call *call) { return cg_ops_topk_infer(call, "log_softmax_topk"); }
 
 /* ---- CPU ----
  *

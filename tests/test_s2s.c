@@ -519,20 +519,26 @@ END_TEST
 
 static char mdir[400];
 
+/* Copies a golden variant's model files (not its golden.json) into the
+ * new directory `dir`. */
+static void copy_model_files(const char *variant, const char *dir) {
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    static const char *const files[] = {"config.json", "weights.safetensors", "src.vocab", "tgt.vocab"};
+    for (int i = 0; i < 4; i++) {
+        char a[1000], b[1000];
+        golden_path(a, sizeof a, variant, files[i]);
+        snprintf(b, sizeof b, "%s/%s", dir, files[i]);
+        copy_file(a, b);
+    }
+}
+
 /* A fresh copy of the base variant's model files in tu_dir/m. */
 static void fresh_model(void) {
     char cmd[600];
     snprintf(mdir, sizeof mdir, "%s/m", tu_dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", mdir);
     ck_assert_int_eq(system(cmd), 0);
-    ck_assert_int_eq(mkdir(mdir, 0755), 0);
-    static const char *const files[] = {"config.json", "weights.safetensors", "src.vocab", "tgt.vocab"};
-    for (int i = 0; i < 4; i++) {
-        char a[1000], b[1000];
-        golden_path(a, sizeof a, BASE_VARIANT, files[i]);
-        snprintf(b, sizeof b, "%s/%s", mdir, files[i]);
-        copy_file(a, b);
-    }
+    copy_model_files(BASE_VARIANT, mdir);
 }
 
 static void model_file(char *buf, size_t size, const char *file) { snprintf(buf, size, "%s/%s", mdir, file); }
@@ -934,14 +940,7 @@ START_TEST(decoder_paths_agree) {
     char gdir[1000], pdir[600], what[512];
     golden_path(gdir, sizeof gdir, variant, NULL);
     snprintf(pdir, sizeof pdir, "%s/logp", tu_dir);
-    ck_assert_int_eq(mkdir(pdir, 0755), 0);
-    static const char *const files[] = {"config.json", "weights.safetensors", "src.vocab", "tgt.vocab"};
-    for (int i = 0; i < 4; i++) {
-        char a[1000], b[1000];
-        golden_path(a, sizeof a, variant, files[i]);
-        snprintf(b, sizeof b, "%s/%s", pdir, files[i]);
-        copy_file(a, b);
-    }
+    copy_model_files(variant, pdir);
     /* model.cg: the generated text without the selecting decoder, whose
      * decoder_logp becomes 'decoder'. */
     char *text = NULL;
