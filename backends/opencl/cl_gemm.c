@@ -544,6 +544,15 @@ typedef struct gemv_shape {
     size_t lk, rows, rv, cr, ck, cv;
 } gemv_shape;
 
+/* Halves a GEMV group of outer x inner items: the inner dim first (it
+ * only groups rows or columns), then the outer one. */
+static void shrink_group(size_t *outer, size_t *inner) {
+    if (*inner > 1)
+        *inner /= 2;
+    else
+        *outer /= 2;
+}
+
 static gemv_shape gemv_shape_of(const cg_cl_device *d) {
     gemv_shape v;
     if (cg_cl_info_of(d)->type & CL_DEVICE_TYPE_CPU)
@@ -559,78 +568,57 @@ static gemv_shape gemv_shape_of(const cg_cl_device *d) {
     if (v.cr > lim0) v.cr = lim0;
     if (v.rows > lim1) v.rows = lim1;
     if (v.ck > lim1) v.ck = lim1;
-    while (v.lk * v.rows > lim) {
-        if (v.rows > 1)
-            v.rows /= 2;
-        else
-            v.lk /= 2;
-    }
-    while (v.cr * v.ck > lim) {
-        if (v.ck > 1)
-            v.ck /= 2;
-        else
-            v.cr /= 2;
-    }
+    while (v.lk * v.rows > lim) shrink_group(&v.lk, &v.rows);
+    while (v.cr * v.ck > lim) shrink_group(&v.cr, &v.ck);
     return v;
 }
 
-/* Builds cg_gemv_rows (g->mu held); a kernel that cannot run the group
- * shape is rebuilt with a smaller one. */
-static cg_status build_gemv_rows(cg_cl_device *d, gemm_dev *g) {
-    gemv_shape v = gemv_shape_of(d);
+/* Builds GEMV kernel `name` with its group of outer x inner items and
+ * vectors of vec floats as the options -D<po>=outer -D<pi>=inner -D<pv>=vec;
+ * a kernel that cannot run that group is rebuilt with a smaller one
+ * (shrink_group), and *outer, *inner say the group it got. */
+static cg_status build_gemv(cg_cl_device *d, const char *name, const char *po, const char *pi, const char *pv,
+                            size_t *outer, size_t *inner, size_t vec, cl_kernel *out) {
     for (;;) {
         char opts[160];
-        snprintf(opts, sizeof opts, "-DCG_GEMV -DGEMV_LK=%zu -DGEMV_ROWS=%zu -DGEMV_RV=%zu", v.lk,
-                 v.rows, v.rv);
+        snprintf(opts, sizeof opts, "-DCG_GEMV -D%s=%zu -D%s=%zu -D%s=%zu", po, *outer, pi, *inner, pv, vec);
         cl_kernel k;
-        cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemv_rows", &k);
+        cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, opts, name, &k);
         if (s != CG_OK) return s;
-        if (kernel_fits(d, k, v.lk * v.rows)) {
+        if (kernel_fits(d, k, *outer * *inner)) {
             clRetainKernel(k);
-            g->k_rows = k;
-            g->lk = v.lk;
-            g->rows = v.rows;
-            g->rv = v.rv;
-            g->rows_ready = 1;
+            *out = k;
             return CG_OK;
         }
-        if (v.lk * v.rows == 1)
+        if (*outer * *inner == 1)
             return cg_error(CG_ERR_UNSUPPORTED, "%s: the GEMV kernels cannot run on this device",
                             cg_cl_label(d));
-        if (v.rows > 1)
-            v.rows /= 2;
-        else
-            v.lk /= 2;
+        shrink_group(outer, inner);
     }
 }
 
-/* Builds cg_gemv_cols (g->mu held), shrinking its group like the rows. */
+/* Builds cg_gemv_rows (g->mu held). */
+static cg_status build_gemv_rows(cg_cl_device *d, gemm_dev *g) {
+    gemv_shape v = gemv_shape_of(d);
+    cg_status s = build_gemv(d, "cg_gemv_rows", "GEMV_LK", "GEMV_ROWS", "GEMV_RV", &v.lk, &v.rows, v.rv, &g->k_rows);
+    if (s != CG_OK) return s;
+    g->lk = v.lk;
+    g->rows = v.rows;
+    g->rv = v.rv;
+    g->rows_ready = 1;
+    return CG_OK;
+}
+
+/* Builds cg_gemv_cols (g->mu held). */
 static cg_status build_gemv_cols(cg_cl_device *d, gemm_dev *g) {
     gemv_shape v = gemv_shape_of(d);
-    for (;;) {
-        char opts[160];
-        snprintf(opts, sizeof opts, "-DCG_GEMV -DGEMV_CR=%zu -DGEMV_CK=%zu -DGEMV_CV=%zu", v.cr,
-                 v.ck, v.cv);
-        cl_kernel k;
-        cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemv_cols", &k);
-        if (s != CG_OK) return s;
-        if (kernel_fits(d, k, v.cr * v.ck)) {
-            clRetainKernel(k);
-            g->k_cols = k;
-            g->cr = v.cr;
-            g->ck = v.ck;
-            g->cv = v.cv;
-            g->cols_ready = 1;
-            return CG_OK;
-        }
-        if (v.cr * v.ck == 1)
-            return cg_error(CG_ERR_UNSUPPORTED, "%s: the GEMV kernels cannot run on this device",
-                            cg_cl_label(d));
-        if (v.ck > 1)
-            v.ck /= 2;
-        else
-            v.cr /= 2;
-    }
+    cg_status s = build_gemv(d, "cg_gemv_cols", "GEMV_CR", "GEMV_CK", "GEMV_CV", &v.cr, &v.ck, v.cv, &g->k_cols);
+    if (s != CG_OK) return s;
+    g->cr = v.cr;
+    g->ck = v.ck;
+    g->cv = v.cv;
+    g->cols_ready = 1;
+    return CG_OK;
 }
 
 /* Builds cg_gemm_scale (g->mu held). */
