@@ -29,6 +29,7 @@ void cg_plan_free(cg_plan *p) {
     free(p->inptr);
     free(p->outptr);
     free(p->keep);
+    cg_carry_free(p);
     cg_analysis_free(&p->an);
     free(p);
 }
@@ -69,6 +70,7 @@ cg_status cg_plan_create_ex(cg_model *m, const char *graph_name, const cg_plan_o
         p->keep = calloc((size_t)g->n_inputs + 1, 1);
         if (!p->param_mem || !p->keep) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
+    if (!st) st = cg_carry_init(p);
     if (st) {
         cg_plan_free(p);
         return st;
@@ -111,10 +113,13 @@ static cg_status bind_inputs(cg_plan *p, int n, const char *const *names, cg_ten
         if (!ts[i]) return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is NULL", names[i]);
         by_pos[k] = ts[i];
     }
-    for (int k = 0; k < g->n_inputs; k++)
-        if (!by_pos[k])
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' of graph '%s' is missing",
-                            g->values[g->inputs[k]].name, g->name);
+    for (int k = 0; k < g->n_inputs; k++) {
+        p->carried[k] = !by_pos[k];
+        if (!by_pos[k]) {
+            cg_status st = cg_carry_bind(p, k, &by_pos[k]);
+            if (st) return st;
+        }
+    }
     for (int s = 0; s < m->n_syms; s++) sym_vals[s] = -1;
     for (int k = 0; k < g->n_inputs; k++) {
         const cg_value *v = &g->values[g->inputs[k]];
@@ -165,7 +170,7 @@ static cg_status ensure_scratch(cg_plan *p, const instance *in) {
  * recently used when the cache is full). An instance may also have been
  * built by cg_plan_describe, so the scratch is checked on a hit too. */
 static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *by_pos, instance **out,
-                              int *built) {
+                              int *built, cg_plan_stats *stats) {
     size_t n = sizeof(int64_t) * (size_t)p->model->n_syms;
     *built = 0;
     for (int i = 0; i < p->n_inst; i++)
@@ -175,6 +180,14 @@ static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *co
             p->inst[i]->last_used = ++p->clock;
             *out = p->inst[i];
             return CG_OK;
+        }
+    /* Auto placement measures kernels on the inputs' real data. */
+    int autoplace = p->default_dev < 0;
+    for (int r = 0; r < p->n_rules; r++) autoplace |= p->rules[r].dev < 0;
+    for (int k = 0; autoplace && k < p->graph->n_inputs; k++)
+        if (p->carried[k]) {
+            cg_status st = cg_carry_to_host(p, k, stats);
+            if (st) return st;
         }
     instance *in;
     cg_status st = cg_instance_build(p, sym_vals, by_pos, &in);
@@ -198,16 +211,6 @@ static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *co
     return CG_OK;
 }
 
-/* Host pointer of a slot on the CPU. */
-static void *host_ptr(const instance *in, const slot *s, cg_tensor **by_pos) {
-    if (s->kind == SLOT_INPUT) return by_pos[s->input_index]->data;
-    if (s->kind == SLOT_PARAM) return (void *)s->param;
-    return (char *)in->host_arena + s->offset;
-}
-
-/* Device buffer of a slot on an OpenCL device. */
-static cl_mem dev_mem(const slot *s) { return s->kind == SLOT_PARAM ? s->param_mem : s->mem; }
-
 static size_t slot_raw(const slot *s) {
     int64_t n = cg_shape_numel(s->desc.ndim, s->desc.dims);
     return n > 0 ? (size_t)n * 4 : 0;
@@ -220,6 +223,11 @@ static cg_status run_copy(cg_plan *p, instance *in, step *c, cg_tensor **by_pos,
     st->bytes_copied += bytes;
     if (!bytes) return CG_OK;
     cg_status rc = CG_OK;
+    if (src->kind == SLOT_INPUT && p->carried[src->input_index]) {
+        st->copies--; /* counted where bytes cross a bus */
+        st->bytes_copied -= bytes;
+        return cg_carry_upload(p, in, c, src->input_index, st);
+    }
     if (src->kind == SLOT_INPUT && p->keep[src->input_index]) {
         /* A kept input whose device copy already holds this tensor's
          * contents (same stamp, same buffer): nothing to move. */
@@ -230,7 +238,7 @@ static cg_status run_copy(cg_plan *p, instance *in, step *c, cg_tensor **by_pos,
             return CG_OK;
         }
         c->kept_stamp = 0; /* invalid until the write below is enqueued */
-        rc = cg_cl_write(p->devs[dst->dev].cl, dev_mem(dst), 0, bytes, t->data, 0);
+        rc = cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, bytes, t->data, 0);
         if (!rc) {
             c->kept_stamp = t->stamp;
             c->kept_data = t->data;
@@ -242,25 +250,25 @@ static cg_status run_copy(cg_plan *p, instance *in, step *c, cg_tensor **by_pos,
          * (every queue is finished then), so they go directly; a host
          * temporary may be overwritten by a later CPU step, so it goes
          * through the step's own staging bytes. */
-        const void *from = host_ptr(in, src, by_pos);
+        const void *from = cg_slot_host(in, src, by_pos);
         if (src->kind == SLOT_TEMP) {
             memcpy(c->staging, from, bytes);
             from = c->staging;
         }
-        return cg_cl_write(p->devs[dst->dev].cl, dev_mem(dst), 0, bytes, from, 0);
+        return cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, bytes, from, 0);
     }
     if (!p->devs[dst->dev].cl) /* device to host: the host waits for this value only */
-        return cg_cl_read(p->devs[src->dev].cl, dev_mem(src), 0, bytes, host_ptr(in, dst, by_pos));
+        return cg_cl_read(p->devs[src->dev].cl, cg_slot_mem(src), 0, bytes, cg_slot_host(in, dst, by_pos));
     /* Device to device (separate contexts): through the step's staging. */
-    rc = cg_cl_read(p->devs[src->dev].cl, dev_mem(src), 0, bytes, c->staging);
-    if (!rc) rc = cg_cl_write(p->devs[dst->dev].cl, dev_mem(dst), 0, bytes, c->staging, 0);
+    rc = cg_cl_read(p->devs[src->dev].cl, cg_slot_mem(src), 0, bytes, c->staging);
+    if (!rc) rc = cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, bytes, c->staging, 0);
     return rc;
 }
 
 static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor *const *outputs,
                          cg_plan_stats *stats) {
     cg_model *m = p->model;
-    cg_status st = CG_OK;
+    cg_status st = cg_carry_prepare(p, in, stats);
     for (int si = 0; !st && si < in->n_steps; si++) {
         step *s = &in->steps[si];
         if (s->kind == STEP_NOP) continue;
@@ -271,11 +279,11 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
         cg_cl_device *cl = p->devs[s->dev].cl;
         for (int k = 0; k < s->n_in; k++) {
             const slot *x = &in->slots[s->in[k]];
-            p->inptr[k] = cl ? (const void *)dev_mem(x) : host_ptr(in, x, by_pos);
+            p->inptr[k] = cl ? (const void *)cg_slot_mem(x) : cg_slot_host(in, x, by_pos);
         }
         for (int k = 0; k < s->n_out; k++) {
             const slot *y = &in->slots[s->out[k]];
-            p->outptr[k] = cl ? (void *)y->mem : host_ptr(in, y, by_pos);
+            p->outptr[k] = cl ? (void *)y->mem : cg_slot_host(in, y, by_pos);
         }
         char err[1024] = "";
         cg_op_call call = {.struct_size = sizeof call, .node_name = s->name, .n_inputs = s->n_in,
@@ -302,21 +310,23 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
     for (int k = 0; !st && k < p->graph->n_outputs; k++) {
         const slot *s = &in->slots[in->out_slot[k]];
         size_t bytes = slot_raw(s);
-        if (!bytes) continue;
+        if (!bytes || !outputs[k]) continue; /* NULL: not wanted on the host */
         if (p->devs[s->dev].cl) {
-            st = cg_cl_read(p->devs[s->dev].cl, dev_mem(s), 0, bytes, outputs[k]->data);
+            st = cg_cl_read(p->devs[s->dev].cl, cg_slot_mem(s), 0, bytes, outputs[k]->data);
             stats->copies++;
             stats->bytes_copied += bytes;
         } else {
-            memcpy(outputs[k]->data, host_ptr(in, s, by_pos), bytes);
+            memcpy(outputs[k]->data, cg_slot_host(in, s, by_pos), bytes);
         }
     }
+    if (!st) st = cg_carry_save(p, in, by_pos, 0);
     /* Every queue drains before returning: the caller may then reuse its
      * inputs, and staging bytes are free for the next run. */
     for (int d = 1; d < p->n_devs; d++) {
         cg_status fs = cg_cl_finish(p->devs[d].cl);
         if (!st) st = fs;
     }
+    if (!st) st = cg_carry_save(p, in, by_pos, 1);
     return st;
 }
 
@@ -343,7 +353,7 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
     if (!st) st = bind_inputs(p, n_inputs, names, inputs, by_pos, sym);
     instance *in = NULL;
     int built = 0;
-    if (!st) st = get_instance(p, sym, by_pos, &in, &built);
+    if (!st) st = get_instance(p, sym, by_pos, &in, &built, &stats);
     if (built) {
         stats.instances_built = 1;
         stats.host_allocs++;
@@ -364,7 +374,8 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
         for (int k = 0; !st && k < n_outputs; k++) {
             const slot *s = &in->slots[in->out_slot[k]];
             const cg_tensor *t = outs[k];
-            int ok = t && (cg_op_dtype)t->dtype == s->desc.dtype && t->ndim == s->desc.ndim;
+            if (!t) continue; /* an output the caller does not read */
+            int ok = (cg_op_dtype)t->dtype == s->desc.dtype && t->ndim == s->desc.ndim;
             for (int d = 0; ok && d < t->ndim; d++) ok = t->dims[d] == s->desc.dims[d];
             if (!ok) {
                 char want[256];
@@ -377,6 +388,7 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
     if (!st) st = execute(p, in, by_pos, outs, &stats);
     if (st && in) /* a failed run may have left a kept input's copy half written */
         for (int si = 0; si < in->n_steps; si++) in->steps[si].kept_stamp = 0;
+    if (st) cg_carry_invalidate(p);
     if (made) {
         for (int k = 0; k < n_outputs && outs; k++) {
             if (st) cg_tensor_free(outs[k]);

@@ -15,6 +15,7 @@
 
 #include "analysis.h"
 #include "backends/opencl/cl_backend.h"
+#include "tensor.h"
 
 #define CG_PLAN_MAX_DEVICES 16
 #define CG_PLAN_MAX_INSTANCES 32
@@ -98,6 +99,19 @@ typedef struct instance {
     uint64_t last_used;
 } instance;
 
+/* A graph input carried from a graph output (cg_plan_carry): where the
+ * value the last run wrote lives. */
+typedef struct carry {
+    int out;               /* graph output index; -1: the input is not carried */
+    int valid;             /* a successful run wrote it */
+    int on_host;           /* host->data holds it */
+    int dev;               /* the device whose mem holds it (0: none) */
+    cg_tensor *host;       /* its shape (always) and host copy (on_host) */
+    size_t host_cap;       /* bytes host->data holds */
+    cl_mem mem[CG_PLAN_MAX_DEVICES];
+    size_t mem_cap[CG_PLAN_MAX_DEVICES];
+} carry;
+
 struct cg_plan {
     cg_model *model;
     cg_graph *graph;
@@ -116,7 +130,19 @@ struct cg_plan {
     int scratch_cap;
     cg_plan_stats last, total;
     unsigned char *keep;   /* per graph input: kept on its devices between runs */
+    carry *carry;          /* per graph input */
+    unsigned char *carried; /* per graph input: this run takes the carried value */
 };
+
+/* Host pointer of a slot on the CPU. */
+static inline void *cg_slot_host(const instance *in, const slot *s, cg_tensor **by_pos) {
+    if (s->kind == SLOT_INPUT) return by_pos[s->input_index]->data;
+    if (s->kind == SLOT_PARAM) return (void *)s->param;
+    return (char *)in->host_arena + s->offset;
+}
+
+/* Device buffer of a slot on an OpenCL device. */
+static inline cl_mem cg_slot_mem(const slot *s) { return s->kind == SLOT_PARAM ? s->param_mem : s->mem; }
 
 /* ---- lower.c ---- */
 
@@ -146,6 +172,28 @@ double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_attr_
                       const cg_tensor_desc *out);
 /* Estimated time of moving `bytes` from device a to device b (us). */
 double cg_cost_copy(cg_plan *p, int a, int b, size_t bytes);
+
+/* ---- carry.c ---- */
+
+/* Carry state for a new plan (nothing carried). */
+cg_status cg_carry_init(cg_plan *p);
+void cg_carry_free(cg_plan *p);
+/* The tensor a run not given carried input k binds (its shape, and its data
+ * where on_host); an error naming the input if no run wrote it yet. */
+cg_status cg_carry_bind(cg_plan *p, int k, cg_tensor **t);
+/* Brings every input this run takes carried onto the host (where lowering
+ * measures kernels on real inputs, or a CPU kernel reads it). */
+cg_status cg_carry_to_host(cg_plan *p, int k, cg_plan_stats *st);
+/* Before the steps: carried inputs that CPU steps or CPU outputs read
+ * directly are made valid on the host. */
+cg_status cg_carry_prepare(cg_plan *p, instance *in, cg_plan_stats *st);
+/* The copy step `c` from carried input k to its device slot. */
+cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stats *st);
+/* After the steps: device outputs carried are copied on their device (before
+ * the queues drain), host outputs (after). */
+cg_status cg_carry_save(cg_plan *p, instance *in, cg_tensor **by_pos, int on_host);
+/* A failed run leaves nothing to carry. */
+void cg_carry_invalidate(cg_plan *p);
 
 /* ---- memplan.c ---- */
 

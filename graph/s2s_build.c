@@ -161,10 +161,14 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
         cg_strbuf_put(o, "  input src_len: i32[B]\n");
         if (c->local == S2S_LOCAL_MONOTONIC) cg_strbuf_put(o, "  input pos: f32[B]\n");
     }
-    for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input h%d: f32[B, %d]\n", l, H);
+    /* The state is the last step's (P rows); each of this step's rows
+     * continues the row `parent` names. The caller carries it from h0_new
+     * etc. (cg_plan_carry), so on a device it never leaves the device. */
+    cg_strbuf_put(o, "  input parent: i32[B]\n");
+    for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input h%d: f32[P, %d]\n", l, H);
     if (c->cell == S2S_LSTM)
-        for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input c%d: f32[B, %d]\n", l, H);
-    if (feed) cg_strbuf_put(o, "  input htilde: f32[B, %d]\n", H);
+        for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input c%d: f32[P, %d]\n", l, H);
+    if (feed) cg_strbuf_put(o, "  input htilde: f32[P, %d]\n", H);
     param2(o, "tgt_embed.weight", c->v_tgt, E);
     rnn_params(o, c, "decoder", I, L, 1, list, sizeof list);
     switch (c->attention) {
@@ -186,16 +190,20 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
     }
     param2(o, "out.weight", c->v_tgt, H);
     param1(o, "out.bias", c->v_tgt);
+    for (int l = 0; l < L; l++) cg_strbuf_put(o, "  h%d_sel = gather_rows(h%d, parent)\n", l, l);
+    if (c->cell == S2S_LSTM)
+        for (int l = 0; l < L; l++) cg_strbuf_put(o, "  c%d_sel = gather_rows(c%d, parent)\n", l, l);
+    if (feed) cg_strbuf_put(o, "  htilde_sel = gather_rows(htilde, parent)\n");
     cg_strbuf_put(o, "  y = embedding(tgt_embed.weight, y_prev)\n");
     const char *x = "y";
     if (att && !c->luong) {
         char q[24];
-        snprintf(q, sizeof q, "h%d", L - 1);
+        snprintf(q, sizeof q, "h%d_sel", L - 1);
         attend(o, c, q);
         cg_strbuf_put(o, "  x = concat(y, c) {axis: 1}\n");
         x = "x";
     } else if (feed) {
-        cg_strbuf_put(o, "  x = concat(y, htilde) {axis: 1}\n");
+        cg_strbuf_put(o, "  x = concat(y, htilde_sel) {axis: 1}\n");
         x = "x";
     }
     /* The layers of torch.nn.GRU/LSTM, one cell each; `list` holds the
@@ -212,10 +220,10 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
         if (l == 0) snprintf(in, sizeof in, "%s", x);
         else snprintf(in, sizeof in, "h%d_new", l - 1);
         if (c->cell == S2S_GRU)
-            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d, %s, %s, %s, %s)\n", l, l, in, l, names[l][0], names[l][1],
-                names[l][2], names[l][3]);
+            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d_sel, %s, %s, %s, %s)\n", l, l, in, l, names[l][0],
+                names[l][1], names[l][2], names[l][3]);
         else
-            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d, c%d, %s, %s, %s, %s)\n", l, l, l, in, l, l,
+            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s)\n", l, l, l, in, l, l,
                 names[l][0], names[l][1], names[l][2], names[l][3]);
     }
     char top[24];

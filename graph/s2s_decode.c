@@ -49,6 +49,10 @@ typedef struct io {
     cg_tensor *in[80], *out[80];
     /* positions */
     int y, keys, kproj, len, pos, htilde, h[32], c[32];
+    int parent; /* the graph reorders its carried state rows itself (else -1) */
+    int n_in_c; /* the inputs a carried step gives: all but the state */
+    const char *in_names_c[80];
+    cg_tensor *in_c[80];
     int logp, a, htilde_new, h_new[32], c_new[32];
     int top_v, top_i, top_k; /* top_logp / top_id [rows, top_k] instead of logp */
 } io;
@@ -199,6 +203,7 @@ static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
     x->len = find_in(g, "src_len");
     x->pos = find_in(g, "pos");
     x->htilde = find_in(g, "htilde");
+    x->parent = find_in(g, "parent");
     x->logp = find_out(g, "logp");
     x->top_v = find_out(g, "top_logp");
     x->top_i = find_out(g, "top_id");
@@ -217,7 +222,7 @@ static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
         x->c_new[l] = find_out(g, nm);
     }
     for (int k = 0; !st && k < x->n_in; k++) {
-        if (k == x->y || k == x->len) st = tensor(CG_I32, 1, rows, 0, 0, &x->in[k]);
+        if (k == x->y || k == x->len || k == x->parent) st = tensor(CG_I32, 1, rows, 0, 0, &x->in[k]);
         else if (k == x->pos) st = tensor(CG_F32, 1, rows, 0, 0, &x->in[k]);
         else if (k == x->keys) st = tensor(CG_F32, 3, rows, S, K, &x->in[k]);
         else if (k == x->kproj) st = tensor(CG_F32, 3, rows, S, c->attention_dim, &x->in[k]);
@@ -230,6 +235,11 @@ static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
         else if (k == x->a) st = tensor(CG_F32, 2, rows, S, 0, &x->out[k]);
         else st = tensor(CG_F32, 2, rows, H, 0, &x->out[k]);
     }
+    for (int k = 0; !st && k < x->n_in; k++)
+        if (!s2s_is_state(x->in_names[k])) {
+            x->in_names_c[x->n_in_c] = x->in_names[k];
+            x->in_c[x->n_in_c++] = x->in[k];
+        }
     if (st) io_free(x);
     return st;
 }
@@ -353,10 +363,21 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
         for (int l = 0; l < L; l++)
             if (s0[l]) memcpy(rs + (size_t)l * (size_t)H, s0[l] + (size_t)b * (size_t)H, sizeof(float) * (size_t)H);
     }
+    /* A decoder with input `parent` carries its state (cg_plan_carry): after
+     * the first step only `parent` says which row each row continues. The
+     * outputs nobody reads stay on their device. */
+    const int carry = io_ok && x.parent >= 0;
+    cg_tensor *out_run[80] = {0};
+    for (int q = 0; io_ok && q < x.n_out; q++) {
+        const char *nm = cg_graph_output_name(cg_model_graph(m->model, dec_graph), q);
+        size_t n = strlen(nm);
+        int state_out = n > 4 && !strcmp(nm + n - 4, "_new");
+        out_run[q] = (carry && state_out) || (q == x.a && !o->attention) ? NULL : x.out[q];
+    }
     int t = 0;
     while (!st && R > 0) {
         int Rb = bucket(R, max_rows);
-        int keys_moved = 0;
+        int keys_moved = 0, give_state = !carry || t == 0;
         io_rows(&x, Rb);
         /* Gather the rows' inputs; padding rows repeat the last real row. */
         for (int r = 0; r < Rb; r++) {
@@ -378,6 +399,8 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             }
             if (x.len >= 0) ((int32_t *)x.in[x.len]->data)[r] = ss[b].len;
             if (x.pos >= 0) ((float *)x.in[x.pos]->data)[r] = (float)t;
+            if (carry) ((int32_t *)x.in[x.parent]->data)[r] = t == 0 ? rr : parent[rr];
+            if (!give_state) continue;
             for (int l = 0; l < L; l++) {
                 memcpy((float *)x.in[x.h[l]]->data + (size_t)r * H, rs + (size_t)l * H, sizeof(float) * (size_t)H);
                 if (x.c[l] >= 0)
@@ -393,7 +416,8 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             if (x.keys >= 0) cg_tensor_touch(x.in[x.keys]);
             if (x.kproj >= 0) cg_tensor_touch(x.in[x.kproj]);
         }
-        st = cg_plan_run_into(dec, x.n_in, x.in_names, x.in, x.n_out, x.out);
+        st = give_state ? cg_plan_run_into(dec, x.n_in, x.in_names, x.in, x.n_out, out_run)
+                        : cg_plan_run_into(dec, x.n_in_c, x.in_names_c, x.in_c, x.n_out, out_run);
         if (st) break;
         /* Either every row's whole logp, or its best TK (log-probability, token)
          * pairs in the order of the spec's ties: a row's best 2k candidates
@@ -402,7 +426,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
         const float *logp = TK ? NULL : cg_tensor_data_const(x.out[x.logp]);
         const float *top_v = TK ? cg_tensor_data_const(x.out[x.top_v]) : NULL;
         const int32_t *top_i = TK ? cg_tensor_data_const(x.out[x.top_i]) : NULL;
-        const float *att = x.a >= 0 ? cg_tensor_data_const(x.out[x.a]) : NULL;
+        const float *att = x.a >= 0 && o->attention ? cg_tensor_data_const(x.out[x.a]) : NULL;
         int NR = 0;
         /* Rows are grouped by sentence, in live order. */
         for (int r0 = 0; !st && r0 < R;) {
@@ -512,9 +536,10 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             r0 = r1;
         }
         if (st) break;
-        /* New rows take their parent's new state. */
+        /* New rows take their parent's new state (a carried state: the next
+         * step's gather does that). */
         float *ns = state_next;
-        for (int q = 0; q < NR; q++) {
+        for (int q = 0; !carry && q < NR; q++) {
             float *rs = ns + (size_t)q * (size_t)(2 * L + 1) * (size_t)H;
             int p = parent[q];
             for (int l = 0; l < L; l++) {

@@ -2,6 +2,8 @@
 #ifndef CG_GRAPH_S2S_INTERNAL_H
 #define CG_GRAPH_S2S_INTERNAL_H
 
+#include <string.h>
+
 #include "s2s.h"
 
 struct cg_s2s {
@@ -16,6 +18,15 @@ struct cg_s2s {
     cg_plan *last_dec;  /* the decoder plan the last batch ran (cg_s2s_stats) */
     char *device, *place; /* the placement, for plans made after loading */
 };
+
+/* A decoder state input: h<l>, c<l> or htilde (carried from <name>_new). */
+static inline int s2s_is_state(const char *name) {
+    if (!strcmp(name, "htilde")) return 1;
+    if ((name[0] != 'h' && name[0] != 'c') || !name[1]) return 0;
+    for (const char *q = name + 1; *q; q++)
+        if (*q < '0' || *q > '9') return 0;
+    return 1;
+}
 
 /* The decoder plan for `need` candidates per row (1 greedy, 2k beam):
  * m->dec when it keeps that many (or outputs logp), else decoder_logp,

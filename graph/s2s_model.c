@@ -228,15 +228,23 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
 }
 
 /* The encoder's outputs change once per batch of sentences, not per step:
- * a device keeps them between decoder steps. */
-static cg_status keep_keys(cg_s2s *m, cg_plan *p, const char *graph) {
+ * a device keeps them between decoder steps. A decoder with an input
+ * `parent` reorders its state rows itself: its state inputs are carried
+ * from the state outputs (X from X_new), so they stay where they are made. */
+static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph) {
     cg_graph *g = cg_model_graph(m->model, graph);
+    int reorders = 0;
+    for (int k = 0; k < cg_graph_input_count(g); k++) reorders |= !strcmp(cg_graph_input_name(g, k), "parent");
     for (int k = 0; k < cg_graph_input_count(g); k++) {
         const char *nm = cg_graph_input_name(g, k);
-        if (!strcmp(nm, "keys") || !strcmp(nm, "keys_proj")) {
-            cg_status st = cg_plan_keep_input(p, nm, 1);
-            if (st) return st;
+        cg_status st = CG_OK;
+        if (!strcmp(nm, "keys") || !strcmp(nm, "keys_proj")) st = cg_plan_keep_input(p, nm, 1);
+        if (reorders && s2s_is_state(nm)) {
+            char out[48];
+            snprintf(out, sizeof out, "%s_new", nm);
+            st = cg_plan_carry(p, nm, out);
         }
+        if (st) return st;
     }
     return CG_OK;
 }
@@ -254,7 +262,7 @@ cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const char **
                             m->top_k);
         cg_plan_options po = {.device = m->device, .place = m->place};
         cg_status st = cg_plan_create_ex(m->model, "decoder_logp", &po, &m->dec_logp);
-        if (!st) st = keep_keys(m, m->dec_logp, "decoder_logp");
+        if (!st) st = prepare_decoder(m, m->dec_logp, "decoder_logp");
         if (st) return st;
     }
     *plan = m->dec_logp;
@@ -307,7 +315,7 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     if (!st && from_file) st = check_weights(m->model, m->weights, cgp);
     if (!st) st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
     if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
-    if (!st) st = keep_keys(m, m->dec, "decoder");
+    if (!st) st = prepare_decoder(m, m->dec, "decoder");
     if (!st && placement && ((placement->device && !(m->device = cg_strdup(placement->device))) ||
                              (placement->place && !(m->place = cg_strdup(placement->place)))))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory");

@@ -682,6 +682,145 @@ START_TEST(kept_inputs) {
 }
 END_TEST
 
+/* ---- state carried from one run to the next ---------------------------- */
+
+/* s_new = tanh(gather_rows(s, idx)) + w, with s carried from s_new: the
+ * recurrence of a decoder whose rows are reordered (beam) or dropped
+ * (finished sentences) between steps. */
+static const char carry_text[] = "graph g {\n  input s: f32[P, 3]\n  input idx: i32[B]\n  input w: f32[B, 3]\n"
+                                 "  r = gather_rows(s, idx)\n  t = tanh(r)\n  s_new = add(t, w)\n  output s_new, t\n}\n";
+
+typedef struct carry_step {
+    int B;
+    int idx[6];
+    int given;     /* s given (else carried) */
+    int read_back; /* s_new read back (else NULL) */
+} carry_step;
+
+/* Runs the steps on plan p and checks every value read back against a
+ * double reference of the same recurrence; with `all_on_device`, also that
+ * each run moves only idx and w up and the outputs read back (t, and s_new
+ * when wanted), plus s when given: a carried s stays on the device. */
+static void carry_run(cg_plan *p, const carry_step *steps, int n, int all_on_device, const char *what) {
+    double ref[6 * 3];
+    int P = 4;
+    cg_tensor *s0 = make_f32(2, (int64_t[]){4, 3}, 31);
+    const float *s0v = cg_tensor_data_const(s0);
+    for (int i = 0; i < 12; i++) ref[i] = s0v[i];
+    for (int q = 0; q < n; q++) {
+        const carry_step *cs = &steps[q];
+        int64_t B = cs->B, d2[2] = {B, 3};
+        cg_tensor *idx, *w = make_f32(2, d2, 40 + (uint32_t)q), *out, *t;
+        ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &B, &idx), CG_OK);
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &out), CG_OK);
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &t), CG_OK);
+        int32_t *iv = cg_tensor_data(idx);
+        for (int b = 0; b < B; b++) iv[b] = cs->idx[b];
+        const char *names[] = {"idx", "w", "s"};
+        cg_tensor *ins[] = {idx, w, s0};
+        cg_tensor *outs[] = {cs->read_back ? out : NULL, t};
+        if (cs->given) { /* restart from s0 */
+            P = 4;
+            for (int i = 0; i < 12; i++) ref[i] = s0v[i];
+        }
+        ck_assert_msg(cg_plan_run_into(p, cs->given ? 3 : 2, names, ins, 2, outs) == CG_OK, "%s step %d: %s", what, q,
+                      cg_last_error());
+        double next[6 * 3], tref[6 * 3];
+        const float *wv = cg_tensor_data_const(w);
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < 3; j++) {
+                ck_assert_int_lt(cs->idx[b], P);
+                tref[b * 3 + j] = tanh(ref[cs->idx[b] * 3 + j]);
+                next[b * 3 + j] = tref[b * 3 + j] + wv[b * 3 + j];
+            }
+        double e = max_diff_ref(t, tref, B * 3);
+        ck_assert_msg(e < 1e-5, "%s step %d: t differs by %g", what, q, e);
+        if (cs->read_back) {
+            e = max_diff_ref(out, next, B * 3);
+            ck_assert_msg(e < 1e-5, "%s step %d: s_new differs by %g", what, q, e);
+        }
+        memcpy(ref, next, sizeof(double) * (size_t)B * 3);
+        P = (int)B;
+        cg_plan_stats st;
+        ck_assert_int_eq(cg_plan_stats_get(p, &st, NULL), CG_OK);
+        uint64_t want = (uint64_t)B * (4 + 12 + 12) + (cs->read_back ? (uint64_t)B * 12 : 0) + (cs->given ? 48 : 0);
+        if (all_on_device && st.bytes_copied != want)
+            ck_abort_msg("%s step %d: %llu bytes copied, expected %llu", what, q, (unsigned long long)st.bytes_copied,
+                         (unsigned long long)want);
+        cg_tensor_free(idx);
+        cg_tensor_free(w);
+        cg_tensor_free(out);
+        cg_tensor_free(t);
+    }
+    cg_tensor_free(s0);
+}
+
+START_TEST(carried_state) {
+    model md = load_model(carry_text, NULL);
+    /* Rows kept, reordered, dropped (4 -> 2), repeated and grown (2 -> 5),
+     * read back or not, and a restart from a given state. */
+    static const carry_step steps[] = {
+        {4, {0, 1, 2, 3}, 1, 1, }, {4, {3, 3, 0, 1}, 0, 0}, {4, {1, 0, 2, 2}, 0, 1}, {2, {2, 0}, 0, 0},
+        {2, {1, 1}, 0, 1},          {5, {1, 0, 1, 0, 0}, 0, 0}, {5, {4, 3, 2, 1, 0}, 0, 1},
+        {3, {2, 1, 0}, 1, 1},       {3, {0, 0, 2}, 0, 1},
+    };
+    const int n = (int)(sizeof steps / sizeof steps[0]);
+    const char *devices[][2] = {{"cpu", NULL}, {"opencl:0", NULL}, {"cpu", "t=opencl:0"}, {"opencl:0", "r=cpu"},
+                                {"auto", NULL}};
+    for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", devices[d][0], devices[d][1] ? devices[d][1] : "");
+        cg_plan *p = make_plan(md.m, "g", devices[d][0], devices[d][1]);
+        ck_assert_int_eq(cg_plan_carry(p, "s", "s_new"), CG_OK);
+        carry_run(p, steps, n, d == 1, what);
+        cg_plan_free(p);
+    }
+    /* Errors: names, shapes, and nothing to carry yet. */
+    cg_plan *p = make_plan(md.m, "g", "cpu", NULL);
+    ck_assert_int_eq(cg_plan_carry(p, "nosuch", "s_new"), CG_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(cg_last_error(), "no input named 'nosuch'") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_plan_carry(p, "s", "nosuch"), CG_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(cg_last_error(), "no output named 'nosuch'") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_plan_carry(p, "idx", "t"), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "cannot be carried into input 'idx'") != NULL, "%s", cg_last_error());
+    int64_t B = 2, d2[2] = {2, 3};
+    cg_tensor *idx, *w = make_f32(2, d2, 1), *out = NULL, *t = NULL;
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &B, &idx), CG_OK);
+    const char *names[] = {"idx", "w"};
+    cg_tensor *ins[] = {idx, w}, *outs[2] = {NULL, NULL};
+    ck_assert_int_eq(cg_plan_run(p, 2, names, ins, 2, outs), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "input 's' of graph 'g' is missing") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_plan_carry(p, "s", "s_new"), CG_OK);
+    ck_assert_int_eq(cg_plan_run(p, 2, names, ins, 2, outs), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "no successful run has written output 's_new'") != NULL, "%s",
+                  cg_last_error());
+    /* A run that fails (index out of range) leaves nothing to carry. */
+    cg_tensor *s0 = make_f32(2, (int64_t[]){4, 3}, 3);
+    const char *names3[] = {"idx", "w", "s"};
+    cg_tensor *ins3[] = {idx, w, s0};
+    ck_assert_msg(cg_plan_run(p, 3, names3, ins3, 2, outs) == CG_OK, "%s", cg_last_error());
+    cg_tensor_free(outs[0]);
+    cg_tensor_free(outs[1]);
+    ck_assert_msg(cg_plan_run(p, 2, names, ins, 2, outs) == CG_OK, "%s", cg_last_error());
+    cg_tensor_free(outs[0]);
+    cg_tensor_free(outs[1]);
+    ((int32_t *)cg_tensor_data(idx))[1] = 7;
+    ck_assert_int_eq(cg_plan_run(p, 2, names, ins, 2, outs), CG_ERR_KERNEL);
+    ck_assert_int_eq(cg_plan_run(p, 2, names, ins, 2, outs), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "no successful run") != NULL, "%s", cg_last_error());
+    /* NULL output: stop carrying. */
+    ck_assert_int_eq(cg_plan_carry(p, "s", NULL), CG_OK);
+    ck_assert_int_eq(cg_plan_run(p, 2, names, ins, 2, outs), CG_ERR_INVALID_ARGUMENT);
+    (void)out;
+    (void)t;
+    cg_tensor_free(s0);
+    cg_tensor_free(idx);
+    cg_tensor_free(w);
+    cg_plan_free(p);
+    free_model(&md);
+}
+END_TEST
+
 /* ---- ops without a kernel on the device ------------------------------- */
 
 START_TEST(unsupported_op_and_decomposition) {
@@ -1252,6 +1391,7 @@ int main(void) {
     tcase_add_test(tc, gru_encoder_same_everywhere);
     tcase_add_test(tc, edge_cases);
     tcase_add_test(tc, plan_builds_only_its_kernels);
+    tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

@@ -358,6 +358,9 @@ CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names,
  * Like cg_plan_run, but writes into `outputs` the caller allocated with the
  * outputs' dtypes and shapes (CG_ERR_INVALID_ARGUMENT otherwise): with shapes
  * seen before, a run then allocates nothing and creates no OpenCL object.
+ * An entry may be NULL: that output is computed but not copied to the host
+ * (useful when it is only carried into the next run, see cg_plan_carry).
+ * Inputs carried by cg_plan_carry may be left out of `names`.
  */
 CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names,
                                   cg_tensor *const *inputs, int n_outputs,
@@ -374,6 +377,20 @@ CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *n
  * CG_ERR_NOT_FOUND when the graph has no such input.
  */
 CG_API cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep);
+
+/**
+ * Carries output `output` of each run into input `input` of the next, for
+ * recurrent state: a run whose `names` leave `input` out takes the value the
+ * last successful run wrote to `output`, with that run's shape (so symbolic
+ * dims of `input` bind from it), and takes it where it was made: a device
+ * output is copied on that device into the next run's input buffer and
+ * never crosses the bus (nor is read back when the run_into entry is NULL).
+ * A run that names `input` takes the given tensor as usual. The first run,
+ * or one after a failed run, must give it. `output` NULL stops carrying.
+ * dtype, rank and fixed dims of the two must agree (CG_ERR_INVALID_ARGUMENT);
+ * CG_ERR_NOT_FOUND when either name is not in the graph.
+ */
+CG_API cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output);
 
 /** Bytes of the plan's buffers on every device for the last bound shapes. */
 CG_API size_t cg_plan_arena_bytes(const cg_plan *p);
