@@ -21,7 +21,7 @@ cg_status cg_carry_init(cg_plan *p) {
     return CG_OK;
 }
 
-static void carry_release(cg_plan *p, carry *c) {
+static void carry_release(carry *c) {
     cg_tensor_free(c->host);
     c->host = NULL;
     c->host_cap = 0;
@@ -31,12 +31,11 @@ static void carry_release(cg_plan *p, carry *c) {
         c->mem_cap[d] = 0;
     }
     c->valid = c->on_host = c->dev = 0;
-    (void)p;
 }
 
 void cg_carry_free(cg_plan *p) {
     if (!p->carry) return;
-    for (int k = 0; k < p->graph->n_inputs; k++) carry_release(p, &p->carry[k]);
+    for (int k = 0; k < p->graph->n_inputs; k++) carry_release(&p->carry[k]);
     free(p->carry);
     free(p->carried);
 }
@@ -54,7 +53,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     if (k < 0) return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no input named '%s'", g->name, input);
     carry *c = &p->carry[k];
     if (!output) {
-        carry_release(p, c);
+        carry_release(c);
         c->out = -1;
         return CG_OK;
     }
@@ -74,7 +73,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
         return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s': output '%s' (%s) cannot be carried into input '%s' (%s)",
                         g->name, output, b, input, a);
     }
-    if (c->out != o) carry_release(p, c);
+    if (c->out != o) carry_release(c);
     c->out = o;
     return CG_OK;
 }

@@ -369,9 +369,8 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     const int carry = io_ok && x.parent >= 0;
     cg_tensor *out_run[80] = {0};
     for (int q = 0; io_ok && q < x.n_out; q++) {
-        const char *nm = cg_graph_output_name(cg_model_graph(m->model, dec_graph), q);
-        size_t n = strlen(nm);
-        int state_out = n > 4 && !strcmp(nm + n - 4, "_new");
+        int state_out = q == x.htilde_new;
+        for (int l = 0; l < L; l++) state_out |= q == x.h_new[l] || q == x.c_new[l];
         out_run[q] = (carry && state_out) || (q == x.a && !o->attention) ? NULL : x.out[q];
     }
     int t = 0;
