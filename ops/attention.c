@@ -34,16 +34,46 @@ static score_kind kind_of(const cg_op_call *call) {
     return N_KINDS;
 }
 
+/* The optional last input `rows` (i32 [B]) names, for each batch row, the
+ * row of keys (values) [N, S, K] it attends to: a beam's k rows of one
+ * sentence share the sentence's keys instead of holding k copies. Without
+ * it row b reads keys[b] (N == B). */
+
+/* The keys row of batch row b. */
+static inline int64_t key_row(const int32_t *rows, int64_t b) { return rows ? rows[b] : b; }
+
+/* Checks input i, the optional rows, against q's batch size (input 0). */
+static cg_op_status expect_rows(const cg_op_call *call, int i) {
+    const cg_tensor_desc *r = &call->inputs[i], *q = &call->inputs[0];
+    if (r->dtype == CG_OP_I32 && r->ndim == 1 && cg_dim_compatible(r->dims[0], q->dims[0]))
+        return CG_OP_OK;
+    char sr[128], sq[128];
+    cg_ops_format_dims(sr, sizeof sr, r);
+    cg_ops_format_dims(sq, sizeof sq, q);
+    return cg_op_fail(call, "input %d (rows) must be i32 [B] with B from input 0 %s, got %s %s", i,
+                      sq, cg_ops_dtype_name(r->dtype), sr);
+}
+
+/* The CPU kernels' check of rows' values: each in [0, N). */
+static cg_op_status check_rows(const cg_op_call *call, const int32_t *rows, int64_t B, int64_t N) {
+    for (int64_t b = 0; rows && b < B; b++)
+        if (rows[b] < 0 || rows[b] >= N)
+            return cg_op_fail(call, "rows[%lld] = %d is outside [0, %lld) (the keys' first dim)",
+                              (long long)b, rows[b], (long long)N);
+    return CG_OP_OK;
+}
+
 /* Dot products of every key with one vector per batch row:
- * e[b, s] = alpha * keys[b, s, :] . vec[b, :]. */
+ * e[b, s] = alpha * keys[row(b), s, :] . vec[b, :]. */
 static void dot_keys(int64_t B, int64_t S, int64_t K, float alpha, const float *keys,
-                     const float *vec, float *e) {
+                     const int32_t *rows, const float *vec, float *e) {
     if (K == 0) {
         memset(e, 0, sizeof(float) * (size_t)(B * S));
         return;
     }
     for (int64_t b = 0; b < B; b++)
-        cg_cpu_sgemv(0, S, K, alpha, keys + b * S * K, K, vec + b * K, 0.0f, e + b * S);
+        cg_cpu_sgemv(0, S, K, alpha, keys + key_row(rows, b) * S * K, K, vec + b * K, 0.0f,
+                     e + b * S);
 }
 
 /* ---- attn_score ---- */
@@ -53,15 +83,18 @@ static cg_op_status attn_score_infer(cg_op_call *call) {
     if (kind == N_KINDS)
         return cg_op_fail(call, "unknown attention kind '%s' (expected additive, dot, "
                                 "scaled_dot, general or cosine)", call->attrs[0].s);
-    if (call->n_inputs != kinds[kind].n_inputs)
-        return cg_op_fail(call, "kind '%s' takes %d inputs (%s), got %d", kinds[kind].name,
-                          kinds[kind].n_inputs, kinds[kind].inputs, call->n_inputs);
+    const int n_kind = kinds[kind].n_inputs, has_rows = call->n_inputs == n_kind + 1;
+    if (call->n_inputs != n_kind && !has_rows)
+        return cg_op_fail(call, "kind '%s' takes %d inputs (%s), or %d with rows, got %d",
+                          kinds[kind].name, n_kind, kinds[kind].inputs, n_kind + 1,
+                          call->n_inputs);
     const cg_tensor_desc *q = &call->inputs[0], *keys = &call->inputs[1];
     const int64_t any[3] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
     if (cg_ops_expect_f32(call, "input 'q'", q, 2, any)) return CG_OP_ERROR;
     const int64_t B = q->dims[0], H = q->dims[1];
-    const int64_t want_keys[3] = {B, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
+    const int64_t want_keys[3] = {has_rows ? CG_DIM_UNKNOWN : B, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
     if (cg_ops_expect_f32(call, "input 'keys'", keys, 3, want_keys)) return CG_OP_ERROR;
+    if (has_rows && expect_rows(call, n_kind)) return CG_OP_ERROR;
     const int64_t K = keys->dims[2]; /* A for additive */
     switch (kind) {
     case ADDITIVE: {
@@ -91,9 +124,14 @@ static cg_op_status attn_score_infer(cg_op_call *call) {
     memset(o, 0, sizeof *o);
     o->dtype = CG_OP_F32;
     o->ndim = 2;
-    o->dims[0] = cg_dim_unify(B, keys->dims[0]);
+    o->dims[0] = cg_dim_unify(B, has_rows ? call->inputs[n_kind].dims[0] : keys->dims[0]);
     o->dims[1] = keys->dims[1];
     return CG_OP_OK;
+}
+
+/* The rows input of a call (NULL without one). */
+static const void *rows_of(const cg_kernel_args *a, int n_plain) {
+    return a->call->n_inputs > n_plain ? a->in[n_plain] : NULL;
 }
 
 /* additive: the projected query W_q q + b_q [B, A]; general: W q [B, K]. */
@@ -106,6 +144,7 @@ static size_t attn_score_workspace(const cg_op_call *call) {
 /* Additive scores of rows [begin, end) of the B * S (query, key) pairs. */
 typedef struct additive_rows {
     const float *qp, *keys, *v;
+    const int32_t *rows;
     float *e;
     int64_t S, A;
 } additive_rows;
@@ -113,9 +152,9 @@ typedef struct additive_rows {
 static void additive_rows_run(void *p, size_t begin, size_t end) {
     const additive_rows *c = p;
     for (size_t r = begin; r < end; r++) {
-        const int64_t b = (int64_t)r / c->S;
-        c->e[r] = cg_cpu_tanh_dot(c->qp + b * c->A, c->keys + (int64_t)r * c->A, c->v,
-                                  (size_t)c->A);
+        const int64_t b = (int64_t)r / c->S, s = (int64_t)r - b * c->S;
+        const float *key = c->keys + (key_row(c->rows, b) * c->S + s) * c->A;
+        c->e[r] = cg_cpu_tanh_dot(c->qp + b * c->A, key, c->v, (size_t)c->A);
     }
 }
 
@@ -125,7 +164,11 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
     const int64_t S = call->inputs[1].dims[1], K = call->inputs[1].dims[2];
     const float *q = a->in[0], *keys = a->in[1];
     float *e = a->out[0];
-    switch (kind_of(call)) {
+    const score_kind kind = kind_of(call);
+    if (kind == N_KINDS) return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
+    const int32_t *rows = rows_of(a, kinds[kind].n_inputs);
+    if (check_rows(call, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
+    switch (kind) {
     case ADDITIVE: {
         const int64_t A = K;
         const float *b_q = a->in[3], *v = a->in[4];
@@ -133,32 +176,32 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
         cg_ops_project(B, A, H, q, H, a->in[2], H, qp, A);
         for (int64_t b = 0; b < B; b++)
             for (int64_t i = 0; i < A; i++) qp[b * A + i] += b_q[i];
-        additive_rows ctx = {qp, keys, v, e, S, A};
+        additive_rows ctx = {qp, keys, v, rows, e, S, A};
         /* Chunks of at least ~8K tanh keep the hand-off cost small. */
         const size_t grain = (size_t)(A > 0 && A < 8192 ? 8192 / A : 1);
         cg_cpu_parallel_for((size_t)(B * S), grain, additive_rows_run, &ctx);
         break;
     }
     case DOT:
-        dot_keys(B, S, K, 1.0f, keys, q, e);
+        dot_keys(B, S, K, 1.0f, keys, rows, q, e);
         break;
     case SCALED_DOT:
-        dot_keys(B, S, K, (float)(1.0 / sqrt((double)H)), keys, q, e);
+        dot_keys(B, S, K, (float)(1.0 / sqrt((double)H)), keys, rows, q, e);
         break;
     case GENERAL: {
         float *wq = a->workspace;
         cg_ops_project(B, K, H, q, H, a->in[2], H, wq, K);
-        dot_keys(B, S, K, 1.0f, keys, wq, e);
+        dot_keys(B, S, K, 1.0f, keys, rows, wq, e);
         break;
     }
     case COSINE:
-        dot_keys(B, S, K, 1.0f, keys, q, e);
+        dot_keys(B, S, K, 1.0f, keys, rows, q, e);
         for (int64_t b = 0; b < B; b++) {
             float nq = 0.0f;
             for (int64_t i = 0; i < H; i++) nq += q[b * H + i] * q[b * H + i];
             nq = sqrtf(nq);
             for (int64_t s = 0; s < S; s++) {
-                const float *h = keys + (b * S + s) * K;
+                const float *h = keys + (key_row(rows, b) * S + s) * K;
                 float nk = 0.0f;
                 for (int64_t i = 0; i < K; i++) nk += h[i] * h[i];
                 float den = nq * sqrtf(nk);
@@ -233,13 +276,18 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
         vec = keys;
         has_vec = 0;
     }
-    /* b_q and v exist for additive only; other kinds bind keys there (unread). */
+    /* b_q and v exist for additive only; other kinds bind keys there (unread),
+     * as for rows when there are none. */
     const cl_mem b_q = kind == ADDITIVE ? (cl_mem)a->in[3] : keys;
     const cl_mem v = kind == ADDITIVE ? (cl_mem)a->in[4] : keys;
+    const cl_int has_rows = call->n_inputs > kinds[kind].n_inputs;
+    const cl_mem rows = has_rows ? (cl_mem)a->in[kinds[kind].n_inputs] : keys;
+    const cl_long n_keys = call->inputs[1].dims[0];
     const cg_ops_cl_arg_value args[] = {
         CG_OPS_CL_ARG(b32),     CG_OPS_CL_ARG(s32),   CG_OPS_CL_ARG(k32),  CG_OPS_CL_ARG(kind32),
         CG_OPS_CL_ARG(has_vec), CG_OPS_CL_ARG(alpha), CG_OPS_CL_ARG(keys), CG_OPS_CL_ARG(vec),
-        CG_OPS_CL_ARG(vec_off), CG_OPS_CL_ARG(b_q),   CG_OPS_CL_ARG(v),    CG_OPS_CL_ARG(e)};
+        CG_OPS_CL_ARG(vec_off), CG_OPS_CL_ARG(b_q),   CG_OPS_CL_ARG(v),    CG_OPS_CL_ARG(e),
+        CG_OPS_CL_ARG(rows),    CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_keys)};
     const size_t global[2] = {(size_t)tx, (size_t)(B * S)};
     return attn_launch(a, "attn_score_rows", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
@@ -260,6 +308,9 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
         return cg_op_fail(call, "scaled_dot decomposition needs a concrete query width");
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t q = cg_ops_emit_input(&e, 0), keys = cg_ops_emit_input(&e, 1), score = -1;
+    if (kind != N_KINDS && call->n_inputs > kinds[kind].n_inputs)
+        keys = cg_ops_emit(&e, "gather_rows", NULL, keys,
+                           cg_ops_emit_input(&e, kinds[kind].n_inputs), -1);
     switch (kind) {
     case ADDITIVE: {
         int32_t w_q = cg_ops_emit_input(&e, 2), b_q = cg_ops_emit_input(&e, 3);
@@ -315,17 +366,21 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
 static const struct {
     score_kind kind;
     int64_t B, S, H, K; /* K: key width (A for additive); K == H for dot kinds */
+    int64_t N;          /* > 0: keys [N, S, K] and rows i32 [B] in [0, N) */
 } score_cases[] = {
-    {ADDITIVE, 1, 1, 1, 1},       {DOT, 1, 1, 1, 1},           {SCALED_DOT, 1, 1, 1, 1},
-    {GENERAL, 1, 1, 1, 1},        {COSINE, 1, 1, 1, 1},        {ADDITIVE, 3, 3, 5, 3},
-    {DOT, 3, 3, 3, 3},            {SCALED_DOT, 3, 3, 3, 3},    {GENERAL, 3, 3, 5, 3},
-    {COSINE, 3, 3, 3, 3},         {ADDITIVE, 3, 17, 17, 17},   {DOT, 3, 17, 17, 17},
-    {SCALED_DOT, 3, 17, 17, 17},  {GENERAL, 3, 17, 3, 17},     {COSINE, 3, 17, 17, 17},
-    {COSINE, 2, 257, 3, 3},       {ADDITIVE, 1, 1000, 3, 3},   {COSINE, 1, 1000, 3, 3},
-    {DOT, 1, 3, 1000, 1000},      {GENERAL, 3, 17, 1000, 5},   {DOT, 2, 257, 17, 17},
-    {ADDITIVE, 17, 3, 3, 257},    {ADDITIVE, 1, 1000, 17, 17}, {DOT, 1, 1000, 17, 17},
-    {SCALED_DOT, 1, 1000, 17, 17}, {GENERAL, 1, 1000, 17, 17}, {COSINE, 1, 1000, 17, 17},
-    {ADDITIVE, 1, 17, 5, 1000},
+    {ADDITIVE, 1, 1, 1, 1, 0},       {DOT, 1, 1, 1, 1, 0},           {SCALED_DOT, 1, 1, 1, 1, 0},
+    {GENERAL, 1, 1, 1, 1, 0},        {COSINE, 1, 1, 1, 1, 0},        {ADDITIVE, 3, 3, 5, 3, 0},
+    {DOT, 3, 3, 3, 3, 0},            {SCALED_DOT, 3, 3, 3, 3, 0},    {GENERAL, 3, 3, 5, 3, 0},
+    {COSINE, 3, 3, 3, 3, 0},         {ADDITIVE, 3, 17, 17, 17, 0},   {DOT, 3, 17, 17, 17, 0},
+    {SCALED_DOT, 3, 17, 17, 17, 0},  {GENERAL, 3, 17, 3, 17, 0},     {COSINE, 3, 17, 17, 17, 0},
+    {COSINE, 2, 257, 3, 3, 0},       {ADDITIVE, 1, 1000, 3, 3, 0},   {COSINE, 1, 1000, 3, 3, 0},
+    {DOT, 1, 3, 1000, 1000, 0},      {GENERAL, 3, 17, 1000, 5, 0},   {DOT, 2, 257, 17, 17, 0},
+    {ADDITIVE, 17, 3, 3, 257, 0},    {ADDITIVE, 1, 1000, 17, 17, 0}, {DOT, 1, 1000, 17, 17, 0},
+    {SCALED_DOT, 1, 1000, 17, 17, 0}, {GENERAL, 1, 1000, 17, 17, 0}, {COSINE, 1, 1000, 17, 17, 0},
+    {ADDITIVE, 1, 17, 5, 1000, 0},
+    /* with rows: more batch rows than keys rows, and fewer */
+    {ADDITIVE, 5, 3, 4, 6, 2},    {DOT, 7, 17, 17, 17, 3},    {SCALED_DOT, 5, 3, 17, 17, 2},
+    {GENERAL, 3, 17, 5, 3, 5},    {COSINE, 17, 3, 3, 3, 4},   {ADDITIVE, 17, 30, 17, 257, 4},
 };
 
 static int32_t attn_score_conform(int32_t index, cg_conform_case *c) {
@@ -336,8 +391,8 @@ static int32_t attn_score_conform(int32_t index, cg_conform_case *c) {
     if (index < 0 || index >= (int32_t)(sizeof score_cases / sizeof score_cases[0])) return 0;
     const score_kind kind = score_cases[index].kind;
     const int64_t B = score_cases[index].B, S = score_cases[index].S;
-    const int64_t H = score_cases[index].H, K = score_cases[index].K;
-    const int64_t dims[5][3] = {{B, H}, {B, S, K}, {K, H}, {K}, {1, K}};
+    const int64_t H = score_cases[index].H, K = score_cases[index].K, N = score_cases[index].N;
+    const int64_t dims[5][3] = {{B, H}, {N > 0 ? N : B, S, K}, {K, H}, {K}, {1, K}};
     const int ndim[5] = {2, 3, 2, 1, 2};
     memset(c->inputs, 0, sizeof c->inputs);
     c->n_inputs = kinds[kind].n_inputs;
@@ -347,6 +402,15 @@ static int32_t attn_score_conform(int32_t index, cg_conform_case *c) {
         memcpy(c->inputs[i].dims, dims[i], sizeof(int64_t) * (size_t)ndim[i]);
         c->lo[i] = i < 2 ? -2.0 : -0.5;
         c->hi[i] = -c->lo[i];
+    }
+    if (N > 0) {
+        cg_tensor_desc *r = &c->inputs[c->n_inputs];
+        r->dtype = CG_OP_I32;
+        r->ndim = 1;
+        r->dims[0] = B;
+        c->lo[c->n_inputs] = 0;
+        c->hi[c->n_inputs] = (double)(N - 1);
+        c->n_inputs++;
     }
     c->n_outputs = 1;
     c->attrs = attrs[kind];
@@ -374,8 +438,11 @@ const cg_op_def cg_op_attn_score = {
            "dot: q [B, H], keys [B, S, H]; e_i = q . h_i. "
            "scaled_dot: as dot, e_i = q . h_i / sqrt(H). "
            "general: q [B, H], keys [B, S, K], W [K, H]; e_i = h_i . (W q). "
-           "cosine: q [B, H], keys [B, S, H]; e_i = (q . h_i) / max(|q| |h_i|, 1e-8).",
-    .min_inputs = 2, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
+           "cosine: q [B, H], keys [B, S, H]; e_i = (q . h_i) / max(|q| |h_i|, 1e-8). "
+           "An optional last input rows i32 [B] makes keys [N, S, .]: batch row b "
+           "scores keys[rows[b]] (a beam's rows share their sentence's keys); on the "
+           "CPU a row outside [0, N) is a run-time error, on OpenCL its scores are 0.",
+    .min_inputs = 2, .max_inputs = 6, .min_outputs = 1, .max_outputs = 1,
     .input_names = attn_score_inputs,
     .attrs = attn_score_attrs, .n_attrs = 1,
     .infer = attn_score_infer,
@@ -388,15 +455,17 @@ const cg_op_def cg_op_attn_score = {
 
 static cg_op_status attn_context_infer(cg_op_call *call) {
     const cg_tensor_desc *w = &call->inputs[0], *values = &call->inputs[1];
+    const int has_rows = call->n_inputs == 3;
     const int64_t any2[2] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
     if (cg_ops_expect_f32(call, "input 'a'", w, 2, any2)) return CG_OP_ERROR;
-    const int64_t want[3] = {w->dims[0], w->dims[1], CG_DIM_UNKNOWN};
+    const int64_t want[3] = {has_rows ? CG_DIM_UNKNOWN : w->dims[0], w->dims[1], CG_DIM_UNKNOWN};
     if (cg_ops_expect_f32(call, "input 'values'", values, 3, want)) return CG_OP_ERROR;
+    if (has_rows && expect_rows(call, 2)) return CG_OP_ERROR;
     cg_tensor_desc *o = &call->outputs[0];
     memset(o, 0, sizeof *o);
     o->dtype = CG_OP_F32;
     o->ndim = 2;
-    o->dims[0] = cg_dim_unify(w->dims[0], values->dims[0]);
+    o->dims[0] = cg_dim_unify(w->dims[0], has_rows ? call->inputs[2].dims[0] : values->dims[0]);
     o->dims[1] = values->dims[2];
     return CG_OP_OK;
 }
@@ -404,6 +473,7 @@ static cg_op_status attn_context_infer(cg_op_call *call) {
 /* Context vectors of batch rows [begin, end). */
 typedef struct context_rows {
     const float *w, *values;
+    const int32_t *rows;
     float *c;
     int64_t S, K;
 } context_rows;
@@ -411,21 +481,24 @@ typedef struct context_rows {
 static void context_rows_run(void *p, size_t begin, size_t end) {
     const context_rows *x = p;
     for (size_t b = begin; b < end; b++)
-        cg_cpu_weighted_rows(x->w + (int64_t)b * x->S, x->values + (int64_t)b * x->S * x->K,
-                             (size_t)x->K, (size_t)x->S, (size_t)x->K, x->c + (int64_t)b * x->K);
+        cg_cpu_weighted_rows(x->w + (int64_t)b * x->S,
+                             x->values + key_row(x->rows, (int64_t)b) * x->S * x->K, (size_t)x->K,
+                             (size_t)x->S, (size_t)x->K, x->c + (int64_t)b * x->K);
 }
 
 static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    const int64_t B = call->inputs[1].dims[0], S = call->inputs[1].dims[1];
+    const int64_t B = call->inputs[0].dims[0], S = call->inputs[1].dims[1];
     const int64_t K = call->inputs[1].dims[2];
     const float *w = a->in[0], *values = a->in[1];
+    const int32_t *rows = rows_of(a, 2);
     float *c = a->out[0];
+    if (check_rows(call, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
     if (S == 0) {
         memset(c, 0, sizeof(float) * (size_t)(B * K));
         return CG_OP_OK;
     }
-    context_rows ctx = {w, values, c, S, K};
+    context_rows ctx = {w, values, rows, c, S, K};
     cg_cpu_parallel_for((size_t)B, (size_t)(S * K >= 16384 ? 1 : 16384 / (S * K)),
                         context_rows_run, &ctx);
     return CG_OP_OK;
@@ -435,7 +508,7 @@ static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
  * columns, TY along S, reduced in local memory. */
 static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    const int64_t B = call->inputs[1].dims[0], S = call->inputs[1].dims[1];
+    const int64_t B = call->inputs[0].dims[0], S = call->inputs[1].dims[1];
     const int64_t K = call->inputs[1].dims[2];
     if (B * K == 0) return CG_OP_OK;
     if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
@@ -445,40 +518,53 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     const int64_t ty = pow2_at_least(S, wg / tx);
     const cl_int b32 = (cl_int)B, s32 = (cl_int)S, k32 = (cl_int)K;
     const cl_mem w = (cl_mem)a->in[0], values = (cl_mem)a->in[1], c = a->out[0];
-    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(b32), CG_OPS_CL_ARG(s32),
-                                        CG_OPS_CL_ARG(k32), CG_OPS_CL_ARG(w),
-                                        CG_OPS_CL_ARG(values), CG_OPS_CL_ARG(c)};
+    const cl_int has_rows = call->n_inputs > 2;
+    const cl_mem rows = has_rows ? (cl_mem)a->in[2] : values; /* unread without rows */
+    const cl_long n_values = call->inputs[1].dims[0];
+    const cg_ops_cl_arg_value args[] = {
+        CG_OPS_CL_ARG(b32),    CG_OPS_CL_ARG(s32),    CG_OPS_CL_ARG(k32),
+        CG_OPS_CL_ARG(w),      CG_OPS_CL_ARG(values), CG_OPS_CL_ARG(c),
+        CG_OPS_CL_ARG(rows),   CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_values)};
     const size_t global[2] = {(size_t)K, (size_t)(B * ty)};
     return attn_launch(a, "attn_context", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
 
 /* Conformance cases of attn_context, smallest first: B, S, K (a in [0, 1],
  * values in [-2, 2]). */
-static const int64_t context_cases[][3] = {
+static const int64_t context_cases[][4] = {
     {1, 1, 1},    {1, 3, 3},      {3, 3, 17},     {3, 17, 3},      {1, 3, 257},
     {2, 257, 5},  {1, 1000, 3},   {1, 3, 1000},   {17, 17, 17},    {1, 1000, 17},
     {17, 1000, 3},
+    /* the 4th: N > 0 adds rows i32 [B] in [0, N) over values [N, S, K] */
+    {5, 3, 17, 2}, {17, 30, 257, 4}, {3, 17, 3, 7},
 };
 
 static int32_t attn_context_conform(int32_t index, cg_conform_case *c) {
     if (index < 0 || index >= (int32_t)(sizeof context_cases / sizeof context_cases[0]))
         return 0;
     const int64_t B = context_cases[index][0], S = context_cases[index][1];
-    const int64_t K = context_cases[index][2];
+    const int64_t K = context_cases[index][2], N = context_cases[index][3];
     memset(c->inputs, 0, sizeof c->inputs);
-    c->n_inputs = 2;
+    c->n_inputs = N > 0 ? 3 : 2;
     c->inputs[0].dtype = c->inputs[1].dtype = CG_OP_F32;
     c->inputs[0].ndim = 2;
     c->inputs[0].dims[0] = B;
     c->inputs[0].dims[1] = S;
     c->inputs[1].ndim = 3;
-    c->inputs[1].dims[0] = B;
+    c->inputs[1].dims[0] = N > 0 ? N : B;
     c->inputs[1].dims[1] = S;
     c->inputs[1].dims[2] = K;
     c->lo[0] = 0.0;
     c->hi[0] = 1.0;
     c->lo[1] = -2.0;
     c->hi[1] = 2.0;
+    if (N > 0) {
+        c->inputs[2].dtype = CG_OP_I32;
+        c->inputs[2].ndim = 1;
+        c->inputs[2].dims[0] = B;
+        c->lo[2] = 0;
+        c->hi[2] = (double)(N - 1);
+    }
     c->n_outputs = 1;
     c->attrs = NULL;
     return 1;
@@ -487,6 +573,8 @@ static int32_t attn_context_conform(int32_t index, cg_conform_case *c) {
 static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call) {
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t w = cg_ops_emit_input(&e, 0), values = cg_ops_emit_input(&e, 1);
+    if (call->n_inputs > 2)
+        values = cg_ops_emit(&e, "gather_rows", NULL, values, cg_ops_emit_input(&e, 2), -1);
     w = cg_ops_emit(&e, "reshape", "shape: [0, 0, 1]", w, -1, -1);
     int32_t prod = cg_ops_emit(&e, "mul", NULL, values, w, -1);
     int32_t c = cg_ops_emit(&e, "reduce_sum", "axes: [1], keepdims: 0", prod, -1, -1);
@@ -498,15 +586,18 @@ static const cg_kernel_def attn_context_kernels[] = {
     {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, attn_context_cpu},
     {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, attn_context_cl},
 };
-static const char *const attn_context_inputs[] = {"a", "values", NULL};
+static const char *const attn_context_inputs[] = {"a", "values", "rows", NULL};
 
 const cg_op_def cg_op_attn_context = {
     .struct_size = sizeof(cg_op_def),
     .name = "attn_context",
     .doc = "Attention context: inputs a [B, S] (the attention weights, e.g. a "
            "masked softmax of attn_score) and values [B, S, K], both f32; output "
-           "c [B, K] with c[b] = sum_i a[b, i] * values[b, i]. No attributes.",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+           "c [B, K] with c[b] = sum_i a[b, i] * values[b, i]. An optional third "
+           "input rows i32 [B] makes values [N, S, K]: c[b] = sum_i a[b, i] * "
+           "values[rows[b], i] (on the CPU a row outside [0, N) is a run-time error, "
+           "on OpenCL its c is 0). No attributes.",
+    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .input_names = attn_context_inputs,
     .infer = attn_context_infer,
     .decompose = attn_context_decompose,

@@ -192,6 +192,8 @@ static const cg_op_def *decomposed_copy(const cg_op_def *src, const char *name) 
     static cg_plugin_desc descs[16];
     static int n;
     static char names[16][64];
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return &defs[i]; /* registered by an earlier case */
     ck_assert_int_lt(n, 16);
     defs[n] = *src;
     snprintf(names[n], sizeof names[n], "%s", name);
@@ -206,7 +208,8 @@ static const cg_op_def *decomposed_copy(const cg_op_def *src, const char *name) 
 }
 
 /* Runs "graph g { inputs...; out = OP(inputs) {attrs}; output outs }" with
- * op and the decomposed copy, and compares every output. */
+ * op and the decomposed copy, and compares every output. An input of ndims
+ * -1 is an i32 vector [dims[0]] of row indices in [0, dims[1]). */
 static void compare_decomposition(const cg_op_def *def, const char *attrs, int n_in, const int64_t dims[][4],
                                   const int *ndims, int n_out) {
     char dname[64];
@@ -216,7 +219,13 @@ static void compare_decomposition(const cg_op_def *def, const char *attrs, int n
     const char *names[8];
     static char nbuf[8][8];
     for (int i = 0; i < n_in; i++) {
-        ins[i] = make_f32(ndims[i], dims[i], -1, 1);
+        if (ndims[i] < 0) {
+            ck_assert_int_eq(cg_tensor_create(CG_I32, 1, dims[i], &ins[i]), CG_OK);
+            int32_t *r = cg_tensor_data(ins[i]);
+            for (int64_t j = 0; j < dims[i][0]; j++) r[j] = (int32_t)((3 * j + 1) % dims[i][1]);
+        } else {
+            ins[i] = make_f32(ndims[i], dims[i], -1, 1);
+        }
         snprintf(nbuf[i], sizeof nbuf[i], "i%d", i);
         names[i] = nbuf[i];
     }
@@ -225,6 +234,10 @@ static void compare_decomposition(const cg_op_def *def, const char *attrs, int n
         char text[4096];
         size_t u = (size_t)snprintf(text, sizeof text, "graph g {\n");
         for (int i = 0; i < n_in; i++) {
+            if (ndims[i] < 0) {
+                u += (size_t)snprintf(text + u, sizeof text - u, "  input i%d: i32[%lld]\n", i, (long long)dims[i][0]);
+                continue;
+            }
             u += (size_t)snprintf(text + u, sizeof text - u, "  input i%d: f32[", i);
             for (int d = 0; d < ndims[i]; d++)
                 u += (size_t)snprintf(text + u, sizeof text - u, "%s%lld", d ? ", " : "", (long long)dims[i][d]);
@@ -283,6 +296,14 @@ START_TEST(fused_ops_match_decompositions) {
         const int64_t d[][4] = {{2, 3}, {2, 3, 5}};
         const int nd[] = {2, 3};
         compare_decomposition(&cg_op_attn_context, "", 2, d, nd, 1);
+    }
+    { /* with rows: 5 batch rows over 2 keys rows */
+        const int64_t d[][4] = {{5, 4}, {2, 3, 6}, {6, 4}, {6}, {1, 6}, {5, 2}};
+        const int nd[] = {2, 3, 2, 1, 2, -1};
+        compare_decomposition(&cg_op_attn_score, "kind: \"additive\"", 6, d, nd, 1);
+        const int64_t c[][4] = {{5, 3}, {2, 3, 5}, {5, 2}};
+        const int nc[] = {2, 3, -1};
+        compare_decomposition(&cg_op_attn_context, "", 3, c, nc, 1);
     }
 }
 END_TEST

@@ -652,9 +652,10 @@ START_TEST(attn_score_errors) {
     th_tensor in[5];
     score_inputs(in, "additive", 2, 7, 4, 6, NULL, NULL, NULL, NULL, NULL);
     check_score_error("bilinear", 2, in, "unknown attention kind 'bilinear'");
-    check_score_error("dot", 3, in, "kind 'dot' takes 2 inputs (q, keys), got 3");
-    check_score_error("additive", 2, in, "kind 'additive' takes 5 inputs (q, keys, W_q, b_q, v), got 2");
-    check_score_error("general", 5, in, "kind 'general' takes 3 inputs (q, keys, W), got 5");
+    check_score_error("dot", 4, in, "kind 'dot' takes 2 inputs (q, keys), or 3 with rows, got 4");
+    check_score_error("dot", 3, in, "input 2 (rows) must be i32 [B] with B from input 0 [2, 4], got f32 [6, 4]");
+    check_score_error("additive", 2, in, "kind 'additive' takes 5 inputs (q, keys, W_q, b_q, v), or 6 with rows, got 2");
+    check_score_error("general", 5, in, "kind 'general' takes 3 inputs (q, keys, W), or 4 with rows, got 5");
     check_score_error("dot", 2, in, "kind 'dot' needs keys as wide as q (K == H), got q [2, 4] and keys [2, 7, 6]");
     check_score_error("cosine", 2, in, "needs keys as wide as q");
     th_tensor bad[5];
@@ -733,6 +734,78 @@ START_TEST(attn_context_reference) {
                 free(w);
                 free(values);
             }
+}
+END_TEST
+
+/* With rows, batch row b reads keys (values) row rows[b] of N: against the
+ * naive references on keys gathered by hand, for every kind; B = 5 rows over
+ * N = 3 keys rows, one of them read by no row. */
+START_TEST(attn_rows_reference) {
+    const char *kind = score_kinds[_i];
+    const int64_t B = 5, N = 3, S = 7, H = 6, K = kind_inputs(kind) == 2 ? H : 4;
+    int32_t rows[5] = {2, 0, 2, 2, 0};
+    score_case c;
+    score_case_run(&c, kind, N, S, H, K, 77 + (uint64_t)_i); /* keys [N, S, K] */
+    float *q = malloc(sizeof(float) * (size_t)(B * H));
+    float *gathered = malloc(sizeof(float) * (size_t)(B * S * K));
+    th_fill(q, B * H, -1, 1);
+    for (int64_t b = 0; b < B; b++)
+        memcpy(gathered + b * S * K, c.keys + rows[b] * S * K, sizeof(float) * (size_t)(S * K));
+    const int64_t dq[2] = {B, H}, dr[1] = {B};
+    th_tensor in[6];
+    memcpy(in, c.in, sizeof(th_tensor) * 5);
+    in[0] = th_f32(q, 2, dq);
+    in[c.n_in] = th_i32(rows, 1, dr);
+    th_tensor out[1];
+    char err[512];
+    ck_assert_msg(th_run(&cg_op_attn_score, c.n_in + 1, in, &c.at, 1, out, err, sizeof err) == CG_OP_OK, "%s: %s",
+                  kind, err);
+    ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == B && out[0].desc.dims[1] == S);
+    const float *e = out[0].data;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++) {
+            double mag, ref = ref_score(kind, S, H, K, q, gathered, c.w, c.bias, c.v, b, s, &mag);
+            ck_assert_msg(fabs(e[b * S + s] - ref) <= 1e-5 * (1 + mag), "%s with rows: e[%lld, %lld] = %.9g, expected %.9g",
+                          kind, (long long)b, (long long)s, e[b * S + s], ref);
+        }
+    th_free_outputs(1, out);
+    /* A row outside [0, N) is a clear run-time error on the CPU. */
+    rows[3] = 3;
+    ck_assert(th_run(&cg_op_attn_score, c.n_in + 1, in, &c.at, 1, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "rows[3] = 3 is outside [0, 3)"), "%s", err);
+    rows[3] = 2;
+
+    /* attn_context over the same keys as values. */
+    float *a = malloc(sizeof(float) * (size_t)(B * S));
+    th_fill(a, B * S, 0, 1);
+    const int64_t da[2] = {B, S}, dv[3] = {N, S, K};
+    th_tensor cin[3] = {th_f32(a, 2, da), th_f32(c.keys, 3, dv), th_i32(rows, 1, dr)};
+    ck_assert_msg(th_run(&cg_op_attn_context, 3, cin, NULL, 1, out, err, sizeof err) == CG_OP_OK, "%s", err);
+    ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == B && out[0].desc.dims[1] == K);
+    const float *ctx = out[0].data;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t k = 0; k < K; k++) {
+            double ref = 0, mag = 0;
+            for (int64_t s = 0; s < S; s++) {
+                ref += (double)a[b * S + s] * gathered[(b * S + s) * K + k];
+                mag += fabs((double)a[b * S + s] * gathered[(b * S + s) * K + k]);
+            }
+            ck_assert_msg(fabs(ctx[b * K + k] - ref) <= 1e-5 * (1 + mag), "context with rows: c[%lld, %lld] = %.9g, expected %.9g",
+                          (long long)b, (long long)k, ctx[b * K + k], ref);
+        }
+    th_free_outputs(1, out);
+    rows[0] = -1;
+    ck_assert(th_run(&cg_op_attn_context, 3, cin, NULL, 1, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "rows[0] = -1 is outside [0, 3)"), "%s", err);
+    /* rows must be i32 [B] with q's (a's) B */
+    const int64_t dr4[1] = {4};
+    cin[2] = th_i32(rows, 1, dr4);
+    ck_assert(th_infer(&cg_op_attn_context, 3, cin, NULL, 1, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "input 2 (rows) must be i32 [B] with B from input 0 [5, 7], got i32 [4]"), "%s", err);
+    free(a);
+    free(q);
+    free(gathered);
+    score_case_free(&c);
 }
 END_TEST
 
@@ -1052,7 +1125,8 @@ START_TEST(op_definitions) {
         ck_assert_msg(d->conform_case != NULL, "%s has no conformance cases", d->name);
         ck_assert(d->min_inputs >= 2 && d->min_outputs == 1);
     }
-    ck_assert(cg_op_attn_score.min_inputs == 2 && cg_op_attn_score.max_inputs == 5);
+    ck_assert(cg_op_attn_score.min_inputs == 2 && cg_op_attn_score.max_inputs == 6);
+    ck_assert(cg_op_attn_context.min_inputs == 2 && cg_op_attn_context.max_inputs == 3);
     ck_assert(cg_op_gru_cell.decompose && cg_op_lstm_cell.decompose);
     ck_assert(cg_op_attn_score.decompose && cg_op_attn_context.decompose);
 }
@@ -1085,6 +1159,7 @@ int main(void) {
     tcase_add_test(ta, attn_infer_symbolic);
     tcase_add_test(ta, attn_context_reference);
     tcase_add_test(ta, attn_context_errors);
+    tcase_add_loop_test(ta, attn_rows_reference, 0, 5);
     suite_add_tcase(s, ta);
 
     TCase *td = tcase_create("definitions");
