@@ -102,28 +102,28 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
 static void attend(cg_strbuf *o, const s2s_config *c, const char *q) {
     switch (c->attention) {
     case S2S_ADDITIVE:
-        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys_proj, attention.W_q.weight, attention.W_q.bias, attention.v.weight) "
-               "{kind: \"additive\"}\n", q);
+        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys_proj, attention.W_q.weight, attention.W_q.bias, attention.v.weight, "
+               "sentence) {kind: \"additive\"}\n", q);
         break;
     case S2S_GENERAL:
-        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys, attention.W.weight) {kind: \"general\"}\n", q);
+        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys, attention.W.weight, sentence) {kind: \"general\"}\n", q);
         break;
     default:
-        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys) {kind: \"%s\"}\n", q, kind_name(c->attention));
+        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys, sentence) {kind: \"%s\"}\n", q, kind_name(c->attention));
     }
     if (c->local == S2S_LOCAL_NONE) {
-        cg_strbuf_put(o, "  attn_mask: mask = length_mask(src_len, keys)\n");
+        cg_strbuf_put(o, "  attn_mask: mask = length_mask(row_len, e)\n");
     } else if (c->local == S2S_LOCAL_MONOTONIC) {
-        cg_strbuf_put(o, "  attn_mask: mask = window_mask(src_len, pos, keys) {D: %d}\n", c->local_D);
+        cg_strbuf_put(o, "  attn_mask: mask = window_mask(row_len, pos, e) {D: %d}\n", c->local_D);
     } else {
         cg_strbuf_put(o, "  attn_pp = linear(%s, attention.W_p.weight)\n", q);
         cg_strbuf_put(o, "  attn_pt = tanh(attn_pp)\n");
         cg_strbuf_put(o, "  attn_pv = linear(attn_pt, attention.v_p.weight)\n");
         cg_strbuf_put(o, "  attn_ps = sigmoid(attn_pv)\n");
-        cg_strbuf_put(o, "  attn_len = cast(src_len) {to: \"f32\"}\n");
+        cg_strbuf_put(o, "  attn_len = cast(row_len) {to: \"f32\"}\n");
         cg_strbuf_put(o, "  attn_ps1 = reshape(attn_ps) {shape: [-1]}\n");
         cg_strbuf_put(o, "  attn_p: p = mul(attn_ps1, attn_len)\n");
-        cg_strbuf_put(o, "  attn_mask: mask = window_mask(src_len, p, keys) {D: %d}\n", c->local_D);
+        cg_strbuf_put(o, "  attn_mask: mask = window_mask(row_len, p, e) {D: %d}\n", c->local_D);
     }
     if (c->local == S2S_LOCAL_PREDICTIVE) {
         cg_strbuf_put(o, "  attn_a0: a0 = softmax(e, mask) {axis: -1}\n");
@@ -131,7 +131,7 @@ static void attend(cg_strbuf *o, const s2s_config *c, const char *q) {
     } else {
         cg_strbuf_put(o, "  attn_a: a = softmax(e, mask) {axis: -1}\n");
     }
-    cg_strbuf_put(o, "  attn_c: c = attn_context(a, keys)\n");
+    cg_strbuf_put(o, "  attn_c: c = attn_context(a, keys, sentence)\n");
 }
 
 /* The decoder step as graph `name`: with top_k > 0 its first outputs are
@@ -156,9 +156,12 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
                       att ? ", the attention weights a" : "");
     cg_strbuf_put(o, "graph %s {\n  input y_prev: i32[B]\n", name);
     if (att) {
-        cg_strbuf_put(o, "  input keys: f32[B, S, %d]\n", K);
-        if (c->attention == S2S_ADDITIVE) cg_strbuf_put(o, "  input keys_proj: f32[B, S, %d]\n", c->attention_dim);
-        cg_strbuf_put(o, "  input src_len: i32[B]\n");
+        /* The keys are the encoder's, one row per sentence (N): a beam's k
+         * rows share theirs, and they stay put while rows come and go.
+         * Row b attends to sentence `sentence[b]`. */
+        cg_strbuf_put(o, "  input keys: f32[N, S, %d]\n", K);
+        if (c->attention == S2S_ADDITIVE) cg_strbuf_put(o, "  input keys_proj: f32[N, S, %d]\n", c->attention_dim);
+        cg_strbuf_put(o, "  input src_len: i32[N]\n  input sentence: i32[B]\n");
         if (c->local == S2S_LOCAL_MONOTONIC) cg_strbuf_put(o, "  input pos: f32[B]\n");
     }
     /* The state is the last step's (P rows); each of this step's rows
@@ -194,6 +197,7 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
     if (c->cell == S2S_LSTM)
         for (int l = 0; l < L; l++) cg_strbuf_put(o, "  c%d_sel = gather_rows(c%d, parent)\n", l, l);
     if (feed) cg_strbuf_put(o, "  htilde_sel = gather_rows(htilde, parent)\n");
+    if (att) cg_strbuf_put(o, "  row_len = gather_rows(src_len, sentence)\n");
     cg_strbuf_put(o, "  y = embedding(tgt_embed.weight, y_prev)\n");
     const char *x = "y";
     if (att && !c->luong) {

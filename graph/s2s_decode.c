@@ -50,6 +50,9 @@ typedef struct io {
     /* positions */
     int y, keys, kproj, len, pos, htilde, h[32], c[32];
     int parent; /* the graph reorders its carried state rows itself (else -1) */
+    int sent;   /* the graph takes keys, keys_proj and src_len per sentence, and
+                   each row's sentence (else -1: one copy per row) */
+    unsigned char borrowed[80]; /* in[k] is the encoder's tensor, not ours */
     int n_in_c; /* the inputs a carried step gives: all but the state */
     const char *in_names_c[80];
     cg_tensor *in_c[80];
@@ -179,14 +182,16 @@ static int find_out(cg_graph *g, const char *name) {
 
 static void io_free(io *x) {
     for (int i = 0; i < 80; i++) {
-        cg_tensor_free(x->in[i]);
+        if (!x->borrowed[i]) cg_tensor_free(x->in[i]);
         cg_tensor_free(x->out[i]);
     }
 }
 
 /* Buffers for up to `rows` decoder rows over S source positions, for the
- * decoder graph `graph`. */
-static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
+ * decoder graph `graph`. A graph with input `sentence` reads the encoder's
+ * keys, keys_proj and src_len (one row per sentence) as they are. */
+static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S, cg_tensor *enc_keys,
+                         cg_tensor *enc_kproj, cg_tensor *enc_len) {
     memset(x, 0, sizeof *x);
     const s2s_config *c = &m->cfg;
     cg_graph *g = cg_model_graph(m->model, graph);
@@ -204,6 +209,7 @@ static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
     x->pos = find_in(g, "pos");
     x->htilde = find_in(g, "htilde");
     x->parent = find_in(g, "parent");
+    x->sent = find_in(g, "sentence");
     x->logp = find_out(g, "logp");
     x->top_v = find_out(g, "top_logp");
     x->top_i = find_out(g, "top_id");
@@ -222,7 +228,15 @@ static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
         x->c_new[l] = find_out(g, nm);
     }
     for (int k = 0; !st && k < x->n_in; k++) {
-        if (k == x->y || k == x->len || k == x->parent) st = tensor(CG_I32, 1, rows, 0, 0, &x->in[k]);
+        if (x->sent >= 0 && (k == x->keys || k == x->kproj || k == x->len)) {
+            x->in[k] = k == x->keys ? enc_keys : k == x->kproj ? enc_kproj : enc_len;
+            x->borrowed[k] = 1;
+            if (!x->in[k])
+                st = cg_error(CG_ERR_VERIFY, "%s: graph '%s' takes '%s' per sentence, which the encoder does not output",
+                              m->dir, graph, x->in_names[k]);
+            continue;
+        }
+        if (k == x->y || k == x->len || k == x->parent || k == x->sent) st = tensor(CG_I32, 1, rows, 0, 0, &x->in[k]);
         else if (k == x->pos) st = tensor(CG_F32, 1, rows, 0, 0, &x->in[k]);
         else if (k == x->keys) st = tensor(CG_F32, 3, rows, S, K, &x->in[k]);
         else if (k == x->kproj) st = tensor(CG_F32, 3, rows, S, c->attention_dim, &x->in[k]);
@@ -244,9 +258,11 @@ static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S) {
     return st;
 }
 
-/* Sets every decoder tensor's leading dim to `rows` (buffers hold more). */
+/* Sets every decoder row tensor's leading dim to `rows` (buffers hold
+ * more); the encoder's, per sentence, keep theirs. */
 static void io_rows(io *x, int rows) {
-    for (int k = 0; k < x->n_in; k++) x->in[k]->dims[0] = rows;
+    for (int k = 0; k < x->n_in; k++)
+        if (!x->borrowed[k]) x->in[k]->dims[0] = rows;
     for (int k = 0; k < x->n_out; k++) x->out[k]->dims[0] = rows;
 }
 
@@ -306,12 +322,12 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
         st = cg_plan_run(m->enc, 2, names, ins, n_eout, eout);
     }
     cg_tensor_free(esrc);
-    cg_tensor_free(elen);
     const float *keys = NULL, *kproj = NULL, *s0[32] = {0};
+    cg_tensor *keys_t = NULL, *kproj_t = NULL;
     for (int i = 0; !st && i < n_eout; i++) {
         const char *nm = cg_graph_output_name(eg, i);
-        if (!strcmp(nm, "keys")) keys = cg_tensor_data_const(eout[i]);
-        else if (!strcmp(nm, "keys_proj")) kproj = cg_tensor_data_const(eout[i]);
+        if (!strcmp(nm, "keys")) keys = cg_tensor_data_const(keys_t = eout[i]);
+        else if (!strcmp(nm, "keys_proj")) kproj = cg_tensor_data_const(kproj_t = eout[i]);
         else if (!strncmp(nm, "s0_", 3) && atoi(nm + 3) < 32) s0[atoi(nm + 3)] = cg_tensor_data_const(eout[i]);
     }
     /* ---- decoder rows ---- */
@@ -323,7 +339,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     if (!st) st = cg_s2s_decoder_plan(m, beam ? 2 * k : 1, &dec, &dec_graph);
     if (!st) {
         m->last_dec = dec;
-        st = io_init(m, dec_graph, &x, max_rows, S);
+        st = io_init(m, dec_graph, &x, max_rows, S, keys_t, kproj_t, elen);
         io_ok = !st;
     }
     sent_state *ss = calloc((size_t)nb, sizeof *ss);
@@ -385,8 +401,11 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
             const float *rs = state + (size_t)rr * (size_t)(2 * L + 1) * (size_t)H;
             int b = w->sent;
             ((int32_t *)x.in[x.y]->data)[r] = w->h.n ? w->h.toks[w->h.n - 1] : c->bos_id;
-            /* Keys stay in their buffer row while the row keeps its sentence. */
-            if (keys_of[r] != b) {
+            /* Keys stay in their buffer row while the row keeps its sentence
+             * (per sentence: they stay, and the row names its sentence). */
+            if (x.sent >= 0) {
+                ((int32_t *)x.in[x.sent]->data)[r] = b;
+            } else if (keys_of[r] != b) {
                 if (x.keys >= 0)
                     memcpy((float *)x.in[x.keys]->data + (size_t)r * S * K, keys + (size_t)b * S * K,
                            sizeof(float) * (size_t)S * (size_t)K);
@@ -396,7 +415,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
                 keys_of[r] = b;
                 keys_moved = 1;
             }
-            if (x.len >= 0) ((int32_t *)x.in[x.len]->data)[r] = ss[b].len;
+            if (x.len >= 0 && x.sent < 0) ((int32_t *)x.in[x.len]->data)[r] = ss[b].len;
             if (x.pos >= 0) ((float *)x.in[x.pos]->data)[r] = (float)t;
             if (carry) ((int32_t *)x.in[x.parent]->data)[r] = t == 0 ? rr : parent[rr];
             if (!give_state) continue;
@@ -594,8 +613,9 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     free(top);
     free(state);
     free(state_next);
-    for (int i = 0; i < n_eout; i++) cg_tensor_free(eout[i]);
     if (io_ok) io_free(&x);
+    for (int i = 0; i < n_eout; i++) cg_tensor_free(eout[i]);
+    cg_tensor_free(elen);
     return st;
 }
 

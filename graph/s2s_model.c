@@ -228,17 +228,23 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
 }
 
 /* The encoder's outputs change once per batch of sentences, not per step:
- * a device keeps them between decoder steps. A decoder with an input
- * `parent` reorders its state rows itself: its state inputs are carried
- * from the state outputs (X from X_new), so they stay where they are made. */
+ * a device keeps them between decoder steps (and src_len too when the
+ * decoder takes it per sentence, with an input `sentence`). A decoder with
+ * an input `parent` reorders its state rows itself: its state inputs are
+ * carried from the state outputs (X from X_new), so they stay where they
+ * are made. */
 static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph) {
     cg_graph *g = cg_model_graph(m->model, graph);
-    int reorders = 0;
-    for (int k = 0; k < cg_graph_input_count(g); k++) reorders |= !strcmp(cg_graph_input_name(g, k), "parent");
+    int reorders = 0, per_sentence = 0;
+    for (int k = 0; k < cg_graph_input_count(g); k++) {
+        reorders |= !strcmp(cg_graph_input_name(g, k), "parent");
+        per_sentence |= !strcmp(cg_graph_input_name(g, k), "sentence");
+    }
     for (int k = 0; k < cg_graph_input_count(g); k++) {
         const char *nm = cg_graph_input_name(g, k);
         cg_status st = CG_OK;
-        if (!strcmp(nm, "keys") || !strcmp(nm, "keys_proj")) st = cg_plan_keep_input(p, nm, 1);
+        if (!strcmp(nm, "keys") || !strcmp(nm, "keys_proj") || (per_sentence && !strcmp(nm, "src_len")))
+            st = cg_plan_keep_input(p, nm, 1);
         if (reorders && s2s_is_state(nm)) {
             char out[48];
             snprintf(out, sizeof out, "%s_new", nm);

@@ -931,13 +931,28 @@ END_TEST
 
 /* The generated decoders' state without `parent`: inputs [B, H] the host
  * reorders, as a model.cg written for that interface has them. */
+/* Replaces every `from` in text by `to` (not longer than from), in place. */
+static void replace_all(char *text, const char *from, const char *to) {
+    size_t nf = strlen(from), nt = strlen(to);
+    ck_assert(nt <= nf);
+    for (char *q = text; (q = strstr(q, from));) {
+        memcpy(q, to, nt);
+        memmove(q + nt, q + nf, strlen(q + nf) + 1);
+        q += nt;
+    }
+}
+
+/* The decoder interface before carried state and per-sentence keys: state
+ * inputs [B, H] given by the host (no parent, no gathers), and keys,
+ * keys_proj, src_len one row per decoder row (no sentence). */
 static void strip_parent(char *text) {
     char *w = text;
     for (char *r = text; *r;) {
         char *nl = strchr(r, '\n');
         size_t n = nl ? (size_t)(nl - r + 1) : strlen(r);
+        const char *g = strstr(r, " = gather_rows(");
         int drop = (n >= 15 && !strncmp(r, "  input parent:", 15)) ||
-                   (strstr(r, "_sel = gather_rows(") && strstr(r, "_sel = gather_rows(") < r + n);
+                   (n >= 17 && !strncmp(r, "  input sentence:", 17)) || (g && g < r + n);
         if (!drop) {
             memmove(w, r, n);
             w += n;
@@ -945,8 +960,12 @@ static void strip_parent(char *text) {
         r += n;
     }
     *w = 0;
-    for (char *q; (q = strstr(text, "_sel"));) memmove(q, q + 4, strlen(q + 4) + 1);
-    for (char *q; (q = strstr(text, ": f32[P, "));) q[6] = 'B';
+    replace_all(text, "_sel", "");
+    replace_all(text, ": f32[P, ", ": f32[B, ");
+    replace_all(text, ": f32[N, ", ": f32[B, ");
+    replace_all(text, ": i32[N]", ": i32[B]");
+    replace_all(text, ", sentence)", ")");
+    replace_all(text, "row_len", "src_len");
 }
 
 /* The generated graph 'decoder' selects each row's best candidates on the
@@ -975,8 +994,13 @@ START_TEST(decoder_paths_agree) {
     memmove(logp + strlen("graph decoder"), logp + strlen("graph decoder_logp"),
             strlen(logp + strlen("graph decoder_logp")) + 1);
     ck_assert(strstr(text, "input parent: i32[B]") && strstr(text, "h0_sel = gather_rows(h0, parent)"));
+    ck_assert(!strstr(text, "attn_score") ||
+              (strstr(text, "input sentence: i32[B]") && strstr(text, "input keys: f32[N, S, ")));
     strip_parent(text);
     ck_assert(!strstr(text, "parent") && !strstr(text, "_sel") && strstr(text, "input h0: f32[B, "));
+    ck_assert(!strstr(text, "input sentence") && !strstr(text, ", sentence") && !strstr(text, "[N") && !strstr(text, "gather_rows") &&
+              (!strstr(text, "input keys:") ||
+               (strstr(text, "input keys: f32[B, S, ") && strstr(text, "input src_len: i32[B]"))));
     char mc[700];
     snprintf(mc, sizeof mc, "%s/model.cg", pdir);
     FILE *f = fopen(mc, "w");
@@ -1021,6 +1045,70 @@ START_TEST(decoder_paths_agree) {
         cg_s2s_free(host);
     }
     golden_free(&g);
+}
+END_TEST
+
+/* The number after `prefix` in text (-1 if absent). */
+static int text_int(const char *text, const char *prefix) {
+    const char *q = strstr(text, prefix);
+    return q ? atoi(q + strlen(prefix)) : -1;
+}
+
+/* A beam's rows share their sentence's keys: on opencl:0 the decoder moves
+ * the keys (and src_len) of each sentence once per batch, plus per step only
+ * ids, indices and the selected candidates (and the state on the first
+ * step). With keys per row the 4 sentences x (1 + beam 4) rows of keys would
+ * be 5x the keys' bytes. Sizes from the generated graph. */
+START_TEST(keys_cross_once_per_sentence) {
+    if (!have_opencl) return;
+    const char *variant = variants[0];
+    char gdir[1000];
+    golden_path(gdir, sizeof gdir, variant, NULL);
+    char *text = NULL;
+    ck_assert_int_eq(cg_s2s_graph_text(gdir, &text), CG_OK);
+    const char *dec = strstr(text, "graph decoder {");
+    ck_assert_ptr_nonnull(dec);
+    const int K = text_int(dec, "input keys: f32[N, S, "), A = text_int(dec, "input keys_proj: f32[N, S, ");
+    const int H = text_int(dec, "input h0: f32[P, "), TK = text_int(dec, "log_softmax_topk(logits) {k: ");
+    const int V = text_int(text, "param src_embed.weight: f32[");
+    ck_assert_msg(K > 0 && A > 0 && H > 0 && TK > 0 && V > 3 && !strstr(dec, "input c0:") && !strstr(dec, "htilde"),
+                  "%s: K %d A %d H %d TK %d V %d", variant, K, A, H, TK, V);
+    int L = 0;
+    while (L < 8) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "input h%d: f32[P, ", L);
+        if (!strstr(dec, nm)) break;
+        L++;
+    }
+    free(text);
+    enum { N = 4, S = 40, BEAM = 4, STEPS = 3 };
+    int32_t *src[N], len[N];
+    for (int i = 0; i < N; i++) {
+        len[i] = S;
+        src[i] = malloc(sizeof(int32_t) * S);
+        ck_assert_ptr_nonnull(src[i]);
+        for (int j = 0; j < S; j++) src[i][j] = 3 + (7 * i + 5 * j) % (V - 3);
+    }
+    cg_s2s *m = load_model(gdir, "opencl:0");
+    cg_plan_stats before, after;
+    ck_assert_int_eq(cg_s2s_stats(m, NULL, &before), CG_OK);
+    cg_s2s_result res[N];
+    const cg_s2s_options o = {.beam = BEAM, .force_len = STEPS};
+    translate(m, &o, N, src, len, res);
+    ck_assert_int_eq(cg_s2s_stats(m, NULL, &after), CG_OK);
+    const uint64_t runs = after.runs - before.runs, bytes = after.bytes_copied - before.bytes_copied;
+    ck_assert_uint_eq(runs, STEPS);
+    /* rows: N at the first step, N x BEAM after (a power of two: no padding) */
+    const uint64_t keys_once = (uint64_t)N * S * (uint64_t)(K + A) * 4 + N * 4;
+    const uint64_t per_row = 3 * 4 + (uint64_t)TK * 8; /* y_prev, sentence, parent in; top_logp, top_id out */
+    const uint64_t want = keys_once + (uint64_t)N * (per_row + (uint64_t)L * H * 4) +
+                          (uint64_t)(STEPS - 1) * N * BEAM * per_row;
+    ck_assert_msg(bytes == want, "%llu bytes crossed in %llu steps, expected %llu (keys once: %llu)",
+                  (unsigned long long)bytes, (unsigned long long)runs, (unsigned long long)want,
+                  (unsigned long long)keys_once);
+    clear_all(res, N);
+    cg_s2s_free(m);
+    for (int i = 0; i < N; i++) free(src[i]);
 }
 END_TEST
 
@@ -1136,6 +1224,7 @@ int main(void) {
     tcase_add_loop_test(tg, golden_cpu, 0, nv);
     tcase_add_loop_test(tg, golden_opencl, 0, nv);
     tcase_add_loop_test(tg, decoder_paths_agree, 0, nv);
+    tcase_add_test(tg, keys_cross_once_per_sentence);
     suite_add_tcase(s, tg);
     TCase *tc = tcase_create("cli");
     tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
