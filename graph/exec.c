@@ -28,7 +28,7 @@ void cg_plan_free(cg_plan *p) {
     free(p->rules);
     free(p->inptr);
     free(p->outptr);
-    free(p->keep);
+    cg_keep_free(p);
     cg_carry_free(p);
     cg_analysis_free(&p->an);
     free(p);
@@ -67,9 +67,9 @@ cg_status cg_plan_create_ex(cg_model *m, const char *graph_name, const cg_plan_o
     if (!st) st = cg_place_parse(p, opt ? opt->device : NULL, opt ? opt->place : NULL);
     if (!st) {
         p->param_mem = calloc((size_t)p->n_devs * (size_t)g->n_values + 1, sizeof *p->param_mem);
-        p->keep = calloc((size_t)g->n_inputs + 1, 1);
-        if (!p->param_mem || !p->keep) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        if (!p->param_mem) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
+    if (!st) st = cg_keep_init(p);
     if (!st) st = cg_carry_init(p);
     if (st) {
         cg_plan_free(p);
@@ -77,23 +77,6 @@ cg_status cg_plan_create_ex(cg_model *m, const char *graph_name, const cg_plan_o
     }
     *out = p;
     return CG_OK;
-}
-
-cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep) {
-    if (!p || !name) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_keep_input: NULL argument");
-    cg_graph *g = p->graph;
-    for (int k = 0; k < g->n_inputs; k++) {
-        if (strcmp(g->values[g->inputs[k]].name, name) != 0) continue;
-        unsigned char v = keep != 0;
-        if (p->keep[k] != v) {
-            /* Instances planned their memory for the old setting. */
-            for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
-            p->n_inst = 0;
-            p->keep[k] = v;
-        }
-        return CG_OK;
-    }
-    return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no input named '%s'", g->name, name);
 }
 
 /* Binds symbols from the inputs' shapes and checks every input. */
@@ -229,21 +212,9 @@ static cg_status run_copy(cg_plan *p, instance *in, step *c, cg_tensor **by_pos,
         return cg_carry_upload(p, in, c, src->input_index, st);
     }
     if (src->kind == SLOT_INPUT && p->keep[src->input_index]) {
-        /* A kept input whose device copy already holds this tensor's
-         * contents (same stamp, same buffer): nothing to move. */
-        const cg_tensor *t = by_pos[src->input_index];
-        if (c->kept_stamp == t->stamp && c->kept_data == t->data) {
-            st->copies--;
-            st->bytes_copied -= bytes;
-            return CG_OK;
-        }
-        c->kept_stamp = 0; /* invalid until the write below is enqueued */
-        rc = cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, bytes, t->data, 0);
-        if (!rc) {
-            c->kept_stamp = t->stamp;
-            c->kept_data = t->data;
-        }
-        return rc;
+        st->copies--; /* counted only when the tensor crosses */
+        st->bytes_copied -= bytes;
+        return cg_keep_upload(p, in, c, src->input_index, by_pos[src->input_index], st);
     }
     if (!p->devs[src->dev].cl) {
         /* Host to device: caller inputs stay untouched until the run ends

@@ -112,6 +112,15 @@ typedef struct carry {
     size_t mem_cap[CG_PLAN_MAX_DEVICES];
 } carry;
 
+/* A kept input's last upload to each device (cg_plan_keep_input), shared
+ * by the instances: the tensor's stamp and data it holds (0: none). */
+typedef struct kept {
+    cl_mem mem[CG_PLAN_MAX_DEVICES];
+    size_t mem_cap[CG_PLAN_MAX_DEVICES];
+    uint64_t stamp[CG_PLAN_MAX_DEVICES];
+    const void *data[CG_PLAN_MAX_DEVICES];
+} kept;
+
 struct cg_plan {
     cg_model *model;
     cg_graph *graph;
@@ -130,6 +139,7 @@ struct cg_plan {
     int scratch_cap;
     cg_plan_stats last, total;
     unsigned char *keep;   /* per graph input: kept on its devices between runs */
+    kept *kept;            /* per graph input: its device copies */
     carry *carry;          /* per graph input */
     unsigned char *carried; /* per graph input: this run takes the carried value */
 };
@@ -194,6 +204,16 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
 cg_status cg_carry_save(cg_plan *p, instance *in, cg_tensor **by_pos, int on_host);
 /* A failed run leaves nothing to carry. */
 void cg_carry_invalidate(cg_plan *p);
+
+/* ---- keep.c ---- */
+
+/* Nothing kept for a new plan. */
+cg_status cg_keep_init(cg_plan *p);
+void cg_keep_free(cg_plan *p);
+/* The copy step `c` from kept input k (tensor t) to its device slot:
+ * uploads t once per device while it keeps its stamp and buffer, then
+ * copies on the device into the slot when the slot holds something else. */
+cg_status cg_keep_upload(cg_plan *p, instance *in, step *c, int k, const cg_tensor *t, cg_plan_stats *st);
 
 /* ---- memplan.c ---- */
 
