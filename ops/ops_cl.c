@@ -76,6 +76,18 @@ size_t cg_ops_cl_work_group(const cg_kernel_args *a, cl_kernel k, size_t cap, in
     return l;
 }
 
+int cg_ops_cl_is_cpu(const cg_kernel_args *a) {
+    cl_device_id dev;
+    cl_device_type type = 0;
+    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) !=
+            CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
+        return 0;
+    /* Oclgrind reports every type: it takes the GPU paths, which is how the
+     * tests run them under it. */
+    return (type & CL_DEVICE_TYPE_CPU) && !(type & CL_DEVICE_TYPE_GPU);
+}
+
 size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size) {
     while (local > min_size && (int64_t)(local / 2) >= n) local /= 2;
     return local;

@@ -86,6 +86,11 @@ size_t cg_ops_cl_work_group(const cg_kernel_args *a, cl_kernel k, size_t cap, in
  * `min_size`: a group no wider than n needs. */
 size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size);
 
+/* Whether the queue's device is a CPU (CL_DEVICE_TYPE_CPU and not GPU: PoCL
+ * and the like run a work-group's items one after another between barriers,
+ * so a barrier costs a pass over the whole group; 0 if unknown). */
+int cg_ops_cl_is_cpu(const cg_kernel_args *a);
+
 /* ---- launches ---- */
 
 /*
