@@ -242,7 +242,7 @@ const char *cg_cl_gemm_choices_path(char *buf, size_t size) {
 /* How the own kernels are routed (bump when own_gemv, own_tiled or
  * rows_gemm() change what runs for a shape): with gemm.cl's text, the
  * identity of what a line of the file was measured against. */
-#define OWN_ROUTING "rows-gemm-1"
+#define OWN_ROUTING "rows-gemm-2"
 
 static char g_own_id[24];
 static pthread_once_t g_own_id_once = PTHREAD_ONCE_INIT;
@@ -422,8 +422,8 @@ typedef struct gemm_dev {
     pthread_mutex_t mu; /* guards what follows, kernel arguments and enqueues */
     /* Each kernel is built on its first use, so a model whose products are
      * all GEMVs along rows compiles neither cg_gemv_cols nor a tiled GEMM. */
-    int rows_ready, cols_ready, scale_ready;
-    cl_kernel k_rows, k_cols, k_scale;
+    int rows_ready, cols_ready, scale_ready, nt_ready;
+    cl_kernel k_rows, k_cols, k_scale, k_nt;
     size_t lk, rows, rv, cr, ck, cv, scale_local;
     int tiled_ready[2];
     cl_kernel k_tiled[2];
@@ -435,11 +435,11 @@ static pthread_mutex_t g_dev_mu = PTHREAD_MUTEX_INITIALIZER;
 static gemm_dev *g_devs;
 
 static void dev_drop_kernels(gemm_dev *g) {
-    cl_kernel ks[5] = {g->k_rows, g->k_cols, g->k_scale, g->k_tiled[0], g->k_tiled[1]};
-    for (int i = 0; i < 5; i++)
+    cl_kernel ks[6] = {g->k_rows, g->k_cols, g->k_scale, g->k_tiled[0], g->k_tiled[1], g->k_nt};
+    for (int i = 0; i < 6; i++)
         if (ks[i]) clReleaseKernel(ks[i]);
-    g->k_rows = g->k_cols = g->k_scale = g->k_tiled[0] = g->k_tiled[1] = NULL;
-    g->rows_ready = g->cols_ready = g->scale_ready = 0;
+    g->k_rows = g->k_cols = g->k_scale = g->k_tiled[0] = g->k_tiled[1] = g->k_nt = NULL;
+    g->rows_ready = g->cols_ready = g->scale_ready = g->nt_ready = 0;
     g->tiled_ready[0] = g->tiled_ready[1] = 0;
 }
 
@@ -621,6 +621,18 @@ static cg_status build_gemv_cols(cg_cl_device *d, gemm_dev *g) {
     return CG_OK;
 }
 
+/* Builds cg_gemm_nt_cpu (g->mu held): one item per group, so it fits any
+ * device that runs a kernel at all. */
+static cg_status build_nt(cg_cl_device *d, gemm_dev *g) {
+    cl_kernel k;
+    cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, "-DCG_GEMV -DGEMV_RV=16", "cg_gemm_nt_cpu", &k);
+    if (s != CG_OK) return s;
+    clRetainKernel(k);
+    g->k_nt = k;
+    g->nt_ready = 1;
+    return CG_OK;
+}
+
 /* Builds cg_gemm_scale (g->mu held). */
 static cg_status build_scale(cg_cl_device *d, gemm_dev *g) {
     cl_kernel k;
@@ -739,13 +751,7 @@ static cg_status own_gemv(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     int rows_form;
     cl_mem W, X;
     int64_t R, w_off, rs = 0, ps, x_off, incx, incy, nx = 1, x_rs = 0, y_rs = 0;
-    if (x->m > 1 && x->n > 1) { /* rows_gemm(): C = A B^T, one GEMV per row of A */
-        R = x->n;
-        W = x->b, w_off = x->b_off, rs = x->ldb, ps = 1;
-        X = x->a, x_off = x->a_off, incx = 1, x_rs = x->lda;
-        incy = 1, y_rs = x->ldc, nx = x->m;
-        rows_form = 1;
-    } else if (x->m == 1 && x->n == 1) {
+    if (x->m == 1 && x->n == 1) {
         int64_t a_inc = x->ta ? x->lda : 1, b_inc = x->tb ? 1 : x->ldb;
         rows_form = 1;
         R = 1;
@@ -850,16 +856,31 @@ static cg_status own_tiled(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     return launch(d, g->k_tiled[role], args, 16, 2, global, local, "cg_gemm_tiled");
 }
 
-/* Whether C = A B^T (a linear layer's x W^T) goes through cg_gemv_rows, one
- * GEMV per row of A, rather than the tiled GEMM. On CPU devices that kernel
- * streams W's rows against rows of A that stay in cache: on PoCL (2 cores)
- * it ran 2 to 1920 rows by 16 to 8000 columns at 30 to 72 GFLOP/s, where
- * the tiled GEMM reached 1 to 16 and CLBlast 12 to 34; and it is compiled
- * for the decoder's GEMVs anyway, while the tiled GEMM's compile took a
- * fifth of a batch-1 cold start. GPUs keep the tiled GEMM, whose
+/* Whether C = A B^T (a linear layer's x W^T) goes through cg_gemm_nt_cpu
+ * rather than the tiled GEMM. On CPU devices a work-item that keeps 4 of W's
+ * rows in cache against all of A's rows, in register tiles, beats the
+ * local-memory tiles: on PoCL (2 cores) the tiled GEMM reached 1 to 16
+ * GFLOP/s and CLBlast 12 to 34, one GEMV per row of A (cg_gemv_rows, the
+ * previous route) 30 to 72, and cg_gemm_nt_cpu takes half of that GEMV's
+ * time in the medium decoder at batch 64. GPUs keep the tiled GEMM, whose
  * local-memory tiles reuse each loaded value across rows. */
 static int rows_gemm(const cg_cl_device *d, const gemm_args *x) {
     return (cg_cl_info_of(d)->type & CL_DEVICE_TYPE_CPU) && !x->ta && x->tb;
+}
+
+/* C = A B^T with at least 2 rows of A on a CPU device: cg_gemm_nt_cpu's 4 x 4
+ * register tiles (see gemm.cl). */
+static cg_status own_nt(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
+    cg_status s;
+    if (!g->nt_ready && (s = build_nt(d, g)) != CG_OK) return s;
+    cl_int cM = (cl_int)x->m, cN = (cl_int)x->n, cK = (cl_int)x->k, ca = (cl_int)x->a_off,
+           clda = (cl_int)x->lda, cb = (cl_int)x->b_off, cldb = (cl_int)x->ldb,
+           cc = (cl_int)x->c_off, cldc = (cl_int)x->ldc;
+    cl_float alpha = x->alpha, beta = x->beta;
+    karg args[] = {KI(cM), KI(cN),   KI(cK), KF(alpha), KF(beta), KM(x->a), KI(ca),
+                   KI(clda), KM(x->b), KI(cb), KI(cldb), KM(x->c), KI(cc),  KI(cldc)};
+    size_t local[1] = {1}, global[1] = {(size_t)((x->n + 3) / 4)};
+    return launch(d, g->k_nt, args, 14, 1, global, local, "cg_gemm_nt_cpu");
 }
 
 static cg_status run_own(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
@@ -867,8 +888,10 @@ static cg_status run_own(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     cg_status s;
     if (x->k == 0 || x->alpha == 0.0f)
         s = own_scale(d, g, x);
-    else if (x->m == 1 || x->n == 1 || rows_gemm(d, x))
+    else if (x->m == 1 || x->n == 1)
         s = own_gemv(d, g, x);
+    else if (rows_gemm(d, x))
+        s = own_nt(d, g, x);
     else
         s = own_tiled(d, g, x);
     pthread_mutex_unlock(&g->mu);

@@ -5,8 +5,8 @@
  *
  *   -DCG_GEMV -DGEMV_LK=.. -DGEMV_ROWS=.. -DGEMV_RV=..   cg_gemv_rows and
  *   -DCG_GEMV -DGEMV_CR=.. -DGEMV_CK=.. -DGEMV_CV=..     cg_gemv_cols, the
- *       matrix-vector products for m == 1 or n == 1 (cg_gemv_rows also
- *       runs C = A B^T one row of A at a time on CPU devices);
+ *       matrix-vector products for m == 1 or n == 1;
+ *   -DCG_GEMV -DGEMV_RV=16   cg_gemm_nt_cpu, C = A B^T on CPU devices;
  *   -DCG_GEMV   cg_gemm_scale (C = beta C, for k == 0 or alpha == 0);
  *   -DCG_GEMM_TM=.. -DCG_GEMM_TN=.. -DCG_GEMM_TK=.. -DCG_GEMM_WM=.. -DCG_GEMM_WN=..
  *       cg_gemm_tiled, a local-memory tiled GEMM for any M, N, K.
@@ -39,9 +39,9 @@
 
 /* y[z][r] = alpha * sum_p W[w_off + r*rs + p*ps] * x[z][p] + beta * y[z][r] for
  * r < R and z < M, where x[z][p] = x[x_off + z*x_rs + p*incx] and y[z][r] =
- * y[y_off + z*y_rs + r*incy]: M matrix-vector products with one W (M == 1
- * for a GEMV; the rows of A of C = A B^T on CPUs, where W's rows stay in
- * cache across z). A work-group of GEMV_LK x GEMV_ROWS items handles
+ * y[y_off + z*y_rs + r*incy]: M matrix-vector products with one W (the
+ * host runs M == 1: C = A B^T with more rows goes to cg_gemm_nt_cpu on CPU
+ * devices and to the tiled GEMM elsewhere). A work-group of GEMV_LK x GEMV_ROWS items handles
  * GEMV_ROWS rows for zc consecutive z (group dimension 2 walks the z
  * chunks), GEMV_LK items (a power of two) sharing each row's dot product.
  * vec: 2 = GEMV_RV-float vectors through aligned pointers (ps == incx == 1,
@@ -181,6 +181,67 @@ void cg_gemv_cols(const int R, const int K, const float alpha, const float beta,
 #endif
 
 /* C[i, j] = beta * C[i, j] for i < M, j < N (0 when beta == 0, NaN or not). */
+/* C = alpha A B^T + beta C on CPU devices (a linear layer's x W^T): one
+ * work-item per 4 rows of B (W), which stay in its cache while it walks all
+ * of A's rows 4 at a time; a 4 x 4 tile of 16-float accumulators along k
+ * takes 8 vector loads per 16 multiply-adds, where cg_gemv_rows takes 2 per
+ * 1 (the CPU backend's own kernel has the same tile). Rows past M or N
+ * repeat the last one and are not stored. Requires GEMV_RV == 16. */
+#if CG_WANT(cg_gemm_nt_cpu)
+#define NT_SUM(v) sum4((v).s0123 + (v).s4567 + (v).s89ab + (v).scdef)
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void cg_gemm_nt_cpu(const int M, const int N, const int K, const float alpha, const float beta,
+                    __global const float *A, const int a_off, const int lda,
+                    __global const float *B, const int b_off, const int ldb,
+                    __global float *C, const int c_off, const int ldc)
+{
+    const int r0 = get_global_id(0) * 4;
+    if (r0 >= N) return;
+    __global const float *b0 = B + b_off + r0 * ldb;
+    __global const float *b1 = B + b_off + min(r0 + 1, N - 1) * ldb;
+    __global const float *b2 = B + b_off + min(r0 + 2, N - 1) * ldb;
+    __global const float *b3 = B + b_off + min(r0 + 3, N - 1) * ldb;
+    const int KV = K / 16;
+    for (int z0 = 0; z0 < M; z0 += 4) {
+        __global const float *a0 = A + a_off + z0 * lda;
+        __global const float *a1 = A + a_off + min(z0 + 1, M - 1) * lda;
+        __global const float *a2 = A + a_off + min(z0 + 2, M - 1) * lda;
+        __global const float *a3 = A + a_off + min(z0 + 3, M - 1) * lda;
+        float16 c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f,
+                c12 = 0.0f, c13 = 0.0f, c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f,
+                c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;
+        for (int q = 0; q < KV; q++) {
+            const float16 w0 = vload16(q, b0), w1 = vload16(q, b1), w2 = vload16(q, b2),
+                          w3 = vload16(q, b3);
+            float16 x = vload16(q, a0);
+            c00 = mad(x, w0, c00); c01 = mad(x, w1, c01); c02 = mad(x, w2, c02); c03 = mad(x, w3, c03);
+            x = vload16(q, a1);
+            c10 = mad(x, w0, c10); c11 = mad(x, w1, c11); c12 = mad(x, w2, c12); c13 = mad(x, w3, c13);
+            x = vload16(q, a2);
+            c20 = mad(x, w0, c20); c21 = mad(x, w1, c21); c22 = mad(x, w2, c22); c23 = mad(x, w3, c23);
+            x = vload16(q, a3);
+            c30 = mad(x, w0, c30); c31 = mad(x, w1, c31); c32 = mad(x, w2, c32); c33 = mad(x, w3, c33);
+        }
+        float s[4][4] = {{NT_SUM(c00), NT_SUM(c01), NT_SUM(c02), NT_SUM(c03)},
+                         {NT_SUM(c10), NT_SUM(c11), NT_SUM(c12), NT_SUM(c13)},
+                         {NT_SUM(c20), NT_SUM(c21), NT_SUM(c22), NT_SUM(c23)},
+                         {NT_SUM(c30), NT_SUM(c31), NT_SUM(c32), NT_SUM(c33)}};
+        for (int p = KV * 16; p < K; p++) {
+            const float av[4] = {a0[p], a1[p], a2[p], a3[p]};
+            const float bv[4] = {b0[p], b1[p], b2[p], b3[p]};
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++) s[i][j] = mad(av[i], bv[j], s[i][j]);
+        }
+        for (int i = 0; i < 4 && z0 + i < M; i++)
+            for (int j = 0; j < 4 && r0 + j < N; j++) {
+                const int ci = c_off + (z0 + i) * ldc + r0 + j;
+                const float v = alpha * s[i][j];
+                C[ci] = beta == 0.0f ? v : mad(beta, C[ci], v);
+            }
+    }
+}
+#endif
+
 #if CG_WANT(cg_gemm_scale)
 __kernel void cg_gemm_scale(const int M, const int N, const float beta,
                             __global float *C, const int c_off, const int ldc)
