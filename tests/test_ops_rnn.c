@@ -702,6 +702,22 @@ START_TEST(attn_infer_symbolic) {
 }
 END_TEST
 
+/* c [B, K] against the double-precision sum over s of w[b, s] values[b, s, :]. */
+static void check_context(const char *what, const float *c, const float *w, const float *values, int64_t B,
+                          int64_t S, int64_t K) {
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t k = 0; k < K; k++) {
+            double ref = 0, mag = 0;
+            for (int64_t s = 0; s < S; s++) {
+                ref += (double)w[b * S + s] * values[(b * S + s) * K + k];
+                mag += fabs((double)w[b * S + s] * values[(b * S + s) * K + k]);
+            }
+            if (fabs(c[b * K + k] - ref) > 1e-5 * (1 + mag))
+                ck_abort_msg("%s B %lld S %lld K %lld: c[%lld, %lld] = %.9g, expected %.9g", what, (long long)B,
+                             (long long)S, (long long)K, (long long)b, (long long)k, c[b * K + k], ref);
+        }
+}
+
 START_TEST(attn_context_reference) {
     for (int64_t B = 1; B <= 3; B += 2)
         for (int si = 0; si < 3; si++)
@@ -718,18 +734,7 @@ START_TEST(attn_context_reference) {
                 ck_assert_msg(th_run(&cg_op_attn_context, 2, in, NULL, 1, out, err, sizeof err) == CG_OP_OK,
                               "%s", err);
                 ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == B && out[0].desc.dims[1] == K);
-                const float *c = out[0].data;
-                for (int64_t b = 0; b < B; b++)
-                    for (int64_t k = 0; k < K; k++) {
-                        double ref = 0, mag = 0;
-                        for (int64_t s = 0; s < S; s++) {
-                            ref += (double)w[b * S + s] * values[(b * S + s) * K + k];
-                            mag += fabs((double)w[b * S + s] * values[(b * S + s) * K + k]);
-                        }
-                        ck_assert_msg(fabs(c[b * K + k] - ref) <= 1e-5 * (1 + mag),
-                                      "B %lld S %lld K %lld: c[%lld, %lld] = %.9g, expected %.9g", (long long)B,
-                                      (long long)S, (long long)K, (long long)b, (long long)k, c[b * K + k], ref);
-                    }
+                check_context("context", out[0].data, w, values, B, S, K);
                 th_free_outputs(1, out);
                 free(w);
                 free(values);
@@ -782,17 +787,7 @@ START_TEST(attn_rows_reference) {
     th_tensor cin[3] = {th_f32(a, 2, da), th_f32(c.keys, 3, dv), th_i32(rows, 1, dr)};
     ck_assert_msg(th_run(&cg_op_attn_context, 3, cin, NULL, 1, out, err, sizeof err) == CG_OP_OK, "%s", err);
     ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == B && out[0].desc.dims[1] == K);
-    const float *ctx = out[0].data;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t k = 0; k < K; k++) {
-            double ref = 0, mag = 0;
-            for (int64_t s = 0; s < S; s++) {
-                ref += (double)a[b * S + s] * gathered[(b * S + s) * K + k];
-                mag += fabs((double)a[b * S + s] * gathered[(b * S + s) * K + k]);
-            }
-            ck_assert_msg(fabs(ctx[b * K + k] - ref) <= 1e-5 * (1 + mag), "context with rows: c[%lld, %lld] = %.9g, expected %.9g",
-                          (long long)b, (long long)k, ctx[b * K + k], ref);
-        }
+    check_context("context with rows", out[0].data, a, gathered, B, S, K);
     th_free_outputs(1, out);
     rows[0] = -1;
     ck_assert(th_run(&cg_op_attn_context, 3, cin, NULL, 1, out, err, sizeof err) == CG_OP_ERROR);
