@@ -777,6 +777,7 @@ START_TEST(attn_rows_reference) {
     /* A row outside [0, N) is a clear run-time error on the CPU. */
     rows[3] = 3;
     ck_assert(th_run(&cg_op_attn_score, c.n_in + 1, in, &c.at, 1, out, err, sizeof err) == CG_OP_ERROR);
+    th_free_outputs(1, out);
     ck_assert_msg(strstr(err, "rows[3] = 3 is outside [0, 3)"), "%s", err);
     rows[3] = 2;
 
@@ -791,6 +792,7 @@ START_TEST(attn_rows_reference) {
     th_free_outputs(1, out);
     rows[0] = -1;
     ck_assert(th_run(&cg_op_attn_context, 3, cin, NULL, 1, out, err, sizeof err) == CG_OP_ERROR);
+    th_free_outputs(1, out);
     ck_assert_msg(strstr(err, "rows[0] = -1 is outside [0, 3)"), "%s", err);
     /* rows must be i32 [B] with q's (a's) B */
     const int64_t dr4[1] = {4};
