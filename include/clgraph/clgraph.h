@@ -370,10 +370,11 @@ CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *n
  * Keeps input `name` on the devices that read it (keep 1) or uploads it
  * every run (keep 0, the default). A kept input is uploaded when a run gets
  * a different tensor, or the same one after cg_tensor_data or
- * cg_tensor_touch was called on it; otherwise the device copy of the
- * previous run with that shape is used, so inputs that change rarely (an
- * encoder's keys during decoding) cross the bus once. Changing the setting
- * drops the plan's lowered instances (they are rebuilt on the next run).
+ * cg_tensor_touch was called on it; otherwise the plan's device copy is
+ * used, by runs of any binding of the symbolic dims (each binding copies it
+ * on the device once), so inputs that change rarely (an encoder's keys
+ * during decoding) cross the bus once. Changing the setting drops the
+ * plan's lowered instances (they are rebuilt on the next run) and its copy.
  * CG_ERR_NOT_FOUND when the graph has no such input.
  */
 CG_API cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep);
