@@ -745,12 +745,11 @@ static cg_status own_scale(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
 }
 
 static cg_status own_gemv(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
-    /* y[z][r] = alpha sum_p W(r, p) x[z][p] + beta y[z][r] for z < nx,
-     * W(r, p) = W[w_off + r*rs + p*ps], x[z][p] = X[x_off + z*x_rs + p*incx],
-     * y[z][r] = C[c_off + z*y_rs + r*incy]. */
+    /* y[r] = alpha sum_p W(r, p) x[p] + beta y[r], W(r, p) = W[w_off + r*rs
+     * + p*ps], x[p] = X[x_off + p*incx], y[r] = C[c_off + r*incy]. */
     int rows_form;
     cl_mem W, X;
-    int64_t R, w_off, rs = 0, ps, x_off, incx, incy, nx = 1, x_rs = 0, y_rs = 0;
+    int64_t R, w_off, rs = 0, ps, x_off, incx, incy;
     if (x->m == 1 && x->n == 1) {
         int64_t a_inc = x->ta ? x->lda : 1, b_inc = x->tb ? 1 : x->ldb;
         rows_form = 1;
@@ -792,26 +791,12 @@ static cg_status own_gemv(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     cl_float alpha = x->alpha, beta = x->beta;
     if (rows_form) {
         int64_t v = (int64_t)g->rv;
-        /* All of x's rows per group keep W's rows in cache longest; when W
-         * has too few rows to give every compute unit a few groups, x's
-         * rows are split into chunks across groups instead. */
-        size_t row_groups = ((size_t)R + g->rows - 1) / g->rows;
-        uint32_t cu = cg_cl_info_of(d)->compute_units;
-        size_t want = 4 * (size_t)(cu ? cu : 1);
-        size_t chunks = row_groups >= want ? 1 : (want + row_groups - 1) / row_groups;
-        if (chunks > (size_t)nx) chunks = (size_t)nx;
-        size_t zc = ((size_t)nx + chunks - 1) / chunks;
-        chunks = ((size_t)nx + zc - 1) / zc;
-        cl_int cnx = (cl_int)nx, czc = (cl_int)zc, cxrs = (cl_int)x_rs, cyrs = (cl_int)y_rs;
-        vec = ps == 1 && incx == 1
-                  ? (w_off % v == 0 && rs % v == 0 && x_off % v == 0 && x_rs % v == 0 ? 2 : 1)
-                  : 0;
-        karg args[] = {KI(cR),  KI(cK),   KI(cnx), KI(czc),  KF(alpha), KF(beta), KM(W),
-                       KI(cw),  KI(crs),  KI(cps), KM(X),    KI(cx),    KI(cinx), KI(cxrs),
-                       KM(x->c), KI(cy),  KI(ciny), KI(cyrs), KI(vec)};
-        size_t local[3] = {g->lk, g->rows, 1};
-        size_t global[3] = {g->lk, round_up((size_t)R, g->rows), chunks};
-        return launch(d, g->k_rows, args, 19, 3, global, local, "cg_gemv_rows");
+        vec = ps == 1 && incx == 1 ? (w_off % v == 0 && rs % v == 0 && x_off % v == 0 ? 2 : 1) : 0;
+        karg args[] = {KI(cR), KI(cK),  KF(alpha), KF(beta), KM(W),    KI(cw),   KI(crs),
+                       KI(cps), KM(X), KI(cx),    KI(cinx), KM(x->c), KI(cy),   KI(ciny), KI(vec)};
+        size_t local[2] = {g->lk, g->rows};
+        size_t global[2] = {g->lk, round_up((size_t)R, g->rows)};
+        return launch(d, g->k_rows, args, 15, 2, global, local, "cg_gemv_rows");
     }
     vec = w_off % (int64_t)g->cv == 0 && ps % (int64_t)g->cv == 0 ? 2 : 1;
     karg args[] = {KI(cR), KI(cK), KF(alpha), KF(beta), KM(W), KI(cw), KI(cps), KM(X),

@@ -37,68 +37,60 @@
 #endif
 #define sum4(v) dot((v), (float4)(1.0f))
 
-/* y[z][r] = alpha * sum_p W[w_off + r*rs + p*ps] * x[z][p] + beta * y[z][r] for
- * r < R and z < M, where x[z][p] = x[x_off + z*x_rs + p*incx] and y[z][r] =
- * y[y_off + z*y_rs + r*incy]: M matrix-vector products with one W (the
- * host runs M == 1: C = A B^T with more rows goes to cg_gemm_nt_cpu on CPU
- * devices and to the tiled GEMM elsewhere). A work-group of GEMV_LK x GEMV_ROWS items handles
- * GEMV_ROWS rows for zc consecutive z (group dimension 2 walks the z
- * chunks), GEMV_LK items (a power of two) sharing each row's dot product.
+/* y[y_off + r*incy] = alpha * sum_p W[w_off + r*rs + p*ps] * x[x_off + p*incx]
+ * + beta * y[...] for r < R: one matrix-vector product (C = A B^T with more
+ * rows of A goes to cg_gemm_nt_cpu on CPU devices and to the tiled GEMM
+ * elsewhere). A work-group of GEMV_LK x GEMV_ROWS items handles GEMV_ROWS
+ * rows, GEMV_LK items (a power of two) sharing each row's dot product.
  * vec: 2 = GEMV_RV-float vectors through aligned pointers (ps == incx == 1,
- * and w_off, rs, x_off, x_rs multiples of GEMV_RV), 1 = vloadn (ps == incx
- * == 1, any alignment), 0 = scalar strided loads. */
+ * and w_off, rs, x_off multiples of GEMV_RV), 1 = vloadn (ps == incx == 1,
+ * any alignment), 0 = scalar strided loads. */
 #if CG_WANT(cg_gemv_rows)
 __kernel __attribute__((reqd_work_group_size(GEMV_LK, GEMV_ROWS, 1)))
-void cg_gemv_rows(const int R, const int K, const int M, const int zc, const float alpha,
-                  const float beta,
+void cg_gemv_rows(const int R, const int K, const float alpha, const float beta,
                   __global const float *W, const int w_off, const int rs, const int ps,
-                  __global const float *x, const int x_off, const int incx, const int x_rs,
-                  __global float *y, const int y_off, const int incy, const int y_rs,
-                  const int vec)
+                  __global const float *x, const int x_off, const int incx,
+                  __global float *y, const int y_off, const int incy, const int vec)
 {
 #if GEMV_LK > 1
     __local float part[GEMV_ROWS][GEMV_LK];
 #endif
     const int lk = get_local_id(0), lr = get_local_id(1);
     const int r = get_group_id(1) * GEMV_ROWS + lr;
-    const int z0 = get_group_id(2) * zc, z1 = min(z0 + zc, M);
-    for (int z = z0; z < z1; z++) {
-        float acc = 0.0f;
-        if (r < R) {
-            __global const float *w = W + w_off + r * rs;
-            __global const float *xv = x + x_off + z * x_rs;
-            if (vec != 0) {
-                const int KV = K / GEMV_RV;
-                floatR av = (floatR)(0.0f);
-                if (vec == 2) {
-                    __global const floatR *wv = (__global const floatR *)w;
-                    __global const floatR *xvv = (__global const floatR *)xv;
-                    for (int q = lk; q < KV; q += GEMV_LK) av = mad(wv[q], xvv[q], av);
-                } else {
-                    for (int q = lk; q < KV; q += GEMV_LK)
-                        av = mad(vloadR(q, w), vloadR(q, xv), av);
-                }
-                acc = SUMR(av);
-                for (int p = KV * GEMV_RV + lk; p < K; p += GEMV_LK) acc = mad(w[p], xv[p], acc);
+    float acc = 0.0f;
+    if (r < R) {
+        __global const float *w = W + w_off + r * rs;
+        __global const float *xv = x + x_off;
+        if (vec != 0) {
+            const int KV = K / GEMV_RV;
+            floatR av = (floatR)(0.0f);
+            if (vec == 2) {
+                __global const floatR *wv = (__global const floatR *)w;
+                __global const floatR *xvv = (__global const floatR *)xv;
+                for (int q = lk; q < KV; q += GEMV_LK) av = mad(wv[q], xvv[q], av);
             } else {
-                for (int p = lk; p < K; p += GEMV_LK) acc = mad(w[p * ps], xv[p * incx], acc);
+                for (int q = lk; q < KV; q += GEMV_LK)
+                    av = mad(vloadR(q, w), vloadR(q, xv), av);
             }
+            acc = SUMR(av);
+            for (int p = KV * GEMV_RV + lk; p < K; p += GEMV_LK) acc = mad(w[p], xv[p], acc);
+        } else {
+            for (int p = lk; p < K; p += GEMV_LK) acc = mad(w[p * ps], xv[p * incx], acc);
         }
+    }
 #if GEMV_LK > 1
-        part[lr][lk] = acc;
+    part[lr][lk] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = GEMV_LK / 2; s > 0; s >>= 1) {
+        if (lk < s) part[lr][lk] += part[lr][lk + s];
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int s = GEMV_LK / 2; s > 0; s >>= 1) {
-            if (lk < s) part[lr][lk] += part[lr][lk + s];
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        acc = part[lr][0];
-        barrier(CLK_LOCAL_MEM_FENCE); /* read before the next z overwrites it */
+    }
+    acc = part[lr][0];
 #endif
-        if (lk == 0 && r < R) {
-            const int yi = y_off + z * y_rs + r * incy;
-            const float v = alpha * acc;
-            y[yi] = beta == 0.0f ? v : mad(beta, y[yi], v);
-        }
+    if (lk == 0 && r < R) {
+        const int yi = y_off + r * incy;
+        const float v = alpha * acc;
+        y[yi] = beta == 0.0f ? v : mad(beta, y[yi], v);
     }
 }
 #endif
