@@ -9,9 +9,11 @@ void cg_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                   float alpha, const float *a, int64_t lda, const float *b,
                   int64_t ldb, float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return;
-    if (k <= 0) {
-        /* BLAS leaves C untouched for k == 0 only when beta == 1: make the
-         * empty product explicit so C = beta * C holds for every beta. */
+    if (k <= 0 || alpha == 0.0f) {
+        /* BLAS leaves C untouched for k == 0 only when beta == 1, and
+         * OpenBLAS's small-matrix kernels (Zen 4) read A and B even when
+         * alpha == 0, so a NaN there leaks into C: make C = beta * C
+         * explicit for both. */
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++)
                 c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
@@ -29,6 +31,11 @@ void cg_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 void cg_cpu_sgemv(int trans_a, int64_t m, int64_t n, float alpha, const float *a,
                   int64_t lda, const float *x, float beta, float *y) {
     if (m <= 0 || n <= 0) return;
+    if (alpha == 0.0f) { /* as in cg_cpu_sgemm: x and A are not read */
+        int64_t len = trans_a ? n : m;
+        for (int64_t i = 0; i < len; i++) y[i] = beta == 0.0f ? 0.0f : beta * y[i];
+        return;
+    }
     if (!trans_a && cg_cpu_gemv_n(m, n, alpha, a, lda, x, beta, y)) return;
     cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, (blasint)m,
                 (blasint)n, alpha, a, (blasint)lda, x, 1, beta, y, 1);
