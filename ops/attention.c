@@ -4,9 +4,9 @@
 #include "ops_cl.h"
 
 #include "attention.cl.h"
-#include "backends/cpu/cpu_blas.h"
-#include "backends/cpu/cpu_math.h"
-#include "backends/cpu/cpu_pool.h"
+#include "cpu/cpu_blas.h"
+#include "cpu/cpu_math.h"
+#include "cpu/cpu_pool.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* The built-in operators, registered through the same plugin ABI as any
  * third-party plugin (the context calls cg_builtin_plugin()). */
+#include "builtin.h"
 #include "ops_common.h"
 
 #define CG_OP_PTR(n) &cg_op_##n,
@@ -17,5 +18,4 @@ static const cg_plugin_desc builtin_desc = {
     .n_ops = (int32_t)(sizeof builtin_ops / sizeof builtin_ops[0]),
 };
 
-const cg_plugin_desc *cg_builtin_plugin(void);
 const cg_plugin_desc *cg_builtin_plugin(void) { return &builtin_desc; }

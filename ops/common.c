@@ -1,6 +1,6 @@
 #include "ops_common.h"
 
-#include "backends/cpu/cpu_blas.h"
+#include "cpu/cpu_blas.h"
 
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     size_t used = 0;

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_math.h"
+#include "cpu/cpu_math.h"
 #include "elementwise.cl.h"
 
 /* ------------------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /* Matrix products: matmul (batched, broadcasting) and linear (x W^T + b). */
 #include "ops_cl.h"
 
-#include "backends/cpu/cpu_blas.h"
+#include "cpu/cpu_blas.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -2,8 +2,7 @@
  * and the gate arithmetic of one row that rnn_seq.c shares. */
 #include "ops_cl.h"
 
-#include "backends/cpu/cpu_blas.h"
-#include "backends/cpu/cpu_math.h"
+#include "cpu/cpu_math.h"
 #include "rnn.cl.h"
 
 #include <math.h>

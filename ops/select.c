@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_math.h"
-#include "backends/cpu/cpu_pool.h"
-#include "backends/cpu/cpu_scan.h"
+#include "cpu/cpu_math.h"
+#include "cpu/cpu_pool.h"
+#include "cpu/cpu_scan.h"
 
 #include "select.cl.h"
 

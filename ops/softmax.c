@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_math.h"
-#include "backends/cpu/cpu_pool.h"
-#include "backends/cpu/cpu_scan.h"
+#include "cpu/cpu_math.h"
+#include "cpu/cpu_pool.h"
+#include "cpu/cpu_scan.h"
 
 #include "softmax.cl.h"
 

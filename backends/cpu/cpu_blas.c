@@ -40,12 +40,3 @@ void cg_cpu_sgemv(int trans_a, int64_t m, int64_t n, float alpha, const float *a
     cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, (blasint)m,
                 (blasint)n, alpha, a, (blasint)lda, x, 1, beta, y, 1);
 }
-
-void *cg_cpu_alloc(size_t bytes) {
-    if (bytes == 0) bytes = 64;
-    size_t rounded = (bytes + 63) & ~(size_t)63;
-    if (rounded < bytes) return NULL;
-    return aligned_alloc(64, rounded);
-}
-
-void cg_cpu_free(void *p) { free(p); }

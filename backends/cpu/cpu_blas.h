@@ -14,8 +14,4 @@ void cg_cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 void cg_cpu_sgemv(int trans_a, int64_t m, int64_t n, float alpha, const float *a,
                   int64_t lda, const float *x, float beta, float *y);
 
-/* Aligned host allocation for tensors and arenas (64 bytes). NULL on failure. */
-void *cg_cpu_alloc(size_t bytes);
-void cg_cpu_free(void *p);
-
 #endif

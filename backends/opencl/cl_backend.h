@@ -84,7 +84,7 @@ cg_status cg_cl_finish(cg_cl_device *d);
 
 /* The kernel `name` of `source` built with `options` (OpenCL C 1.2; the
  * backend adds -cl-std=CL1.2). Cached per device in memory by (source hash,
- * options, name), and as a binary on disk under cg_cl_cache_dir() keyed by
+ * options, name), and as a binary on disk under cg_cache_dir() keyed by
  * the source hash, options, device name, driver and platform version; files
  * are written atomically and a stale or damaged entry is silently rebuilt
  * from source. A build failure's message carries the build log.
@@ -110,21 +110,6 @@ cg_status cg_cl_finish(cg_cl_device *d);
  * it from several threads must serialise clSetKernelArg + cg_cl_launch. */
 cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name,
                        cl_kernel *out);
-
-/* The binary cache directory: $CLGRAPH_CACHE_DIR, else
- * $XDG_CACHE_HOME/clgraph, else $HOME/.cache/clgraph; "" when none can be
- * determined (then nothing is cached on disk). Read once per process. The
- * directory may not exist yet: see cg_cl_cache_dir_ready(). */
-const char *cg_cl_cache_dir(void);
-
-/* Creates cg_cl_cache_dir() if needed (mkdir -p); 1 when it exists and is
- * writable afterwards, 0 otherwise (then skip caching; it is not an error). */
-int cg_cl_cache_dir_ready(void);
-
-/* Writes data to cg_cl_cache_dir()/name (a plain file name, no '/')
- * atomically: a temporary file in the same directory, fsync, rename. 0 on
- * success, -1 otherwise; never sets an error (caching is best effort). */
-int cg_cl_cache_write(const char *name, const void *data, size_t len);
 
 /* Counters of the program cache since start (for tests and `bench`). */
 typedef struct cg_cl_cache_stats {
@@ -164,7 +149,7 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
  * it, and for shapes the GEMV kernels run, the own kernels run: timing
  * compiles CLBlast);
  * the choice is kept in memory and recorded in
- * cg_cl_cache_dir()/gemm-choices.txt, whose lines are obeyed for any shape
+ * cg_cache_dir()/gemm-choices.txt, whose lines are obeyed for any shape
  * when they were measured against the same own kernels. */
 cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                       float alpha, cl_mem a, size_t a_off, int64_t lda, cl_mem b, size_t b_off,

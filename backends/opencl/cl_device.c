@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/opencl/cl_gemm_internal.h"
-#include "backends/opencl/cl_internal.h"
-#include "graph/error.h"
+#include "opencl/cl_gemm_internal.h"
+#include "opencl/cl_internal.h"
+#include "error.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cg_cl_info *g_infos;

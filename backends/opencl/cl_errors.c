@@ -4,7 +4,7 @@
  * extension headers are installed. */
 #include <stdio.h>
 
-#include "backends/opencl/cl_backend.h"
+#include "opencl/cl_backend.h"
 
 typedef struct code_name {
     int code;

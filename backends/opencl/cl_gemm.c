@@ -1,7 +1,7 @@
 /* SGEMM on OpenCL devices: the backend's own kernels (gemm.cl: GEMV for
  * m == 1 or n == 1 and, on CPU devices, one GEMV per row of A for C = A B^T;
  * a tiled GEMM otherwise) or CLBlast, chosen per device and shape by timing
- * both. Choices live in a hash table and in cg_cl_cache_dir()/gemm-choices.txt,
+ * both. Choices live in a hash table and in cg_cache_dir()/gemm-choices.txt,
  * read back at first use, so a later process skips the measurement; a line
  * carries the identity of the own kernels it was measured against
  * (cg_cl_gemm_own_id()), and lines measured against other ones are stale.
@@ -36,10 +36,12 @@
 
 #include <clblast_c.h>
 
-#include "backends/opencl/cl_gemm_internal.h"
-#include "backends/opencl/cl_internal.h"
-#include "backends/opencl/gemm.cl.h"
-#include "graph/error.h"
+#include "opencl/cl_gemm_internal.h"
+#include "opencl/cl_internal.h"
+#include "opencl/gemm.cl.h"
+#include "cache.h"
+#include "error.h"
+#include "hash.h"
 
 #define CHOICES_FILE "gemm-choices.txt"
 #define CHOICE_MEASURING 3 /* in the table while one thread times a shape */
@@ -172,7 +174,7 @@ static int devkey_id_locked(const char *name, const char *driver) {
 static uint64_t key_hash(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k) {
     uint64_t v[4] = {(uint64_t)dk * 4u + (uint64_t)(ta * 2 + tb), (uint64_t)m, (uint64_t)n,
                      (uint64_t)k};
-    return cg_cl_fnv1a(CG_FNV_BASIS, v, sizeof v);
+    return cg_fnv1a(CG_FNV_BASIS, v, sizeof v);
 }
 
 /* The slot of the key, or the empty slot where it would go. g_tab_mu held,
@@ -231,7 +233,7 @@ static void tab_set_locked(int dk, int ta, int tb, int64_t m, int64_t n, int64_t
 }
 
 const char *cg_cl_gemm_choices_path(char *buf, size_t size) {
-    const char *dir = cg_cl_cache_dir();
+    const char *dir = cg_cache_dir();
     if (!dir || !dir[0] || snprintf(buf, size, "%s/%s", dir, CHOICES_FILE) >= (int)size) {
         if (size) buf[0] = '\0';
         return buf;
@@ -248,8 +250,8 @@ static char g_own_id[24];
 static pthread_once_t g_own_id_once = PTHREAD_ONCE_INIT;
 
 static void make_own_id(void) {
-    uint64_t h = cg_cl_fnv1a(CG_FNV_BASIS, OWN_ROUTING, strlen(OWN_ROUTING));
-    h = cg_cl_fnv1a(h, cg_cl_gemm_src, strlen(cg_cl_gemm_src));
+    uint64_t h = cg_fnv1a(CG_FNV_BASIS, OWN_ROUTING, strlen(OWN_ROUTING));
+    h = cg_fnv1a(h, cg_cl_gemm_src, strlen(cg_cl_gemm_src));
     snprintf(g_own_id, sizeof g_own_id, "own=%016llx", (unsigned long long)h);
 }
 
@@ -372,7 +374,7 @@ static void append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k,
                        cg_cl_gemm_own_id());
     pthread_mutex_unlock(&g_tab_mu);
     if (len <= 0 || len >= (int)sizeof line) return;
-    if (cg_cl_mkdir_p(cg_cl_cache_dir()) != 0) return;
+    if (cg_mkdir_p(cg_cache_dir()) != 0) return;
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return;
     /* One write with O_APPEND: concurrent processes do not interleave lines. */

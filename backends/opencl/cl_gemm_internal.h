@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "backends/opencl/cl_backend.h"
+#include "opencl/cl_backend.h"
 
 /* Implementation modes: CLGRAPH_GEMM=auto|own|clblast. */
 enum {

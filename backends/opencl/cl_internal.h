@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-#include "backends/opencl/cl_backend.h"
+#include "opencl/cl_backend.h"
 
 typedef struct cg_cl_kernel_entry {
     char *name;
@@ -59,18 +59,7 @@ void cg_cl_program_cache_clear(cg_cl_device *d);
  * when built; decided when the device is opened. */
 int cg_cl_defers_stores(const cg_cl_info *info);
 
-/* mkdir -p; returns 0 when the directory exists afterwards. */
-int cg_cl_mkdir_p(const char *dir);
-
-/* 64-bit FNV-1a, continued from h (start with CG_FNV_BASIS). */
-#define CG_FNV_BASIS 0xcbf29ce484222325ULL
-uint64_t cg_cl_fnv1a(uint64_t h, const void *data, size_t n);
-
 /* ---- test hooks ---- */
-
-/* Forgets the cached cache directory so the next cg_cl_cache_dir() reads
- * the environment again. */
-void cg_cl_test_reset_cache_dir(void);
 
 /* Drops the in-memory program cache of d (as if the process restarted, with
  * the device still open); deferred binaries are written first, as at

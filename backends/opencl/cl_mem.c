@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/opencl/cl_gemm_internal.h"
-#include "backends/opencl/cl_internal.h"
-#include "graph/error.h"
+#include "opencl/cl_gemm_internal.h"
+#include "opencl/cl_internal.h"
+#include "error.h"
 
 static cg_status mem_status(cl_int err) {
     return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||

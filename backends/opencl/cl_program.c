@@ -2,7 +2,7 @@
  * device in memory (programs by source, options and, for sources that
  * select kernels, the kernel's name; kernel objects by program and name, so
  * a repeated request creates no OpenCL object) and as binaries on disk
- * under cg_cl_cache_dir(), written when built or, where fetching a binary
+ * under cg_cache_dir(), written when built or, where fetching a binary
  * is costly (PoCL), when the device is released.
  *
  * Disk entry: <dir>/<32 hex digits>.clbin, the digits being two independent
@@ -25,8 +25,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "backends/opencl/cl_internal.h"
-#include "graph/error.h"
+#include "cache.h"
+#include "error.h"
+#include "hash.h"
+#include "opencl/cl_internal.h"
 
 #define CACHE_FORMAT "clgraph-clbin-1"
 #define CACHE_VERSION 1u
@@ -49,15 +51,6 @@ void cg_cl_cache_stats_get(cg_cl_cache_stats *out) {
 
 /* ---- hashing ---- */
 
-uint64_t cg_cl_fnv1a(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 /* A second, unrelated 64-bit hash (multiply-xorshift per byte) so that a
  * file name collision needs two independent hashes to collide. */
 static uint64_t mix_hash(uint64_t h, const void *data, size_t n) {
@@ -77,10 +70,10 @@ static void key_field(disk_key *k, const char *s) {
     uint64_t len = s ? strlen(s) : 0;
     unsigned char lb[8];
     for (int i = 0; i < 8; i++) lb[i] = (unsigned char)(len >> (8 * i));
-    k->h1 = cg_cl_fnv1a(k->h1, lb, 8);
+    k->h1 = cg_fnv1a(k->h1, lb, 8);
     k->h2 = mix_hash(k->h2, lb, 8);
     if (len) {
-        k->h1 = cg_cl_fnv1a(k->h1, s, len);
+        k->h1 = cg_fnv1a(k->h1, s, len);
         k->h2 = mix_hash(k->h2, s, len);
     }
 }
@@ -97,117 +90,6 @@ static disk_key make_disk_key(const cg_cl_info *info, const char *source,
     key_field(&k, info->platform);
     key_field(&k, info->platform_version);
     return k;
-}
-
-/* ---- cache directory ---- */
-
-static pthread_mutex_t g_dir_mu = PTHREAD_MUTEX_INITIALIZER;
-static char g_dir[4096];
-static int g_dir_set;
-
-/* base (without trailing slashes) + suffix into g_dir. */
-static void set_dir(const char *base, const char *suffix) {
-    size_t n = strlen(base);
-    while (n > 1 && base[n - 1] == '/') n--;
-    size_t sn = strlen(suffix);
-    if (n + sn >= sizeof g_dir) return; /* too long: no disk cache */
-    memcpy(g_dir, base, n);
-    memcpy(g_dir + n, suffix, sn + 1);
-}
-
-static void compute_dir(void) {
-    const char *v = getenv("CLGRAPH_CACHE_DIR");
-    g_dir[0] = '\0';
-    if (v && *v)
-        set_dir(v, "");
-    else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/')
-        set_dir(v, "/clgraph");
-    else if ((v = getenv("HOME")) && *v)
-        set_dir(v, "/.cache/clgraph");
-}
-
-const char *cg_cl_cache_dir(void) {
-    pthread_mutex_lock(&g_dir_mu);
-    if (!g_dir_set) {
-        compute_dir();
-        g_dir_set = 1;
-    }
-    pthread_mutex_unlock(&g_dir_mu);
-    return g_dir;
-}
-
-void cg_cl_test_reset_cache_dir(void) {
-    pthread_mutex_lock(&g_dir_mu);
-    g_dir_set = 0;
-    pthread_mutex_unlock(&g_dir_mu);
-}
-
-int cg_cl_mkdir_p(const char *dir) {
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path) return -1;
-    memcpy(path, dir, n + 1);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
-
-int cg_cl_cache_dir_ready(void) {
-    const char *dir = cg_cl_cache_dir();
-    if (!dir[0] || cg_cl_mkdir_p(dir) != 0) return 0;
-    return access(dir, W_OK | X_OK) == 0;
-}
-
-static int write_all(int fd, const void *data, size_t n) {
-    const char *p = data;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Writes head + body to path through a temporary file in the same
- * directory, fsync and rename, so readers see the old file or the whole new
- * one. */
-static int write_atomic(const char *path, const void *head, size_t hn, const void *body,
-                        size_t bn) {
-    char tmp[4200];
-    const char *slash = strrchr(path, '/');
-    if (slash)
-        snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path, slash + 1);
-    else
-        snprintf(tmp, sizeof tmp, ".%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return -1;
-    int ok = fchmod(fd, 0644) == 0 && write_all(fd, head, hn) == 0 &&
-             write_all(fd, body, bn) == 0 && fsync(fd) == 0;
-    if (close(fd) != 0) ok = 0;
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (!ok) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-int cg_cl_cache_write(const char *name, const void *data, size_t len) {
-    if (!name || !*name || strchr(name, '/') || (len && !data)) return -1;
-    if (!cg_cl_cache_dir_ready()) return -1;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", cg_cl_cache_dir(), name);
-    return write_atomic(path, "", 0, data, len);
 }
 
 /* ---- disk entries ---- */
@@ -278,7 +160,7 @@ static const unsigned char *check_entry(const unsigned char *f, size_t n, disk_k
     if (get64(f + 16) != k.h1 || get64(f + 24) != k.h2) return NULL;
     uint64_t len = get64(f + 32);
     if (len == 0 || len != n - HEADER_SIZE) return NULL;
-    if (get64(f + 40) != cg_cl_fnv1a(CG_FNV_BASIS, f + HEADER_SIZE, (size_t)len)) return NULL;
+    if (get64(f + 40) != cg_fnv1a(CG_FNV_BASIS, f + HEADER_SIZE, (size_t)len)) return NULL;
     *payload_len = (size_t)len;
     return f + HEADER_SIZE;
 }
@@ -320,7 +202,7 @@ static cl_program load_entry(cg_cl_device *d, const char *path, disk_key k,
  * directory is checked first: fetching a binary can cost a compile. */
 static void store_entry(cg_cl_device *d, const char *path, disk_key k, cl_program prog) {
     size_t sz = 0;
-    if (!cg_cl_cache_dir_ready() ||
+    if (!cg_cache_dir_ready() ||
         clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL) != CL_SUCCESS ||
         sz == 0 || sz > MAX_ENTRY_BYTES)
         return;
@@ -335,8 +217,8 @@ static void store_entry(cg_cl_device *d, const char *path, disk_key k, cl_progra
         put64(head + 16, k.h1);
         put64(head + 24, k.h2);
         put64(head + 32, sz);
-        put64(head + 40, cg_cl_fnv1a(CG_FNV_BASIS, bin, sz));
-        if (write_atomic(path, head, sizeof head, bin, sz) == 0) atomic_fetch_add(&st_writes, 1);
+        put64(head + 40, cg_fnv1a(CG_FNV_BASIS, bin, sz));
+        if (cg_write_atomic(path, head, sizeof head, bin, sz) == 0) atomic_fetch_add(&st_writes, 1);
     }
     (void)d;
     free(bin);
@@ -500,7 +382,7 @@ static cg_status get_program(cg_cl_device *d, const char *source, const char *op
 
     disk_key dk = make_disk_key(d->info, source, full);
     char path[4200];
-    int use_disk = entry_path(cg_cl_cache_dir(), dk, path, sizeof path) == 0;
+    int use_disk = entry_path(cg_cache_dir(), dk, path, sizeof path) == 0;
     cl_program prog = NULL;
     if (use_disk) {
         int rejected = 0;
@@ -604,7 +486,7 @@ cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options,
 /* Writes the binaries whose store was deferred (best effort: a cache
  * directory gone or changed since only means they are not written). */
 static void flush_locked(cg_cl_device *d) {
-    const char *dir = cg_cl_cache_dir();
+    const char *dir = cg_cache_dir();
     for (cg_cl_program_entry *e = d->programs; e; e = e->next) {
         if (!e->store_pending) continue;
         e->store_pending = 0;
@@ -664,5 +546,5 @@ int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char 
     if (!full) return -1;
     disk_key k = make_disk_key(d->info, source, full);
     free(full);
-    return entry_path(cg_cl_cache_dir(), k, buf, size);
+    return entry_path(cg_cache_dir(), k, buf, size);
 }

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "clgraph/clgraph.h"
-#include "graph/ir.h"
+#include "ir.h"
 
 static void check_message(const char *prefix) {
     const char *e = cg_last_error();

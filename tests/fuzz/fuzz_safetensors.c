@@ -16,7 +16,7 @@
 #define _GNU_SOURCE
 #endif
 #include "clgraph/clgraph.h"
-#include "graph/weights.h"
+#include "weights.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@ build=${2:-build}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 clgraph="$build/tools/clgraph"
 work=${TMPDIR:-/tmp}/clgraph-bench-$size
-[ -d "$work/model" ] || /usr/bin/python3 "$here/tools/bench/make_bench_model.py" "$size" "$work/model" >/dev/null
+[ -d "$work/model" ] || /usr/bin/python3 "$here/tools/py/bench/make_bench_model.py" "$size" "$work/model" >/dev/null
 /usr/bin/python3 - "$work" <<'PY'
 import random, sys
 random.seed(1)

@@ -16,9 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cpu/cpu_blas.h"
-#include "backends/cpu/cpu_gemm.h"
-#include "backends/cpu/cpu_pool.h"
+#include "cpu/cpu_blas.h"
+#include "mem.h"
+#include "cpu/cpu_gemm.h"
+#include "cpu/cpu_pool.h"
 
 static const int64_t default_shapes[][3] = {
     {64, 1536, 1280}, {64, 1536, 512}, {64, 8000, 512}, {64, 512, 512},   {80, 8000, 512},
@@ -37,7 +38,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static float *filled(size_t n, uint32_t seed) {
-    float *p = cg_cpu_alloc(n * sizeof *p);
+    float *p = cg_aligned_alloc(n * sizeof *p);
     if (!p) {
         fprintf(stderr, "gemm_bench: out of memory\n");
         exit(1);
@@ -85,9 +86,9 @@ static void bench_shape(int64_t m, int64_t n, int64_t k, const char *paths, doub
                t[reps / 2] * 1e6, flops / t[0] * 1e-9, flops / t[reps / 2] * 1e-9);
         fflush(stdout);
     }
-    cg_cpu_free(a);
-    cg_cpu_free(w);
-    cg_cpu_free(c);
+    cg_aligned_free(a);
+    cg_aligned_free(w);
+    cg_aligned_free(c);
 }
 
 int main(int argc, char **argv) {

@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "clgraph/seq2seq.h"
 
 extern char **environ;
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clgraph/seq2seq.h"
 #include "heatmap.h"
 
 typedef struct targs {

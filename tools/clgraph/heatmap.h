@@ -4,6 +4,7 @@
 #define CG_TOOLS_HEATMAP_H
 
 #include "clgraph/clgraph.h"
+#include "clgraph/seq2seq.h"
 #include "font.h"
 
 /*

@@ -1,0 +1,123 @@
+/* The cache directory every layer keeps its measurements and compiled
+ * programs in, and atomic file writes. Caching is best effort: any I/O
+ * failure disables it, never fails a caller. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "cache.h"
+
+static pthread_mutex_t g_dir_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_dir[4096];
+static int g_dir_set;
+
+/* base (without trailing slashes) + suffix into g_dir. */
+static void set_dir(const char *base, const char *suffix) {
+    size_t n = strlen(base);
+    while (n > 1 && base[n - 1] == '/') n--;
+    size_t sn = strlen(suffix);
+    if (n + sn >= sizeof g_dir) return; /* too long: no disk cache */
+    memcpy(g_dir, base, n);
+    memcpy(g_dir + n, suffix, sn + 1);
+}
+
+static void compute_dir(void) {
+    const char *v = getenv("CLGRAPH_CACHE_DIR");
+    g_dir[0] = '\0';
+    if (v && *v)
+        set_dir(v, "");
+    else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/')
+        set_dir(v, "/clgraph");
+    else if ((v = getenv("HOME")) && *v)
+        set_dir(v, "/.cache/clgraph");
+}
+
+const char *cg_cache_dir(void) {
+    pthread_mutex_lock(&g_dir_mu);
+    if (!g_dir_set) {
+        compute_dir();
+        g_dir_set = 1;
+    }
+    pthread_mutex_unlock(&g_dir_mu);
+    return g_dir;
+}
+
+void cg_cache_test_reset_dir(void) {
+    pthread_mutex_lock(&g_dir_mu);
+    g_dir_set = 0;
+    pthread_mutex_unlock(&g_dir_mu);
+}
+
+int cg_mkdir_p(const char *dir) {
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path) return -1;
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+int cg_cache_dir_ready(void) {
+    const char *dir = cg_cache_dir();
+    if (!dir[0] || cg_mkdir_p(dir) != 0) return 0;
+    return access(dir, W_OK | X_OK) == 0;
+}
+
+static int write_all(int fd, const void *data, size_t n) {
+    const char *p = data;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes head + body to path through a temporary file in the same
+ * directory, fsync and rename, so readers see the old file or the whole new
+ * one. */
+int cg_write_atomic(const char *path, const void *head, size_t hn, const void *body,
+                        size_t bn) {
+    char tmp[4200];
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path, slash + 1);
+    else
+        snprintf(tmp, sizeof tmp, ".%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return -1;
+    int ok = fchmod(fd, 0644) == 0 && write_all(fd, head, hn) == 0 &&
+             write_all(fd, body, bn) == 0 && fsync(fd) == 0;
+    if (close(fd) != 0) ok = 0;
+    if (ok && rename(tmp, path) != 0) ok = 0;
+    if (!ok) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int cg_cache_write(const char *name, const void *data, size_t len) {
+    if (!name || !*name || strchr(name, '/') || (len && !data)) return -1;
+    if (!cg_cache_dir_ready()) return -1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", cg_cache_dir(), name);
+    return cg_write_atomic(path, "", 0, data, len);
+}

@@ -1,0 +1,25 @@
+/* A growable string built with printf-style appends (internal). */
+#ifndef CG_BASE_STRBUF_H
+#define CG_BASE_STRBUF_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+/* Start from {0}. s is NUL-terminated once anything was appended; after a
+ * failed append (out of memory, bad format) every later one does nothing
+ * and `failed` stays set. */
+typedef struct cg_strbuf {
+    char *s;
+    size_t n, cap;
+    int failed;
+} cg_strbuf;
+
+/* Appends printf-style text, growing s as needed. */
+void cg_strbuf_put(cg_strbuf *b, const char *fmt, ...) CG_PRINTF(2, 3);
+
+/* The text, now the caller's to free ("" when nothing was appended), or NULL
+ * (with the buffer freed) when an append or this allocation failed. */
+char *cg_strbuf_take(cg_strbuf *b);
+
+#endif

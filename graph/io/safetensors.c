@@ -1,0 +1,1036 @@
+/*
+ * safetensors files: memory-mapped, validated, converted to F32/I32 lazily.
+ *
+ * Layout: an 8-byte little-endian u64 N, N bytes of UTF-8 JSON
+ *   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...,
+ *    "__metadata__": {"key": "value", ...}}
+ * (possibly padded with trailing spaces), then the data section. Offsets are
+ * relative to the data section.
+ *
+ * Nothing in the file is trusted before it is checked: the header length
+ * against the file and a 100 MB cap, UTF-8, the JSON syntax (a strict parser
+ * for exactly this schema, no floats, booleans or nulls anywhere), the keys
+ * of every tensor, the dtype, the rank, the element count and byte size
+ * (overflow-checked), that offsets lie in the data section, that every
+ * tensor's byte range matches its shape, that no two names are equal, and,
+ * as the reference implementation requires, that the tensors tile the data
+ * section exactly (no overlaps, no holes, no trailing bytes).
+ */
+#include "weights.h"
+
+#include "mem.h"
+#include "error.h"
+#include "tensor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+/* Same cap as the reference implementation (MAX_HEADER_SIZE). */
+#define ST_MAX_HEADER_LEN 100000000ull
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define ST_HOST_BIG_ENDIAN 1
+#else
+#define ST_HOST_BIG_ENDIAN 0
+#endif
+
+typedef enum st_dtype { ST_F32, ST_F16, ST_BF16, ST_I32, ST_I64 } st_dtype;
+
+static const struct {
+    const char *name;
+    size_t size;
+    cg_dtype out; /* what it is viewed as */
+} st_types[] = {
+    [ST_F32] = {"F32", 4, CG_F32},
+    [ST_F16] = {"F16", 2, CG_F32},
+    [ST_BF16] = {"BF16", 2, CG_F32},
+    [ST_I32] = {"I32", 4, CG_I32},
+    [ST_I64] = {"I64", 8, CG_I32},
+};
+#define ST_NTYPES ((int)(sizeof st_types / sizeof st_types[0]))
+
+typedef struct st_entry {
+    char *name;
+    st_dtype dtype;
+    int ndim;
+    int64_t dims[CG_MAX_DIMS];
+    int64_t numel;
+    uint64_t begin, end;  /* relative to the data section */
+    void *converted;      /* cg_aligned_alloc'ed F32/I32 copy, or NULL */
+} st_entry;
+
+struct cg_weights {
+    char *path;
+    void *map;
+    size_t map_size;
+    const unsigned char *data;  /* the data section */
+    uint64_t data_size;
+    st_entry *entries;          /* sorted by name (strcmp) */
+    size_t count;
+    pthread_mutex_t lock;       /* guards entries[].converted */
+};
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                       */
+
+/* Copies untrusted text into `dst` for a message: printable ASCII and UTF-8
+ * bytes as is, control characters and backslashes as \xNN, cut with "..."
+ * when too long. */
+static void quote_text(char *dst, size_t size, const char *src, size_t len) {
+    size_t o = 0;
+    if (size == 0) return;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)src[i];
+        char tmp[5];
+        int n;
+        if ((c >= 0x20 && c < 0x7f && c != '\\') || c >= 0x80) {
+            tmp[0] = (char)c;
+            n = 1;
+        } else {
+            n = snprintf(tmp, sizeof tmp, "\\x%02x", c);
+        }
+        if (o + (size_t)n + 4 > size) {
+            /* do not cut a UTF-8 sequence in half */
+            while (o > 0 && ((unsigned char)dst[o - 1] & 0xc0) == 0x80) o--;
+            if (o > 0 && (unsigned char)dst[o - 1] >= 0xc0) o--;
+            if (o + 4 <= size) memcpy(dst + o, "...", 3), o += 3;
+            break;
+        }
+        memcpy(dst + o, tmp, (size_t)n);
+        o += (size_t)n;
+    }
+    dst[o < size ? o : size - 1] = '\0';
+}
+
+#define NAME_BUF 160
+static void quote_name(char *dst, const char *name) {
+    quote_text(dst, NAME_BUF, name, strlen(name));
+}
+
+/* "F32[12, 4]" */
+static void format_stored(char *buf, size_t size, const st_entry *e) {
+    size_t o = 0;
+    int n = snprintf(buf, size, "%s[", st_types[e->dtype].name);
+    o = n > 0 ? (size_t)n : 0;
+    for (int i = 0; i < e->ndim && o < size; i++) {
+        n = snprintf(buf + o, size - o, "%s%lld", i ? ", " : "", (long long)e->dims[i]);
+        if (n > 0) o += (size_t)n;
+    }
+    if (o < size) snprintf(buf + o, size - o, "]");
+}
+
+static uint16_t rd_le16(const unsigned char *b) { return (uint16_t)(b[0] | b[1] << 8); }
+
+static uint32_t rd_le32(const unsigned char *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t rd_le64(const unsigned char *b) {
+    return (uint64_t)rd_le32(b) | (uint64_t)rd_le32(b + 4) << 32;
+}
+
+/* IEEE binary16 -> binary32. Exact: every half is a float. */
+static uint32_t f16_to_f32_bits(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t mant = h & 0x3ff;
+    if (exp == 0x1f) /* inf, or nan keeping its payload and quiet bit */
+        return sign | 0x7f800000u | (mant << 13);
+    if (exp != 0) return sign | ((exp + 112) << 23) | (mant << 13);
+    if (mant == 0) return sign; /* +-0 */
+    /* subnormal: mant * 2^-24; normalise so that the leading 1 is bit 10 */
+    int e = -1;
+    do {
+        mant <<= 1;
+        e++;
+    } while (!(mant & 0x400));
+    return sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ff) << 13);
+}
+
+/* Valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF)? Returns the
+ * offset of the first bad byte, or len. */
+static size_t utf8_check(const unsigned char *s, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp, min;
+        if (c >= 0xc2 && c <= 0xdf) n = 1, cp = c & 0x1f, min = 0x80;
+        else if (c >= 0xe0 && c <= 0xef) n = 2, cp = c & 0x0f, min = 0x800;
+        else if (c >= 0xf0 && c <= 0xf4) n = 3, cp = c & 0x07, min = 0x10000;
+        else return i;
+        if (len - i <= n) return i;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+        i += n + 1;
+    }
+    return len;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON parser for the header schema                                   */
+
+typedef struct jparser {
+    const char *path;
+    const unsigned char *s;
+    size_t n, pos;
+    const char *ctx; /* "tensor 'x': " or "" */
+} jparser;
+
+static cg_status jp_fail(const jparser *p, cg_status st, const char *fmt, ...) CG_PRINTF(3, 4);
+static cg_status jp_fail(const jparser *p, cg_status st, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return cg_error(st, "%s: %s%s (at header byte %zu)", p->path, p->ctx, msg, p->pos);
+}
+
+static void jp_ws(jparser *p) {
+    while (p->pos < p->n) {
+        unsigned char c = p->s[p->pos];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+        p->pos++;
+    }
+}
+
+static int jp_peek(const jparser *p) { return p->pos < p->n ? p->s[p->pos] : -1; }
+
+/* What the next token is, for "expected X, found Y". */
+static const char *jp_found(const jparser *p, char *buf, size_t size) {
+    int c = jp_peek(p);
+    if (c < 0) return "the end of the header";
+    if (c == '{') return "an object";
+    if (c == '[') return "an array";
+    if (c == '"') return "a string";
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        size_t i = p->pos + (c == '-');
+        while (i < p->n && p->s[i] >= '0' && p->s[i] <= '9') i++;
+        if (i < p->n && (p->s[i] == '.' || p->s[i] == 'e' || p->s[i] == 'E'))
+            return "a floating-point number";
+        return c == '-' ? "a negative number" : "a number";
+    }
+    if (p->n - p->pos >= 4 && memcmp(p->s + p->pos, "true", 4) == 0) return "a boolean";
+    if (p->n - p->pos >= 5 && memcmp(p->s + p->pos, "false", 5) == 0) return "a boolean";
+    if (p->n - p->pos >= 4 && memcmp(p->s + p->pos, "null", 4) == 0) return "null";
+    if (c >= 0x21 && c < 0x7f) snprintf(buf, size, "'%c'", c);
+    else snprintf(buf, size, "byte 0x%02x", (unsigned)c);
+    return buf;
+}
+
+/* Expects the punctuation character `c` after optional whitespace. */
+static cg_status jp_expect(jparser *p, char c, const char *what) {
+    jp_ws(p);
+    if (jp_peek(p) == (unsigned char)c) {
+        p->pos++;
+        return CG_OK;
+    }
+    char b[16];
+    return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: expected %s, found %s", what,
+                   jp_found(p, b, sizeof b));
+}
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int jp_hex4(jparser *p, uint32_t *v) {
+    if (p->n - p->pos < 4) return 0;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p->s[p->pos + i]);
+        if (h < 0) return 0;
+        r = r << 4 | (uint32_t)h;
+    }
+    p->pos += 4;
+    *v = r;
+    return 1;
+}
+
+/* Parses a JSON string (after whitespace) into a new NUL-terminated buffer;
+ * *len excludes the terminator (the text itself may contain NULs). `what`
+ * names the expected thing for messages. The header is valid UTF-8. */
+static cg_status jp_string(jparser *p, const char *what, char **out, size_t *len) {
+    *out = NULL;
+    jp_ws(p);
+    if (jp_peek(p) != '"') {
+        char b[16];
+        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what,
+                       jp_found(p, b, sizeof b));
+    }
+    size_t start = p->pos;
+    /* the decoded text is never longer than the raw one: find the end */
+    size_t i = p->pos + 1;
+    while (i < p->n && p->s[i] != '"') i += p->s[i] == '\\' ? 2 : 1;
+    if (i >= p->n) return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: unterminated string");
+    char *buf = malloc(i - start);
+    if (!buf) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", p->path);
+    size_t o = 0;
+    p->pos++;
+    for (;;) {
+        unsigned char c = p->s[p->pos];
+        if (c == '"') {
+            p->pos++;
+            break;
+        }
+        if (c < 0x20) {
+            free(buf);
+            return jp_fail(p, CG_ERR_FORMAT,
+                           "invalid JSON: unescaped control character 0x%02x in a string", c);
+        }
+        if (c != '\\') {
+            buf[o++] = (char)c;
+            p->pos++;
+            continue;
+        }
+        size_t esc_pos = p->pos;
+        p->pos++;
+        c = p->s[p->pos++];
+        uint32_t cp;
+        switch (c) {
+        case '"': buf[o++] = '"'; continue;
+        case '\\': buf[o++] = '\\'; continue;
+        case '/': buf[o++] = '/'; continue;
+        case 'b': buf[o++] = '\b'; continue;
+        case 'f': buf[o++] = '\f'; continue;
+        case 'n': buf[o++] = '\n'; continue;
+        case 'r': buf[o++] = '\r'; continue;
+        case 't': buf[o++] = '\t'; continue;
+        case 'u':
+            if (!jp_hex4(p, &cp)) {
+                p->pos = esc_pos;
+                free(buf);
+                return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: bad \\u escape in a string");
+            }
+            if (cp >= 0xdc00 && cp <= 0xdfff) {
+                p->pos = esc_pos;
+                free(buf);
+                return jp_fail(p, CG_ERR_FORMAT,
+                               "invalid JSON: unpaired surrogate \\u%04X in a string",
+                               (unsigned)cp);
+            }
+            if (cp >= 0xd800 && cp <= 0xdbff) {
+                uint32_t lo;
+                if (p->n - p->pos < 2 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u' ||
+                    (p->pos += 2, !jp_hex4(p, &lo)) || lo < 0xdc00 || lo > 0xdfff) {
+                    p->pos = esc_pos;
+                    free(buf);
+                    return jp_fail(p, CG_ERR_FORMAT,
+                                   "invalid JSON: unpaired surrogate \\u%04X in a string",
+                                   (unsigned)cp);
+                }
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            }
+            /* UTF-8 of cp is at most as long as its escape (6 or 12 bytes) */
+            if (cp < 0x80) {
+                buf[o++] = (char)cp;
+            } else if (cp < 0x800) {
+                buf[o++] = (char)(0xc0 | cp >> 6);
+                buf[o++] = (char)(0x80 | (cp & 0x3f));
+            } else if (cp < 0x10000) {
+                buf[o++] = (char)(0xe0 | cp >> 12);
+                buf[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                buf[o++] = (char)(0x80 | (cp & 0x3f));
+            } else {
+                buf[o++] = (char)(0xf0 | cp >> 18);
+                buf[o++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+                buf[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                buf[o++] = (char)(0x80 | (cp & 0x3f));
+            }
+            continue;
+        default:
+            p->pos = esc_pos;
+            free(buf);
+            return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: bad escape sequence in a string");
+        }
+    }
+    buf[o] = '\0';
+    *out = buf;
+    *len = o;
+    return CG_OK;
+}
+
+/* A non-negative JSON integer no larger than `max`. */
+static cg_status jp_uint(jparser *p, const char *what, uint64_t max, uint64_t *v) {
+    jp_ws(p);
+    int c = jp_peek(p);
+    char b[16];
+    if (c < '0' || c > '9')
+        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, jp_found(p, b, sizeof b));
+    const char *found = jp_found(p, b, sizeof b);
+    if (strcmp(found, "a number") != 0)
+        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, found);
+    if (c == '0' && p->pos + 1 < p->n && p->s[p->pos + 1] >= '0' && p->s[p->pos + 1] <= '9')
+        return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: number with a leading zero");
+    uint64_t r = 0;
+    size_t start = p->pos;
+    while (p->pos < p->n && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') {
+        unsigned d = p->s[p->pos] - '0';
+        if (r > (max - d) / 10) {
+            p->pos = start;
+            return jp_fail(p, CG_ERR_FORMAT, "%s is too large (more than %llu)", what,
+                           (unsigned long long)max);
+        }
+        r = r * 10 + d;
+        p->pos++;
+    }
+    *v = r;
+    return CG_OK;
+}
+
+/* After a value in an array or object: ',' (returns 1) or `close` (0). */
+static cg_status jp_next(jparser *p, char close, const char *where, int *more) {
+    jp_ws(p);
+    int c = jp_peek(p);
+    if (c == ',') {
+        p->pos++;
+        *more = 1;
+        return CG_OK;
+    }
+    if (c == (unsigned char)close) {
+        p->pos++;
+        *more = 0;
+        return CG_OK;
+    }
+    char b[16];
+    return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: expected ',' or '%c' in %s, found %s",
+                   close, where, jp_found(p, b, sizeof b));
+}
+
+/* Opens an object or array: `open`, then returns *empty if `close` follows. */
+static cg_status jp_open(jparser *p, char open, char close, const char *what, int *empty) {
+    jp_ws(p);
+    if (jp_peek(p) != (unsigned char)open) {
+        char b[16];
+        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, jp_found(p, b, sizeof b));
+    }
+    p->pos++;
+    jp_ws(p);
+    *empty = jp_peek(p) == (unsigned char)close;
+    if (*empty) p->pos++;
+    return CG_OK;
+}
+
+typedef struct key_ref {
+    const char *s;
+    size_t len;
+} key_ref;
+
+static int key_ref_cmp(const void *a, const void *b) {
+    const key_ref *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    if (c) return c;
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* "__metadata__": an object of string values, no duplicate keys. */
+static cg_status parse_metadata(jparser *p) {
+    cg_status s;
+    int empty, more = 1;
+    p->ctx = "'__metadata__': ";
+    if ((s = jp_open(p, '{', '}', "an object of strings", &empty)) != CG_OK) return s;
+    if (empty) return CG_OK;
+    char **keys = NULL;
+    key_ref *refs = NULL;
+    size_t n = 0, cap = 0;
+    while (more) {
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            char **k = realloc(keys, nc * sizeof *k);
+            if (!k) {
+                s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", p->path);
+                goto done;
+            }
+            keys = k;
+            cap = nc;
+        }
+        size_t klen;
+        if ((s = jp_string(p, "a string key", &keys[n], &klen)) != CG_OK) goto done;
+        n++;
+        if ((s = jp_expect(p, ':', "':' after a key")) != CG_OK) goto done;
+        char *val;
+        size_t vlen;
+        char kq[NAME_BUF], what[NAME_BUF + 40];
+        quote_text(kq, sizeof kq, keys[n - 1], klen);
+        snprintf(what, sizeof what, "a string value for key '%s'", kq);
+        if ((s = jp_string(p, what, &val, &vlen)) != CG_OK) goto done;
+        free(val);
+        if ((s = jp_next(p, '}', "'__metadata__'", &more)) != CG_OK) goto done;
+    }
+    refs = malloc(n * sizeof *refs);
+    if (!refs) {
+        s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", p->path);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) refs[i] = (key_ref){keys[i], strlen(keys[i])};
+    qsort(refs, n, sizeof *refs, key_ref_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (key_ref_cmp(&refs[i - 1], &refs[i]) == 0) {
+            char kq[NAME_BUF];
+            quote_text(kq, sizeof kq, refs[i].s, refs[i].len);
+            s = cg_error(CG_ERR_FORMAT, "%s: '__metadata__': duplicate key '%s'", p->path, kq);
+            goto done;
+        }
+    s = CG_OK;
+done:
+    for (size_t i = 0; i < n; i++) free(keys[i]);
+    free(keys);
+    free(refs);
+    p->ctx = "";
+    return s;
+}
+
+/* One tensor description {"dtype": .., "shape": [..], "data_offsets": [b, e]}. */
+static cg_status parse_tensor(jparser *p, st_entry *e, const char *qname) {
+    char ctx[NAME_BUF + 16];
+    snprintf(ctx, sizeof ctx, "tensor '%s': ", qname);
+    p->ctx = ctx;
+    cg_status s;
+    int empty, more = 1;
+    int have_dtype = 0, have_shape = 0, have_offsets = 0;
+    if ((s = jp_open(p, '{', '}', "an object with 'dtype', 'shape' and 'data_offsets'",
+                     &empty)) != CG_OK)
+        goto out;
+    while (!empty && more) {
+        char *key;
+        size_t klen;
+        size_t key_pos;
+        jp_ws(p);
+        key_pos = p->pos;
+        if ((s = jp_string(p, "a string key", &key, &klen)) != CG_OK) goto out;
+        int which = strcmp(key, "dtype") == 0 ? 0 : strcmp(key, "shape") == 0 ? 1
+                  : strcmp(key, "data_offsets") == 0 ? 2 : -1;
+        if (which < 0 || klen != strlen(key) ||
+            (which == 0 ? have_dtype : which == 1 ? have_shape : have_offsets)) {
+            char kq[NAME_BUF];
+            quote_text(kq, sizeof kq, key, klen);
+            p->pos = key_pos;
+            s = jp_fail(p, CG_ERR_FORMAT, "%s key '%s'%s", which < 0 ? "unknown" : "duplicate",
+                        kq, which < 0 ? " (expected dtype, shape and data_offsets)" : "");
+            free(key);
+            goto out;
+        }
+        free(key);
+        if ((s = jp_expect(p, ':', "':' after a key")) != CG_OK) goto out;
+        if (which == 0) {
+            char *dt;
+            size_t dlen;
+            size_t dt_pos;
+            jp_ws(p);
+            dt_pos = p->pos;
+            if ((s = jp_string(p, "a string for 'dtype'", &dt, &dlen)) != CG_OK) goto out;
+            int t = -1;
+            for (int i = 0; i < ST_NTYPES; i++)
+                if (dlen == strlen(st_types[i].name) && strcmp(dt, st_types[i].name) == 0) t = i;
+            if (t < 0) {
+                char dq[64];
+                quote_text(dq, sizeof dq, dt, dlen);
+                p->pos = dt_pos;
+                s = jp_fail(p, CG_ERR_UNSUPPORTED,
+                            "unsupported dtype '%s' (supported: F32, F16, BF16, I32, I64)", dq);
+                free(dt);
+                goto out;
+            }
+            free(dt);
+            e->dtype = (st_dtype)t;
+            have_dtype = 1;
+        } else if (which == 1) {
+            int inner, m = 1;
+            if ((s = jp_open(p, '[', ']', "an array of integers for 'shape'", &inner)) != CG_OK)
+                goto out;
+            e->ndim = 0;
+            while (!inner && m) {
+                uint64_t d;
+                if ((s = jp_uint(p, "a non-negative integer in 'shape'", (uint64_t)INT64_MAX,
+                                 &d)) != CG_OK)
+                    goto out;
+                if (e->ndim == CG_MAX_DIMS) {
+                    s = jp_fail(p, CG_ERR_UNSUPPORTED,
+                                "'shape' has more than %d dimensions, which is not supported",
+                                CG_MAX_DIMS);
+                    goto out;
+                }
+                e->dims[e->ndim++] = (int64_t)d;
+                if ((s = jp_next(p, ']', "'shape'", &m)) != CG_OK) goto out;
+            }
+            have_shape = 1;
+        } else {
+            int inner, m;
+            size_t arr_pos;
+            jp_ws(p);
+            arr_pos = p->pos;
+            if ((s = jp_open(p, '[', ']', "an array [begin, end] for 'data_offsets'", &inner)) !=
+                CG_OK)
+                goto out;
+            if (!inner) {
+                if ((s = jp_uint(p, "an integer in 'data_offsets'", UINT64_MAX, &e->begin)) !=
+                        CG_OK ||
+                    (s = jp_next(p, ']', "'data_offsets'", &m)) != CG_OK)
+                    goto out;
+                if (m) {
+                    if ((s = jp_uint(p, "an integer in 'data_offsets'", UINT64_MAX, &e->end)) !=
+                            CG_OK ||
+                        (s = jp_next(p, ']', "'data_offsets'", &m)) != CG_OK)
+                        goto out;
+                    if (!m) have_offsets = 1;
+                }
+            }
+            if (!have_offsets) {
+                p->pos = arr_pos;
+                s = jp_fail(p, CG_ERR_FORMAT,
+                            "'data_offsets' must have exactly two integers [begin, end]");
+                goto out;
+            }
+        }
+        if ((s = jp_next(p, '}', "a tensor description", &more)) != CG_OK) goto out;
+    }
+    if (!have_dtype || !have_shape || !have_offsets) {
+        s = jp_fail(p, CG_ERR_FORMAT, "missing '%s'",
+                    !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
+        goto out;
+    }
+    s = CG_OK;
+out:
+    p->ctx = "";
+    return s;
+}
+
+static void entries_free(st_entry *es, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(es[i].name);
+        cg_aligned_free(es[i].converted);
+    }
+    free(es);
+}
+
+/* The whole header object. Fills w->entries / w->count (file order). */
+static cg_status parse_header(cg_weights *w, const unsigned char *hdr, size_t len) {
+    jparser p = {w->path, hdr, len, 0, ""};
+    cg_status s;
+    int empty, more = 1, have_meta = 0;
+    size_t cap = 0;
+    jp_ws(&p);
+    if ((s = jp_open(&p, '{', '}', "a JSON object", &empty)) != CG_OK) return s;
+    while (!empty && more) {
+        char *name;
+        size_t nlen;
+        size_t name_pos;
+        jp_ws(&p);
+        name_pos = p.pos;
+        if ((s = jp_string(&p, "a tensor name (string)", &name, &nlen)) != CG_OK) return s;
+        if ((s = jp_expect(&p, ':', "':' after a tensor name")) != CG_OK) {
+            free(name);
+            return s;
+        }
+        if (strcmp(name, "__metadata__") == 0 && nlen == 12) {
+            free(name);
+            if (have_meta) {
+                p.pos = name_pos;
+                return jp_fail(&p, CG_ERR_FORMAT, "duplicate key '__metadata__'");
+            }
+            have_meta = 1;
+            if ((s = parse_metadata(&p)) != CG_OK) return s;
+        } else {
+            char qname[NAME_BUF];
+            quote_text(qname, sizeof qname, name, nlen);
+            if (strlen(name) != nlen) {
+                free(name);
+                p.pos = name_pos;
+                return jp_fail(&p, CG_ERR_FORMAT, "tensor name '%s' contains a NUL character",
+                               qname);
+            }
+            if (w->count == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                st_entry *ne = realloc(w->entries, nc * sizeof *ne);
+                if (!ne) {
+                    free(name);
+                    return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", w->path);
+                }
+                w->entries = ne;
+                cap = nc;
+            }
+            st_entry *e = &w->entries[w->count++];
+            memset(e, 0, sizeof *e);
+            e->name = name;
+            if ((s = parse_tensor(&p, e, qname)) != CG_OK) return s;
+        }
+        if ((s = jp_next(&p, '}', "the header object", &more)) != CG_OK) return s;
+    }
+    jp_ws(&p);
+    if (p.pos != p.n)
+        return jp_fail(&p, CG_ERR_FORMAT, "invalid JSON: unexpected data after the header object");
+    return CG_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Validation                                                          */
+
+static int entry_name_cmp(const void *a, const void *b) {
+    return strcmp(((const st_entry *)a)->name, ((const st_entry *)b)->name);
+}
+
+static int entry_offset_cmp(const void *a, const void *b) {
+    const st_entry *x = *(st_entry *const *)a, *y = *(st_entry *const *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return strcmp(x->name, y->name); /* deterministic messages */
+}
+
+static cg_status validate(cg_weights *w) {
+    char q[NAME_BUF], shape[256];
+    for (size_t i = 0; i < w->count; i++) {
+        st_entry *e = &w->entries[i];
+        int64_t numel = cg_shape_numel(e->ndim, e->dims);
+        size_t esize = st_types[e->dtype].size;
+        if (numel < 0 || (uint64_t)numel > UINT64_MAX / esize) {
+            quote_name(q, e->name);
+            format_stored(shape, sizeof shape, e);
+            return cg_error(CG_ERR_FORMAT, "%s: tensor '%s': shape %s has too many elements",
+                            w->path, q, shape);
+        }
+        e->numel = numel;
+        uint64_t bytes = (uint64_t)numel * esize;
+        if (e->begin > e->end) {
+            quote_name(q, e->name);
+            return cg_error(CG_ERR_FORMAT,
+                            "%s: tensor '%s': data_offsets [%llu, %llu] are reversed (begin > end)",
+                            w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end);
+        }
+        if (e->end > w->data_size) {
+            quote_name(q, e->name);
+            return cg_error(CG_ERR_FORMAT,
+                            "%s: tensor '%s': data_offsets [%llu, %llu] go past the end of the "
+                            "data section (%llu bytes)",
+                            w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end,
+                            (unsigned long long)w->data_size);
+        }
+        if (e->end - e->begin != bytes) {
+            quote_name(q, e->name);
+            format_stored(shape, sizeof shape, e);
+            return cg_error(CG_ERR_FORMAT,
+                            "%s: tensor '%s': data_offsets [%llu, %llu] give %llu bytes, expected "
+                            "%llu for %s",
+                            w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end,
+                            (unsigned long long)(e->end - e->begin), (unsigned long long)bytes,
+                            shape);
+        }
+    }
+
+    if (w->count > 1) qsort(w->entries, w->count, sizeof *w->entries, entry_name_cmp);
+    for (size_t i = 1; i < w->count; i++)
+        if (strcmp(w->entries[i - 1].name, w->entries[i].name) == 0) {
+            quote_name(q, w->entries[i].name);
+            return cg_error(CG_ERR_FORMAT, "%s: duplicate tensor name '%s'", w->path, q);
+        }
+
+    /* The tensors must tile the data section: sorted by offset, each one
+     * starts where the previous one ended, the last one ends at its end. */
+    st_entry **by_off = malloc((w->count ? w->count : 1) * sizeof *by_off);
+    if (!by_off) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", w->path);
+    for (size_t i = 0; i < w->count; i++) by_off[i] = &w->entries[i];
+    if (w->count > 1) qsort(by_off, w->count, sizeof *by_off, entry_offset_cmp);
+    uint64_t pos = 0;
+    const st_entry *prev = NULL;
+    cg_status s = CG_OK;
+    for (size_t i = 0; i < w->count; i++) {
+        const st_entry *e = by_off[i];
+        if (e->begin < pos) {
+            char pq[NAME_BUF];
+            quote_name(q, e->name);
+            quote_name(pq, prev->name);
+            s = cg_error(CG_ERR_FORMAT,
+                         "%s: tensor '%s': data_offsets [%llu, %llu] overlap tensor '%s' [%llu, "
+                         "%llu]",
+                         w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end, pq,
+                         (unsigned long long)prev->begin, (unsigned long long)prev->end);
+            break;
+        }
+        if (e->begin > pos) {
+            quote_name(q, e->name);
+            s = cg_error(CG_ERR_FORMAT,
+                         "%s: tensor '%s': data_offsets [%llu, %llu] leave a hole: bytes [%llu, "
+                         "%llu) of the data section belong to no tensor",
+                         w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end,
+                         (unsigned long long)pos, (unsigned long long)e->begin);
+            break;
+        }
+        pos = e->end;
+        prev = e;
+    }
+    free(by_off);
+    if (s != CG_OK) return s;
+    if (pos != w->data_size)
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: the data section has %llu bytes but the tensors cover only %llu "
+                        "(%llu unused bytes at the end)",
+                        w->path, (unsigned long long)w->data_size, (unsigned long long)pos,
+                        (unsigned long long)(w->data_size - pos));
+    return CG_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public API                                                          */
+
+void cg_weights_free(cg_weights *w) {
+    if (!w) return;
+    entries_free(w->entries, w->count);
+    if (w->map) munmap(w->map, w->map_size);
+    pthread_mutex_destroy(&w->lock);
+    free(w->path);
+    free(w);
+}
+
+cg_status cg_weights_open(const char *path, cg_weights **out) {
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_open: NULL output pointer");
+    *out = NULL;
+    if (!path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_open: NULL path");
+
+    cg_weights *w = calloc(1, sizeof *w);
+    if (!w) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", path);
+    w->path = malloc(strlen(path) + 1);
+    if (!w->path || pthread_mutex_init(&w->lock, NULL) != 0) {
+        free(w->path);
+        free(w);
+        return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    strcpy(w->path, path);
+
+    cg_status s;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        s = cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        s = cg_error(CG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        s = cg_error(CG_ERR_IO, "%s: not a regular file", path);
+        close(fd);
+        goto fail;
+    }
+    uint64_t fsize = (uint64_t)st.st_size;
+    if (fsize < 8) {
+        s = cg_error(CG_ERR_FORMAT,
+                     "%s: file is too short (%llu bytes) to hold the 8-byte header length", path,
+                     (unsigned long long)fsize);
+        close(fd);
+        goto fail;
+    }
+    if (fsize > SIZE_MAX) {
+        s = cg_error(CG_ERR_UNSUPPORTED, "%s: file is too large to map", path);
+        close(fd);
+        goto fail;
+    }
+    void *map = mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    close(fd);
+    if (map == MAP_FAILED) {
+        s = cg_error(CG_ERR_IO, "%s: cannot map: %s", path, strerror(map_errno));
+        goto fail;
+    }
+    w->map = map;
+    w->map_size = (size_t)fsize;
+    const unsigned char *base = map;
+
+    uint64_t hlen = rd_le64(base);
+    if (hlen > ST_MAX_HEADER_LEN) {
+        s = cg_error(CG_ERR_FORMAT, "%s: header length %llu exceeds the limit of %llu bytes",
+                     path, (unsigned long long)hlen, ST_MAX_HEADER_LEN);
+        goto fail;
+    }
+    if (hlen > fsize - 8) {
+        s = cg_error(CG_ERR_FORMAT,
+                     "%s: header length %llu is larger than the rest of the file (%llu bytes)",
+                     path, (unsigned long long)hlen, (unsigned long long)(fsize - 8));
+        goto fail;
+    }
+    const unsigned char *hdr = base + 8;
+    size_t bad = utf8_check(hdr, (size_t)hlen);
+    if (bad != hlen) {
+        s = cg_error(CG_ERR_FORMAT, "%s: header is not valid UTF-8 (at header byte %zu)", path,
+                     bad);
+        goto fail;
+    }
+    w->data = hdr + hlen;
+    w->data_size = fsize - 8 - hlen;
+    if ((s = parse_header(w, hdr, (size_t)hlen)) != CG_OK) goto fail;
+    if ((s = validate(w)) != CG_OK) goto fail;
+    *out = w;
+    return CG_OK;
+fail:
+    cg_weights_free(w);
+    return s;
+}
+
+size_t cg_weights_count(const cg_weights *w) { return w ? w->count : 0; }
+
+const char *cg_weights_name(const cg_weights *w, size_t i) {
+    if (!w || i >= w->count) return NULL;
+    return w->entries[i].name;
+}
+
+const char *cg_weights_path(const cg_weights *w) { return w ? w->path : NULL; }
+
+int cg_weights_find(const cg_weights *w, const char *name) {
+    if (!w || !name) return -1;
+    size_t lo = 0, hi = w->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(name, w->entries[mid].name);
+        if (c == 0) return mid > (size_t)INT32_MAX ? -1 : (int)mid;
+        if (c < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    return -1;
+}
+
+static void fill_desc(const st_entry *e, cg_tensor_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->dtype = st_types[e->dtype].out == CG_F32 ? CG_OP_F32 : CG_OP_I32;
+    d->ndim = e->ndim;
+    for (int i = 0; i < e->ndim; i++) d->dims[i] = e->dims[i];
+}
+
+cg_status cg_weights_desc(const cg_weights *w, size_t i, cg_tensor_desc *desc_out) {
+    if (!w || !desc_out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_desc: NULL argument");
+    if (i >= w->count)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor index %zu out of range (%zu tensors)",
+                        w->path, i, w->count);
+    fill_desc(&w->entries[i], desc_out);
+    return CG_OK;
+}
+
+/* Converts the stored bytes of `e` into F32 / I32 at `dst` (4 * numel bytes). */
+static cg_status convert(const cg_weights *w, const st_entry *e, void *dst) {
+    const unsigned char *src = w->data + e->begin;
+    int64_t n = e->numel;
+    uint32_t *d = dst;
+    switch (e->dtype) {
+    case ST_F32:
+    case ST_I32:
+#if ST_HOST_BIG_ENDIAN
+        for (int64_t i = 0; i < n; i++) d[i] = rd_le32(src + 4 * i);
+#else
+        if (n > 0) memcpy(dst, src, (size_t)n * 4);
+#endif
+        return CG_OK;
+    case ST_F16:
+        for (int64_t i = 0; i < n; i++) d[i] = f16_to_f32_bits(rd_le16(src + 2 * i));
+        return CG_OK;
+    case ST_BF16:
+        for (int64_t i = 0; i < n; i++) d[i] = (uint32_t)rd_le16(src + 2 * i) << 16;
+        return CG_OK;
+    case ST_I64:
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = (int64_t)rd_le64(src + 8 * i);
+            if (v < INT32_MIN || v > INT32_MAX) {
+                char q[NAME_BUF];
+                quote_name(q, e->name);
+                return cg_error(CG_ERR_UNSUPPORTED,
+                                "%s: tensor '%s': element %lld has value %lld, which does not fit "
+                                "in I32",
+                                w->path, q, (long long)i, (long long)v);
+            }
+            int32_t v32 = (int32_t)v;
+            memcpy(&d[i], &v32, 4);
+        }
+        return CG_OK;
+    }
+    return cg_error(CG_ERR_FORMAT, "%s: internal error: bad dtype", w->path);
+}
+
+static cg_status lookup(const cg_weights *w, const char *name, const char *fn, st_entry **e) {
+    if (!w || !name) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    int i = cg_weights_find(w, name);
+    if (i < 0) {
+        char q[NAME_BUF];
+        quote_name(q, name);
+        return cg_error(CG_ERR_NOT_FOUND, "%s: no tensor named '%s'", w->path, q);
+    }
+    *e = &w->entries[i];
+    return CG_OK;
+}
+
+cg_status cg_weights_view(cg_weights *w, const char *name, cg_tensor_desc *desc_out,
+                          const void **data_out) {
+    st_entry *e;
+    if (!desc_out || !data_out)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_view: NULL output pointer");
+    *data_out = NULL;
+    cg_status s = lookup(w, name, "cg_weights_view", &e);
+    if (s != CG_OK) return s;
+    fill_desc(e, desc_out);
+    const unsigned char *src = w->data + e->begin;
+    if (!ST_HOST_BIG_ENDIAN && (e->dtype == ST_F32 || e->dtype == ST_I32) &&
+        (uintptr_t)src % 4 == 0) {
+        *data_out = src;
+        return CG_OK;
+    }
+    pthread_mutex_lock(&w->lock);
+    if (!e->converted) {
+        void *buf = cg_aligned_alloc((size_t)e->numel * 4);
+        if (!buf) {
+            char q[NAME_BUF];
+            quote_name(q, e->name);
+            s = cg_error(CG_ERR_NO_MEMORY, "%s: tensor '%s': out of memory converting to F32/I32",
+                         w->path, q);
+        } else if ((s = convert(w, e, buf)) != CG_OK) {
+            cg_aligned_free(buf);
+        } else {
+            e->converted = buf;
+        }
+    }
+    if (s == CG_OK) *data_out = e->converted;
+    pthread_mutex_unlock(&w->lock);
+    return s;
+}
+
+cg_status cg_weights_get(cg_weights *w, const char *name, cg_tensor **out) {
+    st_entry *e;
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_get: NULL output pointer");
+    *out = NULL;
+    cg_status s = lookup(w, name, "cg_weights_get", &e);
+    if (s != CG_OK) return s;
+    cg_tensor *t;
+    if ((s = cg_tensor_alloc(st_types[e->dtype].out, e->ndim, e->dims, &t)) != CG_OK) {
+        char q[NAME_BUF];
+        quote_name(q, e->name);
+        cg_error_prefix("%s: tensor '%s': ", w->path, q);
+        return s;
+    }
+    if ((s = convert(w, e, t->data)) != CG_OK) {
+        cg_tensor_free(t);
+        return s;
+    }
+    *out = t;
+    return CG_OK;
+}

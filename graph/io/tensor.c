@@ -1,0 +1,145 @@
+/* Dense host tensors: allocation, shape helpers and the public accessors. */
+#include "tensor.h"
+
+#include "mem.h"
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Stamps come from one counter, so a tensor allocated where a freed one
+ * lived never inherits its stamp. */
+static atomic_uint_fast64_t stamp_counter;
+
+uint64_t cg_tensor_new_stamp(void) { return (uint64_t)atomic_fetch_add(&stamp_counter, 1) + 1; }
+
+int64_t cg_shape_numel(int ndim, const int64_t *dims) {
+    if (ndim < 0 || ndim > CG_MAX_DIMS || (ndim > 0 && !dims)) return -1;
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] < 0) return -1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] != 0 && n > INT64_MAX / dims[i]) return -1;
+        n *= dims[i];
+    }
+    return n;
+}
+
+/* Appends printf output at *used, never writing past `size`; *used keeps
+ * counting so later appends are harmless once the buffer is full. */
+static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
+    CG_PRINTF(4, 5);
+static void append(char *buf, size_t size, size_t *used, const char *fmt, ...) {
+    size_t room = size > *used ? size - *used : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(room ? buf + *used : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) *used += (size_t)n;
+}
+
+void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims) {
+    if (!buf || size == 0) return;
+    buf[0] = '\0';
+    size_t used = 0;
+    append(buf, size, &used, "%s[", cg_dtype_name((cg_dtype)dtype));
+    if (ndim < 0 || ndim > CG_MAX_DIMS || (ndim > 0 && !dims)) {
+        append(buf, size, &used, "<invalid>]");
+        return;
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (i) append(buf, size, &used, ", ");
+        int64_t v = dims[i];
+        if (v >= 0)
+            append(buf, size, &used, "%lld", (long long)v);
+        else if (v == CG_DIM_UNKNOWN)
+            append(buf, size, &used, "?");
+        else
+            append(buf, size, &used, "s%lld", (long long)(-2 - v));
+    }
+    append(buf, size, &used, "]");
+}
+
+cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out) {
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: NULL output pointer");
+    *out = NULL;
+    size_t esize = cg_dtype_size(dtype);
+    if (esize == 0)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: invalid dtype %d", (int)dtype);
+    if (ndim < 0 || ndim > CG_MAX_DIMS)
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "tensor: %d dimensions out of range (0..%d)", ndim, CG_MAX_DIMS);
+    if (ndim > 0 && !dims)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: NULL dims for %d dimensions", ndim);
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] < 0)
+            return cg_error(CG_ERR_INVALID_ARGUMENT,
+                            "tensor: dimension %d is negative (%lld)", i, (long long)dims[i]);
+    int64_t numel = cg_shape_numel(ndim, dims);
+    char shape[160];
+    if (numel < 0 || (uint64_t)numel > (uint64_t)(PTRDIFF_MAX / 2) / esize) {
+        cg_shape_format(shape, sizeof shape, dtype, ndim, dims);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: %s is too large (size overflows)",
+                        shape);
+    }
+    size_t bytes = (size_t)numel * esize;
+    cg_tensor *t = calloc(1, sizeof *t);
+    if (!t) return cg_error(CG_ERR_NO_MEMORY, "tensor: out of memory");
+    t->data = cg_aligned_alloc(bytes);
+    if (!t->data) {
+        free(t);
+        cg_shape_format(shape, sizeof shape, dtype, ndim, dims);
+        return cg_error(CG_ERR_NO_MEMORY, "tensor: out of memory allocating %zu bytes for %s",
+                        bytes, shape);
+    }
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->stamp = cg_tensor_new_stamp();
+    for (int i = 0; i < ndim; i++) t->dims[i] = dims[i];
+    *out = t;
+    return CG_OK;
+}
+
+cg_status cg_tensor_create(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out) {
+    cg_status s = cg_tensor_alloc(dtype, ndim, dims, out);
+    if (s != CG_OK) return s;
+    memset((*out)->data, 0, (size_t)cg_tensor_numel(*out) * cg_dtype_size(dtype));
+    return CG_OK;
+}
+
+void cg_tensor_free(cg_tensor *t) {
+    if (!t) return;
+    cg_aligned_free(t->data);
+    free(t);
+}
+
+cg_dtype cg_tensor_dtype(const cg_tensor *t) { return t ? t->dtype : (cg_dtype)0; }
+
+int cg_tensor_ndim(const cg_tensor *t) { return t ? t->ndim : 0; }
+
+int64_t cg_tensor_dim(const cg_tensor *t, int i) {
+    if (!t || i < 0 || i >= t->ndim) return 0;
+    return t->dims[i];
+}
+
+int64_t cg_tensor_numel(const cg_tensor *t) {
+    if (!t) return 0;
+    int64_t n = cg_shape_numel(t->ndim, t->dims);
+    return n < 0 ? 0 : n;
+}
+
+void *cg_tensor_data(cg_tensor *t) {
+    if (!t) return NULL;
+    t->stamp = cg_tensor_new_stamp();
+    return t->data;
+}
+
+void cg_tensor_touch(cg_tensor *t) {
+    if (t) t->stamp = cg_tensor_new_stamp();
+}
+
+const void *cg_tensor_data_const(const cg_tensor *t) { return t ? t->data : NULL; }

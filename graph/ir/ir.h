@@ -1,0 +1,167 @@
+/* In-memory graph IR: models hold named graphs; graphs hold values and nodes.
+ * The parser, the builder API, the printer, the verifier and the executor
+ * all work on these structs. */
+#ifndef CG_GRAPH_IR_H
+#define CG_GRAPH_IR_H
+
+#include "clgraph/clgraph.h"
+#include "clgraph/plugin.h"
+#include "registry.h"
+
+#include <stdint.h>
+
+typedef struct cg_attr {
+    char *key;
+    cg_attr_type type;
+    int64_t i;
+    double f;
+    char *s;
+    int64_t *ints;
+    int32_t n_ints;
+    int line, col;          /* where it was written (0 from the builder) */
+} cg_attr;
+
+typedef enum cg_value_kind {
+    CG_VAL_INPUT = 1,       /* graph input, bound at run */
+    CG_VAL_PARAM = 2,       /* weight from the safetensors file */
+    CG_VAL_NODE = 3         /* output of a node */
+} cg_value_kind;
+
+typedef struct cg_value {
+    char *name;
+    cg_value_kind kind;
+    /* Declared for inputs and params; filled by inference for node outputs
+     * (typed == 0 until the verifier has run). dims hold sizes or
+     * CG_DIM_SYM(k) with k an index into the model's symbol table. */
+    int typed;
+    cg_dtype dtype;
+    int ndim;
+    int64_t dims[CG_MAX_DIMS];
+    char *weight;           /* params: the weight name */
+    int32_t producer;       /* node index for CG_VAL_NODE, else -1 */
+    int32_t producer_out;   /* output slot of the producer */
+    int line, col;
+} cg_value;
+
+struct cg_node {
+    char *name;
+    char *op;
+    int n_inputs;
+    char **in_names;        /* as written; resolved into inputs[] by verify */
+    int32_t *inputs;        /* value indices, -1 until resolved */
+    int n_outputs;
+    int32_t *outputs;       /* value indices */
+    int n_attrs;
+    cg_attr *attrs;
+    int line, col;
+    int op_line, op_col;    /* position of the op name */
+    struct cg_graph *graph;
+};
+
+struct cg_graph {
+    char *name;
+    struct cg_model *model;
+    int n_values, cap_values;
+    cg_value *values;
+    int n_nodes, cap_nodes;
+    struct cg_node **nodes;
+    int n_inputs;
+    int32_t *inputs;        /* value indices, in declaration order */
+    int n_outputs;
+    char **out_names;       /* as written; resolved into outputs[] by verify */
+    int32_t *outputs;       /* value indices, -1 until resolved */
+    int *out_line, *out_col;/* where each output was named */
+    int line, col;
+};
+
+struct cg_model {
+    cg_context *ctx;
+    char *filename;         /* for messages; "<builder>" for the builder */
+    int n_graphs;
+    struct cg_graph **graphs;
+    int n_syms;
+    char **syms;            /* symbolic dimension names */
+    cg_weights *weights;    /* bound weights or NULL */
+    int verified;
+};
+
+/* ---- construction (used by the parser and the builder API) ---- */
+
+/* Symbol index of `name`, added if new; -1 on allocation failure. */
+int cg_model_sym(cg_model *m, const char *name);
+
+/* Adds a value; fails (with a message naming both places) if the name is
+ * already defined in the graph. Returns the index through *out. */
+cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind,
+                             int line, int col, int32_t *out);
+
+/* Index of the value named `name`, or -1. */
+int32_t cg_graph_find_value(const cg_graph *g, const char *name);
+
+/* Adds a node with outputs defined; inputs are kept by name. */
+cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name,
+                            int n_inputs, const char *const *inputs,
+                            int n_outputs, const char *const *outputs,
+                            int line, int col, cg_node **out);
+
+/* Appends graph outputs by name (resolved by the verifier). */
+cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names,
+                                    const int *lines, const int *cols);
+
+/* Appends an attribute (takes ownership of nothing; copies). Fails if the
+ * key is already set on the node. */
+cg_status cg_node_add_attr(cg_node *n, const cg_attr *a);
+
+/* Frees the contents of an attribute. */
+void cg_attr_clear(cg_attr *a);
+
+/* Location prefix for messages: "FILE:LINE:COL: " or "FILE: " when no line. */
+void cg_loc_format(char *buf, size_t size, const cg_model *m, int line, int col);
+
+/* Formats a value's type "f32[B, 16]" with symbol names. */
+void cg_value_type_format(char *buf, size_t size, const cg_model *m, const cg_value *v);
+
+/* Creates an empty model. `ctx` may be NULL (parsing and printing need no
+ * registry); `filename` is kept for messages (NULL: "<builder>"). */
+cg_status cg_model_new(cg_context *ctx, const char *filename, cg_model **out);
+
+/* Adds a graph; fails if the name is taken (message naming both places). */
+cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col,
+                             cg_graph **out);
+
+/* Declares a typed graph input (appended to g->inputs) or a parameter read
+ * from weight `weight`. dims hold sizes >= 0 or CG_DIM_SYM(k) of m's symbols. */
+cg_status cg_graph_new_input(cg_graph *g, const char *name, cg_dtype dtype,
+                             int ndim, const int64_t *dims, int line, int col,
+                             int32_t *out);
+cg_status cg_graph_new_param(cg_graph *g, const char *name, const char *weight,
+                             cg_dtype dtype, int ndim, const int64_t *dims,
+                             int line, int col, int32_t *out);
+
+/* Non-zero if `s` is an identifier: [A-Za-z_][A-Za-z0-9_.]* */
+int cg_name_valid(const char *s);
+
+/* Length of the well-formed UTF-8 sequence at s (avail >= 1 bytes readable),
+ * or 0 if it is malformed (overlong, surrogate, beyond U+10FFFF, truncated). */
+size_t cg_utf8_seq_len(const char *s, size_t avail);
+
+/* ---- verification (verify.c) ---- */
+
+/* Resolves a node's attributes against its operator's declaration:
+ * unknown keys, wrong types, missing required ones are errors that name the
+ * node and attribute. `out` has def->n_attrs entries. */
+cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n,
+                                const cg_op_def *def, cg_attr_value *out);
+
+/* ---- text format (parse.c, print.c) ---- */
+
+cg_status cg_parse_text(cg_context *ctx, const char *text, size_t len,
+                        const char *filename, cg_model **out);
+
+/* Parses an attribute list "key: value, ..." (no braces) into a node's
+ * attributes; used by decompositions. */
+cg_status cg_parse_attr_list(const char *text, cg_node *n);
+
+cg_status cg_print_text(const cg_model *m, char **out);
+
+#endif

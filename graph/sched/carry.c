@@ -1,0 +1,211 @@
+/* Carried inputs (cg_plan_carry): the value a run writes to an output is the
+ * next run's input, kept where it was made. A device output is copied on its
+ * own queue into a plan-owned buffer (the instance's arena slot is reused by
+ * the next run, possibly of another instance), and from there into the next
+ * run's input slot on that device: recurrent state never crosses the bus.
+ * The host copy is made only when a CPU step reads the value or a new
+ * instance is lowered (auto placement measures kernels on real inputs). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "plan.h"
+
+cg_status cg_carry_init(cg_plan *p) {
+    int n = p->graph->n_inputs;
+    p->carry = calloc((size_t)n + 1, sizeof *p->carry);
+    p->carried = calloc((size_t)n + 1, 1);
+    if (!p->carry || !p->carried) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < n; k++) p->carry[k].out = -1;
+    return CG_OK;
+}
+
+static void carry_release(carry *c) {
+    cg_tensor_free(c->host);
+    c->host = NULL;
+    c->host_cap = 0;
+    for (int d = 0; d < CG_PLAN_MAX_DEVICES; d++) {
+        if (c->mem[d]) clReleaseMemObject(c->mem[d]);
+        c->mem[d] = NULL;
+        c->mem_cap[d] = 0;
+    }
+    c->valid = c->on_host = c->dev = 0;
+}
+
+void cg_carry_free(cg_plan *p) {
+    if (!p->carry) return;
+    for (int k = 0; k < p->graph->n_inputs; k++) carry_release(&p->carry[k]);
+    free(p->carry);
+    free(p->carried);
+}
+
+static int find_value(const cg_graph *g, const int32_t *list, int n, const char *name) {
+    for (int k = 0; k < n; k++)
+        if (list[k] >= 0 && !strcmp(g->values[list[k]].name, name)) return k;
+    return -1;
+}
+
+cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
+    if (!p || !input) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_carry: NULL argument");
+    cg_graph *g = p->graph;
+    int k = find_value(g, g->inputs, g->n_inputs, input);
+    if (k < 0) return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no input named '%s'", g->name, input);
+    carry *c = &p->carry[k];
+    if (!output) {
+        carry_release(c);
+        c->out = -1;
+        return CG_OK;
+    }
+    int o = find_value(g, g->outputs, g->n_outputs, output);
+    if (o < 0) return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no output named '%s'", g->name, output);
+    const cg_value *vi = &g->values[g->inputs[k]], *vo = &g->values[g->outputs[o]];
+    int ok = vi->dtype == vo->dtype && vi->ndim == vo->ndim;
+    for (int d = 0; ok && d < vi->ndim; d++)
+        ok = vi->dims[d] < 0 || vo->dims[d] < 0 || vi->dims[d] == vo->dims[d];
+    if (!ok) {
+        char a[256], b[256];
+        cg_tensor_desc da, db;
+        cg_desc_from_value(vi, &da);
+        cg_desc_from_value(vo, &db);
+        cg_desc_format(a, sizeof a, p->model, &da);
+        cg_desc_format(b, sizeof b, p->model, &db);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s': output '%s' (%s) cannot be carried into input '%s' (%s)",
+                        g->name, output, b, input, a);
+    }
+    if (c->out != o) carry_release(c);
+    c->out = o;
+    return CG_OK;
+}
+
+cg_status cg_carry_bind(cg_plan *p, int k, cg_tensor **t) {
+    cg_graph *g = p->graph;
+    carry *c = &p->carry[k];
+    if (c->out < 0)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' of graph '%s' is missing", g->values[g->inputs[k]].name,
+                        g->name);
+    if (!c->valid)
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "input '%s' of graph '%s' is missing, and no successful run has written output '%s' to "
+                        "carry into it",
+                        g->values[g->inputs[k]].name, g->name, g->out_names[c->out]);
+    *t = c->host;
+    return CG_OK;
+}
+
+static size_t carry_bytes(const carry *c) {
+    int64_t n = cg_shape_numel(c->host->ndim, c->host->dims);
+    return n > 0 ? (size_t)n * 4 : 0;
+}
+
+cg_status cg_carry_to_host(cg_plan *p, int k, cg_plan_stats *st) {
+    carry *c = &p->carry[k];
+    if (c->on_host || !c->dev) return CG_OK;
+    size_t bytes = carry_bytes(c);
+    cg_status rc = bytes ? cg_cl_read(p->devs[c->dev].cl, c->mem[c->dev], 0, bytes, c->host->data) : CG_OK;
+    if (rc) return rc;
+    st->copies++;
+    st->bytes_copied += bytes;
+    c->on_host = 1;
+    return CG_OK;
+}
+
+cg_status cg_carry_prepare(cg_plan *p, instance *in, cg_plan_stats *st) {
+    for (int k = 0; k < p->graph->n_inputs; k++) {
+        if (!p->carried[k] || p->carry[k].on_host) continue;
+        int host_reads = 0;
+        for (int si = 0; !host_reads && si < in->n_steps; si++) {
+            const step *s = &in->steps[si];
+            if (s->kind != STEP_KERNEL || p->devs[s->dev].cl) continue;
+            for (int j = 0; j < s->n_in; j++) {
+                const slot *x = &in->slots[s->in[j]];
+                host_reads |= x->kind == SLOT_INPUT && x->input_index == k;
+            }
+        }
+        for (int o = 0; !host_reads && o < p->graph->n_outputs; o++) {
+            const slot *x = &in->slots[in->out_slot[o]];
+            host_reads |= x->kind == SLOT_INPUT && x->input_index == k;
+        }
+        if (host_reads) {
+            cg_status rc = cg_carry_to_host(p, k, st);
+            if (rc) return rc;
+        }
+    }
+    return CG_OK;
+}
+
+cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stats *st) {
+    carry *cy = &p->carry[k];
+    slot *dst = &in->slots[c->dst];
+    c->kept_stamp = 0; /* the slot no longer holds a kept tensor's upload */
+    if (cy->dev && cy->dev == dst->dev) /* on this device already: a copy on its queue */
+        return cg_cl_copy(p->devs[dst->dev].cl, cy->mem[cy->dev], 0, cg_slot_mem(dst), 0, c->bytes);
+    cg_status rc = cg_carry_to_host(p, k, st);
+    if (rc) return rc;
+    st->copies++;
+    st->bytes_copied += c->bytes;
+    /* Blocking: the host copy is rewritten when this run ends. */
+    return cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, c->bytes, cy->host->data, 1);
+}
+
+/* A host copy with room for the output `s`, and its shape. */
+static cg_status host_room(carry *c, const slot *s) {
+    size_t bytes = (size_t)(cg_shape_numel(s->desc.ndim, s->desc.dims) > 0 ? cg_shape_numel(s->desc.ndim, s->desc.dims) : 0) * 4;
+    if (!c->host || bytes > c->host_cap) {
+        cg_tensor *t;
+        cg_status rc = cg_tensor_alloc((cg_dtype)s->desc.dtype, s->desc.ndim, s->desc.dims, &t);
+        if (rc) return rc;
+        cg_tensor_free(c->host);
+        c->host = t;
+        c->host_cap = bytes;
+    }
+    c->host->dtype = (cg_dtype)s->desc.dtype;
+    c->host->ndim = s->desc.ndim;
+    memcpy(c->host->dims, s->desc.dims, sizeof(int64_t) * (size_t)s->desc.ndim);
+    c->host->stamp = cg_tensor_new_stamp();
+    return CG_OK;
+}
+
+cg_status cg_carry_save(cg_plan *p, instance *in, cg_tensor **by_pos, int on_host) {
+    for (int k = 0; k < p->graph->n_inputs; k++) {
+        carry *c = &p->carry[k];
+        if (c->out < 0) continue;
+        const slot *s = &in->slots[in->out_slot[c->out]];
+        int d = p->devs[s->dev].cl ? s->dev : 0;
+        if (on_host != (d == 0)) continue;
+        c->valid = 0;
+        if (d == 0) {
+            /* The output may be this very input (carried or given): copy
+             * from where it is before the host copy can be replaced. */
+            const void *from = cg_slot_host(in, s, by_pos);
+            cg_status rc = host_room(c, s); /* same shape then: no new buffer */
+            if (rc) return rc;
+            size_t bytes = carry_bytes(c);
+            if (bytes && from != c->host->data) memcpy(c->host->data, from, bytes);
+            c->on_host = 1;
+            c->dev = 0;
+        } else {
+            size_t bytes = (size_t)(cg_shape_numel(s->desc.ndim, s->desc.dims)) * 4;
+            cg_status rc = CG_OK;
+            if (!c->mem[d] || bytes > c->mem_cap[d]) {
+                cl_mem m;
+                rc = cg_cl_alloc(p->devs[d].cl, bytes, &m);
+                if (rc) return rc;
+                if (c->mem[d]) clReleaseMemObject(c->mem[d]);
+                c->mem[d] = m;
+                c->mem_cap[d] = bytes;
+            }
+            rc = host_room(c, s); /* the shape, and room should a CPU step need it */
+            if (rc) return rc;
+            if (bytes) rc = cg_cl_copy(p->devs[d].cl, cg_slot_mem(s), 0, c->mem[d], 0, bytes);
+            if (rc) return rc;
+            c->on_host = 0;
+            c->dev = d;
+        }
+        c->valid = 1;
+    }
+    return CG_OK;
+}
+
+void cg_carry_invalidate(cg_plan *p) {
+    for (int k = 0; p->carry && k < p->graph->n_inputs; k++) p->carry[k].valid = 0;
+}

@@ -1,0 +1,118 @@
+/*
+ * clgraph seq2seq API: sequence-to-sequence models with attention, the model
+ * family of the spec seq2seq-attention.md, on top of the runtime of
+ * clgraph.h (contexts, plans, devices).
+ */
+#ifndef CLGRAPH_SEQ2SEQ_H
+#define CLGRAPH_SEQ2SEQ_H
+
+#include "clgraph/clgraph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * A sequence-to-sequence model with attention (the spec's model family):
+ * a model directory with config.json, weights.safetensors, src.vocab,
+ * tgt.vocab and optionally model.cg (used instead of the builder's graphs).
+ */
+typedef struct cg_s2s cg_s2s;
+
+/**
+ * Loads a model directory: reads and checks config.json (a mistake names the
+ * key), the vocabularies, the weights (a missing or mis-shaped tensor is
+ * named with its expected shape), builds or reads the encoder and decoder
+ * graphs, verifies them and makes their plans with `placement` (NULL: CPU).
+ */
+CG_API cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
+                             cg_s2s **out);
+
+/** Frees a model (NULL is ignored). */
+CG_API void cg_s2s_free(cg_s2s *m);
+
+/**
+ * The graph text a model directory describes: its model.cg, or the graphs
+ * the builder makes from config.json and the weights' vocabulary sizes.
+ * The caller frees the string.
+ */
+CG_API cg_status cg_s2s_graph_text(const char *dir, char **out);
+
+/**
+ * Tokenizes text as the config says ("chars": every code point; "words":
+ * split on whitespace), unknown tokens becoming unk_id. `*ids` is allocated
+ * (free() it).
+ */
+CG_API cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int *n);
+
+/** Joins target token ids into text (chars: concatenated; words: spaces). */
+CG_API cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, char **text);
+
+/** The source or target vocabulary's token for an id (NULL if out of range). */
+CG_API const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id);
+
+/** Decoding options; zero-initialise for greedy with the spec's defaults. */
+typedef struct cg_s2s_options {
+    int beam;       /**< beam size; 0 or 1: greedy */
+    int nbest;      /**< hypotheses returned per source (beam only); 0: 1 */
+    double alpha;   /**< length-penalty exponent (beam); 0: raw score */
+    int max_len;    /**< tokens generated, EOS included; 0: 2 x source length + 10 */
+    int batch;      /**< sentences decoded together; 0: 32 */
+    int attention;  /**< non-zero: return attention weights */
+    int force_len;  /**< decode exactly this many tokens, EOS counted as an ordinary token (benchmarks) */
+} cg_s2s_options;
+
+/** One hypothesis. */
+typedef struct cg_s2s_hyp {
+    int32_t *tokens;   /**< output token ids, without BOS and the final EOS */
+    int n_tokens;
+    double score;      /**< greedy: sum of log-probs (EOS included); beam: normalised */
+    float *attention;  /**< n_steps x src_len weights when asked (row per generated token) */
+    int n_steps;       /**< rows of `attention`: n_tokens, plus 1 when it ended with EOS */
+} cg_s2s_hyp;
+
+/** The hypotheses of one source, best first. */
+typedef struct cg_s2s_result {
+    int n_hyps;
+    cg_s2s_hyp *hyps;
+    int src_len;
+} cg_s2s_result;
+
+/** Called after each batch with the number of sources done. */
+typedef void (*cg_s2s_progress_fn)(int done, int total, void *user);
+
+/**
+ * Decodes `n` sources given as token ids (`src[i]`, `src_len[i]` tokens,
+ * without BOS/EOS) into `results[n]` (in input order). Sentences are sorted
+ * by length into batches; finished ones leave the batch; a sentence's result
+ * does not depend on the batch it is in.
+ */
+CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src,
+                                  const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress,
+                                  void *user);
+
+/** Frees what cg_s2s_translate put in one result. */
+CG_API void cg_s2s_result_clear(cg_s2s_result *r);
+
+/**
+ * The plan statistics of the model's encoder and decoder summed over every
+ * run since loading (see cg_plan_stats_get; either pointer may be NULL).
+ * The decoder runs once per step, so differences of `decoder_total` across
+ * a translation give the per-step allocations and OpenCL objects created.
+ * `decoder_total` is the plan the last translation ran: graph decoder, or
+ * decoder_logp for a beam wider than decoder's top_logp serves.
+ */
+CG_API cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total);
+
+/**
+ * Bytes of the decoder graph's parameters (every parameter once, at its
+ * declared dtype and shape): what a decoder step reads from memory at most,
+ * the embedding table included although a step gathers only its rows.
+ * 0 for NULL.
+ */
+CG_API size_t cg_s2s_decoder_weight_bytes(const cg_s2s *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLGRAPH_SEQ2SEQ_H */

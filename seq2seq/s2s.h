@@ -1,0 +1,53 @@
+/* Seq2seq models (../shared/spec/seq2seq-attention.md): the configuration
+ * read from config.json, the vocabularies and tokenizer, the graph builder,
+ * and the decoders, all on top of the graph IR and plans. */
+#ifndef CG_SEQ2SEQ_S2S_H
+#define CG_SEQ2SEQ_S2S_H
+
+#include "clgraph/clgraph.h"
+#include "clgraph/seq2seq.h"
+
+typedef enum { S2S_GRU, S2S_LSTM } s2s_cell;
+typedef enum { S2S_ADDITIVE, S2S_DOT, S2S_SCALED_DOT, S2S_GENERAL, S2S_COSINE, S2S_NONE } s2s_attention;
+typedef enum { S2S_LOCAL_NONE, S2S_LOCAL_MONOTONIC, S2S_LOCAL_PREDICTIVE } s2s_local;
+
+typedef struct s2s_config {
+    s2s_cell cell;
+    int emb_dim, hidden, encoder_layers, decoder_layers, bidirectional;
+    s2s_attention attention;
+    int attention_dim;
+    s2s_local local;
+    int local_D;
+    int luong;          /* decoder_style: 0 bahdanau, 1 luong */
+    int bridge_dense;   /* bridge: 1 dense, 0 zeros */
+    int chars;          /* tokenizer: 1 chars, 0 words */
+    int pad_id, bos_id, eos_id, unk_id;
+    int v_src, v_tgt;   /* from the embedding weights */
+} s2s_config;
+
+/* Parses and validates DIR/config.json; every mistake names the key. */
+cg_status cg_s2s_config_read(const char *path, s2s_config *out);
+
+/* K: the width of an encoder output. */
+static inline int s2s_keys_dim(const s2s_config *c) { return c->hidden * (c->bidirectional ? 2 : 1); }
+
+/* Candidates per row the generated graph 'decoder' keeps (top_logp,
+ * top_id): greedy reads 1, a beam of k reads 2k, so beams up to 8 run on it;
+ * wider beams run 'decoder_logp', which outputs the whole distribution. */
+#define S2S_TOP_K 16
+
+/* The IR text of the encoder and decoder-step graphs for a configuration. */
+cg_status cg_s2s_build_text(const s2s_config *c, char **out);
+
+/* A vocabulary: token strings by id, and a lookup. */
+typedef struct s2s_vocab {
+    int n;
+    char **tokens;
+    int *sorted;  /* ids sorted by token, for bsearch */
+} s2s_vocab;
+
+cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *out);
+void cg_s2s_vocab_free(s2s_vocab *v);
+int cg_s2s_vocab_find(const s2s_vocab *v, const char *tok, size_t len);
+
+#endif

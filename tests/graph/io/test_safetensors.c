@@ -1,0 +1,859 @@
+/* safetensors reader: valid files of every dtype, conversions, zero-copy
+ * views, a file written by tools/py/make_test_safetensors.py, and hostile
+ * files (each checked for its status and the text of its message). */
+#include "clgraph/clgraph.h"
+#include "weights.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#ifndef CG_TEST_DATA_DIR
+#define CG_TEST_DATA_DIR "tests/data"
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Fixture: a fresh temporary directory per test                       */
+
+static void setup(void) { tu_setup_dir("st"); }
+
+/* 8-byte header length, the JSON, `pad` spaces, then the data section. */
+static const char *write_st(const char *name, const char *json, size_t pad, const void *data,
+                            size_t dlen) {
+    size_t jl = strlen(json), n = jl + pad;
+    unsigned char *buf = malloc(8 + n + dlen + 1);
+    ck_assert_ptr_nonnull(buf);
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    memcpy(buf + 8, json, jl);
+    memset(buf + 8 + jl, ' ', pad);
+    if (dlen) memcpy(buf + 8 + n, data, dlen);
+    const char *p = tu_write_file(name, buf, 8 + n + dlen);
+    free(buf);
+    return p;
+}
+
+/* Pads the JSON so that the data section starts on an 8-byte boundary. */
+static const char *write_st8(const char *name, const char *json, const void *data, size_t dlen) {
+    size_t jl = strlen(json);
+    return write_st(name, json, (8 - jl % 8) % 8, data, dlen);
+}
+
+static void expect_open_fail_at(int line, const char *path, cg_status want, const char *substr) {
+    cg_weights *w = (cg_weights *)&w;
+    cg_status s = cg_weights_open(path, &w);
+    const char *msg = cg_last_error();
+    ck_assert_msg(s == want, "line %d: status %s, want %s (message: %s)", line,
+                  cg_status_name(s), cg_status_name(want), msg);
+    ck_assert_msg(w == NULL, "line %d: output not NULL on failure", line);
+    ck_assert_msg(strncmp(msg, path, strlen(path)) == 0 && msg[strlen(path)] == ':',
+                  "line %d: message does not start with the path: %s", line, msg);
+    ck_assert_msg(strstr(msg, substr) != NULL, "line %d: message '%s' lacks '%s'", line, msg,
+                  substr);
+    ck_assert_msg(strchr(msg, '\n') == NULL, "line %d: message has a newline: %s", line, msg);
+}
+#define expect_open_fail(path, want, substr) expect_open_fail_at(__LINE__, path, want, substr)
+
+/* Opens a JSON + data file that must fail. */
+#define expect_st_fail(json, data, dlen, want, substr)                                        \
+    expect_open_fail(write_st8("bad.safetensors", json, data, dlen), want, substr)
+
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static void put16(unsigned char *p, uint16_t v) {
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+
+static void put32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* ------------------------------------------------------------------ */
+/* Valid files                                                         */
+
+static const uint16_t F16_IN[] = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x03FF, 0x0400, 0x7C00,
+                                  0xFC00, 0x8000, 0x3555, 0x8001, 0x0200, 0x7E00, 0xFE01};
+#define N_F16 (sizeof F16_IN / sizeof F16_IN[0])
+/* expected f32 bit patterns, computed by hand */
+static const uint32_t F16_OUT[N_F16] = {
+    0x3F800000, /* 1.0 */
+    0xC0000000, /* -2.0 */
+    0x477FE000, /* 65504, largest half */
+    0x33800000, /* 2^-24, smallest subnormal */
+    0x387FC000, /* 1023 * 2^-24, largest subnormal */
+    0x38800000, /* 2^-14, smallest normal */
+    0x7F800000, /* +inf */
+    0xFF800000, /* -inf */
+    0x80000000, /* -0 */
+    0x3EAAA000, /* 0x1.554p-2 */
+    0xB3800000, /* -2^-24 */
+    0x38000000, /* 2^-15 (subnormal 0x200) */
+    0x7FC00000, /* quiet nan */
+    0xFFC02000, /* negative nan with payload */
+};
+
+static const uint16_t BF16_IN[] = {0x3F80, 0xC040, 0x7F80, 0xFF80, 0x8000,
+                                   0x0001, 0x4049, 0x7F7F, 0x7FC0};
+#define N_BF16 (sizeof BF16_IN / sizeof BF16_IN[0])
+
+START_TEST(test_all_dtypes) {
+    unsigned char data[256];
+    size_t o = 0;
+    /* a: F32[2, 2] */
+    const float fa[4] = {1.5f, -2.25f, 1e-45f, 3.4028235e38f};
+    for (int i = 0; i < 4; i++) put32(data + o + 4 * i, f32_bits(fa[i]));
+    o += 16;
+    /* h: F16[14] at 16 */
+    for (size_t i = 0; i < N_F16; i++) put16(data + o + 2 * i, F16_IN[i]);
+    o += 2 * N_F16; /* 44 */
+    /* b: BF16[9] at 44 */
+    for (size_t i = 0; i < N_BF16; i++) put16(data + o + 2 * i, BF16_IN[i]);
+    o += 2 * N_BF16; /* 62 */
+    /* i: I32[3] at 62 (misaligned on purpose) */
+    const int32_t iv[3] = {7, -1, INT32_MIN};
+    for (int i = 0; i < 3; i++) put32(data + o + 4 * i, (uint32_t)iv[i]);
+    o += 12; /* 74 */
+    /* l: I64[2, 2] at 74 */
+    const int64_t lv[4] = {0, -1, INT32_MAX, INT32_MIN};
+    for (int i = 0; i < 4; i++) put64(data + o + 8 * i, (uint64_t)lv[i]);
+    o += 32; /* 106 */
+    const char *json =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+        "\"h\":{\"dtype\":\"F16\",\"shape\":[14],\"data_offsets\":[16,44]},"
+        "\"b\":{\"dtype\":\"BF16\",\"shape\":[3,3],\"data_offsets\":[44,62]},"
+        "\"i\":{\"dtype\":\"I32\",\"shape\":[3],\"data_offsets\":[62,74]},"
+        "\"l\":{\"dtype\":\"I64\",\"shape\":[2,2],\"data_offsets\":[74,106]}}";
+    const char *path = write_st8("all.safetensors", json, data, o);
+    cg_weights *w = NULL;
+    ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
+    ck_assert_uint_eq(cg_weights_count(w), 5);
+    const char *sorted[] = {"a", "b", "h", "i", "l"};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_str_eq(cg_weights_name(w, (size_t)i), sorted[i]);
+        ck_assert_int_eq(cg_weights_find(w, sorted[i]), i);
+    }
+    ck_assert_ptr_null(cg_weights_name(w, 5));
+    ck_assert_int_eq(cg_weights_find(w, "zz"), -1);
+    ck_assert_int_eq(cg_weights_find(w, ""), -1);
+
+    cg_tensor *t;
+    /* F32 */
+    ck_assert_int_eq(cg_weights_get(w, "a", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_dtype(t), CG_F32);
+    ck_assert_int_eq(cg_tensor_ndim(t), 2);
+    ck_assert_int_eq(cg_tensor_dim(t, 0), 2);
+    ck_assert_int_eq(cg_tensor_dim(t, 1), 2);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(f32_bits(((const float *)cg_tensor_data_const(t))[i]), f32_bits(fa[i]));
+    cg_tensor_free(t);
+    /* F16 */
+    ck_assert_int_eq(cg_weights_get(w, "h", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_dtype(t), CG_F32);
+    ck_assert_int_eq(cg_tensor_numel(t), (int64_t)N_F16);
+    const float *hf = cg_tensor_data_const(t);
+    for (size_t i = 0; i < N_F16; i++)
+        ck_assert_msg(f32_bits(hf[i]) == F16_OUT[i], "f16 0x%04x -> 0x%08x, want 0x%08x",
+                      F16_IN[i], f32_bits(hf[i]), F16_OUT[i]);
+    ck_assert(hf[3] == 0x1p-24f);
+    ck_assert(hf[4] == 0x1.ff8p-15f);
+    ck_assert(hf[9] == 0x1.554p-2f);
+    ck_assert(isinf(hf[6]) && hf[6] > 0);
+    ck_assert(hf[8] == 0.0f && signbit(hf[8]));
+    ck_assert(isnan(hf[12]) && isnan(hf[13]));
+    cg_tensor_free(t);
+    /* BF16 */
+    ck_assert_int_eq(cg_weights_get(w, "b", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_ndim(t), 2);
+    const float *bf = cg_tensor_data_const(t);
+    ck_assert(bf[0] == 1.0f);
+    ck_assert(bf[1] == -3.0f);
+    ck_assert(isinf(bf[2]) && bf[2] > 0);
+    ck_assert(isinf(bf[3]) && bf[3] < 0);
+    ck_assert(bf[4] == 0.0f && signbit(bf[4]));
+    ck_assert(bf[5] == 0x1p-133f); /* bfloat16 subnormal */
+    ck_assert(bf[6] == 3.140625f);
+    ck_assert(bf[7] == 0x1.fep127f);
+    ck_assert(isnan(bf[8]));
+    cg_tensor_free(t);
+    /* I32 (misaligned in the file) */
+    ck_assert_int_eq(cg_weights_get(w, "i", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_dtype(t), CG_I32);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[i], iv[i]);
+    cg_tensor_free(t);
+    /* I64 -> I32 */
+    ck_assert_int_eq(cg_weights_get(w, "l", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_dtype(t), CG_I32);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[i], (int32_t)lv[i]);
+    cg_tensor_free(t);
+
+    /* views agree with get */
+    cg_tensor_desc d;
+    const void *p1, *p2;
+    ck_assert_int_eq(cg_weights_view(w, "h", &d, &p1), CG_OK);
+    ck_assert_int_eq(d.dtype, CG_OP_F32);
+    ck_assert_int_eq(d.ndim, 1);
+    ck_assert_int_eq(d.dims[0], (int64_t)N_F16);
+    for (size_t i = 0; i < N_F16; i++) ck_assert_uint_eq(f32_bits(((const float *)p1)[i]), F16_OUT[i]);
+    ck_assert_int_eq(cg_weights_view(w, "h", &d, &p2), CG_OK);
+    ck_assert_ptr_eq(p1, p2); /* converted once */
+    ck_assert_uint_eq((uintptr_t)p1 % 4, 0);
+    ck_assert_int_eq(cg_weights_view(w, "i", &d, &p1), CG_OK);
+    ck_assert_int_eq(d.dtype, CG_OP_I32);
+    ck_assert_uint_eq((uintptr_t)p1 % 4, 0);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(((const int32_t *)p1)[i], iv[i]);
+    ck_assert_int_eq(cg_weights_view(w, "l", &d, &p1), CG_OK);
+    ck_assert_int_eq(d.dtype, CG_OP_I32);
+    ck_assert_int_eq(d.ndim, 2);
+    ck_assert_int_eq(((const int32_t *)p1)[3], INT32_MIN);
+    ck_assert_int_eq(cg_weights_view(w, "b", &d, &p1), CG_OK);
+    ck_assert(((const float *)p1)[6] == 3.140625f);
+    ck_assert_int_eq(cg_weights_desc(w, 2, &d), CG_OK); /* "h" */
+    ck_assert_int_eq(d.dtype, CG_OP_F32);
+    ck_assert_int_eq(d.dims[0], (int64_t)N_F16);
+    ck_assert_int_eq(cg_weights_desc(w, 5, &d), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_weights_path(w), path);
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_view_zero_copy) {
+    unsigned char data[32];
+    for (int i = 0; i < 8; i++) put32(data + 4 * i, f32_bits((float)i + 0.5f));
+    const char *json = "{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                       "\"y\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[16,32]}}";
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(write_st8("zc.safetensors", json, data, 32), &w), CG_OK);
+    cg_tensor_desc dx, dy;
+    const void *px, *py;
+    ck_assert_int_eq(cg_weights_view(w, "x", &dx, &px), CG_OK);
+    ck_assert_int_eq(cg_weights_view(w, "y", &dy, &py), CG_OK);
+    /* both point into the same mapping, 16 bytes apart: no copy was made */
+    ck_assert_int_eq((const char *)py - (const char *)px, 16);
+    ck_assert(((const float *)px)[1] == 1.5f);
+    ck_assert(((const float *)py)[3] == 7.5f);
+    ck_assert_int_eq(dy.ndim, 2);
+    ck_assert_int_eq(dy.dims[0], 2);
+    ck_assert_int_eq(dy.dims[1], 2);
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_view_misaligned_f32) {
+    unsigned char data[12];
+    for (int i = 0; i < 3; i++) put32(data + 4 * i, f32_bits(-1.0f - (float)i));
+    const char *json = "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}}";
+    size_t jl = strlen(json);
+    /* data section at 8 + jl + pad, made odd */
+    size_t pad = ((8 + jl) % 2 == 0) ? 1 : 0;
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(write_st("mis.safetensors", json, pad, data, 12), &w), CG_OK);
+    cg_tensor_desc d;
+    const void *p, *q;
+    ck_assert_int_eq(cg_weights_view(w, "x", &d, &p), CG_OK);
+    ck_assert_uint_eq((uintptr_t)p % 4, 0);
+    for (int i = 0; i < 3; i++) ck_assert(((const float *)p)[i] == -1.0f - (float)i);
+    ck_assert_int_eq(cg_weights_view(w, "x", &d, &q), CG_OK);
+    ck_assert_ptr_eq(p, q);
+    cg_weights_free(w);
+}
+END_TEST
+
+typedef struct view_job {
+    cg_weights *w;
+    const void *ptr[64];
+    cg_status st[64];
+} view_job;
+
+static void *view_thread(void *arg) {
+    view_job *j = arg;
+    char name[8];
+    for (int i = 0; i < 64; i++) {
+        cg_tensor_desc d;
+        snprintf(name, sizeof name, "t%d", i);
+        j->st[i] = cg_weights_view(j->w, name, &d, &j->ptr[i]);
+    }
+    return NULL;
+}
+
+/* Several threads converting the same tensors get one buffer each. */
+START_TEST(test_view_threads) {
+    enum { T = 64, E = 256 };
+    char json[T * 80 + 8];
+    size_t o = 0;
+    unsigned char *data = malloc((size_t)T * E * 2);
+    ck_assert_ptr_nonnull(data);
+    for (int k = 0; k < T * E; k++) put16(data + 2 * k, (uint16_t)(0x3C00 + (k % 1024)));
+    o += (size_t)snprintf(json + o, sizeof json - o, "{");
+    for (int i = 0; i < T; i++)
+        o += (size_t)snprintf(json + o, sizeof json - o,
+                              "%s\"t%d\":{\"dtype\":\"F16\",\"shape\":[%d],"
+                              "\"data_offsets\":[%d,%d]}",
+                              i ? "," : "", i, E, i * E * 2, (i + 1) * E * 2);
+    snprintf(json + o, sizeof json - o, "}");
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(write_st8("thr.safetensors", json, data, (size_t)T * E * 2), &w),
+                     CG_OK);
+    free(data);
+    view_job jobs[4];
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        jobs[k].w = w;
+        ck_assert_int_eq(pthread_create(&th[k], NULL, view_thread, &jobs[k]), 0);
+    }
+    for (int k = 0; k < 4; k++) ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+    for (int i = 0; i < T; i++) {
+        for (int k = 0; k < 4; k++) {
+            ck_assert_int_eq(jobs[k].st[i], CG_OK);
+            ck_assert_ptr_eq(jobs[k].ptr[i], jobs[0].ptr[i]);
+        }
+        const float *f = jobs[0].ptr[i];
+        ck_assert(f[0] == 1.0f + (float)((i * E) % 1024) / 1024.0f);
+    }
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_empty_scalar_metadata) {
+    unsigned char data[4];
+    put32(data, f32_bits(2.5f));
+    const char *json =
+        "  {\"__metadata__\" : {\"format\": \"pt\", \"k\\u00e9y\": \"v\\\"al\\n\", \"z\": \"\"},\n"
+        "  \"s\": {\"shape\": [], \"data_offsets\": [0, 4], \"dtype\": \"F32\"},\r\n"
+        "  \"e\": {\"dtype\": \"BF16\", \"shape\": [0, 1000000], \"data_offsets\": [4, 4]},\t"
+        "  \"e2\": {\"dtype\": \"I64\", \"shape\": [3, 0], \"data_offsets\": [4, 4]}\n}";
+    cg_weights *w;
+    const char *path = write_st8("scalar.safetensors", json, data, 4);
+    ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
+    ck_assert_uint_eq(cg_weights_count(w), 3);
+    ck_assert_int_eq(cg_weights_find(w, "__metadata__"), -1);
+    cg_tensor *t;
+    ck_assert_int_eq(cg_weights_get(w, "s", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_ndim(t), 0);
+    ck_assert_int_eq(cg_tensor_numel(t), 1);
+    ck_assert(((const float *)cg_tensor_data_const(t))[0] == 2.5f);
+    cg_tensor_free(t);
+    ck_assert_int_eq(cg_weights_get(w, "e", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_numel(t), 0);
+    ck_assert_int_eq(cg_tensor_dim(t, 1), 1000000);
+    cg_tensor_free(t);
+    cg_tensor_desc d;
+    const void *p;
+    ck_assert_int_eq(cg_weights_view(w, "e2", &d, &p), CG_OK);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(d.dtype, CG_OP_I32);
+    ck_assert_int_eq(d.dims[0], 3);
+    ck_assert_int_eq(d.dims[1], 0);
+    cg_weights_free(w);
+
+    /* a file with no tensors at all */
+    ck_assert_int_eq(cg_weights_open(write_st8("none.safetensors", "{}", NULL, 0), &w), CG_OK);
+    ck_assert_uint_eq(cg_weights_count(w), 0);
+    ck_assert_int_eq(cg_weights_find(w, "x"), -1);
+    cg_weights_free(w);
+    ck_assert_int_eq(
+        cg_weights_open(write_st8("meta.safetensors", "{\"__metadata__\":{}}", NULL, 0), &w),
+        CG_OK);
+    ck_assert_uint_eq(cg_weights_count(w), 0);
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_escaped_names) {
+    unsigned char data[8] = {0};
+    /* "a\u00e9\ud83d\ude00\n\/" and raw UTF-8 "é" */
+    const char *json =
+        "{\"a\\u00e9\\ud83d\\ude00\\n\\/\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        "\"\xc3\xa9\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+    cg_weights *w;
+    ck_assert_msg(cg_weights_open(write_st8("esc.safetensors", json, data, 8), &w) == CG_OK, "%s",
+                  cg_last_error());
+    ck_assert_int_ge(cg_weights_find(w, "a\xc3\xa9\xf0\x9f\x98\x80\n/"), 0);
+    ck_assert_int_ge(cg_weights_find(w, "\xc3\xa9"), 0);
+    /* the message about an unknown name is one line even if the name is not */
+    cg_tensor *t;
+    ck_assert_int_eq(cg_weights_get(w, "no\nsuch", &t), CG_ERR_NOT_FOUND);
+    ck_assert_ptr_null(t);
+    ck_assert_ptr_null(strchr(cg_last_error(), '\n'));
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "no tensor named 'no\\x0asuch'"));
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_many_tensors) {
+    enum { N = 5000 };
+    size_t cap = (size_t)N * 90 + 16;
+    char *json = malloc(cap);
+    unsigned char *data = malloc((size_t)N * 4);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_ptr_nonnull(data);
+    size_t o = 0;
+    o += (size_t)snprintf(json + o, cap - o, "{");
+    for (int i = 0; i < N; i++) {
+        int k = N - 1 - i; /* names in reverse order of the data */
+        o += (size_t)snprintf(json + o, cap - o,
+                              "%s\"layer.%05d.w\":{\"dtype\":\"I32\",\"shape\":[1],"
+                              "\"data_offsets\":[%d,%d]}",
+                              i ? "," : "", k, 4 * i, 4 * i + 4);
+        put32(data + 4 * i, (uint32_t)k);
+    }
+    o += (size_t)snprintf(json + o, cap - o, "}");
+    ck_assert_uint_lt(o, cap);
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(write_st8("many.safetensors", json, data, (size_t)N * 4), &w),
+                     CG_OK);
+    free(json);
+    free(data);
+    ck_assert_uint_eq(cg_weights_count(w), N);
+    char name[32];
+    for (int k = 0; k < N; k++) {
+        snprintf(name, sizeof name, "layer.%05d.w", k);
+        ck_assert_int_eq(cg_weights_find(w, name), k); /* names are sorted */
+        cg_tensor_desc d;
+        const void *p;
+        ck_assert_int_eq(cg_weights_view(w, name, &d, &p), CG_OK);
+        ck_assert_int_eq(*(const int32_t *)p, k);
+    }
+    ck_assert_int_eq(cg_weights_find(w, "layer.05000.w"), -1);
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_python_file) {
+    const char *path = CG_TEST_DATA_DIR "/small.safetensors";
+    cg_weights *w;
+    ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
+    const char *names[] = {"count", "dense.bias", "dense.weight", "emb.bf16",
+                           "emb.f16", "empty", "ids"};
+    ck_assert_uint_eq(cg_weights_count(w), 7);
+    for (int i = 0; i < 7; i++) ck_assert_str_eq(cg_weights_name(w, (size_t)i), names[i]);
+
+    cg_tensor *t;
+    ck_assert_int_eq(cg_weights_get(w, "dense.weight", &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_ndim(t), 2);
+    ck_assert_int_eq(cg_tensor_dim(t, 0), 2);
+    ck_assert_int_eq(cg_tensor_dim(t, 1), 3);
+    const float dw[6] = {1.0f, -2.5f, 3.25f, 0.0f, 65504.0f, -0.125f};
+    for (int i = 0; i < 6; i++) ck_assert(((const float *)cg_tensor_data_const(t))[i] == dw[i]);
+    cg_tensor_free(t);
+
+    cg_tensor_desc d;
+    const void *p;
+    ck_assert_int_eq(cg_weights_view(w, "dense.bias", &d, &p), CG_OK);
+    ck_assert(((const float *)p)[0] == 0.1f);
+    ck_assert(((const float *)p)[1] == 0.2f);
+    ck_assert(((const float *)p)[2] == 0.3f);
+    ck_assert_int_eq(cg_weights_view(w, "emb.f16", &d, &p), CG_OK);
+    ck_assert_int_eq(d.ndim, 2);
+    const float ef[4] = {1.0f, -2.0f, 0.5f, 65504.0f};
+    for (int i = 0; i < 4; i++) ck_assert(((const float *)p)[i] == ef[i]);
+    ck_assert_int_eq(cg_weights_view(w, "emb.bf16", &d, &p), CG_OK);
+    const float eb[4] = {1.0f, -3.0f, 0.15625f, 256.0f};
+    for (int i = 0; i < 4; i++) ck_assert(((const float *)p)[i] == eb[i]);
+    ck_assert_int_eq(cg_weights_view(w, "ids", &d, &p), CG_OK);
+    ck_assert_int_eq(d.dtype, CG_OP_I32);
+    ck_assert_int_eq(((const int32_t *)p)[0], 0);
+    ck_assert_int_eq(((const int32_t *)p)[1], -7);
+    ck_assert_int_eq(((const int32_t *)p)[2], 2147483647);
+    ck_assert_int_eq(cg_weights_view(w, "count", &d, &p), CG_OK);
+    ck_assert_int_eq(d.ndim, 0);
+    ck_assert_int_eq(*(const int32_t *)p, 42);
+    ck_assert_int_eq(cg_weights_view(w, "empty", &d, &p), CG_OK);
+    ck_assert_int_eq(d.dims[0], 0);
+    ck_assert_int_eq(d.dims[1], 4);
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_i64_out_of_range) {
+    unsigned char data[24];
+    put64(data, 5);
+    put64(data + 8, (uint64_t)1 << 31);
+    put64(data + 16, 0);
+    const char *json = "{\"big\":{\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[0,24]}}";
+    cg_weights *w;
+    const char *path = write_st8("big.safetensors", json, data, 24);
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_OK); /* values are checked on access */
+    cg_tensor *t;
+    ck_assert_int_eq(cg_weights_get(w, "big", &t), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(t);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(),
+                                 "tensor 'big': element 1 has value 2147483648, which does not "
+                                 "fit in I32"));
+    ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
+    cg_tensor_desc d;
+    const void *p = &p;
+    ck_assert_int_eq(cg_weights_view(w, "big", &d, &p), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "element 1"));
+    /* and again: the failed conversion was not cached */
+    ck_assert_int_eq(cg_weights_view(w, "big", &d, &p), CG_ERR_UNSUPPORTED);
+    cg_weights_free(w);
+
+    put64(data + 8, (uint64_t)INT64_MIN);
+    path = write_st8("neg.safetensors", json, data, 24);
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
+    ck_assert_int_eq(cg_weights_get(w, "big", &t), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "value -9223372036854775808"));
+    cg_weights_free(w);
+}
+END_TEST
+
+START_TEST(test_api_misuse) {
+    cg_weights *w = NULL;
+    ck_assert_int_eq(cg_weights_open(NULL, &w), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_weights_open("x", NULL), CG_ERR_INVALID_ARGUMENT);
+    cg_weights_free(NULL);
+    ck_assert_uint_eq(cg_weights_count(NULL), 0);
+    ck_assert_ptr_null(cg_weights_name(NULL, 0));
+    ck_assert_int_eq(cg_weights_find(NULL, "x"), -1);
+    unsigned char data[4] = {0};
+    const char *json = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    const char *path = write_st8("ok.safetensors", json, data, 4);
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
+    cg_tensor *t = NULL;
+    ck_assert_int_eq(cg_weights_get(w, NULL, &t), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_weights_get(w, "x", NULL), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_weights_get(w, "y", &t), CG_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "no tensor named 'y'"));
+    ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
+    cg_tensor_desc d;
+    const void *p;
+    ck_assert_int_eq(cg_weights_view(w, "y", &d, &p), CG_ERR_NOT_FOUND);
+    ck_assert_int_eq(cg_weights_view(w, "x", NULL, &p), CG_ERR_INVALID_ARGUMENT);
+    cg_weights_free(w);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Hostile files                                                       */
+
+START_TEST(test_bad_file_level) {
+    expect_open_fail(tu_path("missing.safetensors"), CG_ERR_IO, "cannot open");
+    expect_open_fail(tu_dir, CG_ERR_IO, "not a regular file");
+    expect_open_fail(tu_write_file("empty.safetensors", "", 0), CG_ERR_FORMAT,
+                     "file is too short (0 bytes) to hold the 8-byte header length");
+    expect_open_fail(tu_write_file("short.safetensors", "\x02\0\0\0\0", 5), CG_ERR_FORMAT,
+                     "file is too short (5 bytes)");
+    /* header length larger than the file */
+    unsigned char b[32];
+    put64(b, 100);
+    memcpy(b + 8, "{}", 2);
+    expect_open_fail(tu_write_file("hlen.safetensors", b, 10), CG_ERR_FORMAT,
+                     "header length 100 is larger than the rest of the file (2 bytes)");
+    /* absurd header lengths */
+    put64(b, UINT64_MAX);
+    expect_open_fail(tu_write_file("huge.safetensors", b, 10), CG_ERR_FORMAT,
+                     "header length 18446744073709551615 exceeds the limit of 100000000 bytes");
+    put64(b, 100000001);
+    expect_open_fail(tu_write_file("huge2.safetensors", b, 10), CG_ERR_FORMAT, "exceeds the limit");
+    /* header length 0: no JSON at all */
+    put64(b, 0);
+    expect_open_fail(tu_write_file("zero.safetensors", b, 8), CG_ERR_FORMAT,
+                     "expected a JSON object, found the end of the header");
+    /* truncated in the middle of the JSON (length prefix says more) */
+    const char *json = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    put64(b, strlen(json));
+    memcpy(b + 8, json, 20);
+    expect_open_fail(tu_write_file("trunc.safetensors", b, 28), CG_ERR_FORMAT,
+                     "is larger than the rest of the file (20 bytes)");
+    /* not UTF-8 */
+    expect_st_fail("{\"\xff\":{}}", NULL, 0, CG_ERR_FORMAT,
+                   "header is not valid UTF-8 (at header byte 2)");
+    expect_st_fail("{\"\xc0\xaf\":{}}", NULL, 0, CG_ERR_FORMAT, "not valid UTF-8"); /* overlong */
+    expect_st_fail("{\"\xed\xa0\x80\":{}}", NULL, 0, CG_ERR_FORMAT, "not valid UTF-8"); /* surrogate */
+}
+END_TEST
+
+START_TEST(test_bad_json) {
+    unsigned char d4[4] = {0};
+    expect_st_fail("[1, 2]", NULL, 0, CG_ERR_FORMAT, "expected a JSON object, found an array");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",", NULL, 0, CG_ERR_FORMAT,
+                   "tensor 'x': expected a string key, found the end of the header");
+    expect_st_fail("{\"x\" {}}", NULL, 0, CG_ERR_FORMAT,
+                   "invalid JSON: expected ':' after a tensor name, found an object (at header byte 5)");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},}", d4, 4,
+                   CG_ERR_FORMAT, "expected a tensor name (string), found '}'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", d4, 4,
+                   CG_ERR_FORMAT, "invalid JSON: unexpected data after the header object");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}{}", d4, 4,
+                   CG_ERR_FORMAT, "unexpected data after the header object");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1,],\"data_offsets\":[0,4]}}", d4, 4,
+                   CG_ERR_FORMAT, "tensor 'x': expected a non-negative integer in 'shape', found ']'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\" \"shape\":[1],\"data_offsets\":[0,4]}}", d4, 4,
+                   CG_ERR_FORMAT, "expected ',' or '}' in a tensor description, found a string");
+    expect_st_fail("{\"x:{}}", NULL, 0, CG_ERR_FORMAT, "unterminated string");
+    expect_st_fail("{'x':{}}", NULL, 0, CG_ERR_FORMAT, "expected a tensor name (string), found '''");
+    expect_st_fail("{\"x\":[]}", NULL, 0, CG_ERR_FORMAT,
+                   "tensor 'x': expected an object with 'dtype', 'shape' and 'data_offsets', "
+                   "found an array");
+    expect_st_fail("{\"x\":{}}", NULL, 0, CG_ERR_FORMAT, "tensor 'x': missing 'dtype'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1]}}", d4, 4, CG_ERR_FORMAT,
+                   "tensor 'x': missing 'data_offsets'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", d4, 4, CG_ERR_FORMAT,
+                   "tensor 'x': missing 'shape'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"foo\":1}}",
+                   d4, 4, CG_ERR_FORMAT, "tensor 'x': unknown key 'foo'");
+    /* strings */
+    expect_st_fail("{\"a\\x\":{}}", NULL, 0, CG_ERR_FORMAT, "bad escape sequence");
+    expect_st_fail("{\"a\\u12G4\":{}}", NULL, 0, CG_ERR_FORMAT, "bad \\u escape");
+    expect_st_fail("{\"a\\u12\":{}}", NULL, 0, CG_ERR_FORMAT, "bad \\u escape");
+    expect_st_fail("{\"a\\ud800\":{}}", NULL, 0, CG_ERR_FORMAT, "unpaired surrogate \\uD800");
+    expect_st_fail("{\"a\\ud800\\u0041\":{}}", NULL, 0, CG_ERR_FORMAT, "unpaired surrogate");
+    expect_st_fail("{\"a\\udc00\":{}}", NULL, 0, CG_ERR_FORMAT, "unpaired surrogate \\uDC00");
+    expect_st_fail("{\"a\tb\":{}}", NULL, 0, CG_ERR_FORMAT,
+                   "unescaped control character 0x09 in a string");
+    expect_st_fail("{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d4,
+                   4, CG_ERR_FORMAT, "tensor name 'a\\x00b' contains a NUL character");
+}
+END_TEST
+
+START_TEST(test_bad_values) {
+    unsigned char d16[16] = {0};
+    /* floats, booleans, null, NaN, negatives where integers are expected */
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[2.0,2],\"data_offsets\":[0,16]}}", d16,
+                   16, CG_ERR_FORMAT,
+                   "tensor 'x': expected a non-negative integer in 'shape', found a "
+                   "floating-point number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,1.6e1]}}", d16,
+                   16, CG_ERR_FORMAT, "found a floating-point number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4e0],\"data_offsets\":[0,16]}}", d16, 16,
+                   CG_ERR_FORMAT, "found a floating-point number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[true],\"data_offsets\":[0,16]}}", d16,
+                   16, CG_ERR_FORMAT, "found a boolean");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[null],\"data_offsets\":[0,16]}}", d16,
+                   16, CG_ERR_FORMAT, "found null");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[NaN],\"data_offsets\":[0,16]}}", d16, 16,
+                   CG_ERR_FORMAT, "found 'N'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[-0,16]}}", d16, 16,
+                   CG_ERR_FORMAT, "expected an integer in 'data_offsets', found a negative number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[-4],\"data_offsets\":[0,16]}}", d16, 16,
+                   CG_ERR_FORMAT, "found a negative number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[04],\"data_offsets\":[0,16]}}", d16, 16,
+                   CG_ERR_FORMAT, "number with a leading zero");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,16]}}", d16, 16,
+                   CG_ERR_FORMAT, "expected an array of integers for 'shape', found a number");
+    expect_st_fail("{\"x\":{\"dtype\":32,\"shape\":[4],\"data_offsets\":[0,16]}}", d16, 16,
+                   CG_ERR_FORMAT, "expected a string for 'dtype', found a number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":{}}}", d16, 16,
+                   CG_ERR_FORMAT, "expected an array [begin, end] for 'data_offsets'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0]}}", d16, 16,
+                   CG_ERR_FORMAT, "tensor 'x': 'data_offsets' must have exactly two integers");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[]}}", d16, 16,
+                   CG_ERR_FORMAT, "exactly two integers");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16,16]}}", d16,
+                   16, CG_ERR_FORMAT, "exactly two integers");
+    /* integers too large for their field */
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[9223372036854775808],"
+                   "\"data_offsets\":[0,16]}}",
+                   d16, 16, CG_ERR_FORMAT,
+                   "a non-negative integer in 'shape' is too large (more than "
+                   "9223372036854775807)");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],"
+                   "\"data_offsets\":[0,18446744073709551616]}}",
+                   d16, 16, CG_ERR_FORMAT, "too large");
+    /* metadata */
+    expect_st_fail("{\"__metadata__\":{\"k\":1}}", NULL, 0, CG_ERR_FORMAT,
+                   "'__metadata__': expected a string value for key 'k', found a number");
+    expect_st_fail("{\"__metadata__\":[]}", NULL, 0, CG_ERR_FORMAT,
+                   "'__metadata__': expected an object of strings, found an array");
+    expect_st_fail("{\"__metadata__\":{\"k\":\"a\",\"k\":\"b\"}}", NULL, 0, CG_ERR_FORMAT,
+                   "'__metadata__': duplicate key 'k'");
+    expect_st_fail("{\"__metadata__\":{},\"__metadata__\":{}}", NULL, 0, CG_ERR_FORMAT,
+                   "duplicate key '__metadata__'");
+}
+END_TEST
+
+START_TEST(test_bad_tensors) {
+    unsigned char d[256] = {0};
+    /* the message of the brief, byte for byte after the path */
+    const char *path = write_st8(
+        "w.safetensors",
+        "{\"encoder.weight_ih_l0\":{\"dtype\":\"F32\",\"shape\":[12,4],\"data_offsets\":[0,96]}}",
+        d, 96);
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_ERR_FORMAT);
+    char want[800];
+    snprintf(want, sizeof want,
+             "%s: tensor 'encoder.weight_ih_l0': data_offsets [0, 96] give 96 bytes, expected "
+             "192 for F32[12, 4]",
+             path);
+    ck_assert_str_eq(cg_last_error(), want);
+
+    expect_st_fail("{\"x\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", d, 16,
+                   CG_ERR_UNSUPPORTED,
+                   "tensor 'x': unsupported dtype 'F64' (supported: F32, F16, BF16, I32, I64)");
+    expect_st_fail("{\"x\":{\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]}}", d, 8,
+                   CG_ERR_UNSUPPORTED, "unsupported dtype 'f32'");
+    expect_st_fail("{\"x\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2,
+                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'BOOL'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],"
+                   "\"data_offsets\":[0,4]}}",
+                   d, 4, CG_ERR_UNSUPPORTED,
+                   "tensor 'x': 'shape' has more than 8 dimensions, which is not supported");
+    /* 8 dimensions are fine */
+    ck_assert_int_eq(
+        cg_weights_open(write_st8("eight.safetensors",
+                                  "{\"x\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1],"
+                                  "\"data_offsets\":[0,4]}}",
+                                  d, 4),
+                        &w),
+        CG_OK);
+    cg_weights_free(w);
+    /* element counts and byte sizes that overflow 64 bits */
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+                   "\"data_offsets\":[0,0]}}",
+                   d, 0, CG_ERR_FORMAT,
+                   "tensor 'x': shape F32[4294967296, 4294967296] has too many elements");
+    expect_st_fail("{\"x\":{\"dtype\":\"I64\",\"shape\":[4611686018427387904],"
+                   "\"data_offsets\":[0,0]}}",
+                   d, 0, CG_ERR_FORMAT, "has too many elements");
+    expect_st_fail("{\"x\":{\"dtype\":\"F16\",\"shape\":[3,3074457345618258603],"
+                   "\"data_offsets\":[0,2]}}",
+                   d, 2, CG_ERR_FORMAT, "has too many elements");
+    /* a zero dimension makes any product 0 */
+    ck_assert_int_eq(
+        cg_weights_open(write_st8("zero.safetensors",
+                                  "{\"x\":{\"dtype\":\"F32\",\"shape\":[0,9223372036854775807],"
+                                  "\"data_offsets\":[0,0]}}",
+                                  NULL, 0),
+                        &w),
+        CG_OK);
+    cg_weights_free(w);
+    /* offsets */
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", d, 8,
+                   CG_ERR_FORMAT,
+                   "tensor 'x': data_offsets [0, 16] go past the end of the data section (8 bytes)");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[0],"
+                   "\"data_offsets\":[18446744073709551615,18446744073709551615]}}",
+                   d, 0, CG_ERR_FORMAT, "go past the end of the data section (0 bytes)");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", d, 8,
+                   CG_ERR_FORMAT, "tensor 'x': data_offsets [8, 4] are reversed (begin > end)");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                   "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+                   d, 24, CG_ERR_FORMAT,
+                   "tensor 'b': data_offsets [8, 24] overlap tensor 'a' [0, 16]");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                   "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
+                   d, 16, CG_ERR_FORMAT, "overlap tensor 'a' [0, 16]");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                   "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]}}",
+                   d, 16, CG_ERR_FORMAT, "tensor 'z': data_offsets [8, 8] overlap tensor 'a'");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                   "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[20,24]}}",
+                   d, 24, CG_ERR_FORMAT,
+                   "tensor 'b': data_offsets [20, 24] leave a hole: bytes [16, 20) of the data "
+                   "section belong to no tensor");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", d, 8,
+                   CG_ERR_FORMAT, "leave a hole: bytes [0, 4)");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 12,
+                   CG_ERR_FORMAT,
+                   "the data section has 12 bytes but the tensors cover only 4 (8 unused bytes "
+                   "at the end)");
+    expect_st_fail("{}", d, 1, CG_ERR_FORMAT, "cover only 0 (1 unused bytes at the end)");
+    /* names */
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                   "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                   d, 8, CG_ERR_FORMAT, "duplicate tensor name 'a'");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],"
+                   "\"data_offsets\":[0,4]}}",
+                   d, 4, CG_ERR_FORMAT, "tensor 'a': duplicate key 'dtype'");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"shape\":[1],"
+                   "\"data_offsets\":[0,4]}}",
+                   d, 4, CG_ERR_FORMAT, "tensor 'a': duplicate key 'shape'");
+    /* a hostile name is shown escaped, on one line */
+    expect_st_fail("{\"evil\\n\\u001b[31m\":{\"dtype\":\"F64\",\"shape\":[1],"
+                   "\"data_offsets\":[0,8]}}",
+                   d, 8, CG_ERR_UNSUPPORTED, "tensor 'evil\\x0a\\x1b[31m': unsupported dtype");
+}
+END_TEST
+
+/* Flipping or cutting any byte of a valid file never crashes, and every
+ * failure comes with a message that starts with the path. */
+START_TEST(test_mutations) {
+    FILE *f = fopen(CG_TEST_DATA_DIR "/small.safetensors", "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    ck_assert_uint_gt(n, 8);
+    unsigned char mut[4096];
+    const unsigned char vals[] = {0x00, 0xff, '"', '{', '}', '[', ']', ',', ':', '9', '-', '\\'};
+    for (size_t i = 0; i < n; i += 3) {
+        for (size_t v = 0; v < sizeof vals; v++) {
+            memcpy(mut, buf, n);
+            mut[i] = vals[v];
+            const char *path = tu_write_file("mut.safetensors", mut, n);
+            cg_weights *w;
+            cg_status s = cg_weights_open(path, &w);
+            if (s == CG_OK) {
+                for (size_t k = 0; k < cg_weights_count(w); k++) {
+                    cg_tensor *t;
+                    if (cg_weights_get(w, cg_weights_name(w, k), &t) == CG_OK) cg_tensor_free(t);
+                }
+                cg_weights_free(w);
+            } else {
+                ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
+            }
+        }
+    }
+    for (size_t cut = 0; cut < n; cut++) {
+        const char *path = tu_write_file("cut.safetensors", buf, cut);
+        cg_weights *w;
+        ck_assert_int_ne(cg_weights_open(path, &w), CG_OK);
+        ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
+    }
+}
+END_TEST
+
+static Suite *safetensors_suite(void) {
+    Suite *s = suite_create("safetensors");
+    TCase *ok = tcase_create("valid");
+    tcase_add_checked_fixture(ok, setup, tu_teardown_dir);
+    tcase_add_test(ok, test_all_dtypes);
+    tcase_add_test(ok, test_view_zero_copy);
+    tcase_add_test(ok, test_view_misaligned_f32);
+    tcase_add_test(ok, test_view_threads);
+    tcase_add_test(ok, test_empty_scalar_metadata);
+    tcase_add_test(ok, test_escaped_names);
+    tcase_add_test(ok, test_many_tensors);
+    tcase_add_test(ok, test_python_file);
+    tcase_add_test(ok, test_i64_out_of_range);
+    tcase_add_test(ok, test_api_misuse);
+    suite_add_tcase(s, ok);
+    TCase *bad = tcase_create("hostile");
+    tcase_add_checked_fixture(bad, setup, tu_teardown_dir);
+    tcase_set_timeout(bad, 60);
+    tcase_add_test(bad, test_bad_file_level);
+    tcase_add_test(bad, test_bad_json);
+    tcase_add_test(bad, test_bad_values);
+    tcase_add_test(bad, test_bad_tensors);
+    tcase_add_test(bad, test_mutations);
+    suite_add_tcase(s, bad);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(safetensors_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

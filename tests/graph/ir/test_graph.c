@@ -1,0 +1,351 @@
+/* Verifier and executor: every graph mistake with its message, results of
+ * small graphs against hand-written references, buffer reuse, shape
+ * re-binding, and each fused op against its own decomposition. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clgraph/clgraph.h"
+#include "registry.h"
+#include "op_harness.h"
+#include "ops_common.h"
+
+static cg_context *ctx;
+
+static void setup(void) { ck_assert_int_eq(cg_context_create(&ctx), CG_OK); }
+static void teardown(void) { cg_context_free(ctx); }
+
+/* Parses and verifies; returns the status and leaves the message. */
+static cg_status verify_text(const char *text) {
+    cg_model *m = NULL;
+    cg_status st = cg_model_parse(ctx, text, strlen(text), "t.cg", &m);
+    if (!st) st = cg_model_verify(m);
+    cg_model_free(m);
+    return st;
+}
+
+static void expect_error(const char *text, const char *msg) {
+    ck_assert_int_ne(verify_text(text), CG_OK);
+    ck_assert_str_eq(cg_last_error(), msg);
+}
+
+START_TEST(verifier_errors) {
+    expect_error("graph g {\n  input x: f32[N]\n  y = tanh(z)\n  output y\n}\n",
+                 "t.cg:3:3: tanh 'y': input 'z' is not defined in graph 'g'");
+    expect_error("graph g {\n  input x: f32[N]\n  y = tanh(x)\n  output w\n}\n",
+                 "t.cg:4:10: output 'w' is not defined in graph 'g'");
+    expect_error("graph g {\n  input x: f32[N]\n  a = add(x, b)\n  b = add(x, a)\n  output b\n}\n",
+                 "t.cg:3:3: graph 'g' has a cycle: 'a' -> 'b' -> 'a'");
+    expect_error("graph g {\n  input x: f32[N]\n  y = tanh(x, x)\n  output y\n}\n",
+                 "t.cg:3:7: tanh 'y': takes 1 inputs, got 2");
+    expect_error("graph g {\n  input x: f32[N]\n  y, z = tanh(x)\n  output y\n}\n",
+                 "t.cg:3:10: tanh 'y': defines 1 outputs, got 2");
+    expect_error("graph g {\n  input x: f32[N]\n  y = softmax(x) {axes: 1}\n  output y\n}\n",
+                 "t.cg:3:19: softmax 'y': unknown attribute 'axes' (known: axis)");
+    expect_error("graph g {\n  input x: f32[N, 3]\n  y = slice(x) {start: 1}\n  output y\n}\n",
+                 "t.cg:3:3: slice 'y': missing required attribute 'axis' (int)");
+    expect_error("graph g {\n  input x: f32[N]\n  y = nosuch(x)\n  output y\n}\n",
+                 "t.cg:3:7: unknown op 'nosuch' in node 'y'");
+    expect_error("graph g {\n  input x: f32[N]\n  y = tanh(x)\n}\n", "t.cg:1:7: graph 'g' has no outputs");
+    expect_error("graph g {\n  param w: f32[N, 3] = \"w\"\n  y = tanh(w)\n  output y\n}\n",
+                 "t.cg:2:9: param 'w': dims of a parameter must be numbers");
+    /* Shape errors come from the op's inference, prefixed with the node. */
+    ck_assert_int_eq(verify_text("graph g {\n  input a: f32[2, 3]\n  input b: f32[4, 5]\n"
+                                 "  c = add(a, b)\n  output c\n}\n"),
+                     CG_ERR_VERIFY);
+    ck_assert_msg(strncmp(cg_last_error(), "t.cg:4:3: add 'c': ", 19) == 0, "%s", cg_last_error());
+    ck_assert_int_eq(verify_text("graph g {\n  input a: i32[2]\n  b = tanh(a)\n  output b\n}\n"), CG_ERR_VERIFY);
+    ck_assert_msg(strncmp(cg_last_error(), "t.cg:3:3: tanh 'b': ", 20) == 0, "%s", cg_last_error());
+}
+END_TEST
+
+START_TEST(symbolic_shapes_propagate) {
+    const char *t = "graph g {\n  input x: f32[B, S, 4]\n  param w: f32[6, 4] = \"w\"\n"
+                    "  y = linear(x, w)\n  z = softmax(y)\n  output z\n}\n";
+    cg_model *m;
+    ck_assert_int_eq(cg_model_parse(ctx, t, strlen(t), "t.cg", &m), CG_OK);
+    ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+    char *d;
+    ck_assert_int_eq(cg_model_describe(m, &d), CG_OK);
+    ck_assert_msg(strstr(d, "g.z: f32[B, S, 6]  softmax 'z'  (output)") != NULL, "%s", d);
+    ck_assert_msg(strstr(d, "g.w: f32[6, 4]  param \"w\"") != NULL, "%s", d);
+    free(d);
+    cg_model_free(m);
+}
+END_TEST
+
+static cg_tensor *make_f32(int ndim, const int64_t *dims, float lo, float hi) {
+    cg_tensor *t;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, ndim, dims, &t), CG_OK);
+    th_fill(cg_tensor_data(t), cg_tensor_numel(t), lo, hi);
+    return t;
+}
+
+START_TEST(builder_runs_and_rebinds) {
+    /* y = softmax(tanh(x) * 2 + x) over the last axis, built with the API. */
+    cg_model *m;
+    cg_graph *g;
+    cg_node *n;
+    ck_assert_int_eq(cg_model_create(ctx, &m), CG_OK);
+    ck_assert_int_eq(cg_model_add_graph(m, "g", &g), CG_OK);
+    cg_dim dims[2] = {CG_SYM("B"), CG_DIM(5)};
+    ck_assert_int_eq(cg_graph_add_input(g, "x", CG_F32, 2, dims), CG_OK);
+    const char *x[] = {"x"}, *t[] = {"t"}, *u[] = {"u"}, *v[] = {"v"}, *tx[] = {"u", "x"}, *y[] = {"y"};
+    ck_assert_int_eq(cg_graph_add_node(g, "tanh", "t", 1, x, 1, t, &n), CG_OK);
+    ck_assert_int_eq(cg_graph_add_node(g, "affine", "u", 1, t, 1, u, &n), CG_OK);
+    ck_assert_int_eq(cg_node_set_float(n, "alpha", 2.0), CG_OK);
+    ck_assert_int_eq(cg_graph_add_node(g, "add", "v", 2, tx, 1, v, &n), CG_OK);
+    ck_assert_int_eq(cg_graph_add_node(g, "softmax", "y", 1, v, 1, y, &n), CG_OK);
+    ck_assert_int_eq(cg_node_set_int(n, "axis", -1), CG_OK);
+    ck_assert_int_eq(cg_graph_set_outputs(g, 1, y), CG_OK);
+    ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+    cg_plan *p;
+    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    for (int64_t b = 1; b <= 3; b += 2) { /* two bindings of B */
+        int64_t d[2] = {b, 5};
+        cg_tensor *in = make_f32(2, d, -2, 2), *out;
+        ck_assert_msg(cg_plan_run(p, 1, x, &in, 1, &out) == CG_OK, "%s", cg_last_error());
+        ck_assert_int_eq(cg_tensor_dim(out, 0), b);
+        const float *xi = cg_tensor_data_const(in), *yo = cg_tensor_data_const(out);
+        for (int r = 0; r < b; r++) {
+            double e[5], s = 0, mx = -1e30;
+            for (int c = 0; c < 5; c++) {
+                e[c] = 2 * tanh((double)xi[r * 5 + c]) + xi[r * 5 + c];
+                if (e[c] > mx) mx = e[c];
+            }
+            for (int c = 0; c < 5; c++) s += exp(e[c] - mx);
+            for (int c = 0; c < 5; c++) ck_assert_double_eq_tol(yo[r * 5 + c], exp(e[c] - mx) / s, 1e-6);
+        }
+        cg_tensor_free(in);
+        cg_tensor_free(out);
+    }
+    cg_plan_free(p);
+    cg_model_free(m);
+}
+END_TEST
+
+START_TEST(buffers_are_reused) {
+    /* A chain of 12 ops on [64, 64]: liveness lets the arena hold a few
+     * buffers instead of twelve. */
+    char text[4096];
+    size_t u = (size_t)snprintf(text, sizeof text, "graph g {\n  input x: f32[64, 64]\n  v0 = tanh(x)\n");
+    for (int i = 1; i < 12; i++)
+        u += (size_t)snprintf(text + u, sizeof text - u, "  v%d = %s(v%d, x)\n", i, i % 2 ? "add" : "mul", i - 1);
+    snprintf(text + u, sizeof text - u, "  output v11\n}\n");
+    cg_model *m;
+    cg_plan *p;
+    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "t.cg", &m), CG_OK);
+    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    int64_t d[2] = {64, 64};
+    cg_tensor *in = make_f32(2, d, -1, 1), *out;
+    const char *names[] = {"x"};
+    ck_assert_int_eq(cg_plan_run(p, 1, names, &in, 1, &out), CG_OK);
+    size_t one = 64 * 64 * 4;
+    ck_assert_msg(cg_plan_arena_bytes(p) <= 2 * one, "arena %zu bytes", cg_plan_arena_bytes(p));
+    const float *xi = cg_tensor_data_const(in), *yo = cg_tensor_data_const(out);
+    for (int i = 0; i < 64 * 64; i++) {
+        double v = tanh((double)xi[i]);
+        for (int k = 1; k < 12; k++) v = k % 2 ? v + xi[i] : v * xi[i];
+        ck_assert_double_eq_tol(yo[i], v, 1e-5);
+    }
+    cg_tensor_free(in);
+    cg_tensor_free(out);
+    cg_plan_free(p);
+    cg_model_free(m);
+}
+END_TEST
+
+START_TEST(input_errors_at_run) {
+    const char *t = "graph g {\n  input a: f32[B, 3]\n  input b: f32[B, 3]\n  c = add(a, b)\n  output c\n}\n";
+    cg_model *m;
+    cg_plan *p;
+    ck_assert_int_eq(cg_model_parse(ctx, t, strlen(t), "t.cg", &m), CG_OK);
+    ck_assert_int_eq(cg_plan_create(m, "g", &p), CG_OK);
+    int64_t d2[2] = {2, 3}, d4[2] = {4, 3};
+    cg_tensor *a = make_f32(2, d2, 0, 1), *b = make_f32(2, d4, 0, 1), *c;
+    cg_tensor *ins[2] = {a, b};
+    const char *names[] = {"a", "b"};
+    ck_assert_int_eq(cg_plan_run(p, 2, names, ins, 1, &c), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "input 'b' is f32[4, 3], but B = 2 from an earlier input");
+    const char *dup[] = {"a", "a"};
+    ck_assert_int_eq(cg_plan_run(p, 2, dup, ins, 1, &c), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "input 'a' is given twice");
+    ck_assert_int_eq(cg_plan_run(p, 1, names, ins, 1, &c), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "input 'b' of graph 'g' is missing");
+    cg_plan *none;
+    ck_assert_int_eq(cg_plan_create(m, "nope", &none), CG_ERR_NOT_FOUND);
+    ck_assert_ptr_null(none);
+    cg_tensor_free(a);
+    cg_tensor_free(b);
+    cg_plan_free(p);
+    cg_model_free(m);
+}
+END_TEST
+
+/* Registers a copy of a built-in op without kernels under a new name, so a
+ * plan must run its decomposition. */
+static const cg_op_def *decomposed_copy(const cg_op_def *src, const char *name) {
+    static cg_op_def defs[16];
+    static const cg_op_def *ptrs[16];
+    static cg_plugin_desc descs[16];
+    static int n;
+    static char names[16][64];
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return &defs[i]; /* registered by an earlier case */
+    ck_assert_int_lt(n, 16);
+    defs[n] = *src;
+    snprintf(names[n], sizeof names[n], "%s", name);
+    defs[n].name = names[n];
+    defs[n].n_kernels = 0;
+    defs[n].kernels = NULL;
+    ptrs[n] = &defs[n];
+    descs[n] = (cg_plugin_desc){sizeof(cg_plugin_desc), CG_PLUGIN_ABI_MAJOR, CG_PLUGIN_ABI_MINOR,
+                                names[n], "test", NULL, &ptrs[n], 1};
+    ck_assert_msg(cg_registry_add_plugin(ctx, &descs[n], "<test>", NULL) == CG_OK, "%s", cg_last_error());
+    return &defs[n++];
+}
+
+/* Runs "graph g { inputs...; out = OP(inputs) {attrs}; output outs }" with
+ * op and the decomposed copy, and compares every output. An input of ndims
+ * -1 is an i32 vector [dims[0]] of row indices in [0, dims[1]). */
+static void compare_decomposition(const cg_op_def *def, const char *attrs, int n_in, const int64_t dims[][4],
+                                  const int *ndims, int n_out) {
+    char dname[64];
+    snprintf(dname, sizeof dname, "%s_decomposed", def->name);
+    decomposed_copy(def, dname);
+    cg_tensor *ins[8];
+    const char *names[8];
+    static char nbuf[8][8];
+    for (int i = 0; i < n_in; i++) {
+        if (ndims[i] < 0) {
+            ck_assert_int_eq(cg_tensor_create(CG_I32, 1, dims[i], &ins[i]), CG_OK);
+            int32_t *r = cg_tensor_data(ins[i]);
+            for (int64_t j = 0; j < dims[i][0]; j++) r[j] = (int32_t)((3 * j + 1) % dims[i][1]);
+        } else {
+            ins[i] = make_f32(ndims[i], dims[i], -1, 1);
+        }
+        snprintf(nbuf[i], sizeof nbuf[i], "i%d", i);
+        names[i] = nbuf[i];
+    }
+    cg_tensor *outs[2][4];
+    for (int variant = 0; variant < 2; variant++) {
+        char text[4096];
+        size_t u = (size_t)snprintf(text, sizeof text, "graph g {\n");
+        for (int i = 0; i < n_in; i++) {
+            if (ndims[i] < 0) {
+                u += (size_t)snprintf(text + u, sizeof text - u, "  input i%d: i32[%lld]\n", i, (long long)dims[i][0]);
+                continue;
+            }
+            u += (size_t)snprintf(text + u, sizeof text - u, "  input i%d: f32[", i);
+            for (int d = 0; d < ndims[i]; d++)
+                u += (size_t)snprintf(text + u, sizeof text - u, "%s%lld", d ? ", " : "", (long long)dims[i][d]);
+            u += (size_t)snprintf(text + u, sizeof text - u, "]\n");
+        }
+        u += (size_t)snprintf(text + u, sizeof text - u, "  n: ");
+        for (int k = 0; k < n_out; k++) u += (size_t)snprintf(text + u, sizeof text - u, "%so%d", k ? ", " : "", k);
+        u += (size_t)snprintf(text + u, sizeof text - u, " = %s(", variant ? dname : def->name);
+        for (int i = 0; i < n_in; i++) u += (size_t)snprintf(text + u, sizeof text - u, "%si%d", i ? ", " : "", i);
+        u += (size_t)snprintf(text + u, sizeof text - u, ") {%s}\n  output ", attrs);
+        for (int k = 0; k < n_out; k++) u += (size_t)snprintf(text + u, sizeof text - u, "%so%d", k ? ", " : "", k);
+        snprintf(text + u, sizeof text - u, "\n}\n");
+        cg_model *m;
+        cg_plan *p;
+        ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "d.cg", &m) == CG_OK, "%s", cg_last_error());
+        ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s: %s", def->name, cg_last_error());
+        ck_assert_msg(cg_plan_run(p, n_in, names, ins, n_out, outs[variant]) == CG_OK, "%s: %s", def->name,
+                      cg_last_error());
+        cg_plan_free(p);
+        cg_model_free(m);
+    }
+    for (int k = 0; k < n_out; k++) {
+        ck_assert_int_eq(cg_tensor_numel(outs[0][k]), cg_tensor_numel(outs[1][k]));
+        double dmax = th_max_abs_diff(cg_tensor_data_const(outs[0][k]), cg_tensor_data_const(outs[1][k]),
+                                      cg_tensor_numel(outs[0][k]));
+        ck_assert_msg(dmax <= 1e-5, "%s output %d: fused and decomposed differ by %g", def->name, k, dmax);
+        cg_tensor_free(outs[0][k]);
+        cg_tensor_free(outs[1][k]);
+    }
+    for (int i = 0; i < n_in; i++) cg_tensor_free(ins[i]);
+}
+
+START_TEST(fused_ops_match_decompositions) {
+    th_seed(7);
+    {
+        const int64_t d[][4] = {{3, 5}, {4, 5}, {4}};
+        const int nd[] = {2, 2, 1};
+        compare_decomposition(&cg_op_linear, "", 3, d, nd, 1);
+    }
+    {
+        const int64_t d[][4] = {{3, 5}, {3, 4}, {12, 5}, {12, 4}, {12}, {12}};
+        const int nd[] = {2, 2, 2, 2, 1, 1};
+        compare_decomposition(&cg_op_gru_cell, "", 6, d, nd, 1);
+    }
+    {
+        const int64_t d[][4] = {{2, 3}, {2, 4}, {2, 4}, {16, 3}, {16, 4}, {16}, {16}};
+        const int nd[] = {2, 2, 2, 2, 2, 1, 1};
+        compare_decomposition(&cg_op_lstm_cell, "", 7, d, nd, 2);
+    }
+    {
+        const int64_t d[][4] = {{2, 4}, {2, 3, 4}};
+        const int nd[] = {2, 3};
+        compare_decomposition(&cg_op_attn_score, "kind: \"dot\"", 2, d, nd, 1);
+    }
+    {
+        const int64_t d[][4] = {{2, 3}, {2, 3, 5}};
+        const int nd[] = {2, 3};
+        compare_decomposition(&cg_op_attn_context, "", 2, d, nd, 1);
+    }
+    { /* with rows: 5 batch rows over 2 keys rows */
+        const int64_t d[][4] = {{5, 4}, {2, 3, 6}, {6, 4}, {6}, {1, 6}, {5, 2}};
+        const int nd[] = {2, 3, 2, 1, 2, -1};
+        compare_decomposition(&cg_op_attn_score, "kind: \"additive\"", 6, d, nd, 1);
+        const int64_t c[][4] = {{5, 3}, {2, 3, 5}, {5, 2}};
+        const int nc[] = {2, 3, -1};
+        compare_decomposition(&cg_op_attn_context, "", 3, c, nc, 1);
+    }
+}
+END_TEST
+
+START_TEST(no_kernel_no_decomposition) {
+    /* An op with neither a CPU kernel nor a decomposition verifies (the
+     * graph is fine) but cannot be planned on the CPU: the node is named. */
+    decomposed_copy(&cg_op_tanh, "tanh_nokernel");
+    const char *t = "graph g {\n  input x: f32[2, 3]\n  y = tanh_nokernel(x)\n  output y\n}\n";
+    cg_model *m;
+    cg_plan *p = NULL;
+    ck_assert_int_eq(cg_model_parse(ctx, t, strlen(t), "t.cg", &m), CG_OK);
+    ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+    /* Plans lower lazily, for the shapes of the first run. */
+    ck_assert_int_eq(cg_plan_create(m, "g", &p), CG_OK);
+    int64_t d[2] = {2, 3};
+    cg_tensor *x = make_f32(2, d, -1, 1), *y = NULL;
+    const char *names[] = {"x"};
+    ck_assert_int_eq(cg_plan_run(p, 1, names, &x, 1, &y), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(y);
+    ck_assert_str_eq(cg_last_error(), "t.cg:3:3: tanh_nokernel 'y': op has no kernel for cpu and no decomposition");
+    cg_tensor_free(x);
+    cg_plan_free(p);
+    cg_model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("graph");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, verifier_errors);
+    tcase_add_test(tc, symbolic_shapes_propagate);
+    tcase_add_test(tc, builder_runs_and_rebinds);
+    tcase_add_test(tc, buffers_are_reused);
+    tcase_add_test(tc, input_errors_at_run);
+    tcase_add_test(tc, fused_ops_match_decompositions);
+    tcase_add_test(tc, no_kernel_no_decomposition);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
