@@ -1,21 +1,11 @@
 #include "ops_common.h"
 
+#include "shape.h"
+
 #include "cpu/cpu_blas.h"
 
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
-    size_t used = 0;
-    used += (size_t)snprintf(buf + used, size > used ? size - used : 0, "[");
-    for (int i = 0; i < d->ndim; i++) {
-        int64_t v = d->dims[i];
-        const char *sep = i ? ", " : "";
-        if (v >= 0)
-            used += (size_t)snprintf(buf + used, size > used ? size - used : 0, "%s%lld", sep, (long long)v);
-        else if (v == CG_DIM_UNKNOWN)
-            used += (size_t)snprintf(buf + used, size > used ? size - used : 0, "%s?", sep);
-        else
-            used += (size_t)snprintf(buf + used, size > used ? size - used : 0, "%ss%lld", sep, (long long)(-2 - v));
-    }
-    snprintf(buf + used, size > used ? size - used : 0, "]");
+    cg_shape_format(buf, size, 0, d->ndim, d->dims, NULL, 0);
 }
 
 static const char *dtype_str(cg_op_dtype t) {

@@ -11,6 +11,7 @@
 #include "mem.h"
 #include "opencl/cl_backend.h"
 #include "error.h"
+#include "shape.h"
 #include "ir.h"
 #include "tensor.h"
 
@@ -102,13 +103,6 @@ static void case_free(case_state *cs) {
     }
     for (int i = 0; i < cs->node.n_attrs; i++) cg_attr_clear(&cs->node.attrs[i]);
     free(cs->node.attrs);
-}
-
-static void shape_str(char *buf, size_t size, const cg_tensor_desc *d) {
-    size_t u = (size_t)snprintf(buf, size, "%s[", d->dtype == CG_OP_I32 ? "i32" : "f32");
-    for (int i = 0; i < d->ndim && u < size; i++)
-        u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)d->dims[i]);
-    if (u < size) snprintf(buf + u, size - u, "]");
 }
 
 /* Runs one kernel; `dev` NULL means the CPU kernel on host memory. */
@@ -307,7 +301,7 @@ static void run_op(const cg_op_entry *op, int dev_index, cg_cl_device *dev, cons
                 size_t u = 0;
                 for (int i = 0; i < cs->c.n_inputs && u < sizeof sh; i++) {
                     char one[96];
-                    shape_str(one, sizeof one, &cs->c.inputs[i]);
+                    cg_shape_format(one, sizeof one, cs->c.inputs[i].dtype, cs->c.inputs[i].ndim, cs->c.inputs[i].dims, NULL, 0);
                     u += (size_t)snprintf(sh + u, sizeof sh - u, "%s%s", i ? ", " : "", one);
                 }
                 snprintf(msg, sizeof msg, "%s (%s%s%s): %s", where, sh, cs->c.attrs ? "; " : "",
@@ -317,7 +311,7 @@ static void run_op(const cg_op_entry *op, int dev_index, cg_cl_device *dev, cons
             row.cases_run++;
             if (cs->c.n_inputs > 0 && su < sizeof shapes - 1) {
                 char one[96];
-                shape_str(one, sizeof one, &cs->c.inputs[0]);
+                cg_shape_format(one, sizeof one, cs->c.inputs[0].dtype, cs->c.inputs[0].ndim, cs->c.inputs[0].dims, NULL, 0);
                 su += (size_t)snprintf(shapes + su, sizeof shapes - su, "%s%s", su ? " " : "", one);
             }
         }

@@ -17,52 +17,9 @@ static atomic_uint_fast64_t stamp_counter;
 
 uint64_t cg_tensor_new_stamp(void) { return (uint64_t)atomic_fetch_add(&stamp_counter, 1) + 1; }
 
-int64_t cg_shape_numel(int ndim, const int64_t *dims) {
-    if (ndim < 0 || ndim > CG_MAX_DIMS || (ndim > 0 && !dims)) return -1;
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++)
-        if (dims[i] < 0) return -1;
-    for (int i = 0; i < ndim; i++) {
-        if (dims[i] != 0 && n > INT64_MAX / dims[i]) return -1;
-        n *= dims[i];
-    }
-    return n;
-}
 
 /* Appends printf output at *used, never writing past `size`; *used keeps
  * counting so later appends are harmless once the buffer is full. */
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
-    CG_PRINTF(4, 5);
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...) {
-    size_t room = size > *used ? size - *used : 0;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(room ? buf + *used : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) *used += (size_t)n;
-}
-
-void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims) {
-    if (!buf || size == 0) return;
-    buf[0] = '\0';
-    size_t used = 0;
-    append(buf, size, &used, "%s[", cg_dtype_name((cg_dtype)dtype));
-    if (ndim < 0 || ndim > CG_MAX_DIMS || (ndim > 0 && !dims)) {
-        append(buf, size, &used, "<invalid>]");
-        return;
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (i) append(buf, size, &used, ", ");
-        int64_t v = dims[i];
-        if (v >= 0)
-            append(buf, size, &used, "%lld", (long long)v);
-        else if (v == CG_DIM_UNKNOWN)
-            append(buf, size, &used, "?");
-        else
-            append(buf, size, &used, "s%lld", (long long)(-2 - v));
-    }
-    append(buf, size, &used, "]");
-}
 
 cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out) {
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: NULL output pointer");
@@ -82,7 +39,7 @@ cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tens
     int64_t numel = cg_shape_numel(ndim, dims);
     char shape[160];
     if (numel < 0 || (uint64_t)numel > (uint64_t)(PTRDIFF_MAX / 2) / esize) {
-        cg_shape_format(shape, sizeof shape, dtype, ndim, dims);
+        cg_shape_format(shape, sizeof shape, dtype, ndim, dims, NULL, 0);
         return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: %s is too large (size overflows)",
                         shape);
     }
@@ -92,7 +49,7 @@ cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tens
     t->data = cg_aligned_alloc(bytes);
     if (!t->data) {
         free(t);
-        cg_shape_format(shape, sizeof shape, dtype, ndim, dims);
+        cg_shape_format(shape, sizeof shape, dtype, ndim, dims, NULL, 0);
         return cg_error(CG_ERR_NO_MEMORY, "tensor: out of memory allocating %zu bytes for %s",
                         bytes, shape);
     }

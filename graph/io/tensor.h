@@ -4,6 +4,7 @@
 
 #include "clgraph/clgraph.h"
 #include "clgraph/plugin.h"
+#include "shape.h"
 
 struct cg_tensor {
     cg_dtype dtype;
@@ -20,10 +21,5 @@ uint64_t cg_tensor_new_stamp(void);
  * Fails with a message on a bad shape or an overflowing size. */
 cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out);
 
-/* numel of a shape, or -1 on overflow / negative dims. */
-int64_t cg_shape_numel(int ndim, const int64_t *dims);
-
-/* Formats "f32[2, 3]" into buf. */
-void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims);
 
 #endif

@@ -2,6 +2,7 @@
  * attributes) and the public builder API on top of it. */
 #include "ir.h"
 #include "error.h"
+#include "shape.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -103,30 +104,14 @@ void cg_loc_format(char *buf, size_t size, const cg_model *m, int line, int col)
     }
 }
 
-static void dims_format(char *buf, size_t size, const cg_model *m, int ndim, const int64_t *dims) {
-    size_t u = 0;
-#define PUT(...) u += (size_t)snprintf(buf + u, size > u ? size - u : 0, __VA_ARGS__)
-    PUT("[");
-    for (int i = 0; i < ndim; i++) {
-        int64_t d = dims[i];
-        if (i) PUT(", ");
-        if (d >= 0) PUT("%lld", (long long)d);
-        else if (d <= CG_DIM_SYM(0) && m && -2 - d < m->n_syms) PUT("%s", m->syms[-2 - d]);
-        else PUT("?");
-    }
-    PUT("]");
-#undef PUT
-}
-
 void cg_value_type_format(char *buf, size_t size, const cg_model *m, const cg_value *v) {
     if (!size) return;
     if (!v || !v->typed) {
         snprintf(buf, size, "?");
         return;
     }
-    int k = snprintf(buf, size, "%s", cg_dtype_name(v->dtype));
-    if (k < 0 || (size_t)k >= size) return;
-    dims_format(buf + k, size - (size_t)k, m, v->ndim, v->dims);
+    cg_shape_format(buf, size, v->dtype, v->ndim, v->dims, m ? (const char *const *)m->syms : NULL,
+                    m ? m->n_syms : 0);
 }
 
 /* ------------------------------------------------------------------ */

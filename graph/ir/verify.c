@@ -6,6 +6,7 @@
 
 #include "analysis.h"
 #include "error.h"
+#include "shape.h"
 #include "strbuf.h"
 #include "weights.h"
 
@@ -21,22 +22,8 @@ void cg_desc_from_value(const cg_value *v, cg_tensor_desc *d) {
 }
 
 void cg_desc_format(char *buf, size_t size, const cg_model *m, const cg_tensor_desc *d) {
-    size_t u = 0;
-#define PUT(...) u += (size_t)snprintf(buf + u, size > u ? size - u : 0, __VA_ARGS__)
-    PUT("%s[", cg_dtype_name((cg_dtype)d->dtype));
-    for (int i = 0; i < d->ndim; i++) {
-        int64_t v = d->dims[i];
-        if (i) PUT(", ");
-        if (v >= 0) PUT("%lld", (long long)v);
-        else if (v == CG_DIM_UNKNOWN) PUT("?");
-        else {
-            int64_t k = -2 - v;
-            if (m && k < m->n_syms) PUT("%s", m->syms[k]);
-            else PUT("s%lld", (long long)k);
-        }
-    }
-    PUT("]");
-#undef PUT
+    cg_shape_format(buf, size, d->dtype, d->ndim, d->dims, m ? (const char *const *)m->syms : NULL,
+                    m ? m->n_syms : 0);
 }
 
 static void attr_names(char *buf, size_t size, const cg_op_def *def) {

@@ -13,6 +13,7 @@
 #include "mem.h"
 #include "cache.h"
 #include "error.h"
+#include "shape.h"
 #include "plan.h"
 #include "tensor.h"
 
@@ -213,7 +214,7 @@ double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_attr_
     us = time_kernel(p, dev, op, k, attrs, n_in, in, host_in, n_out, out);
     char what[512];
     char shape[128] = "";
-    if (n_in > 0) cg_shape_format(shape, sizeof shape, in[0].dtype, in[0].ndim, in[0].dims);
+    if (n_in > 0) cg_shape_format(shape, sizeof shape, in[0].dtype, in[0].ndim, in[0].dims, NULL, 0);
     snprintf(what, sizeof what, "%s %s %s", p->devs[dev].name, op->def->name, shape);
     pthread_mutex_lock(&mu);
     remember(key, us);

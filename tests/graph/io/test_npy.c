@@ -166,37 +166,6 @@ START_TEST(test_tensor_errors) {
 }
 END_TEST
 
-START_TEST(test_shape_helpers) {
-    int64_t a[3] = {2, 3, 4};
-    ck_assert_int_eq(cg_shape_numel(3, a), 24);
-    ck_assert_int_eq(cg_shape_numel(0, NULL), 1);
-    int64_t z[3] = {INT64_MAX, 0, INT64_MAX};
-    ck_assert_int_eq(cg_shape_numel(3, z), 0);
-    int64_t o[2] = {INT64_C(1) << 32, INT64_C(1) << 31};
-    ck_assert_int_eq(cg_shape_numel(2, o), -1); /* 2^63 overflows */
-    int64_t m[2] = {INT64_MAX, 1};
-    ck_assert_int_eq(cg_shape_numel(2, m), INT64_MAX);
-    int64_t n[2] = {3, -1};
-    ck_assert_int_eq(cg_shape_numel(2, n), -1);
-    ck_assert_int_eq(cg_shape_numel(9, a), -1);
-    ck_assert_int_eq(cg_shape_numel(-1, a), -1);
-
-    char buf[64];
-    int64_t s[2] = {2, 3};
-    cg_shape_format(buf, sizeof buf, CG_F32, 2, s);
-    ck_assert_str_eq(buf, "f32[2, 3]");
-    cg_shape_format(buf, sizeof buf, CG_I32, 0, NULL);
-    ck_assert_str_eq(buf, "i32[]");
-    int64_t sym[3] = {CG_DIM_UNKNOWN, CG_DIM_SYM(0), 4};
-    cg_shape_format(buf, sizeof buf, CG_F32, 3, sym);
-    ck_assert_str_eq(buf, "f32[?, s0, 4]");
-    cg_shape_format(buf, 6, CG_F32, 2, s); /* truncated, still terminated */
-    ck_assert_str_eq(buf, "f32[2");
-    cg_shape_format(buf, sizeof buf, 9, 1, s);
-    ck_assert_str_eq(buf, "?[2]");
-}
-END_TEST
-
 /* ------------------------------------------------------------------ */
 /* Loading valid files                                                 */
 
@@ -622,7 +591,6 @@ static Suite *npy_suite(void) {
     TCase *tc = tcase_create("tensor");
     tcase_add_test(tc, test_tensor_create);
     tcase_add_test(tc, test_tensor_errors);
-    tcase_add_test(tc, test_shape_helpers);
     suite_add_tcase(s, tc);
     TCase *ld = tcase_create("load");
     tcase_add_checked_fixture(ld, setup, tu_teardown_dir);
