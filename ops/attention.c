@@ -422,8 +422,8 @@ static const cg_attr_def attn_score_attrs[] = {
      .doc = "additive, dot, scaled_dot, general or cosine"},
 };
 static const cg_kernel_def attn_score_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, attn_score_workspace, attn_score_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, attn_score_workspace, attn_score_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = attn_score_workspace, .run = attn_score_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = attn_score_workspace, .run = attn_score_cl},
 };
 static const char *const attn_score_inputs[] = {"q", "keys", "W", "b_q", "v", NULL};
 
@@ -583,8 +583,8 @@ static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call)
 }
 
 static const cg_kernel_def attn_context_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, attn_context_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, attn_context_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = attn_context_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = attn_context_cl},
 };
 static const char *const attn_context_inputs[] = {"a", "values", "rows", NULL};
 

@@ -317,8 +317,8 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
         return bin_conform(index, c, I32, !strcmp(#NAME, "div"));                 \
     }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
-        {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, NAME##_cpu},                \
-        {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, NAME##_cl},              \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu},                \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl},              \
     };                                                                            \
     const cg_op_def cg_op_##NAME = {                                              \
         .struct_size = sizeof(cg_op_def),                                         \
@@ -467,8 +467,8 @@ static const char *const unary_inputs[] = {"x", NULL};
         return unary_infer(call, #NAME, I32);                                     \
     }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
-        {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, NAME##_cpu},                \
-        {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, NAME##_cl},              \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu},                \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl},              \
     };                                                                            \
     const cg_op_def cg_op_##NAME = {                                              \
         .struct_size = sizeof(cg_op_def),                                         \
@@ -546,8 +546,8 @@ static int32_t affine_conform(int32_t i, cg_conform_case *c) {
 }
 
 static const cg_kernel_def affine_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, affine_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, affine_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = affine_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = affine_cl},
 };
 
 const cg_op_def cg_op_affine = {
@@ -661,8 +661,8 @@ static int32_t cast_conform(int32_t i, cg_conform_case *c) {
 }
 
 static const cg_kernel_def cast_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, cast_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, cast_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = cast_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = cast_cl},
 };
 
 const cg_op_def cg_op_cast = {

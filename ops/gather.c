@@ -109,8 +109,8 @@ static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def embedding_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, embedding_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, embedding_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = embedding_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl},
 };
 static const char *const embedding_inputs[] = {"weight", "ids", NULL};
 
@@ -182,8 +182,8 @@ static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def gather_rows_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, gather_rows_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, gather_rows_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = gather_rows_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = gather_rows_cl},
 };
 static const char *const gather_rows_inputs[] = {"x", "index", NULL};
 

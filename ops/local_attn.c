@@ -284,12 +284,12 @@ static const cg_attr_def local_gaussian_attrs[] = {
 };
 
 static const cg_kernel_def window_mask_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, window_mask_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, window_mask_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = window_mask_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = window_mask_cl},
 };
 static const cg_kernel_def local_gaussian_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, local_gaussian_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, local_gaussian_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = local_gaussian_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = local_gaussian_cl},
 };
 static const char *const window_mask_inputs[] = {"lengths", "center", "like", NULL};
 static const char *const local_gaussian_inputs[] = {"a", "center", NULL};

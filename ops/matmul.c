@@ -230,8 +230,8 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
 static int32_t matmul_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def matmul_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, matmul_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, matmul_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = matmul_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = matmul_cl},
 };
 static const char *const matmul_inputs[] = {"a", "b", NULL};
 
@@ -356,8 +356,8 @@ static cg_op_status linear_cl(const cg_kernel_args *args) {
 static int32_t linear_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def linear_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, linear_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, linear_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = linear_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl},
 };
 static const char *const linear_inputs[] = {"x", "w", "b", NULL};
 

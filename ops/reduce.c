@@ -342,8 +342,8 @@ static const char *const reduce_inputs[] = {"x", NULL};
     static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return reduce_cpu(a, KIND); } \
     static cg_op_status NAME##_cl(const cg_kernel_args *a) { return reduce_cl(a, KIND); } \
     static const cg_kernel_def NAME##_kernels[] = {                                 \
-        {sizeof(cg_kernel_def), CG_BACKEND_CPU, WS, NAME##_cpu},                    \
-        {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, NAME##_cl},                \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = WS, .run = NAME##_cpu},                    \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl},                \
     };                                                                              \
     const cg_op_def cg_op_##NAME = {                                                \
         .struct_size = sizeof(cg_op_def),                                           \
@@ -506,8 +506,8 @@ static int32_t argmax_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def argmax_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, argmax_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, argmax_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = argmax_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = argmax_cl},
 };
 
 const cg_op_def cg_op_argmax = {
@@ -669,8 +669,8 @@ static int32_t topk_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def topk_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, topk_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, topk_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = topk_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = topk_cl},
 };
 
 const cg_op_def cg_op_topk = {

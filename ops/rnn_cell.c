@@ -291,8 +291,8 @@ static int32_t gru_cell_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def gru_cell_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, gru_cell_workspace, gru_cell_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, gru_cell_workspace, gru_cell_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_cell_workspace, .run = gru_cell_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl},
 };
 static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
 
@@ -370,8 +370,8 @@ static int32_t lstm_cell_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def lstm_cell_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, lstm_cell_workspace, lstm_cell_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, lstm_cell_workspace, lstm_cell_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_cell_workspace, .run = lstm_cell_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl},
 };
 static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
 

@@ -447,8 +447,8 @@ static cg_op_status gru_cl(const cg_kernel_args *a) { return seq_run_cl(a, 3); }
 static int32_t gru_conform(int32_t index, cg_conform_case *c) { return seq_conform(index, c, 3); }
 
 static const cg_kernel_def gru_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, gru_workspace, gru_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, gru_cl_workspace, gru_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_workspace, .run = gru_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cl_workspace, .run = gru_cl},
 };
 
 const cg_op_def cg_op_gru = {
@@ -490,8 +490,8 @@ static cg_op_status lstm_cl(const cg_kernel_args *a) { return seq_run_cl(a, 4); 
 static int32_t lstm_conform(int32_t index, cg_conform_case *c) { return seq_conform(index, c, 4); }
 
 static const cg_kernel_def lstm_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, lstm_workspace, lstm_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, lstm_cl_workspace, lstm_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_workspace, .run = lstm_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cl_workspace, .run = lstm_cl},
 };
 
 const cg_op_def cg_op_lstm = {

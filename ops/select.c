@@ -215,8 +215,8 @@ static int32_t lst_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def lst_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, lst_cpu_workspace, lst_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, lst_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lst_cpu_workspace, .run = lst_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = lst_cl},
 };
 static const char *const lst_inputs[] = {"x", NULL};
 

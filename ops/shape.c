@@ -144,8 +144,8 @@ static cg_op_status concat_cl(const cg_kernel_args *a) {
 static int32_t concat_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def concat_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, concat_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, concat_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = concat_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = concat_cl},
 };
 
 const cg_op_def cg_op_concat = {
@@ -249,8 +249,8 @@ static cg_op_status slice_cl(const cg_kernel_args *a) {
 static int32_t slice_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def slice_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, slice_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, slice_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = slice_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = slice_cl},
 };
 static const char *const one_input[] = {"x", NULL};
 
@@ -407,8 +407,8 @@ static cg_op_status reshape_cl(const cg_kernel_args *a) {
 static int32_t reshape_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def reshape_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, reshape_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, reshape_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = reshape_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = reshape_cl},
 };
 
 const cg_op_def cg_op_reshape = {
@@ -618,8 +618,8 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
 static int32_t transpose_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def transpose_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, transpose_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, transpose_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = transpose_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = transpose_cl},
 };
 
 const cg_op_def cg_op_transpose = {

@@ -311,12 +311,12 @@ static int32_t softmax_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def softmax_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, softmax_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, softmax_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = softmax_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = softmax_cl},
 };
 static const cg_kernel_def log_softmax_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, log_softmax_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, log_softmax_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = log_softmax_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = log_softmax_cl},
 };
 static const char *const softmax_inputs[] = {"x", "mask", NULL};
 
@@ -431,8 +431,8 @@ static int32_t length_mask_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def length_mask_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, length_mask_cpu},
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, length_mask_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = length_mask_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = length_mask_cl},
 };
 static const char *const length_mask_inputs[] = {"lengths", "like", NULL};
 

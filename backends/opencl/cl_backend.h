@@ -77,8 +77,22 @@ cg_status cg_cl_alloc(cg_cl_device *d, size_t bytes, cl_mem *out);
 cg_status cg_cl_sub_buffer(cg_cl_device *d, cl_mem parent, size_t offset, size_t bytes, cl_mem *out);
 cg_status cg_cl_write(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src, int blocking);
 cg_status cg_cl_read(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst);
+/* As cg_cl_write / cg_cl_read with the choice of blocking, and the
+ * transfer's event in *ev when ev is not NULL (release it with cg_cl_wait). */
+cg_status cg_cl_write_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src,
+                         int blocking, cl_event *ev);
+cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst,
+                        int blocking, cl_event *ev);
+/* Waits for an event and releases it (NULL: nothing to wait for). */
+cg_status cg_cl_wait(cg_cl_device *d, cl_event ev);
 cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off, size_t bytes);
 cg_status cg_cl_finish(cg_cl_device *d);
+
+/* Serialises the kernel runs on a device: OpenCL kernel arguments are
+ * state on the (shared, cached) kernel object, so a run's clSetKernelArg
+ * calls and its launch must not interleave with another thread's. */
+void cg_cl_run_lock(cg_cl_device *d);
+void cg_cl_run_unlock(cg_cl_device *d);
 
 /* ---- programs and kernels ---- */
 

@@ -327,6 +327,7 @@ static void destroy(cg_cl_device *d) {
     if (d->queue) clReleaseCommandQueue(d->queue);
     if (d->context) clReleaseContext(d->context);
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->run_mu);
     free(d);
 }
 
@@ -339,6 +340,11 @@ static cg_status create(int i, cg_cl_device **out) {
     d->defer_stores = cg_cl_defers_stores(info);
     snprintf(d->label, sizeof d->label, "opencl:%d (%s)", i, info->name);
     if (pthread_mutex_init(&d->mu, NULL)) {
+        free(d);
+        return cg_error(CG_ERR_NO_MEMORY, "opencl:%d: cannot create a mutex", i);
+    }
+    if (pthread_mutex_init(&d->run_mu, NULL)) {
+        pthread_mutex_destroy(&d->mu);
         free(d);
         return cg_error(CG_ERR_NO_MEMORY, "opencl:%d: cannot create a mutex", i);
     }
@@ -400,6 +406,9 @@ void cg_cl_device_release(cg_cl_device *d) {
     pthread_mutex_unlock(&g_open_mu);
     if (last) destroy(d);
 }
+
+void cg_cl_run_lock(cg_cl_device *d) { pthread_mutex_lock(&d->run_mu); }
+void cg_cl_run_unlock(cg_cl_device *d) { pthread_mutex_unlock(&d->run_mu); }
 
 const cg_cl_info *cg_cl_info_of(const cg_cl_device *d) { return d ? d->info : NULL; }
 cl_context cg_cl_context(const cg_cl_device *d) { return d ? d->context : NULL; }

@@ -43,6 +43,7 @@ struct cg_cl_device {
      * each): fetched right after each build, that was most of a cold start. */
     int defer_stores;
     pthread_mutex_t mu;        /* guards programs (and its kernels) */
+    pthread_mutex_t run_mu;    /* serialises kernel runs (cg_cl_run_lock) */
     cg_cl_program_entry *programs;
 };
 

@@ -89,25 +89,46 @@ cg_status cg_cl_sub_buffer(cg_cl_device *d, cl_mem parent, size_t offset, size_t
 
 cg_status cg_cl_write(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src,
                       int blocking) {
+    return cg_cl_write_ev(d, m, offset, bytes, src, blocking, NULL);
+}
+
+cg_status cg_cl_write_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src,
+                         int blocking, cl_event *ev) {
+    if (ev) *ev = NULL;
     if (!d || !m || (bytes && !src))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_write: NULL argument");
     if (!bytes) return CG_OK;
     n_writes++;
     n_bytes_w += bytes;
     cl_int err = clEnqueueWriteBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes,
-                                      src, 0, NULL, NULL);
+                                      src, 0, NULL, ev);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueWriteBuffer", err);
     return CG_OK;
 }
 
 cg_status cg_cl_read(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst) {
+    return cg_cl_read_ev(d, m, offset, bytes, dst, 1, NULL);
+}
+
+cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst,
+                        int blocking, cl_event *ev) {
+    if (ev) *ev = NULL;
     if (!d || !m || (bytes && !dst))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_read: NULL argument");
     if (!bytes) return CG_OK;
     n_reads++;
     n_bytes_r += bytes;
-    cl_int err = clEnqueueReadBuffer(d->queue, m, CL_TRUE, offset, bytes, dst, 0, NULL, NULL);
+    cl_int err = clEnqueueReadBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes,
+                                     dst, 0, NULL, ev);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueReadBuffer", err);
+    return CG_OK;
+}
+
+cg_status cg_cl_wait(cg_cl_device *d, cl_event ev) {
+    if (!ev) return CG_OK;
+    cl_int err = clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+    if (err != CL_SUCCESS) return cg_cl_fail(d, CG_ERR_KERNEL, "clWaitForEvents", err);
     return CG_OK;
 }
 

@@ -1,49 +1,25 @@
-/* Conformance harness: each op's declared cases run on an OpenCL device and
- * on the CPU with the same random inputs, and the outputs are compared with
- * the op's tolerances. Kernels are called directly (as ggml's
- * test-backend-ops does), so a failure points at one kernel. */
+/* Conformance harness: each op's declared cases run on a device and on the
+ * CPU (the reference) with the same random inputs, and the outputs are
+ * compared with the op's tolerances. Kernels are called directly, through
+ * the backend interface's one "allocate, fill, run, read back"
+ * (cg_dev_run_host), as ggml's test-backend-ops does, so a failure points
+ * at one kernel. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
-#include "mem.h"
-#include "opencl/cl_backend.h"
+#include "backend.h"
 #include "error.h"
-#include "shape.h"
+#include "hash.h"
 #include "ir.h"
-#include "tensor.h"
+#include "shape.h"
 
 #define QUICK_LIMIT 4096
-
-/* ---- devices (public listing) ---- */
-
-int cg_device_count(void) { return 1 + cg_cl_device_count(); }
-
-const char *cg_device_note(void) { return cg_cl_unavailable_reason(); }
-
-static char cl_names[64][24];
-
-const char *cg_device_describe(int i, char *buf, size_t size) {
-    if (i == 0) {
-        if (buf && size) snprintf(buf, size, "cpu        host CPU (CBLAS: OpenBLAS)");
-        return "cpu";
-    }
-    const cg_cl_info *in = cg_cl_device_info(i - 1);
-    if (!in || i - 1 >= 64) return NULL;
-    snprintf(cl_names[i - 1], sizeof cl_names[i - 1], "opencl:%d", i - 1);
-    if (buf && size)
-        snprintf(buf, size,
-                 "%-10s %s\n           platform: %s (%s)\n           vendor: %s; %s; %s; driver %s\n"
-                 "           compute units: %u; global memory: %.1f GiB; local memory: %llu KiB; "
-                 "max work-group: %zu; fp16: %s; fp64: %s",
-                 cl_names[i - 1], in->name, in->platform, in->platform_version, in->vendor, in->version,
-                 in->c_version, in->driver, in->compute_units, (double)in->global_mem / (1024.0 * 1024 * 1024),
-                 (unsigned long long)(in->local_mem / 1024), in->max_work_group, in->fp16 ? "yes" : "no",
-                 in->fp64 ? "yes" : "no");
-    return cl_names[i - 1];
-}
+/* Cases an op may declare: enough for any sweep, and a stop for a
+ * conform_case callback that never returns 0. */
+#define MAX_CASES 10000
 
 /* ---- random data ---- */
 
@@ -58,11 +34,14 @@ static uint64_t next(rng *r) {
     return r->s;
 }
 
-static void fill(rng *r, const cg_tensor_desc *d, double lo, double hi, void *data) {
+/* Uniform values in [lo, hi]: integers for i32, floats for f32. 0 when
+ * the harness cannot make values of the dtype. */
+static int fill(rng *r, const cg_tensor_desc *d, double lo, double hi, void *data) {
+    if ((cg_dtype)d->dtype != CG_F32 && (cg_dtype)d->dtype != CG_I32) return 0;
     int64_t n = cg_shape_numel(d->ndim, d->dims);
     for (int64_t i = 0; i < n; i++) {
         double u = (double)(next(r) >> 11) * (1.0 / 9007199254740992.0);
-        if (d->dtype == CG_OP_I32) {
+        if ((cg_dtype)d->dtype == CG_I32) {
             double span = floor(hi) - ceil(lo) + 1;
             int64_t v = (int64_t)ceil(lo) + (int64_t)(u * span);
             if (v > (int64_t)floor(hi)) v = (int64_t)floor(hi);
@@ -71,119 +50,110 @@ static void fill(rng *r, const cg_tensor_desc *d, double lo, double hi, void *da
             ((float *)data)[i] = (float)(lo + (hi - lo) * u);
         }
     }
-}
-
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return 1;
 }
 
 /* ---- one case ---- */
 
 typedef struct case_state {
     cg_conform_case c;
-    cg_node node;             /* holds the parsed attribute text */
-    cg_attr_value attrs[64];
-    cg_tensor_desc out[16];
+    cg_node node;            /* holds the parsed attribute text */
+    cg_attr_value *attrs;    /* one per declared attribute */
+    cg_tensor_desc *out;     /* c.n_outputs */
     void *host_in[CG_CONFORM_MAX_INPUTS];
-    void *cpu_out[16], *dev_out[16];
+    void **ref_out, **dev_out;
+    int big;                 /* a tensor past the quick limit */
 } case_state;
 
-static size_t bytes_of(const cg_tensor_desc *d) {
-    int64_t n = cg_shape_numel(d->ndim, d->dims);
-    return (size_t)(n > 0 ? n : 0) * 4;
-}
-
 static void case_free(case_state *cs) {
+    if (!cs) return;
     for (int i = 0; i < CG_CONFORM_MAX_INPUTS; i++) free(cs->host_in[i]);
-    for (int i = 0; i < 16; i++) {
-        free(cs->cpu_out[i]);
-        free(cs->dev_out[i]);
-    }
+    for (int i = 0; i < cs->c.n_outputs && cs->ref_out; i++) free(cs->ref_out[i]);
+    for (int i = 0; i < cs->c.n_outputs && cs->dev_out; i++) free(cs->dev_out[i]);
+    free(cs->ref_out);
+    free(cs->dev_out);
+    free(cs->out);
+    free(cs->attrs);
     for (int i = 0; i < cs->node.n_attrs; i++) cg_attr_clear(&cs->node.attrs[i]);
     free(cs->node.attrs);
+    free(cs);
 }
 
-/* Runs one kernel; `dev` NULL means the CPU kernel on host memory. */
-static int run_kernel(const cg_op_entry *op, case_state *cs, cg_cl_device *dev, char *msg, size_t msz) {
-    const cg_kernel_def *k = dev ? op->opencl : op->cpu;
+static int case_valid(case_state *cs) {
+    if (cs->c.n_inputs < 0 || cs->c.n_inputs > CG_CONFORM_MAX_INPUTS || cs->c.n_outputs < 1) return 0;
+    for (int i = 0; i < cs->c.n_inputs; i++) {
+        int64_t n = cg_shape_numel(cs->c.inputs[i].ndim, cs->c.inputs[i].dims);
+        if (n < 0) return 0;
+        cs->big |= n > QUICK_LIMIT;
+    }
+    return 1;
+}
+
+/* Case ci of op, with its attributes resolved and outputs inferred. *cs
+ * is NULL past the last case; a message in msg when the case is bad. */
+static int case_get(const cg_op_entry *op, int32_t ci, case_state **out, char *msg, size_t msz) {
+    *out = NULL;
+    case_state *cs = calloc(1, sizeof *cs);
+    if (!cs) return snprintf(msg, msz, "out of memory"), 0;
+    cs->c.struct_size = sizeof cs->c;
+    if (!op->def->conform_case(ci, &cs->c)) {
+        free(cs);
+        return 1;
+    }
+    *out = cs;
+    if (!case_valid(cs)) return snprintf(msg, msz, "case %d: the op declares an invalid case", ci), 0;
+    cs->attrs = calloc((size_t)op->def->n_attrs + 1, sizeof *cs->attrs);
+    cs->out = calloc((size_t)cs->c.n_outputs, sizeof *cs->out);
+    cs->ref_out = calloc((size_t)cs->c.n_outputs, sizeof *cs->ref_out);
+    cs->dev_out = calloc((size_t)cs->c.n_outputs, sizeof *cs->dev_out);
+    if (!cs->attrs || !cs->out || !cs->ref_out || !cs->dev_out) return snprintf(msg, msz, "out of memory"), 0;
+    cg_model dummy;
+    memset(&dummy, 0, sizeof dummy);
+    dummy.filename = "<conform>";
+    cs->node.name = (char *)op->def->name;
+    cs->node.op = (char *)op->def->name;
+    cg_status st = cs->c.attrs && *cs->c.attrs ? cg_parse_attr_list(cs->c.attrs, &cs->node) : CG_OK;
+    if (!st) st = cg_node_resolve_attrs(&dummy, &cs->node, op->def, cs->attrs);
+    if (!st)
+        st = cg_call_infer(&dummy, op->def->name, 0, 0, op, cs->attrs, cs->c.n_inputs, cs->c.inputs,
+                           cs->c.n_outputs, cs->out, 1);
+    cs->node.name = cs->node.op = NULL;
+    for (int i = 0; !st && i < cs->c.n_outputs; i++) cs->big |= cg_shape_numel(cs->out[i].ndim, cs->out[i].dims) > QUICK_LIMIT;
+    if (st) return snprintf(msg, msz, "case %d: %s", ci, cg_last_error()), 0;
+    return 1;
+}
+
+/* Random inputs of case ci, the same for every device. */
+static int case_inputs(case_state *cs, const cg_op_entry *op, const cg_conform_options *opt, int32_t ci, char *msg,
+                       size_t msz) {
+    rng r = {(opt->seed ? opt->seed : 0x5eed) ^ cg_fnv1a_str(CG_FNV_BASIS, op->def->name) ^
+             ((uint64_t)ci * 0x9e3779b97f4a7c15ull)};
+    if (!r.s) r.s = 1;
+    for (int i = 0; i < cs->c.n_inputs; i++) {
+        cs->host_in[i] = malloc(cg_desc_bytes(&cs->c.inputs[i]) + 4);
+        if (!cs->host_in[i]) return snprintf(msg, msz, "out of memory"), 0;
+        if (!fill(&r, &cs->c.inputs[i], cs->c.lo[i], cs->c.hi[i], cs->host_in[i]))
+            return snprintf(msg, msz, "input %d: conform makes only f32 and i32 values, the case declares %s", i,
+                            cg_dtype_name((cg_dtype)cs->c.inputs[i].dtype)),
+                   0;
+    }
+    return 1;
+}
+
+/* Runs kernel k of the case on device d into outs (allocated here). */
+static int run_kernel(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k, void **outs,
+                      char *msg, size_t msz) {
     char err[1024] = "";
-    cg_op_call call = {.struct_size = sizeof call,
-                       .node_name = op->def->name,
-                       .n_inputs = cs->c.n_inputs,
-                       .n_outputs = cs->c.n_outputs,
-                       .inputs = cs->c.inputs,
-                       .outputs = cs->out,
-                       .attrs = cs->attrs,
-                       .err = err,
-                       .err_size = sizeof err,
-                       .host = cg_host_api_get()};
-    size_t ws = k->workspace ? k->workspace(&call) : 0;
-    int ok = 1;
-    if (!dev) {
-        void *w = ws ? cg_aligned_alloc(ws) : NULL;
-        for (int i = 0; i < cs->c.n_outputs; i++) cs->cpu_out[i] = calloc(1, bytes_of(&cs->out[i]) + 4);
-        cg_kernel_args a = {.struct_size = sizeof a,
-                            .call = &call,
-                            .in = (const void *const *)cs->host_in,
-                            .out = cs->cpu_out,
-                            .workspace = w,
-                            .workspace_size = ws};
-        if ((ws && !w) || k->run(&a) != CG_OP_OK) {
-            snprintf(msg, msz, "CPU kernel failed: %s", err[0] ? err : "out of memory");
-            ok = 0;
-        }
-        cg_aligned_free(w);
-        return ok;
-    }
-    cl_mem in[CG_CONFORM_MAX_INPUTS] = {0}, out[16] = {0}, wmem = NULL;
-    cg_status st = CG_OK;
-    for (int i = 0; !st && i < cs->c.n_inputs; i++) {
-        size_t b = bytes_of(&cs->c.inputs[i]);
-        st = cg_cl_alloc(dev, b ? b : 4, &in[i]);
-        if (!st && b) st = cg_cl_write(dev, in[i], 0, b, cs->host_in[i], 1);
-    }
-    for (int i = 0; !st && i < cs->c.n_outputs; i++) {
-        size_t b = bytes_of(&cs->out[i]);
-        st = cg_cl_alloc(dev, b ? b : 4, &out[i]);
-    }
-    if (!st && ws) st = cg_cl_alloc(dev, ws, &wmem);
-    if (st) {
-        snprintf(msg, msz, "%s", cg_last_error());
-        ok = 0;
-    } else {
-        cg_kernel_args a = {.struct_size = sizeof a,
-                            .call = &call,
-                            .in = (const void *const *)in,
-                            .out = (void *const *)out,
-                            .workspace = wmem,
-                            .workspace_size = ws,
-                            .stream = cg_cl_queue(dev),
-                            .device = dev};
-        if (k->run(&a) != CG_OP_OK) {
-            snprintf(msg, msz, "OpenCL kernel failed: %s", err[0] ? err : "(no message)");
-            ok = 0;
-        }
-        for (int i = 0; ok && i < cs->c.n_outputs; i++) {
-            size_t b = bytes_of(&cs->out[i]);
-            cs->dev_out[i] = calloc(1, b + 4);
-            if (b && cg_cl_read(dev, out[i], 0, b, cs->dev_out[i]) != CG_OK) {
-                snprintf(msg, msz, "%s", cg_last_error());
-                ok = 0;
-            }
-        }
-        if (ok && cg_cl_finish(dev) != CG_OK) {
-            snprintf(msg, msz, "%s", cg_last_error());
-            ok = 0;
-        }
-    }
-    for (int i = 0; i < CG_CONFORM_MAX_INPUTS; i++)
-        if (in[i]) clReleaseMemObject(in[i]);
-    for (int i = 0; i < 16; i++)
-        if (out[i]) clReleaseMemObject(out[i]);
-    if (wmem) clReleaseMemObject(wmem);
-    return ok;
+    cg_op_call call = {.struct_size = sizeof call, .node_name = op->def->name, .n_inputs = cs->c.n_inputs,
+                       .n_outputs = cs->c.n_outputs, .inputs = cs->c.inputs, .outputs = cs->out, .attrs = cs->attrs,
+                       .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
+    for (int i = 0; i < cs->c.n_outputs; i++)
+        if (!(outs[i] = calloc(1, cg_desc_bytes(&cs->out[i]) + 4))) return snprintf(msg, msz, "out of memory"), 0;
+    cg_status st = cg_dev_run_host(d, k, &call, (const void *const *)cs->host_in, outs, 0, 0, NULL);
+    if (st == CG_ERR_KERNEL)
+        return snprintf(msg, msz, "%s kernel failed: %s", cg_dev_info(d)->name, err[0] ? err : "(no message)"), 0;
+    if (st) return snprintf(msg, msz, "%s", cg_last_error()), 0;
+    return 1;
 }
 
 /* Compares outputs; returns 0 and describes the first mismatch. */
@@ -191,16 +161,20 @@ static int compare(case_state *cs, double *max_abs, char *msg, size_t msz) {
     double atol = cs->c.atol > 0 ? cs->c.atol : 1e-4, rtol = cs->c.rtol > 0 ? cs->c.rtol : 1e-4;
     for (int o = 0; o < cs->c.n_outputs; o++) {
         int64_t n = cg_shape_numel(cs->out[o].ndim, cs->out[o].dims);
-        for (int64_t i = 0; i < n; i++) {
-            if (cs->out[o].dtype == CG_OP_I32) {
-                int32_t a = ((int32_t *)cs->dev_out[o])[i], b = ((int32_t *)cs->cpu_out[o])[i];
-                if (a != b) {
-                    snprintf(msg, msz, "output %d element %lld: device %d, cpu %d", o, (long long)i, a, b);
+        if ((cg_dtype)cs->out[o].dtype != CG_F32) {
+            size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype);
+            for (int64_t i = 0; i < n; i++)
+                if (memcmp((char *)cs->dev_out[o] + (size_t)i * es, (char *)cs->ref_out[o] + (size_t)i * es, es)) {
+                    if ((cg_dtype)cs->out[o].dtype == CG_I32)
+                        snprintf(msg, msz, "output %d element %lld: device %d, cpu %d", o, (long long)i,
+                                 ((int32_t *)cs->dev_out[o])[i], ((int32_t *)cs->ref_out[o])[i]);
+                    else snprintf(msg, msz, "output %d element %lld differs", o, (long long)i);
                     return 0;
                 }
-                continue;
-            }
-            double a = ((float *)cs->dev_out[o])[i], b = ((float *)cs->cpu_out[o])[i];
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            double a = ((float *)cs->dev_out[o])[i], b = ((float *)cs->ref_out[o])[i];
             if (isnan(a) && isnan(b)) continue;
             if (isinf(a) || isinf(b)) {
                 if (a == b) continue;
@@ -218,111 +192,96 @@ static int compare(case_state *cs, double *max_abs, char *msg, size_t msz) {
     return 1;
 }
 
-static void run_op(const cg_op_entry *op, int dev_index, cg_cl_device *dev, const char *dev_name,
-                   const cg_conform_options *opt, cg_conform_fn fn, void *user, int *n_failed) {
-    cg_conform_row row = {.op = op->def->name, .plugin = op->plugin->name, .device = dev_name, .message = ""};
-    char msg[1024] = "", shapes[1024] = "";
+/* "case 3 (f32[2, 3], i32[2]; axis: 1): DETAIL" */
+static void case_message(const case_state *cs, int32_t ci, const char *detail, char *msg, size_t msz) {
+    char sh[256] = "";
+    size_t u = 0;
+    for (int i = 0; i < cs->c.n_inputs && u < sizeof sh; i++) {
+        char one[96];
+        cg_shape_format(one, sizeof one, cs->c.inputs[i].dtype, cs->c.inputs[i].ndim, cs->c.inputs[i].dims, NULL, 0);
+        u += (size_t)snprintf(sh + u, sizeof sh - u, "%s%s", i ? ", " : "", one);
+    }
+    snprintf(msg, msz, "case %d (%s%s%s): %s", ci, sh, cs->c.attrs ? "; " : "", cs->c.attrs ? cs->c.attrs : "",
+             detail);
+}
+
+/* The devices a row compares: the reference (CPU) and the device tested. */
+typedef struct pair {
+    cg_device *ref, *dev;
+    const cg_kernel_def *ref_k, *dev_k;
+} pair;
+
+/* Runs every case of op on the pair into row; 0 on the first failure
+ * (its message in msg). */
+static int run_cases(const cg_op_entry *op, const pair *pr, const cg_conform_options *opt, cg_conform_row *row,
+                     char *msg, size_t msz, char *shapes, size_t ssz) {
     size_t su = 0;
-    row.shapes = shapes;
-    if (!op->def->conform_case) {
-        row.result = CG_CONFORM_NO_CASES;
-        fn(&row, user);
-        return;
-    }
-    if (!op->opencl) {
-        row.result = CG_CONFORM_NO_KERNEL;
-        fn(&row, user);
-        return;
-    }
-    if (!op->cpu) {
-        row.result = CG_CONFORM_FAIL;
-        row.message = "the op has no CPU kernel to compare with";
-        (*n_failed)++;
-        fn(&row, user);
-        return;
-    }
-    cg_model dummy;
-    memset(&dummy, 0, sizeof dummy);
-    dummy.filename = "<conform>";
-    int failed = 0;
-    for (int32_t ci = 0; !failed && ci < 10000; ci++) {
-        case_state *cs = calloc(1, sizeof *cs);
-        if (!cs) {
-            snprintf(msg, sizeof msg, "out of memory");
-            failed = 1;
-            break;
+    for (int32_t ci = 0; ci < MAX_CASES; ci++) {
+        case_state *cs;
+        int ok = case_get(op, ci, &cs, msg, msz);
+        if (ok && !cs) return 1;
+        if (ok && opt->quick && cs->big) {
+            row->cases_skipped++;
+            case_free(cs);
+            continue;
         }
-        cs->c.struct_size = sizeof cs->c;
-        if (!op->def->conform_case(ci, &cs->c)) {
-            free(cs);
-            break;
-        }
-        char where[64];
-        snprintf(where, sizeof where, "case %d", ci);
-        int bad = cs->c.n_inputs < 0 || cs->c.n_inputs > CG_CONFORM_MAX_INPUTS || cs->c.n_outputs < 1 ||
-                  cs->c.n_outputs > 16;
-        int big = 0;
-        for (int i = 0; !bad && i < cs->c.n_inputs; i++) {
-            int64_t n = cg_shape_numel(cs->c.inputs[i].ndim, cs->c.inputs[i].dims);
-            bad = n < 0 || cs->c.inputs[i].ndim > CG_MAX_DIMS;
-            big |= n > QUICK_LIMIT;
-        }
-        if (bad) {
-            snprintf(msg, sizeof msg, "%s: the op declares an invalid case", where);
-            failed = 1;
-            free(cs);
-            break;
-        }
-        cs->node.name = (char *)op->def->name;
-        cs->node.op = (char *)op->def->name;
-        cg_status st = cs->c.attrs && *cs->c.attrs ? cg_parse_attr_list(cs->c.attrs, &cs->node) : CG_OK;
-        if (!st) st = cg_node_resolve_attrs(&dummy, &cs->node, op->def, cs->attrs);
-        if (!st)
-            st = cg_call_infer(&dummy, op->def->name, 0, 0, op, cs->attrs, cs->c.n_inputs, cs->c.inputs,
-                               cs->c.n_outputs, cs->out, 1);
-        for (int i = 0; !st && i < cs->c.n_outputs; i++) big |= cg_shape_numel(cs->out[i].ndim, cs->out[i].dims) > QUICK_LIMIT;
-        cs->node.name = cs->node.op = NULL;
-        if (st) {
-            snprintf(msg, sizeof msg, "%s: %s", where, cg_last_error());
-            failed = 1;
-        } else if (opt->quick && big) {
-            row.cases_skipped++;
-        } else {
-            rng r = {(opt->seed ? opt->seed : 0x5eed) ^ hash_str(op->def->name) ^ ((uint64_t)ci * 0x9e3779b97f4a7c15ull)};
-            if (!r.s) r.s = 1;
-            for (int i = 0; i < cs->c.n_inputs; i++) {
-                cs->host_in[i] = malloc(bytes_of(&cs->c.inputs[i]) + 4);
-                fill(&r, &cs->c.inputs[i], cs->c.lo[i], cs->c.hi[i], cs->host_in[i]);
-            }
-            char detail[900] = "";
-            if (!run_kernel(op, cs, NULL, detail, sizeof detail) || !run_kernel(op, cs, dev, detail, sizeof detail) ||
-                !compare(cs, &row.max_abs_error, detail, sizeof detail)) {
-                char sh[256] = "";
-                size_t u = 0;
-                for (int i = 0; i < cs->c.n_inputs && u < sizeof sh; i++) {
-                    char one[96];
-                    cg_shape_format(one, sizeof one, cs->c.inputs[i].dtype, cs->c.inputs[i].ndim, cs->c.inputs[i].dims, NULL, 0);
-                    u += (size_t)snprintf(sh + u, sizeof sh - u, "%s%s", i ? ", " : "", one);
-                }
-                snprintf(msg, sizeof msg, "%s (%s%s%s): %s", where, sh, cs->c.attrs ? "; " : "",
-                         cs->c.attrs ? cs->c.attrs : "", detail);
-                failed = 1;
-            }
-            row.cases_run++;
-            if (cs->c.n_inputs > 0 && su < sizeof shapes - 1) {
+        char detail[900] = "";
+        if (ok) {
+            ok = case_inputs(cs, op, opt, ci, detail, sizeof detail) &&
+                 run_kernel(op, cs, pr->ref, pr->ref_k, cs->ref_out, detail, sizeof detail) &&
+                 run_kernel(op, cs, pr->dev, pr->dev_k, cs->dev_out, detail, sizeof detail) &&
+                 compare(cs, &row->max_abs_error, detail, sizeof detail);
+            if (!ok) case_message(cs, ci, detail, msg, msz);
+            row->cases_run++;
+            if (cs->c.n_inputs > 0 && su < ssz - 1) {
                 char one[96];
-                cg_shape_format(one, sizeof one, cs->c.inputs[0].dtype, cs->c.inputs[0].ndim, cs->c.inputs[0].dims, NULL, 0);
-                su += (size_t)snprintf(shapes + su, sizeof shapes - su, "%s%s", su ? " " : "", one);
+                cg_shape_format(one, sizeof one, cs->c.inputs[0].dtype, cs->c.inputs[0].ndim, cs->c.inputs[0].dims,
+                                NULL, 0);
+                su += (size_t)snprintf(shapes + su, ssz - su, "%s%s", su ? " " : "", one);
             }
         }
         case_free(cs);
-        free(cs);
+        if (!ok) return 0;
     }
-    (void)dev_index;
-    row.result = failed ? CG_CONFORM_FAIL : CG_CONFORM_PASS;
-    row.message = msg;
-    if (failed) (*n_failed)++;
+    return 1;
+}
+
+static void run_op(const cg_op_entry *op, cg_device *ref, cg_device *dev, const cg_conform_options *opt,
+                   cg_conform_fn fn, void *user, int *n_failed) {
+    cg_conform_row row = {.op = op->def->name, .plugin = op->plugin->name, .device = cg_dev_info(dev)->name,
+                          .message = ""};
+    char msg[1024] = "", shapes[1024] = "";
+    row.shapes = shapes;
+    pair pr = {ref, dev, cg_op_kernel(op, cg_dev_info(ref)->kind), cg_op_kernel(op, cg_dev_info(dev)->kind)};
+    if (!op->def->conform_case) {
+        row.result = CG_CONFORM_NO_CASES;
+    } else if (!pr.dev_k) {
+        row.result = CG_CONFORM_NO_KERNEL;
+    } else if (!pr.ref_k) {
+        row.result = CG_CONFORM_FAIL;
+        row.message = "the op has no CPU kernel to compare with";
+    } else {
+        row.result = run_cases(op, &pr, opt, &row, msg, sizeof msg, shapes, sizeof shapes) ? CG_CONFORM_PASS
+                                                                                             : CG_CONFORM_FAIL;
+        row.message = msg;
+    }
+    if (row.result == CG_CONFORM_FAIL) (*n_failed)++;
     fn(&row, user);
+}
+
+/* Every op (or the one named) on one device against the reference. */
+static cg_status conform_device(cg_context *ctx, int index, cg_device *ref, const cg_conform_options *opt,
+                                cg_conform_fn fn, void *user, int *n_failed) {
+    cg_device *dev;
+    cg_status st = cg_dev_open(index, &dev);
+    if (st) return st;
+    for (int i = 0; i < ctx->n_ops; i++) {
+        const cg_op_entry *op = ctx->ops[i];
+        if (opt->op && strcmp(op->def->name, opt->op)) continue;
+        run_op(op, ref, dev, opt, fn, user, n_failed);
+    }
+    cg_dev_release(dev);
+    return CG_OK;
 }
 
 cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt_in, cg_conform_fn fn, void *user,
@@ -334,25 +293,20 @@ cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt_in, cg_confo
     *n_failed = 0;
     if (opt.op && !cg_registry_find(ctx, opt.op))
         return cg_error(CG_ERR_NOT_FOUND, "conform: no operator named '%s'", opt.op);
-    int first = 0, last = cg_cl_device_count() - 1;
+    /* Device 0, the CPU, is the reference every other device is compared with. */
+    int first = 1, last = cg_dev_count() - 1;
     if (opt.device) {
-        int idx;
-        cg_status st = cg_cl_device_find(opt.device, &idx);
+        cg_status st = cg_dev_find(opt.device, &first);
         if (st) return st;
-        first = last = idx;
+        if (first == 0)
+            return cg_error(CG_ERR_INVALID_ARGUMENT,
+                            "conform: device '%s' is the CPU, the reference the others are compared with",
+                            opt.device);
+        last = first;
     }
-    for (int d = first; d <= last; d++) {
-        cg_cl_device *dev;
-        cg_status st = cg_cl_device_open(d, &dev);
-        if (st) return st;
-        char name[32];
-        snprintf(name, sizeof name, "opencl:%d", d);
-        for (int i = 0; i < ctx->n_ops; i++) {
-            const cg_op_entry *op = &ctx->ops[i];
-            if (opt.op && strcmp(op->def->name, opt.op)) continue;
-            run_op(op, d, dev, name, &opt, fn, user, n_failed);
-        }
-        cg_cl_device_release(dev);
-    }
-    return CG_OK;
+    cg_device *ref;
+    cg_status st = cg_dev_open(0, &ref);
+    for (int d = first; !st && d <= last; d++) st = conform_device(ctx, d, ref, &opt, fn, user, n_failed);
+    cg_dev_release(ref);
+    return st;
 }

@@ -5,9 +5,6 @@
 #include "error.h"
 #include "registry.h"
 
-cg_status cg_plugin_load_path(cg_context *ctx, const char *path);
-void cg_plugin_unload(void *dl);
-
 cg_status cg_plugin_load_path(cg_context *ctx, const char *path) {
     dlerror();
     /* RTLD_LOCAL keeps one plugin's symbols from resolving another's. */

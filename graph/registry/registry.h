@@ -1,29 +1,54 @@
 /* Operator registry of a context: every operator from the built-in plugin
- * and from loaded plugins, with its kernel per backend kind. */
+ * and from loaded plugins. The registry keeps a host-layout copy of each
+ * plugin's op definitions, attributes and kernels (read at the plugin's own
+ * struct sizes), so everything above reads every field of this ABI, for
+ * plugins built against 1.0 as for 1.1 or later. */
 #ifndef CG_GRAPH_REGISTRY_H
 #define CG_GRAPH_REGISTRY_H
+
+#include <stddef.h>
 
 #include "clgraph/clgraph.h"
 #include "clgraph/plugin.h"
 
+/* One past the largest cg_backend_kind: kernels are indexed by kind. */
+#define CG_BACKEND_KINDS 3
+
+/* The ABI 1.0 layouts, frozen: each struct ended after the field named
+ * here, and fields are only ever appended, so these sizes never change.
+ * A plugin's struct must be at least this large. */
+#define CG_END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+#define CG_V1_0_PLUGIN_SIZE CG_END_OF(cg_plugin_desc, n_ops)
+#define CG_V1_0_OP_SIZE CG_END_OF(cg_op_def, conform_case)
+#define CG_V1_0_KERNEL_SIZE CG_END_OF(cg_kernel_def, run)
+#define CG_V1_0_ATTR_SIZE CG_END_OF(cg_attr_def, doc)
+
+typedef struct cg_op_entry cg_op_entry;
+
 typedef struct cg_plugin_rec {
     char *name;         /* plugin name from its descriptor */
     char *path;         /* library path, or "<built-in>" */
+    char *version;      /* its version string ("" if none) */
     void *dl;           /* dlopen handle, NULL for built-ins */
     uint32_t abi_minor; /* effective minor: min(plugin's, host's) */
+    int n_ops;
+    cg_op_entry *entries;   /* one per op */
+    cg_op_def *defs;        /* host-layout copies of the op definitions */
+    cg_attr_def *attrs;     /* every op's attributes, host layout */
+    cg_kernel_def *kernels; /* every op's kernels, host layout */
 } cg_plugin_rec;
 
-typedef struct cg_op_entry {
-    const cg_op_def *def;
+struct cg_op_entry {
+    const cg_op_def *def;          /* host-layout copy */
     const cg_plugin_rec *plugin;
-    const cg_kernel_def *cpu;    /* NULL if the op has no CPU kernel */
-    const cg_kernel_def *opencl; /* NULL if the op has no OpenCL kernel */
-} cg_op_entry;
+    /* The op's kernel for each backend kind, NULL where it has none. */
+    const cg_kernel_def *kernel[CG_BACKEND_KINDS];
+};
 
 struct cg_context {
     cg_host_api host;
     int n_ops, cap_ops;
-    cg_op_entry *ops;
+    const cg_op_entry **ops;     /* entries owned by the plugins' records */
     int n_plugins, cap_plugins;
     cg_plugin_rec **plugins;
 };
@@ -35,10 +60,22 @@ struct cg_context {
 cg_status cg_registry_add_plugin(cg_context *ctx, const cg_plugin_desc *desc,
                                  const char *path, void *dl);
 
+/* Unloads a plugin's library and frees its records (context free). */
+void cg_registry_free_plugin(cg_plugin_rec *rec);
+
 /* The entry for an op name, or NULL. */
 const cg_op_entry *cg_registry_find(const cg_context *ctx, const char *name);
 
-/* The host API table handed to plugins (graph/context.c). */
+/* The op's kernel for a backend kind (NULL if none). */
+static inline const cg_kernel_def *cg_op_kernel(const cg_op_entry *op, cg_backend_kind kind) {
+    return kind > 0 && kind < CG_BACKEND_KINDS ? op->kernel[kind] : NULL;
+}
+
+/* The host API table handed to plugins (graph/registry/host_api.c). */
 const cg_host_api *cg_host_api_get(void);
+
+/* Loads a plugin library and registers it (plugin_load.c). */
+cg_status cg_plugin_load_path(cg_context *ctx, const char *path);
+void cg_plugin_unload(void *dl);
 
 #endif

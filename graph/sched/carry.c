@@ -1,40 +1,45 @@
 /* Carried inputs (cg_plan_carry): the value a run writes to an output is the
- * next run's input, kept where it was made. A device output is copied on its
- * own queue into a plan-owned buffer (the instance's arena slot is reused by
- * the next run, possibly of another instance), and from there into the next
- * run's input slot on that device: recurrent state never crosses the bus.
- * The host copy is made only when a CPU step reads the value or a new
- * instance is lowered (auto placement measures kernels on real inputs). */
+ * next run's input, kept where it was made. An output on a device without
+ * host memory is copied on that device's queue into a plan-owned buffer
+ * (the instance's arena slot is reused by the next run, possibly of another
+ * instance), and from there into the next run's input slot on the device:
+ * recurrent state never crosses the bus. The host copy is made only when a
+ * host step reads the value or a new instance is lowered (auto placement
+ * measures kernels on real inputs). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "plan.h"
+#include "shape.h"
 
 cg_status cg_carry_init(cg_plan *p) {
     int n = p->graph->n_inputs;
     p->carry = calloc((size_t)n + 1, sizeof *p->carry);
     p->carried = calloc((size_t)n + 1, 1);
     if (!p->carry || !p->carried) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    for (int k = 0; k < n; k++) p->carry[k].out = -1;
+    for (int k = 0; k < n; k++) {
+        p->carry[k].out = -1;
+        p->carry[k].mem = calloc((size_t)p->n_devs, sizeof *p->carry[k].mem);
+        if (!p->carry[k].mem) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
     return CG_OK;
 }
 
-static void carry_release(carry *c) {
+static void carry_release(cg_plan *p, carry *c) {
     cg_tensor_free(c->host);
     c->host = NULL;
     c->host_cap = 0;
-    for (int d = 0; d < CG_PLAN_MAX_DEVICES; d++) {
-        if (c->mem[d]) clReleaseMemObject(c->mem[d]);
-        c->mem[d] = NULL;
-        c->mem_cap[d] = 0;
-    }
+    for (int d = 0; c->mem && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &c->mem[d]);
     c->valid = c->on_host = c->dev = 0;
 }
 
 void cg_carry_free(cg_plan *p) {
     if (!p->carry) return;
-    for (int k = 0; k < p->graph->n_inputs; k++) carry_release(&p->carry[k]);
+    for (int k = 0; k < p->graph->n_inputs; k++) {
+        carry_release(p, &p->carry[k]);
+        free(p->carry[k].mem);
+    }
     free(p->carry);
     free(p->carried);
 }
@@ -52,7 +57,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     if (k < 0) return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no input named '%s'", g->name, input);
     carry *c = &p->carry[k];
     if (!output) {
-        carry_release(c);
+        carry_release(p, c);
         c->out = -1;
         return CG_OK;
     }
@@ -72,7 +77,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
         return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s': output '%s' (%s) cannot be carried into input '%s' (%s)",
                         g->name, output, b, input, a);
     }
-    if (c->out != o) carry_release(c);
+    if (c->out != o) carry_release(p, c);
     c->out = o;
     return CG_OK;
 }
@@ -93,15 +98,16 @@ cg_status cg_carry_bind(cg_plan *p, int k, cg_tensor **t) {
 }
 
 static size_t carry_bytes(const carry *c) {
-    int64_t n = cg_shape_numel(c->host->ndim, c->host->dims);
-    return n > 0 ? (size_t)n * 4 : 0;
+    cg_tensor_desc d = {(cg_op_dtype)c->host->dtype, c->host->ndim, {0}};
+    memcpy(d.dims, c->host->dims, sizeof(int64_t) * (size_t)c->host->ndim);
+    return cg_desc_bytes(&d);
 }
 
 cg_status cg_carry_to_host(cg_plan *p, int k, cg_plan_stats *st) {
     carry *c = &p->carry[k];
     if (c->on_host || !c->dev) return CG_OK;
     size_t bytes = carry_bytes(c);
-    cg_status rc = bytes ? cg_cl_read(p->devs[c->dev].cl, c->mem[c->dev], 0, bytes, c->host->data) : CG_OK;
+    cg_status rc = bytes ? cg_dev_read(p->devs[c->dev].dev, &c->mem[c->dev], 0, c->host->data, bytes) : CG_OK;
     if (rc) return rc;
     st->copies++;
     st->bytes_copied += bytes;
@@ -115,7 +121,7 @@ cg_status cg_carry_prepare(cg_plan *p, instance *in, cg_plan_stats *st) {
         int host_reads = 0;
         for (int si = 0; !host_reads && si < in->n_steps; si++) {
             const step *s = &in->steps[si];
-            if (s->kind != STEP_KERNEL || p->devs[s->dev].cl) continue;
+            if (s->kind != STEP_KERNEL || !p->devs[s->dev].info->host_memory) continue;
             for (int j = 0; j < s->n_in; j++) {
                 const slot *x = &in->slots[s->in[j]];
                 host_reads |= x->kind == SLOT_INPUT && x->input_index == k;
@@ -138,18 +144,18 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
     slot *dst = &in->slots[c->dst];
     c->kept_stamp = 0; /* the slot no longer holds a kept tensor's upload */
     if (cy->dev && cy->dev == dst->dev) /* on this device already: a copy on its queue */
-        return cg_cl_copy(p->devs[dst->dev].cl, cy->mem[cy->dev], 0, cg_slot_mem(dst), 0, c->bytes);
+        return cg_dev_copy(p->devs[dst->dev].dev, &cy->mem[cy->dev], 0, &dst->buf, 0, c->bytes);
     cg_status rc = cg_carry_to_host(p, k, st);
     if (rc) return rc;
     st->copies++;
     st->bytes_copied += c->bytes;
-    /* Blocking: the host copy is rewritten when this run ends. */
-    return cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, c->bytes, cy->host->data, 1);
+    /* Waited for: the host copy is rewritten when this run ends. */
+    return cg_dev_write(p->devs[dst->dev].dev, &dst->buf, 0, cy->host->data, c->bytes);
 }
 
 /* A host copy with room for the output `s`, and its shape. */
 static cg_status host_room(carry *c, const slot *s) {
-    size_t bytes = (size_t)(cg_shape_numel(s->desc.ndim, s->desc.dims) > 0 ? cg_shape_numel(s->desc.ndim, s->desc.dims) : 0) * 4;
+    size_t bytes = cg_desc_bytes(&s->desc);
     if (!c->host || bytes > c->host_cap) {
         cg_tensor *t;
         cg_status rc = cg_tensor_alloc((cg_dtype)s->desc.dtype, s->desc.ndim, s->desc.dims, &t);
@@ -165,42 +171,50 @@ static cg_status host_room(carry *c, const slot *s) {
     return CG_OK;
 }
 
-cg_status cg_carry_save(cg_plan *p, instance *in, cg_tensor **by_pos, int on_host) {
+/* Output slot s carried into c, from host memory. The output may be this
+ * very input (carried or given): copied from where it is before the host
+ * copy can be replaced. */
+static cg_status save_host(cg_plan *p, carry *c, const slot *s) {
+    const void *from = cg_slot_host(p, s);
+    cg_status rc = host_room(c, s); /* same shape then: no new buffer */
+    if (rc) return rc;
+    size_t bytes = carry_bytes(c);
+    if (bytes && from != c->host->data) memcpy(c->host->data, from, bytes);
+    c->on_host = 1;
+    c->dev = 0;
+    return CG_OK;
+}
+
+/* Output slot s carried into c on its device d, in the plan's buffer there
+ * (grown only when larger: a steady state allocates nothing). */
+static cg_status save_device(cg_plan *p, carry *c, const slot *s, int d) {
+    size_t bytes = cg_desc_bytes(&s->desc);
+    cg_device *dev = p->devs[d].dev;
+    if (c->mem[d].kind == CG_BUF_NONE || bytes > c->mem[d].bytes) {
+        cg_buf m;
+        cg_status rc = cg_dev_alloc(dev, bytes, &m);
+        if (rc) return rc;
+        cg_dev_free(dev, &c->mem[d]);
+        c->mem[d] = m;
+    }
+    cg_status rc = host_room(c, s); /* the shape, and room should a host step need it */
+    if (!rc && bytes) rc = cg_dev_copy(dev, cg_slot_buf(p, s), 0, &c->mem[d], 0, bytes);
+    if (rc) return rc;
+    c->on_host = 0;
+    c->dev = d;
+    return CG_OK;
+}
+
+cg_status cg_carry_save(cg_plan *p, instance *in, int on_host) {
     for (int k = 0; k < p->graph->n_inputs; k++) {
         carry *c = &p->carry[k];
         if (c->out < 0) continue;
         const slot *s = &in->slots[in->out_slot[c->out]];
-        int d = p->devs[s->dev].cl ? s->dev : 0;
+        int d = p->devs[s->dev].info->host_memory ? 0 : s->dev;
         if (on_host != (d == 0)) continue;
         c->valid = 0;
-        if (d == 0) {
-            /* The output may be this very input (carried or given): copy
-             * from where it is before the host copy can be replaced. */
-            const void *from = cg_slot_host(in, s, by_pos);
-            cg_status rc = host_room(c, s); /* same shape then: no new buffer */
-            if (rc) return rc;
-            size_t bytes = carry_bytes(c);
-            if (bytes && from != c->host->data) memcpy(c->host->data, from, bytes);
-            c->on_host = 1;
-            c->dev = 0;
-        } else {
-            size_t bytes = (size_t)(cg_shape_numel(s->desc.ndim, s->desc.dims)) * 4;
-            cg_status rc = CG_OK;
-            if (!c->mem[d] || bytes > c->mem_cap[d]) {
-                cl_mem m;
-                rc = cg_cl_alloc(p->devs[d].cl, bytes, &m);
-                if (rc) return rc;
-                if (c->mem[d]) clReleaseMemObject(c->mem[d]);
-                c->mem[d] = m;
-                c->mem_cap[d] = bytes;
-            }
-            rc = host_room(c, s); /* the shape, and room should a CPU step need it */
-            if (rc) return rc;
-            if (bytes) rc = cg_cl_copy(p->devs[d].cl, cg_slot_mem(s), 0, c->mem[d], 0, bytes);
-            if (rc) return rc;
-            c->on_host = 0;
-            c->dev = d;
-        }
+        cg_status rc = d == 0 ? save_host(p, c, s) : save_device(p, c, s, d);
+        if (rc) return rc;
         c->valid = 1;
     }
     return CG_OK;

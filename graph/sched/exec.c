@@ -1,82 +1,18 @@
-/* Plans and the executor. A plan keeps one lowered instance per binding of
- * its symbolic dims; a run binds the inputs' shapes, picks (or builds) the
- * instance, and walks its steps: CPU kernels run on the host, OpenCL kernels
- * and transfers are enqueued on their device's in-order queue without
- * waiting, and the host waits only where it reads a device's value (a copy
- * to the CPU, the outputs). With shapes seen before, a run allocates nothing
- * beyond the output tensors (none with cg_plan_run_into) and creates no
- * OpenCL object. */
+/* The executor. A run binds the inputs' shapes, picks (or builds) the
+ * instance for them, and walks its steps: host kernels run on the calling
+ * thread, device kernels and transfers are enqueued on their device's
+ * in-order queue without waiting, and the host waits only where it reads a
+ * device's value (a host kernel's input, an output, a carried state). With
+ * shapes seen before, a run allocates nothing beyond the output tensors
+ * (none with cg_plan_run_into) and creates no device object. Devices are
+ * reached only through backends/backend.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "plan.h"
-#include "tensor.h"
-#include "weights.h"
-
-void cg_plan_free(cg_plan *p) {
-    if (!p) return;
-    for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
-    if (p->param_mem)
-        for (size_t i = 0; i < (size_t)p->n_devs * (size_t)p->graph->n_values; i++)
-            if (p->param_mem[i]) clReleaseMemObject(p->param_mem[i]);
-    free(p->param_mem);
-    for (int d = 1; d < p->n_devs; d++) cg_cl_device_release(p->devs[d].cl);
-    for (int r = 0; r < p->n_rules; r++) free(p->rules[r].pattern);
-    free(p->rules);
-    free(p->inptr);
-    free(p->outptr);
-    cg_keep_free(p);
-    cg_carry_free(p);
-    cg_analysis_free(&p->an);
-    free(p);
-}
-
-cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out) {
-    return cg_plan_create_ex(m, graph_name, NULL, out);
-}
-
-cg_status cg_plan_create_ex(cg_model *m, const char *graph_name, const cg_plan_options *opt, cg_plan **out) {
-    if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_create: NULL argument");
-    *out = NULL;
-    cg_graph *g = graph_name ? cg_model_graph(m, graph_name) : (m->n_graphs == 1 ? m->graphs[0] : NULL);
-    if (!g) {
-        if (!graph_name)
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the model has %d graphs: name one", m->filename,
-                            m->n_graphs);
-        return cg_error(CG_ERR_NOT_FOUND, "%s: no graph named '%s'", m->filename, graph_name);
-    }
-    if (!m->verified) {
-        cg_status st = cg_model_verify(m);
-        if (st) return st;
-    }
-    for (int i = 0; i < g->n_values; i++)
-        if (g->values[i].kind == CG_VAL_PARAM && !m->weights) {
-            char where[512];
-            cg_loc_format(where, sizeof where, m, g->values[i].line, g->values[i].col);
-            return cg_error(CG_ERR_NOT_FOUND, "%sparam '%s' of graph '%s': no weights are bound "
-                            "(give a safetensors file)", where, g->values[i].name, g->name);
-        }
-    cg_plan *p = calloc(1, sizeof *p);
-    if (!p) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    p->model = m;
-    p->graph = g;
-    cg_status st = cg_graph_analyze(g, &p->an);
-    if (!st) st = cg_place_parse(p, opt ? opt->device : NULL, opt ? opt->place : NULL);
-    if (!st) {
-        p->param_mem = calloc((size_t)p->n_devs * (size_t)g->n_values + 1, sizeof *p->param_mem);
-        if (!p->param_mem) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    }
-    if (!st) st = cg_keep_init(p);
-    if (!st) st = cg_carry_init(p);
-    if (st) {
-        cg_plan_free(p);
-        return st;
-    }
-    *out = p;
-    return CG_OK;
-}
+#include "shape.h"
 
 /* Binds symbols from the inputs' shapes and checks every input. */
 static cg_status bind_inputs(cg_plan *p, int n, const char *const *names, cg_tensor *const *ts, cg_tensor **by_pos,
@@ -139,9 +75,9 @@ static cg_status bind_inputs(cg_plan *p, int n, const char *const *names, cg_ten
 static cg_status ensure_scratch(cg_plan *p, const instance *in) {
     int cap = in->max_in > in->max_out ? in->max_in : in->max_out;
     if (cap <= p->scratch_cap && p->inptr && p->outptr) return CG_OK;
-    const void **a = realloc(p->inptr, sizeof *a * ((size_t)cap + 1));
+    const cg_buf **a = realloc(p->inptr, sizeof *a * ((size_t)cap + 1));
     if (a) p->inptr = a;
-    void **b = a ? realloc(p->outptr, sizeof *b * ((size_t)cap + 1)) : NULL;
+    const cg_buf **b = a ? realloc(p->outptr, sizeof *b * ((size_t)cap + 1)) : NULL;
     if (!b) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     p->outptr = b;
     p->scratch_cap = cap;
@@ -179,7 +115,7 @@ static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *co
         cg_instance_free(p, in);
         return st;
     }
-    if (p->n_inst == CG_PLAN_MAX_INSTANCES) {
+    if (p->n_inst == CG_PLAN_CACHED_INSTANCES) {
         int lru = 0;
         for (int i = 1; i < p->n_inst; i++)
             if (p->inst[i]->last_used < p->inst[lru]->last_used) lru = i;
@@ -193,111 +129,190 @@ static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *co
     return CG_OK;
 }
 
-static size_t slot_raw(const slot *s) {
-    int64_t n = cg_shape_numel(s->desc.ndim, s->desc.dims);
-    return n > 0 ? (size_t)n * 4 : 0;
+/* Waits for the transfer that fills host slot si, if one is under way. */
+static cg_status wait_host(instance *in, int32_t si) {
+    int d = in->slots[si].def_step;
+    if (d < 0 || in->steps[d].kind != STEP_COPY) return CG_OK;
+    return cg_dev_wait(&in->steps[d].ev);
 }
 
 static cg_status run_copy(cg_plan *p, instance *in, step *c, cg_tensor **by_pos, cg_plan_stats *st) {
-    slot *src = &in->slots[c->src], *dst = &in->slots[c->dst];
-    size_t bytes = c->bytes;
-    st->copies++;
-    st->bytes_copied += bytes;
-    if (!bytes) return CG_OK;
-    cg_status rc = CG_OK;
-    if (src->kind == SLOT_INPUT && p->carried[src->input_index]) {
-        st->copies--; /* counted where bytes cross a bus */
-        st->bytes_copied -= bytes;
+    const slot *src = &in->slots[c->src], *dst = &in->slots[c->dst];
+    if (src->kind == SLOT_INPUT && p->carried[src->input_index])
         return cg_carry_upload(p, in, c, src->input_index, st);
-    }
-    if (src->kind == SLOT_INPUT && p->keep[src->input_index]) {
-        st->copies--; /* counted only when the tensor crosses */
-        st->bytes_copied -= bytes;
+    if (src->kind == SLOT_INPUT && p->keep[src->input_index])
         return cg_keep_upload(p, in, c, src->input_index, by_pos[src->input_index], st);
+    st->copies++;
+    st->bytes_copied += c->bytes;
+    if (!c->bytes) return CG_OK;
+    cg_status rc = wait_host(in, c->src);
+    if (rc) return rc;
+    const pdev *from = &p->devs[src->dev], *to = &p->devs[dst->dev];
+    const cg_buf *sb = cg_slot_buf(p, src);
+    void *src_host = cg_slot_host(p, src);
+    cg_buf snap;
+    if (src_host && c->staging) {
+        /* A host temporary: a later host step may overwrite it before the
+         * device reads it, so the device reads the step's own snapshot. */
+        memcpy(c->staging, src_host, c->bytes);
+        rc = cg_dev_wrap(from->dev, c->staging, c->bytes, &snap);
+        if (rc) return rc;
+        sb = &snap;
     }
-    if (!p->devs[src->dev].cl) {
-        /* Host to device: caller inputs stay untouched until the run ends
-         * (every queue is finished then), so they go directly; a host
-         * temporary may be overwritten by a later CPU step, so it goes
-         * through the step's own staging bytes. */
-        const void *from = cg_slot_host(in, src, by_pos);
-        if (src->kind == SLOT_TEMP) {
-            memcpy(c->staging, from, bytes);
-            from = c->staging;
+    /* Into host memory: the host waits for it where it reads it. */
+    cg_event *ev = to->info->host_memory ? &c->ev : NULL;
+    return cg_dev_transfer(from->dev, sb, to->dev, &dst->buf, c->bytes, c->staging, ev);
+}
+
+static cg_status run_kernel(cg_plan *p, instance *in, step *s) {
+    const pdev *d = &p->devs[s->dev];
+    for (int k = 0; k < s->n_in; k++) {
+        if (d->info->host_memory) {
+            cg_status rc = wait_host(in, s->in[k]);
+            if (rc) return rc;
         }
-        return cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, bytes, from, 0);
+        p->inptr[k] = cg_slot_buf(p, &in->slots[s->in[k]]);
     }
-    if (!p->devs[dst->dev].cl) /* device to host: the host waits for this value only */
-        return cg_cl_read(p->devs[src->dev].cl, cg_slot_mem(src), 0, bytes, cg_slot_host(in, dst, by_pos));
-    /* Device to device (separate contexts): through the step's staging. */
-    rc = cg_cl_read(p->devs[src->dev].cl, cg_slot_mem(src), 0, bytes, c->staging);
-    if (!rc) rc = cg_cl_write(p->devs[dst->dev].cl, cg_slot_mem(dst), 0, bytes, c->staging, 0);
-    return rc;
+    for (int k = 0; k < s->n_out; k++) p->outptr[k] = &in->slots[s->out[k]].buf;
+    char err[1024] = "";
+    cg_op_call call = {.struct_size = sizeof call, .node_name = s->name, .n_inputs = s->n_in,
+                       .n_outputs = s->n_out, .inputs = s->in_desc, .outputs = s->out_desc, .attrs = s->attrs,
+                       .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
+    cg_status st = cg_dev_run(d->dev, s->kernel, &call, p->inptr, p->outptr, &s->ws, s->state);
+    if (st != CG_ERR_KERNEL) return st;
+    char where[512];
+    err[sizeof err - 1] = 0;
+    cg_loc_format(where, sizeof where, p->model, s->line, s->col);
+    return cg_error(CG_ERR_KERNEL, "%s%s '%s' on %s: %s", where, s->op->def->name, s->name,
+                    cg_plan_dev_name(p, s->dev), err[0] ? err : "kernel failed");
+}
+
+/* Output k into the caller's tensor: copied from host memory, or read
+ * from its device (complete once the device's queue drains). */
+static cg_status read_output(cg_plan *p, instance *in, int k, cg_tensor *t, cg_plan_stats *stats) {
+    const slot *s = &in->slots[in->out_slot[k]];
+    size_t bytes = cg_desc_bytes(&s->desc);
+    if (!bytes || !t) return CG_OK; /* NULL: not wanted on the host */
+    cg_status st = wait_host(in, in->out_slot[k]);
+    if (st) return st;
+    const void *host = cg_slot_host(p, s);
+    if (host) {
+        memcpy(t->data, host, bytes);
+        return CG_OK;
+    }
+    stats->copies++;
+    stats->bytes_copied += bytes;
+    return cg_dev_read_async(p->devs[s->dev].dev, cg_slot_buf(p, s), 0, t->data, bytes, NULL);
+}
+
+/* Every queue drains, and every transfer's event is released: the caller
+ * may then reuse its inputs, and staging bytes are free for the next run. */
+static cg_status drain(cg_plan *p, instance *in) {
+    cg_status st = CG_OK;
+    for (int d = 0; d < p->n_devs; d++) {
+        cg_status fs = cg_dev_finish(p->devs[d].dev);
+        if (!st) st = fs;
+    }
+    for (int si = 0; si < in->n_steps; si++) {
+        cg_status ws = cg_dev_wait(&in->steps[si].ev);
+        if (!st) st = ws;
+    }
+    return st;
 }
 
 static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor *const *outputs,
                          cg_plan_stats *stats) {
-    cg_model *m = p->model;
-    cg_status st = cg_carry_prepare(p, in, stats);
+    cg_status st = CG_OK;
+    for (int k = 0; !st && k < p->graph->n_inputs; k++)
+        st = cg_dev_wrap(p->devs[0].dev, by_pos[k]->data, cg_desc_bytes(&in->slots[in->val_slot[p->graph->inputs[k]]].desc),
+                         &p->inbuf[k]);
+    if (!st) st = cg_carry_prepare(p, in, stats);
     for (int si = 0; !st && si < in->n_steps; si++) {
         step *s = &in->steps[si];
-        if (s->kind == STEP_NOP) continue;
-        if (s->kind == STEP_COPY) {
-            st = run_copy(p, in, s, by_pos, stats);
+        if (s->kind == STEP_COPY) st = run_copy(p, in, s, by_pos, stats);
+        else if (s->kind == STEP_KERNEL) st = run_kernel(p, in, s);
+    }
+    for (int k = 0; !st && k < p->graph->n_outputs; k++) st = read_output(p, in, k, outputs[k], stats);
+    if (!st) st = cg_carry_save(p, in, 0);
+    cg_status ds = drain(p, in);
+    if (!st) st = ds;
+    if (!st) st = cg_carry_save(p, in, 1);
+    return st;
+}
+
+/* The caller's output tensors: new ones (made), or the given ones checked
+ * against the outputs' types. */
+static cg_status output_tensors(cg_plan *p, instance *in, int n, cg_tensor **outs, int make, cg_plan_stats *stats) {
+    cg_status st = CG_OK;
+    for (int k = 0; !st && k < n; k++) {
+        const slot *s = &in->slots[in->out_slot[k]];
+        if (make) {
+            st = cg_tensor_alloc((cg_dtype)s->desc.dtype, s->desc.ndim, s->desc.dims, &outs[k]);
+            stats->host_allocs++;
             continue;
         }
-        cg_cl_device *cl = p->devs[s->dev].cl;
-        for (int k = 0; k < s->n_in; k++) {
-            const slot *x = &in->slots[s->in[k]];
-            p->inptr[k] = cl ? (const void *)cg_slot_mem(x) : cg_slot_host(in, x, by_pos);
-        }
-        for (int k = 0; k < s->n_out; k++) {
-            const slot *y = &in->slots[s->out[k]];
-            p->outptr[k] = cl ? (void *)y->mem : cg_slot_host(in, y, by_pos);
-        }
-        char err[1024] = "";
-        cg_op_call call = {.struct_size = sizeof call, .node_name = s->name, .n_inputs = s->n_in,
-                           .n_outputs = s->n_out, .inputs = s->in_desc, .outputs = s->out_desc, .attrs = s->attrs,
-                           .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
-        cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = p->inptr, .out = p->outptr};
-        if (s->ws_bytes) {
-            args.workspace = cl ? (void *)s->ws_mem : (char *)in->host_arena + s->ws_offset;
-            args.workspace_size = s->ws_bytes;
-        }
-        if (cl) {
-            args.stream = cg_cl_queue(cl);
-            args.device = cl;
-        }
-        stats->kernel_launches += cl ? 0 : 1; /* device launches come from the backend's counter */
-        if (s->kernel->run(&args) != CG_OP_OK) {
-            char where[512];
-            err[sizeof err - 1] = 0;
-            cg_loc_format(where, sizeof where, m, s->line, s->col);
-            st = cg_error(CG_ERR_KERNEL, "%s%s '%s' on %s: %s", where, s->op->def->name, s->name,
-                          cg_plan_dev_name(p, s->dev), err[0] ? err : "kernel failed");
+        const cg_tensor *t = outs[k];
+        if (!t) continue; /* an output the caller does not read */
+        int ok = (cg_dtype)t->dtype == (cg_dtype)s->desc.dtype && t->ndim == s->desc.ndim;
+        for (int d = 0; ok && d < t->ndim; d++) ok = t->dims[d] == s->desc.dims[d];
+        if (!ok) {
+            char want[256];
+            cg_desc_format(want, sizeof want, p->model, &s->desc);
+            st = cg_error(CG_ERR_INVALID_ARGUMENT, "output %d ('%s') must be a tensor of %s", k,
+                          p->graph->out_names[k], want);
         }
     }
-    for (int k = 0; !st && k < p->graph->n_outputs; k++) {
-        const slot *s = &in->slots[in->out_slot[k]];
-        size_t bytes = slot_raw(s);
-        if (!bytes || !outputs[k]) continue; /* NULL: not wanted on the host */
-        if (p->devs[s->dev].cl) {
-            st = cg_cl_read(p->devs[s->dev].cl, cg_slot_mem(s), 0, bytes, outputs[k]->data);
-            stats->copies++;
-            stats->bytes_copied += bytes;
-        } else {
-            memcpy(outputs[k]->data, cg_slot_host(in, s, by_pos), bytes);
-        }
-    }
-    if (!st) st = cg_carry_save(p, in, by_pos, 0);
-    /* Every queue drains before returning: the caller may then reuse its
-     * inputs, and staging bytes are free for the next run. */
-    for (int d = 1; d < p->n_devs; d++) {
-        cg_status fs = cg_cl_finish(p->devs[d].cl);
-        if (!st) st = fs;
-    }
-    if (!st) st = cg_carry_save(p, in, by_pos, 1);
     return st;
+}
+
+static void add_stats(cg_plan_stats *total, const cg_plan_stats *s) {
+    total->runs += s->runs;
+    total->instances_built += s->instances_built;
+    total->host_allocs += s->host_allocs;
+    total->cl_objects += s->cl_objects;
+    total->kernel_launches += s->kernel_launches;
+    total->copies += s->copies;
+    total->bytes_copied += s->bytes_copied;
+    total->clblast_calls += s->clblast_calls;
+}
+
+/* A run's statistics from the backends' counters before and after it. */
+static void finish_stats(cg_plan *p, cg_plan_stats *stats, const cg_dev_counters *c0) {
+    cg_dev_counters c1;
+    cg_dev_counters_get(&c1);
+    stats->runs = 1;
+    stats->kernel_launches = c1.launches - c0->launches;
+    stats->clblast_calls = c1.library_calls - c0->library_calls;
+    stats->cl_objects = c1.objects_created - c0->objects_created;
+    p->last = *stats;
+    add_stats(&p->total, stats);
+}
+
+/* Per-run arrays: on the stack for the usual few inputs, symbols and
+ * outputs. */
+typedef struct run_arrays {
+    cg_tensor *by_pos_small[16], *outs_small[16];
+    int64_t sym_small[16];
+    cg_tensor **by_pos, **outs;
+    int64_t *sym;
+} run_arrays;
+
+static cg_status arrays_init(run_arrays *r, const cg_plan *p, int n_outputs, int make, cg_plan_stats *stats) {
+    const cg_graph *g = p->graph;
+    r->by_pos = g->n_inputs <= 16 ? r->by_pos_small : malloc(sizeof(cg_tensor *) * (size_t)g->n_inputs);
+    r->sym = p->model->n_syms <= 16 ? r->sym_small : malloc(sizeof(int64_t) * (size_t)p->model->n_syms);
+    r->outs = !make ? NULL : n_outputs <= 16 ? r->outs_small : calloc((size_t)n_outputs, sizeof *r->outs);
+    for (int k = 0; r->outs && k < n_outputs; k++) r->outs[k] = NULL;
+    if (r->by_pos != r->by_pos_small || r->sym != r->sym_small || (r->outs && r->outs != r->outs_small))
+        stats->host_allocs++;
+    if (!r->by_pos || !r->sym || (make && !r->outs)) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    return CG_OK;
+}
+
+static void arrays_free(run_arrays *r) {
+    if (r->by_pos && r->by_pos != r->by_pos_small) free(r->by_pos);
+    if (r->sym && r->sym != r->sym_small) free(r->sym);
+    if (r->outs && r->outs != r->outs_small) free(r->outs);
 }
 
 static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
@@ -310,80 +325,30 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
                         g->n_outputs, n_outputs);
     cg_plan_stats stats;
     memset(&stats, 0, sizeof stats);
-    cg_cl_counters c0, c1;
-    cg_cl_cache_stats k0, k1;
-    cg_cl_counters_get(&c0);
-    cg_cl_cache_stats_get(&k0);
-    cg_tensor *by_pos_small[16];
-    int64_t sym_small[16];
-    cg_tensor **by_pos = g->n_inputs <= 16 ? by_pos_small : malloc(sizeof(cg_tensor *) * (size_t)g->n_inputs);
-    int64_t *sym = p->model->n_syms <= 16 ? sym_small : malloc(sizeof(int64_t) * (size_t)p->model->n_syms);
-    if (by_pos != by_pos_small || sym != sym_small) stats.host_allocs++;
-    cg_status st = by_pos && sym ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    if (!st) st = bind_inputs(p, n_inputs, names, inputs, by_pos, sym);
+    cg_dev_counters c0;
+    cg_dev_counters_get(&c0);
+    run_arrays r;
+    cg_status st = arrays_init(&r, p, n_outputs, made != NULL, &stats);
+    if (!st) st = bind_inputs(p, n_inputs, names, inputs, r.by_pos, r.sym);
     instance *in = NULL;
     int built = 0;
-    if (!st) st = get_instance(p, sym, by_pos, &in, &built, &stats);
+    if (!st) st = get_instance(p, r.sym, r.by_pos, &in, &built, &stats);
     if (built) {
         stats.instances_built = 1;
         stats.host_allocs++;
     }
-    cg_tensor *outs_small[16];
-    cg_tensor **outs = (cg_tensor **)given;
-    if (!st && made) {
-        outs = n_outputs <= 16 ? outs_small : calloc((size_t)n_outputs, sizeof *outs);
-        if (!outs) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        /* all NULL first: after a failed allocation every entry is freed */
-        for (int k = 0; outs && k < n_outputs; k++) outs[k] = NULL;
-        for (int k = 0; !st && k < n_outputs; k++) {
-            const slot *s = &in->slots[in->out_slot[k]];
-            st = cg_tensor_alloc((cg_dtype)s->desc.dtype, s->desc.ndim, s->desc.dims, &outs[k]);
-            stats.host_allocs++;
-        }
-    } else if (!st) {
-        for (int k = 0; !st && k < n_outputs; k++) {
-            const slot *s = &in->slots[in->out_slot[k]];
-            const cg_tensor *t = outs[k];
-            if (!t) continue; /* an output the caller does not read */
-            int ok = (cg_op_dtype)t->dtype == s->desc.dtype && t->ndim == s->desc.ndim;
-            for (int d = 0; ok && d < t->ndim; d++) ok = t->dims[d] == s->desc.dims[d];
-            if (!ok) {
-                char want[256];
-                cg_desc_format(want, sizeof want, p->model, &s->desc);
-                st = cg_error(CG_ERR_INVALID_ARGUMENT, "output %d ('%s') must be a tensor of %s", k,
-                              g->out_names[k], want);
-            }
-        }
-    }
-    if (!st) st = execute(p, in, by_pos, outs, &stats);
+    cg_tensor **outs = made ? r.outs : (cg_tensor **)given;
+    if (!st) st = output_tensors(p, in, n_outputs, outs, made != NULL, &stats);
+    if (!st) st = execute(p, in, r.by_pos, outs, &stats);
     if (st && in) /* a failed run may have left a kept input's copy half written */
         for (int si = 0; si < in->n_steps; si++) in->steps[si].kept_stamp = 0;
     if (st) cg_carry_invalidate(p);
-    if (made) {
-        for (int k = 0; k < n_outputs && outs; k++) {
-            if (st) cg_tensor_free(outs[k]);
-            made[k] = st ? NULL : outs[k];
-        }
-        if (outs && outs != outs_small) free(outs);
+    for (int k = 0; made && k < n_outputs; k++) {
+        if (st && r.outs) cg_tensor_free(r.outs[k]);
+        made[k] = st || !r.outs ? NULL : r.outs[k];
     }
-    if (by_pos && by_pos != by_pos_small) free(by_pos);
-    if (sym && sym != sym_small) free(sym);
-    cg_cl_counters_get(&c1);
-    cg_cl_cache_stats_get(&k1);
-    stats.runs = 1;
-    stats.kernel_launches += c1.launches - c0.launches;
-    stats.clblast_calls = c1.clblast_calls - c0.clblast_calls;
-    stats.cl_objects = (c1.buffers_created - c0.buffers_created) + (k1.kernels_created - k0.kernels_created) +
-                       (k1.builds_from_source - k0.builds_from_source) + (k1.loads_from_disk - k0.loads_from_disk);
-    p->last = stats;
-    p->total.runs += stats.runs;
-    p->total.instances_built += stats.instances_built;
-    p->total.host_allocs += stats.host_allocs;
-    p->total.cl_objects += stats.cl_objects;
-    p->total.kernel_launches += stats.kernel_launches;
-    p->total.copies += stats.copies;
-    p->total.bytes_copied += stats.bytes_copied;
-    p->total.clblast_calls += stats.clblast_calls;
+    arrays_free(&r);
+    finish_stats(p, &stats, &c0);
     return st;
 }
 
@@ -397,27 +362,4 @@ cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_ten
 cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
                            int n_outputs, cg_tensor *const *outputs) {
     return run_common(p, n_inputs, names, inputs, n_outputs, outputs, NULL);
-}
-
-size_t cg_plan_arena_bytes(const cg_plan *p) {
-    if (!p || !p->n_inst) return 0;
-    const instance *last = p->inst[0];
-    for (int i = 1; i < p->n_inst; i++)
-        if (p->inst[i]->last_used > last->last_used) last = p->inst[i];
-    size_t total = 0;
-    for (int d = 0; d < p->n_devs; d++) total += last->arena_bytes[d];
-    return total;
-}
-
-cg_status cg_plan_stats_get(const cg_plan *p, cg_plan_stats *last, cg_plan_stats *total) {
-    if (!p) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_stats_get: plan is NULL");
-    if (last) *last = p->last;
-    if (total) *total = p->total;
-    return CG_OK;
-}
-
-const char *cg_plan_device(const cg_plan *p) {
-    if (!p) return NULL;
-    if (p->default_dev < 0) return "auto";
-    return cg_plan_dev_name(p, p->default_dev);
 }

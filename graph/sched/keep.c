@@ -12,20 +12,35 @@
 #include "plan.h"
 
 cg_status cg_keep_init(cg_plan *p) {
-    p->keep = calloc((size_t)p->graph->n_inputs + 1, 1);
-    p->kept = calloc((size_t)p->graph->n_inputs + 1, sizeof *p->kept);
+    int n = p->graph->n_inputs;
+    p->keep = calloc((size_t)n + 1, 1);
+    p->kept = calloc((size_t)n + 1, sizeof *p->kept);
     if (!p->keep || !p->kept) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < n; k++) {
+        kept *kp = &p->kept[k];
+        kp->mem = calloc((size_t)p->n_devs, sizeof *kp->mem);
+        kp->stamp = calloc((size_t)p->n_devs, sizeof *kp->stamp);
+        kp->data = calloc((size_t)p->n_devs, sizeof *kp->data);
+        if (!kp->mem || !kp->stamp || !kp->data) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
     return CG_OK;
 }
 
-static void kept_release(kept *k) {
-    for (int d = 0; d < CG_PLAN_MAX_DEVICES; d++)
-        if (k->mem[d]) clReleaseMemObject(k->mem[d]);
-    memset(k, 0, sizeof *k);
+static void kept_release(cg_plan *p, kept *k) {
+    for (int d = 0; k->mem && d < p->n_devs; d++) {
+        cg_dev_free(p->devs[d].dev, &k->mem[d]);
+        k->stamp[d] = 0;
+        k->data[d] = NULL;
+    }
 }
 
 void cg_keep_free(cg_plan *p) {
-    for (int k = 0; p->kept && k < p->graph->n_inputs; k++) kept_release(&p->kept[k]);
+    for (int k = 0; p->kept && k < p->graph->n_inputs; k++) {
+        kept_release(p, &p->kept[k]);
+        free(p->kept[k].mem);
+        free(p->kept[k].stamp);
+        free(p->kept[k].data);
+    }
     free(p->kept);
     free(p->keep);
 }
@@ -41,7 +56,7 @@ cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep) {
             for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
             p->n_inst = 0;
             p->keep[k] = v;
-            kept_release(&p->kept[k]);
+            kept_release(p, &p->kept[k]);
         }
         return CG_OK;
     }
@@ -53,29 +68,28 @@ cg_status cg_keep_upload(cg_plan *p, instance *in, step *c, int k, const cg_tens
     if (c->kept_stamp == t->stamp && c->kept_data == t->data) return CG_OK;
     const slot *dst = &in->slots[c->dst];
     const int d = dst->dev;
-    cg_cl_device *cl = p->devs[d].cl;
+    cg_device *dev = p->devs[d].dev;
     kept *kp = &p->kept[k];
     c->kept_stamp = 0; /* invalid until the copy below is enqueued */
     cg_status rc = CG_OK;
     if (kp->stamp[d] != t->stamp || kp->data[d] != t->data) {
         kp->stamp[d] = 0;
-        if (!kp->mem[d] || c->bytes > kp->mem_cap[d]) {
-            cl_mem m;
-            rc = cg_cl_alloc(cl, c->bytes, &m);
+        if (kp->mem[d].kind == CG_BUF_NONE || c->bytes > kp->mem[d].bytes) {
+            cg_buf m;
+            rc = cg_dev_alloc(dev, c->bytes, &m);
             if (rc) return rc;
-            if (kp->mem[d]) clReleaseMemObject(kp->mem[d]);
+            cg_dev_free(dev, &kp->mem[d]);
             kp->mem[d] = m;
-            kp->mem_cap[d] = c->bytes;
         }
-        /* Non-blocking: the caller's input stays untouched until the run ends. */
-        rc = cg_cl_write(cl, kp->mem[d], 0, c->bytes, t->data, 0);
+        /* Enqueued: the caller's input stays untouched until the run ends. */
+        rc = cg_dev_write_async(dev, &kp->mem[d], 0, t->data, c->bytes, NULL);
         if (rc) return rc;
         st->copies++;
         st->bytes_copied += c->bytes;
         kp->stamp[d] = t->stamp;
         kp->data[d] = t->data;
     }
-    rc = cg_cl_copy(cl, kp->mem[d], 0, cg_slot_mem(dst), 0, c->bytes);
+    rc = cg_dev_copy(dev, &kp->mem[d], 0, &dst->buf, 0, c->bytes);
     if (rc) return rc;
     c->kept_stamp = t->stamp;
     c->kept_data = t->data;

@@ -1,80 +1,44 @@
 /* Lowering: one instance of a plan for one binding of the symbolic dims.
  * Nodes are taken in dependency order; each is placed (rules or auto), its
- * op is decomposed when its device has no kernel for it, its inputs are
- * brought to its device by copy steps (made once per value and device), and
- * its outputs become slots on that device. The caller's graph is never
- * modified. */
+ * op is decomposed when its device has no kernel for it (expand.c), its
+ * inputs are brought to its device by copy steps (made once per value and
+ * device), and its outputs become slots on that device. Devices are reached
+ * only through backends/backend.h. The caller's graph is never modified. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
-#include "decomp.h"
 #include "error.h"
-#include "plan.h"
-#include "tensor.h"
+#include "lower.h"
+#include "mem.h"
+#include "shape.h"
 #include "weights.h"
-
-#define MAX_DECOMP_DEPTH 8
-
-typedef struct build {
-    cg_plan *p;
-    instance *in;
-    cg_tensor *const *inputs; /* caller data by input position, or NULL */
-    int autoplace;            /* some node may be placed by measurement */
-    void **shadow;            /* auto: host values of slots, from CPU kernels */
-    int cap_shadow;
-} build;
-
-/* A decomposition being expanded: the host API calls of its callback land
- * in the functions of decomp_iface below. */
-typedef struct expansion {
-    cg_decomp base;  /* first: the callback's handle */
-    build *b;
-    const int32_t *in;
-    int n_in;
-    const int32_t *out;       /* placeholder slots of the op's outputs */
-    int n_out;
-    const char *origin;
-    int line, col, depth, counter, dev;
-    int *done;
-} expansion;
 
 const char *cg_plan_dev_name(const cg_plan *p, int dev) {
     if (dev < 0 || dev >= p->n_devs) return "auto";
-    return p->devs[dev].cl ? cg_cl_label(p->devs[dev].cl) : "cpu";
+    return p->devs[dev].info->label;
 }
 
-static int32_t resolve(const instance *in, int32_t s) {
-    while (in->redirect[s] != s) s = in->redirect[s];
-    return s;
+const cg_kernel_def *cg_plan_kernel_on(const cg_plan *p, const cg_op_entry *op, int dev, const cg_op_call *call) {
+    const pdev *d = &p->devs[dev];
+    const cg_kernel_def *k = cg_op_kernel(op, d->info->kind);
+    return k && cg_dev_supports(d->dev, k, call) ? k : NULL;
 }
 
-static size_t desc_bytes(const cg_tensor_desc *d) {
-    int64_t n = cg_shape_numel(d->ndim, d->dims);
-    return n > 0 ? (size_t)n * 4 : 0;
-}
+cg_status cg_lower_oom(void) { return cg_error(CG_ERR_NO_MEMORY, "out of memory building a plan"); }
 
-static cg_status oom(void) { return cg_error(CG_ERR_NO_MEMORY, "out of memory building a plan"); }
-
-static cg_status new_slot(build *b, const cg_tensor_desc *d, int dev, int32_t *out) {
+cg_status cg_lower_new_slot(build *b, const cg_tensor_desc *d, int dev, int32_t *out) {
     instance *in = b->in;
     if (in->n_slots == in->cap_slots) {
         int cap = in->cap_slots * 2 + 32;
         slot *ns = realloc(in->slots, sizeof *ns * (size_t)cap);
-        if (!ns) return oom();
+        if (!ns) return cg_lower_oom();
         in->slots = ns;
         int32_t *nr = realloc(in->redirect, sizeof *nr * (size_t)cap);
-        if (!nr) return oom();
+        if (!nr) return cg_lower_oom();
         in->redirect = nr;
-        if (b->autoplace) {
-            void **sh = realloc(b->shadow, sizeof *sh * (size_t)cap);
-            if (!sh) return oom();
-            for (int i = b->cap_shadow; i < cap; i++) sh[i] = NULL;
-            b->shadow = sh;
-            b->cap_shadow = cap;
-        }
         in->cap_slots = cap;
+        if (b->autoplace && cg_auto_grow(b, cap)) return cg_lower_oom();
     }
     slot *s = &in->slots[in->n_slots];
     memset(s, 0, sizeof *s);
@@ -91,12 +55,12 @@ static cg_status new_slot(build *b, const cg_tensor_desc *d, int dev, int32_t *o
 }
 
 /* Appends a step and returns its index (pointers into steps move). */
-static cg_status new_step(build *b, step_kind kind, int dev, const char *name, int *out) {
+cg_status cg_lower_new_step(build *b, step_kind kind, int dev, const char *name, int *out) {
     instance *in = b->in;
     if (in->n_steps == in->cap_steps) {
         int cap = in->cap_steps * 2 + 32;
         step *ns = realloc(in->steps, sizeof *ns * (size_t)cap);
-        if (!ns) return oom();
+        if (!ns) return cg_lower_oom();
         in->steps = ns;
         in->cap_steps = cap;
     }
@@ -106,23 +70,77 @@ static cg_status new_step(build *b, step_kind kind, int dev, const char *name, i
     s->dev = dev;
     s->src = s->dst = -1;
     s->name = cg_strdup(name ? name : "");
-    if (!s->name) return oom();
+    if (!s->name) return cg_lower_oom();
     *out = in->n_steps++;
     return CG_OK;
 }
 
-/* The plan's replica of parameter value v on device dev, uploaded once. */
-static cg_status param_replica(cg_plan *p, int v, int dev, const void *host, size_t bytes, cl_mem *out) {
-    cl_mem *m = &p->param_mem[(size_t)dev * (size_t)p->graph->n_values + (size_t)v];
-    if (!*m) {
-        cg_cl_device *d = p->devs[dev].cl;
-        cl_mem nm;
-        cg_status st = cg_cl_alloc(d, bytes ? bytes : 4, &nm);
-        if (!st && bytes) st = cg_cl_write(d, nm, 0, bytes, host, 1);
+void cg_lower_free_attr_node(cg_node *n) {
+    if (!n) return;
+    for (int i = 0; i < n->n_attrs; i++) cg_attr_clear(&n->attrs[i]);
+    free(n->attrs);
+    free(n);
+}
+
+/* The plan's replica of parameter value v on device dev, made once: the
+ * weight's own bytes on a host-memory device, an upload elsewhere. */
+static cg_status param_replica(cg_plan *p, int v, int dev, const void *host, size_t bytes, cg_buf *out) {
+    cg_buf *r = &p->params[(size_t)dev * (size_t)p->graph->n_values + (size_t)v];
+    if (r->kind == CG_BUF_NONE) {
+        cg_status st = cg_dev_upload_const(p->devs[dev].dev, host, bytes, r);
         if (st) return st;
-        *m = nm;
     }
-    *out = *m;
+    *out = *r; /* the plan owns it: slots only borrow */
+    return CG_OK;
+}
+
+static cg_status memo_copy(instance *in, int32_t s, int dev, int32_t dst) {
+    if (in->n_copies == in->cap_copies) {
+        int cap = in->cap_copies * 2 + 16;
+        int32_t *a = realloc(in->copy_src, sizeof *a * (size_t)cap);
+        if (a) in->copy_src = a;
+        int32_t *c = a ? realloc(in->copy_dev, sizeof *c * (size_t)cap) : NULL;
+        if (c) in->copy_dev = c;
+        int32_t *d = c ? realloc(in->copy_dst, sizeof *d * (size_t)cap) : NULL;
+        if (!d) return cg_lower_oom();
+        in->copy_dst = d;
+        in->cap_copies = cap;
+    }
+    in->copy_src[in->n_copies] = s;
+    in->copy_dev[in->n_copies] = dev;
+    in->copy_dst[in->n_copies] = dst;
+    in->n_copies++;
+    return CG_OK;
+}
+
+/* The copy step that brings slot s to device dev into slot dst. */
+static cg_status copy_step(build *b, int32_t s, int dev, int32_t dst) {
+    cg_plan *p = b->p;
+    instance *in = b->in;
+    int from = in->slots[s].dev;
+    char name[700];
+    snprintf(name, sizeof name, "copy %s -> %s", cg_plan_dev_name(p, from), cg_plan_dev_name(p, dev));
+    int si;
+    cg_status st = cg_lower_new_step(b, STEP_COPY, dev, name, &si);
+    if (st) return st;
+    step *cs = &in->steps[si];
+    cs->src = s;
+    cs->dst = dst;
+    cs->bytes = cg_desc_bytes(&in->slots[s].desc);
+    /* Host bytes are needed between two devices without host memory, and
+     * to snapshot a host temporary (a later host step may overwrite it
+     * before the device has read it). */
+    int src_host = p->devs[from].info->host_memory, dst_host = p->devs[dev].info->host_memory;
+    if ((!src_host && !dst_host) || (src_host && in->slots[s].kind == SLOT_TEMP)) {
+        cs->staging = cg_aligned_alloc(cs->bytes);
+        if (!cs->staging) return cg_lower_oom();
+    }
+    in->slots[dst].def_step = si;
+    if (b->autoplace && b->shadow[s]) {
+        b->shadow[dst] = malloc(cs->bytes + 4);
+        if (!b->shadow[dst]) return cg_lower_oom();
+        memcpy(b->shadow[dst], b->shadow[s], cs->bytes);
+    }
     return CG_OK;
 }
 
@@ -130,7 +148,7 @@ static cg_status param_replica(cg_plan *p, int v, int dev, const void *host, siz
  * replica, or the destination of a copy step made once per (s, dev). */
 static cg_status ensure_on(build *b, int32_t s, int dev, int32_t *out) {
     instance *in = b->in;
-    s = resolve(in, s);
+    s = cg_lower_resolve(in, s);
     if (in->slots[s].dev == dev) {
         *out = s;
         return CG_OK;
@@ -140,369 +158,198 @@ static cg_status ensure_on(build *b, int32_t s, int dev, int32_t *out) {
             *out = in->copy_dst[i];
             return CG_OK;
         }
-    if (in->n_copies == in->cap_copies) {
-        int cap = in->cap_copies * 2 + 16;
-        int32_t *a = realloc(in->copy_src, sizeof *a * (size_t)cap);
-        if (a) in->copy_src = a;
-        int32_t *c = a ? realloc(in->copy_dev, sizeof *c * (size_t)cap) : NULL;
-        if (c) in->copy_dev = c;
-        int32_t *d = c ? realloc(in->copy_dst, sizeof *d * (size_t)cap) : NULL;
-        if (!d) return oom();
-        in->copy_dst = d;
-        in->cap_copies = cap;
-    }
     cg_tensor_desc desc = in->slots[s].desc;
     int32_t dst;
-    cg_status st = new_slot(b, &desc, dev, &dst);
+    cg_status st = cg_lower_new_slot(b, &desc, dev, &dst);
     if (st) return st;
     slot *src = &in->slots[s];
-    if (src->kind == SLOT_PARAM && b->p->devs[dev].cl) {
+    if (src->kind == SLOT_PARAM) {
         /* Parameters are not copied per run: the plan keeps a replica. */
         slot *ds = &in->slots[dst];
         ds->kind = SLOT_PARAM;
         ds->value = src->value;
-        st = param_replica(b->p, src->value, dev, src->param, desc_bytes(&desc), &ds->param_mem);
-        if (st) return st;
-    } else if (src->kind == SLOT_PARAM) {
-        /* A parameter is read on the CPU straight from the weights file. */
-        slot *ds = &in->slots[dst];
-        ds->kind = SLOT_PARAM;
-        ds->value = src->value;
         ds->param = src->param;
+        st = param_replica(b->p, src->value, dev, src->param, cg_desc_bytes(&desc), &ds->buf);
     } else {
-        int si;
-        char name[300];
-        snprintf(name, sizeof name, "copy %s -> %s", cg_plan_dev_name(b->p, src->dev),
-                 cg_plan_dev_name(b->p, dev));
-        st = new_step(b, STEP_COPY, dev, name, &si);
-        if (st) return st;
-        step *cs = &in->steps[si];
-        cs->src = s;
-        cs->dst = dst;
-        cs->bytes = desc_bytes(&desc);
-        /* Leaving a device, or going from one device to another, passes
-         * through host memory owned by the step. */
-        if (b->p->devs[src->dev].cl || src->kind == SLOT_TEMP) {
-            cs->staging = cg_aligned_alloc(cs->bytes ? cs->bytes : 4);
-            if (!cs->staging) return oom();
-        }
-        in->slots[dst].def_step = si;
-        if (b->autoplace && b->shadow[s]) {
-            b->shadow[dst] = malloc(cs->bytes + 4);
-            if (!b->shadow[dst]) return oom();
-            memcpy(b->shadow[dst], b->shadow[s], cs->bytes);
-        }
+        st = copy_step(b, s, dev, dst);
     }
-    in->copy_src[in->n_copies] = s;
-    in->copy_dev[in->n_copies] = dev;
-    in->copy_dst[in->n_copies] = dst;
-    in->n_copies++;
-    *out = dst;
+    if (!st) st = memo_copy(in, s, dev, dst);
+    if (!st) *out = dst;
+    return st;
+}
+
+static cg_op_call make_call(const lower_node *n, const cg_tensor_desc *ind, cg_tensor_desc *outd, char *err,
+                            size_t err_size) {
+    cg_op_call call;
+    memset(&call, 0, sizeof call);
+    call.struct_size = sizeof call;
+    call.node_name = n->name;
+    call.n_inputs = n->n_in;
+    call.n_outputs = n->n_out;
+    call.inputs = ind;
+    call.outputs = outd;
+    call.attrs = n->attrs;
+    call.err = err;
+    call.err_size = err_size;
+    call.host = cg_host_api_get();
+    return call;
+}
+
+/* The node's per-node kernel state, made once: its parameter inputs are
+ * the plan's replicas on the step's device. */
+static cg_status make_state(build *b, step *s, char *where) {
+    const cg_buf **params = calloc((size_t)s->n_in + 1, sizeof *params);
+    if (!params) return cg_lower_oom();
+    for (int i = 0; i < s->n_in; i++) {
+        const slot *x = &b->in->slots[s->in[i]];
+        params[i] = x->kind == SLOT_PARAM ? &x->buf : NULL;
+    }
+    char err[1024] = "";
+    cg_op_call call = {.struct_size = sizeof call, .node_name = s->name, .n_inputs = s->n_in, .n_outputs = s->n_out,
+                       .inputs = s->in_desc, .outputs = s->out_desc, .attrs = s->attrs, .err = err,
+                       .err_size = sizeof err, .host = cg_host_api_get()};
+    cg_status st = cg_dev_state_create(b->p->devs[s->dev].dev, s->kernel, &call, params, &s->state, &s->state_bytes);
+    free(params);
+    if (st) cg_error_prefix("%s%s '%s': ", where, s->op->def->name, s->name);
+    else b->in->state_bytes += s->state_bytes;
+    return st;
+}
+
+/* Appends the kernel step of node n on device dev: inputs copied there,
+ * output slots made, workspace sized, state created. */
+static cg_status emit_kernel(build *b, const lower_node *n, const cg_kernel_def *k, int dev, double cost,
+                             int32_t *ins, const cg_tensor_desc *ind, const cg_tensor_desc *outd, int32_t *outs,
+                             char *where) {
+    instance *in = b->in;
+    cg_status st = CG_OK;
+    for (int i = 0; !st && i < n->n_in; i++) st = ensure_on(b, ins[i], dev, &ins[i]);
+    for (int i = 0; !st && i < n->n_out; i++) st = cg_lower_new_slot(b, &outd[i], dev, &outs[i]);
+    int si;
+    if (!st) st = cg_lower_new_step(b, STEP_KERNEL, dev, n->name, &si);
+    if (st) return st;
+    step *s = &in->steps[si];
+    s->op = n->op;
+    s->kernel = k;
+    s->attrs = n->attrs;
+    s->line = n->line;
+    s->col = n->col;
+    s->n_in = n->n_in;
+    s->n_out = n->n_out;
+    s->cost_us = cost;
+    s->in = malloc(sizeof(int32_t) * ((size_t)n->n_in + 1));
+    s->out = malloc(sizeof(int32_t) * (size_t)n->n_out);
+    s->in_desc = calloc((size_t)n->n_in + 1, sizeof *s->in_desc);
+    s->out_desc = calloc((size_t)n->n_out, sizeof *s->out_desc);
+    if (!s->in || !s->out || !s->in_desc || !s->out_desc) return cg_lower_oom();
+    memcpy(s->in, ins, sizeof(int32_t) * (size_t)n->n_in);
+    memcpy(s->out, outs, sizeof(int32_t) * (size_t)n->n_out);
+    memcpy(s->in_desc, ind, sizeof *ind * (size_t)n->n_in);
+    memcpy(s->out_desc, outd, sizeof *outd * (size_t)n->n_out);
+    for (int i = 0; i < n->n_out; i++) in->slots[outs[i]].def_step = si;
+    cg_op_call call = make_call(n, s->in_desc, s->out_desc, NULL, 0);
+    s->ws_bytes = cg_dev_workspace(k, &call);
+    if (n->n_in > in->max_in) in->max_in = n->n_in;
+    if (n->n_out > in->max_out) in->max_out = n->n_out;
+    return make_state(b, s, where);
+}
+
+/* Per-node scratch: resolved inputs and their homes, descriptors, output
+ * placeholders, in one allocation. */
+typedef struct node_scratch {
+    int32_t *ins, *home, *place;
+    cg_tensor_desc *ind, *outd;
+    void *block;
+} node_scratch;
+
+static cg_status scratch_init(node_scratch *sc, int n_in, int n_out) {
+    size_t ni = (size_t)n_in + 1, no = (size_t)n_out + 1;
+    sc->block = calloc(1, sizeof(cg_tensor_desc) * (ni + no) + sizeof(int32_t) * (2 * ni + no));
+    if (!sc->block) return cg_lower_oom();
+    sc->ind = sc->block;
+    sc->outd = sc->ind + ni;
+    sc->ins = (int32_t *)(sc->outd + no);
+    sc->home = sc->ins + ni;
+    sc->place = sc->home + ni;
     return CG_OK;
 }
 
-static const cg_kernel_def *kernel_on(const cg_plan *p, const cg_op_entry *op, int dev) {
-    return p->devs[dev].cl ? op->opencl : op->cpu;
-}
-
-/* Runs the CPU kernel of a step on the shadow values, so auto placement can
- * measure later nodes on real data. Failure just leaves no shadow. */
-static void shadow_eval(build *b, const cg_op_entry *op, const cg_attr_value *attrs, const char *name,
-                        int n_in, const int32_t *in_slots, int n_out, const cg_tensor_desc *in_desc,
-                        cg_tensor_desc *out_desc, const int32_t *outs) {
-    if (!op->cpu) return;
-    const void *ins[256];
-    void *outp[64];
-    for (int i = 0; i < n_in; i++) {
-        ins[i] = b->shadow[in_slots[i]];
-        if (!ins[i]) return;
-    }
-    int ok = 1;
-    for (int k = 0; k < n_out; k++) {
-        outp[k] = b->shadow[outs[k]] = calloc(1, desc_bytes(&out_desc[k]) + 4);
-        ok &= outp[k] != NULL;
-    }
-    char err[256];
-    cg_op_call call = {.struct_size = sizeof call, .node_name = name, .n_inputs = n_in, .n_outputs = n_out,
-                       .inputs = in_desc, .outputs = out_desc, .attrs = attrs, .err = err,
-                       .err_size = sizeof err, .host = cg_host_api_get()};
-    size_t ws = ok && op->cpu->workspace ? op->cpu->workspace(&call) : 0;
-    void *w = ws ? cg_aligned_alloc(ws) : NULL;
-    cg_kernel_args a = {.struct_size = sizeof a, .call = &call, .in = ins, .out = outp, .workspace = w,
-                        .workspace_size = ws};
-    if (!ok || (ws && !w) || op->cpu->run(&a) != CG_OP_OK)
-        for (int k = 0; k < n_out; k++) {
-            free(b->shadow[outs[k]]);
-            b->shadow[outs[k]] = NULL;
-        }
-    cg_aligned_free(w);
-}
-
-/* Auto placement of one node: the device with the least measured kernel
- * time plus the time to bring its inputs there. -1 if no device has a
- * kernel (the node will be decomposed). */
-static int choose_device(build *b, const cg_op_entry *op, const cg_attr_value *attrs, int n_in,
-                         const int32_t *in_slots, const cg_tensor_desc *in_desc, int n_out,
-                         const cg_tensor_desc *out_desc, double *cost) {
-    cg_plan *p = b->p;
-    int best = -1;
-    double best_cost = 0;
-    const void *host_in[256];
-    for (int i = 0; i < n_in; i++) host_in[i] = b->shadow[resolve(b->in, in_slots[i])];
-    for (int d = 0; d < p->n_devs; d++) {
-        if (!kernel_on(p, op, d)) continue;
-        double c = cg_cost_kernel(p, d, op, attrs, n_in, in_desc, host_in, n_out, out_desc);
-        if (c < 0) continue; /* the kernel failed on these inputs there */
-        for (int i = 0; i < n_in; i++) {
-            const slot *s = &b->in->slots[resolve(b->in, in_slots[i])];
-            if (s->kind != SLOT_PARAM && s->dev != d) c += cg_cost_copy(p, s->dev, d, desc_bytes(&in_desc[i]));
-        }
-        if (best < 0 || c < best_cost) {
-            best = d;
-            best_cost = c;
-        }
-    }
-    *cost = best_cost;
-    return best;
-}
-
-static cg_status lower_op(build *b, const cg_op_entry *op, const cg_attr_value *attrs, cg_attr_value *owned,
-                          cg_node *attr_node, const char *name, int line, int col, int n_in,
-                          const int32_t *in, int n_out, int dev, int depth, int32_t *outs);
-
-/* ---- decomposition callbacks (cg_host_api.decomp_*) ---- */
-
-static int32_t decomp_input(cg_decomp *dh, int32_t i) {
-    expansion *d = (expansion *)dh;
-    if (!d || i < 0 || i >= d->n_in) return -1;
-    return d->in[i];
-}
-
-static void free_attr_node(cg_node *n) {
-    if (!n) return;
-    for (int i = 0; i < n->n_attrs; i++) cg_attr_clear(&n->attrs[i]);
-    free(n->attrs);
-    free(n);
-}
-
-static cg_op_status decomp_node(cg_decomp *dh, const char *opname, int32_t n_in, const int32_t *in, int32_t n_out,
-                            int32_t *out, const char *attrs) {
-    expansion *d = (expansion *)dh;
-    build *b = d->b;
-    cg_model *m = b->p->model;
-    char where[512];
-    cg_loc_format(where, sizeof where, m, d->line, d->col);
-    const cg_op_entry *op = opname ? cg_registry_find(m->ctx, opname) : NULL;
-    if (!op) {
-        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s' uses unknown op '%s'", where, d->origin,
-                 opname ? opname : "(null)");
-        return CG_OP_ERROR;
-    }
-    if (n_in < 0 || n_in > 256 || n_out < 1 || n_out > 64 || (n_in && !in) || !out) {
-        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': invalid arguments for op '%s'", where, d->origin,
-                 opname);
-        return CG_OP_ERROR;
-    }
-    for (int i = 0; i < n_in; i++)
-        if (in[i] < 0 || in[i] >= b->in->n_slots) {
-            cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': op '%s' reads invalid value id %d", where,
-                     d->origin, opname, in[i]);
-            return CG_OP_ERROR;
-        }
-    char name[512];
-    snprintf(name, sizeof name, "%s/%s.%d", d->origin, opname, d->counter++);
-    cg_node *node = calloc(1, sizeof *node);
-    cg_attr_value *vals = calloc((size_t)op->def->n_attrs + 1, sizeof *vals);
-    if (!node || !vals) {
-        free(node), free(vals);
-        cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        return CG_OP_ERROR;
-    }
-    node->name = name;
-    node->op = (char *)opname;
-    node->line = d->line;
-    node->col = d->col;
-    cg_status st = attrs && *attrs ? cg_parse_attr_list(attrs, node) : CG_OK;
-    if (!st) st = cg_node_resolve_attrs(m, node, op->def, vals);
-    node->name = NULL;
-    node->op = NULL;
-    if (st) {
-        free_attr_node(node);
-        free(vals);
-        return CG_OP_ERROR;
-    }
-    int32_t outs[64];
-    st = lower_op(b, op, vals, vals, node, name, d->line, d->col, n_in, in, n_out, d->dev, d->depth + 1, outs);
-    if (st) return CG_OP_ERROR;
-    memcpy(out, outs, sizeof(int32_t) * (size_t)n_out);
-    return CG_OP_OK;
-}
-
-static cg_op_status decomp_output(cg_decomp *dh, int32_t i, int32_t v) {
-    expansion *d = (expansion *)dh;
-    instance *in = d->b->in;
-    char where[512];
-    cg_loc_format(where, sizeof where, d->b->p->model, d->line, d->col);
-    if (i < 0 || i >= d->n_out || v < 0 || v >= in->n_slots) {
-        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': invalid output %d or value %d", where, d->origin, i, v);
-        return CG_OP_ERROR;
-    }
-    const cg_tensor_desc *want = &in->slots[d->out[i]].desc, *have = &in->slots[resolve(in, v)].desc;
-    int ok = want->dtype == have->dtype && want->ndim == have->ndim;
-    for (int k = 0; ok && k < want->ndim; k++) ok = want->dims[k] == have->dims[k];
-    if (!ok) {
-        char a[256], c[256];
-        cg_desc_format(a, sizeof a, d->b->p->model, have);
-        cg_desc_format(c, sizeof c, d->b->p->model, want);
-        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': output %d is %s, the op declares %s", where,
-                 d->origin, i, a, c);
-        return CG_OP_ERROR;
-    }
-    in->redirect[d->out[i]] = resolve(in, v);
-    d->done[i] = 1;
-    return CG_OP_OK;
-}
-
-static const cg_decomp_iface decomp_iface = {decomp_input, decomp_node, decomp_output};
-
-/* Lowers one op: infers its outputs for the concrete inputs, places it,
- * and appends its kernel step (inputs copied to its device as needed) or
- * expands its decomposition. `owned` and `attr_node` pass to the instance. */
-static cg_status lower_op(build *b, const cg_op_entry *op, const cg_attr_value *attrs, cg_attr_value *owned,
-                          cg_node *attr_node, const char *name, int line, int col, int n_in,
-                          const int32_t *in_raw, int n_out, int dev, int depth, int32_t *outs) {
-    cg_plan *p = b->p;
+/* Infers the node's outputs for its concrete inputs. */
+static cg_status infer(build *b, const lower_node *n, node_scratch *sc, const char *where) {
     instance *in = b->in;
+    for (int i = 0; i < n->n_in; i++) {
+        sc->ins[i] = sc->home[i] = cg_lower_resolve(in, n->in[i]);
+        sc->ind[i] = in->slots[sc->ins[i]].desc;
+    }
+    cg_status st = cg_call_infer(b->p->model, n->name, n->line, n->col, n->op, n->attrs, n->n_in, sc->ind, n->n_out,
+                                 sc->outd, 1);
+    for (int k = 0; !st && k < n->n_out; k++) {
+        int64_t numel = cg_shape_numel(sc->outd[k].ndim, sc->outd[k].dims);
+        if (numel < 0 || (uint64_t)numel > ((uint64_t)1 << 40))
+            st = cg_error(CG_ERR_VERIFY, "%s%s '%s': output %d is too large", where, n->op->def->name, n->name, k);
+    }
+    return st;
+}
+
+cg_status cg_lower_node(build *b, const lower_node *n, int32_t *outs) {
+    cg_plan *p = b->p;
     char where[512];
-    cg_loc_format(where, sizeof where, p->model, line, col);
+    cg_loc_format(where, sizeof where, p->model, n->line, n->col);
     int holder;
     /* A placeholder step owns the attributes whether or not a kernel step
      * follows (a decomposed op runs nothing itself). */
-    cg_status st = new_step(b, STEP_NOP, dev < 0 ? 0 : dev, name, &holder);
+    cg_status st = cg_lower_new_step(b, STEP_NOP, n->dev < 0 ? 0 : n->dev, n->name, &holder);
     if (st) {
-        free(owned);
-        free_attr_node(attr_node);
+        free(n->owned);
+        cg_lower_free_attr_node(n->attr_node);
         return st;
     }
-    in->steps[holder].owned_attrs = owned;
-    in->steps[holder].attr_node = attr_node;
-    if (n_in > 256 || n_out > 64) return cg_error(CG_ERR_VERIFY, "%snode '%s' has too many inputs or outputs", where, name);
-    int32_t ins[256];
-    cg_tensor_desc ind[256], outd[64];
-    for (int i = 0; i < n_in; i++) {
-        ins[i] = resolve(in, in_raw[i]);
-        ind[i] = in->slots[ins[i]].desc;
-    }
-    st = cg_call_infer(p->model, name, line, col, op, attrs, n_in, ind, n_out, outd, 1);
-    if (st) return st;
-    for (int k = 0; k < n_out; k++) {
-        int64_t numel = cg_shape_numel(outd[k].ndim, outd[k].dims);
-        if (numel < 0 || (uint64_t)numel > ((uint64_t)1 << 40))
-            return cg_error(CG_ERR_VERIFY, "%s%s '%s': output %d is too large", where, op->def->name, name, k);
-    }
+    b->in->steps[holder].owned_attrs = n->owned;
+    b->in->steps[holder].attr_node = n->attr_node;
+    node_scratch sc = {0};
+    st = scratch_init(&sc, n->n_in, n->n_out);
+    if (!st) st = infer(b, n, &sc, where);
     double cost = 0;
-    if (dev < 0) dev = choose_device(b, op, attrs, n_in, ins, ind, n_out, outd, &cost);
-    if (dev >= 0 && !kernel_on(p, op, dev)) {
-        if (!op->def->decompose)
-            return cg_error(CG_ERR_UNSUPPORTED, "%s%s '%s': op has no kernel for %s and no decomposition",
-                            where, op->def->name, name, cg_plan_dev_name(p, dev));
+    int dev = n->dev;
+    if (!st && dev < 0) dev = cg_auto_choose(b, n, sc.ins, sc.ind, sc.outd, &cost);
+    const cg_kernel_def *k = NULL;
+    if (!st && dev >= 0) {
+        cg_op_call call = make_call(n, sc.ind, sc.outd, NULL, 0);
+        k = cg_plan_kernel_on(p, n->op, dev, &call);
     }
-    if (dev < 0 || !kernel_on(p, op, dev)) {
-        /* Decompose: the sub-nodes go to the same device (or are placed
-         * automatically when this node was). */
-        if (!op->def->decompose)
-            return cg_error(CG_ERR_UNSUPPORTED, "%s%s '%s': no device has a kernel for this op and it has "
-                            "no decomposition", where, op->def->name, name);
-        if (depth >= MAX_DECOMP_DEPTH)
-            return cg_error(CG_ERR_VERIFY, "%s%s '%s': decompositions nest deeper than %d", where,
-                            op->def->name, name, MAX_DECOMP_DEPTH);
-        int32_t place[64];
-        for (int k = 0; k < n_out; k++) {
-            st = new_slot(b, &outd[k], dev < 0 ? 0 : dev, &place[k]);
-            if (st) return st;
-        }
-        int done[64] = {0};
-        expansion d = {{&decomp_iface}, b, ins, n_in, place, n_out, name, line, col, depth, 0, dev, done};
-        char err[1024] = "";
-        cg_op_call call = {.struct_size = sizeof call, .node_name = name, .n_inputs = n_in, .n_outputs = n_out,
-                           .inputs = ind, .outputs = outd, .attrs = attrs, .err = err, .err_size = sizeof err,
-                           .host = cg_host_api_get()};
-        cg_error_clear();
-        if (op->def->decompose(&d.base, &call) != CG_OP_OK) {
-            if (!cg_last_error()[0] || err[0])
-                return cg_error(CG_ERR_VERIFY, "%s%s '%s': decomposition failed: %s", where, op->def->name,
-                                name, err[0] ? err : "(no message)");
-            return CG_ERR_VERIFY;
-        }
-        for (int k = 0; k < n_out; k++) {
-            if (!done[k])
-                return cg_error(CG_ERR_VERIFY, "%s%s '%s': decomposition left output %d unset", where,
-                                op->def->name, name, k);
-            outs[k] = resolve(in, place[k]);
-        }
-        return CG_OK;
+    if (!st && !k) {
+        lower_node sub = *n;
+        sub.dev = dev;
+        st = cg_lower_expand(b, &sub, sc.ins, sc.ind, sc.outd, sc.place);
+        for (int i = 0; !st && i < n->n_out; i++) outs[i] = cg_lower_resolve(b->in, sc.place[i]);
+    } else if (!st) {
+        st = emit_kernel(b, n, k, dev, cost, sc.ins, sc.ind, sc.outd, outs, where);
+        if (!st && b->autoplace) cg_auto_shadow_eval(b, n, sc.home, sc.ind, sc.outd, outs);
     }
-    int32_t home[256];
-    memcpy(home, ins, sizeof(int32_t) * (size_t)n_in);
-    for (int i = 0; i < n_in; i++) {
-        st = ensure_on(b, ins[i], dev, &ins[i]);
-        if (st) return st;
-    }
-    for (int k = 0; k < n_out; k++) {
-        st = new_slot(b, &outd[k], dev, &outs[k]);
-        if (st) return st;
-    }
-    int si;
-    st = new_step(b, STEP_KERNEL, dev, name, &si);
-    if (st) return st;
-    step *s = &in->steps[si];
-    s->op = op;
-    s->kernel = kernel_on(p, op, dev);
-    s->attrs = attrs;
-    s->line = line;
-    s->col = col;
-    s->n_in = n_in;
-    s->n_out = n_out;
-    s->cost_us = cost;
-    s->in = malloc(sizeof(int32_t) * ((size_t)n_in + 1));
-    s->out = malloc(sizeof(int32_t) * (size_t)n_out);
-    s->in_desc = calloc((size_t)n_in + 1, sizeof *s->in_desc);
-    s->out_desc = calloc((size_t)n_out, sizeof *s->out_desc);
-    if (!s->in || !s->out || !s->in_desc || !s->out_desc) return oom();
-    memcpy(s->in, ins, sizeof(int32_t) * (size_t)n_in);
-    memcpy(s->out, outs, sizeof(int32_t) * (size_t)n_out);
-    memcpy(s->in_desc, ind, sizeof *ind * (size_t)n_in);
-    memcpy(s->out_desc, outd, sizeof *outd * (size_t)n_out);
-    for (int k = 0; k < n_out; k++) in->slots[outs[k]].def_step = si;
-    cg_op_call call = {.struct_size = sizeof call, .node_name = name, .n_inputs = n_in, .n_outputs = n_out,
-                       .inputs = s->in_desc, .outputs = s->out_desc, .attrs = attrs, .host = cg_host_api_get()};
-    s->ws_bytes = s->kernel->workspace ? s->kernel->workspace(&call) : 0;
-    if (n_in > in->max_in) in->max_in = n_in;
-    if (n_out > in->max_out) in->max_out = n_out;
-    if (b->autoplace) shadow_eval(b, op, attrs, name, n_in, home, n_out, ind, outd, outs);
-    return CG_OK;
+    free(sc.block);
+    return st;
 }
 
 void cg_instance_free(cg_plan *p, instance *in) {
-    (void)p;
     if (!in) return;
     for (int i = 0; i < in->n_steps; i++) {
         step *s = &in->steps[i];
+        if (s->kind == STEP_KERNEL) cg_dev_state_destroy(s->kernel, s->state);
+        cg_dev_wait(&s->ev);
+        cg_dev_free(p->devs[s->dev].dev, &s->ws);
         free(s->owned_attrs);
-        free_attr_node(s->attr_node);
+        cg_lower_free_attr_node(s->attr_node);
         free(s->name);
         free(s->in);
         free(s->out);
         free(s->in_desc);
         free(s->out_desc);
         cg_aligned_free(s->staging);
-        if (s->ws_mem) clReleaseMemObject(s->ws_mem);
     }
     for (int i = 0; i < in->n_slots; i++)
-        if (in->slots[i].mem) clReleaseMemObject(in->slots[i].mem);
-    for (int d = 0; d < CG_PLAN_MAX_DEVICES; d++)
-        if (in->cl_arena[d]) clReleaseMemObject(in->cl_arena[d]);
-    cg_aligned_free(in->host_arena);
+        if (in->slots[i].kind == SLOT_TEMP) cg_dev_free(p->devs[in->slots[i].dev].dev, &in->slots[i].buf);
+    for (int d = 0; in->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &in->arena[d]);
+    free(in->arena);
+    free(in->arena_bytes);
     free(in->steps);
     free(in->slots);
     free(in->redirect);
@@ -515,21 +362,12 @@ void cg_instance_free(cg_plan *p, instance *in) {
     free(in);
 }
 
-cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *inputs, instance **out) {
+/* Inputs and parameters start on the CPU; copies take them elsewhere. */
+static cg_status source_slots(build *b, const int64_t *sym_vals) {
+    cg_plan *p = b->p;
     cg_graph *g = p->graph;
-    cg_model *m = p->model;
-    instance *in = calloc(1, sizeof *in);
-    if (!in) return oom();
-    build b = {p, in, inputs, 0, NULL, 0};
-    b.autoplace = p->default_dev < 0;
-    for (int r = 0; r < p->n_rules; r++) b.autoplace |= p->rules[r].dev < 0;
+    instance *in = b->in;
     cg_status st = CG_OK;
-    in->sym_vals = malloc(sizeof(int64_t) * ((size_t)m->n_syms + 1));
-    in->val_slot = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
-    in->out_slot = malloc(sizeof(int32_t) * ((size_t)g->n_outputs + 1));
-    if (!in->sym_vals || !in->val_slot || !in->out_slot) st = oom();
-    if (!st) memcpy(in->sym_vals, sym_vals, sizeof(int64_t) * (size_t)m->n_syms);
-    /* Inputs and parameters live on the CPU; copies take them elsewhere. */
     for (int i = 0; !st && i < g->n_values; i++) {
         const cg_value *v = &g->values[i];
         in->val_slot[i] = -1;
@@ -539,73 +377,101 @@ cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *cons
         for (int k = 0; k < d.ndim; k++)
             if (d.dims[k] <= -2) d.dims[k] = sym_vals[-2 - d.dims[k]];
         int32_t id;
-        st = new_slot(&b, &d, 0, &id);
+        st = cg_lower_new_slot(b, &d, 0, &id);
         if (st) break;
         slot *s = &in->slots[id];
         s->value = i;
+        in->val_slot[i] = id;
         if (v->kind == CG_VAL_INPUT) {
             s->kind = SLOT_INPUT;
             for (int k = 0; k < g->n_inputs; k++)
                 if (g->inputs[k] == i) s->input_index = k;
-            if (b.autoplace) {
-                size_t bytes = desc_bytes(&d);
-                b.shadow[id] = malloc(bytes + 4);
-                if (!b.shadow[id]) st = oom();
-                else if (inputs) memcpy(b.shadow[id], inputs[s->input_index]->data, bytes);
-                else memset(b.shadow[id], 0, bytes);
-            }
+            if (!b->autoplace) continue;
+            size_t bytes = cg_desc_bytes(&d);
+            b->shadow[id] = malloc(bytes + 4);
+            if (!b->shadow[id]) st = cg_lower_oom();
+            else if (b->inputs) memcpy(b->shadow[id], b->inputs[s->input_index]->data, bytes);
+            else memset(b->shadow[id], 0, bytes);
         } else {
             s->kind = SLOT_PARAM;
             cg_tensor_desc wd;
-            st = cg_weights_view(m->weights, v->weight, &wd, &s->param);
-            if (!st && b.autoplace) b.shadow[id] = (void *)s->param; /* borrowed: not freed */
+            st = cg_weights_view(p->model->weights, v->weight, &wd, &s->param);
+            if (!st) st = param_replica(p, i, 0, s->param, cg_desc_bytes(&d), &s->buf);
+            if (!st && b->autoplace) {
+                b->shadow[id] = (void *)s->param;
+                b->borrowed[id] = 1;
+            }
         }
-        in->val_slot[i] = id;
     }
-    int n_base = in->n_slots; /* shadow entries below this are borrowed params or inputs */
+    return st;
+}
+
+static cg_status lower_nodes(build *b) {
+    cg_plan *p = b->p;
+    cg_graph *g = p->graph;
+    instance *in = b->in;
+    cg_status st = CG_OK;
     for (int oi = 0; !st && oi < p->an.n_nodes; oi++) {
         int ni = p->an.order[oi];
         cg_node *nd = g->nodes[ni];
-        int32_t ins[256], outs[64];
-        if (nd->n_inputs > 256 || nd->n_outputs > 64) {
-            st = cg_error(CG_ERR_VERIFY, "node '%s' has too many inputs or outputs", nd->name);
-            break;
-        }
-        for (int k = 0; k < nd->n_inputs; k++) ins[k] = in->val_slot[nd->inputs[k]];
-        int dev = cg_place_rule_for(p, nd->name);
-        st = lower_op(&b, p->an.ops[ni], p->an.attrs[ni], NULL, NULL, nd->name, nd->line, nd->col, nd->n_inputs,
-                      ins, nd->n_outputs, dev, 0, outs);
+        int32_t *io = malloc(sizeof(int32_t) * ((size_t)nd->n_inputs + (size_t)nd->n_outputs + 1));
+        if (!io) return cg_lower_oom();
+        for (int k = 0; k < nd->n_inputs; k++) io[k] = in->val_slot[nd->inputs[k]];
+        lower_node n = {.op = p->an.ops[ni], .attrs = p->an.attrs[ni], .name = nd->name, .line = nd->line,
+                        .col = nd->col, .n_in = nd->n_inputs, .n_out = nd->n_outputs, .in = io,
+                        .dev = cg_place_rule_for(p, nd->name)};
+        int32_t *outs = io + nd->n_inputs;
+        st = cg_lower_node(b, &n, outs);
         for (int k = 0; !st && k < nd->n_outputs; k++) {
             in->val_slot[nd->outputs[k]] = outs[k];
-            in->slots[resolve(in, outs[k])].value = nd->outputs[k];
+            in->slots[cg_lower_resolve(in, outs[k])].value = nd->outputs[k];
         }
+        free(io);
     }
+    return st;
+}
+
+/* A slot lives from its producing step to its last reader; graph outputs
+ * to the end. */
+static void liveness(const cg_plan *p, instance *in) {
+    for (int si = 0; si < in->n_steps; si++) {
+        step *s = &in->steps[si];
+        if (s->kind == STEP_KERNEL)
+            for (int k = 0; k < s->n_in; k++) in->slots[s->in[k]].last_step = si;
+        if (s->kind == STEP_COPY) in->slots[s->src].last_step = si;
+    }
+    for (int k = 0; k < p->graph->n_outputs; k++) in->slots[in->out_slot[k]].last_step = in->n_steps;
+    for (int i = 0; i < in->n_slots; i++) {
+        slot *s = &in->slots[i];
+        if (s->kind == SLOT_INPUT) s->def_step = 0;
+        if (s->last_step < s->def_step) s->last_step = s->def_step;
+    }
+    for (int si = 0; si < in->n_steps; si++) in->est_cost_us += in->steps[si].cost_us;
+}
+
+cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *inputs, instance **out) {
+    cg_graph *g = p->graph;
+    cg_model *m = p->model;
+    instance *in = calloc(1, sizeof *in);
+    if (!in) return cg_lower_oom();
+    build b = {.p = p, .in = in, .inputs = inputs, .autoplace = p->default_dev < 0};
+    for (int r = 0; r < p->n_rules; r++) b.autoplace |= p->rules[r].dev < 0;
+    cg_status st = CG_OK;
+    in->sym_vals = malloc(sizeof(int64_t) * ((size_t)m->n_syms + 1));
+    in->val_slot = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
+    in->out_slot = malloc(sizeof(int32_t) * ((size_t)g->n_outputs + 1));
+    in->arena_bytes = calloc((size_t)p->n_devs, sizeof *in->arena_bytes);
+    in->arena = calloc((size_t)p->n_devs, sizeof *in->arena);
+    if (!in->sym_vals || !in->val_slot || !in->out_slot || !in->arena_bytes || !in->arena) st = cg_lower_oom();
+    if (!st) memcpy(in->sym_vals, sym_vals, sizeof(int64_t) * (size_t)m->n_syms);
+    if (!st) st = source_slots(&b, sym_vals);
+    if (!st) st = lower_nodes(&b);
     /* Outputs are read on the host: leave them where they are (the run
-     * reads device outputs back itself). */
-    for (int k = 0; !st && k < g->n_outputs; k++) in->out_slot[k] = resolve(in, in->val_slot[g->outputs[k]]);
-    if (b.shadow) {
-        for (int i = 0; i < in->n_slots && i < b.cap_shadow; i++) {
-            int borrowed = i < n_base && in->slots[i].kind == SLOT_PARAM;
-            if (!borrowed) free(b.shadow[i]);
-        }
-        free(b.shadow);
-    }
+     * reads them back itself). */
+    for (int k = 0; !st && k < g->n_outputs; k++) in->out_slot[k] = cg_lower_resolve(in, in->val_slot[g->outputs[k]]);
+    cg_auto_free(&b);
     if (!st) {
-        /* Liveness: a slot lives from its producing step to its last reader;
-         * graph outputs to the end. */
-        for (int si = 0; si < in->n_steps; si++) {
-            step *s = &in->steps[si];
-            if (s->kind == STEP_KERNEL)
-                for (int k = 0; k < s->n_in; k++) in->slots[s->in[k]].last_step = si;
-            if (s->kind == STEP_COPY) in->slots[s->src].last_step = si;
-        }
-        for (int k = 0; k < g->n_outputs; k++) in->slots[in->out_slot[k]].last_step = in->n_steps;
-        for (int i = 0; i < in->n_slots; i++) {
-            slot *s = &in->slots[i];
-            if (s->kind == SLOT_INPUT) s->def_step = 0;
-            if (s->last_step < s->def_step) s->last_step = s->def_step;
-        }
-        for (int si = 0; si < in->n_steps; si++) in->est_cost_us += in->steps[si].cost_us;
+        liveness(p, in);
         st = cg_instance_memory(p, in);
     }
     if (st) {

@@ -1,12 +1,13 @@
 /* Memory of an instance: per device, every temporary gets an offset in one
  * arena by liveness (largest first, lowest offset that no overlapping
- * lifetime uses), in place where an op allows it; device temporaries then
- * get sub-buffers of their device's arena. Done once per instance. */
+ * lifetime uses), in place where an op allows it; each temporary and
+ * workspace then gets a view of its device's arena (backend.h). Done once
+ * per instance. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
 #include "error.h"
+#include "shape.h"
 #include "plan.h"
 #include "tensor.h"
 
@@ -45,15 +46,36 @@ static size_t assign_offsets(interval *iv, int n) {
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-static size_t raw_bytes(const slot *s) {
-    int64_t n = cg_shape_numel(s->desc.ndim, s->desc.dims);
-    return n > 0 ? (size_t)n * 4 : 0;
+/* The arena of every device the instance uses, and a view of it for each
+ * temporary and workspace there. */
+static cg_status make_views(cg_plan *p, instance *in) {
+    cg_status st = CG_OK;
+    for (int d = 0; !st && d < p->n_devs; d++) {
+        int used = 0;
+        for (int i = 0; i < in->n_slots; i++) used |= in->slots[i].dev == d && in->slots[i].kind == SLOT_TEMP;
+        for (int si = 0; si < in->n_steps; si++) used |= in->steps[si].dev == d && in->steps[si].ws_bytes;
+        if (!used) continue;
+        st = cg_dev_alloc(p->devs[d].dev, in->arena_bytes[d], &in->arena[d]);
+        if (st == CG_ERR_NO_MEMORY)
+            cg_error_prefix("the plan needs %zu bytes on %s: ", in->arena_bytes[d], cg_plan_dev_name(p, d));
+    }
+    for (int i = 0; !st && i < in->n_slots; i++) {
+        slot *s = &in->slots[i];
+        if (s->kind != SLOT_TEMP || s->def_step < 0) continue;
+        st = cg_dev_view(p->devs[s->dev].dev, &in->arena[s->dev], s->offset, cg_desc_bytes(&s->desc), &s->buf);
+    }
+    for (int si = 0; !st && si < in->n_steps; si++) {
+        step *k = &in->steps[si];
+        if (k->kind != STEP_KERNEL || !k->ws_bytes) continue;
+        st = cg_dev_view(p->devs[k->dev].dev, &in->arena[k->dev], k->ws_offset, k->ws_bytes, &k->ws);
+    }
+    return st;
 }
 
 cg_status cg_instance_memory(cg_plan *p, instance *in) {
     for (int i = 0; i < in->n_slots; i++) {
         slot *s = &in->slots[i];
-        s->bytes = round_up(raw_bytes(s) ? raw_bytes(s) : 4, p->devs[s->dev].align);
+        s->bytes = round_up(cg_desc_bytes(&s->desc) ? cg_desc_bytes(&s->desc) : 4, p->devs[s->dev].info->align);
         s->alias = -1;
     }
     /* The device copy of a kept input lives through every run of the
@@ -72,7 +94,7 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
      * device) dies at this step with the output's size. */
     for (int si = 0; si < in->n_steps; si++) {
         step *st = &in->steps[si];
-        st->ws_bytes = st->ws_bytes ? round_up(st->ws_bytes, p->devs[st->dev].align) : 0;
+        st->ws_bytes = st->ws_bytes ? round_up(st->ws_bytes, p->devs[st->dev].info->align) : 0;
         if (st->kind != STEP_KERNEL || !(st->op->def->flags & CG_OP_FLAG_INPLACE0) || st->n_in == 0) continue;
         slot *i0 = &in->slots[st->in[0]], *o0 = &in->slots[st->out[0]];
         if (i0->kind != SLOT_TEMP || i0->last_step != si || i0->bytes != o0->bytes || i0->dev != o0->dev) continue;
@@ -98,28 +120,5 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
     free(iv);
     for (int i = 0; i < in->n_slots; i++)
         if (in->slots[i].alias >= 0) in->slots[i].offset = in->slots[in->slots[i].alias].offset;
-    if (in->arena_bytes[0]) {
-        in->host_arena = cg_aligned_alloc(in->arena_bytes[0]);
-        if (!in->host_arena)
-            return cg_error(CG_ERR_NO_MEMORY, "out of memory: the plan needs %zu bytes on the CPU", in->arena_bytes[0]);
-    }
-    cg_status st = CG_OK;
-    for (int d = 1; !st && d < p->n_devs; d++) {
-        int used = 0;
-        for (int i = 0; i < in->n_slots; i++) used |= in->slots[i].dev == d;
-        for (int si = 0; si < in->n_steps; si++) used |= in->steps[si].dev == d && in->steps[si].kind != STEP_NOP;
-        if (!used) continue;
-        st = cg_cl_alloc(p->devs[d].cl, in->arena_bytes[d] ? in->arena_bytes[d] : p->devs[d].align, &in->cl_arena[d]);
-    }
-    for (int i = 0; !st && i < in->n_slots; i++) {
-        slot *s = &in->slots[i];
-        if (s->dev == 0 || s->kind != SLOT_TEMP || s->def_step < 0) continue;
-        st = cg_cl_sub_buffer(p->devs[s->dev].cl, in->cl_arena[s->dev], s->offset, raw_bytes(s), &s->mem);
-    }
-    for (int si = 0; !st && si < in->n_steps; si++) {
-        step *k = &in->steps[si];
-        if (k->dev == 0 || k->kind != STEP_KERNEL || !k->ws_bytes) continue;
-        st = cg_cl_sub_buffer(p->devs[k->dev].cl, in->cl_arena[k->dev], k->ws_offset, k->ws_bytes, &k->ws_mem);
-    }
-    return st;
+    return make_views(p, in);
 }

@@ -8,59 +8,51 @@
 #include "error.h"
 #include "plan.h"
 
+/* The pdev of backend device `index`, opening it when new. */
+static cg_status plan_device(cg_plan *p, int index, int *dev) {
+    for (int d = 0; d < p->n_devs; d++)
+        if (p->devs[d].index == index) {
+            *dev = d;
+            return CG_OK;
+        }
+    pdev *nd = realloc(p->devs, sizeof *nd * ((size_t)p->n_devs + 1));
+    if (!nd) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    p->devs = nd;
+    pdev *pd = &p->devs[p->n_devs];
+    memset(pd, 0, sizeof *pd);
+    cg_status st = cg_dev_open(index, &pd->dev);
+    if (st) return st;
+    pd->index = index;
+    pd->info = cg_dev_info(pd->dev);
+    *dev = p->n_devs++;
+    return CG_OK;
+}
+
 cg_status cg_place_device(cg_plan *p, const char *spec, int *dev) {
     if (!strcmp(spec, "auto")) {
         *dev = -1;
         return CG_OK;
     }
-    if (!strcmp(spec, "cpu")) {
-        *dev = 0;
-        return CG_OK;
-    }
-    if (cg_cl_device_count() == 0)
-        return cg_error(CG_ERR_NOT_FOUND, "device '%s': %s", spec,
-                        cg_cl_unavailable_reason() ? cg_cl_unavailable_reason() : "no OpenCL device");
-    int idx;
-    cg_status st = cg_cl_device_find(spec, &idx);
-    if (st) return st;
-    for (int d = 1; d < p->n_devs; d++)
-        if (p->devs[d].cl_index == idx) {
-            *dev = d;
-            return CG_OK;
-        }
-    if (p->n_devs == CG_PLAN_MAX_DEVICES)
-        return cg_error(CG_ERR_UNSUPPORTED, "a plan uses at most %d devices", CG_PLAN_MAX_DEVICES);
-    pdev *pd = &p->devs[p->n_devs];
-    st = cg_cl_device_open(idx, &pd->cl);
-    if (st) return st;
-    pd->cl_index = idx;
-    snprintf(pd->name, sizeof pd->name, "opencl:%d", idx);
-    pd->align = cg_cl_info_of(pd->cl)->mem_align;
-    if (pd->align < 64) pd->align = 64;
-    *dev = p->n_devs++;
-    return CG_OK;
+    int index;
+    cg_status st = cg_dev_find(spec, &index);
+    return st ? st : plan_device(p, index, dev);
 }
 
-/* "auto" makes every OpenCL device a candidate. */
+/* "auto" makes every device a candidate. */
 static cg_status open_all(cg_plan *p) {
-    for (int i = 0; i < cg_cl_device_count(); i++) {
-        char spec[32];
-        int d;
-        snprintf(spec, sizeof spec, "opencl:%d", i);
-        cg_status st = cg_place_device(p, spec, &d);
-        if (st) return st;
-    }
-    return CG_OK;
+    int d;
+    cg_status st = CG_OK;
+    for (int i = 0; !st && i < cg_dev_count(); i++) st = plan_device(p, i, &d);
+    return st;
 }
 
 cg_status cg_place_parse(cg_plan *p, const char *device, const char *rules) {
-    p->devs[0].cl_index = -1;
-    p->devs[0].cl = NULL;
-    snprintf(p->devs[0].name, sizeof p->devs[0].name, "cpu");
-    p->devs[0].align = 64;
-    p->n_devs = 1;
+    /* Device 0 is the CPU: inputs and weights start there. */
+    int cpu;
+    cg_status st = plan_device(p, 0, &cpu);
+    if (st) return st;
     int any_auto = 0;
-    cg_status st = cg_place_device(p, device && *device ? device : "cpu", &p->default_dev);
+    st = cg_place_device(p, device && *device ? device : "cpu", &p->default_dev);
     if (st) return st;
     any_auto |= p->default_dev < 0;
     if (rules && *rules) {

@@ -1,31 +1,35 @@
 /* Plans: the internal structures shared by lowering (lower.c), placement
  * (place.c), cost measurement (cost.c), memory planning (memplan.c), the
- * executor (exec.c) and plan printing (plan_print.c).
+ * executor (exec.c), residency of carried and kept inputs (carry.c,
+ * keep.c) and plan printing (plan_print.c).
  *
  * A cg_plan belongs to one graph and one set of placement options. For each
  * binding of the symbolic dimensions it holds an instance: the graph lowered
  * for those shapes (decompositions expanded, every step on a device, copies
- * at device boundaries, buffers assigned by liveness per device). Instances
- * are cached by their binding, so a shape seen before runs with no work but
- * the kernels. */
+ * at device boundaries, buffers assigned by liveness per device, kernel
+ * states made). Instances are cached by their binding, so a shape seen
+ * before runs with no work but the kernels.
+ *
+ * Devices are reached only through backends/backend.h: a slot's memory is a
+ * cg_buf of its device, whatever the backend. */
 #ifndef CG_GRAPH_PLAN_H
 #define CG_GRAPH_PLAN_H
 
 #include <stdint.h>
 
 #include "analysis.h"
-#include "opencl/cl_backend.h"
+#include "backend.h"
 #include "tensor.h"
 
-#define CG_PLAN_MAX_DEVICES 16
-#define CG_PLAN_MAX_INSTANCES 32
+/* Bindings whose instances a plan keeps (least recently used dropped
+ * beyond): a cache policy, not a limit on the graph. */
+#define CG_PLAN_CACHED_INSTANCES 32
 
-/* A device a plan may use. Index 0 is always the CPU. */
+/* A device a plan may use. Index 0 is always the CPU (host memory). */
 typedef struct pdev {
-    int cl_index;          /* -1 for the CPU */
-    cg_cl_device *cl;      /* NULL for the CPU */
-    char name[24];         /* "cpu", "opencl:0" */
-    size_t align;          /* buffer offset alignment */
+    int index;                   /* backend device index (cg_dev_*) */
+    cg_device *dev;
+    const cg_device_info *info;
 } pdev;
 
 /* One placement rule: nodes whose name (or whose graph's name) matches the
@@ -42,13 +46,15 @@ typedef struct slot {
     int dev;               /* where it lives (pdev index) */
     slot_kind kind;
     int input_index;       /* SLOT_INPUT: position among graph inputs */
-    const void *param;     /* SLOT_PARAM on the CPU: weight data */
-    cl_mem param_mem;      /* SLOT_PARAM on a device: the plan's replica */
+    const void *param;     /* SLOT_PARAM: the weight's host bytes */
+    /* Its memory on `dev`: TEMP a view of the device's arena, PARAM the
+     * plan's replica (the host bytes themselves on the CPU); INPUT none
+     * (the caller's tensor, wrapped at each run). */
+    cg_buf buf;
     int value;             /* graph value index, or -1 */
     int def_step, last_step;
     int alias;             /* TEMP sharing another's buffer (in place), or -1 */
     size_t offset, bytes;
-    cl_mem mem;            /* TEMP on a device: its sub-buffer */
 } slot;
 
 typedef enum { STEP_KERNEL, STEP_COPY, STEP_NOP } step_kind;
@@ -68,12 +74,15 @@ typedef struct step {
     int32_t *in, *out;
     cg_tensor_desc *in_desc, *out_desc;
     size_t ws_offset, ws_bytes;
-    cl_mem ws_mem;
+    cg_buf ws;             /* its workspace: a view of the device's arena */
+    void *state;           /* the kernel's per-node state (ABI 1.1 create) */
+    size_t state_bytes;
     double cost_us;        /* estimated (measured) time, 0 if unknown */
     /* copies: src slot (on another device) -> dst slot (on `dev`) */
     int32_t src, dst;
     size_t bytes;
-    void *staging;         /* host bytes for copies that leave a device */
+    void *staging;         /* host bytes for copies between two devices without host memory */
+    cg_event ev;           /* a copy into host memory still under way */
     /* uploads of a kept input (cg_plan_keep_input): the stamp and data of
      * the tensor the device copy holds; 0: none valid */
     uint64_t kept_stamp;
@@ -91,9 +100,9 @@ typedef struct instance {
     int32_t *out_slot;     /* graph outputs -> slots */
     int32_t *copy_src, *copy_dev, *copy_dst; /* memo of copies made */
     int n_copies, cap_copies;
-    size_t arena_bytes[CG_PLAN_MAX_DEVICES];
-    void *host_arena;
-    cl_mem cl_arena[CG_PLAN_MAX_DEVICES];
+    size_t *arena_bytes;   /* per plan device */
+    cg_buf *arena;         /* per plan device: one allocation, views for its slots */
+    size_t state_bytes;    /* kernel states of its steps */
     int max_in, max_out;
     double est_cost_us;
     uint64_t last_used;
@@ -105,20 +114,18 @@ typedef struct carry {
     int out;               /* graph output index; -1: the input is not carried */
     int valid;             /* a successful run wrote it */
     int on_host;           /* host->data holds it */
-    int dev;               /* the device whose mem holds it (0: none) */
+    int dev;               /* the device whose buffer holds it (0: none) */
     cg_tensor *host;       /* its shape (always) and host copy (on_host) */
     size_t host_cap;       /* bytes host->data holds */
-    cl_mem mem[CG_PLAN_MAX_DEVICES];
-    size_t mem_cap[CG_PLAN_MAX_DEVICES];
+    cg_buf *mem;           /* per plan device: the plan's copy */
 } carry;
 
 /* A kept input's last upload to each device (cg_plan_keep_input), shared
  * by the instances: the tensor's stamp and data it holds (0: none). */
 typedef struct kept {
-    cl_mem mem[CG_PLAN_MAX_DEVICES];
-    size_t mem_cap[CG_PLAN_MAX_DEVICES];
-    uint64_t stamp[CG_PLAN_MAX_DEVICES];
-    const void *data[CG_PLAN_MAX_DEVICES];
+    cg_buf *mem;           /* per plan device */
+    uint64_t *stamp;
+    const void **data;
 } kept;
 
 struct cg_plan {
@@ -126,16 +133,17 @@ struct cg_plan {
     cg_graph *graph;
     cg_analysis an;
     int n_devs;
-    pdev devs[CG_PLAN_MAX_DEVICES];
+    pdev *devs;            /* n_devs; fixed once the placement is parsed */
     int default_dev;       /* for nodes no rule names; -1 = auto */
     int n_rules;
     place_rule *rules;
-    cl_mem *param_mem;     /* [n_devs * n_values]: parameter replicas */
+    cg_buf *params;        /* [n_devs * n_values]: parameter replicas */
     int n_inst;
-    instance *inst[CG_PLAN_MAX_INSTANCES];
+    instance *inst[CG_PLAN_CACHED_INSTANCES];
     uint64_t clock;
-    const void **inptr;    /* scratch for kernel arguments */
-    void **outptr;
+    const cg_buf **inptr;  /* scratch for kernel arguments */
+    const cg_buf **outptr;
+    cg_buf *inbuf;         /* scratch: the run's wrapped caller inputs */
     int scratch_cap;
     cg_plan_stats last, total;
     unsigned char *keep;   /* per graph input: kept on its devices between runs */
@@ -144,15 +152,16 @@ struct cg_plan {
     unsigned char *carried; /* per graph input: this run takes the carried value */
 };
 
-/* Host pointer of a slot on the CPU. */
-static inline void *cg_slot_host(const instance *in, const slot *s, cg_tensor **by_pos) {
-    if (s->kind == SLOT_INPUT) return by_pos[s->input_index]->data;
-    if (s->kind == SLOT_PARAM) return (void *)s->param;
-    return (char *)in->host_arena + s->offset;
+/* The buffer a kernel reads for slot s: the caller's tensor for an input
+ * (wrapped for this run in p->inbuf), else the slot's own. */
+static inline const cg_buf *cg_slot_buf(const cg_plan *p, const slot *s) {
+    return s->kind == SLOT_INPUT ? &p->inbuf[s->input_index] : &s->buf;
 }
 
-/* Device buffer of a slot on an OpenCL device. */
-static inline cl_mem cg_slot_mem(const slot *s) { return s->kind == SLOT_PARAM ? s->param_mem : s->mem; }
+/* Host address of a slot on a device with host memory, NULL elsewhere. */
+static inline void *cg_slot_host(const cg_plan *p, const slot *s) {
+    return cg_dev_host_ptr(p->devs[s->dev].dev, cg_slot_buf(p, s));
+}
 
 /* ---- lower.c ---- */
 
@@ -162,6 +171,8 @@ cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *cons
                             instance **out);
 void cg_instance_free(cg_plan *p, instance *in);
 const char *cg_plan_dev_name(const cg_plan *p, int dev);
+/* The kernel of op on plan device dev for this call, if the device runs it. */
+const cg_kernel_def *cg_plan_kernel_on(const cg_plan *p, const cg_op_entry *op, int dev, const cg_op_call *call);
 
 /* ---- place.c ---- */
 
@@ -175,11 +186,12 @@ cg_status cg_place_device(cg_plan *p, const char *spec, int *dev);
 /* ---- cost.c ---- */
 
 /* Measured time of one kernel on device `dev` for these types and real
- * input data (host copies), in microseconds; cached in memory and on disk
- * (cache dir, costs.txt) by device, op, types and attributes. */
-double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_attr_value *attrs,
-                      int n_in, const cg_tensor_desc *in, const void *const *host_in, int n_out,
-                      const cg_tensor_desc *out);
+ * input data (host copies), in microseconds, -1 if it fails there; cached
+ * in memory and on disk (cache dir, costs.txt) by device, op, plugin
+ * version, types and attributes. */
+double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_kernel_def *k,
+                      const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in,
+                      const void *const *host_in, int n_out, const cg_tensor_desc *out);
 /* Estimated time of moving `bytes` from device a to device b (us). */
 double cg_cost_copy(cg_plan *p, int a, int b, size_t bytes);
 
@@ -191,17 +203,18 @@ void cg_carry_free(cg_plan *p);
 /* The tensor a run not given carried input k binds (its shape, and its data
  * where on_host); an error naming the input if no run wrote it yet. */
 cg_status cg_carry_bind(cg_plan *p, int k, cg_tensor **t);
-/* Brings every input this run takes carried onto the host (where lowering
- * measures kernels on real inputs, or a CPU kernel reads it). */
+/* Brings carried input k onto the host (where lowering measures kernels on
+ * real inputs, or a host kernel reads it). */
 cg_status cg_carry_to_host(cg_plan *p, int k, cg_plan_stats *st);
-/* Before the steps: carried inputs that CPU steps or CPU outputs read
- * directly are made valid on the host. */
+/* Before the steps: carried inputs that host-memory steps or host outputs
+ * read directly are made valid on the host. */
 cg_status cg_carry_prepare(cg_plan *p, instance *in, cg_plan_stats *st);
 /* The copy step `c` from carried input k to its device slot. */
 cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stats *st);
-/* After the steps: device outputs carried are copied on their device (before
- * the queues drain), host outputs (after). */
-cg_status cg_carry_save(cg_plan *p, instance *in, cg_tensor **by_pos, int on_host);
+/* After the steps: outputs carried are copied where they were made, on
+ * devices without host memory before the queues drain (on_host 0), into
+ * host memory after (on_host 1). */
+cg_status cg_carry_save(cg_plan *p, instance *in, int on_host);
 /* A failed run leaves nothing to carry. */
 void cg_carry_invalidate(cg_plan *p);
 
@@ -218,7 +231,7 @@ cg_status cg_keep_upload(cg_plan *p, instance *in, step *c, int k, const cg_tens
 /* ---- memplan.c ---- */
 
 /* Assigns offsets per device by liveness, sizes and creates the arenas and
- * sub-buffers of an instance. */
+ * views of an instance. */
 cg_status cg_instance_memory(cg_plan *p, instance *in);
 
 #endif

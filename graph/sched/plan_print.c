@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "shape.h"
 #include "plan.h"
 #include "strbuf.h"
 #include "tensor.h"
@@ -62,8 +63,9 @@ static void estimate(cg_plan *p, instance *in) {
     for (int si = 0; si < in->n_steps; si++) {
         step *s = &in->steps[si];
         if (s->kind == STEP_KERNEL && s->cost_us <= 0) {
-            const void *none[256] = {0};
-            double c = cg_cost_kernel(p, s->dev, s->op, s->attrs, s->n_in, s->in_desc, none, s->n_out, s->out_desc);
+            /* Zero-filled inputs: a plan described without data. */
+            double c = cg_cost_kernel(p, s->dev, s->op, s->kernel, s->attrs, s->n_in, s->in_desc, NULL, s->n_out,
+                                      s->out_desc);
             s->cost_us = c > 0 ? c : 0;
         }
         if (s->kind == STEP_COPY && s->cost_us <= 0)
@@ -88,26 +90,25 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
         if (s->kind == STEP_KERNEL) {
             char ty[160];
             cg_desc_format(ty, sizeof ty, m, &s->out_desc[0]);
-            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, s->op->def->name, s->name, s->cost_us);
+            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].info->name, s->op->def->name, s->name, s->cost_us);
             cg_strbuf_put(b, "      -> %s\n", ty);
         } else {
             const slot *src = &in->slots[s->src];
             const char *what = src->value >= 0 ? p->graph->values[src->value].name : "(temporary)";
             char bytes[32];
             fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
-            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].name, "copy", what, s->cost_us);
-            cg_strbuf_put(b, "      %s -> %s, %s\n", p->devs[src->dev].name, p->devs[s->dev].name, bytes);
+            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].info->name, "copy", what, s->cost_us);
+            cg_strbuf_put(b, "      %s -> %s, %s\n", p->devs[src->dev].info->name, p->devs[s->dev].info->name, bytes);
             n_copies++;
             copy_bytes += (double)s->bytes;
         }
     }
     for (int k = 0; k < p->graph->n_outputs; k++) {
         const slot *s = &in->slots[in->out_slot[k]];
-        if (p->devs[s->dev].cl) {
+        if (!p->devs[s->dev].info->host_memory) {
             char bytes[32];
-            int64_t ne = cg_shape_numel(s->desc.ndim, s->desc.dims);
-            fmt_bytes(bytes, sizeof bytes, (double)(ne > 0 ? ne : 0) * 4);
-            cg_strbuf_put(b, "      output '%s' read back from %s, %s\n", p->graph->out_names[k], p->devs[s->dev].name, bytes);
+            fmt_bytes(bytes, sizeof bytes, (double)cg_desc_bytes(&s->desc));
+            cg_strbuf_put(b, "      output '%s' read back from %s, %s\n", p->graph->out_names[k], p->devs[s->dev].info->name, bytes);
         }
     }
     cg_strbuf_put(b, "memory:");
@@ -144,7 +145,7 @@ static void describe_dot(cg_plan *p, instance *in, cg_strbuf *b) {
             char bytes[32];
             fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
             cg_strbuf_put(b, "  s%d [label=\"copy %s\\n%s -> %s\", shape=cds, fillcolor=\"#ffffb3\"];\n", si, bytes,
-                p->devs[in->slots[s->src].dev].name, p->devs[s->dev].name);
+                p->devs[in->slots[s->src].dev].info->name, p->devs[s->dev].info->name);
         }
     }
     for (int si = 0; si < in->n_steps; si++) {
@@ -175,7 +176,7 @@ cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out
     if (!st && !in) {
         st = cg_instance_build(p, sym, NULL, &in);
         if (!st) {
-            if (p->n_inst < CG_PLAN_MAX_INSTANCES) p->inst[p->n_inst++] = in;
+            if (p->n_inst < CG_PLAN_CACHED_INSTANCES) p->inst[p->n_inst++] = in;
             else {
                 estimate(p, in);
                 cg_strbuf b = {0};

@@ -1,5 +1,5 @@
 /*
- * clgraph operator plugin ABI, version 1.
+ * clgraph operator plugin ABI, version 1.1.
  *
  * A plugin is a shared library that exports exactly one entry symbol,
  * `cg_plugin_entry` (see CG_PLUGIN_ENTRY_SYMBOL), returning a static
@@ -11,7 +11,13 @@
  *  - a plugin built against a newer minor version is accepted, and the host
  *    reads only the fields it knows (the minor is capped at the host's);
  *  - every struct begins with `struct_size`, so either side reads only the
- *    prefix it knows and new fields are only ever appended;
+ *    prefix it knows and new fields are only ever appended; arrays a plugin
+ *    hands over (attributes, kernels) are walked with their elements' own
+ *    struct_size, so a plugin built against another minor has its arrays
+ *    read at its own stride;
+ *  - the host accepts any struct at least as large as its ABI 1.0 layout
+ *    (the fields up to the last one 1.0 had); fields added later read as
+ *    zero/NULL for a plugin that predates them;
  *  - the host API table (cg_host_api) only grows;
  *  - errors cross the boundary as a cg_op_status plus a message written into
  *    the caller's buffer, never by longjmp, exit() or abort().
@@ -37,7 +43,7 @@ extern "C" {
 /** ABI major version: a plugin must be built with the same major. */
 #define CG_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: grows when fields or host functions are appended. */
-#define CG_PLUGIN_ABI_MINOR 0
+#define CG_PLUGIN_ABI_MINOR 1
 /** Name of the one symbol every plugin exports. */
 #define CG_PLUGIN_ENTRY_SYMBOL "cg_plugin_entry"
 
@@ -83,7 +89,10 @@ typedef enum cg_backend_kind {
     CG_BACKEND_OPENCL = 2 /**< OpenCL buffers; data pointers are cl_mem */
 } cg_backend_kind;
 
-/** Declares one attribute an operator accepts. */
+/**
+ * Declares one attribute an operator accepts. An op's attributes are an
+ * array the host walks with struct_size as the stride.
+ */
 typedef struct cg_attr_def {
     uint32_t struct_size;  /**< sizeof(cg_attr_def) */
     const char *name;      /**< attribute name, e.g. "axis" */
@@ -150,9 +159,15 @@ typedef struct cg_kernel_args {
     size_t workspace_size;      /**< its size in bytes */
     void *stream;               /**< backend queue (OpenCL), NULL on the CPU */
     void *device;               /**< host's handle of the device, for host API calls */
+    /* ---- ABI 1.1 ---- */
+    void *state;                /**< the node's state from the kernel's create callback, or NULL */
 } cg_kernel_args;
 
-/** One kernel of an operator for one backend kind. */
+/**
+ * One kernel of an operator for one backend kind. A plugin hands these over
+ * in an array (cg_op_def.kernels) that the host walks with struct_size as
+ * the stride, so the array must hold elements of one size.
+ */
 typedef struct cg_kernel_def {
     uint32_t struct_size;   /**< sizeof(cg_kernel_def) */
     cg_backend_kind backend;/**< which backend runs it */
@@ -160,6 +175,30 @@ typedef struct cg_kernel_def {
     size_t (*workspace)(const cg_op_call *call);
     /** Runs the node. Must not allocate on the hot path if it can avoid it. */
     cg_op_status (*run)(const cg_kernel_args *args);
+    /* ---- ABI 1.1 ---- */
+    /**
+     * Optional per-node state, made once per plan instance (a binding of the
+     * plan's symbolic dims) before its first run, and handed to every run as
+     * args->state: the place to pre-pack or convert weights once, or keep
+     * what a kernel computed between runs. `args->in[i]` is the buffer of
+     * input i when that input is a parameter (its contents never change
+     * while the state lives), NULL otherwise; `args->out` is NULL and
+     * `args->workspace` NULL; `device` and `stream` are set as for run.
+     * Writes the state and the bytes it holds (counted in the plan's memory
+     * statistics). NULL: no state.
+     */
+    cg_op_status (*create)(const cg_kernel_args *args, void **state, size_t *state_bytes);
+    /** Frees a state made by create (never called with NULL). */
+    void (*destroy)(void *state);
+    /**
+     * Optional: whether this kernel runs the node described by args->call
+     * (input descriptors, attributes) on args->device (in/out are NULL).
+     * Placement asks before it chooses a device, so a kernel that cannot run
+     * some inputs (a dtype, a size past a device limit) is not chosen there
+     * and the node goes to another device or its decomposition. NULL: the
+     * kernel runs every node its op's infer accepts.
+     */
+    int (*supports)(const cg_kernel_args *args);
 } cg_kernel_def;
 
 /** Most inputs a conformance case may have. */
@@ -289,6 +328,22 @@ typedef struct cg_host_api {
     int64_t (*cl_info)(const cg_kernel_args *args, int32_t what);
     /** Name of an OpenCL error code, e.g. "CL_OUT_OF_RESOURCES". */
     const char *(*cl_error_name)(int32_t code);
+
+    /* ---- ABI 1.1 (check struct_size before use) ---- */
+
+    /**
+     * Runs fn(ctx, begin, end) over [0, n) in contiguous chunks of at least
+     * `grain` items on the CPU backend's thread pool (the caller's thread
+     * included) and returns when every chunk is done: what the built-in CPU
+     * kernels use. Serial when n <= grain, on a one-thread machine, or when
+     * called from inside a pool task (no nesting). Which thread runs which
+     * chunk varies: fn must compute each item the same way wherever it
+     * lands. Calls from several threads at once are serialised.
+     */
+    void (*parallel_for)(int64_t n, int64_t grain,
+                         void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
+    /** Threads parallel_for runs on (CLGRAPH_THREADS, else the online CPUs). */
+    int32_t (*cpu_threads)(void);
 } cg_host_api;
 
 /** Device limits readable through cg_host_api.cl_info. */

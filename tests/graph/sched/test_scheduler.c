@@ -1068,7 +1068,7 @@ START_TEST(instances_cached_per_binding) {
                           (unsigned long long)last_built(p));
         }
         /* B = 1..MAX fill the cache (2 and 3 are in it). */
-        const int64_t max = CG_PLAN_MAX_INSTANCES;
+        const int64_t max = CG_PLAN_CACHED_INSTANCES;
         for (int64_t b = 1; b <= max; b++) {
             mix_run_check(p, b, 60 + (uint32_t)b, 0, "fill");
             ck_assert_uint_eq(last_built(p), b == 2 || b == 3 ? 0 : 1);
@@ -1114,7 +1114,7 @@ START_TEST(describe_before_run) {
         ck_assert_uint_eq(last_built(p), 0);
         mix_run_check(p, 3, 91, 1, "after describe");
         /* Describing more bindings than the cache holds. */
-        for (int b = 1; b <= CG_PLAN_MAX_INSTANCES + 1; b++) {
+        for (int b = 1; b <= CG_PLAN_CACHED_INSTANCES + 1; b++) {
             char bind[32];
             snprintf(bind, sizeof bind, "B=%d", b + 10);
             t = describe(p, bind, b % 2);

@@ -89,9 +89,9 @@ static const cg_attr_def sq_attrs[] = {
     {sizeof(cg_attr_def), "offset", CG_ATTR_FLOAT, 0, 0, 0.0, NULL, "added to every square"},
 };
 static const cg_kernel_def sq_kernels[] = {
-    {sizeof(cg_kernel_def), CG_BACKEND_CPU, NULL, sq_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = sq_cpu},
 #if defined(WITH_CL) || defined(BAD_CL)
-    {sizeof(cg_kernel_def), CG_BACKEND_OPENCL, NULL, sq_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = sq_cl},
 #endif
 };
 static const char *const sq_inputs[] = {"x", NULL};

@@ -1,0 +1,229 @@
+/* Kernels on devices (backend.h): whether a kernel runs a node there, its
+ * per-node state, one run, and the one "allocate, fill, run, read back"
+ * that cost measurement, conformance and auto placement share. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_impl.h"
+#include "error.h"
+#include "mem.h"
+#include "shape.h"
+
+/* A kernel def from the registry is the host's full layout (the registry
+ * copies each plugin's kernels into it), so every 1.1 field can be read. */
+
+int cg_dev_supports(cg_device *d, const cg_kernel_def *k, const cg_op_call *call) {
+    if (!d || !k || k->backend != d->info->kind) return 0;
+    if (!k->supports) return 1;
+    cg_kernel_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.call = call;
+    d->iface->bind(d, &a);
+    return k->supports(&a) != 0;
+}
+
+size_t cg_dev_workspace(const cg_kernel_def *k, const cg_op_call *call) {
+    return k && k->workspace ? k->workspace(call) : 0;
+}
+
+static void fill_args(cg_device *d, cg_kernel_args *a, const cg_op_call *call, const void **in,
+                      void **out, const cg_buf *ws, void *state) {
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->call = call;
+    a->in = in;
+    a->out = out;
+    if (ws && ws->kind != CG_BUF_NONE) {
+        a->workspace = ws->handle;
+        a->workspace_size = ws->bytes;
+    }
+    a->state = state;
+    d->iface->bind(d, a);
+}
+
+cg_status cg_dev_state_create(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
+                              const cg_buf *const *params, void **state, size_t *bytes) {
+    *state = NULL;
+    *bytes = 0;
+    if (!k->create) return CG_OK;
+    int n = call->n_inputs;
+    const void **in = calloc((size_t)n + 1, sizeof *in);
+    if (!in) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) in[i] = params && params[i] ? params[i]->handle : NULL;
+    cg_kernel_args a;
+    fill_args(d, &a, call, in, NULL, NULL, NULL);
+    if (call->err && call->err_size) call->err[0] = '\0';
+    cg_op_status rc = k->create(&a, state, bytes);
+    free(in);
+    if (rc == CG_OP_OK) return CG_OK;
+    *state = NULL;
+    *bytes = 0;
+    const char *why = call->err && call->err[0] ? call->err : "(no message)";
+    return cg_error(rc == CG_OP_NO_MEMORY ? CG_ERR_NO_MEMORY : CG_ERR_KERNEL,
+                    "%s: creating the kernel state failed: %s", d->info->label, why);
+}
+
+void cg_dev_state_destroy(const cg_kernel_def *k, void *state) {
+    if (k && state && k->destroy) k->destroy(state);
+}
+
+/* Room for a call's kernel pointers: on the stack for the usual few. */
+typedef struct ptrs {
+    const void *in_small[16];
+    void *out_small[16];
+    const void **in;
+    void **out;
+} ptrs;
+
+static cg_status ptrs_init(ptrs *p, int n_in, int n_out) {
+    p->in = n_in <= 16 ? p->in_small : malloc(sizeof *p->in * (size_t)n_in);
+    p->out = n_out <= 16 ? p->out_small : malloc(sizeof *p->out * (size_t)n_out);
+    if (p->in && p->out) return CG_OK;
+    if (p->in != p->in_small) free(p->in);
+    if (p->out != p->out_small) free(p->out);
+    return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+}
+
+static void ptrs_free(ptrs *p) {
+    if (p->in != p->in_small) free(p->in);
+    if (p->out != p->out_small) free(p->out);
+}
+
+cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const cg_buf *const *in,
+                     const cg_buf *const *out, const cg_buf *ws, void *state) {
+    ptrs p;
+    cg_status st = ptrs_init(&p, call->n_inputs, call->n_outputs);
+    if (st) return st;
+    for (int i = 0; i < call->n_inputs; i++) p.in[i] = in[i]->handle;
+    for (int i = 0; i < call->n_outputs; i++) p.out[i] = out[i]->handle;
+    cg_kernel_args a;
+    fill_args(d, &a, call, p.in, p.out, ws, state);
+    cg_op_status rc = d->iface->run(d, k, &a);
+    ptrs_free(&p);
+    return rc == CG_OP_OK ? CG_OK : CG_ERR_KERNEL;
+}
+
+/* ---- run on host data ---- */
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Buffers of one trial: inputs, outputs, workspace. */
+typedef struct trial {
+    int n_in, n_out;
+    cg_buf *in, *out, ws;
+    const cg_buf **in_p, **out_p;
+    int *out_wrapped;       /* output i is the caller's host memory */
+} trial;
+
+static void trial_free(cg_device *d, trial *t) {
+    for (int i = 0; t->in && i < t->n_in; i++) cg_dev_free(d, &t->in[i]);
+    for (int i = 0; t->out && i < t->n_out; i++) cg_dev_free(d, &t->out[i]);
+    cg_dev_free(d, &t->ws);
+    free(t->in);
+    free(t->out);
+    free(t->in_p);
+    free(t->out_p);
+    free(t->out_wrapped);
+}
+
+/* A device buffer of `bytes` filled from `host` (NULL: with byte `fill`). */
+static cg_status filled(cg_device *d, size_t bytes, const void *host, int fill, cg_buf *b) {
+    cg_status st = cg_dev_alloc(d, bytes, b);
+    if (st || !bytes) return st;
+    if (host) return cg_dev_write(d, b, 0, host, bytes);
+    void *z = malloc(bytes);
+    if (!z) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    memset(z, fill, bytes);
+    st = cg_dev_write(d, b, 0, z, bytes);
+    free(z);
+    return st;
+}
+
+/* The buffer of one input or output of a trial: on a device with host
+ * memory the caller's bytes themselves when it has them (a kernel writes
+ * only its outputs), else a device buffer filled from `host` or with byte
+ * `fill`. *wrapped tells which. */
+static cg_status trial_buf(cg_device *d, size_t bytes, const void *host, int fill, int is_out, cg_buf *b,
+                           int *wrapped) {
+    *wrapped = 0;
+    if (host && d->info->host_memory) {
+        if (is_out) memset((void *)host, fill, bytes);
+        *wrapped = 1;
+        return cg_dev_wrap(d, (void *)host, bytes, b);
+    }
+    return filled(d, bytes, is_out ? NULL : host, fill, b);
+}
+
+static cg_status trial_init(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
+                            const void *const *host_in, void *const *host_out, int out_fill, trial *t) {
+    memset(t, 0, sizeof *t);
+    t->n_in = call->n_inputs;
+    t->n_out = call->n_outputs;
+    t->in = calloc((size_t)t->n_in + 1, sizeof *t->in);
+    t->out = calloc((size_t)t->n_out + 1, sizeof *t->out);
+    t->in_p = calloc((size_t)t->n_in + 1, sizeof *t->in_p);
+    t->out_p = calloc((size_t)t->n_out + 1, sizeof *t->out_p);
+    t->out_wrapped = calloc((size_t)t->n_out + 1, sizeof *t->out_wrapped);
+    if (!t->in || !t->out || !t->in_p || !t->out_p || !t->out_wrapped)
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_status st = CG_OK;
+    int wrapped;
+    for (int i = 0; !st && i < t->n_in; i++) {
+        st = trial_buf(d, cg_desc_bytes(&call->inputs[i]), host_in ? host_in[i] : NULL, 0, 0, &t->in[i], &wrapped);
+        t->in_p[i] = &t->in[i];
+    }
+    for (int i = 0; !st && i < t->n_out; i++) {
+        st = trial_buf(d, cg_desc_bytes(&call->outputs[i]), host_out ? host_out[i] : NULL, out_fill, 1, &t->out[i],
+                       &t->out_wrapped[i]);
+        t->out_p[i] = &t->out[i];
+    }
+    size_t ws = cg_dev_workspace(k, call);
+    if (!st && ws) st = cg_dev_alloc(d, ws, &t->ws);
+    return st;
+}
+
+/* Runs the kernel once, then (reps > 0) until ~2 ms or reps runs; each
+ * run is waited for so the time is the kernel's. */
+static cg_status timed_runs(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, trial *t, void *state,
+                            int reps, double *us) {
+    cg_status st = cg_dev_run(d, k, call, t->in_p, t->out_p, &t->ws, state);
+    if (!st) st = cg_dev_finish(d);
+    if (st || reps <= 0) return st;
+    int n = 0;
+    double t0 = now_us(), t1 = t0;
+    while (!st && (n < 3 || t1 - t0 < 2000) && n < reps) {
+        st = cg_dev_run(d, k, call, t->in_p, t->out_p, &t->ws, state);
+        if (!st) st = cg_dev_finish(d);
+        n++;
+        t1 = now_us();
+    }
+    if (!st && us) *us = (t1 - t0) / n;
+    return st;
+}
+
+cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
+                          const void *const *host_in, void *const *host_out, int out_fill, int reps,
+                          double *us) {
+    if (!d || !k || !call) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_run_host: NULL argument");
+    if (us) *us = 0;
+    trial t;
+    cg_status st = trial_init(d, k, call, host_in, host_out, out_fill, &t);
+    void *state = NULL;
+    size_t state_bytes = 0;
+    /* Every input stays constant for the whole trial, so the state may
+     * take them all as parameters (it then runs the path a plan's node with
+     * weights runs). */
+    if (!st) st = cg_dev_state_create(d, k, call, t.in_p, &state, &state_bytes);
+    if (!st) st = timed_runs(d, k, call, &t, state, reps, us);
+    for (int i = 0; !st && host_out && i < t.n_out; i++)
+        if (host_out[i] && !t.out_wrapped[i]) st = cg_dev_read(d, &t.out[i], 0, host_out[i], t.out[i].bytes);
+    cg_dev_state_destroy(k, state);
+    trial_free(d, &t);
+    return st;
+}

@@ -1,0 +1,162 @@
+/* Each OpenCL device as a device of the backend interface: buffers are
+ * cl_mem objects (views are sub-buffers), transfers and kernels go on the
+ * device's one in-order queue, events are cl_events. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_impl.h"
+#include "error.h"
+#include "opencl/cl_backend.h"
+
+static cg_device_info *g_infos;
+static int g_n;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void fill_info(int i, cg_device_info *out) {
+    const cg_cl_info *in = cg_cl_device_info(i);
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "opencl:%d", i);
+    snprintf(out->label, sizeof out->label, "opencl:%d (%.250s)", i, in->name);
+    /* Measurements on disk stay valid while the device, its driver and
+     * its platform do. */
+    snprintf(out->identity, sizeof out->identity, "%.250s|%.250s|%.250s", in->name, in->driver,
+             in->platform_version);
+    out->kind = CG_BACKEND_OPENCL;
+    out->host_memory = 0;
+    out->align = in->mem_align < 64 ? 64 : in->mem_align;
+    out->global_mem = in->global_mem;
+    out->max_alloc = in->max_alloc;
+    out->local_mem = in->local_mem;
+    out->max_work_group = in->max_work_group;
+    out->compute_units = in->compute_units;
+    out->fp16 = in->fp16;
+    out->fp64 = in->fp64;
+}
+
+static void infos_init(void) {
+    int n = cg_cl_device_count();
+    g_infos = calloc((size_t)n + 1, sizeof *g_infos);
+    if (!g_infos) return; /* cg_cl_iface_info then reports none */
+    for (int i = 0; i < n; i++) fill_info(i, &g_infos[i]);
+    g_n = n;
+}
+
+const cg_device_info *cg_cl_iface_info(int i) {
+    pthread_once(&g_once, infos_init);
+    return i >= 0 && i < g_n ? &g_infos[i] : NULL;
+}
+
+void cg_cl_iface_describe(int i, char *buf, size_t size) {
+    const cg_cl_info *in = cg_cl_device_info(i);
+    const cg_device_info *di = cg_cl_iface_info(i);
+    if (!in || !di) return;
+    snprintf(buf, size,
+             "%-10s %s\n           platform: %s (%s)\n           vendor: %s; %s; %s; driver %s\n"
+             "           compute units: %u; global memory: %.1f GiB; local memory: %llu KiB; "
+             "max work-group: %zu; fp16: %s; fp64: %s",
+             di->name, in->name, in->platform, in->platform_version, in->vendor, in->version, in->c_version,
+             in->driver, in->compute_units, (double)in->global_mem / (1024.0 * 1024 * 1024),
+             (unsigned long long)(in->local_mem / 1024), in->max_work_group, in->fp16 ? "yes" : "no",
+             in->fp64 ? "yes" : "no");
+}
+
+void cg_cl_counters_add(cg_dev_counters *c) {
+    cg_cl_counters k;
+    cg_cl_cache_stats p;
+    cg_cl_counters_get(&k);
+    cg_cl_cache_stats_get(&p);
+    c->objects_created += k.buffers_created + p.kernels_created + p.builds_from_source + p.loads_from_disk;
+    c->launches += k.launches;
+    c->transfers += k.writes + k.reads + k.copies;
+    c->bytes_transferred += k.bytes_written + k.bytes_read;
+    c->library_calls += k.clblast_calls;
+}
+
+cg_status cg_cl_iface_open(int i, cg_device *d) {
+    cg_cl_device *cl;
+    cg_status st = cg_cl_device_open(i, &cl);
+    if (!st) d->impl = cl;
+    return st;
+}
+
+static cg_cl_device *cl_of(const cg_device *d) { return (cg_cl_device *)d->impl; }
+
+static cg_status cl_alloc(cg_device *d, size_t bytes, cg_buf *out) {
+    cl_mem m;
+    cg_status st = cg_cl_alloc(cl_of(d), bytes, &m);
+    if (!st) out->handle = m;
+    return st;
+}
+
+static cg_status cl_view(cg_device *d, const cg_buf *parent, size_t offset, size_t bytes, cg_buf *out) {
+    cl_mem m;
+    cg_status st = cg_cl_sub_buffer(cl_of(d), (cl_mem)parent->handle, offset, bytes, &m);
+    if (!st) out->handle = m;
+    return st;
+}
+
+static void cl_free(cg_device *d, cg_buf *b) {
+    (void)d;
+    if (b->handle) clReleaseMemObject((cl_mem)b->handle);
+}
+
+static cg_status cl_write(cg_device *d, const cg_buf *dst, size_t off, const void *src, size_t bytes, int async,
+                          cg_event *ev) {
+    cl_event e = NULL;
+    cg_status st = cg_cl_write_ev(cl_of(d), (cl_mem)dst->handle, off, bytes, src, !async, ev ? &e : NULL);
+    if (!st && ev && e) {
+        ev->dev = d;
+        ev->handle = e;
+    }
+    return st;
+}
+
+static cg_status cl_read(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes, int async,
+                         cg_event *ev) {
+    cl_event e = NULL;
+    cg_status st = cg_cl_read_ev(cl_of(d), (cl_mem)src->handle, off, bytes, dst, !async, ev ? &e : NULL);
+    if (!st && ev && e) {
+        ev->dev = d;
+        ev->handle = e;
+    }
+    return st;
+}
+
+static cg_status cl_copy(cg_device *d, const cg_buf *src, size_t src_off, const cg_buf *dst, size_t dst_off,
+                         size_t bytes) {
+    return cg_cl_copy(cl_of(d), (cl_mem)src->handle, src_off, (cl_mem)dst->handle, dst_off, bytes);
+}
+
+static cg_status cl_wait(cg_device *d, cg_event *ev) { return cg_cl_wait(cl_of(d), (cl_event)ev->handle); }
+
+static cg_status cl_finish(cg_device *d) { return cg_cl_finish(cl_of(d)); }
+
+static void cl_bind(cg_device *d, cg_kernel_args *a) {
+    a->stream = cg_cl_queue(cl_of(d));
+    a->device = cl_of(d);
+}
+
+static cg_op_status cl_run(cg_device *d, const cg_kernel_def *k, const cg_kernel_args *a) {
+    cg_cl_run_lock(cl_of(d));
+    cg_op_status rc = k->run(a);
+    cg_cl_run_unlock(cl_of(d));
+    return rc;
+}
+
+static void cl_close(cg_device *d) { cg_cl_device_release(cl_of(d)); }
+
+const cg_device_iface cg_cl_device_iface = {
+    .alloc = cl_alloc,
+    .view = cl_view,
+    .free = cl_free,
+    .write = cl_write,
+    .read = cl_read,
+    .copy = cl_copy,
+    .wait = cl_wait,
+    .finish = cl_finish,
+    .bind = cl_bind,
+    .run = cl_run,
+    .close = cl_close,
+};

@@ -1,0 +1,128 @@
+/* Plans: creation for a graph and a placement, and what a plan tells about
+ * itself (device, memory, statistics). Running is in exec.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "plan.h"
+
+void cg_plan_free(cg_plan *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
+    for (int d = 0; p->params && d < p->n_devs; d++)
+        for (int v = 0; v < p->graph->n_values; v++)
+            cg_dev_free(p->devs[d].dev, &p->params[(size_t)d * (size_t)p->graph->n_values + (size_t)v]);
+    free(p->params);
+    cg_keep_free(p);
+    cg_carry_free(p);
+    for (int d = 0; d < p->n_devs; d++) cg_dev_release(p->devs[d].dev);
+    free(p->devs);
+    for (int r = 0; r < p->n_rules; r++) free(p->rules[r].pattern);
+    free(p->rules);
+    free(p->inptr);
+    free(p->outptr);
+    free(p->inbuf);
+    cg_analysis_free(&p->an);
+    free(p);
+}
+
+cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out) {
+    return cg_plan_create_ex(m, graph_name, NULL, out);
+}
+
+/* The graph to plan, verified, with its weights bound. */
+static cg_status plan_graph(cg_model *m, const char *graph_name, cg_graph **out) {
+    cg_graph *g = graph_name ? cg_model_graph(m, graph_name) : (m->n_graphs == 1 ? m->graphs[0] : NULL);
+    if (!g) {
+        if (!graph_name)
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the model has %d graphs: name one", m->filename,
+                            m->n_graphs);
+        return cg_error(CG_ERR_NOT_FOUND, "%s: no graph named '%s'", m->filename, graph_name);
+    }
+    if (!m->verified) {
+        cg_status st = cg_model_verify(m);
+        if (st) return st;
+    }
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i].kind == CG_VAL_PARAM && !m->weights) {
+            char where[512];
+            cg_loc_format(where, sizeof where, m, g->values[i].line, g->values[i].col);
+            return cg_error(CG_ERR_NOT_FOUND,
+                            "%sparam '%s' of graph '%s': no weights are bound (give a safetensors file)", where,
+                            g->values[i].name, g->name);
+        }
+    *out = g;
+    return CG_OK;
+}
+
+cg_status cg_plan_create_ex(cg_model *m, const char *graph_name, const cg_plan_options *opt, cg_plan **out) {
+    if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_create: NULL argument");
+    *out = NULL;
+    cg_graph *g;
+    cg_status st = plan_graph(m, graph_name, &g);
+    if (st) return st;
+    cg_plan *p = calloc(1, sizeof *p);
+    if (!p) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    p->model = m;
+    p->graph = g;
+    st = cg_graph_analyze(g, &p->an);
+    if (!st) st = cg_place_parse(p, opt ? opt->device : NULL, opt ? opt->place : NULL);
+    if (!st) {
+        p->params = calloc((size_t)p->n_devs * (size_t)g->n_values + 1, sizeof *p->params);
+        p->inbuf = calloc((size_t)g->n_inputs + 1, sizeof *p->inbuf);
+        if (!p->params || !p->inbuf) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    if (!st) st = cg_keep_init(p);
+    if (!st) st = cg_carry_init(p);
+    if (st) {
+        cg_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return CG_OK;
+}
+
+/* The instance the last run used. */
+static const instance *last_instance(const cg_plan *p) {
+    if (!p->n_inst) return NULL;
+    const instance *last = p->inst[0];
+    for (int i = 1; i < p->n_inst; i++)
+        if (p->inst[i]->last_used > last->last_used) last = p->inst[i];
+    return last;
+}
+
+size_t cg_plan_arena_bytes(const cg_plan *p) {
+    const instance *last = p ? last_instance(p) : NULL;
+    if (!last) return 0;
+    size_t total = 0;
+    for (int d = 0; d < p->n_devs; d++) total += last->arena_bytes[d];
+    return total;
+}
+
+cg_status cg_plan_memory(const cg_plan *p, cg_plan_memory_info *out) {
+    if (!p || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_memory: NULL argument");
+    memset(out, 0, sizeof *out);
+    const instance *last = last_instance(p);
+    for (int d = 0; last && d < p->n_devs; d++) out->arena_bytes += last->arena_bytes[d];
+    if (last) out->state_bytes = last->state_bytes;
+    for (int i = 0; i < p->n_inst; i++) out->all_state_bytes += p->inst[i]->state_bytes;
+    size_t nv = (size_t)p->graph->n_values;
+    for (int d = 0; d < p->n_devs; d++)
+        for (size_t v = 0; v < nv; v++)
+            if (p->params[(size_t)d * nv + v].kind == CG_BUF_ALLOC) out->param_bytes += p->params[(size_t)d * nv + v].bytes;
+    out->instances = (uint64_t)p->n_inst;
+    return CG_OK;
+}
+
+cg_status cg_plan_stats_get(const cg_plan *p, cg_plan_stats *last, cg_plan_stats *total) {
+    if (!p) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_stats_get: plan is NULL");
+    if (last) *last = p->last;
+    if (total) *total = p->total;
+    return CG_OK;
+}
+
+const char *cg_plan_device(const cg_plan *p) {
+    if (!p) return NULL;
+    if (p->default_dev < 0) return "auto";
+    return cg_plan_dev_name(p, p->default_dev);
+}
