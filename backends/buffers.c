@@ -8,6 +8,13 @@
 cg_status cg_dev_alloc(cg_device *d, size_t bytes, cg_buf *out) {
     if (!d || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_alloc: NULL argument");
     memset(out, 0, sizeof *out);
+    /* Refused before asking: an allocator may abort (or the OS kill the
+     * process) on a request this size rather than fail. */
+    if ((d->info->max_alloc && bytes > d->info->max_alloc) || (d->info->global_mem && bytes > d->info->global_mem))
+        return cg_error(CG_ERR_NO_MEMORY, "%s: %zu bytes asked for, more than the device's %s (%llu bytes)",
+                        d->info->label, bytes, d->info->max_alloc && bytes > d->info->max_alloc ? "largest allocation" : "memory",
+                        (unsigned long long)(d->info->max_alloc && bytes > d->info->max_alloc ? d->info->max_alloc
+                                                                                                : d->info->global_mem));
     cg_status st = d->iface->alloc(d, bytes, out);
     if (st) return st;
     out->kind = CG_BUF_ALLOC;
