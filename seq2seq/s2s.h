@@ -50,4 +50,9 @@ cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *out);
 void cg_s2s_vocab_free(s2s_vocab *v);
 int cg_s2s_vocab_find(const s2s_vocab *v, const char *tok, size_t len);
 
+/* A stable sort of n elements of `size` bytes: cmp gets `ctx` as its third
+ * argument; tmp has room for n elements. Equal elements keep their order. */
+typedef int (*s2s_cmp_fn)(const void *a, const void *b, void *ctx);
+void cg_s2s_sort(void *base, size_t n, size_t size, s2s_cmp_fn cmp, void *ctx, void *tmp);
+
 #endif

@@ -134,15 +134,9 @@ static void attend(cg_strbuf *o, const s2s_config *c, const char *q) {
     cg_strbuf_put(o, "  attn_c: c = attn_context(a, keys, sentence)\n");
 }
 
-/* The decoder step as graph `name`: with top_k > 0 its first outputs are
- * top_logp, top_id = the top_k best of log_softmax(logits) per row (what
- * greedy and beam search read), otherwise the whole logp. */
-static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top_k) {
-    int K = s2s_keys_dim(c), L = c->decoder_layers, H = c->hidden, E = c->emb_dim;
+/* The decoder step's comment: its equations and its outputs. */
+static void decoder_comment(cg_strbuf *o, const s2s_config *c, int top_k) {
     int att = c->attention != S2S_NONE;
-    int feed = c->luong && att; /* Luong input feeding of h~ (none: I = E) */
-    int I = E + (att ? (c->luong ? H : K) : 0);
-    char list[16384];
     cg_strbuf_put(o, "\n# Decoder step t (%s): y = tgt_embed(y_prev); %s\n", c->luong ? "luong" : "bahdanau",
         !att        ? "s_t = decoder(y, s_{t-1}); logits = out(s_t)."
         : c->luong ? "s_t = decoder([y; h~_{t-1}], s_{t-1}); c, a = attend(s_t); h~_t = tanh(combine([c; s_t])); "
@@ -154,12 +148,17 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
     else
         cg_strbuf_put(o, "# Outputs: logp = log_softmax(logits) (the beams wider than graph decoder serves), the new state%s.\n",
                       att ? ", the attention weights a" : "");
+}
+
+/* The header of graph `name` and its inputs. */
+static void decoder_inputs(cg_strbuf *o, const s2s_config *c, const char *name) {
+    int att = c->attention != S2S_NONE, L = c->decoder_layers, H = c->hidden;
     cg_strbuf_put(o, "graph %s {\n  input y_prev: i32[B]\n", name);
     if (att) {
         /* The keys are the encoder's, one row per sentence (N): a beam's k
          * rows share theirs, and they stay put while rows come and go.
          * Row b attends to sentence `sentence[b]`. */
-        cg_strbuf_put(o, "  input keys: f32[N, S, %d]\n", K);
+        cg_strbuf_put(o, "  input keys: f32[N, S, %d]\n", s2s_keys_dim(c));
         if (c->attention == S2S_ADDITIVE) cg_strbuf_put(o, "  input keys_proj: f32[N, S, %d]\n", c->attention_dim);
         cg_strbuf_put(o, "  input src_len: i32[N]\n  input sentence: i32[B]\n");
         if (c->local == S2S_LOCAL_MONOTONIC) cg_strbuf_put(o, "  input pos: f32[B]\n");
@@ -171,9 +170,17 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
     for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input h%d: f32[P, %d]\n", l, H);
     if (c->cell == S2S_LSTM)
         for (int l = 0; l < L; l++) cg_strbuf_put(o, "  input c%d: f32[P, %d]\n", l, H);
-    if (feed) cg_strbuf_put(o, "  input htilde: f32[P, %d]\n", H);
+    if (c->luong && att) cg_strbuf_put(o, "  input htilde: f32[P, %d]\n", H);
+}
+
+/* The decoder's parameters; `list` gets the RNN's parameter names, four per
+ * layer (see rnn_params). */
+static void decoder_params(cg_strbuf *o, const s2s_config *c, char *list, size_t list_size) {
+    int K = s2s_keys_dim(c), H = c->hidden, E = c->emb_dim;
+    int att = c->attention != S2S_NONE;
+    int I = E + (att ? (c->luong ? H : K) : 0); /* Luong feeds h~, Bahdanau c; none: E */
     param2(o, "tgt_embed.weight", c->v_tgt, E);
-    rnn_params(o, c, "decoder", I, L, 1, list, sizeof list);
+    rnn_params(o, c, "decoder", I, c->decoder_layers, 1, list, list_size);
     switch (c->attention) {
     case S2S_ADDITIVE:
         param2(o, "attention.W_q.weight", c->attention_dim, H);
@@ -193,25 +200,12 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
     }
     param2(o, "out.weight", c->v_tgt, H);
     param1(o, "out.bias", c->v_tgt);
-    for (int l = 0; l < L; l++) cg_strbuf_put(o, "  h%d_sel = gather_rows(h%d, parent)\n", l, l);
-    if (c->cell == S2S_LSTM)
-        for (int l = 0; l < L; l++) cg_strbuf_put(o, "  c%d_sel = gather_rows(c%d, parent)\n", l, l);
-    if (feed) cg_strbuf_put(o, "  htilde_sel = gather_rows(htilde, parent)\n");
-    if (att) cg_strbuf_put(o, "  row_len = gather_rows(src_len, sentence)\n");
-    cg_strbuf_put(o, "  y = embedding(tgt_embed.weight, y_prev)\n");
-    const char *x = "y";
-    if (att && !c->luong) {
-        char q[24];
-        snprintf(q, sizeof q, "h%d_sel", L - 1);
-        attend(o, c, q);
-        cg_strbuf_put(o, "  x = concat(y, c) {axis: 1}\n");
-        x = "x";
-    } else if (feed) {
-        cg_strbuf_put(o, "  x = concat(y, htilde_sel) {axis: 1}\n");
-        x = "x";
-    }
-    /* The layers of torch.nn.GRU/LSTM, one cell each; `list` holds the
-     * parameter names in groups of four per layer. */
+}
+
+/* The RNN's layers, one cell each, on input `x`; `list` holds the parameter
+ * names in groups of four per layer (strtok_r cuts it up). */
+static void decoder_cells(cg_strbuf *o, const s2s_config *c, const char *x, char *list) {
+    int L = c->decoder_layers;
     char *names[64][4];
     char *save = NULL, *tok = strtok_r(list, ", ", &save);
     for (int l = 0; l < L && l < 64; l++)
@@ -230,6 +224,12 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
             cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s)\n", l, l, l, in, l, l,
                 names[l][0], names[l][1], names[l][2], names[l][3]);
     }
+}
+
+/* From the top layer's new state to the outputs: Luong's attention and
+ * h~, the logits, their log_softmax (whole, or its top_k best). */
+static void decoder_head(cg_strbuf *o, const s2s_config *c, int top_k) {
+    int L = c->decoder_layers, att = c->attention != S2S_NONE;
     char top[24];
     snprintf(top, sizeof top, "h%d_new", L - 1);
     const char *o_in = top;
@@ -254,8 +254,40 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
     if (c->cell == S2S_LSTM)
         for (int l = 0; l < L; l++) cg_strbuf_put(o, ", c%d_new", l);
     if (att) cg_strbuf_put(o, ", a");
-    if (feed) cg_strbuf_put(o, ", htilde_new");
+    if (c->luong && att) cg_strbuf_put(o, ", htilde_new");
     cg_strbuf_put(o, "\n}\n");
+}
+
+/* The decoder step as graph `name`: with top_k > 0 its first outputs are
+ * top_logp, top_id = the top_k best of log_softmax(logits) per row (what
+ * greedy and beam search read), otherwise the whole logp. */
+static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top_k) {
+    int L = c->decoder_layers;
+    int att = c->attention != S2S_NONE;
+    int feed = c->luong && att; /* Luong input feeding of h~ */
+    char list[16384];
+    decoder_comment(o, c, top_k);
+    decoder_inputs(o, c, name);
+    decoder_params(o, c, list, sizeof list);
+    for (int l = 0; l < L; l++) cg_strbuf_put(o, "  h%d_sel = gather_rows(h%d, parent)\n", l, l);
+    if (c->cell == S2S_LSTM)
+        for (int l = 0; l < L; l++) cg_strbuf_put(o, "  c%d_sel = gather_rows(c%d, parent)\n", l, l);
+    if (feed) cg_strbuf_put(o, "  htilde_sel = gather_rows(htilde, parent)\n");
+    if (att) cg_strbuf_put(o, "  row_len = gather_rows(src_len, sentence)\n");
+    cg_strbuf_put(o, "  y = embedding(tgt_embed.weight, y_prev)\n");
+    const char *x = "y";
+    if (att && !c->luong) {
+        char q[24];
+        snprintf(q, sizeof q, "h%d_sel", L - 1);
+        attend(o, c, q);
+        cg_strbuf_put(o, "  x = concat(y, c) {axis: 1}\n");
+        x = "x";
+    } else if (feed) {
+        cg_strbuf_put(o, "  x = concat(y, htilde_sel) {axis: 1}\n");
+        x = "x";
+    }
+    decoder_cells(o, c, x, list);
+    decoder_head(o, c, top_k);
 }
 
 cg_status cg_s2s_build_text(const s2s_config *c, char **text) {

@@ -37,7 +37,6 @@ typedef struct fin {
 typedef struct sent_state {
     int src;        /* index of the source */
     int len, max_len;
-    int done;
     fin *fins;
     int n_fins;
 } sent_state;
@@ -274,7 +273,10 @@ static int bucket(int r, int max) {
 
 static double lp(double alpha, int len) { return alpha == 0.0 ? 1.0 : pow((5.0 + len) / 6.0, alpha); }
 
-static int fin_cmp(const void *a, const void *b) {
+/* Best normalised score first; a tie is 0, and the stable sort then keeps
+ * the one finished first ahead (the spec's tie rule). */
+static int fin_cmp(const void *a, const void *b, void *ctx) {
+    (void)ctx;
     const fin *x = a, *y = b;
     if (x->score != y->score) return x->score < y->score ? 1 : -1;
     return 0;
@@ -285,337 +287,481 @@ typedef struct cand {
     int row, tok;
 } cand;
 
-static int cand_cmp(const void *a, const void *b) {
-    const cand *x = a, *y = b;
+static int cand_cmp(const cand *x, const cand *y) {
     if (x->score != y->score) return x->score < y->score ? 1 : -1;
     if (x->row != y->row) return x->row - y->row;
     return x->tok - y->tok;
 }
 
-/* Decodes one batch of sentences (sorted by length). */
-static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const int *ids, const int32_t *const *src,
-                              const int *src_len, cg_s2s_result *results) {
-    const s2s_config *c = &m->cfg;
-    int k = o->beam > 1 ? o->beam : 1, beam = o->beam > 1;
-    int force = o->force_len > 0; /* EOS is an ordinary token; exactly force_len steps */
-    int K = s2s_keys_dim(c), H = c->hidden, V = c->v_tgt, A = c->attention_dim, L = c->decoder_layers;
-    int S = 1;
-    for (int i = 0; i < nb; i++)
-        if (src_len[ids[i]] > S) S = src_len[ids[i]];
-    cg_status st = CG_OK;
-    /* ---- encoder ---- */
-    cg_tensor *esrc = NULL, *elen = NULL, *eout[40] = {0};
-    cg_graph *eg = cg_model_graph(m->model, "encoder");
+/* One batch of sentences being decoded, shared by the phases below. */
+typedef struct batch {
+    cg_s2s *m;
+    const cg_s2s_options *o;
+    int nb;         /* sentences */
+    int k, beam;    /* hypotheses per sentence (1: greedy) */
+    int force;      /* EOS is an ordinary token; exactly force_len steps */
+    int S;          /* the longest source */
+    int max_rows;   /* nb x k */
+    /* The encoder's outputs, one row per sentence. */
+    int n_eout;
+    cg_tensor *elen, *eout[40], *keys_t, *kproj_t;
+    const float *keys, *kproj, *s0[32];
+    /* The decoder step's plan and buffers. */
+    cg_plan *dec;
+    io x;
+    int io_ok;
+    int carry;      /* the plan carries the state (input `parent`) */
+    cg_tensor *out_run[80];
+    /* Live rows (R), the next step's (NR), and the row each continues. */
+    sent_state *ss;
+    row *rows, *next;
+    int R, NR;
+    int *parent;
+    int *keys_of;   /* the sentence whose keys a buffer row holds */
+    cand *top;      /* a sentence's best 2k candidates */
+    fin *fin_tmp;   /* the sort's room */
+    /* The rows' recurrent state, and the next step's (swapped each step). */
+    float *state, *state_next;
+    hpool pool;
+    int t;          /* the step */
+} batch;
+
+/* The tokens a sentence of `len` tokens may generate. */
+static int max_len_of(const cg_s2s_options *o, int len) {
+    return o->force_len > 0 ? o->force_len : o->max_len > 0 ? o->max_len : 2 * len + 10;
+}
+
+/* Floats of one row's state: h[L], c[L], htilde. */
+static size_t state_row(const batch *bt) {
+    return (size_t)(2 * bt->m->cfg.decoder_layers + 1) * (size_t)bt->m->cfg.hidden;
+}
+
+/* Runs the encoder over the batch's sources padded to the longest, and
+ * finds its outputs: keys, keys_proj and the initial states s0_<l>. */
+static cg_status encode(batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
+    const s2s_config *c = &bt->m->cfg;
+    const int nb = bt->nb, S = bt->S;
+    cg_graph *eg = cg_model_graph(bt->m->model, "encoder");
     int n_eout = cg_graph_output_count(eg);
     if (n_eout > 40) return cg_error(CG_ERR_UNSUPPORTED, "the encoder graph has too many outputs");
-    st = tensor(CG_I32, 2, nb, S, 0, &esrc);
-    if (!st) st = tensor(CG_I32, 1, nb, 0, 0, &elen);
+    bt->n_eout = n_eout;
+    cg_tensor *esrc = NULL;
+    cg_status st = tensor(CG_I32, 2, nb, S, 0, &esrc);
+    if (!st) st = tensor(CG_I32, 1, nb, 0, 0, &bt->elen);
     if (!st) {
-        int32_t *sd = cg_tensor_data(esrc), *ld = cg_tensor_data(elen);
+        int32_t *sd = cg_tensor_data(esrc), *ld = cg_tensor_data(bt->elen);
         for (int b = 0; b < nb; b++) {
             int n = src_len[ids[b]];
             ld[b] = n;
             for (int s = 0; s < S; s++) sd[b * S + s] = s < n ? src[ids[b]][s] : c->pad_id;
         }
         const char *names[2] = {"src", "src_len"};
-        cg_tensor *ins[2] = {esrc, elen};
-        st = cg_plan_run(m->enc, 2, names, ins, n_eout, eout);
+        cg_tensor *ins[2] = {esrc, bt->elen};
+        st = cg_plan_run(bt->m->enc, 2, names, ins, n_eout, bt->eout);
     }
     cg_tensor_free(esrc);
-    const float *keys = NULL, *kproj = NULL, *s0[32] = {0};
-    cg_tensor *keys_t = NULL, *kproj_t = NULL;
     for (int i = 0; !st && i < n_eout; i++) {
         const char *nm = cg_graph_output_name(eg, i);
-        if (!strcmp(nm, "keys")) keys = cg_tensor_data_const(keys_t = eout[i]);
-        else if (!strcmp(nm, "keys_proj")) kproj = cg_tensor_data_const(kproj_t = eout[i]);
-        else if (!strncmp(nm, "s0_", 3) && atoi(nm + 3) < 32) s0[atoi(nm + 3)] = cg_tensor_data_const(eout[i]);
+        if (!strcmp(nm, "keys")) bt->keys = cg_tensor_data_const(bt->keys_t = bt->eout[i]);
+        else if (!strcmp(nm, "keys_proj")) bt->kproj = cg_tensor_data_const(bt->kproj_t = bt->eout[i]);
+        else if (!strncmp(nm, "s0_", 3) && atoi(nm + 3) < 32) bt->s0[atoi(nm + 3)] = cg_tensor_data_const(bt->eout[i]);
     }
-    /* ---- decoder rows ---- */
-    int max_rows = nb * k;
-    io x;
-    int io_ok = 0;
-    cg_plan *dec = NULL;
-    const char *dec_graph = NULL;
-    if (!st) st = cg_s2s_decoder_plan(m, beam ? 2 * k : 1, &dec, &dec_graph);
-    if (!st) {
-        m->last_dec = dec;
-        st = io_init(m, dec_graph, &x, max_rows, S, keys_t, kproj_t, elen);
-        io_ok = !st;
+    return st;
+}
+
+/* The decoder plan for this search and its buffers for the most rows. A
+ * decoder with input `parent` carries its state (cg_plan_carry): after the
+ * first step only `parent` says which row each row continues. The outputs
+ * nobody reads stay on their device. */
+static cg_status open_decoder(batch *bt) {
+    const char *graph = NULL;
+    cg_status st = cg_s2s_decoder_plan(bt->m, bt->beam ? 2 * bt->k : 1, &bt->dec, &graph);
+    if (st) return st;
+    bt->m->last_dec = bt->dec;
+    io *x = &bt->x;
+    st = io_init(bt->m, graph, x, bt->max_rows, bt->S, bt->keys_t, bt->kproj_t, bt->elen);
+    if (st) return st;
+    bt->io_ok = 1;
+    bt->carry = x->parent >= 0;
+    for (int q = 0; q < x->n_out; q++) {
+        int state_out = q == x->htilde_new;
+        for (int l = 0; l < bt->m->cfg.decoder_layers; l++) state_out |= q == x->h_new[l] || q == x->c_new[l];
+        bt->out_run[q] = (bt->carry && state_out) || (q == x->a && !bt->o->attention) ? NULL : x->out[q];
     }
-    sent_state *ss = calloc((size_t)nb, sizeof *ss);
-    row *rows = calloc((size_t)max_rows, sizeof *rows), *next = calloc((size_t)max_rows, sizeof *next);
-    int *parent = calloc((size_t)max_rows, sizeof *parent);
-    int *keys_of = malloc(sizeof(int) * (size_t)max_rows); /* the sentence whose keys a buffer row holds */
-    cand *top = calloc((size_t)2 * (size_t)k + 1, sizeof *top);
-    /* The rows' recurrent state, and the next step's (swapped each step). */
-    size_t state_floats = (size_t)max_rows * (size_t)(2 * L + 1) * (size_t)H + 1;
-    float *state = calloc(state_floats, sizeof *state), *state_next = calloc(state_floats, sizeof *state_next);
+    return CG_OK;
+}
+
+/* Everything the steps work in, allocated once per batch. */
+static cg_status alloc_rows(batch *bt, const int *ids, const int *src_len) {
+    const int max_rows = bt->max_rows, k = bt->k, nb = bt->nb;
+    bt->ss = calloc((size_t)nb, sizeof *bt->ss);
+    bt->rows = calloc((size_t)max_rows, sizeof *bt->rows);
+    bt->next = calloc((size_t)max_rows, sizeof *bt->next);
+    bt->parent = calloc((size_t)max_rows, sizeof *bt->parent);
+    bt->keys_of = malloc(sizeof(int) * (size_t)max_rows);
+    bt->top = calloc((size_t)2 * (size_t)k + 1, sizeof *bt->top);
+    bt->fin_tmp = calloc((size_t)2 * (size_t)k + 1, sizeof *bt->fin_tmp);
+    size_t state_floats = (size_t)max_rows * state_row(bt) + 1;
+    bt->state = calloc(state_floats, sizeof *bt->state);
+    bt->state_next = calloc(state_floats, sizeof *bt->state_next);
     /* Live rows and next rows, plus finished ones: at most 2k per sentence. */
-    hpool pool = {.cap = 2 * max_rows + nb * (2 * k + 1) + 2};
-    pool.free_h = calloc((size_t)pool.cap, sizeof *pool.free_h);
+    hpool *pool = &bt->pool;
+    pool->cap = 2 * max_rows + nb * (2 * k + 1) + 2;
+    pool->free_h = calloc((size_t)pool->cap, sizeof *pool->free_h);
     for (int b = 0; b < nb; b++) {
-        int ml = force ? o->force_len : o->max_len > 0 ? o->max_len : 2 * src_len[ids[b]] + 10;
-        if (ml > pool.tok_cap) pool.tok_cap = ml;
+        int ml = max_len_of(bt->o, src_len[ids[b]]);
+        if (ml > pool->tok_cap) pool->tok_cap = ml;
     }
-    pool.att_cap = o->attention ? (size_t)(pool.tok_cap + 1) * (size_t)S : 0;
-    if (!st && (!ss || !rows || !next || !parent || !keys_of || !top || !state || !state_next || !pool.free_h))
-        st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-    for (int r = 0; keys_of && r < max_rows; r++) keys_of[r] = -1;
-    int R = 0;
-    for (int b = 0; !st && b < nb; b++) {
-        ss[b].src = ids[b];
-        ss[b].len = src_len[ids[b]];
-        ss[b].max_len = force ? o->force_len : o->max_len > 0 ? o->max_len : 2 * ss[b].len + 10;
-        ss[b].fins = calloc((size_t)2 * (size_t)k + 1, sizeof *ss[b].fins); /* < k by EOS, plus k at max_len */
-        if (!ss[b].fins || hyp_new(&pool, &rows[R].h)) {
-            st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-            break;
-        }
-        rows[R].sent = b;
-        R++;
-        /* Initial state: s0 from the bridge (or zeros), LSTM cells and
-         * Luong's h~_0 zero. Layout per row: h[L], c[L], htilde. */
-        float *rs = state + (size_t)(R - 1) * (size_t)(2 * L + 1) * (size_t)H;
+    pool->att_cap = bt->o->attention ? (size_t)(pool->tok_cap + 1) * (size_t)bt->S : 0;
+    if (!bt->ss || !bt->rows || !bt->next || !bt->parent || !bt->keys_of || !bt->top || !bt->fin_tmp || !bt->state ||
+        !bt->state_next || !pool->free_h)
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    for (int r = 0; r < max_rows; r++) bt->keys_of[r] = -1;
+    return CG_OK;
+}
+
+/* One row per sentence, holding BOS. Initial state: s0 from the bridge (or
+ * zeros), LSTM cells and Luong's h~_0 zero. */
+static cg_status start_rows(batch *bt, const int *ids, const int *src_len) {
+    const int H = bt->m->cfg.hidden, L = bt->m->cfg.decoder_layers;
+    for (int b = 0; b < bt->nb; b++) {
+        sent_state *sb = &bt->ss[b];
+        sb->src = ids[b];
+        sb->len = src_len[ids[b]];
+        sb->max_len = max_len_of(bt->o, sb->len);
+        sb->fins = calloc((size_t)2 * (size_t)bt->k + 1, sizeof *sb->fins); /* < k by EOS, plus k at max_len */
+        if (!sb->fins || hyp_new(&bt->pool, &bt->rows[bt->R].h))
+            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        bt->rows[bt->R].sent = b;
+        float *rs = bt->state + (size_t)bt->R * state_row(bt);
+        bt->R++;
         for (int l = 0; l < L; l++)
-            if (s0[l]) memcpy(rs + (size_t)l * (size_t)H, s0[l] + (size_t)b * (size_t)H, sizeof(float) * (size_t)H);
+            if (bt->s0[l])
+                memcpy(rs + (size_t)l * (size_t)H, bt->s0[l] + (size_t)b * (size_t)H, sizeof(float) * (size_t)H);
     }
-    /* A decoder with input `parent` carries its state (cg_plan_carry): after
-     * the first step only `parent` says which row each row continues. The
-     * outputs nobody reads stay on their device. */
-    const int carry = io_ok && x.parent >= 0;
-    cg_tensor *out_run[80] = {0};
-    for (int q = 0; io_ok && q < x.n_out; q++) {
-        int state_out = q == x.htilde_new;
-        for (int l = 0; l < L; l++) state_out |= q == x.h_new[l] || q == x.c_new[l];
-        out_run[q] = (carry && state_out) || (q == x.a && !o->attention) ? NULL : x.out[q];
+    return CG_OK;
+}
+
+/* Fills buffer row r of the decoder's inputs from live row rr; returns
+ * whether it copied keys. */
+static int gather_row(batch *bt, int r, int rr, int give_state) {
+    const s2s_config *c = &bt->m->cfg;
+    const int H = c->hidden, L = c->decoder_layers, S = bt->S, K = s2s_keys_dim(c), A = c->attention_dim;
+    io *x = &bt->x;
+    const row *w = &bt->rows[rr];
+    const float *rs = bt->state + (size_t)rr * state_row(bt);
+    int b = w->sent, keys_moved = 0;
+    ((int32_t *)x->in[x->y]->data)[r] = w->h.n ? w->h.toks[w->h.n - 1] : c->bos_id;
+    /* Keys stay in their buffer row while the row keeps its sentence (per
+     * sentence: they stay, and the row names its sentence). */
+    if (x->sent >= 0) {
+        ((int32_t *)x->in[x->sent]->data)[r] = b;
+    } else if (bt->keys_of[r] != b) {
+        if (x->keys >= 0)
+            memcpy((float *)x->in[x->keys]->data + (size_t)r * S * K, bt->keys + (size_t)b * S * K,
+                   sizeof(float) * (size_t)S * (size_t)K);
+        if (x->kproj >= 0)
+            memcpy((float *)x->in[x->kproj]->data + (size_t)r * S * A, bt->kproj + (size_t)b * S * A,
+                   sizeof(float) * (size_t)S * (size_t)A);
+        bt->keys_of[r] = b;
+        keys_moved = 1;
     }
-    int t = 0;
-    while (!st && R > 0) {
-        int Rb = bucket(R, max_rows);
-        int keys_moved = 0, give_state = !carry || t == 0;
-        io_rows(&x, Rb);
-        /* Gather the rows' inputs; padding rows repeat the last real row. */
-        for (int r = 0; r < Rb; r++) {
-            int rr = r < R ? r : R - 1;
-            const row *w = &rows[rr];
-            const float *rs = state + (size_t)rr * (size_t)(2 * L + 1) * (size_t)H;
-            int b = w->sent;
-            ((int32_t *)x.in[x.y]->data)[r] = w->h.n ? w->h.toks[w->h.n - 1] : c->bos_id;
-            /* Keys stay in their buffer row while the row keeps its sentence
-             * (per sentence: they stay, and the row names its sentence). */
-            if (x.sent >= 0) {
-                ((int32_t *)x.in[x.sent]->data)[r] = b;
-            } else if (keys_of[r] != b) {
-                if (x.keys >= 0)
-                    memcpy((float *)x.in[x.keys]->data + (size_t)r * S * K, keys + (size_t)b * S * K,
-                           sizeof(float) * (size_t)S * (size_t)K);
-                if (x.kproj >= 0)
-                    memcpy((float *)x.in[x.kproj]->data + (size_t)r * S * A, kproj + (size_t)b * S * A,
-                           sizeof(float) * (size_t)S * (size_t)A);
-                keys_of[r] = b;
-                keys_moved = 1;
+    if (x->len >= 0 && x->sent < 0) ((int32_t *)x->in[x->len]->data)[r] = bt->ss[b].len;
+    if (x->pos >= 0) ((float *)x->in[x->pos]->data)[r] = (float)bt->t;
+    if (bt->carry) ((int32_t *)x->in[x->parent]->data)[r] = bt->t == 0 ? rr : bt->parent[rr];
+    if (!give_state) return keys_moved;
+    for (int l = 0; l < L; l++) {
+        memcpy((float *)x->in[x->h[l]]->data + (size_t)r * H, rs + (size_t)l * H, sizeof(float) * (size_t)H);
+        if (x->c[l] >= 0)
+            memcpy((float *)x->in[x->c[l]]->data + (size_t)r * H, rs + (size_t)(L + l) * H, sizeof(float) * (size_t)H);
+    }
+    if (x->htilde >= 0)
+        memcpy((float *)x->in[x->htilde]->data + (size_t)r * H, rs + (size_t)(2 * L) * H, sizeof(float) * (size_t)H);
+    return keys_moved;
+}
+
+/* One decoder step over the live rows, padded to a power of two by
+ * repeating the last real row. */
+static cg_status run_step(batch *bt) {
+    io *x = &bt->x;
+    int Rb = bucket(bt->R, bt->max_rows);
+    int keys_moved = 0, give_state = !bt->carry || bt->t == 0;
+    io_rows(x, Rb);
+    for (int r = 0; r < Rb; r++) keys_moved |= gather_row(bt, r, r < bt->R ? r : bt->R - 1, give_state);
+    /* The plan keeps the keys on its devices until they change. */
+    if (keys_moved) {
+        if (x->keys >= 0) cg_tensor_touch(x->in[x->keys]);
+        if (x->kproj >= 0) cg_tensor_touch(x->in[x->kproj]);
+    }
+    return give_state ? cg_plan_run_into(bt->dec, x->n_in, x->in_names, x->in, x->n_out, bt->out_run)
+                      : cg_plan_run_into(bt->dec, x->n_in_c, x->in_names_c, x->in_c, x->n_out, bt->out_run);
+}
+
+/* A step's outputs as the selection reads them: either every row's whole
+ * logp, or its best TK (log-probability, token) pairs in the order of the
+ * spec's ties: a row's best 2k candidates are among them, as the
+ * sentence's are among its rows'. */
+typedef struct step_out {
+    int TK;
+    const float *logp, *top_v, *att;
+    const int32_t *top_i;
+} step_out;
+
+/* Greedy: the sentence's one row takes its best token (the first maximum:
+ * the lowest id wins ties); the sentence finishes on EOS or at max_len,
+ * else the row lives on. */
+static cg_status select_greedy(batch *bt, const step_out *so, int r0) {
+    const s2s_config *c = &bt->m->cfg;
+    sent_state *sb = &bt->ss[bt->rows[r0].sent];
+    int best = 0;
+    float best_lp;
+    if (so->TK) {
+        best = so->top_i[(size_t)r0 * so->TK];
+        best_lp = so->top_v[(size_t)r0 * so->TK];
+    } else {
+        const float *lr = so->logp + (size_t)r0 * c->v_tgt;
+        for (int v = 1; v < c->v_tgt; v++)
+            if (lr[v] > lr[best]) best = v;
+        best_lp = lr[best];
+    }
+    hyp *h = &bt->rows[r0].h;
+    h->raw += (double)best_lp;
+    int eos = !bt->force && best == c->eos_id;
+    if (hyp_push(h, best, eos, so->att ? so->att + (size_t)r0 * bt->S : NULL, sb->len))
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    if (eos || bt->t + 1 >= sb->max_len) {
+        h->ended = eos;
+        sb->fins[0].h = *h;
+        sb->fins[0].score = h->raw;
+        sb->n_fins = 1;
+        memset(h, 0, sizeof *h);
+    } else {
+        bt->next[bt->NR] = bt->rows[r0];
+        memset(&bt->rows[r0].h, 0, sizeof bt->rows[r0].h);
+        bt->parent[bt->NR++] = r0;
+    }
+    return CG_OK;
+}
+
+/* Beam: the best 2k candidates (live hypothesis, token) of the sentence
+ * whose rows are r0..r1-1 into bt->top, by score, then lower hypothesis,
+ * then lower token (a total order, so one running top-2k over the
+ * sentence's rows is exact). Returns how many there are. */
+static int beam_candidates(batch *bt, const step_out *so, int r0, int r1) {
+    const int want = 2 * bt->k, V = bt->m->cfg.v_tgt, TK = so->TK;
+    cand *top = bt->top;
+    int nt = 0;
+    for (int r = r0; r < r1; r++) {
+        const float *lr = TK ? so->top_v + (size_t)r * TK : so->logp + (size_t)r * V;
+        const int32_t *ir = TK ? so->top_i + (size_t)r * TK : NULL;
+        const int nv = TK ? (want < TK ? want : TK) : V;
+        for (int q = 0; q < nv; q++) {
+            cand cv = {bt->rows[r].h.raw + (double)lr[q], r - r0, ir ? ir[q] : q};
+            if (nt < want || cand_cmp(&cv, &top[nt - 1]) < 0) {
+                int pos = nt < want ? nt++ : nt - 1;
+                while (pos > 0 && cand_cmp(&cv, &top[pos - 1]) < 0) {
+                    top[pos] = top[pos - 1];
+                    pos--;
+                }
+                top[pos] = cv;
             }
-            if (x.len >= 0 && x.sent < 0) ((int32_t *)x.in[x.len]->data)[r] = ss[b].len;
-            if (x.pos >= 0) ((float *)x.in[x.pos]->data)[r] = (float)t;
-            if (carry) ((int32_t *)x.in[x.parent]->data)[r] = t == 0 ? rr : parent[rr];
-            if (!give_state) continue;
-            for (int l = 0; l < L; l++) {
-                memcpy((float *)x.in[x.h[l]]->data + (size_t)r * H, rs + (size_t)l * H, sizeof(float) * (size_t)H);
-                if (x.c[l] >= 0)
-                    memcpy((float *)x.in[x.c[l]]->data + (size_t)r * H, rs + (size_t)(L + l) * H,
-                           sizeof(float) * (size_t)H);
+        }
+    }
+    return nt;
+}
+
+/* Walks the sentence's nt candidates in order until the next live set holds
+ * k or the finished set does: EOS finishes a hypothesis, any other token
+ * makes a row of the next step. *done: the sentence is done (k finished,
+ * or nothing lives on). */
+static cg_status beam_walk(batch *bt, const step_out *so, int r0, int nt, int *done) {
+    const s2s_config *c = &bt->m->cfg;
+    sent_state *sb = &bt->ss[bt->rows[r0].sent];
+    int n_live = 0;
+    *done = 0;
+    for (int j = 0; j < nt; j++) {
+        int r = r0 + bt->top[j].row, tok = bt->top[j].tok;
+        int is_eos = !bt->force && tok == c->eos_id;
+        hyp nh;
+        if (hyp_copy(&bt->pool, &nh, &bt->rows[r].h, sb->len) ||
+            hyp_push(&nh, tok, is_eos, so->att ? so->att + (size_t)r * bt->S : NULL, sb->len)) {
+            hyp_free(&nh);
+            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        }
+        nh.raw = bt->top[j].score;
+        if (is_eos) {
+            nh.ended = 1;
+            sb->fins[sb->n_fins].h = nh;
+            sb->fins[sb->n_fins].score = nh.raw / lp(bt->o->alpha, bt->t + 1);
+            if (++sb->n_fins == bt->k) {
+                *done = 1;
+                return CG_OK;
             }
-            if (x.htilde >= 0)
-                memcpy((float *)x.in[x.htilde]->data + (size_t)r * H, rs + (size_t)(2 * L) * H,
+        } else {
+            bt->next[bt->NR].sent = bt->rows[r0].sent;
+            bt->next[bt->NR].h = nh;
+            bt->parent[bt->NR++] = r;
+            if (++n_live == bt->k) break;
+        }
+    }
+    *done = n_live == 0;
+    return CG_OK;
+}
+
+/* One beam step of the sentence whose rows are r0..r1-1. A done sentence
+ * drops its new rows; at max_len the live ones finish as they stand, in
+ * live order. The old rows' buffers go back to the pool. */
+static cg_status select_beam(batch *bt, const step_out *so, int r0, int r1) {
+    sent_state *sb = &bt->ss[bt->rows[r0].sent];
+    const int base = bt->NR;
+    int done;
+    cg_status st = beam_walk(bt, so, r0, beam_candidates(bt, so, r0, r1), &done);
+    if (st) return st;
+    if (done) {
+        for (int q = base; q < bt->NR; q++) hyp_release(&bt->pool, &bt->next[q].h);
+        bt->NR = base;
+    } else if (bt->t + 1 >= sb->max_len) {
+        for (int q = base; q < bt->NR; q++) {
+            fin *f = &sb->fins[sb->n_fins++];
+            f->h = bt->next[q].h;
+            f->score = bt->next[q].h.raw / lp(bt->o->alpha, bt->t + 1);
+            memset(&bt->next[q].h, 0, sizeof bt->next[q].h);
+        }
+        bt->NR = base;
+    }
+    for (int r = r0; r < r1; r++) hyp_release(&bt->pool, &bt->rows[r].h);
+    return CG_OK;
+}
+
+/* Chooses the next tokens of every sentence from the step's outputs; the
+ * rows that live on go to bt->next (rows are grouped by sentence, in live
+ * order). */
+static cg_status select_tokens(batch *bt) {
+    const io *x = &bt->x;
+    step_out so = {.TK = x->top_k};
+    if (so.TK) {
+        so.top_v = cg_tensor_data_const(x->out[x->top_v]);
+        so.top_i = cg_tensor_data_const(x->out[x->top_i]);
+    } else {
+        so.logp = cg_tensor_data_const(x->out[x->logp]);
+    }
+    so.att = x->a >= 0 && bt->o->attention ? cg_tensor_data_const(x->out[x->a]) : NULL;
+    bt->NR = 0;
+    cg_status st = CG_OK;
+    for (int r0 = 0; !st && r0 < bt->R;) {
+        int b = bt->rows[r0].sent, r1 = r0;
+        while (r1 < bt->R && bt->rows[r1].sent == b) r1++;
+        st = bt->beam ? select_beam(bt, &so, r0, r1) : select_greedy(bt, &so, r0);
+        r0 = r1;
+    }
+    return st;
+}
+
+/* The next step's rows become the live ones, each with its parent's new
+ * state (a carried state: the next step's gather does that). */
+static void next_step(batch *bt) {
+    const io *x = &bt->x;
+    const int H = bt->m->cfg.hidden, L = bt->m->cfg.decoder_layers;
+    float *ns = bt->state_next;
+    for (int q = 0; !bt->carry && q < bt->NR; q++) {
+        float *rs = ns + (size_t)q * state_row(bt);
+        int p = bt->parent[q];
+        for (int l = 0; l < L; l++) {
+            memcpy(rs + (size_t)l * H, (const float *)x->out[x->h_new[l]]->data + (size_t)p * H, sizeof(float) * (size_t)H);
+            if (x->c_new[l] >= 0)
+                memcpy(rs + (size_t)(L + l) * H, (const float *)x->out[x->c_new[l]]->data + (size_t)p * H,
                        sizeof(float) * (size_t)H);
         }
-        /* The plan keeps the keys on its devices until they change. */
-        if (keys_moved) {
-            if (x.keys >= 0) cg_tensor_touch(x.in[x.keys]);
-            if (x.kproj >= 0) cg_tensor_touch(x.in[x.kproj]);
-        }
-        st = give_state ? cg_plan_run_into(dec, x.n_in, x.in_names, x.in, x.n_out, out_run)
-                        : cg_plan_run_into(dec, x.n_in_c, x.in_names_c, x.in_c, x.n_out, out_run);
-        if (st) break;
-        /* Either every row's whole logp, or its best TK (log-probability, token)
-         * pairs in the order of the spec's ties: a row's best 2k candidates
-         * are among them, as the sentence's are among its rows'. */
-        const int TK = x.top_k;
-        const float *logp = TK ? NULL : cg_tensor_data_const(x.out[x.logp]);
-        const float *top_v = TK ? cg_tensor_data_const(x.out[x.top_v]) : NULL;
-        const int32_t *top_i = TK ? cg_tensor_data_const(x.out[x.top_i]) : NULL;
-        const float *att = x.a >= 0 && o->attention ? cg_tensor_data_const(x.out[x.a]) : NULL;
-        int NR = 0;
-        /* Rows are grouped by sentence, in live order. */
-        for (int r0 = 0; !st && r0 < R;) {
-            int b = rows[r0].sent, r1 = r0;
-            while (r1 < R && rows[r1].sent == b) r1++;
-            sent_state *sb = &ss[b];
-            int len_after = t + 1;
-            if (!beam) {
-                int best = 0;
-                float best_lp;
-                if (TK) {
-                    best = top_i[(size_t)r0 * TK];
-                    best_lp = top_v[(size_t)r0 * TK];
-                } else {
-                    const float *lr = logp + (size_t)r0 * V;
-                    for (int v = 1; v < V; v++)
-                        if (lr[v] > lr[best]) best = v; /* first maximum: the lowest id wins ties */
-                    best_lp = lr[best];
-                }
-                hyp *h = &rows[r0].h;
-                h->raw += (double)best_lp;
-                int eos = !force && best == c->eos_id;
-                if (hyp_push(h, best, eos, att ? att + (size_t)r0 * S : NULL, sb->len)) {
-                    st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-                    break;
-                }
-                if (eos || len_after >= sb->max_len) {
-                    h->ended = eos;
-                    sb->fins[0].h = *h;
-                    sb->fins[0].score = h->raw;
-                    sb->n_fins = 1;
-                    memset(h, 0, sizeof *h);
-                    sb->done = 1;
-                } else {
-                    next[NR] = rows[r0];
-                    memset(&rows[r0].h, 0, sizeof rows[r0].h);
-                    parent[NR++] = r0;
-                }
-                r0 = r1;
-                continue;
-            }
-            /* Beam: the best 2k candidates of (live hypothesis, token), by
-             * score, then lower hypothesis, then lower token (a total order,
-             * so one running top-2k over the sentence's rows is exact). */
-            int want = 2 * k, nt = 0;
-            for (int r = r0; r < r1; r++) {
-                const float *lr = TK ? top_v + (size_t)r * TK : logp + (size_t)r * V;
-                const int32_t *ir = TK ? top_i + (size_t)r * TK : NULL;
-                const int nv = TK ? (want < TK ? want : TK) : V;
-                for (int q = 0; q < nv; q++) {
-                    cand cv = {rows[r].h.raw + (double)lr[q], r - r0, ir ? ir[q] : q};
-                    if (nt < want || cand_cmp(&cv, &top[nt - 1]) < 0) {
-                        int pos = nt < want ? nt++ : nt - 1;
-                        while (pos > 0 && cand_cmp(&cv, &top[pos - 1]) < 0) {
-                            top[pos] = top[pos - 1];
-                            pos--;
-                        }
-                        top[pos] = cv;
-                    }
-                }
-            }
-            int walk = nt, n_live = 0, stop = 0;
-            int base = NR;
-            for (int j = 0; j < walk && !st; j++) {
-                int r = r0 + top[j].row, tok = top[j].tok;
-                int is_eos = !force && tok == c->eos_id;
-                hyp nh;
-                if (hyp_copy(&pool, &nh, &rows[r].h, sb->len) ||
-                    hyp_push(&nh, tok, is_eos, att ? att + (size_t)r * S : NULL, sb->len)) {
-                    hyp_free(&nh);
-                    st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-                    break;
-                }
-                nh.raw = top[j].score;
-                if (is_eos) {
-                    nh.ended = 1;
-                    sb->fins[sb->n_fins].h = nh;
-                    sb->fins[sb->n_fins].score = nh.raw / lp(o->alpha, len_after);
-                    if (++sb->n_fins == k) {
-                        stop = 1;
-                        break;
-                    }
-                } else {
-                    next[NR].sent = b;
-                    next[NR].h = nh;
-                    parent[NR++] = r;
-                    if (++n_live == k) break;
-                }
-            }
-            if (st) break;
-            if (stop || n_live == 0) {
-                for (int q = base; q < NR; q++) hyp_release(&pool, &next[q].h);
-                NR = base;
-                sb->done = 1;
-            } else if (len_after >= sb->max_len) {
-                /* At max_len the live ones finish as they stand, in live order. */
-                for (int q = base; q < NR; q++) {
-                    fin *f = &sb->fins[sb->n_fins++];
-                    f->h = next[q].h;
-                    f->score = next[q].h.raw / lp(o->alpha, len_after);
-                    memset(&next[q].h, 0, sizeof next[q].h);
-                }
-                NR = base;
-                sb->done = 1;
-            }
-            for (int r = r0; r < r1; r++) hyp_release(&pool, &rows[r].h);
-            r0 = r1;
-        }
-        if (st) break;
-        /* New rows take their parent's new state (a carried state: the next
-         * step's gather does that). */
-        float *ns = state_next;
-        for (int q = 0; !carry && q < NR; q++) {
-            float *rs = ns + (size_t)q * (size_t)(2 * L + 1) * (size_t)H;
-            int p = parent[q];
-            for (int l = 0; l < L; l++) {
-                memcpy(rs + (size_t)l * H, (const float *)x.out[x.h_new[l]]->data + (size_t)p * H, sizeof(float) * (size_t)H);
-                if (x.c_new[l] >= 0)
-                    memcpy(rs + (size_t)(L + l) * H, (const float *)x.out[x.c_new[l]]->data + (size_t)p * H,
-                           sizeof(float) * (size_t)H);
-            }
-            if (x.htilde_new >= 0)
-                memcpy(rs + (size_t)(2 * L) * H, (const float *)x.out[x.htilde_new]->data + (size_t)p * H,
-                       sizeof(float) * (size_t)H);
-        }
-        state_next = state;
-        state = ns;
-        for (int q = 0; q < NR; q++) rows[q] = next[q];
-        R = NR;
-        t++;
+        if (x->htilde_new >= 0)
+            memcpy(rs + (size_t)(2 * L) * H, (const float *)x->out[x->htilde_new]->data + (size_t)p * H,
+                   sizeof(float) * (size_t)H);
     }
-    /* Results: the finished hypotheses by normalised score, best first. */
-    for (int b = 0; ss && b < nb; b++) {
-        sent_state *sb = &ss[b];
-        if (!st) {
-            qsort(sb->fins, (size_t)sb->n_fins, sizeof *sb->fins, fin_cmp);
-            int keep = beam ? (o->nbest > 0 ? o->nbest : 1) : 1;
-            if (keep > sb->n_fins) keep = sb->n_fins;
-            cg_s2s_result *res = &results[sb->src];
-            res->src_len = sb->len;
-            res->n_hyps = keep;
-            res->hyps = calloc((size_t)keep + 1, sizeof *res->hyps);
-            if (!res->hyps) st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-            for (int i = 0; !st && i < keep; i++) {
-                hyp *h = &sb->fins[i].h;
-                cg_s2s_hyp *o2 = &res->hyps[i];
-                o2->tokens = h->toks;
-                o2->n_tokens = h->n;
-                o2->score = sb->fins[i].score;
-                o2->n_steps = h->att_rows;
-                o2->attention = o->attention && sb->len > 0 ? h->att : NULL;
-                if (!o2->attention) free(h->att);
-                memset(h, 0, sizeof *h);
-            }
+    bt->state_next = bt->state;
+    bt->state = ns;
+    for (int q = 0; q < bt->NR; q++) bt->rows[q] = bt->next[q];
+    bt->R = bt->NR;
+    bt->NR = 0; /* the rows own the hypotheses now */
+    bt->t++;
+}
+
+/* Results: each sentence's finished hypotheses by normalised score, best
+ * first; the kept ones' buffers move into the results. */
+static cg_status collect_results(batch *bt, cg_s2s_result *results) {
+    const cg_s2s_options *o = bt->o;
+    for (int b = 0; b < bt->nb; b++) {
+        sent_state *sb = &bt->ss[b];
+        cg_s2s_sort(sb->fins, (size_t)sb->n_fins, sizeof *sb->fins, fin_cmp, NULL, bt->fin_tmp);
+        int keep = bt->beam ? (o->nbest > 0 ? o->nbest : 1) : 1;
+        if (keep > sb->n_fins) keep = sb->n_fins;
+        cg_s2s_result *res = &results[sb->src];
+        res->src_len = sb->len;
+        res->n_hyps = keep;
+        res->hyps = calloc((size_t)keep + 1, sizeof *res->hyps);
+        if (!res->hyps) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        for (int i = 0; i < keep; i++) {
+            hyp *h = &sb->fins[i].h;
+            cg_s2s_hyp *y = &res->hyps[i];
+            y->tokens = h->toks;
+            y->n_tokens = h->n;
+            y->score = sb->fins[i].score;
+            y->n_steps = h->att_rows;
+            y->attention = o->attention && sb->len > 0 ? h->att : NULL;
+            if (!y->attention) free(h->att);
+            memset(h, 0, sizeof *h);
         }
-        for (int i = 0; i < sb->n_fins; i++) hyp_free(&sb->fins[i].h);
-        free(sb->fins);
     }
-    for (int r = 0; rows && r < R; r++) hyp_free(&rows[r].h);
-    pool_free(&pool);
-    free(ss);
-    free(rows);
-    free(next);
-    free(parent);
-    free(keys_of);
-    free(top);
-    free(state);
-    free(state_next);
-    if (io_ok) io_free(&x);
-    for (int i = 0; i < n_eout; i++) cg_tensor_free(eout[i]);
-    cg_tensor_free(elen);
+    return CG_OK;
+}
+
+/* Frees what a batch holds, at whatever point it stopped. */
+static void batch_free(batch *bt) {
+    for (int b = 0; bt->ss && b < bt->nb; b++) {
+        for (int i = 0; i < bt->ss[b].n_fins; i++) hyp_free(&bt->ss[b].fins[i].h);
+        free(bt->ss[b].fins);
+    }
+    for (int r = 0; bt->rows && r < bt->R; r++) hyp_free(&bt->rows[r].h);
+    for (int r = 0; bt->next && r < bt->NR; r++) hyp_free(&bt->next[r].h);
+    pool_free(&bt->pool);
+    free(bt->ss);
+    free(bt->rows);
+    free(bt->next);
+    free(bt->parent);
+    free(bt->keys_of);
+    free(bt->top);
+    free(bt->fin_tmp);
+    free(bt->state);
+    free(bt->state_next);
+    if (bt->io_ok) io_free(&bt->x);
+    for (int i = 0; i < bt->n_eout; i++) cg_tensor_free(bt->eout[i]);
+    cg_tensor_free(bt->elen);
+}
+
+/* Decodes one batch of sentences (sorted by length). */
+static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const int *ids, const int32_t *const *src,
+                              const int *src_len, cg_s2s_result *results) {
+    batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.m = m;
+    bt.o = o;
+    bt.nb = nb;
+    bt.k = o->beam > 1 ? o->beam : 1;
+    bt.beam = o->beam > 1;
+    bt.force = o->force_len > 0;
+    bt.max_rows = nb * bt.k;
+    bt.S = 1;
+    for (int i = 0; i < nb; i++)
+        if (src_len[ids[i]] > bt.S) bt.S = src_len[ids[i]];
+    cg_status st = encode(&bt, ids, src, src_len);
+    if (!st) st = open_decoder(&bt);
+    if (!st) st = alloc_rows(&bt, ids, src_len);
+    if (!st) st = start_rows(&bt, ids, src_len);
+    while (!st && bt.R > 0) {
+        st = run_step(&bt);
+        if (!st) st = select_tokens(&bt);
+        if (!st) next_step(&bt);
+    }
+    if (!st) st = collect_results(&bt, results);
+    batch_free(&bt);
     return st;
 }
 
@@ -629,11 +775,11 @@ void cg_s2s_result_clear(cg_s2s_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-static const int *sort_len;
-
-static int by_length_desc(const void *a, const void *b) {
+/* Longest first, then input order; `ctx` is the lengths. */
+static int by_length_desc(const void *a, const void *b, void *ctx) {
+    const int *len = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (sort_len[x] != sort_len[y]) return sort_len[y] - sort_len[x];
+    if (len[x] != len[y]) return len[y] - len[x];
     return x - y;
 }
 
@@ -662,11 +808,11 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
                                 "translate: source %d: token id %d at position %d is outside the source vocabulary "
                                 "(%d tokens)", i, src[i][j], j, m->cfg.v_src);
     }
-    int *order = malloc(sizeof(int) * ((size_t)n + 1));
+    /* The order, then the sort's room. */
+    int *order = malloc(sizeof(int) * (2 * (size_t)n + 1));
     if (!order) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     for (int i = 0; i < n; i++) order[i] = i;
-    sort_len = src_len;
-    qsort(order, (size_t)n, sizeof(int), by_length_desc);
+    cg_s2s_sort(order, (size_t)n, sizeof(int), by_length_desc, (void *)src_len, order + n);
     cg_status st = CG_OK;
     for (int i = 0; !st && i < n; i += o.batch) {
         int nb = n - i < o.batch ? n - i : o.batch;

@@ -255,26 +255,53 @@ static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph) {
     return CG_OK;
 }
 
+/* Graph decoder_logp is planned when first needed: most runs never are. */
+static cg_status plan_decoder_logp(cg_s2s *m) {
+    if (m->dec_logp) return CG_OK;
+    cg_plan_options po = {.device = m->device, .place = m->place};
+    cg_status st = cg_plan_create_ex(m->model, "decoder_logp", &po, &m->dec_logp);
+    if (!st) st = prepare_decoder(m, m->dec_logp, "decoder_logp");
+    if (st) {
+        cg_plan_free(m->dec_logp);
+        m->dec_logp = NULL;
+    }
+    return st;
+}
+
 cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const char **graph) {
     if (!m->top_k || need <= m->top_k) {
         *plan = m->dec;
         *graph = "decoder";
         return CG_OK;
     }
-    if (!m->dec_logp) {
-        if (!cg_model_graph(m->model, "decoder_logp"))
-            return cg_error(CG_ERR_UNSUPPORTED, "%s: the beam needs %d candidates per hypothesis, graph 'decoder' keeps "
-                            "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp", m->dir, need,
-                            m->top_k);
-        cg_plan_options po = {.device = m->device, .place = m->place};
-        cg_status st = cg_plan_create_ex(m->model, "decoder_logp", &po, &m->dec_logp);
-        if (!st) st = prepare_decoder(m, m->dec_logp, "decoder_logp");
-        if (st) return st;
-    }
+    if (!cg_model_graph(m->model, "decoder_logp"))
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: the beam needs %d candidates per hypothesis, graph 'decoder' keeps "
+                        "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp", m->dir, need,
+                        m->top_k);
+    cg_status st = plan_decoder_logp(m);
+    if (st) return st;
     *plan = m->dec_logp;
     *graph = "decoder_logp";
     return CG_OK;
 }
+
+cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan) {
+    if (!m || !graph || !plan) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_plan: NULL argument");
+    *plan = NULL;
+    if (!strcmp(graph, "encoder")) *plan = m->enc;
+    else if (!strcmp(graph, "decoder")) *plan = m->dec;
+    else if (strcmp(graph, "decoder_logp"))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: a seq2seq model has no plan for graph '%s' (encoder, decoder "
+                        "or decoder_logp)", m->dir, graph);
+    else if (cg_model_graph(m->model, "decoder_logp")) {
+        cg_status st = plan_decoder_logp(m);
+        if (st) return st;
+        *plan = m->dec_logp;
+    }
+    return CG_OK;
+}
+
+const cg_model *cg_s2s_model(const cg_s2s *m) { return m ? m->model : NULL; }
 
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");

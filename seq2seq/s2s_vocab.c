@@ -8,13 +8,12 @@
 #include "error.h"
 #include "s2s.h"
 
-static const s2s_vocab *sort_vocab;
-
 /* Token order, then id: the leftmost match of a duplicated token is its
- * lowest id. */
-static int by_token(const void *a, const void *b) {
+ * lowest id. `ctx` is the vocabulary. */
+static int by_token(const void *a, const void *b, void *ctx) {
+    const s2s_vocab *v = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    int c = strcmp(sort_vocab->tokens[x], sort_vocab->tokens[y]);
+    int c = strcmp(v->tokens[x], v->tokens[y]);
     return c ? c : (x > y) - (x < y);
 }
 
@@ -64,12 +63,13 @@ cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *v) {
     if (!st && v->n == 0) st = cg_error(CG_ERR_FORMAT, "%s: the vocabulary is empty", path);
     if (!st) {
         v->sorted = malloc(sizeof(int) * (size_t)v->n);
-        if (!v->sorted) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        int *tmp = malloc(sizeof(int) * (size_t)v->n);
+        if (!v->sorted || !tmp) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
         else {
             for (int i = 0; i < v->n; i++) v->sorted[i] = i;
-            sort_vocab = v; /* qsort has no context argument; loading is not concurrent */
-            qsort(v->sorted, (size_t)v->n, sizeof(int), by_token);
+            cg_s2s_sort(v->sorted, (size_t)v->n, sizeof(int), by_token, v, tmp);
         }
+        free(tmp);
     }
     if (st) cg_s2s_vocab_free(v);
     return st;

@@ -105,6 +105,26 @@ CG_API void cg_s2s_result_clear(cg_s2s_result *r);
 CG_API cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total);
 
 /**
+ * The plan a loaded model runs for graph `graph`: "encoder", "decoder", or
+ * "decoder_logp" (the whole log_softmax for beams wider than the decoder's
+ * top_logp serves; planned here on first request, as that beam would), with
+ * the placement cg_s2s_load was given. The plan stays the model's: do not
+ * free it; it lives until cg_s2s_free. Give it to cg_plan_describe with a
+ * binding of the model's dimensions to see where every node runs. `*plan` is
+ * NULL (and the status CG_OK) for "decoder_logp" when the model has no such
+ * graph (a model.cg may leave it out); any other name is
+ * CG_ERR_INVALID_ARGUMENT.
+ */
+CG_API cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan);
+
+/**
+ * The model's graphs, to read (cg_model_graph, cg_graph_input_dims, ...:
+ * e.g. the symbolic dimensions to bind for cg_plan_describe); owned by the
+ * model and valid until cg_s2s_free. NULL for NULL.
+ */
+CG_API const cg_model *cg_s2s_model(const cg_s2s *m);
+
+/**
  * Bytes of the decoder graph's parameters (every parameter once, at its
  * declared dtype and shape): what a decoder step reads from memory at most,
  * the embedding table included although a step gathers only its rows.

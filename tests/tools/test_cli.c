@@ -353,6 +353,108 @@ START_TEST(plan_and_placement) {
 }
 END_TEST
 
+/* The part of a `clgraph plan MODEL_DIR` output that is graph `graph`'s
+ * plan (up to the next plan), in buf ("" when there is none). */
+static void plan_section(const char *text, const char *graph, char *buf, size_t size) {
+    char head[128];
+    snprintf(head, sizeof head, "plan of graph '%s' for", graph);
+    const char *s = strstr(text, head);
+    buf[0] = 0;
+    if (!s) return;
+    const char *e = strstr(s + 1, "\nplan of graph '");
+    size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
+    if (n >= size) n = size - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+}
+
+START_TEST(plan_model_dir) {
+    /* A seq2seq model directory: the plans of its encoder and decoders for
+     * one sentence of 10 tokens, placed as translate would place them. */
+    static char enc[65536], dec[65536], logp[65536];
+    char dates[512], dot[600], path[700];
+    snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
+    const char *p1[] = {"plan", dates, "--place", "encoder=opencl:0,decoder=cpu", NULL};
+    ck_assert_msg(tu_run_cli(p1, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "for B=1,N=1,P=1,S=10 (one sentence") != NULL, "%s", tu_out);
+    plan_section(tu_out, "encoder", enc, sizeof enc);
+    plan_section(tu_out, "decoder", dec, sizeof dec);
+    plan_section(tu_out, "decoder_logp", logp, sizeof logp);
+    ck_assert_msg(strstr(enc, "for B=1 S=10") != NULL, "%s", tu_out);
+    ck_assert_msg(dec[0] && logp[0], "%s", tu_out);
+    const char *enc_nodes[] = {"x", "enc_rnn", "keys_proj", "bridge", "s0"};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(!strcmp(tu_plan_step_device(enc, enc_nodes[i]), "opencl:0"), "%s: %s", enc_nodes[i], enc);
+    ck_assert_msg(strstr(enc, "cpu -> opencl:0") && strstr(enc, "read back from opencl:0"), "%s", enc);
+    /* `decoder` names the graph decoder; decoder_logp takes --device. */
+    const char *dec_nodes[] = {"y", "attn_e", "attn_c", "dec_l0", "out", "top_logp"};
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(!strcmp(tu_plan_step_device(dec, dec_nodes[i]), "cpu"), "%s: %s", dec_nodes[i], dec);
+    ck_assert_msg(!strcmp(tu_plan_step_device(logp, "logp"), "cpu"), "%s", logp);
+    ck_assert_msg(strstr(dec, "copies: 0 per run") != NULL, "%s", dec);
+
+    /* No placement: everything on the CPU, no copies; --bind overrides a size. */
+    const char *p2[] = {"plan", dates, "--bind", "S=30", NULL};
+    ck_assert_msg(tu_run_cli(p2, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "for B=1,N=1,P=1,S=30\n") != NULL, "%s", tu_out);
+    plan_section(tu_out, "encoder", enc, sizeof enc);
+    plan_section(tu_out, "decoder", dec, sizeof dec);
+    ck_assert_msg(strstr(enc, "for B=1 S=30") && strstr(enc, "-> f32[1, 30, 32]"), "%s", enc);
+    ck_assert_msg(!strcmp(tu_plan_step_device(enc, "enc_rnn"), "cpu"), "%s", enc);
+    ck_assert_msg(!strcmp(tu_plan_step_device(dec, "dec_l0"), "cpu"), "%s", dec);
+    ck_assert_msg(strstr(enc, "copies: 0 per run") && strstr(dec, "copies: 0 per run"), "%s", tu_out);
+
+    /* --dot: one Graphviz file per graph; with --graph, that graph in FILE. */
+    snprintf(dot, sizeof dot, "%s/plan.dot", tu_dir);
+    const char *p3[] = {"plan", dates, "--device", "opencl:0", "--dot", dot, NULL};
+    ck_assert_msg(tu_run_cli(p3, NULL, NULL) == 0, "%s", tu_err);
+    const char *graphs[] = {"encoder", "decoder", "decoder_logp"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/plan-%s.dot", tu_dir, graphs[i]);
+        ck_assert_msg(strstr(tu_out, path) != NULL, "%s", tu_out);
+        tu_slurp(path, enc, sizeof enc);
+        ck_assert_msg(strncmp(enc, "digraph", 7) == 0 && strstr(enc, "subgraph cluster_"), "%s: %s", path, enc);
+    }
+    const char *p4[] = {"plan", dates, "--graph", "decoder", "--bind", "B=4,P=4", "--dot", dot, NULL};
+    ck_assert_msg(tu_run_cli(p4, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "plan of graph 'decoder' for B=4") && !strstr(tu_out, "graph 'encoder'") &&
+                  !strstr(tu_out, "graph 'decoder_logp'"), "%s", tu_out);
+    tu_slurp(dot, enc, sizeof enc);
+    ck_assert_msg(strncmp(enc, "digraph \"decoder\"", 17) == 0, "%s", enc);
+
+    /* Bad input: one line, exit 1, nothing on stdout. */
+    const char *b1[] = {"plan", tu_dir, NULL};
+    ck_assert_int_eq(tu_run_cli(b1, NULL, NULL), 1);
+    const char *n1[] = {"not a seq2seq model directory", "config.json", NULL};
+    tu_assert_one_line(n1);
+    const char *b2[] = {"plan", dates, "--bind", "S=x", NULL};
+    ck_assert_int_eq(tu_run_cli(b2, NULL, NULL), 1);
+    const char *n2[] = {"bindings 'S=x'", "NAME=SIZE", NULL};
+    tu_assert_one_line(n2);
+    const char *b3[] = {"plan", dates, "--bind", "X=3", NULL};
+    ck_assert_int_eq(tu_run_cli(b3, NULL, NULL), 1);
+    const char *n3[] = {"no dimension named 'X'", NULL};
+    tu_assert_one_line(n3);
+    ck_assert_str_eq(tu_out, "");
+    const char *b4[] = {"plan", dates, "--place", "decoder=opencl:9", NULL};
+    ck_assert_int_eq(tu_run_cli(b4, NULL, NULL), 1);
+    const char *n4[] = {"opencl:9", NULL};
+    tu_assert_one_line(n4);
+    const char *b5[] = {"plan", dates, "--graph", "bridge", NULL};
+    ck_assert_int_eq(tu_run_cli(b5, NULL, NULL), 1);
+    const char *n5[] = {"no graph 'bridge'", NULL};
+    tu_assert_one_line(n5);
+    const char *b6[] = {"plan", dates, "--weights", "w.safetensors", NULL};
+    ck_assert_int_eq(tu_run_cli(b6, NULL, NULL), 2);
+    const char *n6[] = {"model directory", NULL};
+    tu_assert_one_line(n6);
+
+    const char *h[] = {"plan", "--help", NULL};
+    ck_assert_int_eq(tu_run_cli(h, NULL, NULL), 0);
+    ck_assert_msg(strstr(tu_out, "usage: clgraph plan") && strstr(tu_out, "MODEL_DIR"), "%s", tu_out);
+}
+END_TEST
+
 START_TEST(auto_placement_cost_cache) {
     /* --device auto measures kernels and copies into costs.txt in the cache
      * directory; a second process plans from it alone and so gives the same
@@ -415,6 +517,7 @@ int main(void) {
     tcase_add_test(tc, same_results_on_opencl);
     tcase_add_test(tc, no_opencl_platform);
     tcase_add_test(tc, plan_and_placement);
+    tcase_add_test(tc, plan_model_dir);
     tcase_add_test(tc, auto_placement_cost_cache);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -532,38 +532,45 @@ static cJSON *json_stat3(stat3 s) {
     return o;
 }
 
-int cli_bench(int argc, char **argv) {
-    bargs a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc) return rc;
-    cg_context *ctx = NULL;
-    cg_s2s *m = NULL;
-    double t0 = now_ms();
-    rc = load(&a, &ctx, &m);
-    if (rc) return rc;
-    double load_ms = now_ms() - t0;
-    int B = a.batch, T = a.steps, N = a.runs;
-    int32_t **src = make_sources(m, B, a.src_len);
+/* What one benchmark measured. */
+typedef struct bench_result {
+    double load_ms;
+    stat3 step_ms, tps;            /* ms per step, target tokens per s */
+    double rss_mb, hwm_mb;         /* peak resident: ru_maxrss, VmHWM */
+    double allocs, clobj, copied_kb; /* per decoder step */
+    double enc_allocs;             /* per encoder run */
+    size_t wbytes;                 /* decoder weights */
+    int threads;                   /* the CPU backend's */
+    double cold, warm;             /* first token, ms */
+    long nproc;
+    double gbps, gflops, floor1, floorc; /* --machine */
+} bench_result;
+
+/* The warm-up and timed decodes of a batch of random sources, with what
+ * the plans counted over the timed ones and the peak memory. */
+static int timed_runs(cg_s2s *m, const bargs *a, bench_result *r) {
+    int B = a->batch, T = a->steps, N = a->runs;
+    int32_t **src = make_sources(m, B, a->src_len);
     int *len = malloc(sizeof(int) * (size_t)B);
     double *step_ms = calloc((size_t)N, sizeof(double)), *tps = calloc((size_t)N, sizeof(double));
     cg_plan_stats e0, e1, d0, d1;
-    rc = CLI_FAIL;
+    int rc = CLI_FAIL;
     if (!src || !len || !step_ms || !tps) {
         fprintf(stderr, "clgraph: out of memory\n");
         goto done;
     }
-    for (int i = 0; i < B; i++) len[i] = a.src_len;
+    for (int i = 0; i < B; i++) len[i] = a->src_len;
     double ms;
-    for (int w = 0; w < a.warmup; w++)
-        if ((rc = decode(m, &a, src, len, B, T, &ms)) != CLI_OK) goto done;
+    for (int w = 0; w < a->warmup; w++)
+        if ((rc = decode(m, a, src, len, B, T, &ms)) != CLI_OK) goto done;
     if (cg_s2s_stats(m, &e0, &d0)) {
         rc = cli_fail();
         goto done;
     }
-    for (int r = 0; r < N; r++) {
-        if ((rc = decode(m, &a, src, len, B, T, &ms)) != CLI_OK) goto done;
-        step_ms[r] = ms / T;
-        tps[r] = (double)B * T / (ms / 1e3);
+    for (int i = 0; i < N; i++) {
+        if ((rc = decode(m, a, src, len, B, T, &ms)) != CLI_OK) goto done;
+        step_ms[i] = ms / T;
+        tps[i] = (double)B * T / (ms / 1e3);
     }
     if (cg_s2s_stats(m, &e1, &d1)) {
         rc = cli_fail();
@@ -571,117 +578,137 @@ int cli_bench(int argc, char **argv) {
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double rss_mb = (double)ru.ru_maxrss / 1024.0, hwm_mb = vm_hwm_mb();
+    r->rss_mb = (double)ru.ru_maxrss / 1024.0;
+    r->hwm_mb = vm_hwm_mb();
     uint64_t dec_runs = d1.runs - d0.runs, enc_runs = e1.runs - e0.runs;
     double steps_done = dec_runs ? (double)dec_runs : 1;
-    double allocs = (double)(d1.host_allocs - d0.host_allocs) / steps_done;
-    double clobj = (double)(d1.cl_objects - d0.cl_objects) / steps_done;
+    r->allocs = (double)(d1.host_allocs - d0.host_allocs) / steps_done;
+    r->clobj = (double)(d1.cl_objects - d0.cl_objects) / steps_done;
     /* Host <-> device traffic of a step: what a PCIe-attached GPU waits on. */
-    double copied_kb = (double)(d1.bytes_copied - d0.bytes_copied) / steps_done / 1024.0;
-    double enc_allocs = enc_runs ? (double)(e1.host_allocs - e0.host_allocs) / (double)enc_runs : 0;
-    size_t wbytes = cg_s2s_decoder_weight_bytes(m);
-    stat3 sm = summarize(step_ms, N), st = summarize(tps, N);
-    int threads = blas_threads();
-    /* The model is freed before the child processes run. */
-    cg_s2s_free(m);
-    m = NULL;
-    cg_context_free(ctx);
-    ctx = NULL;
-    double cold = 0, warm = 0;
-    if ((rc = first_tokens(&a, &cold, &warm)) != CLI_OK) goto done;
-    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-    if (nproc < 1) nproc = 1;
-    double gbps = 0, gflops = 0, floor1 = 0, floorc = 0;
-    int rows = B * a.beam;
-    if (a.machine) {
-        gbps = read_bandwidth((int)nproc);
-        gflops = sgemm_peak();
-        floor1 = gbps > 0 ? (double)wbytes / (gbps * 1e9) * 1e3 : 0;
-        floorc = gflops > 0 ? 2.0 * rows * ((double)wbytes / sizeof(float)) / (gflops * 1e9) * 1e3 : 0;
-    }
-    const char *device = a.device ? a.device : "cpu";
-    if (a.json) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "model", a.dir);
-        cJSON_AddStringToObject(o, "device", device);
-        if (a.place) cJSON_AddStringToObject(o, "place", a.place);
-        else cJSON_AddNullToObject(o, "place");
-        cJSON_AddNumberToObject(o, "batch", B);
-        cJSON_AddNumberToObject(o, "beam", a.beam);
-        cJSON_AddNumberToObject(o, "src_len", a.src_len);
-        cJSON_AddNumberToObject(o, "steps", T);
-        cJSON_AddNumberToObject(o, "runs", N);
-        cJSON_AddItemToObject(o, "ms_per_step", json_stat3(sm));
-        cJSON_AddItemToObject(o, "tokens_per_s", json_stat3(st));
-        cJSON *ft = cJSON_AddObjectToObject(o, "first_token_ms");
-        cJSON_AddNumberToObject(ft, "cold", cold);
-        cJSON_AddNumberToObject(ft, "warm", warm);
-        cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
-        cJSON_AddNumberToObject(o, "peak_vmhwm_mb", hwm_mb);
-        cJSON_AddNumberToObject(o, "allocs_per_step", allocs);
-        cJSON_AddNumberToObject(o, "cl_objects_per_step", clobj);
-        cJSON_AddNumberToObject(o, "copied_kib_per_step", copied_kb);
-        cJSON_AddNumberToObject(o, "encoder_allocs_per_run", enc_allocs);
-        cJSON_AddNumberToObject(o, "decoder_weight_mb", (double)wbytes / (1024.0 * 1024.0));
-        cJSON_AddNumberToObject(o, "load_ms", load_ms);
-        cJSON_AddNumberToObject(o, "blas_threads", threads);
-        if (a.machine) {
-            cJSON *mc = cJSON_AddObjectToObject(o, "machine");
-            cJSON_AddNumberToObject(mc, "read_gbps", gbps);
-            cJSON_AddNumberToObject(mc, "sgemm_gflops", gflops);
-            cJSON_AddNumberToObject(mc, "threads", (double)nproc);
-            cJSON_AddNumberToObject(mc, "blas_threads", threads);
-            cJSON *fl = cJSON_AddObjectToObject(o, "floors");
-            cJSON_AddNumberToObject(fl, "batch1_ms_per_step", floor1);
-            cJSON_AddNumberToObject(fl, "compute_ms_per_step", floorc);
-        }
-        char *text = cJSON_Print(o);
-        cJSON_Delete(o);
-        if (!text) {
-            fprintf(stderr, "clgraph: out of memory\n");
-            rc = CLI_FAIL;
-            goto done;
-        }
-        puts(text);
-        free(text);
-    } else {
-        printf("model     %s\n", a.dir);
-        printf("device    %s%s%s\n", device, a.place ? "  place " : "", a.place ? a.place : "");
-        printf("workload  batch %d, beam %d, source %d tokens, %d steps; %d warm-up + %d timed runs\n", B, a.beam,
-               a.src_len, T, a.warmup, N);
-        printf("threads   %d (CPU backend)\n", threads);
-        printf("load      %.1f ms\n\n", load_ms);
-        printf("%-22s %12s %12s %12s\n", "", "median", "min", "max");
-        printf("%-22s %12.3f %12.3f %12.3f\n", "ms per step", sm.median, sm.min, sm.max);
-        printf("%-22s %12.1f %12.1f %12.1f\n", "target tokens per s", st.median, st.min, st.max);
-        printf("\n%-22s %12.1f ms (fresh cache directories)\n", "first token, cold", cold);
-        printf("%-22s %12.1f ms (caches filled)\n", "first token, warm", warm);
-        printf("%-22s %12.1f MB (ru_maxrss), VmHWM %.1f MB\n", "peak resident", rss_mb, hwm_mb);
-        printf("%-22s %12.2f allocations, %.2f OpenCL objects, %.1f KiB copied (decoder plan)\n", "per step", allocs,
-               clobj, copied_kb);
-        printf("%-22s %12.2f allocations (encoder plan)\n", "per encoder run", enc_allocs);
-        printf("%-22s %12.1f MB\n", "decoder weights", (double)wbytes / (1024.0 * 1024.0));
-        if (a.machine) {
-            printf("\nmachine: read %.1f GB/s (%ld threads, 512 MiB, best of 5), SGEMM %.1f GFLOP/s "
-                   "(2048^3, %d threads, best of 3)\n",
-                   gbps, nproc, gflops, threads);
-            printf("%-22s %12.3f ms per step (decoder weights / read bandwidth)\n", "batch-1 floor", floor1);
-            printf("%-22s %12.3f ms per step (2 x %d rows x weights / SGEMM peak)\n", "compute floor", floorc,
-                   rows);
-        }
-    }
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "clgraph: cannot write the output: %s\n", strerror(errno));
-        rc = CLI_FAIL;
-        goto done;
-    }
+    r->copied_kb = (double)(d1.bytes_copied - d0.bytes_copied) / steps_done / 1024.0;
+    r->enc_allocs = enc_runs ? (double)(e1.host_allocs - e0.host_allocs) / (double)enc_runs : 0;
+    r->wbytes = cg_s2s_decoder_weight_bytes(m);
+    r->step_ms = summarize(step_ms, N);
+    r->tps = summarize(tps, N);
     rc = CLI_OK;
 done:
     free_sources(src, B);
     free(len);
     free(step_ms);
     free(tps);
+    return rc;
+}
+
+/* --machine: read bandwidth and SGEMM peak, and the floors they put on a
+ * decoder step of batch x beam rows. */
+static void measure_machine(const bargs *a, bench_result *r) {
+    int rows = a->batch * a->beam;
+    r->gbps = read_bandwidth((int)r->nproc);
+    r->gflops = sgemm_peak();
+    r->floor1 = r->gbps > 0 ? (double)r->wbytes / (r->gbps * 1e9) * 1e3 : 0;
+    r->floorc = r->gflops > 0 ? 2.0 * rows * ((double)r->wbytes / sizeof(float)) / (r->gflops * 1e9) * 1e3 : 0;
+}
+
+static int print_json(const bargs *a, const bench_result *r) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", a->dir);
+    cJSON_AddStringToObject(o, "device", a->device ? a->device : "cpu");
+    if (a->place) cJSON_AddStringToObject(o, "place", a->place);
+    else cJSON_AddNullToObject(o, "place");
+    cJSON_AddNumberToObject(o, "batch", a->batch);
+    cJSON_AddNumberToObject(o, "beam", a->beam);
+    cJSON_AddNumberToObject(o, "src_len", a->src_len);
+    cJSON_AddNumberToObject(o, "steps", a->steps);
+    cJSON_AddNumberToObject(o, "runs", a->runs);
+    cJSON_AddItemToObject(o, "ms_per_step", json_stat3(r->step_ms));
+    cJSON_AddItemToObject(o, "tokens_per_s", json_stat3(r->tps));
+    cJSON *ft = cJSON_AddObjectToObject(o, "first_token_ms");
+    cJSON_AddNumberToObject(ft, "cold", r->cold);
+    cJSON_AddNumberToObject(ft, "warm", r->warm);
+    cJSON_AddNumberToObject(o, "peak_rss_mb", r->rss_mb);
+    cJSON_AddNumberToObject(o, "peak_vmhwm_mb", r->hwm_mb);
+    cJSON_AddNumberToObject(o, "allocs_per_step", r->allocs);
+    cJSON_AddNumberToObject(o, "cl_objects_per_step", r->clobj);
+    cJSON_AddNumberToObject(o, "copied_kib_per_step", r->copied_kb);
+    cJSON_AddNumberToObject(o, "encoder_allocs_per_run", r->enc_allocs);
+    cJSON_AddNumberToObject(o, "decoder_weight_mb", (double)r->wbytes / (1024.0 * 1024.0));
+    cJSON_AddNumberToObject(o, "load_ms", r->load_ms);
+    cJSON_AddNumberToObject(o, "blas_threads", r->threads);
+    if (a->machine) {
+        cJSON *mc = cJSON_AddObjectToObject(o, "machine");
+        cJSON_AddNumberToObject(mc, "read_gbps", r->gbps);
+        cJSON_AddNumberToObject(mc, "sgemm_gflops", r->gflops);
+        cJSON_AddNumberToObject(mc, "threads", (double)r->nproc);
+        cJSON_AddNumberToObject(mc, "blas_threads", r->threads);
+        cJSON *fl = cJSON_AddObjectToObject(o, "floors");
+        cJSON_AddNumberToObject(fl, "batch1_ms_per_step", r->floor1);
+        cJSON_AddNumberToObject(fl, "compute_ms_per_step", r->floorc);
+    }
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!text) {
+        fprintf(stderr, "clgraph: out of memory\n");
+        return CLI_FAIL;
+    }
+    puts(text);
+    free(text);
+    return CLI_OK;
+}
+
+static void print_text(const bargs *a, const bench_result *r) {
+    printf("model     %s\n", a->dir);
+    printf("device    %s%s%s\n", a->device ? a->device : "cpu", a->place ? "  place " : "", a->place ? a->place : "");
+    printf("workload  batch %d, beam %d, source %d tokens, %d steps; %d warm-up + %d timed runs\n", a->batch, a->beam,
+           a->src_len, a->steps, a->warmup, a->runs);
+    printf("threads   %d (CPU backend)\n", r->threads);
+    printf("load      %.1f ms\n\n", r->load_ms);
+    printf("%-22s %12s %12s %12s\n", "", "median", "min", "max");
+    printf("%-22s %12.3f %12.3f %12.3f\n", "ms per step", r->step_ms.median, r->step_ms.min, r->step_ms.max);
+    printf("%-22s %12.1f %12.1f %12.1f\n", "target tokens per s", r->tps.median, r->tps.min, r->tps.max);
+    printf("\n%-22s %12.1f ms (fresh cache directories)\n", "first token, cold", r->cold);
+    printf("%-22s %12.1f ms (caches filled)\n", "first token, warm", r->warm);
+    printf("%-22s %12.1f MB (ru_maxrss), VmHWM %.1f MB\n", "peak resident", r->rss_mb, r->hwm_mb);
+    printf("%-22s %12.2f allocations, %.2f OpenCL objects, %.1f KiB copied (decoder plan)\n", "per step", r->allocs,
+           r->clobj, r->copied_kb);
+    printf("%-22s %12.2f allocations (encoder plan)\n", "per encoder run", r->enc_allocs);
+    printf("%-22s %12.1f MB\n", "decoder weights", (double)r->wbytes / (1024.0 * 1024.0));
+    if (a->machine) {
+        printf("\nmachine: read %.1f GB/s (%ld threads, 512 MiB, best of 5), SGEMM %.1f GFLOP/s "
+               "(2048^3, %d threads, best of 3)\n",
+               r->gbps, r->nproc, r->gflops, r->threads);
+        printf("%-22s %12.3f ms per step (decoder weights / read bandwidth)\n", "batch-1 floor", r->floor1);
+        printf("%-22s %12.3f ms per step (2 x %d rows x weights / SGEMM peak)\n", "compute floor", r->floorc,
+               a->batch * a->beam);
+    }
+}
+
+int cli_bench(int argc, char **argv) {
+    bargs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc;
+    cg_context *ctx = NULL;
+    cg_s2s *m = NULL;
+    bench_result r;
+    memset(&r, 0, sizeof r);
+    double t0 = now_ms();
+    rc = load(&a, &ctx, &m);
+    if (rc) return rc;
+    r.load_ms = now_ms() - t0;
+    rc = timed_runs(m, &a, &r);
+    r.threads = blas_threads();
+    /* The model is freed before the child processes run. */
     cg_s2s_free(m);
     cg_context_free(ctx);
+    if (rc) return rc;
+    if ((rc = first_tokens(&a, &r.cold, &r.warm)) != CLI_OK) return rc;
+    r.nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    if (r.nproc < 1) r.nproc = 1;
+    if (a.machine) measure_machine(&a, &r);
+    if (a.json) rc = print_json(&a, &r);
+    else print_text(&a, &r);
+    if (!rc && fflush(stdout) != 0) {
+        fprintf(stderr, "clgraph: cannot write the output: %s\n", strerror(errno));
+        rc = CLI_FAIL;
+    }
     return rc;
 }
