@@ -205,7 +205,9 @@ cg_status cg_graph_analyze(cg_graph *g, cg_analysis *an) {
                               def->name, nd->name, nd->in_names[k], g->name);
                 break;
             }
-            nd->inputs[k] = v;
+            /* Written only when it changes: plans of a verified model
+             * made from several threads then only read the graph. */
+            if (nd->inputs[k] != v) nd->inputs[k] = v;
         }
         if (st) break;
         an->attrs[i] = calloc((size_t)def->n_attrs + 1, sizeof(cg_attr_value));
@@ -220,7 +222,7 @@ cg_status cg_graph_analyze(cg_graph *g, cg_analysis *an) {
             st = cg_error(CG_ERR_VERIFY, "%soutput '%s' is not defined in graph '%s'", where,
                           g->out_names[k], g->name);
         }
-        g->outputs[k] = v;
+        if (g->outputs[k] != v) g->outputs[k] = v;
     }
     if (!st && g->n_outputs == 0) {
         loc(where, sizeof where, m, g->line, g->col);
