@@ -13,8 +13,10 @@ typedef float vf __attribute__((vector_size(64)));
 typedef int32_t vi __attribute__((vector_size(64)));
 
 /* GCC picks the widest of these the CPU has when the library loads (ifunc);
- * every clone computes the same thing. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * every clone computes the same thing. Not under ThreadSanitizer: GCC
+ * instruments the ifunc resolver, which runs during relocation, before the
+ * sanitizer's runtime is up, and the process dies before main. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CLONES

@@ -14,9 +14,15 @@
  *
  * What it provides:
  *   - infer: dtype and shape checks that accept symbolic dims;
- *   - a CPU kernel (two passes per row, accumulated in double);
+ *   - a CPU kernel (two passes per row, accumulated in double), its rows
+ *     split over the CPU backend's threads with the host's parallel_for
+ *     (ABI 1.1), and a per-node state (ABI 1.1): when gamma and beta are
+ *     weights, their values are converted to double once per plan instead
+ *     of once per row;
  *   - an OpenCL kernel (one work-group per row, reductions in local memory),
- *     its OpenCL C source embedded below as a string;
+ *     its OpenCL C source embedded below as a string, with a per-node state
+ *     holding the work-group size worked out once, and a `supports`
+ *     callback (ABI 1.1) that keeps rows too wide for it off the device;
  *   - a decomposition into built-in ops (reduce_mean, sub, mul, affine, sqrt,
  *     div, add), used on a device without a kernel and as the op's reference
  *     meaning;
@@ -39,7 +45,7 @@
 #include <string.h>
 
 #define LN_PLUGIN_NAME "layernorm-example"
-#define LN_PLUGIN_VERSION "1.0.0"
+#define LN_PLUGIN_VERSION "1.1.0"
 
 /* Indices of the declared attributes in call->attrs. */
 enum { LN_ATTR_EPS, LN_N_ATTRS };
@@ -147,23 +153,36 @@ static cg_op_status ln_infer(cg_op_call *call) {
 /* ------------------------------------------------------------------ */
 /* CPU kernel                                                          */
 
+/* Whether the host's table has a field (a service added in a later minor
+ * than the plugin needs at least). */
+#define LN_HOST_HAS(h, field) ((h)->struct_size >= offsetof(cg_host_api, field) + sizeof((h)->field))
+
+/* The CPU kernel's per-node state: gamma and beta of a row in double
+ * (1 and 0 where the node has none), made once when they are weights. */
+typedef struct ln_coeffs {
+    int64_t n;
+    double *gamma, *beta;
+} ln_coeffs;
+
+/* One kernel call's rows, for parallel_for. */
+typedef struct ln_job {
+    const float *x, *gamma, *beta;
+    float *y;
+    const ln_coeffs *coeffs; /* NULL: read gamma and beta as floats */
+    int64_t n;
+    double eps;
+} ln_job;
+
 /* Two passes per row in double precision: the mean, then the mean of the
  * squared deviations (no cancellation of E[x^2] - E[x]^2). Every element is
  * read before the same element of y is written, so y may be x (in place).
  * Needs no workspace and allocates nothing. */
-static cg_op_status ln_cpu(const cg_kernel_args *a) {
-    const cg_op_call *call = a->call;
-    int64_t rows, n;
-    ln_rows(&call->inputs[0], &rows, &n);
-    if (rows == 0 || n == 0) return CG_OP_OK;
-    const float *x = a->in[0];
-    const float *gamma = call->n_inputs > 1 ? a->in[1] : NULL;
-    const float *beta = call->n_inputs > 2 ? a->in[2] : NULL;
-    float *y = a->out[0];
-    const double eps = call->attrs[LN_ATTR_EPS].f;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
+static void ln_rows_cpu(void *ctx, int64_t begin, int64_t end) {
+    const ln_job *j = ctx;
+    const int64_t n = j->n;
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = j->x + r * n;
+        float *yr = j->y + r * n;
         double s = 0.0;
         for (int64_t i = 0; i < n; i++) s += xr[i];
         const double mean = s / (double)n;
@@ -172,16 +191,69 @@ static cg_op_status ln_cpu(const cg_kernel_args *a) {
             double d = (double)xr[i] - mean;
             q += d * d;
         }
-        const double rstd = 1.0 / sqrt(q / (double)n + eps);
+        const double rstd = 1.0 / sqrt(q / (double)n + j->eps);
         for (int64_t i = 0; i < n; i++) {
             double v = ((double)xr[i] - mean) * rstd;
-            if (gamma) v *= gamma[i];
-            if (beta) v += beta[i];
+            if (j->coeffs) {
+                v = v * j->coeffs->gamma[i] + j->coeffs->beta[i];
+            } else {
+                if (j->gamma) v *= j->gamma[i];
+                if (j->beta) v += j->beta[i];
+            }
             yr[i] = (float)v;
         }
     }
+}
+
+static cg_op_status ln_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    int64_t rows, n;
+    ln_rows(&call->inputs[0], &rows, &n);
+    if (rows == 0 || n == 0) return CG_OP_OK;
+    ln_job j = {a->in[0], call->n_inputs > 1 ? a->in[1] : NULL, call->n_inputs > 2 ? a->in[2] : NULL,
+                a->out[0], NULL, n, call->attrs[LN_ATTR_EPS].f};
+    /* args->state is ABI 1.1: a 1.0 host hands over smaller args. */
+    if (a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state) j.coeffs = a->state;
+    /* Rows are independent and each is computed the same way wherever it
+     * runs: split them over the host's threads when it offers them. A row
+     * costs ~3n operations; below ~16k elements per chunk the threads'
+     * wake-up costs more than it saves. */
+    const cg_host_api *h = call->host;
+    int64_t grain = n >= 16384 ? 1 : 16384 / n;
+    if (LN_HOST_HAS(h, parallel_for)) h->parallel_for(rows, grain, ln_rows_cpu, &j);
+    else ln_rows_cpu(&j, 0, rows);
     return CG_OP_OK;
 }
+
+/* The state: called once per plan instance before the first run. gamma and
+ * beta (inputs 1, 2) are in args->in when they are weights of the plan;
+ * a node fed gamma by another node gets no state and reads them per row. */
+static cg_op_status ln_cpu_create(const cg_kernel_args *a, void **state, size_t *bytes) {
+    const cg_op_call *call = a->call;
+    int64_t rows, n;
+    ln_rows(&call->inputs[0], &rows, &n);
+    *state = NULL;
+    *bytes = 0;
+    int has_gamma = call->n_inputs > 1, has_beta = call->n_inputs > 2;
+    if ((has_gamma && !a->in[1]) || (has_beta && !a->in[2]) || (!has_gamma && !has_beta) || n == 0)
+        return CG_OP_OK;
+    size_t size = sizeof(ln_coeffs) + 2 * (size_t)n * sizeof(double);
+    ln_coeffs *c = malloc(size);
+    if (!c) return CG_OP_NO_MEMORY;
+    c->n = n;
+    c->gamma = (double *)(c + 1);
+    c->beta = c->gamma + n;
+    const float *g = has_gamma ? a->in[1] : NULL, *b = has_beta ? a->in[2] : NULL;
+    for (int64_t i = 0; i < n; i++) {
+        c->gamma[i] = g ? (double)g[i] : 1.0;
+        c->beta[i] = b ? (double)b[i] : 0.0;
+    }
+    *state = c;
+    *bytes = size;
+    return CG_OP_OK;
+}
+
+static void ln_free_state(void *state) { free(state); }
 
 /* ------------------------------------------------------------------ */
 /* OpenCL kernel                                                       */
@@ -277,17 +349,52 @@ static size_t ln_local_size(const cg_kernel_args *a, cl_kernel k, int64_t n) {
     return l;
 }
 
+/* The OpenCL kernel's per-node state: the work-group size, worked out
+ * once per plan instance (it depends on the device, the built kernel and
+ * the row width, none of which change between runs). */
+typedef struct ln_cl_state {
+    size_t local;
+} ln_cl_state;
+
+/* Built on first use and cached by the host (in memory and on disk): in the
+ * steady state this is a lookup that creates no OpenCL object. NULL with
+ * the host's message (the build log) on failure. */
+static cl_kernel ln_cl_kernel(const cg_kernel_args *a) {
+    return a->call->host->cl_kernel(a, ln_cl_source, "-cl-std=CL1.2", "cgx_layer_norm");
+}
+
+static cg_op_status ln_cl_create(const cg_kernel_args *a, void **state, size_t *bytes) {
+    int64_t rows, n;
+    ln_rows(&a->call->inputs[0], &rows, &n);
+    *state = NULL;
+    *bytes = 0;
+    cl_kernel k = ln_cl_kernel(a);
+    if (!k) return CG_OP_ERROR;
+    ln_cl_state *st = malloc(sizeof *st);
+    if (!st) return CG_OP_NO_MEMORY;
+    st->local = ln_local_size(a, k, n);
+    *state = st;
+    *bytes = sizeof *st;
+    return CG_OP_OK;
+}
+
+/* Rows are indexed with int in the kernel: wider ones are not for it (the
+ * CPU kernel or the decomposition takes them instead of a failed run). */
+static int ln_cl_supports(const cg_kernel_args *a) {
+    int64_t rows, n;
+    ln_rows(&a->call->inputs[0], &rows, &n);
+    return n <= INT32_MAX;
+}
+
 static cg_op_status ln_opencl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_host_api *h = call->host;
     int64_t rows, n;
     ln_rows(&call->inputs[0], &rows, &n);
     if (rows == 0 || n == 0) return CG_OP_OK;
+    /* A 1.0 host asks no supports callback first. */
     if (n > INT32_MAX) return ln_fail(call, "rows of %lld elements are too wide", (long long)n);
-
-    /* Built on first use and cached by the host (in memory and on disk): in
-     * the steady state this is a lookup that creates no OpenCL object. */
-    cl_kernel k = h->cl_kernel(a, ln_cl_source, "-cl-std=CL1.2", "cgx_layer_norm");
+    cl_kernel k = ln_cl_kernel(a);
     if (!k) return CG_OP_ERROR; /* the host wrote the message (build log) */
 
     cl_mem x = (cl_mem)a->in[0];
@@ -298,7 +405,9 @@ static cg_op_status ln_opencl(const cg_kernel_args *a) {
     cl_int c_n = (cl_int)n;
     cl_float c_eps = (cl_float)call->attrs[LN_ATTR_EPS].f;
     cl_int has_gamma = call->n_inputs > 1, has_beta = call->n_inputs > 2;
-    size_t local = ln_local_size(a, k, n);
+    const ln_cl_state *st =
+        a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state ? a->state : NULL;
+    size_t local = st ? st->local : ln_local_size(a, k, n);
 
     if (ln_arg(a, k, 0, sizeof x, &x) || ln_arg(a, k, 1, sizeof gamma, &gamma) ||
         ln_arg(a, k, 2, sizeof beta, &beta) || ln_arg(a, k, 3, sizeof y, &y) ||
@@ -449,8 +558,10 @@ static const cg_attr_def ln_attrs[LN_N_ATTRS] = {
 };
 
 static const cg_kernel_def ln_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = ln_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = ln_opencl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = ln_cpu,
+     .create = ln_cpu_create, .destroy = ln_free_state},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = ln_opencl,
+     .create = ln_cl_create, .destroy = ln_free_state, .supports = ln_cl_supports},
 };
 
 static const cg_op_def ln_op = {
@@ -473,8 +584,9 @@ static const cg_op_def ln_op = {
     .conform_case = ln_conform_case,
 };
 
-/* Refuses a host whose table lacks the services used here. All of them are
- * part of ABI 1.0, so this only shows how to test for a later addition. */
+/* Refuses a host whose table lacks the services this plugin cannot do
+ * without (all part of ABI 1.0). parallel_for (1.1) is optional: the CPU
+ * kernel tests for it at each call and runs its rows serially without it. */
 static cg_op_status ln_init(const cg_host_api *host, char *err, size_t err_size) {
     size_t need = offsetof(cg_host_api, cl_error_name) + sizeof host->cl_error_name;
     if (host->struct_size < need) {

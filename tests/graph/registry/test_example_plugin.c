@@ -288,6 +288,78 @@ START_TEST(opencl_matches_reference) {
 }
 END_TEST
 
+/* A safetensors file "ln.safetensors" in the working directory with f32
+ * tensors "g" and "b" of n values each. */
+static cg_weights *write_gb(const float *g, const float *b, int64_t n) {
+    char hdr[256];
+    int len = snprintf(hdr, sizeof hdr,
+                       "{\"b\":{\"dtype\":\"F32\",\"shape\":[%lld],\"data_offsets\":[0,%lld]},"
+                       "\"g\":{\"dtype\":\"F32\",\"shape\":[%lld],\"data_offsets\":[%lld,%lld]}}",
+                       (long long)n, (long long)n * 4, (long long)n, (long long)n * 4, (long long)n * 8);
+    while (len % 8) hdr[len++] = ' ';
+    FILE *f = fopen("ln.safetensors", "wb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char lb[8];
+    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    ck_assert(fwrite(lb, 1, 8, f) == 8 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len);
+    ck_assert(fwrite(b, 4, (size_t)n, f) == (size_t)n && fwrite(g, 4, (size_t)n, f) == (size_t)n);
+    ck_assert_int_eq(fclose(f), 0);
+    cg_weights *w;
+    ck_assert_msg(cg_weights_open("ln.safetensors", &w) == CG_OK, "%s", cg_last_error());
+    return w;
+}
+
+/* gamma and beta as weights: the kernels' per-node states (ABI 1.1) are
+ * made, counted in the plan's memory, and give the reference's answer on
+ * many rows (the CPU kernel splits them with parallel_for). */
+START_TEST(state_from_weights) {
+    const char *device = _i ? "opencl:0" : "cpu";
+    if (_i && cg_device_count() < 2) return;
+    cg_context *ctx = load_ctx();
+    const int64_t rows = 300, n = 257;
+    int64_t gd = n;
+    cg_tensor *g = rand_tensor(1, &gd, 0.5f, 1.5f), *b = rand_tensor(1, &gd, -1.0f, 1.0f);
+    cg_weights *w = write_gb(cg_tensor_data_const(g), cg_tensor_data_const(b), n);
+    char text[512];
+    snprintf(text, sizeof text,
+             "graph g {\n  input x: f32[R, %lld]\n  param gamma: f32[%lld] = \"g\"\n  param beta: f32[%lld] = \"b\"\n"
+             "  y = layer_norm(x, gamma, beta) {eps: 0.001}\n  output y\n}\n",
+             (long long)n, (long long)n, (long long)n);
+    cg_model *m;
+    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "ln.cg", &m) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_model_bind_weights(m, w) == CG_OK, "%s", cg_last_error());
+    cg_plan_options opt = {.device = device};
+    cg_plan *p;
+    ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+    int64_t xd[2] = {rows, n};
+    cg_tensor *x = rand_tensor(2, xd, -3.0f, 3.0f), *y = NULL;
+    const char *names[] = {"x"};
+    ck_assert_msg(cg_plan_run(p, 1, names, &x, 1, &y) == CG_OK, "%s", cg_last_error());
+    cg_plan_memory_info mem;
+    ck_assert_int_eq(cg_plan_memory(p, &mem), CG_OK);
+    /* CPU: gamma and beta in double; OpenCL: the work-group size */
+    if (_i) ck_assert_uint_ge(mem.state_bytes, sizeof(size_t));
+    else ck_assert_uint_ge(mem.state_bytes, 2 * (uint64_t)n * sizeof(double));
+    double *want = malloc(sizeof(double) * (size_t)(rows * n));
+    ck_assert_ptr_nonnull(want);
+    reference(cg_tensor_data_const(x), cg_tensor_data_const(g), cg_tensor_data_const(b), rows, n, 0.001, want);
+    const float *got = cg_tensor_data_const(y);
+    for (int64_t i = 0; i < rows * n; i++)
+        ck_assert_msg(fabs(got[i] - want[i]) <= 1e-4 + 1e-4 * fabs(want[i]), "%s element %lld: %.9g, want %.9g",
+                      device, (long long)i, (double)got[i], want[i]);
+    free(want);
+    cg_tensor_free(x);
+    cg_tensor_free(y);
+    cg_tensor_free(g);
+    cg_tensor_free(b);
+    cg_plan_free(p);
+    cg_model_free(m);
+    cg_weights_free(w);
+    cg_context_free(ctx);
+    remove("ln.safetensors");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("example_plugin");
     TCase *tc = tcase_create("layer_norm");
@@ -298,6 +370,7 @@ int main(void) {
     tcase_add_test(tc, infer_errors);
     tcase_add_test(tc, decomposition_matches_reference);
     tcase_add_test(tc, opencl_matches_reference);
+    tcase_add_loop_test(tc, state_from_weights, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     /* No fork: OpenCL (PoCL) initialised before a fork hangs the child. */
