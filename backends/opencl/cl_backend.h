@@ -111,8 +111,10 @@ void cg_cl_run_unlock(cg_cl_device *d);
  *     #define CG_ONE_KERNEL 0
  *     #endif
  *     #define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
- * (so that it still builds whole without them). Other sources are built
- * whole, once for all their kernels.
+ * (so that it still builds whole without them): the library's own sources
+ * get these lines from backends/opencl/cl_preamble.cl, put in front of each
+ * when it is embedded. Other sources are built whole, once for all their
+ * kernels.
  *
  * Binaries are written to disk when built, except on PoCL, where fetching
  * a binary compiles every kernel of the program for every work-group size:

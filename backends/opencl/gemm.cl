@@ -14,11 +14,6 @@
  * Every index is an element (float) index that the host has checked to fit
  * in an int. beta == 0 never reads C, so NaN or garbage there is overwritten. */
 
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 #ifdef CG_GEMV
 
 /* Vectors of GEMV_RV (4, 8 or 16) floats along a row, and their sum. */

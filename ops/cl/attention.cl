@@ -5,13 +5,6 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
-/* One kernel per program (cl_backend.h): kernel K is built alone with
- * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /* Kinds of attn_score, as score_kind in attention.c. */
 #define KIND_ADDITIVE 0
 #define KIND_DOT 1

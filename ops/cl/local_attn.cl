@@ -8,17 +8,6 @@
  * local_gaussian rounds like the CPU kernel. */
 #pragma OPENCL FP_CONTRACT OFF
 
-#ifndef IDX
-#define IDX int
-#endif
-
-/* One kernel per program (cl_backend.h): kernel K is built alone with
- * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /*
  * 1 when key i lies in the window of center c with radius d, exactly as the
  * CPU decides it in double precision: fabs((double)i - (double)c) <= d,

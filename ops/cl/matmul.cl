@@ -6,18 +6,6 @@
  * has 2^31 elements or more), -DIDX8=int8 or long8 to match; for bmm also
  * -DTS=<tile side> -DTA=0|1 -DTB=0|1. */
 
-#ifndef IDX
-#define IDX int
-#define IDX8 int8
-#endif
-
-/* One kernel per program (cl_backend.h): kernel K is built alone with
- * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /* y[i] = 0 for i < total. */
 #if CG_WANT(fill_zero)
 __kernel void fill_zero(__global float *y, IDX total) {

@@ -5,17 +5,6 @@
  * elements or more. */
 #pragma OPENCL FP_CONTRACT OFF
 
-#ifndef IDX
-#define IDX int
-#endif
-
-/* One kernel per program (cl_backend.h): kernel K is built alone with
- * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /* ---- reduce_sum / reduce_mean / reduce_max ----
  *
  * The host collapses x's dims as the CPU kernel does (size-1 dims dropped,

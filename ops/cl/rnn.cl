@@ -9,13 +9,6 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
-/* One kernel per program (cl_backend.h): kernel K is built alone with
- * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /* Logistic function without overflow for large |x| (as sigmoid_f on the CPU). */
 float cg_sigmoid(float x) {
     if (x >= 0.0f) return 1.0f / (1.0f + exp(-x));

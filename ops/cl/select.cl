@@ -3,16 +3,6 @@
  * 2^31 elements or more. */
 #pragma OPENCL FP_CONTRACT OFF
 
-#ifndef IDX
-#define IDX int
-#endif
-
-/* One kernel per program (cl_backend.h). */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /* Entries a work-item keeps in private memory between rescans. */
 #define KP 8
 

@@ -5,18 +5,6 @@
  * has 2^31 elements or more), -DIDX8=int8 or long8 to match; for
  * transpose_tiled also -DTILE=<tile side> -DROWS=<rows per pass>. */
 
-#ifndef IDX
-#define IDX int
-#define IDX8 int8
-#endif
-
-/* One kernel per program (cl_backend.h): kernel K is built alone with
- * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /* dst[dst_off + r * dst_stride + c] = src[src_off + r * src_stride + c] for
  * r < rows, c < cols; one work-item per element of the rows x cols block. */
 #if CG_WANT(copy_rows)

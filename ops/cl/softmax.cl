@@ -19,17 +19,6 @@
  * conformance tolerance. */
 #pragma OPENCL FP_CONTRACT OFF
 
-#ifndef IDX
-#define IDX int
-#endif
-
-/* One kernel per program (cl_backend.h): kernel K is built alone with
- * -DCG_ONE_KERNEL=1 -DCG_KERNEL_K=1, every kernel without them. */
-#ifndef CG_ONE_KERNEL
-#define CG_ONE_KERNEL 0
-#endif
-#define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
-
 /* Max that keeps a NaN once seen. */
 inline float sm_max(float m, float v) { return (v > m || v != v) ? v : m; }
 

@@ -1,14 +1,25 @@
 #!/usr/bin/env python3
 """Build step: turns an OpenCL C file into a C header holding its text as a
 string constant, so kernels are edited as .cl files and shipped inside the
-library. Usage: embed_cl.py INPUT.cl OUTPUT.h SYMBOL"""
+library. With --preamble FILE, FILE's text goes first (the definitions every
+source shares, backends/opencl/cl_preamble.cl), then a #line directive so
+that build logs count the source's own lines.
+Usage: embed_cl.py [--preamble FILE] INPUT.cl OUTPUT.h SYMBOL"""
 import sys
 
 
 def main():
-    src, dst, sym = sys.argv[1:4]
+    args = sys.argv[1:]
+    preamble = ""
+    if args[:1] == ["--preamble"]:
+        with open(args[1], encoding="utf-8") as f:
+            preamble = f.read()
+        args = args[2:]
+    src, dst, sym = args[:3]
     with open(src, encoding="utf-8") as f:
         text = f.read()
+    if preamble:
+        text = preamble + '#line 1 "%s"\n' % src.split("/")[-1] + text
     lines = ["/* Generated from %s by tools/py/embed_cl.py: do not edit. */" % src.split("/")[-1],
              "static const char %s[] =" % sym]
     for line in text.splitlines():
