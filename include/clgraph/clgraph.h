@@ -1,10 +1,33 @@
 /*
- * clgraph public API.
+ * clgraph public API: the runtime (contexts, tensors, weights, models and
+ * graphs, plans, devices, conformance). The seq2seq model family has its
+ * own header, clgraph/seq2seq.h; operator plugins see only clgraph/plugin.h.
  *
  * Every function that can fail returns a cg_status. On failure, a one-line
  * message with its context (file:line:col, node, tensor or plugin name) is
  * kept per thread and read with cg_last_error(). Handles are opaque; each
- * Each create, load or open call has a matching free call that accepts NULL.
+ * create, load or open call has a matching free call that accepts NULL.
+ *
+ * Threads. The library keeps no mutable state outside the objects below
+ * but process-wide caches that lock themselves (compiled OpenCL programs,
+ * measured kernel costs, SGEMM choices, the CPU thread pool, opened
+ * devices). Per object:
+ *  - cg_context: shared freely once created, except that
+ *    cg_context_load_plugin must not run while another thread uses it;
+ *  - cg_weights: shared freely (reads are locked where they convert);
+ *  - cg_tensor: no locking; several threads may read one (e.g. as an input
+ *    of plans running at once) while none writes it;
+ *  - cg_model: built, parsed, bound and verified by one thread; once
+ *    verified with its weights bound it is read only, and plans of it may
+ *    be created and run from several threads at once;
+ *  - cg_plan: one thread at a time (it caches per-binding state and
+ *    statistics); different plans, of one model or several, run in
+ *    parallel on the same devices (a device's work from several threads is
+ *    ordered on its queue; kernel launches on one OpenCL device are
+ *    serialised);
+ *  - cg_conform: may run while other threads run plans;
+ *  - errors: per thread (cg_last_error).
+ * tests/graph/sched/test_threads.c runs these cases under ThreadSanitizer.
  */
 #ifndef CLGRAPH_H
 #define CLGRAPH_H

@@ -3,7 +3,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
 #include "clgraph/clgraph.h"
+#include "hash.h"
 #include "shape.h"
 
 START_TEST(test_shape_helpers) {
@@ -52,10 +59,104 @@ START_TEST(test_shape_helpers) {
 }
 END_TEST
 
+/* FNV-1a 64 of the reference vectors (Fowler, Noll, Vo: "" and "a"; "foobar"). */
+START_TEST(test_fnv) {
+    ck_assert_uint_eq(cg_fnv1a(CG_FNV_BASIS, "", 0), 0xcbf29ce484222325ull);
+    ck_assert_uint_eq(cg_fnv1a(CG_FNV_BASIS, "a", 1), 0xaf63dc4c8601ec8cull);
+    ck_assert_uint_eq(cg_fnv1a(CG_FNV_BASIS, "foobar", 6), 0x85944171f73967e8ull);
+    /* the string form hashes the terminator too: "ab","c" differs from "a","bc" */
+    ck_assert_uint_ne(cg_fnv1a_str(cg_fnv1a_str(CG_FNV_BASIS, "ab"), "c"),
+                      cg_fnv1a_str(cg_fnv1a_str(CG_FNV_BASIS, "a"), "bc"));
+}
+END_TEST
+
+static int count_entries(const char *dir) {
+    char cmd[800];
+    int n = -1;
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | wc -l", dir);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%d", &n), 1);
+    pclose(f);
+    return n;
+}
+
+/* $CLGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/clgraph, else
+ * $HOME/.cache/clgraph, else none; writes are atomic and leave nothing
+ * behind; a directory that cannot be made disables caching. */
+START_TEST(test_cache_dir) {
+    char tmp[] = "/tmp/cg_base_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "%s/a/b", tmp);
+    setenv("CLGRAPH_CACHE_DIR", dir, 1);
+    cg_cache_test_reset_dir();
+    ck_assert_str_eq(cg_cache_dir(), dir);
+    ck_assert_int_eq(cg_cache_dir_ready(), 1); /* made, parents included */
+    ck_assert_int_eq(cg_cache_write("f.txt", "a 1\n", 4), 0);
+    ck_assert_int_eq(cg_cache_write("f.txt", "b 22\n", 5), 0);
+    snprintf(path, sizeof path, "%s/f.txt", dir);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_size, 5);
+    ck_assert_int_eq(count_entries(dir), 1); /* no temporary left */
+    ck_assert_int_eq(cg_cache_write("x/y", "x", 1), -1);
+    ck_assert_int_eq(cg_cache_write("", "x", 1), -1);
+    /* a parent that is a file: not ready, writes fail quietly */
+    char file_parent[600];
+    snprintf(file_parent, sizeof file_parent, "%s/a/b/f.txt/sub", tmp);
+    setenv("CLGRAPH_CACHE_DIR", file_parent, 1);
+    cg_cache_test_reset_dir();
+    ck_assert_int_eq(cg_cache_dir_ready(), 0);
+    ck_assert_int_eq(cg_cache_write("x.txt", "x", 1), -1);
+    /* the fallbacks */
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    unsetenv("CLGRAPH_CACHE_DIR");
+    unsetenv("HOME");
+    unsetenv("XDG_CACHE_HOME");
+    cg_cache_test_reset_dir();
+    ck_assert_str_eq(cg_cache_dir(), "");
+    ck_assert_int_eq(cg_cache_dir_ready(), 0);
+    setenv("HOME", "/nonexistent-home", 1);
+    cg_cache_test_reset_dir();
+    ck_assert_str_eq(cg_cache_dir(), "/nonexistent-home/.cache/clgraph");
+    setenv("XDG_CACHE_HOME", "/xdg/", 1);
+    cg_cache_test_reset_dir();
+    ck_assert_str_eq(cg_cache_dir(), "/xdg/clgraph");
+    setenv("XDG_CACHE_HOME", "relative", 1); /* not absolute: ignored */
+    cg_cache_test_reset_dir();
+    ck_assert_str_eq(cg_cache_dir(), "/nonexistent-home/.cache/clgraph");
+    if (home) setenv("HOME", home, 1);
+    if (xdg) setenv("XDG_CACHE_HOME", xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    free(home);
+    free(xdg);
+    cg_cache_test_reset_dir();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Names and sizes of the dtypes. */
+START_TEST(test_dtypes) {
+    ck_assert_str_eq(cg_dtype_name(CG_F32), "f32");
+    ck_assert_str_eq(cg_dtype_name(CG_I32), "i32");
+    ck_assert_uint_eq(cg_dtype_size(CG_F32), 4);
+    ck_assert_uint_eq(cg_dtype_size(CG_I32), 4);
+    ck_assert_str_eq(cg_dtype_name((cg_dtype)0), "?");
+    ck_assert_uint_eq(cg_dtype_size((cg_dtype)0), 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("base");
     TCase *tc = tcase_create("shape");
     tcase_add_test(tc, test_shape_helpers);
+    tcase_add_test(tc, test_fnv);
+    tcase_add_test(tc, test_cache_dir);
+    tcase_add_test(tc, test_dtypes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
