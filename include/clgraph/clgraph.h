@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,11 +45,8 @@ typedef enum cg_status {
     CG_ERR_UNSUPPORTED        /**< a feature or dtype is not supported here */
 } cg_status;
 
-/** Element types of tensors and values. */
-typedef enum cg_dtype {
-    CG_F32 = 1, /**< 32-bit float */
-    CG_I32 = 2  /**< 32-bit signed integer */
-} cg_dtype;
+/* cg_dtype (CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL)
+ * is defined in dtype.h, shared with the plugin ABI. */
 
 /** Opaque handles. */
 typedef struct cg_context cg_context; /**< backends, devices, operator registry */
@@ -70,7 +69,10 @@ CG_API const char *cg_status_name(cg_status s);
 /** The library version string, e.g. "0.1.0". */
 CG_API const char *cg_version(void);
 
-/** Name of a dtype ("f32", "i32"), or "?" if invalid. */
+/**
+ * Name of a dtype, as the graph text format writes it: "f32", "i32", "f16",
+ * "bf16", "i8", "u8", "i64" or "bool"; "?" if invalid.
+ */
 CG_API const char *cg_dtype_name(cg_dtype t);
 
 /** Size in bytes of one element of a dtype (0 if invalid). */
