@@ -350,6 +350,8 @@ CG_API cg_status cg_graph_set_outputs(cg_graph *g, int n, const char *const *nam
 CG_API int cg_graph_input_count(const cg_graph *g);
 /** Name of input i. */
 CG_API const char *cg_graph_input_name(const cg_graph *g, int i);
+/** Declared dtype of input i (0 if out of range). */
+CG_API cg_dtype cg_graph_input_dtype(const cg_graph *g, int i);
 /**
  * Symbolic dimensions of input i as text, one field per dimension separated
  * by commas, the symbol's name or "" for a fixed size: "B,S" for i32[B, S],
