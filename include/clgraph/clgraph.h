@@ -236,7 +236,7 @@ CG_API cg_status cg_weights_get_as(cg_weights *w, const char *name, cg_dtype dty
 
 /**
  * Writes n tensors, called names[i], as a safetensors file that
- * cg_weights_open, Python's safetensors package and PyTorch read: the 8-byte
+ * cg_weights_open and Python's safetensors package read: the 8-byte
  * little-endian header length, the JSON header (names sorted bytewise, each
  * {"dtype", "shape", "data_offsets"}, no "__metadata__") padded with spaces
  * to a multiple of 8 bytes, then the data, little-endian, ordered by element
