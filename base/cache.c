@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cache.h"
 
 static pthread_mutex_t g_dir_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -76,42 +77,18 @@ int cg_cache_dir_ready(void) {
     return access(dir, W_OK | X_OK) == 0;
 }
 
-static int write_all(int fd, const void *data, size_t n) {
-    const char *p = data;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Writes head + body to path through a temporary file in the same
  * directory, fsync and rename, so readers see the old file or the whole new
  * one. */
 int cg_write_atomic(const char *path, const void *head, size_t hn, const void *body,
                         size_t bn) {
-    char tmp[4200];
-    const char *slash = strrchr(path, '/');
-    if (slash)
-        snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", (int)(slash - path + 1), path, slash + 1);
-    else
-        snprintf(tmp, sizeof tmp, ".%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return -1;
-    int ok = fchmod(fd, 0644) == 0 && write_all(fd, head, hn) == 0 &&
-             write_all(fd, body, bn) == 0 && fsync(fd) == 0;
-    if (close(fd) != 0) ok = 0;
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (!ok) {
-        unlink(tmp);
+    cg_afile f;
+    if (cg_afile_open(&f, path) != 0) return -1;
+    if (cg_afile_write(&f, head, hn) != 0 || cg_afile_write(&f, body, bn) != 0) {
+        cg_afile_abort(&f);
         return -1;
     }
-    return 0;
+    return cg_afile_commit(&f) == 0 ? 0 : -1;
 }
 
 int cg_cache_write(const char *name, const void *data, size_t len) {

@@ -1,18 +1,90 @@
-/* Element types: names and sizes (public: cg_dtype_name, cg_dtype_size). */
-#include "clgraph/clgraph.h"
+/* Element types: names, sizes and the float conversions (public:
+ * cg_dtype_name, cg_dtype_size). */
+#include "dtype.h"
 
-const char *cg_dtype_name(cg_dtype t) {
-    switch (t) {
-    case CG_F32: return "f32";
-    case CG_I32: return "i32";
-    }
-    return "?";
+#include <stddef.h>
+#include <string.h>
+
+#include "clgraph/plugin.h"
+
+/* cg_tensor_desc.dtype was a cg_op_dtype in ABI 1.0: the shared enum must
+ * keep its size and the descriptor its layout. */
+_Static_assert(sizeof(cg_dtype) == sizeof(int), "cg_dtype must stay int-sized");
+_Static_assert(offsetof(cg_tensor_desc, ndim) == sizeof(int), "cg_tensor_desc layout changed");
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[] = {
+    [CG_F32] = {"f32", 4}, [CG_I32] = {"i32", 4}, [CG_F16] = {"f16", 2}, [CG_BF16] = {"bf16", 2},
+    [CG_I8] = {"i8", 1},   [CG_U8] = {"u8", 1},   [CG_I64] = {"i64", 8}, [CG_BOOL] = {"bool", 1},
+};
+#define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
+
+int cg_dtype_valid(int t) { return t > 0 && t < N_DTYPES && dtypes[t].name; }
+
+const char *cg_dtype_name(cg_dtype t) { return cg_dtype_valid((int)t) ? dtypes[t].name : "?"; }
+
+size_t cg_dtype_size(cg_dtype t) { return cg_dtype_valid((int)t) ? dtypes[t].size : 0; }
+
+cg_dtype cg_dtype_parse(const char *s, size_t len) {
+    for (int t = 1; s && t < N_DTYPES; t++)
+        if (dtypes[t].name && strlen(dtypes[t].name) == len && memcmp(dtypes[t].name, s, len) == 0)
+            return (cg_dtype)t;
+    return (cg_dtype)0;
 }
 
-size_t cg_dtype_size(cg_dtype t) {
-    switch (t) {
-    case CG_F32: return 4;
-    case CG_I32: return 4;
+const char *cg_dtype_all_names(void) { return "f32, i32, f16, bf16, i8, u8, i64 or bool"; }
+
+uint32_t cg_f16_to_f32_bits(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t mant = h & 0x3ff;
+    if (exp == 0x1f) /* inf, or nan keeping its payload and quiet bit */
+        return sign | 0x7f800000u | (mant << 13);
+    if (exp != 0) return sign | ((exp + 112) << 23) | (mant << 13);
+    if (mant == 0) return sign; /* +-0 */
+    /* subnormal: mant * 2^-24; normalise so that the leading 1 is bit 10 */
+    int e = -1;
+    do {
+        mant <<= 1;
+        e++;
+    } while (!(mant & 0x400));
+    return sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ff) << 13);
+}
+
+uint32_t cg_bf16_to_f32_bits(uint16_t h) { return (uint32_t)h << 16; }
+
+/* v >> shift (1 <= shift <= 31), rounded to nearest, ties to even. */
+static uint32_t shift_rne(uint32_t v, int shift) {
+    uint32_t q = v >> shift, rem = v & ((UINT32_C(1) << shift) - 1);
+    uint32_t half = UINT32_C(1) << (shift - 1);
+    return q + (rem > half || (rem == half && (q & 1)));
+}
+
+uint16_t cg_f32_to_f16_bits(uint32_t f) {
+    uint16_t sign = (uint16_t)((f >> 16) & 0x8000);
+    int e = (int)((f >> 23) & 0xff); /* biased by 127 */
+    uint32_t sig = f & 0x7fffff;
+    if (e == 0xff) {
+        if (!sig) return sign | 0x7c00;
+        uint16_t r = (uint16_t)(0x7c00 | (sig >> 13));
+        return sign | (r == 0x7c00 ? 0x7c01 : r); /* a payload only in the low bits: still a NaN */
     }
-    return 0;
+    if (e >= 143) return sign | 0x7c00; /* >= 2^16: past 65504 whatever the rounding */
+    if (e >= 113) /* a normal half; a carry out of the mantissa bumps the exponent, up to inf */
+        return sign | (uint16_t)((((uint32_t)(e - 112)) << 10) + shift_rne(sig, 13));
+    /* A subnormal half m * 2^-24 (or 2^-14 after rounding up): with the
+     * implicit bit, the value is full * 2^(e - 150), so m = full >> (126 - e).
+     * Below 2^-25 (shift > 24) it rounds to zero. */
+    int shift = 126 - e;
+    if (shift > 24) return sign;
+    return sign | (uint16_t)shift_rne(sig | 0x800000, shift);
+}
+
+uint16_t cg_f32_to_bf16_bits(uint32_t f) {
+    if ((f & 0x7fffffff) > 0x7f800000) return (uint16_t)((f >> 16) & 0x8000) | 0x7fc0;
+    /* adding 0x7fff plus the lowest kept bit rounds ties to even; a carry
+     * may run into the exponent, up to infinity, which is right */
+    return (uint16_t)((f + 0x7fff + ((f >> 16) & 1)) >> 16);
 }

@@ -7,6 +7,13 @@
  * with spaces and ended by '\n', then the raw data. The header is parsed by
  * a small strict parser (no evaluation); every size is checked against the
  * file size before anything is allocated. Every message starts with the path.
+ *
+ * bfloat16: numpy has no descr for it. numpy.save of an ml_dtypes.bfloat16
+ * array writes '<V2' (a 2-byte opaque type with '<', where a plain np.void
+ * array says '|V2'), and np.load gives the bytes back as V2, which
+ * .view(ml_dtypes.bfloat16) turns into bfloat16 again. So '<V2' reads as
+ * bf16 and bf16 is written as '<V2': files round-trip with numpy and
+ * ml_dtypes.
  */
 #include "tensor.h"
 
@@ -25,9 +32,6 @@
 #define O_CLOEXEC 0
 #endif
 
-/* Headers of the dtypes we read are < 200 bytes; numpy itself refuses
- * headers over 10000 bytes from untrusted files by default. */
-#define NPY_MAX_HEADER_LEN (1u << 20)
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 #define NPY_ALIGN 64
@@ -40,19 +44,22 @@
 #define NPY_HOST_BIG_ENDIAN 0
 #endif
 
-typedef enum npy_kind { NPY_F4, NPY_F8, NPY_I4, NPY_I8 } npy_kind;
-
-static const struct {
-    const char *descr; /* without the byte-order character */
-    npy_kind kind;
-    size_t size;
+/* The descrs read, without their byte-order character, and the dtype each
+ * loads as. The first entry of a dtype is the one written for it, with
+ * '|' for one-byte types and '<' for the others, as numpy writes them. */
+static const struct npy_type {
+    const char *descr;
+    size_t size; /* bytes per element in the file */
     cg_dtype dtype;
 } npy_types[] = {
-    {"f4", NPY_F4, 4, CG_F32},
-    {"f8", NPY_F8, 8, CG_F32},
-    {"i4", NPY_I4, 4, CG_I32},
-    {"i8", NPY_I8, 8, CG_I32},
+    {"f4", 4, CG_F32}, {"i4", 4, CG_I32}, {"f2", 2, CG_F16}, {"V2", 2, CG_BF16},
+    {"i1", 1, CG_I8},  {"u1", 1, CG_U8},  {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL},
+    {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
 };
+#define NPY_NTYPES ((int)(sizeof npy_types / sizeof npy_types[0]))
+#define NPY_SUPPORTED                                                                              \
+    "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, "      \
+    "'<i4' int32, '|i1' int8, '|u1' uint8 or '|b1' bool"
 
 /* Copies `len` bytes of untrusted text into `dst` for a message: printable
  * ASCII as is, anything else as \xNN, cut with "..." when too long. */
@@ -255,9 +262,8 @@ static cg_status parse_header(const char *path, const char *text, size_t len, np
             hp_ws(&p);
             if (hp_peek(&p) == '[' || hp_peek(&p) == '{')
                 return cg_error(CG_ERR_UNSUPPORTED,
-                                "%s: structured dtypes are not supported (expected float32, "
-                                "float64, int32 or int64)",
-                                path);
+                                "%s: structured dtypes are not supported (expected %s)", path,
+                                NPY_SUPPORTED);
             if ((s = hp_string(&p, &h->descr, &h->descr_len)) != CG_OK) return s;
         } else if (seen == &h->has_fortran) {
             if ((s = hp_bool(&p, &h->fortran)) != CG_OK) return s;
@@ -295,6 +301,18 @@ static uint64_t rd_le64(const unsigned char *b) {
     return (uint64_t)rd_le32(b) | (uint64_t)rd_le32(b + 4) << 32;
 }
 
+/* Reverses the bytes of each of n elements of `size` bytes in place: file
+ * order <-> host order on a big-endian host. */
+static void swap_elems(void *data, int64_t n, size_t size) {
+    unsigned char *b = data;
+    for (int64_t i = 0; size > 1 && i < n; i++, b += size)
+        for (size_t k = 0; k < size / 2; k++) {
+            unsigned char c = b[k];
+            b[k] = b[size - 1 - k];
+            b[size - 1 - k] = c;
+        }
+}
+
 /* Reads exactly n bytes; a short read is an I/O error (the file shrank). */
 static cg_status read_exact(int fd, void *buf, size_t n, const char *path) {
     unsigned char *p = buf;
@@ -314,157 +332,183 @@ static cg_status read_exact(int fd, void *buf, size_t n, const char *path) {
     return CG_OK;
 }
 
-/* Reads `numel` 8-byte elements in chunks, converting them into t->data. */
-static cg_status read_convert8(int fd, const char *path, npy_kind kind, int64_t numel,
-                               cg_tensor *t) {
+/* An open file and what its prefix says. */
+typedef struct npy_file {
+    int fd;
+    const char *path;
+    uint64_t size;   /* of the whole file */
+    uint64_t prefix; /* bytes before the header text: 10 or 12 */
+    uint64_t hlen;   /* bytes of header text */
+} npy_file;
+
+/* The magic, the version and the header length, checked against the file.
+ * The header length needs no cap of its own: it is read whole only once it
+ * is known to fit in the file. */
+static cg_status read_prefix(npy_file *f) {
+    struct stat st;
+    if (fstat(f->fd, &st) != 0)
+        return cg_error(CG_ERR_IO, "%s: cannot stat: %s", f->path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return cg_error(CG_ERR_IO, "%s: not a regular file", f->path);
+    f->size = (uint64_t)st.st_size;
+    unsigned char pre[12];
+    if (f->size < 10)
+        return cg_error(CG_ERR_FORMAT, "%s: file is too short (%llu bytes) to be a .npy file",
+                        f->path, (unsigned long long)f->size);
+    cg_status s = read_exact(f->fd, pre, 10, f->path);
+    if (s != CG_OK) return s;
+    if (memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
+        return cg_error(CG_ERR_FORMAT, "%s: not a .npy file (bad magic bytes)", f->path);
+    unsigned major = pre[6], minor = pre[7];
+    if (major < 1 || major > 3 || minor != 0)
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: unsupported .npy format version %u.%u (expected 1.0, 2.0 or 3.0)",
+                        f->path, major, minor);
+    f->prefix = 10;
+    f->hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
+    if (major >= 2) {
+        f->prefix = 12;
+        if (f->size < 12)
+            return cg_error(CG_ERR_FORMAT,
+                            "%s: file is too short (%llu bytes) for a version %u.0 header",
+                            f->path, (unsigned long long)f->size, major);
+        if ((s = read_exact(f->fd, pre + 10, 2, f->path)) != CG_OK) return s;
+        f->hlen = rd_le32(pre + 8);
+    }
+    if (f->hlen > f->size - f->prefix)
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: header length %llu is larger than the rest of the file (%llu bytes)",
+                        f->path, (unsigned long long)f->hlen,
+                        (unsigned long long)(f->size - f->prefix));
+    return CG_OK;
+}
+
+/* The type a descr names, or NULL; *big_endian when it names a supported
+ * type in big-endian order. Byte order means nothing for one-byte types,
+ * so '|', '<' and '>' all do for them; '<V2' is bf16 (see the top of the
+ * file), '|V2' a plain opaque type. */
+static const struct npy_type *match_descr(const char *d, size_t len, int *big_endian) {
+    *big_endian = 0;
+    if (len != 3) return NULL;
+    const struct npy_type *ty = NULL;
+    for (int i = 0; i < NPY_NTYPES && !ty; i++)
+        if (memcmp(d + 1, npy_types[i].descr, 2) == 0) ty = &npy_types[i];
+    if (!ty) return NULL;
+    if (ty->size == 1) return d[0] == '|' || d[0] == '<' || d[0] == '>' ? ty : NULL;
+    if (d[0] == '>') *big_endian = 1;
+    return d[0] == '<' ? ty : NULL;
+}
+
+/* The type of the data, and that its layout is one we read. */
+static cg_status header_type(const char *path, const npy_header *h,
+                             const struct npy_type **out) {
+    int big_endian;
+    const struct npy_type *ty = match_descr(h->descr, h->descr_len, &big_endian);
+    char descr[64];
+    quote_text(descr, sizeof descr, h->descr, h->descr_len);
+    if (big_endian)
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: big-endian data ('%s') is not supported; save it as little-endian",
+                        path, descr);
+    if (!ty)
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: unsupported dtype '%s' (expected %s)", path, descr,
+                        NPY_SUPPORTED);
+    if (h->fortran)
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: Fortran-order (column-major) data is not supported; save a "
+                        "C-contiguous array",
+                        path);
+    *out = ty;
+    return CG_OK;
+}
+
+/* Reads the header text and parses it, then its type. */
+static cg_status read_header(const npy_file *f, npy_header *h, const struct npy_type **ty) {
+    char *text = malloc((size_t)f->hlen + 1);
+    if (!text) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", f->path);
+    cg_status s = read_exact(f->fd, text, (size_t)f->hlen, f->path);
+    if (s == CG_OK) {
+        text[f->hlen] = '\0';
+        s = parse_header(f->path, text, (size_t)f->hlen, h);
+    }
+    if (s == CG_OK) s = header_type(f->path, h, ty);
+    free(text); /* h->descr points into it: not used past this point */
+    h->descr = NULL;
+    return s;
+}
+
+/* The element count, and that the data after the header has exactly the
+ * bytes it needs. */
+static cg_status check_data_size(const npy_file *f, const npy_header *h,
+                                 const struct npy_type *ty, int64_t *numel) {
+    char shape[256], descr[4] = {ty->size == 1 ? '|' : '<', ty->descr[0], ty->descr[1], 0};
+    format_tuple(shape, sizeof shape, h->ndim, h->dims);
+    int64_t n = cg_shape_numel(h->ndim, h->dims);
+    if (n < 0 || (uint64_t)n > UINT64_MAX / ty->size)
+        return cg_error(CG_ERR_FORMAT, "%s: shape %s has too many elements", f->path, shape);
+    uint64_t expected = (uint64_t)n * ty->size;
+    uint64_t present = f->size - f->prefix - f->hlen;
+    if (present < expected)
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: data is truncated: shape %s of '%s' needs %llu bytes, but only %llu "
+                        "are present",
+                        f->path, shape, descr, (unsigned long long)expected,
+                        (unsigned long long)present);
+    if (present > expected)
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: %llu bytes of unexpected data after the %llu bytes of shape %s of "
+                        "'%s'",
+                        f->path, (unsigned long long)(present - expected),
+                        (unsigned long long)expected, shape, descr);
+    *numel = n;
+    return CG_OK;
+}
+
+/* Reads `numel` float64 elements in chunks, rounding them into t's f32. */
+static cg_status read_f8(const npy_file *f, int64_t numel, cg_tensor *t) {
     enum { CHUNK = 8192 };
     unsigned char *buf = malloc((size_t)CHUNK * 8);
-    if (!buf) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", path);
+    if (!buf) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", f->path);
     cg_status s = CG_OK;
     for (int64_t base = 0; base < numel && s == CG_OK; base += CHUNK) {
         size_t n = (size_t)(numel - base < CHUNK ? numel - base : CHUNK);
-        if ((s = read_exact(fd, buf, n * 8, path)) != CG_OK) break;
+        if ((s = read_exact(f->fd, buf, n * 8, f->path)) != CG_OK) break;
         for (size_t i = 0; i < n; i++) {
             uint64_t bits = rd_le64(buf + i * 8);
-            if (kind == NPY_F8) {
-                double d;
-                memcpy(&d, &bits, sizeof d);
-                ((float *)t->data)[base + (int64_t)i] = (float)d;
-            } else {
-                int64_t v = (int64_t)bits;
-                if (v < INT32_MIN || v > INT32_MAX) {
-                    s = cg_error(CG_ERR_UNSUPPORTED,
-                                 "%s: element %lld has value %lld, which does not fit in int32",
-                                 path, (long long)(base + (int64_t)i), (long long)v);
-                    break;
-                }
-                ((int32_t *)t->data)[base + (int64_t)i] = (int32_t)v;
-            }
+            double d;
+            memcpy(&d, &bits, sizeof d);
+            ((float *)t->data)[base + (int64_t)i] = (float)d;
         }
     }
     free(buf);
     return s;
 }
 
-static cg_status load_fd(int fd, const char *path, cg_tensor **out) {
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return cg_error(CG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return cg_error(CG_ERR_IO, "%s: not a regular file", path);
-    uint64_t fsize = (uint64_t)st.st_size;
-
-    unsigned char pre[12];
-    if (fsize < 10)
-        return cg_error(CG_ERR_FORMAT, "%s: file is too short (%llu bytes) to be a .npy file",
-                        path, (unsigned long long)fsize);
-    cg_status s = read_exact(fd, pre, 10, path);
-    if (s != CG_OK) return s;
-    if (memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
-        return cg_error(CG_ERR_FORMAT, "%s: not a .npy file (bad magic bytes)", path);
-    unsigned major = pre[6], minor = pre[7];
-    if (major < 1 || major > 3 || minor != 0)
-        return cg_error(CG_ERR_UNSUPPORTED,
-                        "%s: unsupported .npy format version %u.%u (expected 1.0, 2.0 or 3.0)",
-                        path, major, minor);
-    uint64_t prefix = 10;
-    uint64_t hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
-    if (major >= 2) {
-        prefix = 12;
-        if (fsize < 12)
+/* A bool is one byte, 0 or 1: anything else is not a value numpy makes. */
+static cg_status check_bools(const char *path, const cg_tensor *t, int64_t numel) {
+    const unsigned char *b = t->data;
+    for (int64_t i = 0; i < numel; i++)
+        if (b[i] > 1)
             return cg_error(CG_ERR_FORMAT,
-                            "%s: file is too short (%llu bytes) for a version %u.0 header",
-                            path, (unsigned long long)fsize, major);
-        if ((s = read_exact(fd, pre + 10, 2, path)) != CG_OK) return s;
-        hlen = rd_le32(pre + 8);
-    }
-    if (hlen > NPY_MAX_HEADER_LEN)
-        return cg_error(CG_ERR_FORMAT, "%s: header length %llu exceeds the limit of %u bytes",
-                        path, (unsigned long long)hlen, NPY_MAX_HEADER_LEN);
-    if (hlen > fsize - prefix)
-        return cg_error(CG_ERR_FORMAT,
-                        "%s: header length %llu is larger than the rest of the file (%llu bytes)",
-                        path, (unsigned long long)hlen, (unsigned long long)(fsize - prefix));
+                            "%s: element %lld of the bool array is %u, not 0 (False) or 1 (True)",
+                            path, (long long)i, (unsigned)b[i]);
+    return CG_OK;
+}
 
-    char *text = malloc((size_t)hlen + 1);
-    if (!text) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", path);
-    if ((s = read_exact(fd, text, (size_t)hlen, path)) != CG_OK) {
-        free(text);
-        return s;
-    }
-    text[hlen] = '\0';
-    npy_header h;
-    s = parse_header(path, text, (size_t)hlen, &h);
-    if (s != CG_OK) {
-        free(text);
-        return s;
-    }
-
-    /* dtype */
-    int ti = -1;
-    int big_endian = 0;
-    if (h.descr_len == 3 && (h.descr[0] == '<' || h.descr[0] == '>')) {
-        for (int i = 0; i < (int)(sizeof npy_types / sizeof npy_types[0]); i++)
-            if (memcmp(h.descr + 1, npy_types[i].descr, 2) == 0) ti = i;
-        if (ti >= 0 && h.descr[0] == '>') big_endian = 1;
-    }
-    char descr[64];
-    quote_text(descr, sizeof descr, h.descr, h.descr_len);
-    free(text); /* h.descr is not used past this point */
-    if (big_endian)
-        return cg_error(CG_ERR_UNSUPPORTED,
-                        "%s: big-endian data ('%s') is not supported; save it as little-endian",
-                        path, descr);
-    if (ti < 0)
-        return cg_error(CG_ERR_UNSUPPORTED,
-                        "%s: unsupported dtype '%s' (expected float32, float64, int32 or int64)",
-                        path, descr);
-    if (h.fortran)
-        return cg_error(CG_ERR_UNSUPPORTED,
-                        "%s: Fortran-order (column-major) data is not supported; save a "
-                        "C-contiguous array",
-                        path);
-
-    /* sizes */
-    char shape[256];
-    format_tuple(shape, sizeof shape, h.ndim, h.dims);
-    int64_t numel = cg_shape_numel(h.ndim, h.dims);
-    size_t esize = npy_types[ti].size;
-    if (numel < 0 || (uint64_t)numel > UINT64_MAX / esize)
-        return cg_error(CG_ERR_FORMAT, "%s: shape %s has too many elements", path, shape);
-    uint64_t expected = (uint64_t)numel * esize;
-    uint64_t present = fsize - prefix - hlen;
-    if (present < expected)
-        return cg_error(CG_ERR_FORMAT,
-                        "%s: data is truncated: shape %s of '%s' needs %llu bytes, but only %llu "
-                        "are present",
-                        path, shape, descr, (unsigned long long)expected,
-                        (unsigned long long)present);
-    if (present > expected)
-        return cg_error(CG_ERR_FORMAT,
-                        "%s: %llu bytes of unexpected data after the %llu bytes of shape %s of "
-                        "'%s'",
-                        path, (unsigned long long)(present - expected),
-                        (unsigned long long)expected, shape, descr);
-
+/* Reads the data into a new tensor of the type's dtype. */
+static cg_status read_data(const npy_file *f, const npy_header *h, const struct npy_type *ty,
+                           int64_t numel, cg_tensor **out) {
     cg_tensor *t;
-    if ((s = cg_tensor_alloc(npy_types[ti].dtype, h.ndim, h.dims, &t)) != CG_OK) {
-        cg_error_prefix("%s: ", path);
+    cg_status s = cg_tensor_alloc(ty->dtype, h->ndim, h->dims, &t);
+    if (s != CG_OK) {
+        cg_error_prefix("%s: ", f->path);
         return s;
     }
-    npy_kind kind = npy_types[ti].kind;
-    if (kind == NPY_F4 || kind == NPY_I4) {
-        s = read_exact(fd, t->data, (size_t)expected, path);
-#if NPY_HOST_BIG_ENDIAN
-        if (s == CG_OK) {
-            unsigned char *b = t->data;
-            for (int64_t i = 0; i < numel; i++) {
-                uint32_t v = rd_le32(b + 4 * i);
-                memcpy(b + 4 * i, &v, 4);
-            }
-        }
-#endif
+    if (ty->size != cg_dtype_size(ty->dtype)) {
+        s = read_f8(f, numel, t);
     } else {
-        s = read_convert8(fd, path, kind, numel, t);
+        s = read_exact(f->fd, t->data, (size_t)numel * ty->size, f->path);
+        if (s == CG_OK && NPY_HOST_BIG_ENDIAN) swap_elems(t->data, numel, ty->size);
+        if (s == CG_OK && ty->dtype == CG_BOOL) s = check_bools(f->path, t, numel);
     }
     if (s != CG_OK) {
         cg_tensor_free(t);
@@ -472,6 +516,18 @@ static cg_status load_fd(int fd, const char *path, cg_tensor **out) {
     }
     *out = t;
     return CG_OK;
+}
+
+static cg_status load_fd(int fd, const char *path, cg_tensor **out) {
+    npy_file f = {fd, path, 0, 0, 0};
+    npy_header h;
+    const struct npy_type *ty = NULL;
+    int64_t numel = 0;
+    cg_status s = read_prefix(&f);
+    if (s == CG_OK) s = read_header(&f, &h, &ty);
+    if (s == CG_OK) s = check_data_size(&f, &h, ty, &numel);
+    if (s == CG_OK) s = read_data(&f, &h, ty, numel, out);
+    return s;
 }
 
 cg_status cg_tensor_load_npy(const char *path, cg_tensor **out) {
@@ -488,27 +544,30 @@ cg_status cg_tensor_load_npy(const char *path, cg_tensor **out) {
 /* ------------------------------------------------------------------ */
 /* Writing                                                             */
 
-cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path) {
-    if (!t) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_save_npy: NULL tensor");
-    if (!path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_save_npy: NULL path");
-    const char *descr = t->dtype == CG_F32 ? "<f4" : t->dtype == CG_I32 ? "<i4" : NULL;
-    if (!descr)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: cannot save a tensor of dtype %d", path,
-                        (int)t->dtype);
-    int64_t numel = cg_shape_numel(t->ndim, t->dims);
-    if (numel < 0)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the tensor has an invalid shape", path);
+/* The descr written for a dtype, as numpy writes it ("<f4", "|b1", "<V2"), or
+ * NULL for an invalid dtype. */
+static int save_descr(cg_dtype dtype, char descr[4]) {
+    for (int i = 0; i < NPY_NTYPES; i++)
+        if (npy_types[i].dtype == dtype) {
+            descr[0] = npy_types[i].size == 1 ? '|' : '<';
+            memcpy(descr + 1, npy_types[i].descr, 2);
+            descr[3] = '\0';
+            return 1;
+        }
+    return 0;
+}
 
-    /* Same bytes as numpy.save: sorted keys, repr() values, spare room for
-     * the first axis to grow, padded with spaces so that the data starts on
-     * a 64-byte boundary, ended by '\n'. */
+/* The prefix and header numpy.save writes: sorted keys, repr() values, spare
+ * room for the first axis to grow, padded with spaces so that the data
+ * starts on a 64-byte boundary, ended by '\n'. The dict is at most ~250
+ * bytes (8 dimensions of at most 20 digits), so `hdr` (512) always holds it,
+ * the growth room and the padding. Returns the bytes in hdr. */
+static size_t build_header(const cg_tensor *t, const char *descr, unsigned char hdr[512]) {
     char shape[256];
     format_tuple(shape, sizeof shape, t->ndim, t->dims);
-    char dict[512];
-    int dn = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-                      descr, shape);
-    if (dn < 0 || (size_t)dn + NPY_GROWTH_AXIS_MAX_DIGITS + NPY_ALIGN + 1 > sizeof dict)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: header too long", path);
+    char *dict = (char *)hdr + 10;
+    int dn = snprintf(dict, 512 - 10 - NPY_GROWTH_AXIS_MAX_DIGITS - NPY_ALIGN,
+                      "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
     size_t len = (size_t)dn;
     if (t->ndim > 0) {
         char first[32];
@@ -517,34 +576,47 @@ cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path) {
         memset(dict + len, ' ', grow);
         len += grow;
     }
-    size_t hlen = len + 1;
-    size_t pad = NPY_ALIGN - (NPY_MAGIC_LEN + 2 + 2 + hlen) % NPY_ALIGN;
-    size_t total_header = hlen + pad;
-    unsigned char prefix[10];
-    memcpy(prefix, NPY_MAGIC, NPY_MAGIC_LEN);
-    prefix[6] = 1;
-    prefix[7] = 0;
-    prefix[8] = (unsigned char)(total_header & 0xff);
-    prefix[9] = (unsigned char)(total_header >> 8);
+    size_t pad = NPY_ALIGN - (NPY_MAGIC_LEN + 2 + 2 + len + 1) % NPY_ALIGN;
     memset(dict + len, ' ', pad);
-    dict[len + pad] = '\n';
+    size_t total = len + pad + 1;
+    dict[total - 1] = '\n';
+    memcpy(hdr, NPY_MAGIC, NPY_MAGIC_LEN);
+    hdr[6] = 1;
+    hdr[7] = 0;
+    hdr[8] = (unsigned char)(total & 0xff);
+    hdr[9] = (unsigned char)(total >> 8);
+    return 10 + total;
+}
+
+/* Writes the data little-endian. */
+static int write_data(FILE *f, const cg_tensor *t, int64_t numel) {
+    size_t es = cg_dtype_size(t->dtype);
+    if (!NPY_HOST_BIG_ENDIAN) return numel == 0 || fwrite(t->data, es, (size_t)numel, f) == (size_t)numel;
+    for (int64_t i = 0; i < numel; i++) {
+        unsigned char b[8];
+        memcpy(b, (const unsigned char *)t->data + es * (size_t)i, es);
+        swap_elems(b, 1, es);
+        if (fwrite(b, 1, es, f) != es) return 0;
+    }
+    return 1;
+}
+
+cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path) {
+    if (!t) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_save_npy: NULL tensor");
+    if (!path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_save_npy: NULL path");
+    char descr[4];
+    if (!save_descr(t->dtype, descr))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: cannot save a tensor of dtype %d", path,
+                        (int)t->dtype);
+    int64_t numel = cg_shape_numel(t->ndim, t->dims);
+    if (numel < 0)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the tensor has an invalid shape", path);
+    unsigned char hdr[512];
+    size_t hn = build_header(t, descr, hdr);
 
     FILE *f = fopen(path, "wb");
     if (!f) return cg_error(CG_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
-    int ok = fwrite(prefix, 1, sizeof prefix, f) == sizeof prefix &&
-             fwrite(dict, 1, total_header, f) == total_header;
-    size_t bytes = (size_t)numel * 4;
-#if NPY_HOST_BIG_ENDIAN
-    for (int64_t i = 0; ok && i < numel; i++) {
-        uint32_t v;
-        memcpy(&v, (const unsigned char *)t->data + 4 * i, 4);
-        unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8),
-                              (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
-        ok = fwrite(b, 1, 4, f) == 4;
-    }
-#else
-    if (ok && bytes > 0) ok = fwrite(t->data, 1, bytes, f) == bytes;
-#endif
+    int ok = fwrite(hdr, 1, hn, f) == hn && write_data(f, t, numel);
     int err = ok ? 0 : errno;
     if (fclose(f) != 0 && ok) {
         ok = 0;

@@ -1,5 +1,5 @@
 /*
- * safetensors files: memory-mapped, validated, converted to F32/I32 lazily.
+ * safetensors files: memory-mapped, validated, viewed or converted lazily.
  *
  * Layout: an 8-byte little-endian u64 N, N bytes of UTF-8 JSON
  *   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...,
@@ -38,38 +38,38 @@
 #define O_CLOEXEC 0
 #endif
 
-/* Same cap as the reference implementation (MAX_HEADER_SIZE). */
-#define ST_MAX_HEADER_LEN 100000000ull
-
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define ST_HOST_BIG_ENDIAN 1
 #else
 #define ST_HOST_BIG_ENDIAN 0
 #endif
 
-typedef enum st_dtype { ST_F32, ST_F16, ST_BF16, ST_I32, ST_I64 } st_dtype;
-
-static const struct {
-    const char *name;
-    size_t size;
-    cg_dtype out; /* what it is viewed as */
-} st_types[] = {
-    [ST_F32] = {"F32", 4, CG_F32},
-    [ST_F16] = {"F16", 2, CG_F32},
-    [ST_BF16] = {"BF16", 2, CG_F32},
-    [ST_I32] = {"I32", 4, CG_I32},
-    [ST_I64] = {"I64", 8, CG_I32},
+/* The format's dtype names, indexed by the cg_dtype each one is. */
+static const char *const st_names[] = {
+    [CG_F32] = "F32", [CG_I32] = "I32", [CG_F16] = "F16", [CG_BF16] = "BF16",
+    [CG_I8] = "I8",   [CG_U8] = "U8",   [CG_I64] = "I64", [CG_BOOL] = "BOOL",
 };
-#define ST_NTYPES ((int)(sizeof st_types / sizeof st_types[0]))
+#define ST_NTYPES ((int)(sizeof st_names / sizeof st_names[0]))
+#define ST_SUPPORTED "F32, F16, BF16, I64, I32, I8, U8, BOOL"
+
+const char *cg_st_dtype_name(cg_dtype t) {
+    return (int)t > 0 && (int)t < ST_NTYPES ? st_names[t] : NULL;
+}
 
 typedef struct st_entry {
     char *name;
-    st_dtype dtype;
+    cg_dtype dtype;       /* as stored */
     int ndim;
     int64_t dims[CG_MAX_DIMS];
     int64_t numel;
     uint64_t begin, end;  /* relative to the data section */
-    void *converted;      /* cg_aligned_alloc'ed F32/I32 copy, or NULL */
+    /* Views that are not the mapped bytes themselves, made on first use
+     * (under the lock) and kept until cg_weights_free, cg_aligned_alloc'ed:
+     * the stored dtype in host order and aligned, and the one dtype a view
+     * converts it to (F16/BF16 -> F32, I64 -> I32). */
+    void *copy;
+    void *converted;
+    int bools_checked;    /* BOOL: every byte was seen to be 0 or 1 */
 } st_entry;
 
 struct cg_weights {
@@ -80,7 +80,7 @@ struct cg_weights {
     uint64_t data_size;
     st_entry *entries;          /* sorted by name (strcmp) */
     size_t count;
-    pthread_mutex_t lock;       /* guards entries[].converted */
+    pthread_mutex_t lock;       /* guards entries[].copy, .converted, .bools_checked */
 };
 
 /* ------------------------------------------------------------------ */
@@ -123,7 +123,7 @@ static void quote_name(char *dst, const char *name) {
 /* "F32[12, 4]" */
 static void format_stored(char *buf, size_t size, const st_entry *e) {
     size_t o = 0;
-    int n = snprintf(buf, size, "%s[", st_types[e->dtype].name);
+    int n = snprintf(buf, size, "%s[", st_names[e->dtype]);
     o = n > 0 ? (size_t)n : 0;
     for (int i = 0; i < e->ndim && o < size; i++) {
         n = snprintf(buf + o, size - o, "%s%lld", i ? ", " : "", (long long)e->dims[i]);
@@ -131,8 +131,6 @@ static void format_stored(char *buf, size_t size, const st_entry *e) {
     }
     if (o < size) snprintf(buf + o, size - o, "]");
 }
-
-static uint16_t rd_le16(const unsigned char *b) { return (uint16_t)(b[0] | b[1] << 8); }
 
 static uint32_t rd_le32(const unsigned char *b) {
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
@@ -142,27 +140,9 @@ static uint64_t rd_le64(const unsigned char *b) {
     return (uint64_t)rd_le32(b) | (uint64_t)rd_le32(b + 4) << 32;
 }
 
-/* IEEE binary16 -> binary32. Exact: every half is a float. */
-static uint32_t f16_to_f32_bits(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f;
-    uint32_t mant = h & 0x3ff;
-    if (exp == 0x1f) /* inf, or nan keeping its payload and quiet bit */
-        return sign | 0x7f800000u | (mant << 13);
-    if (exp != 0) return sign | ((exp + 112) << 23) | (mant << 13);
-    if (mant == 0) return sign; /* +-0 */
-    /* subnormal: mant * 2^-24; normalise so that the leading 1 is bit 10 */
-    int e = -1;
-    do {
-        mant <<= 1;
-        e++;
-    } while (!(mant & 0x400));
-    return sign | ((uint32_t)(112 - e) << 23) | ((mant & 0x3ff) << 13);
-}
-
 /* Valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF)? Returns the
  * offset of the first bad byte, or len. */
-static size_t utf8_check(const unsigned char *s, size_t len) {
+size_t cg_utf8_check(const unsigned char *s, size_t len) {
     size_t i = 0;
     while (i < len) {
         unsigned char c = s[i];
@@ -505,117 +485,112 @@ done:
     return s;
 }
 
+/* The value of "dtype": one of the format's names we read. */
+static cg_status parse_dtype(jparser *p, st_entry *e) {
+    char *dt;
+    size_t dlen;
+    jp_ws(p);
+    size_t dt_pos = p->pos;
+    cg_status s = jp_string(p, "a string for 'dtype'", &dt, &dlen);
+    if (s != CG_OK) return s;
+    int t = 0;
+    for (int i = 1; i < ST_NTYPES && !t; i++)
+        if (st_names[i] && dlen == strlen(st_names[i]) && strcmp(dt, st_names[i]) == 0) t = i;
+    if (!t) {
+        char dq[64];
+        quote_text(dq, sizeof dq, dt, dlen);
+        p->pos = dt_pos;
+        s = jp_fail(p, CG_ERR_UNSUPPORTED, "unsupported dtype '%s' (supported: %s)", dq,
+                    ST_SUPPORTED);
+    }
+    free(dt);
+    e->dtype = (cg_dtype)t;
+    return s;
+}
+
+/* The value of "shape": an array of at most CG_MAX_DIMS sizes. */
+static cg_status parse_shape(jparser *p, st_entry *e) {
+    int empty, more = 1;
+    cg_status s = jp_open(p, '[', ']', "an array of integers for 'shape'", &empty);
+    if (s != CG_OK) return s;
+    e->ndim = 0;
+    while (!empty && more) {
+        uint64_t d;
+        if ((s = jp_uint(p, "a non-negative integer in 'shape'", (uint64_t)INT64_MAX, &d)) != CG_OK)
+            return s;
+        if (e->ndim == CG_MAX_DIMS)
+            return jp_fail(p, CG_ERR_UNSUPPORTED,
+                           "'shape' has more than %d dimensions, which is not supported",
+                           CG_MAX_DIMS);
+        e->dims[e->ndim++] = (int64_t)d;
+        if ((s = jp_next(p, ']', "'shape'", &more)) != CG_OK) return s;
+    }
+    return CG_OK;
+}
+
+/* The value of "data_offsets": exactly [begin, end]. */
+static cg_status parse_offsets(jparser *p, st_entry *e) {
+    int empty, more = 0, n = 0;
+    jp_ws(p);
+    size_t arr_pos = p->pos;
+    cg_status s = jp_open(p, '[', ']', "an array [begin, end] for 'data_offsets'", &empty);
+    if (s != CG_OK) return s;
+    uint64_t *v[2] = {&e->begin, &e->end};
+    for (more = !empty; more && n < 2; n++) {
+        if ((s = jp_uint(p, "an integer in 'data_offsets'", UINT64_MAX, v[n])) != CG_OK ||
+            (s = jp_next(p, ']', "'data_offsets'", &more)) != CG_OK)
+            return s;
+    }
+    if (n != 2 || more) {
+        p->pos = arr_pos;
+        return jp_fail(p, CG_ERR_FORMAT, "'data_offsets' must have exactly two integers [begin, end]");
+    }
+    return CG_OK;
+}
+
+/* A key of a tensor description: 0 dtype, 1 shape, 2 data_offsets, each at
+ * most once (seen[]). */
+static cg_status parse_tensor_key(jparser *p, const int seen[3], int *which) {
+    char *key;
+    size_t klen;
+    jp_ws(p);
+    size_t key_pos = p->pos;
+    cg_status s = jp_string(p, "a string key", &key, &klen);
+    if (s != CG_OK) return s;
+    static const char *const keys[3] = {"dtype", "shape", "data_offsets"};
+    int k = -1;
+    for (int i = 0; i < 3 && k < 0; i++)
+        if (klen == strlen(keys[i]) && strcmp(key, keys[i]) == 0) k = i;
+    if (k < 0 || seen[k]) {
+        char kq[NAME_BUF];
+        quote_text(kq, sizeof kq, key, klen);
+        p->pos = key_pos;
+        s = jp_fail(p, CG_ERR_FORMAT, "%s key '%s'%s", k < 0 ? "unknown" : "duplicate", kq,
+                    k < 0 ? " (expected dtype, shape and data_offsets)" : "");
+    }
+    free(key);
+    *which = k;
+    return s;
+}
+
 /* One tensor description {"dtype": .., "shape": [..], "data_offsets": [b, e]}. */
 static cg_status parse_tensor(jparser *p, st_entry *e, const char *qname) {
     char ctx[NAME_BUF + 16];
     snprintf(ctx, sizeof ctx, "tensor '%s': ", qname);
     p->ctx = ctx;
-    cg_status s;
-    int empty, more = 1;
-    int have_dtype = 0, have_shape = 0, have_offsets = 0;
-    if ((s = jp_open(p, '{', '}', "an object with 'dtype', 'shape' and 'data_offsets'",
-                     &empty)) != CG_OK)
-        goto out;
-    while (!empty && more) {
-        char *key;
-        size_t klen;
-        size_t key_pos;
-        jp_ws(p);
-        key_pos = p->pos;
-        if ((s = jp_string(p, "a string key", &key, &klen)) != CG_OK) goto out;
-        int which = strcmp(key, "dtype") == 0 ? 0 : strcmp(key, "shape") == 0 ? 1
-                  : strcmp(key, "data_offsets") == 0 ? 2 : -1;
-        if (which < 0 || klen != strlen(key) ||
-            (which == 0 ? have_dtype : which == 1 ? have_shape : have_offsets)) {
-            char kq[NAME_BUF];
-            quote_text(kq, sizeof kq, key, klen);
-            p->pos = key_pos;
-            s = jp_fail(p, CG_ERR_FORMAT, "%s key '%s'%s", which < 0 ? "unknown" : "duplicate",
-                        kq, which < 0 ? " (expected dtype, shape and data_offsets)" : "");
-            free(key);
-            goto out;
-        }
-        free(key);
-        if ((s = jp_expect(p, ':', "':' after a key")) != CG_OK) goto out;
-        if (which == 0) {
-            char *dt;
-            size_t dlen;
-            size_t dt_pos;
-            jp_ws(p);
-            dt_pos = p->pos;
-            if ((s = jp_string(p, "a string for 'dtype'", &dt, &dlen)) != CG_OK) goto out;
-            int t = -1;
-            for (int i = 0; i < ST_NTYPES; i++)
-                if (dlen == strlen(st_types[i].name) && strcmp(dt, st_types[i].name) == 0) t = i;
-            if (t < 0) {
-                char dq[64];
-                quote_text(dq, sizeof dq, dt, dlen);
-                p->pos = dt_pos;
-                s = jp_fail(p, CG_ERR_UNSUPPORTED,
-                            "unsupported dtype '%s' (supported: F32, F16, BF16, I32, I64)", dq);
-                free(dt);
-                goto out;
-            }
-            free(dt);
-            e->dtype = (st_dtype)t;
-            have_dtype = 1;
-        } else if (which == 1) {
-            int inner, m = 1;
-            if ((s = jp_open(p, '[', ']', "an array of integers for 'shape'", &inner)) != CG_OK)
-                goto out;
-            e->ndim = 0;
-            while (!inner && m) {
-                uint64_t d;
-                if ((s = jp_uint(p, "a non-negative integer in 'shape'", (uint64_t)INT64_MAX,
-                                 &d)) != CG_OK)
-                    goto out;
-                if (e->ndim == CG_MAX_DIMS) {
-                    s = jp_fail(p, CG_ERR_UNSUPPORTED,
-                                "'shape' has more than %d dimensions, which is not supported",
-                                CG_MAX_DIMS);
-                    goto out;
-                }
-                e->dims[e->ndim++] = (int64_t)d;
-                if ((s = jp_next(p, ']', "'shape'", &m)) != CG_OK) goto out;
-            }
-            have_shape = 1;
-        } else {
-            int inner, m;
-            size_t arr_pos;
-            jp_ws(p);
-            arr_pos = p->pos;
-            if ((s = jp_open(p, '[', ']', "an array [begin, end] for 'data_offsets'", &inner)) !=
-                CG_OK)
-                goto out;
-            if (!inner) {
-                if ((s = jp_uint(p, "an integer in 'data_offsets'", UINT64_MAX, &e->begin)) !=
-                        CG_OK ||
-                    (s = jp_next(p, ']', "'data_offsets'", &m)) != CG_OK)
-                    goto out;
-                if (m) {
-                    if ((s = jp_uint(p, "an integer in 'data_offsets'", UINT64_MAX, &e->end)) !=
-                            CG_OK ||
-                        (s = jp_next(p, ']', "'data_offsets'", &m)) != CG_OK)
-                        goto out;
-                    if (!m) have_offsets = 1;
-                }
-            }
-            if (!have_offsets) {
-                p->pos = arr_pos;
-                s = jp_fail(p, CG_ERR_FORMAT,
-                            "'data_offsets' must have exactly two integers [begin, end]");
-                goto out;
-            }
-        }
-        if ((s = jp_next(p, '}', "a tensor description", &more)) != CG_OK) goto out;
+    int empty, more = 1, seen[3] = {0, 0, 0}, which;
+    cg_status s = jp_open(p, '{', '}', "an object with 'dtype', 'shape' and 'data_offsets'", &empty);
+    while (s == CG_OK && !empty && more) {
+        if ((s = parse_tensor_key(p, seen, &which)) != CG_OK ||
+            (s = jp_expect(p, ':', "':' after a key")) != CG_OK)
+            break;
+        s = which == 0 ? parse_dtype(p, e) : which == 1 ? parse_shape(p, e) : parse_offsets(p, e);
+        seen[which] = 1;
+        if (s == CG_OK) s = jp_next(p, '}', "a tensor description", &more);
     }
-    if (!have_dtype || !have_shape || !have_offsets) {
+    if (s == CG_OK && (!seen[0] || !seen[1] || !seen[2]))
         s = jp_fail(p, CG_ERR_FORMAT, "missing '%s'",
-                    !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
-        goto out;
-    }
-    s = CG_OK;
-out:
+                    !seen[0] ? "dtype" : !seen[1] ? "shape" : "data_offsets");
     p->ctx = "";
     return s;
 }
@@ -623,6 +598,7 @@ out:
 static void entries_free(st_entry *es, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(es[i].name);
+        cg_aligned_free(es[i].copy);
         cg_aligned_free(es[i].converted);
     }
     free(es);
@@ -706,7 +682,7 @@ static cg_status validate(cg_weights *w) {
     for (size_t i = 0; i < w->count; i++) {
         st_entry *e = &w->entries[i];
         int64_t numel = cg_shape_numel(e->ndim, e->dims);
-        size_t esize = st_types[e->dtype].size;
+        size_t esize = cg_dtype_size(e->dtype);
         if (numel < 0 || (uint64_t)numel > UINT64_MAX / esize) {
             quote_name(q, e->name);
             format_stored(shape, sizeof shape, e);
@@ -862,9 +838,9 @@ cg_status cg_weights_open(const char *path, cg_weights **out) {
     const unsigned char *base = map;
 
     uint64_t hlen = rd_le64(base);
-    if (hlen > ST_MAX_HEADER_LEN) {
+    if (hlen > CG_ST_MAX_HEADER_LEN) {
         s = cg_error(CG_ERR_FORMAT, "%s: header length %llu exceeds the limit of %llu bytes",
-                     path, (unsigned long long)hlen, ST_MAX_HEADER_LEN);
+                     path, (unsigned long long)hlen, CG_ST_MAX_HEADER_LEN);
         goto fail;
     }
     if (hlen > fsize - 8) {
@@ -874,7 +850,7 @@ cg_status cg_weights_open(const char *path, cg_weights **out) {
         goto fail;
     }
     const unsigned char *hdr = base + 8;
-    size_t bad = utf8_check(hdr, (size_t)hlen);
+    size_t bad = cg_utf8_check(hdr, (size_t)hlen);
     if (bad != hlen) {
         s = cg_error(CG_ERR_FORMAT, "%s: header is not valid UTF-8 (at header byte %zu)", path,
                      bad);
@@ -913,59 +889,104 @@ int cg_weights_find(const cg_weights *w, const char *name) {
     return -1;
 }
 
-static void fill_desc(const st_entry *e, cg_tensor_desc *d) {
+/* The dtype the legacy calls (cg_weights_desc, cg_weights_view,
+ * cg_weights_get) give: F32 for the float formats, I32 for I32 and I64, the
+ * stored dtype for the rest. */
+static cg_dtype default_dtype(cg_dtype stored) {
+    if (stored == CG_F16 || stored == CG_BF16) return CG_F32;
+    if (stored == CG_I64) return CG_I32;
+    return stored;
+}
+
+int cg_weights_viewable(cg_dtype stored, cg_dtype want) {
+    return want == stored || (want == CG_F32 && (stored == CG_F16 || stored == CG_BF16)) ||
+           (want == CG_I32 && stored == CG_I64);
+}
+
+static void fill_desc(const st_entry *e, cg_dtype dtype, cg_tensor_desc *d) {
     memset(d, 0, sizeof *d);
-    d->dtype = st_types[e->dtype].out == CG_F32 ? CG_OP_F32 : CG_OP_I32;
+    d->dtype = dtype;
     d->ndim = e->ndim;
     for (int i = 0; i < e->ndim; i++) d->dims[i] = e->dims[i];
 }
 
-cg_status cg_weights_desc(const cg_weights *w, size_t i, cg_tensor_desc *desc_out) {
-    if (!w || !desc_out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_desc: NULL argument");
+static cg_status check_index(const cg_weights *w, size_t i, const char *fn) {
+    if (!w) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: NULL weights", fn);
     if (i >= w->count)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor index %zu out of range (%zu tensors)",
                         w->path, i, w->count);
-    fill_desc(&w->entries[i], desc_out);
     return CG_OK;
 }
 
-/* Converts the stored bytes of `e` into F32 / I32 at `dst` (4 * numel bytes). */
-static cg_status convert(const cg_weights *w, const st_entry *e, void *dst) {
-    const unsigned char *src = w->data + e->begin;
-    int64_t n = e->numel;
-    uint32_t *d = dst;
-    switch (e->dtype) {
-    case ST_F32:
-    case ST_I32:
-#if ST_HOST_BIG_ENDIAN
-        for (int64_t i = 0; i < n; i++) d[i] = rd_le32(src + 4 * i);
-#else
-        if (n > 0) memcpy(dst, src, (size_t)n * 4);
-#endif
-        return CG_OK;
-    case ST_F16:
-        for (int64_t i = 0; i < n; i++) d[i] = f16_to_f32_bits(rd_le16(src + 2 * i));
-        return CG_OK;
-    case ST_BF16:
-        for (int64_t i = 0; i < n; i++) d[i] = (uint32_t)rd_le16(src + 2 * i) << 16;
-        return CG_OK;
-    case ST_I64:
-        for (int64_t i = 0; i < n; i++) {
-            int64_t v = (int64_t)rd_le64(src + 8 * i);
-            if (v < INT32_MIN || v > INT32_MAX) {
-                char q[NAME_BUF];
-                quote_name(q, e->name);
-                return cg_error(CG_ERR_UNSUPPORTED,
-                                "%s: tensor '%s': element %lld has value %lld, which does not fit "
-                                "in I32",
-                                w->path, q, (long long)i, (long long)v);
-            }
-            int32_t v32 = (int32_t)v;
-            memcpy(&d[i], &v32, 4);
+cg_status cg_weights_desc(const cg_weights *w, size_t i, cg_tensor_desc *desc_out) {
+    if (!desc_out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_desc: NULL argument");
+    cg_status s = check_index(w, i, "cg_weights_desc");
+    if (s == CG_OK) fill_desc(&w->entries[i], default_dtype(w->entries[i].dtype), desc_out);
+    return s;
+}
+
+cg_status cg_weights_stored_desc(const cg_weights *w, size_t i, cg_tensor_desc *desc_out) {
+    if (!desc_out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_stored_desc: NULL argument");
+    cg_status s = check_index(w, i, "cg_weights_stored_desc");
+    if (s == CG_OK) fill_desc(&w->entries[i], w->entries[i].dtype, desc_out);
+    return s;
+}
+
+cg_dtype cg_weights_dtype(const cg_weights *w, size_t i) {
+    return w && i < w->count ? w->entries[i].dtype : (cg_dtype)0;
+}
+
+/* A BOOL tensor's bytes must be 0 or 1: anything else is no bool. */
+static cg_status check_bools(const cg_weights *w, const st_entry *e) {
+    const unsigned char *b = w->data + e->begin;
+    for (int64_t i = 0; i < e->numel; i++)
+        if (b[i] > 1) {
+            char q[NAME_BUF];
+            quote_name(q, e->name);
+            return cg_error(CG_ERR_FORMAT, "%s: tensor '%s': element %lld of the BOOL tensor is %u, "
+                            "not 0 (false) or 1 (true)",
+                            w->path, q, (long long)i, (unsigned)b[i]);
         }
-        return CG_OK;
-    }
-    return cg_error(CG_ERR_FORMAT, "%s: internal error: bad dtype", w->path);
+    return CG_OK;
+}
+
+/* The stored bytes of `e` in host order: the mapped bytes on a
+ * little-endian host, else a byte-swapped copy in *tmp (freed by the
+ * caller). */
+static cg_status host_order(const cg_weights *w, const st_entry *e, const void **src, void **tmp) {
+    *tmp = NULL;
+    *src = w->data + e->begin;
+    size_t es = cg_dtype_size(e->dtype);
+    if (!ST_HOST_BIG_ENDIAN || es == 1) return CG_OK;
+    unsigned char *b = cg_aligned_alloc((size_t)e->numel * es);
+    if (!b) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", w->path);
+    const unsigned char *in = *src;
+    for (int64_t i = 0; i < e->numel; i++)
+        for (size_t k = 0; k < es; k++) b[(size_t)i * es + k] = in[(size_t)i * es + es - 1 - k];
+    *src = *tmp = b;
+    return CG_OK;
+}
+
+/* Converts the stored data of `e` into `want` at dst (numel elements), by
+ * the rules of cg_tensor_convert. */
+static cg_status convert(const cg_weights *w, const st_entry *e, cg_dtype want, void *dst) {
+    char q[NAME_BUF];
+    const void *src;
+    void *tmp;
+    cg_status s = e->dtype == CG_BOOL ? check_bools(w, e) : CG_OK;
+    if (s == CG_OK) s = host_order(w, e, &src, &tmp);
+    if (s != CG_OK) return s;
+    int64_t bad = 0, val = 0;
+    cg_conv_result r = cg_convert_elems(e->dtype, src, want, dst, e->numel, &bad, &val);
+    cg_aligned_free(tmp);
+    if (r == CG_CONV_OK) return CG_OK;
+    quote_name(q, e->name);
+    if (r == CG_CONV_RANGE)
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: tensor '%s': element %lld has value %lld, which does not fit in %s",
+                        w->path, q, (long long)bad, (long long)val, cg_dtype_name(want));
+    return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s' is stored as %s, which is not converted to %s",
+                    w->path, q, st_names[e->dtype], cg_dtype_name(want));
 }
 
 static cg_status lookup(const cg_weights *w, const char *name, const char *fn, st_entry **e) {
@@ -980,6 +1001,61 @@ static cg_status lookup(const cg_weights *w, const char *name, const char *fn, s
     return CG_OK;
 }
 
+/* The buffer a view of `e` as `want` keeps (w->lock held): made and
+ * converted on first use. */
+static cg_status cached_view(cg_weights *w, st_entry *e, cg_dtype want, const void **data) {
+    void **slot = want == e->dtype ? &e->copy : &e->converted;
+    cg_status s = CG_OK;
+    if (!*slot) {
+        void *buf = cg_aligned_alloc((size_t)e->numel * cg_dtype_size(want));
+        if (!buf) {
+            char q[NAME_BUF];
+            quote_name(q, e->name);
+            s = cg_error(CG_ERR_NO_MEMORY, "%s: tensor '%s': out of memory converting to %s",
+                         w->path, q, cg_dtype_name(want));
+        } else if ((s = convert(w, e, want, buf)) != CG_OK) {
+            cg_aligned_free(buf);
+        } else {
+            *slot = buf;
+        }
+    }
+    *data = *slot;
+    return s;
+}
+
+cg_status cg_weights_view_as(cg_weights *w, const char *name, cg_dtype want,
+                             cg_tensor_desc *desc_out, const void **data_out) {
+    st_entry *e;
+    if (!desc_out || !data_out)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_view_as: NULL output pointer");
+    *data_out = NULL;
+    cg_status s = lookup(w, name, "cg_weights_view_as", &e);
+    if (s != CG_OK) return s;
+    if (!cg_weights_viewable(e->dtype, want)) {
+        char q[NAME_BUF];
+        quote_name(q, e->name);
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: tensor '%s' is stored as %s, which cannot be viewed as %s (a view is "
+                        "the stored dtype, F16 or BF16 as f32, or I64 as i32)",
+                        w->path, q, st_names[e->dtype], cg_dtype_name(want));
+    }
+    fill_desc(e, want, desc_out);
+    const unsigned char *src = w->data + e->begin;
+    size_t es = cg_dtype_size(want);
+    pthread_mutex_lock(&w->lock);
+    if (want == e->dtype && e->dtype == CG_BOOL && !e->bools_checked) {
+        s = check_bools(w, e);
+        e->bools_checked = s == CG_OK;
+    }
+    if (s == CG_OK && want == e->dtype && (!ST_HOST_BIG_ENDIAN || es == 1) &&
+        (uintptr_t)src % es == 0)
+        *data_out = src; /* zero copy: the mapped bytes are the tensor */
+    else if (s == CG_OK)
+        s = cached_view(w, e, want, data_out);
+    pthread_mutex_unlock(&w->lock);
+    return s;
+}
+
 cg_status cg_weights_view(cg_weights *w, const char *name, cg_tensor_desc *desc_out,
                           const void **data_out) {
     st_entry *e;
@@ -988,30 +1064,28 @@ cg_status cg_weights_view(cg_weights *w, const char *name, cg_tensor_desc *desc_
     *data_out = NULL;
     cg_status s = lookup(w, name, "cg_weights_view", &e);
     if (s != CG_OK) return s;
-    fill_desc(e, desc_out);
-    const unsigned char *src = w->data + e->begin;
-    if (!ST_HOST_BIG_ENDIAN && (e->dtype == ST_F32 || e->dtype == ST_I32) &&
-        (uintptr_t)src % 4 == 0) {
-        *data_out = src;
-        return CG_OK;
+    return cg_weights_view_as(w, name, default_dtype(e->dtype), desc_out, data_out);
+}
+
+cg_status cg_weights_get_as(cg_weights *w, const char *name, cg_dtype dtype, cg_tensor **out) {
+    st_entry *e;
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_get_as: NULL output pointer");
+    *out = NULL;
+    cg_status s = lookup(w, name, "cg_weights_get_as", &e);
+    if (s != CG_OK) return s;
+    cg_tensor *t;
+    if ((s = cg_tensor_alloc(dtype, e->ndim, e->dims, &t)) != CG_OK) {
+        char q[NAME_BUF];
+        quote_name(q, e->name);
+        cg_error_prefix("%s: tensor '%s': ", w->path, q);
+        return s;
     }
-    pthread_mutex_lock(&w->lock);
-    if (!e->converted) {
-        void *buf = cg_aligned_alloc((size_t)e->numel * 4);
-        if (!buf) {
-            char q[NAME_BUF];
-            quote_name(q, e->name);
-            s = cg_error(CG_ERR_NO_MEMORY, "%s: tensor '%s': out of memory converting to F32/I32",
-                         w->path, q);
-        } else if ((s = convert(w, e, buf)) != CG_OK) {
-            cg_aligned_free(buf);
-        } else {
-            e->converted = buf;
-        }
+    if ((s = convert(w, e, dtype, t->data)) != CG_OK) {
+        cg_tensor_free(t);
+        return s;
     }
-    if (s == CG_OK) *data_out = e->converted;
-    pthread_mutex_unlock(&w->lock);
-    return s;
+    *out = t;
+    return CG_OK;
 }
 
 cg_status cg_weights_get(cg_weights *w, const char *name, cg_tensor **out) {
@@ -1020,17 +1094,5 @@ cg_status cg_weights_get(cg_weights *w, const char *name, cg_tensor **out) {
     *out = NULL;
     cg_status s = lookup(w, name, "cg_weights_get", &e);
     if (s != CG_OK) return s;
-    cg_tensor *t;
-    if ((s = cg_tensor_alloc(st_types[e->dtype].out, e->ndim, e->dims, &t)) != CG_OK) {
-        char q[NAME_BUF];
-        quote_name(q, e->name);
-        cg_error_prefix("%s: tensor '%s': ", w->path, q);
-        return s;
-    }
-    if ((s = convert(w, e, t->data)) != CG_OK) {
-        cg_tensor_free(t);
-        return s;
-    }
-    *out = t;
-    return CG_OK;
+    return cg_weights_get_as(w, name, default_dtype(e->dtype), out);
 }

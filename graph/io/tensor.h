@@ -21,5 +21,17 @@ uint64_t cg_tensor_new_stamp(void);
  * Fails with a message on a bad shape or an overflowing size. */
 cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out);
 
+typedef enum cg_conv_result {
+    CG_CONV_OK = 0,
+    CG_CONV_UNSUPPORTED, /* a pair cg_tensor_convert does not convert */
+    CG_CONV_RANGE        /* an integer out of the target's range: see bad_index, bad_value */
+} cg_conv_result;
+
+/* Converts n elements of dtype `from` at src (host order, any alignment)
+ * into dtype `to` at dst, by cg_tensor_convert's rules; sets no message, so
+ * that each caller names its own tensor, file and element. */
+cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n,
+                                int64_t *bad_index, int64_t *bad_value);
+
 
 #endif

@@ -1,6 +1,7 @@
 /* Construction and destruction of the IR (models, graphs, values, nodes,
  * attributes) and the public builder API on top of it. */
 #include "ir.h"
+#include "dtype.h"
 #include "error.h"
 #include "shape.h"
 
@@ -310,7 +311,7 @@ static cg_status new_typed(cg_graph *g, const char *name, cg_value_kind kind, co
                            int32_t *out) {
     if (out) *out = -1;
     if (!g || !name || ndim < 0 || ndim > CG_MAX_DIMS || (ndim && !dims) ||
-        (dtype != CG_F32 && dtype != CG_I32) || (kind == CG_VAL_PARAM && !weight))
+        !cg_dtype_valid((int)dtype) || (kind == CG_VAL_PARAM && !weight))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_new_%s: invalid arguments",
                         kind == CG_VAL_PARAM ? "param" : "input");
     for (int i = 0; i < ndim; i++) {
@@ -575,7 +576,7 @@ static cg_status builder_decl(const char *fn, cg_graph *g, const char *name, int
     if (!g) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: graph is NULL", fn);
     if (!cg_name_valid(name))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid value name '%s'", fn, show(b, sizeof b, name));
-    if (dtype != CG_F32 && dtype != CG_I32)
+    if (!cg_dtype_valid((int)dtype))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d for '%s'", fn, (int)dtype, name);
     if (is_param) {
         if (!weight || !*weight)
@@ -722,6 +723,11 @@ int cg_graph_input_count(const cg_graph *g) { return g ? g->n_inputs : 0; }
 const char *cg_graph_input_name(const cg_graph *g, int i) {
     if (!g || i < 0 || i >= g->n_inputs) return NULL;
     return g->values[g->inputs[i]].name;
+}
+
+cg_dtype cg_graph_input_dtype(const cg_graph *g, int i) {
+    if (!g || i < 0 || i >= g->n_inputs) return (cg_dtype)0;
+    return g->values[g->inputs[i]].dtype;
 }
 
 int cg_graph_output_count(const cg_graph *g) { return g ? g->n_outputs : 0; }

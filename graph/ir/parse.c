@@ -20,6 +20,7 @@
  * values). Columns count bytes from 1 (a tab counts 1).
  */
 #include "ir.h"
+#include "dtype.h"
 #include "error.h"
 
 #include <errno.h>
@@ -502,13 +503,15 @@ static cg_status check_new(parser *p, const cg_graph *g, const char *name, int l
     return perr(p, line, col, "value '%s' is already defined", name);
 }
 
-/* type := ('f32' | 'i32') '[' [dim {',' dim}] ']' ; leaves the token after ']'. */
+/* type := DTYPE '[' [dim {',' dim}] ']', DTYPE a cg_dtype_name ('f32', 'i32',
+ * 'f16', 'bf16', 'i8', 'u8', 'i64', 'bool'); leaves the token after ']'. */
 static cg_status parse_type(parser *p, cg_dtype *dtype, int *ndim, int64_t *dims) {
     cg_status st;
-    if (p->tok.kind != T_IDENT) return expected(p, "a type (f32 or i32)");
-    if (strcmp(p->tok.s, "f32") == 0) *dtype = CG_F32;
-    else if (strcmp(p->tok.s, "i32") == 0) *dtype = CG_I32;
-    else return perr(p, p->tok.line, p->tok.col, "unknown dtype '%s' (expected f32 or i32)", p->tok.s);
+    if (p->tok.kind != T_IDENT) return expected(p, "a type such as f32[2, 3]");
+    *dtype = cg_dtype_parse(p->tok.s, strlen(p->tok.s));
+    if (!*dtype)
+        return perr(p, p->tok.line, p->tok.col, "unknown dtype '%s' (expected %s)", p->tok.s,
+                    cg_dtype_all_names());
     if ((st = next(p))) return st;
     if (p->tok.kind != T_LBRACK) return expected(p, "'[' after the dtype");
     if ((st = next_nl(p))) return st;

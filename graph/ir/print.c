@@ -12,6 +12,7 @@
  * back to the same double (whole numbers below 1e16 without an exponent),
  * and always read back as floats ("1.0", "1e+20", "inf", "nan"). */
 #include "ir.h"
+#include "dtype.h"
 #include "error.h"
 
 #include <locale.h>
@@ -114,7 +115,7 @@ static void put_string(sbuf *b, const char *s) {
 }
 
 static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const cg_value *v) {
-    if (!v->typed || (v->dtype != CG_F32 && v->dtype != CG_I32) || v->ndim < 0 || v->ndim > CG_MAX_DIMS)
+    if (!v->typed || !cg_dtype_valid((int)v->dtype) || v->ndim < 0 || v->ndim > CG_MAX_DIMS)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': value '%s' has no valid type",
                         g->name, v->name);
     sb_puts(b, cg_dtype_name(v->dtype));

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "dtype.h"
 #include "error.h"
 #include "shape.h"
 #include "strbuf.h"
@@ -156,7 +157,7 @@ static cg_status topo_sort(cg_graph *g, cg_analysis *an) {
     return st;
 }
 
-cg_status cg_graph_analyze(cg_graph *g, cg_analysis *an) {
+static cg_status analyze_graph(cg_graph *g, cg_analysis *an) {
     const cg_model *m = g->model;
     char where[512];
     memset(an, 0, sizeof *an);
@@ -233,6 +234,11 @@ cg_status cg_graph_analyze(cg_graph *g, cg_analysis *an) {
     return st;
 }
 
+cg_status cg_graph_analyze(cg_graph *g, cg_analysis *an) {
+    memset(an, 0, sizeof *an);
+    return analyze_graph(g, an);
+}
+
 cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int col,
                         const cg_op_entry *op, const cg_attr_value *attrs, int n_in,
                         const cg_tensor_desc *in, int n_out, cg_tensor_desc *out, int concrete) {
@@ -270,28 +276,39 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
     return CG_OK;
 }
 
-/* Checks a param against the bound weights file. */
+/* Checks a param against the bound weights file: the weight exists, is
+ * stored as a dtype the declared one views (the same; f16 or bf16 for an
+ * f32 param, converted exactly; i64 for an i32 param, range checked) and has
+ * the declared shape. Then views it, so that a conversion fails here, with
+ * the param named, rather than at the first run. */
 static cg_status check_param(cg_model *m, cg_graph *g, cg_value *v) {
     char where[512];
     loc(where, sizeof where, m, v->line, v->col);
     cg_tensor_desc want, have;
     const void *data;
     cg_desc_from_value(v, &want);
-    if (cg_weights_find(m->weights, v->weight) < 0)
+    int idx = cg_weights_find(m->weights, v->weight);
+    if (idx < 0)
         return cg_error(CG_ERR_NOT_FOUND, "%sparam '%s' of graph '%s': weight '%s' is not in %s", where,
                         v->name, g->name, v->weight, cg_weights_path(m->weights));
-    cg_status st = cg_weights_view(m->weights, v->weight, &have, &data);
+    cg_status st = cg_weights_stored_desc(m->weights, (size_t)idx, &have);
     if (st) return st;
-    int same = have.dtype == want.dtype && have.ndim == want.ndim;
+    int dtype_ok = cg_weights_viewable(have.dtype, want.dtype);
+    int same = dtype_ok && have.ndim == want.ndim;
     for (int i = 0; same && i < want.ndim; i++) same = have.dims[i] == want.dims[i];
     if (!same) {
         char a[256], b[256];
         cg_desc_format(a, sizeof a, m, &have);
         cg_desc_format(b, sizeof b, m, &want);
-        return cg_error(CG_ERR_VERIFY, "%sparam '%s' of graph '%s': weight '%s' is %s, declared %s",
-                        where, v->name, g->name, v->weight, a, b);
+        return cg_error(CG_ERR_VERIFY, "%sparam '%s' of graph '%s': weight '%s' is %s, declared %s%s",
+                        where, v->name, g->name, v->weight, a, b,
+                        dtype_ok ? ""
+                                 : " (an f32 param takes f32, f16 or bf16 weights, an i32 param i32 "
+                                   "or i64 ones, any other param weights of its own dtype)");
     }
-    return CG_OK;
+    st = cg_weights_view_as(m->weights, v->weight, want.dtype, &have, &data);
+    if (st) cg_error_prefix("%sparam '%s' of graph '%s': ", where, v->name, g->name);
+    return st;
 }
 
 static cg_status verify_graph(cg_graph *g) {
@@ -309,7 +326,7 @@ static cg_status verify_graph(cg_graph *g) {
                 }
     }
     cg_analysis an;
-    cg_status st = cg_graph_analyze(g, &an);
+    cg_status st = analyze_graph(g, &an);
     if (st) return st;
     cg_tensor_desc in[256], out[64];
     for (int oi = 0; oi < an.n_nodes && !st; oi++) {

@@ -131,8 +131,10 @@ static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *co
 
 /* Waits for the transfer that fills host slot si, if one is under way. */
 static cg_status wait_host(instance *in, int32_t si) {
+    /* Only copies write host temporaries asynchronously (an input's
+     * def_step is 0 by convention, whatever step 0 is). */
     int d = in->slots[si].def_step;
-    if (d < 0 || in->steps[d].kind != STEP_COPY) return CG_OK;
+    if (in->slots[si].kind != SLOT_TEMP || d < 0 || in->steps[d].kind != STEP_COPY) return CG_OK;
     return cg_dev_wait(&in->steps[d].ev);
 }
 

@@ -395,7 +395,7 @@ static cg_status source_slots(build *b, const int64_t *sym_vals) {
         } else {
             s->kind = SLOT_PARAM;
             cg_tensor_desc wd;
-            st = cg_weights_view(p->model->weights, v->weight, &wd, &s->param);
+            st = cg_weights_view_as(p->model->weights, v->weight, v->dtype, &wd, &s->param);
             if (!st) st = param_replica(p, i, 0, s->param, cg_desc_bytes(&d), &s->buf);
             if (!st && b->autoplace) {
                 b->shadow[id] = (void *)s->param;

@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -66,11 +68,8 @@ typedef enum cg_status {
     CG_ERR_UNSUPPORTED        /**< a feature or dtype is not supported here */
 } cg_status;
 
-/** Element types of tensors and values. */
-typedef enum cg_dtype {
-    CG_F32 = 1, /**< 32-bit float */
-    CG_I32 = 2  /**< 32-bit signed integer */
-} cg_dtype;
+/* cg_dtype (CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL)
+ * is defined in dtype.h, shared with the plugin ABI. */
 
 /** Opaque handles. */
 typedef struct cg_context cg_context; /**< backends, devices, operator registry */
@@ -93,7 +92,10 @@ CG_API const char *cg_status_name(cg_status s);
 /** The library version string, e.g. "0.1.0". */
 CG_API const char *cg_version(void);
 
-/** Name of a dtype ("f32", "i32"), or "?" if invalid. */
+/**
+ * Name of a dtype, as the graph text format writes it: "f32", "i32", "f16",
+ * "bf16", "i8", "u8", "i64" or "bool"; "?" if invalid.
+ */
 CG_API const char *cg_dtype_name(cg_dtype t);
 
 /** Size in bytes of one element of a dtype (0 if invalid). */
@@ -170,12 +172,48 @@ CG_API void cg_tensor_touch(cg_tensor *t);
 CG_API const void *cg_tensor_data_const(const cg_tensor *t);
 
 /**
- * Reads a .npy file (version 1-3, little-endian C order; float32/float64
- * become f32, int32/int64 become i32 with a range check).
+ * 1 when cg_tensor_convert converts `from` to `to` exactly (every value is
+ * either represented exactly or reported): the same dtype, f16 or bf16 to
+ * f32, and any pair of i64, i32, i8, u8 and bool. 0 otherwise, f32 to f16
+ * or bf16 (which round) included.
+ */
+CG_API int cg_dtype_convert_exact(cg_dtype from, cg_dtype to);
+
+/**
+ * Converts a tensor to dtype `to` into a new tensor (the same dtype gives a
+ * copy):
+ *  - f16, bf16 -> f32: exact;
+ *  - f32 -> f16, bf16: rounded to nearest, ties to even; values too large
+ *    become infinities, a NaN stays a NaN of its sign (f16 keeps the top of
+ *    its payload, as numpy does; bf16 becomes 0x7FC0 / 0xFFC0, as ml_dtypes
+ *    does);
+ *  - between i64, i32, i8, u8 and bool: every value must fit the target
+ *    (bool: 0 or 1), else CG_ERR_UNSUPPORTED with a message naming the first
+ *    element that does not, by its row-major index, and its value;
+ *  - anything else (an integer to a float, f16 to bf16, ...):
+ *    CG_ERR_UNSUPPORTED.
+ */
+CG_API cg_status cg_tensor_convert(const cg_tensor *t, cg_dtype to, cg_tensor **out);
+
+/**
+ * Reads a .npy file (format version 1.0, 2.0 or 3.0, C order, little-endian
+ * or a one-byte type). Each descr loads as its dtype: '<f4' f32, '<i4' i32,
+ * '<f2' f16, '|i1' i8, '|u1' u8, '<i8' i64, '|b1' bool (every byte must be 0
+ * or 1), and '<V2' bf16: that is what numpy.save writes for an
+ * ml_dtypes.bfloat16 array (numpy has no bfloat16 descr of its own; read such
+ * a file back in Python with np.load(path).view(ml_dtypes.bfloat16)).
+ * '<f8' (float64) is rounded to f32, as there is no f64 dtype. One-byte
+ * types are also accepted with '<' or '>' for '|'. int64 files load as i64:
+ * convert with cg_tensor_convert where i32 is needed.
  */
 CG_API cg_status cg_tensor_load_npy(const char *path, cg_tensor **out);
 
-/** Writes a tensor as a .npy file (version 1.0). */
+/**
+ * Writes a tensor as a .npy file (version 1.0), byte for byte what
+ * numpy.save writes for the same array: the descr of cg_tensor_load_npy for
+ * each dtype ('<V2' for bf16, as with ml_dtypes), numpy's header layout and
+ * padding. On failure the file is removed and the message names it.
+ */
 CG_API cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path);
 
 /* ------------------------------------------------------------------ */
@@ -183,8 +221,9 @@ CG_API cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path);
 
 /**
  * Opens a safetensors file (memory-mapped). Every offset, size and shape is
- * checked before it is trusted. F32 is used in place; F16 and BF16 are
- * converted to F32, I64 to I32 (range checked), on first access.
+ * checked before it is trusted. Stored dtypes F32, F16, BF16, I32, I64, I8,
+ * U8 and BOOL are read (each is the cg_dtype of the same name); others are
+ * CG_ERR_UNSUPPORTED. Data is read when a tensor is first accessed.
  */
 CG_API cg_status cg_weights_open(const char *path, cg_weights **out);
 
@@ -197,11 +236,42 @@ CG_API size_t cg_weights_count(const cg_weights *w);
 /** Name of tensor i (NULL if out of range). */
 CG_API const char *cg_weights_name(const cg_weights *w, size_t i);
 
+/** The dtype tensor i is stored as (0 if out of range). */
+CG_API cg_dtype cg_weights_dtype(const cg_weights *w, size_t i);
+
 /**
- * Copies the named tensor into a new tensor (F32 or I32).
- * CG_ERR_NOT_FOUND if there is no such name.
+ * Copies the named tensor into a new tensor: F32 for F32, F16 and BF16
+ * weights (converted exactly), I32 for I32 and I64 ones (range checked:
+ * CG_ERR_UNSUPPORTED naming the element otherwise), and the stored dtype for
+ * I8, U8 and BOOL. CG_ERR_NOT_FOUND if there is no such name. For another
+ * dtype, the stored one included, use cg_weights_get_as.
  */
 CG_API cg_status cg_weights_get(cg_weights *w, const char *name, cg_tensor **out);
+
+/**
+ * Copies the named tensor into a new tensor of dtype `dtype`: the stored
+ * bytes when it is the stored dtype (see cg_weights_dtype), else converted
+ * by the rules of cg_tensor_convert (CG_ERR_UNSUPPORTED for a pair it does
+ * not convert, or a value out of range, naming the file, tensor and element).
+ */
+CG_API cg_status cg_weights_get_as(cg_weights *w, const char *name, cg_dtype dtype,
+                                   cg_tensor **out);
+
+/**
+ * Writes n tensors, called names[i], as a safetensors file that
+ * cg_weights_open and Python's safetensors package read: the 8-byte
+ * little-endian header length, the JSON header (names sorted bytewise, each
+ * {"dtype", "shape", "data_offsets"}, no "__metadata__") padded with spaces
+ * to a multiple of 8 bytes, then the data, little-endian, ordered by element
+ * size (largest first) then name, so that every tensor is aligned to its
+ * element size. Every dtype is written (as F32, I32, F16, BF16, I8, U8, I64,
+ * BOOL). Names must be non-empty, valid UTF-8, distinct and not
+ * "__metadata__". The file is written atomically (a temporary file in the
+ * same directory, fsync, rename): readers see the old file or the whole new
+ * one, and a failure leaves no partial file and a message naming the path.
+ */
+CG_API cg_status cg_weights_save(const char *path, int n, const char *const *names,
+                                 const cg_tensor *const *tensors);
 
 /* ------------------------------------------------------------------ */
 /* Models and graphs                                                   */
@@ -303,6 +373,8 @@ CG_API cg_status cg_graph_set_outputs(cg_graph *g, int n, const char *const *nam
 CG_API int cg_graph_input_count(const cg_graph *g);
 /** Name of input i. */
 CG_API const char *cg_graph_input_name(const cg_graph *g, int i);
+/** Declared dtype of input i (0 if out of range). */
+CG_API cg_dtype cg_graph_input_dtype(const cg_graph *g, int i);
 /**
  * Symbolic dimensions of input i as text, one field per dimension separated
  * by commas, the symbol's name or "" for a fixed size: "B,S" for i32[B, S],

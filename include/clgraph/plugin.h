@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -69,11 +71,15 @@ typedef enum cg_op_status {
     CG_OP_NO_MEMORY = 2 /**< an allocation failed */
 } cg_op_status;
 
-/** Element types. Values are part of the ABI. */
-typedef enum cg_op_dtype {
-    CG_OP_F32 = 1, /**< 32-bit IEEE float */
-    CG_OP_I32 = 2  /**< 32-bit signed integer */
-} cg_op_dtype;
+/**
+ * Element types: cg_dtype of dtype.h (values are part of the ABI). These are
+ * the ABI 1.0 names, kept so that plugins written against 1.0 compile
+ * unchanged; cg_op_dtype is the same enum, so cg_tensor_desc is laid out as
+ * before.
+ */
+typedef cg_dtype cg_op_dtype;
+#define CG_OP_F32 CG_F32 /**< 1.0 name of CG_F32 */
+#define CG_OP_I32 CG_I32 /**< 1.0 name of CG_I32 */
 
 /** Attribute types. Values are part of the ABI. */
 typedef enum cg_attr_type {

@@ -1,17 +1,22 @@
-/* base/: shapes and their formatting, the cache directory. */
+/* base/: shapes and their formatting, dtypes (names, sizes, parsing, the
+ * float conversions), FNV-1a, the cache directory, atomic file writes. */
 #include <check.h>
+#include <errno.h>
+#include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
-
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cache.h"
 #include "clgraph/clgraph.h"
+#include "dtype.h"
 #include "hash.h"
 #include "shape.h"
+#include "test_util.h"
 
 START_TEST(test_shape_helpers) {
     int64_t a[3] = {2, 3, 4};
@@ -139,16 +144,193 @@ START_TEST(test_cache_dir) {
 }
 END_TEST
 
-/* Names and sizes of the dtypes. */
-START_TEST(test_dtypes) {
-    ck_assert_str_eq(cg_dtype_name(CG_F32), "f32");
-    ck_assert_str_eq(cg_dtype_name(CG_I32), "i32");
-    ck_assert_uint_eq(cg_dtype_size(CG_F32), 4);
-    ck_assert_uint_eq(cg_dtype_size(CG_I32), 4);
-    ck_assert_str_eq(cg_dtype_name((cg_dtype)0), "?");
-    ck_assert_uint_eq(cg_dtype_size((cg_dtype)0), 0);
+/* Every dtype: its name, size and ABI value, and the parser's inverse. */
+START_TEST(test_dtype_names) {
+    static const struct {
+        cg_dtype t;
+        int value;
+        const char *name;
+        size_t size;
+    } want[] = {
+        {CG_F32, 1, "f32", 4}, {CG_I32, 2, "i32", 4}, {CG_F16, 3, "f16", 2}, {CG_BF16, 4, "bf16", 2},
+        {CG_I8, 5, "i8", 1},   {CG_U8, 6, "u8", 1},   {CG_I64, 7, "i64", 8}, {CG_BOOL, 8, "bool", 1},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        ck_assert_int_eq((int)want[i].t, want[i].value); /* ABI: values never change */
+        ck_assert_str_eq(cg_dtype_name(want[i].t), want[i].name);
+        ck_assert_uint_eq(cg_dtype_size(want[i].t), want[i].size);
+        ck_assert_int_eq(cg_dtype_valid(want[i].value), 1);
+        ck_assert_int_eq(cg_dtype_parse(want[i].name, strlen(want[i].name)), want[i].t);
+        ck_assert_ptr_nonnull(strstr(cg_dtype_all_names(), want[i].name));
+    }
+    /* The 1.0 names of the plugin ABI are the same values. */
+    ck_assert_int_eq(CG_OP_F32, CG_F32);
+    ck_assert_int_eq(CG_OP_I32, CG_I32);
+    cg_op_dtype old = CG_OP_I32;
+    cg_dtype now = old;
+    ck_assert_int_eq(now, CG_I32);
+    ck_assert_uint_eq(sizeof(cg_tensor_desc), 8 + 8 * CG_MAX_DIMS);
+    const int bad[] = {0, 9, -1, 100};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_str_eq(cg_dtype_name((cg_dtype)bad[i]), "?");
+        ck_assert_uint_eq(cg_dtype_size((cg_dtype)bad[i]), 0);
+        ck_assert_int_eq(cg_dtype_valid(bad[i]), 0);
+    }
+    /* only whole names, case-sensitive */
+    ck_assert_int_eq(cg_dtype_parse("f3", 2), 0);
+    ck_assert_int_eq(cg_dtype_parse("f322", 4), 0);
+    ck_assert_int_eq(cg_dtype_parse("F32", 3), 0);
+    ck_assert_int_eq(cg_dtype_parse("", 0), 0);
+    ck_assert_int_eq(cg_dtype_parse(NULL, 3), 0);
+    ck_assert_int_eq(cg_dtype_parse("bf16[2]", 4), CG_BF16); /* a prefix of longer text */
+    cg_tensor_desc d = {CG_I64, 2, {3, 5}};
+    ck_assert_uint_eq(cg_desc_bytes(&d), 120);
+    d.dtype = CG_BOOL;
+    ck_assert_uint_eq(cg_desc_bytes(&d), 15);
 }
 END_TEST
+
+static uint32_t fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static int f32_is_nan(uint32_t b) { return (b & 0x7fffffff) > 0x7f800000; }
+
+/* Every binary16 value widens to the float32 it is and narrows back to
+ * itself (NaNs included: their payload sits in the bits kept); every
+ * bfloat16 likewise, but NaNs, which become the quiet NaN of their sign. */
+START_TEST(test_float16_exhaustive) {
+    for (uint32_t h = 0; h <= 0xffff; h++) {
+        uint32_t f = cg_f16_to_f32_bits((uint16_t)h);
+        ck_assert_msg(cg_f32_to_f16_bits(f) == h, "f16 0x%04x -> f32 0x%08x -> 0x%04x", h, f,
+                      cg_f32_to_f16_bits(f));
+        int exp = (h >> 10) & 0x1f;
+        if (exp != 0x1f) { /* finite: the value is exact */
+            float v = (float)ldexp((double)((exp ? 0x400 : 0) | (h & 0x3ff)), (exp ? exp : 1) - 25);
+            if (h & 0x8000) v = -v;
+            ck_assert_msg(f == fbits(v), "f16 0x%04x -> 0x%08x, want 0x%08x", h, f, fbits(v));
+        } else {
+            ck_assert_int_eq(f32_is_nan(f), (h & 0x3ff) != 0);
+        }
+        uint32_t g = cg_bf16_to_f32_bits((uint16_t)h);
+        ck_assert_uint_eq(g, h << 16);
+        uint16_t back = cg_f32_to_bf16_bits(g);
+        if (f32_is_nan(g)) ck_assert_uint_eq(back, (h & 0x8000) | 0x7fc0);
+        else ck_assert_uint_eq(back, h);
+    }
+}
+END_TEST
+
+/* f32 -> f16 / bf16 rounding against hand-computed values (and numpy's /
+ * ml_dtypes' casts, which agree). */
+START_TEST(test_float_rounding) {
+    static const uint32_t to_f16[][2] = {
+        {0x3F800000, 0x3C00}, /* 1.0 */
+        {0x3F801000, 0x3C00}, /* 1 + 2^-11: a tie, to the even 0x3C00 */
+        {0x3F803000, 0x3C02}, /* 1 + 3 * 2^-11: a tie, to the even 0x3C02 */
+        {0x3F801001, 0x3C01}, /* just past the tie */
+        {0x477FE000, 0x7BFF}, /* 65504, the largest half */
+        {0x477FEFFF, 0x7BFF}, /* just below 65520 */
+        {0x477FF000, 0x7C00}, /* 65520: a tie, to the even infinity */
+        {0x47800000, 0x7C00}, /* 65536 */
+        {0x7F7FFFFF, 0x7C00}, /* FLT_MAX */
+        {0x7F800000, 0x7C00}, /* inf */
+        {0xFF800000, 0xFC00}, /* -inf */
+        {0x7FC00000, 0x7E00}, /* quiet NaN */
+        {0xFFC00000, 0xFE00}, /* negative quiet NaN */
+        {0x7F800001, 0x7C01}, /* a payload only in the low bits stays a NaN */
+        {0x7FFFFFFF, 0x7FFF}, /* payload truncated */
+        {0xFF812345, 0xFC09},
+        {0x33800000, 0x0001}, /* 2^-24, the smallest subnormal */
+        {0x33000000, 0x0000}, /* 2^-25: a tie, to the even 0 */
+        {0xB3000000, 0x8000}, /* -2^-25 -> -0 */
+        {0x33000001, 0x0001}, /* just past it */
+        {0x33C00000, 0x0002}, /* 1.5 * 2^-24: a tie, to the even 2 */
+        {0x387FC000, 0x03FF}, /* the largest subnormal */
+        {0x387FE000, 0x0400}, /* a tie, rounding up into the smallest normal */
+        {0x38800000, 0x0400}, /* 2^-14 */
+        {0x80000000, 0x8000}, /* -0 */
+        {0x00000001, 0x0000}, /* an f32 subnormal */
+        {0x2F800000, 0x0000}, /* 2^-32 */
+        {0xC0000000, 0xC000}, /* -2 */
+    };
+    for (size_t i = 0; i < sizeof to_f16 / sizeof to_f16[0]; i++)
+        ck_assert_msg(cg_f32_to_f16_bits(to_f16[i][0]) == to_f16[i][1],
+                      "f32 0x%08x -> f16 0x%04x, want 0x%04x", to_f16[i][0],
+                      cg_f32_to_f16_bits(to_f16[i][0]), to_f16[i][1]);
+    static const uint32_t to_bf16[][2] = {
+        {0x3F800000, 0x3F80}, /* 1.0 */
+        {0x3F808000, 0x3F80}, /* a tie, to the even 0x3F80 */
+        {0x3F818000, 0x3F82}, /* a tie, to the even 0x3F82 */
+        {0x3F808001, 0x3F81}, /* just past the tie */
+        {0x3F80FFFF, 0x3F81},
+        {0x7F7FFFFF, 0x7F80}, /* FLT_MAX rounds to inf */
+        {0x7F7F7FFF, 0x7F7F}, /* the largest bfloat16 */
+        {0x7F800000, 0x7F80}, /* inf */
+        {0xFF800000, 0xFF80}, /* -inf */
+        {0x7FC00000, 0x7FC0}, /* NaN */
+        {0xFFC00001, 0xFFC0}, /* a negative NaN: the quiet NaN of its sign */
+        {0x7F800001, 0x7FC0}, /* a signalling NaN: quiet, never inf */
+        {0x00018000, 0x0002}, /* a subnormal tie, to the even 0x0002 */
+        {0x80000000, 0x8000}, /* -0 */
+    };
+    for (size_t i = 0; i < sizeof to_bf16 / sizeof to_bf16[0]; i++)
+        ck_assert_msg(cg_f32_to_bf16_bits(to_bf16[i][0]) == to_bf16[i][1],
+                      "f32 0x%08x -> bf16 0x%04x, want 0x%04x", to_bf16[i][0],
+                      cg_f32_to_bf16_bits(to_bf16[i][0]), to_bf16[i][1]);
+}
+END_TEST
+
+/* A streamed write replaces the file whole; an abort or a failure leaves
+ * the old file and no temporary one. */
+START_TEST(test_atomic_file) {
+    const char *p = tu_write_file("f.bin", "old", 3);
+    cg_afile f;
+    ck_assert_int_eq(cg_afile_open(&f, p), 0);
+    ck_assert_int_eq(cg_afile_write(&f, "new ", 4), 0);
+    char buf[64];
+    tu_slurp(p, buf, sizeof buf);
+    ck_assert_str_eq(buf, "old"); /* not yet */
+    ck_assert_int_eq(cg_afile_write(&f, "data", 4), 0);
+    ck_assert_int_eq(cg_afile_commit(&f), 0);
+    tu_slurp(p, buf, sizeof buf);
+    ck_assert_str_eq(buf, "new data");
+    struct stat st;
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0644);
+
+    ck_assert_int_eq(cg_afile_open(&f, p), 0);
+    ck_assert_int_eq(cg_afile_write(&f, "x", 1), 0);
+    cg_afile_abort(&f);
+    tu_slurp(p, buf, sizeof buf);
+    ck_assert_str_eq(buf, "new data");
+
+    ck_assert_int_eq(cg_afile_open(&f, tu_path("no/such/dir/f.bin")), ENOENT);
+    /* a directory in the way of the rename: the temporary file goes */
+    ck_assert_int_eq(mkdir(tu_path("d"), 0755), 0);
+    ck_assert_int_eq(cg_afile_open(&f, tu_path("d")), 0);
+    ck_assert_int_eq(cg_afile_write(&f, "x", 1), 0);
+    ck_assert_int_ne(cg_afile_commit(&f), 0);
+    /* only f.bin and d are left in the directory */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 2", tu_dir);
+    ck_assert_int_eq(system(cmd), 0);
+    /* a relative path: the temporary file is in the current directory */
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(tu_dir), 0);
+    ck_assert_int_eq(cg_afile_open(&f, "rel.bin"), 0);
+    ck_assert_int_eq(cg_afile_write(&f, "r", 1), 0);
+    ck_assert_int_eq(cg_afile_commit(&f), 0);
+    ck_assert_int_eq(chdir(cwd), 0);
+    tu_slurp(tu_path("rel.bin"), buf, sizeof buf);
+    ck_assert_str_eq(buf, "r");
+}
+END_TEST
+
+static void setup(void) { tu_setup_dir("base"); }
 
 int main(void) {
     Suite *s = suite_create("base");
@@ -156,8 +338,16 @@ int main(void) {
     tcase_add_test(tc, test_shape_helpers);
     tcase_add_test(tc, test_fnv);
     tcase_add_test(tc, test_cache_dir);
-    tcase_add_test(tc, test_dtypes);
     suite_add_tcase(s, tc);
+    TCase *dt = tcase_create("dtype");
+    tcase_add_test(dt, test_dtype_names);
+    tcase_add_test(dt, test_float16_exhaustive);
+    tcase_add_test(dt, test_float_rounding);
+    suite_add_tcase(s, dt);
+    TCase *af = tcase_create("atomic_file");
+    tcase_add_checked_fixture(af, setup, tu_teardown_dir);
+    tcase_add_test(af, test_atomic_file);
+    suite_add_tcase(s, af);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

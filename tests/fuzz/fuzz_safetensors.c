@@ -1,11 +1,11 @@
 /*
  * libFuzzer target for the safetensors reader.
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_DEFAULT_SOURCE \
- *     -Iinclude -I. -include stddef.h tests/fuzz/fuzz_safetensors.c \
- *     graph/safetensors.c graph/tensor.c graph/error.c backends/cpu/cpu_blas.c \
- *     -lopenblas -lm -o fuzz_safetensors
- *   ./fuzz_safetensors -max_total_time=60 -max_len=4096 CORPUS_DIR tests/data
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
+ *     -Iinclude -Ibase -Igraph/io tests/fuzz/fuzz_safetensors.c \
+ *     graph/io/safetensors.c graph/io/tensor.c graph/io/convert.c base/error.c \
+ *     base/mem.c base/dtype.c base/shape.c base/strbuf.c -lm -lpthread -o fuzz_safetensors
+ *   ./fuzz_safetensors -max_total_time=60 -max_len=4096 CORPUS_DIR tests/data tests/data/dtypes
  *
  * Each input is written to a memfd and opened through /proc/self/fd/N, so
  * the real open/mmap path runs. Besides crashes, it checks invariants: a
@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             continue;
         }
         if (cg_tensor_ndim(t) != d.ndim) abort();
-        size_t bytes = (size_t)cg_tensor_numel(t) * 4;
+        size_t bytes = (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t));
         if (bytes && memcmp(p, cg_tensor_data_const(t), bytes) != 0) abort();
         cg_tensor_free(t);
     }

@@ -40,6 +40,15 @@ int cli_context(const cli_opts *o, cg_context **ctx);
  * returns CLI_FAIL on failure (the caller frees whatever was made). */
 int cli_load_plan(const cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan);
 
+/* Reads each --input file into in[i] (the caller frees them) and converts
+ * it to the dtype graph g declares for that input where the conversion is
+ * exact (cg_dtype_convert_exact: an int64 file for an i32 input, range
+ * checked, f16 for f32, ...), so that arrays numpy saves with its default
+ * dtypes feed graphs as they are. Other mismatches are left to the run,
+ * which names the input and both types. Prints the error naming the input
+ * and returns CLI_FAIL on failure. */
+int cli_load_inputs(const cli_opts *o, const cg_graph *g, cg_tensor **in);
+
 /* Prints "clgraph: <last error>" to stderr and returns CLI_FAIL. */
 int cli_fail(void);
 

@@ -102,11 +102,7 @@ static int plan_graph_file(const cli_opts *o) {
     if (o->n_inputs) {
         /* Real inputs: run once so auto placement measures on real data;
          * the binding is then read off the inputs' shapes. */
-        for (int i = 0; i < o->n_inputs; i++)
-            if (cg_tensor_load_npy(o->input_files[i], &in[i])) {
-                fprintf(stderr, "clgraph: --input %s: %s\n", o->input_names[i], cg_last_error());
-                goto done;
-            }
+        if (cli_load_inputs(o, g, in)) goto done;
         n_out = cg_graph_output_count(g);
         if (n_out > 256) n_out = 256;
         if (cg_plan_run(plan, o->n_inputs, (const char *const *)o->input_names, in, n_out, out)) {

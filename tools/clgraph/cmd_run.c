@@ -7,17 +7,39 @@
 
 #include "cli.h"
 
+/* Prints element k of a tensor of any dtype but f16 and bf16 (which are
+ * printed through an f32 copy). */
+static void print_elem(const cg_tensor *t, int64_t k) {
+    const void *d = cg_tensor_data_const(t);
+    switch (cg_tensor_dtype(t)) {
+    case CG_F32: printf(" %.6g", (double)((const float *)d)[k]); return;
+    case CG_I64: printf(" %lld", (long long)((const int64_t *)d)[k]); return;
+    case CG_I8: printf(" %d", (int)((const int8_t *)d)[k]); return;
+    case CG_U8: printf(" %u", (unsigned)((const uint8_t *)d)[k]); return;
+    case CG_BOOL: printf(" %s", ((const uint8_t *)d)[k] ? "True" : "False"); return;
+    default: printf(" %d", (int)((const int32_t *)d)[k]); return; /* CG_I32 */
+    }
+}
+
 /* Prints a tensor the way numpy would summarise it: shape, then values
  * (the first and last few of each row when it is long). */
 static void print_tensor(const char *name, const cg_tensor *t) {
     int nd = cg_tensor_ndim(t);
-    printf("%s: %s[", name, cg_dtype_name(cg_tensor_dtype(t)));
+    cg_dtype dt = cg_tensor_dtype(t);
+    printf("%s: %s[", name, cg_dtype_name(dt));
     for (int i = 0; i < nd; i++) printf("%s%lld", i ? ", " : "", (long long)cg_tensor_dim(t, i));
     printf("]\n");
     int64_t n = cg_tensor_numel(t);
     int64_t row = nd ? cg_tensor_dim(t, nd - 1) : 1;
     if (row <= 0) return;
-    const void *d = cg_tensor_data_const(t);
+    cg_tensor *wide = NULL; /* f16 / bf16 values, exactly as f32 */
+    if (dt == CG_F16 || dt == CG_BF16) {
+        if (cg_tensor_convert(t, CG_F32, &wide)) {
+            printf("  (values not shown: %s)\n", cg_last_error());
+            return;
+        }
+        t = wide;
+    }
     int64_t rows = n / row, shown = 0;
     for (int64_t r = 0; r < rows; r++) {
         if (rows > 12 && r == 6) {
@@ -30,13 +52,12 @@ static void print_tensor(const char *name, const cg_tensor *t) {
                 printf(" ...");
                 c = row - 6;
             }
-            int64_t k = r * row + c;
-            if (cg_tensor_dtype(t) == CG_F32) printf(" %.6g", (double)((const float *)d)[k]);
-            else printf(" %d", ((const int *)d)[k]);
+            print_elem(t, r * row + c);
         }
         printf("\n");
         shown++;
     }
+    cg_tensor_free(wide);
 }
 
 int cli_run(int argc, char **argv) {
@@ -58,11 +79,7 @@ int cli_run(int argc, char **argv) {
     if (rc) goto done;
     rc = CLI_FAIL;
     const cg_graph *g = o.graph ? cg_model_graph(m, o.graph) : cg_model_graph_at(m, 0);
-    for (int i = 0; i < o.n_inputs; i++)
-        if (cg_tensor_load_npy(o.input_files[i], &in[i])) {
-            fprintf(stderr, "clgraph: --input %s: %s\n", o.input_names[i], cg_last_error());
-            goto done;
-        }
+    if (cli_load_inputs(&o, g, in)) goto done;
     for (int k = 0; k < cg_graph_input_count(g); k++) {
         int given = 0;
         for (int i = 0; i < o.n_inputs; i++) given |= !strcmp(o.input_names[i], cg_graph_input_name(g, k));

@@ -1,6 +1,8 @@
-/* Tensors (create, accessors, shape helpers) and .npy reading/writing:
- * every accepted dtype and version, numpy's exact header layout on save,
- * round trips, and hostile files (status and message text). */
+/* Tensors (create, accessors, conversions) and .npy reading/writing: every
+ * dtype and version, files numpy wrote (tests/data/dtypes, made by
+ * tools/py/make_dtype_data.py) read and written back byte for byte, numpy's
+ * exact header layout on save, round trips, and hostile files (status and
+ * message text). */
 #include "clgraph/clgraph.h"
 #include "tensor.h"
 
@@ -13,7 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dtype_cases.h"
 #include "test_util.h"
+
+#ifndef CG_TEST_DATA_DIR
+#define CG_TEST_DATA_DIR "tests/data"
+#endif
+
+static const cg_dtype ALL_DTYPES[] = {CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL};
+#define N_DTYPES (sizeof ALL_DTYPES / sizeof ALL_DTYPES[0])
 
 /* ------------------------------------------------------------------ */
 /* Fixture: a fresh temporary directory per test                       */
@@ -131,6 +141,18 @@ START_TEST(test_tensor_create) {
     ck_assert_int_eq(cg_tensor_numel(t), 16);
     cg_tensor_free(t);
 
+    /* every dtype: zero-filled, the right number of bytes, 64-byte aligned */
+    int64_t d3[2] = {3, 5};
+    for (size_t k = 0; k < N_DTYPES; k++) {
+        ck_assert_int_eq(cg_tensor_create(ALL_DTYPES[k], 2, d3, &t), CG_OK);
+        ck_assert_int_eq(cg_tensor_dtype(t), ALL_DTYPES[k]);
+        ck_assert_int_eq(cg_tensor_numel(t), 15);
+        const unsigned char *b = cg_tensor_data_const(t);
+        ck_assert_uint_eq((uintptr_t)b % 64, 0);
+        for (size_t i = 0; i < 15 * cg_dtype_size(ALL_DTYPES[k]); i++) ck_assert_uint_eq(b[i], 0);
+        cg_tensor_free(t);
+    }
+
     cg_tensor_free(NULL);
     ck_assert_int_eq(cg_tensor_dtype(NULL), 0);
     ck_assert_int_eq(cg_tensor_ndim(NULL), 0);
@@ -160,9 +182,170 @@ START_TEST(test_tensor_errors) {
     int64_t big2[1] = {INT64_C(1) << 61}; /* numel fits, bytes do not */
     expect_create_fail(CG_I32, 1, big2, "is too large");
     int64_t ok[1] = {1};
-    expect_create_fail((cg_dtype)7, 1, ok, "invalid dtype 7");
+    expect_create_fail((cg_dtype)9, 1, ok, "invalid dtype 9");
+    expect_create_fail((cg_dtype)0, 1, ok, "invalid dtype 0");
+    int64_t big8[1] = {INT64_C(1) << 60}; /* i64: 2^63 bytes */
+    expect_create_fail(CG_I64, 1, big8, "i64[1152921504606846976] is too large");
     expect_create_fail(CG_F32, 2, NULL, "NULL dims");
     ck_assert_int_eq(cg_tensor_create(CG_F32, 1, ok, NULL), CG_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Conversions                                                         */
+
+/* A 1-d tensor of `dt` holding n elements from the little-endian bit
+ * patterns in bits. */
+static cg_tensor *make_bits(cg_dtype dt, int n, const uint64_t *bits) {
+    int64_t dim = n;
+    cg_tensor *t;
+    ck_assert_int_eq(cg_tensor_create(dt, 1, &dim, &t), CG_OK);
+    size_t es = cg_dtype_size(dt);
+    unsigned char *b = cg_tensor_data(t);
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < es; k++) b[(size_t)i * es + k] = (unsigned char)(bits[i] >> (8 * k));
+    return t;
+}
+
+/* Element i of t as its bit pattern. */
+static uint64_t bits_at(const cg_tensor *t, int64_t i) {
+    size_t es = cg_dtype_size(cg_tensor_dtype(t));
+    const unsigned char *b = cg_tensor_data_const(t);
+    uint64_t v = 0;
+    for (size_t k = 0; k < es; k++) v |= (uint64_t)b[(size_t)i * es + k] << (8 * k);
+    return v;
+}
+
+/* Converts `in` (bit patterns of `from`) and compares with `want` (of `to`). */
+static void expect_convert(cg_dtype from, cg_dtype to, int n, const uint64_t *in,
+                           const uint64_t *want) {
+    cg_tensor *t = make_bits(from, n, in), *u = NULL;
+    ck_assert_msg(cg_tensor_convert(t, to, &u) == CG_OK, "%s -> %s: %s", cg_dtype_name(from),
+                  cg_dtype_name(to), cg_last_error());
+    ck_assert_int_eq(cg_tensor_dtype(u), to);
+    ck_assert_int_eq(cg_tensor_ndim(u), 1);
+    ck_assert_int_eq(cg_tensor_dim(u, 0), n);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(bits_at(u, i) == want[i], "%s -> %s element %d: 0x%llx -> 0x%llx, want 0x%llx",
+                      cg_dtype_name(from), cg_dtype_name(to), i, (unsigned long long)in[i],
+                      (unsigned long long)bits_at(u, i), (unsigned long long)want[i]);
+    cg_tensor_free(t);
+    cg_tensor_free(u);
+}
+
+START_TEST(test_convert_floats) {
+    /* f16 -> f32, exact (hand-computed f32 bit patterns) */
+    const uint64_t h[] = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x03FF, 0x0400, 0x7C00, 0xFC00, 0x8000, 0x7E00, 0xFE01};
+    const uint64_t hf[] = {0x3F800000, 0xC0000000, 0x477FE000, 0x33800000, 0x387FC000, 0x38800000,
+                           0x7F800000, 0xFF800000, 0x80000000, 0x7FC00000, 0xFFC02000};
+    expect_convert(CG_F16, CG_F32, 11, h, hf);
+    /* bf16 -> f32: the high half */
+    const uint64_t b[] = {0x3F80, 0xC040, 0x7F80, 0x0001, 0xFFC1};
+    const uint64_t bf[] = {0x3F800000, 0xC0400000, 0x7F800000, 0x00010000, 0xFFC10000};
+    expect_convert(CG_BF16, CG_F32, 5, b, bf);
+    /* f32 -> f16: nearest, ties to even; overflow to inf; NaN stays NaN */
+    const uint64_t f[] = {0x3F801000, 0x3F803000, 0x3F801001, 0x477FF000, 0x477FEFFF, 0x7F800000,
+                          0xFF800000, 0x7FC00000, 0x7F800001, 0x33000000, 0x33C00000, 0x387FE000};
+    const uint64_t fh[] = {0x3C00, 0x3C02, 0x3C01, 0x7C00, 0x7BFF, 0x7C00,
+                           0xFC00, 0x7E00, 0x7C01, 0x0000, 0x0002, 0x0400};
+    expect_convert(CG_F32, CG_F16, 12, f, fh);
+    /* f32 -> bf16: nearest, ties to even; NaN -> the quiet NaN of its sign */
+    const uint64_t g[] = {0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0x7F800000, 0xFF800000,
+                          0xFFC00001, 0x7F800001, 0x00018000};
+    const uint64_t gb[] = {0x3F80, 0x3F82, 0x3F81, 0x7F80, 0x7F80, 0xFF80, 0xFFC0, 0x7FC0, 0x0002};
+    expect_convert(CG_F32, CG_BF16, 9, g, gb);
+    /* the same dtype: a copy, every dtype */
+    const uint64_t same[] = {0, 1, 1, 0};
+    for (size_t k = 0; k < N_DTYPES; k++) expect_convert(ALL_DTYPES[k], ALL_DTYPES[k], 4, same, same);
+}
+END_TEST
+
+static int64_t int_lo(cg_dtype t) {
+    return t == CG_I64 ? INT64_MIN : t == CG_I32 ? INT32_MIN : t == CG_I8 ? INT8_MIN : 0;
+}
+static int64_t int_hi(cg_dtype t) {
+    return t == CG_I64 ? INT64_MAX : t == CG_I32 ? INT32_MAX : t == CG_I8 ? INT8_MAX
+         : t == CG_U8 ? UINT8_MAX : 1;
+}
+
+/* Every pair of integer dtypes: the values both hold convert; the first
+ * value past the target's range fails, named by index and value. */
+START_TEST(test_convert_integers) {
+    static const cg_dtype ints[] = {CG_I64, CG_I32, CG_I8, CG_U8, CG_BOOL};
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 5; b++) {
+            cg_dtype from = ints[a], to = ints[b];
+            ck_assert_int_eq(cg_dtype_convert_exact(from, to), 1);
+            int64_t lo = int_lo(from) > int_lo(to) ? int_lo(from) : int_lo(to);
+            int64_t hi = int_hi(from) < int_hi(to) ? int_hi(from) : int_hi(to);
+            uint64_t in[4] = {(uint64_t)lo, (uint64_t)hi, 0, 1}, want[4];
+            size_t ts = cg_dtype_size(to);
+            for (int i = 0; i < 4; i++) /* the same value, in the target's width */
+                want[i] = ts == 8 ? in[i] : in[i] & ((UINT64_C(1) << (8 * ts)) - 1);
+            expect_convert(from, to, 4, in, want);
+            /* past the range: above it, else below it, when `from` holds such a value */
+            int64_t past;
+            if (int_hi(from) > int_hi(to)) past = int_hi(to) + 1;
+            else if (int_lo(from) < int_lo(to)) past = int_lo(to) - 1;
+            else continue;
+            uint64_t bad[4] = {0, 1, 0, (uint64_t)past};
+            cg_tensor *t = make_bits(from, 4, bad), *u = (cg_tensor *)&u;
+            ck_assert_int_eq(cg_tensor_convert(t, to, &u), CG_ERR_UNSUPPORTED);
+            ck_assert_ptr_null(u);
+            char want_msg[256];
+            snprintf(want_msg, sizeof want_msg,
+                     "cannot convert tensor %s[4] to %s: element 3 has value %lld, which does not "
+                     "fit in %s",
+                     cg_dtype_name(from), cg_dtype_name(to), (long long)past, cg_dtype_name(to));
+            ck_assert_str_eq(cg_last_error(), want_msg);
+            cg_tensor_free(t);
+        }
+}
+END_TEST
+
+START_TEST(test_convert_unsupported) {
+    /* what converts, and whether exactly */
+    for (size_t a = 0; a < N_DTYPES; a++)
+        for (size_t b = 0; b < N_DTYPES; b++) {
+            cg_dtype from = ALL_DTYPES[a], to = ALL_DTYPES[b];
+            int is_int_from = from != CG_F32 && from != CG_F16 && from != CG_BF16;
+            int is_int_to = to != CG_F32 && to != CG_F16 && to != CG_BF16;
+            int exact = from == to || (is_int_from && is_int_to) ||
+                        (to == CG_F32 && (from == CG_F16 || from == CG_BF16));
+            int rounds = from == CG_F32 && (to == CG_F16 || to == CG_BF16);
+            ck_assert_int_eq(cg_dtype_convert_exact(from, to), exact);
+            if (exact || rounds) continue;
+            const uint64_t zero[1] = {0};
+            cg_tensor *t = make_bits(from, 1, zero), *u = (cg_tensor *)&u;
+            ck_assert_int_eq(cg_tensor_convert(t, to, &u), CG_ERR_UNSUPPORTED);
+            ck_assert_ptr_null(u);
+            char want[64];
+            snprintf(want, sizeof want, "cannot convert tensor %s[1] to %s (", cg_dtype_name(from),
+                     cg_dtype_name(to));
+            ck_assert_msg(strncmp(cg_last_error(), want, strlen(want)) == 0, "%s", cg_last_error());
+            cg_tensor_free(t);
+        }
+    ck_assert_int_eq(cg_dtype_convert_exact(CG_F32, (cg_dtype)0), 0);
+    ck_assert_int_eq(cg_dtype_convert_exact((cg_dtype)9, (cg_dtype)9), 0);
+    cg_tensor *t, *u;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 0, NULL, &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_convert(t, (cg_dtype)9, &u), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(u);
+    ck_assert_int_eq(cg_tensor_convert(NULL, CG_F32, &u), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_tensor_convert(t, CG_F32, NULL), CG_ERR_INVALID_ARGUMENT);
+    /* empty and 0-d tensors */
+    ck_assert_int_eq(cg_tensor_convert(t, CG_F16, &u), CG_OK);
+    ck_assert_int_eq(cg_tensor_ndim(u), 0);
+    ck_assert_int_eq(cg_tensor_numel(u), 1);
+    cg_tensor_free(u);
+    cg_tensor_free(t);
+    int64_t z[2] = {0, 3};
+    ck_assert_int_eq(cg_tensor_create(CG_I64, 2, z, &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_convert(t, CG_BOOL, &u), CG_OK);
+    ck_assert_int_eq(cg_tensor_numel(u), 0);
+    ck_assert_int_eq(cg_tensor_dim(u, 1), 3);
+    cg_tensor_free(u);
+    cg_tensor_free(t);
 }
 END_TEST
 
@@ -221,13 +404,13 @@ START_TEST(test_load_f8_chunks) {
     const float *f = cg_tensor_data_const(t);
     for (int i = 0; i < N; i++) ck_assert(f[i] == (float)(i * 0.5));
     cg_tensor_free(t);
-    /* an int64 value out of range late in the file: the index is exact */
-    for (int i = 0; i < N; i++) put_le(d + 8 * (size_t)i, (uint64_t)i, 8);
-    put_le(d + 8 * 9000, (uint64_t)INT64_C(-2147483649), 8);
-    p = write_npy("big8.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (20000,), }",
-                  d, (size_t)N * 8);
-    expect_load_fail(p, CG_ERR_UNSUPPORTED,
-                     "element 9000 has value -2147483649, which does not fit in int32");
+    /* a bad bool late in a large file: the index is exact */
+    memset(d, 1, N);
+    d[9000] = 2;
+    p = write_npy("bigb.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (20000,), }",
+                  d, N);
+    expect_load_fail(p, CG_ERR_FORMAT,
+                     "element 9000 of the bool array is 2, not 0 (False) or 1 (True)");
     free(d);
 }
 END_TEST
@@ -248,23 +431,96 @@ START_TEST(test_load_i4_v3_scalar) {
 }
 END_TEST
 
+/* int64 loads as i64, whole (it used to be narrowed to i32). */
 START_TEST(test_load_i8) {
-    const int64_t v[4] = {0, -1, INT32_MAX, INT32_MIN};
+    const int64_t v[4] = {0, -1, INT64_MAX, INT64_MIN};
     unsigned char d[32];
     for (int i = 0; i < 4; i++) put_le(d + 8 * i, (uint64_t)v[i], 8);
     const char *p = write_npy("i8.npy", 1,
                               "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }", d, 32);
     cg_tensor *t;
     ck_assert_int_eq(cg_tensor_load_npy(p, &t), CG_OK);
-    ck_assert_int_eq(cg_tensor_dtype(t), CG_I32);
-    for (int i = 0; i < 4; i++) ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[i], v[i]);
+    ck_assert_int_eq(cg_tensor_dtype(t), CG_I64);
+    for (int i = 0; i < 4; i++) ck_assert(((const int64_t *)cg_tensor_data_const(t))[i] == v[i]);
     cg_tensor_free(t);
+}
+END_TEST
 
-    put_le(d + 16, (uint64_t)1 << 31, 8);
-    p = write_npy("i8r.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }",
-                  d, 32);
-    expect_load_fail(p, CG_ERR_UNSUPPORTED,
-                     "element 2 has value 2147483648, which does not fit in int32");
+/* Each new descr from hand-built bytes, one-byte types with any of the
+ * byte-order characters numpy accepts for them. */
+START_TEST(test_load_small_types) {
+    static const struct {
+        const char *descr;
+        cg_dtype dtype;
+        unsigned char bytes[4];
+    } c[] = {
+        {"<f2", CG_F16, {0x00, 0x3c, 0x00, 0xc0}}, /* 1.0, -2.0 */
+        {"<V2", CG_BF16, {0x80, 0x3f, 0x40, 0xc0}}, /* 1.0, -3.0 (ml_dtypes' bfloat16) */
+        {"|i1", CG_I8, {0x80, 0x7f}},
+        {"<i1", CG_I8, {0xff, 0x01}},
+        {">i1", CG_I8, {0x00, 0x02}},
+        {"|u1", CG_U8, {0xff, 0x00}},
+        {"<u1", CG_U8, {0x80, 0x01}},
+        {"|b1", CG_BOOL, {0x01, 0x00}},
+        {">b1", CG_BOOL, {0x00, 0x01}},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char dict[128];
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }",
+                 c[i].descr);
+        size_t n = 2 * cg_dtype_size(c[i].dtype);
+        const char *p = write_npy("s.npy", 1, dict, c[i].bytes, n);
+        cg_tensor *t;
+        ck_assert_msg(cg_tensor_load_npy(p, &t) == CG_OK, "%s: %s", c[i].descr, cg_last_error());
+        ck_assert_int_eq(cg_tensor_dtype(t), c[i].dtype);
+        ck_assert_int_eq(cg_tensor_numel(t), 2);
+        ck_assert_int_eq(memcmp(cg_tensor_data_const(t), c[i].bytes, n), 0);
+        cg_tensor_free(t);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Files numpy wrote (tests/data/dtypes, tools/py/make_dtype_data.py)  */
+
+/* Checks t against a case, element by element. */
+static void expect_case(const cg_tensor *t, const dtype_case *c) {
+    ck_assert_int_eq(cg_tensor_dtype(t), c->dtype);
+    ck_assert_int_eq(cg_tensor_ndim(t), c->ndim);
+    for (int i = 0; i < c->ndim; i++) ck_assert_int_eq(cg_tensor_dim(t, i), c->dims[i]);
+    for (int64_t i = 0; i < cg_tensor_numel(t); i++) {
+        uint64_t v = bits_at(t, i);
+        ck_assert_msg(v == c->bits[i], "%s element %lld: 0x%llx, want 0x%llx", c->name,
+                      (long long)i, (unsigned long long)v, (unsigned long long)c->bits[i]);
+    }
+}
+
+START_TEST(test_numpy_files) {
+    for (size_t k = 0; k < N_DTYPE_CASES; k++) {
+        const dtype_case *c = &DTYPE_CASES[k];
+        char src[512];
+        snprintf(src, sizeof src, "%s/dtypes/%s.npy", CG_TEST_DATA_DIR, c->name);
+        cg_tensor *t;
+        ck_assert_msg(cg_tensor_load_npy(src, &t) == CG_OK, "%s", cg_last_error());
+        expect_case(t, c);
+        /* written back: byte for byte the file numpy wrote */
+        const char *p = tu_path("back.npy");
+        ck_assert_msg(cg_tensor_save_npy(t, p) == CG_OK, "%s", cg_last_error());
+        cg_tensor_free(t);
+        size_t n1, n2;
+        unsigned char *a = read_all(src, &n1), *b = read_all(p, &n2);
+        ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "%s: written bytes differ from numpy's",
+                      c->name);
+        free(a);
+        free(b);
+    }
+    /* float64 is rounded to f32 */
+    cg_tensor *t;
+    ck_assert_msg(cg_tensor_load_npy(CG_TEST_DATA_DIR "/dtypes/f64.npy", &t) == CG_OK, "%s",
+                  cg_last_error());
+    const dtype_case f64 = {"f64", CG_F32, 1, {3}, {0x3DCCCCCD, 0x7F800000, 0xC0200000}};
+    expect_case(t, &f64);
+    cg_tensor_free(t);
 }
 END_TEST
 
@@ -365,10 +621,11 @@ static void roundtrip(cg_dtype dt, int ndim, const int64_t *dims) {
     cg_tensor *t, *u;
     ck_assert_int_eq(cg_tensor_create(dt, ndim, dims, &t), CG_OK);
     int64_t n = cg_tensor_numel(t);
-    for (int64_t i = 0; i < n; i++) {
-        if (dt == CG_F32) ((float *)cg_tensor_data(t))[i] = (float)i * 0.25f - 3.0f;
-        else ((int32_t *)cg_tensor_data(t))[i] = (int32_t)(i * 7919 - 100000);
-    }
+    size_t es = cg_dtype_size(dt);
+    unsigned char *b = cg_tensor_data(t);
+    /* every byte pattern but for bools, which are 0 or 1 */
+    for (size_t i = 0; i < (size_t)n * es; i++)
+        b[i] = dt == CG_BOOL ? (unsigned char)(i % 3 == 1) : (unsigned char)(i * 151 + 7);
     const char *p = tu_path("rt.npy");
     ck_assert_int_eq(cg_tensor_save_npy(t, p), CG_OK);
     ck_assert_msg(cg_tensor_load_npy(p, &u) == CG_OK, "%s", cg_last_error());
@@ -376,7 +633,7 @@ static void roundtrip(cg_dtype dt, int ndim, const int64_t *dims) {
     ck_assert_int_eq(cg_tensor_ndim(u), ndim);
     for (int i = 0; i < ndim; i++) ck_assert_int_eq(cg_tensor_dim(u, i), dims[i]);
     ck_assert_int_eq(cg_tensor_numel(u), n);
-    if (n) ck_assert_int_eq(memcmp(cg_tensor_data(t), cg_tensor_data(u), (size_t)n * 4), 0);
+    if (n) ck_assert_int_eq(memcmp(cg_tensor_data(t), cg_tensor_data(u), (size_t)n * es), 0);
     cg_tensor_free(t);
     cg_tensor_free(u);
 }
@@ -384,14 +641,15 @@ static void roundtrip(cg_dtype dt, int ndim, const int64_t *dims) {
 START_TEST(test_roundtrip) {
     int64_t a[2] = {2, 3}, b[1] = {1000}, c[2] = {0, 3}, d[8] = {1, 2, 1, 1, 1, 1, 1, 2},
             e[1] = {124};
-    roundtrip(CG_F32, 2, a);
-    roundtrip(CG_I32, 2, a);
-    roundtrip(CG_F32, 1, b);
-    roundtrip(CG_I32, 0, NULL);
-    roundtrip(CG_F32, 0, NULL);
-    roundtrip(CG_I32, 2, c);
-    roundtrip(CG_F32, 8, d);
-    roundtrip(CG_I32, 1, e);
+    for (size_t k = 0; k < N_DTYPES; k++) {
+        cg_dtype dt = ALL_DTYPES[k];
+        roundtrip(dt, 2, a);
+        roundtrip(dt, 1, b);
+        roundtrip(dt, 0, NULL);
+        roundtrip(dt, 2, c);
+        roundtrip(dt, 8, d);
+        roundtrip(dt, 1, e);
+    }
 }
 END_TEST
 
@@ -434,7 +692,7 @@ START_TEST(test_bad_prefix) {
     expect_load_fail(tu_write_file("hl.npy", "\x93NUMPY\x01\x00\xc8\x00{}", 12), CG_ERR_FORMAT,
                      "header length 200 is larger than the rest of the file (2 bytes)");
     expect_load_fail(tu_write_file("hl2.npy", "\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14), CG_ERR_FORMAT,
-                     "header length 4294967295 exceeds the limit of 1048576 bytes");
+                     "header length 4294967295 is larger than the rest of the file (2 bytes)");
     expect_load_fail(tu_write_file("hl3.npy", "\x93NUMPY\x03\x00\x00\x00\x10\x00{}", 14),
                      CG_ERR_FORMAT, "header length 1048576 is larger than the rest of the file");
     expect_load_fail(tu_write_file("h0.npy", "\x93NUMPY\x01\x00\x00\x00", 10), CG_ERR_FORMAT,
@@ -515,15 +773,32 @@ START_TEST(test_bad_dtype_and_data) {
     ck_assert_int_eq(cg_tensor_load_npy(p, &t), CG_ERR_UNSUPPORTED);
     char want[700];
     snprintf(want, sizeof want,
-             "%s: unsupported dtype '<c8' (expected float32, float64, int32 or int64)", p);
+             "%s: unsupported dtype '<c8' (expected '<f4' float32, '<f8' float64, '<f2' float16, "
+             "'<V2' bfloat16 (ml_dtypes), '<i8' int64, '<i4' int32, '|i1' int8, '|u1' uint8 or "
+             "'|b1' bool)", p);
     ck_assert_str_eq(cg_last_error(), want);
 
-    expect_npy_fail("{'descr': '|b1', 'fortran_order': False, 'shape': (4,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '|b1'");
-    expect_npy_fail("{'descr': '|u1', 'fortran_order': False, 'shape': (4,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '|u1'");
-    expect_npy_fail("{'descr': '<f2', 'fortran_order': False, 'shape': (2,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '<f2'");
+    /* a plain opaque type is no bfloat16; other sizes and byte orders */
+    expect_npy_fail("{'descr': '|V2', 'fortran_order': False, 'shape': (2,)}", 4,
+                    CG_ERR_UNSUPPORTED, "unsupported dtype '|V2'");
+    expect_npy_fail("{'descr': '<V4', 'fortran_order': False, 'shape': (1,)}", 4,
+                    CG_ERR_UNSUPPORTED, "unsupported dtype '<V4'");
+    expect_npy_fail("{'descr': '>V2', 'fortran_order': False, 'shape': (2,)}", 4,
+                    CG_ERR_UNSUPPORTED, "big-endian data ('>V2') is not supported");
+    expect_npy_fail("{'descr': '>f2', 'fortran_order': False, 'shape': (2,)}", 4,
+                    CG_ERR_UNSUPPORTED, "big-endian data ('>f2') is not supported");
+    expect_npy_fail("{'descr': '|f2', 'fortran_order': False, 'shape': (2,)}", 4,
+                    CG_ERR_UNSUPPORTED, "unsupported dtype '|f2'");
+    expect_npy_fail("{'descr': '=i1', 'fortran_order': False, 'shape': (4,)}", 4,
+                    CG_ERR_UNSUPPORTED, "unsupported dtype '=i1'");
+    expect_npy_fail("{'descr': '<u2', 'fortran_order': False, 'shape': (2,)}", 4,
+                    CG_ERR_UNSUPPORTED, "unsupported dtype '<u2'");
+    {
+        const unsigned char bools[4] = {0, 1, 255, 0};
+        expect_load_fail(write_npy("b.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (4,)}",
+                                   bools, 4),
+                         CG_ERR_FORMAT, "element 2 of the bool array is 255, not 0 (False) or 1 (True)");
+    }
     expect_npy_fail("{'descr': '<u4', 'fortran_order': False, 'shape': (1,)}", 4,
                     CG_ERR_UNSUPPORTED, "unsupported dtype '<u4'");
     expect_npy_fail("{'descr': '=f4', 'fortran_order': False, 'shape': (1,)}", 4,
@@ -591,6 +866,9 @@ static Suite *npy_suite(void) {
     TCase *tc = tcase_create("tensor");
     tcase_add_test(tc, test_tensor_create);
     tcase_add_test(tc, test_tensor_errors);
+    tcase_add_test(tc, test_convert_floats);
+    tcase_add_test(tc, test_convert_integers);
+    tcase_add_test(tc, test_convert_unsupported);
     suite_add_tcase(s, tc);
     TCase *ld = tcase_create("load");
     tcase_add_checked_fixture(ld, setup, tu_teardown_dir);
@@ -599,6 +877,8 @@ static Suite *npy_suite(void) {
     tcase_add_test(ld, test_load_f8_chunks);
     tcase_add_test(ld, test_load_i4_v3_scalar);
     tcase_add_test(ld, test_load_i8);
+    tcase_add_test(ld, test_load_small_types);
+    tcase_add_test(ld, test_numpy_files);
     tcase_add_test(ld, test_load_shapes);
     suite_add_tcase(s, ld);
     TCase *sv = tcase_create("save");

@@ -1,6 +1,9 @@
-/* safetensors reader: valid files of every dtype, conversions, zero-copy
- * views, a file written by tools/py/make_test_safetensors.py, and hostile
- * files (each checked for its status and the text of its message). */
+/* safetensors reader and writer: valid files of every dtype, conversions,
+ * views by dtype (zero copy where aligned), files the safetensors package
+ * wrote (tests/data/dtypes, tools/py/make_dtype_data.py; and
+ * tools/py/make_test_safetensors.py's), written back byte for byte, the
+ * writer's layout against hand-built bytes, its errors, and hostile files
+ * (each checked for its status and the text of its message). */
 #include "clgraph/clgraph.h"
 #include "weights.h"
 
@@ -12,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtype_cases.h"
 #include "test_util.h"
 
 #ifndef CG_TEST_DATA_DIR
@@ -496,7 +501,7 @@ START_TEST(test_i64_out_of_range) {
     ck_assert_ptr_null(t);
     ck_assert_ptr_nonnull(strstr(cg_last_error(),
                                  "tensor 'big': element 1 has value 2147483648, which does not "
-                                 "fit in I32"));
+                                 "fit in i32"));
     ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
     cg_tensor_desc d;
     const void *p = &p;
@@ -699,11 +704,16 @@ START_TEST(test_bad_tensors) {
 
     expect_st_fail("{\"x\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", d, 16,
                    CG_ERR_UNSUPPORTED,
-                   "tensor 'x': unsupported dtype 'F64' (supported: F32, F16, BF16, I32, I64)");
+                   "tensor 'x': unsupported dtype 'F64' (supported: F32, F16, BF16, I64, I32, I8, "
+                   "U8, BOOL)");
     expect_st_fail("{\"x\":{\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]}}", d, 8,
                    CG_ERR_UNSUPPORTED, "unsupported dtype 'f32'");
-    expect_st_fail("{\"x\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2,
-                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'BOOL'");
+    expect_st_fail("{\"x\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[0,4]}}", d, 4,
+                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'U16'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2,
+                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'F8_E4M3'");
+    expect_st_fail("{\"x\":{\"dtype\":\"bool\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2,
+                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'bool'");
     expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],"
                    "\"data_offsets\":[0,4]}}",
                    d, 4, CG_ERR_UNSUPPORTED,
@@ -823,6 +833,392 @@ START_TEST(test_mutations) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Every dtype: files the safetensors package wrote, views, the writer */
+
+static unsigned char *read_all(const char *path, size_t *len) {
+    char *b = tu_read_text(path, len);
+    ck_assert_msg(b != NULL, "cannot read %s", path);
+    return (unsigned char *)b;
+}
+
+static void expect_bytes(const cg_tensor *t, const unsigned char *want, size_t n, const char *what) {
+    ck_assert_uint_eq((size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t)), n);
+    ck_assert_msg(n == 0 || memcmp(cg_tensor_data_const(t), want, n) == 0, "%s: bytes differ", what);
+}
+
+/* <dtype>.safetensors: "a" and "b" (reversed) of one dtype, read in their
+ * stored dtype, written back byte for byte as the package wrote them. */
+START_TEST(test_package_files) {
+    for (size_t k = 0; k < N_DTYPE_CASES; k++) {
+        const dtype_case *c = &DTYPE_CASES[k];
+        char src[512];
+        snprintf(src, sizeof src, "%s/dtypes/%s.safetensors", CG_TEST_DATA_DIR, c->name);
+        cg_weights *w;
+        ck_assert_msg(cg_weights_open(src, &w) == CG_OK, "%s", cg_last_error());
+        ck_assert_uint_eq(cg_weights_count(w), 2);
+        cg_tensor *t[2];
+        const char *names[2] = {"a", "b"};
+        for (int i = 0; i < 2; i++) {
+            unsigned char want[64];
+            size_t n = dtype_case_bytes(c, i, want);
+            ck_assert_int_eq(cg_weights_dtype(w, (size_t)i), c->dtype);
+            ck_assert_msg(cg_weights_get_as(w, names[i], c->dtype, &t[i]) == CG_OK, "%s",
+                          cg_last_error());
+            ck_assert_int_eq(cg_tensor_ndim(t[i]), c->ndim);
+            for (int d = 0; d < c->ndim; d++) ck_assert_int_eq(cg_tensor_dim(t[i], d), c->dims[d]);
+            expect_bytes(t[i], want, n, c->name);
+            cg_tensor_desc desc;
+            const void *p;
+            ck_assert_msg(cg_weights_view_as(w, names[i], c->dtype, &desc, &p) == CG_OK, "%s",
+                          cg_last_error());
+            ck_assert_int_eq(desc.dtype, c->dtype);
+            ck_assert_int_eq(memcmp(p, want, n), 0);
+        }
+        const char *out = tu_path("back.safetensors");
+        ck_assert_msg(cg_weights_save(out, 2, names, (const cg_tensor *const *)t) == CG_OK, "%s",
+                      cg_last_error());
+        size_t n1, n2;
+        unsigned char *a = read_all(src, &n1), *b = read_all(out, &n2);
+        ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "%s: written bytes differ from the package's",
+                      c->name);
+        free(a), free(b);
+        cg_tensor_free(t[0]), cg_tensor_free(t[1]);
+        cg_weights_free(w);
+    }
+}
+END_TEST
+
+/* mixed.safetensors: every dtype in one file laid out by the package. */
+START_TEST(test_package_mixed) {
+    cg_weights *w;
+    const char *src = CG_TEST_DATA_DIR "/dtypes/mixed.safetensors";
+    ck_assert_msg(cg_weights_open(src, &w) == CG_OK, "%s", cg_last_error());
+    ck_assert_uint_eq(cg_weights_count(w), N_DTYPE_CASES);
+    const cg_tensor *all[N_DTYPE_CASES];
+    const char *names[N_DTYPE_CASES];
+    for (size_t k = 0; k < N_DTYPE_CASES; k++) {
+        const dtype_case *c = &DTYPE_CASES[k];
+        unsigned char want[64];
+        size_t n = dtype_case_bytes(c, 0, want);
+        int i = cg_weights_find(w, c->name);
+        ck_assert_int_ge(i, 0);
+        ck_assert_int_eq(cg_weights_dtype(w, (size_t)i), c->dtype);
+        cg_tensor *t;
+        ck_assert_msg(cg_weights_get_as(w, c->name, c->dtype, &t) == CG_OK, "%s", cg_last_error());
+        expect_bytes(t, want, n, c->name);
+        all[k] = t;
+        names[k] = c->name;
+    }
+    /* written again (our layout), then read: the same tensors */
+    const char *out = tu_path("mixed.safetensors");
+    ck_assert_msg(cg_weights_save(out, (int)N_DTYPE_CASES, names, all) == CG_OK, "%s", cg_last_error());
+    cg_weights *w2;
+    ck_assert_msg(cg_weights_open(out, &w2) == CG_OK, "%s", cg_last_error());
+    for (size_t k = 0; k < N_DTYPE_CASES; k++) {
+        cg_tensor *t;
+        ck_assert_int_eq(cg_weights_get_as(w2, names[k], DTYPE_CASES[k].dtype, &t), CG_OK);
+        expect_bytes(t, cg_tensor_data_const(all[k]),
+                     (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t)), names[k]);
+        /* every tensor is aligned to its element size: the view is the mapping */
+        cg_tensor_desc d;
+        const void *p, *q;
+        ck_assert_int_eq(cg_weights_view_as(w2, names[k], DTYPE_CASES[k].dtype, &d, &p), CG_OK);
+        ck_assert_uint_eq((uintptr_t)p % cg_dtype_size(DTYPE_CASES[k].dtype), 0);
+        ck_assert_int_eq(cg_weights_view_as(w2, names[k], DTYPE_CASES[k].dtype, &d, &q), CG_OK);
+        ck_assert_ptr_eq(p, q);
+        cg_tensor_free(t);
+        cg_tensor_free((cg_tensor *)all[k]);
+    }
+    cg_weights_free(w2);
+    cg_weights_free(w);
+}
+END_TEST
+
+/* The writer's bytes for a file of four dtypes, built by hand: keys sorted
+ * by name, data by element size then name, the header padded to 8. */
+START_TEST(test_writer_layout) {
+    int64_t one = 1, two = 2;
+    cg_tensor *z, *a, *m, *b;
+    ck_assert_int_eq(cg_tensor_create(CG_BOOL, 1, &two, &z), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F16, 1, &one, &a), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_I64, 0, NULL, &m), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &one, &b), CG_OK);
+    ((unsigned char *)cg_tensor_data(z))[0] = 1;
+    *(uint16_t *)cg_tensor_data(a) = 0x3C00;
+    *(int64_t *)cg_tensor_data(m) = -2;
+    *(float *)cg_tensor_data(b) = 1.0f;
+    const char *names[4] = {"z", "a", "m", "b"};
+    const cg_tensor *ts[4] = {z, a, m, b};
+    const char *p = tu_path("l.safetensors");
+    ck_assert_msg(cg_weights_save(p, 4, names, ts) == CG_OK, "%s", cg_last_error());
+    const char *json = "{\"a\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[12,14]},"
+                       "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+                       "\"m\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,8]},"
+                       "\"z\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[14,16]}}";
+    size_t jl = strlen(json), hl = (jl + 7) / 8 * 8;
+    ck_assert_uint_eq(jl, 218); /* so six spaces of padding */
+    unsigned char want[512];
+    for (int i = 0; i < 8; i++) want[i] = (unsigned char)(hl >> (8 * i));
+    memcpy(want + 8, json, jl);
+    memset(want + 8 + jl, ' ', hl - jl);
+    const unsigned char data[16] = {0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* m = -2 */
+                                    0x00, 0x00, 0x80, 0x3F,                         /* b = 1.0f */
+                                    0x00, 0x3C,                                     /* a = 1.0 */
+                                    0x01, 0x00};                                    /* z */
+    memcpy(want + 8 + hl, data, 16);
+    size_t n;
+    unsigned char *got = read_all(p, &n);
+    ck_assert_uint_eq(n, 8 + hl + 16);
+    ck_assert_int_eq(memcmp(got, want, n), 0);
+    free(got);
+    /* no tensors: "{}" and six spaces */
+    p = tu_path("e.safetensors");
+    ck_assert_int_eq(cg_weights_save(p, 0, NULL, NULL), CG_OK);
+    got = read_all(p, &n);
+    ck_assert_uint_eq(n, 16);
+    ck_assert_int_eq(memcmp(got, "\x08\0\0\0\0\0\0\0{}      ", 16), 0);
+    free(got);
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(p, &w), CG_OK);
+    ck_assert_uint_eq(cg_weights_count(w), 0);
+    cg_weights_free(w);
+    /* names JSON needs to escape, and UTF-8, come back as they were */
+    const char *odd[2] = {"q\"uote\\back\nline\x01\x7f", "na\xc3\xafve.\xe2\x82\xac"};
+    const cg_tensor *two_t[2] = {a, b};
+    p = tu_path("o.safetensors");
+    ck_assert_msg(cg_weights_save(p, 2, odd, two_t) == CG_OK, "%s", cg_last_error());
+    got = read_all(p, &n);
+    ck_assert_ptr_nonnull(strstr((const char *)got + 8, "\"q\\\"uote\\\\back\\nline\\u0001\x7f\""));
+    free(got);
+    ck_assert_int_eq(cg_weights_open(p, &w), CG_OK);
+    ck_assert_int_ge(cg_weights_find(w, odd[0]), 0);
+    ck_assert_int_ge(cg_weights_find(w, odd[1]), 0);
+    cg_weights_free(w);
+    cg_tensor_free(z), cg_tensor_free(a), cg_tensor_free(m), cg_tensor_free(b);
+}
+END_TEST
+
+/* Every dtype and shape through the writer and the reader. */
+START_TEST(test_writer_roundtrip) {
+    static const cg_dtype dts[] = {CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL};
+    int64_t shapes[][8] = {{0}, {7}, {0, 3}, {2, 3, 5}, {1, 2, 1, 2, 1, 2, 1, 3}};
+    int ranks[] = {0, 1, 2, 3, 8};
+    cg_tensor *ts[40];
+    char names[40][16];
+    const char *np[40];
+    int n = 0;
+    for (int d = 0; d < 8; d++)
+        for (int s = 0; s < 5; s++, n++) {
+            ck_assert_int_eq(cg_tensor_create(dts[d], ranks[s], shapes[s], &ts[n]), CG_OK);
+            unsigned char *b = cg_tensor_data(ts[n]);
+            size_t bytes = (size_t)cg_tensor_numel(ts[n]) * cg_dtype_size(dts[d]);
+            for (size_t i = 0; i < bytes; i++)
+                b[i] = dts[d] == CG_BOOL ? (unsigned char)(i % 2) : (unsigned char)(i * 37 + (size_t)n);
+            snprintf(names[n], sizeof names[n], "t%s.%d", cg_dtype_name(dts[d]), s);
+            np[n] = names[n];
+        }
+    const char *p = tu_path("rt.safetensors");
+    ck_assert_msg(cg_weights_save(p, n, np, (const cg_tensor *const *)ts) == CG_OK, "%s",
+                  cg_last_error());
+    cg_weights *w;
+    ck_assert_msg(cg_weights_open(p, &w) == CG_OK, "%s", cg_last_error());
+    ck_assert_uint_eq(cg_weights_count(w), (size_t)n);
+    for (int i = 0; i < n; i++) {
+        int k = cg_weights_find(w, np[i]);
+        ck_assert_int_ge(k, 0);
+        ck_assert_int_eq(cg_weights_dtype(w, (size_t)k), cg_tensor_dtype(ts[i]));
+        cg_tensor *t;
+        ck_assert_int_eq(cg_weights_get_as(w, np[i], cg_tensor_dtype(ts[i]), &t), CG_OK);
+        ck_assert_int_eq(cg_tensor_ndim(t), cg_tensor_ndim(ts[i]));
+        for (int d = 0; d < cg_tensor_ndim(t); d++)
+            ck_assert_int_eq(cg_tensor_dim(t, d), cg_tensor_dim(ts[i], d));
+        expect_bytes(t, cg_tensor_data_const(ts[i]),
+                     (size_t)cg_tensor_numel(ts[i]) * cg_dtype_size(cg_tensor_dtype(ts[i])), np[i]);
+        cg_tensor_free(t);
+    }
+    cg_weights_free(w);
+    for (int i = 0; i < n; i++) cg_tensor_free(ts[i]);
+}
+END_TEST
+
+/* A one-tensor file of `dtype` with the given bytes (8-aligned data). */
+static const char *one_tensor(const char *file, const char *dtype, int n, const void *data, size_t bytes) {
+    char json[160];
+    snprintf(json, sizeof json, "{\"x\":{\"dtype\":\"%s\",\"shape\":[%d],\"data_offsets\":[0,%zu]}}",
+             dtype, n, bytes);
+    return write_st8(file, json, data, bytes);
+}
+
+/* What each stored dtype is viewed and copied as; the errors of the rest. */
+START_TEST(test_views_by_dtype) {
+    cg_weights *w;
+    cg_tensor_desc d;
+    const void *p;
+    cg_tensor *t;
+    /* the legacy view, desc and get: f32 for floats, i32 for I32/I64, else stored */
+    static const struct {
+        const char *st;
+        cg_dtype stored, legacy;
+    } c[] = {{"F32", CG_F32, CG_F32}, {"F16", CG_F16, CG_F32}, {"BF16", CG_BF16, CG_F32},
+             {"I32", CG_I32, CG_I32}, {"I64", CG_I64, CG_I32}, {"I8", CG_I8, CG_I8},
+             {"U8", CG_U8, CG_U8},    {"BOOL", CG_BOOL, CG_BOOL}};
+    unsigned char zeros[16] = {0};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        size_t es = cg_dtype_size(c[i].stored);
+        const char *path = one_tensor("v.safetensors", c[i].st, 2, zeros, 2 * es);
+        ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
+        ck_assert_int_eq(cg_weights_dtype(w, 0), c[i].stored);
+        ck_assert_int_eq(cg_weights_dtype(w, 1), 0);
+        ck_assert_int_eq(cg_weights_desc(w, 0, &d), CG_OK);
+        ck_assert_int_eq(d.dtype, c[i].legacy);
+        ck_assert_int_eq(cg_weights_stored_desc(w, 0, &d), CG_OK);
+        ck_assert_int_eq(d.dtype, c[i].stored);
+        ck_assert_int_eq(cg_weights_view(w, "x", &d, &p), CG_OK);
+        ck_assert_int_eq(d.dtype, c[i].legacy);
+        ck_assert_int_eq(cg_weights_get(w, "x", &t), CG_OK);
+        ck_assert_int_eq(cg_tensor_dtype(t), c[i].legacy);
+        cg_tensor_free(t);
+        /* every declared dtype: viewable or a clear error */
+        for (int want = 1; want <= 8; want++) {
+            cg_status s = cg_weights_view_as(w, "x", (cg_dtype)want, &d, &p);
+            int ok = cg_weights_viewable(c[i].stored, (cg_dtype)want);
+            ck_assert_int_eq(ok, want == (int)c[i].stored || (want == CG_F32 && c[i].legacy == CG_F32) ||
+                                     (want == CG_I32 && c[i].stored == CG_I64));
+            if (ok) {
+                ck_assert_msg(s == CG_OK, "%s as %s: %s", c[i].st, cg_dtype_name((cg_dtype)want),
+                              cg_last_error());
+                ck_assert_int_eq(d.dtype, want);
+                ck_assert_int_eq(d.ndim, 1);
+                ck_assert_int_eq(d.dims[0], 2);
+                continue;
+            }
+            ck_assert_int_eq(s, CG_ERR_UNSUPPORTED);
+            ck_assert_ptr_null(p);
+            char msg[256];
+            snprintf(msg, sizeof msg, ": tensor 'x' is stored as %s, which cannot be viewed as %s (",
+                     c[i].st, cg_dtype_name((cg_dtype)want));
+            ck_assert_msg(strstr(cg_last_error(), msg) != NULL, "%s", cg_last_error());
+        }
+        cg_weights_free(w);
+    }
+}
+END_TEST
+
+/* Copies in any dtype cg_tensor_convert makes, with its errors. */
+START_TEST(test_get_as) {
+    cg_weights *w;
+    cg_tensor *t;
+    const unsigned char i64[24] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                   0, 1, 0, 0, 0, 0, 0, 0}; /* 1, -1, 256 */
+    const char *path = one_tensor("g.safetensors", "I64", 3, i64, 24);
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
+    ck_assert_int_eq(cg_weights_get_as(w, "x", CG_I32, &t), CG_OK);
+    ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[2], 256);
+    cg_tensor_free(t);
+    ck_assert_int_eq(cg_weights_get_as(w, "x", CG_I8, &t), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(t);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(),
+                                 "tensor 'x': element 2 has value 256, which does not fit in i8"));
+    ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
+    ck_assert_int_eq(cg_weights_get_as(w, "x", CG_F32, &t), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "tensor 'x' is stored as I64, which is not converted to f32"));
+    ck_assert_int_eq(cg_weights_get_as(w, "x", (cg_dtype)0, &t), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_weights_get_as(w, "x", CG_I32, NULL), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_weights_get_as(w, "y", CG_I32, &t), CG_ERR_NOT_FOUND);
+    cg_weights_free(w);
+    /* F32 narrowed to F16 / BF16, rounded to nearest even */
+    const unsigned char f32[8] = {0x00, 0x10, 0x80, 0x3f, 0x00, 0x80, 0x81, 0x3f}; /* 0x3F801000, 0x3F818000 */
+    path = one_tensor("f.safetensors", "F32", 2, f32, 8);
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
+    ck_assert_int_eq(cg_weights_get_as(w, "x", CG_F16, &t), CG_OK);
+    ck_assert_uint_eq(((const uint16_t *)cg_tensor_data_const(t))[0], 0x3C00);
+    cg_tensor_free(t);
+    ck_assert_int_eq(cg_weights_get_as(w, "x", CG_BF16, &t), CG_OK);
+    ck_assert_uint_eq(((const uint16_t *)cg_tensor_data_const(t))[1], 0x3F82);
+    cg_tensor_free(t);
+    cg_weights_free(w);
+    /* a BOOL byte that is no bool: on access, named */
+    const unsigned char bools[3] = {1, 0, 7};
+    path = one_tensor("b.safetensors", "BOOL", 3, bools, 3);
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
+    cg_tensor_desc d;
+    const void *p;
+    ck_assert_int_eq(cg_weights_view_as(w, "x", CG_BOOL, &d, &p), CG_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(),
+                                 "tensor 'x': element 2 of the BOOL tensor is 7, not 0 (false) or 1 (true)"));
+    ck_assert_int_eq(cg_weights_get(w, "x", &t), CG_ERR_FORMAT);
+    ck_assert_int_eq(cg_weights_get_as(w, "x", CG_I32, &t), CG_ERR_FORMAT);
+    ck_assert_ptr_null(t);
+    cg_weights_free(w);
+}
+END_TEST
+
+/* Each writer error: one line naming the file; nothing left behind, an
+ * existing file untouched. */
+static void expect_save_fail(int line, const char *path, int n, const char *const *names,
+                             const cg_tensor *const *ts, cg_status want, const char *substr) {
+    cg_status s = cg_weights_save(path, n, names, ts);
+    const char *msg = cg_last_error();
+    ck_assert_msg(s == want, "line %d: status %s, want %s (%s)", line, cg_status_name(s),
+                  cg_status_name(want), msg);
+    ck_assert_msg(strncmp(msg, path, strlen(path)) == 0, "line %d: message lacks the path: %s", line, msg);
+    ck_assert_msg(strstr(msg, substr) != NULL, "line %d: message '%s' lacks '%s'", line, msg, substr);
+    ck_assert_msg(strchr(msg, '\n') == NULL, "line %d: message has a newline", line);
+}
+#define expect_save_fail(...) expect_save_fail(__LINE__, __VA_ARGS__)
+
+START_TEST(test_writer_errors) {
+    int64_t one = 1;
+    cg_tensor *t;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &one, &t), CG_OK);
+    const cg_tensor *ts[2] = {t, t};
+    const char *p = tu_write_file("keep.safetensors", "old", 3);
+    const char *dup[2] = {"w", "w"};
+    expect_save_fail(p, 2, dup, ts, CG_ERR_INVALID_ARGUMENT, "duplicate tensor name 'w'");
+    const char *empty[1] = {""};
+    expect_save_fail(p, 1, empty, ts, CG_ERR_INVALID_ARGUMENT, "the name of tensor 0 is empty");
+    const char *null_name[2] = {"a", NULL};
+    expect_save_fail(p, 2, null_name, ts, CG_ERR_INVALID_ARGUMENT, "the name of tensor 1 is NULL");
+    const char *meta[1] = {"__metadata__"};
+    expect_save_fail(p, 1, meta, ts, CG_ERR_INVALID_ARGUMENT, "'__metadata__' is reserved");
+    const char *bad_utf8[1] = {"a\xff\x1b"};
+    expect_save_fail(p, 1, bad_utf8, ts, CG_ERR_INVALID_ARGUMENT,
+                     "tensor name 'a\\xff\\x1b' is not valid UTF-8");
+    const char *ok[2] = {"a", "b"};
+    const cg_tensor *null_t[2] = {t, NULL};
+    expect_save_fail(p, 2, ok, null_t, CG_ERR_INVALID_ARGUMENT, "tensor 'b' is NULL");
+    expect_save_fail(p, -1, ok, ts, CG_ERR_INVALID_ARGUMENT, "bad tensor list (n = -1)");
+    expect_save_fail(p, 1, NULL, ts, CG_ERR_INVALID_ARGUMENT, "bad tensor list");
+    char buf[8];
+    tu_slurp(p, buf, sizeof buf);
+    ck_assert_str_eq(buf, "old");
+    ck_assert_int_eq(cg_weights_save(NULL, 0, NULL, NULL), CG_ERR_INVALID_ARGUMENT);
+    /* I/O: a missing directory, a directory in the way of the rename */
+    expect_save_fail(tu_path("no/such/dir/w.safetensors"), 1, ok, ts, CG_ERR_IO,
+                     "cannot create a temporary file in its directory: No such file or directory");
+    ck_assert_int_eq(mkdir(tu_path("d"), 0755), 0);
+    expect_save_fail(tu_path("d"), 1, ok, ts, CG_ERR_IO,
+                     "cannot finish writing (sync, close or rename): Is a directory");
+    /* nothing but keep.safetensors and d is left in the directory */
+    DIR *dir = opendir(tu_dir);
+    ck_assert_ptr_nonnull(dir);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entries++;
+    closedir(dir);
+    ck_assert_int_eq(entries, 2);
+    /* a successful write replaces the old file whole */
+    ck_assert_int_eq(cg_weights_save(p, 1, ok, ts), CG_OK);
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(p, &w), CG_OK);
+    ck_assert_uint_eq(cg_weights_count(w), 1);
+    cg_weights_free(w);
+    cg_tensor_free(t);
+}
+END_TEST
+
+
 static Suite *safetensors_suite(void) {
     Suite *s = suite_create("safetensors");
     TCase *ok = tcase_create("valid");
@@ -837,6 +1233,13 @@ static Suite *safetensors_suite(void) {
     tcase_add_test(ok, test_python_file);
     tcase_add_test(ok, test_i64_out_of_range);
     tcase_add_test(ok, test_api_misuse);
+    tcase_add_test(ok, test_package_files);
+    tcase_add_test(ok, test_package_mixed);
+    tcase_add_test(ok, test_writer_layout);
+    tcase_add_test(ok, test_writer_roundtrip);
+    tcase_add_test(ok, test_views_by_dtype);
+    tcase_add_test(ok, test_get_as);
+    tcase_add_test(ok, test_writer_errors);
     suite_add_tcase(s, ok);
     TCase *bad = tcase_create("hostile");
     tcase_add_checked_fixture(bad, setup, tu_teardown_dir);

@@ -11,6 +11,7 @@
 #include "registry.h"
 #include "op_harness.h"
 #include "ops_common.h"
+#include "test_util.h"
 
 static cg_context *ctx;
 
@@ -331,6 +332,168 @@ START_TEST(no_kernel_no_decomposition) {
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Params bind to weights by dtype                                     */
+
+/* weights.safetensors in the test directory: one tensor of three elements
+ * per stored dtype, named after it ("f32", "f16", ..., "bool"), and
+ * "i64_big" with a value past i32. */
+static cg_weights *dtype_weights(void) {
+    static const cg_dtype dts[] = {CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL};
+    static const uint64_t bits[8][3] = {
+        {0x3F800000, 0xC0200000, 0x00000000}, /* 1, -2.5, 0 */
+        {7, 0xFFFFFFFF, 0x80000000},          /* 7, -1, INT32_MIN */
+        {0x3C00, 0xC000, 0x7BFF},             /* 1, -2, 65504 */
+        {0x3F80, 0xC040, 0x4380},             /* 1, -3, 256 */
+        {0x80, 0x7F, 0xFF},                   /* -128, 127, -1 */
+        {0, 255, 1},
+        {5, UINT64_MAX, 0x7FFFFFFF},          /* 5, -1, INT32_MAX */
+        {1, 0, 1},
+    };
+    cg_tensor *ts[9];
+    const char *names[9];
+    int64_t three = 3;
+    for (int i = 0; i < 9; i++) {
+        cg_dtype dt = i < 8 ? dts[i] : CG_I64;
+        ck_assert_int_eq(cg_tensor_create(dt, 1, &three, &ts[i]), CG_OK);
+        size_t es = cg_dtype_size(dt);
+        unsigned char *b = cg_tensor_data(ts[i]);
+        for (int e = 0; e < 3; e++)
+            for (size_t k = 0; k < es; k++)
+                b[(size_t)e * es + k] = (unsigned char)((i < 8 ? bits[i][e] : (uint64_t)e << 31) >> (8 * k));
+        names[i] = i < 8 ? cg_dtype_name(dt) : "i64_big";
+    }
+    const char *path = tu_path("weights.safetensors");
+    ck_assert_msg(cg_weights_save(path, 9, names, (const cg_tensor *const *)ts) == CG_OK, "%s",
+                  cg_last_error());
+    for (int i = 0; i < 9; i++) cg_tensor_free(ts[i]);
+    cg_weights *w;
+    ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
+    return w;
+}
+
+/* Binds `param p: DECL[3] = "WEIGHT"` (a graph whose output is the param);
+ * the status, the message left in cg_last_error. */
+static cg_status bind_param(cg_weights *w, const char *decl, const char *weight, cg_model **out) {
+    char text[256];
+    snprintf(text, sizeof text, "graph g {\n  param p: %s[3] = \"%s\"\n  output p\n}\n", decl, weight);
+    cg_model *m;
+    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "t.cg", &m), CG_OK);
+    cg_status st = cg_model_bind_weights(m, w);
+    if (!st) st = cg_model_verify(m);
+    if (st || !out) cg_model_free(m);
+    else *out = m;
+    return st;
+}
+
+START_TEST(params_bind_by_dtype) {
+    cg_weights *w = dtype_weights();
+    static const cg_dtype dts[] = {CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL};
+    /* the same dtype binds, and a plan runs it: the stored bytes, whatever
+     * the element size */
+    for (int i = 0; i < 8; i++) {
+        const char *name = cg_dtype_name(dts[i]);
+        cg_model *m;
+        ck_assert_msg(bind_param(w, name, name, &m) == CG_OK, "%s: %s", name, cg_last_error());
+        cg_plan *p;
+        cg_status st = cg_plan_create(m, "g", &p);
+        ck_assert_msg(st == CG_OK, "%s", cg_last_error());
+        cg_tensor *out, *want;
+        ck_assert_msg(cg_plan_run(p, 0, NULL, NULL, 1, &out) == CG_OK, "%s: %s", name, cg_last_error());
+        ck_assert_int_eq(cg_weights_get_as(w, name, dts[i], &want), CG_OK);
+        ck_assert_int_eq(cg_tensor_dtype(out), dts[i]);
+        ck_assert_msg(memcmp(cg_tensor_data_const(out), cg_tensor_data_const(want), 3 * cg_dtype_size(dts[i])) == 0,
+                      "%s: the run gives other bytes than the weights", name);
+        cg_tensor_free(out);
+        cg_tensor_free(want);
+        cg_plan_free(p);
+        cg_model_free(m);
+    }
+    /* an input of a 1-byte dtype runs: its own bytes come back */
+    const char *t3 = "graph g {\n  input x: u8[B]\n  output x\n}\n";
+    cg_model *m3;
+    cg_plan *p3;
+    ck_assert_int_eq(cg_model_parse(ctx, t3, strlen(t3), "t.cg", &m3), CG_OK);
+    ck_assert_int_eq(cg_model_verify(m3), CG_OK);
+    ck_assert_msg(cg_plan_create(m3, "g", &p3) == CG_OK, "%s", cg_last_error());
+    int64_t five = 5;
+    cg_tensor *x3, *y3;
+    ck_assert_int_eq(cg_tensor_create(CG_U8, 1, &five, &x3), CG_OK);
+    memcpy(cg_tensor_data(x3), "\x01\x80\xff\x00\x07", 5);
+    const char *n3[] = {"x"};
+    ck_assert_msg(cg_plan_run(p3, 1, n3, &x3, 1, &y3) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(cg_tensor_dtype(y3), CG_U8);
+    ck_assert_int_eq(memcmp(cg_tensor_data_const(y3), "\x01\x80\xff\x00\x07", 5), 0);
+    cg_tensor_free(x3);
+    cg_tensor_free(y3);
+    cg_plan_free(p3);
+    cg_model_free(m3);
+    /* f32 params take f16 and bf16 weights, i32 params i64 ones, converted */
+    static const struct {
+        const char *decl, *weight;
+        float f[3];
+        int32_t i[3];
+    } conv[] = {{"f32", "f16", {1.0f, -2.0f, 65504.0f}, {0}},
+                {"f32", "bf16", {1.0f, -3.0f, 256.0f}, {0}},
+                {"i32", "i64", {0}, {5, -1, INT32_MAX}}};
+    for (int i = 0; i < 3; i++) {
+        cg_model *m;
+        ck_assert_msg(bind_param(w, conv[i].decl, conv[i].weight, &m) == CG_OK, "%s", cg_last_error());
+        cg_plan *p;
+        cg_tensor *out;
+        ck_assert_int_eq(cg_plan_create(m, "g", &p), CG_OK);
+        ck_assert_msg(cg_plan_run(p, 0, NULL, NULL, 1, &out) == CG_OK, "%s", cg_last_error());
+        const void *d = cg_tensor_data_const(out);
+        for (int e = 0; e < 3; e++) {
+            if (conv[i].decl[0] == 'f') ck_assert(((const float *)d)[e] == conv[i].f[e]);
+            else ck_assert_int_eq(((const int32_t *)d)[e], conv[i].i[e]);
+        }
+        cg_tensor_free(out);
+        cg_plan_free(p);
+        cg_model_free(m);
+    }
+    ck_assert_int_eq(bind_param(w, "i32", "i64_big", NULL), CG_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(cg_last_error(), "t.cg:2:9: param 'p' of graph 'g': ") == cg_last_error() &&
+                      strstr(cg_last_error(), "tensor 'i64_big': element 1 has value 2147483648, "
+                                              "which does not fit in i32"),
+                  "%s", cg_last_error());
+    /* every other pair is an error naming the param, the weight and both dtypes */
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 8; b++) {
+            cg_dtype decl = dts[a], stored = dts[b];
+            if (decl == stored || (decl == CG_F32 && (stored == CG_F16 || stored == CG_BF16)) ||
+                (decl == CG_I32 && stored == CG_I64))
+                continue;
+            ck_assert_int_eq(bind_param(w, cg_dtype_name(decl), cg_dtype_name(stored), NULL), CG_ERR_VERIFY);
+            char want[512];
+            snprintf(want, sizeof want,
+                     "t.cg:2:9: param 'p' of graph 'g': weight '%s' is %s[3], declared %s[3] (an f32 "
+                     "param takes f32, f16 or bf16 weights, an i32 param i32 or i64 ones, any other "
+                     "param weights of its own dtype)",
+                     cg_dtype_name(stored), cg_dtype_name(stored), cg_dtype_name(decl));
+            ck_assert_str_eq(cg_last_error(), want);
+        }
+    /* a shape mismatch says only that */
+    const char *t2 = "graph g {\n  param p: f16[2] = \"f16\"\n  output p\n}\n";
+    cg_model *m;
+    ck_assert_int_eq(cg_model_parse(ctx, t2, strlen(t2), "t.cg", &m), CG_OK);
+    ck_assert_int_eq(cg_model_bind_weights(m, w), CG_ERR_VERIFY);
+    ck_assert_str_eq(cg_last_error(), "t.cg:2:9: param 'p' of graph 'g': weight 'f16' is f16[3], declared f16[2]");
+    cg_model_free(m);
+    cg_weights_free(w);
+}
+END_TEST
+
+static void dir_setup(void) {
+    setup();
+    tu_setup_dir("graph");
+}
+
+static void dir_teardown(void) {
+    teardown();
+    tu_teardown_dir();
+}
+
 int main(void) {
     Suite *s = suite_create("graph");
     TCase *tc = tcase_create("graph");
@@ -343,6 +506,10 @@ int main(void) {
     tcase_add_test(tc, fused_ops_match_decompositions);
     tcase_add_test(tc, no_kernel_no_decomposition);
     suite_add_tcase(s, tc);
+    TCase *bind = tcase_create("bind");
+    tcase_add_checked_fixture(bind, dir_setup, dir_teardown);
+    tcase_add_test(bind, params_bind_by_dtype);
+    suite_add_tcase(s, bind);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

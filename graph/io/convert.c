@@ -1,0 +1,143 @@
+/*
+ * Conversions between dtypes: cg_tensor_convert and the element loop the
+ * readers share (safetensors views of F16/BF16/I64 weights).
+ *
+ * Only conversions that lose nothing unnoticed are made: f16 and bf16 widen
+ * to f32 exactly; integers and bools convert among themselves with every
+ * value checked against the target's range (the first one out of range is
+ * reported by index); and f32 narrows to f16 / bf16 rounded to nearest even,
+ * the one rounding conversion, which callers that need exactness refuse
+ * through cg_dtype_convert_exact. Elements are read and written with memcpy,
+ * so the source may be unaligned (a memory-mapped file).
+ */
+#include "tensor.h"
+
+#include "dtype.h"
+#include "error.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int is_integer(cg_dtype t) {
+    return t == CG_I64 || t == CG_I32 || t == CG_I8 || t == CG_U8 || t == CG_BOOL;
+}
+
+/* The range of an integer dtype. */
+static void int_range(cg_dtype t, int64_t *lo, int64_t *hi) {
+    switch (t) {
+    case CG_I64: *lo = INT64_MIN, *hi = INT64_MAX; return;
+    case CG_I32: *lo = INT32_MIN, *hi = INT32_MAX; return;
+    case CG_I8: *lo = INT8_MIN, *hi = INT8_MAX; return;
+    case CG_U8: *lo = 0, *hi = UINT8_MAX; return;
+    default: *lo = 0, *hi = 1; return; /* CG_BOOL */
+    }
+}
+
+static int64_t get_int(cg_dtype t, const unsigned char *p) {
+    int64_t v64;
+    int32_t v32;
+    int8_t v8;
+    switch (t) {
+    case CG_I64: memcpy(&v64, p, 8); return v64;
+    case CG_I32: memcpy(&v32, p, 4); return v32;
+    case CG_I8: memcpy(&v8, p, 1); return v8;
+    default: return *p; /* CG_U8, CG_BOOL */
+    }
+}
+
+static void put_int(cg_dtype t, unsigned char *p, int64_t v) {
+    int32_t v32 = (int32_t)v;
+    int8_t v8 = (int8_t)v;
+    switch (t) {
+    case CG_I64: memcpy(p, &v, 8); return;
+    case CG_I32: memcpy(p, &v32, 4); return;
+    case CG_I8: memcpy(p, &v8, 1); return;
+    default: *p = (unsigned char)v; return; /* CG_U8, CG_BOOL */
+    }
+}
+
+int cg_dtype_convert_exact(cg_dtype from, cg_dtype to) {
+    if (!cg_dtype_valid((int)from) || !cg_dtype_valid((int)to)) return 0;
+    return from == to || (to == CG_F32 && (from == CG_F16 || from == CG_BF16)) ||
+           (is_integer(from) && is_integer(to));
+}
+
+static int convertible(cg_dtype from, cg_dtype to) {
+    return cg_dtype_convert_exact(from, to) || (from == CG_F32 && (to == CG_F16 || to == CG_BF16));
+}
+
+/* Floats: 16-bit formats to f32, f32 to 16-bit formats. */
+static void convert_floats(cg_dtype from, const unsigned char *src, cg_dtype to, unsigned char *dst,
+                           int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (to == CG_F32) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            uint32_t f = from == CG_F16 ? cg_f16_to_f32_bits(h) : cg_bf16_to_f32_bits(h);
+            memcpy(dst + 4 * i, &f, 4);
+        } else {
+            uint32_t f;
+            memcpy(&f, src + 4 * i, 4);
+            uint16_t h = to == CG_F16 ? cg_f32_to_f16_bits(f) : cg_f32_to_bf16_bits(f);
+            memcpy(dst + 2 * i, &h, 2);
+        }
+    }
+}
+
+cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n,
+                                int64_t *bad_index, int64_t *bad_value) {
+    const unsigned char *s = src;
+    unsigned char *d = dst;
+    if (!convertible(from, to)) return CG_CONV_UNSUPPORTED;
+    if (from == to) {
+        if (n > 0) memcpy(d, s, (size_t)n * cg_dtype_size(from));
+        return CG_CONV_OK;
+    }
+    if (!is_integer(from)) {
+        convert_floats(from, s, to, d, n);
+        return CG_CONV_OK;
+    }
+    size_t fs = cg_dtype_size(from), ts = cg_dtype_size(to);
+    int64_t lo, hi;
+    int_range(to, &lo, &hi);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = get_int(from, s + fs * (size_t)i);
+        if (v < lo || v > hi) {
+            *bad_index = i;
+            *bad_value = v;
+            return CG_CONV_RANGE;
+        }
+        put_int(to, d + ts * (size_t)i, v);
+    }
+    return CG_CONV_OK;
+}
+
+cg_status cg_tensor_convert(const cg_tensor *t, cg_dtype to, cg_tensor **out) {
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_convert: NULL output pointer");
+    *out = NULL;
+    if (!t) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_convert: NULL tensor");
+    if (!cg_dtype_valid((int)to))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_convert: invalid dtype %d", (int)to);
+    char shape[160];
+    cg_shape_format(shape, sizeof shape, t->dtype, t->ndim, t->dims, NULL, 0);
+    if (!convertible(t->dtype, to))
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "cannot convert tensor %s to %s (converted: f16/bf16 to f32, f32 to "
+                        "f16/bf16, and among i64, i32, i8, u8 and bool)",
+                        shape, cg_dtype_name(to));
+    cg_tensor *r;
+    cg_status s = cg_tensor_alloc(to, t->ndim, t->dims, &r);
+    if (s != CG_OK) return s;
+    int64_t bad = 0, val = 0;
+    if (cg_convert_elems(t->dtype, t->data, to, r->data, cg_shape_numel(t->ndim, t->dims), &bad,
+                         &val) != CG_CONV_OK) {
+        cg_tensor_free(r);
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "cannot convert tensor %s to %s: element %" PRId64 " has value %" PRId64
+                        ", which does not fit in %s",
+                        shape, cg_dtype_name(to), bad, val, cg_dtype_name(to));
+    }
+    *out = r;
+    return CG_OK;
+}
