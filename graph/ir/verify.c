@@ -328,15 +328,17 @@ static cg_status verify_graph(cg_graph *g) {
     cg_analysis an;
     cg_status st = analyze_graph(g, &an);
     if (st) return st;
-    cg_tensor_desc in[256], out[64];
+    /* Room for the widest node's descriptors. */
+    int max_in = 0, max_out = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->n_inputs > max_in) max_in = g->nodes[i]->n_inputs;
+        if (g->nodes[i]->n_outputs > max_out) max_out = g->nodes[i]->n_outputs;
+    }
+    cg_tensor_desc *in = calloc((size_t)max_in + 1, sizeof *in), *out = calloc((size_t)max_out + 1, sizeof *out);
+    if (!in || !out) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     for (int oi = 0; oi < an.n_nodes && !st; oi++) {
         int ni = an.order[oi];
         cg_node *nd = g->nodes[ni];
-        if (nd->n_inputs > 256) {
-            loc(where, sizeof where, m, nd->line, nd->col);
-            st = cg_error(CG_ERR_VERIFY, "%snode '%s' has more than 256 inputs", where, nd->name);
-            break;
-        }
         for (int k = 0; k < nd->n_inputs; k++) cg_desc_from_value(&g->values[nd->inputs[k]], &in[k]);
         st = cg_call_infer(m, nd->name, nd->line, nd->col, an.ops[ni], an.attrs[ni], nd->n_inputs, in,
                            nd->n_outputs, out, 0);
@@ -348,6 +350,8 @@ static cg_status verify_graph(cg_graph *g) {
             memcpy(v->dims, out[k].dims, sizeof(int64_t) * (size_t)out[k].ndim);
         }
     }
+    free(in);
+    free(out);
     cg_analysis_free(&an);
     for (int i = 0; !st && m->weights && i < g->n_values; i++)
         if (g->values[i].kind == CG_VAL_PARAM) st = check_param(m, g, &g->values[i]);

@@ -494,6 +494,53 @@ static void dir_teardown(void) {
     tu_teardown_dir();
 }
 
+/* A node with 300 inputs (concat) verifies and runs on the CPU and on
+ * opencl:0: nothing sizes a node's arguments by a fixed bound. */
+START_TEST(wide_node) {
+    enum { N_IN = 300 };
+    size_t cap = 64 * N_IN + 256, used = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    used += (size_t)snprintf(text + used, cap - used, "graph g {\n");
+    for (int i = 0; i < N_IN; i++) used += (size_t)snprintf(text + used, cap - used, "  input x%d: f32[2]\n", i);
+    used += (size_t)snprintf(text + used, cap - used, "  y = concat(");
+    for (int i = 0; i < N_IN; i++) used += (size_t)snprintf(text + used, cap - used, "%sx%d", i ? ", " : "", i);
+    snprintf(text + used, cap - used, ") {axis: 0}\n  output y\n}\n");
+    cg_model *m;
+    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "wide.cg", &m) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+    cg_tensor *in[N_IN];
+    char names_buf[N_IN][8];
+    const char *names[N_IN];
+    int64_t two = 2;
+    for (int i = 0; i < N_IN; i++) {
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &two, &in[i]), CG_OK);
+        float *d = cg_tensor_data(in[i]);
+        d[0] = (float)i;
+        d[1] = -(float)i;
+        snprintf(names_buf[i], sizeof names_buf[i], "x%d", i);
+        names[i] = names_buf[i];
+    }
+    for (int dev = 0; dev < 2 && dev < cg_device_count(); dev++) {
+        cg_plan_options opt = {.device = dev ? "opencl:0" : "cpu"};
+        cg_plan *p;
+        cg_tensor *y;
+        ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+        ck_assert_msg(cg_plan_run(p, N_IN, names, in, 1, &y) == CG_OK, "%s", cg_last_error());
+        const float *yd = cg_tensor_data_const(y);
+        for (int i = 0; i < N_IN; i++) {
+            ck_assert_float_eq(yd[2 * i], (float)i);
+            ck_assert_float_eq(yd[2 * i + 1], -(float)i);
+        }
+        cg_tensor_free(y);
+        cg_plan_free(p);
+    }
+    for (int i = 0; i < N_IN; i++) cg_tensor_free(in[i]);
+    cg_model_free(m);
+    free(text);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("graph");
     TCase *tc = tcase_create("graph");
@@ -505,6 +552,7 @@ int main(void) {
     tcase_add_test(tc, input_errors_at_run);
     tcase_add_test(tc, fused_ops_match_decompositions);
     tcase_add_test(tc, no_kernel_no_decomposition);
+    tcase_add_test(tc, wide_node);
     suite_add_tcase(s, tc);
     TCase *bind = tcase_create("bind");
     tcase_add_checked_fixture(bind, dir_setup, dir_teardown);
