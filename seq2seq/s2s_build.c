@@ -19,27 +19,31 @@ static void param2(cg_strbuf *o, const char *name, int a, int b) {
 
 static void param1(cg_strbuf *o, const char *name, int a) { cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name); }
 
-/* The parameters of a torch.nn.GRU/LSTM named `mod`, in _flat_weights order,
- * and the list of their names for the op's inputs. */
+/* Name k (0 weight_ih, 1 weight_hh, 2 bias_ih, 3 bias_hh) of layer l of a
+ * torch.nn.GRU/LSTM named `mod`, in _flat_weights order; `sfx` is "" or
+ * "_reverse". mod is "encoder" or "decoder", so 64 bytes always hold it. */
+static void rnn_param_name(char *buf, size_t size, const char *mod, int k, int l, const char *sfx) {
+    static const char *const kinds[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+    snprintf(buf, size, "%s.%s_l%d%s", mod, kinds[k], l, sfx);
+}
+
+/* The parameters of a torch.nn.GRU/LSTM named `mod`, in _flat_weights order;
+ * `list` (NULL: not wanted) gets ", name" for each, the op's inputs. A
+ * growing buffer: the list is as long as the layers make it. */
 static void rnn_params(cg_strbuf *o, const s2s_config *c, const char *mod, int input, int layers, int dirs,
-                       char *list, size_t list_size) {
+                       cg_strbuf *list) {
     int G = (c->cell == S2S_GRU ? 3 : 4) * c->hidden;
-    size_t u = 0;
-    list[0] = 0;
     for (int l = 0; l < layers; l++)
         for (int d = 0; d < dirs; d++) {
             const char *sfx = d ? "_reverse" : "";
             int in = l == 0 ? input : c->hidden * dirs;
-            char n[4][96];
-            snprintf(n[0], sizeof n[0], "%s.weight_ih_l%d%s", mod, l, sfx);
-            snprintf(n[1], sizeof n[1], "%s.weight_hh_l%d%s", mod, l, sfx);
-            snprintf(n[2], sizeof n[2], "%s.bias_ih_l%d%s", mod, l, sfx);
-            snprintf(n[3], sizeof n[3], "%s.bias_hh_l%d%s", mod, l, sfx);
+            char n[4][64];
+            for (int k = 0; k < 4; k++) rnn_param_name(n[k], sizeof n[k], mod, k, l, sfx);
             param2(o, n[0], G, in);
             param2(o, n[1], G, c->hidden);
             param1(o, n[2], G);
             param1(o, n[3], G);
-            for (int k = 0; k < 4; k++) u += (size_t)snprintf(list + u, list_size > u ? list_size - u : 0, ", %s", n[k]);
+            for (int k = 0; list && k < 4; k++) cg_strbuf_put(list, ", %s", n[k]);
         }
 }
 
@@ -57,13 +61,15 @@ static const char *kind_name(s2s_attention a) {
 
 static void encoder(cg_strbuf *o, const s2s_config *c) {
     int K = s2s_keys_dim(c), D = c->bidirectional ? 2 : 1, L = c->encoder_layers, H = c->hidden;
-    char list[16384];
+    cg_strbuf lb = {0};
     cg_strbuf_put(o, "# Encoder: X = src_embed(src); (Hs, h_n) = encoder(X) over each source's own length;\n");
     cg_strbuf_put(o, "# keys = Hs%s%s.\n", c->attention == S2S_ADDITIVE ? "; keys_proj = W_k keys + b_k (once per sentence)" : "",
         c->bridge_dense ? "; s0_l = tanh(bridge(h_last))[l*H:(l+1)*H]" : "");
     cg_strbuf_put(o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n");
     param2(o, "src_embed.weight", c->v_src, c->emb_dim);
-    rnn_params(o, c, "encoder", c->emb_dim, L, D, list, sizeof list);
+    rnn_params(o, c, "encoder", c->emb_dim, L, D, &lb);
+    char *list = cg_strbuf_take(&lb);
+    if (!list) o->failed = 1; /* out of memory: cg_s2s_build_text reports it */
     if (c->attention == S2S_ADDITIVE) {
         param2(o, "attention.W_k.weight", c->attention_dim, K);
         param1(o, "attention.W_k.bias", c->attention_dim);
@@ -74,7 +80,9 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
     }
     cg_strbuf_put(o, "  x = embedding(src_embed.weight, src)\n");
     cg_strbuf_put(o, "  enc_rnn: keys, h_n%s = %s(x, src_len%s) {hidden: %d, layers: %d, bidirectional: %d}\n",
-        c->cell == S2S_LSTM ? ", c_n" : "", c->cell == S2S_GRU ? "gru" : "lstm", list, H, L, c->bidirectional);
+        c->cell == S2S_LSTM ? ", c_n" : "", c->cell == S2S_GRU ? "gru" : "lstm", list ? list : "", H, L,
+        c->bidirectional);
+    free(list);
     if (c->attention == S2S_ADDITIVE)
         cg_strbuf_put(o, "  keys_proj = linear(keys, attention.W_k.weight, attention.W_k.bias)\n");
     if (c->bridge_dense) {
@@ -173,14 +181,13 @@ static void decoder_inputs(cg_strbuf *o, const s2s_config *c, const char *name) 
     if (c->luong && att) cg_strbuf_put(o, "  input htilde: f32[P, %d]\n", H);
 }
 
-/* The decoder's parameters; `list` gets the RNN's parameter names, four per
- * layer (see rnn_params). */
-static void decoder_params(cg_strbuf *o, const s2s_config *c, char *list, size_t list_size) {
+/* The decoder's parameters. */
+static void decoder_params(cg_strbuf *o, const s2s_config *c) {
     int K = s2s_keys_dim(c), H = c->hidden, E = c->emb_dim;
     int att = c->attention != S2S_NONE;
     int I = E + (att ? (c->luong ? H : K) : 0); /* Luong feeds h~, Bahdanau c; none: E */
     param2(o, "tgt_embed.weight", c->v_tgt, E);
-    rnn_params(o, c, "decoder", I, c->decoder_layers, 1, list, list_size);
+    rnn_params(o, c, "decoder", I, c->decoder_layers, 1, NULL);
     switch (c->attention) {
     case S2S_ADDITIVE:
         param2(o, "attention.W_q.weight", c->attention_dim, H);
@@ -202,27 +209,20 @@ static void decoder_params(cg_strbuf *o, const s2s_config *c, char *list, size_t
     param1(o, "out.bias", c->v_tgt);
 }
 
-/* The RNN's layers, one cell each, on input `x`; `list` holds the parameter
- * names in groups of four per layer (strtok_r cuts it up). */
-static void decoder_cells(cg_strbuf *o, const s2s_config *c, const char *x, char *list) {
-    int L = c->decoder_layers;
-    char *names[64][4];
-    char *save = NULL, *tok = strtok_r(list, ", ", &save);
-    for (int l = 0; l < L && l < 64; l++)
-        for (int k = 0; k < 4; k++) {
-            names[l][k] = tok;
-            tok = strtok_r(NULL, ", ", &save);
-        }
-    for (int l = 0; l < L && l < 64; l++) {
-        char in[24];
+/* The RNN's layers, one cell each, on input `x`; each reads its own four
+ * parameters (rnn_params' names). */
+static void decoder_cells(cg_strbuf *o, const s2s_config *c, const char *x) {
+    for (int l = 0; l < c->decoder_layers; l++) {
+        char in[24], n[4][64];
         if (l == 0) snprintf(in, sizeof in, "%s", x);
         else snprintf(in, sizeof in, "h%d_new", l - 1);
+        for (int k = 0; k < 4; k++) rnn_param_name(n[k], sizeof n[k], "decoder", k, l, "");
         if (c->cell == S2S_GRU)
-            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d_sel, %s, %s, %s, %s)\n", l, l, in, l, names[l][0],
-                names[l][1], names[l][2], names[l][3]);
+            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d_sel, %s, %s, %s, %s)\n", l, l, in, l, n[0], n[1],
+                n[2], n[3]);
         else
-            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s)\n", l, l, l, in, l, l,
-                names[l][0], names[l][1], names[l][2], names[l][3]);
+            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s)\n", l, l, l, in,
+                l, l, n[0], n[1], n[2], n[3]);
     }
 }
 
@@ -265,10 +265,9 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
     int L = c->decoder_layers;
     int att = c->attention != S2S_NONE;
     int feed = c->luong && att; /* Luong input feeding of h~ */
-    char list[16384];
     decoder_comment(o, c, top_k);
     decoder_inputs(o, c, name);
-    decoder_params(o, c, list, sizeof list);
+    decoder_params(o, c);
     for (int l = 0; l < L; l++) cg_strbuf_put(o, "  h%d_sel = gather_rows(h%d, parent)\n", l, l);
     if (c->cell == S2S_LSTM)
         for (int l = 0; l < L; l++) cg_strbuf_put(o, "  c%d_sel = gather_rows(c%d, parent)\n", l, l);
@@ -286,7 +285,7 @@ static void decoder(cg_strbuf *o, const s2s_config *c, const char *name, int top
         cg_strbuf_put(o, "  x = concat(y, htilde_sel) {axis: 1}\n");
         x = "x";
     }
-    decoder_cells(o, c, x, list);
+    decoder_cells(o, c, x);
     decoder_head(o, c, top_k);
 }
 

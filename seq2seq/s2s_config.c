@@ -2,6 +2,7 @@
  * names the key, what it must be and what it was. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,20 @@
 static const char *const known[] = {"cell", "emb_dim", "hidden", "encoder_layers", "decoder_layers",
                                     "bidirectional", "attention", "attention_dim", "local", "decoder_style",
                                     "bridge", "tokenizer", "pad_id", "bos_id", "eos_id", "unk_id", NULL};
+
+/* The largest integer a key may hold. The graph's dims are ints, so the
+ * builder's products (4 x hidden gates, emb_dim + 2 x hidden inputs) must
+ * stay far below INT_MAX; decoder_layers x hidden, which can exceed it, has
+ * its own check below. No key is otherwise limited: layers, vocabularies and
+ * graph inputs are sized from the model. */
+#define S2S_CONFIG_INT_MAX 100000000
+
+/* The generated encoder is one RNN node taking x, src_len and four
+ * parameters per layer and direction, and a graph node takes at most this
+ * many inputs (graph/ir/verify.c): 63 layers, 31 bidirectional. The
+ * decoder's layers are separate cells, so decoder_layers has no such
+ * limit. */
+#define S2S_NODE_MAX_INPUTS 256
 
 static char *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -58,7 +73,10 @@ static cg_status get_int(const char *path, const cJSON *root, const char *key, i
     }
     double d = cJSON_IsNumber(v) ? v->valuedouble : -1e300;
     char b[64];
-    if (!cJSON_IsNumber(v) || d != (double)(int)d || d < min || d > 1e8)
+    if (cJSON_IsNumber(v) && d > S2S_CONFIG_INT_MAX)
+        return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be an integer >= %d and <= %d, got %s", path, key, min,
+                        S2S_CONFIG_INT_MAX, got(v, b, sizeof b));
+    if (!cJSON_IsNumber(v) || d < min || d != (double)(int)d) /* range first: (int)d of a huge d is undefined */
         return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be an integer >= %d, got %s", path, key, min,
                         got(v, b, sizeof b));
     *out = (int)d;
@@ -178,6 +196,16 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
     cJSON_Delete(root);
     if (st) return st;
     /* Combinations that cannot work. */
+    if ((long long)c->decoder_layers * c->hidden > INT_MAX) /* the bridge's rows, the state's floats per row */
+        return cg_error(CG_ERR_FORMAT, "%s: keys 'decoder_layers' x 'hidden' must be at most %d, got %d x %d", path,
+                        INT_MAX, c->decoder_layers, c->hidden);
+    int dirs = c->bidirectional ? 2 : 1, max_enc = (S2S_NODE_MAX_INPUTS - 2) / (4 * dirs);
+    if (c->encoder_layers > max_enc)
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: key 'encoder_layers' is %d, but a%s encoder has at most %d (one RNN node with 4 "
+                        "parameters per layer%s; a graph node takes at most %d inputs)",
+                        path, c->encoder_layers, c->bidirectional ? " bidirectional" : "n", max_enc,
+                        c->bidirectional ? " and direction" : "", S2S_NODE_MAX_INPUTS);
     int K = s2s_keys_dim(c);
     if ((c->attention == S2S_DOT || c->attention == S2S_SCALED_DOT || c->attention == S2S_COSINE) && K != c->hidden)
         return cg_error(CG_ERR_FORMAT,

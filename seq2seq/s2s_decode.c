@@ -41,21 +41,25 @@ typedef struct sent_state {
     int n_fins;
 } sent_state;
 
-/* Decoder inputs and outputs by name, with buffers for the most rows. */
+/* Decoder inputs and outputs by name, with buffers for the most rows. Every
+ * array is sized from the graph (n_in, n_out) or the configuration
+ * (decoder_layers) once per batch, so a model may have any number of each. */
 typedef struct io {
     int n_in, n_out;
-    const char *in_names[80];
-    cg_tensor *in[80], *out[80];
+    const char **in_names;      /* [n_in] */
+    cg_tensor **in, **out;      /* [n_in], [n_out] */
     /* positions */
-    int y, keys, kproj, len, pos, htilde, h[32], c[32];
+    int y, keys, kproj, len, pos, htilde;
+    int *h, *c;                 /* [decoder_layers]: h<l>, c<l> (-1: none) */
     int parent; /* the graph reorders its carried state rows itself (else -1) */
     int sent;   /* the graph takes keys, keys_proj and src_len per sentence, and
                    each row's sentence (else -1: one copy per row) */
-    unsigned char borrowed[80]; /* in[k] is the encoder's tensor, not ours */
+    unsigned char *borrowed;    /* [n_in]: in[k] is the encoder's tensor, not ours */
     int n_in_c; /* the inputs a carried step gives: all but the state */
-    const char *in_names_c[80];
-    cg_tensor *in_c[80];
-    int logp, a, htilde_new, h_new[32], c_new[32];
+    const char **in_names_c;    /* [n_in] */
+    cg_tensor **in_c;           /* [n_in] */
+    int logp, a, htilde_new;
+    int *h_new, *c_new;         /* [decoder_layers] */
     int top_v, top_i, top_k; /* top_logp / top_id [rows, top_k] instead of logp */
 } io;
 
@@ -180,10 +184,44 @@ static int find_out(cg_graph *g, const char *name) {
 }
 
 static void io_free(io *x) {
-    for (int i = 0; i < 80; i++) {
+    for (int i = 0; x->in && i < x->n_in; i++)
         if (!x->borrowed[i]) cg_tensor_free(x->in[i]);
-        cg_tensor_free(x->out[i]);
+    for (int i = 0; x->out && i < x->n_out; i++) cg_tensor_free(x->out[i]);
+    free(x->in_names);
+    free(x->in);
+    free(x->out);
+    free(x->borrowed);
+    free(x->in_names_c);
+    free(x->in_c);
+    free(x->h);
+    free(x->c);
+    free(x->h_new);
+    free(x->c_new);
+    memset(x, 0, sizeof *x);
+}
+
+/* The arrays of io for n_in inputs, n_out outputs and L layers (each at
+ * least one long: calloc(0) may be NULL). */
+static cg_status io_alloc(io *x, int n_in, int n_out, int L) {
+    size_t ni = (size_t)n_in + 1, no = (size_t)n_out + 1, nl = (size_t)L + 1;
+    x->n_in = n_in;
+    x->n_out = n_out;
+    x->in_names = calloc(ni, sizeof *x->in_names);
+    x->in = calloc(ni, sizeof *x->in);
+    x->out = calloc(no, sizeof *x->out);
+    x->borrowed = calloc(ni, sizeof *x->borrowed);
+    x->in_names_c = calloc(ni, sizeof *x->in_names_c);
+    x->in_c = calloc(ni, sizeof *x->in_c);
+    x->h = malloc(nl * sizeof *x->h);
+    x->c = malloc(nl * sizeof *x->c);
+    x->h_new = malloc(nl * sizeof *x->h_new);
+    x->c_new = malloc(nl * sizeof *x->c_new);
+    if (!x->in_names || !x->in || !x->out || !x->borrowed || !x->in_names_c || !x->in_c || !x->h || !x->c ||
+        !x->h_new || !x->c_new) {
+        io_free(x);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     }
+    return CG_OK;
 }
 
 /* Buffers for up to `rows` decoder rows over S source positions, for the
@@ -195,11 +233,8 @@ static cg_status io_init(cg_s2s *m, const char *graph, io *x, int rows, int S, c
     const s2s_config *c = &m->cfg;
     cg_graph *g = cg_model_graph(m->model, graph);
     int K = s2s_keys_dim(c), H = c->hidden;
-    cg_status st = CG_OK;
-    x->n_in = cg_graph_input_count(g);
-    x->n_out = cg_graph_output_count(g);
-    if (x->n_in > 80 || x->n_out > 80 || c->decoder_layers > 32)
-        return cg_error(CG_ERR_UNSUPPORTED, "the decoder graph has too many inputs or outputs");
+    cg_status st = io_alloc(x, cg_graph_input_count(g), cg_graph_output_count(g), c->decoder_layers);
+    if (st) return st;
     for (int k = 0; k < x->n_in; k++) x->in_names[k] = cg_graph_input_name(g, k);
     x->y = find_in(g, "y_prev");
     x->keys = find_in(g, "keys");
@@ -302,16 +337,17 @@ typedef struct batch {
     int force;      /* EOS is an ordinary token; exactly force_len steps */
     int S;          /* the longest source */
     int max_rows;   /* nb x k */
-    /* The encoder's outputs, one row per sentence. */
+    /* The encoder's outputs, one row per sentence: eout[n_eout] as the
+     * graph has them, s0[decoder_layers] (NULL: that layer starts at 0). */
     int n_eout;
-    cg_tensor *elen, *eout[40], *keys_t, *kproj_t;
-    const float *keys, *kproj, *s0[32];
+    cg_tensor *elen, **eout, *keys_t, *kproj_t;
+    const float *keys, *kproj, **s0;
     /* The decoder step's plan and buffers. */
     cg_plan *dec;
     io x;
     int io_ok;
     int carry;      /* the plan carries the state (input `parent`) */
-    cg_tensor *out_run[80];
+    cg_tensor **out_run; /* [x.n_out]: the outputs the plan gives back (NULL: stays on its device) */
     /* Live rows (R), the next step's (NR), and the row each continues. */
     sent_state *ss;
     row *rows, *next;
@@ -336,6 +372,19 @@ static size_t state_row(const batch *bt) {
     return (size_t)(2 * bt->m->cfg.decoder_layers + 1) * (size_t)bt->m->cfg.hidden;
 }
 
+/* The layer of an encoder output named s0_<l>, l < L in decimal digits
+ * only; else -1. */
+static int s0_layer(const char *nm, int L) {
+    if (strncmp(nm, "s0_", 3) || !nm[3]) return -1;
+    long long l = 0;
+    for (const char *q = nm + 3; *q; q++) {
+        if (*q < '0' || *q > '9') return -1;
+        l = l * 10 + (*q - '0');
+        if (l >= L) return -1; /* also stops before l could overflow */
+    }
+    return (int)l;
+}
+
 /* Runs the encoder over the batch's sources padded to the longest, and
  * finds its outputs: keys, keys_proj and the initial states s0_<l>. */
 static cg_status encode(batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
@@ -343,7 +392,9 @@ static cg_status encode(batch *bt, const int *ids, const int32_t *const *src, co
     const int nb = bt->nb, S = bt->S;
     cg_graph *eg = cg_model_graph(bt->m->model, "encoder");
     int n_eout = cg_graph_output_count(eg);
-    if (n_eout > 40) return cg_error(CG_ERR_UNSUPPORTED, "the encoder graph has too many outputs");
+    bt->eout = calloc((size_t)n_eout + 1, sizeof *bt->eout);
+    bt->s0 = calloc((size_t)c->decoder_layers + 1, sizeof *bt->s0);
+    if (!bt->eout || !bt->s0) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     bt->n_eout = n_eout;
     cg_tensor *esrc = NULL;
     cg_status st = tensor(CG_I32, 2, nb, S, 0, &esrc);
@@ -360,11 +411,11 @@ static cg_status encode(batch *bt, const int *ids, const int32_t *const *src, co
         st = cg_plan_run(bt->m->enc, 2, names, ins, n_eout, bt->eout);
     }
     cg_tensor_free(esrc);
-    for (int i = 0; !st && i < n_eout; i++) {
+    for (int i = 0, l; !st && i < n_eout; i++) {
         const char *nm = cg_graph_output_name(eg, i);
         if (!strcmp(nm, "keys")) bt->keys = cg_tensor_data_const(bt->keys_t = bt->eout[i]);
         else if (!strcmp(nm, "keys_proj")) bt->kproj = cg_tensor_data_const(bt->kproj_t = bt->eout[i]);
-        else if (!strncmp(nm, "s0_", 3) && atoi(nm + 3) < 32) bt->s0[atoi(nm + 3)] = cg_tensor_data_const(bt->eout[i]);
+        else if ((l = s0_layer(nm, c->decoder_layers)) >= 0) bt->s0[l] = cg_tensor_data_const(bt->eout[i]);
     }
     return st;
 }
@@ -383,6 +434,8 @@ static cg_status open_decoder(batch *bt) {
     if (st) return st;
     bt->io_ok = 1;
     bt->carry = x->parent >= 0;
+    bt->out_run = calloc((size_t)x->n_out + 1, sizeof *bt->out_run);
+    if (!bt->out_run) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     for (int q = 0; q < x->n_out; q++) {
         int state_out = q == x->htilde_new;
         for (int l = 0; l < bt->m->cfg.decoder_layers; l++) state_out |= q == x->h_new[l] || q == x->c_new[l];
@@ -732,7 +785,10 @@ static void batch_free(batch *bt) {
     free(bt->state);
     free(bt->state_next);
     if (bt->io_ok) io_free(&bt->x);
+    free(bt->out_run);
     for (int i = 0; i < bt->n_eout; i++) cg_tensor_free(bt->eout[i]);
+    free(bt->eout);
+    free(bt->s0);
     cg_tensor_free(bt->elen);
 }
 

@@ -1,6 +1,7 @@
 /* Loading a seq2seq model directory: configuration, vocabularies, weights,
  * graphs (model.cg or the builder's), and their plans; plus tokenization. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,22 @@ static const cg_value *graph_output(const cg_graph *g, const char *name) {
     return NULL;
 }
 
+/* An error unless g has an input (out = 0) or output (out = 1) named by
+ * the format. One name at a time: a model needs as many as its layers. */
+static cg_status need_io(const char *file, cg_graph *g, int out, const char *fmt, ...) CG_PRINTF(4, 5);
+static cg_status need_io(const char *file, cg_graph *g, int out, const char *fmt, ...) {
+    char name[64]; /* "s0_%d", "h%d_new", ...: an int never fills it */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    int cnt = out ? cg_graph_output_count(g) : cg_graph_input_count(g);
+    for (int k = 0; k < cnt; k++)
+        if (!strcmp(out ? cg_graph_output_name(g, k) : cg_graph_input_name(g, k), name)) return CG_OK;
+    return cg_error(CG_ERR_VERIFY, "%s: graph '%s' needs an %s named '%s' for this configuration", file,
+                    cg_graph_name(g), out ? "output" : "input", name);
+}
+
 /* The graphs must have the interface the decoders drive. The decoder step
  * outputs either logp [B, V] or top_logp f32 [B, k] and top_id i32 [B, k]
  * (then m->top_k = k); decoder_logp, when present, outputs logp. */
@@ -160,19 +177,14 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
              *dl = cg_model_graph(m->model, "decoder_logp");
     if (!e || !d) return cg_error(CG_ERR_VERIFY, "%s: a seq2seq model needs graphs 'encoder' and 'decoder'", file);
     int att = c->attention != S2S_NONE;
-    struct {
-        cg_graph *g;
-        int out;
-        char name[32];
-    } need[320];
-    int n = 0;
-#define NEED(G, O, ...) (need[n].g = (G), need[n].out = (O), snprintf(need[n].name, sizeof need[n].name, __VA_ARGS__), n++)
+    cg_status st = CG_OK;
+#define NEED(G, O, ...) (st = st ? st : need_io(file, (G), (O), __VA_ARGS__))
     NEED(e, 0, "src");
     NEED(e, 0, "src_len");
     NEED(e, 1, "keys");
     if (c->attention == S2S_ADDITIVE) NEED(e, 1, "keys_proj");
     if (c->bridge_dense)
-        for (int l = 0; l < c->decoder_layers && n < 40; l++) NEED(e, 1, "s0_%d", l);
+        for (int l = 0; l < c->decoder_layers; l++) NEED(e, 1, "s0_%d", l);
     for (int gi = 0; gi < 2; gi++) {
         cg_graph *g = gi ? dl : d;
         if (!g) continue;
@@ -188,7 +200,7 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
                 NEED(g, 1, "htilde_new");
             }
         }
-        for (int l = 0; l < c->decoder_layers && l < 32; l++) {
+        for (int l = 0; l < c->decoder_layers; l++) {
             NEED(g, 0, "h%d", l);
             NEED(g, 1, "h%d_new", l);
             if (c->cell == S2S_LSTM) {
@@ -199,17 +211,7 @@ static cg_status check_interface(cg_s2s *m, const char *file) {
     }
     if (dl) NEED(dl, 1, "logp");
 #undef NEED
-    for (int i = 0; i < n; i++) {
-        int found = 0;
-        int cnt = need[i].out ? cg_graph_output_count(need[i].g) : cg_graph_input_count(need[i].g);
-        for (int k = 0; k < cnt; k++) {
-            const char *nm = need[i].out ? cg_graph_output_name(need[i].g, k) : cg_graph_input_name(need[i].g, k);
-            found |= !strcmp(nm, need[i].name);
-        }
-        if (!found)
-            return cg_error(CG_ERR_VERIFY, "%s: graph '%s' needs an %s named '%s' for this configuration", file,
-                            cg_graph_name(need[i].g), need[i].out ? "output" : "input", need[i].name);
-    }
+    if (st) return st;
     const cg_value *lp = graph_output(d, "logp"), *tv = graph_output(d, "top_logp"), *ti = graph_output(d, "top_id");
     if (!lp && !(tv && ti))
         return cg_error(CG_ERR_VERIFY, "%s: graph 'decoder' needs an output named 'logp', or outputs named "
@@ -246,9 +248,14 @@ static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph) {
         if (!strcmp(nm, "keys") || !strcmp(nm, "keys_proj") || (per_sentence && !strcmp(nm, "src_len")))
             st = cg_plan_keep_input(p, nm, 1);
         if (reorders && s2s_is_state(nm)) {
-            char out[48];
-            snprintf(out, sizeof out, "%s_new", nm);
+            /* Sized from the name: a model.cg may number its layers with
+             * as many digits as it likes. */
+            size_t n = strlen(nm) + sizeof "_new";
+            char *out = malloc(n);
+            if (!out) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+            snprintf(out, n, "%s_new", nm);
             st = cg_plan_carry(p, nm, out);
+            free(out);
         }
         if (st) return st;
     }

@@ -7,6 +7,9 @@
  * - `clgraph translate` text, n-best, --scores and --ids output against the
  *   golden files;
  * - every config.json, weights and vocabulary mistake with its message;
+ * - a model deeper than the golden ones (66 decoder layers: more decoder
+ *   inputs and outputs than 80, encoder outputs than 40) against the
+ *   equations computed here in double, on the CPU and on opencl:0;
  * - the demo date normaliser (models/dates): held-out accuracy and the
  *   attention heat map files.
  * Never forks (srunner_set_fork_status CK_NOFORK): PoCL hangs after fork. */
@@ -596,6 +599,21 @@ START_TEST(config_mistakes) {
     set_config("decoder_layers", "0");
     EXPECT("out of range", CG_ERR_FORMAT, "config.json: key 'decoder_layers' must be an integer >= 1");
     fresh_model();
+    set_config("decoder_layers", "200000000");
+    EXPECT("too large", CG_ERR_FORMAT, "config.json: key 'decoder_layers' must be an integer >= 1 and <= 100000000",
+           "200000000");
+    fresh_model();
+    set_config("decoder_layers", "100000");
+    set_config("hidden", "100000");
+    EXPECT("bridge overflow", CG_ERR_FORMAT, "keys 'decoder_layers' x 'hidden' must be at most 2147483647",
+           "100000 x 100000");
+    fresh_model();
+    set_config("encoder_layers", "32"); /* 31 fit one RNN node: 2 + 8 x 31 = 250 inputs */
+    EXPECT("encoder too deep", CG_ERR_FORMAT, "key 'encoder_layers' is 32, but a bidirectional encoder has at most 31");
+    set_config("bidirectional", "false");
+    set_config("encoder_layers", "64");
+    EXPECT("encoder too deep", CG_ERR_FORMAT, "key 'encoder_layers' is 64, but an encoder has at most 63");
+    fresh_model();
     set_config("emb_dim", "8.5");
     EXPECT("not an integer", CG_ERR_FORMAT, "key 'emb_dim' must be an integer", "8.5");
     fresh_model();
@@ -969,23 +987,12 @@ static void strip_parent(char *text) {
     replace_all(text, "row_len", "src_len");
 }
 
-/* The generated graph 'decoder' selects each row's best candidates on the
- * device (log_softmax_topk) and reorders its carried state itself; a
- * model.cg whose decoder outputs the whole logp and takes the state rows
- * from the host (no `parent`) makes the host do both. Both must decode
- * identically: greedy, beams up to the selection's width, and a beam wider
- * than it (which runs the generated 'decoder_logp'). On the CPU for every
- * variant, on opencl:0 for the first. */
-START_TEST(decoder_paths_agree) {
-    const char *variant = variants[_i];
-    char gdir[1000], pdir[600], what[512];
-    golden_path(gdir, sizeof gdir, variant, NULL);
-    snprintf(pdir, sizeof pdir, "%s/logp", tu_dir);
-    copy_model_files(variant, pdir);
-    /* model.cg: the generated text without the selecting decoder, whose
-     * decoder_logp becomes 'decoder'. */
+/* Writes dst/model.cg: the graphs generated for model directory src
+ * without the selecting decoder, whose decoder_logp becomes 'decoder', with
+ * the host's interface (strip_parent). */
+static void write_host_selection(const char *src, const char *dst) {
     char *text = NULL;
-    ck_assert_int_eq(cg_s2s_graph_text(gdir, &text), CG_OK);
+    ck_assert_int_eq(cg_s2s_graph_text(src, &text), CG_OK);
     char *top = strstr(text, "graph decoder {"), *logp = strstr(text, "graph decoder_logp {");
     ck_assert(top && logp && top < logp && strstr(top, "log_softmax_topk") < logp);
     char *end = strstr(top, "\n}\n");
@@ -1003,13 +1010,28 @@ START_TEST(decoder_paths_agree) {
               (!strstr(text, "input keys:") ||
                (strstr(text, "input keys: f32[B, S, ") && strstr(text, "input src_len: i32[B]"))));
     char mc[700];
-    snprintf(mc, sizeof mc, "%s/model.cg", pdir);
+    snprintf(mc, sizeof mc, "%s/model.cg", dst);
     FILE *f = fopen(mc, "w");
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(fputs(text, f) >= 0, 1);
     ck_assert_int_eq(fclose(f), 0);
     free(text);
+}
 
+/* The generated graph 'decoder' selects each row's best candidates on the
+ * device (log_softmax_topk) and reorders its carried state itself; a
+ * model.cg whose decoder outputs the whole logp and takes the state rows
+ * from the host (no `parent`) makes the host do both. Both must decode
+ * identically: greedy, beams up to the selection's width, and a beam wider
+ * than it (which runs the generated 'decoder_logp'). On the CPU for every
+ * variant, on opencl:0 for the first. */
+START_TEST(decoder_paths_agree) {
+    const char *variant = variants[_i];
+    char gdir[1000], pdir[600], what[512];
+    golden_path(gdir, sizeof gdir, variant, NULL);
+    snprintf(pdir, sizeof pdir, "%s/logp", tu_dir);
+    copy_model_files(variant, pdir);
+    write_host_selection(gdir, pdir);
     golden g;
     golden_load(&g, variant);
     const int n_dev = _i == 0 && have_opencl ? 2 : 1;
@@ -1046,6 +1068,331 @@ START_TEST(decoder_paths_agree) {
         cg_s2s_free(host);
     }
     golden_free(&g);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* A deep model: nothing in the decoders bounds layers or graph inputs */
+
+/* LSTM, a bidirectional encoder, a decoder of DEEP_LD layers, general
+ * attention, Luong (so the output sees the keys whatever the depth), dense
+ * bridge. Its decoder graph has 2 x DEEP_LD + 6 inputs and 2 x DEEP_LD + 4
+ * outputs, its encoder DEEP_LD + 1 outputs: more than the fixed arrays
+ * seq2seq/ once had (80 decoder inputs or outputs, 40 encoder outputs, 32
+ * decoder layers, and 64 in the builder). Tiny widths keep it fast. */
+#define DEEP_E 3
+#define DEEP_H 3
+#define DEEP_K (2 * DEEP_H)
+#define DEEP_LE 31                    /* the most: a bidirectional encoder node takes 2 + 8 x 31 inputs */
+#define DEEP_LD 66
+#define DEEP_V 12
+#define DEEP_S 6                      /* the longest source */
+#define DEEP_T (2 * DEEP_S + 10)      /* the longest decode (default max_len) */
+#define DEEP_N (2 + 8 * DEEP_LE + 2 + 4 * DEEP_LD + 1 + 2 + 2) /* tensors, at most */
+
+typedef struct deep_model {
+    st_entry e[DEEP_N];
+    float *data[DEEP_N];
+    int n, le; /* tensors, encoder layers */
+    uint32_t rng;
+    const float *src_emb, *tgt_emb, *enc[DEEP_LE][2][4], *bridge_w, *bridge_b, *dec[DEEP_LD][4], *att_w, *comb_w,
+        *comb_b, *out_w, *out_b;
+} deep_model;
+
+/* A new tensor of uniform values in [-scale, scale) from a fixed LCG. */
+static const float *deep_add(deep_model *dm, const char *name, int ndim, int d0, int d1, float scale) {
+    ck_assert_int_lt(dm->n, DEEP_N);
+    st_entry *e = &dm->e[dm->n];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->ndim = ndim;
+    e->dims[0] = d0;
+    e->dims[1] = d1;
+    size_t numel = (size_t)d0 * (size_t)(ndim == 2 ? d1 : 1);
+    float *d = malloc(sizeof *d * numel);
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < numel; i++) {
+        dm->rng = dm->rng * 1664525u + 1013904223u;
+        d[i] = scale * ((float)(dm->rng >> 8) / 8388608.0f - 1.0f);
+    }
+    e->data = dm->data[dm->n++] = d;
+    return d;
+}
+
+/* The four parameters of layer l (direction sfx) of RNN `mod`. */
+static void deep_rnn_layer(deep_model *dm, const char *mod, int l, const char *sfx, int in, const float *w[4]) {
+    static const char *const kinds[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+    for (int k = 0; k < 4; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s.%s_l%d%s", mod, kinds[k], l, sfx);
+        w[k] = deep_add(dm, name, k < 2 ? 2 : 1, 4 * DEEP_H, k == 0 ? in : DEEP_H, 0.6f);
+    }
+}
+
+/* A deep model with `le` encoder layers, its weights from `seed`. */
+static deep_model *deep_make(uint32_t seed, int le) {
+    deep_model *dm = calloc(1, sizeof *dm);
+    ck_assert_ptr_nonnull(dm);
+    ck_assert_int_le(le, DEEP_LE);
+    dm->rng = seed;
+    dm->le = le;
+    dm->src_emb = deep_add(dm, "src_embed.weight", 2, DEEP_V, DEEP_E, 1.5f);
+    dm->tgt_emb = deep_add(dm, "tgt_embed.weight", 2, DEEP_V, DEEP_E, 1.5f);
+    for (int l = 0; l < le; l++)
+        for (int d = 0; d < 2; d++)
+            deep_rnn_layer(dm, "encoder", l, d ? "_reverse" : "", l ? DEEP_K : DEEP_E, dm->enc[l][d]);
+    dm->bridge_w = deep_add(dm, "bridge.weight", 2, DEEP_LD * DEEP_H, DEEP_K, 1.0f);
+    dm->bridge_b = deep_add(dm, "bridge.bias", 1, DEEP_LD * DEEP_H, 0, 0.5f);
+    for (int l = 0; l < DEEP_LD; l++) deep_rnn_layer(dm, "decoder", l, "", l ? DEEP_H : DEEP_E + DEEP_H, dm->dec[l]);
+    dm->att_w = deep_add(dm, "attention.W.weight", 2, DEEP_K, DEEP_H, 2.0f);
+    dm->comb_w = deep_add(dm, "combine.weight", 2, DEEP_H, DEEP_K + DEEP_H, 2.0f);
+    dm->comb_b = deep_add(dm, "combine.bias", 1, DEEP_H, 0, 0.5f);
+    dm->out_w = deep_add(dm, "out.weight", 2, DEEP_V, DEEP_H, 6.0f);
+    dm->out_b = deep_add(dm, "out.bias", 1, DEEP_V, 0, 1.0f);
+    dm->data[dm->n - 1][2] += 1.0f; /* EOS: some sources end before max_len */
+    ck_assert_int_eq(dm->n, DEEP_N - 8 * (DEEP_LE - le));
+    return dm;
+}
+
+static void deep_free(deep_model *dm) {
+    for (int i = 0; i < dm->n; i++) free(dm->data[i]);
+    free(dm);
+}
+
+/* The model directory `dir` (created). */
+static void deep_write(const deep_model *dm, const char *dir) {
+    char p[700];
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    char cfg[512];
+    snprintf(cfg, sizeof cfg,
+             "{\"cell\": \"lstm\", \"emb_dim\": %d, \"hidden\": %d, \"encoder_layers\": %d, \"bidirectional\": true, "
+             "\"decoder_layers\": %d, \"attention\": \"general\", \"decoder_style\": \"luong\"}\n",
+             DEEP_E, DEEP_H, dm->le, DEEP_LD);
+    write_text(p, cfg);
+    snprintf(p, sizeof p, "%s/weights.safetensors", dir);
+    write_safetensors(p, dm->e, dm->n);
+    char vocab[512] = "<pad>\n<s>\n</s>\n<unk>\n";
+    for (int i = 4; i < DEEP_V; i++) snprintf(vocab + strlen(vocab), sizeof vocab - strlen(vocab), "w%d\n", i);
+    snprintf(p, sizeof p, "%s/src.vocab", dir);
+    write_text(p, vocab);
+    snprintf(p, sizeof p, "%s/tgt.vocab", dir);
+    write_text(p, vocab);
+}
+
+static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* torch.nn.LSTM's cell, in double: gates i, f, g, o; h and c in place. */
+static void ref_lstm(const float *const w[4], int in_dim, const double *x, double *h, double *c) {
+    double g[4 * DEEP_H];
+    for (int r = 0; r < 4 * DEEP_H; r++) {
+        double s = (double)w[2][r] + (double)w[3][r];
+        for (int j = 0; j < in_dim; j++) s += (double)w[0][r * in_dim + j] * x[j];
+        for (int j = 0; j < DEEP_H; j++) s += (double)w[1][r * DEEP_H + j] * h[j];
+        g[r] = s;
+    }
+    for (int j = 0; j < DEEP_H; j++) {
+        c[j] = sigm(g[DEEP_H + j]) * c[j] + sigm(g[j]) * tanh(g[2 * DEEP_H + j]);
+        h[j] = sigm(g[3 * DEEP_H + j]) * tanh(c[j]);
+    }
+}
+
+/* The spec's encoder: keys (the top layer's outputs, forward then backward)
+ * and h_last (both directions' final states). */
+static void ref_encode(const deep_model *dm, const int32_t *src, int n, double keys[DEEP_S][DEEP_K],
+                       double h_last[DEEP_K]) {
+    double in[DEEP_S][DEEP_K] = {{0}}, out[DEEP_S][DEEP_K];
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < DEEP_E; j++) in[t][j] = dm->src_emb[src[t] * DEEP_E + j];
+    for (int l = 0; l < dm->le; l++) {
+        for (int d = 0; d < 2; d++) {
+            double h[DEEP_H] = {0}, c[DEEP_H] = {0};
+            for (int s = 0; s < n; s++) {
+                int t = d ? n - 1 - s : s;
+                ref_lstm(dm->enc[l][d], l ? DEEP_K : DEEP_E, in[t], h, c);
+                for (int j = 0; j < DEEP_H; j++) out[t][d * DEEP_H + j] = h[j];
+            }
+            for (int j = 0; j < DEEP_H; j++) h_last[d * DEEP_H + j] = h[j];
+        }
+        memcpy(in, out, sizeof in);
+    }
+    memcpy(keys, in, sizeof in);
+}
+
+typedef struct ref_result {
+    int32_t toks[DEEP_T];
+    int n, steps;
+    double score, min_gap; /* min_gap: the smallest logp margin of a choice */
+    double att[DEEP_T][DEEP_S];
+} ref_result;
+
+/* General attention of query q over the first n keys: weights a, context. */
+static void ref_attend(const deep_model *dm, double keys[DEEP_S][DEEP_K], int n, const double *q, double *a,
+                       double *ctx) {
+    double wq[DEEP_K], mx = -INFINITY, sum = 0;
+    for (int k = 0; k < DEEP_K; k++) {
+        wq[k] = 0;
+        for (int j = 0; j < DEEP_H; j++) wq[k] += (double)dm->att_w[k * DEEP_H + j] * q[j];
+    }
+    for (int i = 0; i < n; i++) {
+        a[i] = 0;
+        for (int k = 0; k < DEEP_K; k++) a[i] += keys[i][k] * wq[k];
+        if (a[i] > mx) mx = a[i];
+    }
+    for (int i = 0; i < n; i++) sum += a[i] = exp(a[i] - mx);
+    for (int k = 0; k < DEEP_K; k++) ctx[k] = 0;
+    for (int i = 0; i < n; i++) {
+        a[i] /= sum;
+        for (int k = 0; k < DEEP_K; k++) ctx[k] += a[i] * keys[i][k];
+    }
+}
+
+/* h~ = tanh(combine([c; s])), then log_softmax(out(h~)) into lp. */
+static void ref_output(const deep_model *dm, const double *ctx, const double *s, double *ht, double *lp) {
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < DEEP_H; j++) {
+        double v = dm->comb_b[j];
+        for (int k = 0; k < DEEP_K + DEEP_H; k++)
+            v += (double)dm->comb_w[j * (DEEP_K + DEEP_H) + k] * (k < DEEP_K ? ctx[k] : s[k - DEEP_K]);
+        ht[j] = tanh(v);
+    }
+    for (int v = 0; v < DEEP_V; v++) {
+        lp[v] = dm->out_b[v];
+        for (int j = 0; j < DEEP_H; j++) lp[v] += (double)dm->out_w[v * DEEP_H + j] * ht[j];
+        if (lp[v] > mx) mx = lp[v];
+    }
+    for (int v = 0; v < DEEP_V; v++) sum += exp(lp[v] - mx);
+    for (int v = 0; v < DEEP_V; v++) lp[v] -= mx + log(sum);
+}
+
+/* Greedy decoding by the spec's equations (Luong: the RNN stack on
+ * [y; h~], then attend with the top layer's new state), in double. */
+static void ref_greedy(const deep_model *dm, const int32_t *src, int n, ref_result *r) {
+    double h[DEEP_LD][DEEP_H], c[DEEP_LD][DEEP_H], keys[DEEP_S][DEEP_K], h_last[DEEP_K];
+    double x[DEEP_E + DEEP_H] = {0}, ctx[DEEP_K], lp[DEEP_V];
+    ref_encode(dm, src, n, keys, h_last);
+    for (int l = 0; l < DEEP_LD; l++)
+        for (int j = 0; j < DEEP_H; j++) {
+            double s = dm->bridge_b[l * DEEP_H + j];
+            for (int k = 0; k < DEEP_K; k++) s += (double)dm->bridge_w[(l * DEEP_H + j) * DEEP_K + k] * h_last[k];
+            h[l][j] = tanh(s);
+            c[l][j] = 0;
+        }
+    memset(r, 0, sizeof *r);
+    r->min_gap = INFINITY;
+    for (int t = 0, prev = 1 /* BOS */; t < 2 * n + 10; t++) {
+        for (int j = 0; j < DEEP_E; j++) x[j] = dm->tgt_emb[prev * DEEP_E + j];
+        ref_lstm(dm->dec[0], DEEP_E + DEEP_H, x, h[0], c[0]);
+        for (int l = 1; l < DEEP_LD; l++) ref_lstm(dm->dec[l], DEEP_H, h[l - 1], h[l], c[l]);
+        ref_attend(dm, keys, n, h[DEEP_LD - 1], r->att[t], ctx);
+        ref_output(dm, ctx, h[DEEP_LD - 1], x + DEEP_E, lp); /* h~ feeds the next step */
+        int best = 0, second = -1;
+        for (int v = 1; v < DEEP_V; v++) {
+            if (lp[v] > lp[best]) second = best, best = v;
+            else if (second < 0 || lp[v] > lp[second]) second = v;
+        }
+        if (lp[best] - lp[second] < r->min_gap) r->min_gap = lp[best] - lp[second];
+        r->score += lp[best];
+        r->steps++;
+        if (best == 2 /* EOS */) break;
+        r->toks[r->n++] = prev = best;
+    }
+}
+
+/* Greedy results of the deep model against ref_greedy: tokens, steps,
+ * scores and attention. */
+static void deep_check_greedy(const deep_model *dm, const char *device, int n, int32_t *const *src, const int *len,
+                              const cg_s2s_result *res) {
+    for (int i = 0; i < n; i++) {
+        ref_result r;
+        ref_greedy(dm, src[i], len[i], &r);
+        ck_assert_msg(r.min_gap > 1e-3, "source %d: the reference's margin %g is too small to compare", i, r.min_gap);
+        const cg_s2s_hyp *y = &res[i].hyps[0];
+        int same = y->n_tokens == r.n && y->n_steps == r.steps;
+        for (int t = 0; same && t < r.n; t++) same = y->tokens[t] == r.toks[t];
+        ck_assert_msg(same, "deep model on %s: source %d: %d tokens in %d steps, the reference %d in %d (or other "
+                      "tokens)", device, i, y->n_tokens, y->n_steps, r.n, r.steps);
+        ck_assert_msg(fabs(y->score - r.score) <= TOL_GOLDEN, "deep model on %s: source %d: score %.8f, reference "
+                      "%.8f", device, i, y->score, r.score);
+        for (int t = 0; t < r.steps; t++)
+            for (int j = 0; j < len[i]; j++)
+                ck_assert_msg(fabs(y->attention[t * len[i] + j] - r.att[t][j]) <= TOL_GOLDEN,
+                              "deep model on %s: source %d: attention[%d][%d] = %.7f, reference %.7f", device, i, t,
+                              j, y->attention[t * len[i] + j], r.att[t][j]);
+        char toks[256] = "";
+        for (int t = 0; t < r.n && strlen(toks) < sizeof toks - 8; t++)
+            snprintf(toks + strlen(toks), sizeof toks - strlen(toks), " %d", r.toks[t]);
+        printf("  deep model, encoder x%d, on %s: source %d (length %d): %s after %d tokens:%s\n", dm->le, device, i,
+               len[i], r.steps > r.n ? "EOS" : "max_len", r.n, toks);
+    }
+}
+
+/* The deep model (dir) and its host-interface copy (hdir) on `device`:
+ * greedy as the equations say, in any batching, and both interfaces
+ * alike, greedy and beam. */
+static void deep_decode(const deep_model *dm, const char *dir, const char *hdir, const char *device) {
+    cg_s2s *m = load_model(dir, device), *hm = load_model(hdir, device);
+    const cg_graph *dec = cg_model_graph(cg_s2s_model(m), "decoder"), *enc = cg_model_graph(cg_s2s_model(m), "encoder"),
+                   *hdec = cg_model_graph(cg_s2s_model(hm), "decoder");
+    /* y_prev, keys, src_len, sentence, parent, h<l>, c<l>, htilde; top_logp,
+     * top_id, h<l>_new, c<l>_new, a, htilde_new; the host's: no sentence, no
+     * parent */
+    ck_assert_int_eq(cg_graph_input_count(dec), 2 * DEEP_LD + 6);
+    ck_assert_int_eq(cg_graph_output_count(dec), 2 * DEEP_LD + 4);
+    ck_assert_int_eq(cg_graph_input_count(hdec), 2 * DEEP_LD + 4);
+    ck_assert_int_eq(cg_graph_output_count(enc), DEEP_LD + 1);
+    ck_assert(cg_graph_input_count(dec) > 80 && cg_graph_output_count(enc) > 40 && DEEP_LD > 64);
+    enum { NS = 5 };
+    int32_t srcs[NS][DEEP_S], *src[NS];
+    int len[NS] = {4, 1, 6, 3, 5};
+    for (int i = 0; i < NS; i++) {
+        src[i] = srcs[i];
+        for (int j = 0; j < len[i]; j++) srcs[i][j] = 4 + (i * 5 + j * 3) % (DEEP_V - 4);
+    }
+    cg_s2s_result res[NS], alt[NS];
+    char what[128];
+    cg_s2s_options o = {.attention = 1}, one = {.attention = 1, .batch = 1}, beam = {.beam = 3, .nbest = 2};
+    translate(m, &o, NS, src, len, res);
+    deep_check_greedy(dm, device, NS, src, len, res);
+    translate(m, &one, NS, src, len, alt);
+    snprintf(what, sizeof what, "deep model on %s, batch 1", device);
+    check_same(what, NS, res, alt);
+    clear_all(alt, NS);
+    translate(hm, &o, NS, src, len, alt);
+    snprintf(what, sizeof what, "deep model on %s, host selection", device);
+    check_same(what, NS, res, alt);
+    clear_all(res, NS);
+    clear_all(alt, NS);
+    translate(m, &beam, NS, src, len, res);
+    translate(hm, &beam, NS, src, len, alt);
+    snprintf(what, sizeof what, "deep model on %s, beam 3: device selection vs host selection", device);
+    check_same(what, NS, res, alt);
+    clear_all(res, NS);
+    clear_all(alt, NS);
+    cg_s2s_free(m);
+    cg_s2s_free(hm);
+}
+
+/* A model deeper, and with more graph inputs and outputs, than seq2seq/
+ * once had room for loads and decodes by the spec (deep_model above): with
+ * 2 encoder layers on the CPU and on opencl:0 (its tokens depend on the
+ * source), and with the most encoder layers config.json allows on the CPU. */
+START_TEST(deep_model_decodes) {
+    double t0 = now();
+    const int layers[2] = {2, DEEP_LE};
+    for (int k = 0; k < 2; k++) {
+        deep_model *dm = deep_make(1, layers[k]);
+        char dir[600], hdir[600];
+        snprintf(dir, sizeof dir, "%s/deep%d", tu_dir, layers[k]);
+        snprintf(hdir, sizeof hdir, "%s/deep%d_host", tu_dir, layers[k]);
+        deep_write(dm, dir);
+        deep_write(dm, hdir);
+        write_host_selection(dir, hdir);
+        deep_decode(dm, dir, hdir, "cpu");
+        if (k == 0 && have_opencl) deep_decode(dm, dir, hdir, "opencl:0");
+        deep_free(dm);
+    }
+    printf("deep models (decoder %d layers, encoder 2 and %d): ok (%.2f s)\n", DEEP_LD, DEEP_LE, now() - t0);
+    fflush(stdout);
 }
 END_TEST
 
@@ -1226,6 +1573,7 @@ int main(void) {
     tcase_add_loop_test(tg, golden_opencl, 0, nv);
     tcase_add_loop_test(tg, decoder_paths_agree, 0, nv);
     tcase_add_test(tg, keys_cross_once_per_sentence);
+    tcase_add_test(tg, deep_model_decodes);
     suite_add_tcase(s, tg);
     TCase *tc = tcase_create("cli");
     tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
