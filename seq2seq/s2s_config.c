@@ -21,13 +21,6 @@ static const char *const known[] = {"cell", "emb_dim", "hidden", "encoder_layers
  * graph inputs are sized from the model. */
 #define S2S_CONFIG_INT_MAX 100000000
 
-/* The generated encoder is one RNN node taking x, src_len and four
- * parameters per layer and direction, and a graph node takes at most this
- * many inputs (graph/ir/verify.c): 63 layers, 31 bidirectional. The
- * decoder's layers are separate cells, so decoder_layers has no such
- * limit. */
-#define S2S_NODE_MAX_INPUTS 256
-
 static char *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -199,13 +192,6 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
     if ((long long)c->decoder_layers * c->hidden > INT_MAX) /* the bridge's rows, the state's floats per row */
         return cg_error(CG_ERR_FORMAT, "%s: keys 'decoder_layers' x 'hidden' must be at most %d, got %d x %d", path,
                         INT_MAX, c->decoder_layers, c->hidden);
-    int dirs = c->bidirectional ? 2 : 1, max_enc = (S2S_NODE_MAX_INPUTS - 2) / (4 * dirs);
-    if (c->encoder_layers > max_enc)
-        return cg_error(CG_ERR_FORMAT,
-                        "%s: key 'encoder_layers' is %d, but a%s encoder has at most %d (one RNN node with 4 "
-                        "parameters per layer%s; a graph node takes at most %d inputs)",
-                        path, c->encoder_layers, c->bidirectional ? " bidirectional" : "n", max_enc,
-                        c->bidirectional ? " and direction" : "", S2S_NODE_MAX_INPUTS);
     int K = s2s_keys_dim(c);
     if ((c->attention == S2S_DOT || c->attention == S2S_SCALED_DOT || c->attention == S2S_COSINE) && K != c->hidden)
         return cg_error(CG_ERR_FORMAT,
