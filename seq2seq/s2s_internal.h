@@ -6,10 +6,21 @@
 
 #include "s2s.h"
 
+/* What a model and its clones share (cg_s2s_clone): read only once loaded,
+ * freed with the last handle. */
+typedef struct s2s_shared {
+    _Atomic int refs;
+    char *dir;
+    s2s_vocab src, tgt;
+    cg_weights *weights;
+    cg_model *model;
+} s2s_shared;
+
 struct cg_s2s {
+    s2s_shared *shared;  /* owns what the next five point at */
     char *dir;
     s2s_config cfg;
-    s2s_vocab src, tgt;
+    s2s_vocab src, tgt;  /* copies of shared's: the same tokens */
     cg_weights *weights;
     cg_model *model;
     cg_plan *enc, *dec;

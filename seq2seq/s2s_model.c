@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -85,18 +86,25 @@ cg_status cg_s2s_graph_text(const char *dir, char **out) {
     return st;
 }
 
+static void shared_release(s2s_shared *sh) {
+    if (!sh || atomic_fetch_sub(&sh->refs, 1) != 1) return;
+    cg_model_free(sh->model);
+    cg_weights_free(sh->weights);
+    cg_s2s_vocab_free(&sh->src);
+    cg_s2s_vocab_free(&sh->tgt);
+    free(sh->dir);
+    free(sh);
+}
+
 void cg_s2s_free(cg_s2s *m) {
     if (!m) return;
+    /* Plans first: they read the shared model. */
     cg_plan_free(m->enc);
     cg_plan_free(m->dec);
     cg_plan_free(m->dec_logp);
-    cg_model_free(m->model);
     free(m->device);
     free(m->place);
-    cg_weights_free(m->weights);
-    cg_s2s_vocab_free(&m->src);
-    cg_s2s_vocab_free(&m->tgt);
-    free(m->dir);
+    shared_release(m->shared);
     free(m);
 }
 
@@ -310,22 +318,66 @@ cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan) {
 
 const cg_model *cg_s2s_model(const cg_s2s *m) { return m ? m->model : NULL; }
 
+/* The handle's own plans (encoder and decoder) for a placement, kept to
+ * plan decoder_logp with later. */
+static cg_status make_plans(cg_s2s *m, const cg_plan_options *placement) {
+    cg_status st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
+    if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
+    if (!st) st = prepare_decoder(m, m->dec, "decoder");
+    if (!st && placement && ((placement->device && !(m->device = cg_strdup(placement->device))) ||
+                             (placement->place && !(m->place = cg_strdup(placement->place)))))
+        st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    return st;
+}
+
+cg_status cg_s2s_clone(const cg_s2s *m, const cg_plan_options *placement, cg_s2s **out) {
+    if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_clone: NULL argument");
+    *out = NULL;
+    cg_s2s *c = calloc(1, sizeof *c);
+    if (!c) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    atomic_fetch_add(&m->shared->refs, 1);
+    c->shared = m->shared;
+    c->dir = m->dir;
+    c->cfg = m->cfg;
+    c->src = m->src;
+    c->tgt = m->tgt;
+    c->weights = m->weights;
+    c->model = m->model;
+    c->top_k = m->top_k;
+    cg_plan_options same = {.device = m->device, .place = m->place};
+    cg_status st = make_plans(c, placement ? placement : &same);
+    if (st) {
+        cg_s2s_free(c);
+        return st;
+    }
+    *out = c;
+    return CG_OK;
+}
+
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;
     cg_s2s *m = calloc(1, sizeof *m);
+    if (m && !(m->shared = calloc(1, sizeof *m->shared))) {
+        free(m);
+        m = NULL;
+    }
     if (!m) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    m->dir = cg_strdup(dir);
+    atomic_init(&m->shared->refs, 1);
+    m->dir = m->shared->dir = cg_strdup(dir);
     char *cfg = join(dir, "config.json"), *wp = join(dir, "weights.safetensors"), *sv = join(dir, "src.vocab"),
          *tv = join(dir, "tgt.vocab"), *cgp = join(dir, "model.cg");
     char *text = NULL;
     cg_status st = m->dir && cfg && wp && sv && tv && cgp ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st && !exists(dir)) st = cg_error(CG_ERR_IO, "%s: no such model directory", dir);
     if (!st) st = cg_s2s_config_read(cfg, &m->cfg);
-    if (!st) st = cg_weights_open(wp, &m->weights);
+    if (!st) st = cg_weights_open(wp, &m->shared->weights);
+    m->weights = m->shared->weights;
     if (!st) st = embed_sizes(m->weights, &m->cfg);
-    if (!st) st = cg_s2s_vocab_read(sv, &m->src);
-    if (!st) st = cg_s2s_vocab_read(tv, &m->tgt);
+    if (!st) st = cg_s2s_vocab_read(sv, &m->shared->src);
+    if (!st) st = cg_s2s_vocab_read(tv, &m->shared->tgt);
+    m->src = m->shared->src;
+    m->tgt = m->shared->tgt;
     if (!st && m->src.n != m->cfg.v_src)
         st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but src_embed.weight has %d rows", sv, m->src.n, m->cfg.v_src);
     if (!st && m->tgt.n != m->cfg.v_tgt)
@@ -340,25 +392,22 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
                               ids[i], lim);
     }
     int from_file = !st && exists(cgp);
-    if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->model) : cg_s2s_build_text(&m->cfg, &text);
+    if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->shared->model) : cg_s2s_build_text(&m->cfg, &text);
     if (!st && !from_file) {
         char label[4200];
         snprintf(label, sizeof label, "%s (generated from config.json)", cfg);
-        st = cg_model_parse(ctx, text, strlen(text), label, &m->model);
+        st = cg_model_parse(ctx, text, strlen(text), label, &m->shared->model);
+        m->model = m->shared->model;
         if (!st) st = check_weights(m->model, m->weights, cfg);
     }
+    m->model = m->shared->model;
     if (!st) st = cg_model_verify(m->model);
     if (!st) st = cg_model_bind_weights(m->model, m->weights);
     if (!st) st = check_interface(m, from_file ? cgp : cfg);
     /* model.cg: the binder names a missing or mis-shaped weight with its
      * place in the file; a tensor no graph reads is still a mistake. */
     if (!st && from_file) st = check_weights(m->model, m->weights, cgp);
-    if (!st) st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
-    if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
-    if (!st) st = prepare_decoder(m, m->dec, "decoder");
-    if (!st && placement && ((placement->device && !(m->device = cg_strdup(placement->device))) ||
-                             (placement->place && !(m->place = cg_strdup(placement->place)))))
-        st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st) st = make_plans(m, placement);
     free(text);
     free(cfg);
     free(wp);

@@ -2,6 +2,11 @@
  * clgraph seq2seq API: sequence-to-sequence models with attention, the model
  * family of the spec seq2seq-attention.md, on top of the runtime of
  * clgraph.h (contexts, plans, devices).
+ *
+ * Threads: a cg_s2s is used by one thread at a time (it holds plans); for
+ * translations in parallel, give each thread a handle of its own, loaded
+ * (cg_s2s_load, one context per thread or a shared one) or cloned
+ * (cg_s2s_clone: the weights and graphs are shared).
  */
 #ifndef CLGRAPH_SEQ2SEQ_H
 #define CLGRAPH_SEQ2SEQ_H
@@ -27,6 +32,17 @@ typedef struct cg_s2s cg_s2s;
  */
 CG_API cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
                              cg_s2s **out);
+
+/**
+ * A second handle on a loaded model, for another thread: it shares m's
+ * weights, vocabularies and graphs (read only once loaded; nothing is
+ * copied) and has plans of its own for `placement` (NULL: m's), so m and
+ * its clones translate at the same time from different threads, each
+ * handle used by one thread at a time. Free every handle with cg_s2s_free,
+ * in any order: the shared parts go with the last. m may be translating in
+ * another thread while it is cloned.
+ */
+CG_API cg_status cg_s2s_clone(const cg_s2s *m, const cg_plan_options *placement, cg_s2s **out);
 
 /** Frees a model (NULL is ignored). */
 CG_API void cg_s2s_free(cg_s2s *m);
