@@ -74,6 +74,12 @@ static cg_status grow_table(int index) {
 cg_status cg_dev_open(int index, cg_device **out) {
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_open: out is NULL");
     *out = NULL;
+    if (index == 0) { /* without counting the others: that would start every OpenCL platform */
+        pthread_mutex_lock(&g_mu);
+        *out = cpu_device();
+        pthread_mutex_unlock(&g_mu);
+        return CG_OK;
+    }
     int n = cg_dev_count();
     if (index < 0 || index >= n) {
         if (n == 1)
@@ -83,9 +89,7 @@ cg_status cg_dev_open(int index, cg_device **out) {
     }
     pthread_mutex_lock(&g_mu);
     cg_status st = CG_OK;
-    if (index == 0) {
-        *out = cpu_device();
-    } else if (!(st = grow_table(index)) && g_open[index]) {
+    if (!(st = grow_table(index)) && g_open[index]) {
         g_open[index]->refs++;
         *out = g_open[index];
     } else if (!st) {

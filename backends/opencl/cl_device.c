@@ -12,6 +12,7 @@
 #include "error.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_enumerated; /* for the test hook: the ICD loader was asked */
 static cg_cl_info *g_infos;
 static int g_count;
 static char g_reason[512];
@@ -223,8 +224,11 @@ static void enumerate(void) {
 
 int cg_cl_device_count(void) {
     pthread_once(&g_once, enumerate);
+    g_enumerated = 1;
     return g_count;
 }
+
+int cg_cl_test_enumerated(void) { return g_enumerated; }
 
 const char *cg_cl_unavailable_reason(void) {
     pthread_once(&g_once, enumerate);

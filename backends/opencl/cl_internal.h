@@ -62,6 +62,10 @@ int cg_cl_defers_stores(const cg_cl_info *info);
 
 /* ---- test hooks ---- */
 
+/* Whether OpenCL platforms have been enumerated in this process (starting
+ * them costs memory and threads: a CPU-only run must not). */
+int cg_cl_test_enumerated(void);
+
 /* Drops the in-memory program cache of d (as if the process restarted, with
  * the device still open); deferred binaries are written first, as at
  * release. */

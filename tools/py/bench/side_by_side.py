@@ -623,7 +623,9 @@ def main():
             for kv in a.cpu_env:
                 k, _, v = kv.partition("=")
                 backends.append(("clgraph cpu, %s" % kv, "cpu", {k: v}))
-    model_py = tp[0] if tp else "/usr/bin/python3"
+    # The models are made with torch (s2s_ref) whether or not PyTorch is timed.
+    mp = tp or (newest_torch(a.python) if a.no_torch else None)
+    model_py = mp[0] if mp else "/usr/bin/python3"
     for size in a.sizes.split(","):
         size = size.strip()
         mdir = os.path.join(a.workdir, size, "model")
