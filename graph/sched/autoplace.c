@@ -34,19 +34,11 @@ void cg_auto_free(build *b) {
     b->cap_shadow = 0;
 }
 
-static cg_op_call node_call(const lower_node *n, const cg_tensor_desc *ind, cg_tensor_desc *outd, char *err,
-                            size_t size) {
-    cg_op_call call = {.struct_size = sizeof call, .node_name = n->name, .n_inputs = n->n_in, .n_outputs = n->n_out,
-                       .inputs = ind, .outputs = outd, .attrs = n->attrs, .err = err, .err_size = size,
-                       .host = cg_host_api_get()};
-    return call;
-}
-
 void cg_auto_shadow_eval(build *b, const lower_node *n, const int32_t *home, const cg_tensor_desc *ind,
                          cg_tensor_desc *outd, const int32_t *outs) {
     cg_plan *p = b->p;
     char err[256];
-    cg_op_call call = node_call(n, ind, outd, err, sizeof err);
+    cg_op_call call = cg_lower_call(n, ind, outd, err, sizeof err);
     const cg_kernel_def *k = cg_plan_kernel_on(p, n->op, 0, &call);
     if (!k) return;
     const void **ins = calloc((size_t)n->n_in + 1, sizeof *ins);
@@ -81,7 +73,7 @@ int cg_auto_choose(build *b, const lower_node *n, const int32_t *ins, const cg_t
     for (int i = 0; i < n->n_in; i++) host_in[i] = b->shadow[cg_lower_resolve(b->in, ins[i])];
     memcpy(od, outd, sizeof *od * (size_t)n->n_out);
     for (int d = 0; d < p->n_devs; d++) {
-        cg_op_call call = node_call(n, ind, od, NULL, 0);
+        cg_op_call call = cg_lower_call(n, ind, od, NULL, 0);
         const cg_kernel_def *k = cg_plan_kernel_on(p, n->op, d, &call);
         if (!k) continue;
         double c = cg_cost_kernel(p, d, n->op, k, n->attrs, n->n_in, ind, host_in, n->n_out, outd);

@@ -153,9 +153,7 @@ cg_status cg_lower_expand(build *b, const lower_node *n, const int32_t *ins, con
     if (st) return st;
     expansion d = {.base = {&expand_iface}, .b = b, .node = n, .in = ins, .out = place, .done = done};
     char err[1024] = "";
-    cg_op_call call = {.struct_size = sizeof call, .node_name = n->name, .n_inputs = n->n_in, .n_outputs = n->n_out,
-                       .inputs = ind, .outputs = outd, .attrs = n->attrs, .err = err, .err_size = sizeof err,
-                       .host = cg_host_api_get()};
+    cg_op_call call = cg_lower_call(n, ind, outd, err, sizeof err);
     cg_error_clear();
     if (n->op->def->decompose(&d.base, &call) != CG_OP_OK) {
         if (!cg_last_error()[0] || err[0])

@@ -178,7 +178,7 @@ static cg_status ensure_on(build *b, int32_t s, int dev, int32_t *out) {
     return st;
 }
 
-static cg_op_call make_call(const lower_node *n, const cg_tensor_desc *ind, cg_tensor_desc *outd, char *err,
+cg_op_call cg_lower_call(const lower_node *n, const cg_tensor_desc *ind, cg_tensor_desc *outd, char *err,
                             size_t err_size) {
     cg_op_call call;
     memset(&call, 0, sizeof call);
@@ -246,7 +246,7 @@ static cg_status emit_kernel(build *b, const lower_node *n, const cg_kernel_def 
     memcpy(s->in_desc, ind, sizeof *ind * (size_t)n->n_in);
     memcpy(s->out_desc, outd, sizeof *outd * (size_t)n->n_out);
     for (int i = 0; i < n->n_out; i++) in->slots[outs[i]].def_step = si;
-    cg_op_call call = make_call(n, s->in_desc, s->out_desc, NULL, 0);
+    cg_op_call call = cg_lower_call(n, s->in_desc, s->out_desc, NULL, 0);
     s->ws_bytes = cg_dev_workspace(k, &call);
     if (n->n_in > in->max_in) in->max_in = n->n_in;
     if (n->n_out > in->max_out) in->max_out = n->n_out;
@@ -313,7 +313,7 @@ cg_status cg_lower_node(build *b, const lower_node *n, int32_t *outs) {
     if (!st && dev < 0) dev = cg_auto_choose(b, n, sc.ins, sc.ind, sc.outd, &cost);
     const cg_kernel_def *k = NULL;
     if (!st && dev >= 0) {
-        cg_op_call call = make_call(n, sc.ind, sc.outd, NULL, 0);
+        cg_op_call call = cg_lower_call(n, sc.ind, sc.outd, NULL, 0);
         k = cg_plan_kernel_on(p, n->op, dev, &call);
     }
     if (!st && !k) {

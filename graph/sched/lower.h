@@ -44,6 +44,11 @@ cg_status cg_lower_new_slot(build *b, const cg_tensor_desc *d, int dev, int32_t 
 cg_status cg_lower_new_step(build *b, step_kind kind, int dev, const char *name, int *out);
 void cg_lower_free_attr_node(cg_node *n);
 
+/* The call a node's callbacks get: its descriptors and attributes, with
+ * an error buffer (or none). */
+cg_op_call cg_lower_call(const lower_node *n, const cg_tensor_desc *ind, cg_tensor_desc *outd, char *err,
+                         size_t err_size);
+
 /* Lowers one node, writing the slots of its n_out outputs. */
 cg_status cg_lower_node(build *b, const lower_node *n, int32_t *outs);
 
