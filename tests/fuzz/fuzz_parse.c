@@ -6,8 +6,9 @@
  * Build and run (one process):
  *   clang -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 \
  *     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *     -Iinclude -I. tests/fuzz/fuzz_parse.c graph/ir.c graph/parse.c \
- *     graph/print.c graph/error.c -lm -o /tmp/fuzz_parse
+ *     -Iinclude -Ibase -Igraph/ir -Igraph/registry -Igraph/io tests/fuzz/fuzz_parse.c \
+ *     graph/ir/ir.c graph/ir/parse.c graph/ir/print.c base/error.c base/strbuf.c \
+ *     base/shape.c base/dtype.c -lm -o /tmp/fuzz_parse
  *   /tmp/fuzz_parse -max_total_time=60 CORPUS_DIR
  */
 #include <stdint.h>
