@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "clgraph/clgraph.h"
+#include "test_util.h"
 
 static int n_devices(void) { return cg_dev_count(); }
 
@@ -315,10 +316,5 @@ int main(void) {
     tcase_add_test(tc, test_cpu_kernel);
     tcase_add_loop_test(tc, test_cl_kernel, 0, 2);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s, 1);
 }

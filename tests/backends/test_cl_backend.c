@@ -27,6 +27,7 @@
 #include "opencl/cl_backend.h"
 #include "opencl/cl_internal.h"
 #include "clgraph/clgraph.h"
+#include "test_util.h"
 
 extern char **environ;
 
@@ -1049,11 +1050,6 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, no_icd_child);
     tcase_add_test(tc, two_devices_child);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
     /* PoCL initialised before fork() hangs the child: never fork. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s, 1);
 }

@@ -29,6 +29,7 @@
 #include "opencl/cl_gemm_internal.h"
 #include "opencl/cl_internal.h"
 #include "clgraph/clgraph.h"
+#include "test_util.h"
 
 static cg_cl_device *g_dev;
 static char g_tmp[256];
@@ -706,12 +707,8 @@ int main(void) {
         return 1;
     }
     cg_cl_gemm_test_set_measure_after(1);
-    SRunner *sr = srunner_create(gemm_suite());
     /* PoCL initialised before fork() hangs the child: never fork. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(gemm_suite(), 1);
     cg_cl_gemm_stats st;
     cg_cl_gemm_stats_get(&st);
     printf("# %s: own %llu, CLBlast %llu (%llu failed), shapes measured %llu\n",
@@ -720,5 +717,5 @@ int main(void) {
            (unsigned long long)st.measurements);
     cg_cl_device_release(g_dev);
     nftw(g_tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-    return failed == 0 ? 0 : 1;
+    return rc;
 }

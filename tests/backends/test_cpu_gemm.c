@@ -23,6 +23,7 @@
 #include "cpu/cpu_blas.h"
 #include "cpu/cpu_gemm.h"
 #include "cpu/cpu_pool.h"
+#include "test_util.h"
 
 static const char *paths[] = {"avx512", "avx2", "portable", "blas"};
 #define N_PATHS (sizeof paths / sizeof paths[0])
@@ -523,9 +524,5 @@ int main(int argc, char **argv) {
     tcase_add_test(tp, test_pool_after_fork);
     tcase_add_test(tp, test_pool_idle_sleeps);
     suite_add_tcase(s, tp);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s, 0);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu/cpu_math.h"
+#include "test_util.h"
 
 static const char *isas[] = {"avx512", "avx2", "baseline"};
 
@@ -315,9 +316,5 @@ int main(void) {
     tcase_add_test(tc, test_softmax_primitives);
     tcase_add_test(tc, test_weighted_rows);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s, 0);
 }

@@ -8,6 +8,7 @@
 
 #include "clgraph/clgraph.h"
 #include "opencl/cl_internal.h"
+#include "test_util.h"
 
 START_TEST(test_cpu_plan_leaves_opencl_alone) {
     cg_context *ctx;
@@ -43,10 +44,5 @@ int main(void) {
     TCase *tc = tcase_create("lazy");
     tcase_add_test(tc, test_cpu_plan_leaves_opencl_alone);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s, 1);
 }

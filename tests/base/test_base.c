@@ -348,9 +348,5 @@ int main(void) {
     tcase_add_checked_fixture(af, setup, tu_teardown_dir);
     tcase_add_test(af, test_atomic_file);
     suite_add_tcase(s, af);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s, 0);
 }

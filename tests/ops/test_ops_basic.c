@@ -15,6 +15,7 @@
 #include "clgraph/plugin.h"
 #include "ops_common.h"
 #include "op_harness.h"
+#include "test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -1991,9 +1992,5 @@ static Suite *ops_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(ops_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(ops_suite(), 0);
 }

@@ -16,6 +16,7 @@
 #include "clgraph/plugin.h"
 #include "ops_common.h"
 #include "op_harness.h"
+#include "test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -637,9 +638,5 @@ static Suite *local_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(local_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(local_suite(), 0);
 }

@@ -11,6 +11,7 @@
 
 #include "ops_common.h"
 #include "op_harness.h"
+#include "test_util.h"
 
 #ifndef CG_TEST_DATA_DIR
 #define CG_TEST_DATA_DIR "tests/golden"
@@ -1166,9 +1167,5 @@ int main(void) {
     tcase_add_test(td, op_definitions);
     suite_add_tcase(s, td);
 
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s, 0);
 }

@@ -18,6 +18,7 @@
 #include "clgraph/plugin.h"
 #include "ops_common.h"
 #include "op_harness.h"
+#include "test_util.h"
 
 static char g_err[512];
 
@@ -233,9 +234,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(suite(), 0);
 }

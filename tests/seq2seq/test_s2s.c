@@ -1588,14 +1588,10 @@ int main(void) {
     tcase_add_test(td, dates_accuracy);
     tcase_add_test(td, dates_attention_files);
     suite_add_tcase(s, td);
-    SRunner *sr = srunner_create(s);
     /* PoCL initialised before fork() hangs the child: never fork. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(s, 1);
     cg_context_free(ctx);
     free(tu_out);
     free(tu_err);
-    return failed ? 1 : 0;
+    return rc;
 }

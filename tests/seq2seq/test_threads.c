@@ -211,13 +211,9 @@ int main(void) {
     tcase_add_test(tc, test_own_models);
     tcase_add_test(tc, test_shared_model);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(s, 1);
     for (int i = 0; i < g_src.n; i++) free(g_src.ids[i]);
     for (int d = 0; d < 2; d++)
         for (int b = 0; b < 2; b++) answer_free(&g_want[d][b]);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rc;
 }

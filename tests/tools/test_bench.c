@@ -346,9 +346,5 @@ int main(void) {
     tcase_add_test(tc, force_len_beam);
     tcase_add_test(tc, decoder_steps_do_not_allocate);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(s, 0);
 }

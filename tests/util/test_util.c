@@ -17,6 +17,15 @@ extern char **environ;
 char tu_dir[256];
 char *tu_out, *tu_err;
 
+int tu_run_suite(Suite *s, int nofork) {
+    SRunner *sr = srunner_create(s);
+    if (nofork) srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 const char *tu_src_dir(void) {
     const char *d = getenv("CG_SOURCE_DIR");
     return d ? d : ".";

@@ -5,6 +5,7 @@
 #ifndef CG_TEST_UTIL_H
 #define CG_TEST_UTIL_H
 
+#include <check.h>
 #include <stddef.h>
 
 /* The current test's temporary directory (set by tu_setup_dir). */
@@ -13,6 +14,11 @@ extern char tu_dir[256];
 /* stdout and stderr of the last tu_run_cli, whole and NUL-terminated
  * (malloc'ed; NULL before the first run and after tu_teardown_dir). */
 extern char *tu_out, *tu_err;
+
+/* Runs every test of suite s (in the calling process when `nofork`:
+ * PoCL initialised before fork() hangs the child) with the output CK_ENV
+ * asks for (CK_VERBOSITY), frees it, and returns main's exit status. */
+int tu_run_suite(Suite *s, int nofork);
 
 /* The source tree: $CG_SOURCE_DIR, else ".". */
 const char *tu_src_dir(void);

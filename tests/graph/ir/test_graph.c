@@ -558,9 +558,5 @@ int main(void) {
     tcase_add_checked_fixture(bind, dir_setup, dir_teardown);
     tcase_add_test(bind, params_bind_by_dtype);
     suite_add_tcase(s, bind);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s, 0);
 }

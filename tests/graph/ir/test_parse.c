@@ -10,6 +10,7 @@
 #include "clgraph/clgraph.h"
 #include "error.h"
 #include "ir.h"
+#include "test_util.h"
 
 /* Parsing needs no registry: a zeroed context stands in for a real one. */
 static cg_context g_ctx;
@@ -1476,9 +1477,5 @@ static Suite *parse_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(parse_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(parse_suite(), 0);
 }

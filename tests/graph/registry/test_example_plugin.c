@@ -12,6 +12,7 @@
 #include "clgraph/clgraph.h"
 #include "clgraph/plugin.h"
 #include "registry.h"
+#include "test_util.h"
 
 static const char *plugin_path(void) {
     const char *p = getenv("CG_EXAMPLE_PLUGIN");
@@ -372,11 +373,6 @@ int main(void) {
     tcase_add_test(tc, opencl_matches_reference);
     tcase_add_loop_test(tc, state_from_weights, 0, 2);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
     /* No fork: OpenCL (PoCL) initialised before a fork hangs the child. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s, 1);
 }

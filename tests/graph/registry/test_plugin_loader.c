@@ -9,6 +9,7 @@
 
 #include "clgraph/clgraph.h"
 #include "clgraph/plugin.h"
+#include "test_util.h"
 
 static char path_buf[4096];
 
@@ -163,9 +164,5 @@ int main(void) {
     tcase_add_test(tc, not_a_library);
     tcase_add_test(tc, env_variable);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s, 0);
 }

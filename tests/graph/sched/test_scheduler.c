@@ -1394,10 +1394,5 @@ int main(void) {
     tcase_add_test(tc, plan_builds_only_its_kernels);
     tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s, 1);
 }
