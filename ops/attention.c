@@ -217,8 +217,9 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
 
 /* ==== OpenCL (attention.cl) ==== */
 
-/* Work-group size of the attention kernels: at most 128 work-items (a power
- * of two within the device's limit). */
+/* Work-group size the attention kernels start from: at most 128 work-items
+ * (a power of two within the device's limit); attn_kernel shrinks it to
+ * what the kernel built for it takes. */
 static int64_t attn_wg(const cg_kernel_args *a) {
     return (int64_t)cg_ops_cl_work_group(a, NULL, 128, 1);
 }
@@ -230,15 +231,31 @@ static int64_t pow2_at_least(int64_t n, int64_t cap) {
     return p;
 }
 
-/* Gets kernel `name` built for a TX x TY work-group and launches it over
- * global (rounded up to the work-group), after setting its n arguments. */
-static cg_op_status attn_launch(const cg_kernel_args *a, const char *name, int64_t tx,
-                                int64_t ty, const size_t global[2], int n,
-                                const cg_ops_cl_arg_value *args) {
-    char opts[64];
-    snprintf(opts, sizeof opts, "-DTX=%lld -DTY=%lld", (long long)tx, (long long)ty);
-    cl_kernel k = a->call->host->cl_kernel(a, cg_cl_attention, opts, name);
-    if (!k) return CG_OP_ERROR;
+/* Kernel `name` built for a TX x TY work-group, TY (then TX) halved until
+ * the kernel's own limits on the device (its work-group size, its local
+ * arrays) hold; NULL with the message on a build failure or when not even
+ * 1 x 1 runs. */
+static cl_kernel attn_kernel(const cg_kernel_args *a, const char *name, int64_t *tx, int64_t *ty) {
+    for (;;) {
+        char opts[64];
+        snprintf(opts, sizeof opts, "-DTX=%lld -DTY=%lld", (long long)*tx, (long long)*ty);
+        cl_kernel k = a->call->host->cl_kernel(a, cg_cl_attention, opts, name);
+        if (!k) return NULL;
+        const size_t local[2] = {(size_t)*tx, (size_t)*ty};
+        if (cg_ops_cl_group_fits(a, k, 2, local, 0)) return k;
+        if (*ty > 1) *ty /= 2;
+        else if (*tx > 1) *tx /= 2;
+        else {
+            cg_op_fail(a->call, "the device runs no work-group of %s", name);
+            return NULL;
+        }
+    }
+}
+
+/* Sets kernel k's n arguments and launches it over global (rounded up to
+ * the TX x TY work-group). */
+static cg_op_status attn_launch(const cg_kernel_args *a, cl_kernel k, const char *name, int64_t tx, int64_t ty,
+                                const size_t global[2], int n, const cg_ops_cl_arg_value *args) {
     if (cg_ops_cl_args(a, k, name, 0, n, args)) return CG_OP_ERROR;
     const size_t local[2] = {(size_t)tx, (size_t)ty};
     return cg_ops_cl_launch(a, k, name, 2, global, local);
@@ -267,7 +284,10 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
                                  (void *)a->in[2], 0, H, 0.0f, a->workspace, 0, K))
             return CG_OP_ERROR;
     }
-    const int64_t wg = attn_wg(a), tx = pow2_at_least(K, wg > 64 ? 64 : wg), ty = wg / tx;
+    const int64_t wg = attn_wg(a);
+    int64_t tx = pow2_at_least(K, wg > 64 ? 64 : wg), ty = wg / tx;
+    cl_kernel kern = attn_kernel(a, "attn_score_rows", &tx, &ty);
+    if (!kern) return CG_OP_ERROR;
     const cl_int b32 = (cl_int)B, s32 = (cl_int)S, k32 = (cl_int)K, kind32 = (cl_int)kind;
     const cl_float alpha = kind == SCALED_DOT ? (float)(1.0 / sqrt((double)H)) : 1.0f;
     const cl_long vec_off = 0;
@@ -289,7 +309,7 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
         CG_OPS_CL_ARG(vec_off), CG_OPS_CL_ARG(b_q),   CG_OPS_CL_ARG(v),    CG_OPS_CL_ARG(e),
         CG_OPS_CL_ARG(rows),    CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_keys)};
     const size_t global[2] = {(size_t)tx, (size_t)(B * S)};
-    return attn_launch(a, "attn_score_rows", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
+    return attn_launch(a, kern, "attn_score_rows", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
 
 /* Emits reduce_sum(mul(keys, reshape(vec [B, K] -> [B, 1, K])), axis 2): the
@@ -514,8 +534,10 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
         return cg_op_fail(call, "sizes B = %lld, S = %lld, K = %lld are too large for the "
                           "OpenCL kernel", (long long)B, (long long)S, (long long)K);
-    const int64_t wg = attn_wg(a), tx = pow2_at_least(K, wg);
-    const int64_t ty = pow2_at_least(S, wg / tx);
+    const int64_t wg = attn_wg(a);
+    int64_t tx = pow2_at_least(K, wg), ty = pow2_at_least(S, wg / tx);
+    cl_kernel kern = attn_kernel(a, "attn_context", &tx, &ty);
+    if (!kern) return CG_OP_ERROR;
     const cl_int b32 = (cl_int)B, s32 = (cl_int)S, k32 = (cl_int)K;
     const cl_mem w = (cl_mem)a->in[0], values = (cl_mem)a->in[1], c = a->out[0];
     const cl_int has_rows = call->n_inputs > 2;
@@ -526,7 +548,7 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
         CG_OPS_CL_ARG(w),      CG_OPS_CL_ARG(values), CG_OPS_CL_ARG(c),
         CG_OPS_CL_ARG(rows),   CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_values)};
     const size_t global[2] = {(size_t)K, (size_t)(B * ty)};
-    return attn_launch(a, "attn_context", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
+    return attn_launch(a, kern, "attn_context", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
 
 /* Conformance cases of attn_context, smallest first: B, S, K (a in [0, 1],

@@ -24,7 +24,7 @@ static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t ro
         cg_ops_cl_idx(a, k, kn, 5, wide, total))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, total,
-                               cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0));
+                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* Conformance cases: x (f32 or i32) of shape d0 and an i32 index of shape

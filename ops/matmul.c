@@ -46,7 +46,7 @@ static cg_op_status fill_cl(const cg_kernel_args *a, cl_mem y, cl_mem b, int64_t
         return CG_OP_ERROR;
     }
     return cg_ops_cl_launch_1d(a, k, NULL, total,
-                               cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0));
+                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* ---- matmul(a [..., M, K], b [..., K, N]) -> [..., M, N] ---- */
@@ -198,19 +198,23 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
         return CG_OP_OK;
     }
     static const char kn[] = "bmm";
-    size_t wg = cg_ops_cl_work_group(args, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0);
-    int ts = 1;
-    while (ts < 16 && (size_t)(ts * 2) * (size_t)(ts * 2) <= wg) ts *= 2;
-    int64_t lmem = h->cl_info(args, CG_CL_INFO_LOCAL_MEM);
-    while (ts > 1 && lmem > 0 && 2 * ts * (ts + 1) * 4 > lmem) ts /= 2;
-    char extra[64];
-    snprintf(extra, sizeof extra, "-DTS=%d -DTA=%d -DTB=%d", ts, ta, tb);
     int64_t biggest = cg_desc_numel(o);
     if (cg_desc_numel(a) > biggest) biggest = cg_desc_numel(a);
     if (cg_desc_numel(b) > biggest) biggest = cg_desc_numel(b);
     const int wide = biggest >= INT32_MAX;
-    cl_kernel kern = cg_ops_cl_kernel(args, cg_cl_matmul, kn, wide, 1, extra);
-    if (!kern) return CG_OP_ERROR;
+    /* Built for TS x TS tiles: from 16 down until the kernel's own limits
+     * (group size, its local tiles) hold on this device. */
+    cl_kernel kern = NULL;
+    int ts = 16;
+    for (; ts >= 1; ts /= 2) {
+        char extra[64];
+        snprintf(extra, sizeof extra, "-DTS=%d -DTA=%d -DTB=%d", ts, ta, tb);
+        kern = cg_ops_cl_kernel(args, cg_cl_matmul, kn, wide, 1, extra);
+        if (!kern) return CG_OP_ERROR;
+        const size_t local[3] = {(size_t)ts, (size_t)ts, 1};
+        if (cg_ops_cl_group_fits(args, kern, 3, local, 0)) break;
+    }
+    if (ts < 1) return cg_op_fail(args->call, "the device runs no work-group of bmm's tiles");
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(ma), CG_OPS_CL_ARG(mb), CG_OPS_CL_ARG(mc)};
     cl_int cnb = nb;
     if (cg_ops_cl_args(args, kern, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||

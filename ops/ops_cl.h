@@ -70,17 +70,34 @@ cg_op_status cg_ops_cl_idx8(const cg_kernel_args *a, cl_kernel k, const char *na
 /* ---- work-group sizes ---- */
 
 /* The usual cap of a work-group size (the host already caps the device's
- * limit at 256). */
+ * limit at 256; kernels' own limits may be lower, see cg_ops_cl_work_group). */
 #define CG_OPS_CL_MAX_WORK_GROUP 256
 
 /*
- * Work-group size of a 1-D launch: the device's limit
+ * Work-group size of a 1-D launch of kernel `k`: the device's limit
  * (host->cl_info(CG_CL_INFO_MAX_WORK_GROUP), 64 when unknown) capped at
- * `cap`; when `k` is not NULL also capped at k's CL_KERNEL_WORK_GROUP_SIZE
- * on the queue's device; rounded down to a power of two when `pow2` (for
- * kernels that reduce over the group as a tree).
+ * `cap`, at the kernel's own CL_KERNEL_WORK_GROUP_SIZE on the queue's
+ * device (often below the device's: it depends on the kernel's registers
+ * and local memory) and at CL_DEVICE_MAX_WORK_ITEM_SIZES[0]; rounded down to
+ * a power of two when `pow2` (for kernels that reduce over the group as a
+ * tree), else to a whole multiple of the kernel's
+ * CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE. Pass the kernel the launch
+ * will run: a limit queried for another kernel does not hold (NULL: the
+ * device's limits only, the starting point of a kernel built for a group
+ * shape, which cg_ops_cl_group_fits then checks).
  */
 size_t cg_ops_cl_work_group(const cg_kernel_args *a, cl_kernel k, size_t cap, int pow2);
+
+/*
+ * Whether kernel `k` runs work-groups of local[0..dims) items on the
+ * queue's device with `dyn_local` bytes of local-memory arguments: each
+ * dimension within CL_DEVICE_MAX_WORK_ITEM_SIZES, the group within the
+ * device's and the kernel's CL_KERNEL_WORK_GROUP_SIZE, and the kernel's own
+ * local memory (CL_KERNEL_LOCAL_MEM_SIZE) plus `dyn_local` within
+ * CL_DEVICE_LOCAL_MEM_SIZE. Kernels built for a group shape (-D options)
+ * build, ask this, and shrink the shape until it holds.
+ */
+int cg_ops_cl_group_fits(const cg_kernel_args *a, cl_kernel k, int dims, const size_t *local, size_t dyn_local);
 
 /* Halves `local` while half of it still covers `n` work-items, but not below
  * `min_size`: a group no wider than n needs. */

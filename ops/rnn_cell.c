@@ -195,7 +195,7 @@ static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
         CG_OPS_CL_ARG(c_out), CG_OPS_CL_ARG(write_c)};
     if (cg_ops_cl_args(a, k, name, 0, gates == 3 ? 8 : 10, args)) return CG_OP_ERROR;
     /* One work-item per cell, in work-groups of up to 128. */
-    const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, NULL, 128, 0), B * H, 1);
+    const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), B * H, 1);
     return cg_ops_cl_launch_1d(a, k, name, B * H, local);
 }
 

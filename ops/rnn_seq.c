@@ -266,15 +266,13 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     void *ws = a->workspace;
     const char *name = gates == 3 ? "gru_seq_step" : "lstm_seq_step";
     const int has_h = call->n_outputs > 1, has_c = call->n_outputs > 2;
-    /* Work-groups of up to 128 work-items, no wider than a launch needs. */
-    const size_t wg = cg_ops_cl_work_group(a, NULL, 128, 0);
 
     if (S == 0) {
         /* Nothing runs: the final states are zero. */
         cl_kernel z = host->cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
         if (!z) return CG_OP_ERROR;
         const cl_long n = (cl_long)(s.L * s.D * B * H), off = 0;
-        const size_t local = cg_ops_cl_fit_work_group(wg, n, 1);
+        const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, z, 128, 0), n, 1);
         for (int i = 1; i < call->n_outputs; i++) {
             cl_mem m = a->out[i];
             const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(m),
@@ -287,7 +285,8 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     }
     cl_kernel k = host->cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
-    const size_t local = cg_ops_cl_fit_work_group(wg, B * H, 1);
+    /* Work-groups of up to 128 work-items, no wider than a launch needs. */
+    const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), B * H, 1);
 
     const cl_int b32 = (cl_int)B, s32 = (cl_int)S, h32 = (cl_int)H, dh32 = (cl_int)DH;
     const cl_mem lengths = (cl_mem)a->in[1], ws_m = ws;

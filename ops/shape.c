@@ -54,7 +54,7 @@ static cg_op_status copy_rows_cl(const cg_kernel_args *a, cl_mem src, int64_t sr
         cg_ops_cl_idx(a, k, kn, 6, wide, rows) || cg_ops_cl_idx(a, k, kn, 7, wide, cols))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, rows * cols,
-                               cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0));
+                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* ---- concat(x0, x1, ...; axis) ---- */
@@ -549,7 +549,6 @@ static cg_op_status transpose_cpu(const cg_kernel_args *a) {
  * strided gather per output element (its reads are then contiguous too). */
 static cg_op_status transpose_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    const cg_host_api *h = call->host;
     int64_t numel = cg_desc_numel(&call->inputs[0]);
     cl_mem src = (cl_mem)a->in[0], dst = (cl_mem)a->out[0];
     int64_t n[CG_MAX_DIMS], st[CG_MAX_DIMS];
@@ -560,17 +559,26 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
     int last = nd - 1, q = -1;
     for (int i = 0; i < nd; i++)
         if (st[i] == 1) q = i;
-    size_t wg = cg_ops_cl_work_group(a, NULL, CG_OPS_CL_MAX_WORK_GROUP, 0);
-    int64_t lmem = h->cl_info(a, CG_CL_INFO_LOCAL_MEM);
     const int64_t tile = TRANSPOSE_CL_TILE;
-    if (q >= 0 && q != last && n[q] >= TRANSPOSE_CL_MIN && n[last] >= TRANSPOSE_CL_MIN &&
-        wg >= (size_t)tile && lmem >= tile * (tile + 1) * 4) {
-        static const char kn[] = "transpose_tiled";
-        size_t rows = wg / (size_t)tile < 8 ? wg / (size_t)tile : 8;
-        char extra[64];
-        snprintf(extra, sizeof extra, "-DTILE=%d -DROWS=%d", (int)tile, (int)rows);
-        cl_kernel k = shape_kernel(a, kn, numel, extra, &wide);
-        if (!k) return CG_OP_ERROR;
+    cl_kernel k = NULL;
+    size_t rows = 8;
+    static const char kn[] = "transpose_tiled";
+    if (q >= 0 && q != last && n[q] >= TRANSPOSE_CL_MIN && n[last] >= TRANSPOSE_CL_MIN) {
+        /* Built for a TILE x ROWS group: fewer rows per pass until the
+         * kernel's own limits on this device take it; none: untiled. */
+        for (; rows >= 1; rows /= 2) {
+            char extra[64];
+            snprintf(extra, sizeof extra, "-DTILE=%d -DROWS=%d", (int)tile, (int)rows);
+            cl_kernel c = shape_kernel(a, kn, numel, extra, &wide);
+            if (!c) return CG_OP_ERROR;
+            const size_t local[3] = {(size_t)tile, rows, 1};
+            if (cg_ops_cl_group_fits(a, c, 3, local, 0)) {
+                k = c;
+                break;
+            }
+        }
+    }
+    if (k) {
         /* output strides, then the dims other than q and last */
         int64_t os[CG_MAX_DIMS], s = 1, rn[CG_MAX_DIMS], rin[CG_MAX_DIMS], rout[CG_MAX_DIMS];
         int64_t rest = 1;
@@ -603,16 +611,16 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
         size_t local[3] = {(size_t)tile, rows, 1};
         return cg_ops_cl_launch(a, k, NULL, 3, global, local);
     }
-    static const char kn[] = "transpose_any";
-    cl_kernel k = shape_kernel(a, kn, numel, NULL, &wide);
+    static const char kany[] = "transpose_any";
+    k = shape_kernel(a, kany, numel, NULL, &wide);
     if (!k) return CG_OP_ERROR;
     cl_int cnd = nd;
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst)};
-    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
-        cg_ops_cl_idx(a, k, kn, 2, wide, numel) || cg_ops_cl_arg(a, k, kn, 3, sizeof cnd, &cnd) ||
-        cg_ops_cl_idx8(a, k, kn, 4, wide, n, nd) || cg_ops_cl_idx8(a, k, kn, 5, wide, st, nd))
+    if (cg_ops_cl_args(a, k, kany, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
+        cg_ops_cl_idx(a, k, kany, 2, wide, numel) || cg_ops_cl_arg(a, k, kany, 3, sizeof cnd, &cnd) ||
+        cg_ops_cl_idx8(a, k, kany, 4, wide, n, nd) || cg_ops_cl_idx8(a, k, kany, 5, wide, st, nd))
         return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(a, k, NULL, numel, wg);
+    return cg_ops_cl_launch_1d(a, k, NULL, numel, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 static int32_t transpose_conform(int32_t index, cg_conform_case *c);

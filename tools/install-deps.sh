@@ -3,7 +3,7 @@
 # those already present (so it is quick to re-run). Uses sudo when not root.
 set -eu
 pkgs="build-essential meson ninja-build pkg-config check libopenblas-dev
-ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd oclgrind clinfo
+ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd mesa-opencl-icd oclgrind clinfo
 libcjson-dev libpng-dev"
 missing=""
 for p in $pkgs; do
