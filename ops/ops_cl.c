@@ -128,15 +128,7 @@ int cg_ops_cl_group_fits(const cg_kernel_args *a, cl_kernel k, int dims, const s
 }
 
 int cg_ops_cl_is_cpu(const cg_kernel_args *a) {
-    cl_device_id dev;
-    cl_device_type type = 0;
-    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) !=
-            CL_SUCCESS ||
-        clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS)
-        return 0;
-    /* Oclgrind reports every type: it takes the GPU paths, which is how the
-     * tests run them under it. */
-    return (type & CL_DEVICE_TYPE_CPU) && !(type & CL_DEVICE_TYPE_GPU);
+    return a->call->host->cl_info(a, CG_CL_INFO_CPU_PATHS) == 1;
 }
 
 size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size) {

@@ -103,9 +103,11 @@ int cg_ops_cl_group_fits(const cg_kernel_args *a, cl_kernel k, int dims, const s
  * `min_size`: a group no wider than n needs. */
 size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size);
 
-/* Whether the queue's device is a CPU (CL_DEVICE_TYPE_CPU and not GPU: PoCL
- * and the like run a work-group's items one after another between barriers,
- * so a barrier costs a pass over the whole group; 0 if unknown). */
+/* Whether kernels take the paths written for CPU devices (host cl_info
+ * CG_CL_INFO_CPU_PATHS: a device of type CPU and not GPU, PoCL and the like,
+ * which run a work-group's items one after another between barriers, so a
+ * barrier costs a pass over the whole group; CLGRAPH_CL_PATHS=cpu|gpu
+ * forces a set). */
 int cg_ops_cl_is_cpu(const cg_kernel_args *a);
 
 /* ---- launches ---- */

@@ -28,6 +28,7 @@ typedef struct cg_cl_info {
     uint64_t local_mem;       /* bytes */
     uint64_t max_alloc;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     size_t max_work_group;
+    size_t max_item[3];       /* CL_DEVICE_MAX_WORK_ITEM_SIZES (dims 0..2) */
     uint32_t mem_align;       /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (>= 64) */
     int fp16, fp64;           /* cl_khr_fp16 / cl_khr_fp64 (or a double config) */
     cl_platform_id platform_id;
@@ -66,6 +67,22 @@ cl_context cg_cl_context(const cg_cl_device *d);
 cl_command_queue cg_cl_queue(const cg_cl_device *d);
 /* "opencl:0 (pthread-skylake...)" for messages. */
 const char *cg_cl_label(const cg_cl_device *d);
+
+/* Whether kernels take the paths written for CPU devices on d (CPU drivers
+ * run a work-group's items as a loop: few items per row, many rows per
+ * group, GEMV rows, 8-item selection groups) or those for GPUs. By default
+ * a device whose type is CPU and not GPU takes the CPU set (Oclgrind,
+ * which reports every type, the GPU set); CLGRAPH_CL_PATHS=cpu or gpu
+ * forces one set on every device (read once per process), so both sets run
+ * anywhere. */
+int cg_cl_cpu_paths(const cg_cl_device *d);
+
+/* cg_cl_cpu_paths for a device not opened yet. */
+int cg_cl_info_cpu_paths(const cg_cl_info *in);
+
+/* The path set CLGRAPH_CL_PATHS forces: "cpu", "gpu", or "" (each device
+ * by its type); an unknown value counts as "" and is returned in *bad. */
+const char *cg_cl_paths_forced(const char **bad);
 
 /* ---- memory and transfers (errors name the call, the CL error and the device) ---- */
 

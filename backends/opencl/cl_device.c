@@ -116,6 +116,10 @@ static void fill_info(cg_cl_info *info, int index, cl_platform_id p, cl_device_i
     if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS)
         info->max_work_group = wg;
     if (!info->max_work_group) info->max_work_group = 1;
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof info->max_item, info->max_item,
+                        NULL) != CL_SUCCESS)
+        /* Fewer than 3 dimensions reported, or none: the group size bounds each. */
+        for (int k = 0; k < 3; k++) info->max_item[k] = info->max_work_group;
     if (clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) !=
         CL_SUCCESS)
         align_bits = 0;
@@ -337,6 +341,10 @@ static void destroy(cg_cl_device *d) {
 
 static cg_status create(int i, cg_cl_device **out) {
     const cg_cl_info *info = &g_infos[i];
+    const char *bad = NULL;
+    cg_cl_paths_forced(&bad);
+    if (bad)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "CLGRAPH_CL_PATHS=%s: expected cpu, gpu or auto", bad);
     cg_cl_device *d = calloc(1, sizeof *d);
     if (!d) return cg_error(CG_ERR_NO_MEMORY, "opencl:%d: out of memory", i);
     d->index = i;
@@ -352,11 +360,7 @@ static cg_status create(int i, cg_cl_device **out) {
         free(d);
         return cg_error(CG_ERR_NO_MEMORY, "opencl:%d: cannot create a mutex", i);
     }
-    if (clGetDeviceInfo(info->device_id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof d->max_item,
-                        d->max_item, NULL) != CL_SUCCESS) {
-        /* Fewer than 3 dimensions reported, or none: fall back to the group size. */
-        for (int k = 0; k < 3; k++) d->max_item[k] = info->max_work_group;
-    }
+    for (int k = 0; k < 3; k++) d->max_item[k] = info->max_item[k];
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)info->platform_id,
                                      0};
     cl_int err = CL_SUCCESS;
@@ -410,6 +414,33 @@ void cg_cl_device_release(cg_cl_device *d) {
     pthread_mutex_unlock(&g_open_mu);
     if (last) destroy(d);
 }
+
+static pthread_once_t g_paths_once = PTHREAD_ONCE_INIT;
+static const char *g_paths = "";  /* "cpu", "gpu" or "" */
+static char g_paths_bad[64];
+
+static void read_paths(void) {
+    const char *v = getenv("CLGRAPH_CL_PATHS");
+    if (!v || !*v || !strcmp(v, "auto")) return;
+    if (!strcmp(v, "cpu")) g_paths = "cpu";
+    else if (!strcmp(v, "gpu")) g_paths = "gpu";
+    else snprintf(g_paths_bad, sizeof g_paths_bad, "%s", v);
+}
+
+const char *cg_cl_paths_forced(const char **bad) {
+    pthread_once(&g_paths_once, read_paths);
+    if (bad) *bad = g_paths_bad[0] ? g_paths_bad : NULL;
+    return g_paths;
+}
+
+int cg_cl_info_cpu_paths(const cg_cl_info *in) {
+    const char *f = cg_cl_paths_forced(NULL);
+    if (*f) return f[0] == 'c';
+    cl_device_type t = in ? in->type : 0;
+    return (t & CL_DEVICE_TYPE_CPU) && !(t & CL_DEVICE_TYPE_GPU);
+}
+
+int cg_cl_cpu_paths(const cg_cl_device *d) { return cg_cl_info_cpu_paths(d ? d->info : NULL); }
 
 void cg_cl_run_lock(cg_cl_device *d) { pthread_mutex_lock(&d->run_mu); }
 void cg_cl_run_unlock(cg_cl_device *d) { pthread_mutex_unlock(&d->run_mu); }

@@ -251,6 +251,9 @@ static pthread_once_t g_own_id_once = PTHREAD_ONCE_INIT;
 
 static void make_own_id(void) {
     uint64_t h = cg_fnv1a(CG_FNV_BASIS, OWN_ROUTING, strlen(OWN_ROUTING));
+    /* A forced path set routes shapes to other own kernels. */
+    const char *paths = cg_cl_paths_forced(NULL);
+    h = cg_fnv1a(h, paths, strlen(paths));
     h = cg_fnv1a(h, cg_cl_gemm_src, strlen(cg_cl_gemm_src));
     snprintf(g_own_id, sizeof g_own_id, "own=%016llx", (unsigned long long)h);
 }
@@ -557,7 +560,7 @@ static void shrink_group(size_t *outer, size_t *inner) {
 
 static gemv_shape gemv_shape_of(const cg_cl_device *d) {
     gemv_shape v;
-    if (cg_cl_info_of(d)->type & CL_DEVICE_TYPE_CPU)
+    if (cg_cl_cpu_paths(d))
         /* CPU drivers run a group's items as a loop: few items per row,
          * many rows per group. */
         v = (gemv_shape){.lk = 1, .rows = 16, .rv = 16, .cr = 8, .ck = 1, .cv = 16};
@@ -852,7 +855,7 @@ static cg_status own_tiled(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
  * time in the medium decoder at batch 64. GPUs keep the tiled GEMM, whose
  * local-memory tiles reuse each loaded value across rows. */
 static int rows_gemm(const cg_cl_device *d, const gemm_args *x) {
-    return (cg_cl_info_of(d)->type & CL_DEVICE_TYPE_CPU) && !x->ta && x->tb;
+    return cg_cl_cpu_paths(d) && !x->ta && x->tb;
 }
 
 /* C = A B^T with at least 2 rows of A on a CPU device: cg_gemm_nt_cpu's 4 x 4

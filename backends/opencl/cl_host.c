@@ -66,6 +66,8 @@ int64_t cg_host_cl_info(const cg_kernel_args *a, int32_t what) {
         return (int64_t)(in->local_mem < 32768 ? in->local_mem : 32768);
     case CG_CL_INFO_COMPUTE_UNITS:
         return (int64_t)in->compute_units;
+    case CG_CL_INFO_CPU_PATHS:
+        return cg_cl_cpu_paths(a->device);
     case CG_CL_INFO_MEM_ALIGN:
         return (int64_t)in->mem_align;
     }

@@ -48,18 +48,43 @@ const cg_device_info *cg_cl_iface_info(int i) {
     return i >= 0 && i < g_n ? &g_infos[i] : NULL;
 }
 
+static const char *type_name(cl_device_type t) {
+    if (t & CL_DEVICE_TYPE_GPU) return (t & CL_DEVICE_TYPE_CPU) ? "CPU+GPU" : "GPU";
+    if (t & CL_DEVICE_TYPE_CPU) return "CPU";
+    if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+    return "other";
+}
+
+/* Which kernel path set the device takes and why. */
+static void paths_text(const cg_cl_info *in, char *buf, size_t size) {
+    const char *bad = NULL;
+    const char *forced = cg_cl_paths_forced(&bad);
+    const char *set = cg_cl_info_cpu_paths(in) ? "cpu" : "gpu";
+    if (*forced)
+        snprintf(buf, size, "%s (CLGRAPH_CL_PATHS)", set);
+    else if (bad)
+        snprintf(buf, size, "%s (by device type; CLGRAPH_CL_PATHS=%s ignored: not cpu, gpu or auto)",
+                 set, bad);
+    else
+        snprintf(buf, size, "%s (by device type)", set);
+}
+
 void cg_cl_iface_describe(int i, char *buf, size_t size) {
     const cg_cl_info *in = cg_cl_device_info(i);
     const cg_device_info *di = cg_cl_iface_info(i);
     if (!in || !di) return;
+    char paths[160];
+    paths_text(in, paths, sizeof paths);
     snprintf(buf, size,
              "%-10s %s\n           platform: %s (%s)\n           vendor: %s; %s; %s; driver %s\n"
-             "           compute units: %u; global memory: %.1f GiB; local memory: %llu KiB; "
-             "max work-group: %zu; fp16: %s; fp64: %s",
+             "           type: %s; compute units: %u; global memory: %.1f GiB; local memory: %llu KiB; "
+             "fp16: %s; fp64: %s\n"
+             "           max work-group: %zu; max work-items: %zu x %zu x %zu; kernel paths: %s",
              di->name, in->name, in->platform, in->platform_version, in->vendor, in->version, in->c_version,
-             in->driver, in->compute_units, (double)in->global_mem / (1024.0 * 1024 * 1024),
-             (unsigned long long)(in->local_mem / 1024), in->max_work_group, in->fp16 ? "yes" : "no",
-             in->fp64 ? "yes" : "no");
+             in->driver, type_name(in->type), in->compute_units,
+             (double)in->global_mem / (1024.0 * 1024 * 1024), (unsigned long long)(in->local_mem / 1024),
+             in->fp16 ? "yes" : "no", in->fp64 ? "yes" : "no", in->max_work_group, in->max_item[0],
+             in->max_item[1], in->max_item[2], paths);
 }
 
 void cg_cl_counters_add(cg_dev_counters *c) {

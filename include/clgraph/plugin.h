@@ -357,7 +357,11 @@ enum {
     CG_CL_INFO_MAX_WORK_GROUP = 1,  /**< CL_DEVICE_MAX_WORK_GROUP_SIZE (capped at 256) */
     CG_CL_INFO_LOCAL_MEM = 2,       /**< CL_DEVICE_LOCAL_MEM_SIZE in bytes (capped at 32 KiB) */
     CG_CL_INFO_COMPUTE_UNITS = 3,   /**< CL_DEVICE_MAX_COMPUTE_UNITS */
-    CG_CL_INFO_MEM_ALIGN = 4        /**< sub-buffer offset alignment in bytes */
+    CG_CL_INFO_MEM_ALIGN = 4,       /**< sub-buffer offset alignment in bytes */
+    /** ABI 1.1: 1 when kernels should take paths written for CPU devices
+     * (their drivers run a work-group's items as a loop), 0 for GPU paths;
+     * CLGRAPH_CL_PATHS=cpu|gpu forces it. A 1.0 host answers 0. */
+    CG_CL_INFO_CPU_PATHS = 5
 };
 
 /** What a plugin's entry symbol returns. */
