@@ -268,6 +268,36 @@ static void build_log(cg_cl_device *d, cl_program prog, char *out, size_t size) 
     free(log);
 }
 
+/* Whether the compiler's warnings reach the user: CLGRAPH_CL_WARNINGS set
+ * and not "0" (the CLI's --verbose sets it). Otherwise every build passes
+ * -w (OpenCL 1.2 section 5.6.4.4), because some compilers (PoCL's clang)
+ * write "N warnings generated." to the process's stderr themselves, which
+ * would land between a tool's output lines. Read at every build: builds are
+ * rare and slow. */
+static int warnings_shown(void) {
+    const char *v = getenv("CLGRAPH_CL_WARNINGS");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* A successful build's log on stderr, whole, when it says anything. */
+static void show_log(cg_cl_device *d, cl_program prog, const char *name) {
+    size_t n = 0;
+    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) !=
+            CL_SUCCESS ||
+        n < 2)
+        return;
+    char *log = malloc(n + 1);
+    if (!log) return;
+    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, n, log, NULL) ==
+        CL_SUCCESS) {
+        log[n] = '\0';
+        size_t k = strlen(log);
+        while (k && (log[k - 1] == '\n' || log[k - 1] == ' ' || log[k - 1] == '\r')) log[--k] = '\0';
+        if (k) fprintf(stderr, "clgraph: %s: build log of kernel '%s':\n%s\n", d->label, name, log);
+    }
+    free(log);
+}
+
 static cl_program build_from_source(cg_cl_device *d, const char *source, size_t len,
                                     const char *full_options, const char *name, cg_status *st) {
     cl_int err = CL_SUCCESS;
@@ -293,6 +323,7 @@ static cl_program build_from_source(cg_cl_device *d, const char *source, size_t 
         clReleaseProgram(prog);
         return NULL;
     }
+    if (warnings_shown()) show_log(d, prog, name);
     return prog;
 }
 
@@ -318,16 +349,18 @@ static int is_identifier(const char *s) {
     return 1;
 }
 
-/* "-cl-std=CL1.2 OPTIONS" (unless the caller chose a standard itself), and
- * " -DCG_ONE_KERNEL=1 -DCG_KERNEL_<kernel>=1" when one kernel is built. */
+/* "-cl-std=CL1.2 OPTIONS" (unless the caller chose a standard itself),
+ * " -w" unless warnings are shown, and " -DCG_ONE_KERNEL=1
+ * -DCG_KERNEL_<kernel>=1" when one kernel is built. */
 static char *full_options_of(const char *options, const char *kernel) {
     size_t n = strlen(options), kn = kernel ? strlen(kernel) + 48 : 0;
-    char *s = malloc(n + kn + 16);
+    char *s = malloc(n + kn + 24);
     if (!s) return NULL;
     if (strstr(options, "-cl-std="))
         memcpy(s, options, n + 1);
     else
         snprintf(s, n + 16, "-cl-std=CL1.2%s%s", n ? " " : "", options);
+    if (!warnings_shown()) strcat(s, " -w");
     if (kernel) {
         size_t o = strlen(s);
         snprintf(s + o, kn + 1, "%s-DCG_ONE_KERNEL=1 -DCG_KERNEL_%s=1", o ? " " : "", kernel);

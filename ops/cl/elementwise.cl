@@ -162,7 +162,7 @@ UNARY(sigmoid, float, cg_sigmoid(x))
 UNARY(exp, float, exp(x))
 #endif
 #if CG_WANT(un_log)
-UNARY(log, float, log(x))
+UNARY(log, float, cg_log(x))
 #endif
 #if CG_WANT(un_sqrt)
 UNARY(sqrt, float, sqrt(x))

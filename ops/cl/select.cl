@@ -63,7 +63,7 @@ __kernel void lsm_topk_wg(__global const float *x, __global float *vals, __globa
     barrier(CLK_LOCAL_MEM_FENCE);
     /* All -inf: log_softmax is -inf everywhere (not NaN from -inf - -inf). */
     const int all_neg_inf = mx == -INFINITY;
-    const float lse = mx + log(sum);
+    const float lse = mx + cg_log(sum);
 
     float lv[KP];
     IDX li[KP];

@@ -87,7 +87,7 @@ __kernel void softmax_wg(__global const float *x, __global float *y, __global co
     sum = red[0];
 
     if (log_out) {
-        const float lse = mx + log(sum);
+        const float lse = mx + cg_log(sum);
         for (IDX j = lid; j < n; j += wg)
             y[base + j * inner] =
                 (!has_mask || m[j * mst]) ? x[base + j * inner] - lse : -INFINITY;
@@ -128,7 +128,7 @@ __kernel void softmax_item(__global const float *x, __global float *y, __global 
     for (IDX j = 0; j < n; j++)
         if (!has_mask || m[j * mst]) sum += exp(x[base + j * inner] - mx);
     if (log_out) {
-        const float lse = mx + log(sum);
+        const float lse = mx + cg_log(sum);
         for (IDX j = 0; j < n; j++)
             y[base + j * inner] =
                 (!has_mask || m[j * mst]) ? x[base + j * inner] - lse : -INFINITY;

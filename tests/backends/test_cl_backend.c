@@ -1,7 +1,8 @@
 /* The OpenCL backend on PoCL: device listing and lookup, a kernel built and
  * run, the program cache (cold, warm, damaged, stale, unwritable; binaries
  * written when built or at release), one program per kernel for sources
- * that select kernels, build errors, kernel object reuse, and child
+ * that select kernels, build errors, build warnings kept off stderr unless
+ * asked for, kernel object reuse, and child
  * processes with no ICD and with two PoCL devices.
  *
  * Runs without fork (PoCL initialised before fork() hangs the child), so
@@ -724,6 +725,54 @@ START_TEST(build_error) {
 }
 END_TEST
 
+/* Builds a kernel whose source warns (unused expression results) and is new
+ * to every cache (a nonce in it), with fd 2 sent to a file; returns that
+ * file's text (malloc'ed). */
+static char *build_warning_kernel(cg_cl_device *d, const char *tag) {
+    char src[400], path[600];
+    /* The nonce is code, not a comment: PoCL keys its cache on the
+     * preprocessed source. */
+    snprintf(src, sizeof src,
+             "__kernel void warns(__global float *y) {\n"
+             "    y[0];\n    y[1] == 2.0f;\n    y[0] = %ld.0f + %d.0f + %d.0f;\n}\n",
+             (long)time(NULL) % 100000, (int)getpid(), tag[0]);
+    snprintf(path, sizeof path, "%s/stderr-%s.txt", g_tmp, tag);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert(saved >= 0 && fd >= 0);
+    ck_assert_int_eq(dup2(fd, 2), 2);
+    close(fd);
+    cl_kernel k = NULL;
+    cg_status st = cg_cl_kernel(d, src, "", "warns", &k);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ck_assert_msg(st == CG_OK && k, "%s", cg_last_error());
+    char *text = tu_read_text(path, NULL);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+/* A kernel that builds with warnings writes nothing on stderr (PoCL's
+ * compiler would print "2 warnings generated." there), unless
+ * CLGRAPH_CL_WARNINGS asks for them: then its build log is shown. */
+START_TEST(build_warnings_off_stderr) {
+    cg_cl_device *d = open0();
+    unsetenv("CLGRAPH_CL_WARNINGS");
+    char *quiet = build_warning_kernel(d, "quiet");
+    ck_assert_msg(quiet[0] == 0, "stderr: [%s]", quiet);
+    setenv("CLGRAPH_CL_WARNINGS", "1", 1);
+    char *loud = build_warning_kernel(d, "loud");
+    unsetenv("CLGRAPH_CL_WARNINGS");
+    char want[400];
+    snprintf(want, sizeof want, "clgraph: %s: build log of kernel 'warns':\n", cg_cl_label(d));
+    ck_assert_msg(strstr(loud, want) && strstr(loud, "unused"), "stderr: [%s]", loud);
+    free(quiet);
+    free(loud);
+    cg_cl_device_release(d);
+}
+END_TEST
+
 START_TEST(kernel_reuse) {
     cg_cl_device *d = open0();
     cl_kernel k1, k2, k3;
@@ -1044,6 +1093,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, cache_deferred_until_release);
     tcase_add_test(tc, one_program_per_kernel);
     tcase_add_test(tc, build_error);
+    tcase_add_test(tc, build_warnings_off_stderr);
     tcase_add_test(tc, kernel_reuse);
     tcase_add_test(tc, threads_share);
     tcase_add_test(tc, lookup_is_fast);

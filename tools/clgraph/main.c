@@ -53,8 +53,28 @@ static void usage(FILE *f) {
             "options for every command:\n"
             "  --plugin PATH            load an operator plugin (repeatable); the environment\n"
             "                           variable CLGRAPH_PLUGINS takes a ':'-separated list too\n"
+            "  --verbose                show the OpenCL compiler's warnings (as\n"
+            "                           CLGRAPH_CL_WARNINGS=1 does); conform and devices say\n"
+            "                           more too\n"
             "  -h, --help               show this help\n"
             "  --version                show the version\n");
+}
+
+/* --verbose is an option of every command: it lets the OpenCL compiler's
+ * warnings through (the library passes -w otherwise) and is dropped from
+ * the arguments of commands that have no verbose output of their own. */
+static int take_verbose(int argc, char **argv) {
+    int keep = !strcmp(argv[1], "conform") || !strcmp(argv[1], "devices");
+    int n = 2;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--verbose")) {
+            setenv("CLGRAPH_CL_WARNINGS", "1", 1);
+            if (!keep) continue;
+        }
+        argv[n++] = argv[i];
+    }
+    argv[n] = NULL;
+    return n;
 }
 
 int main(int argc, char **argv) {
@@ -72,6 +92,7 @@ int main(int argc, char **argv) {
                CG_PLUGIN_ABI_MINOR);
         return 0;
     }
+    argc = take_verbose(argc, argv);
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cli_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
