@@ -2,16 +2,19 @@
  * - golden parity with the PyTorch reference (tools/py/s2s_ref.py, data made by
  *   tools/py/gen_golden_s2s.py) for every variant under tests/golden/s2s, greedy
  *   (tokens, scores, attention) and every beam setting of golden.json, on the
- *   CPU and on opencl:0, and batch invariance (one batch, one by one,
+ *   CPU and on an OpenCL device, and batch invariance (one batch, one by one,
  *   batches of 2 and 3, pairs of different lengths);
  * - `clgraph translate` text, n-best, --scores and --ids output against the
  *   golden files;
  * - every config.json, weights and vocabulary mistake with its message;
  * - a model deeper than the golden ones (66 decoder layers: more decoder
  *   inputs and outputs than 80, encoder outputs than 40) against the
- *   equations computed here in double, on the CPU and on opencl:0;
+ *   equations computed here in double, on the CPU and on an OpenCL device;
  * - the demo date normaliser (models/dates): held-out accuracy and the
  *   attention heat map files.
+ * The OpenCL cases (tcase "opencl") run on CG_TEST_OPENCL_DEVICE (default
+ * opencl:0); tests/meson.build runs that tcase alone (CK_RUN_CASE) once per
+ * OpenCL implementation and kernel path set.
  * Never forks (srunner_set_fork_status CK_NOFORK): PoCL hangs after fork. */
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -41,6 +44,7 @@ static char variants[MAX_VARIANTS][256];
 static int n_variants;
 static cg_context *ctx;
 static int have_opencl;
+static const char *cl_dev = "opencl:0"; /* CG_TEST_OPENCL_DEVICE */
 
 static void golden_path(char *buf, size_t size, const char *variant, const char *file) {
     snprintf(buf, size, "%s/tests/golden/s2s/%s%s%s", tu_src_dir(), variant, file ? "/" : "", file ? file : "");
@@ -412,11 +416,11 @@ END_TEST
 START_TEST(golden_opencl) {
     if (!have_opencl) {
         if (_i == 0)
-            printf("note: no OpenCL device (%s): golden parity on opencl:0 skipped\n",
-                   cg_device_note() ? cg_device_note() : "?");
+            printf("note: no OpenCL device (%s): golden parity on %s skipped\n",
+                   cg_device_note() ? cg_device_note() : "?", cl_dev);
         return;
     }
-    golden_parity(variants[_i], "opencl:0", 1);
+    golden_parity(variants[_i], cl_dev, 1);
 }
 END_TEST
 
@@ -1018,9 +1022,8 @@ static void write_host_selection(const char *src, const char *dst) {
  * from the host (no `parent`) makes the host do both. Both must decode
  * identically: greedy, beams up to the selection's width, and a beam wider
  * than it (which runs the generated 'decoder_logp'). On the CPU for every
- * variant, on opencl:0 for the first. */
-START_TEST(decoder_paths_agree) {
-    const char *variant = variants[_i];
+ * variant, on the OpenCL device for the first. */
+static void paths_agree(const char *variant, const char *device) {
     char gdir[1000], pdir[600], what[512];
     golden_path(gdir, sizeof gdir, variant, NULL);
     snprintf(pdir, sizeof pdir, "%s/logp", tu_dir);
@@ -1028,40 +1031,44 @@ START_TEST(decoder_paths_agree) {
     write_host_selection(gdir, pdir);
     golden g;
     golden_load(&g, variant);
-    const int n_dev = _i == 0 && have_opencl ? 2 : 1;
-    for (int dv = 0; dv < n_dev; dv++) {
-        const char *device = dv ? "opencl:0" : "cpu";
-        cg_s2s *sel = load_model(gdir, device), *host = load_model(pdir, device);
-        const cg_s2s_options opts[] = {
-            {.attention = 1},
-            {.beam = 4, .nbest = 2, .attention = 1},
-            {.beam = S2S_TOP_K / 2, .nbest = 3, .alpha = 0.6},
-            {.beam = S2S_TOP_K / 2 + 1, .nbest = 2},
-        };
-        cg_s2s_result *a = calloc((size_t)g.n, sizeof *a), *b = calloc((size_t)g.n, sizeof *b);
-        ck_assert(a && b);
-        for (size_t o = 0; o < sizeof opts / sizeof opts[0]; o++) {
-            snprintf(what, sizeof what, "%s on %s, beam %d: device selection vs host selection", variant, device,
-                     opts[o].beam);
-            translate(sel, &opts[o], g.n, g.src, g.len, a);
-            translate(host, &opts[o], g.n, g.src, g.len, b);
-            check_same(what, g.n, a, b);
-            /* On the CPU both read the same log_softmax values: bit-identical
-             * scores. An OpenCL compiler may build exp differently in the two
-             * kernels (within check_same's tolerance). */
-            for (int i = 0; !dv && i < g.n; i++)
-                for (int h = 0; h < a[i].n_hyps; h++)
-                    ck_assert_msg(a[i].hyps[h].score == b[i].hyps[h].score, "%s: source %d hypothesis %d: score %.17g vs %.17g",
-                                  what, i, h, a[i].hyps[h].score, b[i].hyps[h].score);
-            clear_all(a, g.n);
-            clear_all(b, g.n);
-        }
-        free(a);
-        free(b);
-        cg_s2s_free(sel);
-        cg_s2s_free(host);
+    const int on_cpu = !strcmp(device, "cpu");
+    cg_s2s *sel = load_model(gdir, device), *host = load_model(pdir, device);
+    const cg_s2s_options opts[] = {
+        {.attention = 1},
+        {.beam = 4, .nbest = 2, .attention = 1},
+        {.beam = S2S_TOP_K / 2, .nbest = 3, .alpha = 0.6},
+        {.beam = S2S_TOP_K / 2 + 1, .nbest = 2},
+    };
+    cg_s2s_result *a = calloc((size_t)g.n, sizeof *a), *b = calloc((size_t)g.n, sizeof *b);
+    ck_assert(a && b);
+    for (size_t o = 0; o < sizeof opts / sizeof opts[0]; o++) {
+        snprintf(what, sizeof what, "%s on %s, beam %d: device selection vs host selection", variant, device,
+                 opts[o].beam);
+        translate(sel, &opts[o], g.n, g.src, g.len, a);
+        translate(host, &opts[o], g.n, g.src, g.len, b);
+        check_same(what, g.n, a, b);
+        /* On the CPU both read the same log_softmax values: bit-identical
+         * scores. An OpenCL compiler may build exp differently in the two
+         * kernels (within check_same's tolerance). */
+        for (int i = 0; on_cpu && i < g.n; i++)
+            for (int h = 0; h < a[i].n_hyps; h++)
+                ck_assert_msg(a[i].hyps[h].score == b[i].hyps[h].score, "%s: source %d hypothesis %d: score %.17g vs %.17g",
+                              what, i, h, a[i].hyps[h].score, b[i].hyps[h].score);
+        clear_all(a, g.n);
+        clear_all(b, g.n);
     }
+    free(a);
+    free(b);
+    cg_s2s_free(sel);
+    cg_s2s_free(host);
     golden_free(&g);
+}
+
+START_TEST(decoder_paths_agree) { paths_agree(variants[_i], "cpu"); }
+END_TEST
+
+START_TEST(decoder_paths_agree_opencl) {
+    if (have_opencl) paths_agree(variants[0], cl_dev);
 }
 END_TEST
 
@@ -1368,26 +1375,33 @@ static void deep_decode(const deep_model *dm, const char *dir, const char *hdir,
 
 /* A model deeper, and with more graph inputs and outputs, than seq2seq/
  * once had room for loads and decodes by the spec (deep_model above): with
- * 2 encoder layers on the CPU and on opencl:0 (its tokens depend on the
+ * 2 encoder layers on the CPU and on the OpenCL device (its tokens depend on the
  * source), and with DEEP_LE encoder layers (one encoder node of more
  * inputs than a graph node once could take) on the CPU. */
-START_TEST(deep_model_decodes) {
+static void deep_case(int encoder_layers, const char *device) {
     double t0 = now();
-    const int layers[2] = {2, DEEP_LE};
-    for (int k = 0; k < 2; k++) {
-        deep_model *dm = deep_make(1, layers[k]);
-        char dir[600], hdir[600];
-        snprintf(dir, sizeof dir, "%s/deep%d", tu_dir, layers[k]);
-        snprintf(hdir, sizeof hdir, "%s/deep%d_host", tu_dir, layers[k]);
-        deep_write(dm, dir);
-        deep_write(dm, hdir);
-        write_host_selection(dir, hdir);
-        deep_decode(dm, dir, hdir, "cpu");
-        if (k == 0 && have_opencl) deep_decode(dm, dir, hdir, "opencl:0");
-        deep_free(dm);
-    }
-    printf("deep models (decoder %d layers, encoder 2 and %d): ok (%.2f s)\n", DEEP_LD, DEEP_LE, now() - t0);
+    deep_model *dm = deep_make(1, encoder_layers);
+    char dir[600], hdir[600];
+    snprintf(dir, sizeof dir, "%s/deep%d", tu_dir, encoder_layers);
+    snprintf(hdir, sizeof hdir, "%s/deep%d_host", tu_dir, encoder_layers);
+    deep_write(dm, dir);
+    deep_write(dm, hdir);
+    write_host_selection(dir, hdir);
+    deep_decode(dm, dir, hdir, device);
+    deep_free(dm);
+    printf("deep model (decoder %d layers, encoder %d) on %s: ok (%.2f s)\n", DEEP_LD, encoder_layers, device,
+           now() - t0);
     fflush(stdout);
+}
+
+START_TEST(deep_model_decodes) {
+    deep_case(2, "cpu");
+    deep_case(DEEP_LE, "cpu");
+}
+END_TEST
+
+START_TEST(deep_model_decodes_opencl) {
+    if (have_opencl) deep_case(2, cl_dev);
 }
 END_TEST
 
@@ -1397,7 +1411,7 @@ static int text_int(const char *text, const char *prefix) {
     return q ? atoi(q + strlen(prefix)) : -1;
 }
 
-/* A beam's rows share their sentence's keys: on opencl:0 the decoder moves
+/* A beam's rows share their sentence's keys: on an OpenCL device the decoder moves
  * the keys (and src_len) of each sentence once per batch, plus per step only
  * ids, indices and the selected candidates (and the state on the first
  * step). With keys per row the 4 sentences x (1 + beam 4) rows of keys would
@@ -1432,7 +1446,7 @@ START_TEST(keys_cross_once_per_sentence) {
         ck_assert_ptr_nonnull(src[i]);
         for (int j = 0; j < S; j++) src[i][j] = 3 + (7 * i + 5 * j) % (V - 3);
     }
-    cg_s2s *m = load_model(gdir, "opencl:0");
+    cg_s2s *m = load_model(gdir, cl_dev);
     cg_plan_stats before, after;
     ck_assert_int_eq(cg_s2s_stats(m, NULL, &before), CG_OK);
     cg_s2s_result res[N];
@@ -1556,8 +1570,10 @@ int main(void) {
         return 1;
     }
     have_opencl = cg_device_count() > 1;
-    if (!have_opencl) printf("note: no OpenCL device (%s): the opencl:0 parity tests only print this note\n",
-                             cg_device_note() ? cg_device_note() : "?");
+    const char *dev_env = getenv("CG_TEST_OPENCL_DEVICE");
+    if (dev_env && *dev_env) cl_dev = dev_env;
+    if (!have_opencl) printf("note: no OpenCL device (%s): the %s parity tests only print this note\n",
+                             cg_device_note() ? cg_device_note() : "?", cl_dev);
     int nv = n_variants > 0 ? n_variants : 1;
     Suite *s = suite_create("s2s");
     TCase *tg = tcase_create("golden");
@@ -1565,11 +1581,17 @@ int main(void) {
     tcase_set_timeout(tg, 900);
     tcase_add_test(tg, golden_variants_present);
     tcase_add_loop_test(tg, golden_cpu, 0, nv);
-    tcase_add_loop_test(tg, golden_opencl, 0, nv);
     tcase_add_loop_test(tg, decoder_paths_agree, 0, nv);
-    tcase_add_test(tg, keys_cross_once_per_sentence);
     tcase_add_test(tg, deep_model_decodes);
     suite_add_tcase(s, tg);
+    TCase *to = tcase_create("opencl");
+    tcase_add_checked_fixture(to, setup, tu_teardown_dir);
+    tcase_set_timeout(to, 900);
+    tcase_add_loop_test(to, golden_opencl, 0, nv);
+    tcase_add_test(to, decoder_paths_agree_opencl);
+    tcase_add_test(to, deep_model_decodes_opencl);
+    tcase_add_test(to, keys_cross_once_per_sentence);
+    suite_add_tcase(s, to);
     TCase *tc = tcase_create("cli");
     tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 900);

@@ -1,6 +1,7 @@
 /* The clgraph command line end to end: the example GRU encoder against
- * PyTorch's numbers, and every kind of bad input with its one-line error and
- * exit code. */
+ * PyTorch's numbers, every kind of bad input with its one-line error and
+ * exit code, and the README's main command printing only its output in a
+ * cold first run. */
 #include <check.h>
 #include <fcntl.h>
 #include <math.h>
@@ -559,6 +560,65 @@ START_TEST(auto_placement_cost_cache) {
 }
 END_TEST
 
+/* The README's main command in a cold first run (fresh caches for clgraph,
+ * PoCL and Mesa) prints the translations and nothing else: no compiler
+ * output on stderr. With --verbose (every command takes it) the output is
+ * the same. */
+START_TEST(readme_command_cold_is_quiet) {
+    char src[600], want_path[600], png[600], one[600];
+    snprintf(src, sizeof src, "%s/models/dates/samples.txt", tu_src_dir());
+    snprintf(want_path, sizeof want_path, "%s/models/dates/samples.expected", tu_src_dir());
+    snprintf(png, sizeof png, "%s/attention.png", tu_dir);
+    char *want = tu_read_text(want_path, NULL);
+    ck_assert_ptr_nonnull(want);
+    char model[600];
+    snprintf(model, sizeof model, "%s/models/dates", tu_src_dir());
+    char e1[400], e2[400], e3[400], e4[400];
+    snprintf(e1, sizeof e1, "CLGRAPH_CACHE_DIR=%s/cold/clgraph", tu_dir);
+    snprintf(e2, sizeof e2, "POCL_CACHE_DIR=%s/cold/pocl", tu_dir);
+    snprintf(e3, sizeof e3, "XDG_CACHE_HOME=%s/cold/xdg", tu_dir);
+    snprintf(e4, sizeof e4, "MESA_SHADER_CACHE_DIR=%s/cold/mesa", tu_dir);
+    const char *env[] = {e1, e2, e3, e4, NULL};
+    /* Mesa says on stderr that it disables a missing cache directory. */
+    const char *dirs[] = {"cold", "cold/xdg", "cold/mesa", NULL};
+    for (int i = 0; dirs[i]; i++) ck_assert_int_eq(mkdir(tu_path(dirs[i]), 0755), 0);
+    const char *a[] = {"translate", model, "--device", "auto", NULL};
+    ck_assert_msg(tu_run_cli(a, env, src) == 0, "%s", tu_err);
+    ck_assert_msg(tu_err[0] == 0, "a cold first run printed on stderr:\n%s", tu_err);
+    ck_assert_str_eq(tu_out, want);
+    const char *one_line = "the 22nd of November 2026\n";
+    snprintf(one, sizeof one, "%s", tu_write_file("one.txt", one_line, strlen(one_line)));
+    const char *b[] = {"translate", model, "--device", "auto", "--attention", png, NULL};
+    ck_assert_msg(tu_run_cli(b, env, one) == 0, "%s", tu_err);
+    ck_assert_msg(tu_err[0] == 0, "stderr:\n%s", tu_err);
+    ck_assert_str_eq(tu_out, "2026-11-22\n");
+    const char *v[] = {"translate", model, "--verbose", "--device", "auto", NULL};
+    ck_assert_msg(tu_run_cli(v, env, src) == 0, "%s", tu_err);
+    ck_assert_str_eq(tu_out, want);
+    free(want);
+}
+END_TEST
+
+/* A CLGRAPH_CL_PATHS that is not cpu, gpu or auto is an error naming it,
+ * not a silent default; `clgraph devices` shows what each device takes. */
+START_TEST(cl_paths_variable) {
+    char model[600];
+    snprintf(model, sizeof model, "%s/models/dates", tu_src_dir());
+    const char *env[] = {"CLGRAPH_CL_PATHS=fast", NULL};
+    const char *a[] = {"translate", model, "--device", "opencl:0", NULL};
+    ck_assert_int_eq(tu_run_cli(a, env, "/dev/null"), 1);
+    const char *needles[] = {"CLGRAPH_CL_PATHS=fast", "expected cpu, gpu or auto", NULL};
+    tu_assert_one_line(needles);
+    const char *d[] = {"devices", NULL};
+    ck_assert_int_eq(tu_run_cli(d, env, NULL), 0);
+    ck_assert_msg(strstr(tu_out, "CLGRAPH_CL_PATHS=fast ignored") != NULL, "%s", tu_out);
+    const char *gpu[] = {"CLGRAPH_CL_PATHS=gpu", NULL};
+    ck_assert_int_eq(tu_run_cli(d, gpu, NULL), 0);
+    ck_assert_msg(strstr(tu_out, "kernel paths: gpu (CLGRAPH_CL_PATHS)") != NULL, "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "max work-items: ") != NULL, "%s", tu_out);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -575,6 +635,8 @@ int main(void) {
     tcase_add_test(tc, plan_and_placement);
     tcase_add_test(tc, plan_model_dir);
     tcase_add_test(tc, auto_placement_cost_cache);
+    tcase_add_test(tc, readme_command_cold_is_quiet);
+    tcase_add_test(tc, cl_paths_variable);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }

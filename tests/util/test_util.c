@@ -21,9 +21,13 @@ int tu_run_suite(Suite *s, int nofork) {
     SRunner *sr = srunner_create(s);
     if (nofork) srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
+    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
     srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    /* CK_RUN_SUITE / CK_RUN_CASE naming nothing would pass silently. */
+    if (run == 0) fprintf(stderr, "no test ran (CK_RUN_SUITE '%s', CK_RUN_CASE '%s')\n",
+                          getenv("CK_RUN_SUITE") ? getenv("CK_RUN_SUITE") : "",
+                          getenv("CK_RUN_CASE") ? getenv("CK_RUN_CASE") : "");
+    return failed || run == 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 const char *tu_src_dir(void) {

@@ -1,0 +1,280 @@
+/* One OpenCL implementation end to end (CG_TEST_IMPL; tests/meson.build
+ * runs this once per implementation and kernel path set, with the
+ * environment that selects them: OCL_ICD_VENDORS, POCL_DEVICES,
+ * RUSTICL_ENABLE, CLGRAPH_CL_PATHS):
+ * - `clgraph devices` lists the implementation's devices with the forced
+ *   path set;
+ * - `clgraph conform` passes for every op on every device (the quick set
+ *   under Oclgrind, whose reports fail the test);
+ * - `clgraph translate models/dates --device opencl:N` prints
+ *   models/dates/samples.expected (the PyTorch reference's greedy output)
+ *   on each device, in a cold first run (fresh program caches) that prints
+ *   nothing else: no compiler output, no Oclgrind report;
+ * - with two devices, the encoder on one and the decoder on the other
+ *   (`--place`) gives the same lines; with PoCL and rusticl ("split"),
+ *   across two platforms, greedy and beam 5 both equal the CPU's output. */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+typedef struct impl {
+    const char *name;      /* CG_TEST_IMPL */
+    const char *platform;  /* in `clgraph devices`' platform line; NULL: any */
+    int devices;           /* OpenCL devices it gives */
+    int quick;             /* conform --quick (Oclgrind simulates every item) */
+    int conform;           /* run conform at all */
+} impl;
+
+static const impl k_impls[] = {
+    {"pocl", "Portable Computing Language", 1, 0, 1},
+    {"pocl2", "Portable Computing Language", 2, 0, 1},
+    {"rusticl", "rusticl", 1, 0, 1},
+    {"oclgrind", "Oclgrind", 1, 1, 1},
+    /* PoCL and rusticl side by side: each is conformed on its own above. */
+    {"split", NULL, 2, 0, 0},
+};
+
+static const impl *cur;
+static const char *paths; /* CLGRAPH_CL_PATHS: cpu or gpu */
+
+static void setup(void) { tu_setup_dir("portability"); }
+
+static const char *model_dir(void) {
+    static char p[600];
+    snprintf(p, sizeof p, "%s/models/dates", tu_src_dir());
+    return p;
+}
+
+static const char *model_file(const char *name) {
+    static char p[700];
+    snprintf(p, sizeof p, "%s/%s", model_dir(), name);
+    return p;
+}
+
+/* The platform line under "opencl:N " in `clgraph devices` output. */
+static const char *platform_of(const char *devices, int n, char *buf, size_t size) {
+    char head[32];
+    snprintf(head, sizeof head, "opencl:%d ", n);
+    const char *l = strstr(devices, head);
+    ck_assert_msg(l != NULL, "no %s in:\n%s", head, devices);
+    const char *p = strstr(l, "platform: ");
+    ck_assert_ptr_nonnull(p);
+    size_t k = strcspn(p, "\n");
+    snprintf(buf, size, "%.*s", (int)k, p);
+    return buf;
+}
+
+/* Runs `clgraph devices`; checks the count, platforms and path set. */
+static char *devices_text(void) {
+    const char *a[] = {"devices", NULL};
+    ck_assert_msg(tu_run_cli(a, NULL, NULL) == 0, "%s", tu_err);
+    return strdup(tu_out);
+}
+
+START_TEST(devices_listed) {
+    char *text = devices_text();
+    int n = 0;
+    for (const char *q = text; (q = strstr(q, "\nopencl:")); q++) n++;
+    ck_assert_msg(n == cur->devices, "%s: %d OpenCL devices, expected %d:\n%s", cur->name, n, cur->devices, text);
+    char line[400], want[64];
+    for (int i = 0; i < n && cur->platform; i++)
+        ck_assert_msg(strstr(platform_of(text, i, line, sizeof line), cur->platform), "opencl:%d: %s", i, line);
+    snprintf(want, sizeof want, "kernel paths: %s (CLGRAPH_CL_PATHS)", paths);
+    int shown = 0;
+    for (const char *q = text; (q = strstr(q, want)); q++) shown++;
+    ck_assert_msg(shown == n, "'%s' shown %d times for %d devices:\n%s", want, shown, n, text);
+    free(text);
+}
+END_TEST
+
+START_TEST(conform_passes) {
+    if (!cur->conform) return;
+    const char *a[] = {"conform", cur->quick ? "--quick" : NULL, NULL};
+    int rc = tu_run_cli(a, NULL, NULL);
+    ck_assert_msg(rc == 0, "%s, %s paths: exit %d\n%s\n%s", cur->name, paths, rc, tu_out, tu_err);
+    ck_assert_msg(strstr(tu_out, " FAIL") == NULL, "failures:\n%s\n%s", tu_out, tu_err);
+    ck_assert_msg(strstr(tu_out, "no cases") == NULL, "ops without cases:\n%s", tu_out);
+    for (int i = 0; i < cur->devices; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "\ngru            opencl:%d ", i);
+        ck_assert_msg(strstr(tu_out, needle) != NULL, "no gru row for opencl:%d:\n%s", i, tu_out);
+    }
+    /* Oclgrind exits 0 when it finds errors; its reports go to stderr. */
+    const char *reports[] = {"Invalid read", "Invalid write", "Uninitialized", "data race", "Oclgrind - ",
+                             "Work-group divergence", "Invalid access", NULL};
+    for (int i = 0; reports[i]; i++)
+        ck_assert_msg(strstr(tu_err, reports[i]) == NULL, "reported '%s':\n%s", reports[i], tu_err);
+    printf("%s, %s paths: conform%s passes on %d device(s)\n", cur->name, paths, cur->quick ? " --quick" : "",
+           cur->devices);
+}
+END_TEST
+
+/* Translates samples.txt with extra arguments in a cold first run: fresh
+ * program caches for clgraph, PoCL and Mesa. Returns stdout (malloc'ed);
+ * asserts exit 0 and an empty stderr. */
+static char *translate_cold(const char *what, const char *const *extra) {
+    static int run;
+    char cache[400], pocl[400], xdg[400], mesa[400];
+    run++;
+    /* Mesa disables its cache, saying so on stderr, when the directory is
+     * missing; a user's ~/.cache exists. */
+    char d[400];
+    snprintf(d, sizeof d, "%s/cold%d", tu_dir, run);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    snprintf(d, sizeof d, "%s/cold%d/mesa", tu_dir, run);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    snprintf(d, sizeof d, "%s/cold%d/xdg", tu_dir, run);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    snprintf(cache, sizeof cache, "CLGRAPH_CACHE_DIR=%s/cold%d/clgraph", tu_dir, run);
+    snprintf(pocl, sizeof pocl, "POCL_CACHE_DIR=%s/cold%d/pocl", tu_dir, run);
+    snprintf(xdg, sizeof xdg, "XDG_CACHE_HOME=%s/cold%d/xdg", tu_dir, run);
+    snprintf(mesa, sizeof mesa, "MESA_SHADER_CACHE_DIR=%s/cold%d/mesa", tu_dir, run);
+    const char *env[] = {cache, pocl, xdg, mesa, NULL};
+    const char *a[16] = {"translate", model_dir()};
+    int n = 2;
+    for (int i = 0; extra[i] && n < 15; i++) a[n++] = extra[i];
+    a[n] = NULL;
+    int rc = tu_run_cli(a, env, model_file("samples.txt"));
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", what, rc, tu_err);
+    ck_assert_msg(tu_err[0] == 0, "%s: a cold first run printed on stderr:\n%s", what, tu_err);
+    return strdup(tu_out);
+}
+
+static void assert_expected(const char *what, const char *out) {
+    char *want = tu_read_text(model_file("samples.expected"), NULL);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_msg(!strcmp(out, want), "%s: output differs from samples.expected:\n%s\nexpected:\n%s", what, out,
+                  want);
+    free(want);
+}
+
+START_TEST(dates_samples) {
+    for (int i = 0; i < cur->devices; i++) {
+        char dev[32], what[128];
+        snprintf(dev, sizeof dev, "opencl:%d", i);
+        snprintf(what, sizeof what, "%s, %s paths, %s", cur->name, paths, dev);
+        const char *extra[] = {"--device", dev, NULL};
+        char *out = translate_cold(what, extra);
+        assert_expected(what, out);
+        free(out);
+        printf("%s: models/dates samples as expected\n", what);
+    }
+}
+END_TEST
+
+/* Encoder on one device, decoder on the other, both ways; on two
+ * platforms the CPU's output for greedy and beam 5 too. */
+START_TEST(split_devices) {
+    if (cur->devices < 2) return;
+    char *cpu_beam = NULL;
+    if (!cur->platform) {
+        const char *e[] = {"--device", "cpu", "--beam", "5", NULL};
+        cpu_beam = translate_cold("cpu, beam 5", e);
+        char *text = devices_text(), a[400], b[400];
+        ck_assert_msg(strcmp(platform_of(text, 0, a, sizeof a), platform_of(text, 1, b, sizeof b)) != 0,
+                      "opencl:0 and opencl:1 are on one platform:\n%s", text);
+        free(text);
+    }
+    for (int k = 0; k < 2; k++) {
+        char place[128], what[256];
+        snprintf(place, sizeof place, "encoder=opencl:%d,decoder=opencl:%d", k, 1 - k);
+        snprintf(what, sizeof what, "%s, %s paths, --place '%s'", cur->name, paths, place);
+        const char *g[] = {"--device", "opencl:0", "--place", place, NULL};
+        char *out = translate_cold(what, g);
+        assert_expected(what, out);
+        free(out);
+        if (cpu_beam) {
+            const char *b[] = {"--device", "opencl:0", "--place", place, "--beam", "5", NULL};
+            out = translate_cold(what, b);
+            ck_assert_msg(!strcmp(out, cpu_beam), "%s, beam 5: differs from the CPU:\n%s\nCPU:\n%s", what, out,
+                          cpu_beam);
+            free(out);
+        }
+        printf("%s: the CPU's output\n", what);
+    }
+    free(cpu_beam);
+}
+END_TEST
+
+/* Where CG_TEST_ICDS lists .icd files (':'-separated; "split"), a vendors
+ * directory of just those for every clgraph this test runs, so that other
+ * installed implementations (a GPU's) do not join in. 0 on success. */
+static int only_these_icds(char *dir, size_t size) {
+    const char *list = getenv("CG_TEST_ICDS");
+    if (!list) return 0;
+    snprintf(dir, size, "/tmp/cg_icds_XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    char *copy = strdup(list), *save = NULL;
+    int rc = copy ? 0 : -1;
+    for (char *f = copy ? strtok_r(copy, ":", &save) : NULL; f && !rc; f = strtok_r(NULL, ":", &save)) {
+        char *text = tu_read_text(f, NULL);
+        const char *base = strrchr(f, '/');
+        char dst[600];
+        snprintf(dst, sizeof dst, "%s/%s", dir, base ? base + 1 : f);
+        FILE *o = text ? fopen(dst, "w") : NULL;
+        if (!o || fputs(text, o) < 0) rc = -1;
+        if (o && fclose(o)) rc = -1;
+        if (!text) fprintf(stderr, "test_portability: cannot read %s (tools/install-deps.sh installs it)\n", f);
+        free(text);
+    }
+    free(copy);
+    return rc ? rc : setenv("OCL_ICD_VENDORS", dir, 1);
+}
+
+/* The ICD OCL_ICD_VENDORS names must be there: its absence is a missing
+ * package, said once, not every test failing on a device count. */
+static int vendor_present(void) {
+    const char *v = getenv("OCL_ICD_VENDORS");
+    if (!v || v[0] != '/' || access(v, R_OK) == 0) return 1;
+    fprintf(stderr, "test_portability: %s is missing (tools/install-deps.sh installs it)\n", v);
+    return 0;
+}
+
+static void remove_icds(const char *dir) {
+    if (!dir[0]) return;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] != '.') remove(p);
+    }
+    if (d) closedir(d);
+    if (rmdir(dir) != 0) fprintf(stderr, "test_portability: cannot remove %s\n", dir);
+}
+
+int main(void) {
+    const char *name = getenv("CG_TEST_IMPL");
+    paths = getenv("CLGRAPH_CL_PATHS");
+    for (size_t i = 0; name && i < sizeof k_impls / sizeof k_impls[0]; i++)
+        if (!strcmp(name, k_impls[i].name)) cur = &k_impls[i];
+    if (!cur || !paths || (strcmp(paths, "cpu") && strcmp(paths, "gpu"))) {
+        fprintf(stderr, "test_portability: set CG_TEST_IMPL (pocl, pocl2, rusticl, oclgrind, split) and "
+                        "CLGRAPH_CL_PATHS (cpu, gpu)\n");
+        return 1;
+    }
+    char icds[64] = "";
+    if (only_these_icds(icds, sizeof icds) != 0 || !vendor_present()) {
+        remove_icds(icds);
+        return 1;
+    }
+    Suite *s = suite_create("portability");
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
+    tcase_set_timeout(tc, 1500);
+    tcase_add_test(tc, devices_listed);
+    tcase_add_test(tc, dates_samples);
+    tcase_add_test(tc, split_devices);
+    tcase_add_test(tc, conform_passes);
+    suite_add_tcase(s, tc);
+    int rc = tu_run_suite(s, 1);
+    remove_icds(icds);
+    free(tu_out);
+    free(tu_err);
+    return rc;
+}
