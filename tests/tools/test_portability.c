@@ -40,6 +40,8 @@ static const impl k_impls[] = {
     {"split", NULL, 2, 0, 0},
 };
 
+/* Messages quote program output cut to 1500 characters: Check refuses
+ * longer ones (and exits). */
 static const impl *cur;
 static const char *paths; /* CLGRAPH_CL_PATHS: cpu or gpu */
 
@@ -62,7 +64,7 @@ static const char *platform_of(const char *devices, int n, char *buf, size_t siz
     char head[32];
     snprintf(head, sizeof head, "opencl:%d ", n);
     const char *l = strstr(devices, head);
-    ck_assert_msg(l != NULL, "no %s in:\n%s", head, devices);
+    ck_assert_msg(l != NULL, "no %s in:\n%.1500s", head, devices);
     const char *p = strstr(l, "platform: ");
     ck_assert_ptr_nonnull(p);
     size_t k = strcspn(p, "\n");
@@ -81,14 +83,14 @@ START_TEST(devices_listed) {
     char *text = devices_text();
     int n = 0;
     for (const char *q = text; (q = strstr(q, "\nopencl:")); q++) n++;
-    ck_assert_msg(n == cur->devices, "%s: %d OpenCL devices, expected %d:\n%s", cur->name, n, cur->devices, text);
+    ck_assert_msg(n == cur->devices, "%s: %d OpenCL devices, expected %d:\n%.1500s", cur->name, n, cur->devices, text);
     char line[400], want[64];
     for (int i = 0; i < n && cur->platform; i++)
         ck_assert_msg(strstr(platform_of(text, i, line, sizeof line), cur->platform), "opencl:%d: %s", i, line);
     snprintf(want, sizeof want, "kernel paths: %s (CLGRAPH_CL_PATHS)", paths);
     int shown = 0;
     for (const char *q = text; (q = strstr(q, want)); q++) shown++;
-    ck_assert_msg(shown == n, "'%s' shown %d times for %d devices:\n%s", want, shown, n, text);
+    ck_assert_msg(shown == n, "'%s' shown %d times for %d devices:\n%.1500s", want, shown, n, text);
     free(text);
 }
 END_TEST
@@ -97,19 +99,20 @@ START_TEST(conform_passes) {
     if (!cur->conform) return;
     const char *a[] = {"conform", cur->quick ? "--quick" : NULL, NULL};
     int rc = tu_run_cli(a, NULL, NULL);
-    ck_assert_msg(rc == 0, "%s, %s paths: exit %d\n%s\n%s", cur->name, paths, rc, tu_out, tu_err);
-    ck_assert_msg(strstr(tu_out, " FAIL") == NULL, "failures:\n%s\n%s", tu_out, tu_err);
-    ck_assert_msg(strstr(tu_out, "no cases") == NULL, "ops without cases:\n%s", tu_out);
+    if (rc != 0 || strstr(tu_out, " FAIL")) printf("conform's output:\n%s\nstderr:\n%s\n", tu_out, tu_err);
+    ck_assert_msg(rc == 0, "%s, %s paths: exit %d (output above)\n%.1500s", cur->name, paths, rc, tu_err);
+    ck_assert_msg(strstr(tu_out, " FAIL") == NULL, "failures (output above)");
+    ck_assert_msg(strstr(tu_out, "no cases") == NULL, "ops without cases:\n%.1500s", tu_out);
     for (int i = 0; i < cur->devices; i++) {
         char needle[64];
         snprintf(needle, sizeof needle, "\ngru            opencl:%d ", i);
-        ck_assert_msg(strstr(tu_out, needle) != NULL, "no gru row for opencl:%d:\n%s", i, tu_out);
+        ck_assert_msg(strstr(tu_out, needle) != NULL, "no gru row for opencl:%d:\n%.1500s", i, tu_out);
     }
     /* Oclgrind exits 0 when it finds errors; its reports go to stderr. */
     const char *reports[] = {"Invalid read", "Invalid write", "Uninitialized", "data race", "Oclgrind - ",
                              "Work-group divergence", "Invalid access", NULL};
     for (int i = 0; reports[i]; i++)
-        ck_assert_msg(strstr(tu_err, reports[i]) == NULL, "reported '%s':\n%s", reports[i], tu_err);
+        ck_assert_msg(strstr(tu_err, reports[i]) == NULL, "reported '%s':\n%.1500s", reports[i], tu_err);
     printf("%s, %s paths: conform%s passes on %d device(s)\n", cur->name, paths, cur->quick ? " --quick" : "",
            cur->devices);
 }
@@ -141,15 +144,15 @@ static char *translate_cold(const char *what, const char *const *extra) {
     for (int i = 0; extra[i] && n < 15; i++) a[n++] = extra[i];
     a[n] = NULL;
     int rc = tu_run_cli(a, env, model_file("samples.txt"));
-    ck_assert_msg(rc == 0, "%s: exit %d: %s", what, rc, tu_err);
-    ck_assert_msg(tu_err[0] == 0, "%s: a cold first run printed on stderr:\n%s", what, tu_err);
+    ck_assert_msg(rc == 0, "%s: exit %d: %.1500s", what, rc, tu_err);
+    ck_assert_msg(tu_err[0] == 0, "%s: a cold first run printed on stderr:\n%.1500s", what, tu_err);
     return strdup(tu_out);
 }
 
 static void assert_expected(const char *what, const char *out) {
     char *want = tu_read_text(model_file("samples.expected"), NULL);
     ck_assert_ptr_nonnull(want);
-    ck_assert_msg(!strcmp(out, want), "%s: output differs from samples.expected:\n%s\nexpected:\n%s", what, out,
+    ck_assert_msg(!strcmp(out, want), "%s: output differs from samples.expected:\n%.1500s\nexpected:\n%.1500s", what, out,
                   want);
     free(want);
 }
@@ -192,7 +195,7 @@ START_TEST(split_devices) {
         if (cpu_beam) {
             const char *b[] = {"--device", "opencl:0", "--place", place, "--beam", "5", NULL};
             out = translate_cold(what, b);
-            ck_assert_msg(!strcmp(out, cpu_beam), "%s, beam 5: differs from the CPU:\n%s\nCPU:\n%s", what, out,
+            ck_assert_msg(!strcmp(out, cpu_beam), "%s, beam 5: differs from the CPU:\n%.1500s\nCPU:\n%.1500s", what, out,
                           cpu_beam);
             free(out);
         }
