@@ -232,8 +232,23 @@ static void remove_tree(const char *path) {
     }
 }
 
+/* Program caches a cold start must not find: clgraph's own and those of
+ * the OpenCL implementations (PoCL's kernel library, Mesa's shader cache,
+ * which rusticl and llvmpipe share). */
+static const char *const cache_vars[] = {"CLGRAPH_CACHE_DIR", "POCL_CACHE_DIR", "MESA_SHADER_CACHE_DIR"};
+enum { N_CACHE_VARS = sizeof cache_vars / sizeof cache_vars[0] };
+
+static int is_cache_var(const char *entry) {
+    for (int i = 0; i < N_CACHE_VARS; i++) {
+        size_t l = strlen(cache_vars[i]);
+        if (!strncmp(entry, cache_vars[i], l) && entry[l] == '=') return 1;
+    }
+    return 0;
+}
+
 /* Runs the child with the bench's model options; `cache` non-NULL points
- * CLGRAPH_CACHE_DIR and POCL_CACHE_DIR into it. *ms: start to first token. */
+ * every variable of cache_vars into a fresh directory below it. *ms: start
+ * to first token. */
 static int first_token(const bargs *a, const char *cache, double *ms) {
     char *argv[80];
     int n = 0;
@@ -251,33 +266,23 @@ static int first_token(const bargs *a, const char *cache, double *ms) {
     /* The environment, with the cache directories replaced. */
     size_t ne = 0;
     while (environ[ne]) ne++;
-    char **env = calloc(ne + 3, sizeof *env);
-    char *cg_dir = NULL, *pocl_dir = NULL;
+    char **env = calloc(ne + N_CACHE_VARS + 1, sizeof *env);
+    char *dirs[N_CACHE_VARS] = {NULL};
+    int rc = CLI_FAIL;
     if (!env) return CLI_FAIL;
     size_t k = 0;
     for (size_t i = 0; i < ne; i++)
-        if (!cache || (strncmp(environ[i], "CLGRAPH_CACHE_DIR=", 18) && strncmp(environ[i], "POCL_CACHE_DIR=", 15)))
-            env[k++] = environ[i];
-    if (cache) {
-        size_t l = strlen(cache) + 40;
-        cg_dir = malloc(l);
-        pocl_dir = malloc(l);
-        if (!cg_dir || !pocl_dir) {
-            free(cg_dir);
-            free(pocl_dir);
-            free(env);
-            return CLI_FAIL;
-        }
-        snprintf(cg_dir, l, "CLGRAPH_CACHE_DIR=%s/clgraph", cache);
-        snprintf(pocl_dir, l, "POCL_CACHE_DIR=%s/pocl", cache);
-        mkdir(cg_dir + 18, 0700);
-        mkdir(pocl_dir + 15, 0700);
-        env[k++] = cg_dir;
-        env[k++] = pocl_dir;
+        if (!cache || !is_cache_var(environ[i])) env[k++] = environ[i];
+    for (int i = 0; cache && i < N_CACHE_VARS; i++) {
+        size_t vl = strlen(cache_vars[i]), l = vl + strlen(cache) + 40;
+        if (!(dirs[i] = malloc(l))) goto out;
+        snprintf(dirs[i], l, "%s=%s/%d", cache_vars[i], cache, i);
+        /* Mesa turns its cache off, saying so on stderr, without one. */
+        mkdir(dirs[i] + vl + 1, 0700);
+        env[k++] = dirs[i];
     }
     env[k] = NULL;
     int fd[2];
-    int rc = CLI_FAIL;
     if (pipe(fd) != 0) {
         fprintf(stderr, "clgraph: bench: pipe: %s\n", strerror(errno));
         goto out;
@@ -327,8 +332,7 @@ static int first_token(const bargs *a, const char *cache, double *ms) {
         rc = CLI_OK;
     }
 out:
-    free(cg_dir);
-    free(pocl_dir);
+    for (int i = 0; i < N_CACHE_VARS; i++) free(dirs[i]);
     free(env);
     return rc;
 }

@@ -215,7 +215,7 @@ def fmt_first(js):
 
 def markdown(checks, bench, meta):
     L = []
-    L.append("Measured %s on %s (%s); load average %s before, %s after; clgraph %s." % (
+    L.append("Measured %s on %s (%s); load average %s before, %s after; %s." % (
         meta["date"], meta["cpu"], meta["threads"], meta["load_before"], meta["load_after"], meta["version"]))
     L.append("")
     L.append("### Devices (`clgraph devices`)")
