@@ -149,6 +149,7 @@ static void graph_free(cg_graph *g) {
         free(g->values[i].weight);
     }
     free(g->values);
+    free(g->index);
     for (int i = 0; i < g->n_nodes; i++) node_free(g->nodes[i]);
     free(g->nodes);
     free(g->inputs);
@@ -245,13 +246,6 @@ cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col, c
     return CG_OK;
 }
 
-int32_t cg_graph_find_value(const cg_graph *g, const char *name) {
-    if (!g || !name) return -1;
-    for (int i = 0; i < g->n_values; i++)
-        if (strcmp(g->values[i].name, name) == 0) return i;
-    return -1;
-}
-
 /* Makes room for `extra` more values. */
 static cg_status reserve_values(cg_graph *g, int extra) {
     if (extra > INT32_MAX - 1 - g->n_values) return oom();
@@ -289,7 +283,7 @@ cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, 
     if (!g || !name) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_new_value: invalid arguments");
     int32_t old = cg_graph_find_value(g, name);
     if (old >= 0) return redefined(g, name, old, line, col);
-    if (reserve_values(g, 1)) return CG_ERR_NO_MEMORY;
+    if (reserve_values(g, 1) || cg_graph_index_reserve(g, 1)) return CG_ERR_NO_MEMORY;
     char *s = cg_strdup(name);
     if (!s) return CG_ERR_NO_MEMORY;
     cg_value *v = &g->values[g->n_values];
@@ -301,7 +295,7 @@ cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, 
     v->line = line;
     v->col = col;
     if (out) *out = g->n_values;
-    g->n_values++;
+    cg_graph_index_add(g, g->n_values++);
     if (g->model) g->model->verified = 0;
     return CG_OK;
 }
@@ -373,7 +367,8 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n
             }
     }
     /* Reserve first so that the commit below cannot fail. */
-    if (reserve_values(g, n_outputs) || reserve_nodes(g)) return CG_ERR_NO_MEMORY;
+    if (reserve_values(g, n_outputs) || reserve_nodes(g) || cg_graph_index_reserve(g, n_outputs))
+        return CG_ERR_NO_MEMORY;
 
     cg_node *n = calloc(1, sizeof *n);
     char **onames = calloc((size_t)n_outputs, sizeof *onames);
@@ -417,7 +412,8 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n
         v->producer_out = i;
         v->line = line;
         v->col = col;
-        n->outputs[i] = g->n_values++;
+        n->outputs[i] = g->n_values;
+        cg_graph_index_add(g, g->n_values++);
     }
     free(onames);
     g->nodes[g->n_nodes++] = n;

@@ -72,6 +72,9 @@ struct cg_graph {
     int32_t *outputs;       /* value indices, -1 until resolved */
     int *out_line, *out_col;/* where each output was named */
     int line, col;
+    int32_t *index;         /* value names -> indices (names.c); -1: empty */
+    uint32_t cap_index;     /* slots, a power of two */
+    int32_t n_index;        /* values indexed */
 };
 
 struct cg_model {
@@ -95,8 +98,15 @@ int cg_model_sym(cg_model *m, const char *name);
 cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind,
                              int line, int col, int32_t *out);
 
-/* Index of the value named `name`, or -1. */
+/* Index of the value named `name`, or -1 (a hash lookup: names.c). */
 int32_t cg_graph_find_value(const cg_graph *g, const char *name);
+
+/* Makes room in g's name index for `extra` more values, so that the
+ * cg_graph_index_add calls that commit them cannot fail. */
+cg_status cg_graph_index_reserve(cg_graph *g, int extra);
+
+/* Indexes value v under its name (room reserved before). */
+void cg_graph_index_add(cg_graph *g, int32_t v);
 
 /* Adds a node with outputs defined; inputs are kept by name. */
 cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name,

@@ -633,6 +633,48 @@ START_TEST(test_large_graph) {
 }
 END_TEST
 
+/* The name index (names.c) through many growths: every name finds its own
+ * value, names that differ by a character or a prefix do not, and a
+ * redefinition after the last growth still names the first place. */
+START_TEST(test_name_index) {
+    enum { N = 20000 };
+    cg_model *m;
+    cg_graph *g;
+    ck_assert_int_eq(cg_model_create(&g_ctx, &m), CG_OK);
+    ck_assert_int_eq(cg_model_new_graph(m, "g", 0, 0, &g), CG_OK);
+    int64_t four = 4;
+    int32_t idx;
+    ck_assert_int_eq(cg_graph_new_input(g, "v0", CG_F32, 1, &four, 1, 1, &idx), CG_OK);
+    for (int i = 1; i < N; i++) {
+        char in[16], out[16];
+        snprintf(in, sizeof in, "v%d", i - 1);
+        snprintf(out, sizeof out, "v%d", i);
+        const char *ins[] = {in}, *outs[] = {out};
+        ck_assert_int_eq(cg_graph_new_node(g, "relu", NULL, 1, ins, 1, outs, i + 1, 3, NULL), CG_OK);
+    }
+    ck_assert_int_eq(g->n_values, N);
+    for (int i = 0; i < N; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "v%d", i);
+        ck_assert_int_eq(cg_graph_find_value(g, name), i);
+        snprintf(name, sizeof name, "v%dx", i);
+        ck_assert_int_eq(cg_graph_find_value(g, name), -1);
+        snprintf(name, sizeof name, "w%d", i);
+        ck_assert_int_eq(cg_graph_find_value(g, name), -1);
+    }
+    ck_assert_int_eq(cg_graph_find_value(g, "v"), -1);
+    ck_assert_int_eq(cg_graph_find_value(g, ""), -1);
+    ck_assert_int_eq(cg_graph_find_value(g, NULL), -1);
+    const char *ins[] = {"v0"}, *outs[] = {"v12345"};
+    ck_assert_int_eq(cg_graph_new_node(g, "relu", NULL, 1, ins, 1, outs, 99999, 3, NULL), CG_ERR_VERIFY);
+    ck_assert_str_eq(cg_last_error(), "<builder>:99999:3: value 'v12345' is already defined at 12346:3");
+    ck_assert_int_eq(cg_graph_new_input(g, "v19999", CG_F32, 1, &four, 7, 8, &idx), CG_ERR_VERIFY);
+    ck_assert_int_eq(idx, -1);
+    ck_assert_int_eq(g->n_values, N);
+    cg_model_free(m);
+}
+END_TEST
+
 START_TEST(test_many_attrs_and_inputs) {
     size_t cap = 1 << 20, len = 0;
     char *text = malloc(cap);
@@ -1444,6 +1486,7 @@ static Suite *parse_suite(void) {
     tcase_add_test(t, test_forward_refs_and_shapes_of_statements);
     tcase_add_test(t, test_node_names);
     tcase_add_test(t, test_large_graph);
+    tcase_add_test(t, test_name_index);
     tcase_add_test(t, test_many_attrs_and_inputs);
     suite_add_tcase(s, t);
 
