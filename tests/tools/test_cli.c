@@ -83,6 +83,22 @@ START_TEST(help_version_usage) {
     ck_assert_ptr_nonnull(strstr(tu_err, "unknown option '--bogus'"));
     const char *none[] = {NULL};
     ck_assert_int_eq(tu_run_cli(none, NULL, NULL), 2);
+    const char *empty_dev[] = {"translate", "models/dates", "--device", "", NULL};
+    ck_assert_int_eq(tu_run_cli(empty_dev, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph translate: option '--device' has an empty value\n");
+    const char *empty_pos[] = {"check", "", NULL};
+    ck_assert_int_eq(tu_run_cli(empty_pos, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph check: empty argument (number 1)\n");
+    const char *bad_alpha[][6] = {{"translate", "models/dates", "--beam", "2", "--alpha", "nan"},
+                                  {"translate", "models/dates", "--beam", "2", "--alpha", "-nan"},
+                                  {"translate", "models/dates", "--beam", "2", "--alpha", "inf"},
+                                  {"translate", "models/dates", "--beam", "2", "--alpha", "-0.5"}};
+    for (int i = 0; i < 4; i++) {
+        const char *a[] = {bad_alpha[i][0], bad_alpha[i][1], bad_alpha[i][2], bad_alpha[i][3], bad_alpha[i][4],
+                           bad_alpha[i][5], NULL};
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 2);
+        ck_assert_ptr_nonnull(strstr(tu_err, "--alpha takes a number in [0, 100]"));
+    }
 }
 END_TEST
 

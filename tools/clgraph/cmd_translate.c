@@ -62,7 +62,7 @@ static int parse_args(int argc, char **argv, targs *a) {
         } else if (!strcmp(o, "--alpha")) {
             char *end;
             a->alpha = strtod(v, &end);
-            if (end == v || *end || a->alpha < 0 || a->alpha > 100) {
+            if (end == v || *end || !(a->alpha >= 0 && a->alpha <= 100)) { /* NaN too */
                 fprintf(stderr, "clgraph translate: --alpha takes a number in [0, 100], got '%s'\n", v);
                 return CLI_USAGE;
             }

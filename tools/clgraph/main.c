@@ -77,6 +77,20 @@ static int take_verbose(int argc, char **argv) {
     return n;
 }
 
+/* No command takes an empty argument: `--device ''` used to mean the
+ * default device and `--plugin ''` an unnamed file. 0, or the usage error
+ * naming the option. */
+static int refuse_empty(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        if (argv[i][0]) continue;
+        if (argv[i - 1][0] == '-')
+            fprintf(stderr, "clgraph %s: option '%s' has an empty value\n", argv[1], argv[i - 1]);
+        else fprintf(stderr, "clgraph %s: empty argument (number %d)\n", argv[1], i - 1);
+        return CLI_USAGE;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -93,6 +107,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     argc = take_verbose(argc, argv);
+    if (refuse_empty(argc, argv)) return CLI_USAGE;
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cli_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
