@@ -89,6 +89,19 @@ START_TEST(help_version_usage) {
     const char *empty_pos[] = {"check", "", NULL};
     ck_assert_int_eq(tu_run_cli(empty_pos, NULL, NULL), 2);
     ck_assert_str_eq(tu_err, "clgraph check: empty argument (number 1)\n");
+    /* The 33rd --plugin is refused, not dropped. */
+    for (int c = 0; c < 3; c++) {
+        const char *cmds[] = {"translate", "conform", "ops"};
+        const char *a[80] = {cmds[c]};
+        int n = 1;
+        if (c == 0) a[n++] = "models/dates";
+        for (int i = 0; i < 33; i++) a[n++] = "--plugin", a[n++] = "libnothing.so";
+        a[n] = NULL;
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 2);
+        char want[128];
+        snprintf(want, sizeof want, "clgraph %s: at most 32 --plugin options\n", cmds[c]);
+        ck_assert_str_eq(tu_err, want);
+    }
     const char *bad_alpha[][6] = {{"translate", "models/dates", "--beam", "2", "--alpha", "nan"},
                                   {"translate", "models/dates", "--beam", "2", "--alpha", "-nan"},
                                   {"translate", "models/dates", "--beam", "2", "--alpha", "inf"},

@@ -106,16 +106,23 @@ void tu_slurp(const char *path, char *buf, size_t size) {
 int tu_run_cli(const char *const *args, const char *const *env_extra, const char *in) {
     const char *exe = getenv("CG_CLGRAPH");
     ck_assert_msg(exe != NULL, "CG_CLGRAPH is not set");
-    char *argv[64];
+    char *argv[256];
     int n = 0;
     argv[n++] = (char *)exe;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = (char *)args[i];
+    for (int i = 0; args[i]; i++) {
+        ck_assert_msg(n < 255, "tu_run_cli: more than 254 arguments");
+        argv[n++] = (char *)args[i];
+    }
     argv[n] = NULL;
     char **envp = environ, *env_buf[512];
     if (env_extra) {
         int e = 0;
-        for (int i = 0; env_extra[i] && e < 510; i++) env_buf[e++] = (char *)env_extra[i];
-        for (char **p = environ; *p && e < 510; p++) {
+        for (int i = 0; env_extra[i]; i++) {
+            ck_assert_msg(e < 510, "tu_run_cli: too many environment variables");
+            env_buf[e++] = (char *)env_extra[i];
+        }
+        for (char **p = environ; *p; p++) {
+            ck_assert_msg(e < 510, "tu_run_cli: too many environment variables");
             int shadowed = 0;
             for (int i = 0; env_extra[i]; i++) {
                 size_t k = strcspn(env_extra[i], "=");

@@ -7,6 +7,9 @@
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* Options common to every subcommand, gathered by cli_parse. */
+/* --plugin options one command takes. */
+#define CLI_MAX_PLUGINS 32
+
 typedef struct cli_opts {
     const char *model;        /* positional MODEL.cg */
     const char *weights;      /* --weights */
@@ -22,9 +25,13 @@ typedef struct cli_opts {
     char *input_names[64];    /* --input NAME=FILE */
     const char *input_files[64];
     int n_plugins;
-    const char *plugins[32];  /* --plugin */
+    const char *plugins[CLI_MAX_PLUGINS]; /* --plugin */
     const char *positional2;  /* a second positional (ops NAME) */
 } cli_opts;
+
+/* Appends --plugin `path` to list[*n]; past CLI_MAX_PLUGINS a usage error
+ * (CLI_USAGE, printed) instead of dropping it. */
+int cli_add_plugin(const char *cmd, const char **list, int *n, const char *path);
 
 /* Parses argv (argv[0] is the subcommand). `allowed` lists the options the
  * subcommand takes, e.g. "weights,graph,input,output". Prints a usage error

@@ -11,6 +11,15 @@ static int allowed_opt(const char *allowed, const char *name) {
     return 0;
 }
 
+int cli_add_plugin(const char *cmd, const char **list, int *n, const char *path) {
+    if (*n == CLI_MAX_PLUGINS) {
+        fprintf(stderr, "clgraph %s: at most %d --plugin options\n", cmd, CLI_MAX_PLUGINS);
+        return CLI_USAGE;
+    }
+    list[(*n)++] = path;
+    return CLI_OK;
+}
+
 int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
     memset(o, 0, sizeof *o);
     const char *cmd = argv[0];
@@ -57,11 +66,7 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         else if (!strcmp(key, "output")) o->output = val;
         else if (!strcmp(key, "device")) o->device = val;
         else if (!strcmp(key, "plugin")) {
-            if (o->n_plugins == 32) {
-                fprintf(stderr, "clgraph %s: at most 32 --plugin options\n", cmd);
-                return CLI_USAGE;
-            }
-            o->plugins[o->n_plugins++] = val;
+            if (cli_add_plugin(cmd, o->plugins, &o->n_plugins, val)) return CLI_USAGE;
         } else if (!strcmp(key, "input")) {
             const char *sep = strchr(val, '=');
             if (!sep || sep == val || !sep[1]) {

@@ -31,7 +31,7 @@ typedef struct bargs {
     const char *dir, *device, *place;
     int batch, beam, src_len, steps, warmup, runs, json, machine;
     int n_plugins;
-    const char *plugins[32];
+    const char *plugins[CLI_MAX_PLUGINS];
 } bargs;
 
 static double now_ms(void) {
@@ -86,13 +86,8 @@ static int parse_args(int argc, char **argv, bargs *a) {
         else if (!strcmp(o, "--steps")) rc = parse_int(cmd, o, v, 1, &a->steps);
         else if (!strcmp(o, "--warmup")) rc = parse_int(cmd, o, v, 0, &a->warmup);
         else if (!strcmp(o, "--runs")) rc = parse_int(cmd, o, v, 1, &a->runs);
-        else if (!strcmp(o, "--plugin")) {
-            if (a->n_plugins == 32) {
-                fprintf(stderr, "clgraph %s: at most 32 --plugin options\n", cmd);
-                return CLI_USAGE;
-            }
-            a->plugins[a->n_plugins++] = v;
-        } else {
+        else if (!strcmp(o, "--plugin")) rc = cli_add_plugin(cmd, a->plugins, &a->n_plugins, v);
+        else {
             fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph --help')\n", cmd, o);
             return CLI_USAGE;
         }

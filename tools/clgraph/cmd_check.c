@@ -78,7 +78,7 @@ int cli_ops(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
-            if (o.n_plugins < 32) o.plugins[o.n_plugins++] = argv[++i];
+            if (cli_add_plugin("ops", o.plugins, &o.n_plugins, argv[++i])) return CLI_USAGE;
         } else if (argv[i][0] != '-' && !only) {
             only = argv[i];
         } else {

@@ -59,7 +59,7 @@ int cli_conform(int argc, char **argv) {
         else if (i + 1 < argc && !strcmp(a, "--device")) opt.device = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--seed")) opt.seed = strtoull(argv[++i], NULL, 10);
         else if (i + 1 < argc && !strcmp(a, "--plugin")) {
-            if (o.n_plugins < 32) o.plugins[o.n_plugins++] = argv[++i];
+            if (cli_add_plugin("conform", o.plugins, &o.n_plugins, argv[++i])) return CLI_USAGE;
         } else {
             fprintf(stderr, "clgraph conform: unexpected argument '%s' (try 'clgraph --help')\n", a);
             return CLI_USAGE;

@@ -16,7 +16,7 @@ typedef struct targs {
     int beam, nbest, max_len, batch, ids, scores;
     double alpha;
     int n_plugins;
-    const char *plugins[32];
+    const char *plugins[CLI_MAX_PLUGINS];
 } targs;
 
 static int parse_int(const char *opt, const char *v, int min, int *out) {
@@ -57,9 +57,8 @@ static int parse_args(int argc, char **argv, targs *a) {
         else if (!strcmp(o, "--nbest")) rc = parse_int(o, v, 1, &a->nbest);
         else if (!strcmp(o, "--max-len")) rc = parse_int(o, v, 1, &a->max_len);
         else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, &a->batch);
-        else if (!strcmp(o, "--plugin")) {
-            if (a->n_plugins < 32) a->plugins[a->n_plugins++] = v;
-        } else if (!strcmp(o, "--alpha")) {
+        else if (!strcmp(o, "--plugin")) rc = cli_add_plugin("translate", a->plugins, &a->n_plugins, v);
+        else if (!strcmp(o, "--alpha")) {
             char *end;
             a->alpha = strtod(v, &end);
             if (end == v || *end || !(a->alpha >= 0 && a->alpha <= 100)) { /* NaN too */
