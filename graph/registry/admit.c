@@ -22,6 +22,10 @@ _Static_assert(CG_V1_0_ATTR_SIZE == 56, "cg_attr_def 1.0 layout");
 
 /* A struct_size this large is a corrupt descriptor, not a newer ABI. */
 #define MAX_STRUCT_SIZE 4096u
+/* Counts past these are corrupt descriptors too; checked before the arrays
+ * they describe are read. */
+#define MAX_PLUGIN_OPS 4096
+#define MAX_OP_ATTRS 1024
 
 typedef struct admit {
     const cg_plugin_desc *desc;
@@ -52,6 +56,9 @@ static const void *element(const void *base, int i, size_t min_size) {
 static cg_status check_attrs(const admit *a, const cg_op_def *op) {
     if (op->n_attrs < 0 || (op->n_attrs > 0 && !op->attrs))
         return cg_error(CG_ERR_PLUGIN, "%s: op '%s' declares invalid attributes", a->tag, op->name);
+    if (op->n_attrs > MAX_OP_ATTRS)
+        return cg_error(CG_ERR_PLUGIN, "%s: op '%s': %d attributes, more than an op may declare (%d)", a->tag,
+                        op->name, op->n_attrs, MAX_OP_ATTRS);
     for (int i = 0; i < op->n_attrs; i++) {
         const cg_attr_def *ad = element(op->attrs, i, CG_V1_0_ATTR_SIZE);
         if (!ad || !valid_ident(ad->name) || ad->type < CG_ATTR_INT || ad->type > CG_ATTR_INTS)
@@ -67,6 +74,9 @@ static cg_status check_attrs(const admit *a, const cg_op_def *op) {
 static cg_status check_kernels(const admit *a, const cg_op_def *op) {
     if (op->n_kernels < 0 || (op->n_kernels > 0 && !op->kernels))
         return cg_error(CG_ERR_PLUGIN, "%s: op '%s' declares invalid kernels", a->tag, op->name);
+    if (op->n_kernels > CG_BACKEND_KINDS - 1)
+        return cg_error(CG_ERR_PLUGIN, "%s: op '%s': %d kernels, more than one per backend kind (%d)", a->tag,
+                        op->name, op->n_kernels, CG_BACKEND_KINDS - 1);
     int seen[CG_BACKEND_KINDS] = {0};
     for (int k = 0; k < op->n_kernels; k++) {
         const cg_kernel_def *kd = element(op->kernels, k, CG_V1_0_KERNEL_SIZE);
@@ -123,6 +133,9 @@ static cg_status check_desc(const cg_context *ctx, admit *a, const char *path) {
             return cg_error(CG_ERR_PLUGIN, "%s is already loaded from %s", a->tag, ctx->plugins[i]->path);
     if (desc->n_ops < 0 || (desc->n_ops > 0 && !desc->ops))
         return cg_error(CG_ERR_PLUGIN, "%s: invalid op list", a->tag);
+    if (desc->n_ops > MAX_PLUGIN_OPS)
+        return cg_error(CG_ERR_PLUGIN, "%s: %d ops, more than a plugin may declare (%d)", a->tag, desc->n_ops,
+                        MAX_PLUGIN_OPS);
     for (int i = 0; i < desc->n_ops; i++) {
         cg_status st = check_op(a, desc->ops[i], i);
         if (st) return st;

@@ -248,6 +248,14 @@ static cg_status emit_kernel(build *b, const lower_node *n, const cg_kernel_def 
     for (int i = 0; i < n->n_out; i++) in->slots[outs[i]].def_step = si;
     cg_op_call call = cg_lower_call(n, s->in_desc, s->out_desc, NULL, 0);
     s->ws_bytes = cg_dev_workspace(k, &call);
+    /* A size near SIZE_MAX would wrap to 0 when aligned in the memory
+     * plan, and the kernel would run with no workspace. */
+    const cg_device_info *info = b->p->devs[dev].info;
+    uint64_t most = info->max_alloc ? info->max_alloc : (uint64_t)(SIZE_MAX / 2);
+    if ((uint64_t)s->ws_bytes > most)
+        return cg_error(CG_ERR_NO_MEMORY,
+                        "%s%s '%s': the kernel asks for a workspace of %zu bytes, more than %s allocates at once (%llu)",
+                        where, n->op->def->name, n->name, s->ws_bytes, info->label, (unsigned long long)most);
     if (n->n_in > in->max_in) in->max_in = n->n_in;
     if (n->n_out > in->max_out) in->max_out = n->n_out;
     return make_state(b, s, where);

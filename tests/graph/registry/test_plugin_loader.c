@@ -63,6 +63,34 @@ START_TEST(good_plugin_runs) {
 }
 END_TEST
 
+/* A kernel asking for more workspace than a device allocates fails plan
+ * creation naming the node; it used to wrap to no workspace at all. */
+START_TEST(huge_workspace_refused) {
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_msg(cg_context_load_plugin(ctx, plugin("huge_workspace")) == CG_OK, "%s", cg_last_error());
+    const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
+    cg_model *m;
+    cg_plan *p;
+    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "p.cg", &m), CG_OK);
+    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    /* Lowered for the shapes of the first run. */
+    int64_t n = 3;
+    cg_tensor *x, *y = NULL;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, &x), CG_OK);
+    const char *names[] = {"x"};
+    ck_assert_int_eq(cg_plan_run(p, 1, names, &x, 1, &y), CG_ERR_NO_MEMORY);
+    ck_assert_ptr_null(y);
+    const char *e = cg_last_error();
+    ck_assert_msg(strstr(e, "p.cg:3:3: ") && strstr(e, "square_plus 'y': the kernel asks for a workspace of "),
+                  "%s", e);
+    cg_tensor_free(x);
+    cg_plan_free(p);
+    cg_model_free(m);
+    cg_context_free(ctx);
+}
+END_TEST
+
 START_TEST(newer_minor_loads) {
     cg_context *ctx;
     ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
@@ -85,6 +113,14 @@ static void expect_fail(const char *variant, const char *const *needles) {
     ck_assert_uint_eq(cg_context_op_count(ctx), before); /* nothing half-registered */
     cg_context_free(ctx);
 }
+
+/* Counts past the registry's limits are refused before any element is
+ * read (1 << 20 ops used to read past the plugin's array). */
+START_TEST(too_many_ops) {
+    const char *n[] = {"plugin 'test-too_many_ops': 1048576 ops, more than a plugin may declare (4096)", NULL};
+    expect_fail("too_many_ops", n);
+}
+END_TEST
 
 START_TEST(wrong_abi) {
     char host[64], plugin_abi[96];
@@ -157,6 +193,8 @@ int main(void) {
     TCase *tc = tcase_create("loader");
     tcase_add_test(tc, good_plugin_runs);
     tcase_add_test(tc, newer_minor_loads);
+    tcase_add_test(tc, huge_workspace_refused);
+    tcase_add_test(tc, too_many_ops);
     tcase_add_test(tc, wrong_abi);
     tcase_add_test(tc, duplicate_op);
     tcase_add_test(tc, failing_init);

@@ -85,11 +85,22 @@ static int32_t sq_case(int32_t i, cg_conform_case *c) {
 }
 #endif
 
+#ifdef HUGE_WORKSPACE
+/* A workspace size that wraps to 0 when rounded up to any alignment. */
+static size_t huge_ws(const cg_op_call *c) {
+    (void)c;
+    return SIZE_MAX - 3;
+}
+#define SQ_WORKSPACE huge_ws
+#else
+#define SQ_WORKSPACE NULL
+#endif
+
 static const cg_attr_def sq_attrs[] = {
     {sizeof(cg_attr_def), "offset", CG_ATTR_FLOAT, 0, 0, 0.0, NULL, "added to every square"},
 };
 static const cg_kernel_def sq_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = sq_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = SQ_WORKSPACE, .run = sq_cpu},
 #if defined(WITH_CL) || defined(BAD_CL)
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = sq_cl},
 #endif
@@ -142,7 +153,11 @@ static const cg_plugin_desc desc = {
     .init = refuse,
 #endif
     .ops = ops,
+#ifdef TOO_MANY_OPS
+    .n_ops = 1 << 20, /* a corrupt count: reading ops[1] is already out of bounds */
+#else
     .n_ops = 1,
+#endif
 };
 
 CG_PLUGIN_EXPORT const cg_plugin_desc *cg_plugin_entry(void);
