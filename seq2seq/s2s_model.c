@@ -353,6 +353,21 @@ cg_status cg_s2s_clone(const cg_s2s *m, const cg_plan_options *placement, cg_s2s
     *out = c;
     return CG_OK;
 }
+/* The conventional spellings of the special tokens, when a vocabulary has
+ * them, must sit at the ids config.json gives: text containing "</s>" at
+ * another id would decode, and stop, differently from what the model
+ * learnt. */
+static cg_status specials_in_place(const s2s_vocab *v, const char *path, const char *const keys[4], const int ids[4]) {
+    static const char *const spelling[4] = {"<pad>", "<s>", "</s>", "<unk>"};
+    for (int i = 0; i < 4; i++) {
+        int at = cg_s2s_vocab_find(v, spelling[i], strlen(spelling[i]));
+        if (at >= 0 && at != ids[i])
+            return cg_error(CG_ERR_VERIFY, "%s:%d: '%s' is token %d, but config.json's %s is %d (line %d)", path,
+                            at + 1, spelling[i], at, keys[i], ids[i], ids[i] + 1);
+    }
+    return CG_OK;
+}
+
 
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
@@ -390,6 +405,8 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
             if (ids[i] >= lim)
                 st = cg_error(CG_ERR_VERIFY, "%s: key '%s' is %d, outside a vocabulary of %d tokens", cfg, keys[i],
                               ids[i], lim);
+        if (!st) st = specials_in_place(&m->src, sv, keys, ids);
+        if (!st) st = specials_in_place(&m->tgt, tv, keys, ids);
     }
     int from_file = !st && exists(cgp);
     if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->shared->model) : cg_s2s_build_text(&m->cfg, &text);

@@ -59,6 +59,7 @@ cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *v) {
         v->n++;
     }
     free(line);
+    if (!st && ferror(f)) st = cg_error(CG_ERR_IO, "%s: read error after line %d", path, lineno);
     fclose(f);
     if (!st && v->n == 0) st = cg_error(CG_ERR_FORMAT, "%s: the vocabulary is empty", path);
     if (!st) {
@@ -70,6 +71,13 @@ cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *v) {
             cg_s2s_sort(v->sorted, (size_t)v->n, sizeof(int), by_token, v, tmp);
         }
         free(tmp);
+    }
+    /* A token on two lines makes ids ambiguous: the second could never be
+     * produced from text. Sorted by token, then id: duplicates are adjacent. */
+    for (int i = 1; !st && i < v->n; i++) {
+        int a = v->sorted[i - 1], b = v->sorted[i];
+        if (!strcmp(v->tokens[a], v->tokens[b]))
+            st = cg_error(CG_ERR_FORMAT, "%s:%d: token '%s' is already on line %d", path, b + 1, v->tokens[b], a + 1);
     }
     if (st) cg_s2s_vocab_free(v);
     return st;

@@ -704,6 +704,29 @@ static void write_vocab(const char *file, int n, int extra) {
     free(text);
 }
 
+/* The base variant's vocabulary `file` with line `at` (0-based) holding
+ * the token of line `from`, and, when swap, line `from` holding line
+ * `at`'s. */
+static void write_vocab_moved(const char *file, int at, int from, int swap) {
+    char a[1000], p[600];
+    golden_path(a, sizeof a, BASE_VARIANT, file);
+    char *text = must_read(a);
+    char **lines;
+    int total = split_lines(text, &lines);
+    ck_assert_int_gt(total, at);
+    ck_assert_int_gt(total, from);
+    const char *was_at = lines[at];
+    lines[at] = lines[from];
+    if (swap) lines[from] = (char *)was_at;
+    model_file(p, sizeof p, file);
+    FILE *f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < total; i++) fprintf(f, "%s\n", lines[i]);
+    fclose(f);
+    free(lines);
+    free(text);
+}
+
 START_TEST(vocab_mistakes) {
     fresh_model();
     write_vocab("src.vocab", 5, 0);
@@ -716,6 +739,14 @@ START_TEST(vocab_mistakes) {
     model_file(p, sizeof p, "src.vocab");
     write_text(p, "");
     EXPECT("empty src.vocab", CG_ERR_FORMAT, "src.vocab: the vocabulary is empty");
+    /* Line 11 repeats line 6's token ("cat" in the base variant). */
+    fresh_model();
+    write_vocab_moved("tgt.vocab", 10, 5, 0);
+    EXPECT("duplicate token", CG_ERR_FORMAT, "tgt.vocab:11: token 'cat' is already on line 6");
+    /* "</s>" swapped onto line 8, away from eos_id 2. */
+    fresh_model();
+    write_vocab_moved("src.vocab", 7, 2, 1);
+    EXPECT("special token moved", CG_ERR_VERIFY, "src.vocab:8: '</s>' is token 7, but config.json's eos_id is 2 (line 3)");
 }
 END_TEST
 
