@@ -18,6 +18,16 @@ int64_t cg_shape_numel(int ndim, const int64_t *dims) {
     return n;
 }
 
+int cg_shape_fits(int ndim, const int64_t *dims) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] <= 0) continue;
+        if (dims[i] > CG_MAX_NUMEL / n) return 0;
+        n *= dims[i];
+    }
+    return 1;
+}
+
 size_t cg_desc_bytes(const cg_tensor_desc *d) {
     int64_t n = cg_shape_numel(d->ndim, d->dims);
     size_t es = cg_dtype_size((cg_dtype)d->dtype);

@@ -12,6 +12,15 @@
  * an invalid rank. */
 int64_t cg_shape_numel(int ndim, const int64_t *dims);
 
+/* The most elements one value may hold (2^40: 4 TiB of f32), so that
+ * counts and byte sizes never overflow downstream. */
+#define CG_MAX_NUMEL ((int64_t)1 << 40)
+
+/* 1 when the product of a shape's known dims (symbolic and unknown ones
+ * left out) is at most CG_MAX_NUMEL, else 0: what the verifier can refuse
+ * before any size is bound. */
+int cg_shape_fits(int ndim, const int64_t *dims);
+
 /* Bytes of a concrete descriptor's data (numel x the dtype's size); 0 when
  * the shape is not concrete or the dtype unknown. */
 size_t cg_desc_bytes(const cg_tensor_desc *d);

@@ -272,6 +272,9 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
         if (bad)
             return cg_error(CG_ERR_VERIFY, "%s%s '%s': operator inferred an invalid type for output %d",
                             where, op->def->name, node_name, k);
+        if (!cg_shape_fits(d->ndim, d->dims))
+            return cg_error(CG_ERR_VERIFY, "%s%s '%s': output %d would have more than 2^40 elements", where,
+                            op->def->name, node_name, k);
     }
     return CG_OK;
 }
@@ -317,6 +320,13 @@ static cg_status verify_graph(cg_graph *g) {
     for (int i = 0; i < g->n_values; i++) {
         cg_value *v = &g->values[i];
         if (v->kind == CG_VAL_NODE) v->typed = 0;
+        else if (!cg_shape_fits(v->ndim, v->dims)) {
+            char t[256];
+            loc(where, sizeof where, m, v->line, v->col);
+            cg_value_type_format(t, sizeof t, m, v);
+            return cg_error(CG_ERR_VERIFY, "%s%s '%s': %s has more than 2^40 elements", where,
+                            v->kind == CG_VAL_PARAM ? "param" : "input", v->name, t);
+        }
         if (v->kind == CG_VAL_PARAM)
             for (int d = 0; d < v->ndim; d++)
                 if (v->dims[d] < 0) {

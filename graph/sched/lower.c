@@ -292,8 +292,9 @@ static cg_status infer(build *b, const lower_node *n, node_scratch *sc, const ch
                                  sc->outd, 1);
     for (int k = 0; !st && k < n->n_out; k++) {
         int64_t numel = cg_shape_numel(sc->outd[k].ndim, sc->outd[k].dims);
-        if (numel < 0 || (uint64_t)numel > ((uint64_t)1 << 40))
-            st = cg_error(CG_ERR_VERIFY, "%s%s '%s': output %d is too large", where, n->op->def->name, n->name, k);
+        if (numel < 0 || numel > CG_MAX_NUMEL)
+            st = cg_error(CG_ERR_VERIFY, "%s%s '%s': output %d is too large (more than 2^40 elements)", where,
+                          n->op->def->name, n->name, k);
     }
     return st;
 }

@@ -59,6 +59,18 @@ START_TEST(verifier_errors) {
     ck_assert_msg(strncmp(cg_last_error(), "t.cg:4:3: add 'c': ", 19) == 0, "%s", cg_last_error());
     ck_assert_int_eq(verify_text("graph g {\n  input a: i32[2]\n  b = tanh(a)\n  output b\n}\n"), CG_ERR_VERIFY);
     ck_assert_msg(strncmp(cg_last_error(), "t.cg:3:3: tanh 'b': ", 20) == 0, "%s", cg_last_error());
+    /* Sizes plan creation would refuse are refused by the verifier (check). */
+    expect_error("graph g {\n  input x: f32[1000000000000, 1000000000000]\n  y = tanh(x)\n  output y\n}\n",
+                 "t.cg:2:9: input 'x': f32[1000000000000, 1000000000000] has more than 2^40 elements");
+    expect_error("graph g {\n  input x: f32[N, 1048576, 1048577]\n  y = tanh(x)\n  output y\n}\n",
+                 "t.cg:2:9: input 'x': f32[N, 1048576, 1048577] has more than 2^40 elements");
+    expect_error("graph g {\n  param w: f32[1099511627777] = \"w\"\n  y = tanh(w)\n  output y\n}\n",
+                 "t.cg:2:9: param 'w': f32[1099511627777] has more than 2^40 elements");
+    expect_error("graph g {\n  input x: f32[N, 1048576, 1048576]\n  y = concat(x, x) {axis: 1}\n  output y\n}\n",
+                 "t.cg:3:3: concat 'y': output 0 would have more than 2^40 elements");
+    /* Exactly 2^40 elements (symbolic dims left out) is allowed. */
+    ck_assert_int_eq(verify_text("graph g {\n  input x: f32[N, 1048576, 1048576]\n  y = tanh(x)\n  output y\n}\n"),
+                     CG_OK);
 }
 END_TEST
 
