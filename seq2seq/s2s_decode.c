@@ -846,9 +846,14 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
     cg_s2s_options o;
     memset(&o, 0, sizeof o);
     if (opt) o = *opt;
-    if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.batch < 0 || o.force_len < 0 || !isfinite(o.alpha))
+    if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.batch < 0 || o.force_len < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "translate: beam, nbest, max_len, batch and force_len must not be negative");
+    if (!isfinite(o.alpha) || o.alpha < 0)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: alpha must be a finite number >= 0, got %g", o.alpha);
+    if (o.beam > CG_S2S_MAX_BEAM)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: beam %d is wider than the limit of %d", o.beam,
+                        CG_S2S_MAX_BEAM);
     if (o.beam <= 1 && o.nbest > 1)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d needs a beam of at least %d", o.nbest, o.nbest);
     if (o.beam > 1 && o.nbest > o.beam)

@@ -67,9 +67,14 @@ CG_API cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, c
 /** The source or target vocabulary's token for an id (NULL if out of range). */
 CG_API const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id);
 
+/** The widest beam cg_s2s_translate takes: each hypothesis costs a
+ * decoder row per step (state, attention, a row of log-probabilities), so a
+ * beam of 100,000 would take minutes and gigabytes per sentence. */
+#define CG_S2S_MAX_BEAM 1024
+
 /** Decoding options; zero-initialise for greedy with the spec's defaults. */
 typedef struct cg_s2s_options {
-    int beam;       /**< beam size; 0 or 1: greedy */
+    int beam;       /**< beam size; 0 or 1: greedy; at most CG_S2S_MAX_BEAM */
     int nbest;      /**< hypotheses returned per source (beam only); 0: 1 */
     double alpha;   /**< length-penalty exponent (beam); 0: raw score */
     int max_len;    /**< tokens generated, EOS included; 0: 2 x source length + 10 */

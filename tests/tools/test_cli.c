@@ -89,6 +89,9 @@ START_TEST(help_version_usage) {
     const char *empty_pos[] = {"check", "", NULL};
     ck_assert_int_eq(tu_run_cli(empty_pos, NULL, NULL), 2);
     ck_assert_str_eq(tu_err, "clgraph check: empty argument (number 1)\n");
+    const char *wide[] = {"translate", "models/dates", "--beam", "1025", NULL};
+    ck_assert_int_eq(tu_run_cli(wide, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph translate: --beam 1025 is wider than the limit of 1024\n");
     /* The 33rd --plugin is refused, not dropped. */
     for (int c = 0; c < 3; c++) {
         const char *cmds[] = {"translate", "conform", "ops"};

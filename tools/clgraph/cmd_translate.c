@@ -53,7 +53,14 @@ static int parse_args(int argc, char **argv, targs *a) {
         } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--place")) a->place = v;
         else if (!strcmp(o, "--attention")) a->attention = v;
-        else if (!strcmp(o, "--beam")) rc = parse_int(o, v, 1, &a->beam);
+        else if (!strcmp(o, "--beam")) {
+            rc = parse_int(o, v, 1, &a->beam);
+            if (!rc && a->beam > CG_S2S_MAX_BEAM) {
+                fprintf(stderr, "clgraph translate: --beam %d is wider than the limit of %d\n", a->beam,
+                        CG_S2S_MAX_BEAM);
+                rc = CLI_USAGE;
+            }
+        }
         else if (!strcmp(o, "--nbest")) rc = parse_int(o, v, 1, &a->nbest);
         else if (!strcmp(o, "--max-len")) rc = parse_int(o, v, 1, &a->max_len);
         else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, &a->batch);
