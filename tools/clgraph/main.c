@@ -37,6 +37,7 @@ static void usage(FILE *f) {
             "      [--max-len N] [--batch N] [--ids] [--scores] [--attention FILE.png|.svg|.json]\n"
             "                           translate one source per line of stdin with a seq2seq\n"
             "                           model directory; one line per source on stdout\n"
+            "                           (K at most 1024, A in [0, 100])\n"
             "  s2s-graph MODEL_DIR      print the encoder and decoder graphs of a model directory\n"
             "  bench MODEL_DIR [--device D] [--place RULES] [--batch B] [--beam K] [--src-len S]\n"
             "      [--steps T] [--warmup W] [--runs N] [--json] [--machine]\n"
