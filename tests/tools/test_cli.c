@@ -631,6 +631,54 @@ START_TEST(readme_command_cold_is_quiet) {
 }
 END_TEST
 
+/* translate streams stdin in windows with output in input order; input it
+ * cannot read, lines over --max-input-len and output it cannot write are
+ * each one error line and a non-zero exit, never a silent short result. */
+START_TEST(translate_streams) {
+    char src[600], want_path[600], model[600];
+    snprintf(src, sizeof src, "%s/models/dates/samples.txt", tu_src_dir());
+    snprintf(want_path, sizeof want_path, "%s/models/dates/samples.expected", tu_src_dir());
+    snprintf(model, sizeof model, "%s/models/dates", tu_src_dir());
+    char *want = tu_read_text(want_path, NULL);
+    ck_assert_ptr_nonnull(want);
+    const char *windows[] = {"1", "3", "14", "1000", NULL};
+    for (int i = 0; windows[i]; i++) {
+        const char *a[] = {"translate", model, "--window", windows[i], NULL};
+        ck_assert_msg(tu_run_cli(a, NULL, src) == 0, "%s", tu_err);
+        ck_assert_msg(!strcmp(tu_out, want), "--window %s:\n%s", windows[i], tu_out);
+    }
+    /* A directory for stdin: a read error, not an empty input. */
+    const char *t[] = {"translate", model, NULL};
+    ck_assert_int_eq(tu_run_cli(t, NULL, tu_dir), 1);
+    ck_assert_str_eq(tu_err, "clgraph translate: stdin: cannot read line 1: Is a directory\n");
+    ck_assert_str_eq(tu_out, "");
+    /* A line of 40 tokens between two good ones: refused, named, the others
+     * translated in place; or cropped with --crop. */
+    const char *text = "1 may 2020\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n2 june 1999\n";
+    char in[600];
+    snprintf(in, sizeof in, "%s", tu_write_file("long.txt", text, strlen(text)));
+    const char *l[] = {"translate", model, "--max-input-len", "30", "--window", "2", NULL};
+    ck_assert_int_eq(tu_run_cli(l, NULL, in), 1);
+    ck_assert_str_eq(tu_out, "2020-05-01\n\n1999-06-02\n");
+    ck_assert_str_eq(tu_err, "clgraph: stdin:2: 40 tokens, more than --max-input-len 30 (or --crop); not translated\n");
+    const char *c[] = {"translate", model, "--max-input-len", "30", "--crop", NULL};
+    ck_assert_int_eq(tu_run_cli(c, NULL, in), 0);
+    ck_assert_str_eq(tu_err, "clgraph: stdin:2: warning: 40 tokens, cropped to --max-input-len 30\n");
+    ck_assert_msg(!strncmp(tu_out, "2020-05-01\n", 11) && strstr(tu_out, "\n1999-06-02\n"), "%s", tu_out);
+    /* A full disk. */
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "'%s' translate '%s' < '%s' > /dev/full 2> '%s/full.err'", getenv("CG_CLGRAPH"), model,
+             src, tu_dir);
+    int st = system(cmd);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+    char *err = tu_read_text(tu_path("full.err"), NULL);
+    ck_assert_ptr_nonnull(err);
+    ck_assert_str_eq(err, "clgraph translate: cannot write the translation of line 14: No space left on device\n");
+    free(err);
+    free(want);
+}
+END_TEST
+
 /* A CLGRAPH_CL_PATHS that is not cpu, gpu or auto is an error naming it,
  * not a silent default; `clgraph devices` shows what each device takes. */
 START_TEST(cl_paths_variable) {
@@ -669,6 +717,7 @@ int main(void) {
     tcase_add_test(tc, auto_placement_cost_cache);
     tcase_add_test(tc, readme_command_cold_is_quiet);
     tcase_add_test(tc, cl_paths_variable);
+    tcase_add_test(tc, translate_streams);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }

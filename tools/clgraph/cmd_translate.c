@@ -13,7 +13,9 @@
 
 typedef struct targs {
     const char *dir, *device, *place, *attention;
-    int beam, nbest, max_len, batch, ids, scores;
+    int beam, nbest, max_len, batch, ids, scores, crop;
+    int window;        /* lines per window; 0: chosen from stdin and --batch */
+    int max_input_len; /* source tokens a line may have */
     double alpha;
     int n_plugins;
     const char *plugins[CLI_MAX_PLUGINS];
@@ -34,12 +36,14 @@ static int parse_int(const char *opt, const char *v, int min, int *out) {
 static int parse_args(int argc, char **argv, targs *a) {
     memset(a, 0, sizeof *a);
     a->beam = 1;
+    a->max_input_len = 1024;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = CLI_OK, takes = 1;
         if (!strcmp(o, "--ids")) a->ids = 1, takes = 0;
         else if (!strcmp(o, "--scores")) a->scores = 1, takes = 0;
+        else if (!strcmp(o, "--crop")) a->crop = 1, takes = 0;
         else if (o[0] != '-') {
             if (a->dir) {
                 fprintf(stderr, "clgraph translate: unexpected argument '%s'\n", o);
@@ -64,6 +68,8 @@ static int parse_args(int argc, char **argv, targs *a) {
         else if (!strcmp(o, "--nbest")) rc = parse_int(o, v, 1, &a->nbest);
         else if (!strcmp(o, "--max-len")) rc = parse_int(o, v, 1, &a->max_len);
         else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, &a->batch);
+        else if (!strcmp(o, "--window")) rc = parse_int(o, v, 1, &a->window);
+        else if (!strcmp(o, "--max-input-len")) rc = parse_int(o, v, 1, &a->max_input_len);
         else if (!strcmp(o, "--plugin")) rc = cli_add_plugin("translate", a->plugins, &a->n_plugins, v);
         else if (!strcmp(o, "--alpha")) {
             char *end;
@@ -99,30 +105,77 @@ static int parse_args(int argc, char **argv, targs *a) {
     return CLI_OK;
 }
 
-/* Reads stdin into lines (a final newline makes no extra line; one
- * trailing '\r' per line is dropped). */
-static char **read_lines(int *n) {
-    size_t cap = 0;
-    char *line = NULL;
-    ssize_t len;
-    int count = 0, lcap = 0;
-    char **lines = NULL;
-    while ((len = getline(&line, &cap, stdin)) >= 0) {
+/* One window of input: up to `cap` lines of stdin, their sources and
+ * results. Lines are numbered from 1 over the whole input. */
+typedef struct window {
+    int cap, n, first; /* first: the input line number of lines[0] */
+    char **lines;
+    int32_t **src;
+    int *len;
+    cg_s2s_result *res;
+} window;
+
+static void window_clear(window *w) {
+    for (int i = 0; i < w->n; i++) {
+        free(w->lines[i]);
+        free(w->src[i]);
+        cg_s2s_result_clear(&w->res[i]);
+    }
+    memset(w->src, 0, sizeof *w->src * (size_t)w->cap);
+    memset(w->len, 0, sizeof *w->len * (size_t)w->cap);
+    w->n = 0;
+}
+
+static void window_free(window *w) {
+    if (w->lines) window_clear(w);
+    free(w->lines);
+    free(w->src);
+    free(w->len);
+    free(w->res);
+}
+
+static int window_init(window *w, int cap) {
+    memset(w, 0, sizeof *w);
+    w->cap = cap;
+    w->first = 1;
+    w->lines = calloc((size_t)cap, sizeof *w->lines);
+    w->src = calloc((size_t)cap, sizeof *w->src);
+    w->len = calloc((size_t)cap, sizeof *w->len);
+    w->res = calloc((size_t)cap, sizeof *w->res);
+    if (w->lines && w->src && w->len && w->res) return CLI_OK;
+    fprintf(stderr, "clgraph translate: out of memory for a window of %d lines\n", cap);
+    window_free(w);
+    return CLI_FAIL;
+}
+
+/* Reads the next lines of stdin into w (a final newline makes no extra
+ * line; one trailing '\r' per line is dropped). *eof set at the end of
+ * input. A read error or a failed allocation is an error naming the line:
+ * input is never cut short silently. */
+static int read_window(window *w, char **buf, size_t *cap, int *eof) {
+    while (w->n < w->cap) {
+        errno = 0;
+        ssize_t len = getline(buf, cap, stdin);
+        if (len < 0) {
+            if (ferror(stdin) || errno == ENOMEM) {
+                fprintf(stderr, "clgraph translate: stdin: cannot read line %d: %s\n", w->first + w->n,
+                        strerror(errno ? errno : EIO));
+                return CLI_FAIL;
+            }
+            *eof = 1;
+            return CLI_OK;
+        }
+        char *line = *buf;
         if (len && line[len - 1] == '\n') line[--len] = 0;
         if (len && line[len - 1] == '\r') line[--len] = 0;
-        if (count == lcap) {
-            lcap = lcap * 2 + 64;
-            char **nl = realloc(lines, sizeof *nl * (size_t)lcap);
-            if (!nl) break;
-            lines = nl;
+        if (!(w->lines[w->n] = strdup(line))) {
+            fprintf(stderr, "clgraph translate: stdin:%d: out of memory for a line of %zd bytes\n", w->first + w->n,
+                    len);
+            return CLI_FAIL;
         }
-        lines[count] = strdup(line);
-        if (!lines[count]) break;
-        count++;
+        w->n++;
     }
-    free(line);
-    *n = count;
-    return lines ? lines : calloc(1, sizeof(char *));
+    return CLI_OK;
 }
 
 static int parse_ids(const char *s, int32_t **ids, int *n) {
@@ -149,12 +202,155 @@ static int parse_ids(const char *s, int32_t **ids, int *n) {
     return 0;
 }
 
+/* Progress on a terminal: lines translated so far (the total is not
+ * known while streaming). */
+typedef struct progress_state {
+    int before; /* lines of earlier windows */
+} progress_state;
+
 static void progress(int done, int total, void *user) {
-    (void)user;
-    int width = 40, fill = total ? done * width / total : width;
-    fprintf(stderr, "\r[%.*s%*s] %d/%d", fill, "========================================", width - fill, "", done, total);
-    if (done == total) fputc('\n', stderr);
+    const progress_state *p = user;
+    (void)total;
+    fprintf(stderr, "\r%d lines translated", p->before + done);
     fflush(stderr);
+}
+
+/* Tokenizes w's lines; a line over --max-input-len tokens is cropped with
+ * --crop (a warning) or refused: an error naming it, *refused set, and its
+ * length set to -1 so that it is skipped and prints an empty line. */
+static int tokenize_window(const targs *a, cg_s2s *m, window *w, int *refused) {
+    for (int i = 0; i < w->n; i++) {
+        int line = w->first + i;
+        if (a->ids ? parse_ids(w->lines[i], &w->src[i], &w->len[i]) != 0
+                   : cg_s2s_tokenize(m, w->lines[i], &w->src[i], &w->len[i]) != CG_OK) {
+            fprintf(stderr, "clgraph: stdin:%d: %s\n", line,
+                    a->ids ? "expected space-separated token ids" : cg_last_error());
+            return CLI_FAIL;
+        }
+        if (w->len[i] <= a->max_input_len) continue;
+        if (a->crop) {
+            fprintf(stderr, "clgraph: stdin:%d: warning: %d tokens, cropped to --max-input-len %d\n", line,
+                    w->len[i], a->max_input_len);
+            w->len[i] = a->max_input_len;
+        } else {
+            fprintf(stderr, "clgraph: stdin:%d: %d tokens, more than --max-input-len %d (or --crop); not translated\n",
+                    line, w->len[i], a->max_input_len);
+            w->len[i] = -1;
+            *refused = 1;
+        }
+    }
+    return CLI_OK;
+}
+
+/* Translates w's sources, refused lines left out. */
+static int translate_window(const targs *a, cg_s2s *m, window *w, progress_state *ps) {
+    int32_t **src = malloc(sizeof *src * (size_t)w->n + 1);
+    int *len = malloc(sizeof *len * (size_t)w->n + 1);
+    cg_s2s_result *res = calloc((size_t)w->n + 1, sizeof *res);
+    int *at = malloc(sizeof *at * (size_t)w->n + 1);
+    int rc = CLI_FAIL, k = 0;
+    if (!src || !len || !res || !at) {
+        fprintf(stderr, "clgraph translate: out of memory\n");
+        goto out;
+    }
+    for (int i = 0; i < w->n; i++)
+        if (w->len[i] >= 0) src[k] = w->src[i], len[k] = w->len[i], at[k++] = i;
+    cg_s2s_options so = {.beam = a->beam, .nbest = a->nbest, .alpha = a->alpha, .max_len = a->max_len,
+                         .batch = a->batch, .attention = a->attention != NULL};
+    int tty = isatty(2) && k > 1;
+    if (cg_s2s_translate(m, &so, k, (const int32_t *const *)src, len, res, tty ? progress : NULL, ps)) {
+        if (tty) fputc('\n', stderr);
+        rc = cli_fail();
+        goto out;
+    }
+    for (int j = 0; j < k; j++) w->res[at[j]] = res[j];
+    ps->before += k;
+    rc = CLI_OK;
+out:
+    free(src);
+    free(len);
+    free(res);
+    free(at);
+    return rc;
+}
+
+/* Writes w's results in input order and flushes them, so that a full disk
+ * or a closed pipe is reported here, naming the line. */
+static int print_window(const targs *a, cg_s2s *m, const window *w) {
+    for (int i = 0; i < w->n; i++) {
+        if (w->len[i] < 0) putchar('\n');
+        for (int h = 0; h < w->res[i].n_hyps; h++) {
+            const cg_s2s_hyp *y = &w->res[i].hyps[h];
+            if (a->nbest > 1) printf("%d\t", w->first + i - 1);
+            if (a->ids) {
+                for (int t = 0; t < y->n_tokens; t++) printf("%s%d", t ? " " : "", y->tokens[t]);
+            } else {
+                char *text;
+                if (cg_s2s_detokenize(m, y->tokens, y->n_tokens, &text)) return cli_fail();
+                fputs(text, stdout);
+                free(text);
+            }
+            if (a->scores) printf("\t%.6f", y->score);
+            putchar('\n');
+        }
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "clgraph translate: cannot write the translation of line %d: %s\n", w->first + w->n - 1,
+                strerror(errno));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* Lines per window: one at a time from a terminal; otherwise --window, or
+ * 16 batches (sorting by length inside a window keeps batches dense). A heat
+ * map needs every sentence, so --attention reads all of stdin. */
+static int window_lines(const targs *a) {
+    if (a->attention) return 0;
+    if (a->window) return a->window;
+    if (isatty(0)) return 1;
+    return 16 * (a->batch ? a->batch : 32);
+}
+
+/* Streams stdin through the model window by window. */
+static int stream(const targs *a, cg_s2s *m) {
+    int per = window_lines(a), eof = 0, refused = 0, rc = CLI_OK;
+    window w;
+    if (window_init(&w, per ? per : 1024)) return CLI_FAIL;
+    char *buf = NULL;
+    size_t cap = 0;
+    progress_state ps = {0};
+    while (!rc && !eof) {
+        rc = read_window(&w, &buf, &cap, &eof);
+        /* --attention: keep reading, growing the one window. */
+        while (!rc && !per && !eof && w.n == w.cap) {
+            window bigger;
+            if ((rc = window_init(&bigger, w.cap * 2))) break;
+            memcpy(bigger.lines, w.lines, sizeof *w.lines * (size_t)w.n);
+            bigger.n = w.n;
+            bigger.first = w.first;
+            w.n = 0;
+            window_free(&w);
+            w = bigger;
+            rc = read_window(&w, &buf, &cap, &eof);
+        }
+        if (!rc && w.n) rc = tokenize_window(a, m, &w, &refused);
+        if (!rc && w.n) rc = translate_window(a, m, &w, &ps);
+        if (!rc && w.n) rc = print_window(a, m, &w);
+        /* cg_heatmap_write prints its own message (cg_last_error is not set). */
+        if (!rc && a->attention && w.n && refused)
+            fprintf(stderr, "clgraph translate: no heat map written: not every line was translated\n");
+        else if (!rc && a->attention && w.n && cg_heatmap_write(m, a->attention, w.res, w.src, w.len, w.n, a->ids))
+            rc = CLI_FAIL;
+        if (!rc) {
+            w.first += w.n;
+            window_clear(&w);
+        }
+    }
+    if (ps.before > 1 && isatty(2)) fputc('\n', stderr);
+    free(buf);
+    window_free(&w);
+    return rc ? rc : refused ? CLI_FAIL : CLI_OK;
 }
 
 int cli_translate(int argc, char **argv) {
@@ -167,74 +363,11 @@ int cli_translate(int argc, char **argv) {
     memcpy(o.plugins, a.plugins, sizeof a.plugins);
     cg_context *ctx = NULL;
     cg_s2s *m = NULL;
-    int n = 0;
-    char **lines = NULL;
-    int32_t **src = NULL;
-    int *len = NULL;
-    cg_s2s_result *res = NULL;
     rc = cli_context(&o, &ctx);
     if (rc) return rc;
     cg_plan_options popt = {.device = a.device, .place = a.place};
-    rc = CLI_FAIL;
-    if (cg_s2s_load(ctx, a.dir, &popt, &m)) {
-        rc = cli_fail();
-        goto done;
-    }
-    lines = read_lines(&n);
-    src = calloc((size_t)n + 1, sizeof *src);
-    len = calloc((size_t)n + 1, sizeof *len);
-    res = calloc((size_t)n + 1, sizeof *res);
-    if (!lines || !src || !len || !res) goto done;
-    for (int i = 0; i < n; i++) {
-        if (a.ids ? parse_ids(lines[i], &src[i], &len[i]) != 0 : cg_s2s_tokenize(m, lines[i], &src[i], &len[i]) != CG_OK) {
-            fprintf(stderr, "clgraph: stdin:%d: %s\n", i + 1,
-                    a.ids ? "expected space-separated token ids" : cg_last_error());
-            goto done;
-        }
-    }
-    cg_s2s_options so = {.beam = a.beam, .nbest = a.nbest, .alpha = a.alpha, .max_len = a.max_len,
-                         .batch = a.batch, .attention = a.attention != NULL};
-    int tty = isatty(2) && n > 1;
-    if (cg_s2s_translate(m, &so, n, (const int32_t *const *)src, len, res, tty ? progress : NULL, NULL)) {
-        if (tty) fputc('\n', stderr);
-        rc = cli_fail();
-        goto done;
-    }
-    for (int i = 0; i < n; i++)
-        for (int h = 0; h < res[i].n_hyps; h++) {
-            const cg_s2s_hyp *y = &res[i].hyps[h];
-            if (a.nbest > 1) printf("%d\t", i);
-            if (a.ids) {
-                for (int t = 0; t < y->n_tokens; t++) printf("%s%d", t ? " " : "", y->tokens[t]);
-            } else {
-                char *text;
-                if (cg_s2s_detokenize(m, y->tokens, y->n_tokens, &text)) {
-                    rc = cli_fail();
-                    goto done;
-                }
-                fputs(text, stdout);
-                free(text);
-            }
-            if (a.scores) printf("\t%.6f", y->score);
-            putchar('\n');
-        }
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "clgraph: cannot write the output: %s\n", strerror(errno));
-        goto done;
-    }
-    /* cg_heatmap_write prints its own message (cg_last_error is not set). */
-    if (a.attention && n > 0 && cg_heatmap_write(m, a.attention, res, src, len, n, a.ids) != CG_OK) goto done;
-    rc = CLI_OK;
-done:
-    for (int i = 0; i < n; i++) {
-        if (lines) free(lines[i]);
-        if (src) free(src[i]);
-        if (res) cg_s2s_result_clear(&res[i]);
-    }
-    free(lines);
-    free(src);
-    free(len);
-    free(res);
+    if (cg_s2s_load(ctx, a.dir, &popt, &m)) rc = cli_fail();
+    else rc = stream(&a, m);
     cg_s2s_free(m);
     cg_context_free(ctx);
     return rc;
