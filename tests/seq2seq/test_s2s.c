@@ -685,21 +685,33 @@ START_TEST(config_mistakes) {
 }
 END_TEST
 
-/* A vocabulary file with the first n lines of the original (extra > 0:
- * plus that many new tokens). */
-static void write_vocab(const char *file, int n, int extra) {
-    char a[1000], p[600];
-    golden_path(a, sizeof a, BASE_VARIANT, file);
-    char *text = must_read(a);
-    char **lines;
-    int total = split_lines(text, &lines);
-    ck_assert_int_ge(total, n);
+/* Writes the model's vocabulary `file`: lines[0..n) of the base variant's
+ * (extra > 0: plus that many new tokens). */
+static void write_vocab_lines(const char *file, char *const *lines, int n, int extra) {
+    char p[600];
     model_file(p, sizeof p, file);
     FILE *f = fopen(p, "wb");
     ck_assert_ptr_nonnull(f);
     for (int i = 0; i < n; i++) fprintf(f, "%s\n", lines[i]);
     for (int i = 0; i < extra; i++) fprintf(f, "extra_token_%d\n", i);
     fclose(f);
+}
+
+/* The base variant's vocabulary `file` as lines (free both). */
+static int base_vocab(const char *file, char **text, char ***lines) {
+    char a[1000];
+    golden_path(a, sizeof a, BASE_VARIANT, file);
+    *text = must_read(a);
+    return split_lines(*text, lines);
+}
+
+/* A vocabulary file with the first n lines of the original (extra > 0:
+ * plus that many new tokens). */
+static void write_vocab(const char *file, int n, int extra) {
+    char *text, **lines;
+    int total = base_vocab(file, &text, &lines);
+    ck_assert_int_ge(total, n);
+    write_vocab_lines(file, lines, n, extra);
     free(lines);
     free(text);
 }
@@ -708,21 +720,14 @@ static void write_vocab(const char *file, int n, int extra) {
  * the token of line `from`, and, when swap, line `from` holding line
  * `at`'s. */
 static void write_vocab_moved(const char *file, int at, int from, int swap) {
-    char a[1000], p[600];
-    golden_path(a, sizeof a, BASE_VARIANT, file);
-    char *text = must_read(a);
-    char **lines;
-    int total = split_lines(text, &lines);
+    char *text, **lines;
+    int total = base_vocab(file, &text, &lines);
     ck_assert_int_gt(total, at);
     ck_assert_int_gt(total, from);
-    const char *was_at = lines[at];
+    char *was_at = lines[at];
     lines[at] = lines[from];
-    if (swap) lines[from] = (char *)was_at;
-    model_file(p, sizeof p, file);
-    FILE *f = fopen(p, "wb");
-    ck_assert_ptr_nonnull(f);
-    for (int i = 0; i < total; i++) fprintf(f, "%s\n", lines[i]);
-    fclose(f);
+    if (swap) lines[from] = was_at;
+    write_vocab_lines(file, lines, total, 0);
     free(lines);
     free(text);
 }

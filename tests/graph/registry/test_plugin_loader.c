@@ -25,6 +25,18 @@ static int has_op(cg_context *ctx, const char *name) {
     return 0;
 }
 
+/* y = square_plus(x) {offset: 0.5} parsed in ctx, planned, and an input x
+ * of {1, -2, 3}. */
+static void square_plus_plan(cg_context *ctx, cg_model **m, cg_plan **p, cg_tensor **x) {
+    const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
+    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "p.cg", m), CG_OK);
+    ck_assert_msg(cg_plan_create(*m, "g", p) == CG_OK, "%s", cg_last_error());
+    int64_t n = 3;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, x), CG_OK);
+    float *xd = cg_tensor_data(*x);
+    xd[0] = 1.0f, xd[1] = -2.0f, xd[2] = 3.0f;
+}
+
 START_TEST(good_plugin_runs) {
     cg_context *ctx;
     ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
@@ -35,16 +47,10 @@ START_TEST(good_plugin_runs) {
     ck_assert(has_op(ctx, "square_plus"));
 
     /* The plugin's op runs inside a graph like a built-in one. */
-    const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
     cg_model *m;
     cg_plan *p;
-    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "p.cg", &m), CG_OK);
-    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
-    int64_t n = 3;
     cg_tensor *x, *y;
-    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, &x), CG_OK);
-    float *xd = cg_tensor_data(x);
-    xd[0] = 1.0f, xd[1] = -2.0f, xd[2] = 3.0f;
+    square_plus_plan(ctx, &m, &p, &x);
     const char *names[] = {"x"};
     ck_assert_msg(cg_plan_run(p, 1, names, &x, 1, &y) == CG_OK, "%s", cg_last_error());
     const float *yd = cg_tensor_data_const(y);
@@ -69,15 +75,10 @@ START_TEST(huge_workspace_refused) {
     cg_context *ctx;
     ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
     ck_assert_msg(cg_context_load_plugin(ctx, plugin("huge_workspace")) == CG_OK, "%s", cg_last_error());
-    const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
     cg_model *m;
     cg_plan *p;
-    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "p.cg", &m), CG_OK);
-    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
-    /* Lowered for the shapes of the first run. */
-    int64_t n = 3;
     cg_tensor *x, *y = NULL;
-    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, &x), CG_OK);
+    square_plus_plan(ctx, &m, &p, &x); /* lowered for the shapes of the first run */
     const char *names[] = {"x"};
     ck_assert_int_eq(cg_plan_run(p, 1, names, &x, 1, &y), CG_ERR_NO_MEMORY);
     ck_assert_ptr_null(y);
