@@ -453,7 +453,7 @@ static cg_status alloc_rows(batch *bt, const int *ids, const int *src_len) {
     bt->parent = calloc((size_t)max_rows, sizeof *bt->parent);
     bt->keys_of = malloc(sizeof(int) * (size_t)max_rows);
     bt->top = calloc((size_t)2 * (size_t)k + 1, sizeof *bt->top);
-    bt->fin_tmp = calloc((size_t)2 * (size_t)k + 1, sizeof *bt->fin_tmp);
+    bt->fin_tmp = calloc((size_t)k, sizeof *bt->fin_tmp);
     size_t state_floats = (size_t)max_rows * state_row(bt) + 1;
     bt->state = calloc(state_floats, sizeof *bt->state);
     bt->state_next = calloc(state_floats, sizeof *bt->state_next);
@@ -482,7 +482,7 @@ static cg_status start_rows(batch *bt, const int *ids, const int *src_len) {
         sb->src = ids[b];
         sb->len = src_len[ids[b]];
         sb->max_len = max_len_of(bt->o, sb->len);
-        sb->fins = calloc((size_t)2 * (size_t)bt->k + 1, sizeof *sb->fins); /* < k by EOS, plus k at max_len */
+        sb->fins = calloc((size_t)bt->k, sizeof *sb->fins); /* the k best finished */
         if (!sb->fins || hyp_new(&bt->pool, &bt->rows[bt->R].h))
             return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
         bt->rows[bt->R].sent = b;
@@ -623,16 +623,36 @@ static int beam_candidates(batch *bt, const step_out *so, int r0, int r1) {
     return nt;
 }
 
+/* Adds a finished hypothesis to the sentence's finished set, which keeps the
+ * k best by normalised score (ties: the one finished first stays), in
+ * finishing order; one that does not make it goes back to the pool. */
+static void keep_best(batch *bt, sent_state *sb, hyp *h, double score) {
+    if (sb->n_fins < bt->k) {
+        sb->fins[sb->n_fins].h = *h;
+        sb->fins[sb->n_fins++].score = score;
+        return;
+    }
+    int w = 0; /* the worst; among equal scores the last finished */
+    for (int i = 1; i < sb->n_fins; i++)
+        if (sb->fins[i].score <= sb->fins[w].score) w = i;
+    if (!(score > sb->fins[w].score)) {
+        hyp_release(&bt->pool, h);
+        return;
+    }
+    hyp_release(&bt->pool, &sb->fins[w].h);
+    memmove(&sb->fins[w], &sb->fins[w + 1], sizeof *sb->fins * (size_t)(sb->n_fins - 1 - w));
+    sb->fins[sb->n_fins - 1].h = *h;
+    sb->fins[sb->n_fins - 1].score = score;
+}
+
 /* Walks the sentence's nt candidates in order until the next live set holds
- * k or the finished set does: EOS finishes a hypothesis, any other token
- * makes a row of the next step. *done: the sentence is done (k finished,
- * or nothing lives on). */
-static cg_status beam_walk(batch *bt, const step_out *so, int r0, int nt, int *done) {
+ * k: EOS finishes a hypothesis (into the k-best finished set), any other
+ * token makes a row of the next step. Returns how many rows it made. */
+static cg_status beam_walk(batch *bt, const step_out *so, int r0, int nt, int *n_live) {
     const s2s_config *c = &bt->m->cfg;
     sent_state *sb = &bt->ss[bt->rows[r0].sent];
-    int n_live = 0;
-    *done = 0;
-    for (int j = 0; j < nt; j++) {
+    *n_live = 0;
+    for (int j = 0; j < nt && *n_live < bt->k; j++) {
         int r = r0 + bt->top[j].row, tok = bt->top[j].tok;
         int is_eos = !bt->force && tok == c->eos_id;
         hyp nh;
@@ -644,42 +664,47 @@ static cg_status beam_walk(batch *bt, const step_out *so, int r0, int nt, int *d
         nh.raw = bt->top[j].score;
         if (is_eos) {
             nh.ended = 1;
-            sb->fins[sb->n_fins].h = nh;
-            sb->fins[sb->n_fins].score = nh.raw / lp(bt->o->alpha, bt->t + 1);
-            if (++sb->n_fins == bt->k) {
-                *done = 1;
-                return CG_OK;
-            }
+            keep_best(bt, sb, &nh, nh.raw / lp(bt->o->alpha, bt->t + 1));
         } else {
             bt->next[bt->NR].sent = bt->rows[r0].sent;
             bt->next[bt->NR].h = nh;
             bt->parent[bt->NR++] = r;
-            if (++n_live == bt->k) break;
+            ++*n_live;
         }
     }
-    *done = n_live == 0;
     return CG_OK;
 }
 
-/* One beam step of the sentence whose rows are r0..r1-1. A done sentence
- * drops its new rows; at max_len the live ones finish as they stand, in
- * live order. The old rows' buffers go back to the pool. */
+/* Whether no live hypothesis can still enter the full finished set: the best
+ * live raw score (the first row: rows are made in score order) over the
+ * largest length penalty it can still get, lp(max_len), is no better than
+ * the worst finished score (raw scores only fall). */
+static int beam_settled(const batch *bt, const sent_state *sb, double best_live_raw) {
+    if (sb->n_fins < bt->k) return 0;
+    double worst = sb->fins[0].score;
+    for (int i = 1; i < sb->n_fins; i++)
+        if (sb->fins[i].score < worst) worst = sb->fins[i].score;
+    return best_live_raw / lp(bt->o->alpha, sb->max_len) <= worst;
+}
+
+/* One beam step of the sentence whose rows are r0..r1-1. The sentence is
+ * done when nothing lives on, at max_len (the live ones finish as they
+ * stand, in live order) or when the finished set is settled; a done sentence
+ * drops its new rows. The old rows' buffers go back to the pool. */
 static cg_status select_beam(batch *bt, const step_out *so, int r0, int r1) {
     sent_state *sb = &bt->ss[bt->rows[r0].sent];
     const int base = bt->NR;
-    int done;
-    cg_status st = beam_walk(bt, so, r0, beam_candidates(bt, so, r0, r1), &done);
+    int n_live;
+    cg_status st = beam_walk(bt, so, r0, beam_candidates(bt, so, r0, r1), &n_live);
     if (st) return st;
-    if (done) {
-        for (int q = base; q < bt->NR; q++) hyp_release(&bt->pool, &bt->next[q].h);
-        bt->NR = base;
-    } else if (bt->t + 1 >= sb->max_len) {
+    if (n_live && bt->t + 1 >= sb->max_len) {
         for (int q = base; q < bt->NR; q++) {
-            fin *f = &sb->fins[sb->n_fins++];
-            f->h = bt->next[q].h;
-            f->score = bt->next[q].h.raw / lp(bt->o->alpha, bt->t + 1);
+            keep_best(bt, sb, &bt->next[q].h, bt->next[q].h.raw / lp(bt->o->alpha, bt->t + 1));
             memset(&bt->next[q].h, 0, sizeof bt->next[q].h);
         }
+        bt->NR = base;
+    } else if (n_live && beam_settled(bt, sb, bt->next[base].h.raw)) {
+        for (int q = base; q < bt->NR; q++) hyp_release(&bt->pool, &bt->next[q].h);
         bt->NR = base;
     }
     for (int r = r0; r < r1; r++) hyp_release(&bt->pool, &bt->rows[r].h);

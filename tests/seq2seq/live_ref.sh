@@ -3,10 +3,11 @@
 # variants (tools/py/s2s_ref.py random, fixed seeds), random id sources, decoded
 # by `tools/py/s2s_ref.py translate` and by `clgraph translate`, greedy and
 # beam 3 / n-best 2, --ids --scores: tokens must be identical, scores within
-# 1e-4. Exits 77 (meson's SKIP) when /usr/bin/python3 cannot import torch.
-# Environment (tests/meson.build): CG_SOURCE_DIR, CG_CLGRAPH.
+# 1e-4. Exits 77 (meson's SKIP) when the Python (CG_PYTHON, default
+# /usr/bin/python3) cannot import torch.
+# Environment (tests/meson.build): CG_SOURCE_DIR, CG_CLGRAPH; CG_PYTHON.
 set -u
-PY=/usr/bin/python3
+PY=${CG_PYTHON:-/usr/bin/python3}
 SRC=${CG_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 CLGRAPH=${CG_CLGRAPH:?CG_CLGRAPH is not set}
 REF="$SRC/tools/py/s2s_ref.py"

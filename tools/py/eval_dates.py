@@ -10,6 +10,8 @@
     /usr/bin/python3 tools/py/eval_dates.py --cmd "build/tools/clgraph/clgraph translate models/dates"
     # a larger fresh held-out sample with the reference (per-format report)
     /usr/bin/python3 tools/py/eval_dates.py --model models/dates --fresh 3300
+    # beam against greedy on 20,000 fresh dates (issue 15: beam 4 >= greedy)
+    /usr/bin/python3 tools/py/eval_dates.py --fresh 20000 --cmd "clgraph translate models/dates --beam 4"
     # rewrite tests/data/dates_heldout.tsv (deterministic)
     /usr/bin/python3 tools/py/eval_dates.py --write-tsv
 
@@ -116,15 +118,14 @@ def main():
     g.add_argument("--hyp", help="file with one output line per tsv line")
     g.add_argument("--cmd", help="command that reads the sources on stdin and writes one line each")
     g.add_argument("--write-tsv", action="store_true", help="(re)write the held-out tsv")
-    ap.add_argument("--fresh", type=int, default=0, help="with --model: evaluate N fresh held-out examples")
+    ap.add_argument("--fresh", type=int, default=0,
+                    help="evaluate N fresh held-out examples (seeded, the same N every time) instead of the tsv")
     ap.add_argument("--min", type=float, default=0.99)
     args = ap.parse_args()
     if args.write_tsv:
         write_tsv(args.tsv)
         return
     if args.fresh:
-        if not args.model:
-            sys.exit("--fresh needs --model")
         rows = [(s, t) for s, t, _f, _c in T.heldout_set(args.fresh, 12345)]
     else:
         rows = read_tsv(args.tsv)

@@ -148,6 +148,10 @@ def check_margins(traces, finished_lists, nbest):
             cs, w = tr["cands"], tr["walked"]
             if w < len(cs) and cs[w - 1] - cs[w] <= MARGIN:
                 return "beam cut-off near-tie at t=%d" % tr["t"]
+            if tr["stop_gap"] is not None and abs(tr["stop_gap"]) <= MARGIN:
+                return "beam stopping-rule near-tie at t=%d" % tr["t"]
+            if any(g is not None and abs(g) <= MARGIN for g in tr["evict_gaps"]):
+                return "beam finished-set near-tie at t=%d" % tr["t"]
         if tr["p"] is not None and tr["D"] is not None:
             D = tr["D"]
             for p in tr["p"]:

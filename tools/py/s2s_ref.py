@@ -43,15 +43,18 @@ Decisions where the spec leaves room (clgraph must do the same):
 * Beam (size k): step t expands every live hypothesis (in live order) with
   every token; candidates are ordered by score descending, ties by lower live
   index then lower token id; the first min(2k, n_live * V) are walked in that
-  order: an EOS candidate is finished (normalised score = score / lp(len),
-  len = generated tokens incl. EOS, lp(len) = ((5 + len) / 6) ** alpha), and
-  the walk stops at once when k hypotheses are finished; any other candidate
-  is appended to the next live set, and the walk stops when that set holds k
-  (EOS candidates after that point are dropped).  After the walk: stop if k are
-  finished; otherwise if the step made len == max_len, the live hypotheses
-  are finished as they stand (no EOS, len = max_len) in live order.  The output
-  is the finished list sorted by normalised score descending (stable: ties
-  keep finishing order), truncated to nbest.  beam 1 is the same as greedy.
+  order, and the walk stops as soon as the next live set holds k: an EOS
+  candidate is finished (normalised score = score / lp(len), len = generated
+  tokens incl. EOS, lp(len) = ((5 + len) / 6) ** alpha); any other candidate is
+  appended to the next live set (candidates after the stop are dropped, EOS or
+  not).  The finished set keeps the k best by normalised score (ties: the one
+  finished first).  After the walk: stop if the live set is empty; else if the
+  step made len == max_len, the live hypotheses are finished as they stand (no
+  EOS, len = max_len) in live order; else stop if k are finished and the best
+  live raw score / lp(max_len) <= the worst finished normalised score (no live
+  hypothesis can still win: raw scores only fall).  The output is the finished
+  set sorted by normalised score descending (stable: ties keep finishing
+  order), truncated to nbest.  beam 1 is the same as greedy.
   Scores accumulate in float64 from float32 logp.
 * The attention returned per hypothesis has one row per generated token
   (EOS step included), each of length src_len.
@@ -640,6 +643,23 @@ def _index_state(model, state, idx):
     return state[:, idx].contiguous()
 
 
+def _keep_best(finished, k, h):
+    """Adds h to the finished list, which keeps the k best by normalised score
+    (ties: the one finished first stays); the list stays in finishing order.
+    Returns how far h's score is from the worst kept one's when the list was
+    full (the margin of that decision), else None."""
+    if len(finished) < k:
+        finished.append(h)
+        return None
+    # the worst; among equal scores the last finished
+    w = min(range(len(finished)), key=lambda i: (finished[i]["score"], -i))
+    gap = h["score"] - finished[w]["score"]
+    if gap > 0:
+        del finished[w]
+        finished.append(h)
+    return gap
+
+
 @torch.no_grad()
 def beam_one(model, src, k, alpha=0.0, max_len=None, trace=None):
     """Beam search of one source as in the spec. Returns the finished list sorted
@@ -668,9 +688,9 @@ def beam_one(model, src, k, alpha=0.0, max_len=None, trace=None):
         order = sorted(range(cand.numel()), key=lambda j: (-float(cand[j]), j))
         m = min(2 * k, cand.numel())
         new_live, sel = [], []
-        stop = False
         L = t + 1
         walked = 0
+        gaps = []
         for j in order[:m]:
             walked += 1
             hi, tok = divmod(j, V)
@@ -678,26 +698,32 @@ def beam_one(model, src, k, alpha=0.0, max_len=None, trace=None):
             row = [] if a is None else [float(v) for v in a[hi, :len(src)]]
             if tok == eos:
                 raw = float(cand[j])
-                finished.append({"tokens": h["tokens"], "ended": True, "raw": raw, "score": raw / lp(L),
-                                 "attention": h["attention"] + [row]})
-                if len(finished) == k:
-                    stop = True
-                    break
+                gaps.append(_keep_best(finished, k, {"tokens": h["tokens"], "ended": True, "raw": raw,
+                                                     "score": raw / lp(L), "attention": h["attention"] + [row]}))
             else:
                 new_live.append({"tokens": h["tokens"] + [tok], "raw": float(cand[j]),
                                  "attention": h["attention"] + [row]})
                 sel.append(hi)
                 if len(new_live) == k:
                     break
+        bound = worst = None
+        if new_live and len(finished) == k and L < ml:
+            bound = new_live[0]["raw"] / lp(ml)
+            worst = min(f["score"] for f in finished)
         if trace is not None:
             trace.append({"kind": "beam", "t": t, "cands": [float(cand[j]) for j in order[:m + 1]],
-                          "walked": walked, "p": _last_p(model), "src_len": len(src)})
-        if stop or not new_live:
+                          "walked": walked, "p": _last_p(model), "src_len": len(src),
+                          "stop_gap": None if bound is None else bound - worst, "evict_gaps": gaps})
+        if not new_live:
             break
         if L == ml:
             for h in new_live:
-                finished.append({"tokens": h["tokens"], "ended": False, "raw": h["raw"],
-                                 "score": h["raw"] / lp(L), "attention": h["attention"]})
+                g = _keep_best(finished, k, {"tokens": h["tokens"], "ended": False, "raw": h["raw"],
+                                             "score": h["raw"] / lp(L), "attention": h["attention"]})
+                if trace is not None:
+                    trace[-1]["evict_gaps"].append(g)
+            break
+        if bound is not None and bound <= worst:
             break
         live = new_live
         idx = torch.tensor(sel, dtype=torch.long)
@@ -945,7 +971,7 @@ def selftest():
             b1 = beam_one(m, s, 1)
             assert b1[0]["tokens"] == a["tokens"] and abs(b1[0]["score"] - a["score"]) < 1e-9
             bk = beam_one(m, s, 4)
-            assert 1 <= len(bk) <= 7
+            assert 1 <= len(bk) <= 4
         # an independent numpy reading of the spec agrees
         w = {k: v.detach().numpy() for k, v in m.state_dict().items()}
         for s_, a in zip(srcs, alone):
