@@ -200,14 +200,21 @@ cg_status cg_dev_state_create(cg_device *d, const cg_kernel_def *k, const cg_op_
 /* Destroys a state made by cg_dev_state_create (NULL is ignored). */
 void cg_dev_state_destroy(const cg_kernel_def *k, void *state);
 
+/* Whether k, run on d, takes check words (an OpenCL kernel flagged
+ * CG_KERNEL_FLAG_CHECKS): the caller then gives it CG_CHECK_WORDS zeroed
+ * int32 words of a buffer of d, and reads them once the run has finished. */
+int cg_dev_checks(const cg_device *d, const cg_kernel_def *k);
+
 /* Runs kernel k for one node: in[i] / out[i] are the buffers of its inputs
- * and outputs, `ws` its workspace (or NULL), `state` its per-node state.
+ * and outputs, `ws` its workspace (or NULL), `state` its per-node state,
+ * `check` (or NULL) the buffer holding its check words from int32 word
+ * `check_word` (see cg_dev_checks).
  * Device kernels are enqueued (the host does not wait). On failure returns
  * CG_ERR_KERNEL with the kernel's own message in call->err (the caller
  * adds the node). */
 cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
                      const cg_buf *const *in, const cg_buf *const *out, const cg_buf *ws,
-                     void *state);
+                     void *state, const cg_buf *check, int32_t check_word);
 
 /* The one "allocate, fill, run, read back" of the layers above: runs
  * kernel k once (or, with `reps` > 0, once to warm up and then until about
@@ -216,7 +223,8 @@ cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *cal
  * bytes, and when `host_out` is given each output is read back into
  * host_out[i] after the last run. A per-node state is created around the
  * runs with every input given as a parameter (each stays constant for the
- * whole trial), and destroyed after. *us (may be NULL) receives the mean time of a timed run.
+ * whole trial), and destroyed after. A kernel's check words (cg_dev_checks)
+ * are read after the first run: a record fails it like a CPU kernel. *us (may be NULL) receives the mean time of a timed run.
  * On a kernel failure the message is in call->err and the status is
  * CG_ERR_KERNEL; other failures set cg_last_error. */
 cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,

@@ -1,11 +1,13 @@
 /* Kernels on devices (backend.h): whether a kernel runs a node there, its
  * per-node state, one run, and the one "allocate, fill, run, read back"
  * that cost measurement, conformance and auto placement share. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend_impl.h"
+#include "check_msg.h"
 #include "error.h"
 #include "mem.h"
 #include "shape.h"
@@ -26,6 +28,10 @@ int cg_dev_supports(cg_device *d, const cg_kernel_def *k, const cg_op_call *call
 
 size_t cg_dev_workspace(const cg_kernel_def *k, const cg_op_call *call) {
     return k && k->workspace ? k->workspace(call) : 0;
+}
+
+int cg_dev_checks(const cg_device *d, const cg_kernel_def *k) {
+    return d && k && !d->info->host_memory && (k->flags & CG_KERNEL_FLAG_CHECKS);
 }
 
 static void fill_args(cg_device *d, cg_kernel_args *a, const cg_op_call *call, const void **in,
@@ -92,7 +98,8 @@ static void ptrs_free(ptrs *p) {
 }
 
 cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const cg_buf *const *in,
-                     const cg_buf *const *out, const cg_buf *ws, void *state) {
+                     const cg_buf *const *out, const cg_buf *ws, void *state, const cg_buf *check,
+                     int32_t check_word) {
     ptrs p;
     cg_status st = ptrs_init(&p, call->n_inputs, call->n_outputs);
     if (st) return st;
@@ -100,6 +107,10 @@ cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *cal
     for (int i = 0; i < call->n_outputs; i++) p.out[i] = out[i]->handle;
     cg_kernel_args a;
     fill_args(d, &a, call, p.in, p.out, ws, state);
+    if (check && check->kind != CG_BUF_NONE && cg_dev_checks(d, k)) {
+        a.check = check->handle;
+        a.check_word = check_word;
+    }
     cg_op_status rc = d->iface->run(d, k, &a);
     ptrs_free(&p);
     return rc == CG_OP_OK ? CG_OK : CG_ERR_KERNEL;
@@ -119,12 +130,14 @@ typedef struct trial {
     cg_buf *in, *out, ws;
     const cg_buf **in_p, **out_p;
     int *out_wrapped;       /* output i is the caller's host memory */
+    cg_buf check;           /* the kernel's check words (CG_KERNEL_FLAG_CHECKS) */
 } trial;
 
 static void trial_free(cg_device *d, trial *t) {
     for (int i = 0; t->in && i < t->n_in; i++) cg_dev_free(d, &t->in[i]);
     for (int i = 0; t->out && i < t->n_out; i++) cg_dev_free(d, &t->out[i]);
     cg_dev_free(d, &t->ws);
+    cg_dev_free(d, &t->check);
     free(t->in);
     free(t->out);
     free(t->in_p);
@@ -185,20 +198,35 @@ static cg_status trial_init(cg_device *d, const cg_kernel_def *k, const cg_op_ca
     }
     size_t ws = cg_dev_workspace(k, call);
     if (!st && ws) st = cg_dev_alloc(d, ws, &t->ws);
+    if (!st && cg_dev_checks(d, k)) st = filled(d, sizeof(int32_t) * CG_CHECK_WORDS, NULL, 0, &t->check);
     return st;
+}
+
+/* After a run has finished: the kernel's check words, as the failure a CPU
+ * kernel would have returned (the message in call->err). */
+static cg_status trial_checked(cg_device *d, const cg_op_call *call, const trial *t) {
+    if (t->check.kind == CG_BUF_NONE) return CG_OK;
+    int32_t w[CG_CHECK_WORDS];
+    cg_status st = cg_dev_read(d, &t->check, 0, w, sizeof w);
+    if (st) return st;
+    char msg[256];
+    if (!cg_check_words_message(msg, sizeof msg, w, NULL, 0)) return CG_OK;
+    if (call->err && call->err_size) snprintf(call->err, call->err_size, "%s", msg);
+    return CG_ERR_KERNEL;
 }
 
 /* Runs the kernel once, then (reps > 0) until ~2 ms or reps runs; each
  * run is waited for so the time is the kernel's. */
 static cg_status timed_runs(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, trial *t, void *state,
                             int reps, double *us) {
-    cg_status st = cg_dev_run(d, k, call, t->in_p, t->out_p, &t->ws, state);
+    cg_status st = cg_dev_run(d, k, call, t->in_p, t->out_p, &t->ws, state, &t->check, 0);
     if (!st) st = cg_dev_finish(d);
+    if (!st) st = trial_checked(d, call, t);
     if (st || reps <= 0) return st;
     int n = 0;
     double t0 = now_us(), t1 = t0;
     while (!st && (n < 3 || t1 - t0 < 2000) && n < reps) {
-        st = cg_dev_run(d, k, call, t->in_p, t->out_p, &t->ws, state);
+        st = cg_dev_run(d, k, call, t->in_p, t->out_p, &t->ws, state, &t->check, 0);
         if (!st) st = cg_dev_finish(d);
         n++;
         t1 = now_us();

@@ -54,12 +54,10 @@ static cg_op_status expect_rows(const cg_op_call *call, int i) {
                       sq, cg_ops_dtype_name(r->dtype), sr);
 }
 
-/* The CPU kernels' check of rows' values: each in [0, N). */
-static cg_op_status check_rows(const cg_op_call *call, const int32_t *rows, int64_t B, int64_t N) {
+/* The CPU kernels' check of rows' values (input i): each in [0, N). */
+static cg_op_status check_rows(const cg_op_call *call, int i, const int32_t *rows, int64_t B, int64_t N) {
     for (int64_t b = 0; rows && b < B; b++)
-        if (rows[b] < 0 || rows[b] >= N)
-            return cg_op_fail(call, "rows[%lld] = %d is outside [0, %lld) (the keys' first dim)",
-                              (long long)b, rows[b], (long long)N);
+        if (rows[b] < 0 || rows[b] >= N) return cg_op_fail_range(call, i, "rows", rows[b], b, 0, N - 1);
     return CG_OP_OK;
 }
 
@@ -167,7 +165,7 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
     const score_kind kind = kind_of(call);
     if (kind == N_KINDS) return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
     const int32_t *rows = rows_of(a, kinds[kind].n_inputs);
-    if (check_rows(call, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
+    if (check_rows(call, kinds[kind].n_inputs, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
     switch (kind) {
     case ADDITIVE: {
         const int64_t A = K;
@@ -270,6 +268,8 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
     const int64_t S = call->inputs[1].dims[1], K = call->inputs[1].dims[2];
     const score_kind kind = kind_of(call);
     if (kind == N_KINDS) return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
+    const int ri = kinds[kind].n_inputs; /* rows, when given */
+    if (call->n_inputs > ri && cg_ops_cl_check_range(a, ri, B, 0, call->inputs[1].dims[0] - 1)) return CG_OP_ERROR;
     if (B * S == 0) return CG_OP_OK;
     if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
         return cg_op_fail(call, "sizes B = %lld, S = %lld, K = %lld are too large for the "
@@ -443,7 +443,8 @@ static const cg_attr_def attn_score_attrs[] = {
 };
 static const cg_kernel_def attn_score_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = attn_score_workspace, .run = attn_score_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = attn_score_workspace, .run = attn_score_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = attn_score_workspace, .run = attn_score_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 static const char *const attn_score_inputs[] = {"q", "keys", "W", "b_q", "v", NULL};
 
@@ -460,8 +461,8 @@ const cg_op_def cg_op_attn_score = {
            "general: q [B, H], keys [B, S, K], W [K, H]; e_i = h_i . (W q). "
            "cosine: q [B, H], keys [B, S, H]; e_i = (q . h_i) / max(|q| |h_i|, 1e-8). "
            "An optional last input rows i32 [B] makes keys [N, S, .]: batch row b "
-           "scores keys[rows[b]] (a beam's rows share their sentence's keys); on the "
-           "CPU a row outside [0, N) is a run-time error, on OpenCL its scores are 0.",
+           "scores keys[rows[b]] (a beam's rows share their sentence's keys); a row "
+           "outside [0, N) is a run-time error on every device.",
     .min_inputs = 2, .max_inputs = 6, .min_outputs = 1, .max_outputs = 1,
     .input_names = attn_score_inputs,
     .attrs = attn_score_attrs, .n_attrs = 1,
@@ -513,7 +514,7 @@ static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
     const float *w = a->in[0], *values = a->in[1];
     const int32_t *rows = rows_of(a, 2);
     float *c = a->out[0];
-    if (check_rows(call, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
+    if (check_rows(call, 2, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
     if (S == 0) {
         memset(c, 0, sizeof(float) * (size_t)(B * K));
         return CG_OP_OK;
@@ -530,6 +531,7 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const int64_t B = call->inputs[0].dims[0], S = call->inputs[1].dims[1];
     const int64_t K = call->inputs[1].dims[2];
+    if (call->n_inputs > 2 && cg_ops_cl_check_range(a, 2, B, 0, call->inputs[1].dims[0] - 1)) return CG_OP_ERROR;
     if (B * K == 0) return CG_OP_OK;
     if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
         return cg_op_fail(call, "sizes B = %lld, S = %lld, K = %lld are too large for the "
@@ -606,7 +608,8 @@ static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call)
 
 static const cg_kernel_def attn_context_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = attn_context_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = attn_context_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = attn_context_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 static const char *const attn_context_inputs[] = {"a", "values", "rows", NULL};
 
@@ -617,8 +620,8 @@ const cg_op_def cg_op_attn_context = {
            "masked softmax of attn_score) and values [B, S, K], both f32; output "
            "c [B, K] with c[b] = sum_i a[b, i] * values[b, i]. An optional third "
            "input rows i32 [B] makes values [N, S, K]: c[b] = sum_i a[b, i] * "
-           "values[rows[b], i] (on the CPU a row outside [0, N) is a run-time error, "
-           "on OpenCL its c is 0). No attributes.",
+           "values[rows[b], i] (a row outside [0, N) is a run-time error on every "
+           "device). No attributes.",
     .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .input_names = attn_context_inputs,
     .infer = attn_context_infer,

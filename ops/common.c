@@ -1,5 +1,6 @@
 #include "ops_common.h"
 
+#include "check_msg.h"
 #include "shape.h"
 
 #include "cpu/cpu_blas.h"
@@ -43,6 +44,16 @@ cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a
         }
     }
     return CG_OP_OK;
+}
+
+cg_op_status cg_op_fail_range(const cg_op_call *call, int input, const char *name, int64_t value, int64_t pos,
+                              int64_t lo, int64_t hi) {
+    /* as an OpenCL kernel records them: int32 words, a bound past them clamped */
+    int32_t v = value > INT32_MAX ? INT32_MAX : value < INT32_MIN ? INT32_MIN : (int32_t)value;
+    int32_t l = lo < INT32_MIN ? INT32_MIN : lo > INT32_MAX ? INT32_MAX : (int32_t)lo;
+    int32_t h = hi > INT32_MAX ? INT32_MAX : hi < INT32_MIN ? INT32_MIN : (int32_t)hi;
+    if (call->err && call->err_size) cg_check_message(call->err, call->err_size, input, name, v, pos, l, h);
+    return CG_OP_ERROR;
 }
 
 const char *cg_input_name(const cg_op_def *def, int i) {

@@ -9,11 +9,12 @@
 /* ---- OpenCL: one gather kernel for both ops ---- */
 
 /* dst[r] = src[idx[r]] over `rows` rows of `row` 4-byte elements, src
- * having n_src rows; out-of-range indices give zero rows. */
+ * having n_src rows; out-of-range indices give zero rows and are recorded
+ * in the node's check words. */
 static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t row, int64_t rows) {
     static const char kn[] = "gather_rows4";
     int64_t total = rows * row, biggest = n_src * row > total ? n_src * row : total;
-    if (total == 0) return CG_OP_OK;
+    if (total == 0) return cg_ops_cl_check_range(a, 1, rows, 0, n_src - 1); /* empty rows: ids still checked */
     const int wide = biggest >= INT32_MAX;
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, NULL);
     if (!k) return CG_OP_ERROR;
@@ -21,7 +22,7 @@ static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t ro
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};
     if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
         cg_ops_cl_idx(a, k, kn, 3, wide, n_src) || cg_ops_cl_idx(a, k, kn, 4, wide, row) ||
-        cg_ops_cl_idx(a, k, kn, 5, wide, total))
+        cg_ops_cl_idx(a, k, kn, 5, wide, total) || cg_ops_cl_check_args(a, k, kn, 6))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, total,
                                cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
@@ -76,9 +77,7 @@ static cg_op_status embedding_cpu(const cg_kernel_args *a) {
     int64_t n = cg_desc_numel(&call->inputs[1]);
     for (int64_t i = 0; i < n; i++) {
         int32_t id = ids[i];
-        if (id < 0 || id >= v)
-            return cg_op_fail(call, "id %d at position %lld is outside the table of %lld rows",
-                              id, (long long)i, (long long)v);
+        if (id < 0 || id >= v) return cg_op_fail_range(call, 1, "ids", id, i, 0, v - 1);
         memcpy(out + i * e, w + (int64_t)id * e, sizeof(float) * (size_t)e);
     }
     return CG_OP_OK;
@@ -110,7 +109,8 @@ static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
 
 static const cg_kernel_def embedding_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = embedding_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 static const char *const embedding_inputs[] = {"weight", "ids", NULL};
 
@@ -118,7 +118,7 @@ const cg_op_def cg_op_embedding = {
     .struct_size = sizeof(cg_op_def),
     .name = "embedding",
     .doc = "Looks up rows of weight [V, E] for integer ids of any shape; "
-           "output [..., E]. An id outside [0, V) is a run-time error.",
+           "output [..., E]. An id outside [0, V) is a run-time error on every device.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = embedding_inputs,
     .infer = embedding_infer,
@@ -148,9 +148,7 @@ static cg_op_status gather_rows_cpu(const cg_kernel_args *a) {
     size_t row = 4;
     for (int i = 1; i < x->ndim; i++) row *= (size_t)x->dims[i];
     for (int64_t i = 0; i < m; i++) {
-        if (idx[i] < 0 || idx[i] >= n)
-            return cg_op_fail(call, "index %d at position %lld is outside [0, %lld)",
-                              idx[i], (long long)i, (long long)n);
+        if (idx[i] < 0 || idx[i] >= n) return cg_op_fail_range(call, 1, "index", idx[i], i, 0, n - 1);
         memcpy(dst + (size_t)i * row, src + (size_t)idx[i] * row, row);
     }
     return CG_OP_OK;
@@ -183,7 +181,8 @@ static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
 
 static const cg_kernel_def gather_rows_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = gather_rows_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = gather_rows_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = gather_rows_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 static const char *const gather_rows_inputs[] = {"x", "index", NULL};
 
@@ -192,9 +191,7 @@ const cg_op_def cg_op_gather_rows = {
     .name = "gather_rows",
     .doc = "Selects rows of x along dim 0 by an i32 index vector (beam "
            "reordering): out[i] = x[index[i]]. Any dtype (f32 or i32). An "
-           "index outside [0, N) is a run-time error on the CPU; on OpenCL "
-           "devices (which cannot report it cheaply) that output row is all "
-           "zeros.",
+           "index outside [0, N) is a run-time error on every device.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = gather_rows_inputs,
     .infer = gather_rows_infer,

@@ -88,9 +88,7 @@ static cg_op_status window_mask_cpu(const cg_kernel_args *a) {
     const double d = (double)call->attrs[LA_D].i;
     for (int64_t r = 0; r < b; r++) {
         const int64_t l = len[r];
-        if (l < 0 || l > s)
-            return cg_op_fail(call, "length %lld of batch row %lld is outside [0, %lld]",
-                              (long long)l, (long long)r, (long long)s);
+        if (l < 0 || l > s) return cg_op_fail_range(call, 0, "lengths", l, r, 0, s);
         const double c = (double)cen[r];
         for (int64_t i = 0; i < s; i++)
             out[r * s + i] = i < l && fabs((double)i - c) <= d;
@@ -112,6 +110,7 @@ static cg_op_status window_mask_cl(const cg_kernel_args *a) {
     static const char name[] = "window_mask";
     const int64_t b = a->call->outputs[0].dims[0], s = a->call->outputs[0].dims[1],
                   total = b * s;
+    if (cg_ops_cl_check_range(a, 0, b, 0, s)) return CG_OP_ERROR;
     if (total == 0) return CG_OP_OK;
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_local_attn, name, total > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
@@ -171,6 +170,7 @@ static cg_op_status local_gaussian_cl(const cg_kernel_args *a) {
     static const char name[] = "local_gaussian";
     const int64_t b = a->call->outputs[0].dims[0], s = a->call->outputs[0].dims[1],
                   total = b * s;
+    if (cg_ops_cl_check_range(a, 0, b, 0, s)) return CG_OP_ERROR;
     if (total == 0) return CG_OP_OK;
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_local_attn, name, total > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
@@ -285,7 +285,8 @@ static const cg_attr_def local_gaussian_attrs[] = {
 
 static const cg_kernel_def window_mask_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = window_mask_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = window_mask_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = window_mask_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 static const cg_kernel_def local_gaussian_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = local_gaussian_cpu},

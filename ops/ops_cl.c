@@ -1,7 +1,10 @@
 /* Host-side helpers of the built-in operators' OpenCL kernels (ops_cl.h). */
 #include "ops_cl.h"
 
+#include <stdint.h>
 #include <stdio.h>
+
+#include "check.cl.h"
 
 cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const char *name,
                            int wide, int idx8, const char *extra) {
@@ -149,4 +152,30 @@ cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const cha
                                  int64_t n, size_t local) {
     size_t global = (size_t)n;
     return cg_ops_cl_launch(a, k, name, 1, &global, &local);
+}
+
+cg_op_status cg_ops_cl_check_args(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint first) {
+    const cl_mem check = (cl_mem)a->check;
+    const cl_int word = a->check_word;
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(check), CG_OPS_CL_ARG(word)};
+    return cg_ops_cl_args(a, k, name, first, CG_OPS_CL_N_ARGS(v), v);
+}
+
+cg_op_status cg_ops_cl_check_range(const cg_kernel_args *a, int input, int64_t n, int64_t lo, int64_t hi) {
+    static const char kn[] = "check_range";
+    if (!a->check || n <= 0) return CG_OP_OK;
+    const int wide = n >= INT32_MAX;
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_check, kn, wide, 0, NULL);
+    if (!k) return CG_OP_ERROR;
+    const cl_mem v = (cl_mem)a->in[input];
+    const cl_int l = lo < INT32_MIN ? INT32_MIN : lo > INT32_MAX ? INT32_MAX : (cl_int)lo;
+    const cl_int h = hi > INT32_MAX ? INT32_MAX : hi < INT32_MIN ? INT32_MIN : (cl_int)hi;
+    const cl_int in = input;
+    const cg_ops_cl_arg_value lim[] = {CG_OPS_CL_ARG(l), CG_OPS_CL_ARG(h)};
+    const cg_ops_cl_arg_value last[] = {CG_OPS_CL_ARG(in)};
+    if (cg_ops_cl_arg(a, k, kn, 0, sizeof v, &v) || cg_ops_cl_idx(a, k, kn, 1, wide, n) ||
+        cg_ops_cl_args(a, k, kn, 2, CG_OPS_CL_N_ARGS(lim), lim) || cg_ops_cl_check_args(a, k, kn, 4) ||
+        cg_ops_cl_args(a, k, kn, 6, CG_OPS_CL_N_ARGS(last), last))
+        return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, kn, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }

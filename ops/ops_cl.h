@@ -110,6 +110,23 @@ size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size);
  * forces a set). */
 int cg_ops_cl_is_cpu(const cg_kernel_args *a);
 
+/* ---- checks of input values ---- */
+
+/*
+ * When the host gave the node check words (a->check, for kernels flagged
+ * CG_KERNEL_FLAG_CHECKS), launches a check of input `input`'s first n i32
+ * values: one outside [lo, hi] is recorded there, and the host fails the
+ * run with the message a CPU kernel gives (cg_op_fail_range). Bounds past
+ * the int32 range are clamped (an i32 value cannot pass them). Without
+ * check words it does nothing. The op's own kernel should still treat an
+ * invalid value harmlessly (zeros, a clamp): it runs before the host knows.
+ */
+cg_op_status cg_ops_cl_check_range(const cg_kernel_args *a, int input, int64_t n, int64_t lo, int64_t hi);
+
+/* The check-words arguments of a kernel that reports itself: the buffer
+ * (NULL without words) and the node's first word. */
+cg_op_status cg_ops_cl_check_args(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint first);
+
 /* ---- launches ---- */
 
 /*

@@ -30,6 +30,12 @@ cg_op_fail(const cg_op_call *call, const char *fmt, ...) {
     return CG_OP_ERROR;
 }
 
+/* An invalid value in input `input` (`name`): `value` at element `pos`,
+ * outside [lo, hi]. The wording is the one the host gives an OpenCL
+ * kernel's check words (base/check_msg.h), so every device says the same. */
+cg_op_status cg_op_fail_range(const cg_op_call *call, int input, const char *name, int64_t value, int64_t pos,
+                              int64_t lo, int64_t hi);
+
 /* Number of elements of a (concrete) descriptor. */
 static inline int64_t cg_desc_numel(const cg_tensor_desc *d) {
     int64_t n = 1;

@@ -161,9 +161,7 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
     seq_dims s = seq_dims_of(call, gates);
     const int32_t *lengths = a->in[1];
     for (int64_t b = 0; b < s.B; b++)
-        if (lengths[b] < 0 || lengths[b] > s.S)
-            return cg_op_fail(call, "lengths[%lld] = %d is outside [0, %lld] (S, dim 1 of x)",
-                              (long long)b, lengths[b], (long long)s.S);
+        if (lengths[b] < 0 || lengths[b] > s.S) return cg_op_fail_range(call, 1, "lengths", lengths[b], b, 0, s.S);
     if (s.B == 0 || s.S == 0) {
         /* Nothing runs (every length is 0): the final states are zero. */
         for (int i = 1; i < call->n_outputs; i++)
@@ -221,8 +219,9 @@ static size_t seq_workspace(const cg_op_call *call, int gates) {
  * updates at step t < lengths[b] (position t forward, lengths[b] - 1 - t
  * backward) and otherwise keeps its state and zeroes the padded position t.
  * The lengths stay on the device; a length outside [0, S] is clamped into it
- * there (the CPU kernel reports it as an error). The state lives in h_n / c_n
- * when the node has them (at row k*D + d), else in the workspace. */
+ * there and recorded in the check words (the run fails as on the CPU). The
+ * state lives in h_n / c_n when the node has them (at row k*D + d), else in
+ * the workspace. */
 
 /* Workspace of the OpenCL kernel, offsets in floats (no host data):
  *   proj  [B*S, G*H], gh [B, G*H], h [B, H], c [B, H] (LSTM),
@@ -266,6 +265,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     void *ws = a->workspace;
     const char *name = gates == 3 ? "gru_seq_step" : "lstm_seq_step";
     const int has_h = call->n_outputs > 1, has_c = call->n_outputs > 2;
+    if (cg_ops_cl_check_range(a, 1, B, 0, S)) return CG_OP_ERROR;
 
     if (S == 0) {
         /* Nothing runs: the final states are zero. */
@@ -447,7 +447,8 @@ static int32_t gru_conform(int32_t index, cg_conform_case *c) { return seq_confo
 
 static const cg_kernel_def gru_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_workspace, .run = gru_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cl_workspace, .run = gru_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cl_workspace, .run = gru_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 
 const cg_op_def cg_op_gru = {
@@ -458,8 +459,7 @@ const cg_op_def cg_op_gru = {
            "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
            "pad_packed_sequence(total_length=S); initial states are zero and cells are "
            "those of gru_cell. Inputs: x f32 [B, S, I], lengths i32 [B] (each in "
-           "[0, S]; one outside is a run-time error on the CPU and is clamped into "
-           "[0, S] by the OpenCL kernel), then the weights in the order "
+           "[0, S]; one outside is a run-time error on every device), then the weights in the order "
            "of PyTorch's state_dict: for each layer k, weight_ih_lk [3H, I_k], "
            "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
            "bidirectional) by the same four with the suffix _reverse; I_0 = I and "
@@ -490,7 +490,8 @@ static int32_t lstm_conform(int32_t index, cg_conform_case *c) { return seq_conf
 
 static const cg_kernel_def lstm_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_workspace, .run = lstm_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cl_workspace, .run = lstm_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cl_workspace, .run = lstm_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 
 const cg_op_def cg_op_lstm = {
@@ -501,8 +502,8 @@ const cg_op_def cg_op_lstm = {
            "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
            "pad_packed_sequence(total_length=S); initial states h and c are zero and "
            "cells are those of lstm_cell (gates i, f, g, o). Inputs: x f32 [B, S, I], "
-           "lengths i32 [B] (each in [0, S]; one outside is a run-time error on the "
-           "CPU and is clamped into [0, S] by the OpenCL kernel), then "
+           "lengths i32 [B] (each in [0, S]; one outside is a run-time error on "
+           "every device), then "
            "the weights in the order of PyTorch's state_dict: for each layer k, "
            "weight_ih_lk [4H, I_k], weight_hh_lk [4H, H], bias_ih_lk [4H], bias_hh_lk "
            "[4H], followed (when bidirectional) by the same four with the suffix "

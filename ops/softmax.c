@@ -386,9 +386,7 @@ static cg_op_status length_mask_cpu(const cg_kernel_args *a) {
     int64_t b = call->outputs[0].dims[0], s = call->outputs[0].dims[1];
     for (int64_t i = 0; i < b; i++) {
         int64_t l = len[i];
-        if (l < 0 || l > s)
-            return cg_op_fail(call, "length %lld of batch row %lld is outside [0, %lld]",
-                              (long long)l, (long long)i, (long long)s);
+        if (l < 0 || l > s) return cg_op_fail_range(call, 0, "lengths", l, i, 0, s);
         for (int64_t j = 0; j < s; j++) out[i * s + j] = j < l;
     }
     return CG_OP_OK;
@@ -397,6 +395,7 @@ static cg_op_status length_mask_cpu(const cg_kernel_args *a) {
 static cg_op_status length_mask_cl(const cg_kernel_args *a) {
     static const char name[] = "length_mask";
     int64_t b = a->call->outputs[0].dims[0], s = a->call->outputs[0].dims[1], total = b * s;
+    if (cg_ops_cl_check_range(a, 0, b, 0, s)) return CG_OP_ERROR;
     if (total == 0) return CG_OP_OK;
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_softmax, name, total > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
@@ -432,7 +431,8 @@ static int32_t length_mask_conform(int32_t index, cg_conform_case *c) {
 
 static const cg_kernel_def length_mask_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = length_mask_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = length_mask_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = length_mask_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS},
 };
 static const char *const length_mask_inputs[] = {"lengths", "like", NULL};
 

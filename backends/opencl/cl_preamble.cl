@@ -20,6 +20,23 @@
 #endif
 #define CG_WANT(k) (!CG_ONE_KERNEL || CG_KERNEL_##k)
 
+/* Records an invalid input value in the node's check words (plugin.h,
+ * CG_CHECK_*: flag, input, value, position low/high, lo, hi): the first
+ * work-item to find one claims the record, the host reads it after the run
+ * and fails the node with the CPU kernels' message. `check` may be NULL (a
+ * host that gives no words): nothing is recorded then. */
+inline void cg_check_report(__global int *check, int word, int input, int value, long pos, int lo, int hi) {
+    if (!check) return;
+    __global int *w = check + word;
+    if (atomic_cmpxchg(w, 0, 1) != 0) return;
+    w[1] = input;
+    w[2] = value;
+    w[3] = (int)(pos & 0xffffffffL);
+    w[4] = (int)(pos >> 32);
+    w[5] = lo;
+    w[6] = hi;
+}
+
 /* Natural logarithm for every kernel instead of the built-in log(): the
  * same result on every implementation (at most 0.84 ulp from the exact
  * value over every positive float, measured on PoCL and rusticl; PoCL's

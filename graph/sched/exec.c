@@ -180,13 +180,12 @@ static cg_status run_kernel(cg_plan *p, instance *in, step *s) {
     cg_op_call call = {.struct_size = sizeof call, .node_name = s->name, .n_inputs = s->n_in,
                        .n_outputs = s->n_out, .inputs = s->in_desc, .outputs = s->out_desc, .attrs = s->attrs,
                        .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
-    cg_status st = cg_dev_run(d->dev, s->kernel, &call, p->inptr, p->outptr, &s->ws, s->state);
+    const cg_buf *check = s->check_word >= 0 ? &in->check[s->dev] : NULL;
+    cg_status st = cg_dev_run(d->dev, s->kernel, &call, p->inptr, p->outptr, &s->ws, s->state, check,
+                              s->check_word);
     if (st != CG_ERR_KERNEL) return st;
-    char where[512];
     err[sizeof err - 1] = 0;
-    cg_loc_format(where, sizeof where, p->model, s->line, s->col);
-    return cg_error(CG_ERR_KERNEL, "%s%s '%s' on %s: %s", where, s->op->def->name, s->name,
-                    cg_plan_dev_name(p, s->dev), err[0] ? err : "kernel failed");
+    return cg_step_error(p, s, err);
 }
 
 /* Output k into the caller's tensor: copied from host memory, or read
@@ -236,8 +235,15 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
     }
     for (int k = 0; !st && k < p->graph->n_outputs; k++) st = read_output(p, in, k, outputs[k], stats);
     if (!st) st = cg_carry_save(p, in, 0);
+    /* read even after a failure: a record left behind would fail the next run */
+    cg_status cs = cg_checks_read(p, in);
     cg_status ds = drain(p, in);
     if (!st) st = ds;
+    if (!st) st = cs;
+    if (!cs && !ds) {
+        cg_status vs = cg_checks_verdict(p, in, !st);
+        if (!st) st = vs;
+    }
     if (!st) st = cg_carry_save(p, in, 1);
     return st;
 }

@@ -356,6 +356,7 @@ void cg_instance_free(cg_plan *p, instance *in) {
     }
     for (int i = 0; i < in->n_slots; i++)
         if (in->slots[i].kind == SLOT_TEMP) cg_dev_free(p->devs[in->slots[i].dev].dev, &in->slots[i].buf);
+    cg_checks_free(p, in);
     for (int d = 0; in->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &in->arena[d]);
     free(in->arena);
     free(in->arena_bytes);
@@ -483,6 +484,7 @@ cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *cons
         liveness(p, in);
         st = cg_instance_memory(p, in);
     }
+    if (!st) st = cg_checks_make(p, in);
     if (st) {
         cg_instance_free(p, in);
         return st;

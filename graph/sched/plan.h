@@ -83,6 +83,7 @@ typedef struct step {
     size_t bytes;
     void *staging;         /* host bytes for copies between two devices without host memory */
     cg_event ev;           /* a copy into host memory still under way */
+    int32_t check_word;    /* kernels: its first check word on its device (checks.c), -1: none */
     /* uploads of a kept input (cg_plan_keep_input): the stamp and data of
      * the tensor the device copy holds; 0: none valid */
     uint64_t kept_stamp;
@@ -103,6 +104,9 @@ typedef struct instance {
     size_t *arena_bytes;   /* per plan device */
     cg_buf *arena;         /* per plan device: one allocation, views for its slots */
     size_t state_bytes;    /* kernel states of its steps */
+    cg_buf *check;         /* per plan device: its steps' check words (checks.c) */
+    int *check_n;          /* per plan device: how many words */
+    int32_t *check_host;   /* every device's words, read back by each run */
     int max_in, max_out;
     double est_cost_us;
     uint64_t last_used;
@@ -227,6 +231,20 @@ void cg_keep_free(cg_plan *p);
  * uploads t once per device while it keeps its stamp and buffer, then
  * copies on the device into the slot when the slot holds something else. */
 cg_status cg_keep_upload(cg_plan *p, instance *in, step *c, int k, const cg_tensor *t, cg_plan_stats *st);
+
+/* ---- checks.c ---- */
+
+/* Check words for the instance's flagged OpenCL kernels (zeroed buffers). */
+cg_status cg_checks_make(cg_plan *p, instance *in);
+void cg_checks_free(cg_plan *p, instance *in);
+/* Enqueues the read of every device's words behind the run's steps. */
+cg_status cg_checks_read(cg_plan *p, instance *in);
+/* After the queues drained: the error of the first step that recorded an
+ * invalid value (set as the last error when `report`; the words are
+ * cleared either way), else CG_OK. */
+cg_status cg_checks_verdict(cg_plan *p, instance *in, int report);
+/* The run-time error of kernel step s, "<where>op 'node' on device: msg". */
+cg_status cg_step_error(const cg_plan *p, const step *s, const char *msg);
 
 /* ---- memplan.c ---- */
 

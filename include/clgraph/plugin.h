@@ -1,5 +1,5 @@
 /*
- * clgraph operator plugin ABI, version 1.1.
+ * clgraph operator plugin ABI, version 1.2.
  *
  * A plugin is a shared library that exports exactly one entry symbol,
  * `cg_plugin_entry` (see CG_PLUGIN_ENTRY_SYMBOL), returning a static
@@ -45,7 +45,7 @@ extern "C" {
 /** ABI major version: a plugin must be built with the same major. */
 #define CG_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: grows when fields or host functions are appended. */
-#define CG_PLUGIN_ABI_MINOR 1
+#define CG_PLUGIN_ABI_MINOR 2
 /** Name of the one symbol every plugin exports. */
 #define CG_PLUGIN_ENTRY_SYMBOL "cg_plugin_entry"
 
@@ -167,7 +167,41 @@ typedef struct cg_kernel_args {
     void *device;               /**< host's handle of the device, for host API calls */
     /* ---- ABI 1.1 ---- */
     void *state;                /**< the node's state from the kernel's create callback, or NULL */
+    /* ---- ABI 1.2 ---- */
+    /**
+     * OpenCL kernels flagged CG_KERNEL_FLAG_CHECKS: a cl_mem of cl_int
+     * "check words" and the index of this node's first word in it (see
+     * CG_CHECK_WORDS); NULL otherwise. A kernel that finds an invalid value
+     * in an input (an index or length out of range) records it there, and
+     * the host fails the run with a message naming the node, the input, the
+     * value, its position and the valid range, as a CPU kernel returning
+     * CG_OP_ERROR would.
+     */
+    void *check;
+    int32_t check_word;         /**< this node's first word in `check` */
 } cg_kernel_args;
+
+/**
+ * The check words of one node (ABI 1.2), CG_CHECK_WORDS cl_ints from
+ * args->check + args->check_word, all 0 while every value is valid. The
+ * first work-item that finds an invalid value claims the record with
+ * atomic_cmpxchg(&w[CG_CHECK_FLAG], 0, 1) and, if that returned 0, writes
+ * the rest; later finds leave it alone (on the CPU the first position in
+ * order is reported; on OpenCL whichever work-item got there first). A
+ * kernel should still write something harmless (zeros) where a value is
+ * invalid. The host reads the words where it waits for the device anyway
+ * and clears them after reporting.
+ */
+enum {
+    CG_CHECK_FLAG = 0,     /**< 1: a record is present */
+    CG_CHECK_INPUT = 1,    /**< index of the input holding the value */
+    CG_CHECK_VALUE = 2,    /**< the invalid value (an int32) */
+    CG_CHECK_POS_LO = 3,   /**< its element position in that input, low 32 bits */
+    CG_CHECK_POS_HI = 4,   /**< high 32 bits */
+    CG_CHECK_LO = 5,       /**< the smallest valid value */
+    CG_CHECK_HI = 6,       /**< the largest valid value (INT32_MAX when larger) */
+    CG_CHECK_WORDS = 8     /**< words per node */
+};
 
 /**
  * One kernel of an operator for one backend kind. A plugin hands these over
@@ -205,7 +239,16 @@ typedef struct cg_kernel_def {
      * kernel runs every node its op's infer accepts.
      */
     int (*supports)(const cg_kernel_args *args);
+    /* ---- ABI 1.2 ---- */
+    uint32_t flags;         /**< CG_KERNEL_FLAG_* */
 } cg_kernel_def;
+
+/** Kernel flags (ABI 1.2). */
+enum {
+    /** The kernel (OpenCL) reports invalid input values through
+     * args->check / args->check_word; the host gives it check words. */
+    CG_KERNEL_FLAG_CHECKS = 1u << 0
+};
 
 /** Most inputs a conformance case may have. */
 #define CG_CONFORM_MAX_INPUTS 32
@@ -225,6 +268,11 @@ typedef struct cg_conform_case {
     const char *attrs;          /**< attribute text in IR syntax, or NULL */
     double atol;                /**< abs. tolerance; 0 = default (1e-4 for f32) */
     double rtol;                /**< rel. tolerance; 0 = default (1e-4 for f32) */
+    /* ---- ABI 1.2 (the host zeroes the case before the callback) ---- */
+    /** 1: some input's values are invalid for the op (lo/hi outside its
+     * domain, e.g. ids past the table): every device must fail the node
+     * with a message, none may return a result. */
+    int32_t expect_error;
 } cg_conform_case;
 
 /** Handle through which a decomposition emits nodes (host-owned). */

@@ -5,14 +5,17 @@
 
 /* dst[r, c] = src[idx[r], c] for r < total / row, c < row, where src has
  * n_src rows of `row` elements; a row whose index is outside [0, n_src) is
- * written as zeros (the CPU kernels report it as an error instead). */
+ * written as zeros and recorded in the check words (input 1, as the CPU
+ * kernels report it). */
 #if CG_WANT(gather_rows4)
 __kernel void gather_rows4(__global const uint *src, __global const int *idx, __global uint *dst,
-                           IDX n_src, IDX row, IDX total) {
+                           IDX n_src, IDX row, IDX total, __global int *check, int word) {
     IDX i = (IDX)get_global_id(0);
     if (i >= total) return;
     IDX r = i / row, c = i - r * row;
     int id = idx[r];
-    dst[i] = (id >= 0 && (IDX)id < n_src) ? src[(IDX)id * row + c] : 0u;
+    int ok = id >= 0 && (IDX)id < n_src;
+    dst[i] = ok ? src[(IDX)id * row + c] : 0u;
+    if (!ok && c == 0) cg_check_report(check, word, 1, id, (long)r, 0, n_src - 1 > INT_MAX ? INT_MAX : (int)(n_src - 1));
 }
 #endif

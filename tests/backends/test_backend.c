@@ -250,7 +250,7 @@ START_TEST(test_cpu_kernel) {
     ck_assert_int_eq(cg_dev_wrap(cpu, y, sizeof y, &py), CG_OK);
     ck_assert_int_eq(cg_dev_alloc(cpu, 16, &ws), CG_OK);
     const cg_buf *ins[1] = {&px}, *outs[1] = {&py};
-    ck_assert_int_eq(cg_dev_run(cpu, &cpu_kernel, &call, ins, outs, &ws, state), CG_OK);
+    ck_assert_int_eq(cg_dev_run(cpu, &cpu_kernel, &call, ins, outs, &ws, state, NULL, 0), CG_OK);
     for (int i = 0; i < 5; i++) ck_assert_float_eq(y[i], 3.0f * x[i]);
     cg_dev_state_destroy(&cpu_kernel, state);
     cg_dev_free(cpu, &ws);

@@ -1205,9 +1205,9 @@ START_TEST(test_length_mask) {
     int32_t over[3] = {1, 6, 0}, neg[3] = {-1, 0, 0};
     th_tensor e1[2] = {ti(over, &ls), tf(f, &like)};
     expect_kernel_fail(&cg_op_length_mask, 2, e1, NULL, 1,
-                       "length 6 of batch row 1 is outside [0, 5]");
+                       "input 0 (lengths) holds 6 at position 1, outside [0, 5]");
     th_tensor e2[2] = {ti(neg, &ls), tf(f, &like)};
-    expect_kernel_fail(&cg_op_length_mask, 2, e2, NULL, 1, "length -1 of batch row 0");
+    expect_kernel_fail(&cg_op_length_mask, 2, e2, NULL, 1, "input 0 (lengths) holds -1 at position 0, outside [0, 5]");
     shp l4 = {1, {4}}, like1 = {1, {3}};
     th_tensor e3[2] = {ti(len, &l4), tf(f, &like)};
     expect_infer_fail(&cg_op_length_mask, 2, e3, NULL, 1,
@@ -1890,9 +1890,9 @@ START_TEST(test_embedding) {
     shp s2 = {1, {2}};
     th_tensor e1[2] = {tf(w, &ws), ti(bad, &s2)};
     expect_kernel_fail(&cg_op_embedding, 2, e1, NULL, 1,
-                       "id 7 at position 1 is outside the table of 7 rows");
+                       "input 1 (ids) holds 7 at position 1, outside [0, 6]");
     bad[1] = -1;
-    expect_kernel_fail(&cg_op_embedding, 2, e1, NULL, 1, "id -1 at position 1");
+    expect_kernel_fail(&cg_op_embedding, 2, e1, NULL, 1, "input 1 (ids) holds -1 at position 1, outside [0, 6]");
     th_tensor e2[2] = {tf(w, &ws), tf(w, &s2)};
     expect_infer_fail(&cg_op_embedding, 2, e2, NULL, 1, "input 1 (ids) must be i32");
     th_tensor e3[2] = {tf(w, &s2), ti(bad, &s2)};
@@ -1934,7 +1934,7 @@ START_TEST(test_gather_rows) {
     shp xs = {2, {5, 2}}, is = {1, {2}}, i2 = {2, {1, 2}};
     th_tensor e1[2] = {tf(f, &xs), ti(bad, &is)};
     expect_kernel_fail(&cg_op_gather_rows, 2, e1, NULL, 1,
-                       "index 5 at position 1 is outside [0, 5)");
+                       "input 1 (index) holds 5 at position 1, outside [0, 4]");
     th_tensor e2[2] = {tf(f, &xs), ti(bad, &i2)};
     expect_infer_fail(&cg_op_gather_rows, 2, e2, NULL, 1, "input 1 must have 1 dims");
     shp sc = {0, {0}};

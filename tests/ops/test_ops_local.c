@@ -376,11 +376,11 @@ START_TEST(test_window_mask_errors) {
     /* Lengths outside [0, S] name the batch row. */
     th_tensor e1[3] = {th_i32(len, 1, db), th_f32(cen, 1, db), th_f32(f, 2, dl)};
     expect_kernel_fail(&cg_op_window_mask, 3, e1, &at,
-                       "length 6 of batch row 1 is outside [0, 5]");
+                       "input 0 (lengths) holds 6 at position 1, outside [0, 5]");
     int32_t neg[3] = {0, 0, -1};
     th_tensor e2[3] = {th_i32(neg, 1, db), th_f32(cen, 1, db), th_f32(f, 2, dl)};
     expect_kernel_fail(&cg_op_window_mask, 3, e2, &at,
-                       "length -1 of batch row 2 is outside [0, 5]");
+                       "input 0 (lengths) holds -1 at position 2, outside [0, 5]");
     /* D out of range. */
     int32_t ok[3] = {1, 2, 3};
     th_tensor g[3] = {th_i32(ok, 1, db), th_f32(cen, 1, db), th_f32(f, 2, dl)};

@@ -309,7 +309,8 @@ START_TEST(seq_bad_lengths) {
     float x[3 * 5 * 2];
     th_fill(x, B * S * I, -1.0f, 1.0f);
     const int32_t cases[2][3] = {{5, 6, 1}, {2, 0, -1}};
-    const char *const want[2] = {"lengths[1] = 6 is outside [0, 5]", "lengths[2] = -1 is outside [0, 5]"};
+    const char *const want[2] = {"input 1 (lengths) holds 6 at position 1, outside [0, 5]",
+                                 "input 1 (lengths) holds -1 at position 2, outside [0, 5]"};
     for (int c = 0; c < 2; c++) {
         int32_t lengths[3];
         memcpy(lengths, cases[c], sizeof lengths);
@@ -779,7 +780,7 @@ START_TEST(attn_rows_reference) {
     rows[3] = 3;
     ck_assert(th_run(&cg_op_attn_score, c.n_in + 1, in, &c.at, 1, out, err, sizeof err) == CG_OP_ERROR);
     th_free_outputs(1, out);
-    ck_assert_msg(strstr(err, "rows[3] = 3 is outside [0, 3)"), "%s", err);
+    ck_assert_msg(strstr(err, "(rows) holds 3 at position 3, outside [0, 2]"), "%s", err);
     rows[3] = 2;
 
     /* attn_context over the same keys as values. */
@@ -794,7 +795,7 @@ START_TEST(attn_rows_reference) {
     rows[0] = -1;
     ck_assert(th_run(&cg_op_attn_context, 3, cin, NULL, 1, out, err, sizeof err) == CG_OP_ERROR);
     th_free_outputs(1, out);
-    ck_assert_msg(strstr(err, "rows[0] = -1 is outside [0, 3)"), "%s", err);
+    ck_assert_msg(strstr(err, "(rows) holds -1 at position 0, outside [0, 2]"), "%s", err);
     /* rows must be i32 [B] with q's (a's) B */
     const int64_t dr4[1] = {4};
     cin[2] = th_i32(rows, 1, dr4);

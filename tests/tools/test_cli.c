@@ -242,8 +242,18 @@ START_TEST(bad_weights_and_inputs) {
     snprintf(lenin, sizeof lenin, "src_len=%s", p);
     const char *a7[] = {"run", model, "--weights", w, "--input", in1, "--input", lenin, NULL};
     ck_assert_int_eq(tu_run_cli(a7, NULL, NULL), 1);
-    const char *n7[] = {"model.cg:27:3: gru 'enc_rnn' on cpu: lengths[1] = 9 is outside [0, 7]", NULL};
+    const char *n7[] = {"model.cg:27:3: gru 'enc_rnn' on cpu: input 1 (lengths) holds 9 at position 1, outside [0, 7]", NULL};
     tu_assert_one_line(n7);
+    /* ... and the same on OpenCL, where the kernel records it in its check
+     * words (it used to clamp the length and exit 0). */
+    const char *a7cl[] = {"run", model, "--weights", w, "--input", in1, "--input", lenin, "--device", "opencl:0", NULL};
+    ck_assert_int_eq(tu_run_cli(a7cl, NULL, NULL), 1);
+    const char *n7cl[] = {"model.cg:27:3: gru 'enc_rnn' on opencl:0", "input 1 (lengths) holds 9 at position 1, outside [0, 7]",
+                          NULL};
+    tu_assert_one_line(n7cl);
+    /* the next run on the same device with good lengths is clean */
+    const char *a7ok[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--device", "opencl:0", NULL};
+    ck_assert_msg(tu_run_cli(a7ok, NULL, NULL) == 0, "%s", tu_err);
 
     /* A plugin that is no plugin. */
     const char *a8[] = {"run", model, "--plugin", w, "--weights", w, NULL};
