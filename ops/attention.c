@@ -403,7 +403,20 @@ static const struct {
     {GENERAL, 3, 17, 5, 3, 5},    {COSINE, 17, 3, 3, 3, 4},   {ADDITIVE, 17, 30, 17, 257, 4},
 };
 
+static int32_t attn_score_case(int32_t index, cg_conform_case *c);
+
+/* After the valid cases: rows past the keys, then negative rows (errors). */
 static int32_t attn_score_conform(int32_t index, cg_conform_case *c) {
+    const int32_t n = (int32_t)(sizeof score_cases / sizeof score_cases[0]);
+    if (index >= n && index < n + 2) {
+        attn_score_case(n - 4, c); /* general, with rows over N = 5 */
+        const int ri = c->n_inputs - 1;
+        return index == n ? cg_ops_error_case(c, ri, c->hi[ri] + 1, c->hi[ri] + 3) : cg_ops_error_case(c, ri, -2, -1);
+    }
+    return attn_score_case(index, c);
+}
+
+static int32_t attn_score_case(int32_t index, cg_conform_case *c) {
     static const char *const attrs[N_KINDS] = {
         [ADDITIVE] = "kind: \"additive\"", [DOT] = "kind: \"dot\"",
         [SCALED_DOT] = "kind: \"scaled_dot\"", [GENERAL] = "kind: \"general\"",
@@ -563,7 +576,19 @@ static const int64_t context_cases[][4] = {
     {5, 3, 17, 2}, {17, 30, 257, 4}, {3, 17, 3, 7},
 };
 
+static int32_t attn_context_case(int32_t index, cg_conform_case *c);
+
+/* After the valid cases: rows past the values, then negative rows (errors). */
 static int32_t attn_context_conform(int32_t index, cg_conform_case *c) {
+    const int32_t n = (int32_t)(sizeof context_cases / sizeof context_cases[0]);
+    if (index >= n && index < n + 2) {
+        attn_context_case(n - 1, c);
+        return index == n ? cg_ops_error_case(c, 2, c->hi[2] + 1, c->hi[2] + 3) : cg_ops_error_case(c, 2, -2, -1);
+    }
+    return attn_context_case(index, c);
+}
+
+static int32_t attn_context_case(int32_t index, cg_conform_case *c) {
     if (index < 0 || index >= (int32_t)(sizeof context_cases / sizeof context_cases[0]))
         return 0;
     const int64_t B = context_cases[index][0], S = context_cases[index][1];

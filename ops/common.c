@@ -97,6 +97,13 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
         cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
 }
 
+int32_t cg_ops_error_case(cg_conform_case *c, int input, double lo, double hi) {
+    c->lo[input] = lo;
+    c->hi[input] = hi;
+    c->expect_error = 1;
+    return 1;
+}
+
 void cg_ops_fill_case(const cg_ops_case *t, int n_out, cg_conform_case *c) {
     uint32_t ss = c->struct_size;
     memset(c, 0, sizeof *c);

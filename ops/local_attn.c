@@ -230,8 +230,15 @@ static const cg_ops_case wm_cases[] = {
     WM(17, 1000, "D: 5"),
 };
 
+/* After the valid cases: lengths past S, then negative lengths (errors). */
 static int32_t window_mask_conform(int32_t index, cg_conform_case *c) {
-    if (index < 0 || index >= (int32_t)(sizeof wm_cases / sizeof wm_cases[0])) return 0;
+    const int32_t n = (int32_t)(sizeof wm_cases / sizeof wm_cases[0]);
+    if (index >= n && index < n + 2) {
+        cg_ops_fill_case(&wm_cases[4], 1, c);
+        const double S = (double)c->inputs[2].dims[1];
+        return index == n ? cg_ops_error_case(c, 0, S + 1, S + 9) : cg_ops_error_case(c, 0, -3, -1);
+    }
+    if (index < 0 || index >= n) return 0;
     cg_ops_fill_case(&wm_cases[index], 1, c);
     return 1;
 }

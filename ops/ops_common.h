@@ -124,6 +124,10 @@ typedef struct cg_ops_case {
  * its struct_size. */
 void cg_ops_fill_case(const cg_ops_case *t, int n_out, cg_conform_case *c);
 
+/* Makes the valid case in *c an error case (expect_error): input `input`'s
+ * values in [lo, hi], outside the op's domain. Returns 1. */
+int32_t cg_ops_error_case(cg_conform_case *c, int input, double lo, double hi);
+
 /* Inference of topk-like ops (ops/reduce.c): f32 x [..., N], attribute k
  * (attrs[0], required, 0 <= k <= N); outputs f32 and i32 [..., k]. `op`
  * names the op in messages. */

@@ -401,7 +401,20 @@ static const struct {
      "hidden: 3, layers: 1, bidirectional: 1"},
 };
 
+static int32_t seq_case(int32_t index, cg_conform_case *c, int gates);
+
+/* After the valid cases: lengths past S, then negative lengths (errors). */
 static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
+    const int32_t n = (int32_t)(sizeof seq_cases / sizeof seq_cases[0]);
+    if (index >= n && index < n + 2) {
+        seq_case(4, c, gates); /* B = 3, S = 17, 3 layers */
+        const double S = (double)c->inputs[0].dims[1];
+        return index == n ? cg_ops_error_case(c, 1, S + 1, S + 80) : cg_ops_error_case(c, 1, -3, -1);
+    }
+    return seq_case(index, c, gates);
+}
+
+static int32_t seq_case(int32_t index, cg_conform_case *c, int gates) {
     if (index < 0 || index >= (int32_t)(sizeof seq_cases / sizeof seq_cases[0])) return 0;
     const int64_t B = seq_cases[index].B, S = seq_cases[index].S, I = seq_cases[index].I;
     const int64_t H = seq_cases[index].H, L = seq_cases[index].L, D = seq_cases[index].bidir + 1;

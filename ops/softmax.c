@@ -423,8 +423,15 @@ static const cg_ops_case lm_cases[] = {
     LM(100, 1000),
 };
 
+/* After the valid cases: lengths past S, then negative lengths (errors). */
 static int32_t length_mask_conform(int32_t index, cg_conform_case *c) {
-    if (index < 0 || index >= (int32_t)(sizeof lm_cases / sizeof lm_cases[0])) return 0;
+    const int32_t n = (int32_t)(sizeof lm_cases / sizeof lm_cases[0]);
+    if (index >= n && index < n + 2) {
+        cg_ops_fill_case(&lm_cases[2], 1, c); /* lengths [3], like [3, 17] */
+        const double S = (double)c->inputs[1].dims[1];
+        return index == n ? cg_ops_error_case(c, 0, S + 1, S + 9) : cg_ops_error_case(c, 0, -3, -1);
+    }
+    if (index < 0 || index >= n) return 0;
     cg_ops_fill_case(&lm_cases[index], 1, c);
     return 1;
 }

@@ -127,6 +127,9 @@ cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, 
 cg_status cg_cl_wait(cg_cl_device *d, cl_event ev) {
     if (!ev) return CG_OK;
     cl_int err = clWaitForEvents(1, &ev);
+    /* The command may still run and write host memory the caller frees on
+     * the error: wait for the whole queue before giving up on it. */
+    if (err != CL_SUCCESS && d) clFinish(d->queue);
     clReleaseEvent(ev);
     if (err != CL_SUCCESS) return cg_cl_fail(d, CG_ERR_KERNEL, "clWaitForEvents", err);
     return CG_OK;
@@ -145,7 +148,14 @@ cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, si
 cg_status cg_cl_finish(cg_cl_device *d) {
     if (!d) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_finish: NULL device");
     cl_int err = clFinish(d->queue);
-    if (err != CL_SUCCESS) return cg_cl_fail(d, CG_ERR_KERNEL, "clFinish", err);
+    /* A failed clFinish does not say the queue is empty: reads into host
+     * memory the caller frees on the error may still be under way. One more
+     * try drains it after a transient failure (a device that is gone fails
+     * again, and its commands are not run); the error stands either way. */
+    if (err != CL_SUCCESS) {
+        clFinish(d->queue);
+        return cg_cl_fail(d, CG_ERR_KERNEL, "clFinish", err);
+    }
     return CG_OK;
 }
 

@@ -1370,6 +1370,70 @@ START_TEST(plan_builds_only_its_kernels) {
 }
 END_TEST
 
+/* An id or row out of range is the same run-time error on every device,
+ * naming the node (OpenCL kernels record it in their check words, which
+ * the run reads back), and the plan stays usable: the next run with valid
+ * indices is correct, and a later bad one fails again. */
+static const char idx_text[] =
+    "graph idx {\n"
+    "  input w: f32[5, 3]\n"
+    "  input ids: i32[4]\n"
+    "  input rows: i32[2]\n"
+    "  y = embedding(w, ids)\n"
+    "  z = gather_rows(y, rows)\n"
+    "  output z\n"
+    "}\n";
+
+static cg_status run_idx(cg_plan *p, const int32_t *ids, const int32_t *rows, float *z_out) {
+    static const char *const names[] = {"w", "ids", "rows"};
+    const int64_t dw[2] = {5, 3}, di = 4, dr = 2;
+    cg_tensor *in[3], *out[1] = {NULL};
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, dw, &in[0]), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &di, &in[1]), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &dr, &in[2]), CG_OK);
+    for (int i = 0; i < 15; i++) ((float *)cg_tensor_data(in[0]))[i] = (float)(i + 1);
+    memcpy(cg_tensor_data(in[1]), ids, sizeof(int32_t) * 4);
+    memcpy(cg_tensor_data(in[2]), rows, sizeof(int32_t) * 2);
+    cg_status st = cg_plan_run(p, 3, names, in, 1, out);
+    if (!st) memcpy(z_out, cg_tensor_data(out[0]), sizeof(float) * 6);
+    cg_tensor_free(out[0]);
+    for (int i = 0; i < 3; i++) cg_tensor_free(in[i]);
+    return st;
+}
+
+START_TEST(invalid_indices_every_device) {
+    model md = load_model(idx_text, NULL);
+    const char *devices[] = {"cpu", "opencl:0", "opencl:1"};
+    const int32_t ids_ok[4] = {4, 0, 2, 1}, rows_ok[2] = {2, 0};
+    const int32_t ids_bad[4] = {4, 0, 7, 1}, rows_bad[2] = {2, -1};
+    for (int d = 0; d < 3; d++) {
+        cg_plan *p = make_plan(md.m, "idx", devices[d], NULL);
+        float z[6];
+        char want[256];
+        for (int round = 0; round < 2; round++) {
+            ck_assert_msg(run_idx(p, ids_ok, rows_ok, z) == CG_OK, "%s: %s", devices[d], cg_last_error());
+            /* z[r] = w[ids[rows[r]]]: w[2] then w[4], w[i][j] = 3 i + j + 1 */
+            for (int j = 0; j < 3; j++) {
+                ck_assert_float_eq(z[j], (float)(3 * 2 + j + 1));
+                ck_assert_float_eq(z[3 + j], (float)(3 * 4 + j + 1));
+            }
+            ck_assert_int_eq(run_idx(p, ids_bad, rows_ok, z), CG_ERR_KERNEL);
+            snprintf(want, sizeof want, "embedding 'y' on %s", devices[d]);
+            ck_assert_msg(strstr(cg_last_error(), want), "%s", cg_last_error());
+            ck_assert_msg(strstr(cg_last_error(), ": input 1 (ids) holds 7 at position 2, outside [0, 4]"), "%s",
+                          cg_last_error());
+            ck_assert_int_eq(run_idx(p, ids_ok, rows_bad, z), CG_ERR_KERNEL);
+            snprintf(want, sizeof want, "gather_rows 'z' on %s", devices[d]);
+            ck_assert_msg(strstr(cg_last_error(), want), "%s", cg_last_error());
+            ck_assert_msg(strstr(cg_last_error(), ": input 1 (index) holds -1 at position 1, outside [0, 3]"), "%s",
+                          cg_last_error());
+        }
+        cg_plan_free(p);
+    }
+    free_model(&md);
+}
+END_TEST
+
 int main(void) {
     if (cg_device_count() < 3) {
         fprintf(stderr, "the scheduler tests need two OpenCL devices (POCL_DEVICES=\"pthread pthread\"): %d found%s%s\n",
@@ -1391,6 +1455,7 @@ int main(void) {
     tcase_add_test(tc, mixed_graph_same_everywhere);
     tcase_add_test(tc, gru_encoder_same_everywhere);
     tcase_add_test(tc, edge_cases);
+    tcase_add_test(tc, invalid_indices_every_device);
     tcase_add_test(tc, plan_builds_only_its_kernels);
     tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */
     suite_add_tcase(s, tc);
