@@ -48,6 +48,18 @@ static char *read_all(const char *path, size_t *len) {
     return s;
 }
 
+/* A string from the file for a message: control bytes as \xNN (a message
+ * is one line), cut short. */
+static const char *shown(const char *str, char *buf, size_t size) {
+    size_t u = 0;
+    for (const unsigned char *c = (const unsigned char *)str; *c && u + 8 < size; c++)
+        u += (size_t)(*c < 0x20 || *c == 0x7f ? snprintf(buf + u, size - u, "\\x%02x", *c)
+                                               : snprintf(buf + u, size - u, "%c", *c));
+    buf[u] = 0;
+    if (strlen(str) > u && u + 4 <= size) memcpy(buf + u, "...", 4);
+    return buf;
+}
+
 /* What a key was, for messages: its JSON text, cut short. */
 static const char *got(const cJSON *v, char *buf, size_t size) {
     char *t = cJSON_PrintUnformatted(v);
@@ -95,8 +107,9 @@ static cg_status get_enum_as(const char *path, const cJSON *root, const char *ke
             *out = i;
             return CG_OK;
         }
-    return cg_error(CG_ERR_FORMAT, "%s: key '%s' is \"%s\"; it must be one of %s", path, label, v->valuestring,
-                    list);
+    char sv[128];
+    return cg_error(CG_ERR_FORMAT, "%s: key '%s' is \"%s\"; it must be one of %s", path, label,
+                    shown(v->valuestring, sv, sizeof sv), list);
 }
 
 static cg_status get_enum(const char *path, const cJSON *root, const char *key, const char *const *names,
@@ -131,7 +144,8 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
     for (const cJSON *it = root->child; it && !st; it = it->next) {
         int ok = 0;
         for (int i = 0; known[i]; i++) ok |= !strcmp(it->string, known[i]);
-        if (!ok) st = cg_error(CG_ERR_FORMAT, "%s: unknown key '%s'", path, it->string);
+        char sk[128];
+        if (!ok) st = cg_error(CG_ERR_FORMAT, "%s: unknown key '%s'", path, shown(it->string, sk, sizeof sk));
     }
     static const char *const cells[] = {"gru", "lstm", NULL};
     static const char *const atts[] = {"additive", "dot", "scaled_dot", "general", "cosine", "none", NULL};
@@ -165,13 +179,14 @@ cg_status cg_s2s_config_read(const char *path, s2s_config *c) {
     if (!st) {
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "local");
         if (l && !cJSON_IsNull(l)) {
-            char g[64];
+            char g[64], sk[128];
             if (!cJSON_IsObject(l))
                 st = cg_error(CG_ERR_FORMAT, "%s: key 'local' must be null or {\"mode\": ..., \"D\": ...}, got %s",
                               path, got(l, g, sizeof g));
             for (const cJSON *it = l->child; !st && it; it = it->next)
                 if (strcmp(it->string, "mode") && strcmp(it->string, "D"))
-                    st = cg_error(CG_ERR_FORMAT, "%s: unknown key 'local.%s'", path, it->string);
+                    st = cg_error(CG_ERR_FORMAT, "%s: unknown key 'local.%s'", path,
+                                  shown(it->string, sk, sizeof sk));
             int mode = 0;
             if (!st && !cJSON_GetObjectItemCaseSensitive(l, "mode"))
                 st = cg_error(CG_ERR_FORMAT, "%s: key 'local.mode' is required", path);

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Installs the Debian 12 packages clgraph needs to build and test, skipping
 # those already present (so it is quick to re-run). Uses sudo when not root.
+# `tools/install-deps.sh fuzz` adds clang and libFuzzer (tests/fuzz).
 set -eu
 pkgs="build-essential meson ninja-build pkg-config check libopenblas-dev
 ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd mesa-opencl-icd oclgrind clinfo
 libcjson-dev libpng-dev"
+[ "${1:-}" = fuzz ] && pkgs="clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

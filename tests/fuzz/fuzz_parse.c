@@ -2,15 +2,7 @@
  * the printed text again and print it: the two prints must be identical
  * (the printed form is a fixed point). Also feeds the input to the
  * attribute-list parser. Failures must give one-line located messages.
- *
- * Build and run (one process):
- *   clang -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 \
- *     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
- *     -Iinclude -Ibase -Igraph/ir -Igraph/registry -Igraph/io tests/fuzz/fuzz_parse.c \
- *     graph/ir/ir.c graph/ir/parse.c graph/ir/print.c base/error.c base/strbuf.c \
- *     base/shape.c base/dtype.c -lm -o /tmp/fuzz_parse
- *   /tmp/fuzz_parse -max_total_time=60 CORPUS_DIR
- */
+ * Built by -Dfuzz=true (tests/fuzz/meson.build). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

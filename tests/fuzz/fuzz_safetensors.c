@@ -1,16 +1,10 @@
 /*
- * libFuzzer target for the safetensors reader.
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
- *     -Iinclude -Ibase -Igraph/io tests/fuzz/fuzz_safetensors.c \
- *     graph/io/safetensors.c graph/io/tensor.c graph/io/convert.c base/error.c \
- *     base/mem.c base/dtype.c base/shape.c base/strbuf.c -lm -lpthread -o fuzz_safetensors
- *   ./fuzz_safetensors -max_total_time=60 -max_len=4096 CORPUS_DIR tests/data tests/data/dtypes
- *
- * Each input is written to a memfd and opened through /proc/self/fd/N, so
- * the real open/mmap path runs. Besides crashes, it checks invariants: a
- * failure sets a message that starts with the path; on success, every name
- * is found at its own index, and view and get agree byte for byte.
+ * libFuzzer target for the safetensors reader (built by -Dfuzz=true, see
+ * tests/fuzz/meson.build). Each input is written to a memfd and opened
+ * through /proc/self/fd/N, so the real open/mmap path runs. Besides crashes,
+ * it checks invariants: a failure sets a message that starts with the path;
+ * on success, every name is found at its own index, and view and get agree
+ * byte for byte.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -686,6 +686,22 @@ START_TEST(translate_streams) {
     ck_assert_str_eq(err, "clgraph translate: cannot write the translation of line 14: No space left on device\n");
     free(err);
     free(want);
+    /* Every other command's output too: fmt, ops, s2s-graph, --version. */
+    char cg[600];
+    snprintf(cg, sizeof cg, "%s/models/example/model.cg", tu_src_dir());
+    const char *cmds[][2] = {{"fmt", cg}, {"ops", ""}, {"s2s-graph", model}, {"--version", ""}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' %s %s%s%s > /dev/full 2> '%s/full.err'", getenv("CG_CLGRAPH"), cmds[i][0],
+                 cmds[i][1][0] ? "'" : "", cmds[i][1], cmds[i][1][0] ? "'" : "", tu_dir);
+        st = system(cmd);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s: status %d", cmds[i][0], st);
+        err = tu_read_text(tu_path("full.err"), NULL);
+        char want_err[200];
+        snprintf(want_err, sizeof want_err, "clgraph %s: writing the output failed: No space left on device\n",
+                 cmds[i][0]);
+        ck_assert_str_eq(err, want_err);
+        free(err);
+    }
 }
 END_TEST
 

@@ -1,5 +1,6 @@
 /* The clgraph command-line tool. Exit codes: 0 success, 1 the input was bad
  * or a run failed (one line on stderr says why), 2 the command line was bad. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,7 @@ static int refuse_empty(int argc, char **argv) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;
@@ -126,4 +127,22 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "__bench-first-token")) return cli_bench_first_token(argc - 1, argv + 1);
     fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);
     return CLI_USAGE;
+}
+
+/* Every command's output is checked once more at the end: a write that
+ * failed in stdio's buffer (a full disk, a closed pipe with SIGPIPE
+ * ignored) is an error, not a silent exit 0 with output missing. */
+int main(int argc, char **argv) {
+    int rc = dispatch(argc, argv);
+    int bad = fflush(stdout) != 0 || ferror(stdout), err = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    if (bad && !rc) { /* a command that failed has said why already */
+        fprintf(stderr, "clgraph%s%s: writing the output failed: %s\n", argc > 1 ? " " : "", argc > 1 ? argv[1] : "",
+                strerror(err));
+        return 1;
+    }
+    return rc;
 }
