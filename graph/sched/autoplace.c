@@ -41,6 +41,13 @@ void cg_auto_shadow_eval(build *b, const lower_node *n, const int32_t *home, con
     cg_op_call call = cg_lower_call(n, ind, outd, err, sizeof err);
     const cg_kernel_def *k = cg_plan_kernel_on(p, n->op, 0, &call);
     if (!k) return;
+    size_t bytes = 0;
+    for (int i = 0; i < n->n_out; i++) {
+        size_t ob = cg_desc_bytes(&outd[i]);
+        if (ob > CG_AUTO_SHADOW_BUDGET) return;
+        bytes += ob;
+    }
+    if (bytes > CG_AUTO_SHADOW_BUDGET - b->shadow_bytes) return; /* beyond the budget: no shadow */
     const void **ins = calloc((size_t)n->n_in + 1, sizeof *ins);
     void **outp = calloc((size_t)n->n_out + 1, sizeof *outp);
     int ok = ins && outp;
@@ -52,6 +59,8 @@ void cg_auto_shadow_eval(build *b, const lower_node *n, const int32_t *home, con
             free(b->shadow[outs[i]]);
             b->shadow[outs[i]] = NULL;
         }
+    } else {
+        b->shadow_bytes += bytes;
     }
     free(ins);
     free(outp);
@@ -60,7 +69,7 @@ void cg_auto_shadow_eval(build *b, const lower_node *n, const int32_t *home, con
 int cg_auto_choose(build *b, const lower_node *n, const int32_t *ins, const cg_tensor_desc *ind,
                    const cg_tensor_desc *outd, double *cost) {
     cg_plan *p = b->p;
-    int best = -1;
+    int best = -1, first = -1;
     double best_cost = 0;
     const void **host_in = calloc((size_t)n->n_in + 1, sizeof *host_in);
     cg_tensor_desc *od = calloc((size_t)n->n_out + 1, sizeof *od);
@@ -76,6 +85,7 @@ int cg_auto_choose(build *b, const lower_node *n, const int32_t *ins, const cg_t
         cg_op_call call = cg_lower_call(n, ind, od, NULL, 0);
         const cg_kernel_def *k = cg_plan_kernel_on(p, n->op, d, &call);
         if (!k) continue;
+        if (first < 0) first = d;
         double c = cg_cost_kernel(p, d, n->op, k, n->attrs, n->n_in, ind, host_in, n->n_out, outd);
         if (c < 0) continue; /* the kernel failed on these inputs there */
         for (int i = 0; i < n->n_in; i++) {
@@ -90,5 +100,8 @@ int cg_auto_choose(build *b, const lower_node *n, const int32_t *ins, const cg_t
     free(host_in);
     free(od);
     *cost = best_cost;
-    return best;
+    /* Measured nowhere (too large for every trial, or failing on these
+     * inputs everywhere): the first device with a kernel takes it, and the
+     * memory plan or the run says what is wrong, as for a fixed device. */
+    return best >= 0 ? best : first;
 }

@@ -397,11 +397,18 @@ static cg_status source_slots(build *b, const int64_t *sym_vals) {
             for (int k = 0; k < g->n_inputs; k++)
                 if (g->inputs[k] == i) s->input_index = k;
             if (!b->autoplace) continue;
+            /* The caller's data serve as they are (kernels only read
+             * inputs); without data (describe), zeros within the shadow
+             * budget, else none (measured on zeros all the same). */
             size_t bytes = cg_desc_bytes(&d);
-            b->shadow[id] = malloc(bytes + 4);
-            if (!b->shadow[id]) st = cg_lower_oom();
-            else if (b->inputs) memcpy(b->shadow[id], b->inputs[s->input_index]->data, bytes);
-            else memset(b->shadow[id], 0, bytes);
+            if (b->inputs) {
+                b->shadow[id] = b->inputs[s->input_index]->data;
+                b->borrowed[id] = 1;
+            } else if (bytes <= CG_AUTO_SHADOW_BUDGET - b->shadow_bytes) {
+                b->shadow[id] = calloc(1, bytes + 4);
+                if (!b->shadow[id]) st = cg_lower_oom();
+                b->shadow_bytes += bytes;
+            }
         } else {
             s->kind = SLOT_PARAM;
             cg_tensor_desc wd;

@@ -18,6 +18,7 @@ typedef struct build {
     void **shadow;            /* auto: host values of slots, from host kernels */
     unsigned char *borrowed;  /* auto: shadow[i] is not ours to free */
     int cap_shadow;
+    size_t shadow_bytes;      /* auto: what the shadow values hold */
 } build;
 
 /* One node to lower (a graph node, or one a decomposition emits). */
@@ -64,7 +65,11 @@ cg_status cg_lower_expand(build *b, const lower_node *n, const int32_t *ins, con
 int cg_auto_choose(build *b, const lower_node *n, const int32_t *ins, const cg_tensor_desc *ind,
                    const cg_tensor_desc *outd, double *cost);
 /* Runs the host kernel of a lowered node on the shadow values so later
- * nodes are measured on real data; failure leaves no shadow. */
+ * nodes are measured on real data; failure leaves no shadow. Shadows stop
+ * at CG_AUTO_SHADOW_BUDGET bytes in all (later nodes are measured on
+ * zeros), so auto placement of a plan too large for memory allocates
+ * little before the memory plan refuses it. */
+#define CG_AUTO_SHADOW_BUDGET ((size_t)256 << 20)
 void cg_auto_shadow_eval(build *b, const lower_node *n, const int32_t *home, const cg_tensor_desc *ind,
                          cg_tensor_desc *outd, const int32_t *outs);
 /* Grows the shadow table with the slots. */

@@ -387,6 +387,22 @@ START_TEST(no_opencl_platform) {
 }
 END_TEST
 
+/* A plan too large for memory is refused with its size under --device auto
+ * too, before the measurement allocates shadow copies of its values (it
+ * used to allocate them first and then blame the op). */
+START_TEST(auto_checks_sizes_first) {
+    static const char text[] = "graph big {\n  input x: f32[N, 4]\n  y = tanh(x)\n  z = tanh(y)\n  output z\n}\n";
+    const char *g = tu_write_file("big.cg", text, sizeof text - 1);
+    const char *devs[] = {"cpu", "auto"};
+    for (int i = 0; i < 2; i++) {
+        const char *a[] = {"plan", g, "--bind", "N=100000000000", "--device", devs[i], NULL};
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 1);
+        const char *n[] = {"the plan needs 1600000000000 bytes on cpu", NULL};
+        tu_assert_one_line(n);
+    }
+}
+END_TEST
+
 START_TEST(plan_and_placement) {
     char model[512], w[512], src[512], len[512], in1[600], in2[600], dot[600], a[600], b[600], outdir[512];
     example("model.cg", model);
@@ -739,6 +755,7 @@ int main(void) {
     tcase_add_test(tc, same_results_on_opencl);
     tcase_add_test(tc, no_opencl_platform);
     tcase_add_test(tc, plan_and_placement);
+    tcase_add_test(tc, auto_checks_sizes_first);
     tcase_add_test(tc, plan_model_dir);
     tcase_add_test(tc, auto_placement_cost_cache);
     tcase_add_test(tc, readme_command_cold_is_quiet);
