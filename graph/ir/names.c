@@ -11,9 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* FNV-1a's low bits cluster for names that differ only in their last
+ * characters (x1, x2, ... of a long chain), and linear probing then walks
+ * long runs: a finalizer (MurmurHash3's fmix64) spreads every bit first. */
 static uint32_t slot_of(const char *name, uint32_t mask) {
     uint64_t h = cg_fnv1a_str(CG_FNV_BASIS, name);
-    return (uint32_t)(h ^ (h >> 32)) & mask;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (uint32_t)h & mask;
 }
 
 static void put(int32_t *slots, uint32_t mask, const cg_value *values, int32_t v) {
