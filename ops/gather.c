@@ -101,17 +101,22 @@ static const gather_case embedding_cases[] = {
     {CG_OP_F32, 2, 2, {50, 1000}, {3, 17}},
 };
 
-/* After the valid cases: ids past the table, then negative ids (errors). */
-static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
-    const int32_t n = (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]);
+/* Case `index` of cases[0..n), then two error cases on cases[err]: indices
+ * past the rows, then negative ones. */
+static int32_t gather_conform(const gather_case *cases, int32_t n, int32_t err, int32_t index, cg_conform_case *c) {
     if (index >= n && index < n + 2) {
-        const gather_case *t = &embedding_cases[3];
+        const gather_case *t = &cases[err];
         gather_fill(t, t->d0[0], c);
         return index == n ? cg_ops_error_case(c, 1, (double)t->d0[0], (double)t->d0[0] + 3)
                           : cg_ops_error_case(c, 1, -3, -1);
     }
     if (index < 0 || index >= n) return 0;
-    return gather_fill(&embedding_cases[index], embedding_cases[index].d0[0], c);
+    return gather_fill(&cases[index], cases[index].d0[0], c);
+}
+
+static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
+    return gather_conform(embedding_cases, (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]), 3, index,
+                          c);
 }
 
 static const cg_kernel_def embedding_kernels[] = {
@@ -180,17 +185,9 @@ static const gather_case gather_rows_cases[] = {
     {CG_OP_I32, 2, 1, {20, 1000}, {33}},
 };
 
-/* After the valid cases: rows past x, then negative rows (errors). */
 static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
-    const int32_t n = (int32_t)(sizeof gather_rows_cases / sizeof gather_rows_cases[0]);
-    if (index >= n && index < n + 2) {
-        const gather_case *t = &gather_rows_cases[4];
-        gather_fill(t, t->d0[0], c);
-        return index == n ? cg_ops_error_case(c, 1, (double)t->d0[0], (double)t->d0[0] + 3)
-                          : cg_ops_error_case(c, 1, -3, -1);
-    }
-    if (index < 0 || index >= n) return 0;
-    return gather_fill(&gather_rows_cases[index], gather_rows_cases[index].d0[0], c);
+    return gather_conform(gather_rows_cases, (int32_t)(sizeof gather_rows_cases / sizeof gather_rows_cases[0]), 4,
+                          index, c);
 }
 
 static const cg_kernel_def gather_rows_kernels[] = {
