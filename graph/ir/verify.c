@@ -15,6 +15,11 @@ static void loc(char *buf, size_t n, const cg_model *m, int line, int col) {
     cg_loc_format(buf, n, m, line, col);
 }
 
+/* Where a node's op is named (else the node itself), for a message. */
+static void op_loc(char *buf, size_t n, const cg_model *m, const cg_node *nd) {
+    loc(buf, n, m, nd->op_line ? nd->op_line : nd->line, nd->op_line ? nd->op_col : nd->col);
+}
+
 void cg_desc_from_value(const cg_value *v, cg_tensor_desc *d) {
     memset(d, 0, sizeof *d);
     d->dtype = (cg_op_dtype)v->dtype;
@@ -171,19 +176,16 @@ static cg_status analyze_graph(cg_graph *g, cg_analysis *an) {
         return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
     cg_status st = CG_OK;
-    /* Locations are formatted only for a message: a million-node graph
-     * spent a third of its verification formatting them. Consecutive nodes
+    /* Locations are formatted only for a message (a million-node graph
+     * spent a third of its verification formatting them). Consecutive nodes
      * mostly share an op, so the last lookup is tried first. */
     const cg_op_entry *last = NULL;
     for (int i = 0; i < g->n_nodes && !st; i++) {
         cg_node *nd = g->nodes[i];
         const cg_op_entry *op = last && !strcmp(last->def->name, nd->op) ? last : cg_registry_find(m->ctx, nd->op);
         last = op;
-        if (!op || nd->n_inputs < op->def->min_inputs ||
-            (op->def->max_inputs >= 0 && nd->n_inputs > op->def->max_inputs) ||
-            nd->n_outputs < op->def->min_outputs || nd->n_outputs > op->def->max_outputs)
-            loc(where, sizeof where, m, nd->op_line ? nd->op_line : nd->line, nd->op_line ? nd->op_col : nd->col);
         if (!op) {
+            op_loc(where, sizeof where, m, nd);
             st = cg_error(CG_ERR_VERIFY, "%sunknown op '%s' in node '%s'", where, nd->op, nd->name);
             break;
         }
@@ -194,6 +196,7 @@ static cg_status analyze_graph(cg_graph *g, cg_analysis *an) {
             if (def->max_inputs < 0) snprintf(want, sizeof want, "at least %d", def->min_inputs);
             else if (def->max_inputs == def->min_inputs) snprintf(want, sizeof want, "%d", def->min_inputs);
             else snprintf(want, sizeof want, "%d to %d", def->min_inputs, def->max_inputs);
+            op_loc(where, sizeof where, m, nd);
             st = cg_error(CG_ERR_VERIFY, "%s%s '%s': takes %s inputs, got %d", where, def->name,
                           nd->name, want, nd->n_inputs);
             break;
@@ -202,6 +205,7 @@ static cg_status analyze_graph(cg_graph *g, cg_analysis *an) {
             char want[64];
             if (def->max_outputs == def->min_outputs) snprintf(want, sizeof want, "%d", def->min_outputs);
             else snprintf(want, sizeof want, "%d to %d", def->min_outputs, def->max_outputs);
+            op_loc(where, sizeof where, m, nd);
             st = cg_error(CG_ERR_VERIFY, "%s%s '%s': defines %s outputs, got %d", where, def->name,
                           nd->name, want, nd->n_outputs);
             break;
