@@ -49,10 +49,9 @@ cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a
 cg_op_status cg_op_fail_range(const cg_op_call *call, int input, const char *name, int64_t value, int64_t pos,
                               int64_t lo, int64_t hi) {
     /* as an OpenCL kernel records them: int32 words, a bound past them clamped */
-    int32_t v = value > INT32_MAX ? INT32_MAX : value < INT32_MIN ? INT32_MIN : (int32_t)value;
-    int32_t l = lo < INT32_MIN ? INT32_MIN : lo > INT32_MAX ? INT32_MAX : (int32_t)lo;
-    int32_t h = hi > INT32_MAX ? INT32_MAX : hi < INT32_MIN ? INT32_MIN : (int32_t)hi;
-    if (call->err && call->err_size) cg_check_message(call->err, call->err_size, input, name, v, pos, l, h);
+    if (call->err && call->err_size)
+        cg_check_message(call->err, call->err_size, input, name, cg_ops_clamp_i32(value), pos, cg_ops_clamp_i32(lo),
+                         cg_ops_clamp_i32(hi));
     return CG_OP_ERROR;
 }
 

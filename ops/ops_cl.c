@@ -168,8 +168,7 @@ cg_op_status cg_ops_cl_check_range(const cg_kernel_args *a, int input, int64_t n
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_check, kn, wide, 0, NULL);
     if (!k) return CG_OP_ERROR;
     const cl_mem v = (cl_mem)a->in[input];
-    const cl_int l = lo < INT32_MIN ? INT32_MIN : lo > INT32_MAX ? INT32_MAX : (cl_int)lo;
-    const cl_int h = hi > INT32_MAX ? INT32_MAX : hi < INT32_MIN ? INT32_MIN : (cl_int)hi;
+    const cl_int l = cg_ops_clamp_i32(lo), h = cg_ops_clamp_i32(hi);
     const cl_int in = input;
     const cg_ops_cl_arg_value lim[] = {CG_OPS_CL_ARG(l), CG_OPS_CL_ARG(h)};
     const cg_ops_cl_arg_value last[] = {CG_OPS_CL_ARG(in)};

@@ -30,6 +30,12 @@ cg_op_fail(const cg_op_call *call, const char *fmt, ...) {
     return CG_OP_ERROR;
 }
 
+/* v clamped into the int32 range: how a bound or value lands in an i32
+ * kernel argument or check word. */
+static inline int32_t cg_ops_clamp_i32(int64_t v) {
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
 /* An invalid value in input `input` (`name`): `value` at element `pos`,
  * outside [lo, hi]. The wording is the one the host gives an OpenCL
  * kernel's check words (base/check_msg.h), so every device says the same. */
