@@ -1,9 +1,11 @@
-/* A growable string built with printf-style appends (see strbuf.h). */
+/* A growable string built with printf-style appends, and untrusted text
+ * quoted for messages (see strbuf.h). */
 #include "strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void cg_strbuf_put(cg_strbuf *b, const char *fmt, ...) {
     if (b->failed) return;
@@ -38,4 +40,33 @@ char *cg_strbuf_take(cg_strbuf *b) {
     b->s = NULL;
     b->n = b->cap = 0;
     return s;
+}
+
+/* Copies untrusted text into `dst` for a message: printable ASCII and UTF-8
+ * bytes as is, control characters and backslashes as \xNN, cut with "..."
+ * when too long. */
+void cg_quote_text(char *dst, size_t size, const char *src, size_t len) {
+    size_t o = 0;
+    if (size == 0) return;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)src[i];
+        char tmp[5];
+        int n;
+        if ((c >= 0x20 && c < 0x7f && c != '\\') || c >= 0x80) {
+            tmp[0] = (char)c;
+            n = 1;
+        } else {
+            n = snprintf(tmp, sizeof tmp, "\\x%02x", c);
+        }
+        if (o + (size_t)n + 4 > size) {
+            /* do not cut a UTF-8 sequence in half */
+            while (o > 0 && ((unsigned char)dst[o - 1] & 0xc0) == 0x80) o--;
+            if (o > 0 && (unsigned char)dst[o - 1] >= 0xc0) o--;
+            if (o + 4 <= size) memcpy(dst + o, "...", 3), o += 3;
+            break;
+        }
+        memcpy(dst + o, tmp, (size_t)n);
+        o += (size_t)n;
+    }
+    dst[o < size ? o : size - 1] = '\0';
 }

@@ -22,4 +22,10 @@ void cg_strbuf_put(cg_strbuf *b, const char *fmt, ...) CG_PRINTF(2, 3);
  * (with the buffer freed) when an append or this allocation failed. */
 char *cg_strbuf_take(cg_strbuf *b);
 
+/* Copies untrusted text (len bytes, NULs included) into dst for a one-line
+ * message: printable ASCII and UTF-8 bytes as is, control characters and
+ * backslashes as \xNN, cut with "..." (never inside a UTF-8 sequence) when
+ * it does not fit `size`. */
+void cg_quote_text(char *dst, size_t size, const char *src, size_t len);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "strbuf.h"
 #include "s2s.h"
 
 static const char *const known[] = {"cell", "emb_dim", "hidden", "encoder_layers", "decoder_layers",
@@ -48,15 +49,9 @@ static char *read_all(const char *path, size_t *len) {
     return s;
 }
 
-/* A string from the file for a message: control bytes as \xNN (a message
- * is one line), cut short. */
+/* A string from the file for a message, on one line (cg_quote_text). */
 static const char *shown(const char *str, char *buf, size_t size) {
-    size_t u = 0;
-    for (const unsigned char *c = (const unsigned char *)str; *c && u + 8 < size; c++)
-        u += (size_t)(*c < 0x20 || *c == 0x7f ? snprintf(buf + u, size - u, "\\x%02x", *c)
-                                               : snprintf(buf + u, size - u, "%c", *c));
-    buf[u] = 0;
-    if (strlen(str) > u && u + 4 <= size) memcpy(buf + u, "...", 4);
+    cg_quote_text(buf, size, str, strlen(str));
     return buf;
 }
 

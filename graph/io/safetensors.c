@@ -20,6 +20,7 @@
 
 #include "mem.h"
 #include "error.h"
+#include "strbuf.h"
 #include "tensor.h"
 
 #include <errno.h>
@@ -86,38 +87,9 @@ struct cg_weights {
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
 
-/* Copies untrusted text into `dst` for a message: printable ASCII and UTF-8
- * bytes as is, control characters and backslashes as \xNN, cut with "..."
- * when too long. */
-static void quote_text(char *dst, size_t size, const char *src, size_t len) {
-    size_t o = 0;
-    if (size == 0) return;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)src[i];
-        char tmp[5];
-        int n;
-        if ((c >= 0x20 && c < 0x7f && c != '\\') || c >= 0x80) {
-            tmp[0] = (char)c;
-            n = 1;
-        } else {
-            n = snprintf(tmp, sizeof tmp, "\\x%02x", c);
-        }
-        if (o + (size_t)n + 4 > size) {
-            /* do not cut a UTF-8 sequence in half */
-            while (o > 0 && ((unsigned char)dst[o - 1] & 0xc0) == 0x80) o--;
-            if (o > 0 && (unsigned char)dst[o - 1] >= 0xc0) o--;
-            if (o + 4 <= size) memcpy(dst + o, "...", 3), o += 3;
-            break;
-        }
-        memcpy(dst + o, tmp, (size_t)n);
-        o += (size_t)n;
-    }
-    dst[o < size ? o : size - 1] = '\0';
-}
-
 #define NAME_BUF 160
 static void quote_name(char *dst, const char *name) {
-    quote_text(dst, NAME_BUF, name, strlen(name));
+    cg_quote_text(dst, NAME_BUF, name, strlen(name));
 }
 
 /* "F32[12, 4]" */
@@ -456,7 +428,7 @@ static cg_status parse_metadata(jparser *p) {
         char *val;
         size_t vlen;
         char kq[NAME_BUF], what[NAME_BUF + 40];
-        quote_text(kq, sizeof kq, keys[n - 1], klen);
+        cg_quote_text(kq, sizeof kq, keys[n - 1], klen);
         snprintf(what, sizeof what, "a string value for key '%s'", kq);
         if ((s = jp_string(p, what, &val, &vlen)) != CG_OK) goto done;
         free(val);
@@ -472,7 +444,7 @@ static cg_status parse_metadata(jparser *p) {
     for (size_t i = 1; i < n; i++)
         if (key_ref_cmp(&refs[i - 1], &refs[i]) == 0) {
             char kq[NAME_BUF];
-            quote_text(kq, sizeof kq, refs[i].s, refs[i].len);
+            cg_quote_text(kq, sizeof kq, refs[i].s, refs[i].len);
             s = cg_error(CG_ERR_FORMAT, "%s: '__metadata__': duplicate key '%s'", p->path, kq);
             goto done;
         }
@@ -498,7 +470,7 @@ static cg_status parse_dtype(jparser *p, st_entry *e) {
         if (st_names[i] && dlen == strlen(st_names[i]) && strcmp(dt, st_names[i]) == 0) t = i;
     if (!t) {
         char dq[64];
-        quote_text(dq, sizeof dq, dt, dlen);
+        cg_quote_text(dq, sizeof dq, dt, dlen);
         p->pos = dt_pos;
         s = jp_fail(p, CG_ERR_UNSUPPORTED, "unsupported dtype '%s' (supported: %s)", dq,
                     ST_SUPPORTED);
@@ -563,7 +535,7 @@ static cg_status parse_tensor_key(jparser *p, const int seen[3], int *which) {
         if (klen == strlen(keys[i]) && strcmp(key, keys[i]) == 0) k = i;
     if (k < 0 || seen[k]) {
         char kq[NAME_BUF];
-        quote_text(kq, sizeof kq, key, klen);
+        cg_quote_text(kq, sizeof kq, key, klen);
         p->pos = key_pos;
         s = jp_fail(p, CG_ERR_FORMAT, "%s key '%s'%s", k < 0 ? "unknown" : "duplicate", kq,
                     k < 0 ? " (expected dtype, shape and data_offsets)" : "");
@@ -633,7 +605,7 @@ static cg_status parse_header(cg_weights *w, const unsigned char *hdr, size_t le
             if ((s = parse_metadata(&p)) != CG_OK) return s;
         } else {
             char qname[NAME_BUF];
-            quote_text(qname, sizeof qname, name, nlen);
+            cg_quote_text(qname, sizeof qname, name, nlen);
             if (strlen(name) != nlen) {
                 free(name);
                 p.pos = name_pos;
