@@ -6,31 +6,15 @@
  * on success, every name is found at its own index, and view and get agree
  * byte for byte.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include "clgraph/clgraph.h"
+#include "fuzz_mem.h"
 #include "weights.h"
-
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static int fd = -1;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("fuzz.safetensors", 0);
-        if (fd < 0) abort();
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) != 0) abort();
-    if (size && pwrite(fd, data, size, 0) != (ssize_t)size) abort();
+    static cg_fuzz_file f;
+    const char *path = cg_fuzz_put(&f, "fuzz.safetensors", data, size);
 
     cg_weights *w = NULL;
     if (cg_weights_open(path, &w) != CG_OK) {
