@@ -1,7 +1,6 @@
 #include "shape.h"
 
-#include <stdarg.h>
-#include <stdio.h>
+#include <string.h>
 
 #include "clgraph/clgraph.h"
 #include "error.h"
@@ -35,14 +34,29 @@ size_t cg_desc_bytes(const cg_tensor_desc *d) {
     return (size_t)n * es;
 }
 
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...) CG_PRINTF(4, 5);
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...) {
-    size_t room = size > *used ? size - *used : 0;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(room ? buf + *used : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) *used += (size_t)n;
+/* Appends s, cut to what fits (buf stays NUL-terminated). No printf: a
+ * printf through glibc costs several times more once any library in the
+ * process has registered a printf specifier (libquadmath, under OpenBLAS,
+ * does), and `clgraph check` formats a type for every value. */
+static void put(char *buf, size_t size, size_t *used, const char *s) {
+    size_t n = strlen(s);
+    if (*used < size) {
+        size_t room = size - 1 - *used, k = n < room ? n : room;
+        memcpy(buf + *used, s, k);
+        buf[*used + k] = '\0';
+    }
+    *used += n;
+}
+
+static void put_int(char *buf, size_t size, size_t *used, const char *sep, long long v) {
+    char tmp[24];
+    int i = (int)sizeof tmp;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    tmp[--i] = '\0';
+    do tmp[--i] = (char)('0' + u % 10); while (u /= 10);
+    if (v < 0) tmp[--i] = '-';
+    put(buf, size, used, sep);
+    put(buf, size, used, tmp + i);
 }
 
 void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims,
@@ -50,24 +64,30 @@ void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t 
     if (!buf || size == 0) return;
     buf[0] = '\0';
     size_t used = 0;
-    if (dtype) append(buf, size, &used, "%s", cg_dtype_name((cg_dtype)dtype));
-    append(buf, size, &used, "[");
+    if (dtype) put(buf, size, &used, cg_dtype_name((cg_dtype)dtype));
+    put(buf, size, &used, "[");
     if (ndim < 0 || ndim > CG_MAX_DIMS || (ndim > 0 && !dims)) {
-        append(buf, size, &used, "<invalid>]");
+        put(buf, size, &used, "<invalid>]");
         return;
     }
     for (int i = 0; i < ndim; i++) {
         int64_t v = dims[i];
         const char *sep = i ? ", " : "";
         if (v >= 0) {
-            append(buf, size, &used, "%s%lld", sep, (long long)v);
+            put_int(buf, size, &used, sep, (long long)v);
         } else if (v == CG_DIM_UNKNOWN) {
-            append(buf, size, &used, "%s?", sep);
+            put(buf, size, &used, sep);
+            put(buf, size, &used, "?");
         } else {
             int64_t k = -2 - v;
-            if (syms && k < n_syms) append(buf, size, &used, "%s%s", sep, syms[k]);
-            else append(buf, size, &used, "%ss%lld", sep, (long long)k);
+            if (syms && k < n_syms) {
+                put(buf, size, &used, sep);
+                put(buf, size, &used, syms[k]);
+            } else {
+                put(buf, size, &used, sep);
+                put_int(buf, size, &used, "s", (long long)k);
+            }
         }
     }
-    append(buf, size, &used, "]");
+    put(buf, size, &used, "]");
 }

@@ -3,6 +3,7 @@
 #include "strbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,37 @@ void cg_strbuf_put(cg_strbuf *b, const char *fmt, ...) {
         b->s = ns;
         b->cap = cap;
     }
+}
+
+/* Room for n more bytes and a NUL; 0 on failure (then b->failed is set). */
+static int reserve(cg_strbuf *b, size_t n) {
+    if (b->failed) return 0;
+    if (b->cap - b->n > n) return 1;
+    if (n > (SIZE_MAX - 1) / 2 - b->n) {
+        b->failed = 1;
+        return 0;
+    }
+    size_t cap = (b->n + n + 1) * 2;
+    char *ns = realloc(b->s, cap);
+    if (!ns) {
+        b->failed = 1;
+        return 0;
+    }
+    b->s = ns;
+    b->cap = cap;
+    return 1;
+}
+
+void cg_strbuf_cat(cg_strbuf *b, ...) {
+    va_list ap;
+    va_start(ap, b);
+    for (const char *s; (s = va_arg(ap, const char *));) {
+        size_t n = strlen(s);
+        if (!reserve(b, n)) break;
+        memcpy(b->s + b->n, s, n + 1);
+        b->n += n;
+    }
+    va_end(ap);
 }
 
 char *cg_strbuf_take(cg_strbuf *b) {

@@ -18,6 +18,10 @@ typedef struct cg_strbuf {
 /* Appends printf-style text, growing s as needed. */
 void cg_strbuf_put(cg_strbuf *b, const char *fmt, ...) CG_PRINTF(2, 3);
 
+/* Appends the NUL-terminated strings given, up to a NULL (no printf: see
+ * shape.c for why that matters in a loop over a million values). */
+void cg_strbuf_cat(cg_strbuf *b, ...);
+
 /* The text, now the caller's to free ("" when nothing was appended), or NULL
  * (with the buffer freed) when an append or this allocation failed. */
 char *cg_strbuf_take(cg_strbuf *b);

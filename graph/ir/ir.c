@@ -1,6 +1,7 @@
 /* Construction and destruction of the IR (models, graphs, values, nodes,
  * attributes) and the public builder API on top of it. */
 #include "ir.h"
+#include "arena.h"
 #include "dtype.h"
 #include "error.h"
 #include "shape.h"
@@ -126,28 +127,18 @@ void cg_attr_clear(cg_attr *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* The node itself, its arrays and names are in the graph's arena. */
 static void node_free(cg_node *n) {
     if (!n) return;
-    free(n->name);
-    free(n->op);
-    if (n->in_names)
-        for (int i = 0; i < n->n_inputs; i++) free(n->in_names[i]);
-    free(n->in_names);
-    free(n->inputs);
-    free(n->outputs);
     if (n->attrs)
         for (int i = 0; i < n->n_attrs; i++) cg_attr_clear(&n->attrs[i]);
     free(n->attrs);
-    free(n);
 }
 
 static void graph_free(cg_graph *g) {
     if (!g) return;
     free(g->name);
-    for (int i = 0; i < g->n_values; i++) {
-        free(g->values[i].name);
-        free(g->values[i].weight);
-    }
+    for (int i = 0; i < g->n_values; i++) free(g->values[i].weight);
     free(g->values);
     free(g->index);
     for (int i = 0; i < g->n_nodes; i++) node_free(g->nodes[i]);
@@ -159,6 +150,7 @@ static void graph_free(cg_graph *g) {
     free(g->outputs);
     free(g->out_line);
     free(g->out_col);
+    cg_arena_free(&g->arena);
     free(g);
 }
 
@@ -284,8 +276,8 @@ cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, 
     int32_t old = cg_graph_find_value(g, name);
     if (old >= 0) return redefined(g, name, old, line, col);
     if (reserve_values(g, 1) || cg_graph_index_reserve(g, 1)) return CG_ERR_NO_MEMORY;
-    char *s = cg_strdup(name);
-    if (!s) return CG_ERR_NO_MEMORY;
+    char *s = cg_arena_strdup(&g->arena, name);
+    if (!s) return oom();
     cg_value *v = &g->values[g->n_values];
     memset(v, 0, sizeof *v);
     v->name = s;
@@ -370,32 +362,35 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n
     if (reserve_values(g, n_outputs) || reserve_nodes(g) || cg_graph_index_reserve(g, n_outputs))
         return CG_ERR_NO_MEMORY;
 
-    cg_node *n = calloc(1, sizeof *n);
-    char **onames = calloc((size_t)n_outputs, sizeof *onames);
+    /* The node, its arrays and its names live in the graph's arena (one
+     * malloc per 64 KiB instead of nine per node); a failure part way only
+     * leaves unused bytes there. */
+    size_t bytes = sizeof(cg_node) + ((size_t)n_inputs + 1) * (sizeof(char *) + sizeof(int32_t)) +
+                   (size_t)n_outputs * sizeof(int32_t);
+    cg_node *n = cg_arena_alloc(&g->arena, bytes);
+    char *few[8];
+    char **onames = n_outputs <= 8 ? few : calloc((size_t)n_outputs, sizeof *onames);
     if (!n || !onames) {
-        free(n);
-        free(onames);
+        if (onames != few) free(onames);
         return oom();
     }
-    int ok = (n->name = cg_strdup(name ? name : outputs[0])) && (n->op = cg_strdup(op));
-    if (ok) {
-        n->in_names = calloc((size_t)n_inputs + 1, sizeof *n->in_names);
-        n->inputs = malloc(((size_t)n_inputs + 1) * sizeof *n->inputs);
-        n->outputs = malloc((size_t)n_outputs * sizeof *n->outputs);
-        ok = n->in_names && n->inputs && n->outputs;
-    }
-    if (ok) n->n_inputs = n_inputs;
+    memset(n, 0, sizeof *n);
+    n->in_names = (char **)(n + 1);
+    n->inputs = (int32_t *)(n->in_names + n_inputs + 1);
+    n->outputs = n->inputs + n_inputs + 1;
+    n->in_names[n_inputs] = NULL;
+    int ok = (n->name = cg_arena_strdup(&g->arena, name ? name : outputs[0])) &&
+             (n->op = cg_arena_strdup(&g->arena, op));
     for (int i = 0; ok && i < n_inputs; i++) {
-        ok = (n->in_names[i] = cg_strdup(inputs[i])) != NULL;
+        ok = (n->in_names[i] = cg_arena_strdup(&g->arena, inputs[i])) != NULL;
         n->inputs[i] = -1;
     }
-    for (int i = 0; ok && i < n_outputs; i++) ok = (onames[i] = cg_strdup(outputs[i])) != NULL;
+    for (int i = 0; ok && i < n_outputs; i++) ok = (onames[i] = cg_arena_strdup(&g->arena, outputs[i])) != NULL;
     if (!ok) {
-        for (int i = 0; i < n_outputs; i++) free(onames[i]);
-        free(onames);
-        node_free(n);
+        if (onames != few) free(onames);
         return oom();
     }
+    n->n_inputs = n_inputs;
     n->n_outputs = n_outputs;
     n->line = line;
     n->col = col;
@@ -415,7 +410,7 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n
         n->outputs[i] = g->n_values;
         cg_graph_index_add(g, g->n_values++);
     }
-    free(onames);
+    if (onames != few) free(onames);
     g->nodes[g->n_nodes++] = n;
     if (g->model) g->model->verified = 0;
     if (out) *out = n;

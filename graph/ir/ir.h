@@ -6,6 +6,7 @@
 
 #include "clgraph/clgraph.h"
 #include "clgraph/plugin.h"
+#include "arena.h"
 #include "registry.h"
 
 #include <stdint.h>
@@ -26,6 +27,14 @@ typedef enum cg_value_kind {
     CG_VAL_PARAM = 2,       /* weight from the safetensors file */
     CG_VAL_NODE = 3         /* output of a node */
 } cg_value_kind;
+
+/* A slot of a graph's name index: the value (-1: empty) and its name's
+ * hash, so that probes and growth compare and move hashes without touching
+ * the names. */
+typedef struct cg_name_slot {
+    int32_t v;
+    uint32_t hash;
+} cg_name_slot;
 
 typedef struct cg_value {
     char *name;
@@ -72,9 +81,10 @@ struct cg_graph {
     int32_t *outputs;       /* value indices, -1 until resolved */
     int *out_line, *out_col;/* where each output was named */
     int line, col;
-    int32_t *index;         /* value names -> indices (names.c); -1: empty */
+    struct cg_name_slot *index; /* value names -> indices (names.c) */
     uint32_t cap_index;     /* slots, a power of two */
     int32_t n_index;        /* values indexed */
+    cg_arena arena;         /* the nodes and every name of nodes and values */
 };
 
 struct cg_model {

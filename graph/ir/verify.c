@@ -270,10 +270,11 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
     memset(out, 0, sizeof *out * (size_t)n_out);
     cg_op_status rs = op->def->infer(&call);
     err[sizeof err - 1] = 0;
-    loc(where, sizeof where, m, line, col);
-    if (rs != CG_OP_OK)
+    if (rs != CG_OP_OK) {
+        loc(where, sizeof where, m, line, col);
         return cg_error(CG_ERR_VERIFY, "%s%s '%s': %s", where, op->def->name, node_name,
                         err[0] ? err : "shape inference failed");
+    }
     for (int k = 0; k < n_out; k++) {
         const cg_tensor_desc *d = &out[k];
         int bad = (d->dtype != CG_OP_F32 && d->dtype != CG_OP_I32) || d->ndim < 0 || d->ndim > CG_MAX_DIMS;
@@ -281,6 +282,7 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
             /* Symbols must be ones of this model: -2 - k with k < n_syms. */
             if (concrete ? d->dims[i] < 0 : d->dims[i] < -1 - (int64_t)(m ? m->n_syms : 0))
                 bad = 1;
+        if (bad || !cg_shape_fits(d->ndim, d->dims)) loc(where, sizeof where, m, line, col);
         if (bad)
             return cg_error(CG_ERR_VERIFY, "%s%s '%s': operator inferred an invalid type for output %d",
                             where, op->def->name, node_name, k);
@@ -416,22 +418,30 @@ cg_status cg_model_describe(const cg_model *m, char **out) {
     cg_strbuf b = {0};
     for (int gi = 0; gi < m->n_graphs; gi++) {
         const cg_graph *g = m->graphs[gi];
+        unsigned char *is_out = calloc((size_t)g->n_values + 1, 1);
+        if (!is_out) {
+            free(cg_strbuf_take(&b));
+            return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        }
+        for (int k = 0; k < g->n_outputs; k++) is_out[g->outputs[k]] = 1;
         for (int i = 0; i < g->n_values; i++) {
             const cg_value *v = &g->values[i];
-            char ty[512], origin[512];
+            char ty[512];
             cg_tensor_desc d;
             cg_desc_from_value(v, &d);
             cg_desc_format(ty, sizeof ty, m, &d);
-            if (v->kind == CG_VAL_INPUT) snprintf(origin, sizeof origin, "input");
-            else if (v->kind == CG_VAL_PARAM) snprintf(origin, sizeof origin, "param \"%s\"", v->weight);
-            else {
+            cg_strbuf_cat(&b, g->name, ".", v->name, ": ", ty, "  ", (const char *)NULL);
+            if (v->kind == CG_VAL_INPUT) {
+                cg_strbuf_cat(&b, "input", (const char *)NULL);
+            } else if (v->kind == CG_VAL_PARAM) {
+                cg_strbuf_cat(&b, "param \"", v->weight, "\"", (const char *)NULL);
+            } else {
                 const cg_node *nd = g->nodes[v->producer];
-                snprintf(origin, sizeof origin, "%s '%s'", nd->op, nd->name);
+                cg_strbuf_cat(&b, nd->op, " '", nd->name, "'", (const char *)NULL);
             }
-            int is_out = 0;
-            for (int k = 0; k < g->n_outputs; k++) is_out |= g->outputs[k] == i;
-            cg_strbuf_put(&b, "%s.%s: %s  %s%s\n", g->name, v->name, ty, origin, is_out ? "  (output)" : "");
+            cg_strbuf_cat(&b, is_out[i] ? "  (output)\n" : "\n", (const char *)NULL);
         }
+        free(is_out);
     }
     char *s = cg_strbuf_take(&b);
     if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
