@@ -1,6 +1,9 @@
 /* The clgraph command-line tool. Exit codes: 0 success, 1 the input was bad
  * or a run failed (one line on stderr says why), 2 the command line was bad. */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +135,21 @@ static int dispatch(int argc, char **argv) {
 /* Every command's output is checked once more at the end: a write that
  * failed in stdio's buffer (a full disk, a closed pipe with SIGPIPE
  * ignored) is an error, not a silent exit 0 with output missing. */
+/* glibc raises its mmap threshold each time a big mmapped block is freed,
+ * after which blocks of that size come from the heap and fragment it: a
+ * translate that allocates and frees its encoder outputs (~1.5 MB) per batch
+ * grew from 38 MB at 10,000 lines to 49 MB at 300,000 and on. A fixed
+ * threshold keeps big blocks in mmap, where freeing returns them (peak RSS
+ * 31.3 MB for both, and no slower). MALLOC_MMAP_THRESHOLD_ in the
+ * environment still wins. */
+static void pin_mmap_threshold(void) {
+#ifdef __GLIBC__
+    if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+#endif
+}
+
 int main(int argc, char **argv) {
+    pin_mmap_threshold();
     int rc = dispatch(argc, argv);
     int bad = fflush(stdout) != 0 || ferror(stdout), err = errno;
     if (fclose(stdout) != 0 && !bad) {
