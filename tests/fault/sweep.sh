@@ -11,13 +11,16 @@
 # a run without a fault on the same cache must be correct.
 #
 # Environment (tests/meson.build): CG_CLGRAPH, CG_SOURCE_DIR, CG_FAULT_SHIM,
-# OCL_ICD_VENDORS (PoCL). CG_FAULT_FULL overrides FULL (default 40);
+# OCL_ICD_VENDORS (PoCL). CG_FAULT_FULL overrides FULL (default 40; `all`:
+# every N of every entry point, as .ci/run does in the ASan build);
 # CG_FAULT_JOBS the parallel runs (default 2).
 set -u
 CLGRAPH=${CG_CLGRAPH:?CG_CLGRAPH is not set}
 SRC=${CG_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 SHIM=${CG_FAULT_SHIM:?CG_FAULT_SHIM is not set}
 FULL=${CG_FAULT_FULL:-40}
+[ "$FULL" = all ] && FULL=2147483647
+case $FULL in ''|*[!0-9]*) echo "FAIL: CG_FAULT_FULL must be a number or 'all', not '$FULL'"; exit 1 ;; esac
 JOBS=${CG_FAULT_JOBS:-2}
 MODEL="$SRC/models/dates"
 tmp=$(mktemp -d)
