@@ -10,12 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "atomic_file.h"
 #include "cache.h"
 #include "clgraph/clgraph.h"
 #include "dtype.h"
 #include "hash.h"
 #include "shape.h"
+#include "strbuf.h"
 #include "test_util.h"
 
 START_TEST(test_shape_helpers) {
@@ -65,6 +67,74 @@ START_TEST(test_shape_helpers) {
 END_TEST
 
 /* FNV-1a 64 of the reference vectors (Fowler, Noll, Vo: "" and "a"; "foobar"). */
+/* Many small objects, strings packed between them, one object bigger than
+ * a chunk: every pointer aligned as promised, every byte still what was
+ * written (no two allocations overlap), and one free releases it all (the
+ * ASan build checks the leak half). */
+START_TEST(test_arena) {
+    cg_arena a = {0};
+    enum { N = 20000 };
+    unsigned char **p = calloc(N, sizeof *p);
+    char **s = calloc(N, sizeof *s);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(s);
+    for (int i = 0; i < N; i++) {
+        size_t n = (size_t)(i % 97) + 1;
+        p[i] = cg_arena_alloc(&a, n);
+        ck_assert_ptr_nonnull(p[i]);
+        ck_assert_uint_eq((uintptr_t)p[i] % _Alignof(max_align_t), 0);
+        memset(p[i], i & 0xff, n);
+        char name[32];
+        snprintf(name, sizeof name, "x%d", i);
+        s[i] = cg_arena_strdup(&a, name);
+        ck_assert_ptr_nonnull(s[i]);
+    }
+    unsigned char *big = cg_arena_alloc(&a, 200000);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 0xab, 200000);
+    unsigned char *after = cg_arena_alloc(&a, 8); /* still fits the head chunk's room */
+    ck_assert_ptr_nonnull(after);
+    memset(after, 0xcd, 8);
+    for (int i = 0; i < N; i++) {
+        size_t n = (size_t)(i % 97) + 1;
+        for (size_t k = 0; k < n; k++) ck_assert_uint_eq(p[i][k], (unsigned)(i & 0xff));
+        char name[32];
+        snprintf(name, sizeof name, "x%d", i);
+        ck_assert_str_eq(s[i], name);
+    }
+    for (int k = 0; k < 200000; k++) ck_assert_uint_eq(big[k], 0xab);
+    ck_assert_ptr_null(cg_arena_alloc(&a, SIZE_MAX - 8));
+    cg_arena_free(&a);
+    ck_assert_ptr_null(a.head);
+    free(p);
+    free(s);
+}
+END_TEST
+
+/* cg_strbuf_cat appends without printf; cg_shape_format (which no longer
+ * uses printf either) cuts at the buffer and keeps it terminated. */
+START_TEST(test_strbuf_cat_and_shape_cut) {
+    cg_strbuf b = {0};
+    for (int i = 0; i < 1000; i++) cg_strbuf_cat(&b, "ab", "", "c%d", (const char *)NULL);
+    char *t = cg_strbuf_take(&b);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(strlen(t), 5000);
+    ck_assert(!strncmp(t, "abc%dabc%d", 10));
+    free(t);
+    const int64_t dims[3] = {2, -2, -1};
+    const char *syms[1] = {"B"};
+    char buf[64];
+    cg_shape_format(buf, sizeof buf, CG_F32, 3, dims, syms, 1);
+    ck_assert_str_eq(buf, "f32[2, B, ?]");
+    const int64_t big[2] = {1234567890123LL, -3};
+    cg_shape_format(buf, sizeof buf, CG_I32, 2, big, syms, 1);
+    ck_assert_str_eq(buf, "i32[1234567890123, s1]");
+    char small[8];
+    cg_shape_format(small, sizeof small, CG_F32, 3, dims, syms, 1);
+    ck_assert_str_eq(small, "f32[2, ");
+}
+END_TEST
+
 START_TEST(test_fnv) {
     ck_assert_uint_eq(cg_fnv1a(CG_FNV_BASIS, "", 0), 0xcbf29ce484222325ull);
     ck_assert_uint_eq(cg_fnv1a(CG_FNV_BASIS, "a", 1), 0xaf63dc4c8601ec8cull);
@@ -337,6 +407,8 @@ int main(void) {
     TCase *tc = tcase_create("shape");
     tcase_add_test(tc, test_shape_helpers);
     tcase_add_test(tc, test_fnv);
+    tcase_add_test(tc, test_arena);
+    tcase_add_test(tc, test_strbuf_cat_and_shape_cut);
     tcase_add_test(tc, test_cache_dir);
     suite_add_tcase(s, tc);
     TCase *dt = tcase_create("dtype");
