@@ -313,8 +313,7 @@ const cg_op_def cg_op_window_mask = {
            "beyond S (a window with no valid key gives a row of 0s, for which "
            "softmax with this mask gives all 0); a NaN or infinite center gives a "
            "row of 0s. Attribute D (required, 0 <= D <= 2^31 - 1). A length below 0 or above S is a "
-           "run-time error naming the batch row on the CPU; the OpenCL kernel "
-           "cannot report it and clamps the length to [0, S]. The OpenCL kernel "
+           "run-time error naming the batch row on every device. The OpenCL kernel "
            "reproduces the double comparison exactly without fp64 (on a device "
            "that flushes denormal floats, a denormal center counts as 0).",
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,

@@ -450,8 +450,7 @@ const cg_op_def cg_op_length_mask = {
            "a tensor like [B, S, ...] of any dtype (only its shape is used), "
            "output i32 [B, S] with out[b, s] = 1 if s < lengths[b] else 0. A "
            "length below 0 or above S is a run-time error naming the batch row on "
-           "the CPU; the OpenCL kernel cannot report it and gives a row of 0s for "
-           "a negative length and a row of 1s for one above S.",
+           "every device.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = length_mask_inputs,
     .infer = length_mask_infer,

@@ -1,30 +1,17 @@
 /* Loading a seq2seq model directory: configuration, vocabularies, weights,
  * graphs (model.cg or the builder's), and their plans; plus tokenization. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "error.h"
 #include "analysis.h"
 #include "ir.h"
+#include "model_dir.h"
 #include "s2s_internal.h"
 #include "weights.h"
-
-static char *join(const char *dir, const char *file) {
-    size_t n = strlen(dir) + strlen(file) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, file);
-    return p;
-}
-
-static int exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
 
 /* Vocabulary sizes from the embedding tables, which must be [V, E]. */
 static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
@@ -52,25 +39,11 @@ static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
 cg_status cg_s2s_graph_text(const char *dir, char **out) {
     if (!dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_graph_text: NULL argument");
     *out = NULL;
-    char *cg_path = join(dir, "model.cg"), *cfg_path = join(dir, "config.json"), *w_path = join(dir, "weights.safetensors");
+    char *cg_path = cg_path_join(dir, "model.cg"), *cfg_path = cg_path_join(dir, "config.json"),
+         *w_path = cg_path_join(dir, "weights.safetensors");
     cg_status st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    if (!st && exists(cg_path)) {
-        FILE *f = fopen(cg_path, "rb");
-        if (!f) st = cg_error(CG_ERR_IO, "%s: cannot open: %s", cg_path, strerror(errno));
-        else {
-            fseek(f, 0, SEEK_END);
-            long n = ftell(f);
-            fseek(f, 0, SEEK_SET);
-            char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-            if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) {
-                free(s);
-                st = cg_error(CG_ERR_IO, "%s: cannot read", cg_path);
-            } else {
-                s[n] = 0;
-                *out = s;
-            }
-            fclose(f);
-        }
+    if (!st && cg_path_exists(cg_path)) {
+        st = cg_read_text_file(cg_path, out);
     } else if (!st) {
         s2s_config c;
         cg_weights *w = NULL;
@@ -108,51 +81,6 @@ void cg_s2s_free(cg_s2s *m) {
     free(m);
 }
 
-/* The builder's graphs against the weights: every parameter is there with
- * its exact shape and every tensor is a parameter (the spec's reference: a
- * missing, extra or mis-shaped tensor is an error naming it). Messages name
- * the weights file, not a line of the generated graph text. */
-static int is_param(const cg_model *model, const char *name) {
-    for (int gi = 0; gi < model->n_graphs; gi++) {
-        const cg_graph *g = model->graphs[gi];
-        for (int i = 0; i < g->n_values; i++)
-            if (g->values[i].kind == CG_VAL_PARAM && !strcmp(g->values[i].weight, name)) return 1;
-    }
-    return 0;
-}
-
-static cg_status check_weights(const cg_model *model, cg_weights *w, const char *cfg) {
-    const char *wp = cg_weights_path(w);
-    for (int gi = 0; gi < model->n_graphs; gi++) {
-        const cg_graph *g = model->graphs[gi];
-        for (int i = 0; i < g->n_values; i++) {
-            const cg_value *v = &g->values[i];
-            if (v->kind != CG_VAL_PARAM) continue;
-            cg_tensor_desc want, have;
-            char a[256], b[256];
-            cg_desc_from_value(v, &want);
-            cg_desc_format(b, sizeof b, model, &want);
-            int idx = cg_weights_find(w, v->weight);
-            if (idx < 0) return cg_error(CG_ERR_NOT_FOUND, "%s: tensor '%s' is missing (expected %s)", wp, v->weight, b);
-            cg_status st = cg_weights_desc(w, (size_t)idx, &have);
-            if (st) return st;
-            int same = have.dtype == want.dtype && have.ndim == want.ndim;
-            for (int d = 0; same && d < want.ndim; d++) same = have.dims[d] == want.dims[d];
-            if (!same) {
-                cg_desc_format(a, sizeof a, model, &have);
-                return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is %s, expected %s", wp, v->weight, a, b);
-            }
-        }
-    }
-    for (size_t i = 0; i < cg_weights_count(w); i++) {
-        const char *name = cg_weights_name(w, i);
-        if (!is_param(model, name))
-            return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is not a parameter of the model %s describes", wp, name,
-                            cfg);
-    }
-    return CG_OK;
-}
-
 /* An output of g by name, or NULL. */
 static const cg_value *graph_output(const cg_graph *g, const char *name) {
     for (int k = 0; k < g->n_outputs; k++)
@@ -160,8 +88,8 @@ static const cg_value *graph_output(const cg_graph *g, const char *name) {
     return NULL;
 }
 
-/* An error unless g has an input (out = 0) or output (out = 1) named by
- * the format. One name at a time: a model needs as many as its layers. */
+/* cg_graph_need_io with the name formatted ("h%d_new", ...): one name at a
+ * time, a model needs as many as its layers. */
 static cg_status need_io(const char *file, cg_graph *g, int out, const char *fmt, ...) CG_PRINTF(4, 5);
 static cg_status need_io(const char *file, cg_graph *g, int out, const char *fmt, ...) {
     char name[64]; /* "s0_%d", "h%d_new", ...: an int never fills it */
@@ -169,11 +97,7 @@ static cg_status need_io(const char *file, cg_graph *g, int out, const char *fmt
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
-    int cnt = out ? cg_graph_output_count(g) : cg_graph_input_count(g);
-    for (int k = 0; k < cnt; k++)
-        if (!strcmp(out ? cg_graph_output_name(g, k) : cg_graph_input_name(g, k), name)) return CG_OK;
-    return cg_error(CG_ERR_VERIFY, "%s: graph '%s' needs an %s named '%s' for this configuration", file,
-                    cg_graph_name(g), out ? "output" : "input", name);
+    return cg_graph_need_io(file, g, out, name);
 }
 
 /* The graphs must have the interface the decoders drive. The decoder step
@@ -380,11 +304,11 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     if (!m) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     atomic_init(&m->shared->refs, 1);
     m->dir = m->shared->dir = cg_strdup(dir);
-    char *cfg = join(dir, "config.json"), *wp = join(dir, "weights.safetensors"), *sv = join(dir, "src.vocab"),
-         *tv = join(dir, "tgt.vocab"), *cgp = join(dir, "model.cg");
+    char *cfg = cg_path_join(dir, "config.json"), *wp = cg_path_join(dir, "weights.safetensors"),
+         *sv = cg_path_join(dir, "src.vocab"), *tv = cg_path_join(dir, "tgt.vocab"), *cgp = cg_path_join(dir, "model.cg");
     char *text = NULL;
     cg_status st = m->dir && cfg && wp && sv && tv && cgp ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    if (!st && !exists(dir)) st = cg_error(CG_ERR_IO, "%s: no such model directory", dir);
+    if (!st && !cg_path_exists(dir)) st = cg_error(CG_ERR_IO, "%s: no such model directory", dir);
     if (!st) st = cg_s2s_config_read(cfg, &m->cfg);
     if (!st) st = cg_weights_open(wp, &m->shared->weights);
     m->weights = m->shared->weights;
@@ -408,14 +332,14 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
         if (!st) st = specials_in_place(&m->src, sv, keys, ids);
         if (!st) st = specials_in_place(&m->tgt, tv, keys, ids);
     }
-    int from_file = !st && exists(cgp);
+    int from_file = !st && cg_path_exists(cgp);
     if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->shared->model) : cg_s2s_build_text(&m->cfg, &text);
     if (!st && !from_file) {
         char label[4200];
         snprintf(label, sizeof label, "%s (generated from config.json)", cfg);
         st = cg_model_parse(ctx, text, strlen(text), label, &m->shared->model);
         m->model = m->shared->model;
-        if (!st) st = check_weights(m->model, m->weights, cfg);
+        if (!st) st = cg_model_weights_exact(m->model, m->weights, cfg);
     }
     m->model = m->shared->model;
     if (!st) st = cg_model_verify(m->model);
@@ -423,7 +347,7 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     if (!st) st = check_interface(m, from_file ? cgp : cfg);
     /* model.cg: the binder names a missing or mis-shaped weight with its
      * place in the file; a tensor no graph reads is still a mistake. */
-    if (!st && from_file) st = check_weights(m->model, m->weights, cgp);
+    if (!st && from_file) st = cg_model_weights_exact(m->model, m->weights, cgp);
     if (!st) st = make_plans(m, placement);
     free(text);
     free(cfg);

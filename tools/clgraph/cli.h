@@ -68,6 +68,8 @@ int cli_conform(int argc, char **argv);
 int cli_plan(int argc, char **argv);
 int cli_translate(int argc, char **argv);
 int cli_s2s_graph(int argc, char **argv);
+int cli_forecast(int argc, char **argv);
+int cli_forecast_graph(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_bench_first_token(int argc, char **argv); /* hidden: the child of bench */
 

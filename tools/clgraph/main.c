@@ -47,6 +47,14 @@ static void usage(FILE *f) {
             "                           is an error, or cropped with --crop (K at most 1024,\n"
             "                           A in [0, 100])\n"
             "  s2s-graph MODEL_DIR      print the encoder and decoder graphs of a model directory\n"
+            "  forecast MODEL_DIR --horizon N [--history N] [--device D] [--place RULES]\n"
+            "      [--batch N] [--attention FILE.json]\n"
+            "                           forecast the series of a CSV on stdin (header: the\n"
+            "                           model's columns, optionally `time` first and `series`)\n"
+            "                           N steps ahead with a forecasting model directory; CSV\n"
+            "                           on stdout, `time` continued; --history keeps the last\n"
+            "                           N rows of each series\n"
+            "  forecast-graph MODEL_DIR print the step graph of a forecasting model directory\n"
             "  bench MODEL_DIR [--device D] [--place RULES] [--batch B] [--beam K] [--src-len S]\n"
             "      [--steps T] [--warmup W] [--runs N] [--json] [--machine]\n"
             "                           decode B random sources of S tokens into exactly T tokens\n"
@@ -126,6 +134,8 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cli_plan(argc - 1, argv + 1);
     if (!strcmp(cmd, "translate")) return cli_translate(argc - 1, argv + 1);
     if (!strcmp(cmd, "s2s-graph")) return cli_s2s_graph(argc - 1, argv + 1);
+    if (!strcmp(cmd, "forecast")) return cli_forecast(argc - 1, argv + 1);
+    if (!strcmp(cmd, "forecast-graph")) return cli_forecast_graph(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "__bench-first-token")) return cli_bench_first_token(argc - 1, argv + 1);
     fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);

@@ -35,20 +35,23 @@ Decisions where the spec leaves room (clgraph must do the same):
   one series need not be adjacent: a series is its rows in file order, and
   series are written in order of first appearance.  Empty lines are skipped;
   a row with a different number of fields than the header is an error.
-* Numbers are parsed as Python float() / C strtod() read them (no inf/nan:
-  an error); values are written with %.7g.
+* Numbers: [+-]? (digits [. digits] | . digits) ([eE] [+-]? digits)?, finite
+  (no inf, nan, hex or underscores); values are written with %.7g.
 * Time continuation: when the last two times of a series are both integers,
   the step is their difference; both decimal numbers: the same with as many
   decimals as the longer of the two (rounded, so 0.1 + 0.2 prints 0.3); both
   ISO dates (YYYY-MM-DD) or dates with a time (YYYY-MM-DDTHH:MM[:SS], a
-  space for the T kept): a step of whole months when the day of month and
-  the time agree (monthly data stays on its day), else the exact difference
-  in seconds, written in the input's form; a zero or negative step, or any
-  other text, gives `+1`, `+2`, ...  A series of one row has `+1`, ...
+  space for the T kept): a step of whole months when the time agrees and
+  the day of month agrees or both are month ends (monthly data stays on its
+  day, month-end data on month ends), else the exact difference in seconds,
+  written in the input's form; a zero or negative step, a day missing from a
+  target month, a year past 9999 or an integer past int64, or any other
+  text, gives `+1`, `+2`, ...  A series of one row has `+1`, ...
 """
 import argparse
 import csv
 import datetime as dt
+import decimal
 import io
 import json
 import math
@@ -184,12 +187,13 @@ class Forecaster(nn.Module):
 
     @torch.no_grad()
     def forecast(self, raw, horizon):
-        """raw [T, C] (numpy) -> (forecast [horizon, C] numpy, heat rows: list of numpy)."""
+        """raw [T, C] (numpy) -> (forecast [horizon, C] numpy, heat rows: list of numpy,
+        firsts: the step index i of each row's first weight, as in h_i)."""
         dtype = self.out.weight.dtype
         mean = torch.tensor(self.c["mean"], dtype=dtype)
         std = torch.tensor(self.c["std"], dtype=dtype)
         xs = (torch.tensor(np.asarray(raw), dtype=dtype) - mean) / std
-        state, hs, heat, preds = self.zero_state(), [], [], []
+        state, hs, heat, preds, firsts = self.zero_state(), [], [], [], []
         y = None
         for t in range(xs.shape[0] + horizon - 1):
             x = xs[t] if t < xs.shape[0] else y
@@ -198,7 +202,8 @@ class Forecaster(nn.Module):
             if t >= xs.shape[0] - 1:
                 preds.append(y * std + mean)
                 heat.append(np.zeros(0) if p is None else p.double().numpy())
-        return torch.stack(preds).double().numpy(), heat
+                firsts.append(max(1, t - self.c["window"]) if p is not None and len(p) else 0)
+        return torch.stack(preds).double().numpy(), heat, firsts
 
 
 def param_shapes(c):
@@ -251,12 +256,12 @@ def random_model(cfg, seed, scale=1.0):
 
 # ---- CSV ----------------------------------------------------------------
 
+_NUM = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
 def _num(s, line, col, name):
-    try:
-        v = float(s)
-    except ValueError:
-        v = None
-    if v is None or not math.isfinite(v) or s.strip() != s or not s:
+    v = float(s) if _NUM.match(s) else None
+    if v is None or not math.isfinite(v):
         raise CsvError("stdin:%d:%d: column %r: expected a number, got %r" % (line, col, name, s))
     return v
 
@@ -315,20 +320,14 @@ def _parse_date(s):
 
 
 def _fmt_date(t, form, sep):
+    d = "%04d-%02d-%02d" % (t.year, t.month, t.day)
     if form == "date":
-        return t.strftime("%Y-%m-%d")
-    return t.strftime("%Y-%m-%d" + sep + ("%H:%M:%S" if form == "sec" else "%H:%M"))
+        return d
+    return d + sep + ("%02d:%02d:%02d" % (t.hour, t.minute, t.second) if form == "sec" else "%02d:%02d" % (t.hour, t.minute))
 
 
-def _add_months(t, k):
-    m0 = t.year * 12 + (t.month - 1) + k
-    y, mo = divmod(m0, 12)
-    if not 1 <= y <= 9999:
-        return None
-    try:
-        return t.replace(year=y, month=mo + 1)
-    except ValueError:
-        return None
+def _month_days(y, m):
+    return [31, 29 if (y % 4 == 0 and y % 100 != 0) or y % 400 == 0 else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]
 
 
 def next_times(times, n):
@@ -338,35 +337,40 @@ def next_times(times, n):
         return plus
     a, b = times[-2], times[-1]
     if _DEC.match(a) and _DEC.match(b):
-        if "." not in a and "." not in b:
-            step = int(b) - int(a)
-            return [str(int(b) + step * (k + 1)) for k in range(n)] if step > 0 else plus
         dec = max(len(x.split(".")[1]) if "." in x else 0 for x in (a, b))
-        sa, sb = round(float(a) * 10 ** dec), round(float(b) * 10 ** dec)
+        if dec > 18:
+            return plus
+        sa, sb = (int(decimal.Decimal(x).scaleb(dec)) for x in (a, b))
         step = sb - sa
-        if step <= 0:
+        if step <= 0 or abs(sa) >= 2 ** 63 or abs(sb) >= 2 ** 63 or sb + step * n >= 2 ** 63:
             return plus
         out = []
         for k in range(n):
             v = sb + step * (k + 1)
-            sign = "-" if v < 0 else ""
-            q, r = divmod(abs(v), 10 ** dec)
-            out.append("%s%d.%0*d" % (sign, q, dec, r))
+            if dec == 0:
+                out.append(str(v))
+            else:
+                q, r = divmod(abs(v), 10 ** dec)
+                out.append("%s%d.%0*d" % ("-" if v < 0 else "", q, dec, r))
         return out
     pa, pb = _parse_date(a), _parse_date(b)
     if not pa or not pb or pa[1] != pb[1] or pa[2] != pb[2]:
         return plus
     ta, tb = pa[0], pb[0]
-    if ta.day == tb.day and ta.time() == tb.time():
-        months = (tb.year - ta.year) * 12 + tb.month - ta.month
-        if months > 0:
-            out = []
-            for k in range(n):
-                t = _add_months(tb, months * (k + 1))
-                if t is None:
-                    return plus
-                out.append(_fmt_date(t, pb[1], pb[2]))
-            return out
+    ends = ta.day == _month_days(ta.year, ta.month) and tb.day == _month_days(tb.year, tb.month)
+    months = (tb.year - ta.year) * 12 + tb.month - ta.month
+    if ta.time() == tb.time() and (ta.day == tb.day or ends) and months > 0:
+        out = []
+        for k in range(n):
+            m0 = tb.year * 12 + (tb.month - 1) + months * (k + 1)
+            y, mo = divmod(m0, 12)
+            if y > 9999:
+                return plus
+            d = _month_days(y, mo + 1) if ends else tb.day
+            if d > _month_days(y, mo + 1):
+                return plus
+            out.append(_fmt_date(tb.replace(year=y, month=mo + 1, day=d), pb[1], pb[2]))
+        return out
     step = tb - ta
     if step.total_seconds() <= 0:
         return plus
@@ -405,9 +409,9 @@ def cmd_forecast(a):
     for name, times, raw in series:
         if a.history:
             raw, times = raw[-a.history:], times[-a.history:]
-        fc, rows = m.forecast(raw, a.horizon)
+        fc, rows, firsts = m.forecast(raw, a.horizon)
         results.append((name, next_times(times, a.horizon), fc))
-        heat.append({"series": name, "history": int(raw.shape[0]), "rows": [r.tolist() for r in rows]})
+        heat.append({"series": name, "history": int(raw.shape[0]), "first": firsts, "rows": [r.tolist() for r in rows]})
     write_csv(sys.stdout, header, m.c["columns"], results)
     if a.attention:
         with open(a.attention, "w") as f:
@@ -426,7 +430,7 @@ def selftest():
             c, m = random_model(cfg, 7)
             m = m.double().eval()
             raw = rng.normal(size=(9, 3))
-            fc, heat = m.forecast(raw, 4)
+            fc, heat, firsts = m.forecast(raw, 4)
             # With attention none the loop must equal torch's whole-sequence run.
             if kind == "none":
                 with torch.no_grad():
@@ -442,16 +446,20 @@ def selftest():
                 assert p.shape == (want,), (cell, kind, j, p.shape)
                 if want:
                     assert abs(p.sum() - 1) < 1e-12
+                    assert firsts[j] == t - 1 - want, (firsts[j], t, want)
             # float32 agrees with float64 to about 1e-5 relative
             m32 = m.float()
-            fc32, _ = m32.forecast(raw, 4)
+            fc32, _, _ = m32.forecast(raw, 4)
             assert np.allclose(fc32, fc, rtol=1e-4, atol=1e-5), (cell, kind, np.abs(fc32 - fc).max())
             n += 1
     assert next_times(["1", "3"], 2) == ["5", "7"]
     assert next_times(["0.1", "0.2"], 2) == ["0.3", "0.4"]
     assert next_times(["-0.25", "-0.125"], 2) == ["0.000", "0.125"]
     assert next_times(["1958-03-01", "1958-04-01"], 2) == ["1958-05-01", "1958-06-01"]
-    assert next_times(["2020-01-31", "2020-02-29"], 1) == ["2020-03-29"]
+    assert next_times(["2020-01-31", "2020-02-29"], 2) == ["2020-03-31", "2020-04-30"]
+    assert next_times(["2020-01-15", "2020-02-14"], 1) == ["2020-03-15"]
+    assert next_times(["2019-12-30", "2020-01-30"], 2) == ["+1", "+2"]
+    assert next_times(["2020-01-30", "2020-03-30"], 2) == ["2020-05-30", "2020-07-30"]
     assert next_times(["2020-01-01T00:00", "2020-01-01T06:00"], 2) == ["2020-01-01T12:00", "2020-01-01T18:00"]
     assert next_times(["x", "y"], 2) == ["+1", "+2"]
     assert next_times(["5", "5"], 1) == ["+1"]

@@ -1,0 +1,246 @@
+/* clgraph forecast MODEL_DIR --horizon N: the history of one or more series
+ * as CSV on stdin, their forecasts as CSV on stdout (spec
+ * forecast-attention-rnn.md, "CSV"); and clgraph forecast-graph MODEL_DIR,
+ * which prints the graph the model runs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "clgraph/forecast.h"
+#include "fc_csv.h"
+
+typedef struct fargs {
+    const char *dir, *device, *place, *attention;
+    int horizon, history, batch;
+    int n_plugins;
+    const char *plugins[CLI_MAX_PLUGINS];
+} fargs;
+
+static int parse_int(const char *opt, const char *v, int min, int max, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < min || x > max) {
+        fprintf(stderr, "clgraph forecast: %s takes an integer in [%d, %d], got '%s'\n", opt, min, max, v);
+        return CLI_USAGE;
+    }
+    *out = (int)x;
+    return CLI_OK;
+}
+
+static int parse_args(int argc, char **argv, fargs *a) {
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = CLI_OK;
+        if (o[0] != '-') {
+            if (a->dir) {
+                fprintf(stderr, "clgraph forecast: unexpected argument '%s'\n", o);
+                return CLI_USAGE;
+            }
+            a->dir = o;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "clgraph forecast: option '%s' needs a value (try 'clgraph --help')\n", o);
+            return CLI_USAGE;
+        }
+        if (!strcmp(o, "--device")) a->device = v;
+        else if (!strcmp(o, "--place")) a->place = v;
+        else if (!strcmp(o, "--attention")) a->attention = v;
+        else if (!strcmp(o, "--horizon")) rc = parse_int(o, v, 1, 1000000, &a->horizon);
+        else if (!strcmp(o, "--history")) rc = parse_int(o, v, 1, 1 << 30, &a->history);
+        else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, 1000000, &a->batch);
+        else if (!strcmp(o, "--plugin")) rc = cli_add_plugin("forecast", a->plugins, &a->n_plugins, v);
+        else {
+            fprintf(stderr, "clgraph forecast: unknown option '%s' (try 'clgraph --help')\n", o);
+            return CLI_USAGE;
+        }
+        if (rc) return rc;
+        i++;
+    }
+    if (!a->dir) {
+        fprintf(stderr, "clgraph forecast: missing MODEL_DIR (try 'clgraph --help')\n");
+        return CLI_USAGE;
+    }
+    if (!a->horizon) {
+        fprintf(stderr, "clgraph forecast: --horizon N is required\n");
+        return CLI_USAGE;
+    }
+    if (a->attention) {
+        const char *dot = strrchr(a->attention, '.');
+        if (!dot || strcmp(dot, ".json")) {
+            fprintf(stderr, "clgraph forecast: --attention %s: unknown format (use .json)\n", a->attention);
+            return CLI_USAGE;
+        }
+    }
+    return CLI_OK;
+}
+
+static void progress(int done, int total, void *user) {
+    (void)user;
+    fprintf(stderr, "\r%d of %d series forecast", done, total);
+    fflush(stderr);
+}
+
+/* The forecasts as CSV, the input's header and column order. */
+static int write_csv(const fc_csv *in, const cg_forecast_result *res, int horizon) {
+    char **times = calloc((size_t)horizon, sizeof *times);
+    if (!times) {
+        fprintf(stderr, "clgraph forecast: out of memory\n");
+        return CLI_FAIL;
+    }
+    for (int i = 0; i < in->n_header; i++) {
+        if (i) putchar(',');
+        fc_csv_field(stdout, in->header[i]);
+    }
+    putchar('\n');
+    int rc = CLI_OK;
+    for (int s = 0; s < in->n_series && !rc; s++) {
+        const fc_csv_series *ser = &in->series[s];
+        if (in->time_col >= 0 && fc_next_times(ser->times[0], ser->times[1], horizon, times)) {
+            fprintf(stderr, "clgraph forecast: out of memory\n");
+            rc = CLI_FAIL;
+            break;
+        }
+        for (int j = 0; j < horizon; j++) {
+            for (int i = 0; i < in->n_header; i++) {
+                if (i) putchar(',');
+                if (i == in->time_col) fc_csv_field(stdout, times[j]);
+                else if (i == in->series_col) fc_csv_field(stdout, ser->name);
+                else
+                    for (int k = 0; k < in->C; k++)
+                        if (in->chan_col[k] == i) printf("%.7g", res[s].values[(size_t)j * (size_t)in->C + (size_t)k]);
+            }
+            putchar('\n');
+        }
+        for (int j = 0; j < horizon; j++) free(times[j]), times[j] = NULL;
+        if (ferror(stdout)) break;
+    }
+    free(times);
+    if (!rc && (fflush(stdout) != 0 || ferror(stdout))) {
+        fprintf(stderr, "clgraph forecast: cannot write the forecast: %s\n", strerror(errno));
+        rc = CLI_FAIL;
+    }
+    return rc;
+}
+
+static void json_string(FILE *f, const char *s) {
+    putc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else putc(c, f);
+    }
+    putc('"', f);
+}
+
+/* One object per series: its name, history length, and per forecast step
+ * the time index of its first weight and the weights, oldest first. */
+static int write_attention(const char *path, const fc_csv *in, const cg_forecast_result *res, int horizon) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    fputc('[', f);
+    for (int s = 0; s < in->n_series; s++) {
+        const cg_forecast_result *r = &res[s];
+        fprintf(f, "%s{\"series\": ", s ? ", " : "");
+        if (in->series[s].name) json_string(f, in->series[s].name);
+        else fputs("null", f);
+        fprintf(f, ", \"history\": %d, \"first\": [", in->series[s].n);
+        for (int j = 0; j < horizon; j++) fprintf(f, "%s%d", j ? ", " : "", r->att_count[j] ? r->att_first[j] : 0);
+        fputs("], \"rows\": [", f);
+        for (int j = 0; j < horizon; j++) {
+            fprintf(f, "%s[", j ? ", " : "");
+            for (int k = 0; k < r->att_count[j]; k++)
+                fprintf(f, "%s%.9g", k ? ", " : "", r->attention[(size_t)j * (size_t)r->window + (size_t)k]);
+            fputc(']', f);
+        }
+        fputs("]}", f);
+    }
+    fputs("]\n", f);
+    if (ferror(f) | (fclose(f) != 0)) {
+        fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(errno));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+static int run(const fargs *a, cg_forecaster *m) {
+    int C = cg_forecast_channels(m);
+    const char **cols = malloc(sizeof *cols * (size_t)C);
+    if (!cols) return CLI_FAIL;
+    for (int k = 0; k < C; k++) cols[k] = cg_forecast_column(m, k);
+    fc_csv in;
+    char err[1024];
+    int rc = fc_csv_read(stdin, cols, C, &in, err, sizeof err) ? CLI_FAIL : CLI_OK;
+    free(cols);
+    if (rc) {
+        fprintf(stderr, "clgraph forecast: stdin:%s\n", err);
+        return rc;
+    }
+    cg_forecast_series *ser = calloc((size_t)in.n_series, sizeof *ser);
+    cg_forecast_result *res = calloc((size_t)in.n_series, sizeof *res);
+    if (!ser || !res) {
+        fprintf(stderr, "clgraph forecast: out of memory\n");
+        rc = CLI_FAIL;
+    }
+    for (int s = 0; !rc && s < in.n_series; s++) {
+        int n = in.series[s].n, keep = a->history && a->history < n ? a->history : n;
+        ser[s].values = in.series[s].values + (size_t)(n - keep) * (size_t)C;
+        ser[s].length = keep;
+    }
+    cg_forecast_options o = {.horizon = a->horizon, .batch = a->batch, .attention = a->attention != NULL};
+    int tty = isatty(2) && in.n_series > 1;
+    if (!rc && cg_forecast_run(m, &o, in.n_series, ser, res, tty ? progress : NULL, NULL)) {
+        if (tty) fputc('\n', stderr);
+        rc = cli_fail();
+    } else if (!rc) {
+        if (tty) fputc('\n', stderr);
+        rc = write_csv(&in, res, a->horizon);
+        if (!rc && a->attention) rc = write_attention(a->attention, &in, res, a->horizon);
+    }
+    for (int s = 0; res && s < in.n_series; s++) cg_forecast_result_clear(&res[s]);
+    free(res);
+    free(ser);
+    fc_csv_free(&in);
+    return rc;
+}
+
+int cli_forecast(int argc, char **argv) {
+    fargs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc;
+    cli_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_plugins = a.n_plugins;
+    memcpy(o.plugins, a.plugins, sizeof a.plugins);
+    cg_context *ctx = NULL;
+    cg_forecaster *m = NULL;
+    rc = cli_context(&o, &ctx);
+    if (rc) return rc;
+    cg_plan_options popt = {.device = a.device, .place = a.place};
+    if (cg_forecast_load(ctx, a.dir, &popt, &m)) rc = cli_fail();
+    else rc = run(&a, m);
+    cg_forecast_free(m);
+    cg_context_free(ctx);
+    return rc;
+}
+
+int cli_forecast_graph(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: clgraph forecast-graph MODEL_DIR\n");
+        return CLI_USAGE;
+    }
+    char *text;
+    if (cg_forecast_graph_text(argv[1], &text)) return cli_fail();
+    fputs(text, stdout);
+    free(text);
+    return CLI_OK;
+}

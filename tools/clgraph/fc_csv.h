@@ -1,0 +1,49 @@
+/* The forecaster's CSV (spec forecast-attention-rnn.md, "CSV"): reading the
+ * history of one or more series with every mistake at stdin:LINE:COL, and
+ * writing forecasts with the time column continued. */
+#ifndef CG_TOOLS_FC_CSV_H
+#define CG_TOOLS_FC_CSV_H
+
+#include <stdio.h>
+
+/* One series: its rows in file order. */
+typedef struct fc_csv_series {
+    char *name;         /* the `series` column's text; NULL without one */
+    int n, cap;         /* rows */
+    double *values;     /* n x C, the model's channel order */
+    char *times[2];     /* the last two `time` fields (NULL where none) */
+    int first_line;     /* the line of its first row, for messages */
+} fc_csv_series;
+
+typedef struct fc_csv {
+    int n_header;
+    char **header;      /* the header's fields, in file order */
+    int time_col;       /* 0 when the first column is `time`, else -1 */
+    int series_col;     /* the `series` column, or -1 */
+    int *chan_col;      /* C entries: the field holding model column k */
+    int C;
+    int n_series, cap_series;
+    fc_csv_series *series;
+    int *slots;         /* series names -> index (open addressing) */
+    int n_slots;
+} fc_csv;
+
+/* Reads a whole CSV from f against the model's columns. On a mistake
+ * returns non-zero with one line in err: "LINE:COL: what" (the caller
+ * prefixes the file name). */
+int fc_csv_read(FILE *f, const char *const *columns, int C, fc_csv *out, char *err, size_t err_size);
+
+void fc_csv_free(fc_csv *c);
+
+/* The `horizon` times after a series whose last two times are t0, t1 (NULL
+ * when fewer): out[k] (malloc'd strings). Integers and decimal numbers step
+ * by their difference; ISO dates and date-times step by whole months when
+ * day and time agree (or both are month ends), else by their exact
+ * difference; otherwise "+1", "+2", .... Returns non-zero when memory is
+ * short. */
+int fc_next_times(const char *t0, const char *t1, int horizon, char **out);
+
+/* Writes one CSV field, quoted when it holds a comma, quote or line break. */
+void fc_csv_field(FILE *f, const char *s);
+
+#endif
