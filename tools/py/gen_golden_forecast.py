@@ -13,9 +13,10 @@ float64 (the spec: a float32 implementation agrees to about 1e-5 relative):
     VARIANT/config.json, VARIANT/weights.safetensors   the model
     VARIANT/golden.json     {"horizon": N, "window": w (0: none),
                              "series": [{"length": T, "first": [N ints]}]}
-    VARIANT/history_<i>.npy  float64 [T, C], series i, raw values
-    VARIANT/forecast_<i>.npy float64 [N, C], its forecast
-    VARIANT/attention_<i>.npy float64 [N, w], row j: the weights of forecast
+    VARIANT/history_<i>.npy  float32 [T, C], series i, raw values (float32
+                             exactly: the reference read them as float64)
+    VARIANT/forecast_<i>.npy float32 [N, C], its forecast (rounded from float64)
+    VARIANT/attention_<i>.npy float32 [N, w], row j: the weights of forecast
                              step j, oldest state first, zero past the row's
                              count (first[j] is the step index i of column 0,
                              0 for an empty row)
@@ -77,19 +78,20 @@ def gen(out_dir, idx, name, cfg, scale, lengths):
     for i, T in enumerate(lengths):
         t = np.arange(T)[:, None]
         raw = np.array(mean) + np.array(std) * (np.sin(0.7 * t + rng.uniform(0, 6, size=C)) + 0.3 * rng.normal(size=(T, C)))
+        raw = raw.astype(np.float32).astype(np.float64)  # exact in the float32 .npy and in %.9g
         fc, heat, firsts = m64.forecast(raw, HORIZON)
         assert np.all(np.isfinite(fc)) and np.abs(fc).max() < 1e3, name
-        np.save(os.path.join(d, "history_%d.npy" % i), raw)
-        np.save(os.path.join(d, "forecast_%d.npy" % i), fc)
+        np.save(os.path.join(d, "history_%d.npy" % i), raw.astype(np.float32))
+        np.save(os.path.join(d, "forecast_%d.npy" % i), fc.astype(np.float32))
         W = gold["window"]
         att = np.zeros((HORIZON, max(W, 1)))
         for j, p in enumerate(heat):
             att[j, :len(p)] = p
-        np.save(os.path.join(d, "attention_%d.npy" % i), att[:, :W] if W else np.zeros((HORIZON, 0)))
+        np.save(os.path.join(d, "attention_%d.npy" % i), (att[:, :W] if W else np.zeros((HORIZON, 0))).astype(np.float32))
         gold["series"].append({"length": T, "first": [int(f) for f in firsts]})
         times_in = ["%d" % (10 * k) for k in range(T)]
         for k in range(T):
-            rows_in.append(["s%d" % i, times_in[k]] + ["%.17g" % v for v in raw[k]])
+            rows_in.append(["s%d" % i, times_in[k]] + ["%.9g" % v for v in raw[k]])
         nxt = R.next_times(times_in, HORIZON)
         for j in range(HORIZON):
             rows_out.append(["s%d" % i, nxt[j]] + ["%.7g" % v for v in fc[j]])

@@ -1,0 +1,436 @@
+/* The attention-RNN forecaster against tests/golden/forecast (written by
+ * tools/py/gen_golden_forecast.py from the float64 PyTorch reference): every
+ * variant's forecasts and attention rows on the CPU and on an OpenCL device
+ * (CG_TEST_OPENCL_DEVICE, default opencl:0), batch invariance, `clgraph
+ * forecast` CSV in and out, a model.cg in place of the builder's graph, and
+ * the one-line messages for mistakes in config.json, the weights and the
+ * CSV. */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clgraph/clgraph.h"
+#include "clgraph/forecast.h"
+#include "test_util.h"
+
+#define MAX_VARIANTS 64
+
+static char variants[MAX_VARIANTS][64];
+static int n_variants;
+static cg_context *ctx;
+static int have_opencl;
+static const char *cl_dev = "opencl:0";
+
+static void setup(void) { tu_setup_dir("forecast"); }
+
+static int by_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+static void vpath(char *buf, size_t n, const char *variant, const char *file) {
+    snprintf(buf, n, "%s/tests/golden/forecast/%s%s%s", tu_src_dir(), variant, file ? "/" : "", file ? file : "");
+}
+
+static void scan_variants(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/tests/golden/forecast", tu_src_dir());
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) && n_variants < MAX_VARIANTS) {
+        char p[1000];
+        struct stat sb;
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof variants[0]) continue;
+        vpath(p, sizeof p, e->d_name, "golden.json");
+        if (stat(p, &sb) == 0) snprintf(variants[n_variants++], sizeof variants[0], "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(variants, (size_t)n_variants, sizeof variants[0], by_name);
+}
+
+/* One variant's golden data. */
+typedef struct golden {
+    cJSON *json;
+    int n, horizon, window, C;
+    cg_forecast_series *series;
+    double **raw;       /* the histories as the API takes them */
+    cg_tensor **hist, **fc, **att;
+} golden;
+
+static cg_tensor *npy(const char *variant, const char *fmt, int i) {
+    char f[64], p[1000];
+    snprintf(f, sizeof f, fmt, i);
+    vpath(p, sizeof p, variant, f);
+    cg_tensor *t = NULL;
+    ck_assert_msg(cg_tensor_load_npy(p, &t) == CG_OK, "%s: %s", p, cg_last_error());
+    ck_assert_int_eq(cg_tensor_dtype(t), CG_F32);
+    return t;
+}
+
+static void golden_load(const char *variant, golden *g) {
+    memset(g, 0, sizeof *g);
+    char p[1000];
+    vpath(p, sizeof p, variant, "golden.json");
+    char *text = tu_read_text(p, NULL);
+    g->json = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(g->json);
+    g->horizon = cJSON_GetObjectItem(g->json, "horizon")->valueint;
+    g->window = cJSON_GetObjectItem(g->json, "window")->valueint;
+    const cJSON *ser = cJSON_GetObjectItem(g->json, "series");
+    g->n = cJSON_GetArraySize(ser);
+    g->series = calloc((size_t)g->n, sizeof *g->series);
+    g->hist = calloc((size_t)g->n, sizeof *g->hist);
+    g->fc = calloc((size_t)g->n, sizeof *g->fc);
+    g->att = calloc((size_t)g->n, sizeof *g->att);
+    g->raw = calloc((size_t)g->n, sizeof *g->raw);
+    for (int i = 0; i < g->n; i++) {
+        g->hist[i] = npy(variant, "history_%d.npy", i);
+        g->fc[i] = npy(variant, "forecast_%d.npy", i);
+        g->att[i] = npy(variant, "attention_%d.npy", i);
+        g->C = (int)cg_tensor_dim(g->hist[i], 1);
+        int64_t n = cg_tensor_numel(g->hist[i]);
+        const float *h = cg_tensor_data_const(g->hist[i]);
+        g->raw[i] = malloc(sizeof(double) * (size_t)n);
+        for (int64_t k = 0; k < n; k++) g->raw[i][k] = h[k];
+        g->series[i].values = g->raw[i];
+        g->series[i].length = (int)cg_tensor_dim(g->hist[i], 0);
+    }
+}
+
+static void golden_free(golden *g) {
+    for (int i = 0; i < g->n; i++) {
+        cg_tensor_free(g->hist[i]);
+        cg_tensor_free(g->fc[i]);
+        cg_tensor_free(g->att[i]);
+        free(g->raw[i]);
+    }
+    free(g->hist), free(g->fc), free(g->att), free(g->series), free(g->raw);
+    cJSON_Delete(g->json);
+}
+
+/* Forecasts and attention rows of every series against the reference: the
+ * spec's float32 implementation agrees with float64 to about 1e-5. */
+static void check_variant(const char *variant, const char *device, int batch) {
+    golden g;
+    golden_load(variant, &g);
+    char dir[1000];
+    vpath(dir, sizeof dir, variant, NULL);
+    cg_plan_options po = {.device = device};
+    cg_forecaster *m = NULL;
+    ck_assert_msg(cg_forecast_load(ctx, dir, &po, &m) == CG_OK, "%s: %s", variant, cg_last_error());
+    ck_assert_int_eq(cg_forecast_channels(m), g.C);
+    ck_assert_int_eq(cg_forecast_window(m), g.window);
+    cg_forecast_result *res = calloc((size_t)g.n, sizeof *res);
+    cg_forecast_options o = {.horizon = g.horizon, .batch = batch, .attention = 1};
+    ck_assert_msg(cg_forecast_run(m, &o, g.n, g.series, res, NULL, NULL) == CG_OK, "%s on %s: %s", variant, device,
+                  cg_last_error());
+    double worst = 0;
+    const cJSON *ser = cJSON_GetObjectItem(g.json, "series");
+    for (int i = 0; i < g.n; i++) {
+        const float *want = cg_tensor_data_const(g.fc[i]), *watt = cg_tensor_data_const(g.att[i]);
+        for (int k = 0; k < g.horizon * g.C; k++) {
+            double err = fabs(res[i].values[k] - want[k]) / (1e-3 + fabs(want[k]));
+            if (err > worst) worst = err;
+            ck_assert_msg(err < 1e-4, "%s on %s: series %d value %d: %.9g, reference %.9g", variant, device, i, k,
+                          res[i].values[k], want[k]);
+        }
+        const cJSON *first = cJSON_GetObjectItem(cJSON_GetArrayItem(ser, i), "first");
+        for (int j = 0; j < g.horizon; j++) {
+            int f = cJSON_GetArrayItem(first, j)->valueint;
+            ck_assert_int_eq(res[i].att_count[j] ? res[i].att_first[j] : 0, f);
+            int t = g.series[i].length + j, cnt = t - 2 < 0 ? 0 : (t - 2 > g.window ? g.window : t - 2);
+            ck_assert_int_eq(res[i].att_count[j], cnt);
+            for (int k = 0; k < g.window; k++) {
+                double have = k < cnt ? res[i].attention[(size_t)j * (size_t)g.window + (size_t)k] : 0.0;
+                ck_assert_msg(fabs(have - watt[(size_t)j * (size_t)g.window + (size_t)k]) < 2e-5,
+                              "%s on %s: series %d attention row %d column %d: %.7g, reference %.7g", variant, device,
+                              i, j, k, have, watt[(size_t)j * (size_t)g.window + (size_t)k]);
+            }
+        }
+        cg_forecast_result_clear(&res[i]);
+    }
+    printf("%s on %s (batch %d): worst relative error %.2e\n", variant, device, batch, worst);
+    free(res);
+    cg_forecast_free(m);
+    golden_free(&g);
+}
+
+START_TEST(golden_variants_present) { ck_assert_int_ge(n_variants, 12); }
+END_TEST
+
+START_TEST(golden_cpu) { check_variant(variants[_i], "cpu", 0); }
+END_TEST
+
+START_TEST(golden_opencl) {
+    if (!have_opencl) return;
+    check_variant(variants[_i], cl_dev, 0);
+}
+END_TEST
+
+/* A series' forecast is the same alone (batch 1) as with the others: the
+ * same bits on the CPU. */
+START_TEST(batch_invariance) {
+    golden g;
+    golden_load(variants[_i], &g);
+    char dir[1000];
+    vpath(dir, sizeof dir, variants[_i], NULL);
+    cg_forecaster *m = NULL;
+    ck_assert_int_eq(cg_forecast_load(ctx, dir, NULL, &m), CG_OK);
+    cg_forecast_result *one = calloc((size_t)g.n, sizeof *one), *all = calloc((size_t)g.n, sizeof *all);
+    cg_forecast_options o1 = {.horizon = g.horizon, .batch = 1, .attention = 1};
+    cg_forecast_options on = {.horizon = g.horizon, .batch = g.n, .attention = 1};
+    ck_assert_int_eq(cg_forecast_run(m, &o1, g.n, g.series, one, NULL, NULL), CG_OK);
+    ck_assert_int_eq(cg_forecast_run(m, &on, g.n, g.series, all, NULL, NULL), CG_OK);
+    for (int i = 0; i < g.n; i++) {
+        ck_assert_msg(!memcmp(one[i].values, all[i].values, sizeof(double) * (size_t)(g.horizon * g.C)),
+                      "%s: series %d differs alone and in a batch of %d", variants[_i], i, g.n);
+        if (g.window)
+            ck_assert(!memcmp(one[i].attention, all[i].attention, sizeof(float) * (size_t)(g.horizon * g.window)));
+        cg_forecast_result_clear(&one[i]);
+        cg_forecast_result_clear(&all[i]);
+    }
+    free(one), free(all);
+    cg_forecast_free(m);
+    golden_free(&g);
+}
+END_TEST
+
+/* `clgraph forecast` on history.csv: the same times, series and values
+ * (to 1e-4) as expected.csv; a model.cg with the builder's graph changes
+ * nothing. */
+static void cli_matches(const char *dir, const char *variant) {
+    char hist[1000], exp[1000];
+    vpath(hist, sizeof hist, variant, "history.csv");
+    vpath(exp, sizeof exp, variant, "expected.csv");
+    const char *args[] = {"forecast", dir, "--horizon", "6", NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, hist) == 0, "%s: %s", variant, tu_err);
+    char *want = tu_read_text(exp, NULL);
+    char *sa = NULL, *sb = NULL;
+    char *la = strtok_r(tu_out, "\n", &sa), *lb = strtok_r(want, "\n", &sb);
+    int line = 1;
+    for (; la && lb; la = strtok_r(NULL, "\n", &sa), lb = strtok_r(NULL, "\n", &sb), line++) {
+        char *fa = NULL, *fb = NULL;
+        char *a = strtok_r(la, ",", &fa), *b = strtok_r(lb, ",", &fb);
+        for (int col = 1; a && b; a = strtok_r(NULL, ",", &fa), b = strtok_r(NULL, ",", &fb), col++) {
+            if (line == 1 || col <= 2) {
+                ck_assert_msg(!strcmp(a, b), "%s: line %d column %d: '%s', expected '%s'", variant, line, col, a, b);
+                continue;
+            }
+            double x = atof(a), y = atof(b);
+            ck_assert_msg(fabs(x - y) <= 1e-4 * (1e-3 + fabs(y)), "%s: line %d column %d: %s, expected %s", variant,
+                          line, col, a, b);
+        }
+        ck_assert_msg(!a && !b, "%s: line %d has another number of fields", variant, line);
+    }
+    ck_assert_msg(!la && !lb, "%s: %s lines than expected", variant, la ? "more" : "fewer");
+    free(want);
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *s = tu_read_text(from, &n);
+    FILE *f = fopen(to, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(s, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    free(s);
+}
+
+START_TEST(cli_csv) {
+    char dir[1000];
+    vpath(dir, sizeof dir, variants[_i], NULL);
+    cli_matches(dir, variants[_i]);
+    /* the same model with its graph in model.cg */
+    char src[1100];
+    const char *copy = tu_path("model");
+    ck_assert_int_eq(mkdir(copy, 0755), 0);
+    char dst[1300];
+    for (int k = 0; k < 2; k++) {
+        const char *f = k ? "weights.safetensors" : "config.json";
+        snprintf(src, sizeof src, "%s/%s", dir, f);
+        snprintf(dst, sizeof dst, "%s/%s", copy, f);
+        copy_file(src, dst);
+    }
+    char copy_dir[1000];
+    snprintf(copy_dir, sizeof copy_dir, "%s", copy);
+    const char *g[] = {"forecast-graph", copy_dir, NULL};
+    ck_assert_int_eq(tu_run_cli(g, NULL, NULL), 0);
+    snprintf(dst, sizeof dst, "%s/model.cg", copy_dir);
+    FILE *f = fopen(dst, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("# edited by hand\n", f);
+    fputs(tu_out, f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(tu_run_cli(g, NULL, NULL), 0);
+    ck_assert(!strncmp(tu_out, "# edited by hand\n", 17));
+    cli_matches(copy_dir, variants[_i]);
+}
+END_TEST
+
+/* A model directory in tu_dir with this config.json and the weights of
+ * variant `like`. */
+static const char *model_with(const char *like, const char *config) {
+    const char *d = tu_path("bad");
+    mkdir(d, 0755);
+    char p[1100], w[1100];
+    snprintf(p, sizeof p, "%s/config.json", d);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(config, f);
+    ck_assert_int_eq(fclose(f), 0);
+    vpath(w, sizeof w, like, "weights.safetensors");
+    snprintf(p, sizeof p, "%s/weights.safetensors", d);
+    copy_file(w, p);
+    return d;
+}
+
+START_TEST(config_mistakes) {
+    static const struct {
+        const char *config, *needle;
+    } cases[] = {
+        {"{\"columns\": [\"a\"], \"hidden\": 4}", "key 'task' is required"},
+        {"{\"task\": \"translate\", \"columns\": [\"a\"], \"hidden\": 4}", "key 'task' must be \"forecast\""},
+        {"{\"task\": \"forecast\", \"hidden\": 4}", "key 'columns' is required"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\", \"a\"], \"hidden\": 4}", "\"a\" appears twice"},
+        {"{\"task\": \"forecast\", \"columns\": [\"time\"], \"hidden\": 4}", "\"time\" is reserved"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"]}", "key 'hidden' is required"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"cell\": \"tcn\"}", "key 'cell' is \"tcn\""},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"window\": 0}", "key 'window' must be an integer >= 1"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"std\": [0]}", "key 'std': entry 0 must be a finite number > 0"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"mean\": [1, 2]}", "key 'mean' must be a list of 1 numbers"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"horizon\": 3}", "unknown key 'horizon'"},
+        {"{\"task\": \"forecast\",\n \"columns\": [\"a\"] \"hidden\": 4}", "config.json:2:19: invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *d = model_with("gru_none", cases[i].config);
+        const char *args[] = {"forecast", d, "--horizon", "2", NULL};
+        ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+        const char *needles[] = {"config.json", cases[i].needle, NULL};
+        tu_assert_one_line(needles);
+    }
+    /* the weights of another configuration: the tensor and both shapes named */
+    const char *d = model_with("gru_none", "{\"task\": \"forecast\", \"columns\": [\"temp\", \"load\", \"price\"], "
+                                           "\"cell\": \"gru\", \"hidden\": 8, \"attention\": \"none\"}");
+    const char *args[] = {"forecast", d, "--horizon", "2", NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+    const char *needles[] = {"weights.safetensors: tensor 'rnn.weight_ih_l0' is f32[27, 3], expected f32[24, 3]", NULL};
+    tu_assert_one_line(needles);
+}
+END_TEST
+
+START_TEST(csv_mistakes) {
+    static const struct {
+        const char *csv, *needle;
+    } cases[] = {
+        {"", "stdin:1:1: no header line"},
+        {"temp,load\n1,2\n", "stdin:1:1: column 'price' of the model is missing"},
+        {"temp,load,price,wind\n1,2,3,4\n", "stdin:1:17: column 'wind' is not one of the model's (temp, load, price)"},
+        {"temp,load,price\n1,2,3\n4,x5,6\n", "stdin:3:3: column 'load': expected a number, got 'x5'"},
+        {"temp,load,price\n1,2,3\n4,5,nan\n", "stdin:3:5: column 'price': expected a number, got 'nan'"},
+        {"temp,load,price\n1,2\n", "stdin:2:1: 2 fields, the header has 3"},
+        {"temp,load,price\n", "stdin:2:1: no rows after the header"},
+        {"temp,time,load,price\n1,2,3,4\n", "stdin:1:6: column 'time' must come first"},
+        {"temp,load,load\n", "stdin:1:11: column 'load' appears twice"},
+        {"temp,load,price\n\"1,2,3\n", "stdin:2:1: a quoted field is not closed"},
+    };
+    char dir[1000];
+    vpath(dir, sizeof dir, "gru_none", NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *in = tu_write_file("in.csv", cases[i].csv, strlen(cases[i].csv));
+        const char *args[] = {"forecast", dir, "--horizon", "2", NULL};
+        ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
+        const char *needles[] = {"clgraph forecast: ", cases[i].needle, NULL};
+        tu_assert_one_line(needles);
+    }
+    const char *bad_args[][6] = {{"forecast", dir, NULL}, {"forecast", dir, "--horizon", "0", NULL},
+                                 {"forecast", dir, "--horizon", "2", "--attention"},
+                                 {"forecast", dir, "--horizon", "2", "--bogus"}};
+    for (int i = 0; i < 4; i++) {
+        const char *a[7] = {0};
+        for (int k = 0; k < 6 && bad_args[i][k]; k++) a[k] = bad_args[i][k];
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 2);
+    }
+}
+END_TEST
+
+/* Blank lines, CRLF, quoted fields, a `series` column whose rows are not
+ * adjacent, --history, and the time column continued. */
+START_TEST(csv_forms) {
+    char dir[1000];
+    vpath(dir, sizeof dir, "gru_none", NULL);
+    const char *csv = "time,series,temp,load,price\r\n"
+                      "2020-01-31,\"a,1\",1,2,3\r\n"
+                      "\r\n"
+                      "0.1,b,1.5,2,3\n"
+                      "2020-02-29,\"a,1\",2,2.5,3.5\n"
+                      "0.2,b,1,1e0,.5\n";
+    const char *in = tu_write_file("in.csv", csv, strlen(csv));
+    const char *args[] = {"forecast", dir, "--horizon", "2", NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, in) == 0, "%s", tu_err);
+    char *save = NULL, *l0 = strtok_r(tu_out, "\n", &save), *l1 = strtok_r(NULL, "\n", &save),
+         *l2 = strtok_r(NULL, "\n", &save), *l3 = strtok_r(NULL, "\n", &save), *l4 = strtok_r(NULL, "\n", &save);
+    ck_assert_str_eq(l0, "time,series,temp,load,price");
+    ck_assert(!strncmp(l1, "2020-03-31,\"a,1\",", 17));
+    ck_assert(!strncmp(l2, "2020-04-30,\"a,1\",", 17));
+    ck_assert(!strncmp(l3, "0.3,b,", 6));
+    ck_assert(!strncmp(l4, "0.4,b,", 6));
+    ck_assert_ptr_null(strtok_r(NULL, "\n", &save));
+    /* --history 1 forecasts from the last row alone: the values of a
+     * one-row input (the time still continues the file's times) */
+    const char *h1[] = {"forecast", dir, "--horizon", "1", "--history", "1", NULL};
+    ck_assert_int_eq(tu_run_cli(h1, NULL, in), 0);
+    char *with_history = strdup(tu_out);
+    ck_assert(strstr(with_history, "\n2020-03-31,\"a,1\",") && strstr(with_history, "\n0.3,b,"));
+    const char *last = "time,series,temp,load,price\n2020-02-29,\"a,1\",2,2.5,3.5\n0.2,b,1,1e0,.5\n";
+    const char *in2 = tu_write_file("in2.csv", last, strlen(last));
+    const char *h2[] = {"forecast", dir, "--horizon", "1", NULL};
+    ck_assert_int_eq(tu_run_cli(h2, NULL, in2), 0);
+    /* the values: what follows the series name on each line */
+    const char *a1 = strstr(with_history, "\",") + 2, *b1 = strstr(tu_out, "\",") + 2;
+    ck_assert(!strncmp(a1, b1, (size_t)(strchr(a1, '\n') - a1 + 1)));
+    const char *a2 = strstr(with_history, ",b,") + 3, *b2 = strstr(tu_out, ",b,") + 3;
+    ck_assert_str_eq(a2, b2);
+    free(with_history);
+}
+END_TEST
+
+int main(void) {
+    scan_variants();
+    if (cg_context_create(&ctx) != CG_OK) {
+        fprintf(stderr, "cg_context_create: %s\n", cg_last_error());
+        return 1;
+    }
+    have_opencl = cg_device_count() > 1;
+    const char *dev_env = getenv("CG_TEST_OPENCL_DEVICE");
+    if (dev_env && *dev_env) cl_dev = dev_env;
+    if (!have_opencl) printf("note: no OpenCL device: the %s parity tests only print this note\n", cl_dev);
+    int nv = n_variants > 0 ? n_variants : 1;
+    Suite *s = suite_create("forecast");
+    TCase *tg = tcase_create("golden");
+    tcase_add_checked_fixture(tg, setup, tu_teardown_dir);
+    tcase_set_timeout(tg, 600);
+    tcase_add_test(tg, golden_variants_present);
+    tcase_add_loop_test(tg, golden_cpu, 0, nv);
+    tcase_add_loop_test(tg, batch_invariance, 0, nv);
+    suite_add_tcase(s, tg);
+    TCase *to = tcase_create("opencl");
+    tcase_add_checked_fixture(to, setup, tu_teardown_dir);
+    tcase_set_timeout(to, 900);
+    tcase_add_loop_test(to, golden_opencl, 0, nv);
+    suite_add_tcase(s, to);
+    TCase *tc = tcase_create("cli");
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, cli_csv, 0, nv);
+    tcase_add_test(tc, config_mistakes);
+    tcase_add_test(tc, csv_mistakes);
+    tcase_add_test(tc, csv_forms);
+    suite_add_tcase(s, tc);
+    int failed = tu_run_suite(s, 1);
+    cg_context_free(ctx);
+    return failed;
+}
