@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "clgraph/clgraph.h"
 #include "clgraph/forecast.h"
@@ -398,6 +399,45 @@ START_TEST(csv_forms) {
 }
 END_TEST
 
+/* --plot and --attention pictures: one per series, a PNG that is a PNG of
+ * the layout's size, an SVG that is whole; unknown formats are usage
+ * errors before any work. */
+START_TEST(pictures) {
+    char dir[1000], hist[1000];
+    vpath(dir, sizeof dir, "lstm_dot_w64", NULL);
+    vpath(hist, sizeof hist, "lstm_dot_w64", "history.csv");
+    char png[1100], svg[1100];
+    snprintf(png, sizeof png, "%s", tu_path("f.png"));
+    snprintf(svg, sizeof svg, "%s", tu_path("a.svg"));
+    const char *args[] = {"forecast", dir, "--horizon", "12", "--plot", png, "--attention", svg, NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, hist) == 0, "%s", tu_err);
+    for (int i = 0; i < 3; i++) {
+        char p[1200];
+        size_t n;
+        snprintf(p, sizeof p, "%s", tu_path(i ? (i == 1 ? "f-1.png" : "f-2.png") : "f.png"));
+        unsigned char *b = (unsigned char *)tu_read_text(p, &n);
+        ck_assert_uint_gt(n, 33);
+        ck_assert(!memcmp(b, "\x89PNG\r\n\x1a\n", 8) && !memcmp(b + 12, "IHDR", 4));
+        unsigned w = (unsigned)b[16] << 24 | (unsigned)b[17] << 16 | (unsigned)b[18] << 8 | b[19];
+        unsigned h = (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23];
+        /* three channel charts and 12 attention rows: taller than wide is
+         * not this layout */
+        ck_assert_uint_ge(w, 360);
+        ck_assert_uint_gt(h, 3 * 110 + 12 * 8);
+        free(b);
+        snprintf(p, sizeof p, "%s", tu_path(i ? (i == 1 ? "a-1.svg" : "a-2.svg") : "a.svg"));
+        char *t = tu_read_text(p, &n);
+        ck_assert(!strncmp(t, "<svg ", 5) && strstr(t, "</svg>\n") == t + n - 7 && strstr(t, "<polyline"));
+        free(t);
+    }
+    ck_assert(access(tu_path("f-3.png"), F_OK) != 0);
+    const char *bad[] = {"forecast", dir, "--horizon", "2", "--plot", "x.json", NULL};
+    ck_assert_int_eq(tu_run_cli(bad, NULL, hist), 2);
+    const char *needles[] = {"--plot x.json: unknown format (use .png, .svg)", NULL};
+    tu_assert_one_line(needles);
+}
+END_TEST
+
 int main(void) {
     scan_variants();
     if (cg_context_create(&ctx) != CG_OK) {
@@ -429,6 +469,7 @@ int main(void) {
     tcase_add_test(tc, config_mistakes);
     tcase_add_test(tc, csv_mistakes);
     tcase_add_test(tc, csv_forms);
+    tcase_add_test(tc, pictures);
     suite_add_tcase(s, tc);
     int failed = tu_run_suite(s, 1);
     cg_context_free(ctx);

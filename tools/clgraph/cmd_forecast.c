@@ -11,9 +11,10 @@
 #include "cli.h"
 #include "clgraph/forecast.h"
 #include "fc_csv.h"
+#include "fc_plot.h"
 
 typedef struct fargs {
-    const char *dir, *device, *place, *attention;
+    const char *dir, *device, *place, *attention, *plot;
     int horizon, history, batch;
     int n_plugins;
     const char *plugins[CLI_MAX_PLUGINS];
@@ -51,6 +52,7 @@ static int parse_args(int argc, char **argv, fargs *a) {
         if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--place")) a->place = v;
         else if (!strcmp(o, "--attention")) a->attention = v;
+        else if (!strcmp(o, "--plot")) a->plot = v;
         else if (!strcmp(o, "--horizon")) rc = parse_int(o, v, 1, 1000000, &a->horizon);
         else if (!strcmp(o, "--history")) rc = parse_int(o, v, 1, 1 << 30, &a->history);
         else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, 1000000, &a->batch);
@@ -70,10 +72,13 @@ static int parse_args(int argc, char **argv, fargs *a) {
         fprintf(stderr, "clgraph forecast: --horizon N is required\n");
         return CLI_USAGE;
     }
-    if (a->attention) {
-        const char *dot = strrchr(a->attention, '.');
-        if (!dot || strcmp(dot, ".json")) {
-            fprintf(stderr, "clgraph forecast: --attention %s: unknown format (use .json)\n", a->attention);
+    /* Refuse an unknown format before spending time forecasting. */
+    const char *files[2] = {a->attention, a->plot}, *opts[2] = {"--attention", "--plot"};
+    for (int k = 0; k < 2; k++) {
+        const char *dot = files[k] ? strrchr(files[k], '.') : NULL;
+        if (files[k] && (!dot || (strcmp(dot, ".png") && strcmp(dot, ".svg") && (k || strcmp(dot, ".json"))))) {
+            fprintf(stderr, "clgraph forecast: %s %s: unknown format (use .png, .svg%s)\n", opts[k], files[k],
+                    k ? "" : " or .json");
             return CLI_USAGE;
         }
     }
@@ -172,6 +177,35 @@ static int write_attention(const char *path, const fc_csv *in, const cg_forecast
     return CLI_OK;
 }
 
+/* --plot, and --attention as a picture: the same images (a picture of the
+ * attention alone would lose the values it explains). */
+static int write_pictures(const char *path, int attention, cg_forecaster *m, const fc_csv *in,
+                          const cg_forecast_series *ser, const cg_forecast_result *res) {
+    fc_plot_series *ps = calloc((size_t)in->n_series, sizeof *ps);
+    const char **cols = malloc(sizeof *cols * (size_t)in->C);
+    int rc = ps && cols ? 0 : -1;
+    for (int k = 0; cols && k < in->C; k++) cols[k] = cg_forecast_column(m, k);
+    for (int s = 0; !rc && s < in->n_series; s++) {
+        fc_plot_series *p = &ps[s];
+        p->name = in->series[s].name;
+        p->columns = cols;
+        p->channels = in->C;
+        p->length = ser[s].length;
+        p->horizon = res[s].horizon;
+        p->history = ser[s].values;
+        p->forecast = res[s].values;
+        p->attention = attention && res[s].window ? res[s].attention : NULL;
+        p->att_first = res[s].att_first;
+        p->att_count = res[s].att_count;
+        p->window = res[s].window;
+    }
+    if (!rc) rc = fc_plot_write(path, ps, in->n_series);
+    else fprintf(stderr, "clgraph forecast: out of memory\n");
+    free(ps);
+    free(cols);
+    return rc ? CLI_FAIL : CLI_OK;
+}
+
 static int run(const fargs *a, cg_forecaster *m) {
     int C = cg_forecast_channels(m);
     const char **cols = malloc(sizeof *cols * (size_t)C);
@@ -196,7 +230,8 @@ static int run(const fargs *a, cg_forecaster *m) {
         ser[s].values = in.series[s].values + (size_t)(n - keep) * (size_t)C;
         ser[s].length = keep;
     }
-    cg_forecast_options o = {.horizon = a->horizon, .batch = a->batch, .attention = a->attention != NULL};
+    cg_forecast_options o = {.horizon = a->horizon, .batch = a->batch,
+                             .attention = a->attention != NULL || a->plot != NULL};
     int tty = isatty(2) && in.n_series > 1;
     if (!rc && cg_forecast_run(m, &o, in.n_series, ser, res, tty ? progress : NULL, NULL)) {
         if (tty) fputc('\n', stderr);
@@ -204,7 +239,10 @@ static int run(const fargs *a, cg_forecaster *m) {
     } else if (!rc) {
         if (tty) fputc('\n', stderr);
         rc = write_csv(&in, res, a->horizon);
-        if (!rc && a->attention) rc = write_attention(a->attention, &in, res, a->horizon);
+        const char *dot = a->attention ? strrchr(a->attention, '.') : NULL;
+        if (!rc && dot && !strcmp(dot, ".json")) rc = write_attention(a->attention, &in, res, a->horizon);
+        else if (!rc && a->attention) rc = write_pictures(a->attention, 1, m, &in, ser, res);
+        if (!rc && a->plot) rc = write_pictures(a->plot, 1, m, &in, ser, res);
     }
     for (int s = 0; res && s < in.n_series; s++) cg_forecast_result_clear(&res[s]);
     free(res);

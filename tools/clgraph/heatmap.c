@@ -298,6 +298,14 @@ static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, p
     return CG_OK;
 }
 
+cg_status cg_png_write_rgb(const char *path, const uint8_t *rgb, int w, int h) {
+    png_bytep *rows = malloc(sizeof *rows * (size_t)h + 1);
+    if (!rows) return no_memory();
+    cg_status st = write_png(path, rgb, w, h, rows);
+    free(rows);
+    return st;
+}
+
 static cg_status image_png(const hm_image *im, const char *path) {
     if (im->w > HEATMAP_MAX_SIDE || im->h > HEATMAP_MAX_SIDE)
         return fail(CG_ERR_UNSUPPORTED, "%s: a %d x %d heat map is too large for an image (use .json)", path, im->w,
@@ -321,7 +329,7 @@ static cg_status image_png(const hm_image *im, const char *path) {
 
 /* XML text with &<>"' escaped; characters XML cannot hold (controls) are
  * written as their Unicode control pictures, malformed UTF-8 as U+FFFD. */
-static void xml_text(FILE *f, const char *s) {
+void cg_xml_text(FILE *f, const char *s) {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         unsigned c = *p;
@@ -351,7 +359,7 @@ static void xml_text(FILE *f, const char *s) {
 /* A drawn label: a lone space shows as a middle dot, as in the PNG. */
 static void xml_label(FILE *f, const char *s) {
     if (!strcmp(s, " ")) fputs("\xC2\xB7", f);
-    else xml_text(f, s);
+    else cg_xml_text(f, s);
 }
 
 static void svg_body(FILE *f, const hm_image *im) {
@@ -365,7 +373,7 @@ static void svg_body(FILE *f, const hm_image *im) {
     title_text(im, title, sizeof title);
     fprintf(f, "<text x=\"%d\" y=\"%d\" dominant-baseline=\"hanging\" fill=\"#000000\" style=\"white-space:pre\">",
             HEATMAP_PAD, HEATMAP_PAD);
-    xml_text(f, title);
+    cg_xml_text(f, title);
     fputs("</text>\n<g fill=\"#282828\">\n", f);
     for (int j = 0; j < im->cols; j++) {
         int x = im->left + j * C + (C - 1) / 2, y = im->top - HEATMAP_PAD;
@@ -391,9 +399,9 @@ static void svg_body(FILE *f, const hm_image *im) {
             cg_heatmap_color(wt, c);
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\"><title>out '",
                     im->left + j * C, im->top + t * C, C - 1, C - 1, c[0], c[1], c[2]);
-            xml_text(f, im->row[t]);
+            cg_xml_text(f, im->row[t]);
             fputs("' / src '", f);
-            xml_text(f, im->col[j]);
+            cg_xml_text(f, im->col[j]);
             if (isnan(wt)) fputs("': no weight", f);
             else fprintf(f, "': %.4f", (double)wt);
             fputs("</title></rect>\n", f);

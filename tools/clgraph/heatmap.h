@@ -3,6 +3,8 @@
 #ifndef CG_TOOLS_HEATMAP_H
 #define CG_TOOLS_HEATMAP_H
 
+#include <stdio.h>
+
 #include "clgraph/clgraph.h"
 #include "clgraph/seq2seq.h"
 #include "font.h"
@@ -84,6 +86,14 @@ void cg_heatmap_size(int src_len, int rows, const char *const *row_labels, const
  * light and mid blues to dark blue (1), linear between five stops; NaN gives
  * HEATMAP_NO_DATA. */
 void cg_heatmap_color(float weight, uint8_t rgb[3]);
+
+/* Writes a packed 8-bit RGB image of w x h pixels as a PNG file; on failure
+ * the message naming the file is printed (as for cg_heatmap_write). */
+cg_status cg_png_write_rgb(const char *path, const uint8_t *rgb, int w, int h);
+
+/* Writes s as XML text: &<>"' escaped, control characters as their Unicode
+ * control pictures, malformed UTF-8 as U+FFFD. */
+void cg_xml_text(FILE *f, const char *s);
 
 /* The file for source i: path itself for i == 0, else "-<i>" inserted before
  * the extension. The caller frees it; NULL when out of memory. */
