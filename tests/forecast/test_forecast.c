@@ -438,6 +438,75 @@ START_TEST(pictures) {
 }
 END_TEST
 
+/* A CSV of `series,time,values...` rows as `clgraph forecast` writes them
+ * (time, series, C values): the values in file order. */
+static double *csv_values(char *text, int C, int *rows) {
+    int cap = 1024, n = 0;
+    double *v = malloc(sizeof *v * (size_t)cap * (size_t)C);
+    char *save = NULL;
+    strtok_r(text, "\n", &save); /* header */
+    for (char *l = strtok_r(NULL, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (n == cap) v = realloc(v, sizeof *v * (size_t)(cap *= 2) * (size_t)C);
+        char *f = strchr(strchr(l, ',') + 1, ',') + 1;
+        for (int k = 0; k < C; k++) {
+            v[(size_t)n * (size_t)C + (size_t)k] = strtod(f, &f);
+            if (*f == ',') f++;
+        }
+        n++;
+    }
+    *rows = n;
+    return v;
+}
+
+/* The shipped demos (models/<name> with eval.json): `clgraph forecast` on
+ * the held-out origins gives the attention RNN's MASE that the README's
+ * table states, recomputed here from the forecasts and what happened. */
+START_TEST(demo_mase) {
+    static const char *const demos[] = {"elnino", "macro"};
+    for (int di = 0; di < 2; di++) {
+        char dir[1000], p[1100];
+        snprintf(dir, sizeof dir, "%s/models/%s", tu_src_dir(), demos[di]);
+        snprintf(p, sizeof p, "%s/eval.json", dir);
+        if (access(p, F_OK) != 0) continue;
+        char *text = tu_read_text(p, NULL);
+        cJSON *ev = cJSON_Parse(text);
+        free(text);
+        ck_assert_ptr_nonnull(ev);
+        int horizon = cJSON_GetObjectItem(ev, "horizon")->valueint;
+        const cJSON *ours = cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "scores"), "attention_rnn");
+        const cJSON *scale = cJSON_GetObjectItem(ours, "scale");
+        int C = cJSON_GetArraySize(scale);
+        char hz[16];
+        snprintf(hz, sizeof hz, "%d", horizon);
+        snprintf(p, sizeof p, "%s/heldout.csv", dir);
+        const char *args[] = {"forecast", dir, "--horizon", hz, NULL};
+        ck_assert_msg(tu_run_cli(args, NULL, p) == 0, "%s: %s", demos[di], tu_err);
+        int n_got, n_want;
+        double *got = csv_values(tu_out, C, &n_got);
+        snprintf(p, sizeof p, "%s/heldout_truth.csv", dir);
+        char *truth = tu_read_text(p, NULL);
+        double *want = csv_values(truth, C, &n_want);
+        ck_assert_int_eq(n_got, n_want);
+        double mase = 0;
+        for (int k = 0; k < C; k++) {
+            double mae = 0;
+            for (int r = 0; r < n_got; r++) mae += fabs(got[(size_t)r * (size_t)C + (size_t)k] - want[(size_t)r * (size_t)C + (size_t)k]);
+            mae /= n_got;
+            mase += mae / cJSON_GetArrayItem(scale, k)->valuedouble / C;
+        }
+        double stored = cJSON_GetObjectItem(ours, "mase_mean")->valuedouble;
+        printf("%s: MASE %.4f (eval.json: %.4f)\n", demos[di], mase, stored);
+        ck_assert_msg(fabs(mase - stored) < 1e-3 * stored, "%s: MASE %.5f, eval.json says %.5f", demos[di], mase, stored);
+        /* and the demo beats the seasonal-naive forecast, as its README says */
+        double naive = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "scores"), "seasonal_naive"),
+                                           "mase_mean")->valuedouble;
+        ck_assert_msg(mase < naive, "%s: MASE %.4f is not below seasonal naive's %.4f", demos[di], mase, naive);
+        free(got), free(want), free(truth);
+        cJSON_Delete(ev);
+    }
+}
+END_TEST
+
 int main(void) {
     scan_variants();
     if (cg_context_create(&ctx) != CG_OK) {
@@ -470,6 +539,7 @@ int main(void) {
     tcase_add_test(tc, csv_mistakes);
     tcase_add_test(tc, csv_forms);
     tcase_add_test(tc, pictures);
+    tcase_add_test(tc, demo_mase);
     suite_add_tcase(s, tc);
     int failed = tu_run_suite(s, 1);
     cg_context_free(ctx);
