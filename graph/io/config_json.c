@@ -1,60 +1,23 @@
 /* JSON configuration files, every mistake naming its key (config_json.h). */
 #include "config_json.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "read_file.h"
 #include "strbuf.h"
 
-/* A config is small: reading stops at 16 MiB (the parse then fails). */
+/* A config is small. */
 #define CFG_MAX_BYTES ((size_t)1 << 24)
-
-/* The file's bytes, NUL-terminated; NULL with *opened 0 when it cannot be
- * opened, 1 when reading failed (errno says why). */
-static char *read_all(const char *path, size_t *len, int *opened) {
-    FILE *f = fopen(path, "rb");
-    *opened = f != NULL;
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    while (s) {
-        size_t r = fread(s + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-        if (n + 1 >= cap) {
-            if (cap > CFG_MAX_BYTES) break;
-            char *ns = realloc(s, cap * 2);
-            if (!ns) {
-                free(s);
-                s = NULL;
-                break;
-            }
-            s = ns;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f), err = errno;
-    fclose(f);
-    if (s && bad) {
-        free(s);
-        errno = err ? err : EIO;
-        return NULL;
-    }
-    if (!s) errno = ENOMEM;
-    if (s) s[n] = 0;
-    *len = n;
-    return s;
-}
 
 cg_status cg_cfg_read(const char *path, cJSON **root) {
     *root = NULL;
     size_t len;
-    int opened;
-    char *text = read_all(path, &len, &opened);
-    if (!text) return cg_error(CG_ERR_IO, "%s: cannot %s: %s", path, opened ? "read" : "open", strerror(errno));
+    char *text;
+    cg_status st = cg_read_file(path, CFG_MAX_BYTES, &text, &len);
+    if (st) return st;
     const char *end = NULL;
     cJSON *r = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!r || !cJSON_IsObject(r)) {

@@ -1,7 +1,6 @@
 /* Model-directory helpers shared by the model families (model_dir.h). */
 #include "model_dir.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "analysis.h"
 #include "error.h"
 #include "ir.h"
+#include "read_file.h"
 #include "weights.h"
 
 char *cg_path_join(const char *dir, const char *file) {
@@ -24,38 +24,7 @@ int cg_path_exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-cg_status cg_read_text_file(const char *path, char **out) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    while (s) {
-        size_t r = fread(s + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-        if (n + 1 >= cap) {
-            char *ns = cap < ((size_t)1 << 40) ? realloc(s, cap * 2) : NULL;
-            if (!ns) {
-                free(s);
-                s = NULL;
-                break;
-            }
-            s = ns;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f), err = errno;
-    fclose(f);
-    if (!s) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory reading it", path);
-    if (bad) {
-        free(s);
-        return cg_error(CG_ERR_IO, "%s: cannot read: %s", path, strerror(err ? err : EIO));
-    }
-    s[n] = 0;
-    *out = s;
-    return CG_OK;
-}
+cg_status cg_read_text_file(const char *path, char **out) { return cg_read_file(path, (size_t)1 << 40, out, NULL); }
 
 static int is_param(const cg_model *model, const char *name) {
     for (int gi = 0; gi < model->n_graphs; gi++) {
