@@ -76,7 +76,7 @@ DATASETS = {"elnino": load_elnino, "macro": load_macro}
 
 # ---- training --------------------------------------------------------------
 
-def train(ds, steps, seed):
+def train(ds, steps, seed, lr=3e-3, wd=0.0):
     cfg = dict(task="forecast", columns=ds["columns"], **ds["config"])
     n_train = len(ds["values"]) - ds["TEST"]
     tr = ds["values"][:n_train]
@@ -92,7 +92,7 @@ def train(ds, steps, seed):
     Xall = torch.tensor((tr - np.array(c["mean"])) / np.array(c["std"]), dtype=torch.float32)
     Lh, Hz = ds["HISTORY"], ds["HORIZON"]
     S = Lh + Hz
-    opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+    opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=wd)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     g = torch.Generator().manual_seed(seed)
     t0 = time.time()
@@ -180,6 +180,69 @@ def clgraph_forecasts(ds, d, exe):
     return {o: np.array(v) for o, v in out.items()}
 
 
+def plot_example(ds, d, exe):
+    """forecast.png: the last origin of the held-out part, and example.csv, its input."""
+    o = origins(ds)[-1]
+    with open(os.path.join(d, "example.csv"), "w") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["time"] + ds["columns"])
+        for k in range(o - ds["HISTORY"], o):
+            w.writerow([ds["times"][k]] + ["%.9g" % v for v in ds["values"][k]])
+    with open(os.path.join(d, "example.csv")) as f:
+        subprocess.run([exe, "forecast", d, "--horizon", str(ds["HORIZON"]), "--plot", os.path.join(d, "forecast.png")],
+                       stdin=f, capture_output=True, check=True)
+
+
+def write_readme(ds, d, ev, table):
+    name, c = ds["name"], ev
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    ours, naive, sar = (ev["scores"][k]["mase_mean"] for k in ("attention_rnn", "seasonal_naive", "sarima"))
+    verdict = ("The attention RNN beats the seasonal-naive forecast (MASE %.3f against %.3f)" % (ours, naive)
+               if ours < naive else "The attention RNN does NOT beat seasonal naive (MASE %.3f against %.3f)"
+               % (ours, naive))
+    verdict += ("; SARIMA is better (%.3f): a small linear model fitted to the whole training part suits this "
+                "series better than this small RNN trained on %d-step windows." % (sar, ds["HISTORY"])
+                if sar < ours else "; it beats SARIMA too (%.3f)." % sar)
+    text = """# %s: a forecasting demo
+
+%s, from statsmodels (`statsmodels.datasets.%s`), forecast %d steps ahead by an attention RNN
+(%s, hidden %d, %s attention over the last %d states) trained with
+`tools/py/train_forecast.py %s` (%d steps of Adam, seed %d, %d s on the 2-core VM).
+
+```sh
+build/tools/clgraph forecast models/%s --horizon %d --plot forecast.png < models/%s/example.csv
+```
+
+prints the forecast of the last held-out origin as CSV and draws it (below: the history, the
+forecast in orange, and what each forecast step attended to).
+
+![forecast](forecast.png)
+
+## Held-out evaluation
+
+The last %d steps of the series were never seen in training, nor by the normalisation or
+the baselines' fitted parameters. From each of the %d origins o whose next %d steps lie in
+that part, each method forecasts them from the data up to o (the RNN from the last %d
+steps: `heldout.csv` holds every origin as a series, `heldout_truth.csv` what happened).
+MAE and RMSE are in the data's units over every origin and step; MASE divides each
+channel's MAE by the in-sample MAE of the seasonal-naive forecast (lag %d) on the training
+part, averaged over channels. SARIMA's parameters are fitted once on the training part and
+applied to the data up to each origin.
+
+%s
+
+%s
+
+`test_forecast` (tcase cli, demo_mase) recomputes the RNN's MASE from `clgraph forecast` on
+heldout.csv and compares it with eval.json. Run `tools/py/train_forecast.py %s --eval-only`
+to redo this evaluation on the shipped weights.
+""" % (name, ds["about"][0].upper() + ds["about"][1:], name, ds["HORIZON"], cfg["cell"], cfg["hidden"], cfg["attention"], cfg["window"], name,
+       ev["steps"], ev["seed"], ev["train_seconds"], name, ds["HORIZON"], name, ds["TEST"], ev["origins"],
+       ds["HORIZON"], ds["HISTORY"], ds["M"], "\n".join(table), verdict, name)
+    with open(os.path.join(d, "README.md"), "w") as f:
+        f.write(text)
+
+
 def fmt_row(name, s, C):
     cells = []
     for ch in range(C):
@@ -194,12 +257,28 @@ def main():
     ap.add_argument("--clgraph", default=os.path.join(ROOT, "build", "tools", "clgraph"))
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--eval-only", action="store_true", help="evaluate the model already in the directory")
+    ap.add_argument("--config", help="JSON merged into the dataset's model config")
+    ap.add_argument("--history", type=int, help="history steps (training windows and forecasts)")
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--wd", type=float, default=0.0, help="AdamW weight decay")
     a = ap.parse_args()
     torch.set_num_threads(2)
     ds = DATASETS[a.dataset]()
+    if a.config:
+        ds["config"].update(json.loads(a.config))
+    if a.history:
+        ds["HISTORY"] = a.history
     d = a.out or os.path.join(ROOT, "models", ds["name"])
-    cfg, c, m = train(ds, a.steps, a.seed)
-    R.save(d, cfg, m)
+    if not a.eval_only:
+        t0 = time.time()
+        cfg, c, m = train(ds, a.steps, a.seed, a.lr, a.wd)
+        R.save(d, cfg, m)
+        train_s = time.time() - t0
+    else:
+        with open(os.path.join(d, "eval.json")) as f:
+            old = json.load(f)
+        a.steps, a.seed, train_s = old["steps"], old["seed"], old.get("train_seconds", 0)
     write_heldout(ds, d)
     ours = clgraph_forecasts(ds, d, a.clgraph)
     # the reference agrees with clgraph on the shipped weights
@@ -212,15 +291,22 @@ def main():
     res = {"attention_rnn": scores(ds, ours), "seasonal_naive": scores(ds, naive), "sarima": scores(ds, sar)}
     ev = {"dataset": ds["name"], "about": ds["about"], "test": ds["TEST"], "horizon": ds["HORIZON"],
           "history": ds["HISTORY"], "m": ds["M"], "origins": len(origins(ds)), "sarima": {k: list(v) if isinstance(v, tuple) else v for k, v in ds["sarima"].items()},
-          "steps": a.steps, "seed": a.seed, "scores": res}
+          "steps": a.steps, "seed": a.seed, "lr": a.lr, "wd": a.wd, "train_seconds": round(train_s), "scores": res}
     with open(os.path.join(d, "eval.json"), "w") as f:
         json.dump(ev, f, indent=1)
         f.write("\n")
     C = len(ds["columns"])
     head = " | ".join("%s MAE | %s RMSE" % (col, col) for col in ds["columns"])
-    print("| forecast | %s | MASE |" % head)
+    table = ["| forecast | %s | MASE |" % head, "| --- |" + " ---: |" * (2 * C + 1)]
+    names = {"attention_rnn": "attention RNN (clgraph)", "seasonal_naive": "seasonal naive (lag %d)" % ds["M"],
+             "sarima": "SARIMA%s%s (statsmodels)" % (tuple(ds["sarima"]["order"]),
+                                                    tuple(ds["sarima"]["seasonal_order"])
+                                                    if ds["sarima"]["seasonal_order"][3] else "")}
     for k in ("attention_rnn", "seasonal_naive", "sarima"):
-        print(fmt_row(k, res[k], C))
+        table.append(fmt_row(names[k], res[k], C))
+    print("\n".join(table))
+    plot_example(ds, d, a.clgraph)
+    write_readme(ds, d, ev, table)
 
 
 if __name__ == "__main__":
