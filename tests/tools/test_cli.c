@@ -654,6 +654,19 @@ START_TEST(readme_command_cold_is_quiet) {
     ck_assert_msg(tu_run_cli(v, env, src) == 0, "%s", tu_err);
     ck_assert_str_eq(tu_out, want);
     free(want);
+    /* its last part: the El Nino demo's forecast and picture */
+    char fdir[600], fin[700], fpng[700];
+    snprintf(fdir, sizeof fdir, "%s/models/elnino", tu_src_dir());
+    snprintf(fin, sizeof fin, "%s/example.csv", fdir);
+    snprintf(fpng, sizeof fpng, "%s/forecast.png", tu_dir);
+    const char *f[] = {"forecast", fdir, "--horizon", "12", "--plot", fpng, NULL};
+    ck_assert_msg(tu_run_cli(f, env, fin) == 0, "%s", tu_err);
+    ck_assert_msg(tu_err[0] == 0, "stderr:\n%s", tu_err);
+    int rows = 0;
+    for (const char *q = tu_out; *q; q++) rows += *q == '\n';
+    ck_assert_int_eq(rows, 13);
+    ck_assert_msg(!strncmp(tu_out, "time,sst\n2010-01-01,", 20), "%s", tu_out);
+    ck_assert(access(fpng, F_OK) == 0);
 }
 END_TEST
 
