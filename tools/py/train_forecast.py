@@ -55,7 +55,7 @@ def load_elnino():
             "TEST": 72, "HORIZON": 12, "HISTORY": 48,
             "about": "monthly sea surface temperature of the Nino 1+2 region (degrees C), 1950-2010",
             "sarima": {"order": (1, 0, 0), "seasonal_order": (0, 1, 1, 12)},
-            "config": {"cell": "lstm", "hidden": 32, "attention": "general", "window": 24}}
+            "config": {"cell": "lstm", "hidden": 32, "attention": "general", "window": 24}, "STEPS": 800}
 
 
 def load_macro():
@@ -63,12 +63,16 @@ def load_macro():
     d = sm.datasets.macrodata.load_pandas().data
     cols = ["infl", "tbilrate", "unemp"]
     times = ["%04d-%02d-01" % (int(y), 3 * (int(q) - 1) + 1) for y, q in zip(d["year"], d["quarter"])]
-    return {"name": "macro", "columns": cols, "values": d[cols].to_numpy(dtype=np.float64), "times": times, "M": 4,
+    return {"name": "macro", "module": "macrodata", "columns": cols, "values": d[cols].to_numpy(dtype=np.float64), "times": times, "M": 4,
             "TEST": 40, "HORIZON": 4, "HISTORY": 32,
             "about": "US quarterly inflation (infl, %), 3-month T-bill rate (tbilrate, %) and unemployment "
                      "(unemp, %), 1959-2009",
             "sarima": {"order": (2, 0, 0), "seasonal_order": (0, 0, 0, 0), "trend": "c"},
-            "config": {"cell": "gru", "hidden": 32, "attention": "dot", "window": 16}}
+            "config": {"cell": "lstm", "hidden": 24, "attention": "dot", "window": 12}, "AUG": 1.0, "SEED": 2, "STEPS": 800,
+            "NOTE": "The settings (LSTM 24, dot attention over 12 states, level-shift augmentation 1.0, seed 2) "
+                    "were chosen on a validation slice: trained on the training part less its last 24 quarters "
+                    "and scored on those, seeds 1-3 reached a validation MASE of 0.47-0.57 with the "
+                    "augmentation and 0.89-1.71 without it (a GRU 32 over 16 states: 0.50-0.62 with). The shipped model is then trained on the whole training part."}
 
 
 DATASETS = {"elnino": load_elnino, "macro": load_macro}
@@ -76,7 +80,12 @@ DATASETS = {"elnino": load_elnino, "macro": load_macro}
 
 # ---- training --------------------------------------------------------------
 
-def train(ds, steps, seed, lr=3e-3, wd=0.0):
+def train(ds, steps, seed, lr=3e-3, wd=0.0, aug=0.0):
+    """aug > 0 shifts each training window's channels by a random level
+    (normal, that many standard deviations): levels in the held-out part may
+    lie where the training part never went (interest rates near zero after
+    2008), and the shift teaches the network that a level persists wherever
+    it is, instead of reverting to the training part's mean."""
     cfg = dict(task="forecast", columns=ds["columns"], **ds["config"])
     n_train = len(ds["values"]) - ds["TEST"]
     tr = ds["values"][:n_train]
@@ -99,6 +108,8 @@ def train(ds, steps, seed, lr=3e-3, wd=0.0):
     for it in range(steps):
         starts = torch.randint(0, n_train - S - 1, (32,), generator=g)
         X = torch.stack([Xall[s:s + S + 1] for s in starts])
+        if aug:
+            X = X + aug * torch.randn(X.shape[0], 1, X.shape[2], generator=g)
         # the first Lh steps read the data; the last Hz feed back predictions
         teach = Lh if it >= steps // 4 else S
         pred = R.run_steps(m, X[:, :S], teach)
@@ -124,6 +135,10 @@ def origins(ds):
 def seasonal_naive(ds, o):
     M, Hz, v = ds["M"], ds["HORIZON"], ds["values"]
     return np.array([v[o - M * math.ceil((k + 1) / M) + k] for k in range(Hz)])
+
+
+def last_value(ds, o):
+    return np.repeat(ds["values"][o - 1:o], ds["HORIZON"], 0)
 
 
 def sarima_forecasts(ds):
@@ -196,13 +211,21 @@ def plot_example(ds, d, exe):
 def write_readme(ds, d, ev, table):
     name, c = ds["name"], ev
     cfg = json.load(open(os.path.join(d, "config.json")))
-    ours, naive, sar = (ev["scores"][k]["mase_mean"] for k in ("attention_rnn", "seasonal_naive", "sarima"))
+    sc = {k: v["mase_mean"] for k, v in ev["scores"].items()}
+    ours, naive = sc["attention_rnn"], sc["seasonal_naive"]
     verdict = ("The attention RNN beats the seasonal-naive forecast (MASE %.3f against %.3f)" % (ours, naive)
                if ours < naive else "The attention RNN does NOT beat seasonal naive (MASE %.3f against %.3f)"
                % (ours, naive))
-    verdict += ("; SARIMA is better (%.3f): a small linear model fitted to the whole training part suits this "
-                "series better than this small RNN trained on %d-step windows." % (sar, ds["HISTORY"])
-                if sar < ours else "; it beats SARIMA too (%.3f)." % sar)
+    better = [("SARIMA", sc["sarima"]), ("the last-value forecast", sc["last_value"])]
+    better = [(n, v) for n, v in sorted(better, key=lambda b: b[1]) if v < ours]
+    if better:
+        verdict += ("; %s %s better (%s): simple linear forecasts suit %s "
+                    "better than this small RNN trained on %d-step windows." %
+                    (" and ".join(n for n, _ in better), "are" if len(better) > 1 else "is",
+                     ", ".join("%.3f" % v for _, v in better), "these series" if len(ds["columns"]) > 1
+                     else "this series", ds["HISTORY"]))
+    else:
+        verdict += "; it beats SARIMA (%.3f) and the last-value forecast (%.3f) too." % (sc["sarima"], sc["last_value"])
     text = """# %s: a forecasting demo
 
 %s, from statsmodels (`statsmodels.datasets.%s`), forecast %d steps ahead by an attention RNN
@@ -231,14 +254,15 @@ applied to the data up to each origin.
 
 %s
 
-%s
+%s%s
 
 `test_forecast` (tcase cli, demo_mase) recomputes the RNN's MASE from `clgraph forecast` on
 heldout.csv and compares it with eval.json. Run `tools/py/train_forecast.py %s --eval-only`
 to redo this evaluation on the shipped weights.
-""" % (name, ds["about"][0].upper() + ds["about"][1:], name, ds["HORIZON"], cfg["cell"], cfg["hidden"], cfg["attention"], cfg["window"], name,
+""" % (name, ds["about"][0].upper() + ds["about"][1:], ds.get("module", name), ds["HORIZON"], cfg["cell"], cfg["hidden"], cfg["attention"], cfg["window"], name,
        ev["steps"], ev["seed"], ev["train_seconds"], name, ds["HORIZON"], name, ds["TEST"], ev["origins"],
-       ds["HORIZON"], ds["HISTORY"], ds["M"], "\n".join(table), verdict, name)
+       ds["HORIZON"], ds["HISTORY"], ds["M"], "\n".join(table), verdict,
+       ("\n\n" + ds["NOTE"]) if ds.get("NOTE") else "", name)
     with open(os.path.join(d, "README.md"), "w") as f:
         f.write(text)
 
@@ -255,8 +279,10 @@ def main():
     ap.add_argument("dataset", choices=sorted(DATASETS))
     ap.add_argument("--out")
     ap.add_argument("--clgraph", default=os.path.join(ROOT, "build", "tools", "clgraph"))
-    ap.add_argument("--steps", type=int, default=1500)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--steps", type=int, help="default: the dataset's (800)")
+    ap.add_argument("--seed", type=int, help="default: the dataset's (macro 2, chosen on validation)")
+    ap.add_argument("--aug", type=float, help="level-shift augmentation in standard deviations "
+                    "(default: the dataset's, macro 1.0, elnino 0)")
     ap.add_argument("--eval-only", action="store_true", help="evaluate the model already in the directory")
     ap.add_argument("--config", help="JSON merged into the dataset's model config")
     ap.add_argument("--history", type=int, help="history steps (training windows and forecasts)")
@@ -269,16 +295,23 @@ def main():
         ds["config"].update(json.loads(a.config))
     if a.history:
         ds["HISTORY"] = a.history
+    if a.steps is None:
+        a.steps = ds.get("STEPS", 1500)
+    if a.seed is None:
+        a.seed = ds.get("SEED", 1)
+    if a.aug is None:
+        a.aug = ds.get("AUG", 0.0)
     d = a.out or os.path.join(ROOT, "models", ds["name"])
     if not a.eval_only:
         t0 = time.time()
-        cfg, c, m = train(ds, a.steps, a.seed, a.lr, a.wd)
+        cfg, c, m = train(ds, a.steps, a.seed, a.lr, a.wd, a.aug)
         R.save(d, cfg, m)
         train_s = time.time() - t0
     else:
         with open(os.path.join(d, "eval.json")) as f:
             old = json.load(f)
         a.steps, a.seed, train_s = old["steps"], old["seed"], old.get("train_seconds", 0)
+        a.lr, a.wd, a.aug = old.get("lr", a.lr), old.get("wd", a.wd), old.get("aug", 0.0)
     write_heldout(ds, d)
     ours = clgraph_forecasts(ds, d, a.clgraph)
     # the reference agrees with clgraph on the shipped weights
@@ -287,11 +320,13 @@ def main():
         fc, _, _ = ref.forecast(ds["values"][o - ds["HISTORY"]:o], ds["HORIZON"])
         assert np.allclose(fc, ours[o], rtol=1e-4, atol=1e-4 * np.abs(fc).max()), (o, fc, ours[o])
     naive = {o: seasonal_naive(ds, o) for o in origins(ds)}
+    last = {o: last_value(ds, o) for o in origins(ds)}
     sar = sarima_forecasts(ds)
-    res = {"attention_rnn": scores(ds, ours), "seasonal_naive": scores(ds, naive), "sarima": scores(ds, sar)}
+    res = {"attention_rnn": scores(ds, ours), "seasonal_naive": scores(ds, naive), "last_value": scores(ds, last),
+           "sarima": scores(ds, sar)}
     ev = {"dataset": ds["name"], "about": ds["about"], "test": ds["TEST"], "horizon": ds["HORIZON"],
           "history": ds["HISTORY"], "m": ds["M"], "origins": len(origins(ds)), "sarima": {k: list(v) if isinstance(v, tuple) else v for k, v in ds["sarima"].items()},
-          "steps": a.steps, "seed": a.seed, "lr": a.lr, "wd": a.wd, "train_seconds": round(train_s), "scores": res}
+          "steps": a.steps, "seed": a.seed, "lr": a.lr, "wd": a.wd, "aug": a.aug, "train_seconds": round(train_s), "scores": res}
     with open(os.path.join(d, "eval.json"), "w") as f:
         json.dump(ev, f, indent=1)
         f.write("\n")
@@ -299,10 +334,11 @@ def main():
     head = " | ".join("%s MAE | %s RMSE" % (col, col) for col in ds["columns"])
     table = ["| forecast | %s | MASE |" % head, "| --- |" + " ---: |" * (2 * C + 1)]
     names = {"attention_rnn": "attention RNN (clgraph)", "seasonal_naive": "seasonal naive (lag %d)" % ds["M"],
+             "last_value": "naive (last value)",
              "sarima": "SARIMA%s%s (statsmodels)" % (tuple(ds["sarima"]["order"]),
                                                     tuple(ds["sarima"]["seasonal_order"])
                                                     if ds["sarima"]["seasonal_order"][3] else "")}
-    for k in ("attention_rnn", "seasonal_naive", "sarima"):
+    for k in ("attention_rnn", "seasonal_naive", "last_value", "sarima"):
         table.append(fmt_row(names[k], res[k], C))
     print("\n".join(table))
     plot_example(ds, d, a.clgraph)
