@@ -400,8 +400,8 @@ START_TEST(csv_forms) {
 END_TEST
 
 /* --plot and --attention pictures: one per series, a PNG that is a PNG of
- * the layout's size, an SVG that is whole; unknown formats are usage
- * errors before any work. */
+ * the layout's size, an SVG that is whole with its time axis labelled from
+ * the CSV; unknown formats are usage errors before any work. */
 START_TEST(pictures) {
     char dir[1000], hist[1000];
     vpath(dir, sizeof dir, "lstm_dot_w64", NULL);
@@ -428,6 +428,10 @@ START_TEST(pictures) {
         snprintf(p, sizeof p, "%s", tu_path(i ? (i == 1 ? "a-1.svg" : "a-2.svg") : "a.svg"));
         char *t = tu_read_text(p, &n);
         ck_assert(!strncmp(t, "<svg ", 5) && strstr(t, "</svg>\n") == t + n - 7 && strstr(t, "<polyline"));
+        if (i == 0) { /* s0's times run 0, 10, ..., 290: its axis names 0, 290 and 290 + 12 * 10 */
+            ck_assert_msg(strstr(t, ">0</text>") && strstr(t, ">290</text>") && strstr(t, ">410</text>"), "%s", t);
+            ck_assert(!strstr(t, ">300</text>"));
+        }
         free(t);
     }
     ck_assert(access(tu_path("f-3.png"), F_OK) != 0);

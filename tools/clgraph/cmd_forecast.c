@@ -183,10 +183,18 @@ static int write_pictures(const char *path, int attention, cg_forecaster *m, con
                           const cg_forecast_series *ser, const cg_forecast_result *res) {
     fc_plot_series *ps = calloc((size_t)in->n_series, sizeof *ps);
     const char **cols = malloc(sizeof *cols * (size_t)in->C);
-    int rc = ps && cols ? 0 : -1;
+    int horizon = in->n_series ? res[0].horizon : 0;
+    char **ft = in->time_col >= 0 ? calloc((size_t)in->n_series * (size_t)horizon + 1, sizeof *ft) : NULL;
+    int rc = ps && cols && (ft || in->time_col < 0) ? 0 : -1;
     for (int k = 0; cols && k < in->C; k++) cols[k] = cg_forecast_column(m, k);
     for (int s = 0; !rc && s < in->n_series; s++) {
         fc_plot_series *p = &ps[s];
+        const fc_csv_series *cs = &in->series[s];
+        if (ft && cs->all_times) {
+            p->times = (const char *const *)cs->all_times + (cs->n - ser[s].length);
+            p->ftimes = (const char *const *)ft + (size_t)s * (size_t)horizon;
+            rc = fc_next_times(cs->times[0], cs->times[1], horizon, ft + (size_t)s * (size_t)horizon);
+        }
         p->name = in->series[s].name;
         p->columns = cols;
         p->channels = in->C;
@@ -201,6 +209,8 @@ static int write_pictures(const char *path, int attention, cg_forecaster *m, con
     }
     if (!rc) rc = fc_plot_write(path, ps, in->n_series);
     else fprintf(stderr, "clgraph forecast: out of memory\n");
+    for (size_t k = 0; ft && k < (size_t)in->n_series * (size_t)horizon; k++) free(ft[k]);
+    free(ft);
     free(ps);
     free(cols);
     return rc ? CLI_FAIL : CLI_OK;
@@ -213,7 +223,9 @@ static int run(const fargs *a, cg_forecaster *m) {
     for (int k = 0; k < C; k++) cols[k] = cg_forecast_column(m, k);
     fc_csv in;
     char err[1024];
-    int rc = fc_csv_read(stdin, cols, C, &in, err, sizeof err) ? CLI_FAIL : CLI_OK;
+    const char *adot = a->attention ? strrchr(a->attention, '.') : NULL;
+    int pictures = a->plot || (a->attention && !(adot && !strcmp(adot, ".json")));
+    int rc = fc_csv_read(stdin, cols, C, pictures, &in, err, sizeof err) ? CLI_FAIL : CLI_OK;
     free(cols);
     if (rc) {
         fprintf(stderr, "clgraph forecast: stdin:%s\n", err);

@@ -241,6 +241,11 @@ static int add_row(fc_csv *c, fc_csv_series *s, const double *v, const char *tim
         double *nv = s->cap < (1 << 29) ? realloc(s->values, sizeof *nv * (size_t)cap * (size_t)c->C) : NULL;
         if (!nv) return -1;
         s->values = nv;
+        if (c->keep_times && c->time_col >= 0) {
+            char **nt = realloc(s->all_times, sizeof *nt * (size_t)cap);
+            if (!nt) return -1;
+            s->all_times = nt;
+        }
         s->cap = cap;
     }
     memcpy(s->values + (size_t)s->n * (size_t)c->C, v, sizeof *v * (size_t)c->C);
@@ -251,6 +256,10 @@ static int add_row(fc_csv *c, fc_csv_series *s, const double *v, const char *tim
         free(s->times[0]);
         s->times[0] = s->times[1];
         s->times[1] = t;
+        if (c->keep_times && !(s->all_times[s->n - 1] = strdup(time))) {
+            s->n--; /* the row is not there without its time */
+            return -1;
+        }
     }
     return 0;
 }
@@ -330,8 +339,9 @@ static int row(fc_csv *c, const record *rec, double *v, char *err, size_t es) {
     return 0;
 }
 
-int fc_csv_read(FILE *f, const char *const *columns, int C, fc_csv *out, char *err, size_t es) {
+int fc_csv_read(FILE *f, const char *const *columns, int C, int keep_times, fc_csv *out, char *err, size_t es) {
     memset(out, 0, sizeof *out);
+    out->keep_times = keep_times;
     reader r = {.in = f, .line = 1, .col = 1};
     record rec = {0};
     double *v = malloc(sizeof *v * (size_t)C);
@@ -368,6 +378,8 @@ void fc_csv_free(fc_csv *c) {
         free(c->series[i].values);
         free(c->series[i].times[0]);
         free(c->series[i].times[1]);
+        for (int k = 0; c->series[i].all_times && k < c->series[i].n; k++) free(c->series[i].all_times[k]);
+        free(c->series[i].all_times);
     }
     free(c->series);
     free(c->slots);

@@ -12,6 +12,7 @@ typedef struct fc_csv_series {
     int n, cap;         /* rows */
     double *values;     /* n x C, the model's channel order */
     char *times[2];     /* the last two `time` fields (NULL where none) */
+    char **all_times;   /* every row's `time` field, when asked for */
     int first_line;     /* the line of its first row, for messages */
 } fc_csv_series;
 
@@ -26,12 +27,15 @@ typedef struct fc_csv {
     fc_csv_series *series;
     int *slots;         /* series names -> index (open addressing) */
     int n_slots;
+    int keep_times;     /* keep every row's time (for pictures) */
 } fc_csv;
 
 /* Reads a whole CSV from f against the model's columns. On a mistake
  * returns non-zero with one line in err: "LINE:COL: what" (the caller
- * prefixes the file name). */
-int fc_csv_read(FILE *f, const char *const *columns, int C, fc_csv *out, char *err, size_t err_size);
+ * prefixes the file name). With keep_times, each series' all_times holds
+ * every row's `time` field (when the CSV has that column). */
+int fc_csv_read(FILE *f, const char *const *columns, int C, int keep_times, fc_csv *out, char *err,
+                size_t err_size);
 
 void fc_csv_free(fc_csv *c);
 

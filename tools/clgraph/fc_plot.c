@@ -6,7 +6,9 @@
  * each forecast step (a row per step, blue as the heat maps) over the same
  * axis, so the eye goes from a forecast value down to the states it read;
  * each row is scaled to its largest weight, so that a row spread over a
- * long window still shows where it looks.
+ * long window still shows where it looks. Under the charts, the time of the
+ * first step shown, of the last history step and of the last forecast step
+ * (the CSV's `time` column, or step numbers without one).
  * Long histories show their last FC_PLOT_STEPS steps. */
 #include "fc_plot.h"
 
@@ -27,12 +29,54 @@
 #define PAD 6
 #define LEFT 96            /* room for channel names and values */
 
+/* A time label under the charts: its text, left pixel, row (0 or 1) and
+ * the step it names (a tick is drawn there). */
+typedef struct label {
+    char text[48];
+    int x, row, step, shown;
+} label;
+
 typedef struct layout {
     int first;   /* the time index (1-based) at the left edge */
     int steps;   /* steps shown: history and forecast */
     int px;      /* pixels per step */
-    int w, h, charts_top, att_top, C, N;
+    int w, h, charts_top, axis_top, att_top, C, N;
+    label lab[3]; /* first shown, last history, last forecast */
 } layout;
+
+static int x_of(const layout *l, int i) { return LEFT + (i - l->first) * l->px + l->px / 2; }
+
+/* The time of step i (1-based) as the CSV gives it, or its number. */
+static void time_text(const fc_plot_series *s, int i, char *b, size_t n) {
+    const char *t = NULL;
+    if (s->times) t = i <= s->length ? s->times[i - 1] : s->ftimes ? s->ftimes[i - s->length - 1] : NULL;
+    if (t) snprintf(b, n, "%s", t); /* shortened only on the picture */
+    else snprintf(b, n, "%d", i);
+}
+
+/* Places the labels: the first at the left edge (dropped when it would
+ * touch the second), the last history step's ending at the dashed line, the
+ * last forecast step's ending at the right edge, a row lower when the
+ * forecast is too short for both on one row. */
+static int place_labels(const fc_plot_series *s, layout *l) {
+    int steps[3] = {l->first, s->length, s->length + s->horizon}, right = LEFT + l->steps * l->px;
+    for (int k = 0; k < 3; k++) {
+        label *b = &l->lab[k];
+        time_text(s, steps[k], b->text, sizeof b->text);
+        b->step = steps[k];
+        b->shown = steps[k] >= l->first;
+        b->row = 0;
+    }
+    int wd[3];
+    for (int k = 0; k < 3; k++) wd[k] = font_width(l->lab[k].text);
+    l->lab[1].x = x_of(l, s->length) + l->px / 2 - wd[1];
+    if (l->lab[1].x < LEFT) l->lab[1].x = LEFT;
+    l->lab[0].x = LEFT;
+    if (l->first == s->length || LEFT + wd[0] + 2 * PAD > l->lab[1].x) l->lab[0].shown = 0;
+    l->lab[2].x = right - wd[2];
+    if (l->lab[2].x < l->lab[1].x + wd[1] + 2 * PAD) l->lab[2].row = 1;
+    return l->lab[2].row ? 2 : 1;
+}
 
 static void plan(const fc_plot_series *s, layout *l) {
     int total = s->length + s->horizon;
@@ -43,7 +87,9 @@ static void plan(const fc_plot_series *s, layout *l) {
     l->C = s->channels;
     l->N = s->horizon;
     l->charts_top = 2 * PAD + FONT_H;
-    l->att_top = l->charts_top + l->C * (CHART_H + PAD) + FONT_H + PAD;
+    l->axis_top = l->charts_top + l->C * (CHART_H + PAD) - PAD + 4;
+    int rows = place_labels(s, l);
+    l->att_top = l->axis_top + rows * (FONT_H + 2) + FONT_H + 2 * PAD;
     l->w = LEFT + l->steps * l->px + PAD;
     l->h = l->att_top + (s->attention ? l->N * ROW_H : 0) + PAD;
     if (l->w < 360) l->w = 360;
@@ -66,8 +112,6 @@ static void range_of(const fc_plot_series *s, const layout *l, int c, double *lo
     double m = (*hi - *lo) * 0.05;
     *lo -= m, *hi += m;
 }
-
-static int x_of(const layout *l, int i) { return LEFT + (i - l->first) * l->px + l->px / 2; }
 
 static int y_of(const layout *l, int c, double v, double lo, double hi) {
     return l->charts_top + c * (CHART_H + PAD) + (int)lround((hi - v) / (hi - lo) * (CHART_H - 1));
@@ -132,6 +176,13 @@ static void render(const fc_plot_series *s, const layout *l, uint8_t *rgb) {
         for (int i = l->first + 1; i < l->first + l->steps; i++)
             line(rgb, l, x_of(l, i - 1), y_of(l, c, value_at(s, i - 1, c), lo, hi), x_of(l, i),
                  y_of(l, c, value_at(s, i, c), lo, hi), i > s->length ? orange : grey);
+    }
+    int base = l->axis_top - 4;
+    for (int k = 0; k < 3; k++) {
+        const label *b = &l->lab[k];
+        if (!b->shown) continue;
+        for (int y = base - 3; y < base + 3; y++) put(rgb, l, x_of(l, b->step), y, grey);
+        font_draw(rgb, l->w, l->h, b->x, l->axis_top + b->row * (FONT_H + 2), b->text, 90, 90, 90);
     }
     if (!s->attention) return;
     font_draw(rgb, l->w, l->h, PAD, l->att_top - FONT_H - PAD / 2, "attention of each forecast step (rows scaled to their largest)", 0,
@@ -202,6 +253,15 @@ static void svg_body(FILE *f, const fc_plot_series *s, const layout *l) {
             for (int i = from; i <= to; i++) fprintf(f, "%s%d,%d", i > from ? " " : "", x_of(l, i), y_of(l, c, value_at(s, i, c), lo, hi));
             fputs("\"/>\n", f);
         }
+    }
+    for (int k = 0; k < 3; k++) {
+        const label *b = &l->lab[k];
+        if (!b->shown) continue;
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#5a5a5a\"/>\n<text x=\"%d\" y=\"%d\" "
+                   "fill=\"#555\">", x_of(l, b->step), l->axis_top - 7, x_of(l, b->step), l->axis_top - 1, b->x,
+                l->axis_top + b->row * (FONT_H + 2) + FONT_H);
+        cg_xml_text(f, b->text);
+        fputs("</text>\n", f);
     }
     if (!s->attention) return;
     fprintf(f, "<text x=\"%d\" y=\"%d\">attention of each forecast step (rows scaled to their largest)</text>\n",

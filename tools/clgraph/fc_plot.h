@@ -9,6 +9,8 @@ typedef struct fc_plot_series {
     const char *const *columns;   /* channel names */
     int channels, length, horizon;
     const double *history;        /* length x channels */
+    const char *const *times;     /* the history's times, or NULL: steps are numbered */
+    const char *const *ftimes;    /* the forecast's times (horizon), with times */
     const double *forecast;       /* horizon x channels */
     const float *attention;       /* horizon x window, or NULL: no attention panel */
     const int *att_first, *att_count;
