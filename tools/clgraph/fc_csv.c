@@ -29,9 +29,17 @@ typedef struct record {
 typedef struct reader {
     FILE *in;
     int line, col, c, eof, failed;
+    int back[2], n_back; /* bytes read ahead for the byte order mark */
 } reader;
 
 static int rd_get(reader *r) {
+    if (r->n_back) {
+        int c = r->back[0];
+        r->back[0] = r->back[1];
+        r->n_back--;
+        if (c == EOF) r->eof = 1;
+        return c;
+    }
     int c = getc(r->in);
     if (c == EOF) {
         r->failed = ferror(r->in);
@@ -348,6 +356,15 @@ int fc_csv_read(FILE *f, const char *const *columns, int C, int keep_times, fc_c
     int rc = v ? 0 : -1, have_header = 0;
     if (!v) snprintf(err, es, "1: out of memory");
     r.c = rd_get(&r);
+    if (r.c == 0xEF) { /* a UTF-8 byte order mark, as spreadsheets write, is not part of the header */
+        int b1 = rd_get(&r), b2 = b1 == 0xBB ? rd_get(&r) : EOF;
+        if (b1 == 0xBB && b2 == 0xBF) r.c = rd_get(&r);
+        else {
+            r.back[r.n_back++] = b1;
+            if (b1 == 0xBB) r.back[r.n_back++] = b2;
+            r.eof = 0;
+        }
+    }
     while (!rc) {
         int got = read_record(&r, &rec, err, es);
         if (got < 0) rc = -1;
