@@ -231,6 +231,26 @@ cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call
                           const void *const *host_in, void *const *host_out, int out_fill, int reps,
                           double *us);
 
+/* The byte guard regions hold (conformance's out-of-bounds write check). */
+#define CG_GUARD_BYTE 0xCB
+
+/* Guard bytes around each output of a trial. */
+typedef struct cg_trial_guard {
+    size_t bytes;    /* in: guard bytes before and after each output */
+    int bad_output;  /* out: the first output whose guard bytes changed, or -1 */
+    int bad_side;    /* out: -1 before it, 1 after it */
+} cg_trial_guard;
+
+/* cg_dev_run_host with guard bytes around every output, checked after the
+ * runs (also after a kernel failure): on a device without host memory each
+ * output is a view into an allocation g->bytes (rounded up to the
+ * device's alignment) larger on each side; on a host-memory device the
+ * outputs are the caller's host_out, which must have g->bytes of its own
+ * memory before and after each. g->bad_output tells what changed. */
+cg_status cg_dev_run_host_guarded(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
+                                  const void *const *host_in, void *const *host_out, int out_fill, int reps,
+                                  double *us, cg_trial_guard *g);
+
 /* ---- services for operator plugins ---- */
 
 /* Fills the backends' services in the plugin host API: SGEMM and

@@ -131,11 +131,15 @@ typedef struct trial {
     const cg_buf **in_p, **out_p;
     int *out_wrapped;       /* output i is the caller's host memory */
     cg_buf check;           /* the kernel's check words (CG_KERNEL_FLAG_CHECKS) */
+    size_t guard;           /* guard bytes each side of a device output */
+    cg_buf *parent;         /* with guard: the allocation each output views */
 } trial;
 
 static void trial_free(cg_device *d, trial *t) {
     for (int i = 0; t->in && i < t->n_in; i++) cg_dev_free(d, &t->in[i]);
     for (int i = 0; t->out && i < t->n_out; i++) cg_dev_free(d, &t->out[i]);
+    for (int i = 0; t->parent && i < t->n_out; i++) cg_dev_free(d, &t->parent[i]);
+    free(t->parent);
     cg_dev_free(d, &t->ws);
     cg_dev_free(d, &t->check);
     free(t->in);
@@ -173,8 +177,27 @@ static cg_status trial_buf(cg_device *d, size_t bytes, const void *host, int fil
     return filled(d, bytes, is_out ? NULL : host, fill, b);
 }
 
+/* Output i of a guarded trial on a device without host memory: a view
+ * into an allocation `guard` bytes larger on each side, the sides holding
+ * CG_GUARD_BYTE and the view `fill`. */
+static cg_status guarded_out(cg_device *d, size_t bytes, size_t guard, int fill, cg_buf *parent, cg_buf *view) {
+    cg_status st = cg_dev_alloc(d, bytes + 2 * guard, parent);
+    unsigned char *h = st ? NULL : malloc(bytes + 2 * guard);
+    if (!st && !h) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st) {
+        memset(h, CG_GUARD_BYTE, guard);
+        memset(h + guard, fill, bytes);
+        memset(h + guard + bytes, CG_GUARD_BYTE, guard);
+        st = cg_dev_write(d, parent, 0, h, bytes + 2 * guard);
+    }
+    free(h);
+    if (!st) st = cg_dev_view(d, parent, guard, bytes, view);
+    return st;
+}
+
 static cg_status trial_init(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                            const void *const *host_in, void *const *host_out, int out_fill, trial *t) {
+                            const void *const *host_in, void *const *host_out, int out_fill, size_t guard,
+                            trial *t) {
     memset(t, 0, sizeof *t);
     t->n_in = call->n_inputs;
     t->n_out = call->n_outputs;
@@ -191,9 +214,24 @@ static cg_status trial_init(cg_device *d, const cg_kernel_def *k, const cg_op_ca
         st = trial_buf(d, cg_desc_bytes(&call->inputs[i]), host_in ? host_in[i] : NULL, 0, 0, &t->in[i], &wrapped);
         t->in_p[i] = &t->in[i];
     }
+    if (guard && !d->info->host_memory) {
+        /* views start at multiples of the device's alignment */
+        t->guard = (guard + d->info->align - 1) / d->info->align * d->info->align;
+        t->parent = calloc((size_t)t->n_out + 1, sizeof *t->parent);
+        if (!t->parent) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
     for (int i = 0; !st && i < t->n_out; i++) {
-        st = trial_buf(d, cg_desc_bytes(&call->outputs[i]), host_out ? host_out[i] : NULL, out_fill, 1, &t->out[i],
-                       &t->out_wrapped[i]);
+        size_t bytes = cg_desc_bytes(&call->outputs[i]);
+        void *host = host_out ? host_out[i] : NULL;
+        if (t->parent) {
+            st = guarded_out(d, bytes, t->guard, out_fill, &t->parent[i], &t->out[i]);
+        } else {
+            if (guard && host) { /* the caller's memory has the guard bytes around it */
+                memset((char *)host - guard, CG_GUARD_BYTE, guard);
+                memset((char *)host + bytes, CG_GUARD_BYTE, guard);
+            }
+            st = trial_buf(d, bytes, host, out_fill, 1, &t->out[i], &t->out_wrapped[i]);
+        }
         t->out_p[i] = &t->out[i];
     }
     size_t ws = cg_dev_workspace(k, call);
@@ -213,6 +251,38 @@ static cg_status trial_checked(cg_device *d, const cg_op_call *call, const trial
     if (!cg_check_words_message(msg, sizeof msg, w, NULL, 0)) return CG_OK;
     if (call->err && call->err_size) snprintf(call->err, call->err_size, "%s", msg);
     return CG_ERR_KERNEL;
+}
+
+static int changed(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != CG_GUARD_BYTE) return 1;
+    return 0;
+}
+
+/* After the runs: the first output whose guard bytes changed (-1: none),
+ * the side in *side (-1 before, 1 after). */
+static cg_status trial_guards(cg_device *d, void *const *host_out, size_t guard, const trial *t, int *bad,
+                              int *side) {
+    *bad = -1;
+    *side = 0;
+    unsigned char *h = t->parent && t->guard ? malloc(t->guard) : NULL;
+    if (t->parent && t->guard && !h) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_status st = CG_OK;
+    for (int i = 0; !st && *bad < 0 && i < t->n_out; i++) {
+        size_t bytes = t->out[i].bytes;
+        for (int sd = -1; !st && *bad < 0 && sd <= 1; sd += 2) {
+            if (t->parent) {
+                st = cg_dev_read(d, &t->parent[i], sd < 0 ? 0 : t->guard + bytes, h, t->guard);
+                if (!st && changed(h, t->guard)) *bad = i, *side = sd;
+            } else if (host_out && host_out[i] &&
+                       changed((const unsigned char *)host_out[i] + (sd < 0 ? -(ptrdiff_t)guard : (ptrdiff_t)bytes),
+                               guard)) {
+                *bad = i, *side = sd;
+            }
+        }
+    }
+    free(h);
+    return st;
 }
 
 /* Runs the kernel once, then (reps > 0) until ~2 ms or reps runs; each
@@ -235,13 +305,12 @@ static cg_status timed_runs(cg_device *d, const cg_kernel_def *k, const cg_op_ca
     return st;
 }
 
-cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                          const void *const *host_in, void *const *host_out, int out_fill, int reps,
-                          double *us) {
+static cg_status run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const void *const *host_in,
+                          void *const *host_out, int out_fill, int reps, double *us, cg_trial_guard *g) {
     if (!d || !k || !call) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_run_host: NULL argument");
     if (us) *us = 0;
     trial t;
-    cg_status st = trial_init(d, k, call, host_in, host_out, out_fill, &t);
+    cg_status st = trial_init(d, k, call, host_in, host_out, out_fill, g ? g->bytes : 0, &t);
     void *state = NULL;
     size_t state_bytes = 0;
     /* Every input stays constant for the whole trial, so the state may
@@ -249,9 +318,27 @@ cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call
      * weights runs). */
     if (!st) st = cg_dev_state_create(d, k, call, t.in_p, &state, &state_bytes);
     if (!st) st = timed_runs(d, k, call, &t, state, reps, us);
+    /* a kernel that failed may still have written past its outputs */
+    if (g && (!st || st == CG_ERR_KERNEL)) {
+        cg_status gs = trial_guards(d, host_out, g->bytes, &t, &g->bad_output, &g->bad_side);
+        if (gs) st = gs;
+    }
     for (int i = 0; !st && host_out && i < t.n_out; i++)
         if (host_out[i] && !t.out_wrapped[i]) st = cg_dev_read(d, &t.out[i], 0, host_out[i], t.out[i].bytes);
     cg_dev_state_destroy(k, state);
     trial_free(d, &t);
     return st;
+}
+
+cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
+                          const void *const *host_in, void *const *host_out, int out_fill, int reps,
+                          double *us) {
+    return run_host(d, k, call, host_in, host_out, out_fill, reps, us, NULL);
+}
+
+cg_status cg_dev_run_host_guarded(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
+                                  const void *const *host_in, void *const *host_out, int out_fill, int reps,
+                                  double *us, cg_trial_guard *g) {
+    if (g) g->bad_output = -1, g->bad_side = 0;
+    return run_host(d, k, call, host_in, host_out, out_fill, reps, us, g);
 }

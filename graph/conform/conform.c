@@ -3,7 +3,9 @@
  * compared with the op's tolerances. Kernels are called directly, through
  * the backend interface's one "allocate, fill, run, read back"
  * (cg_dev_run_host), as ggml's test-backend-ops does, so a failure points
- * at one kernel. */
+ * at one kernel. Outputs are poisoned and guarded so a kernel that skips an
+ * element or writes past its output fails even when both kernels share
+ * the bug. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,12 @@
 #include "shape.h"
 
 #define QUICK_LIMIT 4096
+/* Guard bytes each side of every output, and the two fills that tell an
+ * element a kernel never wrote: all bits set (NaN for f32) and, only where
+ * an element still holds that after the run, 0x5A in a second run. */
+#define GUARD 4096
+#define FILL_A 0xFF
+#define FILL_B 0x5A
 /* Cases an op may declare: enough for any sweep, and a stop for a
  * conform_case callback that never returns 0. */
 #define MAX_CASES 10000
@@ -53,6 +61,17 @@ static int fill(rng *r, const cg_tensor_desc *d, double lo, double hi, void *dat
     return 1;
 }
 
+/* ---- guarded host buffers: GUARD bytes of the allocation each side ---- */
+
+static void *guarded_alloc(size_t bytes) {
+    char *p = malloc(bytes + 2 * (size_t)GUARD);
+    return p ? p + GUARD : NULL;
+}
+
+static void guarded_free(void *p) {
+    if (p) free((char *)p - GUARD);
+}
+
 /* ---- one case ---- */
 
 typedef struct case_state {
@@ -68,8 +87,8 @@ typedef struct case_state {
 static void case_free(case_state *cs) {
     if (!cs) return;
     for (int i = 0; i < CG_CONFORM_MAX_INPUTS; i++) free(cs->host_in[i]);
-    for (int i = 0; i < cs->c.n_outputs && cs->ref_out; i++) free(cs->ref_out[i]);
-    for (int i = 0; i < cs->c.n_outputs && cs->dev_out; i++) free(cs->dev_out[i]);
+    for (int i = 0; i < cs->c.n_outputs && cs->ref_out; i++) guarded_free(cs->ref_out[i]);
+    for (int i = 0; i < cs->c.n_outputs && cs->dev_out; i++) guarded_free(cs->dev_out[i]);
     free(cs->ref_out);
     free(cs->dev_out);
     free(cs->out);
@@ -140,30 +159,104 @@ static int case_inputs(case_state *cs, const cg_op_entry *op, const cg_conform_o
     return 1;
 }
 
-/* Runs kernel k of the case on device d into outs (allocated here). A
- * valid case must run; an error case (expect_error) must fail the node with
- * a message, as the CPU kernel does, and give no result. */
-static int run_kernel(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k, void **outs,
-                      char *msg, size_t msz) {
-    char err[1024] = "";
+/* One run of kernel k on d into outs (guarded, allocated by the caller),
+ * the outputs starting as byte `fill`. A write into the guard bytes is
+ * described in msg and returns CG_ERR_KERNEL with *guarded set. */
+static cg_status run_once(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k, void **outs,
+                          int fill, char *err, size_t esz, char *msg, size_t msz, int *guarded) {
     cg_op_call call = {.struct_size = sizeof call, .node_name = op->def->name, .n_inputs = cs->c.n_inputs,
                        .n_outputs = cs->c.n_outputs, .inputs = cs->c.inputs, .outputs = cs->out, .attrs = cs->attrs,
-                       .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
+                       .err = err, .err_size = esz, .host = cg_host_api_get()};
+    cg_trial_guard g = {.bytes = GUARD};
+    cg_status st = cg_dev_run_host_guarded(d, k, &call, (const void *const *)cs->host_in, outs, fill, 0, NULL, &g);
+    *guarded = g.bad_output >= 0;
+    if (*guarded) {
+        char sh[96];
+        const cg_tensor_desc *o = &cs->out[g.bad_output];
+        cg_shape_format(sh, sizeof sh, o->dtype, o->ndim, o->dims, NULL, 0);
+        snprintf(msg, msz, "%s kernel wrote %s output %d (%s, the shape infer gave)", cg_dev_info(d)->name,
+                 g.bad_side < 0 ? "before the start of" : "past the end of", g.bad_output, sh);
+        return CG_ERR_KERNEL;
+    }
+    return st;
+}
+
+/* 1 when element i of an output of element size es holds byte fill throughout. */
+static int holds(const void *out, int64_t i, size_t es, int fill) {
+    const unsigned char *p = (const unsigned char *)out + (size_t)i * es;
+    for (size_t b = 0; b < es; b++)
+        if (p[b] != (unsigned char)fill) return 0;
+    return 1;
+}
+
+/* After a run with FILL_A: an element still all FILL_A may be the kernel's
+ * value; a second run with FILL_B tells. 0 with the first element that
+ * neither run wrote. */
+static int all_written(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k, void **outs,
+                       char *msg, size_t msz) {
+    int suspect = 0;
+    for (int o = 0; o < cs->c.n_outputs && !suspect; o++) {
+        size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype);
+        int64_t n = cg_shape_numel(cs->out[o].ndim, cs->out[o].dims);
+        for (int64_t i = 0; i < n && !suspect; i++) suspect = holds(outs[o], i, es, FILL_A);
+    }
+    if (!suspect) return 1;
+    void **again = calloc((size_t)cs->c.n_outputs, sizeof *again);
+    int ok = again != NULL, guarded = 0;
+    for (int o = 0; ok && o < cs->c.n_outputs; o++) ok = (again[o] = guarded_alloc(cg_desc_bytes(&cs->out[o]) + 4)) != NULL;
+    char err[1024] = "";
+    if (!ok) snprintf(msg, msz, "out of memory");
+    else if (run_once(op, cs, d, k, again, FILL_B, err, sizeof err, msg, msz, &guarded)) {
+        if (!guarded) snprintf(msg, msz, "%s kernel failed on its second run: %s", cg_dev_info(d)->name,
+                               err[0] ? err : cg_last_error());
+        ok = 0;
+    }
+    for (int o = 0; ok && o < cs->c.n_outputs; o++) {
+        size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype);
+        int64_t n = cg_shape_numel(cs->out[o].ndim, cs->out[o].dims);
+        for (int64_t i = 0; i < n && ok; i++)
+            if (holds(outs[o], i, es, FILL_A) && holds(again[o], i, es, FILL_B)) {
+                char sh[96];
+                cg_shape_format(sh, sizeof sh, cs->out[o].dtype, cs->out[o].ndim, cs->out[o].dims, NULL, 0);
+                snprintf(msg, msz, "%s kernel never wrote output %d element %lld (of %s, the shape infer gave)",
+                         cg_dev_info(d)->name, o, (long long)i, sh);
+                ok = 0;
+            }
+    }
+    for (int o = 0; again && o < cs->c.n_outputs; o++) guarded_free(again[o]);
+    free(again);
+    return ok;
+}
+
+/* Runs kernel k of the case on device d into outs (allocated here). A
+ * valid case must run and write every element of its outputs and nothing
+ * around them; an error case (expect_error) must fail the node with a
+ * message, as the CPU kernel does, and give no result. */
+static int run_kernel(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k, void **outs,
+                      const cg_conform_options *opt, void *user, const char *what, char *msg, size_t msz) {
+    char err[1024] = "";
     for (int i = 0; i < cs->c.n_outputs; i++)
-        if (!(outs[i] = calloc(1, cg_desc_bytes(&cs->out[i]) + 4))) return snprintf(msg, msz, "out of memory"), 0;
-    cg_status st = cg_dev_run_host(d, k, &call, (const void *const *)cs->host_in, outs, 0, 0, NULL);
+        if (!(outs[i] = guarded_alloc(cg_desc_bytes(&cs->out[i]) + 4))) return snprintf(msg, msz, "out of memory"), 0;
     const char *dev = cg_dev_info(d)->name;
+    if (opt->starting) {
+        char where[700];
+        snprintf(where, sizeof where, "%s on %s", what, dev);
+        opt->starting(where, user);
+    }
+    int guarded = 0;
+    cg_status st = run_once(op, cs, d, k, outs, FILL_A, err, sizeof err, msg, msz, &guarded);
+    if (guarded) return 0;
     if (cs->c.expect_error && st == CG_ERR_KERNEL)
         return err[0] ? 1 : (snprintf(msg, msz, "%s kernel failed without a message", dev), 0);
     if (st == CG_ERR_KERNEL) return snprintf(msg, msz, "%s kernel failed: %s", dev, err[0] ? err : "(no message)"), 0;
     if (st) return snprintf(msg, msz, "%s", cg_last_error()), 0;
     if (cs->c.expect_error)
         return snprintf(msg, msz, "%s kernel gave a result for invalid input instead of an error", dev), 0;
-    return 1;
+    return all_written(op, cs, d, k, outs, msg, msz);
 }
 
 /* Compares outputs; returns 0 and describes the first mismatch. */
-static int compare(case_state *cs, double *max_abs, char *msg, size_t msz) {
+static int compare(case_state *cs, const char *dev, double *max_abs, char *msg, size_t msz) {
     double atol = cs->c.atol > 0 ? cs->c.atol : 1e-4, rtol = cs->c.rtol > 0 ? cs->c.rtol : 1e-4;
     for (int o = 0; o < cs->c.n_outputs; o++) {
         int64_t n = cg_shape_numel(cs->out[o].ndim, cs->out[o].dims);
@@ -172,9 +265,9 @@ static int compare(case_state *cs, double *max_abs, char *msg, size_t msz) {
             for (int64_t i = 0; i < n; i++)
                 if (memcmp((char *)cs->dev_out[o] + (size_t)i * es, (char *)cs->ref_out[o] + (size_t)i * es, es)) {
                     if ((cg_dtype)cs->out[o].dtype == CG_I32)
-                        snprintf(msg, msz, "output %d element %lld: device %d, cpu %d", o, (long long)i,
+                        snprintf(msg, msz, "output %d element %lld: %s gives %d, cpu %d", o, (long long)i, dev,
                                  ((int32_t *)cs->dev_out[o])[i], ((int32_t *)cs->ref_out[o])[i]);
-                    else snprintf(msg, msz, "output %d element %lld differs", o, (long long)i);
+                    else snprintf(msg, msz, "output %d element %lld: %s and cpu differ", o, (long long)i, dev);
                     return 0;
                 }
             continue;
@@ -189,7 +282,7 @@ static int compare(case_state *cs, double *max_abs, char *msg, size_t msz) {
                 if (d > *max_abs) *max_abs = d;
                 if (d <= atol + rtol * fabs(b)) continue;
             }
-            snprintf(msg, msz, "output %d element %lld: device %.9g, cpu %.9g", o, (long long)i, a, b);
+            snprintf(msg, msz, "output %d element %lld: %s gives %.9g, cpu %.9g", o, (long long)i, dev, a, b);
             if (!isnan(a - b) && fabs(a - b) > *max_abs) *max_abs = fabs(a - b);
             if (isnan(a) != isnan(b)) *max_abs = INFINITY;
             return 0;
@@ -198,8 +291,8 @@ static int compare(case_state *cs, double *max_abs, char *msg, size_t msz) {
     return 1;
 }
 
-/* "case 3 (f32[2, 3], i32[2]; axis: 1): DETAIL" */
-static void case_message(const case_state *cs, int32_t ci, const char *detail, char *msg, size_t msz) {
+/* "case 3 (f32[2, 3], i32[2]; axis: 1)" */
+static void case_label(const case_state *cs, int32_t ci, char *msg, size_t msz) {
     char sh[256] = "";
     size_t u = 0;
     for (int i = 0; i < cs->c.n_inputs && u < sizeof sh; i++) {
@@ -207,8 +300,14 @@ static void case_message(const case_state *cs, int32_t ci, const char *detail, c
         cg_shape_format(one, sizeof one, cs->c.inputs[i].dtype, cs->c.inputs[i].ndim, cs->c.inputs[i].dims, NULL, 0);
         u += (size_t)snprintf(sh + u, sizeof sh - u, "%s%s", i ? ", " : "", one);
     }
-    snprintf(msg, msz, "case %d (%s%s%s): %s", ci, sh, cs->c.attrs ? "; " : "", cs->c.attrs ? cs->c.attrs : "",
-             detail);
+    snprintf(msg, msz, "case %d (%s%s%s)", ci, sh, cs->c.attrs ? "; " : "", cs->c.attrs ? cs->c.attrs : "");
+}
+
+/* "case 3 (f32[2, 3], i32[2]; axis: 1): DETAIL" */
+static void case_message(const case_state *cs, int32_t ci, const char *detail, char *msg, size_t msz) {
+    char label[400];
+    case_label(cs, ci, label, sizeof label);
+    snprintf(msg, msz, "%s: %s", label, detail);
 }
 
 /* The devices a row compares: the reference (CPU) and the device tested. */
@@ -219,8 +318,8 @@ typedef struct pair {
 
 /* Runs every case of op on the pair into row; 0 on the first failure
  * (its message in msg). */
-static int run_cases(const cg_op_entry *op, const pair *pr, const cg_conform_options *opt, cg_conform_row *row,
-                     char *msg, size_t msz, char *shapes, size_t ssz) {
+static int run_cases(const cg_op_entry *op, const pair *pr, const cg_conform_options *opt, void *user,
+                     cg_conform_row *row, char *msg, size_t msz, char *shapes, size_t ssz) {
     size_t su = 0;
     for (int32_t ci = 0; ci < MAX_CASES; ci++) {
         case_state *cs;
@@ -231,12 +330,16 @@ static int run_cases(const cg_op_entry *op, const pair *pr, const cg_conform_opt
             case_free(cs);
             continue;
         }
-        char detail[900] = "";
+        char detail[900] = "", what[500];
         if (ok) {
+            char label[400];
+            case_label(cs, ci, label, sizeof label);
+            snprintf(what, sizeof what, "op %s %s", op->def->name, label);
             ok = case_inputs(cs, op, opt, ci, detail, sizeof detail) &&
-                 run_kernel(op, cs, pr->ref, pr->ref_k, cs->ref_out, detail, sizeof detail) &&
-                 run_kernel(op, cs, pr->dev, pr->dev_k, cs->dev_out, detail, sizeof detail) &&
-                 (cs->c.expect_error || compare(cs, &row->max_abs_error, detail, sizeof detail));
+                 run_kernel(op, cs, pr->ref, pr->ref_k, cs->ref_out, opt, user, what, detail, sizeof detail) &&
+                 run_kernel(op, cs, pr->dev, pr->dev_k, cs->dev_out, opt, user, what, detail, sizeof detail) &&
+                 (cs->c.expect_error ||
+                  compare(cs, cg_dev_info(pr->dev)->name, &row->max_abs_error, detail, sizeof detail));
             if (!ok) case_message(cs, ci, detail, msg, msz);
             row->cases_run++;
             if (cs->c.n_inputs > 0 && su < ssz - 1) {
@@ -267,15 +370,25 @@ static void run_op(const cg_op_entry *op, cg_device *ref, cg_device *dev, const 
         row.result = CG_CONFORM_FAIL;
         row.message = "the op has no CPU kernel to compare with";
     } else {
-        row.result = run_cases(op, &pr, opt, &row, msg, sizeof msg, shapes, sizeof shapes) ? CG_CONFORM_PASS
-                                                                                             : CG_CONFORM_FAIL;
+        row.result = run_cases(op, &pr, opt, user, &row, msg, sizeof msg, shapes, sizeof shapes) ? CG_CONFORM_PASS
+                                                                                                   : CG_CONFORM_FAIL;
         row.message = msg;
     }
     if (row.result == CG_CONFORM_FAIL) (*n_failed)++;
     fn(&row, user);
 }
 
-/* Every op (or the one named) on one device against the reference. */
+/* Whether the options select op. */
+static int selected(const cg_op_entry *op, const cg_conform_options *opt) {
+    if (opt->plugin_only && !op->plugin->dl) return 0;
+    if (!opt->op && !opt->n_ops) return 1;
+    if (opt->op && !strcmp(op->def->name, opt->op)) return 1;
+    for (int i = 0; i < opt->n_ops; i++)
+        if (!strcmp(op->def->name, opt->ops[i])) return 1;
+    return 0;
+}
+
+/* Every op the options select on one device against the reference. */
 static cg_status conform_device(cg_context *ctx, int index, cg_device *ref, const cg_conform_options *opt,
                                 cg_conform_fn fn, void *user, int *n_failed) {
     cg_device *dev;
@@ -283,8 +396,7 @@ static cg_status conform_device(cg_context *ctx, int index, cg_device *ref, cons
     if (st) return st;
     for (int i = 0; i < ctx->n_ops; i++) {
         const cg_op_entry *op = ctx->ops[i];
-        if (opt->op && strcmp(op->def->name, opt->op)) continue;
-        run_op(op, ref, dev, opt, fn, user, n_failed);
+        if (selected(op, opt)) run_op(op, ref, dev, opt, fn, user, n_failed);
     }
     cg_dev_release(dev);
     return CG_OK;
@@ -299,6 +411,15 @@ cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt_in, cg_confo
     *n_failed = 0;
     if (opt.op && !cg_registry_find(ctx, opt.op))
         return cg_error(CG_ERR_NOT_FOUND, "conform: no operator named '%s'", opt.op);
+    if (opt.n_ops < 0 || (opt.n_ops && !opt.ops)) return cg_error(CG_ERR_INVALID_ARGUMENT, "conform: bad op list");
+    for (int i = 0; i < opt.n_ops; i++)
+        if (!opt.ops[i] || !cg_registry_find(ctx, opt.ops[i]))
+            return cg_error(CG_ERR_NOT_FOUND, "conform: no operator named '%s'", opt.ops[i] ? opt.ops[i] : "(null)");
+    int any = 0;
+    for (int i = 0; i < ctx->n_ops && !any; i++) any = selected(ctx->ops[i], &opt);
+    if (!any && opt.plugin_only)
+        return cg_error(CG_ERR_NOT_FOUND, "conform: --plugin-only, but no loaded plugin provides %s",
+                        opt.op || opt.n_ops ? "the operators named" : "an operator");
     /* Device 0, the CPU, is the reference every other device is compared with. */
     int first = 1, last = cg_dev_count() - 1;
     if (opt.device) {

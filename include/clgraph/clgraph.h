@@ -581,12 +581,22 @@ typedef struct cg_conform_options {
     const char *device;  /**< a device spec ("opencl:1", a name substring), NULL for all */
     int quick;           /**< skip cases with more than 4096 elements in a tensor */
     uint64_t seed;       /**< random seed (0 = fixed default) */
+    const char *const *ops; /**< only these operators too (n_ops names; with `op`, it and these) */
+    int n_ops;           /**< entries of ops */
+    int plugin_only;     /**< only the operators of loaded plugins, not the built-in ones */
+    /** Called before each kernel runs, with "op NAME case N (SHAPES) on DEVICE"
+     * (valid until the next call): a crash handler can say where it was. */
+    void (*starting)(const char *what, void *user);
 } cg_conform_options;
 
 /**
  * Runs every conformance case of every operator (built-in and from loaded
  * plugins) on each selected OpenCL device against the op's CPU kernel on the
- * same random inputs. `*n_failed` receives the number of failing rows.
+ * same random inputs. Outputs start as NaN (other dtypes: all bits set),
+ * and an element a kernel never writes fails the case, as does a write into
+ * the guard bytes before or after an output (host memory on the CPU, an
+ * over-allocated buffer on OpenCL devices); messages name the case and the
+ * kernel's device. `*n_failed` receives the number of failing rows.
  * Returns an error only when the options are bad (unknown op or device).
  */
 CG_API cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt, cg_conform_fn fn,

@@ -103,7 +103,7 @@ void tu_slurp(const char *path, char *buf, size_t size) {
     fclose(f);
 }
 
-int tu_run_cli(const char *const *args, const char *const *env_extra, const char *in) {
+static int run_cli(const char *const *args, const char *const *env_extra, const char *in, int *signal_out) {
     const char *exe = getenv("CG_CLGRAPH");
     ck_assert_msg(exe != NULL, "CG_CLGRAPH is not set");
     char *argv[256];
@@ -152,8 +152,20 @@ int tu_run_cli(const char *const *args, const char *const *env_extra, const char
     tu_err = tu_read_text(ep, NULL);
     ck_assert_ptr_nonnull(tu_out);
     ck_assert_ptr_nonnull(tu_err);
+    if (signal_out) {
+        *signal_out = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        if (*signal_out) return -1;
+    }
     ck_assert_msg(WIFEXITED(status), "clgraph died with a signal; stderr: %s", tu_err);
     return WEXITSTATUS(status);
+}
+
+int tu_run_cli(const char *const *args, const char *const *env_extra, const char *in) {
+    return run_cli(args, env_extra, in, NULL);
+}
+
+int tu_run_cli_signal(const char *const *args, const char *const *env_extra, const char *in, int *sig) {
+    return run_cli(args, env_extra, in, sig);
 }
 
 void tu_assert_one_line(const char *const *needles) {

@@ -54,6 +54,10 @@ void tu_slurp(const char *path, char *buf, size_t size);
  * status. stdout and stderr go through files in tu_dir. */
 int tu_run_cli(const char *const *args, const char *const *env_extra, const char *in);
 
+/* tu_run_cli for a run that may die of a signal: *sig receives it (0 when
+ * it exited), and the return is -1 then, else the exit status. */
+int tu_run_cli_signal(const char *const *args, const char *const *env_extra, const char *in, int *sig);
+
 /* Asserts tu_err is exactly one line, containing every needle (a
  * NULL-terminated list). */
 void tu_assert_one_line(const char *const *needles);

@@ -1,8 +1,10 @@
 /* clgraph devices / conform: what devices exist, and whether every
  * operator's device kernels agree with its CPU kernel. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -45,26 +47,90 @@ static void print_row(const cg_conform_row *r, void *user) {
     fflush(stdout);
 }
 
+/* A kernel that crashes takes the process with it; what was running is
+ * said first. The text is copied before each kernel runs, so the handler
+ * only reads it and calls write(). */
+static char crash_where[768];
+static volatile sig_atomic_t crash_armed;
+
+static void note_case(const char *what, void *user) {
+    (void)user;
+    crash_armed = 0;
+    snprintf(crash_where, sizeof crash_where, "%s", what);
+    crash_armed = 1;
+}
+
+static void say(const char *s) {
+    ssize_t r = write(2, s, strlen(s));
+    (void)r;
+}
+
+static void on_crash(int sig) {
+    const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGABRT ? "SIGABRT"
+                     : sig == SIGFPE ? "SIGFPE" : "SIGILL";
+    say("\nclgraph conform: ");
+    say(name);
+    if (crash_armed) {
+        say(" while running ");
+        say(crash_where);
+    }
+    say("\n");
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void arm_crash_handler(void) {
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_crash;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+}
+
+/* --op NAME[,NAME...], repeatable: the names, split in place. */
+static int add_ops(char *list, const char **ops, int *n, int cap) {
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == cap) {
+            fprintf(stderr, "clgraph conform: --op: more than %d operators\n", cap);
+            return CLI_USAGE;
+        }
+        ops[(*n)++] = t;
+    }
+    return 0;
+}
+
+#define MAX_CONFORM_OPS 256
+
 int cli_conform(int argc, char **argv) {
     cg_conform_options opt;
     memset(&opt, 0, sizeof opt);
     cli_opts o;
     memset(&o, 0, sizeof o);
     report rep = {0};
+    static const char *ops[MAX_CONFORM_OPS];
+    int n_ops = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--quick")) opt.quick = 1;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) rep.verbose = 1;
-        else if (i + 1 < argc && !strcmp(a, "--op")) opt.op = argv[++i];
-        else if (i + 1 < argc && !strcmp(a, "--device")) opt.device = argv[++i];
+        else if (!strcmp(a, "--plugin-only")) opt.plugin_only = 1;
+        else if (i + 1 < argc && !strcmp(a, "--op")) {
+            if (add_ops(argv[++i], ops, &n_ops, MAX_CONFORM_OPS)) return CLI_USAGE;
+        } else if (i + 1 < argc && !strcmp(a, "--device")) opt.device = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--seed")) opt.seed = strtoull(argv[++i], NULL, 10);
         else if (i + 1 < argc && !strcmp(a, "--plugin")) {
             if (cli_add_plugin("conform", o.plugins, &o.n_plugins, argv[++i])) return CLI_USAGE;
         } else {
-            fprintf(stderr, "clgraph conform: unexpected argument '%s' (try 'clgraph --help')\n", a);
+            fprintf(stderr, "clgraph conform: unexpected argument '%s' (try 'clgraph conform --help')\n", a);
             return CLI_USAGE;
         }
     }
+    opt.ops = ops;
+    opt.n_ops = n_ops;
+    opt.starting = note_case;
+    arm_crash_handler();
     cg_context *ctx;
     int rc = cli_context(&o, &ctx);
     if (rc) return rc;
@@ -74,8 +140,11 @@ int cli_conform(int argc, char **argv) {
         return CLI_OK;
     }
     printf("%-14s %-10s %-16s %-10s %s\n", "op", "device", "cases", "max error", "result");
+    fflush(stdout); /* before a kernel can crash the process */
     int failed = 0;
-    if (cg_conform(ctx, &opt, print_row, &rep, &failed)) {
+    int st = cg_conform(ctx, &opt, print_row, &rep, &failed);
+    crash_armed = 0;
+    if (st) {
         rc = cli_fail();
     } else if (failed) {
         fprintf(stderr, "clgraph: conform: %d op/device pair%s failed\n", failed, failed == 1 ? "" : "s");

@@ -12,8 +12,7 @@
 #include "clgraph/plugin.h"
 #include "cli.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
+static const char usage_text[] =
             "usage: clgraph COMMAND [OPTIONS]\n"
             "\n"
             "Runs dataflow graphs written in the clgraph IR.\n"
@@ -64,9 +63,15 @@ static void usage(FILE *f) {
             "                           peak memory, allocations per step; --machine adds read\n"
             "                           bandwidth, SGEMM peak and the floors they imply\n"
             "  devices                  list the CPU and every OpenCL device\n"
-            "  conform [--op NAME] [--device D] [--quick] [--verbose] [--seed N]\n"
-            "                           run every operator's conformance cases on each OpenCL\n"
-            "                           device against its CPU kernel; exit 1 on any failure\n"
+            "  conform [--op NAME[,NAME...]] [--plugin-only] [--device D] [--quick] [--verbose]\n"
+            "      [--seed N]\n"
+            "                           run every operator's conformance cases (or those of the\n"
+            "                           ops named, --op repeatable; --plugin-only: the loaded\n"
+            "                           plugins' ops) on each OpenCL device against its CPU\n"
+            "                           kernel: outputs start as NaN and are guarded, so an\n"
+            "                           element never written or a write past an output fails;\n"
+            "                           a crash names the op, case and device; exit 1 on any\n"
+            "                           failure\n"
             "\n"
             "options for every command:\n"
             "  --plugin PATH            load an operator plugin (repeatable); the environment\n"
@@ -75,7 +80,28 @@ static void usage(FILE *f) {
             "                           CLGRAPH_CL_WARNINGS=1 does); conform and devices say\n"
             "                           more too\n"
             "  -h, --help               show this help\n"
-            "  --version                show the version\n");
+            "  --version                show the version\n";
+
+static void usage(FILE *f) { fputs(usage_text, f); }
+
+/* `clgraph COMMAND -h`: the command's own entries of the usage text (a
+ * line "  COMMAND ..." and the more indented lines under it) and the
+ * options every command takes. 0 when the text has no such command. */
+static int command_help(const char *cmd) {
+    size_t n = strlen(cmd);
+    int found = 0, in = 0;
+    const char *common = strstr(usage_text, "options for every command:");
+    for (const char *l = usage_text; *l && l < common;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (!strncmp(l, "  ", 2) && l[2] != ' ') in = !strncmp(l + 2, cmd, n) && (l[2 + n] == ' ' || l[2 + n] == '\n');
+        else if (strncmp(l, "   ", 3)) in = 0;
+        if (in && !found++) printf("usage: clgraph %.*s\n", (int)len - 2, l + 2);
+        else if (in) printf("%.*s\n", (int)len, l);
+        l += len + (e != NULL);
+    }
+    if (found) printf("\n%s", common);
+    return found;
 }
 
 /* --verbose is an option of every command: it lets the OpenCL compiler's
@@ -124,6 +150,9 @@ static int dispatch(int argc, char **argv) {
                CG_PLUGIN_ABI_MINOR);
         return 0;
     }
+    for (int i = 2; i < argc; i++)
+        if ((!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) && strcmp(cmd, "plan") && command_help(cmd))
+            return 0;
     argc = take_verbose(argc, argv);
     if (refuse_empty(argc, argv)) return CLI_USAGE;
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);

@@ -1,8 +1,11 @@
 /* `clgraph conform` catching a plugin whose OpenCL kernel is wrong, an op
- * with no OpenCL kernel, and an unknown op. Every built-in op on every
+ * with no OpenCL kernel, an unknown op, and the mistakes of
+ * tests/plugins/mistakes.c (unwritten elements, writes out of bounds, a
+ * wrong inferred shape, a crash). Every built-in op on every
  * OpenCL implementation and path set: tests/tools/test_portability.c. */
 #include <check.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +29,8 @@ START_TEST(wrong_plugin_kernel_is_caught) {
     const char *no[] = {"conform", "--plugin", bad, "--op", "square_plus", NULL};
     ck_assert_int_eq(tu_run_cli(no, NULL, NULL), 1);
     ck_assert_msg(strstr(tu_out, "FAIL") != NULL, "%s", tu_out);
-    ck_assert_msg(strstr(tu_out, "case 0 (f32[1]; offset: 0.5): output 0 element 0: device") != NULL, "%s",
-                  tu_out);
+    ck_assert_msg(strstr(tu_out, "case 0 (f32[1]; offset: 0.5): output 0 element 0: opencl:0 gives") != NULL,
+                  "%s", tu_out);
     ck_assert_ptr_nonnull(strstr(tu_err, "1 op/device pair failed"));
     /* An op with no OpenCL kernel is reported, not failed. */
     snprintf(good, sizeof good, "%s/libcgtest_good.so", dir);
@@ -40,12 +43,91 @@ START_TEST(wrong_plugin_kernel_is_caught) {
 }
 END_TEST
 
+/* Each mistake of tests/plugins/mistakes.c, caught with the op, the case
+ * and the kernel's device named, even where both kernels share it. */
+static const struct {
+    const char *variant, *message;
+} mistakes[] = {
+    {"skip_last", "twice          opencl:0   1                0.00e+00   FAIL\n"
+                  "    case 0 (f32[1]): cpu kernel never wrote output 0 element 0 (of f32[1], the shape infer gave)\n"},
+    {"oob_cl", "    case 0 (f32[1]): opencl:0 kernel wrote past the end of output 0 (f32[1], the shape infer gave)\n"},
+    {"oob_cpu", "    case 0 (f32[1]): cpu kernel wrote before the start of output 0 (f32[1], the shape infer gave)\n"},
+    {"wrong_infer", "    case 0 (f32[1]): cpu kernel wrote past the end of output 0 (f32[0], the shape infer gave)\n"},
+    {"big_infer", "    case 0 (f32[1]): cpu kernel never wrote output 0 element 1 (of f32[2], the shape infer gave)\n"},
+};
+
+static void plugin_path(char *p, size_t n, const char *variant) {
+    snprintf(p, n, "%s/libcgmistake_%s.so", getenv("CG_TEST_PLUGIN_DIR"), variant);
+}
+
+START_TEST(mistake_is_caught) {
+    char p[600];
+    plugin_path(p, sizeof p, mistakes[_i].variant);
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, NULL) == 1, "%s: %s\n%s", mistakes[_i].variant, tu_out, tu_err);
+    ck_assert_msg(strstr(tu_out, mistakes[_i].message) != NULL, "%s: %s", mistakes[_i].variant, tu_out);
+    ck_assert_ptr_nonnull(strstr(tu_err, "1 op/device pair failed"));
+}
+END_TEST
+
+/* The same op written right passes (the checks do not fail good kernels). */
+START_TEST(right_plugin_passes) {
+    char p[600];
+    plugin_path(p, sizeof p, "right");
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "%s\n%s", tu_out, tu_err);
+    ck_assert_msg(strstr(tu_out, "twice          opencl:0   4 ") != NULL, "%s", tu_out);
+    /* --plugin-only ran only the plugin's op */
+    ck_assert_ptr_null(strstr(tu_out, "\nadd "));
+}
+END_TEST
+
+/* A kernel that crashes the process: the last line on stderr says where. */
+START_TEST(crash_names_the_case) {
+    char p[600];
+    plugin_path(p, sizeof p, "crash_cpu");
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", NULL};
+    int sig = 0;
+    tu_run_cli_signal(args, NULL, NULL, &sig);
+    ck_assert_msg(sig == SIGSEGV, "signal %d; %s\n%s", sig, tu_out, tu_err);
+    ck_assert_msg(strstr(tu_err, "clgraph conform: SIGSEGV while running op twice case 2 (f32[17]) on cpu\n"), "%s",
+                  tu_err);
+    ck_assert_msg(!strncmp(tu_out, "op ", 3), "%s", tu_out); /* the header came out before the crash */
+}
+END_TEST
+
+/* --op takes lists and repeats; an unknown name in a list is an error;
+ * --plugin-only without a plugin says so; `conform -h` is its usage. */
+START_TEST(op_lists_and_help) {
+    const char *two[] = {"conform", "--quick", "--op", "add,mul", "--op", "relu", NULL};
+    ck_assert_msg(tu_run_cli(two, NULL, NULL) == 0, "%s\n%s", tu_out, tu_err);
+    ck_assert(strstr(tu_out, "\nadd ") && strstr(tu_out, "\nmul ") && strstr(tu_out, "\nrelu "));
+    ck_assert_ptr_null(strstr(tu_out, "\nsub "));
+    const char *bad[] = {"conform", "--op", "add,nosuch", NULL};
+    ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 1);
+    ck_assert_ptr_nonnull(strstr(tu_err, "no operator named 'nosuch'"));
+    const char *none[] = {"conform", "--plugin-only", NULL};
+    ck_assert_int_eq(tu_run_cli(none, NULL, NULL), 1);
+    ck_assert_ptr_nonnull(strstr(tu_err, "--plugin-only, but no loaded plugin provides an operator"));
+    const char *help[] = {"conform", "--help", NULL};
+    ck_assert_int_eq(tu_run_cli(help, NULL, NULL), 0);
+    ck_assert_msg(!strncmp(tu_out, "usage: clgraph conform [--op NAME[,NAME...]] [--plugin-only]", 60), "%s", tu_out);
+    const char *rh[] = {"run", "-h", NULL};
+    ck_assert_int_eq(tu_run_cli(rh, NULL, NULL), 0);
+    ck_assert_msg(!strncmp(tu_out, "usage: clgraph run MODEL.cg", 27), "%s", tu_out);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("conform");
     TCase *tc = tcase_create("conform");
     tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 1500);
     tcase_add_test(tc, wrong_plugin_kernel_is_caught);
+    tcase_add_loop_test(tc, mistake_is_caught, 0, (int)(sizeof mistakes / sizeof mistakes[0]));
+    tcase_add_test(tc, right_plugin_passes);
+    tcase_add_test(tc, crash_names_the_case);
+    tcase_add_test(tc, op_lists_and_help);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }
