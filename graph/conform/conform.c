@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "decomp_ref.h"
 #include "backend.h"
 #include "error.h"
 #include "hash.h"
@@ -255,40 +256,85 @@ static int run_kernel(const cg_op_entry *op, case_state *cs, cg_device *d, const
     return all_written(op, cs, d, k, outs, msg, msz);
 }
 
-/* Compares outputs; returns 0 and describes the first mismatch. */
-static int compare(case_state *cs, const char *dev, double *max_abs, char *msg, size_t msz) {
+/* Where outputs x and y first differ beyond the case's tolerance (y the
+ * reference of the relative part): 1 with *oo, *ii set, 0 when they agree.
+ * *max_abs (may be NULL) grows to the largest f32 difference seen. */
+static int first_diff(const case_state *cs, void *const *x, void *const *y, double *max_abs, int *oo, int64_t *ii) {
     double atol = cs->c.atol > 0 ? cs->c.atol : 1e-4, rtol = cs->c.rtol > 0 ? cs->c.rtol : 1e-4;
     for (int o = 0; o < cs->c.n_outputs; o++) {
         int64_t n = cg_shape_numel(cs->out[o].ndim, cs->out[o].dims);
+        *oo = o;
         if ((cg_dtype)cs->out[o].dtype != CG_F32) {
             size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype);
             for (int64_t i = 0; i < n; i++)
-                if (memcmp((char *)cs->dev_out[o] + (size_t)i * es, (char *)cs->ref_out[o] + (size_t)i * es, es)) {
-                    if ((cg_dtype)cs->out[o].dtype == CG_I32)
-                        snprintf(msg, msz, "output %d element %lld: %s gives %d, cpu %d", o, (long long)i, dev,
-                                 ((int32_t *)cs->dev_out[o])[i], ((int32_t *)cs->ref_out[o])[i]);
-                    else snprintf(msg, msz, "output %d element %lld: %s and cpu differ", o, (long long)i, dev);
-                    return 0;
-                }
+                if (memcmp((char *)x[o] + (size_t)i * es, (char *)y[o] + (size_t)i * es, es)) return *ii = i, 1;
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            double a = ((float *)cs->dev_out[o])[i], b = ((float *)cs->ref_out[o])[i];
+            double a = ((float *)x[o])[i], b = ((float *)y[o])[i];
             if (isnan(a) && isnan(b)) continue;
             if (isinf(a) || isinf(b)) {
                 if (a == b) continue;
             } else {
                 double d = fabs(a - b);
-                if (d > *max_abs) *max_abs = d;
+                if (max_abs && d > *max_abs) *max_abs = d;
                 if (d <= atol + rtol * fabs(b)) continue;
             }
-            snprintf(msg, msz, "output %d element %lld: %s gives %.9g, cpu %.9g", o, (long long)i, dev, a, b);
-            if (!isnan(a - b) && fabs(a - b) > *max_abs) *max_abs = fabs(a - b);
-            if (isnan(a) != isnan(b)) *max_abs = INFINITY;
-            return 0;
+            if (max_abs && isnan(a) != isnan(b)) *max_abs = INFINITY;
+            return *ii = i, 1;
         }
     }
-    return 1;
+    return 0;
+}
+
+/* Element i of output o of v as text. */
+static void elem_text(const case_state *cs, void *const *v, int o, int64_t i, char *b, size_t n) {
+    switch ((cg_dtype)cs->out[o].dtype) {
+    case CG_F32: snprintf(b, n, "%.9g", (double)((const float *)v[o])[i]); break;
+    case CG_I32: snprintf(b, n, "%d", ((const int32_t *)v[o])[i]); break;
+    default: {
+        size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype), u = 0;
+        const unsigned char *p = (const unsigned char *)v[o] + (size_t)i * es;
+        u += (size_t)snprintf(b, n, "0x");
+        for (size_t k = es; k-- > 0 && u < n;) u += (size_t)snprintf(b + u, n - u, "%02x", p[k]);
+    }
+    }
+}
+
+/* Compares the device's outputs with the CPU kernel's and, where the op has
+ * one, with its decomposition `dec` (NULL: none); returns 0 and says which
+ * side differs from the others at the first mismatch. */
+static int compare(case_state *cs, void *const *dec, const char *dev, double *max_abs, char *msg, size_t msz) {
+    int o, oc = 0, od = 0;
+    int64_t i, ic = 0, id = 0;
+    int cd = first_diff(cs, cs->dev_out, cs->ref_out, max_abs, &o, &i);
+    int c_bad = dec && first_diff(cs, cs->ref_out, dec, NULL, &oc, &ic);
+    int d_bad = dec && first_diff(cs, cs->dev_out, dec, NULL, &od, &id);
+    if (!cd && !c_bad && !d_bad) return 1;
+    char vd[64], vc[64], vr[64];
+    if (cd && (!dec || (c_bad && d_bad))) { /* all differ, or nothing else to tell */
+        elem_text(cs, cs->dev_out, o, i, vd, sizeof vd);
+        elem_text(cs, cs->ref_out, o, i, vc, sizeof vc);
+        if (!dec) return snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s", o, (long long)i, dev, vd, vc), 0;
+        elem_text(cs, dec, o, i, vr, sizeof vr);
+        return snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: all three differ",
+                        o, (long long)i, dev, vd, vc, vr), 0;
+    }
+    if (c_bad && d_bad) {
+        elem_text(cs, cs->ref_out, oc, ic, vc, sizeof vc);
+        elem_text(cs, cs->dev_out, oc, ic, vd, sizeof vd);
+        elem_text(cs, dec, oc, ic, vr, sizeof vr);
+        return snprintf(msg, msz, "cpu and %s agree with each other but not with the decomposition: output %d element "
+                        "%lld: cpu gives %s, %s %s, the decomposition %s", dev, oc, (long long)ic, vc, dev, vd, vr), 0;
+    }
+    int ob = c_bad ? oc : d_bad ? od : o;
+    int64_t ib = c_bad ? ic : d_bad ? id : i;
+    elem_text(cs, cs->dev_out, ob, ib, vd, sizeof vd);
+    elem_text(cs, cs->ref_out, ob, ib, vc, sizeof vc);
+    elem_text(cs, dec, ob, ib, vr, sizeof vr);
+    return snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: %s", ob, (long long)ib,
+                    dev, vd, vc, vr, c_bad ? "the cpu kernel differs from both" : d_bad ? "the device kernel differs from both"
+                                                     : "both agree with the decomposition but not with each other"), 0;
 }
 
 /* "case 3 (f32[2, 3], i32[2]; axis: 1)" */
@@ -318,8 +364,33 @@ typedef struct pair {
 
 /* Runs every case of op on the pair into row; 0 on the first failure
  * (its message in msg). */
-static int run_cases(const cg_op_entry *op, const pair *pr, const cg_conform_options *opt, void *user,
-                     cg_conform_row *row, char *msg, size_t msz, char *shapes, size_t ssz) {
+/* The decomposition's outputs for the case (NULL when the op has none or
+ * the case expects an error); 0 with a message when it fails. */
+static int decomp_outputs(const cg_context *ctx, const cg_op_entry *op, case_state *cs, void ***dec, char *msg,
+                          size_t msz) {
+    *dec = NULL;
+    if (!op->def->decompose || cs->c.expect_error) return 1;
+    void **d = calloc((size_t)cs->c.n_outputs, sizeof *d);
+    int ok = d != NULL;
+    for (int o = 0; ok && o < cs->c.n_outputs; o++) ok = (d[o] = malloc(cg_desc_bytes(&cs->out[o]) + 4)) != NULL;
+    if (!ok) snprintf(msg, msz, "out of memory");
+    else if (cg_conform_decomp_run(ctx, op, &cs->c, cs->out, (const void *const *)cs->host_in, d, msg, msz)) ok = 0;
+    if (ok) {
+        *dec = d;
+        return 1;
+    }
+    for (int o = 0; d && o < cs->c.n_outputs; o++) free(d[o]);
+    free(d);
+    return 0;
+}
+
+static void decomp_free(void **dec, int n) {
+    for (int o = 0; dec && o < n; o++) free(dec[o]);
+    free(dec);
+}
+
+static int run_cases(const cg_context *ctx, const cg_op_entry *op, const pair *pr, const cg_conform_options *opt,
+                     void *user, cg_conform_row *row, char *msg, size_t msz, char *shapes, size_t ssz) {
     size_t su = 0;
     for (int32_t ci = 0; ci < MAX_CASES; ci++) {
         case_state *cs;
@@ -335,11 +406,14 @@ static int run_cases(const cg_op_entry *op, const pair *pr, const cg_conform_opt
             char label[400];
             case_label(cs, ci, label, sizeof label);
             snprintf(what, sizeof what, "op %s %s", op->def->name, label);
+            void **dec = NULL;
             ok = case_inputs(cs, op, opt, ci, detail, sizeof detail) &&
                  run_kernel(op, cs, pr->ref, pr->ref_k, cs->ref_out, opt, user, what, detail, sizeof detail) &&
                  run_kernel(op, cs, pr->dev, pr->dev_k, cs->dev_out, opt, user, what, detail, sizeof detail) &&
+                 decomp_outputs(ctx, op, cs, &dec, detail, sizeof detail) &&
                  (cs->c.expect_error ||
-                  compare(cs, cg_dev_info(pr->dev)->name, &row->max_abs_error, detail, sizeof detail));
+                  compare(cs, dec, cg_dev_info(pr->dev)->name, &row->max_abs_error, detail, sizeof detail));
+            decomp_free(dec, cs->c.n_outputs);
             if (!ok) case_message(cs, ci, detail, msg, msz);
             row->cases_run++;
             if (cs->c.n_inputs > 0 && su < ssz - 1) {
@@ -355,7 +429,7 @@ static int run_cases(const cg_op_entry *op, const pair *pr, const cg_conform_opt
     return 1;
 }
 
-static void run_op(const cg_op_entry *op, cg_device *ref, cg_device *dev, const cg_conform_options *opt,
+static void run_op(const cg_context *ctx, const cg_op_entry *op, cg_device *ref, cg_device *dev, const cg_conform_options *opt,
                    cg_conform_fn fn, void *user, int *n_failed) {
     cg_conform_row row = {.op = op->def->name, .plugin = op->plugin->name, .device = cg_dev_info(dev)->name,
                           .message = ""};
@@ -370,7 +444,7 @@ static void run_op(const cg_op_entry *op, cg_device *ref, cg_device *dev, const 
         row.result = CG_CONFORM_FAIL;
         row.message = "the op has no CPU kernel to compare with";
     } else {
-        row.result = run_cases(op, &pr, opt, user, &row, msg, sizeof msg, shapes, sizeof shapes) ? CG_CONFORM_PASS
+        row.result = run_cases(ctx, op, &pr, opt, user, &row, msg, sizeof msg, shapes, sizeof shapes) ? CG_CONFORM_PASS
                                                                                                    : CG_CONFORM_FAIL;
         row.message = msg;
     }
@@ -396,7 +470,7 @@ static cg_status conform_device(cg_context *ctx, int index, cg_device *ref, cons
     if (st) return st;
     for (int i = 0; i < ctx->n_ops; i++) {
         const cg_op_entry *op = ctx->ops[i];
-        if (selected(op, opt)) run_op(op, ref, dev, opt, fn, user, n_failed);
+        if (selected(op, opt)) run_op(ctx, op, ref, dev, opt, fn, user, n_failed);
     }
     cg_dev_release(dev);
     return CG_OK;

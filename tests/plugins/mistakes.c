@@ -10,7 +10,11 @@
  *   WRONG_INFER : infer gives one element fewer than the input has; the
  *                 kernels write what the input has
  *   BIG_INFER   : infer gives one element more; nothing writes it
- *   CRASH_CPU   : the CPU kernel dereferences NULL on its 17-element case */
+ *   CRASH_CPU   : the CPU kernel dereferences NULL on its 17-element case
+ *   SHARED_BUG  : both kernels add 0.5 (they agree; the decomposition,
+ *                 affine {alpha: 2.0, beta: 0.0}, does not)
+ *   CPU_BUG     : the CPU kernel alone adds 0.5 (the decomposition sides
+ *                 with the OpenCL kernel) */
 #include <clgraph/plugin.h>
 #include <stdio.h>
 
@@ -51,7 +55,11 @@ static cg_op_status twice_cpu(const cg_kernel_args *a) {
 #ifdef CRASH_CPU
     if (n == 17) y = (float *)(volatile void *)0;
 #endif
+#if defined(SHARED_BUG) || defined(CPU_BUG)
+    for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i] + 0.5f;
+#else
     for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i];
+#endif
 #ifdef OOB_CPU
     y[-1] = 0;
 #endif
@@ -65,6 +73,8 @@ static const char twice_src[] =
     "  y[i] = 2 * x[i < n ? i : 0];\n"
 #elif defined(SKIP_LAST)
     "  if (i < n - 1) y[i] = 2 * x[i];\n"
+#elif defined(SHARED_BUG)
+    "  if (i < n) y[i] = 2 * x[i] + 0.5f;\n"
 #else
     "  if (i < n) y[i] = 2 * x[i];\n"
 #endif
@@ -87,6 +97,14 @@ static cg_op_status twice_cl(const cg_kernel_args *a) {
     if (n == 0) return CG_OP_OK;
     size_t l = 16, g = ((size_t)n + l - 1) / l * l;
     return h->cl_launch(a, k, 1, &g, &l);
+}
+
+/* The independent reference conform compares both kernels with. */
+static cg_op_status twice_decompose(cg_decomp *d, const cg_op_call *call) {
+    const cg_host_api *h = call->host;
+    int32_t x = h->decomp_input(d, 0), y = -1;
+    cg_op_status st = h->decomp_node(d, "affine", 1, &x, 1, &y, "alpha: 2.0, beta: 0.0");
+    return st != CG_OP_OK ? st : h->decomp_output(d, 0, y);
 }
 
 static int32_t twice_case(int32_t i, cg_conform_case *c) {
@@ -115,6 +133,7 @@ static const cg_op_def twice_op = {
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = twice_inputs,
     .infer = twice_infer,
+    .decompose = twice_decompose,
     .kernels = twice_kernels, .n_kernels = 2,
     .conform_case = twice_case,
 };

@@ -54,6 +54,11 @@ static const struct {
     {"oob_cpu", "    case 0 (f32[1]): cpu kernel wrote before the start of output 0 (f32[1], the shape infer gave)\n"},
     {"wrong_infer", "    case 0 (f32[1]): cpu kernel wrote past the end of output 0 (f32[0], the shape infer gave)\n"},
     {"big_infer", "    case 0 (f32[1]): cpu kernel never wrote output 0 element 1 (of f32[2], the shape infer gave)\n"},
+    /* x = 0.0500145704 from the seed: 2x + 0.5 from both kernels, 2x from the decomposition */
+    {"shared_bug", "    case 0 (f32[1]): cpu and opencl:0 agree with each other but not with the decomposition: output 0 "
+                   "element 0: cpu gives 0.600029111, opencl:0 0.600029111, the decomposition 0.100029141\n"},
+    {"cpu_bug", "    case 0 (f32[1]): output 0 element 0: opencl:0 gives 0.100029141, cpu 0.600029111, the decomposition "
+                "0.100029141: the cpu kernel differs from both\n"},
 };
 
 static void plugin_path(char *p, size_t n, const char *variant) {
