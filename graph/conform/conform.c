@@ -18,6 +18,7 @@
 #include "hash.h"
 #include "ir.h"
 #include "shape.h"
+#include "strbuf.h"
 
 #define QUICK_LIMIT 4096
 /* Guard bytes each side of every output, and the two fills that tell an
@@ -364,6 +365,32 @@ typedef struct pair {
 
 /* Runs every case of op on the pair into row; 0 on the first failure
  * (its message in msg). */
+/* Warm time of kernel k on d for the case, microseconds (-1 on failure). */
+static double case_time(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k) {
+    char err[256] = "";
+    cg_op_call call = {.struct_size = sizeof call, .node_name = op->def->name, .n_inputs = cs->c.n_inputs,
+                       .n_outputs = cs->c.n_outputs, .inputs = cs->c.inputs, .outputs = cs->out, .attrs = cs->attrs,
+                       .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
+    double us = -1;
+    if (cg_dev_run_host(d, k, &call, (const void *const *)cs->host_in, NULL, 0, 50, &us)) return -1;
+    return us;
+}
+
+/* A device taking 100x the CPU kernel's time is flagged, but only past
+ * 1 ms: a launch alone costs an OpenCL device tens of microseconds, which
+ * is 100x a tiny case on the CPU. */
+#define SLOW_FACTOR 100.0
+#define SLOW_FLOOR_US 1000.0
+
+static void time_case(const cg_op_entry *op, case_state *cs, const pair *pr, const char *label, cg_strbuf *tb,
+                      cg_conform_row *row) {
+    double c = case_time(op, cs, pr->ref, pr->ref_k), g = case_time(op, cs, pr->dev, pr->dev_k);
+    int slow = c >= 0 && g > SLOW_FACTOR * c && g > SLOW_FLOOR_US;
+    row->slow_cases += slow;
+    cg_strbuf_put(tb, "%s%s: cpu %.3g us, %s %.3g us%s", tb->n ? "\n" : "", label, c, cg_dev_info(pr->dev)->name, g,
+                  slow ? " SLOW" : "");
+}
+
 /* The decomposition's outputs for the case (NULL when the op has none or
  * the case expects an error); 0 with a message when it fails. */
 static int decomp_outputs(const cg_context *ctx, const cg_op_entry *op, case_state *cs, void ***dec, char *msg,
@@ -390,7 +417,8 @@ static void decomp_free(void **dec, int n) {
 }
 
 static int run_cases(const cg_context *ctx, const cg_op_entry *op, const pair *pr, const cg_conform_options *opt,
-                     void *user, cg_conform_row *row, char *msg, size_t msz, char *shapes, size_t ssz) {
+                     void *user, cg_conform_row *row, char *msg, size_t msz, char *shapes, size_t ssz,
+                     cg_strbuf *tb) {
     size_t su = 0;
     for (int32_t ci = 0; ci < MAX_CASES; ci++) {
         case_state *cs;
@@ -414,6 +442,7 @@ static int run_cases(const cg_context *ctx, const cg_op_entry *op, const pair *p
                  (cs->c.expect_error ||
                   compare(cs, dec, cg_dev_info(pr->dev)->name, &row->max_abs_error, detail, sizeof detail));
             decomp_free(dec, cs->c.n_outputs);
+            if (ok && opt->timing && !cs->c.expect_error) time_case(op, cs, pr, label, tb, row);
             if (!ok) case_message(cs, ci, detail, msg, msz);
             row->cases_run++;
             if (cs->c.n_inputs > 0 && su < ssz - 1) {
@@ -435,6 +464,8 @@ static void run_op(const cg_context *ctx, const cg_op_entry *op, cg_device *ref,
                           .message = ""};
     char msg[1024] = "", shapes[1024] = "";
     row.shapes = shapes;
+    row.timings = "";
+    cg_strbuf tb = {0};
     pair pr = {ref, dev, cg_op_kernel(op, cg_dev_info(ref)->kind), cg_op_kernel(op, cg_dev_info(dev)->kind)};
     if (!op->def->conform_case) {
         row.result = CG_CONFORM_NO_CASES;
@@ -444,12 +475,15 @@ static void run_op(const cg_context *ctx, const cg_op_entry *op, cg_device *ref,
         row.result = CG_CONFORM_FAIL;
         row.message = "the op has no CPU kernel to compare with";
     } else {
-        row.result = run_cases(ctx, op, &pr, opt, user, &row, msg, sizeof msg, shapes, sizeof shapes) ? CG_CONFORM_PASS
-                                                                                                   : CG_CONFORM_FAIL;
+        row.result = run_cases(ctx, op, &pr, opt, user, &row, msg, sizeof msg, shapes, sizeof shapes, &tb)
+                         ? CG_CONFORM_PASS
+                         : CG_CONFORM_FAIL;
+        if (tb.s && !tb.failed) row.timings = tb.s;
         row.message = msg;
     }
     if (row.result == CG_CONFORM_FAIL) (*n_failed)++;
     fn(&row, user);
+    free(tb.s);
 }
 
 /* Whether the options select op. */

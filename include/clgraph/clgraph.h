@@ -570,6 +570,11 @@ typedef struct cg_conform_row {
     cg_conform_result result; /**< the verdict */
     const char *message;      /**< the first failure, or "" */
     const char *shapes;       /**< the input shapes tried, e.g. "f32[1], f32[17, 3]" */
+    /** With the timing option: a line per case, "case 3 (f32[17]): cpu 2.10 us,
+     * opencl:0 40.2 us", ending " SLOW" where the device took more than 100
+     * times the CPU kernel's time and over 1 ms; "" otherwise. */
+    const char *timings;
+    int slow_cases;           /**< cases flagged SLOW */
 } cg_conform_row;
 
 /** Receives each row as soon as it is known. */
@@ -587,6 +592,9 @@ typedef struct cg_conform_options {
     /** Called before each kernel runs, with "op NAME case N (SHAPES) on DEVICE"
      * (valid until the next call): a crash handler can say where it was. */
     void (*starting)(const char *what, void *user);
+    /** 1: time each passing case on both devices (warm, repeated runs) and
+     * fill the rows' timings */
+    int timing;
 } cg_conform_options;
 
 /**

@@ -14,7 +14,9 @@
  *   SHARED_BUG  : both kernels add 0.5 (they agree; the decomposition,
  *                 affine {alpha: 2.0, beta: 0.0}, does not)
  *   CPU_BUG     : the CPU kernel alone adds 0.5 (the decomposition sides
- *                 with the OpenCL kernel) */
+ *                 with the OpenCL kernel)
+ *   SLOW_CL     : the OpenCL kernel is right but spins 100,000 steps per
+ *                 element (conform --verbose flags it) */
 #include <clgraph/plugin.h>
 #include <stdio.h>
 
@@ -73,6 +75,11 @@ static const char twice_src[] =
     "  y[i] = 2 * x[i < n ? i : 0];\n"
 #elif defined(SKIP_LAST)
     "  if (i < n - 1) y[i] = 2 * x[i];\n"
+#elif defined(SLOW_CL)
+    "  if (i >= n) return;\n"
+    "  float acc = 0.0f;\n"
+    "  for (int k = 0; k < 100000; k++) acc = acc * 0.5f + x[i];\n"
+    "  y[i] = 2 * x[i] + 0.0f * acc;\n"
 #elif defined(SHARED_BUG)
     "  if (i < n) y[i] = 2 * x[i] + 0.5f;\n"
 #else

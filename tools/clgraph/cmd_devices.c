@@ -43,6 +43,15 @@ static void print_row(const cg_conform_row *r, void *user) {
     else snprintf(cases, sizeof cases, "%d", r->cases_run);
     printf("%-14s %-10s %-16s %-10s %s\n", r->op, r->device, cases, err, verdict(r->result));
     if (rep->verbose && r->shapes && r->shapes[0]) printf("    shapes: %s\n", r->shapes);
+    for (const char *t = r->timings; t && *t;) {
+        const char *e = strchr(t, '\n');
+        int n = e ? (int)(e - t) : (int)strlen(t);
+        printf("    %.*s\n", n, t);
+        t += n + (e != NULL);
+    }
+    if (r->slow_cases)
+        printf("    %d case%s SLOW: the device took over 100x the CPU kernel's time (and over 1 ms)\n", r->slow_cases,
+               r->slow_cases == 1 ? "" : "s");
     if (r->message && r->message[0]) printf("    %s\n", r->message);
     fflush(stdout);
 }
@@ -130,6 +139,7 @@ int cli_conform(int argc, char **argv) {
     opt.ops = ops;
     opt.n_ops = n_ops;
     opt.starting = note_case;
+    opt.timing = rep.verbose;
     arm_crash_handler();
     cg_context *ctx;
     int rc = cli_context(&o, &ctx);

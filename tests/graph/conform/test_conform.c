@@ -87,6 +87,25 @@ START_TEST(right_plugin_passes) {
 }
 END_TEST
 
+/* A right but slow OpenCL kernel passes, and --verbose times every case
+ * and flags the 1000-element one (170 ms against 0.3 us on the CPU here). */
+START_TEST(slow_kernel_is_flagged) {
+    char p[600];
+    plugin_path(p, sizeof p, "slow_cl");
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", "--verbose", NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "%s\n%s", tu_out, tu_err);
+    const char *line = strstr(tu_out, "    case 3 (f32[1000]): cpu ");
+    ck_assert_msg(line != NULL, "%s", tu_out);
+    const char *end = strchr(line, '\n');
+    ck_assert_msg(end - line > 5 && !strncmp(end - 5, " SLOW", 5), "%s", tu_out);
+    ck_assert_ptr_nonnull(strstr(tu_out, "SLOW: the device took over 100x the CPU kernel's time"));
+    /* without --verbose nothing is timed */
+    const char *quiet[] = {"conform", "--plugin", p, "--plugin-only", NULL};
+    ck_assert_int_eq(tu_run_cli(quiet, NULL, NULL), 0);
+    ck_assert_ptr_null(strstr(tu_out, " us"));
+}
+END_TEST
+
 /* A kernel that crashes the process: the last line on stderr says where. */
 START_TEST(crash_names_the_case) {
     char p[600];
@@ -132,6 +151,7 @@ int main(void) {
     tcase_add_loop_test(tc, mistake_is_caught, 0, (int)(sizeof mistakes / sizeof mistakes[0]));
     tcase_add_test(tc, right_plugin_passes);
     tcase_add_test(tc, crash_names_the_case);
+    tcase_add_test(tc, slow_kernel_is_flagged);
     tcase_add_test(tc, op_lists_and_help);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
