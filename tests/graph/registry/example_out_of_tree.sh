@@ -1,9 +1,12 @@
 #!/bin/sh
 # The example plugin built as an outside author builds it: install clgraph
 # into a temporary DESTDIR, build ops/examples/layernorm with its own
-# Makefile against the installed headers (found with pkg-config), check
-# that the result exports only cg_plugin_entry and does not link libclgraph,
-# then document it with `clgraph ops` and test it with `clgraph conform`.
+# Makefile against the installed headers (found with pkg-config's
+# clgraph-plugin), check that the result exports only cg_plugin_entry and
+# does not link libclgraph, then, with the installed clgraph in a clean
+# environment (no LD_LIBRARY_PATH: its rpath finds the installed library),
+# document it with `clgraph ops`, test it with `clgraph conform
+# --plugin-only`, check a graph that uses it and run a graph.
 # With Oclgrind installed, conform runs once more on it and any report
 # Oclgrind writes fails the test (it exits 0 even when it finds errors).
 #
@@ -50,6 +53,14 @@ if ! "$MESON" install -C "$BUILD" --destdir "$ROOT" --no-rebuild >"$TMP/install.
 fi
 PC=$(find "$ROOT" -name clgraph.pc | head -n 1)
 [ -n "$PC" ] || fail "no clgraph.pc under $ROOT"
+[ -f "$(dirname "$PC")/clgraph-plugin.pc" ] || fail "no clgraph-plugin.pc next to $PC"
+# pkg-config resolves Requires.private even for --cflags: clgraph.pc must not
+# make users install openblas', clblast's and cjson's .pc files.
+if grep -q '^Requires' "$PC"; then
+    fail "$PC has Requires lines: $(grep '^Requires' "$PC")"
+fi
+INSTALLED=$(find "$ROOT" -path '*/bin/clgraph' | head -n 1)
+[ -x "$INSTALLED" ] || fail "no bin/clgraph under $ROOT"
 HDR=$(find "$ROOT" -path '*/clgraph/plugin.h' | head -n 1)
 [ -n "$HDR" ] || fail "no clgraph/plugin.h under $ROOT"
 
@@ -62,11 +73,13 @@ cp "$SRC/ops/examples/layernorm/layernorm.c" "$SRC/ops/examples/layernorm/Makefi
 PKG_CONFIG_PATH=$(dirname "$PC")
 PKG_CONFIG_SYSROOT_DIR=$ROOT
 export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
-run pkg-config --cflags clgraph
-case "$(pkg-config --cflags clgraph)" in
+run pkg-config --cflags clgraph-plugin
+case "$(pkg-config --cflags clgraph-plugin)" in
     *"$ROOT"*) ;;
-    *) fail "pkg-config --cflags clgraph does not point into $ROOT" ;;
+    *) fail "pkg-config --cflags clgraph-plugin does not point into $ROOT" ;;
 esac
+[ -z "$(pkg-config --libs clgraph-plugin)" ] || fail "clgraph-plugin.pc has libraries to link"
+run pkg-config --cflags --libs clgraph
 run "$MAKE" -C "$PLUGIN_DIR" CFLAGS="-O2 -g -Werror"
 unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 SO="$PLUGIN_DIR/liblayernorm.so"
@@ -79,12 +92,38 @@ if readelf -d "$SO" | grep NEEDED | grep -q libclgraph; then
     fail "$SO links libclgraph; a plugin gets everything through the host API"
 fi
 
-# 4. The installed plugin is usable by the clgraph tool.
-run "$CLGRAPH" ops layer_norm --plugin "$SO" >"$TMP/ops.txt"
+# 4. The installed clgraph, in a clean environment (the sanitizers' and the
+# ICD loader's settings pass through), uses the plugin.
+clean() {
+    echo "+ (clean environment) $*"
+    env -i PATH=/usr/bin:/bin HOME="$TMP" CLGRAPH_CACHE_DIR="$CLGRAPH_CACHE_DIR" \
+        ${ASAN_OPTIONS+"ASAN_OPTIONS=$ASAN_OPTIONS"} ${LSAN_OPTIONS+"LSAN_OPTIONS=$LSAN_OPTIONS"} \
+        ${UBSAN_OPTIONS+"UBSAN_OPTIONS=$UBSAN_OPTIONS"} ${OCL_ICD_VENDORS+"OCL_ICD_VENDORS=$OCL_ICD_VENDORS"} \
+        ${POCL_DEVICES+"POCL_DEVICES=$POCL_DEVICES"} ${RUSTICL_ENABLE+"RUSTICL_ENABLE=$RUSTICL_ENABLE"} "$@"
+}
+clean "$INSTALLED" ops layer_norm --plugin "$SO" >"$TMP/ops.txt"
 cat "$TMP/ops.txt"
 grep -q "layer_norm" "$TMP/ops.txt" || fail "clgraph ops layer_norm does not name the op"
 grep -q "eps" "$TMP/ops.txt" || fail "clgraph ops layer_norm does not list the eps attribute"
-run "$CLGRAPH" conform --plugin "$SO" --op layer_norm --quick
+clean "$INSTALLED" conform --plugin "$SO" --plugin-only --quick >"$TMP/conform.txt"
+cat "$TMP/conform.txt"
+grep -q "^layer_norm .* pass" "$TMP/conform.txt" || fail "conform --plugin-only did not pass layer_norm"
+if grep -q "^add " "$TMP/conform.txt"; then fail "conform --plugin-only ran built-in ops"; fi
+cat >"$TMP/ln.cg" <<'GRAPH'
+graph g {
+  input x: f32[B, 8]
+  input gamma: f32[8]
+  y = layer_norm(x, gamma) {eps: 0.001}
+  output y
+}
+GRAPH
+clean "$INSTALLED" check "$TMP/ln.cg" --plugin "$SO" >"$TMP/check.txt"
+cat "$TMP/check.txt"
+grep -q "f32\[B, 8\]" "$TMP/check.txt" || fail "clgraph check does not show y's shape"
+EX="$SRC/models/example"
+clean "$INSTALLED" run "$EX/model.cg" --weights "$EX/weights.safetensors" --input "src=$EX/src.npy" \
+    --input "src_len=$EX/src_len.npy" --output "$TMP/out" >/dev/null
+[ -s "$TMP/out/s0.npy" ] && [ -s "$TMP/out/keys.npy" ] || fail "the installed clgraph run wrote no outputs"
 
 # 5. Under Oclgrind, when installed (Debian ships its ICD library without an
 # .icd file: write one and point the ICD loader at it).
