@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "plan.h"
+#include "profile.h"
 #include "shape.h"
 
 /* Binds symbols from the inputs' shapes and checks every input. */
@@ -221,18 +223,49 @@ static cg_status drain(cg_plan *p, instance *in) {
     return st;
 }
 
+/* With a profiler: the step just enqueued is waited for and recorded, on
+ * its device's track (copies: the destination's), kernels with their
+ * input shapes. */
+static cg_status profile_step(cg_plan *p, instance *in, const step *s, double t0) {
+    cg_status st = cg_dev_finish(p->devs[s->dev].dev);
+    if (!st && s->kind == STEP_COPY) st = cg_dev_finish(p->devs[in->slots[s->src].dev].dev);
+    if (st) return st;
+    double t1 = cg_profile_now(p->prof);
+    const char *dev = p->devs[s->dev].info->name;
+    if (s->kind == STEP_COPY) {
+        char what[128];
+        snprintf(what, sizeof what, "copy %s -> %s", p->devs[in->slots[s->src].dev].info->name, dev);
+        cg_profile_add(p->prof, PROF_COPY, dev, p->graph->name, what, NULL, NULL, t0, t1, s->bytes);
+        return CG_OK;
+    }
+    char shapes[512];
+    size_t u = 0;
+    shapes[0] = 0;
+    for (int k = 0; k < s->n_in && u < sizeof shapes - 1; k++) {
+        char one[128];
+        cg_shape_format(one, sizeof one, s->in_desc[k].dtype, s->in_desc[k].ndim, s->in_desc[k].dims, NULL, 0);
+        u += (size_t)snprintf(shapes + u, sizeof shapes - u, "%s%s", k ? ", " : "", one);
+    }
+    cg_profile_add(p->prof, PROF_KERNEL, dev, p->graph->name, s->name, s->op->def->name, shapes, t0, t1, 0);
+    return CG_OK;
+}
+
 static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor *const *outputs,
                          cg_plan_stats *stats) {
     cg_status st = CG_OK;
+    double r0 = p->prof ? cg_profile_now(p->prof) : 0;
     for (int k = 0; !st && k < p->graph->n_inputs; k++)
         st = cg_dev_wrap(p->devs[0].dev, by_pos[k]->data, cg_desc_bytes(&in->slots[in->val_slot[p->graph->inputs[k]]].desc),
                          &p->inbuf[k]);
     if (!st) st = cg_carry_prepare(p, in, stats);
     for (int si = 0; !st && si < in->n_steps; si++) {
         step *s = &in->steps[si];
+        double t0 = p->prof ? cg_profile_now(p->prof) : 0;
         if (s->kind == STEP_COPY) st = run_copy(p, in, s, by_pos, stats);
         else if (s->kind == STEP_KERNEL) st = run_kernel(p, in, s);
+        if (!st && p->prof && s->kind != STEP_NOP) st = profile_step(p, in, s, t0);
     }
+    double w0 = p->prof ? cg_profile_now(p->prof) : 0;
     for (int k = 0; !st && k < p->graph->n_outputs; k++) st = read_output(p, in, k, outputs[k], stats);
     if (!st) st = cg_carry_save(p, in, 0);
     /* read even after a failure: a record left behind would fail the next run */
@@ -245,6 +278,11 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
         if (!st) st = vs;
     }
     if (!st) st = cg_carry_save(p, in, 1);
+    if (p->prof) {
+        double t1 = cg_profile_now(p->prof);
+        cg_profile_add(p->prof, PROF_WAIT, "host", p->graph->name, "outputs and queues", NULL, NULL, w0, t1, 0);
+        cg_profile_add(p->prof, PROF_RUN, "host", p->graph->name, p->graph->name, NULL, NULL, r0, t1, 0);
+    }
     return st;
 }
 
@@ -282,6 +320,7 @@ static void add_stats(cg_plan_stats *total, const cg_plan_stats *s) {
     total->copies += s->copies;
     total->bytes_copied += s->bytes_copied;
     total->clblast_calls += s->clblast_calls;
+    total->run_ms += s->run_ms;
 }
 
 /* A run's statistics from the backends' counters before and after it. */
@@ -323,6 +362,12 @@ static void arrays_free(run_arrays *r) {
     if (r->outs && r->outs != r->outs_small) free(r->outs);
 }
 
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
                             int n_outputs, cg_tensor *const *given, cg_tensor **made) {
     if (!p || n_inputs < 0 || (n_inputs && (!names || !inputs)) || (n_outputs && !(given || made)))
@@ -333,6 +378,7 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
                         g->n_outputs, n_outputs);
     cg_plan_stats stats;
     memset(&stats, 0, sizeof stats);
+    double t_start = now_ms();
     cg_dev_counters c0;
     cg_dev_counters_get(&c0);
     run_arrays r;
@@ -356,6 +402,7 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
         made[k] = st || !r.outs ? NULL : r.outs[k];
     }
     arrays_free(&r);
+    stats.run_ms = now_ms() - t_start;
     finish_stats(p, &stats, &c0);
     return st;
 }

@@ -126,3 +126,9 @@ const char *cg_plan_device(const cg_plan *p) {
     if (p->default_dev < 0) return "auto";
     return cg_plan_dev_name(p, p->default_dev);
 }
+
+cg_status cg_plan_set_profiler(cg_plan *p, cg_profiler *prof) {
+    if (!p) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_set_profiler: NULL plan");
+    p->prof = prof;
+    return CG_OK;
+}

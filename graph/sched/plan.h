@@ -154,6 +154,7 @@ struct cg_plan {
     kept *kept;            /* per graph input: its device copies */
     carry *carry;          /* per graph input */
     unsigned char *carried; /* per graph input: this run takes the carried value */
+    cg_profiler *prof;     /* attached profiler (cg_plan_set_profiler), or NULL */
 };
 
 /* The buffer a kernel reads for slot s: the caller's tensor for an input

@@ -513,10 +513,52 @@ typedef struct cg_plan_stats {
     uint64_t copies;          /**< copy steps between devices, uploads and downloads included */
     uint64_t bytes_copied;    /**< their bytes */
     uint64_t clblast_calls;   /**< CLBlast SGEMM calls (CLBlast creates kernels inside each) */
+    double run_ms;            /**< wall time inside cg_plan_run / cg_plan_run_into */
 } cg_plan_stats;
 
 /** Statistics of the last run and the sums over all runs (either may be NULL). */
 CG_API cg_status cg_plan_stats_get(const cg_plan *p, cg_plan_stats *last, cg_plan_stats *total);
+
+/* ------------------------------------------------------------------ */
+/* Profiling                                                           */
+
+/** A profile: the kernels, copies and host waits of the runs of every plan
+ * it is attached to. */
+typedef struct cg_profiler cg_profiler;
+
+/** Creates an empty profiler; its clock starts now. */
+CG_API cg_status cg_profiler_create(cg_profiler **out);
+
+/** Frees a profiler (NULL is ignored); detach it from its plans first. */
+CG_API void cg_profiler_free(cg_profiler *p);
+
+/**
+ * Attaches a profiler to a plan (NULL detaches it). Each run then records
+ * every kernel (op, node, input shapes, device), copy (bytes), host wait
+ * and the run itself. A profiled run waits for each step's device before
+ * the next step, so every step's time is its own and the steps of a run
+ * add up to the run; devices do not overlap while profiled. Recording
+ * allocates (a profiled run is not allocation-free).
+ */
+CG_API cg_status cg_plan_set_profiler(cg_plan *p, cg_profiler *prof);
+
+/**
+ * Writes the events as a Chrome trace / Perfetto JSON file: a track for
+ * the host and one per device queue ("cpu", "opencl:0", ...); kernels are
+ * named by op with the node, graph and input shapes as arguments, copies
+ * carry their bytes. Opens in ui.perfetto.dev or chrome://tracing.
+ */
+CG_API cg_status cg_profiler_write_trace(const cg_profiler *p, const char *path);
+
+/**
+ * The time per node as a text table (freed by the caller), largest first,
+ * `top` rows (0: all): calls, total and mean time, share of the kernels'
+ * and copies' time, and a last line comparing that time with the runs'.
+ */
+CG_API cg_status cg_profiler_table(const cg_profiler *p, int top, char **out);
+
+/** Events the profiler could not keep (memory short); 0 normally. */
+CG_API uint64_t cg_profiler_dropped(const cg_profiler *p);
 
 /**
  * Lowers the plan for a binding of its symbolic dimensions, given as

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "clgraph/clgraph.h"
 #include "test_util.h"
 
@@ -351,6 +353,80 @@ START_TEST(same_results_on_opencl) {
     ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 1);
     const char *n[] = {"opencl:7", NULL};
     tu_assert_one_line(n);
+}
+END_TEST
+
+/* translate --profile writes a Chrome trace: a host track and one per
+ * device, every kernel with its op, node, graph and input shapes, copies
+ * with bytes; a profiled run's kernels and copies add up to its time
+ * (within 10%: the rest is binding inputs and reading outputs). run --stats
+ * prints the time per node. An unwritable trace is one line. */
+START_TEST(profile_trace) {
+    char trace[600];
+    snprintf(trace, sizeof trace, "%s/t.json", tu_dir);
+    const char *in = tu_write_file("in.txt", "the 22nd of November 2026\n14/04/1901\n", 37);
+    const char *t[] = {"translate", "models/dates", "--device", "opencl:0", "--profile", trace, NULL};
+    ck_assert_msg(tu_run_cli(t, NULL, in) == 0, "%s", tu_err);
+    ck_assert_str_eq(tu_out, "2026-11-22\n1901-04-14\n");
+    char *text = tu_read_text(trace, NULL);
+    cJSON *j = cJSON_Parse(text);
+    ck_assert_msg(j != NULL, "not JSON: %.200s", text);
+    const cJSON *evs = cJSON_GetObjectItem(j, "traceEvents"), *e;
+    int tracks_host = 0, tracks_dev = 0, kernels = 0, copies = 0, runs = 0;
+    double step_us = 0, run_us = 0;
+    cJSON_ArrayForEach(e, evs) {
+        const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+        const cJSON *args = cJSON_GetObjectItem(e, "args");
+        if (!strcmp(ph, "M")) {
+            const cJSON *nm = cJSON_GetObjectItem(args, "name");
+            if (nm && !strcmp(nm->valuestring, "host")) tracks_host++;
+            if (nm && !strcmp(nm->valuestring, "opencl:0")) tracks_dev++;
+            continue;
+        }
+        ck_assert_str_eq(ph, "X");
+        const char *cat = cJSON_GetObjectItem(e, "cat")->valuestring;
+        double dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
+        ck_assert(dur >= 0 && cJSON_GetObjectItem(e, "ts")->valuedouble >= 0);
+        if (!strcmp(cat, "kernel")) {
+            kernels++;
+            step_us += dur;
+            ck_assert_str_eq(cJSON_GetObjectItem(e, "name")->valuestring, cJSON_GetObjectItem(args, "op")->valuestring);
+            ck_assert(cJSON_GetObjectItem(args, "node") && cJSON_GetObjectItem(args, "graph"));
+            ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(args, "shapes")->valuestring, "["));
+        } else if (!strcmp(cat, "copy")) {
+            copies++;
+            step_us += dur;
+            ck_assert(cJSON_GetObjectItem(args, "bytes")->valuedouble >= 0);
+        } else if (!strcmp(cat, "run")) {
+            runs++;
+            run_us += dur;
+        }
+    }
+    ck_assert_int_eq(tracks_host, 1);
+    ck_assert_int_eq(tracks_dev, 1);
+    ck_assert_msg(kernels > 20 && copies > 0 && runs > 2, "%d kernels, %d copies, %d runs", kernels, copies, runs);
+    ck_assert_msg(step_us <= run_us && step_us >= 0.9 * run_us, "steps %.1f us of runs %.1f us", step_us, run_us);
+    cJSON_Delete(j);
+    free(text);
+
+    char model[512], w[512], src[512], len[512], in1[600], in2[600];
+    example("model.cg", model);
+    example("weights.safetensors", w);
+    example("src.npy", src);
+    example("src_len.npy", len);
+    snprintf(in1, sizeof in1, "src=%s", src);
+    snprintf(in2, sizeof in2, "src_len=%s", len);
+    const char *r[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--stats", NULL};
+    ck_assert_msg(tu_run_cli(r, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_err, "time per node (a second, warm run, each step waited for):\nnode ") &&
+                      strstr(tu_err, "\nencoder/enc_rnn                  gru            cpu ") &&
+                      strstr(tu_err, "\nkernels and copies: "),
+                  "%s", tu_err);
+    const char *bad[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--profile",
+                         "/nonexistent/t.json", NULL};
+    ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 1);
+    const char *needles[] = {"cannot write /nonexistent/t.json", NULL};
+    tu_assert_one_line(needles);
 }
 END_TEST
 
@@ -766,6 +842,7 @@ int main(void) {
     tcase_add_test(tc, bad_weights_and_inputs);
     tcase_add_test(tc, int64_inputs_convert);
     tcase_add_test(tc, same_results_on_opencl);
+    tcase_add_test(tc, profile_trace);
     tcase_add_test(tc, no_opencl_platform);
     tcase_add_test(tc, plan_and_placement);
     tcase_add_test(tc, auto_checks_sizes_first);

@@ -3,6 +3,7 @@
 #define CG_TOOLS_CLI_H
 
 #include "clgraph/clgraph.h"
+#include "clgraph/seq2seq.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -20,6 +21,7 @@ typedef struct cli_opts {
     const char *bind;         /* --bind (plan) */
     const char *dot;          /* --dot FILE (plan) */
     int stats;                /* --stats (run) */
+    const char *profile;      /* --profile FILE.json (run) */
     int in_place;             /* --in-place (fmt) */
     int n_inputs;
     char *input_names[64];    /* --input NAME=FILE */
@@ -38,6 +40,11 @@ int cli_add_plugin(const char *cmd, const char **list, int *n, const char *path)
  * and returns CLI_USAGE on a bad command line. */
 int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o);
 void cli_opts_free(cli_opts *o);
+
+/* Attaches prof (NULL: detaches) to every plan of a seq2seq model:
+ * encoder, decoder and decoder_logp where the model has it. Prints the
+ * error. */
+int cli_s2s_profile(cg_s2s *m, cg_profiler *prof);
 
 /* Creates a context and loads --plugin libraries; prints the error. */
 int cli_context(const cli_opts *o, cg_context **ctx);

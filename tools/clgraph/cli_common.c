@@ -61,6 +61,7 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         else if (!strcmp(key, "place")) o->place = val;
         else if (!strcmp(key, "bind")) o->bind = val;
         else if (!strcmp(key, "dot")) o->dot = val;
+        else if (!strcmp(key, "profile")) o->profile = val;
         else if (!strcmp(key, "weights")) o->weights = val;
         else if (!strcmp(key, "graph")) o->graph = val;
         else if (!strcmp(key, "output")) o->output = val;
@@ -146,6 +147,15 @@ int cli_load_inputs(const cli_opts *o, const cg_graph *g, cg_tensor **in) {
         }
         cg_tensor_free(in[i]);
         in[i] = c;
+    }
+    return CLI_OK;
+}
+
+int cli_s2s_profile(cg_s2s *m, cg_profiler *prof) {
+    static const char *const graphs[] = {"encoder", "decoder", "decoder_logp"};
+    for (int i = 0; i < 3; i++) {
+        cg_plan *p = NULL;
+        if (cg_s2s_plan(m, graphs[i], &p) || (p && cg_plan_set_profiler(p, prof))) return cli_fail();
     }
     return CLI_OK;
 }

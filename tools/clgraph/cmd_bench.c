@@ -28,7 +28,7 @@
 extern char **environ;
 
 typedef struct bargs {
-    const char *dir, *device, *place;
+    const char *dir, *device, *place, *profile;
     int batch, beam, src_len, steps, warmup, runs, json, machine;
     int n_plugins;
     const char *plugins[CLI_MAX_PLUGINS];
@@ -80,6 +80,7 @@ static int parse_args(int argc, char **argv, bargs *a) {
             return CLI_USAGE;
         } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--place")) a->place = v;
+        else if (!strcmp(o, "--profile")) a->profile = v;
         else if (!strcmp(o, "--batch")) rc = parse_int(cmd, o, v, 1, &a->batch);
         else if (!strcmp(o, "--beam")) rc = parse_int(cmd, o, v, 1, &a->beam);
         else if (!strcmp(o, "--src-len")) rc = parse_int(cmd, o, v, 1, &a->src_len);
@@ -547,6 +548,20 @@ typedef struct bench_result {
 
 /* The warm-up and timed decodes of a batch of random sources, with what
  * the plans counted over the timed ones and the peak memory. */
+/* --profile: one more run of the workload after the timed ones (which it
+ * would slow down: a profiled run waits for every step), traced. */
+static int profiled_run(cg_s2s *m, const bargs *a, int32_t **src, int *len) {
+    cg_profiler *prof = NULL;
+    double ms;
+    int rc = cg_profiler_create(&prof) ? cli_fail() : cli_s2s_profile(m, prof);
+    if (!rc) rc = decode(m, a, src, len, a->batch, a->steps, &ms);
+    int detach = cli_s2s_profile(m, NULL);
+    if (!rc) rc = detach;
+    if (!rc && cg_profiler_write_trace(prof, a->profile)) rc = cli_fail();
+    cg_profiler_free(prof);
+    return rc;
+}
+
 static int timed_runs(cg_s2s *m, const bargs *a, bench_result *r) {
     int B = a->batch, T = a->steps, N = a->runs;
     int32_t **src = make_sources(m, B, a->src_len);
@@ -575,6 +590,7 @@ static int timed_runs(cg_s2s *m, const bargs *a, bench_result *r) {
         rc = cli_fail();
         goto done;
     }
+    if (a->profile && (rc = profiled_run(m, a, src, len)) != CLI_OK) goto done;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     r->rss_mb = (double)ru.ru_maxrss / 1024.0;

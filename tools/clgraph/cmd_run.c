@@ -60,9 +60,31 @@ static void print_tensor(const char *name, const cg_tensor *t) {
     cg_tensor_free(wide);
 }
 
+/* --stats: the time per node, from one more run (warm, profiled: each
+ * step waited for) so first-run costs (compiling, uploading weights) do not
+ * count; --profile's trace keeps both runs. */
+static int stats_table(cg_plan *plan, cg_profiler *prof, const cli_opts *o, cg_tensor **in, int n_out) {
+    cg_profiler *warm = NULL;
+    cg_tensor *out[256] = {0};
+    char *table = NULL;
+    const char *const *names = (const char *const *)o->input_names;
+    int rc = cg_profiler_create(&warm) || cg_plan_set_profiler(plan, warm) ||
+             cg_plan_run(plan, o->n_inputs, names, in, n_out, out) || cg_profiler_table(warm, 20, &table);
+    for (int k = 0; k < n_out; k++) cg_tensor_free(out[k]), out[k] = NULL;
+    if (!rc && o->profile) /* the trace shows a warm run too */
+        rc = cg_plan_set_profiler(plan, prof) || cg_plan_run(plan, o->n_inputs, names, in, n_out, out);
+    for (int k = 0; k < n_out; k++) cg_tensor_free(out[k]);
+    if (rc) cli_fail();
+    else fprintf(stderr, "time per node (a second, warm run, each step waited for):\n%s", table);
+    cg_plan_set_profiler(plan, NULL);
+    cg_profiler_free(warm);
+    free(table);
+    return rc;
+}
+
 int cli_run(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, "weights,graph,input,output,device,place,stats", &o);
+    int rc = cli_parse(argc, argv, "weights,graph,input,output,device,place,stats,profile", &o);
     if (rc) {
         cli_opts_free(&o);
         return rc;
@@ -71,6 +93,7 @@ int cli_run(int argc, char **argv) {
     cg_model *m = NULL;
     cg_weights *w = NULL;
     cg_plan *plan = NULL;
+    cg_profiler *prof = NULL;
     cg_tensor *in[64] = {0}, *out[256] = {0};
     int n_out = 0;
     rc = cli_context(&o, &ctx);
@@ -91,6 +114,10 @@ int cli_run(int argc, char **argv) {
     }
     n_out = cg_graph_output_count(g);
     if (n_out > 256) n_out = 256;
+    if ((o.profile || o.stats) && (cg_profiler_create(&prof) || cg_plan_set_profiler(plan, o.profile ? prof : NULL))) {
+        rc = cli_fail();
+        goto done;
+    }
     if (cg_plan_run(plan, o.n_inputs, (const char *const *)o.input_names, in, n_out, out)) {
         rc = cli_fail();
         goto done;
@@ -122,17 +149,24 @@ int cli_run(int argc, char **argv) {
         cg_plan_stats_get(plan, &st, NULL);
         fprintf(stderr,
                 "stats: %llu kernel launches, %llu copies (%llu bytes), %llu host allocations, "
-                "%llu OpenCL objects created, %llu CLBlast calls, plan memory %zu bytes\n",
+                "%llu OpenCL objects created, %llu CLBlast calls, plan memory %zu bytes, %.3f ms\n",
                 (unsigned long long)st.kernel_launches, (unsigned long long)st.copies,
                 (unsigned long long)st.bytes_copied, (unsigned long long)st.host_allocs,
                 (unsigned long long)st.cl_objects, (unsigned long long)st.clblast_calls,
-                cg_plan_arena_bytes(plan));
+                cg_plan_arena_bytes(plan), st.run_ms);
+        if (stats_table(plan, prof, &o, in, n_out)) goto done;
     }
+    if (o.profile && cg_profiler_write_trace(prof, o.profile)) {
+        rc = cli_fail();
+        goto done;
+    }
+    if (o.profile) fprintf(stderr, "profile: %s (open it in ui.perfetto.dev)\n", o.profile);
     rc = CLI_OK;
 done:
     for (int k = 0; k < n_out; k++) cg_tensor_free(out[k]);
     for (int i = 0; i < 64; i++) cg_tensor_free(in[i]);
     cg_plan_free(plan);
+    cg_profiler_free(prof);
     cg_model_free(m);
     cg_weights_free(w);
     cg_context_free(ctx);

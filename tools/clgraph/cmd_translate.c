@@ -12,7 +12,7 @@
 #include "heatmap.h"
 
 typedef struct targs {
-    const char *dir, *device, *place, *attention;
+    const char *dir, *device, *place, *attention, *profile;
     int beam, nbest, max_len, batch, ids, scores, crop;
     int window;        /* lines per window; 0: chosen from stdin and --batch */
     int max_input_len; /* source tokens a line may have */
@@ -57,6 +57,7 @@ static int parse_args(int argc, char **argv, targs *a) {
         } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--place")) a->place = v;
         else if (!strcmp(o, "--attention")) a->attention = v;
+        else if (!strcmp(o, "--profile")) a->profile = v;
         else if (!strcmp(o, "--beam")) {
             rc = parse_int(o, v, 1, &a->beam);
             if (!rc && a->beam > CG_S2S_MAX_BEAM) {
@@ -366,9 +367,14 @@ int cli_translate(int argc, char **argv) {
     rc = cli_context(&o, &ctx);
     if (rc) return rc;
     cg_plan_options popt = {.device = a.device, .place = a.place};
+    cg_profiler *prof = NULL;
     if (cg_s2s_load(ctx, a.dir, &popt, &m)) rc = cli_fail();
-    else rc = stream(&a, m);
+    else if (a.profile && cg_profiler_create(&prof)) rc = cli_fail();
+    else if (!prof || !(rc = cli_s2s_profile(m, prof))) rc = stream(&a, m);
+    /* a trace of what ran, also when a line failed */
+    if (prof && cg_profiler_write_trace(prof, a.profile) && !rc) rc = cli_fail();
     cg_s2s_free(m);
+    cg_profiler_free(prof);
     cg_context_free(ctx);
     return rc;
 }
