@@ -86,7 +86,7 @@ int cg_auto_choose(build *b, const lower_node *n, const int32_t *ins, const cg_t
         const cg_kernel_def *k = cg_plan_kernel_on(p, n->op, d, &call);
         if (!k) continue;
         if (first < 0) first = d;
-        double c = cg_cost_kernel(p, d, n->op, k, n->attrs, n->n_in, ind, host_in, n->n_out, outd);
+        double c = cg_cost_kernel(p, d, n->op, k, n->attrs, n->n_in, ind, host_in, n->n_out, outd, NULL);
         if (c < 0) continue; /* the kernel failed on these inputs there */
         for (int i = 0; i < n->n_in; i++) {
             const slot *s = &b->in->slots[cg_lower_resolve(b->in, ins[i])];

@@ -1,8 +1,18 @@
 /* The cost model of auto placement: kernels timed on each device with the
  * node's real shapes (and, when available, real data), copies timed once
  * per device. Times are kept in memory and in the cache directory
- * (costs.txt), keyed by device, driver, op, types and attributes, so a later
- * process plans without measuring. */
+ * (costs.txt), keyed by device, driver, op, the code's file, types and
+ * attributes, so a later process plans without measuring, and a rebuilt
+ * kernel (a plugin, or clgraph itself) is timed again.
+ *
+ * The code's identity is its file's (device, inode, size, modification
+ * time): a kernel's OpenCL source is embedded in the library that holds
+ * it, so a changed source is a changed file. A plugin that reads its
+ * OpenCL source from another file at run time is not covered: change its
+ * version string with the source. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -92,14 +102,30 @@ static uint64_t device_key(const cg_plan *p, int dev) {
     return cg_fnv1a_str(CG_FNV_BASIS, p->devs[dev].info->identity);
 }
 
-/* The measurement's key: device, op, the plugin and its version (a new
- * kernel is measured again), types and attributes. */
+/* The identity of the file holding op's code: the plugin library, or for
+ * built-in ops the file this function was loaded from (libclgraph, or a
+ * program it is linked into). 0 when it cannot be told. */
+static uint64_t code_identity(const cg_op_entry *op) {
+    const char *path = op->plugin->dl ? op->plugin->path : NULL;
+    Dl_info info;
+    if (!path && dladdr((void *)(uintptr_t)&code_identity, &info) && info.dli_fname) path = info.dli_fname;
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0) return 0;
+    uint64_t v[5] = {(uint64_t)sb.st_dev, (uint64_t)sb.st_ino, (uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec,
+                     (uint64_t)sb.st_mtim.tv_nsec};
+    return cg_fnv1a(CG_FNV_BASIS, v, sizeof v);
+}
+
+/* The measurement's key: device, op, the plugin, its version and its
+ * code's file (a new kernel is measured again), types and attributes. */
 static uint64_t kernel_key(const cg_plan *p, int dev, const cg_op_entry *op, const cg_attr_value *attrs, int n_in,
                            const cg_tensor_desc *in) {
     uint64_t key = device_key(p, dev);
     key = cg_fnv1a_str(key, op->def->name);
     key = cg_fnv1a_str(key, op->plugin->name);
     key = cg_fnv1a_str(key, op->plugin->version);
+    uint64_t code = code_identity(op);
+    key = cg_fnv1a(key, &code, sizeof code);
     for (int i = 0; i < n_in; i++) {
         key = cg_fnv1a(key, &in[i].dtype, sizeof in[i].dtype);
         key = cg_fnv1a(key, &in[i].ndim, sizeof in[i].ndim);
@@ -137,7 +163,8 @@ static double time_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_k
 
 double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_kernel_def *k, const cg_attr_value *attrs,
                       int n_in, const cg_tensor_desc *in, const void *const *host_in, int n_out,
-                      const cg_tensor_desc *out) {
+                      const cg_tensor_desc *out, int *cached) {
+    if (cached) *cached = 0;
     if (!k) return -1;
     uint64_t key = kernel_key(p, dev, op, attrs, n_in, in);
     double us;
@@ -145,6 +172,7 @@ double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_kerne
     load_file();
     int hit = lookup(key, &us);
     pthread_mutex_unlock(&mu);
+    if (hit && cached) *cached = 1;
     if (hit) return us;
     us = time_kernel(p, dev, op, k, attrs, n_in, in, host_in, n_out, out);
     char what[512];

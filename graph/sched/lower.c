@@ -236,6 +236,7 @@ static cg_status emit_kernel(build *b, const lower_node *n, const cg_kernel_def 
     s->n_in = n->n_in;
     s->n_out = n->n_out;
     s->cost_us = cost;
+    s->cost_src = cost > 0 ? COST_PLACEMENT : COST_NONE;
     s->in = malloc(sizeof(int32_t) * ((size_t)n->n_in + 1));
     s->out = malloc(sizeof(int32_t) * (size_t)n->n_out);
     s->in_desc = calloc((size_t)n->n_in + 1, sizeof *s->in_desc);

@@ -59,6 +59,15 @@ typedef struct slot {
 
 typedef enum { STEP_KERNEL, STEP_COPY, STEP_NOP } step_kind;
 
+/* Where a step's cost comes from (clgraph plan shows it). */
+enum {
+    COST_NONE = 0,  /* not known */
+    COST_MEASURED,  /* the kernel timed in this process */
+    COST_CACHED,    /* a time from costs.txt: same device, driver, kernel code and types */
+    COST_MODEL,     /* a copy: the link's measured latency plus bytes over its bandwidth */
+    COST_PLACEMENT  /* timed while auto placement chose the device: kernel plus input copies */
+};
+
 typedef struct step {
     step_kind kind;
     int dev;               /* device that runs it (copies: the destination) */
@@ -78,6 +87,7 @@ typedef struct step {
     void *state;           /* the kernel's per-node state (ABI 1.1 create) */
     size_t state_bytes;
     double cost_us;        /* estimated (measured) time, 0 if unknown */
+    int cost_src;          /* where cost_us comes from: COST_* */
     /* copies: src slot (on another device) -> dst slot (on `dev`) */
     int32_t src, dst;
     size_t bytes;
@@ -193,10 +203,13 @@ cg_status cg_place_device(cg_plan *p, const char *spec, int *dev);
 /* Measured time of one kernel on device `dev` for these types and real
  * input data (host copies), in microseconds, -1 if it fails there; cached
  * in memory and on disk (cache dir, costs.txt) by device, op, plugin
- * version, types and attributes. */
+ * version, the identity of the file holding the kernel's code (the plugin,
+ * or clgraph's library for built-in ops: rebuilt code is timed again),
+ * types and attributes. *cached (may be NULL) is set when the time comes
+ * from that cache. */
 double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_kernel_def *k,
                       const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in,
-                      const void *const *host_in, int n_out, const cg_tensor_desc *out);
+                      const void *const *host_in, int n_out, const cg_tensor_desc *out, int *cached);
 /* Estimated time of moving `bytes` from device a to device b (us). */
 double cg_cost_copy(cg_plan *p, int a, int b, size_t bytes);
 

@@ -64,14 +64,28 @@ static void estimate(cg_plan *p, instance *in) {
         step *s = &in->steps[si];
         if (s->kind == STEP_KERNEL && s->cost_us <= 0) {
             /* Zero-filled inputs: a plan described without data. */
+            int cached = 0;
             double c = cg_cost_kernel(p, s->dev, s->op, s->kernel, s->attrs, s->n_in, s->in_desc, NULL, s->n_out,
-                                      s->out_desc);
+                                      s->out_desc, &cached);
             s->cost_us = c > 0 ? c : 0;
+            s->cost_src = c <= 0 ? COST_NONE : cached ? COST_CACHED : COST_MEASURED;
         }
-        if (s->kind == STEP_COPY && s->cost_us <= 0)
+        if (s->kind == STEP_COPY && s->cost_us <= 0) {
             s->cost_us = cg_cost_copy(p, in->slots[s->src].dev, s->dev, s->bytes);
+            s->cost_src = COST_MODEL;
+        }
         in->est_cost_us += s->cost_us;
     }
+}
+
+static const char *cost_src_name(int src) {
+    switch (src) {
+    case COST_MEASURED: return "measured";
+    case COST_CACHED: return "cached";
+    case COST_MODEL: return "model";
+    case COST_PLACEMENT: return "placement";
+    }
+    return "-";
 }
 
 static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
@@ -80,7 +94,8 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
     for (int i = 0; i < m->n_syms; i++)
         if (in->sym_vals[i] >= 0) cg_strbuf_put(b, " %s=%lld", m->syms[i], (long long)in->sym_vals[i]);
     cg_strbuf_put(b, "; default device %s\n", p->default_dev < 0 ? "auto" : cg_plan_dev_name(p, p->default_dev));
-    cg_strbuf_put(b, "%-5s %-10s %-24s %-28s %s\n", "step", "device", "kernel", "node / value", "est. us");
+    cg_strbuf_put(b, "%-5s %-10s %-24s %-28s %9s  %s\n", "step", "device", "kernel", "node / value", "est. us",
+                  "from");
     int n = 0, n_copies = 0;
     double copy_bytes = 0;
     for (int si = 0; si < in->n_steps; si++) {
@@ -90,14 +105,16 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
         if (s->kind == STEP_KERNEL) {
             char ty[160];
             cg_desc_format(ty, sizeof ty, m, &s->out_desc[0]);
-            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].info->name, s->op->def->name, s->name, s->cost_us);
+            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %9.1f  %s\n", n, p->devs[s->dev].info->name, s->op->def->name,
+                          s->name, s->cost_us, cost_src_name(s->cost_src));
             cg_strbuf_put(b, "      -> %s\n", ty);
         } else {
             const slot *src = &in->slots[s->src];
             const char *what = src->value >= 0 ? p->graph->values[src->value].name : "(temporary)";
             char bytes[32];
             fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
-            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %.1f\n", n, p->devs[s->dev].info->name, "copy", what, s->cost_us);
+            cg_strbuf_put(b, "%-5d %-10s %-24s %-28s %9.1f  %s\n", n, p->devs[s->dev].info->name, "copy", what,
+                          s->cost_us, cost_src_name(s->cost_src));
             cg_strbuf_put(b, "      %s -> %s, %s\n", p->devs[src->dev].info->name, p->devs[s->dev].info->name, bytes);
             n_copies++;
             copy_bytes += (double)s->bytes;
@@ -120,6 +137,10 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
     char cb[32];
     fmt_bytes(cb, sizeof cb, copy_bytes);
     cg_strbuf_put(b, "\ncopies: %d per run, %s\nestimated cost: %.1f us per run\n", n_copies, cb, in->est_cost_us);
+    cg_strbuf_put(b, "(from: measured = the kernel timed now, on zero-filled inputs; cached = timed before on this "
+                     "device, driver and kernel code (costs.txt); placement = timed by auto placement on the inputs, "
+                     "with its input copies; model = a copy, the link's measured latency plus bytes over its "
+                     "bandwidth)\n");
 }
 
 static void describe_dot(cg_plan *p, instance *in, cg_strbuf *b) {

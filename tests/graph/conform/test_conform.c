@@ -142,6 +142,41 @@ START_TEST(op_lists_and_help) {
 }
 END_TEST
 
+/* clgraph plan says where each cost comes from, and a rebuilt plugin (a
+ * new file: here the same bytes with another modification time) is timed
+ * again instead of planned with the old kernel's time. */
+START_TEST(costs_follow_the_code) {
+    char src[600], so[700], cache[700], env[800];
+    plugin_path(src, sizeof src, "right");
+    snprintf(so, sizeof so, "%s/libtwice.so", tu_dir);
+    snprintf(cache, sizeof cache, "%s/cache", tu_dir);
+    snprintf(env, sizeof env, "CLGRAPH_CACHE_DIR=%s", cache);
+    size_t n;
+    char *bytes = tu_read_text(src, &n);
+    tu_write_file("libtwice.so", bytes, n);
+    free(bytes);
+    const char *g = "graph g {\n  input x: f32[N]\n  y = twice(x)\n  output y\n}\n";
+    const char *cg = tu_write_file("tw.cg", g, strlen(g));
+    const char *envs[] = {env, NULL};
+    const char *plan[] = {"plan", cg, "--plugin", so, "--bind", "N=100", "--device", "opencl:0", NULL};
+    const char *want[] = {"measured", "cached", "measured"};
+    for (int round = 0; round < 3; round++) {
+        if (round == 2) { /* rebuilt: a new modification time */
+            struct timespec ts[2] = {{1000000000, 0}, {1000000000, 0}};
+            ck_assert_int_eq(utimensat(AT_FDCWD, so, ts, 0), 0);
+        }
+        ck_assert_msg(tu_run_cli(plan, envs, NULL) == 0, "%s", tu_err);
+        const char *line = strstr(tu_out, "   twice ");
+        ck_assert_msg(line != NULL, "%s", tu_out);
+        const char *end = strchr(line, '\n');
+        ck_assert_msg(end && (size_t)(end - line) > strlen(want[round]) &&
+                          !strncmp(end - strlen(want[round]), want[round], strlen(want[round])),
+                      "round %d: %.*s", round, (int)(end - line), line);
+        ck_assert_ptr_nonnull(strstr(tu_out, "  model\n")); /* the upload of x */
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("conform");
     TCase *tc = tcase_create("conform");
@@ -153,6 +188,7 @@ int main(void) {
     tcase_add_test(tc, crash_names_the_case);
     tcase_add_test(tc, slow_kernel_is_flagged);
     tcase_add_test(tc, op_lists_and_help);
+    tcase_add_test(tc, costs_follow_the_code);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }
