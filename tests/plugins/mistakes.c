@@ -16,7 +16,9 @@
  *   CPU_BUG     : the CPU kernel alone adds 0.5 (the decomposition sides
  *                 with the OpenCL kernel)
  *   SLOW_CL     : the OpenCL kernel is right but spins 100,000 steps per
- *                 element (conform --verbose flags it) */
+ *                 element (conform --verbose flags it)
+ *   HANG_CPU    : the CPU kernel never returns on its 17-element case
+ *                 (conform --timeout names it) */
 #include <clgraph/plugin.h>
 #include <stdio.h>
 
@@ -56,6 +58,9 @@ static cg_op_status twice_cpu(const cg_kernel_args *a) {
 #endif
 #ifdef CRASH_CPU
     if (n == 17) y = (float *)(volatile void *)0;
+#endif
+#ifdef HANG_CPU
+    for (volatile int spin = 1; n == 17 && spin;) (void)0;
 #endif
 #if defined(SHARED_BUG) || defined(CPU_BUG)
     for (int64_t i = 0; i < n; i++) y[i] = 2 * x[i] + 0.5f;

@@ -62,16 +62,32 @@ static void print_row(const cg_conform_row *r, void *user) {
 static char crash_where[768];
 static volatile sig_atomic_t crash_armed;
 
+static void say(const char *s) {
+    ssize_t r = write(2, s, strlen(s));
+    (void)r;
+}
+
+static unsigned case_timeout = 300; /* seconds a kernel run may take (--timeout) */
+
 static void note_case(const char *what, void *user) {
     (void)user;
     crash_armed = 0;
     snprintf(crash_where, sizeof crash_where, "%s", what);
     crash_armed = 1;
+    alarm(case_timeout);
 }
 
-static void say(const char *s) {
-    ssize_t r = write(2, s, strlen(s));
-    (void)r;
+/* A kernel that never returns (an out-of-bounds read can hang a driver):
+ * say which, and stop. */
+static void on_timeout(int sig) {
+    (void)sig;
+    say("\nclgraph conform: no result after --timeout seconds");
+    if (crash_armed) {
+        say(" while running ");
+        say(crash_where);
+    }
+    say("\n");
+    _exit(1);
 }
 
 static void on_crash(int sig) {
@@ -96,6 +112,11 @@ static void arm_crash_handler(void) {
     sa.sa_flags = SA_RESETHAND | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+    struct sigaction al;
+    memset(&al, 0, sizeof al);
+    al.sa_handler = on_timeout;
+    sigemptyset(&al.sa_mask);
+    sigaction(SIGALRM, &al, NULL);
 }
 
 /* --op NAME[,NAME...], repeatable: the names, split in place. */
@@ -129,6 +150,15 @@ int cli_conform(int argc, char **argv) {
             if (add_ops(argv[++i], ops, &n_ops, MAX_CONFORM_OPS)) return CLI_USAGE;
         } else if (i + 1 < argc && !strcmp(a, "--device")) opt.device = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--seed")) opt.seed = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && !strcmp(a, "--timeout")) {
+            char *end;
+            unsigned long t = strtoul(argv[++i], &end, 10);
+            if (*end || end == argv[i] || t < 1 || t > 86400) {
+                fprintf(stderr, "clgraph conform: --timeout takes seconds from 1 to 86400, got '%s'\n", argv[i]);
+                return CLI_USAGE;
+            }
+            case_timeout = (unsigned)t;
+        }
         else if (i + 1 < argc && !strcmp(a, "--plugin")) {
             if (cli_add_plugin("conform", o.plugins, &o.n_plugins, argv[++i])) return CLI_USAGE;
         } else {
@@ -153,6 +183,7 @@ int cli_conform(int argc, char **argv) {
     fflush(stdout); /* before a kernel can crash the process */
     int failed = 0;
     int st = cg_conform(ctx, &opt, print_row, &rep, &failed);
+    alarm(0);
     crash_armed = 0;
     if (st) {
         rc = cli_fail();

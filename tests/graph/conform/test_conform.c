@@ -120,6 +120,20 @@ START_TEST(crash_names_the_case) {
 }
 END_TEST
 
+/* A kernel that never returns: after --timeout seconds, the case named. */
+START_TEST(hang_names_the_case) {
+    char p[600];
+    plugin_path(p, sizeof p, "hang_cpu");
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", "--timeout", "2", NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+    ck_assert_msg(strstr(tu_err, "clgraph conform: no result after --timeout seconds while running op twice case 2 "
+                                 "(f32[17]) on cpu\n"),
+                  "%s", tu_err);
+    const char *bad[] = {"conform", "--timeout", "0", NULL};
+    ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 2);
+}
+END_TEST
+
 /* --op takes lists and repeats; an unknown name in a list is an error;
  * --plugin-only without a plugin says so; `conform -h` is its usage. */
 START_TEST(op_lists_and_help) {
@@ -186,6 +200,7 @@ int main(void) {
     tcase_add_loop_test(tc, mistake_is_caught, 0, (int)(sizeof mistakes / sizeof mistakes[0]));
     tcase_add_test(tc, right_plugin_passes);
     tcase_add_test(tc, crash_names_the_case);
+    tcase_add_test(tc, hang_names_the_case);
     tcase_add_test(tc, slow_kernel_is_flagged);
     tcase_add_test(tc, op_lists_and_help);
     tcase_add_test(tc, costs_follow_the_code);
