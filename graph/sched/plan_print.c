@@ -139,7 +139,7 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
     cg_strbuf_put(b, "\ncopies: %d per run, %s\nestimated cost: %.1f us per run\n", n_copies, cb, in->est_cost_us);
     cg_strbuf_put(b, "(from: measured = the kernel timed now, on zero-filled inputs; cached = timed before on this "
                      "device, driver and kernel code (costs.txt); placement = timed by auto placement on the inputs, "
-                     "with its input copies; model = a copy, the link's measured latency plus bytes over its "
+                     "with its inputs' transfers; model = a transfer, the link's measured latency plus bytes over its "
                      "bandwidth)\n");
 }
 

@@ -362,10 +362,11 @@ END_TEST
  * (within 10%: the rest is binding inputs and reading outputs). run --stats
  * prints the time per node. An unwritable trace is one line. */
 START_TEST(profile_trace) {
-    char trace[600];
+    char trace[600], dates[600];
     snprintf(trace, sizeof trace, "%s/t.json", tu_dir);
+    snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
     const char *in = tu_write_file("in.txt", "the 22nd of November 2026\n14/04/1901\n", 37);
-    const char *t[] = {"translate", "models/dates", "--device", "opencl:0", "--profile", trace, NULL};
+    const char *t[] = {"translate", dates, "--device", "opencl:0", "--profile", trace, NULL};
     ck_assert_msg(tu_run_cli(t, NULL, in) == 0, "%s", tu_err);
     ck_assert_str_eq(tu_out, "2026-11-22\n1901-04-14\n");
     char *text = tu_read_text(trace, NULL);
