@@ -180,6 +180,14 @@ cg_status cg_dev_wait(cg_event *ev);
 /* Waits until everything enqueued on the device is done. */
 cg_status cg_dev_finish(cg_device *d);
 
+/* Device times for profiles: between begin and end the device keeps the
+ * events of what is enqueued on it (kernels, transfers, library calls),
+ * and end waits for them and gives the time they took on the device by
+ * its own timestamps, summed (CG_ERR_UNSUPPORTED on the CPU and on OpenCL
+ * queues without profiling). One capture per device at a time. */
+cg_status cg_dev_capture_begin(cg_device *d);
+cg_status cg_dev_capture_end(cg_device *d, double *busy_us);
+
 /* ---- kernels ---- */
 
 /* Whether kernel k (an op's kernel for this device's kind) runs the node

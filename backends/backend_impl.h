@@ -22,6 +22,9 @@ typedef struct cg_device_iface {
                       size_t dst_off, size_t bytes);
     cg_status (*wait)(cg_device *d, cg_event *ev);
     cg_status (*finish)(cg_device *d);
+    /* Device times for profiles (NULL: none): see cg_dev_capture_begin. */
+    cg_status (*capture_begin)(cg_device *d);
+    cg_status (*capture_end)(cg_device *d, double *busy_us);
     /* Fills what a kernel's args need from the device (stream, device). */
     void (*bind)(cg_device *d, cg_kernel_args *a);
     /* Runs k->run(a) with whatever the device needs around it (a lock:

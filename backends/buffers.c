@@ -155,6 +155,19 @@ cg_status cg_dev_wait(cg_event *ev) {
     return st;
 }
 
+cg_status cg_dev_capture_begin(cg_device *d) {
+    if (!d) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_capture_begin: NULL device");
+    if (!d->iface->capture_begin) return cg_error(CG_ERR_UNSUPPORTED, "%s: no device timestamps", d->info->label);
+    return d->iface->capture_begin(d);
+}
+
+cg_status cg_dev_capture_end(cg_device *d, double *busy_us) {
+    if (!d || !busy_us) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_capture_end: NULL argument");
+    *busy_us = 0;
+    if (!d->iface->capture_end) return cg_error(CG_ERR_UNSUPPORTED, "%s: no device timestamps", d->info->label);
+    return d->iface->capture_end(d, busy_us);
+}
+
 cg_status cg_dev_finish(cg_device *d) {
     if (!d) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_finish: NULL device");
     return d->iface->finish(d);

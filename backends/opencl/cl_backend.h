@@ -102,6 +102,15 @@ cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, 
                         int blocking, cl_event *ev);
 /* Waits for an event and releases it (NULL: nothing to wait for). */
 cg_status cg_cl_wait(cg_cl_device *d, cl_event ev);
+/* Profiles: from begin to end the device keeps the events of the commands
+ * enqueued on its queue (kernels, transfers, CLBlast calls; up to
+ * CG_CL_CAPTURE_MAX); end waits for them and sums the time each took on
+ * the device by its timestamps. CG_ERR_UNSUPPORTED where the queue has no
+ * profiling. keep takes one command's event (retain: the caller keeps its
+ * own reference). */
+cg_status cg_cl_capture_begin(cg_cl_device *d);
+void cg_cl_capture_keep(cg_cl_device *d, cl_event ev, int retain);
+cg_status cg_cl_capture_end(cg_cl_device *d, double *busy_us);
 cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off, size_t bytes);
 cg_status cg_cl_finish(cg_cl_device *d);
 

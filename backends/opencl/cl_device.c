@@ -371,7 +371,16 @@ static cg_status create(int i, cg_cl_device **out) {
         destroy(d);
         return s;
     }
-    d->queue = clCreateCommandQueue(d->context, info->device_id, 0, &err);
+    /* Timestamps for profiles (cg_dev_capture_begin) where the device has them;
+     * a queue without them where it does not. */
+    cl_command_queue_properties qp = 0;
+    if (clGetDeviceInfo(info->device_id, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) == CL_SUCCESS &&
+        (qp & CL_QUEUE_PROFILING_ENABLE)) {
+        d->queue = clCreateCommandQueue(d->context, info->device_id, CL_QUEUE_PROFILING_ENABLE, &err);
+        d->profiling = d->queue && err == CL_SUCCESS;
+        if (!d->profiling && d->queue) clReleaseCommandQueue(d->queue);
+    }
+    if (!d->profiling) d->queue = clCreateCommandQueue(d->context, info->device_id, 0, &err);
     if (!d->queue || err != CL_SUCCESS) {
         cg_status s = cg_cl_fail(d, CG_ERR_KERNEL, "clCreateCommandQueue", err);
         d->queue = NULL;

@@ -897,13 +897,15 @@ void cg_cl_gemm_test_fail_clblast(int on) { g_fail_clblast = on; }
 /* *code gets CLBlast's status (0 on success). */
 static cg_status run_clblast(cg_cl_device *d, const gemm_args *x, int *code) {
     cl_command_queue q = cg_cl_queue(d);
+    cl_event cap_ev = NULL; /* kept for a profile's device times */
     pthread_mutex_lock(&g_clblast_mu);
     CLBlastStatusCode st = g_fail_clblast ? CLBlastNotImplemented : CLBlastSgemm(
         CLBlastLayoutRowMajor, x->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
         x->tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)x->m, (size_t)x->n,
         (size_t)x->k, x->alpha, x->a, (size_t)x->a_off, (size_t)x->lda, x->b, (size_t)x->b_off,
-        (size_t)x->ldb, x->beta, x->c, (size_t)x->c_off, (size_t)x->ldc, &q, NULL);
+        (size_t)x->ldb, x->beta, x->c, (size_t)x->c_off, (size_t)x->ldc, &q, d->capture ? &cap_ev : NULL);
     pthread_mutex_unlock(&g_clblast_mu);
+    if (st == CLBlastSuccess) cg_cl_capture_keep(d, cap_ev, 0);
     *code = (int)st;
     if (st != CLBlastSuccess)
         return cg_error(CG_ERR_KERNEL, "%s: CLBlastSgemm(%c%c, m=%lld n=%lld k=%lld) failed: %s",

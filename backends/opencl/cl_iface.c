@@ -158,6 +158,10 @@ static cg_status cl_wait(cg_device *d, cg_event *ev) { return cg_cl_wait(cl_of(d
 
 static cg_status cl_finish(cg_device *d) { return cg_cl_finish(cl_of(d)); }
 
+static cg_status cl_capture_begin(cg_device *d) { return cg_cl_capture_begin(cl_of(d)); }
+
+static cg_status cl_capture_end(cg_device *d, double *busy_us) { return cg_cl_capture_end(cl_of(d), busy_us); }
+
 static void cl_bind(cg_device *d, cg_kernel_args *a) {
     a->stream = cg_cl_queue(cl_of(d));
     a->device = cl_of(d);
@@ -181,6 +185,8 @@ const cg_device_iface cg_cl_device_iface = {
     .copy = cl_copy,
     .wait = cl_wait,
     .finish = cl_finish,
+    .capture_begin = cl_capture_begin,
+    .capture_end = cl_capture_end,
     .bind = cl_bind,
     .run = cl_run,
     .close = cl_close,

@@ -29,12 +29,19 @@ typedef struct cg_cl_program_entry {
     struct cg_cl_program_entry *next;
 } cg_cl_program_entry;
 
+#define CG_CL_CAPTURE_MAX 256
+
 struct cg_cl_device {
     int index;
     int refs;                  /* guarded by the open/release lock in cl_device.c */
     const cg_cl_info *info;
     cl_context context;
     cl_command_queue queue;
+    int profiling;             /* the queue records timestamps (CL_QUEUE_PROFILING_ENABLE) */
+    /* A profile's capture (cg_cl_capture_begin): the events of the commands
+     * enqueued since, kept to read their times. */
+    int capture, n_cap;
+    cl_event cap[CG_CL_CAPTURE_MAX];
     size_t max_item[3];        /* CL_DEVICE_MAX_WORK_ITEM_SIZES */
     char label[320];           /* "opencl:0 (NAME)" */
     /* 1: binaries go to the disk cache when the device is released, not

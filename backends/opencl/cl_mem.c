@@ -100,9 +100,11 @@ cg_status cg_cl_write_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes,
     if (!bytes) return CG_OK;
     n_writes++;
     n_bytes_w += bytes;
+    cl_event own = NULL;
     cl_int err = clEnqueueWriteBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes,
-                                      src, 0, NULL, ev);
+                                      src, 0, NULL, ev ? ev : d->capture ? &own : NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueWriteBuffer", err);
+    cg_cl_capture_keep(d, ev ? *ev : own, ev != NULL);
     return CG_OK;
 }
 
@@ -118,9 +120,11 @@ cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, 
     if (!bytes) return CG_OK;
     n_reads++;
     n_bytes_r += bytes;
+    cl_event own = NULL;
     cl_int err = clEnqueueReadBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes,
-                                     dst, 0, NULL, ev);
+                                     dst, 0, NULL, ev ? ev : d->capture ? &own : NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueReadBuffer", err);
+    cg_cl_capture_keep(d, ev ? *ev : own, ev != NULL);
     return CG_OK;
 }
 
@@ -135,13 +139,50 @@ cg_status cg_cl_wait(cg_cl_device *d, cl_event ev) {
     return CG_OK;
 }
 
+cg_status cg_cl_capture_begin(cg_cl_device *d) {
+    if (!d->profiling) return cg_error(CG_ERR_UNSUPPORTED, "%s: its queue records no timestamps", d->label);
+    d->n_cap = 0;
+    d->capture = 1;
+    return CG_OK;
+}
+
+void cg_cl_capture_keep(cg_cl_device *d, cl_event ev, int retain) {
+    if (!d->capture || !ev) return;
+    if (d->n_cap == CG_CL_CAPTURE_MAX) { /* the time of the step's last commands is not counted */
+        if (!retain) clReleaseEvent(ev);
+        return;
+    }
+    if (retain) clRetainEvent(ev);
+    d->cap[d->n_cap++] = ev;
+}
+
+cg_status cg_cl_capture_end(cg_cl_device *d, double *busy_us) {
+    *busy_us = 0;
+    d->capture = 0;
+    cl_int err = d->n_cap ? clWaitForEvents((cl_uint)d->n_cap, d->cap) : CL_SUCCESS;
+    cl_ulong busy = 0;
+    for (int i = 0; i < d->n_cap; i++) {
+        cl_ulong t0 = 0, t1 = 0;
+        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(d->cap[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(d->cap[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        if (t1 > t0) busy += t1 - t0;
+        clReleaseEvent(d->cap[i]);
+    }
+    d->n_cap = 0;
+    if (err != CL_SUCCESS) return cg_cl_fail(d, CG_ERR_KERNEL, "clGetEventProfilingInfo", err);
+    *busy_us = (double)busy * 1e-3;
+    return CG_OK;
+}
+
 cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off,
                      size_t bytes) {
     if (!d || !src || !dst) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_copy: NULL argument");
     if (!bytes) return CG_OK;
     n_copies++;
-    cl_int err = clEnqueueCopyBuffer(d->queue, src, dst, src_off, dst_off, bytes, 0, NULL, NULL);
+    cl_event own = NULL;
+    cl_int err = clEnqueueCopyBuffer(d->queue, src, dst, src_off, dst_off, bytes, 0, NULL, d->capture ? &own : NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueCopyBuffer", err);
+    cg_cl_capture_keep(d, own, 0);
     return CG_OK;
 }
 
@@ -234,8 +275,10 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
         }
     }
     n_launches++;
+    cl_event own = NULL;
     cl_int err = clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, g, local ? l : NULL, 0,
-                                        NULL, NULL);
+                                        NULL, d->capture ? &own : NULL);
     if (err != CL_SUCCESS) return launch_error(d, k, what, err, NULL);
+    cg_cl_capture_keep(d, own, 0);
     return CG_OK;
 }

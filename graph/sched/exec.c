@@ -223,10 +223,24 @@ static cg_status drain(cg_plan *p, instance *in) {
     return st;
 }
 
+/* The device whose queue a profiled step's commands go to: a kernel's, a
+ * copy's device without host memory (NULL: the host's memory both sides). */
+static cg_device *capture_dev(cg_plan *p, instance *in, const step *s) {
+    int d = s->dev;
+    if (s->kind == STEP_COPY && p->devs[d].info->host_memory) d = in->slots[s->src].dev;
+    return p->devs[d].info->host_memory ? NULL : p->devs[d].dev;
+}
+
 /* With a profiler: the step just enqueued is waited for and recorded, on
  * its device's track (copies: the destination's), kernels with their
- * input shapes. */
-static cg_status profile_step(cg_plan *p, instance *in, const step *s, double t0) {
+ * input shapes, and with the device's own time where it has timestamps. */
+static cg_status profile_step(cg_plan *p, instance *in, const step *s, double t0, int captured) {
+    double dev_us = -1;
+    if (captured) {
+        double busy;
+        if (!cg_dev_capture_end(capture_dev(p, in, s), &busy)) dev_us = busy;
+        else cg_error_clear(); /* a profile without device times is still a profile */
+    }
     cg_status st = cg_dev_finish(p->devs[s->dev].dev);
     if (!st && s->kind == STEP_COPY) st = cg_dev_finish(p->devs[in->slots[s->src].dev].dev);
     if (st) return st;
@@ -235,7 +249,7 @@ static cg_status profile_step(cg_plan *p, instance *in, const step *s, double t0
     if (s->kind == STEP_COPY) {
         char what[128];
         snprintf(what, sizeof what, "copy %s -> %s", p->devs[in->slots[s->src].dev].info->name, dev);
-        cg_profile_add(p->prof, PROF_COPY, dev, p->graph->name, what, NULL, NULL, t0, t1, s->bytes);
+        cg_profile_add(p->prof, PROF_COPY, dev, p->graph->name, what, NULL, NULL, t0, t1, s->bytes, dev_us);
         return CG_OK;
     }
     char shapes[512];
@@ -246,7 +260,7 @@ static cg_status profile_step(cg_plan *p, instance *in, const step *s, double t0
         cg_shape_format(one, sizeof one, s->in_desc[k].dtype, s->in_desc[k].ndim, s->in_desc[k].dims, NULL, 0);
         u += (size_t)snprintf(shapes + u, sizeof shapes - u, "%s%s", k ? ", " : "", one);
     }
-    cg_profile_add(p->prof, PROF_KERNEL, dev, p->graph->name, s->name, s->op->def->name, shapes, t0, t1, 0);
+    cg_profile_add(p->prof, PROF_KERNEL, dev, p->graph->name, s->name, s->op->def->name, shapes, t0, t1, 0, dev_us);
     return CG_OK;
 }
 
@@ -260,10 +274,17 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
     if (!st) st = cg_carry_prepare(p, in, stats);
     for (int si = 0; !st && si < in->n_steps; si++) {
         step *s = &in->steps[si];
+        cg_device *cd = p->prof && s->kind != STEP_NOP ? capture_dev(p, in, s) : NULL;
+        int captured = cd && !cg_dev_capture_begin(cd);
+        if (cd && !captured) cg_error_clear();
         double t0 = p->prof ? cg_profile_now(p->prof) : 0;
         if (s->kind == STEP_COPY) st = run_copy(p, in, s, by_pos, stats);
         else if (s->kind == STEP_KERNEL) st = run_kernel(p, in, s);
-        if (!st && p->prof && s->kind != STEP_NOP) st = profile_step(p, in, s, t0);
+        if (!st && p->prof && s->kind != STEP_NOP) st = profile_step(p, in, s, t0, captured);
+        else if (captured) {
+            double busy;
+            if (cg_dev_capture_end(cd, &busy)) cg_error_clear(); /* the step's own error stands */
+        }
     }
     double w0 = p->prof ? cg_profile_now(p->prof) : 0;
     for (int k = 0; !st && k < p->graph->n_outputs; k++) st = read_output(p, in, k, outputs[k], stats);
@@ -280,8 +301,8 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
     if (!st) st = cg_carry_save(p, in, 1);
     if (p->prof) {
         double t1 = cg_profile_now(p->prof);
-        cg_profile_add(p->prof, PROF_WAIT, "host", p->graph->name, "outputs and queues", NULL, NULL, w0, t1, 0);
-        cg_profile_add(p->prof, PROF_RUN, "host", p->graph->name, p->graph->name, NULL, NULL, r0, t1, 0);
+        cg_profile_add(p->prof, PROF_WAIT, "host", p->graph->name, "outputs and queues", NULL, NULL, w0, t1, 0, -1);
+        cg_profile_add(p->prof, PROF_RUN, "host", p->graph->name, p->graph->name, NULL, NULL, r0, t1, 0, -1);
     }
     return st;
 }

@@ -6,7 +6,10 @@
  * for the step's device, so each kernel's and copy's time is its own
  * (launch, queueing and execution) and the events of a run add up to the
  * run; overlap between devices is what a profiled run gives up, as
- * CUDA_LAUNCH_BLOCKING does. The strings of events are interned: a run
+ * CUDA_LAUNCH_BLOCKING does. Where the device's queue records timestamps
+ * (OpenCL profiling), an event also carries the time the device itself
+ * took (args.device_us): the rest of its span is launching and waiting.
+ * The strings of events are interned: a run
  * repeats the same nodes and shapes, so events stay small. */
 #include "profile.h"
 
@@ -34,6 +37,7 @@ typedef struct label {
 
 typedef struct event {
     int32_t label;
+    float dev_us;           /* by the device's timestamps, < 0: none */
     double ts, dur;
     uint64_t bytes;
 } event;
@@ -157,7 +161,7 @@ static int intern(cg_profiler *p, prof_kind kind, const char *track, const char 
 }
 
 int cg_profile_add(cg_profiler *p, prof_kind kind, const char *track, const char *graph, const char *name,
-                   const char *op, const char *detail, double t0, double t1, uint64_t bytes) {
+                   const char *op, const char *detail, double t0, double t1, uint64_t bytes, double dev_us) {
     if (p->n_events == p->cap_events) {
         size_t cap = p->cap_events ? p->cap_events * 2 : 4096;
         event *e = p->n_events < MAX_EVENTS ? realloc(p->events, sizeof *e * cap) : NULL;
@@ -169,7 +173,7 @@ int cg_profile_add(cg_profiler *p, prof_kind kind, const char *track, const char
     if (li < 0) return (int)++p->dropped;
     p->labels[li].total_us += t1 - t0;
     p->labels[li].count++;
-    p->events[p->n_events++] = (event){li, t0, t1 - t0, bytes};
+    p->events[p->n_events++] = (event){li, (float)dev_us, t0, t1 - t0, bytes};
     return 0;
 }
 
@@ -207,6 +211,7 @@ static void write_event(FILE *f, const cg_profiler *p, const event *e) {
     if (l->op) fputs(",\"op\":", f), json_str(f, l->op);
     if (l->detail) fputs(",\"shapes\":", f), json_str(f, l->detail);
     if (l->kind == PROF_COPY) fprintf(f, ",\"bytes\":%llu", (unsigned long long)e->bytes);
+    if (e->dev_us >= 0) fprintf(f, ",\"device_us\":%.3f", (double)e->dev_us);
     fputs("}}", f);
 }
 

@@ -373,8 +373,8 @@ START_TEST(profile_trace) {
     cJSON *j = cJSON_Parse(text);
     ck_assert_msg(j != NULL, "not JSON: %.200s", text);
     const cJSON *evs = cJSON_GetObjectItem(j, "traceEvents"), *e;
-    int tracks_host = 0, tracks_dev = 0, kernels = 0, copies = 0, runs = 0;
-    double step_us = 0, run_us = 0;
+    int tracks_host = 0, tracks_dev = 0, kernels = 0, copies = 0, runs = 0, timed = 0;
+    double step_us = 0, run_us = 0, device_us = 0;
     cJSON_ArrayForEach(e, evs) {
         const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
         const cJSON *args = cJSON_GetObjectItem(e, "args");
@@ -388,6 +388,12 @@ START_TEST(profile_trace) {
         const char *cat = cJSON_GetObjectItem(e, "cat")->valuestring;
         double dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
         ck_assert(dur >= 0 && cJSON_GetObjectItem(e, "ts")->valuedouble >= 0);
+        const cJSON *dv = cJSON_GetObjectItem(args, "device_us");
+        if (dv) { /* PoCL's queue has timestamps: the device's own share of the step */
+            ck_assert(dv->valuedouble >= 0);
+            device_us += dv->valuedouble;
+            timed++;
+        }
         if (!strcmp(cat, "kernel")) {
             kernels++;
             step_us += dur;
@@ -407,6 +413,8 @@ START_TEST(profile_trace) {
     ck_assert_int_eq(tracks_dev, 1);
     ck_assert_msg(kernels > 20 && copies > 0 && runs > 2, "%d kernels, %d copies, %d runs", kernels, copies, runs);
     ck_assert_msg(step_us <= run_us && step_us >= 0.9 * run_us, "steps %.1f us of runs %.1f us", step_us, run_us);
+    ck_assert_msg(timed >= kernels && device_us > 0 && device_us <= step_us, "%d timed, %.1f us on the device of %.1f",
+                  timed, device_us, step_us);
     cJSON_Delete(j);
     free(text);
 

@@ -71,6 +71,8 @@ def main():
             fill = {"run": "#dde6f0", "wait": "#f3e3b5", "copy": "#9a9a9a"}.get(cat) or colour(e["name"])
             inset = 2 if cat == "run" else 6
             title = "%s %s (%s) %.1f us" % (cat, e["name"], e["args"].get("node", ""), e["dur"])
+            if "device_us" in e["args"]:
+                title += ", %.1f us on the device" % e["args"]["device_us"]
             out.append('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s</title></rect>'
                        % (x0, y + inset, w, row_h - 2 * inset, fill, escape(title)))
             label = e["name"] if cat != "run" else "run " + e["name"]
