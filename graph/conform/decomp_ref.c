@@ -61,7 +61,7 @@ cg_status cg_conform_decomp_run(const cg_context *ctx, const cg_op_entry *op, co
     char *text = graph_text(op, c);
     cg_tensor *in[CG_CONFORM_MAX_INPUTS] = {0}, **outs = calloc((size_t)c->n_outputs, sizeof *outs);
     const char *names[CG_CONFORM_MAX_INPUTS];
-    char name_buf[CG_CONFORM_MAX_INPUTS][8];
+    char name_buf[CG_CONFORM_MAX_INPUTS][16];
     cg_model *m = NULL;
     cg_plan *p = NULL;
     cg_status st = view.ops && text && outs ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");

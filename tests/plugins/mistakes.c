@@ -10,7 +10,8 @@
  *   WRONG_INFER : infer gives one element fewer than the input has; the
  *                 kernels write what the input has
  *   BIG_INFER   : infer gives one element more; nothing writes it
- *   CRASH_CPU   : the CPU kernel dereferences NULL on its 17-element case
+ *   CRASH_CPU   : the CPU kernel writes to an unmapped address on its
+ *                 17-element case
  *   SHARED_BUG  : both kernels add 0.5 (they agree; the decomposition,
  *                 affine {alpha: 2.0, beta: 0.0}, does not)
  *   CPU_BUG     : the CPU kernel alone adds 0.5 (the decomposition sides
@@ -20,6 +21,7 @@
  *   HANG_CPU    : the CPU kernel never returns on its 17-element case
  *                 (conform --timeout names it) */
 #include <clgraph/plugin.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <CL/cl.h>
@@ -57,7 +59,8 @@ static cg_op_status twice_cpu(const cg_kernel_args *a) {
     n -= 1;
 #endif
 #ifdef CRASH_CPU
-    if (n == 17) y = (float *)(volatile void *)0;
+    /* an address nothing maps (not NULL, which UBSan would report first) */
+    if (n == 17) y = (float *)(uintptr_t)(volatile uintptr_t){64};
 #endif
 #ifdef HANG_CPU
     for (volatile int spin = 1; n == 17 && spin;) (void)0;
