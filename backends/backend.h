@@ -239,8 +239,11 @@ cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call
                           const void *const *host_in, void *const *host_out, int out_fill, int reps,
                           double *us);
 
-/* The byte guard regions hold (conformance's out-of-bounds write check). */
+/* The byte guard regions after outputs hold (conformance's out-of-bounds
+ * write check), and the byte around inputs: all bits set, NaN for f32, so
+ * a read past an input shows as a NaN in the result. */
 #define CG_GUARD_BYTE 0xCB
+#define CG_GUARD_IN_BYTE 0xFF
 
 /* Guard bytes around each output of a trial. */
 typedef struct cg_trial_guard {
@@ -252,9 +255,11 @@ typedef struct cg_trial_guard {
 /* cg_dev_run_host with guard bytes around every output, checked after the
  * runs (also after a kernel failure): on a device without host memory each
  * output is a view into an allocation g->bytes (rounded up to the
- * device's alignment) larger on each side; on a host-memory device the
- * outputs are the caller's host_out, which must have g->bytes of its own
- * memory before and after each. g->bad_output tells what changed. */
+ * device's alignment) larger on each side, and each input too, its sides
+ * CG_GUARD_IN_BYTE; on a host-memory device the inputs and outputs are the
+ * caller's host_in and host_out, which must have g->bytes of its own
+ * memory before and after each (the caller fills the inputs' sides).
+ * g->bad_output tells what changed. */
 cg_status cg_dev_run_host_guarded(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
                                   const void *const *host_in, void *const *host_out, int out_fill, int reps,
                                   double *us, cg_trial_guard *g);

@@ -131,15 +131,18 @@ typedef struct trial {
     const cg_buf **in_p, **out_p;
     int *out_wrapped;       /* output i is the caller's host memory */
     cg_buf check;           /* the kernel's check words (CG_KERNEL_FLAG_CHECKS) */
-    size_t guard;           /* guard bytes each side of a device output */
+    size_t guard;           /* guard bytes each side of a device input or output */
     cg_buf *parent;         /* with guard: the allocation each output views */
+    cg_buf *in_parent;      /* ... and each input */
 } trial;
 
 static void trial_free(cg_device *d, trial *t) {
     for (int i = 0; t->in && i < t->n_in; i++) cg_dev_free(d, &t->in[i]);
     for (int i = 0; t->out && i < t->n_out; i++) cg_dev_free(d, &t->out[i]);
     for (int i = 0; t->parent && i < t->n_out; i++) cg_dev_free(d, &t->parent[i]);
+    for (int i = 0; t->in_parent && i < t->n_in; i++) cg_dev_free(d, &t->in_parent[i]);
     free(t->parent);
+    free(t->in_parent);
     cg_dev_free(d, &t->ws);
     cg_dev_free(d, &t->check);
     free(t->in);
@@ -177,17 +180,19 @@ static cg_status trial_buf(cg_device *d, size_t bytes, const void *host, int fil
     return filled(d, bytes, is_out ? NULL : host, fill, b);
 }
 
-/* Output i of a guarded trial on a device without host memory: a view
- * into an allocation `guard` bytes larger on each side, the sides holding
- * CG_GUARD_BYTE and the view `fill`. */
-static cg_status guarded_out(cg_device *d, size_t bytes, size_t guard, int fill, cg_buf *parent, cg_buf *view) {
+/* An input or output of a guarded trial on a device without host memory:
+ * a view into an allocation `guard` bytes larger on each side, the sides
+ * holding byte `side` and the view the bytes of `host` (NULL: byte `fill`). */
+static cg_status guarded_buf(cg_device *d, size_t bytes, size_t guard, int side, const void *host, int fill,
+                             cg_buf *parent, cg_buf *view) {
     cg_status st = cg_dev_alloc(d, bytes + 2 * guard, parent);
     unsigned char *h = st ? NULL : malloc(bytes + 2 * guard);
     if (!st && !h) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st) {
-        memset(h, CG_GUARD_BYTE, guard);
-        memset(h + guard, fill, bytes);
-        memset(h + guard + bytes, CG_GUARD_BYTE, guard);
+        memset(h, side, guard);
+        if (host) memcpy(h + guard, host, bytes);
+        else memset(h + guard, fill, bytes);
+        memset(h + guard + bytes, side, guard);
         st = cg_dev_write(d, parent, 0, h, bytes + 2 * guard);
     }
     free(h);
@@ -210,21 +215,26 @@ static cg_status trial_init(cg_device *d, const cg_kernel_def *k, const cg_op_ca
         return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     cg_status st = CG_OK;
     int wrapped;
-    for (int i = 0; !st && i < t->n_in; i++) {
-        st = trial_buf(d, cg_desc_bytes(&call->inputs[i]), host_in ? host_in[i] : NULL, 0, 0, &t->in[i], &wrapped);
-        t->in_p[i] = &t->in[i];
-    }
     if (guard && !d->info->host_memory) {
         /* views start at multiples of the device's alignment */
         t->guard = (guard + d->info->align - 1) / d->info->align * d->info->align;
         t->parent = calloc((size_t)t->n_out + 1, sizeof *t->parent);
-        if (!t->parent) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        t->in_parent = calloc((size_t)t->n_in + 1, sizeof *t->in_parent);
+        if (!t->parent || !t->in_parent) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; !st && i < t->n_in; i++) {
+        size_t bytes = cg_desc_bytes(&call->inputs[i]);
+        const void *host = host_in ? host_in[i] : NULL;
+        if (t->in_parent) /* a read past the input reads NaN (all bits set) */
+            st = guarded_buf(d, bytes, t->guard, CG_GUARD_IN_BYTE, host, 0, &t->in_parent[i], &t->in[i]);
+        else st = trial_buf(d, bytes, host, 0, 0, &t->in[i], &wrapped);
+        t->in_p[i] = &t->in[i];
     }
     for (int i = 0; !st && i < t->n_out; i++) {
         size_t bytes = cg_desc_bytes(&call->outputs[i]);
         void *host = host_out ? host_out[i] : NULL;
         if (t->parent) {
-            st = guarded_out(d, bytes, t->guard, out_fill, &t->parent[i], &t->out[i]);
+            st = guarded_buf(d, bytes, t->guard, CG_GUARD_BYTE, NULL, out_fill, &t->parent[i], &t->out[i]);
         } else {
             if (guard && host) { /* the caller's memory has the guard bytes around it */
                 memset((char *)host - guard, CG_GUARD_BYTE, guard);

@@ -88,7 +88,7 @@ typedef struct case_state {
 
 static void case_free(case_state *cs) {
     if (!cs) return;
-    for (int i = 0; i < CG_CONFORM_MAX_INPUTS; i++) free(cs->host_in[i]);
+    for (int i = 0; i < CG_CONFORM_MAX_INPUTS; i++) guarded_free(cs->host_in[i]);
     for (int i = 0; i < cs->c.n_outputs && cs->ref_out; i++) guarded_free(cs->ref_out[i]);
     for (int i = 0; i < cs->c.n_outputs && cs->dev_out; i++) guarded_free(cs->dev_out[i]);
     free(cs->ref_out);
@@ -151,8 +151,13 @@ static int case_inputs(case_state *cs, const cg_op_entry *op, const cg_conform_o
              ((uint64_t)ci * 0x9e3779b97f4a7c15ull)};
     if (!r.s) r.s = 1;
     for (int i = 0; i < cs->c.n_inputs; i++) {
-        cs->host_in[i] = malloc(cg_desc_bytes(&cs->c.inputs[i]) + 4);
+        size_t bytes = cg_desc_bytes(&cs->c.inputs[i]);
+        cs->host_in[i] = guarded_alloc(bytes);
         if (!cs->host_in[i]) return snprintf(msg, msz, "out of memory"), 0;
+        /* a CPU kernel reading past an input reads NaN (OpenCL devices get
+         * the same sides from cg_dev_run_host_guarded) */
+        memset((char *)cs->host_in[i] - GUARD, CG_GUARD_IN_BYTE, GUARD);
+        memset((char *)cs->host_in[i] + bytes, CG_GUARD_IN_BYTE, GUARD);
         if (!fill(&r, &cs->c.inputs[i], cs->c.lo[i], cs->c.hi[i], cs->host_in[i]))
             return snprintf(msg, msz, "input %d: conform makes only f32 and i32 values, the case declares %s", i,
                             cg_dtype_name((cg_dtype)cs->c.inputs[i].dtype)),
@@ -302,6 +307,20 @@ static void elem_text(const case_state *cs, void *const *v, int o, int64_t i, ch
     }
 }
 
+/* Whether element i of output o of v is a NaN (f32). */
+static int elem_nan(const case_state *cs, void *const *v, int o, int64_t i) {
+    return (cg_dtype)cs->out[o].dtype == CG_F32 && isnan(((const float *)v[o])[i]);
+}
+
+/* Inputs are finite and their sides NaN, so a NaN that only one side gives
+ * is most likely a read past an input: said after the message. */
+static void nan_hint(int off_is_nan, char *msg, size_t msz) {
+    size_t n = strlen(msg);
+    if (off_is_nan && n < msz)
+        snprintf(msg + n, msz - n, " (a NaN from finite inputs: the bytes around each input are NaN, so a read "
+                                   "past an input gives one)");
+}
+
 /* Compares the device's outputs with the CPU kernel's and, where the op has
  * one, with its decomposition `dec` (NULL: none); returns 0 and says which
  * side differs from the others at the first mismatch. */
@@ -316,26 +335,38 @@ static int compare(case_state *cs, void *const *dec, const char *dev, double *ma
     if (cd && (!dec || (c_bad && d_bad))) { /* all differ, or nothing else to tell */
         elem_text(cs, cs->dev_out, o, i, vd, sizeof vd);
         elem_text(cs, cs->ref_out, o, i, vc, sizeof vc);
-        if (!dec) return snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s", o, (long long)i, dev, vd, vc), 0;
-        elem_text(cs, dec, o, i, vr, sizeof vr);
-        return snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: all three differ",
-                        o, (long long)i, dev, vd, vc, vr), 0;
+        int nan = elem_nan(cs, cs->dev_out, o, i) != elem_nan(cs, cs->ref_out, o, i);
+        if (!dec) snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s", o, (long long)i, dev, vd, vc);
+        else {
+            elem_text(cs, dec, o, i, vr, sizeof vr);
+            snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: all three differ",
+                     o, (long long)i, dev, vd, vc, vr);
+        }
+        nan_hint(nan, msg, msz);
+        return 0;
     }
     if (c_bad && d_bad) {
         elem_text(cs, cs->ref_out, oc, ic, vc, sizeof vc);
         elem_text(cs, cs->dev_out, oc, ic, vd, sizeof vd);
         elem_text(cs, dec, oc, ic, vr, sizeof vr);
-        return snprintf(msg, msz, "cpu and %s agree with each other but not with the decomposition: output %d element "
-                        "%lld: cpu gives %s, %s %s, the decomposition %s", dev, oc, (long long)ic, vc, dev, vd, vr), 0;
+        snprintf(msg, msz, "cpu and %s agree with each other but not with the decomposition: output %d element "
+                 "%lld: cpu gives %s, %s %s, the decomposition %s", dev, oc, (long long)ic, vc, dev, vd, vr);
+        nan_hint(elem_nan(cs, cs->ref_out, oc, ic) && !elem_nan(cs, dec, oc, ic), msg, msz);
+        return 0;
     }
     int ob = c_bad ? oc : d_bad ? od : o;
     int64_t ib = c_bad ? ic : d_bad ? id : i;
     elem_text(cs, cs->dev_out, ob, ib, vd, sizeof vd);
     elem_text(cs, cs->ref_out, ob, ib, vc, sizeof vc);
     elem_text(cs, dec, ob, ib, vr, sizeof vr);
-    return snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: %s", ob, (long long)ib,
-                    dev, vd, vc, vr, c_bad ? "the cpu kernel differs from both" : d_bad ? "the device kernel differs from both"
-                                                     : "both agree with the decomposition but not with each other"), 0;
+    snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: %s", ob, (long long)ib, dev,
+             vd, vc, vr, c_bad ? "the cpu kernel differs from both" : d_bad ? "the device kernel differs from both"
+                                                                      : "both agree with the decomposition but not "
+                                                                        "with each other");
+    nan_hint(c_bad ? elem_nan(cs, cs->ref_out, ob, ib) && !elem_nan(cs, dec, ob, ib)
+                   : d_bad && elem_nan(cs, cs->dev_out, ob, ib) && !elem_nan(cs, dec, ob, ib),
+             msg, msz);
+    return 0;
 }
 
 /* "case 3 (f32[2, 3], i32[2]; axis: 1)" */

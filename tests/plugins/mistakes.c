@@ -19,7 +19,9 @@
  *   SLOW_CL     : the OpenCL kernel is right but spins 100,000 steps per
  *                 element (conform --verbose flags it)
  *   HANG_CPU    : the CPU kernel never returns on its 17-element case
- *                 (conform --timeout names it) */
+ *                 (conform --timeout names it)
+ *   OOB_READ_CL : the OpenCL kernel reads one element past x (its result
+ *                 does not depend on it, but a NaN there spreads) */
 #include <clgraph/plugin.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +85,8 @@ static const char twice_src[] =
     "  y[i] = 2 * x[i < n ? i : 0];\n"
 #elif defined(SKIP_LAST)
     "  if (i < n - 1) y[i] = 2 * x[i];\n"
+#elif defined(OOB_READ_CL)
+    "  if (i < n) y[i] = 2 * x[i] + 0.0f * x[i + 1];\n"
 #elif defined(SLOW_CL)
     "  if (i >= n) return;\n"
     "  float acc = 0.0f;\n"

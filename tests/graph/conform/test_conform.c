@@ -57,6 +57,10 @@ static const struct {
     /* x = 0.0500145704 from the seed: 2x + 0.5 from both kernels, 2x from the decomposition */
     {"shared_bug", "    case 0 (f32[1]): cpu and opencl:0 agree with each other but not with the decomposition: output 0 "
                    "element 0: cpu gives 0.600029111, opencl:0 0.600029111, the decomposition 0.100029141\n"},
+    /* the OpenCL kernel reads in[i + 1]: the guard bytes past the input are NaN */
+    {"oob_read_cl", "    case 0 (f32[1]): output 0 element 0: opencl:0 gives "},
+    {"oob_read_cl", ", cpu 0.100029141, the decomposition 0.100029141: the device kernel differs from both (a NaN "
+                    "from finite inputs: the bytes around each input are NaN, so a read past an input gives one)\n"},
     {"cpu_bug", "    case 0 (f32[1]): output 0 element 0: opencl:0 gives 0.100029141, cpu 0.600029111, the decomposition "
                 "0.100029141: the cpu kernel differs from both\n"},
 };
