@@ -12,8 +12,9 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "decomp_ref.h"
 #include "backend.h"
+#include "decomp_ref.h"
+#include "dtype.h"
 #include "error.h"
 #include "hash.h"
 #include "ir.h"
@@ -44,24 +45,67 @@ static uint64_t next(rng *r) {
     return r->s;
 }
 
-/* Uniform values in [lo, hi]: integers for i32, floats for f32. 0 when
- * the harness cannot make values of the dtype. */
+/* The part of [lo, hi] a dtype can hold (integers: whole values). */
+static void dtype_span(cg_dtype t, double *lo, double *hi) {
+    double a, b;
+    switch (t) {
+    case CG_I8: a = -128, b = 127; break;
+    case CG_U8: a = 0, b = 255; break;
+    case CG_BOOL: a = 0, b = 1; break;
+    case CG_I32: a = -2147483648.0, b = 2147483647.0; break;
+    case CG_I64: a = -9007199254740992.0, b = 9007199254740992.0; break; /* exact in a double */
+    default: return;
+    }
+    *lo = ceil(*lo < a ? a : *lo);
+    *hi = floor(*hi > b ? b : *hi);
+}
+
+/* Uniform values in [lo, hi] of any dtype: whole numbers for the integer
+ * types and bool (0 or 1), floats rounded to the nearest f16 or bf16 for
+ * those. 0 when [lo, hi] holds no value of the dtype. */
 static int fill(rng *r, const cg_tensor_desc *d, double lo, double hi, void *data) {
-    if ((cg_dtype)d->dtype != CG_F32 && (cg_dtype)d->dtype != CG_I32) return 0;
+    cg_dtype t = (cg_dtype)d->dtype;
+    int is_float = t == CG_F32 || t == CG_F16 || t == CG_BF16;
+    dtype_span(t, &lo, &hi);
+    if (!(lo <= hi)) return 0;
     int64_t n = cg_shape_numel(d->ndim, d->dims);
     for (int64_t i = 0; i < n; i++) {
         double u = (double)(next(r) >> 11) * (1.0 / 9007199254740992.0);
-        if ((cg_dtype)d->dtype == CG_I32) {
-            double span = floor(hi) - ceil(lo) + 1;
-            int64_t v = (int64_t)ceil(lo) + (int64_t)(u * span);
-            if (v > (int64_t)floor(hi)) v = (int64_t)floor(hi);
-            ((int32_t *)data)[i] = (int32_t)v;
-        } else {
-            ((float *)data)[i] = (float)(lo + (hi - lo) * u);
+        if (is_float) {
+            float f = (float)(lo + (hi - lo) * u);
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            if (t == CG_F32) ((float *)data)[i] = f;
+            else ((uint16_t *)data)[i] = t == CG_F16 ? cg_f32_to_f16_bits(bits) : cg_f32_to_bf16_bits(bits);
+            continue;
+        }
+        int64_t v = (int64_t)lo + (int64_t)(u * (hi - lo + 1));
+        if (v > (int64_t)hi) v = (int64_t)hi;
+        switch (t) {
+        case CG_I32: ((int32_t *)data)[i] = (int32_t)v; break;
+        case CG_I64: ((int64_t *)data)[i] = v; break;
+        case CG_I8: ((int8_t *)data)[i] = (int8_t)v; break;
+        default: ((uint8_t *)data)[i] = (uint8_t)v; break; /* U8, BOOL */
         }
     }
     return 1;
 }
+
+/* Element i of a f16 or bf16 buffer as a float. */
+static double half_value(cg_dtype t, const void *p, int64_t i) {
+    uint16_t h = ((const uint16_t *)p)[i];
+    uint32_t bits = t == CG_F16 ? cg_f16_to_f32_bits(h) : cg_bf16_to_f32_bits(h);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Element i of a floating-point output (f32, f16, bf16) as a double. */
+static double float_value(cg_dtype t, const void *p, int64_t i) {
+    return t == CG_F32 ? ((const float *)p)[i] : half_value(t, p, i);
+}
+
+static int is_float_type(cg_dtype t) { return t == CG_F32 || t == CG_F16 || t == CG_BF16; }
 
 /* ---- guarded host buffers: GUARD bytes of the allocation each side ---- */
 
@@ -104,7 +148,7 @@ static int case_valid(case_state *cs) {
     if (cs->c.n_inputs < 0 || cs->c.n_inputs > CG_CONFORM_MAX_INPUTS || cs->c.n_outputs < 1) return 0;
     for (int i = 0; i < cs->c.n_inputs; i++) {
         int64_t n = cg_shape_numel(cs->c.inputs[i].ndim, cs->c.inputs[i].dims);
-        if (n < 0) return 0;
+        if (n < 0 || !cg_dtype_valid(cs->c.inputs[i].dtype)) return 0;
         cs->big |= n > QUICK_LIMIT;
     }
     return 1;
@@ -159,7 +203,7 @@ static int case_inputs(case_state *cs, const cg_op_entry *op, const cg_conform_o
         memset((char *)cs->host_in[i] - GUARD, CG_GUARD_IN_BYTE, GUARD);
         memset((char *)cs->host_in[i] + bytes, CG_GUARD_IN_BYTE, GUARD);
         if (!fill(&r, &cs->c.inputs[i], cs->c.lo[i], cs->c.hi[i], cs->host_in[i]))
-            return snprintf(msg, msz, "input %d: conform makes only f32 and i32 values, the case declares %s", i,
+            return snprintf(msg, msz, "input %d: [lo, hi] = [%g, %g] holds no %s value", i, cs->c.lo[i], cs->c.hi[i],
                             cg_dtype_name((cg_dtype)cs->c.inputs[i].dtype)),
                    0;
     }
@@ -270,14 +314,15 @@ static int first_diff(const case_state *cs, void *const *x, void *const *y, doub
     for (int o = 0; o < cs->c.n_outputs; o++) {
         int64_t n = cg_shape_numel(cs->out[o].ndim, cs->out[o].dims);
         *oo = o;
-        if ((cg_dtype)cs->out[o].dtype != CG_F32) {
+        cg_dtype t = (cg_dtype)cs->out[o].dtype;
+        if (!is_float_type(t)) {
             size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype);
             for (int64_t i = 0; i < n; i++)
                 if (memcmp((char *)x[o] + (size_t)i * es, (char *)y[o] + (size_t)i * es, es)) return *ii = i, 1;
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            double a = ((float *)x[o])[i], b = ((float *)y[o])[i];
+            double a = float_value(t, x[o], i), b = float_value(t, y[o], i);
             if (isnan(a) && isnan(b)) continue;
             if (isinf(a) || isinf(b)) {
                 if (a == b) continue;
@@ -298,6 +343,11 @@ static void elem_text(const case_state *cs, void *const *v, int o, int64_t i, ch
     switch ((cg_dtype)cs->out[o].dtype) {
     case CG_F32: snprintf(b, n, "%.9g", (double)((const float *)v[o])[i]); break;
     case CG_I32: snprintf(b, n, "%d", ((const int32_t *)v[o])[i]); break;
+    case CG_I64: snprintf(b, n, "%lld", (long long)((const int64_t *)v[o])[i]); break;
+    case CG_I8: snprintf(b, n, "%d", ((const int8_t *)v[o])[i]); break;
+    case CG_U8: snprintf(b, n, "%u", ((const uint8_t *)v[o])[i]); break;
+    case CG_F16:
+    case CG_BF16: snprintf(b, n, "%.5g", half_value((cg_dtype)cs->out[o].dtype, v[o], i)); break;
     default: {
         size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype), u = 0;
         const unsigned char *p = (const unsigned char *)v[o] + (size_t)i * es;
@@ -309,7 +359,8 @@ static void elem_text(const case_state *cs, void *const *v, int o, int64_t i, ch
 
 /* Whether element i of output o of v is a NaN (f32). */
 static int elem_nan(const case_state *cs, void *const *v, int o, int64_t i) {
-    return (cg_dtype)cs->out[o].dtype == CG_F32 && isnan(((const float *)v[o])[i]);
+    cg_dtype t = (cg_dtype)cs->out[o].dtype;
+    return is_float_type(t) && isnan(float_value(t, v[o], i));
 }
 
 /* Inputs are finite and their sides NaN, so a NaN that only one side gives

@@ -277,7 +277,7 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
     }
     for (int k = 0; k < n_out; k++) {
         const cg_tensor_desc *d = &out[k];
-        int bad = (d->dtype != CG_OP_F32 && d->dtype != CG_OP_I32) || d->ndim < 0 || d->ndim > CG_MAX_DIMS;
+        int bad = !cg_dtype_valid((int)d->dtype) || d->ndim < 0 || d->ndim > CG_MAX_DIMS;
         for (int i = 0; !bad && i < d->ndim; i++)
             /* Symbols must be ones of this model: -2 - k with k < n_syms. */
             if (concrete ? d->dims[i] < 0 : d->dims[i] < -1 - (int64_t)(m ? m->n_syms : 0))

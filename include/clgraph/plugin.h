@@ -262,7 +262,7 @@ typedef struct cg_conform_case {
     uint32_t struct_size;       /**< sizeof(cg_conform_case), set by the host */
     int32_t n_inputs;           /**< inputs of the node */
     cg_tensor_desc inputs[CG_CONFORM_MAX_INPUTS]; /**< their types */
-    double lo[CG_CONFORM_MAX_INPUTS]; /**< uniform values in [lo, hi]; i32: integers */
+    double lo[CG_CONFORM_MAX_INPUTS]; /**< values uniform in [lo, hi], of the input's dtype (docs/plugins.md) */
     double hi[CG_CONFORM_MAX_INPUTS]; /**< upper bound of each input's values */
     int32_t n_outputs;          /**< outputs of the node */
     const char *attrs;          /**< attribute text in IR syntax, or NULL */

@@ -5,7 +5,9 @@
  * OpenCL implementation and path set: tests/tools/test_portability.c. */
 #include <check.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +197,57 @@ START_TEST(costs_follow_the_code) {
 }
 END_TEST
 
+static void dtypes_plugin(char *p, size_t n, const char *variant) {
+    snprintf(p, n, "%s/libcgdtypes_%s.so", getenv("CG_TEST_PLUGIN_DIR"), variant);
+}
+
+/* f16, bf16, i64 and bool inputs and outputs: made, compared and shown. */
+START_TEST(other_dtypes_are_covered) {
+    char p[600];
+    dtypes_plugin(p, sizeof p, "right");
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", "--verbose", NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "%s\n%s", tu_out, tu_err);
+    ck_assert_msg(strstr(tu_out, "scale_where    opencl:0   4 ") != NULL, "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "case 2 (f16[33], i64[33], bool[33])") != NULL, "%s", tu_out);
+}
+END_TEST
+
+/* The OpenCL kernel computes z = k * 3000000007 + m in 32 bits: the i64
+ * output differs, shown as integers; both numbers are checked here from
+ * each other (cpu: k * 3000000007 + m; device: its low 32 bits, sign
+ * extended, + m). */
+START_TEST(i64_truncation_is_caught) {
+    char p[600];
+    dtypes_plugin(p, sizeof p, "trunc_i64");
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+    const char *at = strstr(tu_out, "case 0 (f16[1], i64[1], bool[1]): output 1 element 0: opencl:0 gives ");
+    ck_assert_msg(at != NULL, "%s", tu_out);
+    long long dev, cpu;
+    ck_assert_msg(sscanf(strstr(at, "gives ") + 6, "%lld, cpu %lld", &dev, &cpu) == 2, "%s", at);
+    long long k = cpu / 3000000007LL, m = cpu - k * 3000000007LL;
+    if (m < 0) k -= 1, m += 3000000007LL; /* m is 0 or 1 */
+    ck_assert_msg(m == 0 || m == 1, "%s", at);
+    ck_assert_int_ne(k, 0);
+    ck_assert_int_eq(dev, (long long)(int32_t)(uint32_t)(uint64_t)(k * 3000000007LL) + m);
+}
+END_TEST
+
+/* Truncating to bf16 instead of rounding: off by up to one bf16 step
+ * (2^-7 relative), shown as numbers, caught by the default 1e-4 tolerance. */
+START_TEST(bf16_rounding_is_caught) {
+    char p[600];
+    dtypes_plugin(p, sizeof p, "bf16_chop");
+    const char *args[] = {"conform", "--plugin", p, "--plugin-only", NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+    const char *at = strstr(tu_out, "output 0 element ");
+    ck_assert_msg(at != NULL, "%s", tu_out);
+    double dev, cpu;
+    ck_assert_msg(sscanf(strstr(at, "gives ") + 6, "%lf, cpu %lf", &dev, &cpu) == 2, "%s", at);
+    ck_assert_msg(fabs(dev) < fabs(cpu) && fabs(cpu - dev) <= fabs(cpu) / 128, "%s", at);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("conform");
     TCase *tc = tcase_create("conform");
@@ -208,6 +261,9 @@ int main(void) {
     tcase_add_test(tc, slow_kernel_is_flagged);
     tcase_add_test(tc, op_lists_and_help);
     tcase_add_test(tc, costs_follow_the_code);
+    tcase_add_test(tc, other_dtypes_are_covered);
+    tcase_add_test(tc, i64_truncation_is_caught);
+    tcase_add_test(tc, bf16_rounding_is_caught);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }
