@@ -57,6 +57,7 @@ typedef struct token {
     int64_t i;         /* T_INT */
     double f;          /* T_FLOAT */
     char *s;           /* T_IDENT: the name; T_STRING: the decoded text (owned) */
+    int quoted;        /* T_IDENT written `like this`: never a keyword */
 } token;
 
 typedef struct parser {
@@ -236,32 +237,35 @@ static long hex4(const parser *p, size_t i) {
     return v;
 }
 
-static cg_status lex_string(parser *p, token *t) {
+/* A "string" or, with q '`', a quoted name (`onnx::MatMul_7`): the same
+ * escapes, and \` in a name. */
+static cg_status lex_string(parser *p, token *t, char q) {
     const char *s = p->text;
+    const char *what = q == '"' ? "string" : "quoted name";
     size_t n = p->len, b = p->pos, i = b + 1, j = b + 1, k = 0;
     /* The decoded text is never longer than the literal: find its end. */
-    while (j < n && s[j] != '"' && s[j] != '\n') j += (s[j] == '\\' && j + 1 < n && s[j + 1] != '\n') ? 2 : 1;
+    while (j < n && s[j] != q && s[j] != '\n') j += (s[j] == '\\' && j + 1 < n && s[j + 1] != '\n') ? 2 : 1;
     char *o = malloc(j - b + 1);
     if (!o) return oom();
     cg_status st = CG_OK;
     for (;;) {
         if (i >= n || s[i] == '\n') {
-            st = perr(p, t->line, t->col, "unterminated string");
+            st = perr(p, t->line, t->col, "unterminated %s", what);
             break;
         }
         unsigned char c = (unsigned char)s[i];
-        if (c == '"') {
+        if (c == (unsigned char)q) {
             i++;
             break;
         }
         if (c == 0) {
-            st = perr(p, p->line, col_at(p, i), "NUL byte in string");
+            st = perr(p, p->line, col_at(p, i), "NUL byte in %s", what);
             break;
         }
         if (c >= 0x80) {
             size_t len = cg_utf8_seq_len(s + i, n - i);
             if (!len) {
-                st = perr(p, p->line, col_at(p, i), "invalid UTF-8 in string");
+                st = perr(p, p->line, col_at(p, i), "invalid UTF-8 in %s", what);
                 break;
             }
             memcpy(o + k, s + i, len);
@@ -275,41 +279,41 @@ static cg_status lex_string(parser *p, token *t) {
             continue;
         }
         if (i + 1 >= n || s[i + 1] == '\n') {
-            st = perr(p, t->line, t->col, "unterminated string");
+            st = perr(p, t->line, t->col, "unterminated %s", what);
             break;
         }
         int e = (unsigned char)s[i + 1];
-        if (e == '"' || e == '\\') o[k++] = (char)e;
+        if (e == q || e == '\\') o[k++] = (char)e;
         else if (e == 'n') o[k++] = '\n';
         else if (e == 't') o[k++] = '\t';
         else if (e == 'u') {
             long cp = hex4(p, i + 2);
             if (cp < 0) {
-                st = perr(p, p->line, col_at(p, i), "invalid \\u escape in string (expected 4 hex digits)");
+                st = perr(p, p->line, col_at(p, i), "invalid \\u escape in %s (expected 4 hex digits)", what);
                 break;
             }
             if (cp >= 0xD800 && cp <= 0xDBFF) {
                 long lo = (i + 7 < n && s[i + 6] == '\\' && s[i + 7] == 'u') ? hex4(p, i + 8) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF) {
-                    st = perr(p, p->line, col_at(p, i), "unpaired surrogate '\\u%04lX' in string", cp);
+                    st = perr(p, p->line, col_at(p, i), "unpaired surrogate '\\u%04lX' in %s", cp, what);
                     break;
                 }
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 i += 6;
             } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                st = perr(p, p->line, col_at(p, i), "unpaired surrogate '\\u%04lX' in string", cp);
+                st = perr(p, p->line, col_at(p, i), "unpaired surrogate '\\u%04lX' in %s", cp, what);
                 break;
             } else if (cp == 0) {
-                st = perr(p, p->line, col_at(p, i), "\\u0000 is not allowed in a string");
+                st = perr(p, p->line, col_at(p, i), "\\u0000 is not allowed in a %s", what);
                 break;
             }
             k += put_utf8(o + k, (uint32_t)cp);
             i += 4;
         } else {
             if (e > 0x20 && e < 0x7f)
-                st = perr(p, p->line, col_at(p, i), "invalid escape '\\%c' in string", e);
+                st = perr(p, p->line, col_at(p, i), "invalid escape '\\%c' in %s", e, what);
             else
-                st = perr(p, p->line, col_at(p, i), "invalid escape in string");
+                st = perr(p, p->line, col_at(p, i), "invalid escape in %s", what);
             break;
         }
         i += 2;
@@ -319,7 +323,12 @@ static cg_status lex_string(parser *p, token *t) {
         return st;
     }
     o[k] = 0;
-    t->kind = T_STRING;
+    if (q != '"' && !st && k == 0) {
+        free(o);
+        return perr(p, t->line, t->col, "empty quoted name");
+    }
+    t->kind = q == '"' ? T_STRING : T_IDENT;
+    t->quoted = q != '"';
     t->s = o;
     t->end = i;
     p->pos = i;
@@ -374,7 +383,7 @@ static cg_status lex(parser *p, token *t) {
         p->pos = t->end = b + 4;
         return CG_OK;
     }
-    if (c == '"') return lex_string(p, t);
+    if (c == '"' || c == '`') return lex_string(p, t, c);
     tok_kind k;
     switch (c) {
     case '(': k = T_LPAREN; break;
@@ -450,7 +459,7 @@ static cg_status next_nl(parser *p) {
     return st ? st : skip_nl(p);
 }
 
-static int is_word(const token *t, const char *w) { return t->kind == T_IDENT && strcmp(t->s, w) == 0; }
+static int is_word(const token *t, const char *w) { return t->kind == T_IDENT && !t->quoted && strcmp(t->s, w) == 0; }
 
 /* A list of names with their positions. */
 typedef struct namelist {

@@ -114,6 +114,31 @@ static void put_string(sbuf *b, const char *s) {
     sb_put(b, "\"", 1);
 }
 
+/* A name as the parser reads it: plain when it is an identifier
+ * ([A-Za-z_][A-Za-z0-9_.]*), else `quoted` (ONNX names: onnx::MatMul_7,
+ * /encoder/Add_output_0, 12). */
+static void put_name(sbuf *b, const char *s) {
+    int plain = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_';
+    for (const char *c = s; plain && *c; c++)
+        plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+                *c == '.';
+    if (plain) {
+        sb_puts(b, s);
+        return;
+    }
+    sb_put(b, "`", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '`') sb_put(b, "\\`", 2);
+        else if (c == '\\') sb_put(b, "\\\\", 2);
+        else if (c == '\n') sb_put(b, "\\n", 2);
+        else if (c == '\t') sb_put(b, "\\t", 2);
+        else if (c < 0x20 || c == 0x7f) sb_printf(b, "\\u%04x", c);
+        else sb_put(b, (const char *)&c, 1);
+    }
+    sb_put(b, "`", 1);
+}
+
 static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const cg_value *v) {
     if (!v->typed || !cg_dtype_valid((int)v->dtype) || v->ndim < 0 || v->ndim > CG_MAX_DIMS)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': value '%s' has no valid type",
@@ -124,7 +149,7 @@ static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const c
         int64_t d = v->dims[i];
         if (i) sb_put(b, ", ", 2);
         if (d >= 0) sb_printf(b, "%lld", (long long)d);
-        else if (d <= CG_DIM_SYM(0) && -2 - d < m->n_syms) sb_puts(b, m->syms[-2 - d]);
+        else if (d <= CG_DIM_SYM(0) && -2 - d < m->n_syms) put_name(b, m->syms[-2 - d]);
         else
             return cg_error(CG_ERR_INVALID_ARGUMENT,
                             "cannot print graph '%s': value '%s' has an unknown dimension", g->name,
@@ -165,12 +190,12 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
     cg_status st;
     const char *name = "";
     sb_puts(b, "graph ");
-    sb_puts(b, g->name);
+    put_name(b, g->name);
     sb_puts(b, " {\n");
     for (int i = 0; i < g->n_inputs; i++) {
         if ((st = value_name(g, g->inputs[i], &name))) return st;
         sb_puts(b, "  input ");
-        sb_puts(b, name);
+        put_name(b, name);
         sb_put(b, ": ", 2);
         if ((st = put_type(b, m, g, &g->values[g->inputs[i]]))) return st;
         sb_put(b, "\n", 1);
@@ -179,7 +204,7 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
         const cg_value *v = &g->values[i];
         if (v->kind != CG_VAL_PARAM) continue;
         sb_puts(b, "  param ");
-        sb_puts(b, v->name);
+        put_name(b, v->name);
         sb_put(b, ": ", 2);
         if ((st = put_type(b, m, g, v))) return st;
         sb_puts(b, " = ");
@@ -195,18 +220,18 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
         for (int k = 0; k < n->n_outputs; k++) {
             if ((st = value_name(g, n->outputs[k], &name))) return st;
             if (k == 0 && strcmp(n->name, name) != 0) {
-                sb_puts(b, n->name);
+                put_name(b, n->name);
                 sb_put(b, ": ", 2);
             }
             if (k) sb_put(b, ", ", 2);
-            sb_puts(b, name);
+            put_name(b, name);
         }
         sb_puts(b, " = ");
-        sb_puts(b, n->op);
+        put_name(b, n->op);
         sb_put(b, "(", 1);
         for (int k = 0; k < n->n_inputs; k++) {
             if (k) sb_put(b, ", ", 2);
-            sb_puts(b, n->in_names[k]);
+            put_name(b, n->in_names[k]);
         }
         sb_put(b, ")", 1);
         if (n->n_attrs) {
@@ -223,7 +248,7 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
         sb_puts(b, "  output ");
         for (int k = 0; k < g->n_outputs; k++) {
             if (k) sb_put(b, ", ", 2);
-            sb_puts(b, g->out_names[k]);
+            put_name(b, g->out_names[k]);
         }
         sb_put(b, "\n", 1);
     }

@@ -529,6 +529,44 @@ START_TEST(test_keywords_as_names) {
 }
 END_TEST
 
+START_TEST(test_quoted_names) {
+    /* Names that are not identifiers (ONNX's onnx::Add_1, /enc/Add, 12) are
+     * written `quoted`; a quoted keyword is a name; printing quotes exactly
+     * the names that need it, and the text reads back the same. */
+    const char *text =
+        "graph `my graph` {\n"
+        "  input `x:0`: f32[`batch size`, 3]\n"
+        "  `/enc/Add`: `onnx::Add_1` = add(`x:0`, `x:0`)\n"
+        "  `12` = relu(`onnx::Add_1`)\n"
+        "  `output` = tanh(`a\\`b\\\\c`)\n"
+        "  `a\\`b\\\\c` = neg(`12`)\n"
+        "  output `output`, `12`, plain\n"
+        "  plain = neg(`output`)\n"
+        "}\n";
+    cg_model *m = parse(text);
+    cg_graph *g = m->graphs[0];
+    ck_assert_str_eq(g->name, "my graph");
+    ck_assert_ptr_nonnull(val(g, "x:0"));
+    ck_assert_str_eq(m->syms[0], "batch size");
+    ck_assert_str_eq(g->nodes[0]->name, "/enc/Add");
+    ck_assert_str_eq(g->nodes[0]->in_names[1], "x:0");
+    ck_assert_ptr_nonnull(val(g, "onnx::Add_1"));
+    ck_assert_ptr_nonnull(val(g, "a`b\\c"));
+    ck_assert_str_eq(g->nodes[2]->name, "output");
+    ck_assert_int_eq(g->n_outputs, 3);
+    cg_model_free(m);
+    char *printed = roundtrip(text);
+    ck_assert_msg(strstr(printed, "  plain = neg(output)\n") != NULL, "%s", printed);
+    ck_assert_msg(strstr(printed, "`/enc/Add`: `onnx::Add_1` = add(`x:0`, `x:0`)\n") != NULL, "%s", printed);
+    ck_assert_msg(strstr(printed, "  output = tanh(`a\\`b\\\\c`)\n") != NULL, "%s", printed);
+    free(printed);
+    parse_err("graph g {\n  input `x: f32[2]\n}", "m.cg:2:9: unterminated quoted name");
+    parse_err("graph g {\n  input ``: f32[2]\n}", "m.cg:2:9: empty quoted name");
+    parse_err("graph g {\n  y = neg(`a\\qb`)\n}", "m.cg:2:13: invalid escape '\\q' in quoted name");
+    parse_err("graph g {\n  y = neg(`a\xff" "b`)\n}", "m.cg:2:13: invalid UTF-8 in quoted name");
+}
+END_TEST
+
 START_TEST(test_forward_refs_and_shapes_of_statements) {
     /* Inputs are kept by name and not resolved: forward references and
      * undefined names are the verifier's business. Outputs may come first. */
@@ -1483,6 +1521,7 @@ static Suite *parse_suite(void) {
     tcase_add_test(t, test_float_shortest);
     tcase_add_test(t, test_shapes);
     tcase_add_test(t, test_keywords_as_names);
+    tcase_add_test(t, test_quoted_names);
     tcase_add_test(t, test_forward_refs_and_shapes_of_statements);
     tcase_add_test(t, test_node_names);
     tcase_add_test(t, test_large_graph);
