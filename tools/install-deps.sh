@@ -5,7 +5,7 @@
 set -eu
 pkgs="build-essential meson ninja-build pkg-config check libopenblas-dev
 ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd mesa-opencl-icd oclgrind clinfo
-libcjson-dev libpng-dev"
+libcjson-dev libpng-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata"
 [ "${1:-}" = fuzz ] && pkgs="clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do

@@ -82,6 +82,7 @@ struct cg_weights {
     st_entry *entries;          /* sorted by name (strcmp) */
     size_t count;
     pthread_mutex_t lock;       /* guards entries[].copy, .converted, .bools_checked */
+    void *owned;                /* cg_weights_from_tensors: the data section */
 };
 
 /* ------------------------------------------------------------------ */
@@ -748,6 +749,7 @@ void cg_weights_free(cg_weights *w) {
     if (!w) return;
     entries_free(w->entries, w->count);
     if (w->map) munmap(w->map, w->map_size);
+    cg_aligned_free(w->owned);
     pthread_mutex_destroy(&w->lock);
     free(w->path);
     free(w);
@@ -837,6 +839,72 @@ cg_status cg_weights_open(const char *path, cg_weights **out) {
 fail:
     cg_weights_free(w);
     return s;
+}
+
+cg_status cg_weights_from_tensors(const char *label, int n, const char *const *names,
+                                  const cg_tensor *const *tensors, cg_weights **out) {
+    if (!out || !label || n < 0 || (n && (!names || !tensors)))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_from_tensors: bad argument");
+    *out = NULL;
+    cg_weights *w = calloc(1, sizeof *w);
+    if (!w) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", label);
+    if (pthread_mutex_init(&w->lock, NULL) != 0) {
+        free(w);
+        return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", label);
+    }
+    cg_status s = CG_OK;
+    w->path = strdup(label);
+    w->entries = calloc((size_t)n + 1, sizeof *w->entries);
+    if (!w->path || !w->entries) s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", label);
+    /* each tensor at a 64-byte boundary of one section, so views are the
+     * bytes themselves */
+    uint64_t size = 0;
+    for (int i = 0; !s && i < n; i++) {
+        st_entry *e = &w->entries[i];
+        const cg_tensor *t = tensors[i];
+        if (!names[i] || !t) {
+            s = cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_from_tensors: NULL name or tensor %d", i);
+            break;
+        }
+        e->name = strdup(names[i]);
+        w->count = (size_t)i + 1;
+        if (!e->name) {
+            s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", label);
+            break;
+        }
+        e->dtype = t->dtype;
+        e->ndim = t->ndim;
+        memcpy(e->dims, t->dims, sizeof e->dims);
+        e->numel = cg_shape_numel(t->ndim, t->dims);
+        e->begin = size;
+        e->end = size + (uint64_t)e->numel * cg_dtype_size(t->dtype);
+        size = (e->end + 63) / 64 * 64;
+    }
+    if (!s && size > SIZE_MAX) s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", label);
+    if (!s && !(w->owned = cg_aligned_alloc(size ? (size_t)size : 64)))
+        s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory (%llu bytes of weights)", label,
+                     (unsigned long long)size);
+    for (int i = 0; !s && i < n; i++)
+        memcpy((unsigned char *)w->owned + w->entries[i].begin, tensors[i]->data,
+               (size_t)(w->entries[i].end - w->entries[i].begin));
+    if (!s) {
+        w->data = w->owned;
+        w->data_size = size;
+        if (w->count > 1) qsort(w->entries, w->count, sizeof *w->entries, entry_name_cmp);
+        for (size_t i = 1; i < w->count; i++)
+            if (strcmp(w->entries[i - 1].name, w->entries[i].name) == 0) {
+                char q[NAME_BUF];
+                quote_name(q, w->entries[i].name);
+                s = cg_error(CG_ERR_FORMAT, "%s: duplicate tensor name '%s'", label, q);
+                break;
+            }
+    }
+    if (s) {
+        cg_weights_free(w);
+        return s;
+    }
+    *out = w;
+    return CG_OK;
 }
 
 size_t cg_weights_count(const cg_weights *w) { return w ? w->count : 0; }

@@ -16,6 +16,12 @@
 /* The format's name of a dtype ("F32", "BF16", "BOOL"), or NULL. */
 const char *cg_st_dtype_name(cg_dtype t);
 
+/* Weights held in memory, copied from `tensors` (the caller keeps them):
+ * what an imported model (ONNX initializers) binds; `label` stands for the
+ * path in messages. Names must be distinct. */
+cg_status cg_weights_from_tensors(const char *label, int n, const char *const *names,
+                                  const cg_tensor *const *tensors, cg_weights **out);
+
 /* Index of the tensor called `name`, or -1 (binary search, O(log n)). */
 int cg_weights_find(const cg_weights *w, const char *name);
 

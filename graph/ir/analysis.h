@@ -15,9 +15,7 @@ typedef struct cg_analysis {
 
 /* The analysis a plan is built on (the graph verified): resolves
  * inputs/outputs by name, looks up ops, checks arity and attributes, orders
- * nodes and rejects cycles. Writes node->inputs and g->outputs. Refuses
- * (CG_ERR_UNSUPPORTED, naming it) a value whose dtype is not 4 bytes wide,
- * which the scheduler cannot size yet; verification takes every dtype. */
+ * nodes and rejects cycles. Writes node->inputs and g->outputs. */
 cg_status cg_graph_analyze(cg_graph *g, cg_analysis *out);
 
 void cg_analysis_free(cg_analysis *a);

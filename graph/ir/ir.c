@@ -33,11 +33,22 @@ static cg_status resize(void *pp, size_t n, size_t elem) {
 static int is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 
-int cg_name_valid(const char *s) {
+int cg_ident_valid(const char *s) {
     if (!s || !is_alpha((unsigned char)s[0])) return 0;
     for (s++; *s; s++) {
         int c = (unsigned char)*s;
         if (!is_alpha(c) && !is_digit(c) && c != '.') return 0;
+    }
+    return 1;
+}
+
+int cg_name_valid(const char *s) {
+    if (!s || !*s) return 0;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t l = cg_utf8_seq_len(s + i, n - i);
+        if (!l) return 0;
+        i += l;
     }
     return 1;
 }
@@ -161,6 +172,7 @@ void cg_model_free(cg_model *m) {
     for (int i = 0; i < m->n_syms; i++) free(m->syms[i]);
     free(m->syms);
     free(m->filename);
+    cg_weights_free(m->owned_weights);
     free(m);
 }
 
@@ -598,7 +610,7 @@ cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name, int n
     char b[64];
     if (out) *out = NULL;
     if (!g) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: graph is NULL", fn);
-    if (!cg_name_valid(op))
+    if (!cg_ident_valid(op))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid operator name '%s'", fn, show(b, sizeof b, op));
     if (name && !cg_name_valid(name))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid node name '%s'", fn, show(b, sizeof b, name));
@@ -620,7 +632,7 @@ cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name, int n
 static cg_status set_attr(const char *fn, cg_node *n, const char *key, cg_attr *a) {
     char b[64];
     if (!n) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: node is NULL", fn);
-    if (!cg_name_valid(key))
+    if (!cg_ident_valid(key))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid attribute name '%s'", fn, show(b, sizeof b, key));
     a->key = (char *)key;
     return cg_node_add_attr(n, a);

@@ -95,6 +95,8 @@ struct cg_model {
     int n_syms;
     char **syms;            /* symbolic dimension names */
     cg_weights *weights;    /* bound weights or NULL */
+    cg_weights *owned_weights; /* weights the model came with (an ONNX file's
+                                * initializers), freed with it */
     int verified;
 };
 
@@ -158,8 +160,11 @@ cg_status cg_graph_new_param(cg_graph *g, const char *name, const char *weight,
                              cg_dtype dtype, int ndim, const int64_t *dims,
                              int line, int col, int32_t *out);
 
-/* Non-zero if `s` is an identifier: [A-Za-z_][A-Za-z0-9_.]* */
+/* Non-zero if `s` may name a graph, value, node or symbol: non-empty
+ * UTF-8 (the printer quotes what is not an identifier). */
 int cg_name_valid(const char *s);
+/* An identifier: [A-Za-z_][A-Za-z0-9_.]* (op names, attribute keys). */
+int cg_ident_valid(const char *s);
 
 /* Length of the well-formed UTF-8 sequence at s (avail >= 1 bytes readable),
  * or 0 if it is malformed (overlong, surrogate, beyond U+10FFFF, truncated). */

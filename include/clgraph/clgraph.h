@@ -300,6 +300,46 @@ CG_API cg_status cg_model_parse(cg_context *ctx, const char *text, size_t len,
 /** Reads and parses a graph text file. */
 CG_API cg_status cg_model_load(cg_context *ctx, const char *path, cg_model **out);
 
+/** Options of cg_model_load_onnx_ex (zero-initialise, then set struct_size). */
+typedef struct cg_onnx_options {
+    size_t struct_size;                 /**< sizeof(cg_onnx_options) */
+    /** Values of graph inputs, by name, that the importer may use where a
+     * node needs a value at import (a Reshape's shape, Slice's starts):
+     * such a use is folded, and an input used only that way is no longer
+     * an input of the imported graph. Inputs used as data stay inputs. */
+    int n_given;
+    const char *const *given_names;     /**< n_given input names */
+    const cg_tensor *const *given;      /**< their values (the caller keeps them) */
+} cg_onnx_options;
+
+/**
+ * Imports an ONNX model file (the default domain, opsets 7 to 17) into a
+ * verified model with one graph named after the ONNX graph ("main" when it
+ * has none). Every node keeps its ONNX name (more clgraph nodes for one ONNX
+ * node get "/2", "/3" ...); values keep theirs; `dim_param` dims become
+ * symbols. Initializers, and what is computed from constants alone (folded
+ * at import on the host), become params bound to weights the model owns
+ * (cg_model_weights). An operator, attribute or type the importer does not
+ * take fails with CG_ERR_UNSUPPORTED and "PATH: node 'NAME' (OP, #INDEX):
+ * reason"; a malformed file with CG_ERR_FORMAT naming what is wrong.
+ */
+CG_API cg_status cg_model_load_onnx(cg_context *ctx, const char *path, cg_model **out);
+
+/** cg_model_load_onnx with options (NULL: none). */
+CG_API cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx_options *opt,
+                                       cg_model **out);
+
+/** The weights bound to m (cg_model_bind_weights or an import), or NULL;
+ * valid while m and the weights live. */
+CG_API cg_weights *cg_model_weights(const cg_model *m);
+
+/**
+ * Reads an ONNX TensorProto file (the .pb files of ONNX's test data) into a
+ * new tensor. DOUBLE values become f32 (rounded); element types clgraph has
+ * no type for (strings, uint16/32/64, int16, complex) are CG_ERR_UNSUPPORTED.
+ */
+CG_API cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out);
+
 /** Frees a model, its graphs and nodes (NULL is ignored). */
 CG_API void cg_model_free(cg_model *m);
 

@@ -1,0 +1,128 @@
+/* The ONNX importer's shared state (graph/onnx): the file, the clgraph
+ * model being built, and what is known of every ONNX value (its type, and
+ * its value where it is a constant or computed from constants). */
+#ifndef CG_GRAPH_ONNX_IMP_H
+#define CG_GRAPH_ONNX_IMP_H
+
+#include "clgraph/clgraph.h"
+#include "ir.h"
+#include "onnx.pb-c.h"
+#include "tensor.h"
+
+#include <stdint.h>
+
+/* Opsets of the default domain ("" or "ai.onnx") the importer reads. */
+#define CG_ONNX_OPSET_MIN 7
+#define CG_ONNX_OPSET_MAX 17
+
+/* One ONNX value. */
+typedef struct onnx_val {
+    char *name;            /* the ONNX name (also the clgraph value's) */
+    int typed;             /* desc holds its dtype and dims */
+    cg_tensor_desc desc;   /* dims: sizes or CG_DIM_SYM(k) of the model */
+    cg_tensor *konst;      /* its value where known at import, else NULL */
+    int emitted;           /* a clgraph value exists for it */
+    int input;             /* a graph input (declared when first used as data) */
+    const cg_tensor *given;/* an input's value given for import (options) */
+} onnx_val;
+
+typedef struct onnx_imp {
+    cg_context *ctx;
+    const char *path;      /* for messages */
+    char *dir;             /* the model's folder (external data) */
+    Onnx__ModelProto *proto;
+    int64_t opset;         /* of the default domain */
+    cg_model *m;
+    cg_graph *g;
+    onnx_val *vals;
+    int n_vals, cap_vals;
+    int32_t *index;        /* open addressing over vals by name, -1 empty */
+    uint32_t cap_index;
+    /* constants that became params: the weights the model is bound to */
+    int n_params, cap_params;
+    char **param_names;
+    cg_tensor **param_tensors;
+    /* the node being imported, for messages */
+    const Onnx__NodeProto *node;
+    int node_index;
+    int n_emitted;         /* clgraph nodes made for the current ONNX node */
+    int uniq;              /* counter for generated names */
+    const cg_onnx_options *opt;
+} onnx_imp;
+
+/* ---- onnx_read.c: files and tensors ---- */
+
+/* Reads and unpacks a model file; a message naming `path` on failure. */
+cg_status cg_onnx_read_model(const char *path, Onnx__ModelProto **out);
+
+/* The clgraph dtype of an ONNX element type, or 0 for one clgraph has no
+ * type for (double is read as f32: see cg_onnx_tensor). */
+cg_dtype cg_onnx_dtype(int32_t onnx_type);
+
+/* The ONNX name of an element type ("FLOAT", "STRING", ...). */
+const char *cg_onnx_type_name(int32_t onnx_type);
+
+/* A TensorProto's value as a tensor: raw_data, the typed fields or external
+ * data (read relative to `dir`, NULL: none allowed). DOUBLE values become
+ * f32 (rounded). `what` names it in messages ("initializer 'w'"). */
+cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char *path, const char *what,
+                         cg_tensor **out);
+
+/* ---- onnx_import.c: values and emission ---- */
+
+/* The value called `name`, added (untyped) if new; NULL on no memory. */
+onnx_val *onnx_val_get(onnx_imp *im, const char *name);
+
+/* Input i of the current node, or NULL where it is absent or "". */
+onnx_val *onnx_in(onnx_imp *im, int i);
+
+/* Fails the current node: "PATH: node 'NAME' (OP, #I): message". */
+cg_status onnx_fail(onnx_imp *im, cg_status st, const char *fmt, ...) CG_PRINTF(3, 4);
+
+/* Makes v a clgraph value (a graph input, or a param for a constant) so a
+ * node can read it. */
+cg_status onnx_use(onnx_imp *im, onnx_val *v);
+
+/* v's value, which the current node needs at import (a shape, axes):
+ * known, or given for a graph input; else an error naming `what`. */
+cg_status onnx_need_const(onnx_imp *im, onnx_val *v, const char *what, const cg_tensor **out);
+
+/* Sets output `o` of the current node to a known value (takes t). */
+cg_status onnx_set_const(onnx_imp *im, int o, cg_tensor *t);
+
+/* Adds a clgraph node of `op` reading `ins` (clgraph value names) and
+ * defining `outs` (NULL entries: fresh names); types the outputs by the
+ * op's inference. attrs: "key: value, ..." in the text format, or NULL.
+ * The node is named after the ONNX node (with /2, /3 ... for more). */
+cg_status onnx_emit(onnx_imp *im, const char *op, int n_in, const char *const *ins, int n_out,
+                    const char **outs, const char *attrs);
+
+/* A fresh value name derived from the current node's. */
+const char *onnx_fresh(onnx_imp *im, const char *what);
+
+/* A constant that the clgraph graph reads, made a param; its name out. */
+cg_status onnx_const_param(onnx_imp *im, cg_tensor *t, const char **name);
+
+/* ---- attributes of the current node ---- */
+const Onnx__AttributeProto *onnx_attr(const onnx_imp *im, const char *name);
+int64_t onnx_attr_int(const onnx_imp *im, const char *name, int64_t def);
+double onnx_attr_float(const onnx_imp *im, const char *name, double def);
+/* The ints of an INTS attribute (*n = -1 when absent). */
+const int64_t *onnx_attr_ints(const onnx_imp *im, const char *name, int *n);
+/* Fails on attributes the mapping does not read ("known": NULL-ended). */
+cg_status onnx_check_attrs(onnx_imp *im, const char *const *known);
+
+/* ---- onnx_ops.c: the operator table ---- */
+
+typedef cg_status (*onnx_map_fn)(onnx_imp *im);
+/* The mapping of op_type, or NULL. */
+onnx_map_fn cg_onnx_find_op(const char *op_type);
+
+/* ---- onnx_fold.c: evaluation on the host at import ---- */
+
+/* Evaluates the current node where every input is known and its op is one
+ * the host folds (shape arithmetic and small elementwise math): 1 and the
+ * outputs set, 0 when it does not apply, -1 on error (message set). */
+int cg_onnx_fold(onnx_imp *im);
+
+#endif

@@ -1,0 +1,280 @@
+/* ONNX files: a model file unpacked by protobuf-c (from the onnx.proto that
+ * Debian's libonnx-dev installs), and TensorProto values (initializers,
+ * Constant nodes, the .pb files of ONNX's test data) as clgraph tensors. */
+#include "onnx_imp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtype.h"
+#include "error.h"
+#include "shape.h"
+
+/* protobuf-c allocates the unpacked message; a failed allocation there
+ * makes unpack return NULL, which the callers report. */
+
+/* The bytes of a file, mapped (len 0: no mapping). */
+typedef struct file_map {
+    void *p;
+    size_t len;
+} file_map;
+
+static cg_status map_file(const char *path, file_map *f) {
+    f->p = NULL;
+    f->len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    cg_status s = CG_OK;
+    if (fstat(fd, &st) != 0) s = cg_error(CG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) s = cg_error(CG_ERR_IO, "%s: not a regular file", path);
+    else if ((uint64_t)st.st_size > (uint64_t)INT_MAX)
+        /* protobuf messages are limited to 2 GB; larger models keep their
+         * weights in external data files */
+        s = cg_error(CG_ERR_FORMAT, "%s: %lld bytes is more than a protobuf message may hold (2 GB)", path,
+                     (long long)st.st_size);
+    else if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) s = cg_error(CG_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+        else f->p = p, f->len = (size_t)st.st_size;
+    }
+    close(fd);
+    return s;
+}
+
+static void unmap_file(file_map *f) {
+    if (f->len) munmap(f->p, f->len);
+}
+
+cg_status cg_onnx_read_model(const char *path, Onnx__ModelProto **out) {
+    *out = NULL;
+    file_map f;
+    cg_status s = map_file(path, &f);
+    if (s) return s;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, f.len, f.p);
+    unmap_file(&f);
+    if (!m)
+        return cg_error(CG_ERR_FORMAT, "%s: not an ONNX model (the file does not parse as an ONNX ModelProto: "
+                        "truncated or corrupt)", path);
+    if (!m->graph) {
+        onnx__model_proto__free_unpacked(m, NULL);
+        return cg_error(CG_ERR_FORMAT, "%s: the ONNX model has no graph", path);
+    }
+    *out = m;
+    return CG_OK;
+}
+
+static const struct {
+    int32_t onnx;
+    const char *name;
+    cg_dtype dtype;
+    int size; /* bytes of one element in raw_data */
+} types[] = {
+    {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "FLOAT", CG_F32, 4},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, "UINT8", CG_U8, 1},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT8, "INT8", CG_I8, 1},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, "UINT16", 0, 2},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, "INT16", 0, 2},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "INT32", CG_I32, 4},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "INT64", CG_I64, 8},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "STRING", 0, 0},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "BOOL", CG_BOOL, 1},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "FLOAT16", CG_F16, 2},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, "DOUBLE", CG_F32, 8},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, "UINT32", 0, 4},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, "UINT64", 0, 8},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, "COMPLEX64", 0, 8},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "COMPLEX128", 0, 16},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, "BFLOAT16", CG_BF16, 2},
+};
+#define N_TYPES (int)(sizeof types / sizeof types[0])
+
+static int type_index(int32_t t) {
+    for (int i = 0; i < N_TYPES; i++)
+        if (types[i].onnx == t) return i;
+    return -1;
+}
+
+cg_dtype cg_onnx_dtype(int32_t t) {
+    int i = type_index(t);
+    return i < 0 ? (cg_dtype)0 : types[i].dtype;
+}
+
+const char *cg_onnx_type_name(int32_t t) {
+    int i = type_index(t);
+    return i < 0 ? "an unknown element type" : types[i].name;
+}
+
+/* Reads `len` bytes at `offset` of an external data file into dst. The
+ * location must stay inside the model's folder (ONNX's own rule). */
+static cg_status read_external(const Onnx__TensorProto *t, const char *dir, const char *path, const char *what,
+                               void *dst, size_t want) {
+    const char *loc = NULL;
+    long long offset = 0, length = -1;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        if (!e->key || !e->value) continue;
+        char *end;
+        if (!strcmp(e->key, "location")) loc = e->value;
+        else if (!strcmp(e->key, "offset") || !strcmp(e->key, "length")) {
+            errno = 0;
+            long long v = strtoll(e->value, &end, 10);
+            if (errno || *end || v < 0 || end == e->value)
+                return cg_error(CG_ERR_FORMAT, "%s: %s: external data %s '%s' is not a byte count", path, what,
+                                e->key, e->value);
+            if (!strcmp(e->key, "offset")) offset = v;
+            else length = v;
+        }
+    }
+    if (!loc || !*loc) return cg_error(CG_ERR_FORMAT, "%s: %s: external data without a location", path, what);
+    if (!dir)
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: %s: external data is read only for a model file", path, what);
+    if (loc[0] == '/' || strstr(loc, "..") || strchr(loc, '\\'))
+        return cg_error(CG_ERR_FORMAT, "%s: %s: external data location '%s' is not a path inside the model's folder",
+                        path, what, loc);
+    if (length >= 0 && (unsigned long long)length != (unsigned long long)want)
+        return cg_error(CG_ERR_FORMAT, "%s: %s: external data length %lld, the tensor needs %zu bytes", path, what,
+                        length, want);
+    size_t n = strlen(dir) + strlen(loc) + 2;
+    char *file = malloc(n);
+    if (!file) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    snprintf(file, n, "%s/%s", dir, loc);
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    cg_status s = CG_OK;
+    if (fd < 0) {
+        s = cg_error(CG_ERR_IO, "%s: %s: cannot open its external data file %s: %s", path, what, file,
+                     strerror(errno));
+    } else {
+        size_t got = 0;
+        while (got < want) {
+            ssize_t r = pread(fd, (char *)dst + got, want - got, (off_t)offset + (off_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                s = r < 0 ? cg_error(CG_ERR_IO, "%s: %s: cannot read %s: %s", path, what, file, strerror(errno))
+                          : cg_error(CG_ERR_FORMAT, "%s: %s: %s ends before byte %lld (offset %lld + %zu bytes)",
+                                     path, what, file, offset + (long long)want, offset, want);
+                break;
+            }
+            got += (size_t)r;
+        }
+        close(fd);
+    }
+    free(file);
+    return s;
+}
+
+/* Copies the typed field that holds t's values (their count checked). */
+static cg_status typed_values(const Onnx__TensorProto *t, int ti, const char *path, const char *what,
+                              int64_t numel, cg_tensor *out) {
+    size_t have;
+    int32_t dt = types[ti].onnx;
+    const char *field;
+    if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) have = t->n_float_data, field = "float_data";
+    else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) have = t->n_int64_data, field = "int64_data";
+    else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) have = t->n_double_data, field = "double_data";
+    else have = t->n_int32_data, field = "int32_data";
+    if (have != (size_t)numel)
+        return cg_error(CG_ERR_FORMAT, "%s: %s: %zu values in %s for %lld elements", path, what, have, field,
+                        (long long)numel);
+    for (int64_t i = 0; i < numel; i++) {
+        switch (out->dtype) {
+        case CG_F32:
+            ((float *)out->data)[i] = dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? (float)t->double_data[i]
+                                                                                 : t->float_data[i];
+            break;
+        case CG_I64: ((int64_t *)out->data)[i] = t->int64_data[i]; break;
+        case CG_I32: ((int32_t *)out->data)[i] = t->int32_data[i]; break;
+        case CG_F16:
+        case CG_BF16: ((uint16_t *)out->data)[i] = (uint16_t)t->int32_data[i]; break;
+        case CG_BOOL: ((uint8_t *)out->data)[i] = t->int32_data[i] != 0; break;
+        default: ((uint8_t *)out->data)[i] = (uint8_t)t->int32_data[i]; break; /* I8, U8 */
+        }
+    }
+    return CG_OK;
+}
+
+/* Little-endian raw bytes (8-byte doubles for DOUBLE) into out. */
+static void raw_values(const unsigned char *raw, int ti, int64_t numel, cg_tensor *out) {
+    if (types[ti].onnx == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
+        for (int64_t i = 0; i < numel; i++) {
+            double d;
+            memcpy(&d, raw + 8 * i, 8);
+            ((float *)out->data)[i] = (float)d;
+        }
+        return;
+    }
+    memcpy(out->data, raw, (size_t)numel * (size_t)types[ti].size);
+    if (out->dtype == CG_BOOL)
+        for (int64_t i = 0; i < numel; i++) ((uint8_t *)out->data)[i] = ((uint8_t *)out->data)[i] != 0;
+}
+
+cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char *path, const char *what,
+                         cg_tensor **out) {
+    *out = NULL;
+    int ti = type_index(t->data_type);
+    if (ti < 0 || !types[ti].dtype)
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: %s: element type %s is not supported", path, what,
+                        cg_onnx_type_name(t->data_type));
+    if (t->n_dims > CG_MAX_DIMS)
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: %s: %zu dims, at most %d are supported", path, what, t->n_dims,
+                        CG_MAX_DIMS);
+    int64_t dims[CG_MAX_DIMS];
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0)
+            return cg_error(CG_ERR_FORMAT, "%s: %s: dim %zu is %lld", path, what, i, (long long)t->dims[i]);
+        dims[i] = t->dims[i];
+    }
+    if (!cg_shape_fits((int)t->n_dims, dims))
+        return cg_error(CG_ERR_FORMAT, "%s: %s: more than 2^40 elements", path, what);
+    int64_t numel = cg_shape_numel((int)t->n_dims, dims);
+    cg_tensor *x;
+    cg_status s = cg_tensor_alloc(types[ti].dtype, (int)t->n_dims, dims, &x);
+    if (s) return s;
+    size_t raw_bytes = (size_t)numel * (size_t)types[ti].size;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        unsigned char *raw = types[ti].size == 8 && x->dtype == CG_F32 ? malloc(raw_bytes ? raw_bytes : 1) : NULL;
+        s = read_external(t, dir, path, what, raw ? raw : x->data, raw_bytes);
+        if (!s && raw) raw_values(raw, ti, numel, x);
+        else if (!s && x->dtype == CG_BOOL)
+            for (int64_t i = 0; i < numel; i++) ((uint8_t *)x->data)[i] = ((uint8_t *)x->data)[i] != 0;
+        free(raw);
+    } else if (t->has_raw_data) {
+        if (t->raw_data.len != raw_bytes)
+            s = cg_error(CG_ERR_FORMAT, "%s: %s: raw_data has %zu bytes, %s[%lld elements] needs %zu", path, what,
+                         t->raw_data.len, types[ti].name, (long long)numel, raw_bytes);
+        else if (numel) raw_values(t->raw_data.data, ti, numel, x);
+    } else {
+        s = typed_values(t, ti, path, what, numel, x);
+    }
+    if (s) {
+        cg_tensor_free(x);
+        return s;
+    }
+    *out = x;
+    return CG_OK;
+}
+
+cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out) {
+    if (!out || !path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_load_onnx: NULL argument");
+    *out = NULL;
+    file_map f;
+    cg_status s = map_file(path, &f);
+    if (s) return s;
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, f.len, f.p);
+    unmap_file(&f);
+    if (!t)
+        return cg_error(CG_ERR_FORMAT, "%s: not an ONNX tensor (the file does not parse as a TensorProto)", path);
+    char what[300];
+    snprintf(what, sizeof what, "tensor '%.200s'", t->name ? t->name : "");
+    s = cg_onnx_tensor(t, NULL, path, what, out);
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    return s;
+}
