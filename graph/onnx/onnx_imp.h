@@ -5,6 +5,7 @@
 #define CG_GRAPH_ONNX_IMP_H
 
 #include "clgraph/clgraph.h"
+#include "error.h"
 #include "ir.h"
 #include "onnx.pb-c.h"
 #include "tensor.h"
@@ -14,6 +15,8 @@
 /* Opsets of the default domain ("" or "ai.onnx") the importer reads. */
 #define CG_ONNX_OPSET_MIN 7
 #define CG_ONNX_OPSET_MAX 17
+/* The most inputs or outputs one clgraph node made by the importer has. */
+#define ONNX_MAX_IO 64
 
 /* One ONNX value. */
 typedef struct onnx_val {
@@ -34,7 +37,7 @@ typedef struct onnx_imp {
     int64_t opset;         /* of the default domain */
     cg_model *m;
     cg_graph *g;
-    onnx_val *vals;
+    onnx_val **vals;
     int n_vals, cap_vals;
     int32_t *index;        /* open addressing over vals by name, -1 empty */
     uint32_t cap_index;

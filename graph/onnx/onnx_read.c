@@ -262,9 +262,10 @@ cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char
     return CG_OK;
 }
 
-cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out) {
+cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {
     if (!out || !path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_load_onnx: NULL argument");
     *out = NULL;
+    if (name) *name = NULL;
     file_map f;
     cg_status s = map_file(path, &f);
     if (s) return s;
@@ -275,6 +276,11 @@ cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out) {
     char what[300];
     snprintf(what, sizeof what, "tensor '%.200s'", t->name ? t->name : "");
     s = cg_onnx_tensor(t, NULL, path, what, out);
+    if (!s && name && !(*name = strdup(t->name ? t->name : ""))) {
+        cg_tensor_free(*out);
+        *out = NULL;
+        s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
     onnx__tensor_proto__free_unpacked(t, NULL);
     return s;
 }

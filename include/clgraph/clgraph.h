@@ -337,8 +337,9 @@ CG_API cg_weights *cg_model_weights(const cg_model *m);
  * Reads an ONNX TensorProto file (the .pb files of ONNX's test data) into a
  * new tensor. DOUBLE values become f32 (rounded); element types clgraph has
  * no type for (strings, uint16/32/64, int16, complex) are CG_ERR_UNSUPPORTED.
+ * `name` (may be NULL) receives the tensor's name (malloc'ed; "" if none).
  */
-CG_API cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out);
+CG_API cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name);
 
 /** Frees a model, its graphs and nodes (NULL is ignored). */
 CG_API void cg_model_free(cg_model *m);

@@ -52,7 +52,15 @@ int cli_context(const cli_opts *o, cg_context **ctx);
 /* Loads o->model, verifies it, binds o->weights (if given) and makes the
  * plan of o->graph placed by o->device / o->place; prints the error and
  * returns CLI_FAIL on failure (the caller frees whatever was made). */
-int cli_load_plan(const cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan);
+int cli_load_plan(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan);
+
+/* 1 when path names an ONNX model (.onnx). */
+int cli_is_onnx(const char *path);
+
+/* Loads o->model (a graph text file, or an ONNX model imported with the
+ * --input values given: inputs it folded away are dropped from o),
+ * verifies it and binds o->weights if given; prints the error. */
+int cli_load_model(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w);
 
 /* Reads each --input file into in[i] (the caller frees them) and converts
  * it to the dtype graph g declares for that input where the conversion is
@@ -68,6 +76,8 @@ int cli_fail(void);
 
 int cli_run(int argc, char **argv);
 int cli_check(int argc, char **argv);
+int cli_import(int argc, char **argv);
+int cli_onnx_test(int argc, char **argv);
 int cli_fmt(int argc, char **argv);
 int cli_ops(int argc, char **argv);
 int cli_devices(int argc, char **argv);

@@ -114,10 +114,57 @@ int cli_context(const cli_opts *o, cg_context **ctx) {
     return CLI_OK;
 }
 
-int cli_load_plan(const cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan) {
-    if (cg_model_load(ctx, o->model, m) || cg_model_verify(*m) ||
-        (o->weights && (cg_weights_open(o->weights, w) || cg_model_bind_weights(*m, *w))))
+int cli_is_onnx(const char *path) {
+    size_t n = strlen(path);
+    return n > 5 && !strcmp(path + n - 5, ".onnx");
+}
+
+/* An ONNX model imported with the --input values given, which the importer
+ * uses where a node needs a value at import (a Reshape's shape); inputs it
+ * folded away are dropped from o. */
+static int load_onnx(cli_opts *o, cg_context *ctx, cg_model **m) {
+    cg_tensor *given[64] = {0};
+    int rc = CLI_OK;
+    for (int i = 0; i < o->n_inputs && !rc; i++)
+        if (cg_tensor_load_npy(o->input_files[i], &given[i])) {
+            fprintf(stderr, "clgraph: --input %s: %s\n", o->input_names[i], cg_last_error());
+            rc = CLI_FAIL;
+        }
+    cg_onnx_options opt = {.struct_size = sizeof opt, .n_given = o->n_inputs,
+                           .given_names = (const char *const *)o->input_names,
+                           .given = (const cg_tensor *const *)given};
+    if (!rc && cg_model_load_onnx_ex(ctx, o->model, &opt, m)) rc = cli_fail();
+    for (int i = 0; i < o->n_inputs; i++) cg_tensor_free(given[i]);
+    if (rc) return rc;
+    cg_graph *g = cg_model_graph_at(*m, 0);
+    int k = 0;
+    for (int i = 0; i < o->n_inputs; i++) {
+        int used = 0;
+        for (int j = 0; j < cg_graph_input_count(g) && !used; j++)
+            used = !strcmp(cg_graph_input_name(g, j), o->input_names[i]);
+        if (!used) {
+            free(o->input_names[i]);
+            continue;
+        }
+        o->input_names[k] = o->input_names[i];
+        o->input_files[k++] = o->input_files[i];
+    }
+    o->n_inputs = k;
+    return CLI_OK;
+}
+
+int cli_load_model(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w) {
+    if (cli_is_onnx(o->model)) {
+        if (load_onnx(o, ctx, m)) return CLI_FAIL;
+    } else if (cg_model_load(ctx, o->model, m) || cg_model_verify(*m)) {
         return cli_fail();
+    }
+    if (o->weights && (cg_weights_open(o->weights, w) || cg_model_bind_weights(*m, *w))) return cli_fail();
+    return CLI_OK;
+}
+
+int cli_load_plan(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan) {
+    if (cli_load_model(o, ctx, m, w)) return CLI_FAIL;
     cg_plan_options popt = {.device = o->device, .place = o->place};
     if (cg_plan_create_ex(*m, o->graph, &popt, plan)) return cli_fail();
     return CLI_OK;

@@ -8,7 +8,7 @@
 
 int cli_check(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, "weights", &o);
+    int rc = cli_parse(argc, argv, "weights,input", &o);
     if (rc) return rc;
     cg_context *ctx = NULL;
     cg_model *m = NULL;
@@ -16,9 +16,8 @@ int cli_check(int argc, char **argv) {
     char *desc = NULL;
     rc = cli_context(&o, &ctx);
     if (rc) goto done;
-    if (cg_model_load(ctx, o.model, &m) || cg_model_verify(m) ||
-        (o.weights && (cg_weights_open(o.weights, &w) || cg_model_bind_weights(m, w))) ||
-        cg_model_describe(m, &desc)) {
+    if ((rc = cli_load_model(&o, ctx, &m, &w))) goto done;
+    if (cg_model_describe(m, &desc)) {
         rc = cli_fail();
         goto done;
     }
@@ -29,6 +28,7 @@ done:
     cg_model_free(m);
     cg_weights_free(w);
     cg_context_free(ctx);
+    cli_opts_free(&o);
     return rc;
 }
 

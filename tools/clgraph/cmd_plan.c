@@ -85,7 +85,7 @@ static char *binding_of_inputs(const cli_opts *o, const cg_graph *g, cg_tensor *
 }
 
 /* MODEL.cg: the plan of one graph (--graph, else the first). */
-static int plan_graph_file(const cli_opts *o) {
+static int plan_graph_file(cli_opts *o) {
     cg_context *ctx = NULL;
     cg_model *m = NULL;
     cg_weights *w = NULL;

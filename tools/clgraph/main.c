@@ -36,6 +36,15 @@ static const char usage_text[] =
             "                           --bind says otherwise; see clgraph plan --help)\n"
             "  check MODEL.cg [--weights W.safetensors]\n"
             "                           verify a graph and print every value's dtype and shape\n"
+            "  import MODEL.onnx [-o OUT.cg] [--weights OUT.safetensors] [--input NAME=FILE.npy ...]\n"
+            "                           import an ONNX model: the text IR (stdout without -o) and\n"
+            "                           its initializers (OUT.safetensors beside OUT.cg); run,\n"
+            "                           plan and check take MODEL.onnx directly; --input values\n"
+            "                           are used where a node needs one at import (a shape)\n"
+            "  onnx-test DIR... [--device D]...\n"
+            "                           run ONNX backend test folders (model.onnx and\n"
+            "                           test_data_set_N) on the CPU and every OpenCL device\n"
+            "                           (or each D) with ONNX's tolerances; exit 1 on a failure\n"
             "  fmt MODEL.cg [--in-place] print a graph in canonical form\n"
             "  ops [NAME]               list the operators, or document one\n"
             "  translate MODEL_DIR [--device D] [--place RULES] [--beam K] [--nbest N] [--alpha A]\n"
@@ -164,6 +173,8 @@ static int dispatch(int argc, char **argv) {
     if (refuse_empty(argc, argv)) return CLI_USAGE;
     if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cli_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import")) return cli_import(argc - 1, argv + 1);
+    if (!strcmp(cmd, "onnx-test")) return cli_onnx_test(argc - 1, argv + 1);
     if (!strcmp(cmd, "fmt")) return cli_fmt(argc - 1, argv + 1);
     if (!strcmp(cmd, "ops")) return cli_ops(argc - 1, argv + 1);
     if (!strcmp(cmd, "devices")) return cli_devices(argc - 1, argv + 1);

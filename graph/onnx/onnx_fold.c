@@ -1,0 +1,571 @@
+/* Constant folding at import: a node whose inputs are all known (and Shape
+ * and Size of a value with concrete dims) is evaluated here, on the host,
+ * and never becomes a clgraph node. This covers the shape arithmetic that
+ * exporters emit (Shape -> Gather -> Unsqueeze -> Concat -> Reshape,
+ * ConstantOfShape, Range) and small constant math. Integers are computed
+ * in int64, floats in double and rounded to the output's dtype. */
+#include "onnx_imp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "error.h"
+#include "shape.h"
+
+static int is_float(cg_dtype t) { return t == CG_F32 || t == CG_F16 || t == CG_BF16; }
+
+static double get_f(const cg_tensor *t, int64_t i) {
+    uint32_t b;
+    float f;
+    switch (t->dtype) {
+    case CG_F32: return ((const float *)t->data)[i];
+    case CG_F16:
+    case CG_BF16:
+        b = t->dtype == CG_F16 ? cg_f16_to_f32_bits(((const uint16_t *)t->data)[i])
+                               : cg_bf16_to_f32_bits(((const uint16_t *)t->data)[i]);
+        memcpy(&f, &b, 4);
+        return f;
+    case CG_I32: return ((const int32_t *)t->data)[i];
+    case CG_I64: return (double)((const int64_t *)t->data)[i];
+    case CG_I8: return ((const int8_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+    }
+}
+
+static int64_t get_i(const cg_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case CG_I32: return ((const int32_t *)t->data)[i];
+    case CG_I64: return ((const int64_t *)t->data)[i];
+    case CG_I8: return ((const int8_t *)t->data)[i];
+    case CG_U8:
+    case CG_BOOL: return ((const uint8_t *)t->data)[i];
+    default: {
+        double d = get_f(t, i);
+        return isnan(d) ? 0 : d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+    }
+    }
+}
+
+static void set_f(cg_tensor *t, int64_t i, double v) {
+    float f = (float)v;
+    uint32_t b;
+    switch (t->dtype) {
+    case CG_F32: ((float *)t->data)[i] = f; return;
+    case CG_F16:
+    case CG_BF16:
+        memcpy(&b, &f, 4);
+        ((uint16_t *)t->data)[i] = t->dtype == CG_F16 ? cg_f32_to_f16_bits(b) : cg_f32_to_bf16_bits(b);
+        return;
+    default: return;
+    }
+}
+
+static void set_i(cg_tensor *t, int64_t i, int64_t v) {
+    switch (t->dtype) {
+    case CG_I32: ((int32_t *)t->data)[i] = (int32_t)v; return;
+    case CG_I64: ((int64_t *)t->data)[i] = v; return;
+    case CG_I8: ((int8_t *)t->data)[i] = (int8_t)v; return;
+    case CG_U8: ((uint8_t *)t->data)[i] = (uint8_t)v; return;
+    case CG_BOOL: ((uint8_t *)t->data)[i] = v != 0; return;
+    default: set_f(t, i, (double)v); return;
+    }
+}
+
+/* Copies element i of a to element j of b (same dtype). */
+static void copy_el(const cg_tensor *a, int64_t i, cg_tensor *b, int64_t j) {
+    size_t es = cg_dtype_size(a->dtype);
+    memcpy((char *)b->data + (size_t)j * es, (const char *)a->data + (size_t)i * es, es);
+}
+
+static cg_tensor *new_t(cg_dtype dt, int ndim, const int64_t *dims) {
+    cg_tensor *t;
+    return cg_tensor_alloc(dt, ndim, dims, &t) ? NULL : t;
+}
+
+/* Flat index into x (broadcast to out's dims) for out's multi-index. */
+static int64_t bcast_index(const cg_tensor *x, int ndim, const int64_t *idx) {
+    int64_t k = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        int od = ndim - x->ndim + d;
+        int64_t i = x->dims[d] == 1 ? 0 : idx[od];
+        k = k * x->dims[d] + i;
+    }
+    return k;
+}
+
+static int bcast_shape(int n, const cg_tensor *const *xs, int *ndim, int64_t *dims) {
+    *ndim = 0;
+    for (int i = 0; i < n; i++)
+        if (xs[i]->ndim > *ndim) *ndim = xs[i]->ndim;
+    for (int d = 0; d < *ndim; d++) dims[d] = 1;
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < xs[i]->ndim; d++) {
+            int od = *ndim - xs[i]->ndim + d;
+            int64_t v = xs[i]->dims[d];
+            if (v == dims[od] || v == 1) continue;
+            if (dims[od] != 1) return 0;
+            dims[od] = v;
+        }
+    return 1;
+}
+
+static void next_index(int ndim, const int64_t *dims, int64_t *idx) {
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (++idx[d] < dims[d]) return;
+        idx[d] = 0;
+    }
+}
+
+typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_EQ, B_LT, B_GT, B_MAX, B_MIN, B_AND, B_OR } bop;
+
+static cg_tensor *binary(bop op, const cg_tensor *a, const cg_tensor *b) {
+    const cg_tensor *xs[2] = {a, b};
+    int ndim;
+    int64_t dims[CG_MAX_DIMS], idx[CG_MAX_DIMS] = {0};
+    if (a->dtype != b->dtype || !bcast_shape(2, xs, &ndim, dims)) return NULL;
+    int cmp = op == B_EQ || op == B_LT || op == B_GT || op == B_AND || op == B_OR;
+    cg_tensor *o = new_t(cmp ? CG_BOOL : a->dtype, ndim, dims);
+    if (!o) return NULL;
+    int64_t n = cg_shape_numel(ndim, dims);
+    int fl = is_float(a->dtype);
+    for (int64_t i = 0; i < n; i++, next_index(ndim, dims, idx)) {
+        int64_t ia = bcast_index(a, ndim, idx), ib = bcast_index(b, ndim, idx);
+        if (fl) {
+            double x = get_f(a, ia), y = get_f(b, ib), r = 0;
+            switch (op) {
+            case B_ADD: r = x + y; break;
+            case B_SUB: r = x - y; break;
+            case B_MUL: r = x * y; break;
+            case B_DIV: r = x / y; break;
+            case B_MAX: r = x > y || isnan(x) ? x : y; break;
+            case B_MIN: r = x < y || isnan(x) ? x : y; break;
+            case B_EQ: r = x == y; break;
+            case B_LT: r = x < y; break;
+            case B_GT: r = x > y; break;
+            default: r = (x != 0) && (y != 0); break;
+            }
+            if (cmp) set_i(o, i, (int64_t)r);
+            else set_f(o, i, r);
+        } else {
+            int64_t x = get_i(a, ia), y = get_i(b, ib), r = 0;
+            switch (op) {
+            case B_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
+            case B_SUB: r = (int64_t)((uint64_t)x - (uint64_t)y); break;
+            case B_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+            case B_DIV:
+                if (y == 0 || (y == -1 && x == INT64_MIN)) {
+                    cg_tensor_free(o);
+                    return NULL;
+                }
+                r = x / y;
+                break;
+            case B_MAX: r = x > y ? x : y; break;
+            case B_MIN: r = x < y ? x : y; break;
+            case B_EQ: r = x == y; break;
+            case B_LT: r = x < y; break;
+            case B_GT: r = x > y; break;
+            case B_AND: r = x && y; break;
+            default: r = x || y; break;
+            }
+            set_i(o, i, r);
+        }
+    }
+    return o;
+}
+
+/* axis in [-r, r) as [0, r), or -1. */
+static int norm_axis(int64_t a, int r) { return a < -r || a >= r ? -1 : (int)(a < 0 ? a + r : a); }
+
+static cg_tensor *reshaped(const cg_tensor *x, int ndim, const int64_t *dims) {
+    if (cg_shape_numel(ndim, dims) != cg_shape_numel(x->ndim, x->dims)) return NULL;
+    cg_tensor *o = new_t(x->dtype, ndim, dims);
+    if (o) memcpy(o->data, x->data, (size_t)cg_shape_numel(ndim, dims) * cg_dtype_size(x->dtype));
+    return o;
+}
+
+/* ONNX Reshape's target (0 copies, -1 infers) against x's dims. */
+static int reshape_dims(const cg_tensor *x, const cg_tensor *s, int allowzero, int *ndim, int64_t *dims) {
+    if (s->ndim != 1 || s->dims[0] > CG_MAX_DIMS) return 0;
+    *ndim = (int)s->dims[0];
+    int neg = -1;
+    int64_t known = 1;
+    for (int i = 0; i < *ndim; i++) {
+        int64_t v = get_i(s, i);
+        if (v == 0 && !allowzero) {
+            if (i >= x->ndim) return 0;
+            v = x->dims[i];
+        }
+        if (v == -1) {
+            if (neg >= 0) return 0;
+            neg = i;
+            continue;
+        }
+        if (v < 0) return 0;
+        dims[i] = v;
+        known *= v;
+    }
+    if (neg >= 0) {
+        int64_t total = cg_shape_numel(x->ndim, x->dims);
+        if (known == 0 || total % known) return 0;
+        dims[neg] = total / known;
+    }
+    return 1;
+}
+
+/* Unsqueeze / Squeeze dims: axes inserted / removed. */
+static int squeeze_dims(const cg_tensor *x, const int64_t *axes, int n_axes, int unsqueeze, int *ndim,
+                        int64_t *dims) {
+    int mark[CG_MAX_DIMS] = {0};
+    if (unsqueeze) {
+        *ndim = x->ndim + n_axes;
+        if (*ndim > CG_MAX_DIMS) return 0;
+        for (int i = 0; i < n_axes; i++) {
+            int a = norm_axis(axes[i], *ndim);
+            if (a < 0 || mark[a]) return 0;
+            mark[a] = 1;
+        }
+        for (int d = 0, k = 0; d < *ndim; d++) dims[d] = mark[d] ? 1 : x->dims[k++];
+        return 1;
+    }
+    for (int i = 0; i < n_axes; i++) {
+        int a = norm_axis(axes[i], x->ndim);
+        if (a < 0 || x->dims[a] != 1) return 0;
+        mark[a] = 1;
+    }
+    *ndim = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (!(n_axes ? mark[d] : x->dims[d] == 1)) dims[(*ndim)++] = x->dims[d];
+    return 1;
+}
+
+static cg_tensor *concat(const cg_tensor *const *xs, int n, int64_t axis) {
+    if (n < 1) return NULL;
+    int r = xs[0]->ndim, a = norm_axis(axis, r);
+    if (a < 0) return NULL;
+    int64_t dims[CG_MAX_DIMS];
+    memcpy(dims, xs[0]->dims, sizeof dims);
+    dims[a] = 0;
+    for (int i = 0; i < n; i++) {
+        if (xs[i]->ndim != r || xs[i]->dtype != xs[0]->dtype) return NULL;
+        for (int d = 0; d < r; d++)
+            if (d != a && xs[i]->dims[d] != xs[0]->dims[d]) return NULL;
+        dims[a] += xs[i]->dims[a];
+    }
+    cg_tensor *o = new_t(xs[0]->dtype, r, dims);
+    if (!o) return NULL;
+    int64_t outer = cg_shape_numel(a, dims), inner = cg_shape_numel(r - a - 1, dims + a + 1);
+    size_t es = cg_dtype_size(o->dtype);
+    char *dst = o->data;
+    for (int64_t k = 0; k < outer; k++)
+        for (int i = 0; i < n; i++) {
+            size_t row = (size_t)(xs[i]->dims[a] * inner) * es;
+            memcpy(dst, (const char *)xs[i]->data + (size_t)k * row, row);
+            dst += row;
+        }
+    return o;
+}
+
+static cg_tensor *gather(const cg_tensor *x, const cg_tensor *ind, int64_t axis) {
+    int a = norm_axis(axis, x->ndim);
+    if (a < 0 || x->ndim + ind->ndim - 1 > CG_MAX_DIMS) return NULL;
+    int64_t dims[CG_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < a; d++) dims[nd++] = x->dims[d];
+    for (int d = 0; d < ind->ndim; d++) dims[nd++] = ind->dims[d];
+    for (int d = a + 1; d < x->ndim; d++) dims[nd++] = x->dims[d];
+    cg_tensor *o = new_t(x->dtype, nd, dims);
+    if (!o) return NULL;
+    int64_t outer = cg_shape_numel(a, x->dims), inner = cg_shape_numel(x->ndim - a - 1, x->dims + a + 1);
+    int64_t n_ind = cg_shape_numel(ind->ndim, ind->dims), j = 0;
+    for (int64_t k = 0; k < outer; k++)
+        for (int64_t t = 0; t < n_ind; t++) {
+            int64_t i = get_i(ind, t);
+            if (i < 0) i += x->dims[a];
+            if (i < 0 || i >= x->dims[a]) {
+                cg_tensor_free(o);
+                return NULL;
+            }
+            for (int64_t e = 0; e < inner; e++) copy_el(x, (k * x->dims[a] + i) * inner + e, o, j++);
+        }
+    return o;
+}
+
+/* ONNX Slice (any step) on known starts/ends/axes/steps. */
+static cg_tensor *slice(const cg_tensor *x, const cg_tensor *st, const cg_tensor *en, const cg_tensor *ax,
+                        const cg_tensor *sp) {
+    int64_t start[CG_MAX_DIMS], step[CG_MAX_DIMS], dims[CG_MAX_DIMS];
+    int r = x->ndim;
+    for (int d = 0; d < r; d++) start[d] = 0, step[d] = 1, dims[d] = x->dims[d];
+    int64_t n = cg_shape_numel(st->ndim, st->dims);
+    if (cg_shape_numel(en->ndim, en->dims) != n) return NULL;
+    for (int64_t k = 0; k < n; k++) {
+        int a = norm_axis(ax ? get_i(ax, k) : k, r);
+        int64_t s = get_i(st, k), e = get_i(en, k), p = sp ? get_i(sp, k) : 1, dim = x->dims[a < 0 ? 0 : a];
+        if (a < 0 || p == 0) return NULL;
+        if (s < 0) s += dim;
+        if (e < 0) e += dim;
+        if (p > 0) {
+            s = s < 0 ? 0 : s > dim ? dim : s;
+            e = e < 0 ? 0 : e > dim ? dim : e;
+            dims[a] = e > s ? (e - s + p - 1) / p : 0;
+        } else {
+            s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+            dims[a] = s > e ? (s - e - p - 1) / -p : 0;
+        }
+        start[a] = s;
+        step[a] = p;
+    }
+    cg_tensor *o = new_t(x->dtype, r, dims);
+    if (!o) return NULL;
+    int64_t on = cg_shape_numel(r, dims), idx[CG_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < on; i++, next_index(r, dims, idx)) {
+        int64_t k = 0;
+        for (int d = 0; d < r; d++) k = k * x->dims[d] + start[d] + idx[d] * step[d];
+        copy_el(x, k, o, i);
+    }
+    return o;
+}
+
+static cg_tensor *cast(const cg_tensor *x, cg_dtype to) {
+    cg_tensor *o = new_t(to, x->ndim, x->dims);
+    if (!o) return NULL;
+    int64_t n = cg_shape_numel(x->ndim, x->dims);
+    for (int64_t i = 0; i < n; i++) {
+        if (is_float(to)) set_f(o, i, get_f(x, i));
+        else if (to == CG_BOOL) set_i(o, i, is_float(x->dtype) ? get_f(x, i) != 0 : get_i(x, i) != 0);
+        else set_i(o, i, get_i(x, i));
+    }
+    return o;
+}
+
+/* The known value of input i (NULL when absent or unknown). */
+static const cg_tensor *kin(onnx_imp *im, int i) {
+    onnx_val *v = onnx_in(im, i);
+    return v && v->konst ? v->konst : NULL;
+}
+
+/* 1 when every present input is known (Shape and Size excepted). */
+static int all_known(onnx_imp *im) {
+    const Onnx__NodeProto *n = im->node;
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i] || !n->input[i][0]) continue;
+        if (!kin(im, (int)i)) return 0;
+    }
+    return 1;
+}
+
+static int concrete(const onnx_val *v) {
+    if (!v || !v->typed) return 0;
+    for (int d = 0; d < v->desc.ndim; d++)
+        if (v->desc.dims[d] < 0) return 0;
+    return 1;
+}
+
+static cg_tensor *ints_tensor(int n, const int64_t *v) {
+    int64_t d = n;
+    cg_tensor *t = new_t(CG_I64, 1, &d);
+    if (t && n) memcpy(t->data, v, (size_t)n * 8);
+    return t;
+}
+
+/* The node's axes: the attribute (older opsets) or input k. */
+static int axes_of(onnx_imp *im, int k, int64_t *axes, int *n) {
+    int na;
+    const int64_t *a = onnx_attr_ints(im, "axes", &na);
+    if (a) {
+        if (na > CG_MAX_DIMS) return 0;
+        memcpy(axes, a, (size_t)na * 8);
+        *n = na;
+        return 1;
+    }
+    const cg_tensor *t = kin(im, k);
+    *n = 0;
+    if (!t) return onnx_in(im, k) == NULL;
+    int64_t c = cg_shape_numel(t->ndim, t->dims);
+    if (c > CG_MAX_DIMS) return 0;
+    for (int64_t i = 0; i < c; i++) axes[i] = get_i(t, i);
+    *n = (int)c;
+    return 1;
+}
+
+static cg_tensor *fold_one(onnx_imp *im, const char *op) {
+    const cg_tensor *a = kin(im, 0), *b = kin(im, 1);
+    int ndim, na;
+    int64_t dims[CG_MAX_DIMS], axes[CG_MAX_DIMS];
+    if (!strcmp(op, "Shape")) {
+        onnx_val *v = onnx_in(im, 0);
+        if (!concrete(v)) return NULL;
+        int r = v->desc.ndim;
+        int64_t s = onnx_attr_int(im, "start", 0), e = onnx_attr_int(im, "end", r);
+        if (s < 0) s += r;
+        if (e < 0) e += r;
+        s = s < 0 ? 0 : s > r ? r : s;
+        e = e < 0 ? 0 : e > r ? r : e;
+        return ints_tensor(e > s ? (int)(e - s) : 0, v->desc.dims + s);
+    }
+    if (!strcmp(op, "Size")) {
+        onnx_val *v = onnx_in(im, 0);
+        if (!concrete(v)) return NULL;
+        int64_t n = cg_shape_numel(v->desc.ndim, v->desc.dims);
+        cg_tensor *t = new_t(CG_I64, 0, NULL);
+        if (t) ((int64_t *)t->data)[0] = n;
+        return t;
+    }
+    if (!all_known(im)) return NULL;
+    if (!strcmp(op, "Identity")) return a ? reshaped(a, a->ndim, a->dims) : NULL;
+    if (!strcmp(op, "Cast")) {
+        const Onnx__AttributeProto *to = onnx_attr(im, "to");
+        cg_dtype dt = to && to->has_i ? cg_onnx_dtype((int32_t)to->i) : (cg_dtype)0;
+        return a && dt && to->i != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? cast(a, dt) : NULL;
+    }
+    if (!strcmp(op, "Reshape"))
+        return a && b && reshape_dims(a, b, (int)onnx_attr_int(im, "allowzero", 0), &ndim, dims)
+                   ? reshaped(a, ndim, dims)
+                   : NULL;
+    if (!strcmp(op, "Flatten")) {
+        if (!a) return NULL;
+        int ax = norm_axis(onnx_attr_int(im, "axis", 1), a->ndim + 1);
+        if (ax < 0) return NULL;
+        int64_t d2[2] = {cg_shape_numel(ax, a->dims), cg_shape_numel(a->ndim - ax, a->dims + ax)};
+        return reshaped(a, 2, d2);
+    }
+    if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {
+        int un = op[0] == 'U';
+        return a && axes_of(im, 1, axes, &na) && squeeze_dims(a, axes, na, un, &ndim, dims) ? reshaped(a, ndim, dims)
+                                                                                              : NULL;
+    }
+    if (!strcmp(op, "Concat")) {
+        const Onnx__NodeProto *n = im->node;
+        const cg_tensor *xs[ONNX_MAX_IO];
+        if (n->n_input > ONNX_MAX_IO) return NULL;
+        for (size_t i = 0; i < n->n_input; i++)
+            if (!(xs[i] = kin(im, (int)i))) return NULL;
+        return concat(xs, (int)n->n_input, onnx_attr_int(im, "axis", 0));
+    }
+    if (!strcmp(op, "Gather")) return a && b ? gather(a, b, onnx_attr_int(im, "axis", 0)) : NULL;
+    if (!strcmp(op, "Slice")) {
+        if (im->opset < 10) {
+            int ns, ne, nx;
+            const int64_t *s = onnx_attr_ints(im, "starts", &ns), *e = onnx_attr_ints(im, "ends", &ne),
+                          *x = onnx_attr_ints(im, "axes", &nx);
+            if (!a || !s || !e || ns != ne || (x && nx != ns)) return NULL;
+            cg_tensor *ts = ints_tensor(ns, s), *te = ints_tensor(ne, e), *tx = x ? ints_tensor(nx, x) : NULL;
+            cg_tensor *o = ts && te && (tx || !x) ? slice(a, ts, te, tx, NULL) : NULL;
+            cg_tensor_free(ts);
+            cg_tensor_free(te);
+            cg_tensor_free(tx);
+            return o;
+        }
+        return a && b && kin(im, 2) ? slice(a, b, kin(im, 2), kin(im, 3), kin(im, 4)) : NULL;
+    }
+    static const struct {
+        const char *name;
+        bop op;
+    } bins[] = {{"Add", B_ADD}, {"Sub", B_SUB}, {"Mul", B_MUL},   {"Div", B_DIV},  {"Equal", B_EQ}, {"Less", B_LT},
+                {"Greater", B_GT}, {"Max", B_MAX}, {"Min", B_MIN}, {"And", B_AND}, {"Or", B_OR}};
+    for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
+        if (!strcmp(op, bins[i].name) && im->node->n_input == 2) return a && b ? binary(bins[i].op, a, b) : NULL;
+    if (!strcmp(op, "Neg") && a) {
+        cg_tensor *z = new_t(a->dtype, 0, NULL);
+        if (!z) return NULL;
+        memset(z->data, 0, cg_dtype_size(a->dtype));
+        cg_tensor *o = binary(B_SUB, z, a);
+        cg_tensor_free(z);
+        return o;
+    }
+    if (!strcmp(op, "Not") && a && a->dtype == CG_BOOL) {
+        cg_tensor *o = cast(a, CG_BOOL);
+        int64_t n = o ? cg_shape_numel(o->ndim, o->dims) : 0;
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)o->data)[i] ^= 1;
+        return o;
+    }
+    if (!strcmp(op, "Where") && a && b && kin(im, 2)) {
+        const cg_tensor *c = kin(im, 2), *xs[3] = {a, b, c};
+        int64_t idx[CG_MAX_DIMS] = {0};
+        if (b->dtype != c->dtype || !bcast_shape(3, xs, &ndim, dims)) return NULL;
+        cg_tensor *o = new_t(b->dtype, ndim, dims);
+        int64_t n = cg_shape_numel(ndim, dims);
+        for (int64_t i = 0; o && i < n; i++, next_index(ndim, dims, idx))
+            get_i(a, bcast_index(a, ndim, idx)) ? copy_el(b, bcast_index(b, ndim, idx), o, i)
+                                                 : copy_el(c, bcast_index(c, ndim, idx), o, i);
+        return o;
+    }
+    if (!strcmp(op, "ConstantOfShape") && a) {
+        int64_t n = cg_shape_numel(a->ndim, a->dims);
+        if (a->ndim != 1 || n > CG_MAX_DIMS) return NULL;
+        for (int64_t i = 0; i < n; i++)
+            if ((dims[i] = get_i(a, i)) < 0) return NULL;
+        const Onnx__AttributeProto *va = onnx_attr(im, "value");
+        cg_tensor *val = NULL;
+        if (va && va->t && cg_onnx_tensor(va->t, NULL, im->path, "ConstantOfShape value", &val)) return NULL;
+        if (!cg_shape_fits((int)n, dims)) {
+            cg_tensor_free(val);
+            return NULL;
+        }
+        cg_tensor *o = new_t(val ? val->dtype : CG_F32, (int)n, dims);
+        int64_t m = cg_shape_numel((int)n, dims);
+        for (int64_t i = 0; o && i < m; i++)
+            if (val) copy_el(val, 0, o, i);
+            else ((float *)o->data)[i] = 0;
+        cg_tensor_free(val);
+        return o;
+    }
+    if (!strcmp(op, "Range") && a && b && kin(im, 2)) {
+        const cg_tensor *d = kin(im, 2);
+        double s = get_f(a, 0), l = get_f(b, 0), st = get_f(d, 0);
+        if (st == 0 || a->dtype != b->dtype || a->dtype != d->dtype) return NULL;
+        double cnt = ceil((l - s) / st);
+        int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+        if (n > ((int64_t)1 << 30)) return NULL;
+        cg_tensor *o = new_t(a->dtype, 1, &n);
+        for (int64_t i = 0; o && i < n; i++) {
+            if (is_float(a->dtype)) set_f(o, i, s + (double)i * st);
+            else set_i(o, i, get_i(a, 0) + i * get_i(d, 0));
+        }
+        return o;
+    }
+    return NULL;
+}
+
+static int fold_constant(onnx_imp *im) {
+    const Onnx__AttributeProto *a = NULL;
+    const Onnx__NodeProto *n = im->node;
+    for (size_t i = 0; i < n->n_attribute && !a; i++) a = n->attribute[i];
+    if (!a || n->n_attribute != 1 || !a->name)
+        return onnx_fail(im, CG_ERR_FORMAT, "a Constant needs exactly one value attribute"), -1;
+    cg_tensor *t = NULL;
+    cg_status s = CG_OK;
+    const char *k = a->name;
+    if (!strcmp(k, "value") && a->t) {
+        s = cg_onnx_tensor(a->t, im->dir, im->path, "Constant value", &t);
+    } else if (!strcmp(k, "value_float") || !strcmp(k, "value_int")) {
+        int f = k[6] == 'f';
+        s = cg_tensor_alloc(f ? CG_F32 : CG_I64, 0, NULL, &t);
+        if (!s && f) ((float *)t->data)[0] = a->f;
+        else if (!s) ((int64_t *)t->data)[0] = a->i;
+    } else if (!strcmp(k, "value_floats") || !strcmp(k, "value_ints")) {
+        int f = k[6] == 'f';
+        int64_t c = f ? (int64_t)a->n_floats : (int64_t)a->n_ints;
+        s = cg_tensor_alloc(f ? CG_F32 : CG_I64, 1, &c, &t);
+        if (!s && c) memcpy(t->data, f ? (const void *)a->floats : (const void *)a->ints, (size_t)c * (f ? 4 : 8));
+    } else {
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Constant attribute '%s' is not supported", k), -1;
+    }
+    if (s) {
+        cg_error(s, "%s: node '%s' (Constant, #%d): %s", im->path, n->name ? n->name : "", im->node_index,
+                 cg_last_error());
+        return -1;
+    }
+    return onnx_set_const(im, 0, t) ? -1 : 1;
+}
+
+int cg_onnx_fold(onnx_imp *im) {
+    const char *op = im->node->op_type;
+    if (!strcmp(op, "Constant")) return fold_constant(im);
+    cg_tensor *t = fold_one(im, op);
+    if (!t) return 0;
+    return onnx_set_const(im, 0, t) ? -1 : 1;
+}

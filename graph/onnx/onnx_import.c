@@ -1,0 +1,507 @@
+/* The ONNX importer's driver: graph inputs and initializers, each node in
+ * file order (folded on the host when its inputs are known, else mapped to
+ * clgraph ops by onnx_ops.c), the outputs, the weights, verification. */
+#include "onnx_imp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "error.h"
+#include "shape.h"
+#include "weights.h"
+
+/* ---- values by name ---- */
+
+static uint32_t hash_name(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static int32_t find_val(const onnx_imp *im, const char *name) {
+    if (!im->cap_index) return -1;
+    for (uint32_t i = hash_name(name) & (im->cap_index - 1);; i = (i + 1) & (im->cap_index - 1)) {
+        int32_t v = im->index[i];
+        if (v < 0) return -1;
+        if (!strcmp(im->vals[v]->name, name)) return v;
+    }
+}
+
+static int grow_index(onnx_imp *im) {
+    uint32_t cap = im->cap_index ? im->cap_index * 2 : 64;
+    int32_t *ix = malloc(cap * sizeof *ix);
+    if (!ix) return 0;
+    for (uint32_t i = 0; i < cap; i++) ix[i] = -1;
+    for (int32_t v = 0; v < im->n_vals; v++) {
+        uint32_t i = hash_name(im->vals[v]->name) & (cap - 1);
+        while (ix[i] >= 0) i = (i + 1) & (cap - 1);
+        ix[i] = v;
+    }
+    free(im->index);
+    im->index = ix;
+    im->cap_index = cap;
+    return 1;
+}
+
+onnx_val *onnx_val_get(onnx_imp *im, const char *name) {
+    int32_t v = find_val(im, name);
+    if (v >= 0) return im->vals[v];
+    if ((uint32_t)(im->n_vals + 1) * 2 > im->cap_index && !grow_index(im)) return NULL;
+    if (im->n_vals == im->cap_vals) {
+        int cap = im->cap_vals ? im->cap_vals * 2 : 64;
+        onnx_val **nv = realloc(im->vals, (size_t)cap * sizeof *nv);
+        if (!nv) return NULL;
+        im->vals = nv;
+        im->cap_vals = cap;
+    }
+    /* one allocation each: pointers to values stay valid as more come */
+    onnx_val *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    if (!(x->name = strdup(name))) {
+        free(x);
+        return NULL;
+    }
+    im->vals[im->n_vals] = x;
+    uint32_t i = hash_name(name) & (im->cap_index - 1);
+    while (im->index[i] >= 0) i = (i + 1) & (im->cap_index - 1);
+    im->index[i] = im->n_vals++;
+    return x;
+}
+
+/* ---- messages ---- */
+
+cg_status onnx_fail(onnx_imp *im, cg_status st, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const Onnx__NodeProto *n = im->node;
+    if (!n) return cg_error(st, "%s: %s", im->path, msg);
+    return cg_error(st, "%s: node '%s' (%s, #%d): %s", im->path, n->name && *n->name ? n->name : "",
+                    n->op_type ? n->op_type : "", im->node_index, msg);
+}
+
+onnx_val *onnx_in(onnx_imp *im, int i) {
+    const Onnx__NodeProto *n = im->node;
+    if (i < 0 || (size_t)i >= n->n_input || !n->input[i] || !n->input[i][0]) return NULL;
+    int32_t v = find_val(im, n->input[i]);
+    return v < 0 ? NULL : im->vals[v];
+}
+
+/* ---- attributes ---- */
+
+const Onnx__AttributeProto *onnx_attr(const onnx_imp *im, const char *name) {
+    const Onnx__NodeProto *n = im->node;
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name)) return n->attribute[i];
+    return NULL;
+}
+
+int64_t onnx_attr_int(const onnx_imp *im, const char *name, int64_t def) {
+    const Onnx__AttributeProto *a = onnx_attr(im, name);
+    return a && a->has_i ? a->i : def;
+}
+
+double onnx_attr_float(const onnx_imp *im, const char *name, double def) {
+    const Onnx__AttributeProto *a = onnx_attr(im, name);
+    return a && a->has_f ? a->f : def;
+}
+
+const int64_t *onnx_attr_ints(const onnx_imp *im, const char *name, int *n) {
+    const Onnx__AttributeProto *a = onnx_attr(im, name);
+    *n = -1;
+    if (!a || (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS && !a->n_ints)) return NULL;
+    *n = (int)a->n_ints;
+    return a->ints;
+}
+
+cg_status onnx_check_attrs(onnx_imp *im, const char *const *known) {
+    const Onnx__NodeProto *n = im->node;
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const char *name = n->attribute[i]->name ? n->attribute[i]->name : "";
+        int ok = 0;
+        for (int k = 0; known && known[k] && !ok; k++) ok = !strcmp(known[k], name);
+        if (!ok) return onnx_fail(im, CG_ERR_UNSUPPORTED, "attribute '%s' is not supported", name);
+    }
+    return CG_OK;
+}
+
+/* ---- emission ---- */
+
+const char *onnx_fresh(onnx_imp *im, const char *what) {
+    static _Thread_local char buf[600];
+    const Onnx__NodeProto *n = im->node;
+    const char *base = n && n->name && *n->name ? n->name : n && n->n_output ? n->output[0] : "onnx";
+    do snprintf(buf, sizeof buf, "%.400s/%s_%d", base, what, ++im->uniq);
+    while (find_val(im, buf) >= 0 || cg_graph_find_value(im->g, buf) >= 0);
+    return buf;
+}
+
+cg_status onnx_const_param(onnx_imp *im, cg_tensor *t, const char **name) {
+    const char *nm = onnx_fresh(im, "const");
+    onnx_val *v = onnx_val_get(im, nm);
+    if (!v) {
+        cg_tensor_free(t);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    v->konst = t;
+    v->typed = 1;
+    v->desc.dtype = t->dtype;
+    v->desc.ndim = t->ndim;
+    memcpy(v->desc.dims, t->dims, sizeof t->dims);
+    *name = v->name;
+    return onnx_use(im, v);
+}
+
+static cg_status add_param(onnx_imp *im, onnx_val *v) {
+    if (im->n_params == im->cap_params) {
+        int cap = im->cap_params ? im->cap_params * 2 : 32;
+        char **nn = realloc(im->param_names, (size_t)cap * sizeof *nn);
+        if (nn) im->param_names = nn;
+        cg_tensor **nt = nn ? realloc(im->param_tensors, (size_t)cap * sizeof *nt) : NULL;
+        if (!nt) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        im->param_tensors = nt;
+        im->cap_params = cap;
+    }
+    cg_dim dims[CG_MAX_DIMS];
+    for (int i = 0; i < v->konst->ndim; i++) dims[i] = CG_DIM(v->konst->dims[i]);
+    cg_status s = cg_graph_add_param(im->g, v->name, v->name, v->konst->dtype, v->konst->ndim, dims);
+    if (s) return s;
+    im->param_names[im->n_params] = v->name;
+    im->param_tensors[im->n_params++] = v->konst;
+    return CG_OK;
+}
+
+cg_status onnx_use(onnx_imp *im, onnx_val *v) {
+    if (v->emitted) return CG_OK;
+    if (v->konst) {
+        cg_status s = add_param(im, v);
+        if (!s) v->emitted = 1;
+        return s;
+    }
+    if (v->input) { /* declared at the end, in the file's order */
+        v->emitted = 1;
+        return CG_OK;
+    }
+    return onnx_fail(im, CG_ERR_VERIFY, "input '%s' is not defined before this node (the graph is not in "
+                     "topological order, or has a cycle)", v->name);
+}
+
+cg_status onnx_need_const(onnx_imp *im, onnx_val *v, const char *what, const cg_tensor **out) {
+    *out = NULL;
+    if (v && v->konst) return *out = v->konst, CG_OK;
+    if (v && v->given) return *out = v->given, CG_OK;
+    if (!v) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s is missing", what);
+    return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                     "%s ('%s') must be known at import: a constant, computed from constants, or a graph "
+                     "input whose value is given (clgraph run --input gives them)", what, v->name);
+}
+
+cg_status onnx_set_const(onnx_imp *im, int o, cg_tensor *t) {
+    const Onnx__NodeProto *n = im->node;
+    if ((size_t)o >= n->n_output || !n->output[o] || !n->output[o][0]) {
+        cg_tensor_free(t);
+        return CG_OK;
+    }
+    onnx_val *v = onnx_val_get(im, n->output[o]);
+    if (!v) {
+        cg_tensor_free(t);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    if (v->typed || v->konst || v->input) {
+        cg_tensor_free(t);
+        return onnx_fail(im, CG_ERR_FORMAT, "output '%s' is already defined", v->name);
+    }
+    v->konst = t;
+    v->typed = 1;
+    v->desc.dtype = t->dtype;
+    v->desc.ndim = t->ndim;
+    memcpy(v->desc.dims, t->dims, sizeof t->dims);
+    return CG_OK;
+}
+
+/* The output types of node by its op's inference, into the values. */
+static cg_status infer_outputs(onnx_imp *im, cg_node *node) {
+    const cg_op_entry *op = cg_registry_find(im->ctx, node->op);
+    if (!op) return onnx_fail(im, CG_ERR_UNSUPPORTED, "clgraph has no operator '%s'", node->op);
+    cg_tensor_desc in[ONNX_MAX_IO], out[ONNX_MAX_IO];
+    if (node->n_inputs > ONNX_MAX_IO || node->n_outputs > ONNX_MAX_IO)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "too many inputs or outputs");
+    for (int i = 0; i < node->n_inputs; i++) {
+        int32_t v = find_val(im, node->in_names[i]);
+        if (v < 0 || !im->vals[v]->typed)
+            return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", node->in_names[i]);
+        in[i] = im->vals[v]->desc;
+    }
+    cg_attr_value *av = calloc((size_t)op->def->n_attrs + 1, sizeof *av);
+    if (!av) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_status s = cg_node_resolve_attrs(im->m, node, op->def, av);
+    if (!s)
+        s = cg_call_infer(im->m, node->name, 0, 0, op, av, node->n_inputs, in, node->n_outputs, out, 0);
+    free(av);
+    if (s) return onnx_fail(im, s, "as clgraph's %s: %s", node->op, cg_last_error());
+    for (int i = 0; i < node->n_outputs; i++) {
+        onnx_val *v = onnx_val_get(im, im->g->values[node->outputs[i]].name);
+        if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        v->typed = 1;
+        v->emitted = 1;
+        v->desc = out[i];
+    }
+    return CG_OK;
+}
+
+cg_status onnx_emit(onnx_imp *im, const char *op, int n_in, const char *const *ins, int n_out, const char **outs,
+                    const char *attrs) {
+    const Onnx__NodeProto *n = im->node;
+    char name[600];
+    const char *base = n->name && *n->name ? n->name : NULL;
+    char gen[64];
+    if (!base) {
+        snprintf(gen, sizeof gen, "%s_%d", n->op_type ? n->op_type : "node", im->node_index);
+        base = gen;
+    }
+    if (im->n_emitted++) snprintf(name, sizeof name, "%.500s/%d", base, im->n_emitted);
+    else snprintf(name, sizeof name, "%.500s", base);
+    char fresh[ONNX_MAX_IO][600];
+    if (n_out > ONNX_MAX_IO) return onnx_fail(im, CG_ERR_UNSUPPORTED, "too many outputs");
+    for (int i = 0; i < n_out; i++)
+        if (!outs[i]) {
+            snprintf(fresh[i], sizeof fresh[i], "%s", onnx_fresh(im, "t"));
+            if (!onnx_val_get(im, fresh[i])) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+            outs[i] = fresh[i];
+        }
+    for (int i = 0; i < n_in; i++) {
+        onnx_val *v = onnx_val_get(im, ins[i]);
+        if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        cg_status s = onnx_use(im, v);
+        if (s) return s;
+    }
+    cg_node *node;
+    cg_status s = cg_graph_add_node(im->g, op, name, n_in, ins, n_out, outs, &node);
+    if (s) return onnx_fail(im, s, "%s", cg_last_error());
+    if (attrs && *attrs && (s = cg_parse_attr_list(attrs, node)))
+        return onnx_fail(im, s, "attributes of clgraph's %s: %s", op, cg_last_error());
+    s = infer_outputs(im, node);
+    /* fresh names point into this frame: the values keep copies */
+    for (int i = 0; i < n_out; i++)
+        if (outs[i] == fresh[i]) outs[i] = im->vals[find_val(im, fresh[i])]->name;
+    return s;
+}
+
+/* ---- the graph ---- */
+
+/* dtype and dims of a graph input from its ValueInfo. */
+static cg_status input_type(onnx_imp *im, const Onnx__ValueInfoProto *vi, onnx_val *v) {
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s' is not a tensor (sequences, maps and "
+                         "optionals are not supported)", v->name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    cg_dtype dt = cg_onnx_dtype(tt->elem_type);
+    if (!dt || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s': element type %s is not supported", v->name,
+                         cg_onnx_type_name(tt->elem_type));
+    if (!tt->shape)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s' has no shape (its rank must be known)",
+                         v->name);
+    if (tt->shape->n_dim > CG_MAX_DIMS)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s' has %zu dims (at most %d)", v->name,
+                         tt->shape->n_dim, CG_MAX_DIMS);
+    v->desc.dtype = dt;
+    v->desc.ndim = (int)tt->shape->n_dim;
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        char sym[600];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0) {
+            v->desc.dims[i] = d->dim_value;
+            continue;
+        }
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+            *d->dim_param)
+            snprintf(sym, sizeof sym, "%s", d->dim_param);
+        else /* unnamed: a symbol of its own */
+            snprintf(sym, sizeof sym, "%.500s.dim%zu", v->name, i);
+        int k = cg_model_sym(im->m, sym);
+        if (k < 0) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        v->desc.dims[i] = CG_DIM_SYM(k);
+    }
+    v->typed = 1;
+    return CG_OK;
+}
+
+static cg_status read_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *t = gp->initializer[i];
+        if (!t->name || !*t->name) return onnx_fail(im, CG_ERR_FORMAT, "initializer %zu has no name", i);
+        onnx_val *v = onnx_val_get(im, t->name);
+        if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        if (v->konst) return onnx_fail(im, CG_ERR_FORMAT, "initializer '%s' is defined twice", t->name);
+        char what[700];
+        snprintf(what, sizeof what, "initializer '%.600s'", t->name);
+        cg_status s = cg_onnx_tensor(t, im->dir, im->path, what, &v->konst);
+        if (s) return s;
+        v->typed = 1;
+        v->desc.dtype = v->konst->dtype;
+        v->desc.ndim = v->konst->ndim;
+        memcpy(v->desc.dims, v->konst->dims, sizeof v->desc.dims);
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi->name || !*vi->name) return onnx_fail(im, CG_ERR_FORMAT, "graph input %zu has no name", i);
+        onnx_val *v = onnx_val_get(im, vi->name);
+        if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        if (v->konst) continue; /* an initializer listed as an input (IR < 4): a constant */
+        if (v->input) return onnx_fail(im, CG_ERR_FORMAT, "graph input '%s' is listed twice", vi->name);
+        cg_status s = input_type(im, vi, v);
+        if (s) return s;
+        v->input = 1;
+        for (int k = 0; im->opt && k < im->opt->n_given; k++)
+            if (im->opt->given_names[k] && !strcmp(im->opt->given_names[k], vi->name)) v->given = im->opt->given[k];
+    }
+    return CG_OK;
+}
+
+/* Declares the inputs used as data, in the file's order. */
+static cg_status declare_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_input; i++) {
+        onnx_val *v = im->vals[find_val(im, gp->input[i]->name)];
+        if (!v->input || !v->emitted) continue;
+        cg_dim dims[CG_MAX_DIMS];
+        for (int k = 0; k < v->desc.ndim; k++) {
+            int64_t d = v->desc.dims[k];
+            dims[k] = d >= 0 ? CG_DIM(d) : CG_SYM(im->m->syms[-2 - d]);
+        }
+        cg_status s = cg_graph_add_input(im->g, v->name, (cg_dtype)v->desc.dtype, v->desc.ndim, dims);
+        if (s) return s;
+    }
+    return CG_OK;
+}
+
+static cg_status check_opset(onnx_imp *im) {
+    const Onnx__ModelProto *mp = im->proto;
+    im->opset = -1;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (o->domain && *o->domain && strcmp(o->domain, "ai.onnx")) continue;
+        im->opset = o->has_version ? o->version : 1;
+    }
+    if (im->opset < 0) im->opset = 1; /* no opset_import: IR version 1-2 files */
+    if (im->opset > CG_ONNX_OPSET_MAX)
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: opset %lld of the default domain is newer than clgraph reads "
+                        "(%d to %d)", im->path, (long long)im->opset, CG_ONNX_OPSET_MIN, CG_ONNX_OPSET_MAX);
+    if (im->opset < CG_ONNX_OPSET_MIN)
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: opset %lld of the default domain is older than clgraph reads "
+                        "(%d to %d)", im->path, (long long)im->opset, CG_ONNX_OPSET_MIN, CG_ONNX_OPSET_MAX);
+    return CG_OK;
+}
+
+static cg_status import_node(onnx_imp *im) {
+    const Onnx__NodeProto *n = im->node;
+    if (!n->op_type || !*n->op_type) return onnx_fail(im, CG_ERR_FORMAT, "no op_type");
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "domain '%s' is not supported (only the default domain)",
+                         n->domain);
+    for (size_t i = 0; i < n->n_input; i++)
+        if (n->input[i] && n->input[i][0] && find_val(im, n->input[i]) < 0)
+            return onnx_fail(im, CG_ERR_FORMAT, "input '%s' is not defined before this node (the graph is not in "
+                             "topological order, or has a cycle)", n->input[i]);
+    for (size_t i = 0; i < n->n_output; i++)
+        if (n->output[i] && n->output[i][0]) {
+            int32_t v = find_val(im, n->output[i]);
+            if (v >= 0 && (im->vals[v]->typed || im->vals[v]->input))
+                return onnx_fail(im, CG_ERR_FORMAT, "output '%s' is already defined", n->output[i]);
+        }
+    onnx_map_fn fn = cg_onnx_find_op(n->op_type);
+    if (!fn) return onnx_fail(im, CG_ERR_UNSUPPORTED, "operator %s is not supported", n->op_type);
+    int f = cg_onnx_fold(im);
+    if (f < 0) return CG_ERR_UNSUPPORTED;
+    if (f > 0) return CG_OK;
+    return fn(im);
+}
+
+static cg_status set_outputs(onnx_imp *im, const Onnx__GraphProto *gp) {
+    im->node = NULL;
+    const char **names = calloc(gp->n_output + 1, sizeof *names);
+    if (!names) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_status s = CG_OK;
+    for (size_t i = 0; !s && i < gp->n_output; i++) {
+        const char *nm = gp->output[i]->name;
+        int32_t v = nm ? find_val(im, nm) : -1;
+        if (v < 0) s = onnx_fail(im, CG_ERR_FORMAT, "graph output '%s' is never computed", nm ? nm : "");
+        else if (!(s = onnx_use(im, im->vals[v]))) names[i] = im->vals[v]->name;
+    }
+    if (!s) s = cg_graph_set_outputs(im->g, (int)gp->n_output, names);
+    free(names);
+    return s;
+}
+
+static cg_status import_graph(onnx_imp *im) {
+    const Onnx__GraphProto *gp = im->proto->graph;
+    cg_status s = check_opset(im);
+    if (s) return s;
+    const char *gname = gp->name && cg_name_valid(gp->name) ? gp->name : "main";
+    if ((s = cg_model_add_graph(im->m, gname, &im->g))) return s;
+    if ((s = read_inputs(im, gp))) return s;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        im->node = gp->node[i];
+        im->node_index = (int)i;
+        im->n_emitted = 0;
+        if ((s = import_node(im))) return s;
+    }
+    if ((s = set_outputs(im, gp))) return s;
+    if ((s = declare_inputs(im, gp))) return s;
+    cg_weights *w;
+    char label[600];
+    snprintf(label, sizeof label, "%.500s (initializers)", im->path);
+    if ((s = cg_weights_from_tensors(label, im->n_params, (const char *const *)im->param_names,
+                                     (const cg_tensor *const *)im->param_tensors, &w)))
+        return s;
+    im->m->owned_weights = w;
+    if ((s = cg_model_bind_weights(im->m, w))) return s;
+    return cg_model_verify(im->m);
+}
+
+static void imp_free(onnx_imp *im) {
+    for (int i = 0; i < im->n_vals; i++) {
+        free(im->vals[i]->name);
+        cg_tensor_free(im->vals[i]->konst);
+        free(im->vals[i]);
+    }
+    free(im->vals);
+    free(im->index);
+    free(im->param_names);
+    free(im->param_tensors);
+    free(im->dir);
+    if (im->proto) onnx__model_proto__free_unpacked(im->proto, NULL);
+}
+
+cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out) {
+    if (!out || !ctx || !path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: NULL argument");
+    *out = NULL;
+    if (opt && opt->struct_size < sizeof *opt)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: options struct_size %zu is too small",
+                        opt->struct_size);
+    if (opt && opt->n_given && (!opt->given_names || !opt->given))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: n_given without names or values");
+    onnx_imp im = {.ctx = ctx, .path = path, .opt = opt};
+    const char *slash = strrchr(path, '/');
+    im.dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    cg_status s = im.dir ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!s) s = cg_onnx_read_model(path, &im.proto);
+    if (!s) s = cg_model_new(ctx, path, &im.m);
+    if (!s) s = import_graph(&im);
+    if (s) cg_model_free(im.m);
+    else *out = im.m;
+    imp_free(&im);
+    return s;
+}
+
+cg_status cg_model_load_onnx(cg_context *ctx, const char *path, cg_model **out) {
+    return cg_model_load_onnx_ex(ctx, path, NULL, out);
+}
+
+cg_weights *cg_model_weights(const cg_model *m) { return m ? m->weights : NULL; }

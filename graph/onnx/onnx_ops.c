@@ -1,0 +1,557 @@
+/* ONNX operators onto clgraph ops: one function per ONNX op (or family),
+ * reading the node's attributes for the opset in use and emitting clgraph
+ * nodes through onnx_emit. What a mapping cannot express fails the node
+ * with the reason (onnx_fail, CG_ERR_UNSUPPORTED). */
+#include "onnx_imp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "shape.h"
+
+/* The ONNX name of output o, or NULL where it is absent. */
+static const char *out_name(onnx_imp *im, int o) {
+    const Onnx__NodeProto *n = im->node;
+    return (size_t)o < n->n_output && n->output[o] && n->output[o][0] ? n->output[o] : NULL;
+}
+
+static cg_status need_in(onnx_imp *im, int i, onnx_val **v) {
+    *v = onnx_in(im, i);
+    if (!*v) return onnx_fail(im, CG_ERR_FORMAT, "input %d is missing", i);
+    if (!(*v)->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", (*v)->name);
+    return CG_OK;
+}
+
+static cg_status emit1(onnx_imp *im, const char *op, int n_in, const char *const *ins, const char *out,
+                       const char *attrs) {
+    const char *outs[1] = {out};
+    return onnx_emit(im, op, n_in, ins, 1, outs, attrs);
+}
+
+/* A list "[a, b, c]" of ints into buf. */
+static const char *ints_text(char *buf, size_t size, int n, const int64_t *v) {
+    size_t u = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < n && u < size; i++) u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
+    if (u < size) snprintf(buf + u, size - u, "]");
+    return buf;
+}
+
+/* The clgraph reshape target for new dims of x: each dim a size, or
+ * symbolic; a symbolic dim at the position it had in x is 0 (copy), one
+ * other symbolic dim -1; otherwise not expressible (0 returned). */
+static int reshape_target(const onnx_val *x, int ndim, const int64_t *dims, int64_t *target) {
+    int inferred = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] >= 0) target[i] = dims[i];
+        else if (i < x->desc.ndim && x->desc.dims[i] == dims[i]) target[i] = 0;
+        else if (!inferred++) target[i] = -1;
+        else return 0;
+    }
+    /* a concrete 0 would mean "copy": only where x has a 0 there too */
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] == 0 && !(i < x->desc.ndim && x->desc.dims[i] == 0)) return 0;
+    return 1;
+}
+
+/* *out: the output's name, or NULL for a fresh one (set). */
+static cg_status emit_reshape_to(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out) {
+    int64_t t[CG_MAX_DIMS];
+    if (!reshape_target(x, ndim, dims, t))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "the new shape of '%s' moves more than one symbolic dim (not "
+                         "yet expressible)", x->name);
+    char a[300], l[256];
+    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, ndim, t));
+    const char *in[1] = {x->name};
+    return onnx_emit(im, "reshape", 1, in, 1, out, a);
+}
+
+static cg_status emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char *out) {
+    return emit_reshape_to(im, x, ndim, dims, &out);
+}
+
+/* ---- elementwise ---- */
+
+static const struct {
+    const char *onnx, *cg;
+} unary_ops[] = {{"Neg", "neg"},         {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}, {"Exp", "exp"},
+                 {"Log", "log"},         {"Sqrt", "sqrt"}, {"Relu", "relu"}};
+
+static cg_status map_unary(onnx_imp *im) {
+    onnx_val *x;
+    cg_status s = need_in(im, 0, &x);
+    if (s || (s = onnx_check_attrs(im, NULL))) return s;
+    for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
+        if (!strcmp(im->node->op_type, unary_ops[i].onnx)) {
+            const char *in[1] = {x->name};
+            return emit1(im, unary_ops[i].cg, 1, in, out_name(im, 0), NULL);
+        }
+    return onnx_fail(im, CG_ERR_UNSUPPORTED, "no mapping");
+}
+
+/* Add, Sub, Mul, Div; Max, Min, Sum (any number of inputs); Mean. */
+static cg_status map_binary(onnx_imp *im) {
+    const char *op = im->node->op_type, *cg;
+    if (!strcmp(op, "Add") || !strcmp(op, "Sum") || !strcmp(op, "Mean")) cg = "add";
+    else if (!strcmp(op, "Sub")) cg = "sub";
+    else if (!strcmp(op, "Mul")) cg = "mul";
+    else if (!strcmp(op, "Div")) cg = "div";
+    else if (!strcmp(op, "Max")) cg = "maximum";
+    else cg = "minimum";
+    cg_status s = onnx_check_attrs(im, NULL);
+    int n = (int)im->node->n_input;
+    if (s) return s;
+    if (n < 1) return onnx_fail(im, CG_ERR_FORMAT, "no inputs");
+    onnx_val *acc;
+    if ((s = need_in(im, 0, &acc))) return s;
+    const char *cur = acc->name;
+    int mean = !strcmp(op, "Mean");
+    if (n == 1 && !mean) { /* a copy */
+        int64_t dims[CG_MAX_DIMS];
+        memcpy(dims, acc->desc.dims, sizeof dims);
+        return emit_reshape(im, acc, acc->desc.ndim, dims, out_name(im, 0));
+    }
+    for (int i = 1; i < n; i++) {
+        onnx_val *b;
+        if ((s = need_in(im, i, &b))) return s;
+        const char *in[2] = {cur, b->name};
+        const char *outs[1] = {i == n - 1 && !mean ? out_name(im, 0) : NULL};
+        if ((s = onnx_emit(im, cg, 2, in, 1, outs, NULL))) return s;
+        cur = outs[0];
+    }
+    if (mean) {
+        char a[100];
+        snprintf(a, sizeof a, "alpha: %.17g, beta: 0.0", 1.0 / n);
+        const char *in[1] = {cur};
+        return emit1(im, "affine", 1, in, out_name(im, 0), a);
+    }
+    return CG_OK;
+}
+
+static cg_status map_identity(onnx_imp *im) {
+    onnx_val *x;
+    cg_status s = need_in(im, 0, &x);
+    if (s) return s;
+    if (!strcmp(im->node->op_type, "Dropout")) {
+        /* inference: the input as is; a mask output is not supported */
+        if (out_name(im, 1)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout's mask output is not supported");
+        onnx_val *tm = onnx_in(im, 2);
+        const cg_tensor *t;
+        if (tm && (s = onnx_need_const(im, tm, "training_mode", &t))) return s;
+        if (tm && cg_shape_numel(t->ndim, t->dims) == 1 && ((const uint8_t *)t->data)[0])
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout in training mode");
+    }
+    int64_t dims[CG_MAX_DIMS];
+    memcpy(dims, x->desc.dims, sizeof dims);
+    return emit_reshape(im, x, x->desc.ndim, dims, out_name(im, 0));
+}
+
+/* ---- matrix products ---- */
+
+static cg_status map_matmul(onnx_imp *im) {
+    onnx_val *a, *b;
+    cg_status s;
+    if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, NULL))) return s;
+    if (a->desc.ndim >= 2 && b->desc.ndim >= 2) {
+        const char *in[2] = {a->name, b->name};
+        return emit1(im, "matmul", 2, in, out_name(im, 0), NULL);
+    }
+    /* 1-D operands (NumPy's matmul): [K] is [1, K] on the left, [K, 1] on
+     * the right, and that dim is dropped from the result */
+    const char *an = a->name, *bn = b->name;
+    int64_t d[CG_MAX_DIMS];
+    if (a->desc.ndim == 1) {
+        d[0] = 1, d[1] = a->desc.dims[0];
+        an = NULL;
+        if ((s = emit_reshape_to(im, a, 2, d, &an))) return s;
+    }
+    if (b->desc.ndim == 1) {
+        d[0] = b->desc.dims[0], d[1] = 1;
+        bn = NULL;
+        if ((s = emit_reshape_to(im, b, 2, d, &bn))) return s;
+    }
+    const char *in[2] = {an, bn}, *outs[1] = {NULL};
+    if ((s = onnx_emit(im, "matmul", 2, in, 1, outs, NULL))) return s;
+    onnx_val *p = onnx_val_get(im, outs[0]);
+    int r = p->desc.ndim, nd = 0;
+    for (int i = 0; i < r; i++)
+        if (!((a->desc.ndim == 1 && i == r - 2) || (b->desc.ndim == 1 && i == r - 1))) d[nd++] = p->desc.dims[i];
+    return emit_reshape(im, p, nd, d, out_name(im, 0));
+}
+
+static cg_status map_gemm(onnx_imp *im) {
+    static const char *const known[] = {"alpha", "beta", "transA", "transB", "broadcast", NULL};
+    onnx_val *a, *b, *c = onnx_in(im, 2);
+    cg_status s;
+    if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, known))) return s;
+    double alpha = onnx_attr_float(im, "alpha", 1), beta = onnx_attr_float(im, "beta", 1);
+    int ta = (int)onnx_attr_int(im, "transA", 0), tb = (int)onnx_attr_int(im, "transB", 0);
+    if (a->desc.ndim != 2 || b->desc.ndim != 2) return onnx_fail(im, CG_ERR_FORMAT, "Gemm takes 2-D A and B");
+    if (c && !c->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", c->name);
+    /* the exporters' linear layer: x w^T + b */
+    if (alpha == 1 && beta == 1 && !ta && tb && (!c || (c->desc.ndim == 1 && c->desc.dims[0] == b->desc.dims[0]))) {
+        const char *in[3] = {a->name, b->name, c ? c->name : NULL};
+        return emit1(im, "linear", c ? 3 : 2, in, out_name(im, 0), NULL);
+    }
+    char at[100];
+    snprintf(at, sizeof at, "transpose_a: %d, transpose_b: %d", ta != 0, tb != 0);
+    const char *in[2] = {a->name, b->name};
+    const char *outs[1] = {alpha == 1 && (!c || beta == 0) ? out_name(im, 0) : NULL};
+    if ((s = onnx_emit(im, "matmul", 2, in, 1, outs, at))) return s;
+    const char *cur = outs[0];
+    if (alpha != 1) {
+        snprintf(at, sizeof at, "alpha: %.9g, beta: 0.0", alpha);
+        const char *in1[1] = {cur};
+        outs[0] = !c || beta == 0 ? out_name(im, 0) : NULL;
+        if ((s = onnx_emit(im, "affine", 1, in1, 1, outs, at))) return s;
+        cur = outs[0];
+    }
+    if (!c || beta == 0) return CG_OK;
+    const char *cn = c->name;
+    if (beta != 1) {
+        snprintf(at, sizeof at, "alpha: %.9g, beta: 0.0", beta);
+        const char *in1[1] = {cn};
+        outs[0] = NULL;
+        if ((s = onnx_emit(im, "affine", 1, in1, 1, outs, at))) return s;
+        cn = outs[0];
+    }
+    const char *in2[2] = {cur, cn};
+    return emit1(im, "add", 2, in2, out_name(im, 0), NULL);
+}
+
+/* ---- softmax ---- */
+
+static cg_status map_softmax(onnx_imp *im) {
+    static const char *const known[] = {"axis", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    const char *cg = !strcmp(im->node->op_type, "Softmax") ? "softmax" : "log_softmax";
+    int r = x->desc.ndim;
+    int64_t axis = onnx_attr_int(im, "axis", im->opset >= 13 ? -1 : 1);
+    if (axis < -r || axis >= (r ? r : 1)) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < 0) axis += r;
+    char a[64];
+    const char *in[1] = {x->name};
+    if (im->opset >= 13 || axis == r - 1) {
+        snprintf(a, sizeof a, "axis: %lld", (long long)axis);
+        return emit1(im, cg, 1, in, out_name(im, 0), a);
+    }
+    /* before opset 13: over the flattened dims from axis on */
+    int64_t d2[2] = {-1, 1};
+    for (int i = (int)axis; i < r; i++) {
+        if (x->desc.dims[i] < 0)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "softmax over symbolic dims (opset < 13)");
+        d2[1] *= x->desc.dims[i];
+    }
+    int64_t t[2] = {-1, d2[1]};
+    char l[64], at[100];
+    snprintf(at, sizeof at, "shape: %s", ints_text(l, sizeof l, 2, t));
+    const char *o1[1] = {NULL}, *o2[1] = {NULL};
+    if ((s = onnx_emit(im, "reshape", 1, in, 1, o1, at))) return s;
+    if ((s = onnx_emit(im, cg, 1, o1, 1, o2, "axis: -1"))) return s;
+    onnx_val *y = onnx_val_get(im, o2[0]);
+    return emit_reshape(im, y, r, x->desc.dims, out_name(im, 0));
+}
+
+/* ---- shapes ---- */
+
+static cg_status map_transpose(onnx_imp *im) {
+    static const char *const known[] = {"perm", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    int n;
+    const int64_t *p = onnx_attr_ints(im, "perm", &n);
+    int64_t rev[CG_MAX_DIMS];
+    if (!p) {
+        n = x->desc.ndim;
+        for (int i = 0; i < n; i++) rev[i] = n - 1 - i;
+        p = rev;
+    }
+    char a[300], l[256];
+    snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, n, p));
+    const char *in[1] = {x->name};
+    return emit1(im, "transpose", 1, in, out_name(im, 0), a);
+}
+
+static cg_status map_reshape(onnx_imp *im) {
+    static const char *const known[] = {"allowzero", "shape", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    int64_t t[CG_MAX_DIMS];
+    int n;
+    if (im->opset < 5) {
+        const int64_t *a = onnx_attr_ints(im, "shape", &n);
+        if (!a || n > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "no shape attribute");
+        memcpy(t, a, (size_t)n * 8);
+    } else {
+        const cg_tensor *sh;
+        if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (shape)", &sh))) return s;
+        n = (int)cg_shape_numel(sh->ndim, sh->dims);
+        if (sh->ndim != 1 || sh->dtype != CG_I64 || n > CG_MAX_DIMS)
+            return onnx_fail(im, CG_ERR_FORMAT, "the shape must be an int64 vector of at most %d", CG_MAX_DIMS);
+        memcpy(t, sh->data, (size_t)n * 8);
+    }
+    int allowzero = (int)onnx_attr_int(im, "allowzero", 0);
+    for (int i = 0; i < n; i++) {
+        if (t[i] < -1) return onnx_fail(im, CG_ERR_FORMAT, "shape entry %lld", (long long)t[i]);
+        if (t[i] == 0 && allowzero) return onnx_fail(im, CG_ERR_UNSUPPORTED, "allowzero with a 0 in the shape");
+    }
+    /* clgraph's reshape reads 0 and -1 as ONNX does */
+    char a[300], l[256];
+    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, n, t));
+    const char *in[1] = {x->name};
+    return emit1(im, "reshape", 1, in, out_name(im, 0), a);
+}
+
+static cg_status map_flatten(onnx_imp *im) {
+    static const char *const known[] = {"axis", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    int r = x->desc.ndim;
+    int64_t axis = onnx_attr_int(im, "axis", 1);
+    if (axis < -r || axis > r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < 0) axis += r;
+    int64_t d[2] = {1, 1};
+    for (int i = 0; i < r; i++) {
+        int64_t v = x->desc.dims[i];
+        int k = i >= axis;
+        if (v < 0 || d[k] < 0) d[k] = -2; /* symbolic */
+        else d[k] *= v;
+    }
+    if (d[0] == -2 && d[1] == -2) return onnx_fail(im, CG_ERR_UNSUPPORTED, "flatten of symbolic dims on both sides");
+    int64_t t[2] = {d[0] == -2 ? -1 : d[0], d[1] == -2 ? -1 : d[1]};
+    char a[100], l[64];
+    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, 2, t));
+    const char *in[1] = {x->name};
+    return emit1(im, "reshape", 1, in, out_name(im, 0), a);
+}
+
+static cg_status map_squeeze(onnx_imp *im) {
+    static const char *const known[] = {"axes", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    int un = im->node->op_type[0] == 'U', n, r = x->desc.ndim;
+    int64_t axes[CG_MAX_DIMS];
+    const int64_t *a = onnx_attr_ints(im, "axes", &n);
+    if (!a && onnx_in(im, 1)) {
+        const cg_tensor *t;
+        if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (axes)", &t))) return s;
+        n = (int)cg_shape_numel(t->ndim, t->dims);
+        if (t->dtype != CG_I64 || n > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "axes must be int64");
+        a = t->data;
+    }
+    if (!a) n = 0;
+    if (n > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "too many axes");
+    memcpy(axes, a ? a : axes, (size_t)n * 8);
+    int mark[CG_MAX_DIMS] = {0}, nd = un ? r + n : 0;
+    int64_t d[CG_MAX_DIMS];
+    if (un && nd > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "more than %d dims", CG_MAX_DIMS);
+    for (int i = 0; i < n; i++) {
+        int lim = un ? nd : r;
+        int64_t v = axes[i] < 0 ? axes[i] + lim : axes[i];
+        if (v < 0 || v >= lim || mark[v]) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld", (long long)axes[i]);
+        if (!un && x->desc.dims[v] != 1)
+            return onnx_fail(im, CG_ERR_FORMAT, "dim %lld of '%s' is not 1", (long long)v, x->name);
+        mark[v] = 1;
+    }
+    if (un)
+        for (int i = 0, k = 0; i < nd; i++) d[i] = mark[i] ? 1 : x->desc.dims[k++];
+    else
+        for (int i = 0; i < r; i++) {
+            if (n ? mark[i] : x->desc.dims[i] == 1) continue;
+            if (!n && x->desc.dims[i] < 0)
+                return onnx_fail(im, CG_ERR_UNSUPPORTED, "Squeeze without axes of a symbolic dim");
+            d[nd++] = x->desc.dims[i];
+        }
+    return emit_reshape(im, x, nd, d, out_name(im, 0));
+}
+
+static cg_status map_concat(onnx_imp *im) {
+    static const char *const known[] = {"axis", NULL};
+    cg_status s = onnx_check_attrs(im, known);
+    int n = (int)im->node->n_input;
+    if (s) return s;
+    if (n < 1 || n > ONNX_MAX_IO) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%d inputs", n);
+    const char *in[ONNX_MAX_IO];
+    for (int i = 0; i < n; i++) {
+        onnx_val *v;
+        if ((s = need_in(im, i, &v))) return s;
+        in[i] = v->name;
+    }
+    char a[64];
+    snprintf(a, sizeof a, "axis: %lld", (long long)onnx_attr_int(im, "axis", 0));
+    return emit1(im, "concat", n, in, out_name(im, 0), a);
+}
+
+static cg_status map_slice(onnx_imp *im) {
+    static const char *const known[] = {"starts", "ends", "axes", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    int64_t st[CG_MAX_DIMS], en[CG_MAX_DIMS], ax[CG_MAX_DIMS], sp[CG_MAX_DIMS];
+    int n;
+    if (im->opset < 10) {
+        int ne, na;
+        const int64_t *a = onnx_attr_ints(im, "starts", &n), *b = onnx_attr_ints(im, "ends", &ne),
+                      *c = onnx_attr_ints(im, "axes", &na);
+        if (!a || !b || n != ne || n > CG_MAX_DIMS || (c && na != n))
+            return onnx_fail(im, CG_ERR_FORMAT, "starts and ends must be lists of one length");
+        for (int i = 0; i < n; i++) st[i] = a[i], en[i] = b[i], ax[i] = c ? c[i] : i, sp[i] = 1;
+    } else {
+        const cg_tensor *t[4] = {NULL};
+        static const char *what[4] = {"input 1 (starts)", "input 2 (ends)", "input 3 (axes)", "input 4 (steps)"};
+        for (int k = 0; k < 4; k++) {
+            onnx_val *v = onnx_in(im, k + 1);
+            if (!v && k >= 2) continue;
+            if ((s = onnx_need_const(im, v, what[k], &t[k]))) return s;
+        }
+        n = (int)cg_shape_numel(t[0]->ndim, t[0]->dims);
+        if (n > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "too many starts");
+        for (int k = 0; k < 4; k++)
+            if (t[k] && ((t[k]->dtype != CG_I64 && t[k]->dtype != CG_I32) || cg_shape_numel(t[k]->ndim, t[k]->dims) != n))
+                return onnx_fail(im, CG_ERR_FORMAT, "%s must be %d integers", what[k], n);
+        for (int i = 0; i < n; i++) {
+            int64_t v[4] = {0, 0, i, 1};
+            for (int k = 0; k < 4; k++)
+                if (t[k]) v[k] = t[k]->dtype == CG_I64 ? ((const int64_t *)t[k]->data)[i] : ((const int32_t *)t[k]->data)[i];
+            st[i] = v[0], en[i] = v[1], ax[i] = v[2], sp[i] = v[3];
+        }
+    }
+    const char *cur = x->name;
+    for (int i = 0; i < n; i++) {
+        if (sp[i] != 1) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with step %lld (only 1 yet)", (long long)sp[i]);
+        char a[200];
+        snprintf(a, sizeof a, "axis: %lld, start: %lld, end: %lld", (long long)ax[i], (long long)st[i],
+                 (long long)en[i]);
+        const char *in[1] = {cur}, *outs[1] = {i == n - 1 ? out_name(im, 0) : NULL};
+        if ((s = onnx_emit(im, "slice", 1, in, 1, outs, a))) return s;
+        cur = outs[0];
+    }
+    if (n == 0) {
+        int64_t d[CG_MAX_DIMS];
+        memcpy(d, x->desc.dims, sizeof d);
+        return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
+    }
+    return CG_OK;
+}
+
+/* ---- reductions ---- */
+
+static cg_status map_reduce(onnx_imp *im) {
+    static const char *const known[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    const char *op = im->node->op_type, *cg;
+    if (!strcmp(op, "ReduceSum")) cg = "reduce_sum";
+    else if (!strcmp(op, "ReduceMean")) cg = "reduce_mean";
+    else cg = "reduce_max";
+    int n;
+    const int64_t *a = onnx_attr_ints(im, "axes", &n);
+    if (!a && onnx_in(im, 1)) {
+        const cg_tensor *t;
+        if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (axes)", &t))) return s;
+        if (t->dtype != CG_I64) return onnx_fail(im, CG_ERR_FORMAT, "axes must be int64");
+        n = (int)cg_shape_numel(t->ndim, t->dims);
+        a = t->data;
+    }
+    if (!a) n = 0;
+    if (n > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "too many axes");
+    int keep = onnx_attr_int(im, "keepdims", 1) != 0;
+    const char *in[1] = {x->name};
+    if (n == 0 && onnx_attr_int(im, "noop_with_empty_axes", 0)) {
+        int64_t d[CG_MAX_DIMS];
+        memcpy(d, x->desc.dims, sizeof d);
+        return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
+    }
+    char at[300], l[256];
+    snprintf(at, sizeof at, "axes: %s, keepdims: %d", ints_text(l, sizeof l, n, a), keep);
+    return emit1(im, cg, 1, in, out_name(im, 0), at);
+}
+
+/* ---- types ---- */
+
+static cg_status map_cast(onnx_imp *im) {
+    static const char *const known[] = {"to", "saturate", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    const Onnx__AttributeProto *to = onnx_attr(im, "to");
+    if (!to || !to->has_i) return onnx_fail(im, CG_ERR_FORMAT, "no 'to' attribute");
+    cg_dtype dt = cg_onnx_dtype((int32_t)to->i);
+    const char *in[1] = {x->name};
+    if (dt == (cg_dtype)x->desc.dtype) {
+        int64_t d[CG_MAX_DIMS];
+        memcpy(d, x->desc.dims, sizeof d);
+        return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
+    }
+    if ((dt == CG_F32 || dt == CG_I32) && (x->desc.dtype == CG_F32 || x->desc.dtype == CG_I32) &&
+        to->i != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+        return emit1(im, "cast", 1, in, out_name(im, 0), dt == CG_F32 ? "to: \"f32\"" : "to: \"i32\"");
+    return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast from %s to %s is not supported yet",
+                     cg_dtype_name((cg_dtype)x->desc.dtype), cg_onnx_type_name((int32_t)to->i));
+}
+
+/* Ops only folded at import (their inputs known): here when they are not. */
+static cg_status map_fold_only(onnx_imp *im) {
+    return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s is supported only where it can be computed at import (its "
+                     "inputs known, and for Shape and Size concrete dims)", im->node->op_type);
+}
+
+static const struct {
+    const char *name;
+    onnx_map_fn fn;
+} table[] = {
+    {"Add", map_binary},
+    {"Cast", map_cast},
+    {"Concat", map_concat},
+    {"Constant", map_fold_only},
+    {"ConstantOfShape", map_fold_only},
+    {"Div", map_binary},
+    {"Dropout", map_identity},
+    {"Equal", map_fold_only},
+    {"Exp", map_unary},
+    {"Flatten", map_flatten},
+    {"Gather", map_fold_only},
+    {"Gemm", map_gemm},
+    {"Identity", map_identity},
+    {"Log", map_unary},
+    {"LogSoftmax", map_softmax},
+    {"MatMul", map_matmul},
+    {"Max", map_binary},
+    {"Mean", map_binary},
+    {"Min", map_binary},
+    {"Mul", map_binary},
+    {"Neg", map_unary},
+    {"Range", map_fold_only},
+    {"ReduceMax", map_reduce},
+    {"ReduceMean", map_reduce},
+    {"ReduceSum", map_reduce},
+    {"Relu", map_unary},
+    {"Reshape", map_reshape},
+    {"Shape", map_fold_only},
+    {"Sigmoid", map_unary},
+    {"Size", map_fold_only},
+    {"Slice", map_slice},
+    {"Softmax", map_softmax},
+    {"Sqrt", map_unary},
+    {"Squeeze", map_squeeze},
+    {"Sub", map_binary},
+    {"Sum", map_binary},
+    {"Tanh", map_unary},
+    {"Transpose", map_transpose},
+    {"Unsqueeze", map_squeeze},
+    {"Where", map_fold_only},
+};
+
+onnx_map_fn cg_onnx_find_op(const char *op_type) {
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].name, op_type)) return table[i].fn;
+    return NULL;
+}

@@ -1,0 +1,109 @@
+/* The ONNX importer through the CLI: ONNX's own backend node tests (from
+ * Debian's libonnx-testdata) on the CPU and every OpenCL device, import to
+ * text and weights, and the one-line errors for bad files. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#define NODE ONNX_TESTDATA "/node"
+
+static void setup(void) { tu_setup_dir("onnx"); }
+
+/* "DEVICE: N passed, F failed, U unsupported, E errors (of T)" per device. */
+START_TEST(node_tests_pass) {
+    const char *args[] = {"onnx-test", NODE, NULL};
+    int rc = tu_run_cli(args, NULL, NULL);
+    ck_assert_msg(rc == 0, "%s", tu_err);
+    int devices = 0;
+    for (const char *l = tu_err; (l = strstr(l, "clgraph onnx-test: ")); l++) {
+        char dev[64];
+        int pass, fail, unsup, err, total;
+        ck_assert_int_eq(sscanf(l, "clgraph onnx-test: %63[^ ] %d passed, %d failed, %d unsupported, %d errors (of %d)",
+                                dev, &pass, &fail, &unsup, &err, &total), 6);
+        /* what the importer covers so far (docs/onnx.md); a fall is a regression */
+        ck_assert_msg(pass >= 181, "%s: %d passed", dev, pass);
+        ck_assert_int_eq(fail, 0);
+        ck_assert_int_eq(err, 0);
+        ck_assert_int_eq(total, 932);
+        devices++;
+    }
+    ck_assert_int_ge(devices, 1);
+    /* the table names each test, device and result; unsupported ones say why */
+    ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "(Abs, #0): operator Abs is not supported\n"));
+}
+END_TEST
+
+/* A Reshape whose shape is a graph input: given with --input, folded at
+ * import, so the imported graph takes only the data. */
+START_TEST(import_folds_given_shape) {
+    const char *npy = tu_path("shape.npy");
+    char cmd[512];
+    /* int64 [2, 12] as .npy, written by hand: the importer reads it */
+    static const char hdr[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }";
+    char buf[128 + 16];
+    memset(buf, ' ', 128);
+    memcpy(buf, hdr, sizeof hdr - 1);
+    buf[127] = '\n';
+    int64_t v[2] = {2, 12};
+    memcpy(buf + 128, v, 16);
+    tu_write_file("shape.npy", buf, sizeof buf);
+    snprintf(cmd, sizeof cmd, "shape=%s", npy);
+    const char *out = tu_path("r.cg");
+    const char *args[] = {"import", NODE "/test_reshape_reduced_dims/model.onnx", "--input", cmd, "-o", out, NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "%s", tu_err);
+    size_t len;
+    char *text = tu_read_text(out, &len);
+    ck_assert_msg(strstr(text, "  input data: f32[2, 3, 4]\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "input shape") == NULL, "%s", text);
+    ck_assert_msg(strstr(text, " = reshape(data) {shape: [2, 12]}\n") != NULL, "%s", text);
+    free(text);
+    /* the written text parses and checks as it is */
+    const char *chk[] = {"check", out, NULL};
+    ck_assert_msg(tu_run_cli(chk, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_out, ": f32[2, 12]  reshape"));
+    /* without the value, the node says what it needs */
+    const char *bare[] = {"check", NODE "/test_reshape_reduced_dims/model.onnx", NULL};
+    ck_assert_int_eq(tu_run_cli(bare, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"model.onnx: node '' (Reshape, #0): input 1 (shape) ('shape') must be known at import", NULL});
+}
+END_TEST
+
+/* Bad files: one line naming the file (and the node), exit 1. */
+START_TEST(bad_files) {
+    size_t len;
+    char *bytes = tu_read_text(NODE "/test_gemm_default_vector_bias/model.onnx", &len);
+    const char *cut = tu_write_file("cut.onnx", bytes, len / 2);
+    free(bytes);
+    const char *a1[] = {"check", cut, NULL};
+    ck_assert_int_eq(tu_run_cli(a1, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"cut.onnx: not an ONNX model (the file does not parse as an ONNX ModelProto: truncated or "
+                       "corrupt)", NULL});
+    const char *a2[] = {"check", tu_path("none.onnx"), NULL};
+    ck_assert_int_eq(tu_run_cli(a2, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"none.onnx: cannot open", NULL});
+    const char *empty = tu_write_file("empty.onnx", "", 0);
+    const char *a3[] = {"check", empty, NULL};
+    ck_assert_int_eq(tu_run_cli(a3, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"empty.onnx: the ONNX model has no graph", NULL});
+    const char *a4[] = {"import", NODE "/test_abs/model.onnx", NULL};
+    ck_assert_int_eq(tu_run_cli(a4, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"test_abs/model.onnx: node '' (Abs, #0): operator Abs is not supported", NULL});
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("onnx");
+    TCase *tc = tcase_create("onnx");
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, node_tests_pass);
+    tcase_add_test(tc, import_folds_given_shape);
+    tcase_add_test(tc, bad_files);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s, 0);
+}

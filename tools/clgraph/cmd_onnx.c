@@ -1,0 +1,378 @@
+/* clgraph import (an ONNX model to the text IR and a safetensors file) and
+ * clgraph onnx-test (ONNX's backend test folders run on every device). */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+/* ---- import ---- */
+
+static int write_weights(const cg_model *m, const char *path) {
+    cg_weights *w = cg_model_weights(m);
+    size_t n = cg_weights_count(w);
+    const char **names = calloc(n + 1, sizeof *names);
+    cg_tensor **ts = calloc(n + 1, sizeof *ts);
+    int rc = names && ts ? CLI_OK : CLI_FAIL;
+    if (rc) fprintf(stderr, "clgraph: out of memory\n");
+    for (size_t i = 0; !rc && i < n; i++) {
+        names[i] = cg_weights_name(w, i);
+        if (cg_weights_get_as(w, names[i], cg_weights_dtype(w, i), &ts[i])) rc = cli_fail();
+    }
+    if (!rc && cg_weights_save(path, (int)n, names, (const cg_tensor *const *)ts)) rc = cli_fail();
+    for (size_t i = 0; ts && i < n; i++) cg_tensor_free(ts[i]);
+    free(ts);
+    free(names);
+    return rc;
+}
+
+static int write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "clgraph import: cannot write %s\n", path);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+int cli_import(int argc, char **argv) {
+    cli_opts o;
+    const char *out = NULL;
+    /* -o FILE is this command's own; the rest are the common options */
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    int n = 0;
+    if (!args) return CLI_FAIL;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && !strcmp(argv[i], "-o")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "clgraph import: -o needs a file name\n");
+                free(args);
+                return CLI_USAGE;
+            }
+            out = argv[++i];
+            continue;
+        }
+        args[n++] = argv[i];
+    }
+    int rc = cli_parse(n, args, "weights,input", &o);
+    free(args);
+    if (rc) return rc;
+    if (!cli_is_onnx(o.model)) {
+        fprintf(stderr, "clgraph import: %s: expected an ONNX model (.onnx)\n", o.model);
+        cli_opts_free(&o);
+        return CLI_USAGE;
+    }
+    const char *weights = o.weights;
+    o.weights = NULL; /* an output here, not a file to bind */
+    cg_context *ctx = NULL;
+    cg_model *m = NULL;
+    char *text = NULL, *wpath = NULL;
+    if ((rc = cli_context(&o, &ctx)) || (rc = cli_load_model(&o, ctx, &m, NULL))) goto done;
+    if (cg_model_print(m, &text)) {
+        rc = cli_fail();
+        goto done;
+    }
+    size_t nw = cg_weights_count(cg_model_weights(m));
+    if (!weights && out && nw) { /* OUT.cg -> OUT.safetensors */
+        size_t l = strlen(out);
+        wpath = malloc(l + 16);
+        if (!wpath) goto done;
+        memcpy(wpath, out, l + 1);
+        if (l > 3 && !strcmp(out + l - 3, ".cg")) wpath[l - 3] = 0;
+        strcat(wpath, ".safetensors");
+        weights = wpath;
+    }
+    if (weights && (rc = write_weights(m, weights))) goto done;
+    if (out) rc = write_text(out, text);
+    else fputs(text, stdout);
+    if (!rc && !weights && nw)
+        fprintf(stderr, "clgraph import: %zu initializers not written (give --weights FILE.safetensors)\n", nw);
+    else if (!rc && out)
+        fprintf(stderr, "clgraph import: %s%s%s\n", out, weights ? ", " : "", weights ? weights : "");
+done:
+    free(wpath);
+    free(text);
+    cg_model_free(m);
+    cg_context_free(ctx);
+    cli_opts_free(&o);
+    return rc;
+}
+
+/* ---- onnx-test ---- */
+
+/* ONNX's backend test tolerances (onnx/backend/test/runner). */
+#define RTOL 1e-3
+#define ATOL 1e-7
+
+typedef struct tensors {
+    int n;
+    cg_tensor *t[64];
+    char *names[64];
+} tensors;
+
+/* The name a test data file gives its tensor (the graph input's). */
+static const char *cg_tensor_name_hint(const tensors *ts, int i) { return ts->names[i]; }
+
+static void tensors_free(tensors *ts) {
+    for (int i = 0; i < ts->n; i++) {
+        cg_tensor_free(ts->t[i]);
+        free(ts->names[i]);
+    }
+    ts->n = 0;
+}
+
+/* PREFIX_0.pb, PREFIX_1.pb ... of a test data folder. */
+static int read_pbs(const char *dir, const char *prefix, tensors *ts, char *why, size_t wsz) {
+    ts->n = 0;
+    for (int i = 0; i < 64; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, i);
+        struct stat sb;
+        if (stat(path, &sb) != 0) break;
+        ts->names[i] = NULL;
+        if (cg_tensor_load_onnx(path, &ts->t[i], &ts->names[i])) {
+            snprintf(why, wsz, "%s", cg_last_error());
+            return 0;
+        }
+        ts->n = i + 1;
+    }
+    return 1;
+}
+
+static double elem(const cg_tensor *t, int64_t i) {
+    const void *d = cg_tensor_data_const(t);
+    switch (cg_tensor_dtype(t)) {
+    case CG_F32: return ((const float *)d)[i];
+    case CG_I32: return ((const int32_t *)d)[i];
+    case CG_I64: return (double)((const int64_t *)d)[i];
+    case CG_I8: return ((const int8_t *)d)[i];
+    default: return ((const uint8_t *)d)[i]; /* U8, BOOL; f16/bf16 are converted first */
+    }
+}
+
+/* got against want with ONNX's tolerances; 0 and why on a mismatch. */
+static int compare(const cg_tensor *got, const cg_tensor *want, double *max_err, char *why, size_t wsz) {
+    cg_tensor *g2 = NULL, *w2 = NULL;
+    if (cg_tensor_dtype(want) == CG_F16 || cg_tensor_dtype(want) == CG_BF16) cg_tensor_convert(want, CG_F32, &w2);
+    if (cg_tensor_dtype(got) == CG_F16 || cg_tensor_dtype(got) == CG_BF16) cg_tensor_convert(got, CG_F32, &g2);
+    const cg_tensor *g = g2 ? g2 : got, *w = w2 ? w2 : want;
+    int ok = 1;
+    if (cg_tensor_ndim(g) != cg_tensor_ndim(w)) {
+        snprintf(why, wsz, "%d dims, expected %d", cg_tensor_ndim(g), cg_tensor_ndim(w));
+        ok = 0;
+    }
+    for (int d = 0; ok && d < cg_tensor_ndim(g); d++)
+        if (cg_tensor_dim(g, d) != cg_tensor_dim(w, d)) {
+            snprintf(why, wsz, "dim %d is %lld, expected %lld", d, (long long)cg_tensor_dim(g, d),
+                     (long long)cg_tensor_dim(w, d));
+            ok = 0;
+        }
+    int exact = cg_tensor_dtype(w) != CG_F32;
+    int64_t n = ok ? cg_tensor_numel(w) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = elem(g, i), b = elem(w, i);
+        if (isnan(a) && isnan(b)) continue;
+        double e = fabs(a - b);
+        if (a == b) continue;
+        if (!isnan(e) && e > *max_err) *max_err = e;
+        if (!exact && !isinf(b) && e <= ATOL + RTOL * fabs(b)) continue;
+        if (ok) snprintf(why, wsz, "element %lld: %.9g, expected %.9g", (long long)i, a, b);
+        ok = 0;
+    }
+    cg_tensor_free(g2);
+    cg_tensor_free(w2);
+    return ok;
+}
+
+enum { R_PASS, R_FAIL, R_UNSUP, R_ERROR };
+static const char *const result_name[] = {"pass", "FAIL", "unsupported", "ERROR"};
+
+/* Imports, plans and runs one data set; R_* and why. */
+static int run_set(cg_context *ctx, const char *model, const char *device, tensors *in, tensors *want,
+                   double *max_err, char *why, size_t wsz) {
+    const char *names[64];
+    for (int i = 0; i < in->n; i++) names[i] = cg_tensor_name_hint(in, i);
+    cg_onnx_options opt = {.struct_size = sizeof opt, .n_given = in->n, .given_names = names,
+                           .given = (const cg_tensor *const *)in->t};
+    cg_model *m = NULL;
+    cg_plan *plan = NULL;
+    cg_tensor *out[64] = {0}, *run_in[64];
+    const char *run_names[64];
+    int result = R_PASS, n_out = 0, n_run = 0;
+    cg_status st = cg_model_load_onnx_ex(ctx, model, &opt, &m);
+    if (st) {
+        snprintf(why, wsz, "%s", cg_last_error());
+        result = st == CG_ERR_IO ? R_ERROR : R_UNSUP;
+        goto done;
+    }
+    cg_graph *g = cg_model_graph_at(m, 0);
+    n_out = cg_graph_output_count(g);
+    if (n_out != want->n || n_out > 64) {
+        snprintf(why, wsz, "the graph has %d outputs, the test data %d", n_out, want->n);
+        n_out = 0;
+        result = R_ERROR;
+        goto done;
+    }
+    /* the inputs that stayed inputs (others were folded at import) */
+    for (int i = 0; i < in->n; i++)
+        for (int k = 0; k < cg_graph_input_count(g); k++)
+            if (names[i] && !strcmp(names[i], cg_graph_input_name(g, k))) {
+                run_names[n_run] = names[i];
+                run_in[n_run++] = in->t[i];
+            }
+    cg_plan_options popt = {.device = device};
+    if ((st = cg_plan_create_ex(m, NULL, &popt, &plan)) ||
+        (st = cg_plan_run(plan, n_run, run_names, run_in, n_out, out))) {
+        snprintf(why, wsz, "%s", cg_last_error());
+        result = st == CG_ERR_UNSUPPORTED ? R_UNSUP : R_ERROR;
+        n_out = 0;
+        goto done;
+    }
+    for (int i = 0; i < n_out && result == R_PASS; i++) {
+        char w[400] = "";
+        if (!compare(out[i], want->t[i], max_err, w, sizeof w)) {
+            snprintf(why, wsz, "output %d (%s): %s", i, cg_graph_output_name(g, i), w);
+            result = R_FAIL;
+        }
+    }
+done:
+    for (int i = 0; i < n_out; i++) cg_tensor_free(out[i]);
+    cg_plan_free(plan);
+    cg_model_free(m);
+    return result;
+}
+
+/* One test folder on one device: its result, why, the largest error. */
+static int run_test(cg_context *ctx, const char *dir, const char *device, double *max_err, char *why, size_t wsz) {
+    char model[4200], data[4200];
+    snprintf(model, sizeof model, "%s/model.onnx", dir);
+    int result = R_PASS;
+    for (int set = 0; result == R_PASS; set++) {
+        snprintf(data, sizeof data, "%s/test_data_set_%d", dir, set);
+        struct stat sb;
+        if (stat(data, &sb) != 0) {
+            if (set == 0) snprintf(why, wsz, "no test_data_set_0"), result = R_ERROR;
+            break;
+        }
+        tensors in = {0}, want = {0};
+        if (!read_pbs(data, "input", &in, why, wsz) || !read_pbs(data, "output", &want, why, wsz)) {
+            /* an element type clgraph has no type for is outside the set;
+             * so is a model of sequences or optionals, whose data files
+             * are no TensorProto: the import says so */
+            result = strstr(why, "is not supported") ? R_UNSUP : R_ERROR;
+            cg_model *probe = NULL;
+            if (result == R_ERROR && cg_model_load_onnx(ctx, model, &probe) == CG_ERR_UNSUPPORTED) {
+                snprintf(why, wsz, "%s", cg_last_error());
+                result = R_UNSUP;
+            }
+            cg_model_free(probe);
+        } else {
+            result = run_set(ctx, model, device, &in, &want, max_err, why, wsz);
+        }
+        tensors_free(&in);
+        tensors_free(&want);
+    }
+    return result;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* DIR itself when it holds model.onnx, else its subfolders that do. */
+static int collect(const char *dir, char ***list, int *n, int *cap) {
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/model.onnx", dir);
+    if (stat(p, &sb) == 0) {
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 256;
+            char **nl = realloc(*list, (size_t)*cap * sizeof *nl);
+            if (!nl) return 0;
+            *list = nl;
+        }
+        return ((*list)[(*n)++] = strdup(dir)) != NULL;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "clgraph onnx-test: %s: not a test folder (no model.onnx) and not readable\n", dir);
+        return 0;
+    }
+    int first = *n;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s/model.onnx", dir, e->d_name);
+        if (stat(p, &sb) != 0) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (!collect(p, list, n, cap)) {
+            closedir(d);
+            return 0;
+        }
+    }
+    closedir(d);
+    qsort(*list + first, (size_t)(*n - first), sizeof **list, by_name);
+    return 1;
+}
+
+int cli_onnx_test(int argc, char **argv) {
+    const char *devices[16];
+    int n_dev = 0, n_dirs = 0, cap = 0, rc = CLI_OK;
+    char **dirs = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device")) {
+            if (i + 1 >= argc || n_dev == 16) {
+                fprintf(stderr, "clgraph onnx-test: --device needs a device (at most 16)\n");
+                rc = CLI_USAGE;
+                break;
+            }
+            devices[n_dev++] = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "clgraph onnx-test: unknown option '%s'\n", argv[i]);
+            rc = CLI_USAGE;
+            break;
+        } else if (!collect(argv[i], &dirs, &n_dirs, &cap)) {
+            rc = CLI_FAIL;
+            break;
+        }
+    }
+    if (!rc && !n_dirs) {
+        fprintf(stderr, "usage: clgraph onnx-test DIR... [--device D]...\n");
+        rc = CLI_USAGE;
+    }
+    cg_context *ctx = NULL;
+    if (!rc && cg_context_create(&ctx)) rc = cli_fail();
+    if (!rc && !n_dev) /* the CPU and every OpenCL device */
+        for (int i = 0; i < cg_device_count() && n_dev < 16; i++) {
+            char b[512];
+            devices[n_dev++] = cg_device_describe(i, b, sizeof b);
+        }
+    int count[16][4] = {{0}};
+    if (!rc) printf("%-50s %-10s %-12s %-10s %s\n", "test", "device", "result", "max error", "reason");
+    for (int t = 0; !rc && t < n_dirs; t++) {
+        const char *base = strrchr(dirs[t], '/');
+        base = base ? base + 1 : dirs[t];
+        for (int d = 0; d < n_dev; d++) {
+            char why[1200] = "";
+            double max_err = 0;
+            int r = run_test(ctx, dirs[t], devices[d], &max_err, why, sizeof why);
+            count[d][r]++;
+            char err[32] = "-";
+            if (r == R_PASS || r == R_FAIL) snprintf(err, sizeof err, "%.2e", max_err);
+            printf("%-50s %-10s %-12s %-10s %s\n", base, devices[d], result_name[r], err, why);
+            fflush(stdout);
+        }
+    }
+    int failed = 0;
+    for (int d = 0; !rc && d < n_dev; d++) {
+        fprintf(stderr, "clgraph onnx-test: %s: %d passed, %d failed, %d unsupported, %d errors (of %d)\n",
+                devices[d], count[d][R_PASS], count[d][R_FAIL], count[d][R_UNSUP], count[d][R_ERROR], n_dirs);
+        failed |= count[d][R_FAIL] || count[d][R_ERROR];
+    }
+    if (failed) rc = CLI_FAIL;
+    for (int i = 0; i < n_dirs; i++) free(dirs[i]);
+    free(dirs);
+    cg_context_free(ctx);
+    return rc;
+}
