@@ -4,6 +4,7 @@
  * with the reason (onnx_fail, CG_ERR_UNSUPPORTED). */
 #include "onnx_imp.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +76,11 @@ static cg_status emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t
 
 static const struct {
     const char *onnx, *cg;
-} unary_ops[] = {{"Neg", "neg"},         {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}, {"Exp", "exp"},
-                 {"Log", "log"},         {"Sqrt", "sqrt"}, {"Relu", "relu"}};
+} unary_ops[] = {{"Neg", "neg"},           {"Tanh", "tanh"},         {"Sigmoid", "sigmoid"}, {"Exp", "exp"},
+                 {"Log", "log"},           {"Sqrt", "sqrt"},         {"Relu", "relu"},       {"Abs", "abs"},
+                 {"Reciprocal", "reciprocal"}, {"Floor", "floor"},   {"Ceil", "ceil"},       {"Round", "round"},
+                 {"Sign", "sign"},         {"Sin", "sin"},           {"Cos", "cos"},         {"Erf", "erf"},
+                 {"Softplus", "softplus"}, {"Softsign", "softsign"}};
 
 static cg_status map_unary(onnx_imp *im) {
     onnx_val *x;
@@ -88,6 +92,67 @@ static cg_status map_unary(onnx_imp *im) {
             return emit1(im, unary_ops[i].cg, 1, in, out_name(im, 0), NULL);
         }
     return onnx_fail(im, CG_ERR_UNSUPPORTED, "no mapping");
+}
+
+/* Elu, LeakyRelu, HardSigmoid: their float attributes as clgraph's. */
+static cg_status map_activation(onnx_imp *im) {
+    static const char *const known[] = {"alpha", "beta", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    const char *op = im->node->op_type, *cg;
+    char a[160];
+    if (!strcmp(op, "Elu")) {
+        cg = "elu";
+        snprintf(a, sizeof a, "alpha: %.9g", onnx_attr_float(im, "alpha", 1.0));
+    } else if (!strcmp(op, "LeakyRelu")) {
+        cg = "leaky_relu";
+        snprintf(a, sizeof a, "alpha: %.9g", onnx_attr_float(im, "alpha", 0.01));
+    } else {
+        cg = "hard_sigmoid";
+        snprintf(a, sizeof a, "alpha: %.9g, beta: %.9g", onnx_attr_float(im, "alpha", 0.2),
+                 onnx_attr_float(im, "beta", 0.5));
+    }
+    /* %.9g of a float in the text reads back as the same float */
+    if (strstr(a, "inf") || strstr(a, "nan")) return onnx_fail(im, CG_ERR_UNSUPPORTED, "attribute %s", a);
+    const char *in[1] = {x->name};
+    return emit1(im, cg, 1, in, out_name(im, 0), a);
+}
+
+/* Clip: bounds as attributes (opset < 11) or as optional scalar inputs,
+ * which must be known at import. */
+static cg_status map_clip(onnx_imp *im) {
+    static const char *const known[] = {"min", "max", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    double b[2] = {-INFINITY, INFINITY};
+    if (im->opset < 11) {
+        b[0] = onnx_attr_float(im, "min", -INFINITY);
+        b[1] = onnx_attr_float(im, "max", INFINITY);
+    } else {
+        static const char *what[2] = {"input 1 (min)", "input 2 (max)"};
+        for (int k = 0; k < 2; k++) {
+            onnx_val *v = onnx_in(im, k + 1);
+            const cg_tensor *t;
+            if (!v) continue;
+            if ((s = onnx_need_const(im, v, what[k], &t))) return s;
+            if (cg_tensor_dtype(t) != CG_F32 || cg_tensor_numel(t) != 1)
+                return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s must be one f32 value", what[k]);
+            b[k] = ((const float *)cg_tensor_data_const(t))[0];
+        }
+    }
+    if (x->desc.dtype != CG_F32)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s (f32 only yet)", cg_dtype_name((cg_dtype)x->desc.dtype));
+    char a[200];
+    size_t u = 0;
+    a[0] = 0;
+    if (!isinf(b[0])) u += (size_t)snprintf(a + u, sizeof a - u, "min: %.9g", b[0]);
+    if (!isinf(b[1])) snprintf(a + u, sizeof a - u, "%smax: %.9g", u ? ", " : "", b[1]);
+    if (isnan(b[0]) || isnan(b[1]) || (isinf(b[0]) && b[0] > 0) || (isinf(b[1]) && b[1] < 0))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip bounds %g, %g", b[0], b[1]);
+    const char *in[1] = {x->name};
+    return emit1(im, "clip", 1, in, out_name(im, 0), a);
 }
 
 /* Add, Sub, Mul, Div; Max, Min, Sum (any number of inputs); Mean. */
@@ -508,19 +573,28 @@ static const struct {
     const char *name;
     onnx_map_fn fn;
 } table[] = {
+    {"Abs", map_unary},
     {"Add", map_binary},
     {"Cast", map_cast},
+    {"Ceil", map_unary},
+    {"Clip", map_clip},
     {"Concat", map_concat},
     {"Constant", map_fold_only},
     {"ConstantOfShape", map_fold_only},
+    {"Cos", map_unary},
     {"Div", map_binary},
     {"Dropout", map_identity},
+    {"Elu", map_activation},
     {"Equal", map_fold_only},
+    {"Erf", map_unary},
     {"Exp", map_unary},
     {"Flatten", map_flatten},
+    {"Floor", map_unary},
     {"Gather", map_fold_only},
     {"Gemm", map_gemm},
+    {"HardSigmoid", map_activation},
     {"Identity", map_identity},
+    {"LeakyRelu", map_activation},
     {"Log", map_unary},
     {"LogSoftmax", map_softmax},
     {"MatMul", map_matmul},
@@ -530,16 +604,22 @@ static const struct {
     {"Mul", map_binary},
     {"Neg", map_unary},
     {"Range", map_fold_only},
+    {"Reciprocal", map_unary},
     {"ReduceMax", map_reduce},
     {"ReduceMean", map_reduce},
     {"ReduceSum", map_reduce},
     {"Relu", map_unary},
     {"Reshape", map_reshape},
+    {"Round", map_unary},
     {"Shape", map_fold_only},
     {"Sigmoid", map_unary},
+    {"Sign", map_unary},
+    {"Sin", map_unary},
     {"Size", map_fold_only},
     {"Slice", map_slice},
     {"Softmax", map_softmax},
+    {"Softplus", map_unary},
+    {"Softsign", map_unary},
     {"Sqrt", map_unary},
     {"Squeeze", map_squeeze},
     {"Sub", map_binary},

@@ -1,0 +1,149 @@
+/* Elementwise math functions of f32 tensors that ONNX models use (abs,
+ * reciprocal, rounding, sign, sin, cos, erf, softplus, softsign) and the
+ * parameterised activations (elu, leaky_relu, hard_sigmoid, clip), each a
+ * CPU kernel with libm and an OpenCL kernel in cl/math.cl. */
+#include "ops_cl.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "math.cl.h"
+
+static float f_abs(float x, float a, float b) { (void)a, (void)b; return fabsf(x); }
+static float f_reciprocal(float x, float a, float b) { (void)a, (void)b; return 1.0f / x; }
+static float f_floor(float x, float a, float b) { (void)a, (void)b; return floorf(x); }
+static float f_ceil(float x, float a, float b) { (void)a, (void)b; return ceilf(x); }
+static float f_round(float x, float a, float b) { (void)a, (void)b; return rintf(x); }
+static float f_sign(float x, float a, float b) {
+    (void)a, (void)b;
+    return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
+}
+static float f_sin(float x, float a, float b) { (void)a, (void)b; return sinf(x); }
+static float f_cos(float x, float a, float b) { (void)a, (void)b; return cosf(x); }
+static float f_erf(float x, float a, float b) { (void)a, (void)b; return erff(x); }
+static float f_softplus(float x, float a, float b) {
+    (void)a, (void)b;
+    return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
+}
+static float f_softsign(float x, float a, float b) { (void)a, (void)b; return x / (1.0f + fabsf(x)); }
+static float f_elu(float x, float a, float b) { (void)b; return x < 0.0f ? a * (expf(x) - 1.0f) : x; }
+static float f_leaky_relu(float x, float a, float b) { (void)b; return x < 0.0f ? a * x : x; }
+static float f_hard_sigmoid(float x, float a, float b) { return fminf(1.0f, fmaxf(0.0f, a * x + b)); }
+static float f_clip(float x, float a, float b) {
+    float t = x < a ? a : x; /* max(x, min) then min(., max), as ONNX; NaN stays NaN */
+    return t > b ? b : t;
+}
+
+/* Runs fn over input 0 with attributes 0 and 1 (when the op has them). */
+static cg_op_status math_cpu(const cg_kernel_args *a, float (*fn)(float, float, float), int n_attrs) {
+    const float *x = a->in[0];
+    float *y = a->out[0];
+    float p = n_attrs > 0 ? (float)a->call->attrs[0].f : 0.0f, q = n_attrs > 1 ? (float)a->call->attrs[1].f : 0.0f;
+    int64_t n = cg_desc_numel(&a->call->inputs[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = fn(x[i], p, q);
+    return CG_OP_OK;
+}
+
+static cg_op_status math_cl(const cg_kernel_args *a, const char *name, int n_attrs) {
+    int64_t n = cg_desc_numel(&a->call->inputs[0]);
+    if (n == 0) return CG_OP_OK;
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_math, name, n > INT32_MAX, 0, NULL);
+    if (!k) return CG_OP_ERROR;
+    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
+    cl_long ln = n;
+    cl_float p = n_attrs > 0 ? (cl_float)a->call->attrs[0].f : 0.0f;
+    cl_float q = n_attrs > 1 ? (cl_float)a->call->attrs[1].f : 0.0f;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(p),
+                                        CG_OPS_CL_ARG(q)};
+    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+}
+
+static cg_op_status math_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    if (x->dtype != CG_OP_F32)
+        return cg_op_fail(call, "input 0 (x) must be f32, got %s", cg_ops_dtype_name(x->dtype));
+    call->outputs[0] = *x;
+    return CG_OP_OK;
+}
+
+/* Shapes of the cases (0-d and empty included) and their attributes. */
+static const struct {
+    int nd;
+    int64_t d[4];
+} shapes[] = {{1, {1}}, {0, {0}}, {1, {0}}, {1, {17}}, {3, {2, 3, 5}}, {2, {4, 1000}}};
+#define N_SHAPES ((int32_t)(sizeof shapes / sizeof shapes[0]))
+
+static int32_t math_case(int32_t i, cg_conform_case *c, double lo, double hi, const char *const *attrs, int n_sets) {
+    if (i < 0 || i >= N_SHAPES * n_sets) return 0;
+    cg_ops_case t = {1, {{CG_OP_F32, shapes[i / n_sets].nd, {0}, lo, hi}}, attrs[i % n_sets]};
+    memcpy(t.in[0].d, shapes[i / n_sets].d, sizeof t.in[0].d);
+    cg_ops_fill_case(&t, 1, c);
+    return 1;
+}
+
+static const char *const math_inputs[] = {"x", NULL};
+static const char *const no_attrs[] = {NULL};
+
+#define ATTR(NAME, DEF, DOC) \
+    {.struct_size = sizeof(cg_attr_def), .name = NAME, .type = CG_ATTR_FLOAT, .default_float = DEF, .doc = DOC}
+
+static const cg_attr_def elu_attrs[] = {ATTR("alpha", 1.0, "scale of the negative part (default 1.0)")};
+static const cg_attr_def leaky_attrs[] = {ATTR("alpha", 0.01, "slope for x < 0 (default 0.01)")};
+static const cg_attr_def hs_attrs[] = {ATTR("alpha", 0.2, "slope (default 0.2)"),
+                                       ATTR("beta", 0.5, "offset (default 0.5)")};
+static const cg_attr_def clip_attrs[] = {ATTR("min", -INFINITY, "lower bound (default -inf)"),
+                                         ATTR("max", INFINITY, "upper bound (default +inf)")};
+static const char *const elu_sets[] = {NULL, "alpha: 0.5"};
+static const char *const leaky_sets[] = {NULL, "alpha: 0.25"};
+static const char *const hs_sets[] = {NULL, "alpha: 0.125, beta: 0.25"};
+static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max: -0.5", "min: 1.0, max: -1.0"};
+
+/* One op: NAME, its CPU function, attributes, the conformance value range
+ * and attribute sets, and its documentation. */
+#define MATH_OP(NAME, ATTRS, N_ATTRS, LO, HI, SETS, N_SETS, DOC)                                  \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return math_cpu(a, f_##NAME, N_ATTRS); } \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return math_cl(a, "mu_" #NAME, N_ATTRS); } \
+    static int32_t NAME##_case(int32_t i, cg_conform_case *c) { return math_case(i, c, LO, HI, SETS, N_SETS); } \
+    static const cg_kernel_def NAME##_kernels[] = {                                               \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = NAME##_cpu},       \
+        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = NAME##_cl},     \
+    };                                                                                            \
+    const cg_op_def cg_op_##NAME = {                                                              \
+        .struct_size = sizeof(cg_op_def),                                                         \
+        .name = #NAME,                                                                            \
+        .doc = DOC,                                                                               \
+        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
+        .input_names = math_inputs,                                                               \
+        .attrs = ATTRS, .n_attrs = N_ATTRS,                                                       \
+        .infer = math_infer,                                                                      \
+        .kernels = NAME##_kernels, .n_kernels = 2,                                                \
+        .flags = CG_OP_FLAG_INPLACE0,                                                             \
+        .conform_case = NAME##_case,                                                              \
+    };
+
+#define SAME " of an f32 tensor; output has x's shape, may run in place."
+MATH_OP(abs, NULL, 0, -5, 5, no_attrs, 1, "Elementwise |x|" SAME)
+MATH_OP(reciprocal, NULL, 0, 0.25, 4, no_attrs, 1, "Elementwise 1 / x (1/0 is inf)" SAME)
+MATH_OP(floor, NULL, 0, -10, 10, no_attrs, 1, "Elementwise floor (round toward -inf)" SAME)
+MATH_OP(ceil, NULL, 0, -10, 10, no_attrs, 1, "Elementwise ceiling (round toward +inf)" SAME)
+MATH_OP(round, NULL, 0, -10, 10, no_attrs, 1,
+        "Elementwise rounding to the nearest integer, halves to even (as numpy.round and ONNX Round)" SAME)
+MATH_OP(sign, NULL, 0, -3, 3, no_attrs, 1, "Elementwise sign: 1, -1, or x itself for 0, -0 and NaN" SAME)
+MATH_OP(sin, NULL, 0, -10, 10, no_attrs, 1, "Elementwise sine" SAME)
+MATH_OP(cos, NULL, 0, -10, 10, no_attrs, 1, "Elementwise cosine" SAME)
+MATH_OP(erf, NULL, 0, -3, 3, no_attrs, 1, "Elementwise error function" SAME)
+MATH_OP(softplus, NULL, 0, -30, 30, no_attrs, 1,
+        "Elementwise log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)) so large |x| neither overflows nor "
+        "loses the small part" SAME)
+MATH_OP(softsign, NULL, 0, -10, 10, no_attrs, 1, "Elementwise x / (1 + |x|)" SAME)
+MATH_OP(elu, elu_attrs, 1, -4, 4, elu_sets, 2,
+        "Elementwise exponential linear unit: alpha * (exp(x) - 1) for x < 0, else x (attribute alpha, "
+        "default 1.0)" SAME)
+MATH_OP(leaky_relu, leaky_attrs, 1, -4, 4, leaky_sets, 2,
+        "Elementwise leaky rectifier: alpha * x for x < 0, else x (attribute alpha, default 0.01)" SAME)
+MATH_OP(hard_sigmoid, hs_attrs, 2, -6, 6, hs_sets, 2,
+        "Elementwise max(0, min(1, alpha * x + beta)) (attributes alpha 0.2 and beta 0.5 by default)" SAME)
+MATH_OP(clip, clip_attrs, 2, -4, 4, clip_sets, 4,
+        "Elementwise clamp of x to [min, max] (attributes, default -inf and +inf; min > max gives max "
+        "everywhere, as ONNX Clip; NaN stays NaN)" SAME)
