@@ -62,9 +62,10 @@ static inline void cg_desc_split(const cg_tensor_desc *d, int axis, int64_t *out
 /* Formats a dims list "[2, B, ?]" for messages (symbols shown as s<k>). */
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d);
 
-/* Name of a dtype for messages: "f32", "i32" or "unknown dtype". */
+/* Name of a dtype for messages: "f32", "i64", ... or "unknown dtype". */
 static inline const char *cg_ops_dtype_name(cg_op_dtype t) {
-    return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "unknown dtype";
+    static const char *const names[] = {"unknown dtype", "f32", "i32", "f16", "bf16", "i8", "u8", "i64", "bool"};
+    return (int)t >= 0 && (int)t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown dtype";
 }
 
 /* Logistic function 1 / (1 + exp(-x)) that never evaluates exp of a large

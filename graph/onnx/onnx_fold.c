@@ -79,8 +79,13 @@ static void copy_el(const cg_tensor *a, int64_t i, cg_tensor *b, int64_t j) {
     memcpy((char *)b->data + (size_t)j * es, (const char *)a->data + (size_t)i * es, es);
 }
 
+/* Folding is for shape arithmetic and small constants: an output of more
+ * elements than this stays a node (and fails there if unsupported). */
+#define FOLD_MAX_ELEMENTS ((int64_t)1 << 24)
+
 static cg_tensor *new_t(cg_dtype dt, int ndim, const int64_t *dims) {
     cg_tensor *t;
+    if (!cg_shape_fits(ndim, dims) || cg_shape_numel(ndim, dims) > FOLD_MAX_ELEMENTS) return NULL;
     return cg_tensor_alloc(dt, ndim, dims, &t) ? NULL : t;
 }
 
@@ -519,7 +524,7 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
         if (st == 0 || a->dtype != b->dtype || a->dtype != d->dtype) return NULL;
         double cnt = ceil((l - s) / st);
         int64_t n = cnt > 0 ? (int64_t)cnt : 0;
-        if (n > ((int64_t)1 << 30)) return NULL;
+        if (n > FOLD_MAX_ELEMENTS) return NULL;
         cg_tensor *o = new_t(a->dtype, 1, &n);
         for (int64_t i = 0; o && i < n; i++) {
             if (is_float(a->dtype)) set_f(o, i, s + (double)i * st);

@@ -58,6 +58,10 @@ typedef struct onnx_imp {
 /* Reads and unpacks a model file; a message naming `path` on failure. */
 cg_status cg_onnx_read_model(const char *path, Onnx__ModelProto **out);
 
+/* st, with the last error made one line (control bytes of names in the
+ * file shown as '?'). */
+cg_status cg_onnx_one_line(cg_status st);
+
 /* The clgraph dtype of an ONNX element type, or 0 for one clgraph has no
  * type for (double is read as f32: see cg_onnx_tensor). */
 cg_dtype cg_onnx_dtype(int32_t onnx_type);

@@ -497,7 +497,7 @@ cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx
     if (s) cg_model_free(im.m);
     else *out = im.m;
     imp_free(&im);
-    return s;
+    return cg_onnx_one_line(s);
 }
 
 cg_status cg_model_load_onnx(cg_context *ctx, const char *path, cg_model **out) {

@@ -508,36 +508,121 @@ static cg_status map_slice(onnx_imp *im) {
 
 /* ---- reductions ---- */
 
+/* One clgraph reduction of `in` over axes (n = 0: all) into *out (NULL:
+ * a fresh name, set). */
+static cg_status reduce_to(onnx_imp *im, const char *op, const char *in, const int64_t *axes, int n, int keep,
+                           const char **out) {
+    char at[300], l[256];
+    snprintf(at, sizeof at, "axes: %s, keepdims: %d", ints_text(l, sizeof l, n, axes), keep);
+    const char *ins[1] = {in};
+    return onnx_emit(im, op, 1, ins, 1, out, at);
+}
+
+/* One elementwise clgraph op (unary, or binary with b != NULL) into *out. */
+static cg_status ew_to(onnx_imp *im, const char *op, const char *a, const char *b, const char **out) {
+    const char *ins[2] = {a, b};
+    return onnx_emit(im, op, b ? 2 : 1, ins, 1, out, NULL);
+}
+
+/* The Reduce family: Sum, Mean and Max are clgraph's; Min, L1, L2,
+ * SumSquare, LogSum and LogSumExp are made of them (LogSumExp with the
+ * maximum taken out first, so large inputs do not overflow). */
 static cg_status map_reduce(onnx_imp *im) {
     static const char *const known[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
     onnx_val *x;
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const char *op = im->node->op_type, *cg;
-    if (!strcmp(op, "ReduceSum")) cg = "reduce_sum";
-    else if (!strcmp(op, "ReduceMean")) cg = "reduce_mean";
-    else cg = "reduce_max";
+    const char *op = im->node->op_type + 6; /* after "Reduce" */
     int n;
     const int64_t *a = onnx_attr_ints(im, "axes", &n);
     if (!a && onnx_in(im, 1)) {
         const cg_tensor *t;
         if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (axes)", &t))) return s;
-        if (t->dtype != CG_I64) return onnx_fail(im, CG_ERR_FORMAT, "axes must be int64");
-        n = (int)cg_shape_numel(t->ndim, t->dims);
-        a = t->data;
+        if (cg_tensor_dtype(t) != CG_I64) return onnx_fail(im, CG_ERR_FORMAT, "axes must be int64");
+        n = (int)cg_tensor_numel(t);
+        a = cg_tensor_data_const(t);
     }
     if (!a) n = 0;
     if (n > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "too many axes");
+    int64_t axes[CG_MAX_DIMS];
+    if (n) memcpy(axes, a, (size_t)n * 8);
     int keep = onnx_attr_int(im, "keepdims", 1) != 0;
-    const char *in[1] = {x->name};
     if (n == 0 && onnx_attr_int(im, "noop_with_empty_axes", 0)) {
         int64_t d[CG_MAX_DIMS];
         memcpy(d, x->desc.dims, sizeof d);
         return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
     }
-    char at[300], l[256];
-    snprintf(at, sizeof at, "axes: %s, keepdims: %d", ints_text(l, sizeof l, n, a), keep);
-    return emit1(im, cg, 1, in, out_name(im, 0), at);
+    const char *y = out_name(im, 0), *t1 = NULL, *t2 = NULL, *t3 = NULL;
+    if (!strcmp(op, "Sum")) return reduce_to(im, "reduce_sum", x->name, axes, n, keep, &y);
+    if (!strcmp(op, "Mean")) return reduce_to(im, "reduce_mean", x->name, axes, n, keep, &y);
+    if (!strcmp(op, "Max")) return reduce_to(im, "reduce_max", x->name, axes, n, keep, &y);
+    if (!strcmp(op, "Min")) {
+        if ((s = ew_to(im, "neg", x->name, NULL, &t1)) || (s = reduce_to(im, "reduce_max", t1, axes, n, keep, &t2)))
+            return s;
+        return ew_to(im, "neg", t2, NULL, &y);
+    }
+    if (!strcmp(op, "L1")) {
+        if ((s = ew_to(im, "abs", x->name, NULL, &t1))) return s;
+        return reduce_to(im, "reduce_sum", t1, axes, n, keep, &y);
+    }
+    if (!strcmp(op, "L2") || !strcmp(op, "SumSquare")) {
+        if ((s = ew_to(im, "mul", x->name, x->name, &t1))) return s;
+        if (op[0] == 'S') return reduce_to(im, "reduce_sum", t1, axes, n, keep, &y);
+        if ((s = reduce_to(im, "reduce_sum", t1, axes, n, keep, &t2))) return s;
+        return ew_to(im, "sqrt", t2, NULL, &y);
+    }
+    if (!strcmp(op, "LogSum")) {
+        if ((s = reduce_to(im, "reduce_sum", x->name, axes, n, keep, &t1))) return s;
+        return ew_to(im, "log", t1, NULL, &y);
+    }
+    if (!strcmp(op, "LogSumExp")) {
+        const char *m = NULL, *mo = NULL;
+        if ((s = reduce_to(im, "reduce_max", x->name, axes, n, 1, &m)) || (s = ew_to(im, "sub", x->name, m, &t1)) ||
+            (s = ew_to(im, "exp", t1, NULL, &t2)) || (s = reduce_to(im, "reduce_sum", t2, axes, n, keep, &t3)))
+            return s;
+        const char *lg = NULL;
+        if ((s = ew_to(im, "log", t3, NULL, &lg))) return s;
+        if (keep) mo = m;
+        else if ((s = reduce_to(im, "reduce_max", x->name, axes, n, 0, &mo))) return s;
+        return ew_to(im, "add", lg, mo, &y);
+    }
+    return onnx_fail(im, CG_ERR_UNSUPPORTED, "Reduce%s is not supported", op);
+}
+
+/* LayerNormalization (opset 17) as its ONNX function body: mean and
+ * variance over the dims from axis on, Y = (X - mean) / sqrt(var + eps) *
+ * Scale + B; the optional Mean and InvStdDev outputs. */
+static cg_status map_layer_norm(onnx_imp *im) {
+    static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
+    onnx_val *x, *scale, *bias = onnx_in(im, 2);
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &scale)) || (s = onnx_check_attrs(im, known))) return s;
+    if (onnx_attr_int(im, "stash_type", 1) != 1)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "stash_type %lld (only 1, f32)",
+                         (long long)onnx_attr_int(im, "stash_type", 1));
+    int r = x->desc.ndim;
+    int64_t axis = onnx_attr_int(im, "axis", -1);
+    if (axis < -r || axis >= r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < 0) axis += r;
+    int64_t axes[CG_MAX_DIMS];
+    int n = 0;
+    for (int64_t i = axis; i < r; i++) axes[n++] = i;
+    char eps[80];
+    snprintf(eps, sizeof eps, "alpha: 1.0, beta: %.9g", onnx_attr_float(im, "epsilon", 1e-5));
+    const char *mean = out_name(im, 1), *d = NULL, *sq = NULL, *var = NULL, *ve = NULL, *sd = NULL, *nrm = NULL;
+    const char *inv = out_name(im, 2), *sc = NULL, *y = out_name(im, 0);
+    if ((s = reduce_to(im, "reduce_mean", x->name, axes, n, 1, &mean)) || (s = ew_to(im, "sub", x->name, mean, &d)) ||
+        (s = ew_to(im, "mul", d, d, &sq)) || (s = reduce_to(im, "reduce_mean", sq, axes, n, 1, &var)))
+        return s;
+    const char *vin[1] = {var};
+    const char *vout[1] = {NULL};
+    if ((s = onnx_emit(im, "affine", 1, vin, 1, vout, eps))) return s;
+    ve = vout[0];
+    if ((s = ew_to(im, "sqrt", ve, NULL, &sd)) || (s = ew_to(im, "div", d, sd, &nrm))) return s;
+    if (out_name(im, 2) && (s = ew_to(im, "reciprocal", sd, NULL, &inv))) return s;
+    if (!bias) return ew_to(im, "mul", nrm, scale->name, &y);
+    if ((s = ew_to(im, "mul", nrm, scale->name, &sc))) return s;
+    return ew_to(im, "add", sc, bias->name, &y);
 }
 
 /* ---- types ---- */
@@ -594,6 +679,7 @@ static const struct {
     {"Gemm", map_gemm},
     {"HardSigmoid", map_activation},
     {"Identity", map_identity},
+    {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_activation},
     {"Log", map_unary},
     {"LogSoftmax", map_softmax},
@@ -605,9 +691,15 @@ static const struct {
     {"Neg", map_unary},
     {"Range", map_fold_only},
     {"Reciprocal", map_unary},
+    {"ReduceL1", map_reduce},
+    {"ReduceL2", map_reduce},
+    {"ReduceLogSum", map_reduce},
+    {"ReduceLogSumExp", map_reduce},
     {"ReduceMax", map_reduce},
     {"ReduceMean", map_reduce},
+    {"ReduceMin", map_reduce},
     {"ReduceSum", map_reduce},
+    {"ReduceSumSquare", map_reduce},
     {"Relu", map_unary},
     {"Reshape", map_reshape},
     {"Round", map_unary},

@@ -116,7 +116,9 @@ const char *cg_onnx_type_name(int32_t t) {
 /* Reads `len` bytes at `offset` of an external data file into dst. The
  * location must stay inside the model's folder (ONNX's own rule). */
 static cg_status read_external(const Onnx__TensorProto *t, const char *dir, const char *path, const char *what,
-                               void *dst, size_t want) {
+                               void **dst_out, size_t want) {
+    void *dst = NULL;
+    *dst_out = NULL;
     const char *loc = NULL;
     long long offset = 0, length = -1;
     for (size_t i = 0; i < t->n_external_data; i++) {
@@ -153,7 +155,16 @@ static cg_status read_external(const Onnx__TensorProto *t, const char *dir, cons
         s = cg_error(CG_ERR_IO, "%s: %s: cannot open its external data file %s: %s", path, what, file,
                      strerror(errno));
     } else {
+        struct stat sb;
         size_t got = 0;
+        if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < (uint64_t)offset + want) {
+            s = cg_error(CG_ERR_FORMAT, "%s: %s: %s has %lld bytes, the tensor needs %zu from byte %lld", path, what,
+                         file, (long long)sb.st_size, want, offset);
+            got = want; /* nothing to read */
+        } else if (!(dst = malloc(want ? want : 1))) {
+            s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+            got = want;
+        }
         while (got < want) {
             ssize_t r = pread(fd, (char *)dst + got, want - got, (off_t)offset + (off_t)got);
             if (r < 0 && errno == EINTR) continue;
@@ -168,12 +179,13 @@ static cg_status read_external(const Onnx__TensorProto *t, const char *dir, cons
         close(fd);
     }
     free(file);
+    if (s) free(dst);
+    else *dst_out = dst;
     return s;
 }
 
-/* Copies the typed field that holds t's values (their count checked). */
-static cg_status typed_values(const Onnx__TensorProto *t, int ti, const char *path, const char *what,
-                              int64_t numel, cg_tensor *out) {
+/* Whether the typed field that holds t's values has numel of them. */
+static cg_status typed_count(const Onnx__TensorProto *t, int ti, const char *path, const char *what, int64_t numel) {
     size_t have;
     int32_t dt = types[ti].onnx;
     const char *field;
@@ -184,6 +196,12 @@ static cg_status typed_values(const Onnx__TensorProto *t, int ti, const char *pa
     if (have != (size_t)numel)
         return cg_error(CG_ERR_FORMAT, "%s: %s: %zu values in %s for %lld elements", path, what, have, field,
                         (long long)numel);
+    return CG_OK;
+}
+
+/* Copies the typed field that holds t's values (counted before). */
+static void typed_values(const Onnx__TensorProto *t, int ti, int64_t numel, cg_tensor *out) {
+    int32_t dt = types[ti].onnx;
     for (int64_t i = 0; i < numel; i++) {
         switch (out->dtype) {
         case CG_F32:
@@ -198,7 +216,6 @@ static cg_status typed_values(const Onnx__TensorProto *t, int ti, const char *pa
         default: ((uint8_t *)out->data)[i] = (uint8_t)t->int32_data[i]; break; /* I8, U8 */
         }
     }
-    return CG_OK;
 }
 
 /* Little-endian raw bytes (8-byte doubles for DOUBLE) into out. */
@@ -235,31 +252,41 @@ cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char
     if (!cg_shape_fits((int)t->n_dims, dims))
         return cg_error(CG_ERR_FORMAT, "%s: %s: more than 2^40 elements", path, what);
     int64_t numel = cg_shape_numel((int)t->n_dims, dims);
-    cg_tensor *x;
-    cg_status s = cg_tensor_alloc(types[ti].dtype, (int)t->n_dims, dims, &x);
-    if (s) return s;
     size_t raw_bytes = (size_t)numel * (size_t)types[ti].size;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        unsigned char *raw = types[ti].size == 8 && x->dtype == CG_F32 ? malloc(raw_bytes ? raw_bytes : 1) : NULL;
-        s = read_external(t, dir, path, what, raw ? raw : x->data, raw_bytes);
-        if (!s && raw) raw_values(raw, ti, numel, x);
-        else if (!s && x->dtype == CG_BOOL)
-            for (int64_t i = 0; i < numel; i++) ((uint8_t *)x->data)[i] = ((uint8_t *)x->data)[i] != 0;
-        free(raw);
-    } else if (t->has_raw_data) {
-        if (t->raw_data.len != raw_bytes)
-            s = cg_error(CG_ERR_FORMAT, "%s: %s: raw_data has %zu bytes, %s[%lld elements] needs %zu", path, what,
-                         t->raw_data.len, types[ti].name, (long long)numel, raw_bytes);
-        else if (numel) raw_values(t->raw_data.data, ti, numel, x);
-    } else {
-        s = typed_values(t, ti, path, what, numel, x);
+    /* the data is checked to be there before the tensor is allocated: a
+     * file declaring 2^40 elements and holding none gets a message */
+    cg_status s = CG_OK;
+    void *ext = NULL;
+    int external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (external) s = read_external(t, dir, path, what, &ext, raw_bytes);
+    else if (t->has_raw_data && t->raw_data.len != raw_bytes)
+        s = cg_error(CG_ERR_FORMAT, "%s: %s: raw_data has %zu bytes, %s[%lld elements] needs %zu", path, what,
+                     t->raw_data.len, types[ti].name, (long long)numel, raw_bytes);
+    else if (!t->has_raw_data) s = typed_count(t, ti, path, what, numel);
+    cg_tensor *x = NULL;
+    if (!s) s = cg_tensor_alloc(types[ti].dtype, (int)t->n_dims, dims, &x);
+    if (!s && numel) {
+        if (external) raw_values(ext, ti, numel, x);
+        else if (t->has_raw_data) raw_values(t->raw_data.data, ti, numel, x);
+        else typed_values(t, ti, numel, x);
     }
+    free(ext);
     if (s) {
         cg_tensor_free(x);
         return s;
     }
     *out = x;
     return CG_OK;
+}
+
+cg_status cg_onnx_one_line(cg_status st) {
+    if (st == CG_OK) return st;
+    /* names in a file may hold any byte: the message stays one line */
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", cg_last_error());
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    return cg_error(st, "%s", msg);
 }
 
 cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {
@@ -282,5 +309,5 @@ cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {
         s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
     onnx__tensor_proto__free_unpacked(t, NULL);
-    return s;
+    return cg_onnx_one_line(s);
 }

@@ -1,0 +1,49 @@
+/* libFuzzer target for the ONNX importer: the input is a model file. One
+ * that imports prints as text that parses back and prints the same (names
+ * quoted where they must be); one that does not leaves a one-line message
+ * naming the file. The same bytes also go through the TensorProto reader
+ * (cg_tensor_load_onnx), which must load or fail the same way. */
+#include "clgraph/clgraph.h"
+#include "fuzz_mem.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static cg_context *ctx;
+
+static void done(void) { cg_context_free(ctx); }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static cg_fuzz_file in;
+    if (!ctx) {
+        if (cg_context_create(&ctx) != CG_OK) abort();
+        atexit(done);
+    }
+    const char *path = cg_fuzz_put(&in, "fuzz.onnx", data, size);
+    cg_model *m = NULL, *m2 = NULL;
+    if (cg_model_load_onnx(ctx, path, &m) != CG_OK) {
+        if (m) abort();
+        cg_fuzz_check_message(cg_last_error(), path);
+    } else {
+        char *t1 = NULL, *t2 = NULL;
+        if (cg_model_print(m, &t1) != CG_OK || cg_model_parse(ctx, t1, strlen(t1), "again.cg", &m2) != CG_OK ||
+            cg_model_print(m2, &t2) != CG_OK || strcmp(t1, t2) != 0) {
+            fprintf(stderr, "imported model does not print and parse back: %s\n", cg_last_error());
+            abort();
+        }
+        free(t1);
+        free(t2);
+        cg_model_free(m2);
+        cg_model_free(m);
+    }
+    cg_tensor *t = NULL;
+    char *name = NULL;
+    if (cg_tensor_load_onnx(path, &t, &name) != CG_OK) {
+        if (t || name) abort();
+        cg_fuzz_check_message(cg_last_error(), path);
+        return 0;
+    }
+    if (!name || cg_tensor_numel(t) < 0) abort();
+    free(name);
+    cg_tensor_free(t);
+    return 0;
+}
