@@ -127,6 +127,7 @@ BIN_LOOP(add_f32_loop, float, x + y)
 BIN_LOOP(sub_f32_loop, float, x - y)
 BIN_LOOP(mul_f32_loop, float, x * y)
 BIN_LOOP(div_f32_loop, float, x / y)
+BIN_LOOP(pow_f32_loop, float, powf(x, y))
 /* NaN propagates, as in NumPy's maximum/minimum. */
 BIN_LOOP(max_f32_loop, float, (x > y || x != x) ? x : y)
 BIN_LOOP(min_f32_loop, float, (x < y || x != x) ? x : y)
@@ -210,16 +211,22 @@ static const cg_ops_case bin_cases[] = {
     BIN_F(3, D(7, 1, 1000), 2, D(13, 1)),
 };
 
-/* Fills case `index` of a binary op; f32-only ops skip the i32 cases and div
- * keeps its divisor away from 0 ([0.25, 2]). */
+/* Fills case `index` of a binary op; f32-only ops skip the i32 cases, div
+ * (is_div 1) keeps its divisor away from 0 ([0.25, 2]) and pow (2) its base
+ * positive. */
 static int32_t bin_conform(int32_t index, cg_conform_case *c, int allow_i32, int is_div) {
     int32_t seen = 0;
     for (size_t i = 0; i < sizeof bin_cases / sizeof bin_cases[0]; i++) {
         if (!allow_i32 && bin_cases[i].in[0].dt == CG_OP_I32) continue;
         if (seen++ != index) continue;
         cg_ops_fill_case(&bin_cases[i], 1, c);
-        if (is_div) {
+        if (is_div == 1) {
             c->lo[1] = 0.25;
+            c->hi[1] = 2;
+        } else if (is_div == 2) { /* pow: positive bases, exponents of both signs */
+            c->lo[0] = 0.1;
+            c->hi[0] = 3;
+            c->lo[1] = -2;
             c->hi[1] = 2;
         }
         return 1;
@@ -314,7 +321,7 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
         return binary_cl(a, #NAME);                                               \
     }                                                                             \
     static int32_t NAME##_conform(int32_t index, cg_conform_case *c) {            \
-        return bin_conform(index, c, I32, !strcmp(#NAME, "div"));                 \
+        return bin_conform(index, c, I32, !strcmp(#NAME, "div") ? 1 : !strcmp(#NAME, "pow") ? 2 : 0); \
     }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
         {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu},                \
@@ -345,6 +352,9 @@ BINARY_OP(mul, 1, mul_f32_loop, mul_i32_loop,
 BINARY_OP(div, 0, div_f32_loop, NULL,
           "Elementwise quotient a / b, f32 only, IEEE semantics (x / 0 is +-inf, "
           "0 / 0 is NaN)." BCAST_DOC)
+BINARY_OP(pow, 0, pow_f32_loop, NULL,
+          "Elementwise power a^b, f32 only, as C's powf (a negative a with a non-integer b "
+          "is NaN; pow(x, 0) is 1)." BCAST_DOC)
 BINARY_OP(maximum, 1, max_f32_loop, max_i32_loop,
           "Elementwise maximum of a and b, f32 or i32. For f32 a NaN in either "
           "input gives NaN (as numpy.maximum)." BCAST_DOC)

@@ -157,7 +157,7 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
 /* ---- every built-in op definition (one or more per file in ops/) ---- */
 #define CG_BUILTIN_OPS(X)                                                    \
     /* elementwise.c */                                                     \
-    X(add) X(sub) X(mul) X(div) X(maximum) X(minimum)                       \
+    X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)               \
     X(neg) X(tanh) X(sigmoid) X(exp) X(log) X(sqrt) X(relu) X(affine)       \
     X(cast)                                                                 \
     /* math.c */                                                            \

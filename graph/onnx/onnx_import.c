@@ -243,7 +243,13 @@ static cg_status infer_outputs(onnx_imp *im, cg_node *node) {
     if (!s)
         s = cg_call_infer(im->m, node->name, 0, 0, op, av, node->n_inputs, in, node->n_outputs, out, 0);
     free(av);
-    if (s) return onnx_fail(im, s, "as clgraph's %s: %s", node->op, cg_last_error());
+    if (s) { /* the reason alone: the file and node are said once, by onnx_fail */
+        char key[700];
+        const char *msg = cg_last_error();
+        snprintf(key, sizeof key, "%s '%s': ", node->op, node->name);
+        const char *r = strstr(msg, key);
+        return onnx_fail(im, s, "as clgraph's %s: %s", node->op, r ? r + strlen(key) : msg);
+    }
     for (int i = 0; i < node->n_outputs; i++) {
         onnx_val *v = onnx_val_get(im, im->g->values[node->outputs[i]].name);
         if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");

@@ -199,13 +199,32 @@ static cg_status map_identity(onnx_imp *im) {
     cg_status s = need_in(im, 0, &x);
     if (s) return s;
     if (!strcmp(im->node->op_type, "Dropout")) {
-        /* inference: the input as is; a mask output is not supported */
-        if (out_name(im, 1)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout's mask output is not supported");
-        onnx_val *tm = onnx_in(im, 2);
-        const cg_tensor *t;
-        if (tm && (s = onnx_need_const(im, tm, "training_mode", &t))) return s;
-        if (tm && cg_shape_numel(t->ndim, t->dims) == 1 && ((const uint8_t *)t->data)[0])
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout in training mode");
+        /* the input as is: inference, or training with ratio 0 (as PyTorch
+         * and ONNX Runtime: nothing dropped); the mask is then all true */
+        static const char *const known[] = {"ratio", "seed", NULL};
+        if ((s = onnx_check_attrs(im, known))) return s;
+        onnx_val *tm = onnx_in(im, 2), *rv = onnx_in(im, 1);
+        const cg_tensor *t, *rt;
+        int training = 0;
+        if (tm && (s = onnx_need_const(im, tm, "input 2 (training_mode)", &t))) return s;
+        if (tm) training = cg_tensor_numel(t) == 1 && ((const uint8_t *)cg_tensor_data_const(t))[0];
+        double ratio = onnx_attr_float(im, "ratio", 0.5);
+        if (rv) {
+            if ((s = onnx_need_const(im, rv, "input 1 (ratio)", &rt))) return s;
+            if (cg_tensor_dtype(rt) != CG_F32 || cg_tensor_numel(rt) != 1)
+                return onnx_fail(im, CG_ERR_UNSUPPORTED, "ratio must be one f32 value");
+            ratio = ((const float *)cg_tensor_data_const(rt))[0];
+        }
+        if (training && ratio != 0)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout in training mode (ratio %g): random", ratio);
+        if (out_name(im, 1)) {
+            for (int i = 0; i < x->desc.ndim; i++)
+                if (x->desc.dims[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout's mask of symbolic dims");
+            cg_tensor *mask;
+            if ((s = cg_tensor_create(CG_BOOL, x->desc.ndim, x->desc.dims, &mask))) return s;
+            memset(cg_tensor_data(mask), 1, (size_t)cg_tensor_numel(mask));
+            if ((s = onnx_set_const(im, 1, mask))) return s;
+        }
     }
     int64_t dims[CG_MAX_DIMS];
     memcpy(dims, x->desc.dims, sizeof dims);
@@ -625,6 +644,144 @@ static cg_status map_layer_norm(onnx_imp *im) {
     return ew_to(im, "add", sc, bias->name, &y);
 }
 
+/* ---- more shapes ---- */
+
+/* Split into slices along axis: sizes from the attribute (before opset 13),
+ * a known input, or equal parts (num_outputs). */
+static cg_status map_split(onnx_imp *im) {
+    static const char *const known[] = {"axis", "split", "num_outputs", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    int r = x->desc.ndim, n_out = (int)im->node->n_output;
+    int64_t axis = onnx_attr_int(im, "axis", 0);
+    if (axis < -r || axis >= r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < 0) axis += r;
+    int64_t dim = x->desc.dims[axis];
+    if (dim < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Split of a symbolic dim");
+    if (n_out < 1 || n_out > ONNX_MAX_IO) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%d outputs", n_out);
+    int64_t sizes[ONNX_MAX_IO];
+    int n;
+    const int64_t *a = onnx_attr_ints(im, "split", &n);
+    if (!a && onnx_in(im, 1)) {
+        const cg_tensor *t;
+        if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (split)", &t))) return s;
+        if (cg_tensor_dtype(t) != CG_I64) return onnx_fail(im, CG_ERR_FORMAT, "split must be int64");
+        n = (int)cg_tensor_numel(t);
+        a = cg_tensor_data_const(t);
+    }
+    if (a) {
+        if (n != n_out) return onnx_fail(im, CG_ERR_FORMAT, "%d split sizes for %d outputs", n, n_out);
+        int64_t sum = 0;
+        for (int i = 0; i < n; i++) {
+            if (a[i] < 0) return onnx_fail(im, CG_ERR_FORMAT, "split size %lld", (long long)a[i]);
+            sizes[i] = a[i];
+            sum += a[i];
+        }
+        if (sum != dim) return onnx_fail(im, CG_ERR_FORMAT, "split sizes add up to %lld, the dim is %lld",
+                                         (long long)sum, (long long)dim);
+    } else { /* equal parts, the last one smaller (opset 18's rule; before, dim must divide) */
+        int64_t part = (dim + n_out - 1) / n_out;
+        for (int i = 0; i < n_out; i++) {
+            int64_t left = dim - part * i;
+            sizes[i] = left < 0 ? 0 : left < part ? left : part;
+        }
+    }
+    int64_t start = 0;
+    for (int i = 0; i < n_out; i++) {
+        char at[160];
+        snprintf(at, sizeof at, "axis: %lld, start: %lld, end: %lld", (long long)axis, (long long)start,
+                 (long long)(start + sizes[i]));
+        start += sizes[i];
+        const char *in[1] = {x->name}, *outs[1] = {out_name(im, i)};
+        if ((s = onnx_emit(im, "slice", 1, in, 1, outs, at))) return s;
+    }
+    return CG_OK;
+}
+
+/* Gather with indices known at import: gather_rows over the axis brought
+ * to the front (transposes around it where the axis is not 0), then the
+ * indices' shape put in place of the axis. */
+static cg_status map_gather(onnx_imp *im) {
+    static const char *const known[] = {"axis", NULL};
+    onnx_val *x;
+    cg_status s;
+    const cg_tensor *ind;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (indices)", &ind))) return s;
+    int r = x->desc.ndim, q = cg_tensor_ndim(ind);
+    int64_t axis = onnx_attr_int(im, "axis", 0);
+    if (axis < -r || axis >= r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < 0) axis += r;
+    if (r + q - 1 > CG_MAX_DIMS || r < 1) return onnx_fail(im, CG_ERR_UNSUPPORTED, "rank %d", r + q - 1);
+    int64_t dim = x->desc.dims[axis], n = cg_tensor_numel(ind);
+    if (dim < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Gather along a symbolic dim");
+    cg_tensor *idx;
+    if ((s = cg_tensor_create(CG_I32, 1, &n, &idx))) return s;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = cg_tensor_dtype(ind) == CG_I64 ? ((const int64_t *)cg_tensor_data_const(ind))[i]
+                    : cg_tensor_dtype(ind) == CG_I32 ? ((const int32_t *)cg_tensor_data_const(ind))[i]
+                                                     : INT64_MIN;
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim) {
+            cg_tensor_free(idx);
+            return onnx_fail(im, CG_ERR_FORMAT, "index %lld of '%s' is out of range for dim %lld", (long long)i,
+                             onnx_in(im, 1)->name, (long long)dim);
+        }
+        ((int32_t *)cg_tensor_data(idx))[i] = (int32_t)v;
+    }
+    const char *idx_name;
+    if ((s = onnx_const_param(im, idx, &idx_name))) return s;
+    /* x with the axis first */
+    const char *front = x->name;
+    int64_t perm[CG_MAX_DIMS], other[CG_MAX_DIMS];
+    int no = 0;
+    perm[0] = axis;
+    for (int i = 0; i < r; i++)
+        if (i != axis) perm[1 + no] = i, other[no++] = x->desc.dims[i];
+    char a[300], l[256];
+    if (axis) {
+        snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, r, perm));
+        const char *in[1] = {x->name}, *o[1] = {NULL};
+        if ((s = onnx_emit(im, "transpose", 1, in, 1, o, a))) return s;
+        front = o[0];
+    }
+    const char *gin[2] = {front, idx_name}, *g[1] = {NULL};
+    if ((s = onnx_emit(im, "gather_rows", 2, gin, 1, g, NULL))) return s;
+    /* [indices..., other...] */
+    int64_t d[CG_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < q; i++) d[nd++] = cg_tensor_dim(ind, i);
+    for (int i = 0; i < no; i++) d[nd++] = other[i];
+    const char *shaped = axis ? NULL : out_name(im, 0);
+    if ((s = emit_reshape_to(im, onnx_val_get(im, g[0]), nd, d, &shaped))) return s;
+    if (!axis) return CG_OK;
+    /* move the indices' dims after the first `axis` dims of x */
+    int64_t p2[CG_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < axis; i++) p2[k++] = q + i;
+    for (int i = 0; i < q; i++) p2[k++] = i;
+    for (int i = (int)axis; i < no; i++) p2[k++] = q + i;
+    snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, k, p2));
+    const char *tin[1] = {shaped};
+    return emit1(im, "transpose", 1, tin, out_name(im, 0), a);
+}
+
+/* Pow: the base's dtype; an i32 exponent is cast to f32. */
+static cg_status map_pow(onnx_imp *im) {
+    onnx_val *a, *b;
+    cg_status s;
+    if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, NULL))) return s;
+    const char *bn = b->name;
+    if (a->desc.dtype == CG_F32 && b->desc.dtype == CG_I32) {
+        const char *in[1] = {b->name}, *o[1] = {NULL};
+        if ((s = onnx_emit(im, "cast", 1, in, 1, o, "to: \"f32\""))) return s;
+        bn = o[0];
+    }
+    const char *in[2] = {a->name, bn};
+    return emit1(im, "pow", 2, in, out_name(im, 0), NULL);
+}
+
 /* ---- types ---- */
 
 static cg_status map_cast(onnx_imp *im) {
@@ -675,7 +832,7 @@ static const struct {
     {"Exp", map_unary},
     {"Flatten", map_flatten},
     {"Floor", map_unary},
-    {"Gather", map_fold_only},
+    {"Gather", map_gather},
     {"Gemm", map_gemm},
     {"HardSigmoid", map_activation},
     {"Identity", map_identity},
@@ -689,6 +846,7 @@ static const struct {
     {"Min", map_binary},
     {"Mul", map_binary},
     {"Neg", map_unary},
+    {"Pow", map_pow},
     {"Range", map_fold_only},
     {"Reciprocal", map_unary},
     {"ReduceL1", map_reduce},
@@ -712,6 +870,7 @@ static const struct {
     {"Softmax", map_softmax},
     {"Softplus", map_unary},
     {"Softsign", map_unary},
+    {"Split", map_split},
     {"Sqrt", map_unary},
     {"Squeeze", map_squeeze},
     {"Sub", map_binary},

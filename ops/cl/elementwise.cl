@@ -15,6 +15,7 @@
 #define OP_SUB_F(x, y) ((x) - (y))
 #define OP_MUL_F(x, y) ((x) * (y))
 #define OP_DIV_F(x, y) ((x) / (y))
+#define OP_POW_F(x, y) pow((x), (y))
 /* NaN in either input gives NaN, as numpy.maximum / numpy.minimum. */
 #define OP_MAX_F(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
 #define OP_MIN_F(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
@@ -85,6 +86,12 @@ BIN_FLAT(div_f32, float, OP_DIV_F)
 #endif
 #if CG_WANT(bin_nd_div_f32)
 BIN_ND(div_f32, float, OP_DIV_F)
+#endif
+#if CG_WANT(bin_flat_pow_f32)
+BIN_FLAT(pow_f32, float, OP_POW_F)
+#endif
+#if CG_WANT(bin_nd_pow_f32)
+BIN_ND(pow_f32, float, OP_POW_F)
 #endif
 #if CG_WANT(bin_flat_maximum_f32)
 BIN_FLAT(maximum_f32, float, OP_MAX_F)

@@ -194,7 +194,15 @@ static const char *const result_name[] = {"pass", "FAIL", "unsupported", "ERROR"
 static int run_set(cg_context *ctx, const char *model, const char *device, tensors *in, tensors *want,
                    double *max_err, char *why, size_t wsz) {
     const char *names[64];
+    cg_model *probe = NULL;
     for (int i = 0; i < in->n; i++) names[i] = cg_tensor_name_hint(in, i);
+    for (int i = 0; i < in->n; i++) {
+        /* unnamed test data (PyTorch's exports): the graph's inputs in order */
+        if (names[i] && *names[i]) continue;
+        if (!probe && cg_model_load_onnx(ctx, model, &probe)) break;
+        cg_graph *pg = cg_model_graph_at(probe, 0);
+        names[i] = i < cg_graph_input_count(pg) ? cg_graph_input_name(pg, i) : NULL;
+    }
     cg_onnx_options opt = {.struct_size = sizeof opt, .n_given = in->n, .given_names = names,
                            .given = (const cg_tensor *const *)in->t};
     cg_model *m = NULL;
@@ -242,6 +250,7 @@ done:
     for (int i = 0; i < n_out; i++) cg_tensor_free(out[i]);
     cg_plan_free(plan);
     cg_model_free(m);
+    cg_model_free(probe);
     return result;
 }
 
@@ -332,9 +341,17 @@ int cli_onnx_test(int argc, char **argv) {
             fprintf(stderr, "clgraph onnx-test: unknown option '%s'\n", argv[i]);
             rc = CLI_USAGE;
             break;
-        } else if (!collect(argv[i], &dirs, &n_dirs, &cap)) {
-            rc = CLI_FAIL;
-            break;
+        } else {
+            int before = n_dirs;
+            if (!collect(argv[i], &dirs, &n_dirs, &cap)) {
+                rc = CLI_FAIL;
+                break;
+            }
+            if (n_dirs == before) {
+                fprintf(stderr, "clgraph onnx-test: %s: no test folders in it (a folder with model.onnx)\n", argv[i]);
+                rc = CLI_FAIL;
+                break;
+            }
         }
     }
     if (!rc && !n_dirs) {

@@ -13,9 +13,12 @@
 
 static void setup(void) { tu_setup_dir("onnx"); }
 
-/* "DEVICE: N passed, F failed, U unsupported, E errors (of T)" per device. */
-START_TEST(node_tests_pass) {
-    const char *args[] = {"onnx-test", NODE, NULL};
+/* Runs onnx-test on dir and checks each device's line, "DEVICE: N passed,
+ * F failed, U unsupported, E errors (of T)": no failure, no error, at
+ * least min_pass passed (what the importer covers so far, docs/onnx.md: a
+ * fall is a regression), T tests. */
+static void run_set(const char *dir, int min_pass, int total_want) {
+    const char *args[] = {"onnx-test", dir, NULL};
     int rc = tu_run_cli(args, NULL, NULL);
     ck_assert_msg(rc == 0, "%s", tu_err);
     int devices = 0;
@@ -24,17 +27,31 @@ START_TEST(node_tests_pass) {
         int pass, fail, unsup, err, total;
         ck_assert_int_eq(sscanf(l, "clgraph onnx-test: %63[^ ] %d passed, %d failed, %d unsupported, %d errors (of %d)",
                                 dev, &pass, &fail, &unsup, &err, &total), 6);
-        /* what the importer covers so far (docs/onnx.md); a fall is a regression */
-        ck_assert_msg(pass >= 293, "%s: %d passed", dev, pass);
+        ck_assert_msg(pass >= min_pass, "%s %s: %d passed", dir, dev, pass);
         ck_assert_int_eq(fail, 0);
         ck_assert_int_eq(err, 0);
-        ck_assert_int_eq(total, 932);
+        ck_assert_int_eq(total, total_want);
         devices++;
     }
     ck_assert_int_ge(devices, 1);
+}
+
+START_TEST(node_tests_pass) {
+    run_set(NODE, 314, 932);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
+}
+END_TEST
+
+/* PyTorch's operator and converted-module sets (unnamed test data: the
+ * inputs go in the graph's order). */
+START_TEST(pytorch_sets_pass) {
+    run_set(ONNX_TESTDATA "/pytorch-operator", 21, 35);
+    run_set(ONNX_TESTDATA "/pytorch-converted", 20, 82);
+    const char *real[] = {"onnx-test", ONNX_TESTDATA "/real", NULL};
+    ck_assert_int_eq(tu_run_cli(real, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"/real: no test folders in it (a folder with model.onnx)", NULL});
 }
 END_TEST
 
@@ -102,6 +119,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, node_tests_pass);
+    tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, import_folds_given_shape);
     tcase_add_test(tc, bad_files);
     suite_add_tcase(s, tc);
