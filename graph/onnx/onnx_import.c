@@ -169,8 +169,8 @@ static cg_status add_param(onnx_imp *im, onnx_val *v) {
     }
     cg_dim dims[CG_MAX_DIMS];
     for (int i = 0; i < v->konst->ndim; i++) dims[i] = CG_DIM(v->konst->dims[i]);
-    cg_status s = cg_graph_add_param(im->g, v->name, v->name, v->konst->dtype, v->konst->ndim, dims);
-    if (s) return s;
+    if (cg_graph_add_param(im->g, v->name, v->name, v->konst->dtype, v->konst->ndim, dims))
+        return onnx_fail(im, CG_ERR_FORMAT, "%s", cg_last_error());
     im->param_names[im->n_params] = v->name;
     im->param_tensors[im->n_params++] = v->konst;
     return CG_OK;
@@ -381,8 +381,8 @@ static cg_status declare_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
             int64_t d = v->desc.dims[k];
             dims[k] = d >= 0 ? CG_DIM(d) : CG_SYM(im->m->syms[-2 - d]);
         }
-        cg_status s = cg_graph_add_input(im->g, v->name, (cg_dtype)v->desc.dtype, v->desc.ndim, dims);
-        if (s) return s;
+        if (cg_graph_add_input(im->g, v->name, (cg_dtype)v->desc.dtype, v->desc.ndim, dims))
+            return onnx_fail(im, CG_ERR_FORMAT, "%s", cg_last_error());
     }
     return CG_OK;
 }
@@ -429,6 +429,8 @@ static cg_status import_node(onnx_imp *im) {
     return fn(im);
 }
 
+/* The graph's outputs: each made a clgraph value (a param for a constant,
+ * an input used as an output), the inputs declared, then the outputs set. */
 static cg_status set_outputs(onnx_imp *im, const Onnx__GraphProto *gp) {
     im->node = NULL;
     const char **names = calloc(gp->n_output + 1, sizeof *names);
@@ -440,7 +442,9 @@ static cg_status set_outputs(onnx_imp *im, const Onnx__GraphProto *gp) {
         if (v < 0) s = onnx_fail(im, CG_ERR_FORMAT, "graph output '%s' is never computed", nm ? nm : "");
         else if (!(s = onnx_use(im, im->vals[v]))) names[i] = im->vals[v]->name;
     }
-    if (!s) s = cg_graph_set_outputs(im->g, (int)gp->n_output, names);
+    if (!s) s = declare_inputs(im, gp);
+    if (!s && cg_graph_set_outputs(im->g, (int)gp->n_output, names))
+        s = onnx_fail(im, CG_ERR_FORMAT, "%s", cg_last_error());
     free(names);
     return s;
 }
@@ -459,7 +463,6 @@ static cg_status import_graph(onnx_imp *im) {
         if ((s = import_node(im))) return s;
     }
     if ((s = set_outputs(im, gp))) return s;
-    if ((s = declare_inputs(im, gp))) return s;
     cg_weights *w;
     char label[600];
     snprintf(label, sizeof label, "%.500s (initializers)", im->path);
