@@ -321,7 +321,7 @@ static int collect(const char *dir, char ***list, int *n, int *cap) {
         }
     }
     closedir(d);
-    qsort(*list + first, (size_t)(*n - first), sizeof **list, by_name);
+    if (*n > first) qsort(*list + first, (size_t)(*n - first), sizeof **list, by_name);
     return 1;
 }
 
