@@ -782,6 +782,27 @@ static cg_status map_pow(onnx_imp *im) {
     return emit1(im, "pow", 2, in, out_name(im, 0), NULL);
 }
 
+/* ArgMax / ArgMin: clgraph's argmax (of -x for ArgMin), whose i32 index
+ * is cast to ONNX's int64. Ties go to the first index, ONNX's default. */
+static cg_status map_argmax(onnx_imp *im) {
+    static const char *const known[] = {"axis", "keepdims", "select_last_index", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    if (onnx_attr_int(im, "select_last_index", 0))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "select_last_index 1 (ties to the last index)");
+    const char *src = x->name, *idx = NULL;
+    if (!strcmp(im->node->op_type, "ArgMin") && (s = ew_to(im, "neg", x->name, NULL, &src))) return s;
+    char a[100];
+    snprintf(a, sizeof a, "axis: %lld, keepdims: %d", (long long)onnx_attr_int(im, "axis", 0),
+             onnx_attr_int(im, "keepdims", 1) != 0);
+    const char *in[1] = {src}, *o[1] = {NULL};
+    if ((s = onnx_emit(im, "argmax", 1, in, 1, o, a))) return s;
+    idx = o[0];
+    const char *cin[1] = {idx};
+    return emit1(im, "cast", 1, cin, out_name(im, 0), "to: \"i64\"");
+}
+
 /* ---- types ---- */
 
 static cg_status map_cast(onnx_imp *im) {
@@ -798,11 +819,11 @@ static cg_status map_cast(onnx_imp *im) {
         memcpy(d, x->desc.dims, sizeof d);
         return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
     }
-    if ((dt == CG_F32 || dt == CG_I32) && (x->desc.dtype == CG_F32 || x->desc.dtype == CG_I32) &&
-        to->i != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
-        return emit1(im, "cast", 1, in, out_name(im, 0), dt == CG_F32 ? "to: \"f32\"" : "to: \"i32\"");
-    return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast from %s to %s is not supported yet",
-                     cg_dtype_name((cg_dtype)x->desc.dtype), cg_onnx_type_name((int32_t)to->i));
+    if (!dt || to->i == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast to %s is not supported", cg_onnx_type_name((int32_t)to->i));
+    char a[40];
+    snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
+    return emit1(im, "cast", 1, in, out_name(im, 0), a);
 }
 
 /* Ops only folded at import (their inputs known): here when they are not. */
@@ -817,6 +838,8 @@ static const struct {
 } table[] = {
     {"Abs", map_unary},
     {"Add", map_binary},
+    {"ArgMax", map_argmax},
+    {"ArgMin", map_argmax},
     {"Cast", map_cast},
     {"Ceil", map_unary},
     {"Clip", map_clip},

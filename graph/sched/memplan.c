@@ -91,13 +91,18 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         }
     }
     /* In place: the op allows it and input 0 (a temporary on the same
-     * device) dies at this step with the output's size. */
+     * device) dies at this step with the output's size, exactly: the slots'
+     * sizes are rounded up to the device's alignment, and a cast from 24
+     * bytes of f16 into 48 of f32 in one buffer overwrites what it has yet
+     * to read. */
     for (int si = 0; si < in->n_steps; si++) {
         step *st = &in->steps[si];
         st->ws_bytes = st->ws_bytes ? round_up(st->ws_bytes, p->devs[st->dev].info->align) : 0;
         if (st->kind != STEP_KERNEL || !(st->op->def->flags & CG_OP_FLAG_INPLACE0) || st->n_in == 0) continue;
         slot *i0 = &in->slots[st->in[0]], *o0 = &in->slots[st->out[0]];
-        if (i0->kind != SLOT_TEMP || i0->last_step != si || i0->bytes != o0->bytes || i0->dev != o0->dev) continue;
+        if (i0->kind != SLOT_TEMP || i0->last_step != si || i0->bytes != o0->bytes || i0->dev != o0->dev ||
+            cg_desc_bytes(&i0->desc) != cg_desc_bytes(&o0->desc))
+            continue;
         int root = st->in[0];
         while (in->slots[root].alias >= 0) root = in->slots[root].alias;
         o0->alias = root;

@@ -177,10 +177,6 @@ UNARY(sqrt, float, sqrt(x))
 #if CG_WANT(un_relu)
 UNARY(relu, float, x < 0.0f ? 0.0f : x) /* NaN stays NaN */
 #endif
-/* Copy of 32-bit elements (cast to the same dtype). */
-#if CG_WANT(un_copy32)
-UNARY(copy32, uint, x)
-#endif
 
 #if CG_WANT(un_affine)
 __kernel void un_affine(__global const float *xp, __global float *yp, long n, float alpha,
@@ -191,27 +187,3 @@ __kernel void un_affine(__global const float *xp, __global float *yp, long n, fl
 }
 #endif
 
-/* f32 -> i32 truncating toward zero; NaN gives 0 and values beyond the i32
- * range saturate, as the CPU kernel. */
-#if CG_WANT(cast_f32_to_i32)
-__kernel void cast_f32_to_i32(__global const float *xp, __global int *yp, long n) {
-    IDX i = (IDX)get_global_id(0);
-    if (i >= (IDX)n) return;
-    float v = xp[i];
-    int r;
-    if (v != v) r = 0;
-    else if (v >= 2147483648.0f) r = INT_MAX;
-    else if (v <= -2147483648.0f) r = INT_MIN;
-    else r = convert_int_rtz(v);
-    yp[i] = r;
-}
-#endif
-
-/* i32 -> f32 rounding to the nearest float (ties to even). */
-#if CG_WANT(cast_i32_to_f32)
-__kernel void cast_i32_to_f32(__global const int *xp, __global float *yp, long n) {
-    IDX i = (IDX)get_global_id(0);
-    if (i >= (IDX)n) return;
-    yp[i] = convert_float_rte(xp[i]);
-}
-#endif

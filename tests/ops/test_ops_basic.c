@@ -633,9 +633,53 @@ START_TEST(test_cast) {
     run_ok(&cg_op_cast, 1, &et, &at, 1, &out);
     assert_desc("cast empty", &out, CG_OP_I32, &empty);
     th_free_outputs(1, &out);
+    /* The other dtypes, against values worked out by hand: float to integer
+     * truncates, saturates, NaN 0; integer to integer wraps; to bool is
+     * x != 0; f16 and bf16 round to nearest even (0x3f808000 is half-way
+     * between bf16 0x3f80 and 0x3f81 and goes to the even 0x3f80). */
+    {
+        float fv[6] = {1.9f, -1.9f, 300.0f, -300.0f, NAN, 0.0f};
+        int64_t six = 6;
+        th_tensor ft = th_f32(fv, 1, &six);
+        th_set_string(&at, &cg_op_cast, "to", "i8");
+        run_ok(&cg_op_cast, 1, &ft, &at, 1, &out);
+        static const int8_t want_i8[6] = {1, -1, 127, -128, 0, 0};
+        ck_assert_int_eq(out.desc.dtype, CG_I8);
+        ck_assert(memcmp(out.data, want_i8, 6) == 0);
+        th_free_outputs(1, &out);
+        th_set_string(&at, &cg_op_cast, "to", "bool");
+        run_ok(&cg_op_cast, 1, &ft, &at, 1, &out);
+        static const uint8_t want_b[6] = {1, 1, 1, 1, 1, 0};
+        ck_assert(memcmp(out.data, want_b, 6) == 0);
+        th_free_outputs(1, &out);
+        int64_t lv[3] = {((int64_t)1 << 32) + 5, -1, INT64_MIN};
+        int64_t three = 3;
+        th_tensor lt = th_f32((float *)lv, 1, &three);
+        lt.desc.dtype = CG_I64;
+        th_set_string(&at, &cg_op_cast, "to", "i32");
+        run_ok(&cg_op_cast, 1, &lt, &at, 1, &out);
+        static const int32_t want_i32[3] = {5, -1, 0};
+        ck_assert(memcmp(out.data, want_i32, 12) == 0);
+        th_free_outputs(1, &out);
+        float hv[4] = {1.0f, 65504.0f, 65520.0f, 1e-8f};
+        int64_t four = 4;
+        th_tensor ht = th_f32(hv, 1, &four);
+        th_set_string(&at, &cg_op_cast, "to", "f16");
+        run_ok(&cg_op_cast, 1, &ht, &at, 1, &out);
+        static const uint16_t want_h[4] = {0x3c00, 0x7bff, 0x7c00, 0x0000};
+        ck_assert(memcmp(out.data, want_h, 8) == 0);
+        th_free_outputs(1, &out);
+        float bv[3] = {1.0f, 1.00390625f, 1.01171875f};
+        th_tensor bt = th_f32(bv, 1, &three);
+        th_set_string(&at, &cg_op_cast, "to", "bf16");
+        run_ok(&cg_op_cast, 1, &bt, &at, 1, &out);
+        static const uint16_t want_bf[3] = {0x3f80, 0x3f80, 0x3f82};
+        ck_assert(memcmp(out.data, want_bf, 6) == 0);
+        th_free_outputs(1, &out);
+    }
     /* Errors. */
     th_set_string(&at, &cg_op_cast, "to", "f64");
-    expect_infer_fail(&cg_op_cast, 1, &in, &at, 1, "'to' must be \"f32\" or \"i32\", got \"f64\"");
+    expect_infer_fail(&cg_op_cast, 1, &in, &at, 1, "'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool), got \"f64\"");
     th_attrs none;
     th_attrs_init(&none, &cg_op_cast);
     expect_infer_fail(&cg_op_cast, 1, &in, &none, 1, "'to' is required");

@@ -1250,6 +1250,41 @@ END_TEST
 
 /* ---- edge cases ---------------------------------------------------------- */
 
+/* An op that may run in place (cast) whose output is larger than its input
+ * (i32[3] -> i64[3]: 12 and 24 bytes, the same slot after rounding to the
+ * device's alignment) must not share the input's buffer: written in place,
+ * y[0] overwrites x[1] before it is read. On the CPU and every device. */
+START_TEST(in_place_needs_equal_sizes) {
+    const char *text = "graph g {\n  input x: i32[3]\n  a = neg(x)\n  y = cast(a) {to: \"i64\"}\n"
+                       "  h = cast(a) {to: \"f16\"}\n  z = cast(h) {to: \"f32\"}\n  output y, z\n}\n";
+    model md = load_model(text, NULL);
+    int64_t three = 3;
+    cg_tensor *x;
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &three, &x), CG_OK);
+    int32_t *xv = cg_tensor_data(x);
+    xv[0] = 1, xv[1] = -200000, xv[2] = 70000;
+    const char *xn[] = {"x"};
+    for (int d = 0; d < cg_device_count(); d++) {
+        char b[256];
+        cg_plan *p = make_plan(md.m, "g", cg_device_describe(d, b, sizeof b), NULL);
+        cg_tensor *out[2] = {NULL, NULL};
+        ck_assert_msg(cg_plan_run(p, 1, xn, &x, 2, out) == CG_OK, "%s", cg_last_error());
+        const int64_t *y = cg_tensor_data_const(out[0]);
+        const float *z = cg_tensor_data_const(out[1]);
+        ck_assert_msg(y[0] == -1 && y[1] == 200000 && y[2] == -70000, "device %d: %lld %lld %lld", d,
+                      (long long)y[0], (long long)y[1], (long long)y[2]);
+        /* f16 holds -1 exactly; 200000 is past 65504 (inf); -70000 too */
+        ck_assert_msg(z[0] == -1.0f && isinf(z[1]) && z[1] > 0 && isinf(z[2]) && z[2] < 0, "device %d: %g %g %g", d,
+                      (double)z[0], (double)z[1], (double)z[2]);
+        cg_tensor_free(out[0]);
+        cg_tensor_free(out[1]);
+        cg_plan_free(p);
+    }
+    cg_tensor_free(x);
+    free_model(&md);
+}
+END_TEST
+
 START_TEST(edge_cases) {
     /* Empty tensors, an input that is also an output, a value that is an
      * output and read on another device, a parameter read on two devices. */
@@ -1455,6 +1490,7 @@ int main(void) {
     tcase_add_test(tc, mixed_graph_same_everywhere);
     tcase_add_test(tc, gru_encoder_same_everywhere);
     tcase_add_test(tc, edge_cases);
+    tcase_add_test(tc, in_place_needs_equal_sizes);
     tcase_add_test(tc, invalid_indices_every_device);
     tcase_add_test(tc, plan_builds_only_its_kernels);
     tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */

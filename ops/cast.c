@@ -1,0 +1,179 @@
+/* cast(x; to): every dtype to every dtype, the same rules on the CPU and in
+ * OpenCL (cl/cast.cl): values go through float (f32, f16, bf16) or int64
+ * (integer types, bool); float to integer truncates toward zero with NaN 0
+ * and saturation at the target's range; integer to integer keeps the low
+ * bits (two's complement); to bool is x != 0; to f16 and bf16 rounds to
+ * nearest even; the same dtype copies the bits. */
+#include "ops_cl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cast.cl.h"
+#include "dtype.h"
+
+enum { CAST_TO };
+
+static const cg_attr_def cast_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "to", .type = CG_ATTR_STRING, .required = 1,
+     .doc = "target dtype: \"f32\", \"i32\", \"f16\", \"bf16\", \"i8\", \"u8\", \"i64\" or \"bool\""},
+};
+
+static int is_float(cg_op_dtype t) { return t == CG_OP_F32 || t == CG_F16 || t == CG_BF16; }
+
+static cg_op_status cast_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    const cg_attr_value *to = &call->attrs[CAST_TO];
+    if (!cg_dtype_valid((int)x->dtype))
+        return cg_op_fail(call, "input 0 (x) has unsupported dtype %s for cast", cg_ops_dtype_name(x->dtype));
+    if (!to->present) return cg_op_fail(call, "attribute 'to' is required for cast");
+    cg_dtype dt = to->s ? cg_dtype_parse(to->s, strlen(to->s)) : (cg_dtype)0;
+    if (!dt)
+        return cg_op_fail(call, "attribute 'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool), got \"%s\"",
+                          to->s ? to->s : "");
+    call->outputs[0] = *x;
+    call->outputs[0].dtype = (cg_op_dtype)dt;
+    return CG_OP_OK;
+}
+
+static float load_f(const void *p, int64_t i, cg_op_dtype t) {
+    uint32_t b;
+    float f;
+    if (t == CG_OP_F32) return ((const float *)p)[i];
+    b = t == CG_F16 ? cg_f16_to_f32_bits(((const uint16_t *)p)[i]) : cg_bf16_to_f32_bits(((const uint16_t *)p)[i]);
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+static int64_t load_i(const void *p, int64_t i, cg_op_dtype t) {
+    switch ((cg_dtype)t) {
+    case CG_I32: return ((const int32_t *)p)[i];
+    case CG_I8: return ((const int8_t *)p)[i];
+    case CG_U8: return ((const uint8_t *)p)[i];
+    case CG_I64: return ((const int64_t *)p)[i];
+    default: return ((const uint8_t *)p)[i] != 0; /* bool */
+    }
+}
+
+/* Truncation toward zero, NaN 0, saturation: hi1 and lo1 are the floats
+ * just past the range (as in cl/cast.cl). */
+static int64_t f2i(float v, float hi1, float lo1, int64_t hi, int64_t lo) {
+    if (v != v) return 0;
+    if (v >= hi1) return hi;
+    if (v <= lo1) return lo;
+    return (int64_t)v;
+}
+
+static void store_f(void *p, int64_t i, cg_op_dtype t, float v) {
+    uint32_t b;
+    switch ((cg_dtype)t) {
+    case CG_F32: ((float *)p)[i] = v; return;
+    case CG_F16:
+    case CG_BF16:
+        memcpy(&b, &v, 4);
+        ((uint16_t *)p)[i] = t == CG_F16 ? cg_f32_to_f16_bits(b) : cg_f32_to_bf16_bits(b);
+        return;
+    case CG_I32: ((int32_t *)p)[i] = (int32_t)f2i(v, 2147483648.0f, -2147483904.0f, INT32_MAX, INT32_MIN); return;
+    case CG_I8: ((int8_t *)p)[i] = (int8_t)f2i(v, 128.0f, -129.0f, 127, -128); return;
+    case CG_U8: ((uint8_t *)p)[i] = (uint8_t)f2i(v, 256.0f, -1.0f, 255, 0); return;
+    case CG_I64:
+        ((int64_t *)p)[i] = f2i(v, 9223372036854775808.0f, -9223373136366403584.0f, INT64_MAX, INT64_MIN);
+        return;
+    default: ((uint8_t *)p)[i] = v != 0.0f; return; /* bool: NaN is true */
+    }
+}
+
+static void store_i(void *p, int64_t i, cg_op_dtype t, int64_t v) {
+    switch ((cg_dtype)t) {
+    case CG_F32:
+    case CG_F16:
+    case CG_BF16: store_f(p, i, t, (float)v); return;
+    case CG_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; return;
+    case CG_I8: ((int8_t *)p)[i] = (int8_t)(uint8_t)(uint64_t)v; return;
+    case CG_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; return;
+    case CG_I64: ((int64_t *)p)[i] = v; return;
+    default: ((uint8_t *)p)[i] = v != 0; return;
+    }
+}
+
+/* Elementwise and reading each element before writing it, so in place
+ * (same element size) is safe. */
+static cg_op_status cast_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    cg_op_dtype from = call->inputs[0].dtype, to = call->outputs[0].dtype;
+    int64_t n = cg_desc_numel(&call->inputs[0]);
+    if (from == to) {
+        if (a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], (size_t)n * cg_dtype_size((cg_dtype)from));
+        return CG_OP_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (is_float(from)) store_f(a->out[0], i, to, load_f(a->in[0], i, from));
+        else store_i(a->out[0], i, to, load_i(a->in[0], i, from));
+    }
+    return CG_OP_OK;
+}
+
+static cg_op_status cast_cl(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    cg_op_dtype from = call->inputs[0].dtype, to = call->outputs[0].dtype;
+    int64_t n = cg_desc_numel(&call->inputs[0]);
+    if (n == 0 || (from == to && a->out[0] == a->in[0])) return CG_OP_OK;
+    char name[48];
+    snprintf(name, sizeof name, "cast_%s_%s", cg_dtype_name((cg_dtype)from), cg_dtype_name((cg_dtype)to));
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_cast, name, n > INT32_MAX, 0, NULL);
+    if (!k) return CG_OP_ERROR;
+    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
+    cl_long ln = n;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
+    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+}
+
+/* Every pair of dtypes, each over a few shapes, with values that reach past
+ * every integer range (saturation and wrap-around) and fractions (rounding
+ * toward zero, to f16/bf16). */
+static int32_t cast_conform(int32_t i, cg_conform_case *c) {
+    static const cg_op_dtype types[] = {CG_OP_F32, CG_OP_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL};
+    static const struct {
+        int nd;
+        int64_t d[4];
+    } shapes[] = {{1, {1}}, {0, {0}}, {1, {0}}, {2, {3, 17}}, {1, {1000}}};
+    static const char *const names[] = {"f32", "i32", "f16", "bf16", "i8", "u8", "i64", "bool"};
+    const int32_t nt = 8, ns = (int32_t)(sizeof shapes / sizeof shapes[0]);
+    if (i < 0 || i >= nt * nt * ns) return 0;
+    int from = i % nt, to = (i / nt) % nt, sh = i / (nt * nt);
+    static char attrs[8][8][16];
+    snprintf(attrs[from][to], sizeof attrs[from][to], "to: \"%s\"", names[to]);
+    /* f16's range is +-65504: larger values would be inf before the cast */
+    double lim = types[from] == CG_F16 ? 6e4 : types[from] == CG_I8 ? 127 : 3e9;
+    cg_ops_case t = {1, {{types[from], shapes[sh].nd, {0}, -lim, lim}}, attrs[from][to]};
+    memcpy(t.in[0].d, shapes[sh].d, sizeof t.in[0].d);
+    cg_ops_fill_case(&t, 1, c);
+    return 1;
+}
+
+static const char *const cast_inputs[] = {"x", NULL};
+
+static const cg_kernel_def cast_kernels[] = {
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = cast_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = cast_cl},
+};
+
+const cg_op_def cg_op_cast = {
+    .struct_size = sizeof(cg_op_def),
+    .name = "cast",
+    .doc = "Converts x of any dtype to the dtype named by the required string attribute to (f32, i32, f16, "
+           "bf16, i8, u8, i64 or bool); the shape is unchanged. Floats to integers truncate toward zero, NaN "
+           "becomes 0 and values beyond the target's range saturate to its limits; integers to integers keep "
+           "the low bits (two's complement wrap-around); anything to bool is x != 0 (NaN is true) and bool "
+           "is 0 or 1; to f32, f16 and bf16 rounds to the nearest, ties to even (an i64 goes through f32 "
+           "on its way to f16 or bf16). The same dtype copies the bits. May run in place.",
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .input_names = cast_inputs,
+    .attrs = cast_attrs, .n_attrs = 1,
+    .infer = cast_infer,
+    .kernels = cast_kernels, .n_kernels = 2,
+    .flags = CG_OP_FLAG_INPLACE0,
+    .conform_case = cast_conform,
+};
