@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "gather.cl.h"
 
 /* ---- OpenCL: one gather kernel for both ops ---- */
@@ -11,12 +12,13 @@
 /* dst[r] = src[idx[r]] over `rows` rows of `row` 4-byte elements, src
  * having n_src rows; out-of-range indices give zero rows and are recorded
  * in the node's check words. */
-static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t row, int64_t rows) {
+static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t row, int64_t rows, size_t es) {
     static const char kn[] = "gather_rows4";
     int64_t total = rows * row, biggest = n_src * row > total ? n_src * row : total;
     if (total == 0) return cg_ops_cl_check_range(a, 1, rows, 0, n_src - 1); /* empty rows: ids still checked */
     const int wide = biggest >= INT32_MAX;
-    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, NULL);
+    const char *t = es == 1 ? "-DT=uchar" : es == 2 ? "-DT=ushort" : es == 8 ? "-DT=ulong" : "-DT=uint";
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, t);
     if (!k) return CG_OP_ERROR;
     cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], dst = (cl_mem)a->out[0];
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};
@@ -46,8 +48,8 @@ static int32_t gather_fill(const gather_case *t, int64_t n_valid, cg_conform_cas
     c->inputs[1].dtype = CG_OP_I32;
     c->inputs[1].ndim = t->nd1;
     memcpy(c->inputs[1].dims, t->d1, sizeof t->d1);
-    c->lo[0] = t->dt == CG_OP_I32 ? -100000 : -2;
-    c->hi[0] = t->dt == CG_OP_I32 ? 100000 : 2;
+    c->lo[0] = t->dt == CG_OP_F32 ? -2 : -100000; /* clipped to the dtype */
+    c->hi[0] = t->dt == CG_OP_F32 ? 2 : 100000;
     c->lo[1] = 0;
     c->hi[1] = (double)(n_valid - 1);
     return 1;
@@ -86,7 +88,7 @@ static cg_op_status embedding_cpu(const cg_kernel_args *a) {
 static cg_op_status embedding_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     return gather_cl(a, call->inputs[0].dims[0], call->inputs[0].dims[1],
-                     cg_desc_numel(&call->inputs[1]));
+                     cg_desc_numel(&call->inputs[1]), 4);
 }
 
 /* weight [V, E], ids of any shape in [0, V). */
@@ -143,6 +145,7 @@ const cg_op_def cg_op_embedding = {
 static cg_op_status gather_rows_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0], *idx = &call->inputs[1];
     if (x->ndim < 1) return cg_op_fail(call, "input 0 must have at least 1 dim");
+    if (!cg_dtype_valid((int)x->dtype)) return cg_op_fail(call, "input 0 has an invalid dtype");
     if (cg_expect_input(call, 1, CG_OP_I32, 1)) return CG_OP_ERROR;
     cg_tensor_desc *o = &call->outputs[0];
     *o = *x;
@@ -157,7 +160,7 @@ static cg_op_status gather_rows_cpu(const cg_kernel_args *a) {
     const int32_t *idx = a->in[1];
     char *dst = a->out[0];
     int64_t n = x->dims[0], m = call->inputs[1].dims[0];
-    size_t row = 4;
+    size_t row = cg_dtype_size((cg_dtype)x->dtype);
     for (int i = 1; i < x->ndim; i++) row *= (size_t)x->dims[i];
     for (int64_t i = 0; i < m; i++) {
         if (idx[i] < 0 || idx[i] >= n) return cg_op_fail_range(call, 1, "index", idx[i], i, 0, n - 1);
@@ -170,11 +173,14 @@ static cg_op_status gather_rows_cl(const cg_kernel_args *a) {
     const cg_tensor_desc *x = &a->call->inputs[0];
     int64_t row = 1;
     for (int i = 1; i < x->ndim; i++) row *= x->dims[i];
-    return gather_cl(a, x->dims[0], row, a->call->inputs[1].dims[0]);
+    return gather_cl(a, x->dims[0], row, a->call->inputs[1].dims[0], cg_dtype_size((cg_dtype)x->dtype));
 }
 
-/* x [N, ...] (f32 or i32), index [M] in [0, N). */
+/* x [N, ...] of every element size, index [M] in [0, N). */
 static const gather_case gather_rows_cases[] = {
+    {CG_I64, 2, 1, {17, 3}, {5}},
+    {CG_U8, 2, 1, {33, 7}, {17}},
+    {CG_F16, 3, 1, {5, 2, 3}, {4}},
     {CG_OP_F32, 1, 1, {1}, {1}},
     {CG_OP_F32, 2, 1, {3, 3}, {3}},
     {CG_OP_I32, 1, 1, {17}, {3}},
@@ -186,7 +192,7 @@ static const gather_case gather_rows_cases[] = {
 };
 
 static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
-    return gather_conform(gather_rows_cases, (int32_t)(sizeof gather_rows_cases / sizeof gather_rows_cases[0]), 4,
+    return gather_conform(gather_rows_cases, (int32_t)(sizeof gather_rows_cases / sizeof gather_rows_cases[0]), 7,
                           index, c);
 }
 
@@ -201,7 +207,7 @@ const cg_op_def cg_op_gather_rows = {
     .struct_size = sizeof(cg_op_def),
     .name = "gather_rows",
     .doc = "Selects rows of x along dim 0 by an i32 index vector (beam "
-           "reordering): out[i] = x[index[i]]. Any dtype (f32 or i32). An "
+           "reordering): out[i] = x[index[i]]. x of any dtype. An "
            "index outside [0, N) is a run-time error on every device.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = gather_rows_inputs,

@@ -1,19 +1,24 @@
-/* Data movement without arithmetic: concat, slice, reshape, transpose. All
- * work on any 4-byte dtype (f32 and i32). */
+/* Data movement without arithmetic: concat, slice, reshape, transpose, on
+ * every dtype (elements moved as bytes of their size). */
 #include "ops_cl.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "shape.cl.h"
 
-static cg_op_status expect_4byte(const cg_op_call *call, int i, const char *op) {
+static cg_op_status expect_dtype(const cg_op_call *call, int i, const char *op) {
     cg_op_dtype t = call->inputs[i].dtype;
-    if (t != CG_OP_F32 && t != CG_OP_I32)
+    if (!cg_dtype_valid((int)t))
         return cg_op_fail(call, "input %d has unsupported dtype %s for %s", i,
                           cg_ops_dtype_name(t), op);
     return CG_OP_OK;
 }
+
+/* Bytes of one element of x. */
+static size_t elem_size(const cg_tensor_desc *x) { return cg_dtype_size((cg_dtype)x->dtype); }
 
 /* Formats an ints attribute "[1, -1]" for messages. */
 static void format_ints(char *buf, size_t size, const int64_t *v, int n) {
@@ -28,24 +33,28 @@ static void format_ints(char *buf, size_t size, const int64_t *v, int n) {
 
 /* ---- OpenCL helpers ---- */
 
-/* The kernel `name` of shape.cl for tensors of up to `max_elems` elements:
- * IDX and IDX8 are 64-bit from 2^31 - 1 elements on (*wide set), plus the
- * `extra` options (may be NULL). */
-static cl_kernel shape_kernel(const cg_kernel_args *a, const char *name, int64_t max_elems,
+/* The kernel `name` of shape.cl for tensors of up to `max_elems` elements
+ * of `es` bytes: IDX and IDX8 are 64-bit from 2^31 - 1 elements on (*wide
+ * set), T the unsigned type of es bytes, plus the `extra` options (may be
+ * NULL). */
+static cl_kernel shape_kernel(const cg_kernel_args *a, const char *name, int64_t max_elems, size_t es,
                               const char *extra, int *wide) {
+    char opt[128];
+    snprintf(opt, sizeof opt, "-DT=%s%s%s", es == 1 ? "uchar" : es == 2 ? "ushort" : es == 8 ? "ulong" : "uint",
+             extra ? " " : "", extra ? extra : "");
     *wide = max_elems >= INT32_MAX;
-    return cg_ops_cl_kernel(a, cg_cl_shape, name, *wide, 1, extra);
+    return cg_ops_cl_kernel(a, cg_cl_shape, name, *wide, 1, opt);
 }
 
 /* One launch of copy_rows over a rows x cols block. */
 static cg_op_status copy_rows_cl(const cg_kernel_args *a, cl_mem src, int64_t src_off,
                                  int64_t src_stride, cl_mem dst, int64_t dst_off,
                                  int64_t dst_stride, int64_t rows, int64_t cols,
-                                 int64_t max_elems) {
+                                 int64_t max_elems, size_t es) {
     static const char kn[] = "copy_rows";
     int wide;
     if (rows <= 0 || cols <= 0) return CG_OP_OK;
-    cl_kernel k = shape_kernel(a, kn, max_elems, NULL, &wide);
+    cl_kernel k = shape_kernel(a, kn, max_elems, es, NULL, &wide);
     if (!k) return CG_OP_ERROR;
     if (cg_ops_cl_arg(a, k, kn, 0, sizeof src, &src) ||
         cg_ops_cl_idx(a, k, kn, 1, wide, src_off) || cg_ops_cl_idx(a, k, kn, 2, wide, src_stride) ||
@@ -71,7 +80,7 @@ static cg_op_status concat_infer(cg_op_call *call) {
     const cg_attr_value *ax = &call->attrs[CONCAT_AXIS];
     char s0[128], si[128];
     if (call->n_inputs < 1) return cg_op_fail(call, "concat needs at least 1 input");
-    if (expect_4byte(call, 0, "concat")) return CG_OP_ERROR;
+    if (expect_dtype(call, 0, "concat")) return CG_OP_ERROR;
     if (!ax->present) return cg_op_fail(call, "attribute axis is required for concat");
     cg_ops_format_dims(s0, sizeof s0, x0);
     if (x0->ndim < 1) return cg_op_fail(call, "input 0 must have at least 1 dim for concat");
@@ -113,7 +122,7 @@ static cg_op_status concat_cpu(const cg_kernel_args *a) {
     char *dst = a->out[0];
     for (int64_t r = 0; r < outer; r++) {
         for (int t = 0; t < call->n_inputs; t++) {
-            size_t chunk = (size_t)(call->inputs[t].dims[axis] * inner) * 4;
+            size_t chunk = (size_t)(call->inputs[t].dims[axis] * inner) * elem_size(o);
             if (!chunk) continue;
             memcpy(dst, (const char *)a->in[t] + (size_t)r * chunk, chunk);
             dst += chunk;
@@ -134,7 +143,7 @@ static cg_op_status concat_cl(const cg_kernel_args *a) {
     for (int t = 0; t < call->n_inputs; t++) {
         int64_t cols = call->inputs[t].dims[axis] * inner;
         if (copy_rows_cl(a, (cl_mem)a->in[t], 0, cols, (cl_mem)a->out[0], at, row, outer, cols,
-                         numel))
+                         numel, elem_size(o)))
             return CG_OP_ERROR;
         at += cols;
     }
@@ -151,7 +160,7 @@ static const cg_kernel_def concat_kernels[] = {
 const cg_op_def cg_op_concat = {
     .struct_size = sizeof(cg_op_def),
     .name = "concat",
-    .doc = "Joins one or more tensors of the same dtype (f32 or i32) and number "
+    .doc = "Joins one or more tensors of the same dtype (any) and number "
            "of dims along axis (int, required; negative counts from the end). "
            "Every other dim must match; the output's axis dim is the sum of the "
            "inputs' (unknown during verification unless all are concrete).",
@@ -192,7 +201,7 @@ static cg_op_status slice_infer(cg_op_call *call) {
     const cg_attr_value *ax = &call->attrs[SLICE_AXIS];
     int64_t start = call->attrs[SLICE_START].i, end = call->attrs[SLICE_END].i;
     char sx[128];
-    if (expect_4byte(call, 0, "slice")) return CG_OP_ERROR;
+    if (expect_dtype(call, 0, "slice")) return CG_OP_ERROR;
     if (!ax->present) return cg_op_fail(call, "attribute axis is required for slice");
     cg_ops_format_dims(sx, sizeof sx, x);
     int axis = cg_norm_axis(ax->i, x->ndim);
@@ -223,12 +232,12 @@ static cg_op_status slice_cpu(const cg_kernel_args *a) {
     int64_t outer, inner, n = x->dims[axis], s, e;
     slice_bounds(n, call->attrs[SLICE_START].i, call->attrs[SLICE_END].i, &s, &e);
     cg_desc_split(x, axis, &outer, &inner);
-    size_t row = (size_t)((e - s) * inner) * 4;
+    size_t es = elem_size(x), row = (size_t)((e - s) * inner) * es;
     if (!row) return CG_OP_OK;
     const char *src = a->in[0];
     char *dst = a->out[0];
     for (int64_t r = 0; r < outer; r++)
-        memcpy(dst + (size_t)r * row, src + (size_t)((r * n + s) * inner) * 4, row);
+        memcpy(dst + (size_t)r * row, src + (size_t)((r * n + s) * inner) * es, row);
     return CG_OP_OK;
 }
 
@@ -243,7 +252,7 @@ static cg_op_status slice_cl(const cg_kernel_args *a) {
     cg_desc_split(x, axis, &outer, &inner);
     int64_t cols = (e - s) * inner;
     return copy_rows_cl(a, (cl_mem)a->in[0], s * inner, n * inner, (cl_mem)a->out[0], 0, cols,
-                        outer, cols, cg_desc_numel(x));
+                        outer, cols, cg_desc_numel(x), elem_size(x));
 }
 
 static int32_t slice_conform(int32_t index, cg_conform_case *c);
@@ -257,7 +266,7 @@ static const char *const one_input[] = {"x", NULL};
 const cg_op_def cg_op_slice = {
     .struct_size = sizeof(cg_op_def),
     .name = "slice",
-    .doc = "Takes x[start:end] along axis (step 1) of an f32 or i32 tensor, with "
+    .doc = "Takes x[start:end] along axis (step 1) of a tensor of any dtype, with "
            "Python semantics: negative start/end count from the end of the dim "
            "and both are clamped to [0, size]; an empty range gives a size-0 "
            "dim. Attributes: axis (int, required), start (default 0), end "
@@ -293,7 +302,7 @@ static cg_op_status reshape_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0];
     const cg_attr_value *sh = &call->attrs[RESHAPE_SHAPE];
     char sx[128], ss[256];
-    if (expect_4byte(call, 0, "reshape")) return CG_OP_ERROR;
+    if (expect_dtype(call, 0, "reshape")) return CG_OP_ERROR;
     if (!sh->present) return cg_op_fail(call, "attribute shape is required for reshape");
     cg_ops_format_dims(sx, sizeof sx, x);
     if (sh->n_ints > CG_MAX_DIMS)
@@ -369,7 +378,7 @@ static cg_op_status reshape_infer(cg_op_call *call) {
 }
 
 static cg_op_status reshape_cpu(const cg_kernel_args *a) {
-    size_t bytes = (size_t)cg_desc_numel(&a->call->inputs[0]) * 4;
+    size_t bytes = (size_t)cg_desc_numel(&a->call->inputs[0]) * elem_size(&a->call->inputs[0]);
     if (bytes && a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], bytes);
     return CG_OP_OK;
 }
@@ -394,7 +403,7 @@ static int same_memory(cl_mem a, cl_mem b) {
 
 /* The same bytes: a buffer copy on the queue, nothing when in place. */
 static cg_op_status reshape_cl(const cg_kernel_args *a) {
-    size_t bytes = (size_t)cg_desc_numel(&a->call->inputs[0]) * 4;
+    size_t bytes = (size_t)cg_desc_numel(&a->call->inputs[0]) * elem_size(&a->call->inputs[0]);
     cl_mem src = (cl_mem)a->in[0], dst = (cl_mem)a->out[0];
     if (!bytes || same_memory(src, dst)) return CG_OP_OK;
     cl_int e = clEnqueueCopyBuffer((cl_command_queue)a->stream, src, dst, 0, 0, bytes, 0, NULL, NULL);
@@ -414,7 +423,7 @@ static const cg_kernel_def reshape_kernels[] = {
 const cg_op_def cg_op_reshape = {
     .struct_size = sizeof(cg_op_def),
     .name = "reshape",
-    .doc = "Gives x (f32 or i32) a new shape with the same elements in the same "
+    .doc = "Gives x (any dtype) a new shape with the same elements in the same "
            "row-major order. Attribute shape (ints, required): a size > 0 is "
            "taken as is, 0 copies x's dim at the same position, and at most one "
            "-1 is inferred so the element count matches (from the dims that are "
@@ -444,7 +453,7 @@ static cg_op_status transpose_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0];
     const cg_attr_value *pa = &call->attrs[TRANSPOSE_PERM];
     char sx[128], sp[256];
-    if (expect_4byte(call, 0, "transpose")) return CG_OP_ERROR;
+    if (expect_dtype(call, 0, "transpose")) return CG_OP_ERROR;
     if (!pa->present) return cg_op_fail(call, "attribute perm is required for transpose");
     cg_ops_format_dims(sx, sizeof sx, x);
     format_ints(sp, sizeof sp, pa->ints, pa->n_ints);
@@ -492,50 +501,61 @@ static int transpose_dims(const cg_op_call *call, int64_t *n, int64_t *st) {
 
 #define TRANSPOSE_TILE 32
 
+/* The transpose walk for elements of type T: the merged output dims n
+ * (nd of them, the first two of size 1 at least) with input strides st. */
+#define TRANSPOSE_WALK(NAME, T)                                                                  \
+    static void NAME(const T *src, T *dst, int nd, const int64_t *n, const int64_t *st) {       \
+        const int64_t n1 = n[nd - 2], n2 = n[nd - 1], s1 = st[nd - 2], s2 = st[nd - 1];           \
+        int64_t idx[CG_MAX_DIMS + 2] = {0}, off = 0;                                             \
+        for (;;) {                                                                               \
+            const T *in = src + off;                                                             \
+            if (s2 == 1) {                                                                       \
+                for (int64_t i = 0; i < n1; i++) memcpy(dst + i * n2, in + i * s1, (size_t)n2 * sizeof(T)); \
+            } else {                                                                             \
+                for (int64_t i0 = 0; i0 < n1; i0 += TRANSPOSE_TILE) {                            \
+                    int64_t i1 = i0 + TRANSPOSE_TILE < n1 ? i0 + TRANSPOSE_TILE : n1;            \
+                    for (int64_t j0 = 0; j0 < n2; j0 += TRANSPOSE_TILE) {                        \
+                        int64_t j1 = j0 + TRANSPOSE_TILE < n2 ? j0 + TRANSPOSE_TILE : n2;        \
+                        for (int64_t i = i0; i < i1; i++)                                        \
+                            for (int64_t j = j0; j < j1; j++) dst[i * n2 + j] = in[i * s1 + j * s2]; \
+                    }                                                                            \
+                }                                                                                \
+            }                                                                                    \
+            dst += n1 * n2;                                                                      \
+            int d = nd - 3;                                                                      \
+            for (; d >= 0; d--) {                                                                \
+                off += st[d];                                                                    \
+                if (++idx[d] < n[d]) break;                                                      \
+                off -= st[d] * n[d];                                                             \
+                idx[d] = 0;                                                                      \
+            }                                                                                    \
+            if (d < 0) break;                                                                    \
+        }                                                                                        \
+    }
+TRANSPOSE_WALK(walk8, uint8_t)
+TRANSPOSE_WALK(walk16, uint16_t)
+TRANSPOSE_WALK(walk32, uint32_t)
+TRANSPOSE_WALK(walk64, uint64_t)
+
 static cg_op_status transpose_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    const uint32_t *src = a->in[0];
-    uint32_t *dst = a->out[0];
     int64_t numel = cg_desc_numel(&call->inputs[0]);
+    size_t es = elem_size(&call->inputs[0]);
     if (numel == 0) return CG_OP_OK;
     /* The merged output dims after two leading dims of size 1, so that the
-     * walk below always has a 2-D block. */
+     * walk always has a 2-D block. */
     int64_t n[CG_MAX_DIMS + 2], st[CG_MAX_DIMS + 2];
     n[0] = n[1] = 1;
     st[0] = st[1] = 0;
     int nd = 2 + transpose_dims(call, n + 2, st + 2);
     if (nd == 2 || (nd == 3 && st[2] == 1)) { /* the identity */
-        memcpy(dst, src, (size_t)numel * 4);
+        memcpy(a->out[0], a->in[0], (size_t)numel * es);
         return CG_OP_OK;
     }
-    const int64_t n1 = n[nd - 2], n2 = n[nd - 1], s1 = st[nd - 2], s2 = st[nd - 1];
-    int64_t idx[CG_MAX_DIMS + 2] = {0}, off = 0;
-    for (;;) {
-        const uint32_t *in = src + off;
-        if (s2 == 1) {
-            for (int64_t i = 0; i < n1; i++)
-                memcpy(dst + i * n2, in + i * s1, (size_t)n2 * 4);
-        } else {
-            for (int64_t i0 = 0; i0 < n1; i0 += TRANSPOSE_TILE) {
-                int64_t i1 = i0 + TRANSPOSE_TILE < n1 ? i0 + TRANSPOSE_TILE : n1;
-                for (int64_t j0 = 0; j0 < n2; j0 += TRANSPOSE_TILE) {
-                    int64_t j1 = j0 + TRANSPOSE_TILE < n2 ? j0 + TRANSPOSE_TILE : n2;
-                    for (int64_t i = i0; i < i1; i++)
-                        for (int64_t j = j0; j < j1; j++)
-                            dst[i * n2 + j] = in[i * s1 + j * s2];
-                }
-            }
-        }
-        dst += n1 * n2;
-        int d = nd - 3;
-        for (; d >= 0; d--) {
-            off += st[d];
-            if (++idx[d] < n[d]) break;
-            off -= st[d] * n[d];
-            idx[d] = 0;
-        }
-        if (d < 0) break;
-    }
+    if (es == 1) walk8(a->in[0], a->out[0], nd, n, st);
+    else if (es == 2) walk16(a->in[0], a->out[0], nd, n, st);
+    else if (es == 8) walk64(a->in[0], a->out[0], nd, n, st);
+    else walk32(a->in[0], a->out[0], nd, n, st);
     return CG_OP_OK;
 }
 
@@ -553,9 +573,10 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
     cl_mem src = (cl_mem)a->in[0], dst = (cl_mem)a->out[0];
     int64_t n[CG_MAX_DIMS], st[CG_MAX_DIMS];
     int nd = transpose_dims(call, n, st), wide;
+    size_t es = elem_size(&call->inputs[0]);
     if (numel == 0) return CG_OP_OK;
     if (nd <= 1) /* the identity */
-        return copy_rows_cl(a, src, 0, numel, dst, 0, numel, 1, numel, numel);
+        return copy_rows_cl(a, src, 0, numel, dst, 0, numel, 1, numel, numel, es);
     int last = nd - 1, q = -1;
     for (int i = 0; i < nd; i++)
         if (st[i] == 1) q = i;
@@ -569,7 +590,7 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
         for (; rows >= 1; rows /= 2) {
             char extra[64];
             snprintf(extra, sizeof extra, "-DTILE=%d -DROWS=%d", (int)tile, (int)rows);
-            cl_kernel c = shape_kernel(a, kn, numel, extra, &wide);
+            cl_kernel c = shape_kernel(a, kn, numel, es, extra, &wide);
             if (!c) return CG_OP_ERROR;
             const size_t local[3] = {(size_t)tile, rows, 1};
             if (cg_ops_cl_group_fits(a, c, 3, local, 0)) {
@@ -612,7 +633,7 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
         return cg_ops_cl_launch(a, k, NULL, 3, global, local);
     }
     static const char kany[] = "transpose_any";
-    k = shape_kernel(a, kany, numel, NULL, &wide);
+    k = shape_kernel(a, kany, numel, es, NULL, &wide);
     if (!k) return CG_OP_ERROR;
     cl_int cnd = nd;
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst)};
@@ -633,7 +654,7 @@ static const cg_kernel_def transpose_kernels[] = {
 const cg_op_def cg_op_transpose = {
     .struct_size = sizeof(cg_op_def),
     .name = "transpose",
-    .doc = "Permutes the dims of x (f32 or i32): output dim i is x's dim "
+    .doc = "Permutes the dims of x (any dtype): output dim i is x's dim "
            "perm[i], i.e. out[i_0, ..., i_n] = x at the index whose dim perm[k] "
            "is i_k. Attribute perm (ints, required) must be a permutation of "
            "0..ndim-1 (negative entries count from the end).",
@@ -648,7 +669,8 @@ const cg_op_def cg_op_transpose = {
 /* ---- conformance cases ---- */
 
 /* Up to 6 inputs of one dtype and number of dims. f32 values in [-2, 2],
- * i32 in [-100000, 100000] (the ops only move them). */
+ * the other dtypes in [-100000, 100000] clipped to theirs (the ops only move
+ * them): every element size, 1, 2, 4 and 8 bytes, is among the cases. */
 typedef struct shape_case {
     const char *attrs;
     cg_op_dtype dt;
@@ -666,8 +688,8 @@ static int32_t shape_fill(const shape_case *cases, int32_t n, int32_t index, cg_
         c->inputs[i].dtype = t->dt;
         c->inputs[i].ndim = t->nd;
         memcpy(c->inputs[i].dims, t->d[i], sizeof t->d[i]);
-        c->lo[i] = t->dt == CG_OP_I32 ? -100000 : -2;
-        c->hi[i] = t->dt == CG_OP_I32 ? 100000 : 2;
+        c->lo[i] = t->dt == CG_OP_F32 ? -2 : -100000;
+        c->hi[i] = t->dt == CG_OP_F32 ? 2 : 100000;
     }
     return 1;
 }
@@ -687,6 +709,10 @@ static const shape_case concat_cases[] = {
     {"axis: 0", CG_OP_I32, 2, 2, {{1000, 8}, {3, 8}}},
     {"axis: -3", CG_OP_F32, 2, 3, {{5, 1000, 3}, {2, 1000, 3}}},
     {"axis: 1", CG_OP_F32, 3, 2, {{1000, 17}, {1000, 1}, {1000, 16}}},
+    {"axis: 1", CG_I64, 2, 2, {{3, 5}, {3, 17}}},
+    {"axis: 0", CG_U8, 3, 1, {{1}, {17}, {33}}},
+    {"axis: -1", CG_F16, 2, 3, {{2, 3, 4}, {2, 3, 5}}},
+    {"axis: 0", CG_BOOL, 2, 2, {{1000, 3}, {2, 3}}},
 };
 
 static int32_t concat_conform(int32_t index, cg_conform_case *c) {
@@ -708,6 +734,9 @@ static const shape_case slice_cases[] = {
     {"axis: 1, start: 17, end: -17", CG_OP_F32, 1, 3, {{3, 1000, 7}}},
     {"axis: 0, start: -257", CG_OP_F32, 1, 2, {{1000, 33}}},
     {"axis: -1, start: 1, end: 1000", CG_OP_I32, 1, 2, {{100, 1000}}},
+    {"axis: 1, start: 1, end: 4", CG_I64, 1, 2, {{17, 5}}},
+    {"axis: 0, start: 3", CG_U8, 1, 1, {{33}}},
+    {"axis: -1, start: -7", CG_F16, 1, 2, {{257, 9}}},
 };
 
 static int32_t slice_conform(int32_t index, cg_conform_case *c) {
@@ -722,6 +751,9 @@ static const shape_case reshape_cases[] = {
     {"shape: [0, -1]", CG_OP_F32, 1, 3, {{2, 17, 3}}},
     {"shape: [17, 1000]", CG_OP_F32, 1, 2, {{1000, 17}}},
     {"shape: [4, -1, 1000]", CG_OP_I32, 1, 3, {{1000, 4, 3}}},
+    {"shape: [-1]", CG_I64, 1, 2, {{3, 17}}},
+    {"shape: [5, 3]", CG_U8, 1, 1, {{15}}},
+    {"shape: [0, 8, -1]", CG_F16, 1, 2, {{3, 64}}},
 };
 
 static int32_t reshape_conform(int32_t index, cg_conform_case *c) {
@@ -748,6 +780,10 @@ static const shape_case transpose_cases[] = {
     {"perm: [1, 2, 0]", CG_OP_F32, 1, 3, {{1000, 3, 17}}},      /* merged to [51, 1000] */
     {"perm: [1, 0]", CG_OP_I32, 1, 2, {{1000, 65}}},            /* tiled */
     {"perm: [2, 1, 0]", CG_OP_F32, 1, 3, {{20, 257, 18}}},      /* tiled, batch in the middle */
+    {"perm: [1, 0]", CG_I64, 1, 2, {{17, 33}}},                 /* tiled, 8-byte elements */
+    {"perm: [2, 0, 1]", CG_U8, 1, 3, {{2, 3, 5}}},
+    {"perm: [1, 0]", CG_F16, 1, 2, {{257, 65}}},                /* tiled, 2-byte elements */
+    {"perm: [0, 2, 1]", CG_BOOL, 1, 3, {{3, 16, 17}}},          /* tiled, 1-byte elements */
 };
 
 static int32_t transpose_conform(int32_t index, cg_conform_case *c) {

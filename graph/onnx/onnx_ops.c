@@ -792,7 +792,10 @@ static cg_status map_argmax(onnx_imp *im) {
     if (onnx_attr_int(im, "select_last_index", 0))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "select_last_index 1 (ties to the last index)");
     const char *src = x->name, *idx = NULL;
-    if (!strcmp(im->node->op_type, "ArgMin") && (s = ew_to(im, "neg", x->name, NULL, &src))) return s;
+    if (!strcmp(im->node->op_type, "ArgMin")) { /* a fresh value for -x */
+        src = NULL;
+        if ((s = ew_to(im, "neg", x->name, NULL, &src))) return s;
+    }
     char a[100];
     snprintf(a, sizeof a, "axis: %lld, keepdims: %d", (long long)onnx_attr_int(im, "axis", 0),
              onnx_attr_int(im, "keepdims", 1) != 0);

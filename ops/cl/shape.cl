@@ -1,15 +1,20 @@
-/* Data movement of 4-byte elements (f32 and i32 copied as uint): block
+/* Data movement of elements of any dtype, copied as the unsigned type T of
+ * their size (-DT=uchar, ushort, uint or ulong; uint by default): block
  * copies for concat and slice, and strided copies for transpose.
  *
  * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
  * has 2^31 elements or more), -DIDX8=int8 or long8 to match; for
  * transpose_tiled also -DTILE=<tile side> -DROWS=<rows per pass>. */
 
+#ifndef T
+#define T uint
+#endif
+
 /* dst[dst_off + r * dst_stride + c] = src[src_off + r * src_stride + c] for
  * r < rows, c < cols; one work-item per element of the rows x cols block. */
 #if CG_WANT(copy_rows)
-__kernel void copy_rows(__global const uint *src, IDX src_off, IDX src_stride,
-                        __global uint *dst, IDX dst_off, IDX dst_stride, IDX rows, IDX cols) {
+__kernel void copy_rows(__global const T *src, IDX src_off, IDX src_stride,
+                        __global T *dst, IDX dst_off, IDX dst_stride, IDX rows, IDX cols) {
     IDX i = (IDX)get_global_id(0);
     if (i >= rows * cols) return;
     IDX r = i / cols, c = i - r * cols;
@@ -36,7 +41,7 @@ static IDX vec_at(IDX8 v, int k) {
  * the row-major index of i in the output dims `n`; `st` are the input
  * strides of the output dims. */
 #if CG_WANT(transpose_any)
-__kernel void transpose_any(__global const uint *src, __global uint *dst, IDX total, int nd,
+__kernel void transpose_any(__global const T *src, __global T *dst, IDX total, int nd,
                             IDX8 n, IDX8 st) {
     IDX i = (IDX)get_global_id(0);
     if (i >= total) return;
@@ -61,9 +66,9 @@ __kernel void transpose_any(__global const uint *src, __global uint *dst, IDX to
  * `rnd` of them). `oq` is the output stride of dim q. */
 #if CG_WANT(transpose_tiled)
 __kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1)))
-void transpose_tiled(__global const uint *src, __global uint *dst, IDX nl, IDX sl, IDX nq, IDX oq,
+void transpose_tiled(__global const T *src, __global T *dst, IDX nl, IDX sl, IDX nq, IDX oq,
                      int rnd, IDX8 rn, IDX8 rin, IDX8 rout) {
-    __local uint tile[TILE][TILE + 1];
+    __local T tile[TILE][TILE + 1];
     const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
     const IDX l0 = (IDX)get_group_id(0) * TILE, q0 = (IDX)get_group_id(1) * TILE;
     IDX rem = (IDX)get_global_id(2), in_off = 0, out_off = 0;
