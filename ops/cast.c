@@ -117,17 +117,10 @@ static cg_op_status cast_cpu(const cg_kernel_args *a) {
 static cg_op_status cast_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     cg_op_dtype from = call->inputs[0].dtype, to = call->outputs[0].dtype;
-    int64_t n = cg_desc_numel(&call->inputs[0]);
-    if (n == 0 || (from == to && a->out[0] == a->in[0])) return CG_OP_OK;
+    if (from == to && a->out[0] == a->in[0]) return CG_OP_OK;
     char name[48];
     snprintf(name, sizeof name, "cast_%s_%s", cg_dtype_name((cg_dtype)from), cg_dtype_name((cg_dtype)to));
-    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_cast, name, n > INT32_MAX, 0, NULL);
-    if (!k) return CG_OP_ERROR;
-    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
-    cl_long ln = n;
-    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
-    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+    return cg_ops_cl_unary(a, cg_cl_cast, name, 0, NULL);
 }
 
 /* Every pair of dtypes, each over a few shapes, with values that reach past

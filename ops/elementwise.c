@@ -147,23 +147,11 @@ static cg_op_status ew_launch(const cg_kernel_args *a, cl_kernel k, int64_t n) {
                                cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-/* Runs unary kernel `name` (x, y, n[, extra float args]) over input 0. */
+/* Runs unary kernel `name` of elementwise.cl (x, y, n[, extra float
+ * args]) over input 0. */
 static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n_f,
                                 const float *f) {
-    int64_t n = cg_desc_numel(&a->call->inputs[0]);
-    if (n == 0) return CG_OP_OK;
-    /* 64-bit indexing for tensors of 2^31 elements or more. */
-    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_elementwise, name, n > INT32_MAX, 0, NULL);
-    if (!k) return CG_OP_ERROR;
-    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
-    cl_long ln = n;
-    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
-    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
-    for (int i = 0; i < n_f; i++) {
-        cl_float v = f[i];
-        if (cg_ops_cl_arg(a, k, name, (cl_uint)(3 + i), sizeof v, &v)) return CG_OP_ERROR;
-    }
-    return ew_launch(a, k, n);
+    return cg_ops_cl_unary(a, cg_cl_elementwise, name, n_f, f);
 }
 
 /* ------------------------------------------------------------------ */

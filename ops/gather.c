@@ -17,8 +17,7 @@ static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t ro
     int64_t total = rows * row, biggest = n_src * row > total ? n_src * row : total;
     if (total == 0) return cg_ops_cl_check_range(a, 1, rows, 0, n_src - 1); /* empty rows: ids still checked */
     const int wide = biggest >= INT32_MAX;
-    const char *t = es == 1 ? "-DT=uchar" : es == 2 ? "-DT=ushort" : es == 8 ? "-DT=ulong" : "-DT=uint";
-    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, t);
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, cg_ops_cl_elem_type_option(es));
     if (!k) return CG_OP_ERROR;
     cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], dst = (cl_mem)a->out[0];
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};

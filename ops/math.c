@@ -44,19 +44,10 @@ static cg_op_status math_cpu(const cg_kernel_args *a, float (*fn)(float, float, 
     return CG_OP_OK;
 }
 
+/* Every kernel of math.cl takes both parameters, 0 where the op has none. */
 static cg_op_status math_cl(const cg_kernel_args *a, const char *name, int n_attrs) {
-    int64_t n = cg_desc_numel(&a->call->inputs[0]);
-    if (n == 0) return CG_OP_OK;
-    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_math, name, n > INT32_MAX, 0, NULL);
-    if (!k) return CG_OP_ERROR;
-    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
-    cl_long ln = n;
-    cl_float p = n_attrs > 0 ? (cl_float)a->call->attrs[0].f : 0.0f;
-    cl_float q = n_attrs > 1 ? (cl_float)a->call->attrs[1].f : 0.0f;
-    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(p),
-                                        CG_OPS_CL_ARG(q)};
-    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+    const float f[2] = {n_attrs > 0 ? (float)a->call->attrs[0].f : 0.0f, n_attrs > 1 ? (float)a->call->attrs[1].f : 0.0f};
+    return cg_ops_cl_unary(a, cg_cl_math, name, 2, f);
 }
 
 static cg_op_status math_infer(cg_op_call *call) {

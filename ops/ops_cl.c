@@ -154,6 +154,27 @@ cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const cha
     return cg_ops_cl_launch(a, k, name, 1, &global, &local);
 }
 
+cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f,
+                             const float *f) {
+    int64_t n = cg_desc_numel(&a->call->inputs[0]);
+    if (n == 0) return CG_OP_OK;
+    cl_kernel k = cg_ops_cl_kernel(a, source, name, n > INT32_MAX, 0, NULL);
+    if (!k) return CG_OP_ERROR;
+    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
+    cl_long ln = n;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
+    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
+    for (int i = 0; i < n_f; i++) {
+        cl_float v = f[i];
+        if (cg_ops_cl_arg(a, k, name, (cl_uint)(3 + i), sizeof v, &v)) return CG_OP_ERROR;
+    }
+    return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+}
+
+const char *cg_ops_cl_elem_type_option(size_t bytes) {
+    return bytes == 1 ? "-DT=uchar" : bytes == 2 ? "-DT=ushort" : bytes == 8 ? "-DT=ulong" : "-DT=uint";
+}
+
 cg_op_status cg_ops_cl_check_args(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint first) {
     const cl_mem check = (cl_mem)a->check;
     const cl_int word = a->check_word;

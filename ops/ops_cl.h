@@ -141,4 +141,15 @@ cg_op_status cg_ops_cl_launch(const cg_kernel_args *a, cl_kernel k, const char *
 cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const char *name,
                                  int64_t n, size_t local);
 
+/* Runs the one-element-per-item kernel `name` of `source`, taking (x, y,
+ * long n, then n_f floats f), over the elements of input 0 into output 0
+ * (64-bit indexing from 2^31 elements on; nothing for an empty tensor). */
+cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f,
+                             const float *f);
+
+/* The OpenCL unsigned type of an element of `bytes` bytes (1, 2, 4 or 8),
+ * as a build option "-DT=uchar" ... "-DT=ulong": how the data movement
+ * kernels copy any dtype. */
+const char *cg_ops_cl_elem_type_option(size_t bytes);
+
 #endif

@@ -40,8 +40,7 @@ static void format_ints(char *buf, size_t size, const int64_t *v, int n) {
 static cl_kernel shape_kernel(const cg_kernel_args *a, const char *name, int64_t max_elems, size_t es,
                               const char *extra, int *wide) {
     char opt[128];
-    snprintf(opt, sizeof opt, "-DT=%s%s%s", es == 1 ? "uchar" : es == 2 ? "ushort" : es == 8 ? "ulong" : "uint",
-             extra ? " " : "", extra ? extra : "");
+    snprintf(opt, sizeof opt, "%s%s%s", cg_ops_cl_elem_type_option(es), extra ? " " : "", extra ? extra : "");
     *wide = max_elems >= INT32_MAX;
     return cg_ops_cl_kernel(a, cg_cl_shape, name, *wide, 1, opt);
 }

@@ -650,6 +650,19 @@ static int entry_offset_cmp(const void *a, const void *b) {
     return strcmp(x->name, y->name); /* deterministic messages */
 }
 
+/* Sorts the entries by name (cg_weights_find searches them) and refuses a
+ * name given twice. */
+static cg_status sort_names(cg_weights *w) {
+    if (w->count > 1) qsort(w->entries, w->count, sizeof *w->entries, entry_name_cmp);
+    for (size_t i = 1; i < w->count; i++)
+        if (strcmp(w->entries[i - 1].name, w->entries[i].name) == 0) {
+            char q[NAME_BUF];
+            quote_name(q, w->entries[i].name);
+            return cg_error(CG_ERR_FORMAT, "%s: duplicate tensor name '%s'", w->path, q);
+        }
+    return CG_OK;
+}
+
 static cg_status validate(cg_weights *w) {
     char q[NAME_BUF], shape[256];
     for (size_t i = 0; i < w->count; i++) {
@@ -690,12 +703,8 @@ static cg_status validate(cg_weights *w) {
         }
     }
 
-    if (w->count > 1) qsort(w->entries, w->count, sizeof *w->entries, entry_name_cmp);
-    for (size_t i = 1; i < w->count; i++)
-        if (strcmp(w->entries[i - 1].name, w->entries[i].name) == 0) {
-            quote_name(q, w->entries[i].name);
-            return cg_error(CG_ERR_FORMAT, "%s: duplicate tensor name '%s'", w->path, q);
-        }
+    cg_status ds = sort_names(w);
+    if (ds != CG_OK) return ds;
 
     /* The tensors must tile the data section: sorted by offset, each one
      * starts where the previous one ended, the last one ends at its end. */
@@ -890,14 +899,7 @@ cg_status cg_weights_from_tensors(const char *label, int n, const char *const *n
     if (!s) {
         w->data = w->owned;
         w->data_size = size;
-        if (w->count > 1) qsort(w->entries, w->count, sizeof *w->entries, entry_name_cmp);
-        for (size_t i = 1; i < w->count; i++)
-            if (strcmp(w->entries[i - 1].name, w->entries[i].name) == 0) {
-                char q[NAME_BUF];
-                quote_name(q, w->entries[i].name);
-                s = cg_error(CG_ERR_FORMAT, "%s: duplicate tensor name '%s'", label, q);
-                break;
-            }
+        s = sort_names(w);
     }
     if (s) {
         cg_weights_free(w);

@@ -100,43 +100,30 @@ static void format_double(char *buf, size_t size, double v) {
     }
 }
 
-static void put_string(sbuf *b, const char *s) {
-    sb_put(b, "\"", 1);
+/* s between quotes q ('"' for strings, '`' for names), with the escapes
+ * the lexer reads: \q, \\, \n, \t and \uXXXX for other control bytes. */
+static void put_quoted(sbuf *b, const char *s, char q) {
+    sb_put(b, &q, 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"') sb_put(b, "\\\"", 2);
-        else if (c == '\\') sb_put(b, "\\\\", 2);
-        else if (c == '\n') sb_put(b, "\\n", 2);
+        if (c == (unsigned char)q || c == '\\') {
+            sb_put(b, "\\", 1);
+            sb_put(b, (const char *)&c, 1);
+        } else if (c == '\n') sb_put(b, "\\n", 2);
         else if (c == '\t') sb_put(b, "\\t", 2);
         else if (c < 0x20 || c == 0x7f) sb_printf(b, "\\u%04x", c);
         else sb_put(b, (const char *)&c, 1);
     }
-    sb_put(b, "\"", 1);
+    sb_put(b, &q, 1);
 }
 
-/* A name as the parser reads it: plain when it is an identifier
- * ([A-Za-z_][A-Za-z0-9_.]*), else `quoted` (ONNX names: onnx::MatMul_7,
- * /encoder/Add_output_0, 12). */
+static void put_string(sbuf *b, const char *s) { put_quoted(b, s, '"'); }
+
+/* A name as the parser reads it: plain when it is an identifier, else
+ * `quoted` (ONNX names: onnx::MatMul_7, /encoder/Add_output_0, 12). */
 static void put_name(sbuf *b, const char *s) {
-    int plain = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_';
-    for (const char *c = s; plain && *c; c++)
-        plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
-                *c == '.';
-    if (plain) {
-        sb_puts(b, s);
-        return;
-    }
-    sb_put(b, "`", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '`') sb_put(b, "\\`", 2);
-        else if (c == '\\') sb_put(b, "\\\\", 2);
-        else if (c == '\n') sb_put(b, "\\n", 2);
-        else if (c == '\t') sb_put(b, "\\t", 2);
-        else if (c < 0x20 || c == 0x7f) sb_printf(b, "\\u%04x", c);
-        else sb_put(b, (const char *)&c, 1);
-    }
-    sb_put(b, "`", 1);
+    if (cg_ident_valid(s)) sb_puts(b, s);
+    else put_quoted(b, s, '`');
 }
 
 static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const cg_value *v) {

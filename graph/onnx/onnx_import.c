@@ -10,16 +10,13 @@
 
 #include "analysis.h"
 #include "error.h"
+#include "hash.h"
 #include "shape.h"
 #include "weights.h"
 
 /* ---- values by name ---- */
 
-static uint32_t hash_name(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
+static uint32_t hash_name(const char *s) { return (uint32_t)cg_fnv1a_str(CG_FNV_BASIS, s); }
 
 static int32_t find_val(const onnx_imp *im, const char *name) {
     if (!im->cap_index) return -1;
