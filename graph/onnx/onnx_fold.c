@@ -43,7 +43,8 @@ static int64_t get_i(const cg_tensor *t, int64_t i) {
     case CG_BOOL: return ((const uint8_t *)t->data)[i];
     default: {
         double d = get_f(t, i);
-        return isnan(d) ? 0 : d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+        /* 2^63 and -2^63 are exact in a double; the cast op saturates there */
+        return isnan(d) ? 0 : d >= 9223372036854775808.0 ? INT64_MAX : d < -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
     }
     }
 }
@@ -334,14 +335,29 @@ static cg_tensor *slice(const cg_tensor *x, const cg_tensor *st, const cg_tensor
     return o;
 }
 
+/* The rules of clgraph's cast op (ops/cast.c), so that a Cast folded here
+ * gives what the same Cast run on a device gives: floats to integers
+ * truncate with NaN 0 and saturate at the target's range, integers to
+ * integers keep the low bits, integers to floats round once (as a C cast
+ * from int64), anything to bool is x != 0 (NaN is true). */
 static cg_tensor *cast(const cg_tensor *x, cg_dtype to) {
     cg_tensor *o = new_t(to, x->ndim, x->dims);
     if (!o) return NULL;
-    int64_t n = cg_shape_numel(x->ndim, x->dims);
+    int64_t n = cg_shape_numel(x->ndim, x->dims), lo = INT64_MIN, hi = INT64_MAX;
+    if (to == CG_I32) lo = INT32_MIN, hi = INT32_MAX;
+    else if (to == CG_I8) lo = INT8_MIN, hi = INT8_MAX;
+    else if (to == CG_U8) lo = 0, hi = UINT8_MAX;
     for (int64_t i = 0; i < n; i++) {
-        if (is_float(to)) set_f(o, i, get_f(x, i));
-        else if (to == CG_BOOL) set_i(o, i, is_float(x->dtype) ? get_f(x, i) != 0 : get_i(x, i) != 0);
-        else set_i(o, i, get_i(x, i));
+        if (to == CG_BOOL) {
+            set_i(o, i, is_float(x->dtype) ? get_f(x, i) != 0 : get_i(x, i) != 0);
+        } else if (is_float(to)) {
+            set_f(o, i, is_float(x->dtype) ? get_f(x, i) : (double)(float)get_i(x, i));
+        } else if (is_float(x->dtype)) {
+            int64_t v = get_i(x, i); /* truncated, NaN 0, within int64 */
+            set_i(o, i, v < lo ? lo : v > hi ? hi : v);
+        } else {
+            set_i(o, i, get_i(x, i));
+        }
     }
     return o;
 }

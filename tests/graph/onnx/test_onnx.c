@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "clgraph/clgraph.h"
 #include "test_util.h"
 
 #define NODE ONNX_TESTDATA "/node"
@@ -90,6 +91,31 @@ START_TEST(import_folds_given_shape) {
 }
 END_TEST
 
+/* A Cast of a constant is folded at import with the cast op's rules (the
+ * same values a device gives): floats truncate, NaN is 0, values past the
+ * target's range saturate (tests/data/onnx/make_fold_cast.py). */
+START_TEST(folded_cast_matches_the_op) {
+    char model[600];
+    snprintf(model, sizeof model, "%s/tests/data/onnx/fold_cast.onnx", tu_src_dir());
+    const char *imp[] = {"import", model, NULL};
+    ck_assert_msg(tu_run_cli(imp, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "cast(") == NULL, "%s", tu_out); /* folded: no node */
+    const char *run[] = {"run", model, "--output", tu_dir, NULL};
+    ck_assert_msg(tu_run_cli(run, NULL, NULL) == 0, "%s", tu_err);
+    cg_tensor *i8 = NULL, *i32 = NULL;
+    ck_assert_msg(cg_tensor_load_npy(tu_path("i8.npy"), &i8) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_tensor_load_npy(tu_path("i32.npy"), &i32) == CG_OK, "%s", cg_last_error());
+    static const int8_t want8[6] = {1, -1, 127, -128, 0, 127};
+    static const int32_t want32[6] = {1, -1, 300, -300, 0, INT32_MAX};
+    ck_assert_int_eq(cg_tensor_dtype(i8), CG_I8);
+    ck_assert_int_eq(cg_tensor_dtype(i32), CG_I32);
+    ck_assert(memcmp(cg_tensor_data_const(i8), want8, sizeof want8) == 0);
+    ck_assert(memcmp(cg_tensor_data_const(i32), want32, sizeof want32) == 0);
+    cg_tensor_free(i8);
+    cg_tensor_free(i32);
+}
+END_TEST
+
 /* Bad files: one line naming the file (and the node), exit 1. */
 START_TEST(bad_files) {
     size_t len;
@@ -122,6 +148,7 @@ int main(void) {
     tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, import_folds_given_shape);
     tcase_add_test(tc, bad_files);
+    tcase_add_test(tc, folded_cast_matches_the_op);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }
