@@ -87,7 +87,8 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         }
     }
     if (!o->model) {
-        fprintf(stderr, "clgraph %s: missing MODEL.cg (try 'clgraph --help')\n", cmd);
+        fprintf(stderr, "clgraph %s: missing %s (try 'clgraph %s --help')\n", cmd,
+                strcmp(cmd, "import") ? "MODEL.cg" : "MODEL.onnx", cmd);
         return CLI_USAGE;
     }
     return CLI_OK;

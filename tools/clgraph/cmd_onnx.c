@@ -326,11 +326,18 @@ static int collect(const char *dir, char ***list, int *n, int *cap) {
 }
 
 int cli_onnx_test(int argc, char **argv) {
-    const char *devices[16];
-    int n_dev = 0, n_dirs = 0, cap = 0, rc = CLI_OK;
+    const char *devices[16], *plugins[CLI_MAX_PLUGINS];
+    int n_dev = 0, n_dirs = 0, cap = 0, rc = CLI_OK, n_plugins = 0;
     char **dirs = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--device")) {
+        if (!strcmp(argv[i], "--plugin")) {
+            if (i + 1 >= argc || (rc = cli_add_plugin("onnx-test", plugins, &n_plugins, argv[i + 1]))) {
+                if (!rc) fprintf(stderr, "clgraph onnx-test: --plugin needs a path\n");
+                rc = CLI_USAGE;
+                break;
+            }
+            i++;
+        } else if (!strcmp(argv[i], "--device")) {
             if (i + 1 >= argc || n_dev == 16) {
                 fprintf(stderr, "clgraph onnx-test: --device needs a device (at most 16)\n");
                 rc = CLI_USAGE;
@@ -360,6 +367,8 @@ int cli_onnx_test(int argc, char **argv) {
     }
     cg_context *ctx = NULL;
     if (!rc && cg_context_create(&ctx)) rc = cli_fail();
+    for (int i = 0; !rc && i < n_plugins; i++)
+        if (cg_context_load_plugin(ctx, plugins[i])) rc = cli_fail();
     if (!rc && !n_dev) /* the CPU and every OpenCL device */
         for (int i = 0; i < cg_device_count() && n_dev < 16; i++) {
             char b[512];
