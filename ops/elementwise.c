@@ -1,6 +1,6 @@
 /* Elementwise operators: binary arithmetic with NumPy broadcasting, unary
  * math functions, affine and cast. */
-#include "ops_cl.h"
+#include "bcast.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -10,132 +10,55 @@
 #include "elementwise.cl.h"
 
 /* ------------------------------------------------------------------ */
-/* Broadcast iteration                                                 */
+/* Binary inner loops (bcast.h)                                        */
 
-/*
- * A binary broadcast reduced to as few dimensions as possible: dims of size
- * 1 in the output are dropped, and neighbouring dims are merged whenever
- * both inputs walk them contiguously or both broadcast them. Equal shapes
- * become one dim; a trailing-row broadcast ([R, C] op [C]) becomes two dims
- * with b's outer stride 0. Strides are in elements; 0 means broadcast.
- */
-typedef struct bcast_plan {
-    int nd;
-    int64_t n[CG_MAX_DIMS];
-    int64_t sa[CG_MAX_DIMS], sb[CG_MAX_DIMS];
-} bcast_plan;
+/* Integer arithmetic wraps around (computed unsigned: no UB). */
+#define WRAP32(op) ((int32_t)((uint32_t)x op (uint32_t)y))
+#define WRAP64(op) ((int64_t)((uint64_t)x op (uint64_t)y))
 
-/* Strides of `in` padded on the left to `nd` dims against output dims `od`. */
-static void bcast_strides(const cg_tensor_desc *in, int nd, const int64_t *od, int64_t *st) {
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) {
-        int k = in->ndim - nd + i;
-        int64_t d = k >= 0 ? in->dims[k] : 1;
-        st[i] = (d == 1 && od[i] != 1) ? 0 : s;
-        s *= d;
-    }
+/* Integer division truncates toward zero; x / 0 is 0 and MIN / -1 wraps
+ * to MIN (C leaves both undefined, and x86 traps on them). */
+static inline int32_t div_i32(int32_t x, int32_t y) {
+    return y == 0 ? 0 : y == -1 ? (int32_t)(0u - (uint32_t)x) : x / y;
+}
+static inline int64_t div_i64(int64_t x, int64_t y) {
+    return y == 0 ? 0 : y == -1 ? (int64_t)(0u - (uint64_t)x) : x / y;
 }
 
-static void bcast_plan_make(bcast_plan *p, const cg_tensor_desc *a, const cg_tensor_desc *b,
-                            const cg_tensor_desc *o) {
-    int64_t sa[CG_MAX_DIMS], sb[CG_MAX_DIMS];
-    bcast_strides(a, o->ndim, o->dims, sa);
-    bcast_strides(b, o->ndim, o->dims, sb);
-    p->nd = 0;
-    for (int i = 0; i < o->ndim; i++) {
-        if (o->dims[i] == 1) continue;
-        int k = p->nd - 1;
-        if (k >= 0 && p->sa[k] == sa[i] * o->dims[i] && p->sb[k] == sb[i] * o->dims[i]) {
-            p->n[k] *= o->dims[i];
-            p->sa[k] = sa[i];
-            p->sb[k] = sb[i];
-        } else {
-            p->n[p->nd] = o->dims[i];
-            p->sa[p->nd] = sa[i];
-            p->sb[p->nd] = sb[i];
-            p->nd++;
-        }
+/* Integer power by squaring, wrapping around; a negative exponent gives 0
+ * but for the bases 1 and -1 (1 / x^-e truncated). */
+static inline int64_t ipow(int64_t x, int64_t e, int bits) {
+    if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x;
+    for (; e; e >>= 1) {
+        if (e & 1) r *= b;
+        b *= b;
     }
-    if (p->nd == 0) { /* a single element */
-        p->nd = 1;
-        p->n[0] = 1;
-        p->sa[0] = p->sb[0] = 0;
-    }
+    return bits == 32 ? (int64_t)(int32_t)(uint32_t)r : (int64_t)r;
 }
 
-/* Inner loop of a binary op over n output elements; sa/sb are 0 or 1. */
-typedef void (*bin_loop_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void *o,
-                            int64_t n);
-
-/* Runs `fn` over a broadcast plan for 4-byte elements. */
-static void bcast_run(const bcast_plan *p, bin_loop_fn fn, const char *a, const char *b,
-                      char *o) {
-    int last = p->nd - 1;
-    int64_t inner = p->n[last];
-    int64_t idx[CG_MAX_DIMS] = {0};
-    int64_t oa = 0, ob = 0, oo = 0;
-    for (;;) {
-        fn(a + oa * 4, p->sa[last], b + ob * 4, p->sb[last], o + oo * 4, inner);
-        oo += inner;
-        int d = last - 1;
-        for (; d >= 0; d--) {
-            oa += p->sa[d];
-            ob += p->sb[d];
-            if (++idx[d] < p->n[d]) break;
-            oa -= p->sa[d] * p->n[d];
-            ob -= p->sb[d] * p->n[d];
-            idx[d] = 0;
-        }
-        if (d < 0) break;
-    }
-}
-
-/* Defines an inner loop NAME for element type T computing EXPR from x, y. */
-#define BIN_LOOP(NAME, T, EXPR)                                                  \
-    static void NAME(const void *a_, int64_t sa, const void *b_, int64_t sb,     \
-                     void *o_, int64_t n) {                                      \
-        const T *a = a_, *b = b_;                                                \
-        T *o = o_;                                                               \
-        if (sa && sb) {                                                          \
-            for (int64_t i = 0; i < n; i++) {                                    \
-                T x = a[i], y = b[i];                                            \
-                o[i] = (EXPR);                                                   \
-            }                                                                    \
-        } else if (sa) {                                                         \
-            const T y = b[0];                                                    \
-            for (int64_t i = 0; i < n; i++) {                                    \
-                T x = a[i];                                                      \
-                o[i] = (EXPR);                                                   \
-            }                                                                    \
-        } else if (sb) {                                                         \
-            const T x = a[0];                                                    \
-            for (int64_t i = 0; i < n; i++) {                                    \
-                T y = b[i];                                                      \
-                o[i] = (EXPR);                                                   \
-            }                                                                    \
-        } else {                                                                 \
-            const T x = a[0], y = b[0];                                          \
-            const T r = (EXPR);                                                  \
-            for (int64_t i = 0; i < n; i++) o[i] = r;                            \
-        }                                                                        \
-    }
-
-/* Integer arithmetic wraps around modulo 2^32 (computed unsigned: no UB). */
-#define WRAP(op) ((int32_t)((uint32_t)x op (uint32_t)y))
-
-BIN_LOOP(add_f32_loop, float, x + y)
-BIN_LOOP(sub_f32_loop, float, x - y)
-BIN_LOOP(mul_f32_loop, float, x * y)
-BIN_LOOP(div_f32_loop, float, x / y)
-BIN_LOOP(pow_f32_loop, float, powf(x, y))
+CG_BCAST_LOOP2(add_f32_loop, float, float, x + y)
+CG_BCAST_LOOP2(sub_f32_loop, float, float, x - y)
+CG_BCAST_LOOP2(mul_f32_loop, float, float, x * y)
+CG_BCAST_LOOP2(div_f32_loop, float, float, x / y)
+CG_BCAST_LOOP2(pow_f32_loop, float, float, powf(x, y))
 /* NaN propagates, as in NumPy's maximum/minimum. */
-BIN_LOOP(max_f32_loop, float, (x > y || x != x) ? x : y)
-BIN_LOOP(min_f32_loop, float, (x < y || x != x) ? x : y)
-BIN_LOOP(add_i32_loop, int32_t, WRAP(+))
-BIN_LOOP(sub_i32_loop, int32_t, WRAP(-))
-BIN_LOOP(mul_i32_loop, int32_t, WRAP(*))
-BIN_LOOP(max_i32_loop, int32_t, x > y ? x : y)
-BIN_LOOP(min_i32_loop, int32_t, x < y ? x : y)
+CG_BCAST_LOOP2(max_f32_loop, float, float, (x > y || x != x) ? x : y)
+CG_BCAST_LOOP2(min_f32_loop, float, float, (x < y || x != x) ? x : y)
+CG_BCAST_LOOP2(add_i32_loop, int32_t, int32_t, WRAP32(+))
+CG_BCAST_LOOP2(sub_i32_loop, int32_t, int32_t, WRAP32(-))
+CG_BCAST_LOOP2(mul_i32_loop, int32_t, int32_t, WRAP32(*))
+CG_BCAST_LOOP2(div_i32_loop, int32_t, int32_t, div_i32(x, y))
+CG_BCAST_LOOP2(pow_i32_loop, int32_t, int32_t, ipow(x, y, 32))
+CG_BCAST_LOOP2(max_i32_loop, int32_t, int32_t, x > y ? x : y)
+CG_BCAST_LOOP2(min_i32_loop, int32_t, int32_t, x < y ? x : y)
+CG_BCAST_LOOP2(add_i64_loop, int64_t, int64_t, WRAP64(+))
+CG_BCAST_LOOP2(sub_i64_loop, int64_t, int64_t, WRAP64(-))
+CG_BCAST_LOOP2(mul_i64_loop, int64_t, int64_t, WRAP64(*))
+CG_BCAST_LOOP2(div_i64_loop, int64_t, int64_t, div_i64(x, y))
+CG_BCAST_LOOP2(pow_i64_loop, int64_t, int64_t, ipow(x, y, 64))
+CG_BCAST_LOOP2(max_i64_loop, int64_t, int64_t, x > y ? x : y)
+CG_BCAST_LOOP2(min_i64_loop, int64_t, int64_t, x < y ? x : y)
 
 
 /* ------------------------------------------------------------------ */
@@ -164,17 +87,21 @@ static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n
 
 /* Binary cases, smallest first: equal shapes, scalars, trailing-row,
  * column, middle and two-sided broadcasts, sizes that do not divide
- * work-group sizes. f32 values in [-2, 2]; i32 values over the whole range
- * so that add/sub/mul wrap around. */
+ * work-group sizes. f32 values in [-2, 2]; i32 and i64 values over most of
+ * their range so that add/sub/mul wrap around. */
 #define BIN_F(nd_a, da, nd_b, db) \
     {2, {{F32, nd_a, da, -2, 2}, {F32, nd_b, db, -2, 2}}, NULL}
 #define BIN_I(nd_a, da, nd_b, db) \
     {2, {{I32, nd_a, da, IMIN, IMAX}, {I32, nd_b, db, IMIN, IMAX}}, NULL}
+#define LMAX 9.2e18
+#define BIN_L(nd_a, da, nd_b, db) \
+    {2, {{CG_I64, nd_a, da, -LMAX, LMAX}, {CG_I64, nd_b, db, -LMAX, LMAX}}, NULL}
 #define D(...) {__VA_ARGS__}
 
 static const cg_ops_case bin_cases[] = {
     BIN_F(1, D(1), 1, D(1)),
     BIN_I(1, D(1), 1, D(1)),
+    BIN_L(1, D(1), 1, D(1)),
     BIN_F(0, D(0), 0, D(0)),
     BIN_F(1, D(3), 1, D(3)),
     BIN_I(1, D(3), 1, D(3)),
@@ -182,90 +109,94 @@ static const cg_ops_case bin_cases[] = {
     BIN_F(1, D(17), 1, D(1)),
     BIN_F(1, D(17), 1, D(17)),
     BIN_I(1, D(17), 1, D(17)),
+    BIN_L(1, D(17), 1, D(17)),
     BIN_F(2, D(17, 3), 1, D(3)),
     BIN_I(2, D(17, 3), 1, D(3)),
+    BIN_L(2, D(17, 3), 1, D(3)),
     BIN_F(2, D(17, 1), 2, D(17, 3)),
     BIN_F(2, D(3, 1), 3, D(4, 1, 5)),
     BIN_I(2, D(3, 1), 3, D(4, 1, 5)),
+    BIN_L(2, D(3, 1), 3, D(4, 1, 5)),
     BIN_F(3, D(2, 3, 5), 3, D(2, 1, 5)),
     BIN_F(4, D(2, 1, 3, 1), 4, D(1, 5, 1, 7)),
     BIN_I(4, D(2, 1, 3, 1), 4, D(1, 5, 1, 7)),
     BIN_F(1, D(257), 1, D(257)),
     BIN_I(1, D(257), 0, D(0)),
+    BIN_L(0, D(0), 1, D(257)),
     BIN_F(2, D(3, 1000), 1, D(1000)),
     BIN_F(2, D(1000, 1), 2, D(1000, 3)),
     BIN_F(2, D(100, 1000), 2, D(100, 1000)),
     BIN_I(2, D(100, 1000), 2, D(100, 1000)),
+    BIN_L(2, D(100, 1000), 2, D(100, 1000)),
     BIN_F(3, D(7, 1, 1000), 2, D(13, 1)),
 };
+#define N_BIN_CASES ((int32_t)(sizeof bin_cases / sizeof bin_cases[0]))
 
-/* Fills case `index` of a binary op; f32-only ops skip the i32 cases, div
- * (is_div 1) keeps its divisor away from 0 ([0.25, 2]) and pow (2) its base
- * positive. */
-static int32_t bin_conform(int32_t index, cg_conform_case *c, int allow_i32, int is_div) {
-    int32_t seen = 0;
-    for (size_t i = 0; i < sizeof bin_cases / sizeof bin_cases[0]; i++) {
-        if (!allow_i32 && bin_cases[i].in[0].dt == CG_OP_I32) continue;
-        if (seen++ != index) continue;
-        cg_ops_fill_case(&bin_cases[i], 1, c);
-        if (is_div == 1) {
-            c->lo[1] = 0.25;
-            c->hi[1] = 2;
-        } else if (is_div == 2) { /* pow: positive bases, exponents of both signs */
-            c->lo[0] = 0.1;
-            c->hi[0] = 3;
-            c->lo[1] = -2;
-            c->hi[1] = 2;
-        }
-        return 1;
+/* Value ranges of the operands where the whole range does not suit:
+ * division keeps f32 divisors in [0.25, 2] and gives every other integer
+ * case small divisors (0, -1 and exact quotients included); pow keeps f32
+ * bases positive, and integer bases and exponents small (i32 results
+ * still wrap). */
+enum { RANGE_ANY, RANGE_DIV, RANGE_POW };
+
+/* Fills case `index` of a binary op. */
+static int32_t bin_conform(int32_t index, cg_conform_case *c, int range) {
+    if (index < 0 || index >= N_BIN_CASES) return 0;
+    const cg_ops_case *t = &bin_cases[index];
+    cg_ops_fill_case(t, 1, c);
+    const int is_f = t->in[0].dt == F32, odd = index % 2;
+    if (range == RANGE_DIV) {
+        c->lo[1] = is_f ? 0.25 : odd ? -3 : -1e3;
+        c->hi[1] = is_f ? 2 : odd ? 3 : 1e3;
+    } else if (range == RANGE_POW) {
+        c->lo[0] = is_f ? 0.1 : -6;
+        c->hi[0] = is_f ? 3 : 6;
+        c->lo[1] = -2;
+        c->hi[1] = is_f ? 2 : 13;
     }
-    return 0;
+    return 1;
 }
 
 /* ------------------------------------------------------------------ */
 /* Binary operators                                                    */
 
-static cg_op_status binary_infer(cg_op_call *call, const char *op, int allow_i32) {
+static cg_op_status binary_infer(cg_op_call *call, const char *op) {
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
-    if (a->dtype != CG_OP_F32 && a->dtype != CG_OP_I32)
-        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s",
+    if (a->dtype != CG_F32 && a->dtype != CG_I32 && a->dtype != CG_I64)
+        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (f32, i32 or i64)",
                           cg_ops_dtype_name(a->dtype), op);
     if (a->dtype != b->dtype)
         return cg_op_fail(call, "inputs have mixed dtypes %s and %s; %s needs both the same "
                           "(use cast)", cg_ops_dtype_name(a->dtype),
                           cg_ops_dtype_name(b->dtype), op);
-    if (a->dtype == CG_OP_I32 && !allow_i32)
-        return cg_op_fail(call, "%s supports only f32 inputs, got i32", op);
     cg_tensor_desc *o = &call->outputs[0];
     o->dtype = a->dtype;
     return cg_broadcast_shapes(call, a, b, o);
 }
 
-static cg_op_status binary_cpu(const cg_kernel_args *args, bin_loop_fn f32, bin_loop_fn i32) {
-    const cg_op_call *call = args->call;
-    const cg_tensor_desc *o = &call->outputs[0];
-    if (cg_desc_numel(o) == 0) return CG_OP_OK;
-    bcast_plan p;
-    bcast_plan_make(&p, &call->inputs[0], &call->inputs[1], o);
-    bcast_run(&p, o->dtype == CG_OP_I32 ? i32 : f32, args->in[0], args->in[1], args->out[0]);
-    return CG_OP_OK;
+static cg_op_status binary_cpu(const cg_kernel_args *args, cg_bcast_loop f32, cg_bcast_loop i32,
+                               cg_bcast_loop i64) {
+    const cg_op_dtype dt = args->call->outputs[0].dtype;
+    return cg_bcast_cpu2(args, dt == CG_I32 ? i32 : dt == CG_I64 ? i64 : f32);
 }
 
 /*
- * OpenCL: the same collapsed broadcast plan as the CPU. One dim with unit or
- * zero strides (equal shapes, or one side a single element) runs
- * bin_flat_<op>_<dtype>; anything else bin_nd_<op>_<dtype>, which decomposes
- * each output index over the plan's dims.
+ * OpenCL: f32 and i32 add, sub, mul, maximum, minimum and f32 div and pow
+ * have kernels of their own in elementwise.cl (bin_flat_<op>_<dtype>: one
+ * dim with unit or zero strides; else bin_nd_<op>_<dtype>, decomposing
+ * each output index over the collapsed broadcast plan); the rest runs the
+ * typed kernels of broadcast.cl with BOP_<bop>.
  */
-static cg_op_status binary_cl(const cg_kernel_args *args, const char *op) {
+static cg_op_status binary_cl(const cg_kernel_args *args, const char *op, const char *bop, int own_i32) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *o = &call->outputs[0];
+    if (o->dtype == CG_I64 || (o->dtype == CG_I32 && !own_i32)) return cg_bcast_cl2(args, bop);
     int64_t n = cg_desc_numel(o);
     if (n == 0) return CG_OP_OK;
-    bcast_plan p;
-    bcast_plan_make(&p, &call->inputs[0], &call->inputs[1], o);
+    cg_bcast p;
+    cg_bcast_make(&p, 2, call->inputs, o);
     const char *dt = o->dtype == CG_OP_I32 ? "i32" : "f32";
-    int flat = p.nd == 1 && p.sa[0] <= 1 && p.sb[0] <= 1;
+    int flat = cg_bcast_flat(&p);
     char name[64];
     snprintf(name, sizeof name, "bin_%s_%s_%s", flat ? "flat" : "nd", op, dt);
     cl_kernel k = cg_ops_cl_kernel(args, cg_cl_elementwise, name, n > INT32_MAX, 0, NULL);
@@ -273,43 +204,34 @@ static cg_op_status binary_cl(const cg_kernel_args *args, const char *op) {
     cl_mem a = (cl_mem)args->in[0], b = (cl_mem)args->in[1], y = (cl_mem)args->out[0];
     cl_long ln = n;
     if (flat) {
-        cl_long sa = p.sa[0], sb = p.sb[0];
+        cl_long sa = p.s[0][0], sb = p.s[1][0];
         const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(a), CG_OPS_CL_ARG(sa), CG_OPS_CL_ARG(b),
                                          CG_OPS_CL_ARG(sb), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
         if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
     } else {
-        /* Innermost dim first in the vectors; unused entries are 1 / 0. */
-        cl_long8 dims, sta, stb;
-        cl_int nd = p.nd;
-        for (int i = 0; i < 8; i++) {
-            int d = p.nd - 1 - i;
-            dims.s[i] = d >= 0 ? p.n[d] : 1;
-            sta.s[i] = d >= 0 ? p.sa[d] : 0;
-            stb.s[i] = d >= 0 ? p.sb[d] : 0;
-        }
-        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(a),   CG_OPS_CL_ARG(b),
-                                         CG_OPS_CL_ARG(y),   CG_OPS_CL_ARG(ln),
-                                         CG_OPS_CL_ARG(nd),  CG_OPS_CL_ARG(dims),
-                                         CG_OPS_CL_ARG(sta), CG_OPS_CL_ARG(stb)};
-        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
+        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(a), CG_OPS_CL_ARG(b), CG_OPS_CL_ARG(y),
+                                         CG_OPS_CL_ARG(ln)};
+        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v) ||
+            cg_bcast_cl_args(args, k, name, 4, &p))
+            return CG_OP_ERROR;
     }
     return ew_launch(args, k, n);
 }
 
 static const char *const binary_inputs[] = {"a", "b", NULL};
 
-#define BINARY_OP(NAME, I32, F32_LOOP, I32_LOOP, DOC)                             \
+#define BINARY_OP(NAME, BOP, OWN_I32, RANGE, DOC)                                  \
     static cg_op_status NAME##_infer(cg_op_call *call) {                          \
-        return binary_infer(call, #NAME, I32);                                    \
+        return binary_infer(call, #NAME);                                         \
     }                                                                             \
     static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
-        return binary_cpu(a, F32_LOOP, I32_LOOP);                                 \
+        return binary_cpu(a, NAME##_f32_loop, NAME##_i32_loop, NAME##_i64_loop);  \
     }                                                                             \
     static cg_op_status NAME##_cl(const cg_kernel_args *a) {                      \
-        return binary_cl(a, #NAME);                                               \
+        return binary_cl(a, #NAME, BOP, OWN_I32);                                 \
     }                                                                             \
     static int32_t NAME##_conform(int32_t index, cg_conform_case *c) {            \
-        return bin_conform(index, c, I32, !strcmp(#NAME, "div") ? 1 : !strcmp(#NAME, "pow") ? 2 : 0); \
+        return bin_conform(index, c, RANGE);                                      \
     }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
         {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu},                \
@@ -329,25 +251,35 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
 #define BCAST_DOC                                                                 \
     " a and b broadcast against each other with NumPy rules (shapes are "        \
     "right-aligned; a dim of size 1 stretches to the other's size); the output " \
-    "has the broadcast shape. Both inputs must have the same dtype."
+    "has the broadcast shape. Both inputs must have the same dtype: f32, i32 or i64."
 
-BINARY_OP(add, 1, add_f32_loop, add_i32_loop,
-          "Elementwise sum a + b, f32 or i32 (i32 wraps around on overflow)." BCAST_DOC)
-BINARY_OP(sub, 1, sub_f32_loop, sub_i32_loop,
-          "Elementwise difference a - b, f32 or i32 (i32 wraps around on overflow)." BCAST_DOC)
-BINARY_OP(mul, 1, mul_f32_loop, mul_i32_loop,
-          "Elementwise product a * b, f32 or i32 (i32 wraps around on overflow)." BCAST_DOC)
-BINARY_OP(div, 0, div_f32_loop, NULL,
-          "Elementwise quotient a / b, f32 only, IEEE semantics (x / 0 is +-inf, "
-          "0 / 0 is NaN)." BCAST_DOC)
-BINARY_OP(pow, 0, pow_f32_loop, NULL,
-          "Elementwise power a^b, f32 only, as C's powf (a negative a with a non-integer b "
-          "is NaN; pow(x, 0) is 1)." BCAST_DOC)
-BINARY_OP(maximum, 1, max_f32_loop, max_i32_loop,
-          "Elementwise maximum of a and b, f32 or i32. For f32 a NaN in either "
+/* the loops under the ops' names */
+#define maximum_f32_loop max_f32_loop
+#define maximum_i32_loop max_i32_loop
+#define maximum_i64_loop max_i64_loop
+#define minimum_f32_loop min_f32_loop
+#define minimum_i32_loop min_i32_loop
+#define minimum_i64_loop min_i64_loop
+
+BINARY_OP(add, "ADD", 1, RANGE_ANY,
+          "Elementwise sum a + b (integers wrap around on overflow)." BCAST_DOC)
+BINARY_OP(sub, "SUB", 1, RANGE_ANY,
+          "Elementwise difference a - b (integers wrap around on overflow)." BCAST_DOC)
+BINARY_OP(mul, "MUL", 1, RANGE_ANY,
+          "Elementwise product a * b (integers wrap around on overflow)." BCAST_DOC)
+BINARY_OP(div, "DIV", 0, RANGE_DIV,
+          "Elementwise quotient a / b: f32 with IEEE semantics (x / 0 is +-inf, 0 / 0 is NaN); "
+          "integers truncate toward zero (as C and ONNX Runtime), x / 0 is 0 and the most "
+          "negative value / -1 wraps around to itself." BCAST_DOC)
+BINARY_OP(pow, "POW", 0, RANGE_POW,
+          "Elementwise power a^b: f32 as C's powf (a negative a with a non-integer b is NaN; "
+          "pow(x, 0) is 1); integers exactly, wrapping around on overflow, and a negative "
+          "exponent gives 0 but for the bases 1 and -1." BCAST_DOC)
+BINARY_OP(maximum, "MAX", 1, RANGE_ANY,
+          "Elementwise maximum of a and b. For f32 a NaN in either "
           "input gives NaN (as numpy.maximum)." BCAST_DOC)
-BINARY_OP(minimum, 1, min_f32_loop, min_i32_loop,
-          "Elementwise minimum of a and b, f32 or i32. For f32 a NaN in either "
+BINARY_OP(minimum, "MIN", 1, RANGE_ANY,
+          "Elementwise minimum of a and b. For f32 a NaN in either "
           "input gives NaN (as numpy.minimum)." BCAST_DOC)
 
 /* ------------------------------------------------------------------ */

@@ -160,6 +160,9 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)               \
     X(neg) X(tanh) X(sigmoid) X(exp) X(log) X(sqrt) X(relu) X(affine)       \
     X(cast)                                                                 \
+    /* compare.c */                                                         \
+    X(equal) X(less) X(less_equal) X(greater) X(greater_equal)              \
+    X(logical_and) X(logical_or) X(logical_xor) X(logical_not) X(where)     \
     /* math.c */                                                            \
     X(abs) X(reciprocal) X(floor) X(ceil) X(round) X(sign) X(sin) X(cos)    \
     X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu) X(hard_sigmoid)     \

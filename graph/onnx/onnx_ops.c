@@ -768,18 +768,61 @@ static cg_status map_gather(onnx_imp *im) {
 }
 
 /* Pow: the base's dtype; an i32 exponent is cast to f32. */
+/* Pow: the exponent is cast to the base's dtype, except that an integer
+ * base with a float exponent is computed in f32 and cast back (ONNX's
+ * reference: NumPy's power in floating point, then the base's type). */
 static cg_status map_pow(onnx_imp *im) {
     onnx_val *a, *b;
     cg_status s;
     if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, NULL))) return s;
-    const char *bn = b->name;
-    if (a->desc.dtype == CG_F32 && b->desc.dtype == CG_I32) {
-        const char *in[1] = {b->name}, *o[1] = {NULL};
+    const int ta = a->desc.dtype, tb = b->desc.dtype;
+    if (ta != CG_F32 && ta != CG_I32 && ta != CG_I64)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow of %s (f32, i32 and i64)", cg_dtype_name((cg_dtype)ta));
+    if (tb != CG_F32 && tb != CG_I32 && tb != CG_I64)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
+    const char *an = a->name, *bn = b->name;
+    const int via_f32 = ta != CG_F32 && tb == CG_F32;
+    char to[32];
+    if (via_f32) {
+        const char *in[1] = {a->name}, *o[1] = {NULL};
         if ((s = onnx_emit(im, "cast", 1, in, 1, o, "to: \"f32\""))) return s;
+        an = o[0];
+    } else if (ta != tb) {
+        snprintf(to, sizeof to, "to: \"%s\"", cg_dtype_name((cg_dtype)ta));
+        const char *in[1] = {b->name}, *o[1] = {NULL};
+        if ((s = onnx_emit(im, "cast", 1, in, 1, o, to))) return s;
         bn = o[0];
     }
-    const char *in[2] = {a->name, bn};
-    return emit1(im, "pow", 2, in, out_name(im, 0), NULL);
+    const char *in[2] = {an, bn};
+    if (!via_f32) return emit1(im, "pow", 2, in, out_name(im, 0), NULL);
+    const char *o[1] = {NULL};
+    if ((s = onnx_emit(im, "pow", 2, in, 1, o, NULL))) return s;
+    snprintf(to, sizeof to, "to: \"%s\"", cg_dtype_name((cg_dtype)ta));
+    const char *cin[1] = {o[0]};
+    return emit1(im, "cast", 1, cin, out_name(im, 0), to);
+}
+
+/* Comparisons and logic: clgraph's ops of the same names; Where. */
+static cg_status map_bool_op(onnx_imp *im) {
+    static const struct {
+        const char *onnx, *cg;
+    } ops[] = {{"Equal", "equal"},     {"Less", "less"},           {"LessOrEqual", "less_equal"},
+               {"Greater", "greater"}, {"GreaterOrEqual", "greater_equal"}, {"And", "logical_and"},
+               {"Or", "logical_or"},   {"Xor", "logical_xor"},     {"Not", "logical_not"},
+               {"Where", "where"}};
+    cg_status s = onnx_check_attrs(im, NULL);
+    if (s) return s;
+    const char *op = im->node->op_type, *cg = NULL;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(op, ops[i].onnx)) cg = ops[i].cg;
+    const int n = !strcmp(op, "Not") ? 1 : !strcmp(op, "Where") ? 3 : 2;
+    const char *in[3];
+    for (int i = 0; i < n; i++) {
+        onnx_val *v;
+        if ((s = need_in(im, i, &v))) return s;
+        in[i] = v->name;
+    }
+    return emit1(im, cg, n, in, out_name(im, 0), NULL);
 }
 
 /* ArgMax / ArgMin: clgraph's argmax (of -x for ArgMin), whose i32 index
@@ -840,6 +883,7 @@ static const struct {
     onnx_map_fn fn;
 } table[] = {
     {"Abs", map_unary},
+    {"And", map_bool_op},
     {"Add", map_binary},
     {"ArgMax", map_argmax},
     {"ArgMin", map_argmax},
@@ -853,17 +897,21 @@ static const struct {
     {"Div", map_binary},
     {"Dropout", map_identity},
     {"Elu", map_activation},
-    {"Equal", map_fold_only},
+    {"Equal", map_bool_op},
     {"Erf", map_unary},
     {"Exp", map_unary},
     {"Flatten", map_flatten},
     {"Floor", map_unary},
     {"Gather", map_gather},
     {"Gemm", map_gemm},
+    {"Greater", map_bool_op},
+    {"GreaterOrEqual", map_bool_op},
     {"HardSigmoid", map_activation},
     {"Identity", map_identity},
     {"LayerNormalization", map_layer_norm},
     {"LeakyRelu", map_activation},
+    {"Less", map_bool_op},
+    {"LessOrEqual", map_bool_op},
     {"Log", map_unary},
     {"LogSoftmax", map_softmax},
     {"MatMul", map_matmul},
@@ -872,6 +920,8 @@ static const struct {
     {"Min", map_binary},
     {"Mul", map_binary},
     {"Neg", map_unary},
+    {"Not", map_bool_op},
+    {"Or", map_bool_op},
     {"Pow", map_pow},
     {"Range", map_fold_only},
     {"Reciprocal", map_unary},
@@ -904,7 +954,8 @@ static const struct {
     {"Tanh", map_unary},
     {"Transpose", map_transpose},
     {"Unsqueeze", map_squeeze},
-    {"Where", map_fold_only},
+    {"Where", map_bool_op},
+    {"Xor", map_bool_op},
 };
 
 onnx_map_fn cg_onnx_find_op(const char *op_type) {

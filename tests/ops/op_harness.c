@@ -149,8 +149,10 @@ cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,
         int64_t n = 1;
         for (int d = 0; d < outd[i].ndim; d++) n *= outd[i].dims[d];
         /* Poison outputs so a kernel that forgets an element is caught. */
-        out[i].data = malloc((size_t)(n ? n : 1) * 4);
-        memset(out[i].data, 0xff, (size_t)(n ? n : 1) * 4);
+        const cg_op_dtype t = outd[i].dtype;
+        const size_t b = t == CG_I64 ? 8 : t == CG_F32 || t == CG_I32 ? 4 : t == CG_F16 || t == CG_BF16 ? 2 : 1;
+        out[i].data = malloc((size_t)(n ? n : 1) * b);
+        memset(out[i].data, 0xff, (size_t)(n ? n : 1) * b);
         outp[i] = out[i].data;
     }
     size_t ws = k->workspace ? k->workspace(&call) : 0;
