@@ -368,6 +368,16 @@ static const cg_tensor *kin(onnx_imp *im, int i) {
     return v && v->konst ? v->konst : NULL;
 }
 
+/* Input i's value for an op that makes a shape or an index sequence
+ * (ConstantOfShape, Range): a constant, or a value given for a graph input
+ * (cg_onnx_options.given). They never run on a device: their inputs are
+ * shapes, fixed for the import like Reshape's. */
+static const cg_tensor *kin_given(onnx_imp *im, int i) {
+    onnx_val *v = onnx_in(im, i);
+    if (v && !v->konst && v->given) v->fixed = 1;
+    return !v ? NULL : v->konst ? v->konst : v->given;
+}
+
 /* 1 when every present input is known (Shape and Size excepted). */
 static int all_known(onnx_imp *im) {
     const Onnx__NodeProto *n = im->node;
@@ -412,6 +422,50 @@ static int axes_of(onnx_imp *im, int k, int64_t *axes, int *n) {
     return 1;
 }
 
+/* ConstantOfShape of a known shape. */
+static cg_tensor *fold_constant_of_shape(onnx_imp *im) {
+    const cg_tensor *a = kin_given(im, 0);
+    int64_t dims[CG_MAX_DIMS];
+    if (!a) return NULL;
+    int64_t n = cg_shape_numel(a->ndim, a->dims);
+    if (a->ndim != 1 || n > CG_MAX_DIMS) return NULL;
+    for (int64_t i = 0; i < n; i++)
+        if ((dims[i] = get_i(a, i)) < 0) return NULL;
+    const Onnx__AttributeProto *va = onnx_attr(im, "value");
+    cg_tensor *val = NULL;
+    if (va && va->t && cg_onnx_tensor(va->t, NULL, im->path, "ConstantOfShape value", &val)) return NULL;
+    if (!cg_shape_fits((int)n, dims)) {
+        cg_tensor_free(val);
+        return NULL;
+    }
+    cg_tensor *o = new_t(val ? val->dtype : CG_F32, (int)n, dims);
+    int64_t m = cg_shape_numel((int)n, dims);
+    for (int64_t i = 0; o && i < m; i++)
+        if (val) copy_el(val, 0, o, i);
+        else ((float *)o->data)[i] = 0;
+    cg_tensor_free(val);
+    return o;
+}
+
+/* Range of known start, limit and delta. */
+static cg_tensor *fold_range(onnx_imp *im) {
+    const cg_tensor *a = kin_given(im, 0), *b = kin_given(im, 1), *d = kin_given(im, 2);
+    if (!a || !b || !d || cg_shape_numel(a->ndim, a->dims) != 1 || cg_shape_numel(b->ndim, b->dims) != 1 ||
+        cg_shape_numel(d->ndim, d->dims) != 1)
+        return NULL;
+    double s = get_f(a, 0), l = get_f(b, 0), st = get_f(d, 0);
+    if (st == 0 || a->dtype != b->dtype || a->dtype != d->dtype) return NULL;
+    double cnt = ceil((l - s) / st);
+    int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+    if (n > FOLD_MAX_ELEMENTS) return NULL;
+    cg_tensor *o = new_t(a->dtype, 1, &n);
+    for (int64_t i = 0; o && i < n; i++) {
+        if (is_float(a->dtype)) set_f(o, i, s + (double)i * st);
+        else set_i(o, i, get_i(a, 0) + i * get_i(d, 0));
+    }
+    return o;
+}
+
 static cg_tensor *fold_one(onnx_imp *im, const char *op) {
     const cg_tensor *a = kin(im, 0), *b = kin(im, 1);
     int ndim, na;
@@ -435,6 +489,8 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
         if (t) ((int64_t *)t->data)[0] = n;
         return t;
     }
+    if (!strcmp(op, "ConstantOfShape")) return fold_constant_of_shape(im);
+    if (!strcmp(op, "Range")) return fold_range(im);
     if (!all_known(im)) return NULL;
     if (!strcmp(op, "Identity")) return a ? reshaped(a, a->ndim, a->dims) : NULL;
     if (!strcmp(op, "Cast")) {
@@ -512,40 +568,6 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
         for (int64_t i = 0; o && i < n; i++, next_index(ndim, dims, idx))
             get_i(a, bcast_index(a, ndim, idx)) ? copy_el(b, bcast_index(b, ndim, idx), o, i)
                                                  : copy_el(c, bcast_index(c, ndim, idx), o, i);
-        return o;
-    }
-    if (!strcmp(op, "ConstantOfShape") && a) {
-        int64_t n = cg_shape_numel(a->ndim, a->dims);
-        if (a->ndim != 1 || n > CG_MAX_DIMS) return NULL;
-        for (int64_t i = 0; i < n; i++)
-            if ((dims[i] = get_i(a, i)) < 0) return NULL;
-        const Onnx__AttributeProto *va = onnx_attr(im, "value");
-        cg_tensor *val = NULL;
-        if (va && va->t && cg_onnx_tensor(va->t, NULL, im->path, "ConstantOfShape value", &val)) return NULL;
-        if (!cg_shape_fits((int)n, dims)) {
-            cg_tensor_free(val);
-            return NULL;
-        }
-        cg_tensor *o = new_t(val ? val->dtype : CG_F32, (int)n, dims);
-        int64_t m = cg_shape_numel((int)n, dims);
-        for (int64_t i = 0; o && i < m; i++)
-            if (val) copy_el(val, 0, o, i);
-            else ((float *)o->data)[i] = 0;
-        cg_tensor_free(val);
-        return o;
-    }
-    if (!strcmp(op, "Range") && a && b && kin(im, 2)) {
-        const cg_tensor *d = kin(im, 2);
-        double s = get_f(a, 0), l = get_f(b, 0), st = get_f(d, 0);
-        if (st == 0 || a->dtype != b->dtype || a->dtype != d->dtype) return NULL;
-        double cnt = ceil((l - s) / st);
-        int64_t n = cnt > 0 ? (int64_t)cnt : 0;
-        if (n > FOLD_MAX_ELEMENTS) return NULL;
-        cg_tensor *o = new_t(a->dtype, 1, &n);
-        for (int64_t i = 0; o && i < n; i++) {
-            if (is_float(a->dtype)) set_f(o, i, s + (double)i * st);
-            else set_i(o, i, get_i(a, 0) + i * get_i(d, 0));
-        }
         return o;
     }
     return NULL;

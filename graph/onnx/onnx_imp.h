@@ -27,6 +27,7 @@ typedef struct onnx_val {
     int emitted;           /* a clgraph value exists for it */
     int input;             /* a graph input (declared when first used as data) */
     const cg_tensor *given;/* an input's value given for import (options) */
+    int fixed;             /* given, and that value used at import */
 } onnx_val;
 
 typedef struct onnx_imp {

@@ -191,7 +191,7 @@ cg_status onnx_use(onnx_imp *im, onnx_val *v) {
 cg_status onnx_need_const(onnx_imp *im, onnx_val *v, const char *what, const cg_tensor **out) {
     *out = NULL;
     if (v && v->konst) return *out = v->konst, CG_OK;
-    if (v && v->given) return *out = v->given, CG_OK;
+    if (v && v->given) return v->fixed = 1, *out = v->given, CG_OK;
     if (!v) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s is missing", what);
     return onnx_fail(im, CG_ERR_UNSUPPORTED,
                      "%s ('%s') must be known at import: a constant, computed from constants, or a graph "
@@ -373,6 +373,10 @@ static cg_status declare_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_input; i++) {
         onnx_val *v = im->vals[find_val(im, gp->input[i]->name)];
         if (!v->input || !v->emitted) continue;
+        /* a value fixed at import must not be fed another at run time */
+        if (v->fixed)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "input '%s' is used both where its value must be known at "
+                             "import (a shape, a count) and as data; clgraph needs it as a constant", v->name);
         cg_dim dims[CG_MAX_DIMS];
         for (int k = 0; k < v->desc.ndim; k++) {
             int64_t d = v->desc.dims[k];
