@@ -377,13 +377,15 @@ REDUCE_OP(reduce_max, RED_MAX, NULL,
 
 /* ---- argmax(x f32; axis, keepdims) -> i32 ---- */
 
-enum { ARGMAX_AXIS, ARGMAX_KEEPDIMS };
+enum { ARGMAX_AXIS, ARGMAX_KEEPDIMS, ARGMAX_LAST };
 
 static const cg_attr_def argmax_attrs[] = {
     {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT,
      .default_int = -1, .doc = "axis to search; negative counts from the end"},
     {.struct_size = sizeof(cg_attr_def), .name = "keepdims", .type = CG_ATTR_INT,
      .default_int = 0, .doc = "1: keep the axis as size 1"},
+    {.struct_size = sizeof(cg_attr_def), .name = "last", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: ties pick the highest index (ONNX's select_last_index)"},
 };
 
 static cg_op_status argmax_infer(cg_op_call *call) {
@@ -394,6 +396,8 @@ static cg_op_status argmax_infer(cg_op_call *call) {
     cg_ops_format_dims(sx, sizeof sx, x);
     if (keep != 0 && keep != 1)
         return cg_op_fail(call, "attribute keepdims must be 0 or 1, got %lld", (long long)keep);
+    if (call->attrs[ARGMAX_LAST].i != 0 && call->attrs[ARGMAX_LAST].i != 1)
+        return cg_op_fail(call, "attribute last must be 0 or 1, got %lld", (long long)call->attrs[ARGMAX_LAST].i);
     int axis = cg_norm_axis(axis_attr, x->ndim);
     if (axis < 0)
         return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)",
@@ -430,7 +434,8 @@ static cg_op_status argmax_cpu(const cg_kernel_args *args) {
     /* The output row doubles as the running best index of each column, so
      * the scan over the axis reads x contiguously. Only a strictly greater
      * value replaces the best: ties keep the lowest index, and the first
-     * NaN is never replaced. */
+     * NaN is never replaced; with `last` an equal one does too. */
+    const int last = call->attrs[ARGMAX_LAST].i != 0;
     for (int64_t o = 0; o < outer; o++) {
         const float *xo = px + o * n * inner;
         int32_t *bo = out + o * inner;
@@ -438,7 +443,9 @@ static cg_op_status argmax_cpu(const cg_kernel_args *args) {
         for (int64_t j = 1; j < n; j++) {
             const float *xj = xo + j * inner;
             for (int64_t i = 0; i < inner; i++)
-                if (f32_greater(xj[i], xo[(int64_t)bo[i] * inner + i])) bo[i] = (int32_t)j;
+                if (last ? !f32_greater(xo[(int64_t)bo[i] * inner + i], xj[i])
+                         : f32_greater(xj[i], xo[(int64_t)bo[i] * inner + i]))
+                    bo[i] = (int32_t)j;
         }
     }
     return CG_OP_OK;
@@ -463,7 +470,10 @@ static cg_op_status argmax_cl(const cg_kernel_args *args) {
     cl_long ls = slices, ln = n, li = inner;
     const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(py), CG_OPS_CL_ARG(ls),
                                      CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(li)};
-    if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
+    const cl_int last = call->attrs[ARGMAX_LAST].i != 0;
+    if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v) ||
+        cg_ops_cl_arg(args, k, name, use_group ? 7 : 5, sizeof last, &last))
+        return CG_OP_ERROR;
     size_t local = cg_ops_cl_work_group(args, k, CG_OPS_CL_MAX_WORK_GROUP, 1);
     size_t global = (size_t)slices;
     if (use_group) {
@@ -493,6 +503,11 @@ static const rd_case argmax_cases[] = {
     {2, D(3, 1000), "axis: 0"},
     {2, D(100, 1000), NULL},
     {2, D(100, 1000), "axis: 0"},
+    {1, D(17), "last: 1"},
+    {3, D(2, 3, 5), "axis: 1, last: 1"},
+    {2, D(17, 257), "last: 1"},
+    {2, D(1000, 3), "axis: 0, last: 1"},
+    {2, D(100, 1000), "last: 1"},
 };
 #define N_ARGMAX_CASES ((int32_t)(sizeof argmax_cases / sizeof argmax_cases[0]))
 #define TIE_LO 16777216.0
@@ -515,11 +530,11 @@ const cg_op_def cg_op_argmax = {
     .name = "argmax",
     .doc = "Index (i32) of the largest element of f32 x along axis (default -1), "
            "removing that axis (or keeping it as size 1 with keepdims: 1). Ties "
-           "pick the lowest index. NaN counts as greater than every number, so "
-           "the first NaN along the axis wins. The axis must not be empty.",
+           "pick the lowest index, or the highest with last: 1. NaN counts as greater than "
+           "every number, so the first (last) NaN along the axis wins. The axis must not be empty.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = reduce_inputs,
-    .attrs = argmax_attrs, .n_attrs = 2,
+    .attrs = argmax_attrs, .n_attrs = 3,
     .infer = argmax_infer,
     .kernels = argmax_kernels, .n_kernels = 2,
     .conform_case = argmax_conform,

@@ -802,6 +802,26 @@ static cg_status map_pow(onnx_imp *im) {
     return emit1(im, "cast", 1, cin, out_name(im, 0), to);
 }
 
+/* Trilu: its diagonal k (an optional input) must be known at import. */
+static cg_status map_trilu(onnx_imp *im) {
+    static const char *const known[] = {"upper", NULL};
+    onnx_val *x, *kv = onnx_in(im, 1);
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    int64_t k = 0;
+    if (kv) {
+        const cg_tensor *t;
+        if ((s = onnx_need_const(im, kv, "input 1 (k)", &t))) return s;
+        if (cg_tensor_dtype(t) != CG_I64 || cg_tensor_numel(t) != 1)
+            return onnx_fail(im, CG_ERR_FORMAT, "input 1 (k) must be one int64 value");
+        k = ((const int64_t *)cg_tensor_data_const(t))[0];
+    }
+    char a[100];
+    snprintf(a, sizeof a, "upper: %d, k: %lld", onnx_attr_int(im, "upper", 1) != 0, (long long)k);
+    const char *in[1] = {x->name};
+    return emit1(im, "trilu", 1, in, out_name(im, 0), a);
+}
+
 /* Comparisons and logic: clgraph's ops of the same names; Where. */
 static cg_status map_bool_op(onnx_imp *im) {
     static const struct {
@@ -826,22 +846,21 @@ static cg_status map_bool_op(onnx_imp *im) {
 }
 
 /* ArgMax / ArgMin: clgraph's argmax (of -x for ArgMin), whose i32 index
- * is cast to ONNX's int64. Ties go to the first index, ONNX's default. */
+ * is cast to ONNX's int64. Ties go to the first index, ONNX's default, or
+ * with select_last_index to the last. */
 static cg_status map_argmax(onnx_imp *im) {
     static const char *const known[] = {"axis", "keepdims", "select_last_index", NULL};
     onnx_val *x;
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    if (onnx_attr_int(im, "select_last_index", 0))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "select_last_index 1 (ties to the last index)");
     const char *src = x->name, *idx = NULL;
     if (!strcmp(im->node->op_type, "ArgMin")) { /* a fresh value for -x */
         src = NULL;
         if ((s = ew_to(im, "neg", x->name, NULL, &src))) return s;
     }
     char a[100];
-    snprintf(a, sizeof a, "axis: %lld, keepdims: %d", (long long)onnx_attr_int(im, "axis", 0),
-             onnx_attr_int(im, "keepdims", 1) != 0);
+    snprintf(a, sizeof a, "axis: %lld, keepdims: %d, last: %d", (long long)onnx_attr_int(im, "axis", 0),
+             onnx_attr_int(im, "keepdims", 1) != 0, onnx_attr_int(im, "select_last_index", 0) != 0);
     const char *in[1] = {src}, *o[1] = {NULL};
     if ((s = onnx_emit(im, "argmax", 1, in, 1, o, a))) return s;
     idx = o[0];
@@ -953,6 +972,7 @@ static const struct {
     {"Sum", map_binary},
     {"Tanh", map_unary},
     {"Transpose", map_transpose},
+    {"Trilu", map_trilu},
     {"Unsqueeze", map_squeeze},
     {"Where", map_bool_op},
     {"Xor", map_bool_op},

@@ -106,16 +106,20 @@ __kernel void reduce_item(__global const float *x, __global float *y, long n_out
 /* ---- argmax ----
  *
  * Order: NaN above every number, then by value; ties keep the lowest index,
- * so the first NaN wins. x is [outer, n, inner]; a slice is s = o * inner + i
- * and its output is y[s]. */
+ * so the first NaN wins, or with `last` the highest (the last NaN wins). x
+ * is [outer, n, inner]; a slice is s = o * inner + i and its output is
+ * y[s]. */
 
 inline int f32_greater(float a, float b) { return (a != a) ? (b == b) : (a > b); }
+
+/* Whether v at a later index replaces the best bv so far. */
+inline int argmax_takes(float v, float bv, int last) { return last ? !f32_greater(bv, v) : f32_greater(v, bv); }
 
 /* One work-group per slice (exactly `slices` groups): each work-item keeps
  * its best (value, index), then the group combines them in local memory. */
 #if CG_WANT(argmax_group)
 __kernel void argmax_group(__global const float *x, __global int *y, long slices, long n_,
-                           long inner_, __local float *rv, __local int *ri) {
+                           long inner_, __local float *rv, __local int *ri, int last) {
     const IDX s = (IDX)get_group_id(0);
     if (s >= (IDX)slices) return; /* uniform over the group */
     const IDX lid = (IDX)get_local_id(0), wg = (IDX)get_local_size(0);
@@ -125,7 +129,7 @@ __kernel void argmax_group(__global const float *x, __global int *y, long slices
     int bi = -1; /* -1: no element seen */
     for (IDX j = lid; j < n; j += wg) {
         float v = xs[j * inner];
-        if (bi < 0 || f32_greater(v, bv)) {
+        if (bi < 0 || argmax_takes(v, bv, last)) {
             bv = v;
             bi = (int)j;
         }
@@ -137,7 +141,7 @@ __kernel void argmax_group(__global const float *x, __global int *y, long slices
         if (lid < h) {
             float av = rv[lid], ov = rv[lid + h];
             int ai = ri[lid], oi = ri[lid + h];
-            if (oi >= 0 && (ai < 0 || f32_greater(ov, av) || (!f32_greater(av, ov) && oi < ai))) {
+            if (oi >= 0 && (ai < 0 || f32_greater(ov, av) || (!f32_greater(av, ov) && (last ? oi > ai : oi < ai)))) {
                 rv[lid] = ov;
                 ri[lid] = oi;
             }
@@ -151,7 +155,7 @@ __kernel void argmax_group(__global const float *x, __global int *y, long slices
 /* One work-item per slice, scanning the axis in order. */
 #if CG_WANT(argmax_item)
 __kernel void argmax_item(__global const float *x, __global int *y, long slices, long n_,
-                          long inner_) {
+                          long inner_, int last) {
     const IDX s = (IDX)get_global_id(0);
     if (s >= (IDX)slices) return;
     const IDX n = (IDX)n_, inner = (IDX)inner_, o = s / inner, in = s - o * inner;
@@ -160,7 +164,7 @@ __kernel void argmax_item(__global const float *x, __global int *y, long slices,
     int bi = 0;
     for (IDX j = 1; j < n; j++) {
         float v = xs[j * inner];
-        if (f32_greater(v, bv)) {
+        if (argmax_takes(v, bv, last)) {
             bv = v;
             bi = (int)j;
         }

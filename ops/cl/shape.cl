@@ -93,3 +93,14 @@ void transpose_tiled(__global const T *src, __global T *dst, IDX nl, IDX sl, IDX
 }
 #endif
 #endif
+
+/* trilu: y = x where column - row >= diag (upper) or <= diag (lower) in
+ * the last two dims ([.., rows, cols]), else 0; one work-item per element. */
+#if CG_WANT(trilu)
+__kernel void trilu(__global const T *x, __global T *y, long rows, long cols, long diag, int upper, IDX n) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= n) return;
+    long c = (long)(i % (IDX)cols), r = (long)((i / (IDX)cols) % (IDX)rows), d = c - r;
+    y[i] = (upper ? d >= diag : d <= diag) ? x[i] : (T)0;
+}
+#endif

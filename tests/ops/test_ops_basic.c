@@ -1422,6 +1422,17 @@ static int32_t ref_argmax_slice(const float *x, int64_t n, int64_t st) {
     return (int32_t)best;
 }
 
+/* The same with ties to the highest index: the scan from the end. */
+static int32_t ref_argmax_last(const float *x, int64_t n, int64_t st) {
+    int64_t best = -1;
+    for (int64_t j = n - 1; j >= 0; j--) {
+        float v = x[j * st];
+        if (isnan(v)) return (int32_t)j;
+        if (best < 0 || v > x[best * st]) best = j;
+    }
+    return (int32_t)best;
+}
+
 START_TEST(test_argmax) {
     const struct {
         shp x;
@@ -1433,11 +1444,13 @@ START_TEST(test_argmax) {
     };
     char sx[64], what[256];
     th_seed(12);
-    for (int variant = 0; variant < 3; variant++) {
+    for (int v6 = 0; v6 < 6; v6++) {
+        const int variant = v6 % 3, last = v6 >= 3;
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             const shp *xs = &cases[c].x;
             int64_t n = shp_numel(xs);
-            /* 0: continuous, 1: many ties, 2: ties and NaNs. */
+            /* 0: continuous, 1: many ties, 2: ties and NaNs; each with
+             * ties to the first and to the last index. */
             float *x = variant ? frand_int(n, 3) : frand(n, -5, 5);
             if (variant == 2)
                 for (int64_t i = 0; i < n; i++)
@@ -1447,9 +1460,10 @@ START_TEST(test_argmax) {
             th_attrs_init(&at, &cg_op_argmax);
             if (cases[c].axis != -1) th_set_int(&at, &cg_op_argmax, "axis", cases[c].axis);
             if (cases[c].keep) th_set_int(&at, &cg_op_argmax, "keepdims", 1);
+            if (last) th_set_int(&at, &cg_op_argmax, "last", 1);
             th_tensor in = tf(x, xs), out;
-            snprintf(what, sizeof what, "argmax %s axis %d variant %d",
-                     fmt_shp(sx, sizeof sx, xs), cases[c].axis, variant);
+            snprintf(what, sizeof what, "argmax %s axis %d variant %d last %d",
+                     fmt_shp(sx, sizeof sx, xs), cases[c].axis, variant, last);
             run_ok(&cg_op_argmax, 1, &in, &at, 1, &out);
             shp os = {0, {0}};
             int64_t outer = 1, inner = 1, len = xs->d[axis];
@@ -1463,7 +1477,7 @@ START_TEST(test_argmax) {
             int32_t *ref = xmalloc((size_t)(outer * inner) * 4);
             for (int64_t o = 0; o < outer; o++)
                 for (int64_t i = 0; i < inner; i++)
-                    ref[o * inner + i] = ref_argmax_slice(x + o * len * inner + i, len, inner);
+                    ref[o * inner + i] = (last ? ref_argmax_last : ref_argmax_slice)(x + o * len * inner + i, len, inner);
             expect_eq_i32(what, out.data, ref, outer * inner);
             th_free_outputs(1, &out);
             free(ref);

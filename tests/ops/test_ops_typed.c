@@ -318,6 +318,33 @@ START_TEST(test_where) {
 }
 END_TEST
 
+/* trilu against its definition, element by element. */
+START_TEST(test_trilu) {
+    static const shp ts[] = {{2, {4, 5}}, {2, {5, 4}}, {3, {2, 3, 7}}, {2, {1, 1}}, {2, {0, 3}}};
+    const int64_t ks[] = {0, 1, -1, 3, -4, 100, -100, INT64_MAX, INT64_MIN};
+    for (size_t t = 0; t < sizeof ts / sizeof ts[0]; t++)
+        for (int upper = 0; upper < 2; upper++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                th_tensor x = make(CG_I64, &ts[t], -100, 100), out;
+                th_attrs at;
+                th_attrs_init(&at, &cg_op_trilu);
+                th_set_int(&at, &cg_op_trilu, "upper", upper);
+                th_set_int(&at, &cg_op_trilu, "k", ks[ki]);
+                ck_assert_msg(th_run(&cg_op_trilu, 1, &x, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+                const int64_t rows = ts[t].d[ts[t].nd - 2], cols = ts[t].d[ts[t].nd - 1];
+                for (int64_t i = 0; i < numel(&ts[t]); i++) {
+                    const int64_t c = i % cols, r = (i / cols) % rows;
+                    const int keep = upper ? c - r >= ks[ki] : c - r <= ks[ki];
+                    const int64_t want = keep ? ((int64_t *)x.data)[i] : 0;
+                    ck_assert_msg(((int64_t *)out.data)[i] == want, "trilu upper %d k %lld shape %zu element %lld",
+                                  upper, (long long)ks[ki], t, (long long)i);
+                }
+                th_free_outputs(1, &out);
+                free(x.data);
+            }
+}
+END_TEST
+
 static void expect_fail(const cg_op_def *def, int n, th_tensor *in, const char *needle) {
     th_tensor out[1];
     ck_assert_int_eq(th_infer(def, n, in, NULL, 1, out, g_err, sizeof g_err), CG_OP_ERROR);
@@ -351,6 +378,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_compare);
     tcase_add_test(tc, test_logic);
     tcase_add_test(tc, test_where);
+    tcase_add_test(tc, test_trilu);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
     return s;
