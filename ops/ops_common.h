@@ -177,8 +177,8 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     X(log_softmax_topk)                                                     \
     /* shape.c */                                                           \
     X(concat) X(slice) X(reshape) X(transpose)                              \
-    /* trilu.c */                                                           \
-    X(trilu)                                                                \
+    /* trilu.c, expand.c */                                                 \
+    X(trilu) X(expand)                                                      \
     /* gather.c */                                                          \
     X(embedding) X(gather_rows)                                             \
     /* rnn_cell.c */                                                        \

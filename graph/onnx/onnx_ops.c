@@ -802,6 +802,65 @@ static cg_status map_pow(onnx_imp *im) {
     return emit1(im, "cast", 1, cin, out_name(im, 0), to);
 }
 
+/* The int64 values of input i, which must be known at import, into v
+ * (at most CG_MAX_DIMS of them); *n their count. */
+static cg_status const_ints(onnx_imp *im, int i, const char *what, int64_t *v, int *n) {
+    onnx_val *x = onnx_in(im, i);
+    const cg_tensor *t;
+    cg_status s = onnx_need_const(im, x, what, &t);
+    if (s) return s;
+    int64_t c = cg_tensor_numel(t);
+    if (cg_tensor_dtype(t) != CG_I64 || cg_tensor_ndim(t) != 1)
+        return onnx_fail(im, CG_ERR_FORMAT, "%s must be a 1-D int64 tensor", what);
+    if (c > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s has %lld values (at most %d dims)", what, (long long)c, CG_MAX_DIMS);
+    memcpy(v, cg_tensor_data_const(t), (size_t)c * sizeof *v);
+    *n = (int)c;
+    return CG_OK;
+}
+
+/* Expand: clgraph's expand with the shape known at import. */
+static cg_status map_expand(onnx_imp *im) {
+    onnx_val *x;
+    int64_t d[CG_MAX_DIMS];
+    int n;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) || (s = const_ints(im, 1, "input 1 (shape)", d, &n)))
+        return s;
+    char a[300], l[256];
+    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, n, d));
+    const char *in[1] = {x->name};
+    return emit1(im, "expand", 1, in, out_name(im, 0), a);
+}
+
+/* Tile: x [d0, d1, ...] as [1, d0, 1, d1, ...], expanded to [r0, d0, r1,
+ * d1, ...] and reshaped to [r0 d0, r1 d1, ...] (concrete dims). */
+static cg_status map_tile(onnx_imp *im) {
+    onnx_val *x;
+    int64_t r[CG_MAX_DIMS], d2[CG_MAX_DIMS], e[CG_MAX_DIMS], o[CG_MAX_DIMS];
+    int n;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) || (s = const_ints(im, 1, "input 1 (repeats)", r, &n)))
+        return s;
+    const int nd = x->desc.ndim;
+    if (n != nd) return onnx_fail(im, CG_ERR_FORMAT, "repeats has %d values for %d dims", n, nd);
+    if (2 * nd > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile of more than %d dims", CG_MAX_DIMS / 2);
+    for (int i = 0; i < nd; i++) {
+        if (x->desc.dims[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile of a symbolic dim");
+        if (r[i] < 0) return onnx_fail(im, CG_ERR_FORMAT, "repeats has a negative value %lld", (long long)r[i]);
+        d2[2 * i] = 1, d2[2 * i + 1] = x->desc.dims[i];
+        e[2 * i] = r[i], e[2 * i + 1] = x->desc.dims[i];
+        o[i] = r[i] * x->desc.dims[i];
+    }
+    const char *t1 = NULL, *t2 = NULL;
+    if ((s = emit_reshape_to(im, x, 2 * nd, d2, &t1))) return s;
+    char a[300], l[256];
+    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, 2 * nd, e));
+    const char *in[1] = {t1}, *outs[1] = {NULL};
+    if ((s = onnx_emit(im, "expand", 1, in, 1, outs, a))) return s;
+    t2 = outs[0];
+    return emit_reshape(im, onnx_val_get(im, t2), nd, o, out_name(im, 0));
+}
+
 /* Trilu: its diagonal k (an optional input) must be known at import. */
 static cg_status map_trilu(onnx_imp *im) {
     static const char *const known[] = {"upper", NULL};
@@ -919,6 +978,7 @@ static const struct {
     {"Equal", map_bool_op},
     {"Erf", map_unary},
     {"Exp", map_unary},
+    {"Expand", map_expand},
     {"Flatten", map_flatten},
     {"Floor", map_unary},
     {"Gather", map_gather},
@@ -971,6 +1031,7 @@ static const struct {
     {"Sub", map_binary},
     {"Sum", map_binary},
     {"Tanh", map_unary},
+    {"Tile", map_tile},
     {"Transpose", map_transpose},
     {"Trilu", map_trilu},
     {"Unsqueeze", map_squeeze},

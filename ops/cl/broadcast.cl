@@ -124,6 +124,18 @@ __kernel void where_nd(__global const uchar *cond, __global const T *x, __global
 }
 #endif
 
+/* o[i] = x at the broadcast index (expand), any element type T. */
+#if CG_WANT(expand_nd)
+#define STEPS1(c) ST_STEP(stx, ix, c)
+__kernel void expand_nd(__global const T *x, __global T *o, long n, int nd, long8 dims, long8 stx) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= (IDX)n) return;
+    IDX r = i, ix = 0;
+    BC_ALL(STEPS1)
+    o[i] = x[ix];
+}
+#endif
+
 /* y[i] = !x[i] for bool (any nonzero byte true). */
 #if CG_WANT(logical_not)
 __kernel void logical_not(__global const uchar *x, __global uchar *y, long n) {

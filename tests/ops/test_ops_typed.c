@@ -345,6 +345,28 @@ START_TEST(test_trilu) {
 }
 END_TEST
 
+START_TEST(test_expand) {
+    static const struct {
+        shp x, to;
+    } ec[] = {{{1, {3}}, {2, {4, 1}}}, {{2, {3, 1}}, {3, {2, 1, 6}}}, {{0, {0}}, {1, {5}}}, {{2, {2, 3}}, {1, {1}}},
+              {{3, {1, 2, 1}}, {3, {3, 2, 4}}}};
+    for (size_t c = 0; c < sizeof ec / sizeof ec[0]; c++) {
+        th_tensor x = make(CG_I64, &ec[c].x, -1000, 1000), out;
+        th_attrs at;
+        th_attrs_init(&at, &cg_op_expand);
+        th_set_ints(&at, &cg_op_expand, "shape", ec[c].to.nd, ec[c].to.d);
+        ck_assert_msg(th_run(&cg_op_expand, 1, &x, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+        const shp *ss[2] = {&ec[c].x, &ec[c].to};
+        shp so = out_shape(2, ss);
+        ck_assert_int_eq(out.desc.ndim, so.nd);
+        for (int64_t i = 0; i < numel(&so); i++)
+            ck_assert(((int64_t *)out.data)[i] == ((int64_t *)x.data)[off_of(i, &so, &x.desc)]);
+        th_free_outputs(1, &out);
+        free(x.data);
+    }
+}
+END_TEST
+
 static void expect_fail(const cg_op_def *def, int n, th_tensor *in, const char *needle) {
     th_tensor out[1];
     ck_assert_int_eq(th_infer(def, n, in, NULL, 1, out, g_err, sizeof g_err), CG_OP_ERROR);
@@ -379,6 +401,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_logic);
     tcase_add_test(tc, test_where);
     tcase_add_test(tc, test_trilu);
+    tcase_add_test(tc, test_expand);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
     return s;
