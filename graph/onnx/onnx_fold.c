@@ -605,6 +605,8 @@ static int fold_constant(onnx_imp *im) {
     return onnx_set_const(im, 0, t) ? -1 : 1;
 }
 
+int64_t cg_onnx_int_at(const cg_tensor *t, int64_t i) { return get_i(t, i); }
+
 int cg_onnx_fold(onnx_imp *im) {
     const char *op = im->node->op_type;
     if (!strcmp(op, "Constant")) return fold_constant(im);

@@ -133,4 +133,8 @@ onnx_map_fn cg_onnx_find_op(const char *op_type);
  * outputs set, 0 when it does not apply, -1 on error (message set). */
 int cg_onnx_fold(onnx_imp *im);
 
+/* Element i of t as an integer (floats truncated toward zero and
+ * saturated, NaN 0). */
+int64_t cg_onnx_int_at(const cg_tensor *t, int64_t i);
+
 #endif

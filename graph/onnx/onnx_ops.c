@@ -861,6 +861,118 @@ static cg_status map_tile(onnx_imp *im) {
     return emit_reshape(im, onnx_val_get(im, t2), nd, o, out_name(im, 0));
 }
 
+/* Emits `op` (attributes a, or NULL) on one input into a fresh value. */
+static cg_status emit_tmp(onnx_imp *im, const char *op, const char *x, const char *a, const char **out) {
+    const char *in[1] = {x};
+    *out = NULL;
+    return onnx_emit(im, op, 1, in, 1, out, a);
+}
+
+/* TopK: clgraph's topk works along the last axis and gives the largest
+ * first, ties to the lower index (ONNX's order; sorted 0 allows any, so
+ * this one too). Another axis is moved last and back with transposes; the
+ * smallest are the largest of -x, negated back; indices cast to int64. */
+static cg_status map_topk(onnx_imp *im) {
+    static const char *const known[] = {"axis", "largest", "sorted", "k", NULL};
+    onnx_val *x;
+    cg_status s;
+    int64_t kv[CG_MAX_DIMS];
+    int nk = 1;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    if (im->opset < 10) kv[0] = onnx_attr_int(im, "k", -1);
+    else if ((s = const_ints(im, 1, "input 1 (K)", kv, &nk))) return s;
+    if (nk != 1 || kv[0] < 0) return onnx_fail(im, CG_ERR_FORMAT, "K must be one non-negative value");
+    const int nd = x->desc.ndim, axis = (int)onnx_attr_int(im, "axis", -1) + (onnx_attr_int(im, "axis", -1) < 0 ? nd : 0);
+    if (axis < 0 || axis >= nd) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)onnx_attr_int(im, "axis", -1));
+    const int largest = onnx_attr_int(im, "largest", 1) != 0;
+    int64_t perm[CG_MAX_DIMS];
+    for (int i = 0; i < nd; i++) perm[i] = i == axis ? nd - 1 : i == nd - 1 ? axis : i;
+    char pa[300], l[256], ka[64];
+    snprintf(pa, sizeof pa, "perm: %s", ints_text(l, sizeof l, nd, perm));
+    const char *cur = x->name, *o[2] = {NULL, NULL};
+    if (axis != nd - 1 && (s = emit_tmp(im, "transpose", cur, pa, &cur))) return s;
+    if (!largest && (s = emit_tmp(im, "neg", cur, NULL, &cur))) return s;
+    snprintf(ka, sizeof ka, "k: %lld", (long long)kv[0]);
+    const char *in[1] = {cur};
+    if ((s = onnx_emit(im, "topk", 1, in, 2, o, ka))) return s;
+    const char *vals = o[0], *idx = o[1];
+    if (!largest && (s = emit_tmp(im, "neg", vals, NULL, &vals))) return s;
+    if ((s = emit_tmp(im, "cast", idx, "to: \"i64\"", &idx))) return s;
+    const char *src[2] = {vals, idx};
+    for (int k = 0; k < 2; k++) {
+        const char *name = out_name(im, k);
+        if (!name) continue;
+        const char *cin[1] = {src[k]};
+        if (axis != nd - 1) s = emit1(im, "transpose", 1, cin, name, pa);
+        else {
+            int64_t d[CG_MAX_DIMS];
+            onnx_val *v = onnx_val_get(im, src[k]);
+            memcpy(d, v->desc.dims, sizeof d);
+            s = emit_reshape(im, v, v->desc.ndim, d, name);
+        }
+        if (s) return s;
+    }
+    return CG_OK;
+}
+
+/* A constant of dtype dt and dims d[0..nd) from `data`, made a param. */
+static cg_status const_of(onnx_imp *im, cg_dtype dt, int nd, const int64_t *d, const void *data, const char **name) {
+    cg_tensor *t;
+    cg_status s = cg_tensor_create(dt, nd, d, &t);
+    if (s) return s;
+    memcpy(cg_tensor_data(t), data, (size_t)cg_tensor_numel(t) * cg_dtype_size(dt));
+    return onnx_const_param(im, t, name);
+}
+
+/* OneHot: equal(indices as int64 with a 1 inserted at axis, the classes 0
+ * .. depth-1 laid along axis) or the same against classes - depth (negative
+ * indices count from the end), then where(mask, on, off). depth and values
+ * must be known at import. */
+static cg_status map_onehot(onnx_imp *im) {
+    static const char *const known[] = {"axis", NULL};
+    onnx_val *x;
+    const cg_tensor *dt, *vt;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
+        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (depth)", &dt)) ||
+        (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (values)", &vt)))
+        return s;
+    if (cg_tensor_numel(dt) != 1 || cg_tensor_numel(vt) != 2)
+        return onnx_fail(im, CG_ERR_FORMAT, "depth must be one value and values two");
+    const int64_t depth = cg_onnx_int_at(dt, 0);
+    const int r = x->desc.ndim;
+    int64_t axis = onnx_attr_int(im, "axis", -1);
+    axis += axis < 0 ? r + 1 : 0;
+    if (depth < 1 || depth > ((int64_t)1 << 24)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "depth %lld", (long long)depth);
+    if (axis < 0 || axis > r || r + 1 > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "axis out of range");
+    const char *idx = x->name, *iu = NULL, *cls, *cls2, *m1, *m2, *mask, *on, *off;
+    if (x->desc.dtype != CG_I64 && (s = emit_tmp(im, "cast", idx, "to: \"i64\"", &idx))) return s;
+    int64_t d[CG_MAX_DIMS], cd[CG_MAX_DIMS];
+    for (int i = 0, j = 0; i <= r; i++) d[i] = i == axis ? 1 : x->desc.dims[j++];
+    if ((s = emit_reshape_to(im, onnx_val_get(im, idx), r + 1, d, &iu))) return s;
+    for (int i = 0; i < r + 1 - (int)axis; i++) cd[i] = i ? 1 : depth;
+    int64_t *c = malloc((size_t)depth * 2 * sizeof *c);
+    if (!c) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int64_t i = 0; i < depth; i++) c[i] = i, c[depth + i] = i - depth;
+    s = const_of(im, CG_I64, r + 1 - (int)axis, cd, c, &cls);
+    if (!s) s = const_of(im, CG_I64, r + 1 - (int)axis, cd, c + depth, &cls2);
+    free(c);
+    if (s) return s;
+    const size_t es = cg_dtype_size(cg_tensor_dtype(vt));
+    const char *data = cg_tensor_data_const(vt);
+    if ((s = const_of(im, cg_tensor_dtype(vt), 0, NULL, data + es, &on)) ||
+        (s = const_of(im, cg_tensor_dtype(vt), 0, NULL, data, &off)))
+        return s;
+    const char *e1[2] = {iu, cls}, *e2[2] = {iu, cls2}, *o1[1] = {NULL}, *o2[1] = {NULL}, *o3[1] = {NULL};
+    if ((s = onnx_emit(im, "equal", 2, e1, 1, o1, NULL)) || (s = onnx_emit(im, "equal", 2, e2, 1, o2, NULL))) return s;
+    m1 = o1[0], m2 = o2[0];
+    const char *e3[2] = {m1, m2};
+    if ((s = onnx_emit(im, "logical_or", 2, e3, 1, o3, NULL))) return s;
+    mask = o3[0];
+    const char *w[3] = {mask, on, off};
+    return emit1(im, "where", 3, w, out_name(im, 0), NULL);
+}
+
 /* Trilu: its diagonal k (an optional input) must be known at import. */
 static cg_status map_trilu(onnx_imp *im) {
     static const char *const known[] = {"upper", NULL};
@@ -1000,6 +1112,7 @@ static const struct {
     {"Mul", map_binary},
     {"Neg", map_unary},
     {"Not", map_bool_op},
+    {"OneHot", map_onehot},
     {"Or", map_bool_op},
     {"Pow", map_pow},
     {"Range", map_fold_only},
@@ -1032,6 +1145,7 @@ static const struct {
     {"Sum", map_binary},
     {"Tanh", map_unary},
     {"Tile", map_tile},
+    {"TopK", map_topk},
     {"Transpose", map_transpose},
     {"Trilu", map_trilu},
     {"Unsqueeze", map_squeeze},
