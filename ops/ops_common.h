@@ -172,7 +172,8 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     /* softmax.c */                                                         \
     X(softmax) X(log_softmax) X(length_mask)                                \
     /* reduce.c */                                                          \
-    X(reduce_sum) X(reduce_mean) X(reduce_max) X(argmax) X(topk)            \
+    X(reduce_sum) X(reduce_mean) X(reduce_max) X(reduce_prod) X(argmax)     \
+    X(topk)                                                                 \
     /* select.c */                                                          \
     X(log_softmax_topk)                                                     \
     /* shape.c */                                                           \
@@ -180,7 +181,7 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     /* trilu.c, expand.c */                                                 \
     X(trilu) X(expand)                                                      \
     /* gather.c */                                                          \
-    X(embedding) X(gather_rows)                                             \
+    X(embedding) X(gather_rows) X(gather_elements)                          \
     /* rnn_cell.c */                                                        \
     X(gru_cell) X(lstm_cell)                                                \
     /* rnn_seq.c */                                                         \

@@ -44,10 +44,11 @@ static const cg_attr_def reduce_attrs[] = {
      .default_int = 0, .doc = "1: keep reduced axes as size 1"},
 };
 
-typedef enum { RED_SUM, RED_MEAN, RED_MAX } red_kind;
+/* The kernels' `kind` argument (reduce.cl) in this order. */
+typedef enum { RED_SUM, RED_MEAN, RED_MAX, RED_PROD } red_kind;
 
 static const char *red_name(red_kind k) {
-    return k == RED_SUM ? "reduce_sum" : k == RED_MEAN ? "reduce_mean" : "reduce_max";
+    return k == RED_SUM ? "reduce_sum" : k == RED_MEAN ? "reduce_mean" : k == RED_MAX ? "reduce_max" : "reduce_prod";
 }
 
 /* Marks the reduced axes of x in red[]; fails on a bad axes list. */
@@ -195,8 +196,18 @@ static cg_op_status reduce_cpu(const cg_kernel_args *args, red_kind kind) {
     double *acc = args->workspace;
     if (!acc || args->workspace_size < (size_t)on * sizeof(double))
         return cg_op_fail(call, "%s: workspace too small", red_name(kind));
-    for (int64_t i = 0; i < on; i++) acc[i] = 0.0;
-    if (xn > 0) {
+    for (int64_t i = 0; i < on; i++) acc[i] = kind == RED_PROD ? 1.0 : 0.0;
+    if (xn > 0 && kind == RED_PROD) {
+        RED_WALK(double,
+                 {
+                     double q = 1.0;
+                     for (int64_t j = 0; j < inner; j++) q *= xr[j];
+                     ar[0] *= q;
+                 },
+                 {
+                     for (int64_t j = 0; j < inner; j++) ar[j] *= xr[j];
+                 });
+    } else if (xn > 0) {
         RED_WALK(double,
                  {
                      double s = 0.0;
@@ -253,7 +264,7 @@ static cg_op_status reduce_cl(const cg_kernel_args *args, red_kind kind) {
         }
         st *= p.n[i];
     }
-    cl_int kk = kind == RED_SUM ? 0 : kind == RED_MEAN ? 1 : 2;
+    cl_int kk = (cl_int)kind;
     cl_float scale = kind == RED_MEAN ? (count ? (float)(1.0 / (double)count) : NAN) : 1.0f;
     cl_long lon = on, lcount = count;
     const int use_item = count <= 32 || (!p.red[p.nd - 1] && on >= 4096);
@@ -335,6 +346,18 @@ static int32_t reduce_sum_conform(int32_t index, cg_conform_case *c) {
 }
 #define reduce_mean_conform reduce_sum_conform
 
+/* Products: the same cases with values in [0.9, 1.1], so that products of
+ * thousands of them stay in range; an empty axis gives 1. The OpenCL
+ * kernels multiply in float, the CPU in double: the relative error grows
+ * with the count (about 6e-8 per factor), hence rtol 1e-3. */
+static int32_t reduce_prod_conform(int32_t index, cg_conform_case *c) {
+    if (!reduce_sum_conform(index, c)) return 0;
+    c->lo[0] = 0.9;
+    c->hi[0] = 1.1;
+    c->rtol = 1e-3;
+    return 1;
+}
+
 static const char *const reduce_inputs[] = {"x", NULL};
 
 #define REDUCE_OP(NAME, KIND, WS, DOC)                                              \
@@ -371,6 +394,9 @@ REDUCE_OP(reduce_mean, RED_MEAN, reduce_ws_sum,
           "Arithmetic mean of f32 x over the given axes, accumulated in double "
           "precision (on OpenCL devices in single precision with Kahan "
           "compensation); the mean over an empty axis is NaN (0 / 0)." REDUCE_DOC)
+REDUCE_OP(reduce_prod, RED_PROD, reduce_ws_sum,
+          "Product of f32 x over the given axes, accumulated in double precision (on "
+          "OpenCL devices in single precision); the product over an empty axis is 1." REDUCE_DOC)
 REDUCE_OP(reduce_max, RED_MAX, NULL,
           "Maximum of f32 x over the given axes; a NaN in a reduced group gives "
           "NaN. Reducing over an axis of size 0 is an error (no identity)." REDUCE_DOC)

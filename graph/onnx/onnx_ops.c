@@ -72,6 +72,22 @@ static cg_status emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t
     return emit_reshape_to(im, x, ndim, dims, &out);
 }
 
+/* Emits `op` (attributes a, or NULL) on one input into a fresh value. */
+static cg_status emit_tmp(onnx_imp *im, const char *op, const char *x, const char *a, const char **out) {
+    const char *in[1] = {x};
+    *out = NULL;
+    return onnx_emit(im, op, 1, in, 1, out, a);
+}
+
+/* A constant of dtype dt and dims d[0..nd) from `data`, made a param. */
+static cg_status const_of(onnx_imp *im, cg_dtype dt, int nd, const int64_t *d, const void *data, const char **name) {
+    cg_tensor *t;
+    cg_status s = cg_tensor_create(dt, nd, d, &t);
+    if (s) return s;
+    memcpy(cg_tensor_data(t), data, (size_t)cg_tensor_numel(t) * cg_dtype_size(dt));
+    return onnx_const_param(im, t, name);
+}
+
 /* ---- elementwise ---- */
 
 static const struct {
@@ -543,7 +559,7 @@ static cg_status ew_to(onnx_imp *im, const char *op, const char *a, const char *
     return onnx_emit(im, op, b ? 2 : 1, ins, 1, out, NULL);
 }
 
-/* The Reduce family: Sum, Mean and Max are clgraph's; Min, L1, L2,
+/* The Reduce family: Sum, Mean, Max and Prod are clgraph's; Min, L1, L2,
  * SumSquare, LogSum and LogSumExp are made of them (LogSumExp with the
  * maximum taken out first, so large inputs do not overflow). */
 static cg_status map_reduce(onnx_imp *im) {
@@ -575,6 +591,7 @@ static cg_status map_reduce(onnx_imp *im) {
     if (!strcmp(op, "Sum")) return reduce_to(im, "reduce_sum", x->name, axes, n, keep, &y);
     if (!strcmp(op, "Mean")) return reduce_to(im, "reduce_mean", x->name, axes, n, keep, &y);
     if (!strcmp(op, "Max")) return reduce_to(im, "reduce_max", x->name, axes, n, keep, &y);
+    if (!strcmp(op, "Prod")) return reduce_to(im, "reduce_prod", x->name, axes, n, keep, &y);
     if (!strcmp(op, "Min")) {
         if ((s = ew_to(im, "neg", x->name, NULL, &t1)) || (s = reduce_to(im, "reduce_max", t1, axes, n, keep, &t2)))
             return s;
@@ -699,39 +716,78 @@ static cg_status map_split(onnx_imp *im) {
     return CG_OK;
 }
 
-/* Gather with indices known at import: gather_rows over the axis brought
- * to the front (transposes around it where the axis is not 0), then the
- * indices' shape put in place of the axis. */
+/* Runtime indices of a Gather along a dim of size `dim` as i32 for
+ * gather_rows / embedding: negative ones + dim (where(less(i, 0), i + dim,
+ * i)), then a cast. */
+static cg_status runtime_index(onnx_imp *im, onnx_val *ix, int64_t dim, const char **out) {
+    cg_status s;
+    const cg_dtype dt = (cg_dtype)ix->desc.dtype;
+    if (dt != CG_I64 && dt != CG_I32) return onnx_fail(im, CG_ERR_FORMAT, "indices must be int32 or int64");
+    const int64_t z64 = 0, d64 = dim;
+    const int32_t z32 = 0, d32 = (int32_t)dim;
+    const char *zero, *len, *neg = NULL, *wrapped = NULL, *fixed = NULL;
+    if ((s = const_of(im, dt, 0, NULL, dt == CG_I64 ? (const void *)&z64 : &z32, &zero)) ||
+        (s = const_of(im, dt, 0, NULL, dt == CG_I64 ? (const void *)&d64 : &d32, &len)))
+        return s;
+    const char *l_in[2] = {ix->name, zero}, *a_in[2] = {ix->name, len}, *o[1] = {NULL};
+    if ((s = onnx_emit(im, "less", 2, l_in, 1, o, NULL))) return s;
+    neg = o[0], o[0] = NULL;
+    if ((s = onnx_emit(im, "add", 2, a_in, 1, o, NULL))) return s;
+    wrapped = o[0], o[0] = NULL;
+    const char *w_in[3] = {neg, wrapped, ix->name};
+    if ((s = onnx_emit(im, "where", 3, w_in, 1, o, NULL))) return s;
+    fixed = o[0];
+    if (dt == CG_I32) return *out = fixed, CG_OK;
+    return emit_tmp(im, "cast", fixed, "to: \"i32\"", out);
+}
+
+/* Gather: x with the axis brought to the front (a transpose), gather_rows
+ * over the indices flattened, a reshape to [indices..., other dims...] and
+ * the transpose that puts the indices' dims at the axis. Indices known at
+ * import are checked and stored as an i32 constant; runtime ones go
+ * through runtime_index (and an f32 [V, E] table along axis 0 is clgraph's
+ * embedding, the exporter's form of nn.Embedding). */
 static cg_status map_gather(onnx_imp *im) {
     static const char *const known[] = {"axis", NULL};
-    onnx_val *x;
+    onnx_val *x, *iv;
     cg_status s;
-    const cg_tensor *ind;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (indices)", &ind))) return s;
-    int r = x->desc.ndim, q = cg_tensor_ndim(ind);
+    const cg_tensor *ind = NULL;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &iv)) || (s = onnx_check_attrs(im, known))) return s;
+    if (iv->konst && (s = onnx_need_const(im, iv, "input 1 (indices)", &ind))) return s;
+    int r = x->desc.ndim, q = ind ? cg_tensor_ndim(ind) : iv->desc.ndim;
     int64_t axis = onnx_attr_int(im, "axis", 0);
     if (axis < -r || axis >= r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
     if (axis < 0) axis += r;
     if (r + q - 1 > CG_MAX_DIMS || r < 1) return onnx_fail(im, CG_ERR_UNSUPPORTED, "rank %d", r + q - 1);
-    int64_t dim = x->desc.dims[axis], n = cg_tensor_numel(ind);
+    int64_t dim = x->desc.dims[axis];
     if (dim < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Gather along a symbolic dim");
-    cg_tensor *idx;
-    if ((s = cg_tensor_create(CG_I32, 1, &n, &idx))) return s;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = cg_tensor_dtype(ind) == CG_I64 ? ((const int64_t *)cg_tensor_data_const(ind))[i]
-                    : cg_tensor_dtype(ind) == CG_I32 ? ((const int32_t *)cg_tensor_data_const(ind))[i]
-                                                     : INT64_MIN;
-        if (v < 0) v += dim;
-        if (v < 0 || v >= dim) {
-            cg_tensor_free(idx);
-            return onnx_fail(im, CG_ERR_FORMAT, "index %lld of '%s' is out of range for dim %lld", (long long)i,
-                             onnx_in(im, 1)->name, (long long)dim);
-        }
-        ((int32_t *)cg_tensor_data(idx))[i] = (int32_t)v;
-    }
+    if (dim > INT32_MAX) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Gather along a dim of %lld", (long long)dim);
     const char *idx_name;
-    if ((s = onnx_const_param(im, idx, &idx_name))) return s;
+    if (ind) {
+        int64_t n = cg_tensor_numel(ind);
+        cg_tensor *idx;
+        if ((s = cg_tensor_create(CG_I32, 1, &n, &idx))) return s;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = cg_tensor_dtype(ind) == CG_I64 ? ((const int64_t *)cg_tensor_data_const(ind))[i]
+                        : cg_tensor_dtype(ind) == CG_I32 ? ((const int32_t *)cg_tensor_data_const(ind))[i]
+                                                         : INT64_MIN;
+            if (v < 0) v += dim;
+            if (v < 0 || v >= dim) {
+                cg_tensor_free(idx);
+                return onnx_fail(im, CG_ERR_FORMAT, "index %lld of '%s' is out of range for dim %lld", (long long)i,
+                                 iv->name, (long long)dim);
+            }
+            ((int32_t *)cg_tensor_data(idx))[i] = (int32_t)v;
+        }
+        if ((s = onnx_const_param(im, idx, &idx_name))) return s;
+    } else {
+        if ((s = runtime_index(im, iv, dim, &idx_name))) return s;
+        if (axis == 0 && r == 2 && x->desc.dtype == CG_F32) {
+            const char *in[2] = {x->name, idx_name};
+            return emit1(im, "embedding", 2, in, out_name(im, 0), NULL);
+        }
+        if (q != 1 && (s = emit_tmp(im, "reshape", idx_name, "shape: [-1]", &idx_name))) return s;
+    }
     /* x with the axis first */
     const char *front = x->name;
     int64_t perm[CG_MAX_DIMS], other[CG_MAX_DIMS];
@@ -751,7 +807,7 @@ static cg_status map_gather(onnx_imp *im) {
     /* [indices..., other...] */
     int64_t d[CG_MAX_DIMS];
     int nd = 0;
-    for (int i = 0; i < q; i++) d[nd++] = cg_tensor_dim(ind, i);
+    for (int i = 0; i < q; i++) d[nd++] = ind ? cg_tensor_dim(ind, i) : iv->desc.dims[i];
     for (int i = 0; i < no; i++) d[nd++] = other[i];
     const char *shaped = axis ? NULL : out_name(im, 0);
     if ((s = emit_reshape_to(im, onnx_val_get(im, g[0]), nd, d, &shaped))) return s;
@@ -767,7 +823,6 @@ static cg_status map_gather(onnx_imp *im) {
     return emit1(im, "transpose", 1, tin, out_name(im, 0), a);
 }
 
-/* Pow: the base's dtype; an i32 exponent is cast to f32. */
 /* Pow: the exponent is cast to the base's dtype, except that an integer
  * base with a float exponent is computed in f32 and cast back (ONNX's
  * reference: NumPy's power in floating point, then the base's type). */
@@ -861,12 +916,6 @@ static cg_status map_tile(onnx_imp *im) {
     return emit_reshape(im, onnx_val_get(im, t2), nd, o, out_name(im, 0));
 }
 
-/* Emits `op` (attributes a, or NULL) on one input into a fresh value. */
-static cg_status emit_tmp(onnx_imp *im, const char *op, const char *x, const char *a, const char **out) {
-    const char *in[1] = {x};
-    *out = NULL;
-    return onnx_emit(im, op, 1, in, 1, out, a);
-}
 
 /* TopK: clgraph's topk works along the last axis and gives the largest
  * first, ties to the lower index (ONNX's order; sorted 0 allows any, so
@@ -915,14 +964,6 @@ static cg_status map_topk(onnx_imp *im) {
     return CG_OK;
 }
 
-/* A constant of dtype dt and dims d[0..nd) from `data`, made a param. */
-static cg_status const_of(onnx_imp *im, cg_dtype dt, int nd, const int64_t *d, const void *data, const char **name) {
-    cg_tensor *t;
-    cg_status s = cg_tensor_create(dt, nd, d, &t);
-    if (s) return s;
-    memcpy(cg_tensor_data(t), data, (size_t)cg_tensor_numel(t) * cg_dtype_size(dt));
-    return onnx_const_param(im, t, name);
-}
 
 /* OneHot: equal(indices as int64 with a 1 inserted at axis, the classes 0
  * .. depth-1 laid along axis) or the same against classes - depth (negative
@@ -971,6 +1012,20 @@ static cg_status map_onehot(onnx_imp *im) {
     mask = o3[0];
     const char *w[3] = {mask, on, off};
     return emit1(im, "where", 3, w, out_name(im, 0), NULL);
+}
+
+/* GatherElements: gather_elements with int64 indices. */
+static cg_status map_gather_elements(onnx_imp *im) {
+    static const char *const known[] = {"axis", NULL};
+    onnx_val *x, *ix;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &ix)) || (s = onnx_check_attrs(im, known))) return s;
+    const char *idx = ix->name;
+    if (ix->desc.dtype != CG_I64 && (s = emit_tmp(im, "cast", idx, "to: \"i64\"", &idx))) return s;
+    char a[64];
+    snprintf(a, sizeof a, "axis: %lld", (long long)onnx_attr_int(im, "axis", 0));
+    const char *in[2] = {x->name, idx};
+    return emit1(im, "gather_elements", 2, in, out_name(im, 0), a);
 }
 
 /* Trilu: its diagonal k (an optional input) must be known at import. */
@@ -1094,6 +1149,7 @@ static const struct {
     {"Flatten", map_flatten},
     {"Floor", map_unary},
     {"Gather", map_gather},
+    {"GatherElements", map_gather_elements},
     {"Gemm", map_gemm},
     {"Greater", map_bool_op},
     {"GreaterOrEqual", map_bool_op},
@@ -1124,6 +1180,7 @@ static const struct {
     {"ReduceMax", map_reduce},
     {"ReduceMean", map_reduce},
     {"ReduceMin", map_reduce},
+    {"ReduceProd", map_reduce},
     {"ReduceSum", map_reduce},
     {"ReduceSumSquare", map_reduce},
     {"Relu", map_unary},

@@ -24,3 +24,35 @@ __kernel void gather_rows4(__global const T *src, __global const int *idx, __glo
     if (!ok && c == 0) cg_check_report(check, word, 1, id, (long)r, 0, n_src - 1 > INT_MAX ? INT_MAX : (int)(n_src - 1));
 }
 #endif
+
+/* gather_elements: dst[i] = src at i's index over index's dims (dims,
+ * innermost first) with the coordinate of dim `ax` replaced by idx[i]
+ * (negative: + len); src's element strides in st. An index outside [-len,
+ * len) gives 0 and is recorded in the check words (input 1). */
+#if CG_WANT(gather_elements)
+#define GE_STEP(c)                                                              \
+    if (nd > c) {                                                               \
+        IDX d = (IDX)dims.s##c, q = r / d, k = r - q * d;                       \
+        if (ax == c) k = (IDX)kk;                                               \
+        off += k * (IDX)st.s##c;                                                \
+        r = q;                                                                  \
+    }
+__kernel void gather_elements(__global const T *src, __global const long *idx, __global T *dst, long n, int nd,
+                              long8 dims, long8 st, int ax, long len, __global int *check, int word) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= (IDX)n) return;
+    long kk = idx[i];
+    int ok = kk >= -len && kk < len;
+    if (!ok) {
+        long v = kk > INT_MAX ? INT_MAX : kk < INT_MIN ? INT_MIN : kk;
+        cg_check_report(check, word, 1, (int)v, (long)i, len > INT_MAX ? INT_MIN : (int)-len,
+                        len - 1 > INT_MAX ? INT_MAX : (int)(len - 1));
+        kk = 0;
+    } else if (kk < 0) {
+        kk += len;
+    }
+    IDX r = i, off = 0;
+    GE_STEP(0) GE_STEP(1) GE_STEP(2) GE_STEP(3) GE_STEP(4) GE_STEP(5) GE_STEP(6) GE_STEP(7)
+    dst[i] = ok ? src[off] : (T)0;
+}
+#endif

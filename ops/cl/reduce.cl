@@ -13,12 +13,13 @@
  * and reduced dims (rd, rs) come innermost first; unused entries have size 1
  * and stride 0. Output element g is the kept dims' row-major index, which is
  * its position in y. kind: 0 sum, 1 mean (sum times `scale` = 1 / count, or
- * NaN when count is 0), 2 max (NaN propagates).
+ * NaN when count is 0), 2 max (NaN propagates), 3 product.
  *
  * Sums use Kahan compensation in float per work-item (the CPU accumulates in
  * double) so that long reductions stay well within tolerance. */
 
 #define RED_MAX 2
+#define RED_PROD 3
 
 inline float red_max(float m, float v) { return (v > m || v != v) ? v : m; }
 
@@ -62,6 +63,9 @@ __kernel void reduce_group(__global const float *x, __global float *y, long n_ou
     if (kind == RED_MAX) {
         acc = -INFINITY;
         for (IDX r = lid; r < count; r += wg) acc = red_max(acc, x[base + red_offset(r, nr, rd, rs)]);
+    } else if (kind == RED_PROD) {
+        acc = 1.0f;
+        for (IDX r = lid; r < count; r += wg) acc *= x[base + red_offset(r, nr, rd, rs)];
     } else {
         float c = 0.0f;
         acc = 0.0f;
@@ -71,7 +75,7 @@ __kernel void reduce_group(__global const float *x, __global float *y, long n_ou
     barrier(CLK_LOCAL_MEM_FENCE);
     for (IDX h = wg / 2; h > 0; h /= 2) {
         if (lid < h) red[lid] = kind == RED_MAX ? red_max(red[lid], red[lid + h])
-                                                : red[lid] + red[lid + h];
+                                : kind == RED_PROD ? red[lid] * red[lid + h] : red[lid] + red[lid + h];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) y[g] = kind == RED_MAX ? red[0] : kind == 1 ? red[0] * scale : red[0];
@@ -89,13 +93,15 @@ __kernel void reduce_item(__global const float *x, __global float *y, long n_out
     const IDX base = nk > 0 ? red_offset(g, nk, kd, ks) : 0;
     const IDX d0 = (IDX)rd.s0, d1 = (IDX)rd.s1, d2 = (IDX)rd.s2, d3 = (IDX)rd.s3;
     const IDX s0 = (IDX)rs.s0, s1 = (IDX)rs.s1, s2 = (IDX)rs.s2, s3 = (IDX)rs.s3;
-    float acc = kind == RED_MAX ? -INFINITY : 0.0f, c = 0.0f;
+    float acc = kind == RED_MAX ? -INFINITY : kind == RED_PROD ? 1.0f : 0.0f, c = 0.0f;
     for (IDX i3 = 0; i3 < d3; i3++)
         for (IDX i2 = 0; i2 < d2; i2++)
             for (IDX i1 = 0; i1 < d1; i1++) {
                 __global const float *xr = x + base + i3 * s3 + i2 * s2 + i1 * s1;
                 if (kind == RED_MAX)
                     for (IDX i0 = 0; i0 < d0; i0++) acc = red_max(acc, xr[i0 * s0]);
+                else if (kind == RED_PROD)
+                    for (IDX i0 = 0; i0 < d0; i0++) acc *= xr[i0 * s0];
                 else
                     for (IDX i0 = 0; i0 < d0; i0++) KAHAN_ADD(acc, c, xr[i0 * s0]);
             }

@@ -1268,7 +1268,7 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Reductions                                                          */
 
-enum { R_SUM, R_MEAN, R_MAX };
+enum { R_SUM, R_MEAN, R_MAX, R_PROD };
 
 /* Reference reduction; writes the output shape (with keepdims) to *os. */
 static void ref_reduce(const float *x, const shp *xs, const int *red, int keep, int kind,
@@ -1283,7 +1283,7 @@ static void ref_reduce(const float *x, const shp *xs, const int *red, int keep, 
         else if (keep) os->d[os->nd++] = 1;
     }
     int64_t on = shp_numel(&kept), n = shp_numel(xs), idx[CG_MAX_DIMS], kidx[CG_MAX_DIMS];
-    for (int64_t i = 0; i < on; i++) out[i] = kind == R_MAX ? -INFINITY : 0.0;
+    for (int64_t i = 0; i < on; i++) out[i] = kind == R_MAX ? -INFINITY : kind == R_PROD ? 1.0 : 0.0;
     for (int64_t f = 0; f < n; f++) {
         unravel(f, xs, idx);
         int k = 0;
@@ -1294,6 +1294,8 @@ static void ref_reduce(const float *x, const shp *xs, const int *red, int keep, 
         if (kind == R_MAX) {
             if (isnan(v) || isnan(out[o])) out[o] = NAN;
             else if (v > out[o]) out[o] = v;
+        } else if (kind == R_PROD) {
+            out[o] *= v;
         } else {
             out[o] += v;
         }
@@ -1321,10 +1323,10 @@ START_TEST(test_reduce) {
         {{2, {17, 3}}, 1, {0}, 1},       {{1, {1}}, -1, {0}, 0},
         {{5, {2, 1, 3, 1, 5}}, 2, {1, 2}, 0},
     };
-    const cg_op_def *defs[3] = {&cg_op_reduce_sum, &cg_op_reduce_mean, &cg_op_reduce_max};
+    const cg_op_def *defs[4] = {&cg_op_reduce_sum, &cg_op_reduce_mean, &cg_op_reduce_max, &cg_op_reduce_prod};
     char sx[64], what[256];
     th_seed(11);
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             const shp *xs = &cases[c].x;
             int64_t n = shp_numel(xs);

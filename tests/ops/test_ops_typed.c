@@ -367,6 +367,43 @@ START_TEST(test_expand) {
 }
 END_TEST
 
+/* gather_elements against its definition (torch.gather's formula). */
+START_TEST(test_gather_elements) {
+    static const struct {
+        shp x, ix;
+        int axis;
+    } gc[] = {{{1, {5}}, {1, {3}}, 0}, {{2, {3, 4}}, {2, {3, 6}}, 1}, {{2, {3, 4}}, {2, {2, 4}}, 0},
+              {{3, {2, 3, 5}}, {3, {1, 7, 2}}, 1}, {{2, {3, 4}}, {2, {0, 4}}, 0}};
+    for (size_t c = 0; c < sizeof gc / sizeof gc[0]; c++) {
+        const int64_t len = gc[c].x.d[gc[c].axis];
+        th_tensor in[2] = {make(CG_F32, &gc[c].x, -1000, 1000), make(CG_I64, &gc[c].ix, -len, len - 1)}, out;
+        th_attrs at;
+        th_attrs_init(&at, &cg_op_gather_elements);
+        th_set_int(&at, &cg_op_gather_elements, "axis", gc[c].axis);
+        ck_assert_msg(th_run(&cg_op_gather_elements, 2, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+        const shp *is = &gc[c].ix, *xs = &gc[c].x;
+        for (int64_t i = 0; i < numel(is); i++) {
+            int64_t idx[CG_MAX_DIMS], f = i, off = 0;
+            for (int d = is->nd - 1; d >= 0; d--) idx[d] = f % is->d[d], f /= is->d[d];
+            int64_t k = ((int64_t *)in[1].data)[i];
+            idx[gc[c].axis] = k < 0 ? k + len : k;
+            for (int d = 0; d < xs->nd; d++) off = off * xs->d[d] + idx[d];
+            ck_assert(((float *)out.data)[i] == ((float *)in[0].data)[off]);
+        }
+        th_free_outputs(1, &out);
+        /* one index past the end: an error naming it */
+        if (numel(is) > 0) {
+            ((int64_t *)in[1].data)[numel(is) - 1] = len;
+            ck_assert_int_eq(th_run(&cg_op_gather_elements, 2, in, &at, 1, &out, g_err, sizeof g_err), CG_OP_ERROR);
+            ck_assert_msg(strstr(g_err, "index"), "%s", g_err);
+            th_free_outputs(1, &out);
+        }
+        free(in[0].data);
+        free(in[1].data);
+    }
+}
+END_TEST
+
 static void expect_fail(const cg_op_def *def, int n, th_tensor *in, const char *needle) {
     th_tensor out[1];
     ck_assert_int_eq(th_infer(def, n, in, NULL, 1, out, g_err, sizeof g_err), CG_OP_ERROR);
@@ -402,6 +439,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_where);
     tcase_add_test(tc, test_trilu);
     tcase_add_test(tc, test_expand);
+    tcase_add_test(tc, test_gather_elements);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
     return s;
