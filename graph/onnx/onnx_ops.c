@@ -489,6 +489,60 @@ static cg_status map_concat(onnx_imp *im) {
     return emit1(im, "concat", n, in, out_name(im, 0), a);
 }
 
+/* Elements idx[0..n) of x along `axis` (a concrete dim), in that order:
+ * the axis brought to the front, gather_rows with the indices as an i32
+ * constant, the axis put back. *out: NULL for a fresh name (set). */
+static cg_status emit_take(onnx_imp *im, onnx_val *x, int axis, const int32_t *idx, int64_t n, const char **out) {
+    cg_tensor *t;
+    cg_status s = cg_tensor_create(CG_I32, 1, &n, &t);
+    const char *iname, *front = x->name, *g = NULL;
+    if (s) return s;
+    if (n) memcpy(cg_tensor_data(t), idx, (size_t)n * sizeof *idx);
+    if ((s = onnx_const_param(im, t, &iname))) return s;
+    const int r = x->desc.ndim;
+    int64_t perm[CG_MAX_DIMS], back[CG_MAX_DIMS];
+    for (int i = 0, k = 1; i < r; i++) {
+        if (i != axis) perm[k++] = i;
+        back[i] = i < axis ? i + 1 : i == axis ? 0 : i;
+    }
+    perm[0] = axis;
+    char a[300], l[256];
+    snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, r, perm));
+    if (axis && (s = emit_tmp(im, "transpose", front, a, &front))) return s;
+    const char *gin[2] = {front, iname}, *go[1] = {axis ? NULL : *out};
+    if ((s = onnx_emit(im, "gather_rows", 2, gin, 1, go, NULL))) return s;
+    g = go[0];
+    if (!axis) return *out = g, CG_OK;
+    snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, r, back));
+    const char *tin[1] = {g};
+    return onnx_emit(im, "transpose", 1, tin, 1, out, a);
+}
+
+/* Slice along one axis with a step other than 1 (ONNX's clamping of start
+ * and end), as emit_take of the indices it visits. */
+static cg_status slice_stepped(onnx_imp *im, onnx_val *x, int64_t axis, int64_t st, int64_t en, int64_t sp,
+                               const char **out) {
+    const int r = x->desc.ndim;
+    if (axis < -r || axis >= r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < 0) axis += r;
+    const int64_t dim = x->desc.dims[axis];
+    if (dim < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with step %lld of a symbolic dim", (long long)sp);
+    if (sp == 0) return onnx_fail(im, CG_ERR_FORMAT, "Slice with step 0");
+    if (dim > (1 << 24)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with step %lld of a dim of %lld", (long long)sp,
+                                          (long long)dim);
+    if (st < 0) st = st < -dim ? 0 : st + dim;
+    if (en < 0) en = en < -dim ? -1 : en + dim;
+    if (sp > 0) st = st > dim ? dim : st, en = en > dim ? dim : en < 0 ? 0 : en;
+    else st = st > dim - 1 ? dim - 1 : st, en = en > dim - 1 ? dim - 1 : en;
+    int32_t *idx = malloc((size_t)(dim ? dim : 1) * sizeof *idx);
+    if (!idx) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    int64_t n = 0;
+    for (int64_t i = st; sp > 0 ? i < en : i > en; i += sp) idx[n++] = (int32_t)i;
+    cg_status s = emit_take(im, x, (int)axis, idx, n, out);
+    free(idx);
+    return s;
+}
+
 static cg_status map_slice(onnx_imp *im) {
     static const char *const known[] = {"starts", "ends", "axes", NULL};
     onnx_val *x;
@@ -525,7 +579,12 @@ static cg_status map_slice(onnx_imp *im) {
     }
     const char *cur = x->name;
     for (int i = 0; i < n; i++) {
-        if (sp[i] != 1) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with step %lld (only 1 yet)", (long long)sp[i]);
+        if (sp[i] != 1) {
+            const char *o = i == n - 1 ? out_name(im, 0) : NULL;
+            if ((s = slice_stepped(im, onnx_val_get(im, cur), ax[i], st[i], en[i], sp[i], &o))) return s;
+            cur = o;
+            continue;
+        }
         char a[200];
         snprintf(a, sizeof a, "axis: %lld, start: %lld, end: %lld", (long long)ax[i], (long long)st[i],
                  (long long)en[i]);

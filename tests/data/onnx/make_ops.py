@@ -1,0 +1,75 @@
+"""Writes ops/<test>/ in ONNX's backend-test layout (model.onnx,
+test_data_set_0/{input,output}_K.pb) for importer mappings that ONNX 1.12's
+node tests leave thin; expected outputs come from NumPy. `clgraph onnx-test
+tests/data/onnx/ops` runs them (tests/graph/onnx/test_onnx.c, every device).
+Needs numpy and onnx: python3 make_ops.py"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(18)
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=13):
+    """inputs/outputs: lists of (name, array); the graph is typed from them."""
+    def info(n, a):
+        return helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+    graph = helper.make_graph(nodes, name, [info(n, a) for n, a in inputs], [info(n, a) for n, a in outputs],
+                              initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(model)
+    d = os.path.join("ops", name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for kind, lst in (("input", inputs), ("output", outputs)):
+        for k, (n, a) in enumerate(lst):
+            with open(os.path.join(d, "test_data_set_0", f"{kind}_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(a, n).SerializeToString())
+
+
+def i64(*v):
+    return np.array(v, dtype=np.int64)
+
+
+# Slice with steps other than 1, ONNX's clamping of start and end
+x = rng.standard_normal((5, 7)).astype(np.float32)
+cases = [  # starts, ends, axes, steps, NumPy's slice
+    ((4, 1), (-10, 6), (0, 1), (-2, 2), x[4::-2, 1:6:2]),
+    ((-1,), (-100,), (1,), (-3,), x[:, -1::-3]),
+    ((9,), (0,), (0,), (-1,), x[9:0:-1]),
+    ((1,), (100,), (0,), (3,), x[1:100:3]),
+    ((6,), (2,), (1,), (2,), x[:, 6:2:2]),
+]
+nodes, outs, inits = [], [], []
+for k, (s, e, a, st, want) in enumerate(cases):
+    names = [f"s{k}", f"e{k}", f"a{k}", f"st{k}"]
+    inits += list(zip(names, (i64(*s), i64(*e), i64(*a), i64(*st))))
+    nodes.append(helper.make_node("Slice", ["x"] + names, [f"y{k}"], name=f"slice{k}"))
+    outs.append((f"y{k}", np.ascontiguousarray(want)))
+save("slice_steps", nodes, [("x", x)], outs, inits)
+
+# Gather with indices known only at run time, negative ones included
+table = rng.standard_normal((6, 4)).astype(np.float32)
+ids = np.array([[0, 5, -1], [-6, 2, 2]], dtype=np.int64)
+cube = rng.standard_normal((3, 4, 5)).astype(np.float32)
+cols = np.array([4, -5, 1], dtype=np.int64)
+save("gather_runtime", [helper.make_node("Gather", ["table", "ids"], ["emb"], name="emb", axis=0),
+                        helper.make_node("Gather", ["cube", "cols"], ["picked"], name="pick", axis=2)],
+     [("table", table), ("ids", ids), ("cube", cube), ("cols", cols)],
+     [("emb", np.take(table, ids, axis=0)), ("picked", np.take(cube, cols, axis=2))])
+
+# Comparisons, logic and Where on int64 with broadcasting (a masking idiom)
+a = rng.integers(-3, 4, (2, 3, 4)).astype(np.int64)
+b = rng.integers(-3, 4, (3, 1)).astype(np.int64)
+lt, eq = a < b, a == b
+save("mask_where", [helper.make_node("Less", ["a", "b"], ["lt"], name="lt"),
+                    helper.make_node("Equal", ["a", "b"], ["eq"], name="eq"),
+                    helper.make_node("Or", ["lt", "eq"], ["le"], name="le"),
+                    helper.make_node("Not", ["le"], ["gt"], name="gt"),
+                    helper.make_node("Where", ["gt", "a", "b"], ["mx"], name="mx"),
+                    helper.make_node("Div", ["a", "b"], ["q"], name="q")],
+     [("a", a), ("b", b)],
+     [("gt", ~(lt | eq)), ("mx", np.where(~(lt | eq), a, b)),
+      ("q", np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(np.int64))])
