@@ -28,6 +28,7 @@ typedef struct onnx_val {
     int input;             /* a graph input (declared when first used as data) */
     const cg_tensor *given;/* an input's value given for import (options) */
     int fixed;             /* given, and that value used at import */
+    int zeros;             /* all zeros, known at import (an Expand of zeros) */
 } onnx_val;
 
 typedef struct onnx_imp {

@@ -943,7 +943,18 @@ static cg_status map_expand(onnx_imp *im) {
     char a[300], l[256];
     snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, n, d));
     const char *in[1] = {x->name};
-    return emit1(im, "expand", 1, in, out_name(im, 0), a);
+    if ((s = emit1(im, "expand", 1, in, out_name(im, 0), a))) return s;
+    /* exporters make zero initial states this way (torch's nn.GRU / nn.LSTM) */
+    int zeros = x->zeros;
+    if (x->konst) {
+        const cg_tensor *t = x->konst;
+        const unsigned char *p = cg_tensor_data_const(t);
+        const size_t bytes = (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t));
+        zeros = 1;
+        for (size_t i = 0; i < bytes && zeros; i++) zeros = p[i] == 0;
+    }
+    if (zeros && out_name(im, 0)) onnx_val_get(im, out_name(im, 0))->zeros = 1;
+    return CG_OK;
 }
 
 /* Tile: x [d0, d1, ...] as [1, d0, 1, d1, ...], expanded to [r0, d0, r1,
@@ -1087,6 +1098,143 @@ static cg_status map_gather_elements(onnx_imp *im) {
     return emit1(im, "gather_elements", 2, in, out_name(im, 0), a);
 }
 
+/* ---- recurrent layers ---- */
+
+/* Whether attribute `name` is absent or a STRING / STRINGS attribute whose
+ * every value is one of the two given (repeated per direction). */
+static int strings_are(onnx_imp *im, const char *name, const char *a, const char *b) {
+    const Onnx__AttributeProto *at = onnx_attr(im, name);
+    if (!at) return 1;
+    if (at->has_s) return at->s.len && ((strlen(a) == at->s.len && !memcmp(at->s.data, a, at->s.len)) ||
+                                        (b && strlen(b) == at->s.len && !memcmp(at->s.data, b, at->s.len)));
+    for (size_t i = 0; i < at->n_strings; i++) {
+        const ProtobufCBinaryData *v = &at->strings[i];
+        const char *want = (i % 3 == 0) ? a : b;
+        if (!want || strlen(want) != v->len || memcmp(v->data, want, v->len)) return 0;
+    }
+    return 1;
+}
+
+/* Rows of an ONNX gate matrix [G H, K] in PyTorch's gate order, as a
+ * constant: block g of the result is block from[g] of src (LSTM: ONNX's
+ * i, o, f, c to PyTorch's i, f, g, o; GRU: z, r, h to r, z, n). */
+static cg_status torch_gates(onnx_imp *im, const float *src, int ng, const int *from, int64_t h, int64_t k,
+                             const char **name) {
+    int64_t d[2] = {ng * h, k};
+    float *buf = malloc((size_t)(ng * h * k) * sizeof *buf + 1);
+    if (!buf) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int g = 0; g < ng; g++) memcpy(buf + g * h * k, src + from[g] * h * k, (size_t)(h * k) * sizeof *buf);
+    cg_status s = const_of(im, CG_F32, k == 1 ? 1 : 2, d, buf, name);
+    free(buf);
+    return s;
+}
+
+/* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
+ * first) with the weights reordered at import (they must be known), for
+ * forward and bidirectional layers with ONNX's default activations, no
+ * clip, no peepholes and zero initial states; a GRU only with
+ * linear_before_reset 1 (PyTorch's cell, which its exports declare).
+ * sequence_lens becomes the lengths (else every row is S long: B and S
+ * must then be concrete). */
+static cg_status map_rnn_layer(onnx_imp *im) {
+    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip", "input_forget",
+                                        "linear_before_reset", NULL};
+    static const int lstm_from[4] = {0, 2, 3, 1}, gru_from[3] = {1, 0, 2};
+    const int lstm = !strcmp(im->node->op_type, "LSTM"), ng = lstm ? 4 : 3;
+    const int *from = lstm ? lstm_from : gru_from;
+    const char *op = lstm ? "LSTM" : "GRU";
+    onnx_val *x;
+    const cg_tensor *w, *r, *b = NULL;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
+        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (W)", &w)) ||
+        (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &r)) ||
+        (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &b))))
+        return s;
+    const int64_t h = onnx_attr_int(im, "hidden_size", 0), layout = onnx_attr_int(im, "layout", 0);
+    const int bidir = !strings_are(im, "direction", "forward", NULL);
+    if (bidir && !strings_are(im, "direction", "bidirectional", NULL))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward or bidirectional", op);
+    if (!strings_are(im, "activations", "Sigmoid", "Tanh") || onnx_attr(im, "clip") || onnx_attr_int(im, "input_forget", 0))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
+    if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "GRU with linear_before_reset 0 (only PyTorch's cell, 1, yet)");
+    for (int i = 5; i < (lstm ? 8 : 6); i++) {
+        onnx_val *v = onnx_in(im, i);
+        if (!v || v->zeros) continue;
+        const cg_tensor *z;
+        if ((s = onnx_need_const(im, v, i == 7 ? "input 7 (P)" : "an initial state", &z))) return s;
+        for (int64_t k = 0; k < cg_tensor_numel(z); k++)
+            if (cg_tensor_dtype(z) != CG_F32 || ((const float *)cg_tensor_data_const(z))[k] != 0)
+                return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with %s other than zeros", op,
+                                 i == 7 ? "peepholes" : "initial states");
+    }
+    const int nd = bidir ? 2 : 1;
+    if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 || (b && cg_tensor_dtype(b) != CG_F32))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of other than f32 [S, B, I] data and weights", op);
+    const int64_t in_sz = x->desc.dims[2];
+    if (h < 1 || in_sz < 0 || cg_tensor_numel(w) != nd * ng * h * in_sz || cg_tensor_numel(r) != nd * ng * h * h ||
+        (b && cg_tensor_numel(b) != nd * 2 * ng * h))
+        return onnx_fail(im, CG_ERR_FORMAT, "W, R or B does not match hidden_size %lld and the input", (long long)h);
+    /* x as [B, S, I] */
+    const char *xb = x->name, *lens = NULL;
+    if (layout == 0 && (s = emit_tmp(im, "transpose", xb, "perm: [1, 0, 2]", &xb))) return s;
+    const int64_t bsz = x->desc.dims[layout ? 0 : 1], seq = x->desc.dims[layout ? 1 : 0];
+    onnx_val *sl = onnx_in(im, 4);
+    if (sl) {
+        if ((s = emit_tmp(im, "cast", sl->name, "to: \"i32\"", &lens))) return s;
+    } else {
+        if (bsz < 0 || seq < 0 || seq > INT32_MAX)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s without sequence_lens over a symbolic batch or length", op);
+        int32_t *l = malloc((size_t)(bsz ? bsz : 1) * sizeof *l);
+        if (!l) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        for (int64_t i = 0; i < bsz; i++) l[i] = (int32_t)seq;
+        s = const_of(im, CG_I32, 1, &bsz, l, &lens);
+        free(l);
+        if (s) return s;
+    }
+    const char *ins[2 + 8];
+    ins[0] = xb, ins[1] = lens;
+    float *zero = calloc((size_t)(ng * h), sizeof *zero);
+    if (!zero) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    const float *wf = cg_tensor_data_const(w), *rf = cg_tensor_data_const(r), *bf = b ? cg_tensor_data_const(b) : NULL;
+    for (int d = 0; d < nd && !s; d++) {
+        const char **q = ins + 2 + 4 * d;
+        if (!(s = torch_gates(im, wf + d * ng * h * in_sz, ng, from, h, in_sz, &q[0])) &&
+            !(s = torch_gates(im, rf + d * ng * h * h, ng, from, h, h, &q[1])) &&
+            !(s = torch_gates(im, bf ? bf + d * 2 * ng * h : zero, ng, from, h, 1, &q[2])))
+            s = torch_gates(im, bf ? bf + d * 2 * ng * h + ng * h : zero, ng, from, h, 1, &q[3]);
+    }
+    free(zero);
+    if (s) return s;
+    char a[120];
+    snprintf(a, sizeof a, "hidden: %lld, layers: 1, bidirectional: %d", (long long)h, bidir);
+    const char *outs[3] = {NULL, NULL, NULL};
+    if ((s = onnx_emit(im, lstm ? "lstm" : "gru", 2 + 4 * nd, ins, lstm ? 3 : 2, outs, a))) return s;
+    /* Y: [B, S, D*H] -> [B, S, D, H] (layout 1) -> [S, D, B, H] (layout 0) */
+    if (out_name(im, 0)) {
+        int64_t d4[4] = {bsz, seq, nd, h};
+        const char *y = layout ? out_name(im, 0) : NULL;
+        if ((s = emit_reshape_to(im, onnx_val_get(im, outs[0]), 4, d4, &y))) return s;
+        if (!layout) {
+            const char *tin[1] = {y};
+            if ((s = emit1(im, "transpose", 1, tin, out_name(im, 0), "perm: [1, 2, 0, 3]"))) return s;
+        }
+    }
+    /* Y_h, Y_c: [D, B, H] (layout 0) or [B, D, H] (layout 1) */
+    for (int k = 1; k <= (lstm ? 2 : 1); k++) {
+        if (!out_name(im, k)) continue;
+        const char *tin[1] = {outs[k]};
+        if (layout) s = emit1(im, "transpose", 1, tin, out_name(im, k), "perm: [1, 0, 2]");
+        else {
+            int64_t d3[3] = {nd, bsz, h};
+            s = emit_reshape(im, onnx_val_get(im, outs[k]), 3, d3, out_name(im, k));
+        }
+        if (s) return s;
+    }
+    return CG_OK;
+}
+
 /* Trilu: its diagonal k (an optional input) must be known at import. */
 static cg_status map_trilu(onnx_imp *im) {
     static const char *const known[] = {"upper", NULL};
@@ -1210,6 +1358,7 @@ static const struct {
     {"Gather", map_gather},
     {"GatherElements", map_gather_elements},
     {"Gemm", map_gemm},
+    {"GRU", map_rnn_layer},
     {"Greater", map_bool_op},
     {"GreaterOrEqual", map_bool_op},
     {"HardSigmoid", map_activation},
@@ -1218,6 +1367,7 @@ static const struct {
     {"LeakyRelu", map_activation},
     {"Less", map_bool_op},
     {"LessOrEqual", map_bool_op},
+    {"LSTM", map_rnn_layer},
     {"Log", map_unary},
     {"LogSoftmax", map_softmax},
     {"MatMul", map_matmul},

@@ -73,3 +73,35 @@ save("mask_where", [helper.make_node("Less", ["a", "b"], ["lt"], name="lt"),
      [("a", a), ("b", b)],
      [("gt", ~(lt | eq)), ("mx", np.where(~(lt | eq), a, b)),
       ("q", np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(np.int64))])
+
+# PyTorch's nn.GRU and nn.LSTM as torch.onnx.export writes them (GRU with
+# linear_before_reset 1), bidirectional, expected values from PyTorch
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    torch.manual_seed(18)
+    for kind in ("GRU", "LSTM"):
+        net = getattr(torch.nn, kind)(5, 4, batch_first=True, bidirectional=True).eval()
+        xs = torch.randn(3, 6, 5)
+        with torch.no_grad():
+            y, hn = net(xs)
+        if kind == "LSTM":
+            hn = hn[0]
+        d = os.path.join("ops", "torch_" + kind.lower())
+        os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+        torch.onnx.export(net, (xs,), os.path.join(d, "model.onnx"), input_names=["x"],
+                          output_names=["y", "h_n"] + (["c_n"] if kind == "LSTM" else []), opset_version=13,
+                          dynamo=False)
+        m = onnx.load(os.path.join(d, "model.onnx"))
+        outs = [("y", y.numpy()), ("h_n", hn.numpy())]
+        if kind == "LSTM":
+            m.graph.output.pop()  # c_n: checked through h_n
+            onnx.save(m, os.path.join(d, "model.onnx"))
+        for k, (n, a) in enumerate([("x", xs.numpy())]):
+            with open(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(a, n).SerializeToString())
+        for k, (n, a) in enumerate(outs):
+            with open(os.path.join(d, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
