@@ -77,7 +77,6 @@ static const cg_ops_case cmp_cases[] = {
     CMP_CASE(CG_I64, -9e15, 9e15, 2, D(1000, 1), 2, D(1000, 3)),
     CMP_CASE(CG_F32, -2, 2, 3, D(7, 1, 1000), 2, D(13, 1)),
 };
-#define N_CMP_CASES ((int32_t)(sizeof cmp_cases / sizeof cmp_cases[0]))
 
 /* Fills *c from case `index` of `cases` (n of them) with one output. */
 static int32_t case_at(const cg_ops_case *cases, int32_t n, int32_t index, cg_conform_case *c) {
@@ -93,25 +92,30 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
     "i32, i64, i8, u8 or bool) and broadcast against each other with NumPy rules; f32 "         \
     "compares as IEEE (NaN is unequal to everything, itself included)."
 
-#define CMP_OP(NAME, K, WHAT)                                                                        \
-    static cg_op_status NAME##_infer(cg_op_call *call) { return cmp_infer(call, #NAME); }           \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                                       \
-        return cg_bcast_cpu2(a, cmp_loops[cmp_type(a->call->inputs[0].dtype)][K]);                   \
-    }                                                                                                \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, cmp_bop[K]); }   \
+/* An op of two broadcast inputs and a bool output: the CPU loop LOOP (an
+ * expression of the kernel args `a`), the OpenCL kernel BOP of
+ * broadcast.cl, conformance cases CASES. */
+#define BOOL_OP(NAME, INFER, LOOP, BOP, CASES, DOC)                                                  \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return cg_bcast_cpu2(a, LOOP); }      \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, BOP); }         \
     static int32_t NAME##_conform(int32_t i, cg_conform_case *c) {                                  \
-        return case_at(cmp_cases, N_CMP_CASES, i, c);                                                \
+        return case_at(CASES, (int32_t)(sizeof CASES / sizeof CASES[0]), i, c);                      \
     }                                                                                                \
     static const cg_kernel_def NAME##_kernels[] = {                                                  \
         {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = NAME##_cpu},        \
         {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = NAME##_cl},      \
     };                                                                                               \
     const cg_op_def cg_op_##NAME = {                                                                 \
-        .struct_size = sizeof(cg_op_def), .name = #NAME, .doc = CMP_DOC(WHAT),                       \
+        .struct_size = sizeof(cg_op_def), .name = #NAME, .doc = DOC,                                 \
         .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                        \
-        .input_names = binary_inputs, .infer = NAME##_infer,                                         \
+        .input_names = binary_inputs, .infer = INFER,                                                \
         .kernels = NAME##_kernels, .n_kernels = 2, .conform_case = NAME##_conform,                   \
     };
+
+#define CMP_OP(NAME, K, WHAT)                                                                        \
+    static cg_op_status NAME##_infer(cg_op_call *call) { return cmp_infer(call, #NAME); }           \
+    BOOL_OP(NAME, NAME##_infer, cmp_loops[cmp_type(a->call->inputs[0].dtype)][K], cmp_bop[K], cmp_cases, \
+            CMP_DOC(WHAT))
 
 CMP_OP(equal, CMP_EQ, "comparison a == b")
 CMP_OP(less, CMP_LT, "comparison a < b")
@@ -151,28 +155,12 @@ static const cg_ops_case logic_cases[] = {
     CMP_CASE(BOOL_DT, 0, 1, 2, D(100, 1000), 2, D(100, 1000)),
     CMP_CASE(BOOL_DT, 0, 1, 3, D(7, 1, 1000), 2, D(13, 1)),
 };
-#define N_LOGIC_CASES ((int32_t)(sizeof logic_cases / sizeof logic_cases[0]))
 
 #define LOGIC_DOC(WHAT)                                                                        \
     "Elementwise logical " WHAT " of bool tensors a and b, which broadcast against each other " \
     "with NumPy rules."
 
-#define LOGIC_OP(NAME, LOOP, BOP, WHAT)                                                              \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return cg_bcast_cpu2(a, LOOP); }      \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, BOP); }         \
-    static int32_t NAME##_conform(int32_t i, cg_conform_case *c) {                                  \
-        return case_at(logic_cases, N_LOGIC_CASES, i, c);                                            \
-    }                                                                                                \
-    static const cg_kernel_def NAME##_kernels[] = {                                                  \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = NAME##_cpu},        \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = NAME##_cl},      \
-    };                                                                                               \
-    const cg_op_def cg_op_##NAME = {                                                                 \
-        .struct_size = sizeof(cg_op_def), .name = #NAME, .doc = LOGIC_DOC(WHAT),                     \
-        .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                        \
-        .input_names = binary_inputs, .infer = logic_infer,                                          \
-        .kernels = NAME##_kernels, .n_kernels = 2, .conform_case = NAME##_conform,                   \
-    };
+#define LOGIC_OP(NAME, LOOP, BOP, WHAT) BOOL_OP(NAME, logic_infer, LOOP, BOP, logic_cases, LOGIC_DOC(WHAT))
 
 LOGIC_OP(logical_and, and_loop, "AND", "and")
 LOGIC_OP(logical_or, or_loop, "OR", "or")
