@@ -105,3 +105,17 @@ if torch is not None:
         for k, (n, a) in enumerate(outs):
             with open(os.path.join(d, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
                 f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+
+# A graph input that is both a Reshape's shape and data: with its value
+# given for the import it would be fixed there, so the importer refuses it
+# (tests/graph/onnx/test_onnx.c, import_refuses_fixed_data)
+g = helper.make_graph([helper.make_node("Reshape", ["data", "shape"], ["y"], name="reshape"),
+                       helper.make_node("Cast", ["shape"], ["z"], name="as_float", to=TensorProto.FLOAT)],
+                      "fixed_and_data",
+                      [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 3, 4]),
+                       helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12]),
+                       helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+onnx.checker.check_model(m)
+onnx.save(m, "fixed_and_data.onnx")

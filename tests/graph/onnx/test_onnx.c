@@ -42,6 +42,7 @@ START_TEST(node_tests_pass) {
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
+    ck_assert_ptr_nonnull(strstr(tu_out, "(LSTM, #0): LSTM with peepholes other than zeros\n"));
 }
 END_TEST
 
@@ -69,10 +70,9 @@ END_TEST
 
 /* A Reshape whose shape is a graph input: given with --input, folded at
  * import, so the imported graph takes only the data. */
-START_TEST(import_folds_given_shape) {
-    const char *npy = tu_path("shape.npy");
-    char cmd[512];
-    /* int64 [2, 12] as .npy, written by hand: the importer reads it */
+/* int64 [2, 12] as .npy in the test's folder, written by hand (the
+ * importer reads it); its path. */
+static const char *write_shape_npy(void) {
     static const char hdr[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }";
     char buf[128 + 16];
     memset(buf, ' ', 128);
@@ -81,6 +81,25 @@ START_TEST(import_folds_given_shape) {
     int64_t v[2] = {2, 12};
     memcpy(buf + 128, v, 16);
     tu_write_file("shape.npy", buf, sizeof buf);
+    return tu_path("shape.npy");
+}
+
+/* An input given for the import that is both a shape and data: fixing it
+ * would keep the import-time value at run time, so it is refused. */
+START_TEST(import_refuses_fixed_data) {
+    char model[4096], cmd[512];
+    snprintf(model, sizeof model, "%s/tests/data/onnx/fixed_and_data.onnx", tu_src_dir());
+    snprintf(cmd, sizeof cmd, "shape=%s", write_shape_npy());
+    const char *args[] = {"import", model, "--input", cmd, NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"fixed_and_data.onnx: input 'shape' is used both where its value must be "
+                                             "known at import (a shape, a count) and as data", NULL});
+}
+END_TEST
+
+START_TEST(import_folds_given_shape) {
+    const char *npy = write_shape_npy();
+    char cmd[512];
     snprintf(cmd, sizeof cmd, "shape=%s", npy);
     const char *out = tu_path("r.cg");
     const char *args[] = {"import", NODE "/test_reshape_reduced_dims/model.onnx", "--input", cmd, "-o", out, NULL};
@@ -159,6 +178,7 @@ int main(void) {
     tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, own_op_tests_pass);
     tcase_add_test(tc, import_folds_given_shape);
+    tcase_add_test(tc, import_refuses_fixed_data);
     tcase_add_test(tc, bad_files);
     tcase_add_test(tc, folded_cast_matches_the_op);
     suite_add_tcase(s, tc);
