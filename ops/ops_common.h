@@ -181,7 +181,7 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     /* trilu.c, expand.c */                                                 \
     X(trilu) X(expand)                                                      \
     /* gather.c */                                                          \
-    X(embedding) X(gather_rows) X(gather_elements)                          \
+    X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
     /* rnn_cell.c */                                                        \
     X(gru_cell) X(lstm_cell)                                                \
     /* rnn_seq.c */                                                         \

@@ -1235,6 +1235,32 @@ static cg_status map_rnn_layer(onnx_imp *im) {
     return CG_OK;
 }
 
+/* ScatterElements (and the older Scatter): scatter_elements with int64
+ * indices and the reduction attribute (opset 16: none, add, mul). */
+static cg_status map_scatter_elements(onnx_imp *im) {
+    static const char *const known[] = {"axis", "reduction", NULL};
+    onnx_val *x, *ix, *up;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &ix)) || (s = need_in(im, 2, &up)) ||
+        (s = onnx_check_attrs(im, known)))
+        return s;
+    const Onnx__AttributeProto *r = onnx_attr(im, "reduction");
+    char red[16] = "none";
+    if (r && r->has_s) {
+        if (r->s.len >= sizeof red) return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction of %zu bytes", r->s.len);
+        memcpy(red, r->s.data, r->s.len);
+        red[r->s.len] = 0;
+        if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul"))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction '%s'", red);
+    }
+    const char *idx = ix->name;
+    if (ix->desc.dtype != CG_I64 && (s = emit_tmp(im, "cast", idx, "to: \"i64\"", &idx))) return s;
+    char a[96];
+    snprintf(a, sizeof a, "axis: %lld, reduction: \"%s\"", (long long)onnx_attr_int(im, "axis", 0), red);
+    const char *in[3] = {x->name, idx, up->name};
+    return emit1(im, "scatter_elements", 3, in, out_name(im, 0), a);
+}
+
 /* Trilu: its diagonal k (an optional input) must be known at import. */
 static cg_status map_trilu(onnx_imp *im) {
     static const char *const known[] = {"upper", NULL};
@@ -1395,6 +1421,7 @@ static const struct {
     {"Relu", map_unary},
     {"Reshape", map_reshape},
     {"Round", map_unary},
+    {"ScatterElements", map_scatter_elements},
     {"Shape", map_fold_only},
     {"Sigmoid", map_unary},
     {"Sign", map_unary},

@@ -56,3 +56,72 @@ __kernel void gather_elements(__global const T *src, __global const long *idx, _
     dst[i] = ok ? src[off] : (T)0;
 }
 #endif
+
+/* copy_elems: dst[i] = src[i] (scatter_elements' copy of x). */
+#if CG_WANT(copy_elems)
+__kernel void copy_elems(__global const T *src, __global T *dst, long n) {
+    IDX i = (IDX)get_global_id(0);
+    if (i < (IDX)n) dst[i] = src[i];
+}
+#endif
+
+/* scatter_lines: one work-item per line of index along the axis (dims:
+ * index's with the axis as 1, innermost first; sti / stx: element strides
+ * of index / updates and of x). It walks the line's m indices in order and
+ * writes (SE_RED 0) or combines (1 add, 2 mul, 3 max, 4 min, in type TA;
+ * sums and products in TU, unsigned for integers so that they wrap) the
+ * update into dst at the addressed position. An index outside [-len,
+ * len) is skipped and recorded in the check words (input 1). */
+#ifndef SE_RED
+#define SE_RED 0
+#endif
+#ifndef TA
+#define TA uint
+#endif
+#ifndef TU
+#define TU uint
+#endif
+#if CG_WANT(scatter_lines)
+#define SL_STEP(c)                                                              \
+    if (nd > c) {                                                               \
+        IDX d = (IDX)dims.s##c, q = r / d, k = r - q * d;                       \
+        oi += k * (IDX)sti.s##c;                                                \
+        ox += k * (IDX)stx.s##c;                                                \
+        r = q;                                                                  \
+    }
+__kernel void scatter_lines(__global const long *idx, __global const T *up, __global T *dst, long lines, int nd,
+                            long8 dims, long8 sti, long8 stx, long m, long sia, long sxa, long len,
+                            __global int *check, int word) {
+    IDX l = (IDX)get_global_id(0);
+    if (l >= (IDX)lines) return;
+    IDX r = l, oi = 0, ox = 0;
+    SL_STEP(0) SL_STEP(1) SL_STEP(2) SL_STEP(3) SL_STEP(4) SL_STEP(5) SL_STEP(6) SL_STEP(7)
+    for (long j = 0; j < m; j++) {
+        const IDX pi = oi + (IDX)j * (IDX)sia;
+        long kk = idx[pi];
+        if (kk < -len || kk >= len) {
+            long v = kk > INT_MAX ? INT_MAX : kk < INT_MIN ? INT_MIN : kk;
+            cg_check_report(check, word, 1, (int)v, (long)pi, len > INT_MAX ? INT_MIN : (int)-len,
+                            len - 1 > INT_MAX ? INT_MAX : (int)(len - 1));
+            continue;
+        }
+        if (kk < 0) kk += len;
+        const IDX po = ox + (IDX)kk * (IDX)sxa;
+#if SE_RED == 0
+        dst[po] = up[pi];
+#else
+        __global TA *o = (__global TA *)dst;
+        const TA u = ((__global const TA *)up)[pi], c = o[po];
+#if SE_RED == 1
+        o[po] = (TA)((TU)c + (TU)u);
+#elif SE_RED == 2
+        o[po] = (TA)((TU)c * (TU)u);
+#elif SE_RED == 3
+        o[po] = c > u || c != c ? c : u;
+#else
+        o[po] = c < u || c != c ? c : u;
+#endif
+#endif
+    }
+}
+#endif

@@ -404,6 +404,50 @@ START_TEST(test_gather_elements) {
 }
 END_TEST
 
+/* scatter_elements against torch.Tensor.scatter's formula, applied in index
+ * order (so repeated positions: the last wins, or all are summed). */
+START_TEST(test_scatter_elements) {
+    static const struct {
+        shp x, ix;
+        int axis;
+    } sc[] = {{{1, {5}}, {1, {7}}, 0}, {{2, {3, 4}}, {2, {3, 6}}, 1}, {{2, {3, 4}}, {2, {5, 4}}, 0},
+              {{3, {2, 3, 5}}, {3, {1, 7, 2}}, 1}, {{2, {3, 4}}, {2, {0, 4}}, 0}};
+    for (size_t c = 0; c < sizeof sc / sizeof sc[0]; c++)
+        for (int add = 0; add < 2; add++) {
+            const int64_t len = sc[c].x.d[sc[c].axis];
+            th_tensor in[3] = {make(CG_I64, &sc[c].x, -1000, 1000), make(CG_I64, &sc[c].ix, -len, len - 1),
+                               make(CG_I64, &sc[c].ix, -1000, 1000)}, out;
+            th_attrs at;
+            th_attrs_init(&at, &cg_op_scatter_elements);
+            th_set_int(&at, &cg_op_scatter_elements, "axis", sc[c].axis);
+            if (add) th_set_string(&at, &cg_op_scatter_elements, "reduction", "add");
+            ck_assert_msg(th_run(&cg_op_scatter_elements, 3, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s",
+                          g_err);
+            const shp *is = &sc[c].ix, *xs = &sc[c].x;
+            int64_t *ref = malloc((size_t)(numel(xs) + 1) * sizeof *ref);
+            memcpy(ref, in[0].data, (size_t)numel(xs) * sizeof *ref);
+            for (int64_t i = 0; i < numel(is); i++) {
+                int64_t idx[CG_MAX_DIMS], f = i, off = 0;
+                for (int d = is->nd - 1; d >= 0; d--) idx[d] = f % is->d[d], f /= is->d[d];
+                const int64_t k = ((int64_t *)in[1].data)[i], u = ((int64_t *)in[2].data)[i];
+                idx[sc[c].axis] = k < 0 ? k + len : k;
+                for (int d = 0; d < xs->nd; d++) off = off * xs->d[d] + idx[d];
+                ref[off] = add ? ref[off] + u : u;
+            }
+            ck_assert_mem_eq(out.data, ref, (size_t)numel(xs) * sizeof *ref);
+            free(ref);
+            th_free_outputs(1, &out);
+            if (numel(is) > 0) { /* one index past the end: an error naming it */
+                ((int64_t *)in[1].data)[0] = -len - 1;
+                ck_assert_int_eq(th_run(&cg_op_scatter_elements, 3, in, &at, 1, &out, g_err, sizeof g_err), CG_OP_ERROR);
+                ck_assert_msg(strstr(g_err, "index"), "%s", g_err);
+                th_free_outputs(1, &out);
+            }
+            for (int k = 0; k < 3; k++) free(in[k].data);
+        }
+}
+END_TEST
+
 static void expect_fail(const cg_op_def *def, int n, th_tensor *in, const char *needle) {
     th_tensor out[1];
     ck_assert_int_eq(th_infer(def, n, in, NULL, 1, out, g_err, sizeof g_err), CG_OP_ERROR);
@@ -440,6 +484,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_trilu);
     tcase_add_test(tc, test_expand);
     tcase_add_test(tc, test_gather_elements);
+    tcase_add_test(tc, test_scatter_elements);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
     return s;
