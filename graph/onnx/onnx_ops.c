@@ -395,10 +395,20 @@ static cg_status map_reshape(onnx_imp *im) {
             return onnx_fail(im, CG_ERR_FORMAT, "the shape must be an int64 vector of at most %d", CG_MAX_DIMS);
         memcpy(t, sh->data, (size_t)n * 8);
     }
-    int allowzero = (int)onnx_attr_int(im, "allowzero", 0);
+    int allowzero = (int)onnx_attr_int(im, "allowzero", 0), zeros = 0, zero_at = -1, concrete = 1;
     for (int i = 0; i < n; i++) {
         if (t[i] < -1) return onnx_fail(im, CG_ERR_FORMAT, "shape entry %lld", (long long)t[i]);
-        if (t[i] == 0 && allowzero) return onnx_fail(im, CG_ERR_UNSUPPORTED, "allowzero with a 0 in the shape");
+        if (t[i] == 0) zeros++, zero_at = i;
+        if (t[i] < 0) concrete = 0;
+    }
+    if (allowzero && zeros) {
+        /* a literal 0: the data is empty; with one 0 and the rest sizes it
+         * is the dim clgraph infers (-1: 0 elements over the others') */
+        for (int i = 0; i < x->desc.ndim; i++)
+            if (x->desc.dims[i] < 0) concrete = 0;
+        if (!concrete || zeros != 1 || cg_shape_numel(x->desc.ndim, x->desc.dims) != 0)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "allowzero with a 0 in the shape (only one 0, of empty data)");
+        t[zero_at] = -1;
     }
     /* clgraph's reshape reads 0 and -1 as ONNX does */
     char a[300], l[256];
