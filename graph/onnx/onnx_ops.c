@@ -1271,6 +1271,140 @@ static cg_status map_scatter_elements(onnx_imp *im) {
     return emit1(im, "scatter_elements", 3, in, out_name(im, 0), a);
 }
 
+/* Emits `op` on two inputs into a fresh value (*out). */
+static cg_status emit_tmp2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs, const char **out) {
+    const char *in[2] = {a, b};
+    *out = NULL;
+    return onnx_emit(im, op, 2, in, 1, out, attrs);
+}
+
+/* RNN (the plain cell h' = tanh(W x + Wb + R h + Rb)): unrolled over the
+ * concrete sequence length, one linear (+ one for R h) and a tanh per step
+ * and direction; weights known at import, default activation, no clip, no
+ * sequence_lens. initial_h may be a run-time value; without it the first
+ * step has no R h term (R 0 = 0). */
+static cg_status map_rnn(onnx_imp *im) {
+    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip", NULL};
+    onnx_val *x, *h0 = onnx_in(im, 5);
+    const cg_tensor *w, *r, *b = NULL;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
+        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (W)", &w)) ||
+        (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &r)) ||
+        (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &b))))
+        return s;
+    if (onnx_in(im, 4)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN with sequence_lens");
+    if (!strings_are(im, "activations", "Tanh", "Tanh") || onnx_attr(im, "clip"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN with activations other than Tanh, or clip");
+    const int rev = strings_are(im, "direction", "reverse", NULL) && onnx_attr(im, "direction");
+    const int bidir = !rev && !strings_are(im, "direction", "forward", NULL);
+    if (bidir && !strings_are(im, "direction", "bidirectional", NULL))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN direction");
+    const int nd = bidir ? 2 : 1, layout = (int)onnx_attr_int(im, "layout", 0);
+    const int64_t h = onnx_attr_int(im, "hidden_size", 0);
+    if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 ||
+        (b && cg_tensor_dtype(b) != CG_F32))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN of other than f32 [S, B, I] data and weights");
+    const int64_t seq = x->desc.dims[layout ? 1 : 0], bsz = x->desc.dims[layout ? 0 : 1], in_sz = x->desc.dims[2];
+    if (seq < 1 || seq > 4096 || in_sz < 0)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN over a symbolic or empty sequence (unrolled: concrete S)");
+    if (h < 1 || cg_tensor_numel(w) != nd * h * in_sz || cg_tensor_numel(r) != nd * h * h ||
+        (b && cg_tensor_numel(b) != nd * 2 * h))
+        return onnx_fail(im, CG_ERR_FORMAT, "W, R or B does not match hidden_size %lld and the input", (long long)h);
+    const char *xs = x->name;
+    if (layout && (s = emit_tmp(im, "transpose", xs, "perm: [1, 0, 2]", &xs))) return s;
+    const char **hs = calloc((size_t)(seq * nd), sizeof *hs);
+    if (!hs) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    const char *last[2] = {NULL, NULL};
+    char a[160];
+    int64_t wd[2] = {h, in_sz}, rd[2] = {h, h};
+    for (int d = 0; d < nd && !s; d++) {
+        const char *wn, *rn, *bn, *hcur = NULL;
+        float *bias = calloc((size_t)h, sizeof *bias);
+        if (!bias) {
+            s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        for (int64_t k = 0; b && k < h; k++)
+            bias[k] = ((const float *)cg_tensor_data_const(b))[d * 2 * h + k] +
+                      ((const float *)cg_tensor_data_const(b))[d * 2 * h + h + k];
+        s = const_of(im, CG_F32, 2, wd, (const float *)cg_tensor_data_const(w) + d * h * in_sz, &wn);
+        if (!s) s = const_of(im, CG_F32, 2, rd, (const float *)cg_tensor_data_const(r) + d * h * h, &rn);
+        if (!s) s = const_of(im, CG_F32, 1, &h, bias, &bn);
+        free(bias);
+        if (!s && h0) { /* initial_h [D, B, H]: direction d as [B, H] */
+            const char *t0;
+            snprintf(a, sizeof a, "axis: 0, start: %d, end: %d", d, d + 1);
+            int64_t d2[2] = {bsz, h};
+            if (!(s = emit_tmp(im, "slice", h0->name, a, &t0))) s = emit_reshape_to(im, onnx_val_get(im, t0), 2, d2, &hcur);
+        }
+        for (int64_t i = 0; i < seq && !s; i++) {
+            const int64_t t = (rev || d == 1) ? seq - 1 - i : i;
+            const char *xt, *xt2 = NULL, *pre, *sum;
+            int64_t d2[2] = {bsz, in_sz};
+            snprintf(a, sizeof a, "axis: 0, start: %lld, end: %lld", (long long)t, (long long)t + 1);
+            if ((s = emit_tmp(im, "slice", xs, a, &xt)) || (s = emit_reshape_to(im, onnx_val_get(im, xt), 2, d2, &xt2)))
+                break;
+            const char *lin[3] = {xt2, wn, bn}, *lo[1] = {NULL};
+            if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) break;
+            pre = lo[0];
+            if (hcur) {
+                const char *rh;
+                if ((s = emit_tmp2(im, "linear", hcur, rn, NULL, &rh)) || (s = emit_tmp2(im, "add", pre, rh, NULL, &sum)))
+                    break;
+                pre = sum;
+            }
+            if ((s = emit_tmp(im, "tanh", pre, NULL, &hcur))) break;
+            hs[t * nd + d] = hcur;
+        }
+        last[d] = hcur;
+    }
+    /* Y [S, D, B, H]: each h as [1, 1, B, H], concatenated over D then S */
+    const char *yname = out_name(im, 0), *yh = out_name(im, 1);
+    if (!s && yname) {
+        const char **rows = calloc((size_t)seq, sizeof *rows);
+        if (!rows) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        int64_t d4[4] = {1, 1, bsz, h};
+        for (int64_t t = 0; t < seq && !s; t++) {
+            const char *parts[2];
+            for (int d = 0; d < nd && !s; d++) {
+                parts[d] = NULL;
+                s = emit_reshape_to(im, onnx_val_get(im, hs[t * nd + d]), 4, d4, &parts[d]);
+            }
+            if (!s && nd == 2) {
+                const char *o[1] = {NULL};
+                s = onnx_emit(im, "concat", 2, parts, 1, o, "axis: 1");
+                parts[0] = o[0];
+            }
+            rows[t] = parts[0];
+        }
+        const char *o[1] = {layout ? NULL : yname};
+        if (!s) s = onnx_emit(im, "concat", (int)seq, rows, 1, o, "axis: 0");
+        if (!s && layout) {
+            const char *tin[1] = {o[0]};
+            s = emit1(im, "transpose", 1, tin, yname, "perm: [2, 0, 1, 3]");
+        }
+        free(rows);
+    }
+    /* Y_h [D, B, H] (layout 1: [B, D, H]) */
+    if (!s && yh) {
+        const char *parts[2];
+        int64_t d3[3] = {1, bsz, h};
+        for (int d = 0; d < nd && !s; d++) {
+            parts[d] = NULL;
+            s = emit_reshape_to(im, onnx_val_get(im, last[d]), 3, d3, &parts[d]);
+        }
+        const char *o[1] = {layout ? NULL : yh};
+        if (!s) s = onnx_emit(im, "concat", nd, parts, 1, o, "axis: 0");
+        if (!s && layout) {
+            const char *tin[1] = {o[0]};
+            s = emit1(im, "transpose", 1, tin, yh, "perm: [1, 0, 2]");
+        }
+    }
+    free(hs);
+    return s;
+}
+
 /* Trilu: its diagonal k (an optional input) must be known at import. */
 static cg_status map_trilu(onnx_imp *im) {
     static const char *const known[] = {"upper", NULL};
@@ -1430,6 +1564,7 @@ static const struct {
     {"ReduceSumSquare", map_reduce},
     {"Relu", map_unary},
     {"Reshape", map_reshape},
+    {"RNN", map_rnn},
     {"Round", map_unary},
     {"ScatterElements", map_scatter_elements},
     {"Shape", map_fold_only},

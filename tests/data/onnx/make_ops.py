@@ -74,15 +74,16 @@ save("mask_where", [helper.make_node("Less", ["a", "b"], ["lt"], name="lt"),
      [("gt", ~(lt | eq)), ("mx", np.where(~(lt | eq), a, b)),
       ("q", np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(np.int64))])
 
-# PyTorch's nn.GRU and nn.LSTM as torch.onnx.export writes them (GRU with
-# linear_before_reset 1), bidirectional, expected values from PyTorch
+# PyTorch's nn.GRU, nn.LSTM and nn.RNN as torch.onnx.export writes them
+# (GRU with linear_before_reset 1), bidirectional, expected values from
+# PyTorch
 try:
     import torch
 except ImportError:
     torch = None
 if torch is not None:
     torch.manual_seed(18)
-    for kind in ("GRU", "LSTM"):
+    for kind in ("GRU", "LSTM", "RNN"):
         net = getattr(torch.nn, kind)(5, 4, batch_first=True, bidirectional=True).eval()
         xs = torch.randn(3, 6, 5)
         with torch.no_grad():
