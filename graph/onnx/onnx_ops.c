@@ -1139,6 +1139,8 @@ static cg_status torch_gates(onnx_imp *im, const float *src, int ng, const int *
     return s;
 }
 
+static cg_status map_unrolled(onnx_imp *im);
+
 /* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
  * first) with the weights reordered at import (they must be known), for
  * forward and bidirectional layers with ONNX's default activations, no
@@ -1167,8 +1169,17 @@ static cg_status map_rnn_layer(onnx_imp *im) {
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward or bidirectional", op);
     if (!strings_are(im, "activations", "Sigmoid", "Tanh") || onnx_attr(im, "clip") || onnx_attr_int(im, "input_forget", 0))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
-    if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "GRU with linear_before_reset 0 (only PyTorch's cell, 1, yet)");
+    if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1) return map_unrolled(im);
+    /* a GRU from an initial state not known to be zeros: unrolled (clgraph's
+     * gru starts at 0) */
+    onnx_val *ih = onnx_in(im, 5);
+    int ih_zero = !ih || ih->zeros;
+    if (ih && !ih_zero && ih->konst && cg_tensor_dtype(ih->konst) == CG_F32) {
+        ih_zero = 1;
+        for (int64_t k = 0; k < cg_tensor_numel(ih->konst) && ih_zero; k++)
+            ih_zero = ((const float *)cg_tensor_data_const(ih->konst))[k] == 0;
+    }
+    if (!lstm && !ih_zero) return map_unrolled(im);
     for (int i = 5; i < (lstm ? 8 : 6); i++) {
         onnx_val *v = onnx_in(im, i);
         if (!v || v->zeros) continue;
@@ -1278,13 +1289,60 @@ static cg_status emit_tmp2(onnx_imp *im, const char *op, const char *a, const ch
     return onnx_emit(im, op, 2, in, 1, out, attrs);
 }
 
-/* RNN (the plain cell h' = tanh(W x + Wb + R h + Rb)): unrolled over the
- * concrete sequence length, one linear (+ one for R h) and a tanh per step
- * and direction; weights known at import, default activation, no clip, no
- * sequence_lens. initial_h may be a run-time value; without it the first
- * step has no R h term (R 0 = 0). */
-static cg_status map_rnn(onnx_imp *im) {
-    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip", NULL};
+/* One unrolled step of direction d (gate constants wn/rn/bn, ng of them):
+ * the new h from x_t [B, I] and h (NULL: zeros, so every R h term is
+ * dropped). RNN: tanh(W x + b + R h). GRU (gates z, r, n; bn holds Wb +
+ * Rb): z = sigmoid(Wz x + bz + Rz h), r likewise, n = tanh(Wn x + bn +
+ * Rn (r h)) (linear_before_reset 0) or tanh(Wn x + Wbn + r (Rn h + Rbn))
+ * (1: then rbn holds Rbn and bn only Wbn), h' = n + z (h - n). */
+static cg_status unrolled_step(onnx_imp *im, int gru, int lbr, const char *const *wn, const char *const *rn,
+                               const char *const *bn, const char *rbn, const char *xt, const char *hp,
+                               const char **out) {
+    cg_status s;
+    const char *g[3], *t1, *t2;
+    for (int k = 0; k < (gru ? 3 : 1); k++) {
+        const char *lin[3] = {xt, wn[k], bn[k]}, *lo[1] = {NULL};
+        if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) return s;
+        g[k] = lo[0];
+        if (hp && (k < 2 || !gru)) {
+            if ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k])))
+                return s;
+        }
+        if (gru && k < 2 && (s = emit_tmp(im, "sigmoid", g[k], NULL, &g[k]))) return s;
+    }
+    if (!gru) return emit_tmp(im, "tanh", g[0], NULL, out);
+    if (hp) { /* the n gate's h term */
+        if (lbr) {
+            const char *lin[3] = {hp, rn[2], rbn}, *lo[1] = {NULL};
+            if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL)) || (s = emit_tmp2(im, "mul", g[1], lo[0], NULL, &t1)))
+                return s;
+        } else if ((s = emit_tmp2(im, "mul", g[1], hp, NULL, &t2)) || (s = emit_tmp2(im, "linear", t2, rn[2], NULL, &t1))) {
+            return s;
+        }
+        if ((s = emit_tmp2(im, "add", g[2], t1, NULL, &g[2]))) return s;
+    } else if (lbr) { /* r (R 0 + Rbn) = r Rbn */
+        if ((s = emit_tmp2(im, "mul", g[1], rbn, NULL, &t1)) || (s = emit_tmp2(im, "add", g[2], t1, NULL, &g[2]))) return s;
+    }
+    const char *n;
+    if ((s = emit_tmp(im, "tanh", g[2], NULL, &n))) return s;
+    if (hp) { /* n + z (h - n) */
+        if ((s = emit_tmp2(im, "sub", hp, n, NULL, &t1)) || (s = emit_tmp2(im, "mul", g[0], t1, NULL, &t2))) return s;
+        return emit_tmp2(im, "add", n, t2, NULL, out);
+    }
+    if ((s = emit_tmp2(im, "mul", g[0], n, NULL, &t1))) return s; /* n - z n */
+    return emit_tmp2(im, "sub", n, t1, NULL, out);
+}
+
+/* RNN (the plain cell) and GRU that clgraph's gru does not take
+ * (linear_before_reset 0, ONNX's default; or a run-time initial_h):
+ * unrolled over the concrete sequence length, per step and direction a
+ * slice and unrolled_step; weights known at import, default activations,
+ * no clip, no sequence_lens; initial_h may be a run-time value. */
+static cg_status map_unrolled(onnx_imp *im) {
+    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip",
+                                        "linear_before_reset", NULL};
+    const int gru = !strcmp(im->node->op_type, "GRU"), ng = gru ? 3 : 1;
+    const char *op = im->node->op_type;
     onnx_val *x, *h0 = onnx_in(im, 5);
     const cg_tensor *w, *r, *b = NULL;
     cg_status s;
@@ -1293,45 +1351,54 @@ static cg_status map_rnn(onnx_imp *im) {
         (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &r)) ||
         (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &b))))
         return s;
-    if (onnx_in(im, 4)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN with sequence_lens");
-    if (!strings_are(im, "activations", "Tanh", "Tanh") || onnx_attr(im, "clip"))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN with activations other than Tanh, or clip");
+    if (onnx_in(im, 4)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with sequence_lens and linear_before_reset 0", op);
+    if (!strings_are(im, "activations", gru ? "Sigmoid" : "Tanh", "Tanh") || onnx_attr(im, "clip"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, or clip", op);
     const int rev = strings_are(im, "direction", "reverse", NULL) && onnx_attr(im, "direction");
     const int bidir = !rev && !strings_are(im, "direction", "forward", NULL);
     if (bidir && !strings_are(im, "direction", "bidirectional", NULL))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN direction");
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction", op);
     const int nd = bidir ? 2 : 1, layout = (int)onnx_attr_int(im, "layout", 0);
+    const int lbr = gru && onnx_attr_int(im, "linear_before_reset", 0) != 0;
     const int64_t h = onnx_attr_int(im, "hidden_size", 0);
     if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 ||
         (b && cg_tensor_dtype(b) != CG_F32))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN of other than f32 [S, B, I] data and weights");
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of other than f32 [S, B, I] data and weights", op);
     const int64_t seq = x->desc.dims[layout ? 1 : 0], bsz = x->desc.dims[layout ? 0 : 1], in_sz = x->desc.dims[2];
     if (seq < 1 || seq > 4096 || in_sz < 0)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "RNN over a symbolic or empty sequence (unrolled: concrete S)");
-    if (h < 1 || cg_tensor_numel(w) != nd * h * in_sz || cg_tensor_numel(r) != nd * h * h ||
-        (b && cg_tensor_numel(b) != nd * 2 * h))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s over a symbolic or empty sequence (unrolled: concrete S)", op);
+    if (h < 1 || cg_tensor_numel(w) != nd * ng * h * in_sz || cg_tensor_numel(r) != nd * ng * h * h ||
+        (b && cg_tensor_numel(b) != nd * 2 * ng * h))
         return onnx_fail(im, CG_ERR_FORMAT, "W, R or B does not match hidden_size %lld and the input", (long long)h);
     const char *xs = x->name;
     if (layout && (s = emit_tmp(im, "transpose", xs, "perm: [1, 0, 2]", &xs))) return s;
     const char **hs = calloc((size_t)(seq * nd), sizeof *hs);
-    if (!hs) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    float *bias = calloc((size_t)(2 * h), sizeof *bias);
+    if (!hs || !bias) {
+        free(hs);
+        free(bias);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
     const char *last[2] = {NULL, NULL};
     char a[160];
     int64_t wd[2] = {h, in_sz}, rd[2] = {h, h};
+    const float *wf = cg_tensor_data_const(w), *rf = cg_tensor_data_const(r), *bf = b ? cg_tensor_data_const(b) : NULL;
     for (int d = 0; d < nd && !s; d++) {
-        const char *wn, *rn, *bn, *hcur = NULL;
-        float *bias = calloc((size_t)h, sizeof *bias);
-        if (!bias) {
-            s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-            break;
+        const char *wn[3], *rn[3], *bn[3], *rbn = NULL, *hcur = NULL;
+        for (int k = 0; k < ng && !s; k++) {
+            /* the bias of gate k: Wb + Rb, but for a GRU's n gate with
+             * linear_before_reset only Wb (Rbn goes inside r ( )) */
+            const int split = lbr && k == 2;
+            for (int64_t j = 0; j < h; j++) {
+                const float wb = bf ? bf[d * 2 * ng * h + k * h + j] : 0, rb = bf ? bf[d * 2 * ng * h + ng * h + k * h + j] : 0;
+                bias[j] = split ? wb : wb + rb;
+                bias[h + j] = rb;
+            }
+            s = const_of(im, CG_F32, 2, wd, wf + (d * ng + k) * h * in_sz, &wn[k]);
+            if (!s) s = const_of(im, CG_F32, 2, rd, rf + (d * ng + k) * h * h, &rn[k]);
+            if (!s) s = const_of(im, CG_F32, 1, &h, bias, &bn[k]);
+            if (!s && split) s = const_of(im, CG_F32, 1, &h, bias + h, &rbn);
         }
-        for (int64_t k = 0; b && k < h; k++)
-            bias[k] = ((const float *)cg_tensor_data_const(b))[d * 2 * h + k] +
-                      ((const float *)cg_tensor_data_const(b))[d * 2 * h + h + k];
-        s = const_of(im, CG_F32, 2, wd, (const float *)cg_tensor_data_const(w) + d * h * in_sz, &wn);
-        if (!s) s = const_of(im, CG_F32, 2, rd, (const float *)cg_tensor_data_const(r) + d * h * h, &rn);
-        if (!s) s = const_of(im, CG_F32, 1, &h, bias, &bn);
-        free(bias);
         if (!s && h0) { /* initial_h [D, B, H]: direction d as [B, H] */
             const char *t0;
             snprintf(a, sizeof a, "axis: 0, start: %d, end: %d", d, d + 1);
@@ -1340,25 +1407,17 @@ static cg_status map_rnn(onnx_imp *im) {
         }
         for (int64_t i = 0; i < seq && !s; i++) {
             const int64_t t = (rev || d == 1) ? seq - 1 - i : i;
-            const char *xt, *xt2 = NULL, *pre, *sum;
+            const char *xt, *xt2 = NULL;
             int64_t d2[2] = {bsz, in_sz};
             snprintf(a, sizeof a, "axis: 0, start: %lld, end: %lld", (long long)t, (long long)t + 1);
-            if ((s = emit_tmp(im, "slice", xs, a, &xt)) || (s = emit_reshape_to(im, onnx_val_get(im, xt), 2, d2, &xt2)))
+            if ((s = emit_tmp(im, "slice", xs, a, &xt)) || (s = emit_reshape_to(im, onnx_val_get(im, xt), 2, d2, &xt2)) ||
+                (s = unrolled_step(im, gru, lbr, wn, rn, bn, rbn, xt2, hcur, &hcur)))
                 break;
-            const char *lin[3] = {xt2, wn, bn}, *lo[1] = {NULL};
-            if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) break;
-            pre = lo[0];
-            if (hcur) {
-                const char *rh;
-                if ((s = emit_tmp2(im, "linear", hcur, rn, NULL, &rh)) || (s = emit_tmp2(im, "add", pre, rh, NULL, &sum)))
-                    break;
-                pre = sum;
-            }
-            if ((s = emit_tmp(im, "tanh", pre, NULL, &hcur))) break;
             hs[t * nd + d] = hcur;
         }
         last[d] = hcur;
     }
+    free(bias);
     /* Y [S, D, B, H]: each h as [1, 1, B, H], concatenated over D then S */
     const char *yname = out_name(im, 0), *yh = out_name(im, 1);
     if (!s && yname) {
@@ -1564,7 +1623,7 @@ static const struct {
     {"ReduceSumSquare", map_reduce},
     {"Relu", map_unary},
     {"Reshape", map_reshape},
-    {"RNN", map_rnn},
+    {"RNN", map_unrolled},
     {"Round", map_unary},
     {"ScatterElements", map_scatter_elements},
     {"Shape", map_fold_only},

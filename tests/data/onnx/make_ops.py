@@ -120,3 +120,19 @@ g = helper.make_graph([helper.make_node("Reshape", ["data", "shape"], ["y"], nam
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 onnx.checker.check_model(m)
 onnx.save(m, "fixed_and_data.onnx")
+
+# nn.GRU from a given initial state (an input of the graph): the importer
+# unrolls it (clgraph's gru starts from zeros); linear_before_reset 1
+if torch is not None:
+    net = torch.nn.GRU(5, 4).eval()
+    xs, h0 = torch.randn(6, 3, 5), torch.randn(1, 3, 4)
+    with torch.no_grad():
+        y, hn = net(xs, h0)
+    d = os.path.join("ops", "torch_gru_h0")
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    torch.onnx.export(net, (xs, h0), os.path.join(d, "model.onnx"), input_names=["x", "h0"],
+                      output_names=["y", "h_n"], opset_version=13, dynamo=False)
+    for kind, lst in (("input", [("x", xs), ("h0", h0)]), ("output", [("y", y), ("h_n", hn)])):
+        for k, (n, a) in enumerate(lst):
+            with open(os.path.join(d, "test_data_set_0", f"{kind}_{k}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(np.ascontiguousarray(a.numpy()), n).SerializeToString())
