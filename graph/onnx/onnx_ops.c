@@ -1141,6 +1141,13 @@ static cg_status torch_gates(onnx_imp *im, const float *src, int ng, const int *
 
 static cg_status map_unrolled(onnx_imp *im);
 
+/* Whether an f32 tensor has a non-zero element. */
+static int any_nonzero_f32(const cg_tensor *t) {
+    for (int64_t k = 0; k < cg_tensor_numel(t); k++)
+        if (((const float *)cg_tensor_data_const(t))[k] != 0) return 1;
+    return 0;
+}
+
 /* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
  * first) with the weights reordered at import (they must be known), for
  * forward and bidirectional layers with ONNX's default activations, no
@@ -1180,6 +1187,19 @@ static cg_status map_rnn_layer(onnx_imp *im) {
             ih_zero = ((const float *)cg_tensor_data_const(ih->konst))[k] == 0;
     }
     if (!lstm && !ih_zero) return map_unrolled(im);
+    if (lstm) { /* peepholes or initial states not known to be zeros: unrolled */
+        for (int i = 5; i < 8; i++) {
+            onnx_val *v = onnx_in(im, i);
+            int zero = !v || v->zeros;
+            if (v && !zero && v->konst && cg_tensor_dtype(v->konst) == CG_F32) {
+                zero = 1;
+                for (int64_t k = 0; k < cg_tensor_numel(v->konst) && zero; k++)
+                    zero = ((const float *)cg_tensor_data_const(v->konst))[k] == 0;
+            }
+            if (!zero && !(i == 7 && v->given && cg_tensor_dtype(v->given) == CG_F32 && !any_nonzero_f32(v->given)))
+                return map_unrolled(im);
+        }
+    }
     for (int i = 5; i < (lstm ? 8 : 6); i++) {
         onnx_val *v = onnx_in(im, i);
         if (!v || v->zeros) continue;
@@ -1333,17 +1353,54 @@ static cg_status unrolled_step(onnx_imp *im, int gru, int lbr, const char *const
     return emit_tmp2(im, "sub", n, t1, NULL, out);
 }
 
-/* RNN (the plain cell) and GRU that clgraph's gru does not take
- * (linear_before_reset 0, ONNX's default; or a run-time initial_h):
- * unrolled over the concrete sequence length, per step and direction a
- * slice and unrolled_step; weights known at import, default activations,
- * no clip, no sequence_lens; initial_h may be a run-time value. */
+/* One unrolled LSTM step (ONNX's gate order i, o, f, c in wn/rn/bn; pn:
+ * the peepholes i, o, f or NULL): from x_t, h and c (NULL: zeros, their
+ * terms dropped), C = f c + i tanh(a_c), H = o tanh(C), with i, f seeing c
+ * and o seeing C through the peepholes. */
+static cg_status lstm_step(onnx_imp *im, const char *const *wn, const char *const *rn, const char *const *bn,
+                           const char *const *pn, const char *xt, const char *hp, const char *cp, const char **h_out,
+                           const char **c_out) {
+    cg_status s;
+    const char *g[4], *t1, *t2;
+    for (int k = 0; k < 4; k++) {
+        const char *lin[3] = {xt, wn[k], bn[k]}, *lo[1] = {NULL};
+        if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) return s;
+        g[k] = lo[0];
+        if (hp && ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
+            return s;
+    }
+    static const int peep[2] = {0, 2}; /* i and f see the old c: P's rows 0 and 2 */
+    for (int j = 0; j < 2; j++) {
+        const int k = peep[j];
+        if (pn && cp && ((s = emit_tmp2(im, "mul", pn[k], cp, NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
+            return s;
+        if ((s = emit_tmp(im, "sigmoid", g[k], NULL, &g[k]))) return s;
+    }
+    if ((s = emit_tmp(im, "tanh", g[3], NULL, &g[3])) || (s = emit_tmp2(im, "mul", g[0], g[3], NULL, c_out))) return s;
+    if (cp && ((s = emit_tmp2(im, "mul", g[2], cp, NULL, &t1)) || (s = emit_tmp2(im, "add", t1, *c_out, NULL, c_out))))
+        return s;
+    if (pn && ((s = emit_tmp2(im, "mul", pn[1], *c_out, NULL, &t1)) || (s = emit_tmp2(im, "add", g[1], t1, NULL, &g[1]))))
+        return s;
+    if ((s = emit_tmp(im, "sigmoid", g[1], NULL, &g[1])) || (s = emit_tmp(im, "tanh", *c_out, NULL, &t2))) return s;
+    return emit_tmp2(im, "mul", g[1], t2, NULL, h_out);
+}
+
+/* RNN (the plain cell), GRU that clgraph's gru does not take
+ * (linear_before_reset 0, ONNX's default; or a non-zero initial_h) and
+ * LSTM with peepholes or non-zero initial states: unrolled over the
+ * concrete sequence length, per step and direction a slice and the cell
+ * (unrolled_step, lstm_step); weights known at import, default
+ * activations, no clip; initial states may be run-time values;
+ * sequence_lens (forward only) masks each step: rows past their length
+ * keep their state and give zeros in Y. */
 static cg_status map_unrolled(onnx_imp *im) {
     static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip",
-                                        "linear_before_reset", NULL};
-    const int gru = !strcmp(im->node->op_type, "GRU"), ng = gru ? 3 : 1;
+                                        "linear_before_reset", "input_forget", NULL};
+    const int gru = !strcmp(im->node->op_type, "GRU"), lstm = !strcmp(im->node->op_type, "LSTM");
+    const int ng = gru ? 3 : lstm ? 4 : 1;
     const char *op = im->node->op_type;
-    onnx_val *x, *h0 = onnx_in(im, 5);
+    onnx_val *x, *h0 = onnx_in(im, 5), *c0 = lstm ? onnx_in(im, 6) : NULL, *lens = onnx_in(im, 4);
+    const cg_tensor *pt = NULL;
     const cg_tensor *w, *r, *b = NULL;
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
@@ -1351,15 +1408,19 @@ static cg_status map_unrolled(onnx_imp *im) {
         (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &r)) ||
         (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &b))))
         return s;
-    if (onnx_in(im, 4)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with sequence_lens and linear_before_reset 0", op);
-    if (!strings_are(im, "activations", gru ? "Sigmoid" : "Tanh", "Tanh") || onnx_attr(im, "clip"))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, or clip", op);
+    if (lstm && onnx_in(im, 7) && (s = onnx_need_const(im, onnx_in(im, 7), "input 7 (P)", &pt))) return s;
+    if (!strings_are(im, "activations", gru || lstm ? "Sigmoid" : "Tanh", "Tanh") || onnx_attr(im, "clip") ||
+        onnx_attr_int(im, "input_forget", 0))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
     const int rev = strings_are(im, "direction", "reverse", NULL) && onnx_attr(im, "direction");
     const int bidir = !rev && !strings_are(im, "direction", "forward", NULL);
     if (bidir && !strings_are(im, "direction", "bidirectional", NULL))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction", op);
     const int nd = bidir ? 2 : 1, layout = (int)onnx_attr_int(im, "layout", 0);
     const int lbr = gru && onnx_attr_int(im, "linear_before_reset", 0) != 0;
+    if (lens && (rev || bidir)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s unrolled with sequence_lens, not forward", op);
+    if (lens && lens->desc.dtype != CG_I32 && lens->desc.dtype != CG_I64)
+        return onnx_fail(im, CG_ERR_FORMAT, "sequence_lens must be int32");
     const int64_t h = onnx_attr_int(im, "hidden_size", 0);
     if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 ||
         (b && cg_tensor_dtype(b) != CG_F32))
@@ -1368,10 +1429,13 @@ static cg_status map_unrolled(onnx_imp *im) {
     if (seq < 1 || seq > 4096 || in_sz < 0)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s over a symbolic or empty sequence (unrolled: concrete S)", op);
     if (h < 1 || cg_tensor_numel(w) != nd * ng * h * in_sz || cg_tensor_numel(r) != nd * ng * h * h ||
-        (b && cg_tensor_numel(b) != nd * 2 * ng * h))
-        return onnx_fail(im, CG_ERR_FORMAT, "W, R or B does not match hidden_size %lld and the input", (long long)h);
-    const char *xs = x->name;
+        (b && cg_tensor_numel(b) != nd * 2 * ng * h) ||
+        (pt && (cg_tensor_dtype(pt) != CG_F32 || cg_tensor_numel(pt) != nd * 3 * h)))
+        return onnx_fail(im, CG_ERR_FORMAT, "W, R, B or P does not match hidden_size %lld and the input", (long long)h);
+    const char *xs = x->name, *zero = NULL;
     if (layout && (s = emit_tmp(im, "transpose", xs, "perm: [1, 0, 2]", &xs))) return s;
+    const float fz = 0;
+    if (lens && (s = const_of(im, CG_F32, 0, NULL, &fz, &zero))) return s;
     const char **hs = calloc((size_t)(seq * nd), sizeof *hs);
     float *bias = calloc((size_t)(2 * h), sizeof *bias);
     if (!hs || !bias) {
@@ -1379,12 +1443,14 @@ static cg_status map_unrolled(onnx_imp *im) {
         free(bias);
         return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
-    const char *last[2] = {NULL, NULL};
+    const char *last[2] = {NULL, NULL}, *lastc[2] = {NULL, NULL};
     char a[160];
     int64_t wd[2] = {h, in_sz}, rd[2] = {h, h};
     const float *wf = cg_tensor_data_const(w), *rf = cg_tensor_data_const(r), *bf = b ? cg_tensor_data_const(b) : NULL;
     for (int d = 0; d < nd && !s; d++) {
-        const char *wn[3], *rn[3], *bn[3], *rbn = NULL, *hcur = NULL;
+        const char *wn[4], *rn[4], *bn[4], *pn[3], *rbn = NULL, *hcur = NULL, *ccur = NULL;
+        for (int k = 0; pt && k < 3 && !s; k++)
+            s = const_of(im, CG_F32, 1, &h, (const float *)cg_tensor_data_const(pt) + (d * 3 + k) * h, &pn[k]);
         for (int k = 0; k < ng && !s; k++) {
             /* the bias of gate k: Wb + Rb, but for a GRU's n gate with
              * linear_before_reset only Wb (Rbn goes inside r ( )) */
@@ -1399,27 +1465,60 @@ static cg_status map_unrolled(onnx_imp *im) {
             if (!s) s = const_of(im, CG_F32, 1, &h, bias, &bn[k]);
             if (!s && split) s = const_of(im, CG_F32, 1, &h, bias + h, &rbn);
         }
-        if (!s && h0) { /* initial_h [D, B, H]: direction d as [B, H] */
+        onnx_val *init[2] = {h0, c0};
+        const char **state[2] = {&hcur, &ccur};
+        for (int k = 0; k < 2 && !s; k++) { /* initial_h / initial_c [D, B, H]: direction d as [B, H] */
+            if (!init[k]) continue;
             const char *t0;
             snprintf(a, sizeof a, "axis: 0, start: %d, end: %d", d, d + 1);
             int64_t d2[2] = {bsz, h};
-            if (!(s = emit_tmp(im, "slice", h0->name, a, &t0))) s = emit_reshape_to(im, onnx_val_get(im, t0), 2, d2, &hcur);
+            if (!(s = emit_tmp(im, "slice", init[k]->name, a, &t0)))
+                s = emit_reshape_to(im, onnx_val_get(im, t0), 2, d2, state[k]);
         }
         for (int64_t i = 0; i < seq && !s; i++) {
             const int64_t t = (rev || d == 1) ? seq - 1 - i : i;
             const char *xt, *xt2 = NULL;
             int64_t d2[2] = {bsz, in_sz};
             snprintf(a, sizeof a, "axis: 0, start: %lld, end: %lld", (long long)t, (long long)t + 1);
-            if ((s = emit_tmp(im, "slice", xs, a, &xt)) || (s = emit_reshape_to(im, onnx_val_get(im, xt), 2, d2, &xt2)) ||
-                (s = unrolled_step(im, gru, lbr, wn, rn, bn, rbn, xt2, hcur, &hcur)))
+            if ((s = emit_tmp(im, "slice", xs, a, &xt)) || (s = emit_reshape_to(im, onnx_val_get(im, xt), 2, d2, &xt2)))
                 break;
-            hs[t * nd + d] = hcur;
+            const char *hn = NULL, *cn = NULL;
+            s = lstm ? lstm_step(im, wn, rn, bn, pt ? pn : NULL, xt2, hcur, ccur, &hn, &cn)
+                     : unrolled_step(im, gru, lbr, wn, rn, bn, rbn, xt2, hcur, &hn);
+            if (s) break;
+            if (lens) { /* rows with t >= length keep their state; Y gets 0 there */
+                const char *tc, *m, *m2 = NULL, *yt;
+                const int64_t t64 = t;
+                const int32_t t32 = (int32_t)t;
+                int64_t d2m[2] = {bsz, 1};
+                if ((s = const_of(im, (cg_dtype)lens->desc.dtype, 0, NULL, lens->desc.dtype == CG_I64 ? (const void *)&t64 : &t32,
+                                  &tc)) ||
+                    (s = emit_tmp2(im, "less", tc, lens->name, NULL, &m)) ||
+                    (s = emit_reshape_to(im, onnx_val_get(im, m), 2, d2m, &m2)))
+                    break;
+                const char *w1[3] = {m2, hn, zero}, *o1[1] = {NULL};
+                if ((s = onnx_emit(im, "where", 3, w1, 1, o1, NULL))) break;
+                yt = o1[0];
+                const char *w2[3] = {m2, hn, hcur ? hcur : zero}, *o2[1] = {NULL};
+                if ((s = onnx_emit(im, "where", 3, w2, 1, o2, NULL))) break;
+                hn = o2[0];
+                if (lstm) {
+                    const char *w3[3] = {m2, cn, ccur ? ccur : zero}, *o3[1] = {NULL};
+                    if ((s = onnx_emit(im, "where", 3, w3, 1, o3, NULL))) break;
+                    cn = o3[0];
+                }
+                hs[t * nd + d] = yt;
+            } else {
+                hs[t * nd + d] = hn;
+            }
+            hcur = hn, ccur = cn;
         }
         last[d] = hcur;
+        lastc[d] = ccur;
     }
     free(bias);
     /* Y [S, D, B, H]: each h as [1, 1, B, H], concatenated over D then S */
-    const char *yname = out_name(im, 0), *yh = out_name(im, 1);
+    const char *yname = out_name(im, 0);
     if (!s && yname) {
         const char **rows = calloc((size_t)seq, sizeof *rows);
         if (!rows) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -1445,19 +1544,20 @@ static cg_status map_unrolled(onnx_imp *im) {
         }
         free(rows);
     }
-    /* Y_h [D, B, H] (layout 1: [B, D, H]) */
-    if (!s && yh) {
-        const char *parts[2];
+    /* Y_h and Y_c [D, B, H] (layout 1: [B, D, H]) */
+    for (int o = 1; o <= (lstm ? 2 : 1) && !s; o++) {
+        const char *name = out_name(im, o), *parts[2];
+        if (!name) continue;
         int64_t d3[3] = {1, bsz, h};
         for (int d = 0; d < nd && !s; d++) {
             parts[d] = NULL;
-            s = emit_reshape_to(im, onnx_val_get(im, last[d]), 3, d3, &parts[d]);
+            s = emit_reshape_to(im, onnx_val_get(im, o == 1 ? last[d] : lastc[d]), 3, d3, &parts[d]);
         }
-        const char *o[1] = {layout ? NULL : yh};
-        if (!s) s = onnx_emit(im, "concat", nd, parts, 1, o, "axis: 0");
+        const char *oo[1] = {layout ? NULL : name};
+        if (!s) s = onnx_emit(im, "concat", nd, parts, 1, oo, "axis: 0");
         if (!s && layout) {
-            const char *tin[1] = {o[0]};
-            s = emit1(im, "transpose", 1, tin, yh, "perm: [1, 0, 2]");
+            const char *tin[1] = {oo[0]};
+            s = emit1(im, "transpose", 1, tin, name, "perm: [1, 0, 2]");
         }
     }
     free(hs);

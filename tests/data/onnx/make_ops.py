@@ -136,3 +136,31 @@ if torch is not None:
         for k, (n, a) in enumerate(lst):
             with open(os.path.join(d, "test_data_set_0", f"{kind}_{k}.pb"), "wb") as f:
                 f.write(numpy_helper.from_array(np.ascontiguousarray(a.numpy()), n).SerializeToString())
+
+# LSTM with peepholes, initial states and sequence_lens shorter than S
+# (unrolled by the importer), expected values from ONNX Runtime
+try:
+    import onnxruntime as ort
+except ImportError:
+    ort = None
+if ort is not None:
+    S, B, I, H = 5, 3, 4, 3
+    inits = [("W", rng.standard_normal((1, 4 * H, I)).astype(np.float32) * 0.5),
+             ("R", rng.standard_normal((1, 4 * H, H)).astype(np.float32) * 0.5),
+             ("B", rng.standard_normal((1, 8 * H)).astype(np.float32) * 0.2),
+             ("P", rng.standard_normal((1, 3 * H)).astype(np.float32) * 0.5)]
+    ins = [("X", rng.standard_normal((S, B, I)).astype(np.float32)),
+           ("sequence_lens", np.array([5, 2, 3], dtype=np.int32)),
+           ("initial_h", rng.standard_normal((1, B, H)).astype(np.float32)),
+           ("initial_c", rng.standard_normal((1, B, H)).astype(np.float32))]
+    node = helper.make_node("LSTM", ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"],
+                            ["Y", "Y_h", "Y_c"], name="lstm", hidden_size=H)
+    g = helper.make_graph([node], "lstm_peep", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                                              list(a.shape)) for n, a in ins],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("Y", "Y_h", "Y_c")],
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = sess.run(None, dict(ins))
+    save("ort_lstm_peepholes", [node], ins, list(zip(("Y", "Y_h", "Y_c"), outs)), inits, opset=14)
