@@ -31,10 +31,26 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 head -n 3 "$MODEL/samples.txt" > "$tmp/in.txt"
 head -n 3 "$MODEL/samples.expected" > "$tmp/want.txt"
 
+# Whether ERR holds only LeakSanitizer's stop-the-world tracer crashing at
+# exit ("Tracer caught signal ... LeakSanitizer has encountered a fatal
+# error"), which happens now and then while PoCL's worker threads are alive
+# (google/sanitizers#1353): not a finding of the run, which is repeated. A
+# leak report, an ASan error or a UBSan report is never taken for it.
+tracer_crash_only() {
+    grep -q "Tracer caught signal" "$1" && grep -q "LeakSanitizer has encountered a fatal error" "$1" &&
+        ! grep -q "ERROR: AddressSanitizer\|detected memory leaks\|runtime error" "$1"
+}
+
 translate() { # translate OUT ERR [env...]: the run's exit status
     out=$1 err=$2
     shift 2
-    env "$@" "$CLGRAPH" translate "$MODEL" --device opencl:0 < "$tmp/in.txt" > "$out" 2> "$err"
+    for attempt in 1 2 3 4; do
+        env "$@" "$CLGRAPH" translate "$MODEL" --device opencl:0 < "$tmp/in.txt" > "$out" 2> "$err"
+        rc=$?
+        tracer_crash_only "$err" || return $rc
+        echo "$*" >> "$tmp/tracer_retries"
+    done
+    return $rc
 }
 
 # a warm cache, the expected output, and the calls a run makes
@@ -79,7 +95,7 @@ one() {
     case $verdict in FAIL*) sed 's/^/    /' "$e" | head -40 ;; esac
     rm -f "$o" "$e" "$o.after" "$e.after"
 }
-export -f one translate
+export -f one translate tracer_crash_only
 export tmp CLGRAPH MODEL SHIM
 
 fail=0
@@ -95,4 +111,6 @@ grep "^ok" "$tmp/log" | awk '{print $2, ($5 == "0:" ? "recovered" : "error")}' |
 if ! translate "$tmp/out2" "$tmp/err2" || ! cmp -s "$tmp/out2" "$tmp/want.txt"; then
     echo "FAIL: the run without a fault after the sweep:"; cat "$tmp/out2" "$tmp/err2"; fail=1
 fi
+[ -s "$tmp/tracer_retries" ] &&
+    echo "$(wc -l < "$tmp/tracer_retries") runs repeated after LeakSanitizer's tracer crashed at exit (google/sanitizers#1353)"
 exit $fail
