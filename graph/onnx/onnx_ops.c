@@ -1139,13 +1139,64 @@ static cg_status torch_gates(onnx_imp *im, const float *src, int ng, const int *
     return s;
 }
 
-static cg_status map_unrolled(onnx_imp *im);
+typedef struct rnn_parts rnn_parts;
+static cg_status unrolled(onnx_imp *im, const rnn_parts *p);
 
-/* Whether an f32 tensor has a non-zero element. */
-static int any_nonzero_f32(const cg_tensor *t) {
-    for (int64_t k = 0; k < cg_tensor_numel(t); k++)
-        if (((const float *)cg_tensor_data_const(t))[k] != 0) return 1;
-    return 0;
+/* What both mappings of RNN, GRU and LSTM read: x, the weights W, R and B
+ * (known at import, f32, sized for hidden_size; B optional), the
+ * direction and layout. Activations must be the defaults, no clip, no
+ * input_forget. */
+struct rnn_parts {
+    const char *op;    /* "RNN", "GRU" or "LSTM" */
+    onnx_val *x;
+    const cg_tensor *w, *r, *b;
+    int64_t h, in_sz;
+    int ng, nd, rev, bidir, layout; /* ng gates; nd directions */
+};
+
+static cg_status rnn_read(onnx_imp *im, rnn_parts *p) {
+    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip", "input_forget",
+                                        "linear_before_reset", NULL};
+    const char *op = p->op = im->node->op_type;
+    const int lstm = !strcmp(op, "LSTM"), rnn = !strcmp(op, "RNN");
+    cg_status s;
+    p->b = NULL;
+    if ((s = need_in(im, 0, &p->x)) || (s = onnx_check_attrs(im, known)) ||
+        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (W)", &p->w)) ||
+        (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &p->r)) ||
+        (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &p->b))))
+        return s;
+    if (!strings_are(im, "activations", rnn ? "Tanh" : "Sigmoid", "Tanh") || onnx_attr(im, "clip") ||
+        onnx_attr_int(im, "input_forget", 0))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
+    p->rev = strings_are(im, "direction", "reverse", NULL) && onnx_attr(im, "direction");
+    p->bidir = !p->rev && !strings_are(im, "direction", "forward", NULL);
+    if (p->bidir && !strings_are(im, "direction", "bidirectional", NULL))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward, reverse or bidirectional", op);
+    p->ng = lstm ? 4 : rnn ? 1 : 3;
+    p->nd = p->bidir ? 2 : 1;
+    p->layout = (int)onnx_attr_int(im, "layout", 0);
+    p->h = onnx_attr_int(im, "hidden_size", 0);
+    const cg_tensor *w = p->w, *r = p->r, *b = p->b;
+    const onnx_val *x = p->x;
+    if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 ||
+        (b && cg_tensor_dtype(b) != CG_F32))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of other than f32 [S, B, I] data and weights", op);
+    const int64_t h = p->h, n = p->nd * p->ng, in_sz = p->in_sz = x->desc.dims[2];
+    if (h < 1 || in_sz < 0 || cg_tensor_numel(w) != n * h * in_sz || cg_tensor_numel(r) != n * h * h ||
+        (b && cg_tensor_numel(b) != 2 * n * h))
+        return onnx_fail(im, CG_ERR_FORMAT, "W, R or B does not match hidden_size %lld and the input", (long long)h);
+    return CG_OK;
+}
+
+/* Whether a value is known at import to be all zeros: absent, an Expand
+ * of zeros (v->zeros), or an f32 constant of zeros. */
+static int known_zero(const onnx_val *v) {
+    if (!v || v->zeros) return 1;
+    if (!v->konst || cg_tensor_dtype(v->konst) != CG_F32) return 0;
+    for (int64_t k = 0; k < cg_tensor_numel(v->konst); k++)
+        if (((const float *)cg_tensor_data_const(v->konst))[k] != 0) return 0;
+    return 1;
 }
 
 /* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
@@ -1156,67 +1207,23 @@ static int any_nonzero_f32(const cg_tensor *t) {
  * sequence_lens becomes the lengths (else every row is S long: B and S
  * must then be concrete). */
 static cg_status map_rnn_layer(onnx_imp *im) {
-    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip", "input_forget",
-                                        "linear_before_reset", NULL};
     static const int lstm_from[4] = {0, 2, 3, 1}, gru_from[3] = {1, 0, 2};
-    const int lstm = !strcmp(im->node->op_type, "LSTM"), ng = lstm ? 4 : 3;
+    const int lstm = !strcmp(im->node->op_type, "LSTM");
     const int *from = lstm ? lstm_from : gru_from;
-    const char *op = lstm ? "LSTM" : "GRU";
-    onnx_val *x;
-    const cg_tensor *w, *r, *b = NULL;
-    cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
-        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (W)", &w)) ||
-        (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &r)) ||
-        (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &b))))
-        return s;
-    const int64_t h = onnx_attr_int(im, "hidden_size", 0), layout = onnx_attr_int(im, "layout", 0);
-    const int bidir = !strings_are(im, "direction", "forward", NULL);
-    if (bidir && !strings_are(im, "direction", "bidirectional", NULL))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward or bidirectional", op);
-    if (!strings_are(im, "activations", "Sigmoid", "Tanh") || onnx_attr(im, "clip") || onnx_attr_int(im, "input_forget", 0))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
-    if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1) return map_unrolled(im);
-    /* a GRU from an initial state not known to be zeros: unrolled (clgraph's
-     * gru starts at 0) */
-    onnx_val *ih = onnx_in(im, 5);
-    int ih_zero = !ih || ih->zeros;
-    if (ih && !ih_zero && ih->konst && cg_tensor_dtype(ih->konst) == CG_F32) {
-        ih_zero = 1;
-        for (int64_t k = 0; k < cg_tensor_numel(ih->konst) && ih_zero; k++)
-            ih_zero = ((const float *)cg_tensor_data_const(ih->konst))[k] == 0;
-    }
-    if (!lstm && !ih_zero) return map_unrolled(im);
-    if (lstm) { /* peepholes or initial states not known to be zeros: unrolled */
-        for (int i = 5; i < 8; i++) {
-            onnx_val *v = onnx_in(im, i);
-            int zero = !v || v->zeros;
-            if (v && !zero && v->konst && cg_tensor_dtype(v->konst) == CG_F32) {
-                zero = 1;
-                for (int64_t k = 0; k < cg_tensor_numel(v->konst) && zero; k++)
-                    zero = ((const float *)cg_tensor_data_const(v->konst))[k] == 0;
-            }
-            if (!zero && !(i == 7 && v->given && cg_tensor_dtype(v->given) == CG_F32 && !any_nonzero_f32(v->given)))
-                return map_unrolled(im);
-        }
-    }
-    for (int i = 5; i < (lstm ? 8 : 6); i++) {
-        onnx_val *v = onnx_in(im, i);
-        if (!v || v->zeros) continue;
-        const cg_tensor *z;
-        if ((s = onnx_need_const(im, v, i == 7 ? "input 7 (P)" : "an initial state", &z))) return s;
-        for (int64_t k = 0; k < cg_tensor_numel(z); k++)
-            if (cg_tensor_dtype(z) != CG_F32 || ((const float *)cg_tensor_data_const(z))[k] != 0)
-                return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with %s other than zeros", op,
-                                 i == 7 ? "peepholes" : "initial states");
-    }
-    const int nd = bidir ? 2 : 1;
-    if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 || (b && cg_tensor_dtype(b) != CG_F32))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of other than f32 [S, B, I] data and weights", op);
-    const int64_t in_sz = x->desc.dims[2];
-    if (h < 1 || in_sz < 0 || cg_tensor_numel(w) != nd * ng * h * in_sz || cg_tensor_numel(r) != nd * ng * h * h ||
-        (b && cg_tensor_numel(b) != nd * 2 * ng * h))
-        return onnx_fail(im, CG_ERR_FORMAT, "W, R or B does not match hidden_size %lld and the input", (long long)h);
+    rnn_parts p;
+    cg_status s = rnn_read(im, &p);
+    if (s) return s;
+    const char *op = p.op;
+    if (p.rev) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward or bidirectional", op);
+    if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1) return unrolled(im, &p);
+    /* clgraph's gru and lstm start from zero states and have no peepholes:
+     * anything not known to be zeros is unrolled */
+    for (int i = 5; i < (lstm ? 8 : 6); i++)
+        if (!known_zero(onnx_in(im, i))) return unrolled(im, &p);
+    onnx_val *x = p.x;
+    const cg_tensor *w = p.w, *r = p.r, *b = p.b;
+    const int64_t h = p.h, layout = p.layout, in_sz = p.in_sz;
+    const int ng = p.ng, nd = p.nd, bidir = p.bidir;
     /* x as [B, S, I] */
     const char *xb = x->name, *lens = NULL;
     if (layout == 0 && (s = emit_tmp(im, "transpose", xb, "perm: [1, 0, 2]", &xb))) return s;
@@ -1393,45 +1400,24 @@ static cg_status lstm_step(onnx_imp *im, const char *const *wn, const char *cons
  * activations, no clip; initial states may be run-time values;
  * sequence_lens (forward only) masks each step: rows past their length
  * keep their state and give zeros in Y. */
-static cg_status map_unrolled(onnx_imp *im) {
-    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip",
-                                        "linear_before_reset", "input_forget", NULL};
-    const int gru = !strcmp(im->node->op_type, "GRU"), lstm = !strcmp(im->node->op_type, "LSTM");
-    const int ng = gru ? 3 : lstm ? 4 : 1;
-    const char *op = im->node->op_type;
-    onnx_val *x, *h0 = onnx_in(im, 5), *c0 = lstm ? onnx_in(im, 6) : NULL, *lens = onnx_in(im, 4);
-    const cg_tensor *pt = NULL;
-    const cg_tensor *w, *r, *b = NULL;
-    cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
-        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (W)", &w)) ||
-        (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &r)) ||
-        (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &b))))
-        return s;
-    if (lstm && onnx_in(im, 7) && (s = onnx_need_const(im, onnx_in(im, 7), "input 7 (P)", &pt))) return s;
-    if (!strings_are(im, "activations", gru || lstm ? "Sigmoid" : "Tanh", "Tanh") || onnx_attr(im, "clip") ||
-        onnx_attr_int(im, "input_forget", 0))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
-    const int rev = strings_are(im, "direction", "reverse", NULL) && onnx_attr(im, "direction");
-    const int bidir = !rev && !strings_are(im, "direction", "forward", NULL);
-    if (bidir && !strings_are(im, "direction", "bidirectional", NULL))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction", op);
-    const int nd = bidir ? 2 : 1, layout = (int)onnx_attr_int(im, "layout", 0);
+static cg_status unrolled(onnx_imp *im, const rnn_parts *p) {
+    const char *op = p->op;
+    const int gru = !strcmp(op, "GRU"), lstm = !strcmp(op, "LSTM");
+    onnx_val *x = p->x, *h0 = onnx_in(im, 5), *c0 = lstm ? onnx_in(im, 6) : NULL, *lens = onnx_in(im, 4);
+    const cg_tensor *pt = NULL, *w = p->w, *r = p->r, *b = p->b;
+    const int ng = p->ng, nd = p->nd, rev = p->rev, bidir = p->bidir, layout = p->layout;
+    const int64_t h = p->h, in_sz = p->in_sz;
+    cg_status s = CG_OK;
     const int lbr = gru && onnx_attr_int(im, "linear_before_reset", 0) != 0;
+    if (lstm && onnx_in(im, 7) && (s = onnx_need_const(im, onnx_in(im, 7), "input 7 (P)", &pt))) return s;
+    if (pt && (cg_tensor_dtype(pt) != CG_F32 || cg_tensor_numel(pt) != nd * 3 * h))
+        return onnx_fail(im, CG_ERR_FORMAT, "P does not match hidden_size %lld", (long long)h);
     if (lens && (rev || bidir)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s unrolled with sequence_lens, not forward", op);
     if (lens && lens->desc.dtype != CG_I32 && lens->desc.dtype != CG_I64)
         return onnx_fail(im, CG_ERR_FORMAT, "sequence_lens must be int32");
-    const int64_t h = onnx_attr_int(im, "hidden_size", 0);
-    if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 ||
-        (b && cg_tensor_dtype(b) != CG_F32))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of other than f32 [S, B, I] data and weights", op);
-    const int64_t seq = x->desc.dims[layout ? 1 : 0], bsz = x->desc.dims[layout ? 0 : 1], in_sz = x->desc.dims[2];
-    if (seq < 1 || seq > 4096 || in_sz < 0)
+    const int64_t seq = x->desc.dims[layout ? 1 : 0], bsz = x->desc.dims[layout ? 0 : 1];
+    if (seq < 1 || seq > 4096)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s over a symbolic or empty sequence (unrolled: concrete S)", op);
-    if (h < 1 || cg_tensor_numel(w) != nd * ng * h * in_sz || cg_tensor_numel(r) != nd * ng * h * h ||
-        (b && cg_tensor_numel(b) != nd * 2 * ng * h) ||
-        (pt && (cg_tensor_dtype(pt) != CG_F32 || cg_tensor_numel(pt) != nd * 3 * h)))
-        return onnx_fail(im, CG_ERR_FORMAT, "W, R, B or P does not match hidden_size %lld and the input", (long long)h);
     const char *xs = x->name, *zero = NULL;
     if (layout && (s = emit_tmp(im, "transpose", xs, "perm: [1, 0, 2]", &xs))) return s;
     const float fz = 0;
@@ -1562,6 +1548,13 @@ static cg_status map_unrolled(onnx_imp *im) {
     }
     free(hs);
     return s;
+}
+
+/* RNN: always unrolled (clgraph has no plain-cell op). */
+static cg_status map_rnn(onnx_imp *im) {
+    rnn_parts p;
+    cg_status s = rnn_read(im, &p);
+    return s ? s : unrolled(im, &p);
 }
 
 /* Trilu: its diagonal k (an optional input) must be known at import. */
@@ -1723,7 +1716,7 @@ static const struct {
     {"ReduceSumSquare", map_reduce},
     {"Relu", map_unary},
     {"Reshape", map_reshape},
-    {"RNN", map_unrolled},
+    {"RNN", map_rnn},
     {"Round", map_unary},
     {"ScatterElements", map_scatter_elements},
     {"Shape", map_fold_only},
