@@ -134,8 +134,9 @@ cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop) {
     const char *ta = cg_bcast_cl_type(call->inputs[0].dtype, 0), *tu = cg_bcast_cl_type(call->inputs[0].dtype, 1),
                *to = cg_bcast_cl_type(o->dtype, 0);
     if (!ta || !to) return cg_op_fail(call, "%s: no OpenCL type for %s", name, cg_ops_dtype_name(o->dtype));
+    const int tf = call->inputs[0].dtype == CG_F32;
     char opts[128];
-    snprintf(opts, sizeof opts, "-DTA=%s -DTU=%s -DTO=%s -DBOP_%s", ta, tu, to, bop);
+    snprintf(opts, sizeof opts, "-DTA=%s -DTU=%s -DTO=%s%s -DBOP_%s", ta, tf ? ta : tu, to, tf ? " -DTF" : "", bop);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_broadcast, name, n > INT32_MAX, 0, opts);
     if (!k) return CG_OP_ERROR;
     cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->in[1], out = (cl_mem)a->out[0];

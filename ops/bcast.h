@@ -78,7 +78,8 @@ cg_op_status cg_bcast_cpu2(const cg_kernel_args *a, cg_bcast_loop fn);
 
 /* Runs binx_flat or binx_nd of ops/cl/broadcast.cl: output 0 = BOP(input
  * 0, input 1) for `bop` ("ADD", "LT", ...; the -DBOP_<bop> of the kernel),
- * with the element types of the inputs' and output's dtypes. */
+ * with the element types of the inputs' and output's dtypes (f32 inputs
+ * with float arithmetic: -DTF). */
 cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop);
 
 /* Size of an element of dtype dt in bytes (0 for an unknown dtype). */

@@ -17,11 +17,9 @@
 #define WRAP64(op) ((int64_t)((uint64_t)x op (uint64_t)y))
 
 /* Integer division truncates toward zero; x / 0 is 0 and MIN / -1 wraps
- * to MIN (C leaves both undefined, and x86 traps on them). */
-static inline int32_t div_i32(int32_t x, int32_t y) {
-    return y == 0 ? 0 : y == -1 ? (int32_t)(0u - (uint32_t)x) : x / y;
-}
-static inline int64_t div_i64(int64_t x, int64_t y) {
+ * to MIN (C leaves both undefined, and x86 traps on them). i32 operands
+ * come in widened; their quotient's low 32 bits are the i32 result. */
+static inline int64_t idiv(int64_t x, int64_t y) {
     return y == 0 ? 0 : y == -1 ? (int64_t)(0u - (uint64_t)x) : x / y;
 }
 
@@ -48,14 +46,14 @@ CG_BCAST_LOOP2(min_f32_loop, float, float, (x < y || x != x) ? x : y)
 CG_BCAST_LOOP2(add_i32_loop, int32_t, int32_t, WRAP32(+))
 CG_BCAST_LOOP2(sub_i32_loop, int32_t, int32_t, WRAP32(-))
 CG_BCAST_LOOP2(mul_i32_loop, int32_t, int32_t, WRAP32(*))
-CG_BCAST_LOOP2(div_i32_loop, int32_t, int32_t, div_i32(x, y))
+CG_BCAST_LOOP2(div_i32_loop, int32_t, int32_t, (int32_t)(uint32_t)idiv(x, y))
 CG_BCAST_LOOP2(pow_i32_loop, int32_t, int32_t, ipow(x, y, 32))
 CG_BCAST_LOOP2(max_i32_loop, int32_t, int32_t, x > y ? x : y)
 CG_BCAST_LOOP2(min_i32_loop, int32_t, int32_t, x < y ? x : y)
 CG_BCAST_LOOP2(add_i64_loop, int64_t, int64_t, WRAP64(+))
 CG_BCAST_LOOP2(sub_i64_loop, int64_t, int64_t, WRAP64(-))
 CG_BCAST_LOOP2(mul_i64_loop, int64_t, int64_t, WRAP64(*))
-CG_BCAST_LOOP2(div_i64_loop, int64_t, int64_t, div_i64(x, y))
+CG_BCAST_LOOP2(div_i64_loop, int64_t, int64_t, idiv(x, y))
 CG_BCAST_LOOP2(pow_i64_loop, int64_t, int64_t, ipow(x, y, 64))
 CG_BCAST_LOOP2(max_i64_loop, int64_t, int64_t, x > y ? x : y)
 CG_BCAST_LOOP2(min_i64_loop, int64_t, int64_t, x < y ? x : y)
@@ -63,12 +61,6 @@ CG_BCAST_LOOP2(min_i64_loop, int64_t, int64_t, x < y ? x : y)
 
 /* ------------------------------------------------------------------ */
 /* OpenCL                                                              */
-
-/* Launches a one-element-per-item kernel of elementwise.cl over n elements. */
-static cg_op_status ew_launch(const cg_kernel_args *a, cl_kernel k, int64_t n) {
-    return cg_ops_cl_launch_1d(a, k, NULL, n,
-                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
-}
 
 /* Runs unary kernel `name` of elementwise.cl (x, y, n[, extra float
  * args]) over input 0. */
@@ -180,47 +172,9 @@ static cg_op_status binary_cpu(const cg_kernel_args *args, cg_bcast_loop f32, cg
     return cg_bcast_cpu2(args, dt == CG_I32 ? i32 : dt == CG_I64 ? i64 : f32);
 }
 
-/*
- * OpenCL: f32 and i32 add, sub, mul, maximum, minimum and f32 div and pow
- * have kernels of their own in elementwise.cl (bin_flat_<op>_<dtype>: one
- * dim with unit or zero strides; else bin_nd_<op>_<dtype>, decomposing
- * each output index over the collapsed broadcast plan); the rest runs the
- * typed kernels of broadcast.cl with BOP_<bop>.
- */
-static cg_op_status binary_cl(const cg_kernel_args *args, const char *op, const char *bop, int own_i32) {
-    const cg_op_call *call = args->call;
-    const cg_tensor_desc *o = &call->outputs[0];
-    if (o->dtype == CG_I64 || (o->dtype == CG_I32 && !own_i32)) return cg_bcast_cl2(args, bop);
-    int64_t n = cg_desc_numel(o);
-    if (n == 0) return CG_OP_OK;
-    cg_bcast p;
-    cg_bcast_make(&p, 2, call->inputs, o);
-    const char *dt = o->dtype == CG_OP_I32 ? "i32" : "f32";
-    int flat = cg_bcast_flat(&p);
-    char name[64];
-    snprintf(name, sizeof name, "bin_%s_%s_%s", flat ? "flat" : "nd", op, dt);
-    cl_kernel k = cg_ops_cl_kernel(args, cg_cl_elementwise, name, n > INT32_MAX, 0, NULL);
-    if (!k) return CG_OP_ERROR;
-    cl_mem a = (cl_mem)args->in[0], b = (cl_mem)args->in[1], y = (cl_mem)args->out[0];
-    cl_long ln = n;
-    if (flat) {
-        cl_long sa = p.s[0][0], sb = p.s[1][0];
-        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(a), CG_OPS_CL_ARG(sa), CG_OPS_CL_ARG(b),
-                                         CG_OPS_CL_ARG(sb), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln)};
-        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
-    } else {
-        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(a), CG_OPS_CL_ARG(b), CG_OPS_CL_ARG(y),
-                                         CG_OPS_CL_ARG(ln)};
-        if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v) ||
-            cg_bcast_cl_args(args, k, name, 4, &p))
-            return CG_OP_ERROR;
-    }
-    return ew_launch(args, k, n);
-}
-
 static const char *const binary_inputs[] = {"a", "b", NULL};
 
-#define BINARY_OP(NAME, BOP, OWN_I32, RANGE, DOC)                                  \
+#define BINARY_OP(NAME, BOP, RANGE, DOC)                                           \
     static cg_op_status NAME##_infer(cg_op_call *call) {                          \
         return binary_infer(call, #NAME);                                         \
     }                                                                             \
@@ -228,7 +182,7 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
         return binary_cpu(a, NAME##_f32_loop, NAME##_i32_loop, NAME##_i64_loop);  \
     }                                                                             \
     static cg_op_status NAME##_cl(const cg_kernel_args *a) {                      \
-        return binary_cl(a, #NAME, BOP, OWN_I32);                                 \
+        return cg_bcast_cl2(a, BOP);                                              \
     }                                                                             \
     static int32_t NAME##_conform(int32_t index, cg_conform_case *c) {            \
         return bin_conform(index, c, RANGE);                                      \
@@ -261,24 +215,24 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
 #define minimum_i32_loop min_i32_loop
 #define minimum_i64_loop min_i64_loop
 
-BINARY_OP(add, "ADD", 1, RANGE_ANY,
+BINARY_OP(add, "ADD", RANGE_ANY,
           "Elementwise sum a + b (integers wrap around on overflow)." BCAST_DOC)
-BINARY_OP(sub, "SUB", 1, RANGE_ANY,
+BINARY_OP(sub, "SUB", RANGE_ANY,
           "Elementwise difference a - b (integers wrap around on overflow)." BCAST_DOC)
-BINARY_OP(mul, "MUL", 1, RANGE_ANY,
+BINARY_OP(mul, "MUL", RANGE_ANY,
           "Elementwise product a * b (integers wrap around on overflow)." BCAST_DOC)
-BINARY_OP(div, "DIV", 0, RANGE_DIV,
+BINARY_OP(div, "DIV", RANGE_DIV,
           "Elementwise quotient a / b: f32 with IEEE semantics (x / 0 is +-inf, 0 / 0 is NaN); "
           "integers truncate toward zero (as C and ONNX Runtime), x / 0 is 0 and the most "
           "negative value / -1 wraps around to itself." BCAST_DOC)
-BINARY_OP(pow, "POW", 0, RANGE_POW,
+BINARY_OP(pow, "POW", RANGE_POW,
           "Elementwise power a^b: f32 as C's powf (a negative a with a non-integer b is NaN; "
           "pow(x, 0) is 1); integers exactly, wrapping around on overflow, and a negative "
           "exponent gives 0 but for the bases 1 and -1." BCAST_DOC)
-BINARY_OP(maximum, "MAX", 1, RANGE_ANY,
+BINARY_OP(maximum, "MAX", RANGE_ANY,
           "Elementwise maximum of a and b. For f32 a NaN in either "
           "input gives NaN (as numpy.maximum)." BCAST_DOC)
-BINARY_OP(minimum, "MIN", 1, RANGE_ANY,
+BINARY_OP(minimum, "MIN", RANGE_ANY,
           "Elementwise minimum of a and b. For f32 a NaN in either "
           "input gives NaN (as numpy.minimum)." BCAST_DOC)
 

@@ -1,16 +1,20 @@
-/* Broadcast kernels of any element type (ops/elementwise.c for integer
- * arithmetic, ops/compare.c for comparisons, logic and where); the f32 and
- * i32 arithmetic of elementwise.cl keeps its own kernels.
+/* Broadcast kernels of any element type: the binary arithmetic of
+ * ops/elementwise.c, and the comparisons, logic and where of ops/compare.c.
  *
  * binx_*: o = BOP(a, b), built with -DTA=<input type> -DTU=<its unsigned
- * type> -DTO=<output type> and one -DBOP_<op>. Integer arithmetic is done in
- * TU so that it wraps around like the CPU kernels (signed overflow is
- * undefined in OpenCL C as in C); integer division truncates, x / 0 is 0;
- * integer power by squaring, a negative exponent gives 0 but for bases 1
- * and -1. Comparisons and logic give uchar 0 or 1 (bool).
+ * type, TA itself for float> -DTO=<output type>, -DTF for float inputs and
+ * one -DBOP_<op>. Integer arithmetic is done in TU so that it wraps around
+ * like the CPU kernels (signed overflow is undefined in OpenCL C as in C);
+ * integer division truncates, x / 0 is 0; integer power by squaring, a
+ * negative exponent gives 0 but for bases 1 and -1. Float division and
+ * power are IEEE's / and pow; a NaN in either input of max and min gives
+ * NaN (numpy.maximum). Comparisons and logic give uchar 0 or 1 (bool).
+ * Contraction into fma is off, as in elementwise.cl.
  * where_nd: o = c ? x : y, built with -DT=<unsigned type of the element
  * size> (data movement: any dtype).
  * IDX as in elementwise.cl. */
+
+#pragma OPENCL FP_CONTRACT OFF
 
 #ifndef TA
 #define TA int
@@ -28,6 +32,8 @@
 #define BOP(x, y) ((TA)((TU)(x) - (TU)(y)))
 #elif defined(BOP_MUL)
 #define BOP(x, y) ((TA)((TU)(x) * (TU)(y)))
+#elif defined(BOP_DIV) && defined(TF)
+#define BOP(x, y) ((x) / (y))
 #elif defined(BOP_DIV)
 inline TA cg_idiv(TA x, TA y) {
     if (y == (TA)0) return (TA)0;
@@ -35,6 +41,8 @@ inline TA cg_idiv(TA x, TA y) {
     return x / y;
 }
 #define BOP(x, y) cg_idiv((x), (y))
+#elif defined(BOP_POW) && defined(TF)
+#define BOP(x, y) pow((x), (y))
 #elif defined(BOP_POW)
 inline TA cg_ipow(TA x, TA e) {
     if (e < (TA)0) return x == (TA)1 ? (TA)1 : x == (TA)-1 ? ((e & (TA)1) ? (TA)-1 : (TA)1) : (TA)0;
@@ -48,9 +56,9 @@ inline TA cg_ipow(TA x, TA e) {
 }
 #define BOP(x, y) cg_ipow((x), (y))
 #elif defined(BOP_MAX)
-#define BOP(x, y) ((x) > (y) ? (x) : (y))
+#define BOP(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y)) /* x != x: NaN, never for integers */
 #elif defined(BOP_MIN)
-#define BOP(x, y) ((x) < (y) ? (x) : (y))
+#define BOP(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
 #elif defined(BOP_EQ)
 #define BOP(x, y) ((x) == (y))
 #elif defined(BOP_LT)

@@ -1366,10 +1366,11 @@ static int count_clbin(const char *dir) {
     return n;
 }
 
-/* Two elementwise ops on opencl:0 compile two kernels (un_tanh and
- * bin_flat_add_f32), each a program of its own, not the 40-odd kernels of
- * their source file; their binaries are on disk once the plan (the
- * device's last user) is gone, and the next plan loads exactly those. */
+/* Two elementwise ops on opencl:0 compile two kernels (un_tanh, and
+ * binx_flat built for add of f32), each a program of its own, not the
+ * dozens of kernels of their source files; their binaries are on disk once
+ * the plan (the device's last user) is gone, and the next plan loads
+ * exactly those. */
 START_TEST(plan_builds_only_its_kernels) {
     char cache[400], *saved = getenv("CLGRAPH_CACHE_DIR") ? strdup(getenv("CLGRAPH_CACHE_DIR")) : NULL;
     snprintf(cache, sizeof cache, "%s/clcache", tmpdir);
