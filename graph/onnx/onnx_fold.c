@@ -372,11 +372,7 @@ static const cg_tensor *kin(onnx_imp *im, int i) {
  * (ConstantOfShape, Range): a constant, or a value given for a graph input
  * (cg_onnx_options.given). They never run on a device: their inputs are
  * shapes, fixed for the import like Reshape's. */
-static const cg_tensor *kin_given(onnx_imp *im, int i) {
-    onnx_val *v = onnx_in(im, i);
-    if (v && !v->konst && v->given) v->fixed = 1;
-    return !v ? NULL : v->konst ? v->konst : v->given;
-}
+static const cg_tensor *kin_given(onnx_imp *im, int i) { return onnx_known(onnx_in(im, i)); }
 
 /* 1 when every present input is known (Shape and Size excepted). */
 static int all_known(onnx_imp *im) {

@@ -92,6 +92,11 @@ cg_status onnx_fail(onnx_imp *im, cg_status st, const char *fmt, ...) CG_PRINTF(
  * node can read it. */
 cg_status onnx_use(onnx_imp *im, onnx_val *v);
 
+/* v's value at import: a constant, or the value given for a graph input
+ * (which marks it fixed: it may then not also be fed at run time); NULL
+ * when neither (or v is NULL). */
+const cg_tensor *onnx_known(onnx_val *v);
+
 /* v's value, which the current node needs at import (a shape, axes):
  * known, or given for a graph input; else an error naming `what`. */
 cg_status onnx_need_const(onnx_imp *im, onnx_val *v, const char *what, const cg_tensor **out);

@@ -188,10 +188,15 @@ cg_status onnx_use(onnx_imp *im, onnx_val *v) {
                      "topological order, or has a cycle)", v->name);
 }
 
+const cg_tensor *onnx_known(onnx_val *v) {
+    if (!v) return NULL;
+    if (v->konst) return v->konst;
+    if (v->given) v->fixed = 1;
+    return v->given;
+}
+
 cg_status onnx_need_const(onnx_imp *im, onnx_val *v, const char *what, const cg_tensor **out) {
-    *out = NULL;
-    if (v && v->konst) return *out = v->konst, CG_OK;
-    if (v && v->given) return v->fixed = 1, *out = v->given, CG_OK;
+    if ((*out = onnx_known(v))) return CG_OK;
     if (!v) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s is missing", what);
     return onnx_fail(im, CG_ERR_UNSUPPORTED,
                      "%s ('%s') must be known at import: a constant, computed from constants, or a graph "
