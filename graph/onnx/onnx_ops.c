@@ -499,16 +499,12 @@ static cg_status map_concat(onnx_imp *im) {
     return emit1(im, "concat", n, in, out_name(im, 0), a);
 }
 
-/* Elements idx[0..n) of x along `axis` (a concrete dim), in that order:
- * the axis brought to the front, gather_rows with the indices as an i32
- * constant, the axis put back. *out: NULL for a fresh name (set). */
-static cg_status emit_take(onnx_imp *im, onnx_val *x, int axis, const int32_t *idx, int64_t n, const char **out) {
-    cg_tensor *t;
-    cg_status s = cg_tensor_create(CG_I32, 1, &n, &t);
-    const char *iname, *front = x->name, *g = NULL;
-    if (s) return s;
-    if (n) memcpy(cg_tensor_data(t), idx, (size_t)n * sizeof *idx);
-    if ((s = onnx_const_param(im, t, &iname))) return s;
+/* x's elements along `axis` at the i32 indices of 1-D value `idx`, in that
+ * order: the axis brought to the front, gather_rows, the axis put back.
+ * *out: NULL for a fresh name (set). */
+static cg_status emit_take(onnx_imp *im, onnx_val *x, int axis, const char *idx, const char **out) {
+    cg_status s;
+    const char *front = x->name, *g = NULL;
     const int r = x->desc.ndim;
     int64_t perm[CG_MAX_DIMS], back[CG_MAX_DIMS];
     for (int i = 0, k = 1; i < r; i++) {
@@ -519,7 +515,7 @@ static cg_status emit_take(onnx_imp *im, onnx_val *x, int axis, const int32_t *i
     char a[300], l[256];
     snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, r, perm));
     if (axis && (s = emit_tmp(im, "transpose", front, a, &front))) return s;
-    const char *gin[2] = {front, iname}, *go[1] = {axis ? NULL : *out};
+    const char *gin[2] = {front, idx}, *go[1] = {axis ? NULL : *out};
     if ((s = onnx_emit(im, "gather_rows", 2, gin, 1, go, NULL))) return s;
     g = go[0];
     if (!axis) return *out = g, CG_OK;
@@ -548,9 +544,13 @@ static cg_status slice_stepped(onnx_imp *im, onnx_val *x, int64_t axis, int64_t 
     if (!idx) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     int64_t n = 0;
     for (int64_t i = st; sp > 0 ? i < en : i > en; i += sp) idx[n++] = (int32_t)i;
-    cg_status s = emit_take(im, x, (int)axis, idx, n, out);
+    cg_tensor *t;
+    const char *iname;
+    cg_status s = cg_tensor_create(CG_I32, 1, &n, &t);
+    if (!s && n) memcpy(cg_tensor_data(t), idx, (size_t)n * sizeof *idx);
     free(idx);
-    return s;
+    if (!s) s = onnx_const_param(im, t, &iname);
+    return s ? s : emit_take(im, x, (int)axis, iname, out);
 }
 
 static cg_status map_slice(onnx_imp *im) {
@@ -810,9 +810,9 @@ static cg_status runtime_index(onnx_imp *im, onnx_val *ix, int64_t dim, const ch
     return emit_tmp(im, "cast", fixed, "to: \"i32\"", out);
 }
 
-/* Gather: x with the axis brought to the front (a transpose), gather_rows
- * over the indices flattened, a reshape to [indices..., other dims...] and
- * the transpose that puts the indices' dims at the axis. Indices known at
+/* Gather: emit_take of the indices flattened, then (for indices of other
+ * than one dim) a reshape that splits the axis into the indices' dims.
+ * Indices known at
  * import are checked and stored as an i32 constant; runtime ones go
  * through runtime_index (and an f32 [V, E] table along axis 0 is clgraph's
  * embedding, the exporter's form of nn.Embedding). */
@@ -855,41 +855,18 @@ static cg_status map_gather(onnx_imp *im) {
             const char *in[2] = {x->name, idx_name};
             return emit1(im, "embedding", 2, in, out_name(im, 0), NULL);
         }
-        if (q != 1 && (s = emit_tmp(im, "reshape", idx_name, "shape: [-1]", &idx_name))) return s;
+        if (q != 1 && (s = emit_tmp(im, "reshape", idx_name, "shape: [-1]", &idx_name))) return s; /* 1-D */
     }
-    /* x with the axis first */
-    const char *front = x->name;
-    int64_t perm[CG_MAX_DIMS], other[CG_MAX_DIMS];
-    int no = 0;
-    perm[0] = axis;
-    for (int i = 0; i < r; i++)
-        if (i != axis) perm[1 + no] = i, other[no++] = x->desc.dims[i];
-    char a[300], l[256];
-    if (axis) {
-        snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, r, perm));
-        const char *in[1] = {x->name}, *o[1] = {NULL};
-        if ((s = onnx_emit(im, "transpose", 1, in, 1, o, a))) return s;
-        front = o[0];
-    }
-    const char *gin[2] = {front, idx_name}, *g[1] = {NULL};
-    if ((s = onnx_emit(im, "gather_rows", 2, gin, 1, g, NULL))) return s;
-    /* [indices..., other...] */
+    /* taken along the axis, then the axis split into the indices' dims
+     * (q = 1: already the output) */
+    const char *taken = q == 1 ? out_name(im, 0) : NULL;
+    if ((s = emit_take(im, x, (int)axis, idx_name, &taken)) || q == 1) return s;
     int64_t d[CG_MAX_DIMS];
     int nd = 0;
+    for (int i = 0; i < axis; i++) d[nd++] = x->desc.dims[i];
     for (int i = 0; i < q; i++) d[nd++] = ind ? cg_tensor_dim(ind, i) : iv->desc.dims[i];
-    for (int i = 0; i < no; i++) d[nd++] = other[i];
-    const char *shaped = axis ? NULL : out_name(im, 0);
-    if ((s = emit_reshape_to(im, onnx_val_get(im, g[0]), nd, d, &shaped))) return s;
-    if (!axis) return CG_OK;
-    /* move the indices' dims after the first `axis` dims of x */
-    int64_t p2[CG_MAX_DIMS];
-    int k = 0;
-    for (int i = 0; i < axis; i++) p2[k++] = q + i;
-    for (int i = 0; i < q; i++) p2[k++] = i;
-    for (int i = (int)axis; i < no; i++) p2[k++] = q + i;
-    snprintf(a, sizeof a, "perm: %s", ints_text(l, sizeof l, k, p2));
-    const char *tin[1] = {shaped};
-    return emit1(im, "transpose", 1, tin, out_name(im, 0), a);
+    for (int i = (int)axis + 1; i < r; i++) d[nd++] = x->desc.dims[i];
+    return emit_reshape(im, onnx_val_get(im, taken), nd, d, out_name(im, 0));
 }
 
 /* Pow: the exponent is cast to the base's dtype, except that an integer
