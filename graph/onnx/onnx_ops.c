@@ -999,24 +999,24 @@ static cg_status map_topk(onnx_imp *im) {
     if (axis != nd - 1 && (s = emit_tmp(im, "transpose", cur, pa, &cur))) return s;
     if (!largest && (s = emit_tmp(im, "neg", cur, NULL, &cur))) return s;
     snprintf(ka, sizeof ka, "k: %lld", (long long)kv[0]);
+    /* the last op on each output writes it, unless a transpose follows */
+    const int moved = axis != nd - 1;
+    const char *vo = moved ? NULL : out_name(im, 0), *io = moved ? NULL : out_name(im, 1);
+    o[0] = largest ? vo : NULL;
     const char *in[1] = {cur};
     if ((s = onnx_emit(im, "topk", 1, in, 2, o, ka))) return s;
-    const char *vals = o[0], *idx = o[1];
-    if (!largest && (s = emit_tmp(im, "neg", vals, NULL, &vals))) return s;
-    if ((s = emit_tmp(im, "cast", idx, "to: \"i64\"", &idx))) return s;
-    const char *src[2] = {vals, idx};
-    for (int k = 0; k < 2; k++) {
-        const char *name = out_name(im, k);
-        if (!name) continue;
-        const char *cin[1] = {src[k]};
-        if (axis != nd - 1) s = emit1(im, "transpose", 1, cin, name, pa);
-        else {
-            int64_t d[CG_MAX_DIMS];
-            onnx_val *v = onnx_val_get(im, src[k]);
-            memcpy(d, v->desc.dims, sizeof d);
-            s = emit_reshape(im, v, v->desc.ndim, d, name);
-        }
-        if (s) return s;
+    const char *src[2] = {o[0], o[1]}, *n1[1] = {vo}, *c1[1] = {io};
+    if (!largest) {
+        const char *nin[1] = {src[0]};
+        if ((s = onnx_emit(im, "neg", 1, nin, 1, n1, NULL))) return s;
+        src[0] = n1[0];
+    }
+    const char *cin[1] = {src[1]};
+    if ((s = onnx_emit(im, "cast", 1, cin, 1, c1, "to: \"i64\""))) return s;
+    src[1] = c1[0];
+    for (int k = 0; moved && k < 2; k++) {
+        const char *tin[1] = {src[k]};
+        if (out_name(im, k) && (s = emit1(im, "transpose", 1, tin, out_name(im, k), pa))) return s;
     }
     return CG_OK;
 }
