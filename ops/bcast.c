@@ -88,16 +88,6 @@ cg_op_status cg_bcast_cl_args(const cg_kernel_args *a, cl_kernel k, const char *
     return CG_OP_OK;
 }
 
-size_t cg_bcast_dtype_bytes(cg_op_dtype dt) {
-    switch (dt) {
-    case CG_F32: case CG_I32: return 4;
-    case CG_F16: case CG_BF16: return 2;
-    case CG_I8: case CG_U8: case CG_BOOL: return 1;
-    case CG_I64: return 8;
-    default: return 0;
-    }
-}
-
 cg_op_status cg_bcast_cpu2(const cg_kernel_args *a, cg_bcast_loop fn) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *o = &call->outputs[0];
@@ -105,8 +95,8 @@ cg_op_status cg_bcast_cpu2(const cg_kernel_args *a, cg_bcast_loop fn) {
     cg_bcast p;
     cg_bcast_make(&p, 2, call->inputs, o);
     const void *in[2] = {a->in[0], a->in[1]};
-    const size_t bytes[2] = {cg_bcast_dtype_bytes(call->inputs[0].dtype), cg_bcast_dtype_bytes(call->inputs[1].dtype)};
-    cg_bcast_run(&p, fn, in, bytes, a->out[0], cg_bcast_dtype_bytes(o->dtype));
+    const size_t bytes[2] = {cg_dtype_size((cg_dtype)call->inputs[0].dtype), cg_dtype_size((cg_dtype)call->inputs[1].dtype)};
+    cg_bcast_run(&p, fn, in, bytes, a->out[0], cg_dtype_size((cg_dtype)o->dtype));
     return CG_OP_OK;
 }
 

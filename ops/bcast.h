@@ -5,6 +5,7 @@
 #define CG_OPS_BCAST_H
 
 #include "ops_cl.h"
+#include "dtype.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -81,9 +82,6 @@ cg_op_status cg_bcast_cpu2(const cg_kernel_args *a, cg_bcast_loop fn);
  * with the element types of the inputs' and output's dtypes (f32 inputs
  * with float arithmetic: -DTF). */
 cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop);
-
-/* Size of an element of dtype dt in bytes (0 for an unknown dtype). */
-size_t cg_bcast_dtype_bytes(cg_op_dtype dt);
 
 /* The OpenCL C type of dtype dt's elements (f16 and bf16 as their ushort
  * bits, bool as uchar), and its unsigned twin; NULL for an unknown dtype. */

@@ -226,7 +226,7 @@ static cg_op_status where_infer(cg_op_call *call) {
     const cg_tensor_desc *c = &call->inputs[0], *x = &call->inputs[1], *y = &call->inputs[2];
     if (c->dtype != CG_BOOL)
         return cg_op_fail(call, "input 0 (cond) must be bool, got %s", cg_ops_dtype_name(c->dtype));
-    if (!cg_bcast_dtype_bytes(x->dtype))
+    if (!cg_dtype_size((cg_dtype)x->dtype))
         return cg_op_fail(call, "input 1 (x) has unsupported dtype %s", cg_ops_dtype_name(x->dtype));
     if (x->dtype != y->dtype)
         return cg_op_fail(call, "inputs x and y have mixed dtypes %s and %s; where needs both the same (use cast)",
@@ -242,7 +242,7 @@ static cg_op_status where_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *o = &call->outputs[0];
     if (cg_desc_numel(o) == 0) return CG_OP_OK;
-    const size_t b = cg_bcast_dtype_bytes(o->dtype);
+    const size_t b = cg_dtype_size((cg_dtype)o->dtype);
     cg_bcast p;
     cg_bcast_make(&p, 3, call->inputs, o);
     const void *in[3] = {a->in[0], a->in[1], a->in[2]};
@@ -260,7 +260,7 @@ static cg_op_status where_cl(const cg_kernel_args *a) {
     cg_bcast p;
     cg_bcast_make(&p, 3, call->inputs, o);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_broadcast, name, n > INT32_MAX, 0,
-                                   cg_ops_cl_elem_type_option(cg_bcast_dtype_bytes(o->dtype)));
+                                   cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)o->dtype)));
     if (!k) return CG_OP_ERROR;
     cl_mem c = (cl_mem)a->in[0], x = (cl_mem)a->in[1], y = (cl_mem)a->in[2], out = (cl_mem)a->out[0];
     cl_long ln = n;

@@ -17,7 +17,7 @@ static const cg_attr_def expand_attrs[] = {
 static cg_op_status expand_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0];
     const cg_attr_value *sh = &call->attrs[EXPAND_SHAPE];
-    if (!cg_bcast_dtype_bytes(x->dtype))
+    if (!cg_dtype_size((cg_dtype)x->dtype))
         return cg_op_fail(call, "input 0 (x) has unsupported dtype %s", cg_ops_dtype_name(x->dtype));
     if (sh->n_ints > CG_MAX_DIMS)
         return cg_op_fail(call, "attribute shape has %d dims, at most %d", (int)sh->n_ints, CG_MAX_DIMS);
@@ -48,7 +48,7 @@ COPY_LOOP(copy_8, uint64_t)
 static cg_op_status expand_cpu(const cg_kernel_args *a) {
     const cg_tensor_desc *o = &a->call->outputs[0];
     if (cg_desc_numel(o) == 0) return CG_OP_OK;
-    const size_t b = cg_bcast_dtype_bytes(o->dtype);
+    const size_t b = cg_dtype_size((cg_dtype)o->dtype);
     cg_bcast p;
     cg_bcast_make(&p, 1, a->call->inputs, o);
     const void *in[1] = {a->in[0]};
@@ -64,7 +64,7 @@ static cg_op_status expand_cl(const cg_kernel_args *a) {
     cg_bcast p;
     cg_bcast_make(&p, 1, a->call->inputs, o);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_broadcast, name, n > INT32_MAX, 0,
-                                   cg_ops_cl_elem_type_option(cg_bcast_dtype_bytes(o->dtype)));
+                                   cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)o->dtype)));
     if (!k) return CG_OP_ERROR;
     cl_mem x = (cl_mem)a->in[0], out = (cl_mem)a->out[0];
     cl_long ln = n;

@@ -20,7 +20,7 @@ static const cg_attr_def ge_attrs[] = {
 static cg_op_status ge_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0], *ix = &call->inputs[1];
     char sx[128], si[128];
-    if (!cg_bcast_dtype_bytes(x->dtype))
+    if (!cg_dtype_size((cg_dtype)x->dtype))
         return cg_op_fail(call, "input 0 (x) has unsupported dtype %s", cg_ops_dtype_name(x->dtype));
     if (ix->dtype != CG_I64)
         return cg_op_fail(call, "input 1 (index) must be i64, got %s (cast it)", cg_ops_dtype_name(ix->dtype));
@@ -44,7 +44,7 @@ static cg_op_status ge_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0], *ix = &call->inputs[1];
     const int nd = x->ndim, axis = cg_norm_axis(call->attrs[GE_AXIS].i, nd);
-    const size_t b = cg_bcast_dtype_bytes(x->dtype);
+    const size_t b = cg_dtype_size((cg_dtype)x->dtype);
     int64_t st[CG_MAX_DIMS], s = 1, idx[CG_MAX_DIMS] = {0};
     for (int i = nd - 1; i >= 0; i--) st[i] = s, s *= x->dims[i];
     const int64_t n = cg_desc_numel(ix), len = x->dims[axis];
@@ -69,7 +69,7 @@ static cg_op_status ge_cl(const cg_kernel_args *a) {
     const int64_t n = cg_desc_numel(ix);
     if (n == 0) return CG_OP_OK;
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, name, cg_desc_numel(x) > INT32_MAX || n > INT32_MAX, 0,
-                                   cg_ops_cl_elem_type_option(cg_bcast_dtype_bytes(x->dtype)));
+                                   cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)x->dtype)));
     if (!k) return CG_OP_ERROR;
     /* dims of index and strides of x, innermost first */
     cl_long8 dims, st;

@@ -33,7 +33,7 @@ static cg_op_status se_infer(cg_op_call *call) {
     if (red < 0)
         return cg_op_fail(call, "attribute reduction must be none, add, mul, max or min, got \"%s\"",
                           call->attrs[SE_REDUCTION].s ? call->attrs[SE_REDUCTION].s : "");
-    if (!cg_bcast_dtype_bytes(x->dtype))
+    if (!cg_dtype_size((cg_dtype)x->dtype))
         return cg_op_fail(call, "input 0 (x) has unsupported dtype %s", cg_ops_dtype_name(x->dtype));
     if (red != RED_NONE && x->dtype != CG_F32 && x->dtype != CG_I32 && x->dtype != CG_I64)
         return cg_op_fail(call, "reduction %s needs x of f32, i32 or i64, got %s", red_names[red],
@@ -80,7 +80,7 @@ static cg_op_status se_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0], *ix = &call->inputs[1];
     const int nd = x->ndim, axis = cg_norm_axis(call->attrs[SE_AXIS].i, nd), red = reduction_of(call);
-    const size_t b = cg_bcast_dtype_bytes(x->dtype);
+    const size_t b = cg_dtype_size((cg_dtype)x->dtype);
     int64_t st[CG_MAX_DIMS], s = 1, idx[CG_MAX_DIMS] = {0};
     for (int i = nd - 1; i >= 0; i--) st[i] = s, s *= x->dims[i];
     const int64_t n = cg_desc_numel(ix), len = x->dims[axis];
@@ -114,7 +114,7 @@ static cg_op_status se_cl(const cg_kernel_args *a) {
     const int nd = x->ndim, axis = cg_norm_axis(call->attrs[SE_AXIS].i, nd), red = reduction_of(call);
     const int64_t nx = cg_desc_numel(x), n = cg_desc_numel(ix), len = x->dims[axis], m = ix->dims[axis];
     const int wide = nx > INT32_MAX || n > INT32_MAX;
-    const char *topt = cg_ops_cl_elem_type_option(cg_bcast_dtype_bytes(x->dtype));
+    const char *topt = cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)x->dtype));
     cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], up = (cl_mem)a->in[2], dst = (cl_mem)a->out[0];
     if (nx > 0 && src != dst) {
         cl_kernel kc = cg_ops_cl_kernel(a, cg_cl_gather, cp, wide, 0, topt);

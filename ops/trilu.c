@@ -19,7 +19,7 @@ static const cg_attr_def trilu_attrs[] = {
 static cg_op_status trilu_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0];
     if (x->ndim < 2) return cg_op_fail(call, "input 0 (x) needs at least 2 dims, got %d", x->ndim);
-    if (!cg_bcast_dtype_bytes(x->dtype))
+    if (!cg_dtype_size((cg_dtype)x->dtype))
         return cg_op_fail(call, "input 0 (x) has unsupported dtype %s", cg_ops_dtype_name(x->dtype));
     const int64_t u = call->attrs[TRILU_UPPER].i;
     if (u != 0 && u != 1) return cg_op_fail(call, "attribute upper must be 0 or 1, got %lld", (long long)u);
@@ -38,7 +38,7 @@ static void kept_cols(int upper, int64_t k, int64_t r, int64_t cols, int64_t *lo
 static cg_op_status trilu_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0];
-    const size_t b = cg_bcast_dtype_bytes(x->dtype);
+    const size_t b = cg_dtype_size((cg_dtype)x->dtype);
     const int64_t rows = x->dims[x->ndim - 2], cols = x->dims[x->ndim - 1];
     const int64_t mats = rows > 0 && cols > 0 ? cg_desc_numel(x) / (rows * cols) : 0;
     const int upper = call->attrs[TRILU_UPPER].i != 0;
@@ -66,7 +66,7 @@ static cg_op_status trilu_cl(const cg_kernel_args *a) {
     if (n == 0) return CG_OP_OK;
     const int wide = n > INT32_MAX;
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_shape, name, wide, 0,
-                                   cg_ops_cl_elem_type_option(cg_bcast_dtype_bytes(x->dtype)));
+                                   cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)x->dtype)));
     if (!k) return CG_OP_ERROR;
     cl_mem in = (cl_mem)a->in[0], out = (cl_mem)a->out[0];
     const cl_long rows = x->dims[x->ndim - 2], cols = x->dims[x->ndim - 1], diag = call->attrs[TRILU_K].i;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/cpu_blas.h"
+#include "dtype.h"
 
 static int attr_index(const cg_op_def *def, const char *key) {
     for (int i = 0; i < def->n_attrs; i++)
@@ -149,8 +150,7 @@ cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,
         int64_t n = 1;
         for (int d = 0; d < outd[i].ndim; d++) n *= outd[i].dims[d];
         /* Poison outputs so a kernel that forgets an element is caught. */
-        const cg_op_dtype t = outd[i].dtype;
-        const size_t b = t == CG_I64 ? 8 : t == CG_F32 || t == CG_I32 ? 4 : t == CG_F16 || t == CG_BF16 ? 2 : 1;
+        const size_t b = cg_dtype_size((cg_dtype)outd[i].dtype);
         out[i].data = malloc((size_t)(n ? n : 1) * b);
         memset(out[i].data, 0xff, (size_t)(n ? n : 1) * b);
         outp[i] = out[i].data;

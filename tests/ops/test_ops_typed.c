@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "clgraph/plugin.h"
+#include "dtype.h"
 #include "ops_common.h"
 #include "op_harness.h"
 #include "test_util.h"
@@ -35,10 +36,6 @@ static int64_t numel(const shp *s) {
     int64_t n = 1;
     for (int i = 0; i < s->nd; i++) n *= s->d[i];
     return n;
-}
-
-static size_t dt_size(cg_op_dtype dt) {
-    return dt == CG_I64 ? 8 : dt == CG_F32 || dt == CG_I32 ? 4 : dt == CG_F16 ? 2 : 1;
 }
 
 /* Element i of a buffer of dtype dt as a double (integers exact up to 2^53;
@@ -75,7 +72,7 @@ static th_tensor make(cg_op_dtype dt, const shp *s, int64_t lo, int64_t hi) {
     t.desc.ndim = s->nd;
     memcpy(t.desc.dims, s->d, sizeof s->d);
     int64_t n = numel(s);
-    t.data = malloc(n ? (size_t)n * dt_size(dt) : 1);
+    t.data = malloc(n ? (size_t)n * cg_dtype_size(dt) : 1);
     ck_assert_ptr_nonnull(t.data);
     for (int64_t i = 0; i < n; i++) set(dt, t.data, i, rnd(lo, hi));
     return t;
@@ -304,7 +301,7 @@ START_TEST(test_where) {
             ck_assert_int_eq(out.desc.dtype, dts[d]);
             const shp *ss[3] = {&wc[c][0], &wc[c][1], &wc[c][2]};
             shp so = out_shape(3, ss);
-            const size_t b = dt_size(dts[d]);
+            const size_t b = cg_dtype_size(dts[d]);
             for (int64_t i = 0; i < numel(&so); i++) {
                 int cond = ((uint8_t *)in[0].data)[off_of(i, &so, &in[0].desc)];
                 const th_tensor *src = cond ? &in[1] : &in[2];
