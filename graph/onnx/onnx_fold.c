@@ -492,7 +492,7 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
     if (!strcmp(op, "Cast")) {
         const Onnx__AttributeProto *to = onnx_attr(im, "to");
         cg_dtype dt = to && to->has_i ? cg_onnx_dtype((int32_t)to->i) : (cg_dtype)0;
-        return a && dt && to->i != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? cast(a, dt) : NULL;
+        return a && dt ? cast(a, dt) : NULL;
     }
     if (!strcmp(op, "Reshape"))
         return a && b && reshape_dims(a, b, (int)onnx_attr_int(im, "allowzero", 0), &ndim, dims)

@@ -310,7 +310,7 @@ static cg_status input_type(onnx_imp *im, const Onnx__ValueInfoProto *vi, onnx_v
                          "optionals are not supported)", v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     cg_dtype dt = cg_onnx_dtype(tt->elem_type);
-    if (!dt || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+    if (!dt) /* DOUBLE is read as f32 (cg_onnx_dtype): clgraph computes it in f32 */
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s': element type %s is not supported", v->name,
                          cg_onnx_type_name(tt->elem_type));
     if (!tt->shape)

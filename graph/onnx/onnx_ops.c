@@ -1616,7 +1616,7 @@ static cg_status map_cast(onnx_imp *im) {
         memcpy(d, x->desc.dims, sizeof d);
         return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
     }
-    if (!dt || to->i == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+    if (!dt)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast to %s is not supported", cg_onnx_type_name((int32_t)to->i));
     char a[40];
     snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
