@@ -57,6 +57,18 @@ CG_BCAST_LOOP2(div_i64_loop, int64_t, int64_t, idiv(x, y))
 CG_BCAST_LOOP2(pow_i64_loop, int64_t, int64_t, ipow(x, y, 64))
 CG_BCAST_LOOP2(max_i64_loop, int64_t, int64_t, x > y ? x : y)
 CG_BCAST_LOOP2(min_i64_loop, int64_t, int64_t, x < y ? x : y)
+/* 8-bit integers: computed in int, wrapped by the unsigned conversion */
+#define WRAP8(T, op) ((T)(uint8_t)((unsigned)x op (unsigned)y))
+#define LOOPS8(SUF, T)                                                            \
+    CG_BCAST_LOOP2(add_##SUF##_loop, T, T, WRAP8(T, +))                           \
+    CG_BCAST_LOOP2(sub_##SUF##_loop, T, T, WRAP8(T, -))                           \
+    CG_BCAST_LOOP2(mul_##SUF##_loop, T, T, WRAP8(T, *))                           \
+    CG_BCAST_LOOP2(div_##SUF##_loop, T, T, (T)(uint8_t)idiv(x, y))                \
+    CG_BCAST_LOOP2(pow_##SUF##_loop, T, T, (T)(uint8_t)ipow(x, y, 64))            \
+    CG_BCAST_LOOP2(max_##SUF##_loop, T, T, x > y ? x : y)                         \
+    CG_BCAST_LOOP2(min_##SUF##_loop, T, T, x < y ? x : y)
+LOOPS8(i8, int8_t)
+LOOPS8(u8, uint8_t)
 
 
 /* ------------------------------------------------------------------ */
@@ -88,6 +100,10 @@ static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n
 #define LMAX 9.2e18
 #define BIN_L(nd_a, da, nd_b, db) \
     {2, {{CG_I64, nd_a, da, -LMAX, LMAX}, {CG_I64, nd_b, db, -LMAX, LMAX}}, NULL}
+#define BIN_B(nd_a, da, nd_b, db) \
+    {2, {{CG_I8, nd_a, da, -128, 127}, {CG_I8, nd_b, db, -128, 127}}, NULL}
+#define BIN_U(nd_a, da, nd_b, db) \
+    {2, {{CG_U8, nd_a, da, 0, 255}, {CG_U8, nd_b, db, 0, 255}}, NULL}
 #define D(...) {__VA_ARGS__}
 
 static const cg_ops_case bin_cases[] = {
@@ -121,6 +137,13 @@ static const cg_ops_case bin_cases[] = {
     BIN_I(2, D(100, 1000), 2, D(100, 1000)),
     BIN_L(2, D(100, 1000), 2, D(100, 1000)),
     BIN_F(3, D(7, 1, 1000), 2, D(13, 1)),
+    BIN_B(1, D(17), 1, D(17)),
+    BIN_U(1, D(17), 1, D(17)),
+    BIN_B(2, D(3, 1), 3, D(4, 1, 5)),
+    BIN_U(2, D(17, 3), 1, D(3)),
+    BIN_U(0, D(0), 1, D(257)),
+    BIN_B(2, D(100, 1000), 2, D(100, 1000)),
+    BIN_U(2, D(100, 1000), 2, D(100, 1000)),
 };
 #define N_BIN_CASES ((int32_t)(sizeof bin_cases / sizeof bin_cases[0]))
 
@@ -136,14 +159,14 @@ static int32_t bin_conform(int32_t index, cg_conform_case *c, int range) {
     if (index < 0 || index >= N_BIN_CASES) return 0;
     const cg_ops_case *t = &bin_cases[index];
     cg_ops_fill_case(t, 1, c);
-    const int is_f = t->in[0].dt == F32, odd = index % 2;
+    const int is_f = t->in[0].dt == F32, odd = index % 2, is_u8 = t->in[0].dt == CG_U8;
     if (range == RANGE_DIV) {
-        c->lo[1] = is_f ? 0.25 : odd ? -3 : -1e3;
-        c->hi[1] = is_f ? 2 : odd ? 3 : 1e3;
+        c->lo[1] = is_f ? 0.25 : is_u8 ? 0 : odd ? -3 : -1e3;
+        c->hi[1] = is_f ? 2 : is_u8 ? 7 : odd ? 3 : 1e3;
     } else if (range == RANGE_POW) {
-        c->lo[0] = is_f ? 0.1 : -6;
+        c->lo[0] = is_f ? 0.1 : is_u8 ? 0 : -6;
         c->hi[0] = is_f ? 3 : 6;
-        c->lo[1] = -2;
+        c->lo[1] = is_u8 ? 0 : -2;
         c->hi[1] = is_f ? 2 : 13;
     }
     return 1;
@@ -154,8 +177,9 @@ static int32_t bin_conform(int32_t index, cg_conform_case *c, int range) {
 
 static cg_op_status binary_infer(cg_op_call *call, const char *op) {
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
-    if (a->dtype != CG_F32 && a->dtype != CG_I32 && a->dtype != CG_I64)
-        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (f32, i32 or i64)",
+    if (a->dtype != CG_F32 && a->dtype != CG_I32 && a->dtype != CG_I64 && a->dtype != CG_I8 &&
+        a->dtype != CG_U8)
+        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (f32, i32, i64, i8 or u8)",
                           cg_ops_dtype_name(a->dtype), op);
     if (a->dtype != b->dtype)
         return cg_op_fail(call, "inputs have mixed dtypes %s and %s; %s needs both the same "
@@ -166,10 +190,10 @@ static cg_op_status binary_infer(cg_op_call *call, const char *op) {
     return cg_broadcast_shapes(call, a, b, o);
 }
 
-static cg_op_status binary_cpu(const cg_kernel_args *args, cg_bcast_loop f32, cg_bcast_loop i32,
-                               cg_bcast_loop i64) {
+/* loops[]: f32, i32, i64, i8, u8 */
+static cg_op_status binary_cpu(const cg_kernel_args *args, const cg_bcast_loop loops[5]) {
     const cg_op_dtype dt = args->call->outputs[0].dtype;
-    return cg_bcast_cpu2(args, dt == CG_I32 ? i32 : dt == CG_I64 ? i64 : f32);
+    return cg_bcast_cpu2(args, loops[dt == CG_I32 ? 1 : dt == CG_I64 ? 2 : dt == CG_I8 ? 3 : dt == CG_U8 ? 4 : 0]);
 }
 
 static const char *const binary_inputs[] = {"a", "b", NULL};
@@ -179,7 +203,10 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
         return binary_infer(call, #NAME);                                         \
     }                                                                             \
     static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
-        return binary_cpu(a, NAME##_f32_loop, NAME##_i32_loop, NAME##_i64_loop);  \
+        static const cg_bcast_loop l[5] = {NAME##_f32_loop, NAME##_i32_loop,      \
+                                           NAME##_i64_loop, NAME##_i8_loop,       \
+                                           NAME##_u8_loop};                       \
+        return binary_cpu(a, l);                                                  \
     }                                                                             \
     static cg_op_status NAME##_cl(const cg_kernel_args *a) {                      \
         return cg_bcast_cl2(a, BOP);                                              \
@@ -205,7 +232,7 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
 #define BCAST_DOC                                                                 \
     " a and b broadcast against each other with NumPy rules (shapes are "        \
     "right-aligned; a dim of size 1 stretches to the other's size); the output " \
-    "has the broadcast shape. Both inputs must have the same dtype: f32, i32 or i64."
+    "has the broadcast shape. Both inputs must have the same dtype: f32, i32, i64, i8 or u8."
 
 /* the loops under the ops' names */
 #define maximum_f32_loop max_f32_loop
@@ -214,6 +241,10 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
 #define minimum_f32_loop min_f32_loop
 #define minimum_i32_loop min_i32_loop
 #define minimum_i64_loop min_i64_loop
+#define maximum_i8_loop max_i8_loop
+#define maximum_u8_loop max_u8_loop
+#define minimum_i8_loop min_i8_loop
+#define minimum_u8_loop min_u8_loop
 
 BINARY_OP(add, "ADD", RANGE_ANY,
           "Elementwise sum a + b (integers wrap around on overflow)." BCAST_DOC)

@@ -132,6 +132,15 @@ typedef cg_status (*onnx_map_fn)(onnx_imp *im);
 /* The mapping of op_type, or NULL. */
 onnx_map_fn cg_onnx_find_op(const char *op_type);
 
+/* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear. */
+cg_status cg_onnx_map_quantize(onnx_imp *im);
+cg_status cg_onnx_map_dequantize(onnx_imp *im);
+cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
+
+/* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
+ * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
+cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
+
 /* ---- onnx_fold.c: evaluation on the host at import ---- */
 
 /* Evaluates the current node where every input is known and its op is one

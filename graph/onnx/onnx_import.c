@@ -432,7 +432,7 @@ static cg_status import_node(onnx_imp *im) {
     int f = cg_onnx_fold(im);
     if (f < 0) return CG_ERR_UNSUPPORTED;
     if (f > 0) return CG_OK;
-    return fn(im);
+    return cg_onnx_map(im, fn);
 }
 
 /* The graph's outputs: each made a clgraph value (a param for a constant,

@@ -135,14 +135,40 @@ static cg_status map_activation(onnx_imp *im) {
     return emit1(im, cg, 1, in, out_name(im, 0), a);
 }
 
-/* Clip: bounds as attributes (opset < 11) or as optional scalar inputs,
- * which must be known at import. */
+/* Clip of an integer x: maximum with the known min, then minimum with the
+ * known max (each a one-element tensor of x's dtype, or absent). */
+static cg_status clip_int(onnx_imp *im, onnx_val *x, const cg_tensor *const b[2]) {
+    static const char *const ops[2] = {"maximum", "minimum"};
+    const char *cur = x->name;
+    int last = b[1] ? 1 : 0;
+    cg_status s;
+    if (!b[0] && !b[1]) {
+        int64_t d[CG_MAX_DIMS];
+        memcpy(d, x->desc.dims, sizeof d);
+        return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!b[k]) continue;
+        const char *c;
+        if ((s = const_of(im, (cg_dtype)x->desc.dtype, 0, NULL, cg_tensor_data_const(b[k]), &c))) return s;
+        const char *in[2] = {cur, c}, *outs[1] = {k == last ? out_name(im, 0) : NULL};
+        if ((s = onnx_emit(im, ops[k], 2, in, 1, outs, NULL))) return s;
+        cur = outs[0];
+    }
+    return CG_OK;
+}
+
+/* Clip: bounds as attributes (opset < 11) or as optional scalar inputs of
+ * x's dtype, which must be known at import. f32 is clgraph's clip;
+ * integers maximum and minimum. */
 static cg_status map_clip(onnx_imp *im) {
     static const char *const known[] = {"min", "max", NULL};
     onnx_val *x;
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    const cg_dtype dt = (cg_dtype)x->desc.dtype;
     double b[2] = {-INFINITY, INFINITY};
+    const cg_tensor *bt[2] = {NULL, NULL};
     if (im->opset < 11) {
         b[0] = onnx_attr_float(im, "min", -INFINITY);
         b[1] = onnx_attr_float(im, "max", INFINITY);
@@ -150,16 +176,19 @@ static cg_status map_clip(onnx_imp *im) {
         static const char *what[2] = {"input 1 (min)", "input 2 (max)"};
         for (int k = 0; k < 2; k++) {
             onnx_val *v = onnx_in(im, k + 1);
-            const cg_tensor *t;
             if (!v) continue;
-            if ((s = onnx_need_const(im, v, what[k], &t))) return s;
-            if (cg_tensor_dtype(t) != CG_F32 || cg_tensor_numel(t) != 1)
-                return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s must be one f32 value", what[k]);
-            b[k] = ((const float *)cg_tensor_data_const(t))[0];
+            if ((s = onnx_need_const(im, v, what[k], &bt[k]))) return s;
+            if (cg_tensor_dtype(bt[k]) != dt || cg_tensor_numel(bt[k]) != 1)
+                return onnx_fail(im, CG_ERR_FORMAT, "%s must be one value of the input's dtype %s", what[k],
+                                 cg_dtype_name(dt));
+            if (dt == CG_F32) b[k] = ((const float *)cg_tensor_data_const(bt[k]))[0];
         }
     }
-    if (x->desc.dtype != CG_F32)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s (f32 only yet)", cg_dtype_name((cg_dtype)x->desc.dtype));
+    if (dt != CG_F32) {
+        if (im->opset < 11 || (dt != CG_I32 && dt != CG_I64 && dt != CG_I8 && dt != CG_U8))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
+        return clip_int(im, x, bt);
+    }
     char a[200];
     size_t u = 0;
     a[0] = 0;
@@ -1645,8 +1674,10 @@ static const struct {
     {"Constant", map_fold_only},
     {"ConstantOfShape", map_fold_only},
     {"Cos", map_unary},
+    {"DequantizeLinear", cg_onnx_map_dequantize},
     {"Div", map_binary},
     {"Dropout", map_identity},
+    {"DynamicQuantizeLinear", cg_onnx_map_dynamic_quantize},
     {"Elu", map_activation},
     {"Equal", map_bool_op},
     {"Erf", map_unary},
@@ -1679,6 +1710,7 @@ static const struct {
     {"OneHot", map_onehot},
     {"Or", map_bool_op},
     {"Pow", map_pow},
+    {"QuantizeLinear", cg_onnx_map_quantize},
     {"Range", map_fold_only},
     {"Reciprocal", map_unary},
     {"ReduceL1", map_reduce},
@@ -1724,4 +1756,76 @@ onnx_map_fn cg_onnx_find_op(const char *op_type) {
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(table[i].name, op_type)) return table[i].fn;
     return NULL;
+}
+
+/* The ops whose clgraph mappings move data of any dtype; every other op
+ * computes in f32 (or integers), so f16 and bf16 inputs are widened. */
+static int any_dtype(const char *op) {
+    static const char *const ops[] = {
+        "And", "Cast", "Concat", "Constant", "ConstantOfShape", "Dropout", "Expand", "Flatten", "Gather",
+        "GatherElements", "Identity", "Not", "OneHot", "Or", "Range", "Reshape", "ScatterElements", "Shape",
+        "Size", "Slice", "Split", "Squeeze", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor", NULL};
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(ops[i], op)) return 1;
+    return 0;
+}
+
+/* A fresh value's stable name. */
+static cg_status fresh_val(onnx_imp *im, const char *what, char **name) {
+    onnx_val *v = onnx_val_get(im, onnx_fresh(im, what));
+    if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    *name = v->name;
+    return CG_OK;
+}
+
+/* fn on a node with f16 or bf16 inputs: as ONNX Runtime does on devices
+ * without 16-bit arithmetic, those inputs are cast to f32, the node
+ * computes in f32, and its f32 outputs are cast back to the 16-bit type
+ * (the type ONNX gives them); other outputs (indices, bools) keep theirs. */
+static cg_status map_widened(onnx_imp *im, onnx_map_fn fn, cg_dtype narrow) {
+    const Onnx__NodeProto *n = im->node;
+    if (n->n_input > ONNX_MAX_IO || n->n_output > ONNX_MAX_IO)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "too many inputs or outputs");
+    char *in[ONNX_MAX_IO], *out[ONNX_MAX_IO];
+    Onnx__NodeProto wide = *n;
+    wide.input = in;
+    wide.output = out;
+    cg_status s = CG_OK;
+    for (size_t i = 0; !s && i < n->n_input; i++) {
+        onnx_val *v = onnx_in(im, (int)i);
+        in[i] = n->input[i];
+        if (!v || !v->typed || (v->desc.dtype != CG_F16 && v->desc.dtype != CG_BF16)) continue;
+        const char *o = NULL;
+        s = emit_tmp(im, "cast", v->name, "to: \"f32\"", &o);
+        in[i] = (char *)o;
+    }
+    for (size_t o = 0; !s && o < n->n_output; o++) {
+        out[o] = n->output[o];
+        if (out_name(im, (int)o)) s = fresh_val(im, "f32", &out[o]);
+    }
+    if (s) return s;
+    im->node = &wide;
+    s = fn(im);
+    im->node = n;
+    for (size_t o = 0; !s && o < n->n_output; o++) {
+        if (!out_name(im, (int)o)) continue;
+        onnx_val *v = onnx_val_get(im, out[o]);
+        if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        const char *ins[1] = {v->name};
+        if (v->typed && v->desc.dtype == CG_F32)
+            s = emit1(im, "cast", 1, ins, n->output[o], narrow == CG_F16 ? "to: \"f16\"" : "to: \"bf16\"");
+        else if (v->typed)
+            s = emit_reshape(im, v, v->desc.ndim, v->desc.dims, n->output[o]);
+    }
+    return s;
+}
+
+cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn) {
+    if (any_dtype(im->node->op_type)) return fn(im);
+    for (size_t i = 0; i < im->node->n_input; i++) {
+        onnx_val *v = onnx_in(im, (int)i);
+        if (v && v->typed && (v->desc.dtype == CG_F16 || v->desc.dtype == CG_BF16))
+            return map_widened(im, fn, (cg_dtype)v->desc.dtype);
+    }
+    return fn(im);
 }

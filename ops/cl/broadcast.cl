@@ -27,17 +27,18 @@
 #endif
 
 #if defined(BOP_ADD)
-#define BOP(x, y) ((TA)((TU)(x) + (TU)(y)))
+#define BOP(x, y) ((TA)(TU)((TU)(x) + (TU)(y))) /* (TU) again: char and uchar add in int */
 #elif defined(BOP_SUB)
-#define BOP(x, y) ((TA)((TU)(x) - (TU)(y)))
+#define BOP(x, y) ((TA)(TU)((TU)(x) - (TU)(y)))
 #elif defined(BOP_MUL)
-#define BOP(x, y) ((TA)((TU)(x) * (TU)(y)))
+#define BOP(x, y) ((TA)(TU)((TU)(x) * (TU)(y)))
 #elif defined(BOP_DIV) && defined(TF)
 #define BOP(x, y) ((x) / (y))
 #elif defined(BOP_DIV)
 inline TA cg_idiv(TA x, TA y) {
     if (y == (TA)0) return (TA)0;
-    if (y == (TA)-1) return (TA)((TU)0 - (TU)x); /* MIN / -1 wraps to MIN */
+    /* MIN / -1 wraps to MIN (signed types only: (TA)-1 is 255 for uchar) */
+    if ((TA)-1 < (TA)0 && y == (TA)-1) return (TA)(TU)((TU)0 - (TU)x);
     return x / y;
 }
 #define BOP(x, y) cg_idiv((x), (y))
@@ -45,7 +46,8 @@ inline TA cg_idiv(TA x, TA y) {
 #define BOP(x, y) pow((x), (y))
 #elif defined(BOP_POW)
 inline TA cg_ipow(TA x, TA e) {
-    if (e < (TA)0) return x == (TA)1 ? (TA)1 : x == (TA)-1 ? ((e & (TA)1) ? (TA)-1 : (TA)1) : (TA)0;
+    if (e < (TA)0) /* never for unsigned TA */
+        return x == (TA)1 ? (TA)1 : x == (TA)-1 ? ((e & (TA)1) ? (TA)-1 : (TA)1) : (TA)0;
     TU r = 1, b = (TU)x;
     while (e) {
         if (e & (TA)1) r *= b;
