@@ -132,6 +132,14 @@ typedef cg_status (*onnx_map_fn)(onnx_imp *im);
 /* The mapping of op_type, or NULL. */
 onnx_map_fn cg_onnx_find_op(const char *op_type);
 
+/* onnx_ops.c: a reshape of x to dims (sizes, or x's symbolic dims) into
+ * *out (NULL: a fresh value, named there); fails where clgraph's reshape
+ * cannot express it (more than one symbolic dim moves). */
+cg_status onnx_emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out);
+
+/* onnx_einsum.c: Einsum of one or two operands. */
+cg_status cg_onnx_map_einsum(onnx_imp *im);
+
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
 cg_status cg_onnx_map_dequantize(onnx_imp *im);

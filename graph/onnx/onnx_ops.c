@@ -68,6 +68,10 @@ static cg_status emit_reshape_to(onnx_imp *im, onnx_val *x, int ndim, const int6
     return onnx_emit(im, "reshape", 1, in, 1, out, a);
 }
 
+cg_status onnx_emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out) {
+    return emit_reshape_to(im, x, ndim, dims, out);
+}
+
 static cg_status emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char *out) {
     return emit_reshape_to(im, x, ndim, dims, &out);
 }
@@ -637,6 +641,24 @@ static cg_status map_slice(onnx_imp *im) {
         return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
     }
     return CG_OK;
+}
+
+/* CumSum: the axis (input 1) must be known at import. */
+static cg_status map_cumsum(onnx_imp *im) {
+    static const char *const known[] = {"exclusive", "reverse", NULL};
+    onnx_val *x, *ax;
+    const cg_tensor *t;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &ax)) || (s = onnx_check_attrs(im, known)) ||
+        (s = onnx_need_const(im, ax, "input 1 (axis)", &t)))
+        return s;
+    if ((cg_tensor_dtype(t) != CG_I32 && cg_tensor_dtype(t) != CG_I64) || cg_tensor_numel(t) != 1)
+        return onnx_fail(im, CG_ERR_FORMAT, "input 1 (axis) must be one int32 or int64 value");
+    char a[200];
+    snprintf(a, sizeof a, "axis: %lld, exclusive: %d, reverse: %d", (long long)cg_onnx_int_at(t, 0),
+             onnx_attr_int(im, "exclusive", 0) != 0, onnx_attr_int(im, "reverse", 0) != 0);
+    const char *in[1] = {x->name};
+    return emit1(im, "cumsum", 1, in, out_name(im, 0), a);
 }
 
 /* ---- reductions ---- */
@@ -1674,12 +1696,14 @@ static const struct {
     {"Constant", map_fold_only},
     {"ConstantOfShape", map_fold_only},
     {"Cos", map_unary},
+    {"CumSum", map_cumsum},
     {"DequantizeLinear", cg_onnx_map_dequantize},
     {"Div", map_binary},
     {"Dropout", map_identity},
     {"DynamicQuantizeLinear", cg_onnx_map_dynamic_quantize},
     {"Elu", map_activation},
     {"Equal", map_bool_op},
+    {"Einsum", cg_onnx_map_einsum},
     {"Erf", map_unary},
     {"Exp", map_unary},
     {"Expand", map_expand},

@@ -205,3 +205,31 @@ __kernel void topk_rank(__global const float *x, __global float *vals, __global 
     }
 }
 #endif
+
+/* ---- cumsum ----
+ * Running sums along one axis of x viewed as [outer, len, inner]: one
+ * work-item per line, in order along the axis (from its end when
+ * reverse), so that the sums round as the CPU kernel's; exclusive leaves
+ * the element itself out. Built with -DCS_T=<type> -DCS_U=<its unsigned
+ * type, CS_T for float> (integers wrap). In place is fine. */
+#ifndef CS_T
+#define CS_T float
+#define CS_U float
+#endif
+#if CG_WANT(cumsum)
+__kernel void cumsum(__global const CS_T *x, __global CS_T *y, long len, long inner, int exclusive, int reverse,
+                     IDX n) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= n) return;
+    IDX o = i / (IDX)inner, c = i - o * (IDX)inner;
+    IDX p = (o * (IDX)len + (reverse ? (IDX)len - 1 : 0)) * (IDX)inner + c;
+    IDX step = reverse ? -(IDX)inner : (IDX)inner;
+    CS_U acc = 0;
+    for (long j = 0; j < len; j++, p += step) {
+        CS_U v = (CS_U)x[p];
+        if (exclusive) y[p] = (CS_T)acc;
+        acc += v;
+        if (!exclusive) y[p] = (CS_T)acc;
+    }
+}
+#endif

@@ -342,6 +342,45 @@ START_TEST(test_trilu) {
 }
 END_TEST
 
+/* cumsum against its definition: each element the sum of the ones before
+ * it (and itself unless exclusive) along the axis, counted from the end
+ * when reverse; i64 values large enough that the sums wrap around. */
+START_TEST(test_cumsum) {
+    static const struct {
+        shp x;
+        int axis;
+    } cc[] = {{{1, {6}}, 0}, {{2, {3, 4}}, 1}, {{2, {3, 4}}, -2}, {{3, {2, 3, 5}}, 1}, {{2, {0, 3}}, 1}};
+    for (size_t c = 0; c < sizeof cc / sizeof cc[0]; c++)
+        for (int mode = 0; mode < 4; mode++) {
+            const int excl = mode & 1, rev = mode >> 1;
+            th_tensor x = make(CG_I64, &cc[c].x, -4e18, 4e18), out;
+            th_attrs at;
+            th_attrs_init(&at, &cg_op_cumsum);
+            th_set_int(&at, &cg_op_cumsum, "axis", cc[c].axis);
+            th_set_int(&at, &cg_op_cumsum, "exclusive", excl);
+            th_set_int(&at, &cg_op_cumsum, "reverse", rev);
+            ck_assert_msg(th_run(&cg_op_cumsum, 1, &x, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+            const shp *sh = &cc[c].x;
+            const int ax = cc[c].axis < 0 ? cc[c].axis + sh->nd : cc[c].axis;
+            int64_t inner = 1;
+            for (int d = ax + 1; d < sh->nd; d++) inner *= sh->d[d];
+            const int64_t len = sh->d[ax];
+            const int64_t *xv = x.data, *yv = out.data;
+            for (int64_t i = 0; i < numel(sh); i++) {
+                const int64_t j = (i / inner) % len, start = i - j * inner;
+                uint64_t want = 0;
+                for (int64_t k = 0; k < len; k++) {
+                    const int take = rev ? (excl ? k > j : k >= j) : (excl ? k < j : k <= j);
+                    if (take) want += (uint64_t)xv[start + k * inner];
+                }
+                ck_assert_msg(yv[i] == (int64_t)want, "cumsum case %zu mode %d element %lld", c, mode, (long long)i);
+            }
+            th_free_outputs(1, &out);
+            free(x.data);
+        }
+}
+END_TEST
+
 START_TEST(test_expand) {
     static const struct {
         shp x, to;
@@ -480,6 +519,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_where);
     tcase_add_test(tc, test_trilu);
     tcase_add_test(tc, test_expand);
+    tcase_add_test(tc, test_cumsum);
     tcase_add_test(tc, test_gather_elements);
     tcase_add_test(tc, test_scatter_elements);
     tcase_add_test(tc, test_errors);

@@ -164,3 +164,52 @@ if ort is not None:
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     outs = sess.run(None, dict(ins))
     save("ort_lstm_peepholes", [node], ins, list(zip(("Y", "Y_h", "Y_c"), outs)), inits, opset=14)
+
+# Einsum: the two-operand forms exporters and attention code use, a
+# diagonal, an outer product, a full contraction, and ellipsis broadcasting
+# (NumPy's einsum as the reference)
+forms = [("bhqd,bhkd->bhqk", (2, 3, 4, 5), (2, 3, 6, 5)),
+         ("...ij,...jk->...ik", (2, 1, 3, 4), (5, 4, 2)),
+         ("ij,jk", (3, 4), (4, 5)),
+         ("bij,bkj->bik", (2, 3, 4), (2, 5, 4)),
+         ("i,j->ij", (3,), (4,)),
+         ("ij,ij->", (3, 4), (3, 4)),
+         ("bnd,nd->bn", (2, 3, 4), (3, 4)),
+         ("iji->ij", (3, 4, 3), None),
+         ("ijk->kj", (2, 3, 4), None)]
+nodes, ins, outs = [], [], []
+for k, (eq, sa, sb) in enumerate(forms):
+    ops_ = [rng.standard_normal(sa).astype(np.float32)] + ([rng.standard_normal(sb).astype(np.float32)] if sb else [])
+    names = [f"a{k}"] + ([f"b{k}"] if sb else [])
+    ins += list(zip(names, ops_))
+    nodes.append(helper.make_node("Einsum", names, [f"y{k}"], name=f"einsum{k}", equation=eq))
+    outs.append((f"y{k}", np.asarray(np.einsum(eq, *ops_), dtype=np.float32)))
+save("einsum_forms", nodes, ins, outs, opset=12)
+
+# Quantization: per-axis int8 QuantizeLinear, DequantizeLinear of int32
+# without a zero point and of int8 per axis, DynamicQuantizeLinear of an
+# all-zero tensor and of a negative-only one (ONNX Runtime as the reference)
+if ort is not None:
+    x = (rng.standard_normal((3, 4)) * 50).astype(np.float32)
+    ins = [("x", x), ("zeros", np.zeros((2, 3), np.float32)), ("neg", -np.abs(x)),
+           ("q32", rng.integers(-10**6, 10**6, (5,)).astype(np.int32)), ("q8", rng.integers(-128, 128, (3, 4)).astype(np.int8))]
+    inits = [("s_axis0", np.array([0.5, 2.0, 0.3], np.float32)), ("zp_axis0", np.array([-3, 0, 100], np.int8)),
+             ("s1", np.array(0.25, np.float32)), ("s_axis1", np.array([1.5, 0.5, 2.0, 0.125], np.float32)),
+             ("zp_axis1", np.array([0, -5, 5, 127], np.int8))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_axis0", "zp_axis0"], ["xq"], name="q", axis=0),
+             helper.make_node("DequantizeLinear", ["q32", "s1"], ["d32"], name="d32"),
+             helper.make_node("DequantizeLinear", ["q8", "s_axis1", "zp_axis1"], ["d8"], name="d8", axis=1),
+             helper.make_node("DynamicQuantizeLinear", ["zeros"], ["zq", "zs", "zz"], name="dz"),
+             helper.make_node("DynamicQuantizeLinear", ["neg"], ["nq", "ns", "nz"], name="dn")]
+    names = ["xq", "d32", "d8", "zq", "zs", "zz", "nq", "ns", "nz"]
+    g = helper.make_graph(nodes, "quant", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                                         list(a.shape)) for n, a in ins],
+                          [helper.make_tensor_value_info(n, t, None) for n, t in
+                           zip(names, [TensorProto.INT8] + [TensorProto.FLOAT] * 2 +
+                               [TensorProto.UINT8, TensorProto.FLOAT, TensorProto.UINT8] * 2)],
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    res = sess.run(None, dict(ins))
+    save("ort_quant_forms", nodes, ins, list(zip(names, res)), inits)
