@@ -112,7 +112,7 @@ void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const floa
 void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
                      const float *b_hh, const float *c, float *h_out, float *c_out);
 
-/* A compact conformance case: up to 3 inputs of up to 4 dims, each with
+/* A compact conformance case: up to 4 inputs of up to 4 dims, each with
  * its dtype and value range [lo, hi], and the attributes (or NULL). */
 typedef struct cg_ops_case_input {
     cg_op_dtype dt;
@@ -123,7 +123,7 @@ typedef struct cg_ops_case_input {
 
 typedef struct cg_ops_case {
     int n_in;
-    cg_ops_case_input in[3];
+    cg_ops_case_input in[4];
     const char *attrs;
 } cg_ops_case;
 
@@ -178,8 +178,8 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     X(log_softmax_topk)                                                     \
     /* shape.c */                                                           \
     X(concat) X(slice) X(reshape) X(transpose)                              \
-    /* trilu.c, expand.c, cumsum.c */                                       \
-    X(trilu) X(expand) X(cumsum)                                            \
+    /* trilu.c, expand.c, cumsum.c, matmul_integer.c */                     \
+    X(trilu) X(expand) X(cumsum) X(matmul_integer)                          \
     /* gather.c */                                                          \
     X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
     /* rnn_cell.c */                                                        \

@@ -140,10 +140,12 @@ cg_status onnx_emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *
 /* onnx_einsum.c: Einsum of one or two operands. */
 cg_status cg_onnx_map_einsum(onnx_imp *im);
 
-/* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear. */
+/* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+ * MatMulInteger. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
 cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
+cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */

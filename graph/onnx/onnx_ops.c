@@ -1725,6 +1725,7 @@ static const struct {
     {"Log", map_unary},
     {"LogSoftmax", map_softmax},
     {"MatMul", map_matmul},
+    {"MatMulInteger", cg_onnx_map_matmul_integer},
     {"Max", map_binary},
     {"Mean", map_binary},
     {"Min", map_binary},

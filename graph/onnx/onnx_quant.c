@@ -2,7 +2,8 @@
  * DequantizeLinear and DynamicQuantizeLinear as the f32 arithmetic their
  * definitions give (divide, round half to even, add the zero point,
  * saturate, cast), which is how ONNX Runtime computes them too. Scales
- * and zero points may be run-time values (DynamicQuantizeLinear's are). */
+ * and zero points may be run-time values (DynamicQuantizeLinear's are).
+ * MatMulInteger is clgraph's matmul_integer. */
 #include "onnx_imp.h"
 
 #include <stdio.h>
@@ -153,4 +154,32 @@ cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im) {
         (zq && (s = op2_to(im, "cast", zf, NULL, "to: \"u8\"", zq))))
         return s;
     return out_at(im, 0) ? quantize(im, x->name, scale, zf, CG_U8, out_at(im, 0)) : CG_OK;
+}
+
+/* MatMulInteger: clgraph's matmul_integer (a [..., M, K], a 2-D b; the
+ * zero points one value or one per row of a / column of b). */
+cg_status cg_onnx_map_matmul_integer(onnx_imp *im) {
+    onnx_val *a, *b;
+    cg_status s;
+    if ((s = onnx_check_attrs(im, NULL)) || (s = typed_in(im, 0, &a)) || (s = typed_in(im, 1, &b))) return s;
+    if (a->desc.ndim < 2 || b->desc.ndim != 2)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "MatMulInteger of %d-D A and %d-D B (A of 2 dims or more and a "
+                         "2-D B are supported)", a->desc.ndim, b->desc.ndim);
+    const char *in[4] = {a->name, b->name, NULL, NULL};
+    int n = 2;
+    for (int i = 2; i < 4; i++) {
+        onnx_val *z = onnx_in(im, i);
+        if (!z) continue;
+        if (!z->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", z->name);
+        if (i == 3 && !in[2]) { /* b's zero point without a's: a's is 0 */
+            cg_tensor *t;
+            if ((s = cg_tensor_create((cg_dtype)a->desc.dtype, 0, NULL, &t))) return s;
+            memset(cg_tensor_data(t), 0, 1);
+            if ((s = onnx_const_param(im, t, &in[2]))) return s;
+        }
+        in[i] = z->name;
+        n = i + 1;
+    }
+    const char *outs[1] = {out_at(im, 0)};
+    return onnx_emit(im, "matmul_integer", n, in, 1, outs, NULL);
 }

@@ -85,3 +85,29 @@ void bmm(__global const float *A, __global const float *B, __global float *C, ID
 }
 #endif
 #endif
+
+/* matmul_integer: y = (a - za) @ (b - zb) in int, one work-item per output
+ * element, for a [rows, K] (rows = batch * M) of MA and b [K, N] of MB
+ * (-DMA, -DMB: uchar or char). A zero point is used where use_z* is set,
+ * one per row of a (or column of b) where step_z* is set. Summed in uint
+ * so that a sum past int's range wraps as on the CPU (it cannot for K up
+ * to 33025: |term| <= 255 * 255). */
+#ifndef MA
+#define MA uchar
+#define MB uchar
+#endif
+#if CG_WANT(matmul_integer)
+__kernel void matmul_integer(__global const MA *a, __global const MB *b, __global const MA *za, int use_za,
+                             int step_za, __global const MB *zb, int use_zb, int step_zb, __global int *y,
+                             long m, long k, long n, IDX total) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= total) return;
+    IDX r = i / (IDX)n, c = i - r * (IDX)n;
+    int zav = use_za ? (int)za[step_za ? r % (IDX)m : 0] : 0;
+    int zbv = use_zb ? (int)zb[step_zb ? c : 0] : 0;
+    __global const MA *ar = a + r * (IDX)k;
+    uint acc = 0;
+    for (long j = 0; j < k; j++) acc += (uint)(((int)ar[j] - zav) * ((int)b[(IDX)j * (IDX)n + c] - zbv));
+    y[i] = (int)acc;
+}
+#endif

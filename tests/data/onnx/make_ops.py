@@ -213,3 +213,36 @@ if ort is not None:
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     res = sess.run(None, dict(ins))
     save("ort_quant_forms", nodes, ins, list(zip(names, res)), inits)
+
+# A two-layer MLP quantized by ONNX Runtime's quantize_dynamic (int8
+# weights; DynamicQuantizeLinear, MatMulInteger, Cast, Mul, Add as ORT
+# writes them), expected outputs from ONNX Runtime on the quantized model
+if ort is not None:
+    import tempfile
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    w1 = (rng.standard_normal((64, 300)) * 0.2).astype(np.float32)
+    w2 = (rng.standard_normal((300, 10)) * 0.2).astype(np.float32)
+    inits = [("w1", w1), ("b1", (rng.standard_normal(300) * 0.1).astype(np.float32)), ("w2", w2),
+             ("b2", (rng.standard_normal(10) * 0.1).astype(np.float32))]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"),
+             helper.make_node("Add", ["h0", "b1"], ["h1"], name="fc1_bias"),
+             helper.make_node("Relu", ["h1"], ["h"], name="relu"),
+             helper.make_node("MatMul", ["h", "w2"], ["y0"], name="fc2"),
+             helper.make_node("Add", ["y0", "b2"], ["y"], name="fc2_bias")]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 10])],
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx.save(m, os.path.join(tmp, "f.onnx"))
+        quantize_dynamic(os.path.join(tmp, "f.onnx"), os.path.join(tmp, "q.onnx"), weight_type=QuantType.QInt8)
+        q = onnx.load(os.path.join(tmp, "q.onnx"))
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    y = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    d = os.path.join("ops", "ort_quantized_mlp")
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(q, os.path.join(d, "model.onnx"))
+    for kind, (n, a) in (("input", ("x", x)), ("output", ("y", y))):
+        with open(os.path.join(d, "test_data_set_0", f"{kind}_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
