@@ -97,9 +97,9 @@ static cg_status diagonal(onnx_imp *im, term *t, int i, int j) {
     onnx_val *v = onnx_val_get(im, t->name);
     if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     const int64_t n = v->desc.dims[i];
-    if (n < 0 || n != v->desc.dims[j])
+    if (n <= 0 || n != v->desc.dims[j] || n > 65536)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "Einsum: a repeated label over dims %d and %d of '%s' needs equal "
-                         "known sizes", i, j, t->name);
+                         "known sizes (1 to 65536)", i, j, t->name);
     int64_t d[CG_MAX_DIMS];
     for (int k = i; k < t->n; k++) d[k - i] = k == i || k == j ? n : 1;
     cg_tensor *eye, *zt;
@@ -160,7 +160,14 @@ static cg_status to_3d(onnx_imp *im, term *t, int nb, int g1, int g2) {
     for (int g = 0, k = nb; g < 2; g++) {
         const int cnt = g ? g2 : g1;
         int64_t p = 1;
-        for (int i = 0; i < cnt; i++, k++) p = v->desc.dims[k] < 0 || p < 0 ? (cnt == 1 ? v->desc.dims[k] : -1) : p * v->desc.dims[k];
+        for (int i = 0; i < cnt; i++, k++) {
+            const int64_t dk = v->desc.dims[k];
+            if (cnt == 1) p = dk;
+            else if (dk < 0) p = -1;
+            else if (p >= 0 && dk && p > INT64_MAX / dk)
+                return onnx_fail(im, CG_ERR_FORMAT, "Einsum: the dims of '%s' are too large", t->name);
+            else if (p >= 0) p *= dk;
+        }
         if (p == -1 && cnt != 1)
             return onnx_fail(im, CG_ERR_UNSUPPORTED, "Einsum: merging dims of '%s' of unknown size", t->name);
         d[nb + g] = p;
@@ -275,7 +282,8 @@ cg_status cg_onnx_map_einsum(onnx_imp *im) {
         if (!seen || find(&out, out.lab[i]) != i)
             return onnx_fail(im, CG_ERR_FORMAT, "Einsum equation '%s': output label %d is not an input's, or repeats", e, i);
     }
-    const char *name = im->node->output[0];
+    const Onnx__NodeProto *nd = im->node;
+    const char *name = nd->n_output && nd->output[0] && nd->output[0][0] ? nd->output[0] : NULL;
     if ((s = reduce_own(im, &t[0], n_in == 2 ? &t[1] : NULL, &out))) return s;
     if (n_in == 1) return finish(im, &t[0], &out, name);
     if ((s = reduce_own(im, &t[1], &t[0], &out))) return s;
