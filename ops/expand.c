@@ -10,8 +10,9 @@
 enum { EXPAND_SHAPE };
 
 static const cg_attr_def expand_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "shape", .type = CG_ATTR_INTS, .required = 1,
-     .doc = "the dims x is broadcast against (a 1 keeps x's dim); the output has the broadcast shape"},
+    {.struct_size = sizeof(cg_attr_def), .name = "shape", .type = CG_ATTR_DIMS, .required = 1,
+     .doc = "the dims x is broadcast against (sizes or dim names; a 1 keeps x's dim); the output has "
+     "the broadcast shape"},
 };
 
 static cg_op_status expand_infer(cg_op_call *call) {
@@ -24,12 +25,19 @@ static cg_op_status expand_infer(cg_op_call *call) {
     cg_tensor_desc t = *x;
     t.ndim = sh->n_ints;
     for (int i = 0; i < sh->n_ints; i++) {
-        if (sh->ints[i] < 0)
+        if (sh->ints[i] == CG_DIM_UNKNOWN || sh->ints[i] < CG_DIM_SYM(INT32_MAX))
             return cg_op_fail(call, "attribute shape has a negative dim %lld", (long long)sh->ints[i]);
         t.dims[i] = sh->ints[i];
     }
     call->outputs[0].dtype = x->dtype;
-    return cg_broadcast_shapes(call, x, &t, &call->outputs[0]);
+    if (cg_broadcast_shapes(call, x, &t, &call->outputs[0]) != CG_OP_OK) return CG_OP_ERROR;
+    /* further inputs lend their dims only (a dynamic shape to fill) */
+    for (int i = 1; i < call->n_inputs; i++) {
+        t = call->outputs[0];
+        if (cg_broadcast_shapes(call, &t, &call->inputs[i], &call->outputs[0]) != CG_OP_OK) return CG_OP_ERROR;
+        call->outputs[0].dtype = x->dtype;
+    }
+    return CG_OP_OK;
 }
 
 #define COPY_LOOP(NAME, T)                                                              \
@@ -84,6 +92,8 @@ static const cg_ops_case expand_cases[] = {
     {1, {{CG_U8, 1, D(1), 0, 255}}, "shape: [3, 1, 1, 257]"},
     {1, {{CG_F32, 2, D(1000, 1), -2, 2}}, "shape: [1000, 100]"},
     {1, {{CG_I32, 2, D(3, 5), -9, 9}}, "shape: [1, 1]"},
+    {2, {{CG_F32, 0, D(0), -2, 2}, {CG_I64, 2, D(4, 3), -9, 9}}, "shape: []"},
+    {3, {{CG_I64, 2, D(1, 5), -9, 9}, {CG_BOOL, 3, D(2, 1, 1), 0, 1}, {CG_F32, 1, D(5), -1, 1}}, "shape: [3, 1, 1]"},
 };
 
 static int32_t expand_conform(int32_t i, cg_conform_case *c) {
@@ -92,16 +102,17 @@ static int32_t expand_conform(int32_t i, cg_conform_case *c) {
     return 1;
 }
 
-static const char *const expand_inputs[] = {"x", NULL};
+static const char *const expand_inputs[] = {"x", "like", NULL};
 static const cg_kernel_def expand_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = expand_cpu},
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = expand_cl},
 };
 const cg_op_def cg_op_expand = {
     .struct_size = sizeof(cg_op_def), .name = "expand",
-    .doc = "x (any dtype) broadcast against the dims of attribute shape with NumPy rules: the "
-           "output has the broadcast shape, each element a copy of the x element it maps to.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .doc = "x (any dtype) broadcast against the dims of attribute shape, and of each further "
+           "input (like, any dtype: only its dims are read), with NumPy rules: the output has the "
+           "broadcast shape, each element a copy of the x element it maps to.",
+    .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
     .input_names = expand_inputs, .attrs = expand_attrs, .n_attrs = 1, .infer = expand_infer,
     .kernels = expand_kernels, .n_kernels = 2, .conform_case = expand_conform,
 };

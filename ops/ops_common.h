@@ -178,8 +178,8 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     X(log_softmax_topk)                                                     \
     /* shape.c */                                                           \
     X(concat) X(slice) X(reshape) X(transpose)                              \
-    /* trilu.c, expand.c, cumsum.c, matmul_integer.c */                     \
-    X(trilu) X(expand) X(cumsum) X(matmul_integer)                          \
+    /* trilu.c, expand.c, arange.c, cumsum.c, matmul_integer.c */            \
+    X(trilu) X(expand) X(arange) X(cumsum) X(matmul_integer)                \
     /* gather.c */                                                          \
     X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
     /* rnn_cell.c */                                                        \

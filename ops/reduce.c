@@ -572,7 +572,7 @@ enum { TOPK_K };
 
 static const cg_attr_def topk_attrs[] = {
     {.struct_size = sizeof(cg_attr_def), .name = "k", .type = CG_ATTR_INT, .required = 1,
-     .doc = "number of largest elements to keep per row (0 <= k <= N)"},
+     .doc = "number of largest elements to keep per row (0 <= k <= N; -1: all N, a sort)"},
 };
 
 cg_op_status cg_ops_topk_infer(cg_op_call *call, const char *op) {
@@ -584,7 +584,10 @@ cg_op_status cg_ops_topk_infer(cg_op_call *call, const char *op) {
     if (x->ndim < 1) return cg_op_fail(call, "input 0 (x) must have at least 1 dim, got %s", sx);
     if (!ka->present) return cg_op_fail(call, "attribute k is required for %s", op);
     int64_t k = ka->i, n = x->dims[x->ndim - 1];
-    if (k < 0) return cg_op_fail(call, "attribute k must be >= 0, got %lld", (long long)k);
+    if (k == -1 && !strcmp(op, "topk")) k = n; /* the whole last dim: a sort */
+    else if (k < 0)
+        return cg_op_fail(call, "attribute k must be >= 0%s, got %lld", strcmp(op, "topk") ? "" : " (or -1: all)",
+                          (long long)k);
     if (cg_dim_known(n) && k > n)
         return cg_op_fail(call, "k=%lld is larger than the last dim %lld of x %s",
                           (long long)k, (long long)n, sx);
@@ -630,7 +633,7 @@ static cg_op_status topk_cpu(const cg_kernel_args *args) {
     const float *px = args->in[0];
     float *pv = args->out[0];
     int32_t *pi = args->out[1];
-    int64_t n = x->dims[x->ndim - 1], k = call->attrs[TOPK_K].i, rows = 1;
+    int64_t n = x->dims[x->ndim - 1], k = call->outputs[0].dims[x->ndim - 1], rows = 1;
     for (int i = 0; i < x->ndim - 1; i++) rows *= x->dims[i];
     if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k,
                                  (long long)n);
@@ -667,7 +670,7 @@ static cg_op_status topk_cl(const cg_kernel_args *args) {
     static const char name[] = "topk_rank";
     const cg_op_call *call = args->call;
     const cg_tensor_desc *x = &call->inputs[0];
-    int64_t n = x->dims[x->ndim - 1], k = call->attrs[TOPK_K].i, rows = 1;
+    int64_t n = x->dims[x->ndim - 1], k = call->outputs[0].dims[x->ndim - 1], rows = 1;
     for (int i = 0; i < x->ndim - 1; i++) rows *= x->dims[i];
     if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k,
                                  (long long)n);
@@ -695,6 +698,7 @@ static const rd_case topk_cases[] = {
     {2, D(8, 17), "k: 8"},
     {1, D(257), "k: 100"},
     {2, D(3, 257), "k: 257"},
+    {2, D(3, 29), "k: -1"},
     {2, D(4, 1000), "k: 10"},
     {2, D(4, 1000), "k: 1000"},
     {2, D(100, 1000), "k: 5"},

@@ -285,9 +285,9 @@ const cg_op_def cg_op_slice = {
 enum { RESHAPE_SHAPE };
 
 static const cg_attr_def reshape_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "shape", .type = CG_ATTR_INTS,
-     .required = 1, .doc = "new dims: > 0 as given, 0 copies x's dim at that position, "
-     "one -1 is inferred"},
+    {.struct_size = sizeof(cg_attr_def), .name = "shape", .type = CG_ATTR_DIMS,
+     .required = 1, .doc = "new dims: > 0 as given, a dim name (B) as bound, 0 copies x's dim "
+     "at that position, one -1 is inferred"},
 };
 
 /* *acc *= v unless that overflows (returns 0). */
@@ -310,7 +310,7 @@ static cg_op_status reshape_infer(cg_op_call *call) {
     cg_tensor_desc o;
     o.dtype = x->dtype;
     o.ndim = sh->n_ints;
-    int infer_at = -1, copied[CG_MAX_DIMS] = {0};
+    int infer_at = -1, used[CG_MAX_DIMS] = {0}, unmatched = 0;
     int64_t out_rest = 1; /* product of the explicit sizes */
     for (int i = 0; i < sh->n_ints; i++) {
         int64_t v = sh->ints[i];
@@ -323,40 +323,41 @@ static cg_op_status reshape_infer(cg_op_call *call) {
                 return cg_op_fail(call, "shape %s copies dim %d (0) but x %s has %d dims",
                                   ss, i, sx, x->ndim);
             o.dims[i] = x->dims[i];
-            copied[i] = 1;
+            used[i] = 1;
         } else if (v < 0) {
-            return cg_op_fail(call, "shape %s has invalid size %lld at %d (sizes are > 0, 0 "
-                              "to copy x's dim, or -1 to infer)", ss, (long long)v, i);
+            o.dims[i] = v; /* a symbolic dim (verify time; a plan binds it) */
         } else {
             o.dims[i] = v;
             if (!mul_checked(&out_rest, v)) return cg_op_fail(call, "shape %s is too large", ss);
         }
     }
-    /* x's dims that are not copied (copied dims cancel exactly): the
-     * product of the concrete ones, and the others counted. */
-    int64_t in_rest = 1, in_all = 1, rest_sym = CG_DIM_UNKNOWN;
-    int rest_other = 0, all_known = 1;
+    /* a symbolic dim of the shape cancels the same one of x's */
+    for (int i = 0; i < sh->n_ints; i++) {
+        if (sh->ints[i] >= -1) continue;
+        int j = 0;
+        while (j < x->ndim && (used[j] || x->dims[j] != sh->ints[i])) j++;
+        if (j < x->ndim) used[j] = 1;
+        else unmatched++;
+    }
+    /* x's dims left over: the product of the concrete ones, the others
+     * counted. */
+    int64_t in_rest = 1, rest_sym = CG_DIM_UNKNOWN;
+    int rest_other = 0;
     for (int i = 0; i < x->ndim; i++) {
-        int64_t d = x->dims[i];
-        int is_copied = i < sh->n_ints && copied[i];
-        if (!cg_dim_known(d)) {
-            all_known = 0;
-            if (!is_copied) {
-                rest_other++;
-                rest_sym = d;
-            }
-            continue;
+        if (used[i]) continue;
+        if (!cg_dim_known(x->dims[i])) {
+            rest_other++;
+            rest_sym = x->dims[i];
+        } else if (!mul_checked(&in_rest, x->dims[i])) {
+            return cg_op_fail(call, "x %s is too large", sx);
         }
-        in_all *= d;
-        if (!is_copied) in_rest *= d;
     }
     if (infer_at >= 0) {
-        if (rest_other) {
+        if (rest_other || unmatched) {
             /* [1, B, 32] -> [-1, 32] gives B: one symbol left over with the
              * concrete sizes cancelling; anything else is unknown until the
              * shapes are bound. */
-            o.dims[infer_at] = (rest_other == 1 && in_rest == out_rest) ? rest_sym
-                                                                         : CG_DIM_UNKNOWN;
+            o.dims[infer_at] = (rest_other == 1 && !unmatched && in_rest == out_rest) ? rest_sym : CG_DIM_UNKNOWN;
         } else if (in_rest % out_rest != 0) {
             return cg_op_fail(call, "cannot reshape x %s into shape %s: %lld remaining "
                               "elements do not divide by %lld", sx, ss, (long long)in_rest,
@@ -364,13 +365,13 @@ static cg_op_status reshape_infer(cg_op_call *call) {
         } else {
             o.dims[infer_at] = in_rest / out_rest;
         }
-    } else if (all_known) {
-        int64_t on = 1;
-        int ok = 1;
-        for (int i = 0; i < o.ndim && ok; i++) ok = mul_checked(&on, o.dims[i]);
-        if (!ok || on != in_all)
-            return cg_op_fail(call, "cannot reshape x %s (%lld elements) into shape %s",
-                              sx, (long long)in_all, ss);
+    } else if (!rest_other && !unmatched && in_rest != out_rest) {
+        int64_t all = 1;
+        for (int i = 0; i < x->ndim && all >= 0; i++) all = cg_dim_known(x->dims[i]) ? all * x->dims[i] : -1;
+        if (all >= 0)
+            return cg_op_fail(call, "cannot reshape x %s (%lld elements) into shape %s", sx, (long long)all, ss);
+        return cg_op_fail(call, "cannot reshape x %s into shape %s: %lld elements left over against %lld", sx, ss,
+                          (long long)in_rest, (long long)out_rest);
     }
     call->outputs[0] = o;
     return CG_OP_OK;

@@ -487,6 +487,7 @@ cg_status cg_node_add_attr(cg_node *n, const cg_attr *a) {
     cg_attr c;
     memset(&c, 0, sizeof c);
     c.type = a->type;
+    c.syms = a->syms;
     c.line = a->line;
     c.col = a->col;
     c.key = cg_strdup(a->key);
@@ -496,6 +497,7 @@ cg_status cg_node_add_attr(cg_node *n, const cg_attr *a) {
     case CG_ATTR_FLOAT: c.f = a->f; break;
     case CG_ATTR_STRING: ok = ok && (c.s = cg_strdup(a->s)) != NULL; break;
     case CG_ATTR_INTS:
+    case CG_ATTR_DIMS: /* never in the IR: a list with names is INTS with syms */
         /* Never NULL, even for an empty list. */
         c.ints = malloc(((size_t)a->n_ints + 1) * sizeof *c.ints);
         ok = ok && c.ints;

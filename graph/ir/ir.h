@@ -19,6 +19,7 @@ typedef struct cg_attr {
     char *s;
     int64_t *ints;
     int32_t n_ints;
+    int syms;               /* ints hold symbolic dims (CG_DIM_SYM) written by name */
     int line, col;          /* where it was written (0 from the builder) */
 } cg_attr;
 

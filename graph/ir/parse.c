@@ -652,13 +652,27 @@ static cg_status parse_attr(parser *p, cg_node *n) {
         }
         st = expected(p, "an attribute value");
         goto done;
-    case T_LBRACK:
+    case T_LBRACK: {
         a.type = CG_ATTR_INTS;
+        int low_line = 0, low_col = 0; /* a literal below -1: never a dim beside names */
         if ((st = next_nl(p))) goto done;
         while (p->tok.kind != T_RBRACK) {
-            if (p->tok.kind != T_INT) {
-                st = expected(p, "an integer in the list");
+            int64_t v = p->tok.i;
+            if (p->tok.kind == T_IDENT && p->m) {
+                /* a symbolic dim (attributes of type dims: reshape's shape) */
+                int k = cg_model_sym(p->m, p->tok.s);
+                if (k < 0) {
+                    st = oom();
+                    goto done;
+                }
+                v = CG_DIM_SYM(k);
+                a.syms = 1;
+            } else if (p->tok.kind != T_INT) {
+                st = expected(p, p->m ? "an integer or a dim name in the list" : "an integer in the list");
                 goto done;
+            } else if (v < -1 && !low_line) {
+                low_line = p->tok.line;
+                low_col = p->tok.col;
             }
             if ((size_t)a.n_ints == cap) {
                 size_t nc = cap ? cap * 2 : 8;
@@ -670,7 +684,7 @@ static cg_status parse_attr(parser *p, cg_node *n) {
                 a.ints = v;
                 cap = nc;
             }
-            a.ints[a.n_ints++] = p->tok.i;
+            a.ints[a.n_ints++] = v;
             if ((st = next_nl(p))) goto done;
             if (p->tok.kind == T_COMMA) {
                 if ((st = next_nl(p))) goto done;
@@ -679,7 +693,12 @@ static cg_status parse_attr(parser *p, cg_node *n) {
                 goto done;
             }
         }
+        if (a.syms && low_line) {
+            st = perr(p, low_line, low_col, "a list with dim names holds sizes, 0 or -1, not numbers below -1");
+            goto done;
+        }
         break;
+    }
     default:
         st = expected(p, "an attribute value");
         goto done;
@@ -902,6 +921,8 @@ cg_status cg_parse_attr_list(const char *text, cg_node *n) {
     p.len = strlen(text);
     p.line = 1;
     p.loc = &where;
+    /* names in int lists are the model's symbolic dims */
+    p.m = n->graph ? n->graph->model : NULL;
     int n0 = n->n_attrs;
     cg_status st = next_nl(&p);
     while (!st && p.tok.kind != T_EOF) {

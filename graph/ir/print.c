@@ -146,7 +146,7 @@ static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const c
     return CG_OK;
 }
 
-static void put_attr(sbuf *b, const cg_attr *a) {
+static void put_attr(sbuf *b, const cg_model *m, const cg_attr *a) {
     char num[64];
     sb_puts(b, a->key);
     sb_put(b, ": ", 2);
@@ -158,8 +158,14 @@ static void put_attr(sbuf *b, const cg_attr *a) {
         break;
     case CG_ATTR_STRING: put_string(b, a->s ? a->s : ""); break;
     case CG_ATTR_INTS:
+    case CG_ATTR_DIMS:
         sb_put(b, "[", 1);
-        for (int i = 0; i < a->n_ints; i++) sb_printf(b, i ? ", %lld" : "%lld", (long long)a->ints[i]);
+        for (int i = 0; i < a->n_ints; i++) {
+            const int64_t v = a->ints[i];
+            if (i) sb_put(b, ", ", 2);
+            if (a->syms && v <= -2 && -2 - v < m->n_syms) put_name(b, m->syms[-2 - v]);
+            else sb_printf(b, "%lld", (long long)v);
+        }
         sb_put(b, "]", 1);
         break;
     }
@@ -225,7 +231,7 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
             sb_puts(b, " {");
             for (int k = 0; k < n->n_attrs; k++) {
                 if (k) sb_put(b, ", ", 2);
-                put_attr(b, &n->attrs[k]);
+                put_attr(b, m, &n->attrs[k]);
             }
             sb_put(b, "}", 1);
         }

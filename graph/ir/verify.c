@@ -46,6 +46,7 @@ static const char *attr_type_name(cg_attr_type t) {
     case CG_ATTR_FLOAT: return "float";
     case CG_ATTR_STRING: return "string";
     case CG_ATTR_INTS: return "int list";
+    case CG_ATTR_DIMS: return "dim list";
     }
     return "?";
 }
@@ -76,7 +77,15 @@ cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n, const cg_op
         cg_attr_value *v = &out[k];
         cg_attr_type want = def->attrs[k].type;
         v->present = 1;
-        if (want == at->type) {
+        if (at->syms && want != CG_ATTR_DIMS)
+            return cg_error(CG_ERR_VERIFY, "%s%s '%s': attribute '%s' is an %s: it takes no dim names", where,
+                            def->name, n->name, at->key, attr_type_name(want));
+        if (want == CG_ATTR_DIMS && at->type == CG_ATTR_INTS)
+            for (int i = 0; i < at->n_ints; i++)
+                if (at->ints[i] < -1 && !at->syms)
+                    return cg_error(CG_ERR_VERIFY, "%s%s '%s': attribute '%s' has dim %lld (sizes are >= 0, or -1, "
+                                    "or dim names)", where, def->name, n->name, at->key, (long long)at->ints[i]);
+        if (want == at->type || (want == CG_ATTR_DIMS && at->type == CG_ATTR_INTS)) {
             v->i = at->i;
             v->f = at->type == CG_ATTR_INT ? (double)at->i : at->f;
             if (at->type == CG_ATTR_STRING) v->s = at->s;

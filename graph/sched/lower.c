@@ -424,6 +424,50 @@ static cg_status source_slots(build *b, const int64_t *sym_vals) {
     return st;
 }
 
+/* A node's attributes with the symbolic dims of its dim lists bound to
+ * this instance's sizes, in one block the instance owns (*out NULL when
+ * nothing is symbolic). */
+static cg_status bind_dims(build *b, const cg_node *nd, const cg_op_def *def, const cg_attr_value *attrs,
+                           cg_attr_value **out) {
+    *out = NULL;
+    size_t extra = 0;
+    for (int i = 0; i < def->n_attrs; i++)
+        if (attrs[i].type == CG_ATTR_DIMS)
+            for (int k = 0; k < attrs[i].n_ints; k++)
+                if (attrs[i].ints[k] <= -2) {
+                    extra += (size_t)attrs[i].n_ints;
+                    break;
+                }
+    if (!extra) return CG_OK;
+    cg_attr_value *v = malloc(sizeof *v * (size_t)def->n_attrs + sizeof(int64_t) * extra);
+    if (!v) return cg_lower_oom();
+    memcpy(v, attrs, sizeof *v * (size_t)def->n_attrs);
+    int64_t *ints = (int64_t *)(v + def->n_attrs);
+    const cg_model *m = b->p->model;
+    for (int i = 0; i < def->n_attrs; i++) {
+        if (v[i].type != CG_ATTR_DIMS) continue;
+        int sym = 0;
+        for (int k = 0; k < v[i].n_ints; k++) sym |= v[i].ints[k] <= -2;
+        if (!sym) continue;
+        for (int k = 0; k < v[i].n_ints; k++) {
+            int64_t d = v[i].ints[k];
+            if (d <= -2 && (-2 - d >= m->n_syms || b->in->sym_vals[-2 - d] < 0)) {
+                char where[512];
+                cg_loc_format(where, sizeof where, m, nd->line, nd->col);
+                free(v);
+                return cg_error(CG_ERR_VERIFY, "%s%s '%s': attribute '%s' names dim '%s', which no input of graph "
+                                "'%s' binds", where, def->name, nd->name, def->attrs[i].name,
+                                -2 - d < m->n_syms ? m->syms[-2 - d] : "?", b->p->graph->name);
+            }
+            ints[k] = d <= -2 ? b->in->sym_vals[-2 - d] : d;
+        }
+        v[i].ints = ints;
+        ints += v[i].n_ints;
+    }
+    *out = v;
+    return CG_OK;
+}
+
 static cg_status lower_nodes(build *b) {
     cg_plan *p = b->p;
     cg_graph *g = p->graph;
@@ -435,9 +479,14 @@ static cg_status lower_nodes(build *b) {
         int32_t *io = malloc(sizeof(int32_t) * ((size_t)nd->n_inputs + (size_t)nd->n_outputs + 1));
         if (!io) return cg_lower_oom();
         for (int k = 0; k < nd->n_inputs; k++) io[k] = in->val_slot[nd->inputs[k]];
-        lower_node n = {.op = p->an.ops[ni], .attrs = p->an.attrs[ni], .name = nd->name, .line = nd->line,
-                        .col = nd->col, .n_in = nd->n_inputs, .n_out = nd->n_outputs, .in = io,
-                        .dev = cg_place_rule_for(p, nd->name)};
+        cg_attr_value *bound;
+        if ((st = bind_dims(b, nd, p->an.ops[ni]->def, p->an.attrs[ni], &bound))) {
+            free(io);
+            break;
+        }
+        lower_node n = {.op = p->an.ops[ni], .attrs = bound ? bound : p->an.attrs[ni], .owned = bound,
+                        .name = nd->name, .line = nd->line, .col = nd->col, .n_in = nd->n_inputs,
+                        .n_out = nd->n_outputs, .in = io, .dev = cg_place_rule_for(p, nd->name)};
         int32_t *outs = io + nd->n_inputs;
         st = cg_lower_node(b, &n, outs);
         for (int k = 0; !st && k < nd->n_outputs; k++) {

@@ -45,7 +45,7 @@ extern "C" {
 /** ABI major version: a plugin must be built with the same major. */
 #define CG_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: grows when fields or host functions are appended. */
-#define CG_PLUGIN_ABI_MINOR 2
+#define CG_PLUGIN_ABI_MINOR 3
 /** Name of the one symbol every plugin exports. */
 #define CG_PLUGIN_ENTRY_SYMBOL "cg_plugin_entry"
 
@@ -86,7 +86,12 @@ typedef enum cg_attr_type {
     CG_ATTR_INT = 1,    /**< int64_t */
     CG_ATTR_FLOAT = 2,  /**< double */
     CG_ATTR_STRING = 3, /**< NUL-terminated UTF-8 string */
-    CG_ATTR_INTS = 4    /**< list of int64_t */
+    CG_ATTR_INTS = 4,   /**< list of int64_t */
+    /** (ABI 1.3) list of dims, as .ints: sizes, or symbolic dims written by
+     * name in the IR (`shape: [1, S, B, 64]`). Shape inference at verify
+     * time sees the symbols as CG_DIM_SYM(k); a plan binds them, so
+     * inference for a plan and the kernels see sizes only. */
+    CG_ATTR_DIMS = 5
 } cg_attr_type;
 
 /** Backend kinds a kernel may be written for. Values are part of the ABI. */

@@ -104,3 +104,13 @@ __kernel void trilu(__global const T *x, __global T *y, long rows, long cols, lo
     y[i] = (upper ? d >= diag : d <= diag) ? x[i] : (T)0;
 }
 #endif
+
+/* arange: y[i] = start + i * delta in AR_T (integers wrap: computed in the
+ * unsigned AR_U). */
+#if CG_WANT(arange)
+__kernel void arange(__global AR_T *y, AR_U start, AR_U delta, long n) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    y[i] = (AR_T)(start + (AR_U)i * delta);
+}
+#endif

@@ -100,7 +100,8 @@ static int attr_equal(const cg_attr *a, const cg_attr *b, char *why) {
         if (strcmp(a->s, b->s) != 0) NEQ("attribute '%s': strings differ", a->key);
         break;
     case CG_ATTR_INTS:
-        if (a->n_ints != b->n_ints) NEQ("attribute '%s': list lengths differ", a->key);
+    case CG_ATTR_DIMS:
+        if (a->n_ints != b->n_ints || a->syms != b->syms) NEQ("attribute '%s': list lengths differ", a->key);
         for (int i = 0; i < a->n_ints; i++)
             if (a->ints[i] != b->ints[i]) NEQ("attribute '%s': element %d differs", a->key, i);
         break;
@@ -900,13 +901,13 @@ START_TEST(test_errors_attrs) {
     parse_err("graph g {\n  y = f(x) {a: 1,,}\n}", "m.cg:2:18: expected an attribute name, got ','");
     parse_err("graph g {\n  y = f(x) {1: 2}\n}", "m.cg:2:13: expected an attribute name, got '1'");
     parse_err("graph g {\n  y = f(x) {\"a\": 2}\n}", "m.cg:2:13: expected an attribute name, got a string");
-    parse_err("graph g {\n  y = f(x) {a: [1, 2.5]}\n}", "m.cg:2:20: expected an integer in the list, got '2.5'");
+    parse_err("graph g {\n  y = f(x) {a: [1, 2.5]}\n}", "m.cg:2:20: expected an integer or a dim name in the list, got '2.5'");
     parse_err("graph g {\n  y = f(x) {a: [1 2]}\n}", "m.cg:2:19: expected ']' or ',' in the list, got '2'");
-    parse_err("graph g {\n  y = f(x) {a: [,]}\n}", "m.cg:2:17: expected an integer in the list, got ','");
-    parse_err("graph g {\n  y = f(x) {a: [[1]]}\n}", "m.cg:2:17: expected an integer in the list, got '['");
-    parse_err("graph g {\n  y = f(x) {a: [\"s\"]}\n}", "m.cg:2:17: expected an integer in the list, got a string");
+    parse_err("graph g {\n  y = f(x) {a: [,]}\n}", "m.cg:2:17: expected an integer or a dim name in the list, got ','");
+    parse_err("graph g {\n  y = f(x) {a: [[1]]}\n}", "m.cg:2:17: expected an integer or a dim name in the list, got '['");
+    parse_err("graph g {\n  y = f(x) {a: [\"s\"]}\n}", "m.cg:2:17: expected an integer or a dim name in the list, got a string");
     parse_err("graph g {\n  y = f(x) {a: 1", "m.cg:2:17: expected '}' or ',' in attributes, got end of file");
-    parse_err("graph g {\n  y = f(x) {a: [1,\n", "m.cg:3:1: expected an integer in the list, got end of file");
+    parse_err("graph g {\n  y = f(x) {a: [1,\n", "m.cg:3:1: expected an integer or a dim name in the list, got end of file");
     parse_err("graph g {\n  y = f(x) {a: {}}\n}", "m.cg:2:16: expected an attribute value, got '{'");
 }
 END_TEST
