@@ -124,7 +124,7 @@ static void next_index(int ndim, const int64_t *dims, int64_t *idx) {
     }
 }
 
-typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_EQ, B_LT, B_GT, B_MAX, B_MIN, B_AND, B_OR } bop;
+typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MOD, B_FMOD, B_EQ, B_LT, B_GT, B_MAX, B_MIN, B_AND, B_OR } bop;
 
 static cg_tensor *binary(bop op, const cg_tensor *a, const cg_tensor *b) {
     const cg_tensor *xs[2] = {a, b};
@@ -145,6 +145,8 @@ static cg_tensor *binary(bop op, const cg_tensor *a, const cg_tensor *b) {
             case B_SUB: r = x - y; break;
             case B_MUL: r = x * y; break;
             case B_DIV: r = x / y; break;
+            case B_MOD:
+            case B_FMOD: r = fmod(x, y); break; /* floats: fmod 1 (ONNX) */
             case B_MAX: r = x > y || isnan(x) ? x : y; break;
             case B_MIN: r = x < y || isnan(x) ? x : y; break;
             case B_EQ: r = x == y; break;
@@ -166,6 +168,16 @@ static cg_tensor *binary(bop op, const cg_tensor *a, const cg_tensor *b) {
                     return NULL;
                 }
                 r = x / y;
+                break;
+            case B_MOD:
+            case B_FMOD:
+                if (y == 0) {
+                    cg_tensor_free(o);
+                    return NULL;
+                }
+                r = y == -1 ? 0 : x % y;
+                /* fmod 0: the sign of the divisor, as Python's % */
+                if (op == B_MOD && r != 0 && ((r < 0) != (y < 0))) r += y;
                 break;
             case B_MAX: r = x > y ? x : y; break;
             case B_MIN: r = x < y ? x : y; break;
@@ -541,6 +553,10 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
                 {"Greater", B_GT}, {"Max", B_MAX}, {"Min", B_MIN}, {"And", B_AND}, {"Or", B_OR}};
     for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
         if (!strcmp(op, bins[i].name) && im->node->n_input == 2) return a && b ? binary(bins[i].op, a, b) : NULL;
+    if (!strcmp(op, "Mod") && im->node->n_input == 2 && a && b) {
+        const int f = onnx_attr_int(im, "fmod", 0) != 0;
+        return !f && is_float(a->dtype) ? NULL : binary(f ? B_FMOD : B_MOD, a, b);
+    }
     if (!strcmp(op, "Neg") && a) {
         cg_tensor *z = new_t(a->dtype, 0, NULL);
         if (!z) return NULL;

@@ -29,7 +29,16 @@ typedef struct onnx_val {
     const cg_tensor *given;/* an input's value given for import (options) */
     int fixed;             /* given, and that value used at import */
     int zeros;             /* all zeros, known at import (an Expand of zeros) */
+    int sym;               /* konst holds symbolic dims (ONNX_SYM codes: onnx_sym.c) */
+    cg_tensor *fill;       /* ConstantOfShape of symbolic dims: desc typed, every element
+                            * this one value; made a node only where read as data */
 } onnx_val;
+
+/* Elements of a shape value that stand for a symbolic dim: symbol k of the
+ * model, or a dim clgraph cannot name (B * 4); far below any real size. */
+#define ONNX_SYM_UNKNOWN (INT64_MIN / 2)
+#define ONNX_SYM(k) (ONNX_SYM_UNKNOWN - 1 - (int64_t)(k))
+static inline int onnx_is_sym(int64_t v) { return v <= ONNX_SYM_UNKNOWN && v > ONNX_SYM_UNKNOWN - ((int64_t)1 << 32); }
 
 typedef struct onnx_imp {
     cg_context *ctx;
@@ -157,6 +166,34 @@ cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
  * the host folds (shape arithmetic and small elementwise math): 1 and the
  * outputs set, 0 when it does not apply, -1 on error (message set). */
 int cg_onnx_fold(onnx_imp *im);
+
+/* ---- onnx_sym.c: shape values over symbolic dims ---- */
+
+/* Shape and Size of a value with symbolic dims, and the arithmetic on such
+ * values that stays a size or a symbol: 1 and the output set, 0 when it
+ * does not apply, 2 when the op's mapping reads the symbolic values (no
+ * folding), -1 on error (message set: what cannot be computed). */
+int cg_onnx_fold_sym(onnx_imp *im);
+
+/* Whether an int64 tensor holds ONNX_SYM codes. */
+int onnx_has_sym(const cg_tensor *t);
+
+/* An ONNX_SYM code as a clgraph dim (CG_DIM_SYM, CG_DIM_UNKNOWN), sizes as
+ * they are; and back. */
+int64_t onnx_sym_to_dim(int64_t v);
+int64_t onnx_dim_to_sym(int64_t d);
+
+/* A value made so far (a graph input or a node's output) with `dim` (a
+ * CG_DIM_SYM) among its dims: its name and the axis; 0 when none. */
+int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
+
+/* Makes the lazy ConstantOfShape v a node: expand of its value against a
+ * value of the same dims; an error naming v when there is none. */
+cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
+
+/* ConstantOfShape and Range over symbolic dims (the other cases fold). */
+cg_status cg_onnx_map_constant_of_shape(onnx_imp *im);
+cg_status cg_onnx_map_range(onnx_imp *im);
 
 /* Element i of t as an integer (floats truncated toward zero and
  * saturated, NaN 0). */

@@ -175,6 +175,10 @@ static cg_status add_param(onnx_imp *im, onnx_val *v) {
 
 cg_status onnx_use(onnx_imp *im, onnx_val *v) {
     if (v->emitted) return CG_OK;
+    if (v->sym)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s' is computed from symbolic dims (Shape of a value with dynamic "
+                         "dims) and read as data: clgraph evaluates shapes at import and plan time only", v->name);
+    if (v->fill) return onnx_materialize(im, v);
     if (v->konst) {
         cg_status s = add_param(im, v);
         if (!s) v->emitted = 1;
@@ -411,6 +415,21 @@ static cg_status check_opset(onnx_imp *im) {
     return CG_OK;
 }
 
+/* Outputs folded from symbolic shape values that still hold codes. */
+static void mark_sym(onnx_imp *im) {
+    const Onnx__NodeProto *n = im->node;
+    int any = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        onnx_val *v = onnx_in(im, (int)i);
+        any |= v && v->sym;
+    }
+    if (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")) any = 1;
+    for (size_t i = 0; any && i < n->n_output; i++) {
+        int32_t v = n->output[i] && n->output[i][0] ? find_val(im, n->output[i]) : -1;
+        if (v >= 0 && im->vals[v]->konst) im->vals[v]->sym = onnx_has_sym(im->vals[v]->konst);
+    }
+}
+
 static cg_status import_node(onnx_imp *im) {
     const Onnx__NodeProto *n = im->node;
     if (!n->op_type || !*n->op_type) return onnx_fail(im, CG_ERR_FORMAT, "no op_type");
@@ -429,9 +448,14 @@ static cg_status import_node(onnx_imp *im) {
         }
     onnx_map_fn fn = cg_onnx_find_op(n->op_type);
     if (!fn) return onnx_fail(im, CG_ERR_UNSUPPORTED, "operator %s is not supported", n->op_type);
-    int f = cg_onnx_fold(im);
+    int f = cg_onnx_fold_sym(im);
+    if (f == 2) return cg_onnx_map(im, fn);
+    if (!f) f = cg_onnx_fold(im);
     if (f < 0) return CG_ERR_UNSUPPORTED;
-    if (f > 0) return CG_OK;
+    if (f > 0) {
+        mark_sym(im);
+        return CG_OK;
+    }
     return cg_onnx_map(im, fn);
 }
 
@@ -484,6 +508,7 @@ static void imp_free(onnx_imp *im) {
     for (int i = 0; i < im->n_vals; i++) {
         free(im->vals[i]->name);
         cg_tensor_free(im->vals[i]->konst);
+        cg_tensor_free(im->vals[i]->fill);
         free(im->vals[i]);
     }
     free(im->vals);

@@ -46,7 +46,7 @@ static int reshape_target(const onnx_val *x, int ndim, const int64_t *dims, int6
     int inferred = 0;
     for (int i = 0; i < ndim; i++) {
         if (dims[i] >= 0) target[i] = dims[i];
-        else if (i < x->desc.ndim && x->desc.dims[i] == dims[i]) target[i] = 0;
+        else if (dims[i] != CG_DIM_UNKNOWN && i < x->desc.ndim && x->desc.dims[i] == dims[i]) target[i] = 0;
         else if (!inferred++) target[i] = -1;
         else return 0;
     }
@@ -56,14 +56,36 @@ static int reshape_target(const onnx_val *x, int ndim, const int64_t *dims, int6
     return 1;
 }
 
+/* A reshape target naming the symbolic dims ("[1, S, B, 64]"; one
+ * unknown dim as -1); 0 when more than one dim is unknown. */
+static int named_target(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size) {
+    size_t u = (size_t)snprintf(buf, size, "[");
+    int unknown = 0;
+    for (int i = 0; i < ndim && u < size; i++) {
+        const int64_t d = dims[i];
+        u += (size_t)snprintf(buf + u, size - u, "%s", i ? ", " : "");
+        if (d == CG_DIM_UNKNOWN && unknown++) return 0;
+        if (d <= -2 && -2 - d < im->m->n_syms) {
+            const char *nm = im->m->syms[-2 - d];
+            /* a name that is no identifier is written quoted, as the text format does */
+            u += (size_t)snprintf(buf + u, size - u, cg_ident_valid(nm) ? "%s" : "`%s`", nm);
+        } else {
+            u += (size_t)snprintf(buf + u, size - u, "%lld", (long long)(d < -1 ? -1 : d));
+        }
+    }
+    if (u < size) u += (size_t)snprintf(buf + u, size - u, "]");
+    return u < size;
+}
+
 /* *out: the output's name, or NULL for a fresh one (set). */
 static cg_status emit_reshape_to(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out) {
     int64_t t[CG_MAX_DIMS];
-    if (!reshape_target(x, ndim, dims, t))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "the new shape of '%s' moves more than one symbolic dim (not "
-                         "yet expressible)", x->name);
-    char a[300], l[256];
-    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, ndim, t));
+    char a[600], l[512];
+    if (reshape_target(x, ndim, dims, t)) snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, ndim, t));
+    else if (named_target(im, ndim, dims, l, sizeof l)) snprintf(a, sizeof a, "shape: %s", l);
+    else
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "the new shape of '%s' has more than one dim clgraph cannot name",
+                         x->name);
     const char *in[1] = {x->name};
     return onnx_emit(im, "reshape", 1, in, 1, out, a);
 }
@@ -409,6 +431,23 @@ static cg_status map_transpose(onnx_imp *im) {
     return emit1(im, "transpose", 1, in, out_name(im, 0), a);
 }
 
+/* Reshape to a shape with symbolic dims (onnx_sym.c): ONNX's 0 copies x's
+ * dim, -1 and dims clgraph cannot name are inferred (one at most), the
+ * symbols kept where x has them. */
+static cg_status reshape_sym(onnx_imp *im, onnx_val *x, int n, const int64_t *t) {
+    const int allowzero = onnx_attr_int(im, "allowzero", 0) != 0;
+    int64_t d[CG_MAX_DIMS];
+    for (int i = 0; i < n && allowzero; i++)
+        if (t[i] == 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "allowzero with a 0 among symbolic dims");
+    for (int i = 0; i < n; i++) {
+        if (t[i] == 0 && i >= x->desc.ndim) return onnx_fail(im, CG_ERR_FORMAT, "shape entry %d copies a dim x lacks", i);
+        d[i] = t[i] == 0 ? x->desc.dims[i] : t[i] == -1 ? CG_DIM_UNKNOWN : onnx_sym_to_dim(t[i]);
+        if (d[i] < 0 && d[i] != CG_DIM_UNKNOWN && !onnx_is_sym(t[i]) && t[i] != 0)
+            return onnx_fail(im, CG_ERR_FORMAT, "shape entry %lld", (long long)t[i]);
+    }
+    return emit_reshape_to(im, x, n, d, &(const char *){out_name(im, 0)});
+}
+
 static cg_status map_reshape(onnx_imp *im) {
     static const char *const known[] = {"allowzero", "shape", NULL};
     onnx_val *x;
@@ -427,6 +466,7 @@ static cg_status map_reshape(onnx_imp *im) {
         if (sh->ndim != 1 || sh->dtype != CG_I64 || n > CG_MAX_DIMS)
             return onnx_fail(im, CG_ERR_FORMAT, "the shape must be an int64 vector of at most %d", CG_MAX_DIMS);
         memcpy(t, sh->data, (size_t)n * 8);
+        if (onnx_in(im, 1)->sym) return reshape_sym(im, x, n, t);
     }
     int allowzero = (int)onnx_attr_int(im, "allowzero", 0), zeros = 0, zero_at = -1, concrete = 1;
     for (int i = 0; i < n; i++) {
@@ -622,6 +662,27 @@ static cg_status map_slice(onnx_imp *im) {
     }
     const char *cur = x->name;
     for (int i = 0; i < n; i++) {
+        const int64_t xa = ax[i] + (ax[i] < 0 ? x->desc.ndim : 0);
+        if (onnx_is_sym(st[i]) || (onnx_is_sym(en[i]) && sp[i] != 1))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with a symbolic start or step");
+        if (onnx_is_sym(en[i]) && xa >= 0 && xa < x->desc.ndim && onnx_sym_to_dim(en[i]) == x->desc.dims[xa]) {
+            en[i] = INT64_MAX; /* to the end of that very dim */
+        } else if (onnx_is_sym(en[i])) {
+            /* x[0:S] along a dim S is not of (pos[:S]): the rows arange(S)
+             * takes, an error at run time where S passes x's dim (ONNX
+             * would clamp) */
+            const char *like, *idx = NULL, *o = i == n - 1 ? out_name(im, 0) : NULL;
+            int la;
+            char at[80];
+            if (st[i] != 0 || en[i] == ONNX_SYM_UNKNOWN || !onnx_sym_dim_of(im, onnx_sym_to_dim(en[i]), &like, &la))
+                return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice to a symbolic end needs start 0 and a value with that dim");
+            snprintf(at, sizeof at, "axis: %d, to: \"i32\"", la);
+            if ((s = emit_tmp(im, "arange", like, at, &idx)) ||
+                (s = emit_take(im, onnx_val_get(im, cur), (int)xa, idx, &o)))
+                return s;
+            cur = o;
+            continue;
+        }
         if (sp[i] != 1) {
             const char *o = i == n - 1 ? out_name(im, 0) : NULL;
             if ((s = slice_stepped(im, onnx_val_get(im, cur), ax[i], st[i], en[i], sp[i], &o))) return s;
@@ -679,6 +740,37 @@ static cg_status ew_to(onnx_imp *im, const char *op, const char *a, const char *
     return onnx_emit(im, op, b ? 2 : 1, ins, 1, out, NULL);
 }
 
+/* ReduceSum of int32 or int64, exact: a running sum (cumsum) along each
+ * reduced axis and its last element, then a reshape to the output dims. */
+static cg_status int_sum_to(onnx_imp *im, onnx_val *x, const int64_t *axes, int n, int keep, const char **out) {
+    const int r = x->desc.ndim;
+    int64_t d[CG_MAX_DIMS];
+    int red[CG_MAX_DIMS] = {0}, nd = 0;
+    for (int i = 0; i < (n ? n : r); i++) {
+        const int64_t k = n ? axes[i] + (axes[i] < 0 ? r : 0) : i;
+        if (k < 0 || k >= r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axes[i]);
+        if (x->desc.dims[k] == 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "integer ReduceSum over an empty axis");
+        red[k] = 1;
+    }
+    const char *cur = x->name;
+    cg_status s;
+    char at[80];
+    for (int k = 0; k < r; k++) {
+        if (!red[k]) continue;
+        const char *c = NULL, *l = NULL;
+        snprintf(at, sizeof at, "axis: %d", k);
+        if ((s = emit_tmp(im, "cumsum", cur, at, &c))) return s;
+        snprintf(at, sizeof at, "axis: %d, start: -1", k);
+        if ((s = emit_tmp(im, "slice", c, at, &l))) return s;
+        cur = l;
+    }
+    for (int k = 0; k < r; k++)
+        if (!red[k] || keep) d[nd++] = red[k] ? 1 : x->desc.dims[k];
+    onnx_val *v = onnx_val_get(im, cur);
+    if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    return emit_reshape_to(im, v, nd, d, out);
+}
+
 /* The Reduce family: Sum, Mean, Max and Prod are clgraph's; Min, L1, L2,
  * SumSquare, LogSum and LogSumExp are made of them (LogSumExp with the
  * maximum taken out first, so large inputs do not overflow). */
@@ -708,6 +800,8 @@ static cg_status map_reduce(onnx_imp *im) {
         return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
     }
     const char *y = out_name(im, 0), *t1 = NULL, *t2 = NULL, *t3 = NULL;
+    if (!strcmp(op, "Sum") && (x->desc.dtype == CG_I32 || x->desc.dtype == CG_I64))
+        return int_sum_to(im, x, axes, n, keep, &y);
     if (!strcmp(op, "Sum")) return reduce_to(im, "reduce_sum", x->name, axes, n, keep, &y);
     if (!strcmp(op, "Mean")) return reduce_to(im, "reduce_mean", x->name, axes, n, keep, &y);
     if (!strcmp(op, "Max")) return reduce_to(im, "reduce_max", x->name, axes, n, keep, &y);
@@ -836,19 +930,31 @@ static cg_status map_split(onnx_imp *im) {
     return CG_OK;
 }
 
-/* Runtime indices of a Gather along a dim of size `dim` as i32 for
+/* Runtime indices of a Gather along dim `axis` of x as i32 for
  * gather_rows / embedding: negative ones + dim (where(less(i, 0), i + dim,
- * i)), then a cast. */
-static cg_status runtime_index(onnx_imp *im, onnx_val *ix, int64_t dim, const char **out) {
+ * i)), then a cast. A symbolic dim's size is made at run time: the last of
+ * arange(x) from 1. */
+static cg_status runtime_index(onnx_imp *im, onnx_val *ix, onnx_val *x, int axis, const char **out) {
+    const int64_t dim = x->desc.dims[axis];
     cg_status s;
     const cg_dtype dt = (cg_dtype)ix->desc.dtype;
     if (dt != CG_I64 && dt != CG_I32) return onnx_fail(im, CG_ERR_FORMAT, "indices must be int32 or int64");
     const int64_t z64 = 0, d64 = dim;
     const int32_t z32 = 0, d32 = (int32_t)dim;
     const char *zero, *len, *neg = NULL, *wrapped = NULL, *fixed = NULL;
-    if ((s = const_of(im, dt, 0, NULL, dt == CG_I64 ? (const void *)&z64 : &z32, &zero)) ||
-        (s = const_of(im, dt, 0, NULL, dt == CG_I64 ? (const void *)&d64 : &d32, &len)))
-        return s;
+    if ((s = const_of(im, dt, 0, NULL, dt == CG_I64 ? (const void *)&z64 : &z32, &zero))) return s;
+    if (dim >= 0) {
+        if ((s = const_of(im, dt, 0, NULL, dt == CG_I64 ? (const void *)&d64 : &d32, &len))) return s;
+    } else {
+        char at[80];
+        const char *r = NULL;
+        len = NULL;
+        snprintf(at, sizeof at, "axis: %d, start: 1, to: \"%s\"", axis, cg_dtype_name(dt));
+        if ((s = emit_tmp(im, "arange", x->name, at, &r)) ||
+            (s = emit_tmp(im, "slice", r, "axis: 0, start: -1", &len)))
+            return s;
+        if (ix->desc.ndim == 0 && (s = emit_tmp(im, "reshape", len, "shape: []", &len))) return s;
+    }
     const char *l_in[2] = {ix->name, zero}, *a_in[2] = {ix->name, len}, *o[1] = {NULL};
     if ((s = onnx_emit(im, "less", 2, l_in, 1, o, NULL))) return s;
     neg = o[0], o[0] = NULL;
@@ -880,9 +986,24 @@ static cg_status map_gather(onnx_imp *im) {
     if (axis < 0) axis += r;
     if (r + q - 1 > CG_MAX_DIMS || r < 1) return onnx_fail(im, CG_ERR_UNSUPPORTED, "rank %d", r + q - 1);
     int64_t dim = x->desc.dims[axis];
-    if (dim < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Gather along a symbolic dim");
     if (dim > INT32_MAX) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Gather along a dim of %lld", (long long)dim);
     const char *idx_name;
+    if (ind && dim < 0 && cg_tensor_numel(ind) == 1 && q <= 1) {
+        /* one index along a symbolic dim (h[:, -1]): a slice, the axis then
+         * dropped (q 0) or kept; an index past the end leaves the slice
+         * empty, which the reshape refuses at plan time */
+        const int64_t v = cg_onnx_int_at(ind, 0);
+        char at[120];
+        snprintf(at, sizeof at, "axis: %d, start: %lld, end: %lld", (int)axis, (long long)v,
+                 (long long)(v == -1 ? INT64_MAX : v + 1));
+        const char *sl = q == 1 ? out_name(im, 0) : NULL, *in[1] = {x->name};
+        if ((s = onnx_emit(im, "slice", 1, in, 1, &sl, at)) || q == 1) return s;
+        int64_t d[CG_MAX_DIMS];
+        int nd = 0;
+        for (int i = 0; i < r; i++)
+            if (i != axis) d[nd++] = x->desc.dims[i];
+        return emit_reshape(im, onnx_val_get(im, sl), nd, d, out_name(im, 0));
+    }
     if (ind) {
         int64_t n = cg_tensor_numel(ind);
         cg_tensor *idx;
@@ -891,8 +1012,12 @@ static cg_status map_gather(onnx_imp *im) {
             int64_t v = cg_tensor_dtype(ind) == CG_I64 ? ((const int64_t *)cg_tensor_data_const(ind))[i]
                         : cg_tensor_dtype(ind) == CG_I32 ? ((const int32_t *)cg_tensor_data_const(ind))[i]
                                                          : INT64_MIN;
+            if (v < 0 && dim < 0) {
+                cg_tensor_free(idx);
+                return onnx_fail(im, CG_ERR_UNSUPPORTED, "a negative index along a symbolic dim");
+            }
             if (v < 0) v += dim;
-            if (v < 0 || v >= dim) {
+            if (v < 0 || (dim >= 0 && v >= dim)) {
                 cg_tensor_free(idx);
                 return onnx_fail(im, CG_ERR_FORMAT, "index %lld of '%s' is out of range for dim %lld", (long long)i,
                                  iv->name, (long long)dim);
@@ -901,7 +1026,7 @@ static cg_status map_gather(onnx_imp *im) {
         }
         if ((s = onnx_const_param(im, idx, &idx_name))) return s;
     } else {
-        if ((s = runtime_index(im, iv, dim, &idx_name))) return s;
+        if ((s = runtime_index(im, iv, x, (int)axis, &idx_name))) return s;
         if (axis == 0 && r == 2 && x->desc.dtype == CG_F32) {
             const char *in[2] = {x->name, idx_name};
             return emit1(im, "embedding", 2, in, out_name(im, 0), NULL);
@@ -978,8 +1103,16 @@ static cg_status map_expand(onnx_imp *im) {
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) || (s = const_ints(im, 1, "input 1 (shape)", d, &n)))
         return s;
-    char a[300], l[256];
-    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, n, d));
+    char a[600], l[512];
+    if (onnx_in(im, 1)->sym) {
+        for (int i = 0; i < n; i++) d[i] = onnx_sym_to_dim(d[i]);
+        for (int i = 0; i < n; i++)
+            if (d[i] == CG_DIM_UNKNOWN) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape has a dim clgraph cannot name");
+        if (!named_target(im, n, d, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
+    } else {
+        ints_text(l, sizeof l, n, d);
+    }
+    snprintf(a, sizeof a, "shape: %s", l);
     const char *in[1] = {x->name};
     if ((s = emit1(im, "expand", 1, in, out_name(im, 0), a))) return s;
     /* exporters make zero initial states this way (torch's nn.GRU / nn.LSTM) */
@@ -1036,31 +1169,50 @@ static cg_status map_topk(onnx_imp *im) {
     int64_t kv[CG_MAX_DIMS];
     int nk = 1;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    if (im->opset < 10) kv[0] = onnx_attr_int(im, "k", -1);
-    else if ((s = const_ints(im, 1, "input 1 (K)", kv, &nk))) return s;
-    if (nk != 1 || kv[0] < 0) return onnx_fail(im, CG_ERR_FORMAT, "K must be one non-negative value");
     const int nd = x->desc.ndim, axis = (int)onnx_attr_int(im, "axis", -1) + (onnx_attr_int(im, "axis", -1) < 0 ? nd : 0);
     if (axis < 0 || axis >= nd) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)onnx_attr_int(im, "axis", -1));
+    onnx_val *kval = onnx_in(im, 1);
+    if (im->opset < 10) kv[0] = onnx_attr_int(im, "k", -1);
+    else if (kval && kval->sym && kval->konst && cg_tensor_numel(kval->konst) == 1) {
+        /* K a symbolic dim: only the whole axis (a sort, as pack_padded_sequence exports) */
+        if (onnx_sym_to_dim(((const int64_t *)kval->konst->data)[0]) != x->desc.dims[axis])
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "K is a symbolic dim other than the axis' length");
+        kv[0] = -1;
+    } else if ((s = const_ints(im, 1, "input 1 (K)", kv, &nk))) return s;
+    if (nk != 1 || kv[0] < -1 || (kv[0] == -1 && !(kval && kval->sym)))
+        return onnx_fail(im, CG_ERR_FORMAT, "K must be one non-negative value");
     const int largest = onnx_attr_int(im, "largest", 1) != 0;
     int64_t perm[CG_MAX_DIMS];
     for (int i = 0; i < nd; i++) perm[i] = i == axis ? nd - 1 : i == nd - 1 ? axis : i;
     char pa[300], l[256], ka[64];
     snprintf(pa, sizeof pa, "perm: %s", ints_text(l, sizeof l, nd, perm));
     const char *cur = x->name, *o[2] = {NULL, NULL};
+    /* integers rank as f32 (exact up to 2^24: lengths, ids) and come back */
+    const cg_dtype xt = x->desc.dtype;
+    const int is_int = xt == CG_I32 || xt == CG_I64;
+    if (is_int && (s = emit_tmp(im, "cast", cur, "to: \"f32\"", &cur))) return s;
     if (axis != nd - 1 && (s = emit_tmp(im, "transpose", cur, pa, &cur))) return s;
     if (!largest && (s = emit_tmp(im, "neg", cur, NULL, &cur))) return s;
     snprintf(ka, sizeof ka, "k: %lld", (long long)kv[0]);
     /* the last op on each output writes it, unless a transpose follows */
     const int moved = axis != nd - 1;
     const char *vo = moved ? NULL : out_name(im, 0), *io = moved ? NULL : out_name(im, 1);
-    o[0] = largest ? vo : NULL;
+    o[0] = largest && !is_int ? vo : NULL;
     const char *in[1] = {cur};
     if ((s = onnx_emit(im, "topk", 1, in, 2, o, ka))) return s;
     const char *src[2] = {o[0], o[1]}, *n1[1] = {vo}, *c1[1] = {io};
     if (!largest) {
         const char *nin[1] = {src[0]};
+        if (is_int) n1[0] = NULL;
         if ((s = onnx_emit(im, "neg", 1, nin, 1, n1, NULL))) return s;
         src[0] = n1[0];
+    }
+    if (is_int) {
+        char ca[40];
+        snprintf(ca, sizeof ca, "to: \"%s\"", cg_dtype_name(xt));
+        const char *iin[1] = {src[0]}, *io1[1] = {vo};
+        if ((s = onnx_emit(im, "cast", 1, iin, 1, io1, ca))) return s;
+        src[0] = io1[0];
     }
     const char *cin[1] = {src[1]};
     if ((s = onnx_emit(im, "cast", 1, cin, 1, c1, "to: \"i64\""))) return s;
@@ -1694,7 +1846,7 @@ static const struct {
     {"Clip", map_clip},
     {"Concat", map_concat},
     {"Constant", map_fold_only},
-    {"ConstantOfShape", map_fold_only},
+    {"ConstantOfShape", cg_onnx_map_constant_of_shape},
     {"Cos", map_unary},
     {"CumSum", map_cumsum},
     {"DequantizeLinear", cg_onnx_map_dequantize},
@@ -1729,6 +1881,7 @@ static const struct {
     {"Max", map_binary},
     {"Mean", map_binary},
     {"Min", map_binary},
+    {"Mod", map_fold_only},
     {"Mul", map_binary},
     {"Neg", map_unary},
     {"Not", map_bool_op},
@@ -1736,7 +1889,7 @@ static const struct {
     {"Or", map_bool_op},
     {"Pow", map_pow},
     {"QuantizeLinear", cg_onnx_map_quantize},
-    {"Range", map_fold_only},
+    {"Range", cg_onnx_map_range},
     {"Reciprocal", map_unary},
     {"ReduceL1", map_reduce},
     {"ReduceL2", map_reduce},

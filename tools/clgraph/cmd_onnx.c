@@ -103,9 +103,14 @@ done:
 
 /* ---- onnx-test ---- */
 
-/* ONNX's backend test tolerances (onnx/backend/test/runner). */
+/* ONNX's backend test tolerances (onnx/backend/test/runner), the
+ * defaults of --rtol and --atol. */
 #define RTOL 1e-3
 #define ATOL 1e-7
+
+typedef struct tolerance {
+    double rtol, atol;
+} tolerance;
 
 typedef struct tensors {
     int n;
@@ -154,7 +159,8 @@ static double elem(const cg_tensor *t, int64_t i) {
 }
 
 /* got against want with ONNX's tolerances; 0 and why on a mismatch. */
-static int compare(const cg_tensor *got, const cg_tensor *want, double *max_err, char *why, size_t wsz) {
+static int compare(const cg_tensor *got, const cg_tensor *want, const tolerance *tol, double *max_err, char *why,
+                   size_t wsz) {
     cg_tensor *g2 = NULL, *w2 = NULL;
     if (cg_tensor_dtype(want) == CG_F16 || cg_tensor_dtype(want) == CG_BF16) cg_tensor_convert(want, CG_F32, &w2);
     if (cg_tensor_dtype(got) == CG_F16 || cg_tensor_dtype(got) == CG_BF16) cg_tensor_convert(got, CG_F32, &g2);
@@ -178,7 +184,7 @@ static int compare(const cg_tensor *got, const cg_tensor *want, double *max_err,
         double e = fabs(a - b);
         if (a == b) continue;
         if (!isnan(e) && e > *max_err) *max_err = e;
-        if (!exact && !isinf(b) && e <= ATOL + RTOL * fabs(b)) continue;
+        if (!exact && !isinf(b) && e <= tol->atol + tol->rtol * fabs(b)) continue;
         if (ok) snprintf(why, wsz, "element %lld: %.9g, expected %.9g", (long long)i, a, b);
         ok = 0;
     }
@@ -191,7 +197,8 @@ enum { R_PASS, R_FAIL, R_UNSUP, R_ERROR };
 static const char *const result_name[] = {"pass", "FAIL", "unsupported", "ERROR"};
 
 /* Imports, plans and runs one data set; R_* and why. */
-static int run_set(cg_context *ctx, const char *model, const char *device, tensors *in, tensors *want,
+static int run_set(cg_context *ctx, const char *model, const char *device, const tolerance *tol, tensors *in,
+                   tensors *want,
                    double *max_err, char *why, size_t wsz) {
     const char *names[64];
     cg_model *probe = NULL;
@@ -241,7 +248,7 @@ static int run_set(cg_context *ctx, const char *model, const char *device, tenso
     }
     for (int i = 0; i < n_out && result == R_PASS; i++) {
         char w[400] = "";
-        if (!compare(out[i], want->t[i], max_err, w, sizeof w)) {
+        if (!compare(out[i], want->t[i], tol, max_err, w, sizeof w)) {
             snprintf(why, wsz, "output %d (%s): %s", i, cg_graph_output_name(g, i), w);
             result = R_FAIL;
         }
@@ -255,7 +262,8 @@ done:
 }
 
 /* One test folder on one device: its result, why, the largest error. */
-static int run_test(cg_context *ctx, const char *dir, const char *device, double *max_err, char *why, size_t wsz) {
+static int run_test(cg_context *ctx, const char *dir, const char *device, const tolerance *tol, double *max_err,
+                    char *why, size_t wsz) {
     char model[4200], data[4200];
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     int result = R_PASS;
@@ -279,7 +287,7 @@ static int run_test(cg_context *ctx, const char *dir, const char *device, double
             }
             cg_model_free(probe);
         } else {
-            result = run_set(ctx, model, device, &in, &want, max_err, why, wsz);
+            result = run_set(ctx, model, device, tol, &in, &want, max_err, why, wsz);
         }
         tensors_free(&in);
         tensors_free(&want);
@@ -329,8 +337,19 @@ int cli_onnx_test(int argc, char **argv) {
     const char *devices[16], *plugins[CLI_MAX_PLUGINS];
     int n_dev = 0, n_dirs = 0, cap = 0, rc = CLI_OK, n_plugins = 0;
     char **dirs = NULL;
+    tolerance tol = {RTOL, ATOL};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--plugin")) {
+        if (!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol")) {
+            char *end = NULL;
+            double v = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
+            if (!end || end == argv[i + 1] || *end || !(v >= 0) || v > 1e30) {
+                fprintf(stderr, "clgraph onnx-test: %s needs a number >= 0\n", argv[i]);
+                rc = CLI_USAGE;
+                break;
+            }
+            *(argv[i][2] == 'r' ? &tol.rtol : &tol.atol) = v;
+            i++;
+        } else if (!strcmp(argv[i], "--plugin")) {
             if (i + 1 >= argc || (rc = cli_add_plugin("onnx-test", plugins, &n_plugins, argv[i + 1]))) {
                 if (!rc) fprintf(stderr, "clgraph onnx-test: --plugin needs a path\n");
                 rc = CLI_USAGE;
@@ -362,7 +381,7 @@ int cli_onnx_test(int argc, char **argv) {
         }
     }
     if (!rc && !n_dirs) {
-        fprintf(stderr, "usage: clgraph onnx-test DIR... [--device D]...\n");
+        fprintf(stderr, "usage: clgraph onnx-test DIR... [--device D]... [--rtol R] [--atol A]\n");
         rc = CLI_USAGE;
     }
     cg_context *ctx = NULL;
@@ -382,7 +401,7 @@ int cli_onnx_test(int argc, char **argv) {
         for (int d = 0; d < n_dev; d++) {
             char why[1200] = "";
             double max_err = 0;
-            int r = run_test(ctx, dirs[t], devices[d], &max_err, why, sizeof why);
+            int r = run_test(ctx, dirs[t], devices[d], &tol, &max_err, why, sizeof why);
             count[d][r]++;
             char err[32] = "-";
             if (r == R_PASS || r == R_FAIL) snprintf(err, sizeof err, "%.2e", max_err);

@@ -18,8 +18,8 @@ static void setup(void) { tu_setup_dir("onnx"); }
  * F failed, U unsupported, E errors (of T)": no failure, no error, at
  * least min_pass passed (what the importer covers so far, docs/onnx.md: a
  * fall is a regression), T tests. */
-static void run_set(const char *dir, int min_pass, int total_want) {
-    const char *args[] = {"onnx-test", dir, NULL};
+static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
+    const char *args[] = {"onnx-test", dir, tol ? "--rtol" : NULL, tol, "--atol", tol, NULL};
     int rc = tu_run_cli(args, NULL, NULL);
     ck_assert_msg(rc == 0, "%s", tu_err);
     int devices = 0;
@@ -36,6 +36,8 @@ static void run_set(const char *dir, int min_pass, int total_want) {
     }
     ck_assert_int_ge(devices, 1);
 }
+
+static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
 
 START_TEST(node_tests_pass) {
     run_set(NODE, 536, 932);
@@ -56,6 +58,149 @@ START_TEST(own_op_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ops", tu_src_dir());
     run_set(dir, 11, 11);
+}
+END_TEST
+
+/* Real exports (tests/data/onnx/make_models.py): the seq2seq spec's encoder
+ * and decoder step from torch.onnx.export with dynamic batch and source
+ * length (pack_padded_sequence's sort, Shape/Range/ConstantOfShape over the
+ * symbolic dims), and an nn.Transformer's encoder and decoder (dynamo
+ * exporter: reshapes to symbolic dims), two bindings each, equal to ONNX
+ * Runtime's outputs within 1e-4 on every device. */
+START_TEST(exported_models_match_ort) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
+    run_set_tol(dir, 4, 4, "1e-4");
+    ck_assert_ptr_nonnull(strstr(tu_out, "s2s_encoder                                        cpu        pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "s2s_decoder                                        opencl:0   pass "));
+}
+END_TEST
+
+/* Greedy decoding with the exported nn.Transformer (trained to reverse a
+ * sequence; tools/py/transformer_ref.py): the encoder graph once, then the
+ * decoder graph over the growing prefix (a new binding of T each step),
+ * argmax of the last position, on the CPU and every OpenCL device; the
+ * tokens equal PyTorch's greedy decoding (transformer_greedy.txt). */
+#define TF_BOS 1
+#define TF_EOS 2
+#define TF_MAXB 8
+#define TF_MAXS 16
+#define TF_MAXT 13
+
+typedef struct tf_case {
+    int n_src, n_out;
+    int64_t src[TF_MAXS], out[TF_MAXT];
+} tf_case;
+
+static int tf_read_cases(tf_case *c, int max) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tests/data/onnx/transformer_greedy.txt", tu_src_dir());
+    size_t len;
+    char *text = tu_read_text(path, &len), *line = text;
+    int n = 0;
+    while (line && *line && n < max) {
+        char *nl = strchr(line, '\n'), *bar = strchr(line, '|');
+        ck_assert_ptr_nonnull(bar);
+        if (nl) *nl = 0;
+        *bar = 0;
+        tf_case *t = &c[n++];
+        t->n_src = t->n_out = 0;
+        for (char *p = line, *e; (e = NULL, strtol(p, &e, 10), e != p) && t->n_src < TF_MAXS; p = e)
+            t->src[t->n_src++] = strtol(p, NULL, 10);
+        for (char *p = bar + 1, *e; (e = NULL, strtol(p, &e, 10), e != p) && t->n_out < TF_MAXT; p = e)
+            t->out[t->n_out++] = strtol(p, NULL, 10);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    return n;
+}
+
+static cg_tensor *tf_tensor(cg_dtype dt, int64_t d0, int64_t d1) {
+    int64_t d[2] = {d0, d1};
+    cg_tensor *t;
+    ck_assert_int_eq(cg_tensor_create(dt, 2, d, &t), CG_OK);
+    return t;
+}
+
+static void tf_greedy_on(cg_context *ctx, const char *device, const tf_case *c, int B) {
+    char enc_path[4200], dec_path[4200];
+    snprintf(enc_path, sizeof enc_path, "%s/tests/data/onnx/models/transformer_encoder/model.onnx", tu_src_dir());
+    snprintf(dec_path, sizeof dec_path, "%s/tests/data/onnx/models/transformer_decoder/model.onnx", tu_src_dir());
+    cg_model *enc, *dec;
+    ck_assert_msg(cg_model_load_onnx(ctx, enc_path, &enc) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_model_load_onnx(ctx, dec_path, &dec) == CG_OK, "%s", cg_last_error());
+    cg_plan_options po = {.device = device};
+    cg_plan *pe, *pd;
+    ck_assert_msg(cg_plan_create_ex(enc, NULL, &po, &pe) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create_ex(dec, NULL, &po, &pd) == CG_OK, "%s", cg_last_error());
+    int S = 0;
+    for (int b = 0; b < B; b++) S = c[b].n_src > S ? c[b].n_src : S;
+    cg_tensor *src = tf_tensor(CG_I64, B, S), *pad = tf_tensor(CG_BOOL, B, S), *memory = NULL;
+    int64_t *sp = cg_tensor_data(src);
+    uint8_t *pp = cg_tensor_data(pad);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < S; i++) {
+            sp[b * S + i] = i < c[b].n_src ? c[b].src[i] : 0;
+            pp[b * S + i] = i >= c[b].n_src;
+        }
+    const char *en[2] = {"src", "src_pad"};
+    cg_tensor *ei[2] = {src, pad};
+    ck_assert_msg(cg_plan_run(pe, 2, en, ei, 1, &memory) == CG_OK, "%s", cg_last_error());
+    int64_t got[TF_MAXB][TF_MAXT + 1];
+    int n_got[TF_MAXB] = {0}, done[TF_MAXB] = {0};
+    for (int b = 0; b < B; b++) got[b][0] = TF_BOS;
+    for (int t = 1; t <= TF_MAXT; t++) {
+        cg_tensor *tgt = tf_tensor(CG_I64, B, t), *logp = NULL;
+        int64_t *tp = cg_tensor_data(tgt);
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < t; i++) tp[b * t + i] = got[b][i];
+        const char *dn[3] = {"tgt", "memory", "src_pad"};
+        cg_tensor *di[3] = {tgt, memory, pad};
+        ck_assert_msg(cg_plan_run(pd, 3, dn, di, 1, &logp) == CG_OK, "%s", cg_last_error());
+        const int64_t V = cg_tensor_dim(logp, 1);
+        const float *lp = cg_tensor_data_const(logp);
+        int all = 1;
+        for (int b = 0; b < B; b++) {
+            int64_t best = 0;
+            for (int64_t v = 1; v < V; v++)
+                if (lp[b * V + v] > lp[b * V + best]) best = v;
+            got[b][t] = done[b] ? 0 : best;
+            if (!done[b]) n_got[b]++;
+            done[b] |= best == TF_EOS;
+            all &= done[b];
+        }
+        cg_tensor_free(tgt);
+        cg_tensor_free(logp);
+        if (all) break;
+    }
+    for (int b = 0; b < B; b++) {
+        ck_assert_msg(n_got[b] == c[b].n_out, "%s: source %d: %d tokens, PyTorch %d", device, b, n_got[b], c[b].n_out);
+        for (int i = 0; i < c[b].n_out; i++)
+            ck_assert_msg(got[b][i + 1] == c[b].out[i], "%s: source %d token %d: %lld, PyTorch %lld", device, b, i,
+                          (long long)got[b][i + 1], (long long)c[b].out[i]);
+        /* the model learned its task: the output is the source reversed */
+        for (int i = 0; i < c[b].n_src; i++) ck_assert_int_eq(c[b].out[i], c[b].src[c[b].n_src - 1 - i]);
+    }
+    cg_tensor_free(src);
+    cg_tensor_free(pad);
+    cg_tensor_free(memory);
+    cg_plan_free(pe);
+    cg_plan_free(pd);
+    cg_model_free(enc);
+    cg_model_free(dec);
+}
+
+START_TEST(transformer_greedy_matches_pytorch) {
+    tf_case c[TF_MAXB];
+    int B = tf_read_cases(c, TF_MAXB);
+    ck_assert_int_ge(B, 4);
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    for (int d = 0; d < cg_device_count(); d++) {
+        char buf[512];
+        tf_greedy_on(ctx, cg_device_describe(d, buf, sizeof buf), c, B);
+    }
+    cg_context_free(ctx);
 }
 END_TEST
 
@@ -179,6 +324,8 @@ int main(void) {
     tcase_add_test(tc, node_tests_pass);
     tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, own_op_tests_pass);
+    tcase_add_test(tc, exported_models_match_ort);
+    tcase_add_test(tc, transformer_greedy_matches_pytorch);
     tcase_add_test(tc, import_folds_given_shape);
     tcase_add_test(tc, import_refuses_fixed_data);
     tcase_add_test(tc, bad_files);

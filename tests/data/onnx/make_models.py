@@ -1,0 +1,110 @@
+"""Writes models/<test>/ in ONNX's backend-test layout (model.onnx,
+test_data_set_N/{input,output}_K.pb) for real exports: the seq2seq spec's
+encoder and one decoder step (tools/py/s2s_export_onnx.py on models/dates,
+batch and source length dynamic), and the encoder and decoder of a small
+nn.Transformer trained to reverse sequences (tools/py/transformer_ref.py),
+with ONNX Runtime's outputs as the expected values; each model gets two
+data sets of different batch and lengths, so the dynamic dims are bound
+twice. transformer_greedy.txt: sources and PyTorch's greedy outputs. `clgraph onnx-test
+tests/data/onnx/models --rtol 1e-4 --atol 1e-4` runs them
+(tests/graph/onnx/test_onnx.c, every device).
+Needs torch, onnx and onnxruntime (a virtual environment):
+    python3 make_models.py"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools", "py"))
+import s2s_export_onnx  # noqa: E402
+import transformer_ref  # noqa: E402
+
+rng = np.random.default_rng(18)
+
+
+def session(path):
+    o = ort.SessionOptions()
+    o.intra_op_num_threads = 1
+    return ort.InferenceSession(path, o, providers=["CPUExecutionProvider"])
+
+
+def write_sets(name, model_path, sets):
+    """sets: list of {input name: array}; ONNX Runtime gives the outputs."""
+    d = os.path.join(HERE, "models", name)
+    os.makedirs(d, exist_ok=True)
+    m = onnx.load(model_path)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    sess = session(os.path.join(d, "model.onnx"))
+    outs = [o.name for o in sess.get_outputs()]
+    for k, feed in enumerate(sets):
+        got = sess.run(outs, feed)
+        sd = os.path.join(d, f"test_data_set_{k}")
+        os.makedirs(sd, exist_ok=True)
+        for kind, names, vals in (("input", list(feed), list(feed.values())), ("output", outs, got)):
+            for i, (n, a) in enumerate(zip(names, vals)):
+                with open(os.path.join(sd, f"{kind}_{i}.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+    return sess
+
+
+def s2s():
+    tmp = os.path.join(HERE, "models", ".s2s_export")
+    torch.manual_seed(0)
+    m, _ = s2s_export_onnx.export(os.path.join(ROOT, "models", "dates"), tmp)
+    enc_sets = []
+    for B, S, lens in ((3, 6, [6, 2, 4]), (5, 9, [9, 1, 3, 9, 5])):
+        src = rng.integers(4, m.v_src, size=(B, S)).astype(np.int64)
+        enc_sets.append({"src": src, "src_len": np.array(lens, dtype=np.int64)})
+    enc = write_sets("s2s_encoder", os.path.join(tmp, "encoder.onnx"), enc_sets)
+    dec_sets = []
+    for feed in enc_sets:
+        keys, kproj, s0 = enc.run(["keys", "keys_proj", "s0"], feed)
+        B = keys.shape[0]
+        dec_sets.append({"y_prev": rng.integers(0, m.v_tgt, size=(B,)).astype(np.int64), "h": s0, "keys": keys,
+                         "keys_proj": kproj, "src_len": feed["src_len"]})
+    write_sets("s2s_decoder", os.path.join(tmp, "decoder.onnx"), dec_sets)
+    for f in os.listdir(tmp):
+        os.remove(os.path.join(tmp, f))
+    os.rmdir(tmp)
+
+
+def transformer():
+    tmp = os.path.join(HERE, "models", ".tf_export")
+    torch.set_num_threads(2)
+    m, loss = transformer_ref.train()
+    print("transformer: final training loss %.4f" % loss)
+    transformer_ref.export(m, tmp)
+    g = torch.Generator().manual_seed(3)
+    enc_sets = []
+    for B, S in ((3, 5), (4, 8)):
+        src, pad, _ = transformer_ref.batch(g, B, S)
+        enc_sets.append({"src": src.numpy(), "src_pad": pad.numpy()})
+    enc = write_sets("transformer_encoder", os.path.join(tmp, "encoder.onnx"), enc_sets)
+    dec_sets = []
+    for feed, T in zip(enc_sets, (1, 4)):
+        (memory,) = enc.run(["memory"], feed)
+        B = memory.shape[0]
+        tgt = np.concatenate([np.full((B, 1), transformer_ref.BOS), rng.integers(3, transformer_ref.V, (B, T - 1))], 1)
+        dec_sets.append({"tgt": tgt.astype(np.int64), "memory": memory, "src_pad": feed["src_pad"]})
+    write_sets("transformer_decoder", os.path.join(tmp, "decoder.onnx"), dec_sets)
+    for f in os.listdir(tmp):
+        os.remove(os.path.join(tmp, f))
+    os.rmdir(tmp)
+    # greedy decoding of a few sources, PyTorch's: one line per source,
+    # "source ids | output ids" (EOS included)
+    src, pad, _ = transformer_ref.batch(g, 6, 8)
+    out = transformer_ref.greedy(m, src, pad, 12)
+    with open(os.path.join(HERE, "transformer_greedy.txt"), "w") as f:
+        for s, p, o in zip(src.tolist(), pad.tolist(), out):
+            f.write(" ".join(str(t) for t, q in zip(s, p) if not q) + " | " + " ".join(map(str, o)) + "\n")
+
+
+if __name__ == "__main__":
+    s2s()
+    transformer()
