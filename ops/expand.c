@@ -93,7 +93,7 @@ static const cg_ops_case expand_cases[] = {
     {1, {{CG_F32, 2, D(1000, 1), -2, 2}}, "shape: [1000, 100]"},
     {1, {{CG_I32, 2, D(3, 5), -9, 9}}, "shape: [1, 1]"},
     {2, {{CG_F32, 0, D(0), -2, 2}, {CG_I64, 2, D(4, 3), -9, 9}}, "shape: []"},
-    {3, {{CG_I64, 2, D(1, 5), -9, 9}, {CG_BOOL, 3, D(2, 1, 1), 0, 1}, {CG_F32, 1, D(5), -1, 1}}, "shape: [3, 1, 1]"},
+    {3, {{CG_I64, 2, D(1, 5), -9, 9}, {CG_BOOL, 3, D(3, 4, 1), 0, 1}, {CG_F32, 1, D(5), -1, 1}}, "shape: [3, 1, 1]"},
 };
 
 static int32_t expand_conform(int32_t i, cg_conform_case *c) {

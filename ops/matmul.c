@@ -164,6 +164,34 @@ static cg_op_status matmul_cpu(const cg_kernel_args *args) {
  * host->cl_sgemm one by one instead of the bmm kernel. */
 #define MATMUL_CL_SGEMM_WORK ((int64_t)1 << 21)
 
+/* At most this many rows per batch go to bmm_rows (no tiles). */
+#define MATMUL_CL_FEW_ROWS 4
+
+/* bmm_rows: one work-item per output element walking K (few rows). */
+static cg_op_status bmm_rows(const cg_kernel_args *args, int ta, int tb, int wide, int64_t m, int64_t n, int64_t k,
+                             int nb, const int64_t *sa, const int64_t *sb, int64_t batch) {
+    static const char kn[] = "bmm_rows";
+    const cg_op_call *call = args->call;
+    char extra[48];
+    snprintf(extra, sizeof extra, "-DTA=%d -DTB=%d", ta, tb);
+    cl_kernel kern = cg_ops_cl_kernel(args, cg_cl_matmul, kn, wide, 1, extra);
+    if (!kern) return CG_OP_ERROR;
+    cl_mem ma = (cl_mem)args->in[0], mb = (cl_mem)args->in[1], mc = (cl_mem)args->out[0];
+    const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(ma), CG_OPS_CL_ARG(mb), CG_OPS_CL_ARG(mc)};
+    cl_int cnb = nb;
+    if (cg_ops_cl_args(args, kern, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) || cg_ops_cl_idx(args, kern, kn, 3, wide, m) ||
+        cg_ops_cl_idx(args, kern, kn, 4, wide, n) || cg_ops_cl_idx(args, kern, kn, 5, wide, k) ||
+        cg_ops_cl_arg(args, kern, kn, 6, sizeof cnb, &cnb) ||
+        cg_ops_cl_idx8(args, kern, kn, 7, wide, call->outputs[0].dims, nb) ||
+        cg_ops_cl_idx8(args, kern, kn, 8, wide, sa, nb) || cg_ops_cl_idx8(args, kern, kn, 9, wide, sb, nb))
+        return CG_OP_ERROR;
+    /* a row of columns per work-group, within the kernel's limit */
+    size_t wg = cg_ops_cl_work_group(args, kern, CG_OPS_CL_MAX_WORK_GROUP, 0);
+    while (wg > 1 && wg / 2 >= (size_t)n) wg /= 2;
+    size_t global[3] = {((size_t)n + wg - 1) / wg * wg, (size_t)m, (size_t)batch}, local[3] = {wg, 1, 1};
+    return cg_ops_cl_launch(args, kern, NULL, 3, global, local);
+}
+
 /* One host->cl_sgemm when the batches fold into M (b shared, a not
  * transposed) or there is one batch; else bmm, the batched tiled kernel,
  * for small matrices, and one host->cl_sgemm per batch for large ones. */
@@ -197,11 +225,12 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
         }
         return CG_OP_OK;
     }
-    static const char kn[] = "bmm";
     int64_t biggest = cg_desc_numel(o);
     if (cg_desc_numel(a) > biggest) biggest = cg_desc_numel(a);
     if (cg_desc_numel(b) > biggest) biggest = cg_desc_numel(b);
     const int wide = biggest >= INT32_MAX;
+    if (m <= MATMUL_CL_FEW_ROWS) return bmm_rows(args, ta, tb, wide, m, n, k, nb, sa, sb, batch);
+    static const char kn[] = "bmm";
     /* Built for TS x TS tiles: from 16 down until the kernel's own limits
      * (group size, its local tiles) hold on this device. */
     cl_kernel kern = NULL;
@@ -416,7 +445,8 @@ static int32_t mm_fill(const mm_case *cases, int32_t n, int32_t index, cg_confor
 #define MM_ATOL_K1000 2e-3
 
 /* Paths of matmul_cl: one sgemm (batch 1, or b shared without
- * transpose_a), the bmm kernel, or per-batch sgemm (M N K >= 2^21). */
+ * transpose_a), per-batch sgemm (M N K >= 2^21), bmm_rows (M <= 4) or the
+ * bmm kernel. */
 static const mm_case matmul_cases[] = {
     {NULL, 2, {2, 2}, {{1, 1}, {1, 1}}, 0},
     {NULL, 2, {2, 2}, {{3, 1}, {1, 3}}, 0},
@@ -441,6 +471,11 @@ static const mm_case matmul_cases[] = {
     {NULL, 2, {3, 3}, {{2, 128, 128}, {2, 128, 128}}, MM_ATOL_K128}, /* per-batch sgemm */
     {"transpose_a: 1", 2, {3, 3}, {{2, 128, 128}, {1, 128, 128}}, MM_ATOL_K128},
     {"transpose_b: 1", 2, {3, 3}, {{2, 20, 1000}, {2, 30, 1000}}, MM_ATOL_K1000}, /* bmm */
+    /* bmm_rows (M <= 4): an attention context, and its transposed forms */
+    {NULL, 2, {3, 3}, {{8, 1, 20}, {8, 20, 300}}, 0},
+    {"transpose_a: 1", 2, {3, 3}, {{8, 20, 1}, {8, 20, 300}}, 0},
+    {"transpose_b: 1", 2, {3, 3}, {{8, 1, 20}, {8, 300, 20}}, 0},
+    {"transpose_a: 1, transpose_b: 1", 2, {4, 4}, {{2, 3, 33, 4}, {1, 3, 70, 33}}, 0},
 };
 
 static int32_t matmul_conform(int32_t index, cg_conform_case *c) {

@@ -105,6 +105,13 @@ static cg_status emit_tmp(onnx_imp *im, const char *op, const char *x, const cha
     return onnx_emit(im, op, 1, in, 1, out, a);
 }
 
+/* Emits `op` on two inputs into a fresh value (*out). */
+static cg_status emit_tmp2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs, const char **out) {
+    const char *in[2] = {a, b};
+    *out = NULL;
+    return onnx_emit(im, op, 2, in, 1, out, attrs);
+}
+
 /* A constant of dtype dt and dims d[0..nd) from `data`, made a param. */
 static cg_status const_of(onnx_imp *im, cg_dtype dt, int nd, const int64_t *d, const void *data, const char **name) {
     cg_tensor *t;
@@ -1379,6 +1386,48 @@ static int known_zero(const onnx_val *v) {
     return 1;
 }
 
+/* One forward step from given states (a decoder step: S = 1, initial_h
+ * and for LSTM initial_c, which may be zeros): clgraph's gru_cell /
+ * lstm_cell with the weights in PyTorch's gate order, x and the states
+ * reshaped to [B, I] and [B, H], the outputs reshaped back. */
+static cg_status cell_step(onnx_imp *im, const rnn_parts *p, const int *from) {
+    const int lstm = p->ng == 4;
+    const int64_t h = p->h, in_sz = p->in_sz, bsz = p->x->desc.dims[p->layout ? 0 : 1];
+    float *zero = calloc((size_t)(p->ng * h), sizeof *zero);
+    if (!zero) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    const float *wf = cg_tensor_data_const(p->w), *rf = cg_tensor_data_const(p->r);
+    const float *bf = p->b ? cg_tensor_data_const(p->b) : NULL;
+    const char *ins[7] = {NULL};
+    int64_t dx[2] = {bsz, in_sz}, dh[2] = {bsz, h};
+    cg_status s = emit_reshape_to(im, p->x, 2, dx, &ins[0]);
+    if (!s) s = emit_reshape_to(im, onnx_in(im, 5), 2, dh, &ins[1]);
+    int k = 2;
+    if (!s && lstm) {
+        if (!known_zero(onnx_in(im, 6))) s = emit_reshape_to(im, onnx_in(im, 6), 2, dh, &ins[k]);
+        else { /* c0 zeros: h's dims lend theirs */
+            float z = 0;
+            const char *zc;
+            if (!(s = const_of(im, CG_F32, 0, NULL, &z, &zc))) s = emit_tmp2(im, "expand", zc, ins[1], "shape: []", &ins[k]);
+        }
+        k++;
+    }
+    if (!s) s = torch_gates(im, wf, p->ng, from, h, in_sz, &ins[k]);
+    if (!s) s = torch_gates(im, rf, p->ng, from, h, h, &ins[k + 1]);
+    if (!s) s = torch_gates(im, bf ? bf : zero, p->ng, from, h, 1, &ins[k + 2]);
+    if (!s) s = torch_gates(im, bf ? bf + p->ng * h : zero, p->ng, from, h, 1, &ins[k + 3]);
+    free(zero);
+    const char *outs[2] = {NULL, NULL};
+    if (s || (s = onnx_emit(im, lstm ? "lstm_cell" : "gru_cell", k + 4, ins, lstm ? 2 : 1, outs, NULL))) return s;
+    /* Y: [1, 1, B, H] (layout 0) or [B, 1, 1, H]; Y_h, Y_c: [1, B, H] or [B, 1, H] */
+    for (int o = 0; o < (lstm ? 3 : 2) && !s; o++) {
+        if (!out_name(im, o)) continue;
+        int64_t y0[4] = {1, 1, bsz, h}, y1[4] = {bsz, 1, 1, h}, s0[3] = {1, bsz, h}, s1[3] = {bsz, 1, h};
+        const int64_t *d = o ? (p->layout ? s1 : s0) : (p->layout ? y1 : y0);
+        s = emit_reshape(im, onnx_val_get(im, outs[o == 2]), o ? 3 : 4, d, out_name(im, o));
+    }
+    return s;
+}
+
 /* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
  * first) with the weights reordered at import (they must be known), for
  * forward and bidirectional layers with ONNX's default activations, no
@@ -1396,6 +1445,10 @@ static cg_status map_rnn_layer(onnx_imp *im) {
     const char *op = p.op;
     if (p.rev) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward or bidirectional", op);
     if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1) return unrolled(im, &p);
+    /* one step from a given h (a decoder step): the cell op */
+    if (p.nd == 1 && p.x->desc.dims[p.layout ? 1 : 0] == 1 && !onnx_in(im, 4) && !known_zero(onnx_in(im, 5)) &&
+        (!lstm || known_zero(onnx_in(im, 7))))
+        return cell_step(im, &p, from);
     /* clgraph's gru and lstm start from zero states and have no peepholes:
      * anything not known to be zeros is unrolled */
     for (int i = 5; i < (lstm ? 8 : 6); i++)
@@ -1487,13 +1540,6 @@ static cg_status map_scatter_elements(onnx_imp *im) {
     snprintf(a, sizeof a, "axis: %lld, reduction: \"%s\"", (long long)onnx_attr_int(im, "axis", 0), red);
     const char *in[3] = {x->name, idx, up->name};
     return emit1(im, "scatter_elements", 3, in, out_name(im, 0), a);
-}
-
-/* Emits `op` on two inputs into a fresh value (*out). */
-static cg_status emit_tmp2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs, const char **out) {
-    const char *in[2] = {a, b};
-    *out = NULL;
-    return onnx_emit(im, op, 2, in, 1, out, attrs);
 }
 
 /* One unrolled step of direction d (gate constants wn/rn/bn, ng of them):

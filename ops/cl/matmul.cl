@@ -86,6 +86,54 @@ void bmm(__global const float *A, __global const float *B, __global float *C, ID
 #endif
 #endif
 
+/* bmm_rows: C[z] = op(A[z]) op(B[z]) as bmm computes it, for few rows
+ * (M <= 4: a decoder step's attention context [B, 1, S] @ [B, S, K]), one
+ * work-item per element of C walking K with no local memory: bmm's tiles
+ * would sit mostly idle there. Neighbouring work-items take neighbouring
+ * columns, so B [K, N] is read along its rows. -DTA, -DTB as for bmm. */
+#if CG_WANT(bmm_rows)
+static IDX row_vec_at(IDX8 v, int k) {
+    switch (k) {
+    case 0: return v.s0;
+    case 1: return v.s1;
+    case 2: return v.s2;
+    case 3: return v.s3;
+    case 4: return v.s4;
+    case 5: return v.s5;
+    case 6: return v.s6;
+    default: return v.s7;
+    }
+}
+
+__kernel void bmm_rows(__global const float *A, __global const float *B, __global float *C, IDX M, IDX N, IDX K,
+                       int nb, IDX8 bdims, IDX8 astr, IDX8 bstr) {
+    const IDX col = (IDX)get_global_id(0), row = (IDX)get_global_id(1), z = (IDX)get_global_id(2);
+    if (col >= N || row >= M) return;
+    IDX rem = z, aoff = 0, boff = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        IDX n = row_vec_at(bdims, d);
+        IDX q = rem / n, j = rem - q * n;
+        aoff += j * row_vec_at(astr, d);
+        boff += j * row_vec_at(bstr, d);
+        rem = q;
+    }
+    float acc = 0.0f;
+    for (IDX k = 0; k < K; k++) {
+#if TA
+        const float x = A[aoff + k * M + row];
+#else
+        const float x = A[aoff + row * K + k];
+#endif
+#if TB
+        acc += x * B[boff + col * K + k];
+#else
+        acc += x * B[boff + k * N + col];
+#endif
+    }
+    C[z * M * N + row * N + col] = acc;
+}
+#endif
+
 /* matmul_integer: y = (a - za) @ (b - zb) in int, one work-item per output
  * element, for a [rows, K] (rows = batch * M) of MA and b [K, N] of MB
  * (-DMA, -DMB: uchar or char). A zero point is used where use_z* is set,

@@ -21,6 +21,7 @@ typedef struct cli_opts {
     const char *bind;         /* --bind (plan) */
     const char *dot;          /* --dot FILE (plan) */
     int stats;                /* --stats (run) */
+    long repeat;              /* --repeat N (run): timed warm runs, 0 none */
     const char *profile;      /* --profile FILE.json (run) */
     int in_place;             /* --in-place (fmt) */
     int n_inputs;

@@ -58,7 +58,14 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         }
         if (!strcmp(key, "in-place")) o->in_place = 1;
         else if (!strcmp(key, "stats")) o->stats = 1;
-        else if (!strcmp(key, "place")) o->place = val;
+        else if (!strcmp(key, "repeat")) {
+            char *end = NULL;
+            o->repeat = strtol(val, &end, 10);
+            if (!end || end == val || *end || o->repeat < 1 || o->repeat > 1000000) {
+                fprintf(stderr, "clgraph %s: --repeat takes a count from 1 to 1000000, got '%s'\n", cmd, val);
+                return CLI_USAGE;
+            }
+        } else if (!strcmp(key, "place")) o->place = val;
         else if (!strcmp(key, "bind")) o->bind = val;
         else if (!strcmp(key, "dot")) o->dot = val;
         else if (!strcmp(key, "profile")) o->profile = val;

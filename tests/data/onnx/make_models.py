@@ -5,7 +5,9 @@ batch and source length dynamic), and the encoder and decoder of a small
 nn.Transformer trained to reverse sequences (tools/py/transformer_ref.py),
 with ONNX Runtime's outputs as the expected values; each model gets two
 data sets of different batch and lengths, so the dynamic dims are bound
-twice. transformer_greedy.txt: sources and PyTorch's greedy outputs. `clgraph onnx-test
+twice; both decoders also as ONNX Runtime's quantize_dynamic makes them
+(int8 weights, DynamicQuantizeLinear, MatMulInteger) against its own int8
+results. transformer_greedy.txt: sources and PyTorch's greedy outputs. `clgraph onnx-test
 tests/data/onnx/models --rtol 1e-4 --atol 1e-4` runs them
 (tests/graph/onnx/test_onnx.c, every device).
 Needs torch, onnx and onnxruntime (a virtual environment):
@@ -32,6 +34,29 @@ def session(path):
     o = ort.SessionOptions()
     o.intra_op_num_threads = 1
     return ort.InferenceSession(path, o, providers=["CPUExecutionProvider"])
+
+
+def quantized(name, fp32_name):
+    """ONNX Runtime's quantize_dynamic of a written model (int8 weights,
+    DynamicQuantizeLinear and MatMulInteger), on the fp32 model's inputs."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    d = os.path.join(HERE, "models", fp32_name)
+    tmp = os.path.join(HERE, "models", ".q.onnx")
+    quantize_dynamic(os.path.join(d, "model.onnx"), tmp, weight_type=QuantType.QInt8)
+    sets = []
+    k = 0
+    while os.path.isdir(os.path.join(d, f"test_data_set_{k}")):
+        feed, i = {}, 0
+        while os.path.exists(os.path.join(d, f"test_data_set_{k}", f"input_{i}.pb")):
+            t = onnx.TensorProto()
+            with open(os.path.join(d, f"test_data_set_{k}", f"input_{i}.pb"), "rb") as f:
+                t.ParseFromString(f.read())
+            feed[t.name] = numpy_helper.to_array(t)
+            i += 1
+        sets.append(feed)
+        k += 1
+    write_sets(name, tmp, sets)
+    os.remove(tmp)
 
 
 def write_sets(name, model_path, sets):
@@ -108,3 +133,5 @@ def transformer():
 if __name__ == "__main__":
     s2s()
     transformer()
+    quantized("s2s_decoder_int8", "s2s_decoder")
+    quantized("transformer_decoder_int8", "transformer_decoder")
