@@ -60,6 +60,7 @@ typedef struct onnx_imp {
     const Onnx__NodeProto *node;
     int node_index;
     int n_emitted;         /* clgraph nodes made for the current ONNX node */
+    unsigned char *absorbed; /* per ONNX node: fused into an earlier node's mapping */
     int uniq;              /* counter for generated names */
     const cg_onnx_options *opt;
 } onnx_imp;

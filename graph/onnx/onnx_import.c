@@ -486,10 +486,12 @@ static cg_status import_graph(onnx_imp *im) {
     const char *gname = gp->name && cg_name_valid(gp->name) ? gp->name : "main";
     if ((s = cg_model_add_graph(im->m, gname, &im->g))) return s;
     if ((s = read_inputs(im, gp))) return s;
+    if (!(im->absorbed = calloc(gp->n_node + 1, 1))) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < gp->n_node; i++) {
         im->node = gp->node[i];
         im->node_index = (int)i;
         im->n_emitted = 0;
+        if (im->absorbed[i]) continue;
         if ((s = import_node(im))) return s;
     }
     if ((s = set_outputs(im, gp))) return s;
@@ -512,6 +514,7 @@ static void imp_free(onnx_imp *im) {
         free(im->vals[i]);
     }
     free(im->vals);
+    free(im->absorbed);
     free(im->index);
     free(im->param_names);
     free(im->param_tensors);

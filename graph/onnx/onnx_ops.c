@@ -311,10 +311,69 @@ static cg_status map_identity(onnx_imp *im) {
 
 /* ---- matrix products ---- */
 
+/* The one later node that reads value `name` (its index), or -1 when none,
+ * several, or the graph outputs it. */
+static int sole_reader(const onnx_imp *im, const char *name) {
+    const Onnx__GraphProto *gp = im->proto->graph;
+    int found = -1;
+    for (size_t i = 0; i < gp->n_output; i++)
+        if (gp->output[i]->name && !strcmp(gp->output[i]->name, name)) return -1;
+    for (size_t i = (size_t)im->node_index + 1; i < gp->n_node; i++)
+        for (size_t k = 0; k < gp->node[i]->n_input; k++)
+            if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], name)) {
+                if (found >= 0) return -1;
+                found = (int)i;
+            }
+    return found;
+}
+
+/* MatMul by a constant [K, N] whose only reader adds a constant [N] (the
+ * exporters' nn.Linear): clgraph's linear with W^T and the bias, written
+ * under the Add's output; the Add is absorbed. 1 when fused. */
+static int fuse_linear(onnx_imp *im, onnx_val *a, onnx_val *b, cg_status *st) {
+    *st = CG_OK;
+    const char *y = out_name(im, 0);
+    if (!y || a->desc.ndim < 2 || a->desc.dtype != CG_F32 || !b->konst || b->konst->dtype != CG_F32 ||
+        b->konst->ndim != 2)
+        return 0;
+    const int r = sole_reader(im, y);
+    const Onnx__NodeProto *add = r >= 0 ? im->proto->graph->node[r] : NULL;
+    if (!add || strcmp(add->op_type, "Add") || add->n_input != 2 || add->n_output != 1 || !add->output[0] ||
+        !add->output[0][0] || (add->domain && *add->domain && strcmp(add->domain, "ai.onnx")))
+        return 0;
+    onnx_val *c = onnx_val_get(im, strcmp(add->input[0], y) ? add->input[0] : add->input[1]);
+    const int64_t k = b->konst->dims[0], n = b->konst->dims[1];
+    if (!c || !c->konst || c->konst->dtype != CG_F32 || cg_tensor_numel(c->konst) != n || c->konst->ndim > a->desc.ndim)
+        return 0;
+    cg_tensor *wt, *bias;
+    int64_t wd[2] = {n, k};
+    if (cg_tensor_alloc(CG_F32, 2, wd, &wt)) return *st = cg_error(CG_ERR_NO_MEMORY, "out of memory"), 1;
+    if (cg_tensor_alloc(CG_F32, 1, &n, &bias)) {
+        cg_tensor_free(wt);
+        return *st = cg_error(CG_ERR_NO_MEMORY, "out of memory"), 1;
+    }
+    const float *w = b->konst->data;
+    float *o = wt->data;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) o[j * k + i] = w[i * n + j];
+    memcpy(bias->data, c->konst->data, (size_t)n * sizeof(float));
+    const char *wn, *bn;
+    if ((*st = onnx_const_param(im, wt, &wn))) {
+        cg_tensor_free(bias);
+        return 1;
+    }
+    if ((*st = onnx_const_param(im, bias, &bn))) return 1;
+    const char *in[3] = {a->name, wn, bn};
+    *st = emit1(im, "linear", 3, in, add->output[0], NULL);
+    im->absorbed[r] = 1;
+    return 1;
+}
+
 static cg_status map_matmul(onnx_imp *im) {
     onnx_val *a, *b;
     cg_status s;
     if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, NULL))) return s;
+    if (fuse_linear(im, a, b, &s)) return s;
     if (a->desc.ndim >= 2 && b->desc.ndim >= 2) {
         const char *in[2] = {a->name, b->name};
         return emit1(im, "matmul", 2, in, out_name(im, 0), NULL);
