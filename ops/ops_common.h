@@ -171,6 +171,8 @@ void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
     X(matmul) X(linear)                                                     \
     /* softmax.c */                                                         \
     X(softmax) X(log_softmax) X(length_mask)                                \
+    /* layer_norm.c */                                                      \
+    X(layer_norm)                                                           \
     /* reduce.c */                                                          \
     X(reduce_sum) X(reduce_mean) X(reduce_max) X(reduce_prod) X(argmax)     \
     X(topk)                                                                 \

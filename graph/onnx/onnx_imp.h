@@ -192,6 +192,17 @@ int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
  * value of the same dims; an error naming v when there is none. */
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
 
+/* ---- onnx_fuse.c: exporter idioms as fused ops ---- */
+
+/* MatMul(a, constant [K, N]) whose only reader adds a constant [N]: linear,
+ * the Add absorbed. 1 when fused (*st: the emission's status), else 0. */
+int cg_onnx_fuse_linear(onnx_imp *im, onnx_val *a, onnx_val *b, cg_status *st);
+
+/* The current ReduceMean starting the opset < 17 export of nn.LayerNorm
+ * (Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, then Mul gamma and Add beta
+ * if there): layer_norm, the rest absorbed. 1 when fused, else 0. */
+int cg_onnx_fuse_layer_norm(onnx_imp *im, cg_status *st);
+
 /* ConstantOfShape and Range over symbolic dims (the other cases fold). */
 cg_status cg_onnx_map_constant_of_shape(onnx_imp *im);
 cg_status cg_onnx_map_range(onnx_imp *im);

@@ -311,69 +311,11 @@ static cg_status map_identity(onnx_imp *im) {
 
 /* ---- matrix products ---- */
 
-/* The one later node that reads value `name` (its index), or -1 when none,
- * several, or the graph outputs it. */
-static int sole_reader(const onnx_imp *im, const char *name) {
-    const Onnx__GraphProto *gp = im->proto->graph;
-    int found = -1;
-    for (size_t i = 0; i < gp->n_output; i++)
-        if (gp->output[i]->name && !strcmp(gp->output[i]->name, name)) return -1;
-    for (size_t i = (size_t)im->node_index + 1; i < gp->n_node; i++)
-        for (size_t k = 0; k < gp->node[i]->n_input; k++)
-            if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], name)) {
-                if (found >= 0) return -1;
-                found = (int)i;
-            }
-    return found;
-}
-
-/* MatMul by a constant [K, N] whose only reader adds a constant [N] (the
- * exporters' nn.Linear): clgraph's linear with W^T and the bias, written
- * under the Add's output; the Add is absorbed. 1 when fused. */
-static int fuse_linear(onnx_imp *im, onnx_val *a, onnx_val *b, cg_status *st) {
-    *st = CG_OK;
-    const char *y = out_name(im, 0);
-    if (!y || a->desc.ndim < 2 || a->desc.dtype != CG_F32 || !b->konst || b->konst->dtype != CG_F32 ||
-        b->konst->ndim != 2)
-        return 0;
-    const int r = sole_reader(im, y);
-    const Onnx__NodeProto *add = r >= 0 ? im->proto->graph->node[r] : NULL;
-    if (!add || strcmp(add->op_type, "Add") || add->n_input != 2 || add->n_output != 1 || !add->output[0] ||
-        !add->output[0][0] || (add->domain && *add->domain && strcmp(add->domain, "ai.onnx")))
-        return 0;
-    onnx_val *c = onnx_val_get(im, strcmp(add->input[0], y) ? add->input[0] : add->input[1]);
-    const int64_t k = b->konst->dims[0], n = b->konst->dims[1];
-    if (!c || !c->konst || c->konst->dtype != CG_F32 || cg_tensor_numel(c->konst) != n || c->konst->ndim > a->desc.ndim)
-        return 0;
-    cg_tensor *wt, *bias;
-    int64_t wd[2] = {n, k};
-    if (cg_tensor_alloc(CG_F32, 2, wd, &wt)) return *st = cg_error(CG_ERR_NO_MEMORY, "out of memory"), 1;
-    if (cg_tensor_alloc(CG_F32, 1, &n, &bias)) {
-        cg_tensor_free(wt);
-        return *st = cg_error(CG_ERR_NO_MEMORY, "out of memory"), 1;
-    }
-    const float *w = b->konst->data;
-    float *o = wt->data;
-    for (int64_t i = 0; i < k; i++)
-        for (int64_t j = 0; j < n; j++) o[j * k + i] = w[i * n + j];
-    memcpy(bias->data, c->konst->data, (size_t)n * sizeof(float));
-    const char *wn, *bn;
-    if ((*st = onnx_const_param(im, wt, &wn))) {
-        cg_tensor_free(bias);
-        return 1;
-    }
-    if ((*st = onnx_const_param(im, bias, &bn))) return 1;
-    const char *in[3] = {a->name, wn, bn};
-    *st = emit1(im, "linear", 3, in, add->output[0], NULL);
-    im->absorbed[r] = 1;
-    return 1;
-}
-
 static cg_status map_matmul(onnx_imp *im) {
     onnx_val *a, *b;
     cg_status s;
     if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, NULL))) return s;
-    if (fuse_linear(im, a, b, &s)) return s;
+    if (cg_onnx_fuse_linear(im, a, b, &s)) return s;
     if (a->desc.ndim >= 2 && b->desc.ndim >= 2) {
         const char *in[2] = {a->name, b->name};
         return emit1(im, "matmul", 2, in, out_name(im, 0), NULL);
@@ -846,6 +788,7 @@ static cg_status map_reduce(onnx_imp *im) {
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
     const char *op = im->node->op_type + 6; /* after "Reduce" */
+    if (!strcmp(op, "Mean") && cg_onnx_fuse_layer_norm(im, &s)) return s;
     int n;
     const int64_t *a = onnx_attr_ints(im, "axes", &n);
     if (!a && onnx_in(im, 1)) {
@@ -905,9 +848,22 @@ static cg_status map_reduce(onnx_imp *im) {
     return onnx_fail(im, CG_ERR_UNSUPPORTED, "Reduce%s is not supported", op);
 }
 
-/* LayerNormalization (opset 17) as its ONNX function body: mean and
- * variance over the dims from axis on, Y = (X - mean) / sqrt(var + eps) *
- * Scale + B; the optional Mean and InvStdDev outputs. */
+/* Whether p (f32) holds one value per element of x's dims from axis on:
+ * those dims exactly (after leading 1s), so it lines up with each row. */
+static int covers_rows(const onnx_val *x, int axis, const onnx_val *p) {
+    const int n = x->desc.ndim - axis;
+    if (p->desc.dtype != CG_F32 || p->desc.ndim < n) return 0;
+    for (int i = 0; i < p->desc.ndim - n; i++)
+        if (p->desc.dims[i] != 1) return 0;
+    for (int i = 0; i < n; i++)
+        if (p->desc.dims[p->desc.ndim - n + i] != x->desc.dims[axis + i]) return 0;
+    return 1;
+}
+
+/* LayerNormalization (opset 17): clgraph's layer_norm where only Y is read
+ * and Scale and B line up with the rows; otherwise its ONNX function body:
+ * mean and variance over the dims from axis on, Y = (X - mean) / sqrt(var
+ * + eps) * Scale + B, and the optional Mean and InvStdDev outputs. */
 static cg_status map_layer_norm(onnx_imp *im) {
     static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
     onnx_val *x, *scale, *bias = onnx_in(im, 2);
@@ -920,6 +876,13 @@ static cg_status map_layer_norm(onnx_imp *im) {
     int64_t axis = onnx_attr_int(im, "axis", -1);
     if (axis < -r || axis >= r) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
     if (axis < 0) axis += r;
+    if (!out_name(im, 1) && !out_name(im, 2) && x->desc.dtype == CG_F32 && covers_rows(x, (int)axis, scale) &&
+        (!bias || covers_rows(x, (int)axis, bias))) {
+        char at[100];
+        snprintf(at, sizeof at, "axis: %lld, epsilon: %.9g", (long long)axis, onnx_attr_float(im, "epsilon", 1e-5));
+        const char *in[3] = {x->name, scale->name, bias ? bias->name : NULL};
+        return emit1(im, "layer_norm", bias ? 3 : 2, in, out_name(im, 0), at);
+    }
     int64_t axes[CG_MAX_DIMS];
     int n = 0;
     for (int64_t i = axis; i < r; i++) axes[n++] = i;

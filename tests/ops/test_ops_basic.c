@@ -1796,6 +1796,43 @@ static void reshape_expect(const shp *xs, int n, const int64_t *shape, const shp
     free(x);
 }
 
+/* layer_norm against values worked by hand: [1, 2, 3, 4] has mean 2.5 and
+ * variance 1.25, so (x - 2.5) / sqrt(1.25 + eps) = [-3, -1, 1, 3] / sqrt(5);
+ * a row of 1e4 + [1, 2, 3, 4] gives the same (no cancellation); gamma and
+ * beta scale and shift; a constant row is all beta (NaN with epsilon 0). */
+START_TEST(test_layer_norm) {
+    float x[12] = {1, 2, 3, 4, 10001, 10002, 10003, 10004, 7, 7, 7, 7};
+    float g[4] = {1, 2, 0.5f, -1}, b[4] = {0, 1, -1, 0.25f};
+    shp sx = {2, {3, 4}}, sg = {1, {4}};
+    th_tensor in[3] = {tf(x, &sx), tf(g, &sg), tf(b, &sg)}, out;
+    th_attrs at;
+    th_attrs_init(&at, &cg_op_layer_norm);
+    th_set_float(&at, &cg_op_layer_norm, "epsilon", 0);
+    ck_assert_msg(th_run(&cg_op_layer_norm, 1, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+    const float *y = out.data;
+    const double r5 = 1.0 / sqrt(5.0);
+    for (int row = 0; row < 2; row++)
+        for (int j = 0; j < 4; j++) ck_assert_float_eq_tol(y[row * 4 + j], (float)((2 * j - 3) * r5), 1e-6f);
+    for (int j = 0; j < 4; j++) ck_assert(isnan(y[8 + j])); /* 0 / sqrt(0), as torch's layer_norm with eps 0 */
+    th_free_outputs(1, &out);
+    th_set_float(&at, &cg_op_layer_norm, "epsilon", 1e-5);
+    ck_assert_msg(th_run(&cg_op_layer_norm, 3, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+    y = out.data;
+    const double rs = 1.0 / sqrt(1.25 + 1e-5);
+    for (int j = 0; j < 4; j++) {
+        ck_assert_float_eq_tol(y[j], (float)((j - 1.5) * rs * g[j] + b[j]), 1e-6f);
+        ck_assert_float_eq(y[8 + j], b[j]);
+    }
+    th_free_outputs(1, &out);
+    th_set_float(&at, &cg_op_layer_norm, "epsilon", -1);
+    expect_infer_fail(&cg_op_layer_norm, 3, in, &at, 1, "epsilon must be finite and >= 0");
+    th_set_float(&at, &cg_op_layer_norm, "epsilon", 1e-5);
+    shp s5 = {1, {5}};
+    th_tensor bad[2] = {in[0], tf(g, &s5)};
+    expect_infer_fail(&cg_op_layer_norm, 2, bad, &at, 1, "input 1 (gamma) has 5 elements, the normalized dims 4");
+}
+END_TEST
+
 START_TEST(test_reshape) {
     th_seed(16);
     shp x = {3, {2, 3, 4}};
@@ -2014,6 +2051,7 @@ static Suite *ops_suite(void) {
     TCase *tc;
     tc = tcase_create("defs");
     tcase_add_test(tc, test_defs);
+    tcase_add_test(tc, test_layer_norm);
     suite_add_tcase(s, tc);
     tc = tcase_create("elementwise");
     tcase_add_test(tc, test_binary_f32);

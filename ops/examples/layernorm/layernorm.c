@@ -1,11 +1,11 @@
 /*
- * layer_norm: an operator plugin for clgraph, written the way an outside
+ * example.layer_norm: an operator plugin for clgraph, written the way an outside
  * author writes one. It includes only the installed header
  * <clgraph/plugin.h> and OpenCL's <CL/cl.h>, does not link libclgraph
  * (every host service comes through the cg_host_api table) and exports one
  * symbol, cg_plugin_entry.
  *
- *   y = layer_norm(x, [gamma, [beta]]) {eps: 1e-5}
+ *   y = example.layer_norm(x, [gamma, [beta]]) {eps: 1e-5}
  *
  * x is f32 [..., N]; gamma and beta are f32 [N]. Over the last axis:
  *   y = (x - mean) / sqrt(var + eps) * gamma + beta
@@ -566,7 +566,7 @@ static const cg_kernel_def ln_kernels[] = {
 
 static const cg_op_def ln_op = {
     .struct_size = sizeof(cg_op_def),
-    .name = "layer_norm",
+    .name = "example.layer_norm",
     .doc = "Layer normalisation over the last axis, as torch.nn.functional.layer_norm: "
            "y = (x - mean) / sqrt(var + eps) * gamma + beta, where mean and the biased "
            "variance var are taken over the last dim N of f32 x [..., N]. gamma [N] and "

@@ -130,8 +130,23 @@ def transformer():
             f.write(" ".join(str(t) for t, q in zip(s, p) if not q) + " | " + " ".join(map(str, o)) + "\n")
 
 
+def layernorm_opset13():
+    """nn.Linear then nn.LayerNorm as the TorchScript exporter writes them
+    before opset 17 (MatMul, Add; ReduceMean, Sub, Pow, ReduceMean, Add,
+    Sqrt, Div, Mul, Add): clgraph imports them as linear and layer_norm."""
+    torch.manual_seed(5)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.ReLU()).eval()
+    tmp = os.path.join(HERE, "models", ".ln13.onnx")
+    torch.onnx.export(m, (torch.randn(3, 5, 8),), tmp, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "B", 1: "T"}, "y": {0: "B", 1: "T"}}, opset_version=13, dynamo=False)
+    sets = [{"x": (rng.standard_normal((B, T, 8)) * 3).astype(np.float32)} for B, T in ((3, 5), (1, 9))]
+    write_sets("mlp_layernorm_opset13", tmp, sets)
+    os.remove(tmp)
+
+
 if __name__ == "__main__":
     s2s()
     transformer()
     quantized("s2s_decoder_int8", "s2s_decoder")
     quantized("transformer_decoder_int8", "transformer_decoder")
+    layernorm_opset13()

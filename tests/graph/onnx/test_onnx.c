@@ -70,9 +70,25 @@ END_TEST
 START_TEST(exported_models_match_ort) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
-    run_set_tol(dir, 6, 6, "1e-4");
+    run_set_tol(dir, 7, 7, "1e-4");
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_encoder                                        cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_decoder                                        opencl:0   pass "));
+}
+END_TEST
+
+/* Exporter idioms become clgraph's fused ops: nn.Linear's MatMul + Add is
+ * one linear, and nn.LayerNorm as opsets before 17 write it (nine nodes)
+ * is one layer_norm, the values between them gone. */
+START_TEST(import_fuses_exporter_idioms) {
+    char model[4200];
+    snprintf(model, sizeof model, "%s/tests/data/onnx/models/mlp_layernorm_opset13/model.onnx", tu_src_dir());
+    const char *args[] = {"import", model, NULL};
+    ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "`/0/Add_output_0` = linear(x, ") != NULL, "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "`/1/Add_1_output_0` = layer_norm(`/0/Add_output_0`, `1.weight`, `1.bias`) "
+                                 "{axis: 2, epsilon: 9.99999975e-06}\n") != NULL, "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "reduce_mean") == NULL && strstr(tu_out, "sqrt") == NULL &&
+                  strstr(tu_out, "MatMul_output_0") == NULL, "%s", tu_out);
 }
 END_TEST
 
@@ -326,6 +342,7 @@ int main(void) {
     tcase_add_test(tc, own_op_tests_pass);
     tcase_add_test(tc, exported_models_match_ort);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
+    tcase_add_test(tc, import_fuses_exporter_idioms);
     tcase_add_test(tc, import_folds_given_shape);
     tcase_add_test(tc, import_refuses_fixed_data);
     tcase_add_test(tc, bad_files);

@@ -101,19 +101,19 @@ clean() {
         ${UBSAN_OPTIONS+"UBSAN_OPTIONS=$UBSAN_OPTIONS"} ${OCL_ICD_VENDORS+"OCL_ICD_VENDORS=$OCL_ICD_VENDORS"} \
         ${POCL_DEVICES+"POCL_DEVICES=$POCL_DEVICES"} ${RUSTICL_ENABLE+"RUSTICL_ENABLE=$RUSTICL_ENABLE"} "$@"
 }
-clean "$INSTALLED" ops layer_norm --plugin "$SO" >"$TMP/ops.txt"
+clean "$INSTALLED" ops example.layer_norm --plugin "$SO" >"$TMP/ops.txt"
 cat "$TMP/ops.txt"
-grep -q "layer_norm" "$TMP/ops.txt" || fail "clgraph ops layer_norm does not name the op"
-grep -q "eps" "$TMP/ops.txt" || fail "clgraph ops layer_norm does not list the eps attribute"
+grep -q "example.layer_norm" "$TMP/ops.txt" || fail "clgraph ops example.layer_norm does not name the op"
+grep -q "eps" "$TMP/ops.txt" || fail "clgraph ops example.layer_norm does not list the eps attribute"
 clean "$INSTALLED" conform --plugin "$SO" --plugin-only --quick >"$TMP/conform.txt"
 cat "$TMP/conform.txt"
-grep -q "^layer_norm .* pass" "$TMP/conform.txt" || fail "conform --plugin-only did not pass layer_norm"
+grep -q "^example.layer_norm .* pass" "$TMP/conform.txt" || fail "conform --plugin-only did not pass example.layer_norm"
 if grep -q "^add " "$TMP/conform.txt"; then fail "conform --plugin-only ran built-in ops"; fi
 cat >"$TMP/ln.cg" <<'GRAPH'
 graph g {
   input x: f32[B, 8]
   input gamma: f32[8]
-  y = layer_norm(x, gamma) {eps: 0.001}
+  y = example.layer_norm(x, gamma) {eps: 0.001}
   output y
 }
 GRAPH
@@ -131,9 +131,9 @@ OCLGRIND_ICD=/usr/lib/oclgrind/liboclgrind-rt-icd.so
 if [ -f "$OCLGRIND_ICD" ]; then
     mkdir "$TMP/icd"
     echo "$OCLGRIND_ICD" >"$TMP/icd/oclgrind.icd"
-    echo "+ OCL_ICD_VENDORS=$TMP/icd $CLGRAPH conform --plugin $SO --op layer_norm --quick"
+    echo "+ OCL_ICD_VENDORS=$TMP/icd $CLGRAPH conform --plugin $SO --op example.layer_norm --quick"
     if ! OCL_ICD_VENDORS="$TMP/icd" CLGRAPH_GEMM=own \
-        "$CLGRAPH" conform --plugin "$SO" --op layer_norm --quick >"$TMP/ocg.out" 2>"$TMP/ocg.err"; then
+        "$CLGRAPH" conform --plugin "$SO" --op example.layer_norm --quick >"$TMP/ocg.out" 2>"$TMP/ocg.err"; then
         cat "$TMP/ocg.out" "$TMP/ocg.err"
         fail "conform under Oclgrind failed"
     fi

@@ -1,4 +1,4 @@
-/* The example plugin ops/examples/layernorm (op layer_norm), built by meson
+/* The example plugin ops/examples/layernorm (op example.layer_norm), built by meson
  * as libcgx_layernorm.so (path in CG_EXAMPLE_PLUGIN): loading, inference
  * and its messages, the CPU kernel and the decomposition inside graphs
  * against a naive double-precision reference, and, where an OpenCL device
@@ -124,7 +124,7 @@ static const char *const affine_graph =
 
 START_TEST(loads_and_declares) {
     cg_context *ctx = load_ctx();
-    const cg_op_def *def = find_def(ctx, "layer_norm");
+    const cg_op_def *def = find_def(ctx, "example.layer_norm");
     ck_assert_ptr_nonnull(def);
     ck_assert_int_eq(def->min_inputs, 1);
     ck_assert_int_eq(def->max_inputs, 3);
@@ -160,7 +160,7 @@ END_TEST
 START_TEST(cpu_matches_reference) {
     cg_context *ctx = load_ctx();
     char text[512];
-    snprintf(text, sizeof text, affine_graph, "layer_norm");
+    snprintf(text, sizeof text, affine_graph, "example.layer_norm");
     const int64_t widths[] = {1, 3, 17, 1000}, batches[] = {1, 3, 17};
     for (int w = 0; w < 4; w++)
         for (int b = 0; b < 3; b++) {
@@ -174,12 +174,12 @@ END_TEST
 START_TEST(optional_inputs_and_ranks) {
     cg_context *ctx = load_ctx();
     /* x only, default eps (1e-5), three dims with symbols. */
-    const char *t1 = "graph g {\n  input x: f32[A, B, N]\n  y = layer_norm(x)\n  output y\n}\n";
+    const char *t1 = "graph g {\n  input x: f32[A, B, N]\n  y = example.layer_norm(x)\n  output y\n}\n";
     int64_t d3[3] = {2, 3, 17};
     run_case(ctx, t1, NULL, 1, 3, d3, 1e-5, 1e-5);
     /* x and gamma, one dim, a large eps. */
     const char *t2 = "graph g {\n  input x: f32[N]\n  input g: f32[N]\n"
-                     "  y = layer_norm(x, g) {eps: 2}\n  output y\n}\n";
+                     "  y = example.layer_norm(x, g) {eps: 2}\n  output y\n}\n";
     int64_t d1[1] = {17};
     run_case(ctx, t2, NULL, 2, 1, d1, 2.0, 1e-5);
     cg_context_free(ctx);
@@ -204,16 +204,16 @@ static void verify_fails(cg_context *ctx, const char *body, const char *want) {
 
 START_TEST(infer_errors) {
     cg_context *ctx = load_ctx();
-    verify_fails(ctx, "y = layer_norm(x, g)", "input 1 (gamma) has shape [5], expected [4]");
-    verify_fails(ctx, "y = layer_norm(i)", "input 0 (x) must be f32, got i32");
-    verify_fails(ctx, "y = layer_norm(s)", "at least 1 dim");
-    verify_fails(ctx, "y = layer_norm(x, x)", "input 1 (gamma) must have 1 dim");
-    verify_fails(ctx, "y = layer_norm(x) {eps: -1.0}", "eps must be a finite number >= 0");
-    verify_fails(ctx, "y = layer_norm(x) {epsilon: 0.1}", "unknown attribute 'epsilon'");
+    verify_fails(ctx, "y = example.layer_norm(x, g)", "input 1 (gamma) has shape [5], expected [4]");
+    verify_fails(ctx, "y = example.layer_norm(i)", "input 0 (x) must be f32, got i32");
+    verify_fails(ctx, "y = example.layer_norm(s)", "at least 1 dim");
+    verify_fails(ctx, "y = example.layer_norm(x, x)", "input 1 (gamma) must have 1 dim");
+    verify_fails(ctx, "y = example.layer_norm(x) {eps: -1.0}", "eps must be a finite number >= 0");
+    verify_fails(ctx, "y = example.layer_norm(x) {epsilon: 0.1}", "unknown attribute 'epsilon'");
 
     /* A symbolic last dim takes its size from gamma. */
     const char *ok = "graph g {\n  input x: f32[B, N]\n  input g: f32[8]\n"
-                     "  y = layer_norm(x, g)\n  output y\n}\n";
+                     "  y = example.layer_norm(x, g)\n  output y\n}\n";
     cg_model *m;
     char *desc;
     ck_assert_int_eq(cg_model_parse(ctx, ok, strlen(ok), "ok.cg", &m), CG_OK);
@@ -242,7 +242,7 @@ static cg_plugin_desc decomposed_desc = {
 
 START_TEST(decomposition_matches_reference) {
     cg_context *ctx = load_ctx();
-    const cg_op_def *def = find_def(ctx, "layer_norm");
+    const cg_op_def *def = find_def(ctx, "example.layer_norm");
     ck_assert_ptr_nonnull(def);
     decomposed_def = *def;
     decomposed_def.name = "layer_norm_decomposed";
@@ -275,14 +275,14 @@ START_TEST(opencl_matches_reference) {
     }
     cg_context *ctx = load_ctx();
     char text[512];
-    snprintf(text, sizeof text, affine_graph, "layer_norm");
+    snprintf(text, sizeof text, affine_graph, "example.layer_norm");
     const int64_t widths[] = {1, 3, 17, 1000}, batches[] = {1, 3, 17};
     for (int w = 0; w < 4; w++)
         for (int b = 0; b < 3; b++) {
             int64_t dims[2] = {batches[b], widths[w]};
             run_case(ctx, text, "opencl:0", 3, 2, dims, 0.001, 1e-4);
         }
-    const char *t1 = "graph g {\n  input x: f32[A, B, N]\n  y = layer_norm(x)\n  output y\n}\n";
+    const char *t1 = "graph g {\n  input x: f32[A, B, N]\n  y = example.layer_norm(x)\n  output y\n}\n";
     int64_t d3[3] = {2, 3, 300};
     run_case(ctx, t1, "opencl:0", 1, 3, d3, 1e-5, 1e-4);
     cg_context_free(ctx);
@@ -324,7 +324,7 @@ START_TEST(state_from_weights) {
     char text[512];
     snprintf(text, sizeof text,
              "graph g {\n  input x: f32[R, %lld]\n  param gamma: f32[%lld] = \"g\"\n  param beta: f32[%lld] = \"b\"\n"
-             "  y = layer_norm(x, gamma, beta) {eps: 0.001}\n  output y\n}\n",
+             "  y = example.layer_norm(x, gamma, beta) {eps: 0.001}\n  output y\n}\n",
              (long long)n, (long long)n, (long long)n);
     cg_model *m;
     ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "ln.cg", &m) == CG_OK, "%s", cg_last_error());
@@ -363,7 +363,7 @@ END_TEST
 
 int main(void) {
     Suite *s = suite_create("example_plugin");
-    TCase *tc = tcase_create("layer_norm");
+    TCase *tc = tcase_create("example.layer_norm");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, loads_and_declares);
     tcase_add_test(tc, cpu_matches_reference);

@@ -1,0 +1,143 @@
+/* layer_norm: y = (x - mean) / sqrt(var + epsilon) * gamma + beta over the
+ * trailing dims from `axis` (torch.nn.LayerNorm, ONNX LayerNormalization):
+ * one op where the formula would be nine. */
+#include "ops_cl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "norm.cl.h"
+
+enum { LN_AXIS, LN_EPSILON };
+
+static const cg_attr_def layer_norm_attrs[] = {
+    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .default_int = -1,
+     .doc = "the first normalized dim: dims axis.. form each row (negative counts from the end)"},
+    {.struct_size = sizeof(cg_attr_def), .name = "epsilon", .type = CG_ATTR_FLOAT, .default_float = 1e-5,
+     .doc = "added to the variance before the square root (>= 0)"},
+};
+
+/* Rows and their length N for x split at axis. */
+static void ln_rows(const cg_op_call *call, int64_t *rows, int64_t *n) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    const int axis = cg_norm_axis(call->attrs[LN_AXIS].i, x->ndim);
+    *rows = *n = 1;
+    for (int i = 0; i < x->ndim; i++) *(i < axis ? rows : n) *= x->dims[i];
+}
+
+static cg_op_status layer_norm_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
+    const int axis = cg_norm_axis(call->attrs[LN_AXIS].i, x->ndim);
+    if (axis < 0)
+        return cg_op_fail(call, "axis %lld is out of range for x with %d dims", (long long)call->attrs[LN_AXIS].i,
+                          x->ndim);
+    const double eps = call->attrs[LN_EPSILON].f;
+    if (!(eps >= 0) || isinf(eps)) return cg_op_fail(call, "epsilon must be finite and >= 0, got %g", eps);
+    /* gamma and beta: [N] over the normalized dims (or their exact shape) */
+    int64_t n = 1;
+    int known = 1;
+    for (int i = axis; i < x->ndim; i++) {
+        known &= cg_dim_known(x->dims[i]);
+        n *= x->dims[i];
+    }
+    for (int i = 1; i < call->n_inputs; i++) {
+        const cg_tensor_desc *p = &call->inputs[i];
+        if (cg_expect_input(call, i, CG_OP_F32, -1)) return CG_OP_ERROR;
+        int64_t pn = 1;
+        int pk = 1;
+        for (int d = 0; d < p->ndim; d++) pk &= cg_dim_known(p->dims[d]), pn *= p->dims[d];
+        if (known && pk && pn != n)
+            return cg_op_fail(call, "input %d (%s) has %lld elements, the normalized dims %lld", i,
+                              i == 1 ? "gamma" : "beta", (long long)pn, (long long)n);
+    }
+    call->outputs[0] = *x;
+    return CG_OP_OK;
+}
+
+/* Mean and variance in double (two passes), so rows of large values lose
+ * nothing to cancellation; the output is rounded to f32 once. */
+static cg_op_status layer_norm_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    int64_t rows, n;
+    ln_rows(call, &rows, &n);
+    const float *x = a->in[0], *g = call->n_inputs > 1 ? a->in[1] : NULL, *b = call->n_inputs > 2 ? a->in[2] : NULL;
+    float *y = a->out[0];
+    const double eps = call->attrs[LN_EPSILON].f;
+    for (int64_t r = 0; r < rows && n > 0; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        double s = 0, v = 0;
+        for (int64_t j = 0; j < n; j++) s += xr[j];
+        const double mean = s / (double)n;
+        for (int64_t j = 0; j < n; j++) v += ((double)xr[j] - mean) * ((double)xr[j] - mean);
+        const double rstd = 1.0 / sqrt(v / (double)n + eps);
+        for (int64_t j = 0; j < n; j++) {
+            double t = ((double)xr[j] - mean) * rstd;
+            if (g) t *= g[j];
+            if (b) t += b[j];
+            yr[j] = (float)t;
+        }
+    }
+    return CG_OP_OK;
+}
+
+/* One work-group per row; the group's size a power of two no wider than
+ * the row needs. */
+static cg_op_status layer_norm_cl(const cg_kernel_args *a) {
+    static const char name[] = "layer_norm";
+    const cg_op_call *call = a->call;
+    int64_t rows, n;
+    ln_rows(call, &rows, &n);
+    if (rows == 0 || n == 0) return CG_OP_OK;
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_norm, name, rows * n > INT32_MAX, 0, NULL);
+    if (!k) return CG_OP_ERROR;
+    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
+    cl_mem g = call->n_inputs > 1 ? (cl_mem)a->in[1] : x, b = call->n_inputs > 2 ? (cl_mem)a->in[2] : x;
+    const cl_int has_g = call->n_inputs > 1, has_b = call->n_inputs > 2;
+    const cl_long ln = n;
+    const cl_float eps = (cl_float)call->attrs[LN_EPSILON].f;
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),     CG_OPS_CL_ARG(g),  CG_OPS_CL_ARG(b),
+                                     CG_OPS_CL_ARG(has_g), CG_OPS_CL_ARG(has_b), CG_OPS_CL_ARG(y),
+                                     CG_OPS_CL_ARG(ln),    CG_OPS_CL_ARG(eps)};
+    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
+    size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 1), n, 1);
+    if (cg_ops_cl_arg(a, k, name, 8, local * sizeof(cl_float), NULL)) return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, NULL, (int64_t)((size_t)rows * local), local);
+}
+
+#define D(...) {__VA_ARGS__}
+static const cg_ops_case layer_norm_cases[] = {
+    {3, {{CG_F32, 2, D(4, 64), -2, 2}, {CG_F32, 1, D(64), -2, 2}, {CG_F32, 1, D(64), -2, 2}}, NULL},
+    {1, {{CG_F32, 1, D(1), -2, 2}}, NULL},
+    {2, {{CG_F32, 3, D(2, 3, 5), -2, 2}, {CG_F32, 2, D(3, 5), -2, 2}}, "axis: 1, epsilon: 0.001"},
+    {3, {{CG_F32, 3, D(3, 7, 1000), 100, 101}, {CG_F32, 1, D(1000), -2, 2}, {CG_F32, 1, D(1000), -2, 2}},
+     "epsilon: 1e-12"},
+    {3, {{CG_F32, 2, D(0, 8), -2, 2}, {CG_F32, 1, D(8), -2, 2}, {CG_F32, 1, D(8), -2, 2}}, NULL},
+    {3, {{CG_F32, 2, D(257, 33), -30, 30}, {CG_F32, 1, D(33), -2, 2}, {CG_F32, 1, D(33), -2, 2}}, "axis: -1"},
+};
+
+static int32_t layer_norm_conform(int32_t i, cg_conform_case *c) {
+    if (i < 0 || i >= (int32_t)(sizeof layer_norm_cases / sizeof layer_norm_cases[0])) return 0;
+    cg_ops_fill_case(&layer_norm_cases[i], 1, c);
+    /* rows of 100 + [0, 1): the device's f32 mean keeps ~1e-5 of them */
+    if (i == 3) c->atol = 2e-3;
+    return 1;
+}
+
+static const char *const layer_norm_inputs[] = {"x", "gamma", "beta", NULL};
+static const cg_kernel_def layer_norm_kernels[] = {
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = layer_norm_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = layer_norm_cl},
+};
+const cg_op_def cg_op_layer_norm = {
+    .struct_size = sizeof(cg_op_def), .name = "layer_norm",
+    .doc = "Layer normalization of f32 x over its dims from `axis` on (each row of N elements): "
+           "y = (x - mean) / sqrt(var + epsilon) * gamma + beta with the biased variance, "
+           "gamma and beta (optional, each of N elements) as in torch.nn.LayerNorm and ONNX "
+           "LayerNormalization. The output has x's shape.",
+    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .input_names = layer_norm_inputs, .attrs = layer_norm_attrs, .n_attrs = 2, .infer = layer_norm_infer,
+    .kernels = layer_norm_kernels, .n_kernels = 2, .conform_case = layer_norm_conform,
+};
