@@ -10,8 +10,10 @@ twice; both decoders also as ONNX Runtime's quantize_dynamic makes them
 results. transformer_greedy.txt: sources and PyTorch's greedy outputs. `clgraph onnx-test
 tests/data/onnx/models --rtol 1e-4 --atol 1e-4` runs them
 (tests/graph/onnx/test_onnx.c, every device).
-Needs torch, onnx and onnxruntime (a virtual environment):
-    python3 make_models.py"""
+Needs torch, onnx, onnxscript and onnxruntime (a virtual environment):
+    python3 make_models.py [--out DIR]
+(tests/graph/onnx/live_onnx.sh runs it into a fresh folder with whatever
+torch and ONNX Runtime are installed, and checks clgraph against them.)"""
 import os
 import sys
 
@@ -23,6 +25,7 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..", "..")
+OUT = HERE  # --out DIR writes DIR/models and DIR/transformer_greedy.txt instead
 sys.path.insert(0, os.path.join(ROOT, "tools", "py"))
 import s2s_export_onnx  # noqa: E402
 import transformer_ref  # noqa: E402
@@ -40,8 +43,8 @@ def quantized(name, fp32_name):
     """ONNX Runtime's quantize_dynamic of a written model (int8 weights,
     DynamicQuantizeLinear and MatMulInteger), on the fp32 model's inputs."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    d = os.path.join(HERE, "models", fp32_name)
-    tmp = os.path.join(HERE, "models", ".q.onnx")
+    d = os.path.join(OUT, "models", fp32_name)
+    tmp = os.path.join(OUT, "models", ".q.onnx")
     quantize_dynamic(os.path.join(d, "model.onnx"), tmp, weight_type=QuantType.QInt8)
     sets = []
     k = 0
@@ -61,7 +64,7 @@ def quantized(name, fp32_name):
 
 def write_sets(name, model_path, sets):
     """sets: list of {input name: array}; ONNX Runtime gives the outputs."""
-    d = os.path.join(HERE, "models", name)
+    d = os.path.join(OUT, "models", name)
     os.makedirs(d, exist_ok=True)
     m = onnx.load(model_path)
     onnx.save(m, os.path.join(d, "model.onnx"))
@@ -79,7 +82,7 @@ def write_sets(name, model_path, sets):
 
 
 def s2s():
-    tmp = os.path.join(HERE, "models", ".s2s_export")
+    tmp = os.path.join(OUT, "models", ".s2s_export")
     torch.manual_seed(0)
     m, _ = s2s_export_onnx.export(os.path.join(ROOT, "models", "dates"), tmp)
     enc_sets = []
@@ -100,7 +103,7 @@ def s2s():
 
 
 def transformer():
-    tmp = os.path.join(HERE, "models", ".tf_export")
+    tmp = os.path.join(OUT, "models", ".tf_export")
     torch.set_num_threads(2)
     m, loss = transformer_ref.train()
     print("transformer: final training loss %.4f" % loss)
@@ -125,7 +128,7 @@ def transformer():
     # "source ids | output ids" (EOS included)
     src, pad, _ = transformer_ref.batch(g, 6, 8)
     out = transformer_ref.greedy(m, src, pad, 12)
-    with open(os.path.join(HERE, "transformer_greedy.txt"), "w") as f:
+    with open(os.path.join(OUT, "transformer_greedy.txt"), "w") as f:
         for s, p, o in zip(src.tolist(), pad.tolist(), out):
             f.write(" ".join(str(t) for t, q in zip(s, p) if not q) + " | " + " ".join(map(str, o)) + "\n")
 
@@ -136,7 +139,7 @@ def layernorm_opset13():
     Sqrt, Div, Mul, Add): clgraph imports them as linear and layer_norm."""
     torch.manual_seed(5)
     m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.ReLU()).eval()
-    tmp = os.path.join(HERE, "models", ".ln13.onnx")
+    tmp = os.path.join(OUT, "models", ".ln13.onnx")
     torch.onnx.export(m, (torch.randn(3, 5, 8),), tmp, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "B", 1: "T"}, "y": {0: "B", 1: "T"}}, opset_version=13, dynamo=False)
     sets = [{"x": (rng.standard_normal((B, T, 8)) * 3).astype(np.float32)} for B, T in ((3, 5), (1, 9))]
@@ -145,6 +148,10 @@ def layernorm_opset13():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--out":
+        OUT = sys.argv[2]
+    elif len(sys.argv) != 1:
+        sys.exit("usage: make_models.py [--out DIR]")
     s2s()
     transformer()
     quantized("s2s_decoder_int8", "s2s_decoder")
