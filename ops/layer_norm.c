@@ -56,8 +56,33 @@ static cg_op_status layer_norm_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
-/* Mean and variance in double (two passes), so rows of large values lose
- * nothing to cancellation; the output is rounded to f32 once. */
+/* Sums of a row in double, in LN_LANES interleaved partial sums (a fixed
+ * order, so the result is the same every run; independent chains, so the
+ * adds overlap and vectorise). */
+#define LN_LANES 8
+
+#define ROW_SUM(NAME, TERM)                                          \
+    static double NAME(const float *x, int64_t n, double c) {        \
+        double p[LN_LANES] = {0}, s = 0;                             \
+        int64_t j = 0;                                               \
+        for (; j + LN_LANES <= n; j += LN_LANES)                     \
+            for (int l = 0; l < LN_LANES; l++) {                     \
+                const double v = x[j + l];                           \
+                p[l] += TERM;                                        \
+            }                                                        \
+        for (int l = 0; l < LN_LANES; l++) s += p[l];                \
+        for (; j < n; j++) {                                         \
+            const double v = x[j];                                   \
+            s += TERM;                                               \
+        }                                                            \
+        return s;                                                    \
+    }
+ROW_SUM(row_sum, v + 0 * c)
+ROW_SUM(row_sq_dev, (v - c) * (v - c))
+
+/* Mean and variance in double (two passes: no cancellation in rows of
+ * large values), rounded to f32 once; the row itself is then computed in
+ * f32, as ONNX Runtime and the OpenCL kernel do. */
 static cg_op_status layer_norm_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     int64_t rows, n;
@@ -68,17 +93,14 @@ static cg_op_status layer_norm_cpu(const cg_kernel_args *a) {
     for (int64_t r = 0; r < rows && n > 0; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        double s = 0, v = 0;
-        for (int64_t j = 0; j < n; j++) s += xr[j];
-        const double mean = s / (double)n;
-        for (int64_t j = 0; j < n; j++) v += ((double)xr[j] - mean) * ((double)xr[j] - mean);
-        const double rstd = 1.0 / sqrt(v / (double)n + eps);
-        for (int64_t j = 0; j < n; j++) {
-            double t = ((double)xr[j] - mean) * rstd;
-            if (g) t *= g[j];
-            if (b) t += b[j];
-            yr[j] = (float)t;
-        }
+        const double mean = row_sum(xr, n, 0) / (double)n;
+        const float mf = (float)mean, rs = (float)(1.0 / sqrt(row_sq_dev(xr, n, mean) / (double)n + eps));
+        if (g && b)
+            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mf) * rs * g[j] + b[j];
+        else if (g)
+            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mf) * rs * g[j];
+        else
+            for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mf) * rs;
     }
     return CG_OP_OK;
 }
