@@ -246,3 +246,70 @@ if ort is not None:
     for kind, (n, a) in (("input", ("x", x)), ("output", ("y", y))):
         with open(os.path.join(d, "test_data_set_0", f"{kind}_0.pb"), "wb") as f:
             f.write(numpy_helper.from_array(a, n).SerializeToString())
+
+# Shape arithmetic over symbolic dims (graph/onnx/onnx_sym.c), two bindings of
+# B and S: Range to S (arange), ConstantOfShape of Shape(x) read by Where (filled
+# against x's dims), a Reshape to B * S (one unknown dim) and one that moves B and
+# S ([S, B, 4]: dims named), TopK with K = B (a sort), Gather of index -1 along S
+# (a slice), Slice of a table to S rows, an exact int64 ReduceSum; NumPy's results
+def symbolic_shapes():
+    def i64(*v):
+        return numpy_helper.from_array(np.array(v, dtype=np.int64))
+
+    def const(name, *v):
+        return helper.make_node("Constant", [], [name], value=i64(*v))
+
+    def scalar(name, v):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, dtype=np.int64)))
+
+    r = np.random.default_rng(1812)  # its own: the same data whatever ran before
+    table = r.standard_normal((10, 4)).astype(np.float32)
+    N = helper.make_node
+    nodes = [
+        N("Shape", ["x"], ["sh"]), scalar("c0", 0), scalar("c1", 1), scalar("cm1", -1),
+        N("Gather", ["sh", "c0"], ["b"], axis=0), N("Gather", ["sh", "c1"], ["s"], axis=0),
+        N("Range", ["c0", "s", "c1"], ["r"]), const("ax0", 0), const("ax1", 1), const("ax2", 2),
+        N("Unsqueeze", ["r", "ax0"], ["ru"]), N("Unsqueeze", ["lens", "ax1"], ["lu"]),
+        N("Less", ["ru", "lu"], ["valid"]),
+        N("ConstantOfShape", ["sh"], ["zeros"], value=numpy_helper.from_array(np.zeros(1, np.float32))),
+        N("Unsqueeze", ["valid", "ax2"], ["vu"]), N("Where", ["vu", "x", "zeros"], ["masked"]),
+        N("Mul", ["b", "s"], ["bs"]), N("Unsqueeze", ["bs", "ax0"], ["bs1"]), const("four", 4),
+        N("Concat", ["bs1", "four"], ["flat_shape"], axis=0), N("Reshape", ["masked", "flat_shape"], ["flat"]),
+        N("Unsqueeze", ["s", "ax0"], ["s1"]), N("Unsqueeze", ["b", "ax0"], ["b1"]),
+        N("Concat", ["s1", "b1", "four"], ["sb_shape"], axis=0), N("Reshape", ["flat", "sb_shape"], ["back"]),
+        N("TopK", ["lens", "b1"], ["sorted", "order"], axis=0),
+        N("Gather", ["x", "cm1"], ["last"], axis=1),
+        N("Slice", ["table", "ax0", "s1", "ax0"], ["firsts"]),
+        N("Cast", ["valid"], ["vi"], to=TensorProto.INT64),
+        N("ReduceSum", ["vi", "ax1"], ["count"], keepdims=0),
+    ]
+    outs = ["masked", "back", "sorted", "order", "last", "firsts", "count"]
+    otypes = [TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT64, TensorProto.FLOAT,
+              TensorProto.FLOAT, TensorProto.INT64]
+    oshapes = [["B", "S", 4], ["S", "B", 4], ["B"], ["B"], ["B", 4], ["S", 4], ["B"]]
+    g = helper.make_graph(nodes, "symbolic_shapes",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", 4]),
+                           helper.make_tensor_value_info("lens", TensorProto.INT64, ["B"])],
+                          [helper.make_tensor_value_info(o, t, sh) for o, t, sh in zip(outs, otypes, oshapes)],
+                          initializer=[numpy_helper.from_array(table, "table")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    d = os.path.join("ops", "symbolic_shapes")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for k, (B, S, lens) in enumerate(((3, 5, [5, 2, 2]), (2, 7, [1, 7]))):
+        x = r.standard_normal((B, S, 4)).astype(np.float32)
+        lens = np.array(lens, dtype=np.int64)
+        valid = np.arange(S)[None, :] < lens[:, None]
+        masked = np.where(valid[:, :, None], x, 0).astype(np.float32)
+        order = np.argsort(-lens, kind="stable").astype(np.int64)
+        want = [masked, masked.reshape(S, B, 4), lens[order], order, x[:, -1], table[:S], valid.sum(1).astype(np.int64)]
+        sd = os.path.join(d, f"test_data_set_{k}")
+        os.makedirs(sd, exist_ok=True)
+        for kind, lst in (("input", [("x", x), ("lens", lens)]), ("output", list(zip(outs, want)))):
+            for i, (n, a) in enumerate(lst):
+                with open(os.path.join(sd, f"{kind}_{i}.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+
+
+symbolic_shapes()
