@@ -96,6 +96,69 @@ static cg_tensor *make_f32(int ndim, const int64_t *dims, float lo, float hi) {
     return t;
 }
 
+/* Dim lists name symbolic dims: reshape {shape: [S, B, 2]} moves B and S
+ * (no 0 / -1 form says that), the text prints them back by name, the plan
+ * binds them per binding, and every misuse is one line naming the place. */
+START_TEST(dim_lists_name_symbols) {
+    static const char text[] = "graph g {\n  input x: f32[B, S, 2]\n"
+                               "  y = reshape(x) {shape: [S, B, 2]}\n"
+                               "  z = expand(x) {shape: [3, B, S, 1]}\n  output y, z\n}\n";
+    cg_model *m = NULL;
+    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "t.cg", &m) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+    char *printed = NULL;
+    ck_assert_int_eq(cg_model_print(m, &printed), CG_OK);
+    ck_assert_msg(strstr(printed, "y = reshape(x) {shape: [S, B, 2]}") != NULL, "%s", printed);
+    ck_assert_msg(strstr(printed, "z = expand(x) {shape: [3, B, S, 1]}") != NULL, "%s", printed);
+    free(printed);
+    cg_plan *p;
+    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    for (int k = 0; k < 2; k++) { /* two bindings: B 2, S 3, then B 4, S 1 */
+        int64_t d[3] = {k ? 4 : 2, k ? 1 : 3, 2};
+        cg_tensor *in = make_f32(3, d, -2, 2), *out[2];
+        const char *names[] = {"x"};
+        ck_assert_msg(cg_plan_run(p, 1, names, &in, 2, out) == CG_OK, "%s", cg_last_error());
+        ck_assert(cg_tensor_dim(out[0], 0) == d[1] && cg_tensor_dim(out[0], 1) == d[0]);
+        ck_assert(cg_tensor_dim(out[1], 0) == 3 && cg_tensor_dim(out[1], 1) == d[0] && cg_tensor_dim(out[1], 3) == 2);
+        /* a reshape keeps the element order; expand repeats x along the new dim */
+        const float *xi = cg_tensor_data_const(in), *y = cg_tensor_data_const(out[0]), *z = cg_tensor_data_const(out[1]);
+        const int64_t n = d[0] * d[1] * 2;
+        for (int64_t i = 0; i < n; i++) {
+            ck_assert(y[i] == xi[i]);
+            ck_assert(z[i] == xi[i] && z[2 * n + i] == xi[i]);
+        }
+        cg_tensor_free(in);
+        cg_tensor_free(out[0]);
+        cg_tensor_free(out[1]);
+    }
+    cg_plan_free(p);
+    cg_model_free(m);
+    /* a name no input binds: the plan says which node and dim */
+    static const char unbound[] = "graph g {\n  input x: f32[B, 4]\n  y = reshape(x) {shape: [Q, -1]}\n  output y\n}\n";
+    ck_assert_int_eq(cg_model_parse(ctx, unbound, strlen(unbound), "t.cg", &m), CG_OK);
+    ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+    cg_plan *pu;
+    ck_assert_int_eq(cg_plan_create(m, "g", &pu), CG_OK);
+    int64_t d[2] = {2, 4};
+    cg_tensor *in = make_f32(2, d, -2, 2), *out = NULL;
+    const char *names[] = {"x"};
+    ck_assert_int_ne(cg_plan_run(pu, 1, names, &in, 1, &out), CG_OK);
+    ck_assert_msg(strstr(cg_last_error(), "t.cg:3:3: reshape 'y': attribute 'shape' names dim 'Q', which no input of "
+                                          "graph 'g' binds") != NULL, "%s", cg_last_error());
+    cg_tensor_free(in);
+    cg_plan_free(pu);
+    cg_model_free(m);
+    /* names only in dim lists, and no numbers below -1 beside them */
+    expect_error("graph g {\n  input x: f32[B, 3]\n  y = transpose(x) {perm: [B, 0]}\n  output y\n}\n",
+                 "t.cg:3:21: transpose 'y': attribute 'perm' is an int list: it takes no dim names");
+    expect_error("graph g {\n  input x: f32[B, 3]\n  y = reshape(x) {shape: [-2, 3]}\n  output y\n}\n",
+                 "t.cg:3:19: reshape 'y': attribute 'shape' has dim -2 (sizes are >= 0, or -1, or dim names)");
+    expect_error("graph g {\n  input x: f32[B, 3]\n  y = reshape(x) {shape: [B, -3]}\n  output y\n}\n",
+                 "t.cg:3:30: a list with dim names holds sizes, 0 or -1, not numbers below -1");
+}
+END_TEST
+
+
 START_TEST(builder_runs_and_rebinds) {
     /* y = softmax(tanh(x) * 2 + x) over the last axis, built with the API. */
     cg_model *m;
@@ -558,6 +621,7 @@ int main(void) {
     TCase *tc = tcase_create("graph");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, verifier_errors);
+    tcase_add_test(tc, dim_lists_name_symbols);
     tcase_add_test(tc, symbolic_shapes_propagate);
     tcase_add_test(tc, builder_runs_and_rebinds);
     tcase_add_test(tc, buffers_are_reused);
