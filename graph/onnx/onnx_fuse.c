@@ -36,12 +36,19 @@ static int sole_reader(const onnx_imp *im, const char *name, int also) {
     return found;
 }
 
-/* Node r if it is a default-domain `op` of n_in inputs and one output. */
+/* Whether node n is a default-domain `op` (any field of a file may be
+ * missing: the fuzzer sends such files). */
+static int op_is(const Onnx__NodeProto *n, const char *op) {
+    return n && n->op_type && !strcmp(n->op_type, op) && default_domain(n);
+}
+
+/* Node r if it is a default-domain `op` of n_in present inputs and one
+ * named output. */
 static const Onnx__NodeProto *node_is(const onnx_imp *im, int r, const char *op, size_t n_in) {
     const Onnx__NodeProto *n = r >= 0 ? im->proto->graph->node[r] : NULL;
-    if (!n || strcmp(n->op_type, op) || !default_domain(n) || n->n_input != n_in || n->n_output != 1 ||
-        !n->output[0] || !n->output[0][0])
-        return NULL;
+    if (!op_is(n, op) || n->n_input != n_in || n->n_output != 1 || !n->output[0] || !n->output[0][0]) return NULL;
+    for (size_t k = 0; k < n_in; k++)
+        if (!n->input[k]) return NULL;
     return n;
 }
 
@@ -60,8 +67,7 @@ static int peek_const(onnx_imp *im, const char *name, cg_tensor **out) {
     const Onnx__GraphProto *gp = im->proto->graph;
     for (size_t i = (size_t)im->node_index + 1; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
-        if (strcmp(n->op_type, "Constant") || !default_domain(n) || n->n_output != 1 || strcmp(n->output[0], name))
-            continue;
+        if (!op_is(n, "Constant") || n->n_output != 1 || !n->output[0] || strcmp(n->output[0], name)) continue;
         if (n->n_attribute != 1 || !n->attribute[0]->name || strcmp(n->attribute[0]->name, "value") ||
             !n->attribute[0]->t)
             return 0;
@@ -124,6 +130,7 @@ static int trailing_axes(onnx_imp *im, const Onnx__NodeProto *n, int r) {
     const int64_t *ax = NULL;
     for (size_t i = 0; i < n->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->attribute[i];
+        if (!a->name) return -1;
         if (!strcmp(a->name, "axes")) ax = a->ints, na = (int)a->n_ints;
         else if (!strcmp(a->name, "keepdims") && a->i != 1) return -1;
         else if (strcmp(a->name, "axes") && strcmp(a->name, "keepdims")) return -1;
@@ -142,7 +149,7 @@ int cg_onnx_fuse_layer_norm(onnx_imp *im, cg_status *st) {
     *st = CG_OK;
     const Onnx__NodeProto *rm = im->node;
     onnx_val *x = onnx_in(im, 0);
-    if (!x || !x->typed || x->desc.dtype != CG_F32 || rm->n_output != 1) return 0;
+    if (!x || !x->typed || x->desc.dtype != CG_F32 || rm->n_output != 1 || !rm->output[0] || !rm->output[0][0]) return 0;
     const int axis = trailing_axes(im, rm, x->desc.ndim);
     if (axis < 0) return 0;
     /* mean -> Sub(x, mean) -> d; d is read by Pow(d, 2) and Div(d, sd) */
@@ -157,8 +164,8 @@ int cg_onnx_fuse_layer_norm(onnx_imp *im, cg_status *st) {
     for (size_t i = (size_t)i_sub + 1; i < gp->n_node; i++)
         for (size_t k = 0; k < gp->node[i]->n_input; k++)
             if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], d)) {
-                if (!strcmp(gp->node[i]->op_type, "Pow") && i_pow < 0 && k == 0) i_pow = (int)i;
-                else if (!strcmp(gp->node[i]->op_type, "Div") && i_div < 0 && k == 0) i_div = (int)i;
+                if (op_is(gp->node[i], "Pow") && i_pow < 0 && k == 0 && !im->absorbed[i]) i_pow = (int)i;
+                else if (op_is(gp->node[i], "Div") && i_div < 0 && k == 0 && !im->absorbed[i]) i_div = (int)i;
                 else return 0;
             }
     const Onnx__NodeProto *pw = node_is(im, i_pow, "Pow", 2), *dv = node_is(im, i_div, "Div", 2);
