@@ -15,6 +15,9 @@ and the `clgraph` CLI never need Python.
         [--max-len N] [--ids] [--scores] [--double] < sources
     # self-test (batched greedy == alone greedy, beam 1 == greedy, ...)
     /usr/bin/python3 tools/py/s2s_ref.py selftest
+    # ONNX: the encoder and one decoder step, batch and source length dynamic
+    # (tools/py/s2s_export_onnx.py; needs onnx too)
+    python3 tools/py/s2s_ref.py export-onnx DIR OUT_DIR [--opset 17]
 
 Decisions where the spec leaves room (clgraph must do the same):
 
@@ -1022,10 +1025,18 @@ def main():
     t.add_argument("--scores", action="store_true")
     t.add_argument("--double", action="store_true", help="compute in float64")
     sub.add_parser("selftest")
+    e = sub.add_parser("export-onnx", help="export the encoder and one decoder step to ONNX (s2s_export_onnx.py)")
+    e.add_argument("model")
+    e.add_argument("out")
+    e.add_argument("--opset", type=int, default=17)
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.cmd == "random":
         cmd_random(args)
+    elif args.cmd == "export-onnx":
+        import s2s_export_onnx  # needs onnx as well; only this command does
+        torch.manual_seed(0)
+        s2s_export_onnx.export(args.model, args.out, args.opset)
     elif args.cmd == "translate":
         if args.nbest > args.beam:
             sys.exit("--nbest must not exceed --beam")
