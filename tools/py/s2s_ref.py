@@ -331,7 +331,7 @@ class Seq2Seq(nn.Module):
         Returns keys [B,S,K] (0 at padded positions), h_last [B,K]."""
         B, S = src.shape
         c = self.config
-        dt = self.out.weight.dtype
+        dt = self.src_embed.weight.dtype  # (not out.weight: a quantized Linear has no tensor there)
         if S == 0:
             return torch.zeros(B, 0, self.K, dtype=dt), torch.zeros(B, self.K, dtype=dt)
         src = torch.where(torch.arange(S)[None, :] < src_len[:, None], src,
@@ -369,7 +369,7 @@ class Seq2Seq(nn.Module):
 
     def init_feed(self, B):
         if self.luong and self.has_attn:
-            return torch.zeros(B, self.H, dtype=self.out.weight.dtype)
+            return torch.zeros(B, self.H, dtype=self.src_embed.weight.dtype)
         return None
 
     def step(self, y, state, feed, keys, kproj, src_len, t):

@@ -273,9 +273,15 @@ def torch_worker(a):
     if a.torch_mode != "grad":
         for p in model.parameters():
             p.requires_grad_(False)
+    if a.int8:
+        # PyTorch's dynamic quantization: int8 weights of every Linear, GRU
+        # and LSTM, activations quantized per call (the embeddings stay f32)
+        model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear, torch.nn.GRU, torch.nn.LSTM},
+                                                       dtype=torch.qint8)
     B, K, S, T = a.batch, a.beam, a.src_len, a.steps
     run = make_loops(torch, model, make_sources(B, S, model.v_src), K, T)
-    res = {"backend": "pytorch", "batch": B, "beam": K, "src_len": S, "steps": T, "runs": a.runs,
+    res = {"backend": "pytorch int8" if a.int8 else "pytorch", "batch": B, "beam": K, "src_len": S, "steps": T,
+           "runs": a.runs,
            "threads": torch.get_num_threads(), "torch": torch.__version__, "mode": a.torch_mode,
            "blas": "MKL" if torch.backends.mkl.is_available() else "OpenBLAS/other"}
     mode = {"inference": torch.inference_mode, "no_grad": torch.no_grad, "grad": torch.enable_grad}[a.torch_mode]
@@ -303,6 +309,161 @@ def torch_worker(a):
         res["rss_after_import_mb"] = rss_import
         res["allocs_per_step"] = count_allocs(torch, run, T)
     print(json.dumps(res))
+
+
+# ---------------------------------------------------------------- the ONNX Runtime worker
+
+
+def onnx_models(py, model, workdir):
+    """The model's encoder and decoder step exported to ONNX
+    (tools/py/s2s_export_onnx.py) and ONNX Runtime's quantize_dynamic of
+    both (int8 weights), made once under workdir; (fp32 dir, int8 dir)."""
+    fp32, int8 = os.path.join(workdir, "onnx_fp32"), os.path.join(workdir, "onnx_int8")
+    if not os.path.exists(os.path.join(fp32, "decoder.onnx")):
+        r, _ = sh([py, os.path.join(TOOLS, "s2s_export_onnx.py"), model, fp32], timeout=1800)
+        if r.returncode != 0:
+            raise RuntimeError("s2s_export_onnx.py failed: " + r.stderr[-1000:])
+    if not os.path.exists(os.path.join(int8, "decoder.onnx")):
+        code = ("import sys\nfrom onnxruntime.quantization import quantize_dynamic, QuantType\n"
+                "for g in ('encoder', 'decoder'):\n"
+                "    quantize_dynamic(sys.argv[1] + '/' + g + '.onnx', sys.argv[2] + '/' + g + '.onnx', "
+                "weight_type=QuantType.QInt8)\n")
+        os.makedirs(int8, exist_ok=True)
+        r, _ = sh([py, "-c", code, fp32, int8], timeout=1800)
+        if r.returncode != 0:
+            raise RuntimeError("quantize_dynamic failed: " + r.stderr[-1000:])
+    return fp32, int8
+
+
+def ort_loops(np, ort, onnx_dir, srcs, K, T, threads, bos):
+    """make_loops for ONNX Runtime sessions of the exported encoder and
+    decoder step: the same greedy and beam walks, in NumPy."""
+    o = ort.SessionOptions()
+    o.intra_op_num_threads = threads
+    o.inter_op_num_threads = 1
+    o.add_session_config_entry("session.intra_op.allow_spinning", "0")  # its faster setting on this VM
+    enc = ort.InferenceSession(os.path.join(onnx_dir, "encoder.onnx"), o, providers=["CPUExecutionProvider"])
+    dec = ort.InferenceSession(os.path.join(onnx_dir, "decoder.onnx"), o, providers=["CPUExecutionProvider"])
+    enc_out = [x.name for x in enc.get_outputs()]
+    dec_in = [x.name for x in dec.get_inputs()]
+    states = [n for n in dec_in if n in ("h", "c")]
+    B, S = len(srcs), len(srcs[0])
+    src = np.array(srcs, dtype=np.int64)
+    n = np.full((B,), S, dtype=np.int64)
+
+    def encode():
+        outs = dict(zip(enc_out, enc.run(None, {"src": src, "src_len": n})))
+        st = {"h": outs["s0"]}
+        if "c" in states:
+            st["c"] = outs["c0"]
+        return outs["keys"], outs.get("keys_proj"), st
+
+    def step(y, st, keys, kproj, lens):
+        feed = {"y_prev": y, "keys": keys, "src_len": lens}
+        if kproj is not None:
+            feed["keys_proj"] = kproj
+        feed.update(st)
+        r = dec.run(None, feed)
+        return r[0], dict(zip(states, r[1:1 + len(states)]))
+
+    def log_softmax_max(logp):
+        return logp.max(axis=-1), logp.argmax(axis=-1)
+
+    def greedy(prof=None):
+        t0 = time.perf_counter()
+        keys, kproj, st = encode()
+        t1 = time.perf_counter()
+        y = np.full((B,), bos, dtype=np.int64)
+        toks = np.empty((B, T), dtype=np.int64)
+        score = np.zeros(B)
+        tf = None
+        for t in range(T):
+            logp, st = step(y, st, keys, kproj, n)
+            best, y = log_softmax_max(logp)
+            score += best
+            toks[:, t] = y
+            if tf is None:
+                tf = time.perf_counter()
+        t2 = time.perf_counter()
+        return toks, score, t0, tf, t2, t2 - t1
+
+    def beam(prof=None):
+        t0 = time.perf_counter()
+        keys, kproj, st = encode()
+        t1 = time.perf_counter()
+        y = np.full((B,), bos, dtype=np.int64)
+        logp, st = step(y, st, keys, kproj, n)
+        V = logp.shape[1]
+        order = np.argsort(-logp, axis=-1, kind="stable")[:, :K]
+        scores = np.take_along_axis(logp, order, -1).astype(np.float64)
+        y = order.reshape(-1)
+        tf = time.perf_counter()
+        rows = np.repeat(np.arange(B), K)
+        keys = keys[rows]
+        kproj = None if kproj is None else kproj[rows]
+        lens = n[rows]
+        st = {k: v[:, rows] for k, v in st.items()}
+        scores = scores.reshape(-1)
+        offs = (np.arange(B) * K)[:, None]
+        for t in range(1, T):
+            logp, st = step(y, st, keys, kproj, lens)
+            cand = (scores[:, None] + logp).reshape(B, K * V)
+            idx = np.argpartition(-cand, K - 1, axis=-1)[:, :K]
+            part = np.take_along_axis(cand, idx, -1)
+            o2 = np.argsort(-part, axis=-1, kind="stable")
+            idx = np.take_along_axis(idx, o2, -1)
+            scores = np.take_along_axis(cand, idx, -1).reshape(-1)
+            sel = (idx // V + offs).reshape(-1)
+            y = (idx % V).reshape(-1).astype(np.int64)
+            st = {k: v[:, sel] for k, v in st.items()}
+        t2 = time.perf_counter()
+        return None, scores.reshape(B, K)[:, 0], t0, tf, t2, t2 - t1
+
+    return greedy if K == 1 else beam
+
+
+def ort_worker(a):
+    """One workload in ONNX Runtime (--ort-worker, internal): the same
+    timings as torch_worker."""
+    t_proc = time.perf_counter()
+    import numpy as np
+    import onnxruntime as ort
+
+    sys.path.insert(0, TOOLS)
+    import s2s_ref
+
+    cfg = s2s_ref.normalize_config(json.load(open(os.path.join(a.model, "config.json"))))
+    v_src = len(s2s_ref.read_vocab(os.path.join(a.model, "src.vocab")))
+    B, K, S, T = a.batch, a.beam, a.src_len, a.steps
+    run = ort_loops(np, ort, a.onnx_dir, make_sources(B, S, v_src), K, T, a.threads, cfg["bos_id"])
+    _, _, _, tf, _, _ = run()
+    res = {"backend": a.label, "batch": B, "beam": K, "src_len": S, "steps": T, "runs": a.runs,
+           "threads": a.threads, "onnxruntime": ort.__version__, "first_token_ms": {"cold": 1e3 * (tf - t_proc)}}
+    for _ in range(a.warmup):
+        run()
+    steps, loops, firsts = [], [], []
+    for _ in range(a.runs):
+        _, _, t0, tf, t2, loop = run()
+        steps.append(1e3 * (t2 - t0) / T)
+        loops.append(1e3 * loop / T)
+        firsts.append(1e3 * (tf - t0))
+    res["first_token_ms"]["warm"] = statistics.median(firsts)
+    res["ms_per_step"] = {"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
+    res["decoder_ms_per_step"] = {"median": statistics.median(loops), "min": min(loops), "max": max(loops)}
+    tps = [B * 1e3 / s for s in steps]
+    res["tokens_per_s"] = {"median": statistics.median(tps), "min": min(tps), "max": max(tps)}
+    res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps(res))
+
+
+def ort_bench(py, model, onnx_dir, label, B, K, threads, a):
+    cmd = [py, os.path.abspath(__file__), "--ort-worker", "--model", model, "--onnx-dir", onnx_dir, "--label", label,
+           "--batch", str(B), "--beam", str(K), "--src-len", str(a.src_len), "--steps", str(a.steps), "--warmup",
+           str(a.warmup), "--runs", str(a.runs), "--threads", str(threads)]
+    r, secs = sh(cmd, timeout=a.timeout)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]}, secs
+    return last_json(r.stdout), secs
 
 
 def torch_selftest(a):
@@ -466,10 +627,10 @@ def clgraph_bench(clgraph, model, dev, B, K, a, machine=False, env=None):
         return {"error": "no JSON in the output: %r" % r.stdout[-200:]}, secs
 
 
-def torch_bench(py, model, B, K, threads, a):
+def torch_bench(py, model, B, K, threads, a, int8=False):
     cmd = [py, os.path.abspath(__file__), "--torch-worker", "--model", model, "--batch", str(B), "--beam", str(K),
            "--src-len", str(a.src_len), "--steps", str(a.steps), "--warmup", str(a.warmup), "--runs", str(a.runs),
-           "--threads", str(threads), "--torch-mode", a.torch_mode]
+           "--threads", str(threads), "--torch-mode", a.torch_mode] + (["--int8"] if int8 else [])
     r, secs = sh(cmd, timeout=a.timeout)
     if r.returncode != 0:
         return {"error": (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]}, secs
@@ -532,10 +693,40 @@ def markdown(results, machine, meta):
                      % (fmt(max(d.get("allocs_per_step", 0) for d in cl), "%g"),
                         fmt(max(d.get("cl_objects_per_step", 0) for d in cl), "%g"),
                         fmt(max(d.get("encoder_allocs_per_run", 0) for d in cl), "%g")))
+    if meta.get("onnxruntime"):
+        lines.append("- ONNX Runtime %s (CPU execution provider, %s intra-op threads, spinning off) on the same weights "
+                     "exported by `tools/py/s2s_export_onnx.py` (encoder and decoder step), int8: its "
+                     "`quantize_dynamic` (QInt8 weights); PyTorch int8: `torch.ao.quantization.quantize_dynamic` "
+                     "of every Linear and GRU/LSTM (qint8) in the PyTorch loops above; ONNX Runtime runs the same greedy and beam walks in NumPy."
+                     % (meta["onnxruntime"], meta["threads"]))
     if meta.get("check"):
         lines.append("- Check: %s." % meta["check"])
     lines.append("- Whole run: %.0f s." % meta["elapsed_s"])
-    return "\n".join(out) + "\n\n" + "\n".join(lines) + "\n"
+    return "\n".join(out) + "\n\n" + peers_table(results) + "\n".join(lines) + "\n"
+
+
+PEERS = ["clgraph cpu", "pytorch", "onnxruntime fp32", "onnxruntime int8", "pytorch int8"]
+
+
+def peers_table(results):
+    """ms per step of clgraph's CPU backend and the four peers, a row per
+    size and workload (empty without a quantized peer)."""
+    if not any(r["backend"] in PEERS[2:] for r in results):
+        return ""
+    out = ["| size | workload | clgraph fp32 cpu | PyTorch fp32 | ONNX Runtime fp32 | ONNX Runtime int8 (dynamic) "
+           "| PyTorch int8 (dynamic) |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    seen = []
+    for r in results:
+        key = (r["size"], r["workload"])
+        if key in seen:
+            continue
+        seen.append(key)
+        cells = []
+        for b in PEERS:
+            d = next((x["data"] for x in results if (x["size"], x["workload"], x["backend"]) == key + (b,)), None)
+            cells.append("%.2f" % d["ms_per_step"]["median"] if d and "error" not in d else "n/a")
+        out.append("| %s | %s | %s |" % (key[0], key[1], " | ".join(cells)))
+    return "ms per step, medians:\n\n" + "\n".join(out) + "\n\n"
 
 
 def write_doc(text):
@@ -576,6 +767,8 @@ def main():
                          "OPENBLAS_CORETYPE=SKYLAKEX (repeatable)")
     ap.add_argument("--torch-mode", default="inference", choices=["inference", "no_grad", "grad"])
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch")
+    ap.add_argument("--no-quantized", dest="quantized", action="store_false",
+                    help="skip the quantized peers (PyTorch int8, ONNX Runtime fp32 and int8)")
     ap.add_argument("--no-check", dest="check", action="store_false",
                     help="skip the float64 check of the PyTorch loops against s2s_ref's decoders")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per benchmark process")
@@ -586,10 +779,14 @@ def main():
     ap.add_argument("--batch", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--beam", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--torch-selftest", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--int8", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ort-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--onnx-dir", help=argparse.SUPPRESS)
+    ap.add_argument("--label", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.torch_worker or a.torch_selftest:
+    if a.torch_worker or a.torch_selftest or a.ort_worker:
         a.threads = a.threads or os.cpu_count()
-        (torch_worker if a.torch_worker else torch_selftest)(a)
+        (ort_worker if a.ort_worker else torch_worker if a.torch_worker else torch_selftest)(a)
         return
     t_all = time.perf_counter()
     load_before = loadavg()
@@ -626,6 +823,12 @@ def main():
     # The models are made with torch (s2s_ref) whether or not PyTorch is timed.
     mp = tp or (newest_torch(a.python) if a.no_torch else None)
     model_py = mp[0] if mp else "/usr/bin/python3"
+    ort_ver = None
+    if tp and a.quantized:
+        r = subprocess.run([tp[0], "-c", "import onnx, onnxruntime; print(onnxruntime.__version__)"],
+                           capture_output=True, text=True)
+        ort_ver = r.stdout.strip() if r.returncode == 0 else None
+        log("ONNX Runtime %s" % ort_ver if ort_ver else "no onnx/onnxruntime beside torch: ONNX Runtime rows are skipped")
     for size in a.sizes.split(","):
         size = size.strip()
         mdir = os.path.join(a.workdir, size, "model")
@@ -637,6 +840,12 @@ def main():
             log("[%s] model made in %.0f s" % (size, secs))
         dims = model_dims(mdir)
         meta_dims[size] = dims
+        onnx_dirs = None
+        if ort_ver:
+            try:
+                onnx_dirs = onnx_models(tp[0], mdir, os.path.join(a.workdir, size))
+            except RuntimeError as e:
+                log("[%s] no ONNX export: %s" % (size, e))
         if tp and a.check:
             r, secs = sh([tp[0], os.path.abspath(__file__), "--torch-selftest", "--model", mdir, "--src-len",
                           str(a.src_len), "--steps", str(a.steps)], timeout=a.timeout)
@@ -664,6 +873,16 @@ def main():
                 d, secs = torch_bench(tp[0], mdir, B, K, th, a)
                 log("    %.0f s: %s" % (secs, d.get("error") or "%.2f ms/step" % d["ms_per_step"]["median"]))
                 results.append({"size": size, "workload": wname, "backend": "pytorch", "data": d, "B": B, "K": K})
+                peers = []
+                if a.quantized:
+                    peers.append(("pytorch int8", lambda: torch_bench(tp[0], mdir, B, K, th, a, int8=True)))
+                for label, od in (zip(("onnxruntime fp32", "onnxruntime int8"), onnx_dirs) if onnx_dirs else ()):
+                    peers.append((label, lambda od=od, label=label: ort_bench(tp[0], mdir, od, label, B, K, th, a)))
+                for label, fn in peers:
+                    log("[%s] %s: %s (%d threads) ..." % (size, wname, label, th))
+                    d, secs = fn()
+                    log("    %.0f s: %s" % (secs, d.get("error") or "%.2f ms/step" % d["ms_per_step"]["median"]))
+                    results.append({"size": size, "workload": wname, "backend": label, "data": d, "B": B, "K": K})
     # The machine's limits: the best read bandwidth and SGEMM peak measured
     # (OpenBLAS' SGEMM depends on the kernels it picks for this CPU).
     machine = None
@@ -686,6 +905,7 @@ def main():
             "torch_blas": "MKL" if tp and results and any(r["backend"] == "pytorch" and r["data"].get("blas") == "MKL"
                                                           for r in results) else "?",
             "dims": meta_dims, "src_len": a.src_len, "steps": a.steps, "torch_mode": a.torch_mode,
+            "onnxruntime": ort_ver,
             "check": "; ".join(checks) if checks else None, "elapsed_s": time.perf_counter() - t_all}
     text = markdown(results, machine, meta)
     with open(os.path.join(a.workdir, "results.json"), "w") as f:
