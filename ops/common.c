@@ -4,6 +4,7 @@
 #include "shape.h"
 
 #include "cpu/cpu_blas.h"
+#include "cpu/cpu_gemm.h"
 
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     cg_shape_format(buf, size, 0, d->ndim, d->dims, NULL, 0);
@@ -94,6 +95,29 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
         cg_cpu_sgemv(0, n, k, 1.0f, w, ldw, a, 0.0f, c);
     else
         cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
+}
+
+void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
+                      cg_op_dtype wt, int64_t ldw, float *c, int64_t ldc) {
+    if (wt == CG_OP_F32) {
+        cg_ops_project(m, n, k, a, lda, w, ldw, c, ldc);
+        return;
+    }
+    if (k <= 0) { /* the empty product, as cg_ops_project writes it */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0.0f;
+        return;
+    }
+    cg_cpu_gemm_nt_h(m, n, k, 1.0f, a, lda, w, wt == (cg_op_dtype)CG_BF16, ldw, 0.0f, c, ldc);
+}
+
+cg_op_status cg_ops_expect_weight(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,
+                                  const int64_t *dims) {
+    if (!cg_ops_weight_dtype(d->dtype))
+        return cg_op_fail(call, "%s must be f32, bf16 or f16, got %s", label, cg_ops_dtype_name(d->dtype));
+    cg_tensor_desc f = *d;
+    f.dtype = CG_OP_F32; /* the same shape rules */
+    return cg_ops_expect_f32(call, label, &f, ndim, dims);
 }
 
 int32_t cg_ops_error_case(cg_conform_case *c, int input, double lo, double hi) {

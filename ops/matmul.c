@@ -290,8 +290,10 @@ const cg_op_def cg_op_matmul = {
 static cg_op_status linear_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0], *w = &call->inputs[1];
     char sx[128], sw[128], sb[128], s1[32], s2[32];
-    if (cg_expect_input(call, 0, CG_OP_F32, -1) || cg_expect_input(call, 1, CG_OP_F32, 2))
-        return CG_OP_ERROR;
+    if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
+    if (!cg_ops_weight_dtype(w->dtype))
+        return cg_op_fail(call, "input 1 (w) must be f32, bf16 or f16, got %s", cg_ops_dtype_name(w->dtype));
+    if (cg_expect_input(call, 1, w->dtype, 2)) return CG_OP_ERROR;
     cg_ops_format_dims(sx, sizeof sx, x);
     cg_ops_format_dims(sw, sizeof sw, w);
     if (x->ndim < 1)
@@ -330,7 +332,8 @@ static cg_op_status linear_cpu(const cg_kernel_args *args) {
      * goes through GEMV: OpenBLAS's SGEMM re-packs the whole weight matrix on
      * every call, which cost ~70% of a batch-1 decoder step (see
      * docs/performance.md). */
-    if (rows == 1 && in > 0) cg_cpu_sgemv(0, out, in, 1.0f, pw, in, px, 0.0f, py);
+    if (w->dtype != CG_OP_F32) cg_ops_project_w(rows, out, in, px, in, args->in[1], w->dtype, in, py, out);
+    else if (rows == 1 && in > 0) cg_cpu_sgemv(0, out, in, 1.0f, pw, in, px, 0.0f, py);
     else cg_cpu_sgemm(0, 1, rows, out, in, 1.0f, px, in, pw, in, 0.0f, py, out);
     if (pb) {
         for (int64_t r = 0; r < rows; r++) {
@@ -353,6 +356,10 @@ static cg_op_status linear_decompose(cg_decomp *d, const cg_op_call *call) {
     if (one_d) {
         if (h->decomp_node(d, "reshape", 1, &x, 1, &t, "shape: [1, -1]")) return CG_OP_ERROR;
         x = t;
+    }
+    if (call->inputs[1].dtype != CG_OP_F32) { /* 16-bit weights: widened for matmul */
+        if (h->decomp_node(d, "cast", 1, &w, 1, &t, "to: \"f32\"")) return CG_OP_ERROR;
+        w = t;
     }
     int32_t mm_in[2] = {x, w};
     if (h->decomp_node(d, "matmul", 2, mm_in, 1, &v, "transpose_b: 1")) return CG_OP_ERROR;
@@ -388,9 +395,13 @@ static cg_op_status linear_cl(const cg_kernel_args *args) {
 
 static int32_t linear_conform(int32_t index, cg_conform_case *c);
 
+/* f32 weights only (CLBlast's SGEMM); 16-bit ones go to the decomposition. */
+static int linear_cl_supports(const cg_kernel_args *a) { return a->call->inputs[1].dtype == CG_OP_F32; }
+
 static const cg_kernel_def linear_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = linear_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl,
+     .supports = linear_cl_supports},
 };
 static const char *const linear_inputs[] = {"x", "w", "b", NULL};
 
@@ -398,9 +409,11 @@ const cg_op_def cg_op_linear = {
     .struct_size = sizeof(cg_op_def),
     .name = "linear",
     .doc = "Affine layer like torch.nn.functional.linear: y = x w^T + b for f32 "
-           "x [..., IN] (at least 1 dim), weight w [OUT, IN] and optional bias b "
-           "[OUT]; output [..., OUT]. Every leading row of x is computed in one "
-           "matrix product. Decomposes into matmul (transpose_b: 1) and add.",
+           "x [..., IN] (at least 1 dim), weight w [OUT, IN] (f32, or bf16 / f16: "
+           "half the bytes, widened to f32 as read, on the CPU) and optional f32 bias "
+           "b [OUT]; output [..., OUT]. Every leading row of x is computed in one "
+           "matrix product. Decomposes into matmul (transpose_b: 1) and add (a 16-bit "
+           "w cast to f32 first).",
     .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .input_names = linear_inputs,
     .infer = linear_infer,
@@ -497,6 +510,24 @@ static const mm_case linear_cases[] = {
     {NULL, 3, {2, 2, 1}, {{3, 1000}, {64, 1000}, {64}}, MM_ATOL_K1000},
 };
 
+/* 16-bit weights: the CPU widens them in registers, OpenCL casts them (the
+ * decomposition); K with a tail past the vector width. */
+static const struct {
+    mm_case c;
+    cg_dtype wdt;
+} linear_w16_cases[] = {
+    {{NULL, 3, {2, 2, 1}, {{1, 37}, {40, 37}, {40}}, 0}, CG_BF16},
+    {{NULL, 3, {2, 2, 1}, {{5, 64}, {33, 64}, {33}}, 0}, CG_BF16},
+    {{NULL, 2, {3, 2}, {{2, 3, 37}, {19, 37}}, 0}, CG_F16},
+    {{NULL, 3, {2, 2, 1}, {{1, 1000}, {100, 1000}, {100}}, MM_ATOL_K1000}, CG_F16},
+};
+
 static int32_t linear_conform(int32_t index, cg_conform_case *c) {
-    return mm_fill(linear_cases, (int32_t)(sizeof linear_cases / sizeof linear_cases[0]), index, c);
+    const int32_t n = (int32_t)(sizeof linear_cases / sizeof linear_cases[0]);
+    if (index < n) return mm_fill(linear_cases, n, index, c);
+    index -= n;
+    if (index >= (int32_t)(sizeof linear_w16_cases / sizeof linear_w16_cases[0])) return 0;
+    mm_fill(&linear_w16_cases[index].c, 1, 0, c);
+    c->inputs[1].dtype = (cg_op_dtype)linear_w16_cases[index].wdt;
+    return 1;
 }

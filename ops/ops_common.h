@@ -104,6 +104,21 @@ cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
 void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                     const float *w, int64_t ldw, float *c, int64_t ldc);
 
+/* cg_ops_project with W of dtype wt: f32, or bf16 / f16 weights widened in
+ * registers (half the bytes read; products and sums in f32). */
+void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
+                      cg_op_dtype wt, int64_t ldw, float *c, int64_t ldc);
+
+/* A weight matrix may be stored f32, bf16 or f16 (the 16-bit ones read by
+ * the CPU kernels as they are, elsewhere cast to f32 by a decomposition). */
+static inline int cg_ops_weight_dtype(cg_op_dtype t) {
+    return t == CG_OP_F32 || t == (cg_op_dtype)CG_BF16 || t == (cg_op_dtype)CG_F16;
+}
+
+/* cg_ops_expect_f32 for a weight matrix: f32, bf16 or f16. */
+cg_op_status cg_ops_expect_weight(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,
+                                  const int64_t *dims);
+
 /* One GRU row (rnn_cell.c): gi = W_ih x, gh = W_hh h without biases, gates
  * r, z, n. h_out may be h. */
 void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,

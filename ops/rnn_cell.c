@@ -84,7 +84,7 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
     const int64_t any2[2] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
     if (cg_ops_expect_f32(call, CELL_LABEL(0), x, 2, any2) ||
         cg_ops_expect_f32(call, CELL_LABEL(1), h, 2, any2) ||
-        cg_ops_expect_f32(call, CELL_LABEL(i_wih + 1), w_hh, 2, any2))
+        cg_ops_expect_weight(call, CELL_LABEL(i_wih + 1), w_hh, 2, any2))
         return CG_OP_ERROR;
 
     /* The state h defines B (with x) and H; a symbolic H is taken from w_hh. */
@@ -102,8 +102,8 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
                               cg_input_name(def, i_wih + 1), (long long)GH, gates);
     }
     const int64_t want_ih[2] = {GH, x->dims[1]}, want_hh[2] = {GH, H}, want_b[1] = {GH};
-    if (cg_ops_expect_f32(call, CELL_LABEL(i_wih), w_ih, 2, want_ih) ||
-        cg_ops_expect_f32(call, CELL_LABEL(i_wih + 1), w_hh, 2, want_hh) ||
+    if (cg_ops_expect_weight(call, CELL_LABEL(i_wih), w_ih, 2, want_ih) ||
+        cg_ops_expect_weight(call, CELL_LABEL(i_wih + 1), w_hh, 2, want_hh) ||
         cg_ops_expect_f32(call, CELL_LABEL(i_wih + 2), &call->inputs[i_wih + 2], 1, want_b) ||
         cg_ops_expect_f32(call, CELL_LABEL(i_wih + 3), &call->inputs[i_wih + 3], 1, want_b))
         return CG_OP_ERROR;
@@ -132,8 +132,8 @@ static void cell_project(const cg_kernel_args *a, int gates, int w_first, float 
     int64_t H = call->inputs[1].dims[1], GH = gates * H;
     *gi = a->workspace;
     *gh = *gi + B * GH;
-    cg_ops_project(B, GH, I, a->in[0], I, a->in[w_first], I, *gi, GH);
-    cg_ops_project(B, GH, H, a->in[1], H, a->in[w_first + 1], H, *gh, GH);
+    cg_ops_project_w(B, GH, I, a->in[0], I, a->in[w_first], call->inputs[w_first].dtype, I, *gi, GH);
+    cg_ops_project_w(B, GH, H, a->in[1], H, a->in[w_first + 1], call->inputs[w_first + 1].dtype, H, *gh, GH);
 }
 
 /* The hidden size of a cell call for its decomposition (which runs on the
@@ -215,7 +215,14 @@ static const struct {
  * b_ih, b_hh; x and the state in [-1, 1], weights and biases in [-0.5, 0.5]
  * so that the gates stay away from saturation. */
 static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
-    if (index < 0 || index >= (int32_t)(sizeof cell_cases / sizeof cell_cases[0])) return 0;
+    /* after the f32 cases, two with 16-bit weights: bf16, then f16 */
+    const int32_t n_f32 = (int32_t)(sizeof cell_cases / sizeof cell_cases[0]);
+    cg_op_dtype wdt = CG_OP_F32;
+    if (index >= n_f32 && index < n_f32 + 2) {
+        wdt = index == n_f32 ? (cg_op_dtype)CG_BF16 : (cg_op_dtype)CG_F16;
+        index = 5; /* B 3, H 17, I 5 */
+    }
+    if (index < 0 || index >= n_f32) return 0;
     const int64_t B = cell_cases[index].B, H = cell_cases[index].H, I = cell_cases[index].I;
     const int n_state = gates == 3 ? 1 : 2;
     const int64_t dims[7][2] = {{B, I}, {B, H}, {B, H}, {gates * H, I}, {gates * H, H},
@@ -226,7 +233,7 @@ static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
         const int src = i <= n_state ? i : i + (2 - n_state); /* GRU skips c */
         cg_tensor_desc *d = &c->inputs[i];
         memset(d, 0, sizeof *d);
-        d->dtype = CG_OP_F32;
+        d->dtype = src == 3 || src == 4 ? wdt : CG_OP_F32;
         d->ndim = ndim[src];
         for (int k = 0; k < d->ndim; k++) d->dims[k] = dims[src][k];
         c->lo[i] = i <= n_state ? -1.0 : -0.5;
@@ -286,13 +293,23 @@ static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
 
 static cg_op_status gru_cell_cl(const cg_kernel_args *a) { return cell_cl(a, 3); }
 
+/* The OpenCL cells multiply f32 weights (CLBlast's SGEMM); 16-bit ones go
+ * to the decomposition, whose linear casts them. */
+static int cell_cl_supports(const cg_kernel_args *a, int gates) {
+    const int w = gates == 3 ? 2 : 3;
+    return a->call->inputs[w].dtype == CG_OP_F32 && a->call->inputs[w + 1].dtype == CG_OP_F32;
+}
+static int gru_cell_cl_supports(const cg_kernel_args *a) { return cell_cl_supports(a, 3); }
+static int lstm_cell_cl_supports(const cg_kernel_args *a) { return cell_cl_supports(a, 4); }
+
 static int32_t gru_cell_conform(int32_t index, cg_conform_case *c) {
     return cell_conform_case(index, c, 3);
 }
 
 static const cg_kernel_def gru_cell_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_cell_workspace, .run = gru_cell_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl,
+     .supports = gru_cell_cl_supports},
 };
 static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
 
@@ -371,7 +388,8 @@ static int32_t lstm_cell_conform(int32_t index, cg_conform_case *c) {
 
 static const cg_kernel_def lstm_cell_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_cell_workspace, .run = lstm_cell_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl,
+     .supports = lstm_cell_cl_supports},
 };
 static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
 

@@ -27,7 +27,7 @@ static int cg_has_avx512(void) {
 
 static int cg_has_avx2(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 #endif
 
@@ -162,9 +162,22 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
         cg_gemm_scale(m, n, beta, c, ldc);
         return 1;
     }
-    cg_gemm_args g = {m, n, k, alpha, beta, a, lda, b, ldb, c, ldc};
+    cg_gemm_args g = {m, n, k, alpha, beta, a, lda, b, ldb, c, ldc, NULL, CG_GEMM_B_F32};
     cg_gemm_run(kern, &g);
     return 1;
+}
+
+void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const uint16_t *b, int bf16, int64_t ldb, float beta, float *c, int64_t ldc) {
+    const cg_gemm_kernels *kern = cg_gemm_selected();
+    if (!kern->tile) kern = cg_gemm_lookup("own"); /* OpenBLAS has no such product */
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0.0f) {
+        cg_gemm_scale(m, n, beta, c, ldc);
+        return;
+    }
+    cg_gemm_args g = {m, n, k, alpha, beta, a, lda, NULL, ldb, c, ldc, b, bf16 ? CG_GEMM_B_BF16 : CG_GEMM_B_F16};
+    cg_gemm_run(kern, &g);
 }
 
 int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda,
@@ -177,7 +190,7 @@ int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda
         return 1;
     }
     /* The dot form with one row: x is A, the matrix is B. */
-    cg_gemm_args g = {1, m, n, alpha, beta, x, 0, a, lda, y, m};
+    cg_gemm_args g = {1, m, n, alpha, beta, x, 0, a, lda, y, m, NULL, CG_GEMM_B_F32};
     cg_gemm_run(kern, &g);
     return 1;
 }

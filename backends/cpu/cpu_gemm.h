@@ -33,6 +33,15 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
 int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda,
                   const float *x, float beta, float *y);
 
+/* cg_cpu_gemm_nt with B stored as 16-bit floats, widened in registers:
+ * bf16 (bf16 != 0) or IEEE half. Half the bytes of an f32 weight to read
+ * (a decoder step at batch 1 is bound by them); products and sums in f32.
+ * Always the own kernels (OpenBLAS has no such product): the selected ones,
+ * or the best this CPU runs on the blas path. A GEMV when m == 1 (lda
+ * unused then). */
+void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const uint16_t *b, int bf16, int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* The selected path: "avx512", "avx2", "portable" or "blas". */
 const char *cg_cpu_gemm_path(void);
 

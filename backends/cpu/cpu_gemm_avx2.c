@@ -9,8 +9,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 
 #include <immintrin.h>
+#include <string.h>
 
-#define CG_AVX2 __attribute__((target("avx2,fma")))
+/* F16C widens f16 weights (every AVX2 CPU has it; the driver checks). */
+#define CG_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define CG_INLINE static inline __attribute__((always_inline))
 
 /* Register tile: 3x4 holds 12 accumulators, 3 of the 4 B vectors and the A
@@ -60,14 +62,32 @@ CG_INLINE CG_AVX2 void cg_store4(float *c, __m128i mask, __m128 s, float alpha, 
     _mm_maskstore_ps(c, mask, r);
 }
 
+/* 8 elements of a B row from element kk as f32 (bt a constant after
+ * inlining): bf16 is the top half of an f32, f16 widens with vcvtph2ps. */
+CG_INLINE CG_AVX2 __m256 cg_load_b(const void *row, int64_t kk, const int bt) {
+    if (bt == CG_GEMM_B_F32) return _mm256_loadu_ps((const float *)row + kk);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + kk));
+    if (bt == CG_GEMM_B_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+/* The first n < 8 elements from kk, zeros after. */
+CG_INLINE CG_AVX2 __m256 cg_load_b_tail(const void *row, int64_t kk, int n, __m256i km, const int bt) {
+    if (bt == CG_GEMM_B_F32) return _mm256_maskload_ps((const float *)row + kk, km);
+    uint16_t t[8] = {0};
+    memcpy(t, (const uint16_t *)row + kk, (size_t)n * sizeof *t);
+    return cg_load_b(t, 0, bt);
+}
+
 /* C[i0:i0+mr, j0:j0+nr], mr <= MR a constant, nr <= NR: B rows past nr
  * repeat row j0 and only the store is masked. */
 CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr,
-                               int nr) {
+                               int nr, const int bt) {
     const int64_t k = g->k;
-    const float *ar[MR], *br[NR];
+    const float *ar[MR];
+    const void *br[NR];
     for (int i = 0; i < MR; i++) ar[i] = g->a + (i0 + (i < mr ? i : 0)) * g->lda;
-    for (int j = 0; j < NR; j++) br[j] = g->b + (j0 + (j < nr ? j : 0)) * g->ldb;
+    for (int j = 0; j < NR; j++) br[j] = cg_gemm_b_row(g, j0 + (j < nr ? j : 0));
 
     __m256 acc[MR][NR];
 #pragma GCC unroll 8
@@ -78,7 +98,7 @@ CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, co
     for (; kk + 8 <= k; kk += 8) {
         __m256 bv[NR];
 #pragma GCC unroll 8
-        for (int j = 0; j < NR; j++) bv[j] = _mm256_loadu_ps(br[j] + kk);
+        for (int j = 0; j < NR; j++) bv[j] = cg_load_b(br[j], kk, bt);
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
             __m256 av = _mm256_loadu_ps(ar[i] + kk);
@@ -90,7 +110,7 @@ CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, co
         __m256i km = cg_mask8((int)(k - kk));
         __m256 bv[NR];
 #pragma GCC unroll 8
-        for (int j = 0; j < NR; j++) bv[j] = _mm256_maskload_ps(br[j] + kk, km);
+        for (int j = 0; j < NR; j++) bv[j] = cg_load_b_tail(br[j], kk, (int)(k - kk), km, bt);
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
             __m256 av = _mm256_maskload_ps(ar[i] + kk, km);
@@ -124,27 +144,37 @@ CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, co
 }
 
 /* One tile row: mr dispatched to a constant (registers, not memory). */
-static CG_AVX2 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+CG_INLINE CG_AVX2 void cg_tile_rows_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr,
+                                       const int bt) {
     switch (mr) {
 #if MR > 1
-    case 1: cg_tile(g, i0, j0, 1, nr); return;
+    case 1: cg_tile(g, i0, j0, 1, nr, bt); return;
 #endif
 #if MR > 2
-    case 2: cg_tile(g, i0, j0, 2, nr); return;
+    case 2: cg_tile(g, i0, j0, 2, nr, bt); return;
 #endif
 #if MR > 3
 #error "add the tile rows of the larger MR"
 #endif
-    default: cg_tile(g, i0, j0, MR, nr); return;
+    default: cg_tile(g, i0, j0, MR, nr, bt); return;
+    }
+}
+
+/* B's type dispatched to a constant too: one specialised kernel each. */
+static CG_AVX2 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+    switch (g->bt) {
+    case CG_GEMM_B_BF16: cg_tile_rows_bt(g, i0, j0, mr, nr, CG_GEMM_B_BF16); return;
+    case CG_GEMM_B_F16: cg_tile_rows_bt(g, i0, j0, mr, nr, CG_GEMM_B_F16); return;
+    default: cg_tile_rows_bt(g, i0, j0, mr, nr, CG_GEMM_B_F32); return;
     }
 }
 
 /* y[j0 : j0+nr] for one row of A against nr <= NV rows of B. */
-static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
+CG_INLINE CG_AVX2 void cg_gemv_tile_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr, const int bt) {
     const int64_t k = g->k;
     const float *x = g->a + i0 * g->lda;
-    const float *br[NV];
-    for (int j = 0; j < NV; j++) br[j] = g->b + (j0 + (j < nr ? j : 0)) * g->ldb;
+    const void *br[NV];
+    for (int j = 0; j < NV; j++) br[j] = cg_gemm_b_row(g, j0 + (j < nr ? j : 0));
     __m256 acc[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; j++) acc[j] = _mm256_setzero_ps();
@@ -153,16 +183,24 @@ static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
         __m256 xv = _mm256_loadu_ps(x + kk);
 #pragma GCC unroll 8
         for (int j = 0; j < NV; j++)
-            acc[j] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(br[j] + kk), acc[j]);
+            acc[j] = _mm256_fmadd_ps(xv, cg_load_b(br[j], kk, bt), acc[j]);
     }
     if (kk < k) {
         __m256i km = cg_mask8((int)(k - kk));
         __m256 xv = _mm256_maskload_ps(x + kk, km);
 #pragma GCC unroll 8
         for (int j = 0; j < NV; j++)
-            acc[j] = _mm256_fmadd_ps(xv, _mm256_maskload_ps(br[j] + kk, km), acc[j]);
+            acc[j] = _mm256_fmadd_ps(xv, cg_load_b_tail(br[j], kk, (int)(k - kk), km, bt), acc[j]);
     }
     cg_store8(g->c + i0 * g->ldc + j0, cg_mask8(nr), cg_reduce8(acc), g->alpha, g->beta);
+}
+
+static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
+    switch (g->bt) {
+    case CG_GEMM_B_BF16: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_BF16); return;
+    case CG_GEMM_B_F16: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_F16); return;
+    default: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_F32); return;
+    }
 }
 
 

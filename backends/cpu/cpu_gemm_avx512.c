@@ -17,6 +17,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 
 #include <immintrin.h>
+#include <string.h>
 
 #define CG_AVX512 __attribute__((target("avx512f,fma")))
 #define CG_INLINE static inline __attribute__((always_inline))
@@ -72,16 +73,54 @@ CG_INLINE CG_AVX512 __m512 cg_lane(__m512 s, int q) {
     }
 }
 
+/* 16 elements of a B row from element kk as f32 (bt a constant after
+ * inlining): bf16 is the top half of an f32, f16 widens with vcvtph2ps. */
+CG_INLINE CG_AVX512 __m512 cg_load_b(const void *row, int64_t kk, const int bt) {
+    if (bt == CG_GEMM_B_F32) return _mm512_loadu_ps((const float *)row + kk);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)row + kk));
+    if (bt == CG_GEMM_B_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+/* The first n < 16 elements from kk, zeros after (16-bit types: through a
+ * zeroed buffer, since masked 16-bit loads need AVX-512BW). */
+CG_INLINE CG_AVX512 __m512 cg_load_b_tail(const void *row, int64_t kk, int n, __mmask16 km, const int bt) {
+    if (bt == CG_GEMM_B_F32) return _mm512_maskz_loadu_ps(km, (const float *)row + kk);
+    uint16_t t[16] = {0};
+    memcpy(t, (const uint16_t *)row + kk, (size_t)n * sizeof *t);
+    return cg_load_b(t, 0, bt);
+}
+
+/* bf16 B, 32 elements at a time: one 512-bit load holds them as 16 pairs,
+ * and a shift and a mask widen the even and the odd ones (two f32 vectors
+ * for two integer operations, against a zero-extension and a shift per 16);
+ * A's 32 elements are split the same way by two permutes, shared by every B
+ * row of the tile. Lane l then adds the products of k = 2l and 2l + 1. */
+CG_INLINE CG_AVX512 void cg_bf16_pairs(const void *row, int64_t kk, __m512 *even, __m512 *odd) {
+    const __m512i v = _mm512_loadu_si512((const void *)((const uint16_t *)row + kk));
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+CG_INLINE CG_AVX512 void cg_f32_pairs(const float *a, int64_t kk, __m512 *even, __m512 *odd) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512 a0 = _mm512_loadu_ps(a + kk), a1 = _mm512_loadu_ps(a + kk + 16);
+    *even = _mm512_permutex2var_ps(a0, ie, a1);
+    *odd = _mm512_permutex2var_ps(a0, io, a1);
+}
+
 /* C[i0:i0+mr, j0:j0+nr] with mr <= MR rows of A (a constant, so the
  * accumulators live in registers) and nr <= NR rows of B: the B rows past nr
  * repeat row j0, so every tile runs the full-width loop and only the store is
  * masked. */
 CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr,
-                                 int nr) {
+                                 int nr, const int bt) {
     const int64_t k = g->k;
-    const float *ar[MR], *br[NR];
+    const float *ar[MR];
+    const void *br[NR];
     for (int i = 0; i < MR; i++) ar[i] = g->a + (i0 + (i < mr ? i : 0)) * g->lda;
-    for (int j = 0; j < NR; j++) br[j] = g->b + (j0 + (j < nr ? j : 0)) * g->ldb;
+    for (int j = 0; j < NR; j++) br[j] = cg_gemm_b_row(g, j0 + (j < nr ? j : 0));
 
     __m512 acc[MR][NR];
 #pragma GCC unroll 8
@@ -89,10 +128,23 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
 #pragma GCC unroll 8
         for (int j = 0; j < NR; j++) acc[i][j] = _mm512_setzero_ps();
     int64_t kk = 0;
+    if (bt == CG_GEMM_B_BF16)
+        for (; kk + 32 <= k; kk += 32) {
+            __m512 be[NR], bo[NR];
+#pragma GCC unroll 8
+            for (int j = 0; j < NR; j++) cg_bf16_pairs(br[j], kk, &be[j], &bo[j]);
+#pragma GCC unroll 8
+            for (int i = 0; i < mr; i++) {
+                __m512 ae, ao;
+                cg_f32_pairs(ar[i], kk, &ae, &ao);
+#pragma GCC unroll 8
+                for (int j = 0; j < NR; j++) acc[i][j] = _mm512_fmadd_ps(ao, bo[j], _mm512_fmadd_ps(ae, be[j], acc[i][j]));
+            }
+        }
     for (; kk + 16 <= k; kk += 16) {
         __m512 bv[NR];
 #pragma GCC unroll 8
-        for (int j = 0; j < NR; j++) bv[j] = _mm512_loadu_ps(br[j] + kk);
+        for (int j = 0; j < NR; j++) bv[j] = cg_load_b(br[j], kk, bt);
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_loadu_ps(ar[i] + kk);
@@ -104,7 +156,7 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
         __mmask16 km = (__mmask16)((1u << (k - kk)) - 1);
         __m512 bv[NR];
 #pragma GCC unroll 8
-        for (int j = 0; j < NR; j++) bv[j] = _mm512_maskz_loadu_ps(km, br[j] + kk);
+        for (int j = 0; j < NR; j++) bv[j] = cg_load_b_tail(br[j], kk, (int)(k - kk), km, bt);
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_maskz_loadu_ps(km, ar[i] + kk);
@@ -142,56 +194,79 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
 
 /* One tile row: mr is dispatched to a constant so each variant keeps its
  * accumulators in registers. */
-static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+CG_INLINE CG_AVX512 void cg_tile_rows_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr,
+                                         const int bt) {
     switch (mr) {
 #if MR > 1
-    case 1: cg_tile(g, i0, j0, 1, nr); return;
+    case 1: cg_tile(g, i0, j0, 1, nr, bt); return;
 #endif
 #if MR > 2
-    case 2: cg_tile(g, i0, j0, 2, nr); return;
+    case 2: cg_tile(g, i0, j0, 2, nr, bt); return;
 #endif
 #if MR > 3
-    case 3: cg_tile(g, i0, j0, 3, nr); return;
+    case 3: cg_tile(g, i0, j0, 3, nr, bt); return;
 #endif
 #if MR > 4
-    case 4: cg_tile(g, i0, j0, 4, nr); return;
-#endif
-#if MR > 5
-    case 5: cg_tile(g, i0, j0, 5, nr); return;
-#endif
-#if MR > 6
 #error "add the tile rows of the larger MR"
 #endif
-    default: cg_tile(g, i0, j0, MR, nr); return;
+    default: cg_tile(g, i0, j0, MR, nr, bt); return;
+    }
+}
+
+/* B's type dispatched to a constant too: one specialised kernel each. */
+static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+    switch (g->bt) {
+    case CG_GEMM_B_BF16: cg_tile_rows_bt(g, i0, j0, mr, nr, CG_GEMM_B_BF16); return;
+    case CG_GEMM_B_F16: cg_tile_rows_bt(g, i0, j0, mr, nr, CG_GEMM_B_F16); return;
+    default: cg_tile_rows_bt(g, i0, j0, mr, nr, CG_GEMM_B_F32); return;
     }
 }
 
 /* y[j0 : j0+nr] for one row of A against nr <= NV rows of B (rows past nr
  * repeat row j0, the store is masked). */
-static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
+CG_INLINE CG_AVX512 void cg_gemv_tile_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr, const int bt) {
     const int64_t k = g->k;
     const float *x = g->a + i0 * g->lda;
-    const float *br[NV];
-    for (int j = 0; j < NV; j++) br[j] = g->b + (j0 + (j < nr ? j : 0)) * g->ldb;
+    const void *br[NV];
+    for (int j = 0; j < NV; j++) br[j] = cg_gemm_b_row(g, j0 + (j < nr ? j : 0));
     __m512 acc[NV];
 #pragma GCC unroll 16
     for (int j = 0; j < NV; j++) acc[j] = _mm512_setzero_ps();
     int64_t kk = 0;
+    if (bt == CG_GEMM_B_BF16) /* as in cg_tile: the same additions for every element */
+        for (; kk + 32 <= k; kk += 32) {
+            __m512 xe, xo;
+            cg_f32_pairs(x, kk, &xe, &xo);
+#pragma GCC unroll 16
+            for (int j = 0; j < NV; j++) {
+                __m512 be, bo;
+                cg_bf16_pairs(br[j], kk, &be, &bo);
+                acc[j] = _mm512_fmadd_ps(xo, bo, _mm512_fmadd_ps(xe, be, acc[j]));
+            }
+        }
     for (; kk + 16 <= k; kk += 16) {
         __m512 xv = _mm512_loadu_ps(x + kk);
 #pragma GCC unroll 16
         for (int j = 0; j < NV; j++)
-            acc[j] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(br[j] + kk), acc[j]);
+            acc[j] = _mm512_fmadd_ps(xv, cg_load_b(br[j], kk, bt), acc[j]);
     }
     if (kk < k) {
         __mmask16 km = (__mmask16)((1u << (k - kk)) - 1);
         __m512 xv = _mm512_maskz_loadu_ps(km, x + kk);
 #pragma GCC unroll 16
         for (int j = 0; j < NV; j++)
-            acc[j] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(km, br[j] + kk), acc[j]);
+            acc[j] = _mm512_fmadd_ps(xv, cg_load_b_tail(br[j], kk, (int)(k - kk), km, bt), acc[j]);
     }
     cg_store(g->c + i0 * g->ldc + j0, (__mmask16)((1u << nr) - 1), cg_reduce16(acc), g->alpha,
              g->beta);
+}
+
+static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
+    switch (g->bt) {
+    case CG_GEMM_B_BF16: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_BF16); return;
+    case CG_GEMM_B_F16: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_F16); return;
+    default: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_F32); return;
+    }
 }
 
 

@@ -11,16 +11,28 @@
 
 #include <stdint.h>
 
+/* How B is stored: f32, or 16-bit floats the kernels widen in registers
+ * (a weight matrix kept in half the bytes: bf16 is f32's top half, f16
+ * IEEE half precision). Products and sums are f32 either way. */
+enum { CG_GEMM_B_F32 = 0, CG_GEMM_B_BF16 = 1, CG_GEMM_B_F16 = 2 };
+
 typedef struct cg_gemm_args {
     int64_t m, n, k;   /* k >= 1 */
     float alpha, beta; /* alpha != 0; beta == 0 overwrites C */
     const float *a;
     int64_t lda;       /* 0 is allowed when m == 1 (a GEMV's vector) */
-    const float *b;
-    int64_t ldb;
+    const float *b;    /* CG_GEMM_B_F32 */
+    int64_t ldb;       /* in elements of B's type */
     float *c;
     int64_t ldc;
+    const uint16_t *bh; /* CG_GEMM_B_BF16 / _F16 */
+    int bt;            /* CG_GEMM_B_* */
 } cg_gemm_args;
+
+/* Row r of B, element 0, whatever its type. */
+static inline const void *cg_gemm_b_row(const cg_gemm_args *g, int64_t r) {
+    return g->bt == CG_GEMM_B_F32 ? (const void *)(g->b + r * g->ldb) : (const void *)(g->bh + r * g->ldb);
+}
 
 /* C[i0 : i0+mr, j0 : j0+nr] of g for mr <= the kernels' mr, nr <= their nr.
  * Tiles of one call may run concurrently: they write disjoint parts of C. */

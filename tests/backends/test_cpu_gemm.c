@@ -139,6 +139,86 @@ START_TEST(test_shapes_every_path) {
 }
 END_TEST
 
+/* B stored as bf16 or f16 (cg_cpu_gemm_nt_h): the same sweep of shapes,
+ * against the double-precision product with B's exact 16-bit values (the
+ * reference widens them independently: bf16 by placing the bits above 16
+ * zero bits, f16 through the half-precision definition); on the blas path
+ * the best own kernels run. Rows stay bit-identical whatever M. */
+static float from16(uint16_t h, int bf16) {
+    if (bf16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return (float)((h & 0x8000) ? -v : v);
+}
+
+static uint16_t to16(float f, int bf16) { /* truncating: any 16-bit value does */
+    if (bf16) {
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        return (uint16_t)(u >> 16);
+    }
+    /* values in [-1, 1): a normal half from the top 10 fraction bits */
+    double a = fabs(f);
+    if (a < 6.2e-5) return f < 0 ? 0x8000 : 0;
+    int e;
+    double fr = frexp(a, &e); /* a = fr 2^e, fr in [0.5, 1) */
+    int m = (int)((fr * 2 - 1) * 1024);
+    return (uint16_t)((f < 0 ? 0x8000 : 0) | ((e - 1 + 15) << 10) | m);
+}
+
+START_TEST(test_16bit_b_every_path) {
+    const char *path = paths[_i];
+    if (!cg_cpu_gemm_force(path)) return;
+    rng_state = 7;
+    int variant = 0;
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (size_t im = 0; im < sizeof Ms / sizeof Ms[0]; im += 2)
+            for (size_t in = 0; in < sizeof Ns / sizeof Ns[0]; in++)
+                for (size_t ik = 0; ik < sizeof Ks / sizeof Ks[0]; ik++) {
+                    const int64_t m = Ms[im], n = Ns[in], k = Ks[ik];
+                    const float alpha = alphas[variant % N_AB], beta = betas[variant % N_AB];
+                    const int64_t pad = variant++ % 2 ? 3 : 0, lda = k + pad, ldb = k + 2 * pad, ldc = n + pad;
+                    float *a = rnd_buf((size_t)(m * lda)), *bw = rnd_buf((size_t)(n * ldb));
+                    float *c0 = rnd_buf((size_t)(m * ldc)), *c = malloc((size_t)(m * ldc) * sizeof *c);
+                    uint16_t *b = malloc((size_t)(n * ldb) * sizeof *b);
+                    ck_assert(c && b);
+                    for (int64_t i = 0; i < n * ldb; i++) {
+                        b[i] = to16(bw[i], bf16);
+                        bw[i] = from16(b[i], bf16); /* what the reference multiplies */
+                    }
+                    for (int64_t i = 0; i < m * ldc; i++) {
+                        if (i % ldc >= n) c0[i] = SENTINEL;
+                        else if (beta == 0.0f) c0[i] = NAN;
+                    }
+                    memcpy(c, c0, (size_t)(m * ldc) * sizeof *c);
+                    cg_cpu_gemm_nt_h(m, n, k, alpha, a, lda, b, bf16, ldb, beta, c, ldc);
+                    /* on the blas path the own kernels run: their error bound */
+                    check_result(strcmp(path, "blas") ? path : "own", m, n, k, alpha, beta, a, lda, bw, ldb, c0, c,
+                                 ldc);
+                    if (m > 1 && alpha != 0.0f) { /* row 1 alone gives the same bits as within the block */
+                        float *r = malloc((size_t)n * sizeof *r);
+                        ck_assert_ptr_nonnull(r);
+                        for (int64_t j = 0; j < n; j++) r[j] = beta == 0.0f ? 0.0f : c0[ldc + j];
+                        cg_cpu_gemm_nt_h(1, n, k, alpha, a + lda, 0, b, bf16, ldb, beta, r, n);
+                        ck_assert_msg(memcmp(r, c + ldc, (size_t)n * sizeof *r) == 0,
+                                      "%s bf16=%d m=%lld n=%lld k=%lld: the GEMV row differs from the block's", path,
+                                      bf16, (long long)m, (long long)n, (long long)k);
+                        free(r);
+                    }
+                    free(a);
+                    free(bw);
+                    free(b);
+                    free(c0);
+                    free(c);
+                }
+}
+END_TEST
+
 /* k <= 0 and m, n <= 0 keep cg_cpu_sgemm's meaning on every path. */
 START_TEST(test_empty_products) {
     const char *path = paths[_i];
@@ -509,6 +589,7 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("gemm");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_shapes_every_path, 0, N_PATHS);
+    tcase_add_loop_test(tc, test_16bit_b_every_path, 0, N_PATHS);
     tcase_add_loop_test(tc, test_empty_products, 0, N_PATHS);
     tcase_add_loop_test(tc, test_rows_independent_of_m, 0, N_PATHS);
     tcase_add_test(tc, test_force_names);

@@ -569,6 +569,111 @@ static void dir_teardown(void) {
     tu_teardown_dir();
 }
 
+/* Weights stored as bf16 or f16 (params declared so): linear and gru_cell
+ * read them as they are on the CPU (widened in registers) and through the
+ * decomposition's cast on OpenCL; every device gives the double-precision
+ * result of the 16-bit values within f32 rounding. */
+START_TEST(weights_16bit_run_everywhere) {
+    for (int bf = 0; bf < 2; bf++) {
+        const cg_dtype wt = bf ? CG_BF16 : CG_F16;
+        const int64_t B = 3, I = 37, H = 5, O = 40;
+        int64_t dw[2] = {O, I}, dih[2] = {3 * H, I}, dhh[2] = {3 * H, H}, db[1] = {O}, dgb[1] = {3 * H};
+        cg_tensor *w16, *wih, *whh, *b, *bih, *bhh;
+        /* f32 values, converted to the 16-bit type: what the reference widens back */
+        cg_tensor *src[3];
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 2, dw, &src[0]), CG_OK);
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 2, dih, &src[1]), CG_OK);
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 2, dhh, &src[2]), CG_OK);
+        for (int t = 0; t < 3; t++) {
+            float *p = cg_tensor_data(src[t]);
+            for (int64_t i = 0; i < cg_tensor_numel(src[t]); i++) p[i] = (float)sin(0.37 * (double)i + t) * 0.6f;
+        }
+        ck_assert_int_eq(cg_tensor_convert(src[0], wt, &w16), CG_OK);
+        ck_assert_int_eq(cg_tensor_convert(src[1], wt, &wih), CG_OK);
+        ck_assert_int_eq(cg_tensor_convert(src[2], wt, &whh), CG_OK);
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 1, db, &b), CG_OK);
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 1, dgb, &bih), CG_OK);
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 1, dgb, &bhh), CG_OK);
+        for (int64_t i = 0; i < O; i++) ((float *)cg_tensor_data(b))[i] = 0.01f * (float)i;
+        for (int64_t i = 0; i < 3 * H; i++) {
+            ((float *)cg_tensor_data(bih))[i] = 0.02f * (float)i - 0.1f;
+            ((float *)cg_tensor_data(bhh))[i] = -0.03f * (float)i + 0.2f;
+        }
+        const char *names[] = {"w", "wih", "whh", "b", "bih", "bhh"};
+        const cg_tensor *ts[] = {w16, wih, whh, b, bih, bhh};
+        const char *path = tu_path(bf ? "w_bf16.safetensors" : "w_f16.safetensors");
+        ck_assert_msg(cg_weights_save(path, 6, names, ts) == CG_OK, "%s", cg_last_error());
+        cg_weights *w;
+        ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "graph g {\n  input x: f32[B, %lld]\n  input h: f32[B, %lld]\n"
+                 "  param w: %s[%lld, %lld] = \"w\"\n  param b: f32[%lld] = \"b\"\n"
+                 "  param wih: %s[%lld, %lld] = \"wih\"\n  param whh: %s[%lld, %lld] = \"whh\"\n"
+                 "  param bih: f32[%lld] = \"bih\"\n  param bhh: f32[%lld] = \"bhh\"\n"
+                 "  y = linear(x, w, b)\n  h2 = gru_cell(x, h, wih, whh, bih, bhh)\n  output y, h2\n}\n",
+                 (long long)I, (long long)H, cg_dtype_name(wt), (long long)O, (long long)I, (long long)O,
+                 cg_dtype_name(wt), (long long)(3 * H), (long long)I, cg_dtype_name(wt), (long long)(3 * H),
+                 (long long)H, (long long)(3 * H), (long long)(3 * H));
+        cg_model *m;
+        ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "w16.cg", &m) == CG_OK, "%s", cg_last_error());
+        ck_assert_msg(cg_model_bind_weights(m, w) == CG_OK && cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+        int64_t dx[2] = {B, I}, dh[2] = {B, H};
+        cg_tensor *in[2] = {make_f32(2, dx, -1, 1), make_f32(2, dh, -1, 1)};
+        /* the reference: the 16-bit weights widened back to f32 (exact), in double */
+        for (int t = 0; t < 3; t++) {
+            cg_tensor_free(src[t]);
+            ck_assert_int_eq(cg_tensor_convert(t == 0 ? w16 : t == 1 ? wih : whh, CG_F32, &src[t]), CG_OK);
+        }
+        const float *x = cg_tensor_data_const(in[0]), *hp = cg_tensor_data_const(in[1]);
+        const float *W = cg_tensor_data_const(src[0]), *Wi = cg_tensor_data_const(src[1]);
+        const float *Wh = cg_tensor_data_const(src[2]), *pb = cg_tensor_data_const(b);
+        const float *pbi = cg_tensor_data_const(bih), *pbh = cg_tensor_data_const(bhh);
+        for (int dev = 0; dev < cg_device_count(); dev++) {
+            char desc[512];
+            cg_plan_options opt = {.device = cg_device_describe(dev, desc, sizeof desc)};
+            cg_plan *p;
+            ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+            const char *in_names[] = {"x", "h"};
+            cg_tensor *out[2];
+            ck_assert_msg(cg_plan_run(p, 2, in_names, in, 2, out) == CG_OK, "%s: %s", opt.device, cg_last_error());
+            const float *y = cg_tensor_data_const(out[0]), *h2 = cg_tensor_data_const(out[1]);
+            for (int64_t r = 0; r < B; r++) {
+                for (int64_t o = 0; o < O; o++) {
+                    double s = pb[o];
+                    for (int64_t k = 0; k < I; k++) s += (double)x[r * I + k] * W[o * I + k];
+                    ck_assert_msg(fabs(y[r * O + o] - s) < 1e-5, "%s %s: y[%lld, %lld] = %.9g, want %.9g",
+                                  opt.device, cg_dtype_name(wt), (long long)r, (long long)o, y[r * O + o], s);
+                }
+                double gi[15], gh[15];
+                for (int64_t g = 0; g < 3 * H; g++) {
+                    gi[g] = pbi[g];
+                    gh[g] = pbh[g];
+                    for (int64_t k = 0; k < I; k++) gi[g] += (double)x[r * I + k] * Wi[g * I + k];
+                    for (int64_t k = 0; k < H; k++) gh[g] += (double)hp[r * H + k] * Wh[g * H + k];
+                }
+                for (int64_t j = 0; j < H; j++) { /* torch.nn.GRUCell, gates r, z, n */
+                    double rr = 1 / (1 + exp(-(gi[j] + gh[j]))), z = 1 / (1 + exp(-(gi[H + j] + gh[H + j])));
+                    double n = tanh(gi[2 * H + j] + rr * gh[2 * H + j]), want = (1 - z) * n + z * hp[r * H + j];
+                    ck_assert_msg(fabs(h2[r * H + j] - want) < 1e-5, "%s %s: h'[%lld, %lld] = %.9g, want %.9g",
+                                  opt.device, cg_dtype_name(wt), (long long)r, (long long)j, h2[r * H + j], want);
+                }
+            }
+            cg_tensor_free(out[0]);
+            cg_tensor_free(out[1]);
+            cg_plan_free(p);
+        }
+        cg_tensor_free(in[0]);
+        cg_tensor_free(in[1]);
+        for (int t = 0; t < 3; t++) cg_tensor_free(src[t]);
+        cg_tensor_free(w16), cg_tensor_free(wih), cg_tensor_free(whh);
+        cg_tensor_free(b), cg_tensor_free(bih), cg_tensor_free(bhh);
+        cg_model_free(m);
+        cg_weights_free(w);
+    }
+}
+END_TEST
+
 /* A node with 300 inputs (concat) verifies and runs on the CPU and on
  * opencl:0: nothing sizes a node's arguments by a fixed bound. */
 START_TEST(wide_node) {
@@ -633,6 +738,7 @@ int main(void) {
     TCase *bind = tcase_create("bind");
     tcase_add_checked_fixture(bind, dir_setup, dir_teardown);
     tcase_add_test(bind, params_bind_by_dtype);
+    tcase_add_test(bind, weights_16bit_run_everywhere);
     suite_add_tcase(s, bind);
     return tu_run_suite(s, 0);
 }
