@@ -23,6 +23,12 @@ typedef struct s2s_config {
     int chars;          /* tokenizer: 1 chars, 0 words */
     int pad_id, bos_id, eos_id, unk_id;
     int v_src, v_tgt;   /* from the embedding weights */
+    /* The dtype the matrix-product weights the kernels read as stored are
+     * declared with (the decoder's cells and output layer, the bridge, W_k,
+     * combine): f32, or bf16 / f16 where the weights file stores them so
+     * (clgraph quantize); 0 means f32. Other weights are f32 in the graphs,
+     * converted at load if stored otherwise. */
+    int mm_dtype;
 } s2s_config;
 
 /* Parses and validates DIR/config.json; every mistake names the key. */

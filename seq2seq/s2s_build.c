@@ -17,6 +17,13 @@ static void param2(cg_strbuf *o, const char *name, int a, int b) {
     cg_strbuf_put(o, "  param %s: f32[%d, %d] = \"%s\"\n", name, a, b, name);
 }
 
+/* A matrix-product weight: declared with the model's mm_dtype, so the
+ * kernels read 16-bit weights as they are stored. */
+static void param2w(cg_strbuf *o, const s2s_config *c, const char *name, int a, int b) {
+    cg_strbuf_put(o, "  param %s: %s[%d, %d] = \"%s\"\n", name, c->mm_dtype ? cg_dtype_name((cg_dtype)c->mm_dtype) : "f32",
+                  a, b, name);
+}
+
 static void param1(cg_strbuf *o, const char *name, int a) { cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name); }
 
 /* Name k (0 weight_ih, 1 weight_hh, 2 bias_ih, 3 bias_hh) of layer l of a
@@ -32,6 +39,8 @@ static void rnn_param_name(char *buf, size_t size, const char *mod, int k, int l
  * growing buffer: the list is as long as the layers make it. */
 static void rnn_params(cg_strbuf *o, const s2s_config *c, const char *mod, int input, int layers, int dirs,
                        cg_strbuf *list) {
+    /* the decoder's cells read 16-bit weights; the encoder's layer op f32 */
+    const int cell = !strcmp(mod, "decoder");
     int G = (c->cell == S2S_GRU ? 3 : 4) * c->hidden;
     for (int l = 0; l < layers; l++)
         for (int d = 0; d < dirs; d++) {
@@ -39,8 +48,13 @@ static void rnn_params(cg_strbuf *o, const s2s_config *c, const char *mod, int i
             int in = l == 0 ? input : c->hidden * dirs;
             char n[4][64];
             for (int k = 0; k < 4; k++) rnn_param_name(n[k], sizeof n[k], mod, k, l, sfx);
-            param2(o, n[0], G, in);
-            param2(o, n[1], G, c->hidden);
+            if (cell) {
+                param2w(o, c, n[0], G, in);
+                param2w(o, c, n[1], G, c->hidden);
+            } else {
+                param2(o, n[0], G, in);
+                param2(o, n[1], G, c->hidden);
+            }
             param1(o, n[2], G);
             param1(o, n[3], G);
             for (int k = 0; list && k < 4; k++) cg_strbuf_put(list, ", %s", n[k]);
@@ -71,11 +85,11 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
     char *list = cg_strbuf_take(&lb);
     if (!list) o->failed = 1; /* out of memory: cg_s2s_build_text reports it */
     if (c->attention == S2S_ADDITIVE) {
-        param2(o, "attention.W_k.weight", c->attention_dim, K);
+        param2w(o, c, "attention.W_k.weight", c->attention_dim, K);
         param1(o, "attention.W_k.bias", c->attention_dim);
     }
     if (c->bridge_dense) {
-        param2(o, "bridge.weight", c->decoder_layers * H, K);
+        param2w(o, c, "bridge.weight", c->decoder_layers * H, K);
         param1(o, "bridge.bias", c->decoder_layers * H);
     }
     cg_strbuf_put(o, "  x = embedding(src_embed.weight, src)\n");
@@ -202,10 +216,10 @@ static void decoder_params(cg_strbuf *o, const s2s_config *c) {
         param2(o, "attention.v_p.weight", 1, H);
     }
     if (c->luong) {
-        param2(o, "combine.weight", H, (att ? K : 0) + H);
+        param2w(o, c, "combine.weight", H, (att ? K : 0) + H);
         param1(o, "combine.bias", H);
     }
-    param2(o, "out.weight", c->v_tgt, H);
+    param2w(o, c, "out.weight", c->v_tgt, H);
     param1(o, "out.bias", c->v_tgt);
 }
 

@@ -36,6 +36,29 @@ static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
     return CG_OK;
 }
 
+/* The dtype the kernels read the matrix-product weights in (s2s_config's
+ * mm_dtype): bf16 or f16 where every one of them is stored so (a model
+ * `clgraph quantize` wrote), else f32 (0). */
+static void matmul_dtype(cg_weights *w, s2s_config *c) {
+    char names[64][64];
+    int n = 0;
+    snprintf(names[n++], sizeof names[0], "out.weight");
+    for (int l = 0; l < c->decoder_layers && n + 2 < 60; l++) {
+        snprintf(names[n++], sizeof names[0], "decoder.weight_ih_l%d", l);
+        snprintf(names[n++], sizeof names[0], "decoder.weight_hh_l%d", l);
+    }
+    if (c->attention == S2S_ADDITIVE) snprintf(names[n++], sizeof names[0], "attention.W_k.weight");
+    if (c->bridge_dense) snprintf(names[n++], sizeof names[0], "bridge.weight");
+    if (c->luong) snprintf(names[n++], sizeof names[0], "combine.weight");
+    int idx = cg_weights_find(w, names[0]);
+    const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, (size_t)idx) : (cg_dtype)0;
+    c->mm_dtype = 0;
+    if (dt != CG_BF16 && dt != CG_F16) return;
+    for (int i = 1; i < n; i++)
+        if ((idx = cg_weights_find(w, names[i])) < 0 || cg_weights_dtype(w, (size_t)idx) != dt) return;
+    c->mm_dtype = dt;
+}
+
 cg_status cg_s2s_graph_text(const char *dir, char **out) {
     if (!dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_graph_text: NULL argument");
     *out = NULL;
@@ -50,6 +73,7 @@ cg_status cg_s2s_graph_text(const char *dir, char **out) {
         st = cg_s2s_config_read(cfg_path, &c);
         if (!st) st = cg_weights_open(w_path, &w);
         if (!st) st = embed_sizes(w, &c);
+        if (!st) matmul_dtype(w, &c);
         if (!st) st = cg_s2s_build_text(&c, out);
         cg_weights_free(w);
     }
@@ -313,6 +337,7 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     if (!st) st = cg_weights_open(wp, &m->shared->weights);
     m->weights = m->shared->weights;
     if (!st) st = embed_sizes(m->weights, &m->cfg);
+    if (!st) matmul_dtype(m->weights, &m->cfg);
     if (!st) st = cg_s2s_vocab_read(sv, &m->shared->src);
     if (!st) st = cg_s2s_vocab_read(tv, &m->shared->tgt);
     m->src = m->shared->src;

@@ -50,6 +50,9 @@ cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const cha
             if (idx < 0) return cg_error(CG_ERR_NOT_FOUND, "%s: tensor '%s' is missing (expected %s)", wp, v->weight, b);
             cg_status st = cg_weights_desc(w, (size_t)idx, &have);
             if (st) return st;
+            /* the stored dtype serves a param declared so (16-bit weights
+             * the kernels read as they are) */
+            if (cg_weights_dtype(w, (size_t)idx) == want.dtype) have.dtype = want.dtype;
             int same = have.dtype == want.dtype && have.ndim == want.ndim;
             for (int d = 0; same && d < want.ndim; d++) same = have.dims[d] == want.dims[d];
             if (!same) {

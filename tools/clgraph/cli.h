@@ -77,6 +77,7 @@ int cli_fail(void);
 
 int cli_run(int argc, char **argv);
 int cli_check(int argc, char **argv);
+int cli_quantize(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_onnx_test(int argc, char **argv);
 int cli_fmt(int argc, char **argv);

@@ -61,6 +61,10 @@ static const char usage_text[] =
             "                           A in [0, 100]); --profile traces every run (slower: each\n"
             "                           step is waited for)\n"
             "  s2s-graph MODEL_DIR      print the encoder and decoder graphs of a model directory\n"
+            "  quantize MODEL_DIR --to bf16|f16 -o OUT_DIR [--embeddings]\n"
+            "                           a copy of a model directory with the weights of its\n"
+            "                           matrix products in 16 bits (half the bytes; the CPU\n"
+            "                           kernels read them as stored)\n"
             "  forecast MODEL_DIR --horizon N [--history N] [--device D] [--place RULES]\n"
             "      [--batch N] [--attention FILE.png|.svg|.json] [--plot FILE.png|.svg]\n"
             "                           forecast the series of a CSV on stdin (header: the\n"
@@ -185,6 +189,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "plan")) return cli_plan(argc - 1, argv + 1);
     if (!strcmp(cmd, "translate")) return cli_translate(argc - 1, argv + 1);
     if (!strcmp(cmd, "s2s-graph")) return cli_s2s_graph(argc - 1, argv + 1);
+    if (!strcmp(cmd, "quantize")) return cli_quantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "forecast")) return cli_forecast(argc - 1, argv + 1);
     if (!strcmp(cmd, "forecast-graph")) return cli_forecast_graph(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
