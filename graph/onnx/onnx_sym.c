@@ -42,15 +42,17 @@ static cg_tensor *shape_of(onnx_imp *im, const onnx_val *v, int size) {
     const int r = v->desc.ndim;
     cg_tensor *t;
     if (size) {
-        int64_t p = 1;
+        /* the product: a size, the one symbol when every other dim is 1, 0
+         * when a dim is 0, else a dim clgraph cannot name */
+        int64_t p = 1, code = 0;
         int syms = 0;
         for (int i = 0; i < r; i++) {
-            int64_t d = v->desc.dims[i];
-            if (d >= 0) p *= d;
-            else if (syms++) p = -1;
-            else p = p == 1 ? onnx_dim_to_sym(d) : -1;
+            const int64_t d = v->desc.dims[i];
+            if (d >= 0) p = d && p > INT64_MAX / d ? -1 : p * d;
+            else if (!syms++) code = onnx_dim_to_sym(d);
         }
-        if (p == -1 || (syms && p >= 0)) p = ONNX_SYM_UNKNOWN;
+        if (syms && p != 0) p = syms == 1 && p == 1 ? code : ONNX_SYM_UNKNOWN;
+        else if (p < 0) p = ONNX_SYM_UNKNOWN;
         if (cg_tensor_alloc(CG_I64, 0, NULL, &t)) return NULL;
         ((int64_t *)t->data)[0] = p;
         return t;
@@ -145,12 +147,19 @@ static cg_tensor *sym_binary(sop op, const cg_tensor *a, const cg_tensor *b) {
  * are all 1. */
 static cg_tensor *sym_prod(onnx_imp *im, const cg_tensor *a) {
     if (onnx_attr_int(im, "keepdims", 1) || onnx_in(im, 1) || onnx_attr(im, "axes")) return NULL;
-    int64_t p = 1;
+    int64_t p = 1, code = 0;
+    int syms = 0;
     const int64_t *x = a->data;
     for (int64_t i = 0, n = cg_tensor_numel(a); i < n; i++) {
-        if (x[i] == 1) continue;
-        p = p == 1 && (onnx_is_sym(x[i]) || x[i] >= 0) ? x[i] : onnx_is_sym(p) || onnx_is_sym(x[i]) ? ONNX_SYM_UNKNOWN : p * x[i];
+        if (onnx_is_sym(x[i])) {
+            if (!syms++) code = x[i];
+        } else if (x[i] < 0 || (x[i] && p > INT64_MAX / x[i])) {
+            return NULL; /* not a shape */
+        } else {
+            p *= x[i];
+        }
     }
+    if (syms) p = p == 0 ? 0 : syms == 1 && p == 1 ? code : ONNX_SYM_UNKNOWN;
     cg_tensor *t;
     if (cg_tensor_alloc(CG_I64, 0, NULL, &t)) return NULL;
     ((int64_t *)t->data)[0] = p;
