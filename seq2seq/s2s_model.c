@@ -318,8 +318,20 @@ static cg_status specials_in_place(const s2s_vocab *v, const char *path, const c
 
 
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
+    return cg_s2s_load_ex(ctx, dir, placement, NULL, out);
+}
+
+cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options *placement,
+                         const cg_s2s_load_options *opt, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;
+    if (opt && opt->struct_size < sizeof *opt)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: options struct_size %zu is too small",
+                        opt->struct_size);
+    const cg_dtype wdt = opt ? opt->weights_dtype : (cg_dtype)0;
+    if (wdt && wdt != CG_F32 && wdt != CG_BF16 && wdt != CG_F16)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16 or f16, got %s",
+                        cg_dtype_name(wdt));
     cg_s2s *m = calloc(1, sizeof *m);
     if (m && !(m->shared = calloc(1, sizeof *m->shared))) {
         free(m);
@@ -338,6 +350,7 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     m->weights = m->shared->weights;
     if (!st) st = embed_sizes(m->weights, &m->cfg);
     if (!st) matmul_dtype(m->weights, &m->cfg);
+    if (!st && wdt) m->cfg.mm_dtype = wdt == CG_F32 ? 0 : wdt;
     if (!st) st = cg_s2s_vocab_read(sv, &m->shared->src);
     if (!st) st = cg_s2s_vocab_read(tv, &m->shared->tgt);
     m->src = m->shared->src;
@@ -358,6 +371,9 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
         if (!st) st = specials_in_place(&m->tgt, tv, keys, ids);
     }
     int from_file = !st && cg_path_exists(cgp);
+    if (from_file && wdt)
+        st = cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the weights' dtype is set by its own param declarations, not by "
+                      "a load option (weights_dtype, --weights-dtype)", cgp);
     if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->shared->model) : cg_s2s_build_text(&m->cfg, &text);
     if (!st && !from_file) {
         char label[4200];

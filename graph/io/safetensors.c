@@ -66,10 +66,11 @@ typedef struct st_entry {
     uint64_t begin, end;  /* relative to the data section */
     /* Views that are not the mapped bytes themselves, made on first use
      * (under the lock) and kept until cg_weights_free, cg_aligned_alloc'ed:
-     * the stored dtype in host order and aligned, and the one dtype a view
-     * converts it to (F16/BF16 -> F32, I64 -> I32). */
+     * the stored dtype in host order and aligned, and each dtype a view
+     * converts it to (F16/BF16 -> F32, I64 -> I32, F32 -> F16 or BF16),
+     * indexed by that dtype. */
     void *copy;
-    void *converted;
+    void *converted[CG_BOOL + 1];
     int bools_checked;    /* BOOL: every byte was seen to be 0 or 1 */
 } st_entry;
 
@@ -572,7 +573,7 @@ static void entries_free(st_entry *es, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(es[i].name);
         cg_aligned_free(es[i].copy);
-        cg_aligned_free(es[i].converted);
+        for (int k = 0; k <= CG_BOOL; k++) cg_aligned_free(es[i].converted[k]);
     }
     free(es);
 }
@@ -941,8 +942,10 @@ static cg_dtype default_dtype(cg_dtype stored) {
 }
 
 int cg_weights_viewable(cg_dtype stored, cg_dtype want) {
+    /* f32 narrows to a 16-bit float (rounded to nearest even) for a param
+     * declared so: a model's weights taken in half the bytes at load */
     return want == stored || (want == CG_F32 && (stored == CG_F16 || stored == CG_BF16)) ||
-           (want == CG_I32 && stored == CG_I64);
+           (want == CG_I32 && stored == CG_I64) || (stored == CG_F32 && (want == CG_F16 || want == CG_BF16));
 }
 
 static void fill_desc(const st_entry *e, cg_dtype dtype, cg_tensor_desc *d) {
@@ -1046,7 +1049,7 @@ static cg_status lookup(const cg_weights *w, const char *name, const char *fn, s
 /* The buffer a view of `e` as `want` keeps (w->lock held): made and
  * converted on first use. */
 static cg_status cached_view(cg_weights *w, st_entry *e, cg_dtype want, const void **data) {
-    void **slot = want == e->dtype ? &e->copy : &e->converted;
+    void **slot = want == e->dtype ? &e->copy : &e->converted[want];
     cg_status s = CG_OK;
     if (!*slot) {
         void *buf = cg_aligned_alloc((size_t)e->numel * cg_dtype_size(want));

@@ -42,8 +42,9 @@ size_t cg_utf8_check(const unsigned char *s, size_t len);
 const char *cg_weights_path(const cg_weights *w);
 
 /* 1 when a tensor stored as `stored` is viewed as `want`: the same dtype,
- * F16 or BF16 as F32 (exact), or I64 as I32 (range checked); what a param
- * declared `want` accepts. */
+ * F16 or BF16 as F32 (exact), I64 as I32 (range checked), or F32 as F16 or
+ * BF16 (rounded to nearest even: weights taken in 16 bits at load); what a
+ * param declared `want` accepts. */
 int cg_weights_viewable(cg_dtype stored, cg_dtype want);
 
 /*

@@ -52,7 +52,9 @@ cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const cha
             if (st) return st;
             /* the stored dtype serves a param declared so (16-bit weights
              * the kernels read as they are) */
-            if (cg_weights_dtype(w, (size_t)idx) == want.dtype) have.dtype = want.dtype;
+            if (cg_weights_viewable(cg_weights_dtype(w, (size_t)idx), want.dtype) &&
+                (want.dtype == CG_BF16 || want.dtype == CG_F16 || cg_weights_dtype(w, (size_t)idx) == want.dtype))
+                have.dtype = want.dtype;
             int same = have.dtype == want.dtype && have.ndim == want.ndim;
             for (int d = 0; same && d < want.ndim; d++) same = have.dims[d] == want.dims[d];
             if (!same) {

@@ -33,6 +33,25 @@ typedef struct cg_s2s cg_s2s;
 CG_API cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
                              cg_s2s **out);
 
+/** Options of cg_s2s_load_ex. */
+typedef struct cg_s2s_load_options {
+    size_t struct_size; /**< sizeof(cg_s2s_load_options) */
+    /**
+     * The dtype the decoder's matrix products (the RNN cells, the output
+     * layer, the bridge, W_k, combine) read their weights in: 0 as stored (f32,
+     * or the 16-bit type `clgraph quantize` wrote), CG_F32 (16-bit weights
+     * widened at load), or CG_BF16 / CG_F16 (f32 weights narrowed at load,
+     * rounded to nearest even: half the bytes per step, for a quick try of a
+     * model before quantizing it). Applies to the builder's graphs, not to a
+     * model.cg (which declares its own).
+     */
+    cg_dtype weights_dtype;
+} cg_s2s_load_options;
+
+/** cg_s2s_load with options (NULL: as cg_s2s_load). */
+CG_API cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options *placement,
+                                const cg_s2s_load_options *opt, cg_s2s **out);
+
 /**
  * A second handle on a loaded model, for another thread: it shares m's
  * weights, vocabularies and graphs (read only once loaded; nothing is

@@ -183,10 +183,15 @@ static void golden_free(golden *g) {
     cJSON_Delete(g->json);
 }
 
+/* The dtype the next load_model reads the decoder's weights in (0: as stored). */
+static cg_dtype g_weights_dtype;
+
 static cg_s2s *load_model(const char *dir, const char *device) {
     cg_plan_options po = {.device = device};
+    cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = g_weights_dtype};
     cg_s2s *m = NULL;
-    ck_assert_msg(cg_s2s_load(ctx, dir, &po, &m) == CG_OK, "loading %s on %s: %s", dir, device, cg_last_error());
+    ck_assert_msg(cg_s2s_load_ex(ctx, dir, &po, &lo, &m) == CG_OK, "loading %s on %s: %s", dir, device,
+                  cg_last_error());
     return m;
 }
 
@@ -1013,6 +1018,18 @@ START_TEST(dates_accuracy_16bit) {
     const char *bad[] = {"quantize", dir, "--to", "int4", "-o", tu_path("x"), NULL};
     ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 2);
     ck_assert_ptr_nonnull(strstr(tu_err, "--to takes bf16 or f16"));
+    /* the f32 model taken in 16 bits at load (--weights-dtype): the same */
+    for (int t = 0; t < 2; t++) {
+        g_weights_dtype = t ? CG_F16 : CG_BF16;
+        const double acc = dates_eval(dir, "cpu", t ? "f16 at load" : "bf16 at load");
+        g_weights_dtype = 0;
+        ck_assert_msg(fabs(acc - ref) <= 0.002, "%s at load: accuracy %.4f, f32 %.4f", types[t], acc, ref);
+    }
+    cg_s2s *m = NULL;
+    cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = CG_I8};
+    ck_assert_int_eq(cg_s2s_load_ex(ctx, dir, NULL, &lo, &m), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "weights_dtype must be f32, bf16 or f16, got i8"));
+    ck_assert_ptr_null(m);
 }
 END_TEST
 

@@ -55,6 +55,10 @@ int cli_context(const cli_opts *o, cg_context **ctx);
  * returns CLI_FAIL on failure (the caller frees whatever was made). */
 int cli_load_plan(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan);
 
+/* --weights-dtype VALUE of `cmd`: f32, bf16 or f16 into *out; prints a
+ * usage error (CLI_USAGE) otherwise. */
+int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out);
+
 /* 1 when path names an ONNX model (.onnx). */
 int cli_is_onnx(const char *path);
 

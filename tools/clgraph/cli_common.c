@@ -122,6 +122,13 @@ int cli_context(const cli_opts *o, cg_context **ctx) {
     return CLI_OK;
 }
 
+int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out) {
+    *out = !strcmp(v, "f32") ? CG_F32 : !strcmp(v, "bf16") ? CG_BF16 : !strcmp(v, "f16") ? CG_F16 : (cg_dtype)0;
+    if (*out) return CLI_OK;
+    fprintf(stderr, "clgraph %s: --weights-dtype takes f32, bf16 or f16, got '%s'\n", cmd, v);
+    return CLI_USAGE;
+}
+
 int cli_is_onnx(const char *path) {
     size_t n = strlen(path);
     return n > 5 && !strcmp(path + n - 5, ".onnx");

@@ -30,6 +30,8 @@ extern char **environ;
 typedef struct bargs {
     const char *dir, *device, *place, *profile;
     int batch, beam, src_len, steps, warmup, runs, json, machine;
+    cg_dtype weights_dtype; /* --weights-dtype, 0 as stored */
+    const char *weights_dtype_arg;
     int n_plugins;
     const char *plugins[CLI_MAX_PLUGINS];
 } bargs;
@@ -81,7 +83,10 @@ static int parse_args(int argc, char **argv, bargs *a) {
         } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--place")) a->place = v;
         else if (!strcmp(o, "--profile")) a->profile = v;
-        else if (!strcmp(o, "--batch")) rc = parse_int(cmd, o, v, 1, &a->batch);
+        else if (!strcmp(o, "--weights-dtype")) {
+            rc = cli_weights_dtype(cmd, v, &a->weights_dtype);
+            a->weights_dtype_arg = v;
+        } else if (!strcmp(o, "--batch")) rc = parse_int(cmd, o, v, 1, &a->batch);
         else if (!strcmp(o, "--beam")) rc = parse_int(cmd, o, v, 1, &a->beam);
         else if (!strcmp(o, "--src-len")) rc = parse_int(cmd, o, v, 1, &a->src_len);
         else if (!strcmp(o, "--steps")) rc = parse_int(cmd, o, v, 1, &a->steps);
@@ -115,7 +120,8 @@ static int load(const bargs *a, cg_context **ctx, cg_s2s **m) {
     int rc = cli_context(&o, ctx);
     if (rc) return rc;
     cg_plan_options popt = {.device = a->device, .place = a->place};
-    if (cg_s2s_load(*ctx, a->dir, &popt, m)) {
+    cg_s2s_load_options lopt = {.struct_size = sizeof lopt, .weights_dtype = a->weights_dtype};
+    if (cg_s2s_load_ex(*ctx, a->dir, &popt, &lopt, m)) {
         rc = cli_fail();
         cg_context_free(*ctx);
         *ctx = NULL;
@@ -257,6 +263,7 @@ static int first_token(const bargs *a, const char *cache, double *ms) {
     argv[n++] = slen;
     if (a->device) argv[n++] = "--device", argv[n++] = (char *)a->device;
     if (a->place) argv[n++] = "--place", argv[n++] = (char *)a->place;
+    if (a->weights_dtype_arg) argv[n++] = "--weights-dtype", argv[n++] = (char *)a->weights_dtype_arg;
     for (int i = 0; i < a->n_plugins; i++) argv[n++] = "--plugin", argv[n++] = (char *)a->plugins[i];
     argv[n] = NULL;
     /* The environment, with the cache directories replaced. */

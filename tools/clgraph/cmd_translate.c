@@ -16,6 +16,7 @@ typedef struct targs {
     int beam, nbest, max_len, batch, ids, scores, crop;
     int window;        /* lines per window; 0: chosen from stdin and --batch */
     int max_input_len; /* source tokens a line may have */
+    cg_dtype weights_dtype; /* --weights-dtype, 0 as stored */
     double alpha;
     int n_plugins;
     const char *plugins[CLI_MAX_PLUGINS];
@@ -58,6 +59,7 @@ static int parse_args(int argc, char **argv, targs *a) {
         else if (!strcmp(o, "--place")) a->place = v;
         else if (!strcmp(o, "--attention")) a->attention = v;
         else if (!strcmp(o, "--profile")) a->profile = v;
+        else if (!strcmp(o, "--weights-dtype")) rc = cli_weights_dtype("translate", v, &a->weights_dtype);
         else if (!strcmp(o, "--beam")) {
             rc = parse_int(o, v, 1, &a->beam);
             if (!rc && a->beam > CG_S2S_MAX_BEAM) {
@@ -368,7 +370,8 @@ int cli_translate(int argc, char **argv) {
     if (rc) return rc;
     cg_plan_options popt = {.device = a.device, .place = a.place};
     cg_profiler *prof = NULL;
-    if (cg_s2s_load(ctx, a.dir, &popt, &m)) rc = cli_fail();
+    cg_s2s_load_options lopt = {.struct_size = sizeof lopt, .weights_dtype = a.weights_dtype};
+    if (cg_s2s_load_ex(ctx, a.dir, &popt, &lopt, &m)) rc = cli_fail();
     else if (a.profile && cg_profiler_create(&prof)) rc = cli_fail();
     else if (!prof || !(rc = cli_s2s_profile(m, prof))) rc = stream(&a, m);
     /* a trace of what ran, also when a line failed */
