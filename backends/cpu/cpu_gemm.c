@@ -8,6 +8,9 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 
 /* Multiply-adds below which a task is not worth handing to another thread
@@ -25,9 +28,16 @@ static int cg_has_avx512(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
 }
 
+/* F16C through CPUID: clang 14 (Debian 12) rejects "f16c" as a
+ * __builtin_cpu_supports feature name. */
+static int cg_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
 static int cg_has_avx2(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cg_has_f16c();
 }
 #endif
 
