@@ -61,8 +61,11 @@ static cg_status check_attrs(const admit *a, const cg_op_def *op) {
                         op->name, op->n_attrs, MAX_OP_ATTRS);
     for (int i = 0; i < op->n_attrs; i++) {
         const cg_attr_def *ad = element(op->attrs, i, CG_V1_0_ATTR_SIZE);
-        if (!ad || !valid_ident(ad->name) || ad->type < CG_ATTR_INT ||
-            ad->type > (a->desc->abi_minor >= 3 ? CG_ATTR_DIMS : CG_ATTR_INTS))
+        if (ad && valid_ident(ad->name) && ad->type == CG_ATTR_DIMS && a->desc->abi_minor < 3)
+            return cg_error(CG_ERR_PLUGIN,
+                            "%s: op '%s': attribute '%s' is a dim list, which needs ABI %d.3 (the plugin claims %d.%d)",
+                            a->tag, op->name, ad->name, CG_PLUGIN_ABI_MAJOR, a->desc->abi_major, a->desc->abi_minor);
+        if (!ad || !valid_ident(ad->name) || ad->type < CG_ATTR_INT || ad->type > CG_ATTR_DIMS)
             return cg_error(CG_ERR_PLUGIN, "%s: op '%s': attribute #%d is invalid", a->tag, op->name, i);
         for (int j = 0; j < i; j++)
             if (!strcmp(((const cg_attr_def *)element(op->attrs, j, CG_V1_0_ATTR_SIZE))->name, ad->name))

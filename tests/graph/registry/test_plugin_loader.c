@@ -132,6 +132,17 @@ START_TEST(wrong_abi) {
 }
 END_TEST
 
+/* A dim list attribute is ABI 1.3: a plugin claiming 1.2 that declares one
+ * was built against a header it does not match. */
+START_TEST(dims_old_abi) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "attribute 'shape' is a dim list, which needs ABI %d.3 (the plugin claims %d.2)",
+             CG_PLUGIN_ABI_MAJOR, CG_PLUGIN_ABI_MAJOR);
+    const char *n[] = {"plugin 'test-dims_old_abi'", "op 'square_plus'", msg, NULL};
+    expect_fail("dims_old_abi", n);
+}
+END_TEST
+
 START_TEST(duplicate_op) {
     const char *n[] = {"duplicate op 'add'", "plugin 'builtin'", NULL};
     expect_fail("duplicate_op", n);
@@ -197,6 +208,7 @@ int main(void) {
     tcase_add_test(tc, huge_workspace_refused);
     tcase_add_test(tc, too_many_ops);
     tcase_add_test(tc, wrong_abi);
+    tcase_add_test(tc, dims_old_abi);
     tcase_add_test(tc, duplicate_op);
     tcase_add_test(tc, failing_init);
     tcase_add_test(tc, no_entry);

@@ -8,7 +8,9 @@
  *   NO_ENTRY         : exports no entry symbol (not a plugin)
  *   WITH_CL          : adds an OpenCL kernel (square_plus)
  *   BAD_CL           : an OpenCL kernel that forgets the offset, which
- *                      `clgraph conform` must catch */
+ *                      `clgraph conform` must catch
+ *   DIMS_OLD_ABI     : claims ABI 1.2 but declares a dim list attribute
+ *                      (a 1.3 feature): must be refused */
 #include <clgraph/plugin.h>
 #include <stdio.h>
 
@@ -98,6 +100,9 @@ static size_t huge_ws(const cg_op_call *c) {
 
 static const cg_attr_def sq_attrs[] = {
     {sizeof(cg_attr_def), "offset", CG_ATTR_FLOAT, 0, 0, 0.0, NULL, "added to every square"},
+#ifdef DIMS_OLD_ABI
+    {sizeof(cg_attr_def), "shape", CG_ATTR_DIMS, 0, 0, 0.0, NULL, "a dim list, new in ABI 1.3"},
+#endif
 };
 static const cg_kernel_def sq_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = SQ_WORKSPACE, .run = sq_cpu},
@@ -117,7 +122,7 @@ static const cg_op_def sq_op = {
     .doc = "y = x * x + offset",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = sq_inputs,
-    .attrs = sq_attrs, .n_attrs = 1,
+    .attrs = sq_attrs, .n_attrs = (int32_t)(sizeof sq_attrs / sizeof sq_attrs[0]),
     .infer = sq_infer,
     .kernels = sq_kernels, .n_kernels = (int32_t)(sizeof sq_kernels / sizeof sq_kernels[0]),
 #if defined(WITH_CL) || defined(BAD_CL)
@@ -142,8 +147,10 @@ static const cg_plugin_desc desc = {
 #else
     .abi_major = CG_PLUGIN_ABI_MAJOR,
 #endif
-#ifdef NEWER_MINOR
+#if defined(NEWER_MINOR)
     .abi_minor = CG_PLUGIN_ABI_MINOR + 3,
+#elif defined(DIMS_OLD_ABI)
+    .abi_minor = 2,
 #else
     .abi_minor = CG_PLUGIN_ABI_MINOR,
 #endif
