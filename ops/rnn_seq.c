@@ -72,7 +72,8 @@ static cg_op_status seq_infer(cg_op_call *call, int gates) {
                 snprintf(label, sizeof label, "%s_l%lld%s", kinds[which], (long long)k,
                          d ? "_reverse" : "");
                 const cg_tensor_desc *w = &call->inputs[weight_index(D, k, d, which)];
-                if (cg_ops_expect_f32(call, label, w, which < 2 ? 2 : 1, want[which]))
+                if (which < 2 ? cg_ops_expect_weight(call, label, w, 2, want[which])
+                              : cg_ops_expect_f32(call, label, w, 1, want[which]))
                     return CG_OP_ERROR;
             }
     }
@@ -127,10 +128,10 @@ static size_t seq_ws_layout(const seq_dims *s, void *base, seq_ws *ws) {
  * each row (in `order`) in ws->h / ws->c. */
 static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *lengths,
                           const float *in, int64_t in_size, float *out, int64_t d,
-                          const float *w_ih, const float *w_hh, const float *b_ih,
-                          const float *b_hh) {
+                          const void *w_ih, cg_op_dtype t_ih, const void *w_hh, cg_op_dtype t_hh,
+                          const float *b_ih, const float *b_hh) {
     const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H, DH = s->D * s->H;
-    cg_ops_project(B * S, GH, in_size, in, in_size, w_ih, in_size, ws->proj, GH);
+    cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, ws->proj, GH);
     memset(ws->h, 0, sizeof(float) * (size_t)(B * H));
     if (s->G == 4) memset(ws->c, 0, sizeof(float) * (size_t)(B * H));
     int64_t max_len = B ? lengths[ws->order[0]] : 0;
@@ -142,7 +143,7 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
             while (n < B && lengths[ws->order[n]] > t) n++;
         else
             while (n > 0 && lengths[ws->order[n - 1]] <= t) n--;
-        cg_ops_project(n, GH, H, ws->h, H, w_hh, H, ws->gh, GH);
+        cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, ws->gh, GH);
         for (int64_t j = 0; j < n; j++) {
             int64_t row = ws->order[j];
             const float *gi = ws->proj + (row * S + t) * GH;
@@ -189,8 +190,8 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
         memset(out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
         for (int64_t d = 0; d < s.D; d++) {
             const int w = weight_index(s.D, k, d, 0);
-            seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], a->in[w + 1],
-                          a->in[w + 2], a->in[w + 3]);
+            seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], call->inputs[w].dtype,
+                          a->in[w + 1], call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3]);
             /* Final states h_n (output 1) and c_n (output 2), in batch order. */
             for (int i = 1; i < call->n_outputs; i++) {
                 const float *state = i == 1 ? ws.h : ws.c;
@@ -247,9 +248,44 @@ static seq_cl_ws seq_cl_layout(const seq_dims *s) {
     return w;
 }
 
+static int is_16bit(cg_op_dtype t) { return t == (cg_op_dtype)CG_BF16 || t == (cg_op_dtype)CG_F16; }
+
+/* Floats that 16-bit weight matrices take once widened, after the layout
+ * (CLBlast multiplies f32): the call's weights in input order. */
+static size_t seq_cl_wide_floats(const cg_op_call *call) {
+    size_t n = 0;
+    for (int i = 2; i < call->n_inputs; i++)
+        if (is_16bit(call->inputs[i].dtype)) n += ((size_t)cg_desc_numel(&call->inputs[i]) + 31) & ~(size_t)31;
+    return n;
+}
+
 static size_t seq_cl_workspace(const cg_op_call *call, int gates) {
     seq_dims s = seq_dims_of(call, gates);
-    return sizeof(float) * seq_cl_layout(&s).total;
+    return sizeof(float) * (seq_cl_layout(&s).total + seq_cl_wide_floats(call));
+}
+
+/* Weight matrix `i` as the SGEMMs read it: the input's buffer, or for a
+ * 16-bit one its floats widened into the workspace at *wide (advanced). */
+static cg_op_status seq_cl_weight(const cg_kernel_args *a, int i, size_t *wide, void **mem, size_t *off) {
+    const cg_tensor_desc *d = &a->call->inputs[i];
+    *mem = (void *)a->in[i];
+    *off = 0;
+    if (!is_16bit(d->dtype)) return CG_OP_OK;
+    cl_kernel k = a->call->host->cl_kernel(a, cg_cl_rnn, "", "rnn_widen");
+    if (!k) return CG_OP_ERROR;
+    const cl_long n = (cl_long)cg_desc_numel(d), o = (cl_long)*wide;
+    const cl_int bf16 = d->dtype == (cg_op_dtype)CG_BF16;
+    const cl_mem w = (cl_mem)a->in[i], ws = (cl_mem)a->workspace;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(w), CG_OPS_CL_ARG(bf16), CG_OPS_CL_ARG(ws),
+                                        CG_OPS_CL_ARG(o)};
+    const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), n, 1);
+    if (n > 0 && (cg_ops_cl_args(a, k, "rnn_widen", 0, CG_OPS_CL_N_ARGS(args), args) ||
+                  cg_ops_cl_launch_1d(a, k, "rnn_widen", n, local)))
+        return CG_OP_ERROR;
+    *mem = a->workspace;
+    *off = *wide;
+    *wide += ((size_t)n + 31) & ~(size_t)31;
+    return CG_OP_OK;
 }
 
 static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
@@ -291,6 +327,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     const cl_int b32 = (cl_int)B, s32 = (cl_int)S, h32 = (cl_int)H, dh32 = (cl_int)DH;
     const cl_mem lengths = (cl_mem)a->in[1], ws_m = ws;
     const cl_long p_off = (cl_long)w.proj, g_off = (cl_long)w.gh;
+    size_t wide = w.total; /* next free float for a widened weight */
     void *in = (void *)a->in[0];
     size_t in_off = 0;
     int64_t in_size = s.I;
@@ -299,7 +336,10 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
         const size_t out_off = l == s.L - 1 ? 0 : w.layer[l % 2];
         for (int64_t d = 0; d < s.D; d++) {
             const int wi = weight_index(s.D, l, d, 0);
-            void *w_ih = (void *)a->in[wi], *w_hh = (void *)a->in[wi + 1];
+            void *w_ih, *w_hh;
+            size_t ih_off, hh_off;
+            if (seq_cl_weight(a, wi, &wide, &w_ih, &ih_off) || seq_cl_weight(a, wi + 1, &wide, &w_hh, &hh_off))
+                return CG_OP_ERROR;
             const cl_mem b_ih = (cl_mem)a->in[wi + 2], b_hh = (cl_mem)a->in[wi + 3];
             const size_t state_off = (size_t)((l * s.D + d) * B * H);
             void *h_mem = has_h ? a->out[1] : ws, *c_mem = has_c ? a->out[2] : ws;
@@ -310,7 +350,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
             const cl_long o_off = (cl_long)out_off;
 
             if (has_gi && host->cl_sgemm(a, 0, 1, B * S, GH, in_size, 1.0f, in, in_off, in_size,
-                                         w_ih, 0, in_size, 0.0f, ws, w.proj, GH))
+                                         w_ih, ih_off, in_size, 0.0f, ws, w.proj, GH))
                 return CG_OP_ERROR;
             /* Arguments 3 (t) and 5 (first) change per step. */
             const cg_ops_cl_arg_value fixed[] = {CG_OPS_CL_ARG(b32), CG_OPS_CL_ARG(s32),
@@ -336,7 +376,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
                 return CG_OP_ERROR;
             for (int64_t t = 0; t < S; t++) {
                 const cl_int t32 = (cl_int)t, first = t == 0;
-                if (!first && host->cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, 0,
+                if (!first && host->cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, hh_off,
                                              H, 0.0f, ws, w.gh, GH))
                     return CG_OP_ERROR;
                 if (cg_ops_cl_arg(a, k, name, 3, sizeof t32, &t32) ||
@@ -403,13 +443,20 @@ static const struct {
 
 static int32_t seq_case(int32_t index, cg_conform_case *c, int gates);
 
-/* After the valid cases: lengths past S, then negative lengths (errors). */
+/* After the valid cases: lengths past S, then negative lengths (errors),
+ * then bf16 and f16 weight matrices (two layers; bidirectional). */
 static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
     const int32_t n = (int32_t)(sizeof seq_cases / sizeof seq_cases[0]);
     if (index >= n && index < n + 2) {
         seq_case(4, c, gates); /* B = 3, S = 17, 3 layers */
         const double S = (double)c->inputs[0].dims[1];
         return index == n ? cg_ops_error_case(c, 1, S + 1, S + 80) : cg_ops_error_case(c, 1, -3, -1);
+    }
+    if (index >= n + 2 && index < n + 4) {
+        seq_case(index == n + 2 ? 6 : 7, c, gates); /* 2 layers, H 5; 1 bidirectional layer, H 17 */
+        for (int i = 2; i < c->n_inputs; i++)
+            if (c->inputs[i].ndim == 2) c->inputs[i].dtype = index == n + 2 ? (cg_op_dtype)CG_BF16 : (cg_op_dtype)CG_F16;
+        return 1;
     }
     return seq_case(index, c, gates);
 }
@@ -476,7 +523,8 @@ const cg_op_def cg_op_gru = {
            "of PyTorch's state_dict: for each layer k, weight_ih_lk [3H, I_k], "
            "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
            "bidirectional) by the same four with the suffix _reverse; I_0 = I and "
-           "I_k = D*H above, so there are 2 + 4*layers*D inputs. Outputs: out "
+           "I_k = D*H above, so there are 2 + 4*layers*D inputs; the weight matrices may be "
+           "f32, bf16 or f16 (products in f32), the biases are f32. Outputs: out "
            "[B, S, D*H] (forward state in the first H columns, backward in the last "
            "H; zero at positions t >= lengths[b]) and, optionally, h_n "
            "[layers*D, B, H] (row k*D + d: the final state of layer k, direction d: "
@@ -520,7 +568,8 @@ const cg_op_def cg_op_lstm = {
            "the weights in the order of PyTorch's state_dict: for each layer k, "
            "weight_ih_lk [4H, I_k], weight_hh_lk [4H, H], bias_ih_lk [4H], bias_hh_lk "
            "[4H], followed (when bidirectional) by the same four with the suffix "
-           "_reverse; I_0 = I and I_k = D*H above, so there are 2 + 4*layers*D inputs. "
+           "_reverse; I_0 = I and I_k = D*H above, so there are 2 + 4*layers*D inputs; "
+           "the weight matrices may be f32, bf16 or f16 (products in f32), the biases are f32. "
            "Outputs: out [B, S, D*H] (forward h in the first H columns, backward in the "
            "last H; zero at positions t >= lengths[b]), then optionally h_n and c_n, "
            "each [layers*D, B, H] (row k*D + d: the final h / c of layer k, direction "

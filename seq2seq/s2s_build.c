@@ -39,8 +39,6 @@ static void rnn_param_name(char *buf, size_t size, const char *mod, int k, int l
  * growing buffer: the list is as long as the layers make it. */
 static void rnn_params(cg_strbuf *o, const s2s_config *c, const char *mod, int input, int layers, int dirs,
                        cg_strbuf *list) {
-    /* the decoder's cells read 16-bit weights; the encoder's layer op f32 */
-    const int cell = !strcmp(mod, "decoder");
     int G = (c->cell == S2S_GRU ? 3 : 4) * c->hidden;
     for (int l = 0; l < layers; l++)
         for (int d = 0; d < dirs; d++) {
@@ -48,13 +46,8 @@ static void rnn_params(cg_strbuf *o, const s2s_config *c, const char *mod, int i
             int in = l == 0 ? input : c->hidden * dirs;
             char n[4][64];
             for (int k = 0; k < 4; k++) rnn_param_name(n[k], sizeof n[k], mod, k, l, sfx);
-            if (cell) {
-                param2w(o, c, n[0], G, in);
-                param2w(o, c, n[1], G, c->hidden);
-            } else {
-                param2(o, n[0], G, in);
-                param2(o, n[1], G, c->hidden);
-            }
+            param2w(o, c, n[0], G, in);
+            param2w(o, c, n[1], G, c->hidden);
             param1(o, n[2], G);
             param1(o, n[3], G);
             for (int k = 0; list && k < 4; k++) cg_strbuf_put(list, ", %s", n[k]);

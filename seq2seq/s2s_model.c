@@ -36,26 +36,38 @@ static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
     return CG_OK;
 }
 
+/* Whether the tensor `name` is stored with dtype dt. */
+static int stored_as(cg_weights *w, const char *name, cg_dtype dt) {
+    int idx = cg_weights_find(w, name);
+    return idx >= 0 && cg_weights_dtype(w, (size_t)idx) == dt;
+}
+
+/* Whether every weight matrix of the RNN `mod` (layers x dirs) is stored
+ * with dtype dt. */
+static int rnn_stored_as(cg_weights *w, const char *mod, int layers, int dirs, cg_dtype dt) {
+    char name[64];
+    for (int l = 0; l < layers; l++)
+        for (int d = 0; d < dirs; d++)
+            for (int k = 0; k < 2; k++) {
+                snprintf(name, sizeof name, "%s.weight_%s_l%d%s", mod, k ? "hh" : "ih", l, d ? "_reverse" : "");
+                if (!stored_as(w, name, dt)) return 0;
+            }
+    return 1;
+}
+
 /* The dtype the kernels read the matrix-product weights in (s2s_config's
  * mm_dtype): bf16 or f16 where every one of them is stored so (a model
  * `clgraph quantize` wrote), else f32 (0). */
 static void matmul_dtype(cg_weights *w, s2s_config *c) {
-    char names[64][64];
-    int n = 0;
-    snprintf(names[n++], sizeof names[0], "out.weight");
-    for (int l = 0; l < c->decoder_layers && n + 2 < 60; l++) {
-        snprintf(names[n++], sizeof names[0], "decoder.weight_ih_l%d", l);
-        snprintf(names[n++], sizeof names[0], "decoder.weight_hh_l%d", l);
-    }
-    if (c->attention == S2S_ADDITIVE) snprintf(names[n++], sizeof names[0], "attention.W_k.weight");
-    if (c->bridge_dense) snprintf(names[n++], sizeof names[0], "bridge.weight");
-    if (c->luong) snprintf(names[n++], sizeof names[0], "combine.weight");
-    int idx = cg_weights_find(w, names[0]);
+    int idx = cg_weights_find(w, "out.weight");
     const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, (size_t)idx) : (cg_dtype)0;
     c->mm_dtype = 0;
     if (dt != CG_BF16 && dt != CG_F16) return;
-    for (int i = 1; i < n; i++)
-        if ((idx = cg_weights_find(w, names[i])) < 0 || cg_weights_dtype(w, (size_t)idx) != dt) return;
+    if (!rnn_stored_as(w, "decoder", c->decoder_layers, 1, dt) ||
+        !rnn_stored_as(w, "encoder", c->encoder_layers, c->bidirectional ? 2 : 1, dt) ||
+        (c->attention == S2S_ADDITIVE && !stored_as(w, "attention.W_k.weight", dt)) ||
+        (c->bridge_dense && !stored_as(w, "bridge.weight", dt)) || (c->luong && !stored_as(w, "combine.weight", dt)))
+        return;
     c->mm_dtype = dt;
 }
 
