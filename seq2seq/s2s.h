@@ -24,7 +24,7 @@ typedef struct s2s_config {
     int pad_id, bos_id, eos_id, unk_id;
     int v_src, v_tgt;   /* from the embedding weights */
     /* The dtype the matrix-product weights the kernels read as stored are
-     * declared with (the decoder's cells and output layer, the bridge, W_k,
+     * declared with (the encoder's RNN, the decoder's cells and output layer, the bridge, W_k,
      * combine): f32, or bf16 / f16 where the weights file stores them so
      * (clgraph quantize); 0 means f32. Other weights are f32 in the graphs,
      * converted at load if stored otherwise. */

@@ -37,8 +37,9 @@ CG_API cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_opt
 typedef struct cg_s2s_load_options {
     size_t struct_size; /**< sizeof(cg_s2s_load_options) */
     /**
-     * The dtype the decoder's matrix products (the RNN cells, the output
-     * layer, the bridge, W_k, combine) read their weights in: 0 as stored (f32,
+     * The dtype the matrix products (the encoder's RNN, the decoder's RNN
+     * cells, the output layer, the bridge, W_k, combine) read their weights
+     * in: 0 as stored (f32,
      * or the 16-bit type `clgraph quantize` wrote), CG_F32 (16-bit weights
      * widened at load), or CG_BF16 / CG_F16 (f32 weights narrowed at load,
      * rounded to nearest even: half the bytes per step, for a quick try of a
