@@ -258,6 +258,25 @@ def vm_rss_mb():
     return None
 
 
+def time_runs(run, a, T, res):
+    """a.warmup untimed calls of run(), then a.runs timed ones into res: ms per
+    step as clgraph bench counts it (the whole translation, encoder included,
+    over the steps), the decoder loop alone, and the warm first token.
+    Returns the ms per step of each timed run."""
+    for _ in range(a.warmup):
+        run()
+    steps, loops, firsts = [], [], []
+    for _ in range(a.runs):
+        _, _, t0, tf, t2, loop = run()
+        steps.append(1e3 * (t2 - t0) / T)
+        loops.append(1e3 * loop / T)
+        firsts.append(1e3 * (tf - t0))
+    res["first_token_ms"]["warm"] = statistics.median(firsts)
+    res["ms_per_step"] = {"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
+    res["decoder_ms_per_step"] = {"median": statistics.median(loops), "min": min(loops), "max": max(loops)}
+    return steps
+
+
 def torch_worker(a):
     t_proc = time.perf_counter()
     import torch
@@ -290,19 +309,8 @@ def torch_worker(a):
         # cold: from the worker's start (before import torch) through the model
         # load, the encoder and the first step of the first call
         cold = 1e3 * (tf - t_proc)
-        for _ in range(a.warmup):
-            run()
-        # ms per step as clgraph bench counts it: the whole translation
-        # (encoder included) over the steps; also the decoder loop alone
-        steps, loops, firsts = [], [], []
-        for _ in range(a.runs):
-            _, _, t0, tf, t2, loop = run()
-            steps.append(1e3 * (t2 - t0) / T)
-            loops.append(1e3 * loop / T)
-            firsts.append(1e3 * (tf - t0))
-        res["first_token_ms"] = {"cold": cold, "warm": statistics.median(firsts)}
-        res["ms_per_step"] = {"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
-        res["decoder_ms_per_step"] = {"median": statistics.median(loops), "min": min(loops), "max": max(loops)}
+        res["first_token_ms"] = {"cold": cold}
+        steps = time_runs(run, a, T, res)
         tps = [B * 1e3 / s for s in steps]
         res["tokens_per_s"] = {"median": statistics.median(tps), "min": min(tps), "max": max(tps)}
         res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -439,17 +447,7 @@ def ort_worker(a):
     _, _, _, tf, _, _ = run()
     res = {"backend": a.label, "batch": B, "beam": K, "src_len": S, "steps": T, "runs": a.runs,
            "threads": a.threads, "onnxruntime": ort.__version__, "first_token_ms": {"cold": 1e3 * (tf - t_proc)}}
-    for _ in range(a.warmup):
-        run()
-    steps, loops, firsts = [], [], []
-    for _ in range(a.runs):
-        _, _, t0, tf, t2, loop = run()
-        steps.append(1e3 * (t2 - t0) / T)
-        loops.append(1e3 * loop / T)
-        firsts.append(1e3 * (tf - t0))
-    res["first_token_ms"]["warm"] = statistics.median(firsts)
-    res["ms_per_step"] = {"median": statistics.median(steps), "min": min(steps), "max": max(steps)}
-    res["decoder_ms_per_step"] = {"median": statistics.median(loops), "min": min(loops), "max": max(loops)}
+    steps = time_runs(run, a, T, res)
     tps = [B * 1e3 / s for s in steps]
     res["tokens_per_s"] = {"median": statistics.median(tps), "min": min(tps), "max": max(tps)}
     res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
