@@ -14,7 +14,7 @@ __kernel void fill_zero(__global float *y, IDX total) {
 }
 #endif
 
-#ifdef TS
+#if CG_WANT(bmm) || CG_WANT(bmm_rows)
 static IDX vec_at(IDX8 v, int k) {
     switch (k) {
     case 0: return v.s0;
@@ -28,6 +28,23 @@ static IDX vec_at(IDX8 v, int k) {
     }
 }
 
+/* The offsets of batch z's A and B: z's row-major index in the nb batch
+ * dims bdims, dotted with each operand's strides (0 where it broadcasts). */
+static void batch_offsets(IDX z, int nb, IDX8 bdims, IDX8 astr, IDX8 bstr, IDX *aoff, IDX *boff) {
+    IDX rem = z, a = 0, b = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        IDX n = vec_at(bdims, d);
+        IDX q = rem / n, j = rem - q * n;
+        a += j * vec_at(astr, d);
+        b += j * vec_at(bstr, d);
+        rem = q;
+    }
+    *aoff = a;
+    *boff = b;
+}
+#endif
+
+#ifdef TS
 /* C[z] = op(A[z]) op(B[z]) for every batch z = get_global_id(2), with C
  * [batch, M, N] contiguous; A[z] is [M, K] ([K, M] with TA) at the offset
  * sum_d idx_d * astr_d, where idx is z's row-major index in the `nb` batch
@@ -44,14 +61,8 @@ void bmm(__global const float *A, __global const float *B, __global float *C, ID
     const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
     const IDX col0 = (IDX)get_group_id(0) * TS, row0 = (IDX)get_group_id(1) * TS;
     const IDX z = (IDX)get_global_id(2);
-    IDX rem = z, aoff = 0, boff = 0;
-    for (int d = nb - 1; d >= 0; d--) {
-        IDX n = vec_at(bdims, d);
-        IDX q = rem / n, j = rem - q * n;
-        aoff += j * vec_at(astr, d);
-        boff += j * vec_at(bstr, d);
-        rem = q;
-    }
+    IDX aoff, boff;
+    batch_offsets(z, nb, bdims, astr, bstr, &aoff, &boff);
     float acc = 0.0f;
     for (IDX t = 0; t < K; t += TS) {
 #if TA
@@ -92,31 +103,12 @@ void bmm(__global const float *A, __global const float *B, __global float *C, ID
  * would sit mostly idle there. Neighbouring work-items take neighbouring
  * columns, so B [K, N] is read along its rows. -DTA, -DTB as for bmm. */
 #if CG_WANT(bmm_rows)
-static IDX row_vec_at(IDX8 v, int k) {
-    switch (k) {
-    case 0: return v.s0;
-    case 1: return v.s1;
-    case 2: return v.s2;
-    case 3: return v.s3;
-    case 4: return v.s4;
-    case 5: return v.s5;
-    case 6: return v.s6;
-    default: return v.s7;
-    }
-}
-
 __kernel void bmm_rows(__global const float *A, __global const float *B, __global float *C, IDX M, IDX N, IDX K,
                        int nb, IDX8 bdims, IDX8 astr, IDX8 bstr) {
     const IDX col = (IDX)get_global_id(0), row = (IDX)get_global_id(1), z = (IDX)get_global_id(2);
     if (col >= N || row >= M) return;
-    IDX rem = z, aoff = 0, boff = 0;
-    for (int d = nb - 1; d >= 0; d--) {
-        IDX n = row_vec_at(bdims, d);
-        IDX q = rem / n, j = rem - q * n;
-        aoff += j * row_vec_at(astr, d);
-        boff += j * row_vec_at(bstr, d);
-        rem = q;
-    }
+    IDX aoff, boff;
+    batch_offsets(z, nb, bdims, astr, bstr, &aoff, &boff);
     float acc = 0.0f;
     for (IDX k = 0; k < K; k++) {
 #if TA
