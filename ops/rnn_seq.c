@@ -248,7 +248,7 @@ static seq_cl_ws seq_cl_layout(const seq_dims *s) {
     return w;
 }
 
-static int is_16bit(cg_op_dtype t) { return t == (cg_op_dtype)CG_BF16 || t == (cg_op_dtype)CG_F16; }
+static int is_16bit(cg_op_dtype t) { return cg_ops_weight_dtype(t) && t != CG_OP_F32; }
 
 /* Floats that 16-bit weight matrices take once widened, after the layout
  * (CLBlast multiplies f32): the call's weights in input order. */

@@ -69,3 +69,14 @@ inline float cg_log(float x) {
     const float hfsq = 0.5f * f * f, dk = (float)k;
     return dk * 6.9313812256e-01f - ((hfsq - (s * (hfsq + r) + dk * 9.0580006145e-06f)) - f);
 }
+
+/* An f16 (its ushort bits) as a float, exactly as the CPU converts it
+ * (base/dtype.c): no cl_khr_fp16 needed, and NaN payloads are kept. */
+inline float cg_f16_to_f32(ushort h) {
+    uint sign = (uint)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return as_float(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
+    if (e != 0u) return as_float(sign | ((e + 112u) << 23) | (m << 13));
+    /* zero or subnormal: m * 2^-24, exact in a float */
+    float f = (float)m * 5.9604644775390625e-8f;
+    return as_float(sign | as_uint(f));
+}

@@ -7,7 +7,7 @@
  *  - to bool: x != 0 (NaN is true); from bool: 0 or 1;
  *  - to f16 and bf16 rounding to nearest even, to f32
  *    from long with the default round to nearest even.
- * f16 is handled as its ushort bits, converted here exactly as the CPU does
+ * f16 is handled as its ushort bits, converted (cl_preamble.cl) exactly as the CPU does
  * (base/dtype.c): no cl_khr_fp16 needed, and NaN payloads are kept. */
 
 #define LD_f32(p, i) ((p)[i])
@@ -18,15 +18,6 @@
 #define LD_u8(p, i) ((long)(p)[i])
 #define LD_i64(p, i) ((p)[i])
 #define LD_bool(p, i) ((long)((p)[i] != 0))
-
-inline float cg_f16_to_f32(ushort h) {
-    uint sign = (uint)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1fu) return as_float(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
-    if (e != 0u) return as_float(sign | ((e + 112u) << 23) | (m << 13));
-    /* zero or subnormal: m * 2^-24, exact in a float */
-    float f = (float)m * 5.9604644775390625e-8f;
-    return as_float(sign | as_uint(f));
-}
 
 /* v >> shift (1..31), rounded to nearest, ties to even */
 inline uint cg_shift_rne(uint v, int shift) {

@@ -172,15 +172,8 @@ __kernel void rnn_zero(long n, __global float *buf, long off) {
  * f16) to floats at buf + off, exactly as the CPU reads them: the layer
  * ops' 16-bit weights on a device, once per run (no cl_khr_fp16 needed). */
 #if CG_WANT(rnn_widen)
-inline float cg_rnn_f16(ushort h) {
-    uint sign = (uint)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1fu) return as_float(sign | 0x7f800000u | (m << 13));
-    if (e != 0u) return as_float(sign | ((e + 112u) << 23) | (m << 13));
-    return as_float(sign | as_uint((float)m * 5.9604644775390625e-8f));
-}
-
 __kernel void rnn_widen(long n, __global const ushort *w, int bf16, __global float *buf, long off) {
     long i = get_global_id(0);
-    if (i < n) buf[off + i] = bf16 ? as_float((uint)w[i] << 16) : cg_rnn_f16(w[i]);
+    if (i < n) buf[off + i] = bf16 ? as_float((uint)w[i] << 16) : cg_f16_to_f32(w[i]);
 }
 #endif
