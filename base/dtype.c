@@ -2,6 +2,8 @@
  * cg_dtype_name, cg_dtype_size). */
 #include "dtype.h"
 
+#include <float.h>
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -87,4 +89,25 @@ uint16_t cg_f32_to_bf16_bits(uint32_t f) {
     /* adding 0x7fff plus the lowest kept bit rounds ties to even; a carry
      * may run into the exponent, up to infinity, which is right */
     return (uint16_t)((f + 0x7fff + ((f >> 16) & 1)) >> 16);
+}
+
+float cg_q8_row(const float *x, int64_t n, int8_t *q) {
+    float amax = 0.0f;
+    int finite = 1;
+    for (int64_t i = 0; i < n; i++) {
+        float a = x[i] < 0 ? -x[i] : x[i];
+        if (!(a <= FLT_MAX)) finite = 0; /* NaN or infinity */
+        else if (a > amax) amax = a;
+    }
+    if (!finite || amax == 0.0f) {
+        for (int64_t i = 0; i < n; i++) q[i] = 0;
+        return finite ? 0.0f : NAN;
+    }
+    /* In double: 127 / amax overflows float for subnormal amax. */
+    const double inv = 127.0 / (double)amax;
+    for (int64_t i = 0; i < n; i++) {
+        double r = nearbyint((double)x[i] * inv);
+        q[i] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+    }
+    return amax / 127.0f;
 }

@@ -8,6 +8,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+
+#include "dtype.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -39,7 +41,26 @@ static int cg_has_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cg_has_f16c();
 }
+
+static int cg_has_vnni512(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+}
 #endif
+
+/* The int8 set that goes with a path's kernels: that ISA's when the CPU has
+ * it (AVX-512 also needs BW and VNNI, else AVX2's), portable for "portable",
+ * the best this CPU runs for "blas" (OpenBLAS has no int8 product). */
+static const cg_gemm_kernels *cg_q8_for(const cg_gemm_kernels *k) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (k == &cg_gemm_portable) return &cg_q8_portable;
+    if (k != &cg_gemm_avx2 && cg_has_avx512() && cg_has_vnni512()) return &cg_q8_avx512;
+    if (cg_has_avx2()) return &cg_q8_avx2;
+#else
+    (void)k;
+#endif
+    return &cg_q8_portable;
+}
 
 /* The fastest own kernels this CPU runs, NULL when it has no SIMD path. */
 static const cg_gemm_kernels *cg_gemm_best_simd(void) {
@@ -113,7 +134,7 @@ static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, in
             kern->gemv(g, m0, j, n1 - j < NV ? (int)(n1 - j) : (int)NV);
         return;
     }
-    int64_t row = g->k * (int64_t)sizeof(float);
+    int64_t row = g->k * (g->bt == CG_GEMM_B_I8 ? 1 : (int64_t)sizeof(float));
     int64_t mb = CG_L1_A_BYTES / row / MR * MR, nb = CG_L2_B_BYTES / row / NR * NR;
     if (mb < MR) mb = MR;
     if (nb < NR) nb = NR;
@@ -172,9 +193,41 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
         cg_gemm_scale(m, n, beta, c, ldc);
         return 1;
     }
-    cg_gemm_args g = {m, n, k, alpha, beta, a, lda, b, ldb, c, ldc, NULL, CG_GEMM_B_F32};
+    cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .lda = lda,
+                      .b = b, .ldb = ldb, .c = c, .ldc = ldc, .bt = CG_GEMM_B_F32};
     cg_gemm_run(kern, &g);
     return 1;
+}
+
+static int64_t cg_q8_lda(int64_t k) { return (k + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD; }
+
+size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t k) {
+    if (m <= 0 || k <= 0) return 0;
+    return (size_t)(m * cg_q8_lda(k)) + (size_t)m * sizeof(float) + CG_Q8_PAD;
+}
+
+const char *cg_cpu_gemm_q8_path(void) { return cg_q8_for(cg_gemm_selected())->name; }
+
+void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
+                       const float *b_scale, int64_t ldb, float *c, int64_t ldc, void *scratch) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        cg_gemm_scale(m, n, 0.0f, c, ldc);
+        return;
+    }
+    /* Scratch: the scales, then the quantized rows on a 64-byte boundary,
+     * each zero-padded to a whole vector (the kernels read the padding). */
+    const int64_t ldaq = cg_q8_lda(k);
+    float *as = scratch;
+    uintptr_t p = (uintptr_t)(as + m);
+    int8_t *aq = (int8_t *)((p + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD);
+    for (int64_t i = 0; i < m; i++) {
+        as[i] = cg_q8_row(a + i * lda, k, aq + i * ldaq);
+        memset(aq + i * ldaq + k, 0, (size_t)(ldaq - k));
+    }
+    cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .ldb = ldb, .c = c, .ldc = ldc,
+                      .bt = CG_GEMM_B_I8, .bq = b, .bs = b_scale, .aq = aq, .as = as, .ldaq = ldaq};
+    cg_gemm_run(cg_q8_for(cg_gemm_selected()), &g);
 }
 
 void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
@@ -186,7 +239,8 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
         cg_gemm_scale(m, n, beta, c, ldc);
         return;
     }
-    cg_gemm_args g = {m, n, k, alpha, beta, a, lda, NULL, ldb, c, ldc, b, bf16 ? CG_GEMM_B_BF16 : CG_GEMM_B_F16};
+    cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .lda = lda, .ldb = ldb,
+                      .c = c, .ldc = ldc, .bh = b, .bt = bf16 ? CG_GEMM_B_BF16 : CG_GEMM_B_F16};
     cg_gemm_run(kern, &g);
 }
 
@@ -200,7 +254,8 @@ int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda
         return 1;
     }
     /* The dot form with one row: x is A, the matrix is B. */
-    cg_gemm_args g = {1, m, n, alpha, beta, x, 0, a, lda, y, m, NULL, CG_GEMM_B_F32};
+    cg_gemm_args g = {.m = 1, .n = m, .k = n, .alpha = alpha, .beta = beta, .a = x, .b = a, .ldb = lda,
+                      .c = y, .ldc = m, .bt = CG_GEMM_B_F32};
     cg_gemm_run(kern, &g);
     return 1;
 }

@@ -13,6 +13,7 @@
 #ifndef CG_BACKEND_CPU_GEMM_H
 #define CG_BACKEND_CPU_GEMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* C = alpha * A B^T + beta * C with row-major A [m, k] (lda), B [n, k] (ldb)
@@ -41,6 +42,27 @@ int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda
  * unused then). */
 void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                       const uint16_t *b, int bf16, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* C = A (diag(b_scale) B)^T for row-major A [m, k] (lda), int8 B [n, k]
+ * (ldb) with one f32 scale per row, C [m, n] (ldc) overwritten: each row of
+ * A is quantized to int8 on the fly (cg_q8_row: its own scale, max|a| / 127),
+ * the products are exact int32 sums (AVX-512 VNNI, AVX2 vpmaddubsw or
+ * portable C, chosen with the f32 path: the same bits on each), and
+ * C[i][j] = (float)sum * a_scale[i] * b_scale[j]. A quarter of an f32
+ * weight's bytes; the error against f32 is that of rounding A and B to 8
+ * bits. A row of A holding NaN or an infinity gives a row of NaN. `scratch`
+ * holds cg_cpu_gemm_q8_scratch(m, k) bytes (no allocation per call).
+ * k <= 0 gives zeros. */
+void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
+                       const float *b_scale, int64_t ldb, float *c, int64_t ldc, void *scratch);
+
+/* Bytes of scratch cg_cpu_gemm_nt_q8 needs for m rows of k (0 if either is
+ * <= 0). */
+size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t k);
+
+/* The int8 kernels the selected path uses: "avx512" (VNNI), "avx2" or
+ * "portable". */
+const char *cg_cpu_gemm_q8_path(void);
 
 /* The selected path: "avx512", "avx2", "portable" or "blas". */
 const char *cg_cpu_gemm_path(void);

@@ -16,6 +16,14 @@
  * IEEE half precision). Products and sums are f32 either way. */
 enum { CG_GEMM_B_F32 = 0, CG_GEMM_B_BF16 = 1, CG_GEMM_B_F16 = 2 };
 
+/* int8 products (the q8 kernel sets, CG_GEMM_B_I8): A arrives quantized per
+ * row by cg_q8_row (aq, rows of ldaq bytes, ldaq a multiple of 64 with
+ * padding the kernels may read but never count, scales as[]) and B is int8
+ * with one scale per row (bq, bs[]). Each element of C is the exact int32 sum
+ * of products, then (float)sum * as[i] * bs[j]: every q8 set gives the same
+ * bits. alpha and beta are not used (C is overwritten). */
+enum { CG_GEMM_B_I8 = 3, CG_Q8_PAD = 64 };
+
 typedef struct cg_gemm_args {
     int64_t m, n, k;   /* k >= 1 */
     float alpha, beta; /* alpha != 0; beta == 0 overwrites C */
@@ -27,9 +35,14 @@ typedef struct cg_gemm_args {
     int64_t ldc;
     const uint16_t *bh; /* CG_GEMM_B_BF16 / _F16 */
     int bt;            /* CG_GEMM_B_* */
+    const int8_t *bq;  /* CG_GEMM_B_I8 (see above) */
+    const float *bs;
+    const int8_t *aq;
+    const float *as;
+    int64_t ldaq;
 } cg_gemm_args;
 
-/* Row r of B, element 0, whatever its type. */
+/* Row r of B, element 0, whatever its type (not int8). */
 static inline const void *cg_gemm_b_row(const cg_gemm_args *g, int64_t r) {
     return g->bt == CG_GEMM_B_F32 ? (const void *)(g->b + r * g->ldb) : (const void *)(g->bh + r * g->ldb);
 }
@@ -54,11 +67,21 @@ typedef struct cg_gemm_kernels {
 
 /* Plain C, any CPU. */
 extern const cg_gemm_kernels cg_gemm_portable;
+extern const cg_gemm_kernels cg_q8_portable;
 #if defined(__x86_64__) || defined(__i386__)
 /* Need AVX2 and FMA, resp. AVX-512F and FMA, at run time: the driver
  * checks with __builtin_cpu_supports before using them. */
 extern const cg_gemm_kernels cg_gemm_avx2;
 extern const cg_gemm_kernels cg_gemm_avx512;
+/* The int8 sets: AVX2 (vpmaddubsw on |a| and sign-adjusted b), and AVX-512
+ * BW + VNNI (vpdpbusd on a + 128, less 128 times the row sums of b). */
+extern const cg_gemm_kernels cg_q8_avx2;
+extern const cg_gemm_kernels cg_q8_avx512;
 #endif
+
+/* C[i][j] of an int8 product from its exact sum (every q8 set). */
+static inline float cg_q8_out(const cg_gemm_args *g, int64_t i, int64_t j, int32_t sum) {
+    return (float)sum * g->as[i] * g->bs[j];
+}
 
 #endif

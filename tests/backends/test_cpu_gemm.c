@@ -219,6 +219,92 @@ START_TEST(test_16bit_b_every_path) {
 }
 END_TEST
 
+/* int8 B with per-row scales (cg_cpu_gemm_nt_q8). The reference quantizes
+ * each row of A itself (s = max|a| / 127, q = round half even of a / s) and
+ * sums the integer products: every path must give exactly
+ * (float)sum * s_a * s_b, bit for bit, and so stays within the rounding of
+ * A to 8 bits of the f32 product with B's exact values. A row with a NaN
+ * gives NaNs; padding of C is untouched. */
+static float ref_q8_row(const float *x, int64_t k, int32_t *q) {
+    double amax = 0;
+    for (int64_t p = 0; p < k; p++) amax = fmax(amax, fabs(x[p]));
+    float s = (float)amax / 127.0f;
+    for (int64_t p = 0; p < k; p++) {
+        double r = amax == 0 ? 0 : x[p] * (127.0 / amax);
+        double f = floor(r), d = r - f; /* half to even, by hand */
+        q[p] = (int32_t)(d > 0.5 || (d == 0.5 && fmod(f, 2) != 0) ? f + 1 : f);
+    }
+    return s;
+}
+
+static void run_q8_shape(const char *path, int64_t m, int64_t n, int64_t k, int variant) {
+    const int64_t pad = variant % 2 ? 5 : 0, lda = k + pad, ldb = k + 2 * pad, ldc = n + pad;
+    float *a = rnd_buf((size_t)(m * lda)), *bs = rnd_buf((size_t)n), *c = malloc((size_t)(m * ldc) * sizeof *c);
+    int8_t *b = malloc((size_t)(n * ldb));
+    int32_t *qa = malloc((size_t)k * sizeof *qa);
+    void *scratch = malloc(cg_cpu_gemm_q8_scratch(m, k));
+    ck_assert(c && b && qa && scratch);
+    for (int64_t i = 0; i < n * ldb; i++) b[i] = (int8_t)(rnd() * 127.49f);
+    for (int64_t j = 0; j < n; j++) bs[j] = fabsf(bs[j]) * 0.01f;
+    if (variant % 3 == 1) /* a row of zeros: scale 0, products 0 */
+        for (int64_t p = 0; p < k; p++) a[p] = 0.0f;
+    if (variant % 5 == 2) a[(m - 1) * lda + k / 2] = NAN;
+    for (int64_t i = 0; i < m * ldc; i++) c[i] = SENTINEL;
+    cg_cpu_gemm_nt_q8(m, n, k, a, lda, b, bs, ldb, c, ldc, scratch);
+    for (int64_t i = 0; i < m; i++) {
+        const float *ar = a + i * lda;
+        int nan_row = 0;
+        for (int64_t p = 0; p < k; p++) nan_row |= isnan(ar[p]);
+        float sa = nan_row ? 0 : ref_q8_row(ar, k, qa);
+        for (int64_t j = 0; j < n; j++) {
+            const float got = c[i * ldc + j];
+            if (nan_row) {
+                if (!isnan(got)) ck_abort_msg("%s q8 m=%lld n=%lld k=%lld: C[%lld,%lld] = %g, want NaN", path,
+                                              (long long)m, (long long)n, (long long)k, (long long)i, (long long)j, got);
+                continue;
+            }
+            int64_t sum = 0;
+            double f32 = 0, wabs = 0;
+            for (int64_t p = 0; p < k; p++) {
+                sum += qa[p] * b[j * ldb + p];
+                f32 += (double)ar[p] * b[j * ldb + p] * bs[j];
+                wabs += fabs((double)b[j * ldb + p] * bs[j]);
+            }
+            const float want = (float)sum * sa * bs[j];
+            if (memcmp(&got, &want, sizeof got) != 0)
+                ck_abort_msg("%s q8 m=%lld n=%lld k=%lld: C[%lld,%lld] = %.9g, want %.9g", path, (long long)m,
+                             (long long)n, (long long)k, (long long)i, (long long)j, got, want);
+            if (!(fabs(got - f32) <= sa / 2 * wabs * 1.0001 + 1e-30))
+                ck_abort_msg("%s q8: C[%lld,%lld] = %.9g is farther than the rounding of A from %.9g", path,
+                             (long long)i, (long long)j, got, f32);
+        }
+        for (int64_t j = n; j < ldc; j++)
+            if (c[i * ldc + j] != SENTINEL) ck_abort_msg("%s q8: padding of C row %lld overwritten", path, (long long)i);
+    }
+    free(a);
+    free(bs);
+    free(c);
+    free(b);
+    free(qa);
+    free(scratch);
+}
+
+START_TEST(test_q8_every_path) {
+    const char *path = paths[_i];
+    if (!cg_cpu_gemm_force(path)) return;
+    rng_state = 11;
+    int variant = 0;
+    for (size_t im = 0; im < sizeof Ms / sizeof Ms[0]; im++)
+        for (size_t in = 0; in < sizeof Ns / sizeof Ns[0]; in++)
+            for (size_t ik = 0; ik < sizeof Ks / sizeof Ks[0]; ik++)
+                run_q8_shape(path, Ms[im], Ns[in], Ks[ik], variant++);
+    /* k = 0: zeros, nothing read */
+    float c[3] = {SENTINEL, SENTINEL, SENTINEL};
+    cg_cpu_gemm_nt_q8(1, 3, 0, NULL, 0, NULL, NULL, 0, c, 3, NULL);
+    ck_assert(c[0] == 0.0f && c[1] == 0.0f && c[2] == 0.0f);
+}
+END_TEST
+
 /* k <= 0 and m, n <= 0 keep cg_cpu_sgemm's meaning on every path. */
 START_TEST(test_empty_products) {
     const char *path = paths[_i];
@@ -590,6 +676,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_shapes_every_path, 0, N_PATHS);
     tcase_add_loop_test(tc, test_16bit_b_every_path, 0, N_PATHS);
+    tcase_add_loop_test(tc, test_q8_every_path, 0, N_PATHS);
     tcase_add_loop_test(tc, test_empty_products, 0, N_PATHS);
     tcase_add_loop_test(tc, test_rows_independent_of_m, 0, N_PATHS);
     tcase_add_test(tc, test_force_names);

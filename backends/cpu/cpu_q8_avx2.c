@@ -1,0 +1,99 @@
+/* AVX2 int8 kernels (see cpu_gemm_kernels.h, CG_GEMM_B_I8).
+ *
+ * vpmaddubsw multiplies unsigned by signed bytes and adds pairs into int16
+ * with saturation. Both operands here are in [-127, 127], so it gets |a| and
+ * b with a's sign moved onto it (vpsignb): a pair sums to at most
+ * 2 * 127 * 127 = 32258 < 32767, never saturating, and the products are
+ * exact. vpmaddwd by ones widens the pairs into int32 accumulators. */
+#include "cpu_gemm_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#define CG_AVX2 __attribute__((target("avx2")))
+#define CG_INLINE static inline __attribute__((always_inline))
+
+/* 2x4 accumulators + 4 B vectors + a, |a| and the ones fit 16 registers. */
+#define MR 2
+#define NR 4
+#define NV 8
+
+CG_INLINE CG_AVX2 int32_t cg_hsum(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 32 bytes of a B row from kk; past k (n < 32 left) zeros. */
+CG_INLINE CG_AVX2 __m256i cg_load_bq(const int8_t *row, int64_t kk, int64_t k) {
+    if (kk + 32 <= k) return _mm256_loadu_si256((const __m256i *)(row + kk));
+    int8_t t[32] = {0};
+    memcpy(t, row + kk, (size_t)(k - kk));
+    return _mm256_loadu_si256((const __m256i *)t);
+}
+
+/* acc += sum of the products a * b, 8 int32 lanes; ua = |a|. */
+CG_INLINE CG_AVX2 __m256i cg_dot32(__m256i acc, __m256i ua, __m256i a, __m256i b, __m256i ones) {
+    __m256i p = _mm256_maddubs_epi16(ua, _mm256_sign_epi8(b, a));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+}
+
+CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr, int nr) {
+    const int64_t k = g->k;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const int8_t *ar[MR], *br[NR];
+    for (int i = 0; i < MR; i++) ar[i] = g->aq + (i0 + (i < mr ? i : 0)) * g->ldaq;
+    for (int j = 0; j < NR; j++) br[j] = g->bq + (j0 + (j < nr ? j : 0)) * g->ldb;
+    __m256i acc[MR][NR];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < NR; j++) acc[i][j] = _mm256_setzero_si256();
+    for (int64_t kk = 0; kk < k; kk += 32) {
+        __m256i bv[NR];
+#pragma GCC unroll 8
+        for (int j = 0; j < NR; j++) bv[j] = cg_load_bq(br[j], kk, k);
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) { /* A is padded: past k it meets zeros of B */
+            __m256i av = _mm256_loadu_si256((const __m256i *)(ar[i] + kk));
+            __m256i ua = _mm256_sign_epi8(av, av);
+#pragma GCC unroll 8
+            for (int j = 0; j < NR; j++) acc[i][j] = cg_dot32(acc[i][j], ua, av, bv[j], ones);
+        }
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            g->c[(i0 + i) * g->ldc + j0 + j] = cg_q8_out(g, i0 + i, j0 + j, cg_hsum(acc[i][j]));
+}
+
+static CG_AVX2 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+    if (mr == 1) cg_tile(g, i0, j0, 1, nr);
+    else cg_tile(g, i0, j0, MR, nr);
+}
+
+/* One row of A against nr <= NV rows of B. */
+static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
+    const int64_t k = g->k;
+    const __m256i ones = _mm256_set1_epi16(1);
+    const int8_t *a = g->aq + i0 * g->ldaq, *br[NV];
+    for (int j = 0; j < NV; j++) br[j] = g->bq + (j0 + (j < nr ? j : 0)) * g->ldb;
+    __m256i acc[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) acc[j] = _mm256_setzero_si256();
+    for (int64_t kk = 0; kk < k; kk += 32) {
+        __m256i av = _mm256_loadu_si256((const __m256i *)(a + kk));
+        __m256i ua = _mm256_sign_epi8(av, av);
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; j++) acc[j] = cg_dot32(acc[j], ua, av, cg_load_bq(br[j], kk, k), ones);
+    }
+    for (int j = 0; j < nr; j++) g->c[i0 * g->ldc + j0 + j] = cg_q8_out(g, i0, j0 + j, cg_hsum(acc[j]));
+}
+
+const cg_gemm_kernels cg_q8_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile};
+
+#else
+typedef int cg_q8_avx2_not_x86;
+#endif
