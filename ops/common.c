@@ -98,7 +98,7 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
 }
 
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
-                      cg_op_dtype wt, int64_t ldw, float *c, int64_t ldc) {
+                      cg_op_dtype wt, int64_t ldw, const float *w_scale, void *scratch, float *c, int64_t ldc) {
     if (wt == CG_OP_F32) {
         cg_ops_project(m, n, k, a, lda, w, ldw, c, ldc);
         return;
@@ -108,7 +108,12 @@ void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0.0f;
         return;
     }
-    cg_cpu_gemm_nt_h(m, n, k, 1.0f, a, lda, w, wt == (cg_op_dtype)CG_BF16, ldw, 0.0f, c, ldc);
+    if (wt == (cg_op_dtype)CG_I8) cg_cpu_gemm_nt_q8(m, n, k, a, lda, w, w_scale, ldw, c, ldc, scratch);
+    else cg_cpu_gemm_nt_h(m, n, k, 1.0f, a, lda, w, wt == (cg_op_dtype)CG_BF16, ldw, 0.0f, c, ldc);
+}
+
+size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t k) {
+    return wt == (cg_op_dtype)CG_I8 ? cg_cpu_gemm_q8_scratch(m, k) : 0;
 }
 
 cg_op_status cg_ops_expect_weight(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,
@@ -118,6 +123,26 @@ cg_op_status cg_ops_expect_weight(const cg_op_call *call, const char *label, con
     cg_tensor_desc f = *d;
     f.dtype = CG_OP_F32; /* the same shape rules */
     return cg_ops_expect_f32(call, label, &f, ndim, dims);
+}
+
+cg_op_status cg_ops_expect_qweight(const cg_op_call *call, const char *label, const cg_tensor_desc *d,
+                                   const int64_t *dims, const cg_tensor_desc *s, const char *s_label) {
+    if (d->dtype != (cg_op_dtype)CG_I8) return cg_ops_expect_weight(call, label, d, 2, dims);
+    if (!s) return cg_op_fail(call, "%s is i8 and needs its f32 scales, one per row, as the last input", label);
+    cg_tensor_desc f = *d;
+    f.dtype = CG_OP_F32; /* the same shape rules */
+    if (cg_ops_expect_f32(call, label, &f, 2, dims)) return CG_OP_ERROR;
+    const int64_t rows[1] = {cg_dim_unify(d->dims[0], dims[0])};
+    return cg_ops_expect_f32(call, s_label, s, 1, rows);
+}
+
+int32_t cg_ops_emit_weight(cg_ops_emitter *e, int32_t w, int32_t s) {
+    int32_t v = cg_ops_emit_input(e, w);
+    if (e->st != CG_OP_OK || e->call->inputs[w].dtype != (cg_op_dtype)CG_I8) return v;
+    int32_t sv = cg_ops_emit_input(e, s);
+    v = cg_ops_emit(e, "cast", "to: \"f32\"", v, -1, -1);
+    sv = cg_ops_emit(e, "reshape", "shape: [-1, 1]", sv, -1, -1);
+    return cg_ops_emit(e, "mul", NULL, v, sv, -1);
 }
 
 int32_t cg_ops_error_case(cg_conform_case *c, int input, double lo, double hi) {

@@ -285,27 +285,41 @@ const cg_op_def cg_op_matmul = {
     .conform_case = matmul_conform,
 };
 
-/* ---- linear(x [..., IN], w [OUT, IN], b [OUT]?) -> [..., OUT] ---- */
+/* ---- linear(x [..., IN], w [OUT, IN], b [OUT]?, w_scale [OUT] if w is i8) -> [..., OUT] ---- */
+
+static int linear_q8(const cg_op_call *call) { return call->inputs[1].dtype == (cg_op_dtype)CG_I8; }
+
+/* Index of the bias among the inputs, -1 without one. */
+static int linear_bias(const cg_op_call *call) { return call->n_inputs > 2 + linear_q8(call) ? 2 : -1; }
 
 static cg_op_status linear_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0], *w = &call->inputs[1];
     char sx[128], sw[128], sb[128], s1[32], s2[32];
     if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
-    if (!cg_ops_weight_dtype(w->dtype))
-        return cg_op_fail(call, "input 1 (w) must be f32, bf16 or f16, got %s", cg_ops_dtype_name(w->dtype));
-    if (cg_expect_input(call, 1, w->dtype, 2)) return CG_OP_ERROR;
+    if (!cg_ops_weight_dtype(w->dtype) && !linear_q8(call))
+        return cg_op_fail(call, "input 1 (w) must be f32, bf16, f16 or i8, got %s", cg_ops_dtype_name(w->dtype));
+    if (!linear_q8(call) && call->n_inputs > 3)
+        return cg_op_fail(call, "linear takes a 4th input (w_scale) only for an i8 w, got w %s",
+                          cg_ops_dtype_name(w->dtype));
     cg_ops_format_dims(sx, sizeof sx, x);
     cg_ops_format_dims(sw, sizeof sw, w);
     if (x->ndim < 1)
         return cg_op_fail(call, "input 0 (x) must have at least 1 dim for linear, got %s", sx);
+    if (w->ndim != 2) return cg_op_fail(call, "input 1 (w) must have 2 dims [OUT, IN] for linear, got %s", sw);
     int64_t in = x->dims[x->ndim - 1];
     if (!cg_dim_compatible(w->dims[1], in))
         return cg_op_fail(call, "input 1 (w) has shape %s, expected [OUT, IN=%s] for linear "
                           "with x %s", sw, fmt_dim(s1, sizeof s1, in), sx);
     int64_t out = w->dims[0];
-    if (call->n_inputs > 2) {
-        const cg_tensor_desc *b = &call->inputs[2];
-        if (cg_expect_input(call, 2, CG_OP_F32, 1)) return CG_OP_ERROR;
+    if (linear_q8(call)) {
+        const int64_t want[2] = {out, CG_DIM_UNKNOWN};
+        const cg_tensor_desc *sc = call->n_inputs > 2 ? &call->inputs[call->n_inputs - 1] : NULL;
+        if (cg_ops_expect_qweight(call, "input 1 (w)", w, want, sc, "the last input (w_scale)")) return CG_OP_ERROR;
+    }
+    const int ib = linear_bias(call);
+    if (ib >= 0) {
+        const cg_tensor_desc *b = &call->inputs[ib];
+        if (cg_expect_input(call, ib, CG_OP_F32, 1)) return CG_OP_ERROR;
         if (!cg_dim_compatible(b->dims[0], out)) {
             cg_ops_format_dims(sb, sizeof sb, b);
             return cg_op_fail(call, "input 2 (b) has shape %s, expected [OUT=%s] for linear "
@@ -319,11 +333,19 @@ static cg_op_status linear_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
+/* Scratch of the int8 product: x quantized row by row. */
+static size_t linear_workspace(const cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    if (!linear_q8(call) || x->ndim < 1) return 0;
+    return cg_ops_project_scratch(call->inputs[1].dtype, prod_dims(x->dims, x->ndim - 1), x->dims[x->ndim - 1]);
+}
+
 static cg_op_status linear_cpu(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *x = &call->inputs[0], *w = &call->inputs[1];
     const float *px = args->in[0], *pw = args->in[1];
-    const float *pb = call->n_inputs > 2 ? args->in[2] : NULL;
+    const float *pb = linear_bias(call) >= 0 ? args->in[2] : NULL;
+    const float *ps = linear_q8(call) ? args->in[call->n_inputs - 1] : NULL;
     float *py = args->out[0];
     int64_t rows = prod_dims(x->dims, x->ndim - 1);
     int64_t in = x->dims[x->ndim - 1], out = w->dims[0];
@@ -332,7 +354,8 @@ static cg_op_status linear_cpu(const cg_kernel_args *args) {
      * goes through GEMV: OpenBLAS's SGEMM re-packs the whole weight matrix on
      * every call, which cost ~70% of a batch-1 decoder step (see
      * docs/performance.md). */
-    if (w->dtype != CG_OP_F32) cg_ops_project_w(rows, out, in, px, in, args->in[1], w->dtype, in, py, out);
+    if (w->dtype != CG_OP_F32)
+        cg_ops_project_w(rows, out, in, px, in, args->in[1], w->dtype, in, ps, args->workspace, py, out);
     else if (rows == 1 && in > 0) cg_cpu_sgemv(0, out, in, 1.0f, pw, in, px, 0.0f, py);
     else cg_cpu_sgemm(0, 1, rows, out, in, 1.0f, px, in, pw, in, 0.0f, py, out);
     if (pb) {
@@ -351,19 +374,20 @@ static cg_op_status linear_decompose(cg_decomp *d, const cg_op_call *call) {
     if (!h || !h->decomp_input || !h->decomp_node || !h->decomp_output)
         return cg_op_fail(call, "the host offers no decomposition services");
     int one_d = call->inputs[0].ndim == 1;
-    int32_t x = h->decomp_input(d, 0), w = h->decomp_input(d, 1), v, t;
-    if (x < 0 || w < 0) return cg_op_fail(call, "cannot read the inputs of linear");
+    cg_ops_emitter e = {d, call, CG_OP_OK};
+    int32_t x = h->decomp_input(d, 0), w = cg_ops_emit_weight(&e, 1, call->n_inputs - 1), v, t;
+    if (x < 0 || w < 0) return e.st != CG_OP_OK ? e.st : cg_op_fail(call, "cannot read the inputs of linear");
     if (one_d) {
         if (h->decomp_node(d, "reshape", 1, &x, 1, &t, "shape: [1, -1]")) return CG_OP_ERROR;
         x = t;
     }
-    if (call->inputs[1].dtype != CG_OP_F32) { /* 16-bit weights: widened for matmul */
+    if (call->inputs[1].dtype != CG_OP_F32 && !linear_q8(call)) { /* 16-bit weights: widened for matmul */
         if (h->decomp_node(d, "cast", 1, &w, 1, &t, "to: \"f32\"")) return CG_OP_ERROR;
         w = t;
     }
     int32_t mm_in[2] = {x, w};
     if (h->decomp_node(d, "matmul", 2, mm_in, 1, &v, "transpose_b: 1")) return CG_OP_ERROR;
-    if (call->n_inputs > 2) {
+    if (linear_bias(call) >= 0) {
         int32_t add_in[2] = {v, h->decomp_input(d, 2)};
         if (add_in[1] < 0) return cg_op_fail(call, "cannot read input 2 (b) of linear");
         if (h->decomp_node(d, "add", 2, add_in, 1, &t, NULL)) return CG_OP_ERROR;
@@ -399,11 +423,11 @@ static int32_t linear_conform(int32_t index, cg_conform_case *c);
 static int linear_cl_supports(const cg_kernel_args *a) { return a->call->inputs[1].dtype == CG_OP_F32; }
 
 static const cg_kernel_def linear_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = linear_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = linear_workspace, .run = linear_cpu},
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl,
      .supports = linear_cl_supports},
 };
-static const char *const linear_inputs[] = {"x", "w", "b", NULL};
+static const char *const linear_inputs[] = {"x", "w", "b", "w_scale", NULL};
 
 const cg_op_def cg_op_linear = {
     .struct_size = sizeof(cg_op_def),
@@ -411,10 +435,14 @@ const cg_op_def cg_op_linear = {
     .doc = "Affine layer like torch.nn.functional.linear: y = x w^T + b for f32 "
            "x [..., IN] (at least 1 dim), weight w [OUT, IN] (f32, or bf16 / f16: "
            "half the bytes, widened to f32 as read, on the CPU) and optional f32 bias "
-           "b [OUT]; output [..., OUT]. Every leading row of x is computed in one "
-           "matrix product. Decomposes into matmul (transpose_b: 1) and add (a 16-bit "
-           "w cast to f32 first).",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+           "b [OUT]; output [..., OUT]. w may also be i8 with f32 scales w_scale [OUT], "
+           "one per row, as the last input (w = w_scale[o] * w_i8[o, :]: "
+           "linear(x, w, w_scale) or linear(x, w, b, w_scale)); the CPU then rounds each "
+           "row of x to 8 bits (its own scale, max|x| / 127) and sums integer products. "
+           "Every leading row of x is computed in one matrix product. Decomposes into "
+           "matmul (transpose_b: 1) and add (a 16-bit w cast to f32 first, an i8 one "
+           "dequantized).",
+    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
     .input_names = linear_inputs,
     .infer = linear_infer,
     .decompose = linear_decompose,
@@ -522,12 +550,42 @@ static const struct {
     {{NULL, 3, {2, 2, 1}, {{1, 1000}, {100, 1000}, {100}}, MM_ATOL_K1000}, CG_F16},
 };
 
+/* int8 weights with scales in [0.001, 0.004] (w within +-0.5), x in
+ * [-1, 1]: the CPU rounds x to 8 bits, the decomposition (OpenCL, and the
+ * reference) multiplies the dequantized weights in f32, so they differ by
+ * the rounding of x: per product at most |w| / 254, summed over K with
+ * random signs; atol is about 8 standard deviations of that sum. */
+static const mm_case linear_q8_cases[] = {
+    {NULL, 3, {2, 2, 1}, {{1, 37}, {40, 37}, {40}}, 0.02},
+    {NULL, 2, {2, 2}, {{5, 64}, {33, 64}}, 0.02},               /* no bias: linear(x, w, w_scale) */
+    {NULL, 3, {3, 2, 1}, {{2, 3, 129}, {19, 129}, {19}}, 0.03},
+    {NULL, 3, {2, 2, 1}, {{1, 1000}, {100, 1000}, {100}}, 0.08}, /* GEMV */
+    {NULL, 3, {2, 2, 1}, {{3, 0}, {5, 0}, {5}}, 0},              /* IN = 0: y = b */
+};
+
 static int32_t linear_conform(int32_t index, cg_conform_case *c) {
     const int32_t n = (int32_t)(sizeof linear_cases / sizeof linear_cases[0]);
+    const int32_t n16 = (int32_t)(sizeof linear_w16_cases / sizeof linear_w16_cases[0]);
+    const int32_t n8 = (int32_t)(sizeof linear_q8_cases / sizeof linear_q8_cases[0]);
     if (index < n) return mm_fill(linear_cases, n, index, c);
     index -= n;
-    if (index >= (int32_t)(sizeof linear_w16_cases / sizeof linear_w16_cases[0])) return 0;
-    mm_fill(&linear_w16_cases[index].c, 1, 0, c);
-    c->inputs[1].dtype = (cg_op_dtype)linear_w16_cases[index].wdt;
+    if (index < n16) {
+        mm_fill(&linear_w16_cases[index].c, 1, 0, c);
+        c->inputs[1].dtype = (cg_op_dtype)linear_w16_cases[index].wdt;
+        return 1;
+    }
+    index -= n16;
+    if (index >= n8) return 0;
+    mm_fill(&linear_q8_cases[index], 1, 0, c);
+    const int last = c->n_inputs++;
+    c->inputs[1].dtype = (cg_op_dtype)CG_I8;
+    c->lo[1] = -127, c->hi[1] = 127;
+    for (int i = 0; i < last; i++)
+        if (i != 1) c->lo[i] = -1, c->hi[i] = 1;
+    memset(&c->inputs[last], 0, sizeof c->inputs[last]);
+    c->inputs[last].dtype = CG_OP_F32;
+    c->inputs[last].ndim = 1;
+    c->inputs[last].dims[0] = c->inputs[1].dims[0];
+    c->lo[last] = 0.001, c->hi[last] = 0.004;
     return 1;
 }

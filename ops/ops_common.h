@@ -104,10 +104,14 @@ cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
 void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                     const float *w, int64_t ldw, float *c, int64_t ldc);
 
-/* cg_ops_project with W of dtype wt: f32, or bf16 / f16 weights widened in
- * registers (half the bytes read; products and sums in f32). */
+/* cg_ops_project with W of dtype wt: f32, bf16 / f16 weights widened in
+ * registers (half the bytes read; products and sums in f32), or int8 with
+ * one f32 scale per row in w_scale (a quarter of the bytes; A quantized per
+ * row on the fly, exact integer sums: cg_cpu_gemm_nt_q8), which needs
+ * cg_ops_project_scratch(wt, m, k) bytes of scratch (else unused, NULL ok). */
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
-                      cg_op_dtype wt, int64_t ldw, float *c, int64_t ldc);
+                      cg_op_dtype wt, int64_t ldw, const float *w_scale, void *scratch, float *c, int64_t ldc);
+size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t k);
 
 /* A weight matrix may be stored f32, bf16 or f16 (the 16-bit ones read by
  * the CPU kernels as they are, elsewhere cast to f32 by a decomposition). */
@@ -118,6 +122,14 @@ static inline int cg_ops_weight_dtype(cg_op_dtype t) {
 /* cg_ops_expect_f32 for a weight matrix: f32, bf16 or f16. */
 cg_op_status cg_ops_expect_weight(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,
                                   const int64_t *dims);
+
+/* int8 weight matrices (linear, gru_cell, lstm_cell): an int8 weight's f32
+ * scales, one per row, come after the op's other inputs, in the order of
+ * their weights. cg_ops_expect_qweight checks a weight that may also be
+ * int8 and, for int8, its scales `s` ([rows], f32; NULL: not given). */
+cg_op_status cg_ops_expect_qweight(const cg_op_call *call, const char *label, const cg_tensor_desc *d,
+                                   const int64_t *dims, const cg_tensor_desc *s, const char *s_label);
+
 
 /* One GRU row (rnn_cell.c): gi = W_ih x, gh = W_hh h without biases, gates
  * r, z, n. h_out may be h. */
@@ -168,6 +180,11 @@ int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
 int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
                     int32_t b, int32_t c);
 void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
+
+/* Emits weight input w as a decomposition reads it: an int8 one dequantized
+ * (cast to f32, times its scales, input s, as a column); others as they
+ * are (linear casts 16-bit ones itself). */
+int32_t cg_ops_emit_weight(cg_ops_emitter *e, int32_t w, int32_t s);
 
 /* ---- every built-in op definition (one or more per file in ops/) ---- */
 #define CG_BUILTIN_OPS(X)                                                    \

@@ -71,6 +71,16 @@ void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const flo
 
 /* ==== shared inference of both cells ==== */
 
+/* Inputs before the scales (6 GRU, 7 LSTM), and the index of the scales of
+ * weight w (0: w_ih, 1: w_hh) when that weight is int8, else -1. */
+static int cell_n_base(int gates) { return gates == 3 ? 6 : 7; }
+static int cell_scale(const cg_op_call *call, int gates, int w) {
+    const int i_wih = gates == 3 ? 2 : 3;
+    const int q_ih = call->inputs[i_wih].dtype == (cg_op_dtype)CG_I8;
+    if (call->inputs[i_wih + w].dtype != (cg_op_dtype)CG_I8) return -1;
+    return cell_n_base(gates) + (w == 1 ? q_ih : 0);
+}
+
 /* Inputs: x [B, I], h [B, H], (c [B, H],) w_ih [G*H, I], w_hh [G*H, H],
  * b_ih [G*H], b_hh [G*H]; G = 3 (GRU) or 4 (LSTM). Outputs are [B, H]. */
 static cg_op_status cell_infer(cg_op_call *call, int gates) {
@@ -82,9 +92,15 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
     char label[64];
 #define CELL_LABEL(i) (snprintf(label, sizeof label, "input '%s'", cg_input_name(def, (i))), label)
     const int64_t any2[2] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
+    const int n_q = (w_ih->dtype == (cg_op_dtype)CG_I8) + (w_hh->dtype == (cg_op_dtype)CG_I8);
+    if (call->n_inputs != cell_n_base(gates) + n_q)
+        return cg_op_fail(call, "%s takes %d inputs with %d i8 weight(s) (each followed by its scales at the end), "
+                          "got %d", def->name, cell_n_base(gates) + n_q, n_q, call->n_inputs);
+    const cg_tensor_desc *s_ih = cell_scale(call, gates, 0) >= 0 ? &call->inputs[cell_scale(call, gates, 0)] : NULL;
+    const cg_tensor_desc *s_hh = cell_scale(call, gates, 1) >= 0 ? &call->inputs[cell_scale(call, gates, 1)] : NULL;
     if (cg_ops_expect_f32(call, CELL_LABEL(0), x, 2, any2) ||
         cg_ops_expect_f32(call, CELL_LABEL(1), h, 2, any2) ||
-        cg_ops_expect_weight(call, CELL_LABEL(i_wih + 1), w_hh, 2, any2))
+        cg_ops_expect_qweight(call, CELL_LABEL(i_wih + 1), w_hh, any2, s_hh, "the scales of w_hh"))
         return CG_OP_ERROR;
 
     /* The state h defines B (with x) and H; a symbolic H is taken from w_hh. */
@@ -102,8 +118,8 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
                               cg_input_name(def, i_wih + 1), (long long)GH, gates);
     }
     const int64_t want_ih[2] = {GH, x->dims[1]}, want_hh[2] = {GH, H}, want_b[1] = {GH};
-    if (cg_ops_expect_weight(call, CELL_LABEL(i_wih), w_ih, 2, want_ih) ||
-        cg_ops_expect_weight(call, CELL_LABEL(i_wih + 1), w_hh, 2, want_hh) ||
+    if (cg_ops_expect_qweight(call, CELL_LABEL(i_wih), w_ih, want_ih, s_ih, "the scales of w_ih") ||
+        cg_ops_expect_qweight(call, CELL_LABEL(i_wih + 1), w_hh, want_hh, s_hh, "the scales of w_hh") ||
         cg_ops_expect_f32(call, CELL_LABEL(i_wih + 2), &call->inputs[i_wih + 2], 1, want_b) ||
         cg_ops_expect_f32(call, CELL_LABEL(i_wih + 3), &call->inputs[i_wih + 3], 1, want_b))
         return CG_OP_ERROR;
@@ -119,10 +135,14 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
     return CG_OP_OK;
 }
 
-/* Workspace: gi [B, G*H] and gh [B, G*H]. */
+/* Workspace: gi [B, G*H] and gh [B, G*H], then the scratch of an int8
+ * product (x or h quantized), one at a time. */
 static size_t cell_workspace(const cg_op_call *call, int gates) {
-    int64_t B = call->inputs[0].dims[0], H = call->inputs[1].dims[1];
-    return sizeof(float) * 2 * (size_t)B * (size_t)gates * (size_t)H;
+    const int w = gates == 3 ? 2 : 3;
+    int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1], H = call->inputs[1].dims[1];
+    size_t q_ih = cg_ops_project_scratch(call->inputs[w].dtype, B, I);
+    size_t q_hh = cg_ops_project_scratch(call->inputs[w + 1].dtype, B, H);
+    return sizeof(float) * 2 * (size_t)B * (size_t)gates * (size_t)H + (q_ih > q_hh ? q_ih : q_hh);
 }
 
 /* Both projections of a cell into the workspace. */
@@ -130,10 +150,14 @@ static void cell_project(const cg_kernel_args *a, int gates, int w_first, float 
     const cg_op_call *call = a->call;
     int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1];
     int64_t H = call->inputs[1].dims[1], GH = gates * H;
+    const int s_ih = cell_scale(call, gates, 0), s_hh = cell_scale(call, gates, 1);
     *gi = a->workspace;
     *gh = *gi + B * GH;
-    cg_ops_project_w(B, GH, I, a->in[0], I, a->in[w_first], call->inputs[w_first].dtype, I, *gi, GH);
-    cg_ops_project_w(B, GH, H, a->in[1], H, a->in[w_first + 1], call->inputs[w_first + 1].dtype, H, *gh, GH);
+    void *scratch = *gh + B * GH;
+    cg_ops_project_w(B, GH, I, a->in[0], I, a->in[w_first], call->inputs[w_first].dtype, I,
+                     s_ih >= 0 ? a->in[s_ih] : NULL, scratch, *gi, GH);
+    cg_ops_project_w(B, GH, H, a->in[1], H, a->in[w_first + 1], call->inputs[w_first + 1].dtype, H,
+                     s_hh >= 0 ? a->in[s_hh] : NULL, scratch, *gh, GH);
 }
 
 /* The hidden size of a cell call for its decomposition (which runs on the
@@ -215,12 +239,16 @@ static const struct {
  * b_ih, b_hh; x and the state in [-1, 1], weights and biases in [-0.5, 0.5]
  * so that the gates stay away from saturation. */
 static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
-    /* after the f32 cases, two with 16-bit weights: bf16, then f16 */
+    /* after the f32 cases, two with 16-bit weights (bf16, then f16) and two
+     * with int8 ones (B 3 and 17, H 17, I 5; w_ih and w_hh i8, scales
+     * appended) */
     const int32_t n_f32 = (int32_t)(sizeof cell_cases / sizeof cell_cases[0]);
     cg_op_dtype wdt = CG_OP_F32;
-    if (index >= n_f32 && index < n_f32 + 2) {
-        wdt = index == n_f32 ? (cg_op_dtype)CG_BF16 : (cg_op_dtype)CG_F16;
-        index = 5; /* B 3, H 17, I 5 */
+    if (index >= n_f32 && index < n_f32 + 4) {
+        const cg_op_dtype wdts[4] = {(cg_op_dtype)CG_BF16, (cg_op_dtype)CG_F16, (cg_op_dtype)CG_I8,
+                                     (cg_op_dtype)CG_I8};
+        wdt = wdts[index - n_f32];
+        index = index == n_f32 + 3 ? 6 : 5; /* B 3 (17), H 17, I 5 */
     }
     if (index < 0 || index >= n_f32) return 0;
     const int64_t B = cell_cases[index].B, H = cell_cases[index].H, I = cell_cases[index].I;
@@ -241,6 +269,22 @@ static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
     }
     c->n_outputs = gates == 3 ? 1 : cell_cases[index].n_out;
     c->attrs = NULL;
+    if (wdt == (cg_op_dtype)CG_I8) {
+        /* Weights within +-0.5 as above (q in [-127, 127], scales in
+         * [0.001, 0.004]). The CPU rounds x and h to 8 bits, the
+         * decomposition does not: the pre-activations differ by about
+         * 5e-4 sqrt(K) (K <= 17), a few 1e-3 after the gates at most. */
+        for (int w = 0; w < 2; w++) {
+            const int i = c->n_inputs++, wi = 1 + n_state + w;
+            c->lo[wi] = -127, c->hi[wi] = 127;
+            memset(&c->inputs[i], 0, sizeof c->inputs[i]);
+            c->inputs[i].dtype = CG_OP_F32;
+            c->inputs[i].ndim = 1;
+            c->inputs[i].dims[0] = gates * H;
+            c->lo[i] = 0.001, c->hi[i] = 0.004;
+        }
+        c->atol = 0.01;
+    }
     return 1;
 }
 
@@ -269,7 +313,8 @@ static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
     if (H < 0) return cg_op_fail(call, "gru_cell decomposition needs a concrete hidden size");
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1);
-    int32_t w_ih = cg_ops_emit_input(&e, 2), w_hh = cg_ops_emit_input(&e, 3);
+    int32_t w_ih = cg_ops_emit_weight(&e, 2, cell_scale(call, 3, 0));
+    int32_t w_hh = cg_ops_emit_weight(&e, 3, cell_scale(call, 3, 1));
     int32_t b_ih = cg_ops_emit_input(&e, 4), b_hh = cg_ops_emit_input(&e, 5);
     int32_t gi = cg_ops_emit(&e, "linear", NULL, x, w_ih, b_ih);
     int32_t gh = cg_ops_emit(&e, "linear", NULL, h, w_hh, b_hh);
@@ -311,7 +356,7 @@ static const cg_kernel_def gru_cell_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl,
      .supports = gru_cell_cl_supports},
 };
-static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
+static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", "scale_ih", "scale_hh", NULL};
 
 const cg_op_def cg_op_gru_cell = {
     .struct_size = sizeof(cg_op_def),
@@ -322,8 +367,10 @@ const cg_op_def cg_op_gru_cell = {
            "PyTorch's weight_ih / weight_hh). r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), "
            "z = sigmoid(W_iz x + b_iz + W_hz h + b_hz), "
            "n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), output h' = (1 - z) * n + z * h, "
-           "[B, H]. No attributes.",
-    .min_inputs = 6, .max_inputs = 6, .min_outputs = 1, .max_outputs = 1,
+           "[B, H]. The weights may also be bf16 / f16, or i8 with f32 scales, one per row, "
+           "appended as inputs in the order of their weights (scale_ih [3H], scale_hh [3H]; "
+           "see linear). No attributes.",
+    .min_inputs = 6, .max_inputs = 8, .min_outputs = 1, .max_outputs = 1,
     .input_names = gru_cell_inputs,
     .infer = gru_cell_infer,
     .decompose = gru_cell_decompose,
@@ -359,7 +406,8 @@ static cg_op_status lstm_cell_decompose(cg_decomp *d, const cg_op_call *call) {
     if (H < 0) return cg_op_fail(call, "lstm_cell decomposition needs a concrete hidden size");
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1), c = cg_ops_emit_input(&e, 2);
-    int32_t w_ih = cg_ops_emit_input(&e, 3), w_hh = cg_ops_emit_input(&e, 4);
+    int32_t w_ih = cg_ops_emit_weight(&e, 3, cell_scale(call, 4, 0));
+    int32_t w_hh = cg_ops_emit_weight(&e, 4, cell_scale(call, 4, 1));
     int32_t b_ih = cg_ops_emit_input(&e, 5), b_hh = cg_ops_emit_input(&e, 6);
     int32_t gi = cg_ops_emit(&e, "linear", NULL, x, w_ih, b_ih);
     int32_t gh = cg_ops_emit(&e, "linear", NULL, h, w_hh, b_hh);
@@ -391,7 +439,7 @@ static const cg_kernel_def lstm_cell_kernels[] = {
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl,
      .supports = lstm_cell_cl_supports},
 };
-static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", NULL};
+static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", "scale_ih", "scale_hh", NULL};
 
 const cg_op_def cg_op_lstm_cell = {
     .struct_size = sizeof(cg_op_def),
@@ -402,8 +450,10 @@ const cg_op_def cg_op_lstm_cell = {
            "order, as in PyTorch). With a_k = W_ik x + b_ik + W_hk h + b_hk: "
            "i = sigmoid(a_i), f = sigmoid(a_f), g = tanh(a_g), o = sigmoid(a_o), "
            "c' = f * c + i * g, h' = o * tanh(c'). Outputs h' [B, H] and "
-           "(optional second output) c' [B, H]. No attributes.",
-    .min_inputs = 7, .max_inputs = 7, .min_outputs = 1, .max_outputs = 2,
+           "(optional second output) c' [B, H]. The weights may also be bf16 / f16, or i8 "
+           "with f32 scales appended as for gru_cell (scale_ih [4H], scale_hh [4H]). "
+           "No attributes.",
+    .min_inputs = 7, .max_inputs = 9, .min_outputs = 1, .max_outputs = 2,
     .input_names = lstm_cell_inputs,
     .infer = lstm_cell_infer,
     .decompose = lstm_cell_decompose,

@@ -32,6 +32,15 @@ static int weight_index(int64_t D, int64_t k, int64_t d, int which) {
     return (int)(2 + 4 * (k * D + d) + which);
 }
 
+/* int8 weight matrices (all or none): their f32 scales follow the 4*L*D
+ * weights, two per layer and direction (weight_ih's, weight_hh's) in the
+ * same order. Whether the call has them, and the scales of input i. */
+static int seq_q8(const cg_op_call *call) { return call->n_inputs > 2 && call->inputs[2].dtype == (cg_op_dtype)CG_I8; }
+static int scale_index(const cg_op_call *call, int i) {
+    const int64_t LD = call->attrs[ATTR_LAYERS].i * (call->attrs[ATTR_BIDIRECTIONAL].i ? 2 : 1);
+    return (int)(2 + 4 * LD + 2 * ((i - 2) / 4) + (i - 2) % 4);
+}
+
 static cg_op_status seq_infer(cg_op_call *call, int gates) {
     const char *op = gates == 3 ? "gru" : "lstm";
     int64_t H = call->attrs[ATTR_HIDDEN].i, L = call->attrs[ATTR_LAYERS].i;
@@ -42,13 +51,14 @@ static cg_op_status seq_infer(cg_op_call *call, int gates) {
     if (bidir != 0 && bidir != 1)
         return cg_op_fail(call, "attribute bidirectional must be 0 or 1, got %lld", (long long)bidir);
     int64_t D = bidir ? 2 : 1;
-    int64_t want_inputs = 2 + 4 * L * D;
+    const int q8 = seq_q8(call);
+    int64_t want_inputs = 2 + (q8 ? 6 : 4) * L * D;
     if (call->n_inputs != want_inputs)
         return cg_op_fail(call,
                           "%s with layers = %lld, bidirectional = %lld takes %lld inputs "
-                          "(x, lengths, then %lld weights in PyTorch's state_dict order), got %d",
-                          op, (long long)L, (long long)bidir, (long long)want_inputs,
-                          (long long)(want_inputs - 2), call->n_inputs);
+                          "(x, lengths, then %lld weights in PyTorch's state_dict order%s), got %d",
+                          op, (long long)L, (long long)bidir, (long long)want_inputs, (long long)(4 * L * D),
+                          q8 ? ", then the scales of the i8 matrices" : "", call->n_inputs);
 
     const cg_tensor_desc *x = &call->inputs[0], *len = &call->inputs[1];
     const int64_t any3[3] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
@@ -71,8 +81,16 @@ static cg_op_status seq_infer(cg_op_call *call, int gates) {
                 char label[64];
                 snprintf(label, sizeof label, "%s_l%lld%s", kinds[which], (long long)k,
                          d ? "_reverse" : "");
-                const cg_tensor_desc *w = &call->inputs[weight_index(D, k, d, which)];
-                if (which < 2 ? cg_ops_expect_weight(call, label, w, 2, want[which])
+                const int wi = weight_index(D, k, d, which);
+                const cg_tensor_desc *w = &call->inputs[wi];
+                if (which < 2 && q8 != (w->dtype == (cg_op_dtype)CG_I8))
+                    return cg_op_fail(call, "%s is %s, but weight_ih_l0 is %s: the weight matrices are all i8 "
+                                      "or none", label, cg_ops_dtype_name(w->dtype),
+                                      cg_ops_dtype_name(call->inputs[2].dtype));
+                char s_label[80];
+                snprintf(s_label, sizeof s_label, "the scales of %s", label);
+                if (which < 2 ? cg_ops_expect_qweight(call, label, w, want[which],
+                                                      q8 ? &call->inputs[scale_index(call, wi)] : NULL, s_label)
                               : cg_ops_expect_f32(call, label, w, 1, want[which]))
                     return CG_OP_ERROR;
             }
@@ -98,6 +116,7 @@ static cg_op_status seq_infer(cg_op_call *call, int gates) {
 typedef struct seq_ws {
     int32_t *order;
     float *proj, *gh, *h, *c, *layer[2];
+    void *q8; /* scratch of the int8 products (inputs or states quantized) */
 } seq_ws;
 
 /* Hands out the next 64-byte aligned part of `bytes` (NULL if 0 or when
@@ -109,7 +128,7 @@ static void *ws_take(void *base, size_t *off, size_t bytes) {
 }
 
 /* Lays the workspace out at `base` into *ws; returns its size in bytes. */
-static size_t seq_ws_layout(const seq_dims *s, void *base, seq_ws *ws) {
+static size_t seq_ws_layout(const seq_dims *s, int q8, void *base, seq_ws *ws) {
     size_t B = (size_t)s->B, H = (size_t)s->H, GH = (size_t)(s->G * s->H);
     size_t layer = sizeof(float) * B * (size_t)s->S * (size_t)s->D * H;
     size_t off = 0;
@@ -120,6 +139,8 @@ static size_t seq_ws_layout(const seq_dims *s, void *base, seq_ws *ws) {
     ws->c = ws_take(base, &off, s->G == 4 ? sizeof(float) * B * H : 0);
     ws->layer[0] = ws_take(base, &off, s->L > 1 ? layer : 0);
     ws->layer[1] = ws_take(base, &off, s->L > 2 ? layer : 0);
+    const int64_t in_max = s->I > s->D * s->H ? s->I : s->D * s->H;
+    ws->q8 = ws_take(base, &off, q8 ? cg_ops_project_scratch((cg_op_dtype)CG_I8, s->B * s->S, in_max > s->H ? in_max : s->H) : 0);
     return off;
 }
 
@@ -129,9 +150,9 @@ static size_t seq_ws_layout(const seq_dims *s, void *base, seq_ws *ws) {
 static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *lengths,
                           const float *in, int64_t in_size, float *out, int64_t d,
                           const void *w_ih, cg_op_dtype t_ih, const void *w_hh, cg_op_dtype t_hh,
-                          const float *b_ih, const float *b_hh) {
+                          const float *b_ih, const float *b_hh, const float *s_ih, const float *s_hh) {
     const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H, DH = s->D * s->H;
-    cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, ws->proj, GH);
+    cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, ws->q8, ws->proj, GH);
     memset(ws->h, 0, sizeof(float) * (size_t)(B * H));
     if (s->G == 4) memset(ws->c, 0, sizeof(float) * (size_t)(B * H));
     int64_t max_len = B ? lengths[ws->order[0]] : 0;
@@ -143,7 +164,7 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
             while (n < B && lengths[ws->order[n]] > t) n++;
         else
             while (n > 0 && lengths[ws->order[n - 1]] <= t) n--;
-        cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, ws->gh, GH);
+        cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, s_hh, ws->q8, ws->gh, GH);
         for (int64_t j = 0; j < n; j++) {
             int64_t row = ws->order[j];
             const float *gi = ws->proj + (row * S + t) * GH;
@@ -170,7 +191,7 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
         return CG_OP_OK;
     }
     seq_ws ws;
-    seq_ws_layout(&s, a->workspace, &ws);
+    seq_ws_layout(&s, seq_q8(call), a->workspace, &ws);
 
     /* Stable insertion sort of the rows by length, longest first. */
     for (int64_t b = 0; b < s.B; b++) {
@@ -190,8 +211,10 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
         memset(out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
         for (int64_t d = 0; d < s.D; d++) {
             const int w = weight_index(s.D, k, d, 0);
+            const int q8 = seq_q8(call);
             seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], call->inputs[w].dtype,
-                          a->in[w + 1], call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3]);
+                          a->in[w + 1], call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3],
+                          q8 ? a->in[scale_index(call, w)] : NULL, q8 ? a->in[scale_index(call, w + 1)] : NULL);
             /* Final states h_n (output 1) and c_n (output 2), in batch order. */
             for (int i = 1; i < call->n_outputs; i++) {
                 const float *state = i == 1 ? ws.h : ws.c;
@@ -209,7 +232,7 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
 static size_t seq_workspace(const cg_op_call *call, int gates) {
     seq_dims s = seq_dims_of(call, gates);
     seq_ws ws;
-    return seq_ws_layout(&s, NULL, &ws);
+    return seq_ws_layout(&s, seq_q8(call), NULL, &ws);
 }
 
 /* ==== OpenCL ====
@@ -248,14 +271,15 @@ static seq_cl_ws seq_cl_layout(const seq_dims *s) {
     return w;
 }
 
-static int is_16bit(cg_op_dtype t) { return cg_ops_weight_dtype(t) && t != CG_OP_F32; }
+/* A weight matrix CLBlast cannot multiply as it is: 16-bit or int8. */
+static int is_narrow(cg_op_dtype t) { return t != CG_OP_F32 && (cg_ops_weight_dtype(t) || t == (cg_op_dtype)CG_I8); }
 
-/* Floats that 16-bit weight matrices take once widened, after the layout
+/* Floats that narrow weight matrices take once widened, after the layout
  * (CLBlast multiplies f32): the call's weights in input order. */
 static size_t seq_cl_wide_floats(const cg_op_call *call) {
     size_t n = 0;
     for (int i = 2; i < call->n_inputs; i++)
-        if (is_16bit(call->inputs[i].dtype)) n += ((size_t)cg_desc_numel(&call->inputs[i]) + 31) & ~(size_t)31;
+        if (is_narrow(call->inputs[i].dtype)) n += ((size_t)cg_desc_numel(&call->inputs[i]) + 31) & ~(size_t)31;
     return n;
 }
 
@@ -265,22 +289,29 @@ static size_t seq_cl_workspace(const cg_op_call *call, int gates) {
 }
 
 /* Weight matrix `i` as the SGEMMs read it: the input's buffer, or for a
- * 16-bit one its floats widened into the workspace at *wide (advanced). */
+ * 16-bit or int8 one its floats widened (int8: times the row's scale) into
+ * the workspace at *wide (advanced). */
 static cg_op_status seq_cl_weight(const cg_kernel_args *a, int i, size_t *wide, void **mem, size_t *off) {
     const cg_tensor_desc *d = &a->call->inputs[i];
     *mem = (void *)a->in[i];
     *off = 0;
-    if (!is_16bit(d->dtype)) return CG_OP_OK;
-    cl_kernel k = a->call->host->cl_kernel(a, cg_cl_rnn, "", "rnn_widen");
+    if (!is_narrow(d->dtype)) return CG_OP_OK;
+    const int q8 = d->dtype == (cg_op_dtype)CG_I8;
+    const char *name = q8 ? "rnn_widen_q8" : "rnn_widen";
+    cl_kernel k = a->call->host->cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
-    const cl_long n = (cl_long)cg_desc_numel(d), o = (cl_long)*wide;
+    const cl_long n = (cl_long)cg_desc_numel(d), o = (cl_long)*wide, cols = (cl_long)d->dims[1];
     const cl_int bf16 = d->dtype == (cg_op_dtype)CG_BF16;
     const cl_mem w = (cl_mem)a->in[i], ws = (cl_mem)a->workspace;
+    const cl_mem sc = q8 ? (cl_mem)a->in[scale_index(a->call, i)] : NULL;
     const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(w), CG_OPS_CL_ARG(bf16), CG_OPS_CL_ARG(ws),
                                         CG_OPS_CL_ARG(o)};
+    const cg_ops_cl_arg_value args_q8[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(w), CG_OPS_CL_ARG(cols), CG_OPS_CL_ARG(sc),
+                                           CG_OPS_CL_ARG(ws), CG_OPS_CL_ARG(o)};
     const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), n, 1);
-    if (n > 0 && (cg_ops_cl_args(a, k, "rnn_widen", 0, CG_OPS_CL_N_ARGS(args), args) ||
-                  cg_ops_cl_launch_1d(a, k, "rnn_widen", n, local)))
+    if (n > 0 && ((q8 ? cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args_q8), args_q8)
+                      : cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) ||
+                  cg_ops_cl_launch_1d(a, k, name, n, local)))
         return CG_OP_ERROR;
     *mem = a->workspace;
     *off = *wide;
@@ -458,6 +489,28 @@ static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
             if (c->inputs[i].ndim == 2) c->inputs[i].dtype = index == n + 2 ? (cg_op_dtype)CG_BF16 : (cg_op_dtype)CG_F16;
         return 1;
     }
+    if (index >= n + 4 && index < n + 6) {
+        /* int8 matrices within +-0.5 (q in [-127, 127], scales in [0.001,
+         * 0.004]), same two shapes (at most 16 inputs: 2 + 6 L D). The
+         * CPU rounds inputs and states to 8 bits, OpenCL multiplies the
+         * dequantized weights in f32 like the reference decomposition
+         * would: a few 1e-3 apart over the steps. */
+        seq_case(index == n + 4 ? 6 : 7, c, gates);
+        const int n_w = c->n_inputs;
+        for (int i = 2; i < n_w; i++) {
+            if (c->inputs[i].ndim != 2) continue;
+            c->inputs[i].dtype = (cg_op_dtype)CG_I8;
+            c->lo[i] = -127, c->hi[i] = 127;
+            const int si = c->n_inputs++;
+            memset(&c->inputs[si], 0, sizeof c->inputs[si]);
+            c->inputs[si].dtype = CG_OP_F32;
+            c->inputs[si].ndim = 1;
+            c->inputs[si].dims[0] = c->inputs[i].dims[0];
+            c->lo[si] = 0.001, c->hi[si] = 0.004;
+        }
+        c->atol = 0.02;
+        return 1;
+    }
     return seq_case(index, c, gates);
 }
 
@@ -524,7 +577,9 @@ const cg_op_def cg_op_gru = {
            "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
            "bidirectional) by the same four with the suffix _reverse; I_0 = I and "
            "I_k = D*H above, so there are 2 + 4*layers*D inputs; the weight matrices may be "
-           "f32, bf16 or f16 (products in f32), the biases are f32. Outputs: out "
+           "f32, bf16 or f16 (products in f32), or all i8 with their f32 scales (one per row, "
+           "as for linear) appended, weight_ih's then weight_hh's for each layer and direction "
+           "in the same order (2 + 6*layers*D inputs); the biases are f32. Outputs: out "
            "[B, S, D*H] (forward state in the first H columns, backward in the last "
            "H; zero at positions t >= lengths[b]) and, optionally, h_n "
            "[layers*D, B, H] (row k*D + d: the final state of layer k, direction d: "
@@ -569,7 +624,8 @@ const cg_op_def cg_op_lstm = {
            "weight_ih_lk [4H, I_k], weight_hh_lk [4H, H], bias_ih_lk [4H], bias_hh_lk "
            "[4H], followed (when bidirectional) by the same four with the suffix "
            "_reverse; I_0 = I and I_k = D*H above, so there are 2 + 4*layers*D inputs; "
-           "the weight matrices may be f32, bf16 or f16 (products in f32), the biases are f32. "
+           "the weight matrices may be f32, bf16 or f16 (products in f32), or all i8 with "
+           "their scales appended as for gru; the biases are f32. "
            "Outputs: out [B, S, D*H] (forward h in the first H columns, backward in the "
            "last H; zero at positions t >= lengths[b]), then optionally h_n and c_n, "
            "each [layers*D, B, H] (row k*D + d: the final h / c of layer k, direction "

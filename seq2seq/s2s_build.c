@@ -13,6 +13,8 @@
 #include "s2s.h"
 #include "strbuf.h"
 
+static int is_q8(const s2s_config *c) { return c->mm_dtype == CG_I8; }
+
 static void param2(cg_strbuf *o, const char *name, int a, int b) {
     cg_strbuf_put(o, "  param %s: f32[%d, %d] = \"%s\"\n", name, a, b, name);
 }
@@ -22,9 +24,18 @@ static void param2(cg_strbuf *o, const char *name, int a, int b) {
 static void param2w(cg_strbuf *o, const s2s_config *c, const char *name, int a, int b) {
     cg_strbuf_put(o, "  param %s: %s[%d, %d] = \"%s\"\n", name, c->mm_dtype ? cg_dtype_name((cg_dtype)c->mm_dtype) : "f32",
                   a, b, name);
+    if (is_q8(c)) cg_strbuf_put(o, "  param %s_scale: f32[%d] = \"%s_scale\"\n", name, a, name);
 }
 
 static void param1(cg_strbuf *o, const char *name, int a) { cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name); }
+
+/* ", NAME_scale" when weight NAME is int8 (its per-row scales, the last
+ * input of the op that reads it), else "". */
+static const char *qs(char *buf, size_t size, const s2s_config *c, const char *name) {
+    if (is_q8(c)) snprintf(buf, size, ", %s_scale", name);
+    else buf[0] = 0;
+    return buf;
+}
 
 /* Name k (0 weight_ih, 1 weight_hh, 2 bias_ih, 3 bias_hh) of layer l of a
  * torch.nn.GRU/LSTM named `mod`, in _flat_weights order; `sfx` is "" or
@@ -52,6 +63,14 @@ static void rnn_params(cg_strbuf *o, const s2s_config *c, const char *mod, int i
             param1(o, n[3], G);
             for (int k = 0; list && k < 4; k++) cg_strbuf_put(list, ", %s", n[k]);
         }
+    /* int8: the scales of every weight matrix follow, in the same order */
+    for (int l = 0; list && is_q8(c) && l < layers; l++)
+        for (int d = 0; d < dirs; d++)
+            for (int k = 0; k < 2; k++) {
+                char n[64];
+                rnn_param_name(n, sizeof n, mod, k, l, d ? "_reverse" : "");
+                cg_strbuf_put(list, ", %s_scale", n);
+            }
 }
 
 static const char *kind_name(s2s_attention a) {
@@ -68,6 +87,7 @@ static const char *kind_name(s2s_attention a) {
 
 static void encoder(cg_strbuf *o, const s2s_config *c) {
     int K = s2s_keys_dim(c), D = c->bidirectional ? 2 : 1, L = c->encoder_layers, H = c->hidden;
+    char sb[64];
     cg_strbuf lb = {0};
     cg_strbuf_put(o, "# Encoder: X = src_embed(src); (Hs, h_n) = encoder(X) over each source's own length;\n");
     cg_strbuf_put(o, "# keys = Hs%s%s.\n", c->attention == S2S_ADDITIVE ? "; keys_proj = W_k keys + b_k (once per sentence)" : "",
@@ -91,7 +111,8 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
         c->bidirectional);
     free(list);
     if (c->attention == S2S_ADDITIVE)
-        cg_strbuf_put(o, "  keys_proj = linear(keys, attention.W_k.weight, attention.W_k.bias)\n");
+        cg_strbuf_put(o, "  keys_proj = linear(keys, attention.W_k.weight, attention.W_k.bias%s)\n",
+                      qs(sb, sizeof sb, c, "attention.W_k.weight"));
     if (c->bridge_dense) {
         /* h_last: the top layer's final state, forward then backward. */
         int top = (L - 1) * D;
@@ -101,7 +122,8 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
             cg_strbuf_put(o, "  h_top = concat(h_fwd, h_bwd) {axis: 2}\n");
         }
         cg_strbuf_put(o, "  h_last = reshape(%s) {shape: [-1, %d]}\n", D == 2 ? "h_top" : "h_fwd", K);
-        cg_strbuf_put(o, "  bridge: s0_pre = linear(h_last, bridge.weight, bridge.bias)\n");
+        cg_strbuf_put(o, "  bridge: s0_pre = linear(h_last, bridge.weight, bridge.bias%s)\n",
+                      qs(sb, sizeof sb, c, "bridge.weight"));
         cg_strbuf_put(o, "  s0 = tanh(s0_pre)\n");
         for (int l = 0; l < c->decoder_layers; l++)
             cg_strbuf_put(o, "  s0_%d = slice(s0) {axis: 1, start: %d, end: %d}\n", l, l * H, (l + 1) * H);
@@ -220,16 +242,18 @@ static void decoder_params(cg_strbuf *o, const s2s_config *c) {
  * parameters (rnn_params' names). */
 static void decoder_cells(cg_strbuf *o, const s2s_config *c, const char *x) {
     for (int l = 0; l < c->decoder_layers; l++) {
-        char in[24], n[4][64];
+        char in[24], n[4][64], s0[80], s1[80];
         if (l == 0) snprintf(in, sizeof in, "%s", x);
         else snprintf(in, sizeof in, "h%d_new", l - 1);
         for (int k = 0; k < 4; k++) rnn_param_name(n[k], sizeof n[k], "decoder", k, l, "");
+        qs(s0, sizeof s0, c, n[0]);
+        qs(s1, sizeof s1, c, n[1]);
         if (c->cell == S2S_GRU)
-            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d_sel, %s, %s, %s, %s)\n", l, l, in, l, n[0], n[1],
-                n[2], n[3]);
+            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d_sel, %s, %s, %s, %s%s%s)\n", l, l, in, l, n[0], n[1],
+                n[2], n[3], s0, s1);
         else
-            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s)\n", l, l, l, in,
-                l, l, n[0], n[1], n[2], n[3]);
+            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s%s%s)\n", l, l, l,
+                in, l, l, n[0], n[1], n[2], n[3], s0, s1);
     }
 }
 
@@ -237,7 +261,7 @@ static void decoder_cells(cg_strbuf *o, const s2s_config *c, const char *x) {
  * h~, the logits, their log_softmax (whole, or its top_k best). */
 static void decoder_head(cg_strbuf *o, const s2s_config *c, int top_k) {
     int L = c->decoder_layers, att = c->attention != S2S_NONE;
-    char top[24];
+    char top[24], sb[64];
     snprintf(top, sizeof top, "h%d_new", L - 1);
     const char *o_in = top;
     if (c->luong) {
@@ -245,11 +269,12 @@ static void decoder_head(cg_strbuf *o, const s2s_config *c, int top_k) {
             attend(o, c, top);
             cg_strbuf_put(o, "  cat = concat(c, %s) {axis: 1}\n", top);
         }
-        cg_strbuf_put(o, "  combine: ht_pre = linear(%s, combine.weight, combine.bias)\n", att ? "cat" : top);
+        cg_strbuf_put(o, "  combine: ht_pre = linear(%s, combine.weight, combine.bias%s)\n", att ? "cat" : top,
+                      qs(sb, sizeof sb, c, "combine.weight"));
         cg_strbuf_put(o, "  htilde_new = tanh(ht_pre)\n");
         o_in = "htilde_new";
     }
-    cg_strbuf_put(o, "  out: logits = linear(%s, out.weight, out.bias)\n", o_in);
+    cg_strbuf_put(o, "  out: logits = linear(%s, out.weight, out.bias%s)\n", o_in, qs(sb, sizeof sb, c, "out.weight"));
     if (top_k > 0) {
         cg_strbuf_put(o, "  top_logp, top_id = log_softmax_topk(logits) {k: %d}\n", top_k);
         cg_strbuf_put(o, "  output top_logp, top_id");

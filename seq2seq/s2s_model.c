@@ -56,19 +56,65 @@ static int rnn_stored_as(cg_weights *w, const char *mod, int layers, int dirs, c
 }
 
 /* The dtype the kernels read the matrix-product weights in (s2s_config's
- * mm_dtype): bf16 or f16 where every one of them is stored so (a model
- * `clgraph quantize` wrote), else f32 (0). */
+ * mm_dtype): bf16, f16 or int8 where every one of them is stored so (a
+ * model `clgraph quantize` wrote), else f32 (0). */
 static void matmul_dtype(cg_weights *w, s2s_config *c) {
     int idx = cg_weights_find(w, "out.weight");
     const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, (size_t)idx) : (cg_dtype)0;
     c->mm_dtype = 0;
-    if (dt != CG_BF16 && dt != CG_F16) return;
+    if (dt != CG_BF16 && dt != CG_F16 && dt != CG_I8) return;
     if (!rnn_stored_as(w, "decoder", c->decoder_layers, 1, dt) ||
         !rnn_stored_as(w, "encoder", c->encoder_layers, c->bidirectional ? 2 : 1, dt) ||
         (c->attention == S2S_ADDITIVE && !stored_as(w, "attention.W_k.weight", dt)) ||
         (c->bridge_dense && !stored_as(w, "bridge.weight", dt)) || (c->luong && !stored_as(w, "combine.weight", dt)))
         return;
     c->mm_dtype = dt;
+}
+
+/* A weight the builder declares with mm_dtype (param2w in s2s_build.c). */
+static int is_mm_weight(const char *name) {
+    static const char *const whole[] = {"attention.W_k.weight", "bridge.weight", "combine.weight", "out.weight", NULL};
+    for (int i = 0; whole[i]; i++)
+        if (!strcmp(name, whole[i])) return 1;
+    return !strncmp(name, "encoder.weight_", 15) || !strncmp(name, "decoder.weight_", 15);
+}
+
+/* weights_dtype int8 on a model stored otherwise: *w replaced by a copy in
+ * memory with its matrix-product weights quantized per row (and their
+ * NAME_scale tensors), the rest as stored. */
+static cg_status quantize_at_load(cg_weights **w) {
+    const size_t n = cg_weights_count(*w);
+    const char **names = calloc(2 * n + 1, sizeof *names);
+    char **snames = calloc(n + 1, sizeof *snames);
+    cg_tensor **ts = calloc(2 * n + 1, sizeof *ts);
+    size_t k = n;
+    cg_status st = names && snames && ts ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; !st && i < n; i++) {
+        names[i] = cg_weights_name(*w, i);
+        const int mm = is_mm_weight(names[i]);
+        st = cg_weights_get_as(*w, names[i], mm ? CG_F32 : cg_weights_dtype(*w, i), &ts[i]);
+        if (st || !mm) continue;
+        cg_tensor *q = NULL;
+        const size_t len = strlen(names[i]) + 7;
+        if (!(snames[i] = malloc(len))) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        if (!st) st = cg_tensor_quantize_rows(ts[i], &q, &ts[k]);
+        if (st) break;
+        snprintf(snames[i], len, "%s_scale", names[i]);
+        names[k++] = snames[i];
+        cg_tensor_free(ts[i]);
+        ts[i] = q;
+    }
+    cg_weights *qw = NULL;
+    if (!st) st = cg_weights_from_tensors(cg_weights_path(*w), (int)k, names, (const cg_tensor *const *)ts, &qw);
+    for (size_t i = 0; ts && i < k; i++) cg_tensor_free(ts[i]);
+    for (size_t i = 0; snames && i < n; i++) free(snames[i]);
+    free(ts);
+    free(snames);
+    free(names);
+    if (st) return st;
+    cg_weights_free(*w);
+    *w = qw;
+    return CG_OK;
 }
 
 cg_status cg_s2s_graph_text(const char *dir, char **out) {
@@ -341,8 +387,8 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: options struct_size %zu is too small",
                         opt->struct_size);
     const cg_dtype wdt = opt ? opt->weights_dtype : (cg_dtype)0;
-    if (wdt && wdt != CG_F32 && wdt != CG_BF16 && wdt != CG_F16)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16 or f16, got %s",
+    if (wdt && wdt != CG_F32 && wdt != CG_BF16 && wdt != CG_F16 && wdt != CG_I8)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16, f16 or i8, got %s",
                         cg_dtype_name(wdt));
     cg_s2s *m = calloc(1, sizeof *m);
     if (m && !(m->shared = calloc(1, sizeof *m->shared))) {
@@ -362,6 +408,10 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
     m->weights = m->shared->weights;
     if (!st) st = embed_sizes(m->weights, &m->cfg);
     if (!st) matmul_dtype(m->weights, &m->cfg);
+    if (!st && wdt == CG_I8 && m->cfg.mm_dtype != CG_I8 && !cg_path_exists(cgp)) {
+        st = quantize_at_load(&m->shared->weights);
+        m->weights = m->shared->weights;
+    }
     if (!st && wdt) m->cfg.mm_dtype = wdt == CG_F32 ? 0 : wdt;
     if (!st) st = cg_s2s_vocab_read(sv, &m->shared->src);
     if (!st) st = cg_s2s_vocab_read(tv, &m->shared->tgt);

@@ -141,3 +141,32 @@ cg_status cg_tensor_convert(const cg_tensor *t, cg_dtype to, cg_tensor **out) {
     *out = r;
     return CG_OK;
 }
+
+cg_status cg_tensor_quantize_rows(const cg_tensor *t, cg_tensor **q_out, cg_tensor **scale_out) {
+    if (!q_out || !scale_out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_quantize_rows: NULL output pointer");
+    *q_out = *scale_out = NULL;
+    if (!t) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_quantize_rows: NULL tensor");
+    char shape[160];
+    cg_shape_format(shape, sizeof shape, t->dtype, t->ndim, t->dims, NULL, 0);
+    if (t->dtype != CG_F32 || t->ndim != 2)
+        return cg_error(CG_ERR_UNSUPPORTED, "cannot quantize tensor %s to int8 rows: it must be f32 with 2 dims", shape);
+    cg_tensor *q = NULL, *sc = NULL;
+    cg_status s = cg_tensor_alloc(CG_I8, 2, t->dims, &q);
+    if (s == CG_OK) s = cg_tensor_alloc(CG_F32, 1, t->dims, &sc);
+    const int64_t rows = t->dims[0], cols = t->dims[1];
+    for (int64_t r = 0; s == CG_OK && r < rows; r++) {
+        const float v = cg_q8_row((const float *)t->data + r * cols, cols, (int8_t *)q->data + r * cols);
+        if (v != v)
+            s = cg_error(CG_ERR_UNSUPPORTED, "cannot quantize tensor %s to int8 rows: row %" PRId64
+                         " holds a NaN or an infinity", shape, r);
+        ((float *)sc->data)[r] = v;
+    }
+    if (s != CG_OK) {
+        cg_tensor_free(q);
+        cg_tensor_free(sc);
+        return s;
+    }
+    *q_out = q;
+    *scale_out = sc;
+    return CG_OK;
+}

@@ -943,9 +943,47 @@ static cg_dtype default_dtype(cg_dtype stored) {
 
 int cg_weights_viewable(cg_dtype stored, cg_dtype want) {
     /* f32 narrows to a 16-bit float (rounded to nearest even) for a param
-     * declared so: a model's weights taken in half the bytes at load */
-    return want == stored || (want == CG_F32 && (stored == CG_F16 || stored == CG_BF16)) ||
+     * declared so: a model's weights taken in half the bytes at load; an
+     * int8 matrix with its NAME_scale tensor dequantizes to f32 */
+    return want == stored || (want == CG_F32 && (stored == CG_F16 || stored == CG_BF16 || stored == CG_I8)) ||
            (want == CG_I32 && stored == CG_I64) || (stored == CG_F32 && (want == CG_F16 || want == CG_BF16));
+}
+
+static cg_status host_order(const cg_weights *w, const st_entry *e, const void **src, void **tmp);
+
+/* The scales of int8 matrix `e` (w->lock held): tensor NAME_scale, f32
+ * [rows], in host order. */
+static cg_status q8_scales(const cg_weights *w, const st_entry *e, const float **scales, void **tmp) {
+    char q[NAME_BUF], sname[NAME_BUF + 8];
+    quote_name(q, e->name);
+    snprintf(sname, sizeof sname, "%s_scale", e->name);
+    const int i = e->ndim == 2 ? cg_weights_find(w, sname) : -1;
+    const st_entry *s = i >= 0 ? &w->entries[i] : NULL;
+    if (!s || s->dtype != CG_F32 || s->ndim != 1 || s->dims[0] != e->dims[0])
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: tensor '%s' is an I8 matrix, which is viewed as f32 only with its scales: an F32 "
+                        "tensor '%s_scale' of [%lld]", w->path, q, q, (long long)(e->ndim >= 1 ? e->dims[0] : 0));
+    const void *src;
+    cg_status st = host_order(w, s, &src, tmp);
+    *scales = src;
+    return st;
+}
+
+/* int8 matrix `e` as f32 at dst: each row times its scale. */
+static cg_status dequantize(const cg_weights *w, const st_entry *e, float *dst) {
+    const float *sc = NULL;
+    void *tmp = NULL;
+    cg_status st = q8_scales(w, e, &sc, &tmp);
+    if (st != CG_OK) return st;
+    const int8_t *q = (const int8_t *)(w->data + e->begin);
+    const int64_t cols = e->dims[1];
+    for (int64_t r = 0; r < e->dims[0]; r++) {
+        float s;
+        memcpy(&s, sc + r, sizeof s); /* the mapped scales may be unaligned */
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = s * (float)q[r * cols + c];
+    }
+    cg_aligned_free(tmp);
+    return CG_OK;
 }
 
 static void fill_desc(const st_entry *e, cg_dtype dtype, cg_tensor_desc *d) {
@@ -1058,7 +1096,8 @@ static cg_status cached_view(cg_weights *w, st_entry *e, cg_dtype want, const vo
             quote_name(q, e->name);
             s = cg_error(CG_ERR_NO_MEMORY, "%s: tensor '%s': out of memory converting to %s",
                          w->path, q, cg_dtype_name(want));
-        } else if ((s = convert(w, e, want, buf)) != CG_OK) {
+        } else if ((s = e->dtype == CG_I8 && want == CG_F32 ? dequantize(w, e, buf) : convert(w, e, want, buf)) !=
+                   CG_OK) {
             cg_aligned_free(buf);
         } else {
             *slot = buf;
@@ -1081,7 +1120,7 @@ cg_status cg_weights_view_as(cg_weights *w, const char *name, cg_dtype want,
         quote_name(q, e->name);
         return cg_error(CG_ERR_UNSUPPORTED,
                         "%s: tensor '%s' is stored as %s, which cannot be viewed as %s (a view is "
-                        "the stored dtype, F16 or BF16 as f32, or I64 as i32)",
+                        "the stored dtype, F16, BF16 or I8 with scales as f32, F32 as f16 or bf16, or I64 as i32)",
                         w->path, q, st_names[e->dtype], cg_dtype_name(want));
     }
     fill_desc(e, want, desc_out);

@@ -35,6 +35,18 @@ static int is_param(const cg_model *model, const char *name) {
     return 0;
 }
 
+/* Tensor `name` is NAME_scale of an int8 tensor NAME that a param reads:
+ * the scales its f32 view multiplies by, or those of an op's i8 weight. */
+static int scales_of_param(const cg_model *model, cg_weights *w, const char *name) {
+    const size_t n = strlen(name);
+    if (n <= 6 || strcmp(name + n - 6, "_scale") != 0 || n - 6 >= 512) return 0;
+    char base[512];
+    memcpy(base, name, n - 6);
+    base[n - 6] = 0;
+    const int i = cg_weights_find(w, base);
+    return i >= 0 && cg_weights_dtype(w, (size_t)i) == CG_I8 && is_param(model, base);
+}
+
 cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const char *described_by) {
     const char *wp = cg_weights_path(w);
     for (int gi = 0; gi < model->n_graphs; gi++) {
@@ -52,8 +64,9 @@ cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const cha
             if (st) return st;
             /* the stored dtype serves a param declared so (16-bit weights
              * the kernels read as they are) */
-            if (cg_weights_viewable(cg_weights_dtype(w, (size_t)idx), want.dtype) &&
-                (want.dtype == CG_BF16 || want.dtype == CG_F16 || cg_weights_dtype(w, (size_t)idx) == want.dtype))
+            const cg_dtype stored = cg_weights_dtype(w, (size_t)idx);
+            if (cg_weights_viewable(stored, want.dtype) &&
+                (want.dtype == CG_BF16 || want.dtype == CG_F16 || stored == want.dtype || stored == CG_I8))
                 have.dtype = want.dtype;
             int same = have.dtype == want.dtype && have.ndim == want.ndim;
             for (int d = 0; same && d < want.ndim; d++) same = have.dims[d] == want.dims[d];
@@ -65,7 +78,7 @@ cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const cha
     }
     for (size_t i = 0; i < cg_weights_count(w); i++) {
         const char *name = cg_weights_name(w, i);
-        if (!is_param(model, name))
+        if (!is_param(model, name) && !scales_of_param(model, w, name))
             return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is not a parameter of the model %s describes", wp, name,
                             described_by);
     }

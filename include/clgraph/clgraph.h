@@ -196,6 +196,19 @@ CG_API int cg_dtype_convert_exact(cg_dtype from, cg_dtype to);
 CG_API cg_status cg_tensor_convert(const cg_tensor *t, cg_dtype to, cg_tensor **out);
 
 /**
+ * Quantizes an f32 matrix [rows, cols] to int8 with one f32 scale per row,
+ * symmetric: scale[r] = max|t[r, :]| / 127 and q[r, c] = round(t[r, c] /
+ * scale[r]) (ties to even, in [-127, 127]), so t[r, c] ~ scale[r] q[r, c]
+ * within scale[r] / 2. A row of zeros gets scale 0. This is the int8 format
+ * of `clgraph quantize --to int8` and of linear, gru_cell, lstm_cell, gru
+ * and lstm: the scales are stored as a tensor of their own named after the
+ * weight, NAME_scale. A tensor that is not f32 with 2 dims, or that holds a
+ * NaN or an infinity (named by its row): CG_ERR_UNSUPPORTED. On success
+ * *q_out (i8) and *scale_out (f32 [rows]) are new tensors.
+ */
+CG_API cg_status cg_tensor_quantize_rows(const cg_tensor *t, cg_tensor **q_out, cg_tensor **scale_out);
+
+/**
  * Reads a .npy file (format version 1.0, 2.0 or 3.0, C order, little-endian
  * or a one-byte type). Each descr loads as its dtype: '<f4' f32, '<i4' i32,
  * '<f2' f16, '|i1' i8, '|u1' u8, '<i8' i64, '|b1' bool (every byte must be 0

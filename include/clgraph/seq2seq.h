@@ -41,9 +41,11 @@ typedef struct cg_s2s_load_options {
      * cells, the output layer, the bridge, W_k, combine) read their weights
      * in: 0 as stored (f32,
      * or the 16-bit type `clgraph quantize` wrote), CG_F32 (16-bit weights
-     * widened at load), or CG_BF16 / CG_F16 (f32 weights narrowed at load,
-     * rounded to nearest even: half the bytes per step, for a quick try of a
-     * model before quantizing it). Applies to the builder's graphs, not to a
+     * widened at load, int8 ones dequantized), CG_BF16 / CG_F16 (f32
+     * weights narrowed at load, rounded to nearest even: half the bytes per
+     * step), or CG_I8 (quantized at load to int8 with one scale per row, as
+     * cg_tensor_quantize_rows: a quarter of the bytes), for a quick try of a
+     * model before quantizing it. Applies to the builder's graphs, not to a
      * model.cg (which declares its own).
      */
     cg_dtype weights_dtype;

@@ -177,3 +177,13 @@ __kernel void rnn_widen(long n, __global const ushort *w, int bf16, __global flo
     if (i < n) buf[off + i] = bf16 ? as_float((uint)w[i] << 16) : cg_f16_to_f32(w[i]);
 }
 #endif
+
+/* Widens n int8 weights of rows of `cols` to floats at buf + off, each times
+ * its row's scale: the layer ops' int8 weights on a device, once per run. */
+#if CG_WANT(rnn_widen_q8)
+__kernel void rnn_widen_q8(long n, __global const char *w, long cols, __global const float *scale,
+                           __global float *buf, long off) {
+    long i = get_global_id(0);
+    if (i < n) buf[off + i] = scale[i / cols] * (float)w[i];
+}
+#endif

@@ -1,10 +1,12 @@
 /* clgraph quantize: a model directory with the weights of its matrix
- * products stored in 16 bits, bf16 or f16 rounded to nearest even per
- * element; biases, vectors and (unless --embeddings) the embedding tables
- * stay as they are. The other files of the directory are copied. The
- * seq2seq loader declares the 16-bit weights of its decoder's products so
- * (s2s_config.mm_dtype) and the kernels read them as stored; every other
- * weight (and every weight of a forecaster) is widened to f32 at load. */
+ * products stored in fewer bytes: bf16 or f16 rounded to nearest even per
+ * element, or int8 with one f32 scale per row (cg_tensor_quantize_rows; the
+ * scales a tensor of their own, NAME_scale); biases, vectors and (unless
+ * --embeddings) the embedding tables stay as they are. The other files of
+ * the directory are copied. The seq2seq loader declares the quantized
+ * weights of its products so (s2s_config.mm_dtype) and the kernels read
+ * them as stored; every other weight (and every weight of a forecaster) is
+ * widened or dequantized to f32 at load. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +61,7 @@ static char *join(const char *dir, const char *name) {
 }
 
 static int usage_error(const char *msg) {
-    fprintf(stderr, "clgraph quantize: %s\nusage: clgraph quantize MODEL_DIR --to bf16|f16 -o OUT_DIR [--embeddings]\n",
+    fprintf(stderr, "clgraph quantize: %s\nusage: clgraph quantize MODEL_DIR --to bf16|f16|int8 -o OUT_DIR [--embeddings]\n",
             msg);
     return CLI_USAGE;
 }
@@ -85,8 +87,11 @@ int cli_quantize(int argc, char **argv) {
         }
     }
     if (!dir || !out || !to) return usage_error("MODEL_DIR, --to and -o are required");
-    const cg_dtype dt = !strcmp(to, "bf16") ? CG_BF16 : !strcmp(to, "f16") ? CG_F16 : (cg_dtype)0;
-    if (!dt) return usage_error("--to takes bf16 or f16");
+    const cg_dtype dt = !strcmp(to, "bf16")                        ? CG_BF16
+                        : !strcmp(to, "f16")                       ? CG_F16
+                        : !strcmp(to, "int8") || !strcmp(to, "i8") ? CG_I8
+                                                                   : (cg_dtype)0;
+    if (!dt) return usage_error("--to takes bf16, f16 or int8");
     struct stat sa, sb;
     if (!stat(dir, &sa) && !stat(out, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
         return usage_error("the output directory is the model directory");
@@ -99,9 +104,28 @@ int cli_quantize(int argc, char **argv) {
     int rc = wp && op ? CLI_OK : CLI_FAIL;
     if (!rc && cg_weights_open(wp, &w)) rc = cli_fail();
     const size_t n = w ? cg_weights_count(w) : 0;
-    const char **names = calloc(n + 1, sizeof *names);
-    cg_tensor **ts = calloc(n + 1, sizeof *ts);
-    if (!rc && (!names || !ts)) rc = CLI_FAIL;
+    /* int8 adds a NAME_scale tensor per matrix: up to 2n tensors out */
+    const char **names = calloc(2 * n + 1, sizeof *names);
+    char **scale_names = calloc(n + 1, sizeof *scale_names);
+    cg_tensor **ts = calloc(2 * n + 1, sizeof *ts);
+    size_t n_out = n;
+    if (!rc && (!names || !ts || !scale_names)) rc = CLI_FAIL;
+    /* NAME_scale of an int8 matrix must not be a tensor of the model already */
+    for (size_t i = 0; !rc && dt == CG_I8 && i < n; i++) {
+        const char *nm = cg_weights_name(w, i);
+        const size_t len = strlen(nm);
+        if (len <= 6 || strcmp(nm + len - 6, "_scale")) continue;
+        for (size_t j = 0; j < n; j++) {
+            const char *base = cg_weights_name(w, j);
+            if (strlen(base) == len - 6 && !strncmp(base, nm, len - 6) &&
+                is_matrix(base, 2, embeddings) && cg_weights_dtype(w, j) == CG_F32) {
+                fprintf(stderr, "clgraph quantize: %s: tensor '%s' exists already, where the int8 scales of '%s' "
+                        "would go\n", wp, nm, base);
+                rc = CLI_FAIL;
+                break;
+            }
+        }
+    }
     size_t converted = 0, bytes_in = 0, bytes_out = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         names[i] = cg_weights_name(w, i);
@@ -113,7 +137,24 @@ int cli_quantize(int argc, char **argv) {
         }
         const size_t b = (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t));
         bytes_in += b;
-        if (cg_tensor_dtype(t) == CG_F32 && is_matrix(names[i], cg_tensor_ndim(t), embeddings)) {
+        if (cg_tensor_dtype(t) == CG_F32 && is_matrix(names[i], cg_tensor_ndim(t), embeddings) && dt == CG_I8) {
+            cg_tensor *q = NULL, *sc = NULL;
+            const size_t len = strlen(names[i]) + 7;
+            scale_names[i] = malloc(len);
+            if (!scale_names[i] || cg_tensor_quantize_rows(t, &q, &sc)) {
+                if (scale_names[i]) fprintf(stderr, "clgraph quantize: %s: tensor '%s': %s\n", wp, names[i], cg_last_error());
+                cg_tensor_free(t);
+                rc = CLI_FAIL;
+                break;
+            }
+            snprintf(scale_names[i], len, "%s_scale", names[i]);
+            cg_tensor_free(t);
+            t = q;
+            names[n_out] = scale_names[i];
+            ts[n_out++] = sc;
+            bytes_out += (size_t)cg_tensor_numel(sc) * sizeof(float);
+            converted++;
+        } else if (cg_tensor_dtype(t) == CG_F32 && is_matrix(names[i], cg_tensor_ndim(t), embeddings)) {
             cg_tensor *q = NULL;
             if (cg_tensor_convert(t, dt, &q)) {
                 cg_tensor_free(t);
@@ -127,7 +168,7 @@ int cli_quantize(int argc, char **argv) {
         bytes_out += (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t));
         ts[i] = t;
     }
-    if (!rc && cg_weights_save(op, (int)n, names, (const cg_tensor *const *)ts)) rc = cli_fail();
+    if (!rc && cg_weights_save(op, (int)n_out, names, (const cg_tensor *const *)ts)) rc = cli_fail();
     static const char *const others[] = {"config.json", "src.vocab", "tgt.vocab", "model.cg", NULL};
     for (int k = 0; !rc && others[k]; k++) {
         char *s = join(dir, others[k]), *d = join(out, others[k]);
@@ -140,7 +181,9 @@ int cli_quantize(int argc, char **argv) {
     if (!rc)
         fprintf(stderr, "clgraph quantize: %zu of %zu tensors to %s, %.1f MiB -> %.1f MiB: %s\n", converted, n, to,
                 (double)bytes_in / 1048576.0, (double)bytes_out / 1048576.0, out);
-    for (size_t i = 0; ts && i < n; i++) cg_tensor_free(ts[i]);
+    for (size_t i = 0; ts && i < n_out; i++) cg_tensor_free(ts[i]);
+    for (size_t i = 0; scale_names && i < n; i++) free(scale_names[i]);
+    free(scale_names);
     free(ts);
     free(names);
     cg_weights_free(w);
