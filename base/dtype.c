@@ -103,11 +103,24 @@ float cg_q8_row(const float *x, int64_t n, int8_t *q) {
         for (int64_t i = 0; i < n; i++) q[i] = 0;
         return finite ? 0.0f : NAN;
     }
-    /* In double: 127 / amax overflows float for subnormal amax. */
-    const double inv = 127.0 / (double)amax;
+    /* 127 / amax rounded to f32 (in double first: it overflows f32 for a
+     * tiny amax, whose rows take the slow exact path below). */
+    const double inv_d = 127.0 / (double)amax;
+    if (inv_d > 1e30) {
+        for (int64_t i = 0; i < n; i++) {
+            double r = nearbyint((double)x[i] * inv_d);
+            q[i] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+        }
+        return amax / 127.0f;
+    }
+    /* |x inv| <= 127 (+ an ulp): adding and taking away 1.5 * 2^23 rounds
+     * it to an integer, ties to even, in plain f32 arithmetic the compiler
+     * vectorises (nearbyintf is a call on baseline x86-64). */
+    const float inv = (float)inv_d, magic = 12582912.0f;
     for (int64_t i = 0; i < n; i++) {
-        double r = nearbyint((double)x[i] * inv);
-        q[i] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+        float r = (x[i] * inv + magic) - magic;
+        r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
+        q[i] = (int8_t)(int)r;
     }
     return amax / 127.0f;
 }

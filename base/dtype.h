@@ -36,9 +36,11 @@ uint16_t cg_f32_to_bf16_bits(uint32_t f);
 
 /* Symmetric int8 quantization of one row of n floats, the one rounding of
  * int8 weights (clgraph quantize, --weights-dtype int8) and of activations
- * in the int8 products alike: s = max|x| / 127 and q[i] = round(x[i] / s),
- * ties to even, so q is in [-127, 127] (never -128: the kernels negate
- * freely) and x[i] ~ s q[i] within s / 2. Returns s; 0 for a row of zeros
+ * in the int8 products alike: s = max|x| / 127 and q[i] = round(x[i] * f)
+ * with f = 127 / max|x| rounded to f32 and the product in f32 (for
+ * max|x| < 127e-30 in double), ties to even, so q is in [-127, 127] (never
+ * -128: the kernels negate freely) and x[i] ~ s q[i] within about s / 2.
+ * Returns s; 0 for a row of zeros
  * (q all zero); NaN when the row holds a NaN or an infinity (q all zero),
  * so a product with it is NaN instead of a quiet wrong number. */
 float cg_q8_row(const float *x, int64_t n, int8_t *q);

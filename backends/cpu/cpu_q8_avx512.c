@@ -17,79 +17,143 @@
 /* 4x4 accumulators + 4 row-sum terms + 4 B vectors + A fit 32 registers. */
 #define MR 4
 #define NR 4
-#define NV 12
+/* GEMV: rows of B per pass over x (one 16-way reduction). */
+#define NV 16
 
-/* 64 bytes of a B row from kk; past k zeros. */
-CG_INLINE CG_AVX512 __m512i cg_load_bq(const int8_t *row, int64_t kk, int64_t k) {
-    if (kk + 64 <= k) return _mm512_loadu_si512((const void *)(row + kk));
-    return _mm512_maskz_loadu_epi8(_cvtu64_mask64(~0ull >> (64 - (k - kk))), row + kk);
+/* Four 16-lane sums: 128-bit lane l of the result holds partial sums of the
+ * l-th argument (lanes i + 8, then i + 4 folded); integer additions, so any
+ * order gives the same sums. Shuffles through the float views move bits
+ * only. */
+CG_INLINE CG_AVX512 __m512i cg_fold4(__m512i a, __m512i b, __m512i c, __m512i d) {
+    __m512i ab = _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x44), _mm512_shuffle_i32x4(a, b, 0xEE));
+    __m512i cd = _mm512_add_epi32(_mm512_shuffle_i32x4(c, d, 0x44), _mm512_shuffle_i32x4(c, d, 0xEE));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(ab, cd, 0x88), _mm512_shuffle_i32x4(ab, cd, 0xDD));
 }
 
-CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr, int nr) {
+CG_INLINE CG_AVX512 __m512i cg_shuf(__m512i a, __m512i b, const int imm) {
+    return _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm));
+}
+
+/* Lane p of the result is the sum of the 16 lanes of x[p]. */
+CG_INLINE CG_AVX512 __m512i cg_reduce16(const __m512i *x) {
+    __m512i r0 = cg_fold4(x[0], x[4], x[8], x[12]);
+    __m512i r1 = cg_fold4(x[1], x[5], x[9], x[13]);
+    __m512i r2 = cg_fold4(x[2], x[6], x[10], x[14]);
+    __m512i r3 = cg_fold4(x[3], x[7], x[11], x[15]);
+    __m512i v01 = _mm512_add_epi32(cg_shuf(r0, r1, 0x44), cg_shuf(r0, r1, 0xEE));
+    __m512i v23 = _mm512_add_epi32(cg_shuf(r2, r3, 0x44), cg_shuf(r2, r3, 0xEE));
+    return _mm512_add_epi32(cg_shuf(v01, v23, 0x88), cg_shuf(v01, v23, 0xDD));
+}
+
+/* C[i][j] = (float)sum * as[i] * bs[j] for 16 sums at once, lane p holding
+ * row i0 + rows[p], column j0 + cols[p]; the same two products in the same
+ * order as cg_q8_out. Stored through `out`. */
+CG_INLINE CG_AVX512 void cg_scale16(__m512i sums, __m512 sa, __m512 sb, float *out) {
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), sa), sb));
+}
+
+/* One step over 64 bytes of k: the four B vectors b0..b3 are given. GCC
+ * keeps named accumulators in registers where arrays passed around spill. */
+#define CG_ROW(i, a)                                                                                       \
+    do {                                                                                                   \
+        const __m512i au = _mm512_xor_si512(_mm512_loadu_si512((const void *)(a)), flip);                  \
+        c##i##0 = _mm512_dpbusd_epi32(c##i##0, au, b0);                                                    \
+        c##i##1 = _mm512_dpbusd_epi32(c##i##1, au, b1);                                                    \
+        c##i##2 = _mm512_dpbusd_epi32(c##i##2, au, b2);                                                    \
+        c##i##3 = _mm512_dpbusd_epi32(c##i##3, au, b3);                                                    \
+    } while (0)
+#define CG_STEP(kk)                                                                                        \
+    do {                                                                                                   \
+        o0 = _mm512_dpbusd_epi32(o0, flip, b0);                                                            \
+        o1 = _mm512_dpbusd_epi32(o1, flip, b1);                                                            \
+        o2 = _mm512_dpbusd_epi32(o2, flip, b2);                                                            \
+        o3 = _mm512_dpbusd_epi32(o3, flip, b3);                                                            \
+        CG_ROW(0, a0 + (kk));                                                                              \
+        CG_ROW(1, a1 + (kk));                                                                              \
+        CG_ROW(2, a2 + (kk));                                                                              \
+        CG_ROW(3, a3 + (kk));                                                                              \
+    } while (0)
+
+/* C[i0 : i0+mr, j0 : j0+nr]: rows past mr repeat row i0 and columns past
+ * nr column j0 (computed, not stored). A is padded: past k it meets zeros
+ * of B. */
+static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
     const int64_t k = g->k;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    const int8_t *ar[MR], *br[NR];
-    for (int i = 0; i < MR; i++) ar[i] = g->aq + (i0 + (i < mr ? i : 0)) * g->ldaq;
-    for (int j = 0; j < NR; j++) br[j] = g->bq + (j0 + (j < nr ? j : 0)) * g->ldb;
-    __m512i acc[MR][NR], off[NR];
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; j++) {
-        off[j] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int i = 0; i < mr; i++) acc[i][j] = _mm512_setzero_si512();
+    const int8_t *a0 = g->aq + i0 * g->ldaq, *a1 = mr > 1 ? a0 + g->ldaq : a0, *a2 = mr > 2 ? a0 + 2 * g->ldaq : a0,
+                 *a3 = mr > 3 ? a0 + 3 * g->ldaq : a0;
+    const int8_t *r0 = g->bq + j0 * g->ldb, *r1 = nr > 1 ? r0 + g->ldb : r0, *r2 = nr > 2 ? r0 + 2 * g->ldb : r0,
+                 *r3 = nr > 3 ? r0 + 3 * g->ldb : r0;
+    __m512i c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, o0, o1, o2, o3;
+    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = _mm512_setzero_si512();
+    c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = o0 = o1 = o2 = o3 = _mm512_setzero_si512();
+    int64_t kk = 0;
+    for (; kk + 64 <= k; kk += 64) {
+        const __m512i b0 = _mm512_loadu_si512((const void *)(r0 + kk)), b1 = _mm512_loadu_si512((const void *)(r1 + kk));
+        const __m512i b2 = _mm512_loadu_si512((const void *)(r2 + kk)), b3 = _mm512_loadu_si512((const void *)(r3 + kk));
+        CG_STEP(kk);
     }
-    for (int64_t kk = 0; kk < k; kk += 64) {
-        __m512i bv[NR];
-#pragma GCC unroll 8
-        for (int j = 0; j < NR; j++) {
-            bv[j] = cg_load_bq(br[j], kk, k);
-            off[j] = _mm512_dpbusd_epi32(off[j], flip, bv[j]);
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < mr; i++) { /* A is padded: past k it meets zeros of B */
-            __m512i au = _mm512_xor_si512(_mm512_loadu_si512((const void *)(ar[i] + kk)), flip);
-#pragma GCC unroll 8
-            for (int j = 0; j < NR; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], au, bv[j]);
-        }
+    if (kk < k) { /* B past k reads as zeros */
+        const __mmask64 km = _cvtu64_mask64(~0ull >> (64 - (k - kk)));
+        const __m512i b0 = _mm512_maskz_loadu_epi8(km, r0 + kk), b1 = _mm512_maskz_loadu_epi8(km, r1 + kk);
+        const __m512i b2 = _mm512_maskz_loadu_epi8(km, r2 + kk), b3 = _mm512_maskz_loadu_epi8(km, r3 + kk);
+        CG_STEP(kk);
     }
-    for (int j = 0; j < nr; j++) {
-        int32_t o = _mm512_reduce_add_epi32(off[j]);
-        for (int i = 0; i < mr; i++)
-            g->c[(i0 + i) * g->ldc + j0 + j] =
-                cg_q8_out(g, i0 + i, j0 + j, _mm512_reduce_add_epi32(acc[i][j]) - o);
-    }
+    /* lane 4 i + j: row i, column j, less 128 times column j's sum */
+    const __m512i x[16] = {c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33};
+    const int32_t s0 = _mm512_reduce_add_epi32(o0), s1 = _mm512_reduce_add_epi32(o1);
+    const int32_t s2 = _mm512_reduce_add_epi32(o2), s3 = _mm512_reduce_add_epi32(o3);
+    const __m512i o = _mm512_setr_epi32(s0, s1, s2, s3, s0, s1, s2, s3, s0, s1, s2, s3, s0, s1, s2, s3);
+    const __m512i sums = _mm512_sub_epi32(cg_reduce16(x), o);
+    float as[MR], bs[NR], out[16];
+    for (int i = 0; i < MR; i++) as[i] = g->as[i0 + (i < mr ? i : 0)];
+    for (int j = 0; j < NR; j++) bs[j] = g->bs[j0 + (j < nr ? j : 0)];
+    const __m512 sa = _mm512_setr_ps(as[0], as[0], as[0], as[0], as[1], as[1], as[1], as[1], as[2], as[2], as[2],
+                                     as[2], as[3], as[3], as[3], as[3]);
+    const __m512 sb = _mm512_setr_ps(bs[0], bs[1], bs[2], bs[3], bs[0], bs[1], bs[2], bs[3], bs[0], bs[1], bs[2],
+                                     bs[3], bs[0], bs[1], bs[2], bs[3]);
+    cg_scale16(sums, sa, sb, out);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) g->c[(i0 + i) * g->ldc + j0 + j] = out[4 * i + j];
+}
+#undef CG_STEP
+#undef CG_ROW
+
+/* One row of A against nr <= NV rows of B. Here a's sign moves onto b
+ * (negated where a < 0, exact: b is never -128) and |a| is the unsigned
+ * operand: no row-sum term, one vpdpbusd per B vector. */
+CG_INLINE CG_AVX512 void cg_gemv_step(__m512i *acc, const __m512i av, const __m512i *bv) {
+    const __m512i ua = _mm512_abs_epi8(av), zero = _mm512_setzero_si512();
+    const __mmask64 neg = _mm512_movepi8_mask(av);
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; j++) acc[j] = _mm512_dpbusd_epi32(acc[j], ua, _mm512_mask_sub_epi8(bv[j], neg, zero, bv[j]));
 }
 
-static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
-    switch (mr) {
-    case 1: cg_tile(g, i0, j0, 1, nr); return;
-    case 2: cg_tile(g, i0, j0, 2, nr); return;
-    case 3: cg_tile(g, i0, j0, 3, nr); return;
-    default: cg_tile(g, i0, j0, MR, nr); return;
-    }
-}
-
-/* One row of A against nr <= NV rows of B. */
 static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
     const int64_t k = g->k;
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
     const int8_t *a = g->aq + i0 * g->ldaq, *br[NV];
     for (int j = 0; j < NV; j++) br[j] = g->bq + (j0 + (j < nr ? j : 0)) * g->ldb;
-    __m512i acc[NV], off[NV];
+    __m512i acc[NV];
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; j++) acc[j] = off[j] = _mm512_setzero_si512();
-    for (int64_t kk = 0; kk < k; kk += 64) {
-        __m512i au = _mm512_xor_si512(_mm512_loadu_si512((const void *)(a + kk)), flip);
+    for (int j = 0; j < NV; j++) acc[j] = _mm512_setzero_si512();
+    int64_t kk = 0;
+    for (; kk + 64 <= k; kk += 64) {
+        __m512i bv[NV];
 #pragma GCC unroll 16
-        for (int j = 0; j < NV; j++) {
-            __m512i bv = cg_load_bq(br[j], kk, k);
-            acc[j] = _mm512_dpbusd_epi32(acc[j], au, bv);
-            off[j] = _mm512_dpbusd_epi32(off[j], flip, bv);
-        }
+        for (int j = 0; j < NV; j++) bv[j] = _mm512_loadu_si512((const void *)(br[j] + kk));
+        cg_gemv_step(acc, _mm512_loadu_si512((const void *)(a + kk)), bv);
     }
-    for (int j = 0; j < nr; j++)
-        g->c[i0 * g->ldc + j0 + j] =
-            cg_q8_out(g, i0, j0 + j, _mm512_reduce_add_epi32(acc[j]) - _mm512_reduce_add_epi32(off[j]));
+    if (kk < k) {
+        const __mmask64 km = _cvtu64_mask64(~0ull >> (64 - (k - kk)));
+        __m512i bv[NV];
+#pragma GCC unroll 16
+        for (int j = 0; j < NV; j++) bv[j] = _mm512_maskz_loadu_epi8(km, br[j] + kk);
+        cg_gemv_step(acc, _mm512_loadu_si512((const void *)(a + kk)), bv);
+    }
+    float bs[NV], out[NV];
+    for (int j = 0; j < NV; j++) bs[j] = g->bs[j0 + (j < nr ? j : 0)];
+    cg_scale16(cg_reduce16(acc), _mm512_set1_ps(g->as[i0]), _mm512_loadu_ps(bs), out);
+    for (int j = 0; j < nr; j++) g->c[i0 * g->ldc + j0 + j] = out[j];
 }
 
 const cg_gemm_kernels cg_q8_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile};

@@ -229,8 +229,10 @@ static float ref_q8_row(const float *x, int64_t k, int32_t *q) {
     double amax = 0;
     for (int64_t p = 0; p < k; p++) amax = fmax(amax, fabs(x[p]));
     float s = (float)amax / 127.0f;
+    const float f = (float)(127.0 / amax); /* the factor in f32, the product in f32 */
     for (int64_t p = 0; p < k; p++) {
-        double r = amax == 0 ? 0 : x[p] * (127.0 / amax);
+        volatile float prod = x[p] * f;
+        double r = amax == 0 ? 0 : (double)prod;
         double f = floor(r), d = r - f; /* half to even, by hand */
         q[p] = (int32_t)(d > 0.5 || (d == 0.5 && fmod(f, 2) != 0) ? f + 1 : f);
     }

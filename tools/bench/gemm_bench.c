@@ -2,7 +2,10 @@
  * through cg_cpu_sgemm(0, 1, ...) and cg_cpu_sgemv(0, ...) as the ops call
  * them (C = A W^T, warm caches, the same operands every repetition).
  *
- *   gemm_bench [--paths auto,blas,...] [--ms MS] [M,N,K ...]
+ *   gemm_bench [--paths auto,blas,...] [--ms MS] [--int8] [M,N,K ...]
+ *
+ * --int8 times cg_cpu_gemm_nt_q8 instead (W int8 with per-row scales, A
+ * quantized on the fly; the int8 kernels that go with each path).
  *
  * Paths are cg_cpu_gemm_force names (auto, own, blas, avx512, avx2,
  * portable); each shape runs for about MS milliseconds (default 300) per path
@@ -20,6 +23,12 @@
 #include "mem.h"
 #include "cpu/cpu_gemm.h"
 #include "cpu/cpu_pool.h"
+#include "dtype.h"
+
+static int g_int8;
+static int8_t *g_wq;
+static float *g_ws;
+static void *g_scratch;
 
 static const int64_t default_shapes[][3] = {
     {64, 1536, 1280}, {64, 1536, 512}, {64, 8000, 512}, {64, 512, 512},   {80, 8000, 512},
@@ -51,7 +60,9 @@ static float *filled(size_t n, uint32_t seed) {
 }
 
 static void product(int64_t m, int64_t n, int64_t k, const float *a, const float *w, float *c) {
-    if (m == 1)
+    if (g_int8)
+        cg_cpu_gemm_nt_q8(m, n, k, a, k, g_wq, g_ws, k, c, n, g_scratch);
+    else if (m == 1)
         cg_cpu_sgemv(0, n, k, 1.0f, w, k, a, 0.0f, c);
     else
         cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, w, k, 0.0f, c, n);
@@ -60,6 +71,13 @@ static void product(int64_t m, int64_t n, int64_t k, const float *a, const float
 static void bench_shape(int64_t m, int64_t n, int64_t k, const char *paths, double ms) {
     float *a = filled((size_t)(m * k), 1), *w = filled((size_t)(n * k), 2);
     float *c = filled((size_t)(m * n), 3);
+    if (g_int8) {
+        g_wq = cg_aligned_alloc((size_t)(n * k));
+        g_ws = cg_aligned_alloc((size_t)n * sizeof *g_ws);
+        g_scratch = cg_aligned_alloc(cg_cpu_gemm_q8_scratch(m, k));
+        if (!g_wq || !g_ws || !g_scratch) exit(1);
+        for (int64_t j = 0; j < n; j++) g_ws[j] = cg_q8_row(w + j * k, k, g_wq + j * k);
+    }
     char list[256];
     snprintf(list, sizeof list, "%s", paths);
     for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
@@ -82,13 +100,17 @@ static void bench_shape(int64_t m, int64_t n, int64_t k, const char *paths, doub
         double flops = 2.0 * (double)m * (double)n * (double)k;
         printf("%6lld %6lld %6lld  %-9s %10.1f us best %10.1f us median %8.1f GFLOP/s best "
                "%8.1f median\n",
-               (long long)m, (long long)n, (long long)k, cg_cpu_gemm_path(), t[0] * 1e6,
+               (long long)m, (long long)n, (long long)k, g_int8 ? cg_cpu_gemm_q8_path() : cg_cpu_gemm_path(), t[0] * 1e6,
                t[reps / 2] * 1e6, flops / t[0] * 1e-9, flops / t[reps / 2] * 1e-9);
         fflush(stdout);
     }
     cg_aligned_free(a);
     cg_aligned_free(w);
     cg_aligned_free(c);
+    cg_aligned_free(g_wq);
+    cg_aligned_free(g_ws);
+    cg_aligned_free(g_scratch);
+    g_wq = NULL, g_ws = NULL, g_scratch = NULL;
 }
 
 int main(int argc, char **argv) {
@@ -98,10 +120,12 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--paths") == 0 && i + 1 < argc) {
             paths = argv[++i];
+        } else if (strcmp(argv[i], "--int8") == 0) {
+            g_int8 = 1;
         } else if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) {
             ms = atof(argv[++i]);
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: %s [--paths auto,blas,...] [--ms MS] [M,N,K ...]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--paths auto,blas,...] [--ms MS] [--int8] [M,N,K ...]\n", argv[0]);
             return 2;
         } else {
             first_shape = i;
