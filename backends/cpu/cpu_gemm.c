@@ -19,7 +19,7 @@
  * (a few microseconds of kernel time against about one of hand-over). */
 #define CG_GEMM_TASK_FMAS ((int64_t)1 << 17)
 
-static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL, NULL};
+static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL, NULL, NULL};
 
 /* NULL until the first product (or cg_cpu_gemm_force) decides. */
 static const cg_gemm_kernels *_Atomic g_sel;
@@ -44,12 +44,13 @@ static int cg_has_avx2(void) {
 
 static int cg_has_vnni512(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+    return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512vnni");
 }
 #endif
 
 /* The int8 set that goes with a path's kernels: that ISA's when the CPU has
- * it (AVX-512 also needs BW and VNNI, else AVX2's), portable for "portable",
+ * it (AVX-512 also needs BW, VL and VNNI, else AVX2's), portable for "portable",
  * the best this CPU runs for "blas" (OpenBLAS has no int8 product). */
 static const cg_gemm_kernels *cg_q8_for(const cg_gemm_kernels *k) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -221,13 +222,14 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
     float *as = scratch;
     uintptr_t p = (uintptr_t)(as + m);
     int8_t *aq = (int8_t *)((p + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD);
+    const cg_gemm_kernels *kern = cg_q8_for(cg_gemm_selected());
     for (int64_t i = 0; i < m; i++) {
-        as[i] = cg_q8_row(a + i * lda, k, aq + i * ldaq);
+        as[i] = kern->qrow(a + i * lda, k, aq + i * ldaq);
         memset(aq + i * ldaq + k, 0, (size_t)(ldaq - k));
     }
     cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .ldb = ldb, .c = c, .ldc = ldc,
                       .bt = CG_GEMM_B_I8, .bq = b, .bs = b_scale, .aq = aq, .as = as, .ldaq = ldaq};
-    cg_gemm_run(cg_q8_for(cg_gemm_selected()), &g);
+    cg_gemm_run(kern, &g);
 }
 
 void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,

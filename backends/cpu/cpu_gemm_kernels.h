@@ -58,11 +58,16 @@ typedef void (*cg_gemv_tile_fn)(const cg_gemm_args *g, int64_t i0, int64_t j0, i
  * B) and nv the GEMV tile (rows of B against one row of A, used when a block
  * has one row): the driver (cpu_gemm.c) blocks for the caches, splits over
  * threads in whole tiles and calls these per tile. */
+/* Quantizes one row of A for the int8 sets: exactly cg_q8_row (base/dtype.h),
+ * the same bits, in that ISA's vectors. */
+typedef float (*cg_q8_row_fn)(const float *x, int64_t n, int8_t *q);
+
 typedef struct cg_gemm_kernels {
     const char *name;
     int mr, nr, nv;
     cg_gemm_tile_fn tile;
     cg_gemv_tile_fn gemv;
+    cg_q8_row_fn qrow; /* int8 sets only */
 } cg_gemm_kernels;
 
 /* Plain C, any CPU. */

@@ -9,7 +9,10 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <float.h>
 #include <immintrin.h>
+
+#include "dtype.h"
 #include <string.h>
 
 #define CG_AVX2 __attribute__((target("avx2")))
@@ -92,7 +95,49 @@ static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
     for (int j = 0; j < nr; j++) g->c[i0 * g->ldc + j0 + j] = cg_q8_out(g, i0, j0 + j, cg_hsum(acc[j]));
 }
 
-const cg_gemm_kernels cg_q8_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile};
+/* cg_q8_row in 8-lane vectors: the same max, factor and f32 operations
+ * (a multiply, then adding and taking away 1.5 * 2^23, no FMA), so the same
+ * bits; rows the scalar code treats specially (non-finite, zero, tiny max)
+ * go to it. */
+static CG_AVX2 float cg_qrow(const float *x, int64_t n, int8_t *q) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(FLT_MAX);
+    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, big, _CMP_NLE_UQ));
+        vmax = _mm256_max_ps(vmax, a);
+    }
+    float m8[8];
+    _mm256_storeu_ps(m8, vmax);
+    float amax = 0.0f;
+    for (int l = 0; l < 8; l++) amax = m8[l] > amax ? m8[l] : amax;
+    int finite = _mm256_movemask_ps(bad) == 0;
+    for (int64_t t = i; t < n; t++) {
+        const float a = x[t] < 0 ? -x[t] : x[t];
+        if (!(a <= FLT_MAX)) finite = 0;
+        else if (a > amax) amax = a;
+    }
+    if (!finite || amax == 0.0f || 127.0 / (double)amax > 1e30) return cg_q8_row(x, n, q);
+    const float inv_s = (float)(127.0 / (double)amax);
+    const __m256 inv = _mm256_set1_ps(inv_s), magic = _mm256_set1_ps(12582912.0f);
+    const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f);
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 r = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv), magic), magic);
+        r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+        const __m256i v = _mm256_cvtps_epi32(r);
+        const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(w, w));
+    }
+    for (; i < n; i++) { /* as cg_q8_row */
+        float r = (x[i] * inv_s + 12582912.0f) - 12582912.0f;
+        r = r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r;
+        q[i] = (int8_t)(int)r;
+    }
+    return amax / 127.0f;
+}
+
+const cg_gemm_kernels cg_q8_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow};
 
 #else
 typedef int cg_q8_avx2_not_x86;

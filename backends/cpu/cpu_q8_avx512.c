@@ -9,9 +9,13 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <float.h>
 #include <immintrin.h>
+#include <string.h>
 
-#define CG_AVX512 __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#include "dtype.h"
+
+#define CG_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define CG_INLINE static inline __attribute__((always_inline))
 
 /* 4x4 accumulators + 4 row-sum terms + 4 B vectors + A fit 32 registers. */
@@ -52,22 +56,27 @@ CG_INLINE CG_AVX512 void cg_scale16(__m512i sums, __m512 sa, __m512 sb, float *o
     _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), sa), sb));
 }
 
-/* One step over 64 bytes of k: the four B vectors b0..b3 are given. GCC
- * keeps named accumulators in registers where arrays passed around spill. */
+/* acc += the products of u8 a and s8 b, four per int32 lane. In asm with the
+ * accumulator read and written in place: through the intrinsic GCC 12 copies
+ * every accumulator to a scratch register and back, and stores some to the
+ * stack, each step (3x slower). */
+#define CG_DP(acc, a, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
+
+/* One step over 64 bytes of k: the four B vectors b0..b3 are given. */
 #define CG_ROW(i, a)                                                                                       \
     do {                                                                                                   \
         const __m512i au = _mm512_xor_si512(_mm512_loadu_si512((const void *)(a)), flip);                  \
-        c##i##0 = _mm512_dpbusd_epi32(c##i##0, au, b0);                                                    \
-        c##i##1 = _mm512_dpbusd_epi32(c##i##1, au, b1);                                                    \
-        c##i##2 = _mm512_dpbusd_epi32(c##i##2, au, b2);                                                    \
-        c##i##3 = _mm512_dpbusd_epi32(c##i##3, au, b3);                                                    \
+        CG_DP(c##i##0, au, b0);                                                    \
+        CG_DP(c##i##1, au, b1);                                                    \
+        CG_DP(c##i##2, au, b2);                                                    \
+        CG_DP(c##i##3, au, b3);                                                    \
     } while (0)
 #define CG_STEP(kk)                                                                                        \
     do {                                                                                                   \
-        o0 = _mm512_dpbusd_epi32(o0, flip, b0);                                                            \
-        o1 = _mm512_dpbusd_epi32(o1, flip, b1);                                                            \
-        o2 = _mm512_dpbusd_epi32(o2, flip, b2);                                                            \
-        o3 = _mm512_dpbusd_epi32(o3, flip, b3);                                                            \
+        CG_DP(o0, flip, b0);                                                            \
+        CG_DP(o1, flip, b1);                                                            \
+        CG_DP(o2, flip, b2);                                                            \
+        CG_DP(o3, flip, b3);                                                            \
         CG_ROW(0, a0 + (kk));                                                                              \
         CG_ROW(1, a1 + (kk));                                                                              \
         CG_ROW(2, a2 + (kk));                                                                              \
@@ -87,17 +96,31 @@ static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0
     __m512i c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, o0, o1, o2, o3;
     c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = _mm512_setzero_si512();
     c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = o0 = o1 = o2 = o3 = _mm512_setzero_si512();
-    int64_t kk = 0;
-    for (; kk + 64 <= k; kk += 64) {
-        const __m512i b0 = _mm512_loadu_si512((const void *)(r0 + kk)), b1 = _mm512_loadu_si512((const void *)(r1 + kk));
-        const __m512i b2 = _mm512_loadu_si512((const void *)(r2 + kk)), b3 = _mm512_loadu_si512((const void *)(r3 + kk));
-        CG_STEP(kk);
+    /* The whole 64-byte steps from B itself, then (if k has a tail) one
+     * more from a zero-padded copy of the tails: one loop body, so the
+     * accumulators stay in registers (a second copy of the step made GCC
+     * spill them). */
+    const int64_t kfull = k / 64 * 64;
+    int8_t tail[NR][64];
+    if (kfull < k) {
+        memset(tail, 0, sizeof tail);
+        memcpy(tail[0], r0 + kfull, (size_t)(k - kfull));
+        memcpy(tail[1], r1 + kfull, (size_t)(k - kfull));
+        memcpy(tail[2], r2 + kfull, (size_t)(k - kfull));
+        memcpy(tail[3], r3 + kfull, (size_t)(k - kfull));
     }
-    if (kk < k) { /* B past k reads as zeros */
-        const __mmask64 km = _cvtu64_mask64(~0ull >> (64 - (k - kk)));
-        const __m512i b0 = _mm512_maskz_loadu_epi8(km, r0 + kk), b1 = _mm512_maskz_loadu_epi8(km, r1 + kk);
-        const __m512i b2 = _mm512_maskz_loadu_epi8(km, r2 + kk), b3 = _mm512_maskz_loadu_epi8(km, r3 + kk);
-        CG_STEP(kk);
+    int64_t kk = 0;
+    for (int seg = 0; seg < 2; seg++) {
+        const int64_t base = seg ? kfull : 0, end = seg ? (kfull < k ? kfull + 64 : kfull) : kfull;
+        const int8_t *q0 = seg ? tail[0] : r0, *q1 = seg ? tail[1] : r1, *q2 = seg ? tail[2] : r2,
+                     *q3 = seg ? tail[3] : r3;
+        for (; kk < end; kk += 64) {
+            const __m512i b0 = _mm512_loadu_si512((const void *)(q0 + kk - base));
+            const __m512i b1 = _mm512_loadu_si512((const void *)(q1 + kk - base));
+            const __m512i b2 = _mm512_loadu_si512((const void *)(q2 + kk - base));
+            const __m512i b3 = _mm512_loadu_si512((const void *)(q3 + kk - base));
+            CG_STEP(kk);
+        }
     }
     /* lane 4 i + j: row i, column j, less 128 times column j's sum */
     const __m512i x[16] = {c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33};
@@ -119,6 +142,7 @@ static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0
 #undef CG_STEP
 #undef CG_ROW
 
+
 /* One row of A against nr <= NV rows of B. Here a's sign moves onto b
  * (negated where a < 0, exact: b is never -128) and |a| is the unsigned
  * operand: no row-sum term, one vpdpbusd per B vector. */
@@ -126,7 +150,10 @@ CG_INLINE CG_AVX512 void cg_gemv_step(__m512i *acc, const __m512i av, const __m5
     const __m512i ua = _mm512_abs_epi8(av), zero = _mm512_setzero_si512();
     const __mmask64 neg = _mm512_movepi8_mask(av);
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; j++) acc[j] = _mm512_dpbusd_epi32(acc[j], ua, _mm512_mask_sub_epi8(bv[j], neg, zero, bv[j]));
+    for (int j = 0; j < NV; j++) {
+        const __m512i sb = _mm512_mask_sub_epi8(bv[j], neg, zero, bv[j]);
+        CG_DP(acc[j], ua, sb);
+    }
 }
 
 static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
@@ -156,7 +183,40 @@ static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0
     for (int j = 0; j < nr; j++) g->c[i0 * g->ldc + j0 + j] = out[j];
 }
 
-const cg_gemm_kernels cg_q8_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile};
+/* cg_q8_row in 16-lane vectors: the same max, factor and f32 operations
+ * (a multiply, then adding and taking away 1.5 * 2^23, no FMA), so the same
+ * bits; rows the scalar code treats specially (non-finite, zero, tiny max)
+ * go to it. */
+static CG_AVX512 float cg_qrow(const float *x, int64_t n, int8_t *q) {
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+        bad |= _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ); /* NaN or infinity */
+        vmax = _mm512_max_ps(vmax, a);
+    }
+    if (i < n) {
+        const __mmask16 km = (__mmask16)((1u << (n - i)) - 1);
+        const __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(km, x + i));
+        bad |= _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ);
+        vmax = _mm512_max_ps(vmax, a);
+    }
+    const float amax = _mm512_reduce_max_ps(vmax);
+    if (bad || amax == 0.0f || 127.0 / (double)amax > 1e30) return cg_q8_row(x, n, q);
+    const __m512 inv = _mm512_set1_ps((float)(127.0 / (double)amax)), magic = _mm512_set1_ps(12582912.0f);
+    const __m512 hi = _mm512_set1_ps(127.0f), lo = _mm512_set1_ps(-127.0f);
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 km = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 r = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(km, x + i), inv), magic), magic);
+        r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+        _mm_mask_storeu_epi8(q + i, km, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r)));
+    }
+    return amax / 127.0f;
+}
+
+const cg_gemm_kernels cg_q8_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow};
 
 #else
 typedef int cg_q8_avx512_not_x86;

@@ -4,6 +4,8 @@
  * bit (the sums are exact integers, so order does not matter). */
 #include "cpu_gemm_kernels.h"
 
+#include "dtype.h"
+
 /* Rows of B per tile: one pass over a row of A feeds NR dot products. */
 #define NR 4
 
@@ -24,4 +26,5 @@ static void cg_q8_portable_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, i
     cg_q8_portable_row(g, i0, j0, nr);
 }
 
-const cg_gemm_kernels cg_q8_portable = {"portable", 1, NR, NR, cg_q8_portable_tile, cg_q8_portable_row};
+const cg_gemm_kernels cg_q8_portable = {"portable", 1, NR, NR, cg_q8_portable_tile, cg_q8_portable_row,
+                                        cg_q8_row};
