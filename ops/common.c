@@ -138,11 +138,34 @@ cg_op_status cg_ops_expect_qweight(const cg_op_call *call, const char *label, co
 
 int32_t cg_ops_emit_weight(cg_ops_emitter *e, int32_t w, int32_t s) {
     int32_t v = cg_ops_emit_input(e, w);
-    if (e->st != CG_OP_OK || e->call->inputs[w].dtype != (cg_op_dtype)CG_I8) return v;
-    int32_t sv = cg_ops_emit_input(e, s);
+    const cg_op_dtype t = e->call->inputs[w].dtype;
+    if (e->st != CG_OP_OK || t == CG_OP_F32) return v;
     v = cg_ops_emit(e, "cast", "to: \"f32\"", v, -1, -1);
+    if (t != (cg_op_dtype)CG_I8) return v;
+    int32_t sv = cg_ops_emit_input(e, s);
     sv = cg_ops_emit(e, "reshape", "shape: [-1, 1]", sv, -1, -1);
     return cg_ops_emit(e, "mul", NULL, v, sv, -1);
+}
+
+/* Inputs of the ops cg_ops_decompose_widened serves (lstm_cell: 7). */
+#define CG_MAX_INPUTS_WIDENED 8
+
+cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, const char *op, const int *w,
+                                      const int *scale, int n_w, int n_keep) {
+    cg_ops_emitter e = {d, call, CG_OP_OK};
+    int32_t in[CG_MAX_INPUTS_WIDENED], out[CG_MAX_INPUTS_WIDENED];
+    if (n_keep > CG_MAX_INPUTS_WIDENED || call->n_outputs > CG_MAX_INPUTS_WIDENED)
+        return cg_op_fail(call, "too many inputs to widen");
+    for (int i = 0; i < n_keep; i++) {
+        int k = -1;
+        for (int j = 0; j < n_w; j++)
+            if (w[j] == i) k = j;
+        in[i] = k >= 0 ? cg_ops_emit_weight(&e, i, scale[k]) : cg_ops_emit_input(&e, i);
+    }
+    if (e.st != CG_OP_OK) return e.st;
+    cg_op_status st = call->host->decomp_node(d, op, n_keep, in, call->n_outputs, out, NULL);
+    for (int o = 0; st == CG_OP_OK && o < call->n_outputs; o++) st = call->host->decomp_output(d, o, out[o]);
+    return st;
 }
 
 int32_t cg_ops_error_case(cg_conform_case *c, int input, double lo, double hi) {

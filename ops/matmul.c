@@ -373,17 +373,16 @@ static cg_op_status linear_decompose(cg_decomp *d, const cg_op_call *call) {
     const cg_host_api *h = call->host;
     if (!h || !h->decomp_input || !h->decomp_node || !h->decomp_output)
         return cg_op_fail(call, "the host offers no decomposition services");
+    if (call->inputs[1].dtype != CG_OP_F32) { /* widened once, then linear's f32 kernel */
+        const int w = 1, s = call->n_inputs - 1;
+        return cg_ops_decompose_widened(d, call, "linear", &w, &s, 1, linear_bias(call) >= 0 ? 3 : 2);
+    }
     int one_d = call->inputs[0].ndim == 1;
-    cg_ops_emitter e = {d, call, CG_OP_OK};
-    int32_t x = h->decomp_input(d, 0), w = cg_ops_emit_weight(&e, 1, call->n_inputs - 1), v, t;
-    if (x < 0 || w < 0) return e.st != CG_OP_OK ? e.st : cg_op_fail(call, "cannot read the inputs of linear");
+    int32_t x = h->decomp_input(d, 0), w = h->decomp_input(d, 1), v, t;
+    if (x < 0 || w < 0) return cg_op_fail(call, "cannot read the inputs of linear");
     if (one_d) {
         if (h->decomp_node(d, "reshape", 1, &x, 1, &t, "shape: [1, -1]")) return CG_OP_ERROR;
         x = t;
-    }
-    if (call->inputs[1].dtype != CG_OP_F32 && !linear_q8(call)) { /* 16-bit weights: widened for matmul */
-        if (h->decomp_node(d, "cast", 1, &w, 1, &t, "to: \"f32\"")) return CG_OP_ERROR;
-        w = t;
     }
     int32_t mm_in[2] = {x, w};
     if (h->decomp_node(d, "matmul", 2, mm_in, 1, &v, "transpose_b: 1")) return CG_OP_ERROR;
@@ -440,8 +439,8 @@ const cg_op_def cg_op_linear = {
            "linear(x, w, w_scale) or linear(x, w, b, w_scale)); the CPU then rounds each "
            "row of x to 8 bits (its own scale, max|x| / 127) and sums integer products. "
            "Every leading row of x is computed in one matrix product. Decomposes into "
-           "matmul (transpose_b: 1) and add (a 16-bit w cast to f32 first, an i8 one "
-           "dequantized).",
+           "matmul (transpose_b: 1) and add; a 16-bit or i8 w into its f32 values (cast, "
+           "dequantized: once per plan, as they read only the weight) and linear on them.",
     .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
     .input_names = linear_inputs,
     .infer = linear_infer,

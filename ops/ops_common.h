@@ -181,10 +181,20 @@ int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_
                     int32_t b, int32_t c);
 void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
 
-/* Emits weight input w as a decomposition reads it: an int8 one dequantized
- * (cast to f32, times its scales, input s, as a column); others as they
- * are (linear casts 16-bit ones itself). */
+/* Emits weight input w as f32: an int8 one dequantized (cast to f32, times
+ * its scales, input s, as a column), a 16-bit one cast, an f32 one as it
+ * is. */
 int32_t cg_ops_emit_weight(cg_ops_emitter *e, int32_t w, int32_t s);
+
+/* The decomposition of an op (linear, gru_cell, lstm_cell) whose weights
+ * are narrow (bf16, f16, int8) on a device without a kernel for them: the
+ * weights widened to f32 (scale[i] the input of weight w[i]'s scales, -1
+ * for none), then the same op on f32 weights without the scale inputs. The
+ * scheduler runs the widening once per plan (it reads only parameters), so
+ * the op's f32 kernel runs each step; with no f32 kernel either (conform's
+ * reference) that node decomposes in turn. n_w <= 2. */
+cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, const char *op, const int *w,
+                                      const int *scale, int n_w, int n_keep);
 
 /* ---- every built-in op definition (one or more per file in ops/) ---- */
 #define CG_BUILTIN_OPS(X)                                                    \

@@ -308,13 +308,27 @@ static cg_op_status gru_cell_cpu(const cg_kernel_args *a) {
 
 /* Nodes are emitted one statement at a time, so their order does not depend
  * on the compiler's order of evaluating arguments. */
+/* Narrow weights (bf16, f16, int8): widened to f32 (once per plan, as
+ * they read only the weights), then the same cell on them: on OpenCL its
+ * fused kernel. */
+static cg_op_status cell_decompose_widened(cg_decomp *d, const cg_op_call *call, int gates) {
+    const int i_wih = gates == 3 ? 2 : 3;
+    const int w[2] = {i_wih, i_wih + 1}, s[2] = {cell_scale(call, gates, 0), cell_scale(call, gates, 1)};
+    return cg_ops_decompose_widened(d, call, gates == 3 ? "gru_cell" : "lstm_cell", w, s, 2, cell_n_base(gates));
+}
+
+static int cell_narrow(const cg_op_call *call, int gates) {
+    const int i_wih = gates == 3 ? 2 : 3;
+    return call->inputs[i_wih].dtype != CG_OP_F32 || call->inputs[i_wih + 1].dtype != CG_OP_F32;
+}
+
 static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
+    if (cell_narrow(call, 3)) return cell_decompose_widened(d, call, 3);
     int64_t H = cell_hidden(call, 3);
     if (H < 0) return cg_op_fail(call, "gru_cell decomposition needs a concrete hidden size");
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1);
-    int32_t w_ih = cg_ops_emit_weight(&e, 2, cell_scale(call, 3, 0));
-    int32_t w_hh = cg_ops_emit_weight(&e, 3, cell_scale(call, 3, 1));
+    int32_t w_ih = cg_ops_emit_input(&e, 2), w_hh = cg_ops_emit_input(&e, 3);
     int32_t b_ih = cg_ops_emit_input(&e, 4), b_hh = cg_ops_emit_input(&e, 5);
     int32_t gi = cg_ops_emit(&e, "linear", NULL, x, w_ih, b_ih);
     int32_t gh = cg_ops_emit(&e, "linear", NULL, h, w_hh, b_hh);
@@ -338,8 +352,8 @@ static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
 
 static cg_op_status gru_cell_cl(const cg_kernel_args *a) { return cell_cl(a, 3); }
 
-/* The OpenCL cells multiply f32 weights (CLBlast's SGEMM); 16-bit ones go
- * to the decomposition, whose linear casts them. */
+/* The OpenCL cells multiply f32 weights (CLBlast's SGEMM); narrow ones go
+ * to the decomposition, which widens them once and runs this kernel. */
 static int cell_cl_supports(const cg_kernel_args *a, int gates) {
     const int w = gates == 3 ? 2 : 3;
     return a->call->inputs[w].dtype == CG_OP_F32 && a->call->inputs[w + 1].dtype == CG_OP_F32;
@@ -402,12 +416,12 @@ static cg_op_status lstm_cell_cpu(const cg_kernel_args *a) {
 }
 
 static cg_op_status lstm_cell_decompose(cg_decomp *d, const cg_op_call *call) {
+    if (cell_narrow(call, 4)) return cell_decompose_widened(d, call, 4);
     int64_t H = cell_hidden(call, 4);
     if (H < 0) return cg_op_fail(call, "lstm_cell decomposition needs a concrete hidden size");
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t x = cg_ops_emit_input(&e, 0), h = cg_ops_emit_input(&e, 1), c = cg_ops_emit_input(&e, 2);
-    int32_t w_ih = cg_ops_emit_weight(&e, 3, cell_scale(call, 4, 0));
-    int32_t w_hh = cg_ops_emit_weight(&e, 4, cell_scale(call, 4, 1));
+    int32_t w_ih = cg_ops_emit_input(&e, 3), w_hh = cg_ops_emit_input(&e, 4);
     int32_t b_ih = cg_ops_emit_input(&e, 5), b_hh = cg_ops_emit_input(&e, 6);
     int32_t gi = cg_ops_emit(&e, "linear", NULL, x, w_ih, b_ih);
     int32_t gh = cg_ops_emit(&e, "linear", NULL, h, w_hh, b_hh);

@@ -274,6 +274,7 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
     if (!st) st = cg_carry_prepare(p, in, stats);
     for (int si = 0; !st && si < in->n_steps; si++) {
         step *s = &in->steps[si];
+        if (s->once && in->once_done) continue; /* its outputs are kept from the first run */
         cg_device *cd = p->prof && s->kind != STEP_NOP ? capture_dev(p, in, s) : NULL;
         int captured = cd && !cg_dev_capture_begin(cd);
         if (cd && !captured) cg_error_clear();
@@ -288,6 +289,7 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
     }
     double w0 = p->prof ? cg_profile_now(p->prof) : 0;
     for (int k = 0; !st && k < p->graph->n_outputs; k++) st = read_output(p, in, k, outputs[k], stats);
+    if (!st) in->once_done = 1;
     if (!st) st = cg_carry_save(p, in, 0);
     /* read even after a failure: a record left behind would fail the next run */
     cg_status cs = cg_checks_read(p, in);

@@ -498,8 +498,43 @@ static cg_status lower_nodes(build *b) {
     return st;
 }
 
+/* Steps that read only parameters, directly or through such steps (the
+ * cast of an int8 or 16-bit weight that a decomposition makes before its
+ * matmul), compute the same every run: they run once, in the instance's
+ * first run, and the outputs that other steps read stay alive through
+ * every run (liveness below), so a weight is widened once per plan
+ * instead of once per step. */
+static cg_status fold_params(instance *in) {
+    unsigned char *c = calloc((size_t)in->n_slots + 1, 1); /* slot holds a constant */
+    if (!c) return cg_lower_oom();
+    for (int i = 0; i < in->n_slots; i++) c[i] = in->slots[i].kind == SLOT_PARAM;
+    for (int si = 0; si < in->n_steps; si++) {
+        step *s = &in->steps[si];
+        if (s->kind == STEP_COPY) s->once = c[s->src];
+        else if (s->kind == STEP_KERNEL) {
+            s->once = s->n_in > 0;
+            for (int k = 0; k < s->n_in; k++) s->once &= c[s->in[k]];
+        }
+        if (!s->once) continue;
+        if (s->kind == STEP_COPY) c[s->dst] = 1;
+        for (int k = 0; s->kind == STEP_KERNEL && k < s->n_out; k++) c[s->out[k]] = 1;
+    }
+    free(c);
+    return CG_OK;
+}
+
+/* Slot r, if a `once` step makes it, lives through every run. */
+static void keep_once(instance *in, int32_t r) {
+    slot *sl = &in->slots[r];
+    if (sl->kind == SLOT_TEMP && sl->def_step >= 0 && sl->def_step < in->n_steps && in->steps[sl->def_step].once) {
+        sl->def_step = 0;
+        sl->last_step = in->n_steps + 1;
+    }
+}
+
 /* A slot lives from its producing step to its last reader; graph outputs
- * to the end. */
+ * to the end; a `once` step's output that a step run every time reads,
+ * through every run. */
 static void liveness(const cg_plan *p, instance *in) {
     for (int si = 0; si < in->n_steps; si++) {
         step *s = &in->steps[si];
@@ -513,6 +548,16 @@ static void liveness(const cg_plan *p, instance *in) {
         if (s->kind == SLOT_INPUT) s->def_step = 0;
         if (s->last_step < s->def_step) s->last_step = s->def_step;
     }
+    for (int si = 0; si < in->n_steps; si++) {
+        const step *s = &in->steps[si];
+        if (s->once) continue;
+        const int n = s->kind == STEP_KERNEL ? s->n_in : s->kind == STEP_COPY ? 1 : 0;
+        for (int k = 0; k < n; k++) {
+            const int32_t r = s->kind == STEP_KERNEL ? s->in[k] : s->src;
+            keep_once(in, r);
+        }
+    }
+    for (int k = 0; k < p->graph->n_outputs; k++) keep_once(in, in->out_slot[k]);
     for (int si = 0; si < in->n_steps; si++) in->est_cost_us += in->steps[si].cost_us;
 }
 
@@ -537,6 +582,7 @@ cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *cons
      * reads them back itself). */
     for (int k = 0; !st && k < g->n_outputs; k++) in->out_slot[k] = cg_lower_resolve(in, in->val_slot[g->outputs[k]]);
     cg_auto_free(&b);
+    if (!st) st = fold_params(in);
     if (!st) {
         liveness(p, in);
         st = cg_instance_memory(p, in);

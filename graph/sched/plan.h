@@ -98,6 +98,10 @@ typedef struct step {
      * the tensor the device copy holds; 0: none valid */
     uint64_t kept_stamp;
     const void *kept_data;
+    /* reads nothing but parameters, directly or through other such steps
+     * (a decomposition's cast of a weight): runs in the instance's first
+     * run only, its outputs kept (lower.c fold_params) */
+    int once;
 } step;
 
 typedef struct instance {
@@ -120,6 +124,7 @@ typedef struct instance {
     int max_in, max_out;
     double est_cost_us;
     uint64_t last_used;
+    int once_done;         /* a run completed the `once` steps */
 } instance;
 
 /* A graph input carried from a graph output (cg_plan_carry): where the
