@@ -305,7 +305,7 @@ static cg_op_status linear_infer(cg_op_call *call) {
     cg_ops_format_dims(sw, sizeof sw, w);
     if (x->ndim < 1)
         return cg_op_fail(call, "input 0 (x) must have at least 1 dim for linear, got %s", sx);
-    if (w->ndim != 2) return cg_op_fail(call, "input 1 (w) must have 2 dims [OUT, IN] for linear, got %s", sw);
+    if (cg_expect_input(call, 1, w->dtype, 2)) return CG_OP_ERROR;
     int64_t in = x->dims[x->ndim - 1];
     if (!cg_dim_compatible(w->dims[1], in))
         return cg_op_fail(call, "input 1 (w) has shape %s, expected [OUT, IN=%s] for linear "

@@ -55,21 +55,43 @@ CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, co
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 8
         for (int j = 0; j < NR; j++) acc[i][j] = _mm256_setzero_si256();
-    for (int64_t kk = 0; kk < k; kk += 32) {
-        __m256i bv[NR];
+    /* Whole 32-byte steps from B, then one from zero-padded copies of the
+     * tails: one loop body (no test per load). */
+    const int64_t kfull = k / 32 * 32;
+    int8_t tail[NR][32];
+    if (kfull < k)
+        for (int j = 0; j < NR; j++) {
+            memset(tail[j], 0, sizeof tail[j]);
+            memcpy(tail[j], br[j] + kfull, (size_t)(k - kfull));
+        }
+    int64_t kk = 0;
+    for (int seg = 0; seg < 2; seg++) {
+        const int64_t base = seg ? kfull : 0, end = seg ? (kfull < k ? kfull + 32 : kfull) : kfull;
+        const int8_t *q[NR];
 #pragma GCC unroll 8
-        for (int j = 0; j < NR; j++) bv[j] = cg_load_bq(br[j], kk, k);
+        for (int j = 0; j < NR; j++) q[j] = seg ? tail[j] : br[j];
+        for (; kk < end; kk += 32) {
+            __m256i bv[NR];
 #pragma GCC unroll 8
-        for (int i = 0; i < mr; i++) { /* A is padded: past k it meets zeros of B */
-            __m256i av = _mm256_loadu_si256((const __m256i *)(ar[i] + kk));
-            __m256i ua = _mm256_sign_epi8(av, av);
+            for (int j = 0; j < NR; j++) bv[j] = _mm256_loadu_si256((const __m256i *)(q[j] + kk - base));
 #pragma GCC unroll 8
-            for (int j = 0; j < NR; j++) acc[i][j] = cg_dot32(acc[i][j], ua, av, bv[j], ones);
+            for (int i = 0; i < mr; i++) { /* A is padded: past k it meets zeros of B */
+                __m256i av = _mm256_loadu_si256((const __m256i *)(ar[i] + kk));
+                __m256i ua = _mm256_sign_epi8(av, av);
+#pragma GCC unroll 8
+                for (int j = 0; j < NR; j++) acc[i][j] = cg_dot32(acc[i][j], ua, av, bv[j], ones);
+            }
         }
     }
+    /* every sum at constant indices, then the stores: indexing the
+     * accumulators by the run-time nr made GCC keep them on the stack */
+    int32_t sums[MR][NR] = {{0}};
+#pragma GCC unroll 8
     for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++)
-            g->c[(i0 + i) * g->ldc + j0 + j] = cg_q8_out(g, i0 + i, j0 + j, cg_hsum(acc[i][j]));
+#pragma GCC unroll 8
+        for (int j = 0; j < NR; j++) sums[i][j] = cg_hsum(acc[i][j]);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) g->c[(i0 + i) * g->ldc + j0 + j] = cg_q8_out(g, i0 + i, j0 + j, sums[i][j]);
 }
 
 static CG_AVX2 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
@@ -92,7 +114,10 @@ static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
 #pragma GCC unroll 8
         for (int j = 0; j < NV; j++) acc[j] = cg_dot32(acc[j], ua, av, cg_load_bq(br[j], kk, k), ones);
     }
-    for (int j = 0; j < nr; j++) g->c[i0 * g->ldc + j0 + j] = cg_q8_out(g, i0, j0 + j, cg_hsum(acc[j]));
+    int32_t sums[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; j++) sums[j] = cg_hsum(acc[j]);
+    for (int j = 0; j < nr; j++) g->c[i0 * g->ldc + j0 + j] = cg_q8_out(g, i0, j0 + j, sums[j]);
 }
 
 /* cg_q8_row in 8-lane vectors: the same max, factor and f32 operations

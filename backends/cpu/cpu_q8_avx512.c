@@ -34,9 +34,9 @@ CG_INLINE CG_AVX512 __m512i cg_fold4(__m512i a, __m512i b, __m512i c, __m512i d)
     return _mm512_add_epi32(_mm512_shuffle_i32x4(ab, cd, 0x88), _mm512_shuffle_i32x4(ab, cd, 0xDD));
 }
 
-CG_INLINE CG_AVX512 __m512i cg_shuf(__m512i a, __m512i b, const int imm) {
-    return _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm));
-}
+/* A macro: clang wants the shuffle's immediate constant at the call. */
+#define cg_shuf(a, b, imm) \
+    _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), (imm)))
 
 /* Lane p of the result is the sum of the 16 lanes of x[p]. */
 CG_INLINE CG_AVX512 __m512i cg_reduce16(const __m512i *x) {

@@ -329,7 +329,8 @@ static cg_status check_param(cg_model *m, cg_graph *g, cg_value *v) {
         return cg_error(CG_ERR_VERIFY, "%sparam '%s' of graph '%s': weight '%s' is %s, declared %s%s",
                         where, v->name, g->name, v->weight, a, b,
                         dtype_ok ? ""
-                                 : " (an f32 param takes f32, f16 or bf16 weights, an f16 or bf16 param "
+                                 : " (an f32 param takes f32, f16 or bf16 weights or i8 matrices with "
+                                   "their NAME_scale, an f16 or bf16 param "
                                    "its own or f32 ones, an i32 param i32 or i64 ones, any other param "
                                    "weights of its own dtype)");
     }

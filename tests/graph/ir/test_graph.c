@@ -539,11 +539,20 @@ START_TEST(params_bind_by_dtype) {
             if (decl == stored || (decl == CG_F32 && (stored == CG_F16 || stored == CG_BF16)) ||
                 (decl == CG_I32 && stored == CG_I64) || ((decl == CG_F16 || decl == CG_BF16) && stored == CG_F32))
                 continue;
+            if (decl == CG_F32 && stored == CG_I8) { /* an int8 matrix needs its scales: this one is 1-D */
+                ck_assert_int_eq(bind_param(w, "f32", "i8", NULL), CG_ERR_UNSUPPORTED);
+                ck_assert_msg(strstr(cg_last_error(), "t.cg:2:9: param 'p' of graph 'g': ") == cg_last_error() &&
+                                  strstr(cg_last_error(), "tensor 'i8' is an I8 matrix, which is viewed as f32 only "
+                                                          "with its scales: an F32 tensor 'i8_scale' of [3]"),
+                              "%s", cg_last_error());
+                continue;
+            }
             ck_assert_int_eq(bind_param(w, cg_dtype_name(decl), cg_dtype_name(stored), NULL), CG_ERR_VERIFY);
             char want[512];
             snprintf(want, sizeof want,
                      "t.cg:2:9: param 'p' of graph 'g': weight '%s' is %s[3], declared %s[3] (an f32 "
-                     "param takes f32, f16 or bf16 weights, an f16 or bf16 param its own or f32 ones, "
+                     "param takes f32, f16 or bf16 weights or i8 matrices with their NAME_scale, an f16 or "
+                     "bf16 param its own or f32 ones, "
                      "an i32 param i32 or i64 ones, any other param weights of its own dtype)",
                      cg_dtype_name(stored), cg_dtype_name(stored), cg_dtype_name(decl));
             ck_assert_str_eq(cg_last_error(), want);

@@ -1285,6 +1285,82 @@ START_TEST(in_place_needs_equal_sizes) {
 }
 END_TEST
 
+/* The calls column of node `node`'s row in a profiler table, -1 without. */
+static int profile_calls(const char *table, const char *node) {
+    const size_t n = strlen(node);
+    for (const char *l = table; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        int calls;
+        if (!strncmp(l, node, n) && l[n] == ' ' && sscanf(l, "%*s %*s %*s %d", &calls) == 1) return calls;
+    }
+    return -1;
+}
+
+/* Steps that read only parameters run in an instance's first run, and
+ * their outputs stay valid after it: a graph whose weight goes through
+ * tanh and mul (param only) before the per-run matmul, with other
+ * temporaries of the same size that would reuse those bytes, and a graph
+ * output made from the parameter alone. Three runs with different x on
+ * every device against a double reference; the profiler sees the param-only
+ * nodes once in three runs. */
+START_TEST(param_only_steps_run_once) {
+    static const char text[] = "graph g {\n  input x: f32[N, 6]\n  param w: f32[6, 6] = \"w\"\n"
+                               "  t = tanh(w)\n  u = mul(t, t)\n  a = exp(x)\n  b = mul(a, a)\n"
+                               "  m = matmul(b, u) {transpose_b: 1}\n  e = neg(m)\n  v = add(t, t)\n  output e, v\n}\n";
+    static float w[36];
+    fill(w, 36, -1, 1, 301);
+    wt ts[1] = {{"w", 2, {6, 6}, w}};
+    char path[400];
+    snprintf(path, sizeof path, "%s/once.safetensors", tmpdir);
+    write_safetensors(path, ts, 1);
+    model md = load_model(text, path);
+    const char *xn[] = {"x"};
+    for (int d = 0; d < cg_device_count(); d++) {
+        char b[256];
+        cg_plan *p = make_plan(md.m, "g", cg_device_describe(d, b, sizeof b), NULL);
+        cg_profiler *prof;
+        ck_assert_int_eq(cg_profiler_create(&prof), CG_OK);
+        ck_assert_int_eq(cg_plan_set_profiler(p, prof), CG_OK);
+        for (int run = 0; run < 3; run++) {
+            const int64_t dims[2] = {6, 6};
+            cg_tensor *x = make_f32(2, dims, 400 + (uint32_t)run), *out[2] = {NULL, NULL};
+            ck_assert_msg(cg_plan_run(p, 1, xn, &x, 2, out) == CG_OK, "%s", cg_last_error());
+            double e[36], v[36];
+            const float *xv = cg_tensor_data_const(x);
+            for (int r = 0; r < 6; r++)
+                for (int c = 0; c < 6; c++) {
+                    double sum = 0;
+                    for (int k = 0; k < 6; k++) {
+                        double a = exp((double)xv[r * 6 + k]), t = tanh((double)w[c * 6 + k]);
+                        sum += a * a * t * t;
+                    }
+                    e[r * 6 + c] = -sum;
+                    v[r * 6 + c] = 2 * tanh((double)w[r * 6 + c]);
+                }
+            const double de = max_diff_ref(out[0], e, 36), dv = max_diff_ref(out[1], v, 36);
+            ck_assert_msg(de < 1e-3 && dv < 1e-5, "device %d run %d: e off by %g, v by %g", d, run, de, dv);
+            cg_tensor_free(x);
+            cg_tensor_free(out[0]);
+            cg_tensor_free(out[1]);
+        }
+        char *table = NULL;
+        ck_assert_int_eq(cg_profiler_table(prof, 0, &table), CG_OK);
+        /* t, u and v (param only) ran in the first of three runs, a, b, m, e in each */
+        static const struct {
+            const char *node;
+            int calls;
+        } want[] = {{"g/t", 1}, {"g/u", 1}, {"g/v", 1}, {"g/a", 3}, {"g/b", 3}, {"g/m", 3}, {"g/e", 3}};
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            ck_assert_msg(profile_calls(table, want[k].node) == want[k].calls, "device %d: %s ran %d times, not %d:\n%s",
+                          d, want[k].node, profile_calls(table, want[k].node), want[k].calls, table);
+        cg_plan_set_profiler(p, NULL);
+        cg_profiler_free(prof);
+        free(table);
+        cg_plan_free(p);
+    }
+    free_model(&md);
+}
+END_TEST
+
 START_TEST(edge_cases) {
     /* Empty tensors, an input that is also an output, a value that is an
      * output and read on another device, a parameter read on two devices. */
@@ -1491,6 +1567,7 @@ int main(void) {
     tcase_add_test(tc, mixed_graph_same_everywhere);
     tcase_add_test(tc, gru_encoder_same_everywhere);
     tcase_add_test(tc, edge_cases);
+    tcase_add_test(tc, param_only_steps_run_once);
     tcase_add_test(tc, in_place_needs_equal_sizes);
     tcase_add_test(tc, invalid_indices_every_device);
     tcase_add_test(tc, plan_builds_only_its_kernels);

@@ -14,7 +14,8 @@ cached under --workdir), then for each workload
 
 (source length 30, exactly 30 decode steps: the models make EOS unlikely and both
 sides force the length) it runs `clgraph bench MODEL --json` on the CPU backend and
-on every OpenCL device `clgraph devices` lists, and the PyTorch reference
+on every OpenCL device `clgraph devices` lists, the same with the model quantized by
+`clgraph quantize --to bf16` and `--to int8` (--dtypes), and the PyTorch reference
 (tools/py/s2s_ref.py's Seq2Seq.prepare()/step()) on the same weights, the same
 sources and the same thread count, in eager mode under torch.inference_mode(),
 with an efficient batched greedy loop and a batched beam loop (B*K rows,
@@ -29,8 +30,8 @@ WORKDIR/results.json.
 Columns: ms per decode step (median of --runs, min-max in brackets), tokens/s
 (output tokens per second of the decode loop: batch x steps / loop time),
 speed-up against PyTorch (PyTorch's ms per step / this backend's), fraction of
-the floor (batch 1: bytes a step must read / read bandwidth, divided by the
-measured step time; batches: the decode loop's achieved GFLOP/s, 2 x rows x
+the floor (batch 1: bytes a step must read in fp32 / read bandwidth, divided by
+the measured step time, so a quantized row can pass 100%; batches: the decode loop's achieved GFLOP/s, 2 x rows x
 matmul weights per step / step time, over the SGEMM peak), peak RSS of the
 process, allocations per step (clgraph: its plan statistics; PyTorch: the
 tensor allocations the profiler records) and the time to the first token
@@ -703,16 +704,18 @@ def markdown(results, machine, meta):
     return "\n".join(out) + "\n\n" + peers_table(results) + "\n".join(lines) + "\n"
 
 
-PEERS = ["clgraph cpu", "pytorch", "onnxruntime fp32", "onnxruntime int8", "pytorch int8"]
+PEERS = ["clgraph cpu", "clgraph cpu bf16", "clgraph cpu int8", "pytorch", "onnxruntime fp32", "onnxruntime int8",
+         "pytorch int8"]
 
 
 def peers_table(results):
-    """ms per step of clgraph's CPU backend and the four peers, a row per
-    size and workload (empty without a quantized peer)."""
-    if not any(r["backend"] in PEERS[2:] for r in results):
+    """ms per step of clgraph's CPU backend (fp32, bf16, int8) and the four
+    peers, a row per size and workload (empty without a quantized peer)."""
+    if not any(r["backend"] in PEERS[4:] for r in results):
         return ""
-    out = ["| size | workload | clgraph fp32 cpu | PyTorch fp32 | ONNX Runtime fp32 | ONNX Runtime int8 (dynamic) "
-           "| PyTorch int8 (dynamic) |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    out = ["| size | workload | clgraph fp32 cpu | clgraph bf16 cpu | clgraph int8 cpu | PyTorch fp32 "
+           "| ONNX Runtime fp32 | ONNX Runtime int8 (dynamic) | PyTorch int8 (dynamic) |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     seen = []
     for r in results:
         key = (r["size"], r["workload"])
@@ -767,6 +770,9 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch")
     ap.add_argument("--no-quantized", dest="quantized", action="store_false",
                     help="skip the quantized peers (PyTorch int8, ONNX Runtime fp32 and int8)")
+    ap.add_argument("--dtypes", default="bf16,int8",
+                    help="comma-separated weight types of extra clgraph rows on every device, each from the "
+                         "model written by `clgraph quantize --to DTYPE` (default bf16,int8; '' for none)")
     ap.add_argument("--no-check", dest="check", action="store_false",
                     help="skip the float64 check of the PyTorch loops against s2s_ref's decoders")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per benchmark process")
@@ -811,13 +817,16 @@ def main():
     os.makedirs(a.workdir, exist_ok=True)
     threads = a.threads
     results, meta_dims, checks, machines = [], {}, [], {}
-    backends = []  # (label, clgraph device, extra environment)
+    backends = []  # (label, clgraph device, extra environment, weight type or None)
+    dtypes = [t for t in a.dtypes.split(",") if t]
     for dev, _desc in devs:
-        backends.append(("clgraph " + dev, dev, {}))
+        backends.append(("clgraph " + dev, dev, {}, None))
         if dev == "cpu":
             for kv in a.cpu_env:
                 k, _, v = kv.partition("=")
-                backends.append(("clgraph cpu, %s" % kv, "cpu", {k: v}))
+                backends.append(("clgraph cpu, %s" % kv, "cpu", {k: v}, None))
+        for t in dtypes:
+            backends.append(("clgraph %s %s" % (dev, t), dev, {}, t))
     # The models are made with torch (s2s_ref) whether or not PyTorch is timed.
     mp = tp or (newest_torch(a.python) if a.no_torch else None)
     model_py = mp[0] if mp else "/usr/bin/python3"
@@ -838,6 +847,13 @@ def main():
             log("[%s] model made in %.0f s" % (size, secs))
         dims = model_dims(mdir)
         meta_dims[size] = dims
+        qdirs = {}
+        for t in dtypes:
+            qdirs[t] = os.path.join(a.workdir, size, "model_" + t)
+            r, secs = sh([clgraph, "quantize", mdir, "--to", t, "-o", qdirs[t]], timeout=a.timeout)
+            if r.returncode != 0:
+                sys.exit("clgraph quantize --to %s failed: %s" % (t, r.stderr[-2000:]))
+            log("[%s] %s" % (size, r.stderr.strip().splitlines()[-1]))
         onnx_dirs = None
         if ort_ver:
             try:
@@ -854,15 +870,15 @@ def main():
             if not ok:
                 log(r.stderr[-3000:])
         for wname, B, K in workloads:
-            for label, dev, env in backends:
-                want_machine = dev == "cpu" and label not in machines
+            for label, dev, env, t in backends:
+                want_machine = dev == "cpu" and label not in machines and not t
                 log("[%s] %s: %s%s ..." % (size, wname, label, " (with --machine)" if want_machine else ""))
-                d, secs = clgraph_bench(clgraph, mdir, dev, B, K, a, machine=want_machine, env=env)
+                d, secs = clgraph_bench(clgraph, qdirs[t] if t else mdir, dev, B, K, a, machine=want_machine, env=env)
                 log("    %.0f s: %s" % (secs, d.get("error") or "%.2f ms/step" % d["ms_per_step"]["median"]))
                 if want_machine and "machine" in d:
                     machines[label] = d["machine"]
                     threads = threads or d["machine"].get("threads")
-                if "decoder_weight_mb" in d:
+                if "decoder_weight_mb" in d and not t:
                     dims["decoder_weight_mb"] = d["decoder_weight_mb"]
                 results.append({"size": size, "workload": wname, "backend": label, "data": d, "B": B, "K": K})
             if tp:
