@@ -1021,6 +1021,41 @@ START_TEST(dates_accuracy_quantized) {
     const char *bad[] = {"quantize", dir, "--to", "int4", "-o", tu_path("x"), NULL};
     ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 2);
     ck_assert_ptr_nonnull(strstr(tu_err, "--to takes bf16, f16 or int8"));
+    /* a model that already has a tensor where a matrix's scales would go:
+     * refused, naming both */
+    {
+        char dup[700], from[700], to[800];
+        snprintf(dup, sizeof dup, "%s", tu_path("dup"));
+        ck_assert_int_eq(mkdir(dup, 0777), 0);
+        static const char *const files[] = {"config.json", "src.vocab", "tgt.vocab"};
+        for (int f = 0; f < 3; f++) {
+            snprintf(from, sizeof from, "%s/%s", dir, files[f]);
+            snprintf(to, sizeof to, "%s/%s", dup, files[f]);
+            copy_file(from, to);
+        }
+        snprintf(from, sizeof from, "%s/weights.safetensors", dir);
+        cg_weights *w;
+        ck_assert_int_eq(cg_weights_open(from, &w), CG_OK);
+        const int n = (int)cg_weights_count(w);
+        const char *names[64];
+        cg_tensor *ts[64];
+        ck_assert_int_lt(n, 63);
+        for (int i = 0; i < n; i++) {
+            names[i] = cg_weights_name(w, i);
+            ck_assert_int_eq(cg_weights_get_as(w, names[i], cg_weights_dtype(w, i), &ts[i]), CG_OK);
+        }
+        const int64_t one = 1;
+        ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &one, &ts[n]), CG_OK);
+        names[n] = "out.weight_scale";
+        snprintf(to, sizeof to, "%s/weights.safetensors", dup);
+        ck_assert_int_eq(cg_weights_save(to, n + 1, names, (const cg_tensor *const *)ts), CG_OK);
+        for (int i = 0; i <= n; i++) cg_tensor_free(ts[i]);
+        cg_weights_free(w);
+        const char *clash[] = {"quantize", dup, "--to", "int8", "-o", tu_path("dup8"), NULL};
+        ck_assert_int_eq(tu_run_cli(clash, NULL, NULL), 1);
+        ck_assert_msg(strstr(tu_err, "tensor 'out.weight_scale' exists already, where the int8 scales of "
+                                     "'out.weight' would go") != NULL, "%s", tu_err);
+    }
     /* quantizing a quantized model again changes nothing */
     const char *again[] = {"quantize", tu_path("int8"), "--to", "int8", "-o", tu_path("y"), NULL};
     ck_assert_msg(tu_run_cli(again, NULL, NULL) == 0, "%s", tu_err);
