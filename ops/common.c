@@ -112,8 +112,8 @@ void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
     else cg_cpu_gemm_nt_h(m, n, k, 1.0f, a, lda, w, wt == (cg_op_dtype)CG_BF16, ldw, 0.0f, c, ldc);
 }
 
-size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t k) {
-    return wt == (cg_op_dtype)CG_I8 ? cg_cpu_gemm_q8_scratch(m, k) : 0;
+size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k) {
+    return wt == (cg_op_dtype)CG_I8 ? cg_cpu_gemm_q8_scratch(m, n, k) : 0;
 }
 
 cg_op_status cg_ops_expect_weight(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,

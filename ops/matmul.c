@@ -337,7 +337,8 @@ static cg_op_status linear_infer(cg_op_call *call) {
 static size_t linear_workspace(const cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0];
     if (!linear_q8(call) || x->ndim < 1) return 0;
-    return cg_ops_project_scratch(call->inputs[1].dtype, prod_dims(x->dims, x->ndim - 1), x->dims[x->ndim - 1]);
+    return cg_ops_project_scratch(call->inputs[1].dtype, prod_dims(x->dims, x->ndim - 1), call->inputs[1].dims[0],
+                                  x->dims[x->ndim - 1]);
 }
 
 static cg_op_status linear_cpu(const cg_kernel_args *args) {

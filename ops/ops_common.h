@@ -108,10 +108,10 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
  * registers (half the bytes read; products and sums in f32), or int8 with
  * one f32 scale per row in w_scale (a quarter of the bytes; A quantized per
  * row on the fly, exact integer sums: cg_cpu_gemm_nt_q8), which needs
- * cg_ops_project_scratch(wt, m, k) bytes of scratch (else unused, NULL ok). */
+ * cg_ops_project_scratch(wt, m, n, k) bytes of scratch (else unused, NULL ok). */
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
                       cg_op_dtype wt, int64_t ldw, const float *w_scale, void *scratch, float *c, int64_t ldc);
-size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t k);
+size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k);
 
 /* A weight matrix may be stored f32, bf16 or f16 (the 16-bit ones read by
  * the CPU kernels as they are, elsewhere cast to f32 by a decomposition). */

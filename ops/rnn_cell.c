@@ -140,8 +140,8 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
 static size_t cell_workspace(const cg_op_call *call, int gates) {
     const int w = gates == 3 ? 2 : 3;
     int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1], H = call->inputs[1].dims[1];
-    size_t q_ih = cg_ops_project_scratch(call->inputs[w].dtype, B, I);
-    size_t q_hh = cg_ops_project_scratch(call->inputs[w + 1].dtype, B, H);
+    size_t q_ih = cg_ops_project_scratch(call->inputs[w].dtype, B, gates * H, I);
+    size_t q_hh = cg_ops_project_scratch(call->inputs[w + 1].dtype, B, gates * H, H);
     return sizeof(float) * 2 * (size_t)B * (size_t)gates * (size_t)H + (q_ih > q_hh ? q_ih : q_hh);
 }
 

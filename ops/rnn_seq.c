@@ -140,7 +140,9 @@ static size_t seq_ws_layout(const seq_dims *s, int q8, void *base, seq_ws *ws) {
     ws->layer[0] = ws_take(base, &off, s->L > 1 ? layer : 0);
     ws->layer[1] = ws_take(base, &off, s->L > 2 ? layer : 0);
     const int64_t in_max = s->I > s->D * s->H ? s->I : s->D * s->H;
-    ws->q8 = ws_take(base, &off, q8 ? cg_ops_project_scratch((cg_op_dtype)CG_I8, s->B * s->S, in_max > s->H ? in_max : s->H) : 0);
+    ws->q8 = ws_take(base, &off,
+                     q8 ? cg_ops_project_scratch((cg_op_dtype)CG_I8, s->B * s->S, s->G * s->H, in_max > s->H ? in_max : s->H)
+                        : 0);
     return off;
 }
 

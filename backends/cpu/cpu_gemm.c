@@ -19,7 +19,7 @@
  * (a few microseconds of kernel time against about one of hand-over). */
 #define CG_GEMM_TASK_FMAS ((int64_t)1 << 17)
 
-static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL, NULL, NULL};
+static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL, NULL, NULL, NULL};
 
 /* NULL until the first product (or cg_cpu_gemm_force) decides. */
 static const cg_gemm_kernels *_Atomic g_sel;
@@ -202,9 +202,15 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
 
 static int64_t cg_q8_lda(int64_t k) { return (k + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD; }
 
-size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t k) {
+/* Rows of A from which the sums of B's rows are made once per call for the
+ * tiles (an extra pass over B, like one more row of A) instead of in every
+ * tile (one extra vpdpbusd per B vector per MR rows). */
+#define CG_Q8_SUM_ROWS 8
+
+size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t n, int64_t k) {
     if (m <= 0 || k <= 0) return 0;
-    return (size_t)(m * cg_q8_lda(k)) + (size_t)m * sizeof(float) + CG_Q8_PAD;
+    const size_t sums = m >= CG_Q8_SUM_ROWS && n > 0 ? (size_t)n * sizeof(int32_t) : 0;
+    return (size_t)(m * cg_q8_lda(k)) + (size_t)m * sizeof(float) + sums + CG_Q8_PAD;
 }
 
 const char *cg_cpu_gemm_q8_path(void) { return cg_q8_for(cg_gemm_selected())->name; }
@@ -220,15 +226,21 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
      * each zero-padded to a whole vector (the kernels read the padding). */
     const int64_t ldaq = cg_q8_lda(k);
     float *as = scratch;
-    uintptr_t p = (uintptr_t)(as + m);
+    int32_t *bsum = m >= CG_Q8_SUM_ROWS ? (int32_t *)(as + m) : NULL;
+    uintptr_t p = (uintptr_t)(as + m + (bsum ? n : 0));
     int8_t *aq = (int8_t *)((p + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD);
     const cg_gemm_kernels *kern = cg_q8_for(cg_gemm_selected());
     for (int64_t i = 0; i < m; i++) {
         as[i] = kern->qrow(a + i * lda, k, aq + i * ldaq);
         memset(aq + i * ldaq + k, 0, (size_t)(ldaq - k));
     }
+    if (bsum && kern->bsum)
+        for (int64_t j = 0; j < n; j++) bsum[j] = kern->bsum(b + j * ldb, k);
+    else
+        bsum = NULL;
     cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .ldb = ldb, .c = c, .ldc = ldc,
-                      .bt = CG_GEMM_B_I8, .bq = b, .bs = b_scale, .aq = aq, .as = as, .ldaq = ldaq};
+                      .bt = CG_GEMM_B_I8, .bq = b, .bs = b_scale, .aq = aq, .as = as, .ldaq = ldaq,
+                      .bsum = bsum};
     cg_gemm_run(kern, &g);
 }
 

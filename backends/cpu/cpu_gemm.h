@@ -51,14 +51,14 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * C[i][j] = (float)sum * a_scale[i] * b_scale[j]. A quarter of an f32
  * weight's bytes; the error against f32 is that of rounding A and B to 8
  * bits. A row of A holding NaN or an infinity gives a row of NaN. `scratch`
- * holds cg_cpu_gemm_q8_scratch(m, k) bytes (no allocation per call).
+ * holds cg_cpu_gemm_q8_scratch(m, n, k) bytes (no allocation per call).
  * k <= 0 gives zeros. */
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
                        const float *b_scale, int64_t ldb, float *c, int64_t ldc, void *scratch);
 
-/* Bytes of scratch cg_cpu_gemm_nt_q8 needs for m rows of k (0 if either is
- * <= 0). */
-size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t k);
+/* Bytes of scratch cg_cpu_gemm_nt_q8 needs for m rows of k against n rows
+ * of B (0 if m or k is <= 0). */
+size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t n, int64_t k);
 
 /* The int8 kernels the selected path uses: "avx512" (VNNI), "avx2" or
  * "portable". */

@@ -204,7 +204,7 @@ static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
 }
 
 
-const cg_gemm_kernels cg_gemm_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL};
+const cg_gemm_kernels cg_gemm_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL};
 
 #else
 typedef int cg_gemm_avx2_not_x86;

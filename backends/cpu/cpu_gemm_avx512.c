@@ -270,7 +270,7 @@ static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0
 }
 
 
-const cg_gemm_kernels cg_gemm_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL};
+const cg_gemm_kernels cg_gemm_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL};
 
 #else
 typedef int cg_gemm_avx512_not_x86;

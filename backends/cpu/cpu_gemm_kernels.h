@@ -40,6 +40,8 @@ typedef struct cg_gemm_args {
     const int8_t *aq;
     const float *as;
     int64_t ldaq;
+    const int32_t *bsum; /* 128 x each B row's sum (kernels' bsum), or NULL: a set
+                            that wants them computes them in each tile */
 } cg_gemm_args;
 
 /* Row r of B, element 0, whatever its type (not int8). */
@@ -62,12 +64,17 @@ typedef void (*cg_gemv_tile_fn)(const cg_gemm_args *g, int64_t i0, int64_t j0, i
  * the same bits, in that ISA's vectors. */
 typedef float (*cg_q8_row_fn)(const float *x, int64_t n, int8_t *q);
 
+/* 128 times the sum of k int8 values: the term a set whose products take
+ * a + 128 subtracts (NULL in sets that do not). */
+typedef int32_t (*cg_q8_sum_fn)(const int8_t *b, int64_t k);
+
 typedef struct cg_gemm_kernels {
     const char *name;
     int mr, nr, nv;
     cg_gemm_tile_fn tile;
     cg_gemv_tile_fn gemv;
     cg_q8_row_fn qrow; /* int8 sets only */
+    cg_q8_sum_fn bsum;
 } cg_gemm_kernels;
 
 /* Plain C, any CPU. */

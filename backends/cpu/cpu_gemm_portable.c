@@ -62,4 +62,4 @@ static void cg_portable_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0,
 }
 
 const cg_gemm_kernels cg_gemm_portable = {"portable", 1, NR, NR, cg_portable_tile_rows,
-                                           cg_portable_tile, NULL};
+                                           cg_portable_tile, NULL, NULL};

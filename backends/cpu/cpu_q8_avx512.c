@@ -73,10 +73,12 @@ CG_INLINE CG_AVX512 void cg_scale16(__m512i sums, __m512 sa, __m512 sb, float *o
     } while (0)
 #define CG_STEP(kk)                                                                                        \
     do {                                                                                                   \
-        CG_DP(o0, flip, b0);                                                            \
-        CG_DP(o1, flip, b1);                                                            \
-        CG_DP(o2, flip, b2);                                                            \
-        CG_DP(o3, flip, b3);                                                            \
+        if (with_sums) {                                                                                   \
+            CG_DP(o0, flip, b0);                                                                           \
+            CG_DP(o1, flip, b1);                                                                           \
+            CG_DP(o2, flip, b2);                                                                           \
+            CG_DP(o3, flip, b3);                                                                           \
+        }                                                                                                  \
         CG_ROW(0, a0 + (kk));                                                                              \
         CG_ROW(1, a1 + (kk));                                                                              \
         CG_ROW(2, a2 + (kk));                                                                              \
@@ -85,8 +87,8 @@ CG_INLINE CG_AVX512 void cg_scale16(__m512i sums, __m512 sa, __m512 sb, float *o
 
 /* C[i0 : i0+mr, j0 : j0+nr]: rows past mr repeat row i0 and columns past
  * nr column j0 (computed, not stored). A is padded: past k it meets zeros
- * of B. */
-static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+ * of B. with_sums: the tile sums B's rows itself (g->bsum is NULL). */
+CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr, const int with_sums) {
     const int64_t k = g->k;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     const int8_t *a0 = g->aq + i0 * g->ldaq, *a1 = mr > 1 ? a0 + g->ldaq : a0, *a2 = mr > 2 ? a0 + 2 * g->ldaq : a0,
@@ -124,10 +126,30 @@ static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0
     }
     /* lane 4 i + j: row i, column j, less 128 times column j's sum */
     const __m512i x[16] = {c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33};
-    const int32_t s0 = _mm512_reduce_add_epi32(o0), s1 = _mm512_reduce_add_epi32(o1);
-    const int32_t s2 = _mm512_reduce_add_epi32(o2), s3 = _mm512_reduce_add_epi32(o3);
+    const __m512i sum16 = cg_reduce16(x);
+    if (!with_sums && mr == MR && nr == NR) { /* a whole tile: vector loads and row stores */
+        const __m512i o = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(g->bsum + j0)));
+        const __m512 sa = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                                _mm512_castps128_ps512(_mm_loadu_ps(g->as + i0)));
+        const __m512 sb = _mm512_broadcast_f32x4(_mm_loadu_ps(g->bs + j0));
+        const __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum16, o)), sa), sb);
+        float *c = g->c + i0 * g->ldc + j0;
+        _mm_storeu_ps(c, _mm512_castps512_ps128(r));
+        _mm_storeu_ps(c + g->ldc, _mm512_extractf32x4_ps(r, 1));
+        _mm_storeu_ps(c + 2 * g->ldc, _mm512_extractf32x4_ps(r, 2));
+        _mm_storeu_ps(c + 3 * g->ldc, _mm512_extractf32x4_ps(r, 3));
+        return;
+    }
+    int32_t s0, s1, s2, s3;
+    if (with_sums) {
+        s0 = _mm512_reduce_add_epi32(o0), s1 = _mm512_reduce_add_epi32(o1);
+        s2 = _mm512_reduce_add_epi32(o2), s3 = _mm512_reduce_add_epi32(o3);
+    } else {
+        s0 = g->bsum[j0], s1 = g->bsum[j0 + (nr > 1)], s2 = g->bsum[j0 + (nr > 2 ? 2 : 0)];
+        s3 = g->bsum[j0 + (nr > 3 ? 3 : 0)];
+    }
     const __m512i o = _mm512_setr_epi32(s0, s1, s2, s3, s0, s1, s2, s3, s0, s1, s2, s3, s0, s1, s2, s3);
-    const __m512i sums = _mm512_sub_epi32(cg_reduce16(x), o);
+    const __m512i sums = _mm512_sub_epi32(sum16, o);
     float as[MR], bs[NR], out[16];
     for (int i = 0; i < MR; i++) as[i] = g->as[i0 + (i < mr ? i : 0)];
     for (int j = 0; j < NR; j++) bs[j] = g->bs[j0 + (j < nr ? j : 0)];
@@ -141,6 +163,22 @@ static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0
 }
 #undef CG_STEP
 #undef CG_ROW
+
+static CG_AVX512 void cg_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr) {
+    if (g->bsum) cg_tile(g, i0, j0, mr, nr, 0);
+    else cg_tile(g, i0, j0, mr, nr, 1);
+}
+
+/* 128 times the sum of a B row, as the tiles compute it. */
+static CG_AVX512 int32_t cg_bsum(const int8_t *b, int64_t k) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512i o = _mm512_setzero_si512();
+    for (int64_t kk = 0; kk < k; kk += 64) {
+        const __mmask64 km = k - kk >= 64 ? ~(__mmask64)0 : _cvtu64_mask64(~0ull >> (64 - (k - kk)));
+        o = _mm512_dpbusd_epi32(o, flip, _mm512_maskz_loadu_epi8(km, b + kk));
+    }
+    return _mm512_reduce_add_epi32(o);
+}
 
 
 /* One row of A against nr <= NV rows of B. Here a's sign moves onto b
@@ -176,6 +214,10 @@ static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0
 #pragma GCC unroll 16
         for (int j = 0; j < NV; j++) bv[j] = _mm512_maskz_loadu_epi8(km, br[j] + kk);
         cg_gemv_step(acc, _mm512_loadu_si512((const void *)(a + kk)), bv);
+    }
+    if (nr == NV) { /* a whole tile: stored as one vector */
+        cg_scale16(cg_reduce16(acc), _mm512_set1_ps(g->as[i0]), _mm512_loadu_ps(g->bs + j0), g->c + i0 * g->ldc + j0);
+        return;
     }
     float bs[NV], out[NV];
     for (int j = 0; j < NV; j++) bs[j] = g->bs[j0 + (j < nr ? j : 0)];
@@ -216,7 +258,7 @@ static CG_AVX512 float cg_qrow(const float *x, int64_t n, int8_t *q) {
     return amax / 127.0f;
 }
 
-const cg_gemm_kernels cg_q8_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow};
+const cg_gemm_kernels cg_q8_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow, cg_bsum};
 
 #else
 typedef int cg_q8_avx512_not_x86;

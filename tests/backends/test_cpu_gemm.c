@@ -244,7 +244,7 @@ static void run_q8_shape(const char *path, int64_t m, int64_t n, int64_t k, int 
     float *a = rnd_buf((size_t)(m * lda)), *bs = rnd_buf((size_t)n), *c = malloc((size_t)(m * ldc) * sizeof *c);
     int8_t *b = malloc((size_t)(n * ldb));
     int32_t *qa = malloc((size_t)k * sizeof *qa);
-    void *scratch = malloc(cg_cpu_gemm_q8_scratch(m, k));
+    void *scratch = malloc(cg_cpu_gemm_q8_scratch(m, n, k));
     ck_assert(c && b && qa && scratch);
     for (int64_t i = 0; i < n * ldb; i++) b[i] = (int8_t)(rnd() * 127.49f);
     for (int64_t j = 0; j < n; j++) bs[j] = fabsf(bs[j]) * 0.01f;

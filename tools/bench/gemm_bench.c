@@ -74,7 +74,7 @@ static void bench_shape(int64_t m, int64_t n, int64_t k, const char *paths, doub
     if (g_int8) {
         g_wq = cg_aligned_alloc((size_t)(n * k));
         g_ws = cg_aligned_alloc((size_t)n * sizeof *g_ws);
-        g_scratch = cg_aligned_alloc(cg_cpu_gemm_q8_scratch(m, k));
+        g_scratch = cg_aligned_alloc(cg_cpu_gemm_q8_scratch(m, n, k));
         if (!g_wq || !g_ws || !g_scratch) exit(1);
         for (int64_t j = 0; j < n; j++) g_ws[j] = cg_q8_row(w + j * k, k, g_wq + j * k);
     }
