@@ -6,6 +6,8 @@
 #include "cpu/cpu_blas.h"
 #include "cpu/cpu_gemm.h"
 
+#include <stdlib.h>
+
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     cg_shape_format(buf, size, 0, d->ndim, d->dims, NULL, 0);
 }
@@ -98,7 +100,8 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
 }
 
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
-                      cg_op_dtype wt, int64_t ldw, const float *w_scale, void *scratch, float *c, int64_t ldc) {
+                      cg_op_dtype wt, int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch,
+                      float *c, int64_t ldc) {
     if (wt == CG_OP_F32) {
         cg_ops_project(m, n, k, a, lda, w, ldw, c, ldc);
         return;
@@ -108,7 +111,7 @@ void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0.0f;
         return;
     }
-    if (wt == (cg_op_dtype)CG_I8) cg_cpu_gemm_nt_q8(m, n, k, a, lda, w, w_scale, ldw, c, ldc, scratch);
+    if (wt == (cg_op_dtype)CG_I8) cg_cpu_gemm_nt_q8(m, n, k, a, lda, w, w_scale, w_sums, ldw, c, ldc, scratch);
     else cg_cpu_gemm_nt_h(m, n, k, 1.0f, a, lda, w, wt == (cg_op_dtype)CG_BF16, ldw, 0.0f, c, ldc);
 }
 
@@ -217,4 +220,42 @@ int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_
 void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v) {
     if (e->st != CG_OP_OK) return;
     e->st = e->call->host->decomp_output(e->d, i, v);
+}
+
+typedef struct cg_ops_q8_state {
+    int32_t *sums[2];
+} cg_ops_q8_state;
+
+cg_op_status cg_ops_q8_state_create(const cg_kernel_args *a, const int *w, int n_w, void **state, size_t *bytes) {
+    *state = NULL;
+    *bytes = 0;
+    cg_ops_q8_state *st = NULL;
+    for (int i = 0; i < n_w && i < 2; i++) {
+        const cg_tensor_desc *d = &a->call->inputs[w[i]];
+        if (d->dtype != (cg_op_dtype)CG_I8 || !a->in[w[i]] || d->ndim != 2) continue;
+        if (!st && !(st = calloc(1, sizeof *st))) return CG_OP_NO_MEMORY;
+        const size_t n = (size_t)d->dims[0];
+        if (!(st->sums[i] = malloc((n ? n : 1) * sizeof(int32_t)))) {
+            cg_ops_q8_state_destroy(st);
+            return CG_OP_NO_MEMORY;
+        }
+        cg_cpu_q8_row_sums(d->dims[0], d->dims[1], a->in[w[i]], d->dims[1], st->sums[i]);
+        *bytes += n * sizeof(int32_t);
+    }
+    if (st) *bytes += sizeof *st;
+    *state = st;
+    return CG_OP_OK;
+}
+
+void cg_ops_q8_state_destroy(void *state) {
+    cg_ops_q8_state *st = state;
+    if (!st) return;
+    free(st->sums[0]);
+    free(st->sums[1]);
+    free(st);
+}
+
+const int32_t *cg_ops_q8_sums(const cg_kernel_args *a, int i) {
+    const cg_ops_q8_state *st = a->state;
+    return st && i >= 0 && i < 2 ? st->sums[i] : NULL;
 }

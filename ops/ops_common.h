@@ -106,11 +106,22 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
 
 /* cg_ops_project with W of dtype wt: f32, bf16 / f16 weights widened in
  * registers (half the bytes read; products and sums in f32), or int8 with
- * one f32 scale per row in w_scale (a quarter of the bytes; A quantized per
- * row on the fly, exact integer sums: cg_cpu_gemm_nt_q8), which needs
+ * one f32 scale per row in w_scale and optionally its row sums w_sums (a
+ * quarter of the bytes; A quantized per row on the fly, exact integer sums:
+ * cg_cpu_gemm_nt_q8), which needs
  * cg_ops_project_scratch(wt, m, n, k) bytes of scratch (else unused, NULL ok). */
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
-                      cg_op_dtype wt, int64_t ldw, const float *w_scale, void *scratch, float *c, int64_t ldc);
+                      cg_op_dtype wt, int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch,
+                      float *c, int64_t ldc);
+
+/* Per-node state of a CPU kernel with int8 weights (ABI 1.1 create): each
+ * int8 weight input that is a parameter gets its row sums made once
+ * (cg_cpu_q8_row_sums), so no product makes them again. w: the weight
+ * inputs (n_w <= 2). The sums of weight slot i (NULL: none, e.g. a weight
+ * computed at run time) come from cg_ops_q8_sums(args, i). */
+cg_op_status cg_ops_q8_state_create(const cg_kernel_args *a, const int *w, int n_w, void **state, size_t *bytes);
+void cg_ops_q8_state_destroy(void *state);
+const int32_t *cg_ops_q8_sums(const cg_kernel_args *a, int i);
 size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k);
 
 /* A weight matrix may be stored f32, bf16 or f16 (the 16-bit ones read by

@@ -155,9 +155,9 @@ static void cell_project(const cg_kernel_args *a, int gates, int w_first, float 
     *gh = *gi + B * GH;
     void *scratch = *gh + B * GH;
     cg_ops_project_w(B, GH, I, a->in[0], I, a->in[w_first], call->inputs[w_first].dtype, I,
-                     s_ih >= 0 ? a->in[s_ih] : NULL, scratch, *gi, GH);
+                     s_ih >= 0 ? a->in[s_ih] : NULL, cg_ops_q8_sums(a, 0), scratch, *gi, GH);
     cg_ops_project_w(B, GH, H, a->in[1], H, a->in[w_first + 1], call->inputs[w_first + 1].dtype, H,
-                     s_hh >= 0 ? a->in[s_hh] : NULL, scratch, *gh, GH);
+                     s_hh >= 0 ? a->in[s_hh] : NULL, cg_ops_q8_sums(a, 1), scratch, *gh, GH);
 }
 
 /* The hidden size of a cell call for its decomposition (which runs on the
@@ -288,6 +288,14 @@ static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
     return 1;
 }
 
+/* The row sums of int8 weights, made once (CPU). */
+static cg_op_status cell_create(const cg_kernel_args *a, int gates, void **state, size_t *bytes) {
+    const int w[2] = {gates == 3 ? 2 : 3, gates == 3 ? 3 : 4};
+    return cg_ops_q8_state_create(a, w, 2, state, bytes);
+}
+static cg_op_status gru_cell_create(const cg_kernel_args *a, void **s, size_t *b) { return cell_create(a, 3, s, b); }
+static cg_op_status lstm_cell_create(const cg_kernel_args *a, void **s, size_t *b) { return cell_create(a, 4, s, b); }
+
 /* ---- gru_cell ---- */
 
 static cg_op_status gru_cell_infer(cg_op_call *call) { return cell_infer(call, 3); }
@@ -366,7 +374,8 @@ static int32_t gru_cell_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def gru_cell_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_cell_workspace, .run = gru_cell_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_cell_workspace, .run = gru_cell_cpu,
+     .create = gru_cell_create, .destroy = cg_ops_q8_state_destroy},
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl,
      .supports = gru_cell_cl_supports},
 };
@@ -449,7 +458,8 @@ static int32_t lstm_cell_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def lstm_cell_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_cell_workspace, .run = lstm_cell_cpu},
+    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_cell_workspace, .run = lstm_cell_cpu,
+     .create = lstm_cell_create, .destroy = cg_ops_q8_state_destroy},
     {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl,
      .supports = lstm_cell_cl_supports},
 };

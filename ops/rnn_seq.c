@@ -154,7 +154,7 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
                           const void *w_ih, cg_op_dtype t_ih, const void *w_hh, cg_op_dtype t_hh,
                           const float *b_ih, const float *b_hh, const float *s_ih, const float *s_hh) {
     const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H, DH = s->D * s->H;
-    cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, ws->q8, ws->proj, GH);
+    cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, NULL, ws->q8, ws->proj, GH);
     memset(ws->h, 0, sizeof(float) * (size_t)(B * H));
     if (s->G == 4) memset(ws->c, 0, sizeof(float) * (size_t)(B * H));
     int64_t max_len = B ? lengths[ws->order[0]] : 0;
@@ -166,7 +166,7 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
             while (n < B && lengths[ws->order[n]] > t) n++;
         else
             while (n > 0 && lengths[ws->order[n - 1]] <= t) n--;
-        cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, s_hh, ws->q8, ws->gh, GH);
+        cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, s_hh, NULL, ws->q8, ws->gh, GH);
         for (int64_t j = 0; j < n; j++) {
             int64_t row = ws->order[j];
             const float *gi = ws->proj + (row * S + t) * GH;

@@ -215,8 +215,17 @@ size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t n, int64_t k) {
 
 const char *cg_cpu_gemm_q8_path(void) { return cg_q8_for(cg_gemm_selected())->name; }
 
+void cg_cpu_q8_row_sums(int64_t n, int64_t k, const int8_t *b, int64_t ldb, int32_t *sums) {
+    for (int64_t j = 0; j < n; j++) {
+        int32_t s = 0;
+        for (int64_t kk = 0; kk < k; kk++) s += b[j * ldb + kk];
+        sums[j] = 128 * s;
+    }
+}
+
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
-                       const float *b_scale, int64_t ldb, float *c, int64_t ldc, void *scratch) {
+                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc,
+                       void *scratch) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         cg_gemm_scale(m, n, 0.0f, c, ldc);
@@ -234,13 +243,17 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
         as[i] = kern->qrow(a + i * lda, k, aq + i * ldaq);
         memset(aq + i * ldaq + k, 0, (size_t)(ldaq - k));
     }
-    if (bsum && kern->bsum)
+    /* the row sums: given, made here for enough rows of A, or in the tiles */
+    const int32_t *sums = NULL;
+    if (kern->bsum && b_sums) {
+        sums = b_sums;
+    } else if (kern->bsum && bsum) {
         for (int64_t j = 0; j < n; j++) bsum[j] = kern->bsum(b + j * ldb, k);
-    else
-        bsum = NULL;
+        sums = bsum;
+    }
     cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .ldb = ldb, .c = c, .ldc = ldc,
                       .bt = CG_GEMM_B_I8, .bq = b, .bs = b_scale, .aq = aq, .as = as, .ldaq = ldaq,
-                      .bsum = bsum};
+                      .bsum = sums};
     cg_gemm_run(kern, &g);
 }
 

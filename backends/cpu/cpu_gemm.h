@@ -50,11 +50,18 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * portable C, chosen with the f32 path: the same bits on each), and
  * C[i][j] = (float)sum * a_scale[i] * b_scale[j]. A quarter of an f32
  * weight's bytes; the error against f32 is that of rounding A and B to 8
- * bits. A row of A holding NaN or an infinity gives a row of NaN. `scratch`
+ * bits. A row of A holding NaN or an infinity gives a row of NaN. b_sums:
+ * cg_cpu_q8_row_sums of B, or NULL (made in the call when it pays). `scratch`
  * holds cg_cpu_gemm_q8_scratch(m, n, k) bytes (no allocation per call).
  * k <= 0 gives zeros. */
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
-                       const float *b_scale, int64_t ldb, float *c, int64_t ldc, void *scratch);
+                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc,
+                       void *scratch);
+
+/* The b_sums cg_cpu_gemm_nt_q8 may take: 128 times the sum of each of the n
+ * rows of int8 B [n, k] (ldb), made once for a weight that does not change
+ * (an op's per-node state) instead of in every call. */
+void cg_cpu_q8_row_sums(int64_t n, int64_t k, const int8_t *b, int64_t ldb, int32_t *sums);
 
 /* Bytes of scratch cg_cpu_gemm_nt_q8 needs for m rows of k against n rows
  * of B (0 if m or k is <= 0). */
