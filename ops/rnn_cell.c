@@ -3,6 +3,7 @@
 #include "ops_cl.h"
 
 #include "cpu/cpu_math.h"
+#include "cpu/cpu_pool.h"
 #include "rnn.cl.h"
 
 #include <math.h>
@@ -302,15 +303,38 @@ static cg_op_status gru_cell_infer(cg_op_call *call) { return cell_infer(call, 3
 
 static size_t gru_cell_workspace(const cg_op_call *call) { return cell_workspace(call, 3); }
 
+/* The rows of a cell call, for cg_cpu_parallel_for. */
+typedef struct cell_rows {
+    int64_t H;
+    const float *gi, *gh, *b_ih, *b_hh, *state;
+    float *h_out, *c_out; /* c_out NULL: an LSTM without c' writes it over gh */
+} cell_rows;
+
+static void gru_rows(void *ctx, size_t begin, size_t end) {
+    const cell_rows *p = ctx;
+    const int64_t H = p->H;
+    for (size_t b = begin; b < end; b++)
+        cg_rnn_gru_row(H, p->gi + b * 3 * H, p->gh + b * 3 * H, p->b_ih, p->b_hh, p->state + b * H, p->h_out + b * H);
+}
+
+static void lstm_rows(void *ctx, size_t begin, size_t end) {
+    const cell_rows *p = ctx;
+    const int64_t H = p->H;
+    for (size_t b = begin; b < end; b++) {
+        /* Without a c' output, c' is written over the row's gh: element j of
+         * it is written after the last read of gh[j]. */
+        float *cn = p->c_out ? p->c_out + b * H : (float *)p->gh + b * 4 * H;
+        cg_rnn_lstm_row(H, p->gi + b * 4 * H, p->gh + b * 4 * H, p->b_ih, p->b_hh, p->state + b * H, p->h_out + b * H, cn);
+    }
+}
+
 static cg_op_status gru_cell_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     int64_t B = call->inputs[0].dims[0], H = call->inputs[1].dims[1];
     float *gi, *gh;
     cell_project(a, 3, 2, &gi, &gh);
-    const float *h = a->in[1], *b_ih = a->in[4], *b_hh = a->in[5];
-    float *out = a->out[0];
-    for (int64_t b = 0; b < B; b++)
-        cg_rnn_gru_row(H, gi + b * 3 * H, gh + b * 3 * H, b_ih, b_hh, h + b * H, out + b * H);
+    cell_rows p = {H, gi, gh, a->in[4], a->in[5], a->in[1], a->out[0], NULL};
+    cg_cpu_parallel_for((size_t)B, (size_t)(4096 / (3 * H) + 1), gru_rows, &p);
     return CG_OP_OK;
 }
 
@@ -412,15 +436,8 @@ static cg_op_status lstm_cell_cpu(const cg_kernel_args *a) {
     int64_t B = call->inputs[0].dims[0], H = call->inputs[1].dims[1];
     float *gi, *gh;
     cell_project(a, 4, 3, &gi, &gh);
-    const float *c = a->in[2], *b_ih = a->in[5], *b_hh = a->in[6];
-    float *h_out = a->out[0];
-    float *c_out = call->n_outputs > 1 ? a->out[1] : NULL;
-    for (int64_t b = 0; b < B; b++) {
-        /* Without a c' output, c' is written over the row's gh: element j of
-         * it is written after the last read of gh[j]. */
-        float *cn = c_out ? c_out + b * H : gh + b * 4 * H;
-        cg_rnn_lstm_row(H, gi + b * 4 * H, gh + b * 4 * H, b_ih, b_hh, c + b * H, h_out + b * H, cn);
-    }
+    cell_rows p = {H, gi, gh, a->in[5], a->in[6], a->in[2], a->out[0], call->n_outputs > 1 ? a->out[1] : NULL};
+    cg_cpu_parallel_for((size_t)B, (size_t)(4096 / (4 * H) + 1), lstm_rows, &p);
     return CG_OP_OK;
 }
 

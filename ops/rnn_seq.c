@@ -5,6 +5,8 @@
 #include "ops_cl.h"
 #include "rnn.cl.h"
 
+#include "cpu/cpu_pool.h"
+
 #include <string.h>
 
 enum { ATTR_HIDDEN, ATTR_LAYERS, ATTR_BIDIRECTIONAL };
@@ -146,6 +148,31 @@ static size_t seq_ws_layout(const seq_dims *s, int q8, void *base, seq_ws *ws) {
     return off;
 }
 
+/* The rows of one time step, for cg_cpu_parallel_for: each row's gates and
+ * state, and its output position. */
+typedef struct seq_step {
+    const seq_dims *s;
+    const seq_ws *ws;
+    int64_t t, d;
+    const float *b_ih, *b_hh;
+    float *out;
+} seq_step;
+
+static void seq_step_rows(void *ctx, size_t begin, size_t end) {
+    const seq_step *p = ctx;
+    const int64_t S = p->s->S, H = p->s->H, GH = p->s->G * p->s->H, DH = p->s->D * p->s->H;
+    for (size_t jj = begin; jj < end; jj++) {
+        const int64_t j = (int64_t)jj, row = p->ws->order[j];
+        const float *gi = p->ws->proj + (row * S + p->t) * GH;
+        float *h = p->ws->h + j * H;
+        if (p->s->G == 4)
+            cg_rnn_lstm_row(H, gi, p->ws->gh + j * GH, p->b_ih, p->b_hh, p->ws->c + j * H, h, p->ws->c + j * H);
+        else
+            cg_rnn_gru_row(H, gi, p->ws->gh + j * GH, p->b_ih, p->b_hh, h, h);
+        memcpy(p->out + (row * S + p->t) * DH + p->d * H, h, sizeof(float) * (size_t)H);
+    }
+}
+
 /* Runs one direction of one layer: reads `in` [B, S, in_size], writes its
  * half of `out` [B, S, D*H] at the valid positions, leaves the final state of
  * each row (in `order`) in ws->h / ws->c. */
@@ -153,7 +180,7 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
                           const float *in, int64_t in_size, float *out, int64_t d,
                           const void *w_ih, cg_op_dtype t_ih, const void *w_hh, cg_op_dtype t_hh,
                           const float *b_ih, const float *b_hh, const float *s_ih, const float *s_hh) {
-    const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H, DH = s->D * s->H;
+    const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H;
     cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, NULL, ws->q8, ws->proj, GH);
     memset(ws->h, 0, sizeof(float) * (size_t)(B * H));
     if (s->G == 4) memset(ws->c, 0, sizeof(float) * (size_t)(B * H));
@@ -167,16 +194,9 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
         else
             while (n > 0 && lengths[ws->order[n - 1]] <= t) n--;
         cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, s_hh, NULL, ws->q8, ws->gh, GH);
-        for (int64_t j = 0; j < n; j++) {
-            int64_t row = ws->order[j];
-            const float *gi = ws->proj + (row * S + t) * GH;
-            float *h = ws->h + j * H;
-            if (s->G == 4)
-                cg_rnn_lstm_row(H, gi, ws->gh + j * GH, b_ih, b_hh, ws->c + j * H, h, ws->c + j * H);
-            else
-                cg_rnn_gru_row(H, gi, ws->gh + j * GH, b_ih, b_hh, h, h);
-            memcpy(out + (row * S + t) * DH + d * H, h, sizeof(float) * (size_t)H);
-        }
+        /* rows in chunks of about 4096 gate units per task */
+        seq_step st = {s, ws, t, d, b_ih, b_hh, out};
+        cg_cpu_parallel_for((size_t)n, (size_t)(4096 / GH + 1), seq_step_rows, &st);
     }
 }
 
