@@ -19,6 +19,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu_avx512_reduce.h"
+
 #define CG_AVX512 __attribute__((target("avx512f,fma")))
 #define CG_INLINE static inline __attribute__((always_inline))
 
@@ -35,24 +37,9 @@
  * L2 traffic than streaming A for each strip; +25-40% at M = 64), and rows
  * of B that stay in L2 meanwhile. */
 
-/* Four 16-lane sums: 128-bit lane l of the result holds the four partial sums
- * (i + 8, then i + 4 folded) of the l-th argument. */
-CG_INLINE CG_AVX512 __m512 cg_fold4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-    __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
-}
-
-/* Lane p of the result is the sum of the 16 lanes of x[p]. */
-CG_INLINE CG_AVX512 __m512 cg_reduce16(const __m512 *x) {
-    __m512 r0 = cg_fold4(x[0], x[4], x[8], x[12]);
-    __m512 r1 = cg_fold4(x[1], x[5], x[9], x[13]);
-    __m512 r2 = cg_fold4(x[2], x[6], x[10], x[14]);
-    __m512 r3 = cg_fold4(x[3], x[7], x[11], x[15]);
-    __m512 v01 = _mm512_add_ps(_mm512_shuffle_ps(r0, r1, 0x44), _mm512_shuffle_ps(r0, r1, 0xEE));
-    __m512 v23 = _mm512_add_ps(_mm512_shuffle_ps(r2, r3, 0x44), _mm512_shuffle_ps(r2, r3, 0xEE));
-    return _mm512_add_ps(_mm512_shuffle_ps(v01, v23, 0x88), _mm512_shuffle_ps(v01, v23, 0xDD));
-}
+/* Lane p of cg_reduce16's result is the sum of the 16 lanes of x[p]. */
+#define CG_PS_SAME(v) (v)
+CG_AVX512_REDUCE16(cg_reduce16, __m512, _mm512_add_ps, CG_PS_SAME, CG_PS_SAME)
 
 /* c[0..] = alpha * s + beta * c on the lanes of mask (beta == 0: c is not
  * read, so NaN in C does not survive). */

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu_avx512_reduce.h"
 #include "dtype.h"
 
 #define CG_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
@@ -24,30 +25,12 @@
 /* GEMV: rows of B per pass over x (one 16-way reduction). */
 #define NV 16
 
-/* Four 16-lane sums: 128-bit lane l of the result holds partial sums of the
- * l-th argument (lanes i + 8, then i + 4 folded); integer additions, so any
- * order gives the same sums. Shuffles through the float views move bits
- * only. */
-CG_INLINE CG_AVX512 __m512i cg_fold4(__m512i a, __m512i b, __m512i c, __m512i d) {
-    __m512i ab = _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x44), _mm512_shuffle_i32x4(a, b, 0xEE));
-    __m512i cd = _mm512_add_epi32(_mm512_shuffle_i32x4(c, d, 0x44), _mm512_shuffle_i32x4(c, d, 0xEE));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(ab, cd, 0x88), _mm512_shuffle_i32x4(ab, cd, 0xDD));
-}
-
-/* A macro: clang wants the shuffle's immediate constant at the call. */
-#define cg_shuf(a, b, imm) \
-    _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), (imm)))
-
-/* Lane p of the result is the sum of the 16 lanes of x[p]. */
-CG_INLINE CG_AVX512 __m512i cg_reduce16(const __m512i *x) {
-    __m512i r0 = cg_fold4(x[0], x[4], x[8], x[12]);
-    __m512i r1 = cg_fold4(x[1], x[5], x[9], x[13]);
-    __m512i r2 = cg_fold4(x[2], x[6], x[10], x[14]);
-    __m512i r3 = cg_fold4(x[3], x[7], x[11], x[15]);
-    __m512i v01 = _mm512_add_epi32(cg_shuf(r0, r1, 0x44), cg_shuf(r0, r1, 0xEE));
-    __m512i v23 = _mm512_add_epi32(cg_shuf(r2, r3, 0x44), cg_shuf(r2, r3, 0xEE));
-    return _mm512_add_epi32(cg_shuf(v01, v23, 0x88), cg_shuf(v01, v23, 0xDD));
-}
+/* Lane p of cg_reduce16's result is the sum of the 16 lanes of x[p]
+ * (integer additions, so any order gives the same sums; the shuffles go
+ * through float views, which move bits only). */
+#define CG_I32_TO_PS(v) _mm512_castsi512_ps(v)
+#define CG_PS_TO_I32(v) _mm512_castps_si512(v)
+CG_AVX512_REDUCE16(cg_reduce16, __m512i, _mm512_add_epi32, CG_I32_TO_PS, CG_PS_TO_I32)
 
 /* C[i][j] = (float)sum * as[i] * bs[j] for 16 sums at once, lane p holding
  * row i0 + rows[p], column j0 + cols[p]; the same two products in the same
