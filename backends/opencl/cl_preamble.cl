@@ -80,3 +80,34 @@ inline float cg_f16_to_f32(ushort h) {
     float f = (float)m * 5.9604644775390625e-8f;
     return as_float(sign | as_uint(f));
 }
+
+/* Component k of an 8-vector: dims and strides are passed to kernels as
+ * IDX8 vectors, component k for dim k. */
+inline IDX cg_vec_at(IDX8 v, int k) {
+    switch (k) {
+    case 0: return v.s0;
+    case 1: return v.s1;
+    case 2: return v.s2;
+    case 3: return v.s3;
+    case 4: return v.s4;
+    case 5: return v.s5;
+    case 6: return v.s6;
+    default: return v.s7;
+    }
+}
+
+/* Two offsets of flat index i: i's row-major index in the nd dims `dims`,
+ * dotted with the strides sa (into *a) and sb (into *b); a stride of 0
+ * broadcasts. */
+inline void cg_index_offsets(IDX i, int nd, IDX8 dims, IDX8 sa, IDX8 sb, IDX *a, IDX *b) {
+    IDX rem = i, oa = 0, ob = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        IDX n = cg_vec_at(dims, d);
+        IDX q = rem / n, j = rem - q * n;
+        oa += j * cg_vec_at(sa, d);
+        ob += j * cg_vec_at(sb, d);
+        rem = q;
+    }
+    *a = oa;
+    *b = ob;
+}

@@ -14,36 +14,6 @@ __kernel void fill_zero(__global float *y, IDX total) {
 }
 #endif
 
-#if CG_WANT(bmm) || CG_WANT(bmm_rows)
-static IDX vec_at(IDX8 v, int k) {
-    switch (k) {
-    case 0: return v.s0;
-    case 1: return v.s1;
-    case 2: return v.s2;
-    case 3: return v.s3;
-    case 4: return v.s4;
-    case 5: return v.s5;
-    case 6: return v.s6;
-    default: return v.s7;
-    }
-}
-
-/* The offsets of batch z's A and B: z's row-major index in the nb batch
- * dims bdims, dotted with each operand's strides (0 where it broadcasts). */
-static void batch_offsets(IDX z, int nb, IDX8 bdims, IDX8 astr, IDX8 bstr, IDX *aoff, IDX *boff) {
-    IDX rem = z, a = 0, b = 0;
-    for (int d = nb - 1; d >= 0; d--) {
-        IDX n = vec_at(bdims, d);
-        IDX q = rem / n, j = rem - q * n;
-        a += j * vec_at(astr, d);
-        b += j * vec_at(bstr, d);
-        rem = q;
-    }
-    *aoff = a;
-    *boff = b;
-}
-#endif
-
 #ifdef TS
 /* C[z] = op(A[z]) op(B[z]) for every batch z = get_global_id(2), with C
  * [batch, M, N] contiguous; A[z] is [M, K] ([K, M] with TA) at the offset
@@ -62,7 +32,7 @@ void bmm(__global const float *A, __global const float *B, __global float *C, ID
     const IDX col0 = (IDX)get_group_id(0) * TS, row0 = (IDX)get_group_id(1) * TS;
     const IDX z = (IDX)get_global_id(2);
     IDX aoff, boff;
-    batch_offsets(z, nb, bdims, astr, bstr, &aoff, &boff);
+    cg_index_offsets(z, nb, bdims, astr, bstr, &aoff, &boff);
     float acc = 0.0f;
     for (IDX t = 0; t < K; t += TS) {
 #if TA
@@ -108,7 +78,7 @@ __kernel void bmm_rows(__global const float *A, __global const float *B, __globa
     const IDX col = (IDX)get_global_id(0), row = (IDX)get_global_id(1), z = (IDX)get_global_id(2);
     if (col >= N || row >= M) return;
     IDX aoff, boff;
-    batch_offsets(z, nb, bdims, astr, bstr, &aoff, &boff);
+    cg_index_offsets(z, nb, bdims, astr, bstr, &aoff, &boff);
     float acc = 0.0f;
     for (IDX k = 0; k < K; k++) {
 #if TA

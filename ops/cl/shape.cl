@@ -22,21 +22,6 @@ __kernel void copy_rows(__global const T *src, IDX src_off, IDX src_stride,
 }
 #endif
 
-/* Index of a component of an 8-vector (dims and strides are passed as
- * vectors, component k for dim k). */
-static IDX vec_at(IDX8 v, int k) {
-    switch (k) {
-    case 0: return v.s0;
-    case 1: return v.s1;
-    case 2: return v.s2;
-    case 3: return v.s3;
-    case 4: return v.s4;
-    case 5: return v.s5;
-    case 6: return v.s6;
-    default: return v.s7;
-    }
-}
-
 /* out[i] = src[sum_k idx_k * stride_k], where (idx_0, ..., idx_{nd-1}) is
  * the row-major index of i in the output dims `n`; `st` are the input
  * strides of the output dims. */
@@ -47,9 +32,9 @@ __kernel void transpose_any(__global const T *src, __global T *dst, IDX total, i
     if (i >= total) return;
     IDX rem = i, off = 0;
     for (int k = nd - 1; k >= 0; k--) {
-        IDX d = vec_at(n, k);
+        IDX d = cg_vec_at(n, k);
         IDX q = rem / d;
-        off += (rem - q * d) * vec_at(st, k);
+        off += (rem - q * d) * cg_vec_at(st, k);
         rem = q;
     }
     dst[i] = src[off];
@@ -71,14 +56,8 @@ void transpose_tiled(__global const T *src, __global T *dst, IDX nl, IDX sl, IDX
     __local T tile[TILE][TILE + 1];
     const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
     const IDX l0 = (IDX)get_group_id(0) * TILE, q0 = (IDX)get_group_id(1) * TILE;
-    IDX rem = (IDX)get_global_id(2), in_off = 0, out_off = 0;
-    for (int k = rnd - 1; k >= 0; k--) {
-        IDX d = vec_at(rn, k);
-        IDX q = rem / d, j = rem - q * d;
-        in_off += j * vec_at(rin, k);
-        out_off += j * vec_at(rout, k);
-        rem = q;
-    }
+    IDX in_off, out_off;
+    cg_index_offsets((IDX)get_global_id(2), rnd, rn, rin, rout, &in_off, &out_off);
     /* Read: lx runs along q (input stride 1). */
     for (int j = ly; j < TILE; j += ROWS) {
         IDX qi = q0 + lx, li = l0 + j;
