@@ -7,6 +7,7 @@
 #include "cpu/cpu_gemm.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     cg_shape_format(buf, size, 0, d->ndim, d->dims, NULL, 0);
@@ -139,7 +140,10 @@ cg_op_status cg_ops_expect_qweight(const cg_op_call *call, const char *label, co
     return cg_ops_expect_f32(call, s_label, s, 1, rows);
 }
 
-int32_t cg_ops_emit_weight(cg_ops_emitter *e, int32_t w, int32_t s) {
+/* Emits weight input w as f32: an int8 one dequantized (cast to f32, times
+ * its scales, input s, as a column), a 16-bit one cast, an f32 one as it
+ * is. */
+static int32_t emit_weight_f32(cg_ops_emitter *e, int32_t w, int32_t s) {
     int32_t v = cg_ops_emit_input(e, w);
     const cg_op_dtype t = e->call->inputs[w].dtype;
     if (e->st != CG_OP_OK || t == CG_OP_F32) return v;
@@ -163,12 +167,23 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
         int k = -1;
         for (int j = 0; j < n_w; j++)
             if (w[j] == i) k = j;
-        in[i] = k >= 0 ? cg_ops_emit_weight(&e, i, scale[k]) : cg_ops_emit_input(&e, i);
+        in[i] = k >= 0 ? emit_weight_f32(&e, i, scale[k]) : cg_ops_emit_input(&e, i);
     }
     if (e.st != CG_OP_OK) return e.st;
     cg_op_status st = call->host->decomp_node(d, op, n_keep, in, call->n_outputs, out, NULL);
     for (int o = 0; st == CG_OP_OK && o < call->n_outputs; o++) st = call->host->decomp_output(d, o, out[o]);
     return st;
+}
+
+void cg_ops_case_q8_weight(cg_conform_case *c, int w) {
+    const int s = c->n_inputs++;
+    c->inputs[w].dtype = (cg_op_dtype)CG_I8;
+    c->lo[w] = -127, c->hi[w] = 127;
+    memset(&c->inputs[s], 0, sizeof c->inputs[s]);
+    c->inputs[s].dtype = CG_OP_F32;
+    c->inputs[s].ndim = 1;
+    c->inputs[s].dims[0] = c->inputs[w].dims[0];
+    c->lo[s] = 0.001, c->hi[s] = 0.004;
 }
 
 int32_t cg_ops_error_case(cg_conform_case *c, int input, double lo, double hi) {

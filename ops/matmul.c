@@ -434,7 +434,7 @@ static cg_op_status linear_create(const cg_kernel_args *a, void **state, size_t 
     return cg_ops_q8_state_create(a, &w, 1, state, bytes);
 }
 
-/* f32 weights only (CLBlast's SGEMM); 16-bit ones go to the decomposition. */
+/* f32 weights only (CLBlast's SGEMM); narrow ones go to the decomposition. */
 static int linear_cl_supports(const cg_kernel_args *a) { return a->call->inputs[1].dtype == CG_OP_F32; }
 
 static const cg_kernel_def linear_kernels[] = {
@@ -593,15 +593,7 @@ static int32_t linear_conform(int32_t index, cg_conform_case *c) {
     index -= n16;
     if (index >= n8) return 0;
     mm_fill(&linear_q8_cases[index], 1, 0, c);
-    const int last = c->n_inputs++;
-    c->inputs[1].dtype = (cg_op_dtype)CG_I8;
-    c->lo[1] = -127, c->hi[1] = 127;
-    for (int i = 0; i < last; i++)
-        if (i != 1) c->lo[i] = -1, c->hi[i] = 1;
-    memset(&c->inputs[last], 0, sizeof c->inputs[last]);
-    c->inputs[last].dtype = CG_OP_F32;
-    c->inputs[last].ndim = 1;
-    c->inputs[last].dims[0] = c->inputs[1].dims[0];
-    c->lo[last] = 0.001, c->hi[last] = 0.004;
+    for (int i = 0; i < c->n_inputs; i++) c->lo[i] = -1, c->hi[i] = 1;
+    cg_ops_case_q8_weight(c, 1);
     return 1;
 }

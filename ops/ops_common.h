@@ -113,6 +113,7 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
                       cg_op_dtype wt, int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch,
                       float *c, int64_t ldc);
+size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k);
 
 /* Per-node state of a CPU kernel with int8 weights (ABI 1.1 create): each
  * int8 weight input that is a parameter gets its row sums made once
@@ -122,7 +123,6 @@ void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t l
 cg_op_status cg_ops_q8_state_create(const cg_kernel_args *a, const int *w, int n_w, void **state, size_t *bytes);
 void cg_ops_q8_state_destroy(void *state);
 const int32_t *cg_ops_q8_sums(const cg_kernel_args *a, int i);
-size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k);
 
 /* A weight matrix may be stored f32, bf16 or f16 (the 16-bit ones read by
  * the CPU kernels as they are, elsewhere cast to f32 by a decomposition). */
@@ -134,13 +134,18 @@ static inline int cg_ops_weight_dtype(cg_op_dtype t) {
 cg_op_status cg_ops_expect_weight(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,
                                   const int64_t *dims);
 
-/* int8 weight matrices (linear, gru_cell, lstm_cell): an int8 weight's f32
- * scales, one per row, come after the op's other inputs, in the order of
- * their weights. cg_ops_expect_qweight checks a weight that may also be
- * int8 and, for int8, its scales `s` ([rows], f32; NULL: not given). */
+/* int8 weight matrices (linear, gru_cell, lstm_cell, gru, lstm): an int8
+ * weight's f32 scales, one per row, come after the op's other inputs, in
+ * the order of their weights. cg_ops_expect_qweight checks a weight that
+ * may also be int8 and, for int8, its scales `s` ([rows], f32; NULL: not
+ * given). */
 cg_op_status cg_ops_expect_qweight(const cg_op_call *call, const char *label, const cg_tensor_desc *d,
                                    const int64_t *dims, const cg_tensor_desc *s, const char *s_label);
 
+/* Conformance: input w of case c becomes an int8 matrix (q in [-127, 127])
+ * and its f32 scales, one per row in [0.001, 0.004] (so that w stays
+ * within +-0.5), the case's next input. */
+void cg_ops_case_q8_weight(cg_conform_case *c, int w);
 
 /* One GRU row (rnn_cell.c): gi = W_ih x, gh = W_hh h without biases, gates
  * r, z, n. h_out may be h. */
@@ -191,11 +196,6 @@ int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
 int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
                     int32_t b, int32_t c);
 void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
-
-/* Emits weight input w as f32: an int8 one dequantized (cast to f32, times
- * its scales, input s, as a column), a 16-bit one cast, an f32 one as it
- * is. */
-int32_t cg_ops_emit_weight(cg_ops_emitter *e, int32_t w, int32_t s);
 
 /* The decomposition of an op (linear, gru_cell, lstm_cell) whose weights
  * are narrow (bf16, f16, int8) on a device without a kernel for them: the

@@ -72,14 +72,20 @@ void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const flo
 
 /* ==== shared inference of both cells ==== */
 
-/* Inputs before the scales (6 GRU, 7 LSTM), and the index of the scales of
- * weight w (0: w_ih, 1: w_hh) when that weight is int8, else -1. */
+/* The input w_ih (w_hh follows it), the inputs before the scales (6 GRU,
+ * 7 LSTM), and the index of the scales of weight w (0: w_ih, 1: w_hh) when
+ * that weight is int8, else -1. */
+static int cell_wih(int gates) { return gates == 3 ? 2 : 3; }
 static int cell_n_base(int gates) { return gates == 3 ? 6 : 7; }
 static int cell_scale(const cg_op_call *call, int gates, int w) {
-    const int i_wih = gates == 3 ? 2 : 3;
-    const int q_ih = call->inputs[i_wih].dtype == (cg_op_dtype)CG_I8;
-    if (call->inputs[i_wih + w].dtype != (cg_op_dtype)CG_I8) return -1;
+    const int q_ih = call->inputs[cell_wih(gates)].dtype == (cg_op_dtype)CG_I8;
+    if (call->inputs[cell_wih(gates) + w].dtype != (cg_op_dtype)CG_I8) return -1;
     return cell_n_base(gates) + (w == 1 ? q_ih : 0);
+}
+
+/* A weight in bf16, f16 or int8: the OpenCL kernel's SGEMMs cannot read it. */
+static int cell_narrow(const cg_op_call *call, int gates) {
+    return call->inputs[cell_wih(gates)].dtype != CG_OP_F32 || call->inputs[cell_wih(gates) + 1].dtype != CG_OP_F32;
 }
 
 /* Inputs: x [B, I], h [B, H], (c [B, H],) w_ih [G*H, I], w_hh [G*H, H],
@@ -139,7 +145,7 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
 /* Workspace: gi [B, G*H] and gh [B, G*H], then the scratch of an int8
  * product (x or h quantized), one at a time. */
 static size_t cell_workspace(const cg_op_call *call, int gates) {
-    const int w = gates == 3 ? 2 : 3;
+    const int w = cell_wih(gates);
     int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1], H = call->inputs[1].dims[1];
     size_t q_ih = cg_ops_project_scratch(call->inputs[w].dtype, B, gates * H, I);
     size_t q_hh = cg_ops_project_scratch(call->inputs[w + 1].dtype, B, gates * H, H);
@@ -165,7 +171,7 @@ static void cell_project(const cg_kernel_args *a, int gates, int w_first, float 
  * plan's possibly symbolic shapes): from h, else from the weights; -1 when no
  * input fixes it. */
 static int64_t cell_hidden(const cg_op_call *call, int gates) {
-    const int i_wih = gates == 3 ? 2 : 3;
+    const int i_wih = cell_wih(gates);
     const cg_tensor_desc *w_ih = &call->inputs[i_wih], *w_hh = &call->inputs[i_wih + 1];
     int64_t H = cg_dim_unify(call->inputs[1].dims[1], w_hh->dims[1]);
     if (cg_dim_known(H)) return H;
@@ -189,7 +195,7 @@ static int32_t emit_cols(cg_ops_emitter *e, int32_t v, int64_t start, int64_t en
 static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
     const cg_op_call *call = a->call;
     const cg_host_api *host = call->host;
-    const int w_first = gates == 3 ? 2 : 3;
+    const int w_first = cell_wih(gates);
     const int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1];
     const int64_t H = call->inputs[1].dims[1], GH = gates * H;
     if (B == 0 || H == 0) return CG_OP_OK;
@@ -275,15 +281,7 @@ static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
          * [0.001, 0.004]). The CPU rounds x and h to 8 bits, the
          * decomposition does not: the pre-activations differ by about
          * 5e-4 sqrt(K) (K <= 17), a few 1e-3 after the gates at most. */
-        for (int w = 0; w < 2; w++) {
-            const int i = c->n_inputs++, wi = 1 + n_state + w;
-            c->lo[wi] = -127, c->hi[wi] = 127;
-            memset(&c->inputs[i], 0, sizeof c->inputs[i]);
-            c->inputs[i].dtype = CG_OP_F32;
-            c->inputs[i].ndim = 1;
-            c->inputs[i].dims[0] = gates * H;
-            c->lo[i] = 0.001, c->hi[i] = 0.004;
-        }
+        for (int w = 0; w < 2; w++) cg_ops_case_q8_weight(c, 1 + n_state + w);
         c->atol = 0.01;
     }
     return 1;
@@ -291,7 +289,7 @@ static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
 
 /* The row sums of int8 weights, made once (CPU). */
 static cg_op_status cell_create(const cg_kernel_args *a, int gates, void **state, size_t *bytes) {
-    const int w[2] = {gates == 3 ? 2 : 3, gates == 3 ? 3 : 4};
+    const int w[2] = {cell_wih(gates), cell_wih(gates) + 1};
     return cg_ops_q8_state_create(a, w, 2, state, bytes);
 }
 static cg_op_status gru_cell_create(const cg_kernel_args *a, void **s, size_t *b) { return cell_create(a, 3, s, b); }
@@ -338,22 +336,17 @@ static cg_op_status gru_cell_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
-/* Nodes are emitted one statement at a time, so their order does not depend
- * on the compiler's order of evaluating arguments. */
 /* Narrow weights (bf16, f16, int8): widened to f32 (once per plan, as
  * they read only the weights), then the same cell on them: on OpenCL its
  * fused kernel. */
 static cg_op_status cell_decompose_widened(cg_decomp *d, const cg_op_call *call, int gates) {
-    const int i_wih = gates == 3 ? 2 : 3;
-    const int w[2] = {i_wih, i_wih + 1}, s[2] = {cell_scale(call, gates, 0), cell_scale(call, gates, 1)};
+    const int w[2] = {cell_wih(gates), cell_wih(gates) + 1};
+    const int s[2] = {cell_scale(call, gates, 0), cell_scale(call, gates, 1)};
     return cg_ops_decompose_widened(d, call, gates == 3 ? "gru_cell" : "lstm_cell", w, s, 2, cell_n_base(gates));
 }
 
-static int cell_narrow(const cg_op_call *call, int gates) {
-    const int i_wih = gates == 3 ? 2 : 3;
-    return call->inputs[i_wih].dtype != CG_OP_F32 || call->inputs[i_wih + 1].dtype != CG_OP_F32;
-}
-
+/* Nodes are emitted one statement at a time, so their order does not depend
+ * on the compiler's order of evaluating arguments. */
 static cg_op_status gru_cell_decompose(cg_decomp *d, const cg_op_call *call) {
     if (cell_narrow(call, 3)) return cell_decompose_widened(d, call, 3);
     int64_t H = cell_hidden(call, 3);
@@ -386,10 +379,7 @@ static cg_op_status gru_cell_cl(const cg_kernel_args *a) { return cell_cl(a, 3);
 
 /* The OpenCL cells multiply f32 weights (CLBlast's SGEMM); narrow ones go
  * to the decomposition, which widens them once and runs this kernel. */
-static int cell_cl_supports(const cg_kernel_args *a, int gates) {
-    const int w = gates == 3 ? 2 : 3;
-    return a->call->inputs[w].dtype == CG_OP_F32 && a->call->inputs[w + 1].dtype == CG_OP_F32;
-}
+static int cell_cl_supports(const cg_kernel_args *a, int gates) { return !cell_narrow(a->call, gates); }
 static int gru_cell_cl_supports(const cg_kernel_args *a) { return cell_cl_supports(a, 3); }
 static int lstm_cell_cl_supports(const cg_kernel_args *a) { return cell_cl_supports(a, 4); }
 

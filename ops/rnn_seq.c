@@ -141,10 +141,9 @@ static size_t seq_ws_layout(const seq_dims *s, int q8, void *base, seq_ws *ws) {
     ws->c = ws_take(base, &off, s->G == 4 ? sizeof(float) * B * H : 0);
     ws->layer[0] = ws_take(base, &off, s->L > 1 ? layer : 0);
     ws->layer[1] = ws_take(base, &off, s->L > 2 ? layer : 0);
-    const int64_t in_max = s->I > s->D * s->H ? s->I : s->D * s->H;
-    ws->q8 = ws_take(base, &off,
-                     q8 ? cg_ops_project_scratch((cg_op_dtype)CG_I8, s->B * s->S, s->G * s->H, in_max > s->H ? in_max : s->H)
-                        : 0);
+    /* k of the widest int8 product: the layers' inputs (I, D*H) and states (H <= D*H) */
+    const int64_t k_max = s->I > s->D * s->H ? s->I : s->D * s->H;
+    ws->q8 = ws_take(base, &off, q8 ? cg_ops_project_scratch((cg_op_dtype)CG_I8, s->B * s->S, s->G * s->H, k_max) : 0);
     return off;
 }
 
@@ -226,6 +225,7 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
     }
 
     const int64_t H = s.H, DH = s.D * s.H;
+    const int q8 = seq_q8(call);
     const float *in = a->in[0];
     int64_t in_size = s.I;
     for (int64_t k = 0; k < s.L; k++) {
@@ -233,7 +233,6 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
         memset(out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
         for (int64_t d = 0; d < s.D; d++) {
             const int w = weight_index(s.D, k, d, 0);
-            const int q8 = seq_q8(call);
             seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], call->inputs[w].dtype,
                           a->in[w + 1], call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3],
                           q8 ? a->in[scale_index(call, w)] : NULL, q8 ? a->in[scale_index(call, w + 1)] : NULL);
@@ -519,17 +518,8 @@ static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
          * would: a few 1e-3 apart over the steps. */
         seq_case(index == n + 4 ? 6 : 7, c, gates);
         const int n_w = c->n_inputs;
-        for (int i = 2; i < n_w; i++) {
-            if (c->inputs[i].ndim != 2) continue;
-            c->inputs[i].dtype = (cg_op_dtype)CG_I8;
-            c->lo[i] = -127, c->hi[i] = 127;
-            const int si = c->n_inputs++;
-            memset(&c->inputs[si], 0, sizeof c->inputs[si]);
-            c->inputs[si].dtype = CG_OP_F32;
-            c->inputs[si].ndim = 1;
-            c->inputs[si].dims[0] = c->inputs[i].dims[0];
-            c->lo[si] = 0.001, c->hi[si] = 0.004;
-        }
+        for (int i = 2; i < n_w; i++)
+            if (c->inputs[i].ndim == 2) cg_ops_case_q8_weight(c, i);
         c->atol = 0.02;
         return 1;
     }
