@@ -8,8 +8,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-
-#include "dtype.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -216,7 +214,12 @@ size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t n, int64_t k) {
 const char *cg_cpu_gemm_q8_path(void) { return cg_q8_for(cg_gemm_selected())->name; }
 
 void cg_cpu_q8_row_sums(int64_t n, int64_t k, const int8_t *b, int64_t ldb, int32_t *sums) {
+    const cg_gemm_kernels *kern = cg_q8_for(cg_gemm_selected());
     for (int64_t j = 0; j < n; j++) {
+        if (kern->bsum) {
+            sums[j] = kern->bsum(b + j * ldb, k);
+            continue;
+        }
         int32_t s = 0;
         for (int64_t kk = 0; kk < k; kk++) s += b[j * ldb + kk];
         sums[j] = 128 * s;
@@ -248,7 +251,7 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
     if (kern->bsum && b_sums) {
         sums = b_sums;
     } else if (kern->bsum && bsum) {
-        for (int64_t j = 0; j < n; j++) bsum[j] = kern->bsum(b + j * ldb, k);
+        cg_cpu_q8_row_sums(n, k, b, ldb, bsum);
         sums = bsum;
     }
     cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .ldb = ldb, .c = c, .ldc = ldc,

@@ -56,10 +56,6 @@ typedef void (*cg_gemm_tile_fn)(const cg_gemm_args *g, int64_t i0, int64_t j0, i
 /* C[i0, j0 : j0+nr] of g for nr <= the kernels' nv: one row of A (a GEMV). */
 typedef void (*cg_gemv_tile_fn)(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr);
 
-/* The kernels of one ISA. mr/nr are the register tile (rows of A by rows of
- * B) and nv the GEMV tile (rows of B against one row of A, used when a block
- * has one row): the driver (cpu_gemm.c) blocks for the caches, splits over
- * threads in whole tiles and calls these per tile. */
 /* Quantizes one row of A for the int8 sets: exactly cg_q8_row (base/dtype.h),
  * the same bits, in that ISA's vectors. */
 typedef float (*cg_q8_row_fn)(const float *x, int64_t n, int8_t *q);
@@ -68,6 +64,10 @@ typedef float (*cg_q8_row_fn)(const float *x, int64_t n, int8_t *q);
  * a + 128 subtracts (NULL in sets that do not). */
 typedef int32_t (*cg_q8_sum_fn)(const int8_t *b, int64_t k);
 
+/* The kernels of one ISA. mr/nr are the register tile (rows of A by rows of
+ * B) and nv the GEMV tile (rows of B against one row of A, used when a block
+ * has one row): the driver (cpu_gemm.c) blocks for the caches, splits over
+ * threads in whole tiles and calls these per tile. */
 typedef struct cg_gemm_kernels {
     const char *name;
     int mr, nr, nv;
