@@ -36,47 +36,27 @@ static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
     return CG_OK;
 }
 
-/* Whether the tensor `name` is stored with dtype dt. */
-static int stored_as(cg_weights *w, const char *name, cg_dtype dt) {
-    int idx = cg_weights_find(w, name);
-    return idx >= 0 && cg_weights_dtype(w, (size_t)idx) == dt;
-}
-
-/* Whether every weight matrix of the RNN `mod` (layers x dirs) is stored
- * with dtype dt. */
-static int rnn_stored_as(cg_weights *w, const char *mod, int layers, int dirs, cg_dtype dt) {
-    char name[64];
-    for (int l = 0; l < layers; l++)
-        for (int d = 0; d < dirs; d++)
-            for (int k = 0; k < 2; k++) {
-                snprintf(name, sizeof name, "%s.weight_%s_l%d%s", mod, k ? "hh" : "ih", l, d ? "_reverse" : "");
-                if (!stored_as(w, name, dt)) return 0;
-            }
-    return 1;
-}
-
-/* The dtype the kernels read the matrix-product weights in (s2s_config's
- * mm_dtype): bf16, f16 or int8 where every one of them is stored so (a
- * model `clgraph quantize` wrote), else f32 (0). */
-static void matmul_dtype(cg_weights *w, s2s_config *c) {
-    int idx = cg_weights_find(w, "out.weight");
-    const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, (size_t)idx) : (cg_dtype)0;
-    c->mm_dtype = 0;
-    if (dt != CG_BF16 && dt != CG_F16 && dt != CG_I8) return;
-    if (!rnn_stored_as(w, "decoder", c->decoder_layers, 1, dt) ||
-        !rnn_stored_as(w, "encoder", c->encoder_layers, c->bidirectional ? 2 : 1, dt) ||
-        (c->attention == S2S_ADDITIVE && !stored_as(w, "attention.W_k.weight", dt)) ||
-        (c->bridge_dense && !stored_as(w, "bridge.weight", dt)) || (c->luong && !stored_as(w, "combine.weight", dt)))
-        return;
-    c->mm_dtype = dt;
-}
-
-/* A weight the builder declares with mm_dtype (param2w in s2s_build.c). */
+/* A weight the builder declares with mm_dtype (param2w in s2s_build.c):
+ * the RNNs' matrices, W_k, the bridge, combine and the output layer. */
 static int is_mm_weight(const char *name) {
     static const char *const whole[] = {"attention.W_k.weight", "bridge.weight", "combine.weight", "out.weight", NULL};
     for (int i = 0; whole[i]; i++)
         if (!strcmp(name, whole[i])) return 1;
     return !strncmp(name, "encoder.weight_", 15) || !strncmp(name, "decoder.weight_", 15);
+}
+
+/* The dtype the kernels read the matrix-product weights in (s2s_config's
+ * mm_dtype): bf16, f16 or int8 where every one of them is stored so (a
+ * model `clgraph quantize` wrote), else f32 (0). A missing one is left to
+ * cg_model_weights_exact to name. */
+static void matmul_dtype(cg_weights *w, s2s_config *c) {
+    int idx = cg_weights_find(w, "out.weight");
+    const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, (size_t)idx) : (cg_dtype)0;
+    c->mm_dtype = 0;
+    if (dt != CG_BF16 && dt != CG_F16 && dt != CG_I8) return;
+    for (size_t i = 0; i < cg_weights_count(w); i++)
+        if (is_mm_weight(cg_weights_name(w, i)) && cg_weights_dtype(w, i) != dt) return;
+    c->mm_dtype = dt;
 }
 
 /* weights_dtype int8 on a model stored otherwise: *w replaced by a copy in
