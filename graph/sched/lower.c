@@ -502,7 +502,7 @@ static cg_status lower_nodes(build *b) {
  * cast of an int8 or 16-bit weight that a decomposition makes before its
  * matmul), compute the same every run: they run once, in the instance's
  * first run, and the outputs that other steps read stay alive through
- * every run (liveness below), so a weight is widened once per plan
+ * every run (memplan.c), so a weight is widened once per plan
  * instead of once per step. */
 static cg_status fold_params(instance *in) {
     unsigned char *c = calloc((size_t)in->n_slots + 1, 1); /* slot holds a constant */
@@ -523,18 +523,8 @@ static cg_status fold_params(instance *in) {
     return CG_OK;
 }
 
-/* Slot r, if a `once` step makes it, lives through every run. */
-static void keep_once(instance *in, int32_t r) {
-    slot *sl = &in->slots[r];
-    if (sl->kind == SLOT_TEMP && sl->def_step >= 0 && sl->def_step < in->n_steps && in->steps[sl->def_step].once) {
-        sl->def_step = 0;
-        sl->last_step = in->n_steps + 1;
-    }
-}
-
 /* A slot lives from its producing step to its last reader; graph outputs
- * to the end; a `once` step's output that a step run every time reads,
- * through every run. */
+ * to the end (memplan.c keeps what must live through every run). */
 static void liveness(const cg_plan *p, instance *in) {
     for (int si = 0; si < in->n_steps; si++) {
         step *s = &in->steps[si];
@@ -548,16 +538,6 @@ static void liveness(const cg_plan *p, instance *in) {
         if (s->kind == SLOT_INPUT) s->def_step = 0;
         if (s->last_step < s->def_step) s->last_step = s->def_step;
     }
-    for (int si = 0; si < in->n_steps; si++) {
-        const step *s = &in->steps[si];
-        if (s->once) continue;
-        const int n = s->kind == STEP_KERNEL ? s->n_in : s->kind == STEP_COPY ? 1 : 0;
-        for (int k = 0; k < n; k++) {
-            const int32_t r = s->kind == STEP_KERNEL ? s->in[k] : s->src;
-            keep_once(in, r);
-        }
-    }
-    for (int k = 0; k < p->graph->n_outputs; k++) keep_once(in, in->out_slot[k]);
     for (int si = 0; si < in->n_steps; si++) in->est_cost_us += in->steps[si].cost_us;
 }
 

@@ -72,24 +72,38 @@ static cg_status make_views(cg_plan *p, instance *in) {
     return st;
 }
 
+static void live_through_runs(instance *in, int32_t s) {
+    in->slots[s].def_step = 0;
+    in->slots[s].last_step = in->n_steps + 1;
+}
+
+/* Slot s lives through every run when a `once` step makes it. */
+static void made_once(instance *in, int32_t s) {
+    const slot *sl = &in->slots[s];
+    if (sl->kind == SLOT_TEMP && sl->def_step >= 0 && sl->def_step < in->n_steps && in->steps[sl->def_step].once)
+        live_through_runs(in, s);
+}
+
 cg_status cg_instance_memory(cg_plan *p, instance *in) {
     for (int i = 0; i < in->n_slots; i++) {
         slot *s = &in->slots[i];
         s->bytes = round_up(cg_desc_bytes(&s->desc) ? cg_desc_bytes(&s->desc) : 4, p->devs[s->dev].info->align);
         s->alias = -1;
     }
-    /* The device copy of a kept input lives through every run of the
-     * instance: no other temporary shares its bytes and nothing runs in
-     * place on it. */
+    /* Slots that live through every run of the instance (no other
+     * temporary shares their bytes, nothing runs in place on them): the
+     * device copy of a kept input, and what a `once` step (lower.c
+     * fold_params) hands to a step run every time or to the caller. */
     for (int si = 0; si < in->n_steps; si++) {
-        const step *c = &in->steps[si];
-        if (c->kind != STEP_COPY) continue;
-        const slot *src = &in->slots[c->src];
-        if (src->kind == SLOT_INPUT && p->keep && p->keep[src->input_index]) {
-            in->slots[c->dst].def_step = 0;
-            in->slots[c->dst].last_step = in->n_steps + 1;
-        }
+        const step *s = &in->steps[si];
+        if (s->kind == STEP_COPY && in->slots[s->src].kind == SLOT_INPUT && p->keep &&
+            p->keep[in->slots[s->src].input_index])
+            live_through_runs(in, s->dst);
+        if (s->once) continue;
+        const int n = s->kind == STEP_KERNEL ? s->n_in : s->kind == STEP_COPY ? 1 : 0;
+        for (int k = 0; k < n; k++) made_once(in, s->kind == STEP_KERNEL ? s->in[k] : s->src);
     }
+    for (int k = 0; k < p->graph->n_outputs; k++) made_once(in, in->out_slot[k]);
     /* In place: the op allows it and input 0 (a temporary on the same
      * device) dies at this step with the output's size, exactly: the slots'
      * sizes are rounded up to the device's alignment, and a cast from 24
