@@ -55,7 +55,11 @@ int cli_context(const cli_opts *o, cg_context **ctx);
  * returns CLI_FAIL on failure (the caller frees whatever was made). */
 int cli_load_plan(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan);
 
-/* --weights-dtype VALUE of `cmd`: f32, bf16 or f16 into *out; prints a
+/* A weight type by the name the options take: f32, bf16, f16, int8 (or
+ * i8); 0 for anything else. */
+cg_dtype cli_weight_type(const char *v);
+
+/* --weights-dtype VALUE of `cmd` (cli_weight_type) into *out; prints a
  * usage error (CLI_USAGE) otherwise. */
 int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out);
 

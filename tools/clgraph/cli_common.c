@@ -122,12 +122,16 @@ int cli_context(const cli_opts *o, cg_context **ctx) {
     return CLI_OK;
 }
 
-int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out) {
-    *out = !strcmp(v, "f32")                        ? CG_F32
+cg_dtype cli_weight_type(const char *v) {
+    return !strcmp(v, "f32")                        ? CG_F32
            : !strcmp(v, "bf16")                     ? CG_BF16
            : !strcmp(v, "f16")                      ? CG_F16
            : !strcmp(v, "int8") || !strcmp(v, "i8") ? CG_I8
                                                     : (cg_dtype)0;
+}
+
+int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out) {
+    *out = cli_weight_type(v);
     if (*out) return CLI_OK;
     fprintf(stderr, "clgraph %s: --weights-dtype takes f32, bf16, f16 or int8, got '%s'\n", cmd, v);
     return CLI_USAGE;

@@ -87,11 +87,8 @@ int cli_quantize(int argc, char **argv) {
         }
     }
     if (!dir || !out || !to) return usage_error("MODEL_DIR, --to and -o are required");
-    const cg_dtype dt = !strcmp(to, "bf16")                        ? CG_BF16
-                        : !strcmp(to, "f16")                       ? CG_F16
-                        : !strcmp(to, "int8") || !strcmp(to, "i8") ? CG_I8
-                                                                   : (cg_dtype)0;
-    if (!dt) return usage_error("--to takes bf16, f16 or int8");
+    const cg_dtype dt = cli_weight_type(to);
+    if (!dt || dt == CG_F32) return usage_error("--to takes bf16, f16 or int8");
     struct stat sa, sb;
     if (!stat(dir, &sa) && !stat(out, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
         return usage_error("the output directory is the model directory");
