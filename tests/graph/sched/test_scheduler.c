@@ -201,6 +201,15 @@ static void write_safetensors(const char *path, const wt *ts, int n) {
     ck_assert_int_eq(fclose(f), 0);
 }
 
+/* A model parsed from text with the n tensors ts written to tmpdir/file
+ * and bound. */
+static model load_model_with(const char *text, const char *file, const wt *ts, int n) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, file);
+    write_safetensors(path, ts, n);
+    return load_model(text, path);
+}
+
 /* Registers a copy of a built-in op under a new name with only its CPU
  * kernel (cpu_kernel) or with no kernel at all, so that a plan must run
  * its decomposition where the copy has no kernel. */
@@ -361,10 +370,7 @@ static model mix_load(void) {
     fill(mix_b1, 8, -1, 1, 102);
     fill(mix_w2, 40, -1, 1, 103);
     wt ts[3] = {{"w1", 2, {8, 6}, mix_w1}, {"b1", 1, {8}, mix_b1}, {"w2", 2, {8, 5}, mix_w2}};
-    char path[400];
-    snprintf(path, sizeof path, "%s/mix.safetensors", tmpdir);
-    write_safetensors(path, ts, 3);
-    return load_model(mix_text, path);
+    return load_model_with(mix_text, "mix.safetensors", ts, 3);
 }
 
 /* The naive reference of mix: c [B, 11], z [B, 11], t [B, 8]. */
@@ -1309,10 +1315,7 @@ START_TEST(param_only_steps_run_once) {
     static float w[36];
     fill(w, 36, -1, 1, 301);
     wt ts[1] = {{"w", 2, {6, 6}, w}};
-    char path[400];
-    snprintf(path, sizeof path, "%s/once.safetensors", tmpdir);
-    write_safetensors(path, ts, 1);
-    model md = load_model(text, path);
+    model md = load_model_with(text, "once.safetensors", ts, 1);
     const char *xn[] = {"x"};
     for (int d = 0; d < cg_device_count(); d++) {
         char b[256];
@@ -1370,10 +1373,7 @@ START_TEST(edge_cases) {
     float w[9];
     fill(w, 9, -1, 1, 5);
     wt ts[1] = {{"w", 2, {3, 3}, w}};
-    char path[400];
-    snprintf(path, sizeof path, "%s/w.safetensors", tmpdir);
-    write_safetensors(path, ts, 1);
-    model md = load_model(text, path);
+    model md = load_model_with(text, "w.safetensors", ts, 1);
     static const placement pl[] = {
         {"cpu", NULL},
         {"opencl:0", NULL},
