@@ -59,38 +59,17 @@ static void matmul_dtype(cg_weights *w, s2s_config *c) {
     c->mm_dtype = dt;
 }
 
+static int pick_mm(const char *name, cg_dtype stored, int ndim, void *user) {
+    (void)stored, (void)ndim, (void)user;
+    return is_mm_weight(name);
+}
+
 /* weights_dtype int8 on a model stored otherwise: *w replaced by a copy in
  * memory with its matrix-product weights quantized per row (and their
  * NAME_scale tensors), the rest as stored. */
 static cg_status quantize_at_load(cg_weights **w) {
-    const size_t n = cg_weights_count(*w);
-    const char **names = calloc(2 * n + 1, sizeof *names);
-    char **snames = calloc(n + 1, sizeof *snames);
-    cg_tensor **ts = calloc(2 * n + 1, sizeof *ts);
-    size_t k = n;
-    cg_status st = names && snames && ts ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    for (size_t i = 0; !st && i < n; i++) {
-        names[i] = cg_weights_name(*w, i);
-        const int mm = is_mm_weight(names[i]);
-        st = cg_weights_get_as(*w, names[i], mm ? CG_F32 : cg_weights_dtype(*w, i), &ts[i]);
-        if (st || !mm) continue;
-        cg_tensor *q = NULL;
-        const size_t len = strlen(names[i]) + 7;
-        if (!(snames[i] = malloc(len))) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        if (!st) st = cg_tensor_quantize_rows(ts[i], &q, &ts[k]);
-        if (st) break;
-        snprintf(snames[i], len, "%s_scale", names[i]);
-        names[k++] = snames[i];
-        cg_tensor_free(ts[i]);
-        ts[i] = q;
-    }
     cg_weights *qw = NULL;
-    if (!st) st = cg_weights_from_tensors(cg_weights_path(*w), (int)k, names, (const cg_tensor *const *)ts, &qw);
-    for (size_t i = 0; ts && i < k; i++) cg_tensor_free(ts[i]);
-    for (size_t i = 0; snames && i < n; i++) free(snames[i]);
-    free(ts);
-    free(snames);
-    free(names);
+    cg_status st = cg_weights_narrow(*w, CG_I8, pick_mm, NULL, &qw);
     if (st) return st;
     cg_weights_free(*w);
     *w = qw;

@@ -286,6 +286,35 @@ CG_API cg_status cg_weights_get_as(cg_weights *w, const char *name, cg_dtype dty
 CG_API cg_status cg_weights_save(const char *path, int n, const char *const *names,
                                  const cg_tensor *const *tensors);
 
+/**
+ * Writes every tensor of `w`, each in the dtype it is stored as, to `path`
+ * by the rules of cg_weights_save (atomically; a failure names the path).
+ */
+CG_API cg_status cg_weights_write(cg_weights *w, const char *path);
+
+/**
+ * Picks the tensors cg_weights_narrow stores in fewer bytes: called with a
+ * tensor's name, the dtype it is stored as, its number of dimensions and
+ * `user`; non-zero picks it.
+ */
+typedef int (*cg_weights_pick_fn)(const char *name, cg_dtype stored, int ndim, void *user);
+
+/**
+ * A copy of `w` in memory with the tensors `pick` picks stored as `to`
+ * (CG_BF16, CG_F16 or CG_I8); `pick` is asked about every tensor not stored
+ * as `to` already, and the others are copied as they are stored. A picked
+ * tensor is read as f32
+ * (cg_weights_get_as) and rounded to nearest even (bf16, f16: see
+ * cg_tensor_convert) or quantized per row (int8: cg_tensor_quantize_rows,
+ * which takes matrices only), its scales added as the f32 tensor NAME_scale:
+ * the layout `clgraph quantize` writes and the int8 ops read. A NAME_scale
+ * that `w` holds already, or a tensor that cannot be converted: an error
+ * naming the file and the tensors, and no copy. *out is new (free it with
+ * cg_weights_free); its messages name `w`'s path.
+ */
+CG_API cg_status cg_weights_narrow(cg_weights *w, cg_dtype to, cg_weights_pick_fn pick, void *user,
+                                   cg_weights **out);
+
 /* ------------------------------------------------------------------ */
 /* Models and graphs                                                   */
 

@@ -1,6 +1,6 @@
 /* clgraph quantize: a model directory with the weights of its matrix
  * products stored in fewer bytes: bf16 or f16 rounded to nearest even per
- * element, or int8 with one f32 scale per row (cg_tensor_quantize_rows; the
+ * element, or int8 with one f32 scale per row (cg_weights_narrow; the
  * scales a tensor of their own, NAME_scale); biases, vectors and (unless
  * --embeddings) the embedding tables stay as they are. The other files of
  * the directory are copied. The seq2seq loader declares the quantized
@@ -24,6 +24,19 @@ static int is_matrix(const char *name, int ndim, int embeddings) {
                        strstr(name, ".weight_hh");
     if (!weight) return 0;
     return embeddings || !strstr(name, "embed");
+}
+
+/* cg_weights_narrow's pick: f32 matrices, counted. */
+struct pick {
+    int embeddings;
+    size_t converted;
+};
+
+static int pick_matrix(const char *name, cg_dtype stored, int ndim, void *user) {
+    struct pick *p = user;
+    if (stored != CG_F32 || !is_matrix(name, ndim, p->embeddings)) return 0;
+    p->converted++;
+    return 1;
 }
 
 /* Copies src to dst byte for byte; prints the error. */
@@ -97,75 +110,12 @@ int cli_quantize(int argc, char **argv) {
         return CLI_FAIL;
     }
     char *wp = join(dir, "weights.safetensors"), *op = join(out, "weights.safetensors");
-    cg_weights *w = NULL;
+    cg_weights *w = NULL, *q = NULL;
+    struct pick pk = {embeddings, 0};
     int rc = wp && op ? CLI_OK : CLI_FAIL;
     if (!rc && cg_weights_open(wp, &w)) rc = cli_fail();
-    const size_t n = w ? cg_weights_count(w) : 0;
-    /* int8 adds a NAME_scale tensor per matrix: up to 2n tensors out */
-    const char **names = calloc(2 * n + 1, sizeof *names);
-    char **scale_names = calloc(n + 1, sizeof *scale_names);
-    cg_tensor **ts = calloc(2 * n + 1, sizeof *ts);
-    size_t n_out = n;
-    if (!rc && (!names || !ts || !scale_names)) rc = CLI_FAIL;
-    /* NAME_scale of an int8 matrix must not be a tensor of the model already */
-    for (size_t i = 0; !rc && dt == CG_I8 && i < n; i++) {
-        const char *nm = cg_weights_name(w, i);
-        const size_t len = strlen(nm);
-        if (len <= 6 || strcmp(nm + len - 6, "_scale")) continue;
-        for (size_t j = 0; j < n; j++) {
-            const char *base = cg_weights_name(w, j);
-            if (strlen(base) == len - 6 && !strncmp(base, nm, len - 6) &&
-                is_matrix(base, 2, embeddings) && cg_weights_dtype(w, j) == CG_F32) {
-                fprintf(stderr, "clgraph quantize: %s: tensor '%s' exists already, where the int8 scales of '%s' "
-                        "would go\n", wp, nm, base);
-                rc = CLI_FAIL;
-                break;
-            }
-        }
-    }
-    size_t converted = 0, bytes_in = 0, bytes_out = 0;
-    for (size_t i = 0; !rc && i < n; i++) {
-        names[i] = cg_weights_name(w, i);
-        cg_tensor *t = NULL;
-        /* every tensor as it is stored; only f32 matrices change */
-        if (cg_weights_get_as(w, names[i], cg_weights_dtype(w, i), &t)) {
-            rc = cli_fail();
-            break;
-        }
-        const size_t b = (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t));
-        bytes_in += b;
-        if (cg_tensor_dtype(t) == CG_F32 && is_matrix(names[i], cg_tensor_ndim(t), embeddings) && dt == CG_I8) {
-            cg_tensor *q = NULL, *sc = NULL;
-            const size_t len = strlen(names[i]) + 7;
-            scale_names[i] = malloc(len);
-            if (!scale_names[i] || cg_tensor_quantize_rows(t, &q, &sc)) {
-                if (scale_names[i]) fprintf(stderr, "clgraph quantize: %s: tensor '%s': %s\n", wp, names[i], cg_last_error());
-                cg_tensor_free(t);
-                rc = CLI_FAIL;
-                break;
-            }
-            snprintf(scale_names[i], len, "%s_scale", names[i]);
-            cg_tensor_free(t);
-            t = q;
-            names[n_out] = scale_names[i];
-            ts[n_out++] = sc;
-            bytes_out += (size_t)cg_tensor_numel(sc) * sizeof(float);
-            converted++;
-        } else if (cg_tensor_dtype(t) == CG_F32 && is_matrix(names[i], cg_tensor_ndim(t), embeddings)) {
-            cg_tensor *q = NULL;
-            if (cg_tensor_convert(t, dt, &q)) {
-                cg_tensor_free(t);
-                rc = cli_fail();
-                break;
-            }
-            cg_tensor_free(t);
-            t = q;
-            converted++;
-        }
-        bytes_out += (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t));
-        ts[i] = t;
-    }
-    if (!rc && cg_weights_save(op, (int)n_out, names, (const cg_tensor *const *)ts)) rc = cli_fail();
+    if (!rc && cg_weights_narrow(w, dt, pick_matrix, &pk, &q)) rc = cli_fail();
+    if (!rc && cg_weights_write(q, op)) rc = cli_fail();
     static const char *const others[] = {"config.json", "src.vocab", "tgt.vocab", "model.cg", NULL};
     for (int k = 0; !rc && others[k]; k++) {
         char *s = join(dir, others[k]), *d = join(out, others[k]);
@@ -175,14 +125,11 @@ int cli_quantize(int argc, char **argv) {
         free(s);
         free(d);
     }
-    if (!rc)
-        fprintf(stderr, "clgraph quantize: %zu of %zu tensors to %s, %.1f MiB -> %.1f MiB: %s\n", converted, n, to,
-                (double)bytes_in / 1048576.0, (double)bytes_out / 1048576.0, out);
-    for (size_t i = 0; ts && i < n_out; i++) cg_tensor_free(ts[i]);
-    for (size_t i = 0; scale_names && i < n; i++) free(scale_names[i]);
-    free(scale_names);
-    free(ts);
-    free(names);
+    struct stat si, so;
+    if (!rc && !stat(wp, &si) && !stat(op, &so))
+        fprintf(stderr, "clgraph quantize: %zu of %zu tensors to %s, %.1f MiB -> %.1f MiB: %s\n", pk.converted,
+                cg_weights_count(w), to, (double)si.st_size / 1048576.0, (double)so.st_size / 1048576.0, out);
+    cg_weights_free(q);
     cg_weights_free(w);
     free(wp);
     free(op);

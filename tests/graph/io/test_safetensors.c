@@ -1181,6 +1181,122 @@ START_TEST(test_int8_rows) {
 }
 END_TEST
 
+static int pick_matrices(const char *name, cg_dtype stored, int ndim, void *user) {
+    (void)stored;
+    ++*(int *)user;
+    return ndim == 2 && strstr(name, "weight") != NULL;
+}
+
+/* Opens `path` after writing the tensors names[i] (f32 data[i] of shape
+ * dims[i], or bf16 bits when bf16[i]). */
+static cg_weights *narrow_fixture(const char *path, int n, const char *const *names, const int64_t (*dims)[2],
+                                  const int *ndim, const void *const *data, const int *bf16) {
+    cg_tensor *ts[8];
+    for (int i = 0; i < n; i++) {
+        const cg_dtype dt = bf16[i] ? CG_BF16 : CG_F32;
+        ck_assert_int_eq(cg_tensor_create(dt, ndim[i], dims[i], &ts[i]), CG_OK);
+        memcpy(cg_tensor_data(ts[i]), data[i], (size_t)cg_tensor_numel(ts[i]) * cg_dtype_size(dt));
+    }
+    ck_assert_int_eq(cg_weights_save(path, n, names, (const cg_tensor *const *)ts), CG_OK);
+    for (int i = 0; i < n; i++) cg_tensor_free(ts[i]);
+    cg_weights *w;
+    ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
+    return w;
+}
+
+/* cg_weights_narrow against hand-worked values: int8 (scales added, a bf16
+ * matrix widened first), bf16 rounding to nearest even, tensors not picked
+ * or already narrow copied as stored; cg_weights_write round trip; the
+ * clashing NAME_scale, an unconvertible tensor and bad arguments. */
+START_TEST(test_narrow) {
+    static const float a[3][5] = {{1, -2, 0.5f, 127, -63.5f}, {0, 0, 0, 0, 0}, {0.25f, -0.5f, 0.125f, 0, 0.375f}};
+    static const int8_t a_q[3][5] = {{1, -2, 0, 127, -64}, {0, 0, 0, 0, 0}, {64, -127, 32, 0, 95}};
+    static const float a_s[3] = {1.0f, 0.0f, 0.5f / 127.0f};
+    static const uint16_t b[2][2] = {{0x3F80, 0xC000}, {0x3F00, 0x4080}}; /* bf16 1, -2; 0.5, 4 */
+    static const int8_t b_q[2][2] = {{64, -127}, {16, 127}};              /* 63.5 ties to 64; 15.875 */
+    static const float c[1][2] = {{1.00390625f, 1.01171875f}};             /* halfway: to even */
+    static const uint16_t c_bf16[2] = {0x3F80, 0x3F82};
+    static const float bias[3] = {0.1f, 0.2f, 0.3f};
+    const char *names[4] = {"a.weight", "a.bias", "b.weight", "c.weight"};
+    const int64_t dims[4][2] = {{3, 5}, {3, 0}, {2, 2}, {1, 2}};
+    const int ndim[4] = {2, 1, 2, 2}, bf16[4] = {0, 0, 1, 0};
+    const void *data[4] = {a, bias, b, c};
+    cg_weights *w = narrow_fixture(tu_path("n.safetensors"), 4, names, dims, ndim, data, bf16), *q;
+    int asked = 0;
+    ck_assert_msg(cg_weights_narrow(w, CG_I8, pick_matrices, &asked, &q) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(asked, 4);
+    ck_assert_int_eq(cg_weights_count(q), 7);
+    const char *path = tu_path("n8.safetensors");
+    ck_assert_msg(cg_weights_write(q, path) == CG_OK, "%s", cg_last_error());
+    cg_weights_free(q);
+    ck_assert_int_eq(cg_weights_open(path, &q), CG_OK);
+    struct {
+        const char *name;
+        cg_dtype dt;
+        const void *want;
+        size_t bytes;
+    } want[] = {{"a.weight", CG_I8, a_q, sizeof a_q},     {"a.weight_scale", CG_F32, a_s, sizeof a_s},
+                {"a.bias", CG_F32, bias, sizeof bias},    {"b.weight", CG_I8, b_q, sizeof b_q},
+                {"c.weight", CG_I8, NULL, 2},             {"c.weight_scale", CG_F32, NULL, 4},
+                {"b.weight_scale", CG_F32, NULL, 8}};
+    for (int i = 0; i < 7; i++) {
+        cg_tensor *t;
+        ck_assert_msg(cg_weights_get_as(q, want[i].name, want[i].dt, &t) == CG_OK, "%s", cg_last_error());
+        ck_assert_int_eq(cg_weights_dtype(q, (size_t)cg_weights_find(q, want[i].name)), want[i].dt);
+        ck_assert_uint_eq((size_t)cg_tensor_numel(t) * cg_dtype_size(want[i].dt), want[i].bytes);
+        if (want[i].want) ck_assert_mem_eq(cg_tensor_data_const(t), want[i].want, want[i].bytes);
+        cg_tensor_free(t);
+    }
+    cg_tensor *t;
+    ck_assert_int_eq(cg_weights_get_as(q, "b.weight_scale", CG_F32, &t), CG_OK);
+    ck_assert_float_eq(((const float *)cg_tensor_data_const(t))[0], 2.0f / 127.0f);
+    ck_assert_float_eq(((const float *)cg_tensor_data_const(t))[1], 4.0f / 127.0f);
+    cg_tensor_free(t);
+    /* narrowed again: already int8, nothing asked, nothing added */
+    cg_weights *q2;
+    asked = 0;
+    ck_assert_int_eq(cg_weights_narrow(q, CG_I8, pick_matrices, &asked, &q2), CG_OK);
+    ck_assert_int_eq(asked, 4); /* the bias and the three scales */
+    ck_assert_int_eq(cg_weights_count(q2), 7);
+    cg_weights_free(q2);
+    cg_weights_free(q);
+    /* a NAME_scale of its own where the scales would go */
+    const char *clash[2] = {"x.weight", "x.weight_scale"};
+    const int64_t cdims[2][2] = {{1, 2}, {1, 0}};
+    const int cnd[2] = {2, 1}, cbf[2] = {0, 0};
+    const void *cdata[2] = {c, bias};
+    q = narrow_fixture(tu_path("clash.safetensors"), 2, clash, cdims, cnd, cdata, cbf);
+    q2 = (cg_weights *)1;
+    ck_assert_int_eq(cg_weights_narrow(q, CG_I8, pick_matrices, &asked, &q2), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(q2);
+    ck_assert_msg(strstr(cg_last_error(), "clash.safetensors: tensor 'x.weight_scale' exists already, where the int8 "
+                                          "scales of 'x.weight' would go") != NULL, "%s", cg_last_error());
+    /* bf16 of the same file: rounded to nearest even, no scales */
+    ck_assert_int_eq(cg_weights_narrow(q, CG_BF16, pick_matrices, &asked, &q2), CG_OK);
+    ck_assert_int_eq(cg_weights_count(q2), 2);
+    ck_assert_int_eq(cg_weights_get_as(q2, "x.weight", CG_BF16, &t), CG_OK);
+    ck_assert_mem_eq(cg_tensor_data_const(t), c_bf16, sizeof c_bf16);
+    cg_tensor_free(t);
+    cg_weights_free(q2);
+    cg_weights_free(q);
+    /* a NaN in a picked matrix: the file, the tensor and the row */
+    const float nan_row[1][2] = {{1.0f, NAN}};
+    const void *ndata[1] = {nan_row};
+    q = narrow_fixture(tu_path("nan.safetensors"), 1, clash, cdims, cnd, ndata, cbf);
+    ck_assert_int_eq(cg_weights_narrow(q, CG_I8, pick_matrices, &asked, &q2), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(q2);
+    ck_assert_msg(strstr(cg_last_error(), "nan.safetensors: tensor 'x.weight' to i8: ") != NULL &&
+                  strstr(cg_last_error(), "row 0 holds a NaN or an infinity") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_weights_narrow(q, CG_F32, pick_matrices, &asked, &q2), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "to bf16, f16 or int8, not f32") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_weights_narrow(q, CG_I8, NULL, &asked, &q2), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_weights_narrow(NULL, CG_I8, pick_matrices, &asked, &q2), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_weights_write(q, NULL), CG_ERR_INVALID_ARGUMENT);
+    cg_weights_free(q);
+    cg_weights_free(w);
+}
+END_TEST
+
 /* Copies in any dtype cg_tensor_convert makes, with its errors. */
 START_TEST(test_get_as) {
     cg_weights *w;
@@ -1316,6 +1432,7 @@ static Suite *safetensors_suite(void) {
     tcase_add_test(ok, test_views_by_dtype);
     tcase_add_test(ok, test_get_as);
     tcase_add_test(ok, test_int8_rows);
+    tcase_add_test(ok, test_narrow);
     tcase_add_test(ok, test_writer_errors);
     suite_add_tcase(s, ok);
     TCase *bad = tcase_create("hostile");
