@@ -37,11 +37,15 @@ static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
 }
 
 /* A weight the builder declares with mm_dtype (param2w in s2s_build.c):
- * the RNNs' matrices, W_k, the bridge, combine and the output layer. */
+ * the RNNs' matrices, W_k, the bridge, combine and the output layer. Not
+ * their int8 scales: encoder.weight_ih_l0_scale shares the RNNs' prefix,
+ * and taken for a matrix (f32) it made every int8 model run as f32. */
 static int is_mm_weight(const char *name) {
     static const char *const whole[] = {"attention.W_k.weight", "bridge.weight", "combine.weight", "out.weight", NULL};
     for (int i = 0; whole[i]; i++)
         if (!strcmp(name, whole[i])) return 1;
+    const size_t n = strlen(name);
+    if (n > 6 && !strcmp(name + n - 6, "_scale")) return 0;
     return !strncmp(name, "encoder.weight_", 15) || !strncmp(name, "decoder.weight_", 15);
 }
 

@@ -1012,6 +1012,17 @@ START_TEST(dates_accuracy_quantized) {
         const char *args[] = {"quantize", dir, "--to", types[t], "-o", out, NULL};
         ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "%s", tu_err);
         ck_assert_msg(strstr(tu_err, "11 of 23 tensors to ") != NULL, "%s", tu_err);
+        /* the products read the weights as stored, not widened to f32 at
+         * bind: every matrix-product param is declared in the narrow type */
+        char *text = NULL, want[96];
+        ck_assert_int_eq(cg_s2s_graph_text(out, &text), CG_OK);
+        static const char *const mm[] = {"encoder.weight_ih_l0", "encoder.weight_hh_l0", "decoder.weight_hh_l0",
+                                         "out.weight"};
+        for (int k = 0; k < 4; k++) {
+            snprintf(want, sizeof want, "param %s: %s[", mm[k], cg_dtype_name(dts[t]));
+            ck_assert_msg(strstr(text, want) != NULL, "%s: no '%s' in\n%s", types[t], want, text);
+        }
+        free(text);
         for (int d = 0; d < 2 && d < cg_device_count(); d++) {
             const double acc = dates_eval(out, d ? "opencl:0" : "cpu", types[t]);
             ck_assert_msg(fabs(acc - ref) <= 0.002, "%s on %s: accuracy %.4f, f32 %.4f", types[t],
