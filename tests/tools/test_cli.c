@@ -3,6 +3,7 @@
  * exit code, and the README's main command printing only its output in a
  * cold first run. */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <spawn.h>
@@ -17,6 +18,8 @@
 
 #include "clgraph/clgraph.h"
 #include "test_util.h"
+
+extern char **environ;
 
 static void example(const char *file, char *buf) {
     snprintf(buf, 512, "%s/models/example/%s", tu_src_dir(), file);
@@ -755,6 +758,56 @@ START_TEST(readme_command_cold_is_quiet) {
 }
 END_TEST
 
+/* Threads of process `pid` (entries of /proc/PID/task), or -1. */
+static int task_count(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* OpenBLAS starts its worker threads at load and lets them spin for about
+ * 0.1 s, which halved the speed of the CPU pool's batch-1 steps in short
+ * runs; the tool stops them in main(). `clgraph translate` waiting for its
+ * first line (model loaded, nothing run yet) has its main thread alone. */
+START_TEST(no_idle_blas_threads) {
+    const char *exe = getenv("CG_CLGRAPH");
+    ck_assert_ptr_nonnull(exe);
+    char model[600];
+    snprintf(model, sizeof model, "%s/models/dates", tu_src_dir());
+    char *argv[] = {(char *)exe, "translate", model, NULL};
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[0], 0);
+    posix_spawn_file_actions_addclose(&fa, fd[1]);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[0]);
+    /* one thread for 0.5 s in a row, within 20 s: OpenBLAS makes its
+     * threads before main() runs, so a count of 1 that lasts is after it */
+    int run = 0, last = -1;
+    for (int i = 0; i < 2000 && run < 50; i++) {
+        last = task_count(pid);
+        run = last == 1 ? run + 1 : 0;
+        usleep(10000);
+    }
+    close(fd[1]); /* end of input: translate exits */
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_msg(run >= 50, "clgraph translate waiting for input had %d threads", last);
+}
+END_TEST
+
 /* translate streams stdin in windows with output in input order; input it
  * cannot read, lines over --max-input-len and output it cannot write are
  * each one error line and a non-zero exit, never a silent short result. */
@@ -860,6 +913,7 @@ int main(void) {
     tcase_add_test(tc, readme_command_cold_is_quiet);
     tcase_add_test(tc, cl_paths_variable);
     tcase_add_test(tc, translate_streams);
+    tcase_add_test(tc, no_idle_blas_threads);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }

@@ -1,5 +1,7 @@
 /* The clgraph command-line tool. Exit codes: 0 success, 1 the input was bad
  * or a run failed (one line on stderr says why), 2 the command line was bad. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -221,8 +223,24 @@ static void pin_mmap_threshold(void) {
 #endif
 }
 
+/* OpenBLAS (pthreads build) starts its worker threads when it is loaded and
+ * lets them spin (sched_yield) for about 0.1 s before they sleep. The CPU
+ * backend's own pool then shares the cores with them: a batch-1 decoder
+ * step of the medium model took 0.34-0.47 ms instead of 0.14-0.18 in half
+ * the runs of `clgraph bench`, whose timed runs fall in that first 0.1 s
+ * (OPENBLAS_NUM_THREADS=1 made every run fast). The hot paths never call
+ * BLAS at that size, so the tool stops those idle threads before any work;
+ * OpenBLAS starts them again at its next threaded call, as it does after a
+ * fork. The library leaves OpenBLAS alone: an application may be using it. */
+static void quiet_blas_threads(void) {
+    int (*shutdown)(void) = NULL;
+    *(void **)&shutdown = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+    if (shutdown) shutdown();
+}
+
 int main(int argc, char **argv) {
     pin_mmap_threshold();
+    quiet_blas_threads();
     int rc = dispatch(argc, argv);
     int bad = fflush(stdout) != 0 || ferror(stdout), err = errno;
     if (fclose(stdout) != 0 && !bad) {
