@@ -233,9 +233,9 @@ static void pin_mmap_threshold(void) {
  * OpenBLAS starts them again at its next threaded call, as it does after a
  * fork. The library leaves OpenBLAS alone: an application may be using it. */
 static void quiet_blas_threads(void) {
-    int (*shutdown)(void) = NULL;
-    *(void **)&shutdown = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
-    if (shutdown) shutdown();
+    int (*stop)(void) = NULL;
+    *(void **)&stop = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+    if (stop) stop();
 }
 
 int main(int argc, char **argv) {
