@@ -1,5 +1,6 @@
 /* Loading a seq2seq model directory: configuration, vocabularies, weights,
  * graphs (model.cg or the builder's), and their plans; plus tokenization. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -36,17 +37,27 @@ static cg_status embed_sizes(cg_weights *w, s2s_config *c) {
     return CG_OK;
 }
 
+/* An RNN weight matrix as rnn_param_name (s2s_build.c) names it:
+ * MOD.weight_ih_lN or MOD.weight_hh_lN, "_reverse" after it for the
+ * backward direction; nothing else under that prefix (the int8 scales,
+ * MOD.weight_ih_l0_scale, taken for a matrix once made every int8 model run
+ * as f32). */
+static int is_rnn_matrix(const char *name) {
+    const char *p = !strncmp(name, "encoder.", 8) || !strncmp(name, "decoder.", 8) ? name + 8 : NULL;
+    if (!p || (strncmp(p, "weight_ih_l", 11) && strncmp(p, "weight_hh_l", 11))) return 0;
+    p += 11;
+    if (!isdigit((unsigned char)*p)) return 0;
+    while (isdigit((unsigned char)*p)) p++;
+    return !*p || !strcmp(p, "_reverse");
+}
+
 /* A weight the builder declares with mm_dtype (param2w in s2s_build.c):
- * the RNNs' matrices, W_k, the bridge, combine and the output layer. Not
- * their int8 scales: encoder.weight_ih_l0_scale shares the RNNs' prefix,
- * and taken for a matrix (f32) it made every int8 model run as f32. */
+ * the RNNs' matrices, W_k, the bridge, combine and the output layer. */
 static int is_mm_weight(const char *name) {
     static const char *const whole[] = {"attention.W_k.weight", "bridge.weight", "combine.weight", "out.weight", NULL};
     for (int i = 0; whole[i]; i++)
         if (!strcmp(name, whole[i])) return 1;
-    const size_t n = strlen(name);
-    if (n > 6 && !strcmp(name + n - 6, "_scale")) return 0;
-    return !strncmp(name, "encoder.weight_", 15) || !strncmp(name, "decoder.weight_", 15);
+    return is_rnn_matrix(name);
 }
 
 /* The dtype the kernels read the matrix-product weights in (s2s_config's
