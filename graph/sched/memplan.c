@@ -120,7 +120,10 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         int root = st->in[0];
         while (in->slots[root].alias >= 0) root = in->slots[root].alias;
         o0->alias = root;
+        /* The root's bytes hold both: its interval covers the output's,
+         * which may live through every run (a `once` step's output). */
         if (o0->last_step > in->slots[root].last_step) in->slots[root].last_step = o0->last_step;
+        if (o0->def_step < in->slots[root].def_step) in->slots[root].def_step = o0->def_step;
     }
     interval *iv = malloc(sizeof *iv * ((size_t)in->n_slots + (size_t)in->n_steps + 1));
     if (!iv) return cg_error(CG_ERR_NO_MEMORY, "out of memory planning buffers");
