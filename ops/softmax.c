@@ -294,6 +294,12 @@ static const cg_ops_case sm_cases[] = {
     SM_XM(4, D(2, 3, 4, 5), 4, D(2, 1, 4, 1), "axis: 2"),
     {1, {{CG_OP_F32, 2, D(4, 17), -30, 30}}, NULL},
     SM_XM(3, D(2, 4, 257), 3, D(2, 1, 257), NULL),
+    /* groups of 64 and 128 work-items over slices that do not fill them
+     * (PoCL once stored past the end of [2, 4, 100]) */
+    SM_X(3, D(2, 4, 100), NULL),
+    SM_X(2, D(3, 33), NULL),
+    SM_XM(2, D(5, 50), 2, D(5, 1), NULL),
+    SM_X(2, D(1, 128), NULL),
     SM_XM(2, D(16, 257), 2, D(16, 1), NULL),
     SM_X(2, D(4, 1000), NULL),
     SM_XM(2, D(4, 1000), 2, D(4, 1000), NULL),

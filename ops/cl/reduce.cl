@@ -56,7 +56,7 @@ __kernel void reduce_group(__global const float *x, __global float *y, long n_ou
                            int nk, long4 kd, long4 ks, int nr, long4 rd, long4 rs, int kind,
                            float scale, __local float *red) {
     const IDX g = (IDX)get_group_id(0);
-    if (g >= (IDX)n_out) return; /* uniform over the group */
+    /* exactly n_out groups: no early return (softmax.cl says why) */
     const IDX lid = (IDX)get_local_id(0), wg = (IDX)get_local_size(0), count = (IDX)count_;
     const IDX base = nk > 0 ? red_offset(g, nk, kd, ks) : 0;
     float acc;
@@ -127,7 +127,7 @@ inline int argmax_takes(float v, float bv, int last) { return last ? !f32_greate
 __kernel void argmax_group(__global const float *x, __global int *y, long slices, long n_,
                            long inner_, __local float *rv, __local int *ri, int last) {
     const IDX s = (IDX)get_group_id(0);
-    if (s >= (IDX)slices) return; /* uniform over the group */
+    /* exactly `slices` groups: no early return (softmax.cl says why) */
     const IDX lid = (IDX)get_local_id(0), wg = (IDX)get_local_size(0);
     const IDX n = (IDX)n_, inner = (IDX)inner_, o = s / inner, in = s - o * inner;
     __global const float *xs = x + o * n * inner + in;

@@ -30,7 +30,7 @@ inline int lst_before(float a, IDX ia, float b, IDX ib) {
 __kernel void lsm_topk_wg(__global const float *x, __global float *vals, __global int *idx,
                           long rows, long n_, long k_, __local float *red, __local int *redi) {
     const IDX r = (IDX)get_group_id(0);
-    if (r >= (IDX)rows) return; /* uniform over the group */
+    /* launched with exactly `rows` groups: no early return (softmax.cl says why) */
     const IDX lid = (IDX)get_local_id(0), wg = (IDX)get_local_size(0);
     const IDX n = (IDX)n_, k = (IDX)k_;
     __global const float *xr = x + r * n;

@@ -45,12 +45,16 @@ inline IDX sm_mask_part(IDX r, int nd, long8 d, long8 st) {
  * exactly `slices` groups.
  */
 #if CG_WANT(softmax_wg)
+/* No early return anywhere: PoCL 3.1 miscompiled this kernel's earlier
+ * form (a uniform return before the barriers, another between them) into
+ * work-items that stored one element past the slice's end (y[slices * n] on
+ * [2, 4, 100]: heap corruption, or a neighbouring tensor overwritten in a
+ * plan's arena). Every work-item passes every barrier on one path. */
 __kernel void softmax_wg(__global const float *x, __global float *y, __global const int *mask,
                          int has_mask, long slices, long n_, long inner_, long mst_, int ond,
                          long8 od, long8 oms, int ind, long8 id, long8 ims, int log_out,
                          __local float *red) {
-    const IDX s = (IDX)get_group_id(0);
-    if (s >= (IDX)slices) return; /* uniform over the group */
+    const IDX s = (IDX)get_group_id(0); /* launched with exactly `slices` groups */
     const IDX lid = (IDX)get_local_id(0), wg = (IDX)get_local_size(0);
     const IDX n = (IDX)n_, inner = (IDX)inner_, mst = (IDX)mst_;
     const IDX o = s / inner, in = s - o * inner;
@@ -70,13 +74,10 @@ __kernel void softmax_wg(__global const float *x, __global float *y, __global co
     mx = red[0];
     barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read red[0] before it is reused */
 
-    if (mx == -INFINITY) { /* nothing valid, or every valid entry is -inf */
-        const float fill = log_out ? -INFINITY : 0.0f;
-        for (IDX j = lid; j < n; j += wg) y[base + j * inner] = fill;
-        return;
-    }
+    /* nothing valid, or every valid entry is -inf: the slice is all fill */
+    const int empty = mx == -INFINITY;
     float sum = 0.0f;
-    for (IDX j = lid; j < n; j += wg)
+    for (IDX j = lid; !empty && j < n; j += wg)
         if (!has_mask || m[j * mst]) sum += exp(x[base + j * inner] - mx);
     red[lid] = sum;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -86,7 +87,10 @@ __kernel void softmax_wg(__global const float *x, __global float *y, __global co
     }
     sum = red[0];
 
-    if (log_out) {
+    if (empty) {
+        const float fill = log_out ? -INFINITY : 0.0f;
+        for (IDX j = lid; j < n; j += wg) y[base + j * inner] = fill;
+    } else if (log_out) {
         const float lse = mx + cg_log(sum);
         for (IDX j = lid; j < n; j += wg)
             y[base + j * inner] =
