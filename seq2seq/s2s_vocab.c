@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "read_file.h"
 #include "s2s.h"
 
 /* Token order, then id: the leftmost match of a duplicated token is its
@@ -27,21 +28,24 @@ void cg_s2s_vocab_free(s2s_vocab *v) {
 
 cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *v) {
     memset(v, 0, sizeof *v);
-    FILE *f = fopen(path, "rb");
-    if (!f) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
+    /* Read whole through cg_read_file: a FIFO or device named as a
+     * vocabulary is refused, and a vocabulary has a size cap. */
+    char *text;
+    size_t len;
+    cg_status st = cg_read_file(path, CG_MAX_TEXT_FILE, &text, &len);
+    if (st) return st;
     int n_cap = 0, lineno = 0;
-    cg_status st = CG_OK;
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    for (size_t pos = 0; pos < len;) {
+        char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - line) : len - pos;
+        pos += n + 1;
         lineno++;
-        if (len > 0 && line[len - 1] == '\n') line[--len] = 0;
-        if (len > 0 && line[len - 1] == '\r') line[--len] = 0;
-        if ((size_t)len != strlen(line)) {
+        if (n > 0 && line[n - 1] == '\r') n--;
+        if (memchr(line, 0, n)) {
             st = cg_error(CG_ERR_FORMAT, "%s:%d: the token contains a NUL byte", path, lineno);
             break;
         }
+        line[n] = 0;
         if (v->n == n_cap) {
             n_cap = n_cap * 2 + 64;
             char **nt = realloc(v->tokens, sizeof *nt * (size_t)n_cap);
@@ -58,9 +62,7 @@ cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *v) {
         }
         v->n++;
     }
-    free(line);
-    if (!st && ferror(f)) st = cg_error(CG_ERR_IO, "%s: read error after line %d", path, lineno);
-    fclose(f);
+    free(text);
     if (!st && v->n == 0) st = cg_error(CG_ERR_FORMAT, "%s: the vocabulary is empty", path);
     if (!st) {
         v->sorted = malloc(sizeof(int) * (size_t)v->n);

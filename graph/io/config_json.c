@@ -9,14 +9,11 @@
 #include "read_file.h"
 #include "strbuf.h"
 
-/* A config is small. */
-#define CFG_MAX_BYTES ((size_t)1 << 24)
-
 cg_status cg_cfg_read(const char *path, cJSON **root) {
     *root = NULL;
     size_t len;
     char *text;
-    cg_status st = cg_read_file(path, CFG_MAX_BYTES, &text, &len);
+    cg_status st = cg_read_file(path, CG_MAX_CONFIG_FILE, &text, &len);
     if (st) return st;
     const char *end = NULL;
     cJSON *r = cJSON_ParseWithLengthOpts(text, len, &end, 0);

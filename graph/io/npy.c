@@ -18,6 +18,7 @@
 #include "tensor.h"
 
 #include "error.h"
+#include "read_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -534,9 +535,11 @@ cg_status cg_tensor_load_npy(const char *path, cg_tensor **out) {
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_load_npy: NULL output pointer");
     *out = NULL;
     if (!path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_load_npy: NULL path");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    cg_status s = load_fd(fd, path, out);
+    /* A FIFO or device named as a .npy file is refused without waiting. */
+    int fd;
+    cg_status s = cg_open_regular(path, O_RDONLY, &fd, NULL);
+    if (s) return s;
+    s = load_fd(fd, path, out);
     close(fd);
     return s;
 }

@@ -20,6 +20,7 @@
 
 #include "mem.h"
 #include "error.h"
+#include "read_file.h"
 #include "strbuf.h"
 #include "tensor.h"
 
@@ -781,22 +782,10 @@ cg_status cg_weights_open(const char *path, cg_weights **out) {
     strcpy(w->path, path);
 
     cg_status s;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        s = cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        goto fail;
-    }
+    /* A FIFO or device named as the weights is refused without waiting. */
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        s = cg_error(CG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        s = cg_error(CG_ERR_IO, "%s: not a regular file", path);
-        close(fd);
-        goto fail;
-    }
+    if ((s = cg_open_regular(path, O_RDONLY, &fd, &st)) != CG_OK) goto fail;
     uint64_t fsize = (uint64_t)st.st_size;
     if (fsize < 8) {
         s = cg_error(CG_ERR_FORMAT,

@@ -24,7 +24,7 @@ int cg_path_exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-cg_status cg_read_text_file(const char *path, char **out) { return cg_read_file(path, (size_t)1 << 40, out, NULL); }
+cg_status cg_read_text_file(const char *path, char **out) { return cg_read_file(path, CG_MAX_TEXT_FILE, out, NULL); }
 
 static int is_param(const cg_model *model, const char *name) {
     for (int gi = 0; gi < model->n_graphs; gi++) {

@@ -22,6 +22,7 @@
 #include "ir.h"
 #include "dtype.h"
 #include "error.h"
+#include "read_file.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -956,36 +957,12 @@ cg_status cg_model_load(cg_context *ctx, const char *path, cg_model **out) {
     if (!ctx) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load: ctx is NULL");
     if (!path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load: path is NULL");
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load: out is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t len = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return oom();
-    }
-    for (;;) {
-        if (len == cap) {
-            char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return oom();
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        int e = errno;
-        free(buf);
-        fclose(f);
-        return cg_error(CG_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-    }
-    fclose(f);
+    /* Through cg_read_file: a FIFO or device named here is refused, not
+     * waited on or read forever, and a graph text has a size cap. */
+    char *buf;
+    size_t len;
+    cg_status rs = cg_read_file(path, CG_MAX_TEXT_FILE, &buf, &len);
+    if (rs) return rs;
     cg_status st = cg_parse_text(ctx, buf, len, path, out);
     free(buf);
     return st;

@@ -16,6 +16,7 @@
 
 #include "dtype.h"
 #include "error.h"
+#include "read_file.h"
 #include "shape.h"
 
 /* protobuf-c allocates the unpacked message; a failed allocation there
@@ -30,13 +31,12 @@ typedef struct file_map {
 static cg_status map_file(const char *path, file_map *f) {
     f->p = NULL;
     f->len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return cg_error(CG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* A FIFO or device named as the model is refused without waiting. */
+    int fd;
     struct stat st;
-    cg_status s = CG_OK;
-    if (fstat(fd, &st) != 0) s = cg_error(CG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode)) s = cg_error(CG_ERR_IO, "%s: not a regular file", path);
-    else if ((uint64_t)st.st_size > (uint64_t)INT_MAX)
+    cg_status s = cg_open_regular(path, O_RDONLY, &fd, &st);
+    if (s) return s;
+    if ((uint64_t)st.st_size > (uint64_t)INT_MAX)
         /* protobuf messages are limited to 2 GB; larger models keep their
          * weights in external data files */
         s = cg_error(CG_ERR_FORMAT, "%s: %lld bytes is more than a protobuf message may hold (2 GB)", path,
@@ -149,15 +149,17 @@ static cg_status read_external(const Onnx__TensorProto *t, const char *dir, cons
     char *file = malloc(n);
     if (!file) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     snprintf(file, n, "%s/%s", dir, loc);
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    int fd = cg_open_regular_quiet(file, O_RDONLY, 0, &sb);
     cg_status s = CG_OK;
     if (fd < 0) {
-        s = cg_error(CG_ERR_IO, "%s: %s: cannot open its external data file %s: %s", path, what, file,
-                     strerror(errno));
+        s = errno ? cg_error(CG_ERR_IO, "%s: %s: cannot open its external data file %s: %s", path, what, file,
+                             strerror(errno))
+                  : cg_error(CG_ERR_IO, "%s: %s: its external data file %s is not a regular file (%s)", path, what,
+                             file, cg_file_kind(sb.st_mode));
     } else {
-        struct stat sb;
         size_t got = 0;
-        if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < (uint64_t)offset + want) {
+        if ((uint64_t)sb.st_size < (uint64_t)offset + want) {
             s = cg_error(CG_ERR_FORMAT, "%s: %s: %s has %lld bytes, the tensor needs %zu from byte %lld", path, what,
                          file, (long long)sb.st_size, want, offset);
             got = want; /* nothing to read */

@@ -1,7 +1,9 @@
 /* base/: shapes and their formatting, dtypes (names, sizes, parsing, the
- * float conversions), FNV-1a, the cache directory, atomic file writes. */
+ * float conversions), FNV-1a, the cache directory, atomic file writes,
+ * opening and reading files. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "clgraph/clgraph.h"
 #include "dtype.h"
 #include "hash.h"
+#include "read_file.h"
 #include "shape.h"
 #include "strbuf.h"
 #include "test_util.h"
@@ -400,6 +403,76 @@ START_TEST(test_atomic_file) {
 }
 END_TEST
 
+/* Every file the library reads goes through read_file.c (issue 29): a FIFO
+ * without a writer is refused at once (it used to block the open), a
+ * device or directory is refused (/dev/zero used to be read until memory
+ * ran out), a file over the cap is refused from its size. */
+START_TEST(test_read_file) {
+    char *s = NULL;
+    size_t n = 99;
+    const char *p = tu_write_file("t.txt", "abc\n", 4);
+    ck_assert_int_eq(cg_read_file(p, 4, &s, &n), CG_OK);
+    ck_assert_str_eq(s, "abc\n");
+    ck_assert_uint_eq(n, 4);
+    free(s);
+    char want[600];
+    ck_assert_int_eq(cg_read_file(p, 3, &s, &n), CG_ERR_IO);
+    ck_assert_ptr_null(s);
+    snprintf(want, sizeof want, "%s: larger than 3 bytes", p);
+    ck_assert_str_eq(cg_last_error(), want);
+
+    /* a sparse file over the cap: refused before anything is read */
+    const char *big = tu_path("big.txt");
+    int fd = open(big, O_WRONLY | O_CREAT, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)CG_MAX_TEXT_FILE * 4), 0);
+    close(fd);
+    ck_assert_int_eq(cg_read_file(big, CG_MAX_TEXT_FILE, &s, &n), CG_ERR_IO);
+    snprintf(want, sizeof want, "%s: larger than %zu bytes", big, CG_MAX_TEXT_FILE);
+    ck_assert_str_eq(cg_last_error(), want);
+    ck_assert_int_eq(cg_read_file_quiet(big, CG_MAX_CACHE_FILE, &s, &n), -1);
+
+    /* a file whose size says 0 but that holds more: the read stops at the cap */
+    ck_assert_int_eq(cg_read_file("/proc/self/maps", 16, &s, &n), CG_ERR_IO);
+    ck_assert_str_eq(cg_last_error(), "/proc/self/maps: larger than 16 bytes");
+
+    ck_assert_int_eq(cg_read_file("/dev/zero", 1 << 20, &s, &n), CG_ERR_IO);
+    ck_assert_str_eq(cg_last_error(), "/dev/zero: not a regular file (a character device)");
+    ck_assert_int_eq(cg_read_file(tu_dir, 1 << 20, &s, &n), CG_ERR_IO);
+    snprintf(want, sizeof want, "%s: not a regular file (a directory)", tu_dir);
+    ck_assert_str_eq(cg_last_error(), want);
+    ck_assert_int_eq(cg_read_file(tu_path("none"), 1 << 20, &s, &n), CG_ERR_IO);
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", tu_path("none"));
+    ck_assert_str_eq(cg_last_error(), want);
+
+    /* a FIFO nobody writes to, read and written; through a symbolic link too */
+    const char *fifo = tu_path("fifo");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(symlink(fifo, tu_path("link")), 0);
+    ck_assert_int_eq(cg_read_file(fifo, 1 << 20, &s, &n), CG_ERR_IO);
+    snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", fifo);
+    ck_assert_str_eq(cg_last_error(), want);
+    ck_assert_int_eq(cg_read_file(tu_path("link"), 1 << 20, &s, &n), CG_ERR_IO);
+    cg_error_clear();
+    ck_assert_int_eq(cg_read_file_quiet(fifo, 1 << 20, &s, &n), -1);
+    ck_assert_str_eq(cg_last_error(), ""); /* a cache's read sets no message */
+    struct stat sb;
+    errno = 99;
+    ck_assert_int_eq(cg_open_regular_quiet(fifo, O_WRONLY | O_APPEND | O_CREAT, 0644, &sb), -1);
+    ck_assert_int_eq(errno, 0);
+    ck_assert(S_ISFIFO(sb.st_mode));
+    ck_assert_int_eq(cg_open_regular(fifo, O_RDONLY, &fd, NULL), CG_ERR_IO);
+    ck_assert_int_eq(fd, -1);
+    /* a regular file: opened blocking, as usual */
+    fd = cg_open_regular_quiet(tu_path("new.txt"), O_WRONLY | O_APPEND | O_CREAT, 0644, &sb);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+    close(fd);
+    ck_assert_str_eq(cg_file_kind(S_IFSOCK), "a socket");
+    ck_assert_str_eq(cg_file_kind(S_IFBLK), "a block device");
+}
+END_TEST
+
 static void setup(void) { tu_setup_dir("base"); }
 
 int main(void) {
@@ -419,6 +492,7 @@ int main(void) {
     TCase *af = tcase_create("atomic_file");
     tcase_add_checked_fixture(af, setup, tu_teardown_dir);
     tcase_add_test(af, test_atomic_file);
+    tcase_add_test(af, test_read_file);
     suite_add_tcase(s, af);
     return tu_run_suite(s, 0);
 }

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clgraph/clgraph.h"
 #include "error.h"
 #include "ir.h"
+#include "read_file.h"
 #include "test_util.h"
 
 /* Parsing needs no registry: a zeroed context stands in for a real one. */
@@ -1065,7 +1067,25 @@ START_TEST(test_load) {
     ck_assert_ptr_null(m);
 
     ck_assert_int_eq(cg_model_load(&g_ctx, "/tmp", &m), CG_ERR_IO);
-    ck_assert_str_eq(cg_last_error(), "/tmp: cannot read: Is a directory");
+    ck_assert_str_eq(cg_last_error(), "/tmp: not a regular file (a directory)");
+    /* Neither read forever nor waited on (issue 29): a device, a FIFO. */
+    ck_assert_int_eq(cg_model_load(&g_ctx, "/dev/zero", &m), CG_ERR_IO);
+    ck_assert_str_eq(cg_last_error(), "/dev/zero: not a regular file (a character device)");
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s.fifo", path);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(cg_model_load(&g_ctx, fifo, &m), CG_ERR_IO);
+    snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", fifo);
+    ck_assert_str_eq(cg_last_error(), want);
+    unlink(fifo);
+    /* Over the graph text's cap (a sparse file: nothing is written). */
+    f = fopen(path, "w");
+    ck_assert_int_eq(ftruncate(fileno(f), (off_t)CG_MAX_TEXT_FILE + 1), 0);
+    fclose(f);
+    ck_assert_int_eq(cg_model_load(&g_ctx, path, &m), CG_ERR_IO);
+    snprintf(want, sizeof want, "%s: larger than %zu bytes", path, CG_MAX_TEXT_FILE);
+    ck_assert_str_eq(cg_last_error(), want);
+    unlink(path);
 
     /* A file larger than the first read buffer. */
     f = fopen(path, "w");
