@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "atomic_file.h"
 #include "cache.h"
+#include "read_file.h"
 
 static pthread_mutex_t g_dir_mu = PTHREAD_MUTEX_INITIALIZER;
 static char g_dir[4096];
@@ -97,4 +99,17 @@ int cg_cache_write(const char *name, const void *data, size_t len) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", cg_cache_dir(), name);
     return cg_write_atomic(path, "", 0, data, len);
+}
+
+FILE *cg_cache_append(const char *path, size_t max) {
+    struct stat sb;
+    int fd = cg_open_regular_quiet(path, O_WRONLY | O_APPEND | O_CREAT, 0644, &sb);
+    if (fd < 0) return NULL;
+    if ((uint64_t)sb.st_size > (uint64_t)max && ftruncate(fd, 0) != 0) {
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "a");
+    if (!f) close(fd);
+    return f;
 }

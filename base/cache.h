@@ -5,6 +5,7 @@
 #define CG_BASE_CACHE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* $CLGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/clgraph, else
  * $HOME/.cache/clgraph; "" when none can be determined (then nothing is
@@ -24,6 +25,12 @@ int cg_cache_write(const char *name, const void *data, size_t len);
  * directory, fsync and rename, so readers see the old file or the whole new
  * one. 0 on success, -1 otherwise. */
 int cg_write_atomic(const char *path, const void *head, size_t hn, const void *body, size_t bn);
+
+/* A cache file opened to append to (created if absent), or NULL: one that
+ * is not a regular file is left alone (opening a FIFO to write would wait
+ * for a reader), and one over `max` bytes, which readers ignore
+ * (CG_MAX_CACHE_FILE, read_file.h), is emptied first. */
+FILE *cg_cache_append(const char *path, size_t max);
 
 /* mkdir -p; 0 when the directory exists afterwards. */
 int cg_mkdir_p(const char *dir);

@@ -42,6 +42,7 @@
 #include "cache.h"
 #include "error.h"
 #include "hash.h"
+#include "read_file.h"
 
 #define CHOICES_FILE "gemm-choices.txt"
 #define CHOICE_MEASURING 3 /* in the table while one thread times a shape */
@@ -271,8 +272,15 @@ static void load_file_locked(void) {
     char path[4200];
     g_file_loaded = 1;
     if (!cg_cl_gemm_choices_path(path, sizeof path)[0]) return;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
+    /* A FIFO, a device or a file over CG_MAX_CACHE_FILE is ignored, as a
+     * missing one: never waited on, never read without end. */
+    struct stat sb;
+    int fd = cg_open_regular_quiet(path, O_RDONLY, 0, &sb);
+    FILE *f = fd < 0 || (uint64_t)sb.st_size > (uint64_t)CG_MAX_CACHE_FILE ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     char line[2048];
     while (fgets(line, sizeof line, f)) {
         size_t len = strlen(line);
@@ -378,7 +386,8 @@ static void append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k,
     pthread_mutex_unlock(&g_tab_mu);
     if (len <= 0 || len >= (int)sizeof line) return;
     if (cg_mkdir_p(cg_cache_dir()) != 0) return;
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    /* Not a FIFO: opening one to write would wait for a reader. */
+    int fd = cg_open_regular_quiet(path, O_WRONLY | O_APPEND | O_CREAT, 0644, NULL);
     if (fd < 0) return;
     /* One write with O_APPEND: concurrent processes do not interleave lines. */
     if (write(fd, line, (size_t)len) == len) st_file_writes++;

@@ -28,6 +28,7 @@
 #include "cache.h"
 #include "error.h"
 #include "hash.h"
+#include "read_file.h"
 #include "opencl/cl_internal.h"
 
 #define CACHE_FORMAT "clgraph-clbin-1"
@@ -125,10 +126,12 @@ static int entry_path(const char *dir, disk_key k, char *buf, size_t size) {
 static int read_file(const char *path, unsigned char **data, size_t *len) {
     *data = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 1;
+    /* Not opened when it is a FIFO (the open would wait for a writer) or a
+     * device: then it counts as damaged (-1). */
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+    int fd = cg_open_regular_quiet(path, O_RDONLY, 0, &st);
+    if (fd < 0) return errno ? 1 : -1;
+    if (st.st_size < 0 ||
         (uint64_t)st.st_size > MAX_ENTRY_BYTES) {
         close(fd);
         return -1;

@@ -26,6 +26,7 @@
 #include "mem.h"
 #include "shape.h"
 #include "plan.h"
+#include "read_file.h"
 #include "tensor.h"
 
 typedef struct entry {
@@ -75,15 +76,20 @@ static void load_file(void) {
     if (!dir || !*dir) return;
     char path[4096];
     snprintf(path, sizeof path, "%s/costs.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
+    /* Read whole with a cap: a costs.txt that is a FIFO, a device
+     * (/dev/zero) or over CG_MAX_CACHE_FILE is ignored, as a missing one. */
+    char *text;
+    size_t len;
+    if (cg_read_file_quiet(path, CG_MAX_CACHE_FILE, &text, &len) != 0) return;
+    for (char *line = text; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (nl) *nl = 0;
         unsigned long long k;
         double us;
         if (sscanf(line, "%llx %lf", &k, &us) == 2 && us >= 0 && isfinite(us)) remember(k, us);
+        line = nl ? nl + 1 : text + len;
     }
-    fclose(f);
+    free(text);
 }
 
 /* Appends one measurement; best effort, like every cache write. */
@@ -91,7 +97,7 @@ static void save(uint64_t key, double us, const char *what) {
     if (!cg_cache_dir_ready()) return;
     char path[4096];
     snprintf(path, sizeof path, "%s/costs.txt", cg_cache_dir());
-    FILE *f = fopen(path, "a");
+    FILE *f = cg_cache_append(path, CG_MAX_CACHE_FILE);
     if (!f) return;
     /* %g keeps small values: a link's cost per byte is ~1e-4 us. */
     fprintf(f, "%016llx %.9g %s\n", (unsigned long long)key, us, what);

@@ -468,6 +468,23 @@ START_TEST(test_read_file) {
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
     close(fd);
+    /* cache files appended to: a FIFO is left alone (no wait for a
+     * reader), one over the cap starts again */
+    ck_assert_ptr_null(cg_cache_append(fifo, 100));
+    const char *c = tu_write_file("c.txt", "0123456789", 10);
+    FILE *cf = cg_cache_append(c, 9);
+    ck_assert_ptr_nonnull(cf);
+    fputs("a\n", cf);
+    fclose(cf);
+    char buf[64];
+    tu_slurp(c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "a\n");
+    cf = cg_cache_append(c, 9);
+    ck_assert_ptr_nonnull(cf);
+    fputs("b\n", cf);
+    fclose(cf);
+    tu_slurp(c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "a\nb\n");
     ck_assert_str_eq(cg_file_kind(S_IFSOCK), "a socket");
     ck_assert_str_eq(cg_file_kind(S_IFBLK), "a block device");
 }
