@@ -12,6 +12,7 @@
 #include "clgraph/forecast.h"
 #include "fc_csv.h"
 #include "fc_plot.h"
+#include "out_file.h"
 
 typedef struct fargs {
     const char *dir, *device, *place, *attention, *plot;
@@ -106,7 +107,8 @@ static int write_csv(const fc_csv *in, const cg_forecast_result *res, int horizo
     int rc = CLI_OK;
     for (int s = 0; s < in->n_series && !rc; s++) {
         const fc_csv_series *ser = &in->series[s];
-        if (in->time_col >= 0 && fc_next_times(ser->times[0], ser->times[1], horizon, times)) {
+        int fit;
+        if (in->time_col >= 0 && fc_next_times(ser->times[0], ser->times[1], horizon, times, &fit)) {
             fprintf(stderr, "clgraph forecast: out of memory\n");
             rc = CLI_FAIL;
             break;
@@ -147,7 +149,8 @@ static void json_string(FILE *f, const char *s) {
 /* One object per series: its name, history length, and per forecast step
  * the time index of its first weight and the weights, oldest first. */
 static int write_attention(const char *path, const fc_csv *in, const cg_forecast_result *res, int horizon) {
-    FILE *f = fopen(path, "w");
+    cli_file out;
+    FILE *f = cli_file_open(&out, path);
     if (!f) {
         fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(errno));
         return CLI_FAIL;
@@ -170,8 +173,9 @@ static int write_attention(const char *path, const fc_csv *in, const cg_forecast
         fputs("]}", f);
     }
     fputs("]\n", f);
-    if (ferror(f) | (fclose(f) != 0)) {
-        fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(errno));
+    int err = cli_file_commit(&out);
+    if (err) {
+        fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(err));
         return CLI_FAIL;
     }
     return CLI_OK;
@@ -193,7 +197,8 @@ static int write_pictures(const char *path, int attention, cg_forecaster *m, con
         if (ft && cs->all_times) {
             p->times = (const char *const *)cs->all_times + (cs->n - ser[s].length);
             p->ftimes = (const char *const *)ft + (size_t)s * (size_t)horizon;
-            rc = fc_next_times(cs->times[0], cs->times[1], horizon, ft + (size_t)s * (size_t)horizon);
+            int fit;
+            rc = fc_next_times(cs->times[0], cs->times[1], horizon, ft + (size_t)s * (size_t)horizon, &fit);
         }
         p->name = in->series[s].name;
         p->columns = cols;
@@ -216,6 +221,30 @@ static int write_pictures(const char *path, int attention, cg_forecaster *m, con
     return rc ? CLI_FAIL : CLI_OK;
 }
 
+/* Whether every series' time column can be continued for the whole
+ * horizon; checked before forecasting so that nothing is written when the
+ * dates would pass 9999-12-31 (the column used to turn into "+1", "+2",
+ * ... silently). Prints the error. */
+static int check_horizon(const fc_csv *in, int horizon) {
+    for (int s = 0; in->time_col >= 0 && s < in->n_series; s++) {
+        const fc_csv_series *ser = &in->series[s];
+        int fit;
+        if (!fc_next_times(ser->times[0], ser->times[1], horizon, NULL, &fit)) continue;
+        const char *t = ser->times[1];
+        int date = strlen(t) >= 10 && t[4] == '-' && t[7] == '-';
+        char name[80] = "";
+        if (ser->name) snprintf(name, sizeof name, " of series '%.40s'%s", ser->name, strlen(ser->name) > 40 ? "..." : "");
+        for (char *p = name; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+        fprintf(stderr,
+                "clgraph forecast: --horizon %d: the time column%s (from stdin line %d) would pass %s; at most %d "
+                "steps fit\n",
+                horizon, name, ser->first_line, date ? "9999-12-31" : "the largest time it can hold", fit);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 static int run(const fargs *a, cg_forecaster *m) {
     int C = cg_forecast_channels(m);
     const char **cols = malloc(sizeof *cols * (size_t)C);
@@ -230,6 +259,10 @@ static int run(const fargs *a, cg_forecaster *m) {
     if (rc) {
         fprintf(stderr, "clgraph forecast: stdin:%s\n", err);
         return rc;
+    }
+    if (check_horizon(&in, a->horizon)) {
+        fc_csv_free(&in);
+        return CLI_FAIL;
     }
     cg_forecast_series *ser = calloc((size_t)in.n_series, sizeof *ser);
     cg_forecast_result *res = calloc((size_t)in.n_series, sizeof *res);

@@ -1,6 +1,7 @@
 /* clgraph import (an ONNX model to the text IR and a safetensors file) and
  * clgraph onnx-test (ONNX's backend test folders run on every device). */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "out_file.h"
 
 /* ---- import ---- */
 
@@ -30,9 +32,26 @@ static int write_weights(const cg_model *m, const char *path) {
 }
 
 static int write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "clgraph import: cannot write %s\n", path);
+    cli_file out;
+    FILE *f = cli_file_open(&out, path);
+    int err = f ? 0 : errno;
+    if (f) fputs(text, f);
+    if (f) err = cli_file_commit(&out);
+    if (err) {
+        fprintf(stderr, "clgraph import: cannot write %s: %s\n", path, strerror(err));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* The text on stdout, checked here: the warning about initializers not
+ * written must not come before an error that the text was not written
+ * either (two lines for one failure). */
+static int write_stdout(const char *text) {
+    errno = 0;
+    if (fputs(text, stdout) < 0 || fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "clgraph import: cannot write the graph text to stdout: %s\n",
+                strerror(errno ? errno : EIO));
         return CLI_FAIL;
     }
     return CLI_OK;
@@ -86,8 +105,7 @@ int cli_import(int argc, char **argv) {
         weights = wpath;
     }
     if (weights && (rc = write_weights(m, weights))) goto done;
-    if (out) rc = write_text(out, text);
-    else fputs(text, stdout);
+    rc = out ? write_text(out, text) : write_stdout(text);
     if (!rc && !weights && nw)
         fprintf(stderr, "clgraph import: %zu initializers not written (give --weights FILE.safetensors)\n", nw);
     else if (!rc && out)

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "clgraph/seq2seq.h"
+#include "out_file.h"
 
 static void plan_usage(FILE *f) {
     fprintf(f,
@@ -36,12 +37,14 @@ static void plan_usage(FILE *f) {
 static int write_dot(cg_plan *plan, const char *bind, const char *path) {
     char *text = NULL;
     if (cg_plan_describe(plan, bind, 1, &text)) return cli_fail();
-    FILE *f = fopen(path, "w");
-    int ok = f && fputs(text, f) >= 0;
-    if (f && fclose(f) != 0) ok = 0;
+    cli_file out;
+    FILE *f = cli_file_open(&out, path);
+    int err = f ? 0 : errno;
+    if (f) fputs(text, f);
+    if (f) err = cli_file_commit(&out);
     free(text);
-    if (!ok) {
-        fprintf(stderr, "clgraph: cannot write %s\n", path);
+    if (err) {
+        fprintf(stderr, "clgraph: cannot write %s: %s\n", path, strerror(err));
         return CLI_FAIL;
     }
     printf("graphviz: %s (render with: dot -Tsvg %s -o plan.svg)\n", path, path);
@@ -151,8 +154,9 @@ static int model_has_dim(const cg_model *m, const char *name) {
     return 0;
 }
 
-/* Checks --bind's NAME=SIZE pairs here: the library's message would quote
- * the merged binding, not what the user typed. */
+/* Checks --bind's NAME=SIZE pairs before anything is loaded: a malformed
+ * --bind is a mistake on the command line (exit 2), and the library's
+ * message would quote the merged binding, not what the user typed. */
 static int bind_check(const char *bind) {
     for (const char *s = bind; *s;) {
         while (*s == ' ' || *s == ',') s++;
@@ -162,12 +166,12 @@ static int bind_check(const char *bind) {
         char *end = NULL;
         long long v = eq && (size_t)(eq - s) == name_len && name_len ? strtoll(eq + 1, &end, 10) : -1;
         if (!end || end == eq + 1 || (*end && *end != ',' && *end != ' ')) {
-            fprintf(stderr, "clgraph: bindings '%s': expected NAME=SIZE pairs like B=1,S=10\n", bind);
-            return CLI_FAIL;
+            fprintf(stderr, "clgraph plan: --bind '%s': expected NAME=SIZE pairs like B=1,S=10\n", bind);
+            return CLI_USAGE;
         }
         if (v < 0 || v > (1LL << 31)) {
-            fprintf(stderr, "clgraph: bindings: bad size for '%.*s'\n", (int)name_len, s);
-            return CLI_FAIL;
+            fprintf(stderr, "clgraph plan: --bind: bad size for '%.*s' (0 to 2^31)\n", (int)name_len, s);
+            return CLI_USAGE;
         }
         s = end;
     }
@@ -244,7 +248,7 @@ static int dir_args(const cli_opts *o) {
                 o->model, o->graph);
         return CLI_FAIL;
     }
-    return o->bind ? bind_check(o->bind) : CLI_OK;
+    return CLI_OK;
 }
 
 /* MODEL_DIR: the plans of the model's encoder and decoders (or --graph's),
@@ -300,6 +304,7 @@ int cli_plan(int argc, char **argv) {
         }
     cli_opts o;
     int rc = cli_parse(argc, argv, "weights,graph,device,place,bind,dot,input", &o);
+    if (!rc && o.bind) rc = bind_check(o.bind);
     if (!rc) {
         struct stat sb;
         rc = stat(o.model, &sb) == 0 && S_ISDIR(sb.st_mode) ? plan_model_dir(&o) : plan_graph_file(&o);

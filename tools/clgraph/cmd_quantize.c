@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "clgraph/forecast.h"
+#include "out_file.h"
 
 /* A weight of a matrix product: 2-D, named *.weight or an RNN's
  * weight_ih / weight_hh; an embedding table only with --embeddings. */
@@ -39,30 +42,39 @@ static int pick_matrix(const char *name, cg_dtype stored, int ndim, void *user) 
     return 1;
 }
 
-/* Copies src to dst byte for byte; prints the error. */
+/* Copies src to dst byte for byte, whole or not at all (out_file.h);
+ * prints the error. */
 static int copy_file(const char *src, const char *dst) {
-    FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
-    int rc = CLI_OK;
-    if (!in || !out) {
-        fprintf(stderr, "clgraph quantize: cannot %s %s: %s\n", in ? "write" : "read", in ? dst : src, strerror(errno));
-        rc = CLI_FAIL;
+    FILE *in = fopen(src, "rb");
+    if (!in) {
+        fprintf(stderr, "clgraph quantize: cannot read %s: %s\n", src, strerror(errno));
+        return CLI_FAIL;
+    }
+    cli_file out;
+    FILE *f = cli_file_open(&out, dst);
+    if (!f) {
+        fprintf(stderr, "clgraph quantize: cannot write %s: %s\n", dst, strerror(errno));
+        fclose(in);
+        return CLI_FAIL;
     }
     char buf[65536];
     size_t got;
-    while (!rc && (got = fread(buf, 1, sizeof buf, in)) > 0)
-        if (fwrite(buf, 1, got, out) != got) {
-            fprintf(stderr, "clgraph quantize: cannot write %s: %s\n", dst, strerror(errno));
+    int rc = CLI_OK;
+    errno = 0;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, got, f) != got) break;
+    if (ferror(in)) {
+        fprintf(stderr, "clgraph quantize: cannot read %s: %s\n", src, strerror(errno ? errno : EIO));
+        cli_file_abort(&out);
+        rc = CLI_FAIL;
+    } else {
+        int e = cli_file_commit(&out);
+        if (e) {
+            fprintf(stderr, "clgraph quantize: cannot write %s: %s\n", dst, strerror(e));
             rc = CLI_FAIL;
         }
-    if (!rc && ferror(in)) {
-        fprintf(stderr, "clgraph quantize: cannot read %s\n", src);
-        rc = CLI_FAIL;
     }
-    if (out && fclose(out) && !rc) {
-        fprintf(stderr, "clgraph quantize: cannot write %s: %s\n", dst, strerror(errno));
-        rc = CLI_FAIL;
-    }
-    if (in) fclose(in);
+    fclose(in);
     return rc;
 }
 
@@ -73,10 +85,54 @@ static char *join(const char *dir, const char *name) {
     return p;
 }
 
+/* One line: the mistake and where the usage is. */
 static int usage_error(const char *msg) {
-    fprintf(stderr, "clgraph quantize: %s\nusage: clgraph quantize MODEL_DIR --to bf16|f16|int8 -o OUT_DIR [--embeddings]\n",
-            msg);
+    fprintf(stderr, "clgraph quantize: %s (see clgraph quantize --help)\n", msg);
     return CLI_USAGE;
+}
+
+/* The model directory loaded as translate (a directory with src.vocab) or
+ * forecast would load it, on the CPU, so that a copy is never made of a
+ * directory those commands refuse (a config.json of "{" was copied and
+ * reported as quantized). Prints the error. */
+static int validate(const char *dir) {
+    char *sv = join(dir, "src.vocab");
+    struct stat st;
+    int s2s = sv && !stat(sv, &st);
+    free(sv);
+    cg_context *ctx = NULL;
+    if (cg_context_create(&ctx)) return cli_fail();
+    cg_plan_options popt = {.device = "cpu"};
+    int rc = CLI_OK;
+    if (s2s) {
+        cg_s2s *m = NULL;
+        if (cg_s2s_load(ctx, dir, &popt, &m)) rc = cli_fail();
+        cg_s2s_free(m);
+    } else {
+        cg_forecaster *m = NULL;
+        if (cg_forecast_load(ctx, dir, &popt, &m)) rc = cli_fail();
+        cg_forecast_free(m);
+    }
+    cg_context_free(ctx);
+    return rc;
+}
+
+static const char *const copied[] = {"config.json", "src.vocab", "tgt.vocab", "model.cg", NULL};
+
+/* After a failure, an output directory this run made goes with whatever
+ * it wrote there; a directory that was there keeps its files (each is its
+ * old or its whole new version: every file is written whole or not at
+ * all). */
+static void clean_up(const char *out) {
+    char *p = join(out, "weights.safetensors");
+    if (p) remove(p);
+    free(p);
+    for (int k = 0; copied[k]; k++) {
+        p = join(out, copied[k]);
+        if (p) remove(p);
+        free(p);
+    }
+    rmdir(out);
 }
 
 int cli_quantize(int argc, char **argv) {
@@ -91,7 +147,7 @@ int cli_quantize(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--embeddings")) {
             embeddings = 1;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "clgraph quantize: unknown option '%s'\n", argv[i]);
+            fprintf(stderr, "clgraph quantize: unknown option '%s' (see clgraph quantize --help)\n", argv[i]);
             return CLI_USAGE;
         } else if (!dir) {
             dir = argv[i];
@@ -105,7 +161,9 @@ int cli_quantize(int argc, char **argv) {
     struct stat sa, sb;
     if (!stat(dir, &sa) && !stat(out, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
         return usage_error("the output directory is the model directory");
-    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+    if (validate(dir)) return CLI_FAIL;
+    int made_dir = mkdir(out, 0777) == 0;
+    if (!made_dir && errno != EEXIST) {
         fprintf(stderr, "clgraph quantize: cannot create %s: %s\n", out, strerror(errno));
         return CLI_FAIL;
     }
@@ -116,15 +174,15 @@ int cli_quantize(int argc, char **argv) {
     if (!rc && cg_weights_open(wp, &w)) rc = cli_fail();
     if (!rc && cg_weights_narrow(w, dt, pick_matrix, &pk, &q)) rc = cli_fail();
     if (!rc && cg_weights_write(q, op)) rc = cli_fail();
-    static const char *const others[] = {"config.json", "src.vocab", "tgt.vocab", "model.cg", NULL};
-    for (int k = 0; !rc && others[k]; k++) {
-        char *s = join(dir, others[k]), *d = join(out, others[k]);
+    for (int k = 0; !rc && copied[k]; k++) {
+        char *s = join(dir, copied[k]), *d = join(out, copied[k]);
         struct stat st;
         if (!s || !d) rc = CLI_FAIL;
         else if (!stat(s, &st)) rc = copy_file(s, d);
         free(s);
         free(d);
     }
+    if (rc && made_dir) clean_up(out);
     struct stat si, so;
     if (!rc && !stat(wp, &si) && !stat(op, &so))
         fprintf(stderr, "clgraph quantize: %zu of %zu tensors to %s, %.1f MiB -> %.1f MiB: %s\n", pk.converted,

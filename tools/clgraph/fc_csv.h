@@ -43,9 +43,11 @@ void fc_csv_free(fc_csv *c);
  * when fewer): out[k] (malloc'd strings). Integers and decimal numbers step
  * by their difference; ISO dates and date-times step by whole months when
  * day and time agree (or both are month ends), else by their exact
- * difference; otherwise "+1", "+2", .... Returns non-zero when memory is
- * short. */
-int fc_next_times(const char *t0, const char *t1, int horizon, char **out);
+ * difference; otherwise "+1", "+2", .... Returns 0; -1 when memory is
+ * short; 1 when the times would pass what they can hold within the horizon
+ * (a date past 9999-12-31, a number past int64): *fit is then the number of
+ * steps that fit and out[] is all NULL. out NULL: only checks (0 or 1). */
+int fc_next_times(const char *t0, const char *t1, int horizon, char **out, int *fit);
 
 /* Writes one CSV field, quoted when it holds a comma, quote or line break. */
 void fc_csv_field(FILE *f, const char *s);

@@ -21,6 +21,7 @@
 
 #include "font.h"
 #include "heatmap.h"
+#include "out_file.h"
 
 #define FC_PLOT_STEPS 720  /* time steps shown at most */
 #define PLOT_W 720         /* pixels of the time axis at most */
@@ -280,17 +281,18 @@ static void svg_body(FILE *f, const fc_plot_series *s, const layout *l) {
 static int write_svg(const fc_plot_series *s, const char *path) {
     layout l;
     plan(s, &l);
-    FILE *f = fopen(path, "w");
+    cli_file out;
+    FILE *f = cli_file_open(&out, path);
     if (!f) {
         fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
+    errno = 0;
     svg_body(f, s, &l);
     fputs("</svg>\n", f);
-    int bad = ferror(f), err = errno;
-    if (fclose(f) != 0 && !bad) bad = 1, err = errno;
-    if (bad) fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(err));
-    return bad ? -1 : 0;
+    int err = cli_file_commit(&out);
+    if (err) fprintf(stderr, "clgraph forecast: cannot write %s: %s\n", path, strerror(err));
+    return err ? -1 : 0;
 }
 
 int fc_plot_write(const char *path, const fc_plot_series *series, int n) {
@@ -304,7 +306,10 @@ int fc_plot_write(const char *path, const fc_plot_series *series, int n) {
         }
         int rc = svg ? write_svg(&series[i], p) : write_png(&series[i], p);
         free(p);
-        if (rc) return rc;
+        if (rc) {
+            cg_heatmap_remove(path, i); /* no partial set of pictures */
+            return rc;
+        }
     }
     return 0;
 }

@@ -6,9 +6,11 @@
  * months when the day of month and the time agree, or when both are the
  * last day of their month (monthly data stays on its day, month-end data
  * on month ends), else by their exact difference, written in the input's
- * form. Anything else, a step of zero or less, or a result outside
- * 0001..9999 (or int64) gives "+1", "+2", .... tools/py/forecast_ref.py
- * does the same. */
+ * form. Anything else, or a step of zero or less, gives "+1", "+2", ....
+ * tools/py/forecast_ref.py does the same. A horizon that takes a date past
+ * 9999-12-31 (or a number past int64) is an error of the caller's
+ * (--horizon): turning the column into "+1", "+2", ... then would lose the
+ * times silently. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,7 +60,7 @@ static int scaled(const char *s, int dec, int64_t *out) {
     return 1;
 }
 
-static int numbers(const char *t0, const char *t1, int horizon, char **out) {
+static int numbers(const char *t0, const char *t1, int horizon, char **out, int *fit) {
     int d0, d1, n0, n1;
     const char *p;
     if (!decimal(t0, &d0, &n0, &p) || !decimal(t1, &d1, &n1, &p)) return 0;
@@ -69,8 +71,11 @@ static int numbers(const char *t0, const char *t1, int horizon, char **out) {
     if (!scaled(t0, dec, &a) || !scaled(t1, dec, &b)) return 0;
     if ((a < 0 && b > INT64_MAX + a) || b - a <= 0) return 0;
     int64_t step = b - a;
-    if (step > (INT64_MAX - (b < 0 ? 0 : b)) / horizon) return 0;
-    for (int k = 0; k < horizon; k++) {
+    if (step > (INT64_MAX - (b < 0 ? 0 : b)) / horizon) {
+        *fit = (int)((INT64_MAX - (b < 0 ? 0 : b)) / step);
+        return 2;
+    }
+    for (int k = 0; out && k < horizon; k++) {
         int64_t v = b + step * (k + 1);
         char buf[64];
         uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -158,7 +163,7 @@ static char *format_when(const when *w) {
     return strdup(b);
 }
 
-static int dates(const char *t0, const char *t1, int horizon, char **out) {
+static int dates(const char *t0, const char *t1, int horizon, char **out, int *fit) {
     when a, b;
     if (!parse_when(t0, &a) || !parse_when(t1, &b) || a.form != b.form || a.sep != b.sep) return 0;
     int same_time = a.hh == b.hh && a.mi == b.mi && a.ss == b.ss;
@@ -170,10 +175,13 @@ static int dates(const char *t0, const char *t1, int horizon, char **out) {
             when w = b;
             w.y = (int)(m0 / 12);
             w.m = (int)(m0 % 12) + 1;
-            if (m0 / 12 > 9999) return 0;
+            if (m0 / 12 > 9999) {
+                *fit = k;
+                return 2;
+            }
             if (ends) w.d = month_days(w.y, w.m);
             else if (w.d > month_days(w.y, w.m)) return 0; /* that day is not in every month */
-            if (!(out[k] = format_when(&w))) return -1;
+            if (out && !(out[k] = format_when(&w))) return -1;
         }
         return 1;
     }
@@ -183,26 +191,30 @@ static int dates(const char *t0, const char *t1, int horizon, char **out) {
         int64_t s = sb + step * (k + 1);
         when w = b;
         civil(s / 86400, &w.y, &w.m, &w.d);
-        if (w.y > 9999) return 0;
+        if (w.y > 9999) {
+            *fit = k;
+            return 2;
+        }
         int64_t r = s % 86400;
         w.hh = (int)(r / 3600), w.mi = (int)(r / 60 % 60), w.ss = (int)(r % 60);
-        if (!(out[k] = format_when(&w))) return -1;
+        if (out && !(out[k] = format_when(&w))) return -1;
     }
     return 1;
 }
 
-int fc_next_times(const char *t0, const char *t1, int horizon, char **out) {
-    for (int k = 0; k < horizon; k++) out[k] = NULL;
+int fc_next_times(const char *t0, const char *t1, int horizon, char **out, int *fit) {
+    for (int k = 0; out && k < horizon; k++) out[k] = NULL;
     int got = 0;
+    *fit = horizon;
     if (t0 && t1 && horizon <= 100000000 / 2) {
-        got = numbers(t0, t1, horizon, out);
-        if (!got) got = dates(t0, t1, horizon, out);
+        got = numbers(t0, t1, horizon, out, fit);
+        if (!got) got = dates(t0, t1, horizon, out, fit);
     }
-    if (got == 1) return 0;
-    for (int k = 0; k < horizon; k++) { /* partial results of a step that failed part way go */
+    for (int k = 0; out && got != 1 && k < horizon; k++) { /* partial results of a step that failed part way go */
         free(out[k]);
         out[k] = NULL;
     }
+    if (got == 1 || got == 2 || !out) return got == 2;
     if (got < 0) return -1;
     for (int k = 0; k < horizon; k++) {
         char b[24];

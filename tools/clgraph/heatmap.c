@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+
+#include "out_file.h"
 
 enum { FMT_PNG, FMT_SVG, FMT_JSON };
 
@@ -127,6 +130,15 @@ char *cg_heatmap_path(const char *path, int i) {
     int k = snprintf(out + at, 16, "-%d", i);
     memcpy(out + at + (size_t)k, path + at, len - at + 1);
     return out;
+}
+
+void cg_heatmap_remove(const char *path, int n) {
+    for (int i = 0; i < n; i++) {
+        char *file = cg_heatmap_path(path, i);
+        struct stat st;
+        if (file && !stat(file, &st) && S_ISREG(st.st_mode)) remove(file);
+        free(file);
+    }
 }
 
 static int format_of(const char *path) {
@@ -265,7 +277,8 @@ static void render(const hm_image *im, uint8_t *rgb) {
 /* Writes rows of packed RGB; no local is changed after setjmp. */
 static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, png_bytep *rows) {
     for (int y = 0; y < h; y++) rows[y] = (png_bytep)(rgb + (size_t)y * (size_t)w * 3);
-    FILE *f = fopen(path, "wb");
+    cli_file out;
+    FILE *f = cli_file_open(&out, path);
     if (!f) return fail_io(path, "cannot open for writing", errno);
     png_err e;
     memset(&e, 0, sizeof e);
@@ -273,12 +286,12 @@ static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, p
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info) {
         png_destroy_write_struct(png ? &png : NULL, NULL);
-        fclose(f);
+        cli_file_abort(&out);
         return no_memory();
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
-        fclose(f);
+        cli_file_abort(&out);
         if (e.err) return fail_io(path, "cannot write", e.err);
         return fail(CG_ERR_IO, "%s: cannot write: %s", path, e.msg);
     }
@@ -289,13 +302,8 @@ static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, p
     png_write_image(png, rows);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
-    if (fflush(f) != 0 || ferror(f)) {
-        int err = errno;
-        fclose(f);
-        return fail_io(path, "cannot write", err);
-    }
-    if (fclose(f) != 0) return fail_io(path, "cannot write", errno);
-    return CG_OK;
+    int err = cli_file_commit(&out);
+    return err ? fail_io(path, "cannot write", err) : CG_OK;
 }
 
 cg_status cg_png_write_rgb(const char *path, const uint8_t *rgb, int w, int h) {
@@ -409,18 +417,18 @@ static void svg_body(FILE *f, const hm_image *im) {
     fputs("</svg>\n", f);
 }
 
-static cg_status close_checked(FILE *f, const char *path) {
-    int bad = ferror(f), err = errno;
-    if (fclose(f) != 0 && !bad) bad = 1, err = errno;
-    return bad ? fail_io(path, "cannot write", err) : CG_OK;
+static cg_status close_checked(cli_file *out, const char *path) {
+    int err = cli_file_commit(out);
+    return err ? fail_io(path, "cannot write", err) : CG_OK;
 }
 
 static cg_status image_svg(const hm_image *im, const char *path) {
-    FILE *f = fopen(path, "w");
+    cli_file out;
+    FILE *f = cli_file_open(&out, path);
     if (!f) return fail_io(path, "cannot open for writing", errno);
     errno = 0;
     svg_body(f, im);
-    return close_checked(f, path);
+    return close_checked(&out, path);
 }
 
 /* ---------------------------------------------------------------- */
@@ -471,7 +479,8 @@ static void json_number(FILE *f, double v) {
 
 static cg_status write_json(const char *path, const cg_s2s_result *res, int32_t *const *src, const int *src_len,
                             int n, cg_heatmap_label_fn fn, void *user) {
-    FILE *f = fopen(path, "w");
+    cli_file out;
+    FILE *f = cli_file_open(&out, path);
     if (!f) return fail_io(path, "cannot open for writing", errno);
     errno = 0;
     int oom = 0;
@@ -508,9 +517,11 @@ static cg_status write_json(const char *path, const cg_s2s_result *res, int32_t 
         fputs(r->n_hyps ? "\n  ]}" : "]}", f);
     }
     fputs(n ? "\n]}\n" : "]}\n", f);
-    cg_status st = close_checked(f, path);
-    if (st == CG_OK && oom) return no_memory();
-    return st;
+    if (oom) { /* a file with nulls for labels is not the heat map asked for */
+        cli_file_abort(&out);
+        return no_memory();
+    }
+    return close_checked(&out, path);
 }
 
 /* ---------------------------------------------------------------- */
@@ -541,7 +552,10 @@ cg_status cg_heatmap_write_labels(const char *path, const cg_s2s_result *res, in
         if (st == CG_OK) st = fmt == FMT_PNG ? image_png(&im, file) : image_svg(&im, file);
         image_clear(&im);
         free(file);
-        if (st != CG_OK) return st;
+        if (st != CG_OK) {
+            cg_heatmap_remove(path, i);
+            return st;
+        }
     }
     return CG_OK;
 }

@@ -99,4 +99,9 @@ void cg_xml_text(FILE *f, const char *s);
  * the extension. The caller frees it; NULL when out of memory. */
 char *cg_heatmap_path(const char *path, int i);
 
+/* Removes the files cg_heatmap_path names for 0 .. n-1 (regular files
+ * only): the pictures written before one that failed, so that a failed
+ * command leaves no partial set behind. */
+void cg_heatmap_remove(const char *path, int n);
+
 #endif

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -168,8 +169,8 @@ static int refuse_empty(int argc, char **argv) {
 }
 
 static int dispatch(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
+    if (argc < 2) { /* a usage error is one line, like every other mistake */
+        fprintf(stderr, "clgraph: no command given (see clgraph --help)\n");
         return CLI_USAGE;
     }
     const char *cmd = argv[1];
@@ -239,6 +240,10 @@ static void quiet_blas_threads(void) {
 }
 
 int main(int argc, char **argv) {
+    /* A closed pipe on stdout (`clgraph translate ... | head -1`) is a
+     * write error like a full disk: reported in one line naming what was
+     * being written, exit 1, instead of a silent death by SIGPIPE (141). */
+    signal(SIGPIPE, SIG_IGN);
     pin_mmap_threshold();
     quiet_blas_threads();
     int rc = dispatch(argc, argv);
