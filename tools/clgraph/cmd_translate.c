@@ -108,11 +108,23 @@ static int parse_args(int argc, char **argv, targs *a) {
     return CLI_OK;
 }
 
+/* Bytes a line of stdin may hold for each --max-input-len token (at least
+ * 4 KiB a line): a longer line is refused (or cropped) without being held,
+ * so that one endless line takes no more memory than a short one. 16 is 4
+ * times a character's UTF-8 bytes and room for words of 15 letters. */
+#define LINE_BYTES_PER_TOKEN 16
+
+static size_t line_bytes(const targs *a) {
+    size_t n = (size_t)a->max_input_len * LINE_BYTES_PER_TOKEN;
+    return n < 4096 ? 4096 : n;
+}
+
 /* One window of input: up to `cap` lines of stdin, their sources and
  * results. Lines are numbered from 1 over the whole input. */
 typedef struct window {
     int cap, n, first; /* first: the input line number of lines[0] */
     char **lines;
+    char *cut; /* 1: the line was over line_bytes(); only its first bytes are held */
     int32_t **src;
     int *len;
     cg_s2s_result *res;
@@ -126,12 +138,14 @@ static void window_clear(window *w) {
     }
     memset(w->src, 0, sizeof *w->src * (size_t)w->cap);
     memset(w->len, 0, sizeof *w->len * (size_t)w->cap);
+    memset(w->cut, 0, (size_t)w->cap);
     w->n = 0;
 }
 
 static void window_free(window *w) {
     if (w->lines) window_clear(w);
     free(w->lines);
+    free(w->cut);
     free(w->src);
     free(w->len);
     free(w->res);
@@ -142,25 +156,76 @@ static int window_init(window *w, int cap) {
     w->cap = cap;
     w->first = 1;
     w->lines = calloc((size_t)cap, sizeof *w->lines);
+    w->cut = calloc((size_t)cap, 1);
     w->src = calloc((size_t)cap, sizeof *w->src);
     w->len = calloc((size_t)cap, sizeof *w->len);
     w->res = calloc((size_t)cap, sizeof *w->res);
-    if (w->lines && w->src && w->len && w->res) return CLI_OK;
+    if (w->lines && w->cut && w->src && w->len && w->res) return CLI_OK;
     fprintf(stderr, "clgraph translate: out of memory for a window of %d lines\n", cap);
     window_free(w);
     return CLI_FAIL;
 }
 
+/* Reads one line of stdin without its '\n' into *buf, keeping at most max
+ * bytes: the rest of a longer line is read and dropped (*cut set), so a
+ * line of any length takes at most max bytes. Returns the bytes kept, -1
+ * at the end of input, -2 on a read error or memory running short (errno
+ * set), -3 on a NUL byte (*col its column): no text holds one, and
+ * /dev/zero would otherwise be one endless line. */
+static ssize_t read_line(char **buf, size_t *cap, size_t max, int *cut, size_t *col) {
+    size_t n = 0, at = 0;
+    *cut = 0;
+    for (;;) {
+        int c = getc_unlocked(stdin);
+        if (c == EOF) {
+            if (ferror(stdin)) return -2;
+            if (!at) return -1;
+            break;
+        }
+        if (c == '\n') break;
+        at++;
+        if (c == 0) {
+            *col = at;
+            return -3;
+        }
+        if (n == max) {
+            *cut = 1;
+            continue;
+        }
+        if (n + 1 >= *cap) {
+            size_t nc = *cap < 128 ? 256 : *cap * 2;
+            if (nc > max + 1) nc = max + 1;
+            char *nb = realloc(*buf, nc);
+            if (!nb) {
+                errno = ENOMEM;
+                return -2;
+            }
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    (*buf)[n] = 0;
+    return (ssize_t)n;
+}
+
 /* Reads the next lines of stdin into w (a final newline makes no extra
  * line; one trailing '\r' per line is dropped). *eof set at the end of
- * input. A read error or a failed allocation is an error naming the line:
- * input is never cut short silently. */
-static int read_window(window *w, char **buf, size_t *cap, int *eof) {
+ * input. A read error, a NUL byte or a failed allocation is an error
+ * naming the line: input is never cut short silently. */
+static int read_window(const targs *a, window *w, char **buf, size_t *cap, int *eof) {
     while (w->n < w->cap) {
         errno = 0;
-        ssize_t len = getline(buf, cap, stdin);
+        int cut;
+        size_t col = 0;
+        ssize_t len = read_line(buf, cap, line_bytes(a), &cut, &col);
+        if (len == -3) {
+            fprintf(stderr, "clgraph translate: stdin:%d:%zu: a NUL byte: the input is not text\n", w->first + w->n,
+                    col);
+            return CLI_FAIL;
+        }
         if (len < 0) {
-            if (ferror(stdin) || errno == ENOMEM) {
+            if (len == -2) {
                 fprintf(stderr, "clgraph translate: stdin: cannot read line %d: %s\n", w->first + w->n,
                         strerror(errno ? errno : EIO));
                 return CLI_FAIL;
@@ -169,13 +234,13 @@ static int read_window(window *w, char **buf, size_t *cap, int *eof) {
             return CLI_OK;
         }
         char *line = *buf;
-        if (len && line[len - 1] == '\n') line[--len] = 0;
-        if (len && line[len - 1] == '\r') line[--len] = 0;
+        if (!cut && len && line[len - 1] == '\r') line[--len] = 0;
         if (!(w->lines[w->n] = strdup(line))) {
             fprintf(stderr, "clgraph translate: stdin:%d: out of memory for a line of %zd bytes\n", w->first + w->n,
                     len);
             return CLI_FAIL;
         }
+        w->cut[w->n] = (char)cut;
         w->n++;
     }
     return CLI_OK;
@@ -224,11 +289,30 @@ static void progress(int done, int total, void *user) {
 static int tokenize_window(const targs *a, cg_s2s *m, window *w, int *refused) {
     for (int i = 0; i < w->n; i++) {
         int line = w->first + i;
+        if (w->cut[i] && !a->crop) {
+            /* not tokenized: only its first bytes were kept */
+            fprintf(stderr, "clgraph: stdin:%d: more than %zu bytes, more than --max-input-len %d allows (%d bytes a "
+                    "token; or --crop); not translated\n", line, line_bytes(a), a->max_input_len,
+                    LINE_BYTES_PER_TOKEN);
+            w->len[i] = -1;
+            *refused = 1;
+            continue;
+        }
         if (a->ids ? parse_ids(w->lines[i], &w->src[i], &w->len[i]) != 0
                    : cg_s2s_tokenize(m, w->lines[i], &w->src[i], &w->len[i]) != CG_OK) {
             fprintf(stderr, "clgraph: stdin:%d: %s\n", line,
                     a->ids ? "expected space-separated token ids" : cg_last_error());
             return CLI_FAIL;
+        }
+        if (w->cut[i]) {
+            /* --crop of a line over line_bytes(): its first bytes were kept;
+             * the last token may be cut in two (a word, an id), so it goes
+             * unless max_input_len tokens come before it */
+            if (w->len[i] <= a->max_input_len && w->len[i] > 0) w->len[i]--;
+            if (w->len[i] > a->max_input_len) w->len[i] = a->max_input_len;
+            fprintf(stderr, "clgraph: stdin:%d: warning: more than %zu bytes, cropped to its first %d tokens\n",
+                    line, line_bytes(a), w->len[i]);
+            continue;
         }
         if (w->len[i] <= a->max_input_len) continue;
         if (a->crop) {
@@ -324,18 +408,19 @@ static int stream(const targs *a, cg_s2s *m) {
     size_t cap = 0;
     progress_state ps = {0};
     while (!rc && !eof) {
-        rc = read_window(&w, &buf, &cap, &eof);
+        rc = read_window(a, &w, &buf, &cap, &eof);
         /* --attention: keep reading, growing the one window. */
         while (!rc && !per && !eof && w.n == w.cap) {
             window bigger;
             if ((rc = window_init(&bigger, w.cap * 2))) break;
             memcpy(bigger.lines, w.lines, sizeof *w.lines * (size_t)w.n);
+            memcpy(bigger.cut, w.cut, (size_t)w.n);
             bigger.n = w.n;
             bigger.first = w.first;
             w.n = 0;
             window_free(&w);
             w = bigger;
-            rc = read_window(&w, &buf, &cap, &eof);
+            rc = read_window(a, &w, &buf, &cap, &eof);
         }
         if (!rc && w.n) rc = tokenize_window(a, m, &w, &refused);
         if (!rc && w.n) rc = translate_window(a, m, &w, &ps);
