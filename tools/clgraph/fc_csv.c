@@ -87,6 +87,10 @@ static int read_record(reader *r, record *rec, char *err, size_t es) {
     if (field_add(rec, r->line, r->col)) goto oom;
     int quoted = 0, was_quoted = 0;
     for (;;) {
+        if (c == 0) { /* fields are C strings: a NUL would end one early and drop the rest ("24<NUL>76" read as 24) */
+            snprintf(err, es, "%d:%d: a NUL byte (the CSV must be text)", r->line, r->col);
+            return -1;
+        }
         if (c == EOF) {
             if (quoted) {
                 snprintf(err, es, "%d:%d: a quoted field is not closed before the end of input", rec->f[rec->n - 1].line,
