@@ -28,6 +28,7 @@ typedef struct record {
 
 typedef struct reader {
     FILE *in;
+    size_t bytes; /* read so far, against FC_CSV_MAX_BYTES */
     int line, col, c, eof, failed;
     int back[2], n_back; /* bytes read ahead for the byte order mark */
 } reader;
@@ -41,6 +42,7 @@ static int rd_get(reader *r) {
         return c;
     }
     int c = getc(r->in);
+    r->bytes++;
     if (c == EOF) {
         r->failed = ferror(r->in);
         r->eof = 1;
@@ -89,6 +91,16 @@ static int read_record(reader *r, record *rec, char *err, size_t es) {
     for (;;) {
         if (c == 0) { /* fields are C strings: a NUL would end one early and drop the rest ("24<NUL>76" read as 24) */
             snprintf(err, es, "%d:%d: a NUL byte (the CSV must be text)", r->line, r->col);
+            return -1;
+        }
+        /* Caps, so that input without end (a line that never ends, `yes`)
+         * is an error before memory runs short. */
+        if (rec->len >= FC_CSV_MAX_LINE) {
+            snprintf(err, es, "%d: a line of more than %d bytes", rec->line, FC_CSV_MAX_LINE);
+            return -1;
+        }
+        if (r->bytes > FC_CSV_MAX_BYTES) {
+            snprintf(err, es, "%d: more than %zu bytes of CSV", r->line, FC_CSV_MAX_BYTES);
             return -1;
         }
         if (c == EOF) {

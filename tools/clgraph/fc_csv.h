@@ -30,6 +30,12 @@ typedef struct fc_csv {
     int keep_times;     /* keep every row's time (for pictures) */
 } fc_csv;
 
+/* Caps of the CSV read (docs/reliability.md, Limits): a line (a record,
+ * line breaks in quotes included) and the whole input (held as doubles,
+ * and with --plot each row's time too: memory is a few times the text). */
+#define FC_CSV_MAX_LINE (1 << 20)
+#define FC_CSV_MAX_BYTES ((size_t)1 << 26)
+
 /* Reads a whole CSV from f against the model's columns. On a mistake
  * returns non-zero with one line in err: "LINE:COL: what" (the caller
  * prefixes the file name). With keep_times, each series' all_times holds
