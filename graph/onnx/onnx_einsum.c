@@ -241,7 +241,7 @@ cg_status cg_onnx_map_einsum(onnx_imp *im) {
     static const char *const known[] = {"equation", NULL};
     cg_status s = onnx_check_attrs(im, known);
     if (s) return s;
-    const Onnx__AttributeProto *eq = onnx_attr(im, "equation");
+    const Onnx__AttributeProto *eq = onnx_attr_typed(im, "equation", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
     if (!eq || !eq->has_s) return onnx_fail(im, CG_ERR_FORMAT, "no 'equation' attribute");
     char e[512];
     if (eq->s.len >= sizeof e) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Einsum equation too long");

@@ -439,7 +439,7 @@ static cg_tensor *fold_constant_of_shape(onnx_imp *im) {
     if (a->ndim != 1 || n > CG_MAX_DIMS) return NULL;
     for (int64_t i = 0; i < n; i++)
         if ((dims[i] = get_i(a, i)) < 0) return NULL;
-    const Onnx__AttributeProto *va = onnx_attr(im, "value");
+    const Onnx__AttributeProto *va = onnx_attr_typed(im, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     cg_tensor *val = NULL;
     if (va && va->t && cg_onnx_tensor(va->t, NULL, im->path, "ConstantOfShape value", &val)) return NULL;
     if (!cg_shape_fits((int)n, dims)) {
@@ -502,7 +502,7 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
     if (!all_known(im)) return NULL;
     if (!strcmp(op, "Identity")) return a ? reshaped(a, a->ndim, a->dims) : NULL;
     if (!strcmp(op, "Cast")) {
-        const Onnx__AttributeProto *to = onnx_attr(im, "to");
+        const Onnx__AttributeProto *to = onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
         cg_dtype dt = to && to->has_i ? cg_onnx_dtype((int32_t)to->i) : (cg_dtype)0;
         return a && dt ? cast(a, dt) : NULL;
     }
@@ -594,6 +594,14 @@ static int fold_constant(onnx_imp *im) {
     cg_tensor *t = NULL;
     cg_status s = CG_OK;
     const char *k = a->name;
+    /* the attribute's name says its type (Constant's definition) */
+    Onnx__AttributeProto__AttributeType want = !strcmp(k, "value")          ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
+                                               : !strcmp(k, "value_float")  ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
+                                               : !strcmp(k, "value_int")    ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
+                                               : !strcmp(k, "value_floats") ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+                                               : !strcmp(k, "value_ints")   ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+                                                                            : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+    if (want && !onnx_attr_check(im, a, want)) return -1; /* import_graph names the attribute */
     if (!strcmp(k, "value") && a->t) {
         s = cg_onnx_tensor(a->t, im->dir, im->path, "Constant value", &t);
     } else if (!strcmp(k, "value_float") || !strcmp(k, "value_int")) {

@@ -131,6 +131,10 @@ static int trailing_axes(onnx_imp *im, const Onnx__NodeProto *n, int r) {
     for (size_t i = 0; i < n->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->attribute[i];
         if (!a->name) return -1;
+        /* another type is not fused: the node's own mapping then names it */
+        if (a->type && a->type != (!strcmp(a->name, "axes") ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+                                                            : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT))
+            return -1;
         if (!strcmp(a->name, "axes")) ax = a->ints, na = (int)a->n_ints;
         else if (!strcmp(a->name, "keepdims") && a->i != 1) return -1;
         else if (strcmp(a->name, "axes") && strcmp(a->name, "keepdims")) return -1;

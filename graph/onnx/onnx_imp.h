@@ -62,6 +62,7 @@ typedef struct onnx_imp {
     int n_emitted;         /* clgraph nodes made for the current ONNX node */
     unsigned char *absorbed; /* per ONNX node: fused into an earlier node's mapping */
     int uniq;              /* counter for generated names */
+    char bad_attr[320];    /* the current node's first attribute of a wrong type (its message), or "" */
     const cg_onnx_options *opt;
 } onnx_imp;
 
@@ -128,11 +129,20 @@ const char *onnx_fresh(onnx_imp *im, const char *what);
 cg_status onnx_const_param(onnx_imp *im, cg_tensor *t, const char **name);
 
 /* ---- attributes of the current node ---- */
+/* The attribute called `name`, whatever its type (for presence checks);
+ * NULL when absent. Values are read through the typed accessors below. */
 const Onnx__AttributeProto *onnx_attr(const onnx_imp *im, const char *name);
-int64_t onnx_attr_int(const onnx_imp *im, const char *name, int64_t def);
-double onnx_attr_float(const onnx_imp *im, const char *name, double def);
+/* Whether attribute a has type `want` (or leaves its type out); if not,
+ * the mistake is noted in im->bad_attr, which fails the node naming the
+ * attribute and both types, whatever the mapping does next. */
+int onnx_attr_check(onnx_imp *im, const Onnx__AttributeProto *a, Onnx__AttributeProto__AttributeType want);
+/* The attribute `name` when it has type `want`; NULL when absent or of
+ * another type (noted as onnx_attr_check does). */
+const Onnx__AttributeProto *onnx_attr_typed(onnx_imp *im, const char *name, Onnx__AttributeProto__AttributeType want);
+int64_t onnx_attr_int(onnx_imp *im, const char *name, int64_t def);
+double onnx_attr_float(onnx_imp *im, const char *name, double def);
 /* The ints of an INTS attribute (*n = -1 when absent). */
-const int64_t *onnx_attr_ints(const onnx_imp *im, const char *name, int *n);
+const int64_t *onnx_attr_ints(onnx_imp *im, const char *name, int *n);
 /* Fails on attributes the mapping does not read ("known": NULL-ended). */
 cg_status onnx_check_attrs(onnx_imp *im, const char *const *known);
 

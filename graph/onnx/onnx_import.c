@@ -98,18 +98,58 @@ const Onnx__AttributeProto *onnx_attr(const onnx_imp *im, const char *name) {
     return NULL;
 }
 
-int64_t onnx_attr_int(const onnx_imp *im, const char *name, int64_t def) {
+static const char *attr_type_name(Onnx__AttributeProto__AttributeType t) {
+    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS",
+                                        "STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS",
+                                        "TYPE_PROTO", "TYPE_PROTOS"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "an unknown type";
+}
+
+/* An attribute's type: the declared one, or for files that leave it out
+ * (UNDEFINED) the one its filled field implies; UNDEFINED when none is. */
+static Onnx__AttributeProto__AttributeType attr_type(const Onnx__AttributeProto *a) {
+    if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED) return a->type;
+    return a->has_f       ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
+           : a->has_i     ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
+           : a->has_s     ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING
+           : a->t         ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
+           : a->g         ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH
+           : a->n_floats  ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+           : a->n_ints    ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+           : a->n_strings ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS
+                          : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+int onnx_attr_check(onnx_imp *im, const Onnx__AttributeProto *a, Onnx__AttributeProto__AttributeType want) {
+    Onnx__AttributeProto__AttributeType t = attr_type(a);
+    if (t == want || t == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED) return 1;
+    if (!im->bad_attr[0])
+        snprintf(im->bad_attr, sizeof im->bad_attr, "attribute '%.200s' is %s, expected %s", a->name ? a->name : "",
+                 attr_type_name(t), attr_type_name(want));
+    return 0;
+}
+
+/* Every value an op mapping reads goes through here: an attribute of
+ * another type than the op defines (Softmax's axis as a FLOAT) is noted
+ * for the node's error (import_graph) instead of being read as absent, and
+ * so silently taken as the default. */
+const Onnx__AttributeProto *onnx_attr_typed(onnx_imp *im, const char *name, Onnx__AttributeProto__AttributeType want) {
     const Onnx__AttributeProto *a = onnx_attr(im, name);
+    return a && onnx_attr_check(im, a, want) ? a : NULL;
+}
+
+int64_t onnx_attr_int(onnx_imp *im, const char *name, int64_t def) {
+    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
     return a && a->has_i ? a->i : def;
 }
 
-double onnx_attr_float(const onnx_imp *im, const char *name, double def) {
-    const Onnx__AttributeProto *a = onnx_attr(im, name);
+double onnx_attr_float(onnx_imp *im, const char *name, double def) {
+    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
     return a && a->has_f ? a->f : def;
 }
 
-const int64_t *onnx_attr_ints(const onnx_imp *im, const char *name, int *n) {
-    const Onnx__AttributeProto *a = onnx_attr(im, name);
+const int64_t *onnx_attr_ints(onnx_imp *im, const char *name, int *n) {
+    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     *n = -1;
     if (!a || (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS && !a->n_ints)) return NULL;
     *n = (int)a->n_ints;
@@ -492,7 +532,11 @@ static cg_status import_graph(onnx_imp *im) {
         im->node_index = (int)i;
         im->n_emitted = 0;
         if (im->absorbed[i]) continue;
-        if ((s = import_node(im))) return s;
+        im->bad_attr[0] = 0;
+        s = import_node(im);
+        /* a wrong-typed attribute is the cause of whatever else failed */
+        if (im->bad_attr[0]) return onnx_fail(im, CG_ERR_FORMAT, "%s", im->bad_attr);
+        if (s) return s;
     }
     if ((s = set_outputs(im, gp))) return s;
     cg_weights *w;

@@ -1319,10 +1319,11 @@ static cg_status map_gather_elements(onnx_imp *im) {
 
 /* ---- recurrent layers ---- */
 
-/* Whether attribute `name` is absent or a STRING / STRINGS attribute whose
- * every value is one of the two given (repeated per direction). */
-static int strings_are(onnx_imp *im, const char *name, const char *a, const char *b) {
-    const Onnx__AttributeProto *at = onnx_attr(im, name);
+/* Whether attribute `name` (of type `type`: STRING or STRINGS) is absent
+ * or has every value one of the two given (repeated per direction). */
+static int strings_are(onnx_imp *im, const char *name, Onnx__AttributeProto__AttributeType type, const char *a,
+                       const char *b) {
+    const Onnx__AttributeProto *at = onnx_attr_typed(im, name, type);
     if (!at) return 1;
     if (at->has_s) return at->s.len && ((strlen(a) == at->s.len && !memcmp(at->s.data, a, at->s.len)) ||
                                         (b && strlen(b) == at->s.len && !memcmp(at->s.data, b, at->s.len)));
@@ -1375,12 +1376,12 @@ static cg_status rnn_read(onnx_imp *im, rnn_parts *p) {
         (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &p->r)) ||
         (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &p->b))))
         return s;
-    if (!strings_are(im, "activations", rnn ? "Tanh" : "Sigmoid", "Tanh") || onnx_attr(im, "clip") ||
+    if (!strings_are(im, "activations", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, rnn ? "Tanh" : "Sigmoid", "Tanh") || onnx_attr(im, "clip") ||
         onnx_attr_int(im, "input_forget", 0))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
-    p->rev = strings_are(im, "direction", "reverse", NULL) && onnx_attr(im, "direction");
-    p->bidir = !p->rev && !strings_are(im, "direction", "forward", NULL);
-    if (p->bidir && !strings_are(im, "direction", "bidirectional", NULL))
+    p->rev = strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "reverse", NULL) && onnx_attr(im, "direction");
+    p->bidir = !p->rev && !strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "forward", NULL);
+    if (p->bidir && !strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "bidirectional", NULL))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward, reverse or bidirectional", op);
     p->ng = lstm ? 4 : rnn ? 1 : 3;
     p->nd = p->bidir ? 2 : 1;
@@ -1547,7 +1548,7 @@ static cg_status map_scatter_elements(onnx_imp *im) {
     if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &ix)) || (s = need_in(im, 2, &up)) ||
         (s = onnx_check_attrs(im, known)))
         return s;
-    const Onnx__AttributeProto *r = onnx_attr(im, "reduction");
+    const Onnx__AttributeProto *r = onnx_attr_typed(im, "reduction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
     char red[16] = "none";
     if (r && r->has_s) {
         if (r->s.len >= sizeof red) return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction of %zu bytes", r->s.len);
@@ -1878,7 +1879,7 @@ static cg_status map_cast(onnx_imp *im) {
     onnx_val *x;
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const Onnx__AttributeProto *to = onnx_attr(im, "to");
+    const Onnx__AttributeProto *to = onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
     if (!to || !to->has_i) return onnx_fail(im, CG_ERR_FORMAT, "no 'to' attribute");
     cg_dtype dt = cg_onnx_dtype((int32_t)to->i);
     const char *in[1] = {x->name};

@@ -288,7 +288,7 @@ cg_status cg_onnx_map_constant_of_shape(onnx_imp *im) {
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "ConstantOfShape needs its shape known at import (up to symbolic "
                          "dims)");
     cg_tensor *val = NULL;
-    const Onnx__AttributeProto *va = onnx_attr(im, "value");
+    const Onnx__AttributeProto *va = onnx_attr_typed(im, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     cg_status s = va && va->t ? cg_onnx_tensor(va->t, NULL, im->path, "ConstantOfShape value", &val)
                               : cg_tensor_create(CG_F32, 0, NULL, &val);
     if (s) return onnx_fail(im, s, "%s", cg_last_error());

@@ -2,6 +2,7 @@
  * Debian's libonnx-testdata) on the CPU and every OpenCL device, import to
  * text and weights, and the one-line errors for bad files. */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -334,6 +335,33 @@ START_TEST(bad_files) {
 }
 END_TEST
 
+/* An attribute of another type than its op defines (Softmax's axis as a
+ * FLOAT, Cast's `to` as a STRING, on 40-odd ops: tests/data/onnx/
+ * make_badattr.py) fails the import naming the node, the attribute and both
+ * types; it used to be read as absent, the default used, exit 0. */
+START_TEST(bad_attribute_types) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/badattr", tu_src_dir());
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".onnx")) continue;
+        char path[8400], node[300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(node, sizeof node, "node 'bad_%.*s' (", (int)(l - 5), e->d_name);
+        const char *args[] = {"import", path, NULL};
+        ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+        ck_assert_msg(tu_out[0] == 0, "%s: printed a graph", e->d_name);
+        tu_assert_one_line((const char *const[]){e->d_name, node, "): attribute '", ", expected ", NULL});
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 40);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("onnx");
     TCase *tc = tcase_create("onnx");
@@ -348,6 +376,7 @@ int main(void) {
     tcase_add_test(tc, import_folds_given_shape);
     tcase_add_test(tc, import_refuses_fixed_data);
     tcase_add_test(tc, bad_files);
+    tcase_add_test(tc, bad_attribute_types);
     tcase_add_test(tc, folded_cast_matches_the_op);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
