@@ -407,6 +407,11 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
     run_arrays r;
     cg_status st = arrays_init(&r, p, n_outputs, made != NULL, &stats);
     if (!st) st = bind_inputs(p, n_inputs, names, inputs, r.by_pos, r.sym);
+    cg_tensor **snap = NULL;
+    if (!st && cg_repeat_wanted(p)) {
+        snap = calloc((size_t)g->n_inputs + 1, sizeof *snap);
+        st = snap ? cg_repeat_snapshot(p, r.by_pos, snap) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
     instance *in = NULL;
     int built = 0;
     if (!st) st = get_instance(p, r.sym, r.by_pos, &in, &built, &stats);
@@ -417,6 +422,13 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
     cg_tensor **outs = made ? r.outs : (cg_tensor **)given;
     if (!st) st = output_tensors(p, in, n_outputs, outs, made != NULL, &stats);
     if (!st) st = execute(p, in, r.by_pos, outs, &stats);
+    if (!st && snap) {
+        /* the check's runs leave the plan's statistics as this run's */
+        stats.run_ms = now_ms() - t_start;
+        finish_stats(p, &stats, &c0);
+        st = cg_repeat_check(p, r.by_pos, snap, outs);
+    }
+    for (int k = 0; snap && k < g->n_inputs; k++) cg_tensor_free(snap[k]);
     if (st && in) /* a failed run may have left a kept input's copy half written */
         for (int si = 0; si < in->n_steps; si++) in->steps[si].kept_stamp = 0;
     if (st) cg_carry_invalidate(p);
@@ -425,8 +437,11 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
         made[k] = st || !r.outs ? NULL : r.outs[k];
     }
     arrays_free(&r);
-    stats.run_ms = now_ms() - t_start;
-    finish_stats(p, &stats, &c0);
+    if (!snap) {
+        stats.run_ms = now_ms() - t_start;
+        finish_stats(p, &stats, &c0);
+    }
+    free(snap);
     return st;
 }
 

@@ -72,16 +72,13 @@ static cg_status make_views(cg_plan *p, instance *in) {
     return st;
 }
 
-static void live_through_runs(instance *in, int32_t s) {
-    in->slots[s].def_step = 0;
-    in->slots[s].last_step = in->n_steps + 1;
-}
-
-/* Slot s lives through every run when a `once` step makes it. */
+/* Slot s lives through every run when a `once` step makes it. Its
+ * def_step stays the step that makes it: the executor waits on that step's
+ * transfer before the host reads the slot (exec.c wait_host). */
 static void made_once(instance *in, int32_t s) {
-    const slot *sl = &in->slots[s];
+    slot *sl = &in->slots[s];
     if (sl->kind == SLOT_TEMP && sl->def_step >= 0 && sl->def_step < in->n_steps && in->steps[sl->def_step].once)
-        live_through_runs(in, s);
+        sl->live_all = 1;
 }
 
 cg_status cg_instance_memory(cg_plan *p, instance *in) {
@@ -89,6 +86,7 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         slot *s = &in->slots[i];
         s->bytes = round_up(cg_desc_bytes(&s->desc) ? cg_desc_bytes(&s->desc) : 4, p->devs[s->dev].info->align);
         s->alias = -1;
+        s->live_all = 0;
     }
     /* Slots that live through every run of the instance (no other
      * temporary shares their bytes, nothing runs in place on them): the
@@ -98,7 +96,7 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         const step *s = &in->steps[si];
         if (s->kind == STEP_COPY && in->slots[s->src].kind == SLOT_INPUT && p->keep &&
             p->keep[in->slots[s->src].input_index])
-            live_through_runs(in, s->dst);
+            in->slots[s->dst].live_all = 1;
         if (s->once) continue;
         const int n = s->kind == STEP_KERNEL ? s->n_in : s->kind == STEP_COPY ? 1 : 0;
         for (int k = 0; k < n; k++) made_once(in, s->kind == STEP_KERNEL ? s->in[k] : s->src);
@@ -114,8 +112,8 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         st->ws_bytes = st->ws_bytes ? round_up(st->ws_bytes, p->devs[st->dev].info->align) : 0;
         if (st->kind != STEP_KERNEL || !(st->op->def->flags & CG_OP_FLAG_INPLACE0) || st->n_in == 0) continue;
         slot *i0 = &in->slots[st->in[0]], *o0 = &in->slots[st->out[0]];
-        if (i0->kind != SLOT_TEMP || i0->last_step != si || i0->bytes != o0->bytes || i0->dev != o0->dev ||
-            cg_desc_bytes(&i0->desc) != cg_desc_bytes(&o0->desc))
+        if (i0->kind != SLOT_TEMP || i0->live_all || i0->last_step != si || i0->bytes != o0->bytes ||
+            i0->dev != o0->dev || cg_desc_bytes(&i0->desc) != cg_desc_bytes(&o0->desc))
             continue;
         int root = st->in[0];
         while (in->slots[root].alias >= 0) root = in->slots[root].alias;
@@ -123,7 +121,7 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         /* The root's bytes hold both: its interval covers the output's,
          * which may live through every run (a `once` step's output). */
         if (o0->last_step > in->slots[root].last_step) in->slots[root].last_step = o0->last_step;
-        if (o0->def_step < in->slots[root].def_step) in->slots[root].def_step = o0->def_step;
+        in->slots[root].live_all |= o0->live_all;
     }
     interval *iv = malloc(sizeof *iv * ((size_t)in->n_slots + (size_t)in->n_steps + 1));
     if (!iv) return cg_error(CG_ERR_NO_MEMORY, "out of memory planning buffers");
@@ -132,7 +130,8 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         for (int i = 0; i < in->n_slots; i++) {
             slot *s = &in->slots[i];
             if (s->dev == d && s->kind == SLOT_TEMP && s->alias < 0 && s->def_step >= 0)
-                iv[n++] = (interval){s->def_step, s->last_step, s->bytes, &s->offset};
+                iv[n++] = s->live_all ? (interval){0, in->n_steps + 1, s->bytes, &s->offset}
+                                      : (interval){s->def_step, s->last_step, s->bytes, &s->offset};
         }
         for (int si = 0; si < in->n_steps; si++)
             if (in->steps[si].dev == d && in->steps[si].kind == STEP_KERNEL && in->steps[si].ws_bytes)

@@ -54,6 +54,8 @@ typedef struct slot {
     int value;             /* graph value index, or -1 */
     int def_step, last_step;
     int alias;             /* TEMP sharing another's buffer (in place), or -1 */
+    int live_all;          /* TEMP whose bytes no other slot shares: it lives through
+                            * every run (a kept input's copy, a `once` step's result) */
     size_t offset, bytes;
 } slot;
 
@@ -170,6 +172,8 @@ struct cg_plan {
     carry *carry;          /* per graph input */
     unsigned char *carried; /* per graph input: this run takes the carried value */
     cg_profiler *prof;     /* attached profiler (cg_plan_set_profiler), or NULL */
+    int repeating;         /* repeat.c: the check's own runs are under way */
+    int repeat_no_other;   /* repeat.c: a grown binding failed once; not tried again */
 };
 
 /* The buffer a kernel reads for slot s: the caller's tensor for an input
@@ -264,6 +268,20 @@ cg_status cg_checks_read(cg_plan *p, instance *in);
 cg_status cg_checks_verdict(cg_plan *p, instance *in, int report);
 /* The run-time error of kernel step s, "<where>op 'node' on device: msg". */
 cg_status cg_step_error(const cg_plan *p, const step *s, const char *msg);
+
+/* ---- repeat.c (CLGRAPH_CHECK_RUNS) ---- */
+
+/* Whether this run is checked by repeating it. */
+int cg_repeat_wanted(const cg_plan *p);
+/* Before a checked run: host copies of the carried inputs it takes (snap,
+ * per graph input, NULL where not carried; by_pos[k] rebound to the host
+ * copy of the carry). */
+cg_status cg_repeat_snapshot(cg_plan *p, cg_tensor **by_pos, cg_tensor **snap);
+/* After a successful checked run with outputs `outputs` (NULL entries: not
+ * read): the same inputs twice more, a grown binding in between, each
+ * bit-identical or an error naming the output and element. The plan's
+ * statistics stay those of the checked run. */
+cg_status cg_repeat_check(cg_plan *p, cg_tensor **by_pos, cg_tensor **snap, cg_tensor *const *outputs);
 
 /* ---- memplan.c ---- */
 
