@@ -320,6 +320,18 @@ START_TEST(config_mistakes) {
     ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
     const char *needles[] = {"weights.safetensors: tensor 'rnn.weight_ih_l0' is f32[27, 3], expected f32[24, 3]", NULL};
     tu_assert_one_line(needles);
+    /* layers the weights do not hold: the last one named at once, before a
+     * graph of a million layers is built (30 s and 2 GB before) */
+    d = model_with("gru_none", "{\"task\": \"forecast\", \"columns\": [\"temp\", \"load\", \"price\"], "
+                               "\"cell\": \"gru\", \"hidden\": 8, \"attention\": \"none\", \"layers\": 1000000}");
+    const char *args2[] = {"forecast", d, "--horizon", "2", NULL};
+    ck_assert_int_eq(tu_run_cli(args2, NULL, NULL), 1);
+    const char *needles2[] = {"weights.safetensors: tensor 'rnn.weight_ih_l999999' is missing",
+                              "config.json says layers 1000000", NULL};
+    tu_assert_one_line(needles2);
+    const char *args3[] = {"forecast-graph", d, NULL};
+    ck_assert_int_eq(tu_run_cli(args3, NULL, NULL), 1);
+    tu_assert_one_line(needles2);
 }
 END_TEST
 
@@ -347,6 +359,20 @@ START_TEST(csv_mistakes) {
         const char *needles[] = {"clgraph forecast: ", cases[i].needle, NULL};
         tu_assert_one_line(needles);
     }
+    /* a line over FC_CSV_MAX_LINE: an error, not a buffer growing without end */
+    size_t big = ((size_t)1 << 20) + 100;
+    char *line = malloc(big + 32);
+    ck_assert_ptr_nonnull(line);
+    strcpy(line, "temp,load,price\n1,2,");
+    size_t n = strlen(line);
+    memset(line + n, '3', big);
+    line[n + big] = '\n';
+    const char *in = tu_write_file("in.csv", line, n + big + 1);
+    free(line);
+    const char *args[] = {"forecast", dir, "--horizon", "2", NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
+    const char *needles[] = {"clgraph forecast: stdin:2: a line of more than 1048576 bytes", NULL};
+    tu_assert_one_line(needles);
     const char *bad_args[][6] = {{"forecast", dir, NULL}, {"forecast", dir, "--horizon", "0", NULL},
                                  {"forecast", dir, "--horizon", "2", "--attention"},
                                  {"forecast", dir, "--horizon", "2", "--bogus"}};

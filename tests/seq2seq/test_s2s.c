@@ -611,6 +611,16 @@ START_TEST(config_mistakes) {
     set_config("decoder_layers", "200000000");
     EXPECT("too large", CG_ERR_FORMAT, "config.json: key 'decoder_layers' must be an integer >= 1 and <= 100000000",
            "200000000");
+    /* Layers the weights do not hold: named from the last layer at once,
+     * before a graph of a million layers is built (30 s and 3 GB before). */
+    fresh_model();
+    set_config("encoder_layers", "1000000");
+    EXPECT("encoder layers", CG_ERR_NOT_FOUND, "weights.safetensors: tensor 'encoder.weight_ih_l999999' is missing",
+           "config.json says encoder_layers 1000000");
+    fresh_model();
+    set_config("decoder_layers", "1000000");
+    EXPECT("decoder layers", CG_ERR_NOT_FOUND, "tensor 'decoder.weight_ih_l999999' is missing",
+           "config.json says decoder_layers 1000000");
     fresh_model();
     set_config("decoder_layers", "100000");
     set_config("hidden", "100000");
@@ -749,6 +759,17 @@ START_TEST(vocab_mistakes) {
     model_file(p, sizeof p, "src.vocab");
     write_text(p, "");
     EXPECT("empty src.vocab", CG_ERR_FORMAT, "src.vocab: the vocabulary is empty");
+    /* Not a regular file: refused at once, neither read without end
+     * (/dev/zero) nor waited on (a FIFO nobody writes to). */
+    unlink(p);
+    ck_assert_int_eq(symlink("/dev/zero", p), 0);
+    EXPECT("src.vocab is /dev/zero", CG_ERR_IO, "src.vocab: not a regular file (a character device)");
+    fresh_model();
+    model_file(p, sizeof p, "tgt.vocab");
+    unlink(p);
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    EXPECT("tgt.vocab a FIFO", CG_ERR_IO, "tgt.vocab: not a regular file (a FIFO)");
+    unlink(p);
     /* Line 11 repeats line 6's token ("cat" in the base variant). */
     fresh_model();
     write_vocab_moved("tgt.vocab", 10, 5, 0);
