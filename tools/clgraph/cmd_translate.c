@@ -205,6 +205,15 @@ static ssize_t read_line(char **buf, size_t *cap, size_t max, int *cut, size_t *
         }
         (*buf)[n++] = (char)c;
     }
+    if (!*cap) { /* an empty first line: nothing was stored, the NUL needs room too */
+        char *nb = malloc(256);
+        if (!nb) {
+            errno = ENOMEM;
+            return -2;
+        }
+        *buf = nb;
+        *cap = 256;
+    }
     (*buf)[n] = 0;
     return (ssize_t)n;
 }
@@ -246,19 +255,41 @@ static int read_window(const targs *a, window *w, char **buf, size_t *cap, int *
     return CLI_OK;
 }
 
-static int parse_ids(const char *s, int32_t **ids, int *n) {
+/* A line of --ids: source token ids separated by blanks, each an integer
+ * inside the source vocabulary. 0, or -1 with the reason and its column in
+ * why ("1e3" is not read as 1, nor "-5" or 2^31 wrapped, and an id past the
+ * vocabulary is not left for the run to refuse, which would fail every line
+ * of its batch). */
+static int parse_ids(const cg_s2s *m, const char *s, int32_t **ids, int *n, char *why, size_t wn) {
     size_t len = strlen(s);
     int32_t *out = malloc(sizeof *out * (len / 2 + 2));
-    if (!out) return -1;
+    if (!out) {
+        snprintf(why, wn, "out of memory for %zu bytes of ids", len);
+        return -1;
+    }
     int k = 0;
     const char *p = s;
     for (;;) {
         while (*p == ' ' || *p == '\t') p++;
         if (!*p) break;
+        size_t tl = strcspn(p, " \t");
+        int col = (int)(p - s) + 1;
         char *end;
         errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > 2147483647L || (*end && *end != ' ' && *end != '\t')) {
+        long v = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+        if (v < 0 || end != p + tl) {
+            char shown[48];
+            size_t u = 0;
+            for (size_t i = 0; i < tl && u + 4 < sizeof shown && i < 32; i++)
+                shown[u++] = (unsigned char)p[i] < 0x20 || p[i] == 0x7f ? '?' : p[i];
+            if (tl > 32) memcpy(shown + u, "...", 3), u += 3;
+            shown[u] = 0;
+            snprintf(why, wn, "%d: '%s' is not a token id (ids are integers from 0, separated by blanks)", col, shown);
+            free(out);
+            return -1;
+        }
+        if (errno || v > 2147483647L || !cg_s2s_token(m, 0, (int32_t)v)) {
+            snprintf(why, wn, "%d: token id %.*s is not in the source vocabulary", col, (int)(tl > 24 ? 24 : tl), p);
             free(out);
             return -1;
         }
@@ -292,17 +323,22 @@ static int tokenize_window(const targs *a, cg_s2s *m, window *w, int *refused) {
         if (w->cut[i] && !a->crop) {
             /* not tokenized: only its first bytes were kept */
             fprintf(stderr, "clgraph: stdin:%d: more than %zu bytes, more than --max-input-len %d allows (%d bytes a "
-                    "token; or --crop); not translated\n", line, line_bytes(a), a->max_input_len,
-                    LINE_BYTES_PER_TOKEN);
+                    "token; or --crop); not translated%s\n", line, line_bytes(a), a->max_input_len,
+                    LINE_BYTES_PER_TOKEN, a->attention && !*refused ? ", so no heat map is written" : "");
             w->len[i] = -1;
             *refused = 1;
             continue;
         }
-        if (a->ids ? parse_ids(w->lines[i], &w->src[i], &w->len[i]) != 0
+        char why[160];
+        if (a->ids ? parse_ids(m, w->lines[i], &w->src[i], &w->len[i], why, sizeof why) != 0
                    : cg_s2s_tokenize(m, w->lines[i], &w->src[i], &w->len[i]) != CG_OK) {
-            fprintf(stderr, "clgraph: stdin:%d: %s\n", line,
-                    a->ids ? "expected space-separated token ids" : cg_last_error());
-            return CLI_FAIL;
+            /* like an over-long line: this line is not translated, the
+             * others are (all of them used to be dropped) */
+            fprintf(stderr, "clgraph: stdin:%d:%s%s; not translated%s\n", line, a->ids ? "" : " ",
+                    a->ids ? why : cg_last_error(), a->attention && !*refused ? ", so no heat map is written" : "");
+            w->len[i] = -1;
+            *refused = 1;
+            continue;
         }
         if (w->cut[i]) {
             /* --crop of a line over line_bytes(): its first bytes were kept;
@@ -320,8 +356,8 @@ static int tokenize_window(const targs *a, cg_s2s *m, window *w, int *refused) {
                     w->len[i], a->max_input_len);
             w->len[i] = a->max_input_len;
         } else {
-            fprintf(stderr, "clgraph: stdin:%d: %d tokens, more than --max-input-len %d (or --crop); not translated\n",
-                    line, w->len[i], a->max_input_len);
+            fprintf(stderr, "clgraph: stdin:%d: %d tokens, more than --max-input-len %d (or --crop); not translated%s\n",
+                    line, w->len[i], a->max_input_len, a->attention && !*refused ? ", so no heat map is written" : "");
             w->len[i] = -1;
             *refused = 1;
         }
@@ -425,10 +461,11 @@ static int stream(const targs *a, cg_s2s *m) {
         if (!rc && w.n) rc = tokenize_window(a, m, &w, &refused);
         if (!rc && w.n) rc = translate_window(a, m, &w, &ps);
         if (!rc && w.n) rc = print_window(a, m, &w);
-        /* cg_heatmap_write prints its own message (cg_last_error is not set). */
-        if (!rc && a->attention && w.n && refused)
-            fprintf(stderr, "clgraph translate: no heat map written: not every line was translated\n");
-        else if (!rc && a->attention && w.n && cg_heatmap_write(m, a->attention, w.res, w.src, w.len, w.n, a->ids))
+        /* cg_heatmap_write prints its own message (cg_last_error is not set).
+         * A refused line's message has said that no heat map is written:
+         * one line for one mistake. */
+        if (!rc && a->attention && w.n && !refused &&
+            cg_heatmap_write(m, a->attention, w.res, w.src, w.len, w.n, a->ids))
             rc = CLI_FAIL;
         if (!rc) {
             w.first += w.n;
