@@ -66,6 +66,7 @@ cg_status cg_dev_state_create(cg_device *d, const cg_kernel_def *k, const cg_op_
     if (rc == CG_OP_OK) return CG_OK;
     *state = NULL;
     *bytes = 0;
+    if (call->err && call->err_size) call->err[call->err_size - 1] = '\0'; /* a plugin may fill it without one */
     const char *why = call->err && call->err[0] ? call->err : "(no message)";
     return cg_error(rc == CG_OP_NO_MEMORY ? CG_ERR_NO_MEMORY : CG_ERR_KERNEL,
                     "%s: creating the kernel state failed: %s", d->info->label, why);

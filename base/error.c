@@ -10,20 +10,42 @@ static _Thread_local char g_msg[2048];
 
 const char *cg_last_error(void) { return g_msg; }
 
+/* src into dst (n bytes) with control bytes written as \xNN: a message is
+ * one line whatever it quotes (a plugin's message with a newline, a name
+ * from a file with an escape sequence), so that every error reaches the
+ * user as the one line the rule promises. Cut at n - 1 bytes. */
+static void one_line(char *dst, size_t n, const char *src) {
+    static const char hex[] = "0123456789abcdef";
+    size_t k = 0;
+    for (; *src && k + 1 < n; src++) {
+        unsigned char c = (unsigned char)*src;
+        if (c >= 0x20 && c != 0x7f) {
+            dst[k++] = (char)c;
+            continue;
+        }
+        if (k + 5 >= n) break;
+        dst[k++] = '\\', dst[k++] = 'x', dst[k++] = hex[c >> 4], dst[k++] = hex[c & 15];
+    }
+    dst[k] = '\0';
+}
+
 cg_status cg_error(cg_status s, const char *fmt, ...) {
+    char raw[sizeof g_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    one_line(g_msg, sizeof g_msg, raw);
     return s;
 }
 
 void cg_error_prefix(const char *fmt, ...) {
-    char pre[512], old[sizeof g_msg];
+    char raw[512], pre[512], old[sizeof g_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pre, sizeof pre, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    one_line(pre, sizeof pre, raw);
     memcpy(old, g_msg, sizeof old);
     /* Keep the end of an over-long message cut rather than the prefix. */
     size_t np = strlen(pre), no = strlen(old);

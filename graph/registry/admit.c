@@ -124,6 +124,9 @@ static cg_status check_desc(const cg_context *ctx, admit *a, const char *path) {
     if (desc->struct_size < CG_V1_0_PLUGIN_SIZE)
         return cg_error(CG_ERR_PLUGIN, "%s: descriptor struct_size %u is smaller than ABI 1.0's %zu", path,
                         desc->struct_size, (size_t)CG_V1_0_PLUGIN_SIZE);
+    if (desc->struct_size > MAX_STRUCT_SIZE)
+        return cg_error(CG_ERR_PLUGIN, "%s: descriptor struct_size %u is not a cg_plugin_desc (a corrupt descriptor: "
+                        "at most %u)", path, desc->struct_size, MAX_STRUCT_SIZE);
     if (desc->abi_major != CG_PLUGIN_ABI_MAJOR)
         return cg_error(CG_ERR_PLUGIN,
                         "%s: plugin '%s' was built for ABI %u.%u, this clgraph has ABI %u.%u "
@@ -131,6 +134,13 @@ static cg_status check_desc(const cg_context *ctx, admit *a, const char *path) {
                         path, desc->name ? desc->name : "?", desc->abi_major, desc->abi_minor, CG_PLUGIN_ABI_MAJOR,
                         CG_PLUGIN_ABI_MINOR);
     if (!desc->name || !*desc->name) return cg_error(CG_ERR_PLUGIN, "%s: the plugin descriptor has no name", path);
+    /* The name and version appear in messages and listings, one line each. */
+    const char *texts[2] = {desc->name, desc->version}, *what[2] = {"name", "version"};
+    for (int k = 0; k < 2; k++)
+        for (const char *p = texts[k]; p && *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                return cg_error(CG_ERR_PLUGIN, "%s: the plugin's %s has a control character (byte 0x%02x at offset %d)",
+                                path, what[k], (unsigned char)*p, (int)(p - texts[k]));
     snprintf(a->tag, sizeof a->tag, "%s: plugin '%s'", path, desc->name);
     for (int i = 0; i < ctx->n_plugins; i++)
         if (!strcmp(ctx->plugins[i]->name, desc->name))

@@ -156,6 +156,7 @@ cg_status cg_lower_expand(build *b, const lower_node *n, const int32_t *ins, con
     cg_op_call call = cg_lower_call(n, ind, outd, err, sizeof err);
     cg_error_clear();
     if (n->op->def->decompose(&d.base, &call) != CG_OP_OK) {
+        err[sizeof err - 1] = 0; /* a plugin may fill the buffer without one */
         if (!cg_last_error()[0] || err[0])
             st = cg_error(CG_ERR_VERIFY, "%s%s '%s': decomposition failed: %s", where, n->op->def->name, n->name,
                           err[0] ? err : "(no message)");

@@ -155,6 +155,69 @@ START_TEST(failing_init) {
 }
 END_TEST
 
+/* A corrupt descriptor size and a name that would break a message over
+ * two lines are refused at admission; both used to load. */
+START_TEST(huge_struct_size) {
+    const char *n[] = {"descriptor struct_size 4294967295 is not a cg_plugin_desc", NULL};
+    expect_fail("huge_struct", n);
+}
+END_TEST
+
+START_TEST(name_with_newline) {
+    const char *n[] = {"the plugin's name has a control character (byte 0x0a at offset 9)", NULL};
+    expect_fail("name_newline", n);
+}
+END_TEST
+
+/* Whether a message is one line of printable text. */
+static int one_line(const char *e) {
+    for (const char *p = e; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) return 0;
+    return 1;
+}
+
+/* Messages a plugin writes (init, infer, a kernel) reach the user as one
+ * line: control characters shown as \xNN, a buffer filled without a NUL
+ * cut at its end. They used to be printed as they were, over lines. */
+START_TEST(plugin_messages_one_line) {
+    const char *n[] = {"init failed: this plugin needs a license file\\x0aat /etc/license", NULL};
+    expect_fail("init_newline", n);
+    ck_assert(one_line(cg_last_error()));
+    static const char *const variants[] = {"infer_newline", "infer_full"};
+    for (int v = 0; v < 2; v++) {
+        cg_context *ctx;
+        ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+        ck_assert_msg(cg_context_load_plugin(ctx, plugin(variants[v])) == CG_OK, "%s", cg_last_error());
+        const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
+        cg_model *m = NULL;
+        cg_status st = cg_model_parse(ctx, text, strlen(text), "p.cg", &m);
+        if (st == CG_OK) st = cg_model_verify(m);
+        ck_assert_int_ne(st, CG_OK);
+        const char *e = cg_last_error();
+        ck_assert_msg(one_line(e) && strstr(e, "p.cg:3:3: square_plus 'y': "), "%s: %s", variants[v], e);
+        if (v == 0) ck_assert_msg(strstr(e, "input x is wrong\\x0asee the second line"), "%s", e);
+        cg_model_free(m);
+        cg_context_free(ctx);
+    }
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_msg(cg_context_load_plugin(ctx, plugin("kernel_newline")) == CG_OK, "%s", cg_last_error());
+    cg_model *m;
+    cg_plan *p;
+    cg_tensor *x, *y = NULL;
+    square_plus_plan(ctx, &m, &p, &x);
+    const char *names[] = {"x"};
+    ck_assert_int_ne(cg_plan_run(p, 1, names, &x, 1, &y), CG_OK);
+    const char *e = cg_last_error();
+    ck_assert_msg(one_line(e) && strstr(e, "the kernel failed\\x0d\\x0asecond line\\x1b[31m"), "%s", e);
+    cg_tensor_free(x);
+    cg_tensor_free(y);
+    cg_plan_free(p);
+    cg_model_free(m);
+    cg_context_free(ctx);
+}
+END_TEST
+
 START_TEST(no_entry) {
     const char *n[] = {"not a clgraph plugin (no 'cg_plugin_entry' symbol)", NULL};
     expect_fail("no_entry", n);
@@ -212,6 +275,9 @@ int main(void) {
     tcase_add_test(tc, duplicate_op);
     tcase_add_test(tc, failing_init);
     tcase_add_test(tc, no_entry);
+    tcase_add_test(tc, huge_struct_size);
+    tcase_add_test(tc, name_with_newline);
+    tcase_add_test(tc, plugin_messages_one_line);
     tcase_add_test(tc, not_a_library);
     tcase_add_test(tc, env_variable);
     suite_add_tcase(s, tc);

@@ -10,13 +10,28 @@
  *   BAD_CL           : an OpenCL kernel that forgets the offset, which
  *                      `clgraph conform` must catch
  *   DIMS_OLD_ABI     : claims ABI 1.2 but declares a dim list attribute
- *                      (a 1.3 feature): must be refused */
+ *                      (a 1.3 feature): must be refused
+ *   HUGE_STRUCT      : a descriptor struct_size of 0xffffffff: refused
+ *   NAME_NEWLINE     : a plugin name with a newline in it: refused
+ *   INIT_NEWLINE     : init refuses with a message of two lines
+ *   INFER_NEWLINE    : infer fails with a message of two lines
+ *   INFER_FULL       : infer fills the whole error buffer, no NUL, with a
+ *                      newline in it
+ *   KERNEL_NEWLINE   : the CPU kernel fails with a message of two lines
+ * Each message must reach the user as one line. */
 #include <clgraph/plugin.h>
 #include <stdio.h>
 
 #ifndef NO_ENTRY
 
 static cg_op_status sq_infer(cg_op_call *call) {
+#if defined(INFER_NEWLINE)
+    snprintf(call->err, call->err_size, "input x is wrong\nsee the second line");
+    return CG_OP_ERROR;
+#elif defined(INFER_FULL)
+    for (size_t i = 0; i < call->err_size; i++) call->err[i] = i % 64 == 63 ? '\n' : 'x';
+    return CG_OP_ERROR;
+#endif
     if (call->inputs[0].dtype != CG_OP_F32) {
         snprintf(call->err, call->err_size, "input must be f32");
         return CG_OP_ERROR;
@@ -26,6 +41,10 @@ static cg_op_status sq_infer(cg_op_call *call) {
 }
 
 static cg_op_status sq_cpu(const cg_kernel_args *a) {
+#ifdef KERNEL_NEWLINE
+    snprintf(a->call->err, a->call->err_size, "the kernel failed\r\nsecond line\x1b[31m");
+    return CG_OP_ERROR;
+#endif
     const cg_tensor_desc *d = &a->call->inputs[0];
     int64_t n = 1;
     for (int i = 0; i < d->ndim; i++) n *= d->dims[i];
@@ -130,10 +149,14 @@ static const cg_op_def sq_op = {
 #endif
 };
 
-#ifdef FAILING_INIT
+#if defined(FAILING_INIT) || defined(INIT_NEWLINE)
 static cg_op_status refuse(const cg_host_api *host, char *err, size_t n) {
     (void)host;
+#ifdef INIT_NEWLINE
+    snprintf(err, n, "this plugin needs a license file\nat /etc/license");
+#else
     snprintf(err, n, "this plugin needs a license file");
+#endif
     return CG_OP_ERROR;
 }
 #endif
@@ -141,7 +164,11 @@ static cg_op_status refuse(const cg_host_api *host, char *err, size_t n) {
 static const cg_op_def *const ops[] = {&sq_op};
 
 static const cg_plugin_desc desc = {
+#ifdef HUGE_STRUCT
+    .struct_size = 0xffffffffu,
+#else
     .struct_size = sizeof(cg_plugin_desc),
+#endif
 #ifdef WRONG_ABI
     .abi_major = 99,
 #else
@@ -154,9 +181,13 @@ static const cg_plugin_desc desc = {
 #else
     .abi_minor = CG_PLUGIN_ABI_MINOR,
 #endif
+#ifdef NAME_NEWLINE
+    .name = "test-name\nsecond line",
+#else
     .name = PLUGIN_NAME,
+#endif
     .version = "1.0",
-#ifdef FAILING_INIT
+#if defined(FAILING_INIT) || defined(INIT_NEWLINE)
     .init = refuse,
 #endif
     .ops = ops,
