@@ -54,11 +54,82 @@ static void unmap_file(file_map *f) {
     if (f->len) munmap(f->p, f->len);
 }
 
+/* The deepest nesting of messages read (a model is level 0): a subgraph
+ * costs 3 levels (GraphProto, NodeProto, AttributeProto), so 100 is 30
+ * graphs nested in If / Loop / Scan bodies, where real models have a few;
+ * each level costs protobuf-c a stack frame or two. */
+#define CG_ONNX_MAX_NESTING 100
+
+/* protobuf-c unpacks a nested message by recursing, one C frame per level:
+ * a 54 KB file of 3,000 graphs nested in node attributes overflowed the
+ * stack (SIGSEGV). So the nesting is measured first, by a walk of the wire
+ * format: tags and lengths only, descending into the length-delimited
+ * fields that the message's descriptor says are messages (every recursive
+ * field of onnx.proto, AttributeProto.g/graphs, TypeProto's element types,
+ * FunctionProto's nodes, ... without a list to keep up to date). The walk
+ * goes at most CG_ONNX_MAX_NESTING levels deep itself. Data that does not
+ * parse ends the walk quietly: unpack reports it. */
+static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return 1;
+    }
+    return 0;
+}
+
+/* 1 when a message under d at `depth` nests deeper than the limit. */
+static int too_deep(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, int depth) {
+    const uint8_t *end = p + len;
+    while (p < end) {
+        uint64_t tag, v;
+        if (!varint(&p, end, &tag)) return 0;
+        switch (tag & 7) {
+        case 0:
+            if (!varint(&p, end, &v)) return 0;
+            break;
+        case 1:
+            if (end - p < 8) return 0;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4) return 0;
+            p += 4;
+            break;
+        case 2: {
+            if (!varint(&p, end, &v) || v > (uint64_t)(end - p)) return 0;
+            const uint64_t num = tag >> 3;
+            const ProtobufCFieldDescriptor *f =
+                num && num <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)num) : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+                (depth + 1 > CG_ONNX_MAX_NESTING || too_deep(f->descriptor, p, (size_t)v, depth + 1)))
+                return 1;
+            p += v;
+            break;
+        }
+        default: return 0; /* groups: not in onnx.proto */
+        }
+    }
+    return 0;
+}
+
+static cg_status check_nesting(const char *path, const ProtobufCMessageDescriptor *d, const file_map *f) {
+    if (f->len && too_deep(d, f->p, f->len, 0))
+        return cg_error(CG_ERR_FORMAT, "%s: messages nested more than %d deep (graphs in node attributes in graphs "
+                        "...); refused before unpacking", path, CG_ONNX_MAX_NESTING);
+    return CG_OK;
+}
+
 cg_status cg_onnx_read_model(const char *path, Onnx__ModelProto **out) {
     *out = NULL;
     file_map f;
     cg_status s = map_file(path, &f);
-    if (s) return s;
+    if (!s) s = check_nesting(path, &onnx__model_proto__descriptor, &f);
+    if (s) {
+        unmap_file(&f);
+        return s;
+    }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, f.len, f.p);
     unmap_file(&f);
     if (!m)
@@ -297,7 +368,11 @@ cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {
     if (name) *name = NULL;
     file_map f;
     cg_status s = map_file(path, &f);
-    if (s) return s;
+    if (!s) s = check_nesting(path, &onnx__tensor_proto__descriptor, &f);
+    if (s) {
+        unmap_file(&f);
+        return s;
+    }
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, f.len, f.p);
     unmap_file(&f);
     if (!t)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "clgraph/clgraph.h"
 #include "test_util.h"
@@ -312,6 +313,38 @@ START_TEST(folded_cast_matches_the_op) {
 }
 END_TEST
 
+/* tu_dir/name: a ModelProto whose graph has a node whose attribute holds a
+ * graph ..., `graphs` graphs deep and nothing else (the wire format by
+ * hand: each field a tag byte and a varint length). */
+static const char *deep_model(const char *name, int graphs) {
+    int n = 1 + 3 * (graphs - 1);
+    unsigned char *tag = malloc((size_t)n);
+    size_t *len = malloc(sizeof *len * (size_t)n);
+    unsigned char *buf = malloc((size_t)n * 6);
+    ck_assert(tag && len && buf);
+    tag[0] = 7 << 3 | 2; /* ModelProto.graph */
+    for (int i = 1; i < n; i++) /* GraphProto.node, NodeProto.attribute, AttributeProto.g */
+        tag[i] = (unsigned char)((i % 3 == 1 ? 1 : i % 3 == 2 ? 5 : 6) << 3 | 2);
+    len[n - 1] = 0;
+    for (int i = n - 2; i >= 0; i--) {
+        size_t v = len[i + 1], vl = 1;
+        while (v >= 128) v >>= 7, vl++;
+        len[i] = 1 + vl + len[i + 1];
+    }
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        buf[k++] = tag[i];
+        size_t v = len[i];
+        while (v >= 128) buf[k++] = (unsigned char)(0x80 | (v & 0x7f)), v >>= 7;
+        buf[k++] = (unsigned char)v;
+    }
+    const char *p = tu_write_file(name, (const char *)buf, k);
+    free(tag);
+    free(len);
+    free(buf);
+    return p;
+}
+
 /* Bad files: one line naming the file (and the node), exit 1. */
 START_TEST(bad_files) {
     size_t len;
@@ -332,6 +365,22 @@ START_TEST(bad_files) {
     const char *a4[] = {"import", NODE "/test_det_2d/model.onnx", NULL};
     ck_assert_int_eq(tu_run_cli(a4, NULL, NULL), 1);
     tu_assert_one_line((const char *const[]){"test_det_2d/model.onnx: node '' (Det, #0): operator Det is not supported", NULL});
+    /* 3,000 graphs nested in attributes (30 KB) overflowed protobuf-c's
+     * stack; refused from a walk of the wire format. 33 still unpack. */
+    const char *deep = deep_model("deep.onnx", 3000);
+    const char *a5[] = {"import", deep, NULL};
+    ck_assert_int_eq(tu_run_cli(a5, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"deep.onnx: messages nested more than 100 deep", NULL});
+    const char *ok = deep_model("ok.onnx", 33);
+    const char *a6[] = {"import", ok, NULL};
+    ck_assert_int_eq(tu_run_cli(a6, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"ok.onnx: node '' (, #0): no op_type", NULL});
+    /* a FIFO nobody writes to: refused at once, not waited on */
+    const char *fifo = tu_path("fifo.onnx");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    const char *a7[] = {"import", fifo, NULL};
+    ck_assert_int_eq(tu_run_cli(a7, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"fifo.onnx: not a regular file (a FIFO)", NULL});
 }
 END_TEST
 
