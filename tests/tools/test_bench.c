@@ -318,6 +318,7 @@ static long allocs_for(cg_s2s *m, int beam, int n, int T) {
 }
 
 START_TEST(decoder_steps_do_not_allocate) {
+    tu_check_runs_pause(); /* the check's own runs allocate */
     const char *variants[] = {"gru_additive_bahdanau_words", "lstm_general_bi_enc2_bahdanau_chars",
                               "gru_dot_luong_dec2_chars"};
     for (int v = 0; v < 3; v++) {
@@ -330,6 +331,7 @@ START_TEST(decoder_steps_do_not_allocate) {
         cg_s2s_free(m);
         cg_context_free(ctx);
     }
+    tu_check_runs_resume();
 }
 END_TEST
 

@@ -199,3 +199,20 @@ const char *tu_plan_step_device(const char *text, const char *name) {
     }
     return dev;
 }
+
+static char check_runs_was[16];
+static int check_runs_paused;
+
+void tu_check_runs_pause(void) {
+    const char *v = getenv("CLGRAPH_CHECK_RUNS");
+    snprintf(check_runs_was, sizeof check_runs_was, "%s", v ? v : "");
+    check_runs_paused = 1;
+    setenv("CLGRAPH_CHECK_RUNS", "0", 1);
+}
+
+void tu_check_runs_resume(void) {
+    if (!check_runs_paused) return;
+    check_runs_paused = 0;
+    if (check_runs_was[0]) setenv("CLGRAPH_CHECK_RUNS", check_runs_was, 1);
+    else unsetenv("CLGRAPH_CHECK_RUNS");
+}

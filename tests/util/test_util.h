@@ -31,6 +31,12 @@ void tu_setup_dir(const char *tag);
  * fails) and frees tu_out/tu_err; a checked fixture's teardown. */
 void tu_teardown_dir(void);
 
+/* Turns the repeat check (CLGRAPH_CHECK_RUNS, which the test environment
+ * sets) off for a test that counts a plan's instances, states or
+ * allocations, and back to what the environment said. */
+void tu_check_runs_pause(void);
+void tu_check_runs_resume(void);
+
 /* tu_dir/name; the result stays valid for the next 7 calls. */
 const char *tu_path(const char *name);
 
