@@ -15,6 +15,14 @@
 #     --absent P    P must not exist afterwards (repeatable)
 #     --out-lines N stdout must have exactly N lines (-1 = anything; default -1)
 #     --match TEXT  stderr must contain TEXT (case-sensitive, fixed string)
+#     --fsize KB    files it writes are cut at KB KiB (ulimit -f, SIGXFSZ
+#                   ignored): writes past that fail with EFBIG, a full disk
+#     --stdout FILE stdout goes to FILE (e.g. /dev/full) instead of a file
+#                   the case reads back
+#     --pipe        stdout is a pipe whose reader exits after one byte (a
+#                   closed pipe: EPIPE, or death by SIGPIPE)
+#     --empty DIR   DIR must be empty or absent afterwards (no temporary
+#                   file left behind)
 #
 # Environment: CG_CLGRAPH (the binary), CG_SOURCE_DIR, CG_BADINPUT_ONLY (a
 # glob over case names), CG_BADINPUT_JOBS (parallel cases, default 2).
@@ -52,7 +60,7 @@ bad() {
 run_case() {
     local id=$1 name=$2
     shift 2
-    local want=1 stdin=/dev/null timeout=30 mem=4096 outlines=-1 match="" absent=()
+    local want=1 stdin=/dev/null timeout=30 mem=4096 outlines=-1 match="" absent=() fsize="" stdout="" pipe=0 empty=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         case $1 in
             --exit) want=$2; shift 2 ;;
@@ -62,16 +70,33 @@ run_case() {
             --absent) absent+=("$2"); shift 2 ;;
             --out-lines) outlines=$2; shift 2 ;;
             --match) match=$2; shift 2 ;;
+            --fsize) fsize=$2; shift 2 ;;
+            --stdout) stdout=$2; shift 2 ;;
+            --pipe) pipe=1; shift ;;
+            --empty) empty+=("$2"); shift 2 ;;
             *) echo "FAIL $name: bad option $1 in the case" > "$T/res/$id"; return ;;
         esac
     done
     shift
     local out="$T/w/$id.out" err="$T/w/$id.err" rc
-    (
-        [ $SANITIZED = 0 ] && ulimit -v $((mem * 1024))
-        exec timeout -s KILL "$timeout" "$CLGRAPH" "$@" < "$stdin" > "$out" 2> "$err"
-    )
-    rc=$?
+    [ -n "$stdout" ] || stdout=$out
+    if [ $pipe = 1 ]; then
+        (
+            [ $SANITIZED = 0 ] && ulimit -v $((mem * 1024))
+            exec timeout -s KILL "$timeout" "$CLGRAPH" "$@" < "$stdin" 2> "$err"
+        ) | head -c 1 > "$out"
+        rc=${PIPESTATUS[0]}
+    else
+        (
+            [ $SANITIZED = 0 ] && ulimit -v $((mem * 1024))
+            if [ -n "$fsize" ]; then
+                trap '' XFSZ
+                ulimit -f "$fsize"
+            fi
+            exec timeout -s KILL "$timeout" "$CLGRAPH" "$@" < "$stdin" > "$stdout" 2> "$err"
+        )
+        rc=$?
+    fi
     local why=""
     local lines
     lines=$(wc -l < "$err")
@@ -88,6 +113,9 @@ run_case() {
     fi
     for p in "${absent[@]}"; do
         [ -z "$why" ] && [ -e "$p" ] && why="left $p behind"
+    done
+    for d in "${empty[@]}"; do
+        [ -z "$why" ] && [ -d "$d" ] && [ -n "$(ls -A "$d")" ] && why="left $(ls -A "$d" | head -3 | tr '\n' ' ')in $d"
     done
     if [ -z "$why" ]; then
         echo "ok $name" > "$T/res/$id"
