@@ -66,7 +66,7 @@ bad horizon-year-9999 --stdin "$CSV" --match "would pass 9999-12-31; at most 958
 bad horizon-million --stdin "$CSV" --match "--horizon 1000000" --out-lines 0 -- forecast "$E" --horizon 1000000
 { echo time,sst; for d in 20 21 22 23 24 25 26 27 28 29 30; do echo "9999-11-$d,24.1"; done; } > "$W/days.csv"
 bad horizon-days --stdin "$W/days.csv" --match "at most 31 steps fit" --out-lines 0 -- forecast "$E" --horizon 32
-{ echo time,sst; for i in 5 6 7 8 9 10 11 12 13 14; do echo "$((9223372036854775780 + i)),24.1"; done; } > "$W/ints.csv"
+{ echo time,sst; for i in 1 2 3 4 5 6 7 8; do echo "${i}000000000000000000,24.1"; done; } > "$W/ints.csv"
 bad horizon-int64 --stdin "$W/ints.csv" --match "the largest time it can hold" --out-lines 0 -- forecast "$E" --horizon 20
 
 # ---- translate --ids: one bad line among good ones ----

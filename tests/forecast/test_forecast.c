@@ -384,6 +384,39 @@ START_TEST(csv_mistakes) {
 }
 END_TEST
 
+/* Nothing read silently wrong: a NUL byte in a value ended the field, so
+ * 4,2<NUL>5,6 was read as 4,2,6; a time column that would pass 9999-12-31
+ * within --horizon became "+1", "+2", .... Both are errors now, with
+ * nothing on stdout. */
+START_TEST(csv_nul_and_horizon) {
+    char dir[1000];
+    vpath(dir, sizeof dir, "gru_none", NULL);
+    static const char nul[] = "temp,load,price\n1,2,3\n4,2\0005,6\n";
+    const char *in = tu_write_file("nul.csv", nul, sizeof nul - 1);
+    const char *args[] = {"forecast", dir, "--horizon", "2", NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
+    tu_assert_one_line((const char *const[]){"clgraph forecast: stdin:3:4: a NUL byte", NULL});
+    ck_assert_str_eq(tu_out, "");
+    static const char nul_time[] = "time,temp,load,price\n2020-01\000-01,1,2,3\n";
+    in = tu_write_file("nul_time.csv", nul_time, sizeof nul_time - 1);
+    ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
+    tu_assert_one_line((const char *const[]){"stdin:2:8: a NUL byte", NULL});
+    const char *late = "time,temp,load,price\n9999-10-31,1,2,3\n9999-11-30,2,3,4\n";
+    in = tu_write_file("late.csv", late, strlen(late));
+    const char *one[] = {"forecast", dir, "--horizon", "1", NULL};
+    ck_assert_msg(tu_run_cli(one, NULL, in) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "\n9999-12-31,") != NULL, "%s", tu_out);
+    ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
+    tu_assert_one_line((const char *const[]){"clgraph forecast: --horizon 2: the time column (from stdin line 2) "
+                                             "would pass 9999-12-31; at most 1 steps fit", NULL});
+    ck_assert_str_eq(tu_out, "");
+    const char *ints = "time,temp,load,price\n1000000000000000000,1,2,3\n4000000000000000000,2,3,4\n";
+    in = tu_write_file("ints.csv", ints, strlen(ints));
+    ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
+    tu_assert_one_line((const char *const[]){"would pass the largest time it can hold; at most 1 steps fit", NULL});
+}
+END_TEST
+
 /* Blank lines, CRLF, quoted fields, a `series` column whose rows are not
  * adjacent, --history, and the time column continued. */
 START_TEST(csv_forms) {
@@ -586,6 +619,7 @@ int main(void) {
     tcase_add_test(tc, config_mistakes);
     tcase_add_test(tc, csv_mistakes);
     tcase_add_test(tc, csv_forms);
+    tcase_add_test(tc, csv_nul_and_horizon);
     tcase_add_test(tc, pictures);
     tcase_add_test(tc, demo_mase);
     suite_add_tcase(s, tc);

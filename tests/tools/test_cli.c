@@ -629,10 +629,14 @@ START_TEST(plan_model_dir) {
     ck_assert_int_eq(tu_run_cli(b1, NULL, NULL), 1);
     const char *n1[] = {"not a seq2seq model directory", "config.json", NULL};
     tu_assert_one_line(n1);
+    /* a malformed --bind is a command-line mistake: exit 2 (it was 1) */
     const char *b2[] = {"plan", dates, "--bind", "S=x", NULL};
-    ck_assert_int_eq(tu_run_cli(b2, NULL, NULL), 1);
-    const char *n2[] = {"bindings 'S=x'", "NAME=SIZE", NULL};
+    ck_assert_int_eq(tu_run_cli(b2, NULL, NULL), 2);
+    const char *n2[] = {"clgraph plan: --bind 'S=x'", "NAME=SIZE", NULL};
     tu_assert_one_line(n2);
+    const char *b2b[] = {"plan", dates, "--bind", "B==,", NULL};
+    ck_assert_int_eq(tu_run_cli(b2b, NULL, NULL), 2);
+    tu_assert_one_line(n2 + 1);
     const char *b3[] = {"plan", dates, "--bind", "X=3", NULL};
     ck_assert_int_eq(tu_run_cli(b3, NULL, NULL), 1);
     const char *n3[] = {"no dimension named 'X'", NULL};
@@ -892,12 +896,127 @@ START_TEST(cl_paths_variable) {
 }
 END_TEST
 
+/* The number of entries of directory d (0 when it is absent). */
+static int entries(const char *d) {
+    DIR *dir = opendir(d);
+    int n = 0;
+    for (struct dirent *e; dir && (e = readdir(dir)) != NULL;) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (dir) closedir(dir);
+    return n;
+}
+
+/* tu_run_cli with the files the command writes cut at `kib` KiB (ulimit
+ * -f in a wrapper script, SIGXFSZ ignored): a write past it fails with
+ * EFBIG, as on a full disk. The limit must not apply to this process:
+ * Check's own messages go through a file. */
+static int run_cut(const char *const *args, const char *in, int kib) {
+    char *exe = strdup(getenv("CG_CLGRAPH"));
+    char script[700];
+    int k = snprintf(script, sizeof script, "#!/bin/sh\ntrap '' XFSZ\nulimit -f %d\nexec '%s' \"$@\"\n", kib, exe);
+    const char *path = tu_write_file("cut.sh", script, (size_t)k);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    setenv("CG_CLGRAPH", path, 1);
+    int rc = tu_run_cli(args, NULL, in);
+    setenv("CG_CLGRAPH", exe, 1);
+    free(exe);
+    return rc;
+}
+
+/* Files a command writes are whole or absent: on a full disk the heat map,
+ * the plot and quantize's output directory are not left empty or cut
+ * (they were: 0-byte files, an empty directory); quantize refuses a model
+ * translate would refuse before it writes anything (a config.json of "{"
+ * was copied, exit 0); its usage errors are one line. */
+START_TEST(outputs_whole_or_none) {
+    char dates[512], elnino[512], csv[600], samples[600];
+    snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
+    snprintf(elnino, sizeof elnino, "%s/models/elnino", tu_src_dir());
+    snprintf(csv, sizeof csv, "%s/example.csv", elnino);
+    snprintf(samples, sizeof samples, "%s/samples.txt", dates);
+    char out[300], heat[600], plot[600], q[600];
+    snprintf(out, sizeof out, "%.280s/out", tu_dir);
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+    snprintf(heat, sizeof heat, "%s/a.png", out);
+    snprintf(plot, sizeof plot, "%s/p.svg", out);
+    snprintf(q, sizeof q, "%s/q", out);
+    const char *t[] = {"translate", dates, "--attention", heat, NULL};
+    ck_assert_int_eq(run_cut(t, samples, 1), 1);
+    tu_assert_one_line((const char *const[]){heat, "cannot write", NULL});
+    ck_assert_int_eq(entries(out), 0);
+    const char *f[] = {"forecast", elnino, "--horizon", "12", "--plot", plot, NULL};
+    ck_assert_int_eq(run_cut(f, csv, 1), 1);
+    tu_assert_one_line((const char *const[]){plot, "cannot write", NULL});
+    ck_assert_int_eq(entries(out), 0);
+    const char *qa[] = {"quantize", dates, "--to", "int8", "-o", q, NULL};
+    ck_assert_int_eq(run_cut(qa, NULL, 64), 1);
+    tu_assert_one_line((const char *const[]){"weights.safetensors", NULL});
+    ck_assert_int_eq(entries(out), 0);
+    /* without the limit, the same commands write whole files */
+    ck_assert_msg(tu_run_cli(t, NULL, samples) == 0, "%s", tu_err);
+    ck_assert_msg(tu_run_cli(qa, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_int_eq(entries(q), 4); /* config.json, the vocabularies, the weights */
+    struct stat st;
+    ck_assert(stat(heat, &st) == 0 && st.st_size > 100);
+
+    /* a model directory translate refuses is not copied */
+    char bad[300], path[700];
+    snprintf(bad, sizeof bad, "%.280s/bad", tu_dir);
+    ck_assert_int_eq(mkdir(bad, 0755), 0);
+    const char *files[] = {"weights.safetensors", "src.vocab", "tgt.vocab"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dates, files[i]);
+        size_t n;
+        char *bytes = tu_read_text(path, &n);
+        ck_assert_ptr_nonnull(bytes);
+        snprintf(path, sizeof path, "bad/%s", files[i]);
+        tu_write_file(path, bytes, n);
+        free(bytes);
+    }
+    tu_write_file("bad/config.json", "{", 1);
+    char q2[300];
+    snprintf(q2, sizeof q2, "%.280s/q2", tu_dir);
+    const char *qb[] = {"quantize", bad, "--to", "int8", "-o", q2, NULL};
+    ck_assert_int_eq(tu_run_cli(qb, NULL, NULL), 1);
+    tu_assert_one_line((const char *const[]){"bad/config.json:1:1: invalid JSON", NULL});
+    ck_assert_int_ne(stat(q2, &st), 0);
+    const char *qu[] = {"quantize", dates, "--to", "foo", "-o", q2, NULL};
+    ck_assert_int_eq(tu_run_cli(qu, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph quantize: --to takes bf16, f16 or int8 (see clgraph quantize --help)\n");
+    const char *none[] = {NULL};
+    ck_assert_int_eq(tu_run_cli(none, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph: no command given (see clgraph --help)\n");
+}
+END_TEST
+
+/* A bad --ids line is refused alone: an empty line in its place, the others
+ * translated, exit 1 (all output used to be dropped). */
+START_TEST(translate_bad_ids_line) {
+    char dates[512];
+    snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
+    const char *ids = "3 4 5\n3 1e3\n6 7 8\n";
+    const char *in = tu_write_file("ids.txt", ids, strlen(ids));
+    const char *a[] = {"translate", dates, "--ids", NULL};
+    ck_assert_int_eq(tu_run_cli(a, NULL, in), 1);
+    tu_assert_one_line((const char *const[]){"stdin:2:3: '1e3' is not a token id", NULL});
+    char *l2 = strchr(tu_out, '\n');
+    ck_assert_ptr_nonnull(l2);
+    ck_assert(l2 > tu_out && l2[1] == '\n' && l2[2] != '\n' && l2[2] != 0);
+    const char *past = "63\n";
+    in = tu_write_file("past.txt", past, strlen(past));
+    ck_assert_int_eq(tu_run_cli(a, NULL, in), 1);
+    tu_assert_one_line((const char *const[]){"stdin:1:1: token id 63 is not in the source vocabulary", NULL});
+    ck_assert_str_eq(tu_out, "\n");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, gru_encoder_matches_pytorch);
+    tcase_add_test(tc, outputs_whole_or_none);
+    tcase_add_test(tc, translate_bad_ids_line);
     tcase_add_test(tc, help_version_usage);
     tcase_add_test(tc, check_and_fmt);
     tcase_add_test(tc, bad_graph_text);

@@ -157,7 +157,7 @@ static int model_has_dim(const cg_model *m, const char *name) {
 /* Checks --bind's NAME=SIZE pairs before anything is loaded: a malformed
  * --bind is a mistake on the command line (exit 2), and the library's
  * message would quote the merged binding, not what the user typed. */
-static int bind_check(const char *bind) {
+static int bind_check(const char *bind, long long max) {
     for (const char *s = bind; *s;) {
         while (*s == ' ' || *s == ',') s++;
         if (!*s) break;
@@ -169,8 +169,8 @@ static int bind_check(const char *bind) {
             fprintf(stderr, "clgraph plan: --bind '%s': expected NAME=SIZE pairs like B=1,S=10\n", bind);
             return CLI_USAGE;
         }
-        if (v < 0 || v > (1LL << 31)) {
-            fprintf(stderr, "clgraph plan: --bind: bad size for '%.*s' (0 to 2^31)\n", (int)name_len, s);
+        if (v < 0 || v > max) {
+            fprintf(stderr, "clgraph plan: --bind: bad size for '%.*s' (0 to %lld)\n", (int)name_len, s, max);
             return CLI_USAGE;
         }
         s = end;
@@ -304,11 +304,12 @@ int cli_plan(int argc, char **argv) {
         }
     cli_opts o;
     int rc = cli_parse(argc, argv, "weights,graph,device,place,bind,dot,input", &o);
-    if (!rc && o.bind) rc = bind_check(o.bind);
-    if (!rc) {
-        struct stat sb;
-        rc = stat(o.model, &sb) == 0 && S_ISDIR(sb.st_mode) ? plan_model_dir(&o) : plan_graph_file(&o);
-    }
+    struct stat sb;
+    int dir = !rc && stat(o.model, &sb) == 0 && S_ISDIR(sb.st_mode);
+    /* a model directory's sizes are rows and tokens; a graph's may be any
+     * element count (a plan too large for the device is refused by name) */
+    if (!rc && o.bind) rc = bind_check(o.bind, dir ? 1LL << 31 : 1LL << 40);
+    if (!rc) rc = dir ? plan_model_dir(&o) : plan_graph_file(&o);
     cli_opts_free(&o);
     return rc;
 }
