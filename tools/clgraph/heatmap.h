@@ -31,7 +31,8 @@ cg_status cg_heatmap_write(const cg_s2s *m, const char *path, const cg_s2s_resul
  * - an unknown extension: CG_ERR_INVALID_ARGUMENT,
  *   "FILE: unknown heat map format (use .png, .svg or .json)";
  * - a file that cannot be opened or written: CG_ERR_IO, naming the file and
- *   strerror(errno);
+ *   strerror(errno); each file is written whole or not at all (out_file.h),
+ *   and the files of earlier sources written by the same call are removed;
  * - res[i].src_len differing from src_len[i], or a NULL argument:
  *   CG_ERR_INVALID_ARGUMENT; an image too large (either side over
  *   HEATMAP_MAX_SIDE pixels): CG_ERR_UNSUPPORTED.
