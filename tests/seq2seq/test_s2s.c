@@ -1054,7 +1054,7 @@ START_TEST(dates_accuracy_quantized) {
     ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 2);
     ck_assert_ptr_nonnull(strstr(tu_err, "--to takes bf16, f16 or int8"));
     /* a model that already has a tensor where a matrix's scales would go:
-     * refused, naming both */
+     * refused, as translate refuses it (quantize loads the model first) */
     {
         char dup[700], from[700], to[800];
         snprintf(dup, sizeof dup, "%s", tu_path("dup"));
