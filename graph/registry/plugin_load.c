@@ -1,11 +1,26 @@
 /* dlopen-based plugin loading; every failure names the path and says why. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "read_file.h"
 #include "registry.h"
 
 cg_status cg_plugin_load_path(cg_context *ctx, const char *path) {
+    /* dlopen would wait on a FIFO for a writer: a path (not a bare name
+     * dlopen looks up) must be a regular file, checked without blocking. */
+    if (strchr(path, '/')) {
+        struct stat sb;
+        int fd = cg_open_regular_quiet(path, O_RDONLY, 0, &sb);
+        if (fd < 0 && !errno)
+            return cg_error(CG_ERR_PLUGIN, "%s: cannot load plugin: not a regular file (%s)", path,
+                            cg_file_kind(sb.st_mode));
+        if (fd >= 0) close(fd);
+    }
     dlerror();
     /* RTLD_LOCAL keeps one plugin's symbols from resolving another's. */
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);

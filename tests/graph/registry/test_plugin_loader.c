@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clgraph/clgraph.h"
@@ -241,6 +242,13 @@ START_TEST(not_a_library) {
     ck_assert_msg(strstr(cg_last_error(), "/nonexistent/libx.so: cannot load plugin:") &&
                       strstr(cg_last_error(), "No such file"),
                   "%s", cg_last_error());
+    /* a FIFO: refused at once (dlopen would wait for a writer), a device too */
+    remove(path);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_eq(cg_context_load_plugin(ctx, path), CG_ERR_PLUGIN);
+    ck_assert_msg(strstr(cg_last_error(), "cannot load plugin: not a regular file (a FIFO)"), "%s", cg_last_error());
+    ck_assert_int_eq(cg_context_load_plugin(ctx, "/dev/zero"), CG_ERR_PLUGIN);
+    ck_assert_str_eq(cg_last_error(), "/dev/zero: cannot load plugin: not a regular file (a character device)");
     cg_context_free(ctx);
     remove(path);
 }
