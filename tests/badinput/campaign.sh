@@ -23,6 +23,8 @@
 #                   closed pipe: EPIPE, or death by SIGPIPE)
 #     --empty DIR   DIR must be empty or absent afterwards (no temporary
 #                   file left behind)
+#     --env K=V     sets environment variable K for this case only
+#                   (repeatable), e.g. CLGRAPH_CACHE_DIR=DIR
 #
 # Environment: CG_CLGRAPH (the binary), CG_SOURCE_DIR, CG_BADINPUT_ONLY (a
 # glob over case names), CG_BADINPUT_JOBS (parallel cases, default 2).
@@ -60,7 +62,7 @@ bad() {
 run_case() {
     local id=$1 name=$2
     shift 2
-    local want=1 stdin=/dev/null timeout=30 mem=4096 outlines=-1 match="" absent=() fsize="" stdout="" pipe=0 empty=()
+    local want=1 stdin=/dev/null timeout=30 mem=4096 outlines=-1 match="" absent=() fsize="" stdout="" pipe=0 empty=() envs=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         case $1 in
             --exit) want=$2; shift 2 ;;
@@ -74,6 +76,7 @@ run_case() {
             --stdout) stdout=$2; shift 2 ;;
             --pipe) pipe=1; shift ;;
             --empty) empty+=("$2"); shift 2 ;;
+            --env) envs+=("$2"); shift 2 ;;
             *) echo "FAIL $name: bad option $1 in the case" > "$T/res/$id"; return ;;
         esac
     done
@@ -83,12 +86,14 @@ run_case() {
     if [ $pipe = 1 ]; then
         (
             [ $SANITIZED = 0 ] && ulimit -v $((mem * 1024))
+            for e in "${envs[@]}"; do export "$e"; done
             exec timeout -s KILL "$timeout" "$CLGRAPH" "$@" < "$stdin" 2> "$err"
         ) | head -c 1 > "$out"
         rc=${PIPESTATUS[0]}
     else
         (
             [ $SANITIZED = 0 ] && ulimit -v $((mem * 1024))
+            for e in "${envs[@]}"; do export "$e"; done
             if [ -n "$fsize" ]; then
                 trap '' XFSZ
                 ulimit -f "$fsize"
