@@ -16,7 +16,10 @@
  * at all: those beat CLBlast 2 to 80 times on PoCL at every size measured,
  * while timing one costs that compile (a cold `translate` of the 14
  * sample dates took 16 s instead of 4). A choices-file line for a shape is
- * obeyed either way.
+ * obeyed either way. A process keeps the implementation it first ran a
+ * shape with (pin_choice): the two round differently, and a plan's runs
+ * must give bit-identical outputs, so a measurement that finds CLBlast
+ * faster pays off from the next process on.
  *
  * Threads: CLBlast calls are serialised by one global mutex (1.5.3 is not
  * reliable otherwise); each device's own kernels are shared cl_kernel
@@ -129,6 +132,7 @@ typedef struct choice_ent {
     int64_t m, n, k;
     int choice;
     uint32_t calls; /* calls while unmeasured (CG_GEMM_CHOICE_NONE) */
+    int live;       /* what this process ran the shape with (0: not run yet) */
 } choice_ent;
 
 static pthread_mutex_t g_tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -363,6 +367,35 @@ static int lookup_or_claim(int dk, int ta, int tb, int64_t m, int64_t n, int64_t
     }
     pthread_mutex_unlock(&g_tab_mu);
     return c;
+}
+
+/* The implementation the shape runs with: the one this process first ran
+ * it with, so that a plan's runs stay bit-identical when a measurement
+ * later finds the other faster (that choice is in the table and the
+ * choices file, for the next process); `choice` the first time. */
+static int pin_choice(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice) {
+    pthread_mutex_lock(&g_tab_mu);
+    if ((g_tab_count + 1) * 2 <= g_tab_cap || tab_grow_locked() == 0) {
+        choice_ent *e = tab_slot(dk, ta, tb, m, n, k);
+        if (!e->used) {
+            tab_set_locked(dk, ta, tb, m, n, k, CG_GEMM_CHOICE_NONE);
+            e = tab_slot(dk, ta, tb, m, n, k);
+        }
+        if (e->used && !e->live) e->live = choice;
+        if (e->used) choice = e->live;
+    }
+    pthread_mutex_unlock(&g_tab_mu);
+    return choice;
+}
+
+/* CLBlast failed on a shape: own kernels from now on, whatever ran before. */
+static void unpin_clblast(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k) {
+    pthread_mutex_lock(&g_tab_mu);
+    if (g_tab_cap) {
+        choice_ent *e = tab_slot(dk, ta, tb, m, n, k);
+        if (e->used) e->live = CG_GEMM_CHOICE_OWN;
+    }
+    pthread_mutex_unlock(&g_tab_mu);
 }
 
 static void set_choice(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice) {
@@ -1104,6 +1137,7 @@ cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int6
     } else if (choice == CHOICE_MEASURING || choice == CHOICE_PENDING) {
         choice = CG_GEMM_CHOICE_OWN; /* being timed by another thread, or not yet due */
     }
+    choice = pin_choice(g->dk, ta, tb, m, n, k, choice);
     if (choice == CG_GEMM_CHOICE_CLBLAST) {
         s = run_clblast(d, &x, &code);
         if (s == CG_OK) return CG_OK;
@@ -1114,6 +1148,7 @@ cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int6
         st_clblast_fail++;
         clFinish(cg_cl_queue(d));
         set_choice(g->dk, ta, tb, m, n, k, CG_GEMM_CHOICE_OWN);
+        unpin_clblast(g->dk, ta, tb, m, n, k);
         append_line(g->dk, ta, tb, m, n, k, CG_GEMM_CHOICE_OWN, "-1", clb_txt);
     }
     return run_own(d, g, &x);

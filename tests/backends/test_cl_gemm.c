@@ -441,6 +441,23 @@ START_TEST(test_measure_after) {
     ck_assert_uint_gt(s2.clblast_calls, s1.clblast_calls);
     ck_assert_int_ne(cg_cl_gemm_test_choice(g_dev, 1, 0, 6, 7, 8), CG_GEMM_CHOICE_NONE);
     ck_assert(find_line("1 0 6 7 8", line, sizeof line));
+    /* whatever the measurement chose, this process keeps the own kernels it
+     * ran the shape with (bit-identical runs); a new process obeys the line */
+    cg_cl_gemm_stats s4, s5;
+    cg_cl_gemm_stats_get(&s4);
+    check_case(1, 0, 6, 7, 8, 1.0f, 0.0f, 0, CG_GEMM_AUTO);
+    cg_cl_gemm_stats_get(&s5);
+    ck_assert_uint_eq(s5.own_calls, s4.own_calls + 1);
+    ck_assert_uint_eq(s5.clblast_calls, s4.clblast_calls);
+    const int chosen = cg_cl_gemm_test_choice(g_dev, 1, 0, 6, 7, 8);
+    cg_cl_gemm_test_forget();
+    cg_cl_gemm_stats_get(&s4);
+    check_case(1, 0, 6, 7, 8, 1.0f, 0.0f, 0, CG_GEMM_AUTO);
+    cg_cl_gemm_stats_get(&s5);
+    ck_assert_uint_eq(s5.measurements, s4.measurements);
+    ck_assert_uint_eq(s5.clblast_calls, s4.clblast_calls + (chosen == CG_GEMM_CHOICE_CLBLAST));
+    ck_assert_uint_eq(s5.own_calls, s4.own_calls + (chosen == CG_GEMM_CHOICE_OWN));
+    cg_cl_gemm_stats_get(&s2);
 
     /* GEMV shapes, both ways, and A B^T: own kernels every time, no line
      * (A B^T is timed on other devices, where the tiled GEMM runs it). */

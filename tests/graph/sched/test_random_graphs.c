@@ -8,7 +8,9 @@
  * every device and placement must agree with the CPU-only plan within
  * float tolerance. The graphs come from a seeded generator, so a failure
  * names its seed and prints the graph text. CG_RANDOM_GRAPHS sets how many
- * (default 40). Never forks (PoCL). */
+ * (default 40); CG_RANDOM_COLD=1 starts from empty kernel caches (the
+ * portability suite runs it both ways on every OpenCL implementation).
+ * Never forks (PoCL). */
 #include <check.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "clgraph/clgraph.h"
 #include "test_util.h"
@@ -251,13 +254,13 @@ static void check_plan(cg_model *m, const gen *g, uint64_t seed, const char *dev
     const char *what = place && *place ? place : device;
     ck_assert_msg(run_batch(p, 3, seed, g->n_out, r1) == CG_OK, "seed %llu on %s: %s\n%s", (unsigned long long)seed,
                   what, cg_last_error(), g->text);
-    ck_assert_msg(run_batch(p, 3, seed, g->n_out, r2) == CG_OK, "seed %llu: %s", (unsigned long long)seed,
-                  cg_last_error());
-    ck_assert_msg(run_batch(p, 5, seed, g->n_out, r3) == CG_OK, "seed %llu: %s", (unsigned long long)seed,
-                  cg_last_error());
+    ck_assert_msg(run_batch(p, 3, seed, g->n_out, r2) == CG_OK, "seed %llu on %s: %s\n%s", (unsigned long long)seed,
+                  what, cg_last_error(), g->text);
+    ck_assert_msg(run_batch(p, 5, seed, g->n_out, r3) == CG_OK, "seed %llu on %s: %s\n%s", (unsigned long long)seed,
+                  what, cg_last_error(), g->text);
     free_outs(r3, g->n_out);
-    ck_assert_msg(run_batch(p, 3, seed, g->n_out, r3) == CG_OK, "seed %llu: %s", (unsigned long long)seed,
-                  cg_last_error());
+    ck_assert_msg(run_batch(p, 3, seed, g->n_out, r3) == CG_OK, "seed %llu on %s: %s\n%s", (unsigned long long)seed,
+                  what, cg_last_error(), g->text);
     for (int k = 0; k < g->n_out; k++) {
         ck_assert_msg(same_bits(r1[k], r2[k]) && same_bits(r1[k], r3[k]),
                       "seed %llu on %s: output %s differs between runs of one plan\n%s", (unsigned long long)seed,
@@ -322,7 +325,33 @@ START_TEST(random_graphs_agree_and_repeat) {
 }
 END_TEST
 
+/* CG_RANDOM_COLD=1: fresh, empty program caches (clgraph's, PoCL's,
+ * Mesa's) for this process, so every kernel is compiled while the plans
+ * run; removed at exit. */
+static char cold_dir[256];
+
+static void cold_caches(void) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(cold_dir, sizeof cold_dir, "%s/cg_cold_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(cold_dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    static const char *vars[][2] = {{"CLGRAPH_CACHE_DIR", "clgraph"}, {"POCL_CACHE_DIR", "pocl"},
+                                    {"XDG_CACHE_HOME", "xdg"}, {"MESA_SHADER_CACHE_DIR", "mesa"}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        char d[400];
+        snprintf(d, sizeof d, "%s/%s", cold_dir, vars[i][1]);
+        if (mkdir(d, 0755) != 0 || setenv(vars[i][0], d, 1) != 0) {
+            perror(d);
+            exit(1);
+        }
+    }
+}
+
 int main(void) {
+    const char *cold = getenv("CG_RANDOM_COLD");
+    if (cold && *cold && strcmp(cold, "0")) cold_caches();
     if (cg_context_create(&ctx) != CG_OK) {
         fprintf(stderr, "%s\n", cg_last_error());
         return 1;
@@ -334,5 +363,9 @@ int main(void) {
     suite_add_tcase(s, tc);
     int rc = tu_run_suite(s, 1);
     cg_context_free(ctx);
+    if (cold_dir[0]) {
+        snprintf(tu_dir, sizeof tu_dir, "%s", cold_dir);
+        tu_teardown_dir();
+    }
     return rc;
 }
