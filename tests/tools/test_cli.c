@@ -543,10 +543,11 @@ START_TEST(plan_and_placement) {
     example("expected_s0.npy", b);
     ck_assert_double_le(max_diff(a, b), 1e-5);
 
-    /* Bad rules: one line, exit 1. */
+    /* A malformed rule is a command-line mistake (exit 2), an unknown
+     * device a failure (exit 1); one line each. */
     const char *r2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--place", "foo", NULL};
-    ck_assert_int_eq(tu_run_cli(r2, NULL, NULL), 1);
-    const char *n2[] = {"placement rule 'foo' is not PATTERN=DEVICE", NULL};
+    ck_assert_int_eq(tu_run_cli(r2, NULL, NULL), 2);
+    const char *n2[] = {"--place takes PATTERN=DEVICE rules", "'foo'", NULL};
     tu_assert_one_line(n2);
     const char *r3[] = {"plan", model, "--weights", w, "--bind", "B=1,S=2", "--place", "bridge=opencl:9", NULL};
     ck_assert_int_eq(tu_run_cli(r3, NULL, NULL), 1);

@@ -63,6 +63,12 @@ cg_dtype cli_weight_type(const char *v);
  * usage error (CLI_USAGE) otherwise. */
 int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out);
 
+/* --place RULES is PATTERN=DEVICE[,PATTERN=DEVICE...] with neither side
+ * empty: CLI_OK, else CLI_USAGE with one line on stderr (a malformed rule
+ * is a command-line mistake; an unknown device is found when the plan is
+ * made). */
+int cli_check_place(const char *cmd, const char *rules);
+
 /* 1 when path names an ONNX model (.onnx). */
 int cli_is_onnx(const char *path);
 

@@ -65,7 +65,10 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
                 fprintf(stderr, "clgraph %s: --repeat takes a count from 1 to 1000000, got '%s'\n", cmd, val);
                 return CLI_USAGE;
             }
-        } else if (!strcmp(key, "place")) o->place = val;
+        } else if (!strcmp(key, "place")) {
+            if (cli_check_place(cmd, val)) return CLI_USAGE;
+            o->place = val;
+        }
         else if (!strcmp(key, "bind")) o->bind = val;
         else if (!strcmp(key, "dot")) o->dot = val;
         else if (!strcmp(key, "profile")) o->profile = val;
@@ -135,6 +138,19 @@ int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out) {
     if (*out) return CLI_OK;
     fprintf(stderr, "clgraph %s: --weights-dtype takes f32, bf16, f16 or int8, got '%s'\n", cmd, v);
     return CLI_USAGE;
+}
+
+int cli_check_place(const char *cmd, const char *rules) {
+    for (const char *r = rules;; r++) {
+        size_t n = strcspn(r, ","), eq = strcspn(r, "=");
+        if (n == 0 || eq == 0 || eq + 1 >= n) {
+            fprintf(stderr, "clgraph %s: --place takes PATTERN=DEVICE rules separated by commas "
+                            "(e.g. 'decoder=opencl:1,*attn*=cpu'), got '%s'\n", cmd, rules);
+            return CLI_USAGE;
+        }
+        r += n;
+        if (!*r) return CLI_OK;
+    }
 }
 
 int cli_is_onnx(const char *path) {

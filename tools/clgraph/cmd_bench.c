@@ -81,8 +81,10 @@ static int parse_args(int argc, char **argv, bargs *a) {
             fprintf(stderr, "clgraph %s: option '%s' needs a value (try 'clgraph --help')\n", cmd, o);
             return CLI_USAGE;
         } else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--place")) a->place = v;
-        else if (!strcmp(o, "--profile")) a->profile = v;
+        else if (!strcmp(o, "--place")) {
+            if (cli_check_place("bench", v)) return CLI_USAGE;
+            a->place = v;
+        } else if (!strcmp(o, "--profile")) a->profile = v;
         else if (!strcmp(o, "--weights-dtype")) {
             rc = cli_weights_dtype(cmd, v, &a->weights_dtype);
             a->weights_dtype_arg = v;

@@ -51,8 +51,10 @@ static int parse_args(int argc, char **argv, fargs *a) {
             return CLI_USAGE;
         }
         if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--place")) a->place = v;
-        else if (!strcmp(o, "--attention")) a->attention = v;
+        else if (!strcmp(o, "--place")) {
+            if (cli_check_place("forecast", v)) return CLI_USAGE;
+            a->place = v;
+        } else if (!strcmp(o, "--attention")) a->attention = v;
         else if (!strcmp(o, "--plot")) a->plot = v;
         else if (!strcmp(o, "--horizon")) rc = parse_int(o, v, 1, 1000000, &a->horizon);
         else if (!strcmp(o, "--history")) rc = parse_int(o, v, 1, 1 << 30, &a->history);

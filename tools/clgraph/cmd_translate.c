@@ -56,8 +56,10 @@ static int parse_args(int argc, char **argv, targs *a) {
             fprintf(stderr, "clgraph translate: option '%s' needs a value (try 'clgraph --help')\n", o);
             return CLI_USAGE;
         } else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--place")) a->place = v;
-        else if (!strcmp(o, "--attention")) a->attention = v;
+        else if (!strcmp(o, "--place")) {
+            if (cli_check_place("translate", v)) return CLI_USAGE;
+            a->place = v;
+        } else if (!strcmp(o, "--attention")) a->attention = v;
         else if (!strcmp(o, "--profile")) a->profile = v;
         else if (!strcmp(o, "--weights-dtype")) rc = cli_weights_dtype("translate", v, &a->weights_dtype);
         else if (!strcmp(o, "--beam")) {
