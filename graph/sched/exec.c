@@ -422,12 +422,10 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
     cg_tensor **outs = made ? r.outs : (cg_tensor **)given;
     if (!st) st = output_tensors(p, in, n_outputs, outs, made != NULL, &stats);
     if (!st) st = execute(p, in, r.by_pos, outs, &stats);
-    if (!st && snap) {
-        /* the check's runs leave the plan's statistics as this run's */
-        stats.run_ms = now_ms() - t_start;
-        finish_stats(p, &stats, &c0);
-        st = cg_repeat_check(p, r.by_pos, snap, outs);
-    }
+    /* before the repeat check, whose runs leave the statistics as this run's */
+    stats.run_ms = now_ms() - t_start;
+    finish_stats(p, &stats, &c0);
+    if (!st && snap) st = cg_repeat_check(p, r.by_pos, snap, outs);
     for (int k = 0; snap && k < g->n_inputs; k++) cg_tensor_free(snap[k]);
     if (st && in) /* a failed run may have left a kept input's copy half written */
         for (int si = 0; si < in->n_steps; si++) in->steps[si].kept_stamp = 0;
@@ -437,10 +435,6 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
         made[k] = st || !r.outs ? NULL : r.outs[k];
     }
     arrays_free(&r);
-    if (!snap) {
-        stats.run_ms = now_ms() - t_start;
-        finish_stats(p, &stats, &c0);
-    }
     free(snap);
     return st;
 }
