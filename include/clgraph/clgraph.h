@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "clgraph/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,11 +48,6 @@ extern "C" {
 #define CG_API
 #endif
 
-/** Library version. */
-#define CG_VERSION_MAJOR 0
-#define CG_VERSION_MINOR 1
-#define CG_VERSION_PATCH 0
-#define CG_VERSION_STRING "0.1.0"
 
 /** Result of every fallible call. */
 typedef enum cg_status {
@@ -89,7 +85,7 @@ CG_API const char *cg_last_error(void);
 /** Name of a status code, e.g. "CG_ERR_PARSE". */
 CG_API const char *cg_status_name(cg_status s);
 
-/** The library version string, e.g. "0.1.0". */
+/** The library version string, CG_VERSION_STRING of the built library (e.g. "0.2.0"). */
 CG_API const char *cg_version(void);
 
 /**

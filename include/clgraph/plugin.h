@@ -1,5 +1,5 @@
 /*
- * clgraph operator plugin ABI, version 1.2.
+ * clgraph operator plugin ABI, version 1.3.
  *
  * A plugin is a shared library that exports exactly one entry symbol,
  * `cg_plugin_entry` (see CG_PLUGIN_ENTRY_SYMBOL), returning a static
