@@ -340,6 +340,23 @@ static cg_op_status seq_cl_weight(const cg_kernel_args *a, int i, size_t *wide, 
     return CG_OP_OK;
 }
 
+/* A sequence of length 0: nothing runs, the final states are zero. */
+static cg_op_status seq_cl_zero_states(const cg_kernel_args *a, const seq_dims *s) {
+    const cg_op_call *call = a->call;
+    cl_kernel z = call->host->cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
+    if (!z) return CG_OP_ERROR;
+    const cl_long n = (cl_long)(s->L * s->D * s->B * s->H), off = 0;
+    const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, z, 128, 0), n, 1);
+    for (int i = 1; i < call->n_outputs; i++) {
+        cl_mem m = a->out[i];
+        const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(m), CG_OPS_CL_ARG(off)};
+        if (cg_ops_cl_args(a, z, "rnn_zero", 0, CG_OPS_CL_N_ARGS(args), args) ||
+            cg_ops_cl_launch_1d(a, z, "rnn_zero", n, local))
+            return CG_OP_ERROR;
+    }
+    return CG_OP_OK;
+}
+
 static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     const cg_op_call *call = a->call;
     const cg_host_api *host = call->host;
@@ -355,22 +372,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     const int has_h = call->n_outputs > 1, has_c = call->n_outputs > 2;
     if (cg_ops_cl_check_range(a, 1, B, 0, S)) return CG_OP_ERROR;
 
-    if (S == 0) {
-        /* Nothing runs: the final states are zero. */
-        cl_kernel z = host->cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
-        if (!z) return CG_OP_ERROR;
-        const cl_long n = (cl_long)(s.L * s.D * B * H), off = 0;
-        const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, z, 128, 0), n, 1);
-        for (int i = 1; i < call->n_outputs; i++) {
-            cl_mem m = a->out[i];
-            const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(m),
-                                                CG_OPS_CL_ARG(off)};
-            if (cg_ops_cl_args(a, z, "rnn_zero", 0, CG_OPS_CL_N_ARGS(args), args) ||
-                cg_ops_cl_launch_1d(a, z, "rnn_zero", n, local))
-                return CG_OP_ERROR;
-        }
-        return CG_OP_OK;
-    }
+    if (S == 0) return seq_cl_zero_states(a, &s);
     cl_kernel k = host->cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
     /* Work-groups of up to 128 work-items, no wider than a launch needs. */

@@ -474,78 +474,96 @@ static cg_tensor *fold_range(onnx_imp *im) {
     return o;
 }
 
-static cg_tensor *fold_one(onnx_imp *im, const char *op) {
-    const cg_tensor *a = kin(im, 0), *b = kin(im, 1);
-    int ndim, na;
-    int64_t dims[CG_MAX_DIMS], axes[CG_MAX_DIMS];
-    if (!strcmp(op, "Shape")) {
-        onnx_val *v = onnx_in(im, 0);
-        if (!concrete(v)) return NULL;
-        int r = v->desc.ndim;
-        int64_t s = onnx_attr_int(im, "start", 0), e = onnx_attr_int(im, "end", r);
-        if (s < 0) s += r;
-        if (e < 0) e += r;
-        s = s < 0 ? 0 : s > r ? r : s;
-        e = e < 0 ? 0 : e > r ? r : e;
-        return ints_tensor(e > s ? (int)(e - s) : 0, v->desc.dims + s);
-    }
+/* Shape (with start and end) and Size of a value of concrete shape. */
+static cg_tensor *fold_shape_of(onnx_imp *im, const char *op) {
+    onnx_val *v = onnx_in(im, 0);
+    if (!concrete(v)) return NULL;
     if (!strcmp(op, "Size")) {
-        onnx_val *v = onnx_in(im, 0);
-        if (!concrete(v)) return NULL;
         int64_t n = cg_shape_numel(v->desc.ndim, v->desc.dims);
         cg_tensor *t = new_t(CG_I64, 0, NULL);
         if (t) ((int64_t *)t->data)[0] = n;
         return t;
     }
-    if (!strcmp(op, "ConstantOfShape")) return fold_constant_of_shape(im);
-    if (!strcmp(op, "Range")) return fold_range(im);
-    if (!all_known(im)) return NULL;
-    if (!strcmp(op, "Identity")) return a ? reshaped(a, a->ndim, a->dims) : NULL;
-    if (!strcmp(op, "Cast")) {
+    int r = v->desc.ndim;
+    int64_t s = onnx_attr_int(im, "start", 0), e = onnx_attr_int(im, "end", r);
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = s < 0 ? 0 : s > r ? r : s;
+    e = e < 0 ? 0 : e > r ? r : e;
+    return ints_tensor(e > s ? (int)(e - s) : 0, v->desc.dims + s);
+}
+
+/* Slice: starts, ends and axes as attributes before opset 10, inputs since. */
+static cg_tensor *fold_slice(onnx_imp *im, const cg_tensor *a, const cg_tensor *b) {
+    if (im->opset >= 10) return a && b && kin(im, 2) ? slice(a, b, kin(im, 2), kin(im, 3), kin(im, 4)) : NULL;
+    int ns, ne, nx;
+    const int64_t *s = onnx_attr_ints(im, "starts", &ns), *e = onnx_attr_ints(im, "ends", &ne),
+                  *x = onnx_attr_ints(im, "axes", &nx);
+    if (!a || !s || !e || ns != ne || (x && nx != ns)) return NULL;
+    cg_tensor *ts = ints_tensor(ns, s), *te = ints_tensor(ne, e), *tx = x ? ints_tensor(nx, x) : NULL;
+    cg_tensor *o = ts && te && (tx || !x) ? slice(a, ts, te, tx, NULL) : NULL;
+    cg_tensor_free(ts);
+    cg_tensor_free(te);
+    cg_tensor_free(tx);
+    return o;
+}
+
+/* The ops that move or retype elements. Returns 0 when op is none of them;
+ * otherwise 1, with *o the folded value or NULL when it cannot fold. */
+static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const cg_tensor *b, cg_tensor **o) {
+    int ndim, na;
+    int64_t dims[CG_MAX_DIMS], axes[CG_MAX_DIMS];
+    *o = NULL;
+    if (!strcmp(op, "Identity")) {
+        if (a) *o = reshaped(a, a->ndim, a->dims);
+    } else if (!strcmp(op, "Cast")) {
         const Onnx__AttributeProto *to = onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
         cg_dtype dt = to && to->has_i ? cg_onnx_dtype((int32_t)to->i) : (cg_dtype)0;
-        return a && dt ? cast(a, dt) : NULL;
-    }
-    if (!strcmp(op, "Reshape"))
-        return a && b && reshape_dims(a, b, (int)onnx_attr_int(im, "allowzero", 0), &ndim, dims)
-                   ? reshaped(a, ndim, dims)
-                   : NULL;
-    if (!strcmp(op, "Flatten")) {
-        if (!a) return NULL;
-        int ax = norm_axis(onnx_attr_int(im, "axis", 1), a->ndim + 1);
-        if (ax < 0) return NULL;
-        int64_t d2[2] = {cg_shape_numel(ax, a->dims), cg_shape_numel(a->ndim - ax, a->dims + ax)};
-        return reshaped(a, 2, d2);
-    }
-    if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {
-        int un = op[0] == 'U';
-        return a && axes_of(im, 1, axes, &na) && squeeze_dims(a, axes, na, un, &ndim, dims) ? reshaped(a, ndim, dims)
-                                                                                              : NULL;
-    }
-    if (!strcmp(op, "Concat")) {
+        if (a && dt) *o = cast(a, dt);
+    } else if (!strcmp(op, "Reshape")) {
+        if (a && b && reshape_dims(a, b, (int)onnx_attr_int(im, "allowzero", 0), &ndim, dims))
+            *o = reshaped(a, ndim, dims);
+    } else if (!strcmp(op, "Flatten")) {
+        int ax = a ? norm_axis(onnx_attr_int(im, "axis", 1), a->ndim + 1) : -1;
+        int64_t d2[2] = {ax < 0 ? 0 : cg_shape_numel(ax, a->dims), ax < 0 ? 0 : cg_shape_numel(a->ndim - ax, a->dims + ax)};
+        if (ax >= 0) *o = reshaped(a, 2, d2);
+    } else if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {
+        if (a && axes_of(im, 1, axes, &na) && squeeze_dims(a, axes, na, op[0] == 'U', &ndim, dims))
+            *o = reshaped(a, ndim, dims);
+    } else if (!strcmp(op, "Concat")) {
         const Onnx__NodeProto *n = im->node;
         const cg_tensor *xs[ONNX_MAX_IO];
-        if (n->n_input > ONNX_MAX_IO) return NULL;
+        if (n->n_input > ONNX_MAX_IO) return 1;
         for (size_t i = 0; i < n->n_input; i++)
-            if (!(xs[i] = kin(im, (int)i))) return NULL;
-        return concat(xs, (int)n->n_input, onnx_attr_int(im, "axis", 0));
+            if (!(xs[i] = kin(im, (int)i))) return 1;
+        *o = concat(xs, (int)n->n_input, onnx_attr_int(im, "axis", 0));
+    } else if (!strcmp(op, "Gather")) {
+        if (a && b) *o = gather(a, b, onnx_attr_int(im, "axis", 0));
+    } else if (!strcmp(op, "Slice")) {
+        *o = fold_slice(im, a, b);
+    } else {
+        return 0;
     }
-    if (!strcmp(op, "Gather")) return a && b ? gather(a, b, onnx_attr_int(im, "axis", 0)) : NULL;
-    if (!strcmp(op, "Slice")) {
-        if (im->opset < 10) {
-            int ns, ne, nx;
-            const int64_t *s = onnx_attr_ints(im, "starts", &ns), *e = onnx_attr_ints(im, "ends", &ne),
-                          *x = onnx_attr_ints(im, "axes", &nx);
-            if (!a || !s || !e || ns != ne || (x && nx != ns)) return NULL;
-            cg_tensor *ts = ints_tensor(ns, s), *te = ints_tensor(ne, e), *tx = x ? ints_tensor(nx, x) : NULL;
-            cg_tensor *o = ts && te && (tx || !x) ? slice(a, ts, te, tx, NULL) : NULL;
-            cg_tensor_free(ts);
-            cg_tensor_free(te);
-            cg_tensor_free(tx);
-            return o;
-        }
-        return a && b && kin(im, 2) ? slice(a, b, kin(im, 2), kin(im, 3), kin(im, 4)) : NULL;
-    }
+    return 1;
+}
+
+/* Where: a picks b's element where true, c's where false, broadcast. */
+static cg_tensor *fold_where(const cg_tensor *a, const cg_tensor *b, const cg_tensor *c) {
+    const cg_tensor *xs[3] = {a, b, c};
+    int64_t idx[CG_MAX_DIMS] = {0}, dims[CG_MAX_DIMS];
+    int ndim;
+    if (b->dtype != c->dtype || !bcast_shape(3, xs, &ndim, dims)) return NULL;
+    cg_tensor *o = new_t(b->dtype, ndim, dims);
+    int64_t n = cg_shape_numel(ndim, dims);
+    for (int64_t i = 0; o && i < n; i++, next_index(ndim, dims, idx))
+        get_i(a, bcast_index(a, ndim, idx)) ? copy_el(b, bcast_index(b, ndim, idx), o, i)
+                                             : copy_el(c, bcast_index(c, ndim, idx), o, i);
+    return o;
+}
+
+/* The elementwise ops: binary arithmetic, comparisons and logic, Mod, Neg,
+ * Not, Where. */
+static cg_tensor *fold_arith(onnx_imp *im, const char *op, const cg_tensor *a, const cg_tensor *b) {
     static const struct {
         const char *name;
         bop op;
@@ -571,18 +589,19 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
         for (int64_t i = 0; i < n; i++) ((uint8_t *)o->data)[i] ^= 1;
         return o;
     }
-    if (!strcmp(op, "Where") && a && b && kin(im, 2)) {
-        const cg_tensor *c = kin(im, 2), *xs[3] = {a, b, c};
-        int64_t idx[CG_MAX_DIMS] = {0};
-        if (b->dtype != c->dtype || !bcast_shape(3, xs, &ndim, dims)) return NULL;
-        cg_tensor *o = new_t(b->dtype, ndim, dims);
-        int64_t n = cg_shape_numel(ndim, dims);
-        for (int64_t i = 0; o && i < n; i++, next_index(ndim, dims, idx))
-            get_i(a, bcast_index(a, ndim, idx)) ? copy_el(b, bcast_index(b, ndim, idx), o, i)
-                                                 : copy_el(c, bcast_index(c, ndim, idx), o, i);
-        return o;
-    }
+    if (!strcmp(op, "Where") && a && b && kin(im, 2)) return fold_where(a, b, kin(im, 2));
     return NULL;
+}
+
+static cg_tensor *fold_one(onnx_imp *im, const char *op) {
+    if (!strcmp(op, "Shape") || !strcmp(op, "Size")) return fold_shape_of(im, op);
+    if (!strcmp(op, "ConstantOfShape")) return fold_constant_of_shape(im);
+    if (!strcmp(op, "Range")) return fold_range(im);
+    if (!all_known(im)) return NULL;
+    const cg_tensor *a = kin(im, 0), *b = kin(im, 1);
+    cg_tensor *o;
+    if (fold_layout(im, op, a, b, &o)) return o;
+    return fold_arith(im, op, a, b);
 }
 
 static int fold_constant(onnx_imp *im) {
