@@ -13,14 +13,14 @@
 enum { AR_AXIS, AR_START, AR_DELTA, AR_TO };
 
 static const cg_attr_def arange_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the dim of like whose size is the length; negative counts from the end"},
-    {.struct_size = sizeof(cg_attr_def), .name = "start", .type = CG_ATTR_FLOAT, .default_float = 0,
-     .doc = "the first element (an integer for integer dtypes)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "delta", .type = CG_ATTR_FLOAT, .default_float = 1,
-     .doc = "the step (an integer for integer dtypes)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "to", .type = CG_ATTR_STRING, .default_string = "i64",
-     .doc = "the output dtype: \"i64\", \"i32\" or \"f32\""},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
+     .doc = "the dim of like whose size is the length; negative counts from the end"),
+    CG_ATTR(.name = "start", .type = CG_ATTR_FLOAT, .default_float = 0,
+     .doc = "the first element (an integer for integer dtypes)"),
+    CG_ATTR(.name = "delta", .type = CG_ATTR_FLOAT, .default_float = 1,
+     .doc = "the step (an integer for integer dtypes)"),
+    CG_ATTR(.name = "to", .type = CG_ATTR_STRING, .default_string = "i64",
+     .doc = "the output dtype: \"i64\", \"i32\" or \"f32\""),
 };
 
 static cg_op_status arange_infer(cg_op_call *call) {
@@ -111,15 +111,15 @@ static int32_t arange_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const arange_inputs[] = {"like", NULL};
 static const cg_kernel_def arange_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = arange_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = arange_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = arange_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = arange_cl),
 };
-const cg_op_def cg_op_arange = {
-    .struct_size = sizeof(cg_op_def), .name = "arange",
+const cg_op_def cg_op_arange = CG_OP(
+    .name = "arange",
     .doc = "A 1-D tensor of like.dims[axis] elements: y[i] = start + i * delta, in dtype `to` (i64 "
            "by default; integers wrap, f32 is computed in f32). Only like's dims are read (any "
            "dtype), so the length follows a dynamic dim.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = arange_inputs, .attrs = arange_attrs, .n_attrs = 4, .infer = arange_infer,
-    .kernels = arange_kernels, .n_kernels = 2, .conform_case = arange_conform,
-};
+    .input_names = arange_inputs, CG_ATTRS(arange_attrs), .infer = arange_infer,
+    CG_KERNELS(arange_kernels), .conform_case = arange_conform
+);

@@ -451,18 +451,17 @@ static int32_t attn_score_case(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_attr_def attn_score_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "kind", .type = CG_ATTR_STRING, .required = 1,
-     .doc = "additive, dot, scaled_dot, general or cosine"},
+    CG_ATTR(.name = "kind", .type = CG_ATTR_STRING, .required = 1,
+     .doc = "additive, dot, scaled_dot, general or cosine"),
 };
 static const cg_kernel_def attn_score_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = attn_score_workspace, .run = attn_score_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = attn_score_workspace, .run = attn_score_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = attn_score_workspace, .run = attn_score_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = attn_score_workspace, .run = attn_score_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const attn_score_inputs[] = {"q", "keys", "W", "b_q", "v", NULL};
 
-const cg_op_def cg_op_attn_score = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_attn_score = CG_OP(
     .name = "attn_score",
     .doc = "Attention scores e [B, S] of S keys for one query per batch row "
            "(no masking, no softmax). Attribute kind (required) selects the score "
@@ -478,12 +477,12 @@ const cg_op_def cg_op_attn_score = {
            "outside [0, N) is a run-time error on every device.",
     .min_inputs = 2, .max_inputs = 6, .min_outputs = 1, .max_outputs = 1,
     .input_names = attn_score_inputs,
-    .attrs = attn_score_attrs, .n_attrs = 1,
+    CG_ATTRS(attn_score_attrs),
     .infer = attn_score_infer,
     .decompose = attn_score_decompose,
-    .kernels = attn_score_kernels, .n_kernels = 2,
-    .conform_case = attn_score_conform,
-};
+    CG_KERNELS(attn_score_kernels),
+    .conform_case = attn_score_conform
+);
 
 /* ---- attn_context(a [B, S], values [B, S, K]) -> c [B, K] ---- */
 
@@ -632,14 +631,13 @@ static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call)
 }
 
 static const cg_kernel_def attn_context_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = attn_context_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = attn_context_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = attn_context_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = attn_context_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const attn_context_inputs[] = {"a", "values", "rows", NULL};
 
-const cg_op_def cg_op_attn_context = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_attn_context = CG_OP(
     .name = "attn_context",
     .doc = "Attention context: inputs a [B, S] (the attention weights, e.g. a "
            "masked softmax of attn_score) and values [B, S, K], both f32; output "
@@ -651,6 +649,6 @@ const cg_op_def cg_op_attn_context = {
     .input_names = attn_context_inputs,
     .infer = attn_context_infer,
     .decompose = attn_context_decompose,
-    .kernels = attn_context_kernels, .n_kernels = 2,
-    .conform_case = attn_context_conform,
-};
+    CG_KERNELS(attn_context_kernels),
+    .conform_case = attn_context_conform
+);

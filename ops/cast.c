@@ -16,8 +16,8 @@
 enum { CAST_TO };
 
 static const cg_attr_def cast_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "to", .type = CG_ATTR_STRING, .required = 1,
-     .doc = "target dtype: \"f32\", \"i32\", \"f16\", \"bf16\", \"i8\", \"u8\", \"i64\" or \"bool\""},
+    CG_ATTR(.name = "to", .type = CG_ATTR_STRING, .required = 1,
+     .doc = "target dtype: \"f32\", \"i32\", \"f16\", \"bf16\", \"i8\", \"u8\", \"i64\" or \"bool\""),
 };
 
 static int is_float(cg_op_dtype t) { return t == CG_OP_F32 || t == CG_F16 || t == CG_BF16; }
@@ -149,12 +149,11 @@ static int32_t cast_conform(int32_t i, cg_conform_case *c) {
 static const char *const cast_inputs[] = {"x", NULL};
 
 static const cg_kernel_def cast_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = cast_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = cast_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = cast_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = cast_cl),
 };
 
-const cg_op_def cg_op_cast = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_cast = CG_OP(
     .name = "cast",
     .doc = "Converts x of any dtype to the dtype named by the required string attribute to (f32, i32, f16, "
            "bf16, i8, u8, i64 or bool); the shape is unchanged. Floats to integers truncate toward zero, NaN "
@@ -164,9 +163,9 @@ const cg_op_def cg_op_cast = {
            "on its way to f16 or bf16). The same dtype copies the bits. May run in place.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = cast_inputs,
-    .attrs = cast_attrs, .n_attrs = 1,
+    CG_ATTRS(cast_attrs),
     .infer = cast_infer,
-    .kernels = cast_kernels, .n_kernels = 2,
+    CG_KERNELS(cast_kernels),
     .flags = CG_OP_FLAG_INPLACE0,
-    .conform_case = cast_conform,
-};
+    .conform_case = cast_conform
+);

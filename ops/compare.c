@@ -102,15 +102,15 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
         return case_at(CASES, (int32_t)(sizeof CASES / sizeof CASES[0]), i, c);                      \
     }                                                                                                \
     static const cg_kernel_def NAME##_kernels[] = {                                                  \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = NAME##_cpu},        \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = NAME##_cl},      \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),        \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),      \
     };                                                                                               \
-    const cg_op_def cg_op_##NAME = {                                                                 \
-        .struct_size = sizeof(cg_op_def), .name = #NAME, .doc = DOC,                                 \
+    const cg_op_def cg_op_##NAME = CG_OP(                                                                 \
+        .name = #NAME, .doc = DOC,                                 \
         .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                        \
         .input_names = binary_inputs, .infer = INFER,                                                \
-        .kernels = NAME##_kernels, .n_kernels = 2, .conform_case = NAME##_conform,                   \
-    };
+        CG_KERNELS(NAME##_kernels), .conform_case = NAME##_conform                   \
+    );
 
 #define CMP_OP(NAME, K, WHAT)                                                                        \
     static cg_op_status NAME##_infer(cg_op_call *call) { return cmp_infer(call, #NAME); }           \
@@ -194,16 +194,16 @@ static int32_t not_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const not_inputs[] = {"x", NULL};
 static const cg_kernel_def not_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = not_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = not_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = not_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = not_cl),
 };
-const cg_op_def cg_op_logical_not = {
-    .struct_size = sizeof(cg_op_def), .name = "logical_not",
+const cg_op_def cg_op_logical_not = CG_OP(
+    .name = "logical_not",
     .doc = "Elementwise logical not of bool tensor x (1 where x is 0); the output has x's shape.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = not_inputs, .infer = logic_infer,
-    .kernels = not_kernels, .n_kernels = 2, .conform_case = not_conform,
-};
+    CG_KERNELS(not_kernels), .conform_case = not_conform
+);
 
 /* ------------------------------------------------------------------ */
 /* where                                                               */
@@ -290,14 +290,14 @@ static int32_t where_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const where_inputs[] = {"cond", "x", "y", NULL};
 static const cg_kernel_def where_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = where_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = where_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = where_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = where_cl),
 };
-const cg_op_def cg_op_where = {
-    .struct_size = sizeof(cg_op_def), .name = "where",
+const cg_op_def cg_op_where = CG_OP(
+    .name = "where",
     .doc = "Elementwise choice: x where cond (bool) is true, else y. x and y have the same dtype "
            "(any); the three broadcast against each other with NumPy rules.",
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .input_names = where_inputs, .infer = where_infer,
-    .kernels = where_kernels, .n_kernels = 2, .conform_case = where_conform,
-};
+    CG_KERNELS(where_kernels), .conform_case = where_conform
+);

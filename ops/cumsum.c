@@ -12,12 +12,12 @@
 enum { CS_AXIS, CS_EXCLUSIVE, CS_REVERSE };
 
 static const cg_attr_def cumsum_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the dim summed along; negative counts from the end"},
-    {.struct_size = sizeof(cg_attr_def), .name = "exclusive", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "1: element j holds the sum of the elements before j (the first 0)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "reverse", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "1: sum from the end of the axis toward its start"},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
+     .doc = "the dim summed along; negative counts from the end"),
+    CG_ATTR(.name = "exclusive", .type = CG_ATTR_INT, .default_int = 0,
+     .doc = "1: element j holds the sum of the elements before j (the first 0)"),
+    CG_ATTR(.name = "reverse", .type = CG_ATTR_INT, .default_int = 0,
+     .doc = "1: sum from the end of the axis toward its start"),
 };
 
 /* x viewed as [outer, len, inner] around the axis. */
@@ -130,16 +130,16 @@ static int32_t cumsum_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const cumsum_inputs[] = {"x", NULL};
 static const cg_kernel_def cumsum_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = cumsum_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = cumsum_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = cumsum_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = cumsum_cl),
 };
-const cg_op_def cg_op_cumsum = {
-    .struct_size = sizeof(cg_op_def), .name = "cumsum",
+const cg_op_def cg_op_cumsum = CG_OP(
+    .name = "cumsum",
     .doc = "Running sums of x (f32, i32 or i64) along `axis`: y[..., j, ...] = x[..., 0, ...] + ... + "
            "x[..., j, ...]; exclusive: 1 leaves x[..., j, ...] out (y starts at 0), reverse: 1 sums from "
            "the end. Sums are taken in order along the axis on every device; integers wrap around. y "
            "has x's shape and dtype.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = cumsum_inputs, .attrs = cumsum_attrs, .n_attrs = 3, .infer = cumsum_infer,
-    .kernels = cumsum_kernels, .n_kernels = 2, .conform_case = cumsum_conform,
-};
+    .input_names = cumsum_inputs, CG_ATTRS(cumsum_attrs), .infer = cumsum_infer,
+    CG_KERNELS(cumsum_kernels), .conform_case = cumsum_conform
+);

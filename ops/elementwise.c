@@ -215,19 +215,18 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
         return bin_conform(index, c, RANGE);                                      \
     }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu},                \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl},              \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),              \
     };                                                                            \
-    const cg_op_def cg_op_##NAME = {                                              \
-        .struct_size = sizeof(cg_op_def),                                         \
+    const cg_op_def cg_op_##NAME = CG_OP(                                              \
         .name = #NAME,                                                            \
         .doc = DOC,                                                               \
         .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,     \
         .input_names = binary_inputs,                                             \
         .infer = NAME##_infer,                                                    \
-        .kernels = NAME##_kernels, .n_kernels = 2,                                \
-        .conform_case = NAME##_conform,                                           \
-    };
+        CG_KERNELS(NAME##_kernels),                                \
+        .conform_case = NAME##_conform                                           \
+    );
 
 #define BCAST_DOC                                                                 \
     " a and b broadcast against each other with NumPy rules (shapes are "        \
@@ -382,20 +381,19 @@ static const char *const unary_inputs[] = {"x", NULL};
         return unary_infer(call, #NAME, I32);                                     \
     }                                                                             \
     static const cg_kernel_def NAME##_kernels[] = {                               \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu},                \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl},              \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),              \
     };                                                                            \
-    const cg_op_def cg_op_##NAME = {                                              \
-        .struct_size = sizeof(cg_op_def),                                         \
+    const cg_op_def cg_op_##NAME = CG_OP(                                              \
         .name = #NAME,                                                            \
         .doc = DOC,                                                               \
         .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,     \
         .input_names = unary_inputs,                                              \
         .infer = NAME##_infer,                                                    \
-        .kernels = NAME##_kernels, .n_kernels = 2,                                \
+        CG_KERNELS(NAME##_kernels),                                \
         .flags = CG_OP_FLAG_INPLACE0,                                             \
-        .conform_case = NAME##_conform,                                           \
-    };
+        .conform_case = NAME##_conform                                           \
+    );
 
 UNARY_OP(neg, 1,
          "Elementwise negation -x, f32 or i32 (i32 wraps around: -INT32_MIN is "
@@ -426,10 +424,10 @@ UNARY_OP(relu, 0,
 enum { AFFINE_ALPHA, AFFINE_BETA };
 
 static const cg_attr_def affine_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "alpha", .type = CG_ATTR_FLOAT,
-     .default_float = 1.0, .doc = "scale applied to x (default 1.0)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "beta", .type = CG_ATTR_FLOAT,
-     .default_float = 0.0, .doc = "offset added after scaling (default 0.0)"},
+    CG_ATTR(.name = "alpha", .type = CG_ATTR_FLOAT,
+     .default_float = 1.0, .doc = "scale applied to x (default 1.0)"),
+    CG_ATTR(.name = "beta", .type = CG_ATTR_FLOAT,
+     .default_float = 0.0, .doc = "offset added after scaling (default 0.0)"),
 };
 
 static cg_op_status affine_infer(cg_op_call *call) {
@@ -461,22 +459,21 @@ static int32_t affine_conform(int32_t i, cg_conform_case *c) {
 }
 
 static const cg_kernel_def affine_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = affine_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = affine_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = affine_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = affine_cl),
 };
 
-const cg_op_def cg_op_affine = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_affine = CG_OP(
     .name = "affine",
     .doc = "Elementwise y = alpha * x + beta on an f32 tensor, with scalar float "
            "attributes alpha (default 1.0) and beta (default 0.0), computed in "
            "single precision. Output has x's shape; may run in place.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = unary_inputs,
-    .attrs = affine_attrs, .n_attrs = 2,
+    CG_ATTRS(affine_attrs),
     .infer = affine_infer,
-    .kernels = affine_kernels, .n_kernels = 2,
+    CG_KERNELS(affine_kernels),
     .flags = CG_OP_FLAG_INPLACE0,
-    .conform_case = affine_conform,
-};
+    .conform_case = affine_conform
+);
 

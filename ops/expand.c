@@ -10,9 +10,9 @@
 enum { EXPAND_SHAPE };
 
 static const cg_attr_def expand_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "shape", .type = CG_ATTR_DIMS, .required = 1,
+    CG_ATTR(.name = "shape", .type = CG_ATTR_DIMS, .required = 1,
      .doc = "the dims x is broadcast against (sizes or dim names; a 1 keeps x's dim); the output has "
-     "the broadcast shape"},
+     "the broadcast shape"),
 };
 
 static cg_op_status expand_infer(cg_op_call *call) {
@@ -104,15 +104,15 @@ static int32_t expand_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const expand_inputs[] = {"x", "like", NULL};
 static const cg_kernel_def expand_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = expand_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = expand_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = expand_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = expand_cl),
 };
-const cg_op_def cg_op_expand = {
-    .struct_size = sizeof(cg_op_def), .name = "expand",
+const cg_op_def cg_op_expand = CG_OP(
+    .name = "expand",
     .doc = "x (any dtype) broadcast against the dims of attribute shape, and of each further "
            "input (like, any dtype: only its dims are read), with NumPy rules: the output has the "
            "broadcast shape, each element a copy of the x element it maps to.",
     .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-    .input_names = expand_inputs, .attrs = expand_attrs, .n_attrs = 1, .infer = expand_infer,
-    .kernels = expand_kernels, .n_kernels = 2, .conform_case = expand_conform,
-};
+    .input_names = expand_inputs, CG_ATTRS(expand_attrs), .infer = expand_infer,
+    CG_KERNELS(expand_kernels), .conform_case = expand_conform
+);

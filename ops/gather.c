@@ -121,23 +121,22 @@ static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def embedding_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = embedding_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = embedding_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const embedding_inputs[] = {"weight", "ids", NULL};
 
-const cg_op_def cg_op_embedding = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_embedding = CG_OP(
     .name = "embedding",
     .doc = "Looks up rows of weight [V, E] for integer ids of any shape; "
            "output [..., E]. An id outside [0, V) is a run-time error on every device.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = embedding_inputs,
     .infer = embedding_infer,
-    .kernels = embedding_kernels, .n_kernels = 2,
-    .conform_case = embedding_conform,
-};
+    CG_KERNELS(embedding_kernels),
+    .conform_case = embedding_conform
+);
 
 /* ---- gather_rows(x [N, ...], idx i32[M]) -> [M, ...] ---- */
 
@@ -196,14 +195,13 @@ static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def gather_rows_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = gather_rows_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = gather_rows_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = gather_rows_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = gather_rows_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const gather_rows_inputs[] = {"x", "index", NULL};
 
-const cg_op_def cg_op_gather_rows = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_gather_rows = CG_OP(
     .name = "gather_rows",
     .doc = "Selects rows of x along dim 0 by an i32 index vector (beam "
            "reordering): out[i] = x[index[i]]. x of any dtype. An "
@@ -211,6 +209,6 @@ const cg_op_def cg_op_gather_rows = {
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = gather_rows_inputs,
     .infer = gather_rows_infer,
-    .kernels = gather_rows_kernels, .n_kernels = 2,
-    .conform_case = gather_rows_conform,
-};
+    CG_KERNELS(gather_rows_kernels),
+    .conform_case = gather_rows_conform
+);

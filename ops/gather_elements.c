@@ -13,8 +13,8 @@
 enum { GE_AXIS };
 
 static const cg_attr_def ge_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the axis the index selects along; negative counts from the end"},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
+     .doc = "the axis the index selects along; negative counts from the end"),
 };
 
 static cg_op_status ge_infer(cg_op_call *call) {
@@ -133,16 +133,16 @@ static int32_t ge_conform(int32_t index, cg_conform_case *c) {
 
 static const char *const ge_inputs[] = {"x", "index", NULL};
 static const cg_kernel_def ge_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = ge_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = ge_cl, .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = ge_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = ge_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
-const cg_op_def cg_op_gather_elements = {
-    .struct_size = sizeof(cg_op_def), .name = "gather_elements",
+const cg_op_def cg_op_gather_elements = CG_OP(
+    .name = "gather_elements",
     .doc = "out[i0, .., ia, ..] = x[i0, .., index[i0, .., ia, ..], ..] along axis (ONNX GatherElements, "
            "torch.gather): x of any dtype, index i64 of x's rank and no larger in the other dims; "
            "the output has index's shape and x's dtype. Indices in [-len, len) (negative count from the "
            "end); one outside is a run-time error on every device.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = ge_inputs, .attrs = ge_attrs, .n_attrs = 1, .infer = ge_infer,
-    .kernels = ge_kernels, .n_kernels = 2, .conform_case = ge_conform,
-};
+    .input_names = ge_inputs, CG_ATTRS(ge_attrs), .infer = ge_infer,
+    CG_KERNELS(ge_kernels), .conform_case = ge_conform
+);

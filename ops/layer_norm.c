@@ -12,10 +12,10 @@
 enum { LN_AXIS, LN_EPSILON };
 
 static const cg_attr_def layer_norm_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .default_int = -1,
-     .doc = "the first normalized dim: dims axis.. form each row (negative counts from the end)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "epsilon", .type = CG_ATTR_FLOAT, .default_float = 1e-5,
-     .doc = "added to the variance before the square root (>= 0)"},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = -1,
+     .doc = "the first normalized dim: dims axis.. form each row (negative counts from the end)"),
+    CG_ATTR(.name = "epsilon", .type = CG_ATTR_FLOAT, .default_float = 1e-5,
+     .doc = "added to the variance before the square root (>= 0)"),
 };
 
 /* Rows and their length N for x split at axis. */
@@ -150,16 +150,16 @@ static int32_t layer_norm_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const layer_norm_inputs[] = {"x", "gamma", "beta", NULL};
 static const cg_kernel_def layer_norm_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = layer_norm_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = layer_norm_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = layer_norm_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = layer_norm_cl),
 };
-const cg_op_def cg_op_layer_norm = {
-    .struct_size = sizeof(cg_op_def), .name = "layer_norm",
+const cg_op_def cg_op_layer_norm = CG_OP(
+    .name = "layer_norm",
     .doc = "Layer normalization of f32 x over its dims from `axis` on (each row of N elements): "
            "y = (x - mean) / sqrt(var + epsilon) * gamma + beta with the biased variance, "
            "gamma and beta (optional, each of N elements) as in torch.nn.LayerNorm and ONNX "
            "LayerNormalization. The output has x's shape.",
     .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .input_names = layer_norm_inputs, .attrs = layer_norm_attrs, .n_attrs = 2, .infer = layer_norm_infer,
-    .kernels = layer_norm_kernels, .n_kernels = 2, .conform_case = layer_norm_conform,
-};
+    .input_names = layer_norm_inputs, CG_ATTRS(layer_norm_attrs), .infer = layer_norm_infer,
+    CG_KERNELS(layer_norm_kernels), .conform_case = layer_norm_conform
+);

@@ -277,32 +277,31 @@ static int32_t local_gaussian_conform(int32_t index, cg_conform_case *c) {
 /* ---- definitions ---- */
 
 static const cg_attr_def window_mask_attrs[] = {
-    [LA_D] = {.struct_size = sizeof(cg_attr_def), .name = "D", .type = CG_ATTR_INT,
+    [LA_D] = CG_ATTR(.name = "D", .type = CG_ATTR_INT,
               .required = 1,
               .doc = "half-width of the window: key i is inside when |i - center| <= D "
-                     "(0 <= D <= 2147483647)"},
+                     "(0 <= D <= 2147483647)"),
 };
 static const cg_attr_def local_gaussian_attrs[] = {
-    [LA_D] = {.struct_size = sizeof(cg_attr_def), .name = "D", .type = CG_ATTR_INT,
+    [LA_D] = CG_ATTR(.name = "D", .type = CG_ATTR_INT,
               .required = 1,
               .doc = "window half-width; the Gaussian's sigma is D / 2 (D >= 1: D = 0 would "
-                     "divide by zero)"},
+                     "divide by zero)"),
 };
 
 static const cg_kernel_def window_mask_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = window_mask_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = window_mask_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = window_mask_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = window_mask_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const cg_kernel_def local_gaussian_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = local_gaussian_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = local_gaussian_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = local_gaussian_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = local_gaussian_cl),
 };
 static const char *const window_mask_inputs[] = {"lengths", "center", "like", NULL};
 static const char *const local_gaussian_inputs[] = {"a", "center", NULL};
 
-const cg_op_def cg_op_window_mask = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_window_mask = CG_OP(
     .name = "window_mask",
     .doc = "Mask of the keys of a local-attention window (seq2seq spec, local "
            "attention): for i32 lengths [B], f32 center [B] and a tensor like [B, S, "
@@ -318,14 +317,13 @@ const cg_op_def cg_op_window_mask = {
            "that flushes denormal floats, a denormal center counts as 0).",
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .input_names = window_mask_inputs,
-    .attrs = window_mask_attrs, .n_attrs = 1,
+    CG_ATTRS(window_mask_attrs),
     .infer = window_mask_infer,
-    .kernels = window_mask_kernels, .n_kernels = 2,
-    .conform_case = window_mask_conform,
-};
+    CG_KERNELS(window_mask_kernels),
+    .conform_case = window_mask_conform
+);
 
-const cg_op_def cg_op_local_gaussian = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_local_gaussian = CG_OP(
     .name = "local_gaussian",
     .doc = "Gaussian weighting of predictive local attention (seq2seq spec): for "
            "f32 weights a [B, S] and f32 center [B], output f32 [B, S] with out[b, "
@@ -339,9 +337,9 @@ const cg_op_def cg_op_local_gaussian = {
            "buffer.",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = local_gaussian_inputs,
-    .attrs = local_gaussian_attrs, .n_attrs = 1,
+    CG_ATTRS(local_gaussian_attrs),
     .infer = local_gaussian_infer,
-    .kernels = local_gaussian_kernels, .n_kernels = 2,
+    CG_KERNELS(local_gaussian_kernels),
     .flags = CG_OP_FLAG_INPLACE0,
-    .conform_case = local_gaussian_conform,
-};
+    .conform_case = local_gaussian_conform
+);

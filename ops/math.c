@@ -77,7 +77,7 @@ static const char *const math_inputs[] = {"x", NULL};
 static const char *const no_attrs[] = {NULL};
 
 #define ATTR(NAME, DEF, DOC) \
-    {.struct_size = sizeof(cg_attr_def), .name = NAME, .type = CG_ATTR_FLOAT, .default_float = DEF, .doc = DOC}
+    CG_ATTR(.name = NAME, .type = CG_ATTR_FLOAT, .default_float = DEF, .doc = DOC)
 
 static const cg_attr_def elu_attrs[] = {ATTR("alpha", 1.0, "scale of the negative part (default 1.0)")};
 static const cg_attr_def leaky_attrs[] = {ATTR("alpha", 0.01, "slope for x < 0 (default 0.01)")};
@@ -97,21 +97,20 @@ static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max:
     static cg_op_status NAME##_cl(const cg_kernel_args *a) { return math_cl(a, "mu_" #NAME, N_ATTRS); } \
     static int32_t NAME##_case(int32_t i, cg_conform_case *c) { return math_case(i, c, LO, HI, SETS, N_SETS); } \
     static const cg_kernel_def NAME##_kernels[] = {                                               \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = NAME##_cpu},       \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = NAME##_cl},     \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),       \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),     \
     };                                                                                            \
-    const cg_op_def cg_op_##NAME = {                                                              \
-        .struct_size = sizeof(cg_op_def),                                                         \
+    const cg_op_def cg_op_##NAME = CG_OP(                                                              \
         .name = #NAME,                                                                            \
         .doc = DOC,                                                                               \
         .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
         .input_names = math_inputs,                                                               \
         .attrs = ATTRS, .n_attrs = N_ATTRS,                                                       \
         .infer = math_infer,                                                                      \
-        .kernels = NAME##_kernels, .n_kernels = 2,                                                \
+        CG_KERNELS(NAME##_kernels),                                                \
         .flags = CG_OP_FLAG_INPLACE0,                                                             \
-        .conform_case = NAME##_case,                                                              \
-    };
+        .conform_case = NAME##_case                                                              \
+    );
 
 #define SAME " of an f32 tensor; output has x's shape, may run in place."
 MATH_OP(abs, NULL, 0, -5, 5, no_attrs, 1, "Elementwise |x|" SAME)

@@ -54,10 +54,10 @@ static cg_op_status fill_cl(const cg_kernel_args *a, cl_mem y, cl_mem b, int64_t
 enum { MATMUL_TRANSPOSE_A, MATMUL_TRANSPOSE_B };
 
 static const cg_attr_def matmul_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "transpose_a", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: a's last two dims are [K, M] (use a^T)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "transpose_b", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: b's last two dims are [N, K] (use b^T)"},
+    CG_ATTR(.name = "transpose_a", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: a's last two dims are [K, M] (use a^T)"),
+    CG_ATTR(.name = "transpose_b", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: b's last two dims are [N, K] (use b^T)"),
 };
 
 static cg_op_status matmul_infer(cg_op_call *call) {
@@ -263,13 +263,12 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
 static int32_t matmul_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def matmul_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = matmul_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = matmul_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = matmul_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = matmul_cl),
 };
 static const char *const matmul_inputs[] = {"a", "b", NULL};
 
-const cg_op_def cg_op_matmul = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_matmul = CG_OP(
     .name = "matmul",
     .doc = "Batched matrix product of f32 tensors. a is [..., M, K] ([..., K, M] "
            "with transpose_a: 1), b is [..., K, N] ([..., N, K] with transpose_b: "
@@ -279,11 +278,11 @@ const cg_op_def cg_op_matmul = {
            "gives zeros. Attributes transpose_a, transpose_b: 0 or 1 (default 0).",
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = matmul_inputs,
-    .attrs = matmul_attrs, .n_attrs = 2,
+    CG_ATTRS(matmul_attrs),
     .infer = matmul_infer,
-    .kernels = matmul_kernels, .n_kernels = 2,
-    .conform_case = matmul_conform,
-};
+    CG_KERNELS(matmul_kernels),
+    .conform_case = matmul_conform
+);
 
 /* ---- linear(x [..., IN], w [OUT, IN], b [OUT]?, w_scale [OUT] if w is i8) -> [..., OUT] ---- */
 
@@ -438,15 +437,14 @@ static cg_op_status linear_create(const cg_kernel_args *a, void **state, size_t 
 static int linear_cl_supports(const cg_kernel_args *a) { return a->call->inputs[1].dtype == CG_OP_F32; }
 
 static const cg_kernel_def linear_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = linear_workspace, .run = linear_cpu,
-     .create = linear_create, .destroy = cg_ops_q8_state_destroy},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl,
-     .supports = linear_cl_supports},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = linear_workspace, .run = linear_cpu,
+     .create = linear_create, .destroy = cg_ops_q8_state_destroy),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl,
+     .supports = linear_cl_supports),
 };
 static const char *const linear_inputs[] = {"x", "w", "b", "w_scale", NULL};
 
-const cg_op_def cg_op_linear = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_linear = CG_OP(
     .name = "linear",
     .doc = "Affine layer like torch.nn.functional.linear: y = x w^T + b for f32 "
            "x [..., IN] (at least 1 dim), weight w [OUT, IN] (f32, or bf16 / f16: "
@@ -462,9 +460,9 @@ const cg_op_def cg_op_linear = {
     .input_names = linear_inputs,
     .infer = linear_infer,
     .decompose = linear_decompose,
-    .kernels = linear_kernels, .n_kernels = 2,
-    .conform_case = linear_conform,
-};
+    CG_KERNELS(linear_kernels),
+    .conform_case = linear_conform
+);
 
 /* ---- conformance cases ---- */
 

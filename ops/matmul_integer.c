@@ -149,11 +149,11 @@ static int32_t mmi_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const mmi_inputs[] = {"a", "b", "a_zero", "b_zero", NULL};
 static const cg_kernel_def mmi_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = mmi_workspace, .run = mmi_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = mmi_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = mmi_workspace, .run = mmi_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = mmi_cl),
 };
-const cg_op_def cg_op_matmul_integer = {
-    .struct_size = sizeof(cg_op_def), .name = "matmul_integer",
+const cg_op_def cg_op_matmul_integer = CG_OP(
+    .name = "matmul_integer",
     .doc = "Product of 8-bit integer matrices with int32 accumulation (ONNX MatMulInteger): y = (a - "
            "a_zero) @ (b - b_zero) for a [..., M, K] and b [K, N], each u8 or i8; the optional zero "
            "points have their operand's dtype and are one value, or one per row of a ([M]) and per "
@@ -161,5 +161,5 @@ const cg_op_def cg_op_matmul_integer = {
            "around as int32.",
     .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
     .input_names = mmi_inputs, .infer = mmi_infer,
-    .kernels = mmi_kernels, .n_kernels = 2, .conform_case = mmi_conform,
-};
+    CG_KERNELS(mmi_kernels), .conform_case = mmi_conform
+);

@@ -38,10 +38,10 @@ static void rd_fill_case(const rd_case *t, double lo, double hi, int n_out, cg_c
 enum { REDUCE_AXES, REDUCE_KEEPDIMS };
 
 static const cg_attr_def reduce_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axes", .type = CG_ATTR_INTS,
-     .doc = "axes to reduce (negative count from the end); empty = all axes"},
-    {.struct_size = sizeof(cg_attr_def), .name = "keepdims", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: keep reduced axes as size 1"},
+    CG_ATTR(.name = "axes", .type = CG_ATTR_INTS,
+     .doc = "axes to reduce (negative count from the end); empty = all axes"),
+    CG_ATTR(.name = "keepdims", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: keep reduced axes as size 1"),
 };
 
 /* The kernels' `kind` argument (reduce.cl) in this order. */
@@ -365,20 +365,19 @@ static const char *const reduce_inputs[] = {"x", NULL};
     static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return reduce_cpu(a, KIND); } \
     static cg_op_status NAME##_cl(const cg_kernel_args *a) { return reduce_cl(a, KIND); } \
     static const cg_kernel_def NAME##_kernels[] = {                                 \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = WS, .run = NAME##_cpu},                    \
-        {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl},                \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = WS, .run = NAME##_cpu),                    \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),                \
     };                                                                              \
-    const cg_op_def cg_op_##NAME = {                                                \
-        .struct_size = sizeof(cg_op_def),                                           \
+    const cg_op_def cg_op_##NAME = CG_OP(                                                \
         .name = #NAME,                                                              \
         .doc = DOC,                                                                 \
         .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,       \
         .input_names = reduce_inputs,                                               \
-        .attrs = reduce_attrs, .n_attrs = 2,                                        \
+        CG_ATTRS(reduce_attrs),                                        \
         .infer = NAME##_infer,                                                      \
-        .kernels = NAME##_kernels, .n_kernels = 2,                                  \
-        .conform_case = NAME##_conform,                                             \
-    };
+        CG_KERNELS(NAME##_kernels),                                  \
+        .conform_case = NAME##_conform                                             \
+    );
 
 #define REDUCE_DOC                                                                  \
     " Attribute axes (ints, default empty = every axis; negative values count "    \
@@ -406,12 +405,12 @@ REDUCE_OP(reduce_max, RED_MAX, NULL,
 enum { ARGMAX_AXIS, ARGMAX_KEEPDIMS, ARGMAX_LAST };
 
 static const cg_attr_def argmax_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT,
-     .default_int = -1, .doc = "axis to search; negative counts from the end"},
-    {.struct_size = sizeof(cg_attr_def), .name = "keepdims", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: keep the axis as size 1"},
-    {.struct_size = sizeof(cg_attr_def), .name = "last", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: ties pick the highest index (ONNX's select_last_index)"},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT,
+     .default_int = -1, .doc = "axis to search; negative counts from the end"),
+    CG_ATTR(.name = "keepdims", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: keep the axis as size 1"),
+    CG_ATTR(.name = "last", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "1: ties pick the highest index (ONNX's select_last_index)"),
 };
 
 static cg_op_status argmax_infer(cg_op_call *call) {
@@ -547,12 +546,11 @@ static int32_t argmax_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def argmax_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = argmax_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = argmax_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = argmax_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = argmax_cl),
 };
 
-const cg_op_def cg_op_argmax = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_argmax = CG_OP(
     .name = "argmax",
     .doc = "Index (i32) of the largest element of f32 x along axis (default -1), "
            "removing that axis (or keeping it as size 1 with keepdims: 1). Ties "
@@ -560,19 +558,19 @@ const cg_op_def cg_op_argmax = {
            "every number, so the first (last) NaN along the axis wins. The axis must not be empty.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = reduce_inputs,
-    .attrs = argmax_attrs, .n_attrs = 3,
+    CG_ATTRS(argmax_attrs),
     .infer = argmax_infer,
-    .kernels = argmax_kernels, .n_kernels = 2,
-    .conform_case = argmax_conform,
-};
+    CG_KERNELS(argmax_kernels),
+    .conform_case = argmax_conform
+);
 
 /* ---- topk(x f32[..., N]; k) -> values f32[..., k], indices i32[..., k] ---- */
 
 enum { TOPK_K };
 
 static const cg_attr_def topk_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "k", .type = CG_ATTR_INT, .required = 1,
-     .doc = "number of largest elements to keep per row (0 <= k <= N; -1: all N, a sort)"},
+    CG_ATTR(.name = "k", .type = CG_ATTR_INT, .required = 1,
+     .doc = "number of largest elements to keep per row (0 <= k <= N; -1: all N, a sort)"),
 };
 
 cg_op_status cg_ops_topk_infer(cg_op_call *call, const char *op) {
@@ -714,12 +712,11 @@ static int32_t topk_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def topk_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = topk_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = topk_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = topk_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = topk_cl),
 };
 
-const cg_op_def cg_op_topk = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_topk = CG_OP(
     .name = "topk",
     .doc = "The k largest elements along the last axis of f32 x [..., N]: "
            "output 0 values f32 [..., k] sorted descending, output 1 indices i32 "
@@ -728,8 +725,8 @@ const cg_op_def cg_op_topk = {
            "(int, required) must satisfy 0 <= k <= N.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2,
     .input_names = reduce_inputs,
-    .attrs = topk_attrs, .n_attrs = 1,
+    CG_ATTRS(topk_attrs),
     .infer = topk_infer,
-    .kernels = topk_kernels, .n_kernels = 2,
-    .conform_case = topk_conform,
-};
+    CG_KERNELS(topk_kernels),
+    .conform_case = topk_conform
+);

@@ -388,15 +388,14 @@ static int32_t gru_cell_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def gru_cell_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_cell_workspace, .run = gru_cell_cpu,
-     .create = gru_cell_create, .destroy = cg_ops_q8_state_destroy},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl,
-     .supports = gru_cell_cl_supports},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = gru_cell_workspace, .run = gru_cell_cpu,
+     .create = gru_cell_create, .destroy = cg_ops_q8_state_destroy),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl,
+     .supports = gru_cell_cl_supports),
 };
 static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", "scale_ih", "scale_hh", NULL};
 
-const cg_op_def cg_op_gru_cell = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_gru_cell = CG_OP(
     .name = "gru_cell",
     .doc = "One step of a GRU, exactly torch.nn.GRUCell: inputs x [B, I], "
            "h [B, H], w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H] (all f32; "
@@ -411,9 +410,9 @@ const cg_op_def cg_op_gru_cell = {
     .input_names = gru_cell_inputs,
     .infer = gru_cell_infer,
     .decompose = gru_cell_decompose,
-    .kernels = gru_cell_kernels, .n_kernels = 2,
-    .conform_case = gru_cell_conform,
-};
+    CG_KERNELS(gru_cell_kernels),
+    .conform_case = gru_cell_conform
+);
 
 /* ---- lstm_cell ---- */
 
@@ -465,15 +464,14 @@ static int32_t lstm_cell_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def lstm_cell_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_cell_workspace, .run = lstm_cell_cpu,
-     .create = lstm_cell_create, .destroy = cg_ops_q8_state_destroy},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl,
-     .supports = lstm_cell_cl_supports},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = lstm_cell_workspace, .run = lstm_cell_cpu,
+     .create = lstm_cell_create, .destroy = cg_ops_q8_state_destroy),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl,
+     .supports = lstm_cell_cl_supports),
 };
 static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", "scale_ih", "scale_hh", NULL};
 
-const cg_op_def cg_op_lstm_cell = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_lstm_cell = CG_OP(
     .name = "lstm_cell",
     .doc = "One step of an LSTM, exactly torch.nn.LSTMCell: inputs x [B, I], "
            "h [B, H], c [B, H], w_ih [4H, I], w_hh [4H, H], b_ih [4H], b_hh [4H] "
@@ -488,6 +486,6 @@ const cg_op_def cg_op_lstm_cell = {
     .input_names = lstm_cell_inputs,
     .infer = lstm_cell_infer,
     .decompose = lstm_cell_decompose,
-    .kernels = lstm_cell_kernels, .n_kernels = 2,
-    .conform_case = lstm_cell_conform,
-};
+    CG_KERNELS(lstm_cell_kernels),
+    .conform_case = lstm_cell_conform
+);

@@ -447,13 +447,13 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
 }
 
 static const cg_attr_def seq_attrs[] = {
-    [ATTR_HIDDEN] = {.struct_size = sizeof(cg_attr_def), .name = "hidden", .type = CG_ATTR_INT,
-                     .required = 1, .doc = "hidden size H of each direction"},
-    [ATTR_LAYERS] = {.struct_size = sizeof(cg_attr_def), .name = "layers", .type = CG_ATTR_INT,
-                     .default_int = 1, .doc = "number of stacked layers"},
-    [ATTR_BIDIRECTIONAL] = {.struct_size = sizeof(cg_attr_def), .name = "bidirectional",
+    [ATTR_HIDDEN] = CG_ATTR(.name = "hidden", .type = CG_ATTR_INT,
+                     .required = 1, .doc = "hidden size H of each direction"),
+    [ATTR_LAYERS] = CG_ATTR(.name = "layers", .type = CG_ATTR_INT,
+                     .default_int = 1, .doc = "number of stacked layers"),
+    [ATTR_BIDIRECTIONAL] = CG_ATTR(.name = "bidirectional",
                             .type = CG_ATTR_INT, .default_int = 0,
-                            .doc = "1: every layer also runs backwards (D = 2), 0: forward only"},
+                            .doc = "1: every layer also runs backwards (D = 2), 0: forward only"),
 };
 static const char *const seq_inputs[] = {"x", "lengths", NULL};
 
@@ -573,13 +573,12 @@ static cg_op_status gru_cl(const cg_kernel_args *a) { return seq_run_cl(a, 3); }
 static int32_t gru_conform(int32_t index, cg_conform_case *c) { return seq_conform(index, c, 3); }
 
 static const cg_kernel_def gru_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = gru_workspace, .run = gru_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = gru_cl_workspace, .run = gru_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = gru_workspace, .run = gru_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = gru_cl_workspace, .run = gru_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 
-const cg_op_def cg_op_gru = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_gru = CG_OP(
     .name = "gru",
     .doc = "A whole multi-layer GRU over a padded batch, exactly torch.nn.GRU("
            "I, hidden, layers, batch_first=True, bidirectional) run on "
@@ -602,11 +601,11 @@ const cg_op_def cg_op_gru = {
            "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
     .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 2,
     .input_names = seq_inputs,
-    .attrs = seq_attrs, .n_attrs = 3,
+    CG_ATTRS(seq_attrs),
     .infer = gru_infer,
-    .kernels = gru_kernels, .n_kernels = 2,
-    .conform_case = gru_conform,
-};
+    CG_KERNELS(gru_kernels),
+    .conform_case = gru_conform
+);
 
 /* ---- lstm ---- */
 
@@ -619,13 +618,12 @@ static cg_op_status lstm_cl(const cg_kernel_args *a) { return seq_run_cl(a, 4); 
 static int32_t lstm_conform(int32_t index, cg_conform_case *c) { return seq_conform(index, c, 4); }
 
 static const cg_kernel_def lstm_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lstm_workspace, .run = lstm_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = lstm_cl_workspace, .run = lstm_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = lstm_workspace, .run = lstm_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = lstm_cl_workspace, .run = lstm_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 
-const cg_op_def cg_op_lstm = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_lstm = CG_OP(
     .name = "lstm",
     .doc = "A whole multi-layer LSTM over a padded batch, exactly torch.nn.LSTM("
            "I, hidden, layers, batch_first=True, bidirectional) run on "
@@ -648,8 +646,8 @@ const cg_op_def cg_op_lstm = {
            "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
     .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 3,
     .input_names = seq_inputs,
-    .attrs = seq_attrs, .n_attrs = 3,
+    CG_ATTRS(seq_attrs),
     .infer = lstm_infer,
-    .kernels = lstm_kernels, .n_kernels = 2,
-    .conform_case = lstm_conform,
-};
+    CG_KERNELS(lstm_kernels),
+    .conform_case = lstm_conform
+);

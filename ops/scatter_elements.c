@@ -13,10 +13,10 @@ enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN, N_RED };
 static const char *const red_names[N_RED] = {"none", "add", "mul", "max", "min"};
 
 static const cg_attr_def se_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the axis the index addresses; negative counts from the end"},
-    {.struct_size = sizeof(cg_attr_def), .name = "reduction", .type = CG_ATTR_STRING, .default_string = "none",
-     .doc = "\"none\" (replace), \"add\", \"mul\", \"max\" or \"min\" (combine with what is there)"},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
+     .doc = "the axis the index addresses; negative counts from the end"),
+    CG_ATTR(.name = "reduction", .type = CG_ATTR_STRING, .default_string = "none",
+     .doc = "\"none\" (replace), \"add\", \"mul\", \"max\" or \"min\" (combine with what is there)"),
 };
 
 static int reduction_of(const cg_op_call *call) {
@@ -202,11 +202,11 @@ static int32_t se_conform(int32_t index, cg_conform_case *c) {
 
 static const char *const se_inputs[] = {"x", "index", "updates", NULL};
 static const cg_kernel_def se_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = se_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = se_cl, .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = se_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = se_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
-const cg_op_def cg_op_scatter_elements = {
-    .struct_size = sizeof(cg_op_def), .name = "scatter_elements",
+const cg_op_def cg_op_scatter_elements = CG_OP(
+    .name = "scatter_elements",
     .doc = "A copy of x (any dtype) where, for each element of index (i64, x's rank, no larger than x "
            "in the other dims), the element of x at index's position with the axis coordinate "
            "index[...] is replaced by updates[...] (updates: index's shape, x's dtype), or with "
@@ -214,6 +214,6 @@ const cg_op_def cg_op_scatter_elements = {
            "ScatterElements; with none and repeated positions the last update wins). Indices in "
            "[-len, len) (negative count from the end); one outside is a run-time error on every device.",
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .input_names = se_inputs, .attrs = se_attrs, .n_attrs = 2, .infer = se_infer,
-    .kernels = se_kernels, .n_kernels = 2, .conform_case = se_conform,
-};
+    .input_names = se_inputs, CG_ATTRS(se_attrs), .infer = se_infer,
+    CG_KERNELS(se_kernels), .conform_case = se_conform
+);

@@ -19,8 +19,8 @@
 enum { LST_K };
 
 static const cg_attr_def lst_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "k", .type = CG_ATTR_INT, .required = 1,
-     .doc = "entries to keep per row (0 <= k <= N)"},
+    CG_ATTR(.name = "k", .type = CG_ATTR_INT, .required = 1,
+     .doc = "entries to keep per row (0 <= k <= N)"),
 };
 
 /* k is attrs[0], as topk's: the same inference. */
@@ -215,13 +215,12 @@ static int32_t lst_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def lst_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = lst_cpu_workspace, .run = lst_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = lst_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = lst_cpu_workspace, .run = lst_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = lst_cl),
 };
 static const char *const lst_inputs[] = {"x", NULL};
 
-const cg_op_def cg_op_log_softmax_topk = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_log_softmax_topk = CG_OP(
     .name = "log_softmax_topk",
     .doc = "The k largest entries of log_softmax(x) along the last axis of f32 x "
            "[..., N], i.e. topk(log_softmax(x, axis -1), k) without writing the "
@@ -232,9 +231,9 @@ const cg_op_def cg_op_log_softmax_topk = {
            "Attribute k (int, required) must satisfy 0 <= k <= N.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2,
     .input_names = lst_inputs,
-    .attrs = lst_attrs, .n_attrs = 1,
+    CG_ATTRS(lst_attrs),
     .infer = lst_infer,
     .decompose = lst_decompose,
-    .kernels = lst_kernels, .n_kernels = 2,
-    .conform_case = lst_conform,
-};
+    CG_KERNELS(lst_kernels),
+    .conform_case = lst_conform
+);

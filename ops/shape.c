@@ -70,8 +70,8 @@ static cg_op_status copy_rows_cl(const cg_kernel_args *a, cl_mem src, int64_t sr
 enum { CONCAT_AXIS };
 
 static const cg_attr_def concat_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .required = 1,
-     .doc = "axis to join along; negative counts from the end"},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .required = 1,
+     .doc = "axis to join along; negative counts from the end"),
 };
 
 static cg_op_status concat_infer(cg_op_call *call) {
@@ -152,36 +152,35 @@ static cg_op_status concat_cl(const cg_kernel_args *a) {
 static int32_t concat_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def concat_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = concat_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = concat_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = concat_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = concat_cl),
 };
 
-const cg_op_def cg_op_concat = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_concat = CG_OP(
     .name = "concat",
     .doc = "Joins one or more tensors of the same dtype (any) and number "
            "of dims along axis (int, required; negative counts from the end). "
            "Every other dim must match; the output's axis dim is the sum of the "
            "inputs' (unknown during verification unless all are concrete).",
     .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = concat_attrs, .n_attrs = 1,
+    CG_ATTRS(concat_attrs),
     .infer = concat_infer,
-    .kernels = concat_kernels, .n_kernels = 2,
-    .conform_case = concat_conform,
-};
+    CG_KERNELS(concat_kernels),
+    .conform_case = concat_conform
+);
 
 /* ---- slice(x; axis, start, end) ---- */
 
 enum { SLICE_AXIS, SLICE_START, SLICE_END };
 
 static const cg_attr_def slice_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT, .required = 1,
-     .doc = "axis to slice; negative counts from the end"},
-    {.struct_size = sizeof(cg_attr_def), .name = "start", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "first index (negative counts from the end)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "end", .type = CG_ATTR_INT,
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .required = 1,
+     .doc = "axis to slice; negative counts from the end"),
+    CG_ATTR(.name = "start", .type = CG_ATTR_INT,
+     .default_int = 0, .doc = "first index (negative counts from the end)"),
+    CG_ATTR(.name = "end", .type = CG_ATTR_INT,
      .default_int = INT64_MAX, .doc = "one past the last index (negative counts from the "
-     "end); default: to the end"},
+     "end); default: to the end"),
 };
 
 /* Python slice bounds for step 1 over a dim of concrete size n. */
@@ -257,13 +256,12 @@ static cg_op_status slice_cl(const cg_kernel_args *a) {
 static int32_t slice_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def slice_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = slice_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = slice_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = slice_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = slice_cl),
 };
 static const char *const one_input[] = {"x", NULL};
 
-const cg_op_def cg_op_slice = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_slice = CG_OP(
     .name = "slice",
     .doc = "Takes x[start:end] along axis (step 1) of a tensor of any dtype, with "
            "Python semantics: negative start/end count from the end of the dim "
@@ -274,20 +272,20 @@ const cg_op_def cg_op_slice = {
            "bounds depend on its size.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = one_input,
-    .attrs = slice_attrs, .n_attrs = 3,
+    CG_ATTRS(slice_attrs),
     .infer = slice_infer,
-    .kernels = slice_kernels, .n_kernels = 2,
-    .conform_case = slice_conform,
-};
+    CG_KERNELS(slice_kernels),
+    .conform_case = slice_conform
+);
 
 /* ---- reshape(x; shape) ---- */
 
 enum { RESHAPE_SHAPE };
 
 static const cg_attr_def reshape_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "shape", .type = CG_ATTR_DIMS,
+    CG_ATTR(.name = "shape", .type = CG_ATTR_DIMS,
      .required = 1, .doc = "new dims: > 0 as given, a dim name (B) as bound, 0 copies x's dim "
-     "at that position, one -1 is inferred"},
+     "at that position, one -1 is inferred"),
 };
 
 /* *acc *= v unless that overflows (returns 0). */
@@ -416,12 +414,11 @@ static cg_op_status reshape_cl(const cg_kernel_args *a) {
 static int32_t reshape_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def reshape_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = reshape_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = reshape_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = reshape_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = reshape_cl),
 };
 
-const cg_op_def cg_op_reshape = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_reshape = CG_OP(
     .name = "reshape",
     .doc = "Gives x (any dtype) a new shape with the same elements in the same "
            "row-major order. Attribute shape (ints, required): a size > 0 is "
@@ -433,20 +430,20 @@ const cg_op_def cg_op_reshape = {
            "The element counts must match. May run in place.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = one_input,
-    .attrs = reshape_attrs, .n_attrs = 1,
+    CG_ATTRS(reshape_attrs),
     .infer = reshape_infer,
-    .kernels = reshape_kernels, .n_kernels = 2,
+    CG_KERNELS(reshape_kernels),
     .conform_case = reshape_conform,
-    .flags = CG_OP_FLAG_INPLACE0,
-};
+    .flags = CG_OP_FLAG_INPLACE0
+);
 
 /* ---- transpose(x; perm) ---- */
 
 enum { TRANSPOSE_PERM };
 
 static const cg_attr_def transpose_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "perm", .type = CG_ATTR_INTS,
-     .required = 1, .doc = "output dim i is x's dim perm[i]; a permutation of x's dims"},
+    CG_ATTR(.name = "perm", .type = CG_ATTR_INTS,
+     .required = 1, .doc = "output dim i is x's dim perm[i]; a permutation of x's dims"),
 };
 
 static cg_op_status transpose_infer(cg_op_call *call) {
@@ -647,12 +644,11 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
 static int32_t transpose_conform(int32_t index, cg_conform_case *c);
 
 static const cg_kernel_def transpose_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = transpose_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = transpose_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = transpose_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = transpose_cl),
 };
 
-const cg_op_def cg_op_transpose = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_transpose = CG_OP(
     .name = "transpose",
     .doc = "Permutes the dims of x (any dtype): output dim i is x's dim "
            "perm[i], i.e. out[i_0, ..., i_n] = x at the index whose dim perm[k] "
@@ -660,11 +656,11 @@ const cg_op_def cg_op_transpose = {
            "0..ndim-1 (negative entries count from the end).",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .input_names = one_input,
-    .attrs = transpose_attrs, .n_attrs = 1,
+    CG_ATTRS(transpose_attrs),
     .infer = transpose_infer,
-    .kernels = transpose_kernels, .n_kernels = 2,
-    .conform_case = transpose_conform,
-};
+    CG_KERNELS(transpose_kernels),
+    .conform_case = transpose_conform
+);
 
 /* ---- conformance cases ---- */
 

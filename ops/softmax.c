@@ -17,8 +17,8 @@
 enum { SOFTMAX_AXIS };
 
 static const cg_attr_def softmax_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "axis", .type = CG_ATTR_INT,
-     .default_int = -1, .doc = "axis to normalise over; negative counts from the end"},
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT,
+     .default_int = -1, .doc = "axis to normalise over; negative counts from the end"),
 };
 
 static cg_op_status softmax_infer_common(cg_op_call *call, const char *op) {
@@ -317,17 +317,16 @@ static int32_t softmax_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def softmax_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = softmax_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = softmax_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = softmax_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = softmax_cl),
 };
 static const cg_kernel_def log_softmax_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = log_softmax_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = log_softmax_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = log_softmax_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = log_softmax_cl),
 };
 static const char *const softmax_inputs[] = {"x", "mask", NULL};
 
-const cg_op_def cg_op_softmax = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_softmax = CG_OP(
     .name = "softmax",
     .doc = "Softmax of f32 x along axis (default -1): exp(x - max) / sum(exp(x - "
            "max)), with the maximum subtracted for stability and the sum kept in "
@@ -339,14 +338,13 @@ const cg_op_def cg_op_softmax = {
            "x's shape.",
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = softmax_inputs,
-    .attrs = softmax_attrs, .n_attrs = 1,
+    CG_ATTRS(softmax_attrs),
     .infer = softmax_infer,
-    .kernels = softmax_kernels, .n_kernels = 2,
-    .conform_case = softmax_conform,
-};
+    CG_KERNELS(softmax_kernels),
+    .conform_case = softmax_conform
+);
 
-const cg_op_def cg_op_log_softmax = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_log_softmax = CG_OP(
     .name = "log_softmax",
     .doc = "Logarithm of softmax of f32 x along axis (default -1), computed as x "
            "- (max + log(sum(exp(x - max)))) in double precision (single precision "
@@ -357,11 +355,11 @@ const cg_op_def cg_op_log_softmax = {
            "in a slice makes that slice NaN. Output has x's shape.",
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = softmax_inputs,
-    .attrs = softmax_attrs, .n_attrs = 1,
+    CG_ATTRS(softmax_attrs),
     .infer = log_softmax_infer,
-    .kernels = log_softmax_kernels, .n_kernels = 2,
-    .conform_case = softmax_conform,
-};
+    CG_KERNELS(log_softmax_kernels),
+    .conform_case = softmax_conform
+);
 
 /* ---- length_mask(lengths i32[B], like [B, S, ...]) -> i32[B, S] ---- */
 
@@ -443,14 +441,13 @@ static int32_t length_mask_conform(int32_t index, cg_conform_case *c) {
 }
 
 static const cg_kernel_def length_mask_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .workspace = NULL, .run = length_mask_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = length_mask_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = length_mask_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = length_mask_cl,
+     .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const length_mask_inputs[] = {"lengths", "like", NULL};
 
-const cg_op_def cg_op_length_mask = {
-    .struct_size = sizeof(cg_op_def),
+const cg_op_def cg_op_length_mask = CG_OP(
     .name = "length_mask",
     .doc = "Builds a padding mask from sequence lengths: for i32 lengths [B] and "
            "a tensor like [B, S, ...] of any dtype (only its shape is used), "
@@ -460,6 +457,6 @@ const cg_op_def cg_op_length_mask = {
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .input_names = length_mask_inputs,
     .infer = length_mask_infer,
-    .kernels = length_mask_kernels, .n_kernels = 2,
-    .conform_case = length_mask_conform,
-};
+    CG_KERNELS(length_mask_kernels),
+    .conform_case = length_mask_conform
+);

@@ -10,10 +10,10 @@
 enum { TRILU_UPPER, TRILU_K };
 
 static const cg_attr_def trilu_attrs[] = {
-    {.struct_size = sizeof(cg_attr_def), .name = "upper", .type = CG_ATTR_INT, .default_int = 1,
-     .doc = "1: keep the upper triangle (column - row >= k); 0: the lower (column - row <= k)"},
-    {.struct_size = sizeof(cg_attr_def), .name = "k", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the diagonal: 0 the main one, positive above it, negative below"},
+    CG_ATTR(.name = "upper", .type = CG_ATTR_INT, .default_int = 1,
+     .doc = "1: keep the upper triangle (column - row >= k); 0: the lower (column - row <= k)"),
+    CG_ATTR(.name = "k", .type = CG_ATTR_INT, .default_int = 0,
+     .doc = "the diagonal: 0 the main one, positive above it, negative below"),
 };
 
 static cg_op_status trilu_infer(cg_op_call *call) {
@@ -100,15 +100,15 @@ static int32_t trilu_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const trilu_inputs[] = {"x", NULL};
 static const cg_kernel_def trilu_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = trilu_cpu},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = trilu_cl},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = trilu_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = trilu_cl),
 };
-const cg_op_def cg_op_trilu = {
-    .struct_size = sizeof(cg_op_def), .name = "trilu",
+const cg_op_def cg_op_trilu = CG_OP(
+    .name = "trilu",
     .doc = "The upper (upper: 1, the default) or lower triangle of the last two dims of x (any "
            "dtype, at least 2 dims), everything else zero: element [..., i, j] is kept where "
            "j - i >= k (upper) or j - i <= k (lower). The output has x's shape and dtype.",
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = trilu_inputs, .attrs = trilu_attrs, .n_attrs = 2, .infer = trilu_infer,
-    .kernels = trilu_kernels, .n_kernels = 2, .conform_case = trilu_conform,
-};
+    .input_names = trilu_inputs, CG_ATTRS(trilu_attrs), .infer = trilu_infer,
+    CG_KERNELS(trilu_kernels), .conform_case = trilu_conform
+);

@@ -436,6 +436,48 @@ typedef struct cg_plugin_desc {
 /** Signature of the entry symbol `cg_plugin_entry`. */
 typedef const cg_plugin_desc *(*cg_plugin_entry_fn)(void);
 
+/* ---- declaring ops (header-only, no ABI impact) ----
+ *
+ * Each definition struct starts with struct_size, and the arrays of kernels
+ * and attributes go with their counts. These macros fill in both, so an op
+ * is a few declarative lines (designated initializers for the rest):
+ *
+ *     static const cg_attr_def my_attrs[] = {
+ *         CG_ATTR(.name = "eps", .type = CG_ATTR_FLOAT, .default_float = 1e-5,
+ *                 .doc = "added to the variance"),
+ *     };
+ *     static const cg_kernel_def my_kernels[] = {
+ *         CG_KERNEL(.backend = CG_BACKEND_CPU, .run = my_cpu),
+ *         CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = my_cl, .workspace = my_ws),
+ *     };
+ *     static const cg_op_def my_op = CG_OP(.name = "my.norm", .doc = "...",
+ *         .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+ *         .infer = my_infer, CG_ATTRS(my_attrs), CG_KERNELS(my_kernels));
+ *     static const cg_op_def *const my_ops[] = {&my_op};
+ *     static const cg_plugin_desc my_desc = CG_PLUGIN(.name = "my-plugin",
+ *         .version = "1.0.0", CG_OPS(my_ops));
+ */
+
+/** Elements of an array (an array, not a pointer), as an int32_t count. */
+#define CG_COUNT_OF(array) ((int32_t)(sizeof(array) / sizeof((array)[0])))
+/** A cg_op_def initializer with struct_size set; the arguments are its other fields. */
+#define CG_OP(...) {.struct_size = sizeof(cg_op_def), __VA_ARGS__}
+/** A cg_kernel_def initializer with struct_size set; the arguments are its other fields. */
+#define CG_KERNEL(...) {.struct_size = sizeof(cg_kernel_def), __VA_ARGS__}
+/** A cg_attr_def initializer with struct_size set; the arguments are its other fields. */
+#define CG_ATTR(...) {.struct_size = sizeof(cg_attr_def), __VA_ARGS__}
+/** The fields .kernels and .n_kernels of a cg_op_def, from an array of kernels. */
+#define CG_KERNELS(array) .kernels = (array), .n_kernels = CG_COUNT_OF(array)
+/** The fields .attrs and .n_attrs of a cg_op_def, from an array of attributes. */
+#define CG_ATTRS(array) .attrs = (array), .n_attrs = CG_COUNT_OF(array)
+/** The fields .ops and .n_ops of a cg_plugin_desc, from an array of op pointers. */
+#define CG_OPS(array) .ops = (array), .n_ops = CG_COUNT_OF(array)
+/** A cg_plugin_desc initializer with struct_size and the ABI version this
+ * plugin is compiled against set; the arguments are its other fields. */
+#define CG_PLUGIN(...)                                                                             \
+    {.struct_size = sizeof(cg_plugin_desc), .abi_major = CG_PLUGIN_ABI_MAJOR,                      \
+     .abi_minor = CG_PLUGIN_ABI_MINOR, __VA_ARGS__}
+
 /* ---- helpers for inference functions (header-only, no ABI impact) ---- */
 
 /** Non-zero when d is a concrete size. */

@@ -552,20 +552,17 @@ static int32_t ln_conform_case(int32_t index, cg_conform_case *c) {
 /* Definitions and the entry point                                     */
 
 static const cg_attr_def ln_attrs[LN_N_ATTRS] = {
-    [LN_ATTR_EPS] = {.struct_size = sizeof(cg_attr_def), .name = "eps", .type = CG_ATTR_FLOAT,
-                     .default_float = 1e-5,
-                     .doc = "added to the variance before the square root (default 1e-5, >= 0)"},
+    [LN_ATTR_EPS] = CG_ATTR(.name = "eps", .type = CG_ATTR_FLOAT, .default_float = 1e-5,
+                            .doc = "added to the variance before the square root (default 1e-5, >= 0)"),
 };
 
 static const cg_kernel_def ln_kernels[] = {
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU, .run = ln_cpu,
-     .create = ln_cpu_create, .destroy = ln_free_state},
-    {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = ln_opencl,
-     .create = ln_cl_create, .destroy = ln_free_state, .supports = ln_cl_supports},
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = ln_cpu, .create = ln_cpu_create, .destroy = ln_free_state),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = ln_opencl, .create = ln_cl_create, .destroy = ln_free_state,
+              .supports = ln_cl_supports),
 };
 
-static const cg_op_def ln_op = {
-    .struct_size = sizeof(cg_op_def),
+static const cg_op_def ln_op = CG_OP(
     .name = "example.layer_norm",
     .doc = "Layer normalisation over the last axis, as torch.nn.functional.layer_norm: "
            "y = (x - mean) / sqrt(var + eps) * gamma + beta, where mean and the biased "
@@ -574,15 +571,14 @@ static const cg_op_def ln_op = {
            "shape. May run in place. (Example plugin " LN_PLUGIN_NAME ".)",
     .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .input_names = ln_input_names,
-    .attrs = ln_attrs, .n_attrs = LN_N_ATTRS,
+    CG_ATTRS(ln_attrs),
     .infer = ln_infer,
     .decompose = ln_decompose,
-    .kernels = ln_kernels, .n_kernels = 2,
+    CG_KERNELS(ln_kernels),
     /* Both kernels read every element of a row before writing the same
      * element of y, so y may share x's buffer. */
     .flags = CG_OP_FLAG_INPLACE0,
-    .conform_case = ln_conform_case,
-};
+    .conform_case = ln_conform_case);
 
 /* Refuses a host whose table lacks the services this plugin cannot do
  * without (all part of ABI 1.0). parallel_for (1.1) is optional: the CPU
@@ -599,16 +595,11 @@ static cg_op_status ln_init(const cg_host_api *host, char *err, size_t err_size)
 
 static const cg_op_def *const ln_ops[] = {&ln_op};
 
-static const cg_plugin_desc ln_desc = {
-    .struct_size = sizeof(cg_plugin_desc),
-    .abi_major = CG_PLUGIN_ABI_MAJOR,
-    .abi_minor = CG_PLUGIN_ABI_MINOR,
+static const cg_plugin_desc ln_desc = CG_PLUGIN(
     .name = LN_PLUGIN_NAME,
     .version = LN_PLUGIN_VERSION,
     .init = ln_init,
-    .ops = ln_ops,
-    .n_ops = 1,
-};
+    CG_OPS(ln_ops));
 
 CG_PLUGIN_EXPORT const cg_plugin_desc *cg_plugin_entry(void);
 CG_PLUGIN_EXPORT const cg_plugin_desc *cg_plugin_entry(void) { return &ln_desc; }
