@@ -47,19 +47,41 @@ struct cg_device {
 void cg_dev_account_alloc(cg_device *d, size_t bytes);
 void cg_dev_account_free(cg_device *d, size_t bytes);
 
-/* ---- the backends ---- */
+/* ---- the backends ----
+ *
+ * A backend is one entry of the registry in backend.c: its devices are
+ * numbered after those of the backends before it (the CPU is device 0).
+ * Adding one (Vulkan, CUDA) is a cg_backend, a cg_device_iface, a
+ * CG_BACKEND_* kind for its kernels, and a line in backend.c's table
+ * (docs/architecture.md); nothing above this layer changes. */
+typedef struct cg_backend {
+    const char *name;                      /* "cpu", "opencl": device names are NAME or NAME:I */
+    int (*count)(void);                    /* its devices (may start the implementation) */
+    const cg_device_info *(*info)(int i);  /* device i's info, NULL if out of range */
+    /* Opens device i into d: sets d->iface (and d->impl); d->info, index and
+     * refs are set by the registry. */
+    cg_status (*open)(int i, cg_device *d);
+    void (*describe)(int i, char *buf, size_t size); /* lines for `clgraph devices` */
+    void (*counters_add)(cg_dev_counters *c);          /* adds its process-wide counters */
+    /* Device i of this backend named by spec ("NAME:I", or the backend's own
+     * names); CG_ERR_NOT_FOUND with a message listing its devices otherwise.
+     * NULL: only "NAME" and "NAME:I". */
+    cg_status (*find)(const char *spec, int *i);
+    /* Why it has no device (NULL when it has some, or cannot say). */
+    const char *(*unavailable_reason)(void);
+} cg_backend;
 
-/* CPU (backends/cpu/cpu_device.c): its info and its functions. */
-const cg_device_info *cg_cpu_device_info(void);
+/* The built-in backends (cpu_device.c, opencl/cl_iface.c). */
+extern const cg_backend cg_cpu_backend;
+extern const cg_backend cg_cl_backend;
+
+/* Appends a backend after the built-in ones, for tests and embedders that
+ * bring their own devices; before the first device call of the process
+ * (CG_ERR_INVALID_ARGUMENT after it, or when the table is full). */
+cg_status cg_dev_register_backend(const cg_backend *b);
+
+/* Device-interface tables of the built-in backends. */
 extern const cg_device_iface cg_cpu_device_iface;
-void cg_cpu_device_describe(char *buf, size_t size);
-void cg_cpu_counters_add(cg_dev_counters *c);
-
-/* OpenCL (backends/opencl/cl_iface.c): device i of the OpenCL backend. */
-const cg_device_info *cg_cl_iface_info(int i);
-cg_status cg_cl_iface_open(int i, cg_device *d);
 extern const cg_device_iface cg_cl_device_iface;
-void cg_cl_iface_describe(int i, char *buf, size_t size);
-void cg_cl_counters_add(cg_dev_counters *c);
 
 #endif

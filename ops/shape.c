@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "error.h"
+#include "opencl/cl_backend.h"
 #include "shape.cl.h"
 
 static cg_op_status expect_dtype(const cg_op_call *call, int i, const char *op) {
@@ -399,15 +401,15 @@ static int same_memory(cl_mem a, cl_mem b) {
     return oa == ob;
 }
 
-/* The same bytes: a buffer copy on the queue, nothing when in place. */
+/* The same bytes: a buffer copy on the queue, nothing when in place. It
+ * goes through the OpenCL layer's copy so the device's counters and a
+ * profile's capture see it like any other copy. */
 static cg_op_status reshape_cl(const cg_kernel_args *a) {
     size_t bytes = (size_t)cg_desc_numel(&a->call->inputs[0]) * elem_size(&a->call->inputs[0]);
     cl_mem src = (cl_mem)a->in[0], dst = (cl_mem)a->out[0];
     if (!bytes || same_memory(src, dst)) return CG_OP_OK;
-    cl_int e = clEnqueueCopyBuffer((cl_command_queue)a->stream, src, dst, 0, 0, bytes, 0, NULL, NULL);
-    if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clEnqueueCopyBuffer(reshape, %zu bytes): %s", bytes,
-                          a->call->host->cl_error_name(e));
+    if (cg_cl_copy((cg_cl_device *)a->device, src, 0, dst, 0, bytes))
+        return cg_op_fail(a->call, "reshape, %zu bytes: %s", bytes, cg_last_error());
     return CG_OP_OK;
 }
 

@@ -31,17 +31,21 @@ static void info_init(void) {
     g_info.fp64 = 1;
 }
 
-const cg_device_info *cg_cpu_device_info(void) {
+static int cpu_count(void) { return 1; }
+
+static const cg_device_info *cpu_info(int i) {
+    if (i != 0) return NULL;
     pthread_once(&g_once, info_init);
     return &g_info;
 }
 
-void cg_cpu_device_describe(char *buf, size_t size) {
+static void cpu_describe(int i, char *buf, size_t size) {
+    (void)i;
     snprintf(buf, size, "%-10s host CPU (CBLAS: OpenBLAS; own SGEMM: %s; %d threads)", "cpu",
              cg_cpu_gemm_path(), cg_cpu_threads());
 }
 
-void cg_cpu_counters_add(cg_dev_counters *c) {
+static void cpu_counters_add(cg_dev_counters *c) {
     c->objects_created += n_allocs;
     c->launches += n_launches;
     c->transfers += n_copies;
@@ -130,4 +134,20 @@ const cg_device_iface cg_cpu_device_iface = {
     .bind = cpu_bind,
     .run = cpu_run,
     .close = cpu_close,
+};
+
+static cg_status cpu_open(int i, cg_device *d) {
+    (void)i;
+    d->iface = &cg_cpu_device_iface;
+    return CG_OK;
+}
+
+/* The CPU is one device, "cpu", always present. */
+const cg_backend cg_cpu_backend = {
+    .name = "cpu",
+    .count = cpu_count,
+    .info = cpu_info,
+    .open = cpu_open,
+    .describe = cpu_describe,
+    .counters_add = cpu_counters_add,
 };

@@ -38,12 +38,12 @@ static void fill_info(int i, cg_device_info *out) {
 static void infos_init(void) {
     int n = cg_cl_device_count();
     g_infos = calloc((size_t)n + 1, sizeof *g_infos);
-    if (!g_infos) return; /* cg_cl_iface_info then reports none */
+    if (!g_infos) return; /* cl_info then reports none */
     for (int i = 0; i < n; i++) fill_info(i, &g_infos[i]);
     g_n = n;
 }
 
-const cg_device_info *cg_cl_iface_info(int i) {
+static const cg_device_info *cl_info(int i) {
     pthread_once(&g_once, infos_init);
     return i >= 0 && i < g_n ? &g_infos[i] : NULL;
 }
@@ -69,9 +69,9 @@ static void paths_text(const cg_cl_info *in, char *buf, size_t size) {
         snprintf(buf, size, "%s (by device type)", set);
 }
 
-void cg_cl_iface_describe(int i, char *buf, size_t size) {
+static void cl_describe(int i, char *buf, size_t size) {
     const cg_cl_info *in = cg_cl_device_info(i);
-    const cg_device_info *di = cg_cl_iface_info(i);
+    const cg_device_info *di = cl_info(i);
     if (!in || !di) return;
     char paths[160];
     paths_text(in, paths, sizeof paths);
@@ -87,7 +87,7 @@ void cg_cl_iface_describe(int i, char *buf, size_t size) {
              in->max_item[1], in->max_item[2], paths);
 }
 
-void cg_cl_counters_add(cg_dev_counters *c) {
+static void cl_counters_add(cg_dev_counters *c) {
     cg_cl_counters k;
     cg_cl_cache_stats p;
     cg_cl_counters_get(&k);
@@ -99,10 +99,13 @@ void cg_cl_counters_add(cg_dev_counters *c) {
     c->library_calls += k.clblast_calls;
 }
 
-cg_status cg_cl_iface_open(int i, cg_device *d) {
+static cg_status cl_open(int i, cg_device *d) {
     cg_cl_device *cl;
     cg_status st = cg_cl_device_open(i, &cl);
-    if (!st) d->impl = cl;
+    if (!st) {
+        d->impl = cl;
+        d->iface = &cg_cl_device_iface;
+    }
     return st;
 }
 
@@ -190,4 +193,18 @@ const cg_device_iface cg_cl_device_iface = {
     .bind = cl_bind,
     .run = cl_run,
     .close = cl_close,
+};
+
+/* Every OpenCL device of every platform the ICD loader finds, enumerated
+ * once per process; "opencl:N", or a substring of a device, vendor or
+ * platform name (cg_cl_device_find). */
+const cg_backend cg_cl_backend = {
+    .name = "opencl",
+    .count = cg_cl_device_count,
+    .info = cl_info,
+    .open = cl_open,
+    .describe = cl_describe,
+    .counters_add = cl_counters_add,
+    .find = cg_cl_device_find,
+    .unavailable_reason = cg_cl_unavailable_reason,
 };

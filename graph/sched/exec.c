@@ -338,11 +338,11 @@ static void add_stats(cg_plan_stats *total, const cg_plan_stats *s) {
     total->runs += s->runs;
     total->instances_built += s->instances_built;
     total->host_allocs += s->host_allocs;
-    total->cl_objects += s->cl_objects;
+    total->device_objects += s->device_objects;
     total->kernel_launches += s->kernel_launches;
     total->copies += s->copies;
     total->bytes_copied += s->bytes_copied;
-    total->clblast_calls += s->clblast_calls;
+    total->library_calls += s->library_calls;
     total->run_ms += s->run_ms;
 }
 
@@ -352,8 +352,8 @@ static void finish_stats(cg_plan *p, cg_plan_stats *stats, const cg_dev_counters
     cg_dev_counters_get(&c1);
     stats->runs = 1;
     stats->kernel_launches = c1.launches - c0->launches;
-    stats->clblast_calls = c1.library_calls - c0->library_calls;
-    stats->cl_objects = c1.objects_created - c0->objects_created;
+    stats->library_calls = c1.library_calls - c0->library_calls;
+    stats->device_objects = c1.objects_created - c0->objects_created;
     p->last = *stats;
     add_stats(&p->total, stats);
 }

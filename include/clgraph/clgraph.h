@@ -587,11 +587,11 @@ typedef struct cg_plan_stats {
     uint64_t runs;            /**< runs counted */
     uint64_t instances_built; /**< shape bindings lowered (plan cache misses) */
     uint64_t host_allocs;     /**< host allocations by the executor (lowering, outputs) */
-    uint64_t cl_objects;      /**< OpenCL objects created: buffers, programs, kernels */
+    uint64_t device_objects;  /**< objects the device backends created: buffers, programs, kernels */
     uint64_t kernel_launches; /**< kernels run on every device (OpenCL launches counted by the backend) */
     uint64_t copies;          /**< copy steps between devices, uploads and downloads included */
     uint64_t bytes_copied;    /**< their bytes */
-    uint64_t clblast_calls;   /**< CLBlast SGEMM calls (CLBlast creates kernels inside each) */
+    uint64_t library_calls;   /**< calls into device libraries that create objects inside (CLBlast SGEMM) */
     double run_ms;            /**< wall time inside cg_plan_run / cg_plan_run_into */
 } cg_plan_stats;
 

@@ -95,7 +95,7 @@ static cJSON *check_bench_json(const char *model, int batch, int beam, int steps
     ck_assert(num(ft, "warm") > 0 && num(ft, "warm") < 120000);
     ck_assert(num(o, "peak_rss_mb") > 1 && num(o, "peak_rss_mb") < 100000);
     ck_assert_msg(num(o, "allocs_per_step") == 0, "allocations per step: %g", num(o, "allocs_per_step"));
-    ck_assert_msg(num(o, "cl_objects_per_step") == 0, "OpenCL objects per step: %g", num(o, "cl_objects_per_step"));
+    ck_assert_msg(num(o, "device_objects_per_step") == 0, "device objects per step: %g", num(o, "device_objects_per_step"));
     ck_assert(num(o, "decoder_weight_mb") > 0);
     return o;
 }

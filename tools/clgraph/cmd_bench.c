@@ -607,7 +607,7 @@ static int timed_runs(cg_s2s *m, const bargs *a, bench_result *r) {
     uint64_t dec_runs = d1.runs - d0.runs, enc_runs = e1.runs - e0.runs;
     double steps_done = dec_runs ? (double)dec_runs : 1;
     r->allocs = (double)(d1.host_allocs - d0.host_allocs) / steps_done;
-    r->clobj = (double)(d1.cl_objects - d0.cl_objects) / steps_done;
+    r->clobj = (double)(d1.device_objects - d0.device_objects) / steps_done;
     /* Host <-> device traffic of a step: what a PCIe-attached GPU waits on. */
     r->copied_kb = (double)(d1.bytes_copied - d0.bytes_copied) / steps_done / 1024.0;
     r->enc_allocs = enc_runs ? (double)(e1.host_allocs - e0.host_allocs) / (double)enc_runs : 0;
@@ -652,7 +652,7 @@ static int print_json(const bargs *a, const bench_result *r) {
     cJSON_AddNumberToObject(o, "peak_rss_mb", r->rss_mb);
     cJSON_AddNumberToObject(o, "peak_vmhwm_mb", r->hwm_mb);
     cJSON_AddNumberToObject(o, "allocs_per_step", r->allocs);
-    cJSON_AddNumberToObject(o, "cl_objects_per_step", r->clobj);
+    cJSON_AddNumberToObject(o, "device_objects_per_step", r->clobj);
     cJSON_AddNumberToObject(o, "copied_kib_per_step", r->copied_kb);
     cJSON_AddNumberToObject(o, "encoder_allocs_per_run", r->enc_allocs);
     cJSON_AddNumberToObject(o, "decoder_weight_mb", (double)r->wbytes / (1024.0 * 1024.0));

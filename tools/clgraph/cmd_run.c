@@ -183,10 +183,10 @@ int cli_run(int argc, char **argv) {
         cg_plan_stats_get(plan, &st, NULL);
         fprintf(stderr,
                 "stats: %llu kernel launches, %llu copies (%llu bytes), %llu host allocations, "
-                "%llu OpenCL objects created, %llu CLBlast calls, plan memory %zu bytes, %.3f ms\n",
+                "%llu device objects created, %llu library calls (CLBlast), plan memory %zu bytes, %.3f ms\n",
                 (unsigned long long)st.kernel_launches, (unsigned long long)st.copies,
                 (unsigned long long)st.bytes_copied, (unsigned long long)st.host_allocs,
-                (unsigned long long)st.cl_objects, (unsigned long long)st.clblast_calls,
+                (unsigned long long)st.device_objects, (unsigned long long)st.library_calls,
                 cg_plan_arena_bytes(plan), st.run_ms);
         if (stats_table(plan, prof, &o, in, n_out)) goto done;
     }

@@ -964,11 +964,11 @@ START_TEST(steady_state_runs) {
         chain_run(p, 4096, 1, &s3);
         const cg_plan_stats *ss[2] = {&s2, &s3};
         for (int k = 0; k < 2; k++) {
-            ck_assert_msg(ss[k]->instances_built == 0 && ss[k]->host_allocs == 0 && ss[k]->cl_objects == 0 &&
-                              ss[k]->clblast_calls == 0,
+            ck_assert_msg(ss[k]->instances_built == 0 && ss[k]->host_allocs == 0 && ss[k]->device_objects == 0 &&
+                              ss[k]->library_calls == 0,
                           "placement %zu: built %llu, allocs %llu, cl objects %llu, clblast %llu", i,
                           (unsigned long long)ss[k]->instances_built, (unsigned long long)ss[k]->host_allocs,
-                          (unsigned long long)ss[k]->cl_objects, (unsigned long long)ss[k]->clblast_calls);
+                          (unsigned long long)ss[k]->device_objects, (unsigned long long)ss[k]->library_calls);
             ck_assert_uint_eq(ss[k]->runs, 1);
         }
         ck_assert_uint_eq(s2.kernel_launches, s3.kernel_launches);
@@ -984,7 +984,7 @@ START_TEST(steady_state_runs) {
         cg_plan_stats s4;
         chain_run(p, 4096, 0, &s4);
         ck_assert_uint_eq(s4.host_allocs, 1);
-        ck_assert_uint_eq(s4.cl_objects, 0);
+        ck_assert_uint_eq(s4.device_objects, 0);
         ck_assert_uint_eq(s4.instances_built, 0);
         if (i == 0) {
             /* cg_plan_run_into checks the caller's outputs. */
@@ -1012,15 +1012,15 @@ START_TEST(steady_state_runs) {
         ck_assert_int_eq(cg_plan_stats_get(p, &a, NULL), CG_OK);
         mix_run_check(p, 3, 47, 1, "third");
         ck_assert_int_eq(cg_plan_stats_get(p, &b, NULL), CG_OK);
-        ck_assert_msg(a.instances_built == 0 && a.host_allocs == 0 && a.cl_objects == 0, "%llu %llu %llu",
+        ck_assert_msg(a.instances_built == 0 && a.host_allocs == 0 && a.device_objects == 0, "%llu %llu %llu",
                       (unsigned long long)a.instances_built, (unsigned long long)a.host_allocs,
-                      (unsigned long long)a.cl_objects);
-        ck_assert_msg(b.instances_built == 0 && b.host_allocs == 0 && b.cl_objects == 0, "%llu %llu %llu",
+                      (unsigned long long)a.device_objects);
+        ck_assert_msg(b.instances_built == 0 && b.host_allocs == 0 && b.device_objects == 0, "%llu %llu %llu",
                       (unsigned long long)b.instances_built, (unsigned long long)b.host_allocs,
-                      (unsigned long long)b.cl_objects);
+                      (unsigned long long)b.device_objects);
         ck_assert_uint_gt(a.kernel_launches, 0);
         ck_assert_uint_eq(a.kernel_launches, b.kernel_launches);
-        ck_assert_uint_eq(a.clblast_calls, b.clblast_calls);
+        ck_assert_uint_eq(a.library_calls, b.library_calls);
         ck_assert_uint_eq(a.copies, b.copies);
         cg_plan_free(p);
     }
@@ -1042,9 +1042,9 @@ START_TEST(steady_state_runs) {
         cg_plan_stats s;
         ck_assert_int_eq(cg_plan_stats_get(p, &s, NULL), CG_OK);
         if (r > 0)
-            ck_assert_msg(s.instances_built == 0 && s.host_allocs == 0 && s.cl_objects == 0, "%llu %llu %llu",
+            ck_assert_msg(s.instances_built == 0 && s.host_allocs == 0 && s.device_objects == 0, "%llu %llu %llu",
                           (unsigned long long)s.instances_built, (unsigned long long)s.host_allocs,
-                          (unsigned long long)s.cl_objects);
+                          (unsigned long long)s.device_objects);
         if (r > 1) ck_assert_uint_eq(s.kernel_launches, prev.kernel_launches);
         ck_assert_uint_gt(s.kernel_launches, 0);
         prev = s;
@@ -1294,6 +1294,48 @@ START_TEST(in_place_needs_equal_sizes) {
     }
     cg_tensor_free(x);
     free_model(&md);
+}
+END_TEST
+
+/* Device transfers (process counters) of one run of `text` on device
+ * opencl:0, x = [6] floats. */
+static uint64_t transfers_of_run(const char *text) {
+    model md = load_model(text, NULL);
+    int64_t six = 6;
+    cg_tensor *x, *out[2] = {NULL, NULL};
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &six, &x), CG_OK);
+    float *xv = cg_tensor_data(x);
+    for (int i = 0; i < 6; i++) xv[i] = 0.5f * (float)i;
+    const char *xn[] = {"x"};
+    cg_plan *p = make_plan(md.m, "g", "opencl:0", NULL);
+    ck_assert_msg(cg_plan_run(p, 1, xn, &x, 2, out) == CG_OK, "%s", cg_last_error()); /* builds, uploads */
+    cg_tensor_free(out[0]);
+    cg_tensor_free(out[1]);
+    cg_dev_counters c0, c1;
+    cg_dev_counters_get(&c0);
+    ck_assert_msg(cg_plan_run(p, 1, xn, &x, 2, out) == CG_OK, "%s", cg_last_error());
+    cg_dev_counters_get(&c1);
+    cg_tensor_free(out[0]);
+    cg_tensor_free(out[1]);
+    cg_plan_free(p);
+    cg_tensor_free(x);
+    free_model(&md);
+    return c1.transfers - c0.transfers;
+}
+
+/* reshape's OpenCL kernel copies through the OpenCL layer, so the device's
+ * counters (and a profile's capture) see the copy: the same graph with a
+ * tanh where the reshape is differs by exactly that one transfer. */
+START_TEST(reshape_copy_is_counted) {
+    tu_check_runs_pause();
+    const char *with = "graph g {\n  input x: f32[6]\n  a = tanh(x)\n  r = reshape(a) {shape: [2, 3]}\n"
+                       "  b = neg(a)\n  output r, b\n}\n";
+    const char *without = "graph g {\n  input x: f32[6]\n  a = tanh(x)\n  r = tanh(a)\n"
+                          "  b = neg(a)\n  output r, b\n}\n";
+    uint64_t t_with = transfers_of_run(with), t_without = transfers_of_run(without);
+    ck_assert_msg(t_with == t_without + 1, "transfers with reshape %llu, without %llu", (unsigned long long)t_with,
+                  (unsigned long long)t_without);
+    tu_check_runs_resume();
 }
 END_TEST
 
@@ -1575,6 +1617,7 @@ int main(void) {
     tcase_add_test(tc, edge_cases);
     tcase_add_test(tc, param_only_steps_run_once);
     tcase_add_test(tc, in_place_needs_equal_sizes);
+    tcase_add_test(tc, reshape_copy_is_counted);
     tcase_add_test(tc, invalid_indices_every_device);
     tcase_add_test(tc, plan_builds_only_its_kernels);
     tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */

@@ -690,7 +690,7 @@ def markdown(results, machine, meta):
         lines.append("- clgraph per decoder step, every row: at most %s host allocations and %s OpenCL objects created; "
                      "the encoder: at most %s allocations per run."
                      % (fmt(max(d.get("allocs_per_step", 0) for d in cl), "%g"),
-                        fmt(max(d.get("cl_objects_per_step", 0) for d in cl), "%g"),
+                        fmt(max(d.get("device_objects_per_step", d.get("cl_objects_per_step", 0)) for d in cl), "%g"),
                         fmt(max(d.get("encoder_allocs_per_run", 0) for d in cl), "%g")))
     if meta.get("onnxruntime"):
         lines.append("- ONNX Runtime %s (CPU execution provider, %s intra-op threads, spinning off) on the same weights "
