@@ -237,7 +237,7 @@ static cl_kernel attn_kernel(const cg_kernel_args *a, const char *name, int64_t 
     for (;;) {
         char opts[64];
         snprintf(opts, sizeof opts, "-DTX=%lld -DTY=%lld", (long long)*tx, (long long)*ty);
-        cl_kernel k = a->call->host->cl_kernel(a, cg_cl_attention, opts, name);
+        cl_kernel k = cg_host_cl_kernel(a, cg_cl_attention, opts, name);
         if (!k) return NULL;
         const size_t local[2] = {(size_t)*tx, (size_t)*ty};
         if (cg_ops_cl_group_fits(a, k, 2, local, 0)) return k;
@@ -280,7 +280,7 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
         vec = a->workspace;
         /* qp [B, K] = q W^T (W is [K, H]); zero (has_vec 0) when H == 0. */
         if (has_vec && K > 0 &&
-            call->host->cl_sgemm(a, 0, 1, B, K, H, 1.0f, (void *)a->in[0], 0, H,
+            cg_host_cl_sgemm(a, 0, 1, B, K, H, 1.0f, (void *)a->in[0], 0, H,
                                  (void *)a->in[2], 0, H, 0.0f, a->workspace, 0, K))
             return CG_OP_ERROR;
     }

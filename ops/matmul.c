@@ -23,7 +23,7 @@ static int64_t prod_dims(const int64_t *d, int n) {
     return p;
 }
 
-/* ---- OpenCL: fills around host->cl_sgemm ---- */
+/* ---- OpenCL: fills around cg_host_cl_sgemm ---- */
 
 /* y[total] = 0, or y[rows, n] = b[n] on every row when b is not NULL. The
  * bias rows are shape.cl's copy_rows of b with a source row stride of 0:
@@ -161,7 +161,7 @@ static cg_op_status matmul_cpu(const cg_kernel_args *args) {
 }
 
 /* Per batch matrix product (M N K) from which the batches go to
- * host->cl_sgemm one by one instead of the bmm kernel. */
+ * cg_host_cl_sgemm one by one instead of the bmm kernel. */
 #define MATMUL_CL_SGEMM_WORK ((int64_t)1 << 21)
 
 /* At most this many rows per batch go to bmm_rows (no tiles). */
@@ -192,9 +192,9 @@ static cg_op_status bmm_rows(const cg_kernel_args *args, int ta, int tb, int wid
     return cg_ops_cl_launch(args, kern, NULL, 3, global, local);
 }
 
-/* One host->cl_sgemm when the batches fold into M (b shared, a not
+/* One cg_host_cl_sgemm when the batches fold into M (b shared, a not
  * transposed) or there is one batch; else bmm, the batched tiled kernel,
- * for small matrices, and one host->cl_sgemm per batch for large ones. */
+ * for small matrices, and one cg_host_cl_sgemm per batch for large ones. */
 static cg_op_status matmul_cl(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
     const cg_host_api *h = call->host;
@@ -408,7 +408,7 @@ static cg_op_status linear_decompose(cg_decomp *d, const cg_op_call *call) {
     return h->decomp_output(d, 0, v);
 }
 
-/* The bias is broadcast into y first, then y += x w^T by host->cl_sgemm
+/* The bias is broadcast into y first, then y += x w^T by cg_host_cl_sgemm
  * (beta = 1); without a bias beta = 0. IN = 0 leaves the bias or zeros. */
 static cg_op_status linear_cl(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
@@ -421,7 +421,7 @@ static cg_op_status linear_cl(const cg_kernel_args *args) {
     if (mb || in == 0)
         if (fill_cl(args, my, mb, rows * out, out)) return CG_OP_ERROR;
     if (in == 0) return CG_OP_OK;
-    return call->host->cl_sgemm(args, 0, 1, rows, out, in, 1.0f, mx, 0, in, mw, 0, in,
+    return cg_host_cl_sgemm(args, 0, 1, rows, out, in, 1.0f, mx, 0, in, mw, 0, in,
                                 mb ? 1.0f : 0.0f, my, 0, out);
 }
 

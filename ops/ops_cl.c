@@ -10,14 +10,14 @@ cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const ch
                            int wide, int idx8, const char *extra) {
     const char *idx = idx8 ? (wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8")
                            : (wide ? "-DIDX=long" : "-DIDX=int");
-    if (!extra) return a->call->host->cl_kernel(a, source, idx, name);
+    if (!extra) return cg_host_cl_kernel(a, source, idx, name);
     char opts[256];
     int len = snprintf(opts, sizeof opts, "%s %s", idx, extra);
     if (len < 0 || (size_t)len >= sizeof opts) {
         cg_op_fail(a->call, "build options of %s are too long: %s %s", name, idx, extra);
         return NULL;
     }
-    return a->call->host->cl_kernel(a, source, opts, name);
+    return cg_host_cl_kernel(a, source, opts, name);
 }
 
 cg_op_status cg_ops_cl_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
@@ -25,7 +25,7 @@ cg_op_status cg_ops_cl_arg(const cg_kernel_args *a, cl_kernel k, const char *nam
     cl_int e = clSetKernelArg(k, i, size, value);
     if (e != CL_SUCCESS)
         return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          a->call->host->cl_error_name(e));
+                          cg_host_cl_error_name(e));
     return CG_OP_OK;
 }
 
@@ -86,7 +86,7 @@ static kernel_limits limits_of(cl_kernel k, cl_device_id dev) {
 }
 
 size_t cg_ops_cl_work_group(const cg_kernel_args *a, cl_kernel k, size_t cap, int pow2) {
-    int64_t w = a->call->host->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    int64_t w = cg_host_cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
     size_t l = w <= 0 ? 64 : (size_t)w;
     if (l > cap) l = cap;
     cl_device_id dev;
@@ -131,7 +131,7 @@ int cg_ops_cl_group_fits(const cg_kernel_args *a, cl_kernel k, int dims, const s
 }
 
 int cg_ops_cl_is_cpu(const cg_kernel_args *a) {
-    return a->call->host->cl_info(a, CG_CL_INFO_CPU_PATHS) == 1;
+    return cg_host_cl_info(a, CG_CL_INFO_CPU_PATHS) == 1;
 }
 
 size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size) {
@@ -141,7 +141,7 @@ size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size) {
 
 cg_op_status cg_ops_cl_launch(const cg_kernel_args *a, cl_kernel k, const char *name, int dims,
                               const size_t *global, const size_t *local) {
-    cg_op_status st = a->call->host->cl_launch(a, k, dims, global, local);
+    cg_op_status st = cg_host_cl_launch(a, k, dims, global, local);
     if (st == CG_OP_OK || !name) return st;
     char msg[256];
     snprintf(msg, sizeof msg, "%s", a->call->err ? a->call->err : "");

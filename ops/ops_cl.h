@@ -13,17 +13,21 @@
 
 #include <CL/cl.h>
 
+/* Built-in ops call the OpenCL services directly; plugins reach the same
+ * functions through their host table (cg_host_api.cl_*). */
+#include "opencl/cl_host.h"
+
 /* ---- kernels ---- */
 
 /*
- * The kernel `name` of the OpenCL C source `source` (host->cl_kernel: built
+ * The kernel `name` of the OpenCL C source `source` (cg_host_cl_kernel: built
  * on first use, then cached), built with the index type IDX of the ops/cl
  * sources: -DIDX=int, or -DIDX=long when `wide` (the caller's choice for
  * tensors of 2^31 elements or more). With `idx8` also -DIDX8=int8 or long8
  * (for cg_ops_cl_idx8 arguments). `extra` (NULL for none) is appended to the
  * options after a space. NULL on failure, with the message (the build log
  * for a compile error) in args->call->err. Sources without IDX (rnn.cl,
- * attention.cl) are fetched with host->cl_kernel directly.
+ * attention.cl) are fetched with cg_host_cl_kernel directly.
  */
 cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const char *name,
                            int wide, int idx8, const char *extra);
@@ -75,7 +79,7 @@ cg_op_status cg_ops_cl_idx8(const cg_kernel_args *a, cl_kernel k, const char *na
 
 /*
  * Work-group size of a 1-D launch of kernel `k`: the device's limit
- * (host->cl_info(CG_CL_INFO_MAX_WORK_GROUP), 64 when unknown) capped at
+ * (cg_host_cl_info(CG_CL_INFO_MAX_WORK_GROUP), 64 when unknown) capped at
  * `cap`, at the kernel's own CL_KERNEL_WORK_GROUP_SIZE on the queue's
  * device (often below the device's: it depends on the kernel's registers
  * and local memory) and at CL_DEVICE_MAX_WORK_ITEM_SIZES[0]; rounded down to
@@ -130,7 +134,7 @@ cg_op_status cg_ops_cl_check_args(const cg_kernel_args *a, cl_kernel k, const ch
 /* ---- launches ---- */
 
 /*
- * Enqueues `k` over `dims` dimensions with host->cl_launch, which rounds
+ * Enqueues `k` over `dims` dimensions with cg_host_cl_launch, which rounds
  * `global` up to a multiple of `local` (kernels bounds-check). When `name`
  * is not NULL a failure's message is prefixed with "launching <name>: ".
  */

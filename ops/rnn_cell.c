@@ -194,7 +194,6 @@ static int32_t emit_cols(cg_ops_emitter *e, int32_t v, int64_t start, int64_t en
  * the gate kernel. Inputs are indexed as in cell_infer. */
 static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
     const cg_op_call *call = a->call;
-    const cg_host_api *host = call->host;
     const int w_first = cell_wih(gates);
     const int64_t B = call->inputs[0].dims[0], I = call->inputs[0].dims[1];
     const int64_t H = call->inputs[1].dims[1], GH = gates * H;
@@ -205,14 +204,14 @@ static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
     void *ws = a->workspace;
     const cl_int b32 = (cl_int)B, h32 = (cl_int)H, has_gi = I > 0;
     /* With I == 0 the input projection is zero and the kernel skips it. */
-    if (has_gi && host->cl_sgemm(a, 0, 1, B, GH, I, 1.0f, (void *)a->in[0], 0, I,
+    if (has_gi && cg_host_cl_sgemm(a, 0, 1, B, GH, I, 1.0f, (void *)a->in[0], 0, I,
                                  (void *)a->in[w_first], 0, I, 0.0f, ws, 0, GH))
         return CG_OP_ERROR;
-    if (host->cl_sgemm(a, 0, 1, B, GH, H, 1.0f, (void *)a->in[1], 0, H,
+    if (cg_host_cl_sgemm(a, 0, 1, B, GH, H, 1.0f, (void *)a->in[1], 0, H,
                        (void *)a->in[w_first + 1], 0, H, 0.0f, ws, (size_t)(B * GH), GH))
         return CG_OP_ERROR;
     const char *name = gates == 3 ? "gru_cell_gates" : "lstm_cell_gates";
-    cl_kernel k = host->cl_kernel(a, cg_cl_rnn, "", name);
+    cl_kernel k = cg_host_cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
     cl_mem ws_m = ws, b_ih = (cl_mem)a->in[w_first + 2], b_hh = (cl_mem)a->in[w_first + 3];
     cl_mem state = (cl_mem)a->in[gates == 3 ? 1 : 2], out0 = a->out[0];

@@ -319,7 +319,7 @@ static cg_op_status seq_cl_weight(const cg_kernel_args *a, int i, size_t *wide, 
     if (!is_narrow(d->dtype)) return CG_OP_OK;
     const int q8 = d->dtype == (cg_op_dtype)CG_I8;
     const char *name = q8 ? "rnn_widen_q8" : "rnn_widen";
-    cl_kernel k = a->call->host->cl_kernel(a, cg_cl_rnn, "", name);
+    cl_kernel k = cg_host_cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
     const cl_long n = (cl_long)cg_desc_numel(d), o = (cl_long)*wide, cols = (cl_long)d->dims[1];
     const cl_int bf16 = d->dtype == (cg_op_dtype)CG_BF16;
@@ -343,7 +343,7 @@ static cg_op_status seq_cl_weight(const cg_kernel_args *a, int i, size_t *wide, 
 /* A sequence of length 0: nothing runs, the final states are zero. */
 static cg_op_status seq_cl_zero_states(const cg_kernel_args *a, const seq_dims *s) {
     const cg_op_call *call = a->call;
-    cl_kernel z = call->host->cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
+    cl_kernel z = cg_host_cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
     if (!z) return CG_OP_ERROR;
     const cl_long n = (cl_long)(s->L * s->D * s->B * s->H), off = 0;
     const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, z, 128, 0), n, 1);
@@ -359,7 +359,6 @@ static cg_op_status seq_cl_zero_states(const cg_kernel_args *a, const seq_dims *
 
 static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     const cg_op_call *call = a->call;
-    const cg_host_api *host = call->host;
     const seq_dims s = seq_dims_of(call, gates);
     const int64_t B = s.B, S = s.S, H = s.H, GH = s.G * s.H, DH = s.D * s.H;
     if (B == 0) return CG_OP_OK;
@@ -373,7 +372,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     if (cg_ops_cl_check_range(a, 1, B, 0, S)) return CG_OP_ERROR;
 
     if (S == 0) return seq_cl_zero_states(a, &s);
-    cl_kernel k = host->cl_kernel(a, cg_cl_rnn, "", name);
+    cl_kernel k = cg_host_cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
     /* Work-groups of up to 128 work-items, no wider than a launch needs. */
     const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), B * H, 1);
@@ -403,7 +402,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
             const cl_long h_off_l = (cl_long)h_off, c_off_l = (cl_long)c_off;
             const cl_long o_off = (cl_long)out_off;
 
-            if (has_gi && host->cl_sgemm(a, 0, 1, B * S, GH, in_size, 1.0f, in, in_off, in_size,
+            if (has_gi && cg_host_cl_sgemm(a, 0, 1, B * S, GH, in_size, 1.0f, in, in_off, in_size,
                                          w_ih, ih_off, in_size, 0.0f, ws, w.proj, GH))
                 return CG_OP_ERROR;
             /* Arguments 3 (t) and 5 (first) change per step. */
@@ -430,7 +429,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
                 return CG_OP_ERROR;
             for (int64_t t = 0; t < S; t++) {
                 const cl_int t32 = (cl_int)t, first = t == 0;
-                if (!first && host->cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, hh_off,
+                if (!first && cg_host_cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, hh_off,
                                              H, 0.0f, ws, w.gh, GH))
                     return CG_OP_ERROR;
                 if (cg_ops_cl_arg(a, k, name, 3, sizeof t32, &t32) ||

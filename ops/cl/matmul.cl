@@ -1,6 +1,6 @@
 /* Matrix products: a tiled batched GEMM for broadcasting matmul with many
- * small matrices, and the zeros for K = 0 around host->cl_sgemm (the bias
- * rows are shape.cl's copy_rows). Large products go through host->cl_sgemm.
+ * small matrices, and the zeros for K = 0 around cg_host_cl_sgemm (the bias
+ * rows are shape.cl's copy_rows). Large products go through cg_host_cl_sgemm.
  *
  * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
  * has 2^31 elements or more), -DIDX8=int8 or long8 to match; for bmm also
