@@ -1,5 +1,8 @@
 /* The backends' part of the plugin host API: SGEMM and parallel_for on the
- * CPU backend, the OpenCL services for OpenCL kernels. */
+ * CPU backend, the OpenCL services for OpenCL kernels (as the table's cl_*
+ * members for plugins of ABI 1.0 to 1.3, and as the "opencl" extension). */
+#include <string.h>
+
 #include "backend.h"
 #include "cpu/cpu_blas.h"
 #include "cpu/cpu_pool.h"
@@ -24,6 +27,22 @@ static void host_parallel_for(int64_t n, int64_t grain, void (*fn)(void *ctx, in
 
 static int32_t host_cpu_threads(void) { return (int32_t)cg_cpu_threads(); }
 
+static const cg_host_opencl host_opencl = {
+    .struct_size = sizeof(cg_host_opencl),
+    .version = CG_HOST_OPENCL_VERSION,
+    .kernel = cg_host_cl_kernel,
+    .launch = cg_host_cl_launch,
+    .sgemm = cg_host_cl_sgemm,
+    .info = cg_host_cl_info,
+    .error_name = cg_host_cl_error_name,
+};
+
+/* The extensions the backends offer plugins, by name. */
+static const void *host_extension(const char *name, uint32_t min_version) {
+    if (name && !strcmp(name, CG_HOST_OPENCL) && min_version <= host_opencl.version) return &host_opencl;
+    return NULL;
+}
+
 void cg_backend_host_services(cg_host_api *api) {
     api->sgemm = cg_cpu_sgemm;
     api->parallel_for = host_parallel_for;
@@ -33,4 +52,5 @@ void cg_backend_host_services(cg_host_api *api) {
     api->cl_sgemm = cg_host_cl_sgemm;
     api->cl_info = cg_host_cl_info;
     api->cl_error_name = cg_host_cl_error_name;
+    api->extension = host_extension;
 }

@@ -1,5 +1,5 @@
 /*
- * clgraph operator plugin ABI, version 1.3.
+ * clgraph operator plugin ABI, version 1.4.
  *
  * A plugin is a shared library that exports exactly one entry symbol,
  * `cg_plugin_entry` (see CG_PLUGIN_ENTRY_SYMBOL), returning a static
@@ -45,7 +45,7 @@ extern "C" {
 /** ABI major version: a plugin must be built with the same major. */
 #define CG_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: grows when fields or host functions are appended. */
-#define CG_PLUGIN_ABI_MINOR 3
+#define CG_PLUGIN_ABI_MINOR 4
 /** Name of the one symbol every plugin exports. */
 #define CG_PLUGIN_ENTRY_SYMBOL "cg_plugin_entry"
 
@@ -353,7 +353,11 @@ typedef struct cg_host_api {
     /** Decomposition: makes value id `v` the op's output i. */
     cg_op_status (*decomp_output)(cg_decomp *d, int32_t i, int32_t v);
 
-    /* ---- OpenCL services (kernels whose backend is CG_BACKEND_OPENCL) ---- */
+    /* ---- OpenCL services (kernels whose backend is CG_BACKEND_OPENCL) ----
+     * Since ABI 1.4 these are also the "opencl" extension (cg_host_opencl,
+     * asked for through `extension` below), which is how a plugin should
+     * reach them: a build of clgraph without OpenCL answers NULL there. The
+     * members stay for plugins built against 1.0 to 1.3. */
 
     /**
      * The cl_kernel `name` from OpenCL C 1.2 `source` built with `options`
@@ -403,7 +407,47 @@ typedef struct cg_host_api {
                          void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
     /** Threads parallel_for runs on (CLGRAPH_THREADS, else the online CPUs). */
     int32_t (*cpu_threads)(void);
+
+    /* ---- ABI 1.4 (check struct_size before use) ---- */
+
+    /**
+     * A group of services one kind of device offers, by name, at least
+     * `min_version` of it: "opencl" (CG_HOST_OPENCL) gives a cg_host_opencl.
+     * NULL when this host has no such extension (a build without OpenCL, a
+     * name it does not know) or only an older version. The pointer stays
+     * valid while the plugin is loaded; check its struct_size before using
+     * members added in later versions.
+     */
+    const void *(*extension)(const char *name, uint32_t min_version);
 } cg_host_api;
+
+/** Name of the OpenCL services extension (cg_host_api.extension). */
+#define CG_HOST_OPENCL "opencl"
+/** Its version this header describes. */
+#define CG_HOST_OPENCL_VERSION 1
+
+/**
+ * The OpenCL services (extension "opencl", ABI 1.4): the same functions as
+ * cg_host_api's cl_* members, documented there, for kernels whose backend
+ * is CG_BACKEND_OPENCL.
+ */
+typedef struct cg_host_opencl {
+    uint32_t struct_size; /**< sizeof(cg_host_opencl) of the host */
+    uint32_t version;     /**< CG_HOST_OPENCL_VERSION of the host */
+    /** See cg_host_api.cl_kernel. */
+    void *(*kernel)(const cg_kernel_args *args, const char *source, const char *options, const char *name);
+    /** See cg_host_api.cl_launch. */
+    cg_op_status (*launch)(const cg_kernel_args *args, void *kernel, int32_t dims, const size_t *global,
+                           const size_t *local);
+    /** See cg_host_api.cl_sgemm. */
+    cg_op_status (*sgemm)(const cg_kernel_args *args, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          float alpha, void *a, size_t a_off, int64_t lda, void *b, size_t b_off, int64_t ldb,
+                          float beta, void *c, size_t c_off, int64_t ldc);
+    /** See cg_host_api.cl_info (CG_CL_INFO_*). */
+    int64_t (*info)(const cg_kernel_args *args, int32_t what);
+    /** See cg_host_api.cl_error_name. */
+    const char *(*error_name)(int32_t code);
+} cg_host_opencl;
 
 /** Device limits readable through cg_host_api.cl_info. */
 enum {

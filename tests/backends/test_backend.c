@@ -306,6 +306,27 @@ START_TEST(test_cl_kernel) {
 }
 END_TEST
 
+/* The "opencl" extension (ABI 1.4) is the table's cl_* services under a
+ * name; other names and later versions than the host's give NULL. */
+START_TEST(test_opencl_extension) {
+    cg_host_api h = {.struct_size = sizeof(cg_host_api)};
+    cg_backend_host_services(&h);
+    ck_assert_ptr_nonnull(h.extension);
+    const cg_host_opencl *cl = h.extension(CG_HOST_OPENCL, 1);
+    ck_assert_ptr_nonnull(cl);
+    ck_assert_uint_eq(cl->struct_size, sizeof(cg_host_opencl));
+    ck_assert_uint_eq(cl->version, CG_HOST_OPENCL_VERSION);
+    ck_assert(cl->kernel == h.cl_kernel && cl->launch == h.cl_launch && cl->sgemm == h.cl_sgemm &&
+              cl->info == h.cl_info && cl->error_name == h.cl_error_name);
+    ck_assert_str_eq(cl->error_name(-5), "CL_OUT_OF_RESOURCES");
+    ck_assert_ptr_eq(h.extension(CG_HOST_OPENCL, 0), cl);
+    ck_assert_ptr_null(h.extension(CG_HOST_OPENCL, CG_HOST_OPENCL_VERSION + 1));
+    ck_assert_ptr_null(h.extension("vulkan", 1));
+    ck_assert_ptr_null(h.extension("", 1));
+    ck_assert_ptr_null(h.extension(NULL, 1));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("backend");
     TCase *tc = tcase_create("backend");
@@ -314,6 +335,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_buffers, 0, n_devices());
     tcase_add_loop_test(tc, test_transfer_pairs, 0, n_devices() * n_devices());
     tcase_add_test(tc, test_cpu_kernel);
+    tcase_add_test(tc, test_opencl_extension);
     tcase_add_loop_test(tc, test_cl_kernel, 0, 2);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 1);

@@ -157,6 +157,13 @@ static cg_op_status ln_infer(cg_op_call *call) {
  * than the plugin needs at least). */
 #define LN_HOST_HAS(h, field) ((h)->struct_size >= offsetof(cg_host_api, field) + sizeof((h)->field))
 
+/* The host's OpenCL services, set once by ln_init: the "opencl" extension
+ * of a host of ABI 1.4 or later (NULL when that host was built without
+ * OpenCL), else the same functions from an older host table's cl_*
+ * members. */
+static const cg_host_opencl *ln_cl;
+static cg_host_opencl ln_cl_from_table;
+
 /* The CPU kernel's per-node state: gamma and beta of a row in double
  * (1 and 0 where the node has none), made once when they are weights. */
 typedef struct ln_coeffs {
@@ -323,7 +330,7 @@ static cg_op_status ln_arg(const cg_kernel_args *a, cl_kernel k, cl_uint i, size
     cl_int e = clSetKernelArg(k, i, size, value);
     if (e != CL_SUCCESS)
         return ln_fail(a->call, "clSetKernelArg(cgx_layer_norm, %u): %s", (unsigned)i,
-                       a->call->host->cl_error_name(e));
+                       ln_cl->error_name(e));
     return CG_OP_OK;
 }
 
@@ -331,10 +338,9 @@ static cg_op_status ln_arg(const cg_kernel_args *a, cl_kernel k, cl_uint i, size
  * (cl_info), the kernel's own limit on this device, LN_MAX_LOCAL, what the
  * local memory holds, or than the row needs (a row of 17 uses 32 items). */
 static size_t ln_local_size(const cg_kernel_args *a, cl_kernel k, int64_t n) {
-    const cg_host_api *h = a->call->host;
-    int64_t lim = h->cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
+    int64_t lim = ln_cl->info(a, CG_CL_INFO_MAX_WORK_GROUP);
     if (lim <= 0 || lim > LN_MAX_LOCAL) lim = LN_MAX_LOCAL;
-    int64_t lmem = h->cl_info(a, CG_CL_INFO_LOCAL_MEM);
+    int64_t lmem = ln_cl->info(a, CG_CL_INFO_LOCAL_MEM);
     if (lmem > 0 && lmem / (int64_t)sizeof(cl_float) < lim) lim = lmem / (int64_t)sizeof(cl_float);
     cl_device_id dev;
     size_t kw = 0;
@@ -360,7 +366,7 @@ typedef struct ln_cl_state {
  * steady state this is a lookup that creates no OpenCL object. NULL with
  * the host's message (the build log) on failure. */
 static cl_kernel ln_cl_kernel(const cg_kernel_args *a) {
-    return a->call->host->cl_kernel(a, ln_cl_source, "-cl-std=CL1.2", "cgx_layer_norm");
+    return ln_cl->kernel(a, ln_cl_source, "-cl-std=CL1.2", "cgx_layer_norm");
 }
 
 static cg_op_status ln_cl_create(const cg_kernel_args *a, void **state, size_t *bytes) {
@@ -383,16 +389,16 @@ static cg_op_status ln_cl_create(const cg_kernel_args *a, void **state, size_t *
 static int ln_cl_supports(const cg_kernel_args *a) {
     int64_t rows, n;
     ln_rows(&a->call->inputs[0], &rows, &n);
-    return n <= INT32_MAX;
+    return ln_cl && n <= INT32_MAX;
 }
 
 static cg_op_status ln_opencl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    const cg_host_api *h = call->host;
     int64_t rows, n;
     ln_rows(&call->inputs[0], &rows, &n);
     if (rows == 0 || n == 0) return CG_OP_OK;
     /* A 1.0 host asks no supports callback first. */
+    if (!ln_cl) return ln_fail(call, "this host offers no OpenCL services");
     if (n > INT32_MAX) return ln_fail(call, "rows of %lld elements are too wide", (long long)n);
     cl_kernel k = ln_cl_kernel(a);
     if (!k) return CG_OP_ERROR; /* the host wrote the message (build log) */
@@ -422,7 +428,7 @@ static cg_op_status ln_opencl(const cg_kernel_args *a) {
     if ((uint64_t)rows > (uint64_t)SIZE_MAX / local)
         return ln_fail(call, "%lld rows are too many for one launch", (long long)rows);
     size_t global = (size_t)rows * local;
-    return h->cl_launch(a, k, 1, &global, &local);
+    return ln_cl->launch(a, k, 1, &global, &local);
 }
 
 /* ------------------------------------------------------------------ */
@@ -581,14 +587,27 @@ static const cg_op_def ln_op = CG_OP(
     .conform_case = ln_conform_case);
 
 /* Refuses a host whose table lacks the services this plugin cannot do
- * without (all part of ABI 1.0). parallel_for (1.1) is optional: the CPU
- * kernel tests for it at each call and runs its rows serially without it. */
+ * without (the decomposition entries, ABI 1.0) and finds the OpenCL
+ * services. parallel_for (1.1) is optional: the CPU kernel tests for it at
+ * each call and runs its rows serially without it. */
 static cg_op_status ln_init(const cg_host_api *host, char *err, size_t err_size) {
-    size_t need = offsetof(cg_host_api, cl_error_name) + sizeof host->cl_error_name;
+    size_t need = offsetof(cg_host_api, decomp_output) + sizeof host->decomp_output;
     if (host->struct_size < need) {
         snprintf(err, err_size, "the host API table has %u bytes, this plugin needs %zu",
                  (unsigned)host->struct_size, need);
         return CG_OP_ERROR;
+    }
+    if (LN_HOST_HAS(host, extension) && host->extension) {
+        ln_cl = host->extension(CG_HOST_OPENCL, 1);
+    } else if (LN_HOST_HAS(host, cl_error_name)) {
+        ln_cl_from_table = (cg_host_opencl){.struct_size = sizeof(cg_host_opencl),
+                                            .version = 1,
+                                            .kernel = host->cl_kernel,
+                                            .launch = host->cl_launch,
+                                            .sgemm = host->cl_sgemm,
+                                            .info = host->cl_info,
+                                            .error_name = host->cl_error_name};
+        ln_cl = &ln_cl_from_table;
     }
     return CG_OP_OK;
 }
