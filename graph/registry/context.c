@@ -31,7 +31,6 @@ cg_status cg_context_create(cg_context **out) {
     *out = NULL;
     cg_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return cg_error(CG_ERR_NO_MEMORY, "out of memory creating a context");
-    ctx->host = *cg_host_api_get();
     cg_status st = cg_registry_add_plugin(ctx, cg_builtin_plugin(), "<built-in>", NULL);
     const char *env = getenv("CLGRAPH_PLUGINS");
     if (!st && env && *env) st = load_list(ctx, env);

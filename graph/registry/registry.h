@@ -46,7 +46,6 @@ struct cg_op_entry {
 };
 
 struct cg_context {
-    cg_host_api host;
     int n_ops, cap_ops;
     const cg_op_entry **ops;     /* entries owned by the plugins' records */
     int n_plugins, cap_plugins;

@@ -91,14 +91,6 @@ static const instance *last_instance(const cg_plan *p) {
     return last;
 }
 
-size_t cg_plan_arena_bytes(const cg_plan *p) {
-    const instance *last = p ? last_instance(p) : NULL;
-    if (!last) return 0;
-    size_t total = 0;
-    for (int d = 0; d < p->n_devs; d++) total += last->arena_bytes[d];
-    return total;
-}
-
 cg_status cg_plan_memory(const cg_plan *p, cg_plan_memory_info *out) {
     if (!p || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_memory: NULL argument");
     memset(out, 0, sizeof *out);

@@ -567,12 +567,9 @@ CG_API cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep);
  */
 CG_API cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output);
 
-/** Bytes of the plan's buffers on every device for the last bound shapes. */
-CG_API size_t cg_plan_arena_bytes(const cg_plan *p);
-
 /** What a plan holds in memory. */
 typedef struct cg_plan_memory_info {
-    uint64_t arena_bytes;     /**< buffers of the last bound shapes, every device (cg_plan_arena_bytes) */
+    uint64_t arena_bytes;     /**< buffers of the last bound shapes, every device */
     uint64_t param_bytes;     /**< parameter copies on devices without host memory (the CPU reads weights in place) */
     uint64_t state_bytes;     /**< per-node kernel states (plugin ABI 1.1) of the last bound shapes */
     uint64_t all_state_bytes; /**< kernel states of every cached binding */

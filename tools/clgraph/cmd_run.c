@@ -181,13 +181,15 @@ int cli_run(int argc, char **argv) {
     if (o.stats) {
         cg_plan_stats st;
         cg_plan_stats_get(plan, &st, NULL);
+        cg_plan_memory_info mem;
+        cg_plan_memory(plan, &mem);
         fprintf(stderr,
                 "stats: %llu kernel launches, %llu copies (%llu bytes), %llu host allocations, "
-                "%llu device objects created, %llu library calls (CLBlast), plan memory %zu bytes, %.3f ms\n",
+                "%llu device objects created, %llu library calls (CLBlast), plan memory %llu bytes, %.3f ms\n",
                 (unsigned long long)st.kernel_launches, (unsigned long long)st.copies,
                 (unsigned long long)st.bytes_copied, (unsigned long long)st.host_allocs,
                 (unsigned long long)st.device_objects, (unsigned long long)st.library_calls,
-                cg_plan_arena_bytes(plan), st.run_ms);
+                (unsigned long long)mem.arena_bytes, st.run_ms);
         if (stats_table(plan, prof, &o, in, n_out)) goto done;
     }
     if (o.profile && cg_profiler_write_trace(prof, o.profile)) {
