@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "settings.h"
 #include "atomic_file.h"
 #include "cache.h"
 #include "read_file.h"
@@ -31,7 +32,7 @@ static void set_dir(const char *base, const char *suffix) {
 }
 
 static void compute_dir(void) {
-    const char *v = getenv("CLGRAPH_CACHE_DIR");
+    const char *v = cg_setting(CG_SET_CACHE_DIR);
     g_dir[0] = '\0';
     if (v && *v)
         set_dir(v, "");

@@ -1,6 +1,7 @@
 /* Driver of the own GEMM kernels: path selection, BLAS edge semantics and
  * the split over the thread pool. The kernels themselves live in
  * cpu_gemm_{portable,avx2,avx512}.c. */
+#include "settings.h"
 #include "cpu_gemm.h"
 
 #include "cpu_gemm_kernels.h"
@@ -89,7 +90,7 @@ static const cg_gemm_kernels *cg_gemm_lookup(const char *name) {
 static const cg_gemm_kernels *cg_gemm_selected(void) {
     const cg_gemm_kernels *k = g_sel;
     if (k) return k;
-    const char *env = getenv("CLGRAPH_CPU_GEMM");
+    const char *env = cg_setting(CG_SET_CPU_GEMM);
     k = env && *env ? cg_gemm_lookup(env) : NULL;
     if (!k) k = cg_gemm_lookup("auto");
     g_sel = k;

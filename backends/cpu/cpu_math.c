@@ -1,4 +1,5 @@
 #include "cpu_math.h"
+#include "settings.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -395,7 +396,7 @@ static const math_impl *_Atomic chosen;
 static const math_impl *impl(void) {
     const math_impl *m = chosen;
     if (m) return m;
-    const char *force = getenv("CLGRAPH_CPU_MATH");
+    const char *force = cg_setting(CG_SET_CPU_MATH);
     size_t first = 0;
     if (force && *force)
         for (size_t i = 0; i < N_IMPLS; i++)

@@ -13,6 +13,7 @@
  * parallel regions back to back) and then sleep on a condition variable, so an
  * idle process burns no CPU. Workers are detached and blocked for signals;
  * a child process after fork() starts a fresh pool lazily. */
+#include "settings.h"
 #include "cpu_pool.h"
 
 #include <limits.h>
@@ -102,7 +103,7 @@ static void cg_pool_child_fork(void) {
 
 static void cg_pool_init(void) {
     long t = 0;
-    const char *env = getenv("CLGRAPH_THREADS");
+    const char *env = cg_setting(CG_SET_THREADS);
     if (env && *env) {
         char *end = NULL;
         long v = strtol(env, &end, 10);

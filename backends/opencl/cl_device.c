@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "settings.h"
 #include "opencl/cl_gemm_internal.h"
 #include "opencl/cl_internal.h"
 #include "error.h"
@@ -429,7 +430,7 @@ static const char *g_paths = "";  /* "cpu", "gpu" or "" */
 static char g_paths_bad[64];
 
 static void read_paths(void) {
-    const char *v = getenv("CLGRAPH_CL_PATHS");
+    const char *v = cg_setting(CG_SET_CL_PATHS);
     if (!v || !*v || !strcmp(v, "auto")) return;
     if (!strcmp(v, "cpu")) g_paths = "cpu";
     else if (!strcmp(v, "gpu")) g_paths = "gpu";

@@ -39,6 +39,7 @@
 
 #include <clblast_c.h>
 
+#include "settings.h"
 #include "opencl/cl_gemm_internal.h"
 #include "opencl/cl_internal.h"
 #include "opencl/gemm.cl.h"
@@ -92,7 +93,7 @@ void cg_cl_gemm_test_set_mode(int mode) {
 static cg_status current_mode(int *mode) {
     pthread_mutex_lock(&g_mode_mu);
     if (g_mode == CG_GEMM_FROM_ENV) {
-        const char *v = getenv("CLGRAPH_GEMM");
+        const char *v = cg_setting(CG_SET_GEMM);
         g_mode_bad = 0;
         if (!v || !*v || !strcmp(v, "auto")) {
             g_mode = CG_GEMM_AUTO;

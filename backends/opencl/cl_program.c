@@ -25,6 +25,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "settings.h"
 #include "cache.h"
 #include "error.h"
 #include "hash.h"
@@ -278,7 +279,7 @@ static void build_log(cg_cl_device *d, cl_program prog, char *out, size_t size) 
  * would land between a tool's output lines. Read at every build: builds are
  * rare and slow. */
 static int warnings_shown(void) {
-    const char *v = getenv("CLGRAPH_CL_WARNINGS");
+    const char *v = cg_setting(CG_SET_CL_WARNINGS);
     return v && *v && strcmp(v, "0") != 0;
 }
 

@@ -101,11 +101,40 @@ CG_API size_t cg_dtype_size(cg_dtype t);
 /* Context                                                             */
 
 /**
- * Creates a context with the CPU backend and the built-in operators, then
- * loads every plugin named in the environment variable CLGRAPH_PLUGINS
- * (paths separated by ':'). Fails if one of those plugins fails to load.
+ * What a context is made with (zero-initialise, set struct_size, then what
+ * you need; or pass NULL for every default). A zero or NULL field leaves its
+ * CLGRAPH_* environment variable in charge (README: "Settings"), so the
+ * variables are the defaults of a program that sets nothing.
+ *
+ * All but `plugins` are settings of the process, shared by its contexts:
+ * what they configure (the CPU thread pool, the chosen SGEMM paths, the
+ * OpenCL kernel path set, the cache directory) is made once. A context that
+ * asks for another value than the one in effect fails with
+ * CG_ERR_INVALID_ARGUMENT naming the setting and that value; set them in
+ * the first context (or give the same values).
  */
-CG_API cg_status cg_context_create(cg_context **out);
+typedef struct cg_context_options {
+    size_t struct_size;        /**< sizeof(cg_context_options) */
+    int threads;               /**< CPU pool threads (CLGRAPH_THREADS); 0: the online CPUs */
+    const char *cpu_gemm;      /**< CPU SGEMM path (CLGRAPH_CPU_GEMM): "blas", "own", "avx512", "avx2", "portable" */
+    const char *cpu_math;      /**< CPU exp/tanh/logistic level (CLGRAPH_CPU_MATH): "avx2", "baseline" */
+    const char *gemm;          /**< OpenCL SGEMM (CLGRAPH_GEMM): "auto", "own", "clblast" */
+    const char *cl_paths;      /**< OpenCL kernel paths (CLGRAPH_CL_PATHS): "auto", "cpu", "gpu" */
+    const char *cache_dir;     /**< compiled programs and measurements (CLGRAPH_CACHE_DIR) */
+    int cl_warnings;           /**< the OpenCL compiler's warnings (CLGRAPH_CL_WARNINGS): 1 show, -1 hide, 0 the variable's */
+    const char *const *plugins;/**< plugin libraries to load, after those of CLGRAPH_PLUGINS */
+    int n_plugins;             /**< their count */
+    int no_env_plugins;        /**< 1: do not load CLGRAPH_PLUGINS */
+} cg_context_options;
+
+/**
+ * Creates a context with the CPU backend and the built-in operators,
+ * applies `opt` (NULL: defaults), then loads every plugin named in the
+ * environment variable CLGRAPH_PLUGINS (paths separated by ':'; unless
+ * opt->no_env_plugins) and opt->plugins. Fails if a setting conflicts with
+ * the one in effect or a plugin fails to load (the message names it).
+ */
+CG_API cg_status cg_context_create(const cg_context_options *opt, cg_context **out);
 
 /** Frees a context (NULL is ignored). Models and plans must be freed first. */
 CG_API void cg_context_free(cg_context *ctx);

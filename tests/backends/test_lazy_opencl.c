@@ -12,7 +12,7 @@
 
 START_TEST(test_cpu_plan_leaves_opencl_alone) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     const char *text = "graph g {\n  input x: f32[B, 4]\n  y = tanh(x)\n  output y\n}\n";
     cg_model *m;
     ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "t.cg", &m), CG_OK);

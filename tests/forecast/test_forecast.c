@@ -590,7 +590,7 @@ END_TEST
 
 int main(void) {
     scan_variants();
-    if (cg_context_create(&ctx) != CG_OK) {
+    if (cg_context_create(NULL, &ctx) != CG_OK) {
         fprintf(stderr, "cg_context_create: %s\n", cg_last_error());
         return 1;
     }

@@ -38,7 +38,7 @@ static void setup(void) {
     char cmd[700];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/weights.safetensors'", dir, CG_FUZZ_WEIGHTS, dir);
     if (system(cmd) != 0) abort();
-    if (cg_context_create(&ctx) != CG_OK) abort();
+    if (cg_context_create(NULL, &ctx) != CG_OK) abort();
     atexit(cleanup);
 }
 

@@ -15,7 +15,7 @@ static void done(void) { cg_context_free(ctx); }
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static cg_fuzz_file in;
     if (!ctx) {
-        if (cg_context_create(&ctx) != CG_OK) abort();
+        if (cg_context_create(NULL, &ctx) != CG_OK) abort();
         atexit(done);
     }
     const char *path = cg_fuzz_put(&in, "fuzz.onnx", data, size);

@@ -109,7 +109,7 @@ static void *own_model(void *arg) {
     cg_context *ctx = NULL;
     cg_s2s *m = NULL;
     cg_plan_options po = {.device = device_of(w->id)};
-    if (cg_context_create(&ctx) || cg_s2s_load(ctx, model_dir, &po, &m))
+    if (cg_context_create(NULL, &ctx) || cg_s2s_load(ctx, model_dir, &po, &m))
         snprintf(w->err, sizeof w->err, "thread %d: load: %s", w->id, cg_last_error());
     else check_thread(m, w->id, w->err, sizeof w->err);
     cg_s2s_free(m);
@@ -139,7 +139,7 @@ END_TEST
 
 START_TEST(test_shared_model) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     cg_s2s *m;
     ck_assert_msg(cg_s2s_load(ctx, model_dir, NULL, &m) == CG_OK, "%s", cg_last_error());
     worker w[THREADS];
@@ -175,7 +175,7 @@ static void prepare(void) {
     snprintf(model_dir, sizeof model_dir, "%s/models/dates", tu_src_dir());
     g_devices = cg_device_count();
     cg_context *ctx;
-    REQUIRE(cg_context_create(&ctx) == CG_OK, "%s", cg_last_error());
+    REQUIRE(cg_context_create(NULL, &ctx) == CG_OK, "%s", cg_last_error());
     cg_s2s *m;
     REQUIRE(cg_s2s_load(ctx, model_dir, NULL, &m) == CG_OK, "%s", cg_last_error());
     char path[1100];

@@ -110,7 +110,7 @@ START_TEST(bench_json) {
     /* The decoder's weights: the same number the library reports. */
     cg_context *ctx;
     cg_s2s *m;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_msg(cg_s2s_load(ctx, model, NULL, &m) == CG_OK, "%s", cg_last_error());
     size_t wb = cg_s2s_decoder_weight_bytes(m);
     ck_assert(wb > 0 && wb % 4 == 0);
@@ -183,7 +183,7 @@ static cg_s2s *load_model(const char *variant, cg_context **ctx) {
     char dir[512];
     model_dir(variant, dir, sizeof dir);
     cg_s2s *m;
-    ck_assert_int_eq(cg_context_create(ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, ctx), CG_OK);
     ck_assert_msg(cg_s2s_load(*ctx, dir, NULL, &m) == CG_OK, "%s", cg_last_error());
     return m;
 }

@@ -115,7 +115,7 @@ int cli_fail(void) {
 }
 
 int cli_context(const cli_opts *o, cg_context **ctx) {
-    if (cg_context_create(ctx)) return cli_fail();
+    if (cg_context_create(NULL, ctx)) return cli_fail();
     for (int i = 0; i < o->n_plugins; i++)
         if (cg_context_load_plugin(*ctx, o->plugins[i])) {
             cg_context_free(*ctx);

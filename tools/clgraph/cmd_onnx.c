@@ -403,7 +403,7 @@ int cli_onnx_test(int argc, char **argv) {
         rc = CLI_USAGE;
     }
     cg_context *ctx = NULL;
-    if (!rc && cg_context_create(&ctx)) rc = cli_fail();
+    if (!rc && cg_context_create(NULL, &ctx)) rc = cli_fail();
     for (int i = 0; !rc && i < n_plugins; i++)
         if (cg_context_load_plugin(ctx, plugins[i])) rc = cli_fail();
     if (!rc && !n_dev) /* the CPU and every OpenCL device */

@@ -101,7 +101,7 @@ static int validate(const char *dir) {
     int s2s = sv && !stat(sv, &st);
     free(sv);
     cg_context *ctx = NULL;
-    if (cg_context_create(&ctx)) return cli_fail();
+    if (cg_context_create(NULL, &ctx)) return cli_fail();
     cg_plan_options popt = {.device = "cpu"};
     int rc = CLI_OK;
     if (s2s) {

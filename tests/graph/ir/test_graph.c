@@ -15,7 +15,7 @@
 
 static cg_context *ctx;
 
-static void setup(void) { ck_assert_int_eq(cg_context_create(&ctx), CG_OK); }
+static void setup(void) { ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK); }
 static void teardown(void) { cg_context_free(ctx); }
 
 /* Parses and verifies; returns the status and leaves the message. */

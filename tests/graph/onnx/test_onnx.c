@@ -218,7 +218,7 @@ START_TEST(transformer_greedy_matches_pytorch) {
     int B = tf_read_cases(c, TF_MAXB);
     ck_assert_int_ge(B, 4);
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     for (int d = 0; d < cg_device_count(); d++) {
         char buf[512];
         tf_greedy_on(ctx, cg_device_describe(d, buf, sizeof buf), c, B);

@@ -21,7 +21,7 @@ static const char *plugin_path(void) {
 
 static cg_context *load_ctx(void) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_msg(cg_context_load_plugin(ctx, plugin_path()) == CG_OK, "%s", cg_last_error());
     return ctx;
 }

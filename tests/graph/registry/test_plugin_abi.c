@@ -30,7 +30,7 @@ static const char *plugin_path(const char *variant) {
 
 static cg_context *context_with_all(void) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     for (int v = 0; v < 3; v++)
         ck_assert_msg(cg_context_load_plugin(ctx, plugin_path(variants[v])) == CG_OK, "%s: %s", variants[v],
                       cg_last_error());

@@ -40,7 +40,7 @@ static void square_plus_plan(cg_context *ctx, cg_model **m, cg_plan **p, cg_tens
 
 START_TEST(good_plugin_runs) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert(!has_op(ctx, "square_plus"));
     size_t before = cg_context_op_count(ctx);
     ck_assert_msg(cg_context_load_plugin(ctx, plugin("good")) == CG_OK, "%s", cg_last_error());
@@ -74,7 +74,7 @@ END_TEST
  * creation naming the node; it used to wrap to no workspace at all. */
 START_TEST(huge_workspace_refused) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_msg(cg_context_load_plugin(ctx, plugin("huge_workspace")) == CG_OK, "%s", cg_last_error());
     cg_model *m;
     cg_plan *p;
@@ -95,7 +95,7 @@ END_TEST
 
 START_TEST(newer_minor_loads) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_msg(cg_context_load_plugin(ctx, plugin("newer_minor")) == CG_OK, "%s", cg_last_error());
     ck_assert(has_op(ctx, "square_plus"));
     cg_context_free(ctx);
@@ -104,7 +104,7 @@ END_TEST
 
 static void expect_fail(const char *variant, const char *const *needles) {
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     size_t before = cg_context_op_count(ctx);
     const char *path = plugin(variant);
     ck_assert_int_eq(cg_context_load_plugin(ctx, path), CG_ERR_PLUGIN);
@@ -187,7 +187,7 @@ START_TEST(plugin_messages_one_line) {
     static const char *const variants[] = {"infer_newline", "infer_full"};
     for (int v = 0; v < 2; v++) {
         cg_context *ctx;
-        ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+        ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
         ck_assert_msg(cg_context_load_plugin(ctx, plugin(variants[v])) == CG_OK, "%s", cg_last_error());
         const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
         cg_model *m = NULL;
@@ -201,7 +201,7 @@ START_TEST(plugin_messages_one_line) {
         cg_context_free(ctx);
     }
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_msg(cg_context_load_plugin(ctx, plugin("kernel_newline")) == CG_OK, "%s", cg_last_error());
     cg_model *m;
     cg_plan *p;
@@ -233,7 +233,7 @@ START_TEST(not_a_library) {
     for (int i = 0; i < 64; i++) fputs("this is text, not ELF\n", f);
     fclose(f);
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_int_eq(cg_context_load_plugin(ctx, path), CG_ERR_PLUGIN);
     /* dlerror() text is passed on. */
     ck_assert_msg(strstr(cg_last_error(), "cannot load plugin:") && strstr(cg_last_error(), "invalid ELF header"),
@@ -259,12 +259,12 @@ START_TEST(env_variable) {
     snprintf(list, sizeof list, "%s", plugin("good"));
     setenv("CLGRAPH_PLUGINS", list, 1);
     cg_context *ctx;
-    ck_assert_msg(cg_context_create(&ctx) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_context_create(NULL, &ctx) == CG_OK, "%s", cg_last_error());
     ck_assert(has_op(ctx, "square_plus"));
     cg_context_free(ctx);
     snprintf(list, sizeof list, "%s", plugin("wrong_abi"));
     setenv("CLGRAPH_PLUGINS", list, 1);
-    ck_assert_int_eq(cg_context_create(&ctx), CG_ERR_PLUGIN);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_ERR_PLUGIN);
     ck_assert_ptr_null(ctx);
     ck_assert_msg(strstr(cg_last_error(), "CLGRAPH_PLUGINS: ") == cg_last_error(), "%s", cg_last_error());
     setenv("CLGRAPH_PLUGINS", "", 1);

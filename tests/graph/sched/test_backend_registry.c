@@ -164,7 +164,7 @@ static void run_on(const char *device, const char *place, float *z) {
     cg_context *ctx;
     cg_model *m;
     cg_plan *p;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_msg(cg_model_parse(ctx, graph_text, strlen(graph_text), "g.cg", &m) == CG_OK, "%s", cg_last_error());
     int64_t wd[2] = {4, 3}, xd[2] = {2, 4};
     cg_tensor *w, *x, *out = NULL;

@@ -352,7 +352,7 @@ static void cold_caches(void) {
 int main(void) {
     const char *cold = getenv("CG_RANDOM_COLD");
     if (cold && *cold && strcmp(cold, "0")) cold_caches();
-    if (cg_context_create(&ctx) != CG_OK) {
+    if (cg_context_create(NULL, &ctx) != CG_OK) {
         fprintf(stderr, "%s\n", cg_last_error());
         return 1;
     }

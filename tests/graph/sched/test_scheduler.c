@@ -29,7 +29,7 @@ static cg_context *ctx;
 static char tmpdir[256];
 
 static void setup(void) {
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/cg_sched_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }

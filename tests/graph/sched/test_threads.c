@@ -78,7 +78,7 @@ static void *work(void *arg) {
 START_TEST(test_shared_model) {
     char path[1024];
     cg_context *ctx;
-    ck_assert_int_eq(cg_context_create(&ctx), CG_OK);
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     shared sh = {.n_devices = cg_device_count()};
     snprintf(path, sizeof path, "%s/models/example/model.cg", tu_src_dir());
     ck_assert_int_eq(cg_model_load(ctx, path, &sh.model), CG_OK);
@@ -125,7 +125,7 @@ static void *own_context(void *arg) {
     cg_plan *p = NULL;
     cg_tensor *outs[2] = {0};
     snprintf(path, sizeof path, "%s/models/example/model.cg", tu_src_dir());
-    cg_status st = cg_context_create(&ctx);
+    cg_status st = cg_context_create(NULL, &ctx);
     if (!st) st = cg_model_load(ctx, path, &m);
     snprintf(path, sizeof path, "%s/models/example/weights.safetensors", tu_src_dir());
     if (!st) st = cg_weights_open(path, &wts);
