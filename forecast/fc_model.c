@@ -116,7 +116,7 @@ static cg_status check_interface(cg_forecaster *m, const char *file, char **stat
 }
 
 static cg_status plan_step(cg_forecaster *m, const cg_plan_options *placement, char **states, int n_states) {
-    cg_status st = cg_plan_create_ex(m->model, "step", placement, &m->plan);
+    cg_status st = cg_plan_create(m->model, "step", placement, &m->plan);
     for (int i = 0; !st && i < n_states; i++) {
         char out[48];
         snprintf(out, sizeof out, "%s_new", states[i]);

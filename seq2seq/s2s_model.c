@@ -272,8 +272,8 @@ static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph) {
 /* Graph decoder_logp is planned when first needed: most runs never are. */
 static cg_status plan_decoder_logp(cg_s2s *m) {
     if (m->dec_logp) return CG_OK;
-    cg_plan_options po = {.device = m->device, .place = m->place};
-    cg_status st = cg_plan_create_ex(m->model, "decoder_logp", &po, &m->dec_logp);
+    cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = m->device, .place = m->place};
+    cg_status st = cg_plan_create(m->model, "decoder_logp", &po, &m->dec_logp);
     if (!st) st = prepare_decoder(m, m->dec_logp, "decoder_logp");
     if (st) {
         cg_plan_free(m->dec_logp);
@@ -320,8 +320,8 @@ const cg_model *cg_s2s_model(const cg_s2s *m) { return m ? m->model : NULL; }
 /* The handle's own plans (encoder and decoder) for a placement, kept to
  * plan decoder_logp with later. */
 static cg_status make_plans(cg_s2s *m, const cg_plan_options *placement) {
-    cg_status st = cg_plan_create_ex(m->model, "encoder", placement, &m->enc);
-    if (!st) st = cg_plan_create_ex(m->model, "decoder", placement, &m->dec);
+    cg_status st = cg_plan_create(m->model, "encoder", placement, &m->enc);
+    if (!st) st = cg_plan_create(m->model, "decoder", placement, &m->dec);
     if (!st) st = prepare_decoder(m, m->dec, "decoder");
     if (!st && placement && ((placement->device && !(m->device = cg_strdup(placement->device))) ||
                              (placement->place && !(m->place = cg_strdup(placement->place)))))
@@ -343,7 +343,7 @@ cg_status cg_s2s_clone(const cg_s2s *m, const cg_plan_options *placement, cg_s2s
     c->weights = m->weights;
     c->model = m->model;
     c->top_k = m->top_k;
-    cg_plan_options same = {.device = m->device, .place = m->place};
+    cg_plan_options same = {.struct_size = sizeof(cg_plan_options), .device = m->device, .place = m->place};
     cg_status st = make_plans(c, placement ? placement : &same);
     if (st) {
         cg_s2s_free(c);

@@ -7,6 +7,7 @@
  * element or writes past its output fails even when both kernels share
  * the bug. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,6 +630,10 @@ static cg_status conform_device(cg_context *ctx, int index, cg_device *ref, cons
 cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt_in, cg_conform_fn fn, void *user,
                      int *n_failed) {
     if (!ctx || !fn || !n_failed) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_conform: NULL argument");
+    if (opt_in && opt_in->struct_size < offsetof(cg_conform_options, timing) + sizeof opt_in->timing)
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "cg_conform_options.struct_size is %zu; set it to sizeof(cg_conform_options)",
+                        opt_in->struct_size);
     cg_conform_options opt;
     memset(&opt, 0, sizeof opt);
     if (opt_in) opt = *opt_in;

@@ -68,8 +68,8 @@ cg_status cg_conform_decomp_run(const cg_context *ctx, const cg_op_entry *op, co
     for (int i = 0; !st && i < ctx->n_ops; i++) view.ops[i] = ctx->ops[i] == op ? &bare : ctx->ops[i];
     if (!st) st = cg_model_parse(&view, text, strlen(text), "<decomposition>", &m);
     if (!st) st = cg_model_verify(m);
-    cg_plan_options po = {.device = "cpu"};
-    if (!st) st = cg_plan_create_ex(m, "conform", &po, &p);
+    cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = "cpu"};
+    if (!st) st = cg_plan_create(m, "conform", &po, &p);
     for (int i = 0; !st && i < c->n_inputs; i++) {
         st = cg_tensor_create((cg_dtype)c->inputs[i].dtype, c->inputs[i].ndim, c->inputs[i].dims, &in[i]);
         if (!st) memcpy(cg_tensor_data(in[i]), host_in[i], cg_desc_bytes(&c->inputs[i]));

@@ -1,5 +1,6 @@
 /* Plans: creation for a graph and a placement, and what a plan tells about
  * itself (device, memory, statistics). Running is in exec.c. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,10 +25,6 @@ void cg_plan_free(cg_plan *p) {
     free(p->inbuf);
     cg_analysis_free(&p->an);
     free(p);
-}
-
-cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out) {
-    return cg_plan_create_ex(m, graph_name, NULL, out);
 }
 
 /* The graph to plan, verified, with its weights bound. */
@@ -55,9 +52,12 @@ static cg_status plan_graph(cg_model *m, const char *graph_name, cg_graph **out)
     return CG_OK;
 }
 
-cg_status cg_plan_create_ex(cg_model *m, const char *graph_name, const cg_plan_options *opt, cg_plan **out) {
+cg_status cg_plan_create(cg_model *m, const char *graph_name, const cg_plan_options *opt, cg_plan **out) {
     if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_create: NULL argument");
     *out = NULL;
+    if (opt && opt->struct_size < offsetof(cg_plan_options, place) + sizeof opt->place)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_options.struct_size is %zu; set it to sizeof(cg_plan_options)",
+                        opt->struct_size);
     cg_graph *g;
     cg_status st = plan_graph(m, graph_name, &g);
     if (st) return st;

@@ -505,14 +505,10 @@ CG_API cg_status cg_model_describe(const cg_model *m, char **out);
 /* ------------------------------------------------------------------ */
 /* Plans                                                               */
 
-/**
- * Lowers a graph of a verified model with bound weights into a plan on the
- * CPU backend. Symbolic dimensions are bound from the inputs' shapes at run.
- */
-CG_API cg_status cg_plan_create(cg_model *m, const char *graph_name, cg_plan **out);
-
-/** Options of cg_plan_create_ex; zero-initialise, then set what you need. */
+/** Options of cg_plan_create: zero-initialise, set struct_size, then what
+ * you need (or pass NULL: everything on the CPU). */
 typedef struct cg_plan_options {
+    size_t struct_size; /**< sizeof(cg_plan_options) */
     /**
      * Where nodes run unless a placement rule says otherwise: "cpu" (the
      * default when NULL), "opencl:N", a case-insensitive substring of an
@@ -533,14 +529,16 @@ typedef struct cg_plan_options {
 } cg_plan_options;
 
 /**
- * Like cg_plan_create, placed by the options. An op without a kernel on its
- * device runs as its decomposition there; one with neither is an error
- * naming the node and the device (under "auto" it moves to a device that has
- * a kernel, the CPU at worst). Values cross devices through inserted copy
- * steps; parameters are uploaded to each device once.
+ * Lowers graph `graph_name` of a model with bound weights (verified here if
+ * it is not yet; NULL names the model's only graph) into a plan placed by
+ * `opt` (NULL: the CPU). Symbolic dimensions are bound from the inputs'
+ * shapes at run. An op without a kernel on its device runs as its
+ * decomposition there; one with neither is an error naming the node and the
+ * device (under "auto" it moves to a device that has a kernel, the CPU at
+ * worst). Values cross devices through inserted copy steps; parameters are
+ * uploaded to each device once.
  */
-CG_API cg_status cg_plan_create_ex(cg_model *m, const char *graph_name,
-                                   const cg_plan_options *opt, cg_plan **out);
+CG_API cg_status cg_plan_create(cg_model *m, const char *graph_name, const cg_plan_options *opt, cg_plan **out);
 
 /** The device a plan runs on, e.g. "cpu" or "opencl:0 (NAME)". */
 CG_API const char *cg_plan_device(const cg_plan *p);
@@ -727,8 +725,10 @@ typedef struct cg_conform_row {
 /** Receives each row as soon as it is known. */
 typedef void (*cg_conform_fn)(const cg_conform_row *row, void *user);
 
-/** Options of a conformance run; zero-initialise, then set what you need. */
+/** Options of a conformance run: zero-initialise, set struct_size, then
+ * what you need (or pass NULL: every op on every OpenCL device). */
 typedef struct cg_conform_options {
+    size_t struct_size;  /**< sizeof(cg_conform_options) */
     const char *op;      /**< only this operator, or NULL for all */
     const char *device;  /**< a device spec ("opencl:1", a name substring), NULL for all */
     int quick;           /**< skip cases with more than 4096 elements in a tensor */

@@ -16,9 +16,9 @@ START_TEST(test_cpu_plan_leaves_opencl_alone) {
     const char *text = "graph g {\n  input x: f32[B, 4]\n  y = tanh(x)\n  output y\n}\n";
     cg_model *m;
     ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "t.cg", &m), CG_OK);
-    cg_plan_options opt = {.device = "cpu", .place = "y=cpu"};
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = "cpu", .place = "y=cpu"};
     cg_plan *p;
-    ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
     int64_t dims[2] = {3, 4};
     cg_tensor *x, *y;
     ck_assert_int_eq(cg_tensor_create(CG_F32, 2, dims, &x), CG_OK);

@@ -120,7 +120,7 @@ static void check_variant(const char *variant, const char *device, int batch) {
     golden_load(variant, &g);
     char dir[1000];
     vpath(dir, sizeof dir, variant, NULL);
-    cg_plan_options po = {.device = device};
+    cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_forecaster *m = NULL;
     ck_assert_msg(cg_forecast_load(ctx, dir, &po, &m) == CG_OK, "%s: %s", variant, cg_last_error());
     ck_assert_int_eq(cg_forecast_channels(m), g.C);

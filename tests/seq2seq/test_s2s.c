@@ -187,7 +187,7 @@ static void golden_free(golden *g) {
 static cg_dtype g_weights_dtype;
 
 static cg_s2s *load_model(const char *dir, const char *device) {
-    cg_plan_options po = {.device = device};
+    cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = g_weights_dtype};
     cg_s2s *m = NULL;
     ck_assert_msg(cg_s2s_load_ex(ctx, dir, &po, &lo, &m) == CG_OK, "loading %s on %s: %s", dir, device,

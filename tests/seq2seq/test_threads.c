@@ -108,7 +108,7 @@ static void *own_model(void *arg) {
     worker *w = arg;
     cg_context *ctx = NULL;
     cg_s2s *m = NULL;
-    cg_plan_options po = {.device = device_of(w->id)};
+    cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device_of(w->id)};
     if (cg_context_create(NULL, &ctx) || cg_s2s_load(ctx, model_dir, &po, &m))
         snprintf(w->err, sizeof w->err, "thread %d: load: %s", w->id, cg_last_error());
     else check_thread(m, w->id, w->err, sizeof w->err);
@@ -145,7 +145,7 @@ START_TEST(test_shared_model) {
     worker w[THREADS];
     for (int i = 0; i < THREADS; i++) {
         w[i] = (worker){.id = i, .m = m};
-        cg_plan_options po = {.device = device_of(i)};
+        cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device_of(i)};
         if (i) ck_assert_msg(cg_s2s_clone(m, &po, &w[i].m) == CG_OK, "%s", cg_last_error());
     }
     run_threads(shared_model, w);
@@ -193,7 +193,7 @@ static void prepare(void) {
     char err[512] = "";
     for (int dev = 0; dev < 2 && dev < g_devices; dev++) {
         cg_s2s *md = m;
-        cg_plan_options po = {.device = dev ? "opencl:0" : "cpu"};
+        cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = dev ? "opencl:0" : "cpu"};
         if (dev) REQUIRE(cg_s2s_clone(m, &po, &md) == CG_OK, "%s", cg_last_error());
         for (int beam = 0; beam < 2; beam++)
             REQUIRE(translate(md, beam, &g_want[dev][beam], err, sizeof err), "%s", err);

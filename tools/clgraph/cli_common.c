@@ -204,8 +204,8 @@ int cli_load_model(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w) {
 
 int cli_load_plan(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg_plan **plan) {
     if (cli_load_model(o, ctx, m, w)) return CLI_FAIL;
-    cg_plan_options popt = {.device = o->device, .place = o->place};
-    if (cg_plan_create_ex(*m, o->graph, &popt, plan)) return cli_fail();
+    cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = o->device, .place = o->place};
+    if (cg_plan_create(*m, o->graph, &popt, plan)) return cli_fail();
     return CLI_OK;
 }
 

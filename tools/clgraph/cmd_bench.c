@@ -121,7 +121,7 @@ static int load(const bargs *a, cg_context **ctx, cg_s2s **m) {
     memcpy(o.plugins, a->plugins, sizeof a->plugins);
     int rc = cli_context(&o, ctx);
     if (rc) return rc;
-    cg_plan_options popt = {.device = a->device, .place = a->place};
+    cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = a->device, .place = a->place};
     cg_s2s_load_options lopt = {.struct_size = sizeof lopt, .weights_dtype = a->weights_dtype};
     if (cg_s2s_load_ex(*ctx, a->dir, &popt, &lopt, m)) {
         rc = cli_fail();

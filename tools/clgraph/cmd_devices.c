@@ -136,6 +136,7 @@ static int add_ops(char *list, const char **ops, int *n, int cap) {
 int cli_conform(int argc, char **argv) {
     cg_conform_options opt;
     memset(&opt, 0, sizeof opt);
+    opt.struct_size = sizeof opt;
     cli_opts o;
     memset(&o, 0, sizeof o);
     report rep = {0};

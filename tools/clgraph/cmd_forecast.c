@@ -310,7 +310,7 @@ int cli_forecast(int argc, char **argv) {
     cg_forecaster *m = NULL;
     rc = cli_context(&o, &ctx);
     if (rc) return rc;
-    cg_plan_options popt = {.device = a.device, .place = a.place};
+    cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = a.device, .place = a.place};
     if (cg_forecast_load(ctx, a.dir, &popt, &m)) rc = cli_fail();
     else rc = run(&a, m);
     cg_forecast_free(m);

@@ -256,8 +256,8 @@ static int run_set(cg_context *ctx, const char *model, const char *device, const
                 run_names[n_run] = names[i];
                 run_in[n_run++] = in->t[i];
             }
-    cg_plan_options popt = {.device = device};
-    if ((st = cg_plan_create_ex(m, NULL, &popt, &plan)) ||
+    cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = device};
+    if ((st = cg_plan_create(m, NULL, &popt, &plan)) ||
         (st = cg_plan_run(plan, n_run, run_names, run_in, n_out, out))) {
         snprintf(why, wsz, "%s", cg_last_error());
         result = st == CG_ERR_UNSUPPORTED ? R_UNSUP : R_ERROR;

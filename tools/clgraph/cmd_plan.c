@@ -262,7 +262,7 @@ static int plan_model_dir(const cli_opts *o) {
     cg_plan *plans[N_DIR_GRAPHS] = {0};
     rc = cli_context(o, &ctx);
     if (rc) return rc;
-    cg_plan_options popt = {.device = o->device, .place = o->place};
+    cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = o->device, .place = o->place};
     rc = CLI_FAIL;
     if (cg_s2s_load(ctx, o->model, &popt, &m)) {
         rc = cli_fail();

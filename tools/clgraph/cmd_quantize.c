@@ -102,7 +102,7 @@ static int validate(const char *dir) {
     free(sv);
     cg_context *ctx = NULL;
     if (cg_context_create(NULL, &ctx)) return cli_fail();
-    cg_plan_options popt = {.device = "cpu"};
+    cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = "cpu"};
     int rc = CLI_OK;
     if (s2s) {
         cg_s2s *m = NULL;

@@ -492,7 +492,7 @@ int cli_translate(int argc, char **argv) {
     cg_s2s *m = NULL;
     rc = cli_context(&o, &ctx);
     if (rc) return rc;
-    cg_plan_options popt = {.device = a.device, .place = a.place};
+    cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = a.device, .place = a.place};
     cg_profiler *prof = NULL;
     cg_s2s_load_options lopt = {.struct_size = sizeof lopt, .weights_dtype = a.weights_dtype};
     if (cg_s2s_load_ex(ctx, a.dir, &popt, &lopt, &m)) rc = cli_fail();

@@ -112,7 +112,7 @@ START_TEST(dim_lists_name_symbols) {
     ck_assert_msg(strstr(printed, "z = expand(x) {shape: [3, B, S, 1]}") != NULL, "%s", printed);
     free(printed);
     cg_plan *p;
-    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "g", NULL, &p) == CG_OK, "%s", cg_last_error());
     for (int k = 0; k < 2; k++) { /* two bindings: B 2, S 3, then B 4, S 1 */
         int64_t d[3] = {k ? 4 : 2, k ? 1 : 3, 2};
         cg_tensor *in = make_f32(3, d, -2, 2), *out[2];
@@ -138,7 +138,7 @@ START_TEST(dim_lists_name_symbols) {
     ck_assert_int_eq(cg_model_parse(ctx, unbound, strlen(unbound), "t.cg", &m), CG_OK);
     ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
     cg_plan *pu;
-    ck_assert_int_eq(cg_plan_create(m, "g", &pu), CG_OK);
+    ck_assert_int_eq(cg_plan_create(m, "g", NULL, &pu), CG_OK);
     int64_t d[2] = {2, 4};
     cg_tensor *in = make_f32(2, d, -2, 2), *out = NULL;
     const char *names[] = {"x"};
@@ -178,7 +178,7 @@ START_TEST(builder_runs_and_rebinds) {
     ck_assert_int_eq(cg_graph_set_outputs(g, 1, y), CG_OK);
     ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
     cg_plan *p;
-    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "g", NULL, &p) == CG_OK, "%s", cg_last_error());
     for (int64_t b = 1; b <= 3; b += 2) { /* two bindings of B */
         int64_t d[2] = {b, 5};
         cg_tensor *in = make_f32(2, d, -2, 2), *out;
@@ -213,7 +213,7 @@ START_TEST(buffers_are_reused) {
     cg_model *m;
     cg_plan *p;
     ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "t.cg", &m), CG_OK);
-    ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "g", NULL, &p) == CG_OK, "%s", cg_last_error());
     int64_t d[2] = {64, 64};
     cg_tensor *in = make_f32(2, d, -1, 1), *out;
     const char *names[] = {"x"};
@@ -240,7 +240,7 @@ START_TEST(input_errors_at_run) {
     cg_model *m;
     cg_plan *p;
     ck_assert_int_eq(cg_model_parse(ctx, t, strlen(t), "t.cg", &m), CG_OK);
-    ck_assert_int_eq(cg_plan_create(m, "g", &p), CG_OK);
+    ck_assert_int_eq(cg_plan_create(m, "g", NULL, &p), CG_OK);
     int64_t d2[2] = {2, 3}, d4[2] = {4, 3};
     cg_tensor *a = make_f32(2, d2, 0, 1), *b = make_f32(2, d4, 0, 1), *c;
     cg_tensor *ins[2] = {a, b};
@@ -253,7 +253,7 @@ START_TEST(input_errors_at_run) {
     ck_assert_int_eq(cg_plan_run(p, 1, names, ins, 1, &c), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "input 'b' of graph 'g' is missing");
     cg_plan *none;
-    ck_assert_int_eq(cg_plan_create(m, "nope", &none), CG_ERR_NOT_FOUND);
+    ck_assert_int_eq(cg_plan_create(m, "nope", NULL, &none), CG_ERR_NOT_FOUND);
     ck_assert_ptr_null(none);
     cg_tensor_free(a);
     cg_tensor_free(b);
@@ -331,7 +331,7 @@ static void compare_decomposition(const cg_op_def *def, const char *attrs, int n
         cg_model *m;
         cg_plan *p;
         ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "d.cg", &m) == CG_OK, "%s", cg_last_error());
-        ck_assert_msg(cg_plan_create(m, "g", &p) == CG_OK, "%s: %s", def->name, cg_last_error());
+        ck_assert_msg(cg_plan_create(m, "g", NULL, &p) == CG_OK, "%s: %s", def->name, cg_last_error());
         ck_assert_msg(cg_plan_run(p, n_in, names, ins, n_out, outs[variant]) == CG_OK, "%s: %s", def->name,
                       cg_last_error());
         cg_plan_free(p);
@@ -396,7 +396,7 @@ START_TEST(no_kernel_no_decomposition) {
     ck_assert_int_eq(cg_model_parse(ctx, t, strlen(t), "t.cg", &m), CG_OK);
     ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
     /* Plans lower lazily, for the shapes of the first run. */
-    ck_assert_int_eq(cg_plan_create(m, "g", &p), CG_OK);
+    ck_assert_int_eq(cg_plan_create(m, "g", NULL, &p), CG_OK);
     int64_t d[2] = {2, 3};
     cg_tensor *x = make_f32(2, d, -1, 1), *y = NULL;
     const char *names[] = {"x"};
@@ -473,7 +473,7 @@ START_TEST(params_bind_by_dtype) {
         cg_model *m;
         ck_assert_msg(bind_param(w, name, name, &m) == CG_OK, "%s: %s", name, cg_last_error());
         cg_plan *p;
-        cg_status st = cg_plan_create(m, "g", &p);
+        cg_status st = cg_plan_create(m, "g", NULL, &p);
         ck_assert_msg(st == CG_OK, "%s", cg_last_error());
         cg_tensor *out, *want;
         ck_assert_msg(cg_plan_run(p, 0, NULL, NULL, 1, &out) == CG_OK, "%s: %s", name, cg_last_error());
@@ -492,7 +492,7 @@ START_TEST(params_bind_by_dtype) {
     cg_plan *p3;
     ck_assert_int_eq(cg_model_parse(ctx, t3, strlen(t3), "t.cg", &m3), CG_OK);
     ck_assert_int_eq(cg_model_verify(m3), CG_OK);
-    ck_assert_msg(cg_plan_create(m3, "g", &p3) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m3, "g", NULL, &p3) == CG_OK, "%s", cg_last_error());
     int64_t five = 5;
     cg_tensor *x3, *y3;
     ck_assert_int_eq(cg_tensor_create(CG_U8, 1, &five, &x3), CG_OK);
@@ -518,7 +518,7 @@ START_TEST(params_bind_by_dtype) {
         ck_assert_msg(bind_param(w, conv[i].decl, conv[i].weight, &m) == CG_OK, "%s", cg_last_error());
         cg_plan *p;
         cg_tensor *out;
-        ck_assert_int_eq(cg_plan_create(m, "g", &p), CG_OK);
+        ck_assert_int_eq(cg_plan_create(m, "g", NULL, &p), CG_OK);
         ck_assert_msg(cg_plan_run(p, 0, NULL, NULL, 1, &out) == CG_OK, "%s", cg_last_error());
         const void *d = cg_tensor_data_const(out);
         for (int e = 0; e < 3; e++) {
@@ -642,9 +642,9 @@ START_TEST(weights_16bit_run_everywhere) {
         const float *pbi = cg_tensor_data_const(bih), *pbh = cg_tensor_data_const(bhh);
         for (int dev = 0; dev < cg_device_count(); dev++) {
             char desc[512];
-            cg_plan_options opt = {.device = cg_device_describe(dev, desc, sizeof desc)};
+            cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = cg_device_describe(dev, desc, sizeof desc)};
             cg_plan *p;
-            ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+            ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
             const char *in_names[] = {"x", "h"};
             cg_tensor *out[2];
             ck_assert_msg(cg_plan_run(p, 2, in_names, in, 2, out) == CG_OK, "%s: %s", opt.device, cg_last_error());
@@ -713,10 +713,10 @@ START_TEST(wide_node) {
         names[i] = names_buf[i];
     }
     for (int dev = 0; dev < 2 && dev < cg_device_count(); dev++) {
-        cg_plan_options opt = {.device = dev ? "opencl:0" : "cpu"};
+        cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = dev ? "opencl:0" : "cpu"};
         cg_plan *p;
         cg_tensor *y;
-        ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+        ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
         ck_assert_msg(cg_plan_run(p, N_IN, names, in, 1, &y) == CG_OK, "%s", cg_last_error());
         const float *yd = cg_tensor_data_const(y);
         for (int i = 0; i < N_IN; i++) {

@@ -152,10 +152,10 @@ static void tf_greedy_on(cg_context *ctx, const char *device, const tf_case *c, 
     cg_model *enc, *dec;
     ck_assert_msg(cg_model_load_onnx(ctx, enc_path, &enc) == CG_OK, "%s", cg_last_error());
     ck_assert_msg(cg_model_load_onnx(ctx, dec_path, &dec) == CG_OK, "%s", cg_last_error());
-    cg_plan_options po = {.device = device};
+    cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_plan *pe, *pd;
-    ck_assert_msg(cg_plan_create_ex(enc, NULL, &po, &pe) == CG_OK, "%s", cg_last_error());
-    ck_assert_msg(cg_plan_create_ex(dec, NULL, &po, &pd) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(enc, NULL, &po, &pe) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(dec, NULL, &po, &pd) == CG_OK, "%s", cg_last_error());
     int S = 0;
     for (int b = 0; b < B; b++) S = c[b].n_src > S ? c[b].n_src : S;
     cg_tensor *src = tf_tensor(CG_I64, B, S), *pad = tf_tensor(CG_BOOL, B, S), *memory = NULL;

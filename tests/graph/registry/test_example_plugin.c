@@ -78,8 +78,8 @@ static void run_case(cg_context *ctx, const char *text, const char *device, int 
     ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "ln.cg", &m) == CG_OK, "%s",
                   cg_last_error());
     ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
-    cg_plan_options opt = {.device = device};
-    ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = device};
+    ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
     ck_assert_msg(!strncmp(cg_plan_device(p), device ? "opencl" : "cpu", device ? 6 : 3),
                   "plan runs on %s", cg_plan_device(p));
 
@@ -329,9 +329,9 @@ START_TEST(state_from_weights) {
     cg_model *m;
     ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "ln.cg", &m) == CG_OK, "%s", cg_last_error());
     ck_assert_msg(cg_model_bind_weights(m, w) == CG_OK, "%s", cg_last_error());
-    cg_plan_options opt = {.device = device};
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_plan *p;
-    ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
     int64_t xd[2] = {rows, n};
     cg_tensor *x = rand_tensor(2, xd, -3.0f, 3.0f), *y = NULL;
     const char *names[] = {"x"};

@@ -142,9 +142,9 @@ START_TEST(test_versions_run) {
     cg_context *ctx = context_with_all();
     cg_weights *w;
     cg_model *m = model_for(ctx, N, &w);
-    cg_plan_options opt = {.device = device};
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_plan *p;
-    ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
     run_and_check(p, 5, N);
     run_and_check(p, 1, N);
     cg_plan_free(p);
@@ -165,7 +165,7 @@ START_TEST(test_state_once_per_instance) {
     cg_weights *w;
     cg_model *m = model_for(ctx, N, &w);
     cg_plan *p;
-    ck_assert_int_eq(cg_plan_create(m, "g", &p), CG_OK);
+    ck_assert_int_eq(cg_plan_create(m, "g", NULL, &p), CG_OK);
     const uint64_t per_node = (N + 1) * sizeof(float), per_instance = 2 * per_node; /* abi11 + abi12 */
     cg_plan_memory_info mem;
     for (int run = 0; run < 3; run++) {
@@ -196,9 +196,9 @@ START_TEST(test_supports_steers) {
     cg_context *ctx = context_with_all();
     cg_weights *w;
     cg_model *m = model_for(ctx, WIDE, &w);
-    cg_plan_options opt = {.device = "opencl:0"};
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = "opencl:0"};
     cg_plan *p;
-    ck_assert_msg(cg_plan_create_ex(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
     run_and_check(p, 3, WIDE);
     char *text;
     ck_assert_int_eq(cg_plan_describe(p, "R=3", 0, &text), CG_OK);

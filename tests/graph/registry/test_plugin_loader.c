@@ -31,7 +31,7 @@ static int has_op(cg_context *ctx, const char *name) {
 static void square_plus_plan(cg_context *ctx, cg_model **m, cg_plan **p, cg_tensor **x) {
     const char *text = "graph g {\n  input x: f32[N]\n  y = square_plus(x) {offset: 0.5}\n  output y\n}\n";
     ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "p.cg", m), CG_OK);
-    ck_assert_msg(cg_plan_create(*m, "g", p) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(*m, "g", NULL, p) == CG_OK, "%s", cg_last_error());
     int64_t n = 3;
     ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, x), CG_OK);
     float *xd = cg_tensor_data(*x);

@@ -174,8 +174,8 @@ static void run_on(const char *device, const char *place, float *z) {
     for (int i = 0; i < 12; i++) wv[i] = 0.1f * (float)(i - 6);
     for (int i = 0; i < 8; i++) xv[i] = 0.25f * (float)(i - 3);
     ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
-    cg_plan_options o = {.device = device, .place = place};
-    ck_assert_msg(cg_plan_create_ex(m, "g", &o, &p) == CG_OK, "%s", cg_last_error());
+    cg_plan_options o = {.struct_size = sizeof(cg_plan_options), .device = device, .place = place};
+    ck_assert_msg(cg_plan_create(m, "g", &o, &p) == CG_OK, "%s", cg_last_error());
     const char *names[] = {"x", "w"};
     cg_tensor *in[] = {x, w};
     ck_assert_msg(cg_plan_run(p, 2, names, in, 1, &out) == CG_OK, "%s", cg_last_error());

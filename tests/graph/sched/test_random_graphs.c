@@ -246,9 +246,9 @@ static void random_place(const gen *g, int n_dev, char names[][16], char *out, s
  * given) within tolerance. Returns the first run's outputs in `keep`. */
 static void check_plan(cg_model *m, const gen *g, uint64_t seed, const char *device, const char *place,
                        cg_tensor **ref, cg_tensor **keep) {
-    cg_plan_options o = {.device = device, .place = place};
+    cg_plan_options o = {.struct_size = sizeof(cg_plan_options), .device = device, .place = place};
     cg_plan *p = NULL;
-    ck_assert_msg(cg_plan_create_ex(m, "g", &o, &p) == CG_OK, "seed %llu %s %s: %s\n%s", (unsigned long long)seed,
+    ck_assert_msg(cg_plan_create(m, "g", &o, &p) == CG_OK, "seed %llu %s %s: %s\n%s", (unsigned long long)seed,
                   device, place ? place : "", cg_last_error(), g->text);
     cg_tensor *r1[8] = {0}, *r2[8] = {0}, *r3[8] = {0};
     const char *what = place && *place ? place : device;

@@ -112,9 +112,9 @@ static void free_model(model *r) {
 }
 
 static cg_plan *make_plan(cg_model *m, const char *graph, const char *device, const char *place) {
-    cg_plan_options o = {.device = device, .place = place};
+    cg_plan_options o = {.struct_size = sizeof(cg_plan_options), .device = device, .place = place};
     cg_plan *p = NULL;
-    ck_assert_msg(cg_plan_create_ex(m, graph, &o, &p) == CG_OK, "device %s place %s: %s", device ? device : "-",
+    ck_assert_msg(cg_plan_create(m, graph, &o, &p) == CG_OK, "device %s place %s: %s", device ? device : "-",
                   place ? place : "-", cg_last_error());
     return p;
 }
@@ -1142,32 +1142,46 @@ END_TEST
 
 /* ---- placement rules --------------------------------------------------- */
 
+static void conform_row_ignored(const cg_conform_row *row, void *user) { (void)row, (void)user; }
+
 START_TEST(placement_rules) {
     model md = load_model(chain_text, NULL);
-    cg_plan_options o = {.device = "cpu", .place = "foo"};
+    cg_plan_options o = {.struct_size = sizeof(cg_plan_options), .device = "cpu", .place = "foo"};
     cg_plan *p = NULL;
-    ck_assert_int_eq(cg_plan_create_ex(md.m, "chain", &o, &p), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_plan_create(md.m, "chain", &o, &p), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(p);
     ck_assert_msg(strstr(cg_last_error(), "placement rule 'foo' is not PATTERN=DEVICE") != NULL, "%s",
                   cg_last_error());
+    /* options without struct_size (code written before it existed) */
+    cg_plan_options old = {0};
+    old.device = "opencl:0";
+    ck_assert_int_eq(cg_plan_create(md.m, "chain", &old, &p), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(cg_last_error(), "cg_plan_options.struct_size is 0; set it to sizeof(cg_plan_options)"),
+                  "%s", cg_last_error());
+    cg_conform_options co = {0};
+    int failed = -1;
+    ck_assert_int_eq(cg_conform(ctx, &co, NULL, NULL, &failed), CG_ERR_INVALID_ARGUMENT); /* NULL callback */
+    ck_assert_int_eq(cg_conform(ctx, &co, conform_row_ignored, NULL, &failed), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "cg_conform_options.struct_size is 0"), "%s", cg_last_error());
     o.place = "a=cpu,=opencl:0";
-    ck_assert_int_eq(cg_plan_create_ex(md.m, "chain", &o, &p), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_plan_create(md.m, "chain", &o, &p), CG_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(cg_last_error(), "placement rule '=opencl:0'") != NULL, "%s", cg_last_error());
     o.place = "b=";
-    ck_assert_int_eq(cg_plan_create_ex(md.m, "chain", &o, &p), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_plan_create(md.m, "chain", &o, &p), CG_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(cg_last_error(), "placement rule 'b='") != NULL, "%s", cg_last_error());
     o.place = "b=opencl:9";
-    ck_assert_int_ne(cg_plan_create_ex(md.m, "chain", &o, &p), CG_OK);
+    ck_assert_int_ne(cg_plan_create(md.m, "chain", &o, &p), CG_OK);
     ck_assert_ptr_null(p);
     ck_assert_msg(strstr(cg_last_error(), "placement rule 'b=opencl:9': ") == cg_last_error() &&
                       strstr(cg_last_error(), "'opencl:9' is out of range") && strstr(cg_last_error(), "opencl:1"),
                   "%s", cg_last_error());
     o.place = NULL;
     o.device = "opencl:9";
-    ck_assert_int_ne(cg_plan_create_ex(md.m, "chain", &o, &p), CG_OK);
+    ck_assert_int_ne(cg_plan_create(md.m, "chain", &o, &p), CG_OK);
     ck_assert_msg(strstr(cg_last_error(), "opencl:9") != NULL, "%s", cg_last_error());
     o.device = "no-such-device-name";
-    ck_assert_int_ne(cg_plan_create_ex(md.m, "chain", &o, &p), CG_OK);
+    ck_assert_int_ne(cg_plan_create(md.m, "chain", &o, &p), CG_OK);
     ck_assert_msg(strstr(cg_last_error(), "no-such-device-name") != NULL, "%s", cg_last_error());
 
     /* A rule on the graph's name places every node. */

@@ -52,9 +52,9 @@ static void *work(void *arg) {
     /* The CPU's answers are bit-identical whatever thread computes them;
      * PoCL's may round differently from the CPU's. */
     int on_device = sh->n_devices > 1 && w->id % 2;
-    cg_plan_options opt = {.device = on_device ? "opencl:0" : "cpu"};
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = on_device ? "opencl:0" : "cpu"};
     cg_plan *p;
-    if (cg_plan_create_ex(sh->model, "encoder", &opt, &p)) {
+    if (cg_plan_create(sh->model, "encoder", &opt, &p)) {
         snprintf(w->error, sizeof w->error, "thread %d: plan: %s", w->id, cg_last_error());
         return NULL;
     }
@@ -92,7 +92,7 @@ START_TEST(test_shared_model) {
     snprintf(path, sizeof path, "%s/models/example/src_len.npy", tu_src_dir());
     ck_assert_int_eq(cg_tensor_load_npy(path, &sh.src_len), CG_OK);
     cg_plan *ref;
-    ck_assert_int_eq(cg_plan_create(sh.model, "encoder", &ref), CG_OK);
+    ck_assert_int_eq(cg_plan_create(sh.model, "encoder", NULL, &ref), CG_OK);
     ck_assert_int_eq(run_once(ref, &sh, sh.want), CG_OK);
     cg_plan_free(ref);
 
@@ -130,8 +130,8 @@ static void *own_context(void *arg) {
     snprintf(path, sizeof path, "%s/models/example/weights.safetensors", tu_src_dir());
     if (!st) st = cg_weights_open(path, &wts);
     if (!st) st = cg_model_bind_weights(m, wts);
-    cg_plan_options opt = {.device = w->sh->n_devices > 1 && w->id % 2 ? "opencl:0" : "cpu"};
-    if (!st) st = cg_plan_create_ex(m, "encoder", &opt, &p);
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = w->sh->n_devices > 1 && w->id % 2 ? "opencl:0" : "cpu"};
+    if (!st) st = cg_plan_create(m, "encoder", &opt, &p);
     for (int r = 0; !st && r < ROUNDS; r++) {
         st = run_once(p, w->sh, outs);
         for (int k = 0; !st && k < 2; k++)
