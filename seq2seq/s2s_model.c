@@ -109,14 +109,48 @@ static cg_status quantize_at_load(cg_weights **w) {
     return CG_OK;
 }
 
-cg_status cg_s2s_graph_text(const char *dir, char **out) {
+/* The load options' weights_dtype, checked (0 without options). */
+static cg_status load_dtype(const cg_s2s_load_options *opt, cg_dtype *wdt) {
+    *wdt = 0;
+    if (!opt) return CG_OK;
+    if (opt->struct_size < sizeof *opt)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: options struct_size %zu is too small",
+                        opt->struct_size);
+    const cg_dtype d = opt->weights_dtype;
+    if (d && d != CG_F32 && d != CG_BF16 && d != CG_F16 && d != CG_I8)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16, f16 or i8, got %s",
+                        cg_dtype_name(d));
+    *wdt = d;
+    return CG_OK;
+}
+
+/* A weights_dtype option decides the builder's mm_dtype (0 keeps the
+ * stored one). */
+static void apply_dtype(s2s_config *c, cg_dtype wdt) {
+    if (wdt) c->mm_dtype = wdt == CG_F32 ? 0 : wdt;
+}
+
+/* A model.cg declares its weights' dtypes itself. */
+static cg_status no_dtype_for_file(const char *cgp, cg_dtype wdt) {
+    if (!wdt) return CG_OK;
+    return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the weights' dtype is set by its own param declarations, not by "
+                    "a load option (weights_dtype, --weights-dtype)", cgp);
+}
+
+cg_status cg_s2s_graph_text(const char *dir, char **out) { return cg_s2s_graph_text_ex(dir, NULL, out); }
+
+cg_status cg_s2s_graph_text_ex(const char *dir, const cg_s2s_load_options *opt, char **out) {
     if (!dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_graph_text: NULL argument");
     *out = NULL;
+    cg_dtype wdt;
+    cg_status st = load_dtype(opt, &wdt);
+    if (st) return st;
     char *cg_path = cg_path_join(dir, "model.cg"), *cfg_path = cg_path_join(dir, "config.json"),
          *w_path = cg_path_join(dir, "weights.safetensors");
-    cg_status st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st && cg_path_exists(cg_path)) {
-        st = cg_read_text_file(cg_path, out);
+        st = no_dtype_for_file(cg_path, wdt);
+        if (!st) st = cg_read_text_file(cg_path, out);
     } else if (!st) {
         s2s_config c;
         cg_weights *w = NULL;
@@ -124,6 +158,7 @@ cg_status cg_s2s_graph_text(const char *dir, char **out) {
         if (!st) st = cg_weights_open(w_path, &w);
         if (!st) st = embed_sizes(w, &c);
         if (!st) matmul_dtype(w, &c);
+        if (!st) apply_dtype(&c, wdt);
         if (!st) st = last_layers_present(w, &c, cfg_path);
         if (!st) st = cg_s2s_build_text(&c, out);
         cg_weights_free(w);
@@ -376,13 +411,9 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
                          const cg_s2s_load_options *opt, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;
-    if (opt && opt->struct_size < sizeof *opt)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: options struct_size %zu is too small",
-                        opt->struct_size);
-    const cg_dtype wdt = opt ? opt->weights_dtype : (cg_dtype)0;
-    if (wdt && wdt != CG_F32 && wdt != CG_BF16 && wdt != CG_F16 && wdt != CG_I8)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16, f16 or i8, got %s",
-                        cg_dtype_name(wdt));
+    cg_dtype wdt;
+    cg_status dst = load_dtype(opt, &wdt);
+    if (dst) return dst;
     cg_s2s *m = calloc(1, sizeof *m);
     if (m && !(m->shared = calloc(1, sizeof *m->shared))) {
         free(m);
@@ -405,7 +436,7 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
         st = quantize_at_load(&m->shared->weights);
         m->weights = m->shared->weights;
     }
-    if (!st && wdt) m->cfg.mm_dtype = wdt == CG_F32 ? 0 : wdt;
+    if (!st) apply_dtype(&m->cfg, wdt);
     if (!st) st = cg_s2s_vocab_read(sv, &m->shared->src);
     if (!st) st = cg_s2s_vocab_read(tv, &m->shared->tgt);
     m->src = m->shared->src;
@@ -426,9 +457,7 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
         if (!st) st = specials_in_place(&m->tgt, tv, keys, ids);
     }
     int from_file = !st && cg_path_exists(cgp);
-    if (from_file && wdt)
-        st = cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the weights' dtype is set by its own param declarations, not by "
-                      "a load option (weights_dtype, --weights-dtype)", cgp);
+    if (from_file) st = no_dtype_for_file(cgp, wdt);
     if (!st && !from_file) st = last_layers_present(m->weights, &m->cfg, cfg);
     if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->shared->model) : cg_s2s_build_text(&m->cfg, &text);
     if (!st && !from_file) {
