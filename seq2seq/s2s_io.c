@@ -16,7 +16,7 @@ static cg_status tensor(cg_dtype dt, int nd, int64_t d0, int64_t d1, int64_t d2,
 
 void s2s_io_free(s2s_io *x) {
     for (int i = 0; x->in && x->f && i < x->f->n_in; i++)
-        if (!x->borrowed[i]) cg_tensor_free(x->in[i]);
+        if (!x->borrowed || !x->borrowed[i]) cg_tensor_free(x->in[i]);
     for (int i = 0; x->out && x->f && i < x->f->n_out; i++) cg_tensor_free(x->out[i]);
     free(x->in);
     free(x->out);
