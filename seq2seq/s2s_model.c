@@ -1,7 +1,6 @@
 /* Loading a seq2seq model directory: configuration, vocabularies, weights,
  * graphs (model.cg or the builder's), and their plans; plus tokenization. */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -109,14 +108,48 @@ static cg_status quantize_at_load(cg_weights **w) {
     return CG_OK;
 }
 
-cg_status cg_s2s_graph_text(const char *dir, char **out) {
+/* The load options' weights_dtype, checked (0 without options). */
+static cg_status load_dtype(const cg_s2s_load_options *opt, cg_dtype *wdt) {
+    *wdt = 0;
+    if (!opt) return CG_OK;
+    if (opt->struct_size < sizeof *opt)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: options struct_size %zu is too small",
+                        opt->struct_size);
+    const cg_dtype d = opt->weights_dtype;
+    if (d && d != CG_F32 && d != CG_BF16 && d != CG_F16 && d != CG_I8)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16, f16 or i8, got %s",
+                        cg_dtype_name(d));
+    *wdt = d;
+    return CG_OK;
+}
+
+/* A weights_dtype option decides the builder's mm_dtype (0 keeps the
+ * stored one). */
+static void apply_dtype(s2s_config *c, cg_dtype wdt) {
+    if (wdt) c->mm_dtype = wdt == CG_F32 ? 0 : wdt;
+}
+
+/* A model.cg declares its weights' dtypes itself. */
+static cg_status no_dtype_for_file(const char *cgp, cg_dtype wdt) {
+    if (!wdt) return CG_OK;
+    return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the weights' dtype is set by its own param declarations, not by "
+                    "a load option (weights_dtype, --weights-dtype)", cgp);
+}
+
+cg_status cg_s2s_graph_text(const char *dir, char **out) { return cg_s2s_graph_text_ex(dir, NULL, out); }
+
+cg_status cg_s2s_graph_text_ex(const char *dir, const cg_s2s_load_options *opt, char **out) {
     if (!dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_graph_text: NULL argument");
     *out = NULL;
+    cg_dtype wdt;
+    cg_status st = load_dtype(opt, &wdt);
+    if (st) return st;
     char *cg_path = cg_path_join(dir, "model.cg"), *cfg_path = cg_path_join(dir, "config.json"),
          *w_path = cg_path_join(dir, "weights.safetensors");
-    cg_status st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st && cg_path_exists(cg_path)) {
-        st = cg_read_text_file(cg_path, out);
+        st = no_dtype_for_file(cg_path, wdt);
+        if (!st) st = cg_read_text_file(cg_path, out);
     } else if (!st) {
         s2s_config c;
         cg_weights *w = NULL;
@@ -124,6 +157,7 @@ cg_status cg_s2s_graph_text(const char *dir, char **out) {
         if (!st) st = cg_weights_open(w_path, &w);
         if (!st) st = embed_sizes(w, &c);
         if (!st) matmul_dtype(w, &c);
+        if (!st) apply_dtype(&c, wdt);
         if (!st) st = last_layers_present(w, &c, cfg_path);
         if (!st) st = cg_s2s_build_text(&c, out);
         cg_weights_free(w);
@@ -136,6 +170,7 @@ cg_status cg_s2s_graph_text(const char *dir, char **out) {
 
 static void shared_release(s2s_shared *sh) {
     if (!sh || atomic_fetch_sub(&sh->refs, 1) != 1) return;
+    cg_s2s_iface_free(&sh->iface);
     cg_model_free(sh->model);
     cg_weights_free(sh->weights);
     cg_s2s_vocab_free(&sh->src);
@@ -156,105 +191,19 @@ void cg_s2s_free(cg_s2s *m) {
     free(m);
 }
 
-/* An output of g by name, or NULL. */
-static const cg_value *graph_output(const cg_graph *g, const char *name) {
-    for (int k = 0; k < g->n_outputs; k++)
-        if (g->outputs[k] >= 0 && !strcmp(g->values[g->outputs[k]].name, name)) return &g->values[g->outputs[k]];
-    return NULL;
-}
-
-/* cg_graph_need_io with the name formatted ("h%d_new", ...): one name at a
- * time, a model needs as many as its layers. */
-static cg_status need_io(const char *file, cg_graph *g, int out, const char *fmt, ...) CG_PRINTF(4, 5);
-static cg_status need_io(const char *file, cg_graph *g, int out, const char *fmt, ...) {
-    char name[64]; /* "s0_%d", "h%d_new", ...: an int never fills it */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    return cg_graph_need_io(file, g, out, name);
-}
-
-/* The graphs must have the interface the decoders drive. The decoder step
- * outputs either logp [B, V] or top_logp f32 [B, k] and top_id i32 [B, k]
- * (then m->top_k = k); decoder_logp, when present, outputs logp. */
-static cg_status check_interface(cg_s2s *m, const char *file) {
-    const s2s_config *c = &m->cfg;
-    cg_graph *e = cg_model_graph(m->model, "encoder"), *d = cg_model_graph(m->model, "decoder"),
-             *dl = cg_model_graph(m->model, "decoder_logp");
-    if (!e || !d) return cg_error(CG_ERR_VERIFY, "%s: a seq2seq model needs graphs 'encoder' and 'decoder'", file);
-    int att = c->attention != S2S_NONE;
-    cg_status st = CG_OK;
-#define NEED(G, O, ...) (st = st ? st : need_io(file, (G), (O), __VA_ARGS__))
-    NEED(e, 0, "src");
-    NEED(e, 0, "src_len");
-    NEED(e, 1, "keys");
-    if (c->attention == S2S_ADDITIVE) NEED(e, 1, "keys_proj");
-    if (c->bridge_dense)
-        for (int l = 0; l < c->decoder_layers; l++) NEED(e, 1, "s0_%d", l);
-    for (int gi = 0; gi < 2; gi++) {
-        cg_graph *g = gi ? dl : d;
-        if (!g) continue;
-        NEED(g, 0, "y_prev");
-        if (att) {
-            NEED(g, 0, "keys");
-            NEED(g, 0, "src_len");
-            NEED(g, 1, "a");
-            if (c->attention == S2S_ADDITIVE) NEED(g, 0, "keys_proj");
-            if (c->local == S2S_LOCAL_MONOTONIC) NEED(g, 0, "pos");
-            if (c->luong) {
-                NEED(g, 0, "htilde");
-                NEED(g, 1, "htilde_new");
-            }
-        }
-        for (int l = 0; l < c->decoder_layers; l++) {
-            NEED(g, 0, "h%d", l);
-            NEED(g, 1, "h%d_new", l);
-            if (c->cell == S2S_LSTM) {
-                NEED(g, 0, "c%d", l);
-                NEED(g, 1, "c%d_new", l);
-            }
-        }
-    }
-    if (dl) NEED(dl, 1, "logp");
-#undef NEED
-    if (st) return st;
-    const cg_value *lp = graph_output(d, "logp"), *tv = graph_output(d, "top_logp"), *ti = graph_output(d, "top_id");
-    if (!lp && !(tv && ti))
-        return cg_error(CG_ERR_VERIFY, "%s: graph 'decoder' needs an output named 'logp', or outputs named "
-                        "'top_logp' and 'top_id'", file);
-    if (!lp) {
-        int ok = tv->dtype == CG_F32 && ti->dtype == CG_I32 && tv->ndim == 2 && ti->ndim == 2 &&
-                 tv->dims[1] == ti->dims[1] && tv->dims[1] > 0;
-        if (!ok)
-            return cg_error(CG_ERR_VERIFY, "%s: graph 'decoder': outputs top_logp and top_id must be f32 [B, k] and "
-                            "i32 [B, k] with the same fixed k > 0", file);
-        m->top_k = (int)tv->dims[1];
-    }
-    if (cg_graph_input_count(e) != 2)
-        return cg_error(CG_ERR_VERIFY, "%s: graph 'encoder' must take exactly the inputs src and src_len", file);
-    return CG_OK;
-}
-
 /* The encoder's outputs change once per batch of sentences, not per step:
  * a device keeps them between decoder steps (and src_len too when the
  * decoder takes it per sentence, with an input `sentence`). A decoder with
  * an input `parent` reorders its state rows itself: its state inputs are
  * carried from the state outputs (X from X_new), so they stay where they
  * are made. */
-static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph) {
-    cg_graph *g = cg_model_graph(m->model, graph);
-    int reorders = 0, per_sentence = 0;
-    for (int k = 0; k < cg_graph_input_count(g); k++) {
-        reorders |= !strcmp(cg_graph_input_name(g, k), "parent");
-        per_sentence |= !strcmp(cg_graph_input_name(g, k), "sentence");
-    }
-    for (int k = 0; k < cg_graph_input_count(g); k++) {
+static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph, const s2s_dec_iface *io) {
+    cg_graph *g = cg_model_graph(m->shared->model, graph);
+    for (int k = 0; k < io->n_in; k++) {
         const char *nm = cg_graph_input_name(g, k);
         cg_status st = CG_OK;
-        if (!strcmp(nm, "keys") || !strcmp(nm, "keys_proj") || (per_sentence && !strcmp(nm, "src_len")))
-            st = cg_plan_keep_input(p, nm, 1);
-        if (reorders && s2s_is_state(nm)) {
+        if (k == io->keys || k == io->kproj || (io->sent >= 0 && k == io->len)) st = cg_plan_keep_input(p, nm, 1);
+        if (io->parent >= 0 && io->state[k]) {
             /* Sized from the name: a model.cg may number its layers with
              * as many digits as it likes. */
             size_t n = strlen(nm) + sizeof "_new";
@@ -273,8 +222,8 @@ static cg_status prepare_decoder(cg_s2s *m, cg_plan *p, const char *graph) {
 static cg_status plan_decoder_logp(cg_s2s *m) {
     if (m->dec_logp) return CG_OK;
     cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = m->device, .place = m->place};
-    cg_status st = cg_plan_create(m->model, "decoder_logp", &po, &m->dec_logp);
-    if (!st) st = prepare_decoder(m, m->dec_logp, "decoder_logp");
+    cg_status st = cg_plan_create(m->shared->model, "decoder_logp", &po, &m->dec_logp);
+    if (!st) st = prepare_decoder(m, m->dec_logp, "decoder_logp", &m->shared->iface.dec_logp);
     if (st) {
         cg_plan_free(m->dec_logp);
         m->dec_logp = NULL;
@@ -282,20 +231,21 @@ static cg_status plan_decoder_logp(cg_s2s *m) {
     return st;
 }
 
-cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const char **graph) {
-    if (!m->top_k || need <= m->top_k) {
+cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const s2s_dec_iface **io) {
+    const int top_k = m->shared->iface.dec.top_k;
+    if (!top_k || need <= top_k) {
         *plan = m->dec;
-        *graph = "decoder";
+        *io = &m->shared->iface.dec;
         return CG_OK;
     }
-    if (!cg_model_graph(m->model, "decoder_logp"))
+    if (!cg_model_graph(m->shared->model, "decoder_logp"))
         return cg_error(CG_ERR_UNSUPPORTED, "%s: the beam needs %d candidates per hypothesis, graph 'decoder' keeps "
-                        "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp", m->dir, need,
-                        m->top_k);
+                        "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp", m->shared->dir, need,
+                        top_k);
     cg_status st = plan_decoder_logp(m);
     if (st) return st;
     *plan = m->dec_logp;
-    *graph = "decoder_logp";
+    *io = &m->shared->iface.dec_logp;
     return CG_OK;
 }
 
@@ -306,8 +256,8 @@ cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan) {
     else if (!strcmp(graph, "decoder")) *plan = m->dec;
     else if (strcmp(graph, "decoder_logp"))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: a seq2seq model has no plan for graph '%s' (encoder, decoder "
-                        "or decoder_logp)", m->dir, graph);
-    else if (cg_model_graph(m->model, "decoder_logp")) {
+                        "or decoder_logp)", m->shared->dir, graph);
+    else if (cg_model_graph(m->shared->model, "decoder_logp")) {
         cg_status st = plan_decoder_logp(m);
         if (st) return st;
         *plan = m->dec_logp;
@@ -315,14 +265,14 @@ cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan) {
     return CG_OK;
 }
 
-const cg_model *cg_s2s_model(const cg_s2s *m) { return m ? m->model : NULL; }
+const cg_model *cg_s2s_model(const cg_s2s *m) { return m ? m->shared->model : NULL; }
 
 /* The handle's own plans (encoder and decoder) for a placement, kept to
  * plan decoder_logp with later. */
 static cg_status make_plans(cg_s2s *m, const cg_plan_options *placement) {
-    cg_status st = cg_plan_create(m->model, "encoder", placement, &m->enc);
-    if (!st) st = cg_plan_create(m->model, "decoder", placement, &m->dec);
-    if (!st) st = prepare_decoder(m, m->dec, "decoder");
+    cg_status st = cg_plan_create(m->shared->model, "encoder", placement, &m->enc);
+    if (!st) st = cg_plan_create(m->shared->model, "decoder", placement, &m->dec);
+    if (!st) st = prepare_decoder(m, m->dec, "decoder", &m->shared->iface.dec);
     if (!st && placement && ((placement->device && !(m->device = cg_strdup(placement->device))) ||
                              (placement->place && !(m->place = cg_strdup(placement->place)))))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -336,13 +286,6 @@ cg_status cg_s2s_clone(const cg_s2s *m, const cg_plan_options *placement, cg_s2s
     if (!c) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     atomic_fetch_add(&m->shared->refs, 1);
     c->shared = m->shared;
-    c->dir = m->dir;
-    c->cfg = m->cfg;
-    c->src = m->src;
-    c->tgt = m->tgt;
-    c->weights = m->weights;
-    c->model = m->model;
-    c->top_k = m->top_k;
     cg_plan_options same = {.struct_size = sizeof(cg_plan_options), .device = m->device, .place = m->place};
     cg_status st = make_plans(c, placement ? placement : &same);
     if (st) {
@@ -376,13 +319,9 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
                          const cg_s2s_load_options *opt, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;
-    if (opt && opt->struct_size < sizeof *opt)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: options struct_size %zu is too small",
-                        opt->struct_size);
-    const cg_dtype wdt = opt ? opt->weights_dtype : (cg_dtype)0;
-    if (wdt && wdt != CG_F32 && wdt != CG_BF16 && wdt != CG_F16 && wdt != CG_I8)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16, f16 or i8, got %s",
-                        cg_dtype_name(wdt));
+    cg_dtype wdt;
+    cg_status dst = load_dtype(opt, &wdt);
+    if (dst) return dst;
     cg_s2s *m = calloc(1, sizeof *m);
     if (m && !(m->shared = calloc(1, sizeof *m->shared))) {
         free(m);
@@ -390,61 +329,53 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
     }
     if (!m) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     atomic_init(&m->shared->refs, 1);
-    m->dir = m->shared->dir = cg_strdup(dir);
+    m->shared->dir = cg_strdup(dir);
     char *cfg = cg_path_join(dir, "config.json"), *wp = cg_path_join(dir, "weights.safetensors"),
          *sv = cg_path_join(dir, "src.vocab"), *tv = cg_path_join(dir, "tgt.vocab"), *cgp = cg_path_join(dir, "model.cg");
     char *text = NULL;
-    cg_status st = m->dir && cfg && wp && sv && tv && cgp ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_status st = m->shared->dir && cfg && wp && sv && tv && cgp ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st && !cg_path_exists(dir)) st = cg_error(CG_ERR_IO, "%s: no such model directory", dir);
-    if (!st) st = cg_s2s_config_read(cfg, &m->cfg);
+    if (!st) st = cg_s2s_config_read(cfg, &m->shared->cfg);
     if (!st) st = cg_weights_open(wp, &m->shared->weights);
-    m->weights = m->shared->weights;
-    if (!st) st = embed_sizes(m->weights, &m->cfg);
-    if (!st) matmul_dtype(m->weights, &m->cfg);
-    if (!st && wdt == CG_I8 && m->cfg.mm_dtype != CG_I8 && !cg_path_exists(cgp)) {
+    if (!st) st = embed_sizes(m->shared->weights, &m->shared->cfg);
+    if (!st) matmul_dtype(m->shared->weights, &m->shared->cfg);
+    if (!st && wdt == CG_I8 && m->shared->cfg.mm_dtype != CG_I8 && !cg_path_exists(cgp)) {
         st = quantize_at_load(&m->shared->weights);
-        m->weights = m->shared->weights;
     }
-    if (!st && wdt) m->cfg.mm_dtype = wdt == CG_F32 ? 0 : wdt;
+    if (!st) apply_dtype(&m->shared->cfg, wdt);
     if (!st) st = cg_s2s_vocab_read(sv, &m->shared->src);
     if (!st) st = cg_s2s_vocab_read(tv, &m->shared->tgt);
-    m->src = m->shared->src;
-    m->tgt = m->shared->tgt;
-    if (!st && m->src.n != m->cfg.v_src)
-        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but src_embed.weight has %d rows", sv, m->src.n, m->cfg.v_src);
-    if (!st && m->tgt.n != m->cfg.v_tgt)
-        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but tgt_embed.weight has %d rows", tv, m->tgt.n, m->cfg.v_tgt);
+    if (!st && m->shared->src.n != m->shared->cfg.v_src)
+        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but src_embed.weight has %d rows", sv, m->shared->src.n, m->shared->cfg.v_src);
+    if (!st && m->shared->tgt.n != m->shared->cfg.v_tgt)
+        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but tgt_embed.weight has %d rows", tv, m->shared->tgt.n, m->shared->cfg.v_tgt);
     if (!st) {
         const char *keys[4] = {"pad_id", "bos_id", "eos_id", "unk_id"};
-        int ids[4] = {m->cfg.pad_id, m->cfg.bos_id, m->cfg.eos_id, m->cfg.unk_id};
-        int lim = m->cfg.v_src < m->cfg.v_tgt ? m->cfg.v_src : m->cfg.v_tgt;
+        int ids[4] = {m->shared->cfg.pad_id, m->shared->cfg.bos_id, m->shared->cfg.eos_id, m->shared->cfg.unk_id};
+        int lim = m->shared->cfg.v_src < m->shared->cfg.v_tgt ? m->shared->cfg.v_src : m->shared->cfg.v_tgt;
         for (int i = 0; i < 4 && !st; i++)
             if (ids[i] >= lim)
                 st = cg_error(CG_ERR_VERIFY, "%s: key '%s' is %d, outside a vocabulary of %d tokens", cfg, keys[i],
                               ids[i], lim);
-        if (!st) st = specials_in_place(&m->src, sv, keys, ids);
-        if (!st) st = specials_in_place(&m->tgt, tv, keys, ids);
+        if (!st) st = specials_in_place(&m->shared->src, sv, keys, ids);
+        if (!st) st = specials_in_place(&m->shared->tgt, tv, keys, ids);
     }
     int from_file = !st && cg_path_exists(cgp);
-    if (from_file && wdt)
-        st = cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the weights' dtype is set by its own param declarations, not by "
-                      "a load option (weights_dtype, --weights-dtype)", cgp);
-    if (!st && !from_file) st = last_layers_present(m->weights, &m->cfg, cfg);
-    if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->shared->model) : cg_s2s_build_text(&m->cfg, &text);
+    if (from_file) st = no_dtype_for_file(cgp, wdt);
+    if (!st && !from_file) st = last_layers_present(m->shared->weights, &m->shared->cfg, cfg);
+    if (!st) st = from_file ? cg_model_load(ctx, cgp, &m->shared->model) : cg_s2s_build_text(&m->shared->cfg, &text);
     if (!st && !from_file) {
         char label[4200];
         snprintf(label, sizeof label, "%s (generated from config.json)", cfg);
         st = cg_model_parse(ctx, text, strlen(text), label, &m->shared->model);
-        m->model = m->shared->model;
-        if (!st) st = cg_model_weights_exact(m->model, m->weights, cfg);
+        if (!st) st = cg_model_weights_exact(m->shared->model, m->shared->weights, cfg);
     }
-    m->model = m->shared->model;
-    if (!st) st = cg_model_verify(m->model);
-    if (!st) st = cg_model_bind_weights(m->model, m->weights);
-    if (!st) st = check_interface(m, from_file ? cgp : cfg);
+    if (!st) st = cg_model_verify(m->shared->model);
+    if (!st) st = cg_model_bind_weights(m->shared->model, m->shared->weights);
+    if (!st) st = cg_s2s_iface_resolve(m->shared->model, &m->shared->cfg, from_file ? cgp : cfg, &m->shared->iface);
     /* model.cg: the binder names a missing or mis-shaped weight with its
      * place in the file; a tensor no graph reads is still a mistake. */
-    if (!st && from_file) st = cg_model_weights_exact(m->model, m->weights, cgp);
+    if (!st && from_file) st = cg_model_weights_exact(m->shared->model, m->shared->weights, cgp);
     if (!st) st = make_plans(m, placement);
     free(text);
     free(cfg);
@@ -461,8 +392,9 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
 }
 
 const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id) {
-    const s2s_vocab *v = target ? &m->tgt : &m->src;
-    return m && id >= 0 && id < v->n ? v->tokens[id] : NULL;
+    if (!m) return NULL;
+    const s2s_vocab *v = target ? &m->shared->tgt : &m->shared->src;
+    return id >= 0 && id < v->n ? v->tokens[id] : NULL;
 }
 
 /* Length of the UTF-8 sequence starting at s (1 for invalid bytes, so any
@@ -484,10 +416,10 @@ cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int 
     const unsigned char *s = (const unsigned char *)text;
     size_t i = 0;
     while (i < len) {
-        if (m->cfg.chars) {
+        if (m->shared->cfg.chars) {
             size_t l = utf8_len(s + i);
-            int id = cg_s2s_vocab_find(&m->src, text + i, l);
-            out[k++] = id >= 0 ? id : m->cfg.unk_id;
+            int id = cg_s2s_vocab_find(&m->shared->src, text + i, l);
+            out[k++] = id >= 0 ? id : m->shared->cfg.unk_id;
             i += l;
         } else {
             while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f'))
@@ -496,8 +428,8 @@ cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int 
             while (j < len && !(s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r' || s[j] == '\v' || s[j] == '\f'))
                 j++;
             if (j > i) {
-                int id = cg_s2s_vocab_find(&m->src, text + i, j - i);
-                out[k++] = id >= 0 ? id : m->cfg.unk_id;
+                int id = cg_s2s_vocab_find(&m->shared->src, text + i, j - i);
+                out[k++] = id >= 0 ? id : m->shared->cfg.unk_id;
             }
             i = j;
         }
@@ -524,7 +456,7 @@ cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, char **t
             snprintf(unknown, sizeof unknown, "<%d>", ids[i]);
             t = unknown;
         }
-        if (i && !m->cfg.chars) s[u++] = ' ';
+        if (i && !m->shared->cfg.chars) s[u++] = ' ';
         size_t l = strlen(t);
         memcpy(s + u, t, l);
         u += l;
@@ -543,7 +475,7 @@ cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_st
 }
 
 size_t cg_s2s_decoder_weight_bytes(const cg_s2s *m) {
-    const cg_graph *g = m && m->model ? cg_model_graph(m->model, "decoder") : NULL;
+    const cg_graph *g = m && m->shared->model ? cg_model_graph(m->shared->model, "decoder") : NULL;
     size_t total = 0;
     for (int i = 0; g && i < g->n_values; i++) {
         const cg_value *v = &g->values[i];

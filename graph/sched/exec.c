@@ -16,23 +16,36 @@
 #include "profile.h"
 #include "shape.h"
 
-/* Binds symbols from the inputs' shapes and checks every input. */
-static cg_status bind_inputs(cg_plan *p, int n, const char *const *names, cg_tensor *const *ts, cg_tensor **by_pos,
-                             int64_t *sym_vals) {
+/* by_pos[k]: the tensor given for graph input k (NULL: not given), the
+ * inputs named (names) or numbered (idx). A name is looked up in the
+ * plan's sorted names, so a run costs no comparison per pair of inputs. */
+static cg_status place_inputs(cg_plan *p, int n, const char *const *names, const int *idx, cg_tensor *const *ts,
+                              cg_tensor **by_pos) {
     cg_graph *g = p->graph;
-    cg_model *m = p->model;
     for (int k = 0; k < g->n_inputs; k++) by_pos[k] = NULL;
+    if (!names && n > g->n_inputs)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s' has %d inputs, %d given", g->name, g->n_inputs, n);
     for (int i = 0; i < n; i++) {
-        int k = -1;
-        for (int j = 0; j < g->n_inputs; j++)
-            if (names[i] && strcmp(g->values[g->inputs[j]].name, names[i]) == 0) k = j;
-        if (k < 0)
+        int k = names ? cg_plan_input_index(p, names[i]) : idx[i];
+        if (names && k < 0)
             return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no input named '%s'", g->name,
                             names[i] ? names[i] : "(null)");
-        if (by_pos[k]) return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is given twice", names[i]);
-        if (!ts[i]) return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is NULL", names[i]);
+        if (k < 0 || k >= g->n_inputs)
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s' has inputs 0 to %d, input index %d given", g->name,
+                            g->n_inputs - 1, k);
+        const char *nm = g->values[g->inputs[k]].name;
+        if (by_pos[k]) return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is given twice", nm);
+        if (!ts[i]) return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is NULL", nm);
         by_pos[k] = ts[i];
     }
+    return CG_OK;
+}
+
+/* Binds symbols from the inputs' shapes and checks every input; the ones
+ * not given (by_pos NULL) are carried. */
+static cg_status bind_inputs(cg_plan *p, cg_tensor **by_pos, int64_t *sym_vals) {
+    cg_graph *g = p->graph;
+    cg_model *m = p->model;
     for (int k = 0; k < g->n_inputs; k++) {
         p->carried[k] = !by_pos[k];
         if (!by_pos[k]) {
@@ -391,9 +404,17 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
-                            int n_outputs, cg_tensor *const *given, cg_tensor **made) {
-    if (!p || n_inputs < 0 || (n_inputs && (!names || !inputs)) || (n_outputs && !(given || made)))
+/* How a run names its inputs: by name or by graph input position. */
+typedef struct run_inputs {
+    int n;
+    const char *const *names; /* NULL: by idx */
+    const int *idx;
+    cg_tensor *const *ts;
+} run_inputs;
+
+static cg_status run_common(cg_plan *p, const run_inputs *ri, int n_outputs, cg_tensor *const *given,
+                            cg_tensor **made) {
+    if (!p || ri->n < 0 || (ri->n && (!(ri->names || ri->idx) || !ri->ts)) || (n_outputs && !(given || made)))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run: NULL argument");
     cg_graph *g = p->graph;
     if (n_outputs != g->n_outputs)
@@ -406,7 +427,8 @@ static cg_status run_common(cg_plan *p, int n_inputs, const char *const *names, 
     cg_dev_counters_get(&c0);
     run_arrays r;
     cg_status st = arrays_init(&r, p, n_outputs, made != NULL, &stats);
-    if (!st) st = bind_inputs(p, n_inputs, names, inputs, r.by_pos, r.sym);
+    if (!st) st = place_inputs(p, ri->n, ri->names, ri->idx, ri->ts, r.by_pos);
+    if (!st) st = bind_inputs(p, r.by_pos, r.sym);
     cg_tensor **snap = NULL;
     if (!st && cg_repeat_wanted(p)) {
         snap = calloc((size_t)g->n_inputs + 1, sizeof *snap);
@@ -443,10 +465,25 @@ cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_ten
                       int n_outputs, cg_tensor **outputs) {
     if (outputs)
         for (int k = 0; k < n_outputs; k++) outputs[k] = NULL;
-    return run_common(p, n_inputs, names, inputs, n_outputs, NULL, outputs);
+    run_inputs ri = {n_inputs, names, NULL, inputs};
+    if (n_inputs && !names) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run: NULL argument");
+    return run_common(p, &ri, n_outputs, NULL, outputs);
 }
 
 cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
                            int n_outputs, cg_tensor *const *outputs) {
-    return run_common(p, n_inputs, names, inputs, n_outputs, outputs, NULL);
+    run_inputs ri = {n_inputs, names, NULL, inputs};
+    if (n_inputs && !names) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run: NULL argument");
+    return run_common(p, &ri, n_outputs, outputs, NULL);
+}
+
+cg_status cg_plan_run_indexed(cg_plan *p, const cg_plan_binding *b) {
+    if (!p || !b) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run_indexed: NULL argument");
+    if (b->struct_size < sizeof *b)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run_indexed: binding struct_size %zu is too small",
+                        b->struct_size);
+    if (b->n_inputs && !b->input_index)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run_indexed: NULL argument");
+    run_inputs ri = {b->n_inputs, NULL, b->input_index, b->inputs};
+    return run_common(p, &ri, b->n_outputs, b->outputs, NULL);
 }

@@ -23,8 +23,40 @@ void cg_plan_free(cg_plan *p) {
     free(p->inptr);
     free(p->outptr);
     free(p->inbuf);
+    free(p->in_sorted);
     cg_analysis_free(&p->an);
     free(p);
+}
+
+static int name_cmp(const void *a, const void *b) {
+    return strcmp(((const plan_name *)a)->name, ((const plan_name *)b)->name);
+}
+
+/* p->in_sorted for the plan's graph. */
+static cg_status sort_input_names(cg_plan *p) {
+    const cg_graph *g = p->graph;
+    p->in_sorted = malloc(sizeof *p->in_sorted * ((size_t)g->n_inputs + 1));
+    if (!p->in_sorted) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < g->n_inputs; k++) {
+        p->in_sorted[k].name = g->values[g->inputs[k]].name;
+        p->in_sorted[k].pos = k;
+    }
+    qsort(p->in_sorted, (size_t)g->n_inputs, sizeof *p->in_sorted, name_cmp);
+    return CG_OK;
+}
+
+int cg_plan_input_index(const cg_plan *p, const char *name) {
+    if (!p || !name) return -1;
+    plan_name key = {name, -1};
+    const plan_name *hit = bsearch(&key, p->in_sorted, (size_t)p->graph->n_inputs, sizeof key, name_cmp);
+    return hit ? hit->pos : -1;
+}
+
+int cg_plan_output_index(const cg_plan *p, const char *name) {
+    if (!p || !name) return -1;
+    for (int k = 0; k < p->graph->n_outputs; k++)
+        if (p->graph->out_names[k] && !strcmp(p->graph->out_names[k], name)) return k;
+    return -1;
 }
 
 /* The graph to plan, verified, with its weights bound. */
@@ -72,6 +104,7 @@ cg_status cg_plan_create(cg_model *m, const char *graph_name, const cg_plan_opti
         p->inbuf = calloc((size_t)g->n_inputs + 1, sizeof *p->inbuf);
         if (!p->params || !p->inbuf) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
+    if (!st) st = sort_input_names(p);
     if (!st) st = cg_keep_init(p);
     if (!st) st = cg_carry_init(p);
     if (st) {

@@ -149,6 +149,12 @@ typedef struct kept {
     const void **data;
 } kept;
 
+/* A graph input's name and position (cg_plan.in_sorted). */
+typedef struct plan_name {
+    const char *name;
+    int pos;
+} plan_name;
+
 struct cg_plan {
     cg_model *model;
     cg_graph *graph;
@@ -167,6 +173,9 @@ struct cg_plan {
     cg_buf *inbuf;         /* scratch: the run's wrapped caller inputs */
     int scratch_cap;
     cg_plan_stats last, total;
+    /* The graph inputs sorted by name, for name lookups in O(log n): a run
+     * by names then costs no comparison per pair of inputs. */
+    plan_name *in_sorted;
     unsigned char *keep;   /* per graph input: kept on its devices between runs */
     kept *kept;            /* per graph input: its device copies */
     carry *carry;          /* per graph input */

@@ -568,6 +568,39 @@ CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *n
                                   cg_tensor *const *outputs);
 
 /**
+ * The position of graph input `name` among the plan's graph inputs (0 to
+ * the input count - 1), for cg_plan_run_indexed; -1 when the graph has no
+ * such input or an argument is NULL. Look names up once and run by index:
+ * a run then compares no names.
+ */
+CG_API int cg_plan_input_index(const cg_plan *p, const char *name);
+
+/** The position of graph output `name` (the order of cg_plan_run's
+ * outputs), or -1 as cg_plan_input_index. */
+CG_API int cg_plan_output_index(const cg_plan *p, const char *name);
+
+/** The inputs and outputs of one cg_plan_run_indexed. */
+typedef struct cg_plan_binding {
+    size_t struct_size;         /**< sizeof(cg_plan_binding) */
+    int n_inputs;               /**< entries of input_index and inputs */
+    const int *input_index;     /**< graph input positions (cg_plan_input_index), each at most once */
+    cg_tensor *const *inputs;   /**< the tensor of each, not NULL */
+    int n_outputs;              /**< the graph's output count */
+    /** By graph output position, allocated by the caller as for
+     * cg_plan_run_into; an entry may be NULL (not read back). */
+    cg_tensor *const *outputs;
+} cg_plan_binding;
+
+/**
+ * cg_plan_run_into with inputs named by position instead of by name: the
+ * same checks, results and statistics. Inputs carried by cg_plan_carry may
+ * be left out. CG_ERR_INVALID_ARGUMENT for an index out of range or given
+ * twice, more inputs than the graph has, an output count other than the
+ * graph's, or a binding whose struct_size is too small.
+ */
+CG_API cg_status cg_plan_run_indexed(cg_plan *p, const cg_plan_binding *b);
+
+/**
  * Keeps input `name` on the devices that read it (keep 1) or uploads it
  * every run (keep 0, the default). A kept input is uploaded when a run gets
  * a different tensor, or the same one after cg_tensor_data or

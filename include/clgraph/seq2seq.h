@@ -77,6 +77,14 @@ CG_API void cg_s2s_free(cg_s2s *m);
 CG_API cg_status cg_s2s_graph_text(const char *dir, char **out);
 
 /**
+ * cg_s2s_graph_text for the graphs cg_s2s_load_ex with `opt` runs (NULL:
+ * as cg_s2s_graph_text): the builder's graphs with the matrix-product
+ * weights declared in `weights_dtype`. A model.cg with a weights_dtype is
+ * the error cg_s2s_load_ex gives.
+ */
+CG_API cg_status cg_s2s_graph_text_ex(const char *dir, const cg_s2s_load_options *opt, char **out);
+
+/**
  * Tokenizes text as the config says ("chars": every code point; "words":
  * split on whitespace), unknown tokens becoming unk_id. `*ids` is allocated
  * (free() it).

@@ -1010,6 +1010,57 @@ START_TEST(translate_bad_ids_line) {
 }
 END_TEST
 
+/* s2s-graph --weights-dtype prints the graph translate --weights-dtype
+ * runs: written as a model.cg next to the same weights it translates the
+ * samples as the option does; int8 declares int8 matrices and their scales;
+ * a model.cg refuses the option, as translate does. */
+START_TEST(s2s_graph_weights_dtype) {
+    char dates[512], samples[600], copy[600], link[700], target[700];
+    snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
+    snprintf(samples, sizeof samples, "%s/samples.txt", dates);
+    const char *plain[] = {"s2s-graph", dates, NULL};
+    ck_assert_msg(tu_run_cli(plain, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_out, "param out.weight: f32["));
+    const char *q8[] = {"s2s-graph", dates, "--weights-dtype", "int8", NULL};
+    ck_assert_msg(tu_run_cli(q8, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_out, "param out.weight: i8["));
+    ck_assert_ptr_nonnull(strstr(tu_out, "out.weight_scale"));
+    const char *bf[] = {"s2s-graph", dates, "--weights-dtype", "bf16", NULL};
+    ck_assert_msg(tu_run_cli(bf, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_ptr_nonnull(strstr(tu_out, "param out.weight: bf16["));
+    ck_assert_ptr_null(strstr(tu_out, "param out.weight: f32["));
+    snprintf(copy, sizeof copy, "%s", tu_path("bf16"));
+    ck_assert_int_eq(mkdir(copy, 0755), 0);
+    const char *files[] = {"config.json", "src.vocab", "tgt.vocab", "weights.safetensors"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(link, sizeof link, "%s/%s", copy, files[i]);
+        snprintf(target, sizeof target, "%s/%s", dates, files[i]);
+        ck_assert_int_eq(symlink(target, link), 0);
+    }
+    char *graph = strdup(tu_out);
+    ck_assert_ptr_nonnull(graph);
+    tu_write_file("bf16/model.cg", graph, strlen(graph));
+    free(graph);
+    const char *opt[] = {"translate", dates, "--weights-dtype", "bf16", NULL};
+    ck_assert_msg(tu_run_cli(opt, NULL, samples) == 0, "%s", tu_err);
+    char *want = strdup(tu_out);
+    ck_assert_ptr_nonnull(want);
+    const char *file[] = {"translate", copy, NULL};
+    ck_assert_msg(tu_run_cli(file, NULL, samples) == 0, "%s", tu_err);
+    ck_assert_str_eq(tu_out, want);
+    free(want);
+    const char *refused[] = {"s2s-graph", copy, "--weights-dtype", "f16", NULL};
+    ck_assert_int_eq(tu_run_cli(refused, NULL, NULL), 1);
+    ck_assert_ptr_nonnull(strstr(tu_err, "set by its own param declarations"));
+    const char *bad[] = {"s2s-graph", dates, "--weights-dtype", "f64", NULL};
+    ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 2);
+    ck_assert_ptr_nonnull(strstr(tu_err, "--weights-dtype takes f32, bf16, f16 or int8, got 'f64'"));
+    const char *none[] = {"s2s-graph", "--weights-dtype", "bf16", NULL};
+    ck_assert_int_eq(tu_run_cli(none, NULL, NULL), 2);
+    ck_assert_ptr_nonnull(strstr(tu_err, "usage: clgraph s2s-graph MODEL_DIR"));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -1018,6 +1069,7 @@ int main(void) {
     tcase_add_test(tc, gru_encoder_matches_pytorch);
     tcase_add_test(tc, outputs_whole_or_none);
     tcase_add_test(tc, translate_bad_ids_line);
+    tcase_add_test(tc, s2s_graph_weights_dtype);
     tcase_add_test(tc, help_version_usage);
     tcase_add_test(tc, check_and_fmt);
     tcase_add_test(tc, bad_graph_text);

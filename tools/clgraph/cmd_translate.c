@@ -1,6 +1,7 @@
 /* clgraph translate MODEL_DIR: one source per line on stdin, one line per
  * source (or --nbest lines) on stdout in input order; and clgraph s2s-graph
- * MODEL_DIR, which prints the graphs the model runs. */
+ * MODEL_DIR [--weights-dtype T], which prints the graphs the model runs
+ * (with that option: as cg_s2s_load_ex with it runs them). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,12 +508,21 @@ int cli_translate(int argc, char **argv) {
 }
 
 int cli_s2s_graph(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: clgraph s2s-graph MODEL_DIR\n");
+    cg_s2s_load_options lopt = {.struct_size = sizeof lopt};
+    const char *dir = NULL;
+    int rc = CLI_OK;
+    for (int i = 1; !rc && i < argc; i++) {
+        if (!strcmp(argv[i], "--weights-dtype") && i + 1 < argc) {
+            if (cli_weights_dtype("s2s-graph", argv[++i], &lopt.weights_dtype)) return CLI_USAGE;
+        } else if (argv[i][0] != '-' && !dir) dir = argv[i];
+        else rc = CLI_USAGE;
+    }
+    if (rc || !dir) {
+        fprintf(stderr, "usage: clgraph s2s-graph MODEL_DIR [--weights-dtype f32|bf16|f16|int8]\n");
         return CLI_USAGE;
     }
     char *text;
-    if (cg_s2s_graph_text(argv[1], &text)) return cli_fail();
+    if (cg_s2s_graph_text_ex(dir, &lopt, &text)) return cli_fail();
     fputs(text, stdout);
     free(text);
     return CLI_OK;

@@ -828,6 +828,104 @@ START_TEST(carried_state) {
 }
 END_TEST
 
+/* ---- runs by input position (cg_plan_run_indexed) --------------------- */
+
+/* Index lookups, a run by positions against a hand-worked result (and the
+ * same run by names, bit for bit), a carried input left out, and every
+ * malformed binding. */
+START_TEST(indexed_runs) {
+    model md = load_model(carry_text, NULL);
+    cg_plan *p = make_plan(md.m, "g", "cpu", NULL);
+    ck_assert_int_eq(cg_plan_input_index(p, "s"), 0);
+    ck_assert_int_eq(cg_plan_input_index(p, "idx"), 1);
+    ck_assert_int_eq(cg_plan_input_index(p, "w"), 2);
+    ck_assert_int_eq(cg_plan_input_index(p, "t"), -1);
+    ck_assert_int_eq(cg_plan_input_index(p, NULL), -1);
+    ck_assert_int_eq(cg_plan_input_index(NULL, "s"), -1);
+    ck_assert_int_eq(cg_plan_output_index(p, "s_new"), 0);
+    ck_assert_int_eq(cg_plan_output_index(p, "t"), 1);
+    ck_assert_int_eq(cg_plan_output_index(p, "r"), -1);
+    /* s rows 0 and 1 of zeros and ones, idx {1, 0}, w all 0.5:
+     * t = tanh(s[idx]) = {tanh 1 x3, 0 x3}, s_new = t + 0.5. */
+    int64_t B = 2, d2[2] = {2, 3};
+    cg_tensor *s0, *idx, *w, *sn, *t, *sn2, *t2;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &s0), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &B, &idx), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &w), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &sn), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &sn2), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d2, &t2), CG_OK);
+    float *sv = cg_tensor_data(s0), *wv = cg_tensor_data(w);
+    for (int i = 0; i < 6; i++) {
+        sv[i] = i < 3 ? 0.0f : 1.0f;
+        wv[i] = 0.5f;
+    }
+    int32_t *iv = cg_tensor_data(idx);
+    iv[0] = 1;
+    iv[1] = 0;
+    const int pos[3] = {2, 0, 1};
+    cg_tensor *ins[3] = {w, s0, idx}, *outs[2] = {sn, t};
+    cg_plan_binding b = {.struct_size = sizeof b, .n_inputs = 3, .input_index = pos, .inputs = ins,
+                         .n_outputs = 2, .outputs = outs};
+    ck_assert_msg(cg_plan_run_indexed(p, &b) == CG_OK, "%s", cg_last_error());
+    const float *tv = cg_tensor_data_const(t), *nv = cg_tensor_data_const(sn);
+    for (int i = 0; i < 6; i++) {
+        double want = i < 3 ? tanh(1.0) : 0.0;
+        ck_assert_msg(fabs(tv[i] - want) < 1e-6, "t[%d] = %g, expected %g", i, tv[i], want);
+        ck_assert_msg(fabs(nv[i] - (want + 0.5)) < 1e-6, "s_new[%d] = %g", i, nv[i]);
+    }
+    const char *names[3] = {"w", "s", "idx"};
+    cg_tensor *outs2[2] = {sn2, t2};
+    ck_assert_msg(cg_plan_run_into(p, 3, names, ins, 2, outs2) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(memcmp(cg_tensor_data_const(t2), tv, sizeof(float) * 6), 0);
+    ck_assert_int_eq(memcmp(cg_tensor_data_const(sn2), nv, sizeof(float) * 6), 0);
+    /* Carried: s left out takes s_new; s_new not read back. */
+    ck_assert_int_eq(cg_plan_carry(p, "s", "s_new"), CG_OK);
+    ck_assert_msg(cg_plan_run_indexed(p, &b) == CG_OK, "%s", cg_last_error());
+    const int pos2[2] = {1, 2};
+    cg_tensor *ins2[2] = {idx, w}, *outs3[2] = {NULL, t};
+    cg_plan_binding bc = {.struct_size = sizeof bc, .n_inputs = 2, .input_index = pos2, .inputs = ins2,
+                          .n_outputs = 2, .outputs = outs3};
+    ck_assert_msg(cg_plan_run_indexed(p, &bc) == CG_OK, "%s", cg_last_error());
+    for (int i = 0; i < 6; i++) {
+        double prev = i < 3 ? tanh(0.0) + 0.5 : tanh(1.0) + 0.5; /* s_new row idx[b] of the run before */
+        ck_assert_msg(fabs(tv[i] - tanh(prev)) < 1e-6, "carried t[%d] = %g, expected %g", i, tv[i], tanh(prev));
+    }
+    /* Malformed bindings. */
+    struct {
+        int n_in, n_out, p0, size;
+        const char *msg;
+    } bad[] = {
+        {3, 2, 3, (int)sizeof b, "input index 3"},
+        {3, 2, -1, (int)sizeof b, "input index -1"},
+        {3, 2, 0, (int)sizeof b, "input 's' is given twice"},
+        {4, 2, 2, (int)sizeof b, "has 3 inputs, 4 given"},
+        {3, 1, 2, (int)sizeof b, "has 2 outputs, room for 1 given"},
+        {3, 2, 2, (int)sizeof b - 1, "struct_size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int pb[4] = {bad[i].p0, 0, 1, 2};
+        cg_tensor *ib[4] = {w, s0, idx, w};
+        cg_plan_binding x = {.struct_size = (size_t)bad[i].size, .n_inputs = bad[i].n_in, .input_index = pb,
+                             .inputs = ib, .n_outputs = bad[i].n_out, .outputs = outs};
+        ck_assert_int_eq(cg_plan_run_indexed(p, &x), CG_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(cg_last_error(), bad[i].msg) != NULL, "case %zu: %s", i, cg_last_error());
+    }
+    cg_tensor *nul[3] = {w, NULL, idx};
+    cg_plan_binding xn = {.struct_size = sizeof xn, .n_inputs = 3, .input_index = pos, .inputs = nul,
+                          .n_outputs = 2, .outputs = outs};
+    ck_assert_int_eq(cg_plan_run_indexed(p, &xn), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "input 's' is NULL") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_plan_run_indexed(p, NULL), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_plan_run_indexed(NULL, &b), CG_ERR_INVALID_ARGUMENT);
+    cg_tensor *all[] = {s0, idx, w, sn, t, sn2, t2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cg_tensor_free(all[i]);
+    cg_plan_free(p);
+    free_model(&md);
+}
+END_TEST
+
 /* ---- ops without a kernel on the device ------------------------------- */
 
 START_TEST(unsupported_op_and_decomposition) {
@@ -1634,6 +1732,7 @@ int main(void) {
     tcase_add_test(tc, reshape_copy_is_counted);
     tcase_add_test(tc, invalid_indices_every_device);
     tcase_add_test(tc, plan_builds_only_its_kernels);
+    tcase_add_test(tc, indexed_runs);
     tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 1);

@@ -1,0 +1,70 @@
+/* One batch of sentences being decoded: what the batch driver
+ * (s2s_decode.c) and the decoder's I/O binding (s2s_io.c) share. */
+#ifndef CG_SEQ2SEQ_S2S_BATCH_H
+#define CG_SEQ2SEQ_S2S_BATCH_H
+
+#include "s2s_internal.h"
+#include "s2s_search.h"
+
+/* The decoder's tensors by input and output position, with room for the
+ * most rows; every array is sized from the graph's interface. */
+typedef struct s2s_io {
+    const s2s_dec_iface *f;
+    cg_tensor **in, **out;      /* [n_in], [n_out] */
+    unsigned char *borrowed;    /* [n_in]: in[k] is the encoder's tensor, not ours */
+    int *idx;                   /* [n_in]: 0 .. n_in - 1 */
+    int n_in_c;                 /* the inputs a carried step gives: all but the state */
+    int *idx_c;                 /* [n_in] */
+    cg_tensor **in_c;           /* [n_in] */
+    cg_tensor **out_run;        /* [n_out]: the outputs the plan gives back (NULL: stays on its device) */
+} s2s_io;
+
+typedef struct s2s_batch {
+    cg_s2s *m;
+    const cg_s2s_options *o;
+    int nb;         /* sentences */
+    int S;          /* the longest source */
+    int max_rows;   /* nb x k */
+    /* The encoder's outputs, one row per sentence, by output position;
+     * s0[decoder_layers] (NULL: that layer starts at 0). */
+    cg_tensor *elen, **eout, *keys_t, *kproj_t;
+    const float *keys, *kproj, **s0;
+    /* The decoder step's plan and tensors. */
+    cg_plan *dec;
+    s2s_io x;
+    int io_ok;
+    int carry;      /* the plan carries the state (input `parent`) */
+    /* Sentences, live rows (R) and the search that chooses the next. */
+    s2s_search s;
+    s2s_sent *ss;
+    s2s_row *rows;
+    int R;
+    int *keys_of;   /* the sentence whose keys a buffer row holds */
+    /* The rows' recurrent state, and the next step's (swapped each step). */
+    float *state, *state_next;
+    int t;          /* the step */
+} s2s_batch;
+
+/* Floats of one row's state: h[L], c[L], htilde. */
+static inline size_t s2s_state_row(const s2s_batch *bt) {
+    return (size_t)(2 * bt->m->shared->cfg.decoder_layers + 1) * (size_t)bt->m->shared->cfg.hidden;
+}
+
+/* The decoder's tensors for bt->max_rows rows over bt->S source positions
+ * for interface f; with input `sentence` the encoder's keys, keys_proj and
+ * src_len (one row per sentence) are read as they are. */
+cg_status s2s_io_init(s2s_batch *bt, const s2s_dec_iface *f);
+void s2s_io_free(s2s_io *x);
+
+/* One decoder step over the live rows, padded to a power of two by
+ * repeating the last real row. */
+cg_status s2s_io_step(s2s_batch *bt);
+
+/* The step's outputs as the search reads them. */
+void s2s_io_scores(const s2s_batch *bt, s2s_scores *so);
+
+/* The next step's rows' state: each its parent's new state (a carried
+ * state: the next step's gather does that). */
+void s2s_io_next_state(s2s_batch *bt);
+
+#endif

@@ -1,0 +1,120 @@
+/* Beam and greedy search bookkeeping, apart from any device or plan: the
+ * hypothesis pool, the choice of each sentence's next tokens from a step's
+ * scores (the spec's ties), the finished set with its length penalty, the
+ * stop rule, and the n-best results. The batch driver (s2s_decode.c) feeds
+ * it the decoder's outputs; tests feed it hand-made scores. */
+#ifndef CG_SEQ2SEQ_S2S_SEARCH_H
+#define CG_SEQ2SEQ_S2S_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clgraph/seq2seq.h"
+
+typedef struct s2s_hyp {
+    int32_t *toks;
+    int n, cap;
+    float *att;     /* rows of src_len weights, one per generated token (NULL: not kept) */
+    int att_rows;   /* counted even when the weights are not kept */
+    size_t att_cap; /* floats of room in att */
+    double raw;     /* sum of logp */
+    int ended;      /* finished with EOS */
+} s2s_hyp;
+
+/* Hypothesis buffers, recycled: each has room for the batch's longest
+ * decode (and its attention rows when they are kept), so once a batch has
+ * its working set, a step allocates nothing. Buffers that leave as results
+ * are ordinary malloc blocks the caller frees. */
+typedef struct s2s_hpool {
+    s2s_hyp *free_h;
+    int n, cap;
+    int tok_cap;    /* tokens of room in a new buffer */
+    size_t att_cap; /* floats of room in a new buffer; 0: attention not kept */
+} s2s_hpool;
+
+/* An empty hypothesis with the pool's room; -1 out of memory. */
+int s2s_hyp_new(s2s_hpool *p, s2s_hyp *h);
+/* Gives a hypothesis's buffers back to the pool (or frees them). */
+void s2s_hyp_release(s2s_hpool *p, s2s_hyp *h);
+void s2s_hyp_free(s2s_hyp *h);
+void s2s_pool_free(s2s_hpool *p);
+
+/* A decoder row: a live hypothesis of a sentence of the batch. */
+typedef struct s2s_row {
+    int sent;       /* index in the batch */
+    s2s_hyp h;
+} s2s_row;
+
+typedef struct s2s_fin {
+    s2s_hyp h;
+    double score;   /* normalised */
+} s2s_fin;
+
+/* A sentence of the batch: its finished hypotheses (room for k). */
+typedef struct s2s_sent {
+    int src;        /* index of the source */
+    int len, max_len;
+    s2s_fin *fins;
+    int n_fins;
+} s2s_sent;
+
+typedef struct s2s_cand {
+    double score;
+    int row, tok;   /* row: within the sentence's rows */
+} s2s_cand;
+
+/* A step's outputs as the selection reads them: either every row's whole
+ * logp [rows, V], or its best TK (log-probability, token) pairs in the
+ * order of the spec's ties (a row's best 2k candidates are among them, as
+ * the sentence's are among its rows'); att: [rows, S] weights or NULL. */
+typedef struct s2s_scores {
+    int TK, V, S;
+    const float *logp, *top_v, *att;
+    const int32_t *top_i;
+} s2s_scores;
+
+/* One search over a batch: its settings, the pool, and the rows the step
+ * being chosen makes (next, with the row each continues in parent). */
+typedef struct s2s_search {
+    int k;          /* hypotheses per sentence (1: greedy) */
+    int beam;       /* beam search (else greedy) */
+    int force;      /* EOS is an ordinary token */
+    int eos;        /* its id */
+    double alpha;   /* length-penalty exponent */
+    s2s_hpool pool;
+    s2s_cand *top;  /* [2k]: a sentence's best candidates */
+    s2s_fin *fin_tmp; /* [k]: the sort's room */
+    s2s_row *next;  /* [rows]: the next step's rows */
+    int *parent;    /* [rows]: the row each next row continues */
+    int NR;
+} s2s_search;
+
+/* The length penalty ((5 + len) / 6)^alpha (1 for alpha 0). */
+double s2s_lp(double alpha, int len);
+
+/* The best 2k candidates (row, token) of the rows r0..r1-1 into s->top, by
+ * score (row's raw + logp), then lower row, then lower token; returns how
+ * many. */
+int s2s_candidates(s2s_search *s, const s2s_row *rows, const s2s_scores *so, int r0, int r1);
+
+/* Adds a finished hypothesis to sb's k best by normalised score (ties: the
+ * one finished first stays); one that does not make it goes to the pool. */
+void s2s_keep_best(s2s_search *s, s2s_sent *sb, s2s_hyp *h, double score);
+
+/* The stop rule: sb's finished set is full and the best live raw score
+ * over the largest length penalty it can still get, lp(max_len), is no
+ * better than the worst finished score (raw scores only fall). */
+int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw);
+
+/* Chooses the next tokens of every sentence from step t's scores over the
+ * R live rows (grouped by sentence): rows that live on go to s->next (in
+ * live order, s->NR of them); finished ones into their sentence's set. The
+ * live rows' buffers are taken (moved on or back to the pool). */
+cg_status s2s_select(s2s_search *s, s2s_sent *ss, s2s_row *rows, int R, int t, const s2s_scores *so);
+
+/* A sentence's result: its finished hypotheses best first (stable: ties in
+ * finishing order), the best `nbest` (greedy: 1) moving into res; with
+ * `attention` 0 the weights are freed. */
+cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s2s_result *res);
+
+#endif
