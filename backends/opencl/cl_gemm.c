@@ -939,21 +939,22 @@ static cg_status run_own(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     return s;
 }
 
-static pthread_mutex_t g_clblast_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_fail_clblast; /* test hook: CLBlast "fails" without being called */
 
 void cg_cl_gemm_test_fail_clblast(int on) { g_fail_clblast = on; }
 
-/* *code gets CLBlast's status (0 on success). */
 #if !CG_HAVE_CLBLAST
 /* Reached only by CLGRAPH_GEMM=clblast set through the test hook
- * cg_cl_gemm_test_set_mode; CLBlastNotImplemented's code. */
+ * cg_cl_gemm_test_set_mode; *code gets CLBlastNotImplemented's code. */
 static cg_status run_clblast(cg_cl_device *d, const gemm_args *x, int *code) {
     (void)x;
     *code = -1024;
     return cg_error(CG_ERR_UNSUPPORTED, "%s: SGEMM: %s", cg_cl_label(d), NO_CLBLAST);
 }
 #else
+static pthread_mutex_t g_clblast_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* *code gets CLBlast's status (0 on success). */
 static cg_status run_clblast(cg_cl_device *d, const gemm_args *x, int *code) {
     cl_command_queue q = cg_cl_queue(d);
     cl_event cap_ev = NULL; /* kept for a profile's device times */

@@ -104,9 +104,9 @@ START_TEST(png_output) {
     ck_assert_int_ne(stat(tu_path("a.png"), &sb), 0);
     const char *svg[] = {"translate", dates(), "--attention", tu_path("a.svg"), NULL};
     ck_assert_int_eq(tu_run_cli(svg, NULL, one_date()), 0);
-    char head[6];
+    char head[256];
     tu_slurp(tu_path("a.svg"), head, sizeof head);
-    ck_assert_str_eq(head, "<svg ");
+    ck_assert_msg(strstr(head, "<svg "), "%s", head);
 }
 END_TEST
 
