@@ -37,9 +37,11 @@ static const cg_host_opencl host_opencl = {
     .error_name = cg_host_cl_error_name,
 };
 
-/* The extensions the backends offer plugins, by name. */
+/* The extensions the backends offer plugins, by name; a build without
+ * OpenCL has none. */
 static const void *host_extension(const char *name, uint32_t min_version) {
-    if (name && !strcmp(name, CG_HOST_OPENCL) && min_version <= host_opencl.version) return &host_opencl;
+    if (CG_HAVE_OPENCL && name && !strcmp(name, CG_HOST_OPENCL) && min_version <= host_opencl.version)
+        return &host_opencl;
     return NULL;
 }
 

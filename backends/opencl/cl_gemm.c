@@ -37,7 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if CG_HAVE_CLBLAST
 #include <clblast_c.h>
+#endif
+
+#define NO_CLBLAST "this build of clgraph has no CLBlast (configured with -Dclblast=disabled or without CLBlast)"
 
 #include "settings.h"
 #include "opencl/cl_gemm_internal.h"
@@ -99,7 +103,7 @@ static cg_status current_mode(int *mode) {
             g_mode = CG_GEMM_AUTO;
         } else if (!strcmp(v, "own")) {
             g_mode = CG_GEMM_OWN;
-        } else if (!strcmp(v, "clblast")) {
+        } else if (!strcmp(v, "clblast") && CG_HAVE_CLBLAST) {
             g_mode = CG_GEMM_CLBLAST;
         } else {
             g_mode = CG_GEMM_AUTO;
@@ -112,9 +116,13 @@ static cg_status current_mode(int *mode) {
     char text[sizeof g_mode_text];
     memcpy(text, g_mode_text, sizeof text);
     pthread_mutex_unlock(&g_mode_mu);
+    if (bad && !CG_HAVE_CLBLAST && !strcmp(text, "clblast"))
+        return cg_error(CG_ERR_UNSUPPORTED, "CLGRAPH_GEMM='clblast': %s", NO_CLBLAST);
     if (bad)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "CLGRAPH_GEMM='%s': expected 'auto', 'own' or 'clblast'", text);
+    /* Without CLBlast there is nothing to choose: auto is the own kernels. */
+    if (!CG_HAVE_CLBLAST && *mode == CG_GEMM_AUTO) *mode = CG_GEMM_OWN;
     return CG_OK;
 }
 
@@ -932,10 +940,20 @@ static cg_status run_own(cg_cl_device *d, gemm_dev *g, const gemm_args *x) {
     return s;
 }
 
-static pthread_mutex_t g_clblast_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_fail_clblast; /* test hook: CLBlast "fails" without being called */
 
 void cg_cl_gemm_test_fail_clblast(int on) { g_fail_clblast = on; }
+
+#if !CG_HAVE_CLBLAST
+/* Reached only by CLGRAPH_GEMM=clblast set through the test hook
+ * cg_cl_gemm_test_set_mode; *code gets CLBlastNotImplemented's code. */
+static cg_status run_clblast(cg_cl_device *d, const gemm_args *x, int *code) {
+    (void)x;
+    *code = -1024;
+    return cg_error(CG_ERR_UNSUPPORTED, "%s: SGEMM: %s", cg_cl_label(d), NO_CLBLAST);
+}
+#else
+static pthread_mutex_t g_clblast_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* *code gets CLBlast's status (0 on success). */
 static cg_status run_clblast(cg_cl_device *d, const gemm_args *x, int *code) {
@@ -957,6 +975,7 @@ static cg_status run_clblast(cg_cl_device *d, const gemm_args *x, int *code) {
     st_clblast++;
     return CG_OK;
 }
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Measurement                                                          */

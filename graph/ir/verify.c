@@ -405,6 +405,9 @@ cg_status cg_model_verify(cg_model *m) {
     return CG_OK;
 }
 
+/* Here, not in the ONNX importer: a build without ONNX has it too. */
+cg_weights *cg_model_weights(const cg_model *m) { return m ? m->weights : NULL; }
+
 cg_status cg_model_bind_weights(cg_model *m, cg_weights *w) {
     if (!m || !w) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_bind_weights: NULL argument");
     cg_weights *old = m->weights;

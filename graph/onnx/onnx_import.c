@@ -590,5 +590,3 @@ cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx
 cg_status cg_model_load_onnx(cg_context *ctx, const char *path, cg_model **out) {
     return cg_model_load_onnx_ex(ctx, path, NULL, out);
 }
-
-cg_weights *cg_model_weights(const cg_model *m) { return m ? m->weights : NULL; }

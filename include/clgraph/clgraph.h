@@ -89,6 +89,16 @@ CG_API const char *cg_status_name(cg_status s);
 CG_API const char *cg_version(void);
 
 /**
+ * The optional dependencies this build of the library was configured with
+ * (README.md, "Build options"), as names separated by one space, in this
+ * order: "opencl" (the OpenCL backend), "clblast" (CLBlast SGEMM on OpenCL),
+ * "onnx" (ONNX import), "png" (PNG output of the CLI); "" when none. A
+ * feature left out fails where it is needed with CG_ERR_UNSUPPORTED or
+ * CG_ERR_NOT_FOUND and a message that says this build lacks it.
+ */
+CG_API const char *cg_build_features(void);
+
+/**
  * Name of a dtype, as the graph text format writes it: "f32", "i32", "f16",
  * "bf16", "i8", "u8", "i64" or "bool"; "?" if invalid.
  */

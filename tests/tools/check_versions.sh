@@ -16,7 +16,7 @@ minor=$(sed -n 's/^#define CG_PLUGIN_ABI_MINOR \([0-9]*\)$/\1/p' "$src/include/c
 abi="$major.$minor"
 
 echo "$project" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$' || bad "project version '$project' is not MAJOR.MINOR.PATCH"
-got=$("$CG_CLGRAPH" --version) || bad "clgraph --version failed"
+got=$("$CG_CLGRAPH" --version | head -1) || bad "clgraph --version failed"
 [ "$got" = "clgraph $project (plugin ABI $abi)" ] ||
     bad "clgraph --version prints '$got', expected 'clgraph $project (plugin ABI $abi)'"
 

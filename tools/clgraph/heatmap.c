@@ -6,7 +6,11 @@
 
 #include <errno.h>
 #include <math.h> /* isnan, isfinite, NAN: macros only (the CLI does not link libm) */
+#if CG_HAVE_PNG
 #include <png.h>
+#else
+typedef uint8_t *png_bytep;
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +227,7 @@ static void title_text(const hm_image *im, char *buf, size_t n) {
 /* ---------------------------------------------------------------- */
 /* PNG                                                               */
 
+#if CG_HAVE_PNG
 typedef struct png_err {
     char msg[160];
     int err;
@@ -239,6 +244,8 @@ static void png_on_warning(png_structp png, png_const_charp msg) {
     (void)png;
     (void)msg;
 }
+
+#endif
 
 static void fill_rect(uint8_t *rgb, int w, int x0, int y0, int cw, int ch, const uint8_t c[3]) {
     for (int y = y0; y < y0 + ch; y++)
@@ -274,6 +281,16 @@ static void render(const hm_image *im, uint8_t *rgb) {
     }
 }
 
+#if !CG_HAVE_PNG
+/* A build without libpng (-Dpng=disabled) says so where a PNG was asked for. */
+static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, png_bytep *rows) {
+    (void)rgb, (void)w, (void)h, (void)rows;
+    return fail(CG_ERR_UNSUPPORTED,
+                "%s: this build of clgraph has no PNG output (configured with -Dpng=disabled or without libpng): "
+                "use .svg or .json",
+                path);
+}
+#else
 /* Writes rows of packed RGB; no local is changed after setjmp. */
 static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, png_bytep *rows) {
     for (int y = 0; y < h; y++) rows[y] = (png_bytep)(rgb + (size_t)y * (size_t)w * 3);
@@ -305,6 +322,7 @@ static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, p
     int err = cli_file_commit(&out);
     return err ? fail_io(path, "cannot write", err) : CG_OK;
 }
+#endif
 
 cg_status cg_png_write_rgb(const char *path, const uint8_t *rgb, int w, int h) {
     png_bytep *rows = malloc(sizeof *rows * (size_t)h + 1);

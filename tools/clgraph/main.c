@@ -181,8 +181,8 @@ static int dispatch(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("clgraph %s (plugin ABI %d.%d)\n", cg_version(), CG_PLUGIN_ABI_MAJOR,
-               CG_PLUGIN_ABI_MINOR);
+        printf("clgraph %s (plugin ABI %d.%d)\nfeatures: %s\n", cg_version(), CG_PLUGIN_ABI_MAJOR,
+               CG_PLUGIN_ABI_MINOR, *cg_build_features() ? cg_build_features() : "none");
         return 0;
     }
     for (int i = 2; i < argc; i++)
