@@ -123,6 +123,78 @@ START_TEST(help_version_usage) {
 }
 END_TEST
 
+/* Each command's --help puts its usage on a line of its own (the short
+ * entries' descriptions were glued to it); usage errors point at the
+ * command's own help; a bare plugin name says that dlopen does not look in
+ * the current directory; an unknown op mentions --plugin. */
+START_TEST(help_and_hints) {
+    const char *cmds[][2] = {{"fmt", "usage: clgraph fmt MODEL.cg [--in-place]\n"},
+                             {"ops", "usage: clgraph ops [NAME]\n"},
+                             {"devices", "usage: clgraph devices\n"},
+                             {"s2s-graph", "usage: clgraph s2s-graph MODEL_DIR\n"},
+                             {"forecast-graph", "usage: clgraph forecast-graph MODEL_DIR\n"},
+                             {"quantize", "usage: clgraph quantize MODEL_DIR --to bf16|f16|int8 -o OUT_DIR [--embeddings]\n"}};
+    for (int i = 0; i < 6; i++) {
+        const char *a[] = {cmds[i][0], "--help", NULL};
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 0);
+        ck_assert_msg(!strncmp(tu_out, cmds[i][1], strlen(cmds[i][1])), "%s", tu_out);
+        /* the description follows on the next line, at the descriptions' column */
+        const char *d = tu_out + strlen(cmds[i][1]);
+        ck_assert_msg(!strncmp(d, "                           ", 27) && d[27] >= 'a' && d[27] <= 'z', "%s", tu_out);
+    }
+    const char *help_of[][5] = {{"translate", "models/dates", "--bogus", NULL, "'clgraph translate --help'"},
+                                {"forecast", "models/elnino", "--bogus", NULL, "'clgraph forecast --help'"},
+                                {"run", "x.cg", "--bogus", "1", "'clgraph run --help'"},
+                                {"bench", "models/dates", "--bogus", NULL, "'clgraph bench --help'"},
+                                {"translate", NULL, NULL, NULL, "'clgraph translate --help'"}};
+    for (int i = 0; i < 5; i++) {
+        const char *a[] = {help_of[i][0], help_of[i][1], help_of[i][2], help_of[i][3], NULL};
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 2);
+        ck_assert_msg(strstr(tu_err, help_of[i][4]) && !strstr(tu_err, "'clgraph --help'"), "%s", tu_err);
+    }
+    const char *bare[] = {"ops", "--plugin", "libnosuchplugin.so", NULL};
+    ck_assert_int_eq(tu_run_cli(bare, NULL, NULL), 1);
+    const char *nb[] = {"libnosuchplugin.so: cannot load plugin:", "not in the current directory",
+                        "write ./libnosuchplugin.so", NULL};
+    tu_assert_one_line(nb);
+    const char *slash[] = {"ops", "--plugin", "./libnosuchplugin.so", NULL};
+    ck_assert_int_eq(tu_run_cli(slash, NULL, NULL), 1);
+    ck_assert_msg(!strstr(tu_err, "current directory"), "%s", tu_err);
+    char p[512];
+    const char *t = "graph g {\n  input x: f32[N]\n  y = my_plugin_op(x)\n  output y\n}\n";
+    snprintf(p, sizeof p, "%s", tu_write_file("plugop.cg", t, strlen(t)));
+    const char *chk[] = {"check", p, NULL};
+    ck_assert_int_eq(tu_run_cli(chk, NULL, NULL), 1);
+    const char *nu[] = {"plugop.cg:3:7: unknown op 'my_plugin_op' in node 'y'", "--plugin PATH", NULL};
+    tu_assert_one_line(nu);
+}
+END_TEST
+
+/* The conform table's columns line up under the header whatever the length
+ * of an op's name (log_softmax_topk is 16 characters; the column was 14). */
+START_TEST(conform_table_aligned) {
+    const char *a[] = {"conform", "--op", "log_softmax_topk,add", "--quick", "--device", "opencl:0", NULL};
+    int rc = tu_run_cli(a, NULL, NULL);
+    if (strstr(tu_err, "running on the CPU only") || strstr(tu_err, "nothing to compare")) return;
+    ck_assert_msg(rc == 0, "%s", tu_err);
+    const char *hdr = strstr(tu_out, "op ");
+    ck_assert_ptr_nonnull(hdr);
+    long dev_col = strstr(hdr, "device") - hdr, res_col = strstr(hdr, "result") - hdr;
+    int rows = 0;
+    for (const char *l = strchr(hdr, '\n') + 1; *l; l = strchr(l, '\n') + 1) {
+        if (!strncmp(l, "log_softmax_topk ", 17) || !strncmp(l, "add ", 4)) {
+            const char *dev = strstr(l, "opencl:0");
+            ck_assert_msg(dev && dev - l == dev_col, "%s", tu_out);
+            const char *res = strstr(l, "pass");
+            ck_assert_msg(res && res - l == res_col, "%s", tu_out);
+            rows++;
+        }
+        if (!strchr(l, '\n')) break;
+    }
+    ck_assert_int_eq(rows, 2);
+}
+END_TEST
+
 START_TEST(check_and_fmt) {
     char model[512];
     example("model.cg", model);
@@ -1019,6 +1091,8 @@ int main(void) {
     tcase_add_test(tc, outputs_whole_or_none);
     tcase_add_test(tc, translate_bad_ids_line);
     tcase_add_test(tc, help_version_usage);
+    tcase_add_test(tc, help_and_hints);
+    tcase_add_test(tc, conform_table_aligned);
     tcase_add_test(tc, check_and_fmt);
     tcase_add_test(tc, bad_graph_text);
     tcase_add_test(tc, bad_weights_and_inputs);

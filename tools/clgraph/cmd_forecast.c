@@ -47,7 +47,7 @@ static int parse_args(int argc, char **argv, fargs *a) {
             continue;
         }
         if (!v) {
-            fprintf(stderr, "clgraph forecast: option '%s' needs a value (try 'clgraph --help')\n", o);
+            fprintf(stderr, "clgraph forecast: option '%s' needs a value (try 'clgraph forecast --help')\n", o);
             return CLI_USAGE;
         }
         if (!strcmp(o, "--device")) a->device = v;
@@ -61,14 +61,14 @@ static int parse_args(int argc, char **argv, fargs *a) {
         else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, 1000000, &a->batch);
         else if (!strcmp(o, "--plugin")) rc = cli_add_plugin("forecast", a->plugins, &a->n_plugins, v);
         else {
-            fprintf(stderr, "clgraph forecast: unknown option '%s' (try 'clgraph --help')\n", o);
+            fprintf(stderr, "clgraph forecast: unknown option '%s' (try 'clgraph forecast --help')\n", o);
             return CLI_USAGE;
         }
         if (rc) return rc;
         i++;
     }
     if (!a->dir) {
-        fprintf(stderr, "clgraph forecast: missing MODEL_DIR (try 'clgraph --help')\n");
+        fprintf(stderr, "clgraph forecast: missing MODEL_DIR (try 'clgraph forecast --help')\n");
         return CLI_USAGE;
     }
     if (!a->horizon) {
