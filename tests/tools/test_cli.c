@@ -211,6 +211,17 @@ START_TEST(check_and_fmt) {
     const char *f2[] = {"fmt", formatted, NULL};
     ck_assert_int_eq(tu_run_cli(f2, NULL, NULL), 0);
     ck_assert_str_eq(tu_out, first); /* canonical form is a fixed point */
+    /* --in-place keeps every comment (it deleted them all, silently). */
+    const char *commented = "# why this graph\ngraph g {\n  input x: f32[2]   # two values\n"
+                            "  # the only node\n  y = tanh(x)\n  output y\n}\n";
+    char cpath[512];
+    snprintf(cpath, sizeof cpath, "%s", tu_write_file("commented.cg", commented, strlen(commented)));
+    const char *fi[] = {"fmt", cpath, "--in-place", NULL};
+    ck_assert_msg(tu_run_cli(fi, NULL, NULL) == 0, "%s", tu_err);
+    char back[1024];
+    tu_slurp(cpath, back, sizeof back);
+    ck_assert_str_eq(back, "# why this graph\ngraph g {\n  input x: f32[2]  # two values\n"
+                           "  # the only node\n  y = tanh(x)\n  output y\n}\n");
     const char *ops[] = {"ops", "gru", NULL};
     ck_assert_int_eq(tu_run_cli(ops, NULL, NULL), 0);
     ck_assert_ptr_nonnull(strstr(tu_out, "attribute hidden: int (required)"));
@@ -734,6 +745,72 @@ START_TEST(plan_model_dir) {
 }
 END_TEST
 
+/* Checks a Graphviz text: every edge joins two declared nodes (an edge from
+ * an undeclared one makes Graphviz draw a bare node of that name), and every
+ * copy (shape=cds) feeds something. */
+static void assert_dot_closed(const char *text, const char *what) {
+    static char ids[4096][16];
+    int n = 0;
+    for (const char *l = text; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        char id[16];
+        if (sscanf(l, " %15[a-z0-9] [", id) == 1 && strncmp(l, "  node ", 7) && n < 4096) {
+            const char *e = strchr(l, '\n');
+            const char *br = strchr(l, '[');
+            if (br && (!e || br < e)) snprintf(ids[n++], 16, "%s", id);
+        }
+    }
+    ck_assert_msg(n > 0, "%s: no nodes in %s", what, text);
+    int edges = 0;
+    for (const char *l = text; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        char a[16], b[16];
+        if (sscanf(l, " %15[a-z0-9] -> %15[a-z0-9];", a, b) != 2) continue;
+        edges++;
+        int fa = 0, fb = 0;
+        for (int i = 0; i < n; i++) fa |= !strcmp(ids[i], a), fb |= !strcmp(ids[i], b);
+        ck_assert_msg(fa && fb, "%s: edge %s -> %s joins an undeclared node:\n%s", what, a, b, text);
+    }
+    ck_assert_msg(edges > 0, "%s: no edges", what);
+    for (const char *c = strstr(text, "shape=cds"); c; c = strstr(c + 1, "shape=cds")) {
+        const char *l = c;
+        while (l > text && l[-1] != '\n') l--;
+        char id[16], edge[40];
+        ck_assert(sscanf(l, " %15[a-z0-9]", id) == 1);
+        snprintf(edge, sizeof edge, "  %s -> ", id);
+        ck_assert_msg(strstr(text, edge) != NULL, "%s: copy %s feeds nothing:\n%s", what, id, text);
+    }
+}
+
+/* plan --dot: the edges of every graph join declared nodes, with copies
+ * between devices in both directions; the render hint names each file's own
+ * picture. */
+START_TEST(plan_dot_edges) {
+    const char *places[][2] = {{"--device", "opencl:0"},
+                               {"--place", "encoder=opencl:0,decoder*=cpu"},
+                               {"--place", "encoder=cpu,*attn*=opencl:0"}};
+    char dates[512], dot[600], path[700];
+    snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
+    snprintf(dot, sizeof dot, "%s/p.dot", tu_dir);
+    for (int i = 0; i < 3; i++) {
+        const char *a[] = {"plan", dates, places[i][0], places[i][1], "--bind", "B=2,P=2",
+                           "--dot", dot, NULL};
+        int rc = tu_run_cli(a, NULL, NULL);
+        if (strstr(tu_err, "running on the CPU only")) return;
+        ck_assert_msg(rc == 0, "%s", tu_err);
+        const char *graphs[] = {"encoder", "decoder", "decoder_logp"};
+        for (int g = 0; g < 3; g++) {
+            char hint[1600];
+            snprintf(path, sizeof path, "%s/p-%s.dot", tu_dir, graphs[g]);
+            snprintf(hint, sizeof hint, "dot -Tsvg %s -o %s/p-%s.svg)", path, tu_dir, graphs[g]);
+            ck_assert_msg(strstr(tu_out, hint) != NULL, "%s", tu_out);
+            static char text[1 << 17];
+            tu_slurp(path, text, sizeof text);
+            ck_assert_msg(strstr(text, "shape=cds") != NULL, "%s: no copy in %s", places[i][1], text);
+            assert_dot_closed(text, path);
+        }
+    }
+}
+END_TEST
+
 START_TEST(auto_placement_cost_cache) {
     /* --device auto measures kernels and copies into costs.txt in the cache
      * directory; a second process plans from it alone and so gives the same
@@ -1103,6 +1180,7 @@ int main(void) {
     tcase_add_test(tc, plan_and_placement);
     tcase_add_test(tc, auto_checks_sizes_first);
     tcase_add_test(tc, plan_model_dir);
+    tcase_add_test(tc, plan_dot_edges);
     tcase_add_test(tc, auto_placement_cost_cache);
     tcase_add_test(tc, readme_command_cold_is_quiet);
     tcase_add_test(tc, cl_paths_variable);
