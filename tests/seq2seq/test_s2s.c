@@ -1,4 +1,4 @@
-/* Seq2seq models end to end (spec: seq2seq-attention.md):
+/* Seq2seq models end to end (docs/seq2seq.md):
  * - golden parity with the PyTorch reference (tools/py/s2s_ref.py, data made by
  *   tools/py/gen_golden_s2s.py) for every variant under tests/golden/s2s, greedy
  *   (tokens, scores, attention) and every beam setting of golden.json, on the

@@ -1,6 +1,6 @@
 /* clgraph forecast MODEL_DIR --horizon N: the history of one or more series
- * as CSV on stdin, their forecasts as CSV on stdout (spec
- * forecast-attention-rnn.md, "CSV"); and clgraph forecast-graph MODEL_DIR,
+ * as CSV on stdin, their forecasts as CSV on stdout (contract:
+ * docs/forecast.md, "Forecasting"); and clgraph forecast-graph MODEL_DIR,
  * which prints the graph the model runs. */
 #include <errno.h>
 #include <stdio.h>
