@@ -35,15 +35,35 @@ typedef struct report {
     int op_w; /* the op column's width: the longest name the table can show */
 } report;
 
+/* Whether `name` is an op of `ctx` (NULL: no). */
+static int has_op(const cg_context *ctx, const char *name) {
+    size_t n = ctx ? cg_context_op_count(ctx) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(cg_context_op_name(ctx, i), name)) return 1;
+    return 0;
+}
+
 /* The op column fits every op the run can report (rows stream out as they
  * are made, so the width is fixed before the first): the ops named by --op,
- * else every registered one; at least the header's 14. */
-static int op_width(const cg_context *ctx, const char *const *ops, int n_ops) {
+ * else every registered one (with --plugin-only, those a context without
+ * plugins lacks); at least the header's 14. */
+static int op_width(const cg_context *ctx, const char *const *ops, int n_ops, int plugin_only) {
+    cg_context *bare = NULL;
+    if (plugin_only && !n_ops) {
+        /* CLGRAPH_PLUGINS would load its plugins into the bare context too */
+        const char *env = getenv("CLGRAPH_PLUGINS");
+        char *saved = env ? strdup(env) : NULL;
+        unsetenv("CLGRAPH_PLUGINS");
+        if (cg_context_create(&bare)) bare = NULL;
+        if (saved) setenv("CLGRAPH_PLUGINS", saved, 1);
+        free(saved);
+    }
     size_t w = 14, n = n_ops ? (size_t)n_ops : cg_context_op_count(ctx);
     for (size_t i = 0; i < n; i++) {
         const char *name = n_ops ? ops[i] : cg_context_op_name(ctx, i);
-        if (name && strlen(name) > w) w = strlen(name);
+        if (name && strlen(name) > w && !has_op(bare, name)) w = strlen(name);
     }
+    cg_context_free(bare);
     return w > 64 ? 64 : (int)w;
 }
 
@@ -192,7 +212,7 @@ int cli_conform(int argc, char **argv) {
         cg_context_free(ctx);
         return CLI_OK;
     }
-    rep.op_w = op_width(ctx, ops, n_ops);
+    rep.op_w = op_width(ctx, ops, n_ops, opt.plugin_only);
     printf("%-*s %-10s %-16s %-10s %s\n", rep.op_w, "op", "device", "cases", "max error", "result");
     fflush(stdout); /* before a kernel can crash the process */
     int failed = 0;

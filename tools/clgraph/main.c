@@ -51,7 +51,7 @@ static const char usage_text[] =
             "                           test_data_set_N) on the CPU and every OpenCL device\n"
             "                           (or each D): |got - want| <= A + R |want| (ONNX's\n"
             "                           tolerances by default: R 1e-3, A 1e-7); exit 1 on a failure\n"
-            "  fmt MODEL.cg [--in-place] print a graph in canonical form\n"
+            "  fmt MODEL.cg [--in-place] print a graph in canonical form, comments kept\n"
             "  ops [NAME]               list the operators, or document one\n"
             "  translate MODEL_DIR [--device D] [--place RULES] [--beam K] [--nbest N] [--alpha A]\n"
             "      [--max-len N] [--batch N] [--ids] [--scores] [--attention FILE.png|.svg|.json]\n"
