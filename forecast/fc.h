@@ -1,4 +1,4 @@
-/* The attention-RNN forecaster (../shared/spec/forecast-attention-rnn.md):
+/* The attention-RNN forecaster (docs/forecast.md):
  * the configuration read from config.json and the step graph's builder, on
  * top of the graph IR and plans. */
 #ifndef CG_FORECAST_FC_H

@@ -1,4 +1,4 @@
-/* Seq2seq models (../shared/spec/seq2seq-attention.md): the configuration
+/* Seq2seq models (docs/seq2seq.md): the configuration
  * read from config.json, the vocabularies and tokenizer, the graph builder,
  * and the decoders, all on top of the graph IR and plans. */
 #ifndef CG_SEQ2SEQ_S2S_H

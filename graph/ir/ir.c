@@ -172,6 +172,8 @@ void cg_model_free(cg_model *m) {
     for (int i = 0; i < m->n_syms; i++) free(m->syms[i]);
     free(m->syms);
     free(m->filename);
+    for (int i = 0; i < m->n_comments; i++) free(m->comments[i].text);
+    free(m->comments);
     cg_weights_free(m->owned_weights);
     free(m);
 }

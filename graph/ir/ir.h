@@ -82,11 +82,21 @@ struct cg_graph {
     int32_t *outputs;       /* value indices, -1 until resolved */
     int *out_line, *out_col;/* where each output was named */
     int line, col;
+    int end_line;           /* the line of its closing '}'; 0 when not parsed */
     struct cg_name_slot *index; /* value names -> indices (names.c) */
     uint32_t cap_index;     /* slots, a power of two */
     int32_t n_index;        /* values indexed */
     cg_arena arena;         /* the nodes and every name of nodes and values */
 };
+
+/* A '#' comment of a parsed text, kept so that printing the model (clgraph
+ * fmt) writes it back: from the '#' to the end of its line, trailing
+ * blanks dropped. */
+typedef struct cg_comment {
+    char *text;
+    int line;
+    int own_line;           /* nothing but blanks before it on its line */
+} cg_comment;
 
 struct cg_model {
     cg_context *ctx;
@@ -99,6 +109,8 @@ struct cg_model {
     cg_weights *owned_weights; /* weights the model came with (an ONNX file's
                                 * initializers), freed with it */
     int verified;
+    int n_comments, cap_comments;
+    cg_comment *comments;   /* in text order; none for built or imported models */
 };
 
 /* ---- construction (used by the parser and the builder API) ---- */

@@ -70,6 +70,7 @@ typedef struct parser {
     token tok;           /* current token */
     token ahead;         /* one token of lookahead when has_ahead */
     int has_ahead;
+    int keep_comments;   /* record '#' comments in m (whole texts, not attribute lists) */
 } parser;
 
 /* ------------------------------------------------------------------ */
@@ -336,6 +337,30 @@ static cg_status lex_string(parser *p, token *t, char q) {
     return CG_OK;
 }
 
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* Records the comment text[b, e) in the model, for the printer. */
+static cg_status keep_comment(parser *p, size_t b, size_t e) {
+    cg_model *m = p->m;
+    while (e > b && is_blank(p->text[e - 1])) e--;
+    if (m->n_comments == m->cap_comments) {
+        if (m->cap_comments > INT_MAX / 2) return oom();
+        int cap = m->cap_comments ? 2 * m->cap_comments : 16;
+        cg_comment *nc = realloc(m->comments, sizeof *nc * (size_t)cap);
+        if (!nc) return oom();
+        m->comments = nc;
+        m->cap_comments = cap;
+    }
+    char *t = malloc(e - b + 1);
+    if (!t) return oom();
+    memcpy(t, p->text + b, e - b);
+    t[e - b] = 0;
+    int own = 1;
+    for (size_t i = p->line_start; i < b && own; i++) own = is_blank(p->text[i]);
+    m->comments[m->n_comments++] = (cg_comment){t, p->line, own};
+    return CG_OK;
+}
+
 /* Reads the next token into *t (whose string must already be freed). */
 static cg_status lex(parser *p, token *t) {
     const char *s = p->text;
@@ -344,9 +369,14 @@ static cg_status lex(parser *p, token *t) {
     while (p->pos < n) {
         char c = s[p->pos];
         if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') p->pos++;
-        else if (c == '#')
+        else if (c == '#') {
+            size_t b = p->pos;
             while (p->pos < n && s[p->pos] != '\n') p->pos++;
-        else break;
+            if (p->keep_comments) {
+                cg_status st = keep_comment(p, b, p->pos);
+                if (st) return st;
+            }
+        } else break;
     }
     size_t b = p->pos;
     t->start = t->end = b;
@@ -834,7 +864,10 @@ static cg_status parse_graph(parser *p) {
     if ((st = next(p))) return st;
     for (;;) {
         if ((st = skip_nl(p))) return st;
-        if (p->tok.kind == T_RBRACE) break;
+        if (p->tok.kind == T_RBRACE) {
+            g->end_line = p->tok.line;
+            break;
+        }
         if (p->tok.kind == T_EOF) {
             char b[300];
             snprintf(b, sizeof b, "'}' to close graph '%s'", g->name);
@@ -900,6 +933,7 @@ cg_status cg_parse_text(cg_context *ctx, const char *text, size_t len, const cha
     p.line = 1;
     p.loc = m;
     p.m = m;
+    p.keep_comments = 1;
     st = parse_file(&p);
     parser_free(&p);
     if (st) {

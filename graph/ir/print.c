@@ -8,13 +8,18 @@
  *     output a, b
  *   }
  *
- * with a blank line between graphs. Floats use the fewest digits that read
+ * with a blank line between graphs. A parsed text's comments are kept: one
+ * on a line of its own goes before the statement that followed it (or the
+ * '}' or the end of the file), indented as that statement; one after code
+ * goes at the end of that statement's line. They move with their statement
+ * where the canonical order moves it. Floats use the fewest digits that read
  * back to the same double (whole numbers below 1e16 without an exponent),
  * and always read back as floats ("1.0", "1e+20", "inf", "nan"). */
 #include "ir.h"
 #include "dtype.h"
 #include "error.h"
 
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
@@ -179,23 +184,180 @@ static cg_status value_name(const cg_graph *g, int32_t i, const char **out) {
     return CG_OK;
 }
 
-static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
+/* Where comments go: each statement of the text is one slot (a graph's
+ * header, inputs, params by value index, nodes, its output line and its
+ * '}'), and the end of the file one more; first[slot] lists the comments
+ * printed before it, trail[slot] those after it, in text order. */
+enum { A_HEAD, A_INPUT, A_PARAM, A_NODE, A_OUTPUT, A_CLOSE };
+
+typedef struct anchor {
+    int line, order, slot;
+} anchor;
+
+typedef struct comment_map {
+    const cg_model *m;
+    int *base;           /* per graph: its header's slot */
+    int n_slots;
+    int *first, *trail;  /* per slot: first comment, -1 none */
+    int *next;           /* per comment: the next of the same list */
+} comment_map;
+
+static int slot_of(const comment_map *c, int gi, int kind, int idx) {
+    const cg_graph *g = c->m->graphs[gi];
+    int s = c->base[gi];
+    switch (kind) {
+    case A_HEAD: return s;
+    case A_INPUT: return s + 1 + idx;
+    case A_PARAM: return s + 1 + g->n_inputs + idx;
+    case A_NODE: return s + 1 + g->n_inputs + g->n_values + idx;
+    case A_OUTPUT: return s + 1 + g->n_inputs + g->n_values + g->n_nodes;
+    default: return s + 2 + g->n_inputs + g->n_values + g->n_nodes;
+    }
+}
+
+static int anchor_cmp(const void *a, const void *b) {
+    const anchor *x = a, *y = b;
+    return x->line != y->line ? (x->line > y->line) - (x->line < y->line) : (x->order > y->order) - (x->order < y->order);
+}
+
+static void add_anchor(anchor *a, int *n, int line, int slot) {
+    if (line <= 0) return; /* made by the builder: no place in a text */
+    a[*n] = (anchor){line, *n, slot};
+    (*n)++;
+}
+
+/* The statements' slots sorted by the line each starts on. */
+static anchor *make_anchors(const comment_map *c, int *n) {
+    const cg_model *m = c->m;
+    anchor *a = malloc(sizeof *a * ((size_t)c->n_slots + 1));
+    if (!a) return NULL;
+    *n = 0;
+    for (int gi = 0; gi < m->n_graphs; gi++) {
+        const cg_graph *g = m->graphs[gi];
+        add_anchor(a, n, g->line, slot_of(c, gi, A_HEAD, 0));
+        for (int i = 0; i < g->n_inputs; i++) add_anchor(a, n, g->values[g->inputs[i]].line, slot_of(c, gi, A_INPUT, i));
+        for (int i = 0; i < g->n_values; i++)
+            if (g->values[i].kind == CG_VAL_PARAM) add_anchor(a, n, g->values[i].line, slot_of(c, gi, A_PARAM, i));
+        for (int i = 0; i < g->n_nodes; i++) add_anchor(a, n, g->nodes[i]->line, slot_of(c, gi, A_NODE, i));
+        for (int k = 0; g->out_line && k < g->n_outputs; k++) add_anchor(a, n, g->out_line[k], slot_of(c, gi, A_OUTPUT, 0));
+        add_anchor(a, n, g->end_line, slot_of(c, gi, A_CLOSE, 0));
+    }
+    qsort(a, (size_t)*n, sizeof *a, anchor_cmp);
+    return a;
+}
+
+/* The slot comment k goes to: a comment on its own line before the first
+ * statement starting after it, one after code with the last statement
+ * starting on or before its line. */
+static void place_comment(comment_map *c, const anchor *a, int n, int k, int *last_first, int *last_trail) {
+    const cg_comment *cm = &c->m->comments[k];
+    int lo = 0, hi = n; /* first anchor with line > cm->line */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (a[mid].line > cm->line) hi = mid;
+        else lo = mid + 1;
+    }
+    int *head = c->first, *last = last_first, slot = c->n_slots - 1; /* the end of the file */
+    if (!cm->own_line && lo > 0) {
+        slot = a[lo - 1].slot;
+        head = c->trail;
+        last = last_trail;
+    } else if (lo < n) {
+        slot = a[lo].slot;
+    }
+    c->next[k] = -1;
+    if (last[slot] < 0) head[slot] = k;
+    else c->next[last[slot]] = k;
+    last[slot] = k;
+}
+
+static void comment_map_free(comment_map *c) {
+    free(c->base);
+    free(c->first);
+    free(c->trail);
+    free(c->next);
+}
+
+/* Builds the map; CG_OK with nothing to do for a model without comments. */
+static cg_status comment_map_make(comment_map *c, const cg_model *m) {
+    memset(c, 0, sizeof *c);
+    c->m = m;
+    if (!m->n_comments) return CG_OK;
+    size_t slots = 1;
+    c->base = malloc(sizeof *c->base * ((size_t)m->n_graphs + 1));
+    if (!c->base) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int gi = 0; gi < m->n_graphs; gi++) {
+        const cg_graph *g = m->graphs[gi];
+        c->base[gi] = (int)(slots - 1);
+        slots += 3 + (size_t)g->n_inputs + (size_t)g->n_values + (size_t)g->n_nodes;
+        if (slots > INT_MAX / 2) {
+            comment_map_free(c);
+            return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        }
+    }
+    c->n_slots = (int)slots;
+    int *last = malloc(sizeof *last * slots * 2);
+    c->first = malloc(sizeof *c->first * slots);
+    c->trail = malloc(sizeof *c->trail * slots);
+    c->next = malloc(sizeof *c->next * (size_t)m->n_comments);
+    int n = 0;
+    anchor *a = last && c->first && c->trail && c->next ? make_anchors(c, &n) : NULL;
+    if (!a) {
+        free(last);
+        comment_map_free(c);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < slots; i++) c->first[i] = c->trail[i] = last[i] = last[slots + i] = -1;
+    for (int k = 0; k < m->n_comments; k++) place_comment(c, a, n, k, last, last + slots);
+    free(a);
+    free(last);
+    return CG_OK;
+}
+
+/* The comments before slot `slot` (each on its own line, indented), or
+ * after it (trail: the first at the end of the line just printed, whose
+ * newline is taken back, the others on lines of their own). */
+static void put_comments(sbuf *b, const comment_map *c, int gi, int kind, int idx, int trail, const char *indent) {
+    if (!c->first) return;
+    int slot = gi < 0 ? c->n_slots - 1 : slot_of(c, gi, kind, idx);
+    int k = trail ? c->trail[slot] : c->first[slot];
+    for (int i = 0; k >= 0; k = c->next[k], i++) {
+        if (trail && i == 0 && b->len && b->buf[b->len - 1] == '\n') {
+            b->buf[--b->len] = 0;
+            sb_puts(b, "  ");
+        } else sb_puts(b, indent);
+        sb_puts(b, c->m->comments[k].text);
+        sb_put(b, "\n", 1);
+    }
+}
+
+static void put_statement_comments(sbuf *b, const comment_map *c, int gi, int kind, int idx, int trail) {
+    put_comments(b, c, gi, kind, idx, trail, kind == A_HEAD ? "" : "  ");
+}
+
+static cg_status put_graph(sbuf *b, const cg_model *m, const comment_map *c, int gi) {
+    const cg_graph *g = m->graphs[gi];
     cg_status st;
     const char *name = "";
+    put_statement_comments(b, c, gi, A_HEAD, 0, 0);
     sb_puts(b, "graph ");
     put_name(b, g->name);
     sb_puts(b, " {\n");
+    put_statement_comments(b, c, gi, A_HEAD, 0, 1);
     for (int i = 0; i < g->n_inputs; i++) {
         if ((st = value_name(g, g->inputs[i], &name))) return st;
+        put_statement_comments(b, c, gi, A_INPUT, i, 0);
         sb_puts(b, "  input ");
         put_name(b, name);
         sb_put(b, ": ", 2);
         if ((st = put_type(b, m, g, &g->values[g->inputs[i]]))) return st;
         sb_put(b, "\n", 1);
+        put_statement_comments(b, c, gi, A_INPUT, i, 1);
     }
     for (int i = 0; i < g->n_values; i++) {
         const cg_value *v = &g->values[i];
         if (v->kind != CG_VAL_PARAM) continue;
+        put_statement_comments(b, c, gi, A_PARAM, i, 0);
         sb_puts(b, "  param ");
         put_name(b, v->name);
         sb_put(b, ": ", 2);
@@ -203,12 +365,14 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
         sb_puts(b, " = ");
         put_string(b, v->weight ? v->weight : "");
         sb_put(b, "\n", 1);
+        put_statement_comments(b, c, gi, A_PARAM, i, 1);
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const cg_node *n = g->nodes[i];
         if (n->n_outputs < 1)
             return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': node '%s' has no output",
                             g->name, n->name);
+        put_statement_comments(b, c, gi, A_NODE, i, 0);
         sb_puts(b, "  ");
         for (int k = 0; k < n->n_outputs; k++) {
             if ((st = value_name(g, n->outputs[k], &name))) return st;
@@ -236,7 +400,9 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
             sb_put(b, "}", 1);
         }
         sb_put(b, "\n", 1);
+        put_statement_comments(b, c, gi, A_NODE, i, 1);
     }
+    put_statement_comments(b, c, gi, A_OUTPUT, 0, 0);
     if (g->n_outputs) {
         sb_puts(b, "  output ");
         for (int k = 0; k < g->n_outputs; k++) {
@@ -245,7 +411,10 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const cg_graph *g) {
         }
         sb_put(b, "\n", 1);
     }
+    put_statement_comments(b, c, gi, A_OUTPUT, 0, 1);
+    put_statement_comments(b, c, gi, A_CLOSE, 0, 0);
     sb_puts(b, "}\n");
+    put_comments(b, c, gi, A_CLOSE, 0, 1, "");
     return CG_OK;
 }
 
@@ -255,13 +424,18 @@ cg_status cg_print_text(const cg_model *m, char **out) {
     *out = NULL;
     if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_print_text: model is NULL");
     sb_put(&b, "", 0);
-    for (int i = 0; i < m->n_graphs; i++) {
+    comment_map c;
+    cg_status st = comment_map_make(&c, m);
+    if (st) return st;
+    for (int i = 0; i < m->n_graphs && !st; i++) {
         if (i) sb_put(&b, "\n", 1);
-        cg_status st = put_graph(&b, m, m->graphs[i]);
-        if (st) {
-            free(b.buf);
-            return st;
-        }
+        st = put_graph(&b, m, &c, i);
+    }
+    if (!st) put_comments(&b, &c, -1, 0, 0, 0, "");
+    comment_map_free(&c);
+    if (st) {
+        free(b.buf);
+        return st;
     }
     if (b.failed) {
         free(b.buf);

@@ -26,6 +26,15 @@ cg_status cg_plugin_load_path(cg_context *ctx, const char *path) {
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         const char *why = dlerror();
+        /* dlopen looks a name without a slash up on the library path, never
+         * in the current directory: `--plugin libx.so` beside the file fails
+         * with a bare "No such file". */
+        if (!strchr(path, '/'))
+            return cg_error(CG_ERR_PLUGIN,
+                            "%s: cannot load plugin: %s (a name without a '/' is searched for on the library "
+                            "path, LD_LIBRARY_PATH and the system's directories, not in the current directory: "
+                            "write ./%s for a file here)",
+                            path, why ? why : "unknown error", path);
         return cg_error(CG_ERR_PLUGIN, "%s: cannot load plugin: %s", path, why ? why : "unknown error");
     }
     dlerror();

@@ -143,6 +143,27 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
                      "bandwidth)\n");
 }
 
+/* The Graphviz node that holds slot x: the graph input it is, or the
+ * step that writes it (following decomposition redirects);
+ * 0 for a parameter, which the picture leaves out. */
+static int dot_source(const instance *in, const int32_t *made_by, int32_t x, char *out, size_t n) {
+    for (int hops = 0; hops <= in->n_slots; hops++) {
+        const slot *sl = &in->slots[x];
+        if (sl->kind == SLOT_INPUT) {
+            snprintf(out, n, "in%d", sl->input_index);
+            return 1;
+        }
+        if (made_by[x] >= 0) {
+            snprintf(out, n, "s%d", made_by[x]);
+            return 1;
+        }
+        int32_t next = in->redirect[x];
+        if (next == x) return 0;
+        x = next;
+    }
+    return 0;
+}
+
 static void describe_dot(cg_plan *p, instance *in, cg_strbuf *b) {
     static const char *colors[] = {"#dddddd", "#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99"};
     cg_strbuf_put(b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n",
@@ -169,21 +190,38 @@ static void describe_dot(cg_plan *p, instance *in, cg_strbuf *b) {
                 p->devs[in->slots[s->src].dev].info->name, p->devs[s->dev].info->name);
         }
     }
+    /* Edges come from the step that writes each slot, found here rather
+     * than from the slot's def_step, which is a liveness bound (0 for
+     * every input, whatever step 0 is) and may name a placeholder step
+     * that draws nothing: an edge from it made Graphviz invent a node. */
+    int32_t *made_by = malloc(sizeof *made_by * ((size_t)in->n_slots + 1));
+    if (!made_by) { /* out of memory: the nodes without their edges */
+        cg_strbuf_put(b, "}\n");
+        return;
+    }
+    for (int i = 0; i < in->n_slots; i++) made_by[i] = -1;
+    for (int si = 0; si < in->n_steps; si++) {
+        const step *s = &in->steps[si];
+        if (s->kind == STEP_KERNEL)
+            for (int k = 0; k < s->n_out; k++) made_by[s->out[k]] = si;
+        else if (s->kind == STEP_COPY) made_by[s->dst] = si;
+    }
     for (int si = 0; si < in->n_steps; si++) {
         const step *s = &in->steps[si];
         int n_src = s->kind == STEP_KERNEL ? s->n_in : s->kind == STEP_COPY ? 1 : 0;
         for (int k = 0; k < n_src; k++) {
-            const slot *x = &in->slots[s->kind == STEP_KERNEL ? s->in[k] : s->src];
-            if (x->kind == SLOT_INPUT) cg_strbuf_put(b, "  in%d -> s%d;\n", x->input_index, si);
-            else if (x->kind == SLOT_TEMP && x->def_step >= 0) cg_strbuf_put(b, "  s%d -> s%d;\n", x->def_step, si);
+            char from[32];
+            if (dot_source(in, made_by, s->kind == STEP_KERNEL ? s->in[k] : s->src, from, sizeof from))
+                cg_strbuf_put(b, "  %s -> s%d;\n", from, si);
         }
     }
     for (int k = 0; k < p->graph->n_outputs; k++) {
-        const slot *s = &in->slots[in->out_slot[k]];
+        char from[32];
         cg_strbuf_put(b, "  out%d [label=\"output %s\", shape=ellipse, fillcolor=white];\n", k, p->graph->out_names[k]);
-        if (s->def_step >= 0) cg_strbuf_put(b, "  s%d -> out%d;\n", s->def_step, k);
-        else if (s->kind == SLOT_INPUT) cg_strbuf_put(b, "  in%d -> out%d;\n", s->input_index, k);
+        if (dot_source(in, made_by, in->out_slot[k], from, sizeof from))
+            cg_strbuf_put(b, "  %s -> out%d;\n", from, k);
     }
+    free(made_by);
     cg_strbuf_put(b, "}\n");
 }
 

@@ -424,6 +424,10 @@ CG_API void cg_model_free(cg_model *m);
 /**
  * Prints a model in the text format into a new NUL-terminated string that
  * the caller frees with free(). Parsing the result gives the same model.
+ * A parsed model's '#' comments are printed too: one on a line of its own
+ * before the statement that followed it, one after code at the end of its
+ * statement's line (the canonical order moves statements; comments move
+ * with them).
  */
 CG_API cg_status cg_model_print(const cg_model *m, char **out);
 

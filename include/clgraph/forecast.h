@@ -1,6 +1,6 @@
 /*
  * clgraph forecast API: the attention-RNN forecaster, the model family of
- * the spec forecast-attention-rnn.md, on top of the runtime of clgraph.h
+ * the contract docs/forecast.md, on top of the runtime of clgraph.h
  * (contexts, plans, devices). A recurrent network attends, at every step,
  * over its own previous hidden states and predicts the next value of a
  * multivariate time series; forecasting feeds each prediction back in.

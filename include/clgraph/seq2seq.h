@@ -1,6 +1,6 @@
 /*
  * clgraph seq2seq API: sequence-to-sequence models with attention, the model
- * family of the spec seq2seq-attention.md, on top of the runtime of
+ * family of docs/seq2seq.md, on top of the runtime of
  * clgraph.h (contexts, plans, devices).
  *
  * Threads: a cg_s2s is used by one thread at a time (it holds plans); for

@@ -476,6 +476,45 @@ START_TEST(csv_forms) {
 }
 END_TEST
 
+/* The value axes of a forecast SVG: each of the `charts` charts has at
+ * least 2 ticks (the plot named only its minimum and maximum), at round
+ * values (consecutive ticks 1, 2 or 5 times a power of ten apart, the same
+ * step all along, higher values higher up); the attention rows are
+ * labelled +1 .. +rows. Tick labels are the right-aligned grey texts at the
+ * margin whose text is a number. */
+static void assert_value_ticks(const char *svg, int charts, int rows) {
+    int n_charts = 0, n = 0, prev_y = 0;
+    double prev = 0, step = 0;
+    for (const char *p = strstr(svg, "<text x=\"90\" y=\""); p; p = strstr(p + 1, "<text x=\"90\" y=\"")) {
+        int y;
+        char v[64];
+        if (sscanf(p, "<text x=\"90\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%63[^<]</text>", &y, v) != 2) continue;
+        if (v[0] == '+') continue; /* an attention row */
+        char *end;
+        double x = strtod(v, &end);
+        ck_assert_msg(*end == 0, "tick label '%s' is not a number", v);
+        if (n == 0 || y > prev_y) { /* a new chart starts at its lowest tick */
+            if (n_charts) ck_assert_msg(n >= 2, "a chart with %d value ticks", n);
+            n_charts++, n = 0, step = 0;
+        } else {
+            double d = x - prev;
+            ck_assert_msg(d > 0, "ticks %g then %g", prev, x);
+            double m = d / pow(10, floor(log10(d) + 1e-9));
+            ck_assert_msg(fabs(m - 1) < 1e-6 || fabs(m - 2) < 1e-6 || fabs(m - 5) < 1e-6, "tick step %g", d);
+            if (step > 0) ck_assert_msg(fabs(d - step) < 1e-6 * step, "steps %g and %g", step, d);
+            step = d;
+        }
+        n++, prev = x, prev_y = y;
+    }
+    ck_assert_msg(n >= 2, "the last chart has %d value ticks", n);
+    ck_assert_int_eq(n_charts, charts);
+    for (int j = 1; j <= rows; j++) {
+        char want[32];
+        snprintf(want, sizeof want, ">+%d</text>", j);
+        ck_assert_msg(strstr(svg, want) != NULL, "attention row %d has no label", j);
+    }
+}
+
 /* --plot and --attention pictures: one per series, a PNG that is a PNG of
  * the layout's size, an SVG that is whole with its time axis labelled from
  * the CSV; unknown formats are usage errors before any work. */
@@ -509,6 +548,7 @@ START_TEST(pictures) {
             ck_assert_msg(strstr(t, ">0</text>") && strstr(t, ">290</text>") && strstr(t, ">410</text>"), "%s", t);
             ck_assert(!strstr(t, ">300</text>"));
         }
+        assert_value_ticks(t, 3, 12);
         free(t);
     }
     ck_assert(access(tu_path("f-3.png"), F_OK) != 0);

@@ -1,4 +1,4 @@
-/* Seq2seq models end to end (spec: seq2seq-attention.md):
+/* Seq2seq models end to end (docs/seq2seq.md):
  * - golden parity with the PyTorch reference (tools/py/s2s_ref.py, data made by
  *   tools/py/gen_golden_s2s.py) for every variant under tests/golden/s2s, greedy
  *   (tokens, scores, attention) and every beam setting of golden.json, on the
@@ -1727,7 +1727,9 @@ START_TEST(dates_attention_files) {
     int left = 2 * HEATMAP_PAD + row_w, min_left = HEATMAP_MIN_WIDTH - S * HEATMAP_CELL;
     if (left < min_left) left = min_left;
     int top = 3 * HEATMAP_PAD + FONT_H + col_h;
-    int ew = left + S * HEATMAP_CELL, eh = top + rows * HEATMAP_CELL;
+    int ew = left + S * HEATMAP_CELL, eh = top + rows * HEATMAP_CELL, k = cg_png_scale(ew, eh);
+    ck_assert_int_eq(k, HEATMAP_PNG_SCALE); /* a small map is written at the scale */
+    ew *= k, eh *= k;
     ck_assert_msg((int)w == ew && (int)h == eh, "the PNG is %ux%u, the layout gives %dx%d (%d x %d cells)", w, h, ew,
                   eh, S, rows);
     printf("dates heat map for '%s': %d x %d cells, %ux%u pixels\n", source, S, rows, w, h);

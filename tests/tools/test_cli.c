@@ -123,6 +123,78 @@ START_TEST(help_version_usage) {
 }
 END_TEST
 
+/* Each command's --help puts its usage on a line of its own (the short
+ * entries' descriptions were glued to it); usage errors point at the
+ * command's own help; a bare plugin name says that dlopen does not look in
+ * the current directory; an unknown op mentions --plugin. */
+START_TEST(help_and_hints) {
+    const char *cmds[][2] = {{"fmt", "usage: clgraph fmt MODEL.cg [--in-place]\n"},
+                             {"ops", "usage: clgraph ops [NAME]\n"},
+                             {"devices", "usage: clgraph devices\n"},
+                             {"s2s-graph", "usage: clgraph s2s-graph MODEL_DIR [--weights-dtype f32|bf16|f16|int8]\n"},
+                             {"forecast-graph", "usage: clgraph forecast-graph MODEL_DIR\n"},
+                             {"quantize", "usage: clgraph quantize MODEL_DIR --to bf16|f16|int8 -o OUT_DIR [--embeddings]\n"}};
+    for (int i = 0; i < 6; i++) {
+        const char *a[] = {cmds[i][0], "--help", NULL};
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 0);
+        ck_assert_msg(!strncmp(tu_out, cmds[i][1], strlen(cmds[i][1])), "%s", tu_out);
+        /* the description follows on the next line, at the descriptions' column */
+        const char *d = tu_out + strlen(cmds[i][1]);
+        ck_assert_msg(!strncmp(d, "                           ", 27) && d[27] >= 'a' && d[27] <= 'z', "%s", tu_out);
+    }
+    const char *help_of[][5] = {{"translate", "models/dates", "--bogus", NULL, "'clgraph translate --help'"},
+                                {"forecast", "models/elnino", "--bogus", NULL, "'clgraph forecast --help'"},
+                                {"run", "x.cg", "--bogus", "1", "'clgraph run --help'"},
+                                {"bench", "models/dates", "--bogus", NULL, "'clgraph bench --help'"},
+                                {"translate", NULL, NULL, NULL, "'clgraph translate --help'"}};
+    for (int i = 0; i < 5; i++) {
+        const char *a[] = {help_of[i][0], help_of[i][1], help_of[i][2], help_of[i][3], NULL};
+        ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 2);
+        ck_assert_msg(strstr(tu_err, help_of[i][4]) && !strstr(tu_err, "'clgraph --help'"), "%s", tu_err);
+    }
+    const char *bare[] = {"ops", "--plugin", "libnosuchplugin.so", NULL};
+    ck_assert_int_eq(tu_run_cli(bare, NULL, NULL), 1);
+    const char *nb[] = {"libnosuchplugin.so: cannot load plugin:", "not in the current directory",
+                        "write ./libnosuchplugin.so", NULL};
+    tu_assert_one_line(nb);
+    const char *slash[] = {"ops", "--plugin", "./libnosuchplugin.so", NULL};
+    ck_assert_int_eq(tu_run_cli(slash, NULL, NULL), 1);
+    ck_assert_msg(!strstr(tu_err, "current directory"), "%s", tu_err);
+    char p[512];
+    const char *t = "graph g {\n  input x: f32[N]\n  y = my_plugin_op(x)\n  output y\n}\n";
+    snprintf(p, sizeof p, "%s", tu_write_file("plugop.cg", t, strlen(t)));
+    const char *chk[] = {"check", p, NULL};
+    ck_assert_int_eq(tu_run_cli(chk, NULL, NULL), 1);
+    const char *nu[] = {"plugop.cg:3:7: unknown op 'my_plugin_op' in node 'y'", "--plugin PATH", NULL};
+    tu_assert_one_line(nu);
+}
+END_TEST
+
+/* The conform table's columns line up under the header whatever the length
+ * of an op's name (log_softmax_topk is 16 characters; the column was 14). */
+START_TEST(conform_table_aligned) {
+    const char *a[] = {"conform", "--op", "log_softmax_topk,add", "--quick", "--device", "opencl:0", NULL};
+    int rc = tu_run_cli(a, NULL, NULL);
+    if (strstr(tu_err, "running on the CPU only") || strstr(tu_err, "nothing to compare")) return;
+    ck_assert_msg(rc == 0, "%s", tu_err);
+    const char *hdr = strstr(tu_out, "op ");
+    ck_assert_ptr_nonnull(hdr);
+    long dev_col = strstr(hdr, "device") - hdr, res_col = strstr(hdr, "result") - hdr;
+    int rows = 0;
+    for (const char *l = strchr(hdr, '\n') + 1; *l; l = strchr(l, '\n') + 1) {
+        if (!strncmp(l, "log_softmax_topk ", 17) || !strncmp(l, "add ", 4)) {
+            const char *dev = strstr(l, "opencl:0");
+            ck_assert_msg(dev && dev - l == dev_col, "%s", tu_out);
+            const char *res = strstr(l, "pass");
+            ck_assert_msg(res && res - l == res_col, "%s", tu_out);
+            rows++;
+        }
+        if (!strchr(l, '\n')) break;
+    }
+    ck_assert_int_eq(rows, 2);
+}
+END_TEST
+
 START_TEST(check_and_fmt) {
     char model[512];
     example("model.cg", model);
@@ -139,6 +211,17 @@ START_TEST(check_and_fmt) {
     const char *f2[] = {"fmt", formatted, NULL};
     ck_assert_int_eq(tu_run_cli(f2, NULL, NULL), 0);
     ck_assert_str_eq(tu_out, first); /* canonical form is a fixed point */
+    /* --in-place keeps every comment (it deleted them all, silently). */
+    const char *commented = "# why this graph\ngraph g {\n  input x: f32[2]   # two values\n"
+                            "  # the only node\n  y = tanh(x)\n  output y\n}\n";
+    char cpath[512];
+    snprintf(cpath, sizeof cpath, "%s", tu_write_file("commented.cg", commented, strlen(commented)));
+    const char *fi[] = {"fmt", cpath, "--in-place", NULL};
+    ck_assert_msg(tu_run_cli(fi, NULL, NULL) == 0, "%s", tu_err);
+    char back[1024];
+    tu_slurp(cpath, back, sizeof back);
+    ck_assert_str_eq(back, "# why this graph\ngraph g {\n  input x: f32[2]  # two values\n"
+                           "  # the only node\n  y = tanh(x)\n  output y\n}\n");
     const char *ops[] = {"ops", "gru", NULL};
     ck_assert_int_eq(tu_run_cli(ops, NULL, NULL), 0);
     ck_assert_ptr_nonnull(strstr(tu_out, "attribute hidden: int (required)"));
@@ -662,6 +745,74 @@ START_TEST(plan_model_dir) {
 }
 END_TEST
 
+/* Checks a Graphviz text: every edge joins two declared nodes (an edge from
+ * an undeclared one makes Graphviz draw a bare node of that name), and every
+ * copy (shape=cds) feeds something. */
+static void assert_dot_closed(const char *text, const char *what) {
+    static char ids[4096][16];
+    int n = 0;
+    for (const char *l = text; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        char id[16];
+        if (sscanf(l, " %15[a-z0-9] [", id) == 1 && strncmp(l, "  node ", 7) && n < 4096) {
+            const char *e = strchr(l, '\n');
+            const char *br = strchr(l, '[');
+            if (br && (!e || br < e)) snprintf(ids[n++], 16, "%s", id);
+        }
+    }
+    ck_assert_msg(n > 0, "%s: no nodes in %s", what, text);
+    int edges = 0;
+    for (const char *l = text; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        char a[16], b[16];
+        if (sscanf(l, " %15[a-z0-9] -> %15[a-z0-9];", a, b) != 2) continue;
+        edges++;
+        int fa = 0, fb = 0;
+        for (int i = 0; i < n; i++) fa |= !strcmp(ids[i], a), fb |= !strcmp(ids[i], b);
+        ck_assert_msg(fa && fb, "%s: edge %s -> %s joins an undeclared node:\n%s", what, a, b, text);
+    }
+    ck_assert_msg(edges > 0, "%s: no edges", what);
+    for (const char *c = strstr(text, "shape=cds"); c; c = strstr(c + 1, "shape=cds")) {
+        const char *l = c;
+        while (l > text && l[-1] != '\n') l--;
+        char id[16], edge[40];
+        ck_assert(sscanf(l, " %15[a-z0-9]", id) == 1);
+        snprintf(edge, sizeof edge, "  %s -> ", id);
+        ck_assert_msg(strstr(text, edge) != NULL, "%s: copy %s feeds nothing:\n%s", what, id, text);
+    }
+}
+
+/* plan --dot: the edges of every graph join declared nodes, with copies
+ * between devices in both directions; the render hint names each file's own
+ * picture. */
+START_TEST(plan_dot_edges) {
+    const char *places[][2] = {{"--device", "opencl:0"},
+                               {"--place", "encoder=opencl:0,decoder*=cpu"},
+                               {"--place", "encoder=cpu,*attn*=opencl:0"}};
+    char dates[512], dot[600], path[700];
+    snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
+    snprintf(dot, sizeof dot, "%s/p.dot", tu_dir);
+    for (int i = 0; i < 3; i++) {
+        const char *a[] = {"plan", dates, places[i][0], places[i][1], "--bind", "B=2,P=2",
+                           "--dot", dot, NULL};
+        int rc = tu_run_cli(a, NULL, NULL);
+        if (strstr(tu_err, "running on the CPU only")) return;
+        ck_assert_msg(rc == 0, "%s", tu_err);
+        const char *graphs[] = {"encoder", "decoder", "decoder_logp"};
+        int copies = 0;
+        for (int g = 0; g < 3; g++) {
+            char hint[1600];
+            snprintf(path, sizeof path, "%s/p-%s.dot", tu_dir, graphs[g]);
+            snprintf(hint, sizeof hint, "dot -Tsvg %s -o %s/p-%s.svg)", path, tu_dir, graphs[g]);
+            ck_assert_msg(strstr(tu_out, hint) != NULL, "%s", tu_out);
+            static char text[1 << 17];
+            tu_slurp(path, text, sizeof text);
+            copies += strstr(text, "shape=cds") != NULL;
+            assert_dot_closed(text, path);
+        }
+        ck_assert_msg(copies > 0, "%s: no graph has a copy", places[i][1]);
+    }
+}
+END_TEST
+
 START_TEST(auto_placement_cost_cache) {
     /* --device auto measures kernels and copies into costs.txt in the cache
      * directory; a second process plans from it alone and so gives the same
@@ -1071,6 +1222,8 @@ int main(void) {
     tcase_add_test(tc, translate_bad_ids_line);
     tcase_add_test(tc, s2s_graph_weights_dtype);
     tcase_add_test(tc, help_version_usage);
+    tcase_add_test(tc, help_and_hints);
+    tcase_add_test(tc, conform_table_aligned);
     tcase_add_test(tc, check_and_fmt);
     tcase_add_test(tc, bad_graph_text);
     tcase_add_test(tc, bad_weights_and_inputs);
@@ -1081,6 +1234,7 @@ int main(void) {
     tcase_add_test(tc, plan_and_placement);
     tcase_add_test(tc, auto_checks_sizes_first);
     tcase_add_test(tc, plan_model_dir);
+    tcase_add_test(tc, plan_dot_edges);
     tcase_add_test(tc, auto_placement_cost_cache);
     tcase_add_test(tc, readme_command_cold_is_quiet);
     tcase_add_test(tc, cl_paths_variable);

@@ -85,8 +85,21 @@ static uint8_t *read_png(const char *path, int *w, int *h) {
     uint8_t *rgb = malloc(PNG_IMAGE_SIZE(img));
     ck_assert_ptr_nonnull(rgb);
     ck_assert(png_image_finish_read(&img, NULL, rgb, 0, NULL));
-    *w = (int)img.width;
-    *h = (int)img.height;
+    /* Written at cg_png_scale times the layout: every pixel of the layout
+     * a k x k block of one colour. Read back at the layout's size. */
+    int W = (int)img.width, H = (int)img.height, k = HEATMAP_PNG_SCALE;
+    ck_assert_msg(W % k == 0 && H % k == 0 && cg_png_scale(W / k, H / k) == k, "%s: %d x %d is not scaled by %d",
+                  path, W, H, k);
+    *w = W / k;
+    *h = H / k;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            ck_assert_msg(!memcmp(rgb + ((size_t)y * (size_t)W + (size_t)x) * 3,
+                                  rgb + ((size_t)(y - y % k) * (size_t)W + (size_t)(x - x % k)) * 3, 3),
+                          "%s: pixel (%d, %d) differs from its block's", path, x, y);
+    for (int y = 0; y < *h; y++)
+        for (int x = 0; x < *w; x++)
+            memmove(rgb + ((size_t)y * (size_t)*w + (size_t)x) * 3, rgb + ((size_t)y * k * (size_t)W + (size_t)x * k) * 3, 3);
     return rgb;
 }
 

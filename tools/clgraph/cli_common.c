@@ -45,7 +45,7 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         if (!strcmp(key, "i")) strcpy(key, "in-place");
         int is_flag = !strcmp(key, "in-place") || !strcmp(key, "stats");
         if (!allowed_opt(allowed, key) && strcmp(key, "plugin")) {
-            fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph --help')\n", cmd, a);
+            fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph %s --help')\n", cmd, a, cmd);
             return CLI_USAGE;
         }
         if (!is_flag) {
@@ -110,7 +110,13 @@ void cli_opts_free(cli_opts *o) {
 }
 
 int cli_fail(void) {
-    fprintf(stderr, "clgraph: %s\n", cg_last_error());
+    const char *e = cg_last_error();
+    /* The library names the op; only here is it known that the fix is a
+     * command-line option. */
+    const char *hint = strstr(e, "unknown op '") ? " (an op of a plugin needs --plugin PATH or CLGRAPH_PLUGINS; "
+                                                   "'clgraph ops' lists the ops loaded)"
+                                                 : "";
+    fprintf(stderr, "clgraph: %s%s\n", e, hint);
     return CLI_FAIL;
 }
 

@@ -78,7 +78,7 @@ static int parse_args(int argc, char **argv, bargs *a) {
             a->dir = o;
             takes = 0;
         } else if (!v) {
-            fprintf(stderr, "clgraph %s: option '%s' needs a value (try 'clgraph --help')\n", cmd, o);
+            fprintf(stderr, "clgraph %s: option '%s' needs a value (try 'clgraph %s --help')\n", cmd, o, cmd);
             return CLI_USAGE;
         } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--place")) {
@@ -96,14 +96,14 @@ static int parse_args(int argc, char **argv, bargs *a) {
         else if (!strcmp(o, "--runs")) rc = parse_int(cmd, o, v, 1, &a->runs);
         else if (!strcmp(o, "--plugin")) rc = cli_add_plugin(cmd, a->plugins, &a->n_plugins, v);
         else {
-            fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph --help')\n", cmd, o);
+            fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph %s --help')\n", cmd, o, cmd);
             return CLI_USAGE;
         }
         if (rc) return rc;
         i += takes;
     }
     if (!a->dir) {
-        fprintf(stderr, "clgraph %s: missing MODEL_DIR (try 'clgraph --help')\n", cmd);
+        fprintf(stderr, "clgraph %s: missing MODEL_DIR (try 'clgraph %s --help')\n", cmd, cmd);
         return CLI_USAGE;
     }
     if ((long)a->batch * a->beam > 1000000) {

@@ -32,7 +32,35 @@ static const char *verdict(cg_conform_result r) {
 
 typedef struct report {
     int verbose;
+    int op_w; /* the op column's width: the longest name the table can show */
 } report;
+
+/* Whether `name` is an op of `ctx` (NULL: no). */
+static int has_op(const cg_context *ctx, const char *name) {
+    size_t n = ctx ? cg_context_op_count(ctx) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(cg_context_op_name(ctx, i), name)) return 1;
+    return 0;
+}
+
+/* The op column fits every op the run can report (rows stream out as they
+ * are made, so the width is fixed before the first): the ops named by --op,
+ * else every registered one (with --plugin-only, those a context without
+ * plugins lacks); at least the header's 14. */
+static int op_width(const cg_context *ctx, const char *const *ops, int n_ops, int plugin_only) {
+    cg_context *bare = NULL;
+    if (plugin_only && !n_ops) {
+        cg_context_options o = {.struct_size = sizeof o, .no_env_plugins = 1};
+        if (cg_context_create(&o, &bare)) bare = NULL;
+    }
+    size_t w = 14, n = n_ops ? (size_t)n_ops : cg_context_op_count(ctx);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = n_ops ? ops[i] : cg_context_op_name(ctx, i);
+        if (name && strlen(name) > w && !has_op(bare, name)) w = strlen(name);
+    }
+    cg_context_free(bare);
+    return w > 64 ? 64 : (int)w;
+}
 
 static void print_row(const cg_conform_row *r, void *user) {
     const report *rep = user;
@@ -41,7 +69,7 @@ static void print_row(const cg_conform_row *r, void *user) {
     char cases[32];
     if (r->cases_skipped) snprintf(cases, sizeof cases, "%d (+%d skipped)", r->cases_run, r->cases_skipped);
     else snprintf(cases, sizeof cases, "%d", r->cases_run);
-    printf("%-14s %-10s %-16s %-10s %s\n", r->op, r->device, cases, err, verdict(r->result));
+    printf("%-*s %-10s %-16s %-10s %s\n", rep->op_w, r->op, r->device, cases, err, verdict(r->result));
     if (rep->verbose && r->shapes && r->shapes[0]) printf("    shapes: %s\n", r->shapes);
     for (const char *t = r->timings; t && *t;) {
         const char *e = strchr(t, '\n');
@@ -180,7 +208,8 @@ int cli_conform(int argc, char **argv) {
         cg_context_free(ctx);
         return CLI_OK;
     }
-    printf("%-14s %-10s %-16s %-10s %s\n", "op", "device", "cases", "max error", "result");
+    rep.op_w = op_width(ctx, ops, n_ops, opt.plugin_only);
+    printf("%-*s %-10s %-16s %-10s %s\n", rep.op_w, "op", "device", "cases", "max error", "result");
     fflush(stdout); /* before a kernel can crash the process */
     int failed = 0;
     int st = cg_conform(ctx, &opt, print_row, &rep, &failed);

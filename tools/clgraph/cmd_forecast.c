@@ -1,6 +1,6 @@
 /* clgraph forecast MODEL_DIR --horizon N: the history of one or more series
- * as CSV on stdin, their forecasts as CSV on stdout (spec
- * forecast-attention-rnn.md, "CSV"); and clgraph forecast-graph MODEL_DIR,
+ * as CSV on stdin, their forecasts as CSV on stdout (contract:
+ * docs/forecast.md, "Forecasting"); and clgraph forecast-graph MODEL_DIR,
  * which prints the graph the model runs. */
 #include <errno.h>
 #include <stdio.h>
@@ -47,7 +47,7 @@ static int parse_args(int argc, char **argv, fargs *a) {
             continue;
         }
         if (!v) {
-            fprintf(stderr, "clgraph forecast: option '%s' needs a value (try 'clgraph --help')\n", o);
+            fprintf(stderr, "clgraph forecast: option '%s' needs a value (try 'clgraph forecast --help')\n", o);
             return CLI_USAGE;
         }
         if (!strcmp(o, "--device")) a->device = v;
@@ -61,14 +61,14 @@ static int parse_args(int argc, char **argv, fargs *a) {
         else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, 1000000, &a->batch);
         else if (!strcmp(o, "--plugin")) rc = cli_add_plugin("forecast", a->plugins, &a->n_plugins, v);
         else {
-            fprintf(stderr, "clgraph forecast: unknown option '%s' (try 'clgraph --help')\n", o);
+            fprintf(stderr, "clgraph forecast: unknown option '%s' (try 'clgraph forecast --help')\n", o);
             return CLI_USAGE;
         }
         if (rc) return rc;
         i++;
     }
     if (!a->dir) {
-        fprintf(stderr, "clgraph forecast: missing MODEL_DIR (try 'clgraph --help')\n");
+        fprintf(stderr, "clgraph forecast: missing MODEL_DIR (try 'clgraph forecast --help')\n");
         return CLI_USAGE;
     }
     if (!a->horizon) {

@@ -47,7 +47,12 @@ static int write_dot(cg_plan *plan, const char *bind, const char *path) {
         fprintf(stderr, "clgraph: cannot write %s: %s\n", path, strerror(err));
         return CLI_FAIL;
     }
-    printf("graphviz: %s (render with: dot -Tsvg %s -o plan.svg)\n", path, path);
+    /* The picture is named after the file (plan-encoder.dot ->
+     * plan-encoder.svg): one name for all made each graph's command
+     * overwrite the last one's picture. */
+    const char *slash = strrchr(path, '/'), *ext = strrchr(path, '.');
+    if (!ext || (slash && ext < slash) || ext == (slash ? slash + 1 : path)) ext = path + strlen(path);
+    printf("graphviz: %s (render with: dot -Tsvg %s -o %.*s.svg)\n", path, path, (int)(ext - path), path);
     return CLI_OK;
 }
 

@@ -54,7 +54,7 @@ static int parse_args(int argc, char **argv, targs *a) {
             a->dir = o;
             takes = 0;
         } else if (!v) {
-            fprintf(stderr, "clgraph translate: option '%s' needs a value (try 'clgraph --help')\n", o);
+            fprintf(stderr, "clgraph translate: option '%s' needs a value (try 'clgraph translate --help')\n", o);
             return CLI_USAGE;
         } else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--place")) {
@@ -85,7 +85,7 @@ static int parse_args(int argc, char **argv, targs *a) {
                 return CLI_USAGE;
             }
         } else {
-            fprintf(stderr, "clgraph translate: unknown option '%s' (try 'clgraph --help')\n", o);
+            fprintf(stderr, "clgraph translate: unknown option '%s' (try 'clgraph translate --help')\n", o);
             return CLI_USAGE;
         }
         if (rc) return rc;
@@ -101,7 +101,7 @@ static int parse_args(int argc, char **argv, targs *a) {
         }
     }
     if (!a->dir) {
-        fprintf(stderr, "clgraph translate: missing MODEL_DIR (try 'clgraph --help')\n");
+        fprintf(stderr, "clgraph translate: missing MODEL_DIR (try 'clgraph translate --help')\n");
         return CLI_USAGE;
     }
     if (a->nbest > 1 && a->nbest > a->beam) {

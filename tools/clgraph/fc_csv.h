@@ -1,4 +1,4 @@
-/* The forecaster's CSV (spec forecast-attention-rnn.md, "CSV"): reading the
+/* The forecaster's CSV (docs/forecast.md, "Forecasting"): reading the
  * history of one or more series with every mistake at stdin:LINE:COL, and
  * writing forecasts with the time column continued. */
 #ifndef CG_TOOLS_FC_CSV_H

@@ -9,6 +9,10 @@
  * long window still shows where it looks. Under the charts, the time of the
  * first step shown, of the last history step and of the last forecast step
  * (the CSV's `time` column, or step numbers without one).
+ * Each chart's value axis has ticks at round values (1, 2 or 5 times a
+ * power of ten) with light grid lines, the channel's name runs up its left
+ * side, and the attention rows are labelled with the step they forecast
+ * (+1, +2, ...: every row, or every k-th of a long horizon).
  * Long histories show their last FC_PLOT_STEPS steps. */
 #include "fc_plot.h"
 
@@ -26,7 +30,7 @@
 #define FC_PLOT_STEPS 720  /* time steps shown at most */
 #define PLOT_W 720         /* pixels of the time axis at most */
 #define CHART_H 110
-#define ROW_H 8            /* pixels per attention row */
+#define ROW_H 10           /* pixels per attention row: room for its label */
 #define PAD 6
 #define LEFT 96            /* room for channel names and values */
 
@@ -144,7 +148,43 @@ static void line(uint8_t *rgb, const layout *l, int x0, int y0, int x1, int y1, 
     }
 }
 
-static void number(char *buf, size_t n, double v) { snprintf(buf, n, "%.4g", v); }
+
+/* Ticks at round values inside [lo, hi]: the smallest step of 1, 2 or 5
+ * times a power of ten that gives at most max_n; the first at *first, the
+ * count returned. *decimals is what the step needs to be printed exactly. */
+static int nice_ticks(double lo, double hi, int max_n, double *first, double *step, int *decimals) {
+    double raw = (hi - lo) / max_n, mag = pow(10, floor(log10(raw)));
+    static const double m[] = {1, 2, 5, 10};
+    *step = 10 * mag;
+    for (int i = 0; i < 4; i++)
+        if (m[i] * mag >= raw) {
+            *step = m[i] * mag;
+            break;
+        }
+    *first = ceil(lo / *step) * *step;
+    int d = (int)-floor(log10(*step) + 1e-9);
+    *decimals = d > 0 ? d : 0;
+    int n = (int)floor((hi - *first) / *step + 1e-9) + 1;
+    return n > 0 ? n : 0;
+}
+
+/* Tick value v as text: fixed with the step's decimals, never "-0". */
+static void tick_text(char *buf, size_t n, double v, int decimals) {
+    if (fabs(v) >= 1e7) snprintf(buf, n, "%.3g", v);
+    else snprintf(buf, n, "%.*f", decimals > 9 ? 9 : decimals, v + 0.0);
+    if (!strncmp(buf, "-0", 2) && strspn(buf + 1, "0.") == strlen(buf + 1)) memmove(buf, buf + 1, strlen(buf));
+}
+
+#define TICKS_MAX (CHART_H / (FONT_H + 9)) /* value ticks per chart at most */
+
+/* Attention rows labelled: every row, or every k-th (k of 1, 2, 5, 10,
+ * 20, 50, ...) where more than 40 labels would crowd. */
+static int row_label_every(int n) {
+    static const int m[] = {1, 2, 5};
+    for (int p = 1;; p *= 10)
+        for (int i = 0; i < 3; i++)
+            if (n / (m[i] * p) <= 40) return m[i] * p;
+}
 
 /* Row j's largest weight (1 for an empty row). */
 static float row_max(const fc_plot_series *s, int j) {
@@ -156,9 +196,25 @@ static float row_max(const fc_plot_series *s, int j) {
     return m > 0 ? m : 1;
 }
 
+#define ATT_TITLE "attention of step +1, +2, ... (rows scaled to their largest)"
+
+/* A channel's name up the left side of its chart (the tick labels take the
+ * rest of the margin); a name longer than the chart is cut. */
+static void name_png(uint8_t *rgb, const layout *l, int top, const char *name) {
+    char cut[64];
+    int n = 0, max = CHART_H / FONT_ADV;
+    size_t i = 0;
+    for (; name[i] && n < max && i < sizeof cut - 1; i++) n += ((unsigned char)name[i] & 0xC0) != 0x80;
+    while (name[i] && ((unsigned char)name[i] & 0xC0) == 0x80 && i < sizeof cut - 1) i++; /* whole code points */
+    memcpy(cut, name, i);
+    cut[i] = 0;
+    int wd = font_width(cut);
+    font_draw_up(rgb, l->w, l->h, PAD, top + CHART_H / 2 + wd / 2, cut, 0, 0, 0);
+}
+
 static void render(const fc_plot_series *s, const layout *l, uint8_t *rgb) {
     static const uint8_t grey[3] = {90, 90, 90}, orange[3] = {230, 120, 20}, frame[3] = {200, 200, 200},
-                         dash[3] = {150, 150, 150};
+                         dash[3] = {150, 150, 150}, grid[3] = {225, 225, 225};
     memset(rgb, 255, (size_t)l->w * (size_t)l->h * 3);
     char b[160];
     font_draw(rgb, l->w, l->h, PAD, PAD, title_of(s, b, sizeof b), 0, 0, 0);
@@ -169,11 +225,17 @@ static void render(const fc_plot_series *s, const layout *l, uint8_t *rgb) {
         int top = l->charts_top + c * (CHART_H + PAD);
         for (int x = LEFT; x < LEFT + l->steps * l->px; x++) put(rgb, l, x, top + CHART_H, frame);
         for (int y = top; y < top + CHART_H; y += 4) put(rgb, l, x_split, y, dash), put(rgb, l, x_split, y + 1, dash);
-        font_draw(rgb, l->w, l->h, PAD, top + CHART_H / 2 - FONT_H / 2, s->columns[c], 0, 0, 0);
-        number(b, sizeof b, hi);
-        font_draw(rgb, l->w, l->h, LEFT - PAD - font_width(b), top, b, 90, 90, 90);
-        number(b, sizeof b, lo);
-        font_draw(rgb, l->w, l->h, LEFT - PAD - font_width(b), top + CHART_H - FONT_H, b, 90, 90, 90);
+        name_png(rgb, l, top, s->columns[c]);
+        double t0, step;
+        int dec, n = nice_ticks(lo, hi, TICKS_MAX, &t0, &step, &dec);
+        for (int k = 0; k < n; k++) {
+            double v = t0 + k * step;
+            int y = y_of(l, c, v, lo, hi);
+            for (int x = LEFT; x < LEFT + l->steps * l->px; x += 2) put(rgb, l, x, y, grid);
+            for (int x = LEFT - 4; x < LEFT; x++) put(rgb, l, x, y, grey);
+            tick_text(b, sizeof b, v, dec);
+            font_draw(rgb, l->w, l->h, LEFT - PAD - font_width(b), y - 3, b, 90, 90, 90);
+        }
         for (int i = l->first + 1; i < l->first + l->steps; i++)
             line(rgb, l, x_of(l, i - 1), y_of(l, c, value_at(s, i - 1, c), lo, hi), x_of(l, i),
                  y_of(l, c, value_at(s, i, c), lo, hi), i > s->length ? orange : grey);
@@ -186,10 +248,14 @@ static void render(const fc_plot_series *s, const layout *l, uint8_t *rgb) {
         font_draw(rgb, l->w, l->h, b->x, l->axis_top + b->row * (FONT_H + 2), b->text, 90, 90, 90);
     }
     if (!s->attention) return;
-    font_draw(rgb, l->w, l->h, PAD, l->att_top - FONT_H - PAD / 2, "attention of each forecast step (rows scaled to their largest)", 0,
-              0, 0);
+    font_draw(rgb, l->w, l->h, PAD, l->att_top - FONT_H - PAD / 2, ATT_TITLE, 0, 0, 0);
+    int every = row_label_every(l->N);
     for (int j = 0; j < l->N; j++) {
         int y = l->att_top + j * ROW_H;
+        if (j == 0 || (j + 1) % every == 0) {
+            snprintf(b, sizeof b, "+%d", j + 1);
+            font_draw(rgb, l->w, l->h, LEFT - PAD - font_width(b), y + 1, b, 90, 90, 90);
+        }
         float mx = row_max(s, j);
         for (int i = l->first; i < l->first + l->steps; i++) {
             int k = i - s->att_first[j];
@@ -239,13 +305,21 @@ static void svg_body(FILE *f, const fc_plot_series *s, const layout *l) {
                 LEFT + l->steps * l->px, top + CHART_H);
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\" stroke-dasharray=\"2,2\"/>\n", x_split,
                 top, x_split, top + CHART_H);
-        fprintf(f, "<text x=\"%d\" y=\"%d\">", PAD, top + CHART_H / 2);
+        fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">", PAD + FONT_H,
+                top + CHART_H / 2);
         cg_xml_text(f, s->columns[c]);
-        number(b, sizeof b, hi);
-        fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%s</text>\n", LEFT - PAD,
-                top + FONT_H, b);
-        number(b, sizeof b, lo);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">%s</text>\n", LEFT - PAD, top + CHART_H, b);
+        fputs("</text>\n", f);
+        double t0, step;
+        int dec, n = nice_ticks(lo, hi, TICKS_MAX, &t0, &step, &dec);
+        for (int k = 0; k < n; k++) {
+            double v = t0 + k * step;
+            int y = y_of(l, c, v, lo, hi);
+            tick_text(b, sizeof b, v, dec);
+            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#e1e1e1\"/>\n<line x1=\"%d\" y1=\"%d\" "
+                       "x2=\"%d\" y2=\"%d\" stroke=\"#5a5a5a\"/>\n<text x=\"%d\" y=\"%d\" text-anchor=\"end\" "
+                       "fill=\"#555\">%s</text>\n",
+                    LEFT, y, LEFT + l->steps * l->px, y, LEFT - 4, y, LEFT, y, LEFT - PAD, y + 4, b);
+        }
         for (int part = 0; part < 2; part++) {
             int from = part ? s->length : l->first, to = part ? l->first + l->steps - 1 : s->length;
             if (from < l->first) from = l->first;
@@ -265,8 +339,12 @@ static void svg_body(FILE *f, const fc_plot_series *s, const layout *l) {
         fputs("</text>\n", f);
     }
     if (!s->attention) return;
-    fprintf(f, "<text x=\"%d\" y=\"%d\">attention of each forecast step (rows scaled to their largest)</text>\n",
-            PAD, l->att_top - PAD / 2);
+    fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", PAD, l->att_top - PAD / 2, ATT_TITLE);
+    int every = row_label_every(l->N);
+    for (int j = 0; j < l->N; j++)
+        if (j == 0 || (j + 1) % every == 0)
+            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#555\">+%d</text>\n", LEFT - PAD,
+                    l->att_top + j * ROW_H + ROW_H - 1, j + 1);
     for (int j = 0; j < l->N; j++)
         for (int k = 0; k < s->att_count[j]; k++) {
             int i = s->att_first[j] + k;

@@ -325,9 +325,21 @@ static cg_status write_png(const char *path, const uint8_t *rgb, int w, int h, p
 #endif
 
 cg_status cg_png_write_rgb(const char *path, const uint8_t *rgb, int w, int h) {
-    png_bytep *rows = malloc(sizeof *rows * (size_t)h + 1);
-    if (!rows) return no_memory();
-    cg_status st = write_png(path, rgb, w, h, rows);
+    int k = cg_png_scale(w, h), sw = w * k, sh = h * k;
+    uint8_t *big = k > 1 ? malloc((size_t)sw * (size_t)sh * 3) : NULL;
+    png_bytep *rows = malloc(sizeof *rows * (size_t)sh + 1);
+    if (!rows || (k > 1 && !big)) {
+        free(big);
+        free(rows);
+        return no_memory();
+    }
+    for (int y = 0; k > 1 && y < sh; y++) {
+        const uint8_t *from = rgb + (size_t)(y / k) * (size_t)w * 3;
+        uint8_t *to = big + (size_t)y * (size_t)sw * 3;
+        for (int x = 0; x < sw; x++) memcpy(to + (size_t)x * 3, from + (size_t)(x / k) * 3, 3);
+    }
+    cg_status st = write_png(path, k > 1 ? big : rgb, sw, sh, rows);
+    free(big);
     free(rows);
     return st;
 }
@@ -337,16 +349,10 @@ static cg_status image_png(const hm_image *im, const char *path) {
         return fail(CG_ERR_UNSUPPORTED, "%s: a %d x %d heat map is too large for an image (use .json)", path, im->w,
                     im->h);
     uint8_t *rgb = malloc((size_t)im->w * (size_t)im->h * 3);
-    png_bytep *rows = malloc(sizeof *rows * (size_t)im->h + 1);
-    if (!rgb || !rows) {
-        free(rgb);
-        free(rows);
-        return no_memory();
-    }
+    if (!rgb) return no_memory();
     render(im, rgb);
-    cg_status st = write_png(path, rgb, im->w, im->h, rows);
+    cg_status st = cg_png_write_rgb(path, rgb, im->w, im->h);
     free(rgb);
-    free(rows);
     return st;
 }
 

@@ -88,8 +88,19 @@ void cg_heatmap_size(int src_len, int rows, const char *const *row_labels, const
  * HEATMAP_NO_DATA. */
 void cg_heatmap_color(float weight, uint8_t rgb[3]);
 
-/* Writes a packed 8-bit RGB image of w x h pixels as a PNG file; on failure
- * the message naming the file is printed (as for cg_heatmap_write). */
+/* PNGs are written at HEATMAP_PNG_SCALE times their layout's size, each
+ * pixel a square block, so that the 5 x 7 font and the cells read at a
+ * glance (a 382 x 184 heat map was too small to read); 1 where the scaled
+ * image would pass HEATMAP_MAX_SIDE. The layout above, and SVGs, stay in
+ * unscaled pixels. */
+#define HEATMAP_PNG_SCALE 2
+static inline int cg_png_scale(int w, int h) {
+    return w <= HEATMAP_MAX_SIDE / HEATMAP_PNG_SCALE && h <= HEATMAP_MAX_SIDE / HEATMAP_PNG_SCALE ? HEATMAP_PNG_SCALE : 1;
+}
+
+/* Writes a packed 8-bit RGB image of w x h pixels as a PNG file of
+ * cg_png_scale(w, h) times the size; on failure the message naming the
+ * file is printed (as for cg_heatmap_write). */
 cg_status cg_png_write_rgb(const char *path, const uint8_t *rgb, int w, int h);
 
 /* Writes s as XML text: &<>"' escaped, control characters as their Unicode

@@ -51,7 +51,7 @@ static const char usage_text[] =
             "                           test_data_set_N) on the CPU and every OpenCL device\n"
             "                           (or each D): |got - want| <= A + R |want| (ONNX's\n"
             "                           tolerances by default: R 1e-3, A 1e-7); exit 1 on a failure\n"
-            "  fmt MODEL.cg [--in-place] print a graph in canonical form\n"
+            "  fmt MODEL.cg [--in-place] print a graph in canonical form, comments kept\n"
             "  ops [NAME]               list the operators, or document one\n"
             "  translate MODEL_DIR [--device D] [--place RULES] [--beam K] [--nbest N] [--alpha A]\n"
             "      [--max-len N] [--batch N] [--ids] [--scores] [--attention FILE.png|.svg|.json]\n"
@@ -119,6 +119,26 @@ static const char usage_text[] =
 
 static void usage(FILE *f) { fputs(usage_text, f); }
 
+/* The first line of a command's entry, "COMMAND ARGS description" for a
+ * short entry: the usage, then the description on a line of its own at the
+ * column the other entries' descriptions start (27). The description is the
+ * first word of lowercase letters alone after the command: arguments are
+ * upper case, bracketed, options or lists such as bf16|f16. */
+static void print_usage_line(const char *args, size_t len, const char *cmd) {
+    size_t d = 0;
+    while (d < len) {
+        while (d < len && args[d] == ' ') d++;
+        size_t w = d;
+        while (w < len && args[w] >= 'a' && args[w] <= 'z') w++;
+        if (w > d && (w == len || args[w] == ' ')) break;
+        while (d < len && args[d] != ' ') d++;
+    }
+    size_t u = d;
+    while (u > 0 && args[u - 1] == ' ') u--;
+    printf("usage: clgraph %s%.*s\n", cmd, (int)u, args);
+    if (d < len) printf("%27s%.*s\n", "", (int)(len - d), args + d);
+}
+
 /* `clgraph COMMAND -h`: the command's own entries of the usage text (a
  * line "  COMMAND ..." and the more indented lines under it) and the
  * options every command takes. 0 when the text has no such command. */
@@ -131,7 +151,7 @@ static int command_help(const char *cmd) {
         size_t len = e ? (size_t)(e - l) : strlen(l);
         if (!strncmp(l, "  ", 2) && l[2] != ' ') in = !strncmp(l + 2, cmd, n) && (l[2 + n] == ' ' || l[2 + n] == '\n');
         else if (strncmp(l, "   ", 3)) in = 0;
-        if (in && !found++) printf("usage: clgraph %.*s\n", (int)len - 2, l + 2);
+        if (in && !found++) print_usage_line(l + 2 + n, len - 2 - n, cmd);
         else if (in) printf("%.*s\n", (int)len, l);
         l += len + (e != NULL);
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch reference implementation of the attention-RNN forecaster.
 
-Normative spec: ../shared/spec/forecast-attention-rnn.md (model directory,
+Contract: docs/forecast.md (model directory,
 config keys, parameter names, equations, forecasting, CSV).  This file is the
 executable reading of it that clgraph's golden data and shipped forecasting
 models come from.  It needs torch and numpy; the library and the `clgraph`

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden data for the attention-RNN forecaster (spec: forecast-attention-rnn.md).
+"""Golden data for the attention-RNN forecaster (contract: docs/forecast.md).
 
 Regenerate (from the repository root; needs torch and numpy):
 

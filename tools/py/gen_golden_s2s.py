@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden data for seq2seq-with-attention models (spec: seq2seq-attention.md).
+"""Golden data for seq2seq-with-attention models (contract: docs/seq2seq.md).
 
 Regenerate (from the repository root; needs torch and numpy, e.g. Debian's
 python3-torch under /usr/bin/python3):
@@ -317,7 +317,7 @@ README = """# Golden data: seq2seq with attention
 
 Made by `tools/py/gen_golden_s2s.py` (regenerate: `/usr/bin/python3 tools/py/gen_golden_s2s.py`)
 from the PyTorch reference `tools/py/s2s_ref.py`, which implements the normative spec
-`seq2seq-attention.md`.  Read the docstring of `tools/py/s2s_ref.py` for every decision the
+`docs/seq2seq.md`.  Read the docstring of `tools/py/s2s_ref.py` for every decision the
 spec leaves open (they are part of what these files check).
 
 One folder per variant (`index.txt` lists them).  Each folder is a model directory

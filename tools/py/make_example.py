@@ -19,7 +19,7 @@ from st_io import save_safetensors  # noqa: E402
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "example")
 V, E, H, L = 23, 8, 16, 2
 
-GRAPH = """# A GRU encoder as in ../../shared/spec/seq2seq-attention.md:
+GRAPH = """# A GRU encoder as in docs/seq2seq.md:
 # embedding -> 2-layer bidirectional GRU over each sequence's own length ->
 # the top layer's final states -> dense bridge with tanh (decoder state s_0).
 graph encoder {

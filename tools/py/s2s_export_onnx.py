@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports a seq2seq model directory (the seq2seq-attention spec, through
+"""Exports a seq2seq model directory (docs/seq2seq.md, through
 tools/py/s2s_ref.py) to ONNX with torch.onnx.export: an encoder graph and one
 decoder step, batch and source length dynamic. The graphs take int64 token
 ids, as PyTorch models do; `clgraph run` reads them from .npy files.

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch reference implementation of the seq2seq-with-attention model family.
 
-Normative spec: the "seq2seq-attention" spec (model directory, config keys,
+Contract: docs/seq2seq.md (model directory, config keys,
 parameter names, equations, decoding).  This file is the executable reading
 of it that clgraph's golden data and shipped models come from.  It needs
 torch and numpy (Debian: /usr/bin/python3 with python3-torch); the library

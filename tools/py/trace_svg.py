@@ -6,8 +6,9 @@ timeline, for documentation where a Perfetto screenshot would go:
     python3 tools/py/trace_svg.py t.json out.svg [--from-run N] [--runs K]
 
 One row per track (host first, then the devices), a box per event coloured
-by op (copies grey, waits light), the op's name inside boxes wide enough,
-and a time axis in milliseconds. --from-run/--runs pick the runs shown
+by op (copies grey, waits light), the op's name written inside every box
+wide enough for three letters (cut with an ellipsis where the whole name
+does not fit; the full name, node and time also on hover), and a time axis in milliseconds. --from-run/--runs pick the runs shown
 (the N-th run event on the host track and the K-1 after it; default: all).
 Only the standard library is needed.
 """
@@ -22,6 +23,21 @@ def colour(name):
     h = int(hashlib.md5(name.encode()).hexdigest()[:6], 16)
     hue = h % 360
     return "hsl(%d,55%%,62%%)" % hue
+
+
+CHAR_W = 5.6  # px per character of the 10 px sans-serif labels, on average
+
+
+def fit_label(label, width):
+    """The box's name as it fits inside it: whole, or cut with an ellipsis
+    (at least 3 characters of it), or None for a box too narrow: every box
+    wide enough says what it is without hovering over it."""
+    room = int((width - 5) / CHAR_W)
+    if room >= len(label):
+        return label
+    if room >= 4:
+        return label[:room - 1] + "\u2026"
+    return None
 
 
 def main():
@@ -75,8 +91,8 @@ def main():
                 title += ", %.1f us on the device" % e["args"]["device_us"]
             out.append('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"><title>%s</title></rect>'
                        % (x0, y + inset, w, row_h - 2 * inset, fill, escape(title)))
-            label = e["name"] if cat != "run" else "run " + e["name"]
-            if w > 7 * len(label):
+            label = fit_label(e["name"] if cat != "run" else "run " + e["name"], w)
+            if label:
                 out.append('<text x="%.2f" y="%d">%s</text>' % (x0 + 3, y + row_h / 2 + 4, escape(label)))
     ya = top + row_h * len(tids) + 6
     out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#555"/>' % (left, ya, W - 10, ya))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Trains the forecasting demos (spec: forecast-attention-rnn.md) on datasets
+"""Trains the forecasting demos (contract: docs/forecast.md) on datasets
 that statsmodels ships, and evaluates them on a held-out tail against the
 seasonal-naive forecast and a statsmodels SARIMA baseline.
 

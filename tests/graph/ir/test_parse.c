@@ -309,6 +309,7 @@ END_TEST
 
 START_TEST(test_sample_print) {
     const char *want =
+        "# a comment runs to the end of the line\n"
         "graph encoder {\n"
         "  input src: i32[B, S]\n"
         "  input src_len: i32[B]\n"
@@ -331,7 +332,7 @@ END_TEST
 
 START_TEST(test_canonical_form) {
     /* Messy layout, comments, continuation lines, params before inputs,
-     * tabs, CRLF, a BOM: printed in canonical form. */
+     * tabs, CRLF, a BOM: printed in canonical form, the comments kept. */
     const char *text =
         "\xEF\xBB\xBF# header\r\n"
         "\n"
@@ -351,9 +352,11 @@ START_TEST(test_canonical_form) {
         "   output out , y\n"
         "}";
     const char *want =
-        "graph g {\n"
+        "# header\n"
+        "graph g {  # comment after brace\n"
         "  input x: f32[N, 4]\n"
-        "  param w: f32[4, N] = \"w.0\"\n"
+        "  param w: f32[4, N] = \"w.0\"  # trailing comment\n"
+        "  # comment line inside\n"
         "  y = matmul(x, w)\n"
         "  z: out = add(y, b) {alpha: 1.0, axes: [0, -1]}\n"
         "  output out, y\n"
@@ -361,6 +364,62 @@ START_TEST(test_canonical_form) {
     char *s = roundtrip(text);
     ck_assert_str_eq(s, want);
     free(s);
+}
+END_TEST
+
+/* Comments survive printing (clgraph fmt): one on a line of its own goes
+ * before the statement after it, one after code at the end of its
+ * statement's line; both move with their statement, and the ones before a
+ * '}' or at the end of the file stay there. */
+START_TEST(test_comments_kept) {
+    const char *text =
+        "# top 1\n"
+        "#top 2 (no blank after '#')\n"
+        "graph g {\n"
+        "  # about the output\n"
+        "  output y  # trailing on output\n"
+        "  y = tanh(x) {   # inside a node's attributes\n"
+        "  }\n"
+        "  # about x\n"
+        "  input x: f32[N]\t# tab before\n"
+        "  # before the brace\n"
+        "} # after the brace\n"
+        "graph h {\n"
+        "  input a: f32[1]   #\n"
+        "  output a\n"
+        "}\n"
+        "  # the end, indented\n";
+    const char *want =
+        "# top 1\n"
+        "#top 2 (no blank after '#')\n"
+        "graph g {\n"
+        "  # about x\n"
+        "  input x: f32[N]  # tab before\n"
+        "  y = tanh(x)  # inside a node's attributes\n"
+        "  # about the output\n"
+        "  output y  # trailing on output\n"
+        "  # before the brace\n"
+        "}  # after the brace\n"
+        "\n"
+        "graph h {\n"
+        "  input a: f32[1]  #\n"
+        "  output a\n"
+        "}\n"
+        "# the end, indented\n";
+    char *s = roundtrip(text);
+    ck_assert_str_eq(s, want);
+    free(s);
+    /* '#' inside a string or a quoted name is no comment. */
+    const char *q = "graph g {\n  param w: f32[1] = \"a#b\"\n  `c#d` = tanh(w)\n  output `c#d`\n}\n";
+    s = roundtrip(q);
+    ck_assert_str_eq(s, q);
+    free(s);
+    /* A model made by the builder has none, and attribute lists parsed into
+     * a node add none to its model. */
+    cg_model *m = parse("graph g {\n  input x: f32[2]\n  y = tanh(x)\n  output y\n}\n");
+    ck_assert_int_eq(cg_parse_attr_list("k: 1 # a comment", m->graphs[0]->nodes[0]), CG_OK);
+    ck_assert_int_eq(m->n_comments, 0);
+    cg_model_free(m);
 }
 END_TEST
 
@@ -1546,6 +1605,7 @@ static Suite *parse_suite(void) {
     tcase_add_test(t, test_every_dtype);
     tcase_add_test(t, test_sample_print);
     tcase_add_test(t, test_canonical_form);
+    tcase_add_test(t, test_comments_kept);
     tcase_add_test(t, test_attribute_types);
     tcase_add_test(t, test_float_shortest);
     tcase_add_test(t, test_shapes);
