@@ -308,6 +308,89 @@ static cg_status lstm_step(onnx_imp *im, const char *const *wn, const char *cons
     return emit_tmp2(im, "mul", g[1], t2, NULL, h_out);
 }
 
+/* Y [S, D, B, H] (layout 1: [B, S, D, H]) from hs (step t of direction d
+ * at t * nd + d): each h as [1, 1, B, H], concatenated over D then S. */
+static cg_status emit_y(onnx_imp *im, const char *const *hs, int64_t seq, int nd, int64_t bsz, int64_t h, int layout) {
+    const char *yname = out_name(im, 0);
+    cg_status s = CG_OK;
+    if (!yname) return CG_OK;
+    const char **rows = calloc((size_t)seq, sizeof *rows);
+    if (!rows) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    int64_t d4[4] = {1, 1, bsz, h};
+    for (int64_t t = 0; t < seq && !s; t++) {
+        const char *parts[2];
+        for (int d = 0; d < nd && !s; d++) {
+            parts[d] = NULL;
+            s = onnx_emit_reshape(im, onnx_val_get(im, hs[t * nd + d]), 4, d4, &parts[d]);
+        }
+        if (!s && nd == 2) {
+            const char *o[1] = {NULL};
+            s = onnx_emit(im, "concat", 2, parts, 1, o, "axis: 1");
+            parts[0] = o[0];
+        }
+        rows[t] = parts[0];
+    }
+    const char *o[1] = {layout ? NULL : yname};
+    if (!s) s = onnx_emit(im, "concat", (int)seq, rows, 1, o, "axis: 0");
+    if (!s && layout) {
+        const char *tin[1] = {o[0]};
+        s = emit1(im, "transpose", 1, tin, yname, "perm: [2, 0, 1, 3]");
+    }
+    free(rows);
+    return s;
+}
+
+/* Y_h and Y_c [D, B, H] (layout 1: [B, D, H]) from each direction's last
+ * h and c. */
+static cg_status emit_last(onnx_imp *im, const char *const *last, const char *const *lastc, int lstm, int nd,
+                           int64_t bsz, int64_t h, int layout) {
+    cg_status s = CG_OK;
+    for (int o = 1; o <= (lstm ? 2 : 1) && !s; o++) {
+        const char *name = out_name(im, o), *parts[2];
+        if (!name) continue;
+        int64_t d3[3] = {1, bsz, h};
+        for (int d = 0; d < nd && !s; d++) {
+            parts[d] = NULL;
+            s = onnx_emit_reshape(im, onnx_val_get(im, o == 1 ? last[d] : lastc[d]), 3, d3, &parts[d]);
+        }
+        const char *oo[1] = {layout ? NULL : name};
+        if (!s) s = onnx_emit(im, "concat", nd, parts, 1, oo, "axis: 0");
+        if (!s && layout) {
+            const char *tin[1] = {oo[0]};
+            s = emit1(im, "transpose", 1, tin, name, "perm: [1, 0, 2]");
+        }
+    }
+    return s;
+}
+
+/* With sequence_lens: rows with t >= their length keep their state (*hn,
+ * *cn become where(t < len, new, old)) and get 0 in Y (*yt). */
+static cg_status mask_step(onnx_imp *im, const onnx_val *lens, int64_t t, int64_t bsz, const char *zero, int lstm,
+                           const char *hcur, const char *ccur, const char **hn, const char **cn, const char **yt) {
+    const char *tc, *m, *m2 = NULL;
+    const int64_t t64 = t;
+    const int32_t t32 = (int32_t)t;
+    int64_t d2m[2] = {bsz, 1};
+    cg_status s;
+    if ((s = const_of(im, (cg_dtype)lens->desc.dtype, 0, NULL, lens->desc.dtype == CG_I64 ? (const void *)&t64 : &t32,
+                      &tc)) ||
+        (s = emit_tmp2(im, "less", tc, lens->name, NULL, &m)) ||
+        (s = onnx_emit_reshape(im, onnx_val_get(im, m), 2, d2m, &m2)))
+        return s;
+    const char *w1[3] = {m2, *hn, zero}, *o1[1] = {NULL};
+    if ((s = onnx_emit(im, "where", 3, w1, 1, o1, NULL))) return s;
+    *yt = o1[0];
+    const char *w2[3] = {m2, *hn, hcur ? hcur : zero}, *o2[1] = {NULL};
+    if ((s = onnx_emit(im, "where", 3, w2, 1, o2, NULL))) return s;
+    *hn = o2[0];
+    if (lstm) {
+        const char *w3[3] = {m2, *cn, ccur ? ccur : zero}, *o3[1] = {NULL};
+        if ((s = onnx_emit(im, "where", 3, w3, 1, o3, NULL))) return s;
+        *cn = o3[0];
+    }
+    return CG_OK;
+}
+
 /* RNN (the plain cell), GRU that clgraph's gru does not take
  * (linear_before_reset 0, ONNX's default; or a non-zero initial_h) and
  * LSTM with peepholes or non-zero initial states: unrolled over the
@@ -388,80 +471,17 @@ static cg_status unrolled(onnx_imp *im, const rnn_parts *p) {
             s = lstm ? lstm_step(im, wn, rn, bn, pt ? pn : NULL, xt2, hcur, ccur, &hn, &cn)
                      : unrolled_step(im, gru, lbr, wn, rn, bn, rbn, xt2, hcur, &hn);
             if (s) break;
-            if (lens) { /* rows with t >= length keep their state; Y gets 0 there */
-                const char *tc, *m, *m2 = NULL, *yt;
-                const int64_t t64 = t;
-                const int32_t t32 = (int32_t)t;
-                int64_t d2m[2] = {bsz, 1};
-                if ((s = const_of(im, (cg_dtype)lens->desc.dtype, 0, NULL, lens->desc.dtype == CG_I64 ? (const void *)&t64 : &t32,
-                                  &tc)) ||
-                    (s = emit_tmp2(im, "less", tc, lens->name, NULL, &m)) ||
-                    (s = onnx_emit_reshape(im, onnx_val_get(im, m), 2, d2m, &m2)))
-                    break;
-                const char *w1[3] = {m2, hn, zero}, *o1[1] = {NULL};
-                if ((s = onnx_emit(im, "where", 3, w1, 1, o1, NULL))) break;
-                yt = o1[0];
-                const char *w2[3] = {m2, hn, hcur ? hcur : zero}, *o2[1] = {NULL};
-                if ((s = onnx_emit(im, "where", 3, w2, 1, o2, NULL))) break;
-                hn = o2[0];
-                if (lstm) {
-                    const char *w3[3] = {m2, cn, ccur ? ccur : zero}, *o3[1] = {NULL};
-                    if ((s = onnx_emit(im, "where", 3, w3, 1, o3, NULL))) break;
-                    cn = o3[0];
-                }
-                hs[t * nd + d] = yt;
-            } else {
-                hs[t * nd + d] = hn;
-            }
+            const char *yt = hn;
+            if (lens && (s = mask_step(im, lens, t, bsz, zero, lstm, hcur, ccur, &hn, &cn, &yt))) break;
+            hs[t * nd + d] = yt;
             hcur = hn, ccur = cn;
         }
         last[d] = hcur;
         lastc[d] = ccur;
     }
     free(bias);
-    /* Y [S, D, B, H]: each h as [1, 1, B, H], concatenated over D then S */
-    const char *yname = out_name(im, 0);
-    if (!s && yname) {
-        const char **rows = calloc((size_t)seq, sizeof *rows);
-        if (!rows) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        int64_t d4[4] = {1, 1, bsz, h};
-        for (int64_t t = 0; t < seq && !s; t++) {
-            const char *parts[2];
-            for (int d = 0; d < nd && !s; d++) {
-                parts[d] = NULL;
-                s = onnx_emit_reshape(im, onnx_val_get(im, hs[t * nd + d]), 4, d4, &parts[d]);
-            }
-            if (!s && nd == 2) {
-                const char *o[1] = {NULL};
-                s = onnx_emit(im, "concat", 2, parts, 1, o, "axis: 1");
-                parts[0] = o[0];
-            }
-            rows[t] = parts[0];
-        }
-        const char *o[1] = {layout ? NULL : yname};
-        if (!s) s = onnx_emit(im, "concat", (int)seq, rows, 1, o, "axis: 0");
-        if (!s && layout) {
-            const char *tin[1] = {o[0]};
-            s = emit1(im, "transpose", 1, tin, yname, "perm: [2, 0, 1, 3]");
-        }
-        free(rows);
-    }
-    /* Y_h and Y_c [D, B, H] (layout 1: [B, D, H]) */
-    for (int o = 1; o <= (lstm ? 2 : 1) && !s; o++) {
-        const char *name = out_name(im, o), *parts[2];
-        if (!name) continue;
-        int64_t d3[3] = {1, bsz, h};
-        for (int d = 0; d < nd && !s; d++) {
-            parts[d] = NULL;
-            s = onnx_emit_reshape(im, onnx_val_get(im, o == 1 ? last[d] : lastc[d]), 3, d3, &parts[d]);
-        }
-        const char *oo[1] = {layout ? NULL : name};
-        if (!s) s = onnx_emit(im, "concat", nd, parts, 1, oo, "axis: 0");
-        if (!s && layout) {
-            const char *tin[1] = {oo[0]};
-            s = emit1(im, "transpose", 1, tin, name, "perm: [1, 0, 2]");
-        }
-    }
+    if (!s) s = emit_y(im, hs, seq, nd, bsz, h, layout);
+    if (!s) s = emit_last(im, last, lastc, lstm, nd, bsz, h, layout);
     free(hs);
     return s;
 }
