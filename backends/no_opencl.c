@@ -40,6 +40,12 @@ const cg_backend cg_cl_backend = {
     .unavailable_reason = cg_cl_unavailable_reason,
 };
 
+/* reshape's OpenCL kernel copies through this; no OpenCL kernel runs here. */
+cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off, size_t bytes) {
+    (void)d, (void)src, (void)src_off, (void)dst, (void)dst_off, (void)bytes;
+    return cg_error(CG_ERR_UNSUPPORTED, "%s", NO_OPENCL);
+}
+
 /* The OpenCL services of the plugin host API: only an OpenCL kernel calls
  * them, and none runs in this build; a plugin that calls one anyway gets
  * the reason in its message buffer. */

@@ -11,6 +11,7 @@
 #include "ir.h"
 #include "model_dir.h"
 #include "s2s_internal.h"
+#include "utf8.h"
 #include "weights.h"
 
 /* Vocabulary sizes from the embedding tables, which must be [V, E]. */
@@ -397,16 +398,6 @@ const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id) {
     return id >= 0 && id < v->n ? v->tokens[id] : NULL;
 }
 
-/* Length of the UTF-8 sequence starting at s (1 for invalid bytes, so any
- * input tokenizes). */
-static size_t utf8_len(const unsigned char *s) {
-    if (s[0] < 0x80) return 1;
-    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 1;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80) return 1;
-    return n;
-}
-
 cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int *n) {
     if (!m || !text || !ids || !n) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_tokenize: NULL argument");
     size_t len = strlen(text);
@@ -417,7 +408,9 @@ cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int 
     size_t i = 0;
     while (i < len) {
         if (m->shared->cfg.chars) {
-            size_t l = utf8_len(s + i);
+            /* a malformed byte is a token of its own, so any input tokenizes */
+            size_t l = cg_utf8_seq_len(text + i, len - i);
+            if (!l) l = 1;
             int id = cg_s2s_vocab_find(&m->shared->src, text + i, l);
             out[k++] = id >= 0 ? id : m->shared->cfg.unk_id;
             i += l;

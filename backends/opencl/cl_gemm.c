@@ -50,6 +50,7 @@
 #include "cache.h"
 #include "error.h"
 #include "hash.h"
+#include "measure_log.h"
 #include "read_file.h"
 
 #define CHOICES_FILE "gemm-choices.txt"
@@ -281,60 +282,46 @@ const char *cg_cl_gemm_own_id(void) {
  * and lines measured against other own kernels (their 7th field is not
  * cg_cl_gemm_own_id()) are skipped; a missing file is no error. g_tab_mu
  * held. */
+/* One line "NAME\tDRIVER\tta tb m n k\tchoice\town_us\tclblast_us\town=ID"
+ * of the choices file; lines of other builds (ID) are skipped. */
+static void load_line_locked(char *line, void *ctx) {
+    (void)ctx;
+    char *field[7];
+    int nf = 0;
+    char *p = line;
+    while (nf < 7) {
+        field[nf++] = p;
+        char *t = strchr(p, '\t');
+        if (!t) break;
+        *t = '\0';
+        p = t + 1;
+    }
+    if (nf < 7 || strcmp(field[6], cg_cl_gemm_own_id()) != 0) return;
+    int ta, tb, used = 0;
+    long long m, n, k;
+    if (sscanf(field[2], "%d %d %lld %lld %lld%n", &ta, &tb, &m, &n, &k, &used) != 5 ||
+        field[2][used] != '\0' || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 1 ||
+        n < 1 || k < 1)
+        return;
+    int choice;
+    if (!strcmp(field[3], "own"))
+        choice = CG_GEMM_CHOICE_OWN;
+    else if (!strcmp(field[3], "clblast"))
+        choice = CG_GEMM_CHOICE_CLBLAST;
+    else
+        return;
+    int dk = devkey_id_locked(field[0], field[1]);
+    if (dk < 0) return;
+    tab_set_locked(dk, ta, tb, m, n, k, choice);
+    st_file_entries++;
+}
+
 static void load_file_locked(void) {
     char path[4200];
     g_file_loaded = 1;
     if (!cg_cl_gemm_choices_path(path, sizeof path)[0]) return;
-    /* A FIFO, a device or a file over CG_MAX_CACHE_FILE is ignored, as a
-     * missing one: never waited on, never read without end. */
-    struct stat sb;
-    int fd = cg_open_regular_quiet(path, O_RDONLY, 0, &sb);
-    FILE *f = fd < 0 || (uint64_t)sb.st_size > (uint64_t)CG_MAX_CACHE_FILE ? NULL : fdopen(fd, "r");
-    if (!f) {
-        if (fd >= 0) close(fd);
-        return;
-    }
-    char line[2048];
-    while (fgets(line, sizeof line, f)) {
-        size_t len = strlen(line);
-        if (len && line[len - 1] != '\n' && !feof(f)) {
-            /* Over-long line: skip its rest. */
-            int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n') {
-            }
-            continue;
-        }
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
-        char *field[7];
-        int nf = 0;
-        char *p = line;
-        while (nf < 7) {
-            field[nf++] = p;
-            char *t = strchr(p, '\t');
-            if (!t) break;
-            *t = '\0';
-            p = t + 1;
-        }
-        if (nf < 7 || strcmp(field[6], cg_cl_gemm_own_id()) != 0) continue;
-        int ta, tb, used = 0;
-        long long m, n, k;
-        if (sscanf(field[2], "%d %d %lld %lld %lld%n", &ta, &tb, &m, &n, &k, &used) != 5 ||
-            field[2][used] != '\0' || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 1 ||
-            n < 1 || k < 1)
-            continue;
-        int choice;
-        if (!strcmp(field[3], "own"))
-            choice = CG_GEMM_CHOICE_OWN;
-        else if (!strcmp(field[3], "clblast"))
-            choice = CG_GEMM_CHOICE_CLBLAST;
-        else
-            continue;
-        int dk = devkey_id_locked(field[0], field[1]);
-        if (dk < 0) continue;
-        tab_set_locked(dk, ta, tb, m, n, k, choice);
-        st_file_entries++;
-    }
-    fclose(f);
+    /* lines over 2046 bytes are not ours: skipped */
+    cg_mlog_read(path, 2046, load_line_locked, NULL);
 }
 
 void cg_cl_gemm_test_forget(void) {
@@ -428,12 +415,7 @@ static void append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k,
     pthread_mutex_unlock(&g_tab_mu);
     if (len <= 0 || len >= (int)sizeof line) return;
     if (cg_mkdir_p(cg_cache_dir()) != 0) return;
-    /* Not a FIFO: opening one to write would wait for a reader. */
-    int fd = cg_open_regular_quiet(path, O_WRONLY | O_APPEND | O_CREAT, 0644, NULL);
-    if (fd < 0) return;
-    /* One write with O_APPEND: concurrent processes do not interleave lines. */
-    if (write(fd, line, (size_t)len) == len) st_file_writes++;
-    close(fd);
+    if (cg_mlog_append(path, line, (size_t)len) == 0) st_file_writes++;
 }
 
 int cg_cl_gemm_test_choice(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n,

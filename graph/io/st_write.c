@@ -17,6 +17,7 @@
 #include "error.h"
 #include "strbuf.h"
 #include "tensor.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <stdio.h>

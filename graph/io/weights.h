@@ -34,10 +34,6 @@ cg_status cg_weights_stored_desc(const cg_weights *w, size_t i, cg_tensor_desc *
  * touching its data. CG_ERR_INVALID_ARGUMENT if i is out of range. */
 cg_status cg_weights_desc(const cg_weights *w, size_t i, cg_tensor_desc *desc_out);
 
-/* Offset of the first byte of s that is not valid UTF-8 (overlongs,
- * surrogates and code points past U+10FFFF are not), or len. */
-size_t cg_utf8_check(const unsigned char *s, size_t len);
-
 /* Path the file was opened with, for messages. */
 const char *cg_weights_path(const cg_weights *w);
 

@@ -5,6 +5,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "shape.h"
+#include "utf8.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -49,40 +50,6 @@ int cg_name_valid(const char *s) {
         size_t l = cg_utf8_seq_len(s + i, n - i);
         if (!l) return 0;
         i += l;
-    }
-    return 1;
-}
-
-static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
-
-size_t cg_utf8_seq_len(const char *str, size_t avail) {
-    const unsigned char *s = (const unsigned char *)str;
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    if (c < 0xC2) return 0;
-    if (c < 0xE0) return avail >= 2 && is_cont(s[1]) ? 2 : 0;
-    if (c < 0xF0) {
-        if (avail < 3 || !is_cont(s[1]) || !is_cont(s[2])) return 0;
-        if (c == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
-        if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
-        return 3;
-    }
-    if (c < 0xF5) {
-        if (avail < 4 || !is_cont(s[1]) || !is_cont(s[2]) || !is_cont(s[3])) return 0;
-        if (c == 0xF0 && s[1] < 0x90) return 0;  /* overlong */
-        if (c == 0xF4 && s[1] >= 0x90) return 0; /* beyond U+10FFFF */
-        return 4;
-    }
-    return 0;
-}
-
-static int utf8_valid(const char *s) {
-    size_t n = strlen(s);
-    while (n) {
-        size_t k = cg_utf8_seq_len(s, n);
-        if (!k) return 0;
-        s += k;
-        n -= k;
     }
     return 1;
 }
@@ -588,7 +555,7 @@ static cg_status builder_decl(const char *fn, cg_graph *g, const char *name, int
     if (is_param) {
         if (!weight || !*weight)
             return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: empty weight name for '%s'", fn, name);
-        if (!utf8_valid(weight))
+        if (!cg_utf8_valid(weight))
             return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: weight name of '%s' is not valid UTF-8", fn, name);
     }
     cg_status st = builder_dims(fn, g, name, ndim, dims, d);
@@ -662,7 +629,7 @@ cg_status cg_node_set_string(cg_node *n, const char *key, const char *v) {
     cg_attr a;
     memset(&a, 0, sizeof a);
     if (!v) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_string: value is NULL");
-    if (!utf8_valid(v))
+    if (!cg_utf8_valid(v))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_string: value is not valid UTF-8");
     a.type = CG_ATTR_STRING;
     a.s = (char *)v;

@@ -179,10 +179,6 @@ int cg_name_valid(const char *s);
 /* An identifier: [A-Za-z_][A-Za-z0-9_.]* (op names, attribute keys). */
 int cg_ident_valid(const char *s);
 
-/* Length of the well-formed UTF-8 sequence at s (avail >= 1 bytes readable),
- * or 0 if it is malformed (overlong, surrogate, beyond U+10FFFF, truncated). */
-size_t cg_utf8_seq_len(const char *s, size_t avail);
-
 /* ---- verification (verify.c) ---- */
 
 /* Resolves a node's attributes against its operator's declaration:

@@ -23,6 +23,7 @@
 #include "dtype.h"
 #include "error.h"
 #include "read_file.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -157,6 +157,11 @@ onnx_map_fn cg_onnx_find_op(const char *op_type);
  * cannot express it (more than one symbolic dim moves). */
 cg_status onnx_emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out);
 
+/* onnx_rnn.c: GRU and LSTM (clgraph's gru / lstm, or unrolled), and RNN
+ * (always unrolled). */
+cg_status cg_onnx_map_rnn_layer(onnx_imp *im);
+cg_status cg_onnx_map_rnn(onnx_imp *im);
+
 /* onnx_einsum.c: Einsum of one or two operands. */
 cg_status cg_onnx_map_einsum(onnx_imp *im);
 

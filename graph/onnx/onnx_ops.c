@@ -3,6 +3,7 @@
  * nodes through onnx_emit. What a mapping cannot express fails the node
  * with the reason (onnx_fail, CG_ERR_UNSUPPORTED). */
 #include "onnx_imp.h"
+#include "onnx_ops_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,25 +12,6 @@
 
 #include "error.h"
 #include "shape.h"
-
-/* The ONNX name of output o, or NULL where it is absent. */
-static const char *out_name(onnx_imp *im, int o) {
-    const Onnx__NodeProto *n = im->node;
-    return (size_t)o < n->n_output && n->output[o] && n->output[o][0] ? n->output[o] : NULL;
-}
-
-static cg_status need_in(onnx_imp *im, int i, onnx_val **v) {
-    *v = onnx_in(im, i);
-    if (!*v) return onnx_fail(im, CG_ERR_FORMAT, "input %d is missing", i);
-    if (!(*v)->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", (*v)->name);
-    return CG_OK;
-}
-
-static cg_status emit1(onnx_imp *im, const char *op, int n_in, const char *const *ins, const char *out,
-                       const char *attrs) {
-    const char *outs[1] = {out};
-    return onnx_emit(im, op, n_in, ins, 1, outs, attrs);
-}
 
 /* A list "[a, b, c]" of ints into buf. */
 static const char *ints_text(char *buf, size_t size, int n, const int64_t *v) {
@@ -92,33 +74,6 @@ static cg_status emit_reshape_to(onnx_imp *im, onnx_val *x, int ndim, const int6
 
 cg_status onnx_emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out) {
     return emit_reshape_to(im, x, ndim, dims, out);
-}
-
-static cg_status emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char *out) {
-    return emit_reshape_to(im, x, ndim, dims, &out);
-}
-
-/* Emits `op` (attributes a, or NULL) on one input into a fresh value. */
-static cg_status emit_tmp(onnx_imp *im, const char *op, const char *x, const char *a, const char **out) {
-    const char *in[1] = {x};
-    *out = NULL;
-    return onnx_emit(im, op, 1, in, 1, out, a);
-}
-
-/* Emits `op` on two inputs into a fresh value (*out). */
-static cg_status emit_tmp2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs, const char **out) {
-    const char *in[2] = {a, b};
-    *out = NULL;
-    return onnx_emit(im, op, 2, in, 1, out, attrs);
-}
-
-/* A constant of dtype dt and dims d[0..nd) from `data`, made a param. */
-static cg_status const_of(onnx_imp *im, cg_dtype dt, int nd, const int64_t *d, const void *data, const char **name) {
-    cg_tensor *t;
-    cg_status s = cg_tensor_create(dt, nd, d, &t);
-    if (s) return s;
-    memcpy(cg_tensor_data(t), data, (size_t)cg_tensor_numel(t) * cg_dtype_size(dt));
-    return onnx_const_param(im, t, name);
 }
 
 /* ---- elementwise ---- */
@@ -1317,228 +1272,6 @@ static cg_status map_gather_elements(onnx_imp *im) {
     return emit1(im, "gather_elements", 2, in, out_name(im, 0), a);
 }
 
-/* ---- recurrent layers ---- */
-
-/* Whether attribute `name` (of type `type`: STRING or STRINGS) is absent
- * or has every value one of the two given (repeated per direction). */
-static int strings_are(onnx_imp *im, const char *name, Onnx__AttributeProto__AttributeType type, const char *a,
-                       const char *b) {
-    const Onnx__AttributeProto *at = onnx_attr_typed(im, name, type);
-    if (!at) return 1;
-    if (at->has_s) return at->s.len && ((strlen(a) == at->s.len && !memcmp(at->s.data, a, at->s.len)) ||
-                                        (b && strlen(b) == at->s.len && !memcmp(at->s.data, b, at->s.len)));
-    for (size_t i = 0; i < at->n_strings; i++) {
-        const ProtobufCBinaryData *v = &at->strings[i];
-        const char *want = (i % 3 == 0) ? a : b;
-        if (!want || strlen(want) != v->len || memcmp(v->data, want, v->len)) return 0;
-    }
-    return 1;
-}
-
-/* Rows of an ONNX gate matrix [G H, K] in PyTorch's gate order, as a
- * constant: block g of the result is block from[g] of src (LSTM: ONNX's
- * i, o, f, c to PyTorch's i, f, g, o; GRU: z, r, h to r, z, n). */
-static cg_status torch_gates(onnx_imp *im, const float *src, int ng, const int *from, int64_t h, int64_t k,
-                             const char **name) {
-    int64_t d[2] = {ng * h, k};
-    float *buf = malloc((size_t)(ng * h * k) * sizeof *buf + 1);
-    if (!buf) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    for (int g = 0; g < ng; g++) memcpy(buf + g * h * k, src + from[g] * h * k, (size_t)(h * k) * sizeof *buf);
-    cg_status s = const_of(im, CG_F32, k == 1 ? 1 : 2, d, buf, name);
-    free(buf);
-    return s;
-}
-
-typedef struct rnn_parts rnn_parts;
-static cg_status unrolled(onnx_imp *im, const rnn_parts *p);
-
-/* What both mappings of RNN, GRU and LSTM read: x, the weights W, R and B
- * (known at import, f32, sized for hidden_size; B optional), the
- * direction and layout. Activations must be the defaults, no clip, no
- * input_forget. */
-struct rnn_parts {
-    const char *op;    /* "RNN", "GRU" or "LSTM" */
-    onnx_val *x;
-    const cg_tensor *w, *r, *b;
-    int64_t h, in_sz;
-    int ng, nd, rev, bidir, layout; /* ng gates; nd directions */
-};
-
-static cg_status rnn_read(onnx_imp *im, rnn_parts *p) {
-    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip", "input_forget",
-                                        "linear_before_reset", NULL};
-    const char *op = p->op = im->node->op_type;
-    const int lstm = !strcmp(op, "LSTM"), rnn = !strcmp(op, "RNN");
-    cg_status s;
-    p->b = NULL;
-    if ((s = need_in(im, 0, &p->x)) || (s = onnx_check_attrs(im, known)) ||
-        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (W)", &p->w)) ||
-        (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &p->r)) ||
-        (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &p->b))))
-        return s;
-    if (!strings_are(im, "activations", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, rnn ? "Tanh" : "Sigmoid", "Tanh") || onnx_attr(im, "clip") ||
-        onnx_attr_int(im, "input_forget", 0))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
-    p->rev = strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "reverse", NULL) && onnx_attr(im, "direction");
-    p->bidir = !p->rev && !strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "forward", NULL);
-    if (p->bidir && !strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "bidirectional", NULL))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward, reverse or bidirectional", op);
-    p->ng = lstm ? 4 : rnn ? 1 : 3;
-    p->nd = p->bidir ? 2 : 1;
-    p->layout = (int)onnx_attr_int(im, "layout", 0);
-    p->h = onnx_attr_int(im, "hidden_size", 0);
-    const cg_tensor *w = p->w, *r = p->r, *b = p->b;
-    const onnx_val *x = p->x;
-    if (x->desc.ndim != 3 || cg_tensor_dtype(w) != CG_F32 || cg_tensor_dtype(r) != CG_F32 ||
-        (b && cg_tensor_dtype(b) != CG_F32))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of other than f32 [S, B, I] data and weights", op);
-    const int64_t h = p->h, n = p->nd * p->ng, in_sz = p->in_sz = x->desc.dims[2];
-    if (h < 1 || in_sz < 0 || cg_tensor_numel(w) != n * h * in_sz || cg_tensor_numel(r) != n * h * h ||
-        (b && cg_tensor_numel(b) != 2 * n * h))
-        return onnx_fail(im, CG_ERR_FORMAT, "W, R or B does not match hidden_size %lld and the input", (long long)h);
-    return CG_OK;
-}
-
-/* Whether a value is known at import to be all zeros: absent, an Expand
- * of zeros (v->zeros), or an f32 constant of zeros. */
-static int known_zero(const onnx_val *v) {
-    if (!v || v->zeros) return 1;
-    if (!v->konst || cg_tensor_dtype(v->konst) != CG_F32) return 0;
-    for (int64_t k = 0; k < cg_tensor_numel(v->konst); k++)
-        if (((const float *)cg_tensor_data_const(v->konst))[k] != 0) return 0;
-    return 1;
-}
-
-/* One forward step from given states (a decoder step: S = 1, initial_h
- * and for LSTM initial_c, which may be zeros): clgraph's gru_cell /
- * lstm_cell with the weights in PyTorch's gate order, x and the states
- * reshaped to [B, I] and [B, H], the outputs reshaped back. */
-static cg_status cell_step(onnx_imp *im, const rnn_parts *p, const int *from) {
-    const int lstm = p->ng == 4;
-    const int64_t h = p->h, in_sz = p->in_sz, bsz = p->x->desc.dims[p->layout ? 0 : 1];
-    float *zero = calloc((size_t)(p->ng * h), sizeof *zero);
-    if (!zero) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    const float *wf = cg_tensor_data_const(p->w), *rf = cg_tensor_data_const(p->r);
-    const float *bf = p->b ? cg_tensor_data_const(p->b) : NULL;
-    const char *ins[7] = {NULL};
-    int64_t dx[2] = {bsz, in_sz}, dh[2] = {bsz, h};
-    cg_status s = emit_reshape_to(im, p->x, 2, dx, &ins[0]);
-    if (!s) s = emit_reshape_to(im, onnx_in(im, 5), 2, dh, &ins[1]);
-    int k = 2;
-    if (!s && lstm) {
-        if (!known_zero(onnx_in(im, 6))) s = emit_reshape_to(im, onnx_in(im, 6), 2, dh, &ins[k]);
-        else { /* c0 zeros: h's dims lend theirs */
-            float z = 0;
-            const char *zc;
-            if (!(s = const_of(im, CG_F32, 0, NULL, &z, &zc))) s = emit_tmp2(im, "expand", zc, ins[1], "shape: []", &ins[k]);
-        }
-        k++;
-    }
-    if (!s) s = torch_gates(im, wf, p->ng, from, h, in_sz, &ins[k]);
-    if (!s) s = torch_gates(im, rf, p->ng, from, h, h, &ins[k + 1]);
-    if (!s) s = torch_gates(im, bf ? bf : zero, p->ng, from, h, 1, &ins[k + 2]);
-    if (!s) s = torch_gates(im, bf ? bf + p->ng * h : zero, p->ng, from, h, 1, &ins[k + 3]);
-    free(zero);
-    const char *outs[2] = {NULL, NULL};
-    if (s || (s = onnx_emit(im, lstm ? "lstm_cell" : "gru_cell", k + 4, ins, lstm ? 2 : 1, outs, NULL))) return s;
-    /* Y: [1, 1, B, H] (layout 0) or [B, 1, 1, H]; Y_h, Y_c: [1, B, H] or [B, 1, H] */
-    for (int o = 0; o < (lstm ? 3 : 2) && !s; o++) {
-        if (!out_name(im, o)) continue;
-        int64_t y0[4] = {1, 1, bsz, h}, y1[4] = {bsz, 1, 1, h}, s0[3] = {1, bsz, h}, s1[3] = {bsz, 1, h};
-        const int64_t *d = o ? (p->layout ? s1 : s0) : (p->layout ? y1 : y0);
-        s = emit_reshape(im, onnx_val_get(im, outs[o == 2]), o ? 3 : 4, d, out_name(im, o));
-    }
-    return s;
-}
-
-/* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
- * first) with the weights reordered at import (they must be known), for
- * forward and bidirectional layers with ONNX's default activations, no
- * clip, no peepholes and zero initial states; a GRU only with
- * linear_before_reset 1 (PyTorch's cell, which its exports declare).
- * sequence_lens becomes the lengths (else every row is S long: B and S
- * must then be concrete). */
-static cg_status map_rnn_layer(onnx_imp *im) {
-    static const int lstm_from[4] = {0, 2, 3, 1}, gru_from[3] = {1, 0, 2};
-    const int lstm = !strcmp(im->node->op_type, "LSTM");
-    const int *from = lstm ? lstm_from : gru_from;
-    rnn_parts p;
-    cg_status s = rnn_read(im, &p);
-    if (s) return s;
-    const char *op = p.op;
-    if (p.rev) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward or bidirectional", op);
-    if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1) return unrolled(im, &p);
-    /* one step from a given h (a decoder step): the cell op */
-    if (p.nd == 1 && p.x->desc.dims[p.layout ? 1 : 0] == 1 && !onnx_in(im, 4) && !known_zero(onnx_in(im, 5)) &&
-        (!lstm || known_zero(onnx_in(im, 7))))
-        return cell_step(im, &p, from);
-    /* clgraph's gru and lstm start from zero states and have no peepholes:
-     * anything not known to be zeros is unrolled */
-    for (int i = 5; i < (lstm ? 8 : 6); i++)
-        if (!known_zero(onnx_in(im, i))) return unrolled(im, &p);
-    onnx_val *x = p.x;
-    const cg_tensor *w = p.w, *r = p.r, *b = p.b;
-    const int64_t h = p.h, layout = p.layout, in_sz = p.in_sz;
-    const int ng = p.ng, nd = p.nd, bidir = p.bidir;
-    /* x as [B, S, I] */
-    const char *xb = x->name, *lens = NULL;
-    if (layout == 0 && (s = emit_tmp(im, "transpose", xb, "perm: [1, 0, 2]", &xb))) return s;
-    const int64_t bsz = x->desc.dims[layout ? 0 : 1], seq = x->desc.dims[layout ? 1 : 0];
-    onnx_val *sl = onnx_in(im, 4);
-    if (sl) {
-        if ((s = emit_tmp(im, "cast", sl->name, "to: \"i32\"", &lens))) return s;
-    } else {
-        if (bsz < 0 || seq < 0 || seq > INT32_MAX)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s without sequence_lens over a symbolic batch or length", op);
-        int32_t *l = malloc((size_t)(bsz ? bsz : 1) * sizeof *l);
-        if (!l) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        for (int64_t i = 0; i < bsz; i++) l[i] = (int32_t)seq;
-        s = const_of(im, CG_I32, 1, &bsz, l, &lens);
-        free(l);
-        if (s) return s;
-    }
-    const char *ins[2 + 8];
-    ins[0] = xb, ins[1] = lens;
-    float *zero = calloc((size_t)(ng * h), sizeof *zero);
-    if (!zero) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    const float *wf = cg_tensor_data_const(w), *rf = cg_tensor_data_const(r), *bf = b ? cg_tensor_data_const(b) : NULL;
-    for (int d = 0; d < nd && !s; d++) {
-        const char **q = ins + 2 + 4 * d;
-        if (!(s = torch_gates(im, wf + d * ng * h * in_sz, ng, from, h, in_sz, &q[0])) &&
-            !(s = torch_gates(im, rf + d * ng * h * h, ng, from, h, h, &q[1])) &&
-            !(s = torch_gates(im, bf ? bf + d * 2 * ng * h : zero, ng, from, h, 1, &q[2])))
-            s = torch_gates(im, bf ? bf + d * 2 * ng * h + ng * h : zero, ng, from, h, 1, &q[3]);
-    }
-    free(zero);
-    if (s) return s;
-    char a[120];
-    snprintf(a, sizeof a, "hidden: %lld, layers: 1, bidirectional: %d", (long long)h, bidir);
-    const char *outs[3] = {NULL, NULL, NULL};
-    if ((s = onnx_emit(im, lstm ? "lstm" : "gru", 2 + 4 * nd, ins, lstm ? 3 : 2, outs, a))) return s;
-    /* Y: [B, S, D*H] -> [B, S, D, H] (layout 1) -> [S, D, B, H] (layout 0) */
-    if (out_name(im, 0)) {
-        int64_t d4[4] = {bsz, seq, nd, h};
-        const char *y = layout ? out_name(im, 0) : NULL;
-        if ((s = emit_reshape_to(im, onnx_val_get(im, outs[0]), 4, d4, &y))) return s;
-        if (!layout) {
-            const char *tin[1] = {y};
-            if ((s = emit1(im, "transpose", 1, tin, out_name(im, 0), "perm: [1, 2, 0, 3]"))) return s;
-        }
-    }
-    /* Y_h, Y_c: [D, B, H] (layout 0) or [B, D, H] (layout 1) */
-    for (int k = 1; k <= (lstm ? 2 : 1); k++) {
-        if (!out_name(im, k)) continue;
-        const char *tin[1] = {outs[k]};
-        if (layout) s = emit1(im, "transpose", 1, tin, out_name(im, k), "perm: [1, 0, 2]");
-        else {
-            int64_t d3[3] = {nd, bsz, h};
-            s = emit_reshape(im, onnx_val_get(im, outs[k]), 3, d3, out_name(im, k));
-        }
-        if (s) return s;
-    }
-    return CG_OK;
-}
-
 /* ScatterElements (and the older Scatter): scatter_elements with int64
  * indices and the reduction attribute (opset 16: none, add, mul). */
 static cg_status map_scatter_elements(onnx_imp *im) {
@@ -1563,247 +1296,6 @@ static cg_status map_scatter_elements(onnx_imp *im) {
     snprintf(a, sizeof a, "axis: %lld, reduction: \"%s\"", (long long)onnx_attr_int(im, "axis", 0), red);
     const char *in[3] = {x->name, idx, up->name};
     return emit1(im, "scatter_elements", 3, in, out_name(im, 0), a);
-}
-
-/* One unrolled step of direction d (gate constants wn/rn/bn, ng of them):
- * the new h from x_t [B, I] and h (NULL: zeros, so every R h term is
- * dropped). RNN: tanh(W x + b + R h). GRU (gates z, r, n; bn holds Wb +
- * Rb): z = sigmoid(Wz x + bz + Rz h), r likewise, n = tanh(Wn x + bn +
- * Rn (r h)) (linear_before_reset 0) or tanh(Wn x + Wbn + r (Rn h + Rbn))
- * (1: then rbn holds Rbn and bn only Wbn), h' = n + z (h - n). */
-static cg_status unrolled_step(onnx_imp *im, int gru, int lbr, const char *const *wn, const char *const *rn,
-                               const char *const *bn, const char *rbn, const char *xt, const char *hp,
-                               const char **out) {
-    cg_status s;
-    const char *g[3], *t1, *t2;
-    for (int k = 0; k < (gru ? 3 : 1); k++) {
-        const char *lin[3] = {xt, wn[k], bn[k]}, *lo[1] = {NULL};
-        if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) return s;
-        g[k] = lo[0];
-        if (hp && (k < 2 || !gru)) {
-            if ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k])))
-                return s;
-        }
-        if (gru && k < 2 && (s = emit_tmp(im, "sigmoid", g[k], NULL, &g[k]))) return s;
-    }
-    if (!gru) return emit_tmp(im, "tanh", g[0], NULL, out);
-    if (hp) { /* the n gate's h term */
-        if (lbr) {
-            const char *lin[3] = {hp, rn[2], rbn}, *lo[1] = {NULL};
-            if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL)) || (s = emit_tmp2(im, "mul", g[1], lo[0], NULL, &t1)))
-                return s;
-        } else if ((s = emit_tmp2(im, "mul", g[1], hp, NULL, &t2)) || (s = emit_tmp2(im, "linear", t2, rn[2], NULL, &t1))) {
-            return s;
-        }
-        if ((s = emit_tmp2(im, "add", g[2], t1, NULL, &g[2]))) return s;
-    } else if (lbr) { /* r (R 0 + Rbn) = r Rbn */
-        if ((s = emit_tmp2(im, "mul", g[1], rbn, NULL, &t1)) || (s = emit_tmp2(im, "add", g[2], t1, NULL, &g[2]))) return s;
-    }
-    const char *n;
-    if ((s = emit_tmp(im, "tanh", g[2], NULL, &n))) return s;
-    if (hp) { /* n + z (h - n) */
-        if ((s = emit_tmp2(im, "sub", hp, n, NULL, &t1)) || (s = emit_tmp2(im, "mul", g[0], t1, NULL, &t2))) return s;
-        return emit_tmp2(im, "add", n, t2, NULL, out);
-    }
-    if ((s = emit_tmp2(im, "mul", g[0], n, NULL, &t1))) return s; /* n - z n */
-    return emit_tmp2(im, "sub", n, t1, NULL, out);
-}
-
-/* One unrolled LSTM step (ONNX's gate order i, o, f, c in wn/rn/bn; pn:
- * the peepholes i, o, f or NULL): from x_t, h and c (NULL: zeros, their
- * terms dropped), C = f c + i tanh(a_c), H = o tanh(C), with i, f seeing c
- * and o seeing C through the peepholes. */
-static cg_status lstm_step(onnx_imp *im, const char *const *wn, const char *const *rn, const char *const *bn,
-                           const char *const *pn, const char *xt, const char *hp, const char *cp, const char **h_out,
-                           const char **c_out) {
-    cg_status s;
-    const char *g[4], *t1, *t2;
-    for (int k = 0; k < 4; k++) {
-        const char *lin[3] = {xt, wn[k], bn[k]}, *lo[1] = {NULL};
-        if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) return s;
-        g[k] = lo[0];
-        if (hp && ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
-            return s;
-    }
-    static const int peep[2] = {0, 2}; /* i and f see the old c: P's rows 0 and 2 */
-    for (int j = 0; j < 2; j++) {
-        const int k = peep[j];
-        if (pn && cp && ((s = emit_tmp2(im, "mul", pn[k], cp, NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
-            return s;
-        if ((s = emit_tmp(im, "sigmoid", g[k], NULL, &g[k]))) return s;
-    }
-    if ((s = emit_tmp(im, "tanh", g[3], NULL, &g[3])) || (s = emit_tmp2(im, "mul", g[0], g[3], NULL, c_out))) return s;
-    if (cp && ((s = emit_tmp2(im, "mul", g[2], cp, NULL, &t1)) || (s = emit_tmp2(im, "add", t1, *c_out, NULL, c_out))))
-        return s;
-    if (pn && ((s = emit_tmp2(im, "mul", pn[1], *c_out, NULL, &t1)) || (s = emit_tmp2(im, "add", g[1], t1, NULL, &g[1]))))
-        return s;
-    if ((s = emit_tmp(im, "sigmoid", g[1], NULL, &g[1])) || (s = emit_tmp(im, "tanh", *c_out, NULL, &t2))) return s;
-    return emit_tmp2(im, "mul", g[1], t2, NULL, h_out);
-}
-
-/* RNN (the plain cell), GRU that clgraph's gru does not take
- * (linear_before_reset 0, ONNX's default; or a non-zero initial_h) and
- * LSTM with peepholes or non-zero initial states: unrolled over the
- * concrete sequence length, per step and direction a slice and the cell
- * (unrolled_step, lstm_step); weights known at import, default
- * activations, no clip; initial states may be run-time values;
- * sequence_lens (forward only) masks each step: rows past their length
- * keep their state and give zeros in Y. */
-static cg_status unrolled(onnx_imp *im, const rnn_parts *p) {
-    const char *op = p->op;
-    const int gru = !strcmp(op, "GRU"), lstm = !strcmp(op, "LSTM");
-    onnx_val *x = p->x, *h0 = onnx_in(im, 5), *c0 = lstm ? onnx_in(im, 6) : NULL, *lens = onnx_in(im, 4);
-    const cg_tensor *pt = NULL, *w = p->w, *r = p->r, *b = p->b;
-    const int ng = p->ng, nd = p->nd, rev = p->rev, bidir = p->bidir, layout = p->layout;
-    const int64_t h = p->h, in_sz = p->in_sz;
-    cg_status s = CG_OK;
-    const int lbr = gru && onnx_attr_int(im, "linear_before_reset", 0) != 0;
-    if (lstm && onnx_in(im, 7) && (s = onnx_need_const(im, onnx_in(im, 7), "input 7 (P)", &pt))) return s;
-    if (pt && (cg_tensor_dtype(pt) != CG_F32 || cg_tensor_numel(pt) != nd * 3 * h))
-        return onnx_fail(im, CG_ERR_FORMAT, "P does not match hidden_size %lld", (long long)h);
-    if (lens && (rev || bidir)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s unrolled with sequence_lens, not forward", op);
-    if (lens && lens->desc.dtype != CG_I32 && lens->desc.dtype != CG_I64)
-        return onnx_fail(im, CG_ERR_FORMAT, "sequence_lens must be int32");
-    const int64_t seq = x->desc.dims[layout ? 1 : 0], bsz = x->desc.dims[layout ? 0 : 1];
-    if (seq < 1 || seq > 4096)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s over a symbolic or empty sequence (unrolled: concrete S)", op);
-    const char *xs = x->name, *zero = NULL;
-    if (layout && (s = emit_tmp(im, "transpose", xs, "perm: [1, 0, 2]", &xs))) return s;
-    const float fz = 0;
-    if (lens && (s = const_of(im, CG_F32, 0, NULL, &fz, &zero))) return s;
-    const char **hs = calloc((size_t)(seq * nd), sizeof *hs);
-    float *bias = calloc((size_t)(2 * h), sizeof *bias);
-    if (!hs || !bias) {
-        free(hs);
-        free(bias);
-        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    }
-    const char *last[2] = {NULL, NULL}, *lastc[2] = {NULL, NULL};
-    char a[160];
-    int64_t wd[2] = {h, in_sz}, rd[2] = {h, h};
-    const float *wf = cg_tensor_data_const(w), *rf = cg_tensor_data_const(r), *bf = b ? cg_tensor_data_const(b) : NULL;
-    for (int d = 0; d < nd && !s; d++) {
-        const char *wn[4], *rn[4], *bn[4], *pn[3], *rbn = NULL, *hcur = NULL, *ccur = NULL;
-        for (int k = 0; pt && k < 3 && !s; k++)
-            s = const_of(im, CG_F32, 1, &h, (const float *)cg_tensor_data_const(pt) + (d * 3 + k) * h, &pn[k]);
-        for (int k = 0; k < ng && !s; k++) {
-            /* the bias of gate k: Wb + Rb, but for a GRU's n gate with
-             * linear_before_reset only Wb (Rbn goes inside r ( )) */
-            const int split = lbr && k == 2;
-            for (int64_t j = 0; j < h; j++) {
-                const float wb = bf ? bf[d * 2 * ng * h + k * h + j] : 0, rb = bf ? bf[d * 2 * ng * h + ng * h + k * h + j] : 0;
-                bias[j] = split ? wb : wb + rb;
-                bias[h + j] = rb;
-            }
-            s = const_of(im, CG_F32, 2, wd, wf + (d * ng + k) * h * in_sz, &wn[k]);
-            if (!s) s = const_of(im, CG_F32, 2, rd, rf + (d * ng + k) * h * h, &rn[k]);
-            if (!s) s = const_of(im, CG_F32, 1, &h, bias, &bn[k]);
-            if (!s && split) s = const_of(im, CG_F32, 1, &h, bias + h, &rbn);
-        }
-        onnx_val *init[2] = {h0, c0};
-        const char **state[2] = {&hcur, &ccur};
-        for (int k = 0; k < 2 && !s; k++) { /* initial_h / initial_c [D, B, H]: direction d as [B, H] */
-            if (!init[k]) continue;
-            const char *t0;
-            snprintf(a, sizeof a, "axis: 0, start: %d, end: %d", d, d + 1);
-            int64_t d2[2] = {bsz, h};
-            if (!(s = emit_tmp(im, "slice", init[k]->name, a, &t0)))
-                s = emit_reshape_to(im, onnx_val_get(im, t0), 2, d2, state[k]);
-        }
-        for (int64_t i = 0; i < seq && !s; i++) {
-            const int64_t t = (rev || d == 1) ? seq - 1 - i : i;
-            const char *xt, *xt2 = NULL;
-            int64_t d2[2] = {bsz, in_sz};
-            snprintf(a, sizeof a, "axis: 0, start: %lld, end: %lld", (long long)t, (long long)t + 1);
-            if ((s = emit_tmp(im, "slice", xs, a, &xt)) || (s = emit_reshape_to(im, onnx_val_get(im, xt), 2, d2, &xt2)))
-                break;
-            const char *hn = NULL, *cn = NULL;
-            s = lstm ? lstm_step(im, wn, rn, bn, pt ? pn : NULL, xt2, hcur, ccur, &hn, &cn)
-                     : unrolled_step(im, gru, lbr, wn, rn, bn, rbn, xt2, hcur, &hn);
-            if (s) break;
-            if (lens) { /* rows with t >= length keep their state; Y gets 0 there */
-                const char *tc, *m, *m2 = NULL, *yt;
-                const int64_t t64 = t;
-                const int32_t t32 = (int32_t)t;
-                int64_t d2m[2] = {bsz, 1};
-                if ((s = const_of(im, (cg_dtype)lens->desc.dtype, 0, NULL, lens->desc.dtype == CG_I64 ? (const void *)&t64 : &t32,
-                                  &tc)) ||
-                    (s = emit_tmp2(im, "less", tc, lens->name, NULL, &m)) ||
-                    (s = emit_reshape_to(im, onnx_val_get(im, m), 2, d2m, &m2)))
-                    break;
-                const char *w1[3] = {m2, hn, zero}, *o1[1] = {NULL};
-                if ((s = onnx_emit(im, "where", 3, w1, 1, o1, NULL))) break;
-                yt = o1[0];
-                const char *w2[3] = {m2, hn, hcur ? hcur : zero}, *o2[1] = {NULL};
-                if ((s = onnx_emit(im, "where", 3, w2, 1, o2, NULL))) break;
-                hn = o2[0];
-                if (lstm) {
-                    const char *w3[3] = {m2, cn, ccur ? ccur : zero}, *o3[1] = {NULL};
-                    if ((s = onnx_emit(im, "where", 3, w3, 1, o3, NULL))) break;
-                    cn = o3[0];
-                }
-                hs[t * nd + d] = yt;
-            } else {
-                hs[t * nd + d] = hn;
-            }
-            hcur = hn, ccur = cn;
-        }
-        last[d] = hcur;
-        lastc[d] = ccur;
-    }
-    free(bias);
-    /* Y [S, D, B, H]: each h as [1, 1, B, H], concatenated over D then S */
-    const char *yname = out_name(im, 0);
-    if (!s && yname) {
-        const char **rows = calloc((size_t)seq, sizeof *rows);
-        if (!rows) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        int64_t d4[4] = {1, 1, bsz, h};
-        for (int64_t t = 0; t < seq && !s; t++) {
-            const char *parts[2];
-            for (int d = 0; d < nd && !s; d++) {
-                parts[d] = NULL;
-                s = emit_reshape_to(im, onnx_val_get(im, hs[t * nd + d]), 4, d4, &parts[d]);
-            }
-            if (!s && nd == 2) {
-                const char *o[1] = {NULL};
-                s = onnx_emit(im, "concat", 2, parts, 1, o, "axis: 1");
-                parts[0] = o[0];
-            }
-            rows[t] = parts[0];
-        }
-        const char *o[1] = {layout ? NULL : yname};
-        if (!s) s = onnx_emit(im, "concat", (int)seq, rows, 1, o, "axis: 0");
-        if (!s && layout) {
-            const char *tin[1] = {o[0]};
-            s = emit1(im, "transpose", 1, tin, yname, "perm: [2, 0, 1, 3]");
-        }
-        free(rows);
-    }
-    /* Y_h and Y_c [D, B, H] (layout 1: [B, D, H]) */
-    for (int o = 1; o <= (lstm ? 2 : 1) && !s; o++) {
-        const char *name = out_name(im, o), *parts[2];
-        if (!name) continue;
-        int64_t d3[3] = {1, bsz, h};
-        for (int d = 0; d < nd && !s; d++) {
-            parts[d] = NULL;
-            s = emit_reshape_to(im, onnx_val_get(im, o == 1 ? last[d] : lastc[d]), 3, d3, &parts[d]);
-        }
-        const char *oo[1] = {layout ? NULL : name};
-        if (!s) s = onnx_emit(im, "concat", nd, parts, 1, oo, "axis: 0");
-        if (!s && layout) {
-            const char *tin[1] = {oo[0]};
-            s = emit1(im, "transpose", 1, tin, name, "perm: [1, 0, 2]");
-        }
-    }
-    free(hs);
-    return s;
-}
-
-/* RNN: always unrolled (clgraph has no plain-cell op). */
-static cg_status map_rnn(onnx_imp *im) {
-    rnn_parts p;
-    cg_status s = rnn_read(im, &p);
-    return s ? s : unrolled(im, &p);
 }
 
 /* Trilu: its diagonal k (an optional input) must be known at import. */
@@ -1901,120 +1393,125 @@ static cg_status map_fold_only(onnx_imp *im) {
                      "inputs known, and for Shape and Size concrete dims)", im->node->op_type);
 }
 
+/* OP_ANY_DTYPE: the clgraph mapping moves data of any dtype; every other
+ * op computes in f32 (or integers), so its f16 and bf16 inputs are widened
+ * (cg_onnx_map). */
+enum { OP_ANY_DTYPE = 1 };
+
 static const struct {
     const char *name;
     onnx_map_fn fn;
+    unsigned flags;
 } table[] = {
-    {"Abs", map_unary},
-    {"And", map_bool_op},
-    {"Add", map_binary},
-    {"ArgMax", map_argmax},
-    {"ArgMin", map_argmax},
-    {"Cast", map_cast},
-    {"Ceil", map_unary},
-    {"Clip", map_clip},
-    {"Concat", map_concat},
-    {"Constant", map_fold_only},
-    {"ConstantOfShape", cg_onnx_map_constant_of_shape},
-    {"Cos", map_unary},
-    {"CumSum", map_cumsum},
-    {"DequantizeLinear", cg_onnx_map_dequantize},
-    {"Div", map_binary},
-    {"Dropout", map_identity},
-    {"DynamicQuantizeLinear", cg_onnx_map_dynamic_quantize},
-    {"Elu", map_activation},
-    {"Equal", map_bool_op},
-    {"Einsum", cg_onnx_map_einsum},
-    {"Erf", map_unary},
-    {"Exp", map_unary},
-    {"Expand", map_expand},
-    {"Flatten", map_flatten},
-    {"Floor", map_unary},
-    {"Gather", map_gather},
-    {"GatherElements", map_gather_elements},
-    {"Gemm", map_gemm},
-    {"GRU", map_rnn_layer},
-    {"Greater", map_bool_op},
-    {"GreaterOrEqual", map_bool_op},
-    {"HardSigmoid", map_activation},
-    {"Identity", map_identity},
-    {"LayerNormalization", map_layer_norm},
-    {"LeakyRelu", map_activation},
-    {"Less", map_bool_op},
-    {"LessOrEqual", map_bool_op},
-    {"LSTM", map_rnn_layer},
-    {"Log", map_unary},
-    {"LogSoftmax", map_softmax},
-    {"MatMul", map_matmul},
-    {"MatMulInteger", cg_onnx_map_matmul_integer},
-    {"Max", map_binary},
-    {"Mean", map_binary},
-    {"Min", map_binary},
-    {"Mod", map_fold_only},
-    {"Mul", map_binary},
-    {"Neg", map_unary},
-    {"Not", map_bool_op},
-    {"OneHot", map_onehot},
-    {"Or", map_bool_op},
-    {"Pow", map_pow},
-    {"QuantizeLinear", cg_onnx_map_quantize},
-    {"Range", cg_onnx_map_range},
-    {"Reciprocal", map_unary},
-    {"ReduceL1", map_reduce},
-    {"ReduceL2", map_reduce},
-    {"ReduceLogSum", map_reduce},
-    {"ReduceLogSumExp", map_reduce},
-    {"ReduceMax", map_reduce},
-    {"ReduceMean", map_reduce},
-    {"ReduceMin", map_reduce},
-    {"ReduceProd", map_reduce},
-    {"ReduceSum", map_reduce},
-    {"ReduceSumSquare", map_reduce},
-    {"Relu", map_unary},
-    {"Reshape", map_reshape},
-    {"RNN", map_rnn},
-    {"Round", map_unary},
-    {"ScatterElements", map_scatter_elements},
-    {"Shape", map_fold_only},
-    {"Sigmoid", map_unary},
-    {"Sign", map_unary},
-    {"Sin", map_unary},
-    {"Size", map_fold_only},
-    {"Slice", map_slice},
-    {"Softmax", map_softmax},
-    {"Softplus", map_unary},
-    {"Softsign", map_unary},
-    {"Split", map_split},
-    {"Sqrt", map_unary},
-    {"Squeeze", map_squeeze},
-    {"Sub", map_binary},
-    {"Sum", map_binary},
-    {"Tanh", map_unary},
-    {"Tile", map_tile},
-    {"TopK", map_topk},
-    {"Transpose", map_transpose},
-    {"Trilu", map_trilu},
-    {"Unsqueeze", map_squeeze},
-    {"Where", map_bool_op},
-    {"Xor", map_bool_op},
+    {"Abs", map_unary, 0},
+    {"And", map_bool_op, OP_ANY_DTYPE},
+    {"Add", map_binary, 0},
+    {"ArgMax", map_argmax, 0},
+    {"ArgMin", map_argmax, 0},
+    {"Cast", map_cast, OP_ANY_DTYPE},
+    {"Ceil", map_unary, 0},
+    {"Clip", map_clip, 0},
+    {"Concat", map_concat, OP_ANY_DTYPE},
+    {"Constant", map_fold_only, OP_ANY_DTYPE},
+    {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
+    {"Cos", map_unary, 0},
+    {"CumSum", map_cumsum, 0},
+    {"DequantizeLinear", cg_onnx_map_dequantize, 0},
+    {"Div", map_binary, 0},
+    {"Dropout", map_identity, OP_ANY_DTYPE},
+    {"DynamicQuantizeLinear", cg_onnx_map_dynamic_quantize, 0},
+    {"Elu", map_activation, 0},
+    {"Equal", map_bool_op, 0},
+    {"Einsum", cg_onnx_map_einsum, 0},
+    {"Erf", map_unary, 0},
+    {"Exp", map_unary, 0},
+    {"Expand", map_expand, OP_ANY_DTYPE},
+    {"Flatten", map_flatten, OP_ANY_DTYPE},
+    {"Floor", map_unary, 0},
+    {"Gather", map_gather, OP_ANY_DTYPE},
+    {"GatherElements", map_gather_elements, OP_ANY_DTYPE},
+    {"Gemm", map_gemm, 0},
+    {"GRU", cg_onnx_map_rnn_layer, 0},
+    {"Greater", map_bool_op, 0},
+    {"GreaterOrEqual", map_bool_op, 0},
+    {"HardSigmoid", map_activation, 0},
+    {"Identity", map_identity, OP_ANY_DTYPE},
+    {"LayerNormalization", map_layer_norm, 0},
+    {"LeakyRelu", map_activation, 0},
+    {"Less", map_bool_op, 0},
+    {"LessOrEqual", map_bool_op, 0},
+    {"LSTM", cg_onnx_map_rnn_layer, 0},
+    {"Log", map_unary, 0},
+    {"LogSoftmax", map_softmax, 0},
+    {"MatMul", map_matmul, 0},
+    {"MatMulInteger", cg_onnx_map_matmul_integer, 0},
+    {"Max", map_binary, 0},
+    {"Mean", map_binary, 0},
+    {"Min", map_binary, 0},
+    {"Mod", map_fold_only, 0},
+    {"Mul", map_binary, 0},
+    {"Neg", map_unary, 0},
+    {"Not", map_bool_op, OP_ANY_DTYPE},
+    {"OneHot", map_onehot, OP_ANY_DTYPE},
+    {"Or", map_bool_op, OP_ANY_DTYPE},
+    {"Pow", map_pow, 0},
+    {"QuantizeLinear", cg_onnx_map_quantize, 0},
+    {"Range", cg_onnx_map_range, OP_ANY_DTYPE},
+    {"Reciprocal", map_unary, 0},
+    {"ReduceL1", map_reduce, 0},
+    {"ReduceL2", map_reduce, 0},
+    {"ReduceLogSum", map_reduce, 0},
+    {"ReduceLogSumExp", map_reduce, 0},
+    {"ReduceMax", map_reduce, 0},
+    {"ReduceMean", map_reduce, 0},
+    {"ReduceMin", map_reduce, 0},
+    {"ReduceProd", map_reduce, 0},
+    {"ReduceSum", map_reduce, 0},
+    {"ReduceSumSquare", map_reduce, 0},
+    {"Relu", map_unary, 0},
+    {"Reshape", map_reshape, OP_ANY_DTYPE},
+    {"RNN", cg_onnx_map_rnn, 0},
+    {"Round", map_unary, 0},
+    {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
+    {"Shape", map_fold_only, OP_ANY_DTYPE},
+    {"Sigmoid", map_unary, 0},
+    {"Sign", map_unary, 0},
+    {"Sin", map_unary, 0},
+    {"Size", map_fold_only, OP_ANY_DTYPE},
+    {"Slice", map_slice, OP_ANY_DTYPE},
+    {"Softmax", map_softmax, 0},
+    {"Softplus", map_unary, 0},
+    {"Softsign", map_unary, 0},
+    {"Split", map_split, OP_ANY_DTYPE},
+    {"Sqrt", map_unary, 0},
+    {"Squeeze", map_squeeze, OP_ANY_DTYPE},
+    {"Sub", map_binary, 0},
+    {"Sum", map_binary, 0},
+    {"Tanh", map_unary, 0},
+    {"Tile", map_tile, OP_ANY_DTYPE},
+    {"TopK", map_topk, 0},
+    {"Transpose", map_transpose, OP_ANY_DTYPE},
+    {"Trilu", map_trilu, OP_ANY_DTYPE},
+    {"Unsqueeze", map_squeeze, OP_ANY_DTYPE},
+    {"Where", map_bool_op, OP_ANY_DTYPE},
+    {"Xor", map_bool_op, OP_ANY_DTYPE},
 };
 
-onnx_map_fn cg_onnx_find_op(const char *op_type) {
+/* The table row of op_type, or -1. */
+static int find_row(const char *op_type) {
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (!strcmp(table[i].name, op_type)) return table[i].fn;
-    return NULL;
+        if (!strcmp(table[i].name, op_type)) return (int)i;
+    return -1;
 }
 
-/* The ops whose clgraph mappings move data of any dtype; every other op
- * computes in f32 (or integers), so f16 and bf16 inputs are widened. */
+onnx_map_fn cg_onnx_find_op(const char *op_type) {
+    int r = find_row(op_type);
+    return r < 0 ? NULL : table[r].fn;
+}
+
 static int any_dtype(const char *op) {
-    static const char *const ops[] = {
-        "And", "Cast", "Concat", "Constant", "ConstantOfShape", "Dropout", "Expand", "Flatten", "Gather",
-        "GatherElements", "Identity", "Not", "OneHot", "Or", "Range", "Reshape", "ScatterElements", "Shape",
-        "Size", "Slice", "Split", "Squeeze", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor", NULL};
-    for (int i = 0; ops[i]; i++)
-        if (!strcmp(ops[i], op)) return 1;
-    return 0;
+    int r = find_row(op);
+    return r >= 0 && (table[r].flags & OP_ANY_DTYPE);
 }
 
 /* A fresh value's stable name. */

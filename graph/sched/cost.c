@@ -23,6 +23,7 @@
 #include "cache.h"
 #include "error.h"
 #include "hash.h"
+#include "measure_log.h"
 #include "mem.h"
 #include "shape.h"
 #include "plan.h"
@@ -69,6 +70,13 @@ static int lookup(uint64_t key, double *us) {
     return 0;
 }
 
+static void load_line(char *line, void *ctx) {
+    (void)ctx;
+    unsigned long long k;
+    double us;
+    if (sscanf(line, "%llx %lf", &k, &us) == 2 && us >= 0 && isfinite(us)) remember(k, us);
+}
+
 static void load_file(void) {
     if (loaded) return;
     loaded = 1;
@@ -76,32 +84,17 @@ static void load_file(void) {
     if (!dir || !*dir) return;
     char path[4096];
     snprintf(path, sizeof path, "%s/costs.txt", dir);
-    /* Read whole with a cap: a costs.txt that is a FIFO, a device
-     * (/dev/zero) or over CG_MAX_CACHE_FILE is ignored, as a missing one. */
-    char *text;
-    size_t len;
-    if (cg_read_file_quiet(path, CG_MAX_CACHE_FILE, &text, &len) != 0) return;
-    for (char *line = text; line < text + len;) {
-        char *nl = memchr(line, '\n', (size_t)(text + len - line));
-        if (nl) *nl = 0;
-        unsigned long long k;
-        double us;
-        if (sscanf(line, "%llx %lf", &k, &us) == 2 && us >= 0 && isfinite(us)) remember(k, us);
-        line = nl ? nl + 1 : text + len;
-    }
-    free(text);
+    cg_mlog_read(path, 0, load_line, NULL);
 }
 
 /* Appends one measurement; best effort, like every cache write. */
 static void save(uint64_t key, double us, const char *what) {
     if (!cg_cache_dir_ready()) return;
-    char path[4096];
+    char path[4096], line[1024];
     snprintf(path, sizeof path, "%s/costs.txt", cg_cache_dir());
-    FILE *f = cg_cache_append(path, CG_MAX_CACHE_FILE);
-    if (!f) return;
     /* %g keeps small values: a link's cost per byte is ~1e-4 us. */
-    fprintf(f, "%016llx %.9g %s\n", (unsigned long long)key, us, what);
-    fclose(f);
+    int n = snprintf(line, sizeof line, "%016llx %.9g %s\n", (unsigned long long)key, us, what);
+    if (n > 0 && (size_t)n < sizeof line) cg_mlog_append(path, line, (size_t)n);
 }
 
 static uint64_t device_key(const cg_plan *p, int dev) {

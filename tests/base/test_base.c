@@ -1,6 +1,6 @@
 /* base/: shapes and their formatting, dtypes (names, sizes, parsing, the
  * float conversions), FNV-1a, the cache directory, atomic file writes,
- * opening and reading files. */
+ * opening and reading files, the measurement logs. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include "clgraph/clgraph.h"
 #include "dtype.h"
 #include "hash.h"
+#include "measure_log.h"
 #include "read_file.h"
 #include "shape.h"
 #include "strbuf.h"
@@ -490,6 +491,44 @@ START_TEST(test_read_file) {
 }
 END_TEST
 
+/* Collects lines of a measurement log, joined with '|'. */
+static void collect(char *line, void *ctx) {
+    char *acc = ctx;
+    strcat(acc, line);
+    strcat(acc, "|");
+}
+
+START_TEST(test_measure_log) {
+    char got[256] = "";
+    const char *p = tu_write_file("m.txt", "", 0);
+    ck_assert_int_eq(cg_mlog_append(p, "a 1\n", 4), 0);
+    ck_assert_int_eq(cg_mlog_append(p, "bb 2\r\n", 6), 0);
+    cg_mlog_read(p, 0, collect, got);
+    ck_assert_str_eq(got, "a 1|bb 2|");
+    /* a line over max_line is skipped, a last line without '\n' kept */
+    p = tu_write_file("m2.txt", "short\nmuch too long\nend", 23);
+    got[0] = '\0';
+    cg_mlog_read(p, 6, collect, got);
+    ck_assert_str_eq(got, "short|end|");
+    /* absent: nothing read; appending creates it */
+    got[0] = '\0';
+    char path[4200];
+    snprintf(path, sizeof path, "%s.new", p);
+    cg_mlog_read(path, 0, collect, got);
+    ck_assert_str_eq(got, "");
+    ck_assert_int_eq(cg_mlog_append(path, "x\n", 2), 0);
+    cg_mlog_read(path, 0, collect, got);
+    ck_assert_str_eq(got, "x|");
+    /* a FIFO is neither waited on to read nor to append */
+    snprintf(path, sizeof path, "%s.fifo", p);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    got[0] = '\0';
+    cg_mlog_read(path, 0, collect, got);
+    ck_assert_str_eq(got, "");
+    ck_assert_int_eq(cg_mlog_append(path, "x\n", 2), -1);
+}
+END_TEST
+
 static void setup(void) { tu_setup_dir("base"); }
 
 int main(void) {
@@ -510,6 +549,7 @@ int main(void) {
     tcase_add_checked_fixture(af, setup, tu_teardown_dir);
     tcase_add_test(af, test_atomic_file);
     tcase_add_test(af, test_read_file);
+    tcase_add_test(af, test_measure_log);
     suite_add_tcase(s, af);
     return tu_run_suite(s, 0);
 }

@@ -13,6 +13,7 @@
 #include "ir.h"
 #include "read_file.h"
 #include "test_util.h"
+#include "utf8.h"
 
 /* Parsing needs no registry: a zeroed context stands in for a real one. */
 static cg_context g_ctx;
