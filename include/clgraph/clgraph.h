@@ -741,6 +741,33 @@ CG_API const char *cg_device_describe(int i, char *buf, size_t size);
 CG_API const char *cg_device_note(void);
 
 /* ------------------------------------------------------------------ */
+/* This machine                                                        */
+
+/** cg_machine_info.measure bits: what cg_machine_measure times. */
+#define CG_MACHINE_READ 1u  /**< memory read bandwidth (512 MiB, best of 5; about a second) */
+#define CG_MACHINE_SGEMM 2u /**< SGEMM peak (2048^3 through BLAS, best of 3) */
+
+/** The CPU's limits, measured by cg_machine_measure. */
+typedef struct cg_machine_info {
+    size_t struct_size;  /**< in: sizeof(cg_machine_info) */
+    unsigned measure;    /**< in: CG_MACHINE_* bits; 0 fills the counts only */
+    double read_gbps;    /**< out: GB/s read by read_threads threads (CG_MACHINE_READ), else 0 */
+    double sgemm_gflops; /**< out: GFLOP/s of one SGEMM call (CG_MACHINE_SGEMM), else 0 */
+    int read_threads;    /**< out: the online CPUs, one reader thread each */
+    int blas_threads;    /**< out: CLGRAPH_THREADS if set, else OpenBLAS's thread count
+                          *   (the online CPUs where that is unknown) */
+} cg_machine_info;
+
+/**
+ * Measures what info->measure asks for on the CPU (occupying every core
+ * while it runs) and fills info. CG_ERR_INVALID_ARGUMENT when info is NULL,
+ * info->struct_size is smaller than this cg_machine_info or measure has
+ * unknown bits; CG_ERR_NO_MEMORY when the buffers or threads could not be
+ * had.
+ */
+CG_API cg_status cg_machine_measure(cg_machine_info *info);
+
+/* ------------------------------------------------------------------ */
 /* Conformance                                                         */
 
 /** Outcome of one operator on one device. */

@@ -120,6 +120,25 @@ START_TEST(help_version_usage) {
         ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 2);
         ck_assert_ptr_nonnull(strstr(tu_err, "--alpha takes a number in [0, 100]"));
     }
+    /* One parser for every command: --opt=value, ranges and the usage line. */
+    const char *eq_beam[] = {"translate", "models/dates", "--beam=0", NULL};
+    ck_assert_int_eq(tu_run_cli(eq_beam, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph translate: --beam takes an integer >= 1, got '0'\n");
+    const char *warmup[] = {"bench", "models/dates", "--warmup", "-1", NULL};
+    ck_assert_int_eq(tu_run_cli(warmup, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph bench: --warmup takes an integer >= 0, got '-1'\n");
+    const char *horizon[] = {"forecast", "models/dates", "--horizon=1000001", NULL};
+    ck_assert_int_eq(tu_run_cli(horizon, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph forecast: --horizon takes an integer in [1, 1000000], got '1000001'\n");
+    const char *timeout[] = {"conform", "--timeout", "0", NULL};
+    ck_assert_int_eq(tu_run_cli(timeout, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph conform: --timeout takes seconds from 1 to 86400, got '0'\n");
+    const char *repeat[] = {"run", "x.cg", "--repeat=0", NULL};
+    ck_assert_int_eq(tu_run_cli(repeat, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph run: --repeat takes a count from 1 to 1000000, got '0'\n");
+    const char *no_value[] = {"translate", "models/dates", "--max-len", NULL};
+    ck_assert_int_eq(tu_run_cli(no_value, NULL, NULL), 2);
+    ck_assert_str_eq(tu_err, "clgraph translate: option '--max-len' needs a value (try 'clgraph translate --help')\n");
 }
 END_TEST
 

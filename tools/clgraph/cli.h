@@ -4,8 +4,7 @@
 
 #include "clgraph/clgraph.h"
 #include "clgraph/seq2seq.h"
-
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+#include "cli_args.h"
 
 /* Options common to every subcommand, gathered by cli_parse. */
 /* --plugin options one command takes. */
@@ -21,7 +20,7 @@ typedef struct cli_opts {
     const char *bind;         /* --bind (plan) */
     const char *dot;          /* --dot FILE (plan) */
     int stats;                /* --stats (run) */
-    long repeat;              /* --repeat N (run): timed warm runs, 0 none */
+    int repeat;               /* --repeat N (run): timed warm runs, 0 none */
     const char *profile;      /* --profile FILE.json (run) */
     int in_place;             /* --in-place (fmt) */
     int n_inputs;
@@ -36,9 +35,10 @@ typedef struct cli_opts {
  * (CLI_USAGE, printed) instead of dropping it. */
 int cli_add_plugin(const char *cmd, const char **list, int *n, const char *path);
 
-/* Parses argv (argv[0] is the subcommand). `allowed` lists the options the
- * subcommand takes, e.g. "weights,graph,input,output". Prints a usage error
- * and returns CLI_USAGE on a bad command line. */
+/* Parses argv (argv[0] is the subcommand) with cli_args_parse. `allowed`
+ * lists the options of cli_opts the subcommand takes, e.g.
+ * "weights,graph,input,output" (--plugin always). Prints a usage error and
+ * returns CLI_USAGE on a bad command line, CLI_HELP after --help. */
 int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o);
 void cli_opts_free(cli_opts *o);
 
@@ -62,6 +62,18 @@ cg_dtype cli_weight_type(const char *v);
 /* --weights-dtype VALUE of `cmd` (cli_weight_type) into *out; prints a
  * usage error (CLI_USAGE) otherwise. */
 int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out);
+
+/* cli_opt callbacks (cli_call_fn) for options several commands take.
+ * --plugin PATH: dst is a cli_plugins. */
+typedef struct cli_plugins {
+    int n;
+    const char *list[CLI_MAX_PLUGINS];
+} cli_plugins;
+int cli_opt_plugin(const char *cmd, const char *v, void *dst);
+/* --place RULES: cli_check_place, then *(const char **)dst = v. */
+int cli_opt_place(const char *cmd, const char *v, void *dst);
+/* --weights-dtype NAME: cli_weights_dtype into *(cg_dtype *)dst. */
+int cli_opt_weights_dtype(const char *cmd, const char *v, void *dst);
 
 /* --place RULES is PATTERN=DEVICE[,PATTERN=DEVICE...] with neither side
  * empty: CLI_OK, else CLI_USAGE with one line on stderr (a malformed rule

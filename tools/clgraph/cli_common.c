@@ -12,96 +12,79 @@ static int allowed_opt(const char *allowed, const char *name) {
 }
 
 int cli_add_plugin(const char *cmd, const char **list, int *n, const char *path) {
-    if (*n == CLI_MAX_PLUGINS) {
-        fprintf(stderr, "clgraph %s: at most %d --plugin options\n", cmd, CLI_MAX_PLUGINS);
-        return CLI_USAGE;
-    }
+    if (*n == CLI_MAX_PLUGINS) return cli_usage(cmd, CLI_HINT_NONE, "at most %d --plugin options", CLI_MAX_PLUGINS);
     list[(*n)++] = path;
+    return CLI_OK;
+}
+
+int cli_opt_plugin(const char *cmd, const char *v, void *dst) {
+    cli_plugins *p = dst;
+    return cli_add_plugin(cmd, p->list, &p->n, v);
+}
+
+int cli_opt_place(const char *cmd, const char *v, void *dst) {
+    if (cli_check_place(cmd, v)) return CLI_USAGE;
+    *(const char **)dst = v;
+    return CLI_OK;
+}
+
+int cli_opt_weights_dtype(const char *cmd, const char *v, void *dst) {
+    return cli_weights_dtype(cmd, v, dst);
+}
+
+static int opts_plugin(const char *cmd, const char *v, void *dst) {
+    cli_opts *o = dst;
+    return cli_add_plugin(cmd, o->plugins, &o->n_plugins, v);
+}
+
+/* --input NAME=FILE: the name copied, the file argv's own. */
+static int opts_input(const char *cmd, const char *v, void *dst) {
+    cli_opts *o = dst;
+    const char *sep = strchr(v, '=');
+    if (!sep || sep == v || !sep[1]) return cli_usage(cmd, CLI_HINT_NONE, "--input takes NAME=FILE.npy, got '%s'", v);
+    if (o->n_inputs == 64) return cli_usage(cmd, CLI_HINT_NONE, "at most 64 --input options");
+    char *nm = malloc((size_t)(sep - v) + 1);
+    if (!nm) return CLI_FAIL;
+    memcpy(nm, v, (size_t)(sep - v));
+    nm[sep - v] = 0;
+    o->input_names[o->n_inputs] = nm;
+    o->input_files[o->n_inputs++] = sep + 1;
     return CLI_OK;
 }
 
 int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
     memset(o, 0, sizeof *o);
     const char *cmd = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || a[1] == 0) {
-            if (!o->model) o->model = a;
-            else if (!o->positional2 && allowed_opt(allowed, "positional2")) o->positional2 = a;
-            else {
-                fprintf(stderr, "clgraph %s: unexpected argument '%s'\n", cmd, a);
-                return CLI_USAGE;
-            }
-            continue;
-        }
-        const char *name = a + (a[1] == '-' ? 2 : 1);
-        char key[64];
-        const char *val = NULL;
-        const char *eq = strchr(name, '=');
-        size_t kl = eq ? (size_t)(eq - name) : strlen(name);
-        if (kl >= sizeof key) kl = sizeof key - 1;
-        memcpy(key, name, kl);
-        key[kl] = 0;
-        if (!strcmp(key, "i")) strcpy(key, "in-place");
-        int is_flag = !strcmp(key, "in-place") || !strcmp(key, "stats");
-        if (!allowed_opt(allowed, key) && strcmp(key, "plugin")) {
-            fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph %s --help')\n", cmd, a, cmd);
-            return CLI_USAGE;
-        }
-        if (!is_flag) {
-            if (eq) val = eq + 1;
-            else if (i + 1 < argc) val = argv[++i];
-            else {
-                fprintf(stderr, "clgraph %s: option '%s' needs a value\n", cmd, a);
-                return CLI_USAGE;
-            }
-        }
-        if (!strcmp(key, "in-place")) o->in_place = 1;
-        else if (!strcmp(key, "stats")) o->stats = 1;
-        else if (!strcmp(key, "repeat")) {
-            char *end = NULL;
-            o->repeat = strtol(val, &end, 10);
-            if (!end || end == val || *end || o->repeat < 1 || o->repeat > 1000000) {
-                fprintf(stderr, "clgraph %s: --repeat takes a count from 1 to 1000000, got '%s'\n", cmd, val);
-                return CLI_USAGE;
-            }
-        } else if (!strcmp(key, "place")) {
-            if (cli_check_place(cmd, val)) return CLI_USAGE;
-            o->place = val;
-        }
-        else if (!strcmp(key, "bind")) o->bind = val;
-        else if (!strcmp(key, "dot")) o->dot = val;
-        else if (!strcmp(key, "profile")) o->profile = val;
-        else if (!strcmp(key, "weights")) o->weights = val;
-        else if (!strcmp(key, "graph")) o->graph = val;
-        else if (!strcmp(key, "output")) o->output = val;
-        else if (!strcmp(key, "device")) o->device = val;
-        else if (!strcmp(key, "plugin")) {
-            if (cli_add_plugin(cmd, o->plugins, &o->n_plugins, val)) return CLI_USAGE;
-        } else if (!strcmp(key, "input")) {
-            const char *sep = strchr(val, '=');
-            if (!sep || sep == val || !sep[1]) {
-                fprintf(stderr, "clgraph %s: --input takes NAME=FILE.npy, got '%s'\n", cmd, val);
-                return CLI_USAGE;
-            }
-            if (o->n_inputs == 64) {
-                fprintf(stderr, "clgraph %s: at most 64 --input options\n", cmd);
-                return CLI_USAGE;
-            }
-            char *nm = malloc((size_t)(sep - val) + 1);
-            if (!nm) return CLI_FAIL;
-            memcpy(nm, val, (size_t)(sep - val));
-            nm[sep - val] = 0;
-            o->input_names[o->n_inputs] = nm;
-            o->input_files[o->n_inputs++] = sep + 1;
-        }
-    }
-    if (!o->model) {
-        fprintf(stderr, "clgraph %s: missing %s (try 'clgraph %s --help')\n", cmd,
-                strcmp(cmd, "import") ? "MODEL.cg" : "MODEL.onnx", cmd);
-        return CLI_USAGE;
-    }
-    return CLI_OK;
+    const cli_opt all[] = {
+        {"weights", 0, CLI_STR, &o->weights, .arg = "FILE", .help = "weights to bind"},
+        {"graph", 0, CLI_STR, &o->graph, .arg = "NAME", .help = "the graph to run"},
+        {"input", 0, CLI_CALL, o, .fn = opts_input, .arg = "NAME=FILE", .help = "an input from a .npy file"},
+        {"output", 0, CLI_STR, &o->output, .arg = "FILE", .help = "where the output goes"},
+        {"device", 0, CLI_STR, &o->device, .arg = "DEVICE", .help = "cpu or opencl[:N]"},
+        {"place", 0, CLI_CALL, &o->place, .fn = cli_opt_place, .arg = "RULES", .help = "PATTERN=DEVICE,..."},
+        {"bind", 0, CLI_STR, &o->bind, .arg = "DIMS", .help = "dimension values"},
+        {"dot", 0, CLI_STR, &o->dot, .arg = "FILE", .help = "the plan as Graphviz"},
+        {"stats", 0, CLI_FLAG, &o->stats, .help = "statistics of the outputs"},
+        {"profile", 0, CLI_STR, &o->profile, .arg = "FILE.json", .help = "a trace of the run"},
+        {"repeat", 0, CLI_INT, &o->repeat, 1, 1000000, "a count from 1 to 1000000", .arg = "N",
+         .help = "timed warm runs"},
+        {"in-place", 'i', CLI_FLAG, &o->in_place, .help = "rewrite the file"},
+        {"plugin", 0, CLI_CALL, o, .fn = opts_plugin, .arg = "LIB", .help = "load an op library"},
+    };
+    cli_opt table[sizeof all / sizeof *all + 1];
+    int n = 0;
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        if (allowed_opt(allowed, all[k].name) || !strcmp(all[k].name, "plugin")) table[n++] = all[k];
+    table[n] = (cli_opt){0};
+    const char *pos[2] = {0};
+    cli_spec spec = {.cmd = cmd, .opts = table, .pos = pos, .min_pos = 1,
+                     .max_pos = allowed_opt(allowed, "positional2") ? 2 : 1,
+                     .pos_name = strcmp(cmd, "import") ? "MODEL.cg" : "MODEL.onnx",
+                     .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_NONE, .missing_hint = CLI_HINT_CMD};
+    int rc = cli_args_parse(&spec, argc, argv);
+    o->model = pos[0];
+    o->positional2 = pos[1];
+    return rc;
 }
 
 void cli_opts_free(cli_opts *o) {
@@ -142,17 +125,15 @@ cg_dtype cli_weight_type(const char *v) {
 int cli_weights_dtype(const char *cmd, const char *v, cg_dtype *out) {
     *out = cli_weight_type(v);
     if (*out) return CLI_OK;
-    fprintf(stderr, "clgraph %s: --weights-dtype takes f32, bf16, f16 or int8, got '%s'\n", cmd, v);
-    return CLI_USAGE;
+    return cli_usage(cmd, CLI_HINT_NONE, "--weights-dtype takes f32, bf16, f16 or int8, got '%s'", v);
 }
 
 int cli_check_place(const char *cmd, const char *rules) {
     for (const char *r = rules;; r++) {
         size_t n = strcspn(r, ","), eq = strcspn(r, "=");
         if (n == 0 || eq == 0 || eq + 1 >= n) {
-            fprintf(stderr, "clgraph %s: --place takes PATTERN=DEVICE rules separated by commas "
-                            "(e.g. 'decoder=opencl:1,*attn*=cpu'), got '%s'\n", cmd, rules);
-            return CLI_USAGE;
+            return cli_usage(cmd, CLI_HINT_NONE, "--place takes PATTERN=DEVICE rules separated by commas "
+                             "(e.g. 'decoder=opencl:1,*attn*=cpu'), got '%s'", rules);
         }
         r += n;
         if (!*r) return CLI_OK;

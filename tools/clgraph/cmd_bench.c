@@ -3,12 +3,10 @@
  * the time to the first token in a fresh process with cold and warm program
  * caches, peak memory, allocations and OpenCL objects per decoder step in the
  * steady state, and with --machine this machine's read bandwidth and SGEMM
- * peak with the floors they put on a decoder step. */
-#include <cblas.h>
+ * peak (cg_machine_measure) with the floors they put on a decoder step. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,8 +30,7 @@ typedef struct bargs {
     int batch, beam, src_len, steps, warmup, runs, json, machine;
     cg_dtype weights_dtype; /* --weights-dtype, 0 as stored */
     const char *weights_dtype_arg;
-    int n_plugins;
-    const char *plugins[CLI_MAX_PLUGINS];
+    cli_plugins plugins;
 } bargs;
 
 static double now_ms(void) {
@@ -42,16 +39,11 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int parse_int(const char *cmd, const char *opt, const char *v, int min, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < min || x > 1000000) {
-        fprintf(stderr, "clgraph %s: %s takes an integer >= %d, got '%s'\n", cmd, opt, min, v);
-        return CLI_USAGE;
-    }
-    *out = (int)x;
-    return CLI_OK;
+/* --weights-dtype: the type, and the name as given for the child. */
+static int opt_weights_dtype(const char *cmd, const char *v, void *dst) {
+    bargs *a = dst;
+    a->weights_dtype_arg = v;
+    return cli_weights_dtype(cmd, v, &a->weights_dtype);
 }
 
 /* Parses the bench options; the hidden first-token child takes the same. */
@@ -64,52 +56,28 @@ static int parse_args(int argc, char **argv, bargs *a) {
     a->steps = 30;
     a->warmup = 1;
     a->runs = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = CLI_OK, takes = 1;
-        if (!strcmp(o, "--json")) a->json = 1, takes = 0;
-        else if (!strcmp(o, "--machine")) a->machine = 1, takes = 0;
-        else if (o[0] != '-') {
-            if (a->dir) {
-                fprintf(stderr, "clgraph %s: unexpected argument '%s'\n", cmd, o);
-                return CLI_USAGE;
-            }
-            a->dir = o;
-            takes = 0;
-        } else if (!v) {
-            fprintf(stderr, "clgraph %s: option '%s' needs a value (try 'clgraph %s --help')\n", cmd, o, cmd);
-            return CLI_USAGE;
-        } else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--place")) {
-            if (cli_check_place("bench", v)) return CLI_USAGE;
-            a->place = v;
-        } else if (!strcmp(o, "--profile")) a->profile = v;
-        else if (!strcmp(o, "--weights-dtype")) {
-            rc = cli_weights_dtype(cmd, v, &a->weights_dtype);
-            a->weights_dtype_arg = v;
-        } else if (!strcmp(o, "--batch")) rc = parse_int(cmd, o, v, 1, &a->batch);
-        else if (!strcmp(o, "--beam")) rc = parse_int(cmd, o, v, 1, &a->beam);
-        else if (!strcmp(o, "--src-len")) rc = parse_int(cmd, o, v, 1, &a->src_len);
-        else if (!strcmp(o, "--steps")) rc = parse_int(cmd, o, v, 1, &a->steps);
-        else if (!strcmp(o, "--warmup")) rc = parse_int(cmd, o, v, 0, &a->warmup);
-        else if (!strcmp(o, "--runs")) rc = parse_int(cmd, o, v, 1, &a->runs);
-        else if (!strcmp(o, "--plugin")) rc = cli_add_plugin(cmd, a->plugins, &a->n_plugins, v);
-        else {
-            fprintf(stderr, "clgraph %s: unknown option '%s' (try 'clgraph %s --help')\n", cmd, o, cmd);
-            return CLI_USAGE;
-        }
-        if (rc) return rc;
-        i += takes;
-    }
-    if (!a->dir) {
-        fprintf(stderr, "clgraph %s: missing MODEL_DIR (try 'clgraph %s --help')\n", cmd, cmd);
-        return CLI_USAGE;
-    }
-    if ((long)a->batch * a->beam > 1000000) {
-        fprintf(stderr, "clgraph %s: --batch x --beam is too large\n", cmd);
-        return CLI_USAGE;
-    }
+    const char *ge1 = "an integer >= 1";
+    const cli_opt opts[] = {
+        {"json", 0, CLI_FLAG, &a->json, .help = "the results as JSON"},
+        {"machine", 0, CLI_FLAG, &a->machine, .help = "read bandwidth, SGEMM peak and the floors"},
+        {"device", 0, CLI_STR, &a->device, .arg = "DEVICE", .help = "cpu or opencl[:N]"},
+        {"place", 0, CLI_CALL, &a->place, .fn = cli_opt_place, .arg = "RULES", .help = "PATTERN=DEVICE,..."},
+        {"profile", 0, CLI_STR, &a->profile, .arg = "FILE.json", .help = "a trace of one run"},
+        {"weights-dtype", 0, CLI_CALL, a, .fn = opt_weights_dtype, .arg = "TYPE", .help = "f32, bf16, f16 or int8"},
+        {"batch", 0, CLI_INT, &a->batch, 1, 1000000, ge1, .arg = "N", .help = "sources per decode"},
+        {"beam", 0, CLI_INT, &a->beam, 1, 1000000, ge1, .arg = "N", .help = "beam width"},
+        {"src-len", 0, CLI_INT, &a->src_len, 1, 1000000, ge1, .arg = "N", .help = "tokens per source"},
+        {"steps", 0, CLI_INT, &a->steps, 1, 1000000, ge1, .arg = "N", .help = "tokens generated"},
+        {"warmup", 0, CLI_INT, &a->warmup, 0, 1000000, "an integer >= 0", .arg = "N", .help = "untimed runs"},
+        {"runs", 0, CLI_INT, &a->runs, 1, 1000000, ge1, .arg = "N", .help = "timed runs"},
+        {"plugin", 0, CLI_CALL, &a->plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
+        {0},
+    };
+    cli_spec spec = {.cmd = cmd, .opts = opts, .pos = &a->dir, .min_pos = 1, .max_pos = 1,
+                     .pos_name = "MODEL_DIR", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD, .missing_hint = CLI_HINT_CMD};
+    int rc = cli_args_parse(&spec, argc, argv);
+    if (rc) return rc;
+    if ((long)a->batch * a->beam > 1000000) return cli_usage(cmd, CLI_HINT_NONE, "--batch x --beam is too large");
     return CLI_OK;
 }
 
@@ -117,8 +85,8 @@ static int parse_args(int argc, char **argv, bargs *a) {
 static int load(const bargs *a, cg_context **ctx, cg_s2s **m) {
     cli_opts o;
     memset(&o, 0, sizeof o);
-    o.n_plugins = a->n_plugins;
-    memcpy(o.plugins, a->plugins, sizeof a->plugins);
+    o.n_plugins = a->plugins.n;
+    memcpy(o.plugins, a->plugins.list, sizeof a->plugins.list);
     int rc = cli_context(&o, ctx);
     if (rc) return rc;
     cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = a->device, .place = a->place};
@@ -193,7 +161,7 @@ static int decode(cg_s2s *m, const bargs *a, int32_t **src, const int *len, int 
 int cli_bench_first_token(int argc, char **argv) {
     bargs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc) return rc;
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     double t0 = now_ms();
     cg_context *ctx = NULL;
     cg_s2s *m = NULL;
@@ -266,7 +234,7 @@ static int first_token(const bargs *a, const char *cache, double *ms) {
     if (a->device) argv[n++] = "--device", argv[n++] = (char *)a->device;
     if (a->place) argv[n++] = "--place", argv[n++] = (char *)a->place;
     if (a->weights_dtype_arg) argv[n++] = "--weights-dtype", argv[n++] = (char *)a->weights_dtype_arg;
-    for (int i = 0; i < a->n_plugins; i++) argv[n++] = "--plugin", argv[n++] = (char *)a->plugins[i];
+    for (int i = 0; i < a->plugins.n; i++) argv[n++] = "--plugin", argv[n++] = (char *)a->plugins.list[i];
     argv[n] = NULL;
     /* The environment, with the cache directories replaced. */
     size_t ne = 0;
@@ -357,139 +325,6 @@ static int first_tokens(const bargs *a, double *cold, double *warm) {
     if (!rc) rc = first_token(a, NULL, warm);
     if (!rc) rc = first_token(a, NULL, warm);
     return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* This machine's limits                                                */
-
-typedef float v4sf __attribute__((vector_size(16)));
-
-typedef struct stream_job {
-    const float *a;
-    size_t n; /* floats, a multiple of 16 */
-    pthread_barrier_t *bar;
-    int reps;
-    double *best_ms; /* thread 0 only */
-    float sum;
-} stream_job;
-
-static void *stream_thread(void *arg) {
-    stream_job *j = arg;
-    for (int r = 0; r < j->reps; r++) {
-        pthread_barrier_wait(j->bar);
-        double t0 = now_ms();
-        v4sf s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0, s3 = s0;
-        for (size_t i = 0; i < j->n; i += 16) {
-            v4sf x0, x1, x2, x3;
-            memcpy(&x0, j->a + i, 16);
-            memcpy(&x1, j->a + i + 4, 16);
-            memcpy(&x2, j->a + i + 8, 16);
-            memcpy(&x3, j->a + i + 12, 16);
-            s0 += x0;
-            s1 += x1;
-            s2 += x2;
-            s3 += x3;
-        }
-        v4sf s = s0 + s1 + s2 + s3;
-        j->sum += s[0] + s[1] + s[2] + s[3];
-        pthread_barrier_wait(j->bar);
-        if (j->best_ms) {
-            double t = now_ms() - t0;
-            if (*j->best_ms == 0 || t < *j->best_ms) *j->best_ms = t;
-        }
-    }
-    return NULL;
-}
-
-static void *touch_thread(void *arg) {
-    stream_job *j = arg;
-    memset((void *)j->a, 0, j->n * sizeof(float));
-    for (size_t i = 0; i < j->n; i += 1024) ((float *)j->a)[i] = (float)(i & 7);
-    return NULL;
-}
-
-/* GB/s reading a 512 MiB float array, summed by `threads` threads, best of 5. */
-static double read_bandwidth(int threads) {
-    size_t n = (size_t)512 << 20 >> 2;
-    float *a = aligned_alloc(64, n * sizeof(float));
-    stream_job *jobs = calloc((size_t)threads, sizeof *jobs);
-    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
-    pthread_barrier_t bar;
-    double best = 0, gbps = 0;
-    if (!a || !jobs || !tid || pthread_barrier_init(&bar, NULL, (unsigned)threads)) goto out;
-    size_t per = n / (size_t)threads / 16 * 16;
-    for (int t = 0; t < threads; t++) {
-        jobs[t].a = a + (size_t)t * per;
-        jobs[t].n = t == threads - 1 ? (n - (size_t)t * per) / 16 * 16 : per;
-        jobs[t].bar = &bar;
-        jobs[t].reps = 5;
-        jobs[t].best_ms = t == 0 ? &best : NULL;
-    }
-    /* Pages first touched by the thread that reads them. */
-    int started = 0;
-    for (; started < threads; started++)
-        if (pthread_create(&tid[started], NULL, touch_thread, &jobs[started])) break;
-    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-    if (started == threads) {
-        for (started = 0; started < threads; started++)
-            if (pthread_create(&tid[started], NULL, stream_thread, &jobs[started])) break;
-        if (started < threads) {
-            /* cannot run without every thread at the barrier: give up */
-            fprintf(stderr, "clgraph: bench: cannot start %d threads\n", threads);
-            exit(CLI_FAIL);
-        }
-        float sum = 0;
-        for (int t = 0; t < threads; t++) {
-            pthread_join(tid[t], NULL);
-            sum += jobs[t].sum;
-        }
-        size_t read = 0;
-        for (int t = 0; t < threads; t++) read += jobs[t].n * sizeof(float);
-        if (best > 0 && sum >= 0) gbps = (double)read / (best * 1e6);
-    }
-    pthread_barrier_destroy(&bar);
-out:
-    free(a);
-    free(jobs);
-    free(tid);
-    return gbps;
-}
-
-/* GFLOP/s of cblas_sgemm on 2048 x 2048 matrices, best of 3. */
-static double sgemm_peak(void) {
-    const int n = 2048;
-    size_t nn = (size_t)n * (size_t)n;
-    float *a = malloc(nn * sizeof(float)), *b = malloc(nn * sizeof(float)), *c = malloc(nn * sizeof(float));
-    double best = 0;
-    if (a && b && c) {
-        for (size_t i = 0; i < nn; i++) {
-            a[i] = (float)(i % 7) * 0.125f;
-            b[i] = (float)(i % 5) * 0.25f;
-        }
-        for (int r = 0; r < 3; r++) {
-            double t0 = now_ms();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-            double t = now_ms() - t0;
-            if (best == 0 || t < best) best = t;
-        }
-    }
-    free(a);
-    free(b);
-    free(c);
-    return best > 0 ? 2.0 * n * n * (double)n / (best * 1e6) : 0;
-}
-
-/* The CPU backend's thread pool and OpenBLAS both default to the online
- * CPUs; CLGRAPH_THREADS sets the pool's count. */
-static int blas_threads(void) {
-    const char *env = getenv("CLGRAPH_THREADS");
-    if (env && atoi(env) > 0) return atoi(env);
-#ifdef CG_HAVE_OPENBLAS_THREADS
-    int t = openblas_get_num_threads();
-    if (t > 0) return t;
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -623,14 +458,24 @@ done:
     return rc;
 }
 
-/* --machine: read bandwidth and SGEMM peak, and the floors they put on a
- * decoder step of batch x beam rows. */
-static void measure_machine(const bargs *a, bench_result *r) {
+/* --machine: read bandwidth and SGEMM peak (cg_machine_measure), and the
+ * floors they put on a decoder step of batch x beam rows. */
+static int measure_machine(const bargs *a, bench_result *r) {
     int rows = a->batch * a->beam;
-    r->gbps = read_bandwidth((int)r->nproc);
-    r->gflops = sgemm_peak();
+    cg_machine_info mi = {.struct_size = sizeof mi, .measure = CG_MACHINE_READ | CG_MACHINE_SGEMM};
+    if (cg_machine_measure(&mi)) return cli_fail();
+    r->nproc = mi.read_threads;
+    r->gbps = mi.read_gbps;
+    r->gflops = mi.sgemm_gflops;
     r->floor1 = r->gbps > 0 ? (double)r->wbytes / (r->gbps * 1e9) * 1e3 : 0;
     r->floorc = r->gflops > 0 ? 2.0 * rows * ((double)r->wbytes / sizeof(float)) / (r->gflops * 1e9) * 1e3 : 0;
+    return CLI_OK;
+}
+
+/* The BLAS thread count of cg_machine_info, without timing anything. */
+static int blas_threads(void) {
+    cg_machine_info mi = {.struct_size = sizeof mi};
+    return cg_machine_measure(&mi) ? 0 : mi.blas_threads;
 }
 
 static int print_json(const bargs *a, const bench_result *r) {
@@ -709,7 +554,7 @@ static void print_text(const bargs *a, const bench_result *r) {
 int cli_bench(int argc, char **argv) {
     bargs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc) return rc;
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     cg_context *ctx = NULL;
     cg_s2s *m = NULL;
     bench_result r;
@@ -727,7 +572,7 @@ int cli_bench(int argc, char **argv) {
     if ((rc = first_tokens(&a, &r.cold, &r.warm)) != CLI_OK) return rc;
     r.nproc = sysconf(_SC_NPROCESSORS_ONLN);
     if (r.nproc < 1) r.nproc = 1;
-    if (a.machine) measure_machine(&a, &r);
+    if (a.machine && (rc = measure_machine(&a, &r)) != CLI_OK) return rc;
     if (a.json) rc = print_json(&a, &r);
     else print_text(&a, &r);
     if (!rc && fflush(stdout) != 0) {

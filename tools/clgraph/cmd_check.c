@@ -74,20 +74,21 @@ static const char *attr_type(cg_attr_type t) {
 
 int cli_ops(int argc, char **argv) {
     const char *only = NULL;
+    cli_plugins plugins = {0};
+    const cli_opt opts[] = {
+        {"plugin", 0, CLI_CALL, &plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
+        {0},
+    };
+    cli_spec spec = {.cmd = "ops", .opts = opts, .pos = &only, .max_pos = 1, .pos_name = "[NAME]",
+                     .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD};
+    int rc = cli_args_parse(&spec, argc, argv);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     cli_opts o;
     memset(&o, 0, sizeof o);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
-            if (cli_add_plugin("ops", o.plugins, &o.n_plugins, argv[++i])) return CLI_USAGE;
-        } else if (argv[i][0] != '-' && !only) {
-            only = argv[i];
-        } else {
-            fprintf(stderr, "clgraph ops: unexpected argument '%s'\n", argv[i]);
-            return CLI_USAGE;
-        }
-    }
+    o.n_plugins = plugins.n;
+    memcpy(o.plugins, plugins.list, sizeof plugins.list);
     cg_context *ctx = NULL;
-    int rc = cli_context(&o, &ctx);
+    rc = cli_context(&o, &ctx);
     if (rc) return rc;
     int found = 0;
     for (size_t i = 0; i < cg_context_op_count(ctx); i++) {

@@ -9,10 +9,7 @@
 #include "cli.h"
 
 int cli_devices(int argc, char **argv) {
-    if (argc > 1) {
-        fprintf(stderr, "clgraph devices: unexpected argument '%s'\n", argv[1]);
-        return CLI_USAGE;
-    }
+    if (argc > 1) return cli_usage("devices", CLI_HINT_NONE, "unexpected argument '%s'", argv[1]);
     char line[2048];
     for (int i = 0; i < cg_device_count(); i++)
         if (cg_device_describe(i, line, sizeof line)) printf("%s\n", line);
@@ -147,68 +144,81 @@ static void arm_crash_handler(void) {
     sigaction(SIGALRM, &al, NULL);
 }
 
-/* --op NAME[,NAME...], repeatable: the names, split in place. */
-static int add_ops(char *list, const char **ops, int *n, int cap) {
+#define MAX_CONFORM_OPS 256
+
+typedef struct op_list {
+    const char *names[MAX_CONFORM_OPS];
+    int n;
+} op_list;
+
+/* --op NAME[,NAME...], repeatable: the names, split in place (the value is
+ * argv's own string). */
+static int add_ops(const char *cmd, const char *v, void *dst) {
+    op_list *l = dst;
+    char *list = (char *)v;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == cap) {
-            fprintf(stderr, "clgraph conform: --op: more than %d operators\n", cap);
-            return CLI_USAGE;
-        }
-        ops[(*n)++] = t;
+        if (l->n == MAX_CONFORM_OPS)
+            return cli_usage(cmd, CLI_HINT_NONE, "--op: more than %d operators", MAX_CONFORM_OPS);
+        l->names[l->n++] = t;
     }
-    return 0;
+    return CLI_OK;
 }
 
-#define MAX_CONFORM_OPS 256
+/* --seed N: as strtoull reads it (anything else is 0, the default seed). */
+static int set_seed(const char *cmd, const char *v, void *dst) {
+    (void)cmd;
+    *(uint64_t *)dst = strtoull(v, NULL, 10);
+    return CLI_OK;
+}
+
+static int conform_args(int argc, char **argv, cg_conform_options *opt, report *rep, op_list *ops,
+                        cli_plugins *plugins) {
+    int timeout = (int)case_timeout;
+    const cli_opt opts[] = {
+        {"quick", 0, CLI_FLAG, &opt->quick, .help = "small cases only"},
+        {"verbose", 'v', CLI_FLAG, &rep->verbose, .help = "every case, with timings"},
+        {"plugin-only", 0, CLI_FLAG, &opt->plugin_only, .help = "only the plugins' operators"},
+        {"op", 0, CLI_CALL, ops, .fn = add_ops, .arg = "NAME[,NAME...]", .help = "only these operators"},
+        {"device", 0, CLI_STR, &opt->device, .arg = "DEVICE", .help = "only this device"},
+        {"seed", 0, CLI_CALL, &opt->seed, .fn = set_seed, .arg = "N", .help = "random seed"},
+        {"timeout", 0, CLI_INT, &timeout, 1, 86400, "seconds from 1 to 86400", .arg = "S",
+         .help = "seconds a kernel run may take"},
+        {"plugin", 0, CLI_CALL, plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
+        {0},
+    };
+    cli_spec spec = {.cmd = "conform", .opts = opts, .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD};
+    int rc = cli_args_parse(&spec, argc, argv);
+    case_timeout = (unsigned)timeout;
+    return rc;
+}
 
 int cli_conform(int argc, char **argv) {
     cg_conform_options opt;
     memset(&opt, 0, sizeof opt);
     opt.struct_size = sizeof opt;
+    report rep = {0};
+    static op_list ops;
+    cli_plugins plugins = {0};
+    int rc = conform_args(argc, argv, &opt, &rep, &ops, &plugins);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     cli_opts o;
     memset(&o, 0, sizeof o);
-    report rep = {0};
-    static const char *ops[MAX_CONFORM_OPS];
-    int n_ops = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--quick")) opt.quick = 1;
-        else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) rep.verbose = 1;
-        else if (!strcmp(a, "--plugin-only")) opt.plugin_only = 1;
-        else if (i + 1 < argc && !strcmp(a, "--op")) {
-            if (add_ops(argv[++i], ops, &n_ops, MAX_CONFORM_OPS)) return CLI_USAGE;
-        } else if (i + 1 < argc && !strcmp(a, "--device")) opt.device = argv[++i];
-        else if (i + 1 < argc && !strcmp(a, "--seed")) opt.seed = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && !strcmp(a, "--timeout")) {
-            char *end;
-            unsigned long t = strtoul(argv[++i], &end, 10);
-            if (*end || end == argv[i] || t < 1 || t > 86400) {
-                fprintf(stderr, "clgraph conform: --timeout takes seconds from 1 to 86400, got '%s'\n", argv[i]);
-                return CLI_USAGE;
-            }
-            case_timeout = (unsigned)t;
-        }
-        else if (i + 1 < argc && !strcmp(a, "--plugin")) {
-            if (cli_add_plugin("conform", o.plugins, &o.n_plugins, argv[++i])) return CLI_USAGE;
-        } else {
-            fprintf(stderr, "clgraph conform: unexpected argument '%s' (try 'clgraph conform --help')\n", a);
-            return CLI_USAGE;
-        }
-    }
-    opt.ops = ops;
-    opt.n_ops = n_ops;
+    o.n_plugins = plugins.n;
+    memcpy(o.plugins, plugins.list, sizeof plugins.list);
+    opt.ops = ops.names;
+    opt.n_ops = ops.n;
     opt.starting = note_case;
     opt.timing = rep.verbose;
     arm_crash_handler();
     cg_context *ctx;
-    int rc = cli_context(&o, &ctx);
+    rc = cli_context(&o, &ctx);
     if (rc) return rc;
     if (cg_device_note()) {
         fprintf(stderr, "clgraph: note: %s; nothing to compare the CPU kernels with\n", cg_device_note());
         cg_context_free(ctx);
         return CLI_OK;
     }
-    rep.op_w = op_width(ctx, ops, n_ops, opt.plugin_only);
+    rep.op_w = op_width(ctx, ops.names, ops.n, opt.plugin_only);
     printf("%-*s %-10s %-16s %-10s %s\n", rep.op_w, "op", "device", "cases", "max error", "result");
     fflush(stdout); /* before a kernel can crash the process */
     int failed = 0;

@@ -17,72 +17,34 @@
 typedef struct fargs {
     const char *dir, *device, *place, *attention, *plot;
     int horizon, history, batch;
-    int n_plugins;
-    const char *plugins[CLI_MAX_PLUGINS];
+    cli_plugins plugins;
 } fargs;
-
-static int parse_int(const char *opt, const char *v, int min, int max, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < min || x > max) {
-        fprintf(stderr, "clgraph forecast: %s takes an integer in [%d, %d], got '%s'\n", opt, min, max, v);
-        return CLI_USAGE;
-    }
-    *out = (int)x;
-    return CLI_OK;
-}
 
 static int parse_args(int argc, char **argv, fargs *a) {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = CLI_OK;
-        if (o[0] != '-') {
-            if (a->dir) {
-                fprintf(stderr, "clgraph forecast: unexpected argument '%s'\n", o);
-                return CLI_USAGE;
-            }
-            a->dir = o;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "clgraph forecast: option '%s' needs a value (try 'clgraph forecast --help')\n", o);
-            return CLI_USAGE;
-        }
-        if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--place")) {
-            if (cli_check_place("forecast", v)) return CLI_USAGE;
-            a->place = v;
-        } else if (!strcmp(o, "--attention")) a->attention = v;
-        else if (!strcmp(o, "--plot")) a->plot = v;
-        else if (!strcmp(o, "--horizon")) rc = parse_int(o, v, 1, 1000000, &a->horizon);
-        else if (!strcmp(o, "--history")) rc = parse_int(o, v, 1, 1 << 30, &a->history);
-        else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, 1000000, &a->batch);
-        else if (!strcmp(o, "--plugin")) rc = cli_add_plugin("forecast", a->plugins, &a->n_plugins, v);
-        else {
-            fprintf(stderr, "clgraph forecast: unknown option '%s' (try 'clgraph forecast --help')\n", o);
-            return CLI_USAGE;
-        }
-        if (rc) return rc;
-        i++;
-    }
-    if (!a->dir) {
-        fprintf(stderr, "clgraph forecast: missing MODEL_DIR (try 'clgraph forecast --help')\n");
-        return CLI_USAGE;
-    }
-    if (!a->horizon) {
-        fprintf(stderr, "clgraph forecast: --horizon N is required\n");
-        return CLI_USAGE;
-    }
+    const cli_opt opts[] = {
+        {"device", 0, CLI_STR, &a->device, .arg = "DEVICE", .help = "cpu or opencl[:N]"},
+        {"place", 0, CLI_CALL, &a->place, .fn = cli_opt_place, .arg = "RULES", .help = "PATTERN=DEVICE,..."},
+        {"attention", 0, CLI_STR, &a->attention, .arg = "FILE", .help = "attention heat map (.png, .svg, .json)"},
+        {"plot", 0, CLI_STR, &a->plot, .arg = "FILE", .help = "history and forecast (.png, .svg)"},
+        {"horizon", 0, CLI_INT, &a->horizon, 1, 1000000, .arg = "N", .help = "steps to forecast"},
+        {"history", 0, CLI_INT, &a->history, 1, 1 << 30, .arg = "N", .help = "last steps of history used"},
+        {"batch", 0, CLI_INT, &a->batch, 1, 1000000, .arg = "N", .help = "series per run"},
+        {"plugin", 0, CLI_CALL, &a->plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
+        {0},
+    };
+    cli_spec spec = {.cmd = "forecast", .opts = opts, .pos = &a->dir, .min_pos = 1, .max_pos = 1,
+                     .pos_name = "MODEL_DIR", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD, .missing_hint = CLI_HINT_CMD};
+    int rc = cli_args_parse(&spec, argc, argv);
+    if (rc) return rc;
+    if (!a->horizon) return cli_usage("forecast", CLI_HINT_NONE, "--horizon N is required");
     /* Refuse an unknown format before spending time forecasting. */
-    const char *files[2] = {a->attention, a->plot}, *opts[2] = {"--attention", "--plot"};
+    const char *files[2] = {a->attention, a->plot}, *names[2] = {"--attention", "--plot"};
     for (int k = 0; k < 2; k++) {
         const char *dot = files[k] ? strrchr(files[k], '.') : NULL;
         if (files[k] && (!dot || (strcmp(dot, ".png") && strcmp(dot, ".svg") && (k || strcmp(dot, ".json"))))) {
-            fprintf(stderr, "clgraph forecast: %s %s: unknown format (use .png, .svg%s)\n", opts[k], files[k],
-                    k ? "" : " or .json");
-            return CLI_USAGE;
+            return cli_usage("forecast", CLI_HINT_NONE, "%s %s: unknown format (use .png, .svg%s)", names[k], files[k],
+                             k ? "" : " or .json");
         }
     }
     return CLI_OK;
@@ -301,11 +263,11 @@ static int run(const fargs *a, cg_forecaster *m) {
 int cli_forecast(int argc, char **argv) {
     fargs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc) return rc;
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     cli_opts o;
     memset(&o, 0, sizeof o);
-    o.n_plugins = a.n_plugins;
-    memcpy(o.plugins, a.plugins, sizeof a.plugins);
+    o.n_plugins = a.plugins.n;
+    memcpy(o.plugins, a.plugins.list, sizeof a.plugins.list);
     cg_context *ctx = NULL;
     cg_forecaster *m = NULL;
     rc = cli_context(&o, &ctx);

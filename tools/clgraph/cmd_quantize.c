@@ -87,8 +87,7 @@ static char *join(const char *dir, const char *name) {
 
 /* One line: the mistake and where the usage is. */
 static int usage_error(const char *msg) {
-    fprintf(stderr, "clgraph quantize: %s (see clgraph quantize --help)\n", msg);
-    return CLI_USAGE;
+    return cli_usage("quantize", CLI_HINT_SEE, "%s", msg);
 }
 
 /* The model directory loaded as translate (a directory with src.vocab) or
@@ -136,25 +135,20 @@ static void clean_up(const char *out) {
 }
 
 int cli_quantize(int argc, char **argv) {
-    const char *dir = NULL, *out = NULL, *to = NULL;
-    int embeddings = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--to") || !strcmp(argv[i], "-o")) {
-            if (i + 1 >= argc) return usage_error("--to and -o need a value");
-            const char **slot = argv[i][1] == 'o' ? &out : &to;
-            *slot = argv[i + 1];
-            i++;
-        } else if (!strcmp(argv[i], "--embeddings")) {
-            embeddings = 1;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "clgraph quantize: unknown option '%s' (see clgraph quantize --help)\n", argv[i]);
-            return CLI_USAGE;
-        } else if (!dir) {
-            dir = argv[i];
-        } else {
-            return usage_error("one model directory");
-        }
-    }
+    const char *dirs[2] = {NULL, NULL}, *out = NULL, *to = NULL;
+    int embeddings = 0, n_dirs = 0;
+    const cli_opt opts[] = {
+        {"to", 0, CLI_STR, &to, .arg = "TYPE", .help = "bf16, f16 or int8"},
+        {"o", 0, CLI_STR, &out, .arg = "OUT_DIR", .help = "the quantized model's directory"},
+        {"embeddings", 0, CLI_FLAG, &embeddings, .help = "quantize the embeddings too"},
+        {0},
+    };
+    cli_spec spec = {.cmd = "quantize", .opts = opts, .pos = dirs, .max_pos = 2, .n_pos = &n_dirs,
+                     .unknown_hint = CLI_HINT_SEE, .value_hint = CLI_HINT_SEE};
+    int rc = cli_args_parse(&spec, argc, argv);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
+    if (n_dirs > 1) return usage_error("one model directory");
+    const char *dir = dirs[0];
     if (!dir || !out || !to) return usage_error("MODEL_DIR, --to and -o are required");
     const cg_dtype dt = cli_weight_type(to);
     if (!dt || dt == CG_F32) return usage_error("--to takes bf16, f16 or int8");
@@ -170,7 +164,7 @@ int cli_quantize(int argc, char **argv) {
     char *wp = join(dir, "weights.safetensors"), *op = join(out, "weights.safetensors");
     cg_weights *w = NULL, *q = NULL;
     struct pick pk = {embeddings, 0};
-    int rc = wp && op ? CLI_OK : CLI_FAIL;
+    rc = wp && op ? CLI_OK : CLI_FAIL;
     if (!rc && cg_weights_open(wp, &w)) rc = cli_fail();
     if (!rc && cg_weights_narrow(w, dt, pick_matrix, &pk, &q)) rc = cli_fail();
     if (!rc && cg_weights_write(q, op)) rc = cli_fail();

@@ -19,95 +19,52 @@ typedef struct targs {
     int max_input_len; /* source tokens a line may have */
     cg_dtype weights_dtype; /* --weights-dtype, 0 as stored */
     double alpha;
-    int n_plugins;
-    const char *plugins[CLI_MAX_PLUGINS];
+    cli_plugins plugins;
 } targs;
-
-static int parse_int(const char *opt, const char *v, int min, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < min || x > 1000000) {
-        fprintf(stderr, "clgraph translate: %s takes an integer >= %d, got '%s'\n", opt, min, v);
-        return CLI_USAGE;
-    }
-    *out = (int)x;
-    return CLI_OK;
-}
 
 static int parse_args(int argc, char **argv, targs *a) {
     memset(a, 0, sizeof *a);
     a->beam = 1;
     a->max_input_len = 1024;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = CLI_OK, takes = 1;
-        if (!strcmp(o, "--ids")) a->ids = 1, takes = 0;
-        else if (!strcmp(o, "--scores")) a->scores = 1, takes = 0;
-        else if (!strcmp(o, "--crop")) a->crop = 1, takes = 0;
-        else if (o[0] != '-') {
-            if (a->dir) {
-                fprintf(stderr, "clgraph translate: unexpected argument '%s'\n", o);
-                return CLI_USAGE;
-            }
-            a->dir = o;
-            takes = 0;
-        } else if (!v) {
-            fprintf(stderr, "clgraph translate: option '%s' needs a value (try 'clgraph translate --help')\n", o);
-            return CLI_USAGE;
-        } else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--place")) {
-            if (cli_check_place("translate", v)) return CLI_USAGE;
-            a->place = v;
-        } else if (!strcmp(o, "--attention")) a->attention = v;
-        else if (!strcmp(o, "--profile")) a->profile = v;
-        else if (!strcmp(o, "--weights-dtype")) rc = cli_weights_dtype("translate", v, &a->weights_dtype);
-        else if (!strcmp(o, "--beam")) {
-            rc = parse_int(o, v, 1, &a->beam);
-            if (!rc && a->beam > CG_S2S_MAX_BEAM) {
-                fprintf(stderr, "clgraph translate: --beam %d is wider than the limit of %d\n", a->beam,
-                        CG_S2S_MAX_BEAM);
-                rc = CLI_USAGE;
-            }
-        }
-        else if (!strcmp(o, "--nbest")) rc = parse_int(o, v, 1, &a->nbest);
-        else if (!strcmp(o, "--max-len")) rc = parse_int(o, v, 1, &a->max_len);
-        else if (!strcmp(o, "--batch")) rc = parse_int(o, v, 1, &a->batch);
-        else if (!strcmp(o, "--window")) rc = parse_int(o, v, 1, &a->window);
-        else if (!strcmp(o, "--max-input-len")) rc = parse_int(o, v, 1, &a->max_input_len);
-        else if (!strcmp(o, "--plugin")) rc = cli_add_plugin("translate", a->plugins, &a->n_plugins, v);
-        else if (!strcmp(o, "--alpha")) {
-            char *end;
-            a->alpha = strtod(v, &end);
-            if (end == v || *end || !(a->alpha >= 0 && a->alpha <= 100)) { /* NaN too */
-                fprintf(stderr, "clgraph translate: --alpha takes a number in [0, 100], got '%s'\n", v);
-                return CLI_USAGE;
-            }
-        } else {
-            fprintf(stderr, "clgraph translate: unknown option '%s' (try 'clgraph translate --help')\n", o);
-            return CLI_USAGE;
-        }
-        if (rc) return rc;
-        i += takes;
-    }
+    const char *ge1 = "an integer >= 1";
+    const cli_opt opts[] = {
+        {"ids", 0, CLI_FLAG, &a->ids, .help = "sources and outputs are token ids"},
+        {"scores", 0, CLI_FLAG, &a->scores, .help = "print each hypothesis' score"},
+        {"crop", 0, CLI_FLAG, &a->crop, .help = "crop the heat map to the tokens"},
+        {"device", 0, CLI_STR, &a->device, .arg = "DEVICE", .help = "cpu or opencl[:N]"},
+        {"place", 0, CLI_CALL, &a->place, .fn = cli_opt_place, .arg = "RULES", .help = "PATTERN=DEVICE,..."},
+        {"attention", 0, CLI_STR, &a->attention, .arg = "FILE", .help = "heat map (.png, .svg, .json)"},
+        {"profile", 0, CLI_STR, &a->profile, .arg = "FILE.json", .help = "a trace of the run"},
+        {"weights-dtype", 0, CLI_CALL, &a->weights_dtype, .fn = cli_opt_weights_dtype, .arg = "TYPE",
+         .help = "f32, bf16, f16 or int8"},
+        {"beam", 0, CLI_INT, &a->beam, 1, 1000000, ge1, .arg = "N", .help = "beam width"},
+        {"nbest", 0, CLI_INT, &a->nbest, 1, 1000000, ge1, .arg = "N", .help = "hypotheses per source"},
+        {"max-len", 0, CLI_INT, &a->max_len, 1, 1000000, ge1, .arg = "N", .help = "tokens per output"},
+        {"batch", 0, CLI_INT, &a->batch, 1, 1000000, ge1, .arg = "N", .help = "sources per decode"},
+        {"window", 0, CLI_INT, &a->window, 1, 1000000, ge1, .arg = "N", .help = "lines read ahead"},
+        {"max-input-len", 0, CLI_INT, &a->max_input_len, 1, 1000000, ge1, .arg = "N",
+         .help = "source tokens a line may have"},
+        {"plugin", 0, CLI_CALL, &a->plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
+        {"alpha", 0, CLI_DBL, &a->alpha, 0, 100, .arg = "X", .help = "length penalty"},
+        {0},
+    };
+    cli_spec spec = {.cmd = "translate", .opts = opts, .pos = &a->dir, .min_pos = 1, .max_pos = 1,
+                     .pos_name = "MODEL_DIR", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD, .missing_hint = CLI_HINT_CMD};
+    int rc = cli_args_parse(&spec, argc, argv);
+    if (rc) return rc;
+    if (a->beam > CG_S2S_MAX_BEAM)
+        return cli_usage("translate", CLI_HINT_NONE, "--beam %d is wider than the limit of %d", a->beam,
+                         CG_S2S_MAX_BEAM);
     if (a->attention) {
         /* Refuse an unknown format before spending time translating. */
         const char *dot = strrchr(a->attention, '.');
         if (!dot || (strcmp(dot, ".png") && strcmp(dot, ".svg") && strcmp(dot, ".json"))) {
-            fprintf(stderr, "clgraph translate: --attention %s: unknown heat map format (use .png, .svg or .json)\n",
-                    a->attention);
-            return CLI_USAGE;
+            return cli_usage("translate", CLI_HINT_NONE,
+                             "--attention %s: unknown heat map format (use .png, .svg or .json)", a->attention);
         }
     }
-    if (!a->dir) {
-        fprintf(stderr, "clgraph translate: missing MODEL_DIR (try 'clgraph translate --help')\n");
-        return CLI_USAGE;
-    }
-    if (a->nbest > 1 && a->nbest > a->beam) {
-        fprintf(stderr, "clgraph translate: --nbest %d needs --beam of at least %d\n", a->nbest, a->nbest);
-        return CLI_USAGE;
-    }
+    if (a->nbest > 1 && a->nbest > a->beam)
+        return cli_usage("translate", CLI_HINT_NONE, "--nbest %d needs --beam of at least %d", a->nbest, a->nbest);
     return CLI_OK;
 }
 
@@ -484,11 +441,11 @@ static int stream(const targs *a, cg_s2s *m) {
 int cli_translate(int argc, char **argv) {
     targs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc) return rc;
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     cli_opts o;
     memset(&o, 0, sizeof o);
-    o.n_plugins = a.n_plugins;
-    memcpy(o.plugins, a.plugins, sizeof a.plugins);
+    o.n_plugins = a.plugins.n;
+    memcpy(o.plugins, a.plugins.list, sizeof a.plugins.list);
     cg_context *ctx = NULL;
     cg_s2s *m = NULL;
     rc = cli_context(&o, &ctx);
