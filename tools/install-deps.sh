@@ -2,6 +2,8 @@
 # Installs the Debian 12 packages clgraph needs to build and test, skipping
 # those already present (so it is quick to re-run). Uses sudo when not root.
 # `tools/install-deps.sh fuzz` adds clang and libFuzzer (tests/fuzz);
+# `tools/install-deps.sh dev` the checkers of .ci/run (universal-ctags for
+# tools/long-functions.sh, clang-format for tools/format.sh);
 # `tools/install-deps.sh python` Python's venv and pip, for the references
 # (PyTorch, ONNX Runtime) of the live tests, installed from PyPI into a
 # virtual environment (.ci/run shows how).
@@ -11,6 +13,7 @@ ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd mesa-opencl-i
 libcjson-dev libpng-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata"
 [ "${1:-}" = fuzz ] && pkgs="clang libclang-rt-14-dev"
 [ "${1:-}" = python ] && pkgs="python3 python3-venv python3-pip"
+[ "${1:-}" = dev ] && pkgs="universal-ctags clang-format"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
