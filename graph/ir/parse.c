@@ -354,8 +354,16 @@ static cg_status keep_comment(parser *p, size_t b, size_t e) {
     }
     char *t = malloc(e - b + 1);
     if (!t) return oom();
-    memcpy(t, p->text + b, e - b);
-    t[e - b] = 0;
+    /* Control bytes (a NUL, a CR inside the line) become spaces: printed
+     * as they were, a NUL would end the comment's string and a CR could
+     * end its line, and `fmt` must print what it prints again unchanged. */
+    for (size_t i = 0; i < e - b; i++) {
+        unsigned char c = (unsigned char)p->text[b + i];
+        t[i] = (c < 0x20 && c != '\t') || c == 0x7f ? ' ' : (char)c;
+    }
+    size_t n = e - b;
+    while (n > 0 && t[n - 1] == ' ') n--;
+    t[n] = 0;
     int own = 1;
     for (size_t i = p->line_start; i < b && own; i++) own = is_blank(p->text[i]);
     m->comments[m->n_comments++] = (cg_comment){t, p->line, own};
