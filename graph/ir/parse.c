@@ -362,7 +362,7 @@ static cg_status keep_comment(parser *p, size_t b, size_t e) {
         t[i] = (c < 0x20 && c != '\t') || c == 0x7f ? ' ' : (char)c;
     }
     size_t n = e - b;
-    while (n > 0 && t[n - 1] == ' ') n--;
+    while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--; /* a blank bared by a control byte too */
     t[n] = 0;
     int own = 1;
     for (size_t i = p->line_start; i < b && own; i++) own = is_blank(p->text[i]);

@@ -420,6 +420,12 @@ START_TEST(test_comments_kept) {
     cg_model_free(mc);
     free(roundtrip(pc));
     free(pc);
+    /* tabs before a control byte at the end of the comment: trimmed too */
+    mc = parse("# tabs a\t\t\b\t\ngraph g {\n  input x: f32[1]\n  output x\n}\n");
+    pc = print(mc);
+    ck_assert_str_eq(pc, "# tabs a\ngraph g {\n  input x: f32[1]\n  output x\n}\n");
+    cg_model_free(mc);
+    free(pc);
     /* '#' inside a string or a quoted name is no comment. */
     const char *q = "graph g {\n  param w: f32[1] = \"a#b\"\n  `c#d` = tanh(w)\n  output `c#d`\n}\n";
     s = roundtrip(q);
