@@ -229,7 +229,14 @@ static void add_anchor(anchor *a, int *n, int line, int slot) {
 /* The statements' slots sorted by the line each starts on. */
 static anchor *make_anchors(const comment_map *c, int *n) {
     const cg_model *m = c->m;
-    anchor *a = malloc(sizeof *a * ((size_t)c->n_slots + 1));
+    /* one anchor per statement: the outputs share one slot but each output
+     * line is an anchor of its own */
+    size_t cap = 1;
+    for (int gi = 0; gi < m->n_graphs; gi++) {
+        const cg_graph *g = m->graphs[gi];
+        cap += 2 + (size_t)g->n_inputs + (size_t)g->n_values + (size_t)g->n_nodes + (size_t)g->n_outputs;
+    }
+    anchor *a = malloc(sizeof *a * cap);
     if (!a) return NULL;
     *n = 0;
     for (int gi = 0; gi < m->n_graphs; gi++) {
