@@ -28,20 +28,19 @@ typedef struct s2s_batch {
     /* The encoder's outputs, one row per sentence, by output position;
      * s0[decoder_layers] (NULL: that layer starts at 0). */
     cg_tensor *elen, **eout, *keys_t, *kproj_t;
-    const float *keys, *kproj, **s0;
+    const float **s0;
     /* The decoder step's plan and tensors. */
     cg_plan *dec;
     s2s_io x;
     int io_ok;
-    int carry;      /* the plan carries the state (input `parent`) */
     /* Sentences, live rows (R) and the search that chooses the next. */
     s2s_search s;
     s2s_sent *ss;
     s2s_row *rows;
     int R;
-    int *keys_of;   /* the sentence whose keys a buffer row holds */
-    /* The rows' recurrent state, and the next step's (swapped each step). */
-    float *state, *state_next;
+    /* The rows' initial recurrent state (the first step's; the plan
+     * carries it from there). */
+    float *state;
     int t;          /* the step */
 } s2s_batch;
 
@@ -51,8 +50,8 @@ static inline size_t s2s_state_row(const s2s_batch *bt) {
 }
 
 /* The decoder's tensors for bt->max_rows rows over bt->S source positions
- * for interface f; with input `sentence` the encoder's keys, keys_proj and
- * src_len (one row per sentence) are read as they are. */
+ * for interface f; the encoder's keys, keys_proj and src_len (one row per
+ * sentence) are read as they are. */
 cg_status s2s_io_init(s2s_batch *bt, const s2s_dec_iface *f);
 void s2s_io_free(s2s_io *x);
 
@@ -63,8 +62,5 @@ cg_status s2s_io_step(s2s_batch *bt);
 /* The step's outputs as the search reads them. */
 void s2s_io_scores(const s2s_batch *bt, s2s_scores *so);
 
-/* The next step's rows' state: each its parent's new state (a carried
- * state: the next step's gather does that). */
-void s2s_io_next_state(s2s_batch *bt);
 
 #endif

@@ -48,16 +48,16 @@ static cg_status encode(s2s_batch *bt, const int *ids, const int32_t *const *src
     }
     cg_tensor_free(esrc);
     if (st) return st;
-    bt->keys = cg_tensor_data_const(bt->keys_t = bt->eout[e->keys]);
-    if (e->kproj >= 0) bt->kproj = cg_tensor_data_const(bt->kproj_t = bt->eout[e->kproj]);
+    bt->keys_t = bt->eout[e->keys];
+    if (e->kproj >= 0) bt->kproj_t = bt->eout[e->kproj];
     for (int l = 0; l < c->decoder_layers; l++)
         if (e->s0[l] >= 0) bt->s0[l] = cg_tensor_data_const(bt->eout[e->s0[l]]);
     return CG_OK;
 }
 
 /* The decoder plan for this search and its tensors for the most rows. A
- * decoder with input `parent` carries its state (cg_plan_carry): after the
- * first step only `parent` says which row each row continues. */
+ * decoder carries its state (cg_plan_carry): after the first step only
+ * `parent` says which row each row continues. */
 static cg_status open_decoder(s2s_batch *bt) {
     const s2s_dec_iface *f = NULL;
     cg_status st = cg_s2s_decoder_plan(bt->m, bt->s.beam ? 2 * bt->s.k : 1, &bt->dec, &f);
@@ -66,7 +66,6 @@ static cg_status open_decoder(s2s_batch *bt) {
     st = s2s_io_init(bt, f);
     if (st) return st;
     bt->io_ok = 1;
-    bt->carry = f->parent >= 0;
     return CG_OK;
 }
 
@@ -78,12 +77,10 @@ static cg_status alloc_rows(s2s_batch *bt, const int *ids, const int *src_len) {
     bt->rows = calloc((size_t)max_rows, sizeof *bt->rows);
     s->next = calloc((size_t)max_rows, sizeof *s->next);
     s->parent = calloc((size_t)max_rows, sizeof *s->parent);
-    bt->keys_of = malloc(sizeof(int) * (size_t)max_rows);
     s->top = calloc((size_t)2 * (size_t)k + 1, sizeof *s->top);
     s->fin_tmp = calloc((size_t)k, sizeof *s->fin_tmp);
     size_t state_floats = (size_t)max_rows * s2s_state_row(bt) + 1;
     bt->state = calloc(state_floats, sizeof *bt->state);
-    bt->state_next = calloc(state_floats, sizeof *bt->state_next);
     /* Live rows and next rows, plus finished ones: at most 2k per sentence. */
     s2s_hpool *pool = &s->pool;
     pool->cap = 2 * max_rows + nb * (2 * k + 1) + 2;
@@ -93,10 +90,9 @@ static cg_status alloc_rows(s2s_batch *bt, const int *ids, const int *src_len) {
         if (ml > pool->tok_cap) pool->tok_cap = ml;
     }
     pool->att_cap = bt->o->attention ? (size_t)(pool->tok_cap + 1) * (size_t)bt->S : 0;
-    if (!bt->ss || !bt->rows || !s->next || !s->parent || !bt->keys_of || !s->top || !s->fin_tmp || !bt->state ||
-        !bt->state_next || !pool->free_h)
+    if (!bt->ss || !bt->rows || !s->next || !s->parent || !s->top || !s->fin_tmp || !bt->state ||
+        !pool->free_h)
         return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-    for (int r = 0; r < max_rows; r++) bt->keys_of[r] = -1;
     return CG_OK;
 }
 
@@ -131,7 +127,6 @@ static cg_status step(s2s_batch *bt) {
     s2s_io_scores(bt, &so);
     st = s2s_select(&bt->s, bt->ss, bt->rows, bt->R, bt->t, &so);
     if (st) return st;
-    s2s_io_next_state(bt);
     for (int q = 0; q < bt->s.NR; q++) bt->rows[q] = bt->s.next[q];
     bt->R = bt->s.NR;
     bt->s.NR = 0; /* the rows own the hypotheses now */
@@ -152,11 +147,9 @@ static void batch_free(s2s_batch *bt) {
     free(bt->rows);
     free(bt->s.next);
     free(bt->s.parent);
-    free(bt->keys_of);
     free(bt->s.top);
     free(bt->s.fin_tmp);
     free(bt->state);
-    free(bt->state_next);
     if (bt->io_ok) s2s_io_free(&bt->x);
     for (int i = 0; bt->eout && i < bt->m->shared->iface.enc.n_out; i++) cg_tensor_free(bt->eout[i]);
     free(bt->eout);

@@ -29,7 +29,7 @@ static const char *layer_name(char buf[64], const char *fmt, int l) {
 
 /* A recurrent state input: h<digits>, c<digits> or htilde (carried from
  * <name>_new). */
-static int is_state(const char *name) {
+int cg_s2s_is_state_name(const char *name) {
     if (!strcmp(name, "htilde")) return 1;
     if ((name[0] != 'h' && name[0] != 'c') || !name[1]) return 0;
     for (const char *q = name + 1; *q; q++)
@@ -123,7 +123,7 @@ static cg_status find_decoder(const cg_graph *g, int L, s2s_dec_iface *x) {
         if (x->c_new[l] >= 0) x->state_out[x->c_new[l]] = 1;
     }
     if (x->htilde_new >= 0) x->state_out[x->htilde_new] = 1;
-    for (int k = 0; k < x->n_in; k++) x->state[k] = (unsigned char)is_state(cg_graph_input_name(g, k));
+    for (int k = 0; k < x->n_in; k++) x->state[k] = (unsigned char)cg_s2s_is_state_name(cg_graph_input_name(g, k));
     return CG_OK;
 }
 
@@ -133,6 +133,9 @@ static cg_status check_decoder(const cg_graph *g, const s2s_config *c, const cha
     cg_status st = CG_OK;
     char nm[64];
     NEED(x->y, g, 0, "y_prev");
+    /* A model.cg without them is converted at load (s2s_upgrade.c). */
+    NEED(x->parent, g, 0, "parent");
+    if (x->keys >= 0 || x->kproj >= 0 || x->len >= 0) NEED(x->sent, g, 0, "sentence");
     if (c->attention != S2S_NONE) {
         NEED(x->keys, g, 0, "keys");
         NEED(x->len, g, 0, "src_len");

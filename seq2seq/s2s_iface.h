@@ -41,4 +41,12 @@ typedef struct s2s_iface {
 cg_status cg_s2s_iface_resolve(const cg_model *model, const s2s_config *c, const char *file, s2s_iface *out);
 void cg_s2s_iface_free(s2s_iface *x);
 
+/* A recurrent state input's name: h<digits>, c<digits> or htilde. */
+int cg_s2s_is_state_name(const char *name);
+
+/* Converts a parsed, unverified model.cg's decoders written without the
+ * inputs `parent` or `sentence` to the builder's interface
+ * (s2s_upgrade.c). */
+cg_status cg_s2s_upgrade(cg_model *model);
+
 #endif

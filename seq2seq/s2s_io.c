@@ -50,8 +50,8 @@ static cg_status io_alloc(s2s_io *x, const s2s_dec_iface *f) {
 static cg_status io_input(s2s_batch *bt, s2s_io *x, int k) {
     const s2s_config *c = &bt->m->shared->cfg;
     const s2s_dec_iface *f = x->f;
-    const int rows = bt->max_rows, S = bt->S;
-    if (f->sent >= 0 && (k == f->keys || k == f->kproj || k == f->len)) {
+    const int rows = bt->max_rows;
+    if (k == f->keys || k == f->kproj || k == f->len) {
         x->in[k] = k == f->keys ? bt->keys_t : k == f->kproj ? bt->kproj_t : bt->elen;
         x->borrowed[k] = 1;
         if (x->in[k]) return CG_OK;
@@ -59,10 +59,8 @@ static cg_status io_input(s2s_batch *bt, s2s_io *x, int k) {
         return cg_error(CG_ERR_VERIFY, "%s: graph '%s' takes '%s' per sentence, which the encoder does not output",
                         bt->m->shared->dir, cg_graph_name(g), cg_graph_input_name(g, k));
     }
-    if (k == f->y || k == f->len || k == f->parent || k == f->sent) return tensor(CG_I32, 1, rows, 0, 0, &x->in[k]);
+    if (k == f->y || k == f->parent || k == f->sent) return tensor(CG_I32, 1, rows, 0, 0, &x->in[k]);
     if (k == f->pos) return tensor(CG_F32, 1, rows, 0, 0, &x->in[k]);
-    if (k == f->keys) return tensor(CG_F32, 3, rows, S, s2s_keys_dim(c), &x->in[k]);
-    if (k == f->kproj) return tensor(CG_F32, 3, rows, S, c->attention_dim, &x->in[k]);
     return tensor(CG_F32, 2, rows, c->hidden, 0, &x->in[k]); /* states */
 }
 
@@ -93,9 +91,8 @@ cg_status s2s_io_init(s2s_batch *bt, const s2s_dec_iface *f) {
             x->in_c[x->n_in_c++] = x->in[k];
         }
     }
-    const int carry = f->parent >= 0;
     for (int q = 0; !st && q < f->n_out; q++)
-        x->out_run[q] = (carry && f->state_out[q]) || (q == f->a && !bt->o->attention) ? NULL : x->out[q];
+        x->out_run[q] = f->state_out[q] || (q == f->a && !bt->o->attention) ? NULL : x->out[q];
     if (st) s2s_io_free(x);
     return st;
 }
@@ -132,49 +129,28 @@ static void give_state(s2s_batch *bt, int r, int rr) {
     if (f->htilde >= 0) memcpy(in_f32(x, f->htilde) + (size_t)r * H, rs + (size_t)(2 * L) * H, bytes);
 }
 
-/* Fills buffer row r of the decoder's inputs from live row rr; returns
- * whether it copied keys. */
-static int gather_row(s2s_batch *bt, int r, int rr, int with_state) {
-    const s2s_config *c = &bt->m->shared->cfg;
-    const int S = bt->S, K = s2s_keys_dim(c), A = c->attention_dim;
+/* Fills buffer row r of the decoder's inputs from live row rr. The
+ * encoder's keys stay where they are, one row per sentence, and the row
+ * names its sentence; the state is given at the first step only, then
+ * carried on the device and reordered by `parent`. */
+static void gather_row(s2s_batch *bt, int r, int rr) {
     const s2s_io *x = &bt->x;
     const s2s_dec_iface *f = x->f;
     const s2s_row *w = &bt->rows[rr];
-    int b = w->sent, keys_moved = 0;
-    in_i32(x, f->y)[r] = w->h.n ? w->h.toks[w->h.n - 1] : c->bos_id;
-    /* Keys stay in their buffer row while the row keeps its sentence (per
-     * sentence: they stay, and the row names its sentence). */
-    if (f->sent >= 0) {
-        in_i32(x, f->sent)[r] = b;
-    } else if (bt->keys_of[r] != b) {
-        if (f->keys >= 0)
-            memcpy(in_f32(x, f->keys) + (size_t)r * S * K, bt->keys + (size_t)b * S * K,
-                   sizeof(float) * (size_t)S * (size_t)K);
-        if (f->kproj >= 0)
-            memcpy(in_f32(x, f->kproj) + (size_t)r * S * A, bt->kproj + (size_t)b * S * A,
-                   sizeof(float) * (size_t)S * (size_t)A);
-        bt->keys_of[r] = b;
-        keys_moved = 1;
-    }
-    if (f->len >= 0 && f->sent < 0) in_i32(x, f->len)[r] = bt->ss[b].len;
+    in_i32(x, f->y)[r] = w->h.n ? w->h.toks[w->h.n - 1] : bt->m->shared->cfg.bos_id;
+    if (f->sent >= 0) in_i32(x, f->sent)[r] = w->sent;
     if (f->pos >= 0) in_f32(x, f->pos)[r] = (float)bt->t;
-    if (bt->carry) in_i32(x, f->parent)[r] = bt->t == 0 ? rr : bt->s.parent[rr];
-    if (with_state) give_state(bt, r, rr);
-    return keys_moved;
+    in_i32(x, f->parent)[r] = bt->t == 0 ? rr : bt->s.parent[rr];
+    if (bt->t == 0) give_state(bt, r, rr);
 }
 
 cg_status s2s_io_step(s2s_batch *bt) {
     s2s_io *x = &bt->x;
     const s2s_dec_iface *f = x->f;
     int Rb = bucket(bt->R, bt->max_rows);
-    int keys_moved = 0, with_state = !bt->carry || bt->t == 0;
+    const int with_state = bt->t == 0;
     io_rows(x, Rb);
-    for (int r = 0; r < Rb; r++) keys_moved |= gather_row(bt, r, r < bt->R ? r : bt->R - 1, with_state);
-    /* The plan keeps the keys on its devices until they change. */
-    if (keys_moved) {
-        if (f->keys >= 0) cg_tensor_touch(x->in[f->keys]);
-        if (f->kproj >= 0) cg_tensor_touch(x->in[f->kproj]);
-    }
+    for (int r = 0; r < Rb; r++) gather_row(bt, r, r < bt->R ? r : bt->R - 1);
     cg_plan_binding b = {.struct_size = sizeof b, .n_inputs = with_state ? f->n_in : x->n_in_c,
                          .input_index = with_state ? x->idx : x->idx_c, .inputs = with_state ? x->in : x->in_c,
                          .n_outputs = f->n_out, .outputs = x->out_run};
@@ -195,25 +171,4 @@ void s2s_io_scores(const s2s_batch *bt, s2s_scores *so) {
         so->logp = cg_tensor_data_const(x->out[f->logp]);
     }
     so->att = f->a >= 0 && bt->o->attention ? cg_tensor_data_const(x->out[f->a]) : NULL;
-}
-
-void s2s_io_next_state(s2s_batch *bt) {
-    const s2s_io *x = &bt->x;
-    const s2s_dec_iface *f = x->f;
-    const int H = bt->m->shared->cfg.hidden, L = bt->m->shared->cfg.decoder_layers;
-    const size_t bytes = sizeof(float) * (size_t)H;
-    float *ns = bt->state_next;
-    for (int q = 0; !bt->carry && q < bt->s.NR; q++) {
-        float *rs = ns + (size_t)q * s2s_state_row(bt);
-        int p = bt->s.parent[q];
-        for (int l = 0; l < L; l++) {
-            memcpy(rs + (size_t)l * H, (const float *)x->out[f->h_new[l]]->data + (size_t)p * H, bytes);
-            if (f->c_new[l] >= 0)
-                memcpy(rs + (size_t)(L + l) * H, (const float *)x->out[f->c_new[l]]->data + (size_t)p * H, bytes);
-        }
-        if (f->htilde_new >= 0)
-            memcpy(rs + (size_t)(2 * L) * H, (const float *)x->out[f->htilde_new]->data + (size_t)p * H, bytes);
-    }
-    bt->state_next = bt->state;
-    bt->state = ns;
 }

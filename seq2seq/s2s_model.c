@@ -371,6 +371,7 @@ cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options
         st = cg_model_parse(ctx, text, strlen(text), label, &m->shared->model);
         if (!st) st = cg_model_weights_exact(m->shared->model, m->shared->weights, cfg);
     }
+    if (!st && from_file) st = cg_s2s_upgrade(m->shared->model);
     if (!st) st = cg_model_verify(m->shared->model);
     if (!st) st = cg_model_bind_weights(m->shared->model, m->shared->weights);
     if (!st) st = cg_s2s_iface_resolve(m->shared->model, &m->shared->cfg, from_file ? cgp : cfg, &m->shared->iface);

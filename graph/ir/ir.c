@@ -435,6 +435,51 @@ cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names
     return CG_OK;
 }
 
+cg_status cg_node_set_input_name(cg_node *n, int i, const char *name) {
+    if (!n || i < 0 || i >= n->n_inputs || !name)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_input_name: invalid arguments");
+    char *s = cg_arena_strdup(&n->graph->arena, name);
+    if (!s) return oom();
+    n->in_names[i] = s;
+    n->inputs[i] = -1;
+    if (n->graph->model) n->graph->model->verified = 0;
+    return CG_OK;
+}
+
+/* The arrays live in the graph's arena with the node: new ones are made
+ * there and the old ones stay until the graph goes. */
+cg_status cg_node_append_input(cg_node *n, const char *name) {
+    if (!n || !name || n->n_inputs >= INT32_MAX - 2)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_append_input: invalid arguments");
+    const size_t k = (size_t)n->n_inputs;
+    char **names = cg_arena_alloc(&n->graph->arena, (k + 2) * sizeof *names);
+    int32_t *ins = cg_arena_alloc(&n->graph->arena, (k + 2) * sizeof *ins);
+    char *s = cg_arena_strdup(&n->graph->arena, name);
+    if (!names || !ins || !s) return oom();
+    memcpy(names, n->in_names, k * sizeof *names);
+    memcpy(ins, n->inputs, k * sizeof *ins);
+    names[k] = s;
+    names[k + 1] = NULL;
+    ins[k] = ins[k + 1] = -1;
+    n->in_names = names;
+    n->inputs = ins;
+    n->n_inputs++;
+    if (n->graph->model) n->graph->model->verified = 0;
+    return CG_OK;
+}
+
+cg_status cg_graph_set_output_name(cg_graph *g, int i, const char *name) {
+    if (!g || i < 0 || i >= g->n_outputs || !name)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_set_output_name: invalid arguments");
+    char *s = cg_strdup(name);
+    if (!s) return oom();
+    free(g->out_names[i]);
+    g->out_names[i] = s;
+    g->outputs[i] = -1;
+    if (g->model) g->model->verified = 0;
+    return CG_OK;
+}
+
 cg_status cg_node_add_attr(cg_node *n, const cg_attr *a) {
     if (!n || !a || !a->key || (a->type == CG_ATTR_STRING && !a->s) ||
         (a->type == CG_ATTR_INTS && (a->n_ints < 0 || (a->n_ints && !a->ints))) ||

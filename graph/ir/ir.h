@@ -143,6 +143,14 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name,
 cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names,
                                     const int *lines, const int *cols);
 
+/* Rewrites an unverified graph (a model family converting an older
+ * interface at load): input i of node n now names `name`; `name` becomes
+ * n's last input; graph output i now names `name`. The verifier resolves
+ * the names. */
+cg_status cg_node_set_input_name(cg_node *n, int i, const char *name);
+cg_status cg_node_append_input(cg_node *n, const char *name);
+cg_status cg_graph_set_output_name(cg_graph *g, int i, const char *name);
+
 /* Appends an attribute (takes ownership of nothing; copies). Fails if the
  * key is already set on the node. */
 cg_status cg_node_add_attr(cg_node *n, const cg_attr *a);

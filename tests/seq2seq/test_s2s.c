@@ -1505,11 +1505,13 @@ static void deep_decode(const deep_model *dm, const char *dir, const char *hdir,
     const cg_graph *dec = cg_model_graph(cg_s2s_model(m), "decoder"), *enc = cg_model_graph(cg_s2s_model(m), "encoder"),
                    *hdec = cg_model_graph(cg_s2s_model(hm), "decoder");
     /* y_prev, keys, src_len, sentence, parent, h<l>, c<l>, htilde; top_logp,
-     * top_id, h<l>_new, c<l>_new, a, htilde_new; the host's: no sentence, no
-     * parent */
+     * top_id, h<l>_new, c<l>_new, a, htilde_new; the host's model.cg has no
+     * sentence and no parent, and gets both when it is converted at load */
     ck_assert_int_eq(cg_graph_input_count(dec), 2 * DEEP_LD + 6);
     ck_assert_int_eq(cg_graph_output_count(dec), 2 * DEEP_LD + 4);
-    ck_assert_int_eq(cg_graph_input_count(hdec), 2 * DEEP_LD + 4);
+    ck_assert_int_eq(cg_graph_input_count(hdec), 2 * DEEP_LD + 6);
+    ck_assert_str_eq(cg_graph_input_name(hdec, 2 * DEEP_LD + 4), "parent");
+    ck_assert_str_eq(cg_graph_input_name(hdec, 2 * DEEP_LD + 5), "sentence");
     ck_assert_int_eq(cg_graph_output_count(enc), DEEP_LD + 1);
     ck_assert(cg_graph_input_count(dec) > 80 && cg_graph_output_count(enc) > 40 && DEEP_LD > 64);
     enum { NS = 5 };
