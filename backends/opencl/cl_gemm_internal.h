@@ -1,5 +1,7 @@
-/* Internals of the OpenCL SGEMM (cl_gemm.c) exposed for its tests and for
- * benchmarks. Not part of the backend interface (cl_backend.h). */
+/* Internals of the OpenCL SGEMM (cl_gemm.c, cl_gemm_choice.c,
+ * cl_gemm_kernels.c) exposed for its tests and for benchmarks. Not part of
+ * the backend interface (cl_backend.h); what those files share among
+ * themselves is in cl_gemm_impl.h. */
 #ifndef CG_BACKEND_OPENCL_GEMM_INTERNAL_H
 #define CG_BACKEND_OPENCL_GEMM_INTERNAL_H
 
