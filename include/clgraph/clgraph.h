@@ -33,6 +33,7 @@
 #define CLGRAPH_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "dtype.h"
@@ -830,6 +831,35 @@ typedef struct cg_conform_options {
  */
 CG_API cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt, cg_conform_fn fn,
                             void *user, int *n_failed);
+
+/* ------------------------------------------------------------------ */
+/* Output files written whole or not at all                            */
+
+/** An output file being written (opaque). */
+typedef struct cg_out_file cg_out_file;
+
+/**
+ * Starts writing `path` whole or not at all: the stream (cg_out_file_stream)
+ * writes a temporary file beside it, which cg_out_file_commit syncs and
+ * renames over `path` once every byte is written, so readers see the old
+ * file or the whole new one, and a full disk leaves no cut file behind. A
+ * `path` that exists and is not a regular file (/dev/stdout, a FIFO) is
+ * written in place. Fails with CG_ERR_IO naming the path (errno is kept).
+ */
+CG_API cg_status cg_out_file_open(const char *path, cg_out_file **out);
+
+/** The stream to write (valid until commit or abort). */
+CG_API FILE *cg_out_file_stream(cg_out_file *f);
+
+/**
+ * Flushes, syncs and renames the file onto its path when every write
+ * succeeded, else removes the temporary file and fails with CG_ERR_IO naming
+ * the path (errno is kept). Frees f either way.
+ */
+CG_API cg_status cg_out_file_commit(cg_out_file *f);
+
+/** Closes the stream and removes the temporary file; frees f (NULL is ignored). */
+CG_API void cg_out_file_abort(cg_out_file *f);
 
 #ifdef __cplusplus
 }

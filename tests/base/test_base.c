@@ -404,6 +404,42 @@ START_TEST(test_atomic_file) {
 }
 END_TEST
 
+/* The public stream over it (cg_out_file): the file appears whole at
+ * commit, an abort leaves the old one, /dev/full's ENOSPC is one error
+ * naming the path with errno kept, and a missing directory is refused. */
+START_TEST(test_out_file) {
+    const char *p = tu_write_file("o.txt", "old", 3);
+    cg_out_file *f = NULL;
+    ck_assert_int_eq(cg_out_file_open(p, &f), CG_OK);
+    ck_assert_int_gt(fprintf(cg_out_file_stream(f), "%s %d", "new", 42), 0);
+    char buf[64];
+    tu_slurp(p, buf, sizeof buf);
+    ck_assert_str_eq(buf, "old");
+    ck_assert_int_eq(cg_out_file_commit(f), CG_OK);
+    tu_slurp(p, buf, sizeof buf);
+    ck_assert_str_eq(buf, "new 42");
+    ck_assert_int_eq(cg_out_file_open(p, &f), CG_OK);
+    fputs("x", cg_out_file_stream(f));
+    cg_out_file_abort(f);
+    tu_slurp(p, buf, sizeof buf);
+    ck_assert_str_eq(buf, "new 42");
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1", tu_dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(cg_out_file_open(tu_path("no/such/o.txt"), &f), CG_ERR_IO);
+    ck_assert_ptr_null(f);
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "no/such/o.txt: cannot write:"));
+    /* a character device is written in place */
+    ck_assert_int_eq(cg_out_file_open("/dev/full", &f), CG_OK);
+    fputs("x", cg_out_file_stream(f));
+    ck_assert_int_eq(cg_out_file_commit(f), CG_ERR_IO);
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "/dev/full: cannot write:"));
+    cg_out_file_abort(NULL);
+}
+END_TEST
+
 /* Every file the library reads goes through read_file.c (issue 29): a FIFO
  * without a writer is refused at once (it used to block the open), a
  * device or directory is refused (/dev/zero used to be read until memory
@@ -548,6 +584,7 @@ int main(void) {
     TCase *af = tcase_create("atomic_file");
     tcase_add_checked_fixture(af, setup, tu_teardown_dir);
     tcase_add_test(af, test_atomic_file);
+    tcase_add_test(af, test_out_file);
     tcase_add_test(af, test_read_file);
     tcase_add_test(af, test_measure_log);
     suite_add_tcase(s, af);

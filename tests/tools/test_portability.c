@@ -15,6 +15,7 @@
  *   across two platforms, greedy and beam 5 both equal the CPU's output;
  * - imported nn.Transformer models (both exporters) match ONNX Runtime on
  *   each device in a cold first run. */
+#include <errno.h>
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -127,31 +128,19 @@ END_TEST
 
 /* The environment of a cold first run: fresh program caches for clgraph,
  * PoCL and Mesa under tu_dir/coldN (env: 5 entries, NULL-terminated). */
-static void cold_env(char bufs[4][400], const char *env[5]) {
+/* A fresh set of empty caches for each cold run. */
+static void cold_env(char bufs[TU_COLD_VARS][400], const char *env[TU_COLD_VARS + 1]) {
     static int run;
-    run++;
-    /* Mesa disables its cache, saying so on stderr, when the directory is
-     * missing; a user's ~/.cache exists. */
-    char d[400];
-    snprintf(d, sizeof d, "%s/cold%d", tu_dir, run);
-    ck_assert_int_eq(mkdir(d, 0755), 0);
-    snprintf(d, sizeof d, "%s/cold%d/mesa", tu_dir, run);
-    ck_assert_int_eq(mkdir(d, 0755), 0);
-    snprintf(d, sizeof d, "%s/cold%d/xdg", tu_dir, run);
-    ck_assert_int_eq(mkdir(d, 0755), 0);
-    snprintf(bufs[0], 400, "CLGRAPH_CACHE_DIR=%s/cold%d/clgraph", tu_dir, run);
-    snprintf(bufs[1], 400, "POCL_CACHE_DIR=%s/cold%d/pocl", tu_dir, run);
-    snprintf(bufs[2], 400, "XDG_CACHE_HOME=%s/cold%d/xdg", tu_dir, run);
-    snprintf(bufs[3], 400, "MESA_SHADER_CACHE_DIR=%s/cold%d/mesa", tu_dir, run);
-    for (int i = 0; i < 4; i++) env[i] = bufs[i];
-    env[4] = NULL;
+    char d[300];
+    snprintf(d, sizeof d, "%s/cold%d", tu_dir, ++run);
+    ck_assert_msg(tu_cold_caches(d, bufs, env) == 0, "%s: %s", d, strerror(errno));
 }
 
 /* Translates samples.txt with extra arguments in a cold first run.
  * Returns stdout (malloc'ed); asserts exit 0 and an empty stderr. */
 static char *translate_cold(const char *what, const char *const *extra) {
-    char bufs[4][400];
-    const char *env[5];
+    char bufs[TU_COLD_VARS][400];
+    const char *env[TU_COLD_VARS + 1];
     cold_env(bufs, env);
     const char *a[16] = {"translate", model_dir()};
     int n = 2;
@@ -197,8 +186,8 @@ START_TEST(transformer_cold) {
     snprintf(m1, sizeof m1, "%s/tests/data/onnx/models/transformer_full_ts", tu_src_dir());
     snprintf(m2, sizeof m2, "%s/tests/data/onnx/models/transformer_full_dynamo", tu_src_dir());
     for (int i = 0; i < cur->devices; i++) {
-        char dev[32], bufs[4][400];
-        const char *env[5];
+        char dev[32], bufs[TU_COLD_VARS][400];
+        const char *env[TU_COLD_VARS + 1];
         snprintf(dev, sizeof dev, "opencl:%d", i);
         cold_env(bufs, env);
         const char *a[] = {"onnx-test", m1, m2, "--device", dev, "--rtol", "1e-4", "--atol", "1e-4", NULL};

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,4 +216,17 @@ void tu_check_runs_resume(void) {
     check_runs_paused = 0;
     if (check_runs_was[0]) setenv("CLGRAPH_CHECK_RUNS", check_runs_was, 1);
     else unsetenv("CLGRAPH_CHECK_RUNS");
+}
+
+int tu_cold_caches(const char *dir, char bufs[TU_COLD_VARS][400], const char *env[TU_COLD_VARS + 1]) {
+    static const char *const vars[TU_COLD_VARS][2] = {{"CLGRAPH_CACHE_DIR", "clgraph"}, {"POCL_CACHE_DIR", "pocl"},
+                                                       {"XDG_CACHE_HOME", "xdg"}, {"MESA_SHADER_CACHE_DIR", "mesa"}};
+    if (mkdir(dir, 0755) != 0) return -1;
+    for (int i = 0; i < TU_COLD_VARS; i++) {
+        snprintf(bufs[i], 400, "%s=%s/%s", vars[i][0], dir, vars[i][1]);
+        if (mkdir(strchr(bufs[i], '=') + 1, 0755) != 0) return -1;
+        env[i] = bufs[i];
+    }
+    env[TU_COLD_VARS] = NULL;
+    return 0;
 }

@@ -73,4 +73,15 @@ void tu_assert_one_line(const char *const *needles);
  * different devices do). The result is a static buffer. */
 const char *tu_plan_step_device(const char *text, const char *name);
 
+/* The compiler caches a cold first run starts from: clgraph's, PoCL's,
+ * Mesa's and XDG's (Mesa disables its cache, saying so on stderr, when the
+ * directory is missing; a user's ~/.cache exists). */
+#define TU_COLD_VARS 4
+
+/* Makes directory `dir` with an empty directory for each cache, and fills
+ * env[0 .. TU_COLD_VARS - 1] with NAME=PATH strings in bufs for them,
+ * env[TU_COLD_VARS] = NULL. Returns 0, or -1 with errno when a directory
+ * cannot be made. */
+int tu_cold_caches(const char *dir, char bufs[TU_COLD_VARS][400], const char *env[TU_COLD_VARS + 1]);
+
 #endif

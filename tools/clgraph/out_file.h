@@ -1,20 +1,17 @@
 /* Output files of the clgraph tool (heat maps, plots, attention JSON, the
- * copies `quantize` makes) written whole or not at all: the stream goes to
- * a temporary file beside the target, renamed over it only once every byte
- * is written and synced (base/atomic_file.h). A full disk or a failed write
- * leaves no empty or cut file behind, and the old file, if any, as it was.
- * A target that exists and is not a regular file (/dev/stdout, a FIFO) is
- * written in place: renaming over it would replace the device. */
+ * copies `quantize` makes) written whole or not at all, through the
+ * library's cg_out_file: a full disk or a failed write leaves no empty or
+ * cut file behind, and the old file, if any, as it was. The calls keep
+ * errno for the callers' messages. */
 #ifndef CG_TOOLS_OUT_FILE_H
 #define CG_TOOLS_OUT_FILE_H
 
 #include <stdio.h>
 
-#include "atomic_file.h"
+#include "clgraph/clgraph.h"
 
 typedef struct cli_file {
-    cg_afile af;
-    int direct; /* written in place (not a regular file) */
+    cg_out_file *h;
     FILE *f;
 } cli_file;
 

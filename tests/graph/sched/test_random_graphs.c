@@ -330,20 +330,26 @@ END_TEST
  * run; removed at exit. */
 static char cold_dir[256];
 
+/* Every compiler cache empty, for the whole process. */
 static void cold_caches(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(cold_dir, sizeof cold_dir, "%s/cg_cold_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char bufs[TU_COLD_VARS][400], caches[300];
+    const char *env[TU_COLD_VARS + 1];
     if (!mkdtemp(cold_dir)) {
         perror("mkdtemp");
         exit(1);
     }
-    static const char *vars[][2] = {{"CLGRAPH_CACHE_DIR", "clgraph"}, {"POCL_CACHE_DIR", "pocl"},
-                                    {"XDG_CACHE_HOME", "xdg"}, {"MESA_SHADER_CACHE_DIR", "mesa"}};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        char d[400];
-        snprintf(d, sizeof d, "%s/%s", cold_dir, vars[i][1]);
-        if (mkdir(d, 0755) != 0 || setenv(vars[i][0], d, 1) != 0) {
-            perror(d);
+    snprintf(caches, sizeof caches, "%s/caches", cold_dir);
+    if (tu_cold_caches(caches, bufs, env) != 0) {
+        perror(caches);
+        exit(1);
+    }
+    for (int i = 0; i < TU_COLD_VARS; i++) {
+        char *eq = strchr(bufs[i], '=');
+        *eq = 0;
+        if (setenv(bufs[i], eq + 1, 1) != 0) {
+            perror(bufs[i]);
             exit(1);
         }
     }
