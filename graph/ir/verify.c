@@ -276,6 +276,8 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
     call.err = err;
     call.err_size = sizeof err;
     call.host = cg_host_api_get();
+    call.attr_size = sizeof(cg_attr_value);
+    call.desc_size = sizeof(cg_tensor_desc);
     memset(out, 0, sizeof *out * (size_t)n_out);
     cg_op_status rs = op->def->infer(&call);
     err[sizeof err - 1] = 0;

@@ -192,6 +192,8 @@ cg_op_call cg_lower_call(const lower_node *n, const cg_tensor_desc *ind, cg_tens
     call.err = err;
     call.err_size = err_size;
     call.host = cg_host_api_get();
+    call.attr_size = sizeof(cg_attr_value);
+    call.desc_size = sizeof(cg_tensor_desc);
     return call;
 }
 
@@ -205,7 +207,7 @@ static cg_status make_state(build *b, step *s, char *where) {
         params[i] = x->kind == SLOT_PARAM ? &x->buf : NULL;
     }
     char err[1024] = "";
-    cg_op_call call = {.struct_size = sizeof call, .node_name = s->name, .n_inputs = s->n_in, .n_outputs = s->n_out,
+    cg_op_call call = {.struct_size = sizeof call, .attr_size = sizeof(cg_attr_value), .desc_size = sizeof(cg_tensor_desc), .node_name = s->name, .n_inputs = s->n_in, .n_outputs = s->n_out,
                        .inputs = s->in_desc, .outputs = s->out_desc, .attrs = s->attrs, .err = err,
                        .err_size = sizeof err, .host = cg_host_api_get()};
     cg_status st = cg_dev_state_create(b->p->devs[s->dev].dev, s->kernel, &call, params, &s->state, &s->state_bytes);

@@ -150,7 +150,37 @@ typedef struct cg_op_call {
     char *err;                       /**< message buffer for CG_OP_ERROR */
     size_t err_size;                 /**< its size in bytes */
     const struct cg_host_api *host;  /**< host services */
+    /* ---- ABI 1.4 ---- */
+    /** The element sizes the host laid `attrs` and `inputs`/`outputs` out
+     * with. cg_attr_value and cg_tensor_desc may gain fields at their end
+     * in a later ABI minor; a plugin that indexes through CG_CALL_ATTR,
+     * CG_CALL_INPUT and CG_CALL_OUTPUT steps by these and reads the
+     * fields it knows, whatever the host's sizes (0: the sizes of this
+     * header). A plugin built against 1.0 .. 1.3, which indexes the
+     * arrays directly, gets arrays of the element sizes of its ABI. */
+    uint32_t attr_size;
+    uint32_t desc_size;
 } cg_op_call;
+
+/** The element size of call's `attrs` (see cg_op_call.attr_size). */
+#define CG_CALL_ATTR_SIZE(call)                                                                          \
+    ((call)->struct_size >= offsetof(cg_op_call, attr_size) + sizeof(uint32_t) && (call)->attr_size      \
+         ? (size_t)(call)->attr_size                                                                     \
+         : sizeof(cg_attr_value))
+/** The element size of call's `inputs` and `outputs`. */
+#define CG_CALL_DESC_SIZE(call)                                                                          \
+    ((call)->struct_size >= offsetof(cg_op_call, desc_size) + sizeof(uint32_t) && (call)->desc_size      \
+         ? (size_t)(call)->desc_size                                                                     \
+         : sizeof(cg_tensor_desc))
+/** Attribute i of call, by the host's element size. */
+#define CG_CALL_ATTR(call, i)                                                                            \
+    ((const cg_attr_value *)(const void *)((const char *)(call)->attrs + (size_t)(i) * CG_CALL_ATTR_SIZE(call)))
+/** Input i of call, by the host's element size. */
+#define CG_CALL_INPUT(call, i)                                                                           \
+    ((const cg_tensor_desc *)(const void *)((const char *)(call)->inputs + (size_t)(i) * CG_CALL_DESC_SIZE(call)))
+/** Output i of call, by the host's element size. */
+#define CG_CALL_OUTPUT(call, i)                                                                          \
+    ((cg_tensor_desc *)(void *)((char *)(call)->outputs + (size_t)(i) * CG_CALL_DESC_SIZE(call)))
 
 /**
  * Arguments to a kernel. For CG_BACKEND_CPU, `in[i]`/`out[i]` point at

@@ -1057,7 +1057,7 @@ static void check_decomposition(const cg_op_def *def, int n_in, const th_tensor 
     }
     for (int i = 0; i < n_out; i++) outd[i] = want[i].desc;
     char err[256] = "";
-    cg_op_call call = {sizeof call, def->name, n_in, n_out, ind, outd, at ? at->v : NULL, err, sizeof err, &ev_host};
+    cg_op_call call = {sizeof call, def->name, n_in, n_out, ind, outd, at ? at->v : NULL, err, sizeof err, &ev_host, sizeof(cg_attr_value), sizeof(cg_tensor_desc)};
     cg_op_status st = def->decompose(d, &call);
     ck_assert_msg(st == CG_OP_OK, "%s decomposition failed: %s %s", def->name, err, d->msg);
     for (int i = 0; i < n_out; i++) {

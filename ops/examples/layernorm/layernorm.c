@@ -110,7 +110,7 @@ static const char *const ln_input_names[] = {"x", "gamma", "beta", NULL};
 
 /* Checks gamma or beta (input i) against x's last dim `n`. */
 static cg_op_status ln_check_vec(const cg_op_call *call, int i, int64_t n) {
-    const cg_tensor_desc *v = &call->inputs[i];
+    const cg_tensor_desc *v = CG_CALL_INPUT(call, i);
     char sv[160];
     ln_dims(sv, sizeof sv, v);
     if (v->dtype != CG_OP_F32)
@@ -120,7 +120,7 @@ static cg_op_status ln_check_vec(const cg_op_call *call, int i, int64_t n) {
         return ln_fail(call, "input %d (%s) must have 1 dim [N], got %s", i, ln_input_names[i], sv);
     if (!cg_dim_compatible(v->dims[0], n)) {
         char sx[160];
-        ln_dims(sx, sizeof sx, &call->inputs[0]);
+        ln_dims(sx, sizeof sx, CG_CALL_INPUT(call, 0));
         return ln_fail(call, "input %d (%s) has shape %s, expected [%lld] (the last dim of x %s)", i,
                        ln_input_names[i], sv, (long long)n, sx);
     }
@@ -128,8 +128,8 @@ static cg_op_status ln_check_vec(const cg_op_call *call, int i, int64_t n) {
 }
 
 static cg_op_status ln_infer(cg_op_call *call) {
-    const cg_tensor_desc *x = &call->inputs[0];
-    double eps = call->attrs[LN_ATTR_EPS].f;
+    const cg_tensor_desc *x = CG_CALL_INPUT(call, 0);
+    double eps = CG_CALL_ATTR(call, LN_ATTR_EPS)->f;
     if (x->dtype != CG_OP_F32)
         return ln_fail(call, "input 0 (x) must be f32, got %s", ln_dtype(x->dtype));
     if (x->ndim < 1)
@@ -142,9 +142,9 @@ static cg_op_status ln_infer(cg_op_call *call) {
     int64_t n = x->dims[x->ndim - 1];
     for (int i = 1; i < call->n_inputs; i++) {
         if (ln_check_vec(call, i, n)) return CG_OP_ERROR;
-        n = cg_dim_unify(n, call->inputs[i].dims[0]);
+        n = cg_dim_unify(n, CG_CALL_INPUT(call, i)->dims[0]);
     }
-    cg_tensor_desc *y = &call->outputs[0];
+    cg_tensor_desc *y = CG_CALL_OUTPUT(call, 0);
     *y = *x;
     y->dims[x->ndim - 1] = n;
     return CG_OP_OK;
@@ -215,10 +215,10 @@ static void ln_rows_cpu(void *ctx, int64_t begin, int64_t end) {
 static cg_op_status ln_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     int64_t rows, n;
-    ln_rows(&call->inputs[0], &rows, &n);
+    ln_rows(CG_CALL_INPUT(call, 0), &rows, &n);
     if (rows == 0 || n == 0) return CG_OP_OK;
     ln_job j = {a->in[0], call->n_inputs > 1 ? a->in[1] : NULL, call->n_inputs > 2 ? a->in[2] : NULL,
-                a->out[0], NULL, n, call->attrs[LN_ATTR_EPS].f};
+                a->out[0], NULL, n, CG_CALL_ATTR(call, LN_ATTR_EPS)->f};
     /* args->state is ABI 1.1: a 1.0 host hands over smaller args. */
     if (a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state) j.coeffs = a->state;
     /* Rows are independent and each is computed the same way wherever it
@@ -238,7 +238,7 @@ static cg_op_status ln_cpu(const cg_kernel_args *a) {
 static cg_op_status ln_cpu_create(const cg_kernel_args *a, void **state, size_t *bytes) {
     const cg_op_call *call = a->call;
     int64_t rows, n;
-    ln_rows(&call->inputs[0], &rows, &n);
+    ln_rows(CG_CALL_INPUT(call, 0), &rows, &n);
     *state = NULL;
     *bytes = 0;
     int has_gamma = call->n_inputs > 1, has_beta = call->n_inputs > 2;
@@ -371,7 +371,7 @@ static cl_kernel ln_cl_kernel(const cg_kernel_args *a) {
 
 static cg_op_status ln_cl_create(const cg_kernel_args *a, void **state, size_t *bytes) {
     int64_t rows, n;
-    ln_rows(&a->call->inputs[0], &rows, &n);
+    ln_rows(CG_CALL_INPUT(a->call, 0), &rows, &n);
     *state = NULL;
     *bytes = 0;
     cl_kernel k = ln_cl_kernel(a);
@@ -388,14 +388,14 @@ static cg_op_status ln_cl_create(const cg_kernel_args *a, void **state, size_t *
  * CPU kernel or the decomposition takes them instead of a failed run). */
 static int ln_cl_supports(const cg_kernel_args *a) {
     int64_t rows, n;
-    ln_rows(&a->call->inputs[0], &rows, &n);
+    ln_rows(CG_CALL_INPUT(a->call, 0), &rows, &n);
     return ln_cl && n <= INT32_MAX;
 }
 
 static cg_op_status ln_opencl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     int64_t rows, n;
-    ln_rows(&call->inputs[0], &rows, &n);
+    ln_rows(CG_CALL_INPUT(call, 0), &rows, &n);
     if (rows == 0 || n == 0) return CG_OP_OK;
     /* A 1.0 host asks no supports callback first. */
     if (!ln_cl) return ln_fail(call, "this host offers no OpenCL services");
@@ -409,7 +409,7 @@ static cg_op_status ln_opencl(const cg_kernel_args *a) {
     cl_mem y = (cl_mem)a->out[0];
     cl_ulong c_rows = (cl_ulong)rows;
     cl_int c_n = (cl_int)n;
-    cl_float c_eps = (cl_float)call->attrs[LN_ATTR_EPS].f;
+    cl_float c_eps = (cl_float)CG_CALL_ATTR(call, LN_ATTR_EPS)->f;
     cl_int has_gamma = call->n_inputs > 1, has_beta = call->n_inputs > 2;
     const ln_cl_state *st =
         a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state ? a->state : NULL;
@@ -471,7 +471,7 @@ static cg_op_status ln_decompose(cg_decomp *d, const cg_op_call *call) {
     const cg_host_api *h = call->host;
     ln_emitter e = {d, h, CG_OP_OK};
     char eps[64], affine[96];
-    ln_float_text(eps, sizeof eps, call->attrs[LN_ATTR_EPS].f);
+    ln_float_text(eps, sizeof eps, CG_CALL_ATTR(call, LN_ATTR_EPS)->f);
     snprintf(affine, sizeof affine, "alpha: 1.0, beta: %s", eps);
 
     int32_t x = h->decomp_input(d, 0);

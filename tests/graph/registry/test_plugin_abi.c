@@ -46,6 +46,54 @@ static const cg_op_def *find_op(const cg_context *ctx, const char *name) {
 /* Every version's arrays read at its own stride: the second attribute and
  * kernel are where the plugin put them, and 1.1 fields are there only for
  * plugins that have them. */
+/* The 1.4 accessors step by the sizes the host says it laid the arrays
+ * out with: a pretend later host whose cg_tensor_desc and cg_attr_value
+ * grew, today's host (0 or sizeof), and a call from before 1.4 (no size
+ * fields: the struct_size says so, whatever follows). */
+typedef struct grown_desc {
+    cg_tensor_desc d;
+    int64_t later[3];
+} grown_desc;
+typedef struct grown_attr {
+    cg_attr_value a;
+    double later[5];
+} grown_attr;
+
+START_TEST(test_call_accessors) {
+    grown_desc in[3], out[2];
+    grown_attr at[4];
+    memset(in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    memset(at, 0, sizeof at);
+    for (int i = 0; i < 3; i++) in[i].d.dims[0] = 10 + i;
+    for (int i = 0; i < 4; i++) at[i].a.i = 100 + i;
+    cg_op_call call = {.struct_size = sizeof call, .n_inputs = 3, .n_outputs = 2, .inputs = &in[0].d,
+                       .outputs = &out[0].d, .attrs = &at[0].a, .attr_size = sizeof(grown_attr),
+                       .desc_size = sizeof(grown_desc)};
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(CG_CALL_INPUT(&call, i)->dims[0], 10 + i);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(CG_CALL_ATTR(&call, i)->i, 100 + i);
+    CG_CALL_OUTPUT(&call, 1)->ndim = 2;
+    ck_assert_int_eq(out[1].d.ndim, 2);
+    ck_assert_int_eq(out[0].d.ndim, 0);
+
+    cg_tensor_desc plain[3];
+    cg_attr_value pa[2];
+    memset(plain, 0, sizeof plain);
+    memset(pa, 0, sizeof pa);
+    plain[2].ndim = 3;
+    pa[1].f = 0.5;
+    call.inputs = plain;
+    call.attrs = pa;
+    call.attr_size = call.desc_size = 0;
+    ck_assert_ptr_eq(CG_CALL_INPUT(&call, 2), &plain[2]);
+    ck_assert(CG_CALL_ATTR(&call, 1)->f == 0.5);
+    call.struct_size = (uint32_t)offsetof(cg_op_call, attr_size);
+    call.attr_size = call.desc_size = 12345;
+    ck_assert_ptr_eq(CG_CALL_INPUT(&call, 2), &plain[2]);
+    ck_assert_ptr_eq(CG_CALL_ATTR(&call, 1), &pa[1]);
+}
+END_TEST
+
 START_TEST(test_versions_load) {
     cg_context *ctx = context_with_all();
     for (int v = 0; v < 3; v++) {
@@ -218,6 +266,7 @@ int main(void) {
     TCase *tc = tcase_create("abi");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_versions_load);
+    tcase_add_test(tc, test_call_accessors);
     tcase_add_loop_test(tc, test_versions_run, 0, 2);
     tcase_add_test(tc, test_state_once_per_instance);
     tcase_add_test(tc, test_supports_steers);
