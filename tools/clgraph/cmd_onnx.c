@@ -351,61 +351,68 @@ static int collect(const char *dir, char ***list, int *n, int *cap) {
     return 1;
 }
 
-int cli_onnx_test(int argc, char **argv) {
-    const char *devices[16], *plugins[CLI_MAX_PLUGINS];
-    int n_dev = 0, n_dirs = 0, cap = 0, rc = CLI_OK, n_plugins = 0;
-    char **dirs = NULL;
-    tolerance tol = {RTOL, ATOL};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol")) {
-            char *end = NULL;
-            double v = i + 1 < argc ? strtod(argv[i + 1], &end) : -1;
-            if (!end || end == argv[i + 1] || *end || !(v >= 0) || v > 1e30) {
-                fprintf(stderr, "clgraph onnx-test: %s needs a number >= 0\n", argv[i]);
-                rc = CLI_USAGE;
-                break;
-            }
-            *(argv[i][2] == 'r' ? &tol.rtol : &tol.atol) = v;
-            i++;
-        } else if (!strcmp(argv[i], "--plugin")) {
-            if (i + 1 >= argc || (rc = cli_add_plugin("onnx-test", plugins, &n_plugins, argv[i + 1]))) {
-                if (!rc) fprintf(stderr, "clgraph onnx-test: --plugin needs a path\n");
-                rc = CLI_USAGE;
-                break;
-            }
-            i++;
-        } else if (!strcmp(argv[i], "--device")) {
-            if (i + 1 >= argc || n_dev == 16) {
-                fprintf(stderr, "clgraph onnx-test: --device needs a device (at most 16)\n");
-                rc = CLI_USAGE;
-                break;
-            }
-            devices[n_dev++] = argv[++i];
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "clgraph onnx-test: unknown option '%s'\n", argv[i]);
-            rc = CLI_USAGE;
-            break;
-        } else {
-            int before = n_dirs;
-            if (!collect(argv[i], &dirs, &n_dirs, &cap)) {
-                rc = CLI_FAIL;
-                break;
-            }
-            if (n_dirs == before) {
-                fprintf(stderr, "clgraph onnx-test: %s: no test folders in it (a folder with model.onnx)\n", argv[i]);
-                rc = CLI_FAIL;
-                break;
-            }
+/* --device D, repeated: up to 16. */
+typedef struct dev_list {
+    const char *d[16];
+    int n;
+} dev_list;
+
+static int add_device(const char *cmd, const char *v, void *dst) {
+    dev_list *l = dst;
+    if (l->n == 16) return cli_usage(cmd, CLI_HINT_NONE, "at most 16 --device options");
+    l->d[l->n++] = v;
+    return CLI_OK;
+}
+
+/* The options, then every DIR's test folders in name order. */
+static int onnx_test_args(int argc, char **argv, dev_list *dev, cli_plugins *plugins, tolerance *tol, char ***dirs,
+                          int *n_dirs) {
+    const cli_opt opts[] = {
+        {"device", 0, CLI_CALL, dev, .fn = add_device, .arg = "D",
+         .help = "run on this device (repeatable; default: the CPU and every OpenCL device)"},
+        {"rtol", 0, CLI_DBL, &tol->rtol, 0, 1e30, "a number >= 0", .arg = "R", .help = "relative tolerance"},
+        {"atol", 0, CLI_DBL, &tol->atol, 0, 1e30, "a number >= 0", .arg = "A", .help = "absolute tolerance"},
+        {"plugin", 0, CLI_CALL, plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
+        {0},
+    };
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    int n_pos = 0, cap = 0;
+    if (!pos) return CLI_FAIL;
+    cli_spec spec = {.cmd = "onnx-test", .opts = opts, .pos = pos, .min_pos = 1, .max_pos = argc, .n_pos = &n_pos,
+                     .pos_name = "DIR...", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD,
+                     .missing_hint = CLI_HINT_CMD};
+    int rc = cli_args_parse(&spec, argc, argv);
+    for (int i = 0; !rc && i < n_pos; i++) {
+        int before = *n_dirs;
+        if (!collect(pos[i], dirs, n_dirs, &cap)) {
+            rc = CLI_FAIL;
+        } else if (*n_dirs == before) {
+            fprintf(stderr, "clgraph onnx-test: %s: no test folders in it (a folder with model.onnx)\n", pos[i]);
+            rc = CLI_FAIL;
         }
     }
-    if (!rc && !n_dirs) {
-        fprintf(stderr, "usage: clgraph onnx-test DIR... [--device D]... [--rtol R] [--atol A]\n");
-        rc = CLI_USAGE;
+    free(pos);
+    return rc;
+}
+
+int cli_onnx_test(int argc, char **argv) {
+    dev_list dev = {{0}, 0};
+    cli_plugins plugins = {0};
+    const char **devices = dev.d;
+    int n_dirs = 0;
+    char **dirs = NULL;
+    tolerance tol = {RTOL, ATOL};
+    int rc = onnx_test_args(argc, argv, &dev, &plugins, &tol, &dirs, &n_dirs);
+    int n_dev = dev.n;
+    if (rc == CLI_HELP) {
+        printf("Imports every ONNX test folder (model.onnx, test_data_set_*) under each DIR and compares\n"
+               "its outputs with the expected ones on each device.\n");
+        return CLI_OK;
     }
     cg_context *ctx = NULL;
     if (!rc && cg_context_create(NULL, &ctx)) rc = cli_fail();
-    for (int i = 0; !rc && i < n_plugins; i++)
-        if (cg_context_load_plugin(ctx, plugins[i])) rc = cli_fail();
+    for (int i = 0; !rc && i < plugins.n; i++)
+        if (cg_context_load_plugin(ctx, plugins.list[i])) rc = cli_fail();
     if (!rc && !n_dev) /* the CPU and every OpenCL device */
         for (int i = 0; i < cg_device_count() && n_dev < 16; i++) {
             char b[512];
