@@ -13,8 +13,12 @@
 /* Binary inner loops (bcast.h)                                        */
 
 /* Integer arithmetic wraps around (computed unsigned: no UB). */
+/* (clang-format reads `x op (T)y` as a call and `x * y` in a macro
+ * argument as a declaration: these lines keep their spelling.) */
+// clang-format off
 #define WRAP32(op) ((int32_t)((uint32_t)x op (uint32_t)y))
 #define WRAP64(op) ((int64_t)((uint64_t)x op (uint64_t)y))
+// clang-format on
 
 /* Integer division truncates toward zero; x / 0 is 0 and MIN / -1 wraps
  * to MIN (C leaves both undefined, and x86 traps on them). i32 operands
@@ -37,7 +41,9 @@ static inline int64_t ipow(int64_t x, int64_t e, int bits) {
 
 CG_BCAST_LOOP2(add_f32_loop, float, float, x + y)
 CG_BCAST_LOOP2(sub_f32_loop, float, float, x - y)
+// clang-format off
 CG_BCAST_LOOP2(mul_f32_loop, float, float, x * y)
+// clang-format on
 CG_BCAST_LOOP2(div_f32_loop, float, float, x / y)
 CG_BCAST_LOOP2(pow_f32_loop, float, float, powf(x, y))
 /* NaN propagates, as in NumPy's maximum/minimum. */
@@ -58,7 +64,9 @@ CG_BCAST_LOOP2(pow_i64_loop, int64_t, int64_t, ipow(x, y, 64))
 CG_BCAST_LOOP2(max_i64_loop, int64_t, int64_t, x > y ? x : y)
 CG_BCAST_LOOP2(min_i64_loop, int64_t, int64_t, x < y ? x : y)
 /* 8-bit integers: computed in int, wrapped by the unsigned conversion */
+// clang-format off
 #define WRAP8(T, op) ((T)(uint8_t)((unsigned)x op (unsigned)y))
+// clang-format on
 #define LOOPS8(SUF, T)                                                            \
     CG_BCAST_LOOP2(add_##SUF##_loop, T, T, WRAP8(T, +))                           \
     CG_BCAST_LOOP2(sub_##SUF##_loop, T, T, WRAP8(T, -))                           \
