@@ -58,28 +58,29 @@ static cg_value *input(cg_graph *g, const char *name) {
     return NULL;
 }
 
-/* Every use of value `from` (node inputs and graph outputs) in the first
- * n_nodes nodes now names `to`. */
-static cg_status rename_uses(cg_graph *g, int n_nodes, const char *from, const char *to) {
+/* Every use of value `from` (node inputs and graph outputs) now names
+ * `to`, but in the nodes `keep` marks (NULL: none). */
+static cg_status rename_uses(cg_graph *g, const unsigned char *keep, const char *from, const char *to) {
     cg_status st = CG_OK;
-    for (int i = 0; !st && i < n_nodes; i++)
-        for (int k = 0; !st && k < g->nodes[i]->n_inputs; k++)
+    for (int i = 0; !st && i < g->n_nodes; i++)
+        for (int k = 0; !st && !(keep && keep[i]) && k < g->nodes[i]->n_inputs; k++)
             if (!strcmp(g->nodes[i]->in_names[k], from)) st = cg_node_set_input_name(g->nodes[i], k, to);
     for (int k = 0; !st && k < g->n_outputs; k++)
         if (!strcmp(g->out_names[k], from)) st = cg_graph_set_output_name(g, k, to);
     return st;
 }
 
-/* Input `x`'s uses read x's rows named by `idx`:
- * x_<suffix> = gather_rows(x, idx). */
-static cg_status gather_uses(cg_graph *g, const char *x, const char *idx, const char *suffix) {
+/* Input `x`'s uses (but in the nodes `keep` marks) read x's rows named by
+ * `idx`: x_<suffix> = gather_rows(x, idx). */
+static cg_status gather_uses(cg_graph *g, const unsigned char *keep, const char *x, const char *idx,
+                             const char *suffix) {
     const size_t n = strlen(x) + strlen(suffix) + 2;
     char *base = malloc(n), *sel = NULL;
     if (base) snprintf(base, n, "%s_%s", x, suffix);
     if (base) sel = fresh_value(g, base);
     free(base);
     if (!sel) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    cg_status st = rename_uses(g, g->n_nodes, x, sel);
+    cg_status st = rename_uses(g, keep, x, sel);
     const char *in[2] = {x, idx}, *out[1] = {sel};
     if (!st) st = cg_graph_new_node(g, "gather_rows", NULL, 2, in, 1, out, 0, 0, NULL);
     free(sel);
@@ -102,7 +103,7 @@ static cg_status add_parent(cg_graph *g, int64_t rows) {
         cg_value *v = &g->values[g->inputs[k]];
         if (!cg_s2s_is_state_name(v->name) || v->ndim < 1) continue;
         v->dims[0] = prev;
-        st = gather_uses(g, v->name, "parent", "sel");
+        st = gather_uses(g, NULL, v->name, "parent", "sel");
     }
     return st;
 }
@@ -135,18 +136,21 @@ static cg_status per_sentence(cg_graph *g, const char *x, int64_t sents) {
     if (!v || v->ndim < 1) return CG_OK;
     v->dims[0] = sents;
     const int n = g->n_nodes;
+    unsigned char *rows = calloc((size_t)n + 1, 1);
+    if (!rows) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     int other = 0;
     cg_status st = CG_OK;
     for (int i = 0; !st && i < n; i++) {
         cg_node *nd = g->nodes[i];
-        if (takes_rows(nd, x)) {
+        if ((rows[i] = (unsigned char)takes_rows(nd, x))) {
             st = cg_node_append_input(nd, "sentence");
             continue;
         }
         for (int k = 0; k < nd->n_inputs; k++) other |= !strcmp(nd->in_names[k], x);
     }
     for (int k = 0; k < g->n_outputs; k++) other |= !strcmp(g->out_names[k], x);
-    if (!st && other) st = gather_uses(g, x, "sentence", "rows");
+    if (!st && other) st = gather_uses(g, rows, x, "sentence", "rows");
+    free(rows);
     return st;
 }
 
