@@ -7,6 +7,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <string.h>
 
 /* The current test's temporary directory (set by tu_setup_dir). */
 extern char tu_dir[256];
@@ -83,5 +84,18 @@ const char *tu_plan_step_device(const char *text, const char *name);
  * env[TU_COLD_VARS] = NULL. Returns 0, or -1 with errno when a directory
  * cannot be made. */
 int tu_cold_caches(const char *dir, char bufs[TU_COLD_VARS][400], const char *env[TU_COLD_VARS + 1]);
+
+#ifdef CLGRAPH_H
+/* Whether this build has optional dependency `name` (cg_build_features:
+ * "opencl", "clblast", "onnx", "png"); for tests that link the library
+ * (include clgraph/clgraph.h first). */
+static inline int tu_have_feature(const char *name) {
+    const char *all = cg_build_features();
+    size_t n = strlen(name);
+    for (const char *p = all; (p = strstr(p, name)); p += n)
+        if ((p == all || p[-1] == ' ') && (p[n] == ' ' || !p[n])) return 1;
+    return 0;
+}
+#endif
 
 #endif
