@@ -441,6 +441,10 @@ START_TEST(same_results_on_opencl) {
     const char *d[] = {"devices", NULL};
     ck_assert_int_eq(tu_run_cli(d, NULL, NULL), 0);
     ck_assert_msg(strstr(tu_out, "opencl:0") != NULL, "no OpenCL device listed: %s", tu_out);
+    /* --verbose is an option of every command (help): devices takes it too */
+    const char *dv[] = {"devices", "--verbose", NULL};
+    ck_assert_msg(tu_run_cli(dv, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "opencl:0") != NULL, "devices --verbose: %s", tu_out);
     const char *r1[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", cpu_dir,
                         "--device", "cpu", NULL};
     ck_assert_msg(tu_run_cli(r1, NULL, NULL) == 0, "%s", tu_err);

@@ -112,8 +112,7 @@ static const char usage_text[] =
             "  --plugin PATH            load an operator plugin (repeatable); the environment\n"
             "                           variable CLGRAPH_PLUGINS takes a ':'-separated list too\n"
             "  --verbose                show the OpenCL compiler's warnings (as\n"
-            "                           CLGRAPH_CL_WARNINGS=1 does); conform and devices say\n"
-            "                           more too\n"
+            "                           CLGRAPH_CL_WARNINGS=1 does); conform says more too\n"
             "  -h, --help               show this help\n"
             "  --version                show the version\n";
 
@@ -163,7 +162,7 @@ static int command_help(const char *cmd) {
  * warnings through (the library passes -w otherwise) and is dropped from
  * the arguments of commands that have no verbose output of their own. */
 static int take_verbose(int argc, char **argv) {
-    int keep = !strcmp(argv[1], "conform") || !strcmp(argv[1], "devices");
+    int keep = !strcmp(argv[1], "conform");
     int n = 2;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose")) {
