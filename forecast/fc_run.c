@@ -7,6 +7,7 @@
  * the window of previous states are carried by the plan (cg_plan_carry):
  * per step only x and count go in and y (and a, when asked) come out. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +214,10 @@ cg_status cg_forecast_run(cg_forecaster *m, const cg_forecast_options *opt, int 
                           cg_forecast_result *results, cg_forecast_progress_fn progress, void *user) {
     if (!m || !opt || n < 0 || (n && (!series || !results)))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_forecast_run: NULL argument");
+    if (opt->struct_size < offsetof(cg_forecast_options, attention) + sizeof opt->attention)
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "cg_forecast_options.struct_size is %zu; set it to sizeof(cg_forecast_options)",
+                        opt->struct_size);
     cg_forecast_options o = *opt;
     if (o.horizon < 1 || o.horizon > (1 << 24))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "forecast: horizon must be in [1, %d], got %d", 1 << 24, o.horizon);

@@ -7,6 +7,7 @@
  * depend on its batch. The choices are the search's (s2s_search.c), the
  * decoder's tensors the I/O binding's (s2s_io.c). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,11 @@
 #include "s2s_batch.h"
 #include "tensor.h"
 
-/* The tokens a sentence of `len` tokens may generate. */
+/* The tokens a sentence of `len` tokens may generate: max_len, else the
+ * spec's default raised to min_len. */
 static int max_len_of(const cg_s2s_options *o, int len) {
-    return o->force_len > 0 ? o->force_len : o->max_len > 0 ? o->max_len : 2 * len + 10;
+    if (o->max_len > 0) return o->max_len;
+    return 2 * len + 10 > o->min_len ? 2 * len + 10 : o->min_len;
 }
 
 /* Runs the encoder over the batch's sources padded to the longest, and
@@ -60,7 +63,10 @@ static cg_status encode(s2s_batch *bt, const int *ids, const int32_t *const *src
  * `parent` says which row each row continues. */
 static cg_status open_decoder(s2s_batch *bt) {
     const s2s_dec_iface *f = NULL;
-    cg_status st = cg_s2s_decoder_plan(bt->m, bt->s.beam ? 2 * bt->s.k : 1, &bt->dec, &f);
+    /* a beam of k reads 2k candidates per row; greedy its best, or its two
+     * best when EOS may be masked */
+    const int need = bt->s.beam ? 2 * bt->s.k : bt->s.min_len > 1 ? 2 : 1;
+    cg_status st = cg_s2s_decoder_plan(bt->m, need, &bt->dec, &f);
     if (st) return st;
     bt->m->last_dec = bt->dec;
     st = s2s_io_init(bt, f);
@@ -167,7 +173,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     bt.nb = nb;
     bt.s.k = o->beam > 1 ? o->beam : 1;
     bt.s.beam = o->beam > 1;
-    bt.s.force = o->force_len > 0;
+    bt.s.min_len = o->min_len;
     bt.s.eos = m->shared->cfg.eos_id;
     bt.s.alpha = o->alpha;
     bt.max_rows = nb * bt.s.k;
@@ -207,12 +213,18 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
                            const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress, void *user) {
     if (!m || n < 0 || (n && (!src || !src_len || !results)))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_translate: NULL argument");
+    if (opt && opt->struct_size < offsetof(cg_s2s_options, attention) + sizeof opt->attention)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_options.struct_size is %zu; set it to sizeof(cg_s2s_options)",
+                        opt->struct_size);
     cg_s2s_options o;
     memset(&o, 0, sizeof o);
     if (opt) o = *opt;
-    if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.batch < 0 || o.force_len < 0)
+    if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.min_len < 0 || o.batch < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
-                        "translate: beam, nbest, max_len, batch and force_len must not be negative");
+                        "translate: beam, nbest, max_len, min_len and batch must not be negative");
+    if (o.max_len > 0 && o.min_len > o.max_len)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: min_len %d is larger than max_len %d", o.min_len,
+                        o.max_len);
     if (!isfinite(o.alpha) || o.alpha < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: alpha must be a finite number >= 0, got %g", o.alpha);
     if (o.beam > CG_S2S_MAX_BEAM)

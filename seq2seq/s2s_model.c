@@ -1,6 +1,7 @@
 /* Loading a seq2seq model directory: configuration, vocabularies, weights,
  * graphs (model.cg or the builder's), and their plans; plus tokenization. */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -84,10 +85,10 @@ static int is_mm_weight(const char *name) {
  * cg_model_weights_exact to name. */
 static void matmul_dtype(cg_weights *w, s2s_config *c) {
     int idx = cg_weights_find(w, "out.weight");
-    const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, (size_t)idx) : (cg_dtype)0;
+    const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, idx) : (cg_dtype)0;
     c->mm_dtype = 0;
     if (dt != CG_BF16 && dt != CG_F16 && dt != CG_I8) return;
-    for (size_t i = 0; i < cg_weights_count(w); i++)
+    for (int i = 0; i < cg_weights_count(w); i++)
         if (is_mm_weight(cg_weights_name(w, i)) && cg_weights_dtype(w, i) != dt) return;
     c->mm_dtype = dt;
 }
@@ -113,13 +114,14 @@ static cg_status quantize_at_load(cg_weights **w) {
 static cg_status load_dtype(const cg_s2s_load_options *opt, cg_dtype *wdt) {
     *wdt = 0;
     if (!opt) return CG_OK;
-    if (opt->struct_size < sizeof *opt)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: options struct_size %zu is too small",
+    if (opt->struct_size < offsetof(cg_s2s_load_options, weights_dtype) + sizeof opt->weights_dtype)
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "cg_s2s_load_options.struct_size is %zu; set it to sizeof(cg_s2s_load_options)",
                         opt->struct_size);
     const cg_dtype d = opt->weights_dtype;
     if (d && d != CG_F32 && d != CG_BF16 && d != CG_F16 && d != CG_I8)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load_ex: weights_dtype must be f32, bf16, f16 or i8, got %s",
-                        cg_dtype_name(d));
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "cg_s2s_load_options: weights_dtype must be f32, bf16, f16 or i8, got %s", cg_dtype_name(d));
     *wdt = d;
     return CG_OK;
 }
@@ -137,9 +139,7 @@ static cg_status no_dtype_for_file(const char *cgp, cg_dtype wdt) {
                     "a load option (weights_dtype, --weights-dtype)", cgp);
 }
 
-cg_status cg_s2s_graph_text(const char *dir, char **out) { return cg_s2s_graph_text_ex(dir, NULL, out); }
-
-cg_status cg_s2s_graph_text_ex(const char *dir, const cg_s2s_load_options *opt, char **out) {
+cg_status cg_s2s_graph_text(const char *dir, const cg_s2s_load_options *opt, char **out) {
     if (!dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_graph_text: NULL argument");
     *out = NULL;
     cg_dtype wdt;
@@ -240,7 +240,7 @@ cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const s2s_dec
         return CG_OK;
     }
     if (!cg_model_graph(m->shared->model, "decoder_logp"))
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: the beam needs %d candidates per hypothesis, graph 'decoder' keeps "
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: the search needs %d candidates per hypothesis, graph 'decoder' keeps "
                         "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp", m->shared->dir, need,
                         top_k);
     cg_status st = plan_decoder_logp(m);
@@ -312,11 +312,7 @@ static cg_status specials_in_place(const s2s_vocab *v, const char *path, const c
 }
 
 
-cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_s2s **out) {
-    return cg_s2s_load_ex(ctx, dir, placement, NULL, out);
-}
-
-cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options *placement,
+cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
                          const cg_s2s_load_options *opt, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;

@@ -117,24 +117,36 @@ static int cand_cmp(const s2s_cand *x, const s2s_cand *y) {
 
 static const float *att_row(const s2s_scores *so, int r) { return so->att ? so->att + (size_t)r * so->S : NULL; }
 
-/* Greedy: the sentence's one row takes its best token (the first maximum:
- * the lowest id wins ties); the sentence finishes on EOS or at max_len,
- * else the row lives on. */
-static cg_status select_greedy(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int t, const s2s_scores *so) {
-    int best = 0;
-    float best_lp;
+/* The best token of row r (the first maximum: the lowest id wins ties),
+ * EOS left out under s->mask_eos; -1 when there is none (a top_id that
+ * lists EOS alone). */
+static int greedy_pick(const s2s_search *s, const s2s_scores *so, int r, float *lp) {
+    int best = -1;
     if (so->TK) {
-        best = so->top_i[(size_t)r0 * so->TK];
-        best_lp = so->top_v[(size_t)r0 * so->TK];
-    } else {
-        const float *lr = so->logp + (size_t)r0 * so->V;
-        for (int v = 1; v < so->V; v++)
-            if (lr[v] > lr[best]) best = v;
-        best_lp = lr[best];
+        const int32_t *ir = so->top_i + (size_t)r * so->TK;
+        const float *vr = so->top_v + (size_t)r * so->TK;
+        for (int q = 0; q < so->TK && best < 0; q++)
+            if (!s->mask_eos || ir[q] != s->eos) best = ir[q], *lp = vr[q];
+        return best;
     }
+    const float *lr = so->logp + (size_t)r * so->V;
+    for (int v = 0; v < so->V; v++)
+        if ((!s->mask_eos || v != s->eos) && (best < 0 || lr[v] > lr[best])) best = v;
+    if (best >= 0) *lp = lr[best];
+    return best;
+}
+
+/* Greedy: the sentence's one row takes its best token; the sentence
+ * finishes on EOS or at max_len, else the row lives on. */
+static cg_status select_greedy(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int t, const s2s_scores *so) {
+    float best_lp = 0;
+    const int best = greedy_pick(s, so, r0, &best_lp);
+    if (best < 0)
+        return cg_error(CG_ERR_VERIFY, "decoding: the decoder's top_id offers EOS alone at step %d, below min_len %d",
+                        t, s->min_len);
     s2s_hyp *h = &rows[r0].h;
     h->raw += (double)best_lp;
-    int eos = !s->force && best == s->eos;
+    const int eos = best == s->eos;
     if (hyp_push(h, best, eos, att_row(so, r0), sb->len)) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     if (eos || t + 1 >= sb->max_len) {
         h->ended = eos;
@@ -160,6 +172,7 @@ int s2s_candidates(s2s_search *s, const s2s_row *rows, const s2s_scores *so, int
         const int32_t *ir = TK ? so->top_i + (size_t)r * TK : NULL;
         const int nv = TK ? (want < TK ? want : TK) : V;
         for (int q = 0; q < nv; q++) {
+            if (s->mask_eos && (ir ? ir[q] : q) == s->eos) continue;
             s2s_cand cv = {rows[r].h.raw + (double)lr[q], r - r0, ir ? ir[q] : q};
             if (nt < want || cand_cmp(&cv, &top[nt - 1]) < 0) {
                 int pos = nt < want ? nt++ : nt - 1;
@@ -202,7 +215,7 @@ static cg_status beam_walk(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, i
     *n_live = 0;
     for (int j = 0; j < nt && *n_live < s->k; j++) {
         int r = r0 + s->top[j].row, tok = s->top[j].tok;
-        int is_eos = !s->force && tok == s->eos;
+        int is_eos = tok == s->eos;
         s2s_hyp nh;
         if (hyp_copy(&s->pool, &nh, &rows[r].h, sb->len) || hyp_push(&nh, tok, is_eos, att_row(so, r), sb->len)) {
             s2s_hyp_free(&nh);
@@ -256,6 +269,7 @@ static cg_status select_beam(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0,
 
 cg_status s2s_select(s2s_search *s, s2s_sent *ss, s2s_row *rows, int R, int t, const s2s_scores *so) {
     s->NR = 0;
+    s->mask_eos = t + 1 < s->min_len;
     cg_status st = CG_OK;
     for (int r0 = 0; !st && r0 < R;) {
         int b = rows[r0].sent, r1 = r0;

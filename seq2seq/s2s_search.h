@@ -78,8 +78,9 @@ typedef struct s2s_scores {
 typedef struct s2s_search {
     int k;          /* hypotheses per sentence (1: greedy) */
     int beam;       /* beam search (else greedy) */
-    int force;      /* EOS is an ordinary token */
-    int eos;        /* its id */
+    int eos;        /* EOS's id */
+    int min_len;    /* cg_s2s_options.min_len: EOS is masked at steps t with t + 1 < min_len */
+    int mask_eos;   /* this step's: EOS may not be chosen (s2s_select sets it) */
     double alpha;   /* length-penalty exponent */
     s2s_hpool pool;
     s2s_cand *top;  /* [2k]: a sentence's best candidates */
@@ -94,7 +95,7 @@ double s2s_lp(double alpha, int len);
 
 /* The best 2k candidates (row, token) of the rows r0..r1-1 into s->top, by
  * score (row's raw + logp), then lower row, then lower token; returns how
- * many. */
+ * many. With s->mask_eos, EOS is no candidate (its logp taken as -inf). */
 int s2s_candidates(s2s_search *s, const s2s_row *rows, const s2s_scores *so, int r0, int r1);
 
 /* Adds a finished hypothesis to sb's k best by normalised score (ties: the
@@ -109,7 +110,8 @@ int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw);
 /* Chooses the next tokens of every sentence from step t's scores over the
  * R live rows (grouped by sentence): rows that live on go to s->next (in
  * live order, s->NR of them); finished ones into their sentence's set. The
- * live rows' buffers are taken (moved on or back to the pool). */
+ * live rows' buffers are taken (moved on or back to the pool). EOS is
+ * masked (never chosen) while t + 1 < s->min_len. */
 cg_status s2s_select(s2s_search *s, s2s_sent *ss, s2s_row *rows, int R, int t, const s2s_scores *so);
 
 /* A sentence's result: its finished hypotheses best first (stable: ties in

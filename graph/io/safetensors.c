@@ -882,10 +882,10 @@ cg_status cg_weights_from_tensors(const char *label, int n, const char *const *n
     return CG_OK;
 }
 
-size_t cg_weights_count(const cg_weights *w) { return w ? w->count : 0; }
+int cg_weights_count(const cg_weights *w) { return w ? (int)w->count : 0; }
 
-const char *cg_weights_name(const cg_weights *w, size_t i) {
-    if (!w || i >= w->count) return NULL;
+const char *cg_weights_name(const cg_weights *w, int i) {
+    if (!w || i < 0 || (size_t)i >= w->count) return NULL;
     return w->entries[i].name;
 }
 
@@ -987,8 +987,8 @@ cg_status cg_weights_stored_desc(const cg_weights *w, size_t i, cg_tensor_desc *
     return s;
 }
 
-cg_dtype cg_weights_dtype(const cg_weights *w, size_t i) {
-    return w && i < w->count ? w->entries[i].dtype : (cg_dtype)0;
+cg_dtype cg_weights_dtype(const cg_weights *w, int i) {
+    return w && i >= 0 && (size_t)i < w->count ? w->entries[i].dtype : (cg_dtype)0;
 }
 
 /* A BOOL tensor's bytes must be 0 or 1: anything else is no bool. */

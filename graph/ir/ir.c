@@ -540,10 +540,10 @@ cg_status cg_model_create(cg_context *ctx, cg_model **out) {
     return cg_model_new(ctx, BUILDER_FILENAME, out);
 }
 
-size_t cg_model_graph_count(const cg_model *m) { return m ? (size_t)m->n_graphs : 0; }
+int cg_model_graph_count(const cg_model *m) { return m ? m->n_graphs : 0; }
 
-cg_graph *cg_model_graph_at(const cg_model *m, size_t i) {
-    return m && i < (size_t)m->n_graphs ? m->graphs[i] : NULL;
+cg_graph *cg_model_graph_at(const cg_model *m, int i) {
+    return m && i >= 0 && i < m->n_graphs ? m->graphs[i] : NULL;
 }
 
 cg_graph *cg_model_graph(const cg_model *m, const char *name) {

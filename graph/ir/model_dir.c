@@ -44,7 +44,7 @@ static int scales_of_param(const cg_model *model, cg_weights *w, const char *nam
     memcpy(base, name, n - 6);
     base[n - 6] = 0;
     const int i = cg_weights_find(w, base);
-    return i >= 0 && cg_weights_dtype(w, (size_t)i) == CG_I8 && is_param(model, base);
+    return i >= 0 && cg_weights_dtype(w, i) == CG_I8 && is_param(model, base);
 }
 
 cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const char *described_by) {
@@ -64,7 +64,7 @@ cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const cha
             if (st) return st;
             /* the stored dtype serves a param declared so (16-bit weights
              * the kernels read as they are) */
-            const cg_dtype stored = cg_weights_dtype(w, (size_t)idx);
+            const cg_dtype stored = cg_weights_dtype(w, idx);
             if (cg_weights_viewable(stored, want.dtype) &&
                 (want.dtype == CG_BF16 || want.dtype == CG_F16 || stored == want.dtype || stored == CG_I8))
                 have.dtype = want.dtype;
@@ -76,7 +76,7 @@ cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const cha
             }
         }
     }
-    for (size_t i = 0; i < cg_weights_count(w); i++) {
+    for (int i = 0; i < cg_weights_count(w); i++) {
         const char *name = cg_weights_name(w, i);
         if (!is_param(model, name) && !scales_of_param(model, w, name))
             return cg_error(CG_ERR_VERIFY, "%s: tensor '%s' is not a parameter of the model %s describes", wp, name,

@@ -566,11 +566,11 @@ static void imp_free(onnx_imp *im) {
     if (im->proto) onnx__model_proto__free_unpacked(im->proto, NULL);
 }
 
-cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out) {
+cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out) {
     if (!out || !ctx || !path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: NULL argument");
     *out = NULL;
-    if (opt && opt->struct_size < sizeof *opt)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: options struct_size %zu is too small",
+    if (opt && opt->struct_size < offsetof(cg_onnx_options, given) + sizeof opt->given)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_onnx_options.struct_size is %zu; set it to sizeof(cg_onnx_options)",
                         opt->struct_size);
     if (opt && opt->n_given && (!opt->given_names || !opt->given))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: n_given without names or values");
@@ -585,8 +585,4 @@ cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx
     else *out = im.m;
     imp_free(&im);
     return cg_onnx_one_line(s);
-}
-
-cg_status cg_model_load_onnx(cg_context *ctx, const char *path, cg_model **out) {
-    return cg_model_load_onnx_ex(ctx, path, NULL, out);
 }

@@ -6,14 +6,10 @@
 
 #define NO_ONNX "this build of clgraph has no ONNX support (configured with -Donnx=disabled or without protobuf-c)"
 
-cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out) {
+cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out) {
     (void)ctx, (void)opt;
     if (out) *out = NULL;
     return cg_error(CG_ERR_UNSUPPORTED, "%s: %s", path ? path : "(null)", NO_ONNX);
-}
-
-cg_status cg_model_load_onnx(cg_context *ctx, const char *path, cg_model **out) {
-    return cg_model_load_onnx_ex(ctx, path, NULL, out);
 }
 
 cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {

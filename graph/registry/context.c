@@ -108,14 +108,14 @@ cg_status cg_context_load_plugin(cg_context *ctx, const char *path) {
     return cg_plugin_load_path(ctx, path);
 }
 
-size_t cg_context_op_count(const cg_context *ctx) { return ctx ? (size_t)ctx->n_ops : 0; }
+int cg_context_op_count(const cg_context *ctx) { return ctx ? ctx->n_ops : 0; }
 
-const char *cg_context_op_name(const cg_context *ctx, size_t i) {
-    if (!ctx || i >= (size_t)ctx->n_ops) return NULL;
+const char *cg_context_op_name(const cg_context *ctx, int i) {
+    if (!ctx || i < 0 || i >= ctx->n_ops) return NULL;
     return ctx->ops[i]->def->name;
 }
 
-const cg_op_def *cg_context_op_def(const cg_context *ctx, size_t i) {
-    if (!ctx || i >= (size_t)ctx->n_ops) return NULL;
+const cg_op_def *cg_context_op_def(const cg_context *ctx, int i) {
+    if (!ctx || i < 0 || i >= ctx->n_ops) return NULL;
     return ctx->ops[i]->def;
 }

@@ -158,16 +158,16 @@ CG_API void cg_context_free(cg_context *ctx);
 CG_API cg_status cg_context_load_plugin(cg_context *ctx, const char *path);
 
 /** Number of registered operators. */
-CG_API size_t cg_context_op_count(const cg_context *ctx);
+CG_API int cg_context_op_count(const cg_context *ctx);
 
 /** Name of registered operator i (NULL if out of range). */
-CG_API const char *cg_context_op_name(const cg_context *ctx, size_t i);
+CG_API const char *cg_context_op_name(const cg_context *ctx, int i);
 
 /**
  * Definition of registered operator i (see clgraph/plugin.h), for listing
  * documentation, arity and attributes; NULL if out of range.
  */
-CG_API const struct cg_op_def *cg_context_op_def(const cg_context *ctx, size_t i);
+CG_API const struct cg_op_def *cg_context_op_def(const cg_context *ctx, int i);
 
 /* ------------------------------------------------------------------ */
 /* Tensors                                                             */
@@ -280,13 +280,13 @@ CG_API cg_status cg_weights_open(const char *path, cg_weights **out);
 CG_API void cg_weights_free(cg_weights *w);
 
 /** Number of tensors in the file. */
-CG_API size_t cg_weights_count(const cg_weights *w);
+CG_API int cg_weights_count(const cg_weights *w);
 
 /** Name of tensor i (NULL if out of range). */
-CG_API const char *cg_weights_name(const cg_weights *w, size_t i);
+CG_API const char *cg_weights_name(const cg_weights *w, int i);
 
 /** The dtype tensor i is stored as (0 if out of range). */
-CG_API cg_dtype cg_weights_dtype(const cg_weights *w, size_t i);
+CG_API cg_dtype cg_weights_dtype(const cg_weights *w, int i);
 
 /**
  * Copies the named tensor into a new tensor: F32 for F32, F16 and BF16
@@ -378,7 +378,8 @@ CG_API cg_status cg_model_parse(cg_context *ctx, const char *text, size_t len,
 /** Reads and parses a graph text file. */
 CG_API cg_status cg_model_load(cg_context *ctx, const char *path, cg_model **out);
 
-/** Options of cg_model_load_onnx_ex (zero-initialise, then set struct_size). */
+/** Options of cg_model_load_onnx: zero-initialise, set struct_size, then
+ * what you need (or pass NULL: none). */
 typedef struct cg_onnx_options {
     size_t struct_size;                 /**< sizeof(cg_onnx_options) */
     /** Values of graph inputs, by name, that the importer may use where a
@@ -400,12 +401,11 @@ typedef struct cg_onnx_options {
  * (cg_model_weights). An operator, attribute or type the importer does not
  * take fails with CG_ERR_UNSUPPORTED and "PATH: node 'NAME' (OP, #INDEX):
  * reason"; a malformed file with CG_ERR_FORMAT naming what is wrong.
+ * `opt` NULL: no options; options whose struct_size is too small, or
+ * n_given without names or values: CG_ERR_INVALID_ARGUMENT.
  */
-CG_API cg_status cg_model_load_onnx(cg_context *ctx, const char *path, cg_model **out);
-
-/** cg_model_load_onnx with options (NULL: none). */
-CG_API cg_status cg_model_load_onnx_ex(cg_context *ctx, const char *path, const cg_onnx_options *opt,
-                                       cg_model **out);
+CG_API cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt,
+                                    cg_model **out);
 
 /** The weights bound to m (cg_model_bind_weights or an import), or NULL;
  * valid while m and the weights live. */
@@ -447,10 +447,10 @@ CG_API cg_status cg_model_verify(cg_model *m);
 CG_API cg_status cg_model_bind_weights(cg_model *m, cg_weights *w);
 
 /** Number of graphs in the model. */
-CG_API size_t cg_model_graph_count(const cg_model *m);
+CG_API int cg_model_graph_count(const cg_model *m);
 
 /** Graph i (NULL if out of range). */
-CG_API cg_graph *cg_model_graph_at(const cg_model *m, size_t i);
+CG_API cg_graph *cg_model_graph_at(const cg_model *m, int i);
 
 /** Graph by name (NULL if absent). */
 CG_API cg_graph *cg_model_graph(const cg_model *m, const char *name);

@@ -52,8 +52,10 @@ CG_API const char *cg_forecast_column(const cg_forecaster *m, int i);
 /** The attention window w (previous states attended); 0 without attention. */
 CG_API int cg_forecast_window(const cg_forecaster *m);
 
-/** Forecasting options; zero-initialise, then set the horizon. */
+/** Forecasting options: zero-initialise, set struct_size and the horizon
+ * (which has no default, so they are not optional). */
 typedef struct cg_forecast_options {
+    size_t struct_size; /**< sizeof(cg_forecast_options) */
     int horizon;    /**< N >= 1: values forecast after each history */
     int batch;      /**< series run together; 0: 64 */
     int attention;  /**< non-zero: return each forecast step's attention */
@@ -90,7 +92,8 @@ typedef void (*cg_forecast_progress_fn)(int done, int total, void *user);
  * forecast, each prediction fed back as the next input. Series are sorted
  * by length into batches of `batch`; a series' forecast does not depend on
  * the batch it is in or on the other series. Inputs must be finite
- * (CG_ERR_INVALID_ARGUMENT names the series, step and channel otherwise).
+ * (CG_ERR_INVALID_ARGUMENT names the series, step and channel otherwise);
+ * options whose struct_size is too small are CG_ERR_INVALID_ARGUMENT too.
  */
 CG_API cg_status cg_forecast_run(cg_forecaster *m, const cg_forecast_options *opt, int n,
                                  const cg_forecast_series *series, cg_forecast_result *results,

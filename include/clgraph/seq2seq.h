@@ -24,16 +24,8 @@ extern "C" {
  */
 typedef struct cg_s2s cg_s2s;
 
-/**
- * Loads a model directory: reads and checks config.json (a mistake names the
- * key), the vocabularies, the weights (a missing or mis-shaped tensor is
- * named with its expected shape), builds or reads the encoder and decoder
- * graphs, verifies them and makes their plans with `placement` (NULL: CPU).
- */
-CG_API cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
-                             cg_s2s **out);
-
-/** Options of cg_s2s_load_ex. */
+/** Options of cg_s2s_load and cg_s2s_graph_text: zero-initialise, set
+ * struct_size, then what you need (or pass NULL: every default). */
 typedef struct cg_s2s_load_options {
     size_t struct_size; /**< sizeof(cg_s2s_load_options) */
     /**
@@ -51,9 +43,17 @@ typedef struct cg_s2s_load_options {
     cg_dtype weights_dtype;
 } cg_s2s_load_options;
 
-/** cg_s2s_load with options (NULL: as cg_s2s_load). */
-CG_API cg_status cg_s2s_load_ex(cg_context *ctx, const char *dir, const cg_plan_options *placement,
-                                const cg_s2s_load_options *opt, cg_s2s **out);
+/**
+ * Loads a model directory: reads and checks config.json (a mistake names the
+ * key), the vocabularies, the weights (a missing or mis-shaped tensor is
+ * named with its expected shape), builds or reads the encoder and decoder
+ * graphs, verifies them and makes their plans with `placement` (NULL: CPU).
+ * `opt` NULL: every default. CG_ERR_INVALID_ARGUMENT for options whose
+ * struct_size is too small or with a weights_dtype other than 0, f32,
+ * bf16, f16 or i8.
+ */
+CG_API cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
+                             const cg_s2s_load_options *opt, cg_s2s **out);
 
 /**
  * A second handle on a loaded model, for another thread: it shares m's
@@ -70,19 +70,13 @@ CG_API cg_status cg_s2s_clone(const cg_s2s *m, const cg_plan_options *placement,
 CG_API void cg_s2s_free(cg_s2s *m);
 
 /**
- * The graph text a model directory describes: its model.cg, or the graphs
- * the builder makes from config.json and the weights' vocabulary sizes.
- * The caller frees the string.
+ * The graph text a model directory describes, as cg_s2s_load with `opt`
+ * (NULL: every default) runs it: its model.cg, or the graphs the builder
+ * makes from config.json and the weights' vocabulary sizes, with the
+ * matrix-product weights declared in opt->weights_dtype. A model.cg with a
+ * weights_dtype is the error cg_s2s_load gives. The caller frees the string.
  */
-CG_API cg_status cg_s2s_graph_text(const char *dir, char **out);
-
-/**
- * cg_s2s_graph_text for the graphs cg_s2s_load_ex with `opt` runs (NULL:
- * as cg_s2s_graph_text): the builder's graphs with the matrix-product
- * weights declared in `weights_dtype`. A model.cg with a weights_dtype is
- * the error cg_s2s_load_ex gives.
- */
-CG_API cg_status cg_s2s_graph_text_ex(const char *dir, const cg_s2s_load_options *opt, char **out);
+CG_API cg_status cg_s2s_graph_text(const char *dir, const cg_s2s_load_options *opt, char **out);
 
 /**
  * Tokenizes text as the config says ("chars": every code point; "words":
@@ -102,15 +96,27 @@ CG_API const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id);
  * beam of 100,000 would take minutes and gigabytes per sentence. */
 #define CG_S2S_MAX_BEAM 1024
 
-/** Decoding options; zero-initialise for greedy with the spec's defaults. */
+/**
+ * Decoding options: zero-initialise, set struct_size, then what you need
+ * (or pass NULL: greedy with the spec's defaults).
+ */
 typedef struct cg_s2s_options {
+    size_t struct_size; /**< sizeof(cg_s2s_options) */
     int beam;       /**< beam size; 0 or 1: greedy; at most CG_S2S_MAX_BEAM */
     int nbest;      /**< hypotheses returned per source (beam only); 0: 1 */
     double alpha;   /**< length-penalty exponent (beam); 0: raw score */
-    int max_len;    /**< tokens generated, EOS included; 0: 2 x source length + 10 */
+    int max_len;    /**< tokens generated, EOS included; 0: 2 x source length + 10 (at least min_len) */
+    /**
+     * The fewest tokens a hypothesis ends with, EOS included as max_len
+     * counts it: EOS's log-probability is taken as -inf (masked, as
+     * CTranslate2's min_decoding_length and Hugging Face's min_length do)
+     * at every step that would end it with fewer, so each hypothesis has at
+     * least min_len - 1 tokens before its EOS (or ends at max_len without
+     * one). 0 or 1: no minimum. At most max_len when max_len is set.
+     */
+    int min_len;
     int batch;      /**< sentences decoded together; 0: 32 */
     int attention;  /**< non-zero: return attention weights */
-    int force_len;  /**< decode exactly this many tokens, EOS counted as an ordinary token (benchmarks) */
 } cg_s2s_options;
 
 /** One hypothesis. */
@@ -136,7 +142,10 @@ typedef void (*cg_s2s_progress_fn)(int done, int total, void *user);
  * Decodes `n` sources given as token ids (`src[i]`, `src_len[i]` tokens,
  * without BOS/EOS) into `results[n]` (in input order). Sentences are sorted
  * by length into batches; finished ones leave the batch; a sentence's result
- * does not depend on the batch it is in.
+ * does not depend on the batch it is in. `opt` NULL: greedy with the spec's
+ * defaults. CG_ERR_INVALID_ARGUMENT for options whose struct_size is too
+ * small, a negative count, a beam wider than CG_S2S_MAX_BEAM, an nbest
+ * larger than the beam, or a min_len over a max_len that is set.
  */
 CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src,
                                   const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress,

@@ -126,7 +126,7 @@ static void check_variant(const char *variant, const char *device, int batch) {
     ck_assert_int_eq(cg_forecast_channels(m), g.C);
     ck_assert_int_eq(cg_forecast_window(m), g.window);
     cg_forecast_result *res = calloc((size_t)g.n, sizeof *res);
-    cg_forecast_options o = {.horizon = g.horizon, .batch = batch, .attention = 1};
+    cg_forecast_options o = {.struct_size = sizeof o, .horizon = g.horizon, .batch = batch, .attention = 1};
     ck_assert_msg(cg_forecast_run(m, &o, g.n, g.series, res, NULL, NULL) == CG_OK, "%s on %s: %s", variant, device,
                   cg_last_error());
     double worst = 0;
@@ -182,8 +182,11 @@ START_TEST(batch_invariance) {
     cg_forecaster *m = NULL;
     ck_assert_int_eq(cg_forecast_load(ctx, dir, NULL, &m), CG_OK);
     cg_forecast_result *one = calloc((size_t)g.n, sizeof *one), *all = calloc((size_t)g.n, sizeof *all);
-    cg_forecast_options o1 = {.horizon = g.horizon, .batch = 1, .attention = 1};
-    cg_forecast_options on = {.horizon = g.horizon, .batch = g.n, .attention = 1};
+    cg_forecast_options o1 = {.struct_size = sizeof o1, .horizon = g.horizon, .batch = 1, .attention = 1};
+    cg_forecast_options on = {.struct_size = sizeof on, .horizon = g.horizon, .batch = g.n, .attention = 1};
+    cg_forecast_options unsized = {.horizon = g.horizon}; /* options without struct_size are refused */
+    ck_assert_int_eq(cg_forecast_run(m, &unsized, g.n, g.series, one, NULL, NULL), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cg_forecast_options.struct_size is 0; set it to sizeof(cg_forecast_options)");
     ck_assert_int_eq(cg_forecast_run(m, &o1, g.n, g.series, one, NULL, NULL), CG_OK);
     ck_assert_int_eq(cg_forecast_run(m, &on, g.n, g.series, all, NULL, NULL), CG_OK);
     for (int i = 0; i < g.n; i++) {

@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     put("src.vocab", part[1] ? part[1] : (const uint8_t *)"", len[1]);
     put("tgt.vocab", part[2] ? part[2] : (const uint8_t *)"", len[2]);
     cg_s2s *m = NULL;
-    if (cg_s2s_load(ctx, dir, NULL, &m) != CG_OK) {
+    if (cg_s2s_load(ctx, dir, NULL, NULL, &m) != CG_OK) {
         const char *e = cg_last_error();
         if (m || !e[0] || strchr(e, '\n')) {
             fprintf(stderr, "bad failure: %s\n", e);

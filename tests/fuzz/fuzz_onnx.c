@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     const char *path = cg_fuzz_put(&in, "fuzz.onnx", data, size);
     cg_model *m = NULL, *m2 = NULL;
-    if (cg_model_load_onnx(ctx, path, &m) != CG_OK) {
+    if (cg_model_load_onnx(ctx, path, NULL, &m) != CG_OK) {
         if (m) abort();
         cg_fuzz_check_message(cg_last_error(), path);
     } else {

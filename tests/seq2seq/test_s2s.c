@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,7 +191,7 @@ static cg_s2s *load_model(const char *dir, const char *device) {
     cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = g_weights_dtype};
     cg_s2s *m = NULL;
-    ck_assert_msg(cg_s2s_load_ex(ctx, dir, &po, &lo, &m) == CG_OK, "loading %s on %s: %s", dir, device,
+    ck_assert_msg(cg_s2s_load(ctx, dir, &po, &lo, &m) == CG_OK, "loading %s on %s: %s", dir, device,
                   cg_last_error());
     return m;
 }
@@ -347,7 +348,7 @@ static void golden_parity(const char *variant, const char *device, int full) {
     ck_assert_ptr_nonnull(res);
 
     /* greedy, all sources in one batch, with attention */
-    cg_s2s_options o = {.attention = 1};
+    cg_s2s_options o = {.struct_size = sizeof(cg_s2s_options), .attention = 1};
     snprintf(what, sizeof what, "%s on %s, greedy", variant, device);
     translate(m, &o, g.n, g.src, g.len, res);
     check_greedy(&g, what, res);
@@ -369,7 +370,8 @@ static void golden_parity(const char *variant, const char *device, int full) {
     int first = 1;
     cJSON_ArrayForEach(b, beams) {
         const cJSON *ml = cJSON_GetObjectItemCaseSensitive(b, "max_len");
-        cg_s2s_options bo = {.beam = cJSON_GetObjectItemCaseSensitive(b, "k")->valueint,
+        cg_s2s_options bo = {.struct_size = sizeof(cg_s2s_options),
+                             .beam = cJSON_GetObjectItemCaseSensitive(b, "k")->valueint,
                              .nbest = cJSON_GetObjectItemCaseSensitive(b, "nbest")->valueint,
                              .alpha = cJSON_GetObjectItemCaseSensitive(b, "alpha")->valuedouble,
                              .max_len = cJSON_IsNumber(ml) ? ml->valueint : 0};
@@ -576,7 +578,7 @@ static void set_config(const char *key, const char *value) {
 /* Loading fails with `status` and a message containing every needle. */
 static void expect_load_error(const char *what, cg_status status, const char *const *needles) {
     cg_s2s *m = NULL;
-    cg_status st = cg_s2s_load(ctx, mdir, NULL, &m);
+    cg_status st = cg_s2s_load(ctx, mdir, NULL, NULL, &m);
     ck_assert_msg(st != CG_OK, "%s: the model loaded", what);
     ck_assert_ptr_null(m);
     const char *msg = cg_last_error();
@@ -596,7 +598,7 @@ static void expect_load_error(const char *what, cg_status status, const char *co
 START_TEST(config_mistakes) {
     fresh_model();
     cg_s2s *m = NULL;
-    ck_assert_msg(cg_s2s_load(ctx, mdir, NULL, &m) == CG_OK, "the unchanged copy does not load: %s", cg_last_error());
+    ck_assert_msg(cg_s2s_load(ctx, mdir, NULL, NULL, &m) == CG_OK, "the unchanged copy does not load: %s", cg_last_error());
     cg_s2s_free(m);
 
     set_config("colour", "\"blue\"");
@@ -844,10 +846,10 @@ static void st_copy_load(st_copy *c) {
     memset(c, 0, sizeof *c);
     golden_path(p, sizeof p, BASE_VARIANT, "weights.safetensors");
     ck_assert_msg(cg_weights_open(p, &c->w) == CG_OK, "%s", cg_last_error());
-    c->n = (int)cg_weights_count(c->w);
+    c->n = cg_weights_count(c->w);
     ck_assert_int_le(c->n, 64);
     for (int i = 0; i < c->n; i++) {
-        const char *name = cg_weights_name(c->w, (size_t)i);
+        const char *name = cg_weights_name(c->w, i);
         ck_assert_int_eq(cg_weights_get(c->w, name, &c->t[i]), CG_OK);
         snprintf(c->e[i].name, sizeof c->e[i].name, "%s", name);
         c->e[i].ndim = cg_tensor_ndim(c->t[i]);
@@ -888,7 +890,7 @@ START_TEST(weights_mistakes) {
     /* the writer itself: an exact copy loads and translates as the original */
     st_write(&c, NULL, NULL);
     cg_s2s *m = NULL;
-    ck_assert_msg(cg_s2s_load(ctx, mdir, NULL, &m) == CG_OK, "a rewritten copy: %s", cg_last_error());
+    ck_assert_msg(cg_s2s_load(ctx, mdir, NULL, NULL, &m) == CG_OK, "a rewritten copy: %s", cg_last_error());
     cg_s2s_free(m);
 
     st_write(&c, "decoder.weight_hh_l0", NULL);
@@ -929,9 +931,107 @@ START_TEST(weights_mistakes) {
     /* garbage */
     write_text(p, "not a safetensors file");
     cg_s2s *m2 = NULL;
-    ck_assert_int_ne(cg_s2s_load(ctx, mdir, NULL, &m2), CG_OK);
+    ck_assert_int_ne(cg_s2s_load(ctx, mdir, NULL, NULL, &m2), CG_OK);
     ck_assert_ptr_nonnull(strstr(cg_last_error(), "weights.safetensors"));
     st_copy_free(&c);
+}
+END_TEST
+
+/* The options structs: NULL is every default; a struct_size below the
+ * struct's is refused with a message naming it (load, graph text,
+ * translate). */
+START_TEST(options_checked) {
+    char dir[1000];
+    golden_path(dir, sizeof dir, BASE_VARIANT, NULL);
+    cg_s2s *m = NULL;
+    cg_s2s_load_options lo = {0};
+    ck_assert_int_eq(cg_s2s_load(ctx, dir, NULL, &lo, &m), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cg_s2s_load_options.struct_size is 0; set it to sizeof(cg_s2s_load_options)");
+    ck_assert_ptr_null(m);
+    char *text = NULL, *plain = NULL;
+    ck_assert_int_eq(cg_s2s_graph_text(dir, &lo, &text), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cg_s2s_load_options.struct_size is 0; set it to sizeof(cg_s2s_load_options)");
+    ck_assert_ptr_null(text);
+    lo.struct_size = sizeof lo;
+    ck_assert_int_eq(cg_s2s_graph_text(dir, &lo, &text), CG_OK);
+    ck_assert_int_eq(cg_s2s_graph_text(dir, NULL, &plain), CG_OK);
+    ck_assert_str_eq(text, plain);
+    free(text);
+    free(plain);
+
+    golden g;
+    golden_load(&g, BASE_VARIANT);
+    m = load_model(dir, "cpu");
+    cg_s2s_result *a = calloc((size_t)g.n, sizeof *a), *b = calloc((size_t)g.n, sizeof *b);
+    ck_assert(a && b);
+    const int32_t *const *src = (const int32_t *const *)g.src;
+    cg_s2s_options o = {0};
+    ck_assert_int_eq(cg_s2s_translate(m, &o, g.n, src, g.len, a, NULL, NULL), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cg_s2s_options.struct_size is 0; set it to sizeof(cg_s2s_options)");
+    o.struct_size = offsetof(cg_s2s_options, attention); /* one field short */
+    ck_assert_int_eq(cg_s2s_translate(m, &o, g.n, src, g.len, a, NULL, NULL), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "cg_s2s_options.struct_size is "));
+    /* NULL: greedy with the defaults, as zeroed options */
+    o.struct_size = sizeof o;
+    translate(m, NULL, g.n, g.src, g.len, a);
+    translate(m, &o, g.n, g.src, g.len, b);
+    check_same("NULL options", g.n, a, b);
+    clear_all(a, g.n);
+    clear_all(b, g.n);
+    free(a);
+    free(b);
+    cg_s2s_free(m);
+    golden_free(&g);
+}
+END_TEST
+
+/* translate --min-len is the library's min_len (ids in, ids out: a
+ * minimum past several of the free decodes' EOS), and its mistakes. */
+START_TEST(cli_min_len) {
+    const char *v = "gru_additive_bahdanau_words";
+    char dir[1000], ids[1000], p[1000];
+    golden_path(dir, sizeof dir, v, NULL);
+    golden_path(ids, sizeof ids, v, "sources.ids");
+    golden_path(p, sizeof p, v, "greedy_ids.out");
+    golden g;
+    golden_load(&g, v);
+    cg_s2s *m = load_model(dir, "cpu");
+    cg_s2s_result *res = calloc((size_t)g.n, sizeof *res);
+    ck_assert_ptr_nonnull(res);
+    const cg_s2s_options o = {.struct_size = sizeof o, .min_len = 12};
+    translate(m, &o, g.n, g.src, g.len, res);
+    size_t cap = 16;
+    for (int i = 0; i < g.n; i++) cap += 12 * (size_t)res[i].hyps[0].n_tokens + 2;
+    char *want = calloc(cap, 1);
+    ck_assert_ptr_nonnull(want);
+    for (int i = 0; i < g.n; i++) {
+        const cg_s2s_hyp *y = &res[i].hyps[0];
+        ck_assert_int_ge(y->n_steps, 12);
+        for (int t = 0; t < y->n_tokens; t++)
+            snprintf(want + strlen(want), cap - strlen(want), "%s%d", t ? " " : "", y->tokens[t]);
+        strcat(want, "\n");
+    }
+    const char *a[] = {"translate", dir, "--ids", "--min-len", "12", NULL};
+    ck_assert_msg(tu_run_cli(a, NULL, ids) == 0, "%s", tu_err);
+    ck_assert_str_eq(tu_out, want);
+    char *free_out = must_read(p);
+    ck_assert_msg(strcmp(free_out, want) != 0, "--min-len 12 changed nothing in %s", v);
+    free(free_out);
+    free(want);
+    clear_all(res, g.n);
+    free(res);
+    cg_s2s_free(m);
+    golden_free(&g);
+
+    const char *over[] = {"translate", dir, "--min-len", "5", "--max-len", "3", NULL};
+    ck_assert_int_eq(tu_run_cli(over, NULL, ids), 2);
+    ck_assert_str_eq(tu_err, "clgraph translate: --min-len 5 is larger than --max-len 3\n");
+    const char *neg[] = {"translate", dir, "--min-len", "-1", NULL};
+    ck_assert_int_eq(tu_run_cli(neg, NULL, ids), 2);
+    ck_assert_ptr_nonnull(strstr(tu_err, "--min-len"));
+    const char *help[] = {"translate", "--help", NULL};
+    ck_assert_int_eq(tu_run_cli(help, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(tu_out, "--min-len N"));
 }
 END_TEST
 
@@ -981,7 +1081,7 @@ static double dates_eval(const char *dir, const char *device, const char *what) 
         n++;
     }
     ck_assert_int_ge(n, 100);
-    cg_s2s_options o = {.batch = 64};
+    cg_s2s_options o = {.struct_size = sizeof(cg_s2s_options), .batch = 64};
     translate(m, &o, n, src, len, res);
     int right = 0;
     for (int i = 0; i < n; i++) {
@@ -1036,7 +1136,7 @@ START_TEST(dates_accuracy_quantized) {
         /* the products read the weights as stored, not widened to f32 at
          * bind: every matrix-product param is declared in the narrow type */
         char *text = NULL, want[96];
-        ck_assert_int_eq(cg_s2s_graph_text(out, &text), CG_OK);
+        ck_assert_int_eq(cg_s2s_graph_text(out, NULL, &text), CG_OK);
         static const char *const mm[] = {"encoder.weight_ih_l0", "encoder.weight_hh_l0", "decoder.weight_hh_l0",
                                          "out.weight"};
         for (int k = 0; k < 4; k++) {
@@ -1068,7 +1168,7 @@ START_TEST(dates_accuracy_quantized) {
         snprintf(from, sizeof from, "%s/weights.safetensors", dir);
         cg_weights *w;
         ck_assert_int_eq(cg_weights_open(from, &w), CG_OK);
-        const int n = (int)cg_weights_count(w);
+        const int n = cg_weights_count(w);
         const char *names[64];
         cg_tensor *ts[64];
         ck_assert_int_lt(n, 63);
@@ -1110,7 +1210,7 @@ START_TEST(dates_accuracy_quantized) {
     ck_assert_msg(fabs(deq - ref) <= 0.002, "int8 dequantized: accuracy %.4f, f32 %.4f", deq, ref);
     cg_s2s *m = NULL;
     cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = CG_U8};
-    ck_assert_int_eq(cg_s2s_load_ex(ctx, dir, NULL, &lo, &m), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_s2s_load(ctx, dir, NULL, &lo, &m), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(cg_last_error(), "weights_dtype must be f32, bf16, f16 or i8, got u8"));
     ck_assert_ptr_null(m);
 }
@@ -1160,7 +1260,7 @@ static void strip_parent(char *text) {
  * the host's interface (strip_parent). */
 static void write_host_selection(const char *src, const char *dst) {
     char *text = NULL;
-    ck_assert_int_eq(cg_s2s_graph_text(src, &text), CG_OK);
+    ck_assert_int_eq(cg_s2s_graph_text(src, NULL, &text), CG_OK);
     char *top = strstr(text, "graph decoder {"), *logp = strstr(text, "graph decoder_logp {");
     ck_assert(top && logp && top < logp && strstr(top, "log_softmax_topk") < logp);
     char *end = strstr(top, "\n}\n");
@@ -1204,10 +1304,10 @@ static void paths_agree(const char *variant, const char *device) {
     const int on_cpu = !strcmp(device, "cpu");
     cg_s2s *sel = load_model(gdir, device), *host = load_model(pdir, device);
     const cg_s2s_options opts[] = {
-        {.attention = 1},
-        {.beam = 4, .nbest = 2, .attention = 1},
-        {.beam = S2S_TOP_K / 2, .nbest = 3, .alpha = 0.6},
-        {.beam = S2S_TOP_K / 2 + 1, .nbest = 2},
+        {.struct_size = sizeof(cg_s2s_options), .attention = 1},
+        {.struct_size = sizeof(cg_s2s_options), .beam = 4, .nbest = 2, .attention = 1},
+        {.struct_size = sizeof(cg_s2s_options), .beam = S2S_TOP_K / 2, .nbest = 3, .alpha = 0.6},
+        {.struct_size = sizeof(cg_s2s_options), .beam = S2S_TOP_K / 2 + 1, .nbest = 2},
     };
     cg_s2s_result *a = calloc((size_t)g.n, sizeof *a), *b = calloc((size_t)g.n, sizeof *b);
     ck_assert(a && b);
@@ -1436,8 +1536,11 @@ static void ref_output(const deep_model *dm, const double *ctx, const double *s,
 }
 
 /* Greedy decoding by the spec's equations (Luong: the RNN stack on
- * [y; h~], then attend with the top layer's new state), in double. */
-static void ref_greedy(const deep_model *dm, const int32_t *src, int n, ref_result *r) {
+ * [y; h~], then attend with the top layer's new state), in double, with
+ * cg_s2s_options.min_len as Hugging Face's min_length reads it: EOS's
+ * log-probability is -inf at a step t with t + 1 < min_len, and the default
+ * max_len (2 x n + 10) is at least min_len. */
+static void ref_greedy(const deep_model *dm, const int32_t *src, int n, int min_len, ref_result *r) {
     double h[DEEP_LD][DEEP_H], c[DEEP_LD][DEEP_H], keys[DEEP_S][DEEP_K], h_last[DEEP_K];
     double x[DEEP_E + DEEP_H] = {0}, ctx[DEEP_K], lp[DEEP_V];
     ref_encode(dm, src, n, keys, h_last);
@@ -1450,12 +1553,15 @@ static void ref_greedy(const deep_model *dm, const int32_t *src, int n, ref_resu
         }
     memset(r, 0, sizeof *r);
     r->min_gap = INFINITY;
-    for (int t = 0, prev = 1 /* BOS */; t < 2 * n + 10; t++) {
+    const int max_len = 2 * n + 10 > min_len ? 2 * n + 10 : min_len;
+    ck_assert_int_le(max_len, DEEP_T);
+    for (int t = 0, prev = 1 /* BOS */; t < max_len; t++) {
         for (int j = 0; j < DEEP_E; j++) x[j] = dm->tgt_emb[prev * DEEP_E + j];
         ref_lstm(dm->dec[0], DEEP_E + DEEP_H, x, h[0], c[0]);
         for (int l = 1; l < DEEP_LD; l++) ref_lstm(dm->dec[l], DEEP_H, h[l - 1], h[l], c[l]);
         ref_attend(dm, keys, n, h[DEEP_LD - 1], r->att[t], ctx);
         ref_output(dm, ctx, h[DEEP_LD - 1], x + DEEP_E, lp); /* h~ feeds the next step */
+        if (t + 1 < min_len) lp[2 /* EOS */] = -INFINITY;
         int best = 0, second = -1;
         for (int v = 1; v < DEEP_V; v++) {
             if (lp[v] > lp[best]) second = best, best = v;
@@ -1469,21 +1575,22 @@ static void ref_greedy(const deep_model *dm, const int32_t *src, int n, ref_resu
     }
 }
 
-/* Greedy results of the deep model against ref_greedy: tokens, steps,
- * scores and attention. */
-static void deep_check_greedy(const deep_model *dm, const char *device, int n, int32_t *const *src, const int *len,
-                              const cg_s2s_result *res) {
+/* Greedy results of the deep model against ref_greedy with `min_len`:
+ * tokens, steps, scores and attention. Returns the reference's EOS stops. */
+static int deep_check_greedy(const deep_model *dm, const char *device, int min_len, int n, int32_t *const *src,
+                             const int *len, const cg_s2s_result *res) {
+    int eos_stops = 0;
     for (int i = 0; i < n; i++) {
         ref_result r;
-        ref_greedy(dm, src[i], len[i], &r);
+        ref_greedy(dm, src[i], len[i], min_len, &r);
         ck_assert_msg(r.min_gap > 1e-3, "source %d: the reference's margin %g is too small to compare", i, r.min_gap);
         const cg_s2s_hyp *y = &res[i].hyps[0];
         int same = y->n_tokens == r.n && y->n_steps == r.steps;
         for (int t = 0; same && t < r.n; t++) same = y->tokens[t] == r.toks[t];
-        ck_assert_msg(same, "deep model on %s: source %d: %d tokens in %d steps, the reference %d in %d (or other "
-                      "tokens)", device, i, y->n_tokens, y->n_steps, r.n, r.steps);
-        ck_assert_msg(fabs(y->score - r.score) <= TOL_GOLDEN, "deep model on %s: source %d: score %.8f, reference "
-                      "%.8f", device, i, y->score, r.score);
+        ck_assert_msg(same, "deep model on %s, min_len %d: source %d: %d tokens in %d steps, the reference %d in %d "
+                      "(or other tokens)", device, min_len, i, y->n_tokens, y->n_steps, r.n, r.steps);
+        ck_assert_msg(fabs(y->score - r.score) <= TOL_GOLDEN, "deep model on %s, min_len %d: source %d: score %.8f, "
+                      "reference %.8f", device, min_len, i, y->score, r.score);
         for (int t = 0; t < r.steps; t++)
             for (int j = 0; j < len[i]; j++)
                 ck_assert_msg(fabs(y->attention[t * len[i] + j] - r.att[t][j]) <= TOL_GOLDEN,
@@ -1492,15 +1599,18 @@ static void deep_check_greedy(const deep_model *dm, const char *device, int n, i
         char toks[256] = "";
         for (int t = 0; t < r.n && strlen(toks) < sizeof toks - 8; t++)
             snprintf(toks + strlen(toks), sizeof toks - strlen(toks), " %d", r.toks[t]);
-        printf("  deep model, encoder x%d, on %s: source %d (length %d): %s after %d tokens:%s\n", dm->le, device, i,
-               len[i], r.steps > r.n ? "EOS" : "max_len", r.n, toks);
+        printf("  deep model, encoder x%d, on %s, min_len %d: source %d (length %d): %s after %d tokens:%s\n", dm->le,
+               device, min_len, i, len[i], r.steps > r.n ? "EOS" : "max_len", r.n, toks);
+        eos_stops += r.steps > r.n;
     }
+    return eos_stops;
 }
 
 /* The deep model (dir) and its host-interface copy (hdir) on `device`:
- * greedy as the equations say, in any batching, and both interfaces
- * alike, greedy and beam. */
-static void deep_decode(const deep_model *dm, const char *dir, const char *hdir, const char *device) {
+ * greedy as the equations say (with min_len too), in any batching, and
+ * both interfaces alike, greedy and beam. Returns the free greedy decodes
+ * that stop at EOS (what min_len can move). */
+static int deep_decode(const deep_model *dm, const char *dir, const char *hdir, const char *device) {
     cg_s2s *m = load_model(dir, device), *hm = load_model(hdir, device);
     const cg_graph *dec = cg_model_graph(cg_s2s_model(m), "decoder"), *enc = cg_model_graph(cg_s2s_model(m), "encoder"),
                    *hdec = cg_model_graph(cg_s2s_model(hm), "decoder");
@@ -1523,9 +1633,11 @@ static void deep_decode(const deep_model *dm, const char *dir, const char *hdir,
     }
     cg_s2s_result res[NS], alt[NS];
     char what[128];
-    cg_s2s_options o = {.attention = 1}, one = {.attention = 1, .batch = 1}, beam = {.beam = 3, .nbest = 2};
+    cg_s2s_options o = {.struct_size = sizeof o, .attention = 1}, one = {.struct_size = sizeof one, .attention = 1,
+                                                                         .batch = 1},
+                   beam = {.struct_size = sizeof beam, .beam = 3, .nbest = 2};
     translate(m, &o, NS, src, len, res);
-    deep_check_greedy(dm, device, NS, src, len, res);
+    const int eos_stops = deep_check_greedy(dm, device, 0, NS, src, len, res);
     translate(m, &one, NS, src, len, alt);
     snprintf(what, sizeof what, "deep model on %s, batch 1", device);
     check_same(what, NS, res, alt);
@@ -1535,6 +1647,22 @@ static void deep_decode(const deep_model *dm, const char *dir, const char *hdir,
     check_same(what, NS, res, alt);
     clear_all(res, NS);
     clear_all(alt, NS);
+    /* min_len on both interfaces (top_logp, the whole logp) against the
+     * reference that masks EOS: 1 changes nothing, 8 and DEEP_T move EOS
+     * stops later (DEEP_T: every source runs to DEEP_T steps, past the
+     * default max_len of the shorter ones) */
+    static const int min_lens[] = {1, 8, DEEP_T};
+    for (size_t k = 0; k < sizeof min_lens / sizeof min_lens[0]; k++) {
+        cg_s2s_options mo = o;
+        mo.min_len = min_lens[k];
+        translate(m, &mo, NS, src, len, res);
+        translate(hm, &mo, NS, src, len, alt);
+        deep_check_greedy(dm, device, mo.min_len, NS, src, len, res);
+        deep_check_greedy(dm, device, mo.min_len, NS, src, len, alt);
+        for (int i = 0; mo.min_len == DEEP_T && i < NS; i++) ck_assert_int_ge(res[i].hyps[0].n_steps, DEEP_T);
+        clear_all(res, NS);
+        clear_all(alt, NS);
+    }
     translate(m, &beam, NS, src, len, res);
     translate(hm, &beam, NS, src, len, alt);
     snprintf(what, sizeof what, "deep model on %s, beam 3: device selection vs host selection", device);
@@ -1543,6 +1671,7 @@ static void deep_decode(const deep_model *dm, const char *dir, const char *hdir,
     clear_all(alt, NS);
     cg_s2s_free(m);
     cg_s2s_free(hm);
+    return eos_stops;
 }
 
 /* A model deeper, and with more graph inputs and outputs, than seq2seq/
@@ -1550,7 +1679,7 @@ static void deep_decode(const deep_model *dm, const char *dir, const char *hdir,
  * 2 encoder layers on the CPU and on the OpenCL device (its tokens depend on the
  * source), and with DEEP_LE encoder layers (one encoder node of more
  * inputs than a graph node once could take) on the CPU. */
-static void deep_case(int encoder_layers, const char *device) {
+static int deep_case(int encoder_layers, const char *device) {
     double t0 = now();
     deep_model *dm = deep_make(1, encoder_layers);
     char dir[600], hdir[600];
@@ -1559,21 +1688,23 @@ static void deep_case(int encoder_layers, const char *device) {
     deep_write(dm, dir);
     deep_write(dm, hdir);
     write_host_selection(dir, hdir);
-    deep_decode(dm, dir, hdir, device);
+    const int eos_stops = deep_decode(dm, dir, hdir, device);
     deep_free(dm);
     printf("deep model (decoder %d layers, encoder %d) on %s: ok (%.2f s)\n", DEEP_LD, encoder_layers, device,
            now() - t0);
     fflush(stdout);
+    return eos_stops;
 }
 
+/* (Sources of the 2-layer encoder stop at EOS: min_len masks something.) */
 START_TEST(deep_model_decodes) {
-    deep_case(2, "cpu");
+    ck_assert_msg(deep_case(2, "cpu") > 0, "deep model: no source stops at EOS, so min_len would mask nothing");
     deep_case(DEEP_LE, "cpu");
 }
 END_TEST
 
 START_TEST(deep_model_decodes_opencl) {
-    if (have_opencl) deep_case(2, cl_dev);
+    if (have_opencl) ck_assert_int_gt(deep_case(2, cl_dev), 0);
 }
 END_TEST
 
@@ -1596,7 +1727,7 @@ START_TEST(keys_cross_once_per_sentence) {
     char gdir[1000];
     golden_path(gdir, sizeof gdir, variant, NULL);
     char *text = NULL;
-    ck_assert_int_eq(cg_s2s_graph_text(gdir, &text), CG_OK);
+    ck_assert_int_eq(cg_s2s_graph_text(gdir, NULL, &text), CG_OK);
     const char *dec = strstr(text, "graph decoder {");
     ck_assert_ptr_nonnull(dec);
     const int K = text_int(dec, "input keys: f32[N, S, "), A = text_int(dec, "input keys_proj: f32[N, S, ");
@@ -1624,7 +1755,8 @@ START_TEST(keys_cross_once_per_sentence) {
     cg_plan_stats before, after;
     ck_assert_int_eq(cg_s2s_stats(m, NULL, &before), CG_OK);
     cg_s2s_result res[N];
-    const cg_s2s_options o = {.beam = BEAM, .force_len = STEPS};
+    /* min_len = max_len: EOS masked until the last step, every row lives */
+    const cg_s2s_options o = {.struct_size = sizeof o, .beam = BEAM, .max_len = STEPS, .min_len = STEPS};
     translate(m, &o, N, src, len, res);
     ck_assert_int_eq(cg_s2s_stats(m, NULL, &after), CG_OK);
     const uint64_t runs = after.runs - before.runs, bytes = after.bytes_copied - before.bytes_copied;
@@ -1782,12 +1914,14 @@ int main(void) {
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, cli_text_output, 0, nv);
     tcase_add_test(tc, cli_load_error);
+    tcase_add_test(tc, cli_min_len);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");
     tcase_add_checked_fixture(te, setup, tu_teardown_dir);
     tcase_add_test(te, config_mistakes);
     tcase_add_test(te, vocab_mistakes);
     tcase_add_test(te, weights_mistakes);
+    tcase_add_test(te, options_checked);
     suite_add_tcase(s, te);
     TCase *td = tcase_create("dates");
     tcase_add_checked_fixture(td, setup, tu_teardown_dir);

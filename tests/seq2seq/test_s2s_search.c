@@ -2,8 +2,9 @@
  * plan: hand-made scores and hypotheses against hand-worked expectations
  * for the length penalty, the candidates' order and ties, greedy's choice,
  * a beam step (EOS into the finished set, the stop rule with and without a
- * length penalty, max_len), the k-best finished set, n-best results, and a
- * batch of two sentences. */
+ * length penalty, max_len), the k-best finished set, n-best results, a
+ * batch of two sentences, and min_len's masking of EOS (greedy and beam,
+ * from the whole logp and from top_logp / top_id). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -296,11 +297,136 @@ START_TEST(batch_of_two) {
 }
 END_TEST
 
+/* Greedy with min_len 3 (EOS = 3), from the whole logp: at steps 0 and 1
+ * EOS is the best token but masked (t + 1 < 3), so the second best is
+ * taken: token 1 at -1, then token 2 at -0.5 (over token 0 at -2); at step
+ * 2 (the third token) EOS may end it: raw -1 - 0.5 - 0.125 = -1.625, two
+ * tokens, three attention rows. */
+START_TEST(min_len_masks_eos_greedy) {
+    search_init(1, 0, 3, 0);
+    S.min_len = 3;
+    s2s_sent sb;
+    sent_init(&sb, 0, 10);
+    s2s_row rows[1];
+    row_init(&rows[0], 0, 0.0, 0, NULL);
+    const float lp0[4] = {-2, -1, -1.5f, -0.25f}, lp1[4] = {-2, -3, -0.5f, -0.125f};
+    s2s_scores so = {.V = 4, .S = 3, .logp = lp0};
+    ck_assert_int_eq(s2s_select(&S, &sb, rows, 1, 0, &so), CG_OK);
+    ck_assert_int_eq(S.mask_eos, 1);
+    ck_assert_int_eq(S.NR, 1);
+    ck_assert_int_eq(S.next[0].h.n, 1);
+    ck_assert_int_eq(S.next[0].h.toks[0], 1);
+    ck_assert(S.next[0].h.raw == -1);
+    rows[0] = S.next[0];
+    S.NR = 0;
+    so.logp = lp1;
+    ck_assert_int_eq(s2s_select(&S, &sb, rows, 1, 1, &so), CG_OK);
+    ck_assert_int_eq(S.NR, 1);
+    ck_assert_int_eq(S.next[0].h.n, 2);
+    ck_assert_int_eq(S.next[0].h.toks[1], 2);
+    ck_assert(S.next[0].h.raw == -1.5);
+    rows[0] = S.next[0];
+    S.NR = 0;
+    ck_assert_int_eq(s2s_select(&S, &sb, rows, 1, 2, &so), CG_OK);
+    ck_assert_int_eq(S.mask_eos, 0);
+    ck_assert_int_eq(S.NR, 0);
+    ck_assert_int_eq(sb.n_fins, 1);
+    ck_assert_int_eq(sb.fins[0].h.ended, 1);
+    ck_assert_int_eq(sb.fins[0].h.n, 2);
+    ck_assert_int_eq(sb.fins[0].h.att_rows, 3);
+    ck_assert(sb.fins[0].score == -1.625);
+    search_free();
+    sent_free(&sb);
+}
+END_TEST
+
+/* The same first step from top_logp / top_id (TK 2, best first: EOS, then
+ * token 1): the second entry is taken; min_len 0 and 1 take EOS (the
+ * sentence ends at step 0). A top_id listing EOS alone under the mask is an
+ * error, not an EOS. */
+START_TEST(min_len_masks_eos_top_k) {
+    const float tv[2] = {-0.25f, -1};
+    const int32_t ti[2] = {3, 1}, only_eos[2] = {3, 3};
+    for (int min_len = 0; min_len <= 2; min_len++) {
+        search_init(1, 0, 3, 0);
+        S.min_len = min_len;
+        s2s_sent sb;
+        sent_init(&sb, 0, 10);
+        s2s_row rows[1];
+        row_init(&rows[0], 0, 0.0, 0, NULL);
+        s2s_scores so = {.TK = 2, .V = 4, .S = 3, .top_v = tv, .top_i = ti};
+        ck_assert_int_eq(s2s_select(&S, &sb, rows, 1, 0, &so), CG_OK);
+        if (min_len < 2) {
+            ck_assert_int_eq(S.NR, 0);
+            ck_assert_int_eq(sb.n_fins, 1);
+            ck_assert_int_eq(sb.fins[0].h.ended, 1);
+            ck_assert(sb.fins[0].score == -0.25);
+        } else {
+            ck_assert_int_eq(S.NR, 1);
+            ck_assert_int_eq(S.next[0].h.toks[0], 1);
+            ck_assert(S.next[0].h.raw == -1);
+            rows[0] = S.next[0];
+            S.NR = 0;
+            so.top_i = only_eos;
+            ck_assert_int_eq(s2s_select(&S, &sb, rows, 1, 0, &so), CG_ERR_VERIFY);
+            s2s_hyp_free(&rows[0].h);
+        }
+        search_free();
+        sent_free(&sb);
+    }
+}
+END_TEST
+
+/* Beam k = 2 (EOS = 0) with min_len 5 over the rows and scores of
+ * candidates_order_and_ties: without EOS the best four are (row 0, 1) -1,
+ * (row 1, 2) -1.5, (row 0, 2) -3, (row 1, 1) -3 (the tie: lower row), from
+ * the whole logp and from top_logp / top_id alike; the step keeps the first
+ * two alive and finishes nothing (unmasked, beam_step finishes two). */
+START_TEST(min_len_masks_eos_beam) {
+    search_init(2, 1, 0, 0);
+    s2s_row rows[2];
+    row_init(&rows[0], 0, 0.0, 0, NULL);
+    row_init(&rows[1], 0, -1.0, 0, NULL);
+    const float logp[6] = {-1, -1, -3, 0, -2, -0.5f};
+    const float tv[6] = {-1, -1, -3, 0, -0.5f, -2};
+    const int32_t ti[6] = {0, 1, 2, 0, 2, 1};
+    s2s_scores so = {.V = 3, .S = 3, .logp = logp}, st = {.TK = 3, .V = 3, .S = 3, .top_v = tv, .top_i = ti};
+    const int want[4][2] = {{0, 1}, {1, 2}, {0, 2}, {1, 1}};
+    const double score[4] = {-1, -1.5, -3, -3};
+    S.mask_eos = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        ck_assert_int_eq(s2s_candidates(&S, rows, pass ? &st : &so, 0, 2), 4);
+        for (int j = 0; j < 4; j++) {
+            ck_assert_int_eq(S.top[j].row, want[j][0]);
+            ck_assert_int_eq(S.top[j].tok, want[j][1]);
+            ck_assert(S.top[j].score == score[j]);
+        }
+    }
+    S.min_len = 5;
+    s2s_sent sb;
+    sent_init(&sb, 0, 10);
+    ck_assert_int_eq(s2s_select(&S, &sb, rows, 2, 0, &so), CG_OK);
+    ck_assert_int_eq(sb.n_fins, 0);
+    ck_assert_int_eq(S.NR, 2);
+    ck_assert_int_eq(S.parent[0], 0);
+    ck_assert_int_eq(S.next[0].h.toks[0], 1);
+    ck_assert(S.next[0].h.raw == -1);
+    ck_assert_int_eq(S.parent[1], 1);
+    ck_assert_int_eq(S.next[1].h.toks[0], 2);
+    ck_assert(S.next[1].h.raw == -1.5);
+    search_free();
+    sent_free(&sb);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("s2s_search");
     TCase *tc = tcase_create("search");
     tcase_add_test(tc, length_penalty);
     tcase_add_test(tc, candidates_order_and_ties);
+    tcase_add_test(tc, min_len_masks_eos_greedy);
+    tcase_add_test(tc, min_len_masks_eos_top_k);
+    tcase_add_test(tc, min_len_masks_eos_beam);
     tcase_add_test(tc, greedy_ties_and_stops);
     tcase_add_test(tc, beam_stop_rule);
     tcase_add_test(tc, beam_max_len);

@@ -37,7 +37,7 @@ static answer g_want[2][2]; /* [cpu/opencl][greedy/beam] from one thread */
 static int g_devices;
 
 static cg_s2s_options opts(int beam) {
-    cg_s2s_options o = {0};
+    cg_s2s_options o = {.struct_size = sizeof o};
     o.beam = beam ? 4 : 1;
     o.batch = 5; /* several batches per call */
     return o;
@@ -109,7 +109,7 @@ static void *own_model(void *arg) {
     cg_context *ctx = NULL;
     cg_s2s *m = NULL;
     cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device_of(w->id)};
-    if (cg_context_create(NULL, &ctx) || cg_s2s_load(ctx, model_dir, &po, &m))
+    if (cg_context_create(NULL, &ctx) || cg_s2s_load(ctx, model_dir, &po, NULL, &m))
         snprintf(w->err, sizeof w->err, "thread %d: load: %s", w->id, cg_last_error());
     else check_thread(m, w->id, w->err, sizeof w->err);
     cg_s2s_free(m);
@@ -141,7 +141,7 @@ START_TEST(test_shared_model) {
     cg_context *ctx;
     ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     cg_s2s *m;
-    ck_assert_msg(cg_s2s_load(ctx, model_dir, NULL, &m) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_s2s_load(ctx, model_dir, NULL, NULL, &m) == CG_OK, "%s", cg_last_error());
     worker w[THREADS];
     for (int i = 0; i < THREADS; i++) {
         w[i] = (worker){.id = i, .m = m};
@@ -177,7 +177,7 @@ static void prepare(void) {
     cg_context *ctx;
     REQUIRE(cg_context_create(NULL, &ctx) == CG_OK, "%s", cg_last_error());
     cg_s2s *m;
-    REQUIRE(cg_s2s_load(ctx, model_dir, NULL, &m) == CG_OK, "%s", cg_last_error());
+    REQUIRE(cg_s2s_load(ctx, model_dir, NULL, NULL, &m) == CG_OK, "%s", cg_last_error());
     char path[1100];
     snprintf(path, sizeof path, "%s/samples.txt", model_dir);
     FILE *f = fopen(path, "r");

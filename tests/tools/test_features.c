@@ -66,7 +66,7 @@ START_TEST(onnx_import) {
     cg_context *ctx;
     ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     cg_model *m = (cg_model *)1;
-    cg_status st = cg_model_load_onnx(ctx, tu_path("absent.onnx"), &m);
+    cg_status st = cg_model_load_onnx(ctx, tu_path("absent.onnx"), NULL, &m);
     ck_assert_int_ne(st, CG_OK);
     ck_assert_ptr_null(m);
     if (CG_HAVE_ONNX) {

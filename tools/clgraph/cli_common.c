@@ -159,7 +159,7 @@ static int load_onnx(cli_opts *o, cg_context *ctx, cg_model **m) {
     cg_onnx_options opt = {.struct_size = sizeof opt, .n_given = o->n_inputs,
                            .given_names = (const char *const *)o->input_names,
                            .given = (const cg_tensor *const *)given};
-    if (!rc && cg_model_load_onnx_ex(ctx, o->model, &opt, m)) rc = cli_fail();
+    if (!rc && cg_model_load_onnx(ctx, o->model, &opt, m)) rc = cli_fail();
     for (int i = 0; i < o->n_inputs; i++) cg_tensor_free(given[i]);
     if (rc) return rc;
     cg_graph *g = cg_model_graph_at(*m, 0);

@@ -1,5 +1,6 @@
 /* clgraph bench MODEL_DIR: decoding speed of a seq2seq model on random
- * sources with a fixed number of generated tokens (cg_s2s_options.force_len),
+ * sources with a fixed number of generated tokens (cg_s2s_options min_len =
+ * max_len: EOS is masked until the last step, so every hypothesis lives on),
  * the time to the first token in a fresh process with cold and warm program
  * caches, peak memory, allocations and OpenCL objects per decoder step in the
  * steady state, and with --machine this machine's read bandwidth and SGEMM
@@ -91,7 +92,7 @@ static int load(const bargs *a, cg_context **ctx, cg_s2s **m) {
     if (rc) return rc;
     cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = a->device, .place = a->place};
     cg_s2s_load_options lopt = {.struct_size = sizeof lopt, .weights_dtype = a->weights_dtype};
-    if (cg_s2s_load_ex(*ctx, a->dir, &popt, &lopt, m)) {
+    if (cg_s2s_load(*ctx, a->dir, &popt, &lopt, m)) {
         rc = cli_fail();
         cg_context_free(*ctx);
         *ctx = NULL;
@@ -129,22 +130,24 @@ static void free_sources(int32_t **src, int n) {
     free(src);
 }
 
-/* One decode of every source, `steps` tokens each; checks the lengths. */
+/* One decode of every source, `steps` tokens each (EOS included: it may
+ * come at the last step only); checks the lengths. */
 static int decode(cg_s2s *m, const bargs *a, int32_t **src, const int *len, int n, int steps, double *ms) {
     cg_s2s_result *res = calloc((size_t)n, sizeof *res);
     if (!res) {
         fprintf(stderr, "clgraph: out of memory\n");
         return CLI_FAIL;
     }
-    cg_s2s_options so = {.beam = a->beam, .batch = n, .force_len = steps};
+    cg_s2s_options so = {
+        .struct_size = sizeof so, .beam = a->beam, .batch = n, .max_len = steps, .min_len = steps};
     double t0 = now_ms();
     int rc = CLI_OK;
     if (cg_s2s_translate(m, &so, n, (const int32_t *const *)src, len, res, NULL, NULL)) rc = cli_fail();
     *ms = now_ms() - t0;
     for (int i = 0; !rc && i < n; i++)
-        if (res[i].n_hyps < 1 || res[i].hyps[0].n_tokens != steps) {
-            fprintf(stderr, "clgraph: bench: source %d decoded into %d tokens, not %d\n", i,
-                    res[i].n_hyps ? res[i].hyps[0].n_tokens : 0, steps);
+        if (res[i].n_hyps < 1 || res[i].hyps[0].n_steps != steps) {
+            fprintf(stderr, "clgraph: bench: source %d decoded in %d steps, not %d\n", i,
+                    res[i].n_hyps ? res[i].hyps[0].n_steps : 0, steps);
             rc = CLI_FAIL;
         }
     for (int i = 0; i < n; i++) cg_s2s_result_clear(&res[i]);

@@ -91,7 +91,7 @@ int cli_ops(int argc, char **argv) {
     rc = cli_context(&o, &ctx);
     if (rc) return rc;
     int found = 0;
-    for (size_t i = 0; i < cg_context_op_count(ctx); i++) {
+    for (int i = 0; i < cg_context_op_count(ctx); i++) {
         const cg_op_def *d = cg_context_op_def(ctx, i);
         if (only && strcmp(only, d->name)) continue;
         found = 1;

@@ -50,8 +50,9 @@ static int op_width(const cg_context *ctx, const char *const *ops, int n_ops, in
         cg_context_options o = {.struct_size = sizeof o, .no_env_plugins = 1};
         if (cg_context_create(&o, &bare)) bare = NULL;
     }
-    size_t w = 14, n = n_ops ? (size_t)n_ops : cg_context_op_count(ctx);
-    for (size_t i = 0; i < n; i++) {
+    size_t w = 14;
+    const int n = n_ops ? n_ops : cg_context_op_count(ctx);
+    for (int i = 0; i < n; i++) {
         const char *name = n_ops ? ops[i] : cg_context_op_name(ctx, i);
         if (name && strlen(name) > w && !has_op(bare, name)) w = strlen(name);
     }

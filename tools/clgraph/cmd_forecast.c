@@ -239,7 +239,7 @@ static int run(const fargs *a, cg_forecaster *m) {
         ser[s].values = in.series[s].values + (size_t)(n - keep) * (size_t)C;
         ser[s].length = keep;
     }
-    cg_forecast_options o = {.horizon = a->horizon, .batch = a->batch,
+    cg_forecast_options o = {.struct_size = sizeof o, .horizon = a->horizon, .batch = a->batch,
                              .attention = a->attention != NULL || a->plot != NULL};
     int tty = isatty(2) && in.n_series > 1;
     if (!rc && cg_forecast_run(m, &o, in.n_series, ser, res, tty ? progress : NULL, NULL)) {

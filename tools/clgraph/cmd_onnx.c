@@ -224,7 +224,7 @@ static int run_set(cg_context *ctx, const char *model, const char *device, const
     for (int i = 0; i < in->n; i++) {
         /* unnamed test data (PyTorch's exports): the graph's inputs in order */
         if (names[i] && *names[i]) continue;
-        if (!probe && cg_model_load_onnx(ctx, model, &probe)) break;
+        if (!probe && cg_model_load_onnx(ctx, model, NULL, &probe)) break;
         cg_graph *pg = cg_model_graph_at(probe, 0);
         names[i] = i < cg_graph_input_count(pg) ? cg_graph_input_name(pg, i) : NULL;
     }
@@ -235,7 +235,7 @@ static int run_set(cg_context *ctx, const char *model, const char *device, const
     cg_tensor *out[64] = {0}, *run_in[64];
     const char *run_names[64];
     int result = R_PASS, n_out = 0, n_run = 0;
-    cg_status st = cg_model_load_onnx_ex(ctx, model, &opt, &m);
+    cg_status st = cg_model_load_onnx(ctx, model, &opt, &m);
     if (st) {
         snprintf(why, wsz, "%s", cg_last_error());
         result = st == CG_ERR_IO ? R_ERROR : R_UNSUP;
@@ -299,7 +299,7 @@ static int run_test(cg_context *ctx, const char *dir, const char *device, const 
              * are no TensorProto: the import says so */
             result = strstr(why, "is not supported") ? R_UNSUP : R_ERROR;
             cg_model *probe = NULL;
-            if (result == R_ERROR && cg_model_load_onnx(ctx, model, &probe) == CG_ERR_UNSUPPORTED) {
+            if (result == R_ERROR && cg_model_load_onnx(ctx, model, NULL, &probe) == CG_ERR_UNSUPPORTED) {
                 snprintf(why, wsz, "%s", cg_last_error());
                 result = R_UNSUP;
             }

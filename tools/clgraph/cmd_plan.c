@@ -141,7 +141,7 @@ static const struct {
 
 /* Whether an input of one of the model's graphs has dimension `name`. */
 static int model_has_dim(const cg_model *m, const char *name) {
-    for (size_t gi = 0; gi < cg_model_graph_count(m); gi++) {
+    for (int gi = 0; gi < cg_model_graph_count(m); gi++) {
         const cg_graph *g = cg_model_graph_at(m, gi);
         for (int k = 0; k < cg_graph_input_count(g); k++) {
             char *desc = NULL;
@@ -269,7 +269,7 @@ static int plan_model_dir(const cli_opts *o) {
     if (rc) return rc;
     cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = o->device, .place = o->place};
     rc = CLI_FAIL;
-    if (cg_s2s_load(ctx, o->model, &popt, &m)) {
+    if (cg_s2s_load(ctx, o->model, &popt, NULL, &m)) {
         rc = cli_fail();
         goto done;
     }

@@ -105,7 +105,7 @@ static int validate(const char *dir) {
     int rc = CLI_OK;
     if (s2s) {
         cg_s2s *m = NULL;
-        if (cg_s2s_load(ctx, dir, &popt, &m)) rc = cli_fail();
+        if (cg_s2s_load(ctx, dir, &popt, NULL, &m)) rc = cli_fail();
         cg_s2s_free(m);
     } else {
         cg_forecaster *m = NULL;
@@ -179,7 +179,7 @@ int cli_quantize(int argc, char **argv) {
     if (rc && made_dir) clean_up(out);
     struct stat si, so;
     if (!rc && !stat(wp, &si) && !stat(op, &so))
-        fprintf(stderr, "clgraph quantize: %zu of %zu tensors to %s, %.1f MiB -> %.1f MiB: %s\n", pk.converted,
+        fprintf(stderr, "clgraph quantize: %zu of %d tensors to %s, %.1f MiB -> %.1f MiB: %s\n", pk.converted,
                 cg_weights_count(w), to, (double)si.st_size / 1048576.0, (double)so.st_size / 1048576.0, out);
     cg_weights_free(q);
     cg_weights_free(w);

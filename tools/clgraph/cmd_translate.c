@@ -1,7 +1,7 @@
 /* clgraph translate MODEL_DIR: one source per line on stdin, one line per
  * source (or --nbest lines) on stdout in input order; and clgraph s2s-graph
  * MODEL_DIR [--weights-dtype T], which prints the graphs the model runs
- * (with that option: as cg_s2s_load_ex with it runs them). */
+ * (with that option: as cg_s2s_load with it runs them). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 
 typedef struct targs {
     const char *dir, *device, *place, *attention, *profile;
-    int beam, nbest, max_len, batch, ids, scores, crop;
+    int beam, nbest, max_len, min_len, batch, ids, scores, crop;
     int window;        /* lines per window; 0: chosen from stdin and --batch */
     int max_input_len; /* source tokens a line may have */
     cg_dtype weights_dtype; /* --weights-dtype, 0 as stored */
@@ -40,6 +40,8 @@ static int parse_args(int argc, char **argv, targs *a) {
         {"beam", 0, CLI_INT, &a->beam, 1, 1000000, ge1, .arg = "N", .help = "beam width"},
         {"nbest", 0, CLI_INT, &a->nbest, 1, 1000000, ge1, .arg = "N", .help = "hypotheses per source"},
         {"max-len", 0, CLI_INT, &a->max_len, 1, 1000000, ge1, .arg = "N", .help = "tokens per output"},
+        {"min-len", 0, CLI_INT, &a->min_len, 0, 1000000, "an integer >= 0", .arg = "N",
+         .help = "fewest tokens per output (EOS masked before)"},
         {"batch", 0, CLI_INT, &a->batch, 1, 1000000, ge1, .arg = "N", .help = "sources per decode"},
         {"window", 0, CLI_INT, &a->window, 1, 1000000, ge1, .arg = "N", .help = "lines read ahead"},
         {"max-input-len", 0, CLI_INT, &a->max_input_len, 1, 1000000, ge1, .arg = "N",
@@ -63,6 +65,9 @@ static int parse_args(int argc, char **argv, targs *a) {
                              "--attention %s: unknown heat map format (use .png, .svg or .json)", a->attention);
         }
     }
+    if (a->max_len && a->min_len > a->max_len)
+        return cli_usage("translate", CLI_HINT_NONE, "--min-len %d is larger than --max-len %d", a->min_len,
+                         a->max_len);
     if (a->nbest > 1 && a->nbest > a->beam)
         return cli_usage("translate", CLI_HINT_NONE, "--nbest %d needs --beam of at least %d", a->nbest, a->nbest);
     return CLI_OK;
@@ -338,8 +343,9 @@ static int translate_window(const targs *a, cg_s2s *m, window *w, progress_state
     }
     for (int i = 0; i < w->n; i++)
         if (w->len[i] >= 0) src[k] = w->src[i], len[k] = w->len[i], at[k++] = i;
-    cg_s2s_options so = {.beam = a->beam, .nbest = a->nbest, .alpha = a->alpha, .max_len = a->max_len,
-                         .batch = a->batch, .attention = a->attention != NULL};
+    cg_s2s_options so = {.struct_size = sizeof so, .beam = a->beam, .nbest = a->nbest, .alpha = a->alpha,
+                         .max_len = a->max_len, .min_len = a->min_len, .batch = a->batch,
+                         .attention = a->attention != NULL};
     int tty = isatty(2) && k > 1;
     if (cg_s2s_translate(m, &so, k, (const int32_t *const *)src, len, res, tty ? progress : NULL, ps)) {
         if (tty) fputc('\n', stderr);
@@ -453,7 +459,7 @@ int cli_translate(int argc, char **argv) {
     cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = a.device, .place = a.place};
     cg_profiler *prof = NULL;
     cg_s2s_load_options lopt = {.struct_size = sizeof lopt, .weights_dtype = a.weights_dtype};
-    if (cg_s2s_load_ex(ctx, a.dir, &popt, &lopt, &m)) rc = cli_fail();
+    if (cg_s2s_load(ctx, a.dir, &popt, &lopt, &m)) rc = cli_fail();
     else if (a.profile && cg_profiler_create(&prof)) rc = cli_fail();
     else if (!prof || !(rc = cli_s2s_profile(m, prof))) rc = stream(&a, m);
     /* a trace of what ran, also when a line failed */
@@ -479,7 +485,7 @@ int cli_s2s_graph(int argc, char **argv) {
         return CLI_USAGE;
     }
     char *text;
-    if (cg_s2s_graph_text_ex(dir, &lopt, &text)) return cli_fail();
+    if (cg_s2s_graph_text(dir, &lopt, &text)) return cli_fail();
     fputs(text, stdout);
     free(text);
     return CLI_OK;

@@ -150,7 +150,7 @@ START_TEST(test_all_dtypes) {
     ck_assert_uint_eq(cg_weights_count(w), 5);
     const char *sorted[] = {"a", "b", "h", "i", "l"};
     for (int i = 0; i < 5; i++) {
-        ck_assert_str_eq(cg_weights_name(w, (size_t)i), sorted[i]);
+        ck_assert_str_eq(cg_weights_name(w, i), sorted[i]);
         ck_assert_int_eq(cg_weights_find(w, sorted[i]), i);
     }
     ck_assert_ptr_null(cg_weights_name(w, 5));
@@ -448,7 +448,7 @@ START_TEST(test_python_file) {
     const char *names[] = {"count", "dense.bias", "dense.weight", "emb.bf16",
                            "emb.f16", "empty", "ids"};
     ck_assert_uint_eq(cg_weights_count(w), 7);
-    for (int i = 0; i < 7; i++) ck_assert_str_eq(cg_weights_name(w, (size_t)i), names[i]);
+    for (int i = 0; i < 7; i++) ck_assert_str_eq(cg_weights_name(w, i), names[i]);
 
     cg_tensor *t;
     ck_assert_int_eq(cg_weights_get(w, "dense.weight", &t), CG_OK);
@@ -814,7 +814,7 @@ START_TEST(test_mutations) {
             cg_weights *w;
             cg_status s = cg_weights_open(path, &w);
             if (s == CG_OK) {
-                for (size_t k = 0; k < cg_weights_count(w); k++) {
+                for (int k = 0; k < cg_weights_count(w); k++) {
                     cg_tensor *t;
                     if (cg_weights_get(w, cg_weights_name(w, k), &t) == CG_OK) cg_tensor_free(t);
                 }
@@ -862,7 +862,7 @@ START_TEST(test_package_files) {
         for (int i = 0; i < 2; i++) {
             unsigned char want[64];
             size_t n = dtype_case_bytes(c, i, want);
-            ck_assert_int_eq(cg_weights_dtype(w, (size_t)i), c->dtype);
+            ck_assert_int_eq(cg_weights_dtype(w, i), c->dtype);
             ck_assert_msg(cg_weights_get_as(w, names[i], c->dtype, &t[i]) == CG_OK, "%s",
                           cg_last_error());
             ck_assert_int_eq(cg_tensor_ndim(t[i]), c->ndim);
@@ -903,7 +903,7 @@ START_TEST(test_package_mixed) {
         size_t n = dtype_case_bytes(c, 0, want);
         int i = cg_weights_find(w, c->name);
         ck_assert_int_ge(i, 0);
-        ck_assert_int_eq(cg_weights_dtype(w, (size_t)i), c->dtype);
+        ck_assert_int_eq(cg_weights_dtype(w, i), c->dtype);
         cg_tensor *t;
         ck_assert_msg(cg_weights_get_as(w, c->name, c->dtype, &t) == CG_OK, "%s", cg_last_error());
         expect_bytes(t, want, n, c->name);
@@ -1027,7 +1027,7 @@ START_TEST(test_writer_roundtrip) {
     for (int i = 0; i < n; i++) {
         int k = cg_weights_find(w, np[i]);
         ck_assert_int_ge(k, 0);
-        ck_assert_int_eq(cg_weights_dtype(w, (size_t)k), cg_tensor_dtype(ts[i]));
+        ck_assert_int_eq(cg_weights_dtype(w, k), cg_tensor_dtype(ts[i]));
         cg_tensor *t;
         ck_assert_int_eq(cg_weights_get_as(w, np[i], cg_tensor_dtype(ts[i]), &t), CG_OK);
         ck_assert_int_eq(cg_tensor_ndim(t), cg_tensor_ndim(ts[i]));
@@ -1242,7 +1242,7 @@ START_TEST(test_narrow) {
     for (int i = 0; i < 7; i++) {
         cg_tensor *t;
         ck_assert_msg(cg_weights_get_as(q, want[i].name, want[i].dt, &t) == CG_OK, "%s", cg_last_error());
-        ck_assert_int_eq(cg_weights_dtype(q, (size_t)cg_weights_find(q, want[i].name)), want[i].dt);
+        ck_assert_int_eq(cg_weights_dtype(q, cg_weights_find(q, want[i].name)), want[i].dt);
         ck_assert_uint_eq((size_t)cg_tensor_numel(t) * cg_dtype_size(want[i].dt), want[i].bytes);
         if (want[i].want) ck_assert_mem_eq(cg_tensor_data_const(t), want[i].want, want[i].bytes);
         cg_tensor_free(t);

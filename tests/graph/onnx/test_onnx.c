@@ -150,8 +150,8 @@ static void tf_greedy_on(cg_context *ctx, const char *device, const tf_case *c, 
     snprintf(enc_path, sizeof enc_path, "%s/tests/data/onnx/models/transformer_encoder/model.onnx", tu_src_dir());
     snprintf(dec_path, sizeof dec_path, "%s/tests/data/onnx/models/transformer_decoder/model.onnx", tu_src_dir());
     cg_model *enc, *dec;
-    ck_assert_msg(cg_model_load_onnx(ctx, enc_path, &enc) == CG_OK, "%s", cg_last_error());
-    ck_assert_msg(cg_model_load_onnx(ctx, dec_path, &dec) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_model_load_onnx(ctx, enc_path, NULL, &enc) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_model_load_onnx(ctx, dec_path, NULL, &dec) == CG_OK, "%s", cg_last_error());
     cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_plan *pe, *pd;
     ck_assert_msg(cg_plan_create(enc, NULL, &po, &pe) == CG_OK, "%s", cg_last_error());
@@ -223,6 +223,30 @@ START_TEST(transformer_greedy_matches_pytorch) {
         char buf[512];
         tf_greedy_on(ctx, cg_device_describe(d, buf, sizeof buf), c, B);
     }
+    cg_context_free(ctx);
+}
+END_TEST
+
+/* cg_model_load_onnx's options: NULL is none; a struct_size below the
+ * struct's is refused naming it, n_given without the arrays too. */
+START_TEST(load_options_checked) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tests/data/onnx/models/transformer_encoder/model.onnx", tu_src_dir());
+    cg_context *ctx;
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
+    cg_model *m = NULL;
+    cg_onnx_options o = {0};
+    ck_assert_int_eq(cg_model_load_onnx(ctx, path, &o, &m), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cg_onnx_options.struct_size is 0; set it to sizeof(cg_onnx_options)");
+    ck_assert_ptr_null(m);
+    o.struct_size = sizeof o;
+    o.n_given = 1;
+    ck_assert_int_eq(cg_model_load_onnx(ctx, path, &o, &m), CG_ERR_INVALID_ARGUMENT);
+    o.n_given = 0;
+    ck_assert_msg(cg_model_load_onnx(ctx, path, &o, &m) == CG_OK, "%s", cg_last_error());
+    cg_model_free(m);
+    ck_assert_msg(cg_model_load_onnx(ctx, path, NULL, &m) == CG_OK, "%s", cg_last_error());
+    cg_model_free(m);
     cg_context_free(ctx);
 }
 END_TEST
@@ -424,6 +448,7 @@ int main(void) {
     tcase_add_test(tc, own_op_tests_pass);
     tcase_add_test(tc, exported_models_match_ort);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
+    tcase_add_test(tc, load_options_checked);
     tcase_add_test(tc, import_fuses_exporter_idioms);
     tcase_add_test(tc, import_folds_given_shape);
     tcase_add_test(tc, import_refuses_fixed_data);

@@ -108,7 +108,7 @@ START_TEST(plugins_from_options) {
     o.no_env_plugins = 1;
     ck_assert_msg(cg_context_create(&o, &ctx) == CG_OK, "%s", cg_last_error());
     int found = 0;
-    for (size_t i = 0; i < cg_context_op_count(ctx); i++)
+    for (int i = 0; i < cg_context_op_count(ctx); i++)
         found |= !strcmp(cg_context_op_name(ctx, i), "example.layer_norm");
     ck_assert(found);
     cg_context_free(ctx);

@@ -38,7 +38,7 @@ static cg_context *context_with_all(void) {
 }
 
 static const cg_op_def *find_op(const cg_context *ctx, const char *name) {
-    for (size_t i = 0; i < cg_context_op_count(ctx); i++)
+    for (int i = 0; i < cg_context_op_count(ctx); i++)
         if (!strcmp(cg_context_op_name(ctx, i), name)) return cg_context_op_def(ctx, i);
     return NULL;
 }

@@ -21,7 +21,7 @@ static const char *plugin(const char *variant) {
 }
 
 static int has_op(cg_context *ctx, const char *name) {
-    for (size_t i = 0; i < cg_context_op_count(ctx); i++)
+    for (int i = 0; i < cg_context_op_count(ctx); i++)
         if (!strcmp(cg_context_op_name(ctx, i), name)) return 1;
     return 0;
 }
