@@ -46,7 +46,7 @@ int cg_s2s_is_state_name(const char *name);
 
 /* Converts a parsed, unverified model.cg's decoders written without the
  * inputs `parent` or `sentence` to the builder's interface
- * (s2s_upgrade.c). */
-cg_status cg_s2s_upgrade(cg_model *model);
+ * (s2s_upgrade.c); *changed (may be NULL) says whether it did. */
+cg_status cg_s2s_upgrade(cg_model *model, int *changed);
 
 #endif

@@ -139,6 +139,27 @@ static cg_status no_dtype_for_file(const char *cgp, cg_dtype wdt) {
                     "a load option (weights_dtype, --weights-dtype)", cgp);
 }
 
+/* A model.cg's text as it runs: the file, or, when loading converts an
+ * older decoder (s2s_upgrade.c), the converted graphs printed. */
+static cg_status file_text(const char *path, char **out) {
+    cg_status st = cg_read_text_file(path, out);
+    cg_model *m = NULL;
+    int changed = 0;
+    if (!st) st = cg_parse_text(NULL, *out, strlen(*out), path, &m);
+    if (!st) st = cg_s2s_upgrade(m, &changed);
+    if (!st && changed) {
+        free(*out);
+        *out = NULL;
+        st = cg_print_text(m, out);
+    }
+    cg_model_free(m);
+    if (st) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 cg_status cg_s2s_graph_text(const char *dir, const cg_s2s_load_options *opt, char **out) {
     if (!dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_graph_text: NULL argument");
     *out = NULL;
@@ -150,7 +171,7 @@ cg_status cg_s2s_graph_text(const char *dir, const cg_s2s_load_options *opt, cha
     st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st && cg_path_exists(cg_path)) {
         st = no_dtype_for_file(cg_path, wdt);
-        if (!st) st = cg_read_text_file(cg_path, out);
+        if (!st) st = file_text(cg_path, out);
     } else if (!st) {
         s2s_config c;
         cg_weights *w = NULL;
@@ -367,7 +388,7 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
         st = cg_model_parse(ctx, text, strlen(text), label, &m->shared->model);
         if (!st) st = cg_model_weights_exact(m->shared->model, m->shared->weights, cfg);
     }
-    if (!st && from_file) st = cg_s2s_upgrade(m->shared->model);
+    if (!st && from_file) st = cg_s2s_upgrade(m->shared->model, NULL);
     if (!st) st = cg_model_verify(m->shared->model);
     if (!st) st = cg_model_bind_weights(m->shared->model, m->shared->weights);
     if (!st) st = cg_s2s_iface_resolve(m->shared->model, &m->shared->cfg, from_file ? cgp : cfg, &m->shared->iface);

@@ -174,19 +174,26 @@ static int has_state(cg_graph *g) {
 /* A decoder graph without `parent` or `sentence`, converted. A graph the
  * conversion cannot read (no y_prev [B] to take B from) is left for the
  * interface check to name what is missing. */
-static cg_status upgrade_decoder(cg_graph *g) {
+static cg_status upgrade_decoder(cg_graph *g, int *changed) {
     const cg_value *y = g ? input(g, "y_prev") : NULL;
     if (!y || y->ndim != 1) return CG_OK;
     const int64_t rows = y->dims[0];
     cg_status st = CG_OK;
-    if (!input(g, "parent") && has_state(g)) st = add_parent(g, rows);
-    if (!st && !input(g, "sentence") && (input(g, "keys") || input(g, "keys_proj") || input(g, "src_len")))
+    if (!input(g, "parent") && has_state(g)) {
+        st = add_parent(g, rows);
+        *changed = 1;
+    }
+    if (!st && !input(g, "sentence") && (input(g, "keys") || input(g, "keys_proj") || input(g, "src_len"))) {
         st = add_sentence(g, rows);
+        *changed = 1;
+    }
     return st;
 }
 
-cg_status cg_s2s_upgrade(cg_model *model) {
-    cg_status st = upgrade_decoder(cg_model_graph(model, "decoder"));
-    if (!st) st = upgrade_decoder(cg_model_graph(model, "decoder_logp"));
+cg_status cg_s2s_upgrade(cg_model *model, int *changed) {
+    int any = 0;
+    cg_status st = upgrade_decoder(cg_model_graph(model, "decoder"), &any);
+    if (!st) st = upgrade_decoder(cg_model_graph(model, "decoder_logp"), &any);
+    if (changed) *changed = any;
     return st;
 }

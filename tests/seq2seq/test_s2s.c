@@ -1299,6 +1299,13 @@ static void paths_agree(const char *variant, const char *device) {
     snprintf(pdir, sizeof pdir, "%s/logp", tu_dir);
     copy_model_files(variant, pdir);
     write_host_selection(gdir, pdir);
+    /* s2s-graph prints the converted decoder, the one that runs */
+    char *conv = NULL;
+    ck_assert_int_eq(cg_s2s_graph_text(pdir, NULL, &conv), CG_OK);
+    ck_assert_msg(strstr(conv, "input parent: i32[B]") && strstr(conv, "h0_sel = gather_rows(h0, parent)"), "%s",
+                  conv);
+    ck_assert_msg(!strstr(conv, "attn_score") || strstr(conv, "input sentence: i32[B]"), "%s", conv);
+    free(conv);
     golden g;
     golden_load(&g, variant);
     const int on_cpu = !strcmp(device, "cpu");

@@ -69,7 +69,9 @@ static const char *input_type(const cg_graph *g, int i) {
 START_TEST(old_decoder_converted) {
     cg_model *m = NULL;
     ck_assert_int_eq(cg_model_parse(ctx, old_text, strlen(old_text), "old.cg", &m), CG_OK);
-    ck_assert_int_eq(cg_s2s_upgrade(m), CG_OK);
+    int changed = 0;
+    ck_assert_int_eq(cg_s2s_upgrade(m, &changed), CG_OK);
+    ck_assert_int_eq(changed, 1);
     const cg_graph *g = cg_model_graph(m, "decoder");
     ck_assert_int_eq(cg_graph_input_count(g), 6);
     const char *want[6] = {"y_prev i32[B]", "keys f32[N2, S, 4]", "src_len i32[N2]",
@@ -109,7 +111,7 @@ START_TEST(new_decoder_untouched_and_names_fresh) {
                        "}\n";
     cg_model *m = NULL;
     ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "new.cg", &m), CG_OK);
-    ck_assert_int_eq(cg_s2s_upgrade(m), CG_OK);
+    ck_assert_int_eq(cg_s2s_upgrade(m, NULL), CG_OK);
     const cg_graph *g = cg_model_graph(m, "decoder");
     ck_assert_int_eq(cg_graph_input_count(g), 3);
     ck_assert_int_eq(g->n_nodes, 2);
