@@ -144,15 +144,17 @@ for m in fc-brace fc-columns fc-weights; do
 done
 
 # ---- a full disk: nothing empty or cut left behind ----
-mkdir -p "$W/full-tr" "$W/full-fc" "$W/full-q"
+# each case its own directory: the cases run at once, and one case's
+# temporary file is not another's leftover
+mkdir -p "$W/full-q" "$W/full-fc-png" "$W/full-fc-svg" "$W/full-fc-json" "$W/full-tr-png" "$W/full-tr-svg" "$W/full-tr-json"
 for ext in png svg json; do
-    bad "full-translate-attention-$ext" --fsize 1 --stdin "$D/samples.txt" --empty "$W/full-tr" \
-        -- translate "$D" --attention "$W/full-tr/a.$ext"
+    bad "full-translate-attention-$ext" --fsize 1 --stdin "$D/samples.txt" --empty "$W/full-tr-$ext" \
+        -- translate "$D" --attention "$W/full-tr-$ext/a.$ext"
 done
-bad full-forecast-plot-png --fsize 1 --stdin "$CSV" --empty "$W/full-fc" -- forecast "$E" --horizon 12 --plot "$W/full-fc/p.png"
-bad full-forecast-plot-svg --fsize 1 --stdin "$CSV" --empty "$W/full-fc" -- forecast "$E" --horizon 12 --plot "$W/full-fc/p.svg"
-bad full-forecast-attention-json --fsize 1 --stdin "$CSV" --empty "$W/full-fc" \
-    -- forecast "$E" --horizon 12 --attention "$W/full-fc/a.json"
+bad full-forecast-plot-png --fsize 1 --stdin "$CSV" --empty "$W/full-fc-png" -- forecast "$E" --horizon 12 --plot "$W/full-fc-png/p.png"
+bad full-forecast-plot-svg --fsize 1 --stdin "$CSV" --empty "$W/full-fc-svg" -- forecast "$E" --horizon 12 --plot "$W/full-fc-svg/p.svg"
+bad full-forecast-attention-json --fsize 1 --stdin "$CSV" --empty "$W/full-fc-json" \
+    -- forecast "$E" --horizon 12 --attention "$W/full-fc-json/a.json"
 bad full-quantize --fsize 64 --absent "$W/full-q/out" -- quantize "$D" --to int8 -o "$W/full-q/out"
 bad full-stdout-translate --stdout /dev/full --stdin "$D/samples.txt" --match "line" -- translate "$D"
 bad full-stdout-forecast --stdout /dev/full --stdin "$CSV" -- forecast "$E" --horizon 3
