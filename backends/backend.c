@@ -34,8 +34,7 @@ cg_status cg_dev_register_backend(const cg_backend *b) {
                       b->name);
     else if (g_n_backends == MAX_BACKENDS)
         st = cg_error(CG_ERR_INVALID_ARGUMENT, "backend '%s': at most %d backends", b->name, MAX_BACKENDS);
-    else
-        g_backends[g_n_backends++] = b;
+    else g_backends[g_n_backends++] = b;
     pthread_mutex_unlock(&g_mu);
     return st;
 }
@@ -118,8 +117,7 @@ cg_status cg_dev_find(const char *spec, int *index) {
         if (!b->find) continue;
         if (b->count() == 0) {
             last = cg_error(CG_ERR_NOT_FOUND, "device '%s': %s", spec,
-                            b->unavailable_reason && b->unavailable_reason() ? b->unavailable_reason()
-                                                                             : "no device");
+                            b->unavailable_reason && b->unavailable_reason() ? b->unavailable_reason() : "no device");
             continue;
         }
         int i;
@@ -166,7 +164,8 @@ static cg_status open_new(const cg_backend *b, int i, int index, cg_device **out
     d->refs = 1;
     d->info = b->info(i);
     cg_status st = b->open(i, d);
-    if (!st && !d->iface) st = cg_error(CG_ERR_INVALID_ARGUMENT, "backend '%s' opened device %d without an interface", b->name, i);
+    if (!st && !d->iface)
+        st = cg_error(CG_ERR_INVALID_ARGUMENT, "backend '%s' opened device %d without an interface", b->name, i);
     if (st) {
         free(d);
         return st;

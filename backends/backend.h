@@ -29,7 +29,7 @@ typedef struct cg_device cg_device;
 typedef struct cg_buf {
     void *handle;
     size_t bytes;
-    int kind;      /* CG_BUF_*: what cg_dev_free releases */
+    int kind; /* CG_BUF_*: what cg_dev_free releases */
 } cg_buf;
 
 enum {
@@ -42,30 +42,30 @@ enum {
 /* The completion of an asynchronous transfer; cg_dev_wait waits for it and
  * releases it. A zeroed event is complete. */
 typedef struct cg_event {
-    cg_device *dev;  /* whose queue it is on */
+    cg_device *dev; /* whose queue it is on */
     void *handle;
 } cg_event;
 
 /* What a device is; read once when it is enumerated. */
 typedef struct cg_device_info {
-    char name[32];           /* stable name: "cpu", "opencl:0" (placement rules, files) */
-    char label[320];         /* for messages: "cpu", "opencl:0 (NAME)" */
-    char identity[1024];     /* keys measurements kept on disk: device, driver, platform */
-    cg_backend_kind kind;    /* which kernels of an op it runs */
-    int host_memory;         /* its buffers are host memory (cg_dev_wrap, cg_dev_host_ptr) */
-    size_t align;            /* offset alignment of views, bytes (>= 64) */
-    uint64_t global_mem;     /* bytes; 0 if unknown */
-    uint64_t max_alloc;      /* largest single allocation, bytes; 0 if unknown */
-    uint64_t local_mem;      /* bytes of work-group local memory; 0 if none */
-    size_t max_work_group;   /* most work-items in a group; 0 if not applicable */
+    char name[32];         /* stable name: "cpu", "opencl:0" (placement rules, files) */
+    char label[320];       /* for messages: "cpu", "opencl:0 (NAME)" */
+    char identity[1024];   /* keys measurements kept on disk: device, driver, platform */
+    cg_backend_kind kind;  /* which kernels of an op it runs */
+    int host_memory;       /* its buffers are host memory (cg_dev_wrap, cg_dev_host_ptr) */
+    size_t align;          /* offset alignment of views, bytes (>= 64) */
+    uint64_t global_mem;   /* bytes; 0 if unknown */
+    uint64_t max_alloc;    /* largest single allocation, bytes; 0 if unknown */
+    uint64_t local_mem;    /* bytes of work-group local memory; 0 if none */
+    size_t max_work_group; /* most work-items in a group; 0 if not applicable */
     uint32_t compute_units;
-    int fp16, fp64;          /* half / double arithmetic in kernels */
+    int fp16, fp64; /* half / double arithmetic in kernels */
 } cg_device_info;
 
 /* Memory a device holds for its openers right now, and at most so far. */
 typedef struct cg_dev_memory {
     uint64_t bytes_now, bytes_peak;
-    uint64_t buffers_now;    /* allocations (views not counted) */
+    uint64_t buffers_now; /* allocations (views not counted) */
 } cg_dev_memory;
 
 /* Process-wide work counters of all backends, so a caller can show that a
@@ -75,7 +75,7 @@ typedef struct cg_dev_counters {
     uint64_t launches;        /* device kernels enqueued (CPU kernels are counted by callers) */
     uint64_t transfers;       /* reads, writes and on-device copies */
     uint64_t bytes_transferred;
-    uint64_t library_calls;   /* calls into libraries that create objects inside (CLBlast) */
+    uint64_t library_calls; /* calls into libraries that create objects inside (CLBlast) */
 } cg_dev_counters;
 
 /* ---- devices ---- */
@@ -148,20 +148,17 @@ cg_status cg_dev_write(cg_device *d, const cg_buf *dst, size_t off, const void *
 
 /* Host -> device, enqueued: `src` must stay unchanged until `ev` completes
  * (cg_dev_wait) or, with ev NULL, until cg_dev_finish returns. */
-cg_status cg_dev_write_async(cg_device *d, const cg_buf *dst, size_t off, const void *src,
-                             size_t bytes, cg_event *ev);
+cg_status cg_dev_write_async(cg_device *d, const cg_buf *dst, size_t off, const void *src, size_t bytes, cg_event *ev);
 
 /* Device -> host. Returns when `dst` holds the bytes. */
 cg_status cg_dev_read(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes);
 
 /* Device -> host, enqueued: `dst` holds the bytes once `ev` completes (or,
  * with ev NULL, once cg_dev_finish returns). */
-cg_status cg_dev_read_async(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes,
-                            cg_event *ev);
+cg_status cg_dev_read_async(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes, cg_event *ev);
 
 /* Device -> the same device. */
-cg_status cg_dev_copy(cg_device *d, const cg_buf *src, size_t src_off, const cg_buf *dst,
-                      size_t dst_off, size_t bytes);
+cg_status cg_dev_copy(cg_device *d, const cg_buf *src, size_t src_off, const cg_buf *dst, size_t dst_off, size_t bytes);
 
 /* `bytes` from buffer `src` on device `from` to buffer `dst` on device
  * `to`: one on-device copy when from == to, a direct write or read when one
@@ -170,8 +167,8 @@ cg_status cg_dev_copy(cg_device *d, const cg_buf *src, size_t src_off, const cg_
  * device's queue orders it: with an event, it completes when `ev` does; the
  * host bytes it reads (a host-memory source, `staging`) must stay unchanged
  * until then, or until cg_dev_finish(to). */
-cg_status cg_dev_transfer(cg_device *from, const cg_buf *src, cg_device *to, const cg_buf *dst,
-                          size_t bytes, void *staging, cg_event *ev);
+cg_status cg_dev_transfer(cg_device *from, const cg_buf *src, cg_device *to, const cg_buf *dst, size_t bytes,
+                          void *staging, cg_event *ev);
 
 /* Waits for an event and releases it, leaving it zeroed (a zeroed event
  * returns at once). */
@@ -202,8 +199,8 @@ size_t cg_dev_workspace(const cg_kernel_def *k, const cg_op_call *call);
  * `params[i]` is the buffer of input i when it is a parameter (constant for
  * the state's life), else NULL. *state stays NULL and *bytes 0 when k has
  * no create callback. On failure the message names the op and device. */
-cg_status cg_dev_state_create(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                              const cg_buf *const *params, void **state, size_t *bytes);
+cg_status cg_dev_state_create(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const cg_buf *const *params,
+                              void **state, size_t *bytes);
 
 /* Destroys a state made by cg_dev_state_create (NULL is ignored). */
 void cg_dev_state_destroy(const cg_kernel_def *k, void *state);
@@ -220,9 +217,8 @@ int cg_dev_checks(const cg_device *d, const cg_kernel_def *k);
  * Device kernels are enqueued (the host does not wait). On failure returns
  * CG_ERR_KERNEL with the kernel's own message in call->err (the caller
  * adds the node). */
-cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                     const cg_buf *const *in, const cg_buf *const *out, const cg_buf *ws,
-                     void *state, const cg_buf *check, int32_t check_word);
+cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const cg_buf *const *in,
+                     const cg_buf *const *out, const cg_buf *ws, void *state, const cg_buf *check, int32_t check_word);
 
 /* The one "allocate, fill, run, read back" of the layers above: runs
  * kernel k once (or, with `reps` > 0, once to warm up and then until about
@@ -235,9 +231,8 @@ cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *cal
  * are read after the first run: a record fails it like a CPU kernel. *us (may be NULL) receives the mean time of a timed run.
  * On a kernel failure the message is in call->err and the status is
  * CG_ERR_KERNEL; other failures set cg_last_error. */
-cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                          const void *const *host_in, void *const *host_out, int out_fill, int reps,
-                          double *us);
+cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const void *const *host_in,
+                          void *const *host_out, int out_fill, int reps, double *us);
 
 /* The byte guard regions after outputs hold (conformance's out-of-bounds
  * write check), and the byte around inputs: all bits set, NaN for f32, so
@@ -247,9 +242,9 @@ cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call
 
 /* Guard bytes around each output of a trial. */
 typedef struct cg_trial_guard {
-    size_t bytes;    /* in: guard bytes before and after each output */
-    int bad_output;  /* out: the first output whose guard bytes changed, or -1 */
-    int bad_side;    /* out: -1 before it, 1 after it */
+    size_t bytes;   /* in: guard bytes before and after each output */
+    int bad_output; /* out: the first output whose guard bytes changed, or -1 */
+    int bad_side;   /* out: -1 before it, 1 after it */
 } cg_trial_guard;
 
 /* cg_dev_run_host with guard bytes around every output, checked after the
@@ -261,8 +256,8 @@ typedef struct cg_trial_guard {
  * memory before and after each (the caller fills the inputs' sides).
  * g->bad_output tells what changed. */
 cg_status cg_dev_run_host_guarded(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                                  const void *const *host_in, void *const *host_out, int out_fill, int reps,
-                                  double *us, cg_trial_guard *g);
+                                  const void *const *host_in, void *const *host_out, int out_fill, int reps, double *us,
+                                  cg_trial_guard *g);
 
 /* ---- services for operator plugins ---- */
 

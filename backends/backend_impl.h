@@ -14,12 +14,10 @@ typedef struct cg_device_iface {
     /* Releases an allocation or a view (never called for NONE or WRAP). */
     void (*free)(cg_device *d, cg_buf *b);
     /* Transfers; `async` 0: return when done (ev is NULL then). */
-    cg_status (*write)(cg_device *d, const cg_buf *dst, size_t off, const void *src, size_t bytes,
-                       int async, cg_event *ev);
-    cg_status (*read)(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes, int async,
-                      cg_event *ev);
-    cg_status (*copy)(cg_device *d, const cg_buf *src, size_t src_off, const cg_buf *dst,
-                      size_t dst_off, size_t bytes);
+    cg_status (*write)(cg_device *d, const cg_buf *dst, size_t off, const void *src, size_t bytes, int async,
+                       cg_event *ev);
+    cg_status (*read)(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes, int async, cg_event *ev);
+    cg_status (*copy)(cg_device *d, const cg_buf *src, size_t src_off, const cg_buf *dst, size_t dst_off, size_t bytes);
     cg_status (*wait)(cg_device *d, cg_event *ev);
     cg_status (*finish)(cg_device *d);
     /* Device times for profiles (NULL: none): see cg_dev_capture_begin. */
@@ -37,9 +35,9 @@ typedef struct cg_device_iface {
 struct cg_device {
     const cg_device_iface *iface;
     const cg_device_info *info;
-    int index;           /* in cg_dev_count() order */
-    int refs;            /* guarded by the device table's lock (backend.c) */
-    void *impl;          /* the backend's own device (cg_cl_device) */
+    int index;  /* in cg_dev_count() order */
+    int refs;   /* guarded by the device table's lock (backend.c) */
+    void *impl; /* the backend's own device (cg_cl_device) */
     _Atomic uint64_t bytes_now, bytes_peak, buffers_now;
 };
 
@@ -55,14 +53,14 @@ void cg_dev_account_free(cg_device *d, size_t bytes);
  * CG_BACKEND_* kind for its kernels, and a line in backend.c's table
  * (docs/architecture.md); nothing above this layer changes. */
 typedef struct cg_backend {
-    const char *name;                      /* "cpu", "opencl": device names are NAME or NAME:I */
-    int (*count)(void);                    /* its devices (may start the implementation) */
-    const cg_device_info *(*info)(int i);  /* device i's info, NULL if out of range */
+    const char *name;                     /* "cpu", "opencl": device names are NAME or NAME:I */
+    int (*count)(void);                   /* its devices (may start the implementation) */
+    const cg_device_info *(*info)(int i); /* device i's info, NULL if out of range */
     /* Opens device i into d: sets d->iface (and d->impl); d->info, index and
      * refs are set by the registry. */
     cg_status (*open)(int i, cg_device *d);
     void (*describe)(int i, char *buf, size_t size); /* lines for `clgraph devices` */
-    void (*counters_add)(cg_dev_counters *c);          /* adds its process-wide counters */
+    void (*counters_add)(cg_dev_counters *c);        /* adds its process-wide counters */
     /* Device i of this backend named by spec ("NAME:I", or the backend's own
      * names); CG_ERR_NOT_FOUND with a message listing its devices otherwise.
      * NULL: only "NAME" and "NAME:I". */

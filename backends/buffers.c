@@ -12,9 +12,10 @@ cg_status cg_dev_alloc(cg_device *d, size_t bytes, cg_buf *out) {
      * process) on a request this size rather than fail. */
     if ((d->info->max_alloc && bytes > d->info->max_alloc) || (d->info->global_mem && bytes > d->info->global_mem))
         return cg_error(CG_ERR_NO_MEMORY, "%s: %zu bytes asked for, more than the device's %s (%llu bytes)",
-                        d->info->label, bytes, d->info->max_alloc && bytes > d->info->max_alloc ? "largest allocation" : "memory",
+                        d->info->label, bytes,
+                        d->info->max_alloc && bytes > d->info->max_alloc ? "largest allocation" : "memory",
                         (unsigned long long)(d->info->max_alloc && bytes > d->info->max_alloc ? d->info->max_alloc
-                                                                                                : d->info->global_mem));
+                                                                                              : d->info->global_mem));
     cg_status st = d->iface->alloc(d, bytes, out);
     if (st) return st;
     out->kind = CG_BUF_ALLOC;
@@ -29,12 +30,12 @@ cg_status cg_dev_view(cg_device *d, const cg_buf *parent, size_t offset, size_t 
     if (parent->kind != CG_BUF_ALLOC)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: a view needs an allocation as its parent", d->info->label);
     if (offset > parent->bytes || bytes > parent->bytes - offset)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: view [%zu, %zu) is outside the %zu-byte buffer",
-                        d->info->label, offset, offset + bytes, parent->bytes);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: view [%zu, %zu) is outside the %zu-byte buffer", d->info->label,
+                        offset, offset + bytes, parent->bytes);
     if (offset % d->info->align)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
-                        "%s: view offset %zu is not a multiple of the device's alignment (%zu bytes)",
-                        d->info->label, offset, d->info->align);
+                        "%s: view offset %zu is not a multiple of the device's alignment (%zu bytes)", d->info->label,
+                        offset, d->info->align);
     cg_status st = d->iface->view(d, parent, offset, bytes, out);
     if (st) return st;
     out->kind = CG_BUF_VIEW;
@@ -54,8 +55,7 @@ cg_status cg_dev_wrap(cg_device *d, void *host, size_t bytes, cg_buf *out) {
 }
 
 cg_status cg_dev_upload_const(cg_device *d, const void *host, size_t bytes, cg_buf *out) {
-    if (!d || !out || (bytes && !host))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_upload_const: NULL argument");
+    if (!d || !out || (bytes && !host)) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_dev_upload_const: NULL argument");
     /* Kernels never write a parameter, so host bytes serve as they are. */
     if (d->info->host_memory) return cg_dev_wrap(d, (void *)host, bytes, out);
     cg_status st = cg_dev_alloc(d, bytes, out);
@@ -73,17 +73,15 @@ void cg_dev_free(cg_device *d, cg_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-void *cg_dev_host_ptr(const cg_device *d, const cg_buf *b) {
-    return d && b && d->info->host_memory ? b->handle : NULL;
-}
+void *cg_dev_host_ptr(const cg_device *d, const cg_buf *b) { return d && b && d->info->host_memory ? b->handle : NULL; }
 
 /* Checks a transfer's range against the buffer. */
 static cg_status check_range(cg_device *d, const char *what, const cg_buf *b, size_t off, size_t bytes,
                              const void *host) {
     if (!d || !b || (bytes && !host)) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
     if (off > b->bytes || bytes > b->bytes - off)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: %s: [%zu, %zu) is outside the %zu-byte buffer",
-                        d->info->label, what, off, off + bytes, b->bytes);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: %s: [%zu, %zu) is outside the %zu-byte buffer", d->info->label,
+                        what, off, off + bytes, b->bytes);
     return CG_OK;
 }
 
@@ -97,8 +95,7 @@ cg_status cg_dev_write(cg_device *d, const cg_buf *dst, size_t off, const void *
     return d->iface->write(d, dst, off, src, bytes, 0, NULL);
 }
 
-cg_status cg_dev_write_async(cg_device *d, const cg_buf *dst, size_t off, const void *src, size_t bytes,
-                             cg_event *ev) {
+cg_status cg_dev_write_async(cg_device *d, const cg_buf *dst, size_t off, const void *src, size_t bytes, cg_event *ev) {
     event_clear(ev);
     cg_status st = check_range(d, "write", dst, off, bytes, src);
     if (st || !bytes) return st;
@@ -111,8 +108,7 @@ cg_status cg_dev_read(cg_device *d, const cg_buf *src, size_t off, void *dst, si
     return d->iface->read(d, src, off, dst, bytes, 0, NULL);
 }
 
-cg_status cg_dev_read_async(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes,
-                            cg_event *ev) {
+cg_status cg_dev_read_async(cg_device *d, const cg_buf *src, size_t off, void *dst, size_t bytes, cg_event *ev) {
     event_clear(ev);
     cg_status st = check_range(d, "read", src, off, bytes, dst);
     if (st || !bytes) return st;

@@ -18,8 +18,7 @@ static void pf_chunk(void *c, size_t begin, size_t end) {
     p->fn(p->ctx, (int64_t)begin, (int64_t)end);
 }
 
-static void host_parallel_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_t begin, int64_t end),
-                              void *ctx) {
+static void host_parallel_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx) {
     if (n <= 0 || !fn) return;
     pf_call p = {fn, ctx};
     cg_cpu_parallel_for((size_t)n, grain > 0 ? (size_t)grain : 1, pf_chunk, &p);

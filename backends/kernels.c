@@ -34,8 +34,8 @@ int cg_dev_checks(const cg_device *d, const cg_kernel_def *k) {
     return d && k && !d->info->host_memory && (k->flags & CG_KERNEL_FLAG_CHECKS);
 }
 
-static void fill_args(cg_device *d, cg_kernel_args *a, const cg_op_call *call, const void **in,
-                      void **out, const cg_buf *ws, void *state) {
+static void fill_args(cg_device *d, cg_kernel_args *a, const cg_op_call *call, const void **in, void **out,
+                      const cg_buf *ws, void *state) {
     memset(a, 0, sizeof *a);
     a->struct_size = sizeof *a;
     a->call = call;
@@ -49,8 +49,8 @@ static void fill_args(cg_device *d, cg_kernel_args *a, const cg_op_call *call, c
     d->iface->bind(d, a);
 }
 
-cg_status cg_dev_state_create(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                              const cg_buf *const *params, void **state, size_t *bytes) {
+cg_status cg_dev_state_create(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const cg_buf *const *params,
+                              void **state, size_t *bytes) {
     *state = NULL;
     *bytes = 0;
     if (!k->create) return CG_OK;
@@ -99,8 +99,7 @@ static void ptrs_free(ptrs *p) {
 }
 
 cg_status cg_dev_run(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const cg_buf *const *in,
-                     const cg_buf *const *out, const cg_buf *ws, void *state, const cg_buf *check,
-                     int32_t check_word) {
+                     const cg_buf *const *out, const cg_buf *ws, void *state, const cg_buf *check, int32_t check_word) {
     ptrs p;
     cg_status st = ptrs_init(&p, call->n_inputs, call->n_outputs);
     if (st) return st;
@@ -130,11 +129,11 @@ typedef struct trial {
     int n_in, n_out;
     cg_buf *in, *out, ws;
     const cg_buf **in_p, **out_p;
-    int *out_wrapped;       /* output i is the caller's host memory */
-    cg_buf check;           /* the kernel's check words (CG_KERNEL_FLAG_CHECKS) */
-    size_t guard;           /* guard bytes each side of a device input or output */
-    cg_buf *parent;         /* with guard: the allocation each output views */
-    cg_buf *in_parent;      /* ... and each input */
+    int *out_wrapped;  /* output i is the caller's host memory */
+    cg_buf check;      /* the kernel's check words (CG_KERNEL_FLAG_CHECKS) */
+    size_t guard;      /* guard bytes each side of a device input or output */
+    cg_buf *parent;    /* with guard: the allocation each output views */
+    cg_buf *in_parent; /* ... and each input */
 } trial;
 
 static void trial_free(cg_device *d, trial *t) {
@@ -201,9 +200,8 @@ static cg_status guarded_buf(cg_device *d, size_t bytes, size_t guard, int side,
     return st;
 }
 
-static cg_status trial_init(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                            const void *const *host_in, void *const *host_out, int out_fill, size_t guard,
-                            trial *t) {
+static cg_status trial_init(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const void *const *host_in,
+                            void *const *host_out, int out_fill, size_t guard, trial *t) {
     memset(t, 0, sizeof *t);
     t->n_in = call->n_inputs;
     t->n_out = call->n_outputs;
@@ -272,8 +270,7 @@ static int changed(const unsigned char *p, size_t n) {
 
 /* After the runs: the first output whose guard bytes changed (-1: none),
  * the side in *side (-1 before, 1 after). */
-static cg_status trial_guards(cg_device *d, void *const *host_out, size_t guard, const trial *t, int *bad,
-                              int *side) {
+static cg_status trial_guards(cg_device *d, void *const *host_out, size_t guard, const trial *t, int *bad, int *side) {
     *bad = -1;
     *side = 0;
     unsigned char *h = t->parent && t->guard ? malloc(t->guard) : NULL;
@@ -341,15 +338,14 @@ static cg_status run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call
     return st;
 }
 
-cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                          const void *const *host_in, void *const *host_out, int out_fill, int reps,
-                          double *us) {
+cg_status cg_dev_run_host(cg_device *d, const cg_kernel_def *k, const cg_op_call *call, const void *const *host_in,
+                          void *const *host_out, int out_fill, int reps, double *us) {
     return run_host(d, k, call, host_in, host_out, out_fill, reps, us, NULL);
 }
 
 cg_status cg_dev_run_host_guarded(cg_device *d, const cg_kernel_def *k, const cg_op_call *call,
-                                  const void *const *host_in, void *const *host_out, int out_fill, int reps,
-                                  double *us, cg_trial_guard *g) {
+                                  const void *const *host_in, void *const *host_out, int out_fill, int reps, double *us,
+                                  cg_trial_guard *g) {
     if (g) g->bad_output = -1, g->bad_side = 0;
     return run_host(d, k, call, host_in, host_out, out_fill, reps, us, g);
 }

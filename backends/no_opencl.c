@@ -50,8 +50,7 @@ cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, si
  * them, and none runs in this build; a plugin that calls one anyway gets
  * the reason in its message buffer. */
 static void no_service(const cg_kernel_args *a) {
-    if (a && a->call && a->call->err && a->call->err_size)
-        snprintf(a->call->err, a->call->err_size, "%s", NO_OPENCL);
+    if (a && a->call && a->call->err && a->call->err_size) snprintf(a->call->err, a->call->err_size, "%s", NO_OPENCL);
 }
 
 void *cg_host_cl_kernel(const cg_kernel_args *a, const char *source, const char *options, const char *name) {
@@ -67,9 +66,9 @@ cg_op_status cg_host_cl_launch(const cg_kernel_args *a, void *kernel, int32_t di
     return CG_OP_ERROR;
 }
 
-cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m, int64_t n, int64_t k,
-                              float alpha, void *am, size_t a_off, int64_t lda, void *bm, size_t b_off,
-                              int64_t ldb, float beta, void *cm, size_t c_off, int64_t ldc) {
+cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                              void *am, size_t a_off, int64_t lda, void *bm, size_t b_off, int64_t ldb, float beta,
+                              void *cm, size_t c_off, int64_t ldc) {
     (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)am, (void)a_off, (void)lda;
     (void)bm, (void)b_off, (void)ldb, (void)beta, (void)cm, (void)c_off, (void)ldc;
     no_service(a);

@@ -34,12 +34,9 @@ static void set_dir(const char *base, const char *suffix) {
 static void compute_dir(void) {
     const char *v = cg_setting(CG_SET_CACHE_DIR);
     g_dir[0] = '\0';
-    if (v && *v)
-        set_dir(v, "");
-    else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/')
-        set_dir(v, "/clgraph");
-    else if ((v = getenv("HOME")) && *v)
-        set_dir(v, "/.cache/clgraph");
+    if (v && *v) set_dir(v, "");
+    else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') set_dir(v, "/clgraph");
+    else if ((v = getenv("HOME")) && *v) set_dir(v, "/.cache/clgraph");
 }
 
 const char *cg_cache_dir(void) {
@@ -83,8 +80,7 @@ int cg_cache_dir_ready(void) {
 /* Writes head + body to path through a temporary file in the same
  * directory, fsync and rename, so readers see the old file or the whole new
  * one. */
-int cg_write_atomic(const char *path, const void *head, size_t hn, const void *body,
-                        size_t bn) {
+int cg_write_atomic(const char *path, const void *head, size_t hn, const void *body, size_t bn) {
     cg_afile f;
     if (cg_afile_open(&f, path) != 0) return -1;
     if (cg_afile_write(&f, head, hn) != 0 || cg_afile_write(&f, body, bn) != 0) {

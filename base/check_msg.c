@@ -4,15 +4,15 @@
 
 #include "clgraph/plugin.h"
 
-void cg_check_message(char *buf, size_t size, int input, const char *name, int32_t value, int64_t pos,
-                      int32_t lo, int32_t hi) {
+void cg_check_message(char *buf, size_t size, int input, const char *name, int32_t value, int64_t pos, int32_t lo,
+                      int32_t hi) {
     if (!buf || !size) return;
     if (name)
         snprintf(buf, size, "input %d (%s) holds %d at position %lld, outside [%d, %d]", input, name, (int)value,
                  (long long)pos, (int)lo, (int)hi);
     else
-        snprintf(buf, size, "input %d holds %d at position %lld, outside [%d, %d]", input, (int)value,
-                 (long long)pos, (int)lo, (int)hi);
+        snprintf(buf, size, "input %d holds %d at position %lld, outside [%d, %d]", input, (int)value, (long long)pos,
+                 (int)lo, (int)hi);
 }
 
 int cg_check_words_message(char *buf, size_t size, const int32_t *w, const char *const *names, int n_names) {

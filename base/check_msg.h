@@ -10,8 +10,8 @@
 
 /* "input <input> (<name>) holds <value> at position <pos>, outside [lo, hi]"
  * into buf (`name` NULL: no parenthesis). */
-void cg_check_message(char *buf, size_t size, int input, const char *name, int32_t value, int64_t pos,
-                      int32_t lo, int32_t hi);
+void cg_check_message(char *buf, size_t size, int input, const char *name, int32_t value, int64_t pos, int32_t lo,
+                      int32_t hi);
 
 /* The message of a node's check words w[0..CG_CHECK_WORDS) into buf, with
  * the input's name from names[0..n_names) when there is one (names may be

@@ -31,8 +31,7 @@ size_t cg_dtype_size(cg_dtype t) { return cg_dtype_valid((int)t) ? dtypes[t].siz
 
 cg_dtype cg_dtype_parse(const char *s, size_t len) {
     for (int t = 1; s && t < N_DTYPES; t++)
-        if (dtypes[t].name && strlen(dtypes[t].name) == len && memcmp(dtypes[t].name, s, len) == 0)
-            return (cg_dtype)t;
+        if (dtypes[t].name && strlen(dtypes[t].name) == len && memcmp(dtypes[t].name, s, len) == 0) return (cg_dtype)t;
     return (cg_dtype)0;
 }
 
@@ -74,7 +73,7 @@ uint16_t cg_f32_to_f16_bits(uint32_t f) {
         return sign | (r == 0x7c00 ? 0x7c01 : r); /* a payload only in the low bits: still a NaN */
     }
     if (e >= 143) return sign | 0x7c00; /* >= 2^16: past 65504 whatever the rounding */
-    if (e >= 113) /* a normal half; a carry out of the mantissa bumps the exponent, up to inf */
+    if (e >= 113)                       /* a normal half; a carry out of the mantissa bumps the exponent, up to inf */
         return sign | (uint16_t)((((uint32_t)(e - 112)) << 10) + shift_rne(sig, 13));
     /* A subnormal half m * 2^-24 (or 2^-14 after rounding up): with the
      * implicit bit, the value is full * 2^(e - 150), so m = full >> (126 - e).

@@ -10,10 +10,10 @@
 enum { VALUE_MAX = 4096 };
 
 typedef struct setting {
-    const char *env;    /* its environment variable */
-    int per_use;        /* read at every use: never fixed */
-    int given;          /* cg_setting_set gave a value (or NULL) */
-    int fixed;          /* read: a set value may no longer change */
+    const char *env; /* its environment variable */
+    int per_use;     /* read at every use: never fixed */
+    int given;       /* cg_setting_set gave a value (or NULL) */
+    int fixed;       /* read: a set value may no longer change */
     int has_value;
     char value[VALUE_MAX];
 } setting;
@@ -58,7 +58,8 @@ const char *cg_setting(cg_setting_id id) {
 }
 
 cg_status cg_setting_set(cg_setting_id id, const char *value) {
-    if (id < 0 || id >= CG_SET_COUNT) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_setting_set: no setting %d", (int)id);
+    if (id < 0 || id >= CG_SET_COUNT)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_setting_set: no setting %d", (int)id);
     if (value && strlen(value) >= VALUE_MAX)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: value of %zu bytes is too long", g_set[id].env, strlen(value));
     setting *s = &g_set[id];
@@ -69,8 +70,8 @@ cg_status cg_setting_set(cg_setting_id id, const char *value) {
         int same = (cur == NULL) == (value == NULL) && (!value || !strcmp(cur, value));
         if (!same)
             st = cg_error(CG_ERR_INVALID_ARGUMENT,
-                          "%s: this process already uses %s%s%s (set it before the first context, or the same)",
-                          s->env, cur ? "'" : "", cur ? cur : "the default", cur ? "'" : "");
+                          "%s: this process already uses %s%s%s (set it before the first context, or the same)", s->env,
+                          cur ? "'" : "", cur ? cur : "the default", cur ? "'" : "");
     } else {
         s->given = 1;
         store(s, value);

@@ -53,14 +53,15 @@ static void put_int(char *buf, size_t size, size_t *used, const char *sep, long 
     int i = (int)sizeof tmp;
     unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
     tmp[--i] = '\0';
-    do tmp[--i] = (char)('0' + u % 10); while (u /= 10);
+    do tmp[--i] = (char)('0' + u % 10);
+    while (u /= 10);
     if (v < 0) tmp[--i] = '-';
     put(buf, size, used, sep);
     put(buf, size, used, tmp + i);
 }
 
-void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims,
-                     const char *const *syms, int n_syms) {
+void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims, const char *const *syms,
+                     int n_syms) {
     if (!buf || size == 0) return;
     buf[0] = '\0';
     size_t used = 0;

@@ -29,7 +29,7 @@ size_t cg_desc_bytes(const cg_tensor_desc *d);
  * symbolic dim CG_DIM_SYM(k) prints syms[k] when k < n_syms, else "s<k>";
  * an unknown dim prints "?". Always NUL-terminates (size > 0); cut short
  * when buf is too small. */
-void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims,
-                     const char *const *syms, int n_syms);
+void cg_shape_format(char *buf, size_t size, int dtype, int ndim, const int64_t *dims, const char *const *syms,
+                     int n_syms);
 
 #endif

@@ -10,8 +10,8 @@ typedef enum { FC_RNN, FC_GRU, FC_LSTM } fc_cell;
 typedef enum { FC_DOT, FC_SCALED_DOT, FC_GENERAL, FC_ADDITIVE, FC_NONE } fc_attention;
 
 typedef struct fc_config {
-    int C;              /* channels: the columns */
-    char **columns;     /* C names, the CSV header */
+    int C;          /* channels: the columns */
+    char **columns; /* C names, the CSV header */
     fc_cell cell;
     int hidden, layers;
     fc_attention attention;

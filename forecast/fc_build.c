@@ -26,7 +26,9 @@ static void param2(cg_strbuf *o, const char *name, int a, int b) {
     cg_strbuf_put(o, "  param %s: f32[%d, %d] = \"%s\"\n", name, a, b, name);
 }
 
-static void param1(cg_strbuf *o, const char *name, int a) { cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name); }
+static void param1(cg_strbuf *o, const char *name, int a) {
+    cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name);
+}
 
 static int gates(const fc_config *c) { return (c->cell == FC_RNN ? 1 : c->cell == FC_GRU ? 3 : 4) * c->hidden; }
 
@@ -72,14 +74,17 @@ static void attend(cg_strbuf *o, const fc_config *c) {
     int top = c->layers - 1;
     switch (c->attention) {
     case FC_ADDITIVE:
-        cg_strbuf_put(o, "  attn_e: e = attn_score(h%d, ring_proj, attention.W_q.weight, attention.W_q.bias, "
-                         "attention.v.weight) {kind: \"additive\"}\n", top);
+        cg_strbuf_put(o,
+                      "  attn_e: e = attn_score(h%d, ring_proj, attention.W_q.weight, attention.W_q.bias, "
+                      "attention.v.weight) {kind: \"additive\"}\n",
+                      top);
         break;
     case FC_GENERAL:
         cg_strbuf_put(o, "  attn_e: e = attn_score(h%d, ring, attention.W.weight) {kind: \"general\"}\n", top);
         break;
     default:
-        cg_strbuf_put(o, "  attn_e: e = attn_score(h%d, ring) {kind: \"%s\"}\n", top, cg_fc_attention_name(c->attention));
+        cg_strbuf_put(o, "  attn_e: e = attn_score(h%d, ring) {kind: \"%s\"}\n", top,
+                      cg_fc_attention_name(c->attention));
     }
     cg_strbuf_put(o, "  attn_mask: mask = length_mask(count, e)\n");
     cg_strbuf_put(o, "  attn_a: a = softmax(e, mask) {axis: -1}\n");
@@ -93,8 +98,8 @@ static void cell(cg_strbuf *o, const fc_config *c, int l, const char *in) {
     for (int i = 0; i < 4; i++) snprintf(w[i], sizeof w[i], "rnn.%s_l%d", k[i], l);
     switch (c->cell) {
     case FC_LSTM:
-        cg_strbuf_put(o, "  rnn%d: h%d_new, c%d_new = lstm_cell(%s, h%d, c%d, %s, %s, %s, %s)\n", l, l, l, in, l, l, w[0],
-                      w[1], w[2], w[3]);
+        cg_strbuf_put(o, "  rnn%d: h%d_new, c%d_new = lstm_cell(%s, h%d, c%d, %s, %s, %s, %s)\n", l, l, l, in, l, l,
+                      w[0], w[1], w[2], w[3]);
         break;
     case FC_GRU:
         cg_strbuf_put(o, "  rnn%d: h%d_new = gru_cell(%s, h%d, %s, %s, %s, %s)\n", l, l, in, l, w[0], w[1], w[2], w[3]);
@@ -124,13 +129,14 @@ cg_status cg_fc_build_text(const fc_config *c, char **out) {
     cg_strbuf o = {0};
     int att = c->attention != FC_NONE, top = c->layers - 1;
     const char *cellname = c->cell == FC_RNN ? "rnn" : c->cell == FC_GRU ? "gru" : "lstm";
-    cg_strbuf_put(&o, "# Forecaster step t (%s, %d layer%s, attention %s", cellname, c->layers, c->layers > 1 ? "s" : "",
-                  cg_fc_attention_name(c->attention));
+    cg_strbuf_put(&o, "# Forecaster step t (%s, %d layer%s, attention %s", cellname, c->layers,
+                  c->layers > 1 ? "s" : "", cg_fc_attention_name(c->attention));
     if (att) cg_strbuf_put(&o, " over the last %d states", c->window);
-    cg_strbuf_put(&o, "):\n# %s\n",
-                  att ? "u = h_{t-1}; p = softmax(f(v_i, u)) over the window; c = sum p_i v_i; h_t = rnn([x_t; c], state); "
-                        "y_{t+1} = out([h_t; c])."
-                      : "h_t = rnn(x_t, state); y_{t+1} = out(h_t).");
+    cg_strbuf_put(
+        &o, "):\n# %s\n",
+        att ? "u = h_{t-1}; p = softmax(f(v_i, u)) over the window; c = sum p_i v_i; h_t = rnn([x_t; c], state); "
+              "y_{t+1} = out([h_t; c])."
+            : "h_t = rnn(x_t, state); y_{t+1} = out(h_t).");
     inputs(&o, c);
     params(&o, c);
     if (att) attend(&o, c);

@@ -9,8 +9,8 @@
 #include "error.h"
 #include "fc.h"
 
-static const char *const known[] = {"task", "columns", "cell", "hidden", "layers", "attention",
-                                    "attention_dim", "window", "mean", "std", NULL};
+static const char *const known[] = {"task",          "columns", "cell", "hidden", "layers", "attention",
+                                    "attention_dim", "window",  "mean", "std",    NULL};
 
 /* The builder's products (4 x hidden gates, channels + hidden inputs, the
  * window's rows of a batch) must stay far below INT_MAX. */
@@ -45,8 +45,8 @@ static cg_status read_columns(const char *path, const cJSON *root, fc_config *c)
     if (!v) return cg_error(CG_ERR_FORMAT, "%s: key 'columns' is required (the channel names)", path);
     int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
     if (n < 1 || n > FC_MAX_COLUMNS)
-        return cg_error(CG_ERR_FORMAT, "%s: key 'columns' must be a list of 1 to %d names, got %s", path, FC_MAX_COLUMNS,
-                        cg_cfg_got(v, g, sizeof g));
+        return cg_error(CG_ERR_FORMAT, "%s: key 'columns' must be a list of 1 to %d names, got %s", path,
+                        FC_MAX_COLUMNS, cg_cfg_got(v, g, sizeof g));
     c->columns = calloc((size_t)n, sizeof *c->columns);
     if (!c->columns) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     int i = 0;
@@ -56,7 +56,8 @@ static cg_status read_columns(const char *path, const cJSON *root, fc_config *c)
                             cg_cfg_got(it, g, sizeof g));
         const char *name = it->valuestring;
         if (!strcmp(name, "time") || !strcmp(name, "series"))
-            return cg_error(CG_ERR_FORMAT, "%s: key 'columns': \"%s\" is reserved for the CSV's own column", path, name);
+            return cg_error(CG_ERR_FORMAT, "%s: key 'columns': \"%s\" is reserved for the CSV's own column", path,
+                            name);
         if (strpbrk(name, ",\"\r\n"))
             return cg_error(CG_ERR_FORMAT, "%s: key 'columns': \"%s\" holds a comma, quote or line break", path,
                             cg_cfg_shown(name, s, sizeof s));
@@ -112,8 +113,8 @@ cg_status cg_fc_config_read(const char *path, fc_config *c) {
     if (!st) st = read_stats(path, root, "std", 1.0, 1, &c->std, c->C);
     cJSON_Delete(root);
     if (!st && (long long)c->C + c->hidden > FC_CONFIG_INT_MAX)
-        st = cg_error(CG_ERR_FORMAT, "%s: keys 'columns' and 'hidden': the RNN's input (%d + %d) is over %d", path, c->C,
-                      c->hidden, FC_CONFIG_INT_MAX);
+        st = cg_error(CG_ERR_FORMAT, "%s: keys 'columns' and 'hidden': the RNN's input (%d + %d) is over %d", path,
+                      c->C, c->hidden, FC_CONFIG_INT_MAX);
     if (st) cg_fc_config_free(c);
     return st;
 }

@@ -10,7 +10,7 @@ struct cg_forecaster {
     fc_config cfg;
     cg_weights *weights;
     cg_model *model;
-    cg_plan *plan;      /* graph step; states and windows carried */
+    cg_plan *plan; /* graph step; states and windows carried */
 };
 
 /* The names of graph step's carried inputs, in a fixed order: h<l> for

@@ -109,9 +109,10 @@ static cg_status check_interface(cg_forecaster *m, const char *file, char **stat
     if (st) return st;
     int expect = 1 + n_states + (c->attention != FC_NONE);
     if (cg_graph_input_count(g) != expect)
-        return cg_error(CG_ERR_VERIFY, "%s: graph 'step' has %d inputs; this configuration drives exactly %d (x%s and "
-                        "the carried state)", file, cg_graph_input_count(g), expect,
-                        c->attention != FC_NONE ? ", count" : "");
+        return cg_error(CG_ERR_VERIFY,
+                        "%s: graph 'step' has %d inputs; this configuration drives exactly %d (x%s and "
+                        "the carried state)",
+                        file, cg_graph_input_count(g), expect, c->attention != FC_NONE ? ", count" : "");
     return CG_OK;
 }
 

@@ -26,10 +26,10 @@ typedef struct fbatch {
     cg_tensor *x, *count, *y, *a;
     int n_states;
     char **state_names;
-    cg_tensor **zero;    /* the states of step 0, one tensor each */
-    const char **names;  /* x, count, then the states */
+    cg_tensor **zero;   /* the states of step 0, one tensor each */
+    const char **names; /* x, count, then the states */
     cg_tensor **ins;
-    cg_tensor **outs;    /* graph output order: y, a or NULL */
+    cg_tensor **outs; /* graph output order: y, a or NULL */
 } fbatch;
 
 static cg_status tensor(cg_dtype dt, int nd, int64_t d0, int64_t d1, int64_t d2, cg_tensor **out) {
@@ -204,8 +204,9 @@ static cg_status check_series(const fc_config *c, int n, const cg_forecast_serie
             return cg_error(CG_ERR_INVALID_ARGUMENT, "forecast: series %d is longer than 2^30 steps", i);
         for (size_t k = 0; k < (size_t)s[i].length * (size_t)c->C; k++)
             if (!isfinite(s[i].values[k]))
-                return cg_error(CG_ERR_INVALID_ARGUMENT, "forecast: series %d, step %zu, channel '%s': %g is not finite",
-                                i, k / (size_t)c->C + 1, c->columns[k % (size_t)c->C], s[i].values[k]);
+                return cg_error(CG_ERR_INVALID_ARGUMENT,
+                                "forecast: series %d, step %zu, channel '%s': %g is not finite", i,
+                                k / (size_t)c->C + 1, c->columns[k % (size_t)c->C], s[i].values[k]);
     }
     return CG_OK;
 }

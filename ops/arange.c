@@ -14,13 +14,13 @@ enum { AR_AXIS, AR_START, AR_DELTA, AR_TO };
 
 static const cg_attr_def arange_attrs[] = {
     CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the dim of like whose size is the length; negative counts from the end"),
+            .doc = "the dim of like whose size is the length; negative counts from the end"),
     CG_ATTR(.name = "start", .type = CG_ATTR_FLOAT, .default_float = 0,
-     .doc = "the first element (an integer for integer dtypes)"),
+            .doc = "the first element (an integer for integer dtypes)"),
     CG_ATTR(.name = "delta", .type = CG_ATTR_FLOAT, .default_float = 1,
-     .doc = "the step (an integer for integer dtypes)"),
+            .doc = "the step (an integer for integer dtypes)"),
     CG_ATTR(.name = "to", .type = CG_ATTR_STRING, .default_string = "i64",
-     .doc = "the output dtype: \"i64\", \"i32\" or \"f32\""),
+            .doc = "the output dtype: \"i64\", \"i32\" or \"f32\""),
 };
 
 static cg_op_status arange_infer(cg_op_call *call) {
@@ -78,8 +78,9 @@ static cg_op_status arange_cl(const cg_kernel_args *a) {
     const cg_op_dtype dt = call->outputs[0].dtype;
     const cl_long n = call->outputs[0].dims[0];
     if (n == 0) return CG_OP_OK;
-    const char *opts = dt == CG_OP_F32 ? "-DAR_T=float -DAR_U=float"
-                                       : dt == CG_OP_I32 ? "-DAR_T=int -DAR_U=uint" : "-DAR_T=long -DAR_U=ulong";
+    const char *opts = dt == CG_OP_F32   ? "-DAR_T=float -DAR_U=float"
+                       : dt == CG_OP_I32 ? "-DAR_T=int -DAR_U=uint"
+                                         : "-DAR_T=long -DAR_U=ulong";
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_shape, name, 0, 0, opts);
     if (!k) return CG_OP_ERROR;
     cl_mem y = (cl_mem)a->out[0];
@@ -89,12 +90,14 @@ static cg_op_status arange_cl(const cg_kernel_args *a) {
     cl_ulong ls = (cl_ulong)(int64_t)st, ld = (cl_ulong)(int64_t)de;
     cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(fs), CG_OPS_CL_ARG(fd), CG_OPS_CL_ARG(n)};
     if (dt == CG_OP_I32) v[1] = (cg_ops_cl_arg_value)CG_OPS_CL_ARG(is), v[2] = (cg_ops_cl_arg_value)CG_OPS_CL_ARG(id);
-    if (dt == (cg_op_dtype)CG_I64) v[1] = (cg_ops_cl_arg_value)CG_OPS_CL_ARG(ls), v[2] = (cg_ops_cl_arg_value)CG_OPS_CL_ARG(ld);
+    if (dt == (cg_op_dtype)CG_I64)
+        v[1] = (cg_ops_cl_arg_value)CG_OPS_CL_ARG(ls), v[2] = (cg_ops_cl_arg_value)CG_OPS_CL_ARG(ld);
     if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 static const cg_ops_case arange_cases[] = {
     {1, {{CG_F32, 2, D(3, 7), -2, 2}}, "axis: 1"},
     {1, {{CG_I32, 1, D(0), -2, 2}}, NULL},
@@ -114,12 +117,10 @@ static const cg_kernel_def arange_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = arange_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = arange_cl),
 };
-const cg_op_def cg_op_arange = CG_OP(
-    .name = "arange",
-    .doc = "A 1-D tensor of like.dims[axis] elements: y[i] = start + i * delta, in dtype `to` (i64 "
-           "by default; integers wrap, f32 is computed in f32). Only like's dims are read (any "
-           "dtype), so the length follows a dynamic dim.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = arange_inputs, CG_ATTRS(arange_attrs), .infer = arange_infer,
-    CG_KERNELS(arange_kernels), .conform_case = arange_conform
-);
+const cg_op_def cg_op_arange =
+    CG_OP(.name = "arange",
+          .doc = "A 1-D tensor of like.dims[axis] elements: y[i] = start + i * delta, in dtype `to` (i64 "
+                 "by default; integers wrap, f32 is computed in f32). Only like's dims are read (any "
+                 "dtype), so the length follows a dynamic dim.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = arange_inputs,
+          CG_ATTRS(arange_attrs), .infer = arange_infer, CG_KERNELS(arange_kernels), .conform_case = arange_conform);

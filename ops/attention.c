@@ -45,13 +45,12 @@ static inline int64_t key_row(const int32_t *rows, int64_t b) { return rows ? ro
 /* Checks input i, the optional rows, against q's batch size (input 0). */
 static cg_op_status expect_rows(const cg_op_call *call, int i) {
     const cg_tensor_desc *r = &call->inputs[i], *q = &call->inputs[0];
-    if (r->dtype == CG_OP_I32 && r->ndim == 1 && cg_dim_compatible(r->dims[0], q->dims[0]))
-        return CG_OP_OK;
+    if (r->dtype == CG_OP_I32 && r->ndim == 1 && cg_dim_compatible(r->dims[0], q->dims[0])) return CG_OP_OK;
     char sr[128], sq[128];
     cg_ops_format_dims(sr, sizeof sr, r);
     cg_ops_format_dims(sq, sizeof sq, q);
-    return cg_op_fail(call, "input %d (rows) must be i32 [B] with B from input 0 %s, got %s %s", i,
-                      sq, cg_ops_dtype_name(r->dtype), sr);
+    return cg_op_fail(call, "input %d (rows) must be i32 [B] with B from input 0 %s, got %s %s", i, sq,
+                      cg_ops_dtype_name(r->dtype), sr);
 }
 
 /* The CPU kernels' check of rows' values (input i): each in [0, N). */
@@ -63,15 +62,14 @@ static cg_op_status check_rows(const cg_op_call *call, int i, const int32_t *row
 
 /* Dot products of every key with one vector per batch row:
  * e[b, s] = alpha * keys[row(b), s, :] . vec[b, :]. */
-static void dot_keys(int64_t B, int64_t S, int64_t K, float alpha, const float *keys,
-                     const int32_t *rows, const float *vec, float *e) {
+static void dot_keys(int64_t B, int64_t S, int64_t K, float alpha, const float *keys, const int32_t *rows,
+                     const float *vec, float *e) {
     if (K == 0) {
         memset(e, 0, sizeof(float) * (size_t)(B * S));
         return;
     }
     for (int64_t b = 0; b < B; b++)
-        cg_cpu_sgemv(0, S, K, alpha, keys + key_row(rows, b) * S * K, K, vec + b * K, 0.0f,
-                     e + b * S);
+        cg_cpu_sgemv(0, S, K, alpha, keys + key_row(rows, b) * S * K, K, vec + b * K, 0.0f, e + b * S);
 }
 
 /* ---- attn_score ---- */
@@ -79,13 +77,14 @@ static void dot_keys(int64_t B, int64_t S, int64_t K, float alpha, const float *
 static cg_op_status attn_score_infer(cg_op_call *call) {
     score_kind kind = kind_of(call);
     if (kind == N_KINDS)
-        return cg_op_fail(call, "unknown attention kind '%s' (expected additive, dot, "
-                                "scaled_dot, general or cosine)", call->attrs[0].s);
+        return cg_op_fail(call,
+                          "unknown attention kind '%s' (expected additive, dot, "
+                          "scaled_dot, general or cosine)",
+                          call->attrs[0].s);
     const int n_kind = kinds[kind].n_inputs, has_rows = call->n_inputs == n_kind + 1;
     if (call->n_inputs != n_kind && !has_rows)
-        return cg_op_fail(call, "kind '%s' takes %d inputs (%s), or %d with rows, got %d",
-                          kinds[kind].name, n_kind, kinds[kind].inputs, n_kind + 1,
-                          call->n_inputs);
+        return cg_op_fail(call, "kind '%s' takes %d inputs (%s), or %d with rows, got %d", kinds[kind].name, n_kind,
+                          kinds[kind].inputs, n_kind + 1, call->n_inputs);
     const cg_tensor_desc *q = &call->inputs[0], *keys = &call->inputs[1];
     const int64_t any[3] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
     if (cg_ops_expect_f32(call, "input 'q'", q, 2, any)) return CG_OP_ERROR;
@@ -180,12 +179,8 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
         cg_cpu_parallel_for((size_t)(B * S), grain, additive_rows_run, &ctx);
         break;
     }
-    case DOT:
-        dot_keys(B, S, K, 1.0f, keys, rows, q, e);
-        break;
-    case SCALED_DOT:
-        dot_keys(B, S, K, (float)(1.0 / sqrt((double)H)), keys, rows, q, e);
-        break;
+    case DOT: dot_keys(B, S, K, 1.0f, keys, rows, q, e); break;
+    case SCALED_DOT: dot_keys(B, S, K, (float)(1.0 / sqrt((double)H)), keys, rows, q, e); break;
     case GENERAL: {
         float *wq = a->workspace;
         cg_ops_project(B, K, H, q, H, a->in[2], H, wq, K);
@@ -207,8 +202,7 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
             }
         }
         break;
-    case N_KINDS:
-        return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
+    case N_KINDS: return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
     }
     return CG_OP_OK;
 }
@@ -218,9 +212,7 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
 /* Work-group size the attention kernels start from: at most 128 work-items
  * (a power of two within the device's limit); attn_kernel shrinks it to
  * what the kernel built for it takes. */
-static int64_t attn_wg(const cg_kernel_args *a) {
-    return (int64_t)cg_ops_cl_work_group(a, NULL, 128, 1);
-}
+static int64_t attn_wg(const cg_kernel_args *a) { return (int64_t)cg_ops_cl_work_group(a, NULL, 128, 1); }
 
 /* Smallest power of two >= n (1 for n <= 1), at most cap. */
 static int64_t pow2_at_least(int64_t n, int64_t cap) {
@@ -272,16 +264,18 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
     if (call->n_inputs > ri && cg_ops_cl_check_range(a, ri, B, 0, call->inputs[1].dims[0] - 1)) return CG_OP_ERROR;
     if (B * S == 0) return CG_OP_OK;
     if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
-        return cg_op_fail(call, "sizes B = %lld, S = %lld, K = %lld are too large for the "
-                          "OpenCL kernel", (long long)B, (long long)S, (long long)K);
+        return cg_op_fail(call,
+                          "sizes B = %lld, S = %lld, K = %lld are too large for the "
+                          "OpenCL kernel",
+                          (long long)B, (long long)S, (long long)K);
     cl_mem vec = (cl_mem)a->in[0]; /* q for dot, scaled_dot, cosine */
     cl_int has_vec = H > 0;
     if (kind == ADDITIVE || kind == GENERAL) {
         vec = a->workspace;
         /* qp [B, K] = q W^T (W is [K, H]); zero (has_vec 0) when H == 0. */
         if (has_vec && K > 0 &&
-            cg_host_cl_sgemm(a, 0, 1, B, K, H, 1.0f, (void *)a->in[0], 0, H,
-                                 (void *)a->in[2], 0, H, 0.0f, a->workspace, 0, K))
+            cg_host_cl_sgemm(a, 0, 1, B, K, H, 1.0f, (void *)a->in[0], 0, H, (void *)a->in[2], 0, H, 0.0f, a->workspace,
+                             0, K))
             return CG_OP_ERROR;
     }
     const int64_t wg = attn_wg(a);
@@ -304,10 +298,9 @@ static cg_op_status attn_score_cl(const cg_kernel_args *a) {
     const cl_mem rows = has_rows ? (cl_mem)a->in[kinds[kind].n_inputs] : keys;
     const cl_long n_keys = call->inputs[1].dims[0];
     const cg_ops_cl_arg_value args[] = {
-        CG_OPS_CL_ARG(b32),     CG_OPS_CL_ARG(s32),   CG_OPS_CL_ARG(k32),  CG_OPS_CL_ARG(kind32),
-        CG_OPS_CL_ARG(has_vec), CG_OPS_CL_ARG(alpha), CG_OPS_CL_ARG(keys), CG_OPS_CL_ARG(vec),
-        CG_OPS_CL_ARG(vec_off), CG_OPS_CL_ARG(b_q),   CG_OPS_CL_ARG(v),    CG_OPS_CL_ARG(e),
-        CG_OPS_CL_ARG(rows),    CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_keys)};
+        CG_OPS_CL_ARG(b32),   CG_OPS_CL_ARG(s32),  CG_OPS_CL_ARG(k32),  CG_OPS_CL_ARG(kind32),   CG_OPS_CL_ARG(has_vec),
+        CG_OPS_CL_ARG(alpha), CG_OPS_CL_ARG(keys), CG_OPS_CL_ARG(vec),  CG_OPS_CL_ARG(vec_off),  CG_OPS_CL_ARG(b_q),
+        CG_OPS_CL_ARG(v),     CG_OPS_CL_ARG(e),    CG_OPS_CL_ARG(rows), CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_keys)};
     const size_t global[2] = {(size_t)tx, (size_t)(B * S)};
     return attn_launch(a, kern, "attn_score_rows", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
@@ -329,8 +322,7 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t q = cg_ops_emit_input(&e, 0), keys = cg_ops_emit_input(&e, 1), score = -1;
     if (kind != N_KINDS && call->n_inputs > kinds[kind].n_inputs)
-        keys = cg_ops_emit(&e, "gather_rows", NULL, keys,
-                           cg_ops_emit_input(&e, kinds[kind].n_inputs), -1);
+        keys = cg_ops_emit(&e, "gather_rows", NULL, keys, cg_ops_emit_input(&e, kinds[kind].n_inputs), -1);
     switch (kind) {
     case ADDITIVE: {
         int32_t w_q = cg_ops_emit_input(&e, 2), b_q = cg_ops_emit_input(&e, 3);
@@ -343,9 +335,7 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
         score = cg_ops_emit(&e, "reduce_sum", "axes: [2], keepdims: 0", t, -1, -1);
         break;
     }
-    case DOT:
-        score = emit_dot_keys(&e, keys, q);
-        break;
+    case DOT: score = emit_dot_keys(&e, keys, q); break;
     case SCALED_DOT: {
         char attrs[64];
         snprintf(attrs, sizeof attrs, "alpha: %.15f, beta: 0.0", 1.0 / sqrt((double)H));
@@ -373,8 +363,7 @@ static cg_op_status attn_score_decompose(cg_decomp *d, const cg_op_call *call) {
         score = cg_ops_emit(&e, "div", NULL, dot, den, -1);
         break;
     }
-    case N_KINDS:
-        return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
+    case N_KINDS: return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
     }
     cg_ops_emit_output(&e, 0, score);
     return e.st;
@@ -388,19 +377,41 @@ static const struct {
     int64_t B, S, H, K; /* K: key width (A for additive); K == H for dot kinds */
     int64_t N;          /* > 0: keys [N, S, K] and rows i32 [B] in [0, N) */
 } score_cases[] = {
-    {ADDITIVE, 1, 1, 1, 1, 0},       {DOT, 1, 1, 1, 1, 0},           {SCALED_DOT, 1, 1, 1, 1, 0},
-    {GENERAL, 1, 1, 1, 1, 0},        {COSINE, 1, 1, 1, 1, 0},        {ADDITIVE, 3, 3, 5, 3, 0},
-    {DOT, 3, 3, 3, 3, 0},            {SCALED_DOT, 3, 3, 3, 3, 0},    {GENERAL, 3, 3, 5, 3, 0},
-    {COSINE, 3, 3, 3, 3, 0},         {ADDITIVE, 3, 17, 17, 17, 0},   {DOT, 3, 17, 17, 17, 0},
-    {SCALED_DOT, 3, 17, 17, 17, 0},  {GENERAL, 3, 17, 3, 17, 0},     {COSINE, 3, 17, 17, 17, 0},
-    {COSINE, 2, 257, 3, 3, 0},       {ADDITIVE, 1, 1000, 3, 3, 0},   {COSINE, 1, 1000, 3, 3, 0},
-    {DOT, 1, 3, 1000, 1000, 0},      {GENERAL, 3, 17, 1000, 5, 0},   {DOT, 2, 257, 17, 17, 0},
-    {ADDITIVE, 17, 3, 3, 257, 0},    {ADDITIVE, 1, 1000, 17, 17, 0}, {DOT, 1, 1000, 17, 17, 0},
-    {SCALED_DOT, 1, 1000, 17, 17, 0}, {GENERAL, 1, 1000, 17, 17, 0}, {COSINE, 1, 1000, 17, 17, 0},
+    {ADDITIVE, 1, 1, 1, 1, 0},
+    {DOT, 1, 1, 1, 1, 0},
+    {SCALED_DOT, 1, 1, 1, 1, 0},
+    {GENERAL, 1, 1, 1, 1, 0},
+    {COSINE, 1, 1, 1, 1, 0},
+    {ADDITIVE, 3, 3, 5, 3, 0},
+    {DOT, 3, 3, 3, 3, 0},
+    {SCALED_DOT, 3, 3, 3, 3, 0},
+    {GENERAL, 3, 3, 5, 3, 0},
+    {COSINE, 3, 3, 3, 3, 0},
+    {ADDITIVE, 3, 17, 17, 17, 0},
+    {DOT, 3, 17, 17, 17, 0},
+    {SCALED_DOT, 3, 17, 17, 17, 0},
+    {GENERAL, 3, 17, 3, 17, 0},
+    {COSINE, 3, 17, 17, 17, 0},
+    {COSINE, 2, 257, 3, 3, 0},
+    {ADDITIVE, 1, 1000, 3, 3, 0},
+    {COSINE, 1, 1000, 3, 3, 0},
+    {DOT, 1, 3, 1000, 1000, 0},
+    {GENERAL, 3, 17, 1000, 5, 0},
+    {DOT, 2, 257, 17, 17, 0},
+    {ADDITIVE, 17, 3, 3, 257, 0},
+    {ADDITIVE, 1, 1000, 17, 17, 0},
+    {DOT, 1, 1000, 17, 17, 0},
+    {SCALED_DOT, 1, 1000, 17, 17, 0},
+    {GENERAL, 1, 1000, 17, 17, 0},
+    {COSINE, 1, 1000, 17, 17, 0},
     {ADDITIVE, 1, 17, 5, 1000, 0},
     /* with rows: more batch rows than keys rows, and fewer */
-    {ADDITIVE, 5, 3, 4, 6, 2},    {DOT, 7, 17, 17, 17, 3},    {SCALED_DOT, 5, 3, 17, 17, 2},
-    {GENERAL, 3, 17, 5, 3, 5},    {COSINE, 17, 3, 3, 3, 4},   {ADDITIVE, 17, 30, 17, 257, 4},
+    {ADDITIVE, 5, 3, 4, 6, 2},
+    {DOT, 7, 17, 17, 17, 3},
+    {SCALED_DOT, 5, 3, 17, 17, 2},
+    {GENERAL, 3, 17, 5, 3, 5},
+    {COSINE, 17, 3, 3, 3, 4},
+    {ADDITIVE, 17, 30, 17, 257, 4},
 };
 
 static int32_t attn_score_case(int32_t index, cg_conform_case *c);
@@ -417,10 +428,11 @@ static int32_t attn_score_conform(int32_t index, cg_conform_case *c) {
 }
 
 static int32_t attn_score_case(int32_t index, cg_conform_case *c) {
-    static const char *const attrs[N_KINDS] = {
-        [ADDITIVE] = "kind: \"additive\"", [DOT] = "kind: \"dot\"",
-        [SCALED_DOT] = "kind: \"scaled_dot\"", [GENERAL] = "kind: \"general\"",
-        [COSINE] = "kind: \"cosine\""};
+    static const char *const attrs[N_KINDS] = {[ADDITIVE] = "kind: \"additive\"",
+                                               [DOT] = "kind: \"dot\"",
+                                               [SCALED_DOT] = "kind: \"scaled_dot\"",
+                                               [GENERAL] = "kind: \"general\"",
+                                               [COSINE] = "kind: \"cosine\""};
     if (index < 0 || index >= (int32_t)(sizeof score_cases / sizeof score_cases[0])) return 0;
     const score_kind kind = score_cases[index].kind;
     const int64_t B = score_cases[index].B, S = score_cases[index].S;
@@ -452,37 +464,32 @@ static int32_t attn_score_case(int32_t index, cg_conform_case *c) {
 
 static const cg_attr_def attn_score_attrs[] = {
     CG_ATTR(.name = "kind", .type = CG_ATTR_STRING, .required = 1,
-     .doc = "additive, dot, scaled_dot, general or cosine"),
+            .doc = "additive, dot, scaled_dot, general or cosine"),
 };
 static const cg_kernel_def attn_score_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = attn_score_workspace, .run = attn_score_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = attn_score_workspace, .run = attn_score_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS),
+              .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const attn_score_inputs[] = {"q", "keys", "W", "b_q", "v", NULL};
 
-const cg_op_def cg_op_attn_score = CG_OP(
-    .name = "attn_score",
-    .doc = "Attention scores e [B, S] of S keys for one query per batch row "
-           "(no masking, no softmax). Attribute kind (required) selects the score "
-           "and the inputs (all f32): "
-           "additive: q [B, H], keys [B, S, A] already projected (W_k h_i + b_k), "
-           "W_q [A, H], b_q [A], v [1, A]; e_i = v . tanh(W_q q + b_q + keys_i). "
-           "dot: q [B, H], keys [B, S, H]; e_i = q . h_i. "
-           "scaled_dot: as dot, e_i = q . h_i / sqrt(H). "
-           "general: q [B, H], keys [B, S, K], W [K, H]; e_i = h_i . (W q). "
-           "cosine: q [B, H], keys [B, S, H]; e_i = (q . h_i) / max(|q| |h_i|, 1e-8). "
-           "An optional last input rows i32 [B] makes keys [N, S, .]: batch row b "
-           "scores keys[rows[b]] (a beam's rows share their sentence's keys); a row "
-           "outside [0, N) is a run-time error on every device.",
-    .min_inputs = 2, .max_inputs = 6, .min_outputs = 1, .max_outputs = 1,
-    .input_names = attn_score_inputs,
-    CG_ATTRS(attn_score_attrs),
-    .infer = attn_score_infer,
-    .decompose = attn_score_decompose,
-    CG_KERNELS(attn_score_kernels),
-    .conform_case = attn_score_conform
-);
+const cg_op_def cg_op_attn_score =
+    CG_OP(.name = "attn_score",
+          .doc = "Attention scores e [B, S] of S keys for one query per batch row "
+                 "(no masking, no softmax). Attribute kind (required) selects the score "
+                 "and the inputs (all f32): "
+                 "additive: q [B, H], keys [B, S, A] already projected (W_k h_i + b_k), "
+                 "W_q [A, H], b_q [A], v [1, A]; e_i = v . tanh(W_q q + b_q + keys_i). "
+                 "dot: q [B, H], keys [B, S, H]; e_i = q . h_i. "
+                 "scaled_dot: as dot, e_i = q . h_i / sqrt(H). "
+                 "general: q [B, H], keys [B, S, K], W [K, H]; e_i = h_i . (W q). "
+                 "cosine: q [B, H], keys [B, S, H]; e_i = (q . h_i) / max(|q| |h_i|, 1e-8). "
+                 "An optional last input rows i32 [B] makes keys [N, S, .]: batch row b "
+                 "scores keys[rows[b]] (a beam's rows share their sentence's keys); a row "
+                 "outside [0, N) is a run-time error on every device.",
+          .min_inputs = 2, .max_inputs = 6, .min_outputs = 1, .max_outputs = 1, .input_names = attn_score_inputs,
+          CG_ATTRS(attn_score_attrs), .infer = attn_score_infer, .decompose = attn_score_decompose,
+          CG_KERNELS(attn_score_kernels), .conform_case = attn_score_conform);
 
 /* ---- attn_context(a [B, S], values [B, S, K]) -> c [B, K] ---- */
 
@@ -514,9 +521,8 @@ typedef struct context_rows {
 static void context_rows_run(void *p, size_t begin, size_t end) {
     const context_rows *x = p;
     for (size_t b = begin; b < end; b++)
-        cg_cpu_weighted_rows(x->w + (int64_t)b * x->S,
-                             x->values + key_row(x->rows, (int64_t)b) * x->S * x->K, (size_t)x->K,
-                             (size_t)x->S, (size_t)x->K, x->c + (int64_t)b * x->K);
+        cg_cpu_weighted_rows(x->w + (int64_t)b * x->S, x->values + key_row(x->rows, (int64_t)b) * x->S * x->K,
+                             (size_t)x->K, (size_t)x->S, (size_t)x->K, x->c + (int64_t)b * x->K);
 }
 
 static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
@@ -532,8 +538,7 @@ static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
         return CG_OP_OK;
     }
     context_rows ctx = {w, values, rows, c, S, K};
-    cg_cpu_parallel_for((size_t)B, (size_t)(S * K >= 16384 ? 1 : 16384 / (S * K)),
-                        context_rows_run, &ctx);
+    cg_cpu_parallel_for((size_t)B, (size_t)(S * K >= 16384 ? 1 : 16384 / (S * K)), context_rows_run, &ctx);
     return CG_OP_OK;
 }
 
@@ -546,8 +551,10 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     if (call->n_inputs > 2 && cg_ops_cl_check_range(a, 2, B, 0, call->inputs[1].dims[0] - 1)) return CG_OP_ERROR;
     if (B * K == 0) return CG_OP_OK;
     if (B > INT32_MAX || S > INT32_MAX || K > INT32_MAX)
-        return cg_op_fail(call, "sizes B = %lld, S = %lld, K = %lld are too large for the "
-                          "OpenCL kernel", (long long)B, (long long)S, (long long)K);
+        return cg_op_fail(call,
+                          "sizes B = %lld, S = %lld, K = %lld are too large for the "
+                          "OpenCL kernel",
+                          (long long)B, (long long)S, (long long)K);
     const int64_t wg = attn_wg(a);
     int64_t tx = pow2_at_least(K, wg), ty = pow2_at_least(S, wg / tx);
     cl_kernel kern = attn_kernel(a, "attn_context", &tx, &ty);
@@ -557,10 +564,9 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
     const cl_int has_rows = call->n_inputs > 2;
     const cl_mem rows = has_rows ? (cl_mem)a->in[2] : values; /* unread without rows */
     const cl_long n_values = call->inputs[1].dims[0];
-    const cg_ops_cl_arg_value args[] = {
-        CG_OPS_CL_ARG(b32),    CG_OPS_CL_ARG(s32),    CG_OPS_CL_ARG(k32),
-        CG_OPS_CL_ARG(w),      CG_OPS_CL_ARG(values), CG_OPS_CL_ARG(c),
-        CG_OPS_CL_ARG(rows),   CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_values)};
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(b32),  CG_OPS_CL_ARG(s32),      CG_OPS_CL_ARG(k32),
+                                        CG_OPS_CL_ARG(w),    CG_OPS_CL_ARG(values),   CG_OPS_CL_ARG(c),
+                                        CG_OPS_CL_ARG(rows), CG_OPS_CL_ARG(has_rows), CG_OPS_CL_ARG(n_values)};
     const size_t global[2] = {(size_t)K, (size_t)(B * ty)};
     return attn_launch(a, kern, "attn_context", tx, ty, global, CG_OPS_CL_N_ARGS(args), args);
 }
@@ -568,11 +574,21 @@ static cg_op_status attn_context_cl(const cg_kernel_args *a) {
 /* Conformance cases of attn_context, smallest first: B, S, K (a in [0, 1],
  * values in [-2, 2]). */
 static const int64_t context_cases[][4] = {
-    {1, 1, 1},    {1, 3, 3},      {3, 3, 17},     {3, 17, 3},      {1, 3, 257},
-    {2, 257, 5},  {1, 1000, 3},   {1, 3, 1000},   {17, 17, 17},    {1, 1000, 17},
+    {1, 1, 1},
+    {1, 3, 3},
+    {3, 3, 17},
+    {3, 17, 3},
+    {1, 3, 257},
+    {2, 257, 5},
+    {1, 1000, 3},
+    {1, 3, 1000},
+    {17, 17, 17},
+    {1, 1000, 17},
     {17, 1000, 3},
     /* the 4th: N > 0 adds rows i32 [B] in [0, N) over values [N, S, K] */
-    {5, 3, 17, 2}, {17, 30, 257, 4}, {3, 17, 3, 7},
+    {5, 3, 17, 2},
+    {17, 30, 257, 4},
+    {3, 17, 3, 7},
 };
 
 static int32_t attn_context_case(int32_t index, cg_conform_case *c);
@@ -588,8 +604,7 @@ static int32_t attn_context_conform(int32_t index, cg_conform_case *c) {
 }
 
 static int32_t attn_context_case(int32_t index, cg_conform_case *c) {
-    if (index < 0 || index >= (int32_t)(sizeof context_cases / sizeof context_cases[0]))
-        return 0;
+    if (index < 0 || index >= (int32_t)(sizeof context_cases / sizeof context_cases[0])) return 0;
     const int64_t B = context_cases[index][0], S = context_cases[index][1];
     const int64_t K = context_cases[index][2], N = context_cases[index][3];
     memset(c->inputs, 0, sizeof c->inputs);
@@ -621,8 +636,7 @@ static int32_t attn_context_case(int32_t index, cg_conform_case *c) {
 static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call) {
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t w = cg_ops_emit_input(&e, 0), values = cg_ops_emit_input(&e, 1);
-    if (call->n_inputs > 2)
-        values = cg_ops_emit(&e, "gather_rows", NULL, values, cg_ops_emit_input(&e, 2), -1);
+    if (call->n_inputs > 2) values = cg_ops_emit(&e, "gather_rows", NULL, values, cg_ops_emit_input(&e, 2), -1);
     w = cg_ops_emit(&e, "reshape", "shape: [0, 0, 1]", w, -1, -1);
     int32_t prod = cg_ops_emit(&e, "mul", NULL, values, w, -1);
     int32_t c = cg_ops_emit(&e, "reduce_sum", "axes: [1], keepdims: 0", prod, -1, -1);
@@ -632,23 +646,18 @@ static cg_op_status attn_context_decompose(cg_decomp *d, const cg_op_call *call)
 
 static const cg_kernel_def attn_context_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = attn_context_cpu),
-    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = attn_context_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = attn_context_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const attn_context_inputs[] = {"a", "values", "rows", NULL};
 
-const cg_op_def cg_op_attn_context = CG_OP(
-    .name = "attn_context",
-    .doc = "Attention context: inputs a [B, S] (the attention weights, e.g. a "
-           "masked softmax of attn_score) and values [B, S, K], both f32; output "
-           "c [B, K] with c[b] = sum_i a[b, i] * values[b, i]. An optional third "
-           "input rows i32 [B] makes values [N, S, K]: c[b] = sum_i a[b, i] * "
-           "values[rows[b], i] (a row outside [0, N) is a run-time error on every "
-           "device). No attributes.",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .input_names = attn_context_inputs,
-    .infer = attn_context_infer,
-    .decompose = attn_context_decompose,
-    CG_KERNELS(attn_context_kernels),
-    .conform_case = attn_context_conform
-);
+const cg_op_def cg_op_attn_context =
+    CG_OP(.name = "attn_context",
+          .doc = "Attention context: inputs a [B, S] (the attention weights, e.g. a "
+                 "masked softmax of attn_score) and values [B, S, K], both f32; output "
+                 "c [B, K] with c[b] = sum_i a[b, i] * values[b, i]. An optional third "
+                 "input rows i32 [B] makes values [N, S, K]: c[b] = sum_i a[b, i] * "
+                 "values[rows[b], i] (a row outside [0, N) is a run-time error on every "
+                 "device). No attributes.",
+          .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = attn_context_inputs,
+          .infer = attn_context_infer, .decompose = attn_context_decompose, CG_KERNELS(attn_context_kernels),
+          .conform_case = attn_context_conform);

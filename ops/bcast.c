@@ -48,8 +48,8 @@ int cg_bcast_flat(const cg_bcast *p) {
     return 1;
 }
 
-void cg_bcast_run(const cg_bcast *p, cg_bcast_loop fn, const void *const *in, const size_t *in_bytes,
-                  void *out, size_t out_bytes) {
+void cg_bcast_run(const cg_bcast *p, cg_bcast_loop fn, const void *const *in, const size_t *in_bytes, void *out,
+                  size_t out_bytes) {
     const int last = p->nd - 1, n_in = p->n_in;
     const int64_t inner = p->n[last];
     int64_t idx[CG_MAX_DIMS] = {0}, off[CG_BCAST_MAX_IN] = {0}, inner_s[CG_BCAST_MAX_IN];
@@ -80,8 +80,7 @@ cg_op_status cg_bcast_cl_args(const cg_kernel_args *a, cl_kernel k, const char *
         dims.s[i] = d >= 0 ? p->n[d] : 1;
         for (int j = 0; j < p->n_in; j++) st[j].s[i] = d >= 0 ? p->s[j][d] : 0;
     }
-    if (cg_ops_cl_arg(a, k, name, first, sizeof nd, &nd) ||
-        cg_ops_cl_arg(a, k, name, first + 1, sizeof dims, &dims))
+    if (cg_ops_cl_arg(a, k, name, first, sizeof nd, &nd) || cg_ops_cl_arg(a, k, name, first + 1, sizeof dims, &dims))
         return CG_OP_ERROR;
     for (int j = 0; j < p->n_in; j++)
         if (cg_ops_cl_arg(a, k, name, first + 2 + (cl_uint)j, sizeof st[j], &st[j])) return CG_OP_ERROR;
@@ -95,7 +94,8 @@ cg_op_status cg_bcast_cpu2(const cg_kernel_args *a, cg_bcast_loop fn) {
     cg_bcast p;
     cg_bcast_make(&p, 2, call->inputs, o);
     const void *in[2] = {a->in[0], a->in[1]};
-    const size_t bytes[2] = {cg_dtype_size((cg_dtype)call->inputs[0].dtype), cg_dtype_size((cg_dtype)call->inputs[1].dtype)};
+    const size_t bytes[2] = {cg_dtype_size((cg_dtype)call->inputs[0].dtype),
+                             cg_dtype_size((cg_dtype)call->inputs[1].dtype)};
     cg_bcast_run(&p, fn, in, bytes, a->out[0], cg_dtype_size((cg_dtype)o->dtype));
     return CG_OP_OK;
 }
@@ -106,8 +106,10 @@ const char *cg_bcast_cl_type(cg_op_dtype dt, int is_unsigned) {
     case CG_I32: return is_unsigned ? "uint" : "int";
     case CG_I64: return is_unsigned ? "ulong" : "long";
     case CG_I8: return is_unsigned ? "uchar" : "char";
-    case CG_U8: case CG_BOOL: return "uchar";
-    case CG_F16: case CG_BF16: return "ushort";
+    case CG_U8:
+    case CG_BOOL: return "uchar";
+    case CG_F16:
+    case CG_BF16: return "ushort";
     default: return NULL;
     }
 }
@@ -133,12 +135,11 @@ cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop) {
     cl_long ln = n;
     if (flat) {
         cl_long sa = p.s[0][0], sb = p.s[1][0];
-        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(sa), CG_OPS_CL_ARG(y),
+        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),  CG_OPS_CL_ARG(sa),  CG_OPS_CL_ARG(y),
                                          CG_OPS_CL_ARG(sb), CG_OPS_CL_ARG(out), CG_OPS_CL_ARG(ln)};
         if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
     } else {
-        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(out),
-                                         CG_OPS_CL_ARG(ln)};
+        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(out), CG_OPS_CL_ARG(ln)};
         if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v) || cg_bcast_cl_args(a, k, name, 4, &p))
             return CG_OP_ERROR;
     }

@@ -39,38 +39,38 @@ typedef void (*cg_bcast_loop)(const void *const *in, const int64_t *s, void *out
 
 /* Runs `fn` over the plan: input k has elements of in_bytes[k] bytes, the
  * output of out_bytes. */
-void cg_bcast_run(const cg_bcast *p, cg_bcast_loop fn, const void *const *in, const size_t *in_bytes,
-                  void *out, size_t out_bytes);
+void cg_bcast_run(const cg_bcast *p, cg_bcast_loop fn, const void *const *in, const size_t *in_bytes, void *out,
+                  size_t out_bytes);
 
 /* Defines a cg_bcast_loop NAME over inputs of type TA and an output of
  * type TO computing EXPR from x and y (one branch per stride case, so the
  * compiler vectorizes the contiguous ones). */
-#define CG_BCAST_LOOP2(NAME, TA, TO, EXPR)                                       \
+#define CG_BCAST_LOOP2(NAME, TA, TO, EXPR)                                             \
     static void NAME(const void *const *in_, const int64_t *s_, void *o_, int64_t n) { \
-        const TA *a_ = in_[0], *b_ = in_[1];                                     \
-        TO *o = o_;                                                              \
-        if (s_[0] && s_[1]) {                                                    \
-            for (int64_t i = 0; i < n; i++) {                                    \
-                TA x = a_[i], y = b_[i];                                         \
-                o[i] = (TO)(EXPR);                                               \
-            }                                                                    \
-        } else if (s_[0]) {                                                      \
-            const TA y = b_[0];                                                  \
-            for (int64_t i = 0; i < n; i++) {                                    \
-                TA x = a_[i];                                                    \
-                o[i] = (TO)(EXPR);                                               \
-            }                                                                    \
-        } else if (s_[1]) {                                                      \
-            const TA x = a_[0];                                                  \
-            for (int64_t i = 0; i < n; i++) {                                    \
-                TA y = b_[i];                                                    \
-                o[i] = (TO)(EXPR);                                               \
-            }                                                                    \
-        } else {                                                                 \
-            const TA x = a_[0], y = b_[0];                                       \
-            const TO r = (TO)(EXPR);                                             \
-            for (int64_t i = 0; i < n; i++) o[i] = r;                            \
-        }                                                                        \
+        const TA *a_ = in_[0], *b_ = in_[1];                                           \
+        TO *o = o_;                                                                    \
+        if (s_[0] && s_[1]) {                                                          \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                TA x = a_[i], y = b_[i];                                               \
+                o[i] = (TO)(EXPR);                                                     \
+            }                                                                          \
+        } else if (s_[0]) {                                                            \
+            const TA y = b_[0];                                                        \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                TA x = a_[i];                                                          \
+                o[i] = (TO)(EXPR);                                                     \
+            }                                                                          \
+        } else if (s_[1]) {                                                            \
+            const TA x = a_[0];                                                        \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                TA y = b_[i];                                                          \
+                o[i] = (TO)(EXPR);                                                     \
+            }                                                                          \
+        } else {                                                                       \
+            const TA x = a_[0], y = b_[0];                                             \
+            const TO r = (TO)(EXPR);                                                   \
+            for (int64_t i = 0; i < n; i++) o[i] = r;                                  \
+        }                                                                              \
     }
 
 /* Runs a binary op over call's inputs 0 and 1 into output 0 on the CPU
@@ -90,7 +90,6 @@ const char *cg_bcast_cl_type(cg_op_dtype dt, int is_unsigned);
 /* Sets the broadcast arguments of an OpenCL nd kernel from argument `first`
  * on: int nd, long8 dims, then one long8 of strides per input (innermost
  * dim first in each vector; unused entries 1 and 0). */
-cg_op_status cg_bcast_cl_args(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint first,
-                              const cg_bcast *p);
+cg_op_status cg_bcast_cl_args(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint first, const cg_bcast *p);
 
 #endif

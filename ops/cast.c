@@ -17,7 +17,7 @@ enum { CAST_TO };
 
 static const cg_attr_def cast_attrs[] = {
     CG_ATTR(.name = "to", .type = CG_ATTR_STRING, .required = 1,
-     .doc = "target dtype: \"f32\", \"i32\", \"f16\", \"bf16\", \"i8\", \"u8\", \"i64\" or \"bool\""),
+            .doc = "target dtype: \"f32\", \"i32\", \"f16\", \"bf16\", \"i8\", \"u8\", \"i64\" or \"bool\""),
 };
 
 static int is_float(cg_op_dtype t) { return t == CG_OP_F32 || t == CG_F16 || t == CG_BF16; }
@@ -153,19 +153,14 @@ static const cg_kernel_def cast_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = cast_cl),
 };
 
-const cg_op_def cg_op_cast = CG_OP(
-    .name = "cast",
-    .doc = "Converts x of any dtype to the dtype named by the required string attribute to (f32, i32, f16, "
-           "bf16, i8, u8, i64 or bool); the shape is unchanged. Floats to integers truncate toward zero, NaN "
-           "becomes 0 and values beyond the target's range saturate to its limits; integers to integers keep "
-           "the low bits (two's complement wrap-around); anything to bool is x != 0 (NaN is true) and bool "
-           "is 0 or 1; to f32, f16 and bf16 rounds to the nearest, ties to even (an i64 goes through f32 "
-           "on its way to f16 or bf16). The same dtype copies the bits. May run in place.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = cast_inputs,
-    CG_ATTRS(cast_attrs),
-    .infer = cast_infer,
-    CG_KERNELS(cast_kernels),
-    .flags = CG_OP_FLAG_INPLACE0,
-    .conform_case = cast_conform
-);
+const cg_op_def cg_op_cast =
+    CG_OP(.name = "cast",
+          .doc = "Converts x of any dtype to the dtype named by the required string attribute to (f32, i32, f16, "
+                 "bf16, i8, u8, i64 or bool); the shape is unchanged. Floats to integers truncate toward zero, NaN "
+                 "becomes 0 and values beyond the target's range saturate to its limits; integers to integers keep "
+                 "the low bits (two's complement wrap-around); anything to bool is x != 0 (NaN is true) and bool "
+                 "is 0 or 1; to f32, f16 and bf16 rounds to the nearest, ties to even (an i64 goes through f32 "
+                 "on its way to f16 or bf16). The same dtype copies the bits. May run in place.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = cast_inputs,
+          CG_ATTRS(cast_attrs), .infer = cast_infer, CG_KERNELS(cast_kernels), .flags = CG_OP_FLAG_INPLACE0,
+          .conform_case = cast_conform);

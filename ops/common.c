@@ -13,14 +13,11 @@ void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     cg_shape_format(buf, size, 0, d->ndim, d->dims, NULL, 0);
 }
 
-static const char *dtype_str(cg_op_dtype t) {
-    return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "?";
-}
+static const char *dtype_str(cg_op_dtype t) { return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "?"; }
 
 cg_op_status cg_expect_input(const cg_op_call *call, int i, cg_op_dtype dt, int ndim) {
     const cg_tensor_desc *d = &call->inputs[i];
-    if (d->dtype != dt)
-        return cg_op_fail(call, "input %d must be %s, got %s", i, dtype_str(dt), dtype_str(d->dtype));
+    if (d->dtype != dt) return cg_op_fail(call, "input %d must be %s, got %s", i, dtype_str(dt), dtype_str(d->dtype));
     if (ndim >= 0 && d->ndim != ndim) {
         char b[128];
         cg_ops_format_dims(b, sizeof b, d);
@@ -29,8 +26,8 @@ cg_op_status cg_expect_input(const cg_op_call *call, int i, cg_op_dtype dt, int 
     return CG_OP_OK;
 }
 
-cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a,
-                                 const cg_tensor_desc *b, cg_tensor_desc *out) {
+cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a, const cg_tensor_desc *b,
+                                 cg_tensor_desc *out) {
     int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     out->ndim = nd;
     for (int i = 0; i < nd; i++) {
@@ -69,11 +66,10 @@ const char *cg_input_name(const cg_op_def *def, int i) {
 /* Checks that a tensor is f32 with `ndim` dims compatible with `dims`
  * (entries may be symbolic or CG_DIM_UNKNOWN). `label` names it in messages,
  * e.g. "input 'w_hh'" or "weight_hh_l1_reverse". */
-cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
-                               const cg_tensor_desc *d, int ndim, const int64_t *dims) {
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,
+                               const int64_t *dims) {
     if (d->dtype != CG_OP_F32)
-        return cg_op_fail(call, "%s must be f32, got %s", label,
-                          d->dtype == CG_OP_I32 ? "i32" : "an unknown dtype");
+        return cg_op_fail(call, "%s must be f32, got %s", label, d->dtype == CG_OP_I32 ? "i32" : "an unknown dtype");
     cg_tensor_desc want;
     memset(&want, 0, sizeof want);
     want.dtype = CG_OP_F32;
@@ -92,17 +88,14 @@ cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
 
 /* C[m, n] = A[m, k] . W[n, k]^T (W stored row-major like a PyTorch weight);
  * a GEMV when m == 1. Every element of C is written, also when k == 0. */
-void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *w, int64_t ldw, float *c, int64_t ldc) {
-    if (m == 1 && k > 0)
-        cg_cpu_sgemv(0, n, k, 1.0f, w, ldw, a, 0.0f, c);
-    else
-        cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *w, int64_t ldw, float *c,
+                    int64_t ldc) {
+    if (m == 1 && k > 0) cg_cpu_sgemv(0, n, k, 1.0f, w, ldw, a, 0.0f, c);
+    else cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
 }
 
-void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
-                      cg_op_dtype wt, int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch,
-                      float *c, int64_t ldc) {
+void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w, cg_op_dtype wt,
+                      int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch, float *c, int64_t ldc) {
     if (wt == CG_OP_F32) {
         cg_ops_project(m, n, k, a, lda, w, ldw, c, ldc);
         return;
@@ -221,8 +214,7 @@ int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i) {
 
 /* Adds node `op` on the non-negative ids among a, b, c (in that order), with
  * one output. */
-int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
-                    int32_t b, int32_t c) {
+int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a, int32_t b, int32_t c) {
     if (e->st != CG_OP_OK) return -1;
     int32_t in[3], n = 0, out = -1;
     if (a >= 0) in[n++] = a;

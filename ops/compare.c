@@ -24,18 +24,19 @@ static int cmp_type(cg_op_dtype dt) {
     case CG_F32: return CT_F32;
     case CG_I32: return CT_I32;
     case CG_I64: return CT_I64;
-    case CG_U8: case CG_BOOL: return CT_U8;
+    case CG_U8:
+    case CG_BOOL: return CT_U8;
     case CG_I8: return CT_I8;
     default: return -1;
     }
 }
 
 /* f32 compares as IEEE does: NaN is unequal to everything, itself too. */
-#define CMP_LOOPS(SUF, T)                                                \
-    CG_BCAST_LOOP2(eq_##SUF, T, uint8_t, x == y)                         \
-    CG_BCAST_LOOP2(lt_##SUF, T, uint8_t, x < y)                          \
-    CG_BCAST_LOOP2(le_##SUF, T, uint8_t, x <= y)                         \
-    CG_BCAST_LOOP2(gt_##SUF, T, uint8_t, x > y)                          \
+#define CMP_LOOPS(SUF, T)                        \
+    CG_BCAST_LOOP2(eq_##SUF, T, uint8_t, x == y) \
+    CG_BCAST_LOOP2(lt_##SUF, T, uint8_t, x < y)  \
+    CG_BCAST_LOOP2(le_##SUF, T, uint8_t, x <= y) \
+    CG_BCAST_LOOP2(gt_##SUF, T, uint8_t, x > y)  \
     CG_BCAST_LOOP2(ge_##SUF, T, uint8_t, x >= y)
 CMP_LOOPS(f32, float)
 CMP_LOOPS(i32, int32_t)
@@ -43,7 +44,8 @@ CMP_LOOPS(i64, int64_t)
 CMP_LOOPS(u8, uint8_t)
 CMP_LOOPS(i8, int8_t)
 
-#define CMP_ROW(SUF) {eq_##SUF, lt_##SUF, le_##SUF, gt_##SUF, ge_##SUF}
+#define CMP_ROW(SUF) \
+    { eq_##SUF, lt_##SUF, le_##SUF, gt_##SUF, ge_##SUF }
 static const cg_bcast_loop cmp_loops[N_CT][N_CMP] = {CMP_ROW(f32), CMP_ROW(i32), CMP_ROW(i64), CMP_ROW(u8),
                                                      CMP_ROW(i8)};
 
@@ -60,11 +62,13 @@ static cg_op_status cmp_infer(cg_op_call *call, const char *op) {
 }
 
 #define BOOL_DT CG_BOOL
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 /* Comparison cases: small whole-number ranges, so that ties are common,
  * for every dtype; f32 also with NaN-free random values; broadcasts as the
  * arithmetic ops. */
-#define CMP_CASE(DT, LO, HI, nd_a, da, nd_b, db) {2, {{DT, nd_a, da, LO, HI}, {DT, nd_b, db, LO, HI}}, NULL}
+#define CMP_CASE(DT, LO, HI, nd_a, da, nd_b, db) \
+    { 2, {{DT, nd_a, da, LO, HI}, {DT, nd_b, db, LO, HI}}, NULL }
 static const cg_ops_case cmp_cases[] = {
     CMP_CASE(CG_F32, -2, 2, 1, D(1), 1, D(1)),
     CMP_CASE(CG_I32, -3, 3, 1, D(17), 1, D(17)),
@@ -87,7 +91,7 @@ static int32_t case_at(const cg_ops_case *cases, int32_t n, int32_t index, cg_co
 
 static const char *const binary_inputs[] = {"a", "b", NULL};
 
-#define CMP_DOC(WHAT)                                                                          \
+#define CMP_DOC(WHAT)                                                                           \
     "Elementwise " WHAT ": a bool tensor, 1 where it holds. a and b have the same dtype (f32, " \
     "i32, i64, i8, u8 or bool) and broadcast against each other with NumPy rules; f32 "         \
     "compares as IEEE (NaN is unequal to everything, itself included)."
@@ -95,27 +99,23 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
 /* An op of two broadcast inputs and a bool output: the CPU loop LOOP (an
  * expression of the kernel args `a`), the OpenCL kernel BOP of
  * broadcast.cl, conformance cases CASES. */
-#define BOOL_OP(NAME, INFER, LOOP, BOP, CASES, DOC)                                                  \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return cg_bcast_cpu2(a, LOOP); }      \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, BOP); }         \
-    static int32_t NAME##_conform(int32_t i, cg_conform_case *c) {                                  \
-        return case_at(CASES, (int32_t)(sizeof CASES / sizeof CASES[0]), i, c);                      \
-    }                                                                                                \
-    static const cg_kernel_def NAME##_kernels[] = {                                                  \
-        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),        \
-        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),      \
-    };                                                                                               \
-    const cg_op_def cg_op_##NAME = CG_OP(                                                                 \
-        .name = #NAME, .doc = DOC,                                 \
-        .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                        \
-        .input_names = binary_inputs, .infer = INFER,                                                \
-        CG_KERNELS(NAME##_kernels), .conform_case = NAME##_conform                   \
-    );
+#define BOOL_OP(NAME, INFER, LOOP, BOP, CASES, DOC)                                                        \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return cg_bcast_cpu2(a, LOOP); }             \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, BOP); }                \
+    static int32_t NAME##_conform(int32_t i, cg_conform_case *c) {                                         \
+        return case_at(CASES, (int32_t)(sizeof CASES / sizeof CASES[0]), i, c);                            \
+    }                                                                                                      \
+    static const cg_kernel_def NAME##_kernels[] = {                                                        \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),                                           \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),                                         \
+    };                                                                                                     \
+    const cg_op_def cg_op_##NAME = CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 2, .max_inputs = 2,      \
+                                         .min_outputs = 1, .max_outputs = 1, .input_names = binary_inputs, \
+                                         .infer = INFER, CG_KERNELS(NAME##_kernels), .conform_case = NAME##_conform);
 
-#define CMP_OP(NAME, K, WHAT)                                                                        \
-    static cg_op_status NAME##_infer(cg_op_call *call) { return cmp_infer(call, #NAME); }           \
-    BOOL_OP(NAME, NAME##_infer, cmp_loops[cmp_type(a->call->inputs[0].dtype)][K], cmp_bop[K], cmp_cases, \
-            CMP_DOC(WHAT))
+#define CMP_OP(NAME, K, WHAT)                                                             \
+    static cg_op_status NAME##_infer(cg_op_call *call) { return cmp_infer(call, #NAME); } \
+    BOOL_OP(NAME, NAME##_infer, cmp_loops[cmp_type(a->call->inputs[0].dtype)][K], cmp_bop[K], cmp_cases, CMP_DOC(WHAT))
 
 CMP_OP(equal, CMP_EQ, "comparison a == b")
 CMP_OP(less, CMP_LT, "comparison a < b")
@@ -156,7 +156,7 @@ static const cg_ops_case logic_cases[] = {
     CMP_CASE(BOOL_DT, 0, 1, 3, D(7, 1, 1000), 2, D(13, 1)),
 };
 
-#define LOGIC_DOC(WHAT)                                                                        \
+#define LOGIC_DOC(WHAT)                                                                         \
     "Elementwise logical " WHAT " of bool tensors a and b, which broadcast against each other " \
     "with NumPy rules."
 
@@ -197,25 +197,23 @@ static const cg_kernel_def not_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = not_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = not_cl),
 };
-const cg_op_def cg_op_logical_not = CG_OP(
-    .name = "logical_not",
-    .doc = "Elementwise logical not of bool tensor x (1 where x is 0); the output has x's shape.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = not_inputs, .infer = logic_infer,
-    CG_KERNELS(not_kernels), .conform_case = not_conform
-);
+const cg_op_def cg_op_logical_not =
+    CG_OP(.name = "logical_not",
+          .doc = "Elementwise logical not of bool tensor x (1 where x is 0); the output has x's shape.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = not_inputs,
+          .infer = logic_infer, CG_KERNELS(not_kernels), .conform_case = not_conform);
 
 /* ------------------------------------------------------------------ */
 /* where                                                               */
 
 /* out = c ? x : y for elements of T; c advances by s[0], x by s[1], y by
  * s[2] (each 0 or 1). */
-#define WHERE_LOOP(NAME, T)                                                              \
-    static void NAME(const void *const *in, const int64_t *s, void *o_, int64_t n) {     \
-        const uint8_t *c = in[0];                                                        \
-        const T *x = in[1], *y = in[2];                                                  \
-        T *o = o_;                                                                       \
-        for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]];  \
+#define WHERE_LOOP(NAME, T)                                                             \
+    static void NAME(const void *const *in, const int64_t *s, void *o_, int64_t n) {    \
+        const uint8_t *c = in[0];                                                       \
+        const T *x = in[1], *y = in[2];                                                 \
+        T *o = o_;                                                                      \
+        for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]]; \
     }
 WHERE_LOOP(where_1, uint8_t)
 WHERE_LOOP(where_2, uint16_t)
@@ -272,7 +270,7 @@ static cg_op_status where_cl(const cg_kernel_args *a) {
 }
 
 #define WHERE_CASE(DT, LO, HI, nd_c, dc, nd_x, dx, nd_y, dy) \
-    {3, {{CG_BOOL, nd_c, dc, 0, 1}, {DT, nd_x, dx, LO, HI}, {DT, nd_y, dy, LO, HI}}, NULL}
+    { 3, {{CG_BOOL, nd_c, dc, 0, 1}, {DT, nd_x, dx, LO, HI}, {DT, nd_y, dy, LO, HI}}, NULL }
 static const cg_ops_case where_cases[] = {
     WHERE_CASE(CG_F32, -2, 2, 1, D(1), 1, D(1), 1, D(1)),
     WHERE_CASE(CG_F32, -2, 2, 1, D(17), 1, D(17), 1, D(17)),
@@ -293,11 +291,9 @@ static const cg_kernel_def where_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = where_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = where_cl),
 };
-const cg_op_def cg_op_where = CG_OP(
-    .name = "where",
-    .doc = "Elementwise choice: x where cond (bool) is true, else y. x and y have the same dtype "
-           "(any); the three broadcast against each other with NumPy rules.",
-    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .input_names = where_inputs, .infer = where_infer,
-    CG_KERNELS(where_kernels), .conform_case = where_conform
-);
+const cg_op_def cg_op_where =
+    CG_OP(.name = "where",
+          .doc = "Elementwise choice: x where cond (bool) is true, else y. x and y have the same dtype "
+                 "(any); the three broadcast against each other with NumPy rules.",
+          .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = where_inputs,
+          .infer = where_infer, CG_KERNELS(where_kernels), .conform_case = where_conform);

@@ -13,11 +13,11 @@ enum { CS_AXIS, CS_EXCLUSIVE, CS_REVERSE };
 
 static const cg_attr_def cumsum_attrs[] = {
     CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the dim summed along; negative counts from the end"),
+            .doc = "the dim summed along; negative counts from the end"),
     CG_ATTR(.name = "exclusive", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "1: element j holds the sum of the elements before j (the first 0)"),
+            .doc = "1: element j holds the sum of the elements before j (the first 0)"),
     CG_ATTR(.name = "reverse", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "1: sum from the end of the axis toward its start"),
+            .doc = "1: sum from the end of the axis toward its start"),
 };
 
 /* x viewed as [outer, len, inner] around the axis. */
@@ -34,8 +34,7 @@ static void lines(const cg_op_call *call, int64_t *outer, int64_t *len, int64_t 
 static cg_op_status cumsum_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0];
     if (x->dtype != CG_F32 && x->dtype != CG_I32 && x->dtype != CG_I64)
-        return cg_op_fail(call, "input 0 (x) has unsupported dtype %s (f32, i32 or i64)",
-                          cg_ops_dtype_name(x->dtype));
+        return cg_op_fail(call, "input 0 (x) has unsupported dtype %s (f32, i32 or i64)", cg_ops_dtype_name(x->dtype));
     const int64_t axis = call->attrs[CS_AXIS].i, nd = x->ndim ? x->ndim : 1;
     if (axis < -nd || axis >= nd)
         return cg_op_fail(call, "axis %lld is out of range for %d dims", (long long)axis, x->ndim);
@@ -50,15 +49,15 @@ static cg_op_status cumsum_infer(cg_op_call *call) {
 /* One line of n elements, `step` apart, from its first (or last) one;
  * integers summed unsigned (T2) so that they wrap. In place is fine: each
  * element is read before it is written. */
-#define CS_LINE(NAME, T, T2)                                                                   \
-    static void NAME(const T *x, T *y, int64_t n, int64_t step, int excl) {                   \
-        T2 acc = 0;                                                                            \
-        for (int64_t j = 0; j < n; j++, x += step, y += step) {                                \
-            const T2 v = (T2)*x;                                                               \
-            if (excl) *y = (T)acc;                                                             \
-            acc += v;                                                                          \
-            if (!excl) *y = (T)acc;                                                            \
-        }                                                                                      \
+#define CS_LINE(NAME, T, T2)                                                \
+    static void NAME(const T *x, T *y, int64_t n, int64_t step, int excl) { \
+        T2 acc = 0;                                                         \
+        for (int64_t j = 0; j < n; j++, x += step, y += step) {             \
+            const T2 v = (T2)*x;                                            \
+            if (excl) *y = (T)acc;                                          \
+            acc += v;                                                       \
+            if (!excl) *y = (T)acc;                                         \
+        }                                                                   \
     }
 CS_LINE(line_f32, float, float)
 CS_LINE(line_i32, int32_t, uint32_t)
@@ -94,21 +93,23 @@ static cg_op_status cumsum_cl(const cg_kernel_args *a) {
     const int64_t n = outer * inner;
     if (n == 0 || len == 0) return CG_OP_OK;
     const int wide = cg_desc_numel(&call->inputs[0]) > INT32_MAX;
-    const char *opts = dt == CG_I32 ? "-DCS_T=int -DCS_U=uint" : dt == CG_I64 ? "-DCS_T=long -DCS_U=ulong"
-                                                                              : "-DCS_T=float -DCS_U=float";
+    const char *opts = dt == CG_I32   ? "-DCS_T=int -DCS_U=uint"
+                       : dt == CG_I64 ? "-DCS_T=long -DCS_U=ulong"
+                                      : "-DCS_T=float -DCS_U=float";
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_reduce, name, wide, 0, opts);
     if (!k) return CG_OP_ERROR;
     cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
     const cl_long l = len, in = inner;
     const cl_int excl = call->attrs[CS_EXCLUSIVE].i != 0, rev = call->attrs[CS_REVERSE].i != 0;
-    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),    CG_OPS_CL_ARG(y),   CG_OPS_CL_ARG(l),
-                                     CG_OPS_CL_ARG(in),   CG_OPS_CL_ARG(excl), CG_OPS_CL_ARG(rev)};
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),  CG_OPS_CL_ARG(y),    CG_OPS_CL_ARG(l),
+                                     CG_OPS_CL_ARG(in), CG_OPS_CL_ARG(excl), CG_OPS_CL_ARG(rev)};
     if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v) || cg_ops_cl_idx(a, k, name, 6, wide, n))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 static const cg_ops_case cumsum_cases[] = {
     {1, {{CG_F32, 1, D(1), -2, 2}}, NULL},
     {1, {{CG_F32, 0, D(0), -2, 2}}, NULL},
@@ -133,13 +134,11 @@ static const cg_kernel_def cumsum_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = cumsum_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = cumsum_cl),
 };
-const cg_op_def cg_op_cumsum = CG_OP(
-    .name = "cumsum",
-    .doc = "Running sums of x (f32, i32 or i64) along `axis`: y[..., j, ...] = x[..., 0, ...] + ... + "
-           "x[..., j, ...]; exclusive: 1 leaves x[..., j, ...] out (y starts at 0), reverse: 1 sums from "
-           "the end. Sums are taken in order along the axis on every device; integers wrap around. y "
-           "has x's shape and dtype.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = cumsum_inputs, CG_ATTRS(cumsum_attrs), .infer = cumsum_infer,
-    CG_KERNELS(cumsum_kernels), .conform_case = cumsum_conform
-);
+const cg_op_def cg_op_cumsum =
+    CG_OP(.name = "cumsum",
+          .doc = "Running sums of x (f32, i32 or i64) along `axis`: y[..., j, ...] = x[..., 0, ...] + ... + "
+                 "x[..., j, ...]; exclusive: 1 leaves x[..., j, ...] out (y starts at 0), reverse: 1 sums from "
+                 "the end. Sums are taken in order along the axis on every device; integers wrap around. y "
+                 "has x's shape and dtype.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = cumsum_inputs,
+          CG_ATTRS(cumsum_attrs), .infer = cumsum_infer, CG_KERNELS(cumsum_kernels), .conform_case = cumsum_conform);

@@ -23,9 +23,7 @@
 /* Integer division truncates toward zero; x / 0 is 0 and MIN / -1 wraps
  * to MIN (C leaves both undefined, and x86 traps on them). i32 operands
  * come in widened; their quotient's low 32 bits are the i32 result. */
-static inline int64_t idiv(int64_t x, int64_t y) {
-    return y == 0 ? 0 : y == -1 ? (int64_t)(0u - (uint64_t)x) : x / y;
-}
+static inline int64_t idiv(int64_t x, int64_t y) { return y == 0 ? 0 : y == -1 ? (int64_t)(0u - (uint64_t)x) : x / y; }
 
 /* Integer power by squaring, wrapping around; a negative exponent gives 0
  * but for the bases 1 and -1 (1 / x^-e truncated). */
@@ -67,25 +65,23 @@ CG_BCAST_LOOP2(min_i64_loop, int64_t, int64_t, x < y ? x : y)
 // clang-format off
 #define WRAP8(T, op) ((T)(uint8_t)((unsigned)x op (unsigned)y))
 // clang-format on
-#define LOOPS8(SUF, T)                                                            \
-    CG_BCAST_LOOP2(add_##SUF##_loop, T, T, WRAP8(T, +))                           \
-    CG_BCAST_LOOP2(sub_##SUF##_loop, T, T, WRAP8(T, -))                           \
-    CG_BCAST_LOOP2(mul_##SUF##_loop, T, T, WRAP8(T, *))                           \
-    CG_BCAST_LOOP2(div_##SUF##_loop, T, T, (T)(uint8_t)idiv(x, y))                \
-    CG_BCAST_LOOP2(pow_##SUF##_loop, T, T, (T)(uint8_t)ipow(x, y, 64))            \
-    CG_BCAST_LOOP2(max_##SUF##_loop, T, T, x > y ? x : y)                         \
+#define LOOPS8(SUF, T)                                                 \
+    CG_BCAST_LOOP2(add_##SUF##_loop, T, T, WRAP8(T, +))                \
+    CG_BCAST_LOOP2(sub_##SUF##_loop, T, T, WRAP8(T, -))                \
+    CG_BCAST_LOOP2(mul_##SUF##_loop, T, T, WRAP8(T, *))                \
+    CG_BCAST_LOOP2(div_##SUF##_loop, T, T, (T)(uint8_t)idiv(x, y))     \
+    CG_BCAST_LOOP2(pow_##SUF##_loop, T, T, (T)(uint8_t)ipow(x, y, 64)) \
+    CG_BCAST_LOOP2(max_##SUF##_loop, T, T, x > y ? x : y)              \
     CG_BCAST_LOOP2(min_##SUF##_loop, T, T, x < y ? x : y)
 LOOPS8(i8, int8_t)
 LOOPS8(u8, uint8_t)
-
 
 /* ------------------------------------------------------------------ */
 /* OpenCL                                                              */
 
 /* Runs unary kernel `name` of elementwise.cl (x, y, n[, extra float
  * args]) over input 0. */
-static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n_f,
-                                const float *f) {
+static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n_f, const float *f) {
     return cg_ops_cl_unary(a, cg_cl_elementwise, name, n_f, f);
 }
 
@@ -102,17 +98,18 @@ static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n
  * work-group sizes. f32 values in [-2, 2]; i32 and i64 values over most of
  * their range so that add/sub/mul wrap around. */
 #define BIN_F(nd_a, da, nd_b, db) \
-    {2, {{F32, nd_a, da, -2, 2}, {F32, nd_b, db, -2, 2}}, NULL}
+    { 2, {{F32, nd_a, da, -2, 2}, {F32, nd_b, db, -2, 2}}, NULL }
 #define BIN_I(nd_a, da, nd_b, db) \
-    {2, {{I32, nd_a, da, IMIN, IMAX}, {I32, nd_b, db, IMIN, IMAX}}, NULL}
+    { 2, {{I32, nd_a, da, IMIN, IMAX}, {I32, nd_b, db, IMIN, IMAX}}, NULL }
 #define LMAX 9.2e18
 #define BIN_L(nd_a, da, nd_b, db) \
-    {2, {{CG_I64, nd_a, da, -LMAX, LMAX}, {CG_I64, nd_b, db, -LMAX, LMAX}}, NULL}
+    { 2, {{CG_I64, nd_a, da, -LMAX, LMAX}, {CG_I64, nd_b, db, -LMAX, LMAX}}, NULL }
 #define BIN_B(nd_a, da, nd_b, db) \
-    {2, {{CG_I8, nd_a, da, -128, 127}, {CG_I8, nd_b, db, -128, 127}}, NULL}
+    { 2, {{CG_I8, nd_a, da, -128, 127}, {CG_I8, nd_b, db, -128, 127}}, NULL }
 #define BIN_U(nd_a, da, nd_b, db) \
-    {2, {{CG_U8, nd_a, da, 0, 255}, {CG_U8, nd_b, db, 0, 255}}, NULL}
-#define D(...) {__VA_ARGS__}
+    { 2, {{CG_U8, nd_a, da, 0, 255}, {CG_U8, nd_b, db, 0, 255}}, NULL }
+#define D(...) \
+    { __VA_ARGS__ }
 
 static const cg_ops_case bin_cases[] = {
     BIN_F(1, D(1), 1, D(1)),
@@ -185,14 +182,14 @@ static int32_t bin_conform(int32_t index, cg_conform_case *c, int range) {
 
 static cg_op_status binary_infer(cg_op_call *call, const char *op) {
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
-    if (a->dtype != CG_F32 && a->dtype != CG_I32 && a->dtype != CG_I64 && a->dtype != CG_I8 &&
-        a->dtype != CG_U8)
+    if (a->dtype != CG_F32 && a->dtype != CG_I32 && a->dtype != CG_I64 && a->dtype != CG_I8 && a->dtype != CG_U8)
         return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (f32, i32, i64, i8 or u8)",
                           cg_ops_dtype_name(a->dtype), op);
     if (a->dtype != b->dtype)
-        return cg_op_fail(call, "inputs have mixed dtypes %s and %s; %s needs both the same "
-                          "(use cast)", cg_ops_dtype_name(a->dtype),
-                          cg_ops_dtype_name(b->dtype), op);
+        return cg_op_fail(call,
+                          "inputs have mixed dtypes %s and %s; %s needs both the same "
+                          "(use cast)",
+                          cg_ops_dtype_name(a->dtype), cg_ops_dtype_name(b->dtype), op);
     cg_tensor_desc *o = &call->outputs[0];
     o->dtype = a->dtype;
     return cg_broadcast_shapes(call, a, b, o);
@@ -206,37 +203,25 @@ static cg_op_status binary_cpu(const cg_kernel_args *args, const cg_bcast_loop l
 
 static const char *const binary_inputs[] = {"a", "b", NULL};
 
-#define BINARY_OP(NAME, BOP, RANGE, DOC)                                           \
-    static cg_op_status NAME##_infer(cg_op_call *call) {                          \
-        return binary_infer(call, #NAME);                                         \
-    }                                                                             \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
-        static const cg_bcast_loop l[5] = {NAME##_f32_loop, NAME##_i32_loop,      \
-                                           NAME##_i64_loop, NAME##_i8_loop,       \
-                                           NAME##_u8_loop};                       \
-        return binary_cpu(a, l);                                                  \
-    }                                                                             \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) {                      \
-        return cg_bcast_cl2(a, BOP);                                              \
-    }                                                                             \
-    static int32_t NAME##_conform(int32_t index, cg_conform_case *c) {            \
-        return bin_conform(index, c, RANGE);                                      \
-    }                                                                             \
-    static const cg_kernel_def NAME##_kernels[] = {                               \
-        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                \
-        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),              \
-    };                                                                            \
-    const cg_op_def cg_op_##NAME = CG_OP(                                              \
-        .name = #NAME,                                                            \
-        .doc = DOC,                                                               \
-        .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,     \
-        .input_names = binary_inputs,                                             \
-        .infer = NAME##_infer,                                                    \
-        CG_KERNELS(NAME##_kernels),                                \
-        .conform_case = NAME##_conform                                           \
-    );
+#define BINARY_OP(NAME, BOP, RANGE, DOC)                                                                       \
+    static cg_op_status NAME##_infer(cg_op_call *call) { return binary_infer(call, #NAME); }                   \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                                                  \
+        static const cg_bcast_loop l[5] = {NAME##_f32_loop, NAME##_i32_loop, NAME##_i64_loop, NAME##_i8_loop,  \
+                                           NAME##_u8_loop};                                                    \
+        return binary_cpu(a, l);                                                                               \
+    }                                                                                                          \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, BOP); }                    \
+    static int32_t NAME##_conform(int32_t index, cg_conform_case *c) { return bin_conform(index, c, RANGE); }  \
+    static const cg_kernel_def NAME##_kernels[] = {                                                            \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                            \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),                          \
+    };                                                                                                         \
+    const cg_op_def cg_op_##NAME =                                                                             \
+        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, \
+              .input_names = binary_inputs, .infer = NAME##_infer, CG_KERNELS(NAME##_kernels),                 \
+              .conform_case = NAME##_conform);
 
-#define BCAST_DOC                                                                 \
+#define BCAST_DOC                                                                \
     " a and b broadcast against each other with NumPy rules (shapes are "        \
     "right-aligned; a dim of size 1 stretches to the other's size); the output " \
     "has the broadcast shape. Both inputs must have the same dtype: f32, i32, i64, i8 or u8."
@@ -253,12 +238,9 @@ static const char *const binary_inputs[] = {"a", "b", NULL};
 #define minimum_i8_loop min_i8_loop
 #define minimum_u8_loop min_u8_loop
 
-BINARY_OP(add, "ADD", RANGE_ANY,
-          "Elementwise sum a + b (integers wrap around on overflow)." BCAST_DOC)
-BINARY_OP(sub, "SUB", RANGE_ANY,
-          "Elementwise difference a - b (integers wrap around on overflow)." BCAST_DOC)
-BINARY_OP(mul, "MUL", RANGE_ANY,
-          "Elementwise product a * b (integers wrap around on overflow)." BCAST_DOC)
+BINARY_OP(add, "ADD", RANGE_ANY, "Elementwise sum a + b (integers wrap around on overflow)." BCAST_DOC)
+BINARY_OP(sub, "SUB", RANGE_ANY, "Elementwise difference a - b (integers wrap around on overflow)." BCAST_DOC)
+BINARY_OP(mul, "MUL", RANGE_ANY, "Elementwise product a * b (integers wrap around on overflow)." BCAST_DOC)
 BINARY_OP(div, "DIV", RANGE_DIV,
           "Elementwise quotient a / b: f32 with IEEE semantics (x / 0 is +-inf, 0 / 0 is NaN); "
           "integers truncate toward zero (as C and ONNX Runtime), x / 0 is 0 and the most "
@@ -280,8 +262,8 @@ BINARY_OP(minimum, "MIN", RANGE_ANY,
 static cg_op_status unary_infer(cg_op_call *call, const char *op, int allow_i32) {
     const cg_tensor_desc *x = &call->inputs[0];
     if (x->dtype != CG_OP_F32 && !(allow_i32 && x->dtype == CG_OP_I32))
-        return cg_op_fail(call, "input 0 (x) must be %s for %s, got %s",
-                          allow_i32 ? "f32 or i32" : "f32", op, cg_ops_dtype_name(x->dtype));
+        return cg_op_fail(call, "input 0 (x) must be %s for %s, got %s", allow_i32 ? "f32 or i32" : "f32", op,
+                          cg_ops_dtype_name(x->dtype));
     call->outputs[0] = *x;
     return CG_OP_OK;
 }
@@ -291,20 +273,20 @@ static float neg_f(float x) { return -x; }
 
 /* Elementwise in place is allowed: each element is read before it is
  * written at the same index. */
-#define UNARY_F32(NAME, FN)                                                       \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
-        const float *x = a->in[0];                                                \
-        float *y = a->out[0];                                                     \
-        int64_t n = cg_desc_numel(&a->call->inputs[0]);                           \
-        for (int64_t i = 0; i < n; i++) y[i] = FN(x[i]);                          \
-        return CG_OP_OK;                                                          \
+#define UNARY_F32(NAME, FN)                                   \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { \
+        const float *x = a->in[0];                            \
+        float *y = a->out[0];                                 \
+        int64_t n = cg_desc_numel(&a->call->inputs[0]);       \
+        for (int64_t i = 0; i < n; i++) y[i] = FN(x[i]);      \
+        return CG_OP_OK;                                      \
     }
 
 /* The transcendental ones run on the CPU backend's vector functions. */
-#define UNARY_VEC_F32(NAME, VFN)                                                  \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                     \
-        VFN(a->in[0], a->out[0], (size_t)cg_desc_numel(&a->call->inputs[0]));      \
-        return CG_OP_OK;                                                          \
+#define UNARY_VEC_F32(NAME, VFN)                                              \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                 \
+        VFN(a->in[0], a->out[0], (size_t)cg_desc_numel(&a->call->inputs[0])); \
+        return CG_OP_OK;                                                      \
     }
 
 UNARY_VEC_F32(tanh, cg_cpu_vtanh)
@@ -331,14 +313,11 @@ static cg_op_status neg_cpu(const cg_kernel_args *a) {
 }
 
 static cg_op_status neg_cl(const cg_kernel_args *a) {
-    return ew_unary_cl(a, a->call->inputs[0].dtype == CG_OP_I32 ? "un_neg_i32" : "un_neg_f32",
-                       0, NULL);
+    return ew_unary_cl(a, a->call->inputs[0].dtype == CG_OP_I32 ? "un_neg_i32" : "un_neg_f32", 0, NULL);
 }
 
-#define UNARY_CL(NAME)                                                            \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) {                      \
-        return ew_unary_cl(a, "un_" #NAME, 0, NULL);                              \
-    }
+#define UNARY_CL(NAME) \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return ew_unary_cl(a, "un_" #NAME, 0, NULL); }
 UNARY_CL(tanh)
 UNARY_CL(sigmoid)
 UNARY_CL(exp)
@@ -351,20 +330,20 @@ static const struct {
     int nd;
     int64_t d[4];
 } un_shapes[] = {
-    {1, {1}}, {0, {0}}, {1, {3}}, {1, {17}}, {3, {2, 3, 5}}, {1, {257}},
-    {2, {4, 1000}}, {2, {100, 1000}},
+    {1, {1}}, {0, {0}}, {1, {3}}, {1, {17}}, {3, {2, 3, 5}}, {1, {257}}, {2, {4, 1000}}, {2, {100, 1000}},
 };
 #define N_UN_SHAPES ((int32_t)(sizeof un_shapes / sizeof un_shapes[0]))
 
 /* Case `index` of a unary op with f32 values in [lo, hi]; with i32, every
  * shape is also run as i32 over the whole range (so -INT32_MIN wraps). */
-static int32_t un_conform(int32_t index, cg_conform_case *c, double lo, double hi, int i32,
-                          const char *attrs) {
+static int32_t un_conform(int32_t index, cg_conform_case *c, double lo, double hi, int i32, const char *attrs) {
     int32_t per = i32 ? 2 : 1;
     if (index < 0 || index >= N_UN_SHAPES * per) return 0;
     int is_i32 = i32 && index % 2 == 1;
-    cg_ops_case t = {1, {{is_i32 ? CG_OP_I32 : CG_OP_F32, un_shapes[index / per].nd, {0},
-                          is_i32 ? IMIN : lo, is_i32 ? IMAX : hi}}, attrs};
+    cg_ops_case t = {
+        1,
+        {{is_i32 ? CG_OP_I32 : CG_OP_F32, un_shapes[index / per].nd, {0}, is_i32 ? IMIN : lo, is_i32 ? IMAX : hi}},
+        attrs};
     memcpy(t.in[0].d, un_shapes[index / per].d, sizeof t.in[0].d);
     cg_ops_fill_case(&t, 1, c);
     return 1;
@@ -374,9 +353,7 @@ static int32_t un_conform(int32_t index, cg_conform_case *c, double lo, double h
  * positive inputs; exp stays where results are moderate. */
 static int32_t neg_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -2, 2, 1, NULL); }
 static int32_t tanh_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -6, 6, 0, NULL); }
-static int32_t sigmoid_conform(int32_t i, cg_conform_case *c) {
-    return un_conform(i, c, -100, 100, 0, NULL);
-}
+static int32_t sigmoid_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -100, 100, 0, NULL); }
 static int32_t exp_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, -4, 4, 0, NULL); }
 static int32_t log_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, 0.05, 8, 0, NULL); }
 static int32_t sqrt_conform(int32_t i, cg_conform_case *c) { return un_conform(i, c, 0, 8, 0, NULL); }
@@ -384,24 +361,16 @@ static int32_t relu_conform(int32_t i, cg_conform_case *c) { return un_conform(i
 
 static const char *const unary_inputs[] = {"x", NULL};
 
-#define UNARY_OP(NAME, I32, DOC)                                                  \
-    static cg_op_status NAME##_infer(cg_op_call *call) {                          \
-        return unary_infer(call, #NAME, I32);                                     \
-    }                                                                             \
-    static const cg_kernel_def NAME##_kernels[] = {                               \
-        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                \
-        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),              \
-    };                                                                            \
-    const cg_op_def cg_op_##NAME = CG_OP(                                              \
-        .name = #NAME,                                                            \
-        .doc = DOC,                                                               \
-        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,     \
-        .input_names = unary_inputs,                                              \
-        .infer = NAME##_infer,                                                    \
-        CG_KERNELS(NAME##_kernels),                                \
-        .flags = CG_OP_FLAG_INPLACE0,                                             \
-        .conform_case = NAME##_conform                                           \
-    );
+#define UNARY_OP(NAME, I32, DOC)                                                                               \
+    static cg_op_status NAME##_infer(cg_op_call *call) { return unary_infer(call, #NAME, I32); }               \
+    static const cg_kernel_def NAME##_kernels[] = {                                                            \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                            \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),                          \
+    };                                                                                                         \
+    const cg_op_def cg_op_##NAME =                                                                             \
+        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, \
+              .input_names = unary_inputs, .infer = NAME##_infer, CG_KERNELS(NAME##_kernels),                  \
+              .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_conform);
 
 UNARY_OP(neg, 1,
          "Elementwise negation -x, f32 or i32 (i32 wraps around: -INT32_MIN is "
@@ -432,15 +401,12 @@ UNARY_OP(relu, 0,
 enum { AFFINE_ALPHA, AFFINE_BETA };
 
 static const cg_attr_def affine_attrs[] = {
-    CG_ATTR(.name = "alpha", .type = CG_ATTR_FLOAT,
-     .default_float = 1.0, .doc = "scale applied to x (default 1.0)"),
-    CG_ATTR(.name = "beta", .type = CG_ATTR_FLOAT,
-     .default_float = 0.0, .doc = "offset added after scaling (default 0.0)"),
+    CG_ATTR(.name = "alpha", .type = CG_ATTR_FLOAT, .default_float = 1.0, .doc = "scale applied to x (default 1.0)"),
+    CG_ATTR(.name = "beta", .type = CG_ATTR_FLOAT, .default_float = 0.0,
+            .doc = "offset added after scaling (default 0.0)"),
 };
 
-static cg_op_status affine_infer(cg_op_call *call) {
-    return unary_infer(call, "affine", 0);
-}
+static cg_op_status affine_infer(cg_op_call *call) { return unary_infer(call, "affine", 0); }
 
 static cg_op_status affine_cpu(const cg_kernel_args *a) {
     const float *x = a->in[0];
@@ -453,15 +419,13 @@ static cg_op_status affine_cpu(const cg_kernel_args *a) {
 }
 
 static cg_op_status affine_cl(const cg_kernel_args *a) {
-    const float f[2] = {(float)a->call->attrs[AFFINE_ALPHA].f,
-                        (float)a->call->attrs[AFFINE_BETA].f};
+    const float f[2] = {(float)a->call->attrs[AFFINE_ALPHA].f, (float)a->call->attrs[AFFINE_BETA].f};
     return ew_unary_cl(a, "un_affine", 2, f);
 }
 
 /* Defaults, then explicit alpha and beta, over the unary shapes. */
 static int32_t affine_conform(int32_t i, cg_conform_case *c) {
-    static const char *const attrs[] = {NULL, "alpha: 2.5, beta: -0.75", "alpha: -0.125",
-                                        "beta: 3"};
+    static const char *const attrs[] = {NULL, "alpha: 2.5, beta: -0.75", "alpha: -0.125", "beta: 3"};
     if (i < 0 || i >= N_UN_SHAPES * 4) return 0;
     return un_conform(i / 4, c, -2, 2, 0, attrs[i % 4]);
 }
@@ -471,17 +435,11 @@ static const cg_kernel_def affine_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = affine_cl),
 };
 
-const cg_op_def cg_op_affine = CG_OP(
-    .name = "affine",
-    .doc = "Elementwise y = alpha * x + beta on an f32 tensor, with scalar float "
-           "attributes alpha (default 1.0) and beta (default 0.0), computed in "
-           "single precision. Output has x's shape; may run in place.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = unary_inputs,
-    CG_ATTRS(affine_attrs),
-    .infer = affine_infer,
-    CG_KERNELS(affine_kernels),
-    .flags = CG_OP_FLAG_INPLACE0,
-    .conform_case = affine_conform
-);
-
+const cg_op_def cg_op_affine =
+    CG_OP(.name = "affine",
+          .doc = "Elementwise y = alpha * x + beta on an f32 tensor, with scalar float "
+                 "attributes alpha (default 1.0) and beta (default 0.0), computed in "
+                 "single precision. Output has x's shape; may run in place.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = unary_inputs,
+          CG_ATTRS(affine_attrs), .infer = affine_infer, CG_KERNELS(affine_kernels), .flags = CG_OP_FLAG_INPLACE0,
+          .conform_case = affine_conform);

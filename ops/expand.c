@@ -11,8 +11,8 @@ enum { EXPAND_SHAPE };
 
 static const cg_attr_def expand_attrs[] = {
     CG_ATTR(.name = "shape", .type = CG_ATTR_DIMS, .required = 1,
-     .doc = "the dims x is broadcast against (sizes or dim names; a 1 keeps x's dim); the output has "
-     "the broadcast shape"),
+            .doc = "the dims x is broadcast against (sizes or dim names; a 1 keeps x's dim); the output has "
+                   "the broadcast shape"),
 };
 
 static cg_op_status expand_infer(cg_op_call *call) {
@@ -40,13 +40,13 @@ static cg_op_status expand_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
-#define COPY_LOOP(NAME, T)                                                              \
-    static void NAME(const void *const *in, const int64_t *s, void *o_, int64_t n) {    \
-        const T *x = in[0];                                                             \
-        T *o = o_;                                                                      \
-        if (s[0]) memcpy(o, x, (size_t)n * sizeof(T));                                  \
-        else                                                                            \
-            for (int64_t i = 0; i < n; i++) o[i] = x[0];                                \
+#define COPY_LOOP(NAME, T)                                                           \
+    static void NAME(const void *const *in, const int64_t *s, void *o_, int64_t n) { \
+        const T *x = in[0];                                                          \
+        T *o = o_;                                                                   \
+        if (s[0]) memcpy(o, x, (size_t)n * sizeof(T));                               \
+        else                                                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = x[0];                             \
     }
 COPY_LOOP(copy_1, uint8_t)
 COPY_LOOP(copy_2, uint16_t)
@@ -82,7 +82,8 @@ static cg_op_status expand_cl(const cg_kernel_args *a) {
     return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 static const cg_ops_case expand_cases[] = {
     {1, {{CG_F32, 0, D(0), -2, 2}}, "shape: [3]"},
     {1, {{CG_F32, 1, D(3), -2, 2}}, "shape: [4, 1]"},
@@ -107,12 +108,10 @@ static const cg_kernel_def expand_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = expand_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = expand_cl),
 };
-const cg_op_def cg_op_expand = CG_OP(
-    .name = "expand",
-    .doc = "x (any dtype) broadcast against the dims of attribute shape, and of each further "
-           "input (like, any dtype: only its dims are read), with NumPy rules: the output has the "
-           "broadcast shape, each element a copy of the x element it maps to.",
-    .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-    .input_names = expand_inputs, CG_ATTRS(expand_attrs), .infer = expand_infer,
-    CG_KERNELS(expand_kernels), .conform_case = expand_conform
-);
+const cg_op_def cg_op_expand =
+    CG_OP(.name = "expand",
+          .doc = "x (any dtype) broadcast against the dims of attribute shape, and of each further "
+                 "input (like, any dtype: only its dims are read), with NumPy rules: the output has the "
+                 "broadcast shape, each element a copy of the x element it maps to.",
+          .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .input_names = expand_inputs,
+          CG_ATTRS(expand_attrs), .infer = expand_infer, CG_KERNELS(expand_kernels), .conform_case = expand_conform);

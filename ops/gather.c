@@ -21,12 +21,11 @@ static cg_op_status gather_cl(const cg_kernel_args *a, int64_t n_src, int64_t ro
     if (!k) return CG_OP_ERROR;
     cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], dst = (cl_mem)a->out[0];
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};
-    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
-        cg_ops_cl_idx(a, k, kn, 3, wide, n_src) || cg_ops_cl_idx(a, k, kn, 4, wide, row) ||
-        cg_ops_cl_idx(a, k, kn, 5, wide, total) || cg_ops_cl_check_args(a, k, kn, 6))
+    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) || cg_ops_cl_idx(a, k, kn, 3, wide, n_src) ||
+        cg_ops_cl_idx(a, k, kn, 4, wide, row) || cg_ops_cl_idx(a, k, kn, 5, wide, total) ||
+        cg_ops_cl_check_args(a, k, kn, 6))
         return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(a, k, NULL, total,
-                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+    return cg_ops_cl_launch_1d(a, k, NULL, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* Conformance cases: x (f32 or i32) of shape d0 and an i32 index of shape
@@ -86,20 +85,14 @@ static cg_op_status embedding_cpu(const cg_kernel_args *a) {
 
 static cg_op_status embedding_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    return gather_cl(a, call->inputs[0].dims[0], call->inputs[0].dims[1],
-                     cg_desc_numel(&call->inputs[1]), 4);
+    return gather_cl(a, call->inputs[0].dims[0], call->inputs[0].dims[1], cg_desc_numel(&call->inputs[1]), 4);
 }
 
 /* weight [V, E], ids of any shape in [0, V). */
 static const gather_case embedding_cases[] = {
-    {CG_OP_F32, 2, 1, {1, 1}, {1}},
-    {CG_OP_F32, 2, 0, {3, 3}, {0}},          /* a scalar id */
-    {CG_OP_F32, 2, 1, {3, 3}, {3}},
-    {CG_OP_F32, 2, 2, {17, 5}, {2, 3}},
-    {CG_OP_F32, 2, 3, {5, 17}, {4, 3, 2}},
-    {CG_OP_F32, 2, 1, {257, 33}, {17}},
-    {CG_OP_F32, 2, 1, {1000, 64}, {257}},
-    {CG_OP_F32, 2, 2, {50, 1000}, {3, 17}},
+    {CG_OP_F32, 2, 1, {1, 1}, {1}},     {CG_OP_F32, 2, 0, {3, 3}, {0}}, /* a scalar id */
+    {CG_OP_F32, 2, 1, {3, 3}, {3}},     {CG_OP_F32, 2, 2, {17, 5}, {2, 3}},   {CG_OP_F32, 2, 3, {5, 17}, {4, 3, 2}},
+    {CG_OP_F32, 2, 1, {257, 33}, {17}}, {CG_OP_F32, 2, 1, {1000, 64}, {257}}, {CG_OP_F32, 2, 2, {50, 1000}, {3, 17}},
 };
 
 /* Case `index` of cases[0..n), then two error cases on cases[err]: indices
@@ -116,27 +109,21 @@ static int32_t gather_conform(const gather_case *cases, int32_t n, int32_t err, 
 }
 
 static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
-    return gather_conform(embedding_cases, (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]), 3, index,
-                          c);
+    return gather_conform(embedding_cases, (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]), 3, index, c);
 }
 
 static const cg_kernel_def embedding_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = embedding_cpu),
-    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const embedding_inputs[] = {"weight", "ids", NULL};
 
-const cg_op_def cg_op_embedding = CG_OP(
-    .name = "embedding",
-    .doc = "Looks up rows of weight [V, E] for integer ids of any shape; "
-           "output [..., E]. An id outside [0, V) is a run-time error on every device.",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = embedding_inputs,
-    .infer = embedding_infer,
-    CG_KERNELS(embedding_kernels),
-    .conform_case = embedding_conform
-);
+const cg_op_def cg_op_embedding =
+    CG_OP(.name = "embedding",
+          .doc = "Looks up rows of weight [V, E] for integer ids of any shape; "
+                 "output [..., E]. An id outside [0, V) is a run-time error on every device.",
+          .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = embedding_inputs,
+          .infer = embedding_infer, CG_KERNELS(embedding_kernels), .conform_case = embedding_conform);
 
 /* ---- gather_rows(x [N, ...], idx i32[M]) -> [M, ...] ---- */
 
@@ -176,17 +163,10 @@ static cg_op_status gather_rows_cl(const cg_kernel_args *a) {
 
 /* x [N, ...] of every element size, index [M] in [0, N). */
 static const gather_case gather_rows_cases[] = {
-    {CG_I64, 2, 1, {17, 3}, {5}},
-    {CG_U8, 2, 1, {33, 7}, {17}},
-    {CG_F16, 3, 1, {5, 2, 3}, {4}},
-    {CG_OP_F32, 1, 1, {1}, {1}},
-    {CG_OP_F32, 2, 1, {3, 3}, {3}},
-    {CG_OP_I32, 1, 1, {17}, {3}},
-    {CG_OP_I32, 3, 1, {17, 2, 3}, {5}},
-    {CG_OP_F32, 2, 1, {4, 17}, {17}},        /* repeated rows */
-    {CG_OP_F32, 4, 1, {3, 2, 1, 5}, {1}},
-    {CG_OP_F32, 2, 1, {1000, 17}, {257}},
-    {CG_OP_I32, 2, 1, {20, 1000}, {33}},
+    {CG_I64, 2, 1, {17, 3}, {5}},         {CG_U8, 2, 1, {33, 7}, {17}},         {CG_F16, 3, 1, {5, 2, 3}, {4}},
+    {CG_OP_F32, 1, 1, {1}, {1}},          {CG_OP_F32, 2, 1, {3, 3}, {3}},       {CG_OP_I32, 1, 1, {17}, {3}},
+    {CG_OP_I32, 3, 1, {17, 2, 3}, {5}},   {CG_OP_F32, 2, 1, {4, 17}, {17}}, /* repeated rows */
+    {CG_OP_F32, 4, 1, {3, 2, 1, 5}, {1}}, {CG_OP_F32, 2, 1, {1000, 17}, {257}}, {CG_OP_I32, 2, 1, {20, 1000}, {33}},
 };
 
 static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
@@ -196,19 +176,14 @@ static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {
 
 static const cg_kernel_def gather_rows_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = gather_rows_cpu),
-    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = gather_rows_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = gather_rows_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const gather_rows_inputs[] = {"x", "index", NULL};
 
-const cg_op_def cg_op_gather_rows = CG_OP(
-    .name = "gather_rows",
-    .doc = "Selects rows of x along dim 0 by an i32 index vector (beam "
-           "reordering): out[i] = x[index[i]]. x of any dtype. An "
-           "index outside [0, N) is a run-time error on every device.",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = gather_rows_inputs,
-    .infer = gather_rows_infer,
-    CG_KERNELS(gather_rows_kernels),
-    .conform_case = gather_rows_conform
-);
+const cg_op_def cg_op_gather_rows =
+    CG_OP(.name = "gather_rows",
+          .doc = "Selects rows of x along dim 0 by an i32 index vector (beam "
+                 "reordering): out[i] = x[index[i]]. x of any dtype. An "
+                 "index outside [0, N) is a run-time error on every device.",
+          .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = gather_rows_inputs,
+          .infer = gather_rows_infer, CG_KERNELS(gather_rows_kernels), .conform_case = gather_rows_conform);

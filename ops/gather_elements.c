@@ -14,7 +14,7 @@ enum { GE_AXIS };
 
 static const cg_attr_def ge_attrs[] = {
     CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the axis the index selects along; negative counts from the end"),
+            .doc = "the axis the index selects along; negative counts from the end"),
 };
 
 static cg_op_status ge_infer(cg_op_call *call) {
@@ -91,7 +91,8 @@ static cg_op_status ge_cl(const cg_kernel_args *a) {
     return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 /* Index values span [-len, len - 1] of the axis; every case once more with
  * indices past both ends (an error on every device). */
 static const struct {
@@ -117,8 +118,10 @@ static int32_t ge_conform(int32_t index, cg_conform_case *c) {
     const int err = index >= N_GE;
     const int i = index % N_GE;
     const double len = (double)ge_cases[i].xd[ge_cases[i].axis];
-    cg_ops_case t = {2, {{ge_cases[i].x, ge_cases[i].nd, {0}, -2, 2}, {ge_cases[i].ix, ge_cases[i].nd, {0}, -len, len - 1}},
-                     ge_cases[i].attrs};
+    cg_ops_case t = {
+        2,
+        {{ge_cases[i].x, ge_cases[i].nd, {0}, -2, 2}, {ge_cases[i].ix, ge_cases[i].nd, {0}, -len, len - 1}},
+        ge_cases[i].attrs};
     memcpy(t.in[0].d, ge_cases[i].xd, sizeof t.in[0].d);
     memcpy(t.in[1].d, ge_cases[i].id, sizeof t.in[1].d);
     if (ge_cases[i].x == CG_U8 || ge_cases[i].x == CG_BOOL) t.in[0].lo = 0, t.in[0].hi = 255;
@@ -136,13 +139,11 @@ static const cg_kernel_def ge_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = ge_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = ge_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
-const cg_op_def cg_op_gather_elements = CG_OP(
-    .name = "gather_elements",
-    .doc = "out[i0, .., ia, ..] = x[i0, .., index[i0, .., ia, ..], ..] along axis (ONNX GatherElements, "
-           "torch.gather): x of any dtype, index i64 of x's rank and no larger in the other dims; "
-           "the output has index's shape and x's dtype. Indices in [-len, len) (negative count from the "
-           "end); one outside is a run-time error on every device.",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = ge_inputs, CG_ATTRS(ge_attrs), .infer = ge_infer,
-    CG_KERNELS(ge_kernels), .conform_case = ge_conform
-);
+const cg_op_def cg_op_gather_elements =
+    CG_OP(.name = "gather_elements",
+          .doc = "out[i0, .., ia, ..] = x[i0, .., index[i0, .., ia, ..], ..] along axis (ONNX GatherElements, "
+                 "torch.gather): x of any dtype, index i64 of x's rank and no larger in the other dims; "
+                 "the output has index's shape and x's dtype. Indices in [-len, len) (negative count from the "
+                 "end); one outside is a run-time error on every device.",
+          .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = ge_inputs,
+          CG_ATTRS(ge_attrs), .infer = ge_infer, CG_KERNELS(ge_kernels), .conform_case = ge_conform);

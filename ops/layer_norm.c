@@ -13,9 +13,9 @@ enum { LN_AXIS, LN_EPSILON };
 
 static const cg_attr_def layer_norm_attrs[] = {
     CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = -1,
-     .doc = "the first normalized dim: dims axis.. form each row (negative counts from the end)"),
+            .doc = "the first normalized dim: dims axis.. form each row (negative counts from the end)"),
     CG_ATTR(.name = "epsilon", .type = CG_ATTR_FLOAT, .default_float = 1e-5,
-     .doc = "added to the variance before the square root (>= 0)"),
+            .doc = "added to the variance before the square root (>= 0)"),
 };
 
 /* Rows and their length N for x split at axis. */
@@ -61,21 +61,21 @@ static cg_op_status layer_norm_infer(cg_op_call *call) {
  * adds overlap and vectorise). */
 #define LN_LANES 8
 
-#define ROW_SUM(NAME, TERM)                                          \
-    static double NAME(const float *x, int64_t n, double c) {        \
-        double p[LN_LANES] = {0}, s = 0;                             \
-        int64_t j = 0;                                               \
-        for (; j + LN_LANES <= n; j += LN_LANES)                     \
-            for (int l = 0; l < LN_LANES; l++) {                     \
-                const double v = x[j + l];                           \
-                p[l] += TERM;                                        \
-            }                                                        \
-        for (int l = 0; l < LN_LANES; l++) s += p[l];                \
-        for (; j < n; j++) {                                         \
-            const double v = x[j];                                   \
-            s += TERM;                                               \
-        }                                                            \
-        return s;                                                    \
+#define ROW_SUM(NAME, TERM)                                   \
+    static double NAME(const float *x, int64_t n, double c) { \
+        double p[LN_LANES] = {0}, s = 0;                      \
+        int64_t j = 0;                                        \
+        for (; j + LN_LANES <= n; j += LN_LANES)              \
+            for (int l = 0; l < LN_LANES; l++) {              \
+                const double v = x[j + l];                    \
+                p[l] += TERM;                                 \
+            }                                                 \
+        for (int l = 0; l < LN_LANES; l++) s += p[l];         \
+        for (; j < n; j++) {                                  \
+            const double v = x[j];                            \
+            s += TERM;                                        \
+        }                                                     \
+        return s;                                             \
     }
 ROW_SUM(row_sum, v + 0 * c)
 ROW_SUM(row_sq_dev, (v - c) * (v - c))
@@ -120,21 +120,22 @@ static cg_op_status layer_norm_cl(const cg_kernel_args *a) {
     const cl_int has_g = call->n_inputs > 1, has_b = call->n_inputs > 2;
     const cl_long ln = n;
     const cl_float eps = (cl_float)call->attrs[LN_EPSILON].f;
-    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),     CG_OPS_CL_ARG(g),  CG_OPS_CL_ARG(b),
-                                     CG_OPS_CL_ARG(has_g), CG_OPS_CL_ARG(has_b), CG_OPS_CL_ARG(y),
-                                     CG_OPS_CL_ARG(ln),    CG_OPS_CL_ARG(eps)};
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),     CG_OPS_CL_ARG(g), CG_OPS_CL_ARG(b),  CG_OPS_CL_ARG(has_g),
+                                     CG_OPS_CL_ARG(has_b), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(eps)};
     if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
     size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 1), n, 1);
     if (cg_ops_cl_arg(a, k, name, 8, local * sizeof(cl_float), NULL)) return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, (int64_t)((size_t)rows * local), local);
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 static const cg_ops_case layer_norm_cases[] = {
     {3, {{CG_F32, 2, D(4, 64), -2, 2}, {CG_F32, 1, D(64), -2, 2}, {CG_F32, 1, D(64), -2, 2}}, NULL},
     {1, {{CG_F32, 1, D(1), -2, 2}}, NULL},
     {2, {{CG_F32, 3, D(2, 3, 5), -2, 2}, {CG_F32, 2, D(3, 5), -2, 2}}, "axis: 1, epsilon: 0.001"},
-    {3, {{CG_F32, 3, D(3, 7, 1000), 100, 101}, {CG_F32, 1, D(1000), -2, 2}, {CG_F32, 1, D(1000), -2, 2}},
+    {3,
+     {{CG_F32, 3, D(3, 7, 1000), 100, 101}, {CG_F32, 1, D(1000), -2, 2}, {CG_F32, 1, D(1000), -2, 2}},
      "epsilon: 1e-12"},
     {3, {{CG_F32, 2, D(0, 8), -2, 2}, {CG_F32, 1, D(8), -2, 2}, {CG_F32, 1, D(8), -2, 2}}, NULL},
     {3, {{CG_F32, 2, D(257, 33), -30, 30}, {CG_F32, 1, D(33), -2, 2}, {CG_F32, 1, D(33), -2, 2}}, "axis: -1"},
@@ -153,13 +154,12 @@ static const cg_kernel_def layer_norm_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = layer_norm_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = layer_norm_cl),
 };
-const cg_op_def cg_op_layer_norm = CG_OP(
-    .name = "layer_norm",
-    .doc = "Layer normalization of f32 x over its dims from `axis` on (each row of N elements): "
-           "y = (x - mean) / sqrt(var + epsilon) * gamma + beta with the biased variance, "
-           "gamma and beta (optional, each of N elements) as in torch.nn.LayerNorm and ONNX "
-           "LayerNormalization. The output has x's shape.",
-    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .input_names = layer_norm_inputs, CG_ATTRS(layer_norm_attrs), .infer = layer_norm_infer,
-    CG_KERNELS(layer_norm_kernels), .conform_case = layer_norm_conform
-);
+const cg_op_def cg_op_layer_norm =
+    CG_OP(.name = "layer_norm",
+          .doc = "Layer normalization of f32 x over its dims from `axis` on (each row of N elements): "
+                 "y = (x - mean) / sqrt(var + epsilon) * gamma + beta with the biased variance, "
+                 "gamma and beta (optional, each of N elements) as in torch.nn.LayerNorm and ONNX "
+                 "LayerNormalization. The output has x's shape.",
+          .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = layer_norm_inputs,
+          CG_ATTRS(layer_norm_attrs), .infer = layer_norm_infer, CG_KERNELS(layer_norm_kernels),
+          .conform_case = layer_norm_conform);

@@ -9,25 +9,58 @@
 
 #include "math.cl.h"
 
-static float f_abs(float x, float a, float b) { (void)a, (void)b; return fabsf(x); }
-static float f_reciprocal(float x, float a, float b) { (void)a, (void)b; return 1.0f / x; }
-static float f_floor(float x, float a, float b) { (void)a, (void)b; return floorf(x); }
-static float f_ceil(float x, float a, float b) { (void)a, (void)b; return ceilf(x); }
-static float f_round(float x, float a, float b) { (void)a, (void)b; return rintf(x); }
+static float f_abs(float x, float a, float b) {
+    (void)a, (void)b;
+    return fabsf(x);
+}
+static float f_reciprocal(float x, float a, float b) {
+    (void)a, (void)b;
+    return 1.0f / x;
+}
+static float f_floor(float x, float a, float b) {
+    (void)a, (void)b;
+    return floorf(x);
+}
+static float f_ceil(float x, float a, float b) {
+    (void)a, (void)b;
+    return ceilf(x);
+}
+static float f_round(float x, float a, float b) {
+    (void)a, (void)b;
+    return rintf(x);
+}
 static float f_sign(float x, float a, float b) {
     (void)a, (void)b;
     return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
 }
-static float f_sin(float x, float a, float b) { (void)a, (void)b; return sinf(x); }
-static float f_cos(float x, float a, float b) { (void)a, (void)b; return cosf(x); }
-static float f_erf(float x, float a, float b) { (void)a, (void)b; return erff(x); }
+static float f_sin(float x, float a, float b) {
+    (void)a, (void)b;
+    return sinf(x);
+}
+static float f_cos(float x, float a, float b) {
+    (void)a, (void)b;
+    return cosf(x);
+}
+static float f_erf(float x, float a, float b) {
+    (void)a, (void)b;
+    return erff(x);
+}
 static float f_softplus(float x, float a, float b) {
     (void)a, (void)b;
     return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
 }
-static float f_softsign(float x, float a, float b) { (void)a, (void)b; return x / (1.0f + fabsf(x)); }
-static float f_elu(float x, float a, float b) { (void)b; return x < 0.0f ? a * (expf(x) - 1.0f) : x; }
-static float f_leaky_relu(float x, float a, float b) { (void)b; return x < 0.0f ? a * x : x; }
+static float f_softsign(float x, float a, float b) {
+    (void)a, (void)b;
+    return x / (1.0f + fabsf(x));
+}
+static float f_elu(float x, float a, float b) {
+    (void)b;
+    return x < 0.0f ? a * (expf(x) - 1.0f) : x;
+}
+static float f_leaky_relu(float x, float a, float b) {
+    (void)b;
+    return x < 0.0f ? a * x : x;
+}
 static float f_hard_sigmoid(float x, float a, float b) { return fminf(1.0f, fmaxf(0.0f, a * x + b)); }
 static float f_clip(float x, float a, float b) {
     float t = x < a ? a : x; /* max(x, min) then min(., max), as ONNX; NaN stays NaN */
@@ -46,14 +79,14 @@ static cg_op_status math_cpu(const cg_kernel_args *a, float (*fn)(float, float, 
 
 /* Every kernel of math.cl takes both parameters, 0 where the op has none. */
 static cg_op_status math_cl(const cg_kernel_args *a, const char *name, int n_attrs) {
-    const float f[2] = {n_attrs > 0 ? (float)a->call->attrs[0].f : 0.0f, n_attrs > 1 ? (float)a->call->attrs[1].f : 0.0f};
+    const float f[2] = {n_attrs > 0 ? (float)a->call->attrs[0].f : 0.0f,
+                        n_attrs > 1 ? (float)a->call->attrs[1].f : 0.0f};
     return cg_ops_cl_unary(a, cg_cl_math, name, 2, f);
 }
 
 static cg_op_status math_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0];
-    if (x->dtype != CG_OP_F32)
-        return cg_op_fail(call, "input 0 (x) must be f32, got %s", cg_ops_dtype_name(x->dtype));
+    if (x->dtype != CG_OP_F32) return cg_op_fail(call, "input 0 (x) must be f32, got %s", cg_ops_dtype_name(x->dtype));
     call->outputs[0] = *x;
     return CG_OP_OK;
 }
@@ -76,8 +109,7 @@ static int32_t math_case(int32_t i, cg_conform_case *c, double lo, double hi, co
 static const char *const math_inputs[] = {"x", NULL};
 static const char *const no_attrs[] = {NULL};
 
-#define ATTR(NAME, DEF, DOC) \
-    CG_ATTR(.name = NAME, .type = CG_ATTR_FLOAT, .default_float = DEF, .doc = DOC)
+#define ATTR(NAME, DEF, DOC) CG_ATTR(.name = NAME, .type = CG_ATTR_FLOAT, .default_float = DEF, .doc = DOC)
 
 static const cg_attr_def elu_attrs[] = {ATTR("alpha", 1.0, "scale of the negative part (default 1.0)")};
 static const cg_attr_def leaky_attrs[] = {ATTR("alpha", 0.01, "slope for x < 0 (default 0.01)")};
@@ -92,25 +124,18 @@ static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max:
 
 /* One op: NAME, its CPU function, attributes, the conformance value range
  * and attribute sets, and its documentation. */
-#define MATH_OP(NAME, ATTRS, N_ATTRS, LO, HI, SETS, N_SETS, DOC)                                  \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return math_cpu(a, f_##NAME, N_ATTRS); } \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return math_cl(a, "mu_" #NAME, N_ATTRS); } \
+#define MATH_OP(NAME, ATTRS, N_ATTRS, LO, HI, SETS, N_SETS, DOC)                                                \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return math_cpu(a, f_##NAME, N_ATTRS); }          \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return math_cl(a, "mu_" #NAME, N_ATTRS); }         \
     static int32_t NAME##_case(int32_t i, cg_conform_case *c) { return math_case(i, c, LO, HI, SETS, N_SETS); } \
-    static const cg_kernel_def NAME##_kernels[] = {                                               \
-        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),       \
-        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),     \
-    };                                                                                            \
-    const cg_op_def cg_op_##NAME = CG_OP(                                                              \
-        .name = #NAME,                                                                            \
-        .doc = DOC,                                                                               \
-        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                     \
-        .input_names = math_inputs,                                                               \
-        .attrs = ATTRS, .n_attrs = N_ATTRS,                                                       \
-        .infer = math_infer,                                                                      \
-        CG_KERNELS(NAME##_kernels),                                                \
-        .flags = CG_OP_FLAG_INPLACE0,                                                             \
-        .conform_case = NAME##_case                                                              \
-    );
+    static const cg_kernel_def NAME##_kernels[] = {                                                             \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),                                                \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),                                              \
+    };                                                                                                          \
+    const cg_op_def cg_op_##NAME =                                                                              \
+        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,  \
+              .input_names = math_inputs, .attrs = ATTRS, .n_attrs = N_ATTRS, .infer = math_infer,              \
+              CG_KERNELS(NAME##_kernels), .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_case);
 
 #define SAME " of an f32 tensor; output has x's shape, may run in place."
 MATH_OP(abs, NULL, 0, -5, 5, no_attrs, 1, "Elementwise |x|" SAME)

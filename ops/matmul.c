@@ -41,12 +41,10 @@ static cg_op_status fill_cl(const cg_kernel_args *a, cl_mem y, cl_mem b, int64_t
             cg_ops_cl_idx(a, k, kn, 4, wide, 0) || cg_ops_cl_idx(a, k, kn, 5, wide, n) ||
             cg_ops_cl_idx(a, k, kn, 6, wide, total / n) || cg_ops_cl_idx(a, k, kn, 7, wide, n))
             return CG_OP_ERROR;
-    } else if (cg_ops_cl_arg(a, k, kn, 0, sizeof y, &y) ||
-               cg_ops_cl_idx(a, k, kn, 1, wide, total)) {
+    } else if (cg_ops_cl_arg(a, k, kn, 0, sizeof y, &y) || cg_ops_cl_idx(a, k, kn, 1, wide, total)) {
         return CG_OP_ERROR;
     }
-    return cg_ops_cl_launch_1d(a, k, NULL, total,
-                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+    return cg_ops_cl_launch_1d(a, k, NULL, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* ---- matmul(a [..., M, K], b [..., K, N]) -> [..., M, N] ---- */
@@ -54,44 +52,40 @@ static cg_op_status fill_cl(const cg_kernel_args *a, cl_mem y, cl_mem b, int64_t
 enum { MATMUL_TRANSPOSE_A, MATMUL_TRANSPOSE_B };
 
 static const cg_attr_def matmul_attrs[] = {
-    CG_ATTR(.name = "transpose_a", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: a's last two dims are [K, M] (use a^T)"),
-    CG_ATTR(.name = "transpose_b", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: b's last two dims are [N, K] (use b^T)"),
+    CG_ATTR(.name = "transpose_a", .type = CG_ATTR_INT, .default_int = 0,
+            .doc = "1: a's last two dims are [K, M] (use a^T)"),
+    CG_ATTR(.name = "transpose_b", .type = CG_ATTR_INT, .default_int = 0,
+            .doc = "1: b's last two dims are [N, K] (use b^T)"),
 };
 
 static cg_op_status matmul_infer(cg_op_call *call) {
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
     int64_t ta = call->attrs[MATMUL_TRANSPOSE_A].i, tb = call->attrs[MATMUL_TRANSPOSE_B].i;
     char sa[128], sb[128], sk[32];
-    if (cg_expect_input(call, 0, CG_OP_F32, -1) || cg_expect_input(call, 1, CG_OP_F32, -1))
-        return CG_OP_ERROR;
-    if (ta != 0 && ta != 1)
-        return cg_op_fail(call, "attribute transpose_a must be 0 or 1, got %lld", (long long)ta);
-    if (tb != 0 && tb != 1)
-        return cg_op_fail(call, "attribute transpose_b must be 0 or 1, got %lld", (long long)tb);
+    if (cg_expect_input(call, 0, CG_OP_F32, -1) || cg_expect_input(call, 1, CG_OP_F32, -1)) return CG_OP_ERROR;
+    if (ta != 0 && ta != 1) return cg_op_fail(call, "attribute transpose_a must be 0 or 1, got %lld", (long long)ta);
+    if (tb != 0 && tb != 1) return cg_op_fail(call, "attribute transpose_b must be 0 or 1, got %lld", (long long)tb);
     cg_ops_format_dims(sa, sizeof sa, a);
     cg_ops_format_dims(sb, sizeof sb, b);
-    if (a->ndim < 2)
-        return cg_op_fail(call, "input 0 (a) must have at least 2 dims for matmul, got %s", sa);
-    if (b->ndim < 2)
-        return cg_op_fail(call, "input 1 (b) must have at least 2 dims for matmul, got %s", sb);
+    if (a->ndim < 2) return cg_op_fail(call, "input 0 (a) must have at least 2 dims for matmul, got %s", sa);
+    if (b->ndim < 2) return cg_op_fail(call, "input 1 (b) must have at least 2 dims for matmul, got %s", sb);
     int64_t m = ta ? a->dims[a->ndim - 1] : a->dims[a->ndim - 2];
     int64_t ka = ta ? a->dims[a->ndim - 2] : a->dims[a->ndim - 1];
     int64_t kb = tb ? b->dims[b->ndim - 1] : b->dims[b->ndim - 2];
     int64_t n = tb ? b->dims[b->ndim - 2] : b->dims[b->ndim - 1];
     if (!cg_dim_compatible(ka, kb)) {
         fmt_dim(sk, sizeof sk, ka);
-        return cg_op_fail(call, "input 1 (b) has shape %s, expected [%s%s%s%s] for matmul "
-                          "with a %s%s", sb, b->ndim > 2 ? "..., " : "", tb ? "N, K=" : "K=",
-                          sk, tb ? "" : ", N", sa, ta ? " (transpose_a: 1)" : "");
+        return cg_op_fail(call,
+                          "input 1 (b) has shape %s, expected [%s%s%s%s] for matmul "
+                          "with a %s%s",
+                          sb, b->ndim > 2 ? "..., " : "", tb ? "N, K=" : "K=", sk, tb ? "" : ", N", sa,
+                          ta ? " (transpose_a: 1)" : "");
     }
     cg_tensor_desc ba = *a, bb = *b, bo;
     ba.ndim = a->ndim - 2;
     bb.ndim = b->ndim - 2;
     if (cg_broadcast_shapes(call, &ba, &bb, &bo) != CG_OP_OK)
-        return cg_op_fail(call, "batch dims of a %s and b %s do not broadcast for matmul",
-                          sa, sb);
+        return cg_op_fail(call, "batch dims of a %s and b %s do not broadcast for matmul", sa, sb);
     cg_tensor_desc *o = &call->outputs[0];
     o->dtype = CG_OP_F32;
     o->ndim = bo.ndim + 2;
@@ -103,8 +97,7 @@ static cg_op_status matmul_infer(cg_op_call *call) {
 
 /* Element strides of an operand's batch dims padded to the output's `nb`
  * batch dims (0 where the operand broadcasts). */
-static void batch_strides(const cg_tensor_desc *t, int nb, const int64_t *ob, int64_t mat,
-                          int64_t *st) {
+static void batch_strides(const cg_tensor_desc *t, int nb, const int64_t *ob, int64_t mat, int64_t *st) {
     int tb = t->ndim - 2;
     int64_t s = mat;
     for (int i = nb - 1; i >= 0; i--) {
@@ -118,8 +111,8 @@ static void batch_strides(const cg_tensor_desc *t, int nb, const int64_t *ob, in
 /* Steps the batch index idx (row-major over the `nb` batch dims `dims`) to
  * the next batch, moving the operands' element offsets *oa and *ob along by
  * their batch strides sa and sb. */
-static void batch_next(int nb, const int64_t *dims, const int64_t *sa, const int64_t *sb,
-                       int64_t *idx, int64_t *oa, int64_t *ob) {
+static void batch_next(int nb, const int64_t *dims, const int64_t *sa, const int64_t *sb, int64_t *idx, int64_t *oa,
+                       int64_t *ob) {
     for (int d = nb - 1; d >= 0; d--) {
         *oa += sa[d];
         *ob += sb[d];
@@ -210,16 +203,15 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
     if (k == 0) return fill_cl(args, mc, NULL, batch * m * n, n);
     int64_t b_batch = prod_dims(b->dims, b->ndim - 2);
     if ((!ta && b_batch == 1) || batch == 1)
-        return h->cl_sgemm(args, ta, tb, batch * m, n, k, 1.0f, ma, 0, lda, mb,
-                           0, ldb, 0.0f, mc, 0, n);
+        return h->cl_sgemm(args, ta, tb, batch * m, n, k, 1.0f, ma, 0, lda, mb, 0, ldb, 0.0f, mc, 0, n);
     int64_t sa[CG_MAX_DIMS], sb[CG_MAX_DIMS];
     batch_strides(a, nb, o->dims, m * k, sa);
     batch_strides(b, nb, o->dims, k * n, sb);
     if (m * n * k >= MATMUL_CL_SGEMM_WORK) {
         int64_t idx[CG_MAX_DIMS] = {0}, oa = 0, ob = 0;
         for (int64_t t = 0; t < batch; t++) {
-            if (h->cl_sgemm(args, ta, tb, m, n, k, 1.0f, ma, (size_t)oa, lda, mb, (size_t)ob, ldb,
-                            0.0f, mc, (size_t)(t * m * n), n))
+            if (h->cl_sgemm(args, ta, tb, m, n, k, 1.0f, ma, (size_t)oa, lda, mb, (size_t)ob, ldb, 0.0f, mc,
+                            (size_t)(t * m * n), n))
                 return CG_OP_ERROR;
             batch_next(nb, o->dims, sa, sb, idx, &oa, &ob);
         }
@@ -246,16 +238,12 @@ static cg_op_status matmul_cl(const cg_kernel_args *args) {
     if (ts < 1) return cg_op_fail(args->call, "the device runs no work-group of bmm's tiles");
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(ma), CG_OPS_CL_ARG(mb), CG_OPS_CL_ARG(mc)};
     cl_int cnb = nb;
-    if (cg_ops_cl_args(args, kern, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
-        cg_ops_cl_idx(args, kern, kn, 3, wide, m) || cg_ops_cl_idx(args, kern, kn, 4, wide, n) ||
-        cg_ops_cl_idx(args, kern, kn, 5, wide, k) ||
-        cg_ops_cl_arg(args, kern, kn, 6, sizeof cnb, &cnb) ||
-        cg_ops_cl_idx8(args, kern, kn, 7, wide, o->dims, nb) ||
-        cg_ops_cl_idx8(args, kern, kn, 8, wide, sa, nb) ||
-        cg_ops_cl_idx8(args, kern, kn, 9, wide, sb, nb))
+    if (cg_ops_cl_args(args, kern, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) || cg_ops_cl_idx(args, kern, kn, 3, wide, m) ||
+        cg_ops_cl_idx(args, kern, kn, 4, wide, n) || cg_ops_cl_idx(args, kern, kn, 5, wide, k) ||
+        cg_ops_cl_arg(args, kern, kn, 6, sizeof cnb, &cnb) || cg_ops_cl_idx8(args, kern, kn, 7, wide, o->dims, nb) ||
+        cg_ops_cl_idx8(args, kern, kn, 8, wide, sa, nb) || cg_ops_cl_idx8(args, kern, kn, 9, wide, sb, nb))
         return CG_OP_ERROR;
-    size_t global[3] = {(size_t)((n + ts - 1) / ts * ts), (size_t)((m + ts - 1) / ts * ts),
-                        (size_t)batch};
+    size_t global[3] = {(size_t)((n + ts - 1) / ts * ts), (size_t)((m + ts - 1) / ts * ts), (size_t)batch};
     size_t local[3] = {(size_t)ts, (size_t)ts, 1};
     return cg_ops_cl_launch(args, kern, NULL, 3, global, local);
 }
@@ -268,21 +256,16 @@ static const cg_kernel_def matmul_kernels[] = {
 };
 static const char *const matmul_inputs[] = {"a", "b", NULL};
 
-const cg_op_def cg_op_matmul = CG_OP(
-    .name = "matmul",
-    .doc = "Batched matrix product of f32 tensors. a is [..., M, K] ([..., K, M] "
-           "with transpose_a: 1), b is [..., K, N] ([..., N, K] with transpose_b: "
-           "1); both need at least 2 dims. The leading (batch) dims of a and b "
-           "broadcast with NumPy rules, so a 2-D b is one matrix shared by every "
-           "batch of a. Output [batch..., M, N] with out = op(a) @ op(b); K = 0 "
-           "gives zeros. Attributes transpose_a, transpose_b: 0 or 1 (default 0).",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = matmul_inputs,
-    CG_ATTRS(matmul_attrs),
-    .infer = matmul_infer,
-    CG_KERNELS(matmul_kernels),
-    .conform_case = matmul_conform
-);
+const cg_op_def cg_op_matmul =
+    CG_OP(.name = "matmul",
+          .doc = "Batched matrix product of f32 tensors. a is [..., M, K] ([..., K, M] "
+                 "with transpose_a: 1), b is [..., K, N] ([..., N, K] with transpose_b: "
+                 "1); both need at least 2 dims. The leading (batch) dims of a and b "
+                 "broadcast with NumPy rules, so a 2-D b is one matrix shared by every "
+                 "batch of a. Output [batch..., M, N] with out = op(a) @ op(b); K = 0 "
+                 "gives zeros. Attributes transpose_a, transpose_b: 0 or 1 (default 0).",
+          .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = matmul_inputs,
+          CG_ATTRS(matmul_attrs), .infer = matmul_infer, CG_KERNELS(matmul_kernels), .conform_case = matmul_conform);
 
 /* ---- linear(x [..., IN], w [OUT, IN], b [OUT]?, w_scale [OUT] if w is i8) -> [..., OUT] ---- */
 
@@ -302,13 +285,14 @@ static cg_op_status linear_infer(cg_op_call *call) {
                           cg_ops_dtype_name(w->dtype));
     cg_ops_format_dims(sx, sizeof sx, x);
     cg_ops_format_dims(sw, sizeof sw, w);
-    if (x->ndim < 1)
-        return cg_op_fail(call, "input 0 (x) must have at least 1 dim for linear, got %s", sx);
+    if (x->ndim < 1) return cg_op_fail(call, "input 0 (x) must have at least 1 dim for linear, got %s", sx);
     if (cg_expect_input(call, 1, w->dtype, 2)) return CG_OP_ERROR;
     int64_t in = x->dims[x->ndim - 1];
     if (!cg_dim_compatible(w->dims[1], in))
-        return cg_op_fail(call, "input 1 (w) has shape %s, expected [OUT, IN=%s] for linear "
-                          "with x %s", sw, fmt_dim(s1, sizeof s1, in), sx);
+        return cg_op_fail(call,
+                          "input 1 (w) has shape %s, expected [OUT, IN=%s] for linear "
+                          "with x %s",
+                          sw, fmt_dim(s1, sizeof s1, in), sx);
     int64_t out = w->dims[0];
     if (linear_q8(call)) {
         const int64_t want[2] = {out, CG_DIM_UNKNOWN};
@@ -321,8 +305,10 @@ static cg_op_status linear_infer(cg_op_call *call) {
         if (cg_expect_input(call, ib, CG_OP_F32, 1)) return CG_OP_ERROR;
         if (!cg_dim_compatible(b->dims[0], out)) {
             cg_ops_format_dims(sb, sizeof sb, b);
-            return cg_op_fail(call, "input 2 (b) has shape %s, expected [OUT=%s] for linear "
-                              "with w %s", sb, fmt_dim(s2, sizeof s2, out), sw);
+            return cg_op_fail(call,
+                              "input 2 (b) has shape %s, expected [OUT=%s] for linear "
+                              "with w %s",
+                              sb, fmt_dim(s2, sizeof s2, out), sw);
         }
         out = cg_dim_unify(out, b->dims[0]);
     }
@@ -421,8 +407,7 @@ static cg_op_status linear_cl(const cg_kernel_args *args) {
     if (mb || in == 0)
         if (fill_cl(args, my, mb, rows * out, out)) return CG_OP_ERROR;
     if (in == 0) return CG_OP_OK;
-    return cg_host_cl_sgemm(args, 0, 1, rows, out, in, 1.0f, mx, 0, in, mw, 0, in,
-                                mb ? 1.0f : 0.0f, my, 0, out);
+    return cg_host_cl_sgemm(args, 0, 1, rows, out, in, 1.0f, mx, 0, in, mw, 0, in, mb ? 1.0f : 0.0f, my, 0, out);
 }
 
 static int32_t linear_conform(int32_t index, cg_conform_case *c);
@@ -437,32 +422,27 @@ static cg_op_status linear_create(const cg_kernel_args *a, void **state, size_t 
 static int linear_cl_supports(const cg_kernel_args *a) { return a->call->inputs[1].dtype == CG_OP_F32; }
 
 static const cg_kernel_def linear_kernels[] = {
-    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = linear_workspace, .run = linear_cpu,
-     .create = linear_create, .destroy = cg_ops_q8_state_destroy),
-    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl,
-     .supports = linear_cl_supports),
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = linear_workspace, .run = linear_cpu, .create = linear_create,
+              .destroy = cg_ops_q8_state_destroy),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = linear_cl, .supports = linear_cl_supports),
 };
 static const char *const linear_inputs[] = {"x", "w", "b", "w_scale", NULL};
 
-const cg_op_def cg_op_linear = CG_OP(
-    .name = "linear",
-    .doc = "Affine layer like torch.nn.functional.linear: y = x w^T + b for f32 "
-           "x [..., IN] (at least 1 dim), weight w [OUT, IN] (f32, or bf16 / f16: "
-           "half the bytes, widened to f32 as read, on the CPU) and optional f32 bias "
-           "b [OUT]; output [..., OUT]. w may also be i8 with f32 scales w_scale [OUT], "
-           "one per row, as the last input (w = w_scale[o] * w_i8[o, :]: "
-           "linear(x, w, w_scale) or linear(x, w, b, w_scale)); the CPU then rounds each "
-           "row of x to 8 bits (its own scale, max|x| / 127) and sums integer products. "
-           "Every leading row of x is computed in one matrix product. Decomposes into "
-           "matmul (transpose_b: 1) and add; a 16-bit or i8 w into its f32 values (cast, "
-           "dequantized: once per plan, as they read only the weight) and linear on them.",
-    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-    .input_names = linear_inputs,
-    .infer = linear_infer,
-    .decompose = linear_decompose,
-    CG_KERNELS(linear_kernels),
-    .conform_case = linear_conform
-);
+const cg_op_def cg_op_linear =
+    CG_OP(.name = "linear",
+          .doc = "Affine layer like torch.nn.functional.linear: y = x w^T + b for f32 "
+                 "x [..., IN] (at least 1 dim), weight w [OUT, IN] (f32, or bf16 / f16: "
+                 "half the bytes, widened to f32 as read, on the CPU) and optional f32 bias "
+                 "b [OUT]; output [..., OUT]. w may also be i8 with f32 scales w_scale [OUT], "
+                 "one per row, as the last input (w = w_scale[o] * w_i8[o, :]: "
+                 "linear(x, w, w_scale) or linear(x, w, b, w_scale)); the CPU then rounds each "
+                 "row of x to 8 bits (its own scale, max|x| / 127) and sums integer products. "
+                 "Every leading row of x is computed in one matrix product. Decomposes into "
+                 "matmul (transpose_b: 1) and add; a 16-bit or i8 w into its f32 values (cast, "
+                 "dequantized: once per plan, as they read only the weight) and linear on them.",
+          .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .input_names = linear_inputs,
+          .infer = linear_infer, .decompose = linear_decompose, CG_KERNELS(linear_kernels),
+          .conform_case = linear_conform);
 
 /* ---- conformance cases ---- */
 
@@ -506,23 +486,23 @@ static const mm_case matmul_cases[] = {
     {NULL, 2, {2, 2}, {{1, 1}, {1, 1}}, 0},
     {NULL, 2, {2, 2}, {{3, 1}, {1, 3}}, 0},
     {NULL, 2, {2, 2}, {{1, 3}, {3, 1}}, 0},
-    {NULL, 2, {2, 2}, {{3, 0}, {0, 4}}, 0},                         /* K = 0: zeros */
+    {NULL, 2, {2, 2}, {{3, 0}, {0, 4}}, 0}, /* K = 0: zeros */
     {NULL, 2, {2, 2}, {{3, 3}, {3, 3}}, 0},
-    {"transpose_a: 1", 2, {3, 3}, {{2, 0, 3}, {1, 0, 5}}, 0},       /* K = 0, batched */
+    {"transpose_a: 1", 2, {3, 3}, {{2, 0, 3}, {1, 0, 5}}, 0}, /* K = 0, batched */
     {"transpose_a: 1", 2, {2, 2}, {{5, 3}, {5, 17}}, 0},
     {"transpose_b: 1", 2, {2, 2}, {{17, 5}, {3, 5}}, 0},
     {"transpose_a: 1, transpose_b: 1", 2, {2, 2}, {{5, 17}, {3, 5}}, 0},
-    {NULL, 2, {3, 3}, {{3, 1, 1}, {3, 1, 1}}, 0},                   /* bmm, 1 x 1 */
-    {NULL, 2, {2, 3}, {{17, 5}, {2, 5, 3}}, 0},                     /* a broadcast: bmm */
-    {NULL, 2, {4, 4}, {{1, 4, 3, 5}, {2, 1, 5, 3}}, 0},             /* both broadcast */
-    {"transpose_a: 1", 2, {3, 2}, {{4, 5, 3}, {5, 17}}, 0},         /* bmm, shared b */
-    {NULL, 2, {4, 2}, {{2, 3, 17, 5}, {5, 7}}, 0},                  /* folded into M */
-    {"transpose_b: 1", 2, {4, 2}, {{2, 3, 17, 5}, {7, 5}}, 0},      /* folded, b^T */
+    {NULL, 2, {3, 3}, {{3, 1, 1}, {3, 1, 1}}, 0},              /* bmm, 1 x 1 */
+    {NULL, 2, {2, 3}, {{17, 5}, {2, 5, 3}}, 0},                /* a broadcast: bmm */
+    {NULL, 2, {4, 4}, {{1, 4, 3, 5}, {2, 1, 5, 3}}, 0},        /* both broadcast */
+    {"transpose_a: 1", 2, {3, 2}, {{4, 5, 3}, {5, 17}}, 0},    /* bmm, shared b */
+    {NULL, 2, {4, 2}, {{2, 3, 17, 5}, {5, 7}}, 0},             /* folded into M */
+    {"transpose_b: 1", 2, {4, 2}, {{2, 3, 17, 5}, {7, 5}}, 0}, /* folded, b^T */
     {"transpose_a: 1, transpose_b: 1", 2, {4, 3}, {{2, 3, 17, 5}, {3, 19, 17}}, 0},
     {"transpose_b: 1", 2, {4, 4}, {{2, 1, 33, 20}, {1, 3, 17, 20}}, 0},
-    {NULL, 2, {3, 3}, {{8, 257, 17}, {8, 17, 33}}, 0},              /* bmm, 257 rows */
-    {NULL, 2, {2, 2}, {{3, 1000}, {1000, 17}}, MM_ATOL_K1000},      /* K = 1000 */
-    {NULL, 2, {2, 2}, {{1000, 17}, {17, 65}}, 0},                   /* M = 1000 */
+    {NULL, 2, {3, 3}, {{8, 257, 17}, {8, 17, 33}}, 0},               /* bmm, 257 rows */
+    {NULL, 2, {2, 2}, {{3, 1000}, {1000, 17}}, MM_ATOL_K1000},       /* K = 1000 */
+    {NULL, 2, {2, 2}, {{1000, 17}, {17, 65}}, 0},                    /* M = 1000 */
     {NULL, 2, {3, 3}, {{2, 128, 128}, {2, 128, 128}}, MM_ATOL_K128}, /* per-batch sgemm */
     {"transpose_a: 1", 2, {3, 3}, {{2, 128, 128}, {1, 128, 128}}, MM_ATOL_K128},
     {"transpose_b: 1", 2, {3, 3}, {{2, 20, 1000}, {2, 30, 1000}}, MM_ATOL_K1000}, /* bmm */
@@ -539,10 +519,10 @@ static int32_t matmul_conform(int32_t index, cg_conform_case *c) {
 
 static const mm_case linear_cases[] = {
     {NULL, 3, {1, 2, 1}, {{1}, {1, 1}, {1}}, 0},
-    {NULL, 2, {1, 2}, {{3}, {3, 3}}, 0},                      /* 1-D x, no bias */
+    {NULL, 2, {1, 2}, {{3}, {3, 3}}, 0}, /* 1-D x, no bias */
     {NULL, 3, {2, 2, 1}, {{1, 3}, {1, 3}, {1}}, 0},
-    {NULL, 3, {2, 2, 1}, {{3, 0}, {5, 0}, {5}}, 0},           /* IN = 0: y = b */
-    {NULL, 2, {2, 2}, {{3, 0}, {5, 0}}, 0},                   /* IN = 0: zeros */
+    {NULL, 3, {2, 2, 1}, {{3, 0}, {5, 0}, {5}}, 0}, /* IN = 0: y = b */
+    {NULL, 2, {2, 2}, {{3, 0}, {5, 0}}, 0},         /* IN = 0: zeros */
     {NULL, 3, {2, 2, 1}, {{3, 3}, {3, 3}, {3}}, 0},
     {NULL, 3, {2, 2, 1}, {{17, 5}, {7, 5}, {7}}, 0},
     {NULL, 3, {3, 2, 1}, {{2, 3, 17}, {257, 17}, {257}}, 0},
@@ -571,7 +551,7 @@ static const struct {
  * random signs; atol is about 8 standard deviations of that sum. */
 static const mm_case linear_q8_cases[] = {
     {NULL, 3, {2, 2, 1}, {{1, 37}, {40, 37}, {40}}, 0.02},
-    {NULL, 2, {2, 2}, {{5, 64}, {33, 64}}, 0.02},               /* no bias: linear(x, w, w_scale) */
+    {NULL, 2, {2, 2}, {{5, 64}, {33, 64}}, 0.02}, /* no bias: linear(x, w, w_scale) */
     {NULL, 3, {3, 2, 1}, {{2, 3, 129}, {19, 129}, {19}}, 0.03},
     {NULL, 3, {2, 2, 1}, {{1, 1000}, {100, 1000}, {100}}, 0.08}, /* GEMV */
     {NULL, 3, {2, 2, 1}, {{3, 0}, {5, 0}, {5}}, 0},              /* IN = 0: y = b */

@@ -22,8 +22,7 @@ static cg_op_status mmi_infer(cg_op_call *call) {
     if (a->ndim < 2 || b->ndim != 2)
         return cg_op_fail(call, "a must be [..., M, K] and b [K, N], got %d and %d dims", a->ndim, b->ndim);
     const int64_t m = a->dims[a->ndim - 2], k = a->dims[a->ndim - 1], n = b->dims[1];
-    if (b->dims[0] != k)
-        return cg_op_fail(call, "a has K = %lld, b %lld rows", (long long)k, (long long)b->dims[0]);
+    if (b->dims[0] != k) return cg_op_fail(call, "a has K = %lld, b %lld rows", (long long)k, (long long)b->dims[0]);
     for (int i = 2; i < call->n_inputs; i++) {
         const cg_tensor_desc *z = &call->inputs[i];
         const int64_t len = i == 2 ? m : n;
@@ -54,15 +53,14 @@ static int32_t zero_at(const cg_kernel_args *a, int input, int64_t i) {
 
 /* One output row y[n] += (a[k] - za) * (b[k, n] - zb[n]) over k, for each
  * dtype pair; the inner loop is contiguous in b and y. */
-#define MMI_ROW(NAME, TA, TB)                                                                              \
-    static void NAME(const TA *a, const TB *b, const int32_t *zb, int32_t za, int64_t k, int64_t n,         \
-                     uint32_t *y) {                                                                         \
-        memset(y, 0, (size_t)n * sizeof *y);                                                                \
-        for (int64_t j = 0; j < k; j++) {                                                                   \
-            const int32_t av = (int32_t)a[j] - za;                                                          \
-            const TB *br = b + j * n;                                                                       \
-            for (int64_t c = 0; c < n; c++) y[c] += (uint32_t)(av * ((int32_t)br[c] - zb[c]));              \
-        }                                                                                                   \
+#define MMI_ROW(NAME, TA, TB)                                                                                      \
+    static void NAME(const TA *a, const TB *b, const int32_t *zb, int32_t za, int64_t k, int64_t n, uint32_t *y) { \
+        memset(y, 0, (size_t)n * sizeof *y);                                                                       \
+        for (int64_t j = 0; j < k; j++) {                                                                          \
+            const int32_t av = (int32_t)a[j] - za;                                                                 \
+            const TB *br = b + j * n;                                                                              \
+            for (int64_t c = 0; c < n; c++) y[c] += (uint32_t)(av * ((int32_t)br[c] - zb[c]));                     \
+        }                                                                                                          \
     }
 MMI_ROW(row_uu, uint8_t, uint8_t)
 MMI_ROW(row_us, uint8_t, int8_t)
@@ -119,17 +117,20 @@ static cg_op_status mmi_cl(const cg_kernel_args *a) {
                  szb = has_zb && call->inputs[3].ndim == 1 && call->inputs[3].dims[0] > 1;
     const cl_int uza = has_za, uzb = has_zb;
     const cl_long lm = m, lk = k, ln = n;
-    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),   CG_OPS_CL_ARG(w),   CG_OPS_CL_ARG(za),  CG_OPS_CL_ARG(uza),
-                                     CG_OPS_CL_ARG(sza), CG_OPS_CL_ARG(zb),  CG_OPS_CL_ARG(uzb), CG_OPS_CL_ARG(szb),
-                                     CG_OPS_CL_ARG(y),   CG_OPS_CL_ARG(lm),  CG_OPS_CL_ARG(lk),  CG_OPS_CL_ARG(ln)};
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x),   CG_OPS_CL_ARG(w),  CG_OPS_CL_ARG(za),  CG_OPS_CL_ARG(uza),
+                                     CG_OPS_CL_ARG(sza), CG_OPS_CL_ARG(zb), CG_OPS_CL_ARG(uzb), CG_OPS_CL_ARG(szb),
+                                     CG_OPS_CL_ARG(y),   CG_OPS_CL_ARG(lm), CG_OPS_CL_ARG(lk),  CG_OPS_CL_ARG(ln)};
     if (cg_ops_cl_args(a, kk, name, 0, CG_OPS_CL_N_ARGS(v), v) || cg_ops_cl_idx(a, kk, name, 12, wide, total))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, kk, NULL, total, cg_ops_cl_work_group(a, kk, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-#define D(...) {__VA_ARGS__}
-#define U8(nd, d) {CG_U8, nd, d, 0, 255}
-#define S8(nd, d) {CG_I8, nd, d, -128, 127}
+#define D(...) \
+    { __VA_ARGS__ }
+#define U8(nd, d) \
+    { CG_U8, nd, d, 0, 255 }
+#define S8(nd, d) \
+    { CG_I8, nd, d, -128, 127 }
 static const cg_ops_case mmi_cases[] = {
     {2, {U8(2, D(1, 1)), U8(2, D(1, 1))}, NULL},
     {4, {U8(2, D(4, 3)), U8(2, D(3, 2)), U8(0, D(0)), U8(0, D(0))}, NULL},
@@ -152,14 +153,12 @@ static const cg_kernel_def mmi_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = mmi_workspace, .run = mmi_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = mmi_cl),
 };
-const cg_op_def cg_op_matmul_integer = CG_OP(
-    .name = "matmul_integer",
-    .doc = "Product of 8-bit integer matrices with int32 accumulation (ONNX MatMulInteger): y = (a - "
-           "a_zero) @ (b - b_zero) for a [..., M, K] and b [K, N], each u8 or i8; the optional zero "
-           "points have their operand's dtype and are one value, or one per row of a ([M]) and per "
-           "column of b ([N]). y is i32 [..., M, N], exact for K up to 33025; longer sums wrap "
-           "around as int32.",
-    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-    .input_names = mmi_inputs, .infer = mmi_infer,
-    CG_KERNELS(mmi_kernels), .conform_case = mmi_conform
-);
+const cg_op_def cg_op_matmul_integer =
+    CG_OP(.name = "matmul_integer",
+          .doc = "Product of 8-bit integer matrices with int32 accumulation (ONNX MatMulInteger): y = (a - "
+                 "a_zero) @ (b - b_zero) for a [..., M, K] and b [K, N], each u8 or i8; the optional zero "
+                 "points have their operand's dtype and are one value, or one per row of a ([M]) and per "
+                 "column of b ([N]). y is i32 [..., M, N], exact for K up to 33025; longer sums wrap "
+                 "around as int32.",
+          .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .input_names = mmi_inputs,
+          .infer = mmi_infer, CG_KERNELS(mmi_kernels), .conform_case = mmi_conform);

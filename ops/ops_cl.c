@@ -6,10 +6,10 @@
 
 #include "check.cl.h"
 
-cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const char *name,
-                           int wide, int idx8, const char *extra) {
-    const char *idx = idx8 ? (wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8")
-                           : (wide ? "-DIDX=long" : "-DIDX=int");
+cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const char *name, int wide, int idx8,
+                           const char *extra) {
+    const char *idx =
+        idx8 ? (wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8") : (wide ? "-DIDX=long" : "-DIDX=int");
     if (!extra) return cg_host_cl_kernel(a, source, idx, name);
     char opts[256];
     int len = snprintf(opts, sizeof opts, "%s %s", idx, extra);
@@ -20,47 +20,41 @@ cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const ch
     return cg_host_cl_kernel(a, source, opts, name);
 }
 
-cg_op_status cg_ops_cl_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                           size_t size, const void *value) {
+cg_op_status cg_ops_cl_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i, size_t size,
+                           const void *value) {
     cl_int e = clSetKernelArg(k, i, size, value);
     if (e != CL_SUCCESS)
-        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i,
-                          cg_host_cl_error_name(e));
+        return cg_op_fail(a->call, "clSetKernelArg(%s, %u): %s", name, (unsigned)i, cg_host_cl_error_name(e));
     return CG_OP_OK;
 }
 
-cg_op_status cg_ops_cl_args(const cg_kernel_args *a, cl_kernel k, const char *name,
-                            cl_uint first, int n, const cg_ops_cl_arg_value *args) {
+cg_op_status cg_ops_cl_args(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint first, int n,
+                            const cg_ops_cl_arg_value *args) {
     for (int i = 0; i < n; i++)
-        if (cg_ops_cl_arg(a, k, name, first + (cl_uint)i, args[i].size, args[i].value))
-            return CG_OP_ERROR;
+        if (cg_ops_cl_arg(a, k, name, first + (cl_uint)i, args[i].size, args[i].value)) return CG_OP_ERROR;
     return CG_OP_OK;
 }
 
-cg_op_status cg_ops_cl_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                           int wide, int64_t v) {
+cg_op_status cg_ops_cl_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i, int wide, int64_t v) {
     cl_long l = v;
     cl_int s = (cl_int)v;
-    return wide ? cg_ops_cl_arg(a, k, name, i, sizeof l, &l)
-                : cg_ops_cl_arg(a, k, name, i, sizeof s, &s);
+    return wide ? cg_ops_cl_arg(a, k, name, i, sizeof l, &l) : cg_ops_cl_arg(a, k, name, i, sizeof s, &s);
 }
 
-cg_op_status cg_ops_cl_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            int wide, const int64_t *v, int n) {
+cg_op_status cg_ops_cl_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i, int wide,
+                            const int64_t *v, int n) {
     cl_long8 l;
     cl_int8 s;
     for (int j = 0; j < 8; j++) {
         l.s[j] = j < n ? v[j] : 1;
         s.s[j] = (cl_int)l.s[j];
     }
-    return wide ? cg_ops_cl_arg(a, k, name, i, sizeof l, &l)
-                : cg_ops_cl_arg(a, k, name, i, sizeof s, &s);
+    return wide ? cg_ops_cl_arg(a, k, name, i, sizeof l, &l) : cg_ops_cl_arg(a, k, name, i, sizeof s, &s);
 }
 
 /* The device behind the kernel's queue. */
 static int queue_device(const cg_kernel_args *a, cl_device_id *dev) {
-    return clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof *dev, dev, NULL) ==
-           CL_SUCCESS;
+    return clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof *dev, dev, NULL) == CL_SUCCESS;
 }
 
 /* Kernel k's own limits on the device: CL_KERNEL_WORK_GROUP_SIZE (often
@@ -76,8 +70,8 @@ static kernel_limits limits_of(cl_kernel k, cl_device_id dev) {
     kernel_limits l = {0, 0, 0};
     if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof l.group, &l.group, NULL) != CL_SUCCESS)
         l.group = 0;
-    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof l.multiple,
-                                 &l.multiple, NULL) != CL_SUCCESS)
+    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof l.multiple, &l.multiple,
+                                 NULL) != CL_SUCCESS)
         l.multiple = 0;
     if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof l.local_mem, &l.local_mem, NULL) !=
         CL_SUCCESS)
@@ -94,8 +88,7 @@ size_t cg_ops_cl_work_group(const cg_kernel_args *a, cl_kernel k, size_t cap, in
     kernel_limits kl = {0, 0, 0};
     if (k && queue_device(a, &dev)) {
         kl = limits_of(k, dev);
-        if (clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) != CL_SUCCESS)
-            items[0] = 0;
+        if (clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) != CL_SUCCESS) items[0] = 0;
     }
     if (kl.group && kl.group < l) l = kl.group;
     if (items[0] && items[0] < l) l = items[0];
@@ -130,17 +123,15 @@ int cg_ops_cl_group_fits(const cg_kernel_args *a, cl_kernel k, int dims, const s
     return kl.local_mem + dyn_local <= dev_local;
 }
 
-int cg_ops_cl_is_cpu(const cg_kernel_args *a) {
-    return cg_host_cl_info(a, CG_CL_INFO_CPU_PATHS) == 1;
-}
+int cg_ops_cl_is_cpu(const cg_kernel_args *a) { return cg_host_cl_info(a, CG_CL_INFO_CPU_PATHS) == 1; }
 
 size_t cg_ops_cl_fit_work_group(size_t local, int64_t n, size_t min_size) {
     while (local > min_size && (int64_t)(local / 2) >= n) local /= 2;
     return local;
 }
 
-cg_op_status cg_ops_cl_launch(const cg_kernel_args *a, cl_kernel k, const char *name, int dims,
-                              const size_t *global, const size_t *local) {
+cg_op_status cg_ops_cl_launch(const cg_kernel_args *a, cl_kernel k, const char *name, int dims, const size_t *global,
+                              const size_t *local) {
     cg_op_status st = cg_host_cl_launch(a, k, dims, global, local);
     if (st == CG_OP_OK || !name) return st;
     char msg[256];
@@ -148,14 +139,12 @@ cg_op_status cg_ops_cl_launch(const cg_kernel_args *a, cl_kernel k, const char *
     return cg_op_fail(a->call, "launching %s: %s", name, msg);
 }
 
-cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const char *name,
-                                 int64_t n, size_t local) {
+cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const char *name, int64_t n, size_t local) {
     size_t global = (size_t)n;
     return cg_ops_cl_launch(a, k, name, 1, &global, &local);
 }
 
-cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f,
-                             const float *f) {
+cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f, const float *f) {
     int64_t n = cg_desc_numel(&a->call->inputs[0]);
     if (n == 0) return CG_OP_OK;
     cl_kernel k = cg_ops_cl_kernel(a, source, name, n > INT32_MAX, 0, NULL);

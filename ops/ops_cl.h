@@ -29,8 +29,8 @@
  * for a compile error) in args->call->err. Sources without IDX (rnn.cl,
  * attention.cl) are fetched with cg_host_cl_kernel directly.
  */
-cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const char *name,
-                           int wide, int idx8, const char *extra);
+cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const char *name, int wide, int idx8,
+                           const char *extra);
 
 /* ---- arguments ---- */
 
@@ -39,8 +39,8 @@ cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const ch
  * `size` bytes of local memory). `name` is the kernel's name for the
  * message "clSetKernelArg(<name>, <i>): <OpenCL error>".
  */
-cg_op_status cg_ops_cl_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                           size_t size, const void *value);
+cg_op_status cg_ops_cl_arg(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i, size_t size,
+                           const void *value);
 
 /* One kernel argument for cg_ops_cl_args: its size and a pointer to its
  * value (NULL for local memory of that size). */
@@ -50,26 +50,27 @@ typedef struct cg_ops_cl_arg_value {
 } cg_ops_cl_arg_value;
 
 /* The argument held in lvalue v (a cl_mem, cl_int, cl_long8, ...). */
-#define CG_OPS_CL_ARG(v) {sizeof(v), &(v)}
+#define CG_OPS_CL_ARG(v) \
+    { sizeof(v), &(v) }
 /* A local-memory argument of `bytes` bytes. */
-#define CG_OPS_CL_LOCAL(bytes) {(bytes), NULL}
+#define CG_OPS_CL_LOCAL(bytes) \
+    { (bytes), NULL }
 /* Number of elements of an array of arguments. */
 #define CG_OPS_CL_N_ARGS(array) ((int)(sizeof(array) / sizeof((array)[0])))
 
 /* Sets arguments first, first + 1, ... of kernel `k` from args[0..n), each
  * as cg_ops_cl_arg; stops at the first failure. */
-cg_op_status cg_ops_cl_args(const cg_kernel_args *a, cl_kernel k, const char *name,
-                            cl_uint first, int n, const cg_ops_cl_arg_value *args);
+cg_op_status cg_ops_cl_args(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint first, int n,
+                            const cg_ops_cl_arg_value *args);
 
 /* Sets IDX argument i (cg_ops_cl_kernel) to v: a cl_int, or a cl_long when
  * `wide`. */
-cg_op_status cg_ops_cl_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                           int wide, int64_t v);
+cg_op_status cg_ops_cl_idx(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i, int wide, int64_t v);
 
 /* Sets IDX8 argument i (a kernel built with idx8) to v[0..n), n <= 8, and 1
  * in the other components: a cl_int8, or a cl_long8 when `wide`. */
-cg_op_status cg_ops_cl_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i,
-                            int wide, const int64_t *v, int n);
+cg_op_status cg_ops_cl_idx8(const cg_kernel_args *a, cl_kernel k, const char *name, cl_uint i, int wide,
+                            const int64_t *v, int n);
 
 /* ---- work-group sizes ---- */
 
@@ -138,18 +139,16 @@ cg_op_status cg_ops_cl_check_args(const cg_kernel_args *a, cl_kernel k, const ch
  * `global` up to a multiple of `local` (kernels bounds-check). When `name`
  * is not NULL a failure's message is prefixed with "launching <name>: ".
  */
-cg_op_status cg_ops_cl_launch(const cg_kernel_args *a, cl_kernel k, const char *name, int dims,
-                              const size_t *global, const size_t *local);
+cg_op_status cg_ops_cl_launch(const cg_kernel_args *a, cl_kernel k, const char *name, int dims, const size_t *global,
+                              const size_t *local);
 
 /* cg_ops_cl_launch over n work-items (1-D) in work-groups of `local`. */
-cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const char *name,
-                                 int64_t n, size_t local);
+cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const char *name, int64_t n, size_t local);
 
 /* Runs the one-element-per-item kernel `name` of `source`, taking (x, y,
  * long n, then n_f floats f), over the elements of input 0 into output 0
  * (64-bit indexing from 2^31 elements on; nothing for an empty tensor). */
-cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f,
-                             const float *f);
+cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f, const float *f);
 
 /* The OpenCL unsigned type of an element of `bytes` bytes (1, 2, 4 or 8),
  * as a build option "-DT=uchar" ... "-DT=ulong": how the data movement

@@ -19,8 +19,7 @@
 
 /* Writes a message into call->err and returns CG_OP_ERROR. The host adds the
  * node's name and position in front of it. */
-static inline cg_op_status CG_OPS_PRINTF(2, 3)
-cg_op_fail(const cg_op_call *call, const char *fmt, ...) {
+static inline cg_op_status CG_OPS_PRINTF(2, 3) cg_op_fail(const cg_op_call *call, const char *fmt, ...) {
     if (call->err && call->err_size) {
         va_list ap;
         va_start(ap, fmt);
@@ -52,8 +51,7 @@ static inline int64_t cg_desc_numel(const cg_tensor_desc *d) {
 /* Splits a concrete descriptor around `axis`: *outer is the product of the
  * dims before it and *inner of the dims after it (1 when there are none),
  * so the tensor is [outer, dims[axis], inner]. */
-static inline void cg_desc_split(const cg_tensor_desc *d, int axis, int64_t *outer,
-                                 int64_t *inner) {
+static inline void cg_desc_split(const cg_tensor_desc *d, int axis, int64_t *outer, int64_t *inner) {
     *outer = *inner = 1;
     for (int i = 0; i < axis; i++) *outer *= d->dims[i];
     for (int i = axis + 1; i < d->ndim; i++) *inner *= d->dims[i];
@@ -87,8 +85,8 @@ static inline int cg_norm_axis(int64_t axis, int ndim) {
 cg_op_status cg_expect_input(const cg_op_call *call, int i, cg_op_dtype dt, int ndim);
 
 /* NumPy broadcasting of a and b into out (dims only); fails on mismatch. */
-cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a,
-                                 const cg_tensor_desc *b, cg_tensor_desc *out);
+cg_op_status cg_broadcast_shapes(const cg_op_call *call, const cg_tensor_desc *a, const cg_tensor_desc *b,
+                                 cg_tensor_desc *out);
 
 /* Name of input i for messages, from the op's input_names if given. */
 const char *cg_input_name(const cg_op_def *def, int i);
@@ -96,13 +94,13 @@ const char *cg_input_name(const cg_op_def *def, int i);
 /* Checks that a tensor is f32 with `ndim` dims compatible with `dims`
  * (entries may be symbolic or CG_DIM_UNKNOWN). `label` names it in messages,
  * e.g. "input 'w_hh'" or "weight_hh_l1_reverse". */
-cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label,
-                               const cg_tensor_desc *d, int ndim, const int64_t *dims);
+cg_op_status cg_ops_expect_f32(const cg_op_call *call, const char *label, const cg_tensor_desc *d, int ndim,
+                               const int64_t *dims);
 
 /* C[m, n] = A[m, k] . W[n, k]^T (W row-major like a PyTorch weight); a GEMV
  * when m == 1. Every element of C is written, also when k == 0. */
-void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *w, int64_t ldw, float *c, int64_t ldc);
+void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *w, int64_t ldw, float *c,
+                    int64_t ldc);
 
 /* cg_ops_project with W of dtype wt: f32, bf16 / f16 weights widened in
  * registers (half the bytes read; products and sums in f32), or int8 with
@@ -110,9 +108,8 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
  * quarter of the bytes; A quantized per row on the fly, exact integer sums:
  * cg_cpu_gemm_nt_q8), which needs
  * cg_ops_project_scratch(wt, m, n, k) bytes of scratch (else unused, NULL ok). */
-void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w,
-                      cg_op_dtype wt, int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch,
-                      float *c, int64_t ldc);
+void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w, cg_op_dtype wt,
+                      int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch, float *c, int64_t ldc);
 size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k);
 
 /* Per-node state of a CPU kernel with int8 weights (ABI 1.1 create): each
@@ -149,11 +146,11 @@ void cg_ops_case_q8_weight(cg_conform_case *c, int w);
 
 /* One GRU row (rnn_cell.c): gi = W_ih x, gh = W_hh h without biases, gates
  * r, z, n. h_out may be h. */
-void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                    const float *b_hh, const float *h, float *h_out);
+void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih, const float *b_hh,
+                    const float *h, float *h_out);
 /* One LSTM row (rnn_cell.c): gates i, f, g, o. c_out may be c. */
-void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                     const float *b_hh, const float *c, float *h_out, float *c_out);
+void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih, const float *b_hh,
+                     const float *c, float *h_out, float *c_out);
 
 /* A compact conformance case: up to 4 inputs of up to 4 dims, each with
  * its dtype and value range [lo, hi], and the attributes (or NULL). */
@@ -193,8 +190,7 @@ typedef struct cg_ops_emitter {
 } cg_ops_emitter;
 int32_t cg_ops_emit_input(cg_ops_emitter *e, int32_t i);
 /* Adds node `op` on the non-negative ids among a, b, c, with one output. */
-int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a,
-                    int32_t b, int32_t c);
+int32_t cg_ops_emit(cg_ops_emitter *e, const char *op, const char *attrs, int32_t a, int32_t b, int32_t c);
 void cg_ops_emit_output(cg_ops_emitter *e, int32_t i, int32_t v);
 
 /* The decomposition of an op (linear, gru_cell, lstm_cell) whose weights
@@ -208,6 +204,8 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
                                       const int *scale, int n_w, int n_keep);
 
 /* ---- every built-in op definition (one or more per file in ops/) ---- */
+/* (a table, one source file per line: clang-format would reflow it) */
+// clang-format off
 #define CG_BUILTIN_OPS(X)                                                    \
     /* elementwise.c */                                                     \
     X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)               \
@@ -245,6 +243,7 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(attn_score) X(attn_context)                                           \
     /* local_attn.c */                                                      \
     X(window_mask) X(local_gaussian)
+// clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;
 CG_BUILTIN_OPS(CG_DECLARE_OP)

@@ -31,7 +31,8 @@ static void rd_fill_case(const rd_case *t, double lo, double hi, int n_out, cg_c
     c->hi[0] = hi;
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 
 /* ---- reduce_sum / reduce_mean / reduce_max (x f32) ---- */
 
@@ -39,9 +40,8 @@ enum { REDUCE_AXES, REDUCE_KEEPDIMS };
 
 static const cg_attr_def reduce_attrs[] = {
     CG_ATTR(.name = "axes", .type = CG_ATTR_INTS,
-     .doc = "axes to reduce (negative count from the end); empty = all axes"),
-    CG_ATTR(.name = "keepdims", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: keep reduced axes as size 1"),
+            .doc = "axes to reduce (negative count from the end); empty = all axes"),
+    CG_ATTR(.name = "keepdims", .type = CG_ATTR_INT, .default_int = 0, .doc = "1: keep reduced axes as size 1"),
 };
 
 /* The kernels' `kind` argument (reduce.cl) in this order. */
@@ -64,10 +64,9 @@ static cg_op_status reduce_axes(const cg_op_call *call, const cg_tensor_desc *x,
     for (int i = 0; i < ax->n_ints; i++) {
         int a = cg_norm_axis(ax->ints[i], x->ndim);
         if (a < 0)
-            return cg_op_fail(call, "axis %lld in axes is out of range for x %s (%d dims)",
-                              (long long)ax->ints[i], sx, x->ndim);
-        if (red[a])
-            return cg_op_fail(call, "axis %lld in axes repeats axis %d", (long long)ax->ints[i], a);
+            return cg_op_fail(call, "axis %lld in axes is out of range for x %s (%d dims)", (long long)ax->ints[i], sx,
+                              x->ndim);
+        if (red[a]) return cg_op_fail(call, "axis %lld in axes repeats axis %d", (long long)ax->ints[i], a);
         red[a] = 1;
     }
     return CG_OP_OK;
@@ -78,8 +77,7 @@ static cg_op_status reduce_infer(cg_op_call *call, red_kind kind) {
     int red[CG_MAX_DIMS];
     int64_t keep = call->attrs[REDUCE_KEEPDIMS].i;
     if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
-    if (keep != 0 && keep != 1)
-        return cg_op_fail(call, "attribute keepdims must be 0 or 1, got %lld", (long long)keep);
+    if (keep != 0 && keep != 1) return cg_op_fail(call, "attribute keepdims must be 0 or 1, got %lld", (long long)keep);
     if (reduce_axes(call, x, red)) return CG_OP_ERROR;
     cg_tensor_desc *o = &call->outputs[0];
     o->dtype = CG_OP_F32;
@@ -88,8 +86,7 @@ static cg_op_status reduce_infer(cg_op_call *call, red_kind kind) {
         if (red[i] && kind == RED_MAX && x->dims[i] == 0) {
             char sx[128];
             cg_ops_format_dims(sx, sizeof sx, x);
-            return cg_op_fail(call, "reduce_max over axis %d of size 0 (x %s) has no identity",
-                              i, sx);
+            return cg_op_fail(call, "reduce_max over axis %d of size 0 (x %s) has no identity", i, sx);
         }
         if (!red[i]) o->dims[o->ndim++] = x->dims[i];
         else if (keep) o->dims[o->ndim++] = 1;
@@ -134,28 +131,28 @@ static void red_plan_make(red_plan *p, const cg_tensor_desc *x, const int *red) 
 }
 
 /* Walks x in row-major order; `acc` holds one accumulator per output. */
-#define RED_WALK(T, ACC_RED, ACC_KEEP)                                              \
-    do {                                                                            \
-        int last = p.nd - 1;                                                        \
-        int64_t inner = p.n[last], idx[CG_MAX_DIMS] = {0}, oo = 0, xo = 0;          \
-        for (;;) {                                                                  \
-            const float *xr = px + xo;                                              \
-            T *ar = acc + oo;                                                       \
-            if (p.red[last]) {                                                      \
-                ACC_RED;                                                            \
-            } else {                                                                \
-                ACC_KEEP;                                                           \
-            }                                                                       \
-            xo += inner;                                                            \
-            int d = last - 1;                                                       \
-            for (; d >= 0; d--) {                                                   \
-                oo += p.ostr[d];                                                    \
-                if (++idx[d] < p.n[d]) break;                                       \
-                oo -= p.ostr[d] * p.n[d];                                           \
-                idx[d] = 0;                                                         \
-            }                                                                       \
-            if (d < 0) break;                                                       \
-        }                                                                           \
+#define RED_WALK(T, ACC_RED, ACC_KEEP)                                     \
+    do {                                                                   \
+        int last = p.nd - 1;                                               \
+        int64_t inner = p.n[last], idx[CG_MAX_DIMS] = {0}, oo = 0, xo = 0; \
+        for (;;) {                                                         \
+            const float *xr = px + xo;                                     \
+            T *ar = acc + oo;                                              \
+            if (p.red[last]) {                                             \
+                ACC_RED;                                                   \
+            } else {                                                       \
+                ACC_KEEP;                                                  \
+            }                                                              \
+            xo += inner;                                                   \
+            int d = last - 1;                                              \
+            for (; d >= 0; d--) {                                          \
+                oo += p.ostr[d];                                           \
+                if (++idx[d] < p.n[d]) break;                              \
+                oo -= p.ostr[d] * p.n[d];                                  \
+                idx[d] = 0;                                                \
+            }                                                              \
+            if (d < 0) break;                                              \
+        }                                                                  \
     } while (0)
 
 static size_t reduce_ws_sum(const cg_op_call *call) {
@@ -180,17 +177,18 @@ static cg_op_status reduce_cpu(const cg_kernel_args *args, red_kind kind) {
         float *acc = py;
         for (int64_t i = 0; i < on; i++) acc[i] = -INFINITY;
         /* NaN propagates: once an accumulator is NaN it stays NaN. */
-        RED_WALK(float,
-                 {
-                     float m = ar[0];
-                     for (int64_t j = 0; j < inner; j++)
-                         if (xr[j] > m || xr[j] != xr[j]) m = xr[j];
-                     ar[0] = m;
-                 },
-                 {
-                     for (int64_t j = 0; j < inner; j++)
-                         if (xr[j] > ar[j] || xr[j] != xr[j]) ar[j] = xr[j];
-                 });
+        RED_WALK(
+            float,
+            {
+                float m = ar[0];
+                for (int64_t j = 0; j < inner; j++)
+                    if (xr[j] > m || xr[j] != xr[j]) m = xr[j];
+                ar[0] = m;
+            },
+            {
+                for (int64_t j = 0; j < inner; j++)
+                    if (xr[j] > ar[j] || xr[j] != xr[j]) ar[j] = xr[j];
+            });
         return CG_OP_OK;
     }
     double *acc = args->workspace;
@@ -198,25 +196,27 @@ static cg_op_status reduce_cpu(const cg_kernel_args *args, red_kind kind) {
         return cg_op_fail(call, "%s: workspace too small", red_name(kind));
     for (int64_t i = 0; i < on; i++) acc[i] = kind == RED_PROD ? 1.0 : 0.0;
     if (xn > 0 && kind == RED_PROD) {
-        RED_WALK(double,
-                 {
-                     double q = 1.0;
-                     for (int64_t j = 0; j < inner; j++) q *= xr[j];
-                     ar[0] *= q;
-                 },
-                 {
-                     for (int64_t j = 0; j < inner; j++) ar[j] *= xr[j];
-                 });
+        RED_WALK(
+            double,
+            {
+                double q = 1.0;
+                for (int64_t j = 0; j < inner; j++) q *= xr[j];
+                ar[0] *= q;
+            },
+            {
+                for (int64_t j = 0; j < inner; j++) ar[j] *= xr[j];
+            });
     } else if (xn > 0) {
-        RED_WALK(double,
-                 {
-                     double s = 0.0;
-                     for (int64_t j = 0; j < inner; j++) s += xr[j];
-                     ar[0] += s;
-                 },
-                 {
-                     for (int64_t j = 0; j < inner; j++) ar[j] += xr[j];
-                 });
+        RED_WALK(
+            double,
+            {
+                double s = 0.0;
+                for (int64_t j = 0; j < inner; j++) s += xr[j];
+                ar[0] += s;
+            },
+            {
+                for (int64_t j = 0; j < inner; j++) ar[j] += xr[j];
+            });
     }
     /* The mean of nothing is 0 / 0 = NaN, as in NumPy. */
     const double scale = kind == RED_MEAN ? 1.0 / (double)count : 1.0;
@@ -275,18 +275,25 @@ static cg_op_status reduce_cl(const cg_kernel_args *args, red_kind kind) {
     size_t local = cg_ops_cl_work_group(args, k, CG_OPS_CL_MAX_WORK_GROUP, 1), global;
     if (use_item) {
         const cg_ops_cl_arg_value v[] = {
-            CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(py),   CG_OPS_CL_ARG(lon), CG_OPS_CL_ARG(nk),
-            CG_OPS_CL_ARG(kd), CG_OPS_CL_ARG(ks),   CG_OPS_CL_ARG(rdim), CG_OPS_CL_ARG(rst),
-            CG_OPS_CL_ARG(kk), CG_OPS_CL_ARG(scale)};
+            CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(py),   CG_OPS_CL_ARG(lon), CG_OPS_CL_ARG(nk), CG_OPS_CL_ARG(kd),
+            CG_OPS_CL_ARG(ks), CG_OPS_CL_ARG(rdim), CG_OPS_CL_ARG(rst), CG_OPS_CL_ARG(kk), CG_OPS_CL_ARG(scale)};
         if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
         global = (size_t)on;
     } else {
         local = cg_ops_cl_fit_work_group(local, count, 32);
-        const cg_ops_cl_arg_value v[] = {
-            CG_OPS_CL_ARG(px),   CG_OPS_CL_ARG(py),  CG_OPS_CL_ARG(lon), CG_OPS_CL_ARG(lcount),
-            CG_OPS_CL_ARG(nk),   CG_OPS_CL_ARG(kd),  CG_OPS_CL_ARG(ks),  CG_OPS_CL_ARG(nr),
-            CG_OPS_CL_ARG(rdim), CG_OPS_CL_ARG(rst), CG_OPS_CL_ARG(kk),  CG_OPS_CL_ARG(scale),
-            CG_OPS_CL_LOCAL(local * sizeof(cl_float))};
+        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px),
+                                         CG_OPS_CL_ARG(py),
+                                         CG_OPS_CL_ARG(lon),
+                                         CG_OPS_CL_ARG(lcount),
+                                         CG_OPS_CL_ARG(nk),
+                                         CG_OPS_CL_ARG(kd),
+                                         CG_OPS_CL_ARG(ks),
+                                         CG_OPS_CL_ARG(nr),
+                                         CG_OPS_CL_ARG(rdim),
+                                         CG_OPS_CL_ARG(rst),
+                                         CG_OPS_CL_ARG(kk),
+                                         CG_OPS_CL_ARG(scale),
+                                         CG_OPS_CL_LOCAL(local * sizeof(cl_float))};
         if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
         global = (size_t)on * local;
     }
@@ -360,29 +367,23 @@ static int32_t reduce_prod_conform(int32_t index, cg_conform_case *c) {
 
 static const char *const reduce_inputs[] = {"x", NULL};
 
-#define REDUCE_OP(NAME, KIND, WS, DOC)                                              \
-    static cg_op_status NAME##_infer(cg_op_call *call) { return reduce_infer(call, KIND); } \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return reduce_cpu(a, KIND); } \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return reduce_cl(a, KIND); } \
-    static const cg_kernel_def NAME##_kernels[] = {                                 \
-        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = WS, .run = NAME##_cpu),                    \
-        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),                \
-    };                                                                              \
-    const cg_op_def cg_op_##NAME = CG_OP(                                                \
-        .name = #NAME,                                                              \
-        .doc = DOC,                                                                 \
-        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,       \
-        .input_names = reduce_inputs,                                               \
-        CG_ATTRS(reduce_attrs),                                        \
-        .infer = NAME##_infer,                                                      \
-        CG_KERNELS(NAME##_kernels),                                  \
-        .conform_case = NAME##_conform                                             \
-    );
+#define REDUCE_OP(NAME, KIND, WS, DOC)                                                                                 \
+    static cg_op_status NAME##_infer(cg_op_call *call) { return reduce_infer(call, KIND); }                            \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return reduce_cpu(a, KIND); }                            \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return reduce_cl(a, KIND); }                              \
+    static const cg_kernel_def NAME##_kernels[] = {                                                                    \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = WS, .run = NAME##_cpu),                                      \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),                                  \
+    };                                                                                                                 \
+    const cg_op_def cg_op_##NAME =                                                                                     \
+        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,         \
+              .input_names = reduce_inputs, CG_ATTRS(reduce_attrs), .infer = NAME##_infer, CG_KERNELS(NAME##_kernels), \
+              .conform_case = NAME##_conform);
 
-#define REDUCE_DOC                                                                  \
-    " Attribute axes (ints, default empty = every axis; negative values count "    \
-    "from the end; no repeats) selects the reduced axes; keepdims (0 or 1, "        \
-    "default 0) keeps them as size-1 dims instead of removing them. Reducing "      \
+#define REDUCE_DOC                                                              \
+    " Attribute axes (ints, default empty = every axis; negative values count " \
+    "from the end; no repeats) selects the reduced axes; keepdims (0 or 1, "    \
+    "default 0) keeps them as size-1 dims instead of removing them. Reducing "  \
     "every axis of x without keepdims gives a 0-d scalar."
 
 REDUCE_OP(reduce_sum, RED_SUM, reduce_ws_sum,
@@ -405,12 +406,11 @@ REDUCE_OP(reduce_max, RED_MAX, NULL,
 enum { ARGMAX_AXIS, ARGMAX_KEEPDIMS, ARGMAX_LAST };
 
 static const cg_attr_def argmax_attrs[] = {
-    CG_ATTR(.name = "axis", .type = CG_ATTR_INT,
-     .default_int = -1, .doc = "axis to search; negative counts from the end"),
-    CG_ATTR(.name = "keepdims", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: keep the axis as size 1"),
-    CG_ATTR(.name = "last", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "1: ties pick the highest index (ONNX's select_last_index)"),
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = -1,
+            .doc = "axis to search; negative counts from the end"),
+    CG_ATTR(.name = "keepdims", .type = CG_ATTR_INT, .default_int = 0, .doc = "1: keep the axis as size 1"),
+    CG_ATTR(.name = "last", .type = CG_ATTR_INT, .default_int = 0,
+            .doc = "1: ties pick the highest index (ONNX's select_last_index)"),
 };
 
 static cg_op_status argmax_infer(cg_op_call *call) {
@@ -419,16 +419,13 @@ static cg_op_status argmax_infer(cg_op_call *call) {
     char sx[128];
     if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
     cg_ops_format_dims(sx, sizeof sx, x);
-    if (keep != 0 && keep != 1)
-        return cg_op_fail(call, "attribute keepdims must be 0 or 1, got %lld", (long long)keep);
+    if (keep != 0 && keep != 1) return cg_op_fail(call, "attribute keepdims must be 0 or 1, got %lld", (long long)keep);
     if (call->attrs[ARGMAX_LAST].i != 0 && call->attrs[ARGMAX_LAST].i != 1)
         return cg_op_fail(call, "attribute last must be 0 or 1, got %lld", (long long)call->attrs[ARGMAX_LAST].i);
     int axis = cg_norm_axis(axis_attr, x->ndim);
     if (axis < 0)
-        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)",
-                          (long long)axis_attr, sx, x->ndim);
-    if (x->dims[axis] == 0)
-        return cg_op_fail(call, "argmax over axis %d of size 0 (x %s)", axis, sx);
+        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)", (long long)axis_attr, sx, x->ndim);
+    if (x->dims[axis] == 0) return cg_op_fail(call, "argmax over axis %d of size 0 (x %s)", axis, sx);
     if (x->dims[axis] > INT32_MAX)
         return cg_op_fail(call, "argmax axis %d of x %s is too long for i32 indices", axis, sx);
     cg_tensor_desc *o = &call->outputs[0];
@@ -442,9 +439,7 @@ static cg_op_status argmax_infer(cg_op_call *call) {
 }
 
 /* Order used by argmax and topk: NaN above everything, then by value. */
-static inline int f32_greater(float a, float b) {
-    return (a != a) ? (b == b) : (a > b);
-}
+static inline int f32_greater(float a, float b) { return (a != a) ? (b == b) : (a > b); }
 
 static cg_op_status argmax_cpu(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
@@ -493,8 +488,8 @@ static cg_op_status argmax_cl(const cg_kernel_args *args) {
     if (!k) return CG_OP_ERROR;
     cl_mem px = (cl_mem)args->in[0], py = (cl_mem)args->out[0];
     cl_long ls = slices, ln = n, li = inner;
-    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(py), CG_OPS_CL_ARG(ls),
-                                     CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(li)};
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(py), CG_OPS_CL_ARG(ls), CG_OPS_CL_ARG(ln),
+                                     CG_OPS_CL_ARG(li)};
     const cl_int last = call->attrs[ARGMAX_LAST].i != 0;
     if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v) ||
         cg_ops_cl_arg(args, k, name, use_group ? 7 : 5, sizeof last, &last))
@@ -550,19 +545,14 @@ static const cg_kernel_def argmax_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = argmax_cl),
 };
 
-const cg_op_def cg_op_argmax = CG_OP(
-    .name = "argmax",
-    .doc = "Index (i32) of the largest element of f32 x along axis (default -1), "
-           "removing that axis (or keeping it as size 1 with keepdims: 1). Ties "
-           "pick the lowest index, or the highest with last: 1. NaN counts as greater than "
-           "every number, so the first (last) NaN along the axis wins. The axis must not be empty.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = reduce_inputs,
-    CG_ATTRS(argmax_attrs),
-    .infer = argmax_infer,
-    CG_KERNELS(argmax_kernels),
-    .conform_case = argmax_conform
-);
+const cg_op_def cg_op_argmax =
+    CG_OP(.name = "argmax",
+          .doc = "Index (i32) of the largest element of f32 x along axis (default -1), "
+                 "removing that axis (or keeping it as size 1 with keepdims: 1). Ties "
+                 "pick the lowest index, or the highest with last: 1. NaN counts as greater than "
+                 "every number, so the first (last) NaN along the axis wins. The axis must not be empty.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = reduce_inputs,
+          CG_ATTRS(argmax_attrs), .infer = argmax_infer, CG_KERNELS(argmax_kernels), .conform_case = argmax_conform);
 
 /* ---- topk(x f32[..., N]; k) -> values f32[..., k], indices i32[..., k] ---- */
 
@@ -570,7 +560,7 @@ enum { TOPK_K };
 
 static const cg_attr_def topk_attrs[] = {
     CG_ATTR(.name = "k", .type = CG_ATTR_INT, .required = 1,
-     .doc = "number of largest elements to keep per row (0 <= k <= N; -1: all N, a sort)"),
+            .doc = "number of largest elements to keep per row (0 <= k <= N; -1: all N, a sort)"),
 };
 
 cg_op_status cg_ops_topk_infer(cg_op_call *call, const char *op) {
@@ -587,10 +577,8 @@ cg_op_status cg_ops_topk_infer(cg_op_call *call, const char *op) {
         return cg_op_fail(call, "attribute k must be >= 0%s, got %lld", strcmp(op, "topk") ? "" : " (or -1: all)",
                           (long long)k);
     if (cg_dim_known(n) && k > n)
-        return cg_op_fail(call, "k=%lld is larger than the last dim %lld of x %s",
-                          (long long)k, (long long)n, sx);
-    if (n > INT32_MAX || k > INT32_MAX)
-        return cg_op_fail(call, "last dim of x %s is too long for i32 indices", sx);
+        return cg_op_fail(call, "k=%lld is larger than the last dim %lld of x %s", (long long)k, (long long)n, sx);
+    if (n > INT32_MAX || k > INT32_MAX) return cg_op_fail(call, "last dim of x %s is too long for i32 indices", sx);
     for (int i = 0; i < call->n_outputs; i++) {
         cg_tensor_desc *o = &call->outputs[i];
         *o = *x;
@@ -633,8 +621,7 @@ static cg_op_status topk_cpu(const cg_kernel_args *args) {
     int32_t *pi = args->out[1];
     int64_t n = x->dims[x->ndim - 1], k = call->outputs[0].dims[x->ndim - 1], rows = 1;
     for (int i = 0; i < x->ndim - 1; i++) rows *= x->dims[i];
-    if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k,
-                                 (long long)n);
+    if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k, (long long)n);
     if (k == 0 || rows == 0) return CG_OP_OK;
     /* The indices output row is the heap: O(N log k) per row, no scratch. */
     for (int64_t r = 0; r < rows; r++) {
@@ -670,8 +657,7 @@ static cg_op_status topk_cl(const cg_kernel_args *args) {
     const cg_tensor_desc *x = &call->inputs[0];
     int64_t n = x->dims[x->ndim - 1], k = call->outputs[0].dims[x->ndim - 1], rows = 1;
     for (int i = 0; i < x->ndim - 1; i++) rows *= x->dims[i];
-    if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k,
-                                 (long long)n);
+    if (k > n) return cg_op_fail(call, "k=%lld is larger than the last dim %lld", (long long)k, (long long)n);
     if (k == 0 || rows == 0) return CG_OP_OK;
     int64_t total = rows * n;
     cl_kernel kn = cg_ops_cl_kernel(args, cg_cl_reduce, name, total > INT32_MAX, 0, NULL);
@@ -681,25 +667,15 @@ static cg_op_status topk_cl(const cg_kernel_args *args) {
     const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px), CG_OPS_CL_ARG(pv), CG_OPS_CL_ARG(pi),
                                      CG_OPS_CL_ARG(lt), CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(lk)};
     if (cg_ops_cl_args(args, kn, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(args, kn, NULL, total,
-                               cg_ops_cl_work_group(args, kn, CG_OPS_CL_MAX_WORK_GROUP, 1));
+    return cg_ops_cl_launch_1d(args, kn, NULL, total, cg_ops_cl_work_group(args, kn, CG_OPS_CL_MAX_WORK_GROUP, 1));
 }
 
 /* Topk cases: k from 1 to N, values in [-2, 2] and, for every other case,
  * in [2^24, 2^24 + 6] where many elements tie (lower index first). */
 static const rd_case topk_cases[] = {
-    {1, D(1), "k: 1"},
-    {1, D(3), "k: 3"},
-    {1, D(17), "k: 5"},
-    {2, D(4, 17), "k: 17"},
-    {3, D(2, 3, 17), "k: 1"},
-    {2, D(8, 17), "k: 8"},
-    {1, D(257), "k: 100"},
-    {2, D(3, 257), "k: 257"},
-    {2, D(3, 29), "k: -1"},
-    {2, D(4, 1000), "k: 10"},
-    {2, D(4, 1000), "k: 1000"},
-    {2, D(100, 1000), "k: 5"},
+    {1, D(1), "k: 1"},          {1, D(3), "k: 3"},        {1, D(17), "k: 5"},         {2, D(4, 17), "k: 17"},
+    {3, D(2, 3, 17), "k: 1"},   {2, D(8, 17), "k: 8"},    {1, D(257), "k: 100"},      {2, D(3, 257), "k: 257"},
+    {2, D(3, 29), "k: -1"},     {2, D(4, 1000), "k: 10"}, {2, D(4, 1000), "k: 1000"}, {2, D(100, 1000), "k: 5"},
     {2, D(20, 1000), "k: 999"},
 };
 #define N_TOPK_CASES ((int32_t)(sizeof topk_cases / sizeof topk_cases[0]))
@@ -716,17 +692,12 @@ static const cg_kernel_def topk_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = topk_cl),
 };
 
-const cg_op_def cg_op_topk = CG_OP(
-    .name = "topk",
-    .doc = "The k largest elements along the last axis of f32 x [..., N]: "
-           "output 0 values f32 [..., k] sorted descending, output 1 indices i32 "
-           "[..., k] of those elements in x. Equal values are ordered by lower "
-           "index first; NaN counts as greater than every number. Attribute k "
-           "(int, required) must satisfy 0 <= k <= N.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2,
-    .input_names = reduce_inputs,
-    CG_ATTRS(topk_attrs),
-    .infer = topk_infer,
-    CG_KERNELS(topk_kernels),
-    .conform_case = topk_conform
-);
+const cg_op_def cg_op_topk =
+    CG_OP(.name = "topk",
+          .doc = "The k largest elements along the last axis of f32 x [..., N]: "
+                 "output 0 values f32 [..., k] sorted descending, output 1 indices i32 "
+                 "[..., k] of those elements in x. Equal values are ordered by lower "
+                 "index first; NaN counts as greater than every number. Attribute k "
+                 "(int, required) must satisfy 0 <= k <= N.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2, .input_names = reduce_inputs,
+          CG_ATTRS(topk_attrs), .infer = topk_infer, CG_KERNELS(topk_kernels), .conform_case = topk_conform);

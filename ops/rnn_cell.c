@@ -15,8 +15,8 @@
 
 /* One GRU row: gi = W_ih x and gh = W_hh h (without biases, gates r, z, n).
  * h_out may be h. */
-void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                    const float *b_hh, const float *h, float *h_out) {
+void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih, const float *b_hh,
+                    const float *h, float *h_out) {
     const int64_t H = hidden;
     float r[CHUNK], z[CHUNK], n[CHUNK];
     for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
@@ -42,8 +42,8 @@ void cg_rnn_gru_row(int64_t hidden, const float *gi, const float *gh, const floa
 
 /* One LSTM row: gi = W_ih x and gh = W_hh h (without biases, gates i, f, g,
  * o). c_out may be c. */
-void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih,
-                     const float *b_hh, const float *c, float *h_out, float *c_out) {
+void cg_rnn_lstm_row(int64_t hidden, const float *gi, const float *gh, const float *b_ih, const float *b_hh,
+                     const float *c, float *h_out, float *c_out) {
     const int64_t H = hidden;
     float ig[CHUNK], fg[CHUNK], gg[CHUNK], og[CHUNK];
     for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
@@ -93,7 +93,7 @@ static int cell_narrow(const cg_op_call *call, int gates) {
 static cg_op_status cell_infer(cg_op_call *call, int gates) {
     const cg_op_def *def = gates == 3 ? &cg_op_gru_cell : &cg_op_lstm_cell;
     const int n_state = gates == 3 ? 1 : 2; /* h (and c) */
-    const int i_wih = 1 + n_state;           /* w_ih, w_hh, b_ih, b_hh follow */
+    const int i_wih = 1 + n_state;          /* w_ih, w_hh, b_ih, b_hh follow */
     const cg_tensor_desc *x = &call->inputs[0], *h = &call->inputs[1];
     const cg_tensor_desc *w_ih = &call->inputs[i_wih], *w_hh = &call->inputs[i_wih + 1];
     char label[64];
@@ -101,12 +101,13 @@ static cg_op_status cell_infer(cg_op_call *call, int gates) {
     const int64_t any2[2] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
     const int n_q = (w_ih->dtype == (cg_op_dtype)CG_I8) + (w_hh->dtype == (cg_op_dtype)CG_I8);
     if (call->n_inputs != cell_n_base(gates) + n_q)
-        return cg_op_fail(call, "%s takes %d inputs with %d i8 weight(s) (each followed by its scales at the end), "
-                          "got %d", def->name, cell_n_base(gates) + n_q, n_q, call->n_inputs);
+        return cg_op_fail(call,
+                          "%s takes %d inputs with %d i8 weight(s) (each followed by its scales at the end), "
+                          "got %d",
+                          def->name, cell_n_base(gates) + n_q, n_q, call->n_inputs);
     const cg_tensor_desc *s_ih = cell_scale(call, gates, 0) >= 0 ? &call->inputs[cell_scale(call, gates, 0)] : NULL;
     const cg_tensor_desc *s_hh = cell_scale(call, gates, 1) >= 0 ? &call->inputs[cell_scale(call, gates, 1)] : NULL;
-    if (cg_ops_expect_f32(call, CELL_LABEL(0), x, 2, any2) ||
-        cg_ops_expect_f32(call, CELL_LABEL(1), h, 2, any2) ||
+    if (cg_ops_expect_f32(call, CELL_LABEL(0), x, 2, any2) || cg_ops_expect_f32(call, CELL_LABEL(1), h, 2, any2) ||
         cg_ops_expect_qweight(call, CELL_LABEL(i_wih + 1), w_hh, any2, s_hh, "the scales of w_hh"))
         return CG_OP_ERROR;
 
@@ -183,8 +184,7 @@ static int64_t cell_hidden(const cg_op_call *call, int gates) {
 /* Emits `slice(v, axis 1, [start, end))`. */
 static int32_t emit_cols(cg_ops_emitter *e, int32_t v, int64_t start, int64_t end) {
     char attrs[96];
-    snprintf(attrs, sizeof attrs, "axis: 1, start: %lld, end: %lld", (long long)start,
-             (long long)end);
+    snprintf(attrs, sizeof attrs, "axis: 1, start: %lld, end: %lld", (long long)start, (long long)end);
     return cg_ops_emit(e, "slice", attrs, v, -1, -1);
 }
 
@@ -199,16 +199,15 @@ static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
     const int64_t H = call->inputs[1].dims[1], GH = gates * H;
     if (B == 0 || H == 0) return CG_OP_OK;
     if (B * H > INT32_MAX || B * GH > INT32_MAX)
-        return cg_op_fail(call, "%lld x %lld cells are too many for the OpenCL kernel",
-                          (long long)B, (long long)H);
+        return cg_op_fail(call, "%lld x %lld cells are too many for the OpenCL kernel", (long long)B, (long long)H);
     void *ws = a->workspace;
     const cl_int b32 = (cl_int)B, h32 = (cl_int)H, has_gi = I > 0;
     /* With I == 0 the input projection is zero and the kernel skips it. */
-    if (has_gi && cg_host_cl_sgemm(a, 0, 1, B, GH, I, 1.0f, (void *)a->in[0], 0, I,
-                                 (void *)a->in[w_first], 0, I, 0.0f, ws, 0, GH))
+    if (has_gi && cg_host_cl_sgemm(a, 0, 1, B, GH, I, 1.0f, (void *)a->in[0], 0, I, (void *)a->in[w_first], 0, I, 0.0f,
+                                   ws, 0, GH))
         return CG_OP_ERROR;
-    if (cg_host_cl_sgemm(a, 0, 1, B, GH, H, 1.0f, (void *)a->in[1], 0, H,
-                       (void *)a->in[w_first + 1], 0, H, 0.0f, ws, (size_t)(B * GH), GH))
+    if (cg_host_cl_sgemm(a, 0, 1, B, GH, H, 1.0f, (void *)a->in[1], 0, H, (void *)a->in[w_first + 1], 0, H, 0.0f, ws,
+                         (size_t)(B * GH), GH))
         return CG_OP_ERROR;
     const char *name = gates == 3 ? "gru_cell_gates" : "lstm_cell_gates";
     cl_kernel k = cg_host_cl_kernel(a, cg_cl_rnn, "", name);
@@ -220,9 +219,8 @@ static cg_op_status cell_cl(const cg_kernel_args *a, int gates) {
     cl_mem c_out = write_c ? a->out[1] : a->out[0];
     /* The GRU takes the first 8 arguments, the LSTM all 10. */
     const cg_ops_cl_arg_value args[] = {
-        CG_OPS_CL_ARG(b32),  CG_OPS_CL_ARG(h32),  CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(ws_m),
-        CG_OPS_CL_ARG(b_ih), CG_OPS_CL_ARG(b_hh), CG_OPS_CL_ARG(state),  CG_OPS_CL_ARG(out0),
-        CG_OPS_CL_ARG(c_out), CG_OPS_CL_ARG(write_c)};
+        CG_OPS_CL_ARG(b32),  CG_OPS_CL_ARG(h32),   CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(ws_m),  CG_OPS_CL_ARG(b_ih),
+        CG_OPS_CL_ARG(b_hh), CG_OPS_CL_ARG(state), CG_OPS_CL_ARG(out0),   CG_OPS_CL_ARG(c_out), CG_OPS_CL_ARG(write_c)};
     if (cg_ops_cl_args(a, k, name, 0, gates == 3 ? 8 : 10, args)) return CG_OP_ERROR;
     /* One work-item per cell, in work-groups of up to 128. */
     const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), B * H, 1);
@@ -237,8 +235,8 @@ static const struct {
     int64_t B, H, I;
     int n_out;
 } cell_cases[] = {
-    {1, 1, 1, 1},   {3, 1, 5, 2},   {3, 3, 1, 1},   {17, 3, 1, 2},   {1, 3, 5, 2},
-    {3, 17, 5, 2},  {17, 17, 5, 1}, {17, 17, 1, 2}, {257, 3, 5, 2},  {1000, 17, 5, 2},
+    {1, 1, 1, 1},  {3, 1, 5, 2},   {3, 3, 1, 1},   {17, 3, 1, 2},  {1, 3, 5, 2},
+    {3, 17, 5, 2}, {17, 17, 5, 1}, {17, 17, 1, 2}, {257, 3, 5, 2}, {1000, 17, 5, 2},
 };
 
 /* Case `index` of a cell with `gates` gates: inputs x, h, (c,) w_ih, w_hh,
@@ -251,16 +249,14 @@ static int32_t cell_conform_case(int32_t index, cg_conform_case *c, int gates) {
     const int32_t n_f32 = (int32_t)(sizeof cell_cases / sizeof cell_cases[0]);
     cg_op_dtype wdt = CG_OP_F32;
     if (index >= n_f32 && index < n_f32 + 4) {
-        const cg_op_dtype wdts[4] = {(cg_op_dtype)CG_BF16, (cg_op_dtype)CG_F16, (cg_op_dtype)CG_I8,
-                                     (cg_op_dtype)CG_I8};
+        const cg_op_dtype wdts[4] = {(cg_op_dtype)CG_BF16, (cg_op_dtype)CG_F16, (cg_op_dtype)CG_I8, (cg_op_dtype)CG_I8};
         wdt = wdts[index - n_f32];
         index = index == n_f32 + 3 ? 6 : 5; /* B 3 (17), H 17, I 5 */
     }
     if (index < 0 || index >= n_f32) return 0;
     const int64_t B = cell_cases[index].B, H = cell_cases[index].H, I = cell_cases[index].I;
     const int n_state = gates == 3 ? 1 : 2;
-    const int64_t dims[7][2] = {{B, I}, {B, H}, {B, H}, {gates * H, I}, {gates * H, H},
-                                {gates * H, 0}, {gates * H, 0}};
+    const int64_t dims[7][2] = {{B, I}, {B, H}, {B, H}, {gates * H, I}, {gates * H, H}, {gates * H, 0}, {gates * H, 0}};
     const int ndim[7] = {2, 2, 2, 2, 2, 1, 1};
     c->n_inputs = 5 + n_state;
     for (int i = 0; i < c->n_inputs; i++) {
@@ -321,7 +317,8 @@ static void lstm_rows(void *ctx, size_t begin, size_t end) {
         /* Without a c' output, c' is written over the row's gh: element j of
          * it is written after the last read of gh[j]. */
         float *cn = p->c_out ? p->c_out + b * H : (float *)p->gh + b * 4 * H;
-        cg_rnn_lstm_row(H, p->gi + b * 4 * H, p->gh + b * 4 * H, p->b_ih, p->b_hh, p->state + b * H, p->h_out + b * H, cn);
+        cg_rnn_lstm_row(H, p->gi + b * 4 * H, p->gh + b * 4 * H, p->b_ih, p->b_hh, p->state + b * H, p->h_out + b * H,
+                        cn);
     }
 }
 
@@ -382,36 +379,30 @@ static int cell_cl_supports(const cg_kernel_args *a, int gates) { return !cell_n
 static int gru_cell_cl_supports(const cg_kernel_args *a) { return cell_cl_supports(a, 3); }
 static int lstm_cell_cl_supports(const cg_kernel_args *a) { return cell_cl_supports(a, 4); }
 
-static int32_t gru_cell_conform(int32_t index, cg_conform_case *c) {
-    return cell_conform_case(index, c, 3);
-}
+static int32_t gru_cell_conform(int32_t index, cg_conform_case *c) { return cell_conform_case(index, c, 3); }
 
 static const cg_kernel_def gru_cell_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = gru_cell_workspace, .run = gru_cell_cpu,
-     .create = gru_cell_create, .destroy = cg_ops_q8_state_destroy),
+              .create = gru_cell_create, .destroy = cg_ops_q8_state_destroy),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = gru_cell_workspace, .run = gru_cell_cl,
-     .supports = gru_cell_cl_supports),
+              .supports = gru_cell_cl_supports),
 };
 static const char *const gru_cell_inputs[] = {"x", "h", "w_ih", "w_hh", "b_ih", "b_hh", "scale_ih", "scale_hh", NULL};
 
-const cg_op_def cg_op_gru_cell = CG_OP(
-    .name = "gru_cell",
-    .doc = "One step of a GRU, exactly torch.nn.GRUCell: inputs x [B, I], "
-           "h [B, H], w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H] (all f32; "
-           "the rows of the weights are the gates r, z, n in that order, as in "
-           "PyTorch's weight_ih / weight_hh). r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), "
-           "z = sigmoid(W_iz x + b_iz + W_hz h + b_hz), "
-           "n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), output h' = (1 - z) * n + z * h, "
-           "[B, H]. The weights may also be bf16 / f16, or i8 with f32 scales, one per row, "
-           "appended as inputs in the order of their weights (scale_ih [3H], scale_hh [3H]; "
-           "see linear). No attributes.",
-    .min_inputs = 6, .max_inputs = 8, .min_outputs = 1, .max_outputs = 1,
-    .input_names = gru_cell_inputs,
-    .infer = gru_cell_infer,
-    .decompose = gru_cell_decompose,
-    CG_KERNELS(gru_cell_kernels),
-    .conform_case = gru_cell_conform
-);
+const cg_op_def cg_op_gru_cell =
+    CG_OP(.name = "gru_cell",
+          .doc = "One step of a GRU, exactly torch.nn.GRUCell: inputs x [B, I], "
+                 "h [B, H], w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H] (all f32; "
+                 "the rows of the weights are the gates r, z, n in that order, as in "
+                 "PyTorch's weight_ih / weight_hh). r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), "
+                 "z = sigmoid(W_iz x + b_iz + W_hz h + b_hz), "
+                 "n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), output h' = (1 - z) * n + z * h, "
+                 "[B, H]. The weights may also be bf16 / f16, or i8 with f32 scales, one per row, "
+                 "appended as inputs in the order of their weights (scale_ih [3H], scale_hh [3H]; "
+                 "see linear). No attributes.",
+          .min_inputs = 6, .max_inputs = 8, .min_outputs = 1, .max_outputs = 1, .input_names = gru_cell_inputs,
+          .infer = gru_cell_infer, .decompose = gru_cell_decompose, CG_KERNELS(gru_cell_kernels),
+          .conform_case = gru_cell_conform);
 
 /* ---- lstm_cell ---- */
 
@@ -458,33 +449,28 @@ static cg_op_status lstm_cell_decompose(cg_decomp *d, const cg_op_call *call) {
 
 static cg_op_status lstm_cell_cl(const cg_kernel_args *a) { return cell_cl(a, 4); }
 
-static int32_t lstm_cell_conform(int32_t index, cg_conform_case *c) {
-    return cell_conform_case(index, c, 4);
-}
+static int32_t lstm_cell_conform(int32_t index, cg_conform_case *c) { return cell_conform_case(index, c, 4); }
 
 static const cg_kernel_def lstm_cell_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = lstm_cell_workspace, .run = lstm_cell_cpu,
-     .create = lstm_cell_create, .destroy = cg_ops_q8_state_destroy),
+              .create = lstm_cell_create, .destroy = cg_ops_q8_state_destroy),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = lstm_cell_workspace, .run = lstm_cell_cl,
-     .supports = lstm_cell_cl_supports),
+              .supports = lstm_cell_cl_supports),
 };
-static const char *const lstm_cell_inputs[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", "scale_ih", "scale_hh", NULL};
+static const char *const lstm_cell_inputs[] = {"x",    "h",    "c",        "w_ih",     "w_hh",
+                                               "b_ih", "b_hh", "scale_ih", "scale_hh", NULL};
 
-const cg_op_def cg_op_lstm_cell = CG_OP(
-    .name = "lstm_cell",
-    .doc = "One step of an LSTM, exactly torch.nn.LSTMCell: inputs x [B, I], "
-           "h [B, H], c [B, H], w_ih [4H, I], w_hh [4H, H], b_ih [4H], b_hh [4H] "
-           "(all f32; the rows of the weights are the gates i, f, g, o in that "
-           "order, as in PyTorch). With a_k = W_ik x + b_ik + W_hk h + b_hk: "
-           "i = sigmoid(a_i), f = sigmoid(a_f), g = tanh(a_g), o = sigmoid(a_o), "
-           "c' = f * c + i * g, h' = o * tanh(c'). Outputs h' [B, H] and "
-           "(optional second output) c' [B, H]. The weights may also be bf16 / f16, or i8 "
-           "with f32 scales appended as for gru_cell (scale_ih [4H], scale_hh [4H]). "
-           "No attributes.",
-    .min_inputs = 7, .max_inputs = 9, .min_outputs = 1, .max_outputs = 2,
-    .input_names = lstm_cell_inputs,
-    .infer = lstm_cell_infer,
-    .decompose = lstm_cell_decompose,
-    CG_KERNELS(lstm_cell_kernels),
-    .conform_case = lstm_cell_conform
-);
+const cg_op_def cg_op_lstm_cell =
+    CG_OP(.name = "lstm_cell",
+          .doc = "One step of an LSTM, exactly torch.nn.LSTMCell: inputs x [B, I], "
+                 "h [B, H], c [B, H], w_ih [4H, I], w_hh [4H, H], b_ih [4H], b_hh [4H] "
+                 "(all f32; the rows of the weights are the gates i, f, g, o in that "
+                 "order, as in PyTorch). With a_k = W_ik x + b_ik + W_hk h + b_hk: "
+                 "i = sigmoid(a_i), f = sigmoid(a_f), g = tanh(a_g), o = sigmoid(a_o), "
+                 "c' = f * c + i * g, h' = o * tanh(c'). Outputs h' [B, H] and "
+                 "(optional second output) c' [B, H]. The weights may also be bf16 / f16, or i8 "
+                 "with f32 scales appended as for gru_cell (scale_ih [4H], scale_hh [4H]). "
+                 "No attributes.",
+          .min_inputs = 7, .max_inputs = 9, .min_outputs = 1, .max_outputs = 2, .input_names = lstm_cell_inputs,
+          .infer = lstm_cell_infer, .decompose = lstm_cell_decompose, CG_KERNELS(lstm_cell_kernels),
+          .conform_case = lstm_cell_conform);

@@ -30,9 +30,7 @@ static seq_dims seq_dims_of(const cg_op_call *call, int gates) {
 
 /* Input index of weight `which` (0 weight_ih, 1 weight_hh, 2 bias_ih,
  * 3 bias_hh) of layer k, direction d: PyTorch's _flat_weights order. */
-static int weight_index(int64_t D, int64_t k, int64_t d, int which) {
-    return (int)(2 + 4 * (k * D + d) + which);
-}
+static int weight_index(int64_t D, int64_t k, int64_t d, int which) { return (int)(2 + 4 * (k * D + d) + which); }
 
 /* int8 weight matrices (all or none): their f32 scales follow the 4*L*D
  * weights, two per layer and direction (weight_ih's, weight_hh's) in the
@@ -48,8 +46,7 @@ static cg_op_status seq_infer(cg_op_call *call, int gates) {
     int64_t H = call->attrs[ATTR_HIDDEN].i, L = call->attrs[ATTR_LAYERS].i;
     int64_t bidir = call->attrs[ATTR_BIDIRECTIONAL].i;
     if (H < 1) return cg_op_fail(call, "attribute hidden must be >= 1, got %lld", (long long)H);
-    if (L < 1 || L > 4096)
-        return cg_op_fail(call, "attribute layers must be in [1, 4096], got %lld", (long long)L);
+    if (L < 1 || L > 4096) return cg_op_fail(call, "attribute layers must be in [1, 4096], got %lld", (long long)L);
     if (bidir != 0 && bidir != 1)
         return cg_op_fail(call, "attribute bidirectional must be 0 or 1, got %lld", (long long)bidir);
     int64_t D = bidir ? 2 : 1;
@@ -81,14 +78,14 @@ static cg_op_status seq_infer(cg_op_call *call, int gates) {
         for (int64_t d = 0; d < D; d++)
             for (int which = 0; which < 4; which++) {
                 char label[64];
-                snprintf(label, sizeof label, "%s_l%lld%s", kinds[which], (long long)k,
-                         d ? "_reverse" : "");
+                snprintf(label, sizeof label, "%s_l%lld%s", kinds[which], (long long)k, d ? "_reverse" : "");
                 const int wi = weight_index(D, k, d, which);
                 const cg_tensor_desc *w = &call->inputs[wi];
                 if (which < 2 && q8 != (w->dtype == (cg_op_dtype)CG_I8))
-                    return cg_op_fail(call, "%s is %s, but weight_ih_l0 is %s: the weight matrices are all i8 "
-                                      "or none", label, cg_ops_dtype_name(w->dtype),
-                                      cg_ops_dtype_name(call->inputs[2].dtype));
+                    return cg_op_fail(call,
+                                      "%s is %s, but weight_ih_l0 is %s: the weight matrices are all i8 "
+                                      "or none",
+                                      label, cg_ops_dtype_name(w->dtype), cg_ops_dtype_name(call->inputs[2].dtype));
                 char s_label[80];
                 snprintf(s_label, sizeof s_label, "the scales of %s", label);
                 if (which < 2 ? cg_ops_expect_qweight(call, label, w, want[which],
@@ -166,8 +163,7 @@ static void seq_step_rows(void *ctx, size_t begin, size_t end) {
         float *h = p->ws->h + j * H;
         if (p->s->G == 4)
             cg_rnn_lstm_row(H, gi, p->ws->gh + j * GH, p->b_ih, p->b_hh, p->ws->c + j * H, h, p->ws->c + j * H);
-        else
-            cg_rnn_gru_row(H, gi, p->ws->gh + j * GH, p->b_ih, p->b_hh, h, h);
+        else cg_rnn_gru_row(H, gi, p->ws->gh + j * GH, p->b_ih, p->b_hh, h, h);
         memcpy(p->out + (row * S + p->t) * DH + p->d * H, h, sizeof(float) * (size_t)H);
     }
 }
@@ -175,9 +171,8 @@ static void seq_step_rows(void *ctx, size_t begin, size_t end) {
 /* Runs one direction of one layer: reads `in` [B, S, in_size], writes its
  * half of `out` [B, S, D*H] at the valid positions, leaves the final state of
  * each row (in `order`) in ws->h / ws->c. */
-static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *lengths,
-                          const float *in, int64_t in_size, float *out, int64_t d,
-                          const void *w_ih, cg_op_dtype t_ih, const void *w_hh, cg_op_dtype t_hh,
+static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *lengths, const float *in, int64_t in_size,
+                          float *out, int64_t d, const void *w_ih, cg_op_dtype t_ih, const void *w_hh, cg_op_dtype t_hh,
                           const float *b_ih, const float *b_hh, const float *s_ih, const float *s_hh) {
     const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H;
     cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, NULL, ws->q8, ws->proj, GH);
@@ -233,8 +228,8 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
         memset(out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
         for (int64_t d = 0; d < s.D; d++) {
             const int w = weight_index(s.D, k, d, 0);
-            seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], call->inputs[w].dtype,
-                          a->in[w + 1], call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3],
+            seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], call->inputs[w].dtype, a->in[w + 1],
+                          call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3],
                           q8 ? a->in[scale_index(call, w)] : NULL, q8 ? a->in[scale_index(call, w + 1)] : NULL);
             /* Final states h_n (output 1) and c_n (output 2), in batch order. */
             for (int i = 1; i < call->n_outputs; i++) {
@@ -327,8 +322,8 @@ static cg_op_status seq_cl_weight(const cg_kernel_args *a, int i, size_t *wide, 
     const cl_mem sc = q8 ? (cl_mem)a->in[scale_index(a->call, i)] : NULL;
     const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(w), CG_OPS_CL_ARG(bf16), CG_OPS_CL_ARG(ws),
                                         CG_OPS_CL_ARG(o)};
-    const cg_ops_cl_arg_value args_q8[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(w), CG_OPS_CL_ARG(cols), CG_OPS_CL_ARG(sc),
-                                           CG_OPS_CL_ARG(ws), CG_OPS_CL_ARG(o)};
+    const cg_ops_cl_arg_value args_q8[] = {CG_OPS_CL_ARG(n),  CG_OPS_CL_ARG(w),  CG_OPS_CL_ARG(cols),
+                                           CG_OPS_CL_ARG(sc), CG_OPS_CL_ARG(ws), CG_OPS_CL_ARG(o)};
     const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), n, 1);
     if (n > 0 && ((q8 ? cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args_q8), args_q8)
                       : cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(args), args)) ||
@@ -363,8 +358,10 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     const int64_t B = s.B, S = s.S, H = s.H, GH = s.G * s.H, DH = s.D * s.H;
     if (B == 0) return CG_OP_OK;
     if (B > INT32_MAX || S > INT32_MAX || GH > INT32_MAX || DH > INT32_MAX)
-        return cg_op_fail(call, "sizes B = %lld, S = %lld, H = %lld are too large for the "
-                          "OpenCL kernel", (long long)B, (long long)S, (long long)H);
+        return cg_op_fail(call,
+                          "sizes B = %lld, S = %lld, H = %lld are too large for the "
+                          "OpenCL kernel",
+                          (long long)B, (long long)S, (long long)H);
     const seq_cl_ws w = seq_cl_layout(&s);
     void *ws = a->workspace;
     const char *name = gates == 3 ? "gru_seq_step" : "lstm_seq_step";
@@ -402,39 +399,33 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
             const cl_long h_off_l = (cl_long)h_off, c_off_l = (cl_long)c_off;
             const cl_long o_off = (cl_long)out_off;
 
-            if (has_gi && cg_host_cl_sgemm(a, 0, 1, B * S, GH, in_size, 1.0f, in, in_off, in_size,
-                                         w_ih, ih_off, in_size, 0.0f, ws, w.proj, GH))
+            if (has_gi && cg_host_cl_sgemm(a, 0, 1, B * S, GH, in_size, 1.0f, in, in_off, in_size, w_ih, ih_off,
+                                           in_size, 0.0f, ws, w.proj, GH))
                 return CG_OP_ERROR;
             /* Arguments 3 (t) and 5 (first) change per step. */
-            const cg_ops_cl_arg_value fixed[] = {CG_OPS_CL_ARG(b32), CG_OPS_CL_ARG(s32),
-                                                 CG_OPS_CL_ARG(h32)};
+            const cg_ops_cl_arg_value fixed[] = {CG_OPS_CL_ARG(b32), CG_OPS_CL_ARG(s32), CG_OPS_CL_ARG(h32)};
             const cg_ops_cl_arg_value tail_gru[] = {
-                CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(lengths), CG_OPS_CL_ARG(ws_m),
-                CG_OPS_CL_ARG(p_off),  CG_OPS_CL_ARG(ws_m),    CG_OPS_CL_ARG(g_off),
-                CG_OPS_CL_ARG(b_ih),   CG_OPS_CL_ARG(b_hh),    CG_OPS_CL_ARG(h_cl),
-                CG_OPS_CL_ARG(h_off_l), CG_OPS_CL_ARG(out_cl), CG_OPS_CL_ARG(o_off),
+                CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(lengths), CG_OPS_CL_ARG(ws_m),   CG_OPS_CL_ARG(p_off),
+                CG_OPS_CL_ARG(ws_m),   CG_OPS_CL_ARG(g_off),   CG_OPS_CL_ARG(b_ih),   CG_OPS_CL_ARG(b_hh),
+                CG_OPS_CL_ARG(h_cl),   CG_OPS_CL_ARG(h_off_l), CG_OPS_CL_ARG(out_cl), CG_OPS_CL_ARG(o_off),
                 CG_OPS_CL_ARG(dh32),   CG_OPS_CL_ARG(col)};
             const cg_ops_cl_arg_value tail_lstm[] = {
-                CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(lengths), CG_OPS_CL_ARG(ws_m),
-                CG_OPS_CL_ARG(p_off),  CG_OPS_CL_ARG(ws_m),    CG_OPS_CL_ARG(g_off),
-                CG_OPS_CL_ARG(b_ih),   CG_OPS_CL_ARG(b_hh),    CG_OPS_CL_ARG(h_cl),
-                CG_OPS_CL_ARG(h_off_l), CG_OPS_CL_ARG(c_cl),   CG_OPS_CL_ARG(c_off_l),
-                CG_OPS_CL_ARG(out_cl), CG_OPS_CL_ARG(o_off),   CG_OPS_CL_ARG(dh32),
-                CG_OPS_CL_ARG(col)};
+                CG_OPS_CL_ARG(has_gi), CG_OPS_CL_ARG(lengths), CG_OPS_CL_ARG(ws_m), CG_OPS_CL_ARG(p_off),
+                CG_OPS_CL_ARG(ws_m),   CG_OPS_CL_ARG(g_off),   CG_OPS_CL_ARG(b_ih), CG_OPS_CL_ARG(b_hh),
+                CG_OPS_CL_ARG(h_cl),   CG_OPS_CL_ARG(h_off_l), CG_OPS_CL_ARG(c_cl), CG_OPS_CL_ARG(c_off_l),
+                CG_OPS_CL_ARG(out_cl), CG_OPS_CL_ARG(o_off),   CG_OPS_CL_ARG(dh32), CG_OPS_CL_ARG(col)};
             if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(fixed), fixed) ||
                 cg_ops_cl_arg(a, k, name, 4, sizeof reverse, &reverse) ||
                 (gates == 3 ? cg_ops_cl_args(a, k, name, 6, CG_OPS_CL_N_ARGS(tail_gru), tail_gru)
-                            : cg_ops_cl_args(a, k, name, 6, CG_OPS_CL_N_ARGS(tail_lstm),
-                                             tail_lstm)))
+                            : cg_ops_cl_args(a, k, name, 6, CG_OPS_CL_N_ARGS(tail_lstm), tail_lstm)))
                 return CG_OP_ERROR;
             for (int64_t t = 0; t < S; t++) {
                 const cl_int t32 = (cl_int)t, first = t == 0;
-                if (!first && cg_host_cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, hh_off,
-                                             H, 0.0f, ws, w.gh, GH))
+                if (!first &&
+                    cg_host_cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, hh_off, H, 0.0f, ws, w.gh, GH))
                     return CG_OP_ERROR;
                 if (cg_ops_cl_arg(a, k, name, 3, sizeof t32, &t32) ||
-                    cg_ops_cl_arg(a, k, name, 5, sizeof first, &first) ||
-                    cg_ops_cl_launch_1d(a, k, name, B * H, local))
+                    cg_ops_cl_arg(a, k, name, 5, sizeof first, &first) || cg_ops_cl_launch_1d(a, k, name, B * H, local))
                     return CG_OP_ERROR;
             }
         }
@@ -446,13 +437,11 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
 }
 
 static const cg_attr_def seq_attrs[] = {
-    [ATTR_HIDDEN] = CG_ATTR(.name = "hidden", .type = CG_ATTR_INT,
-                     .required = 1, .doc = "hidden size H of each direction"),
-    [ATTR_LAYERS] = CG_ATTR(.name = "layers", .type = CG_ATTR_INT,
-                     .default_int = 1, .doc = "number of stacked layers"),
-    [ATTR_BIDIRECTIONAL] = CG_ATTR(.name = "bidirectional",
-                            .type = CG_ATTR_INT, .default_int = 0,
-                            .doc = "1: every layer also runs backwards (D = 2), 0: forward only"),
+    [ATTR_HIDDEN] =
+        CG_ATTR(.name = "hidden", .type = CG_ATTR_INT, .required = 1, .doc = "hidden size H of each direction"),
+    [ATTR_LAYERS] = CG_ATTR(.name = "layers", .type = CG_ATTR_INT, .default_int = 1, .doc = "number of stacked layers"),
+    [ATTR_BIDIRECTIONAL] = CG_ATTR(.name = "bidirectional", .type = CG_ATTR_INT, .default_int = 0,
+                                   .doc = "1: every layer also runs backwards (D = 2), 0: forward only"),
 };
 static const char *const seq_inputs[] = {"x", "lengths", NULL};
 
@@ -466,32 +455,19 @@ static const struct {
     int n_out, len_lo, len_hi;
     const char *attrs; /* hidden H, layers L, bidirectional */
 } seq_cases[] = {
-    {1, 1, 1, 1, 1, 0, 3, 1, -1,
-     "hidden: 1, layers: 1, bidirectional: 0"},
-    {2, 3, 5, 3, 1, 1, 3, 0, 0,
-     "hidden: 3, layers: 1, bidirectional: 1"},
-    {1, 3, 5, 3, 1, 1, 3, -1, -1,
-     "hidden: 3, layers: 1, bidirectional: 1"},
-    {3, 3, 5, 3, 1, 1, 3, 0, -1,
-     "hidden: 3, layers: 1, bidirectional: 1"},
-    {3, 17, 5, 3, 3, 0, 3, 0, -1,
-     "hidden: 3, layers: 3, bidirectional: 0"},
-    {3, 5, 1, 17, 2, 0, 2, 0, -1,
-     "hidden: 17, layers: 2, bidirectional: 0"},
-    {17, 17, 3, 5, 2, 0, 3, 0, -1,
-     "hidden: 5, layers: 2, bidirectional: 0"},
-    {17, 3, 5, 17, 1, 1, 3, 0, -1,
-     "hidden: 17, layers: 1, bidirectional: 1"},
-    {17, 17, 5, 17, 1, 1, 1, 0, -1,
-     "hidden: 17, layers: 1, bidirectional: 1"},
-    {17, 17, 5, 17, 1, 0, 3, -1, -1,
-     "hidden: 17, layers: 1, bidirectional: 0"},
-    {257, 3, 5, 3, 1, 1, 3, 0, -1,
-     "hidden: 3, layers: 1, bidirectional: 1"},
-    {2, 1000, 5, 17, 1, 1, 3, 0, -1,
-     "hidden: 17, layers: 1, bidirectional: 1"},
-    {1000, 3, 5, 3, 1, 1, 3, 0, -1,
-     "hidden: 3, layers: 1, bidirectional: 1"},
+    {1, 1, 1, 1, 1, 0, 3, 1, -1, "hidden: 1, layers: 1, bidirectional: 0"},
+    {2, 3, 5, 3, 1, 1, 3, 0, 0, "hidden: 3, layers: 1, bidirectional: 1"},
+    {1, 3, 5, 3, 1, 1, 3, -1, -1, "hidden: 3, layers: 1, bidirectional: 1"},
+    {3, 3, 5, 3, 1, 1, 3, 0, -1, "hidden: 3, layers: 1, bidirectional: 1"},
+    {3, 17, 5, 3, 3, 0, 3, 0, -1, "hidden: 3, layers: 3, bidirectional: 0"},
+    {3, 5, 1, 17, 2, 0, 2, 0, -1, "hidden: 17, layers: 2, bidirectional: 0"},
+    {17, 17, 3, 5, 2, 0, 3, 0, -1, "hidden: 5, layers: 2, bidirectional: 0"},
+    {17, 3, 5, 17, 1, 1, 3, 0, -1, "hidden: 17, layers: 1, bidirectional: 1"},
+    {17, 17, 5, 17, 1, 1, 1, 0, -1, "hidden: 17, layers: 1, bidirectional: 1"},
+    {17, 17, 5, 17, 1, 0, 3, -1, -1, "hidden: 17, layers: 1, bidirectional: 0"},
+    {257, 3, 5, 3, 1, 1, 3, 0, -1, "hidden: 3, layers: 1, bidirectional: 1"},
+    {2, 1000, 5, 17, 1, 1, 3, 0, -1, "hidden: 17, layers: 1, bidirectional: 1"},
+    {1000, 3, 5, 3, 1, 1, 3, 0, -1, "hidden: 3, layers: 1, bidirectional: 1"},
 };
 
 static int32_t seq_case(int32_t index, cg_conform_case *c, int gates);
@@ -508,7 +484,8 @@ static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
     if (index >= n + 2 && index < n + 4) {
         seq_case(index == n + 2 ? 6 : 7, c, gates); /* 2 layers, H 5; 1 bidirectional layer, H 17 */
         for (int i = 2; i < c->n_inputs; i++)
-            if (c->inputs[i].ndim == 2) c->inputs[i].dtype = index == n + 2 ? (cg_op_dtype)CG_BF16 : (cg_op_dtype)CG_F16;
+            if (c->inputs[i].ndim == 2)
+                c->inputs[i].dtype = index == n + 2 ? (cg_op_dtype)CG_BF16 : (cg_op_dtype)CG_F16;
         return 1;
     }
     if (index >= n + 4 && index < n + 6) {
@@ -574,37 +551,32 @@ static int32_t gru_conform(int32_t index, cg_conform_case *c) { return seq_confo
 static const cg_kernel_def gru_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = gru_workspace, .run = gru_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = gru_cl_workspace, .run = gru_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS),
+              .flags = CG_KERNEL_FLAG_CHECKS),
 };
 
-const cg_op_def cg_op_gru = CG_OP(
-    .name = "gru",
-    .doc = "A whole multi-layer GRU over a padded batch, exactly torch.nn.GRU("
-           "I, hidden, layers, batch_first=True, bidirectional) run on "
-           "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
-           "pad_packed_sequence(total_length=S); initial states are zero and cells are "
-           "those of gru_cell. Inputs: x f32 [B, S, I], lengths i32 [B] (each in "
-           "[0, S]; one outside is a run-time error on every device), then the weights in the order "
-           "of PyTorch's state_dict: for each layer k, weight_ih_lk [3H, I_k], "
-           "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
-           "bidirectional) by the same four with the suffix _reverse; I_0 = I and "
-           "I_k = D*H above, so there are 2 + 4*layers*D inputs; the weight matrices may be "
-           "f32, bf16 or f16 (products in f32), or all i8 with their f32 scales (one per row, "
-           "as for linear) appended, weight_ih's then weight_hh's for each layer and direction "
-           "in the same order (2 + 6*layers*D inputs); the biases are f32. Outputs: out "
-           "[B, S, D*H] (forward state in the first H columns, backward in the last "
-           "H; zero at positions t >= lengths[b]) and, optionally, h_n "
-           "[layers*D, B, H] (row k*D + d: the final state of layer k, direction d: "
-           "forward after position lengths[b]-1, backward after position 0 having "
-           "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
-           "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
-    .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 2,
-    .input_names = seq_inputs,
-    CG_ATTRS(seq_attrs),
-    .infer = gru_infer,
-    CG_KERNELS(gru_kernels),
-    .conform_case = gru_conform
-);
+const cg_op_def cg_op_gru =
+    CG_OP(.name = "gru",
+          .doc = "A whole multi-layer GRU over a padded batch, exactly torch.nn.GRU("
+                 "I, hidden, layers, batch_first=True, bidirectional) run on "
+                 "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
+                 "pad_packed_sequence(total_length=S); initial states are zero and cells are "
+                 "those of gru_cell. Inputs: x f32 [B, S, I], lengths i32 [B] (each in "
+                 "[0, S]; one outside is a run-time error on every device), then the weights in the order "
+                 "of PyTorch's state_dict: for each layer k, weight_ih_lk [3H, I_k], "
+                 "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
+                 "bidirectional) by the same four with the suffix _reverse; I_0 = I and "
+                 "I_k = D*H above, so there are 2 + 4*layers*D inputs; the weight matrices may be "
+                 "f32, bf16 or f16 (products in f32), or all i8 with their f32 scales (one per row, "
+                 "as for linear) appended, weight_ih's then weight_hh's for each layer and direction "
+                 "in the same order (2 + 6*layers*D inputs); the biases are f32. Outputs: out "
+                 "[B, S, D*H] (forward state in the first H columns, backward in the last "
+                 "H; zero at positions t >= lengths[b]) and, optionally, h_n "
+                 "[layers*D, B, H] (row k*D + d: the final state of layer k, direction d: "
+                 "forward after position lengths[b]-1, backward after position 0 having "
+                 "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
+                 "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
+          .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 2, .input_names = seq_inputs,
+          CG_ATTRS(seq_attrs), .infer = gru_infer, CG_KERNELS(gru_kernels), .conform_case = gru_conform);
 
 /* ---- lstm ---- */
 
@@ -619,34 +591,29 @@ static int32_t lstm_conform(int32_t index, cg_conform_case *c) { return seq_conf
 static const cg_kernel_def lstm_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = lstm_workspace, .run = lstm_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = lstm_cl_workspace, .run = lstm_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS),
+              .flags = CG_KERNEL_FLAG_CHECKS),
 };
 
-const cg_op_def cg_op_lstm = CG_OP(
-    .name = "lstm",
-    .doc = "A whole multi-layer LSTM over a padded batch, exactly torch.nn.LSTM("
-           "I, hidden, layers, batch_first=True, bidirectional) run on "
-           "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
-           "pad_packed_sequence(total_length=S); initial states h and c are zero and "
-           "cells are those of lstm_cell (gates i, f, g, o). Inputs: x f32 [B, S, I], "
-           "lengths i32 [B] (each in [0, S]; one outside is a run-time error on "
-           "every device), then "
-           "the weights in the order of PyTorch's state_dict: for each layer k, "
-           "weight_ih_lk [4H, I_k], weight_hh_lk [4H, H], bias_ih_lk [4H], bias_hh_lk "
-           "[4H], followed (when bidirectional) by the same four with the suffix "
-           "_reverse; I_0 = I and I_k = D*H above, so there are 2 + 4*layers*D inputs; "
-           "the weight matrices may be f32, bf16 or f16 (products in f32), or all i8 with "
-           "their scales appended as for gru; the biases are f32. "
-           "Outputs: out [B, S, D*H] (forward h in the first H columns, backward in the "
-           "last H; zero at positions t >= lengths[b]), then optionally h_n and c_n, "
-           "each [layers*D, B, H] (row k*D + d: the final h / c of layer k, direction "
-           "d: forward after position lengths[b]-1, backward after position 0 having "
-           "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
-           "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
-    .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 3,
-    .input_names = seq_inputs,
-    CG_ATTRS(seq_attrs),
-    .infer = lstm_infer,
-    CG_KERNELS(lstm_kernels),
-    .conform_case = lstm_conform
-);
+const cg_op_def cg_op_lstm =
+    CG_OP(.name = "lstm",
+          .doc = "A whole multi-layer LSTM over a padded batch, exactly torch.nn.LSTM("
+                 "I, hidden, layers, batch_first=True, bidirectional) run on "
+                 "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
+                 "pad_packed_sequence(total_length=S); initial states h and c are zero and "
+                 "cells are those of lstm_cell (gates i, f, g, o). Inputs: x f32 [B, S, I], "
+                 "lengths i32 [B] (each in [0, S]; one outside is a run-time error on "
+                 "every device), then "
+                 "the weights in the order of PyTorch's state_dict: for each layer k, "
+                 "weight_ih_lk [4H, I_k], weight_hh_lk [4H, H], bias_ih_lk [4H], bias_hh_lk "
+                 "[4H], followed (when bidirectional) by the same four with the suffix "
+                 "_reverse; I_0 = I and I_k = D*H above, so there are 2 + 4*layers*D inputs; "
+                 "the weight matrices may be f32, bf16 or f16 (products in f32), or all i8 with "
+                 "their scales appended as for gru; the biases are f32. "
+                 "Outputs: out [B, S, D*H] (forward h in the first H columns, backward in the "
+                 "last H; zero at positions t >= lengths[b]), then optionally h_n and c_n, "
+                 "each [layers*D, B, H] (row k*D + d: the final h / c of layer k, direction "
+                 "d: forward after position lengths[b]-1, backward after position 0 having "
+                 "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
+                 "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
+          .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 3, .input_names = seq_inputs,
+          CG_ATTRS(seq_attrs), .infer = lstm_infer, CG_KERNELS(lstm_kernels), .conform_case = lstm_conform);

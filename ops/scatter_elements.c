@@ -14,9 +14,9 @@ static const char *const red_names[N_RED] = {"none", "add", "mul", "max", "min"}
 
 static const cg_attr_def se_attrs[] = {
     CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the axis the index addresses; negative counts from the end"),
+            .doc = "the axis the index addresses; negative counts from the end"),
     CG_ATTR(.name = "reduction", .type = CG_ATTR_STRING, .default_string = "none",
-     .doc = "\"none\" (replace), \"add\", \"mul\", \"max\" or \"min\" (combine with what is there)"),
+            .doc = "\"none\" (replace), \"add\", \"mul\", \"max\" or \"min\" (combine with what is there)"),
 };
 
 static int reduction_of(const cg_op_call *call) {
@@ -48,8 +48,7 @@ static cg_op_status se_infer(cg_op_call *call) {
     cg_ops_format_dims(su, sizeof su, up);
     if (ix->ndim != x->ndim || x->ndim == 0)
         return cg_op_fail(call, "index %s must have the rank of x %s (at least 1)", si, sx);
-    if (up->ndim != ix->ndim)
-        return cg_op_fail(call, "updates %s must have the shape of index %s", su, si);
+    if (up->ndim != ix->ndim) return cg_op_fail(call, "updates %s must have the shape of index %s", su, si);
     for (int i = 0; i < ix->ndim; i++)
         if (up->dims[i] != ix->dims[i]) return cg_op_fail(call, "updates %s must have the shape of index %s", su, si);
     const int axis = cg_norm_axis(call->attrs[SE_AXIS].i, x->ndim);
@@ -63,17 +62,17 @@ static cg_op_status se_infer(cg_op_call *call) {
 
 /* out[o] combined with u by reduction `red`, for element type T; sums and
  * products in UT (unsigned for integers: they wrap around, no UB). */
-#define COMBINE(T, UT, o, u, red)                                                         \
-    do {                                                                                  \
-        T *o_ = (T *)(o);                                                                 \
-        T u_;                                                                             \
-        memcpy(&u_, (u), sizeof u_);                                                      \
-        switch (red) {                                                                    \
-        case RED_ADD: *o_ = (T)((UT)*o_ + (UT)u_); break;                                 \
-        case RED_MUL: *o_ = (T)((UT)*o_ * (UT)u_); break;                                 \
-        case RED_MAX: *o_ = *o_ > u_ || *o_ != *o_ ? *o_ : u_; break;                     \
-        default: *o_ = *o_ < u_ || *o_ != *o_ ? *o_ : u_; break;                          \
-        }                                                                                 \
+#define COMBINE(T, UT, o, u, red)                                     \
+    do {                                                              \
+        T *o_ = (T *)(o);                                             \
+        T u_;                                                         \
+        memcpy(&u_, (u), sizeof u_);                                  \
+        switch (red) {                                                \
+        case RED_ADD: *o_ = (T)((UT)*o_ + (UT)u_); break;             \
+        case RED_MUL: *o_ = (T)((UT)*o_ * (UT)u_); break;             \
+        case RED_MAX: *o_ = *o_ > u_ || *o_ != *o_ ? *o_ : u_; break; \
+        default: *o_ = *o_ < u_ || *o_ != *o_ ? *o_ : u_; break;      \
+        }                                                             \
     } while (0)
 
 static cg_op_status se_cpu(const cg_kernel_args *a) {
@@ -145,16 +144,16 @@ static cg_op_status se_cl(const cg_kernel_args *a) {
     }
     const cl_long lines = n / m, lm = m, llen = len, sia = sti.s[nd - 1 - axis], sxa = stx.s[nd - 1 - axis];
     const cl_int cnd = nd;
-    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(idx),  CG_OPS_CL_ARG(up),   CG_OPS_CL_ARG(dst),
-                                     CG_OPS_CL_ARG(lines), CG_OPS_CL_ARG(cnd), CG_OPS_CL_ARG(dims),
-                                     CG_OPS_CL_ARG(sti),  CG_OPS_CL_ARG(stx),  CG_OPS_CL_ARG(lm),
-                                     CG_OPS_CL_ARG(sia),  CG_OPS_CL_ARG(sxa),  CG_OPS_CL_ARG(llen)};
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(up),   CG_OPS_CL_ARG(dst), CG_OPS_CL_ARG(lines),
+                                     CG_OPS_CL_ARG(cnd), CG_OPS_CL_ARG(dims), CG_OPS_CL_ARG(sti), CG_OPS_CL_ARG(stx),
+                                     CG_OPS_CL_ARG(lm),  CG_OPS_CL_ARG(sia),  CG_OPS_CL_ARG(sxa), CG_OPS_CL_ARG(llen)};
     if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v) || cg_ops_cl_check_args(a, k, name, 12))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, lines, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 /* Index values span [-len, len - 1] (duplicates frequent: the reductions
  * combine them in index order); every case once more with indices past the
  * end (an error on every device). */
@@ -205,15 +204,13 @@ static const cg_kernel_def se_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = se_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = se_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
-const cg_op_def cg_op_scatter_elements = CG_OP(
-    .name = "scatter_elements",
-    .doc = "A copy of x (any dtype) where, for each element of index (i64, x's rank, no larger than x "
-           "in the other dims), the element of x at index's position with the axis coordinate "
-           "index[...] is replaced by updates[...] (updates: index's shape, x's dtype), or with "
-           "reduction add, mul, max or min combined with it (f32, i32, i64), in index order (ONNX "
-           "ScatterElements; with none and repeated positions the last update wins). Indices in "
-           "[-len, len) (negative count from the end); one outside is a run-time error on every device.",
-    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .input_names = se_inputs, CG_ATTRS(se_attrs), .infer = se_infer,
-    CG_KERNELS(se_kernels), .conform_case = se_conform
-);
+const cg_op_def cg_op_scatter_elements =
+    CG_OP(.name = "scatter_elements",
+          .doc = "A copy of x (any dtype) where, for each element of index (i64, x's rank, no larger than x "
+                 "in the other dims), the element of x at index's position with the axis coordinate "
+                 "index[...] is replaced by updates[...] (updates: index's shape, x's dtype), or with "
+                 "reduction add, mul, max or min combined with it (f32, i32, i64), in index order (ONNX "
+                 "ScatterElements; with none and repeated positions the last update wins). Indices in "
+                 "[-len, len) (negative count from the end); one outside is a run-time error on every device.",
+          .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = se_inputs,
+          CG_ATTRS(se_attrs), .infer = se_infer, CG_KERNELS(se_kernels), .conform_case = se_conform);

@@ -19,8 +19,7 @@
 enum { LST_K };
 
 static const cg_attr_def lst_attrs[] = {
-    CG_ATTR(.name = "k", .type = CG_ATTR_INT, .required = 1,
-     .doc = "entries to keep per row (0 <= k <= N)"),
+    CG_ATTR(.name = "k", .type = CG_ATTR_INT, .required = 1, .doc = "entries to keep per row (0 <= k <= N)"),
 };
 
 /* k is attrs[0], as topk's: the same inference. */
@@ -110,8 +109,8 @@ typedef struct lst_job {
 static void lst_rows(void *p, size_t begin, size_t end) {
     const lst_job *j = p;
     for (size_t r = begin; r < end; r++)
-        lst_row(j->x + (int64_t)r * j->n, j->n, j->k, j->heap + (int64_t)r * j->k,
-                j->vals + (int64_t)r * j->k, j->idx + (int64_t)r * j->k);
+        lst_row(j->x + (int64_t)r * j->n, j->n, j->k, j->heap + (int64_t)r * j->k, j->vals + (int64_t)r * j->k,
+                j->idx + (int64_t)r * j->k);
 }
 
 static void lst_shape(const cg_op_call *call, int64_t *rows, int64_t *n, int64_t *k) {
@@ -188,17 +187,15 @@ static cg_op_status lst_decompose(cg_decomp *d, const cg_op_call *call) {
 /* Conformance: k from 1 to N over rows short and long (one work-item per
  * element, many elements per work-item), values in [-2, 2] and, for every
  * other case, integers in [-3, 3] where many entries tie. */
-#define D(...) {__VA_ARGS__}
-#define LST_CASE(nd, d, attrs, lo, hi) {1, {{CG_OP_F32, nd, d, lo, hi}}, attrs}
+#define D(...) \
+    { __VA_ARGS__ }
+#define LST_CASE(nd, d, attrs, lo, hi) \
+    { 1, {{CG_OP_F32, nd, d, lo, hi}}, attrs }
 static const cg_ops_case lst_cases[] = {
-    LST_CASE(1, D(1), "k: 1", -2, 2),
-    LST_CASE(1, D(17), "k: 5", -2, 2),
-    LST_CASE(2, D(4, 17), "k: 17", -2, 2),
-    LST_CASE(3, D(2, 3, 40), "k: 1", -2, 2),
-    LST_CASE(2, D(3, 257), "k: 10", -2, 2),
-    LST_CASE(2, D(5, 1000), "k: 1", -2, 2),
-    LST_CASE(2, D(5, 1000), "k: 40", -2, 2),
-    LST_CASE(2, D(2, 300), "k: 300", -2, 2),
+    LST_CASE(1, D(1), "k: 1", -2, 2),        LST_CASE(1, D(17), "k: 5", -2, 2),
+    LST_CASE(2, D(4, 17), "k: 17", -2, 2),   LST_CASE(3, D(2, 3, 40), "k: 1", -2, 2),
+    LST_CASE(2, D(3, 257), "k: 10", -2, 2),  LST_CASE(2, D(5, 1000), "k: 1", -2, 2),
+    LST_CASE(2, D(5, 1000), "k: 40", -2, 2), LST_CASE(2, D(2, 300), "k: 300", -2, 2),
 };
 #define N_LST_CASES ((int32_t)(sizeof lst_cases / sizeof lst_cases[0]))
 
@@ -220,20 +217,15 @@ static const cg_kernel_def lst_kernels[] = {
 };
 static const char *const lst_inputs[] = {"x", NULL};
 
-const cg_op_def cg_op_log_softmax_topk = CG_OP(
-    .name = "log_softmax_topk",
-    .doc = "The k largest entries of log_softmax(x) along the last axis of f32 x "
-           "[..., N], i.e. topk(log_softmax(x, axis -1), k) without writing the "
-           "whole log_softmax: output 0 values f32 [..., k] sorted descending "
-           "(equal to log_softmax's values), output 1 indices i32 [..., k]. Equal "
-           "values are ordered by lower index first; a row with a NaN or +inf "
-           "gives NaN values (indices 0..k-1), a row of -inf gives -inf. "
-           "Attribute k (int, required) must satisfy 0 <= k <= N.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2,
-    .input_names = lst_inputs,
-    CG_ATTRS(lst_attrs),
-    .infer = lst_infer,
-    .decompose = lst_decompose,
-    CG_KERNELS(lst_kernels),
-    .conform_case = lst_conform
-);
+const cg_op_def cg_op_log_softmax_topk =
+    CG_OP(.name = "log_softmax_topk",
+          .doc = "The k largest entries of log_softmax(x) along the last axis of f32 x "
+                 "[..., N], i.e. topk(log_softmax(x, axis -1), k) without writing the "
+                 "whole log_softmax: output 0 values f32 [..., k] sorted descending "
+                 "(equal to log_softmax's values), output 1 indices i32 [..., k]. Equal "
+                 "values are ordered by lower index first; a row with a NaN or +inf "
+                 "gives NaN values (indices 0..k-1), a row of -inf gives -inf. "
+                 "Attribute k (int, required) must satisfy 0 <= k <= N.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2, .input_names = lst_inputs,
+          CG_ATTRS(lst_attrs), .infer = lst_infer, .decompose = lst_decompose, CG_KERNELS(lst_kernels),
+          .conform_case = lst_conform);

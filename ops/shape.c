@@ -14,8 +14,7 @@
 static cg_op_status expect_dtype(const cg_op_call *call, int i, const char *op) {
     cg_op_dtype t = call->inputs[i].dtype;
     if (!cg_dtype_valid((int)t))
-        return cg_op_fail(call, "input %d has unsupported dtype %s for %s", i,
-                          cg_ops_dtype_name(t), op);
+        return cg_op_fail(call, "input %d has unsupported dtype %s for %s", i, cg_ops_dtype_name(t), op);
     return CG_OP_OK;
 }
 
@@ -27,9 +26,8 @@ static void format_ints(char *buf, size_t size, const int64_t *v, int n) {
     size_t used = 0;
     used += (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < n; i++)
-        used += (size_t)snprintf(buf + (used < size ? used : size),
-                                 used < size ? size - used : 0, "%s%lld", i ? ", " : "",
-                                 (long long)v[i]);
+        used += (size_t)snprintf(buf + (used < size ? used : size), used < size ? size - used : 0, "%s%lld",
+                                 i ? ", " : "", (long long)v[i]);
     snprintf(buf + (used < size ? used : size), used < size ? size - used : 0, "]");
 }
 
@@ -48,23 +46,20 @@ static cl_kernel shape_kernel(const cg_kernel_args *a, const char *name, int64_t
 }
 
 /* One launch of copy_rows over a rows x cols block. */
-static cg_op_status copy_rows_cl(const cg_kernel_args *a, cl_mem src, int64_t src_off,
-                                 int64_t src_stride, cl_mem dst, int64_t dst_off,
-                                 int64_t dst_stride, int64_t rows, int64_t cols,
-                                 int64_t max_elems, size_t es) {
+static cg_op_status copy_rows_cl(const cg_kernel_args *a, cl_mem src, int64_t src_off, int64_t src_stride, cl_mem dst,
+                                 int64_t dst_off, int64_t dst_stride, int64_t rows, int64_t cols, int64_t max_elems,
+                                 size_t es) {
     static const char kn[] = "copy_rows";
     int wide;
     if (rows <= 0 || cols <= 0) return CG_OP_OK;
     cl_kernel k = shape_kernel(a, kn, max_elems, es, NULL, &wide);
     if (!k) return CG_OP_ERROR;
-    if (cg_ops_cl_arg(a, k, kn, 0, sizeof src, &src) ||
-        cg_ops_cl_idx(a, k, kn, 1, wide, src_off) || cg_ops_cl_idx(a, k, kn, 2, wide, src_stride) ||
-        cg_ops_cl_arg(a, k, kn, 3, sizeof dst, &dst) ||
+    if (cg_ops_cl_arg(a, k, kn, 0, sizeof src, &src) || cg_ops_cl_idx(a, k, kn, 1, wide, src_off) ||
+        cg_ops_cl_idx(a, k, kn, 2, wide, src_stride) || cg_ops_cl_arg(a, k, kn, 3, sizeof dst, &dst) ||
         cg_ops_cl_idx(a, k, kn, 4, wide, dst_off) || cg_ops_cl_idx(a, k, kn, 5, wide, dst_stride) ||
         cg_ops_cl_idx(a, k, kn, 6, wide, rows) || cg_ops_cl_idx(a, k, kn, 7, wide, cols))
         return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(a, k, NULL, rows * cols,
-                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+    return cg_ops_cl_launch_1d(a, k, NULL, rows * cols, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* ---- concat(x0, x1, ...; axis) ---- */
@@ -73,7 +68,7 @@ enum { CONCAT_AXIS };
 
 static const cg_attr_def concat_attrs[] = {
     CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .required = 1,
-     .doc = "axis to join along; negative counts from the end"),
+            .doc = "axis to join along; negative counts from the end"),
 };
 
 static cg_op_status concat_infer(cg_op_call *call) {
@@ -87,24 +82,27 @@ static cg_op_status concat_infer(cg_op_call *call) {
     if (x0->ndim < 1) return cg_op_fail(call, "input 0 must have at least 1 dim for concat");
     int axis = cg_norm_axis(ax->i, x0->ndim);
     if (axis < 0)
-        return cg_op_fail(call, "axis %lld is out of range for input 0 %s (%d dims)",
-                          (long long)ax->i, s0, x0->ndim);
+        return cg_op_fail(call, "axis %lld is out of range for input 0 %s (%d dims)", (long long)ax->i, s0, x0->ndim);
     cg_tensor_desc o = *x0;
     for (int t = 1; t < call->n_inputs; t++) {
         const cg_tensor_desc *x = &call->inputs[t];
         cg_ops_format_dims(si, sizeof si, x);
         if (x->dtype != x0->dtype)
-            return cg_op_fail(call, "input %d is %s but input 0 is %s; concat needs one dtype",
-                              t, cg_ops_dtype_name(x->dtype), cg_ops_dtype_name(x0->dtype));
+            return cg_op_fail(call, "input %d is %s but input 0 is %s; concat needs one dtype", t,
+                              cg_ops_dtype_name(x->dtype), cg_ops_dtype_name(x0->dtype));
         if (x->ndim != x0->ndim)
-            return cg_op_fail(call, "input %d has shape %s but input 0 has %s; concat needs "
-                              "the same number of dims", t, si, s0);
+            return cg_op_fail(call,
+                              "input %d has shape %s but input 0 has %s; concat needs "
+                              "the same number of dims",
+                              t, si, s0);
         for (int d = 0; d < x->ndim; d++) {
             if (d == axis) {
                 o.dims[d] = cg_dim_add(o.dims[d], x->dims[d]);
             } else if (!cg_dim_compatible(o.dims[d], x->dims[d])) {
-                return cg_op_fail(call, "input %d has shape %s, incompatible with input 0 %s "
-                                  "at dim %d (concat axis %d)", t, si, s0, d, axis);
+                return cg_op_fail(call,
+                                  "input %d has shape %s, incompatible with input 0 %s "
+                                  "at dim %d (concat axis %d)",
+                                  t, si, s0, d, axis);
             } else {
                 o.dims[d] = cg_dim_unify(o.dims[d], x->dims[d]);
             }
@@ -143,8 +141,7 @@ static cg_op_status concat_cl(const cg_kernel_args *a) {
     int64_t row = o->dims[axis] * inner;
     for (int t = 0; t < call->n_inputs; t++) {
         int64_t cols = call->inputs[t].dims[axis] * inner;
-        if (copy_rows_cl(a, (cl_mem)a->in[t], 0, cols, (cl_mem)a->out[0], at, row, outer, cols,
-                         numel, elem_size(o)))
+        if (copy_rows_cl(a, (cl_mem)a->in[t], 0, cols, (cl_mem)a->out[0], at, row, outer, cols, numel, elem_size(o)))
             return CG_OP_ERROR;
         at += cols;
     }
@@ -158,31 +155,26 @@ static const cg_kernel_def concat_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = concat_cl),
 };
 
-const cg_op_def cg_op_concat = CG_OP(
-    .name = "concat",
-    .doc = "Joins one or more tensors of the same dtype (any) and number "
-           "of dims along axis (int, required; negative counts from the end). "
-           "Every other dim must match; the output's axis dim is the sum of the "
-           "inputs' (unknown during verification unless all are concrete).",
-    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = 1,
-    CG_ATTRS(concat_attrs),
-    .infer = concat_infer,
-    CG_KERNELS(concat_kernels),
-    .conform_case = concat_conform
-);
+const cg_op_def cg_op_concat =
+    CG_OP(.name = "concat",
+          .doc = "Joins one or more tensors of the same dtype (any) and number "
+                 "of dims along axis (int, required; negative counts from the end). "
+                 "Every other dim must match; the output's axis dim is the sum of the "
+                 "inputs' (unknown during verification unless all are concrete).",
+          .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = 1, CG_ATTRS(concat_attrs),
+          .infer = concat_infer, CG_KERNELS(concat_kernels), .conform_case = concat_conform);
 
 /* ---- slice(x; axis, start, end) ---- */
 
 enum { SLICE_AXIS, SLICE_START, SLICE_END };
 
 static const cg_attr_def slice_attrs[] = {
-    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .required = 1,
-     .doc = "axis to slice; negative counts from the end"),
-    CG_ATTR(.name = "start", .type = CG_ATTR_INT,
-     .default_int = 0, .doc = "first index (negative counts from the end)"),
-    CG_ATTR(.name = "end", .type = CG_ATTR_INT,
-     .default_int = INT64_MAX, .doc = "one past the last index (negative counts from the "
-     "end); default: to the end"),
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .required = 1, .doc = "axis to slice; negative counts from the end"),
+    CG_ATTR(.name = "start", .type = CG_ATTR_INT, .default_int = 0,
+            .doc = "first index (negative counts from the end)"),
+    CG_ATTR(.name = "end", .type = CG_ATTR_INT, .default_int = INT64_MAX,
+            .doc = "one past the last index (negative counts from the "
+                   "end); default: to the end"),
 };
 
 /* Python slice bounds for step 1 over a dim of concrete size n. */
@@ -206,8 +198,7 @@ static cg_op_status slice_infer(cg_op_call *call) {
     cg_ops_format_dims(sx, sizeof sx, x);
     int axis = cg_norm_axis(ax->i, x->ndim);
     if (axis < 0)
-        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)",
-                          (long long)ax->i, sx, x->ndim);
+        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)", (long long)ax->i, sx, x->ndim);
     int64_t n = x->dims[axis], len;
     if (cg_dim_known(n)) {
         int64_t s, e;
@@ -236,8 +227,7 @@ static cg_op_status slice_cpu(const cg_kernel_args *a) {
     if (!row) return CG_OP_OK;
     const char *src = a->in[0];
     char *dst = a->out[0];
-    for (int64_t r = 0; r < outer; r++)
-        memcpy(dst + (size_t)r * row, src + (size_t)((r * n + s) * inner) * es, row);
+    for (int64_t r = 0; r < outer; r++) memcpy(dst + (size_t)r * row, src + (size_t)((r * n + s) * inner) * es, row);
     return CG_OP_OK;
 }
 
@@ -251,8 +241,8 @@ static cg_op_status slice_cl(const cg_kernel_args *a) {
     slice_bounds(n, call->attrs[SLICE_START].i, call->attrs[SLICE_END].i, &s, &e);
     cg_desc_split(x, axis, &outer, &inner);
     int64_t cols = (e - s) * inner;
-    return copy_rows_cl(a, (cl_mem)a->in[0], s * inner, n * inner, (cl_mem)a->out[0], 0, cols,
-                        outer, cols, cg_desc_numel(x), elem_size(x));
+    return copy_rows_cl(a, (cl_mem)a->in[0], s * inner, n * inner, (cl_mem)a->out[0], 0, cols, outer, cols,
+                        cg_desc_numel(x), elem_size(x));
 }
 
 static int32_t slice_conform(int32_t index, cg_conform_case *c);
@@ -263,31 +253,26 @@ static const cg_kernel_def slice_kernels[] = {
 };
 static const char *const one_input[] = {"x", NULL};
 
-const cg_op_def cg_op_slice = CG_OP(
-    .name = "slice",
-    .doc = "Takes x[start:end] along axis (step 1) of a tensor of any dtype, with "
-           "Python semantics: negative start/end count from the end of the dim "
-           "and both are clamped to [0, size]; an empty range gives a size-0 "
-           "dim. Attributes: axis (int, required), start (default 0), end "
-           "(default INT64_MAX = to the end). During verification a symbolic "
-           "dim stays symbolic for the whole range and becomes unknown when the "
-           "bounds depend on its size.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = one_input,
-    CG_ATTRS(slice_attrs),
-    .infer = slice_infer,
-    CG_KERNELS(slice_kernels),
-    .conform_case = slice_conform
-);
+const cg_op_def cg_op_slice =
+    CG_OP(.name = "slice",
+          .doc = "Takes x[start:end] along axis (step 1) of a tensor of any dtype, with "
+                 "Python semantics: negative start/end count from the end of the dim "
+                 "and both are clamped to [0, size]; an empty range gives a size-0 "
+                 "dim. Attributes: axis (int, required), start (default 0), end "
+                 "(default INT64_MAX = to the end). During verification a symbolic "
+                 "dim stays symbolic for the whole range and becomes unknown when the "
+                 "bounds depend on its size.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = one_input,
+          CG_ATTRS(slice_attrs), .infer = slice_infer, CG_KERNELS(slice_kernels), .conform_case = slice_conform);
 
 /* ---- reshape(x; shape) ---- */
 
 enum { RESHAPE_SHAPE };
 
 static const cg_attr_def reshape_attrs[] = {
-    CG_ATTR(.name = "shape", .type = CG_ATTR_DIMS,
-     .required = 1, .doc = "new dims: > 0 as given, a dim name (B) as bound, 0 copies x's dim "
-     "at that position, one -1 is inferred"),
+    CG_ATTR(.name = "shape", .type = CG_ATTR_DIMS, .required = 1,
+            .doc = "new dims: > 0 as given, a dim name (B) as bound, 0 copies x's dim "
+                   "at that position, one -1 is inferred"),
 };
 
 /* *acc *= v unless that overflows (returns 0). */
@@ -315,13 +300,11 @@ static cg_op_status reshape_infer(cg_op_call *call) {
     for (int i = 0; i < sh->n_ints; i++) {
         int64_t v = sh->ints[i];
         if (v == -1) {
-            if (infer_at >= 0)
-                return cg_op_fail(call, "shape %s has more than one -1", ss);
+            if (infer_at >= 0) return cg_op_fail(call, "shape %s has more than one -1", ss);
             infer_at = i;
         } else if (v == 0) {
             if (i >= x->ndim)
-                return cg_op_fail(call, "shape %s copies dim %d (0) but x %s has %d dims",
-                                  ss, i, sx, x->ndim);
+                return cg_op_fail(call, "shape %s copies dim %d (0) but x %s has %d dims", ss, i, sx, x->ndim);
             o.dims[i] = x->dims[i];
             used[i] = 1;
         } else if (v < 0) {
@@ -359,9 +342,10 @@ static cg_op_status reshape_infer(cg_op_call *call) {
              * shapes are bound. */
             o.dims[infer_at] = (rest_other == 1 && !unmatched && in_rest == out_rest) ? rest_sym : CG_DIM_UNKNOWN;
         } else if (in_rest % out_rest != 0) {
-            return cg_op_fail(call, "cannot reshape x %s into shape %s: %lld remaining "
-                              "elements do not divide by %lld", sx, ss, (long long)in_rest,
-                              (long long)out_rest);
+            return cg_op_fail(call,
+                              "cannot reshape x %s into shape %s: %lld remaining "
+                              "elements do not divide by %lld",
+                              sx, ss, (long long)in_rest, (long long)out_rest);
         } else {
             o.dims[infer_at] = in_rest / out_rest;
         }
@@ -420,32 +404,27 @@ static const cg_kernel_def reshape_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = reshape_cl),
 };
 
-const cg_op_def cg_op_reshape = CG_OP(
-    .name = "reshape",
-    .doc = "Gives x (any dtype) a new shape with the same elements in the same "
-           "row-major order. Attribute shape (ints, required): a size > 0 is "
-           "taken as is, 0 copies x's dim at the same position, and at most one "
-           "-1 is inferred so the element count matches (from the dims that are "
-           "not copied; during verification it is a symbol when exactly one "
-           "symbolic dim is left over and the sizes cancel, as [1, B, 32] -> "
-           "[-1, 32] gives [B, 32], and unknown otherwise). "
-           "The element counts must match. May run in place.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = one_input,
-    CG_ATTRS(reshape_attrs),
-    .infer = reshape_infer,
-    CG_KERNELS(reshape_kernels),
-    .conform_case = reshape_conform,
-    .flags = CG_OP_FLAG_INPLACE0
-);
+const cg_op_def cg_op_reshape =
+    CG_OP(.name = "reshape",
+          .doc = "Gives x (any dtype) a new shape with the same elements in the same "
+                 "row-major order. Attribute shape (ints, required): a size > 0 is "
+                 "taken as is, 0 copies x's dim at the same position, and at most one "
+                 "-1 is inferred so the element count matches (from the dims that are "
+                 "not copied; during verification it is a symbol when exactly one "
+                 "symbolic dim is left over and the sizes cancel, as [1, B, 32] -> "
+                 "[-1, 32] gives [B, 32], and unknown otherwise). "
+                 "The element counts must match. May run in place.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = one_input,
+          CG_ATTRS(reshape_attrs), .infer = reshape_infer, CG_KERNELS(reshape_kernels), .conform_case = reshape_conform,
+          .flags = CG_OP_FLAG_INPLACE0);
 
 /* ---- transpose(x; perm) ---- */
 
 enum { TRANSPOSE_PERM };
 
 static const cg_attr_def transpose_attrs[] = {
-    CG_ATTR(.name = "perm", .type = CG_ATTR_INTS,
-     .required = 1, .doc = "output dim i is x's dim perm[i]; a permutation of x's dims"),
+    CG_ATTR(.name = "perm", .type = CG_ATTR_INTS, .required = 1,
+            .doc = "output dim i is x's dim perm[i]; a permutation of x's dims"),
 };
 
 static cg_op_status transpose_infer(cg_op_call *call) {
@@ -457,14 +436,12 @@ static cg_op_status transpose_infer(cg_op_call *call) {
     cg_ops_format_dims(sx, sizeof sx, x);
     format_ints(sp, sizeof sp, pa->ints, pa->n_ints);
     if (pa->n_ints != x->ndim)
-        return cg_op_fail(call, "perm %s has %d entries but x %s has %d dims", sp,
-                          (int)pa->n_ints, sx, x->ndim);
+        return cg_op_fail(call, "perm %s has %d entries but x %s has %d dims", sp, (int)pa->n_ints, sx, x->ndim);
     int seen[CG_MAX_DIMS] = {0};
     cg_tensor_desc o = *x;
     for (int i = 0; i < x->ndim; i++) {
         int p = cg_norm_axis(pa->ints[i], x->ndim);
-        if (p < 0 || seen[p])
-            return cg_op_fail(call, "perm %s is not a permutation of x's %d dims", sp, x->ndim);
+        if (p < 0 || seen[p]) return cg_op_fail(call, "perm %s is not a permutation of x's %d dims", sp, x->ndim);
         seen[p] = 1;
         o.dims[i] = x->dims[p];
     }
@@ -502,34 +479,34 @@ static int transpose_dims(const cg_op_call *call, int64_t *n, int64_t *st) {
 
 /* The transpose walk for elements of type T: the merged output dims n
  * (nd of them, the first two of size 1 at least) with input strides st. */
-#define TRANSPOSE_WALK(NAME, T)                                                                  \
-    static void NAME(const T *src, T *dst, int nd, const int64_t *n, const int64_t *st) {       \
-        const int64_t n1 = n[nd - 2], n2 = n[nd - 1], s1 = st[nd - 2], s2 = st[nd - 1];           \
-        int64_t idx[CG_MAX_DIMS + 2] = {0}, off = 0;                                             \
-        for (;;) {                                                                               \
-            const T *in = src + off;                                                             \
-            if (s2 == 1) {                                                                       \
+#define TRANSPOSE_WALK(NAME, T)                                                                             \
+    static void NAME(const T *src, T *dst, int nd, const int64_t *n, const int64_t *st) {                   \
+        const int64_t n1 = n[nd - 2], n2 = n[nd - 1], s1 = st[nd - 2], s2 = st[nd - 1];                     \
+        int64_t idx[CG_MAX_DIMS + 2] = {0}, off = 0;                                                        \
+        for (;;) {                                                                                          \
+            const T *in = src + off;                                                                        \
+            if (s2 == 1) {                                                                                  \
                 for (int64_t i = 0; i < n1; i++) memcpy(dst + i * n2, in + i * s1, (size_t)n2 * sizeof(T)); \
-            } else {                                                                             \
-                for (int64_t i0 = 0; i0 < n1; i0 += TRANSPOSE_TILE) {                            \
-                    int64_t i1 = i0 + TRANSPOSE_TILE < n1 ? i0 + TRANSPOSE_TILE : n1;            \
-                    for (int64_t j0 = 0; j0 < n2; j0 += TRANSPOSE_TILE) {                        \
-                        int64_t j1 = j0 + TRANSPOSE_TILE < n2 ? j0 + TRANSPOSE_TILE : n2;        \
-                        for (int64_t i = i0; i < i1; i++)                                        \
-                            for (int64_t j = j0; j < j1; j++) dst[i * n2 + j] = in[i * s1 + j * s2]; \
-                    }                                                                            \
-                }                                                                                \
-            }                                                                                    \
-            dst += n1 * n2;                                                                      \
-            int d = nd - 3;                                                                      \
-            for (; d >= 0; d--) {                                                                \
-                off += st[d];                                                                    \
-                if (++idx[d] < n[d]) break;                                                      \
-                off -= st[d] * n[d];                                                             \
-                idx[d] = 0;                                                                      \
-            }                                                                                    \
-            if (d < 0) break;                                                                    \
-        }                                                                                        \
+            } else {                                                                                        \
+                for (int64_t i0 = 0; i0 < n1; i0 += TRANSPOSE_TILE) {                                       \
+                    int64_t i1 = i0 + TRANSPOSE_TILE < n1 ? i0 + TRANSPOSE_TILE : n1;                       \
+                    for (int64_t j0 = 0; j0 < n2; j0 += TRANSPOSE_TILE) {                                   \
+                        int64_t j1 = j0 + TRANSPOSE_TILE < n2 ? j0 + TRANSPOSE_TILE : n2;                   \
+                        for (int64_t i = i0; i < i1; i++)                                                   \
+                            for (int64_t j = j0; j < j1; j++) dst[i * n2 + j] = in[i * s1 + j * s2];        \
+                    }                                                                                       \
+                }                                                                                           \
+            }                                                                                               \
+            dst += n1 * n2;                                                                                 \
+            int d = nd - 3;                                                                                 \
+            for (; d >= 0; d--) {                                                                           \
+                off += st[d];                                                                               \
+                if (++idx[d] < n[d]) break;                                                                 \
+                off -= st[d] * n[d];                                                                        \
+                idx[d] = 0;                                                                                 \
+            }                                                                                               \
+            if (d < 0) break;                                                                               \
+        }                                                                                                   \
     }
 TRANSPOSE_WALK(walk8, uint8_t)
 TRANSPOSE_WALK(walk16, uint16_t)
@@ -617,17 +594,14 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
         }
         cl_int crnd = rnd;
         const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst)};
-        if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
-            cg_ops_cl_idx(a, k, kn, 2, wide, n[last]) ||
-            cg_ops_cl_idx(a, k, kn, 3, wide, st[last]) ||
-            cg_ops_cl_idx(a, k, kn, 4, wide, n[q]) || cg_ops_cl_idx(a, k, kn, 5, wide, os[q]) ||
-            cg_ops_cl_arg(a, k, kn, 6, sizeof crnd, &crnd) ||
-            cg_ops_cl_idx8(a, k, kn, 7, wide, rn, rnd) ||
-            cg_ops_cl_idx8(a, k, kn, 8, wide, rin, rnd) ||
+        if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) || cg_ops_cl_idx(a, k, kn, 2, wide, n[last]) ||
+            cg_ops_cl_idx(a, k, kn, 3, wide, st[last]) || cg_ops_cl_idx(a, k, kn, 4, wide, n[q]) ||
+            cg_ops_cl_idx(a, k, kn, 5, wide, os[q]) || cg_ops_cl_arg(a, k, kn, 6, sizeof crnd, &crnd) ||
+            cg_ops_cl_idx8(a, k, kn, 7, wide, rn, rnd) || cg_ops_cl_idx8(a, k, kn, 8, wide, rin, rnd) ||
             cg_ops_cl_idx8(a, k, kn, 9, wide, rout, rnd))
             return CG_OP_ERROR;
-        size_t global[3] = {(size_t)((n[last] + tile - 1) / tile * tile),
-                            (size_t)((n[q] + tile - 1) / tile) * rows, (size_t)rest};
+        size_t global[3] = {(size_t)((n[last] + tile - 1) / tile * tile), (size_t)((n[q] + tile - 1) / tile) * rows,
+                            (size_t)rest};
         size_t local[3] = {(size_t)tile, rows, 1};
         return cg_ops_cl_launch(a, k, NULL, 3, global, local);
     }
@@ -636,9 +610,9 @@ static cg_op_status transpose_cl(const cg_kernel_args *a) {
     if (!k) return CG_OP_ERROR;
     cl_int cnd = nd;
     const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst)};
-    if (cg_ops_cl_args(a, k, kany, 0, CG_OPS_CL_N_ARGS(mem), mem) ||
-        cg_ops_cl_idx(a, k, kany, 2, wide, numel) || cg_ops_cl_arg(a, k, kany, 3, sizeof cnd, &cnd) ||
-        cg_ops_cl_idx8(a, k, kany, 4, wide, n, nd) || cg_ops_cl_idx8(a, k, kany, 5, wide, st, nd))
+    if (cg_ops_cl_args(a, k, kany, 0, CG_OPS_CL_N_ARGS(mem), mem) || cg_ops_cl_idx(a, k, kany, 2, wide, numel) ||
+        cg_ops_cl_arg(a, k, kany, 3, sizeof cnd, &cnd) || cg_ops_cl_idx8(a, k, kany, 4, wide, n, nd) ||
+        cg_ops_cl_idx8(a, k, kany, 5, wide, st, nd))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, numel, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
@@ -650,19 +624,14 @@ static const cg_kernel_def transpose_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = transpose_cl),
 };
 
-const cg_op_def cg_op_transpose = CG_OP(
-    .name = "transpose",
-    .doc = "Permutes the dims of x (any dtype): output dim i is x's dim "
-           "perm[i], i.e. out[i_0, ..., i_n] = x at the index whose dim perm[k] "
-           "is i_k. Attribute perm (ints, required) must be a permutation of "
-           "0..ndim-1 (negative entries count from the end).",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = one_input,
-    CG_ATTRS(transpose_attrs),
-    .infer = transpose_infer,
-    CG_KERNELS(transpose_kernels),
-    .conform_case = transpose_conform
-);
+const cg_op_def cg_op_transpose = CG_OP(.name = "transpose",
+                                        .doc = "Permutes the dims of x (any dtype): output dim i is x's dim "
+                                               "perm[i], i.e. out[i_0, ..., i_n] = x at the index whose dim perm[k] "
+                                               "is i_k. Attribute perm (ints, required) must be a permutation of "
+                                               "0..ndim-1 (negative entries count from the end).",
+                                        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+                                        .input_names = one_input, CG_ATTRS(transpose_attrs), .infer = transpose_infer,
+                                        CG_KERNELS(transpose_kernels), .conform_case = transpose_conform);
 
 /* ---- conformance cases ---- */
 
@@ -722,10 +691,10 @@ static const shape_case slice_cases[] = {
     {"axis: 0, start: 1", CG_OP_F32, 1, 1, {{3}}},
     {"axis: 1, start: -2", CG_OP_F32, 1, 2, {{3, 4}}},
     {"axis: -1, start: 1, end: -1", CG_OP_F32, 1, 2, {{3, 4}}},
-    {"axis: 0, start: -100, end: 5", CG_OP_I32, 1, 2, {{17, 3}}},  /* start clamped */
-    {"axis: 0, start: 5, end: 100", CG_OP_F32, 1, 2, {{17, 3}}},   /* end clamped */
-    {"axis: 1, start: 3, end: 3", CG_OP_F32, 1, 3, {{2, 17, 5}}},  /* empty */
-    {"axis: 1, start: 10, end: 2", CG_OP_F32, 1, 3, {{2, 17, 5}}}, /* end < start */
+    {"axis: 0, start: -100, end: 5", CG_OP_I32, 1, 2, {{17, 3}}},   /* start clamped */
+    {"axis: 0, start: 5, end: 100", CG_OP_F32, 1, 2, {{17, 3}}},    /* end clamped */
+    {"axis: 1, start: 3, end: 3", CG_OP_F32, 1, 3, {{2, 17, 5}}},   /* empty */
+    {"axis: 1, start: 10, end: 2", CG_OP_F32, 1, 3, {{2, 17, 5}}},  /* end < start */
     {"axis: 1, start: -3, end: -5", CG_OP_I32, 1, 3, {{2, 17, 5}}}, /* empty, negative */
     {"axis: 2, start: 1, end: 16", CG_OP_F32, 1, 4, {{4, 3, 17, 2}}},
     {"axis: 1, start: 1, end: 3", CG_OP_I32, 1, 2, {{257, 4}}},
@@ -763,14 +732,14 @@ static int32_t reshape_conform(int32_t index, cg_conform_case *c) {
 static const shape_case transpose_cases[] = {
     {"perm: [0]", CG_OP_F32, 1, 1, {{1}}},
     {"perm: [1, 0]", CG_OP_F32, 1, 2, {{1, 1}}},
-    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{3, 1}}},                /* the identity */
+    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{3, 1}}}, /* the identity */
     {"perm: [1, 0]", CG_OP_F32, 1, 2, {{3, 3}}},
     {"perm: [0, 1, 2]", CG_OP_F32, 1, 3, {{2, 3, 4}}},
     {"perm: [2, 0, 1]", CG_OP_F32, 1, 3, {{2, 3, 4}}},
     {"perm: [1, 0]", CG_OP_I32, 1, 2, {{3, 17}}},
-    {"perm: [-1, 0, 1]", CG_OP_I32, 1, 3, {{2, 3, 4}}},        /* negative entry */
+    {"perm: [-1, 0, 1]", CG_OP_I32, 1, 3, {{2, 3, 4}}}, /* negative entry */
     {"perm: [7, 5, 3, 1, 0, 2, 4, 6]", CG_OP_F32, 1, 8, {{2, 1, 3, 2, 1, 2, 3, 2}}},
-    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{17, 33}}},              /* tiled */
+    {"perm: [1, 0]", CG_OP_F32, 1, 2, {{17, 33}}}, /* tiled */
     {"perm: [0, 2, 1, 3]", CG_OP_F32, 1, 4, {{2, 17, 3, 19}}},
     {"perm: [3, 2, 1, 0, 4, 5, 7, 6]", CG_OP_I32, 1, 8, {{2, 3, 2, 2, 3, 2, 3, 17}}},
     {"perm: [1, 0]", CG_OP_F32, 1, 2, {{257, 65}}},             /* tiled */
@@ -780,8 +749,8 @@ static const shape_case transpose_cases[] = {
     {"perm: [2, 1, 0]", CG_OP_F32, 1, 3, {{20, 257, 18}}},      /* tiled, batch in the middle */
     {"perm: [1, 0]", CG_I64, 1, 2, {{17, 33}}},                 /* tiled, 8-byte elements */
     {"perm: [2, 0, 1]", CG_U8, 1, 3, {{2, 3, 5}}},
-    {"perm: [1, 0]", CG_F16, 1, 2, {{257, 65}}},                /* tiled, 2-byte elements */
-    {"perm: [0, 2, 1]", CG_BOOL, 1, 3, {{3, 16, 17}}},          /* tiled, 1-byte elements */
+    {"perm: [1, 0]", CG_F16, 1, 2, {{257, 65}}},       /* tiled, 2-byte elements */
+    {"perm: [0, 2, 1]", CG_BOOL, 1, 3, {{3, 16, 17}}}, /* tiled, 1-byte elements */
 };
 
 static int32_t transpose_conform(int32_t index, cg_conform_case *c) {

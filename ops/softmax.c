@@ -17,8 +17,8 @@
 enum { SOFTMAX_AXIS };
 
 static const cg_attr_def softmax_attrs[] = {
-    CG_ATTR(.name = "axis", .type = CG_ATTR_INT,
-     .default_int = -1, .doc = "axis to normalise over; negative counts from the end"),
+    CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = -1,
+            .doc = "axis to normalise over; negative counts from the end"),
 };
 
 static cg_op_status softmax_infer_common(cg_op_call *call, const char *op) {
@@ -26,16 +26,13 @@ static cg_op_status softmax_infer_common(cg_op_call *call, const char *op) {
     char sx[128], sm[128];
     if (cg_expect_input(call, 0, CG_OP_F32, -1)) return CG_OP_ERROR;
     cg_ops_format_dims(sx, sizeof sx, x);
-    if (x->ndim < 1)
-        return cg_op_fail(call, "input 0 (x) must have at least 1 dim for %s, got %s", op, sx);
+    if (x->ndim < 1) return cg_op_fail(call, "input 0 (x) must have at least 1 dim for %s, got %s", op, sx);
     int64_t axis = call->attrs[SOFTMAX_AXIS].i;
     if (cg_norm_axis(axis, x->ndim) < 0)
-        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)",
-                          (long long)axis, sx, x->ndim);
+        return cg_op_fail(call, "axis %lld is out of range for x %s (%d dims)", (long long)axis, sx, x->ndim);
     if (call->n_inputs > 1) {
         const cg_tensor_desc *m = &call->inputs[1];
-        if (m->dtype != CG_OP_I32)
-            return cg_op_fail(call, "input 1 (mask) must be i32 for %s", op);
+        if (m->dtype != CG_OP_I32) return cg_op_fail(call, "input 1 (mask) must be i32 for %s", op);
         cg_ops_format_dims(sm, sizeof sm, m);
         int ok = m->ndim <= x->ndim;
         for (int i = 0; ok && i < m->ndim; i++) {
@@ -43,20 +40,18 @@ static cg_op_status softmax_infer_common(cg_op_call *call, const char *op) {
             if (md != 1 && !cg_dim_compatible(md, xd)) ok = 0;
         }
         if (!ok)
-            return cg_op_fail(call, "input 1 (mask) has shape %s, which does not broadcast "
-                              "to x %s for %s", sm, sx, op);
+            return cg_op_fail(call,
+                              "input 1 (mask) has shape %s, which does not broadcast "
+                              "to x %s for %s",
+                              sm, sx, op);
     }
     call->outputs[0] = *x;
     return CG_OP_OK;
 }
 
-static cg_op_status softmax_infer(cg_op_call *call) {
-    return softmax_infer_common(call, "softmax");
-}
+static cg_op_status softmax_infer(cg_op_call *call) { return softmax_infer_common(call, "softmax"); }
 
-static cg_op_status log_softmax_infer(cg_op_call *call) {
-    return softmax_infer_common(call, "log_softmax");
-}
+static cg_op_status log_softmax_infer(cg_op_call *call) { return softmax_infer_common(call, "log_softmax"); }
 
 /* A contiguous unmasked slice with its maximum mx (finite or +inf), on the
  * CPU backend's vector functions; as precise as the double path below. */
@@ -74,8 +69,8 @@ static void softmax_contiguous(const float *x, float *y, int64_t n, float mx, in
  * One slice of n elements at stride `st`; `mask` (stride `mst`, possibly 0)
  * may be NULL. Sums are accumulated in double.
  */
-static void softmax_slice(const float *x, float *y, int64_t n, int64_t st,
-                          const int32_t *mask, int64_t mst, int log_out) {
+static void softmax_slice(const float *x, float *y, int64_t n, int64_t st, const int32_t *mask, int64_t mst,
+                          int log_out) {
     float mx = -INFINITY;
     int any = 0;
     if (st == 1 && !mask) {
@@ -173,8 +168,7 @@ static void softmax_rows(void *p, size_t begin, size_t end) {
                     r /= x->dims[i];
                 }
             }
-            softmax_slice(j->px + base, j->py + base, n, inner, j->pm ? j->pm + mb : NULL,
-                          j->ms[axis], j->log_out);
+            softmax_slice(j->px + base, j->py + base, n, inner, j->pm ? j->pm + mb : NULL, j->ms[axis], j->log_out);
         }
     }
 }
@@ -182,8 +176,11 @@ static void softmax_rows(void *p, size_t begin, size_t end) {
 static cg_op_status softmax_cpu_common(const cg_kernel_args *args, int log_out) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *x = &call->inputs[0];
-    softmax_job j = {.x = x, .px = args->in[0], .py = args->out[0],
-                     .pm = call->n_inputs > 1 ? args->in[1] : NULL, .log_out = log_out};
+    softmax_job j = {.x = x,
+                     .px = args->in[0],
+                     .py = args->out[0],
+                     .pm = call->n_inputs > 1 ? args->in[1] : NULL,
+                     .log_out = log_out};
     j.axis = cg_norm_axis(call->attrs[SOFTMAX_AXIS].i, x->ndim);
     int64_t outer;
     j.n = x->dims[j.axis];
@@ -242,11 +239,10 @@ static cg_op_status softmax_cl_common(const cg_kernel_args *args, int log_out) {
     cl_mem pm = has_mask ? (cl_mem)args->in[1] : px; /* never read without a mask */
     cl_int hm = has_mask, lo = log_out;
     cl_long ls = slices, ln = n, li = inner, lmst = ms[axis];
-    const cg_ops_cl_arg_value v[] = {
-        CG_OPS_CL_ARG(px),  CG_OPS_CL_ARG(py),  CG_OPS_CL_ARG(pm),   CG_OPS_CL_ARG(hm),
-        CG_OPS_CL_ARG(ls),  CG_OPS_CL_ARG(ln),  CG_OPS_CL_ARG(li),   CG_OPS_CL_ARG(lmst),
-        CG_OPS_CL_ARG(ond), CG_OPS_CL_ARG(od),  CG_OPS_CL_ARG(oms),  CG_OPS_CL_ARG(ind),
-        CG_OPS_CL_ARG(id),  CG_OPS_CL_ARG(ims), CG_OPS_CL_ARG(lo)};
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(px),  CG_OPS_CL_ARG(py),  CG_OPS_CL_ARG(pm),  CG_OPS_CL_ARG(hm),
+                                     CG_OPS_CL_ARG(ls),  CG_OPS_CL_ARG(ln),  CG_OPS_CL_ARG(li),  CG_OPS_CL_ARG(lmst),
+                                     CG_OPS_CL_ARG(ond), CG_OPS_CL_ARG(od),  CG_OPS_CL_ARG(oms), CG_OPS_CL_ARG(ind),
+                                     CG_OPS_CL_ARG(id),  CG_OPS_CL_ARG(ims), CG_OPS_CL_ARG(lo)};
     if (cg_ops_cl_args(args, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
     size_t local = cg_ops_cl_work_group(args, k, CG_OPS_CL_MAX_WORK_GROUP, 1), global;
     if (use_wg) {
@@ -265,12 +261,14 @@ static cg_op_status log_softmax_cl(const cg_kernel_args *a) { return softmax_cl_
 
 /* ---- conformance cases ---- */
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 /* x f32 in [-2, 2] (or [-30, 30] where noted), no mask. */
-#define SM_X(nd, d, attrs) {1, {{CG_OP_F32, nd, d, -2, 2}}, attrs}
+#define SM_X(nd, d, attrs) \
+    { 1, {{CG_OP_F32, nd, d, -2, 2}}, attrs }
 /* x with an i32 mask of 0s and 1s. */
 #define SM_XM(nd, d, mnd, md, attrs) \
-    {2, {{CG_OP_F32, nd, d, -2, 2}, {CG_OP_I32, mnd, md, 0, 1}}, attrs}
+    { 2, {{CG_OP_F32, nd, d, -2, 2}, {CG_OP_I32, mnd, md, 0, 1}}, attrs }
 
 /*
  * Smallest first: single elements, short rows (one work-item per slice),
@@ -326,40 +324,32 @@ static const cg_kernel_def log_softmax_kernels[] = {
 };
 static const char *const softmax_inputs[] = {"x", "mask", NULL};
 
-const cg_op_def cg_op_softmax = CG_OP(
-    .name = "softmax",
-    .doc = "Softmax of f32 x along axis (default -1): exp(x - max) / sum(exp(x - "
-           "max)), with the maximum subtracted for stability and the sum kept in "
-           "double precision (single precision on OpenCL devices). Optional i32 mask, the same shape as x or "
-           "broadcastable to it (NumPy rules): mask != 0 marks valid positions; "
-           "invalid ones are left out of the max and the sum and give 0. A slice "
-           "with no valid position (or whose valid entries are all -inf) gives "
-           "all 0, never NaN. A NaN in a slice makes that slice NaN. Output has "
-           "x's shape.",
-    .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = softmax_inputs,
-    CG_ATTRS(softmax_attrs),
-    .infer = softmax_infer,
-    CG_KERNELS(softmax_kernels),
-    .conform_case = softmax_conform
-);
+const cg_op_def cg_op_softmax =
+    CG_OP(.name = "softmax",
+          .doc = "Softmax of f32 x along axis (default -1): exp(x - max) / sum(exp(x - "
+                 "max)), with the maximum subtracted for stability and the sum kept in "
+                 "double precision (single precision on OpenCL devices). Optional i32 mask, the same shape as x or "
+                 "broadcastable to it (NumPy rules): mask != 0 marks valid positions; "
+                 "invalid ones are left out of the max and the sum and give 0. A slice "
+                 "with no valid position (or whose valid entries are all -inf) gives "
+                 "all 0, never NaN. A NaN in a slice makes that slice NaN. Output has "
+                 "x's shape.",
+          .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = softmax_inputs,
+          CG_ATTRS(softmax_attrs), .infer = softmax_infer, CG_KERNELS(softmax_kernels),
+          .conform_case = softmax_conform);
 
-const cg_op_def cg_op_log_softmax = CG_OP(
-    .name = "log_softmax",
-    .doc = "Logarithm of softmax of f32 x along axis (default -1), computed as x "
-           "- (max + log(sum(exp(x - max)))) in double precision (single precision "
-           "on OpenCL devices). Optional i32 "
-           "mask, the same shape as x or broadcastable to it: mask != 0 marks "
-           "valid positions; invalid ones give -inf. A slice with no valid "
-           "position (or whose valid entries are all -inf) gives all -inf. A NaN "
-           "in a slice makes that slice NaN. Output has x's shape.",
-    .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = softmax_inputs,
-    CG_ATTRS(softmax_attrs),
-    .infer = log_softmax_infer,
-    CG_KERNELS(log_softmax_kernels),
-    .conform_case = softmax_conform
-);
+const cg_op_def cg_op_log_softmax =
+    CG_OP(.name = "log_softmax",
+          .doc = "Logarithm of softmax of f32 x along axis (default -1), computed as x "
+                 "- (max + log(sum(exp(x - max)))) in double precision (single precision "
+                 "on OpenCL devices). Optional i32 "
+                 "mask, the same shape as x or broadcastable to it: mask != 0 marks "
+                 "valid positions; invalid ones give -inf. A slice with no valid "
+                 "position (or whose valid entries are all -inf) gives all -inf. A NaN "
+                 "in a slice makes that slice NaN. Output has x's shape.",
+          .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = softmax_inputs,
+          CG_ATTRS(softmax_attrs), .infer = log_softmax_infer, CG_KERNELS(log_softmax_kernels),
+          .conform_case = softmax_conform);
 
 /* ---- length_mask(lengths i32[B], like [B, S, ...]) -> i32[B, S] ---- */
 
@@ -369,12 +359,12 @@ static cg_op_status length_mask_infer(cg_op_call *call) {
     if (cg_expect_input(call, 0, CG_OP_I32, 1)) return CG_OP_ERROR;
     cg_ops_format_dims(sl, sizeof sl, len);
     cg_ops_format_dims(sk, sizeof sk, like);
-    if (like->ndim < 2)
-        return cg_op_fail(call, "input 1 (like) must have at least 2 dims [B, S, ...], got %s",
-                          sk);
+    if (like->ndim < 2) return cg_op_fail(call, "input 1 (like) must have at least 2 dims [B, S, ...], got %s", sk);
     if (!cg_dim_compatible(len->dims[0], like->dims[0]))
-        return cg_op_fail(call, "input 0 (lengths) has shape %s, expected [B] with B from "
-                          "like %s", sl, sk);
+        return cg_op_fail(call,
+                          "input 0 (lengths) has shape %s, expected [B] with B from "
+                          "like %s",
+                          sl, sk);
     cg_tensor_desc *o = &call->outputs[0];
     o->dtype = CG_OP_I32;
     o->ndim = 2;
@@ -405,16 +395,15 @@ static cg_op_status length_mask_cl(const cg_kernel_args *a) {
     if (!k) return CG_OP_ERROR;
     cl_mem len = (cl_mem)a->in[0], out = (cl_mem)a->out[0];
     cl_long lt = total, ls = s;
-    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(len), CG_OPS_CL_ARG(out), CG_OPS_CL_ARG(lt),
-                                     CG_OPS_CL_ARG(ls)};
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(len), CG_OPS_CL_ARG(out), CG_OPS_CL_ARG(lt), CG_OPS_CL_ARG(ls)};
     if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(a, k, NULL, total,
-                               cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 1));
+    return cg_ops_cl_launch_1d(a, k, NULL, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 1));
 }
 
 /* Lengths in [0, S] (the CPU kernel rejects others); like's values are
  * unused. */
-#define LM(b, s) {2, {{CG_OP_I32, 1, D(b), 0, s}, {CG_OP_F32, 2, D(b, s), -2, 2}}, NULL}
+#define LM(b, s) \
+    { 2, {{CG_OP_I32, 1, D(b), 0, s}, {CG_OP_F32, 2, D(b, s), -2, 2}}, NULL }
 static const cg_ops_case lm_cases[] = {
     LM(1, 1),
     LM(3, 3),
@@ -442,21 +431,16 @@ static int32_t length_mask_conform(int32_t index, cg_conform_case *c) {
 
 static const cg_kernel_def length_mask_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = length_mask_cpu),
-    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = length_mask_cl,
-     .flags = CG_KERNEL_FLAG_CHECKS),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = length_mask_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const length_mask_inputs[] = {"lengths", "like", NULL};
 
-const cg_op_def cg_op_length_mask = CG_OP(
-    .name = "length_mask",
-    .doc = "Builds a padding mask from sequence lengths: for i32 lengths [B] and "
-           "a tensor like [B, S, ...] of any dtype (only its shape is used), "
-           "output i32 [B, S] with out[b, s] = 1 if s < lengths[b] else 0. A "
-           "length below 0 or above S is a run-time error naming the batch row on "
-           "every device.",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .input_names = length_mask_inputs,
-    .infer = length_mask_infer,
-    CG_KERNELS(length_mask_kernels),
-    .conform_case = length_mask_conform
-);
+const cg_op_def cg_op_length_mask =
+    CG_OP(.name = "length_mask",
+          .doc = "Builds a padding mask from sequence lengths: for i32 lengths [B] and "
+                 "a tensor like [B, S, ...] of any dtype (only its shape is used), "
+                 "output i32 [B, S] with out[b, s] = 1 if s < lengths[b] else 0. A "
+                 "length below 0 or above S is a run-time error naming the batch row on "
+                 "every device.",
+          .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = length_mask_inputs,
+          .infer = length_mask_infer, CG_KERNELS(length_mask_kernels), .conform_case = length_mask_conform);

@@ -11,9 +11,9 @@ enum { TRILU_UPPER, TRILU_K };
 
 static const cg_attr_def trilu_attrs[] = {
     CG_ATTR(.name = "upper", .type = CG_ATTR_INT, .default_int = 1,
-     .doc = "1: keep the upper triangle (column - row >= k); 0: the lower (column - row <= k)"),
+            .doc = "1: keep the upper triangle (column - row >= k); 0: the lower (column - row <= k)"),
     CG_ATTR(.name = "k", .type = CG_ATTR_INT, .default_int = 0,
-     .doc = "the diagonal: 0 the main one, positive above it, negative below"),
+            .doc = "the diagonal: 0 the main one, positive above it, negative below"),
 };
 
 static cg_op_status trilu_infer(cg_op_call *call) {
@@ -65,8 +65,8 @@ static cg_op_status trilu_cl(const cg_kernel_args *a) {
     const int64_t n = cg_desc_numel(x);
     if (n == 0) return CG_OP_OK;
     const int wide = n > INT32_MAX;
-    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_shape, name, wide, 0,
-                                   cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)x->dtype)));
+    cl_kernel k =
+        cg_ops_cl_kernel(a, cg_cl_shape, name, wide, 0, cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)x->dtype)));
     if (!k) return CG_OP_ERROR;
     cl_mem in = (cl_mem)a->in[0], out = (cl_mem)a->out[0];
     const cl_long rows = x->dims[x->ndim - 2], cols = x->dims[x->ndim - 1], diag = call->attrs[TRILU_K].i;
@@ -78,7 +78,8 @@ static cg_op_status trilu_cl(const cg_kernel_args *a) {
     return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
-#define D(...) {__VA_ARGS__}
+#define D(...) \
+    { __VA_ARGS__ }
 static const cg_ops_case trilu_cases[] = {
     {1, {{CG_F32, 2, D(1, 1), -2, 2}}, NULL},
     {1, {{CG_F32, 2, D(4, 5), -2, 2}}, NULL},
@@ -103,12 +104,10 @@ static const cg_kernel_def trilu_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = trilu_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = trilu_cl),
 };
-const cg_op_def cg_op_trilu = CG_OP(
-    .name = "trilu",
-    .doc = "The upper (upper: 1, the default) or lower triangle of the last two dims of x (any "
-           "dtype, at least 2 dims), everything else zero: element [..., i, j] is kept where "
-           "j - i >= k (upper) or j - i <= k (lower). The output has x's shape and dtype.",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .input_names = trilu_inputs, CG_ATTRS(trilu_attrs), .infer = trilu_infer,
-    CG_KERNELS(trilu_kernels), .conform_case = trilu_conform
-);
+const cg_op_def cg_op_trilu =
+    CG_OP(.name = "trilu",
+          .doc = "The upper (upper: 1, the default) or lower triangle of the last two dims of x (any "
+                 "dtype, at least 2 dims), everything else zero: element [..., i, j] is kept where "
+                 "j - i >= k (upper) or j - i <= k (lower). The output has x's shape and dtype.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = trilu_inputs,
+          CG_ATTRS(trilu_attrs), .infer = trilu_infer, CG_KERNELS(trilu_kernels), .conform_case = trilu_conform);

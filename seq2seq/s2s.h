@@ -18,11 +18,11 @@ typedef struct s2s_config {
     int attention_dim;
     s2s_local local;
     int local_D;
-    int luong;          /* decoder_style: 0 bahdanau, 1 luong */
-    int bridge_dense;   /* bridge: 1 dense, 0 zeros */
-    int chars;          /* tokenizer: 1 chars, 0 words */
+    int luong;        /* decoder_style: 0 bahdanau, 1 luong */
+    int bridge_dense; /* bridge: 1 dense, 0 zeros */
+    int chars;        /* tokenizer: 1 chars, 0 words */
     int pad_id, bos_id, eos_id, unk_id;
-    int v_src, v_tgt;   /* from the embedding weights */
+    int v_src, v_tgt; /* from the embedding weights */
     /* The dtype the matrix-product weights the kernels read as stored are
      * declared with (the encoder's RNN, the decoder's cells and output layer, the bridge, W_k,
      * combine): f32, or bf16 / f16 where the weights file stores them so
@@ -49,7 +49,7 @@ cg_status cg_s2s_build_text(const s2s_config *c, char **out);
 typedef struct s2s_vocab {
     int n;
     char **tokens;
-    int *sorted;  /* ids sorted by token, for bsearch */
+    int *sorted; /* ids sorted by token, for bsearch */
 } s2s_vocab;
 
 cg_status cg_s2s_vocab_read(const char *path, s2s_vocab *out);

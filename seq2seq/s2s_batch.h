@@ -10,21 +10,21 @@
  * most rows; every array is sized from the graph's interface. */
 typedef struct s2s_io {
     const s2s_dec_iface *f;
-    cg_tensor **in, **out;      /* [n_in], [n_out] */
-    unsigned char *borrowed;    /* [n_in]: in[k] is the encoder's tensor, not ours */
-    int *idx;                   /* [n_in]: 0 .. n_in - 1 */
-    int n_in_c;                 /* the inputs a carried step gives: all but the state */
-    int *idx_c;                 /* [n_in] */
-    cg_tensor **in_c;           /* [n_in] */
-    cg_tensor **out_run;        /* [n_out]: the outputs the plan gives back (NULL: stays on its device) */
+    cg_tensor **in, **out;   /* [n_in], [n_out] */
+    unsigned char *borrowed; /* [n_in]: in[k] is the encoder's tensor, not ours */
+    int *idx;                /* [n_in]: 0 .. n_in - 1 */
+    int n_in_c;              /* the inputs a carried step gives: all but the state */
+    int *idx_c;              /* [n_in] */
+    cg_tensor **in_c;        /* [n_in] */
+    cg_tensor **out_run;     /* [n_out]: the outputs the plan gives back (NULL: stays on its device) */
 } s2s_io;
 
 typedef struct s2s_batch {
     cg_s2s *m;
     const cg_s2s_options *o;
-    int nb;         /* sentences */
-    int S;          /* the longest source */
-    int max_rows;   /* nb x k */
+    int nb;       /* sentences */
+    int S;        /* the longest source */
+    int max_rows; /* nb x k */
     /* The encoder's outputs, one row per sentence, by output position;
      * s0[decoder_layers] (NULL: that layer starts at 0). */
     cg_tensor *elen, **eout, *keys_t, *kproj_t;
@@ -41,7 +41,7 @@ typedef struct s2s_batch {
     /* The rows' initial recurrent state (the first step's; the plan
      * carries it from there). */
     float *state;
-    int t;          /* the step */
+    int t; /* the step */
 } s2s_batch;
 
 /* Floats of one row's state: h[L], c[L], htilde. */
@@ -61,6 +61,5 @@ cg_status s2s_io_step(s2s_batch *bt);
 
 /* The step's outputs as the search reads them. */
 void s2s_io_scores(const s2s_batch *bt, s2s_scores *so);
-
 
 #endif

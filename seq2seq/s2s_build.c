@@ -22,12 +22,14 @@ static void param2(cg_strbuf *o, const char *name, int a, int b) {
 /* A matrix-product weight: declared with the model's mm_dtype, so the
  * kernels read 16-bit weights as they are stored. */
 static void param2w(cg_strbuf *o, const s2s_config *c, const char *name, int a, int b) {
-    cg_strbuf_put(o, "  param %s: %s[%d, %d] = \"%s\"\n", name, c->mm_dtype ? cg_dtype_name((cg_dtype)c->mm_dtype) : "f32",
-                  a, b, name);
+    cg_strbuf_put(o, "  param %s: %s[%d, %d] = \"%s\"\n", name,
+                  c->mm_dtype ? cg_dtype_name((cg_dtype)c->mm_dtype) : "f32", a, b, name);
     if (is_q8(c)) cg_strbuf_put(o, "  param %s_scale: f32[%d] = \"%s_scale\"\n", name, a, name);
 }
 
-static void param1(cg_strbuf *o, const char *name, int a) { cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name); }
+static void param1(cg_strbuf *o, const char *name, int a) {
+    cg_strbuf_put(o, "  param %s: f32[%d] = \"%s\"\n", name, a, name);
+}
 
 /* ", NAME_scale" when weight NAME is int8 (its per-row scales, the last
  * input of the op that reads it), else "". */
@@ -90,8 +92,9 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
     char sb[64];
     cg_strbuf lb = {0};
     cg_strbuf_put(o, "# Encoder: X = src_embed(src); (Hs, h_n) = encoder(X) over each source's own length;\n");
-    cg_strbuf_put(o, "# keys = Hs%s%s.\n", c->attention == S2S_ADDITIVE ? "; keys_proj = W_k keys + b_k (once per sentence)" : "",
-        c->bridge_dense ? "; s0_l = tanh(bridge(h_last))[l*H:(l+1)*H]" : "");
+    cg_strbuf_put(o, "# keys = Hs%s%s.\n",
+                  c->attention == S2S_ADDITIVE ? "; keys_proj = W_k keys + b_k (once per sentence)" : "",
+                  c->bridge_dense ? "; s0_l = tanh(bridge(h_last))[l*H:(l+1)*H]" : "");
     cg_strbuf_put(o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n");
     param2(o, "src_embed.weight", c->v_src, c->emb_dim);
     rnn_params(o, c, "encoder", c->emb_dim, L, D, &lb);
@@ -107,8 +110,8 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
     }
     cg_strbuf_put(o, "  x = embedding(src_embed.weight, src)\n");
     cg_strbuf_put(o, "  enc_rnn: keys, h_n%s = %s(x, src_len%s) {hidden: %d, layers: %d, bidirectional: %d}\n",
-        c->cell == S2S_LSTM ? ", c_n" : "", c->cell == S2S_GRU ? "gru" : "lstm", list ? list : "", H, L,
-        c->bidirectional);
+                  c->cell == S2S_LSTM ? ", c_n" : "", c->cell == S2S_GRU ? "gru" : "lstm", list ? list : "", H, L,
+                  c->bidirectional);
     free(list);
     if (c->attention == S2S_ADDITIVE)
         cg_strbuf_put(o, "  keys_proj = linear(keys, attention.W_k.weight, attention.W_k.bias%s)\n",
@@ -139,8 +142,11 @@ static void encoder(cg_strbuf *o, const s2s_config *c) {
 static void attend(cg_strbuf *o, const s2s_config *c, const char *q) {
     switch (c->attention) {
     case S2S_ADDITIVE:
-        cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys_proj, attention.W_q.weight, attention.W_q.bias, attention.v.weight, "
-               "sentence) {kind: \"additive\"}\n", q);
+        cg_strbuf_put(
+            o,
+            "  attn_e: e = attn_score(%s, keys_proj, attention.W_q.weight, attention.W_q.bias, attention.v.weight, "
+            "sentence) {kind: \"additive\"}\n",
+            q);
         break;
     case S2S_GENERAL:
         cg_strbuf_put(o, "  attn_e: e = attn_score(%s, keys, attention.W.weight, sentence) {kind: \"general\"}\n", q);
@@ -175,16 +181,21 @@ static void attend(cg_strbuf *o, const s2s_config *c, const char *q) {
 static void decoder_comment(cg_strbuf *o, const s2s_config *c, int top_k) {
     int att = c->attention != S2S_NONE;
     cg_strbuf_put(o, "\n# Decoder step t (%s): y = tgt_embed(y_prev); %s\n", c->luong ? "luong" : "bahdanau",
-        !att        ? "s_t = decoder(y, s_{t-1}); logits = out(s_t)."
-        : c->luong ? "s_t = decoder([y; h~_{t-1}], s_{t-1}); c, a = attend(s_t); h~_t = tanh(combine([c; s_t])); "
-                     "logits = out(h~_t)."
-                   : "c, a = attend(s_{t-1}); s_t = decoder([y; c], s_{t-1}); logits = out(s_t).");
+                  !att ? "s_t = decoder(y, s_{t-1}); logits = out(s_t)."
+                  : c->luong
+                      ? "s_t = decoder([y; h~_{t-1}], s_{t-1}); c, a = attend(s_t); h~_t = tanh(combine([c; s_t])); "
+                        "logits = out(h~_t)."
+                      : "c, a = attend(s_{t-1}); s_t = decoder([y; c], s_{t-1}); logits = out(s_t).");
     if (top_k > 0)
-        cg_strbuf_put(o, "# Outputs: top_logp, top_id = the %d best entries of log_softmax(logits) per row (greedy reads 1,\n"
-                      "# beam k reads 2k), the new state%s.\n", top_k, att ? ", the attention weights a" : "");
+        cg_strbuf_put(
+            o,
+            "# Outputs: top_logp, top_id = the %d best entries of log_softmax(logits) per row (greedy reads 1,\n"
+            "# beam k reads 2k), the new state%s.\n",
+            top_k, att ? ", the attention weights a" : "");
     else
-        cg_strbuf_put(o, "# Outputs: logp = log_softmax(logits) (the beams wider than graph decoder serves), the new state%s.\n",
-                      att ? ", the attention weights a" : "");
+        cg_strbuf_put(
+            o, "# Outputs: logp = log_softmax(logits) (the beams wider than graph decoder serves), the new state%s.\n",
+            att ? ", the attention weights a" : "");
 }
 
 /* The header of graph `name` and its inputs. */
@@ -249,11 +260,11 @@ static void decoder_cells(cg_strbuf *o, const s2s_config *c, const char *x) {
         qs(s0, sizeof s0, c, n[0]);
         qs(s1, sizeof s1, c, n[1]);
         if (c->cell == S2S_GRU)
-            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d_sel, %s, %s, %s, %s%s%s)\n", l, l, in, l, n[0], n[1],
-                n[2], n[3], s0, s1);
+            cg_strbuf_put(o, "  dec_l%d: h%d_new = gru_cell(%s, h%d_sel, %s, %s, %s, %s%s%s)\n", l, l, in, l, n[0],
+                          n[1], n[2], n[3], s0, s1);
         else
-            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s%s%s)\n", l, l, l,
-                in, l, l, n[0], n[1], n[2], n[3], s0, s1);
+            cg_strbuf_put(o, "  dec_l%d: h%d_new, c%d_new = lstm_cell(%s, h%d_sel, c%d_sel, %s, %s, %s, %s%s%s)\n", l,
+                          l, l, in, l, l, n[0], n[1], n[2], n[3], s0, s1);
     }
 }
 

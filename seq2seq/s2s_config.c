@@ -11,9 +11,10 @@
 #include "strbuf.h"
 #include "s2s.h"
 
-static const char *const known[] = {"cell", "emb_dim", "hidden", "encoder_layers", "decoder_layers",
-                                    "bidirectional", "attention", "attention_dim", "local", "decoder_style",
-                                    "bridge", "tokenizer", "pad_id", "bos_id", "eos_id", "unk_id", NULL};
+static const char *const known[] = {"cell",          "emb_dim",   "hidden",        "encoder_layers", "decoder_layers",
+                                    "bidirectional", "attention", "attention_dim", "local",          "decoder_style",
+                                    "bridge",        "tokenizer", "pad_id",        "bos_id",         "eos_id",
+                                    "unk_id",        NULL};
 
 /* The largest integer a key may hold. The graph's dims are ints, so the
  * builder's products (4 x hidden gates, emb_dim + 2 x hidden inputs) must
@@ -26,8 +27,8 @@ static cg_status get_int(const char *path, const cJSON *root, const char *key, i
     return cg_cfg_int(path, root, key, NULL, def, min, S2S_CONFIG_INT_MAX, out);
 }
 
-static cg_status get_enum(const char *path, const cJSON *root, const char *key, const char *const *names,
-                          int def, int *out) {
+static cg_status get_enum(const char *path, const cJSON *root, const char *key, const char *const *names, int def,
+                          int *out) {
     return cg_cfg_enum(path, root, key, NULL, names, def, out);
 }
 

@@ -96,8 +96,7 @@ static cg_status alloc_rows(s2s_batch *bt, const int *ids, const int *src_len) {
         if (ml > pool->tok_cap) pool->tok_cap = ml;
     }
     pool->att_cap = bt->o->attention ? (size_t)(pool->tok_cap + 1) * (size_t)bt->S : 0;
-    if (!bt->ss || !bt->rows || !s->next || !s->parent || !s->top || !s->fin_tmp || !bt->state ||
-        !pool->free_h)
+    if (!bt->ss || !bt->rows || !s->next || !s->parent || !s->top || !s->fin_tmp || !bt->state || !pool->free_h)
         return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     return CG_OK;
 }
@@ -209,8 +208,8 @@ static int by_length_desc(const void *a, const void *b, void *ctx) {
     return x - y;
 }
 
-cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src,
-                           const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress, void *user) {
+cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *src_len,
+                           cg_s2s_result *results, cg_s2s_progress_fn progress, void *user) {
     if (!m || n < 0 || (n && (!src || !src_len || !results)))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_translate: NULL argument");
     if (opt && opt->struct_size < offsetof(cg_s2s_options, attention) + sizeof opt->attention)
@@ -243,7 +242,8 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
             if (src[i][j] < 0 || src[i][j] >= m->shared->cfg.v_src)
                 return cg_error(CG_ERR_INVALID_ARGUMENT,
                                 "translate: source %d: token id %d at position %d is outside the source vocabulary "
-                                "(%d tokens)", i, src[i][j], j, m->shared->cfg.v_src);
+                                "(%d tokens)",
+                                i, src[i][j], j, m->shared->cfg.v_src);
     }
     /* The order, then the sort's room. */
     int *order = malloc(sizeof(int) * (2 * (size_t)n + 1));

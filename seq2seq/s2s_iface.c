@@ -163,14 +163,18 @@ static cg_status check_decoder(const cg_graph *g, const s2s_config *c, const cha
 static cg_status check_outputs(const cg_graph *d, const char *file, s2s_dec_iface *x) {
     if (x->logp >= 0) return CG_OK;
     if (x->top_v < 0 || x->top_i < 0)
-        return cg_error(CG_ERR_VERIFY, "%s: graph 'decoder' needs an output named 'logp', or outputs named "
-                        "'top_logp' and 'top_id'", file);
+        return cg_error(CG_ERR_VERIFY,
+                        "%s: graph 'decoder' needs an output named 'logp', or outputs named "
+                        "'top_logp' and 'top_id'",
+                        file);
     const cg_value *tv = &d->values[d->outputs[x->top_v]], *ti = &d->values[d->outputs[x->top_i]];
     int ok = tv->dtype == CG_F32 && ti->dtype == CG_I32 && tv->ndim == 2 && ti->ndim == 2 &&
              tv->dims[1] == ti->dims[1] && tv->dims[1] > 0;
     if (!ok)
-        return cg_error(CG_ERR_VERIFY, "%s: graph 'decoder': outputs top_logp and top_id must be f32 [B, k] and "
-                        "i32 [B, k] with the same fixed k > 0", file);
+        return cg_error(CG_ERR_VERIFY,
+                        "%s: graph 'decoder': outputs top_logp and top_id must be f32 [B, k] and "
+                        "i32 [B, k] with the same fixed k > 0",
+                        file);
     x->top_k = (int)tv->dims[1];
     return CG_OK;
 }

@@ -13,20 +13,20 @@ typedef struct s2s_enc_iface {
     int src, src_len;
     int n_out;
     int keys, kproj;
-    int *s0;                 /* [decoder_layers] */
+    int *s0; /* [decoder_layers] */
 } s2s_enc_iface;
 
 /* A decoder step graph (decoder or decoder_logp); -1: not in the graph. */
 typedef struct s2s_dec_iface {
     int n_in, n_out;
     int y, keys, kproj, len, pos, htilde;
-    int parent;              /* the graph reorders its own state rows */
-    int sent;                /* keys, keys_proj and src_len per sentence */
-    int *h, *c;              /* [decoder_layers] */
-    unsigned char *state;    /* [n_in]: a recurrent state input, h<digits>, c<digits> or htilde */
+    int parent;                    /* the graph reorders its own state rows */
+    int sent;                      /* keys, keys_proj and src_len per sentence */
+    int *h, *c;                    /* [decoder_layers] */
+    unsigned char *state;          /* [n_in]: a recurrent state input, h<digits>, c<digits> or htilde */
     int logp, top_v, top_i, top_k; /* top_k: k of top_logp / top_id, 0 with logp */
     int a, htilde_new;
-    int *h_new, *c_new;      /* [decoder_layers] */
+    int *h_new, *c_new;       /* [decoder_layers] */
     unsigned char *state_out; /* [n_out]: a state output (h<l>_new, c<l>_new, htilde_new) */
 } s2s_dec_iface;
 

@@ -16,15 +16,15 @@ typedef struct s2s_shared {
     s2s_vocab src, tgt;
     cg_weights *weights;
     cg_model *model;
-    s2s_iface iface;    /* the graphs' inputs and outputs by position */
+    s2s_iface iface; /* the graphs' inputs and outputs by position */
 } s2s_shared;
 
 /* A handle: the shared model and the plans of its own. */
 struct cg_s2s {
     s2s_shared *shared;
     cg_plan *enc, *dec;
-    cg_plan *dec_logp;  /* graph decoder_logp, planned for the first beam wider than top_k / 2 */
-    cg_plan *last_dec;  /* the decoder plan the last batch ran (cg_s2s_stats) */
+    cg_plan *dec_logp;    /* graph decoder_logp, planned for the first beam wider than top_k / 2 */
+    cg_plan *last_dec;    /* the decoder plan the last batch ran (cg_s2s_stats) */
     char *device, *place; /* the placement, for plans made after loading */
 };
 

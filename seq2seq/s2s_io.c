@@ -151,9 +151,12 @@ cg_status s2s_io_step(s2s_batch *bt) {
     const int with_state = bt->t == 0;
     io_rows(x, Rb);
     for (int r = 0; r < Rb; r++) gather_row(bt, r, r < bt->R ? r : bt->R - 1);
-    cg_plan_binding b = {.struct_size = sizeof b, .n_inputs = with_state ? f->n_in : x->n_in_c,
-                         .input_index = with_state ? x->idx : x->idx_c, .inputs = with_state ? x->in : x->in_c,
-                         .n_outputs = f->n_out, .outputs = x->out_run};
+    cg_plan_binding b = {.struct_size = sizeof b,
+                         .n_inputs = with_state ? f->n_in : x->n_in_c,
+                         .input_index = with_state ? x->idx : x->idx_c,
+                         .inputs = with_state ? x->in : x->in_c,
+                         .n_outputs = f->n_out,
+                         .outputs = x->out_run};
     return cg_plan_run_indexed(bt->dec, &b);
 }
 

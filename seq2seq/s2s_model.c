@@ -135,8 +135,10 @@ static void apply_dtype(s2s_config *c, cg_dtype wdt) {
 /* A model.cg declares its weights' dtypes itself. */
 static cg_status no_dtype_for_file(const char *cgp, cg_dtype wdt) {
     if (!wdt) return CG_OK;
-    return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the weights' dtype is set by its own param declarations, not by "
-                    "a load option (weights_dtype, --weights-dtype)", cgp);
+    return cg_error(CG_ERR_INVALID_ARGUMENT,
+                    "%s: the weights' dtype is set by its own param declarations, not by "
+                    "a load option (weights_dtype, --weights-dtype)",
+                    cgp);
 }
 
 /* A model.cg's text as it runs: the file, or, when loading converts an
@@ -261,9 +263,10 @@ cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const s2s_dec
         return CG_OK;
     }
     if (!cg_model_graph(m->shared->model, "decoder_logp"))
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: the search needs %d candidates per hypothesis, graph 'decoder' keeps "
-                        "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp", m->shared->dir, need,
-                        top_k);
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: the search needs %d candidates per hypothesis, graph 'decoder' keeps "
+                        "%d (top_logp), and there is no graph 'decoder_logp' with the whole logp",
+                        m->shared->dir, need, top_k);
     cg_status st = plan_decoder_logp(m);
     if (st) return st;
     *plan = m->dec_logp;
@@ -277,8 +280,10 @@ cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan) {
     if (!strcmp(graph, "encoder")) *plan = m->enc;
     else if (!strcmp(graph, "decoder")) *plan = m->dec;
     else if (strcmp(graph, "decoder_logp"))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: a seq2seq model has no plan for graph '%s' (encoder, decoder "
-                        "or decoder_logp)", m->shared->dir, graph);
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "%s: a seq2seq model has no plan for graph '%s' (encoder, decoder "
+                        "or decoder_logp)",
+                        m->shared->dir, graph);
     else if (cg_model_graph(m->shared->model, "decoder_logp")) {
         cg_status st = plan_decoder_logp(m);
         if (st) return st;
@@ -295,8 +300,9 @@ static cg_status make_plans(cg_s2s *m, const cg_plan_options *placement) {
     cg_status st = cg_plan_create(m->shared->model, "encoder", placement, &m->enc);
     if (!st) st = cg_plan_create(m->shared->model, "decoder", placement, &m->dec);
     if (!st) st = prepare_decoder(m, m->dec, "decoder", &m->shared->iface.dec);
-    if (!st && placement && ((placement->device && !(m->device = cg_strdup(placement->device))) ||
-                             (placement->place && !(m->place = cg_strdup(placement->place)))))
+    if (!st && placement &&
+        ((placement->device && !(m->device = cg_strdup(placement->device))) ||
+         (placement->place && !(m->place = cg_strdup(placement->place)))))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     return st;
 }
@@ -332,9 +338,8 @@ static cg_status specials_in_place(const s2s_vocab *v, const char *path, const c
     return CG_OK;
 }
 
-
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
-                         const cg_s2s_load_options *opt, cg_s2s **out) {
+                      const cg_s2s_load_options *opt, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
     *out = NULL;
     cg_dtype wdt;
@@ -349,7 +354,8 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     atomic_init(&m->shared->refs, 1);
     m->shared->dir = cg_strdup(dir);
     char *cfg = cg_path_join(dir, "config.json"), *wp = cg_path_join(dir, "weights.safetensors"),
-         *sv = cg_path_join(dir, "src.vocab"), *tv = cg_path_join(dir, "tgt.vocab"), *cgp = cg_path_join(dir, "model.cg");
+         *sv = cg_path_join(dir, "src.vocab"), *tv = cg_path_join(dir, "tgt.vocab"),
+         *cgp = cg_path_join(dir, "model.cg");
     char *text = NULL;
     cg_status st = m->shared->dir && cfg && wp && sv && tv && cgp ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st && !cg_path_exists(dir)) st = cg_error(CG_ERR_IO, "%s: no such model directory", dir);
@@ -364,9 +370,11 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     if (!st) st = cg_s2s_vocab_read(sv, &m->shared->src);
     if (!st) st = cg_s2s_vocab_read(tv, &m->shared->tgt);
     if (!st && m->shared->src.n != m->shared->cfg.v_src)
-        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but src_embed.weight has %d rows", sv, m->shared->src.n, m->shared->cfg.v_src);
+        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but src_embed.weight has %d rows", sv, m->shared->src.n,
+                      m->shared->cfg.v_src);
     if (!st && m->shared->tgt.n != m->shared->cfg.v_tgt)
-        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but tgt_embed.weight has %d rows", tv, m->shared->tgt.n, m->shared->cfg.v_tgt);
+        st = cg_error(CG_ERR_VERIFY, "%s: %d tokens, but tgt_embed.weight has %d rows", tv, m->shared->tgt.n,
+                      m->shared->cfg.v_tgt);
     if (!st) {
         const char *keys[4] = {"pad_id", "bos_id", "eos_id", "unk_id"};
         int ids[4] = {m->shared->cfg.pad_id, m->shared->cfg.bos_id, m->shared->cfg.eos_id, m->shared->cfg.unk_id};
@@ -433,10 +441,12 @@ cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int 
             out[k++] = id >= 0 ? id : m->shared->cfg.unk_id;
             i += l;
         } else {
-            while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f'))
+            while (i < len &&
+                   (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\v' || s[i] == '\f'))
                 i++;
             size_t j = i;
-            while (j < len && !(s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r' || s[j] == '\v' || s[j] == '\f'))
+            while (j < len &&
+                   !(s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r' || s[j] == '\v' || s[j] == '\f'))
                 j++;
             if (j > i) {
                 int id = cg_s2s_vocab_find(&m->shared->src, text + i, j - i);

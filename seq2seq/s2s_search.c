@@ -247,8 +247,7 @@ int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw) {
  * done when nothing lives on, at max_len (the live ones finish as they
  * stand, in live order) or when the finished set is settled; a done sentence
  * drops its new rows. The old rows' buffers go back to the pool. */
-static cg_status select_beam(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int r1, int t,
-                             const s2s_scores *so) {
+static cg_status select_beam(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int r1, int t, const s2s_scores *so) {
     const int base = s->NR;
     int n_live;
     cg_status st = beam_walk(s, sb, rows, r0, s2s_candidates(s, rows, so, r0, r1), t, so, &n_live);

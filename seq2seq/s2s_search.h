@@ -41,18 +41,18 @@ void s2s_pool_free(s2s_hpool *p);
 
 /* A decoder row: a live hypothesis of a sentence of the batch. */
 typedef struct s2s_row {
-    int sent;       /* index in the batch */
+    int sent; /* index in the batch */
     s2s_hyp h;
 } s2s_row;
 
 typedef struct s2s_fin {
     s2s_hyp h;
-    double score;   /* normalised */
+    double score; /* normalised */
 } s2s_fin;
 
 /* A sentence of the batch: its finished hypotheses (room for k). */
 typedef struct s2s_sent {
-    int src;        /* index of the source */
+    int src; /* index of the source */
     int len, max_len;
     s2s_fin *fins;
     int n_fins;
@@ -60,7 +60,7 @@ typedef struct s2s_sent {
 
 typedef struct s2s_cand {
     double score;
-    int row, tok;   /* row: within the sentence's rows */
+    int row, tok; /* row: within the sentence's rows */
 } s2s_cand;
 
 /* A step's outputs as the selection reads them: either every row's whole
@@ -76,17 +76,17 @@ typedef struct s2s_scores {
 /* One search over a batch: its settings, the pool, and the rows the step
  * being chosen makes (next, with the row each continues in parent). */
 typedef struct s2s_search {
-    int k;          /* hypotheses per sentence (1: greedy) */
-    int beam;       /* beam search (else greedy) */
-    int eos;        /* EOS's id */
-    int min_len;    /* cg_s2s_options.min_len: EOS is masked at steps t with t + 1 < min_len */
-    int mask_eos;   /* this step's: EOS may not be chosen (s2s_select sets it) */
-    double alpha;   /* length-penalty exponent */
+    int k;        /* hypotheses per sentence (1: greedy) */
+    int beam;     /* beam search (else greedy) */
+    int eos;      /* EOS's id */
+    int min_len;  /* cg_s2s_options.min_len: EOS is masked at steps t with t + 1 < min_len */
+    int mask_eos; /* this step's: EOS may not be chosen (s2s_select sets it) */
+    double alpha; /* length-penalty exponent */
     s2s_hpool pool;
-    s2s_cand *top;  /* [2k]: a sentence's best candidates */
+    s2s_cand *top;    /* [2k]: a sentence's best candidates */
     s2s_fin *fin_tmp; /* [k]: the sort's room */
-    s2s_row *next;  /* [rows]: the next step's rows */
-    int *parent;    /* [rows]: the row each next row continues */
+    s2s_row *next;    /* [rows]: the next step's rows */
+    int *parent;      /* [rows]: the row each next row continues */
     int NR;
 } s2s_search;
 

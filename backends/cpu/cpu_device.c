@@ -41,8 +41,8 @@ static const cg_device_info *cpu_info(int i) {
 
 static void cpu_describe(int i, char *buf, size_t size) {
     (void)i;
-    snprintf(buf, size, "%-10s host CPU (CBLAS: OpenBLAS; own SGEMM: %s; %d threads)", "cpu",
-             cg_cpu_gemm_path(), cg_cpu_threads());
+    snprintf(buf, size, "%-10s host CPU (CBLAS: OpenBLAS; own SGEMM: %s; %d threads)", "cpu", cg_cpu_gemm_path(),
+             cg_cpu_threads());
 }
 
 static void cpu_counters_add(cg_dev_counters *c) {

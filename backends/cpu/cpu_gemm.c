@@ -126,12 +126,11 @@ typedef struct cg_gemm_job {
 /* C[m0:m1, n0:n1] of g, reading A rows m0..m1-1 and B rows n0..n1-1 only: a
  * block of A rows stays in L1 while strips of B pass over it, inside a block
  * of B that stays in L2. One row of A goes through the GEMV tiles. */
-static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, int64_t m0,
-                          int64_t m1, int64_t n0, int64_t n1) {
+static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
+                          int64_t n1) {
     const int64_t MR = kern->mr, NR = kern->nr, NV = kern->nv;
     if (m1 - m0 == 1) {
-        for (int64_t j = n0; j < n1; j += NV)
-            kern->gemv(g, m0, j, n1 - j < NV ? (int)(n1 - j) : (int)NV);
+        for (int64_t j = n0; j < n1; j += NV) kern->gemv(g, m0, j, n1 - j < NV ? (int)(n1 - j) : (int)NV);
         return;
     }
     int64_t row = g->k * (g->bt == CG_GEMM_B_I8 ? 1 : (int64_t)sizeof(float));
@@ -144,8 +143,7 @@ static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, in
             int64_t ie = m1 - ib < mb ? m1 : ib + mb;
             for (int64_t j = jb; j < je; j += NR) {
                 int nr = je - j < NR ? (int)(je - j) : (int)NR;
-                for (int64_t i = ib; i < ie; i += MR)
-                    kern->tile(g, i, j, ie - i < MR ? (int)(ie - i) : (int)MR, nr);
+                for (int64_t i = ib; i < ie; i += MR) kern->tile(g, i, j, ie - i < MR ? (int)(ie - i) : (int)MR, nr);
             }
         }
     }
@@ -155,10 +153,8 @@ static void cg_gemm_task(void *ctx, size_t begin, size_t end) {
     const cg_gemm_job *job = ctx;
     const cg_gemm_args *g = job->g;
     int64_t lo = (int64_t)begin * job->unit, hi = (int64_t)end * job->unit;
-    if (job->along_m)
-        cg_gemm_block(job->kern, g, lo, hi < g->m ? hi : g->m, 0, g->n);
-    else
-        cg_gemm_block(job->kern, g, 0, g->m, lo, hi < g->n ? hi : g->n);
+    if (job->along_m) cg_gemm_block(job->kern, g, lo, hi < g->m ? hi : g->m, 0, g->n);
+    else cg_gemm_block(job->kern, g, 0, g->m, lo, hi < g->n ? hi : g->n);
 }
 
 /* Splits C over the pool in whole register tiles: along N (each thread
@@ -184,8 +180,8 @@ static void cg_gemm_run(const cg_gemm_kernels *kern, const cg_gemm_args *g) {
     cg_cpu_parallel_for((size_t)items, (size_t)grain, cg_gemm_task, &job);
 }
 
-int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float beta, float *c, int64_t ldc) {
     const cg_gemm_kernels *kern = cg_gemm_selected();
     if (!kern->tile) return 0;
     if (m <= 0 || n <= 0) return 1;
@@ -193,8 +189,18 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
         cg_gemm_scale(m, n, beta, c, ldc);
         return 1;
     }
-    cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .lda = lda,
-                      .b = b, .ldb = ldb, .c = c, .ldc = ldc, .bt = CG_GEMM_B_F32};
+    cg_gemm_args g = {.m = m,
+                      .n = n,
+                      .k = k,
+                      .alpha = alpha,
+                      .beta = beta,
+                      .a = a,
+                      .lda = lda,
+                      .b = b,
+                      .ldb = ldb,
+                      .c = c,
+                      .ldc = ldc,
+                      .bt = CG_GEMM_B_F32};
     cg_gemm_run(kern, &g);
     return 1;
 }
@@ -228,8 +234,7 @@ void cg_cpu_q8_row_sums(int64_t n, int64_t k, const int8_t *b, int64_t ldb, int3
 }
 
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
-                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc,
-                       void *scratch) {
+                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc, void *scratch) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         cg_gemm_scale(m, n, 0.0f, c, ldc);
@@ -255,14 +260,25 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
         cg_cpu_q8_row_sums(n, k, b, ldb, bsum);
         sums = bsum;
     }
-    cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = 1.0f, .ldb = ldb, .c = c, .ldc = ldc,
-                      .bt = CG_GEMM_B_I8, .bq = b, .bs = b_scale, .aq = aq, .as = as, .ldaq = ldaq,
+    cg_gemm_args g = {.m = m,
+                      .n = n,
+                      .k = k,
+                      .alpha = 1.0f,
+                      .ldb = ldb,
+                      .c = c,
+                      .ldc = ldc,
+                      .bt = CG_GEMM_B_I8,
+                      .bq = b,
+                      .bs = b_scale,
+                      .aq = aq,
+                      .as = as,
+                      .ldaq = ldaq,
                       .bsum = sums};
     cg_gemm_run(kern, &g);
 }
 
-void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                      const uint16_t *b, int bf16, int64_t ldb, float beta, float *c, int64_t ldc) {
+void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const uint16_t *b,
+                      int bf16, int64_t ldb, float beta, float *c, int64_t ldc) {
     const cg_gemm_kernels *kern = cg_gemm_selected();
     if (!kern->tile) kern = cg_gemm_lookup("own"); /* OpenBLAS has no such product */
     if (m <= 0 || n <= 0) return;
@@ -270,13 +286,23 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
         cg_gemm_scale(m, n, beta, c, ldc);
         return;
     }
-    cg_gemm_args g = {.m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .lda = lda, .ldb = ldb,
-                      .c = c, .ldc = ldc, .bh = b, .bt = bf16 ? CG_GEMM_B_BF16 : CG_GEMM_B_F16};
+    cg_gemm_args g = {.m = m,
+                      .n = n,
+                      .k = k,
+                      .alpha = alpha,
+                      .beta = beta,
+                      .a = a,
+                      .lda = lda,
+                      .ldb = ldb,
+                      .c = c,
+                      .ldc = ldc,
+                      .bh = b,
+                      .bt = bf16 ? CG_GEMM_B_BF16 : CG_GEMM_B_F16};
     cg_gemm_run(kern, &g);
 }
 
-int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda,
-                  const float *x, float beta, float *y) {
+int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda, const float *x, float beta,
+                  float *y) {
     const cg_gemm_kernels *kern = cg_gemm_selected();
     if (!kern->tile) return 0;
     if (m <= 0 || n <= 0) return 1;
@@ -285,8 +311,17 @@ int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda
         return 1;
     }
     /* The dot form with one row: x is A, the matrix is B. */
-    cg_gemm_args g = {.m = 1, .n = m, .k = n, .alpha = alpha, .beta = beta, .a = x, .b = a, .ldb = lda,
-                      .c = y, .ldc = m, .bt = CG_GEMM_B_F32};
+    cg_gemm_args g = {.m = 1,
+                      .n = m,
+                      .k = n,
+                      .alpha = alpha,
+                      .beta = beta,
+                      .a = x,
+                      .b = a,
+                      .ldb = lda,
+                      .c = y,
+                      .ldc = m,
+                      .bt = CG_GEMM_B_F32};
     cg_gemm_run(kern, &g);
     return 1;
 }

@@ -22,8 +22,8 @@
  * (NaN included) and alpha == 0 or k <= 0 leaves C = beta * C without reading
  * A or B. Returns 1 when done, 0 without touching anything when the selected
  * path is OpenBLAS (the caller then calls cblas). */
-int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* y = alpha * A x + beta * y with row-major A [m, n] (lda), i.e.
  * cblas_sgemv(RowMajor, NoTrans, ..., incx = 1, incy = 1): dot products of
@@ -31,8 +31,7 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
  * m <= 0 or n <= 0 is a no-op (BLAS quick return); beta == 0 overwrites y.
  * Returns 1 when done, 0 without touching anything when the path is
  * OpenBLAS. */
-int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda,
-                  const float *x, float beta, float *y);
+int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda, const float *x, float beta, float *y);
 
 /* cg_cpu_gemm_nt with B stored as 16-bit floats, widened in registers:
  * bf16 (bf16 != 0) or IEEE half. Half the bytes of an f32 weight to read
@@ -40,8 +39,8 @@ int cg_cpu_gemv_n(int64_t m, int64_t n, float alpha, const float *a, int64_t lda
  * Always the own kernels (OpenBLAS has no such product): the selected ones,
  * or the best this CPU runs on the blas path. A GEMV when m == 1 (lda
  * unused then). */
-void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                      const uint16_t *b, int bf16, int64_t ldb, float beta, float *c, int64_t ldc);
+void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const uint16_t *b,
+                      int bf16, int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* C = A (diag(b_scale) B)^T for row-major A [m, k] (lda), int8 B [n, k]
  * (ldb) with one f32 scale per row, C [m, n] (ldc) overwritten: each row of
@@ -55,8 +54,7 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * holds cg_cpu_gemm_q8_scratch(m, n, k) bytes (no allocation per call).
  * k <= 0 gives zeros. */
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
-                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc,
-                       void *scratch);
+                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc, void *scratch);
 
 /* The b_sums cg_cpu_gemm_nt_q8 may take: 128 times the sum of each of the n
  * rows of int8 B [n, k] (ldb), made once for a weight that does not change

@@ -29,14 +29,10 @@
 CG_INLINE CG_AVX2 __m256 cg_reduce8(const __m256 *x) {
     /* Inputs paired so the result comes out in order: the three levels below
      * leave lane 0..3 = pairs' first elements, lane 4..7 = second elements. */
-    __m256 p0 = _mm256_add_ps(_mm256_permute2f128_ps(x[0], x[4], 0x20),
-                              _mm256_permute2f128_ps(x[0], x[4], 0x31));
-    __m256 p1 = _mm256_add_ps(_mm256_permute2f128_ps(x[1], x[5], 0x20),
-                              _mm256_permute2f128_ps(x[1], x[5], 0x31));
-    __m256 p2 = _mm256_add_ps(_mm256_permute2f128_ps(x[2], x[6], 0x20),
-                              _mm256_permute2f128_ps(x[2], x[6], 0x31));
-    __m256 p3 = _mm256_add_ps(_mm256_permute2f128_ps(x[3], x[7], 0x20),
-                              _mm256_permute2f128_ps(x[3], x[7], 0x31));
+    __m256 p0 = _mm256_add_ps(_mm256_permute2f128_ps(x[0], x[4], 0x20), _mm256_permute2f128_ps(x[0], x[4], 0x31));
+    __m256 p1 = _mm256_add_ps(_mm256_permute2f128_ps(x[1], x[5], 0x20), _mm256_permute2f128_ps(x[1], x[5], 0x31));
+    __m256 p2 = _mm256_add_ps(_mm256_permute2f128_ps(x[2], x[6], 0x20), _mm256_permute2f128_ps(x[2], x[6], 0x31));
+    __m256 p3 = _mm256_add_ps(_mm256_permute2f128_ps(x[3], x[7], 0x20), _mm256_permute2f128_ps(x[3], x[7], 0x31));
     __m256 q0 = _mm256_add_ps(_mm256_shuffle_ps(p0, p1, 0x44), _mm256_shuffle_ps(p0, p1, 0xEE));
     __m256 q1 = _mm256_add_ps(_mm256_shuffle_ps(p2, p3, 0x44), _mm256_shuffle_ps(p2, p3, 0xEE));
     return _mm256_add_ps(_mm256_shuffle_ps(q0, q1, 0x88), _mm256_shuffle_ps(q0, q1, 0xDD));
@@ -51,8 +47,7 @@ CG_INLINE CG_AVX2 __m256i cg_mask8(int n) {
  * read). */
 CG_INLINE CG_AVX2 void cg_store8(float *c, __m256i mask, __m256 s, float alpha, float beta) {
     __m256 r = _mm256_mul_ps(_mm256_set1_ps(alpha), s);
-    if (beta != 0.0f)
-        r = _mm256_add_ps(r, _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_maskload_ps(c, mask)));
+    if (beta != 0.0f) r = _mm256_add_ps(r, _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_maskload_ps(c, mask)));
     _mm256_maskstore_ps(c, mask, r);
 }
 
@@ -81,8 +76,7 @@ CG_INLINE CG_AVX2 __m256 cg_load_b_tail(const void *row, int64_t kk, int n, __m2
 
 /* C[i0:i0+mr, j0:j0+nr], mr <= MR a constant, nr <= NR: B rows past nr
  * repeat row j0 and only the store is masked. */
-CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr,
-                               int nr, const int bt) {
+CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr, int nr, const int bt) {
     const int64_t k = g->k;
     const float *ar[MR];
     const void *br[NR];
@@ -129,23 +123,20 @@ CG_INLINE CG_AVX2 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, co
             for (int i = 0; i < 2; i++)
 #pragma GCC unroll 4
                 for (int j = 0; j < 4; j++)
-                    x[4 * i + j] = ig + i < mr && jg + j < NR
-                                       ? acc[ig + i < MR ? ig + i : 0][jg + j < NR ? jg + j : 0]
-                                       : _mm256_setzero_ps();
+                    x[4 * i + j] = ig + i < mr && jg + j < NR ? acc[ig + i < MR ? ig + i : 0][jg + j < NR ? jg + j : 0]
+                                                              : _mm256_setzero_ps();
             __m256 s = cg_reduce8(x);
             int cols = nr - jg < 4 ? nr - jg : 4;
             if (cols <= 0) continue;
             __m128i cm = _mm256_castsi256_si128(cg_mask8(cols));
             float *c = g->c + (i0 + ig) * g->ldc + j0 + jg;
             cg_store4(c, cm, _mm256_castps256_ps128(s), g->alpha, g->beta);
-            if (ig + 1 < mr)
-                cg_store4(c + g->ldc, cm, _mm256_extractf128_ps(s, 1), g->alpha, g->beta);
+            if (ig + 1 < mr) cg_store4(c + g->ldc, cm, _mm256_extractf128_ps(s, 1), g->alpha, g->beta);
         }
 }
 
 /* One tile row: mr dispatched to a constant (registers, not memory). */
-CG_INLINE CG_AVX2 void cg_tile_rows_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr,
-                                       const int bt) {
+CG_INLINE CG_AVX2 void cg_tile_rows_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr, const int bt) {
     switch (mr) {
 #if MR > 1
     case 1: cg_tile(g, i0, j0, 1, nr, bt); return;
@@ -182,8 +173,7 @@ CG_INLINE CG_AVX2 void cg_gemv_tile_bt(const cg_gemm_args *g, int64_t i0, int64_
     for (; kk + 8 <= k; kk += 8) {
         __m256 xv = _mm256_loadu_ps(x + kk);
 #pragma GCC unroll 8
-        for (int j = 0; j < NV; j++)
-            acc[j] = _mm256_fmadd_ps(xv, cg_load_b(br[j], kk, bt), acc[j]);
+        for (int j = 0; j < NV; j++) acc[j] = _mm256_fmadd_ps(xv, cg_load_b(br[j], kk, bt), acc[j]);
     }
     if (kk < k) {
         __m256i km = cg_mask8((int)(k - kk));
@@ -202,7 +192,6 @@ static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
     default: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_F32); return;
     }
 }
-
 
 const cg_gemm_kernels cg_gemm_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL};
 

@@ -45,8 +45,7 @@ CG_AVX512_REDUCE16(cg_reduce16, __m512, _mm512_add_ps, CG_PS_SAME, CG_PS_SAME)
  * read, so NaN in C does not survive). */
 CG_INLINE CG_AVX512 void cg_store(float *c, __mmask16 mask, __m512 s, float alpha, float beta) {
     __m512 r = _mm512_mul_ps(_mm512_set1_ps(alpha), s);
-    if (beta != 0.0f)
-        r = _mm512_add_ps(r, _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, c)));
+    if (beta != 0.0f) r = _mm512_add_ps(r, _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, c)));
     _mm512_mask_storeu_ps(c, mask, r);
 }
 
@@ -101,8 +100,7 @@ CG_INLINE CG_AVX512 void cg_f32_pairs(const float *a, int64_t kk, __m512 *even, 
  * accumulators live in registers) and nr <= NR rows of B: the B rows past nr
  * repeat row j0, so every tile runs the full-width loop and only the store is
  * masked. */
-CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr,
-                                 int nr, const int bt) {
+CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, const int mr, int nr, const int bt) {
     const int64_t k = g->k;
     const float *ar[MR];
     const void *br[NR];
@@ -125,7 +123,8 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
                 __m512 ae, ao;
                 cg_f32_pairs(ar[i], kk, &ae, &ao);
 #pragma GCC unroll 8
-                for (int j = 0; j < NR; j++) acc[i][j] = _mm512_fmadd_ps(ao, bo[j], _mm512_fmadd_ps(ae, be[j], acc[i][j]));
+                for (int j = 0; j < NR; j++)
+                    acc[i][j] = _mm512_fmadd_ps(ao, bo[j], _mm512_fmadd_ps(ae, be[j], acc[i][j]));
             }
         }
     for (; kk + 16 <= k; kk += 16) {
@@ -163,9 +162,8 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
             for (int i = 0; i < 4; i++)
 #pragma GCC unroll 4
                 for (int j = 0; j < 4; j++)
-                    x[4 * i + j] = ig + i < mr && jg + j < NR
-                                       ? acc[ig + i < MR ? ig + i : 0][jg + j < NR ? jg + j : 0]
-                                       : _mm512_setzero_ps();
+                    x[4 * i + j] = ig + i < mr && jg + j < NR ? acc[ig + i < MR ? ig + i : 0][jg + j < NR ? jg + j : 0]
+                                                              : _mm512_setzero_ps();
             __m512 s = cg_reduce16(x);
             int cols = nr - jg < 4 ? nr - jg : 4;
             if (cols <= 0) continue;
@@ -173,16 +171,14 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 if (ig + i >= mr) break;
-                cg_store(g->c + (i0 + ig + i) * g->ldc + j0 + jg, cm, cg_lane(s, i), g->alpha,
-                         g->beta);
+                cg_store(g->c + (i0 + ig + i) * g->ldc + j0 + jg, cm, cg_lane(s, i), g->alpha, g->beta);
             }
         }
 }
 
 /* One tile row: mr is dispatched to a constant so each variant keeps its
  * accumulators in registers. */
-CG_INLINE CG_AVX512 void cg_tile_rows_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr,
-                                         const int bt) {
+CG_INLINE CG_AVX512 void cg_tile_rows_bt(const cg_gemm_args *g, int64_t i0, int64_t j0, int mr, int nr, const int bt) {
     switch (mr) {
 #if MR > 1
     case 1: cg_tile(g, i0, j0, 1, nr, bt); return;
@@ -234,8 +230,7 @@ CG_INLINE CG_AVX512 void cg_gemv_tile_bt(const cg_gemm_args *g, int64_t i0, int6
     for (; kk + 16 <= k; kk += 16) {
         __m512 xv = _mm512_loadu_ps(x + kk);
 #pragma GCC unroll 16
-        for (int j = 0; j < NV; j++)
-            acc[j] = _mm512_fmadd_ps(xv, cg_load_b(br[j], kk, bt), acc[j]);
+        for (int j = 0; j < NV; j++) acc[j] = _mm512_fmadd_ps(xv, cg_load_b(br[j], kk, bt), acc[j]);
     }
     if (kk < k) {
         __mmask16 km = (__mmask16)((1u << (k - kk)) - 1);
@@ -244,8 +239,7 @@ CG_INLINE CG_AVX512 void cg_gemv_tile_bt(const cg_gemm_args *g, int64_t i0, int6
         for (int j = 0; j < NV; j++)
             acc[j] = _mm512_fmadd_ps(xv, cg_load_b_tail(br[j], kk, (int)(k - kk), km, bt), acc[j]);
     }
-    cg_store(g->c + i0 * g->ldc + j0, (__mmask16)((1u << nr) - 1), cg_reduce16(acc), g->alpha,
-             g->beta);
+    cg_store(g->c + i0 * g->ldc + j0, (__mmask16)((1u << nr) - 1), cg_reduce16(acc), g->alpha, g->beta);
 }
 
 static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, int nr) {
@@ -255,7 +249,6 @@ static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0
     default: cg_gemv_tile_bt(g, i0, j0, nr, CG_GEMM_B_F32); return;
     }
 }
-
 
 const cg_gemm_kernels cg_gemm_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL};
 

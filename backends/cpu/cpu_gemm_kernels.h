@@ -28,14 +28,14 @@ typedef struct cg_gemm_args {
     int64_t m, n, k;   /* k >= 1 */
     float alpha, beta; /* alpha != 0; beta == 0 overwrites C */
     const float *a;
-    int64_t lda;       /* 0 is allowed when m == 1 (a GEMV's vector) */
-    const float *b;    /* CG_GEMM_B_F32 */
-    int64_t ldb;       /* in elements of B's type */
+    int64_t lda;    /* 0 is allowed when m == 1 (a GEMV's vector) */
+    const float *b; /* CG_GEMM_B_F32 */
+    int64_t ldb;    /* in elements of B's type */
     float *c;
     int64_t ldc;
     const uint16_t *bh; /* CG_GEMM_B_BF16 / _F16 */
-    int bt;            /* CG_GEMM_B_* */
-    const int8_t *bq;  /* CG_GEMM_B_I8 (see above) */
+    int bt;             /* CG_GEMM_B_* */
+    const int8_t *bq;   /* CG_GEMM_B_I8 (see above) */
     const float *bs;
     const int8_t *aq;
     const float *as;

@@ -25,7 +25,7 @@ static inline __attribute__((always_inline)) float cg_b_elem(const void *row, in
 
 /* C[i, j0 : j0+nr] for nr <= NR (rows past nr repeat row j0; not stored). */
 static inline __attribute__((always_inline)) void cg_portable_tile_bt(const cg_gemm_args *g, int64_t i, int64_t j0,
-                                                                     int nr, const int bt) {
+                                                                      int nr, const int bt) {
     const int64_t k = g->k;
     const float *a = g->a + i * g->lda;
     const void *br[NR];
@@ -61,5 +61,4 @@ static void cg_portable_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0,
     cg_portable_tile(g, i0, j0, nr);
 }
 
-const cg_gemm_kernels cg_gemm_portable = {"portable", 1, NR, NR, cg_portable_tile_rows,
-                                           cg_portable_tile, NULL, NULL};
+const cg_gemm_kernels cg_gemm_portable = {"portable", 1, NR, NR, cg_portable_tile_rows, cg_portable_tile, NULL, NULL};

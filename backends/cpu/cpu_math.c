@@ -23,10 +23,10 @@
 
 #define CAT(a, b) CAT_(a, b)
 #define CAT_(a, b) a##b
-#define VECTOR_TYPES(N)                                                                   \
-    typedef float vf_##N __attribute__((vector_size(N * 4)));                             \
-    typedef int32_t vi_##N __attribute__((vector_size(N * 4)));                           \
-    typedef double vd_##N __attribute__((vector_size(N * 4)));                            \
+#define VECTOR_TYPES(N)                                         \
+    typedef float vf_##N __attribute__((vector_size(N * 4)));   \
+    typedef int32_t vi_##N __attribute__((vector_size(N * 4))); \
+    typedef double vd_##N __attribute__((vector_size(N * 4)));  \
     typedef double vdd_##N __attribute__((vector_size(N * 8)));
 VECTOR_TYPES(16)
 VECTOR_TYPES(8)
@@ -76,260 +76,247 @@ static double fold_d(double *t) {
 
 /* The element functions, instantiated once per target below: inline so that
  * each copy is compiled for its caller's ISA. */
-#define MATH_BODY(SUF)                                                                    \
-    static INL vf splat_##SUF(float c) { return (vf){0} + c; }                            \
-    static INL vf select_##SUF(vi m, vf a, vf b) {                                        \
-        return (vf)((m & (vi)a) | (~m & (vi)b));                                          \
-    }                                                                                     \
-    static INL vf load_##SUF(const float *p) {                                            \
-        vf v;                                                                             \
-        memcpy(&v, p, sizeof v);                                                          \
-        return v;                                                                         \
-    }                                                                                     \
-    static INL void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }              \
-    static INL void store_d_##SUF(double *p, vd v) { memcpy(p, &v, sizeof v); }           \
-    /* float <-> double a whole vector at a time, split or joined after:   */             \
-    /* GCC makes one conversion per register of this, while converting    */              \
-    /* halves may go a lane or two at a time.                             */              \
-    static INL void widen_##SUF(vf v, vd *lo, vd *hi) {                                   \
-        vdd d = __builtin_convertvector(v, vdd);                                          \
-        *lo = __builtin_shufflevector(d, d, LO_HALF);                                     \
-        *hi = __builtin_shufflevector(d, d, HI_HALF);                                     \
-    }                                                                                     \
-    static INL vf narrow_##SUF(vd lo, vd hi) {                                            \
-        vdd d = __builtin_shufflevector(lo, hi, LO_HALF, HI_HALF);                        \
-        return __builtin_convertvector(d, vf);                                            \
-    }                                                                                     \
-    /* Any lane of a comparison mask set? At register width GCC reduces  */               \
-    /* the lanes with shuffles, in registers.                            */               \
-    static INL int any_##SUF(vi m) {                                                      \
-        int32_t r = 0;                                                                    \
-        for (int j = 0; j < W; j++) r |= m[j];                                            \
-        return r != 0;                                                                    \
-    }                                                                                     \
-    /* exp for x in [EXP_LO, EXP_HI]: Cody-Waite reduction by ln 2 (the high part    */   \
-    /* has 9 significant bits, so n * C1 is exact) and Cephes' degree-6 polynomial.  */   \
-    static INL vf exp_core_##SUF(vf x) {                                                  \
-        const vf magic = splat_##SUF(12582912.0f); /* 1.5 * 2^23: rounds to integer */    \
-        vf t = x * splat_##SUF(1.44269504088896341f) + magic;                             \
-        vf n = t - magic;                                                                 \
-        vi ni = (vi)t - (vi)magic;                                                        \
-        vf r = x - n * splat_##SUF(0.693359375f);                                         \
-        r = r - n * splat_##SUF(-2.12194440e-4f);                                         \
-        vf z = r * r;                                                                     \
-        vf p = splat_##SUF(1.9875691500e-4f);                                             \
-        p = p * r + splat_##SUF(1.3981999507e-3f);                                        \
-        p = p * r + splat_##SUF(8.3334519073e-3f);                                        \
-        p = p * r + splat_##SUF(4.1665795894e-2f);                                        \
-        p = p * r + splat_##SUF(1.6666665459e-1f);                                        \
-        p = p * r + splat_##SUF(5.0000001201e-1f);                                        \
-        vf y = p * z + r + splat_##SUF(1.0f);                                             \
-        /* 2^n is a normal float for n >= -126; a result below 2^-62 is scaled   */       \
-        /* in two steps so that only the last one rounds (into subnormals).      */       \
-        vi low = ni < -62;                                                                \
-        vf scale = (vf)((ni + 127 + (low & 64)) << 23);                                   \
-        vf post = select_##SUF(low, splat_##SUF(0x1p-64f), splat_##SUF(1.0f));            \
-        return y * scale * post;                                                          \
-    }                                                                                     \
-    /* exp of any x: libm's answer where the vector code does not reach     */            \
-    /* (x > EXP_HI, NaN), +0 below EXP_LO.                                    */          \
-    static INL vf exp_any_##SUF(vf x) {                                                   \
-        vi bad = ~(x <= splat_##SUF(EXP_HI)); /* also NaN */                              \
-        vi zero = x < splat_##SUF(EXP_LO);                                                \
-        vf r = exp_core_##SUF(select_##SUF(bad | zero, splat_##SUF(0.0f), x));            \
-        r = select_##SUF(zero, splat_##SUF(0.0f), r);                                     \
-        if (any_##SUF(bad)) {                                                             \
-            float xa[W], ra[W];                                                           \
-            store_##SUF(xa, x);                                                           \
-            store_##SUF(ra, r);                                                           \
-            exp_fix(xa, ra, W);                                                           \
-            r = load_##SUF(ra);                                                           \
-        }                                                                                 \
-        return r;                                                                         \
-    }                                                                                     \
-    static INL vf tanh_core_##SUF(vf x) {                                                 \
-        vi sign = (vi)x & ((vi){0} + INT32_MIN);                                          \
-        vf ax = (vf)((vi)x & ((vi){0} + 0x7fffffff));                                     \
-        /* |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2). */                         \
-        vf z = x * x;                                                                     \
-        vf p = splat_##SUF(-5.70498872745e-3f);                                           \
-        p = p * z + splat_##SUF(2.06390887954e-2f);                                       \
-        p = p * z + splat_##SUF(-5.37397155531e-2f);                                      \
-        p = p * z + splat_##SUF(1.33314422036e-1f);                                       \
-        p = p * z + splat_##SUF(-3.33332819422e-1f);                                      \
-        vf small = p * z * x + x;                                                         \
-        /* Otherwise 1 - 2 / (exp(2|x|) + 1), exp's argument capped where the      */     \
-        /* quotient is below half an ulp of 1.                                     */     \
-        vf a2 = ax + ax;                                                                  \
-        vf e = exp_core_##SUF(select_##SUF(a2 < splat_##SUF(EXP_HI), a2,                  \
-                                           splat_##SUF(EXP_HI)));                         \
-        vf big = splat_##SUF(1.0f) - splat_##SUF(2.0f) / (e + splat_##SUF(1.0f));         \
-        vf y = select_##SUF(ax < splat_##SUF(TANH_SMALL), small, big);                    \
-        y = (vf)((vi)y | sign); /* tanh(-0) = -0 */                                       \
-        return select_##SUF(x == x, y, x); /* NaN in, NaN out */                          \
-    }                                                                                     \
-    /* Loads c <= W floats, the rest of the vector set to fill; full vectors */           \
-    /* go straight to memory.                                             */              \
-    static INL vf load_part_##SUF(const float *p, size_t c, float fill) {                 \
-        if (c == W) return load_##SUF(p);                                                 \
-        float buf[W];                                                                     \
-        for (int j = 0; j < W; j++) buf[j] = fill;                                        \
-        memcpy(buf, p, c * sizeof(float));                                                \
-        return load_##SUF(buf);                                                           \
-    }                                                                                     \
-    static INL void store_part_##SUF(float *p, vf v, size_t c) {                          \
-        if (c == W) {                                                                     \
-            store_##SUF(p, v);                                                            \
-            return;                                                                       \
-        }                                                                                 \
-        float buf[W];                                                                     \
-        store_##SUF(buf, v);                                                              \
-        memcpy(p, buf, c * sizeof(float));                                                \
-    }                                                                                     \
-    /* Applies F to n < W elements through a padded vector, so tails get the    */        \
-    /* same arithmetic as the rest.                                             */        \
-    static void vexp_##SUF(const float *x, float *y, size_t n) {                          \
-        for (size_t i = 0; i < n; i += W) {                                               \
-            size_t c = n - i < W ? n - i : W;                                             \
-            store_part_##SUF(y + i, exp_any_##SUF(load_part_##SUF(x + i, c, 0.0f)), c);   \
-        }                                                                                 \
-    }                                                                                     \
-    static void vtanh_##SUF(const float *x, float *y, size_t n) {                         \
-        for (size_t i = 0; i < n; i += W) {                                               \
-            size_t c = n - i < W ? n - i : W;                                             \
-            store_part_##SUF(y + i, tanh_core_##SUF(load_part_##SUF(x + i, c, 0.0f)), c); \
-        }                                                                                 \
-    }                                                                                     \
-    /* e = exp(-|x|) (never overflows); x >= 0: 1 / (1 + e), else e / (1 + e). */         \
-    static void vsigmoid_##SUF(const float *x, float *y, size_t n) {                      \
-        for (size_t i = 0; i < n; i += W) {                                               \
-            size_t c = n - i < W ? n - i : W;                                             \
-            vf v = load_part_##SUF(x + i, c, 0.0f);                                       \
-            vf e = exp_any_##SUF((vf)((vi)v | ((vi){0} + INT32_MIN)));                    \
-            vf r = select_##SUF(v >= splat_##SUF(0.0f), splat_##SUF(1.0f), e) /           \
-                   (e + splat_##SUF(1.0f));                                               \
-            store_part_##SUF(y + i, select_##SUF(v == v, r, v), c);                       \
-        }                                                                                 \
-    }                                                                                     \
-    /* exp(x - shift) for one group of SUM_LANES elements, with x - shift   */            \
-    /* split exactly into d + err (TwoSum), so the result is exp of the     */            \
-    /* exact difference to first order; the terms are added into acc, the  */             \
-    /* SUM_LANES partial sums in double. Without y, terms under 2^-125 are  */            \
-    /* dropped: they cannot change a double sum that is at least 1, and     */            \
-    /* dropping them avoids subnormal arithmetic, which costs a microcode   */            \
-    /* assist per lane.                                                     */            \
-    static INL void esum_group_##SUF(const float *x, vf b, float *y, vd *acc) {           \
-        SUM_CHUNKS(k) {                                                                   \
-            vf a = load_##SUF(x + k * W);                                                 \
-            vf d = a + b, bb = d - a;                                                     \
-            vf err = (a - (d - bb)) + (b - bb);                                           \
-            if (!y) d = select_##SUF(d < splat_##SUF(-87.0f), splat_##SUF(-INFINITY), d); \
-            vf e = exp_any_##SUF(d);                                                      \
-            /* e + e * err without subnormal intermediates, which cost a       */         \
-            /* microcode assist per lane (a third of a batch-64 step's exp  */            \
-            /* pass): an err under 2^-25 cannot move e's rounding, so it is */            \
-            /* dropped, and an e under 2^-60 is scaled by 2^64 around the   */            \
-            /* correction (exact: powers of two). err is NaN where d is     */            \
-            /* infinite; exp is exact (0, inf) there.                       */            \
-            vi tiny = e < splat_##SUF(0x1p-60f);                                          \
-            vf es = e * select_##SUF(tiny, splat_##SUF(0x1p64f), splat_##SUF(1.0f));      \
-            vf errs = select_##SUF((vf)((vi)err & ((vi){0} + 0x7fffffff)) <               \
-                                       splat_##SUF(0x1p-25f),                             \
-                                   splat_##SUF(0.0f), err);                               \
-            vf ec = (es + es * errs) *                                                    \
-                    select_##SUF(tiny, splat_##SUF(0x1p-64f), splat_##SUF(1.0f));         \
-            e = select_##SUF(err == err, ec, e);                                          \
-            if (y) store_##SUF(y + k * W, e);                                             \
-            vd lo, hi;                                                                    \
-            widen_##SUF(e, &lo, &hi);                                                     \
-            acc[2 * k] += lo;                                                             \
-            acc[2 * k + 1] += hi;                                                         \
-        }                                                                                 \
-    }                                                                                     \
-    static double exp_shift_sum_##SUF(const float *x, float shift, float *y, size_t n) {  \
-        vd acc[SUM_LANES / W * 2];                                                        \
-        SUM_CHUNKS(k) acc[2 * k] = acc[2 * k + 1] = (vd){0};                              \
-        const vf b = splat_##SUF(-shift);                                                 \
-        size_t i = 0;                                                                     \
-        for (; i + SUM_LANES <= n; i += SUM_LANES)                                        \
-            esum_group_##SUF(x + i, b, y ? y + i : NULL, acc);                            \
-        if (i < n) {                                                                      \
-            /* The tail padded with -inf, whose terms (+0) add nothing. */                \
-            float xb[SUM_LANES], yb[SUM_LANES];                                           \
-            for (int j = 0; j < SUM_LANES; j++) xb[j] = -INFINITY;                        \
-            memcpy(xb, x + i, (n - i) * sizeof(float));                                   \
-            esum_group_##SUF(xb, b, y ? yb : NULL, acc);                                  \
-            if (y) memcpy(y + i, yb, (n - i) * sizeof(float));                            \
-        }                                                                                 \
-        double t[SUM_LANES];                                                              \
-        SUM_CHUNKS(k) {                                                                   \
-            store_d_##SUF(t + k * W, acc[2 * k]);                                         \
-            store_d_##SUF(t + k * W + W / 2, acc[2 * k + 1]);                             \
-        }                                                                                 \
-        return fold_d(t);                                                                 \
-    }                                                                                     \
-    /* y = (float)((double)x + c) or (float)((double)x * c). */                           \
-    static void add_round_##SUF(const float *x, double c, float *y, size_t n, int mul) {  \
-        const vd cv = (vd){0} + c;                                                        \
-        for (size_t i = 0; i < n; i += W) {                                               \
-            size_t m = n - i < W ? n - i : W;                                             \
-            vf v = load_part_##SUF(x + i, m, 0.0f);                                       \
-            vd lo, hi;                                                                    \
-            widen_##SUF(v, &lo, &hi);                                                     \
-            lo = mul ? lo * cv : lo + cv;                                                 \
-            hi = mul ? hi * cv : hi + cv;                                                 \
-            store_part_##SUF(y + i, narrow_##SUF(lo, hi), m);                             \
-        }                                                                                 \
-    }                                                                                     \
-    /* out[k] = sum over r < rows of w[r] * m[r * ld + k], rows in order; two  */         \
-    /* column chunks at a time so that two add chains overlap.              */            \
-    static void wsum_##SUF(const float *w, const float *m, size_t ld, size_t rows,        \
-                           size_t len, float *out) {                                      \
-        size_t k = 0;                                                                     \
-        for (; k + 2 * W <= len; k += 2 * W) {                                            \
-            vf a0 = splat_##SUF(0.0f), a1 = splat_##SUF(0.0f);                            \
-            for (size_t r = 0; r < rows; r++) {                                           \
-                const vf wr = splat_##SUF(w[r]);                                          \
-                a0 += wr * load_##SUF(m + r * ld + k);                                    \
-                a1 += wr * load_##SUF(m + r * ld + k + W);                                \
-            }                                                                             \
-            store_##SUF(out + k, a0);                                                     \
-            store_##SUF(out + k + W, a1);                                                 \
-        }                                                                                 \
-        for (; k < len; k += W) {                                                         \
-            const size_t c = len - k < W ? len - k : W;                                   \
-            vf a0 = splat_##SUF(0.0f);                                                    \
-            for (size_t r = 0; r < rows; r++)                                             \
-                a0 += splat_##SUF(w[r]) * load_part_##SUF(m + r * ld + k, c, 0.0f);       \
-            store_part_##SUF(out + k, a0, c);                                             \
-        }                                                                                 \
-    }                                                                                     \
-    /* One group of SUM_LANES terms v * tanh(a + b) added into acc. */                    \
-    static INL void tdot_group_##SUF(const float *a, const float *b, const float *v,      \
-                                     vf *acc) {                                           \
-        SUM_CHUNKS(k) {                                                                   \
-            acc[k] += load_##SUF(v + k * W) *                                             \
-                      tanh_core_##SUF(load_##SUF(a + k * W) + load_##SUF(b + k * W));     \
-        }                                                                                 \
-    }                                                                                     \
-    static float tanh_dot_##SUF(const float *a, const float *b, const float *v,           \
-                                size_t n) {                                               \
-        vf acc[SUM_LANES / W];                                                            \
-        SUM_CHUNKS(k) acc[k] = splat_##SUF(0.0f);                                         \
-        size_t i = 0;                                                                     \
-        for (; i + SUM_LANES <= n; i += SUM_LANES)                                        \
-            tdot_group_##SUF(a + i, b + i, v + i, acc);                                   \
-        if (i < n) {                                                                      \
-            /* Zero padding adds +0, which leaves the (never -0) sums as they are. */     \
-            float ba[SUM_LANES] = {0}, bb[SUM_LANES] = {0}, bv[SUM_LANES] = {0};          \
-            memcpy(ba, a + i, (n - i) * sizeof(float));                                   \
-            memcpy(bb, b + i, (n - i) * sizeof(float));                                   \
-            memcpy(bv, v + i, (n - i) * sizeof(float));                                   \
-            tdot_group_##SUF(ba, bb, bv, acc);                                            \
-        }                                                                                 \
-        float s[SUM_LANES];                                                               \
-        SUM_CHUNKS(k) store_##SUF(s + k * W, acc[k]);                                     \
-        return fold_f(s);                                                                 \
+#define MATH_BODY(SUF)                                                                                                \
+    static INL vf splat_##SUF(float c) { return (vf){0} + c; }                                                        \
+    static INL vf select_##SUF(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }                         \
+    static INL vf load_##SUF(const float *p) {                                                                        \
+        vf v;                                                                                                         \
+        memcpy(&v, p, sizeof v);                                                                                      \
+        return v;                                                                                                     \
+    }                                                                                                                 \
+    static INL void store_##SUF(float *p, vf v) { memcpy(p, &v, sizeof v); }                                          \
+    static INL void store_d_##SUF(double *p, vd v) { memcpy(p, &v, sizeof v); }                                       \
+    /* float <-> double a whole vector at a time, split or joined after:   */                                         \
+    /* GCC makes one conversion per register of this, while converting    */                                          \
+    /* halves may go a lane or two at a time.                             */                                          \
+    static INL void widen_##SUF(vf v, vd *lo, vd *hi) {                                                               \
+        vdd d = __builtin_convertvector(v, vdd);                                                                      \
+        *lo = __builtin_shufflevector(d, d, LO_HALF);                                                                 \
+        *hi = __builtin_shufflevector(d, d, HI_HALF);                                                                 \
+    }                                                                                                                 \
+    static INL vf narrow_##SUF(vd lo, vd hi) {                                                                        \
+        vdd d = __builtin_shufflevector(lo, hi, LO_HALF, HI_HALF);                                                    \
+        return __builtin_convertvector(d, vf);                                                                        \
+    }                                                                                                                 \
+    /* Any lane of a comparison mask set? At register width GCC reduces  */                                           \
+    /* the lanes with shuffles, in registers.                            */                                           \
+    static INL int any_##SUF(vi m) {                                                                                  \
+        int32_t r = 0;                                                                                                \
+        for (int j = 0; j < W; j++) r |= m[j];                                                                        \
+        return r != 0;                                                                                                \
+    }                                                                                                                 \
+    /* exp for x in [EXP_LO, EXP_HI]: Cody-Waite reduction by ln 2 (the high part    */                               \
+    /* has 9 significant bits, so n * C1 is exact) and Cephes' degree-6 polynomial.  */                               \
+    static INL vf exp_core_##SUF(vf x) {                                                                              \
+        const vf magic = splat_##SUF(12582912.0f); /* 1.5 * 2^23: rounds to integer */                                \
+        vf t = x * splat_##SUF(1.44269504088896341f) + magic;                                                         \
+        vf n = t - magic;                                                                                             \
+        vi ni = (vi)t - (vi)magic;                                                                                    \
+        vf r = x - n * splat_##SUF(0.693359375f);                                                                     \
+        r = r - n * splat_##SUF(-2.12194440e-4f);                                                                     \
+        vf z = r * r;                                                                                                 \
+        vf p = splat_##SUF(1.9875691500e-4f);                                                                         \
+        p = p * r + splat_##SUF(1.3981999507e-3f);                                                                    \
+        p = p * r + splat_##SUF(8.3334519073e-3f);                                                                    \
+        p = p * r + splat_##SUF(4.1665795894e-2f);                                                                    \
+        p = p * r + splat_##SUF(1.6666665459e-1f);                                                                    \
+        p = p * r + splat_##SUF(5.0000001201e-1f);                                                                    \
+        vf y = p * z + r + splat_##SUF(1.0f);                                                                         \
+        /* 2^n is a normal float for n >= -126; a result below 2^-62 is scaled   */                                   \
+        /* in two steps so that only the last one rounds (into subnormals).      */                                   \
+        vi low = ni < -62;                                                                                            \
+        vf scale = (vf)((ni + 127 + (low & 64)) << 23);                                                               \
+        vf post = select_##SUF(low, splat_##SUF(0x1p-64f), splat_##SUF(1.0f));                                        \
+        return y * scale * post;                                                                                      \
+    }                                                                                                                 \
+    /* exp of any x: libm's answer where the vector code does not reach     */                                        \
+    /* (x > EXP_HI, NaN), +0 below EXP_LO.                                    */                                      \
+    static INL vf exp_any_##SUF(vf x) {                                                                               \
+        vi bad = ~(x <= splat_##SUF(EXP_HI)); /* also NaN */                                                          \
+        vi zero = x < splat_##SUF(EXP_LO);                                                                            \
+        vf r = exp_core_##SUF(select_##SUF(bad | zero, splat_##SUF(0.0f), x));                                        \
+        r = select_##SUF(zero, splat_##SUF(0.0f), r);                                                                 \
+        if (any_##SUF(bad)) {                                                                                         \
+            float xa[W], ra[W];                                                                                       \
+            store_##SUF(xa, x);                                                                                       \
+            store_##SUF(ra, r);                                                                                       \
+            exp_fix(xa, ra, W);                                                                                       \
+            r = load_##SUF(ra);                                                                                       \
+        }                                                                                                             \
+        return r;                                                                                                     \
+    }                                                                                                                 \
+    static INL vf tanh_core_##SUF(vf x) {                                                                             \
+        vi sign = (vi)x & ((vi){0} + INT32_MIN);                                                                      \
+        vf ax = (vf)((vi)x & ((vi){0} + 0x7fffffff));                                                                 \
+        /* |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2). */                                                     \
+        vf z = x * x;                                                                                                 \
+        vf p = splat_##SUF(-5.70498872745e-3f);                                                                       \
+        p = p * z + splat_##SUF(2.06390887954e-2f);                                                                   \
+        p = p * z + splat_##SUF(-5.37397155531e-2f);                                                                  \
+        p = p * z + splat_##SUF(1.33314422036e-1f);                                                                   \
+        p = p * z + splat_##SUF(-3.33332819422e-1f);                                                                  \
+        vf small = p * z * x + x;                                                                                     \
+        /* Otherwise 1 - 2 / (exp(2|x|) + 1), exp's argument capped where the      */                                 \
+        /* quotient is below half an ulp of 1.                                     */                                 \
+        vf a2 = ax + ax;                                                                                              \
+        vf e = exp_core_##SUF(select_##SUF(a2 < splat_##SUF(EXP_HI), a2, splat_##SUF(EXP_HI)));                       \
+        vf big = splat_##SUF(1.0f) - splat_##SUF(2.0f) / (e + splat_##SUF(1.0f));                                     \
+        vf y = select_##SUF(ax < splat_##SUF(TANH_SMALL), small, big);                                                \
+        y = (vf)((vi)y | sign);            /* tanh(-0) = -0 */                                                        \
+        return select_##SUF(x == x, y, x); /* NaN in, NaN out */                                                      \
+    }                                                                                                                 \
+    /* Loads c <= W floats, the rest of the vector set to fill; full vectors */                                       \
+    /* go straight to memory.                                             */                                          \
+    static INL vf load_part_##SUF(const float *p, size_t c, float fill) {                                             \
+        if (c == W) return load_##SUF(p);                                                                             \
+        float buf[W];                                                                                                 \
+        for (int j = 0; j < W; j++) buf[j] = fill;                                                                    \
+        memcpy(buf, p, c * sizeof(float));                                                                            \
+        return load_##SUF(buf);                                                                                       \
+    }                                                                                                                 \
+    static INL void store_part_##SUF(float *p, vf v, size_t c) {                                                      \
+        if (c == W) {                                                                                                 \
+            store_##SUF(p, v);                                                                                        \
+            return;                                                                                                   \
+        }                                                                                                             \
+        float buf[W];                                                                                                 \
+        store_##SUF(buf, v);                                                                                          \
+        memcpy(p, buf, c * sizeof(float));                                                                            \
+    }                                                                                                                 \
+    /* Applies F to n < W elements through a padded vector, so tails get the    */                                    \
+    /* same arithmetic as the rest.                                             */                                    \
+    static void vexp_##SUF(const float *x, float *y, size_t n) {                                                      \
+        for (size_t i = 0; i < n; i += W) {                                                                           \
+            size_t c = n - i < W ? n - i : W;                                                                         \
+            store_part_##SUF(y + i, exp_any_##SUF(load_part_##SUF(x + i, c, 0.0f)), c);                               \
+        }                                                                                                             \
+    }                                                                                                                 \
+    static void vtanh_##SUF(const float *x, float *y, size_t n) {                                                     \
+        for (size_t i = 0; i < n; i += W) {                                                                           \
+            size_t c = n - i < W ? n - i : W;                                                                         \
+            store_part_##SUF(y + i, tanh_core_##SUF(load_part_##SUF(x + i, c, 0.0f)), c);                             \
+        }                                                                                                             \
+    }                                                                                                                 \
+    /* e = exp(-|x|) (never overflows); x >= 0: 1 / (1 + e), else e / (1 + e). */                                     \
+    static void vsigmoid_##SUF(const float *x, float *y, size_t n) {                                                  \
+        for (size_t i = 0; i < n; i += W) {                                                                           \
+            size_t c = n - i < W ? n - i : W;                                                                         \
+            vf v = load_part_##SUF(x + i, c, 0.0f);                                                                   \
+            vf e = exp_any_##SUF((vf)((vi)v | ((vi){0} + INT32_MIN)));                                                \
+            vf r = select_##SUF(v >= splat_##SUF(0.0f), splat_##SUF(1.0f), e) / (e + splat_##SUF(1.0f));              \
+            store_part_##SUF(y + i, select_##SUF(v == v, r, v), c);                                                   \
+        }                                                                                                             \
+    }                                                                                                                 \
+    /* exp(x - shift) for one group of SUM_LANES elements, with x - shift   */                                        \
+    /* split exactly into d + err (TwoSum), so the result is exp of the     */                                        \
+    /* exact difference to first order; the terms are added into acc, the  */                                         \
+    /* SUM_LANES partial sums in double. Without y, terms under 2^-125 are  */                                        \
+    /* dropped: they cannot change a double sum that is at least 1, and     */                                        \
+    /* dropping them avoids subnormal arithmetic, which costs a microcode   */                                        \
+    /* assist per lane.                                                     */                                        \
+    static INL void esum_group_##SUF(const float *x, vf b, float *y, vd *acc) {                                       \
+        SUM_CHUNKS(k) {                                                                                               \
+            vf a = load_##SUF(x + k * W);                                                                             \
+            vf d = a + b, bb = d - a;                                                                                 \
+            vf err = (a - (d - bb)) + (b - bb);                                                                       \
+            if (!y) d = select_##SUF(d < splat_##SUF(-87.0f), splat_##SUF(-INFINITY), d);                             \
+            vf e = exp_any_##SUF(d);                                                                                  \
+            /* e + e * err without subnormal intermediates, which cost a       */                                     \
+            /* microcode assist per lane (a third of a batch-64 step's exp  */                                        \
+            /* pass): an err under 2^-25 cannot move e's rounding, so it is */                                        \
+            /* dropped, and an e under 2^-60 is scaled by 2^64 around the   */                                        \
+            /* correction (exact: powers of two). err is NaN where d is     */                                        \
+            /* infinite; exp is exact (0, inf) there.                       */                                        \
+            vi tiny = e < splat_##SUF(0x1p-60f);                                                                      \
+            vf es = e * select_##SUF(tiny, splat_##SUF(0x1p64f), splat_##SUF(1.0f));                                  \
+            vf errs =                                                                                                 \
+                select_##SUF((vf)((vi)err & ((vi){0} + 0x7fffffff)) < splat_##SUF(0x1p-25f), splat_##SUF(0.0f), err); \
+            vf ec = (es + es * errs) * select_##SUF(tiny, splat_##SUF(0x1p-64f), splat_##SUF(1.0f));                  \
+            e = select_##SUF(err == err, ec, e);                                                                      \
+            if (y) store_##SUF(y + k * W, e);                                                                         \
+            vd lo, hi;                                                                                                \
+            widen_##SUF(e, &lo, &hi);                                                                                 \
+            acc[2 * k] += lo;                                                                                         \
+            acc[2 * k + 1] += hi;                                                                                     \
+        }                                                                                                             \
+    }                                                                                                                 \
+    static double exp_shift_sum_##SUF(const float *x, float shift, float *y, size_t n) {                              \
+        vd acc[SUM_LANES / W * 2];                                                                                    \
+        SUM_CHUNKS(k) acc[2 * k] = acc[2 * k + 1] = (vd){0};                                                          \
+        const vf b = splat_##SUF(-shift);                                                                             \
+        size_t i = 0;                                                                                                 \
+        for (; i + SUM_LANES <= n; i += SUM_LANES) esum_group_##SUF(x + i, b, y ? y + i : NULL, acc);                 \
+        if (i < n) {                                                                                                  \
+            /* The tail padded with -inf, whose terms (+0) add nothing. */                                            \
+            float xb[SUM_LANES], yb[SUM_LANES];                                                                       \
+            for (int j = 0; j < SUM_LANES; j++) xb[j] = -INFINITY;                                                    \
+            memcpy(xb, x + i, (n - i) * sizeof(float));                                                               \
+            esum_group_##SUF(xb, b, y ? yb : NULL, acc);                                                              \
+            if (y) memcpy(y + i, yb, (n - i) * sizeof(float));                                                        \
+        }                                                                                                             \
+        double t[SUM_LANES];                                                                                          \
+        SUM_CHUNKS(k) {                                                                                               \
+            store_d_##SUF(t + k * W, acc[2 * k]);                                                                     \
+            store_d_##SUF(t + k * W + W / 2, acc[2 * k + 1]);                                                         \
+        }                                                                                                             \
+        return fold_d(t);                                                                                             \
+    }                                                                                                                 \
+    /* y = (float)((double)x + c) or (float)((double)x * c). */                                                       \
+    static void add_round_##SUF(const float *x, double c, float *y, size_t n, int mul) {                              \
+        const vd cv = (vd){0} + c;                                                                                    \
+        for (size_t i = 0; i < n; i += W) {                                                                           \
+            size_t m = n - i < W ? n - i : W;                                                                         \
+            vf v = load_part_##SUF(x + i, m, 0.0f);                                                                   \
+            vd lo, hi;                                                                                                \
+            widen_##SUF(v, &lo, &hi);                                                                                 \
+            lo = mul ? lo * cv : lo + cv;                                                                             \
+            hi = mul ? hi * cv : hi + cv;                                                                             \
+            store_part_##SUF(y + i, narrow_##SUF(lo, hi), m);                                                         \
+        }                                                                                                             \
+    }                                                                                                                 \
+    /* out[k] = sum over r < rows of w[r] * m[r * ld + k], rows in order; two  */                                     \
+    /* column chunks at a time so that two add chains overlap.              */                                        \
+    static void wsum_##SUF(const float *w, const float *m, size_t ld, size_t rows, size_t len, float *out) {          \
+        size_t k = 0;                                                                                                 \
+        for (; k + 2 * W <= len; k += 2 * W) {                                                                        \
+            vf a0 = splat_##SUF(0.0f), a1 = splat_##SUF(0.0f);                                                        \
+            for (size_t r = 0; r < rows; r++) {                                                                       \
+                const vf wr = splat_##SUF(w[r]);                                                                      \
+                a0 += wr * load_##SUF(m + r * ld + k);                                                                \
+                a1 += wr * load_##SUF(m + r * ld + k + W);                                                            \
+            }                                                                                                         \
+            store_##SUF(out + k, a0);                                                                                 \
+            store_##SUF(out + k + W, a1);                                                                             \
+        }                                                                                                             \
+        for (; k < len; k += W) {                                                                                     \
+            const size_t c = len - k < W ? len - k : W;                                                               \
+            vf a0 = splat_##SUF(0.0f);                                                                                \
+            for (size_t r = 0; r < rows; r++) a0 += splat_##SUF(w[r]) * load_part_##SUF(m + r * ld + k, c, 0.0f);     \
+            store_part_##SUF(out + k, a0, c);                                                                         \
+        }                                                                                                             \
+    }                                                                                                                 \
+    /* One group of SUM_LANES terms v * tanh(a + b) added into acc. */                                                \
+    static INL void tdot_group_##SUF(const float *a, const float *b, const float *v, vf *acc) {                       \
+        SUM_CHUNKS(k) {                                                                                               \
+            acc[k] += load_##SUF(v + k * W) * tanh_core_##SUF(load_##SUF(a + k * W) + load_##SUF(b + k * W));         \
+        }                                                                                                             \
+    }                                                                                                                 \
+    static float tanh_dot_##SUF(const float *a, const float *b, const float *v, size_t n) {                           \
+        vf acc[SUM_LANES / W];                                                                                        \
+        SUM_CHUNKS(k) acc[k] = splat_##SUF(0.0f);                                                                     \
+        size_t i = 0;                                                                                                 \
+        for (; i + SUM_LANES <= n; i += SUM_LANES) tdot_group_##SUF(a + i, b + i, v + i, acc);                        \
+        if (i < n) {                                                                                                  \
+            /* Zero padding adds +0, which leaves the (never -0) sums as they are. */                                 \
+            float ba[SUM_LANES] = {0}, bb[SUM_LANES] = {0}, bv[SUM_LANES] = {0};                                      \
+            memcpy(ba, a + i, (n - i) * sizeof(float));                                                               \
+            memcpy(bb, b + i, (n - i) * sizeof(float));                                                               \
+            memcpy(bv, v + i, (n - i) * sizeof(float));                                                               \
+            tdot_group_##SUF(ba, bb, bv, acc);                                                                        \
+        }                                                                                                             \
+        float s[SUM_LANES];                                                                                           \
+        SUM_CHUNKS(k) store_##SUF(s + k * W, acc[k]);                                                                 \
+        return fold_f(s);                                                                                             \
     }
 
 /* Every function taking or returning a vector is static: GCC's notes about
@@ -367,9 +354,8 @@ typedef struct math_impl {
     void (*wsum)(const float *, const float *, size_t, size_t, size_t, float *);
 } math_impl;
 
-#define IMPL(SUF, NAME)                                                                   \
-    {NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, tanh_dot_##SUF, exp_shift_sum_##SUF,     \
-     add_round_##SUF, wsum_##SUF}
+#define IMPL(SUF, NAME) \
+    { NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, tanh_dot_##SUF, exp_shift_sum_##SUF, add_round_##SUF, wsum_##SUF }
 static const math_impl impls[] = {
 #ifdef HAVE_X86
     IMPL(avx512, "avx512"),
@@ -382,8 +368,7 @@ static const math_impl impls[] = {
 static int supported(const char *name) {
 #ifdef HAVE_X86
     __builtin_cpu_init();
-    if (strcmp(name, "avx512") == 0)
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    if (strcmp(name, "avx512") == 0) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
     if (strcmp(name, "avx2") == 0) return __builtin_cpu_supports("avx2");
 #endif
     return strcmp(name, "baseline") == 0;
@@ -414,20 +399,13 @@ static const math_impl *impl(void) {
 void cg_cpu_vexp(const float *x, float *y, size_t n) { impl()->vexp(x, y, n); }
 void cg_cpu_vtanh(const float *x, float *y, size_t n) { impl()->vtanh(x, y, n); }
 void cg_cpu_vsigmoid(const float *x, float *y, size_t n) { impl()->vsigmoid(x, y, n); }
-float cg_cpu_tanh_dot(const float *a, const float *b, const float *v, size_t n) {
-    return impl()->tanh_dot(a, b, v, n);
-}
+float cg_cpu_tanh_dot(const float *a, const float *b, const float *v, size_t n) { return impl()->tanh_dot(a, b, v, n); }
 double cg_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
     return impl()->exp_shift_sum(x, shift, y, n);
 }
-void cg_cpu_add_round(const float *x, double c, float *y, size_t n) {
-    impl()->add_round(x, c, y, n, 0);
-}
-void cg_cpu_mul_round(const float *x, double c, float *y, size_t n) {
-    impl()->add_round(x, c, y, n, 1);
-}
-void cg_cpu_weighted_rows(const float *w, const float *m, size_t ld, size_t rows, size_t len,
-                          float *out) {
+void cg_cpu_add_round(const float *x, double c, float *y, size_t n) { impl()->add_round(x, c, y, n, 0); }
+void cg_cpu_mul_round(const float *x, double c, float *y, size_t n) { impl()->add_round(x, c, y, n, 1); }
+void cg_cpu_weighted_rows(const float *w, const float *m, size_t ld, size_t rows, size_t len, float *out) {
     impl()->wsum(w, m, ld, rows, len, out);
 }
 const char *cg_cpu_math_isa(void) { return impl()->name; }

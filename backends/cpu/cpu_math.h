@@ -49,8 +49,7 @@ void cg_cpu_mul_round(const float *x, double c, float *y, size_t n);
 /* out[k] = sum over r < rows of w[r] * m[r * ld + k] for k < len, the rows
  * added in order (an attention context: weights times values). out must not
  * overlap w or m. */
-void cg_cpu_weighted_rows(const float *w, const float *m, size_t ld, size_t rows, size_t len,
-                          float *out);
+void cg_cpu_weighted_rows(const float *w, const float *m, size_t ld, size_t rows, size_t len, float *out);
 
 /* The instruction set the functions above run on: "avx512", "avx2" or
  * "baseline". CLGRAPH_CPU_MATH=baseline|avx2|avx512 (read once) forces a

@@ -59,13 +59,13 @@ static struct {
     pthread_t *tids;
     int sleepers;
     int caller_waiting;
-    int open;                  /* workers may still join the current job */
+    int open; /* workers may still join the current job */
     cg_pool_fn fn;
     void *ctx;
     size_t n, nchunks;
-    atomic_uint gen;           /* bumped once per published job */
-    atomic_size_t next;        /* next unclaimed chunk of the current job */
-    atomic_int active;         /* workers that joined the current job */
+    atomic_uint gen;    /* bumped once per published job */
+    atomic_size_t next; /* next unclaimed chunk of the current job */
+    atomic_int active;  /* workers that joined the current job */
 } P = {.once = PTHREAD_ONCE_INIT,
        .call_lock = PTHREAD_MUTEX_INITIALIZER,
        .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -161,8 +161,7 @@ static void *cg_pool_worker(void *arg) {
         cg_pool_run_chunks(fn, ctx, n, nchunks);
 
         pthread_mutex_lock(&P.lock);
-        if (atomic_fetch_sub_explicit(&P.active, 1, memory_order_release) == 1 &&
-            P.caller_waiting)
+        if (atomic_fetch_sub_explicit(&P.active, 1, memory_order_release) == 1 && P.caller_waiting)
             pthread_cond_signal(&P.idle);
         pthread_mutex_unlock(&P.lock);
     }
@@ -192,8 +191,7 @@ static void cg_pool_start_workers(void) {
     pthread_attr_destroy(&attr);
 }
 
-void cg_cpu_parallel_for(size_t n, size_t grain,
-                         void (*fn)(void *ctx, size_t begin, size_t end), void *ctx) {
+void cg_cpu_parallel_for(size_t n, size_t grain, void (*fn)(void *ctx, size_t begin, size_t end), void *ctx) {
     if (n == 0) return;
     if (grain == 0) grain = 1;
     int threads = cg_cpu_threads();

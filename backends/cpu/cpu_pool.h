@@ -19,7 +19,6 @@ int cg_cpu_threads(void);
  * threads serialise (a mutex) rather than deadlock. Which thread runs which
  * chunk varies from call to call: fn must compute each item the same way
  * whatever chunk it lands in. */
-void cg_cpu_parallel_for(size_t n, size_t grain,
-                         void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
+void cg_cpu_parallel_for(size_t n, size_t grain, void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
 
 #endif

@@ -46,26 +46,26 @@ CG_INLINE CG_AVX512 void cg_scale16(__m512i sums, __m512 sa, __m512 sb, float *o
 #define CG_DP(acc, a, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
 
 /* One step over 64 bytes of k: the four B vectors b0..b3 are given. */
-#define CG_ROW(i, a)                                                                                       \
-    do {                                                                                                   \
-        const __m512i au = _mm512_xor_si512(_mm512_loadu_si512((const void *)(a)), flip);                  \
-        CG_DP(c##i##0, au, b0);                                                    \
-        CG_DP(c##i##1, au, b1);                                                    \
-        CG_DP(c##i##2, au, b2);                                                    \
-        CG_DP(c##i##3, au, b3);                                                    \
+#define CG_ROW(i, a)                                                                      \
+    do {                                                                                  \
+        const __m512i au = _mm512_xor_si512(_mm512_loadu_si512((const void *)(a)), flip); \
+        CG_DP(c##i##0, au, b0);                                                           \
+        CG_DP(c##i##1, au, b1);                                                           \
+        CG_DP(c##i##2, au, b2);                                                           \
+        CG_DP(c##i##3, au, b3);                                                           \
     } while (0)
-#define CG_STEP(kk)                                                                                        \
-    do {                                                                                                   \
-        if (with_sums) {                                                                                   \
-            CG_DP(o0, flip, b0);                                                                           \
-            CG_DP(o1, flip, b1);                                                                           \
-            CG_DP(o2, flip, b2);                                                                           \
-            CG_DP(o3, flip, b3);                                                                           \
-        }                                                                                                  \
-        CG_ROW(0, a0 + (kk));                                                                              \
-        CG_ROW(1, a1 + (kk));                                                                              \
-        CG_ROW(2, a2 + (kk));                                                                              \
-        CG_ROW(3, a3 + (kk));                                                                              \
+#define CG_STEP(kk)              \
+    do {                         \
+        if (with_sums) {         \
+            CG_DP(o0, flip, b0); \
+            CG_DP(o1, flip, b1); \
+            CG_DP(o2, flip, b2); \
+            CG_DP(o3, flip, b3); \
+        }                        \
+        CG_ROW(0, a0 + (kk));    \
+        CG_ROW(1, a1 + (kk));    \
+        CG_ROW(2, a2 + (kk));    \
+        CG_ROW(3, a3 + (kk));    \
     } while (0)
 
 /* C[i0 : i0+mr, j0 : j0+nr]: rows past mr repeat row i0 and columns past
@@ -136,10 +136,10 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
     float as[MR], bs[NR], out[16];
     for (int i = 0; i < MR; i++) as[i] = g->as[i0 + (i < mr ? i : 0)];
     for (int j = 0; j < NR; j++) bs[j] = g->bs[j0 + (j < nr ? j : 0)];
-    const __m512 sa = _mm512_setr_ps(as[0], as[0], as[0], as[0], as[1], as[1], as[1], as[1], as[2], as[2], as[2],
-                                     as[2], as[3], as[3], as[3], as[3]);
-    const __m512 sb = _mm512_setr_ps(bs[0], bs[1], bs[2], bs[3], bs[0], bs[1], bs[2], bs[3], bs[0], bs[1], bs[2],
-                                     bs[3], bs[0], bs[1], bs[2], bs[3]);
+    const __m512 sa = _mm512_setr_ps(as[0], as[0], as[0], as[0], as[1], as[1], as[1], as[1], as[2], as[2], as[2], as[2],
+                                     as[3], as[3], as[3], as[3]);
+    const __m512 sb = _mm512_setr_ps(bs[0], bs[1], bs[2], bs[3], bs[0], bs[1], bs[2], bs[3], bs[0], bs[1], bs[2], bs[3],
+                                     bs[0], bs[1], bs[2], bs[3]);
     cg_scale16(sums, sa, sb, out);
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) g->c[(i0 + i) * g->ldc + j0 + j] = out[4 * i + j];
@@ -162,7 +162,6 @@ static CG_AVX512 int32_t cg_bsum(const int8_t *b, int64_t k) {
     }
     return _mm512_reduce_add_epi32(o);
 }
-
 
 /* One row of A against nr <= NV rows of B. Here a's sign moves onto b
  * (negated where a < 0, exact: b is never -128) and |a| is the unsigned

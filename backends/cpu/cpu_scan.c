@@ -22,9 +22,7 @@ typedef int32_t vi __attribute__((vector_size(64)));
  * return value makes GCC print its "ABI for passing parameters with 64-byte
  * alignment has changed" note on every build (even always inlined, and no
  * -Wpsabi pragma silences the note). */
-static inline __attribute__((always_inline)) void load(vf *v, const float *p) {
-    memcpy(v, p, sizeof *v);
-}
+static inline __attribute__((always_inline)) void load(vf *v, const float *p) { memcpy(v, p, sizeof *v); }
 
 /* Any lane set, by shuffles (indexing a lane would spill the vector). */
 static inline __attribute__((always_inline)) int any(const vi *mp) {

@@ -14,23 +14,23 @@
 
 /* What `clgraph devices` shows of one device; read once at enumeration. */
 typedef struct cg_cl_info {
-    int index;                /* N of "opencl:N": enumeration order over platforms */
-    char name[256];           /* CL_DEVICE_NAME */
-    char vendor[256];         /* CL_DEVICE_VENDOR */
-    char platform[256];       /* CL_PLATFORM_NAME */
+    int index;                  /* N of "opencl:N": enumeration order over platforms */
+    char name[256];             /* CL_DEVICE_NAME */
+    char vendor[256];           /* CL_DEVICE_VENDOR */
+    char platform[256];         /* CL_PLATFORM_NAME */
     char platform_version[256]; /* CL_PLATFORM_VERSION */
-    char version[256];        /* CL_DEVICE_VERSION */
-    char c_version[256];      /* CL_DEVICE_OPENCL_C_VERSION */
-    char driver[256];         /* CL_DRIVER_VERSION */
+    char version[256];          /* CL_DEVICE_VERSION */
+    char c_version[256];        /* CL_DEVICE_OPENCL_C_VERSION */
+    char driver[256];           /* CL_DRIVER_VERSION */
     cl_device_type type;
     uint32_t compute_units;
-    uint64_t global_mem;      /* bytes */
-    uint64_t local_mem;       /* bytes */
-    uint64_t max_alloc;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    uint64_t global_mem; /* bytes */
+    uint64_t local_mem;  /* bytes */
+    uint64_t max_alloc;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     size_t max_work_group;
-    size_t max_item[3];       /* CL_DEVICE_MAX_WORK_ITEM_SIZES (dims 0..2) */
-    uint32_t mem_align;       /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (>= 64) */
-    int fp16, fp64;           /* cl_khr_fp16 / cl_khr_fp64 (or a double config) */
+    size_t max_item[3]; /* CL_DEVICE_MAX_WORK_ITEM_SIZES (dims 0..2) */
+    uint32_t mem_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (>= 64) */
+    int fp16, fp64;     /* cl_khr_fp16 / cl_khr_fp64 (or a double config) */
     cl_platform_id platform_id;
     cl_device_id device_id;
 } cg_cl_info;
@@ -96,10 +96,9 @@ cg_status cg_cl_write(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, co
 cg_status cg_cl_read(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst);
 /* As cg_cl_write / cg_cl_read with the choice of blocking, and the
  * transfer's event in *ev when ev is not NULL (release it with cg_cl_wait). */
-cg_status cg_cl_write_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src,
-                         int blocking, cl_event *ev);
-cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst,
-                        int blocking, cl_event *ev);
+cg_status cg_cl_write_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src, int blocking,
+                         cl_event *ev);
+cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst, int blocking, cl_event *ev);
 /* Waits for an event and releases it (NULL: nothing to wait for). */
 cg_status cg_cl_wait(cg_cl_device *d, cl_event ev);
 /* Profiles: from begin to end the device keeps the events of the commands
@@ -150,8 +149,7 @@ void cg_cl_run_unlock(cg_cl_device *d);
  * same object for every caller asking for the same (source, options, name):
  * OpenCL kernel arguments are state on that object, so callers that launch
  * it from several threads must serialise clSetKernelArg + cg_cl_launch. */
-cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name,
-                       cl_kernel *out);
+cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name, cl_kernel *out);
 
 /* Counters of the program cache since start (for tests and `bench`). */
 typedef struct cg_cl_cache_stats {
@@ -166,11 +164,11 @@ void cg_cl_cache_stats_get(cg_cl_cache_stats *out);
 /* Process-wide counters of what the backend asked of OpenCL, so callers can
  * show that a steady state creates no object (plans' statistics). */
 typedef struct cg_cl_counters {
-    uint64_t buffers_created;  /* clCreateBuffer + clCreateSubBuffer */
-    uint64_t launches;         /* clEnqueueNDRangeKernel through cg_cl_launch */
+    uint64_t buffers_created;       /* clCreateBuffer + clCreateSubBuffer */
+    uint64_t launches;              /* clEnqueueNDRangeKernel through cg_cl_launch */
     uint64_t writes, reads, copies; /* transfers enqueued */
     uint64_t bytes_written, bytes_read;
-    uint64_t clblast_calls;    /* CLBlast SGEMM calls (each creates kernels inside CLBlast) */
+    uint64_t clblast_calls; /* CLBlast SGEMM calls (each creates kernels inside CLBlast) */
 } cg_cl_counters;
 void cg_cl_counters_get(cg_cl_counters *out);
 
@@ -179,8 +177,8 @@ void cg_cl_counters_get(cg_cl_counters *out);
  * checked against the device's and the kernel's maximum work-group size. A
  * zero global size enqueues nothing. `what` names the kernel in messages
  * (NULL: its function name). */
-cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *global,
-                       const size_t *local, const char *what);
+cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *global, const size_t *local,
+                       const char *what);
 
 /* ---- SGEMM ---- */
 
@@ -193,9 +191,9 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
  * the choice is kept in memory and recorded in
  * cg_cache_dir()/gemm-choices.txt, whose lines are obeyed for any shape
  * when they were measured against the same own kernels. */
-cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                      float alpha, cl_mem a, size_t a_off, int64_t lda, cl_mem b, size_t b_off,
-                      int64_t ldb, float beta, cl_mem c, size_t c_off, int64_t ldc);
+cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, cl_mem a,
+                      size_t a_off, int64_t lda, cl_mem b, size_t b_off, int64_t ldb, float beta, cl_mem c,
+                      size_t c_off, int64_t ldc);
 
 /* ---- error names ---- */
 

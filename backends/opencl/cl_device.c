@@ -105,24 +105,18 @@ static void fill_info(cg_cl_info *info, int index, cl_platform_id p, cl_device_i
     size_t wg = 0;
     cl_device_fp_config dfp = 0;
     if (clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL) == CL_SUCCESS) info->type = type;
-    if (clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL) == CL_SUCCESS)
-        info->compute_units = cu;
-    if (clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL) == CL_SUCCESS)
-        info->global_mem = gmem;
-    if (clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL) == CL_SUCCESS)
-        info->local_mem = lmem;
-    if (clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxalloc, &maxalloc, NULL) ==
-        CL_SUCCESS)
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL) == CL_SUCCESS) info->compute_units = cu;
+    if (clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gmem, &gmem, NULL) == CL_SUCCESS) info->global_mem = gmem;
+    if (clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL) == CL_SUCCESS) info->local_mem = lmem;
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof maxalloc, &maxalloc, NULL) == CL_SUCCESS)
         info->max_alloc = maxalloc;
     if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS)
         info->max_work_group = wg;
     if (!info->max_work_group) info->max_work_group = 1;
-    if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof info->max_item, info->max_item,
-                        NULL) != CL_SUCCESS)
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof info->max_item, info->max_item, NULL) != CL_SUCCESS)
         /* Fewer than 3 dimensions reported, or none: the group size bounds each. */
         for (int k = 0; k < 3; k++) info->max_item[k] = info->max_work_group;
-    if (clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) !=
-        CL_SUCCESS)
+    if (clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) != CL_SUCCESS)
         align_bits = 0;
     /* Bits in the query; at least 64 bytes so sub-buffer offsets stay
      * aligned for every vector type. */
@@ -132,9 +126,7 @@ static void fill_info(cg_cl_info *info, int index, cl_platform_id p, cl_device_i
     info->fp16 = has_token(ext, "cl_khr_fp16");
     info->fp64 = has_token(ext, "cl_khr_fp64") || has_token(ext, "cl_amd_fp64");
     free(ext);
-    if (!info->fp64 &&
-        clGetDeviceInfo(d, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dfp, &dfp, NULL) == CL_SUCCESS &&
-        dfp != 0)
+    if (!info->fp64 && clGetDeviceInfo(d, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dfp, &dfp, NULL) == CL_SUCCESS && dfp != 0)
         info->fp64 = 1;
 }
 
@@ -142,8 +134,7 @@ static void enumerate(void) {
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     if (err != CL_SUCCESS) {
-        snprintf(g_reason, sizeof g_reason, "no OpenCL platform found (clGetPlatformIDs: %s)",
-                 cg_cl_error_name(err));
+        snprintf(g_reason, sizeof g_reason, "no OpenCL platform found (clGetPlatformIDs: %s)", cg_cl_error_name(err));
         return;
     }
     if (np == 0) {
@@ -159,8 +150,7 @@ static void enumerate(void) {
     }
     err = clGetPlatformIDs(np, plats, NULL);
     if (err != CL_SUCCESS) {
-        snprintf(g_reason, sizeof g_reason, "no OpenCL platform found (clGetPlatformIDs: %s)",
-                 cg_cl_error_name(err));
+        snprintf(g_reason, sizeof g_reason, "no OpenCL platform found (clGetPlatformIDs: %s)", cg_cl_error_name(err));
         free(plats);
         return;
     }
@@ -177,15 +167,13 @@ static void enumerate(void) {
         err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd[p]);
         if (err != CL_SUCCESS) {
             if (err != CL_DEVICE_NOT_FOUND && !first_err[0])
-                snprintf(first_err, sizeof first_err, " (clGetDeviceIDs: %s)",
-                         cg_cl_error_name(err));
+                snprintf(first_err, sizeof first_err, " (clGetDeviceIDs: %s)", cg_cl_error_name(err));
             nd[p] = 0;
         }
         total += nd[p];
     }
     if (total == 0) {
-        snprintf(g_reason, sizeof g_reason,
-                 "no OpenCL device found on %u OpenCL platform%s%s", (unsigned)np,
+        snprintf(g_reason, sizeof g_reason, "no OpenCL device found on %u OpenCL platform%s%s", (unsigned)np,
                  np == 1 ? "" : "s", first_err);
         free(nd);
         free(plats);
@@ -207,8 +195,7 @@ static void enumerate(void) {
     for (cl_uint p = 0; p < np; p++) {
         if (!nd[p]) continue;
         cl_uint got = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd[p], ids + n, &got) != CL_SUCCESS)
-            continue;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd[p], ids + n, &got) != CL_SUCCESS) continue;
         if (got > nd[p]) got = nd[p];
         for (cl_uint i = 0; i < got; i++, n++) fill_info(&infos[n], n, plats[p], ids[n]);
     }
@@ -218,8 +205,8 @@ static void enumerate(void) {
     if (n == 0) {
         free(infos);
         free(open);
-        snprintf(g_reason, sizeof g_reason, "no OpenCL device found on %u OpenCL platform%s",
-                 (unsigned)np, np == 1 ? "" : "s");
+        snprintf(g_reason, sizeof g_reason, "no OpenCL device found on %u OpenCL platform%s", (unsigned)np,
+                 np == 1 ? "" : "s");
         return;
     }
     g_infos = infos;
@@ -252,9 +239,7 @@ static int ci_contains(const char *hay, const char *needle) {
     if (!nl) return 0;
     for (; *hay; hay++) {
         size_t k = 0;
-        while (k < nl && hay[k] &&
-               tolower((unsigned char)hay[k]) == tolower((unsigned char)needle[k]))
-            k++;
+        while (k < nl && hay[k] && tolower((unsigned char)hay[k]) == tolower((unsigned char)needle[k])) k++;
         if (k == nl) return 1;
     }
     return 0;
@@ -274,15 +259,13 @@ static int parse_index(const char *s) {
 
 static cg_status not_found(const char *spec, const char *why) {
     int n = cg_cl_device_count();
-    if (n == 0)
-        return cg_error(CG_ERR_NOT_FOUND, "OpenCL device '%s' %s: %s", spec, why,
-                        cg_cl_unavailable_reason());
+    if (n == 0) return cg_error(CG_ERR_NOT_FOUND, "OpenCL device '%s' %s: %s", spec, why, cg_cl_unavailable_reason());
     char list[1536];
     size_t off = 0;
     list[0] = '\0';
     for (int i = 0; i < n && off < sizeof list; i++) {
-        int w = snprintf(list + off, sizeof list - off, "%sopencl:%d (%s, %s)", i ? ", " : "", i,
-                         g_infos[i].name, g_infos[i].platform);
+        int w = snprintf(list + off, sizeof list - off, "%sopencl:%d (%s, %s)", i ? ", " : "", i, g_infos[i].name,
+                         g_infos[i].platform);
         if (w < 0) break;
         off += (size_t)w;
     }
@@ -344,8 +327,7 @@ static cg_status create(int i, cg_cl_device **out) {
     const cg_cl_info *info = &g_infos[i];
     const char *bad = NULL;
     cg_cl_paths_forced(&bad);
-    if (bad)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "CLGRAPH_CL_PATHS=%s: expected cpu, gpu or auto", bad);
+    if (bad) return cg_error(CG_ERR_INVALID_ARGUMENT, "CLGRAPH_CL_PATHS=%s: expected cpu, gpu or auto", bad);
     cg_cl_device *d = calloc(1, sizeof *d);
     if (!d) return cg_error(CG_ERR_NO_MEMORY, "opencl:%d: out of memory", i);
     d->index = i;
@@ -362,8 +344,7 @@ static cg_status create(int i, cg_cl_device **out) {
         return cg_error(CG_ERR_NO_MEMORY, "opencl:%d: cannot create a mutex", i);
     }
     for (int k = 0; k < 3; k++) d->max_item[k] = info->max_item[k];
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)info->platform_id,
-                                     0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)info->platform_id, 0};
     cl_int err = CL_SUCCESS;
     d->context = clCreateContext(props, 1, &info->device_id, NULL, NULL, &err);
     if (!d->context || err != CL_SUCCESS) {
@@ -398,11 +379,8 @@ cg_status cg_cl_device_open(int i, cg_cl_device **out) {
     *out = NULL;
     int n = cg_cl_device_count();
     if (i < 0 || i >= n) {
-        if (n == 0)
-            return cg_error(CG_ERR_NOT_FOUND, "opencl:%d: no such device: %s", i,
-                            cg_cl_unavailable_reason());
-        return cg_error(CG_ERR_NOT_FOUND, "opencl:%d: no such device (%d OpenCL device%s)", i, n,
-                        n == 1 ? "" : "s");
+        if (n == 0) return cg_error(CG_ERR_NOT_FOUND, "opencl:%d: no such device: %s", i, cg_cl_unavailable_reason());
+        return cg_error(CG_ERR_NOT_FOUND, "opencl:%d: no such device (%d OpenCL device%s)", i, n, n == 1 ? "" : "s");
     }
     pthread_mutex_lock(&g_open_mu);
     cg_status s = CG_OK;
@@ -426,7 +404,7 @@ void cg_cl_device_release(cg_cl_device *d) {
 }
 
 static pthread_once_t g_paths_once = PTHREAD_ONCE_INIT;
-static const char *g_paths = "";  /* "cpu", "gpu" or "" */
+static const char *g_paths = ""; /* "cpu", "gpu" or "" */
 static char g_paths_bad[64];
 
 static void read_paths(void) {

@@ -55,8 +55,8 @@
 /* ------------------------------------------------------------------ */
 /* Counters and mode                                                    */
 
-_Atomic uint64_t cg_cl_gemm_st_measure, cg_cl_gemm_st_file_entries, cg_cl_gemm_st_file_writes,
-    cg_cl_gemm_st_own, cg_cl_gemm_st_clblast, cg_cl_gemm_st_clblast_fail;
+_Atomic uint64_t cg_cl_gemm_st_measure, cg_cl_gemm_st_file_entries, cg_cl_gemm_st_file_writes, cg_cl_gemm_st_own,
+    cg_cl_gemm_st_clblast, cg_cl_gemm_st_clblast_fail;
 
 void cg_cl_gemm_stats_get(cg_cl_gemm_stats *out) {
     if (!out) return;
@@ -109,9 +109,7 @@ static cg_status current_mode(int *mode) {
     pthread_mutex_unlock(&g_mode_mu);
     if (bad && !CG_HAVE_CLBLAST && !strcmp(text, "clblast"))
         return cg_error(CG_ERR_UNSUPPORTED, "CLGRAPH_GEMM='clblast': %s", NO_CLBLAST);
-    if (bad)
-        return cg_error(CG_ERR_INVALID_ARGUMENT,
-                        "CLGRAPH_GEMM='%s': expected 'auto', 'own' or 'clblast'", text);
+    if (bad) return cg_error(CG_ERR_INVALID_ARGUMENT, "CLGRAPH_GEMM='%s': expected 'auto', 'own' or 'clblast'", text);
     /* Without CLBlast there is nothing to choose: auto is the own kernels. */
     if (!CG_HAVE_CLBLAST && *mode == CG_GEMM_AUTO) *mode = CG_GEMM_OWN;
     return CG_OK;
@@ -148,8 +146,7 @@ static cg_status dev_get(cg_cl_device *d, cg_cl_gemm_dev **out) {
             if (!g || pthread_mutex_init(&g->mu, NULL) != 0) {
                 free(g);
                 pthread_mutex_unlock(&g_dev_mu);
-                return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory for SGEMM state",
-                                cg_cl_label(d));
+                return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory for SGEMM state", cg_cl_label(d));
             }
             g->d = d;
             g->ctx = ctx;
@@ -160,8 +157,7 @@ static cg_status dev_get(cg_cl_device *d, cg_cl_gemm_dev **out) {
         g->dk = cg_cl_gemm_devkey(info->name, info->driver);
         if (g->dk < 0) {
             pthread_mutex_unlock(&g_dev_mu);
-            return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory for SGEMM state",
-                            cg_cl_label(d));
+            return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory for SGEMM state", cg_cl_label(d));
         }
     }
     pthread_mutex_unlock(&g_dev_mu);
@@ -206,18 +202,20 @@ static cg_status run_clblast(cg_cl_device *d, const cg_cl_gemm_args *x, int *cod
     cl_command_queue q = cg_cl_queue(d);
     cl_event cap_ev = NULL; /* kept for a profile's device times */
     pthread_mutex_lock(&g_clblast_mu);
-    CLBlastStatusCode st = g_fail_clblast ? CLBlastNotImplemented : CLBlastSgemm(
-        CLBlastLayoutRowMajor, x->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-        x->tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)x->m, (size_t)x->n,
-        (size_t)x->k, x->alpha, x->a, (size_t)x->a_off, (size_t)x->lda, x->b, (size_t)x->b_off,
-        (size_t)x->ldb, x->beta, x->c, (size_t)x->c_off, (size_t)x->ldc, &q, d->capture ? &cap_ev : NULL);
+    CLBlastStatusCode st =
+        g_fail_clblast
+            ? CLBlastNotImplemented
+            : CLBlastSgemm(CLBlastLayoutRowMajor, x->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                           x->tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)x->m, (size_t)x->n, (size_t)x->k,
+                           x->alpha, x->a, (size_t)x->a_off, (size_t)x->lda, x->b, (size_t)x->b_off, (size_t)x->ldb,
+                           x->beta, x->c, (size_t)x->c_off, (size_t)x->ldc, &q, d->capture ? &cap_ev : NULL);
     pthread_mutex_unlock(&g_clblast_mu);
     if (st == CLBlastSuccess) cg_cl_capture_keep(d, cap_ev, 0);
     *code = (int)st;
     if (st != CLBlastSuccess)
-        return cg_error(CG_ERR_KERNEL, "%s: CLBlastSgemm(%c%c, m=%lld n=%lld k=%lld) failed: %s",
-                        cg_cl_label(d), x->ta ? 'T' : 'N', x->tb ? 'T' : 'N', (long long)x->m,
-                        (long long)x->n, (long long)x->k, cg_clblast_error_name((int)st));
+        return cg_error(CG_ERR_KERNEL, "%s: CLBlastSgemm(%c%c, m=%lld n=%lld k=%lld) failed: %s", cg_cl_label(d),
+                        x->ta ? 'T' : 'N', x->tb ? 'T' : 'N', (long long)x->m, (long long)x->n, (long long)x->k,
+                        cg_clblast_error_name((int)st));
     cg_cl_gemm_st_clblast++;
     return CG_OK;
 }
@@ -234,8 +232,8 @@ static double now_us(void) {
 
 /* One warm-up (which also compiles), then up to TIMED_RUNS timed runs of
  * enqueue + clFinish; *best_us gets the fastest. */
-static cg_status time_candidate(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_args *x, int clblast,
-                                int *code, double *best_us) {
+static cg_status time_candidate(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_args *x, int clblast, int *code,
+                                double *best_us) {
     double spent = 0.0, best = HUGE_VAL;
     for (int i = 0; i <= TIMED_RUNS; i++) {
         double t0 = now_us();
@@ -292,11 +290,8 @@ static cg_status measure(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_ar
     *choice = cs == CG_OK && clb_us < own_us ? CG_GEMM_CHOICE_CLBLAST : CG_GEMM_CHOICE_OWN;
     char own_txt[32], clb_txt[96];
     snprintf(own_txt, sizeof own_txt, "%.1f", own_us);
-    if (cs == CG_OK)
-        snprintf(clb_txt, sizeof clb_txt, "%.1f", clb_us);
-    else
-        snprintf(clb_txt, sizeof clb_txt, "failed(%s)",
-                 code ? cg_clblast_error_name(code) : "OpenCL");
+    if (cs == CG_OK) snprintf(clb_txt, sizeof clb_txt, "%.1f", clb_us);
+    else snprintf(clb_txt, sizeof clb_txt, "failed(%s)", code ? cg_clblast_error_name(code) : "OpenCL");
     cg_cl_gemm_set_choice(g->dk, x->ta, x->tb, x->m, x->n, x->k, *choice);
     cg_cl_gemm_append_line(g->dk, x->ta, x->tb, x->m, x->n, x->k, *choice, own_txt, clb_txt);
     return CG_OK;
@@ -307,8 +302,8 @@ static cg_status measure(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_ar
 
 /* Checks that buf holds the matrix rows x cols with leading dimension ld
  * from element off; *last gets one past its last element index. */
-static cg_status check_matrix(cg_cl_device *d, char which, cl_mem buf, int64_t off, int64_t rows,
-                              int64_t cols, int64_t ld, int64_t *last) {
+static cg_status check_matrix(cg_cl_device *d, char which, cl_mem buf, int64_t off, int64_t rows, int64_t cols,
+                              int64_t ld, int64_t *last) {
     size_t bytes = 0;
     cl_int err = clGetMemObjectInfo(buf, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
     if (err != CL_SUCCESS) {
@@ -319,39 +314,36 @@ static cg_status check_matrix(cg_cl_device *d, char which, cl_mem buf, int64_t o
     /* rows, cols >= 1 and ld >= cols here; the sizes fit comfortably in
      * 64 bits only if each factor does, so bound them first. */
     if (rows > INT64_MAX / 4 / ld)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM %c: %lld x %lld (ld %lld) is too large",
-                        cg_cl_label(d), which, (long long)rows, (long long)cols, (long long)ld);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM %c: %lld x %lld (ld %lld) is too large", cg_cl_label(d),
+                        which, (long long)rows, (long long)cols, (long long)ld);
     int64_t end = off + (rows - 1) * ld + cols;
     if (end > (int64_t)(bytes / sizeof(float)))
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "%s: SGEMM %c: %lld x %lld with ld %lld from offset %lld needs %lld "
                         "floats, the buffer holds %llu",
-                        cg_cl_label(d), which, (long long)rows, (long long)cols, (long long)ld,
-                        (long long)off, (long long)end,
-                        (unsigned long long)(bytes / sizeof(float)));
+                        cg_cl_label(d), which, (long long)rows, (long long)cols, (long long)ld, (long long)off,
+                        (long long)end, (unsigned long long)(bytes / sizeof(float)));
     *last = end;
     return CG_OK;
 }
 
-cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                      float alpha, cl_mem a, size_t a_off, int64_t lda, cl_mem b, size_t b_off,
-                      int64_t ldb, float beta, cl_mem c, size_t c_off, int64_t ldc) {
+cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, cl_mem a,
+                      size_t a_off, int64_t lda, cl_mem b, size_t b_off, int64_t ldb, float beta, cl_mem c,
+                      size_t c_off, int64_t ldc) {
     if (!d) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_sgemm: device is NULL");
     const char *label = cg_cl_label(d);
     int ta = !!trans_a, tb = !!trans_b;
     if (m < 0 || n < 0 || k < 0)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM: negative size m=%lld n=%lld k=%lld",
-                        label, (long long)m, (long long)n, (long long)k);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM: negative size m=%lld n=%lld k=%lld", label, (long long)m,
+                        (long long)n, (long long)k);
     int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-    if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
-        ldc < (n > 1 ? n : 1))
+    if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) || ldc < (n > 1 ? n : 1))
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "%s: SGEMM %c%c m=%lld n=%lld k=%lld: leading dimensions lda=%lld "
                         "ldb=%lld ldc=%lld must be at least %lld, %lld and %lld",
-                        label, ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)m, (long long)n,
-                        (long long)k, (long long)lda, (long long)ldb, (long long)ldc,
-                        (long long)(a_cols > 1 ? a_cols : 1), (long long)(b_cols > 1 ? b_cols : 1),
-                        (long long)(n > 1 ? n : 1));
+                        label, ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k, (long long)lda,
+                        (long long)ldb, (long long)ldc, (long long)(a_cols > 1 ? a_cols : 1),
+                        (long long)(b_cols > 1 ? b_cols : 1), (long long)(n > 1 ? n : 1));
     if (a_off > INT64_MAX / 8 || b_off > INT64_MAX / 8 || c_off > INT64_MAX / 8)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM: offset out of range", label);
     if (m == 0 || n == 0) return CG_OK;
@@ -361,24 +353,35 @@ cg_status cg_cl_sgemm(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int6
     cg_status s = check_matrix(d, 'C', c, (int64_t)c_off, m, n, ldc, &end_c);
     if (s != CG_OK) return s;
     if (!trivial) {
-        if (!a || !b)
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM: %s is NULL", label, a ? "B" : "A");
+        if (!a || !b) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM: %s is NULL", label, a ? "B" : "A");
         s = check_matrix(d, 'A', a, (int64_t)a_off, ta ? k : m, a_cols, lda, &end_a);
-        if (s == CG_OK)
-            s = check_matrix(d, 'B', b, (int64_t)b_off, tb ? n : k, b_cols, ldb, &end_b);
+        if (s == CG_OK) s = check_matrix(d, 'B', b, (int64_t)b_off, tb ? n : k, b_cols, ldb, &end_b);
         if (s != CG_OK) return s;
     }
     /* The own kernels index with int. */
-    int own_ok = end_a <= INT32_MAX && end_b <= INT32_MAX && end_c <= INT32_MAX &&
-                 lda <= INT32_MAX && ldb <= INT32_MAX && ldc <= INT32_MAX;
+    int own_ok = end_a <= INT32_MAX && end_b <= INT32_MAX && end_c <= INT32_MAX && lda <= INT32_MAX &&
+                 ldb <= INT32_MAX && ldc <= INT32_MAX;
 
     int mode;
     if ((s = current_mode(&mode)) != CG_OK) return s;
     cg_cl_gemm_dev *g = NULL;
     if ((s = dev_get(d, &g)) != CG_OK) return s;
-    cg_cl_gemm_args x = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
-                   .a = a, .b = b, .c = c, .a_off = (int64_t)a_off, .b_off = (int64_t)b_off,
-                   .c_off = (int64_t)c_off, .lda = lda, .ldb = ldb, .ldc = ldc};
+    cg_cl_gemm_args x = {.ta = ta,
+                         .tb = tb,
+                         .m = m,
+                         .n = n,
+                         .k = k,
+                         .alpha = alpha,
+                         .beta = beta,
+                         .a = a,
+                         .b = b,
+                         .c = c,
+                         .a_off = (int64_t)a_off,
+                         .b_off = (int64_t)b_off,
+                         .c_off = (int64_t)c_off,
+                         .lda = lda,
+                         .ldb = ldb,
+                         .ldc = ldc};
     if (trivial || mode == CG_GEMM_OWN) {
         if (!own_ok)
             return cg_error(CG_ERR_UNSUPPORTED,

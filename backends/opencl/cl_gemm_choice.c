@@ -52,8 +52,7 @@ void cg_cl_gemm_test_set_measure_after(int calls) {
 /* Tabs and line breaks would break the file's fields. */
 static void sanitize(char *out, size_t size, const char *in) {
     size_t i = 0;
-    for (; in[i] && i + 1 < size; i++)
-        out[i] = (in[i] == '\t' || in[i] == '\n' || in[i] == '\r') ? ' ' : in[i];
+    for (; in[i] && i + 1 < size; i++) out[i] = (in[i] == '\t' || in[i] == '\n' || in[i] == '\r') ? ' ' : in[i];
     out[i] = '\0';
 }
 
@@ -84,8 +83,7 @@ int cg_cl_gemm_devkey(const char *name, const char *driver) {
 }
 
 static uint64_t key_hash(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k) {
-    uint64_t v[4] = {(uint64_t)dk * 4u + (uint64_t)(ta * 2 + tb), (uint64_t)m, (uint64_t)n,
-                     (uint64_t)k};
+    uint64_t v[4] = {(uint64_t)dk * 4u + (uint64_t)(ta * 2 + tb), (uint64_t)m, (uint64_t)n, (uint64_t)k};
     return cg_fnv1a(CG_FNV_BASIS, v, sizeof v);
 }
 
@@ -97,8 +95,7 @@ static choice_ent *tab_slot(int dk, int ta, int tb, int64_t m, int64_t n, int64_
     for (;;) {
         choice_ent *e = &g_tab[i];
         if (!e->used) return e;
-        if (e->dk == dk && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k)
-            return e;
+        if (e->dk == dk && e->ta == ta && e->tb == tb && e->m == m && e->n == n && e->k == k) return e;
         i = (i + 1) & mask;
     }
 }
@@ -174,17 +171,13 @@ static void load_line_locked(char *line, void *ctx) {
     if (nf < 7 || strcmp(field[6], cg_cl_gemm_own_id()) != 0) return;
     int ta, tb, used = 0;
     long long m, n, k;
-    if (sscanf(field[2], "%d %d %lld %lld %lld%n", &ta, &tb, &m, &n, &k, &used) != 5 ||
-        field[2][used] != '\0' || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 1 ||
-        n < 1 || k < 1)
+    if (sscanf(field[2], "%d %d %lld %lld %lld%n", &ta, &tb, &m, &n, &k, &used) != 5 || field[2][used] != '\0' ||
+        (ta != 0 && ta != 1) || (tb != 0 && tb != 1) || m < 1 || n < 1 || k < 1)
         return;
     int choice;
-    if (!strcmp(field[3], "own"))
-        choice = CG_GEMM_CHOICE_OWN;
-    else if (!strcmp(field[3], "clblast"))
-        choice = CG_GEMM_CHOICE_CLBLAST;
-    else
-        return;
+    if (!strcmp(field[3], "own")) choice = CG_GEMM_CHOICE_OWN;
+    else if (!strcmp(field[3], "clblast")) choice = CG_GEMM_CHOICE_CLBLAST;
+    else return;
     int dk = devkey_id_locked(field[0], field[1]);
     if (dk < 0) return;
     tab_set_locked(dk, ta, tb, m, n, k, choice);
@@ -231,10 +224,8 @@ int cg_cl_gemm_lookup_or_claim(int dk, int ta, int tb, int64_t m, int64_t n, int
     if (!g_file_loaded) load_file_locked();
     int c = tab_get_locked(dk, ta, tb, m, n, k);
     if (c == CG_GEMM_CHOICE_NONE) {
-        if (untimed || count_call_locked(dk, ta, tb, m, n, k) < (uint32_t)g_measure_after)
-            c = CG_GEMM_CHOICE_PENDING;
-        else
-            tab_set_locked(dk, ta, tb, m, n, k, CG_GEMM_CHOICE_MEASURING);
+        if (untimed || count_call_locked(dk, ta, tb, m, n, k) < (uint32_t)g_measure_after) c = CG_GEMM_CHOICE_PENDING;
+        else tab_set_locked(dk, ta, tb, m, n, k, CG_GEMM_CHOICE_MEASURING);
     }
     pthread_mutex_unlock(&g_tab_mu);
     return c;
@@ -277,24 +268,21 @@ void cg_cl_gemm_set_choice(int dk, int ta, int tb, int64_t m, int64_t n, int64_t
 
 /* Appends "NAME\tDRIVER\tta tb m n k\tchoice\town_us\tclblast_us\town=ID";
  * write failures are ignored (the choice stays in memory). */
-void cg_cl_gemm_append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice,
-                            const char *own_us, const char *clblast_us) {
+void cg_cl_gemm_append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice, const char *own_us,
+                            const char *clblast_us) {
     char path[4200], line[1200];
     if (!cg_cl_gemm_choices_path(path, sizeof path)[0]) return;
     pthread_mutex_lock(&g_tab_mu);
-    int len = snprintf(line, sizeof line, "%s\t%s\t%d %d %lld %lld %lld\t%s\t%s\t%s\t%s\n",
-                       g_devkeys[dk].name, g_devkeys[dk].driver, ta, tb, (long long)m,
-                       (long long)n, (long long)k,
-                       choice == CG_GEMM_CHOICE_CLBLAST ? "clblast" : "own", own_us, clblast_us,
-                       cg_cl_gemm_own_id());
+    int len = snprintf(line, sizeof line, "%s\t%s\t%d %d %lld %lld %lld\t%s\t%s\t%s\t%s\n", g_devkeys[dk].name,
+                       g_devkeys[dk].driver, ta, tb, (long long)m, (long long)n, (long long)k,
+                       choice == CG_GEMM_CHOICE_CLBLAST ? "clblast" : "own", own_us, clblast_us, cg_cl_gemm_own_id());
     pthread_mutex_unlock(&g_tab_mu);
     if (len <= 0 || len >= (int)sizeof line) return;
     if (cg_mkdir_p(cg_cache_dir()) != 0) return;
     if (cg_mlog_append(path, line, (size_t)len) == 0) cg_cl_gemm_st_file_writes++;
 }
 
-int cg_cl_gemm_test_choice(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n,
-                           int64_t k) {
+int cg_cl_gemm_test_choice(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k) {
     const cg_cl_info *info = cg_cl_info_of(d);
     if (!info) return CG_GEMM_CHOICE_NONE;
     pthread_mutex_lock(&g_tab_mu);

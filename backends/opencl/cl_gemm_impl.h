@@ -24,8 +24,8 @@
 #define CG_GEMM_CHOICE_PENDING 4   /* returned for an unmeasured shape: own kernels this time */
 
 /* The counters of cg_cl_gemm_stats_get (defined in cl_gemm.c). */
-extern _Atomic uint64_t cg_cl_gemm_st_measure, cg_cl_gemm_st_file_entries, cg_cl_gemm_st_file_writes,
-    cg_cl_gemm_st_own, cg_cl_gemm_st_clblast, cg_cl_gemm_st_clblast_fail;
+extern _Atomic uint64_t cg_cl_gemm_st_measure, cg_cl_gemm_st_file_entries, cg_cl_gemm_st_file_writes, cg_cl_gemm_st_own,
+    cg_cl_gemm_st_clblast, cg_cl_gemm_st_clblast_fail;
 
 /* A tiled GEMM configuration (the tables of cl_gemm_kernels.c). */
 typedef struct cg_cl_gemm_tile {
@@ -36,8 +36,8 @@ typedef struct cg_cl_gemm_tile {
  * kernels built and run by cl_gemm_kernels.c. */
 typedef struct cg_cl_gemm_dev {
     cg_cl_device *d;
-    cl_context ctx; /* retained: no other context can take this handle while we hold it */
-    int dk;         /* devkey of (name, driver) */
+    cl_context ctx;     /* retained: no other context can take this handle while we hold it */
+    int dk;             /* devkey of (name, driver) */
     pthread_mutex_t mu; /* guards what follows, kernel arguments and enqueues */
     /* Each kernel is built on its first use, so a model whose products are
      * all GEMVs along rows compiles neither cg_gemv_cols nor a tiled GEMM. */
@@ -79,8 +79,8 @@ void cg_cl_gemm_unpin_clblast(int dk, int ta, int tb, int64_t m, int64_t n, int6
 void cg_cl_gemm_set_choice(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice);
 
 /* Appends a line to gemm-choices.txt (own_us and clblast_us as written). */
-void cg_cl_gemm_append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice,
-                            const char *own_us, const char *clblast_us);
+void cg_cl_gemm_append_line(int dk, int ta, int tb, int64_t m, int64_t n, int64_t k, int choice, const char *own_us,
+                            const char *clblast_us);
 
 /* ---- cl_gemm_kernels.c ---- */
 

@@ -49,8 +49,7 @@ void cg_cl_gemm_test_forget(void);
 void cg_cl_gemm_test_fail_clblast(int on);
 
 /* The choice in memory for a shape on d (CG_GEMM_CHOICE_*). */
-int cg_cl_gemm_test_choice(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n,
-                           int64_t k);
+int cg_cl_gemm_test_choice(cg_cl_device *d, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k);
 
 /* Drops the SGEMM state of d (its kernels and the context reference that
  * keeps them valid). The device's last release should call it: without it

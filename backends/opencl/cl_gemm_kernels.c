@@ -27,8 +27,7 @@
  * (2 cores) 64x64 tiles of 8x8 ran 128^3 at ~10 GFLOP/s, 4x4 blocks or
  * scalar columns 2-3x slower. */
 static const cg_cl_gemm_tile k_large_cfgs[] = {
-    {64, 64, 16, 8, 8}, {32, 32, 16, 4, 8}, {16, 16, 16, 2, 4},
-    {8, 8, 8, 2, 2},    {4, 4, 4, 2, 2},    {1, 1, 1, 1, 1},
+    {64, 64, 16, 8, 8}, {32, 32, 16, 4, 8}, {16, 16, 16, 2, 4}, {8, 8, 8, 2, 2}, {4, 4, 4, 2, 2}, {1, 1, 1, 1, 1},
 };
 /* For small or thin products, where a large tile would be mostly padding. */
 static const cg_cl_gemm_tile k_small_cfgs[] = {
@@ -69,12 +68,8 @@ static int kernel_fits(const cg_cl_device *d, cl_kernel k, size_t items) {
     cl_device_id dev = cg_cl_info_of(d)->device_id;
     size_t wg = 0;
     cl_ulong lmem = 0;
-    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) !=
-        CL_SUCCESS)
-        return 0;
-    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL) !=
-        CL_SUCCESS)
-        lmem = 0;
+    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS) return 0;
+    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL) != CL_SUCCESS) lmem = 0;
     return wg >= items && lmem <= cg_cl_info_of(d)->local_mem;
 }
 
@@ -88,10 +83,8 @@ typedef struct gemv_shape {
 /* Halves a GEMV group of outer x inner items: the inner dim first (it
  * only groups rows or columns), then the outer one. */
 static void shrink_group(size_t *outer, size_t *inner) {
-    if (*inner > 1)
-        *inner /= 2;
-    else
-        *outer /= 2;
+    if (*inner > 1) *inner /= 2;
+    else *outer /= 2;
 }
 
 static gemv_shape gemv_shape_of(const cg_cl_device *d) {
@@ -100,8 +93,7 @@ static gemv_shape gemv_shape_of(const cg_cl_device *d) {
         /* CPU drivers run a group's items as a loop: few items per row,
          * many rows per group. */
         v = (gemv_shape){.lk = 1, .rows = 16, .rv = 16, .cr = 8, .ck = 1, .cv = 16};
-    else
-        v = (gemv_shape){.lk = 64, .rows = 4, .rv = 4, .cr = 64, .ck = 4, .cv = 4};
+    else v = (gemv_shape){.lk = 64, .rows = 4, .rv = 4, .cr = 64, .ck = 4, .cv = 4};
     size_t lim = pow2_floor(group_limit(d));
     size_t lim0 = pow2_floor(d->max_item[0] ? d->max_item[0] : 1);
     size_t lim1 = pow2_floor(d->max_item[1] ? d->max_item[1] : 1);
@@ -132,8 +124,7 @@ static cg_status build_gemv(cg_cl_device *d, const char *name, const char *po, c
             return CG_OK;
         }
         if (*outer * *inner == 1)
-            return cg_error(CG_ERR_UNSUPPORTED, "%s: the GEMV kernels cannot run on this device",
-                            cg_cl_label(d));
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: the GEMV kernels cannot run on this device", cg_cl_label(d));
         shrink_group(outer, inner);
     }
 }
@@ -180,8 +171,8 @@ static cg_status build_scale(cg_cl_device *d, cg_cl_gemm_dev *g) {
     cg_status s = cg_cl_kernel(d, cg_cl_gemm_src, "-DCG_GEMV", "cg_gemm_scale", &k);
     if (s != CG_OK) return s;
     size_t wg = 0;
-    if (clGetKernelWorkGroupInfo(k, cg_cl_info_of(d)->device_id, CL_KERNEL_WORK_GROUP_SIZE,
-                                 sizeof wg, &wg, NULL) != CL_SUCCESS ||
+    if (clGetKernelWorkGroupInfo(k, cg_cl_info_of(d)->device_id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) !=
+            CL_SUCCESS ||
         wg == 0)
         wg = 1;
     size_t lim0 = pow2_floor(d->max_item[0] ? d->max_item[0] : 1);
@@ -207,8 +198,7 @@ static const cg_cl_gemm_tile *first_tile_cfg(const cg_cl_device *d, int role, co
         const cg_cl_gemm_tile *c = &cfgs[i];
         size_t tnt = (size_t)(c->tn / c->wn), tmt = (size_t)(c->tm / c->wm);
         size_t bytes = (size_t)c->tk * (size_t)(c->tm + 1 + c->tn) * sizeof(float);
-        if (tnt * tmt <= lim && tnt <= d->max_item[0] && tmt <= d->max_item[1] && bytes <= lmem)
-            return c;
+        if (tnt * tmt <= lim && tnt <= d->max_item[0] && tmt <= d->max_item[1] && bytes <= lmem) return c;
     }
     return NULL;
 }
@@ -220,8 +210,7 @@ static cg_status build_tiled(cg_cl_device *d, cg_cl_gemm_dev *g, int role) {
     for (const cg_cl_gemm_tile *c = first_tile_cfg(d, role, NULL); c; c = first_tile_cfg(d, role, c)) {
         size_t tnt = (size_t)(c->tn / c->wn), tmt = (size_t)(c->tm / c->wm);
         char opts[256];
-        snprintf(opts, sizeof opts,
-                 "-DCG_GEMM_TM=%d -DCG_GEMM_TN=%d -DCG_GEMM_TK=%d -DCG_GEMM_WM=%d -DCG_GEMM_WN=%d",
+        snprintf(opts, sizeof opts, "-DCG_GEMM_TM=%d -DCG_GEMM_TN=%d -DCG_GEMM_TK=%d -DCG_GEMM_WM=%d -DCG_GEMM_WN=%d",
                  c->tm, c->tn, c->tk, c->wm, c->wn);
         cl_kernel k;
         last = cg_cl_kernel(d, cg_cl_gemm_src, opts, "cg_gemm_tiled", &k);
@@ -233,8 +222,7 @@ static cg_status build_tiled(cg_cl_device *d, cg_cl_gemm_dev *g, int role) {
         g->tiled_ready[role] = 1;
         return CG_OK;
     }
-    return cg_error(CG_ERR_UNSUPPORTED, "%s: no tiled GEMM configuration fits this device",
-                    cg_cl_label(d));
+    return cg_error(CG_ERR_UNSUPPORTED, "%s: no tiled GEMM configuration fits this device", cg_cl_label(d));
 }
 
 /* ------------------------------------------------------------------ */
@@ -245,13 +233,16 @@ typedef struct karg {
     const void *ptr;
 } karg;
 
-#define KI(v) {sizeof(cl_int), &(v)}
-#define KF(v) {sizeof(cl_float), &(v)}
-#define KM(v) {sizeof(cl_mem), &(v)}
+#define KI(v) \
+    { sizeof(cl_int), &(v) }
+#define KF(v) \
+    { sizeof(cl_float), &(v) }
+#define KM(v) \
+    { sizeof(cl_mem), &(v) }
 
 /* Sets the arguments and enqueues (g->mu held). */
-static cg_status launch(cg_cl_device *d, cl_kernel k, const karg *args, int nargs, int dims,
-                        const size_t *global, const size_t *local, const char *what) {
+static cg_status launch(cg_cl_device *d, cl_kernel k, const karg *args, int nargs, int dims, const size_t *global,
+                        const size_t *local, const char *what) {
     for (int i = 0; i < nargs; i++) {
         cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].ptr);
         if (err != CL_SUCCESS) {
@@ -299,41 +290,36 @@ static cg_status own_gemv(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_a
         incx = x->ta ? x->lda : 1;
         incy = 1;
         rows_form = x->tb;
-        if (x->tb)
-            rs = x->ldb, ps = 1;
-        else
-            ps = x->ldb;
+        if (x->tb) rs = x->ldb, ps = 1;
+        else ps = x->ldb;
     } else { /* n == 1 */
         R = x->m;
         W = x->a, w_off = x->a_off, X = x->b, x_off = x->b_off;
         incx = x->tb ? 1 : x->ldb;
         incy = x->ldc;
         rows_form = !x->ta;
-        if (!x->ta)
-            rs = x->lda, ps = 1;
-        else
-            ps = x->lda;
+        if (!x->ta) rs = x->lda, ps = 1;
+        else ps = x->lda;
     }
     cg_status s;
     if (rows_form ? !g->rows_ready && (s = build_gemv_rows(d, g)) != CG_OK
                   : !g->cols_ready && (s = build_gemv_cols(d, g)) != CG_OK)
         return s;
-    cl_int cR = (cl_int)R, cK = (cl_int)x->k, cw = (cl_int)w_off, crs = (cl_int)rs,
-           cps = (cl_int)ps, cx = (cl_int)x_off, cinx = (cl_int)incx, cy = (cl_int)x->c_off,
-           ciny = (cl_int)incy, vec;
+    cl_int cR = (cl_int)R, cK = (cl_int)x->k, cw = (cl_int)w_off, crs = (cl_int)rs, cps = (cl_int)ps,
+           cx = (cl_int)x_off, cinx = (cl_int)incx, cy = (cl_int)x->c_off, ciny = (cl_int)incy, vec;
     cl_float alpha = x->alpha, beta = x->beta;
     if (rows_form) {
         int64_t v = (int64_t)g->rv;
         vec = ps == 1 && incx == 1 ? (w_off % v == 0 && rs % v == 0 && x_off % v == 0 ? 2 : 1) : 0;
-        karg args[] = {KI(cR), KI(cK),  KF(alpha), KF(beta), KM(W),    KI(cw),   KI(crs),
-                       KI(cps), KM(X), KI(cx),    KI(cinx), KM(x->c), KI(cy),   KI(ciny), KI(vec)};
+        karg args[] = {KI(cR), KI(cK), KF(alpha), KF(beta), KM(W),  KI(cw),   KI(crs), KI(cps),
+                       KM(X),  KI(cx), KI(cinx),  KM(x->c), KI(cy), KI(ciny), KI(vec)};
         size_t local[2] = {g->lk, g->rows};
         size_t global[2] = {g->lk, round_up((size_t)R, g->rows)};
         return launch(d, g->k_rows, args, 15, 2, global, local, "cg_gemv_rows");
     }
     vec = w_off % (int64_t)g->cv == 0 && ps % (int64_t)g->cv == 0 ? 2 : 1;
-    karg args[] = {KI(cR), KI(cK), KF(alpha), KF(beta), KM(W), KI(cw), KI(cps), KM(X),
-                   KI(cx), KI(cinx), KM(x->c), KI(cy), KI(ciny), KI(vec)};
+    karg args[] = {KI(cR), KI(cK), KF(alpha), KF(beta), KM(W),  KI(cw),   KI(cps),
+                   KM(X),  KI(cx), KI(cinx),  KM(x->c), KI(cy), KI(ciny), KI(vec)};
     size_t local[2] = {g->cr, g->ck};
     size_t global[2] = {round_up(((size_t)R + g->cv - 1) / g->cv, g->cr), g->ck};
     return launch(d, g->k_cols, args, 14, 2, global, local, "cg_gemv_cols");
@@ -344,11 +330,9 @@ static cg_status own_gemv(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_a
  * configuration it would start from), so that products that never use it
  * do not compile it. */
 static int want_large(const cg_cl_device *d, const cg_cl_gemm_dev *g, const cg_cl_gemm_args *x) {
-    const cg_cl_gemm_tile *c = g->tiled_ready[TILE_LARGE] ? &g->cfg[TILE_LARGE]
-                                                    : first_tile_cfg(d, TILE_LARGE, NULL);
+    const cg_cl_gemm_tile *c = g->tiled_ready[TILE_LARGE] ? &g->cfg[TILE_LARGE] : first_tile_cfg(d, TILE_LARGE, NULL);
     if (!c || x->m < c->tm || x->n < c->tn) return 0;
-    uint64_t tiles =
-        (uint64_t)((x->m + c->tm - 1) / c->tm) * (uint64_t)((x->n + c->tn - 1) / c->tn);
+    uint64_t tiles = (uint64_t)((x->m + c->tm - 1) / c->tm) * (uint64_t)((x->n + c->tn - 1) / c->tn);
     uint64_t cu = cg_cl_info_of(d)->compute_units;
     return tiles >= 2 * (cu ? cu : 1);
 }
@@ -359,15 +343,12 @@ static cg_status own_tiled(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_
     if (!g->tiled_ready[role] && (s = build_tiled(d, g, role)) != CG_OK) return s;
     const cg_cl_gemm_tile *c = &g->cfg[role];
     cl_int M = (cl_int)x->m, N = (cl_int)x->n, K = (cl_int)x->k;
-    cl_int a_off = (cl_int)x->a_off, a_si = (cl_int)(x->ta ? 1 : x->lda),
-           a_sp = (cl_int)(x->ta ? x->lda : 1);
-    cl_int b_off = (cl_int)x->b_off, b_sp = (cl_int)(x->tb ? 1 : x->ldb),
-           b_sj = (cl_int)(x->tb ? x->ldb : 1);
+    cl_int a_off = (cl_int)x->a_off, a_si = (cl_int)(x->ta ? 1 : x->lda), a_sp = (cl_int)(x->ta ? x->lda : 1);
+    cl_int b_off = (cl_int)x->b_off, b_sp = (cl_int)(x->tb ? 1 : x->ldb), b_sj = (cl_int)(x->tb ? x->ldb : 1);
     cl_int c_off = (cl_int)x->c_off, ldc = (cl_int)x->ldc;
     cl_float alpha = x->alpha, beta = x->beta;
-    karg args[] = {KI(M),    KI(N),    KI(K),    KF(alpha), KF(beta), KM(x->a),
-                   KI(a_off), KI(a_si), KI(a_sp), KM(x->b), KI(b_off), KI(b_sp),
-                   KI(b_sj), KM(x->c), KI(c_off), KI(ldc)};
+    karg args[] = {KI(M),    KI(N),    KI(K),     KF(alpha), KF(beta), KM(x->a), KI(a_off), KI(a_si),
+                   KI(a_sp), KM(x->b), KI(b_off), KI(b_sp),  KI(b_sj), KM(x->c), KI(c_off), KI(ldc)};
     size_t local[2] = {(size_t)(c->tn / c->wn), (size_t)(c->tm / c->wm)};
     size_t global[2] = {(size_t)((x->n + c->tn - 1) / c->tn) * local[0],
                         (size_t)((x->m + c->tm - 1) / c->tm) * local[1]};
@@ -391,12 +372,11 @@ int cg_cl_gemm_rows_gemm(const cg_cl_device *d, const cg_cl_gemm_args *x) {
 static cg_status own_nt(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_args *x) {
     cg_status s;
     if (!g->nt_ready && (s = build_nt(d, g)) != CG_OK) return s;
-    cl_int cM = (cl_int)x->m, cN = (cl_int)x->n, cK = (cl_int)x->k, ca = (cl_int)x->a_off,
-           clda = (cl_int)x->lda, cb = (cl_int)x->b_off, cldb = (cl_int)x->ldb,
-           cc = (cl_int)x->c_off, cldc = (cl_int)x->ldc;
+    cl_int cM = (cl_int)x->m, cN = (cl_int)x->n, cK = (cl_int)x->k, ca = (cl_int)x->a_off, clda = (cl_int)x->lda,
+           cb = (cl_int)x->b_off, cldb = (cl_int)x->ldb, cc = (cl_int)x->c_off, cldc = (cl_int)x->ldc;
     cl_float alpha = x->alpha, beta = x->beta;
-    karg args[] = {KI(cM), KI(cN),   KI(cK), KF(alpha), KF(beta), KM(x->a), KI(ca),
-                   KI(clda), KM(x->b), KI(cb), KI(cldb), KM(x->c), KI(cc),  KI(cldc)};
+    karg args[] = {KI(cM),   KI(cN),   KI(cK), KF(alpha), KF(beta), KM(x->a), KI(ca),
+                   KI(clda), KM(x->b), KI(cb), KI(cldb),  KM(x->c), KI(cc),   KI(cldc)};
     size_t local[1] = {1}, global[1] = {(size_t)((x->n + 3) / 4)};
     return launch(d, g->k_nt, args, 14, 1, global, local, "cg_gemm_nt_cpu");
 }
@@ -404,14 +384,10 @@ static cg_status own_nt(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_arg
 cg_status cg_cl_gemm_run_own(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_args *x) {
     pthread_mutex_lock(&g->mu);
     cg_status s;
-    if (x->k == 0 || x->alpha == 0.0f)
-        s = own_scale(d, g, x);
-    else if (x->m == 1 || x->n == 1)
-        s = own_gemv(d, g, x);
-    else if (cg_cl_gemm_rows_gemm(d, x))
-        s = own_nt(d, g, x);
-    else
-        s = own_tiled(d, g, x);
+    if (x->k == 0 || x->alpha == 0.0f) s = own_scale(d, g, x);
+    else if (x->m == 1 || x->n == 1) s = own_gemv(d, g, x);
+    else if (cg_cl_gemm_rows_gemm(d, x)) s = own_nt(d, g, x);
+    else s = own_tiled(d, g, x);
     pthread_mutex_unlock(&g->mu);
     if (s == CG_OK) cg_cl_gemm_st_own++;
     return s;

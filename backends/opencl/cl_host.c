@@ -19,8 +19,7 @@ static int bad_args(const cg_kernel_args *a) {
     return 1;
 }
 
-void *cg_host_cl_kernel(const cg_kernel_args *a, const char *source, const char *options,
-                        const char *name) {
+void *cg_host_cl_kernel(const cg_kernel_args *a, const char *source, const char *options, const char *name) {
     if (bad_args(a)) return NULL;
     cl_kernel k = NULL;
     if (cg_cl_kernel(a->device, source, options, name, &k) != CG_OK) {
@@ -30,8 +29,8 @@ void *cg_host_cl_kernel(const cg_kernel_args *a, const char *source, const char 
     return k;
 }
 
-cg_op_status cg_host_cl_launch(const cg_kernel_args *a, void *kernel, int32_t dims,
-                               const size_t *global, const size_t *local) {
+cg_op_status cg_host_cl_launch(const cg_kernel_args *a, void *kernel, int32_t dims, const size_t *global,
+                               const size_t *local) {
     if (bad_args(a)) return CG_OP_ERROR;
     if (cg_cl_launch(a->device, kernel, dims, global, local,
                      a->call && a->call->node_name ? a->call->node_name : "kernel") != CG_OK) {
@@ -41,13 +40,11 @@ cg_op_status cg_host_cl_launch(const cg_kernel_args *a, void *kernel, int32_t di
     return CG_OP_OK;
 }
 
-cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m, int64_t n,
-                              int64_t k, float alpha, void *am, size_t a_off, int64_t lda,
-                              void *bm, size_t b_off, int64_t ldb, float beta, void *cm,
-                              size_t c_off, int64_t ldc) {
+cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                              void *am, size_t a_off, int64_t lda, void *bm, size_t b_off, int64_t ldb, float beta,
+                              void *cm, size_t c_off, int64_t ldc) {
     if (bad_args(a)) return CG_OP_ERROR;
-    if (cg_cl_sgemm(a->device, ta, tb, m, n, k, alpha, am, a_off, lda, bm, b_off, ldb, beta, cm, c_off,
-                    ldc) != CG_OK) {
+    if (cg_cl_sgemm(a->device, ta, tb, m, n, k, alpha, am, a_off, lda, bm, b_off, ldb, beta, cm, c_off, ldc) != CG_OK) {
         to_err(a);
         return CG_OP_ERROR;
     }
@@ -62,14 +59,10 @@ int64_t cg_host_cl_info(const cg_kernel_args *a, int32_t what) {
         /* Portable cap (AMD and Intel report 256); kernels size local
          * memory from it. */
         return (int64_t)(in->max_work_group < 256 ? in->max_work_group : 256);
-    case CG_CL_INFO_LOCAL_MEM:
-        return (int64_t)(in->local_mem < 32768 ? in->local_mem : 32768);
-    case CG_CL_INFO_COMPUTE_UNITS:
-        return (int64_t)in->compute_units;
-    case CG_CL_INFO_CPU_PATHS:
-        return cg_cl_cpu_paths(a->device);
-    case CG_CL_INFO_MEM_ALIGN:
-        return (int64_t)in->mem_align;
+    case CG_CL_INFO_LOCAL_MEM: return (int64_t)(in->local_mem < 32768 ? in->local_mem : 32768);
+    case CG_CL_INFO_COMPUTE_UNITS: return (int64_t)in->compute_units;
+    case CG_CL_INFO_CPU_PATHS: return cg_cl_cpu_paths(a->device);
+    case CG_CL_INFO_MEM_ALIGN: return (int64_t)in->mem_align;
     }
     return 0;
 }

@@ -4,14 +4,12 @@
 
 #include "clgraph/plugin.h"
 
-void *cg_host_cl_kernel(const cg_kernel_args *a, const char *source, const char *options,
-                        const char *name);
-cg_op_status cg_host_cl_launch(const cg_kernel_args *a, void *kernel, int32_t dims,
-                               const size_t *global, const size_t *local);
-cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m, int64_t n,
-                              int64_t k, float alpha, void *am, size_t a_off, int64_t lda,
-                              void *bm, size_t b_off, int64_t ldb, float beta, void *cm,
-                              size_t c_off, int64_t ldc);
+void *cg_host_cl_kernel(const cg_kernel_args *a, const char *source, const char *options, const char *name);
+cg_op_status cg_host_cl_launch(const cg_kernel_args *a, void *kernel, int32_t dims, const size_t *global,
+                               const size_t *local);
+cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                              void *am, size_t a_off, int64_t lda, void *bm, size_t b_off, int64_t ldb, float beta,
+                              void *cm, size_t c_off, int64_t ldc);
 int64_t cg_host_cl_info(const cg_kernel_args *a, int32_t what);
 const char *cg_host_cl_error_name(int32_t code);
 

@@ -21,8 +21,7 @@ static void fill_info(int i, cg_device_info *out) {
     snprintf(out->label, sizeof out->label, "opencl:%d (%.250s)", i, in->name);
     /* Measurements on disk stay valid while the device, its driver and
      * its platform do. */
-    snprintf(out->identity, sizeof out->identity, "%.250s|%.250s|%.250s", in->name, in->driver,
-             in->platform_version);
+    snprintf(out->identity, sizeof out->identity, "%.250s|%.250s|%.250s", in->name, in->driver, in->platform_version);
     out->kind = CG_BACKEND_OPENCL;
     out->host_memory = 0;
     out->align = in->mem_align < 64 ? 64 : in->mem_align;
@@ -60,13 +59,10 @@ static void paths_text(const cg_cl_info *in, char *buf, size_t size) {
     const char *bad = NULL;
     const char *forced = cg_cl_paths_forced(&bad);
     const char *set = cg_cl_info_cpu_paths(in) ? "cpu" : "gpu";
-    if (*forced)
-        snprintf(buf, size, "%s (CLGRAPH_CL_PATHS)", set);
+    if (*forced) snprintf(buf, size, "%s (CLGRAPH_CL_PATHS)", set);
     else if (bad)
-        snprintf(buf, size, "%s (by device type; CLGRAPH_CL_PATHS=%s ignored: not cpu, gpu or auto)",
-                 set, bad);
-    else
-        snprintf(buf, size, "%s (by device type)", set);
+        snprintf(buf, size, "%s (by device type; CLGRAPH_CL_PATHS=%s ignored: not cpu, gpu or auto)", set, bad);
+    else snprintf(buf, size, "%s (by device type)", set);
 }
 
 static void cl_describe(int i, char *buf, size_t size) {
@@ -80,11 +76,10 @@ static void cl_describe(int i, char *buf, size_t size) {
              "           type: %s; compute units: %u; global memory: %.1f GiB; local memory: %llu KiB; "
              "fp16: %s; fp64: %s\n"
              "           max work-group: %zu; max work-items: %zu x %zu x %zu; kernel paths: %s",
-             di->name, in->name, in->platform, in->platform_version, in->vendor, in->version, in->c_version,
-             in->driver, type_name(in->type), in->compute_units,
-             (double)in->global_mem / (1024.0 * 1024 * 1024), (unsigned long long)(in->local_mem / 1024),
-             in->fp16 ? "yes" : "no", in->fp64 ? "yes" : "no", in->max_work_group, in->max_item[0],
-             in->max_item[1], in->max_item[2], paths);
+             di->name, in->name, in->platform, in->platform_version, in->vendor, in->version, in->c_version, in->driver,
+             type_name(in->type), in->compute_units, (double)in->global_mem / (1024.0 * 1024 * 1024),
+             (unsigned long long)(in->local_mem / 1024), in->fp16 ? "yes" : "no", in->fp64 ? "yes" : "no",
+             in->max_work_group, in->max_item[0], in->max_item[1], in->max_item[2], paths);
 }
 
 static void cl_counters_add(cg_dev_counters *c) {

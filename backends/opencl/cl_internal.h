@@ -20,8 +20,8 @@ typedef struct cg_cl_kernel_entry {
 typedef struct cg_cl_program_entry {
     size_t source_len;
     char *source;
-    char *options;   /* the caller's options, without -cl-std */
-    char *kernel;    /* the one kernel built, or NULL for the whole source */
+    char *options;      /* the caller's options, without -cl-std */
+    char *kernel;       /* the one kernel built, or NULL for the whole source */
     char *full_options; /* as passed to clBuildProgram (the disk key) */
     int store_pending;  /* built from source, binary not yet on disk */
     cl_program program;
@@ -33,24 +33,24 @@ typedef struct cg_cl_program_entry {
 
 struct cg_cl_device {
     int index;
-    int refs;                  /* guarded by the open/release lock in cl_device.c */
+    int refs; /* guarded by the open/release lock in cl_device.c */
     const cg_cl_info *info;
     cl_context context;
     cl_command_queue queue;
-    int profiling;             /* the queue records timestamps (CL_QUEUE_PROFILING_ENABLE) */
+    int profiling; /* the queue records timestamps (CL_QUEUE_PROFILING_ENABLE) */
     /* A profile's capture (cg_cl_capture_begin): the events of the commands
      * enqueued since, kept to read their times. */
     int capture, n_cap;
     cl_event cap[CG_CL_CAPTURE_MAX];
-    size_t max_item[3];        /* CL_DEVICE_MAX_WORK_ITEM_SIZES */
-    char label[320];           /* "opencl:0 (NAME)" */
+    size_t max_item[3]; /* CL_DEVICE_MAX_WORK_ITEM_SIZES */
+    char label[320];    /* "opencl:0 (NAME)" */
     /* 1: binaries go to the disk cache when the device is released, not
      * when built. On PoCL, CL_PROGRAM_BINARIES compiles a generic
      * work-group function for every kernel of the program (0.05 to 1.5 s
      * each): fetched right after each build, that was most of a cold start. */
     int defer_stores;
-    pthread_mutex_t mu;        /* guards programs (and its kernels) */
-    pthread_mutex_t run_mu;    /* serialises kernel runs (cg_cl_run_lock) */
+    pthread_mutex_t mu;     /* guards programs (and its kernels) */
+    pthread_mutex_t run_mu; /* serialises kernel runs (cg_cl_run_lock) */
     cg_cl_program_entry *programs;
 };
 
@@ -84,7 +84,7 @@ void cg_cl_test_set_defer_stores(cg_cl_device *d, int defer);
 /* The path of the disk cache entry of (source, options) on d; 0 on success.
  * For a source that selects kernels, `kernel` names the one built (NULL
  * otherwise). */
-int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char *options,
-                          const char *kernel, char *buf, size_t size);
+int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char *options, const char *kernel, char *buf,
+                          size_t size);
 
 #endif

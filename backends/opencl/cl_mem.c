@@ -9,8 +9,7 @@
 #include "error.h"
 
 static cg_status mem_status(cl_int err) {
-    return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
-                   err == CL_OUT_OF_RESOURCES
+    return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES
                ? CG_ERR_NO_MEMORY
                : CG_ERR_KERNEL;
 }
@@ -53,10 +52,8 @@ cg_status cg_cl_alloc(cg_cl_device *d, size_t bytes, cl_mem *out) {
     return CG_OK;
 }
 
-cg_status cg_cl_sub_buffer(cg_cl_device *d, cl_mem parent, size_t offset, size_t bytes,
-                           cl_mem *out) {
-    if (!d || !parent || !out)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_sub_buffer: NULL argument");
+cg_status cg_cl_sub_buffer(cg_cl_device *d, cl_mem parent, size_t offset, size_t bytes, cl_mem *out) {
+    if (!d || !parent || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_sub_buffer: NULL argument");
     *out = NULL;
     size_t align = d->info->mem_align ? d->info->mem_align : 1;
     if (offset % align)
@@ -80,29 +77,28 @@ cg_status cg_cl_sub_buffer(cg_cl_device *d, cl_mem parent, size_t offset, size_t
                         d->label, offset, offset + bytes, size);
     }
     n_buffers++;
-    cl_mem m = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
-                                 &err);
+    cl_mem m = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
     if (!m || err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clCreateSubBuffer", err);
     *out = m;
     return CG_OK;
 }
 
-cg_status cg_cl_write(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src,
-                      int blocking) {
+cg_status cg_cl_write(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src, int blocking) {
     return cg_cl_write_ev(d, m, offset, bytes, src, blocking, NULL);
 }
 
-cg_status cg_cl_write_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src,
-                         int blocking, cl_event *ev) {
+cg_status cg_cl_write_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, const void *src, int blocking,
+                         cl_event *ev) {
     if (ev) *ev = NULL;
-    if (!d || !m || (bytes && !src))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_write: NULL argument");
+    if (!d || !m || (bytes && !src)) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_write: NULL argument");
     if (!bytes) return CG_OK;
     n_writes++;
     n_bytes_w += bytes;
     cl_event own = NULL;
-    cl_int err = clEnqueueWriteBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes,
-                                      src, 0, NULL, ev ? ev : d->capture ? &own : NULL);
+    cl_int err = clEnqueueWriteBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes, src, 0, NULL,
+                                      ev           ? ev
+                                      : d->capture ? &own
+                                                   : NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueWriteBuffer", err);
     cg_cl_capture_keep(d, ev ? *ev : own, ev != NULL);
     return CG_OK;
@@ -112,17 +108,17 @@ cg_status cg_cl_read(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, voi
     return cg_cl_read_ev(d, m, offset, bytes, dst, 1, NULL);
 }
 
-cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst,
-                        int blocking, cl_event *ev) {
+cg_status cg_cl_read_ev(cg_cl_device *d, cl_mem m, size_t offset, size_t bytes, void *dst, int blocking, cl_event *ev) {
     if (ev) *ev = NULL;
-    if (!d || !m || (bytes && !dst))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_read: NULL argument");
+    if (!d || !m || (bytes && !dst)) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_read: NULL argument");
     if (!bytes) return CG_OK;
     n_reads++;
     n_bytes_r += bytes;
     cl_event own = NULL;
-    cl_int err = clEnqueueReadBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes,
-                                     dst, 0, NULL, ev ? ev : d->capture ? &own : NULL);
+    cl_int err = clEnqueueReadBuffer(d->queue, m, blocking ? CL_TRUE : CL_FALSE, offset, bytes, dst, 0, NULL,
+                                     ev           ? ev
+                                     : d->capture ? &own
+                                                  : NULL);
     if (err != CL_SUCCESS) return cg_cl_fail(d, mem_status(err), "clEnqueueReadBuffer", err);
     cg_cl_capture_keep(d, ev ? *ev : own, ev != NULL);
     return CG_OK;
@@ -163,7 +159,8 @@ cg_status cg_cl_capture_end(cg_cl_device *d, double *busy_us) {
     cl_ulong busy = 0;
     for (int i = 0; i < d->n_cap; i++) {
         cl_ulong t0 = 0, t1 = 0;
-        if (err == CL_SUCCESS) err = clGetEventProfilingInfo(d->cap[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        if (err == CL_SUCCESS)
+            err = clGetEventProfilingInfo(d->cap[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
         if (err == CL_SUCCESS) err = clGetEventProfilingInfo(d->cap[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
         if (t1 > t0) busy += t1 - t0;
         clReleaseEvent(d->cap[i]);
@@ -174,8 +171,7 @@ cg_status cg_cl_capture_end(cg_cl_device *d, double *busy_us) {
     return CG_OK;
 }
 
-cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off,
-                     size_t bytes) {
+cg_status cg_cl_copy(cg_cl_device *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off, size_t bytes) {
     if (!d || !src || !dst) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_copy: NULL argument");
     if (!bytes) return CG_OK;
     n_copies++;
@@ -204,25 +200,21 @@ cg_status cg_cl_finish(cg_cl_device *d) {
 static const char *kernel_name(cl_kernel k, const char *what, char *buf, size_t n) {
     if (what && *what) return what;
     buf[0] = '\0';
-    if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, n, buf, NULL) != CL_SUCCESS || !buf[0])
-        snprintf(buf, n, "kernel");
+    if (clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, n, buf, NULL) != CL_SUCCESS || !buf[0]) snprintf(buf, n, "kernel");
     return buf;
 }
 
-static cg_status launch_error(cg_cl_device *d, cl_kernel k, const char *what, cl_int err,
-                              const char *detail) {
+static cg_status launch_error(cg_cl_device *d, cl_kernel k, const char *what, cl_int err, const char *detail) {
     char nb[128];
     const char *name = kernel_name(k, what, nb, sizeof nb);
-    return cg_error(CG_ERR_KERNEL, "%s: clEnqueueNDRangeKernel(%s) failed: %s%s%s%s", d->label,
-                    name, cg_cl_error_name(err), detail ? " (" : "", detail ? detail : "",
-                    detail ? ")" : "");
+    return cg_error(CG_ERR_KERNEL, "%s: clEnqueueNDRangeKernel(%s) failed: %s%s%s%s", d->label, name,
+                    cg_cl_error_name(err), detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
 }
 
-cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *global,
-                       const size_t *local, const char *what) {
+cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *global, const size_t *local,
+                       const char *what) {
     if (!d || !k || !global)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_launch(%s): NULL argument",
-                        what ? what : "kernel");
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_launch(%s): NULL argument", what ? what : "kernel");
     char detail[200];
     if (dims < 1 || dims > 3) {
         snprintf(detail, sizeof detail, "%d dimensions; 1 to 3 are allowed", dims);
@@ -244,40 +236,37 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
     }
     if (local) {
         if (group > d->info->max_work_group) {
-            snprintf(detail, sizeof detail,
-                     "work-group of %zu items exceeds CL_DEVICE_MAX_WORK_GROUP_SIZE %zu", group,
+            snprintf(detail, sizeof detail, "work-group of %zu items exceeds CL_DEVICE_MAX_WORK_GROUP_SIZE %zu", group,
                      d->info->max_work_group);
             return launch_error(d, k, what, CL_INVALID_WORK_GROUP_SIZE, detail);
         }
         for (int i = 0; i < dims; i++) {
             if (l[i] > d->max_item[i]) {
                 snprintf(detail, sizeof detail,
-                         "local size %zu in dimension %d exceeds CL_DEVICE_MAX_WORK_ITEM_SIZES %zu",
-                         l[i], i, d->max_item[i]);
+                         "local size %zu in dimension %d exceeds CL_DEVICE_MAX_WORK_ITEM_SIZES %zu", l[i], i,
+                         d->max_item[i]);
                 return launch_error(d, k, what, CL_INVALID_WORK_ITEM_SIZE, detail);
             }
             /* Round up to a multiple of local (PoCL 3.1 and OpenCL 1.2 need it). */
             if (g[i] > SIZE_MAX - l[i]) {
-                snprintf(detail, sizeof detail, "global size %zu in dimension %d is too large",
-                         g[i], i);
+                snprintf(detail, sizeof detail, "global size %zu in dimension %d is too large", g[i], i);
                 return launch_error(d, k, what, CL_INVALID_GLOBAL_WORK_SIZE, detail);
             }
             g[i] = (g[i] + l[i] - 1) / l[i] * l[i];
         }
         size_t kmax = 0;
-        if (clGetKernelWorkGroupInfo(k, d->info->device_id, CL_KERNEL_WORK_GROUP_SIZE,
-                                     sizeof kmax, &kmax, NULL) == CL_SUCCESS &&
+        if (clGetKernelWorkGroupInfo(k, d->info->device_id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL) ==
+                CL_SUCCESS &&
             kmax && group > kmax) {
             snprintf(detail, sizeof detail,
-                     "work-group of %zu items exceeds the kernel's CL_KERNEL_WORK_GROUP_SIZE %zu",
-                     group, kmax);
+                     "work-group of %zu items exceeds the kernel's CL_KERNEL_WORK_GROUP_SIZE %zu", group, kmax);
             return launch_error(d, k, what, CL_INVALID_WORK_GROUP_SIZE, detail);
         }
     }
     n_launches++;
     cl_event own = NULL;
-    cl_int err = clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, g, local ? l : NULL, 0,
-                                        NULL, d->capture ? &own : NULL);
+    cl_int err = clEnqueueNDRangeKernel(d->queue, k, (cl_uint)dims, NULL, g, local ? l : NULL, 0, NULL,
+                                        d->capture ? &own : NULL);
     if (err != CL_SUCCESS) return launch_error(d, k, what, err, NULL);
     cg_cl_capture_keep(d, own, 0);
     return CG_OK;

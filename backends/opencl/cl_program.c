@@ -80,8 +80,7 @@ static void key_field(disk_key *k, const char *s) {
     }
 }
 
-static disk_key make_disk_key(const cg_cl_info *info, const char *source,
-                              const char *full_options) {
+static disk_key make_disk_key(const cg_cl_info *info, const char *source, const char *full_options) {
     disk_key k = {CG_FNV_BASIS, 0x6a09e667f3bcc909ULL};
     key_field(&k, CACHE_FORMAT);
     key_field(&k, source);
@@ -117,8 +116,7 @@ static const unsigned char k_magic[8] = {'C', 'G', 'C', 'L', 'B', 'I', 'N', 0};
 
 static int entry_path(const char *dir, disk_key k, char *buf, size_t size) {
     if (!dir[0]) return -1;
-    int w = snprintf(buf, size, "%s/%016llx%016llx.clbin", dir, (unsigned long long)k.h1,
-                     (unsigned long long)k.h2);
+    int w = snprintf(buf, size, "%s/%016llx%016llx.clbin", dir, (unsigned long long)k.h1, (unsigned long long)k.h2);
     return w > 0 && (size_t)w < size ? 0 : -1;
 }
 
@@ -132,8 +130,7 @@ static int read_file(const char *path, unsigned char **data, size_t *len) {
     struct stat st;
     int fd = cg_open_regular_quiet(path, O_RDONLY, 0, &st);
     if (fd < 0) return errno ? 1 : -1;
-    if (st.st_size < 0 ||
-        (uint64_t)st.st_size > MAX_ENTRY_BYTES) {
+    if (st.st_size < 0 || (uint64_t)st.st_size > MAX_ENTRY_BYTES) {
         close(fd);
         return -1;
     }
@@ -157,8 +154,7 @@ static int read_file(const char *path, unsigned char **data, size_t *len) {
 }
 
 /* Validates an entry; returns the payload or NULL. */
-static const unsigned char *check_entry(const unsigned char *f, size_t n, disk_key k,
-                                        size_t *payload_len) {
+static const unsigned char *check_entry(const unsigned char *f, size_t n, disk_key k, size_t *payload_len) {
     if (n < HEADER_SIZE || memcmp(f, k_magic, 8) != 0) return NULL;
     if (get32(f + 8) != CACHE_VERSION || get32(f + 12) != HEADER_SIZE) return NULL;
     if (get64(f + 16) != k.h1 || get64(f + 24) != k.h2) return NULL;
@@ -171,8 +167,7 @@ static const unsigned char *check_entry(const unsigned char *f, size_t n, disk_k
 
 /* Tries the disk entry: a built program, or NULL (missing: *rejected 0;
  * damaged, stale or refused by the driver: *rejected 1). */
-static cl_program load_entry(cg_cl_device *d, const char *path, disk_key k,
-                             const char *full_options, int *rejected) {
+static cl_program load_entry(cg_cl_device *d, const char *path, disk_key k, const char *full_options, int *rejected) {
     *rejected = 0;
     unsigned char *file;
     size_t n;
@@ -185,14 +180,12 @@ static cl_program load_entry(cg_cl_device *d, const char *path, disk_key k,
     cl_program prog = NULL;
     if (payload) {
         cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-        prog = clCreateProgramWithBinary(d->context, 1, &d->info->device_id, &plen, &payload,
-                                         &status, &err);
+        prog = clCreateProgramWithBinary(d->context, 1, &d->info->device_id, &plen, &payload, &status, &err);
         if (prog && (err != CL_SUCCESS || status != CL_SUCCESS)) {
             clReleaseProgram(prog);
             prog = NULL;
         }
-        if (prog &&
-            clBuildProgram(prog, 1, &d->info->device_id, full_options, NULL, NULL) != CL_SUCCESS) {
+        if (prog && clBuildProgram(prog, 1, &d->info->device_id, full_options, NULL, NULL) != CL_SUCCESS) {
             clReleaseProgram(prog);
             prog = NULL;
         }
@@ -206,8 +199,7 @@ static cl_program load_entry(cg_cl_device *d, const char *path, disk_key k,
  * directory is checked first: fetching a binary can cost a compile. */
 static void store_entry(cg_cl_device *d, const char *path, disk_key k, cl_program prog) {
     size_t sz = 0;
-    if (!cg_cache_dir_ready() ||
-        clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL) != CL_SUCCESS ||
+    if (!cg_cache_dir_ready() || clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof sz, &sz, NULL) != CL_SUCCESS ||
         sz == 0 || sz > MAX_ENTRY_BYTES)
         return;
     unsigned char *bin = malloc(sz);
@@ -234,14 +226,11 @@ static void store_entry(cg_cl_device *d, const char *path, disk_key k, cl_progra
 static void build_log(cg_cl_device *d, cl_program prog, char *out, size_t size) {
     out[0] = '\0';
     size_t n = 0;
-    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) !=
-            CL_SUCCESS ||
-        n == 0)
+    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || n == 0)
         return;
     char *log = malloc(n + 1);
     if (!log) return;
-    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, n, log, NULL) !=
-        CL_SUCCESS) {
+    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS) {
         free(log);
         return;
     }
@@ -286,14 +275,11 @@ static int warnings_shown(void) {
 /* A successful build's log on stderr, whole, when it says anything. */
 static void show_log(cg_cl_device *d, cl_program prog, const char *name) {
     size_t n = 0;
-    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) !=
-            CL_SUCCESS ||
-        n < 2)
+    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || n < 2)
         return;
     char *log = malloc(n + 1);
     if (!log) return;
-    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, n, log, NULL) ==
-        CL_SUCCESS) {
+    if (clGetProgramBuildInfo(prog, d->info->device_id, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
         log[n] = '\0';
         size_t k = strlen(log);
         while (k && (log[k - 1] == '\n' || log[k - 1] == ' ' || log[k - 1] == '\r')) log[--k] = '\0';
@@ -302,8 +288,8 @@ static void show_log(cg_cl_device *d, cl_program prog, const char *name) {
     free(log);
 }
 
-static cl_program build_from_source(cg_cl_device *d, const char *source, size_t len,
-                                    const char *full_options, const char *name, cg_status *st) {
+static cl_program build_from_source(cg_cl_device *d, const char *source, size_t len, const char *full_options,
+                                    const char *name, cg_status *st) {
     cl_int err = CL_SUCCESS;
     cl_program prog = clCreateProgramWithSource(d->context, 1, &source, &len, &err);
     if (!prog || err != CL_SUCCESS) {
@@ -318,9 +304,8 @@ static cl_program build_from_source(cg_cl_device *d, const char *source, size_t 
         char log[LOG_MAX + 1];
         build_log(d, prog, log, sizeof log);
         if (err == CL_INVALID_BUILD_OPTIONS)
-            *st = cg_error(CG_ERR_KERNEL, "%s: build of kernel '%s' failed: %s (options '%s')%s%s",
-                           d->label, name, cg_cl_error_name(err), full_options, log[0] ? ": " : "",
-                           log);
+            *st = cg_error(CG_ERR_KERNEL, "%s: build of kernel '%s' failed: %s (options '%s')%s%s", d->label, name,
+                           cg_cl_error_name(err), full_options, log[0] ? ": " : "", log);
         else
             *st = cg_error(CG_ERR_KERNEL, "%s: build of kernel '%s' failed: %s%s%s", d->label, name,
                            cg_cl_error_name(err), log[0] ? ": " : "", log);
@@ -347,9 +332,7 @@ static int selects_kernels(const char *source) { return strstr(source, "CG_ONE_K
 static int is_identifier(const char *s) {
     if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
     for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return 0;
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
     return 1;
 }
 
@@ -360,10 +343,8 @@ static char *full_options_of(const char *options, const char *kernel) {
     size_t n = strlen(options), kn = kernel ? strlen(kernel) + 48 : 0;
     char *s = malloc(n + kn + 24);
     if (!s) return NULL;
-    if (strstr(options, "-cl-std="))
-        memcpy(s, options, n + 1);
-    else
-        snprintf(s, n + 16, "-cl-std=CL1.2%s%s", n ? " " : "", options);
+    if (strstr(options, "-cl-std=")) memcpy(s, options, n + 1);
+    else snprintf(s, n + 16, "-cl-std=CL1.2%s%s", n ? " " : "", options);
     if (!warnings_shown()) strcat(s, " -w");
     if (kernel) {
         size_t o = strlen(s);
@@ -382,8 +363,8 @@ static void free_entry(cg_cl_program_entry *e) {
 }
 
 /* The cached or newly built program entry; called with d->mu held. */
-static cg_status get_program(cg_cl_device *d, const char *source, const char *options,
-                             const char *name, cg_cl_program_entry **out) {
+static cg_status get_program(cg_cl_device *d, const char *source, const char *options, const char *name,
+                             cg_cl_program_entry **out) {
     /* Ops ask for their kernel on every run, so this lookup is on the hot
      * path: no hashing, just the length, the kernel name and options, and
      * one memcmp of the matching source (sub-microsecond for a 10 KB
@@ -391,16 +372,15 @@ static cg_status get_program(cg_cl_device *d, const char *source, const char *op
      * so the other kernels' entries are passed over before the memcmp. */
     size_t len = strlen(source);
     for (cg_cl_program_entry *e = d->programs; e; e = e->next)
-        if (e->source_len == len && (!e->kernel || !strcmp(e->kernel, name)) &&
-            !strcmp(e->options, options) && !memcmp(e->source, source, len)) {
+        if (e->source_len == len && (!e->kernel || !strcmp(e->kernel, name)) && !strcmp(e->options, options) &&
+            !memcmp(e->source, source, len)) {
             *out = e;
             return CG_OK;
         }
 
     const char *kernel = NULL;
     if (selects_kernels(source)) {
-        if (!is_identifier(name))
-            return cg_error(CG_ERR_KERNEL, "%s: '%s' is not a kernel name", d->label, name);
+        if (!is_identifier(name)) return cg_error(CG_ERR_KERNEL, "%s: '%s' is not a kernel name", d->label, name);
         kernel = name;
     }
     cg_cl_program_entry *e = calloc(1, sizeof *e);
@@ -412,8 +392,7 @@ static cg_status get_program(cg_cl_device *d, const char *source, const char *op
     }
     if (!e || !e->source || !e->options || (kernel && !e->kernel) || !e->full_options) {
         free_entry(e);
-        return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory building kernel '%s'", d->label,
-                        name);
+        return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory building kernel '%s'", d->label, name);
     }
     const char *full = e->full_options;
 
@@ -435,10 +414,8 @@ static cg_status get_program(cg_cl_device *d, const char *source, const char *op
             return st;
         }
         if (use_disk) {
-            if (d->defer_stores)
-                e->store_pending = 1;
-            else
-                store_entry(d, path, dk, prog);
+            if (d->defer_stores) e->store_pending = 1;
+            else store_entry(d, path, dk, prog);
         }
     }
     e->source_len = len;
@@ -465,12 +442,10 @@ static void kernel_names(cl_program prog, char *out, size_t size) {
     free(s);
 }
 
-cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name,
-                       cl_kernel *out) {
+cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name, cl_kernel *out) {
     if (out) *out = NULL;
     if (!d || !source || !name || !*name || !out)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_kernel(%s): NULL argument",
-                        name ? name : "?");
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_cl_kernel(%s): NULL argument", name ? name : "?");
     if (!options) options = "";
     pthread_mutex_lock(&d->mu);
     cg_cl_program_entry *e = NULL;
@@ -494,12 +469,11 @@ cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options,
             st = cg_error(CG_ERR_KERNEL,
                           "%s: clCreateKernel(%s) failed: %s (the source defines no kernel "
                           "'%s' under #if CG_WANT(%s)%s%s)",
-                          d->label, name, cg_cl_error_name(err), name, name,
-                          names[0] ? "; the program has: " : "", names);
+                          d->label, name, cg_cl_error_name(err), name, name, names[0] ? "; the program has: " : "",
+                          names);
         else
-            st = cg_error(CG_ERR_KERNEL, "%s: clCreateKernel(%s) failed: %s%s%s%s", d->label,
-                          name, cg_cl_error_name(err), names[0] ? " (the program has: " : "",
-                          names, names[0] ? ")" : "");
+            st = cg_error(CG_ERR_KERNEL, "%s: clCreateKernel(%s) failed: %s%s%s%s", d->label, name,
+                          cg_cl_error_name(err), names[0] ? " (the program has: " : "", names, names[0] ? ")" : "");
         pthread_mutex_unlock(&d->mu);
         return st;
     }
@@ -576,8 +550,8 @@ void cg_cl_test_drop_memory_cache(cg_cl_device *d) {
     cg_cl_program_cache_clear(d);
 }
 
-int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char *options,
-                          const char *kernel, char *buf, size_t size) {
+int cg_cl_test_cache_path(const cg_cl_device *d, const char *source, const char *options, const char *kernel, char *buf,
+                          size_t size) {
     if (!d || !source) return -1;
     char *full = full_options_of(options ? options : "", kernel);
     if (!full) return -1;

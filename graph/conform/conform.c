@@ -123,12 +123,12 @@ static void guarded_free(void *p) {
 
 typedef struct case_state {
     cg_conform_case c;
-    cg_node node;            /* holds the parsed attribute text */
-    cg_attr_value *attrs;    /* one per declared attribute */
-    cg_tensor_desc *out;     /* c.n_outputs */
+    cg_node node;         /* holds the parsed attribute text */
+    cg_attr_value *attrs; /* one per declared attribute */
+    cg_tensor_desc *out;  /* c.n_outputs */
     void *host_in[CG_CONFORM_MAX_INPUTS];
     void **ref_out, **dev_out;
-    int big;                 /* a tensor past the quick limit */
+    int big; /* a tensor past the quick limit */
 } case_state;
 
 static void case_free(case_state *cs) {
@@ -181,10 +181,11 @@ static int case_get(const cg_op_entry *op, int32_t ci, case_state **out, char *m
     cg_status st = cs->c.attrs && *cs->c.attrs ? cg_parse_attr_list(cs->c.attrs, &cs->node) : CG_OK;
     if (!st) st = cg_node_resolve_attrs(&dummy, &cs->node, op->def, cs->attrs);
     if (!st)
-        st = cg_call_infer(&dummy, op->def->name, 0, 0, op, cs->attrs, cs->c.n_inputs, cs->c.inputs,
-                           cs->c.n_outputs, cs->out, 1);
+        st = cg_call_infer(&dummy, op->def->name, 0, 0, op, cs->attrs, cs->c.n_inputs, cs->c.inputs, cs->c.n_outputs,
+                           cs->out, 1);
     cs->node.name = cs->node.op = NULL;
-    for (int i = 0; !st && i < cs->c.n_outputs; i++) cs->big |= cg_shape_numel(cs->out[i].ndim, cs->out[i].dims) > QUICK_LIMIT;
+    for (int i = 0; !st && i < cs->c.n_outputs; i++)
+        cs->big |= cg_shape_numel(cs->out[i].ndim, cs->out[i].dims) > QUICK_LIMIT;
     if (st) return snprintf(msg, msz, "case %d: %s", ci, cg_last_error()), 0;
     return 1;
 }
@@ -216,9 +217,18 @@ static int case_inputs(case_state *cs, const cg_op_entry *op, const cg_conform_o
  * described in msg and returns CG_ERR_KERNEL with *guarded set. */
 static cg_status run_once(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k, void **outs,
                           int fill, char *err, size_t esz, char *msg, size_t msz, int *guarded) {
-    cg_op_call call = {.struct_size = sizeof call, .attr_size = sizeof(cg_attr_value), .desc_size = sizeof(cg_tensor_desc), .node_name = op->def->name, .n_inputs = cs->c.n_inputs,
-                       .n_outputs = cs->c.n_outputs, .inputs = cs->c.inputs, .outputs = cs->out, .attrs = cs->attrs,
-                       .err = err, .err_size = esz, .host = cg_host_api_get()};
+    cg_op_call call = {.struct_size = sizeof call,
+                       .attr_size = sizeof(cg_attr_value),
+                       .desc_size = sizeof(cg_tensor_desc),
+                       .node_name = op->def->name,
+                       .n_inputs = cs->c.n_inputs,
+                       .n_outputs = cs->c.n_outputs,
+                       .inputs = cs->c.inputs,
+                       .outputs = cs->out,
+                       .attrs = cs->attrs,
+                       .err = err,
+                       .err_size = esz,
+                       .host = cg_host_api_get()};
     cg_trial_guard g = {.bytes = GUARD};
     cg_status st = cg_dev_run_host_guarded(d, k, &call, (const void *const *)cs->host_in, outs, fill, 0, NULL, &g);
     *guarded = g.bad_output >= 0;
@@ -259,12 +269,14 @@ static int all_written(const cg_op_entry *op, case_state *cs, cg_device *d, cons
     if (!suspect) return 1;
     void **again = calloc((size_t)cs->c.n_outputs, sizeof *again);
     int ok = again != NULL, guarded = 0;
-    for (int o = 0; ok && o < cs->c.n_outputs; o++) ok = (again[o] = guarded_alloc(cg_desc_bytes(&cs->out[o]) + 4)) != NULL;
+    for (int o = 0; ok && o < cs->c.n_outputs; o++)
+        ok = (again[o] = guarded_alloc(cg_desc_bytes(&cs->out[o]) + 4)) != NULL;
     char err[1024] = "";
     if (!ok) snprintf(msg, msz, "out of memory");
     else if (run_once(op, cs, d, k, again, FILL_B, err, sizeof err, msg, msz, &guarded)) {
-        if (!guarded) snprintf(msg, msz, "%s kernel failed on its second run: %s", cg_dev_info(d)->name,
-                               err[0] ? err : cg_last_error());
+        if (!guarded)
+            snprintf(msg, msz, "%s kernel failed on its second run: %s", cg_dev_info(d)->name,
+                     err[0] ? err : cg_last_error());
         ok = 0;
     }
     for (int o = 0; ok && o < cs->c.n_outputs; o++) {
@@ -380,8 +392,9 @@ static int elem_nan(const case_state *cs, void *const *v, int o, int64_t i) {
 static void nan_hint(int off_is_nan, char *msg, size_t msz) {
     size_t n = strlen(msg);
     if (off_is_nan && n < msz)
-        snprintf(msg + n, msz - n, " (a NaN from finite inputs: the bytes around each input are NaN, so a read "
-                                   "past an input gives one)");
+        snprintf(msg + n, msz - n,
+                 " (a NaN from finite inputs: the bytes around each input are NaN, so a read "
+                 "past an input gives one)");
 }
 
 /* Compares the device's outputs with the CPU kernel's and, where the op has
@@ -402,8 +415,8 @@ static int compare(case_state *cs, void *const *dec, const char *dev, double *ma
         if (!dec) snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s", o, (long long)i, dev, vd, vc);
         else {
             elem_text(cs, dec, o, i, vr, sizeof vr);
-            snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: all three differ",
-                     o, (long long)i, dev, vd, vc, vr);
+            snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: all three differ", o,
+                     (long long)i, dev, vd, vc, vr);
         }
         nan_hint(nan, msg, msz);
         return 0;
@@ -412,8 +425,10 @@ static int compare(case_state *cs, void *const *dec, const char *dev, double *ma
         elem_text(cs, cs->ref_out, oc, ic, vc, sizeof vc);
         elem_text(cs, cs->dev_out, oc, ic, vd, sizeof vd);
         elem_text(cs, dec, oc, ic, vr, sizeof vr);
-        snprintf(msg, msz, "cpu and %s agree with each other but not with the decomposition: output %d element "
-                 "%lld: cpu gives %s, %s %s, the decomposition %s", dev, oc, (long long)ic, vc, dev, vd, vr);
+        snprintf(msg, msz,
+                 "cpu and %s agree with each other but not with the decomposition: output %d element "
+                 "%lld: cpu gives %s, %s %s, the decomposition %s",
+                 dev, oc, (long long)ic, vc, dev, vd, vr);
         nan_hint(elem_nan(cs, cs->ref_out, oc, ic) && !elem_nan(cs, dec, oc, ic), msg, msz);
         return 0;
     }
@@ -423,9 +438,11 @@ static int compare(case_state *cs, void *const *dec, const char *dev, double *ma
     elem_text(cs, cs->ref_out, ob, ib, vc, sizeof vc);
     elem_text(cs, dec, ob, ib, vr, sizeof vr);
     snprintf(msg, msz, "output %d element %lld: %s gives %s, cpu %s, the decomposition %s: %s", ob, (long long)ib, dev,
-             vd, vc, vr, c_bad ? "the cpu kernel differs from both" : d_bad ? "the device kernel differs from both"
-                                                                      : "both agree with the decomposition but not "
-                                                                        "with each other");
+             vd, vc, vr,
+             c_bad   ? "the cpu kernel differs from both"
+             : d_bad ? "the device kernel differs from both"
+                     : "both agree with the decomposition but not "
+                       "with each other");
     nan_hint(c_bad ? elem_nan(cs, cs->ref_out, ob, ib) && !elem_nan(cs, dec, ob, ib)
                    : d_bad && elem_nan(cs, cs->dev_out, ob, ib) && !elem_nan(cs, dec, ob, ib),
              msg, msz);
@@ -462,9 +479,18 @@ typedef struct pair {
 /* Warm time of kernel k on d for the case, microseconds (-1 on failure). */
 static double case_time(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k) {
     char err[256] = "";
-    cg_op_call call = {.struct_size = sizeof call, .attr_size = sizeof(cg_attr_value), .desc_size = sizeof(cg_tensor_desc), .node_name = op->def->name, .n_inputs = cs->c.n_inputs,
-                       .n_outputs = cs->c.n_outputs, .inputs = cs->c.inputs, .outputs = cs->out, .attrs = cs->attrs,
-                       .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
+    cg_op_call call = {.struct_size = sizeof call,
+                       .attr_size = sizeof(cg_attr_value),
+                       .desc_size = sizeof(cg_tensor_desc),
+                       .node_name = op->def->name,
+                       .n_inputs = cs->c.n_inputs,
+                       .n_outputs = cs->c.n_outputs,
+                       .inputs = cs->c.inputs,
+                       .outputs = cs->out,
+                       .attrs = cs->attrs,
+                       .err = err,
+                       .err_size = sizeof err,
+                       .host = cg_host_api_get()};
     double us = -1;
     if (cg_dev_run_host(d, k, &call, (const void *const *)cs->host_in, NULL, 0, 50, &us)) return -1;
     return us;
@@ -514,9 +540,18 @@ static void decomp_free(void **dec, int n) {
  * it declines runs as the op's decomposition there, as a plan would run it. */
 static int dev_supports(const cg_op_entry *op, case_state *cs, const pair *pr) {
     char err[256] = "";
-    cg_op_call call = {.struct_size = sizeof call, .attr_size = sizeof(cg_attr_value), .desc_size = sizeof(cg_tensor_desc), .node_name = op->def->name, .n_inputs = cs->c.n_inputs,
-                       .n_outputs = cs->c.n_outputs, .inputs = cs->c.inputs, .outputs = cs->out, .attrs = cs->attrs,
-                       .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
+    cg_op_call call = {.struct_size = sizeof call,
+                       .attr_size = sizeof(cg_attr_value),
+                       .desc_size = sizeof(cg_tensor_desc),
+                       .node_name = op->def->name,
+                       .n_inputs = cs->c.n_inputs,
+                       .n_outputs = cs->c.n_outputs,
+                       .inputs = cs->c.inputs,
+                       .outputs = cs->out,
+                       .attrs = cs->attrs,
+                       .err = err,
+                       .err_size = sizeof err,
+                       .host = cg_host_api_get()};
     return cg_dev_supports(pr->dev, pr->dev_k, &call);
 }
 
@@ -525,15 +560,15 @@ static int dev_supports(const cg_op_entry *op, case_state *cs, const pair *pr) {
 static int dev_from_decomposition(case_state *cs, void **dec, char *msg, size_t msz) {
     if (!dec) return snprintf(msg, msz, "the device kernel does not run this case and the op has no decomposition"), 0;
     for (int o = 0; o < cs->c.n_outputs; o++) {
-        if (!(cs->dev_out[o] = guarded_alloc(cg_desc_bytes(&cs->out[o]) + 4))) return snprintf(msg, msz, "out of memory"), 0;
+        if (!(cs->dev_out[o] = guarded_alloc(cg_desc_bytes(&cs->out[o]) + 4)))
+            return snprintf(msg, msz, "out of memory"), 0;
         memcpy(cs->dev_out[o], dec[o], cg_desc_bytes(&cs->out[o]));
     }
     return 1;
 }
 
 static int run_cases(const cg_context *ctx, const cg_op_entry *op, const pair *pr, const cg_conform_options *opt,
-                     void *user, cg_conform_row *row, char *msg, size_t msz, char *shapes, size_t ssz,
-                     cg_strbuf *tb) {
+                     void *user, cg_conform_row *row, char *msg, size_t msz, char *shapes, size_t ssz, cg_strbuf *tb) {
     size_t su = 0;
     for (int32_t ci = 0; ci < MAX_CASES; ci++) {
         case_state *cs;
@@ -575,10 +610,10 @@ static int run_cases(const cg_context *ctx, const cg_op_entry *op, const pair *p
     return 1;
 }
 
-static void run_op(const cg_context *ctx, const cg_op_entry *op, cg_device *ref, cg_device *dev, const cg_conform_options *opt,
-                   cg_conform_fn fn, void *user, int *n_failed) {
-    cg_conform_row row = {.op = op->def->name, .plugin = op->plugin->name, .device = cg_dev_info(dev)->name,
-                          .message = ""};
+static void run_op(const cg_context *ctx, const cg_op_entry *op, cg_device *ref, cg_device *dev,
+                   const cg_conform_options *opt, cg_conform_fn fn, void *user, int *n_failed) {
+    cg_conform_row row = {
+        .op = op->def->name, .plugin = op->plugin->name, .device = cg_dev_info(dev)->name, .message = ""};
     char msg[1024] = "", shapes[1024] = "";
     row.shapes = shapes;
     row.timings = "";
@@ -627,8 +662,7 @@ static cg_status conform_device(cg_context *ctx, int index, cg_device *ref, cons
     return CG_OK;
 }
 
-cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt_in, cg_conform_fn fn, void *user,
-                     int *n_failed) {
+cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt_in, cg_conform_fn fn, void *user, int *n_failed) {
     if (!ctx || !fn || !n_failed) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_conform: NULL argument");
     if (opt_in && opt_in->struct_size < offsetof(cg_conform_options, timing) + sizeof opt_in->timing)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
@@ -656,8 +690,7 @@ cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt_in, cg_confo
         if (st) return st;
         if (first == 0)
             return cg_error(CG_ERR_INVALID_ARGUMENT,
-                            "conform: device '%s' is the CPU, the reference the others are compared with",
-                            opt.device);
+                            "conform: device '%s' is the CPU, the reference the others are compared with", opt.device);
         last = first;
     }
     cg_device *ref;

@@ -52,8 +52,8 @@ static int take_output(const cg_tensor *t, int o, const cg_tensor_desc *want, vo
 }
 
 cg_status cg_conform_decomp_run(const cg_context *ctx, const cg_op_entry *op, const cg_conform_case *c,
-                                const cg_tensor_desc *out, const void *const *host_in, void *const *ref_out,
-                                char *msg, size_t msz) {
+                                const cg_tensor_desc *out, const void *const *host_in, void *const *ref_out, char *msg,
+                                size_t msz) {
     cg_op_entry bare = *op; /* the op without kernels: the scheduler decomposes it */
     memset(bare.kernel, 0, sizeof bare.kernel);
     cg_context view = *ctx;

@@ -14,7 +14,7 @@
  * of another dtype or shape is an error naming it. On failure the message
  * is in msg. */
 cg_status cg_conform_decomp_run(const cg_context *ctx, const cg_op_entry *op, const cg_conform_case *c,
-                                const cg_tensor_desc *out, const void *const *host_in, void *const *ref_out,
-                                char *msg, size_t msz);
+                                const cg_tensor_desc *out, const void *const *host_in, void *const *ref_out, char *msg,
+                                size_t msz);
 
 #endif

@@ -20,7 +20,8 @@ cg_status cg_cfg_read(const char *path, cJSON **root) {
     if (!r || !cJSON_IsObject(r)) {
         size_t off = end && end >= text ? (size_t)(end - text) : 0;
         if (r) /* valid JSON of another kind: point at the value, not past it */
-            for (off = 0; off < len && (text[off] == ' ' || text[off] == '\t' || text[off] == '\r' || text[off] == '\n');)
+            for (off = 0;
+                 off < len && (text[off] == ' ' || text[off] == '\t' || text[off] == '\r' || text[off] == '\n');)
                 off++;
         int line = 1, col = 1;
         for (size_t i = 0; i < off && i < len; i++) {
@@ -56,13 +57,15 @@ cg_status cg_cfg_known_keys(const char *path, const cJSON *obj, const char *cons
         int ok = 0;
         for (int i = 0; known[i]; i++) ok |= !strcmp(it->string, known[i]);
         char sk[128];
-        if (!ok) return cg_error(CG_ERR_FORMAT, "%s: unknown key '%s%s'", path, prefix, cg_cfg_shown(it->string, sk, sizeof sk));
+        if (!ok)
+            return cg_error(CG_ERR_FORMAT, "%s: unknown key '%s%s'", path, prefix,
+                            cg_cfg_shown(it->string, sk, sizeof sk));
     }
     return CG_OK;
 }
 
-cg_status cg_cfg_int(const char *path, const cJSON *obj, const char *key, const char *label, int def, int min,
-                     int max, int *out) {
+cg_status cg_cfg_int(const char *path, const cJSON *obj, const char *key, const char *label, int def, int min, int max,
+                     int *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!label) label = key;
     if (!v || cJSON_IsNull(v)) {
@@ -82,8 +85,8 @@ cg_status cg_cfg_int(const char *path, const cJSON *obj, const char *key, const 
     return CG_OK;
 }
 
-cg_status cg_cfg_enum(const char *path, const cJSON *obj, const char *key, const char *label,
-                      const char *const *names, int def, int *out) {
+cg_status cg_cfg_enum(const char *path, const cJSON *obj, const char *key, const char *label, const char *const *names,
+                      int def, int *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!label) label = key;
     if (!v || cJSON_IsNull(v)) {
@@ -117,7 +120,8 @@ cg_status cg_cfg_bool(const char *path, const cJSON *obj, const char *key, int d
     }
     char g[64];
     if (!cJSON_IsBool(v))
-        return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be true or false, got %s", path, key, cg_cfg_got(v, g, sizeof g));
+        return cg_error(CG_ERR_FORMAT, "%s: key '%s' must be true or false, got %s", path, key,
+                        cg_cfg_got(v, g, sizeof g));
     *out = cJSON_IsTrue(v);
     return CG_OK;
 }

@@ -20,13 +20,13 @@ cg_status cg_cfg_known_keys(const char *path, const cJSON *obj, const char *cons
 
 /* An integer key in [min, max]; absent or null: `def`, unless def < min,
  * which makes the key required. `label` names it in messages (NULL: key). */
-cg_status cg_cfg_int(const char *path, const cJSON *obj, const char *key, const char *label, int def, int min,
-                     int max, int *out);
+cg_status cg_cfg_int(const char *path, const cJSON *obj, const char *key, const char *label, int def, int min, int max,
+                     int *out);
 
 /* A string key that must be one of `names` (NULL-terminated); *out is its
  * index; absent or null: `def` (def < 0: required). */
-cg_status cg_cfg_enum(const char *path, const cJSON *obj, const char *key, const char *label,
-                      const char *const *names, int def, int *out);
+cg_status cg_cfg_enum(const char *path, const cJSON *obj, const char *key, const char *label, const char *const *names,
+                      int def, int *out);
 
 /* A true/false key; absent or null: def. */
 cg_status cg_cfg_bool(const char *path, const cJSON *obj, const char *key, int def, int *out);

@@ -19,9 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int is_integer(cg_dtype t) {
-    return t == CG_I64 || t == CG_I32 || t == CG_I8 || t == CG_U8 || t == CG_BOOL;
-}
+static int is_integer(cg_dtype t) { return t == CG_I64 || t == CG_I32 || t == CG_I8 || t == CG_U8 || t == CG_BOOL; }
 
 /* The range of an integer dtype. */
 static void int_range(cg_dtype t, int64_t *lo, int64_t *hi) {
@@ -59,8 +57,7 @@ static void put_int(cg_dtype t, unsigned char *p, int64_t v) {
 
 int cg_dtype_convert_exact(cg_dtype from, cg_dtype to) {
     if (!cg_dtype_valid((int)from) || !cg_dtype_valid((int)to)) return 0;
-    return from == to || (to == CG_F32 && (from == CG_F16 || from == CG_BF16)) ||
-           (is_integer(from) && is_integer(to));
+    return from == to || (to == CG_F32 && (from == CG_F16 || from == CG_BF16)) || (is_integer(from) && is_integer(to));
 }
 
 static int convertible(cg_dtype from, cg_dtype to) {
@@ -68,8 +65,7 @@ static int convertible(cg_dtype from, cg_dtype to) {
 }
 
 /* Floats: 16-bit formats to f32, f32 to 16-bit formats. */
-static void convert_floats(cg_dtype from, const unsigned char *src, cg_dtype to, unsigned char *dst,
-                           int64_t n) {
+static void convert_floats(cg_dtype from, const unsigned char *src, cg_dtype to, unsigned char *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         if (to == CG_F32) {
             uint16_t h;
@@ -85,8 +81,8 @@ static void convert_floats(cg_dtype from, const unsigned char *src, cg_dtype to,
     }
 }
 
-cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n,
-                                int64_t *bad_index, int64_t *bad_value) {
+cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n, int64_t *bad_index,
+                                int64_t *bad_value) {
     const unsigned char *s = src;
     unsigned char *d = dst;
     if (!convertible(from, to)) return CG_CONV_UNSUPPORTED;
@@ -130,8 +126,7 @@ cg_status cg_tensor_convert(const cg_tensor *t, cg_dtype to, cg_tensor **out) {
     cg_status s = cg_tensor_alloc(to, t->ndim, t->dims, &r);
     if (s != CG_OK) return s;
     int64_t bad = 0, val = 0;
-    if (cg_convert_elems(t->dtype, t->data, to, r->data, cg_shape_numel(t->ndim, t->dims), &bad,
-                         &val) != CG_CONV_OK) {
+    if (cg_convert_elems(t->dtype, t->data, to, r->data, cg_shape_numel(t->ndim, t->dims), &bad, &val) != CG_CONV_OK) {
         cg_tensor_free(r);
         return cg_error(CG_ERR_UNSUPPORTED,
                         "cannot convert tensor %s to %s: element %" PRId64 " has value %" PRId64
@@ -149,7 +144,8 @@ cg_status cg_tensor_quantize_rows(const cg_tensor *t, cg_tensor **q_out, cg_tens
     char shape[160];
     cg_shape_format(shape, sizeof shape, t->dtype, t->ndim, t->dims, NULL, 0);
     if (t->dtype != CG_F32 || t->ndim != 2)
-        return cg_error(CG_ERR_UNSUPPORTED, "cannot quantize tensor %s to int8 rows: it must be f32 with 2 dims", shape);
+        return cg_error(CG_ERR_UNSUPPORTED, "cannot quantize tensor %s to int8 rows: it must be f32 with 2 dims",
+                        shape);
     cg_tensor *q = NULL, *sc = NULL;
     cg_status s = cg_tensor_alloc(CG_I8, 2, t->dims, &q);
     if (s == CG_OK) s = cg_tensor_alloc(CG_F32, 1, t->dims, &sc);
@@ -157,8 +153,9 @@ cg_status cg_tensor_quantize_rows(const cg_tensor *t, cg_tensor **q_out, cg_tens
     for (int64_t r = 0; s == CG_OK && r < rows; r++) {
         const float v = cg_q8_row((const float *)t->data + r * cols, cols, (int8_t *)q->data + r * cols);
         if (v != v)
-            s = cg_error(CG_ERR_UNSUPPORTED, "cannot quantize tensor %s to int8 rows: row %" PRId64
-                         " holds a NaN or an infinity", shape, r);
+            s = cg_error(CG_ERR_UNSUPPORTED,
+                         "cannot quantize tensor %s to int8 rows: row %" PRId64 " holds a NaN or an infinity", shape,
+                         r);
         ((float *)sc->data)[r] = v;
     }
     if (s != CG_OK) {

@@ -53,13 +53,12 @@ static const struct npy_type {
     size_t size; /* bytes per element in the file */
     cg_dtype dtype;
 } npy_types[] = {
-    {"f4", 4, CG_F32}, {"i4", 4, CG_I32}, {"f2", 2, CG_F16}, {"V2", 2, CG_BF16},
-    {"i1", 1, CG_I8},  {"u1", 1, CG_U8},  {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL},
-    {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
+    {"f4", 4, CG_F32}, {"i4", 4, CG_I32}, {"f2", 2, CG_F16},  {"V2", 2, CG_BF16}, {"i1", 1, CG_I8},
+    {"u1", 1, CG_U8},  {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL}, {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
 };
 #define NPY_NTYPES ((int)(sizeof npy_types / sizeof npy_types[0]))
-#define NPY_SUPPORTED                                                                              \
-    "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, "      \
+#define NPY_SUPPORTED                                                                        \
+    "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, " \
     "'<i4' int32, '|i1' int8, '|u1' uint8 or '|b1' bool"
 
 /* Copies `len` bytes of untrusted text into `dst` for a message: printable
@@ -104,7 +103,7 @@ static void format_tuple(char *buf, size_t size, int ndim, const int64_t *dims) 
 
 typedef struct npy_header {
     int has_descr, has_fortran, has_shape;
-    const char *descr;  /* points into the header text */
+    const char *descr; /* points into the header text */
     size_t descr_len;
     int fortran;
     int ndim;
@@ -117,9 +116,7 @@ typedef struct hparser {
     size_t n, pos;
 } hparser;
 
-static int hp_peek(const hparser *p) {
-    return p->pos < p->n ? (unsigned char)p->s[p->pos] : -1;
-}
+static int hp_peek(const hparser *p) { return p->pos < p->n ? (unsigned char)p->s[p->pos] : -1; }
 
 static void hp_ws(hparser *p) {
     while (p->pos < p->n) {
@@ -130,8 +127,7 @@ static void hp_ws(hparser *p) {
 }
 
 static cg_status hp_fail(const hparser *p, const char *what) {
-    return cg_error(CG_ERR_FORMAT, "%s: malformed .npy header: %s (at header byte %zu)",
-                    p->path, what, p->pos);
+    return cg_error(CG_ERR_FORMAT, "%s: malformed .npy header: %s (at header byte %zu)", p->path, what, p->pos);
 }
 
 static cg_status hp_expect(hparser *p, char c, const char *what) {
@@ -166,9 +162,7 @@ static int hp_word(hparser *p, const char *w) {
     /* the word must end here: "Truex" is not True */
     if (p->pos + l < p->n) {
         char c = p->s[p->pos + l];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '_')
-            return 0;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') return 0;
     }
     p->pos += l;
     return 1;
@@ -206,8 +200,7 @@ static cg_status hp_shape(hparser *p, npy_header *h) {
         }
         if (hp_peek(p) == 'L') p->pos++; /* Python 2 long literal, written by old numpy */
         if (h->ndim == CG_MAX_DIMS)
-            return cg_error(CG_ERR_UNSUPPORTED,
-                            "%s: 'shape' has more than %d dimensions, which is not supported",
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: 'shape' has more than %d dimensions, which is not supported",
                             p->path, CG_MAX_DIMS);
         h->dims[h->ndim++] = v;
         hp_ws(p);
@@ -221,8 +214,7 @@ static cg_status hp_shape(hparser *p, npy_header *h) {
         if (c == ')') break;
         return hp_fail(p, "expected ',' or ')' in 'shape'");
     }
-    if (h->ndim == 1 && !trailing_comma)
-        return hp_fail(p, "'shape' is not a tuple (a 1-d shape is written (n,))");
+    if (h->ndim == 1 && !trailing_comma) return hp_fail(p, "'shape' is not a tuple (a 1-d shape is written (n,))");
     p->pos++; /* ')' */
     return CG_OK;
 }
@@ -247,23 +239,20 @@ static cg_status parse_header(const char *path, const char *text, size_t len, np
         else {
             char k[80];
             quote_text(k, sizeof k, key, klen);
-            return cg_error(CG_ERR_FORMAT,
-                            "%s: malformed .npy header: unknown key '%s' (at header byte %zu)",
-                            path, k, key_pos);
+            return cg_error(CG_ERR_FORMAT, "%s: malformed .npy header: unknown key '%s' (at header byte %zu)", path, k,
+                            key_pos);
         }
         if (*seen) {
             char k[80];
             quote_text(k, sizeof k, key, klen);
-            return cg_error(CG_ERR_FORMAT,
-                            "%s: malformed .npy header: duplicate key '%s' (at header byte %zu)",
-                            path, k, key_pos);
+            return cg_error(CG_ERR_FORMAT, "%s: malformed .npy header: duplicate key '%s' (at header byte %zu)", path,
+                            k, key_pos);
         }
         *seen = 1;
         if (seen == &h->has_descr) {
             hp_ws(&p);
             if (hp_peek(&p) == '[' || hp_peek(&p) == '{')
-                return cg_error(CG_ERR_UNSUPPORTED,
-                                "%s: structured dtypes are not supported (expected %s)", path,
+                return cg_error(CG_ERR_UNSUPPORTED, "%s: structured dtypes are not supported (expected %s)", path,
                                 NPY_SUPPORTED);
             if ((s = hp_string(&p, &h->descr, &h->descr_len)) != CG_OK) return s;
         } else if (seen == &h->has_fortran) {
@@ -283,11 +272,8 @@ static cg_status parse_header(const char *path, const char *text, size_t len, np
     p.pos++; /* '}' */
     hp_ws(&p);
     if (p.pos != p.n) return hp_fail(&p, "unexpected text after the header dictionary");
-    const char *missing = !h->has_descr ? "descr" : !h->has_fortran ? "fortran_order"
-                        : !h->has_shape ? "shape" : NULL;
-    if (missing)
-        return cg_error(CG_ERR_FORMAT, "%s: malformed .npy header: missing key '%s'", path,
-                        missing);
+    const char *missing = !h->has_descr ? "descr" : !h->has_fortran ? "fortran_order" : !h->has_shape ? "shape" : NULL;
+    if (missing) return cg_error(CG_ERR_FORMAT, "%s: malformed .npy header: missing key '%s'", path, missing);
     return CG_OK;
 }
 
@@ -298,9 +284,7 @@ static uint32_t rd_le32(const unsigned char *b) {
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-static uint64_t rd_le64(const unsigned char *b) {
-    return (uint64_t)rd_le32(b) | (uint64_t)rd_le32(b + 4) << 32;
-}
+static uint64_t rd_le64(const unsigned char *b) { return (uint64_t)rd_le32(b) | (uint64_t)rd_le32(b + 4) << 32; }
 
 /* Reverses the bytes of each of n elements of `size` bytes in place: file
  * order <-> host order on a big-endian host. */
@@ -324,9 +308,7 @@ static cg_status read_exact(int fd, void *buf, size_t n, const char *path) {
             if (errno == EINTR) continue;
             return cg_error(CG_ERR_IO, "%s: read failed: %s", path, strerror(errno));
         }
-        if (r == 0)
-            return cg_error(CG_ERR_IO, "%s: unexpected end of file (was it changed while being read?)",
-                            path);
+        if (r == 0) return cg_error(CG_ERR_IO, "%s: unexpected end of file (was it changed while being read?)", path);
         p += r;
         n -= (size_t)r;
     }
@@ -347,39 +329,34 @@ typedef struct npy_file {
  * is known to fit in the file. */
 static cg_status read_prefix(npy_file *f) {
     struct stat st;
-    if (fstat(f->fd, &st) != 0)
-        return cg_error(CG_ERR_IO, "%s: cannot stat: %s", f->path, strerror(errno));
+    if (fstat(f->fd, &st) != 0) return cg_error(CG_ERR_IO, "%s: cannot stat: %s", f->path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return cg_error(CG_ERR_IO, "%s: not a regular file", f->path);
     f->size = (uint64_t)st.st_size;
     unsigned char pre[12];
     if (f->size < 10)
-        return cg_error(CG_ERR_FORMAT, "%s: file is too short (%llu bytes) to be a .npy file",
-                        f->path, (unsigned long long)f->size);
+        return cg_error(CG_ERR_FORMAT, "%s: file is too short (%llu bytes) to be a .npy file", f->path,
+                        (unsigned long long)f->size);
     cg_status s = read_exact(f->fd, pre, 10, f->path);
     if (s != CG_OK) return s;
     if (memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
         return cg_error(CG_ERR_FORMAT, "%s: not a .npy file (bad magic bytes)", f->path);
     unsigned major = pre[6], minor = pre[7];
     if (major < 1 || major > 3 || minor != 0)
-        return cg_error(CG_ERR_UNSUPPORTED,
-                        "%s: unsupported .npy format version %u.%u (expected 1.0, 2.0 or 3.0)",
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: unsupported .npy format version %u.%u (expected 1.0, 2.0 or 3.0)",
                         f->path, major, minor);
     f->prefix = 10;
     f->hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
     if (major >= 2) {
         f->prefix = 12;
         if (f->size < 12)
-            return cg_error(CG_ERR_FORMAT,
-                            "%s: file is too short (%llu bytes) for a version %u.0 header",
-                            f->path, (unsigned long long)f->size, major);
+            return cg_error(CG_ERR_FORMAT, "%s: file is too short (%llu bytes) for a version %u.0 header", f->path,
+                            (unsigned long long)f->size, major);
         if ((s = read_exact(f->fd, pre + 10, 2, f->path)) != CG_OK) return s;
         f->hlen = rd_le32(pre + 8);
     }
     if (f->hlen > f->size - f->prefix)
-        return cg_error(CG_ERR_FORMAT,
-                        "%s: header length %llu is larger than the rest of the file (%llu bytes)",
-                        f->path, (unsigned long long)f->hlen,
-                        (unsigned long long)(f->size - f->prefix));
+        return cg_error(CG_ERR_FORMAT, "%s: header length %llu is larger than the rest of the file (%llu bytes)",
+                        f->path, (unsigned long long)f->hlen, (unsigned long long)(f->size - f->prefix));
     return CG_OK;
 }
 
@@ -400,19 +377,16 @@ static const struct npy_type *match_descr(const char *d, size_t len, int *big_en
 }
 
 /* The type of the data, and that its layout is one we read. */
-static cg_status header_type(const char *path, const npy_header *h,
-                             const struct npy_type **out) {
+static cg_status header_type(const char *path, const npy_header *h, const struct npy_type **out) {
     int big_endian;
     const struct npy_type *ty = match_descr(h->descr, h->descr_len, &big_endian);
     char descr[64];
     quote_text(descr, sizeof descr, h->descr, h->descr_len);
     if (big_endian)
-        return cg_error(CG_ERR_UNSUPPORTED,
-                        "%s: big-endian data ('%s') is not supported; save it as little-endian",
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: big-endian data ('%s') is not supported; save it as little-endian",
                         path, descr);
     if (!ty)
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: unsupported dtype '%s' (expected %s)", path, descr,
-                        NPY_SUPPORTED);
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: unsupported dtype '%s' (expected %s)", path, descr, NPY_SUPPORTED);
     if (h->fortran)
         return cg_error(CG_ERR_UNSUPPORTED,
                         "%s: Fortran-order (column-major) data is not supported; save a "
@@ -439,8 +413,7 @@ static cg_status read_header(const npy_file *f, npy_header *h, const struct npy_
 
 /* The element count, and that the data after the header has exactly the
  * bytes it needs. */
-static cg_status check_data_size(const npy_file *f, const npy_header *h,
-                                 const struct npy_type *ty, int64_t *numel) {
+static cg_status check_data_size(const npy_file *f, const npy_header *h, const struct npy_type *ty, int64_t *numel) {
     char shape[256], descr[4] = {ty->size == 1 ? '|' : '<', ty->descr[0], ty->descr[1], 0};
     format_tuple(shape, sizeof shape, h->ndim, h->dims);
     int64_t n = cg_shape_numel(h->ndim, h->dims);
@@ -452,14 +425,12 @@ static cg_status check_data_size(const npy_file *f, const npy_header *h,
         return cg_error(CG_ERR_FORMAT,
                         "%s: data is truncated: shape %s of '%s' needs %llu bytes, but only %llu "
                         "are present",
-                        f->path, shape, descr, (unsigned long long)expected,
-                        (unsigned long long)present);
+                        f->path, shape, descr, (unsigned long long)expected, (unsigned long long)present);
     if (present > expected)
         return cg_error(CG_ERR_FORMAT,
                         "%s: %llu bytes of unexpected data after the %llu bytes of shape %s of "
                         "'%s'",
-                        f->path, (unsigned long long)(present - expected),
-                        (unsigned long long)expected, shape, descr);
+                        f->path, (unsigned long long)(present - expected), (unsigned long long)expected, shape, descr);
     *numel = n;
     return CG_OK;
 }
@@ -489,15 +460,14 @@ static cg_status check_bools(const char *path, const cg_tensor *t, int64_t numel
     const unsigned char *b = t->data;
     for (int64_t i = 0; i < numel; i++)
         if (b[i] > 1)
-            return cg_error(CG_ERR_FORMAT,
-                            "%s: element %lld of the bool array is %u, not 0 (False) or 1 (True)",
-                            path, (long long)i, (unsigned)b[i]);
+            return cg_error(CG_ERR_FORMAT, "%s: element %lld of the bool array is %u, not 0 (False) or 1 (True)", path,
+                            (long long)i, (unsigned)b[i]);
     return CG_OK;
 }
 
 /* Reads the data into a new tensor of the type's dtype. */
-static cg_status read_data(const npy_file *f, const npy_header *h, const struct npy_type *ty,
-                           int64_t numel, cg_tensor **out) {
+static cg_status read_data(const npy_file *f, const npy_header *h, const struct npy_type *ty, int64_t numel,
+                           cg_tensor **out) {
     cg_tensor *t;
     cg_status s = cg_tensor_alloc(ty->dtype, h->ndim, h->dims, &t);
     if (s != CG_OK) {
@@ -609,11 +579,9 @@ cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path) {
     if (!path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_tensor_save_npy: NULL path");
     char descr[4];
     if (!save_descr(t->dtype, descr))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: cannot save a tensor of dtype %d", path,
-                        (int)t->dtype);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: cannot save a tensor of dtype %d", path, (int)t->dtype);
     int64_t numel = cg_shape_numel(t->ndim, t->dims);
-    if (numel < 0)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the tensor has an invalid shape", path);
+    if (numel < 0) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the tensor has an invalid shape", path);
     unsigned char hdr[512];
     size_t hn = build_header(t, descr, hdr);
 
@@ -627,8 +595,7 @@ cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path) {
     }
     if (!ok) {
         remove(path);
-        return cg_error(CG_ERR_IO, "%s: write failed: %s", path,
-                        err ? strerror(err) : "short write");
+        return cg_error(CG_ERR_IO, "%s: write failed: %s", path, err ? strerror(err) : "short write");
     }
     return CG_OK;
 }

@@ -64,17 +64,15 @@ static const char *const st_names[] = {
 #define ST_NTYPES ((int)(sizeof st_names / sizeof st_names[0]))
 #define ST_SUPPORTED "F32, F16, BF16, I64, I32, I8, U8, BOOL"
 
-const char *cg_st_dtype_name(cg_dtype t) {
-    return (int)t > 0 && (int)t < ST_NTYPES ? st_names[t] : NULL;
-}
+const char *cg_st_dtype_name(cg_dtype t) { return (int)t > 0 && (int)t < ST_NTYPES ? st_names[t] : NULL; }
 
 typedef struct st_entry {
     char *name;
-    cg_dtype dtype;       /* as stored */
+    cg_dtype dtype; /* as stored */
     int ndim;
     int64_t dims[CG_MAX_DIMS];
     int64_t numel;
-    uint64_t begin, end;  /* relative to the data section */
+    uint64_t begin, end; /* relative to the data section */
     /* Views that are not the mapped bytes themselves, made on first use
      * (under the lock) and kept until cg_weights_free, cg_aligned_alloc'ed:
      * the stored dtype in host order and aligned, and each dtype a view
@@ -82,28 +80,26 @@ typedef struct st_entry {
      * indexed by that dtype. */
     void *copy;
     void *converted[CG_BOOL + 1];
-    int bools_checked;    /* BOOL: every byte was seen to be 0 or 1 */
+    int bools_checked; /* BOOL: every byte was seen to be 0 or 1 */
 } st_entry;
 
 struct cg_weights {
     char *path;
     void *map;
     size_t map_size;
-    const unsigned char *data;  /* the data section */
+    const unsigned char *data; /* the data section */
     uint64_t data_size;
-    st_entry *entries;          /* sorted by name (strcmp) */
+    st_entry *entries; /* sorted by name (strcmp) */
     size_t count;
-    pthread_mutex_t lock;       /* guards entries[].copy, .converted, .bools_checked */
-    void *owned;                /* cg_weights_from_tensors: the data section */
+    pthread_mutex_t lock; /* guards entries[].copy, .converted, .bools_checked */
+    void *owned;          /* cg_weights_from_tensors: the data section */
 };
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
 
 #define NAME_BUF 160
-static void quote_name(char *dst, const char *name) {
-    cg_quote_text(dst, NAME_BUF, name, strlen(name));
-}
+static void quote_name(char *dst, const char *name) { cg_quote_text(dst, NAME_BUF, name, strlen(name)); }
 
 /* "F32[12, 4]" */
 static void format_stored(char *buf, size_t size, const st_entry *e) {
@@ -121,9 +117,7 @@ static uint32_t rd_le32(const unsigned char *b) {
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
-static uint64_t rd_le64(const unsigned char *b) {
-    return (uint64_t)rd_le32(b) | (uint64_t)rd_le32(b + 4) << 32;
-}
+static uint64_t rd_le64(const unsigned char *b) { return (uint64_t)rd_le32(b) | (uint64_t)rd_le32(b + 4) << 32; }
 
 /* ------------------------------------------------------------------ */
 /* JSON parser for the header schema                                   */
@@ -165,8 +159,7 @@ static const char *jp_found(const jparser *p, char *buf, size_t size) {
     if (c == '-' || (c >= '0' && c <= '9')) {
         size_t i = p->pos + (c == '-');
         while (i < p->n && p->s[i] >= '0' && p->s[i] <= '9') i++;
-        if (i < p->n && (p->s[i] == '.' || p->s[i] == 'e' || p->s[i] == 'E'))
-            return "a floating-point number";
+        if (i < p->n && (p->s[i] == '.' || p->s[i] == 'e' || p->s[i] == 'E')) return "a floating-point number";
         return c == '-' ? "a negative number" : "a number";
     }
     if (p->n - p->pos >= 4 && memcmp(p->s + p->pos, "true", 4) == 0) return "a boolean";
@@ -185,8 +178,7 @@ static cg_status jp_expect(jparser *p, char c, const char *what) {
         return CG_OK;
     }
     char b[16];
-    return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: expected %s, found %s", what,
-                   jp_found(p, b, sizeof b));
+    return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: expected %s, found %s", what, jp_found(p, b, sizeof b));
 }
 
 static int hexval(int c) {
@@ -217,8 +209,7 @@ static cg_status jp_string(jparser *p, const char *what, char **out, size_t *len
     jp_ws(p);
     if (jp_peek(p) != '"') {
         char b[16];
-        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what,
-                       jp_found(p, b, sizeof b));
+        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, jp_found(p, b, sizeof b));
     }
     size_t start = p->pos;
     /* the decoded text is never longer than the raw one: find the end */
@@ -237,8 +228,7 @@ static cg_status jp_string(jparser *p, const char *what, char **out, size_t *len
         }
         if (c < 0x20) {
             free(buf);
-            return jp_fail(p, CG_ERR_FORMAT,
-                           "invalid JSON: unescaped control character 0x%02x in a string", c);
+            return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: unescaped control character 0x%02x in a string", c);
         }
         if (c != '\\') {
             buf[o++] = (char)c;
@@ -267,9 +257,7 @@ static cg_status jp_string(jparser *p, const char *what, char **out, size_t *len
             if (cp >= 0xdc00 && cp <= 0xdfff) {
                 p->pos = esc_pos;
                 free(buf);
-                return jp_fail(p, CG_ERR_FORMAT,
-                               "invalid JSON: unpaired surrogate \\u%04X in a string",
-                               (unsigned)cp);
+                return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: unpaired surrogate \\u%04X in a string", (unsigned)cp);
             }
             if (cp >= 0xd800 && cp <= 0xdbff) {
                 uint32_t lo;
@@ -277,8 +265,7 @@ static cg_status jp_string(jparser *p, const char *what, char **out, size_t *len
                     (p->pos += 2, !jp_hex4(p, &lo)) || lo < 0xdc00 || lo > 0xdfff) {
                     p->pos = esc_pos;
                     free(buf);
-                    return jp_fail(p, CG_ERR_FORMAT,
-                                   "invalid JSON: unpaired surrogate \\u%04X in a string",
+                    return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: unpaired surrogate \\u%04X in a string",
                                    (unsigned)cp);
                 }
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -317,11 +304,9 @@ static cg_status jp_uint(jparser *p, const char *what, uint64_t max, uint64_t *v
     jp_ws(p);
     int c = jp_peek(p);
     char b[16];
-    if (c < '0' || c > '9')
-        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, jp_found(p, b, sizeof b));
+    if (c < '0' || c > '9') return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, jp_found(p, b, sizeof b));
     const char *found = jp_found(p, b, sizeof b);
-    if (strcmp(found, "a number") != 0)
-        return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, found);
+    if (strcmp(found, "a number") != 0) return jp_fail(p, CG_ERR_FORMAT, "expected %s, found %s", what, found);
     if (c == '0' && p->pos + 1 < p->n && p->s[p->pos + 1] >= '0' && p->s[p->pos + 1] <= '9')
         return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: number with a leading zero");
     uint64_t r = 0;
@@ -330,8 +315,7 @@ static cg_status jp_uint(jparser *p, const char *what, uint64_t max, uint64_t *v
         unsigned d = p->s[p->pos] - '0';
         if (r > (max - d) / 10) {
             p->pos = start;
-            return jp_fail(p, CG_ERR_FORMAT, "%s is too large (more than %llu)", what,
-                           (unsigned long long)max);
+            return jp_fail(p, CG_ERR_FORMAT, "%s is too large (more than %llu)", what, (unsigned long long)max);
         }
         r = r * 10 + d;
         p->pos++;
@@ -355,8 +339,8 @@ static cg_status jp_next(jparser *p, char close, const char *where, int *more) {
         return CG_OK;
     }
     char b[16];
-    return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: expected ',' or '%c' in %s, found %s",
-                   close, where, jp_found(p, b, sizeof b));
+    return jp_fail(p, CG_ERR_FORMAT, "invalid JSON: expected ',' or '%c' in %s, found %s", close, where,
+                   jp_found(p, b, sizeof b));
 }
 
 /* Opens an object or array: `open`, then returns *empty if `close` follows. */
@@ -458,8 +442,7 @@ static cg_status parse_dtype(jparser *p, st_entry *e) {
         char dq[64];
         cg_quote_text(dq, sizeof dq, dt, dlen);
         p->pos = dt_pos;
-        s = jp_fail(p, CG_ERR_UNSUPPORTED, "unsupported dtype '%s' (supported: %s)", dq,
-                    ST_SUPPORTED);
+        s = jp_fail(p, CG_ERR_UNSUPPORTED, "unsupported dtype '%s' (supported: %s)", dq, ST_SUPPORTED);
     }
     free(dt);
     e->dtype = (cg_dtype)t;
@@ -474,11 +457,9 @@ static cg_status parse_shape(jparser *p, st_entry *e) {
     e->ndim = 0;
     while (!empty && more) {
         uint64_t d;
-        if ((s = jp_uint(p, "a non-negative integer in 'shape'", (uint64_t)INT64_MAX, &d)) != CG_OK)
-            return s;
+        if ((s = jp_uint(p, "a non-negative integer in 'shape'", (uint64_t)INT64_MAX, &d)) != CG_OK) return s;
         if (e->ndim == CG_MAX_DIMS)
-            return jp_fail(p, CG_ERR_UNSUPPORTED,
-                           "'shape' has more than %d dimensions, which is not supported",
+            return jp_fail(p, CG_ERR_UNSUPPORTED, "'shape' has more than %d dimensions, which is not supported",
                            CG_MAX_DIMS);
         e->dims[e->ndim++] = (int64_t)d;
         if ((s = jp_next(p, ']', "'shape'", &more)) != CG_OK) return s;
@@ -539,16 +520,14 @@ static cg_status parse_tensor(jparser *p, st_entry *e, const char *qname) {
     int empty, more = 1, seen[3] = {0, 0, 0}, which;
     cg_status s = jp_open(p, '{', '}', "an object with 'dtype', 'shape' and 'data_offsets'", &empty);
     while (s == CG_OK && !empty && more) {
-        if ((s = parse_tensor_key(p, seen, &which)) != CG_OK ||
-            (s = jp_expect(p, ':', "':' after a key")) != CG_OK)
+        if ((s = parse_tensor_key(p, seen, &which)) != CG_OK || (s = jp_expect(p, ':', "':' after a key")) != CG_OK)
             break;
         s = which == 0 ? parse_dtype(p, e) : which == 1 ? parse_shape(p, e) : parse_offsets(p, e);
         seen[which] = 1;
         if (s == CG_OK) s = jp_next(p, '}', "a tensor description", &more);
     }
     if (s == CG_OK && (!seen[0] || !seen[1] || !seen[2]))
-        s = jp_fail(p, CG_ERR_FORMAT, "missing '%s'",
-                    !seen[0] ? "dtype" : !seen[1] ? "shape" : "data_offsets");
+        s = jp_fail(p, CG_ERR_FORMAT, "missing '%s'", !seen[0] ? "dtype" : !seen[1] ? "shape" : "data_offsets");
     p->ctx = "";
     return s;
 }
@@ -595,8 +574,7 @@ static cg_status parse_header(cg_weights *w, const unsigned char *hdr, size_t le
             if (strlen(name) != nlen) {
                 free(name);
                 p.pos = name_pos;
-                return jp_fail(&p, CG_ERR_FORMAT, "tensor name '%s' contains a NUL character",
-                               qname);
+                return jp_fail(&p, CG_ERR_FORMAT, "tensor name '%s' contains a NUL character", qname);
             }
             if (w->count == cap) {
                 size_t nc = cap ? cap * 2 : 64;
@@ -616,8 +594,7 @@ static cg_status parse_header(cg_weights *w, const unsigned char *hdr, size_t le
         if ((s = jp_next(&p, '}', "the header object", &more)) != CG_OK) return s;
     }
     jp_ws(&p);
-    if (p.pos != p.n)
-        return jp_fail(&p, CG_ERR_FORMAT, "invalid JSON: unexpected data after the header object");
+    if (p.pos != p.n) return jp_fail(&p, CG_ERR_FORMAT, "invalid JSON: unexpected data after the header object");
     return CG_OK;
 }
 
@@ -657,15 +634,13 @@ static cg_status validate(cg_weights *w) {
         if (numel < 0 || (uint64_t)numel > UINT64_MAX / esize) {
             quote_name(q, e->name);
             format_stored(shape, sizeof shape, e);
-            return cg_error(CG_ERR_FORMAT, "%s: tensor '%s': shape %s has too many elements",
-                            w->path, q, shape);
+            return cg_error(CG_ERR_FORMAT, "%s: tensor '%s': shape %s has too many elements", w->path, q, shape);
         }
         e->numel = numel;
         uint64_t bytes = (uint64_t)numel * esize;
         if (e->begin > e->end) {
             quote_name(q, e->name);
-            return cg_error(CG_ERR_FORMAT,
-                            "%s: tensor '%s': data_offsets [%llu, %llu] are reversed (begin > end)",
+            return cg_error(CG_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu] are reversed (begin > end)",
                             w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end);
         }
         if (e->end > w->data_size) {
@@ -683,8 +658,7 @@ static cg_status validate(cg_weights *w) {
                             "%s: tensor '%s': data_offsets [%llu, %llu] give %llu bytes, expected "
                             "%llu for %s",
                             w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end,
-                            (unsigned long long)(e->end - e->begin), (unsigned long long)bytes,
-                            shape);
+                            (unsigned long long)(e->end - e->begin), (unsigned long long)bytes, shape);
         }
     }
 
@@ -718,8 +692,8 @@ static cg_status validate(cg_weights *w) {
             s = cg_error(CG_ERR_FORMAT,
                          "%s: tensor '%s': data_offsets [%llu, %llu] leave a hole: bytes [%llu, "
                          "%llu) of the data section belong to no tensor",
-                         w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end,
-                         (unsigned long long)pos, (unsigned long long)e->begin);
+                         w->path, q, (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)pos,
+                         (unsigned long long)e->begin);
             break;
         }
         pos = e->end;
@@ -771,8 +745,7 @@ cg_status cg_weights_open(const char *path, cg_weights **out) {
     if ((s = cg_open_regular(path, O_RDONLY, &fd, &st)) != CG_OK) goto fail;
     uint64_t fsize = (uint64_t)st.st_size;
     if (fsize < 8) {
-        s = cg_error(CG_ERR_FORMAT,
-                     "%s: file is too short (%llu bytes) to hold the 8-byte header length", path,
+        s = cg_error(CG_ERR_FORMAT, "%s: file is too short (%llu bytes) to hold the 8-byte header length", path,
                      (unsigned long long)fsize);
         close(fd);
         goto fail;
@@ -795,21 +768,19 @@ cg_status cg_weights_open(const char *path, cg_weights **out) {
 
     uint64_t hlen = rd_le64(base);
     if (hlen > CG_ST_MAX_HEADER_LEN) {
-        s = cg_error(CG_ERR_FORMAT, "%s: header length %llu exceeds the limit of %llu bytes",
-                     path, (unsigned long long)hlen, CG_ST_MAX_HEADER_LEN);
+        s = cg_error(CG_ERR_FORMAT, "%s: header length %llu exceeds the limit of %llu bytes", path,
+                     (unsigned long long)hlen, CG_ST_MAX_HEADER_LEN);
         goto fail;
     }
     if (hlen > fsize - 8) {
-        s = cg_error(CG_ERR_FORMAT,
-                     "%s: header length %llu is larger than the rest of the file (%llu bytes)",
-                     path, (unsigned long long)hlen, (unsigned long long)(fsize - 8));
+        s = cg_error(CG_ERR_FORMAT, "%s: header length %llu is larger than the rest of the file (%llu bytes)", path,
+                     (unsigned long long)hlen, (unsigned long long)(fsize - 8));
         goto fail;
     }
     const unsigned char *hdr = base + 8;
     size_t bad = cg_utf8_check(hdr, (size_t)hlen);
     if (bad != hlen) {
-        s = cg_error(CG_ERR_FORMAT, "%s: header is not valid UTF-8 (at header byte %zu)", path,
-                     bad);
+        s = cg_error(CG_ERR_FORMAT, "%s: header is not valid UTF-8 (at header byte %zu)", path, bad);
         goto fail;
     }
     w->data = hdr + hlen;
@@ -823,8 +794,8 @@ fail:
     return s;
 }
 
-cg_status cg_weights_from_tensors(const char *label, int n, const char *const *names,
-                                  const cg_tensor *const *tensors, cg_weights **out) {
+cg_status cg_weights_from_tensors(const char *label, int n, const char *const *names, const cg_tensor *const *tensors,
+                                  cg_weights **out) {
     if (!out || !label || n < 0 || (n && (!names || !tensors)))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_from_tensors: bad argument");
     *out = NULL;
@@ -864,8 +835,7 @@ cg_status cg_weights_from_tensors(const char *label, int n, const char *const *n
     }
     if (!s && size > SIZE_MAX) s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", label);
     if (!s && !(w->owned = cg_aligned_alloc(size ? (size_t)size : 64)))
-        s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory (%llu bytes of weights)", label,
-                     (unsigned long long)size);
+        s = cg_error(CG_ERR_NO_MEMORY, "%s: out of memory (%llu bytes of weights)", label, (unsigned long long)size);
     for (int i = 0; !s && i < n; i++)
         memcpy((unsigned char *)w->owned + w->entries[i].begin, tensors[i]->data,
                (size_t)(w->entries[i].end - w->entries[i].begin));
@@ -934,7 +904,8 @@ static cg_status q8_scales(const cg_weights *w, const st_entry *e, const float *
     if (!s || s->dtype != CG_F32 || s->ndim != 1 || s->dims[0] != e->dims[0])
         return cg_error(CG_ERR_UNSUPPORTED,
                         "%s: tensor '%s' is an I8 matrix, which is viewed as f32 only with its scales: an F32 "
-                        "tensor '%s_scale' of [%lld]", w->path, q, q, (long long)(e->ndim >= 1 ? e->dims[0] : 0));
+                        "tensor '%s_scale' of [%lld]",
+                        w->path, q, q, (long long)(e->ndim >= 1 ? e->dims[0] : 0));
     const void *src;
     cg_status st = host_order(w, s, &src, tmp);
     *scales = src;
@@ -968,8 +939,8 @@ static void fill_desc(const st_entry *e, cg_dtype dtype, cg_tensor_desc *d) {
 static cg_status check_index(const cg_weights *w, size_t i, const char *fn) {
     if (!w) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: NULL weights", fn);
     if (i >= w->count)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor index %zu out of range (%zu tensors)",
-                        w->path, i, w->count);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor index %zu out of range (%zu tensors)", w->path, i,
+                        w->count);
     return CG_OK;
 }
 
@@ -998,7 +969,8 @@ static cg_status check_bools(const cg_weights *w, const st_entry *e) {
         if (b[i] > 1) {
             char q[NAME_BUF];
             quote_name(q, e->name);
-            return cg_error(CG_ERR_FORMAT, "%s: tensor '%s': element %lld of the BOOL tensor is %u, "
+            return cg_error(CG_ERR_FORMAT,
+                            "%s: tensor '%s': element %lld of the BOOL tensor is %u, "
                             "not 0 (false) or 1 (true)",
                             w->path, q, (long long)i, (unsigned)b[i]);
         }
@@ -1037,11 +1009,10 @@ static cg_status convert(const cg_weights *w, const st_entry *e, cg_dtype want, 
     if (r == CG_CONV_OK) return CG_OK;
     quote_name(q, e->name);
     if (r == CG_CONV_RANGE)
-        return cg_error(CG_ERR_UNSUPPORTED,
-                        "%s: tensor '%s': element %lld has value %lld, which does not fit in %s",
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s': element %lld has value %lld, which does not fit in %s",
                         w->path, q, (long long)bad, (long long)val, cg_dtype_name(want));
-    return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s' is stored as %s, which is not converted to %s",
-                    w->path, q, st_names[e->dtype], cg_dtype_name(want));
+    return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s' is stored as %s, which is not converted to %s", w->path, q,
+                    st_names[e->dtype], cg_dtype_name(want));
 }
 
 static cg_status lookup(const cg_weights *w, const char *name, const char *fn, st_entry **e) {
@@ -1066,8 +1037,8 @@ static cg_status cached_view(cg_weights *w, st_entry *e, cg_dtype want, const vo
         if (!buf) {
             char q[NAME_BUF];
             quote_name(q, e->name);
-            s = cg_error(CG_ERR_NO_MEMORY, "%s: tensor '%s': out of memory converting to %s",
-                         w->path, q, cg_dtype_name(want));
+            s = cg_error(CG_ERR_NO_MEMORY, "%s: tensor '%s': out of memory converting to %s", w->path, q,
+                         cg_dtype_name(want));
         } else if ((s = e->dtype == CG_I8 && want == CG_F32 ? dequantize(w, e, buf) : convert(w, e, want, buf)) !=
                    CG_OK) {
             cg_aligned_free(buf);
@@ -1079,11 +1050,10 @@ static cg_status cached_view(cg_weights *w, st_entry *e, cg_dtype want, const vo
     return s;
 }
 
-cg_status cg_weights_view_as(cg_weights *w, const char *name, cg_dtype want,
-                             cg_tensor_desc *desc_out, const void **data_out) {
+cg_status cg_weights_view_as(cg_weights *w, const char *name, cg_dtype want, cg_tensor_desc *desc_out,
+                             const void **data_out) {
     st_entry *e;
-    if (!desc_out || !data_out)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_view_as: NULL output pointer");
+    if (!desc_out || !data_out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_view_as: NULL output pointer");
     *data_out = NULL;
     cg_status s = lookup(w, name, "cg_weights_view_as", &e);
     if (s != CG_OK) return s;
@@ -1103,20 +1073,16 @@ cg_status cg_weights_view_as(cg_weights *w, const char *name, cg_dtype want,
         s = check_bools(w, e);
         e->bools_checked = s == CG_OK;
     }
-    if (s == CG_OK && want == e->dtype && (!ST_HOST_BIG_ENDIAN || es == 1) &&
-        (uintptr_t)src % es == 0)
+    if (s == CG_OK && want == e->dtype && (!ST_HOST_BIG_ENDIAN || es == 1) && (uintptr_t)src % es == 0)
         *data_out = src; /* zero copy: the mapped bytes are the tensor */
-    else if (s == CG_OK)
-        s = cached_view(w, e, want, data_out);
+    else if (s == CG_OK) s = cached_view(w, e, want, data_out);
     pthread_mutex_unlock(&w->lock);
     return s;
 }
 
-cg_status cg_weights_view(cg_weights *w, const char *name, cg_tensor_desc *desc_out,
-                          const void **data_out) {
+cg_status cg_weights_view(cg_weights *w, const char *name, cg_tensor_desc *desc_out, const void **data_out) {
     st_entry *e;
-    if (!desc_out || !data_out)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_view: NULL output pointer");
+    if (!desc_out || !data_out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_view: NULL output pointer");
     *data_out = NULL;
     cg_status s = lookup(w, name, "cg_weights_view", &e);
     if (s != CG_OK) return s;

@@ -60,8 +60,9 @@ static cg_status scale_name(cg_weights *w, size_t i, char **out) {
     if (!(*out = malloc(len))) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     snprintf(*out, len, "%s_scale", name);
     if (cg_weights_find(w, *out) >= 0)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor '%s' exists already, where the int8 scales of '%s' would go",
-                        cg_weights_path(w), *out, name);
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "%s: tensor '%s' exists already, where the int8 scales of '%s' would go", cg_weights_path(w),
+                        *out, name);
     return CG_OK;
 }
 

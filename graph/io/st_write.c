@@ -51,25 +51,21 @@ static const char *show(char buf[80], const char *s) {
 }
 
 /* Each name usable as a key and each tensor present. */
-static cg_status check_items(const char *path, int n, const char *const *names,
-                             const cg_tensor *const *tensors) {
+static cg_status check_items(const char *path, int n, const char *const *names, const cg_tensor *const *tensors) {
     char q[80];
     for (int i = 0; i < n; i++) {
         const char *nm = names[i];
         if (!nm || !*nm)
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the name of tensor %d is %s", path, i,
-                            nm ? "empty" : "NULL");
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the name of tensor %d is %s", path, i, nm ? "empty" : "NULL");
         if (cg_utf8_check((const unsigned char *)nm, strlen(nm)) != strlen(nm))
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor name '%s' is not valid UTF-8",
-                            path, show(q, nm));
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor name '%s' is not valid UTF-8", path, show(q, nm));
         if (strcmp(nm, "__metadata__") == 0)
-            return cg_error(CG_ERR_INVALID_ARGUMENT,
-                            "%s: '__metadata__' is reserved by the format, not a tensor name", path);
-        if (!tensors[i])
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor '%s' is NULL", path, show(q, nm));
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: '__metadata__' is reserved by the format, not a tensor name",
+                            path);
+        if (!tensors[i]) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor '%s' is NULL", path, show(q, nm));
         if (!cg_st_dtype_name(tensors[i]->dtype))
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor '%s' has an invalid dtype %d", path,
-                            show(q, nm), (int)tensors[i]->dtype);
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor '%s' has an invalid dtype %d", path, show(q, nm),
+                            (int)tensors[i]->dtype);
     }
     return CG_OK;
 }
@@ -91,8 +87,8 @@ static uint64_t item_bytes(const st_item *it) {
 
 /* The items sorted by name, with their data offsets; *order lists them in
  * data order. Both are the caller's to free. */
-static cg_status layout(const char *path, int n, const char *const *names,
-                        const cg_tensor *const *tensors, st_item **items, st_item ***order) {
+static cg_status layout(const char *path, int n, const char *const *names, const cg_tensor *const *tensors,
+                        st_item **items, st_item ***order) {
     st_item *it = calloc((size_t)n + 1, sizeof *it);
     st_item **ord = calloc((size_t)n + 1, sizeof *ord);
     if (!it || !ord) {
@@ -104,8 +100,8 @@ static cg_status layout(const char *path, int n, const char *const *names,
     for (int i = 1; i < n; i++)
         if (strcmp(it[i - 1].name, it[i].name) == 0) {
             char q[80];
-            cg_status s = cg_error(CG_ERR_INVALID_ARGUMENT, "%s: duplicate tensor name '%s'", path,
-                                   show(q, it[i].name));
+            cg_status s =
+                cg_error(CG_ERR_INVALID_ARGUMENT, "%s: duplicate tensor name '%s'", path, show(q, it[i].name));
             free(it), free(ord);
             return s;
         }
@@ -130,8 +126,14 @@ static void put_json_string(cg_strbuf *b, const char *s) {
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         cg_strbuf_put(b, "%.*s", (int)(s - run), run);
         if (!c) break;
-        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b" : c == '\f' ? "\\f"
-                        : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        const char *esc = c == '"'    ? "\\\""
+                          : c == '\\' ? "\\\\"
+                          : c == '\b' ? "\\b"
+                          : c == '\f' ? "\\f"
+                          : c == '\n' ? "\\n"
+                          : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t"
+                                      : NULL;
         if (esc) cg_strbuf_put(b, "%s", esc);
         else cg_strbuf_put(b, "\\u%04x", c);
         run = s + 1;
@@ -140,8 +142,7 @@ static void put_json_string(cg_strbuf *b, const char *s) {
 }
 
 /* The JSON header, padded with spaces to a multiple of 8 bytes. */
-static cg_status build_header(const char *path, const st_item *it, int n, char **out,
-                              size_t *len) {
+static cg_status build_header(const char *path, const st_item *it, int n, char **out, size_t *len) {
     cg_strbuf b = {0};
     cg_strbuf_put(&b, "{");
     for (int i = 0; i < n; i++) {
@@ -161,8 +162,8 @@ static cg_status build_header(const char *path, const st_item *it, int n, char *
     if (n_bytes > CG_ST_MAX_HEADER_LEN) {
         free(s);
         return cg_error(CG_ERR_INVALID_ARGUMENT,
-                        "%s: the header would be %zu bytes, more than the %llu the format allows",
-                        path, n_bytes, CG_ST_MAX_HEADER_LEN);
+                        "%s: the header would be %zu bytes, more than the %llu the format allows", path, n_bytes,
+                        CG_ST_MAX_HEADER_LEN);
     }
     *out = s;
     *len = n_bytes;
@@ -187,13 +188,10 @@ static int write_tensor(cg_afile *f, const cg_tensor *t) {
 }
 
 /* The prefix, the header and the data in order, through a temporary file. */
-static cg_status write_file(const char *path, const char *hdr, size_t hlen, st_item *const *order,
-                            int n) {
+static cg_status write_file(const char *path, const char *hdr, size_t hlen, st_item *const *order, int n) {
     cg_afile f;
     int e = cg_afile_open(&f, path);
-    if (e)
-        return cg_error(CG_ERR_IO, "%s: cannot create a temporary file in its directory: %s", path,
-                        strerror(e));
+    if (e) return cg_error(CG_ERR_IO, "%s: cannot create a temporary file in its directory: %s", path, strerror(e));
     unsigned char prefix[8];
     for (int i = 0; i < 8; i++) prefix[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
     e = cg_afile_write(&f, prefix, 8);
@@ -204,17 +202,14 @@ static cg_status write_file(const char *path, const char *hdr, size_t hlen, st_i
         return cg_error(CG_ERR_IO, "%s: write failed: %s", path, strerror(e));
     }
     if ((e = cg_afile_commit(&f)) != 0)
-        return cg_error(CG_ERR_IO, "%s: cannot finish writing (sync, close or rename): %s", path,
-                        strerror(e));
+        return cg_error(CG_ERR_IO, "%s: cannot finish writing (sync, close or rename): %s", path, strerror(e));
     return CG_OK;
 }
 
-cg_status cg_weights_save(const char *path, int n, const char *const *names,
-                          const cg_tensor *const *tensors) {
+cg_status cg_weights_save(const char *path, int n, const char *const *names, const cg_tensor *const *tensors) {
     if (!path || !*path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_save: no path");
     if (n < 0 || (n > 0 && (!names || !tensors)))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: cg_weights_save: bad tensor list (n = %d)",
-                        path, n);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: cg_weights_save: bad tensor list (n = %d)", path, n);
     st_item *items = NULL, **order = NULL;
     char *hdr = NULL;
     size_t hlen = 0;

@@ -17,7 +17,6 @@ static atomic_uint_fast64_t stamp_counter;
 
 uint64_t cg_tensor_new_stamp(void) { return (uint64_t)atomic_fetch_add(&stamp_counter, 1) + 1; }
 
-
 /* Appends printf output at *used, never writing past `size`; *used keeps
  * counting so later appends are harmless once the buffer is full. */
 
@@ -25,23 +24,18 @@ cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tens
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: NULL output pointer");
     *out = NULL;
     size_t esize = cg_dtype_size(dtype);
-    if (esize == 0)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: invalid dtype %d", (int)dtype);
+    if (esize == 0) return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: invalid dtype %d", (int)dtype);
     if (ndim < 0 || ndim > CG_MAX_DIMS)
-        return cg_error(CG_ERR_INVALID_ARGUMENT,
-                        "tensor: %d dimensions out of range (0..%d)", ndim, CG_MAX_DIMS);
-    if (ndim > 0 && !dims)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: NULL dims for %d dimensions", ndim);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: %d dimensions out of range (0..%d)", ndim, CG_MAX_DIMS);
+    if (ndim > 0 && !dims) return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: NULL dims for %d dimensions", ndim);
     for (int i = 0; i < ndim; i++)
         if (dims[i] < 0)
-            return cg_error(CG_ERR_INVALID_ARGUMENT,
-                            "tensor: dimension %d is negative (%lld)", i, (long long)dims[i]);
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: dimension %d is negative (%lld)", i, (long long)dims[i]);
     int64_t numel = cg_shape_numel(ndim, dims);
     char shape[160];
     if (numel < 0 || (uint64_t)numel > (uint64_t)(PTRDIFF_MAX / 2) / esize) {
         cg_shape_format(shape, sizeof shape, dtype, ndim, dims, NULL, 0);
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: %s is too large (size overflows)",
-                        shape);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "tensor: %s is too large (size overflows)", shape);
     }
     size_t bytes = (size_t)numel * esize;
     cg_tensor *t = calloc(1, sizeof *t);
@@ -50,8 +44,7 @@ cg_status cg_tensor_alloc(cg_dtype dtype, int ndim, const int64_t *dims, cg_tens
     if (!t->data) {
         free(t);
         cg_shape_format(shape, sizeof shape, dtype, ndim, dims, NULL, 0);
-        return cg_error(CG_ERR_NO_MEMORY, "tensor: out of memory allocating %zu bytes for %s",
-                        bytes, shape);
+        return cg_error(CG_ERR_NO_MEMORY, "tensor: out of memory allocating %zu bytes for %s", bytes, shape);
     }
     t->dtype = dtype;
     t->ndim = ndim;

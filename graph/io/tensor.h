@@ -30,8 +30,7 @@ typedef enum cg_conv_result {
 /* Converts n elements of dtype `from` at src (host order, any alignment)
  * into dtype `to` at dst, by cg_tensor_convert's rules; sets no message, so
  * that each caller names its own tensor, file and element. */
-cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n,
-                                int64_t *bad_index, int64_t *bad_value);
-
+cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n, int64_t *bad_index,
+                                int64_t *bad_value);
 
 #endif

@@ -19,8 +19,8 @@ const char *cg_st_dtype_name(cg_dtype t);
 /* Weights held in memory, copied from `tensors` (the caller keeps them):
  * what an imported model (ONNX initializers) binds; `label` stands for the
  * path in messages. Names must be distinct. */
-cg_status cg_weights_from_tensors(const char *label, int n, const char *const *names,
-                                  const cg_tensor *const *tensors, cg_weights **out);
+cg_status cg_weights_from_tensors(const char *label, int n, const char *const *names, const cg_tensor *const *tensors,
+                                  cg_weights **out);
 
 /* Index of the tensor called `name`, or -1 (binary search, O(log n)). */
 int cg_weights_find(const cg_weights *w, const char *name);
@@ -59,13 +59,12 @@ int cg_weights_viewable(cg_dtype stored, cg_dtype want);
  * does not fit in I32 (the message names the file, tensor and element);
  * CG_ERR_FORMAT for a BOOL byte other than 0 or 1.
  */
-cg_status cg_weights_view_as(cg_weights *w, const char *name, cg_dtype want,
-                             cg_tensor_desc *desc_out, const void **data_out);
+cg_status cg_weights_view_as(cg_weights *w, const char *name, cg_dtype want, cg_tensor_desc *desc_out,
+                             const void **data_out);
 
 /* cg_weights_view_as with `want` the dtype cg_weights_desc gives (F32 for
  * F16/BF16/F32, I32 for I32/I64, the stored dtype otherwise): the view of
  * callers that declare no dtype of their own. */
-cg_status cg_weights_view(cg_weights *w, const char *name, cg_tensor_desc *desc_out,
-                          const void **data_out);
+cg_status cg_weights_view(cg_weights *w, const char *name, cg_tensor_desc *desc_out, const void **data_out);
 
 #endif

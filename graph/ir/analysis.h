@@ -8,9 +8,9 @@
 
 typedef struct cg_analysis {
     int n_nodes;
-    int32_t *order;            /* node indices in dependency order */
-    const cg_op_entry **ops;   /* per node */
-    cg_attr_value **attrs;     /* per node: def->n_attrs resolved values */
+    int32_t *order;          /* node indices in dependency order */
+    const cg_op_entry **ops; /* per node */
+    cg_attr_value **attrs;   /* per node: def->n_attrs resolved values */
 } cg_analysis;
 
 /* The analysis a plan is built on (the graph verified): resolves
@@ -25,9 +25,8 @@ void cg_desc_from_value(const cg_value *v, cg_tensor_desc *d);
 
 /* Calls op->def->infer and checks what it wrote. On failure the message is
  * "FILE:L:C: OP 'NODE': reason". `concrete` demands concrete output dims. */
-cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int col,
-                        const cg_op_entry *op, const cg_attr_value *attrs, int n_in,
-                        const cg_tensor_desc *in, int n_out, cg_tensor_desc *out,
+cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int col, const cg_op_entry *op,
+                        const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in, int n_out, cg_tensor_desc *out,
                         int concrete);
 
 /* Formats "f32[2, B, ?]" using the model's symbol names. */

@@ -90,8 +90,7 @@ void cg_value_type_format(char *buf, size_t size, const cg_model *m, const cg_va
         snprintf(buf, size, "?");
         return;
     }
-    cg_shape_format(buf, size, v->dtype, v->ndim, v->dims, m ? (const char *const *)m->syms : NULL,
-                    m ? m->n_syms : 0);
+    cg_shape_format(buf, size, v->dtype, v->ndim, v->dims, m ? (const char *const *)m->syms : NULL, m ? m->n_syms : 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -198,8 +197,8 @@ cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col, c
     if (old) {
         cg_loc_format(where, sizeof where, m, line, col);
         if (old->line > 0)
-            return cg_error(CG_ERR_VERIFY, "%sgraph '%s' is already defined at %d:%d", where, name,
-                            old->line, old->col);
+            return cg_error(CG_ERR_VERIFY, "%sgraph '%s' is already defined at %d:%d", where, name, old->line,
+                            old->col);
         return cg_error(CG_ERR_VERIFY, "%sgraph '%s' is already defined", where, name);
     }
     if (m->n_graphs >= INT_MAX - 1) return oom();
@@ -245,13 +244,11 @@ static cg_status redefined(const cg_graph *g, const char *name, int32_t old, int
     const cg_value *v = &g->values[old];
     cg_loc_format(where, sizeof where, g->model, line, col);
     if (v->line > 0)
-        return cg_error(CG_ERR_VERIFY, "%svalue '%s' is already defined at %d:%d", where, name,
-                        v->line, v->col);
+        return cg_error(CG_ERR_VERIFY, "%svalue '%s' is already defined at %d:%d", where, name, v->line, v->col);
     return cg_error(CG_ERR_VERIFY, "%svalue '%s' is already defined", where, name);
 }
 
-cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, int line, int col,
-                             int32_t *out) {
+cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, int line, int col, int32_t *out) {
     if (out) *out = -1;
     if (!g || !name) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_new_value: invalid arguments");
     int32_t old = cg_graph_find_value(g, name);
@@ -273,12 +270,11 @@ cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, 
     return CG_OK;
 }
 
-static cg_status new_typed(cg_graph *g, const char *name, cg_value_kind kind, const char *weight,
-                           cg_dtype dtype, int ndim, const int64_t *dims, int line, int col,
-                           int32_t *out) {
+static cg_status new_typed(cg_graph *g, const char *name, cg_value_kind kind, const char *weight, cg_dtype dtype,
+                           int ndim, const int64_t *dims, int line, int col, int32_t *out) {
     if (out) *out = -1;
-    if (!g || !name || ndim < 0 || ndim > CG_MAX_DIMS || (ndim && !dims) ||
-        !cg_dtype_valid((int)dtype) || (kind == CG_VAL_PARAM && !weight))
+    if (!g || !name || ndim < 0 || ndim > CG_MAX_DIMS || (ndim && !dims) || !cg_dtype_valid((int)dtype) ||
+        (kind == CG_VAL_PARAM && !weight))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_new_%s: invalid arguments",
                         kind == CG_VAL_PARAM ? "param" : "input");
     for (int i = 0; i < ndim; i++) {
@@ -310,19 +306,18 @@ static cg_status new_typed(cg_graph *g, const char *name, cg_value_kind kind, co
     return CG_OK;
 }
 
-cg_status cg_graph_new_input(cg_graph *g, const char *name, cg_dtype dtype, int ndim,
-                             const int64_t *dims, int line, int col, int32_t *out) {
+cg_status cg_graph_new_input(cg_graph *g, const char *name, cg_dtype dtype, int ndim, const int64_t *dims, int line,
+                             int col, int32_t *out) {
     return new_typed(g, name, CG_VAL_INPUT, NULL, dtype, ndim, dims, line, col, out);
 }
 
-cg_status cg_graph_new_param(cg_graph *g, const char *name, const char *weight, cg_dtype dtype,
-                             int ndim, const int64_t *dims, int line, int col, int32_t *out) {
+cg_status cg_graph_new_param(cg_graph *g, const char *name, const char *weight, cg_dtype dtype, int ndim,
+                             const int64_t *dims, int line, int col, int32_t *out) {
     return new_typed(g, name, CG_VAL_PARAM, weight, dtype, ndim, dims, line, col, out);
 }
 
-cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n_inputs,
-                            const char *const *inputs, int n_outputs, const char *const *outputs,
-                            int line, int col, cg_node **out) {
+cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n_inputs, const char *const *inputs,
+                            int n_outputs, const char *const *outputs, int line, int col, cg_node **out) {
     if (out) *out = NULL;
     if (!g || !op || n_inputs < 0 || n_outputs < 1 || (n_inputs && !inputs) || !outputs)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_new_node: invalid arguments");
@@ -360,8 +355,8 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n
     n->inputs = (int32_t *)(n->in_names + n_inputs + 1);
     n->outputs = n->inputs + n_inputs + 1;
     n->in_names[n_inputs] = NULL;
-    int ok = (n->name = cg_arena_strdup(&g->arena, name ? name : outputs[0])) &&
-             (n->op = cg_arena_strdup(&g->arena, op));
+    int ok =
+        (n->name = cg_arena_strdup(&g->arena, name ? name : outputs[0])) && (n->op = cg_arena_strdup(&g->arena, op));
     for (int i = 0; ok && i < n_inputs; i++) {
         ok = (n->in_names[i] = cg_arena_strdup(&g->arena, inputs[i])) != NULL;
         n->inputs[i] = -1;
@@ -398,8 +393,7 @@ cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n
     return CG_OK;
 }
 
-cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names,
-                                    const int *lines, const int *cols) {
+cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names, const int *lines, const int *cols) {
     if (!g || n < 0 || (n && !names))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_add_output_names: invalid arguments");
     if (n == 0) return CG_OK;
@@ -414,10 +408,8 @@ cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names
                             : cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_add_output_names: NULL name");
         }
     size_t total = (size_t)g->n_outputs + (size_t)n;
-    if (resize(&g->out_names, total, sizeof *g->out_names) ||
-        resize(&g->outputs, total, sizeof *g->outputs) ||
-        resize(&g->out_line, total, sizeof *g->out_line) ||
-        resize(&g->out_col, total, sizeof *g->out_col)) {
+    if (resize(&g->out_names, total, sizeof *g->out_names) || resize(&g->outputs, total, sizeof *g->outputs) ||
+        resize(&g->out_line, total, sizeof *g->out_line) || resize(&g->out_col, total, sizeof *g->out_col)) {
         for (int i = 0; i < n; i++) free(copy[i]);
         free(copy);
         return CG_ERR_NO_MEMORY;
@@ -483,8 +475,7 @@ cg_status cg_graph_set_output_name(cg_graph *g, int i, const char *name) {
 cg_status cg_node_add_attr(cg_node *n, const cg_attr *a) {
     if (!n || !a || !a->key || (a->type == CG_ATTR_STRING && !a->s) ||
         (a->type == CG_ATTR_INTS && (a->n_ints < 0 || (a->n_ints && !a->ints))) ||
-        (a->type != CG_ATTR_INT && a->type != CG_ATTR_FLOAT && a->type != CG_ATTR_STRING &&
-         a->type != CG_ATTR_INTS))
+        (a->type != CG_ATTR_INT && a->type != CG_ATTR_FLOAT && a->type != CG_ATTR_STRING && a->type != CG_ATTR_INTS))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_add_attr: invalid arguments");
     for (int i = 0; i < n->n_attrs; i++)
         if (strcmp(n->attrs[i].key, a->key) == 0) {
@@ -492,10 +483,10 @@ cg_status cg_node_add_attr(cg_node *n, const cg_attr *a) {
             const cg_attr *old = &n->attrs[i];
             cg_loc_format(where, sizeof where, n->graph ? n->graph->model : NULL, a->line, a->col);
             if (old->line > 0)
-                return cg_error(CG_ERR_VERIFY, "%snode '%s': attribute '%s' is already set at %d:%d",
-                                where, n->name ? n->name : "?", a->key, old->line, old->col);
-            return cg_error(CG_ERR_VERIFY, "%snode '%s': attribute '%s' is already set", where,
-                            n->name ? n->name : "?", a->key);
+                return cg_error(CG_ERR_VERIFY, "%snode '%s': attribute '%s' is already set at %d:%d", where,
+                                n->name ? n->name : "?", a->key, old->line, old->col);
+            return cg_error(CG_ERR_VERIFY, "%snode '%s': attribute '%s' is already set", where, n->name ? n->name : "?",
+                            a->key);
         }
     if (n->n_attrs >= INT_MAX - 1) return oom();
     cg_attr c;
@@ -542,13 +533,9 @@ cg_status cg_model_create(cg_context *ctx, cg_model **out) {
 
 int cg_model_graph_count(const cg_model *m) { return m ? m->n_graphs : 0; }
 
-cg_graph *cg_model_graph_at(const cg_model *m, int i) {
-    return m && i >= 0 && i < m->n_graphs ? m->graphs[i] : NULL;
-}
+cg_graph *cg_model_graph_at(const cg_model *m, int i) { return m && i >= 0 && i < m->n_graphs ? m->graphs[i] : NULL; }
 
-cg_graph *cg_model_graph(const cg_model *m, const char *name) {
-    return m && name ? find_graph(m, name) : NULL;
-}
+cg_graph *cg_model_graph(const cg_model *m, const char *name) { return m && name ? find_graph(m, name) : NULL; }
 
 cg_status cg_model_add_graph(cg_model *m, const char *name, cg_graph **out) {
     char b[64];
@@ -563,33 +550,33 @@ cg_status cg_model_add_graph(cg_model *m, const char *name, cg_graph **out) {
 const char *cg_graph_name(const cg_graph *g) { return g ? g->name : NULL; }
 
 /* Converts builder dims to IR dims (symbols registered in the model). */
-static cg_status builder_dims(const char *fn, cg_graph *g, const char *name, int ndim,
-                              const cg_dim *dims, int64_t *out) {
+static cg_status builder_dims(const char *fn, cg_graph *g, const char *name, int ndim, const cg_dim *dims,
+                              int64_t *out) {
     char b[64];
     if (ndim < 0 || ndim > CG_MAX_DIMS)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: '%s' has %d dimensions (0 to %d allowed)", fn,
-                        name, ndim, CG_MAX_DIMS);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: '%s' has %d dimensions (0 to %d allowed)", fn, name, ndim,
+                        CG_MAX_DIMS);
     if (ndim && !dims) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: dims is NULL", fn);
     for (int i = 0; i < ndim; i++) {
         if (dims[i].sym) {
             if (!cg_name_valid(dims[i].sym))
-                return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid symbol name '%s' in dimension %d of '%s'",
-                                fn, show(b, sizeof b, dims[i].sym), i, name);
+                return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid symbol name '%s' in dimension %d of '%s'", fn,
+                                show(b, sizeof b, dims[i].sym), i, name);
             int k = cg_model_sym(g->model, dims[i].sym);
             if (k < 0) return CG_ERR_NO_MEMORY;
             out[i] = CG_DIM_SYM(k);
         } else {
             if (dims[i].size < 0)
-                return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: dimension %d of '%s' is negative (%lld)", fn,
-                                i, name, (long long)dims[i].size);
+                return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: dimension %d of '%s' is negative (%lld)", fn, i, name,
+                                (long long)dims[i].size);
             out[i] = dims[i].size;
         }
     }
     return CG_OK;
 }
 
-static cg_status builder_decl(const char *fn, cg_graph *g, const char *name, int is_param,
-                              const char *weight, cg_dtype dtype, int ndim, const cg_dim *dims) {
+static cg_status builder_decl(const char *fn, cg_graph *g, const char *name, int is_param, const char *weight,
+                              cg_dtype dtype, int ndim, const cg_dim *dims) {
     char b[64];
     int64_t d[CG_MAX_DIMS];
     if (!g) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: graph is NULL", fn);
@@ -598,8 +585,7 @@ static cg_status builder_decl(const char *fn, cg_graph *g, const char *name, int
     if (!cg_dtype_valid((int)dtype))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid dtype %d for '%s'", fn, (int)dtype, name);
     if (is_param) {
-        if (!weight || !*weight)
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: empty weight name for '%s'", fn, name);
+        if (!weight || !*weight) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: empty weight name for '%s'", fn, name);
         if (!cg_utf8_valid(weight))
             return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: weight name of '%s' is not valid UTF-8", fn, name);
     }
@@ -609,19 +595,17 @@ static cg_status builder_decl(const char *fn, cg_graph *g, const char *name, int
     return cg_graph_new_input(g, name, dtype, ndim, d, 0, 0, NULL);
 }
 
-cg_status cg_graph_add_input(cg_graph *g, const char *name, cg_dtype dtype, int ndim,
-                             const cg_dim *dims) {
+cg_status cg_graph_add_input(cg_graph *g, const char *name, cg_dtype dtype, int ndim, const cg_dim *dims) {
     return builder_decl("cg_graph_add_input", g, name, 0, NULL, dtype, ndim, dims);
 }
 
-cg_status cg_graph_add_param(cg_graph *g, const char *name, const char *weight_name,
-                             cg_dtype dtype, int ndim, const cg_dim *dims) {
+cg_status cg_graph_add_param(cg_graph *g, const char *name, const char *weight_name, cg_dtype dtype, int ndim,
+                             const cg_dim *dims) {
     return builder_decl("cg_graph_add_param", g, name, 1, weight_name, dtype, ndim, dims);
 }
 
-cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name, int n_inputs,
-                            const char *const *inputs, int n_outputs, const char *const *outputs,
-                            cg_node **out) {
+cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name, int n_inputs, const char *const *inputs,
+                            int n_outputs, const char *const *outputs, cg_node **out) {
     static const char fn[] = "cg_graph_add_node";
     char b[64];
     if (out) *out = NULL;
@@ -630,18 +614,14 @@ cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name, int n
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid operator name '%s'", fn, show(b, sizeof b, op));
     if (name && !cg_name_valid(name))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid node name '%s'", fn, show(b, sizeof b, name));
-    if (n_inputs < 0 || (n_inputs && !inputs))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid input list", fn);
-    if (n_outputs < 1 || !outputs)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: a node needs at least one output", fn);
+    if (n_inputs < 0 || (n_inputs && !inputs)) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid input list", fn);
+    if (n_outputs < 1 || !outputs) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: a node needs at least one output", fn);
     for (int i = 0; i < n_inputs; i++)
         if (!cg_name_valid(inputs[i]))
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid input name '%s'", fn,
-                            show(b, sizeof b, inputs[i]));
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid input name '%s'", fn, show(b, sizeof b, inputs[i]));
     for (int i = 0; i < n_outputs; i++)
         if (!cg_name_valid(outputs[i]))
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid output name '%s'", fn,
-                            show(b, sizeof b, outputs[i]));
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid output name '%s'", fn, show(b, sizeof b, outputs[i]));
     return cg_graph_new_node(g, op, name, n_inputs, inputs, n_outputs, outputs, 0, 0, out);
 }
 
@@ -674,8 +654,7 @@ cg_status cg_node_set_string(cg_node *n, const char *key, const char *v) {
     cg_attr a;
     memset(&a, 0, sizeof a);
     if (!v) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_string: value is NULL");
-    if (!cg_utf8_valid(v))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_string: value is not valid UTF-8");
+    if (!cg_utf8_valid(v)) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_string: value is not valid UTF-8");
     a.type = CG_ATTR_STRING;
     a.s = (char *)v;
     return set_attr("cg_node_set_string", n, key, &a);
@@ -684,8 +663,7 @@ cg_status cg_node_set_string(cg_node *n, const char *key, const char *v) {
 cg_status cg_node_set_ints(cg_node *n, const char *key, int count, const int64_t *v) {
     cg_attr a;
     memset(&a, 0, sizeof a);
-    if (count < 0 || (count && !v))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_ints: invalid list");
+    if (count < 0 || (count && !v)) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_node_set_ints: invalid list");
     a.type = CG_ATTR_INTS;
     a.ints = (int64_t *)v;
     a.n_ints = count;
@@ -699,11 +677,9 @@ cg_status cg_graph_set_outputs(cg_graph *g, int n, const char *const *names) {
     if (n < 0 || (n && !names)) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid list", fn);
     for (int i = 0; i < n; i++) {
         if (!cg_name_valid(names[i]))
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid value name '%s'", fn,
-                            show(b, sizeof b, names[i]));
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: invalid value name '%s'", fn, show(b, sizeof b, names[i]));
         if (cg_graph_find_value(g, names[i]) < 0)
-            return cg_error(CG_ERR_NOT_FOUND, "%s: graph '%s' has no value named '%s'", fn, g->name,
-                            names[i]);
+            return cg_error(CG_ERR_NOT_FOUND, "%s: graph '%s' has no value named '%s'", fn, g->name, names[i]);
     }
     /* Replace the previous list. */
     int old = g->n_outputs;

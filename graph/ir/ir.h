@@ -19,14 +19,14 @@ typedef struct cg_attr {
     char *s;
     int64_t *ints;
     int32_t n_ints;
-    int syms;               /* ints hold symbolic dims (CG_DIM_SYM) written by name */
-    int line, col;          /* where it was written (0 from the builder) */
+    int syms;      /* ints hold symbolic dims (CG_DIM_SYM) written by name */
+    int line, col; /* where it was written (0 from the builder) */
 } cg_attr;
 
 typedef enum cg_value_kind {
-    CG_VAL_INPUT = 1,       /* graph input, bound at run */
-    CG_VAL_PARAM = 2,       /* weight from the safetensors file */
-    CG_VAL_NODE = 3         /* output of a node */
+    CG_VAL_INPUT = 1, /* graph input, bound at run */
+    CG_VAL_PARAM = 2, /* weight from the safetensors file */
+    CG_VAL_NODE = 3   /* output of a node */
 } cg_value_kind;
 
 /* A slot of a graph's name index: the value (-1: empty) and its name's
@@ -47,9 +47,9 @@ typedef struct cg_value {
     cg_dtype dtype;
     int ndim;
     int64_t dims[CG_MAX_DIMS];
-    char *weight;           /* params: the weight name */
-    int32_t producer;       /* node index for CG_VAL_NODE, else -1 */
-    int32_t producer_out;   /* output slot of the producer */
+    char *weight;         /* params: the weight name */
+    int32_t producer;     /* node index for CG_VAL_NODE, else -1 */
+    int32_t producer_out; /* output slot of the producer */
     int line, col;
 } cg_value;
 
@@ -57,14 +57,14 @@ struct cg_node {
     char *name;
     char *op;
     int n_inputs;
-    char **in_names;        /* as written; resolved into inputs[] by verify */
-    int32_t *inputs;        /* value indices, -1 until resolved */
+    char **in_names; /* as written; resolved into inputs[] by verify */
+    int32_t *inputs; /* value indices, -1 until resolved */
     int n_outputs;
-    int32_t *outputs;       /* value indices */
+    int32_t *outputs; /* value indices */
     int n_attrs;
     cg_attr *attrs;
     int line, col;
-    int op_line, op_col;    /* position of the op name */
+    int op_line, op_col; /* position of the op name */
     struct cg_graph *graph;
 };
 
@@ -76,17 +76,17 @@ struct cg_graph {
     int n_nodes, cap_nodes;
     struct cg_node **nodes;
     int n_inputs;
-    int32_t *inputs;        /* value indices, in declaration order */
+    int32_t *inputs; /* value indices, in declaration order */
     int n_outputs;
-    char **out_names;       /* as written; resolved into outputs[] by verify */
-    int32_t *outputs;       /* value indices, -1 until resolved */
-    int *out_line, *out_col;/* where each output was named */
+    char **out_names;        /* as written; resolved into outputs[] by verify */
+    int32_t *outputs;        /* value indices, -1 until resolved */
+    int *out_line, *out_col; /* where each output was named */
     int line, col;
-    int end_line;           /* the line of its closing '}'; 0 when not parsed */
+    int end_line;               /* the line of its closing '}'; 0 when not parsed */
     struct cg_name_slot *index; /* value names -> indices (names.c) */
-    uint32_t cap_index;     /* slots, a power of two */
-    int32_t n_index;        /* values indexed */
-    cg_arena arena;         /* the nodes and every name of nodes and values */
+    uint32_t cap_index;         /* slots, a power of two */
+    int32_t n_index;            /* values indexed */
+    cg_arena arena;             /* the nodes and every name of nodes and values */
 };
 
 /* A '#' comment of a parsed text, kept so that printing the model (clgraph
@@ -95,22 +95,22 @@ struct cg_graph {
 typedef struct cg_comment {
     char *text;
     int line;
-    int own_line;           /* nothing but blanks before it on its line */
+    int own_line; /* nothing but blanks before it on its line */
 } cg_comment;
 
 struct cg_model {
     cg_context *ctx;
-    char *filename;         /* for messages; "<builder>" for the builder */
+    char *filename; /* for messages; "<builder>" for the builder */
     int n_graphs;
     struct cg_graph **graphs;
     int n_syms;
-    char **syms;            /* symbolic dimension names */
-    cg_weights *weights;    /* bound weights or NULL */
+    char **syms;               /* symbolic dimension names */
+    cg_weights *weights;       /* bound weights or NULL */
     cg_weights *owned_weights; /* weights the model came with (an ONNX file's
                                 * initializers), freed with it */
     int verified;
     int n_comments, cap_comments;
-    cg_comment *comments;   /* in text order; none for built or imported models */
+    cg_comment *comments; /* in text order; none for built or imported models */
 };
 
 /* ---- construction (used by the parser and the builder API) ---- */
@@ -120,8 +120,7 @@ int cg_model_sym(cg_model *m, const char *name);
 
 /* Adds a value; fails (with a message naming both places) if the name is
  * already defined in the graph. Returns the index through *out. */
-cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind,
-                             int line, int col, int32_t *out);
+cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, int line, int col, int32_t *out);
 
 /* Index of the value named `name`, or -1 (a hash lookup: names.c). */
 int32_t cg_graph_find_value(const cg_graph *g, const char *name);
@@ -134,14 +133,11 @@ cg_status cg_graph_index_reserve(cg_graph *g, int extra);
 void cg_graph_index_add(cg_graph *g, int32_t v);
 
 /* Adds a node with outputs defined; inputs are kept by name. */
-cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name,
-                            int n_inputs, const char *const *inputs,
-                            int n_outputs, const char *const *outputs,
-                            int line, int col, cg_node **out);
+cg_status cg_graph_new_node(cg_graph *g, const char *op, const char *name, int n_inputs, const char *const *inputs,
+                            int n_outputs, const char *const *outputs, int line, int col, cg_node **out);
 
 /* Appends graph outputs by name (resolved by the verifier). */
-cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names,
-                                    const int *lines, const int *cols);
+cg_status cg_graph_add_output_names(cg_graph *g, int n, const char *const *names, const int *lines, const int *cols);
 
 /* Rewrites an unverified graph (a model family converting an older
  * interface at load): input i of node n now names `name`; `name` becomes
@@ -169,17 +165,14 @@ void cg_value_type_format(char *buf, size_t size, const cg_model *m, const cg_va
 cg_status cg_model_new(cg_context *ctx, const char *filename, cg_model **out);
 
 /* Adds a graph; fails if the name is taken (message naming both places). */
-cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col,
-                             cg_graph **out);
+cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col, cg_graph **out);
 
 /* Declares a typed graph input (appended to g->inputs) or a parameter read
  * from weight `weight`. dims hold sizes >= 0 or CG_DIM_SYM(k) of m's symbols. */
-cg_status cg_graph_new_input(cg_graph *g, const char *name, cg_dtype dtype,
-                             int ndim, const int64_t *dims, int line, int col,
-                             int32_t *out);
-cg_status cg_graph_new_param(cg_graph *g, const char *name, const char *weight,
-                             cg_dtype dtype, int ndim, const int64_t *dims,
-                             int line, int col, int32_t *out);
+cg_status cg_graph_new_input(cg_graph *g, const char *name, cg_dtype dtype, int ndim, const int64_t *dims, int line,
+                             int col, int32_t *out);
+cg_status cg_graph_new_param(cg_graph *g, const char *name, const char *weight, cg_dtype dtype, int ndim,
+                             const int64_t *dims, int line, int col, int32_t *out);
 
 /* Non-zero if `s` may name a graph, value, node or symbol: non-empty
  * UTF-8 (the printer quotes what is not an identifier). */
@@ -192,13 +185,11 @@ int cg_ident_valid(const char *s);
 /* Resolves a node's attributes against its operator's declaration:
  * unknown keys, wrong types, missing required ones are errors that name the
  * node and attribute. `out` has def->n_attrs entries. */
-cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n,
-                                const cg_op_def *def, cg_attr_value *out);
+cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n, const cg_op_def *def, cg_attr_value *out);
 
 /* ---- text format (parse.c, print.c) ---- */
 
-cg_status cg_parse_text(cg_context *ctx, const char *text, size_t len,
-                        const char *filename, cg_model **out);
+cg_status cg_parse_text(cg_context *ctx, const char *text, size_t len, const char *filename, cg_model **out);
 
 /* Parses an attribute list "key: value, ..." (no braces) into a node's
  * attributes; used by decompositions. */

@@ -59,7 +59,8 @@ cg_status cg_model_weights_exact(const cg_model *model, cg_weights *w, const cha
             cg_desc_from_value(v, &want);
             cg_desc_format(b, sizeof b, model, &want);
             int idx = cg_weights_find(w, v->weight);
-            if (idx < 0) return cg_error(CG_ERR_NOT_FOUND, "%s: tensor '%s' is missing (expected %s)", wp, v->weight, b);
+            if (idx < 0)
+                return cg_error(CG_ERR_NOT_FOUND, "%s: tensor '%s' is missing (expected %s)", wp, v->weight, b);
             cg_status st = cg_weights_desc(w, (size_t)idx, &have);
             if (st) return st;
             /* the stored dtype serves a param declared so (16-bit weights

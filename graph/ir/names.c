@@ -61,7 +61,6 @@ int32_t cg_graph_find_value(const cg_graph *g, const char *name) {
     if (!g || !name || !g->cap_index) return -1;
     uint32_t mask = g->cap_index - 1, hash = hash_of(name);
     for (uint32_t s = hash & mask; g->index[s].v >= 0; s = (s + 1) & mask)
-        if (g->index[s].hash == hash && strcmp(g->values[g->index[s].v].name, name) == 0)
-            return g->index[s].v;
+        if (g->index[s].hash == hash && strcmp(g->values[g->index[s].v].name, name) == 0) return g->index[s].v;
     return -1;
 }

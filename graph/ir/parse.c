@@ -56,10 +56,10 @@ typedef struct token {
     tok_kind kind;
     size_t start, end; /* bytes of the text */
     int line, col;
-    int64_t i;         /* T_INT */
-    double f;          /* T_FLOAT */
-    char *s;           /* T_IDENT: the name; T_STRING: the decoded text (owned) */
-    int quoted;        /* T_IDENT written `like this`: never a keyword */
+    int64_t i;  /* T_INT */
+    double f;   /* T_FLOAT */
+    char *s;    /* T_IDENT: the name; T_STRING: the decoded text (owned) */
+    int quoted; /* T_IDENT written `like this`: never a keyword */
 } token;
 
 typedef struct parser {
@@ -71,7 +71,7 @@ typedef struct parser {
     token tok;           /* current token */
     token ahead;         /* one token of lookahead when has_ahead */
     int has_ahead;
-    int keep_comments;   /* record '#' comments in m (whole texts, not attribute lists) */
+    int keep_comments; /* record '#' comments in m (whole texts, not attribute lists) */
 } parser;
 
 /* ------------------------------------------------------------------ */
@@ -183,8 +183,7 @@ static cg_status lex_number(parser *p, token *t) {
         int bad = *end != 0, range = isinf(v);
         free(buf);
         if (bad) return perr(p, t->line, t->col, "invalid number %s", quote_span(p, b, e, q, sizeof q));
-        if (range)
-            return perr(p, t->line, t->col, "float %s is out of range", quote_span(p, b, e, q, sizeof q));
+        if (range) return perr(p, t->line, t->col, "float %s is out of range", quote_span(p, b, e, q, sizeof q));
         t->kind = T_FLOAT;
         t->f = v;
     } else {
@@ -193,8 +192,7 @@ static cg_status lex_number(parser *p, token *t) {
         for (size_t d = b + (s[b] == '-' || s[b] == '+'); d < e; d++) {
             unsigned dg = (unsigned)(s[d] - '0');
             if (v > (lim - dg) / 10)
-                return perr(p, t->line, t->col, "integer %s is out of range",
-                            quote_span(p, b, e, q, sizeof q));
+                return perr(p, t->line, t->col, "integer %s is out of range", quote_span(p, b, e, q, sizeof q));
             v = v * 10 + dg;
         }
         t->kind = T_INT;
@@ -313,10 +311,8 @@ static cg_status lex_string(parser *p, token *t, char q) {
             k += put_utf8(o + k, (uint32_t)cp);
             i += 4;
         } else {
-            if (e > 0x20 && e < 0x7f)
-                st = perr(p, p->line, col_at(p, i), "invalid escape '\\%c' in %s", e, what);
-            else
-                st = perr(p, p->line, col_at(p, i), "invalid escape in %s", what);
+            if (e > 0x20 && e < 0x7f) st = perr(p, p->line, col_at(p, i), "invalid escape '\\%c' in %s", e, what);
+            else st = perr(p, p->line, col_at(p, i), "invalid escape in %s", what);
             break;
         }
         i += 2;
@@ -547,8 +543,7 @@ static cg_status check_new(parser *p, const cg_graph *g, const char *name, int l
     int32_t v = cg_graph_find_value(g, name);
     if (v < 0) return CG_OK;
     if (g->values[v].line > 0)
-        return perr(p, line, col, "value '%s' is already defined at %d:%d", name, g->values[v].line,
-                    g->values[v].col);
+        return perr(p, line, col, "value '%s' is already defined at %d:%d", name, g->values[v].line, g->values[v].col);
     return perr(p, line, col, "value '%s' is already defined", name);
 }
 
@@ -559,22 +554,19 @@ static cg_status parse_type(parser *p, cg_dtype *dtype, int *ndim, int64_t *dims
     if (p->tok.kind != T_IDENT) return expected(p, "a type such as f32[2, 3]");
     *dtype = cg_dtype_parse(p->tok.s, strlen(p->tok.s));
     if (!*dtype)
-        return perr(p, p->tok.line, p->tok.col, "unknown dtype '%s' (expected %s)", p->tok.s,
-                    cg_dtype_all_names());
+        return perr(p, p->tok.line, p->tok.col, "unknown dtype '%s' (expected %s)", p->tok.s, cg_dtype_all_names());
     if ((st = next(p))) return st;
     if (p->tok.kind != T_LBRACK) return expected(p, "'[' after the dtype");
     if ((st = next_nl(p))) return st;
     *ndim = 0;
     if (p->tok.kind == T_RBRACK) return next(p);
     for (;;) {
-        if (p->tok.kind != T_INT && p->tok.kind != T_IDENT)
-            return expected(p, "a dimension (integer or symbol)");
+        if (p->tok.kind != T_INT && p->tok.kind != T_IDENT) return expected(p, "a dimension (integer or symbol)");
         if (*ndim == CG_MAX_DIMS)
             return perr(p, p->tok.line, p->tok.col, "too many dimensions (at most %d)", CG_MAX_DIMS);
         if (p->tok.kind == T_INT) {
             if (p->tok.i < 0)
-                return perr(p, p->tok.line, p->tok.col, "dimension must be >= 0, got %lld",
-                            (long long)p->tok.i);
+                return perr(p, p->tok.line, p->tok.col, "dimension must be >= 0, got %lld", (long long)p->tok.i);
             dims[(*ndim)++] = p->tok.i;
         } else {
             int k = cg_model_sym(p->m, p->tok.s);
@@ -605,8 +597,7 @@ static cg_status parse_decl(parser *p, cg_graph *g, int is_param) {
     if (!(st = next(p))) {
         if (p->tok.kind != T_COLON)
             st = expected(p, is_param ? "':' after the param name" : "':' after the input name");
-        else if (!(st = next(p)))
-            st = parse_type(p, &dtype, &ndim, dims);
+        else if (!(st = next(p))) st = parse_type(p, &dtype, &ndim, dims);
     }
     if (!st && !is_param) st = cg_graph_new_input(g, name, dtype, ndim, dims, line, col, NULL);
     if (!st && is_param) {
@@ -614,8 +605,7 @@ static cg_status parse_decl(parser *p, cg_graph *g, int is_param) {
         else if (!(st = next(p))) {
             if (p->tok.kind != T_STRING) st = expected(p, "a weight name string");
             else if (!p->tok.s[0]) st = perr(p, p->tok.line, p->tok.col, "empty weight name");
-            else if (!(st = cg_graph_new_param(g, name, p->tok.s, dtype, ndim, dims, line, col, NULL)))
-                st = next(p);
+            else if (!(st = cg_graph_new_param(g, name, p->tok.s, dtype, ndim, dims, line, col, NULL))) st = next(p);
         }
     }
     free(name);
@@ -627,8 +617,8 @@ static cg_status parse_output(parser *p, cg_graph *g, int *seen_line, int *seen_
     cg_status st;
     namelist l = {0};
     if (*seen_line)
-        return perr(p, p->tok.line, p->tok.col, "graph '%s' already has an output statement at %d:%d",
-                    g->name, *seen_line, *seen_col);
+        return perr(p, p->tok.line, p->tok.col, "graph '%s' already has an output statement at %d:%d", g->name,
+                    *seen_line, *seen_col);
     *seen_line = p->tok.line;
     *seen_col = p->tok.col;
     if ((st = next(p))) return st;
@@ -642,8 +632,7 @@ static cg_status parse_output(parser *p, cg_graph *g, int *seen_line, int *seen_
         if (p->tok.kind != T_COMMA) break;
         if ((st = next(p))) break;
     }
-    if (!st)
-        st = cg_graph_add_output_names(g, l.n, (const char *const *)l.v, l.line, l.col);
+    if (!st) st = cg_graph_add_output_names(g, l.n, (const char *const *)l.v, l.line, l.col);
     names_free(&l);
     return st;
 }
@@ -658,8 +647,8 @@ static cg_status parse_attr(parser *p, cg_node *n) {
     for (int i = 0; i < n->n_attrs; i++)
         if (strcmp(n->attrs[i].key, p->tok.s) == 0) {
             if (n->attrs[i].line > 0)
-                return perr(p, p->tok.line, p->tok.col, "attribute '%s' is already set at %d:%d",
-                            p->tok.s, n->attrs[i].line, n->attrs[i].col);
+                return perr(p, p->tok.line, p->tok.col, "attribute '%s' is already set at %d:%d", p->tok.s,
+                            n->attrs[i].line, n->attrs[i].col);
             return perr(p, p->tok.line, p->tok.col, "attribute '%s' is already set", p->tok.s);
         }
     a.line = p->tok.line;
@@ -739,9 +728,7 @@ static cg_status parse_attr(parser *p, cg_node *n) {
         }
         break;
     }
-    default:
-        st = expected(p, "an attribute value");
-        goto done;
+    default: st = expected(p, "an attribute value"); goto done;
     }
     if (!(st = next_nl(p))) st = cg_node_add_attr(n, &a);
 done:
@@ -797,8 +784,8 @@ static cg_status parse_node(parser *p, cg_graph *g) {
         if ((st = check_new(p, g, p->tok.s, p->tok.line, p->tok.col))) goto done;
         for (int i = 0; i < outs.n; i++)
             if (strcmp(outs.v[i], p->tok.s) == 0) {
-                st = perr(p, p->tok.line, p->tok.col, "value '%s' is already defined at %d:%d", p->tok.s,
-                          outs.line[i], outs.col[i]);
+                st = perr(p, p->tok.line, p->tok.col, "value '%s' is already defined at %d:%d", p->tok.s, outs.line[i],
+                          outs.col[i]);
                 goto done;
             }
         int l = p->tok.line, c = p->tok.col;
@@ -841,8 +828,8 @@ static cg_status parse_node(parser *p, cg_graph *g) {
         }
     }
     if ((st = next(p))) goto done;
-    st = cg_graph_new_node(g, op, node_name, ins.n, (const char *const *)ins.v, outs.n,
-                           (const char *const *)outs.v, line, col, &node);
+    st = cg_graph_new_node(g, op, node_name, ins.n, (const char *const *)ins.v, outs.n, (const char *const *)outs.v,
+                           line, col, &node);
     if (st) goto done;
     node->op_line = op_line;
     node->op_col = op_col;
@@ -894,9 +881,7 @@ static cg_status parse_graph(parser *p) {
         else if (is_word(&p->tok, "input")) st = parse_decl(p, g, 0);
         else if (is_word(&p->tok, "param")) st = parse_decl(p, g, 1);
         else if (is_word(&p->tok, "output")) st = parse_output(p, g, &out_line, &out_col);
-        else
-            st = perr(p, p->tok.line, p->tok.col, "unexpected 'graph' inside graph '%s' (missing '}'?)",
-                      g->name);
+        else st = perr(p, p->tok.line, p->tok.col, "unexpected 'graph' inside graph '%s' (missing '}'?)", g->name);
         if (st) return st;
         if (p->tok.kind != T_NL && p->tok.kind != T_RBRACE) return expected(p, "end of line after the statement");
     }
@@ -923,12 +908,9 @@ static cg_status parse_file(parser *p) {
 }
 
 /* Every failure but a lack of memory reads as a parse error. */
-static cg_status as_parse(cg_status st) {
-    return st == CG_OK || st == CG_ERR_NO_MEMORY ? st : CG_ERR_PARSE;
-}
+static cg_status as_parse(cg_status st) { return st == CG_OK || st == CG_ERR_NO_MEMORY ? st : CG_ERR_PARSE; }
 
-cg_status cg_parse_text(cg_context *ctx, const char *text, size_t len, const char *filename,
-                        cg_model **out) {
+cg_status cg_parse_text(cg_context *ctx, const char *text, size_t len, const char *filename, cg_model **out) {
     cg_model *m;
     parser p;
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_parse_text: out is NULL");
@@ -986,8 +968,7 @@ cg_status cg_parse_attr_list(const char *text, cg_node *n) {
 /* ------------------------------------------------------------------ */
 /* Public entry points                                                 */
 
-cg_status cg_model_parse(cg_context *ctx, const char *text, size_t len, const char *filename,
-                         cg_model **out) {
+cg_status cg_model_parse(cg_context *ctx, const char *text, size_t len, const char *filename, cg_model **out) {
     if (out) *out = NULL;
     if (!ctx) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_parse: ctx is NULL");
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_parse: out is NULL");

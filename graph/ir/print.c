@@ -133,8 +133,8 @@ static void put_name(sbuf *b, const char *s) {
 
 static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const cg_value *v) {
     if (!v->typed || !cg_dtype_valid((int)v->dtype) || v->ndim < 0 || v->ndim > CG_MAX_DIMS)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': value '%s' has no valid type",
-                        g->name, v->name);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': value '%s' has no valid type", g->name,
+                        v->name);
     sb_puts(b, cg_dtype_name(v->dtype));
     sb_put(b, "[", 1);
     for (int i = 0; i < v->ndim; i++) {
@@ -143,9 +143,8 @@ static cg_status put_type(sbuf *b, const cg_model *m, const cg_graph *g, const c
         if (d >= 0) sb_printf(b, "%lld", (long long)d);
         else if (d <= CG_DIM_SYM(0) && -2 - d < m->n_syms) put_name(b, m->syms[-2 - d]);
         else
-            return cg_error(CG_ERR_INVALID_ARGUMENT,
-                            "cannot print graph '%s': value '%s' has an unknown dimension", g->name,
-                            v->name);
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': value '%s' has an unknown dimension",
+                            g->name, v->name);
     }
     sb_put(b, "]", 1);
     return CG_OK;
@@ -178,8 +177,7 @@ static void put_attr(sbuf *b, const cg_model *m, const cg_attr *a) {
 
 static cg_status value_name(const cg_graph *g, int32_t i, const char **out) {
     if (i < 0 || i >= g->n_values)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': invalid value index %d",
-                        g->name, (int)i);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': invalid value index %d", g->name, (int)i);
     *out = g->values[i].name;
     return CG_OK;
 }
@@ -196,10 +194,10 @@ typedef struct anchor {
 
 typedef struct comment_map {
     const cg_model *m;
-    int *base;           /* per graph: its header's slot */
+    int *base; /* per graph: its header's slot */
     int n_slots;
-    int *first, *trail;  /* per slot: first comment, -1 none */
-    int *next;           /* per comment: the next of the same list */
+    int *first, *trail; /* per slot: first comment, -1 none */
+    int *next;          /* per comment: the next of the same list */
 } comment_map;
 
 static int slot_of(const comment_map *c, int gi, int kind, int idx) {
@@ -217,7 +215,8 @@ static int slot_of(const comment_map *c, int gi, int kind, int idx) {
 
 static int anchor_cmp(const void *a, const void *b) {
     const anchor *x = a, *y = b;
-    return x->line != y->line ? (x->line > y->line) - (x->line < y->line) : (x->order > y->order) - (x->order < y->order);
+    return x->line != y->line ? (x->line > y->line) - (x->line < y->line)
+                              : (x->order > y->order) - (x->order < y->order);
 }
 
 static void add_anchor(anchor *a, int *n, int line, int slot) {
@@ -242,11 +241,13 @@ static anchor *make_anchors(const comment_map *c, int *n) {
     for (int gi = 0; gi < m->n_graphs; gi++) {
         const cg_graph *g = m->graphs[gi];
         add_anchor(a, n, g->line, slot_of(c, gi, A_HEAD, 0));
-        for (int i = 0; i < g->n_inputs; i++) add_anchor(a, n, g->values[g->inputs[i]].line, slot_of(c, gi, A_INPUT, i));
+        for (int i = 0; i < g->n_inputs; i++)
+            add_anchor(a, n, g->values[g->inputs[i]].line, slot_of(c, gi, A_INPUT, i));
         for (int i = 0; i < g->n_values; i++)
             if (g->values[i].kind == CG_VAL_PARAM) add_anchor(a, n, g->values[i].line, slot_of(c, gi, A_PARAM, i));
         for (int i = 0; i < g->n_nodes; i++) add_anchor(a, n, g->nodes[i]->line, slot_of(c, gi, A_NODE, i));
-        for (int k = 0; g->out_line && k < g->n_outputs; k++) add_anchor(a, n, g->out_line[k], slot_of(c, gi, A_OUTPUT, 0));
+        for (int k = 0; g->out_line && k < g->n_outputs; k++)
+            add_anchor(a, n, g->out_line[k], slot_of(c, gi, A_OUTPUT, 0));
         add_anchor(a, n, g->end_line, slot_of(c, gi, A_CLOSE, 0));
     }
     qsort(a, (size_t)*n, sizeof *a, anchor_cmp);
@@ -377,8 +378,8 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const comment_map *c, int
     for (int i = 0; i < g->n_nodes; i++) {
         const cg_node *n = g->nodes[i];
         if (n->n_outputs < 1)
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': node '%s' has no output",
-                            g->name, n->name);
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "cannot print graph '%s': node '%s' has no output", g->name,
+                            n->name);
         put_statement_comments(b, c, gi, A_NODE, i, 0);
         sb_puts(b, "  ");
         for (int k = 0; k < n->n_outputs; k++) {

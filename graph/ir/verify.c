@@ -11,9 +11,7 @@
 #include "strbuf.h"
 #include "weights.h"
 
-static void loc(char *buf, size_t n, const cg_model *m, int line, int col) {
-    cg_loc_format(buf, n, m, line, col);
-}
+static void loc(char *buf, size_t n, const cg_model *m, int line, int col) { cg_loc_format(buf, n, m, line, col); }
 
 /* Where a node's op is named (else the node itself), for a message. */
 static void op_loc(char *buf, size_t n, const cg_model *m, const cg_node *nd) {
@@ -28,8 +26,7 @@ void cg_desc_from_value(const cg_value *v, cg_tensor_desc *d) {
 }
 
 void cg_desc_format(char *buf, size_t size, const cg_model *m, const cg_tensor_desc *d) {
-    cg_shape_format(buf, size, d->dtype, d->ndim, d->dims, m ? (const char *const *)m->syms : NULL,
-                    m ? m->n_syms : 0);
+    cg_shape_format(buf, size, d->dtype, d->ndim, d->dims, m ? (const char *const *)m->syms : NULL, m ? m->n_syms : 0);
 }
 
 static void attr_names(char *buf, size_t size, const cg_op_def *def) {
@@ -51,8 +48,7 @@ static const char *attr_type_name(cg_attr_type t) {
     return "?";
 }
 
-cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n, const cg_op_def *def,
-                                cg_attr_value *out) {
+cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n, const cg_op_def *def, cg_attr_value *out) {
     char where[512];
     for (int i = 0; i < def->n_attrs; i++) {
         const cg_attr_def *d = &def->attrs[i];
@@ -71,8 +67,8 @@ cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n, const cg_op
         if (k < 0) {
             char known[512];
             attr_names(known, sizeof known, def);
-            return cg_error(CG_ERR_VERIFY, "%s%s '%s': unknown attribute '%s' (known: %s)", where,
-                            def->name, n->name, at->key, known);
+            return cg_error(CG_ERR_VERIFY, "%s%s '%s': unknown attribute '%s' (known: %s)", where, def->name, n->name,
+                            at->key, known);
         }
         cg_attr_value *v = &out[k];
         cg_attr_type want = def->attrs[k].type;
@@ -83,8 +79,10 @@ cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n, const cg_op
         if (want == CG_ATTR_DIMS && at->type == CG_ATTR_INTS)
             for (int i = 0; i < at->n_ints; i++)
                 if (at->ints[i] < -1 && !at->syms)
-                    return cg_error(CG_ERR_VERIFY, "%s%s '%s': attribute '%s' has dim %lld (sizes are >= 0, or -1, "
-                                    "or dim names)", where, def->name, n->name, at->key, (long long)at->ints[i]);
+                    return cg_error(CG_ERR_VERIFY,
+                                    "%s%s '%s': attribute '%s' has dim %lld (sizes are >= 0, or -1, "
+                                    "or dim names)",
+                                    where, def->name, n->name, at->key, (long long)at->ints[i]);
         if (want == at->type || (want == CG_ATTR_DIMS && at->type == CG_ATTR_INTS)) {
             v->i = at->i;
             v->f = at->type == CG_ATTR_INT ? (double)at->i : at->f;
@@ -94,16 +92,15 @@ cg_status cg_node_resolve_attrs(const cg_model *m, const cg_node *n, const cg_op
         } else if (want == CG_ATTR_FLOAT && at->type == CG_ATTR_INT) {
             v->f = (double)at->i; /* an integer literal is a fine float */
         } else {
-            return cg_error(CG_ERR_VERIFY, "%s%s '%s': attribute '%s' must be %s, got %s", where,
-                            def->name, n->name, at->key, attr_type_name(want),
-                            attr_type_name(at->type));
+            return cg_error(CG_ERR_VERIFY, "%s%s '%s': attribute '%s' must be %s, got %s", where, def->name, n->name,
+                            at->key, attr_type_name(want), attr_type_name(at->type));
         }
     }
     for (int i = 0; i < def->n_attrs; i++)
         if (def->attrs[i].required && !out[i].present) {
             loc(where, sizeof where, m, n->line, n->col);
-            return cg_error(CG_ERR_VERIFY, "%s%s '%s': missing required attribute '%s' (%s)", where,
-                            def->name, n->name, def->attrs[i].name, attr_type_name(def->attrs[i].type));
+            return cg_error(CG_ERR_VERIFY, "%s%s '%s': missing required attribute '%s' (%s)", where, def->name, n->name,
+                            def->attrs[i].name, attr_type_name(def->attrs[i].type));
         }
     return CG_OK;
 }
@@ -206,8 +203,8 @@ static cg_status analyze_graph(cg_graph *g, cg_analysis *an) {
             else if (def->max_inputs == def->min_inputs) snprintf(want, sizeof want, "%d", def->min_inputs);
             else snprintf(want, sizeof want, "%d to %d", def->min_inputs, def->max_inputs);
             op_loc(where, sizeof where, m, nd);
-            st = cg_error(CG_ERR_VERIFY, "%s%s '%s': takes %s inputs, got %d", where, def->name,
-                          nd->name, want, nd->n_inputs);
+            st = cg_error(CG_ERR_VERIFY, "%s%s '%s': takes %s inputs, got %d", where, def->name, nd->name, want,
+                          nd->n_inputs);
             break;
         }
         if (nd->n_outputs < def->min_outputs || nd->n_outputs > def->max_outputs) {
@@ -215,16 +212,16 @@ static cg_status analyze_graph(cg_graph *g, cg_analysis *an) {
             if (def->max_outputs == def->min_outputs) snprintf(want, sizeof want, "%d", def->min_outputs);
             else snprintf(want, sizeof want, "%d to %d", def->min_outputs, def->max_outputs);
             op_loc(where, sizeof where, m, nd);
-            st = cg_error(CG_ERR_VERIFY, "%s%s '%s': defines %s outputs, got %d", where, def->name,
-                          nd->name, want, nd->n_outputs);
+            st = cg_error(CG_ERR_VERIFY, "%s%s '%s': defines %s outputs, got %d", where, def->name, nd->name, want,
+                          nd->n_outputs);
             break;
         }
         for (int k = 0; k < nd->n_inputs; k++) {
             int32_t v = cg_graph_find_value(g, nd->in_names[k]);
             if (v < 0) {
                 loc(where, sizeof where, m, nd->line, nd->col);
-                st = cg_error(CG_ERR_VERIFY, "%s%s '%s': input '%s' is not defined in graph '%s'", where,
-                              def->name, nd->name, nd->in_names[k], g->name);
+                st = cg_error(CG_ERR_VERIFY, "%s%s '%s': input '%s' is not defined in graph '%s'", where, def->name,
+                              nd->name, nd->in_names[k], g->name);
                 break;
             }
             /* Written only when it changes: plans of a verified model
@@ -239,10 +236,8 @@ static cg_status analyze_graph(cg_graph *g, cg_analysis *an) {
     for (int k = 0; !st && k < g->n_outputs; k++) {
         int32_t v = cg_graph_find_value(g, g->out_names[k]);
         if (v < 0) {
-            loc(where, sizeof where, m, g->out_line ? g->out_line[k] : g->line,
-                g->out_col ? g->out_col[k] : g->col);
-            st = cg_error(CG_ERR_VERIFY, "%soutput '%s' is not defined in graph '%s'", where,
-                          g->out_names[k], g->name);
+            loc(where, sizeof where, m, g->out_line ? g->out_line[k] : g->line, g->out_col ? g->out_col[k] : g->col);
+            st = cg_error(CG_ERR_VERIFY, "%soutput '%s' is not defined in graph '%s'", where, g->out_names[k], g->name);
         }
         if (g->outputs[k] != v) g->outputs[k] = v;
     }
@@ -260,9 +255,9 @@ cg_status cg_graph_analyze(cg_graph *g, cg_analysis *an) {
     return analyze_graph(g, an);
 }
 
-cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int col,
-                        const cg_op_entry *op, const cg_attr_value *attrs, int n_in,
-                        const cg_tensor_desc *in, int n_out, cg_tensor_desc *out, int concrete) {
+cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int col, const cg_op_entry *op,
+                        const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in, int n_out, cg_tensor_desc *out,
+                        int concrete) {
     char err[1024] = "", where[512];
     cg_op_call call;
     memset(&call, 0, sizeof call);
@@ -289,14 +284,12 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
     for (int k = 0; k < n_out; k++) {
         const cg_tensor_desc *d = &out[k];
         int bad = !cg_dtype_valid((int)d->dtype) || d->ndim < 0 || d->ndim > CG_MAX_DIMS;
-        for (int i = 0; !bad && i < d->ndim; i++)
-            /* Symbols must be ones of this model: -2 - k with k < n_syms. */
-            if (concrete ? d->dims[i] < 0 : d->dims[i] < -1 - (int64_t)(m ? m->n_syms : 0))
-                bad = 1;
+        for (int i = 0; !bad && i < d->ndim; i++) /* Symbols must be ones of this model: -2 - k with k < n_syms. */
+            if (concrete ? d->dims[i] < 0 : d->dims[i] < -1 - (int64_t)(m ? m->n_syms : 0)) bad = 1;
         if (bad || !cg_shape_fits(d->ndim, d->dims)) loc(where, sizeof where, m, line, col);
         if (bad)
-            return cg_error(CG_ERR_VERIFY, "%s%s '%s': operator inferred an invalid type for output %d",
-                            where, op->def->name, node_name, k);
+            return cg_error(CG_ERR_VERIFY, "%s%s '%s': operator inferred an invalid type for output %d", where,
+                            op->def->name, node_name, k);
         if (!cg_shape_fits(d->ndim, d->dims))
             return cg_error(CG_ERR_VERIFY, "%s%s '%s': output %d would have more than 2^40 elements", where,
                             op->def->name, node_name, k);
@@ -317,8 +310,8 @@ static cg_status check_param(cg_model *m, cg_graph *g, cg_value *v) {
     cg_desc_from_value(v, &want);
     int idx = cg_weights_find(m->weights, v->weight);
     if (idx < 0)
-        return cg_error(CG_ERR_NOT_FOUND, "%sparam '%s' of graph '%s': weight '%s' is not in %s", where,
-                        v->name, g->name, v->weight, cg_weights_path(m->weights));
+        return cg_error(CG_ERR_NOT_FOUND, "%sparam '%s' of graph '%s': weight '%s' is not in %s", where, v->name,
+                        g->name, v->weight, cg_weights_path(m->weights));
     cg_status st = cg_weights_stored_desc(m->weights, (size_t)idx, &have);
     if (st) return st;
     int dtype_ok = cg_weights_viewable(have.dtype, want.dtype);
@@ -328,8 +321,8 @@ static cg_status check_param(cg_model *m, cg_graph *g, cg_value *v) {
         char a[256], b[256];
         cg_desc_format(a, sizeof a, m, &have);
         cg_desc_format(b, sizeof b, m, &want);
-        return cg_error(CG_ERR_VERIFY, "%sparam '%s' of graph '%s': weight '%s' is %s, declared %s%s",
-                        where, v->name, g->name, v->weight, a, b,
+        return cg_error(CG_ERR_VERIFY, "%sparam '%s' of graph '%s': weight '%s' is %s, declared %s%s", where, v->name,
+                        g->name, v->weight, a, b,
                         dtype_ok ? ""
                                  : " (an f32 param takes f32, f16 or bf16 weights or i8 matrices with "
                                    "their NAME_scale, an f16 or bf16 param "
@@ -358,8 +351,7 @@ static cg_status verify_graph(cg_graph *g) {
             for (int d = 0; d < v->ndim; d++)
                 if (v->dims[d] < 0) {
                     loc(where, sizeof where, m, v->line, v->col);
-                    return cg_error(CG_ERR_VERIFY, "%sparam '%s': dims of a parameter must be numbers",
-                                    where, v->name);
+                    return cg_error(CG_ERR_VERIFY, "%sparam '%s': dims of a parameter must be numbers", where, v->name);
                 }
     }
     cg_analysis an;
@@ -377,8 +369,8 @@ static cg_status verify_graph(cg_graph *g) {
         int ni = an.order[oi];
         cg_node *nd = g->nodes[ni];
         for (int k = 0; k < nd->n_inputs; k++) cg_desc_from_value(&g->values[nd->inputs[k]], &in[k]);
-        st = cg_call_infer(m, nd->name, nd->line, nd->col, an.ops[ni], an.attrs[ni], nd->n_inputs, in,
-                           nd->n_outputs, out, 0);
+        st = cg_call_infer(m, nd->name, nd->line, nd->col, an.ops[ni], an.attrs[ni], nd->n_inputs, in, nd->n_outputs,
+                           out, 0);
         for (int k = 0; !st && k < nd->n_outputs; k++) {
             cg_value *v = &g->values[nd->outputs[k]];
             v->typed = 1;

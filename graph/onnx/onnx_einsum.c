@@ -21,7 +21,9 @@ typedef struct term {
     int lab[CG_MAX_DIMS];
 } term;
 
-static int letter(char c) { return islower((unsigned char)c) ? c - 'a' : isupper((unsigned char)c) ? 26 + c - 'A' : -1; }
+static int letter(char c) {
+    return islower((unsigned char)c) ? c - 'a' : isupper((unsigned char)c) ? 26 + c - 'A' : -1;
+}
 
 /* One side of the equation, [p, end), of a tensor of rank `rank` (-1: the
  * output, whose ellipsis has `ell` dims) into t; the ellipsis' dim count
@@ -59,7 +61,8 @@ static int find(const term *t, int lab) {
 
 static const char *list(char *buf, size_t size, int n, const int64_t *v) {
     size_t u = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < n && u < size; i++) u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
+    for (int i = 0; i < n && u < size; i++)
+        u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
     if (u < size) snprintf(buf + u, size - u, "]");
     return buf;
 }
@@ -98,8 +101,10 @@ static cg_status diagonal(onnx_imp *im, term *t, int i, int j) {
     if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     const int64_t n = v->desc.dims[i];
     if (n <= 0 || n != v->desc.dims[j] || n > 65536)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Einsum: a repeated label over dims %d and %d of '%s' needs equal "
-                         "known sizes (1 to 65536)", i, j, t->name);
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "Einsum: a repeated label over dims %d and %d of '%s' needs equal "
+                         "known sizes (1 to 65536)",
+                         i, j, t->name);
     int64_t d[CG_MAX_DIMS];
     for (int k = i; k < t->n; k++) d[k - i] = k == i || k == j ? n : 1;
     cg_tensor *eye, *zt;
@@ -258,7 +263,8 @@ cg_status cg_onnx_map_einsum(onnx_imp *im) {
         if (!v || !v->typed) return onnx_fail(im, CG_ERR_VERIFY, "input %d has no known type", i);
         const char *comma = memchr(p, ',', (size_t)(lhs_end - p)), *end = comma ? comma : lhs_end;
         if ((i == n_in - 1) != (comma == NULL) || !parse_term(p, end, v->desc.ndim, 0, &t[i], &e_n))
-            return onnx_fail(im, CG_ERR_FORMAT, "Einsum equation '%s' does not fit its %d inputs (term %d)", e, n_in, i);
+            return onnx_fail(im, CG_ERR_FORMAT, "Einsum equation '%s' does not fit its %d inputs (term %d)", e, n_in,
+                             i);
         t[i].name = v->name;
         if (e_n > ell) ell = e_n;
         p = end + 1;
@@ -280,7 +286,8 @@ cg_status cg_onnx_map_einsum(onnx_imp *im) {
         int seen = 0;
         for (int k = 0; k < n_in; k++) seen |= find(&t[k], out.lab[i]) >= 0;
         if (!seen || find(&out, out.lab[i]) != i)
-            return onnx_fail(im, CG_ERR_FORMAT, "Einsum equation '%s': output label %d is not an input's, or repeats", e, i);
+            return onnx_fail(im, CG_ERR_FORMAT, "Einsum equation '%s': output label %d is not an input's, or repeats",
+                             e, i);
     }
     const Onnx__NodeProto *nd = im->node;
     const char *name = nd->n_output && nd->output[0] && nd->output[0][0] ? nd->output[0] : NULL;

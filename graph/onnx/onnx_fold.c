@@ -44,7 +44,10 @@ static int64_t get_i(const cg_tensor *t, int64_t i) {
     default: {
         double d = get_f(t, i);
         /* 2^63 and -2^63 are exact in a double; the cast op saturates there */
-        return isnan(d) ? 0 : d >= 9223372036854775808.0 ? INT64_MAX : d < -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
+        return isnan(d)                     ? 0
+               : d >= 9223372036854775808.0 ? INT64_MAX
+               : d < -9223372036854775808.0 ? INT64_MIN
+                                            : (int64_t)d;
     }
     }
 }
@@ -233,8 +236,7 @@ static int reshape_dims(const cg_tensor *x, const cg_tensor *s, int allowzero, i
 }
 
 /* Unsqueeze / Squeeze dims: axes inserted / removed. */
-static int squeeze_dims(const cg_tensor *x, const int64_t *axes, int n_axes, int unsqueeze, int *ndim,
-                        int64_t *dims) {
+static int squeeze_dims(const cg_tensor *x, const int64_t *axes, int n_axes, int unsqueeze, int *ndim, int64_t *dims) {
     int mark[CG_MAX_DIMS] = {0};
     if (unsqueeze) {
         *ndim = x->ndim + n_axes;
@@ -525,7 +527,8 @@ static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const c
             *o = reshaped(a, ndim, dims);
     } else if (!strcmp(op, "Flatten")) {
         int ax = a ? norm_axis(onnx_attr_int(im, "axis", 1), a->ndim + 1) : -1;
-        int64_t d2[2] = {ax < 0 ? 0 : cg_shape_numel(ax, a->dims), ax < 0 ? 0 : cg_shape_numel(a->ndim - ax, a->dims + ax)};
+        int64_t d2[2] = {ax < 0 ? 0 : cg_shape_numel(ax, a->dims),
+                         ax < 0 ? 0 : cg_shape_numel(a->ndim - ax, a->dims + ax)};
         if (ax >= 0) *o = reshaped(a, 2, d2);
     } else if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {
         if (a && axes_of(im, 1, axes, &na) && squeeze_dims(a, axes, na, op[0] == 'U', &ndim, dims))
@@ -557,7 +560,7 @@ static cg_tensor *fold_where(const cg_tensor *a, const cg_tensor *b, const cg_te
     int64_t n = cg_shape_numel(ndim, dims);
     for (int64_t i = 0; o && i < n; i++, next_index(ndim, dims, idx))
         get_i(a, bcast_index(a, ndim, idx)) ? copy_el(b, bcast_index(b, ndim, idx), o, i)
-                                             : copy_el(c, bcast_index(c, ndim, idx), o, i);
+                                            : copy_el(c, bcast_index(c, ndim, idx), o, i);
     return o;
 }
 
@@ -567,7 +570,7 @@ static cg_tensor *fold_arith(onnx_imp *im, const char *op, const cg_tensor *a, c
     static const struct {
         const char *name;
         bop op;
-    } bins[] = {{"Add", B_ADD}, {"Sub", B_SUB}, {"Mul", B_MUL},   {"Div", B_DIV},  {"Equal", B_EQ}, {"Less", B_LT},
+    } bins[] = {{"Add", B_ADD},    {"Sub", B_SUB}, {"Mul", B_MUL}, {"Div", B_DIV}, {"Equal", B_EQ}, {"Less", B_LT},
                 {"Greater", B_GT}, {"Max", B_MAX}, {"Min", B_MIN}, {"And", B_AND}, {"Or", B_OR}};
     for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
         if (!strcmp(op, bins[i].name) && im->node->n_input == 2) return a && b ? binary(bins[i].op, a, b) : NULL;
@@ -614,12 +617,13 @@ static int fold_constant(onnx_imp *im) {
     cg_status s = CG_OK;
     const char *k = a->name;
     /* the attribute's name says its type (Constant's definition) */
-    Onnx__AttributeProto__AttributeType want = !strcmp(k, "value")          ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
-                                               : !strcmp(k, "value_float")  ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
-                                               : !strcmp(k, "value_int")    ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
-                                               : !strcmp(k, "value_floats") ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
-                                               : !strcmp(k, "value_ints")   ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
-                                                                            : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+    Onnx__AttributeProto__AttributeType want =
+        !strcmp(k, "value")          ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
+        : !strcmp(k, "value_float")  ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
+        : !strcmp(k, "value_int")    ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
+        : !strcmp(k, "value_floats") ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+        : !strcmp(k, "value_ints")   ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+                                     : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
     if (want && !onnx_attr_check(im, a, want)) return -1; /* import_graph names the attribute */
     if (!strcmp(k, "value") && a->t) {
         s = cg_onnx_tensor(a->t, im->dir, im->path, "Constant value", &t);

@@ -153,7 +153,8 @@ int cg_onnx_fuse_layer_norm(onnx_imp *im, cg_status *st) {
     *st = CG_OK;
     const Onnx__NodeProto *rm = im->node;
     onnx_val *x = onnx_in(im, 0);
-    if (!x || !x->typed || x->desc.dtype != CG_F32 || rm->n_output != 1 || !rm->output[0] || !rm->output[0][0]) return 0;
+    if (!x || !x->typed || x->desc.dtype != CG_F32 || rm->n_output != 1 || !rm->output[0] || !rm->output[0][0])
+        return 0;
     const int axis = trailing_axes(im, rm, x->desc.ndim);
     if (axis < 0) return 0;
     /* mean -> Sub(x, mean) -> d; d is read by Pow(d, 2) and Div(d, sd) */
@@ -197,7 +198,8 @@ int cg_onnx_fuse_layer_norm(onnx_imp *im, cg_status *st) {
         if (!p || !p->konst || p->konst->dtype != CG_F32) break;
         int64_t rows_n = 1;
         for (int j = axis; j < x->desc.ndim; j++) rows_n = x->desc.dims[j] < 0 ? -1 : rows_n * x->desc.dims[j];
-        if (rows_n < 0 || cg_tensor_numel(p->konst) != rows_n || p->konst->dims[p->konst->ndim - 1] != x->desc.dims[x->desc.ndim - 1])
+        if (rows_n < 0 || cg_tensor_numel(p->konst) != rows_n ||
+            p->konst->dims[p->konst->ndim - 1] != x->desc.dims[x->desc.ndim - 1])
             break;
         gb[k] = p->name;
         taken[k] = i;

@@ -20,17 +20,17 @@
 
 /* One ONNX value. */
 typedef struct onnx_val {
-    char *name;            /* the ONNX name (also the clgraph value's) */
-    int typed;             /* desc holds its dtype and dims */
-    cg_tensor_desc desc;   /* dims: sizes or CG_DIM_SYM(k) of the model */
-    cg_tensor *konst;      /* its value where known at import, else NULL */
-    int emitted;           /* a clgraph value exists for it */
-    int input;             /* a graph input (declared when first used as data) */
-    const cg_tensor *given;/* an input's value given for import (options) */
-    int fixed;             /* given, and that value used at import */
-    int zeros;             /* all zeros, known at import (an Expand of zeros) */
-    int sym;               /* konst holds symbolic dims (ONNX_SYM codes: onnx_sym.c) */
-    cg_tensor *fill;       /* ConstantOfShape of symbolic dims: desc typed, every element
+    char *name;             /* the ONNX name (also the clgraph value's) */
+    int typed;              /* desc holds its dtype and dims */
+    cg_tensor_desc desc;    /* dims: sizes or CG_DIM_SYM(k) of the model */
+    cg_tensor *konst;       /* its value where known at import, else NULL */
+    int emitted;            /* a clgraph value exists for it */
+    int input;              /* a graph input (declared when first used as data) */
+    const cg_tensor *given; /* an input's value given for import (options) */
+    int fixed;              /* given, and that value used at import */
+    int zeros;              /* all zeros, known at import (an Expand of zeros) */
+    int sym;                /* konst holds symbolic dims (ONNX_SYM codes: onnx_sym.c) */
+    cg_tensor *fill;        /* ConstantOfShape of symbolic dims: desc typed, every element
                             * this one value; made a node only where read as data */
 } onnx_val;
 
@@ -42,15 +42,15 @@ static inline int onnx_is_sym(int64_t v) { return v <= ONNX_SYM_UNKNOWN && v > O
 
 typedef struct onnx_imp {
     cg_context *ctx;
-    const char *path;      /* for messages */
-    char *dir;             /* the model's folder (external data) */
+    const char *path; /* for messages */
+    char *dir;        /* the model's folder (external data) */
     Onnx__ModelProto *proto;
-    int64_t opset;         /* of the default domain */
+    int64_t opset; /* of the default domain */
     cg_model *m;
     cg_graph *g;
     onnx_val **vals;
     int n_vals, cap_vals;
-    int32_t *index;        /* open addressing over vals by name, -1 empty */
+    int32_t *index; /* open addressing over vals by name, -1 empty */
     uint32_t cap_index;
     /* constants that became params: the weights the model is bound to */
     int n_params, cap_params;
@@ -59,10 +59,10 @@ typedef struct onnx_imp {
     /* the node being imported, for messages */
     const Onnx__NodeProto *node;
     int node_index;
-    int n_emitted;         /* clgraph nodes made for the current ONNX node */
+    int n_emitted;           /* clgraph nodes made for the current ONNX node */
     unsigned char *absorbed; /* per ONNX node: fused into an earlier node's mapping */
-    int uniq;              /* counter for generated names */
-    char bad_attr[320];    /* the current node's first attribute of a wrong type (its message), or "" */
+    int uniq;                /* counter for generated names */
+    char bad_attr[320];      /* the current node's first attribute of a wrong type (its message), or "" */
     const cg_onnx_options *opt;
 } onnx_imp;
 
@@ -119,8 +119,8 @@ cg_status onnx_set_const(onnx_imp *im, int o, cg_tensor *t);
  * defining `outs` (NULL entries: fresh names); types the outputs by the
  * op's inference. attrs: "key: value, ..." in the text format, or NULL.
  * The node is named after the ONNX node (with /2, /3 ... for more). */
-cg_status onnx_emit(onnx_imp *im, const char *op, int n_in, const char *const *ins, int n_out,
-                    const char **outs, const char *attrs);
+cg_status onnx_emit(onnx_imp *im, const char *op, int n_in, const char *const *ins, int n_out, const char **outs,
+                    const char *attrs);
 
 /* A fresh value name derived from the current node's. */
 const char *onnx_fresh(onnx_imp *im, const char *what);

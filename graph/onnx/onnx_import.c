@@ -99,9 +99,9 @@ const Onnx__AttributeProto *onnx_attr(const onnx_imp *im, const char *name) {
 }
 
 static const char *attr_type_name(Onnx__AttributeProto__AttributeType t) {
-    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS",
-                                        "STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS",
-                                        "TYPE_PROTO", "TYPE_PROTOS"};
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT",   "INT",    "STRING",        "TENSOR",         "GRAPH",      "FLOATS",     "INTS",
+        "STRINGS",   "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "an unknown type";
 }
 
@@ -216,8 +216,10 @@ static cg_status add_param(onnx_imp *im, onnx_val *v) {
 cg_status onnx_use(onnx_imp *im, onnx_val *v) {
     if (v->emitted) return CG_OK;
     if (v->sym)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s' is computed from symbolic dims (Shape of a value with dynamic "
-                         "dims) and read as data: clgraph evaluates shapes at import and plan time only", v->name);
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "'%s' is computed from symbolic dims (Shape of a value with dynamic "
+                         "dims) and read as data: clgraph evaluates shapes at import and plan time only",
+                         v->name);
     if (v->fill) return onnx_materialize(im, v);
     if (v->konst) {
         cg_status s = add_param(im, v);
@@ -228,8 +230,10 @@ cg_status onnx_use(onnx_imp *im, onnx_val *v) {
         v->emitted = 1;
         return CG_OK;
     }
-    return onnx_fail(im, CG_ERR_VERIFY, "input '%s' is not defined before this node (the graph is not in "
-                     "topological order, or has a cycle)", v->name);
+    return onnx_fail(im, CG_ERR_VERIFY,
+                     "input '%s' is not defined before this node (the graph is not in "
+                     "topological order, or has a cycle)",
+                     v->name);
 }
 
 const cg_tensor *onnx_known(onnx_val *v) {
@@ -244,7 +248,8 @@ cg_status onnx_need_const(onnx_imp *im, onnx_val *v, const char *what, const cg_
     if (!v) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s is missing", what);
     return onnx_fail(im, CG_ERR_UNSUPPORTED,
                      "%s ('%s') must be known at import: a constant, computed from constants, or a graph "
-                     "input whose value is given (clgraph run --input gives them)", what, v->name);
+                     "input whose value is given (clgraph run --input gives them)",
+                     what, v->name);
 }
 
 cg_status onnx_set_const(onnx_imp *im, int o, cg_tensor *t) {
@@ -286,8 +291,7 @@ static cg_status infer_outputs(onnx_imp *im, cg_node *node) {
     cg_attr_value *av = calloc((size_t)op->def->n_attrs + 1, sizeof *av);
     if (!av) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     cg_status s = cg_node_resolve_attrs(im->m, node, op->def, av);
-    if (!s)
-        s = cg_call_infer(im->m, node->name, 0, 0, op, av, node->n_inputs, in, node->n_outputs, out, 0);
+    if (!s) s = cg_call_infer(im->m, node->name, 0, 0, op, av, node->n_inputs, in, node->n_outputs, out, 0);
     free(av);
     if (s) { /* the reason alone: the file and node are said once, by onnx_fail */
         char key[700];
@@ -350,16 +354,17 @@ cg_status onnx_emit(onnx_imp *im, const char *op, int n_in, const char *const *i
 static cg_status input_type(onnx_imp *im, const Onnx__ValueInfoProto *vi, onnx_val *v) {
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s' is not a tensor (sequences, maps and "
-                         "optionals are not supported)", v->name);
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "graph input '%s' is not a tensor (sequences, maps and "
+                         "optionals are not supported)",
+                         v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     cg_dtype dt = cg_onnx_dtype(tt->elem_type);
     if (!dt) /* DOUBLE is read as f32 (cg_onnx_dtype): clgraph computes it in f32 */
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s': element type %s is not supported", v->name,
                          cg_onnx_type_name(tt->elem_type));
     if (!tt->shape)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s' has no shape (its rank must be known)",
-                         v->name);
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s' has no shape (its rank must be known)", v->name);
     if (tt->shape->n_dim > CG_MAX_DIMS)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "graph input '%s' has %zu dims (at most %d)", v->name,
                          tt->shape->n_dim, CG_MAX_DIMS);
@@ -372,11 +377,9 @@ static cg_status input_type(onnx_imp *im, const Onnx__ValueInfoProto *vi, onnx_v
             v->desc.dims[i] = d->dim_value;
             continue;
         }
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
-            *d->dim_param)
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param && *d->dim_param)
             snprintf(sym, sizeof sym, "%s", d->dim_param);
-        else /* unnamed: a symbol of its own */
-            snprintf(sym, sizeof sym, "%.500s.dim%zu", v->name, i);
+        else /* unnamed: a symbol of its own */ snprintf(sym, sizeof sym, "%.500s.dim%zu", v->name, i);
         int k = cg_model_sym(im->m, sym);
         if (k < 0) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
         v->desc.dims[i] = CG_DIM_SYM(k);
@@ -424,8 +427,10 @@ static cg_status declare_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
         if (!v->input || !v->emitted) continue;
         /* a value fixed at import must not be fed another at run time */
         if (v->fixed)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "input '%s' is used both where its value must be known at "
-                             "import (a shape, a count) and as data; clgraph needs it as a constant", v->name);
+            return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                             "input '%s' is used both where its value must be known at "
+                             "import (a shape, a count) and as data; clgraph needs it as a constant",
+                             v->name);
         cg_dim dims[CG_MAX_DIMS];
         for (int k = 0; k < v->desc.ndim; k++) {
             int64_t d = v->desc.dims[k];
@@ -447,11 +452,15 @@ static cg_status check_opset(onnx_imp *im) {
     }
     if (im->opset < 0) im->opset = 1; /* no opset_import: IR version 1-2 files */
     if (im->opset > CG_ONNX_OPSET_MAX)
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: opset %lld of the default domain is newer than clgraph reads "
-                        "(%d to %d)", im->path, (long long)im->opset, CG_ONNX_OPSET_MIN, CG_ONNX_OPSET_MAX);
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: opset %lld of the default domain is newer than clgraph reads "
+                        "(%d to %d)",
+                        im->path, (long long)im->opset, CG_ONNX_OPSET_MIN, CG_ONNX_OPSET_MAX);
     if (im->opset < CG_ONNX_OPSET_MIN)
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: opset %lld of the default domain is older than clgraph reads "
-                        "(%d to %d)", im->path, (long long)im->opset, CG_ONNX_OPSET_MIN, CG_ONNX_OPSET_MAX);
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: opset %lld of the default domain is older than clgraph reads "
+                        "(%d to %d)",
+                        im->path, (long long)im->opset, CG_ONNX_OPSET_MIN, CG_ONNX_OPSET_MAX);
     return CG_OK;
 }
 
@@ -474,12 +483,13 @@ static cg_status import_node(onnx_imp *im) {
     const Onnx__NodeProto *n = im->node;
     if (!n->op_type || !*n->op_type) return onnx_fail(im, CG_ERR_FORMAT, "no op_type");
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "domain '%s' is not supported (only the default domain)",
-                         n->domain);
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "domain '%s' is not supported (only the default domain)", n->domain);
     for (size_t i = 0; i < n->n_input; i++)
         if (n->input[i] && n->input[i][0] && find_val(im, n->input[i]) < 0)
-            return onnx_fail(im, CG_ERR_FORMAT, "input '%s' is not defined before this node (the graph is not in "
-                             "topological order, or has a cycle)", n->input[i]);
+            return onnx_fail(im, CG_ERR_FORMAT,
+                             "input '%s' is not defined before this node (the graph is not in "
+                             "topological order, or has a cycle)",
+                             n->input[i]);
     for (size_t i = 0; i < n->n_output; i++)
         if (n->output[i] && n->output[i][0]) {
             int32_t v = find_val(im, n->output[i]);
@@ -570,8 +580,8 @@ cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_op
     if (!out || !ctx || !path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: NULL argument");
     *out = NULL;
     if (opt && opt->struct_size < offsetof(cg_onnx_options, given) + sizeof opt->given)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_onnx_options.struct_size is %zu; set it to sizeof(cg_onnx_options)",
-                        opt->struct_size);
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "cg_onnx_options.struct_size is %zu; set it to sizeof(cg_onnx_options)", opt->struct_size);
     if (opt && opt->n_given && (!opt->given_names || !opt->given))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: n_given without names or values");
     onnx_imp im = {.ctx = ctx, .path = path, .opt = opt};

@@ -16,7 +16,8 @@
 /* A list "[a, b, c]" of ints into buf. */
 static const char *ints_text(char *buf, size_t size, int n, const int64_t *v) {
     size_t u = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < n && u < size; i++) u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
+    for (int i = 0; i < n && u < size; i++)
+        u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
     if (u < size) snprintf(buf + u, size - u, "]");
     return buf;
 }
@@ -80,11 +81,12 @@ cg_status onnx_emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *
 
 static const struct {
     const char *onnx, *cg;
-} unary_ops[] = {{"Neg", "neg"},           {"Tanh", "tanh"},         {"Sigmoid", "sigmoid"}, {"Exp", "exp"},
-                 {"Log", "log"},           {"Sqrt", "sqrt"},         {"Relu", "relu"},       {"Abs", "abs"},
-                 {"Reciprocal", "reciprocal"}, {"Floor", "floor"},   {"Ceil", "ceil"},       {"Round", "round"},
-                 {"Sign", "sign"},         {"Sin", "sin"},           {"Cos", "cos"},         {"Erf", "erf"},
-                 {"Softplus", "softplus"}, {"Softsign", "softsign"}};
+} unary_ops[] = {{"Neg", "neg"},     {"Tanh", "tanh"},         {"Sigmoid", "sigmoid"},
+                 {"Exp", "exp"},     {"Log", "log"},           {"Sqrt", "sqrt"},
+                 {"Relu", "relu"},   {"Abs", "abs"},           {"Reciprocal", "reciprocal"},
+                 {"Floor", "floor"}, {"Ceil", "ceil"},         {"Round", "round"},
+                 {"Sign", "sign"},   {"Sin", "sin"},           {"Cos", "cos"},
+                 {"Erf", "erf"},     {"Softplus", "softplus"}, {"Softsign", "softsign"}};
 
 static cg_status map_unary(onnx_imp *im) {
     onnx_val *x;
@@ -348,7 +350,8 @@ static cg_status map_softmax(onnx_imp *im) {
     const char *cg = !strcmp(im->node->op_type, "Softmax") ? "softmax" : "log_softmax";
     int r = x->desc.ndim;
     int64_t axis = onnx_attr_int(im, "axis", im->opset >= 13 ? -1 : 1);
-    if (axis < -r || axis >= (r ? r : 1)) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < -r || axis >= (r ? r : 1))
+        return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
     if (axis < 0) axis += r;
     char a[64];
     const char *in[1] = {x->name};
@@ -359,8 +362,7 @@ static cg_status map_softmax(onnx_imp *im) {
     /* before opset 13: over the flattened dims from axis on */
     int64_t d2[2] = {-1, 1};
     for (int i = (int)axis; i < r; i++) {
-        if (x->desc.dims[i] < 0)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "softmax over symbolic dims (opset < 13)");
+        if (x->desc.dims[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "softmax over symbolic dims (opset < 13)");
         d2[1] *= x->desc.dims[i];
     }
     int64_t t[2] = {-1, d2[1]};
@@ -403,7 +405,8 @@ static cg_status reshape_sym(onnx_imp *im, onnx_val *x, int n, const int64_t *t)
     for (int i = 0; i < n && allowzero; i++)
         if (t[i] == 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "allowzero with a 0 among symbolic dims");
     for (int i = 0; i < n; i++) {
-        if (t[i] == 0 && i >= x->desc.ndim) return onnx_fail(im, CG_ERR_FORMAT, "shape entry %d copies a dim x lacks", i);
+        if (t[i] == 0 && i >= x->desc.ndim)
+            return onnx_fail(im, CG_ERR_FORMAT, "shape entry %d copies a dim x lacks", i);
         d[i] = t[i] == 0 ? x->desc.dims[i] : t[i] == -1 ? CG_DIM_UNKNOWN : onnx_sym_to_dim(t[i]);
         if (d[i] < 0 && d[i] != CG_DIM_UNKNOWN && !onnx_is_sym(t[i]) && t[i] != 0)
             return onnx_fail(im, CG_ERR_FORMAT, "shape entry %lld", (long long)t[i]);
@@ -570,8 +573,9 @@ static cg_status slice_stepped(onnx_imp *im, onnx_val *x, int64_t axis, int64_t 
     const int64_t dim = x->desc.dims[axis];
     if (dim < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with step %lld of a symbolic dim", (long long)sp);
     if (sp == 0) return onnx_fail(im, CG_ERR_FORMAT, "Slice with step 0");
-    if (dim > (1 << 24)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with step %lld of a dim of %lld", (long long)sp,
-                                          (long long)dim);
+    if (dim > (1 << 24))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with step %lld of a dim of %lld", (long long)sp,
+                         (long long)dim);
     if (st < 0) st = st < -dim ? 0 : st + dim;
     if (en < 0) en = en < -dim ? -1 : en + dim;
     if (sp > 0) st = st > dim ? dim : st, en = en > dim ? dim : en < 0 ? 0 : en;
@@ -614,12 +618,14 @@ static cg_status map_slice(onnx_imp *im) {
         n = (int)cg_shape_numel(t[0]->ndim, t[0]->dims);
         if (n > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "too many starts");
         for (int k = 0; k < 4; k++)
-            if (t[k] && ((t[k]->dtype != CG_I64 && t[k]->dtype != CG_I32) || cg_shape_numel(t[k]->ndim, t[k]->dims) != n))
+            if (t[k] &&
+                ((t[k]->dtype != CG_I64 && t[k]->dtype != CG_I32) || cg_shape_numel(t[k]->ndim, t[k]->dims) != n))
                 return onnx_fail(im, CG_ERR_FORMAT, "%s must be %d integers", what[k], n);
         for (int i = 0; i < n; i++) {
             int64_t v[4] = {0, 0, i, 1};
             for (int k = 0; k < 4; k++)
-                if (t[k]) v[k] = t[k]->dtype == CG_I64 ? ((const int64_t *)t[k]->data)[i] : ((const int32_t *)t[k]->data)[i];
+                if (t[k])
+                    v[k] = t[k]->dtype == CG_I64 ? ((const int64_t *)t[k]->data)[i] : ((const int32_t *)t[k]->data)[i];
             st[i] = v[0], en[i] = v[1], ax[i] = v[2], sp[i] = v[3];
         }
     }
@@ -638,7 +644,8 @@ static cg_status map_slice(onnx_imp *im) {
             int la;
             char at[80];
             if (st[i] != 0 || en[i] == ONNX_SYM_UNKNOWN || !onnx_sym_dim_of(im, onnx_sym_to_dim(en[i]), &like, &la))
-                return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice to a symbolic end needs start 0 and a value with that dim");
+                return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                                 "Slice to a symbolic end needs start 0 and a value with that dim");
             snprintf(at, sizeof at, "axis: %d, to: \"i32\"", la);
             if ((s = emit_tmp(im, "arange", like, at, &idx)) ||
                 (s = emit_take(im, onnx_val_get(im, cur), (int)xa, idx, &o)))
@@ -893,8 +900,9 @@ static cg_status map_split(onnx_imp *im) {
             sizes[i] = a[i];
             sum += a[i];
         }
-        if (sum != dim) return onnx_fail(im, CG_ERR_FORMAT, "split sizes add up to %lld, the dim is %lld",
-                                         (long long)sum, (long long)dim);
+        if (sum != dim)
+            return onnx_fail(im, CG_ERR_FORMAT, "split sizes add up to %lld, the dim is %lld", (long long)sum,
+                             (long long)dim);
     } else { /* equal parts, the last one smaller (opset 18's rule; before, dim must divide) */
         int64_t part = (dim + n_out - 1) / n_out;
         for (int i = 0; i < n_out; i++) {
@@ -934,8 +942,7 @@ static cg_status runtime_index(onnx_imp *im, onnx_val *ix, onnx_val *x, int axis
         const char *r = NULL;
         len = NULL;
         snprintf(at, sizeof at, "axis: %d, start: 1, to: \"%s\"", axis, cg_dtype_name(dt));
-        if ((s = emit_tmp(im, "arange", x->name, at, &r)) ||
-            (s = emit_tmp(im, "slice", r, "axis: 0, start: -1", &len)))
+        if ((s = emit_tmp(im, "arange", x->name, at, &r)) || (s = emit_tmp(im, "slice", r, "axis: 0, start: -1", &len)))
             return s;
         if (ix->desc.ndim == 0 && (s = emit_tmp(im, "reshape", len, "shape: []", &len))) return s;
     }
@@ -993,7 +1000,7 @@ static cg_status map_gather(onnx_imp *im) {
         cg_tensor *idx;
         if ((s = cg_tensor_create(CG_I32, 1, &n, &idx))) return s;
         for (int64_t i = 0; i < n; i++) {
-            int64_t v = cg_tensor_dtype(ind) == CG_I64 ? ((const int64_t *)cg_tensor_data_const(ind))[i]
+            int64_t v = cg_tensor_dtype(ind) == CG_I64   ? ((const int64_t *)cg_tensor_data_const(ind))[i]
                         : cg_tensor_dtype(ind) == CG_I32 ? ((const int32_t *)cg_tensor_data_const(ind))[i]
                                                          : INT64_MIN;
             if (v < 0 && dim < 0) {
@@ -1073,7 +1080,9 @@ static cg_status const_ints(onnx_imp *im, int i, const char *what, int64_t *v, i
     int64_t c = cg_tensor_numel(t);
     if (cg_tensor_dtype(t) != CG_I64 || cg_tensor_ndim(t) != 1)
         return onnx_fail(im, CG_ERR_FORMAT, "%s must be a 1-D int64 tensor", what);
-    if (c > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s has %lld values (at most %d dims)", what, (long long)c, CG_MAX_DIMS);
+    if (c > CG_MAX_DIMS)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s has %lld values (at most %d dims)", what, (long long)c,
+                         CG_MAX_DIMS);
     memcpy(v, cg_tensor_data_const(t), (size_t)c * sizeof *v);
     *n = (int)c;
     return CG_OK;
@@ -1085,13 +1094,15 @@ static cg_status map_expand(onnx_imp *im) {
     int64_t d[CG_MAX_DIMS];
     int n;
     cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) || (s = const_ints(im, 1, "input 1 (shape)", d, &n)))
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) ||
+        (s = const_ints(im, 1, "input 1 (shape)", d, &n)))
         return s;
     char a[600], l[512];
     if (onnx_in(im, 1)->sym) {
         for (int i = 0; i < n; i++) d[i] = onnx_sym_to_dim(d[i]);
         for (int i = 0; i < n; i++)
-            if (d[i] == CG_DIM_UNKNOWN) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape has a dim clgraph cannot name");
+            if (d[i] == CG_DIM_UNKNOWN)
+                return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape has a dim clgraph cannot name");
         if (!named_target(im, n, d, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
     } else {
         ints_text(l, sizeof l, n, d);
@@ -1119,7 +1130,8 @@ static cg_status map_tile(onnx_imp *im) {
     int64_t r[CG_MAX_DIMS], d2[CG_MAX_DIMS], e[CG_MAX_DIMS], o[CG_MAX_DIMS];
     int n;
     cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) || (s = const_ints(im, 1, "input 1 (repeats)", r, &n)))
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) ||
+        (s = const_ints(im, 1, "input 1 (repeats)", r, &n)))
         return s;
     const int nd = x->desc.ndim;
     if (n != nd) return onnx_fail(im, CG_ERR_FORMAT, "repeats has %d values for %d dims", n, nd);
@@ -1141,7 +1153,6 @@ static cg_status map_tile(onnx_imp *im) {
     return emit_reshape(im, onnx_val_get(im, t2), nd, o, out_name(im, 0));
 }
 
-
 /* TopK: clgraph's topk works along the last axis and gives the largest
  * first, ties to the lower index (ONNX's order; sorted 0 allows any, so
  * this one too). Another axis is moved last and back with transposes; the
@@ -1153,8 +1164,10 @@ static cg_status map_topk(onnx_imp *im) {
     int64_t kv[CG_MAX_DIMS];
     int nk = 1;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const int nd = x->desc.ndim, axis = (int)onnx_attr_int(im, "axis", -1) + (onnx_attr_int(im, "axis", -1) < 0 ? nd : 0);
-    if (axis < 0 || axis >= nd) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)onnx_attr_int(im, "axis", -1));
+    const int nd = x->desc.ndim,
+              axis = (int)onnx_attr_int(im, "axis", -1) + (onnx_attr_int(im, "axis", -1) < 0 ? nd : 0);
+    if (axis < 0 || axis >= nd)
+        return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)onnx_attr_int(im, "axis", -1));
     onnx_val *kval = onnx_in(im, 1);
     if (im->opset < 10) kv[0] = onnx_attr_int(im, "k", -1);
     else if (kval && kval->sym && kval->konst && cg_tensor_numel(kval->konst) == 1) {
@@ -1208,7 +1221,6 @@ static cg_status map_topk(onnx_imp *im) {
     return CG_OK;
 }
 
-
 /* OneHot: equal(indices as int64 with a 1 inserted at axis, the classes 0
  * .. depth-1 laid along axis) or the same against classes - depth (negative
  * indices count from the end), then where(mask, on, off). depth and values
@@ -1228,7 +1240,8 @@ static cg_status map_onehot(onnx_imp *im) {
     const int r = x->desc.ndim;
     int64_t axis = onnx_attr_int(im, "axis", -1);
     axis += axis < 0 ? r + 1 : 0;
-    if (depth < 1 || depth > ((int64_t)1 << 24)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "depth %lld", (long long)depth);
+    if (depth < 1 || depth > ((int64_t)1 << 24))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "depth %lld", (long long)depth);
     if (axis < 0 || axis > r || r + 1 > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_FORMAT, "axis out of range");
     const char *idx = x->name, *iu = NULL, *cls, *cls2, *m1, *m2, *mask, *on, *off;
     if (x->desc.dtype != CG_I64 && (s = emit_tmp(im, "cast", idx, "to: \"i64\"", &idx))) return s;
@@ -1322,9 +1335,15 @@ static cg_status map_trilu(onnx_imp *im) {
 static cg_status map_bool_op(onnx_imp *im) {
     static const struct {
         const char *onnx, *cg;
-    } ops[] = {{"Equal", "equal"},     {"Less", "less"},           {"LessOrEqual", "less_equal"},
-               {"Greater", "greater"}, {"GreaterOrEqual", "greater_equal"}, {"And", "logical_and"},
-               {"Or", "logical_or"},   {"Xor", "logical_xor"},     {"Not", "logical_not"},
+    } ops[] = {{"Equal", "equal"},
+               {"Less", "less"},
+               {"LessOrEqual", "less_equal"},
+               {"Greater", "greater"},
+               {"GreaterOrEqual", "greater_equal"},
+               {"And", "logical_and"},
+               {"Or", "logical_or"},
+               {"Xor", "logical_xor"},
+               {"Not", "logical_not"},
                {"Where", "where"}};
     cg_status s = onnx_check_attrs(im, NULL);
     if (s) return s;
@@ -1380,8 +1399,7 @@ static cg_status map_cast(onnx_imp *im) {
         memcpy(d, x->desc.dims, sizeof d);
         return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
     }
-    if (!dt)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast to %s is not supported", cg_onnx_type_name((int32_t)to->i));
+    if (!dt) return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast to %s is not supported", cg_onnx_type_name((int32_t)to->i));
     char a[40];
     snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
     return emit1(im, "cast", 1, in, out_name(im, 0), a);
@@ -1389,8 +1407,10 @@ static cg_status map_cast(onnx_imp *im) {
 
 /* Ops only folded at import (their inputs known): here when they are not. */
 static cg_status map_fold_only(onnx_imp *im) {
-    return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s is supported only where it can be computed at import (its "
-                     "inputs known, and for Shape and Size concrete dims)", im->node->op_type);
+    return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                     "%s is supported only where it can be computed at import (its "
+                     "inputs known, and for Shape and Size concrete dims)",
+                     im->node->op_type);
 }
 
 /* OP_ANY_DTYPE: the clgraph mapping moves data of any dtype; every other
@@ -1558,8 +1578,7 @@ static cg_status map_widened(onnx_imp *im, onnx_map_fn fn, cg_dtype narrow) {
         const char *ins[1] = {v->name};
         if (v->typed && v->desc.dtype == CG_F32)
             s = emit1(im, "cast", 1, ins, n->output[o], narrow == CG_F16 ? "to: \"f16\"" : "to: \"bf16\"");
-        else if (v->typed)
-            s = emit_reshape(im, v, v->desc.ndim, v->desc.dims, n->output[o]);
+        else if (v->typed) s = emit_reshape(im, v, v->desc.ndim, v->desc.dims, n->output[o]);
     }
     return s;
 }

@@ -42,14 +42,16 @@ static inline cg_status emit_tmp(onnx_imp *im, const char *op, const char *x, co
 }
 
 /* Emits `op` on two inputs into a fresh value (*out). */
-static inline cg_status emit_tmp2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs, const char **out) {
+static inline cg_status emit_tmp2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs,
+                                  const char **out) {
     const char *in[2] = {a, b};
     *out = NULL;
     return onnx_emit(im, op, 2, in, 1, out, attrs);
 }
 
 /* A constant of dtype dt and dims d[0..nd) from `data`, made a param. */
-static inline cg_status const_of(onnx_imp *im, cg_dtype dt, int nd, const int64_t *d, const void *data, const char **name) {
+static inline cg_status const_of(onnx_imp *im, cg_dtype dt, int nd, const int64_t *d, const void *data,
+                                 const char **name) {
     cg_tensor *t;
     cg_status s = cg_tensor_create(dt, nd, d, &t);
     if (s) return s;

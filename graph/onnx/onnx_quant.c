@@ -11,8 +11,7 @@
 
 /* One clgraph op on a (and b, when not NULL) into a fresh value, whose
  * name *out receives (a and b may be *out). */
-static cg_status op2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs,
-                     const char **out) {
+static cg_status op2(onnx_imp *im, const char *op, const char *a, const char *b, const char *attrs, const char **out) {
     const char *ins[2] = {a, b};
     *out = NULL;
     return onnx_emit(im, op, b ? 2 : 1, ins, 1, out, attrs);
@@ -58,12 +57,14 @@ static cg_status along_axis(onnx_imp *im, onnx_val *v, const onnx_val *x, int64_
     const int nd = x->desc.ndim;
     if (axis < 0) axis += nd;
     if (v->desc.ndim != 1 || v->desc.dims[0] < 0 || axis < 0 || axis >= nd)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s ('%s') must be one value, or a 1-D tensor of known size along "
-                         "axis %lld of the %d-D input", what, v->name, (long long)axis, nd);
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "%s ('%s') must be one value, or a 1-D tensor of known size along "
+                         "axis %lld of the %d-D input",
+                         what, v->name, (long long)axis, nd);
     const int64_t c = v->desc.dims[0], xd = x->desc.dims[axis];
     if (c != 1 && xd >= 0 && c != xd)
-        return onnx_fail(im, CG_ERR_FORMAT, "%s ('%s') has %lld values for a dim of %lld", what, v->name,
-                         (long long)c, (long long)xd);
+        return onnx_fail(im, CG_ERR_FORMAT, "%s ('%s') has %lld values for a dim of %lld", what, v->name, (long long)c,
+                         (long long)xd);
     char a[200];
     size_t u = (size_t)snprintf(a, sizeof a, "shape: [%lld", (long long)c);
     for (int i = (int)axis + 1; i < nd && u < sizeof a; i++) u += (size_t)snprintf(a + u, sizeof a - u, ", 1");
@@ -111,9 +112,10 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im) {
     if (zp && !zp->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", zp->name);
     const cg_dtype dt = (cg_dtype)x->desc.dtype;
     if ((dt != CG_U8 && dt != CG_I8 && dt != CG_I32) || scale->desc.dtype != CG_F32 || (zp && zp->desc.dtype != dt))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "DequantizeLinear of %s with a %s scale (u8, i8 or i32, a zero "
-                         "point of the same type, an f32 scale)", cg_dtype_name(dt),
-                         cg_dtype_name((cg_dtype)scale->desc.dtype));
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "DequantizeLinear of %s with a %s scale (u8, i8 or i32, a zero "
+                         "point of the same type, an f32 scale)",
+                         cg_dtype_name(dt), cg_dtype_name((cg_dtype)scale->desc.dtype));
     const int64_t axis = onnx_attr_int(im, "axis", 1);
     const char *sc, *z = NULL, *t = NULL, *y = out_at(im, 0);
     if ((s = along_axis(im, scale, x, axis, "input 1 (x_scale)", &sc)) ||
@@ -136,7 +138,7 @@ cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im) {
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "DynamicQuantizeLinear of %s (f32 only)",
                          cg_dtype_name((cg_dtype)x->desc.dtype));
     const char *zero, *one, *q255, *lo = NULL, *hi = NULL, *range = NULL, *is0 = NULL, *sc = NULL,
-               *scale = out_at(im, 1), *zf = NULL, *zq = out_at(im, 2);
+                                   *scale = out_at(im, 1), *zf = NULL, *zq = out_at(im, 2);
     const char *all = "axes: [], keepdims: 0";
     if ((s = f32_const(im, 0.0f, &zero)) || (s = f32_const(im, 1.0f, &one)) || (s = f32_const(im, 255.0f, &q255)) ||
         (s = op2(im, "neg", x->name, NULL, NULL, &lo)) || (s = op2(im, "reduce_max", lo, NULL, all, &lo)) ||
@@ -163,8 +165,10 @@ cg_status cg_onnx_map_matmul_integer(onnx_imp *im) {
     cg_status s;
     if ((s = onnx_check_attrs(im, NULL)) || (s = typed_in(im, 0, &a)) || (s = typed_in(im, 1, &b))) return s;
     if (a->desc.ndim < 2 || b->desc.ndim != 2)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "MatMulInteger of %d-D A and %d-D B (A of 2 dims or more and a "
-                         "2-D B are supported)", a->desc.ndim, b->desc.ndim);
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "MatMulInteger of %d-D A and %d-D B (A of 2 dims or more and a "
+                         "2-D B are supported)",
+                         a->desc.ndim, b->desc.ndim);
     const char *in[4] = {a->name, b->name, NULL, NULL};
     int n = 2;
     for (int i = 2; i < 4; i++) {

@@ -116,8 +116,10 @@ static int too_deep(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_
 
 static cg_status check_nesting(const char *path, const ProtobufCMessageDescriptor *d, const file_map *f) {
     if (f->len && too_deep(d, f->p, f->len, 0))
-        return cg_error(CG_ERR_FORMAT, "%s: messages nested more than %d deep (graphs in node attributes in graphs "
-                        "...); refused before unpacking", path, CG_ONNX_MAX_NESTING);
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: messages nested more than %d deep (graphs in node attributes in graphs "
+                        "...); refused before unpacking",
+                        path, CG_ONNX_MAX_NESTING);
     return CG_OK;
 }
 
@@ -133,8 +135,10 @@ cg_status cg_onnx_read_model(const char *path, Onnx__ModelProto **out) {
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, f.len, f.p);
     unmap_file(&f);
     if (!m)
-        return cg_error(CG_ERR_FORMAT, "%s: not an ONNX model (the file does not parse as an ONNX ModelProto: "
-                        "truncated or corrupt)", path);
+        return cg_error(CG_ERR_FORMAT,
+                        "%s: not an ONNX model (the file does not parse as an ONNX ModelProto: "
+                        "truncated or corrupt)",
+                        path);
     if (!m->graph) {
         onnx__model_proto__free_unpacked(m, NULL);
         return cg_error(CG_ERR_FORMAT, "%s: the ONNX model has no graph", path);
@@ -201,15 +205,14 @@ static cg_status read_external(const Onnx__TensorProto *t, const char *dir, cons
             errno = 0;
             long long v = strtoll(e->value, &end, 10);
             if (errno || *end || v < 0 || end == e->value)
-                return cg_error(CG_ERR_FORMAT, "%s: %s: external data %s '%s' is not a byte count", path, what,
-                                e->key, e->value);
+                return cg_error(CG_ERR_FORMAT, "%s: %s: external data %s '%s' is not a byte count", path, what, e->key,
+                                e->value);
             if (!strcmp(e->key, "offset")) offset = v;
             else length = v;
         }
     }
     if (!loc || !*loc) return cg_error(CG_ERR_FORMAT, "%s: %s: external data without a location", path, what);
-    if (!dir)
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: %s: external data is read only for a model file", path, what);
+    if (!dir) return cg_error(CG_ERR_UNSUPPORTED, "%s: %s: external data is read only for a model file", path, what);
     if (loc[0] == '/' || strstr(loc, "..") || strchr(loc, '\\'))
         return cg_error(CG_ERR_FORMAT, "%s: %s: external data location '%s' is not a path inside the model's folder",
                         path, what, loc);
@@ -243,8 +246,8 @@ static cg_status read_external(const Onnx__TensorProto *t, const char *dir, cons
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) {
                 s = r < 0 ? cg_error(CG_ERR_IO, "%s: %s: cannot read %s: %s", path, what, file, strerror(errno))
-                          : cg_error(CG_ERR_FORMAT, "%s: %s: %s ends before byte %lld (offset %lld + %zu bytes)",
-                                     path, what, file, offset + (long long)want, offset, want);
+                          : cg_error(CG_ERR_FORMAT, "%s: %s: %s ends before byte %lld (offset %lld + %zu bytes)", path,
+                                     what, file, offset + (long long)want, offset, want);
                 break;
             }
             got += (size_t)r;
@@ -278,8 +281,8 @@ static void typed_values(const Onnx__TensorProto *t, int ti, int64_t numel, cg_t
     for (int64_t i = 0; i < numel; i++) {
         switch (out->dtype) {
         case CG_F32:
-            ((float *)out->data)[i] = dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? (float)t->double_data[i]
-                                                                                 : t->float_data[i];
+            ((float *)out->data)[i] =
+                dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? (float)t->double_data[i] : t->float_data[i];
             break;
         case CG_I64: ((int64_t *)out->data)[i] = t->int64_data[i]; break;
         case CG_I32: ((int32_t *)out->data)[i] = t->int32_data[i]; break;
@@ -375,8 +378,7 @@ cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {
     }
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, f.len, f.p);
     unmap_file(&f);
-    if (!t)
-        return cg_error(CG_ERR_FORMAT, "%s: not an ONNX tensor (the file does not parse as a TensorProto)", path);
+    if (!t) return cg_error(CG_ERR_FORMAT, "%s: not an ONNX tensor (the file does not parse as a TensorProto)", path);
     char what[300];
     snprintf(what, sizeof what, "tensor '%.200s'", t->name ? t->name : "");
     s = cg_onnx_tensor(t, NULL, path, what, out);

@@ -18,8 +18,9 @@ static int strings_are(onnx_imp *im, const char *name, Onnx__AttributeProto__Att
                        const char *b) {
     const Onnx__AttributeProto *at = onnx_attr_typed(im, name, type);
     if (!at) return 1;
-    if (at->has_s) return at->s.len && ((strlen(a) == at->s.len && !memcmp(at->s.data, a, at->s.len)) ||
-                                        (b && strlen(b) == at->s.len && !memcmp(at->s.data, b, at->s.len)));
+    if (at->has_s)
+        return at->s.len && ((strlen(a) == at->s.len && !memcmp(at->s.data, a, at->s.len)) ||
+                             (b && strlen(b) == at->s.len && !memcmp(at->s.data, b, at->s.len)));
     for (size_t i = 0; i < at->n_strings; i++) {
         const ProtobufCBinaryData *v = &at->strings[i];
         const char *want = (i % 3 == 0) ? a : b;
@@ -50,7 +51,7 @@ static cg_status unrolled(onnx_imp *im, const rnn_parts *p);
  * direction and layout. Activations must be the defaults, no clip, no
  * input_forget. */
 struct rnn_parts {
-    const char *op;    /* "RNN", "GRU" or "LSTM" */
+    const char *op; /* "RNN", "GRU" or "LSTM" */
     onnx_val *x;
     const cg_tensor *w, *r, *b;
     int64_t h, in_sz;
@@ -58,8 +59,8 @@ struct rnn_parts {
 };
 
 static cg_status rnn_read(onnx_imp *im, rnn_parts *p) {
-    static const char *const known[] = {"hidden_size", "direction", "layout", "activations", "clip", "input_forget",
-                                        "linear_before_reset", NULL};
+    static const char *const known[] = {"hidden_size",  "direction",           "layout", "activations", "clip",
+                                        "input_forget", "linear_before_reset", NULL};
     const char *op = p->op = im->node->op_type;
     const int lstm = !strcmp(op, "LSTM"), rnn = !strcmp(op, "RNN");
     cg_status s;
@@ -69,10 +70,13 @@ static cg_status rnn_read(onnx_imp *im, rnn_parts *p) {
         (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (R)", &p->r)) ||
         (onnx_in(im, 3) && (s = onnx_need_const(im, onnx_in(im, 3), "input 3 (B)", &p->b))))
         return s;
-    if (!strings_are(im, "activations", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, rnn ? "Tanh" : "Sigmoid", "Tanh") || onnx_attr(im, "clip") ||
-        onnx_attr_int(im, "input_forget", 0))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget", op);
-    p->rev = strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "reverse", NULL) && onnx_attr(im, "direction");
+    if (!strings_are(im, "activations", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS, rnn ? "Tanh" : "Sigmoid",
+                     "Tanh") ||
+        onnx_attr(im, "clip") || onnx_attr_int(im, "input_forget", 0))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s with activations other than the defaults, clip or input_forget",
+                         op);
+    p->rev = strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "reverse", NULL) &&
+             onnx_attr(im, "direction");
     p->bidir = !p->rev && !strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "forward", NULL);
     if (p->bidir && !strings_are(im, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "bidirectional", NULL))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward, reverse or bidirectional", op);
@@ -120,10 +124,10 @@ static cg_status cell_step(onnx_imp *im, const rnn_parts *p, const int *from) {
     int k = 2;
     if (!s && lstm) {
         if (!known_zero(onnx_in(im, 6))) s = onnx_emit_reshape(im, onnx_in(im, 6), 2, dh, &ins[k]);
-        else { /* c0 zeros: h's dims lend theirs */
-            float z = 0;
+        else { /* c0 zeros: h's dims lend theirs */ float z = 0;
             const char *zc;
-            if (!(s = const_of(im, CG_F32, 0, NULL, &z, &zc))) s = emit_tmp2(im, "expand", zc, ins[1], "shape: []", &ins[k]);
+            if (!(s = const_of(im, CG_F32, 0, NULL, &z, &zc)))
+                s = emit_tmp2(im, "expand", zc, ins[1], "shape: []", &ins[k]);
         }
         k++;
     }
@@ -248,7 +252,8 @@ static cg_status unrolled_step(onnx_imp *im, int gru, int lbr, const char *const
         if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) return s;
         g[k] = lo[0];
         if (hp && (k < 2 || !gru)) {
-            if ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k])))
+            if ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) ||
+                (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k])))
                 return s;
         }
         if (gru && k < 2 && (s = emit_tmp(im, "sigmoid", g[k], NULL, &g[k]))) return s;
@@ -257,14 +262,17 @@ static cg_status unrolled_step(onnx_imp *im, int gru, int lbr, const char *const
     if (hp) { /* the n gate's h term */
         if (lbr) {
             const char *lin[3] = {hp, rn[2], rbn}, *lo[1] = {NULL};
-            if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL)) || (s = emit_tmp2(im, "mul", g[1], lo[0], NULL, &t1)))
+            if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL)) ||
+                (s = emit_tmp2(im, "mul", g[1], lo[0], NULL, &t1)))
                 return s;
-        } else if ((s = emit_tmp2(im, "mul", g[1], hp, NULL, &t2)) || (s = emit_tmp2(im, "linear", t2, rn[2], NULL, &t1))) {
+        } else if ((s = emit_tmp2(im, "mul", g[1], hp, NULL, &t2)) ||
+                   (s = emit_tmp2(im, "linear", t2, rn[2], NULL, &t1))) {
             return s;
         }
         if ((s = emit_tmp2(im, "add", g[2], t1, NULL, &g[2]))) return s;
     } else if (lbr) { /* r (R 0 + Rbn) = r Rbn */
-        if ((s = emit_tmp2(im, "mul", g[1], rbn, NULL, &t1)) || (s = emit_tmp2(im, "add", g[2], t1, NULL, &g[2]))) return s;
+        if ((s = emit_tmp2(im, "mul", g[1], rbn, NULL, &t1)) || (s = emit_tmp2(im, "add", g[2], t1, NULL, &g[2])))
+            return s;
     }
     const char *n;
     if ((s = emit_tmp(im, "tanh", g[2], NULL, &n))) return s;
@@ -289,20 +297,23 @@ static cg_status lstm_step(onnx_imp *im, const char *const *wn, const char *cons
         const char *lin[3] = {xt, wn[k], bn[k]}, *lo[1] = {NULL};
         if ((s = onnx_emit(im, "linear", 3, lin, 1, lo, NULL))) return s;
         g[k] = lo[0];
-        if (hp && ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
+        if (hp &&
+            ((s = emit_tmp2(im, "linear", hp, rn[k], NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
             return s;
     }
     static const int peep[2] = {0, 2}; /* i and f see the old c: P's rows 0 and 2 */
     for (int j = 0; j < 2; j++) {
         const int k = peep[j];
-        if (pn && cp && ((s = emit_tmp2(im, "mul", pn[k], cp, NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
+        if (pn && cp &&
+            ((s = emit_tmp2(im, "mul", pn[k], cp, NULL, &t1)) || (s = emit_tmp2(im, "add", g[k], t1, NULL, &g[k]))))
             return s;
         if ((s = emit_tmp(im, "sigmoid", g[k], NULL, &g[k]))) return s;
     }
     if ((s = emit_tmp(im, "tanh", g[3], NULL, &g[3])) || (s = emit_tmp2(im, "mul", g[0], g[3], NULL, c_out))) return s;
     if (cp && ((s = emit_tmp2(im, "mul", g[2], cp, NULL, &t1)) || (s = emit_tmp2(im, "add", t1, *c_out, NULL, c_out))))
         return s;
-    if (pn && ((s = emit_tmp2(im, "mul", pn[1], *c_out, NULL, &t1)) || (s = emit_tmp2(im, "add", g[1], t1, NULL, &g[1]))))
+    if (pn &&
+        ((s = emit_tmp2(im, "mul", pn[1], *c_out, NULL, &t1)) || (s = emit_tmp2(im, "add", g[1], t1, NULL, &g[1]))))
         return s;
     if ((s = emit_tmp(im, "sigmoid", g[1], NULL, &g[1])) || (s = emit_tmp(im, "tanh", *c_out, NULL, &t2))) return s;
     return emit_tmp2(im, "mul", g[1], t2, NULL, h_out);
@@ -411,7 +422,8 @@ static cg_status unrolled(onnx_imp *im, const rnn_parts *p) {
     if (lstm && onnx_in(im, 7) && (s = onnx_need_const(im, onnx_in(im, 7), "input 7 (P)", &pt))) return s;
     if (pt && (cg_tensor_dtype(pt) != CG_F32 || cg_tensor_numel(pt) != nd * 3 * h))
         return onnx_fail(im, CG_ERR_FORMAT, "P does not match hidden_size %lld", (long long)h);
-    if (lens && (rev || bidir)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s unrolled with sequence_lens, not forward", op);
+    if (lens && (rev || bidir))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s unrolled with sequence_lens, not forward", op);
     if (lens && lens->desc.dtype != CG_I32 && lens->desc.dtype != CG_I64)
         return onnx_fail(im, CG_ERR_FORMAT, "sequence_lens must be int32");
     const int64_t seq = x->desc.dims[layout ? 1 : 0], bsz = x->desc.dims[layout ? 0 : 1];
@@ -441,7 +453,8 @@ static cg_status unrolled(onnx_imp *im, const rnn_parts *p) {
              * linear_before_reset only Wb (Rbn goes inside r ( )) */
             const int split = lbr && k == 2;
             for (int64_t j = 0; j < h; j++) {
-                const float wb = bf ? bf[d * 2 * ng * h + k * h + j] : 0, rb = bf ? bf[d * 2 * ng * h + ng * h + k * h + j] : 0;
+                const float wb = bf ? bf[d * 2 * ng * h + k * h + j] : 0,
+                            rb = bf ? bf[d * 2 * ng * h + ng * h + k * h + j] : 0;
                 bias[j] = split ? wb : wb + rb;
                 bias[h + j] = rb;
             }
@@ -465,7 +478,8 @@ static cg_status unrolled(onnx_imp *im, const rnn_parts *p) {
             const char *xt, *xt2 = NULL;
             int64_t d2[2] = {bsz, in_sz};
             snprintf(a, sizeof a, "axis: 0, start: %lld, end: %lld", (long long)t, (long long)t + 1);
-            if ((s = emit_tmp(im, "slice", xs, a, &xt)) || (s = onnx_emit_reshape(im, onnx_val_get(im, xt), 2, d2, &xt2)))
+            if ((s = emit_tmp(im, "slice", xs, a, &xt)) ||
+                (s = onnx_emit_reshape(im, onnx_val_get(im, xt), 2, d2, &xt2)))
                 break;
             const char *hn = NULL, *cn = NULL;
             s = lstm ? lstm_step(im, wn, rn, bn, pt ? pn : NULL, xt2, hcur, ccur, &hn, &cn)

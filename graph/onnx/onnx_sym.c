@@ -168,8 +168,8 @@ static cg_tensor *sym_prod(onnx_imp *im, const cg_tensor *a) {
 
 /* Folds that copy elements: symbolic values may be their data (input 0,
  * every input of Concat) but not their indices, axes, starts or shapes. */
-static const char *const movers[] = {"Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Identity",
-                                     "Reshape", "Flatten", NULL};
+static const char *const movers[] = {"Gather",   "Concat",  "Unsqueeze", "Squeeze", "Slice",
+                                     "Identity", "Reshape", "Flatten",   NULL};
 /* Ops whose mappings read symbolic values: as every input (shapes, counts)
  * or as the shape, K or ends of data that is not symbolic itself. */
 static const char *const readers[] = {"Range", "ConstantOfShape", NULL};
@@ -224,9 +224,10 @@ int cg_onnx_fold_sym(onnx_imp *im) {
         static const struct {
             const char *name;
             sop op;
-        } ops[] = {{"Add", S_ADD}, {"Sub", S_SUB}, {"Mul", S_MUL},   {"Div", S_DIV},
+        } ops[] = {{"Add", S_ADD}, {"Sub", S_SUB},  {"Mul", S_MUL}, {"Div", S_DIV},
                    {"Mod", S_MOD}, {"Equal", S_EQ}, {"Less", S_LT}, {"Greater", S_GT}};
-        if (!strcmp(op, "Mod") && onnx_attr_int(im, "fmod", 0)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Mod fmod 1 of symbolic dims"), -1;
+        if (!strcmp(op, "Mod") && onnx_attr_int(im, "fmod", 0))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Mod fmod 1 of symbolic dims"), -1;
         for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
             if (!strcmp(op, ops[i].name)) t = sym_binary(ops[i].op, a, b);
     }
@@ -234,8 +235,11 @@ int cg_onnx_fold_sym(onnx_imp *im) {
     const char *what = NULL;
     for (size_t i = 0; i < n->n_input && !what; i++)
         if (onnx_in(im, (int)i) && onnx_in(im, (int)i)->sym) what = onnx_in(im, (int)i)->name;
-    return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s' holds symbolic dims (from Shape of a value with dynamic dims); %s "
-                     "of it cannot be computed at import", what, op), -1;
+    return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                     "'%s' holds symbolic dims (from Shape of a value with dynamic dims); %s "
+                     "of it cannot be computed at import",
+                     what, op),
+           -1;
 }
 
 int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis) {
@@ -274,8 +278,10 @@ cg_status onnx_materialize(onnx_imp *im, onnx_val *v) {
         cg_tensor_free(fill);
         return s;
     }
-    return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s' (ConstantOfShape of symbolic dims) is read as data, and no value "
-                     "of the graph has its dims to take them from", v->name);
+    return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                     "'%s' (ConstantOfShape of symbolic dims) is read as data, and no value "
+                     "of the graph has its dims to take them from",
+                     v->name);
 }
 
 /* ConstantOfShape of a shape with symbolic dims: a lazy value of those dims
@@ -285,7 +291,8 @@ cg_status cg_onnx_map_constant_of_shape(onnx_imp *im) {
     onnx_val *sh = onnx_in(im, 0);
     const Onnx__NodeProto *n = im->node;
     if (!sh || !sh->sym || !sh->konst || sh->konst->ndim != 1 || cg_tensor_numel(sh->konst) > CG_MAX_DIMS)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "ConstantOfShape needs its shape known at import (up to symbolic "
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "ConstantOfShape needs its shape known at import (up to symbolic "
                          "dims)");
     cg_tensor *val = NULL;
     const Onnx__AttributeProto *va = onnx_attr_typed(im, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -307,8 +314,10 @@ cg_status cg_onnx_map_constant_of_shape(onnx_imp *im) {
     for (int i = 0; i < o->desc.ndim; i++)
         if ((o->desc.dims[i] = onnx_sym_to_dim(d[i])) == CG_DIM_UNKNOWN) {
             cg_tensor_free(val);
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "dim %d of the shape is a product of symbolic dims clgraph "
-                             "cannot name", i);
+            return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                             "dim %d of the shape is a product of symbolic dims clgraph "
+                             "cannot name",
+                             i);
         }
     o->typed = 1;
     o->fill = val;
@@ -326,13 +335,15 @@ cg_status cg_onnx_map_range(onnx_imp *im) {
         onnx_val *v = onnx_in(im, i);
         t[i] = v ? v->konst : NULL;
         if (!t[i] || cg_tensor_numel(t[i]) != 1)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Range needs start, limit and delta known at import (the limit "
+            return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                             "Range needs start, limit and delta known at import (the limit "
                              "may be a symbolic dim)");
     }
     const int64_t lim = onnx_in(im, 1)->sym ? ((const int64_t *)t[1]->data)[0] : 0;
     if (!onnx_in(im, 1)->sym || lim == ONNX_SYM_UNKNOWN || onnx_in(im, 0)->sym || onnx_in(im, 2)->sym ||
         cg_onnx_int_at(t[0], 0) != 0 || cg_onnx_int_at(t[2], 0) != 1)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Range over a symbolic limit needs start 0, delta 1 and the limit "
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "Range over a symbolic limit needs start 0, delta 1 and the limit "
                          "one dim");
     const char *like;
     int axis;

@@ -29,7 +29,7 @@ _Static_assert(CG_V1_0_ATTR_SIZE == 56, "cg_attr_def 1.0 layout");
 
 typedef struct admit {
     const cg_plugin_desc *desc;
-    char tag[600];        /* "PATH: plugin 'NAME'" */
+    char tag[600]; /* "PATH: plugin 'NAME'" */
     int n_attrs, n_kernels;
 } admit;
 
@@ -57,8 +57,8 @@ static cg_status check_attrs(const admit *a, const cg_op_def *op) {
     if (op->n_attrs < 0 || (op->n_attrs > 0 && !op->attrs))
         return cg_error(CG_ERR_PLUGIN, "%s: op '%s' declares invalid attributes", a->tag, op->name);
     if (op->n_attrs > MAX_OP_ATTRS)
-        return cg_error(CG_ERR_PLUGIN, "%s: op '%s': %d attributes, more than an op may declare (%d)", a->tag,
-                        op->name, op->n_attrs, MAX_OP_ATTRS);
+        return cg_error(CG_ERR_PLUGIN, "%s: op '%s': %d attributes, more than an op may declare (%d)", a->tag, op->name,
+                        op->n_attrs, MAX_OP_ATTRS);
     for (int i = 0; i < op->n_attrs; i++) {
         const cg_attr_def *ad = element(op->attrs, i, CG_V1_0_ATTR_SIZE);
         if (ad && valid_ident(ad->name) && ad->type == CG_ATTR_DIMS && a->desc->abi_minor < 3)
@@ -79,8 +79,8 @@ static cg_status check_kernels(const admit *a, const cg_op_def *op) {
     if (op->n_kernels < 0 || (op->n_kernels > 0 && !op->kernels))
         return cg_error(CG_ERR_PLUGIN, "%s: op '%s' declares invalid kernels", a->tag, op->name);
     if (op->n_kernels > CG_BACKEND_KINDS - 1)
-        return cg_error(CG_ERR_PLUGIN, "%s: op '%s': %d kernels, more than one per backend kind (%d)", a->tag,
-                        op->name, op->n_kernels, CG_BACKEND_KINDS - 1);
+        return cg_error(CG_ERR_PLUGIN, "%s: op '%s': %d kernels, more than one per backend kind (%d)", a->tag, op->name,
+                        op->n_kernels, CG_BACKEND_KINDS - 1);
     int seen[CG_BACKEND_KINDS] = {0};
     for (int k = 0; k < op->n_kernels; k++) {
         const cg_kernel_def *kd = element(op->kernels, k, CG_V1_0_KERNEL_SIZE);
@@ -93,9 +93,8 @@ static cg_status check_kernels(const admit *a, const cg_op_def *op) {
         int has_create = kd->struct_size >= CG_END_OF(cg_kernel_def, destroy) && kd->create;
         int has_destroy = kd->struct_size >= CG_END_OF(cg_kernel_def, destroy) && kd->destroy;
         if (has_create != has_destroy)
-            return cg_error(CG_ERR_PLUGIN, "%s: op '%s': kernel #%d has a %s callback without a %s callback",
-                            a->tag, op->name, k, has_create ? "create" : "destroy",
-                            has_create ? "destroy" : "create");
+            return cg_error(CG_ERR_PLUGIN, "%s: op '%s': kernel #%d has a %s callback without a %s callback", a->tag,
+                            op->name, k, has_create ? "create" : "destroy", has_create ? "destroy" : "create");
     }
     return CG_OK;
 }
@@ -104,8 +103,8 @@ static cg_status check_kernels(const admit *a, const cg_op_def *op) {
 static cg_status check_op(admit *a, const cg_op_def *op, int idx) {
     if (!op) return cg_error(CG_ERR_PLUGIN, "%s: op #%d is NULL", a->tag, idx);
     if (op->struct_size < CG_V1_0_OP_SIZE || op->struct_size > MAX_STRUCT_SIZE)
-        return cg_error(CG_ERR_PLUGIN, "%s: op #%d: struct_size %u is not a cg_op_def (ABI 1.0's is %zu)", a->tag,
-                        idx, op->struct_size, (size_t)CG_V1_0_OP_SIZE);
+        return cg_error(CG_ERR_PLUGIN, "%s: op #%d: struct_size %u is not a cg_op_def (ABI 1.0's is %zu)", a->tag, idx,
+                        op->struct_size, (size_t)CG_V1_0_OP_SIZE);
     if (!valid_ident(op->name)) return cg_error(CG_ERR_PLUGIN, "%s: op #%d has an invalid name", a->tag, idx);
     if (!op->infer) return cg_error(CG_ERR_PLUGIN, "%s: op '%s' has no infer function", a->tag, op->name);
     if (op->min_inputs < 0 || (op->max_inputs >= 0 && op->max_inputs < op->min_inputs) || op->min_outputs < 1 ||
@@ -125,8 +124,10 @@ static cg_status check_desc(const cg_context *ctx, admit *a, const char *path) {
         return cg_error(CG_ERR_PLUGIN, "%s: descriptor struct_size %u is smaller than ABI 1.0's %zu", path,
                         desc->struct_size, (size_t)CG_V1_0_PLUGIN_SIZE);
     if (desc->struct_size > MAX_STRUCT_SIZE)
-        return cg_error(CG_ERR_PLUGIN, "%s: descriptor struct_size %u is not a cg_plugin_desc (a corrupt descriptor: "
-                        "at most %u)", path, desc->struct_size, MAX_STRUCT_SIZE);
+        return cg_error(CG_ERR_PLUGIN,
+                        "%s: descriptor struct_size %u is not a cg_plugin_desc (a corrupt descriptor: "
+                        "at most %u)",
+                        path, desc->struct_size, MAX_STRUCT_SIZE);
     if (desc->abi_major != CG_PLUGIN_ABI_MAJOR)
         return cg_error(CG_ERR_PLUGIN,
                         "%s: plugin '%s' was built for ABI %u.%u, this clgraph has ABI %u.%u "
@@ -155,12 +156,11 @@ static cg_status check_desc(const cg_context *ctx, admit *a, const char *path) {
         if (st) return st;
         const cg_op_entry *prev = cg_registry_find(ctx, desc->ops[i]->name);
         if (prev)
-            return cg_error(CG_ERR_PLUGIN, "%s: duplicate op '%s' (already registered by plugin '%s' from %s)",
-                            a->tag, desc->ops[i]->name, prev->plugin->name, prev->plugin->path);
+            return cg_error(CG_ERR_PLUGIN, "%s: duplicate op '%s' (already registered by plugin '%s' from %s)", a->tag,
+                            desc->ops[i]->name, prev->plugin->name, prev->plugin->path);
         for (int j = 0; j < i; j++)
             if (!strcmp(desc->ops[j]->name, desc->ops[i]->name))
-                return cg_error(CG_ERR_PLUGIN, "%s: duplicate op '%s' within the plugin", a->tag,
-                                desc->ops[i]->name);
+                return cg_error(CG_ERR_PLUGIN, "%s: duplicate op '%s' within the plugin", a->tag, desc->ops[i]->name);
     }
     return CG_OK;
 }

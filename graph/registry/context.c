@@ -44,7 +44,9 @@ static cg_status apply_settings(const cg_context_options *opt) {
         {CG_SET_GEMM, opt->gemm},
         {CG_SET_CL_PATHS, opt->cl_paths},
         {CG_SET_CACHE_DIR, opt->cache_dir},
-        {CG_SET_CL_WARNINGS, opt->cl_warnings > 0 ? "1" : opt->cl_warnings < 0 ? "0" : NULL},
+        {CG_SET_CL_WARNINGS, opt->cl_warnings > 0   ? "1"
+                             : opt->cl_warnings < 0 ? "0"
+                                                    : NULL},
     };
     if (opt->threads < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_context_options.threads is %d; give 1 or more (0: default)",

@@ -10,8 +10,8 @@
 /* What a decomposition's emitter does with each host API call. */
 typedef struct cg_decomp_iface {
     int32_t (*input)(cg_decomp *d, int32_t i);
-    cg_op_status (*node)(cg_decomp *d, const char *op, int32_t n_in, const int32_t *in,
-                         int32_t n_out, int32_t *out, const char *attrs);
+    cg_op_status (*node)(cg_decomp *d, const char *op, int32_t n_in, const int32_t *in, int32_t n_out, int32_t *out,
+                         const char *attrs);
     cg_op_status (*output)(cg_decomp *d, int32_t i, int32_t v);
 } cg_decomp_iface;
 

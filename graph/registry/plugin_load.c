@@ -41,8 +41,7 @@ cg_status cg_plugin_load_path(cg_context *ctx, const char *path) {
     void *sym = dlsym(dl, CG_PLUGIN_ENTRY_SYMBOL);
     if (!sym) {
         dlclose(dl);
-        return cg_error(CG_ERR_PLUGIN, "%s: not a clgraph plugin (no '%s' symbol)", path,
-                        CG_PLUGIN_ENTRY_SYMBOL);
+        return cg_error(CG_ERR_PLUGIN, "%s: not a clgraph plugin (no '%s' symbol)", path, CG_PLUGIN_ENTRY_SYMBOL);
     }
     cg_plugin_entry_fn entry;
     /* POSIX guarantees object and function pointers convert for dlsym. */

@@ -39,7 +39,7 @@ typedef struct cg_plugin_rec {
 } cg_plugin_rec;
 
 struct cg_op_entry {
-    const cg_op_def *def;          /* host-layout copy */
+    const cg_op_def *def; /* host-layout copy */
     const cg_plugin_rec *plugin;
     /* The op's kernel for each backend kind, NULL where it has none. */
     const cg_kernel_def *kernel[CG_BACKEND_KINDS];
@@ -47,7 +47,7 @@ struct cg_op_entry {
 
 struct cg_context {
     int n_ops, cap_ops;
-    const cg_op_entry **ops;     /* entries owned by the plugins' records */
+    const cg_op_entry **ops; /* entries owned by the plugins' records */
     int n_plugins, cap_plugins;
     cg_plugin_rec **plugins;
 };
@@ -56,8 +56,7 @@ struct cg_context {
  * struct sizes and that no op name is taken. On failure nothing of the
  * plugin stays registered. `path` is used in messages. Takes ownership of
  * `dl` on success only. */
-cg_status cg_registry_add_plugin(cg_context *ctx, const cg_plugin_desc *desc,
-                                 const char *path, void *dl);
+cg_status cg_registry_add_plugin(cg_context *ctx, const cg_plugin_desc *desc, const char *path, void *dl);
 
 /* Unloads a plugin's library and frees its records (context free). */
 void cg_registry_free_plugin(cg_plugin_rec *rec);

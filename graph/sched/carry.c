@@ -65,8 +65,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     if (o < 0) return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no output named '%s'", g->name, output);
     const cg_value *vi = &g->values[g->inputs[k]], *vo = &g->values[g->outputs[o]];
     int ok = vi->dtype == vo->dtype && vi->ndim == vo->ndim;
-    for (int d = 0; ok && d < vi->ndim; d++)
-        ok = vi->dims[d] < 0 || vo->dims[d] < 0 || vi->dims[d] == vo->dims[d];
+    for (int d = 0; ok && d < vi->ndim; d++) ok = vi->dims[d] < 0 || vo->dims[d] < 0 || vi->dims[d] == vo->dims[d];
     if (!ok) {
         char a[256], b[256];
         cg_tensor_desc da, db;
@@ -142,7 +141,7 @@ cg_status cg_carry_prepare(cg_plan *p, instance *in, cg_plan_stats *st) {
 cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stats *st) {
     carry *cy = &p->carry[k];
     slot *dst = &in->slots[c->dst];
-    c->kept_stamp = 0; /* the slot no longer holds a kept tensor's upload */
+    c->kept_stamp = 0;                  /* the slot no longer holds a kept tensor's upload */
     if (cy->dev && cy->dev == dst->dev) /* on this device already: a copy on its queue */
         return cg_dev_copy(p->devs[dst->dev].dev, &cy->mem[cy->dev], 0, &dst->buf, 0, c->bytes);
     cg_status rc = cg_carry_to_host(p, k, st);

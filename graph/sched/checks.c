@@ -69,8 +69,8 @@ cg_status cg_checks_read(cg_plan *p, instance *in) {
 cg_status cg_step_error(const cg_plan *p, const step *s, const char *msg) {
     char where[512];
     cg_loc_format(where, sizeof where, p->model, s->line, s->col);
-    return cg_error(CG_ERR_KERNEL, "%s%s '%s' on %s: %s", where, s->op->def->name, s->name,
-                    cg_plan_dev_name(p, s->dev), msg && msg[0] ? msg : "kernel failed");
+    return cg_error(CG_ERR_KERNEL, "%s%s '%s' on %s: %s", where, s->op->def->name, s->name, cg_plan_dev_name(p, s->dev),
+                    msg && msg[0] ? msg : "kernel failed");
 }
 
 /* Zeroes every device's words for the next run. */

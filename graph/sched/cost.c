@@ -142,15 +142,24 @@ static uint64_t kernel_key(const cg_plan *p, int dev, const cg_op_entry *op, con
 
 /* Times runs of a kernel on real inputs; -1 if it fails there. */
 static double time_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_kernel_def *k,
-                          const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in,
-                          const void *const *host_in, int n_out, const cg_tensor_desc *out) {
+                          const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in, const void *const *host_in,
+                          int n_out, const cg_tensor_desc *out) {
     char err[512] = "";
     cg_tensor_desc *outd = malloc(sizeof *outd * ((size_t)n_out + 1));
     if (!outd) return -1;
     memcpy(outd, out, sizeof *out * (size_t)n_out);
-    cg_op_call call = {.struct_size = sizeof call, .attr_size = sizeof(cg_attr_value), .desc_size = sizeof(cg_tensor_desc), .node_name = op->def->name, .n_inputs = n_in,
-                       .n_outputs = n_out, .inputs = in, .outputs = outd, .attrs = attrs, .err = err,
-                       .err_size = sizeof err, .host = cg_host_api_get()};
+    cg_op_call call = {.struct_size = sizeof call,
+                       .attr_size = sizeof(cg_attr_value),
+                       .desc_size = sizeof(cg_tensor_desc),
+                       .node_name = op->def->name,
+                       .n_inputs = n_in,
+                       .n_outputs = n_out,
+                       .inputs = in,
+                       .outputs = outd,
+                       .attrs = attrs,
+                       .err = err,
+                       .err_size = sizeof err,
+                       .host = cg_host_api_get()};
     double us = -1;
     /* One warm-up (program builds, SGEMM choices), then runs until a few
      * milliseconds have passed. */

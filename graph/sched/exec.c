@@ -67,13 +67,13 @@ static cg_status bind_inputs(cg_plan *p, cg_tensor **by_pos, int64_t *sym_vals) 
         cg_desc_format(want, sizeof want, m, &wd);
         cg_desc_format(have, sizeof have, m, &hd);
         if (t->dtype != v->dtype || t->ndim != v->ndim)
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is %s, graph '%s' expects %s", v->name, have,
-                            g->name, want);
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is %s, graph '%s' expects %s", v->name, have, g->name,
+                            want);
         for (int d = 0; d < v->ndim; d++) {
             int64_t dim = v->dims[d];
             if (dim >= 0 && dim != t->dims[d])
-                return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is %s, graph '%s' expects %s", v->name,
-                                have, g->name, want);
+                return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' is %s, graph '%s' expects %s", v->name, have,
+                                g->name, want);
             if (dim <= -2) {
                 int64_t sk = -2 - dim;
                 if (sym_vals[sk] >= 0 && sym_vals[sk] != t->dims[d])
@@ -102,8 +102,8 @@ static cg_status ensure_scratch(cg_plan *p, const instance *in) {
 /* The cached instance for a binding, built on a miss (evicting the least
  * recently used when the cache is full). An instance may also have been
  * built by cg_plan_describe, so the scratch is checked on a hit too. */
-static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *by_pos, instance **out,
-                              int *built, cg_plan_stats *stats) {
+static cg_status get_instance(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *by_pos, instance **out, int *built,
+                              cg_plan_stats *stats) {
     size_t n = sizeof(int64_t) * (size_t)p->model->n_syms;
     *built = 0;
     for (int i = 0; i < p->n_inst; i++)
@@ -155,8 +155,7 @@ static cg_status wait_host(instance *in, int32_t si) {
 
 static cg_status run_copy(cg_plan *p, instance *in, step *c, cg_tensor **by_pos, cg_plan_stats *st) {
     const slot *src = &in->slots[c->src], *dst = &in->slots[c->dst];
-    if (src->kind == SLOT_INPUT && p->carried[src->input_index])
-        return cg_carry_upload(p, in, c, src->input_index, st);
+    if (src->kind == SLOT_INPUT && p->carried[src->input_index]) return cg_carry_upload(p, in, c, src->input_index, st);
     if (src->kind == SLOT_INPUT && p->keep[src->input_index])
         return cg_keep_upload(p, in, c, src->input_index, by_pos[src->input_index], st);
     st->copies++;
@@ -192,12 +191,20 @@ static cg_status run_kernel(cg_plan *p, instance *in, step *s) {
     }
     for (int k = 0; k < s->n_out; k++) p->outptr[k] = &in->slots[s->out[k]].buf;
     char err[1024] = "";
-    cg_op_call call = {.struct_size = sizeof call, .attr_size = sizeof(cg_attr_value), .desc_size = sizeof(cg_tensor_desc), .node_name = s->name, .n_inputs = s->n_in,
-                       .n_outputs = s->n_out, .inputs = s->in_desc, .outputs = s->out_desc, .attrs = s->attrs,
-                       .err = err, .err_size = sizeof err, .host = cg_host_api_get()};
+    cg_op_call call = {.struct_size = sizeof call,
+                       .attr_size = sizeof(cg_attr_value),
+                       .desc_size = sizeof(cg_tensor_desc),
+                       .node_name = s->name,
+                       .n_inputs = s->n_in,
+                       .n_outputs = s->n_out,
+                       .inputs = s->in_desc,
+                       .outputs = s->out_desc,
+                       .attrs = s->attrs,
+                       .err = err,
+                       .err_size = sizeof err,
+                       .host = cg_host_api_get()};
     const cg_buf *check = s->check_word >= 0 ? &in->check[s->dev] : NULL;
-    cg_status st = cg_dev_run(d->dev, s->kernel, &call, p->inptr, p->outptr, &s->ws, s->state, check,
-                              s->check_word);
+    cg_status st = cg_dev_run(d->dev, s->kernel, &call, p->inptr, p->outptr, &s->ws, s->state, check, s->check_word);
     if (st != CG_ERR_KERNEL) return st;
     err[sizeof err - 1] = 0;
     return cg_step_error(p, s, err);
@@ -282,8 +289,8 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
     cg_status st = CG_OK;
     double r0 = p->prof ? cg_profile_now(p->prof) : 0;
     for (int k = 0; !st && k < p->graph->n_inputs; k++)
-        st = cg_dev_wrap(p->devs[0].dev, by_pos[k]->data, cg_desc_bytes(&in->slots[in->val_slot[p->graph->inputs[k]]].desc),
-                         &p->inbuf[k]);
+        st = cg_dev_wrap(p->devs[0].dev, by_pos[k]->data,
+                         cg_desc_bytes(&in->slots[in->val_slot[p->graph->inputs[k]]].desc), &p->inbuf[k]);
     if (!st) st = cg_carry_prepare(p, in, stats);
     for (int si = 0; !st && si < in->n_steps; si++) {
         step *s = &in->steps[si];
@@ -340,8 +347,8 @@ static cg_status output_tensors(cg_plan *p, instance *in, int n, cg_tensor **out
         if (!ok) {
             char want[256];
             cg_desc_format(want, sizeof want, p->model, &s->desc);
-            st = cg_error(CG_ERR_INVALID_ARGUMENT, "output %d ('%s') must be a tensor of %s", k,
-                          p->graph->out_names[k], want);
+            st = cg_error(CG_ERR_INVALID_ARGUMENT, "output %d ('%s') must be a tensor of %s", k, p->graph->out_names[k],
+                          want);
         }
     }
     return st;
@@ -418,8 +425,8 @@ static cg_status run_common(cg_plan *p, const run_inputs *ri, int n_outputs, cg_
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run: NULL argument");
     cg_graph *g = p->graph;
     if (n_outputs != g->n_outputs)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s' has %d outputs, room for %d given", g->name,
-                        g->n_outputs, n_outputs);
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s' has %d outputs, room for %d given", g->name, g->n_outputs,
+                        n_outputs);
     cg_plan_stats stats;
     memset(&stats, 0, sizeof stats);
     double t_start = now_ms();
@@ -461,8 +468,8 @@ static cg_status run_common(cg_plan *p, const run_inputs *ri, int n_outputs, cg_
     return st;
 }
 
-cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
-                      int n_outputs, cg_tensor **outputs) {
+cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs, int n_outputs,
+                      cg_tensor **outputs) {
     if (outputs)
         for (int k = 0; k < n_outputs; k++) outputs[k] = NULL;
     run_inputs ri = {n_inputs, names, NULL, inputs};
@@ -470,8 +477,8 @@ cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_ten
     return run_common(p, &ri, n_outputs, NULL, outputs);
 }
 
-cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
-                           int n_outputs, cg_tensor *const *outputs) {
+cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs, int n_outputs,
+                           cg_tensor *const *outputs) {
     run_inputs ri = {n_inputs, names, NULL, inputs};
     if (n_inputs && !names) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run: NULL argument");
     return run_common(p, &ri, n_outputs, outputs, NULL);
@@ -482,8 +489,7 @@ cg_status cg_plan_run_indexed(cg_plan *p, const cg_plan_binding *b) {
     if (b->struct_size < sizeof *b)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run_indexed: binding struct_size %zu is too small",
                         b->struct_size);
-    if (b->n_inputs && !b->input_index)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run_indexed: NULL argument");
+    if (b->n_inputs && !b->input_index) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_run_indexed: NULL argument");
     run_inputs ri = {b->n_inputs, NULL, b->input_index, b->inputs};
     return run_common(p, &ri, b->n_outputs, b->outputs, NULL);
 }

@@ -13,13 +13,13 @@
 /* A decomposition being expanded: the host API calls of its callback land
  * in the functions of expand_iface below. */
 typedef struct expansion {
-    cg_decomp base;           /* first: the callback's handle */
+    cg_decomp base; /* first: the callback's handle */
     build *b;
-    const lower_node *node;   /* the node being expanded */
-    const int32_t *in;        /* its input slots */
-    const int32_t *out;       /* placeholder slots of its outputs */
-    int counter;              /* numbers the emitted nodes */
-    int *done;                /* per output: set by decomp_output */
+    const lower_node *node; /* the node being expanded */
+    const int32_t *in;      /* its input slots */
+    const int32_t *out;     /* placeholder slots of its outputs */
+    int counter;            /* numbers the emitted nodes */
+    int *done;              /* per output: set by decomp_output */
 } expansion;
 
 static int32_t expand_input(cg_decomp *dh, int32_t i) {
@@ -29,17 +29,16 @@ static int32_t expand_input(cg_decomp *dh, int32_t i) {
 }
 
 /* Checks an emitted node's arguments; the message names the origin. */
-static int bad_args(expansion *d, const char *where, const char *opname, int32_t n_in, const int32_t *in,
-                    int32_t n_out, const int32_t *out) {
+static int bad_args(expansion *d, const char *where, const char *opname, int32_t n_in, const int32_t *in, int32_t n_out,
+                    const int32_t *out) {
     if (n_in < 0 || n_out < 1 || (n_in && !in) || !out) {
-        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': invalid arguments for op '%s'", where, d->node->name,
-                 opname);
+        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': invalid arguments for op '%s'", where, d->node->name, opname);
         return 1;
     }
     for (int i = 0; i < n_in; i++)
         if (in[i] < 0 || in[i] >= d->b->in->n_slots) {
-            cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': op '%s' reads invalid value id %d", where,
-                     d->node->name, opname, in[i]);
+            cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': op '%s' reads invalid value id %d", where, d->node->name,
+                     opname, in[i]);
             return 1;
         }
     return 0;
@@ -92,9 +91,18 @@ static cg_op_status expand_node(cg_decomp *dh, const char *opname, int32_t n_in,
     cg_node *node;
     cg_attr_value *vals;
     if (emitted_attrs(m, op, name, opname, origin, attrs, &node, &vals)) return CG_OP_ERROR;
-    lower_node sub = {.op = op, .attrs = vals, .owned = vals, .attr_node = node, .name = name,
-                      .line = origin->line, .col = origin->col, .n_in = n_in, .n_out = n_out, .in = in,
-                      .dev = origin->dev, .depth = origin->depth + 1};
+    lower_node sub = {.op = op,
+                      .attrs = vals,
+                      .owned = vals,
+                      .attr_node = node,
+                      .name = name,
+                      .line = origin->line,
+                      .col = origin->col,
+                      .n_in = n_in,
+                      .n_out = n_out,
+                      .in = in,
+                      .dev = origin->dev,
+                      .depth = origin->depth + 1};
     return cg_lower_node(b, &sub, out) ? CG_OP_ERROR : CG_OP_OK;
 }
 
@@ -115,8 +123,8 @@ static cg_op_status expand_output(cg_decomp *dh, int32_t i, int32_t v) {
         char a[256], c[256];
         cg_desc_format(a, sizeof a, m, have);
         cg_desc_format(c, sizeof c, m, want);
-        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': output %d is %s, the op declares %s", where,
-                 d->node->name, i, a, c);
+        cg_error(CG_ERR_VERIFY, "%sdecomposition of '%s': output %d is %s, the op declares %s", where, d->node->name, i,
+                 a, c);
         return CG_OP_ERROR;
     }
     in->redirect[d->out[i]] = cg_lower_resolve(in, v);
@@ -136,9 +144,8 @@ static cg_status cannot_expand(build *b, const lower_node *n, const char *where)
     if (n->dev >= 0)
         return cg_error(CG_ERR_UNSUPPORTED, "%s%s '%s': op has no kernel for %s and no decomposition", where, op,
                         n->name, cg_plan_dev_name(b->p, n->dev));
-    return cg_error(CG_ERR_UNSUPPORTED,
-                    "%s%s '%s': no device has a kernel for this op and it has no decomposition", where, op,
-                    n->name);
+    return cg_error(CG_ERR_UNSUPPORTED, "%s%s '%s': no device has a kernel for this op and it has no decomposition",
+                    where, op, n->name);
 }
 
 cg_status cg_lower_expand(build *b, const lower_node *n, const int32_t *ins, const cg_tensor_desc *ind,

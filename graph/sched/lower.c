@@ -179,7 +179,7 @@ static cg_status ensure_on(build *b, int32_t s, int dev, int32_t *out) {
 }
 
 cg_op_call cg_lower_call(const lower_node *n, const cg_tensor_desc *ind, cg_tensor_desc *outd, char *err,
-                            size_t err_size) {
+                         size_t err_size) {
     cg_op_call call;
     memset(&call, 0, sizeof call);
     call.struct_size = sizeof call;
@@ -207,9 +207,18 @@ static cg_status make_state(build *b, step *s, char *where) {
         params[i] = x->kind == SLOT_PARAM ? &x->buf : NULL;
     }
     char err[1024] = "";
-    cg_op_call call = {.struct_size = sizeof call, .attr_size = sizeof(cg_attr_value), .desc_size = sizeof(cg_tensor_desc), .node_name = s->name, .n_inputs = s->n_in, .n_outputs = s->n_out,
-                       .inputs = s->in_desc, .outputs = s->out_desc, .attrs = s->attrs, .err = err,
-                       .err_size = sizeof err, .host = cg_host_api_get()};
+    cg_op_call call = {.struct_size = sizeof call,
+                       .attr_size = sizeof(cg_attr_value),
+                       .desc_size = sizeof(cg_tensor_desc),
+                       .node_name = s->name,
+                       .n_inputs = s->n_in,
+                       .n_outputs = s->n_out,
+                       .inputs = s->in_desc,
+                       .outputs = s->out_desc,
+                       .attrs = s->attrs,
+                       .err = err,
+                       .err_size = sizeof err,
+                       .host = cg_host_api_get()};
     cg_status st = cg_dev_state_create(b->p->devs[s->dev].dev, s->kernel, &call, params, &s->state, &s->state_bytes);
     free(params);
     if (st) cg_error_prefix("%s%s '%s': ", where, s->op->def->name, s->name);
@@ -219,9 +228,8 @@ static cg_status make_state(build *b, step *s, char *where) {
 
 /* Appends the kernel step of node n on device dev: inputs copied there,
  * output slots made, workspace sized, state created. */
-static cg_status emit_kernel(build *b, const lower_node *n, const cg_kernel_def *k, int dev, double cost,
-                             int32_t *ins, const cg_tensor_desc *ind, const cg_tensor_desc *outd, int32_t *outs,
-                             char *where) {
+static cg_status emit_kernel(build *b, const lower_node *n, const cg_kernel_def *k, int dev, double cost, int32_t *ins,
+                             const cg_tensor_desc *ind, const cg_tensor_desc *outd, int32_t *outs, char *where) {
     instance *in = b->in;
     cg_status st = CG_OK;
     for (int i = 0; !st && i < n->n_in; i++) st = ensure_on(b, ins[i], dev, &ins[i]);
@@ -256,9 +264,10 @@ static cg_status emit_kernel(build *b, const lower_node *n, const cg_kernel_def 
     const cg_device_info *info = b->p->devs[dev].info;
     uint64_t most = info->max_alloc ? info->max_alloc : (uint64_t)(SIZE_MAX / 2);
     if ((uint64_t)s->ws_bytes > most)
-        return cg_error(CG_ERR_NO_MEMORY,
-                        "%s%s '%s': the kernel asks for a workspace of %zu bytes, more than %s allocates at once (%llu)",
-                        where, n->op->def->name, n->name, s->ws_bytes, info->label, (unsigned long long)most);
+        return cg_error(
+            CG_ERR_NO_MEMORY,
+            "%s%s '%s': the kernel asks for a workspace of %zu bytes, more than %s allocates at once (%llu)", where,
+            n->op->def->name, n->name, s->ws_bytes, info->label, (unsigned long long)most);
     if (n->n_in > in->max_in) in->max_in = n->n_in;
     if (n->n_out > in->max_out) in->max_out = n->n_out;
     return make_state(b, s, where);
@@ -291,8 +300,8 @@ static cg_status infer(build *b, const lower_node *n, node_scratch *sc, const ch
         sc->ins[i] = sc->home[i] = cg_lower_resolve(in, n->in[i]);
         sc->ind[i] = in->slots[sc->ins[i]].desc;
     }
-    cg_status st = cg_call_infer(b->p->model, n->name, n->line, n->col, n->op, n->attrs, n->n_in, sc->ind, n->n_out,
-                                 sc->outd, 1);
+    cg_status st =
+        cg_call_infer(b->p->model, n->name, n->line, n->col, n->op, n->attrs, n->n_in, sc->ind, n->n_out, sc->outd, 1);
     for (int k = 0; !st && k < n->n_out; k++) {
         int64_t numel = cg_shape_numel(sc->outd[k].ndim, sc->outd[k].dims);
         if (numel < 0 || numel > CG_MAX_NUMEL)
@@ -457,8 +466,10 @@ static cg_status bind_dims(build *b, const cg_node *nd, const cg_op_def *def, co
                 char where[512];
                 cg_loc_format(where, sizeof where, m, nd->line, nd->col);
                 free(v);
-                return cg_error(CG_ERR_VERIFY, "%s%s '%s': attribute '%s' names dim '%s', which no input of graph "
-                                "'%s' binds", where, def->name, nd->name, def->attrs[i].name,
+                return cg_error(CG_ERR_VERIFY,
+                                "%s%s '%s': attribute '%s' names dim '%s', which no input of graph "
+                                "'%s' binds",
+                                where, def->name, nd->name, def->attrs[i].name,
                                 -2 - d < m->n_syms ? m->syms[-2 - d] : "?", b->p->graph->name);
             }
             ints[k] = d <= -2 ? b->in->sym_vals[-2 - d] : d;
@@ -486,9 +497,16 @@ static cg_status lower_nodes(build *b) {
             free(io);
             break;
         }
-        lower_node n = {.op = p->an.ops[ni], .attrs = bound ? bound : p->an.attrs[ni], .owned = bound,
-                        .name = nd->name, .line = nd->line, .col = nd->col, .n_in = nd->n_inputs,
-                        .n_out = nd->n_outputs, .in = io, .dev = cg_place_rule_for(p, nd->name)};
+        lower_node n = {.op = p->an.ops[ni],
+                        .attrs = bound ? bound : p->an.attrs[ni],
+                        .owned = bound,
+                        .name = nd->name,
+                        .line = nd->line,
+                        .col = nd->col,
+                        .n_in = nd->n_inputs,
+                        .n_out = nd->n_outputs,
+                        .in = io,
+                        .dev = cg_place_rule_for(p, nd->name)};
         int32_t *outs = io + nd->n_inputs;
         st = cg_lower_node(b, &n, outs);
         for (int k = 0; !st && k < nd->n_outputs; k++) {

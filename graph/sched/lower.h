@@ -18,21 +18,21 @@ typedef struct build {
     void **shadow;            /* auto: host values of slots, from host kernels */
     unsigned char *borrowed;  /* auto: shadow[i] is not ours to free */
     int cap_shadow;
-    size_t shadow_bytes;      /* auto: what the shadow values hold */
+    size_t shadow_bytes; /* auto: what the shadow values hold */
 } build;
 
 /* One node to lower (a graph node, or one a decomposition emits). */
 typedef struct lower_node {
     const cg_op_entry *op;
     const cg_attr_value *attrs;
-    cg_attr_value *owned;     /* attributes the instance takes over (or NULL) */
-    cg_node *attr_node;       /* their parsed text (or NULL) */
+    cg_attr_value *owned; /* attributes the instance takes over (or NULL) */
+    cg_node *attr_node;   /* their parsed text (or NULL) */
     const char *name;
     int line, col;
     int n_in, n_out;
-    const int32_t *in;        /* slots */
-    int dev;                  /* pdev index, or -1: auto */
-    int depth;                /* decomposition depth */
+    const int32_t *in; /* slots */
+    int dev;           /* pdev index, or -1: auto */
+    int depth;         /* decomposition depth */
 } lower_node;
 
 static inline int32_t cg_lower_resolve(const instance *in, int32_t s) {

@@ -64,8 +64,7 @@ static cg_status plan_graph(cg_model *m, const char *graph_name, cg_graph **out)
     cg_graph *g = graph_name ? cg_model_graph(m, graph_name) : (m->n_graphs == 1 ? m->graphs[0] : NULL);
     if (!g) {
         if (!graph_name)
-            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the model has %d graphs: name one", m->filename,
-                            m->n_graphs);
+            return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the model has %d graphs: name one", m->filename, m->n_graphs);
         return cg_error(CG_ERR_NOT_FOUND, "%s: no graph named '%s'", m->filename, graph_name);
     }
     if (!m->verified) {
@@ -88,8 +87,8 @@ cg_status cg_plan_create(cg_model *m, const char *graph_name, const cg_plan_opti
     if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_create: NULL argument");
     *out = NULL;
     if (opt && opt->struct_size < offsetof(cg_plan_options, place) + sizeof opt->place)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_options.struct_size is %zu; set it to sizeof(cg_plan_options)",
-                        opt->struct_size);
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "cg_plan_options.struct_size is %zu; set it to sizeof(cg_plan_options)", opt->struct_size);
     cg_graph *g;
     cg_status st = plan_graph(m, graph_name, &g);
     if (st) return st;
@@ -134,7 +133,8 @@ cg_status cg_plan_memory(const cg_plan *p, cg_plan_memory_info *out) {
     size_t nv = (size_t)p->graph->n_values;
     for (int d = 0; d < p->n_devs; d++)
         for (size_t v = 0; v < nv; v++)
-            if (p->params[(size_t)d * nv + v].kind == CG_BUF_ALLOC) out->param_bytes += p->params[(size_t)d * nv + v].bytes;
+            if (p->params[(size_t)d * nv + v].kind == CG_BUF_ALLOC)
+                out->param_bytes += p->params[(size_t)d * nv + v].bytes;
     out->instances = (uint64_t)p->n_inst;
     return CG_OK;
 }

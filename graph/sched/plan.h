@@ -27,7 +27,7 @@
 
 /* A device a plan may use. Index 0 is always the CPU (host memory). */
 typedef struct pdev {
-    int index;                   /* backend device index (cg_dev_*) */
+    int index; /* backend device index (cg_dev_*) */
     cg_device *dev;
     const cg_device_info *info;
 } pdev;
@@ -42,19 +42,19 @@ typedef struct place_rule {
 typedef enum { SLOT_INPUT, SLOT_PARAM, SLOT_TEMP } slot_kind;
 
 typedef struct slot {
-    cg_tensor_desc desc;   /* concrete type */
-    int dev;               /* where it lives (pdev index) */
+    cg_tensor_desc desc; /* concrete type */
+    int dev;             /* where it lives (pdev index) */
     slot_kind kind;
-    int input_index;       /* SLOT_INPUT: position among graph inputs */
-    const void *param;     /* SLOT_PARAM: the weight's host bytes */
+    int input_index;   /* SLOT_INPUT: position among graph inputs */
+    const void *param; /* SLOT_PARAM: the weight's host bytes */
     /* Its memory on `dev`: TEMP a view of the device's arena, PARAM the
      * plan's replica (the host bytes themselves on the CPU); INPUT none
      * (the caller's tensor, wrapped at each run). */
     cg_buf buf;
-    int value;             /* graph value index, or -1 */
+    int value; /* graph value index, or -1 */
     int def_step, last_step;
-    int alias;             /* TEMP sharing another's buffer (in place), or -1 */
-    int live_all;          /* TEMP whose bytes no other slot shares: it lives through
+    int alias;    /* TEMP sharing another's buffer (in place), or -1 */
+    int live_all; /* TEMP whose bytes no other slot shares: it lives through
                             * every run (a kept input's copy, a `once` step's result) */
     size_t offset, bytes;
 } slot;
@@ -63,17 +63,17 @@ typedef enum { STEP_KERNEL, STEP_COPY, STEP_NOP } step_kind;
 
 /* Where a step's cost comes from (clgraph plan shows it). */
 enum {
-    COST_NONE = 0,  /* not known */
-    COST_MEASURED,  /* the kernel timed in this process */
-    COST_CACHED,    /* a time from costs.txt: same device, driver, kernel code and types */
-    COST_MODEL,     /* a copy: the link's measured latency plus bytes over its bandwidth */
-    COST_PLACEMENT  /* timed while auto placement chose the device: kernel plus input copies */
+    COST_NONE = 0, /* not known */
+    COST_MEASURED, /* the kernel timed in this process */
+    COST_CACHED,   /* a time from costs.txt: same device, driver, kernel code and types */
+    COST_MODEL,    /* a copy: the link's measured latency plus bytes over its bandwidth */
+    COST_PLACEMENT /* timed while auto placement chose the device: kernel plus input copies */
 };
 
 typedef struct step {
     step_kind kind;
-    int dev;               /* device that runs it (copies: the destination) */
-    char *name;            /* node name; decomposed nodes "node/op.k" */
+    int dev;    /* device that runs it (copies: the destination) */
+    char *name; /* node name; decomposed nodes "node/op.k" */
     int line, col;
     /* kernels */
     const cg_op_entry *op;
@@ -85,17 +85,17 @@ typedef struct step {
     int32_t *in, *out;
     cg_tensor_desc *in_desc, *out_desc;
     size_t ws_offset, ws_bytes;
-    cg_buf ws;             /* its workspace: a view of the device's arena */
-    void *state;           /* the kernel's per-node state (ABI 1.1 create) */
+    cg_buf ws;   /* its workspace: a view of the device's arena */
+    void *state; /* the kernel's per-node state (ABI 1.1 create) */
     size_t state_bytes;
-    double cost_us;        /* estimated (measured) time, 0 if unknown */
-    int cost_src;          /* where cost_us comes from: COST_* */
+    double cost_us; /* estimated (measured) time, 0 if unknown */
+    int cost_src;   /* where cost_us comes from: COST_* */
     /* copies: src slot (on another device) -> dst slot (on `dev`) */
     int32_t src, dst;
     size_t bytes;
-    void *staging;         /* host bytes for copies between two devices without host memory */
-    cg_event ev;           /* a copy into host memory still under way */
-    int32_t check_word;    /* kernels: its first check word on its device (checks.c), -1: none */
+    void *staging;      /* host bytes for copies between two devices without host memory */
+    cg_event ev;        /* a copy into host memory still under way */
+    int32_t check_word; /* kernels: its first check word on its device (checks.c), -1: none */
     /* uploads of a kept input (cg_plan_keep_input): the stamp and data of
      * the tensor the device copy holds; 0: none valid */
     uint64_t kept_stamp;
@@ -107,44 +107,44 @@ typedef struct step {
 } step;
 
 typedef struct instance {
-    int64_t *sym_vals;     /* the binding this instance was built for */
+    int64_t *sym_vals; /* the binding this instance was built for */
     int n_slots, cap_slots;
     slot *slots;
-    int32_t *redirect;     /* slot -> slot that really holds it (decompositions) */
+    int32_t *redirect; /* slot -> slot that really holds it (decompositions) */
     int n_steps, cap_steps;
     step *steps;
-    int32_t *val_slot;     /* graph value -> its home slot */
-    int32_t *out_slot;     /* graph outputs -> slots */
+    int32_t *val_slot;                       /* graph value -> its home slot */
+    int32_t *out_slot;                       /* graph outputs -> slots */
     int32_t *copy_src, *copy_dev, *copy_dst; /* memo of copies made */
     int n_copies, cap_copies;
-    size_t *arena_bytes;   /* per plan device */
-    cg_buf *arena;         /* per plan device: one allocation, views for its slots */
-    size_t state_bytes;    /* kernel states of its steps */
-    cg_buf *check;         /* per plan device: its steps' check words (checks.c) */
-    int *check_n;          /* per plan device: how many words */
-    int32_t *check_host;   /* every device's words, read back by each run */
+    size_t *arena_bytes; /* per plan device */
+    cg_buf *arena;       /* per plan device: one allocation, views for its slots */
+    size_t state_bytes;  /* kernel states of its steps */
+    cg_buf *check;       /* per plan device: its steps' check words (checks.c) */
+    int *check_n;        /* per plan device: how many words */
+    int32_t *check_host; /* every device's words, read back by each run */
     int max_in, max_out;
     double est_cost_us;
     uint64_t last_used;
-    int once_done;         /* a run completed the `once` steps */
+    int once_done; /* a run completed the `once` steps */
 } instance;
 
 /* A graph input carried from a graph output (cg_plan_carry): where the
  * value the last run wrote lives. */
 typedef struct carry {
-    int out;               /* graph output index; -1: the input is not carried */
-    int valid;             /* a successful run wrote it */
-    int on_host;           /* host->data holds it */
-    int dev;               /* the device whose buffer holds it (0: none) */
-    cg_tensor *host;       /* its shape (always) and host copy (on_host) */
-    size_t host_cap;       /* bytes host->data holds */
-    cg_buf *mem;           /* per plan device: the plan's copy */
+    int out;         /* graph output index; -1: the input is not carried */
+    int valid;       /* a successful run wrote it */
+    int on_host;     /* host->data holds it */
+    int dev;         /* the device whose buffer holds it (0: none) */
+    cg_tensor *host; /* its shape (always) and host copy (on_host) */
+    size_t host_cap; /* bytes host->data holds */
+    cg_buf *mem;     /* per plan device: the plan's copy */
 } carry;
 
 /* A kept input's last upload to each device (cg_plan_keep_input), shared
  * by the instances: the tensor's stamp and data it holds (0: none). */
 typedef struct kept {
-    cg_buf *mem;           /* per plan device */
+    cg_buf *mem; /* per plan device */
     uint64_t *stamp;
     const void **data;
 } kept;
@@ -160,29 +160,29 @@ struct cg_plan {
     cg_graph *graph;
     cg_analysis an;
     int n_devs;
-    pdev *devs;            /* n_devs; fixed once the placement is parsed */
-    int default_dev;       /* for nodes no rule names; -1 = auto */
+    pdev *devs;      /* n_devs; fixed once the placement is parsed */
+    int default_dev; /* for nodes no rule names; -1 = auto */
     int n_rules;
     place_rule *rules;
-    cg_buf *params;        /* [n_devs * n_values]: parameter replicas */
+    cg_buf *params; /* [n_devs * n_values]: parameter replicas */
     int n_inst;
     instance *inst[CG_PLAN_CACHED_INSTANCES];
     uint64_t clock;
-    const cg_buf **inptr;  /* scratch for kernel arguments */
+    const cg_buf **inptr; /* scratch for kernel arguments */
     const cg_buf **outptr;
-    cg_buf *inbuf;         /* scratch: the run's wrapped caller inputs */
+    cg_buf *inbuf; /* scratch: the run's wrapped caller inputs */
     int scratch_cap;
     cg_plan_stats last, total;
     /* The graph inputs sorted by name, for name lookups in O(log n): a run
      * by names then costs no comparison per pair of inputs. */
     plan_name *in_sorted;
-    unsigned char *keep;   /* per graph input: kept on its devices between runs */
-    kept *kept;            /* per graph input: its device copies */
-    carry *carry;          /* per graph input */
+    unsigned char *keep;    /* per graph input: kept on its devices between runs */
+    kept *kept;             /* per graph input: its device copies */
+    carry *carry;           /* per graph input */
     unsigned char *carried; /* per graph input: this run takes the carried value */
-    cg_profiler *prof;     /* attached profiler (cg_plan_set_profiler), or NULL */
-    int repeating;         /* repeat.c: the check's own runs are under way */
-    int repeat_no_other;   /* repeat.c: a grown binding failed once; not tried again */
+    cg_profiler *prof;      /* attached profiler (cg_plan_set_profiler), or NULL */
+    int repeating;          /* repeat.c: the check's own runs are under way */
+    int repeat_no_other;    /* repeat.c: a grown binding failed once; not tried again */
 };
 
 /* The buffer a kernel reads for slot s: the caller's tensor for an input
@@ -200,8 +200,7 @@ static inline void *cg_slot_host(const cg_plan *p, const slot *s) {
 
 /* Builds the instance for the bound symbol values; `inputs` (by graph input
  * position) give the real data auto placement measures kernels with. */
-cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *inputs,
-                            instance **out);
+cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *inputs, instance **out);
 void cg_instance_free(cg_plan *p, instance *in);
 const char *cg_plan_dev_name(const cg_plan *p, int dev);
 /* The kernel of op on plan device dev for this call, if the device runs it. */
@@ -225,9 +224,9 @@ cg_status cg_place_device(cg_plan *p, const char *spec, int *dev);
  * or clgraph's library for built-in ops: rebuilt code is timed again),
  * types and attributes. *cached (may be NULL) is set when the time comes
  * from that cache. */
-double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_kernel_def *k,
-                      const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in,
-                      const void *const *host_in, int n_out, const cg_tensor_desc *out, int *cached);
+double cg_cost_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_kernel_def *k, const cg_attr_value *attrs,
+                      int n_in, const cg_tensor_desc *in, const void *const *host_in, int n_out,
+                      const cg_tensor_desc *out, int *cached);
 /* Estimated time of moving `bytes` from device a to device b (us). */
 double cg_cost_copy(cg_plan *p, int a, int b, size_t bytes);
 

@@ -94,8 +94,7 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
     for (int i = 0; i < m->n_syms; i++)
         if (in->sym_vals[i] >= 0) cg_strbuf_put(b, " %s=%lld", m->syms[i], (long long)in->sym_vals[i]);
     cg_strbuf_put(b, "; default device %s\n", p->default_dev < 0 ? "auto" : cg_plan_dev_name(p, p->default_dev));
-    cg_strbuf_put(b, "%-5s %-10s %-24s %-28s %9s  %s\n", "step", "device", "kernel", "node / value", "est. us",
-                  "from");
+    cg_strbuf_put(b, "%-5s %-10s %-24s %-28s %9s  %s\n", "step", "device", "kernel", "node / value", "est. us", "from");
     int n = 0, n_copies = 0;
     double copy_bytes = 0;
     for (int si = 0; si < in->n_steps; si++) {
@@ -125,7 +124,8 @@ static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
         if (!p->devs[s->dev].info->host_memory) {
             char bytes[32];
             fmt_bytes(bytes, sizeof bytes, (double)cg_desc_bytes(&s->desc));
-            cg_strbuf_put(b, "      output '%s' read back from %s, %s\n", p->graph->out_names[k], p->devs[s->dev].info->name, bytes);
+            cg_strbuf_put(b, "      output '%s' read back from %s, %s\n", p->graph->out_names[k],
+                          p->devs[s->dev].info->name, bytes);
         }
     }
     cg_strbuf_put(b, "memory:");
@@ -167,27 +167,28 @@ static int dot_source(const instance *in, const int32_t *made_by, int32_t x, cha
 static void describe_dot(cg_plan *p, instance *in, cg_strbuf *b) {
     static const char *colors[] = {"#dddddd", "#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99"};
     cg_strbuf_put(b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\"];\n",
-        p->graph->name);
+                  p->graph->name);
     for (int d = 0; d < p->n_devs; d++) {
-        cg_strbuf_put(b, "  subgraph cluster_%d {\n    label=\"%s\";\n    color=\"#888888\";\n", d, cg_plan_dev_name(p, d));
+        cg_strbuf_put(b, "  subgraph cluster_%d {\n    label=\"%s\";\n    color=\"#888888\";\n", d,
+                      cg_plan_dev_name(p, d));
         for (int si = 0; si < in->n_steps; si++) {
             const step *s = &in->steps[si];
             if (s->dev != d || s->kind != STEP_KERNEL) continue;
             cg_strbuf_put(b, "    s%d [label=\"%s\\n%s\", fillcolor=\"%s\"];\n", si, s->name, s->op->def->name,
-                colors[d % 6]);
+                          colors[d % 6]);
         }
         cg_strbuf_put(b, "  }\n");
     }
     for (int i = 0; i < p->graph->n_inputs; i++)
         cg_strbuf_put(b, "  in%d [label=\"input %s\", shape=ellipse, fillcolor=white];\n", i,
-            p->graph->values[p->graph->inputs[i]].name);
+                      p->graph->values[p->graph->inputs[i]].name);
     for (int si = 0; si < in->n_steps; si++) {
         const step *s = &in->steps[si];
         if (s->kind == STEP_COPY) {
             char bytes[32];
             fmt_bytes(bytes, sizeof bytes, (double)s->bytes);
             cg_strbuf_put(b, "  s%d [label=\"copy %s\\n%s -> %s\", shape=cds, fillcolor=\"#ffffb3\"];\n", si, bytes,
-                p->devs[in->slots[s->src].dev].info->name, p->devs[s->dev].info->name);
+                          p->devs[in->slots[s->src].dev].info->name, p->devs[s->dev].info->name);
         }
     }
     /* Edges come from the step that writes each slot, found here rather
@@ -218,8 +219,7 @@ static void describe_dot(cg_plan *p, instance *in, cg_strbuf *b) {
     for (int k = 0; k < p->graph->n_outputs; k++) {
         char from[32];
         cg_strbuf_put(b, "  out%d [label=\"output %s\", shape=ellipse, fillcolor=white];\n", k, p->graph->out_names[k]);
-        if (dot_source(in, made_by, in->out_slot[k], from, sizeof from))
-            cg_strbuf_put(b, "  %s -> out%d;\n", from, k);
+        if (dot_source(in, made_by, in->out_slot[k], from, sizeof from)) cg_strbuf_put(b, "  %s -> out%d;\n", from, k);
     }
     free(made_by);
     cg_strbuf_put(b, "}\n");

@@ -30,14 +30,14 @@ typedef struct label {
     prof_kind kind;
     char *track, *graph, *name, *op, *detail;
     uint64_t hash;
-    int tid;                /* the track's index */
-    double total_us;        /* summed over events */
+    int tid;         /* the track's index */
+    double total_us; /* summed over events */
     uint64_t count;
 } label;
 
 typedef struct event {
     int32_t label;
-    float dev_us;           /* by the device's timestamps, < 0: none */
+    float dev_us; /* by the device's timestamps, < 0: none */
     double ts, dur;
     uint64_t bytes;
 } event;
@@ -46,12 +46,12 @@ struct cg_profiler {
     struct timespec t0;
     label *labels;
     int n_labels, cap_labels;
-    int *slots;             /* label hash -> index, open addressing */
+    int *slots; /* label hash -> index, open addressing */
     int n_slots;
     event *events;
     size_t n_events, cap_events;
     uint64_t dropped;
-    char **tracks;          /* track names, by tid */
+    char **tracks; /* track names, by tid */
     int n_tracks;
 };
 
@@ -200,8 +200,8 @@ static void write_event(FILE *f, const cg_profiler *p, const event *e) {
     const label *l = &p->labels[e->label];
     fputs(",\n{\"name\":", f);
     json_str(f, l->kind == PROF_KERNEL ? l->op : l->name);
-    fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", kind_name(l->kind),
-            l->tid + 1, e->ts, e->dur);
+    fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{",
+            kind_name(l->kind), l->tid + 1, e->ts, e->dur);
     fputs("\"graph\":", f);
     json_str(f, l->graph);
     if (l->kind != PROF_RUN) {
@@ -226,7 +226,8 @@ cg_status cg_profiler_write_trace(const cg_profiler *p, const char *path) {
         fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":", t + 1);
         json_str(f, p->tracks[t]);
         /* the host first, then the devices in the order they appeared */
-        fprintf(f, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+        fprintf(f,
+                "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
                 t + 1, strcmp(p->tracks[t], "host") ? t + 1 : 0);
     }
     for (size_t i = 0; i < p->n_events; i++) write_event(f, p, &p->events[i]);
@@ -288,7 +289,8 @@ cg_status cg_profiler_table(const cg_profiler *p, int top, char **out) {
     }
     if (top > 0 && n > top) cg_strbuf_put(&b, "(%d more)\n", n - top);
     cg_strbuf_put(&b, "kernels and copies: %.3f ms of %.3f ms in %llu profiled run%s (%.1f%%)\n", steps / 1e3,
-                  runs / 1e3, (unsigned long long)n_runs, n_runs == 1 ? "" : "s", runs > 0 ? 100.0 * steps / runs : 0.0);
+                  runs / 1e3, (unsigned long long)n_runs, n_runs == 1 ? "" : "s",
+                  runs > 0 ? 100.0 * steps / runs : 0.0);
     if (p->dropped) cg_strbuf_put(&b, "%llu events dropped (out of memory)\n", (unsigned long long)p->dropped);
     free(rows);
     *out = cg_strbuf_take(&b);

@@ -49,20 +49,19 @@ extern "C" {
 #define CG_API
 #endif
 
-
 /** Result of every fallible call. */
 typedef enum cg_status {
-    CG_OK = 0,                /**< success */
-    CG_ERR_INVALID_ARGUMENT,  /**< a NULL handle, bad index or bad option */
-    CG_ERR_NO_MEMORY,         /**< an allocation failed */
-    CG_ERR_IO,                /**< a file could not be opened, read or written */
-    CG_ERR_PARSE,             /**< graph text is malformed */
-    CG_ERR_FORMAT,            /**< a safetensors or .npy file is malformed */
-    CG_ERR_VERIFY,            /**< the graph is invalid (types, shapes, arity...) */
-    CG_ERR_NOT_FOUND,         /**< a named graph, value, weight or op is missing */
-    CG_ERR_PLUGIN,            /**< a plugin could not be loaded */
-    CG_ERR_KERNEL,            /**< a kernel failed while running */
-    CG_ERR_UNSUPPORTED        /**< a feature or dtype is not supported here */
+    CG_OK = 0,               /**< success */
+    CG_ERR_INVALID_ARGUMENT, /**< a NULL handle, bad index or bad option */
+    CG_ERR_NO_MEMORY,        /**< an allocation failed */
+    CG_ERR_IO,               /**< a file could not be opened, read or written */
+    CG_ERR_PARSE,            /**< graph text is malformed */
+    CG_ERR_FORMAT,           /**< a safetensors or .npy file is malformed */
+    CG_ERR_VERIFY,           /**< the graph is invalid (types, shapes, arity...) */
+    CG_ERR_NOT_FOUND,        /**< a named graph, value, weight or op is missing */
+    CG_ERR_PLUGIN,           /**< a plugin could not be loaded */
+    CG_ERR_KERNEL,           /**< a kernel failed while running */
+    CG_ERR_UNSUPPORTED       /**< a feature or dtype is not supported here */
 } cg_status;
 
 /* cg_dtype (CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL)
@@ -125,17 +124,17 @@ CG_API size_t cg_dtype_size(cg_dtype t);
  * the first context (or give the same values).
  */
 typedef struct cg_context_options {
-    size_t struct_size;        /**< sizeof(cg_context_options) */
-    int threads;               /**< CPU pool threads (CLGRAPH_THREADS); 0: the online CPUs */
-    const char *cpu_gemm;      /**< CPU SGEMM path (CLGRAPH_CPU_GEMM): "blas", "own", "avx512", "avx2", "portable" */
-    const char *cpu_math;      /**< CPU exp/tanh/logistic level (CLGRAPH_CPU_MATH): "avx2", "baseline" */
-    const char *gemm;          /**< OpenCL SGEMM (CLGRAPH_GEMM): "auto", "own", "clblast" */
-    const char *cl_paths;      /**< OpenCL kernel paths (CLGRAPH_CL_PATHS): "auto", "cpu", "gpu" */
-    const char *cache_dir;     /**< compiled programs and measurements (CLGRAPH_CACHE_DIR) */
-    int cl_warnings;           /**< the OpenCL compiler's warnings (CLGRAPH_CL_WARNINGS): 1 show, -1 hide, 0 the variable's */
-    const char *const *plugins;/**< plugin libraries to load, after those of CLGRAPH_PLUGINS */
-    int n_plugins;             /**< their count */
-    int no_env_plugins;        /**< 1: do not load CLGRAPH_PLUGINS */
+    size_t struct_size;    /**< sizeof(cg_context_options) */
+    int threads;           /**< CPU pool threads (CLGRAPH_THREADS); 0: the online CPUs */
+    const char *cpu_gemm;  /**< CPU SGEMM path (CLGRAPH_CPU_GEMM): "blas", "own", "avx512", "avx2", "portable" */
+    const char *cpu_math;  /**< CPU exp/tanh/logistic level (CLGRAPH_CPU_MATH): "avx2", "baseline" */
+    const char *gemm;      /**< OpenCL SGEMM (CLGRAPH_GEMM): "auto", "own", "clblast" */
+    const char *cl_paths;  /**< OpenCL kernel paths (CLGRAPH_CL_PATHS): "auto", "cpu", "gpu" */
+    const char *cache_dir; /**< compiled programs and measurements (CLGRAPH_CACHE_DIR) */
+    int cl_warnings; /**< the OpenCL compiler's warnings (CLGRAPH_CL_WARNINGS): 1 show, -1 hide, 0 the variable's */
+    const char *const *plugins; /**< plugin libraries to load, after those of CLGRAPH_PLUGINS */
+    int n_plugins;              /**< their count */
+    int no_env_plugins;         /**< 1: do not load CLGRAPH_PLUGINS */
 } cg_context_options;
 
 /**
@@ -173,8 +172,7 @@ CG_API const struct cg_op_def *cg_context_op_def(const cg_context *ctx, int i);
 /* Tensors                                                             */
 
 /** Creates a zero-filled tensor of the given dtype and shape. */
-CG_API cg_status cg_tensor_create(cg_dtype dtype, int ndim, const int64_t *dims,
-                                  cg_tensor **out);
+CG_API cg_status cg_tensor_create(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out);
 
 /** Frees a tensor (NULL is ignored). */
 CG_API void cg_tensor_free(cg_tensor *t);
@@ -303,8 +301,7 @@ CG_API cg_status cg_weights_get(cg_weights *w, const char *name, cg_tensor **out
  * by the rules of cg_tensor_convert (CG_ERR_UNSUPPORTED for a pair it does
  * not convert, or a value out of range, naming the file, tensor and element).
  */
-CG_API cg_status cg_weights_get_as(cg_weights *w, const char *name, cg_dtype dtype,
-                                   cg_tensor **out);
+CG_API cg_status cg_weights_get_as(cg_weights *w, const char *name, cg_dtype dtype, cg_tensor **out);
 
 /**
  * Writes n tensors, called names[i], as a safetensors file that
@@ -319,8 +316,7 @@ CG_API cg_status cg_weights_get_as(cg_weights *w, const char *name, cg_dtype dty
  * same directory, fsync, rename): readers see the old file or the whole new
  * one, and a failure leaves no partial file and a message naming the path.
  */
-CG_API cg_status cg_weights_save(const char *path, int n, const char *const *names,
-                                 const cg_tensor *const *tensors);
+CG_API cg_status cg_weights_save(const char *path, int n, const char *const *names, const cg_tensor *const *tensors);
 
 /**
  * Writes every tensor of `w`, each in the dtype it is stored as, to `path`
@@ -348,8 +344,7 @@ typedef int (*cg_weights_pick_fn)(const char *name, cg_dtype stored, int ndim, v
  * naming the file and the tensors, and no copy. *out is new (free it with
  * cg_weights_free); its messages name `w`'s path.
  */
-CG_API cg_status cg_weights_narrow(cg_weights *w, cg_dtype to, cg_weights_pick_fn pick, void *user,
-                                   cg_weights **out);
+CG_API cg_status cg_weights_narrow(cg_weights *w, cg_dtype to, cg_weights_pick_fn pick, void *user, cg_weights **out);
 
 /* ------------------------------------------------------------------ */
 /* Models and graphs                                                   */
@@ -372,8 +367,7 @@ CG_API cg_status cg_model_create(cg_context *ctx, cg_model **out);
  * Parses graph text. `filename` is used in error messages
  * ("FILE:LINE:COL: message"). The model is not yet verified.
  */
-CG_API cg_status cg_model_parse(cg_context *ctx, const char *text, size_t len,
-                                const char *filename, cg_model **out);
+CG_API cg_status cg_model_parse(cg_context *ctx, const char *text, size_t len, const char *filename, cg_model **out);
 
 /** Reads and parses a graph text file. */
 CG_API cg_status cg_model_load(cg_context *ctx, const char *path, cg_model **out);
@@ -381,14 +375,14 @@ CG_API cg_status cg_model_load(cg_context *ctx, const char *path, cg_model **out
 /** Options of cg_model_load_onnx: zero-initialise, set struct_size, then
  * what you need (or pass NULL: none). */
 typedef struct cg_onnx_options {
-    size_t struct_size;                 /**< sizeof(cg_onnx_options) */
+    size_t struct_size; /**< sizeof(cg_onnx_options) */
     /** Values of graph inputs, by name, that the importer may use where a
      * node needs a value at import (a Reshape's shape, Slice's starts):
      * such a use is folded, and an input used only that way is no longer
      * an input of the imported graph. Inputs used as data stay inputs. */
     int n_given;
-    const char *const *given_names;     /**< n_given input names */
-    const cg_tensor *const *given;      /**< their values (the caller keeps them) */
+    const char *const *given_names; /**< n_given input names */
+    const cg_tensor *const *given;  /**< their values (the caller keeps them) */
 } cg_onnx_options;
 
 /**
@@ -404,8 +398,7 @@ typedef struct cg_onnx_options {
  * `opt` NULL: no options; options whose struct_size is too small, or
  * n_given without names or values: CG_ERR_INVALID_ARGUMENT.
  */
-CG_API cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt,
-                                    cg_model **out);
+CG_API cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out);
 
 /** The weights bound to m (cg_model_bind_weights or an import), or NULL;
  * valid while m and the weights live. */
@@ -462,22 +455,18 @@ CG_API cg_status cg_model_add_graph(cg_model *m, const char *name, cg_graph **ou
 CG_API const char *cg_graph_name(const cg_graph *g);
 
 /** Declares a graph input. */
-CG_API cg_status cg_graph_add_input(cg_graph *g, const char *name, cg_dtype dtype,
-                                    int ndim, const cg_dim *dims);
+CG_API cg_status cg_graph_add_input(cg_graph *g, const char *name, cg_dtype dtype, int ndim, const cg_dim *dims);
 
 /** Declares a parameter value `name` read from weight `weight_name`. */
-CG_API cg_status cg_graph_add_param(cg_graph *g, const char *name,
-                                    const char *weight_name, cg_dtype dtype,
-                                    int ndim, const cg_dim *dims);
+CG_API cg_status cg_graph_add_param(cg_graph *g, const char *name, const char *weight_name, cg_dtype dtype, int ndim,
+                                    const cg_dim *dims);
 
 /**
  * Adds a node `name` of operator `op` reading values `inputs` and defining
  * new values `outputs`. Attributes are set on the returned node.
  */
-CG_API cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name,
-                                   int n_inputs, const char *const *inputs,
-                                   int n_outputs, const char *const *outputs,
-                                   cg_node **out);
+CG_API cg_status cg_graph_add_node(cg_graph *g, const char *op, const char *name, int n_inputs,
+                                   const char *const *inputs, int n_outputs, const char *const *outputs, cg_node **out);
 
 /** Sets an integer attribute. */
 CG_API cg_status cg_node_set_int(cg_node *n, const char *key, int64_t v);
@@ -486,8 +475,7 @@ CG_API cg_status cg_node_set_float(cg_node *n, const char *key, double v);
 /** Sets a string attribute. */
 CG_API cg_status cg_node_set_string(cg_node *n, const char *key, const char *v);
 /** Sets an integer-list attribute. */
-CG_API cg_status cg_node_set_ints(cg_node *n, const char *key, int count,
-                                  const int64_t *v);
+CG_API cg_status cg_node_set_ints(cg_node *n, const char *key, int count, const int64_t *v);
 
 /** Marks existing values as the graph's outputs, in order. */
 CG_API cg_status cg_graph_set_outputs(cg_graph *g, int n, const char *const *names);
@@ -566,9 +554,8 @@ CG_API void cg_plan_free(cg_plan *p);
  * every input exactly once). `outputs` receives one new tensor per graph
  * output, in the graph's order; the caller frees them.
  */
-CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names,
-                             cg_tensor *const *inputs, int n_outputs,
-                             cg_tensor **outputs);
+CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
+                             int n_outputs, cg_tensor **outputs);
 
 /**
  * Like cg_plan_run, but writes into `outputs` the caller allocated with the
@@ -578,9 +565,8 @@ CG_API cg_status cg_plan_run(cg_plan *p, int n_inputs, const char *const *names,
  * (useful when it is only carried into the next run, see cg_plan_carry).
  * Inputs carried by cg_plan_carry may be left out of `names`.
  */
-CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names,
-                                  cg_tensor *const *inputs, int n_outputs,
-                                  cg_tensor *const *outputs);
+CG_API cg_status cg_plan_run_into(cg_plan *p, int n_inputs, const char *const *names, cg_tensor *const *inputs,
+                                  int n_outputs, cg_tensor *const *outputs);
 
 /**
  * The position of graph input `name` among the plan's graph inputs (0 to
@@ -596,11 +582,11 @@ CG_API int cg_plan_output_index(const cg_plan *p, const char *name);
 
 /** The inputs and outputs of one cg_plan_run_indexed. */
 typedef struct cg_plan_binding {
-    size_t struct_size;         /**< sizeof(cg_plan_binding) */
-    int n_inputs;               /**< entries of input_index and inputs */
-    const int *input_index;     /**< graph input positions (cg_plan_input_index), each at most once */
-    cg_tensor *const *inputs;   /**< the tensor of each, not NULL */
-    int n_outputs;              /**< the graph's output count */
+    size_t struct_size;       /**< sizeof(cg_plan_binding) */
+    int n_inputs;             /**< entries of input_index and inputs */
+    const int *input_index;   /**< graph input positions (cg_plan_input_index), each at most once */
+    cg_tensor *const *inputs; /**< the tensor of each, not NULL */
+    int n_outputs;            /**< the graph's output count */
     /** By graph output position, allocated by the caller as for
      * cg_plan_run_into; an entry may be NULL (not read back). */
     cg_tensor *const *outputs;
@@ -794,7 +780,7 @@ typedef struct cg_conform_row {
      * opencl:0 40.2 us", ending " SLOW" where the device took more than 100
      * times the CPU kernel's time and over 1 ms; "" otherwise. */
     const char *timings;
-    int slow_cases;           /**< cases flagged SLOW */
+    int slow_cases; /**< cases flagged SLOW */
 } cg_conform_row;
 
 /** Receives each row as soon as it is known. */
@@ -803,14 +789,14 @@ typedef void (*cg_conform_fn)(const cg_conform_row *row, void *user);
 /** Options of a conformance run: zero-initialise, set struct_size, then
  * what you need (or pass NULL: every op on every OpenCL device). */
 typedef struct cg_conform_options {
-    size_t struct_size;  /**< sizeof(cg_conform_options) */
-    const char *op;      /**< only this operator, or NULL for all */
-    const char *device;  /**< a device spec ("opencl:1", a name substring), NULL for all */
-    int quick;           /**< skip cases with more than 4096 elements in a tensor */
-    uint64_t seed;       /**< random seed (0 = fixed default) */
+    size_t struct_size;     /**< sizeof(cg_conform_options) */
+    const char *op;         /**< only this operator, or NULL for all */
+    const char *device;     /**< a device spec ("opencl:1", a name substring), NULL for all */
+    int quick;              /**< skip cases with more than 4096 elements in a tensor */
+    uint64_t seed;          /**< random seed (0 = fixed default) */
     const char *const *ops; /**< only these operators too (n_ops names; with `op`, it and these) */
-    int n_ops;           /**< entries of ops */
-    int plugin_only;     /**< only the operators of loaded plugins, not the built-in ones */
+    int n_ops;              /**< entries of ops */
+    int plugin_only;        /**< only the operators of loaded plugins, not the built-in ones */
     /** Called before each kernel runs, with "op NAME case N (SHAPES) on DEVICE"
      * (valid until the next call): a crash handler can say where it was. */
     void (*starting)(const char *what, void *user);
@@ -829,8 +815,8 @@ typedef struct cg_conform_options {
  * kernel's device. `*n_failed` receives the number of failing rows.
  * Returns an error only when the options are bad (unknown op or device).
  */
-CG_API cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt, cg_conform_fn fn,
-                            void *user, int *n_failed);
+CG_API cg_status cg_conform(cg_context *ctx, const cg_conform_options *opt, cg_conform_fn fn, void *user,
+                            int *n_failed);
 
 /* ------------------------------------------------------------------ */
 /* Output files written whole or not at all                            */

@@ -56,9 +56,9 @@ CG_API int cg_forecast_window(const cg_forecaster *m);
  * (which has no default, so they are not optional). */
 typedef struct cg_forecast_options {
     size_t struct_size; /**< sizeof(cg_forecast_options) */
-    int horizon;    /**< N >= 1: values forecast after each history */
-    int batch;      /**< series run together; 0: 64 */
-    int attention;  /**< non-zero: return each forecast step's attention */
+    int horizon;        /**< N >= 1: values forecast after each history */
+    int batch;          /**< series run together; 0: 64 */
+    int attention;      /**< non-zero: return each forecast step's attention */
 } cg_forecast_options;
 
 /** One series' history: raw values, oldest first. */

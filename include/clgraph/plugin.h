@@ -105,32 +105,32 @@ typedef enum cg_backend_kind {
  * array the host walks with struct_size as the stride.
  */
 typedef struct cg_attr_def {
-    uint32_t struct_size;  /**< sizeof(cg_attr_def) */
-    const char *name;      /**< attribute name, e.g. "axis" */
-    cg_attr_type type;     /**< its type; a value of another type is rejected */
-    int required;          /**< non-zero: a node must set it */
-    int64_t default_int;   /**< default when absent (INT) */
-    double default_float;  /**< default when absent (FLOAT) */
+    uint32_t struct_size;       /**< sizeof(cg_attr_def) */
+    const char *name;           /**< attribute name, e.g. "axis" */
+    cg_attr_type type;          /**< its type; a value of another type is rejected */
+    int required;               /**< non-zero: a node must set it */
+    int64_t default_int;        /**< default when absent (INT) */
+    double default_float;       /**< default when absent (FLOAT) */
     const char *default_string; /**< default when absent (STRING), may be NULL */
-    const char *doc;       /**< one line of documentation */
+    const char *doc;            /**< one line of documentation */
 } cg_attr_def;
 
 /** A resolved attribute value, as the host hands it to a callback. */
 typedef struct cg_attr_value {
-    cg_attr_type type; /**< the declared type */
-    int present;       /**< non-zero if the node set it (else the default) */
-    int64_t i;         /**< INT */
-    double f;          /**< FLOAT */
-    const char *s;     /**< STRING (never NULL: "" if no default) */
+    cg_attr_type type;   /**< the declared type */
+    int present;         /**< non-zero if the node set it (else the default) */
+    int64_t i;           /**< INT */
+    double f;            /**< FLOAT */
+    const char *s;       /**< STRING (never NULL: "" if no default) */
     const int64_t *ints; /**< INTS */
-    int32_t n_ints;    /**< INTS length */
+    int32_t n_ints;      /**< INTS length */
 } cg_attr_value;
 
 /** Element type and shape of one tensor. */
 typedef struct cg_tensor_desc {
-    cg_op_dtype dtype;            /**< element type */
-    int32_t ndim;                 /**< number of dimensions, 0..CG_MAX_DIMS */
-    int64_t dims[CG_MAX_DIMS];    /**< sizes, outermost first (row-major) */
+    cg_op_dtype dtype;         /**< element type */
+    int32_t ndim;              /**< number of dimensions, 0..CG_MAX_DIMS */
+    int64_t dims[CG_MAX_DIMS]; /**< sizes, outermost first (row-major) */
 } cg_tensor_desc;
 
 struct cg_host_api;
@@ -140,16 +140,16 @@ struct cg_host_api;
  * operator's `attrs` declaration, with defaults filled in.
  */
 typedef struct cg_op_call {
-    uint32_t struct_size;            /**< sizeof(cg_op_call) */
-    const char *node_name;           /**< the node's name, for messages */
-    int32_t n_inputs;                /**< inputs given to the node */
-    int32_t n_outputs;               /**< outputs the node defines */
-    const cg_tensor_desc *inputs;    /**< n_inputs descriptors */
-    cg_tensor_desc *outputs;         /**< n_outputs: written by infer, read-only after */
-    const cg_attr_value *attrs;      /**< one per declared attribute */
-    char *err;                       /**< message buffer for CG_OP_ERROR */
-    size_t err_size;                 /**< its size in bytes */
-    const struct cg_host_api *host;  /**< host services */
+    uint32_t struct_size;           /**< sizeof(cg_op_call) */
+    const char *node_name;          /**< the node's name, for messages */
+    int32_t n_inputs;               /**< inputs given to the node */
+    int32_t n_outputs;              /**< outputs the node defines */
+    const cg_tensor_desc *inputs;   /**< n_inputs descriptors */
+    cg_tensor_desc *outputs;        /**< n_outputs: written by infer, read-only after */
+    const cg_attr_value *attrs;     /**< one per declared attribute */
+    char *err;                      /**< message buffer for CG_OP_ERROR */
+    size_t err_size;                /**< its size in bytes */
+    const struct cg_host_api *host; /**< host services */
     /* ---- ABI 1.4 ---- */
     /** The element sizes the host laid `attrs` and `inputs`/`outputs` out
      * with. cg_attr_value and cg_tensor_desc may gain fields at their end
@@ -163,24 +163,24 @@ typedef struct cg_op_call {
 } cg_op_call;
 
 /** The element size of call's `attrs` (see cg_op_call.attr_size). */
-#define CG_CALL_ATTR_SIZE(call)                                                                          \
-    ((call)->struct_size >= offsetof(cg_op_call, attr_size) + sizeof(uint32_t) && (call)->attr_size      \
-         ? (size_t)(call)->attr_size                                                                     \
+#define CG_CALL_ATTR_SIZE(call)                                                                     \
+    ((call)->struct_size >= offsetof(cg_op_call, attr_size) + sizeof(uint32_t) && (call)->attr_size \
+         ? (size_t)(call)->attr_size                                                                \
          : sizeof(cg_attr_value))
 /** The element size of call's `inputs` and `outputs`. */
-#define CG_CALL_DESC_SIZE(call)                                                                          \
-    ((call)->struct_size >= offsetof(cg_op_call, desc_size) + sizeof(uint32_t) && (call)->desc_size      \
-         ? (size_t)(call)->desc_size                                                                     \
+#define CG_CALL_DESC_SIZE(call)                                                                     \
+    ((call)->struct_size >= offsetof(cg_op_call, desc_size) + sizeof(uint32_t) && (call)->desc_size \
+         ? (size_t)(call)->desc_size                                                                \
          : sizeof(cg_tensor_desc))
 /** Attribute i of call, by the host's element size. */
-#define CG_CALL_ATTR(call, i)                                                                            \
-    ((const cg_attr_value *)(const void *)((const char *)(call)->attrs + (size_t)(i) * CG_CALL_ATTR_SIZE(call)))
+#define CG_CALL_ATTR(call, i) \
+    ((const cg_attr_value *)(const void *)((const char *)(call)->attrs + (size_t)(i)*CG_CALL_ATTR_SIZE(call)))
 /** Input i of call, by the host's element size. */
-#define CG_CALL_INPUT(call, i)                                                                           \
-    ((const cg_tensor_desc *)(const void *)((const char *)(call)->inputs + (size_t)(i) * CG_CALL_DESC_SIZE(call)))
+#define CG_CALL_INPUT(call, i) \
+    ((const cg_tensor_desc *)(const void *)((const char *)(call)->inputs + (size_t)(i)*CG_CALL_DESC_SIZE(call)))
 /** Output i of call, by the host's element size. */
-#define CG_CALL_OUTPUT(call, i)                                                                          \
-    ((cg_tensor_desc *)(void *)((char *)(call)->outputs + (size_t)(i) * CG_CALL_DESC_SIZE(call)))
+#define CG_CALL_OUTPUT(call, i) \
+    ((cg_tensor_desc *)(void *)((char *)(call)->outputs + (size_t)(i)*CG_CALL_DESC_SIZE(call)))
 
 /**
  * Arguments to a kernel. For CG_BACKEND_CPU, `in[i]`/`out[i]` point at
@@ -192,16 +192,16 @@ typedef struct cg_op_call {
  * device's cl_command_queue.
  */
 typedef struct cg_kernel_args {
-    uint32_t struct_size;       /**< sizeof(cg_kernel_args) */
-    const cg_op_call *call;     /**< shapes, attributes, error buffer */
-    const void *const *in;      /**< n_inputs input buffers */
-    void *const *out;           /**< n_outputs output buffers */
-    void *workspace;            /**< scratch memory (uninitialised) */
-    size_t workspace_size;      /**< its size in bytes */
-    void *stream;               /**< backend queue (OpenCL), NULL on the CPU */
-    void *device;               /**< host's handle of the device, for host API calls */
+    uint32_t struct_size;   /**< sizeof(cg_kernel_args) */
+    const cg_op_call *call; /**< shapes, attributes, error buffer */
+    const void *const *in;  /**< n_inputs input buffers */
+    void *const *out;       /**< n_outputs output buffers */
+    void *workspace;        /**< scratch memory (uninitialised) */
+    size_t workspace_size;  /**< its size in bytes */
+    void *stream;           /**< backend queue (OpenCL), NULL on the CPU */
+    void *device;           /**< host's handle of the device, for host API calls */
     /* ---- ABI 1.1 ---- */
-    void *state;                /**< the node's state from the kernel's create callback, or NULL */
+    void *state; /**< the node's state from the kernel's create callback, or NULL */
     /* ---- ABI 1.2 ---- */
     /**
      * OpenCL kernels flagged CG_KERNEL_FLAG_CHECKS: a cl_mem of cl_int
@@ -213,7 +213,7 @@ typedef struct cg_kernel_args {
      * CG_OP_ERROR would.
      */
     void *check;
-    int32_t check_word;         /**< this node's first word in `check` */
+    int32_t check_word; /**< this node's first word in `check` */
 } cg_kernel_args;
 
 /**
@@ -228,14 +228,14 @@ typedef struct cg_kernel_args {
  * and clears them after reporting.
  */
 enum {
-    CG_CHECK_FLAG = 0,     /**< 1: a record is present */
-    CG_CHECK_INPUT = 1,    /**< index of the input holding the value */
-    CG_CHECK_VALUE = 2,    /**< the invalid value (an int32) */
-    CG_CHECK_POS_LO = 3,   /**< its element position in that input, low 32 bits */
-    CG_CHECK_POS_HI = 4,   /**< high 32 bits */
-    CG_CHECK_LO = 5,       /**< the smallest valid value */
-    CG_CHECK_HI = 6,       /**< the largest valid value (INT32_MAX when larger) */
-    CG_CHECK_WORDS = 8     /**< words per node */
+    CG_CHECK_FLAG = 0,   /**< 1: a record is present */
+    CG_CHECK_INPUT = 1,  /**< index of the input holding the value */
+    CG_CHECK_VALUE = 2,  /**< the invalid value (an int32) */
+    CG_CHECK_POS_LO = 3, /**< its element position in that input, low 32 bits */
+    CG_CHECK_POS_HI = 4, /**< high 32 bits */
+    CG_CHECK_LO = 5,     /**< the smallest valid value */
+    CG_CHECK_HI = 6,     /**< the largest valid value (INT32_MAX when larger) */
+    CG_CHECK_WORDS = 8   /**< words per node */
 };
 
 /**
@@ -244,8 +244,8 @@ enum {
  * the stride, so the array must hold elements of one size.
  */
 typedef struct cg_kernel_def {
-    uint32_t struct_size;   /**< sizeof(cg_kernel_def) */
-    cg_backend_kind backend;/**< which backend runs it */
+    uint32_t struct_size;    /**< sizeof(cg_kernel_def) */
+    cg_backend_kind backend; /**< which backend runs it */
     /** Bytes of scratch memory needed for this call; NULL means none. */
     size_t (*workspace)(const cg_op_call *call);
     /** Runs the node. Must not allocate on the hot path if it can avoid it. */
@@ -275,7 +275,7 @@ typedef struct cg_kernel_def {
      */
     int (*supports)(const cg_kernel_args *args);
     /* ---- ABI 1.2 ---- */
-    uint32_t flags;         /**< CG_KERNEL_FLAG_* */
+    uint32_t flags; /**< CG_KERNEL_FLAG_* */
 } cg_kernel_def;
 
 /** Kernel flags (ABI 1.2). */
@@ -294,15 +294,15 @@ enum {
  * its CPU kernel with random data. Dims must be concrete.
  */
 typedef struct cg_conform_case {
-    uint32_t struct_size;       /**< sizeof(cg_conform_case), set by the host */
-    int32_t n_inputs;           /**< inputs of the node */
+    uint32_t struct_size;                         /**< sizeof(cg_conform_case), set by the host */
+    int32_t n_inputs;                             /**< inputs of the node */
     cg_tensor_desc inputs[CG_CONFORM_MAX_INPUTS]; /**< their types */
     double lo[CG_CONFORM_MAX_INPUTS]; /**< values uniform in [lo, hi], of the input's dtype (docs/plugins.md) */
     double hi[CG_CONFORM_MAX_INPUTS]; /**< upper bound of each input's values */
-    int32_t n_outputs;          /**< outputs of the node */
-    const char *attrs;          /**< attribute text in IR syntax, or NULL */
-    double atol;                /**< abs. tolerance; 0 = default (1e-4 for f32) */
-    double rtol;                /**< rel. tolerance; 0 = default (1e-4 for f32) */
+    int32_t n_outputs;                /**< outputs of the node */
+    const char *attrs;                /**< attribute text in IR syntax, or NULL */
+    double atol;                      /**< abs. tolerance; 0 = default (1e-4 for f32) */
+    double rtol;                      /**< rel. tolerance; 0 = default (1e-4 for f32) */
     /* ---- ABI 1.2 (the host zeroes the case before the callback) ---- */
     /** 1: some input's values are invalid for the op (lo/hi outside its
      * domain, e.g. ids past the table): every device must fail the node
@@ -321,16 +321,16 @@ enum {
 
 /** Definition of one operator. */
 typedef struct cg_op_def {
-    uint32_t struct_size;   /**< sizeof(cg_op_def) */
-    const char *name;       /**< operator name used in graphs, e.g. "gru_cell" */
-    const char *doc;        /**< one-paragraph documentation */
-    int32_t min_inputs;     /**< fewest inputs */
-    int32_t max_inputs;     /**< most inputs; -1 for any number */
-    int32_t min_outputs;    /**< fewest outputs */
-    int32_t max_outputs;    /**< most outputs */
-    const char *const *input_names;  /**< NULL-terminated input names for messages and docs, may be NULL */
-    const cg_attr_def *attrs; /**< declared attributes */
-    int32_t n_attrs;        /**< their count */
+    uint32_t struct_size;           /**< sizeof(cg_op_def) */
+    const char *name;               /**< operator name used in graphs, e.g. "gru_cell" */
+    const char *doc;                /**< one-paragraph documentation */
+    int32_t min_inputs;             /**< fewest inputs */
+    int32_t max_inputs;             /**< most inputs; -1 for any number */
+    int32_t min_outputs;            /**< fewest outputs */
+    int32_t max_outputs;            /**< most outputs */
+    const char *const *input_names; /**< NULL-terminated input names for messages and docs, may be NULL */
+    const cg_attr_def *attrs;       /**< declared attributes */
+    int32_t n_attrs;                /**< their count */
     /**
      * Dtype and shape inference: reads call->inputs and call->attrs, writes
      * call->outputs[0..n_outputs). Returns CG_OP_ERROR with a message (without
@@ -343,8 +343,8 @@ typedef struct cg_op_def {
      */
     cg_op_status (*decompose)(cg_decomp *d, const cg_op_call *call);
     const cg_kernel_def *kernels; /**< kernels, at most one per backend kind */
-    int32_t n_kernels;      /**< their count */
-    uint32_t flags;         /**< CG_OP_FLAG_* */
+    int32_t n_kernels;            /**< their count */
+    uint32_t flags;               /**< CG_OP_FLAG_* */
     /**
      * Conformance cases: fills case `index` (0, 1, ...) and returns 1, or
      * returns 0 past the last one. NULL: the op has no cases and conform
@@ -358,17 +358,16 @@ typedef struct cg_op_def {
  * `struct_size` before using a function added in a later minor version.
  */
 typedef struct cg_host_api {
-    uint32_t struct_size;  /**< sizeof(cg_host_api) of the host */
-    uint32_t abi_major;    /**< host ABI major */
-    uint32_t abi_minor;    /**< host ABI minor */
+    uint32_t struct_size; /**< sizeof(cg_host_api) of the host */
+    uint32_t abi_major;   /**< host ABI major */
+    uint32_t abi_minor;   /**< host ABI minor */
     /**
      * Row-major single-precision GEMM on host memory:
      * C = alpha * op(A) op(B) + beta * C, op(X) = X or X^T.
      * A is [M,K] (or [K,M] if trans_a), B is [K,N] (or [N,K] if trans_b).
      */
-    void (*sgemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                  float alpha, const float *a, int64_t lda, const float *b,
-                  int64_t ldb, float beta, float *c, int64_t ldc);
+    void (*sgemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
     /** Decomposition: value id of the op's input i. */
     int32_t (*decomp_input)(cg_decomp *d, int32_t i);
     /**
@@ -377,9 +376,8 @@ typedef struct cg_host_api {
      * the IR syntax (e.g. "axis: 1, transpose_b: 1") or NULL. Returns
      * CG_OP_ERROR (message kept by the host) on failure.
      */
-    cg_op_status (*decomp_node)(cg_decomp *d, const char *op, int32_t n_in,
-                                const int32_t *in, int32_t n_out, int32_t *out,
-                                const char *attrs);
+    cg_op_status (*decomp_node)(cg_decomp *d, const char *op, int32_t n_in, const int32_t *in, int32_t n_out,
+                                int32_t *out, const char *attrs);
     /** Decomposition: makes value id `v` the op's output i. */
     cg_op_status (*decomp_output)(cg_decomp *d, int32_t i, int32_t v);
 
@@ -398,25 +396,23 @@ typedef struct cg_host_api {
      * returning from run. NULL on failure, with the message (the build log
      * for a compile error) in args->call->err.
      */
-    void *(*cl_kernel)(const cg_kernel_args *args, const char *source, const char *options,
-                       const char *name);
+    void *(*cl_kernel)(const cg_kernel_args *args, const char *source, const char *options, const char *name);
     /**
      * Enqueues `kernel` on the device's queue over `dims` dimensions.
      * `global` is rounded up to a multiple of `local` (when local is not
      * NULL), so the kernel must bounds-check. Fails with the OpenCL error's
      * name in args->call->err.
      */
-    cg_op_status (*cl_launch)(const cg_kernel_args *args, void *kernel, int32_t dims,
-                              const size_t *global, const size_t *local);
+    cg_op_status (*cl_launch)(const cg_kernel_args *args, void *kernel, int32_t dims, const size_t *global,
+                              const size_t *local);
     /**
      * Row-major SGEMM on OpenCL buffers: C = alpha op(A) op(B) + beta C, with
      * element offsets. The backend picks CLBlast or its own GEMV/GEMM kernel
      * by measurement per device and shape, and records the choice.
      */
-    cg_op_status (*cl_sgemm)(const cg_kernel_args *args, int trans_a, int trans_b, int64_t m,
-                             int64_t n, int64_t k, float alpha, void *a, size_t a_off,
-                             int64_t lda, void *b, size_t b_off, int64_t ldb, float beta, void *c,
-                             size_t c_off, int64_t ldc);
+    cg_op_status (*cl_sgemm)(const cg_kernel_args *args, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                             float alpha, void *a, size_t a_off, int64_t lda, void *b, size_t b_off, int64_t ldb,
+                             float beta, void *c, size_t c_off, int64_t ldc);
     /** A device limit: one of CG_CL_INFO_*. 0 if unknown. */
     int64_t (*cl_info)(const cg_kernel_args *args, int32_t what);
     /** Name of an OpenCL error code, e.g. "CL_OUT_OF_RESOURCES". */
@@ -433,8 +429,7 @@ typedef struct cg_host_api {
      * chunk varies: fn must compute each item the same way wherever it
      * lands. Calls from several threads at once are serialised.
      */
-    void (*parallel_for)(int64_t n, int64_t grain,
-                         void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
+    void (*parallel_for)(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
     /** Threads parallel_for runs on (CLGRAPH_THREADS, else the online CPUs). */
     int32_t (*cpu_threads)(void);
 
@@ -481,10 +476,10 @@ typedef struct cg_host_opencl {
 
 /** Device limits readable through cg_host_api.cl_info. */
 enum {
-    CG_CL_INFO_MAX_WORK_GROUP = 1,  /**< CL_DEVICE_MAX_WORK_GROUP_SIZE (capped at 256) */
-    CG_CL_INFO_LOCAL_MEM = 2,       /**< CL_DEVICE_LOCAL_MEM_SIZE in bytes (capped at 32 KiB) */
-    CG_CL_INFO_COMPUTE_UNITS = 3,   /**< CL_DEVICE_MAX_COMPUTE_UNITS */
-    CG_CL_INFO_MEM_ALIGN = 4,       /**< sub-buffer offset alignment in bytes */
+    CG_CL_INFO_MAX_WORK_GROUP = 1, /**< CL_DEVICE_MAX_WORK_GROUP_SIZE (capped at 256) */
+    CG_CL_INFO_LOCAL_MEM = 2,      /**< CL_DEVICE_LOCAL_MEM_SIZE in bytes (capped at 32 KiB) */
+    CG_CL_INFO_COMPUTE_UNITS = 3,  /**< CL_DEVICE_MAX_COMPUTE_UNITS */
+    CG_CL_INFO_MEM_ALIGN = 4,      /**< sub-buffer offset alignment in bytes */
     /** ABI 1.1: 1 when kernels should take paths written for CPU devices
      * (their drivers run a work-group's items as a loop), 0 for GPU paths;
      * CLGRAPH_CL_PATHS=cpu|gpu forces it. A 1.0 host answers 0. */
@@ -493,18 +488,18 @@ enum {
 
 /** What a plugin's entry symbol returns. */
 typedef struct cg_plugin_desc {
-    uint32_t struct_size;  /**< sizeof(cg_plugin_desc) */
-    uint32_t abi_major;    /**< CG_PLUGIN_ABI_MAJOR the plugin was built with */
-    uint32_t abi_minor;    /**< CG_PLUGIN_ABI_MINOR the plugin was built with */
-    const char *name;      /**< plugin name, e.g. "layernorm-example" */
-    const char *version;   /**< plugin version string */
+    uint32_t struct_size; /**< sizeof(cg_plugin_desc) */
+    uint32_t abi_major;   /**< CG_PLUGIN_ABI_MAJOR the plugin was built with */
+    uint32_t abi_minor;   /**< CG_PLUGIN_ABI_MINOR the plugin was built with */
+    const char *name;     /**< plugin name, e.g. "layernorm-example" */
+    const char *version;  /**< plugin version string */
     /**
      * Optional: called once after the ABI check with the host table. Returns
      * CG_OP_ERROR with a message in `err` to refuse loading.
      */
     cg_op_status (*init)(const cg_host_api *host, char *err, size_t err_size);
     const cg_op_def *const *ops; /**< the operators */
-    int32_t n_ops;         /**< their count */
+    int32_t n_ops;               /**< their count */
 } cg_plugin_desc;
 
 /** Signature of the entry symbol `cg_plugin_entry`. */
@@ -535,11 +530,14 @@ typedef const cg_plugin_desc *(*cg_plugin_entry_fn)(void);
 /** Elements of an array (an array, not a pointer), as an int32_t count. */
 #define CG_COUNT_OF(array) ((int32_t)(sizeof(array) / sizeof((array)[0])))
 /** A cg_op_def initializer with struct_size set; the arguments are its other fields. */
-#define CG_OP(...) {.struct_size = sizeof(cg_op_def), __VA_ARGS__}
+#define CG_OP(...) \
+    { .struct_size = sizeof(cg_op_def), __VA_ARGS__ }
 /** A cg_kernel_def initializer with struct_size set; the arguments are its other fields. */
-#define CG_KERNEL(...) {.struct_size = sizeof(cg_kernel_def), __VA_ARGS__}
+#define CG_KERNEL(...) \
+    { .struct_size = sizeof(cg_kernel_def), __VA_ARGS__ }
 /** A cg_attr_def initializer with struct_size set; the arguments are its other fields. */
-#define CG_ATTR(...) {.struct_size = sizeof(cg_attr_def), __VA_ARGS__}
+#define CG_ATTR(...) \
+    { .struct_size = sizeof(cg_attr_def), __VA_ARGS__ }
 /** The fields .kernels and .n_kernels of a cg_op_def, from an array of kernels. */
 #define CG_KERNELS(array) .kernels = (array), .n_kernels = CG_COUNT_OF(array)
 /** The fields .attrs and .n_attrs of a cg_op_def, from an array of attributes. */
@@ -548,9 +546,11 @@ typedef const cg_plugin_desc *(*cg_plugin_entry_fn)(void);
 #define CG_OPS(array) .ops = (array), .n_ops = CG_COUNT_OF(array)
 /** A cg_plugin_desc initializer with struct_size and the ABI version this
  * plugin is compiled against set; the arguments are its other fields. */
-#define CG_PLUGIN(...)                                                                             \
-    {.struct_size = sizeof(cg_plugin_desc), .abi_major = CG_PLUGIN_ABI_MAJOR,                      \
-     .abi_minor = CG_PLUGIN_ABI_MINOR, __VA_ARGS__}
+#define CG_PLUGIN(...)                                                                                             \
+    {                                                                                                              \
+        .struct_size = sizeof(cg_plugin_desc), .abi_major = CG_PLUGIN_ABI_MAJOR, .abi_minor = CG_PLUGIN_ABI_MINOR, \
+        __VA_ARGS__                                                                                                \
+    }
 
 /* ---- helpers for inference functions (header-only, no ABI impact) ---- */
 
@@ -562,9 +562,7 @@ static inline int cg_dim_known(int64_t d) { return d >= 0; }
  * a concrete size against nothing else is always compatible when either is
  * symbolic or unknown (checked again once shapes are bound).
  */
-static inline int cg_dim_compatible(int64_t a, int64_t b) {
-    return !(a >= 0 && b >= 0 && a != b);
-}
+static inline int cg_dim_compatible(int64_t a, int64_t b) { return !(a >= 0 && b >= 0 && a != b); }
 
 /** Unifies two compatible dims, preferring the concrete or symbolic one. */
 static inline int64_t cg_dim_unify(int64_t a, int64_t b) {
@@ -575,14 +573,10 @@ static inline int64_t cg_dim_unify(int64_t a, int64_t b) {
 }
 
 /** Sum of two dims; unknown unless both are concrete. */
-static inline int64_t cg_dim_add(int64_t a, int64_t b) {
-    return (a >= 0 && b >= 0) ? a + b : CG_DIM_UNKNOWN;
-}
+static inline int64_t cg_dim_add(int64_t a, int64_t b) { return (a >= 0 && b >= 0) ? a + b : CG_DIM_UNKNOWN; }
 
 /** Product of two dims; unknown unless both are concrete. */
-static inline int64_t cg_dim_mul(int64_t a, int64_t b) {
-    return (a >= 0 && b >= 0) ? a * b : CG_DIM_UNKNOWN;
-}
+static inline int64_t cg_dim_mul(int64_t a, int64_t b) { return (a >= 0 && b >= 0) ? a * b : CG_DIM_UNKNOWN; }
 
 #ifdef __cplusplus
 }

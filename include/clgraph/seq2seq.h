@@ -102,10 +102,10 @@ CG_API const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id);
  */
 typedef struct cg_s2s_options {
     size_t struct_size; /**< sizeof(cg_s2s_options) */
-    int beam;       /**< beam size; 0 or 1: greedy; at most CG_S2S_MAX_BEAM */
-    int nbest;      /**< hypotheses returned per source (beam only); 0: 1 */
-    double alpha;   /**< length-penalty exponent (beam); 0: raw score */
-    int max_len;    /**< tokens generated, EOS included; 0: 2 x source length + 10 (at least min_len) */
+    int beam;           /**< beam size; 0 or 1: greedy; at most CG_S2S_MAX_BEAM */
+    int nbest;          /**< hypotheses returned per source (beam only); 0: 1 */
+    double alpha;       /**< length-penalty exponent (beam); 0: raw score */
+    int max_len;        /**< tokens generated, EOS included; 0: 2 x source length + 10 (at least min_len) */
     /**
      * The fewest tokens a hypothesis ends with, EOS included as max_len
      * counts it: EOS's log-probability is taken as -inf (masked, as
@@ -115,17 +115,17 @@ typedef struct cg_s2s_options {
      * one). 0 or 1: no minimum. At most max_len when max_len is set.
      */
     int min_len;
-    int batch;      /**< sentences decoded together; 0: 32 */
-    int attention;  /**< non-zero: return attention weights */
+    int batch;     /**< sentences decoded together; 0: 32 */
+    int attention; /**< non-zero: return attention weights */
 } cg_s2s_options;
 
 /** One hypothesis. */
 typedef struct cg_s2s_hyp {
-    int32_t *tokens;   /**< output token ids, without BOS and the final EOS */
+    int32_t *tokens; /**< output token ids, without BOS and the final EOS */
     int n_tokens;
-    double score;      /**< greedy: sum of log-probs (EOS included); beam: normalised */
-    float *attention;  /**< n_steps x src_len weights when asked (row per generated token) */
-    int n_steps;       /**< rows of `attention`: n_tokens, plus 1 when it ended with EOS */
+    double score;     /**< greedy: sum of log-probs (EOS included); beam: normalised */
+    float *attention; /**< n_steps x src_len weights when asked (row per generated token) */
+    int n_steps;      /**< rows of `attention`: n_tokens, plus 1 when it ended with EOS */
 } cg_s2s_hyp;
 
 /** The hypotheses of one source, best first. */
@@ -148,8 +148,7 @@ typedef void (*cg_s2s_progress_fn)(int done, int total, void *user);
  * larger than the beam, or a min_len over a max_len that is set.
  */
 CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src,
-                                  const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress,
-                                  void *user);
+                                  const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress, void *user);
 
 /** Frees what cg_s2s_translate put in one result. */
 CG_API void cg_s2s_result_clear(cg_s2s_result *r);

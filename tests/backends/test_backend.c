@@ -198,14 +198,25 @@ static void cpu_destroy(void *s) {
 
 static int cpu_supports(const cg_kernel_args *a) { return a->call->inputs[0].dims[0] <= 100; }
 
-static const cg_kernel_def cpu_kernel = {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_CPU,
-                                         .workspace = ws16, .run = cpu_run, .create = cpu_create,
-                                         .destroy = cpu_destroy, .supports = cpu_supports};
+static const cg_kernel_def cpu_kernel = {.struct_size = sizeof(cg_kernel_def),
+                                         .backend = CG_BACKEND_CPU,
+                                         .workspace = ws16,
+                                         .run = cpu_run,
+                                         .create = cpu_create,
+                                         .destroy = cpu_destroy,
+                                         .supports = cpu_supports};
 
 static cg_op_call call_for(cg_tensor_desc *in, cg_tensor_desc *out, const cg_attr_value *attrs, char *err,
                            size_t size) {
-    cg_op_call c = {.struct_size = sizeof c, .node_name = "t", .n_inputs = 1, .n_outputs = 1, .inputs = in,
-                    .outputs = out, .attrs = attrs, .err = err, .err_size = size};
+    cg_op_call c = {.struct_size = sizeof c,
+                    .node_name = "t",
+                    .n_inputs = 1,
+                    .n_outputs = 1,
+                    .inputs = in,
+                    .outputs = out,
+                    .attrs = attrs,
+                    .err = err,
+                    .err_size = size};
     return c;
 }
 
@@ -269,15 +280,14 @@ static cg_op_status cl_run(const cg_kernel_args *a) {
     if (!k) return CG_OP_ERROR;
     cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
     cl_int n = (cl_int)a->call->inputs[0].dims[0];
-    if (clSetKernelArg(k, 0, sizeof x, &x) || clSetKernelArg(k, 1, sizeof y, &y) ||
-        clSetKernelArg(k, 2, sizeof n, &n))
+    if (clSetKernelArg(k, 0, sizeof x, &x) || clSetKernelArg(k, 1, sizeof y, &y) || clSetKernelArg(k, 2, sizeof n, &n))
         return CG_OP_ERROR;
     size_t global = (size_t)n, local = 1;
     return host.cl_launch(a, k, 1, &global, &local);
 }
 
-static const cg_kernel_def cl_kernel_def = {.struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL,
-                                            .run = cl_run};
+static const cg_kernel_def cl_kernel_def = {
+    .struct_size = sizeof(cg_kernel_def), .backend = CG_BACKEND_OPENCL, .run = cl_run};
 
 START_TEST(test_cl_kernel) {
     int d = 1 + _i;

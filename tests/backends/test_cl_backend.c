@@ -101,8 +101,7 @@ static void run_axpb(cg_cl_device *d, cl_kernel k, int n, size_t local) {
     cl_mem bx, by;
     ck_assert_msg(cg_cl_alloc(d, sizeof(float) * (size_t)n, &bx) == CG_OK, "%s", cg_last_error());
     ck_assert_msg(cg_cl_alloc(d, sizeof(float) * (size_t)n, &by) == CG_OK, "%s", cg_last_error());
-    ck_assert_msg(cg_cl_write(d, bx, 0, sizeof(float) * (size_t)n, x, 1) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_cl_write(d, bx, 0, sizeof(float) * (size_t)n, x, 1) == CG_OK, "%s", cg_last_error());
     float a = 2.0f, b = 1.0f;
     ck_assert_int_eq(clSetKernelArg(k, 0, sizeof by, &by), CL_SUCCESS);
     ck_assert_int_eq(clSetKernelArg(k, 1, sizeof bx, &bx), CL_SUCCESS);
@@ -110,10 +109,8 @@ static void run_axpb(cg_cl_device *d, cl_kernel k, int n, size_t local) {
     ck_assert_int_eq(clSetKernelArg(k, 3, sizeof b, &b), CL_SUCCESS);
     ck_assert_int_eq(clSetKernelArg(k, 4, sizeof n, &n), CL_SUCCESS);
     size_t g = (size_t)n;
-    ck_assert_msg(cg_cl_launch(d, k, 1, &g, local ? &local : NULL, "axpb") == CG_OK, "%s",
-                  cg_last_error());
-    ck_assert_msg(cg_cl_read(d, by, 0, sizeof(float) * (size_t)n, y) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_cl_launch(d, k, 1, &g, local ? &local : NULL, "axpb") == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_cl_read(d, by, 0, sizeof(float) * (size_t)n, y) == CG_OK, "%s", cg_last_error());
     for (int i = 0; i < n; i++) ck_assert_float_eq(y[i], 2.0f * x[i] + 1.0f);
     clReleaseMemObject(bx);
     clReleaseMemObject(by);
@@ -217,13 +214,11 @@ START_TEST(device_find) {
     ck_assert_int_eq(cg_cl_device_find(spec, &idx), CG_ERR_NOT_FOUND);
     ck_assert_int_eq(idx, -1);
     const char *e = cg_last_error();
-    ck_assert_msg(strstr(e, spec) && strstr(e, "available: opencl:0 (") && strstr(e, name), "%s",
-                  e);
+    ck_assert_msg(strstr(e, spec) && strstr(e, "available: opencl:0 (") && strstr(e, name), "%s", e);
 
     ck_assert_int_eq(cg_cl_device_find("no-such-gpu-xyz", &idx), CG_ERR_NOT_FOUND);
     e = cg_last_error();
-    ck_assert_msg(strstr(e, "'no-such-gpu-xyz' matches no device") && strstr(e, "opencl:0 ("),
-                  "%s", e);
+    ck_assert_msg(strstr(e, "'no-such-gpu-xyz' matches no device") && strstr(e, "opencl:0 ("), "%s", e);
     ck_assert_int_eq(cg_cl_device_find("opencl:x", &idx), CG_ERR_NOT_FOUND);
     ck_assert_int_eq(cg_cl_device_find("", &idx), CG_ERR_NOT_FOUND);
     ck_assert_int_eq(cg_cl_device_find(NULL, &idx), CG_ERR_NOT_FOUND);
@@ -262,16 +257,15 @@ START_TEST(kernel_runs) {
     size_t g = 64, l = cg_cl_info_of(d)->max_work_group * 2;
     ck_assert_int_eq(cg_cl_launch(d, k, 1, &g, &l, "axpb"), CG_ERR_KERNEL);
     char want[400];
-    snprintf(want, sizeof want, "%s: clEnqueueNDRangeKernel(axpb) failed: CL_INVALID_WORK_GROUP_SIZE",
-             cg_cl_label(d));
+    snprintf(want, sizeof want, "%s: clEnqueueNDRangeKernel(axpb) failed: CL_INVALID_WORK_GROUP_SIZE", cg_cl_label(d));
     ck_assert_msg(strstr(cg_last_error(), want) == cg_last_error(), "%s", cg_last_error());
     /* Launch errors from the driver itself name the call too (no args set on 'fill'). */
     cl_kernel kf;
     ck_assert_msg(cg_cl_kernel(d, k_axpb, NULL, "fill", &kf) == CG_OK, "%s", cg_last_error());
     l = 8;
     ck_assert_int_eq(cg_cl_launch(d, kf, 1, &g, &l, NULL), CG_ERR_KERNEL);
-    ck_assert_msg(strstr(cg_last_error(), "clEnqueueNDRangeKernel(fill) failed: CL_INVALID_KERNEL_ARGS"),
-                  "%s", cg_last_error());
+    ck_assert_msg(strstr(cg_last_error(), "clEnqueueNDRangeKernel(fill) failed: CL_INVALID_KERNEL_ARGS"), "%s",
+                  cg_last_error());
     ck_assert_int_eq(cg_cl_launch(d, k, 4, &g, &l, "axpb"), CG_ERR_KERNEL);
     ck_assert_ptr_nonnull(strstr(cg_last_error(), "CL_INVALID_WORK_DIMENSION"));
     g = 0; /* empty range: nothing to do */
@@ -287,16 +281,14 @@ START_TEST(kernel_runs) {
     ck_assert_int_eq(cg_cl_write(d, big, 0, nfl * sizeof(float), h, 0), CG_OK);
     ck_assert_msg(cg_cl_sub_buffer(d, big, align, align, &sub) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_cl_read(d, sub, 0, align, r), CG_OK);
-    for (size_t i = 0; i < align / sizeof(float); i++)
-        ck_assert_float_eq(r[i], (float)(i + align / sizeof(float)));
+    for (size_t i = 0; i < align / sizeof(float); i++) ck_assert_float_eq(r[i], (float)(i + align / sizeof(float)));
     ck_assert_int_eq(cg_cl_sub_buffer(d, big, 3 * align, 0, &empty), CG_OK);
     clReleaseMemObject(empty);
     ck_assert_int_eq(cg_cl_sub_buffer(d, big, align, 0, &empty), CG_OK);
     clReleaseMemObject(empty);
     ck_assert_int_eq(cg_cl_sub_buffer(d, big, 4, 8, &empty), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(cg_last_error(), "CL_MISALIGNED_SUB_BUFFER_OFFSET"));
-    ck_assert_int_eq(cg_cl_sub_buffer(d, big, 2 * align, 2 * align, &empty),
-                     CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_cl_sub_buffer(d, big, 2 * align, 2 * align, &empty), CG_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(cg_cl_alloc(d, 0, &other), CG_OK);
     clReleaseMemObject(other);
     ck_assert_int_eq(cg_cl_alloc(d, nfl * sizeof(float), &other), CG_OK);
@@ -307,11 +299,9 @@ START_TEST(kernel_runs) {
     for (int i = 0; i < 4; i++) ck_assert_float_eq(r[i], (float)(i + 2));
     /* A read past the end names the call and the error. */
     ck_assert_int_eq(cg_cl_read(d, other, nfl * sizeof(float) - 4, 16, r), CG_ERR_KERNEL);
-    ck_assert_msg(strstr(cg_last_error(), "clEnqueueReadBuffer failed: CL_INVALID_VALUE"), "%s",
-                  cg_last_error());
+    ck_assert_msg(strstr(cg_last_error(), "clEnqueueReadBuffer failed: CL_INVALID_VALUE"), "%s", cg_last_error());
     ck_assert_uint_gt(cg_cl_info_of(d)->max_alloc, 0);
-    ck_assert_int_eq(cg_cl_alloc(d, (size_t)cg_cl_info_of(d)->max_alloc + 1, &empty),
-                     CG_ERR_NO_MEMORY);
+    ck_assert_int_eq(cg_cl_alloc(d, (size_t)cg_cl_info_of(d)->max_alloc + 1, &empty), CG_ERR_NO_MEMORY);
     clReleaseMemObject(other);
     clReleaseMemObject(sub);
     clReleaseMemObject(big);
@@ -364,11 +354,9 @@ START_TEST(cache_cold_then_warm) {
 
     /* Other options are another entry. */
     char path2[4200];
-    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "-DUNUSED=1", NULL, path2, sizeof path2),
-                     0);
+    ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "-DUNUSED=1", NULL, path2, sizeof path2), 0);
     ck_assert_str_ne(path, path2);
-    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DUNUSED=1", "axpb", &k) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DUNUSED=1", "axpb", &k) == CG_OK, "%s", cg_last_error());
     cg_cl_cache_stats s4 = stats();
     ck_assert_uint_eq(s4.builds_from_source, s3.builds_from_source + 1);
     ck_assert(file_exists(path2));
@@ -423,9 +411,7 @@ static void flip_bytes(const char *path) {
     fclose(f);
 }
 
-static void truncate_file(const char *path) {
-    ck_assert_int_eq(truncate(path, file_size(path) / 3), 0);
-}
+static void truncate_file(const char *path) { ck_assert_int_eq(truncate(path, file_size(path) / 3), 0); }
 
 static void truncate_to_header(const char *path) { ck_assert_int_eq(truncate(path, 20), 0); }
 
@@ -532,8 +518,7 @@ START_TEST(cache_deferred_until_release) {
     ck_assert_int_eq(cg_cl_device_open(0, &d), CG_OK);
     cg_cl_test_drop_memory_cache(d);
     const cg_cl_info *info = cg_cl_info_of(d);
-    if (strstr(info->platform, "Portable Computing Language"))
-        ck_assert_int_eq(cg_cl_defers_stores(info), 1);
+    if (strstr(info->platform, "Portable Computing Language")) ck_assert_int_eq(cg_cl_defers_stores(info), 1);
     cg_cl_test_set_defer_stores(d, 1);
     char path[4200];
     ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "", NULL, path, sizeof path), 0);
@@ -560,8 +545,7 @@ START_TEST(cache_deferred_until_release) {
     /* A loaded entry is not written again; a new one is, at the release. */
     char path2[4200];
     ck_assert_int_eq(cg_cl_test_cache_path(d, k_axpb, "-DLATER=1", NULL, path2, sizeof path2), 0);
-    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DLATER=1", "fill", &k) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DLATER=1", "fill", &k) == CG_OK, "%s", cg_last_error());
     ck_assert(!file_exists(path2));
     cg_cl_device_release(d);
     cg_cl_cache_stats s4 = stats();
@@ -578,8 +562,7 @@ START_TEST(cache_deferred_until_release) {
     set_cache_dir(dir);
     ck_assert_int_eq(cg_cl_device_open(0, &d), CG_OK);
     cg_cl_test_set_defer_stores(d, 1);
-    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DNOWHERE=1", "axpb", &k) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, "-DNOWHERE=1", "axpb", &k) == CG_OK, "%s", cg_last_error());
     cg_cl_device_release(d);
     ck_assert_uint_eq(stats().disk_writes, s4.disk_writes);
     set_cache_dir(g_cache);
@@ -681,8 +664,7 @@ START_TEST(build_error) {
     ck_assert_ptr_null(k);
     const char *e = cg_last_error();
     char want[400];
-    snprintf(want, sizeof want, "%s: build of kernel 'bad' failed: CL_BUILD_PROGRAM_FAILURE: ",
-             cg_cl_label(d));
+    snprintf(want, sizeof want, "%s: build of kernel 'bad' failed: CL_BUILD_PROGRAM_FAILURE: ", cg_cl_label(d));
     ck_assert_msg(strstr(e, want) == e, "%s", e);
     ck_assert_msg(strstr(e, "error") && strstr(e, "undeclared_thing"), "%s", e);
     ck_assert_msg(!strchr(e, '\n'), "%s", e);
@@ -696,8 +678,7 @@ START_TEST(build_error) {
     /* A long log is cut to one line of bounded length. */
     char *many = malloc(64 * 1024);
     size_t o = (size_t)sprintf(many, "__kernel void bad2(__global float *y) {\n");
-    for (int i = 0; i < 200; i++)
-        o += (size_t)sprintf(many + o, "    y[%d] = missing_%d;\n", i, i);
+    for (int i = 0; i < 200; i++) o += (size_t)sprintf(many + o, "    y[%d] = missing_%d;\n", i, i);
     sprintf(many + o, "}\n");
     ck_assert_int_eq(cg_cl_kernel(d, many, "", "bad2", &k), CG_ERR_KERNEL);
     e = cg_last_error();
@@ -707,10 +688,8 @@ START_TEST(build_error) {
     free(many);
 
     /* Bad options. */
-    ck_assert_int_eq(cg_cl_kernel(d, k_axpb, "-fno-such-option-at-all", "axpb", &k),
-                     CG_ERR_KERNEL);
-    ck_assert_msg(strstr(cg_last_error(), "build of kernel 'axpb' failed: CL_"), "%s",
-                  cg_last_error());
+    ck_assert_int_eq(cg_cl_kernel(d, k_axpb, "-fno-such-option-at-all", "axpb", &k), CG_ERR_KERNEL);
+    ck_assert_msg(strstr(cg_last_error(), "build of kernel 'axpb' failed: CL_"), "%s", cg_last_error());
 
     /* A name the program does not have. */
     ck_assert_int_eq(cg_cl_kernel(d, k_axpb, "", "nope", &k), CG_ERR_KERNEL);
@@ -864,8 +843,7 @@ START_TEST(lookup_is_fast) {
     char *src = malloc(cap);
     o += (size_t)snprintf(src + o, cap - o, "%s", k_axpb);
     for (int i = 0; o < 10000; i++)
-        o += (size_t)snprintf(src + o, cap - o,
-                              "/* pad_%d: padding to the size of a real op family (%d) */\n", i, i);
+        o += (size_t)snprintf(src + o, cap - o, "/* pad_%d: padding to the size of a real op family (%d) */\n", i, i);
     /* Other programs of the same length in the cache. */
     char *other = strdup(src);
     strstr(other, "pad_0")[1] = 'b'; /* "pbd_0": same length, other text */
@@ -888,10 +866,8 @@ START_TEST(lookup_is_fast) {
 
     /* The same for one kernel of a source that selects kernels, with its
      * sibling's entry (same source and options) in the cache too. */
-    ck_assert_msg(cg_cl_kernel(d, k_select, "-DIDX=int", "axpb", &k2) == CG_OK, "%s",
-                  cg_last_error());
-    ck_assert_msg(cg_cl_kernel(d, k_select, "-DIDX=int", "fill", &k) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_cl_kernel(d, k_select, "-DIDX=int", "axpb", &k2) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_cl_kernel(d, k_select, "-DIDX=int", "fill", &k) == CG_OK, "%s", cg_last_error());
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < CALLS; i++)
         if (cg_cl_kernel(d, k_select, "-DIDX=int", "fill", &k2) != CG_OK || k2 != k) bad++;
@@ -1009,11 +985,11 @@ static int child_two_devices(void) {
         int nn = 10;
         float a = 3.0f, b = -1.0f;
         size_t g = 10, l = 4;
-        if (cg_cl_alloc(d, sizeof x, &bx) || cg_cl_alloc(d, sizeof y, &by) ||
-            cg_cl_write(d, bx, 0, sizeof x, x, 0) || clSetKernelArg(k, 0, sizeof by, &by) ||
-            clSetKernelArg(k, 1, sizeof bx, &bx) || clSetKernelArg(k, 2, sizeof a, &a) ||
-            clSetKernelArg(k, 3, sizeof b, &b) || clSetKernelArg(k, 4, sizeof nn, &nn) ||
-            cg_cl_launch(d, k, 1, &g, &l, "axpb") || cg_cl_read(d, by, 0, sizeof y, y)) {
+        if (cg_cl_alloc(d, sizeof x, &bx) || cg_cl_alloc(d, sizeof y, &by) || cg_cl_write(d, bx, 0, sizeof x, x, 0) ||
+            clSetKernelArg(k, 0, sizeof by, &by) || clSetKernelArg(k, 1, sizeof bx, &bx) ||
+            clSetKernelArg(k, 2, sizeof a, &a) || clSetKernelArg(k, 3, sizeof b, &b) ||
+            clSetKernelArg(k, 4, sizeof nn, &nn) || cg_cl_launch(d, k, 1, &g, &l, "axpb") ||
+            cg_cl_read(d, by, 0, sizeof y, y)) {
             printf("run%d failed: %s\n", i, cg_last_error());
             return 1;
         }
@@ -1029,8 +1005,7 @@ static int child_two_devices(void) {
     }
     cg_cl_cache_stats s;
     cg_cl_cache_stats_get(&s);
-    printf("builds=%llu loads=%llu\n", (unsigned long long)s.builds_from_source,
-           (unsigned long long)s.loads_from_disk);
+    printf("builds=%llu loads=%llu\n", (unsigned long long)s.builds_from_source, (unsigned long long)s.loads_from_disk);
     return 0;
 }
 
@@ -1046,8 +1021,7 @@ START_TEST(no_icd_child) {
     ck_assert_msg(strstr(out, "count=0\n"), "%s", out);
     ck_assert_msg(strstr(out, "reason=no OpenCL platform found"), "%s", out);
     ck_assert_msg(strstr(out, "info0=null"), "%s", out);
-    ck_assert_msg(strstr(out, "find=CG_ERR_NOT_FOUND") && strstr(out, "open=CG_ERR_NOT_FOUND"),
-                  "%s", out);
+    ck_assert_msg(strstr(out, "find=CG_ERR_NOT_FOUND") && strstr(out, "open=CG_ERR_NOT_FOUND"), "%s", out);
 }
 END_TEST
 
@@ -1061,9 +1035,8 @@ START_TEST(two_devices_child) {
     ck_assert_ptr_nonnull(c);
     n = atoi(c + 6);
     ck_assert_int_ge(n, 2);
-    ck_assert_msg(strstr(out, "pocl=2") && strstr(out, "device0=ok opencl:") &&
-                      strstr(out, "device1=ok opencl:"),
-                  "%s", out);
+    ck_assert_msg(strstr(out, "pocl=2") && strstr(out, "device0=ok opencl:") && strstr(out, "device1=ok opencl:"), "%s",
+                  out);
     /* Same device name, driver and platform: the second device loads the
      * first one's binary from the (fresh) disk cache. */
     ck_assert_msg(strstr(out, "builds=1 loads=1"), "%s", out);

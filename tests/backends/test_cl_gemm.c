@@ -45,13 +45,13 @@ static float frand(uint32_t *s) {
 /* Memory layouts of a case: offsets and extra leading-dimension padding. */
 typedef struct layout {
     int64_t a_off, b_off, c_off;
-    int pad;     /* ld = cols + pad */
-    int align4;  /* round ld up to a multiple of 4 first */
+    int pad;    /* ld = cols + pad */
+    int align4; /* round ld up to a multiple of 4 first */
 } layout;
 
 static const layout k_layouts[] = {
-    {0, 0, 0, 0, 0}, /* tight: float4 paths with aligned pointers where possible */
-    {3, 5, 7, 3, 0}, /* odd offsets and padding: vload4 / scalar paths */
+    {0, 0, 0, 0, 0},  /* tight: float4 paths with aligned pointers where possible */
+    {3, 5, 7, 3, 0},  /* odd offsets and padding: vload4 / scalar paths */
     {4, 8, 12, 4, 1}, /* aligned offsets, padded to multiples of 4 */
 };
 #define NLAYOUTS 3
@@ -89,8 +89,8 @@ typedef struct gcase {
 
 /* Fills A and B (padding NaN: reading it would show), C (NaN when beta is
  * 0, else random; padding SENTINEL, which must survive). */
-static void case_init(gcase *g, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                      float beta, const layout *l, uint32_t seed) {
+static void case_init(gcase *g, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                      const layout *l, uint32_t seed) {
     memset(g, 0, sizeof *g);
     g->ta = ta, g->tb = tb, g->m = m, g->n = n, g->k = k, g->alpha = alpha, g->beta = beta;
     int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
@@ -112,8 +112,7 @@ static void case_init(gcase *g, int ta, int tb, int64_t m, int64_t n, int64_t k,
     for (int64_t r = 0; r < rb; r++)
         for (int64_t q = 0; q < cb; q++) g->b[g->b_off + r * g->ldb + q] = frand(&seed);
     for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++)
-            g->c0[g->c_off + i * g->ldc + j] = beta == 0.0f ? NAN : frand(&seed);
+        for (int64_t j = 0; j < n; j++) g->c0[g->c_off + i * g->ldc + j] = beta == 0.0f ? NAN : frand(&seed);
     g->da = upload(g->a, g->na);
     g->db = upload(g->b, g->nb);
     g->dc = upload(g->c0, g->nc);
@@ -130,9 +129,8 @@ static void case_free(gcase *g) {
 }
 
 static cg_status case_run(gcase *g) {
-    return cg_cl_sgemm(g_dev, g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->da, (size_t)g->a_off,
-                       g->lda, g->db, (size_t)g->b_off, g->ldb, g->beta, g->dc, (size_t)g->c_off,
-                       g->ldc);
+    return cg_cl_sgemm(g_dev, g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->da, (size_t)g->a_off, g->lda, g->db,
+                       (size_t)g->b_off, g->ldb, g->beta, g->dc, (size_t)g->c_off, g->ldc);
 }
 
 /* Reads C back and compares with the double reference; 0 when it matches,
@@ -162,12 +160,12 @@ static int case_check(gcase *g, char *why, size_t why_size) {
             }
             double c0 = g->c0[g->c_off + i * g->ldc + j];
             double ref = (double)g->alpha * acc + (g->beta == 0.0f ? 0.0 : (double)g->beta * c0);
-            double tol = 1e-4 * (1.0 + fabs((double)g->alpha) * mag +
-                                 (g->beta == 0.0f ? 0.0 : fabs((double)g->beta * c0)));
+            double tol =
+                1e-4 * (1.0 + fabs((double)g->alpha) * mag + (g->beta == 0.0f ? 0.0 : fabs((double)g->beta * c0)));
             double got = g->c[g->c_off + i * g->ldc + j];
             if (!(fabs(got - ref) <= tol)) {
-                snprintf(why, why_size, "C[%lld,%lld] = %.7g, expected %.7g (tol %.2g)",
-                         (long long)i, (long long)j, got, ref, tol);
+                snprintf(why, why_size, "C[%lld,%lld] = %.7g, expected %.7g (tol %.2g)", (long long)i, (long long)j,
+                         got, ref, tol);
                 return 1;
             }
         }
@@ -175,8 +173,7 @@ static int case_check(gcase *g, char *why, size_t why_size) {
 }
 
 /* One product in one mode; fails the test with the whole case in the message. */
-static void check_case(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
-                       int lay, int mode) {
+static void check_case(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, float beta, int lay, int mode) {
     gcase g;
     uint32_t seed = (uint32_t)(m * 7919 + n * 104729 + k * 31 + ta * 2 + tb + lay * 1000003u);
     case_init(&g, ta, tb, m, n, k, alpha, beta, &k_layouts[lay], seed);
@@ -184,14 +181,11 @@ static void check_case(int ta, int tb, int64_t m, int64_t n, int64_t k, float al
     cg_status s = case_run(&g);
     char why[512] = "";
     int bad = s != CG_OK;
-    if (bad)
-        snprintf(why, sizeof why, "%s: %s", cg_status_name(s), cg_last_error());
-    else
-        bad = case_check(&g, why, sizeof why);
+    if (bad) snprintf(why, sizeof why, "%s: %s", cg_status_name(s), cg_last_error());
+    else bad = case_check(&g, why, sizeof why);
     case_free(&g);
-    ck_assert_msg(!bad, "%c%c m=%lld n=%lld k=%lld alpha=%g beta=%g layout %d mode %s: %s",
-                  ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k, alpha,
-                  beta, lay, mode_name(mode), why);
+    ck_assert_msg(!bad, "%c%c m=%lld n=%lld k=%lld alpha=%g beta=%g layout %d mode %s: %s", ta ? 'T' : 'N',
+                  tb ? 'T' : 'N', (long long)m, (long long)n, (long long)k, alpha, beta, lay, mode_name(mode), why);
 }
 
 /* ------------------------------------------------------------------ */
@@ -201,9 +195,8 @@ static void check_case(int ta, int tb, int64_t m, int64_t n, int64_t k, float al
  * 48 x 1 x 64 reach the aligned wide-vector paths in layout 0), tiny and
  * thin GEMMs, one with several partial large tiles, k == 1 and k == 0. */
 static const int64_t k_shapes[][3] = {
-    {1, 1, 1},     {1, 17, 3},   {3, 1, 17},    {1, 64, 48}, {48, 1, 64},
-    {2, 2, 2},     {17, 3, 1000}, {64, 64, 64},  {1, 1000, 17}, {1000, 1, 17},
-    {1, 1, 1000},  {130, 131, 33}, {5, 3, 1},    {100, 3, 0},
+    {1, 1, 1},    {1, 17, 3},    {3, 1, 17},    {1, 64, 48},  {48, 1, 64},    {2, 2, 2}, {17, 3, 1000},
+    {64, 64, 64}, {1, 1000, 17}, {1000, 1, 17}, {1, 1, 1000}, {130, 131, 33}, {5, 3, 1}, {100, 3, 0},
 };
 #define NSHAPES (int)(sizeof k_shapes / sizeof k_shapes[0])
 
@@ -216,8 +209,7 @@ START_TEST(test_shapes) {
         for (int bi = 0; bi < 3; bi++)
             for (int lay = 0; lay < NLAYOUTS; lay++)
                 for (int mi = 0; mi < 3; mi++)
-                    check_case(t >> 1, t & 1, sh[0], sh[1], sh[2], alphas[(lay + bi) % 3],
-                               betas[bi], lay, modes[mi]);
+                    check_case(t >> 1, t & 1, sh[0], sh[1], sh[2], alphas[(lay + bi) % 3], betas[bi], lay, modes[mi]);
 }
 END_TEST
 
@@ -238,9 +230,8 @@ START_TEST(test_alpha_zero) {
                 for (int64_t j = 0; j < g.n; j++) {
                     size_t q = (size_t)(g.c_off + i * g.ldc + j);
                     float want = beta == 0.0f ? 0.0f : beta * g.c0[q];
-                    ck_assert_msg(g.c[q] == want, "mode %s beta %g: C[%lld,%lld] = %g, want %g",
-                                  mode_name(modes[mi]), beta, (long long)i, (long long)j, g.c[q],
-                                  want);
+                    ck_assert_msg(g.c[q] == want, "mode %s beta %g: C[%lld,%lld] = %g, want %g", mode_name(modes[mi]),
+                                  beta, (long long)i, (long long)j, g.c[q], want);
                 }
             case_free(&g);
         }
@@ -341,9 +332,9 @@ START_TEST(test_choices_file_decides) {
              "other device\t%s\t0 0 14 15 16\tclblast\t100.0\t1.0\t%s\n"
              "%s\t%s\t1 1 18 19 20\tclblast\t100.0\t1.0\n"
              "%s\t%s\t1 1 18 19 20\tclblast\t100.0\t1.0\town=0123456789abcdef\n",
-             info->name, info->driver, id, info->name, info->driver, id, info->name,
-             info->driver, id, info->name, info->driver, id, info->name, info->driver, id,
-             info->driver, id, info->name, info->driver, info->name, info->driver);
+             info->name, info->driver, id, info->name, info->driver, id, info->name, info->driver, id, info->name,
+             info->driver, id, info->name, info->driver, id, info->driver, id, info->name, info->driver, info->name,
+             info->driver);
     append_text(text);
     cg_cl_gemm_test_forget();
     cg_cl_gemm_stats s0, s1, s2, s3;
@@ -378,8 +369,8 @@ END_TEST
 START_TEST(test_clblast_failure_falls_back) {
     const cg_cl_info *info = cg_cl_info_of(g_dev);
     char text[1200], line[2048];
-    snprintf(text, sizeof text, "%s\t%s\t1 1 15 16 17\tclblast\t100.0\t1.0\t%s\n", info->name,
-             info->driver, cg_cl_gemm_own_id());
+    snprintf(text, sizeof text, "%s\t%s\t1 1 15 16 17\tclblast\t100.0\t1.0\t%s\n", info->name, info->driver,
+             cg_cl_gemm_own_id());
     append_text(text);
     cg_cl_gemm_test_forget();
     cg_cl_gemm_test_fail_clblast(1);
@@ -392,8 +383,7 @@ START_TEST(test_clblast_failure_falls_back) {
     ck_assert_uint_gt(s1.clblast_failures, s0.clblast_failures);
     ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 1, 0, 11, 12, 13), CG_GEMM_CHOICE_OWN);
     ck_assert(find_line("1 0 11 12 13", line, sizeof line));
-    ck_assert_msg(strstr(line, "\town\t") && strstr(line, "\tfailed(CLBlastNotImplemented)"),
-                  "%s", line);
+    ck_assert_msg(strstr(line, "\town\t") && strstr(line, "\tfailed(CLBlastNotImplemented)"), "%s", line);
 
     ck_assert_int_eq(cg_cl_gemm_test_choice(g_dev, 1, 1, 15, 16, 17), CG_GEMM_CHOICE_CLBLAST);
     check_case(1, 1, 15, 16, 17, -0.75f, 0.0f, 2, CG_GEMM_AUTO);
@@ -511,8 +501,7 @@ START_TEST(test_kernels_built_on_use) {
     cg_cl_cache_stats_get(&c5);
     ck_assert_uint_eq(c5.kernels_created, c4.kernels_created + 1);
     /* Each kernel is a program of its own (cl_backend.h). */
-    ck_assert_uint_eq((c5.builds_from_source + c5.loads_from_disk) -
-                          (c0.builds_from_source + c0.loads_from_disk),
+    ck_assert_uint_eq((c5.builds_from_source + c5.loads_from_disk) - (c0.builds_from_source + c0.loads_from_disk),
                       cpu ? 6 : 5);
 }
 END_TEST
@@ -544,8 +533,7 @@ START_TEST(test_env_mode) {
     setenv("CLGRAPH_GEMM", "fastest", 1);
     cg_cl_gemm_test_set_mode(CG_GEMM_FROM_ENV);
     ck_assert_int_eq(case_run(&g), CG_ERR_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(cg_last_error(), "CLGRAPH_GEMM='fastest'") != NULL, "%s",
-                  cg_last_error());
+    ck_assert_msg(strstr(cg_last_error(), "CLGRAPH_GEMM='fastest'") != NULL, "%s", cg_last_error());
 
     unsetenv("CLGRAPH_GEMM");
     cg_cl_gemm_test_set_mode(CG_GEMM_FROM_ENV);
@@ -559,32 +547,23 @@ START_TEST(test_bad_arguments) {
     case_init(&g, 0, 0, 4, 5, 6, 1.0f, 0.0f, &k_layouts[0], 5);
     cg_cl_gemm_test_set_mode(CG_GEMM_AUTO);
     /* lda < k */
-    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 4, 5, 6, 1.0f, g.da, 0, 5, g.db, 0, 5, 0.0f, g.dc,
-                                 0, 5),
+    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 4, 5, 6, 1.0f, g.da, 0, 5, g.db, 0, 5, 0.0f, g.dc, 0, 5),
                      CG_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(cg_last_error(), "lda=5") != NULL, "%s", cg_last_error());
     /* C too small for the offset */
-    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 4, 5, 6, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f, g.dc,
-                                 g.nc, 5),
+    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 4, 5, 6, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f, g.dc, g.nc, 5),
                      CG_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(cg_last_error(), "SGEMM C") != NULL, "%s", cg_last_error());
     /* A too small for transposed reading */
-    ck_assert_int_eq(cg_cl_sgemm(g_dev, 1, 0, 4, 5, 60, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f,
-                                 g.dc, 0, 5),
+    ck_assert_int_eq(cg_cl_sgemm(g_dev, 1, 0, 4, 5, 60, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f, g.dc, 0, 5),
                      CG_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, -1, 5, 6, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f, g.dc,
-                                 0, 5),
+    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, -1, 5, 6, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f, g.dc, 0, 5),
                      CG_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(cg_cl_sgemm(NULL, 0, 0, 4, 5, 6, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f, g.dc,
-                                 0, 5),
+    ck_assert_int_eq(cg_cl_sgemm(NULL, 0, 0, 4, 5, 6, 1.0f, g.da, 0, 6, g.db, 0, 5, 0.0f, g.dc, 0, 5),
                      CG_ERR_INVALID_ARGUMENT);
     /* Empty products do nothing, whatever the buffers. */
-    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 0, 5, 6, 1.0f, NULL, 0, 6, NULL, 0, 5, 0.0f, NULL,
-                                 0, 5),
-                     CG_OK);
-    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 4, 0, 6, 1.0f, NULL, 0, 6, NULL, 0, 1, 0.0f, NULL,
-                                 0, 1),
-                     CG_OK);
+    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 0, 5, 6, 1.0f, NULL, 0, 6, NULL, 0, 5, 0.0f, NULL, 0, 5), CG_OK);
+    ck_assert_int_eq(cg_cl_sgemm(g_dev, 0, 0, 4, 0, 6, 1.0f, NULL, 0, 6, NULL, 0, 1, 0.0f, NULL, 0, 1), CG_OK);
     char why[512];
     ck_assert(cg_cl_write(g_dev, g.dc, 0, g.nc * sizeof(float), g.c0, 1) == CG_OK);
     ck_assert_msg(case_run(&g) == CG_OK, "%s", cg_last_error());
@@ -728,10 +707,9 @@ int main(void) {
     int rc = tu_run_suite(gemm_suite(), 1);
     cg_cl_gemm_stats st;
     cg_cl_gemm_stats_get(&st);
-    printf("# %s: own %llu, CLBlast %llu (%llu failed), shapes measured %llu\n",
-           cg_cl_info_of(g_dev)->name, (unsigned long long)st.own_calls,
-           (unsigned long long)st.clblast_calls, (unsigned long long)st.clblast_failures,
-           (unsigned long long)st.measurements);
+    printf("# %s: own %llu, CLBlast %llu (%llu failed), shapes measured %llu\n", cg_cl_info_of(g_dev)->name,
+           (unsigned long long)st.own_calls, (unsigned long long)st.clblast_calls,
+           (unsigned long long)st.clblast_failures, (unsigned long long)st.measurements);
     cg_cl_device_release(g_dev);
     nftw(g_tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     return rc;

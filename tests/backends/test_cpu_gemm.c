@@ -67,9 +67,8 @@ static const float betas[] = {0.0f, 1.0f, 0.0f, 0.25f, -2.0f, 0.5f};
  * beta * C0 in double: the error bound of a sum of k products split into
  * lanes, (k / 8 + 8) roundings of the absolute sum, or 4k for OpenBLAS whose
  * summation order is its own; padding must be untouched. */
-static void check_result(const char *path, int64_t m, int64_t n, int64_t k, float alpha,
-                         float beta, const float *a, int64_t lda, const float *b, int64_t ldb,
-                         const float *c0, const float *c, int64_t ldc) {
+static void check_result(const char *path, int64_t m, int64_t n, int64_t k, float alpha, float beta, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, const float *c0, const float *c, int64_t ldc) {
     double units = strcmp(path, "blas") == 0 ? 4.0 * (double)k : (double)k / 8.0 + 8.0;
     for (int64_t i = 0; i < m; i++) {
         for (int64_t j = 0; j < n; j++) {
@@ -88,12 +87,11 @@ static void check_result(const char *path, int64_t m, int64_t n, int64_t k, floa
             if (!(isfinite(got) && fabs(got - want) <= tol))
                 ck_abort_msg("%s m=%lld n=%lld k=%lld alpha=%g beta=%g: C[%lld,%lld] = %.9g, "
                              "want %.9g (tol %.3g)",
-                             path, (long long)m, (long long)n, (long long)k, alpha, beta,
-                             (long long)i, (long long)j, got, want, tol);
+                             path, (long long)m, (long long)n, (long long)k, alpha, beta, (long long)i, (long long)j,
+                             got, want, tol);
         }
         for (int64_t j = n; j < ldc; j++)
-            if (c[i * ldc + j] != SENTINEL)
-                ck_abort_msg("%s: padding of C row %lld overwritten", path, (long long)i);
+            if (c[i * ldc + j] != SENTINEL) ck_abort_msg("%s: padding of C row %lld overwritten", path, (long long)i);
     }
 }
 
@@ -134,8 +132,7 @@ START_TEST(test_shapes_every_path) {
     int variant = 0;
     for (size_t im = 0; im < sizeof Ms / sizeof Ms[0]; im++)
         for (size_t in = 0; in < sizeof Ns / sizeof Ns[0]; in++)
-            for (size_t ik = 0; ik < sizeof Ks / sizeof Ks[0]; ik++)
-                run_shape(path, Ms[im], Ns[in], Ks[ik], variant++);
+            for (size_t ik = 0; ik < sizeof Ks / sizeof Ks[0]; ik++) run_shape(path, Ms[im], Ns[in], Ks[ik], variant++);
 }
 END_TEST
 
@@ -269,8 +266,9 @@ static void run_q8_shape(const char *path, int64_t m, int64_t n, int64_t k, int 
         for (int64_t j = 0; j < n; j++) {
             const float got = c[i * ldc + j];
             if (nan_row) {
-                if (!isnan(got)) ck_abort_msg("%s q8 m=%lld n=%lld k=%lld: C[%lld,%lld] = %g, want NaN", path,
-                                              (long long)m, (long long)n, (long long)k, (long long)i, (long long)j, got);
+                if (!isnan(got))
+                    ck_abort_msg("%s q8 m=%lld n=%lld k=%lld: C[%lld,%lld] = %g, want NaN", path, (long long)m,
+                                 (long long)n, (long long)k, (long long)i, (long long)j, got);
                 continue;
             }
             int64_t sum = 0;
@@ -289,7 +287,8 @@ static void run_q8_shape(const char *path, int64_t m, int64_t n, int64_t k, int 
                              (long long)i, (long long)j, got, f32);
         }
         for (int64_t j = n; j < ldc; j++)
-            if (c[i * ldc + j] != SENTINEL) ck_abort_msg("%s q8: padding of C row %lld overwritten", path, (long long)i);
+            if (c[i * ldc + j] != SENTINEL)
+                ck_abort_msg("%s q8: padding of C row %lld overwritten", path, (long long)i);
     }
     free(a);
     free(bs);
@@ -348,13 +347,11 @@ START_TEST(test_rows_independent_of_m) {
     cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, full, n);
     for (int64_t rows = 1; rows <= 9; rows++) {
         for (int64_t i0 = 0; i0 + rows <= m; i0 += 5 * rows) {
-            if (rows == 1)
-                cg_cpu_sgemv(0, n, k, 1.0f, b, k, a + i0 * k, 0.0f, part);
-            else
-                cg_cpu_sgemm(0, 1, rows, n, k, 1.0f, a + i0 * k, k, b, k, 0.0f, part, n);
+            if (rows == 1) cg_cpu_sgemv(0, n, k, 1.0f, b, k, a + i0 * k, 0.0f, part);
+            else cg_cpu_sgemm(0, 1, rows, n, k, 1.0f, a + i0 * k, k, b, k, 0.0f, part, n);
             ck_assert_msg(memcmp(part, full + i0 * n, (size_t)(rows * n) * sizeof *part) == 0,
-                          "%s: rows %lld..%lld differ when computed %lld at a time", path,
-                          (long long)i0, (long long)(i0 + rows - 1), (long long)rows);
+                          "%s: rows %lld..%lld differ when computed %lld at a time", path, (long long)i0,
+                          (long long)(i0 + rows - 1), (long long)rows);
         }
     }
     cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, part, n);
@@ -378,12 +375,10 @@ START_TEST(test_force_names) {
     ck_assert_int_eq(cg_cpu_gemm_force("auto"), 1);
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        ck_assert_str_eq(cg_cpu_gemm_path(), "avx512");
+    if (__builtin_cpu_supports("avx512f")) ck_assert_str_eq(cg_cpu_gemm_path(), "avx512");
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         ck_assert_str_eq(cg_cpu_gemm_path(), "avx2");
-    else
-        ck_assert_str_eq(cg_cpu_gemm_path(), "blas");
+    else ck_assert_str_eq(cg_cpu_gemm_path(), "blas");
 #else
     ck_assert_str_eq(cg_cpu_gemm_path(), "blas");
 #endif
@@ -405,10 +400,8 @@ static int probe_main(void) {
         float *a = rnd_buf((size_t)(m * k)), *b = rnd_buf((size_t)(n * k));
         float *c = malloc((size_t)(m * n) * sizeof *c);
         if (!c) return 2;
-        if (m == 1)
-            cg_cpu_sgemv(0, n, k, 1.0f, b, k, a, 0.0f, c);
-        else
-            cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+        if (m == 1) cg_cpu_sgemv(0, n, k, 1.0f, b, k, a, 0.0f, c);
+        else cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
         h = fnv(c, (size_t)(m * n) * sizeof *c, h);
         free(a);
         free(b);
@@ -448,8 +441,7 @@ START_TEST(test_env_threads_and_determinism) {
         probe p = run_probe(env);
         ck_assert_int_eq(p.threads, atoi(counts[i]));
         ck_assert_str_eq(p.path, one.path);
-        ck_assert_msg(strcmp(p.hash, one.hash) == 0, "%s threads: results differ from 1 thread",
-                      counts[i]);
+        ck_assert_msg(strcmp(p.hash, one.hash) == 0, "%s threads: results differ from 1 thread", counts[i]);
     }
     /* Not a positive integer: the online CPUs. */
     probe bad = run_probe("CLGRAPH_THREADS=0x");
@@ -496,11 +488,9 @@ static void cover_run(cover *cv, size_t n, size_t grain) {
     cg_cpu_parallel_for(n, grain, cover_fn, cv);
     for (size_t i = 0; i < n; i++)
         if (atomic_load_explicit(&cv->hits[i], memory_order_relaxed) != 1)
-            ck_abort_msg("n=%zu grain=%zu: item %zu ran %d times", n, grain, i,
-                         atomic_load(&cv->hits[i]));
+            ck_abort_msg("n=%zu grain=%zu: item %zu ran %d times", n, grain, i, atomic_load(&cv->hits[i]));
     if (n > grain && n > 0) /* serial calls cover [0, n) in one go */
-        ck_assert_msg(atomic_load(&cv->small_chunks) == 0, "n=%zu grain=%zu: a chunk < grain", n,
-                      grain);
+        ck_assert_msg(atomic_load(&cv->small_chunks) == 0, "n=%zu grain=%zu: a chunk < grain", n, grain);
     if (n > 0 && n <= (grain ? grain : 1)) ck_assert_int_eq(atomic_load(&cv->calls), 1);
 }
 
@@ -676,10 +666,8 @@ END_TEST
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--probe") == 0) return probe_main();
     ssize_t len = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-    if (len > 0)
-        self_exe[len] = '\0';
-    else
-        snprintf(self_exe, sizeof self_exe, "%s", argv[0]);
+    if (len > 0) self_exe[len] = '\0';
+    else snprintf(self_exe, sizeof self_exe, "%s", argv[0]);
 
     Suite *s = suite_create("cpu_gemm");
     TCase *tc = tcase_create("gemm");

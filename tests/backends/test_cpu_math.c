@@ -54,8 +54,7 @@ static int64_t sweep(vfun f, double (*ref)(double), uint32_t stride, float *wors
                 if (isnan(want) || isnan(ys[i])) {
                     /* Check logs every assertion it evaluates: test first. */
                     if (!(isnan(want) && isnan(ys[i])))
-                        ck_abort_msg("x=%a: got %a, want %a", (double)xs[i], (double)ys[i],
-                                     (double)want);
+                        ck_abort_msg("x=%a: got %a, want %a", (double)xs[i], (double)ys[i], (double)want);
                     continue;
                 }
                 int64_t d = ulp_dist(ys[i], want);
@@ -120,8 +119,8 @@ START_TEST(test_dense_core) {
                         float want = (float)cases[c].ref((double)xs[i]);
                         int64_t d = ulp_dist(ys[i], want);
                         if (d > cases[c].tol)
-                            ck_abort_msg("%s(%a) = %a, want %a (%lld ulp)", cases[c].name,
-                                         (double)xs[i], (double)ys[i], (double)want, (long long)d);
+                            ck_abort_msg("%s(%a) = %a, want %a (%lld ulp)", cases[c].name, (double)xs[i], (double)ys[i],
+                                         (double)want, (long long)d);
                     }
                     n = 0;
                 }
@@ -134,9 +133,8 @@ END_TEST
 /* Special values are libm's: infinities, NaN, overflow, subnormal results,
  * saturation, signed zero. */
 START_TEST(test_special_values) {
-    const float xs[] = {0.0f,      -0.0f,     INFINITY, -INFINITY, NAN,   88.5f, 89.0f,
-                        -87.5f,    -100.0f,   -104.0f,  -200.0f,   1e-30f, -1e-30f,
-                        1e-45f,    20.0f,     -20.0f,   100.0f,    -100.0f};
+    const float xs[] = {0.0f,    -0.0f,   INFINITY, -INFINITY, NAN,    88.5f, 89.0f,  -87.5f, -100.0f,
+                        -104.0f, -200.0f, 1e-30f,   -1e-30f,   1e-45f, 20.0f, -20.0f, 100.0f, -100.0f};
     const size_t n = sizeof xs / sizeof xs[0];
     float y[sizeof xs / sizeof xs[0]];
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
@@ -145,15 +143,15 @@ START_TEST(test_special_values) {
         for (size_t j = 0; j < n; j++) {
             float want = expf(xs[j]);
             if (isnan(want)) ck_assert(isnan(y[j]));
-            else ck_assert_msg(ulp_dist(y[j], want) <= 1, "%s exp(%a) = %a, want %a", isas[i],
-                               (double)xs[j], (double)y[j], (double)want);
+            else
+                ck_assert_msg(ulp_dist(y[j], want) <= 1, "%s exp(%a) = %a, want %a", isas[i], (double)xs[j],
+                              (double)y[j], (double)want);
         }
         cg_cpu_vtanh(xs, y, n);
         for (size_t j = 0; j < n; j++) {
             float want = tanhf(xs[j]);
             if (isnan(want)) ck_assert(isnan(y[j]));
-            else ck_assert_msg(ulp_dist(y[j], want) <= 2, "%s tanh(%a) = %a", isas[i],
-                               (double)xs[j], (double)y[j]);
+            else ck_assert_msg(ulp_dist(y[j], want) <= 2, "%s tanh(%a) = %a", isas[i], (double)xs[j], (double)y[j]);
         }
         /* Signed zeros survive tanh. */
         ck_assert(signbit(y[1]) && !signbit(y[0]));
@@ -161,8 +159,9 @@ START_TEST(test_special_values) {
         for (size_t j = 0; j < n; j++) {
             float want = (float)ref_sigmoid((double)xs[j]);
             if (isnan(xs[j])) ck_assert(isnan(y[j]));
-            else ck_assert_msg(ulp_dist(y[j], want) <= 2, "%s sigmoid(%a) = %a, want %a", isas[i],
-                               (double)xs[j], (double)y[j], (double)want);
+            else
+                ck_assert_msg(ulp_dist(y[j], want) <= 2, "%s sigmoid(%a) = %a, want %a", isas[i], (double)xs[j],
+                              (double)y[j], (double)want);
         }
         ck_assert(y[2] == 1.0f && y[3] == 0.0f);
     }
@@ -240,8 +239,8 @@ START_TEST(test_softmax_primitives) {
             for (int i = 0; i < len; i++) {
                 const float want = (float)exp((double)x[i] - (double)mx);
                 if (ulp_dist(y[i], want) > 1)
-                    ck_abort_msg("%s: exp(%a - %a) = %a, want %a", isas[k], (double)x[i],
-                                 (double)mx, (double)y[i], (double)want);
+                    ck_abort_msg("%s: exp(%a - %a) = %a, want %a", isas[k], (double)x[i], (double)mx, (double)y[i],
+                                 (double)want);
             }
             const double c = -((double)mx + log(want_sum));
             cg_cpu_add_round(x, c, z, (size_t)len);
@@ -256,8 +255,7 @@ START_TEST(test_softmax_primitives) {
                 /* The softmax value itself: exp's ulp plus one rounding. */
                 const float p = (float)(exp((double)x[i] - (double)mx) / want_sum);
                 if (ulp_dist(y[i], p) > 2)
-                    ck_abort_msg("%s: softmax at %d: %a, want %a", isas[k], i, (double)y[i],
-                                 (double)p);
+                    ck_abort_msg("%s: softmax at %d: %a, want %a", isas[k], i, (double)y[i], (double)p);
             }
         }
         /* +inf in the slice (max +inf): NaN where x is +inf, 0 elsewhere. */
@@ -297,8 +295,7 @@ START_TEST(test_weighted_rows) {
             if (!cg_cpu_math_force(isas[i])) continue;
             out[len] = 12345.0f; /* must stay */
             cg_cpu_weighted_rows(w, m, LD, R, (size_t)len, out);
-            ck_assert_msg(memcmp(out, ref, sizeof(float) * (size_t)len) == 0, "%s len %d", isas[i],
-                          len);
+            ck_assert_msg(memcmp(out, ref, sizeof(float) * (size_t)len) == 0, "%s len %d", isas[i], len);
             ck_assert(out[len] == 12345.0f);
         }
     }

@@ -278,8 +278,7 @@ static int f32_is_nan(uint32_t b) { return (b & 0x7fffffff) > 0x7f800000; }
 START_TEST(test_float16_exhaustive) {
     for (uint32_t h = 0; h <= 0xffff; h++) {
         uint32_t f = cg_f16_to_f32_bits((uint16_t)h);
-        ck_assert_msg(cg_f32_to_f16_bits(f) == h, "f16 0x%04x -> f32 0x%08x -> 0x%04x", h, f,
-                      cg_f32_to_f16_bits(f));
+        ck_assert_msg(cg_f32_to_f16_bits(f) == h, "f16 0x%04x -> f32 0x%08x -> 0x%04x", h, f, cg_f32_to_f16_bits(f));
         int exp = (h >> 10) & 0x1f;
         if (exp != 0x1f) { /* finite: the value is exact */
             float v = (float)ldexp((double)((exp ? 0x400 : 0) | (h & 0x3ff)), (exp ? exp : 1) - 25);
@@ -301,59 +300,55 @@ END_TEST
  * ml_dtypes' casts, which agree). */
 START_TEST(test_float_rounding) {
     static const uint32_t to_f16[][2] = {
-        {0x3F800000, 0x3C00}, /* 1.0 */
-        {0x3F801000, 0x3C00}, /* 1 + 2^-11: a tie, to the even 0x3C00 */
-        {0x3F803000, 0x3C02}, /* 1 + 3 * 2^-11: a tie, to the even 0x3C02 */
-        {0x3F801001, 0x3C01}, /* just past the tie */
-        {0x477FE000, 0x7BFF}, /* 65504, the largest half */
-        {0x477FEFFF, 0x7BFF}, /* just below 65520 */
-        {0x477FF000, 0x7C00}, /* 65520: a tie, to the even infinity */
-        {0x47800000, 0x7C00}, /* 65536 */
-        {0x7F7FFFFF, 0x7C00}, /* FLT_MAX */
-        {0x7F800000, 0x7C00}, /* inf */
-        {0xFF800000, 0xFC00}, /* -inf */
-        {0x7FC00000, 0x7E00}, /* quiet NaN */
-        {0xFFC00000, 0xFE00}, /* negative quiet NaN */
-        {0x7F800001, 0x7C01}, /* a payload only in the low bits stays a NaN */
-        {0x7FFFFFFF, 0x7FFF}, /* payload truncated */
-        {0xFF812345, 0xFC09},
-        {0x33800000, 0x0001}, /* 2^-24, the smallest subnormal */
-        {0x33000000, 0x0000}, /* 2^-25: a tie, to the even 0 */
-        {0xB3000000, 0x8000}, /* -2^-25 -> -0 */
-        {0x33000001, 0x0001}, /* just past it */
-        {0x33C00000, 0x0002}, /* 1.5 * 2^-24: a tie, to the even 2 */
-        {0x387FC000, 0x03FF}, /* the largest subnormal */
-        {0x387FE000, 0x0400}, /* a tie, rounding up into the smallest normal */
-        {0x38800000, 0x0400}, /* 2^-14 */
-        {0x80000000, 0x8000}, /* -0 */
-        {0x00000001, 0x0000}, /* an f32 subnormal */
-        {0x2F800000, 0x0000}, /* 2^-32 */
-        {0xC0000000, 0xC000}, /* -2 */
+        {0x3F800000, 0x3C00},                       /* 1.0 */
+        {0x3F801000, 0x3C00},                       /* 1 + 2^-11: a tie, to the even 0x3C00 */
+        {0x3F803000, 0x3C02},                       /* 1 + 3 * 2^-11: a tie, to the even 0x3C02 */
+        {0x3F801001, 0x3C01},                       /* just past the tie */
+        {0x477FE000, 0x7BFF},                       /* 65504, the largest half */
+        {0x477FEFFF, 0x7BFF},                       /* just below 65520 */
+        {0x477FF000, 0x7C00},                       /* 65520: a tie, to the even infinity */
+        {0x47800000, 0x7C00},                       /* 65536 */
+        {0x7F7FFFFF, 0x7C00},                       /* FLT_MAX */
+        {0x7F800000, 0x7C00},                       /* inf */
+        {0xFF800000, 0xFC00},                       /* -inf */
+        {0x7FC00000, 0x7E00},                       /* quiet NaN */
+        {0xFFC00000, 0xFE00},                       /* negative quiet NaN */
+        {0x7F800001, 0x7C01},                       /* a payload only in the low bits stays a NaN */
+        {0x7FFFFFFF, 0x7FFF},                       /* payload truncated */
+        {0xFF812345, 0xFC09}, {0x33800000, 0x0001}, /* 2^-24, the smallest subnormal */
+        {0x33000000, 0x0000},                       /* 2^-25: a tie, to the even 0 */
+        {0xB3000000, 0x8000},                       /* -2^-25 -> -0 */
+        {0x33000001, 0x0001},                       /* just past it */
+        {0x33C00000, 0x0002},                       /* 1.5 * 2^-24: a tie, to the even 2 */
+        {0x387FC000, 0x03FF},                       /* the largest subnormal */
+        {0x387FE000, 0x0400},                       /* a tie, rounding up into the smallest normal */
+        {0x38800000, 0x0400},                       /* 2^-14 */
+        {0x80000000, 0x8000},                       /* -0 */
+        {0x00000001, 0x0000},                       /* an f32 subnormal */
+        {0x2F800000, 0x0000},                       /* 2^-32 */
+        {0xC0000000, 0xC000},                       /* -2 */
     };
     for (size_t i = 0; i < sizeof to_f16 / sizeof to_f16[0]; i++)
-        ck_assert_msg(cg_f32_to_f16_bits(to_f16[i][0]) == to_f16[i][1],
-                      "f32 0x%08x -> f16 0x%04x, want 0x%04x", to_f16[i][0],
-                      cg_f32_to_f16_bits(to_f16[i][0]), to_f16[i][1]);
+        ck_assert_msg(cg_f32_to_f16_bits(to_f16[i][0]) == to_f16[i][1], "f32 0x%08x -> f16 0x%04x, want 0x%04x",
+                      to_f16[i][0], cg_f32_to_f16_bits(to_f16[i][0]), to_f16[i][1]);
     static const uint32_t to_bf16[][2] = {
-        {0x3F800000, 0x3F80}, /* 1.0 */
-        {0x3F808000, 0x3F80}, /* a tie, to the even 0x3F80 */
-        {0x3F818000, 0x3F82}, /* a tie, to the even 0x3F82 */
-        {0x3F808001, 0x3F81}, /* just past the tie */
-        {0x3F80FFFF, 0x3F81},
-        {0x7F7FFFFF, 0x7F80}, /* FLT_MAX rounds to inf */
-        {0x7F7F7FFF, 0x7F7F}, /* the largest bfloat16 */
-        {0x7F800000, 0x7F80}, /* inf */
-        {0xFF800000, 0xFF80}, /* -inf */
-        {0x7FC00000, 0x7FC0}, /* NaN */
-        {0xFFC00001, 0xFFC0}, /* a negative NaN: the quiet NaN of its sign */
-        {0x7F800001, 0x7FC0}, /* a signalling NaN: quiet, never inf */
-        {0x00018000, 0x0002}, /* a subnormal tie, to the even 0x0002 */
-        {0x80000000, 0x8000}, /* -0 */
+        {0x3F800000, 0x3F80},                       /* 1.0 */
+        {0x3F808000, 0x3F80},                       /* a tie, to the even 0x3F80 */
+        {0x3F818000, 0x3F82},                       /* a tie, to the even 0x3F82 */
+        {0x3F808001, 0x3F81},                       /* just past the tie */
+        {0x3F80FFFF, 0x3F81}, {0x7F7FFFFF, 0x7F80}, /* FLT_MAX rounds to inf */
+        {0x7F7F7FFF, 0x7F7F},                       /* the largest bfloat16 */
+        {0x7F800000, 0x7F80},                       /* inf */
+        {0xFF800000, 0xFF80},                       /* -inf */
+        {0x7FC00000, 0x7FC0},                       /* NaN */
+        {0xFFC00001, 0xFFC0},                       /* a negative NaN: the quiet NaN of its sign */
+        {0x7F800001, 0x7FC0},                       /* a signalling NaN: quiet, never inf */
+        {0x00018000, 0x0002},                       /* a subnormal tie, to the even 0x0002 */
+        {0x80000000, 0x8000},                       /* -0 */
     };
     for (size_t i = 0; i < sizeof to_bf16 / sizeof to_bf16[0]; i++)
-        ck_assert_msg(cg_f32_to_bf16_bits(to_bf16[i][0]) == to_bf16[i][1],
-                      "f32 0x%08x -> bf16 0x%04x, want 0x%04x", to_bf16[i][0],
-                      cg_f32_to_bf16_bits(to_bf16[i][0]), to_bf16[i][1]);
+        ck_assert_msg(cg_f32_to_bf16_bits(to_bf16[i][0]) == to_bf16[i][1], "f32 0x%08x -> bf16 0x%04x, want 0x%04x",
+                      to_bf16[i][0], cg_f32_to_bf16_bits(to_bf16[i][0]), to_bf16[i][1]);
 }
 END_TEST
 

@@ -55,7 +55,9 @@ START_TEST(test_utf8_cases) {
     ck_assert_uint_eq(cg_utf8_seq_len("\xc3\xa9", 1), 0);
     ck_assert_uint_eq(cg_utf8_seq_len("\xe2\x82\xac", 2), 0);
     ck_assert_uint_eq(cg_utf8_seq_len("\xf0\x9f\x98\x80", 3), 0);
-    ck_assert_uint_eq(len_of("\xe2\x82" "a"), 0);
+    ck_assert_uint_eq(len_of("\xe2\x82"
+                             "a"),
+                      0);
 }
 END_TEST
 

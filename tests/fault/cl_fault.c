@@ -38,8 +38,8 @@ static const char *const entry_names[N_ENTRIES] = {
 };
 
 static atomic_long calls[N_ENTRIES];
-static int target = -1;   /* the entry point to fail, -1: none */
-static long target_n;     /* the call to fail, 1-based */
+static int target = -1; /* the entry point to fail, -1: none */
+static long target_n;   /* the call to fail, 1-based */
 
 __attribute__((constructor)) static void fault_init(void) {
     const char *fn = getenv("CG_FAULT_FN"), *n = getenv("CG_FAULT_N");
@@ -78,22 +78,24 @@ static void *real(const char *name) {
 }
 
 #define REAL(name) ((__typeof__(&name))real(#name))
-#define FAIL_CODE(name) (F_##name == F_clBuildProgram ? CL_BUILD_PROGRAM_FAILURE : \
-                         F_##name == F_clCreateProgramWithBinary ? CL_INVALID_BINARY : CL_OUT_OF_RESOURCES)
+#define FAIL_CODE(name)                                                   \
+    (F_##name == F_clBuildProgram              ? CL_BUILD_PROGRAM_FAILURE \
+     : F_##name == F_clCreateProgramWithBinary ? CL_INVALID_BINARY        \
+                                               : CL_OUT_OF_RESOURCES)
 /* An entry point returning cl_int. */
-#define WRAP_INT(name, params, args)                  \
-    CL_API_ENTRY cl_int CL_API_CALL name params {     \
+#define WRAP_INT(name, params, args)                    \
+    CL_API_ENTRY cl_int CL_API_CALL name params {       \
         if (fail_now(F_##name)) return FAIL_CODE(name); \
-        return REAL(name) args;                       \
+        return REAL(name) args;                         \
     }
 /* An entry point returning an object, its error code in `err`. */
-#define WRAP_OBJ(type, name, params, args)            \
-    CL_API_ENTRY type CL_API_CALL name params {       \
-        if (fail_now(F_##name)) {                     \
-            if (err) *err = FAIL_CODE(name);          \
-            return NULL;                              \
-        }                                             \
-        return REAL(name) args;                       \
+#define WRAP_OBJ(type, name, params, args)      \
+    CL_API_ENTRY type CL_API_CALL name params { \
+        if (fail_now(F_##name)) {               \
+            if (err) *err = FAIL_CODE(name);    \
+            return NULL;                        \
+        }                                       \
+        return REAL(name) args;                 \
     }
 
 WRAP_INT(clGetPlatformIDs, (cl_uint n, cl_platform_id *p, cl_uint *np), (n, p, np))
@@ -110,27 +112,26 @@ WRAP_OBJ(cl_command_queue, clCreateCommandQueue,
 WRAP_INT(clGetCommandQueueInfo, (cl_command_queue q, cl_command_queue_info w, size_t s, void *v, size_t *r),
          (q, w, s, v, r))
 WRAP_OBJ(cl_mem, clCreateBuffer, (cl_context c, cl_mem_flags f, size_t s, void *h, cl_int *err), (c, f, s, h, err))
-WRAP_OBJ(cl_mem, clCreateSubBuffer,
-         (cl_mem b, cl_mem_flags f, cl_buffer_create_type t, const void *i, cl_int *err), (b, f, t, i, err))
+WRAP_OBJ(cl_mem, clCreateSubBuffer, (cl_mem b, cl_mem_flags f, cl_buffer_create_type t, const void *i, cl_int *err),
+         (b, f, t, i, err))
 WRAP_INT(clGetMemObjectInfo, (cl_mem m, cl_mem_info w, size_t s, void *v, size_t *r), (m, w, s, v, r))
-WRAP_OBJ(cl_program, clCreateProgramWithSource,
-         (cl_context c, cl_uint n, const char **s, const size_t *l, cl_int *err), (c, n, s, l, err))
+WRAP_OBJ(cl_program, clCreateProgramWithSource, (cl_context c, cl_uint n, const char **s, const size_t *l, cl_int *err),
+         (c, n, s, l, err))
 WRAP_OBJ(cl_program, clCreateProgramWithBinary,
          (cl_context c, cl_uint n, const cl_device_id *d, const size_t *l, const unsigned char **b, cl_int *st,
           cl_int *err),
          (c, n, d, l, b, st, err))
 WRAP_INT(clBuildProgram,
-         (cl_program p, cl_uint n, const cl_device_id *d, const char *o,
-          void(CL_CALLBACK *cb)(cl_program, void *), void *u),
+         (cl_program p, cl_uint n, const cl_device_id *d, const char *o, void(CL_CALLBACK *cb)(cl_program, void *),
+          void *u),
          (p, n, d, o, cb, u))
 WRAP_INT(clGetProgramInfo, (cl_program p, cl_program_info w, size_t s, void *v, size_t *r), (p, w, s, v, r))
-WRAP_INT(clGetProgramBuildInfo,
-         (cl_program p, cl_device_id d, cl_program_build_info w, size_t s, void *v, size_t *r), (p, d, w, s, v, r))
+WRAP_INT(clGetProgramBuildInfo, (cl_program p, cl_device_id d, cl_program_build_info w, size_t s, void *v, size_t *r),
+         (p, d, w, s, v, r))
 WRAP_OBJ(cl_kernel, clCreateKernel, (cl_program p, const char *n, cl_int *err), (p, n, err))
 WRAP_INT(clGetKernelInfo, (cl_kernel k, cl_kernel_info w, size_t s, void *v, size_t *r), (k, w, s, v, r))
 WRAP_INT(clGetKernelWorkGroupInfo,
-         (cl_kernel k, cl_device_id d, cl_kernel_work_group_info w, size_t s, void *v, size_t *r),
-         (k, d, w, s, v, r))
+         (cl_kernel k, cl_device_id d, cl_kernel_work_group_info w, size_t s, void *v, size_t *r), (k, d, w, s, v, r))
 WRAP_INT(clSetKernelArg, (cl_kernel k, cl_uint i, size_t s, const void *v), (k, i, s, v))
 WRAP_INT(clEnqueueNDRangeKernel,
          (cl_command_queue q, cl_kernel k, cl_uint d, const size_t *o, const size_t *g, const size_t *l, cl_uint n,

@@ -57,7 +57,7 @@ typedef struct golden {
     cJSON *json;
     int n, horizon, window, C;
     cg_forecast_series *series;
-    double **raw;       /* the histories as the API takes them */
+    double **raw; /* the histories as the API takes them */
     cg_tensor **hist, **fc, **att;
 } golden;
 
@@ -303,9 +303,12 @@ START_TEST(config_mistakes) {
         {"{\"task\": \"forecast\", \"columns\": [\"time\"], \"hidden\": 4}", "\"time\" is reserved"},
         {"{\"task\": \"forecast\", \"columns\": [\"a\"]}", "key 'hidden' is required"},
         {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"cell\": \"tcn\"}", "key 'cell' is \"tcn\""},
-        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"window\": 0}", "key 'window' must be an integer >= 1"},
-        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"std\": [0]}", "key 'std': entry 0 must be a finite number > 0"},
-        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"mean\": [1, 2]}", "key 'mean' must be a list of 1 numbers"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"window\": 0}",
+         "key 'window' must be an integer >= 1"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"std\": [0]}",
+         "key 'std': entry 0 must be a finite number > 0"},
+        {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"mean\": [1, 2]}",
+         "key 'mean' must be a list of 1 numbers"},
         {"{\"task\": \"forecast\", \"columns\": [\"a\"], \"hidden\": 4, \"horizon\": 3}", "unknown key 'horizon'"},
         {"{\"task\": \"forecast\",\n \"columns\": [\"a\"] \"hidden\": 4}", "config.json:2:19: invalid JSON"},
     };
@@ -376,7 +379,8 @@ START_TEST(csv_mistakes) {
     ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
     const char *needles[] = {"clgraph forecast: stdin:2: a line of more than 1048576 bytes", NULL};
     tu_assert_one_line(needles);
-    const char *bad_args[][6] = {{"forecast", dir, NULL}, {"forecast", dir, "--horizon", "0", NULL},
+    const char *bad_args[][6] = {{"forecast", dir, NULL},
+                                 {"forecast", dir, "--horizon", "0", NULL},
                                  {"forecast", dir, "--horizon", "2", "--attention"},
                                  {"forecast", dir, "--horizon", "2", "--bogus"}};
     for (int i = 0; i < 4; i++) {
@@ -411,7 +415,8 @@ START_TEST(csv_nul_and_horizon) {
     ck_assert_msg(strstr(tu_out, "\n9999-12-31,") != NULL, "%s", tu_out);
     ck_assert_int_eq(tu_run_cli(args, NULL, in), 1);
     tu_assert_one_line((const char *const[]){"clgraph forecast: --horizon 2: the time column (from stdin line 2) "
-                                             "would pass 9999-12-31; at most 1 steps fit", NULL});
+                                             "would pass 9999-12-31; at most 1 steps fit",
+                                             NULL});
     ck_assert_str_eq(tu_out, "");
     const char *ints = "time,temp,load,price\n1000000000000000000,1,2,3\n4000000000000000000,2,3,4\n";
     in = tu_write_file("ints.csv", ints, strlen(ints));
@@ -622,16 +627,19 @@ START_TEST(demo_mase) {
         double mase = 0;
         for (int k = 0; k < C; k++) {
             double mae = 0;
-            for (int r = 0; r < n_got; r++) mae += fabs(got[(size_t)r * (size_t)C + (size_t)k] - want[(size_t)r * (size_t)C + (size_t)k]);
+            for (int r = 0; r < n_got; r++)
+                mae += fabs(got[(size_t)r * (size_t)C + (size_t)k] - want[(size_t)r * (size_t)C + (size_t)k]);
             mae /= n_got;
             mase += mae / cJSON_GetArrayItem(scale, k)->valuedouble / C;
         }
         double stored = cJSON_GetObjectItem(ours, "mase_mean")->valuedouble;
         printf("%s: MASE %.4f (eval.json: %.4f)\n", demos[di], mase, stored);
-        ck_assert_msg(fabs(mase - stored) < 1e-3 * stored, "%s: MASE %.5f, eval.json says %.5f", demos[di], mase, stored);
+        ck_assert_msg(fabs(mase - stored) < 1e-3 * stored, "%s: MASE %.5f, eval.json says %.5f", demos[di], mase,
+                      stored);
         /* and the demo beats the seasonal-naive forecast, as its README says */
-        double naive = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "scores"), "seasonal_naive"),
-                                           "mase_mean")->valuedouble;
+        double naive =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "scores"), "seasonal_naive"), "mase_mean")
+                ->valuedouble;
         ck_assert_msg(mase < naive, "%s: MASE %.4f is not below seasonal naive's %.4f", demos[di], mase, naive);
         free(got), free(want), free(truth);
         cJSON_Delete(ev);

@@ -70,9 +70,8 @@ th_tensor th_i32(int32_t *data, int ndim, const int64_t *dims) {
     return t;
 }
 
-static void host_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float beta, float *c, int64_t ldc) {
+static void host_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     cg_cpu_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -83,9 +82,8 @@ static const cg_host_api th_host = {
     .sgemm = host_sgemm,
 };
 
-static void make_call(cg_op_call *call, const cg_op_def *def, int n_in, cg_tensor_desc *ind,
-                      const th_attrs *attrs, int n_out, cg_tensor_desc *outd, char *err,
-                      size_t err_size) {
+static void make_call(cg_op_call *call, const cg_op_def *def, int n_in, cg_tensor_desc *ind, const th_attrs *attrs,
+                      int n_out, cg_tensor_desc *outd, char *err, size_t err_size) {
     memset(call, 0, sizeof *call);
     call->struct_size = sizeof *call;
     call->node_name = def->name;
@@ -99,9 +97,8 @@ static void make_call(cg_op_call *call, const cg_op_def *def, int n_in, cg_tenso
     call->host = &th_host;
 }
 
-cg_op_status th_infer(const cg_op_def *def, int n_in, const th_tensor *in,
-                      const th_attrs *attrs, int n_out, th_tensor *out,
-                      char *err, size_t err_size) {
+cg_op_status th_infer(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *attrs, int n_out,
+                      th_tensor *out, char *err, size_t err_size) {
     cg_tensor_desc ind[32], outd[32];
     th_attrs defaults;
     if (!attrs) { /* the real host always supplies the declared defaults */
@@ -121,9 +118,8 @@ cg_op_status th_infer(const cg_op_def *def, int n_in, const th_tensor *in,
     return st;
 }
 
-cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,
-                    const th_attrs *attrs, int n_out, th_tensor *out,
-                    char *err, size_t err_size) {
+cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *attrs, int n_out,
+                    th_tensor *out, char *err, size_t err_size) {
     cg_op_status st = th_infer(def, n_in, in, attrs, n_out, out, err, err_size);
     if (st != CG_OP_OK) return st;
     const cg_kernel_def *k = NULL;
@@ -158,8 +154,8 @@ cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,
     size_t ws = k->workspace ? k->workspace(&call) : 0;
     void *w = ws ? malloc(ws) : NULL;
     if (w) memset(w, 0xff, ws);
-    cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = inp, .out = outp,
-                           .workspace = w, .workspace_size = ws};
+    cg_kernel_args args = {
+        .struct_size = sizeof args, .call = &call, .in = inp, .out = outp, .workspace = w, .workspace_size = ws};
     st = k->run(&args);
     free(w);
     return st;

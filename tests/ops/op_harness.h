@@ -9,7 +9,7 @@
 
 typedef struct th_tensor {
     cg_tensor_desc desc;
-    void *data;          /* inputs: caller's; outputs: malloc'ed by th_run */
+    void *data; /* inputs: caller's; outputs: malloc'ed by th_run */
 } th_tensor;
 
 #define TH_MAX_ATTRS 16
@@ -34,14 +34,12 @@ th_tensor th_i32(int32_t *data, int ndim, const int64_t *dims);
  * Runs infer, then the CPU kernel with a zeroed workspace of the size it
  * asks. Output data is malloc'ed (free with th_free_outputs). On failure
  * returns CG_OP_ERROR and the message is in `err`. */
-cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in,
-                    const th_attrs *attrs, int n_out, th_tensor *out,
-                    char *err, size_t err_size);
+cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *attrs, int n_out,
+                    th_tensor *out, char *err, size_t err_size);
 
 /* Runs only the inference. */
-cg_op_status th_infer(const cg_op_def *def, int n_in, const th_tensor *in,
-                      const th_attrs *attrs, int n_out, th_tensor *out,
-                      char *err, size_t err_size);
+cg_op_status th_infer(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *attrs, int n_out,
+                      th_tensor *out, char *err, size_t err_size);
 
 void th_free_outputs(int n_out, th_tensor *out);
 

@@ -25,7 +25,12 @@ typedef struct shp {
     int64_t d[CG_MAX_DIMS];
 } shp;
 
-#define NONE_SHP {-1, {0}}
+#define NONE_SHP \
+    {            \
+        -1, {    \
+            0    \
+        }        \
+    }
 #define S0 CG_DIM_SYM(0)
 #define S1 CG_DIM_SYM(1)
 
@@ -122,31 +127,26 @@ static void assert_desc(const char *what, const th_tensor *t, cg_op_dtype dt, co
     memcpy(got.d, t->desc.dims, sizeof got.d);
     int ok = t->desc.dtype == dt && t->desc.ndim == s->nd;
     for (int i = 0; ok && i < s->nd; i++) ok = t->desc.dims[i] == s->d[i];
-    ck_assert_msg(ok, "%s: output is dtype %d %s, expected dtype %d %s", what,
-                  (int)t->desc.dtype, fmt_shp(g, sizeof g, &got), (int)dt,
-                  fmt_shp(e, sizeof e, s));
+    ck_assert_msg(ok, "%s: output is dtype %d %s, expected dtype %d %s", what, (int)t->desc.dtype,
+                  fmt_shp(g, sizeof g, &got), (int)dt, fmt_shp(e, sizeof e, s));
 }
 
 /* Compares floats with a double reference: |got - ref| <= atol + rtol |ref|;
  * NaN must match NaN and infinities must match exactly. One assertion. */
-static void expect_close(const char *what, const float *got, const double *ref, int64_t n,
-                         double rtol, double atol) {
+static void expect_close(const char *what, const float *got, const double *ref, int64_t n, double rtol, double atol) {
     for (int64_t i = 0; i < n; i++) {
         double g = got[i], r = ref[i];
         int ok;
         if (isnan(r)) ok = isnan(g);
         else if (isinf(r)) ok = g == r;
         else ok = !isnan(g) && fabs(g - r) <= atol + rtol * fabs(r);
-        if (!ok)
-            ck_abort_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, r);
+        if (!ok) ck_abort_msg("%s: element %lld is %.9g, expected %.9g", what, (long long)i, g, r);
     }
 }
 
 static void expect_eq_i32(const char *what, const int32_t *got, const int32_t *ref, int64_t n) {
     for (int64_t i = 0; i < n; i++)
-        if (got[i] != ref[i])
-            ck_abort_msg("%s: element %lld is %d, expected %d", what, (long long)i, got[i],
-                         ref[i]);
+        if (got[i] != ref[i]) ck_abort_msg("%s: element %lld is %d, expected %d", what, (long long)i, got[i], ref[i]);
 }
 
 /* The host always hands an op its declared attributes with defaults filled
@@ -157,8 +157,7 @@ static const th_attrs *defaults(const cg_op_def *def, const th_attrs *at, th_att
     return store;
 }
 
-static void run_ok(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at,
-                   int n_out, th_tensor *out) {
+static void run_ok(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at, int n_out, th_tensor *out) {
     th_attrs store;
     at = defaults(def, at, &store);
     cg_op_status st = th_run(def, n_in, in, at, n_out, out, g_err, sizeof g_err);
@@ -166,20 +165,19 @@ static void run_ok(const cg_op_def *def, int n_in, const th_tensor *in, const th
 }
 
 /* Inference must reject the node with a message containing `needle`. */
-static void expect_infer_fail(const cg_op_def *def, int n_in, const th_tensor *in,
-                              const th_attrs *at, int n_out, const char *needle) {
+static void expect_infer_fail(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at, int n_out,
+                              const char *needle) {
     th_attrs store;
     at = defaults(def, at, &store);
     th_tensor out[4];
     cg_op_status st = th_infer(def, n_in, in, at, n_out, out, g_err, sizeof g_err);
     ck_assert_msg(st == CG_OP_ERROR, "%s: inference accepted, expected '%s'", def->name, needle);
-    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name,
-                  g_err, needle);
+    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name, g_err, needle);
 }
 
 /* Inference accepts, the kernel fails with a message containing `needle`. */
-static void expect_kernel_fail(const cg_op_def *def, int n_in, const th_tensor *in,
-                               const th_attrs *at, int n_out, const char *needle) {
+static void expect_kernel_fail(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at, int n_out,
+                               const char *needle) {
     th_attrs store;
     at = defaults(def, at, &store);
     th_tensor out[4];
@@ -189,13 +187,12 @@ static void expect_kernel_fail(const cg_op_def *def, int n_in, const th_tensor *
     st = th_run(def, n_in, in, at, n_out, out, g_err, sizeof g_err);
     th_free_outputs(n_out, out);
     ck_assert_msg(st == CG_OP_ERROR, "%s: kernel accepted, expected '%s'", def->name, needle);
-    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name,
-                  g_err, needle);
+    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name, g_err, needle);
 }
 
 /* Runs inference only and checks the output type (symbolic dims allowed). */
-static void expect_infer(const cg_op_def *def, int n_in, const th_tensor *in,
-                         const th_attrs *at, int out_i, cg_op_dtype dt, const shp *s) {
+static void expect_infer(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at, int out_i,
+                         cg_op_dtype dt, const shp *s) {
     th_attrs store;
     at = defaults(def, at, &store);
     th_tensor out[4];
@@ -240,8 +237,7 @@ static void expect_inplace_same(const cg_op_def *def, th_tensor x, const th_attr
     void *outp[1] = {buf};
     cg_kernel_args args = {.struct_size = sizeof args, .call = &call, .in = inp, .out = outp};
     ck_assert_msg(k->run(&args) == CG_OP_OK, "%s in place failed: %s", def->name, g_err);
-    ck_assert_msg(memcmp(buf, ref.data, (size_t)n * 4) == 0, "%s: in-place result differs",
-                  def->name);
+    ck_assert_msg(memcmp(buf, ref.data, (size_t)n * 4) == 0, "%s: in-place result differs", def->name);
     free(buf);
     th_free_outputs(1, &ref);
 }
@@ -250,20 +246,20 @@ static void expect_inplace_same(const cg_op_def *def, th_tensor x, const th_attr
 /* Op definitions                                                      */
 
 static const cg_op_def *const all_defs[] = {
-    &cg_op_add, &cg_op_sub, &cg_op_mul, &cg_op_div, &cg_op_maximum, &cg_op_minimum,
-    &cg_op_neg, &cg_op_tanh, &cg_op_sigmoid, &cg_op_exp, &cg_op_log, &cg_op_sqrt,
-    &cg_op_relu, &cg_op_affine, &cg_op_cast, &cg_op_matmul, &cg_op_linear,
-    &cg_op_softmax, &cg_op_log_softmax, &cg_op_length_mask, &cg_op_reduce_sum,
-    &cg_op_reduce_mean, &cg_op_reduce_max, &cg_op_argmax, &cg_op_topk, &cg_op_concat,
-    &cg_op_slice, &cg_op_reshape, &cg_op_transpose, &cg_op_embedding, &cg_op_gather_rows,
+    &cg_op_add,         &cg_op_sub,         &cg_op_mul,        &cg_op_div,         &cg_op_maximum,    &cg_op_minimum,
+    &cg_op_neg,         &cg_op_tanh,        &cg_op_sigmoid,    &cg_op_exp,         &cg_op_log,        &cg_op_sqrt,
+    &cg_op_relu,        &cg_op_affine,      &cg_op_cast,       &cg_op_matmul,      &cg_op_linear,     &cg_op_softmax,
+    &cg_op_log_softmax, &cg_op_length_mask, &cg_op_reduce_sum, &cg_op_reduce_mean, &cg_op_reduce_max, &cg_op_argmax,
+    &cg_op_topk,        &cg_op_concat,      &cg_op_slice,      &cg_op_reshape,     &cg_op_transpose,  &cg_op_embedding,
+    &cg_op_gather_rows,
 };
 
 START_TEST(test_defs) {
     static const char *const names[] = {
-        "add", "sub", "mul", "div", "maximum", "minimum", "neg", "tanh", "sigmoid", "exp",
-        "log", "sqrt", "relu", "affine", "cast", "matmul", "linear", "softmax",
-        "log_softmax", "length_mask", "reduce_sum", "reduce_mean", "reduce_max", "argmax",
-        "topk", "concat", "slice", "reshape", "transpose", "embedding", "gather_rows",
+        "add",     "sub",     "mul",         "div",         "maximum",    "minimum",     "neg",         "tanh",
+        "sigmoid", "exp",     "log",         "sqrt",        "relu",       "affine",      "cast",        "matmul",
+        "linear",  "softmax", "log_softmax", "length_mask", "reduce_sum", "reduce_mean", "reduce_max",  "argmax",
+        "topk",    "concat",  "slice",       "reshape",     "transpose",  "embedding",   "gather_rows",
     };
     size_t n = sizeof all_defs / sizeof all_defs[0];
     ck_assert_uint_eq(n, sizeof names / sizeof names[0]);
@@ -279,15 +275,12 @@ START_TEST(test_defs) {
         ck_assert_int_ge(d->max_outputs, d->min_outputs);
         for (int a = 0; a < d->n_attrs; a++) {
             ck_assert_uint_eq(d->attrs[a].struct_size, sizeof(cg_attr_def));
-            ck_assert_msg(d->attrs[a].doc && *d->attrs[a].doc, "%s.%s: no doc", d->name,
-                          d->attrs[a].name);
+            ck_assert_msg(d->attrs[a].doc && *d->attrs[a].doc, "%s.%s: no doc", d->name, d->attrs[a].name);
         }
-        for (int k = 0; k < d->n_kernels; k++)
-            ck_assert_uint_eq(d->kernels[k].struct_size, sizeof(cg_kernel_def));
+        for (int k = 0; k < d->n_kernels; k++) ck_assert_uint_eq(d->kernels[k].struct_size, sizeof(cg_kernel_def));
     }
-    const cg_op_def *inplace[] = {&cg_op_neg, &cg_op_tanh, &cg_op_sigmoid, &cg_op_exp,
-                                  &cg_op_log, &cg_op_sqrt, &cg_op_relu, &cg_op_affine,
-                                  &cg_op_cast, &cg_op_reshape};
+    const cg_op_def *inplace[] = {&cg_op_neg,  &cg_op_tanh, &cg_op_sigmoid, &cg_op_exp,  &cg_op_log,
+                                  &cg_op_sqrt, &cg_op_relu, &cg_op_affine,  &cg_op_cast, &cg_op_reshape};
     for (size_t i = 0; i < sizeof inplace / sizeof inplace[0]; i++)
         ck_assert_msg(inplace[i]->flags & CG_OP_FLAG_INPLACE0, "%s", inplace[i]->name);
     ck_assert_ptr_nonnull(cg_op_linear.decompose);
@@ -366,8 +359,8 @@ START_TEST(test_binary_f32) {
             float *a = frand(na, -2.0f, 2.0f), *b = frand(nb, -2.0f, 2.0f);
             for (int64_t i = 0; i < nb; i++) b[i] = b[i] < 0 ? b[i] - 0.5f : b[i] + 0.5f;
             th_tensor in[2] = {tf(a, as), tf(b, bs)}, out;
-            snprintf(what, sizeof what, "%s %s %s", bin_def(op)->name,
-                     fmt_shp(sa, sizeof sa, as), fmt_shp(sb, sizeof sb, bs));
+            snprintf(what, sizeof what, "%s %s %s", bin_def(op)->name, fmt_shp(sa, sizeof sa, as),
+                     fmt_shp(sb, sizeof sb, bs));
             run_ok(bin_def(op), 2, in, NULL, 1, &out);
             assert_desc(what, &out, CG_OP_F32, &os);
             double *ref = dalloc(no);
@@ -400,16 +393,15 @@ START_TEST(test_binary_i32) {
             if (na) a[0] = INT32_MAX;
             if (nb) b[nb - 1] = INT32_MIN;
             th_tensor in[2] = {ti(a, as), ti(b, bs)}, out;
-            snprintf(what, sizeof what, "%s i32 %s %s", bin_def(ops[o])->name,
-                     fmt_shp(sa, sizeof sa, as), fmt_shp(sb, sizeof sb, bs));
+            snprintf(what, sizeof what, "%s i32 %s %s", bin_def(ops[o])->name, fmt_shp(sa, sizeof sa, as),
+                     fmt_shp(sb, sizeof sb, bs));
             run_ok(bin_def(ops[o]), 2, in, NULL, 1, &out);
             assert_desc(what, &out, CG_OP_I32, &os);
             int32_t *ref = xmalloc((size_t)no * 4);
             int64_t idx[CG_MAX_DIMS];
             for (int64_t i = 0; i < no; i++) {
                 unravel(i, &os, idx);
-                ref[i] = ref_bin_i32(ops[o], a[bcast_off(idx, os.nd, as)],
-                                     b[bcast_off(idx, os.nd, bs)]);
+                ref[i] = ref_bin_i32(ops[o], a[bcast_off(idx, os.nd, as)], b[bcast_off(idx, os.nd, bs)]);
             }
             expect_eq_i32(what, out.data, ref, no);
             th_free_outputs(1, &out);
@@ -482,9 +474,8 @@ START_TEST(test_unary) {
         double (*ref)(double);
         float lo, hi;
     } ops[] = {
-        {&cg_op_neg, ref_neg, -3, 3},        {&cg_op_tanh, tanh, -5, 5},
-        {&cg_op_sigmoid, ref_sigmoid, -20, 20}, {&cg_op_exp, exp, -10, 10},
-        {&cg_op_log, log, 0.001f, 100},      {&cg_op_sqrt, sqrt, 0, 100},
+        {&cg_op_neg, ref_neg, -3, 3},   {&cg_op_tanh, tanh, -5, 5},     {&cg_op_sigmoid, ref_sigmoid, -20, 20},
+        {&cg_op_exp, exp, -10, 10},     {&cg_op_log, log, 0.001f, 100}, {&cg_op_sqrt, sqrt, 0, 100},
         {&cg_op_relu, ref_relu, -3, 3},
     };
     const shp shapes[] = {{1, {17}}, {3, {3, 1, 17}}, {2, {0, 5}}, {0, {0}}, {1, {1}}};
@@ -495,8 +486,7 @@ START_TEST(test_unary) {
             int64_t n = shp_numel(&shapes[s]);
             float *x = frand(n, ops[o].lo, ops[o].hi);
             th_tensor in = tf(x, &shapes[s]), out;
-            snprintf(what, sizeof what, "%s %s", ops[o].def->name,
-                     fmt_shp(ss, sizeof ss, &shapes[s]));
+            snprintf(what, sizeof what, "%s %s", ops[o].def->name, fmt_shp(ss, sizeof ss, &shapes[s]));
             run_ok(ops[o].def, 1, &in, NULL, 1, &out);
             assert_desc(what, &out, CG_OP_F32, &shapes[s]);
             double *ref = dalloc(n);
@@ -513,8 +503,7 @@ END_TEST
 
 START_TEST(test_unary_special) {
     shp s = {1, {10}};
-    float x[10] = {100.0f, -100.0f, 1000.0f, -1000.0f, FLT_MAX, -FLT_MAX,
-                   INFINITY, -INFINITY, 0.0f, -88.5f};
+    float x[10] = {100.0f, -100.0f, 1000.0f, -1000.0f, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, 0.0f, -88.5f};
     th_tensor in = tf(x, &s), out;
     run_ok(&cg_op_sigmoid, 1, &in, NULL, 1, &out);
     double ref[10];
@@ -677,7 +666,8 @@ START_TEST(test_cast) {
     }
     /* Errors. */
     th_set_string(&at, &cg_op_cast, "to", "f64");
-    expect_infer_fail(&cg_op_cast, 1, &in, &at, 1, "'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool), got \"f64\"");
+    expect_infer_fail(&cg_op_cast, 1, &in, &at, 1,
+                      "'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool), got \"f64\"");
     th_attrs none;
     th_attrs_init(&none, &cg_op_cast);
     expect_infer_fail(&cg_op_cast, 1, &in, &none, 1, "'to' is required");
@@ -687,8 +677,8 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* matmul / linear                                                     */
 
-static void ref_matmul(const float *a, const shp *as, const float *b, const shp *bs, int ta,
-                       int tb, double *out, shp *os) {
+static void ref_matmul(const float *a, const shp *as, const float *b, const shp *bs, int ta, int tb, double *out,
+                       shp *os) {
     int64_t m = ta ? as->d[as->nd - 1] : as->d[as->nd - 2];
     int64_t k = ta ? as->d[as->nd - 2] : as->d[as->nd - 1];
     int64_t n = tb ? bs->d[bs->nd - 2] : bs->d[bs->nd - 1];
@@ -723,28 +713,17 @@ START_TEST(test_matmul) {
         shp a, b;
         int ta, tb;
     } cases[] = {
-        {{2, {3, 5}}, {2, {5, 17}}, 0, 0},
-        {{2, {5, 3}}, {2, {5, 17}}, 1, 0},
-        {{2, {3, 5}}, {2, {17, 5}}, 0, 1},
-        {{2, {5, 3}}, {2, {17, 5}}, 1, 1},
-        {{2, {1, 1}}, {2, {1, 1}}, 0, 0},
-        {{2, {17, 1}}, {2, {1, 3}}, 0, 0},
-        {{4, {2, 3, 4, 5}}, {2, {5, 6}}, 0, 0},
-        {{4, {2, 3, 5, 4}}, {2, {5, 6}}, 1, 0},
-        {{4, {2, 3, 4, 5}}, {2, {6, 5}}, 0, 1},
-        {{4, {2, 1, 3, 5}}, {3, {4, 5, 6}}, 0, 0},
-        {{4, {2, 1, 5, 3}}, {3, {4, 6, 5}}, 1, 1},
-        {{2, {3, 5}}, {3, {2, 5, 4}}, 0, 0},
-        {{3, {0, 3, 5}}, {2, {5, 4}}, 0, 0},
-        {{2, {3, 0}}, {2, {0, 4}}, 0, 0},
-        {{3, {2, 0, 3}}, {3, {2, 0, 4}}, 1, 0},
-        {{2, {3, 5}}, {2, {5, 0}}, 0, 0},
-        {{3, {2, 3, 5}}, {3, {1, 5, 4}}, 0, 0},
-        {{3, {2, 0, 5}}, {3, {2, 5, 4}}, 0, 0},
-        {{3, {2, 5, 0}}, {3, {2, 5, 4}}, 1, 0},
-        {{3, {1, 3, 5}}, {3, {3, 5, 4}}, 0, 0},
-        {{3, {3, 17, 5}}, {3, {3, 5, 17}}, 0, 0},
-        {{3, {3, 17, 33}}, {3, {3, 5, 17}}, 1, 1},
+        {{2, {3, 5}}, {2, {5, 17}}, 0, 0},         {{2, {5, 3}}, {2, {5, 17}}, 1, 0},
+        {{2, {3, 5}}, {2, {17, 5}}, 0, 1},         {{2, {5, 3}}, {2, {17, 5}}, 1, 1},
+        {{2, {1, 1}}, {2, {1, 1}}, 0, 0},          {{2, {17, 1}}, {2, {1, 3}}, 0, 0},
+        {{4, {2, 3, 4, 5}}, {2, {5, 6}}, 0, 0},    {{4, {2, 3, 5, 4}}, {2, {5, 6}}, 1, 0},
+        {{4, {2, 3, 4, 5}}, {2, {6, 5}}, 0, 1},    {{4, {2, 1, 3, 5}}, {3, {4, 5, 6}}, 0, 0},
+        {{4, {2, 1, 5, 3}}, {3, {4, 6, 5}}, 1, 1}, {{2, {3, 5}}, {3, {2, 5, 4}}, 0, 0},
+        {{3, {0, 3, 5}}, {2, {5, 4}}, 0, 0},       {{2, {3, 0}}, {2, {0, 4}}, 0, 0},
+        {{3, {2, 0, 3}}, {3, {2, 0, 4}}, 1, 0},    {{2, {3, 5}}, {2, {5, 0}}, 0, 0},
+        {{3, {2, 3, 5}}, {3, {1, 5, 4}}, 0, 0},    {{3, {2, 0, 5}}, {3, {2, 5, 4}}, 0, 0},
+        {{3, {2, 5, 0}}, {3, {2, 5, 4}}, 1, 0},    {{3, {1, 3, 5}}, {3, {3, 5, 4}}, 0, 0},
+        {{3, {3, 17, 5}}, {3, {3, 5, 17}}, 0, 0},  {{3, {3, 17, 33}}, {3, {3, 5, 17}}, 1, 1},
     };
     char sa[64], sb[64], what[256];
     th_seed(6);
@@ -756,8 +735,8 @@ START_TEST(test_matmul) {
         if (cases[c].ta) th_set_int(&at, &cg_op_matmul, "transpose_a", 1);
         if (cases[c].tb) th_set_int(&at, &cg_op_matmul, "transpose_b", 1);
         th_tensor in[2] = {tf(a, as), tf(b, bs)}, out;
-        snprintf(what, sizeof what, "matmul %s%s x %s%s", fmt_shp(sa, sizeof sa, as),
-                 cases[c].ta ? "^T" : "", fmt_shp(sb, sizeof sb, bs), cases[c].tb ? "^T" : "");
+        snprintf(what, sizeof what, "matmul %s%s x %s%s", fmt_shp(sa, sizeof sa, as), cases[c].ta ? "^T" : "",
+                 fmt_shp(sb, sizeof sb, bs), cases[c].tb ? "^T" : "");
         run_ok(&cg_op_matmul, 2, in, &at, 1, &out);
         shp os;
         double *ref = dalloc(shp_numel(as) * shp_numel(bs) + 64);
@@ -779,8 +758,7 @@ START_TEST(test_matmul_errors) {
     th_attrs at;
     th_attrs_init(&at, &cg_op_matmul);
     th_tensor t[2] = {tf(f, &a), tf(f, &b)};
-    expect_infer_fail(&cg_op_matmul, 2, t, &at, 1,
-                      "input 1 (b) has shape [3, 4], expected [K=5, N] for matmul");
+    expect_infer_fail(&cg_op_matmul, 2, t, &at, 1, "input 1 (b) has shape [3, 4], expected [K=5, N] for matmul");
     th_set_int(&at, &cg_op_matmul, "transpose_b", 1);
     expect_infer_fail(&cg_op_matmul, 2, t, &at, 1, "expected [N, K=5]");
     th_set_int(&at, &cg_op_matmul, "transpose_b", 2);
@@ -811,8 +789,8 @@ typedef struct linear_case {
 } linear_case;
 
 static const linear_case linear_cases[] = {
-    {{2, {17, 3}}, 5, 1}, {{3, {2, 3, 5}}, 1, 1}, {{1, {5}}, 3, 1},
-    {{1, {5}}, 3, 0},     {{2, {4, 0}}, 3, 1},    {{2, {4, 7}}, 0, 1},
+    {{2, {17, 3}}, 5, 1}, {{3, {2, 3, 5}}, 1, 1},      {{1, {5}}, 3, 1},
+    {{1, {5}}, 3, 0},     {{2, {4, 0}}, 3, 1},         {{2, {4, 7}}, 0, 1},
     {{2, {0, 7}}, 3, 1},  {{4, {2, 1, 3, 17}}, 17, 0}, {{1, {1}}, 1, 1},
 };
 
@@ -828,8 +806,8 @@ START_TEST(test_linear) {
         float *x = frand(shp_numel(&lc->x), -1, 1), *w = frand(lc->out * in, -1, 1);
         float *b = frand(lc->out, -1, 1);
         th_tensor ins[3] = {tf(x, &lc->x), tf(w, &ws), tf(b, &bs)}, out;
-        snprintf(what, sizeof what, "linear %s -> %lld%s", fmt_shp(sx, sizeof sx, &lc->x),
-                 (long long)lc->out, lc->bias ? " + b" : "");
+        snprintf(what, sizeof what, "linear %s -> %lld%s", fmt_shp(sx, sizeof sx, &lc->x), (long long)lc->out,
+                 lc->bias ? " + b" : "");
         run_ok(&cg_op_linear, lc->bias ? 3 : 2, ins, NULL, 1, &out);
         assert_desc(what, &out, CG_OP_F32, &ys);
         double *ref = dalloc(rows * lc->out);
@@ -850,11 +828,9 @@ START_TEST(test_linear) {
     float f[64] = {0};
     shp x = {2, {4, 3}}, w = {2, {5, 4}}, w2 = {2, {5, 3}}, b = {1, {6}}, w1 = {1, {3}};
     th_tensor t[3] = {tf(f, &x), tf(f, &w), tf(f, &b)};
-    expect_infer_fail(&cg_op_linear, 2, t, NULL, 1,
-                      "input 1 (w) has shape [5, 4], expected [OUT, IN=3] for linear");
+    expect_infer_fail(&cg_op_linear, 2, t, NULL, 1, "input 1 (w) has shape [5, 4], expected [OUT, IN=3] for linear");
     t[1] = tf(f, &w2);
-    expect_infer_fail(&cg_op_linear, 3, t, NULL, 1,
-                      "input 2 (b) has shape [6], expected [OUT=5] for linear");
+    expect_infer_fail(&cg_op_linear, 3, t, NULL, 1, "input 2 (b) has shape [6], expected [OUT=5] for linear");
     t[1] = tf(f, &w1);
     expect_infer_fail(&cg_op_linear, 2, t, NULL, 1, "input 1 must have 2 dims");
     shp sx2 = {3, {S0, S1, 3}}, sw = {2, {CG_DIM_UNKNOWN, 3}}, sb = {1, {7}};
@@ -924,8 +900,8 @@ static void parse_attrs(const cg_op_def *def, const char *text, th_attrs *at) {
     }
 }
 
-static cg_op_status fake_node(cg_decomp *d, const char *op, int32_t n_in, const int32_t *in,
-                              int32_t n_out, int32_t *out, const char *attrs) {
+static cg_op_status fake_node(cg_decomp *d, const char *op, int32_t n_in, const int32_t *in, int32_t n_out,
+                              int32_t *out, const char *attrs) {
     const cg_op_def *def = find_def(op);
     ck_assert_msg(def != NULL, "decomposition uses unknown op %s", op);
     ck_assert_int_eq(n_out, 1);
@@ -992,9 +968,8 @@ START_TEST(test_linear_decompose) {
         call.host = &host;
         ck_assert_int_eq(cg_op_linear.decompose(&d, &call), CG_OP_OK);
         char want[256];
-        snprintf(want, sizeof want, "%smatmul(transpose_b: 1);%s%s",
-                 lc->x.nd == 1 ? "reshape(shape: [1, -1]);" : "", lc->bias ? "add();" : "",
-                 lc->x.nd == 1 ? "reshape(shape: [-1]);" : "");
+        snprintf(want, sizeof want, "%smatmul(transpose_b: 1);%s%s", lc->x.nd == 1 ? "reshape(shape: [1, -1]);" : "",
+                 lc->bias ? "add();" : "", lc->x.nd == 1 ? "reshape(shape: [-1]);" : "");
         ck_assert_str_eq(d.log, want);
         ck_assert_int_ge(d.out_id, n_in);
         const th_tensor *got = &d.vals[d.out_id];
@@ -1037,8 +1012,8 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* softmax / log_softmax / length_mask                                 */
 
-static void ref_softmax(const float *x, const shp *xs, int axis, const int32_t *m,
-                        const shp *ms, int log_out, double *out) {
+static void ref_softmax(const float *x, const shp *xs, int axis, const int32_t *m, const shp *ms, int log_out,
+                        double *out) {
     int64_t n = shp_numel(xs), idx[CG_MAX_DIMS], len = xs->d[axis];
     for (int64_t f = 0; f < n; f++) {
         unravel(f, xs, idx);
@@ -1117,8 +1092,7 @@ START_TEST(test_softmax) {
             th_attrs_init(&at, def);
             if (cases[c].axis != -1) th_set_int(&at, def, "axis", cases[c].axis);
             th_tensor in[2] = {tf(x, xs), has_mask ? ti(m, ms) : tf(NULL, xs)}, out;
-            snprintf(what, sizeof what, "%s %s axis %d mask %s", def->name,
-                     fmt_shp(sx, sizeof sx, xs), cases[c].axis,
+            snprintf(what, sizeof what, "%s %s axis %d mask %s", def->name, fmt_shp(sx, sizeof sx, xs), cases[c].axis,
                      has_mask ? fmt_shp(sm, sizeof sm, ms) : "none");
             run_ok(def, has_mask ? 2 : 1, in, &at, 1, &out);
             assert_desc(what, &out, CG_OP_F32, xs);
@@ -1246,8 +1220,7 @@ START_TEST(test_length_mask) {
     /* Errors name the batch row. */
     int32_t over[3] = {1, 6, 0}, neg[3] = {-1, 0, 0};
     th_tensor e1[2] = {ti(over, &ls), tf(f, &like)};
-    expect_kernel_fail(&cg_op_length_mask, 2, e1, NULL, 1,
-                       "input 0 (lengths) holds 6 at position 1, outside [0, 5]");
+    expect_kernel_fail(&cg_op_length_mask, 2, e1, NULL, 1, "input 0 (lengths) holds 6 at position 1, outside [0, 5]");
     th_tensor e2[2] = {ti(neg, &ls), tf(f, &like)};
     expect_kernel_fail(&cg_op_length_mask, 2, e2, NULL, 1, "input 0 (lengths) holds -1 at position 0, outside [0, 5]");
     shp l4 = {1, {4}}, like1 = {1, {3}};
@@ -1271,8 +1244,7 @@ END_TEST
 enum { R_SUM, R_MEAN, R_MAX, R_PROD };
 
 /* Reference reduction; writes the output shape (with keepdims) to *os. */
-static void ref_reduce(const float *x, const shp *xs, const int *red, int keep, int kind,
-                       double *out, shp *os) {
+static void ref_reduce(const float *x, const shp *xs, const int *red, int keep, int kind, double *out, shp *os) {
     shp kept = {0, {0}};
     os->nd = 0;
     int64_t count = 1;
@@ -1311,16 +1283,26 @@ START_TEST(test_reduce) {
         int64_t axes[CG_MAX_DIMS];
         int keep;
     } cases[] = {
-        {{3, {2, 3, 4}}, -1, {0}, 0},    {{3, {2, 3, 4}}, 0, {0}, 1},
-        {{3, {2, 3, 4}}, 1, {0}, 0},     {{3, {2, 3, 4}}, 1, {1}, 1},
-        {{3, {2, 3, 4}}, 1, {-1}, 0},    {{3, {2, 3, 4}}, 2, {0, 2}, 0},
-        {{3, {2, 3, 4}}, 2, {2, 0}, 1},  {{3, {2, 3, 4}}, 2, {1, 2}, 0},
-        {{3, {2, 3, 4}}, 3, {0, 1, 2}, 1}, {{1, {17}}, 1, {0}, 0},
-        {{3, {3, 1, 17}}, 1, {1}, 0},    {{3, {3, 1, 17}}, 2, {0, 1}, 1},
-        {{0, {0}}, -1, {0}, 0},          {{3, {1, 1, 1}}, 1, {1}, 0},
-        {{4, {5, 7, 3, 4}}, 2, {0, 2}, 0}, {{4, {5, 7, 3, 4}}, 2, {1, 3}, 1},
-        {{4, {5, 7, 3, 4}}, 2, {-3, -2}, 0}, {{2, {0, 3}}, 1, {1}, 0},
-        {{2, {17, 3}}, 1, {0}, 1},       {{1, {1}}, -1, {0}, 0},
+        {{3, {2, 3, 4}}, -1, {0}, 0},
+        {{3, {2, 3, 4}}, 0, {0}, 1},
+        {{3, {2, 3, 4}}, 1, {0}, 0},
+        {{3, {2, 3, 4}}, 1, {1}, 1},
+        {{3, {2, 3, 4}}, 1, {-1}, 0},
+        {{3, {2, 3, 4}}, 2, {0, 2}, 0},
+        {{3, {2, 3, 4}}, 2, {2, 0}, 1},
+        {{3, {2, 3, 4}}, 2, {1, 2}, 0},
+        {{3, {2, 3, 4}}, 3, {0, 1, 2}, 1},
+        {{1, {17}}, 1, {0}, 0},
+        {{3, {3, 1, 17}}, 1, {1}, 0},
+        {{3, {3, 1, 17}}, 2, {0, 1}, 1},
+        {{0, {0}}, -1, {0}, 0},
+        {{3, {1, 1, 1}}, 1, {1}, 0},
+        {{4, {5, 7, 3, 4}}, 2, {0, 2}, 0},
+        {{4, {5, 7, 3, 4}}, 2, {1, 3}, 1},
+        {{4, {5, 7, 3, 4}}, 2, {-3, -2}, 0},
+        {{2, {0, 3}}, 1, {1}, 0},
+        {{2, {17, 3}}, 1, {0}, 1},
+        {{1, {1}}, -1, {0}, 0},
         {{5, {2, 1, 3, 1, 5}}, 2, {1, 2}, 0},
     };
     const cg_op_def *defs[4] = {&cg_op_reduce_sum, &cg_op_reduce_mean, &cg_op_reduce_max, &cg_op_reduce_prod};
@@ -1334,8 +1316,7 @@ START_TEST(test_reduce) {
             int red[CG_MAX_DIMS] = {0};
             th_attrs at;
             th_attrs_init(&at, defs[kind]);
-            if (cases[c].naxes >= 0)
-                th_set_ints(&at, defs[kind], "axes", cases[c].naxes, cases[c].axes);
+            if (cases[c].naxes >= 0) th_set_ints(&at, defs[kind], "axes", cases[c].naxes, cases[c].axes);
             if (cases[c].keep) th_set_int(&at, defs[kind], "keepdims", 1);
             if (cases[c].naxes <= 0)
                 for (int i = 0; i < xs->nd; i++) red[i] = 1;
@@ -1344,8 +1325,7 @@ START_TEST(test_reduce) {
                 red[a < 0 ? a + xs->nd : a] = 1;
             }
             th_tensor in = tf(x, xs), out;
-            snprintf(what, sizeof what, "%s %s case %zu", defs[kind]->name,
-                     fmt_shp(sx, sizeof sx, xs), c);
+            snprintf(what, sizeof what, "%s %s case %zu", defs[kind]->name, fmt_shp(sx, sizeof sx, xs), c);
             run_ok(defs[kind], 1, &in, &at, 1, &out);
             shp os;
             double *ref = dalloc(n + 1);
@@ -1391,8 +1371,7 @@ START_TEST(test_reduce_special) {
     /* Errors. */
     int64_t bad[2] = {0, 2}, dup[2] = {1, -1};
     th_set_ints(&at, &cg_op_reduce_max, "axes", 2, bad);
-    expect_infer_fail(&cg_op_reduce_max, 1, &nin, &at, 1,
-                      "axis 2 in axes is out of range for x [2, 3]");
+    expect_infer_fail(&cg_op_reduce_max, 1, &nin, &at, 1, "axis 2 in axes is out of range for x [2, 3]");
     th_set_ints(&at, &cg_op_reduce_max, "axes", 2, dup);
     expect_infer_fail(&cg_op_reduce_max, 1, &nin, &at, 1, "axis -1 in axes repeats axis 1");
     th_attrs_init(&at, &cg_op_reduce_sum);
@@ -1440,8 +1419,8 @@ START_TEST(test_argmax) {
         shp x;
         int axis, keep;
     } cases[] = {
-        {{2, {3, 17}}, -1, 0}, {{2, {3, 17}}, 0, 1},  {{3, {2, 3, 5}}, 1, 0},
-        {{3, {2, 3, 5}}, -3, 1}, {{1, {17}}, 0, 0},   {{1, {1}}, 0, 0},
+        {{2, {3, 17}}, -1, 0},   {{2, {3, 17}}, 0, 1},    {{3, {2, 3, 5}}, 1, 0},
+        {{3, {2, 3, 5}}, -3, 1}, {{1, {17}}, 0, 0},       {{1, {1}}, 0, 0},
         {{3, {2, 0, 5}}, -1, 0}, {{3, {4, 17, 3}}, 1, 0}, {{3, {4, 17, 3}}, 2, 1},
     };
     char sx[64], what[256];
@@ -1464,8 +1443,8 @@ START_TEST(test_argmax) {
             if (cases[c].keep) th_set_int(&at, &cg_op_argmax, "keepdims", 1);
             if (last) th_set_int(&at, &cg_op_argmax, "last", 1);
             th_tensor in = tf(x, xs), out;
-            snprintf(what, sizeof what, "argmax %s axis %d variant %d last %d",
-                     fmt_shp(sx, sizeof sx, xs), cases[c].axis, variant, last);
+            snprintf(what, sizeof what, "argmax %s axis %d variant %d last %d", fmt_shp(sx, sizeof sx, xs),
+                     cases[c].axis, variant, last);
             run_ok(&cg_op_argmax, 1, &in, &at, 1, &out);
             shp os = {0, {0}};
             int64_t outer = 1, inner = 1, len = xs->d[axis];
@@ -1479,7 +1458,8 @@ START_TEST(test_argmax) {
             int32_t *ref = xmalloc((size_t)(outer * inner) * 4);
             for (int64_t o = 0; o < outer; o++)
                 for (int64_t i = 0; i < inner; i++)
-                    ref[o * inner + i] = (last ? ref_argmax_last : ref_argmax_slice)(x + o * len * inner + i, len, inner);
+                    ref[o * inner + i] =
+                        (last ? ref_argmax_last : ref_argmax_slice)(x + o * len * inner + i, len, inner);
             expect_eq_i32(what, out.data, ref, outer * inner);
             th_free_outputs(1, &out);
             free(ref);
@@ -1515,9 +1495,8 @@ START_TEST(test_topk) {
         shp x;
         int64_t k;
     } cases[] = {
-        {{2, {3, 17}}, 1}, {{2, {3, 17}}, 5}, {{2, {3, 17}}, 17}, {{2, {3, 17}}, 0},
-        {{1, {17}}, 3},    {{3, {2, 3, 9}}, 4}, {{2, {0, 5}}, 2},  {{1, {1}}, 1},
-        {{2, {4, 100}}, 10}, {{2, {2, 33}}, 32},
+        {{2, {3, 17}}, 1},   {{2, {3, 17}}, 5}, {{2, {3, 17}}, 17}, {{2, {3, 17}}, 0},   {{1, {17}}, 3},
+        {{3, {2, 3, 9}}, 4}, {{2, {0, 5}}, 2},  {{1, {1}}, 1},      {{2, {4, 100}}, 10}, {{2, {2, 33}}, 32},
     };
     char sx[64], what[256];
     th_seed(13);
@@ -1535,8 +1514,7 @@ START_TEST(test_topk) {
             th_attrs_init(&at, &cg_op_topk);
             th_set_int(&at, &cg_op_topk, "k", k);
             th_tensor in = tf(x, xs), out[2];
-            snprintf(what, sizeof what, "topk %s k=%lld variant %d", fmt_shp(sx, sizeof sx, xs),
-                     (long long)k, variant);
+            snprintf(what, sizeof what, "topk %s k=%lld variant %d", fmt_shp(sx, sizeof sx, xs), (long long)k, variant);
             run_ok(&cg_op_topk, 1, &in, &at, 2, out);
             shp os = *xs;
             os.d[os.nd - 1] = k;
@@ -1557,11 +1535,9 @@ START_TEST(test_topk) {
                 }
                 for (int64_t j = 0; j < k; j++) {
                     float want = xr[order[j]], got = gv[r * k + j];
-                    if (gi[r * k + j] != order[j] ||
-                        !((isnan(want) && isnan(got)) || want == got))
-                        ck_abort_msg("%s: row %lld pos %lld is (%g, %d), expected (%g, %lld)",
-                                     what, (long long)r, (long long)j, got, gi[r * k + j],
-                                     want, (long long)order[j]);
+                    if (gi[r * k + j] != order[j] || !((isnan(want) && isnan(got)) || want == got))
+                        ck_abort_msg("%s: row %lld pos %lld is (%g, %d), expected (%g, %lld)", what, (long long)r,
+                                     (long long)j, got, gi[r * k + j], want, (long long)order[j]);
                 }
             }
             free(order);
@@ -1690,8 +1666,8 @@ static void py_bounds(int64_t n, int64_t s, int64_t e, int64_t *os, int64_t *oe)
 
 START_TEST(test_slice) {
     const int64_t bounds[][2] = {
-        {0, INT64_MAX}, {2, 5}, {-3, INT64_MAX}, {-100, 100}, {3, 2}, {0, -1},
-        {-5, -2}, {17, INT64_MAX}, {1, 2}, {INT64_MIN, INT64_MAX}, {-1, INT64_MAX},
+        {0, INT64_MAX},  {2, 5}, {-3, INT64_MAX},        {-100, 100},     {3, 2}, {0, -1}, {-5, -2},
+        {17, INT64_MAX}, {1, 2}, {INT64_MIN, INT64_MAX}, {-1, INT64_MAX},
     };
     const shp shapes[] = {{3, {5, 17, 3}}, {1, {1}}, {2, {0, 4}}};
     char what[128];
@@ -1841,8 +1817,7 @@ START_TEST(test_reshape) {
     reshape_expect(&x, 1, (int64_t[]){-1}, &(shp){1, {24}});
     reshape_expect(&x, 3, (int64_t[]){4, 0, 2}, &(shp){3, {4, 3, 2}});
     reshape_expect(&x, 4, (int64_t[]){2, 0, 2, -1}, &(shp){4, {2, 3, 2, 2}});
-    reshape_expect(&x, 8, (int64_t[]){1, 2, 1, 3, 1, 4, 1, -1},
-                   &(shp){8, {1, 2, 1, 3, 1, 4, 1, 1}});
+    reshape_expect(&x, 8, (int64_t[]){1, 2, 1, 3, 1, 4, 1, -1}, &(shp){8, {1, 2, 1, 3, 1, 4, 1, 1}});
     shp one = {1, {1}};
     reshape_expect(&one, 0, (int64_t[]){0}, &(shp){0, {0}}); /* shape [] */
     reshape_expect(&(shp){0, {0}}, 3, (int64_t[]){1, -1, 1}, &(shp){3, {1, 1, 1}});
@@ -1859,11 +1834,9 @@ START_TEST(test_reshape) {
     reshape_expect(&(shp){2, {S0, 6}}, 2, (int64_t[]){-1, 3}, &(shp){2, {CG_DIM_UNKNOWN, 3}});
     reshape_expect(&(shp){2, {S0, 3}}, 2, (int64_t[]){-1, 2}, &(shp){2, {CG_DIM_UNKNOWN, 2}});
     reshape_expect(&(shp){2, {S0, S1}}, 1, (int64_t[]){-1}, &(shp){1, {CG_DIM_UNKNOWN}});
-    reshape_expect(&(shp){2, {CG_DIM_UNKNOWN, 3}}, 2, (int64_t[]){-1, 3},
-                   &(shp){2, {CG_DIM_UNKNOWN, 3}});
+    reshape_expect(&(shp){2, {CG_DIM_UNKNOWN, 3}}, 2, (int64_t[]){-1, 3}, &(shp){2, {CG_DIM_UNKNOWN, 3}});
     reshape_expect(&(shp){3, {S0, S1, 4}}, 3, (int64_t[]){0, -1, 4}, &(shp){3, {S0, S1, 4}});
-    reshape_expect(&(shp){3, {S0, S1, 4}}, 3, (int64_t[]){0, -1, 2},
-                   &(shp){3, {S0, CG_DIM_UNKNOWN, 2}});
+    reshape_expect(&(shp){3, {S0, S1, 4}}, 3, (int64_t[]){0, -1, 2}, &(shp){3, {S0, CG_DIM_UNKNOWN, 2}});
     reshape_expect(&(shp){2, {S0, 3}}, 2, (int64_t[]){3, 7}, &(shp){2, {3, 7}});
     /* Errors. */
     float f[64] = {0};
@@ -1873,13 +1846,11 @@ START_TEST(test_reshape) {
     th_set_ints(&at, &cg_op_reshape, "shape", 2, (int64_t[]){-1, -1});
     expect_infer_fail(&cg_op_reshape, 1, &in, &at, 1, "shape [-1, -1] has more than one -1");
     th_set_ints(&at, &cg_op_reshape, "shape", 2, (int64_t[]){5, 5});
-    expect_infer_fail(&cg_op_reshape, 1, &in, &at, 1,
-                      "cannot reshape x [2, 3, 4] (24 elements) into shape [5, 5]");
+    expect_infer_fail(&cg_op_reshape, 1, &in, &at, 1, "cannot reshape x [2, 3, 4] (24 elements) into shape [5, 5]");
     th_set_ints(&at, &cg_op_reshape, "shape", 2, (int64_t[]){5, -1});
     expect_infer_fail(&cg_op_reshape, 1, &in, &at, 1, "do not divide by 5");
     th_set_ints(&at, &cg_op_reshape, "shape", 4, (int64_t[]){1, 1, 1, 0});
-    expect_infer_fail(&cg_op_reshape, 1, &in, &at, 1,
-                      "copies dim 3 (0) but x [2, 3, 4] has 3 dims");
+    expect_infer_fail(&cg_op_reshape, 1, &in, &at, 1, "copies dim 3 (0) but x [2, 3, 4] has 3 dims");
     /* a dim name (symbol 0) as the verifier hands it: the output has it */
     th_set_ints(&at, &cg_op_reshape, "shape", 3, (int64_t[]){CG_DIM_SYM(0), 0, 4});
     {
@@ -1948,8 +1919,7 @@ START_TEST(test_transpose) {
     th_attrs at;
     th_attrs_init(&at, &cg_op_transpose);
     th_set_ints(&at, &cg_op_transpose, "perm", 2, (int64_t[]){1, 0});
-    expect_infer_fail(&cg_op_transpose, 1, &in, &at, 1,
-                      "perm [1, 0] has 2 entries but x [2, 3, 4] has 3 dims");
+    expect_infer_fail(&cg_op_transpose, 1, &in, &at, 1, "perm [1, 0] has 2 entries but x [2, 3, 4] has 3 dims");
     th_set_ints(&at, &cg_op_transpose, "perm", 3, (int64_t[]){0, 1, 1});
     expect_infer_fail(&cg_op_transpose, 1, &in, &at, 1, "perm [0, 1, 1] is not a permutation");
     th_set_ints(&at, &cg_op_transpose, "perm", 3, (int64_t[]){0, 1, 3});
@@ -1982,16 +1952,14 @@ START_TEST(test_embedding) {
         os.d[os.nd++] = 5;
         assert_desc("embedding", &out, CG_OP_F32, &os);
         for (int64_t i = 0; i < n; i++)
-            for (int e = 0; e < 5; e++)
-                ck_assert(((float *)out.data)[i * 5 + e] == w[ids[i] * 5 + e]);
+            for (int e = 0; e < 5; e++) ck_assert(((float *)out.data)[i * 5 + e] == w[ids[i] * 5 + e]);
         th_free_outputs(1, &out);
         free(ids);
     }
     int32_t bad[2] = {0, 7};
     shp s2 = {1, {2}};
     th_tensor e1[2] = {tf(w, &ws), ti(bad, &s2)};
-    expect_kernel_fail(&cg_op_embedding, 2, e1, NULL, 1,
-                       "input 1 (ids) holds 7 at position 1, outside [0, 6]");
+    expect_kernel_fail(&cg_op_embedding, 2, e1, NULL, 1, "input 1 (ids) holds 7 at position 1, outside [0, 6]");
     bad[1] = -1;
     expect_kernel_fail(&cg_op_embedding, 2, e1, NULL, 1, "input 1 (ids) holds -1 at position 1, outside [0, 6]");
     th_tensor e2[2] = {tf(w, &ws), tf(w, &s2)};
@@ -2022,8 +1990,8 @@ START_TEST(test_gather_rows) {
                 os.d[0] = m;
                 assert_desc("gather_rows", &out, dt ? CG_OP_I32 : CG_OP_F32, &os);
                 for (int64_t i = 0; i < m; i++)
-                    ck_assert(memcmp((uint32_t *)out.data + i * row,
-                                     (uint32_t *)x + idx[i] * row, (size_t)row * 4) == 0);
+                    ck_assert(memcmp((uint32_t *)out.data + i * row, (uint32_t *)x + idx[i] * row, (size_t)row * 4) ==
+                              0);
                 th_free_outputs(1, &out);
                 free(idx);
             }
@@ -2034,8 +2002,7 @@ START_TEST(test_gather_rows) {
     int32_t bad[2] = {1, 5};
     shp xs = {2, {5, 2}}, is = {1, {2}}, i2 = {2, {1, 2}};
     th_tensor e1[2] = {tf(f, &xs), ti(bad, &is)};
-    expect_kernel_fail(&cg_op_gather_rows, 2, e1, NULL, 1,
-                       "input 1 (index) holds 5 at position 1, outside [0, 4]");
+    expect_kernel_fail(&cg_op_gather_rows, 2, e1, NULL, 1, "input 1 (index) holds 5 at position 1, outside [0, 4]");
     th_tensor e2[2] = {tf(f, &xs), ti(bad, &i2)};
     expect_infer_fail(&cg_op_gather_rows, 2, e2, NULL, 1, "input 1 must have 1 dims");
     shp sc = {0, {0}};
@@ -2093,6 +2060,4 @@ static Suite *ops_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(ops_suite(), 0);
-}
+int main(void) { return tu_run_suite(ops_suite(), 0); }

@@ -46,26 +46,24 @@ static th_attrs attrs_d(const cg_op_def *def, int64_t d) {
     return a;
 }
 
-static void run_ok(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at,
-                   th_tensor *out) {
+static void run_ok(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at, th_tensor *out) {
     cg_op_status st = th_run(def, n_in, in, at, 1, out, g_err, sizeof g_err);
     ck_assert_msg(st == CG_OP_OK, "%s failed: %s", def->name, g_err);
 }
 
 /* Inference must reject the node with a message containing `needle`. */
-static void expect_infer_fail(const cg_op_def *def, int n_in, const th_tensor *in,
-                              const th_attrs *at, const char *needle) {
+static void expect_infer_fail(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at,
+                              const char *needle) {
     th_tensor out[1];
     cg_op_status st = th_infer(def, n_in, in, at, 1, out, g_err, sizeof g_err);
     ck_assert_msg(st == CG_OP_ERROR, "%s: inference accepted, expected '%s'", def->name, needle);
-    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name,
-                  g_err, needle);
+    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name, g_err, needle);
 }
 
 /* Inference accepts, the CPU kernel fails with a message containing
  * `needle`. */
-static void expect_kernel_fail(const cg_op_def *def, int n_in, const th_tensor *in,
-                               const th_attrs *at, const char *needle) {
+static void expect_kernel_fail(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at,
+                               const char *needle) {
     th_tensor out[1];
     memset(out, 0, sizeof out);
     cg_op_status st = th_infer(def, n_in, in, at, 1, out, g_err, sizeof g_err);
@@ -73,13 +71,11 @@ static void expect_kernel_fail(const cg_op_def *def, int n_in, const th_tensor *
     st = th_run(def, n_in, in, at, 1, out, g_err, sizeof g_err);
     th_free_outputs(1, out);
     ck_assert_msg(st == CG_OP_ERROR, "%s: kernel accepted, expected '%s'", def->name, needle);
-    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name,
-                  g_err, needle);
+    ck_assert_msg(strstr(g_err, needle) != NULL, "%s: message '%s' lacks '%s'", def->name, g_err, needle);
 }
 
 /* Checks an output descriptor: dtype and dims (symbolic allowed). */
-static void assert_desc(const char *what, const th_tensor *t, cg_op_dtype dt, int nd,
-                        const int64_t *dims) {
+static void assert_desc(const char *what, const th_tensor *t, cg_op_dtype dt, int nd, const int64_t *dims) {
     int ok = t->desc.dtype == dt && t->desc.ndim == nd;
     for (int i = 0; ok && i < nd; i++) ok = t->desc.dims[i] == dims[i];
     char got[128], want[128];
@@ -89,13 +85,12 @@ static void assert_desc(const char *what, const th_tensor *t, cg_op_dtype dt, in
     memcpy(w.dims, dims, sizeof(int64_t) * (size_t)nd);
     cg_ops_format_dims(got, sizeof got, &t->desc);
     cg_ops_format_dims(want, sizeof want, &w);
-    ck_assert_msg(ok, "%s: output is dtype %d %s, expected dtype %d %s", what,
-                  (int)t->desc.dtype, got, (int)dt, want);
+    ck_assert_msg(ok, "%s: output is dtype %d %s, expected dtype %d %s", what, (int)t->desc.dtype, got, (int)dt, want);
 }
 
 /* Inference only; checks the output's dtype and dims. */
-static void expect_infer(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at,
-                         cg_op_dtype dt, int nd, const int64_t *dims) {
+static void expect_infer(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at, cg_op_dtype dt,
+                         int nd, const int64_t *dims) {
     th_tensor out[1];
     cg_op_status st = th_infer(def, n_in, in, at, 1, out, g_err, sizeof g_err);
     ck_assert_msg(st == CG_OP_OK, "%s: inference failed: %s", def->name, g_err);
@@ -129,8 +124,7 @@ START_TEST(test_defs) {
         ck_assert_int_eq(d->n_kernels, 2);
         ck_assert_ptr_nonnull(kernel_of(d, CG_BACKEND_CPU));
         ck_assert_ptr_nonnull(kernel_of(d, CG_BACKEND_OPENCL));
-        for (int k = 0; k < d->n_kernels; k++)
-            ck_assert_uint_eq(d->kernels[k].struct_size, sizeof(cg_kernel_def));
+        for (int k = 0; k < d->n_kernels; k++) ck_assert_uint_eq(d->kernels[k].struct_size, sizeof(cg_kernel_def));
         ck_assert_int_eq(d->n_attrs, 1);
         ck_assert_uint_eq(d->attrs[0].struct_size, sizeof(cg_attr_def));
         ck_assert_str_eq(d->attrs[0].name, "D");
@@ -158,9 +152,8 @@ START_TEST(test_defs) {
                 in[k].desc = c.inputs[k];
                 in[k].data = NULL;
             }
-            ck_assert_msg(th_infer(d, c.n_inputs, in, &at, 1, out, g_err, sizeof g_err) ==
-                              CG_OP_OK,
-                          "%s case %d: %s", d->name, ci, g_err);
+            ck_assert_msg(th_infer(d, c.n_inputs, in, &at, 1, out, g_err, sizeof g_err) == CG_OP_OK, "%s case %d: %s",
+                          d->name, ci, g_err);
         }
     }
     ck_assert(!(cg_op_window_mask.flags & CG_OP_FLAG_INPLACE0));
@@ -173,8 +166,7 @@ END_TEST
 
 /* Naive reference: i < len[b] and |i - c| <= D with the difference taken in
  * double (the spec'd comparison). */
-static void wm_ref(int64_t B, int64_t S, const int32_t *len, const float *cen, int64_t D,
-                   int32_t *out) {
+static void wm_ref(int64_t B, int64_t S, const int32_t *len, const float *cen, int64_t D, int32_t *out) {
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = 0; i < S; i++) {
             double diff = (double)i - (double)cen[b];
@@ -184,15 +176,12 @@ static void wm_ref(int64_t B, int64_t S, const int32_t *len, const float *cen, i
 
 /* Runs window_mask on lengths / centers over [B, S] (like f32 [B, S]) and
  * compares with wm_ref. */
-static void wm_check(const char *what, int64_t B, int64_t S, const int32_t *len,
-                     const float *cen, int64_t D) {
+static void wm_check(const char *what, int64_t B, int64_t S, const int32_t *len, const float *cen, int64_t D) {
     float *like = xmalloc((size_t)(B * S) * sizeof(float));
     memset(like, 0, (size_t)(B * S) * sizeof(float));
     int32_t *want = xmalloc((size_t)(B * S) * sizeof(int32_t));
     const int64_t db[1] = {B}, dl[2] = {B, S};
-    th_tensor in[3] = {th_i32((int32_t *)len, 1, db), th_f32((float *)cen, 1, db),
-                       th_f32(like, 2, dl)},
-              out;
+    th_tensor in[3] = {th_i32((int32_t *)len, 1, db), th_f32((float *)cen, 1, db), th_f32(like, 2, dl)}, out;
     th_attrs at = attrs_d(&cg_op_window_mask, D);
     run_ok(&cg_op_window_mask, 3, in, &at, &out);
     assert_desc(what, &out, CG_OP_I32, 2, dl);
@@ -202,8 +191,8 @@ static void wm_check(const char *what, int64_t B, int64_t S, const int32_t *len,
         if (got[k] != want[k])
             ck_abort_msg("%s (B %lld, S %lld, D %lld): element [%lld, %lld] is %d, expected %d "
                          "(length %d, center %.9g)",
-                         what, (long long)B, (long long)S, (long long)D, (long long)(k / S),
-                         (long long)(k % S), got[k], want[k], len[k / S], (double)cen[k / S]);
+                         what, (long long)B, (long long)S, (long long)D, (long long)(k / S), (long long)(k % S), got[k],
+                         want[k], len[k / S], (double)cen[k / S]);
     th_free_outputs(1, &out);
     free(like);
     free(want);
@@ -323,8 +312,7 @@ START_TEST(test_window_mask_special) {
     int32_t lf[5] = {4, 0, 4, 2, 3};
     th_tensor inf[3] = {th_i32(lf, 1, db), th_f32(cf, 1, db), th_f32(like, 2, dl)};
     run_ok(&cg_op_window_mask, 3, inf, &at, &out);
-    static const int32_t wantf[20] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1,
-                                      1, 1, 1, 1, 0, 0, 1, 1, 1, 0};
+    static const int32_t wantf[20] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0};
     ck_assert_mem_eq(out.data, wantf, sizeof wantf);
     th_free_outputs(1, &out);
 }
@@ -375,18 +363,15 @@ START_TEST(test_window_mask_errors) {
     th_attrs at = attrs_d(&cg_op_window_mask, 2);
     /* Lengths outside [0, S] name the batch row. */
     th_tensor e1[3] = {th_i32(len, 1, db), th_f32(cen, 1, db), th_f32(f, 2, dl)};
-    expect_kernel_fail(&cg_op_window_mask, 3, e1, &at,
-                       "input 0 (lengths) holds 6 at position 1, outside [0, 5]");
+    expect_kernel_fail(&cg_op_window_mask, 3, e1, &at, "input 0 (lengths) holds 6 at position 1, outside [0, 5]");
     int32_t neg[3] = {0, 0, -1};
     th_tensor e2[3] = {th_i32(neg, 1, db), th_f32(cen, 1, db), th_f32(f, 2, dl)};
-    expect_kernel_fail(&cg_op_window_mask, 3, e2, &at,
-                       "input 0 (lengths) holds -1 at position 2, outside [0, 5]");
+    expect_kernel_fail(&cg_op_window_mask, 3, e2, &at, "input 0 (lengths) holds -1 at position 2, outside [0, 5]");
     /* D out of range. */
     int32_t ok[3] = {1, 2, 3};
     th_tensor g[3] = {th_i32(ok, 1, db), th_f32(cen, 1, db), th_f32(f, 2, dl)};
     th_attrs bad = attrs_d(&cg_op_window_mask, -1);
-    expect_infer_fail(&cg_op_window_mask, 3, g, &bad,
-                      "attribute D must be in [0, 2147483647], got -1");
+    expect_infer_fail(&cg_op_window_mask, 3, g, &bad, "attribute D must be in [0, 2147483647], got -1");
     bad = attrs_d(&cg_op_window_mask, 2147483648LL);
     expect_infer_fail(&cg_op_window_mask, 3, g, &bad, "got 2147483648");
     /* Dtypes. */
@@ -397,8 +382,7 @@ START_TEST(test_window_mask_errors) {
     /* Ranks and B. */
     const int64_t d1[1] = {3}, d4[1] = {4}, d22[2] = {3, 1};
     th_tensor e5[3] = {th_i32(ok, 1, db), th_f32(cen, 1, db), th_f32(f, 1, d1)};
-    expect_infer_fail(&cg_op_window_mask, 3, e5, &at,
-                      "input 2 (like) must have at least 2 dims [B, S, ...], got [3]");
+    expect_infer_fail(&cg_op_window_mask, 3, e5, &at, "input 2 (like) must have at least 2 dims [B, S, ...], got [3]");
     th_tensor e6[3] = {th_i32(ok, 1, d4), th_f32(cen, 1, db), th_f32(f, 2, dl)};
     expect_infer_fail(&cg_op_window_mask, 3, e6, &at,
                       "input 0 (lengths) has shape [4], expected [B] with B from like [3, 5]");
@@ -409,8 +393,7 @@ START_TEST(test_window_mask_errors) {
     expect_infer_fail(&cg_op_window_mask, 3, e8, &at, "input 0 (lengths) has shape [3, 1]");
     const int64_t lu[2] = {UNK, 5};
     th_tensor e9[3] = {th_i32(ok, 1, d4), th_f32(cen, 1, db), th_f32(f, 2, lu)};
-    expect_infer_fail(&cg_op_window_mask, 3, e9, &at,
-                      "input 0 (lengths) [4] and input 1 (center) [3] disagree on B");
+    expect_infer_fail(&cg_op_window_mask, 3, e9, &at, "input 0 (lengths) [4] and input 1 (center) [3] disagree on B");
 }
 END_TEST
 
@@ -420,8 +403,7 @@ END_TEST
 /* Runs local_gaussian and compares with the double reference
  * a * exp(-(i - c)^2 / (2 (D/2)^2)), allowing the float rounding of the
  * distance and the exponent: relative 1e-6 + 5e-7 per unit of exponent. */
-static void lg_check(const char *what, int64_t B, int64_t S, const float *a, const float *cen,
-                     int64_t D) {
+static void lg_check(const char *what, int64_t B, int64_t S, const float *a, const float *cen, int64_t D) {
     const int64_t da[2] = {B, S}, dc[1] = {B};
     th_tensor in[2] = {th_f32((float *)a, 2, da), th_f32((float *)cen, 1, dc)}, out;
     th_attrs at = attrs_d(&cg_op_local_gaussian, D);
@@ -438,14 +420,14 @@ static void lg_check(const char *what, int64_t B, int64_t S, const float *a, con
             if (!(fabs((double)got[k] - ref) <= tol))
                 ck_abort_msg("%s (B %lld, S %lld, D %lld): element [%lld, %lld] is %.9g, "
                              "expected %.9g (a %.9g, center %.9g)",
-                             what, (long long)B, (long long)S, (long long)D, (long long)b,
-                             (long long)i, (double)got[k], ref, (double)a[k], (double)cen[b]);
+                             what, (long long)B, (long long)S, (long long)D, (long long)b, (long long)i, (double)got[k],
+                             ref, (double)a[k], (double)cen[b]);
             /* And bit for bit the single-precision formula both backends use. */
             const float d = (float)i - cen[b], s = (float)D * 0.5f;
             const float want = a[k] * expf(-(d * d) / (2.0f * s * s));
             ck_assert_msg(memcmp(&got[k], &want, sizeof want) == 0,
-                          "%s: element [%lld, %lld] is %.9g, the float formula gives %.9g", what,
-                          (long long)b, (long long)i, (double)got[k], (double)want);
+                          "%s: element [%lld, %lld] is %.9g, the float formula gives %.9g", what, (long long)b,
+                          (long long)i, (double)got[k], (double)want);
         }
     th_free_outputs(1, &out);
 }
@@ -461,8 +443,7 @@ START_TEST(test_local_gaussian_random) {
                 float cen[17];
                 th_fill(a, B * S, -2.0f, 2.0f);
                 for (int64_t b = 0; b < B; b++)
-                    cen[b] = (b % 2) ? (float)irand1(-3, (int32_t)S + 3)
-                                     : th_uniform(-3.0f, (float)S + 3.0f);
+                    cen[b] = (b % 2) ? (float)irand1(-3, (int32_t)S + 3) : th_uniform(-3.0f, (float)S + 3.0f);
                 lg_check("local_gaussian random", B, S, a, cen, D);
                 free(a);
             }
@@ -486,12 +467,11 @@ START_TEST(test_local_gaussian_values) {
     th_attrs at = attrs_d(&cg_op_local_gaussian, 2);
     run_ok(&cg_op_local_gaussian, 2, in, &at, &out);
     const float *g = out.data;
-    const double want[10] = {exp(-2.0),     exp(-0.5),     1.0,           exp(-0.5),
-                             exp(-2.0),     2.0,           2 * exp(-0.5), 2 * exp(-2.0),
-                             2 * exp(-4.5), 2 * exp(-8.0)};
+    const double want[10] = {exp(-2.0), exp(-0.5),     1.0,           exp(-0.5),     exp(-2.0),
+                             2.0,       2 * exp(-0.5), 2 * exp(-2.0), 2 * exp(-4.5), 2 * exp(-8.0)};
     for (int k = 0; k < 10; k++)
-        ck_assert_msg(fabs(g[k] - want[k]) <= 1e-6 * fabs(want[k]), "element %d: %.9g vs %.9g",
-                      k, (double)g[k], want[k]);
+        ck_assert_msg(fabs(g[k] - want[k]) <= 1e-6 * fabs(want[k]), "element %d: %.9g vs %.9g", k, (double)g[k],
+                      want[k]);
     th_free_outputs(1, &out);
     at = attrs_d(&cg_op_local_gaussian, 4);
     run_ok(&cg_op_local_gaussian, 2, in, &at, &out);
@@ -580,8 +560,7 @@ START_TEST(test_local_gaussian_shapes) {
     assert_desc("local_gaussian S=0", &out, CG_OP_F32, 2, as0);
     th_free_outputs(1, &out);
     /* Symbolic. */
-    const int64_t sa[2] = {S0, S1}, su[1] = {UNK}, ua[2] = {UNK, 5}, sc[1] = {S0},
-                  o[2] = {S0, 5};
+    const int64_t sa[2] = {S0, S1}, su[1] = {UNK}, ua[2] = {UNK, 5}, sc[1] = {S0}, o[2] = {S0, 5};
     th_tensor y1[2] = {th_f32(f, 2, sa), th_f32(f, 1, su)};
     expect_infer(&cg_op_local_gaussian, 2, y1, &at, CG_OP_F32, 2, sa);
     th_tensor y2[2] = {th_f32(f, 2, ua), th_f32(f, 1, sc)};
@@ -590,18 +569,15 @@ START_TEST(test_local_gaussian_shapes) {
     const int64_t a35[2] = {3, 5}, c3[1] = {3}, c4[1] = {4}, a3[1] = {3}, a351[3] = {3, 5, 1};
     th_tensor g[2] = {th_f32(f, 2, a35), th_f32(f, 1, c3)};
     th_attrs d0 = attrs_d(&cg_op_local_gaussian, 0);
-    expect_infer_fail(&cg_op_local_gaussian, 2, g, &d0,
-                      "attribute D must be >= 1 (D = 0 would divide by zero");
+    expect_infer_fail(&cg_op_local_gaussian, 2, g, &d0, "attribute D must be >= 1 (D = 0 would divide by zero");
     d0 = attrs_d(&cg_op_local_gaussian, -3);
     expect_infer_fail(&cg_op_local_gaussian, 2, g, &d0, "got -3");
     th_tensor e1[2] = {th_i32(iv, 2, a35), th_f32(f, 1, c3)};
     expect_infer_fail(&cg_op_local_gaussian, 2, e1, &at, "input 0 (a) must be f32, got i32");
     th_tensor e2[2] = {th_f32(f, 2, a35), th_i32(iv, 1, c3)};
-    expect_infer_fail(&cg_op_local_gaussian, 2, e2, &at,
-                      "input 1 (center) must be f32, got i32");
+    expect_infer_fail(&cg_op_local_gaussian, 2, e2, &at, "input 1 (center) must be f32, got i32");
     th_tensor e3[2] = {th_f32(f, 1, a3), th_f32(f, 1, c3)};
-    expect_infer_fail(&cg_op_local_gaussian, 2, e3, &at,
-                      "input 0 (a) must have 2 dims [B, S], got [3]");
+    expect_infer_fail(&cg_op_local_gaussian, 2, e3, &at, "input 0 (a) must have 2 dims [B, S], got [3]");
     th_tensor e4[2] = {th_f32(f, 3, a351), th_f32(f, 1, c3)};
     expect_infer_fail(&cg_op_local_gaussian, 2, e4, &at, "got [3, 5, 1]");
     th_tensor e5[2] = {th_f32(f, 2, a35), th_f32(f, 1, c4)};
@@ -637,6 +613,4 @@ static Suite *local_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(local_suite(), 0);
-}
+int main(void) { return tu_run_suite(local_suite(), 0); }

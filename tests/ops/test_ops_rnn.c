@@ -195,8 +195,8 @@ END_TEST
 /* Inputs of a gru (gates 3) or lstm (gates 4) with random weights (when
  * `store` is non-NULL: a malloc'ed buffer the caller frees) or descriptors
  * only. x and lengths are the caller's. */
-static int seq_inputs(th_tensor *in, int gates, int64_t B, int64_t S, int64_t I, int64_t H,
-                      int64_t L, int64_t D, float *x, int32_t *lengths, float **store) {
+static int seq_inputs(th_tensor *in, int gates, int64_t B, int64_t S, int64_t I, int64_t H, int64_t L, int64_t D,
+                      float *x, int32_t *lengths, float **store) {
     int64_t GH = gates * H, total = 0;
     for (int64_t k = 0; k < L; k++) total += D * (GH * ((k ? D * H : I) + H) + 2 * GH);
     float *w = NULL;
@@ -245,8 +245,8 @@ static void check_batch_rows(int gates) {
     for (int64_t b = 0; b < B; b++) {
         for (int64_t t = lengths[b]; t < S; t++)
             for (int64_t j = 0; j < D * H; j++)
-                ck_assert_msg(y[(b * S + t) * D * H + j] == 0.0f, "row %lld t %lld not zero",
-                              (long long)b, (long long)t);
+                ck_assert_msg(y[(b * S + t) * D * H + j] == 0.0f, "row %lld t %lld not zero", (long long)b,
+                              (long long)t);
         /* The same row alone. */
         th_tensor in1[SEQ_MAX_IN], out1[3];
         memcpy(in1, in, sizeof(th_tensor) * (size_t)n_in);
@@ -330,8 +330,8 @@ END_TEST
 
 /* Infers a gru/lstm whose input `bad` is replaced by a descriptor of the
  * given shape; checks the message. */
-static void check_seq_weight_error(int gates, int64_t L, int64_t D, int bad, int ndim,
-                                   const int64_t *dims, const char *want) {
+static void check_seq_weight_error(int gates, int64_t L, int64_t D, int bad, int ndim, const int64_t *dims,
+                                   const char *want) {
     const cg_op_def *def = gates == 3 ? &cg_op_gru : &cg_op_lstm;
     th_tensor in[SEQ_MAX_IN], out[3];
     int n_in = seq_inputs(in, gates, 2, 5, 7, 16, L, D, NULL, NULL, NULL);
@@ -497,9 +497,8 @@ END_TEST
 
 /* Reference score of key s of row b; *mag gets the sum of the magnitudes of
  * the terms, which bounds the rounding error of a float evaluation. */
-static double ref_score(const char *kind, int64_t S, int64_t H, int64_t K, const float *q,
-                        const float *keys, const float *w, const float *bias, const float *v,
-                        int64_t b, int64_t s, double *mag) {
+static double ref_score(const char *kind, int64_t S, int64_t H, int64_t K, const float *q, const float *keys,
+                        const float *w, const float *bias, const float *v, int64_t b, int64_t s, double *mag) {
     const float *qb = q + b * H, *h = keys + (b * S + s) * K;
     double e = 0, m = 0;
     if (strcmp(kind, "additive") == 0) {
@@ -547,8 +546,8 @@ static int kind_inputs(const char *kind) {
 static const char *const score_kinds[] = {"additive", "dot", "scaled_dot", "general", "cosine"};
 
 /* Inputs of attn_score for `kind` over the caller's buffers. */
-static int score_inputs(th_tensor *in, const char *kind, int64_t B, int64_t S, int64_t H, int64_t K,
-                        float *q, float *keys, float *w, float *bias, float *v) {
+static int score_inputs(th_tensor *in, const char *kind, int64_t B, int64_t S, int64_t H, int64_t K, float *q,
+                        float *keys, float *w, float *bias, float *v) {
     const int64_t dq[2] = {B, H}, dk[3] = {B, S, K}, dw[2] = {K, H}, db[1] = {K}, dv[2] = {1, K};
     in[0] = th_f32(q, 2, dq);
     in[1] = th_f32(keys, 3, dk);
@@ -570,8 +569,7 @@ typedef struct score_case {
     th_attrs at;
 } score_case;
 
-static void score_case_run(score_case *c, const char *kind, int64_t B, int64_t S, int64_t H, int64_t K,
-                           uint64_t seed) {
+static void score_case_run(score_case *c, const char *kind, int64_t B, int64_t S, int64_t H, int64_t K, uint64_t seed) {
     c->kind = kind;
     c->B = B, c->S = S, c->H = H, c->K = K;
     int64_t n[5] = {B * H, B * S * K, K * H, K, K}, total = 0;
@@ -587,8 +585,8 @@ static void score_case_run(score_case *c, const char *kind, int64_t B, int64_t S
     th_attrs_init(&c->at, &cg_op_attn_score);
     th_set_string(&c->at, &cg_op_attn_score, "kind", kind);
     char err[512];
-    ck_assert_msg(th_run(&cg_op_attn_score, c->n_in, c->in, &c->at, 1, c->out, err, sizeof err) == CG_OP_OK,
-                  "%s: %s", kind, err);
+    ck_assert_msg(th_run(&cg_op_attn_score, c->n_in, c->in, &c->at, 1, c->out, err, sizeof err) == CG_OP_OK, "%s: %s",
+                  kind, err);
     ck_assert(c->out[0].desc.ndim == 2 && c->out[0].desc.dims[0] == B && c->out[0].desc.dims[1] == S);
 }
 
@@ -614,9 +612,9 @@ START_TEST(attn_score_reference) {
                         for (int64_t s = 0; s < S; s++) {
                             double mag, ref = ref_score(kind, S, H, K, c.q, c.keys, c.w, c.bias, c.v, b, s, &mag);
                             ck_assert_msg(fabs(e[b * S + s] - ref) <= 1e-5 * (1 + mag),
-                                          "%s B %lld S %lld H %lld K %lld: e[%lld, %lld] = %.9g, expected %.9g",
-                                          kind, (long long)B, (long long)S, (long long)H, (long long)K,
-                                          (long long)b, (long long)s, e[b * S + s], ref);
+                                          "%s B %lld S %lld H %lld K %lld: e[%lld, %lld] = %.9g, expected %.9g", kind,
+                                          (long long)B, (long long)S, (long long)H, (long long)K, (long long)b,
+                                          (long long)s, e[b * S + s], ref);
                         }
                     score_case_free(&c);
                     runs++;
@@ -656,7 +654,8 @@ START_TEST(attn_score_errors) {
     check_score_error("bilinear", 2, in, "unknown attention kind 'bilinear'");
     check_score_error("dot", 4, in, "kind 'dot' takes 2 inputs (q, keys), or 3 with rows, got 4");
     check_score_error("dot", 3, in, "input 2 (rows) must be i32 [B] with B from input 0 [2, 4], got f32 [6, 4]");
-    check_score_error("additive", 2, in, "kind 'additive' takes 5 inputs (q, keys, W_q, b_q, v), or 6 with rows, got 2");
+    check_score_error("additive", 2, in,
+                      "kind 'additive' takes 5 inputs (q, keys, W_q, b_q, v), or 6 with rows, got 2");
     check_score_error("general", 5, in, "kind 'general' takes 3 inputs (q, keys, W), or 4 with rows, got 5");
     check_score_error("dot", 2, in, "kind 'dot' needs keys as wide as q (K == H), got q [2, 4] and keys [2, 7, 6]");
     check_score_error("cosine", 2, in, "needs keys as wide as q");
@@ -689,8 +688,7 @@ START_TEST(attn_infer_symbolic) {
     th_attrs_init(&at, &cg_op_attn_score);
     th_set_string(&at, &cg_op_attn_score, "kind", "general");
     ck_assert_msg(th_infer(&cg_op_attn_score, 3, in, &at, 1, out, err, sizeof err) == CG_OP_OK, "%s", err);
-    ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == CG_DIM_SYM(0) &&
-              out[0].desc.dims[1] == CG_DIM_SYM(1));
+    ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == CG_DIM_SYM(0) && out[0].desc.dims[1] == CG_DIM_SYM(1));
     /* dot with a symbolic key width */
     score_inputs(in, "dot", 2, 5, 16, CG_DIM_SYM(2), NULL, NULL, NULL, NULL, NULL);
     th_set_string(&at, &cg_op_attn_score, "kind", "dot");
@@ -705,8 +703,8 @@ START_TEST(attn_infer_symbolic) {
 END_TEST
 
 /* c [B, K] against the double-precision sum over s of w[b, s] values[b, s, :]. */
-static void check_context(const char *what, const float *c, const float *w, const float *values, int64_t B,
-                          int64_t S, int64_t K) {
+static void check_context(const char *what, const float *c, const float *w, const float *values, int64_t B, int64_t S,
+                          int64_t K) {
     for (int64_t b = 0; b < B; b++)
         for (int64_t k = 0; k < K; k++) {
             double ref = 0, mag = 0;
@@ -733,8 +731,7 @@ START_TEST(attn_context_reference) {
                 const int64_t dw[2] = {B, S}, dv[3] = {B, S, K};
                 th_tensor in[2] = {th_f32(w, 2, dw), th_f32(values, 3, dv)}, out[1];
                 char err[512];
-                ck_assert_msg(th_run(&cg_op_attn_context, 2, in, NULL, 1, out, err, sizeof err) == CG_OP_OK,
-                              "%s", err);
+                ck_assert_msg(th_run(&cg_op_attn_context, 2, in, NULL, 1, out, err, sizeof err) == CG_OP_OK, "%s", err);
                 ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == B && out[0].desc.dims[1] == K);
                 check_context("context", out[0].data, w, values, B, S, K);
                 th_free_outputs(1, out);
@@ -765,15 +762,16 @@ START_TEST(attn_rows_reference) {
     in[c.n_in] = th_i32(rows, 1, dr);
     th_tensor out[1];
     char err[512];
-    ck_assert_msg(th_run(&cg_op_attn_score, c.n_in + 1, in, &c.at, 1, out, err, sizeof err) == CG_OP_OK, "%s: %s",
-                  kind, err);
+    ck_assert_msg(th_run(&cg_op_attn_score, c.n_in + 1, in, &c.at, 1, out, err, sizeof err) == CG_OP_OK, "%s: %s", kind,
+                  err);
     ck_assert(out[0].desc.ndim == 2 && out[0].desc.dims[0] == B && out[0].desc.dims[1] == S);
     const float *e = out[0].data;
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++) {
             double mag, ref = ref_score(kind, S, H, K, q, gathered, c.w, c.bias, c.v, b, s, &mag);
-            ck_assert_msg(fabs(e[b * S + s] - ref) <= 1e-5 * (1 + mag), "%s with rows: e[%lld, %lld] = %.9g, expected %.9g",
-                          kind, (long long)b, (long long)s, e[b * S + s], ref);
+            ck_assert_msg(fabs(e[b * S + s] - ref) <= 1e-5 * (1 + mag),
+                          "%s with rows: e[%lld, %lld] = %.9g, expected %.9g", kind, (long long)b, (long long)s,
+                          e[b * S + s], ref);
         }
     th_free_outputs(1, out);
     /* A row outside [0, N) is a clear run-time error on the CPU. */
@@ -928,8 +926,8 @@ static int32_t ev_binary(cg_decomp *d, const char *op, int32_t ia, int32_t ib) {
     return id;
 }
 
-static cg_op_status ev_node(cg_decomp *d, const char *op, int32_t n_in, const int32_t *in, int32_t n_out,
-                            int32_t *out, const char *attrs) {
+static cg_op_status ev_node(cg_decomp *d, const char *op, int32_t n_in, const int32_t *in, int32_t n_out, int32_t *out,
+                            const char *attrs) {
     ck_assert_int_eq(n_out, 1);
     for (int i = 0; i < n_in; i++) ck_assert(in[i] >= 0 && in[i] < d->n);
     const ev_value *x = &d->v[in[0]];
@@ -946,9 +944,9 @@ static cg_op_status ev_node(cg_decomp *d, const char *op, int32_t n_in, const in
         for (int64_t i = 0, n = ev_numel(x); i < n; i++) {
             double t = x->data[i];
             double r = !strcmp(op, "sigmoid") ? 1 / (1 + exp(-t))
-                       : !strcmp(op, "tanh")    ? tanh(t)
-                       : !strcmp(op, "sqrt")    ? sqrt(t)
-                                                : alpha * t + beta;
+                       : !strcmp(op, "tanh")  ? tanh(t)
+                       : !strcmp(op, "sqrt")  ? sqrt(t)
+                                              : alpha * t + beta;
             d->v[id].data[i] = (float)r;
         }
     } else if (!strcmp(op, "linear") || !strcmp(op, "matmul")) {
@@ -1044,8 +1042,8 @@ static const cg_host_api ev_host = {
 /* Decomposes `def` on the given inputs and checks every output against the
  * kernel's (which must already be in `want`). The call shows the inputs in
  * `sym_inputs` (a bit mask) with symbolic dims, as a plan may. */
-static void check_decomposition(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at,
-                                int n_out, const th_tensor *want, double tol, unsigned sym_inputs) {
+static void check_decomposition(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *at, int n_out,
+                                const th_tensor *want, double tol, unsigned sym_inputs) {
     cg_decomp *d = calloc(1, sizeof *d);
     d->inputs = in;
     for (int i = 0; i < 4; i++) d->outputs[i] = -1;
@@ -1057,7 +1055,18 @@ static void check_decomposition(const cg_op_def *def, int n_in, const th_tensor 
     }
     for (int i = 0; i < n_out; i++) outd[i] = want[i].desc;
     char err[256] = "";
-    cg_op_call call = {sizeof call, def->name, n_in, n_out, ind, outd, at ? at->v : NULL, err, sizeof err, &ev_host, sizeof(cg_attr_value), sizeof(cg_tensor_desc)};
+    cg_op_call call = {sizeof call,
+                       def->name,
+                       n_in,
+                       n_out,
+                       ind,
+                       outd,
+                       at ? at->v : NULL,
+                       err,
+                       sizeof err,
+                       &ev_host,
+                       sizeof(cg_attr_value),
+                       sizeof(cg_tensor_desc)};
     cg_op_status st = def->decompose(d, &call);
     ck_assert_msg(st == CG_OP_OK, "%s decomposition failed: %s %s", def->name, err, d->msg);
     for (int i = 0; i < n_out; i++) {
@@ -1113,8 +1122,8 @@ END_TEST
 /* ---- op definitions ---- */
 
 START_TEST(op_definitions) {
-    const cg_op_def *defs[] = {&cg_op_gru_cell, &cg_op_lstm_cell, &cg_op_gru, &cg_op_lstm,
-                               &cg_op_attn_score, &cg_op_attn_context};
+    const cg_op_def *defs[] = {&cg_op_gru_cell, &cg_op_lstm_cell,  &cg_op_gru,
+                               &cg_op_lstm,     &cg_op_attn_score, &cg_op_attn_context};
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         const cg_op_def *d = defs[i];
         ck_assert(d->struct_size == sizeof(cg_op_def));

@@ -46,8 +46,7 @@ START_TEST(test_scan_max) {
                 /* A NaN anywhere makes the maximum NaN. */
                 int at = (n * 7 + off) % n;
                 x[off + at] = NAN;
-                if (!isnan(cg_cpu_max(x + off, (size_t)n)))
-                    ck_abort_msg("max n=%d with a NaN at %d is not NaN", n, at);
+                if (!isnan(cg_cpu_max(x + off, (size_t)n))) ck_abort_msg("max n=%d with a NaN at %d is not NaN", n, at);
                 /* Infinities are ordinary values. */
                 x[off + at] = INFINITY;
                 if (cg_cpu_max(x + off, (size_t)n) != INFINITY) ck_abort_msg("max n=%d with +inf", n);
@@ -138,7 +137,7 @@ static void check_rows(const char *what, float *x, int64_t rows, int64_t n, int6
 START_TEST(test_lst_random) {
     static const int64_t shapes[][3] = {
         /* rows, n, k */
-        {1, 1, 1},   {3, 17, 1},   {3, 17, 5},    {3, 17, 17},    {2, 16, 16}, {4, 33, 0},
+        {1, 1, 1},    {3, 17, 1},   {3, 17, 5},    {3, 17, 17},   {2, 16, 16},   {4, 33, 0},
         {5, 100, 10}, {2, 1000, 1}, {2, 1000, 40}, {64, 8000, 1}, {8, 8000, 10}, {1, 257, 257},
     };
     char what[128];
@@ -159,8 +158,8 @@ START_TEST(test_lst_random) {
                     x[i] = v;
                 }
             }
-            snprintf(what, sizeof what, "[%lld, %lld] k=%lld variant %d", (long long)rows, (long long)n,
-                     (long long)k, variant);
+            snprintf(what, sizeof what, "[%lld, %lld] k=%lld variant %d", (long long)rows, (long long)n, (long long)k,
+                     variant);
             check_rows(what, x, rows, n, k);
         }
         free(x);
@@ -233,6 +232,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(suite(), 0);
-}
+int main(void) { return tu_run_suite(suite(), 0); }

@@ -108,8 +108,12 @@ static void run_ok(const cg_op_def *def, int n_in, const th_tensor *in, th_tenso
 }
 
 static const shp cases[][2] = {
-    {{1, {17}}, {1, {17}}},       {{2, {3, 17}}, {1, {17}}},        {{2, {3, 17}}, {2, {3, 1}}},
-    {{0, {0}}, {2, {2, 3}}},      {{3, {3, 1, 5}}, {3, {1, 4, 1}}}, {{2, {0, 3}}, {1, {3}}},
+    {{1, {17}}, {1, {17}}},
+    {{2, {3, 17}}, {1, {17}}},
+    {{2, {3, 17}}, {2, {3, 1}}},
+    {{0, {0}}, {2, {2, 3}}},
+    {{3, {3, 1, 5}}, {3, {1, 4, 1}}},
+    {{2, {0, 3}}, {1, {3}}},
     {{4, {2, 1, 3, 1}}, {3, {5, 1, 4}}},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
@@ -135,7 +139,7 @@ static int64_t ref_arith(arith a, int64_t x, int64_t y, int bits) {
     case A_DIV:
         if (y == 0) return 0;
         if (y == -1) r = 0 - (uint64_t)x; /* MIN / -1 wraps */
-        else return x / y;               /* C truncates, as ONNX Runtime */
+        else return x / y;                /* C truncates, as ONNX Runtime */
         break;
     case A_POW:
         if (y < 0) return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
@@ -150,8 +154,8 @@ static int64_t ref_arith(arith a, int64_t x, int64_t y, int bits) {
     return (int64_t)r;
 }
 
-static void check_arith(arith a, cg_op_dtype dt, const shp *sa, const shp *sb, int64_t lo, int64_t hi,
-                        int64_t blo, int64_t bhi) {
+static void check_arith(arith a, cg_op_dtype dt, const shp *sa, const shp *sb, int64_t lo, int64_t hi, int64_t blo,
+                        int64_t bhi) {
     th_tensor in[2] = {make(dt, sa, lo, hi), make(dt, sb, blo, bhi)}, out;
     const int bits = dt == CG_I64 ? 64 : 32;
     /* the extremes, where they fit */
@@ -166,9 +170,9 @@ static void check_arith(arith a, cg_op_dtype dt, const shp *sa, const shp *sb, i
         int64_t x = get_i64(dt, in[0].data, off_of(i, &so, &in[0].desc));
         int64_t y = get_i64(dt, in[1].data, off_of(i, &so, &in[1].desc));
         int64_t want = ref_arith(a, x, y, bits), got = get_i64(dt, out.data, i);
-        ck_assert_msg(got == want, "%s %s: element %lld: %lld op %lld gave %lld, expected %lld",
-                      arith_def(a)->name, dt == CG_I64 ? "i64" : "i32", (long long)i, (long long)x,
-                      (long long)y, (long long)got, (long long)want);
+        ck_assert_msg(got == want, "%s %s: element %lld: %lld op %lld gave %lld, expected %lld", arith_def(a)->name,
+                      dt == CG_I64 ? "i64" : "i32", (long long)i, (long long)x, (long long)y, (long long)got,
+                      (long long)want);
     }
     th_free_outputs(1, &out);
     free(in[0].data);
@@ -286,17 +290,16 @@ END_TEST
 
 START_TEST(test_where) {
     static const shp wc[][3] = {
-        {{1, {17}}, {1, {17}}, {1, {17}}},
-        {{2, {3, 1}}, {3, {4, 1, 5}}, {1, {5}}},
-        {{0, {0}}, {2, {2, 3}}, {2, {2, 1}}},
-        {{4, {2, 1, 3, 1}}, {2, {1, 7}}, {1, {1}}},
+        {{1, {17}}, {1, {17}}, {1, {17}}},    {{2, {3, 1}}, {3, {4, 1, 5}}, {1, {5}}},
+        {{0, {0}}, {2, {2, 3}}, {2, {2, 1}}}, {{4, {2, 1, 3, 1}}, {2, {1, 7}}, {1, {1}}},
         {{2, {0, 3}}, {1, {3}}, {1, {1}}},
     };
     const cg_op_dtype dts[] = {CG_F32, CG_I64, CG_BOOL, CG_I8, CG_F16};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
         for (size_t c = 0; c < sizeof wc / sizeof wc[0]; c++) {
             th_tensor in[3] = {make(CG_BOOL, &wc[c][0], 0, 1), make(dts[d], &wc[c][1], 0, 100),
-                               make(dts[d], &wc[c][2], 0, 100)}, out;
+                               make(dts[d], &wc[c][2], 0, 100)},
+                      out;
             run_ok(&cg_op_where, 3, in, &out);
             ck_assert_int_eq(out.desc.dtype, dts[d]);
             const shp *ss[3] = {&wc[c][0], &wc[c][1], &wc[c][2]};
@@ -410,9 +413,10 @@ START_TEST(test_matmul_integer) {
                     const int64_t za = nz > 2 ? (int64_t)get(ta, in[2].data, per ? r % m : 0) : 0;
                     const int64_t zb = nz > 2 ? (int64_t)get(tb, in[3].data, per ? j : 0) : 0;
                     for (int64_t q = 0; q < k; q++)
-                        want += ((int64_t)get(ta, in[0].data, r * k + q) - za) * ((int64_t)get(tb, in[1].data, q * n + j) - zb);
-                    ck_assert_msg(((int32_t *)out.data)[r * n + j] == want, "matmul_integer case %zu mode %d [%lld, %lld]",
-                                  c, mode, (long long)r, (long long)j);
+                        want += ((int64_t)get(ta, in[0].data, r * k + q) - za) *
+                                ((int64_t)get(tb, in[1].data, q * n + j) - zb);
+                    ck_assert_msg(((int32_t *)out.data)[r * n + j] == want,
+                                  "matmul_integer case %zu mode %d [%lld, %lld]", c, mode, (long long)r, (long long)j);
                 }
             th_free_outputs(1, &out);
             for (int i = 0; i < 4; i++) free(in[i].data);
@@ -423,7 +427,10 @@ END_TEST
 START_TEST(test_expand) {
     static const struct {
         shp x, to;
-    } ec[] = {{{1, {3}}, {2, {4, 1}}}, {{2, {3, 1}}, {3, {2, 1, 6}}}, {{0, {0}}, {1, {5}}}, {{2, {2, 3}}, {1, {1}}},
+    } ec[] = {{{1, {3}}, {2, {4, 1}}},
+              {{2, {3, 1}}, {3, {2, 1, 6}}},
+              {{0, {0}}, {1, {5}}},
+              {{2, {2, 3}}, {1, {1}}},
               {{3, {1, 2, 1}}, {3, {3, 2, 4}}}};
     for (size_t c = 0; c < sizeof ec / sizeof ec[0]; c++) {
         th_tensor x = make(CG_I64, &ec[c].x, -1000, 1000), out;
@@ -447,15 +454,19 @@ START_TEST(test_gather_elements) {
     static const struct {
         shp x, ix;
         int axis;
-    } gc[] = {{{1, {5}}, {1, {3}}, 0}, {{2, {3, 4}}, {2, {3, 6}}, 1}, {{2, {3, 4}}, {2, {2, 4}}, 0},
-              {{3, {2, 3, 5}}, {3, {1, 7, 2}}, 1}, {{2, {3, 4}}, {2, {0, 4}}, 0}};
+    } gc[] = {{{1, {5}}, {1, {3}}, 0},
+              {{2, {3, 4}}, {2, {3, 6}}, 1},
+              {{2, {3, 4}}, {2, {2, 4}}, 0},
+              {{3, {2, 3, 5}}, {3, {1, 7, 2}}, 1},
+              {{2, {3, 4}}, {2, {0, 4}}, 0}};
     for (size_t c = 0; c < sizeof gc / sizeof gc[0]; c++) {
         const int64_t len = gc[c].x.d[gc[c].axis];
         th_tensor in[2] = {make(CG_F32, &gc[c].x, -1000, 1000), make(CG_I64, &gc[c].ix, -len, len - 1)}, out;
         th_attrs at;
         th_attrs_init(&at, &cg_op_gather_elements);
         th_set_int(&at, &cg_op_gather_elements, "axis", gc[c].axis);
-        ck_assert_msg(th_run(&cg_op_gather_elements, 2, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+        ck_assert_msg(th_run(&cg_op_gather_elements, 2, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s",
+                      g_err);
         const shp *is = &gc[c].ix, *xs = &gc[c].x;
         for (int64_t i = 0; i < numel(is); i++) {
             int64_t idx[CG_MAX_DIMS], f = i, off = 0;
@@ -485,13 +496,17 @@ START_TEST(test_scatter_elements) {
     static const struct {
         shp x, ix;
         int axis;
-    } sc[] = {{{1, {5}}, {1, {7}}, 0}, {{2, {3, 4}}, {2, {3, 6}}, 1}, {{2, {3, 4}}, {2, {5, 4}}, 0},
-              {{3, {2, 3, 5}}, {3, {1, 7, 2}}, 1}, {{2, {3, 4}}, {2, {0, 4}}, 0}};
+    } sc[] = {{{1, {5}}, {1, {7}}, 0},
+              {{2, {3, 4}}, {2, {3, 6}}, 1},
+              {{2, {3, 4}}, {2, {5, 4}}, 0},
+              {{3, {2, 3, 5}}, {3, {1, 7, 2}}, 1},
+              {{2, {3, 4}}, {2, {0, 4}}, 0}};
     for (size_t c = 0; c < sizeof sc / sizeof sc[0]; c++)
         for (int add = 0; add < 2; add++) {
             const int64_t len = sc[c].x.d[sc[c].axis];
             th_tensor in[3] = {make(CG_I64, &sc[c].x, -1000, 1000), make(CG_I64, &sc[c].ix, -len, len - 1),
-                               make(CG_I64, &sc[c].ix, -1000, 1000)}, out;
+                               make(CG_I64, &sc[c].ix, -1000, 1000)},
+                      out;
             th_attrs at;
             th_attrs_init(&at, &cg_op_scatter_elements);
             th_set_int(&at, &cg_op_scatter_elements, "axis", sc[c].axis);
@@ -514,7 +529,8 @@ START_TEST(test_scatter_elements) {
             th_free_outputs(1, &out);
             if (numel(is) > 0) { /* one index past the end: an error naming it */
                 ((int64_t *)in[1].data)[0] = -len - 1;
-                ck_assert_int_eq(th_run(&cg_op_scatter_elements, 3, in, &at, 1, &out, g_err, sizeof g_err), CG_OP_ERROR);
+                ck_assert_int_eq(th_run(&cg_op_scatter_elements, 3, in, &at, 1, &out, g_err, sizeof g_err),
+                                 CG_OP_ERROR);
                 ck_assert_msg(strstr(g_err, "index"), "%s", g_err);
                 th_free_outputs(1, &out);
             }
@@ -567,6 +583,4 @@ static Suite *suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(suite(), 0);
-}
+int main(void) { return tu_run_suite(suite(), 0); }

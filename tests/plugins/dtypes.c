@@ -124,10 +124,14 @@ static const cg_op_def sw_op = {
     .struct_size = sizeof(cg_op_def),
     .name = "scale_where",
     .doc = "y = bf16(m ? x k : x), z = k 3000000007 + m",
-    .min_inputs = 3, .max_inputs = 3, .min_outputs = 2, .max_outputs = 2,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 2,
+    .max_outputs = 2,
     .input_names = sw_inputs,
     .infer = sw_infer,
-    .kernels = sw_kernels, .n_kernels = 2,
+    .kernels = sw_kernels,
+    .n_kernels = 2,
     .conform_case = sw_case,
 };
 

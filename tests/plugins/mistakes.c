@@ -78,26 +78,25 @@ static cg_op_status twice_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
-static const char twice_src[] =
-    "__kernel void twice(__global const float *x, __global float *y, int n) {\n"
-    "  int i = get_global_id(0);\n"
+static const char twice_src[] = "__kernel void twice(__global const float *x, __global float *y, int n) {\n"
+                                "  int i = get_global_id(0);\n"
 #ifdef OOB_CL
-    "  y[i] = 2 * x[i < n ? i : 0];\n"
+                                "  y[i] = 2 * x[i < n ? i : 0];\n"
 #elif defined(SKIP_LAST)
-    "  if (i < n - 1) y[i] = 2 * x[i];\n"
+                                "  if (i < n - 1) y[i] = 2 * x[i];\n"
 #elif defined(OOB_READ_CL)
-    "  if (i < n) y[i] = 2 * x[i] + 0.0f * x[i + 1];\n"
+                                "  if (i < n) y[i] = 2 * x[i] + 0.0f * x[i + 1];\n"
 #elif defined(SLOW_CL)
-    "  if (i >= n) return;\n"
-    "  float acc = 0.0f;\n"
-    "  for (int k = 0; k < 100000; k++) acc = acc * 0.5f + x[i];\n"
-    "  y[i] = 2 * x[i] + 0.0f * acc;\n"
+                                "  if (i >= n) return;\n"
+                                "  float acc = 0.0f;\n"
+                                "  for (int k = 0; k < 100000; k++) acc = acc * 0.5f + x[i];\n"
+                                "  y[i] = 2 * x[i] + 0.0f * acc;\n"
 #elif defined(SHARED_BUG)
-    "  if (i < n) y[i] = 2 * x[i] + 0.5f;\n"
+                                "  if (i < n) y[i] = 2 * x[i] + 0.5f;\n"
 #else
-    "  if (i < n) y[i] = 2 * x[i];\n"
+                                "  if (i < n) y[i] = 2 * x[i];\n"
 #endif
-    "}\n";
+                                "}\n";
 
 static cg_op_status twice_cl(const cg_kernel_args *a) {
     const cg_op_call *c = a->call;
@@ -149,11 +148,15 @@ static const cg_op_def twice_op = {
     .struct_size = sizeof(cg_op_def),
     .name = "twice",
     .doc = "y = 2 x",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .input_names = twice_inputs,
     .infer = twice_infer,
     .decompose = twice_decompose,
-    .kernels = twice_kernels, .n_kernels = 2,
+    .kernels = twice_kernels,
+    .n_kernels = 2,
     .conform_case = twice_case,
 };
 

@@ -34,7 +34,7 @@
 #include "clgraph/clgraph.h"
 #include "clgraph/seq2seq.h"
 #include "test_util.h"
-#include "s2s.h" /* S2S_TOP_K: candidates the generated decoder keeps */
+#include "s2s.h"     /* S2S_TOP_K: candidates the generated decoder keeps */
 #include "heatmap.h" /* the heat map layout macros (tools/clgraph) */
 
 #define MAX_VARIANTS 64
@@ -146,10 +146,10 @@ static void scan_variants(void) {
 typedef struct golden {
     const char *name;
     cJSON *json;
-    int n;            /* sources */
+    int n; /* sources */
     int32_t **src;
     int *len;
-    int att_none;     /* attention "none": no weights */
+    int att_none; /* attention "none": no weights */
 } golden;
 
 static void golden_load(golden *g, const char *name) {
@@ -191,8 +191,7 @@ static cg_s2s *load_model(const char *dir, const char *device) {
     cg_plan_options po = {.struct_size = sizeof(cg_plan_options), .device = device};
     cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = g_weights_dtype};
     cg_s2s *m = NULL;
-    ck_assert_msg(cg_s2s_load(ctx, dir, &po, &lo, &m) == CG_OK, "loading %s on %s: %s", dir, device,
-                  cg_last_error());
+    ck_assert_msg(cg_s2s_load(ctx, dir, &po, &lo, &m) == CG_OK, "loading %s on %s: %s", dir, device, cg_last_error());
     return m;
 }
 
@@ -217,15 +216,16 @@ static void check_hyp(const char *what, int i, int h, const cg_s2s_hyp *y, const
     if (!same) {
         char a[2048] = "", b[2048] = "";
         size_t u = 0, v = 0;
-        for (int t = 0; t < y->n_tokens && u < sizeof a - 16; t++) u += (size_t)snprintf(a + u, sizeof a - u, " %d", y->tokens[t]);
+        for (int t = 0; t < y->n_tokens && u < sizeof a - 16; t++)
+            u += (size_t)snprintf(a + u, sizeof a - u, " %d", y->tokens[t]);
         for (int t = 0; t < n && v < sizeof b - 16; t++)
             v += (size_t)snprintf(b + v, sizeof b - v, " %d", cJSON_GetArrayItem(toks, t)->valueint);
         ck_abort_msg("%s: source %d hypothesis %d: tokens [%s ] but the reference has [%s ]", what, i, h, a, b);
     }
-    ck_assert_msg(y->n_steps == n + ended, "%s: source %d hypothesis %d: %d steps, expected %d (ended %d)", what, i,
-                  h, y->n_steps, n + ended, ended);
-    ck_assert_msg(fabs(y->score - score) <= TOL_GOLDEN, "%s: source %d hypothesis %d: score %.8f, reference %.8f",
-                  what, i, h, y->score, score);
+    ck_assert_msg(y->n_steps == n + ended, "%s: source %d hypothesis %d: %d steps, expected %d (ended %d)", what, i, h,
+                  y->n_steps, n + ended, ended);
+    ck_assert_msg(fabs(y->score - score) <= TOL_GOLDEN, "%s: source %d hypothesis %d: score %.8f, reference %.8f", what,
+                  i, h, y->score, score);
 }
 
 /* Greedy results (with attention) against golden "greedy". */
@@ -489,15 +489,14 @@ START_TEST(cli_text_output) {
     ck_assert_msg(tu_run_cli(a3, NULL, txt) == 0, "%s: %s", v, tu_err);
     golden_path(p, sizeof p, v, "beam4_nbest2.out");
     want = must_read(p);
-    ck_assert_msg(!strcmp(tu_out, want), "%s: translate --beam 4 --nbest 2 printed\n%s\nexpected\n%s", v,
-                  tu_out, want);
+    ck_assert_msg(!strcmp(tu_out, want), "%s: translate --beam 4 --nbest 2 printed\n%s\nexpected\n%s", v, tu_out, want);
     const char *a4[] = {"translate", dir, "--beam", "4", "--nbest", "2", "--scores", NULL};
     ck_assert_msg(tu_run_cli(a4, NULL, txt) == 0, "%s: %s", v, tu_err);
     on = split_lines(tu_out, &ol);
     wn = split_lines(want, &wl);
     ck_assert_int_eq(on, wn);
-    const cJSON *b0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(g.json, "beam"), 0),
-                                                       "results");
+    const cJSON *b0 = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(g.json, "beam"), 0), "results");
     int line = 0;
     for (int i = 0; i < g.n; i++) {
         const cJSON *hs = cJSON_GetArrayItem(b0, i);
@@ -589,16 +588,17 @@ static void expect_load_error(const char *what, cg_status status, const char *co
     printf("  %-22s %s\n", what, msg);
 }
 
-#define EXPECT(what, status, ...)                                   \
-    do {                                                            \
-        const char *const needles_[] = {__VA_ARGS__, NULL};         \
-        expect_load_error(what, status, needles_);                  \
+#define EXPECT(what, status, ...)                           \
+    do {                                                    \
+        const char *const needles_[] = {__VA_ARGS__, NULL}; \
+        expect_load_error(what, status, needles_);          \
     } while (0)
 
 START_TEST(config_mistakes) {
     fresh_model();
     cg_s2s *m = NULL;
-    ck_assert_msg(cg_s2s_load(ctx, mdir, NULL, NULL, &m) == CG_OK, "the unchanged copy does not load: %s", cg_last_error());
+    ck_assert_msg(cg_s2s_load(ctx, mdir, NULL, NULL, &m) == CG_OK, "the unchanged copy does not load: %s",
+                  cg_last_error());
     cg_s2s_free(m);
 
     set_config("colour", "\"blue\"");
@@ -649,8 +649,7 @@ START_TEST(config_mistakes) {
     EXPECT("enum not a string", CG_ERR_FORMAT, "key 'tokenizer' must be one of");
     fresh_model();
     set_config("attention", "\"dot\"");
-    EXPECT("dot with K != H", CG_ERR_FORMAT, "config.json: key 'attention'", "\"dot\"", "K == H", "K = 16",
-           "H = 8");
+    EXPECT("dot with K != H", CG_ERR_FORMAT, "config.json: key 'attention'", "\"dot\"", "K == H", "K = 16", "H = 8");
     fresh_model();
     set_config("attention", "\"cosine\"");
     EXPECT("cosine with K != H", CG_ERR_FORMAT, "key 'attention'", "\"cosine\"", "K == H");
@@ -779,7 +778,8 @@ START_TEST(vocab_mistakes) {
     /* "</s>" swapped onto line 8, away from eos_id 2. */
     fresh_model();
     write_vocab_moved("src.vocab", 7, 2, 1);
-    EXPECT("special token moved", CG_ERR_VERIFY, "src.vocab:8: '</s>' is token 7, but config.json's eos_id is 2 (line 3)");
+    EXPECT("special token moved", CG_ERR_VERIFY,
+           "src.vocab:8: '</s>' is token 7, but config.json's eos_id is 2 (line 3)");
 }
 END_TEST
 
@@ -1274,7 +1274,8 @@ static void write_host_selection(const char *src, const char *dst) {
               (strstr(text, "input sentence: i32[B]") && strstr(text, "input keys: f32[N, S, ")));
     strip_parent(text);
     ck_assert(!strstr(text, "parent") && !strstr(text, "_sel") && strstr(text, "input h0: f32[B, "));
-    ck_assert(!strstr(text, "input sentence") && !strstr(text, ", sentence") && !strstr(text, "[N") && !strstr(text, "gather_rows") &&
+    ck_assert(!strstr(text, "input sentence") && !strstr(text, ", sentence") && !strstr(text, "[N") &&
+              !strstr(text, "gather_rows") &&
               (!strstr(text, "input keys:") ||
                (strstr(text, "input keys: f32[B, S, ") && strstr(text, "input src_len: i32[B]"))));
     char mc[700];
@@ -1302,8 +1303,7 @@ static void paths_agree(const char *variant, const char *device) {
     /* s2s-graph prints the converted decoder, the one that runs */
     char *conv = NULL;
     ck_assert_int_eq(cg_s2s_graph_text(pdir, NULL, &conv), CG_OK);
-    ck_assert_msg(strstr(conv, "input parent: i32[B]") && strstr(conv, "h0_sel = gather_rows(h0, parent)"), "%s",
-                  conv);
+    ck_assert_msg(strstr(conv, "input parent: i32[B]") && strstr(conv, "h0_sel = gather_rows(h0, parent)"), "%s", conv);
     ck_assert_msg(!strstr(conv, "attn_score") || strstr(conv, "input sentence: i32[B]"), "%s", conv);
     free(conv);
     golden g;
@@ -1329,8 +1329,9 @@ static void paths_agree(const char *variant, const char *device) {
          * kernels (within check_same's tolerance). */
         for (int i = 0; on_cpu && i < g.n; i++)
             for (int h = 0; h < a[i].n_hyps; h++)
-                ck_assert_msg(a[i].hyps[h].score == b[i].hyps[h].score, "%s: source %d hypothesis %d: score %.17g vs %.17g",
-                              what, i, h, a[i].hyps[h].score, b[i].hyps[h].score);
+                ck_assert_msg(a[i].hyps[h].score == b[i].hyps[h].score,
+                              "%s: source %d hypothesis %d: score %.17g vs %.17g", what, i, h, a[i].hyps[h].score,
+                              b[i].hyps[h].score);
         clear_all(a, g.n);
         clear_all(b, g.n);
     }
@@ -1361,11 +1362,11 @@ END_TEST
 #define DEEP_E 3
 #define DEEP_H 3
 #define DEEP_K (2 * DEEP_H)
-#define DEEP_LE 33                    /* an encoder node of 2 + 8 x 33 inputs: past the 256 verify once allowed */
+#define DEEP_LE 33 /* an encoder node of 2 + 8 x 33 inputs: past the 256 verify once allowed */
 #define DEEP_LD 66
 #define DEEP_V 12
-#define DEEP_S 6                      /* the longest source */
-#define DEEP_T (2 * DEEP_S + 10)      /* the longest decode (default max_len) */
+#define DEEP_S 6                                               /* the longest source */
+#define DEEP_T (2 * DEEP_S + 10)                               /* the longest decode (default max_len) */
 #define DEEP_N (2 + 8 * DEEP_LE + 2 + 4 * DEEP_LD + 1 + 2 + 2) /* tensors, at most */
 
 typedef struct deep_model {
@@ -1594,15 +1595,19 @@ static int deep_check_greedy(const deep_model *dm, const char *device, int min_l
         const cg_s2s_hyp *y = &res[i].hyps[0];
         int same = y->n_tokens == r.n && y->n_steps == r.steps;
         for (int t = 0; same && t < r.n; t++) same = y->tokens[t] == r.toks[t];
-        ck_assert_msg(same, "deep model on %s, min_len %d: source %d: %d tokens in %d steps, the reference %d in %d "
-                      "(or other tokens)", device, min_len, i, y->n_tokens, y->n_steps, r.n, r.steps);
-        ck_assert_msg(fabs(y->score - r.score) <= TOL_GOLDEN, "deep model on %s, min_len %d: source %d: score %.8f, "
-                      "reference %.8f", device, min_len, i, y->score, r.score);
+        ck_assert_msg(same,
+                      "deep model on %s, min_len %d: source %d: %d tokens in %d steps, the reference %d in %d "
+                      "(or other tokens)",
+                      device, min_len, i, y->n_tokens, y->n_steps, r.n, r.steps);
+        ck_assert_msg(fabs(y->score - r.score) <= TOL_GOLDEN,
+                      "deep model on %s, min_len %d: source %d: score %.8f, "
+                      "reference %.8f",
+                      device, min_len, i, y->score, r.score);
         for (int t = 0; t < r.steps; t++)
             for (int j = 0; j < len[i]; j++)
                 ck_assert_msg(fabs(y->attention[t * len[i] + j] - r.att[t][j]) <= TOL_GOLDEN,
-                              "deep model on %s: source %d: attention[%d][%d] = %.7f, reference %.7f", device, i, t,
-                              j, y->attention[t * len[i] + j], r.att[t][j]);
+                              "deep model on %s: source %d: attention[%d][%d] = %.7f, reference %.7f", device, i, t, j,
+                              y->attention[t * len[i] + j], r.att[t][j]);
         char toks[256] = "";
         for (int t = 0; t < r.n && strlen(toks) < sizeof toks - 8; t++)
             snprintf(toks + strlen(toks), sizeof toks - strlen(toks), " %d", r.toks[t]);
@@ -1640,8 +1645,8 @@ static int deep_decode(const deep_model *dm, const char *dir, const char *hdir, 
     }
     cg_s2s_result res[NS], alt[NS];
     char what[128];
-    cg_s2s_options o = {.struct_size = sizeof o, .attention = 1}, one = {.struct_size = sizeof one, .attention = 1,
-                                                                         .batch = 1},
+    cg_s2s_options o = {.struct_size = sizeof o, .attention = 1},
+                   one = {.struct_size = sizeof one, .attention = 1, .batch = 1},
                    beam = {.struct_size = sizeof beam, .beam = 3, .nbest = 2};
     translate(m, &o, NS, src, len, res);
     const int eos_stops = deep_check_greedy(dm, device, 0, NS, src, len, res);
@@ -1771,8 +1776,8 @@ START_TEST(keys_cross_once_per_sentence) {
     /* rows: N at the first step, N x BEAM after (a power of two: no padding) */
     const uint64_t keys_once = (uint64_t)N * S * (uint64_t)(K + A) * 4 + N * 4;
     const uint64_t per_row = 3 * 4 + (uint64_t)TK * 8; /* y_prev, sentence, parent in; top_logp, top_id out */
-    const uint64_t want = keys_once + (uint64_t)N * (per_row + (uint64_t)L * H * 4) +
-                          (uint64_t)(STEPS - 1) * N * BEAM * per_row;
+    const uint64_t want =
+        keys_once + (uint64_t)N * (per_row + (uint64_t)L * H * 4) + (uint64_t)(STEPS - 1) * N * BEAM * per_row;
     ck_assert_msg(bytes == want, "%llu bytes crossed in %llu steps, expected %llu (keys once: %llu)",
                   (unsigned long long)bytes, (unsigned long long)runs, (unsigned long long)want,
                   (unsigned long long)keys_once);
@@ -1896,8 +1901,9 @@ int main(void) {
     have_opencl = cg_device_count() > 1;
     const char *dev_env = getenv("CG_TEST_OPENCL_DEVICE");
     if (dev_env && *dev_env) cl_dev = dev_env;
-    if (!have_opencl) printf("note: no OpenCL device (%s): the %s parity tests only print this note\n",
-                             cg_device_note() ? cg_device_note() : "?", cl_dev);
+    if (!have_opencl)
+        printf("note: no OpenCL device (%s): the %s parity tests only print this note\n",
+               cg_device_note() ? cg_device_note() : "?", cl_dev);
     int nv = n_variants > 0 ? n_variants : 1;
     Suite *s = suite_create("s2s");
     TCase *tg = tcase_create("golden");

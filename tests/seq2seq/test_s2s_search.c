@@ -74,8 +74,8 @@ static void search_free(void) {
 
 START_TEST(length_penalty) {
     ck_assert(s2s_lp(0, 3) == 1.0);
-    ck_assert(s2s_lp(1, 1) == 1.0);  /* (5 + 1) / 6 */
-    ck_assert(s2s_lp(1, 7) == 2.0);  /* 12 / 6 */
+    ck_assert(s2s_lp(1, 1) == 1.0); /* (5 + 1) / 6 */
+    ck_assert(s2s_lp(1, 7) == 2.0); /* 12 / 6 */
     ck_assert(s2s_lp(2, 7) == 4.0);
     ck_assert(fabs(s2s_lp(0.5, 19) - 2.0) < 1e-15); /* sqrt(24 / 6) */
 }
@@ -218,9 +218,7 @@ END_TEST
 /* alpha 1 at max_len (t = 4, max_len 5): the finished score -1 / lp(5) =
  * -0.6; the live ones finish as they stand, -1 / lp(5) = -0.6 (does not
  * beat a tie) and -1.5 / lp(5): the two EOS ones stay. */
-START_TEST(beam_max_len) {
-    beam_step(1, 5, 4);
-}
+START_TEST(beam_max_len) { beam_step(1, 5, 4); }
 END_TEST
 
 /* The k-best finished set keeps finishing order and drops the worst (the

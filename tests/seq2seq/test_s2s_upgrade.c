@@ -16,28 +16,27 @@
 /* The old interface: state [B, H] given by the host, keys and src_len one
  * row per decoder row; keys also read by an op that is not attention, and
  * graph "other" already using the symbols P and N. */
-static const char old_text[] =
-    "graph other {\n"
-    "  input q: f32[P, N]\n"
-    "  t = tanh(q)\n"
-    "  output t\n"
-    "}\n"
-    "graph decoder {\n"
-    "  input y_prev: i32[B]\n"
-    "  input keys: f32[B, S, 4]\n"
-    "  input src_len: i32[B]\n"
-    "  input h0: f32[B, 4]\n"
-    "  param emb: f32[10, 4] = \"emb\"\n"
-    "  y = embedding(emb, y_prev)\n"
-    "  h0_new = add(y, h0)\n"
-    "  e = attn_score(h0_new, keys) {kind: \"dot\"}\n"
-    "  mask = length_mask(src_len, e)\n"
-    "  a = softmax(e, mask) {axis: -1}\n"
-    "  c = attn_context(a, keys)\n"
-    "  k2 = tanh(keys)\n"
-    "  logp = log_softmax(c) {axis: -1}\n"
-    "  output logp, h0_new, a, k2\n"
-    "}\n";
+static const char old_text[] = "graph other {\n"
+                               "  input q: f32[P, N]\n"
+                               "  t = tanh(q)\n"
+                               "  output t\n"
+                               "}\n"
+                               "graph decoder {\n"
+                               "  input y_prev: i32[B]\n"
+                               "  input keys: f32[B, S, 4]\n"
+                               "  input src_len: i32[B]\n"
+                               "  input h0: f32[B, 4]\n"
+                               "  param emb: f32[10, 4] = \"emb\"\n"
+                               "  y = embedding(emb, y_prev)\n"
+                               "  h0_new = add(y, h0)\n"
+                               "  e = attn_score(h0_new, keys) {kind: \"dot\"}\n"
+                               "  mask = length_mask(src_len, e)\n"
+                               "  a = softmax(e, mask) {axis: -1}\n"
+                               "  c = attn_context(a, keys)\n"
+                               "  k2 = tanh(keys)\n"
+                               "  logp = log_softmax(c) {axis: -1}\n"
+                               "  output logp, h0_new, a, k2\n"
+                               "}\n";
 
 static cg_context *ctx;
 
@@ -75,7 +74,7 @@ START_TEST(old_decoder_converted) {
     const cg_graph *g = cg_model_graph(m, "decoder");
     ck_assert_int_eq(cg_graph_input_count(g), 6);
     const char *want[6] = {"y_prev i32[B]", "keys f32[N2, S, 4]", "src_len i32[N2]",
-                           "h0 f32[P2, 4]",  "parent i32[B]",      "sentence i32[B]"};
+                           "h0 f32[P2, 4]", "parent i32[B]",      "sentence i32[B]"};
     for (int i = 0; i < 6; i++) ck_assert_str_eq(input_type(g, i), want[i]);
     ck_assert_str_eq(ins(g, "h0_new"), "y h0_sel");
     ck_assert_str_eq(ins(g, "h0_sel"), "h0 parent");

@@ -87,7 +87,7 @@ static void compare(const answer *a, const answer *want, double tol, char *err, 
 
 typedef struct worker {
     int id;
-    cg_s2s *m;          /* shared-model case: this thread's handle (a clone) */
+    cg_s2s *m; /* shared-model case: this thread's handle (a clone) */
     char err[512];
 } worker;
 
@@ -160,14 +160,14 @@ START_TEST(test_shared_model) {
 END_TEST
 
 /* Set-up outside any test: a failure ends the program with its reason. */
-#define REQUIRE(cond, ...)                                                                        \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "s2s_threads: set-up failed: ");                                      \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fprintf(stderr, "\n");                                                                \
-            exit(EXIT_FAILURE);                                                                   \
-        }                                                                                         \
+#define REQUIRE(cond, ...)                                   \
+    do {                                                     \
+        if (!(cond)) {                                       \
+            fprintf(stderr, "s2s_threads: set-up failed: "); \
+            fprintf(stderr, __VA_ARGS__);                    \
+            fprintf(stderr, "\n");                           \
+            exit(EXIT_FAILURE);                              \
+        }                                                    \
     } while (0)
 
 /* The sources (models/dates/samples.txt) and one thread's answers. */

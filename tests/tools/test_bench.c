@@ -98,7 +98,8 @@ static cJSON *check_bench_json(const char *model, int batch, int beam, int steps
     ck_assert(num(ft, "warm") > 0 && num(ft, "warm") < 120000);
     ck_assert(num(o, "peak_rss_mb") > 1 && num(o, "peak_rss_mb") < 100000);
     ck_assert_msg(num(o, "allocs_per_step") == 0, "allocations per step: %g", num(o, "allocs_per_step"));
-    ck_assert_msg(num(o, "device_objects_per_step") == 0, "device objects per step: %g", num(o, "device_objects_per_step"));
+    ck_assert_msg(num(o, "device_objects_per_step") == 0, "device objects per step: %g",
+                  num(o, "device_objects_per_step"));
     ck_assert(num(o, "decoder_weight_mb") > 0);
     return o;
 }
@@ -128,8 +129,8 @@ END_TEST
 START_TEST(bench_beam_lstm) {
     char model[512];
     model_dir("lstm_additive_bi_luong_chars", model, sizeof model);
-    const char *a[] = {"bench", model, "--batch", "3", "--beam", "4", "--steps", "6", "--runs", "3", "--warmup",
-                       "1", "--json", NULL};
+    const char *a[] = {"bench", model,    "--batch", "3",        "--beam", "4",      "--steps",
+                       "6",     "--runs", "3",       "--warmup", "1",      "--json", NULL};
     ck_assert_msg(tu_run_cli(a, NULL, NULL) == 0, "stderr: %s", tu_err);
     cJSON *o = check_bench_json(model, 3, 4, 6, 3);
     cJSON_Delete(o);
@@ -154,8 +155,8 @@ START_TEST(bench_machine) {
     ck_assert(num(mc, "threads") >= 1);
     double wb = num(o, "decoder_weight_mb") * 1024.0 * 1024.0;
     double f1 = wb / (num(mc, "read_gbps") * 1e9) * 1e3;
-    ck_assert_msg(num(fl, "batch1_ms_per_step") > f1 * 0.999 && num(fl, "batch1_ms_per_step") < f1 * 1.001,
-                  "%g vs %g", num(fl, "batch1_ms_per_step"), f1);
+    ck_assert_msg(num(fl, "batch1_ms_per_step") > f1 * 0.999 && num(fl, "batch1_ms_per_step") < f1 * 1.001, "%g vs %g",
+                  num(fl, "batch1_ms_per_step"), f1);
     ck_assert(num(fl, "compute_ms_per_step") > 0);
     cJSON_Delete(o);
 }
@@ -275,9 +276,10 @@ static void same_results(const char *what, const mcase *c, int i, const cg_s2s_r
     ck_assert_int_eq(a->n_hyps, b->n_hyps);
     for (int h = 0; h < a->n_hyps; h++) {
         const cg_s2s_hyp *x = &a->hyps[h], *y = &b->hyps[h];
-        ck_assert_msg(x->n_tokens == y->n_tokens && x->n_steps == y->n_steps, "%s: %s source %d hypothesis %d: "
-                      "%d tokens in %d steps, not %d in %d", c->variant, what, i, h, y->n_tokens, y->n_steps,
-                      x->n_tokens, x->n_steps);
+        ck_assert_msg(x->n_tokens == y->n_tokens && x->n_steps == y->n_steps,
+                      "%s: %s source %d hypothesis %d: "
+                      "%d tokens in %d steps, not %d in %d",
+                      c->variant, what, i, h, y->n_tokens, y->n_steps, x->n_tokens, x->n_steps);
         ck_assert(!memcmp(x->tokens, y->tokens, sizeof(int32_t) * (size_t)x->n_tokens));
         ck_assert_msg(fabs(x->score - y->score) <= TOL_BATCH, "%s: %s source %d: score %.9g, not %.9g", c->variant,
                       what, i, y->score, x->score);
@@ -321,8 +323,7 @@ static uint64_t check_min_len(const mcase *c, int min_len, int max_len) {
     const int counted = min_len == max_len; /* the runs are counted without the check's own */
     if (counted) tu_check_runs_pause();
     ck_assert_int_eq(cg_s2s_stats(c->m, NULL, &before), CG_OK);
-    ck_assert_msg(cg_s2s_translate(c->m, &o, c->n, c->srcp, c->len, res, NULL, NULL) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_s2s_translate(c->m, &o, c->n, c->srcp, c->len, res, NULL, NULL) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_s2s_stats(c->m, NULL, &after), CG_OK);
     if (counted) tu_check_runs_resume();
     for (int i = 0; i < c->n; i++) {
@@ -330,8 +331,10 @@ static uint64_t check_min_len(const mcase *c, int min_len, int max_len) {
         ck_assert_int_eq(res[i].n_hyps, c->free_res[i].n_hyps);
         for (int h = 0; h < res[i].n_hyps; h++) {
             const cg_s2s_hyp *y = &res[i].hyps[h];
-            ck_assert_msg(y->n_steps >= min_len && y->n_steps <= ml, "%s beam %d min_len %d max_len %d: source %d "
-                          "hypothesis %d ended after %d steps", c->variant, c->beam, min_len, ml, i, h, y->n_steps);
+            ck_assert_msg(y->n_steps >= min_len && y->n_steps <= ml,
+                          "%s beam %d min_len %d max_len %d: source %d "
+                          "hypothesis %d ended after %d steps",
+                          c->variant, c->beam, min_len, ml, i, h, y->n_steps);
             ck_assert(y->n_tokens == y->n_steps || y->n_tokens == y->n_steps - 1);
             for (int t = 0; t < y->n_tokens; t++) ck_assert_int_ne(y->tokens[t], c->eos);
         }
@@ -349,8 +352,7 @@ static void check_min_len_cases(const char *variant, int beam) {
         cg_s2s_options o = mopts(&c);
         o.min_len = ml;
         cg_s2s_result res[8];
-        ck_assert_msg(cg_s2s_translate(c.m, &o, c.n, c.srcp, c.len, res, NULL, NULL) == CG_OK, "%s",
-                      cg_last_error());
+        ck_assert_msg(cg_s2s_translate(c.m, &o, c.n, c.srcp, c.len, res, NULL, NULL) == CG_OK, "%s", cg_last_error());
         for (int i = 0; i < c.n; i++) {
             same_results("min_len 0 or 1", &c, i, &c.free_res[i], &res[i]);
             cg_s2s_result_clear(&res[i]);

@@ -21,9 +21,7 @@
 
 extern char **environ;
 
-static void example(const char *file, char *buf) {
-    snprintf(buf, 512, "%s/models/example/%s", tu_src_dir(), file);
-}
+static void example(const char *file, char *buf) { snprintf(buf, 512, "%s/models/example/%s", tu_src_dir(), file); }
 
 static void setup(void) { tu_setup_dir("cli"); }
 
@@ -115,8 +113,8 @@ START_TEST(help_version_usage) {
                                   {"translate", "models/dates", "--beam", "2", "--alpha", "inf"},
                                   {"translate", "models/dates", "--beam", "2", "--alpha", "-0.5"}};
     for (int i = 0; i < 4; i++) {
-        const char *a[] = {bad_alpha[i][0], bad_alpha[i][1], bad_alpha[i][2], bad_alpha[i][3], bad_alpha[i][4],
-                           bad_alpha[i][5], NULL};
+        const char *a[] = {
+            bad_alpha[i][0], bad_alpha[i][1], bad_alpha[i][2], bad_alpha[i][3], bad_alpha[i][4], bad_alpha[i][5], NULL};
         ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 2);
         ck_assert_ptr_nonnull(strstr(tu_err, "--alpha takes a number in [0, 100]"));
     }
@@ -147,12 +145,13 @@ END_TEST
  * command's own help; a bare plugin name says that dlopen does not look in
  * the current directory; an unknown op mentions --plugin. */
 START_TEST(help_and_hints) {
-    const char *cmds[][2] = {{"fmt", "usage: clgraph fmt MODEL.cg [--in-place]\n"},
-                             {"ops", "usage: clgraph ops [NAME]\n"},
-                             {"devices", "usage: clgraph devices\n"},
-                             {"s2s-graph", "usage: clgraph s2s-graph MODEL_DIR [--weights-dtype f32|bf16|f16|int8]\n"},
-                             {"forecast-graph", "usage: clgraph forecast-graph MODEL_DIR\n"},
-                             {"quantize", "usage: clgraph quantize MODEL_DIR --to bf16|f16|int8 -o OUT_DIR [--embeddings]\n"}};
+    const char *cmds[][2] = {
+        {"fmt", "usage: clgraph fmt MODEL.cg [--in-place]\n"},
+        {"ops", "usage: clgraph ops [NAME]\n"},
+        {"devices", "usage: clgraph devices\n"},
+        {"s2s-graph", "usage: clgraph s2s-graph MODEL_DIR [--weights-dtype f32|bf16|f16|int8]\n"},
+        {"forecast-graph", "usage: clgraph forecast-graph MODEL_DIR\n"},
+        {"quantize", "usage: clgraph quantize MODEL_DIR --to bf16|f16|int8 -o OUT_DIR [--embeddings]\n"}};
     for (int i = 0; i < 6; i++) {
         const char *a[] = {cmds[i][0], "--help", NULL};
         ck_assert_int_eq(tu_run_cli(a, NULL, NULL), 0);
@@ -349,14 +348,15 @@ START_TEST(bad_weights_and_inputs) {
     snprintf(lenin, sizeof lenin, "src_len=%s", p);
     const char *a7[] = {"run", model, "--weights", w, "--input", in1, "--input", lenin, NULL};
     ck_assert_int_eq(tu_run_cli(a7, NULL, NULL), 1);
-    const char *n7[] = {"model.cg:27:3: gru 'enc_rnn' on cpu: input 1 (lengths) holds 9 at position 1, outside [0, 7]", NULL};
+    const char *n7[] = {"model.cg:27:3: gru 'enc_rnn' on cpu: input 1 (lengths) holds 9 at position 1, outside [0, 7]",
+                        NULL};
     tu_assert_one_line(n7);
     /* ... and the same on OpenCL, where the kernel records it in its check
      * words (it used to clamp the length and exit 0). */
     const char *a7cl[] = {"run", model, "--weights", w, "--input", in1, "--input", lenin, "--device", "opencl:0", NULL};
     ck_assert_int_eq(tu_run_cli(a7cl, NULL, NULL), 1);
-    const char *n7cl[] = {"model.cg:27:3: gru 'enc_rnn' on opencl:0", "input 1 (lengths) holds 9 at position 1, outside [0, 7]",
-                          NULL};
+    const char *n7cl[] = {"model.cg:27:3: gru 'enc_rnn' on opencl:0",
+                          "input 1 (lengths) holds 9 at position 1, outside [0, 7]", NULL};
     tu_assert_one_line(n7cl);
     /* the next run on the same device with good lengths is clean */
     const char *a7ok[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--device", "opencl:0", NULL};
@@ -445,11 +445,11 @@ START_TEST(same_results_on_opencl) {
     const char *dv[] = {"devices", "--verbose", NULL};
     ck_assert_msg(tu_run_cli(dv, NULL, NULL) == 0, "%s", tu_err);
     ck_assert_msg(strstr(tu_out, "opencl:0") != NULL, "devices --verbose: %s", tu_out);
-    const char *r1[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", cpu_dir,
-                        "--device", "cpu", NULL};
+    const char *r1[] = {"run", model,      "--weights", w,          "--input", in1, "--input",
+                        in2,   "--output", cpu_dir,     "--device", "cpu",     NULL};
     ck_assert_msg(tu_run_cli(r1, NULL, NULL) == 0, "%s", tu_err);
-    const char *r2[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", cl_dir,
-                        "--device", "opencl:0", NULL};
+    const char *r2[] = {"run", model,      "--weights", w,          "--input",  in1, "--input",
+                        in2,   "--output", cl_dir,      "--device", "opencl:0", NULL};
     ck_assert_msg(tu_run_cli(r2, NULL, NULL) == 0, "%s", tu_err);
     const char *outs[] = {"keys", "s0"};
     for (int i = 0; i < 2; i++) {
@@ -540,8 +540,8 @@ START_TEST(profile_trace) {
                       strstr(tu_err, "\nencoder/enc_rnn                  gru            cpu ") &&
                       strstr(tu_err, "\nkernels and copies: "),
                   "%s", tu_err);
-    const char *bad[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--profile",
-                         "/nonexistent/t.json", NULL};
+    const char *bad[] = {"run", model,       "--weights",           w,   "--input", in1, "--input",
+                         in2,   "--profile", "/nonexistent/t.json", NULL};
     ck_assert_int_eq(tu_run_cli(bad, NULL, NULL), 1);
     const char *needles[] = {"cannot write /nonexistent/t.json", NULL};
     tu_assert_one_line(needles);
@@ -608,13 +608,13 @@ START_TEST(plan_and_placement) {
     snprintf(dot, sizeof dot, "%s/plan.dot", tu_dir);
 
     /* Every node with its device, the copies, the memory. */
-    const char *p1[] = {"plan", model, "--weights", w, "--bind", "B=3,S=7", "--place", "*=cpu,enc_rnn=opencl:0",
-                        "--dot", dot, NULL};
+    const char *p1[] = {"plan",  model, "--weights", w, "--bind", "B=3,S=7", "--place", "*=cpu,enc_rnn=opencl:0",
+                        "--dot", dot,   NULL};
     ck_assert_msg(tu_run_cli(p1, NULL, NULL) == 0, "%s", tu_err);
     const char *nodes[] = {"x", "enc_rnn", "h_fwd", "h_bwd", "h_cat", "h_last", "bridge", "s0"};
     for (int i = 0; i < 8; i++)
-        ck_assert_msg(!strcmp(tu_plan_step_device(tu_out, nodes[i]), i == 1 ? "opencl:0" : "cpu"), "%s: %s",
-                      nodes[i], tu_out);
+        ck_assert_msg(!strcmp(tu_plan_step_device(tu_out, nodes[i]), i == 1 ? "opencl:0" : "cpu"), "%s: %s", nodes[i],
+                      tu_out);
     ck_assert_msg(strstr(tu_out, "plan of graph 'encoder' for B=3 S=7") != NULL, "%s", tu_out);
     ck_assert_msg(strstr(tu_out, "cpu -> opencl:0") && strstr(tu_out, "opencl:0 -> cpu"), "%s", tu_out);
     ck_assert_msg(strstr(tu_out, "copies: ") && strstr(tu_out, "memory: cpu "), "%s", tu_out);
@@ -638,8 +638,8 @@ START_TEST(plan_and_placement) {
 
     /* run --place --stats: PyTorch's numbers, and the statistics on stderr. */
     snprintf(outdir, sizeof outdir, "%s/out", tu_dir);
-    const char *r1[] = {"run", model, "--weights", w, "--input", in1, "--input", in2, "--output", outdir, "--place",
-                        "enc_rnn=opencl:0", "--stats", NULL};
+    const char *r1[] = {"run", model,      "--weights", w,         "--input",          in1,       "--input",
+                        in2,   "--output", outdir,      "--place", "enc_rnn=opencl:0", "--stats", NULL};
     ck_assert_msg(tu_run_cli(r1, NULL, NULL) == 0, "%s", tu_err);
     ck_assert_msg(strncmp(tu_err, "stats: ", 7) == 0 && strstr(tu_err, " copies ("), "%s", tu_err);
     snprintf(a, sizeof a, "%s/keys.npy", outdir);
@@ -727,7 +727,8 @@ START_TEST(plan_model_dir) {
     const char *p4[] = {"plan", dates, "--graph", "decoder", "--bind", "B=4,P=4", "--dot", dot, NULL};
     ck_assert_msg(tu_run_cli(p4, NULL, NULL) == 0, "%s", tu_err);
     ck_assert_msg(strstr(tu_out, "plan of graph 'decoder' for B=4") && !strstr(tu_out, "graph 'encoder'") &&
-                  !strstr(tu_out, "graph 'decoder_logp'"), "%s", tu_out);
+                      !strstr(tu_out, "graph 'decoder_logp'"),
+                  "%s", tu_out);
     tu_slurp(dot, enc, sizeof enc);
     ck_assert_msg(strncmp(enc, "digraph \"decoder\"", 17) == 0, "%s", enc);
 
@@ -814,8 +815,7 @@ START_TEST(plan_dot_edges) {
     snprintf(dates, sizeof dates, "%s/models/dates", tu_src_dir());
     snprintf(dot, sizeof dot, "%s/p.dot", tu_dir);
     for (int i = 0; i < 3; i++) {
-        const char *a[] = {"plan", dates, places[i][0], places[i][1], "--bind", "B=2,P=2",
-                           "--dot", dot, NULL};
+        const char *a[] = {"plan", dates, places[i][0], places[i][1], "--bind", "B=2,P=2", "--dot", dot, NULL};
         int rc = tu_run_cli(a, NULL, NULL);
         if (strstr(tu_err, "running on the CPU only")) return;
         ck_assert_msg(rc == 0, "%s", tu_err);
@@ -944,8 +944,7 @@ static int task_count(pid_t pid) {
     DIR *d = opendir(path);
     if (!d) return -1;
     int n = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        n += e->d_name[0] != '.';
+    for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
     closedir(d);
     return n;
 }

@@ -56,8 +56,15 @@ static int parse_max(int max_pos, const char *const *words) {
     ck_assert(fe && fo && save_err >= 0 && save_out >= 0);
     dup2(fileno(fe), 2);
     dup2(fileno(fo), 1);
-    cli_spec s = {.cmd = "demo", .opts = opts, .pos = pos, .min_pos = 1, .max_pos = max_pos, .n_pos = &n_pos,
-                  .pos_name = "DIR", .unknown_hint = CLI_HINT_TOP, .value_hint = CLI_HINT_TOP,
+    cli_spec s = {.cmd = "demo",
+                  .opts = opts,
+                  .pos = pos,
+                  .min_pos = 1,
+                  .max_pos = max_pos,
+                  .n_pos = &n_pos,
+                  .pos_name = "DIR",
+                  .unknown_hint = CLI_HINT_TOP,
+                  .value_hint = CLI_HINT_TOP,
                   .missing_hint = CLI_HINT_CMD};
     int rc = cli_args_parse(&s, argc, argv);
     fflush(stderr);

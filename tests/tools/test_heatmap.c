@@ -88,8 +88,8 @@ static uint8_t *read_png(const char *path, int *w, int *h) {
     /* Written at cg_png_scale times the layout: every pixel of the layout
      * a k x k block of one colour. Read back at the layout's size. */
     int W = (int)img.width, H = (int)img.height, k = HEATMAP_PNG_SCALE;
-    ck_assert_msg(W % k == 0 && H % k == 0 && cg_png_scale(W / k, H / k) == k, "%s: %d x %d is not scaled by %d",
-                  path, W, H, k);
+    ck_assert_msg(W % k == 0 && H % k == 0 && cg_png_scale(W / k, H / k) == k, "%s: %d x %d is not scaled by %d", path,
+                  W, H, k);
     *w = W / k;
     *h = H / k;
     for (int y = 0; y < H; y++)
@@ -99,7 +99,8 @@ static uint8_t *read_png(const char *path, int *w, int *h) {
                           "%s: pixel (%d, %d) differs from its block's", path, x, y);
     for (int y = 0; y < *h; y++)
         for (int x = 0; x < *w; x++)
-            memmove(rgb + ((size_t)y * (size_t)*w + (size_t)x) * 3, rgb + ((size_t)y * k * (size_t)W + (size_t)x * k) * 3, 3);
+            memmove(rgb + ((size_t)y * (size_t)*w + (size_t)x) * 3,
+                    rgb + ((size_t)y * k * (size_t)W + (size_t)x * k) * 3, 3);
     return rgb;
 }
 
@@ -165,7 +166,7 @@ START_TEST(test_png_size_and_colours) {
     uint8_t one[3], zero[3];
     cg_heatmap_color(1.0f, one);
     cg_heatmap_color(0.0f, zero);
-    ck_assert_int_lt(one[0] + one[1] + one[2], 300);   /* dark */
+    ck_assert_int_lt(one[0] + one[1] + one[2], 300);    /* dark */
     ck_assert_int_gt(zero[0] + zero[1] + zero[2], 700); /* near white */
     ck_assert_int_gt(one[2], one[0]);                   /* blue */
     for (int t = 0; t < 4; t++)
@@ -273,7 +274,7 @@ START_TEST(test_svg) {
     ck_assert_ptr_nonnull(strstr(s, ">&quot;q&quot;</text>"));
     ck_assert_ptr_nonnull(strstr(s, ">it&apos;s</text>"));
     ck_assert_ptr_nonnull(strstr(s, ">&#x2401;</text>")); /* a control character's picture */
-    ck_assert_ptr_nonnull(strstr(s, ">\xC2\xB7</text>"));  /* the space token as a middle dot */
+    ck_assert_ptr_nonnull(strstr(s, ">\xC2\xB7</text>")); /* the space token as a middle dot */
     ck_assert_ptr_nonnull(strstr(s, ">x&gt;y</text>"));
     ck_assert_ptr_nonnull(strstr(s, "<title>out 'x&gt;y' / src 'a&lt;b': 0.1234</title>"));
     ck_assert_ptr_nonnull(strstr(s, "<title>out '&lt;/s&gt;' / src ' ': 0.0000</title>"));
@@ -423,8 +424,8 @@ START_TEST(test_empty_and_no_attention) {
     ck_assert_int_eq(cg_heatmap_write(NULL, tu_path("e.png"), r, src, len, 3, 1), CG_OK);
     int w, h;
     uint8_t *rgb = read_png(tu_path("e.png"), &w, &h);
-    ck_assert_int_eq(w, HEATMAP_MIN_WIDTH);       /* no columns: the title's width */
-    ck_assert_int_eq(h, 3 * 4 + 9 + 1 * 14);       /* no column labels, the EOS row */
+    ck_assert_int_eq(w, HEATMAP_MIN_WIDTH);  /* no columns: the title's width */
+    ck_assert_int_eq(h, 3 * 4 + 9 + 1 * 14); /* no column labels, the EOS row */
     free(rgb);
     rgb = read_png(tu_path("e-1.png"), &w, &h);
     int left, top;
@@ -451,16 +452,13 @@ START_TEST(test_empty_and_no_attention) {
     cJSON *ss = cJSON_GetObjectItemCaseSensitive(j, "sources");
     ck_assert_int_eq(cJSON_GetArraySize(ss), 3);
     cJSON *a0 = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ss, 0), "hypotheses"), 0),
-        "attention");
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ss, 0), "hypotheses"), 0), "attention");
     ck_assert_int_eq(cJSON_GetArraySize(a0), 1);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetArrayItem(a0, 0)), 0);
     cJSON *a1 = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ss, 1), "hypotheses"), 0),
-        "attention");
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ss, 1), "hypotheses"), 0), "attention");
     ck_assert_int_eq(cJSON_GetArraySize(a1), 0);
-    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ss, 2), "hypotheses")),
-                     0);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ss, 2), "hypotheses")), 0);
     cJSON_Delete(j);
 }
 END_TEST
@@ -591,8 +589,8 @@ START_TEST(test_examples) {
     snprintf(path, sizeof path, "%s/dates.svg", dir);
     ck_assert_int_eq(cg_heatmap_write_labels(path, &r, src, len, 1, vocab_label, &v), CG_OK);
     /* word tokens, with punctuation and a non-ASCII word */
-    static const char *const ws[] = {"The",  "quick,", "brown", "fox", "jumps/leaps",
-                                     "over", "12:30",  "d\xC3\xA9j\xC3\xA0", "."};
+    static const char *const ws[] = {
+        "The", "quick,", "brown", "fox", "jumps/leaps", "over", "12:30", "d\xC3\xA9j\xC3\xA0", "."};
     static const char *const wt[] = {"Der", "schnelle", "braune", "Fuchs", "springt", "um", "12:30", "schon", "."};
     vocab wv = {ws, 9, wt, 9};
     int32_t ids[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
@@ -634,6 +632,4 @@ static Suite *heatmap_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(heatmap_suite(), 0);
-}
+int main(void) { return tu_run_suite(heatmap_suite(), 0); }

@@ -27,11 +27,11 @@
 #include "test_util.h"
 
 typedef struct impl {
-    const char *name;      /* CG_TEST_IMPL */
-    const char *platform;  /* in `clgraph devices`' platform line; NULL: any */
-    int devices;           /* OpenCL devices it gives */
-    int quick;             /* conform --quick (Oclgrind simulates every item) */
-    int conform;           /* run conform at all */
+    const char *name;     /* CG_TEST_IMPL */
+    const char *platform; /* in `clgraph devices`' platform line; NULL: any */
+    int devices;          /* OpenCL devices it gives */
+    int quick;            /* conform --quick (Oclgrind simulates every item) */
+    int conform;          /* run conform at all */
 } impl;
 
 static const impl k_impls[] = {
@@ -117,8 +117,8 @@ START_TEST(conform_passes) {
         ck_assert_msg(found, "no gru row for opencl:%d:\n%.1500s", i, tu_out);
     }
     /* Oclgrind exits 0 when it finds errors; its reports go to stderr. */
-    const char *reports[] = {"Invalid read", "Invalid write", "Uninitialized", "data race", "Oclgrind - ",
-                             "Work-group divergence", "Invalid access", NULL};
+    const char *reports[] = {"Invalid read", "Invalid write",         "Uninitialized",  "data race",
+                             "Oclgrind - ",  "Work-group divergence", "Invalid access", NULL};
     for (int i = 0; reports[i]; i++)
         ck_assert_msg(strstr(tu_err, reports[i]) == NULL, "reported '%s':\n%.1500s", reports[i], tu_err);
     printf("%s, %s paths: conform%s passes on %d device(s)\n", cur->name, paths, cur->quick ? " --quick" : "",
@@ -155,8 +155,8 @@ static char *translate_cold(const char *what, const char *const *extra) {
 static void assert_expected(const char *what, const char *out) {
     char *want = tu_read_text(model_file("samples.expected"), NULL);
     ck_assert_ptr_nonnull(want);
-    ck_assert_msg(!strcmp(out, want), "%s: output differs from samples.expected:\n%.1500s\nexpected:\n%.1500s", what, out,
-                  want);
+    ck_assert_msg(!strcmp(out, want), "%s: output differs from samples.expected:\n%.1500s\nexpected:\n%.1500s", what,
+                  out, want);
     free(want);
 }
 
@@ -223,8 +223,8 @@ START_TEST(split_devices) {
         if (cpu_beam) {
             const char *b[] = {"--device", "opencl:0", "--place", place, "--beam", "5", NULL};
             out = translate_cold(what, b);
-            ck_assert_msg(!strcmp(out, cpu_beam), "%s, beam 5: differs from the CPU:\n%.1500s\nCPU:\n%.1500s", what, out,
-                          cpu_beam);
+            ck_assert_msg(!strcmp(out, cpu_beam), "%s, beam 5: differs from the CPU:\n%.1500s\nCPU:\n%.1500s", what,
+                          out, cpu_beam);
             free(out);
         }
         printf("%s: the CPU's output\n", what);

@@ -25,9 +25,10 @@ int tu_run_suite(Suite *s, int nofork) {
     int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
     srunner_free(sr);
     /* CK_RUN_SUITE / CK_RUN_CASE naming nothing would pass silently. */
-    if (run == 0) fprintf(stderr, "no test ran (CK_RUN_SUITE '%s', CK_RUN_CASE '%s')\n",
-                          getenv("CK_RUN_SUITE") ? getenv("CK_RUN_SUITE") : "",
-                          getenv("CK_RUN_CASE") ? getenv("CK_RUN_CASE") : "");
+    if (run == 0)
+        fprintf(stderr, "no test ran (CK_RUN_SUITE '%s', CK_RUN_CASE '%s')\n",
+                getenv("CK_RUN_SUITE") ? getenv("CK_RUN_SUITE") : "",
+                getenv("CK_RUN_CASE") ? getenv("CK_RUN_CASE") : "");
     return failed || run == 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
@@ -50,8 +51,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 }
 
 void tu_teardown_dir(void) {
-    if (nftw(tu_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-        fprintf(stderr, "could not remove %s\n", tu_dir);
+    if (nftw(tu_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) fprintf(stderr, "could not remove %s\n", tu_dir);
     free(tu_out);
     free(tu_err);
     tu_out = tu_err = NULL;
@@ -219,8 +219,10 @@ void tu_check_runs_resume(void) {
 }
 
 int tu_cold_caches(const char *dir, char bufs[TU_COLD_VARS][400], const char *env[TU_COLD_VARS + 1]) {
-    static const char *const vars[TU_COLD_VARS][2] = {{"CLGRAPH_CACHE_DIR", "clgraph"}, {"POCL_CACHE_DIR", "pocl"},
-                                                       {"XDG_CACHE_HOME", "xdg"}, {"MESA_SHADER_CACHE_DIR", "mesa"}};
+    static const char *const vars[TU_COLD_VARS][2] = {{"CLGRAPH_CACHE_DIR", "clgraph"},
+                                                      {"POCL_CACHE_DIR", "pocl"},
+                                                      {"XDG_CACHE_HOME", "xdg"},
+                                                      {"MESA_SHADER_CACHE_DIR", "mesa"}};
     if (mkdir(dir, 0755) != 0) return -1;
     for (int i = 0; i < TU_COLD_VARS; i++) {
         snprintf(bufs[i], 400, "%s=%s/%s", vars[i][0], dir, vars[i][1]);

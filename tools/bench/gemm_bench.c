@@ -31,8 +31,8 @@ static float *g_ws;
 static void *g_scratch;
 
 static const int64_t default_shapes[][3] = {
-    {64, 1536, 1280}, {64, 1536, 512}, {64, 8000, 512}, {64, 512, 512},   {80, 8000, 512},
-    {1920, 1536, 256}, {1, 8000, 512}, {1, 1536, 1280}, {1, 32000, 1024},
+    {64, 1536, 1280},  {64, 1536, 512}, {64, 8000, 512}, {64, 512, 512},   {80, 8000, 512},
+    {1920, 1536, 256}, {1, 8000, 512},  {1, 1536, 1280}, {1, 32000, 1024},
 };
 
 static double now_s(void) {
@@ -60,12 +60,9 @@ static float *filled(size_t n, uint32_t seed) {
 }
 
 static void product(int64_t m, int64_t n, int64_t k, const float *a, const float *w, float *c) {
-    if (g_int8)
-        cg_cpu_gemm_nt_q8(m, n, k, a, k, g_wq, g_ws, NULL, k, c, n, g_scratch);
-    else if (m == 1)
-        cg_cpu_sgemv(0, n, k, 1.0f, w, k, a, 0.0f, c);
-    else
-        cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, w, k, 0.0f, c, n);
+    if (g_int8) cg_cpu_gemm_nt_q8(m, n, k, a, k, g_wq, g_ws, NULL, k, c, n, g_scratch);
+    else if (m == 1) cg_cpu_sgemv(0, n, k, 1.0f, w, k, a, 0.0f, c);
+    else cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, w, k, 0.0f, c, n);
 }
 
 static void bench_shape(int64_t m, int64_t n, int64_t k, const char *paths, double ms) {
@@ -82,8 +79,7 @@ static void bench_shape(int64_t m, int64_t n, int64_t k, const char *paths, doub
     snprintf(list, sizeof list, "%s", paths);
     for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         if (!cg_cpu_gemm_force(p)) {
-            printf("%6lld %6lld %6lld  %-9s  (not available)\n", (long long)m, (long long)n,
-                   (long long)k, p);
+            printf("%6lld %6lld %6lld  %-9s  (not available)\n", (long long)m, (long long)n, (long long)k, p);
             continue;
         }
         product(m, n, k, a, w, c); /* warm caches, threads and packing */
@@ -100,8 +96,8 @@ static void bench_shape(int64_t m, int64_t n, int64_t k, const char *paths, doub
         double flops = 2.0 * (double)m * (double)n * (double)k;
         printf("%6lld %6lld %6lld  %-9s %10.1f us best %10.1f us median %8.1f GFLOP/s best "
                "%8.1f median\n",
-               (long long)m, (long long)n, (long long)k, g_int8 ? cg_cpu_gemm_q8_path() : cg_cpu_gemm_path(), t[0] * 1e6,
-               t[reps / 2] * 1e6, flops / t[0] * 1e-9, flops / t[reps / 2] * 1e-9);
+               (long long)m, (long long)n, (long long)k, g_int8 ? cg_cpu_gemm_q8_path() : cg_cpu_gemm_path(),
+               t[0] * 1e6, t[reps / 2] * 1e6, flops / t[0] * 1e-9, flops / t[reps / 2] * 1e-9);
         fflush(stdout);
     }
     cg_aligned_free(a);
@@ -133,12 +129,10 @@ int main(int argc, char **argv) {
         }
     }
     const char *coretype = getenv("OPENBLAS_CORETYPE");
-    printf("# own-kernel threads %d, OPENBLAS_CORETYPE=%s\n", cg_cpu_threads(),
-           coretype ? coretype : "(unset)");
+    printf("# own-kernel threads %d, OPENBLAS_CORETYPE=%s\n", cg_cpu_threads(), coretype ? coretype : "(unset)");
     if (first_shape == argc) {
         for (size_t s = 0; s < sizeof default_shapes / sizeof default_shapes[0]; s++)
-            bench_shape(default_shapes[s][0], default_shapes[s][1], default_shapes[s][2], paths,
-                        ms);
+            bench_shape(default_shapes[s][0], default_shapes[s][1], default_shapes[s][2], paths, ms);
         return 0;
     }
     for (int i = first_shape; i < argc; i++) {

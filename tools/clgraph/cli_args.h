@@ -27,8 +27,8 @@ typedef enum cli_kind {
 typedef int (*cli_call_fn)(const char *cmd, const char *value, void *dst);
 
 typedef struct cli_opt {
-    const char *name;  /* long name without the dashes; NULL ends a table */
-    char alias;        /* short -x, 0 for none */
+    const char *name; /* long name without the dashes; NULL ends a table */
+    char alias;       /* short -x, 0 for none */
     cli_kind kind;
     void *dst;
     double min, max;   /* CLI_INT, CLI_DBL */
@@ -40,12 +40,12 @@ typedef struct cli_opt {
 } cli_opt;
 
 typedef struct cli_spec {
-    const char *cmd;      /* the subcommand, named in every error */
-    const cli_opt *opts;  /* ended by a NULL name */
-    const char **pos;     /* max_pos slots for positional arguments */
+    const char *cmd;     /* the subcommand, named in every error */
+    const cli_opt *opts; /* ended by a NULL name */
+    const char **pos;    /* max_pos slots for positional arguments */
     int min_pos, max_pos;
-    int *n_pos;           /* positional arguments given; may be NULL */
-    const char *pos_name; /* named when fewer than min_pos, e.g. "MODEL_DIR" */
+    int *n_pos;            /* positional arguments given; may be NULL */
+    const char *pos_name;  /* named when fewer than min_pos, e.g. "MODEL_DIR" */
     cli_hint unknown_hint; /* after "unknown option '--x'" */
     cli_hint value_hint;   /* after "option '--x' needs a value" */
     cli_hint missing_hint; /* after "missing POS_NAME" */

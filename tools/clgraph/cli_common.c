@@ -28,9 +28,7 @@ int cli_opt_place(const char *cmd, const char *v, void *dst) {
     return CLI_OK;
 }
 
-int cli_opt_weights_dtype(const char *cmd, const char *v, void *dst) {
-    return cli_weights_dtype(cmd, v, dst);
-}
+int cli_opt_weights_dtype(const char *cmd, const char *v, void *dst) { return cli_weights_dtype(cmd, v, dst); }
 
 static int opts_plugin(const char *cmd, const char *v, void *dst) {
     cli_opts *o = dst;
@@ -77,10 +75,15 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         if (allowed_opt(allowed, all[k].name) || !strcmp(all[k].name, "plugin")) table[n++] = all[k];
     table[n] = (cli_opt){0};
     const char *pos[2] = {0};
-    cli_spec spec = {.cmd = cmd, .opts = table, .pos = pos, .min_pos = 1,
+    cli_spec spec = {.cmd = cmd,
+                     .opts = table,
+                     .pos = pos,
+                     .min_pos = 1,
                      .max_pos = allowed_opt(allowed, "positional2") ? 2 : 1,
                      .pos_name = strcmp(cmd, "import") ? "MODEL.cg" : "MODEL.onnx",
-                     .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_NONE, .missing_hint = CLI_HINT_CMD};
+                     .unknown_hint = CLI_HINT_CMD,
+                     .value_hint = CLI_HINT_NONE,
+                     .missing_hint = CLI_HINT_CMD};
     int rc = cli_args_parse(&spec, argc, argv);
     o->model = pos[0];
     o->positional2 = pos[1];
@@ -132,8 +135,10 @@ int cli_check_place(const char *cmd, const char *rules) {
     for (const char *r = rules;; r++) {
         size_t n = strcspn(r, ","), eq = strcspn(r, "=");
         if (n == 0 || eq == 0 || eq + 1 >= n) {
-            return cli_usage(cmd, CLI_HINT_NONE, "--place takes PATTERN=DEVICE rules separated by commas "
-                             "(e.g. 'decoder=opencl:1,*attn*=cpu'), got '%s'", rules);
+            return cli_usage(cmd, CLI_HINT_NONE,
+                             "--place takes PATTERN=DEVICE rules separated by commas "
+                             "(e.g. 'decoder=opencl:1,*attn*=cpu'), got '%s'",
+                             rules);
         }
         r += n;
         if (!*r) return CLI_OK;
@@ -156,7 +161,8 @@ static int load_onnx(cli_opts *o, cg_context *ctx, cg_model **m) {
             fprintf(stderr, "clgraph: --input %s: %s\n", o->input_names[i], cg_last_error());
             rc = CLI_FAIL;
         }
-    cg_onnx_options opt = {.struct_size = sizeof opt, .n_given = o->n_inputs,
+    cg_onnx_options opt = {.struct_size = sizeof opt,
+                           .n_given = o->n_inputs,
                            .given_names = (const char *const *)o->input_names,
                            .given = (const cg_tensor *const *)given};
     if (!rc && cg_model_load_onnx(ctx, o->model, &opt, m)) rc = cli_fail();
@@ -214,8 +220,8 @@ int cli_load_inputs(const cli_opts *o, const cg_graph *g, cg_tensor **in) {
         if (!want || want == have || !cg_dtype_convert_exact(have, want)) continue;
         cg_tensor *c;
         if (cg_tensor_convert(in[i], want, &c)) {
-            fprintf(stderr, "clgraph: --input %s: %s: input '%s' of graph '%s' is %s: %s\n", name,
-                    o->input_files[i], name, cg_graph_name(g), cg_dtype_name(want), cg_last_error());
+            fprintf(stderr, "clgraph: --input %s: %s: input '%s' of graph '%s' is %s: %s\n", name, o->input_files[i],
+                    name, cg_graph_name(g), cg_dtype_name(want), cg_last_error());
             return CLI_FAIL;
         }
         cg_tensor_free(in[i]);

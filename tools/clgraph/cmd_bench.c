@@ -74,8 +74,15 @@ static int parse_args(int argc, char **argv, bargs *a) {
         {"plugin", 0, CLI_CALL, &a->plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
         {0},
     };
-    cli_spec spec = {.cmd = cmd, .opts = opts, .pos = &a->dir, .min_pos = 1, .max_pos = 1,
-                     .pos_name = "MODEL_DIR", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD, .missing_hint = CLI_HINT_CMD};
+    cli_spec spec = {.cmd = cmd,
+                     .opts = opts,
+                     .pos = &a->dir,
+                     .min_pos = 1,
+                     .max_pos = 1,
+                     .pos_name = "MODEL_DIR",
+                     .unknown_hint = CLI_HINT_CMD,
+                     .value_hint = CLI_HINT_CMD,
+                     .missing_hint = CLI_HINT_CMD};
     int rc = cli_args_parse(&spec, argc, argv);
     if (rc) return rc;
     if ((long)a->batch * a->beam > 1000000) return cli_usage(cmd, CLI_HINT_NONE, "--batch x --beam is too large");
@@ -138,8 +145,7 @@ static int decode(cg_s2s *m, const bargs *a, int32_t **src, const int *len, int 
         fprintf(stderr, "clgraph: out of memory\n");
         return CLI_FAIL;
     }
-    cg_s2s_options so = {
-        .struct_size = sizeof so, .beam = a->beam, .batch = n, .max_len = steps, .min_len = steps};
+    cg_s2s_options so = {.struct_size = sizeof so, .beam = a->beam, .batch = n, .max_len = steps, .min_len = steps};
     double t0 = now_ms();
     int rc = CLI_OK;
     if (cg_s2s_translate(m, &so, n, (const int32_t *const *)src, len, res, NULL, NULL)) rc = cli_fail();
@@ -291,7 +297,8 @@ static int first_token(const bargs *a, const char *cache, double *ms) {
     char buf[512];
     size_t got = 0;
     ssize_t r;
-    while (got < sizeof buf - 1 && ((r = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0 || (r < 0 && errno == EINTR)))
+    while (got < sizeof buf - 1 &&
+           ((r = read(fd[0], buf + got, sizeof buf - 1 - got)) > 0 || (r < 0 && errno == EINTR)))
         if (r > 0) got += (size_t)r;
     buf[got] = 0;
     close(fd[0]);
@@ -382,13 +389,13 @@ static cJSON *json_stat3(stat3 s) {
 /* What one benchmark measured. */
 typedef struct bench_result {
     double load_ms;
-    stat3 step_ms, tps;            /* ms per step, target tokens per s */
-    double rss_mb, hwm_mb;         /* peak resident: ru_maxrss, VmHWM */
+    stat3 step_ms, tps;              /* ms per step, target tokens per s */
+    double rss_mb, hwm_mb;           /* peak resident: ru_maxrss, VmHWM */
     double allocs, clobj, copied_kb; /* per decoder step */
-    double enc_allocs;             /* per encoder run */
-    size_t wbytes;                 /* decoder weights */
-    int threads;                   /* the CPU backend's */
-    double cold, warm;             /* first token, ms */
+    double enc_allocs;               /* per encoder run */
+    size_t wbytes;                   /* decoder weights */
+    int threads;                     /* the CPU backend's */
+    double cold, warm;               /* first token, ms */
     long nproc;
     double gbps, gflops, floor1, floorc; /* --machine */
 } bench_result;

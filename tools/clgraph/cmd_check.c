@@ -51,8 +51,7 @@ int cli_fmt(int argc, char **argv) {
         char *tmp = malloc(len);
         FILE *f = NULL;
         if (tmp) snprintf(tmp, len, "%s.fmt~", o.model);
-        if (!tmp || !(f = fopen(tmp, "w")) || fputs(text, f) < 0 || fclose(f) != 0 ||
-            rename(tmp, o.model) != 0) {
+        if (!tmp || !(f = fopen(tmp, "w")) || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, o.model) != 0) {
             fprintf(stderr, "clgraph: cannot write %s\n", o.model);
             if (tmp) remove(tmp);
             rc = CLI_FAIL;
@@ -79,8 +78,13 @@ int cli_ops(int argc, char **argv) {
         {"plugin", 0, CLI_CALL, &plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
         {0},
     };
-    cli_spec spec = {.cmd = "ops", .opts = opts, .pos = &only, .max_pos = 1, .pos_name = "[NAME]",
-                     .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD};
+    cli_spec spec = {.cmd = "ops",
+                     .opts = opts,
+                     .pos = &only,
+                     .max_pos = 1,
+                     .pos_name = "[NAME]",
+                     .unknown_hint = CLI_HINT_CMD,
+                     .value_hint = CLI_HINT_CMD};
     int rc = cli_args_parse(&spec, argc, argv);
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     cli_opts o;

@@ -117,8 +117,11 @@ static void on_timeout(int sig) {
 }
 
 static void on_crash(int sig) {
-    const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGABRT ? "SIGABRT"
-                     : sig == SIGFPE ? "SIGFPE" : "SIGILL";
+    const char *name = sig == SIGSEGV   ? "SIGSEGV"
+                       : sig == SIGBUS  ? "SIGBUS"
+                       : sig == SIGABRT ? "SIGABRT"
+                       : sig == SIGFPE  ? "SIGFPE"
+                                        : "SIGILL";
     say("\nclgraph conform: ");
     say(name);
     if (crash_armed) {

@@ -33,8 +33,15 @@ static int parse_args(int argc, char **argv, fargs *a) {
         {"plugin", 0, CLI_CALL, &a->plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
         {0},
     };
-    cli_spec spec = {.cmd = "forecast", .opts = opts, .pos = &a->dir, .min_pos = 1, .max_pos = 1,
-                     .pos_name = "MODEL_DIR", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD, .missing_hint = CLI_HINT_CMD};
+    cli_spec spec = {.cmd = "forecast",
+                     .opts = opts,
+                     .pos = &a->dir,
+                     .min_pos = 1,
+                     .max_pos = 1,
+                     .pos_name = "MODEL_DIR",
+                     .unknown_hint = CLI_HINT_CMD,
+                     .value_hint = CLI_HINT_CMD,
+                     .missing_hint = CLI_HINT_CMD};
     int rc = cli_args_parse(&spec, argc, argv);
     if (rc) return rc;
     if (!a->horizon) return cli_usage("forecast", CLI_HINT_NONE, "--horizon N is required");
@@ -197,7 +204,8 @@ static int check_horizon(const fc_csv *in, int horizon) {
         const char *t = ser->times[1];
         int date = strlen(t) >= 10 && t[4] == '-' && t[7] == '-';
         char name[80] = "";
-        if (ser->name) snprintf(name, sizeof name, " of series '%.40s'%s", ser->name, strlen(ser->name) > 40 ? "..." : "");
+        if (ser->name)
+            snprintf(name, sizeof name, " of series '%.40s'%s", ser->name, strlen(ser->name) > 40 ? "..." : "");
         for (char *p = name; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
         fprintf(stderr,
@@ -239,7 +247,9 @@ static int run(const fargs *a, cg_forecaster *m) {
         ser[s].values = in.series[s].values + (size_t)(n - keep) * (size_t)C;
         ser[s].length = keep;
     }
-    cg_forecast_options o = {.struct_size = sizeof o, .horizon = a->horizon, .batch = a->batch,
+    cg_forecast_options o = {.struct_size = sizeof o,
+                             .horizon = a->horizon,
+                             .batch = a->batch,
                              .attention = a->attention != NULL || a->plot != NULL};
     int tty = isatty(2) && in.n_series > 1;
     if (!rc && cg_forecast_run(m, &o, in.n_series, ser, res, tty ? progress : NULL, NULL)) {

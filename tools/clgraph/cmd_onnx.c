@@ -50,8 +50,7 @@ static int write_text(const char *path, const char *text) {
 static int write_stdout(const char *text) {
     errno = 0;
     if (fputs(text, stdout) < 0 || fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "clgraph import: cannot write the graph text to stdout: %s\n",
-                strerror(errno ? errno : EIO));
+        fprintf(stderr, "clgraph import: cannot write the graph text to stdout: %s\n", strerror(errno ? errno : EIO));
         return CLI_FAIL;
     }
     return CLI_OK;
@@ -108,8 +107,7 @@ int cli_import(int argc, char **argv) {
     rc = out ? write_text(out, text) : write_stdout(text);
     if (!rc && !weights && nw)
         fprintf(stderr, "clgraph import: %zu initializers not written (give --weights FILE.safetensors)\n", nw);
-    else if (!rc && out)
-        fprintf(stderr, "clgraph import: %s%s%s\n", out, weights ? ", " : "", weights ? weights : "");
+    else if (!rc && out) fprintf(stderr, "clgraph import: %s%s%s\n", out, weights ? ", " : "", weights ? weights : "");
 done:
     free(wpath);
     free(text);
@@ -216,8 +214,7 @@ static const char *const result_name[] = {"pass", "FAIL", "unsupported", "ERROR"
 
 /* Imports, plans and runs one data set; R_* and why. */
 static int run_set(cg_context *ctx, const char *model, const char *device, const tolerance *tol, tensors *in,
-                   tensors *want,
-                   double *max_err, char *why, size_t wsz) {
+                   tensors *want, double *max_err, char *why, size_t wsz) {
     const char *names[64];
     cg_model *probe = NULL;
     for (int i = 0; i < in->n; i++) names[i] = cg_tensor_name_hint(in, i);
@@ -228,8 +225,8 @@ static int run_set(cg_context *ctx, const char *model, const char *device, const
         cg_graph *pg = cg_model_graph_at(probe, 0);
         names[i] = i < cg_graph_input_count(pg) ? cg_graph_input_name(pg, i) : NULL;
     }
-    cg_onnx_options opt = {.struct_size = sizeof opt, .n_given = in->n, .given_names = names,
-                           .given = (const cg_tensor *const *)in->t};
+    cg_onnx_options opt = {
+        .struct_size = sizeof opt, .n_given = in->n, .given_names = names, .given = (const cg_tensor *const *)in->t};
     cg_model *m = NULL;
     cg_plan *plan = NULL;
     cg_tensor *out[64] = {0}, *run_in[64];
@@ -378,8 +375,15 @@ static int onnx_test_args(int argc, char **argv, dev_list *dev, cli_plugins *plu
     const char **pos = calloc((size_t)argc + 1, sizeof *pos);
     int n_pos = 0, cap = 0;
     if (!pos) return CLI_FAIL;
-    cli_spec spec = {.cmd = "onnx-test", .opts = opts, .pos = pos, .min_pos = 1, .max_pos = argc, .n_pos = &n_pos,
-                     .pos_name = "DIR...", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD,
+    cli_spec spec = {.cmd = "onnx-test",
+                     .opts = opts,
+                     .pos = pos,
+                     .min_pos = 1,
+                     .max_pos = argc,
+                     .n_pos = &n_pos,
+                     .pos_name = "DIR...",
+                     .unknown_hint = CLI_HINT_CMD,
+                     .value_hint = CLI_HINT_CMD,
                      .missing_hint = CLI_HINT_CMD};
     int rc = cli_args_parse(&spec, argc, argv);
     for (int i = 0; !rc && i < n_pos; i++) {
@@ -436,8 +440,8 @@ int cli_onnx_test(int argc, char **argv) {
     }
     int failed = 0;
     for (int d = 0; !rc && d < n_dev; d++) {
-        fprintf(stderr, "clgraph onnx-test: %s: %d passed, %d failed, %d unsupported, %d errors (of %d)\n",
-                devices[d], count[d][R_PASS], count[d][R_FAIL], count[d][R_UNSUP], count[d][R_ERROR], n_dirs);
+        fprintf(stderr, "clgraph onnx-test: %s: %d passed, %d failed, %d unsupported, %d errors (of %d)\n", devices[d],
+                count[d][R_PASS], count[d][R_FAIL], count[d][R_UNSUP], count[d][R_ERROR], n_dirs);
         failed |= count[d][R_FAIL] || count[d][R_ERROR];
     }
     if (failed) rc = CLI_FAIL;

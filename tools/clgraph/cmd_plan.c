@@ -85,7 +85,8 @@ static char *binding_of_inputs(const cli_opts *o, const cg_graph *g, cg_tensor *
             next = strchr(tok, ',');
             if (next) *next++ = 0;
             if (*tok && u + strlen(tok) + 32 < cap)
-                u += (size_t)snprintf(bind + u, cap - u, "%s%s=%lld", u ? "," : "", tok, (long long)cg_tensor_dim(t, d));
+                u +=
+                    (size_t)snprintf(bind + u, cap - u, "%s%s=%lld", u ? "," : "", tok, (long long)cg_tensor_dim(t, d));
         }
         free(desc);
     }
@@ -237,8 +238,10 @@ static int describe_graphs(const cli_opts *o, cg_s2s *m, const char *bind, cg_pl
 /* Checks what a model directory takes before loading it. */
 static int dir_args(const cli_opts *o) {
     if (o->weights || o->n_inputs) {
-        fprintf(stderr, "clgraph plan: %s is a model directory: it brings its weights, and takes --bind, not "
-                        "--weights or --input\n", o->model);
+        fprintf(stderr,
+                "clgraph plan: %s is a model directory: it brings its weights, and takes --bind, not "
+                "--weights or --input\n",
+                o->model);
         return CLI_USAGE;
     }
     char cfg[4200];
@@ -278,7 +281,8 @@ static int plan_model_dir(const cli_opts *o) {
         goto done;
     }
     if ((rc = describe_graphs(o, m, bind, plans, texts)) != CLI_OK) goto done;
-    printf("model %s for %s%s\n", o->model, bind, o->bind ? "" : " (one sentence of 10 tokens, greedy; --bind to change)");
+    printf("model %s for %s%s\n", o->model, bind,
+           o->bind ? "" : " (one sentence of 10 tokens, greedy; --bind to change)");
     for (int i = 0; !rc && i < N_DIR_GRAPHS; i++) {
         if (!texts[i]) continue;
         printf("\n%s", texts[i]);

@@ -23,8 +23,8 @@
 static int is_matrix(const char *name, int ndim, int embeddings) {
     if (ndim != 2) return 0;
     const size_t n = strlen(name);
-    const int weight = (n >= 7 && !strcmp(name + n - 7, ".weight")) || strstr(name, ".weight_ih") ||
-                       strstr(name, ".weight_hh");
+    const int weight =
+        (n >= 7 && !strcmp(name + n - 7, ".weight")) || strstr(name, ".weight_ih") || strstr(name, ".weight_hh");
     if (!weight) return 0;
     return embeddings || !strstr(name, "embed");
 }
@@ -86,9 +86,7 @@ static char *join(const char *dir, const char *name) {
 }
 
 /* One line: the mistake and where the usage is. */
-static int usage_error(const char *msg) {
-    return cli_usage("quantize", CLI_HINT_SEE, "%s", msg);
-}
+static int usage_error(const char *msg) { return cli_usage("quantize", CLI_HINT_SEE, "%s", msg); }
 
 /* The model directory loaded as translate (a directory with src.vocab) or
  * forecast would load it, on the CPU, so that a copy is never made of a
@@ -143,8 +141,13 @@ int cli_quantize(int argc, char **argv) {
         {"embeddings", 0, CLI_FLAG, &embeddings, .help = "quantize the embeddings too"},
         {0},
     };
-    cli_spec spec = {.cmd = "quantize", .opts = opts, .pos = dirs, .max_pos = 2, .n_pos = &n_dirs,
-                     .unknown_hint = CLI_HINT_SEE, .value_hint = CLI_HINT_SEE};
+    cli_spec spec = {.cmd = "quantize",
+                     .opts = opts,
+                     .pos = dirs,
+                     .max_pos = 2,
+                     .n_pos = &n_dirs,
+                     .unknown_hint = CLI_HINT_SEE,
+                     .value_hint = CLI_HINT_SEE};
     int rc = cli_args_parse(&spec, argc, argv);
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     if (n_dirs > 1) return usage_error("one model directory");

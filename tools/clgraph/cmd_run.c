@@ -140,8 +140,8 @@ int cli_run(int argc, char **argv) {
         int given = 0;
         for (int i = 0; i < o.n_inputs; i++) given |= !strcmp(o.input_names[i], cg_graph_input_name(g, k));
         if (!given) {
-            fprintf(stderr, "clgraph: graph '%s' needs input '%s': give --input %s=FILE.npy\n",
-                    cg_graph_name(g), cg_graph_input_name(g, k), cg_graph_input_name(g, k));
+            fprintf(stderr, "clgraph: graph '%s' needs input '%s': give --input %s=FILE.npy\n", cg_graph_name(g),
+                    cg_graph_input_name(g, k), cg_graph_input_name(g, k));
             goto done;
         }
     }

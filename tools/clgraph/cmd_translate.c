@@ -15,8 +15,8 @@
 typedef struct targs {
     const char *dir, *device, *place, *attention, *profile;
     int beam, nbest, max_len, min_len, batch, ids, scores, crop;
-    int window;        /* lines per window; 0: chosen from stdin and --batch */
-    int max_input_len; /* source tokens a line may have */
+    int window;             /* lines per window; 0: chosen from stdin and --batch */
+    int max_input_len;      /* source tokens a line may have */
     cg_dtype weights_dtype; /* --weights-dtype, 0 as stored */
     double alpha;
     cli_plugins plugins;
@@ -50,8 +50,15 @@ static int parse_args(int argc, char **argv, targs *a) {
         {"alpha", 0, CLI_DBL, &a->alpha, 0, 100, .arg = "X", .help = "length penalty"},
         {0},
     };
-    cli_spec spec = {.cmd = "translate", .opts = opts, .pos = &a->dir, .min_pos = 1, .max_pos = 1,
-                     .pos_name = "MODEL_DIR", .unknown_hint = CLI_HINT_CMD, .value_hint = CLI_HINT_CMD, .missing_hint = CLI_HINT_CMD};
+    cli_spec spec = {.cmd = "translate",
+                     .opts = opts,
+                     .pos = &a->dir,
+                     .min_pos = 1,
+                     .max_pos = 1,
+                     .pos_name = "MODEL_DIR",
+                     .unknown_hint = CLI_HINT_CMD,
+                     .value_hint = CLI_HINT_CMD,
+                     .missing_hint = CLI_HINT_CMD};
     int rc = cli_args_parse(&spec, argc, argv);
     if (rc) return rc;
     if (a->beam > CG_S2S_MAX_BEAM)
@@ -287,9 +294,11 @@ static int tokenize_window(const targs *a, cg_s2s *m, window *w, int *refused) {
         int line = w->first + i;
         if (w->cut[i] && !a->crop) {
             /* not tokenized: only its first bytes were kept */
-            fprintf(stderr, "clgraph: stdin:%d: more than %zu bytes, more than --max-input-len %d allows (%d bytes a "
-                    "token; or --crop); not translated%s\n", line, line_bytes(a), a->max_input_len,
-                    LINE_BYTES_PER_TOKEN, a->attention && !*refused ? ", so no heat map is written" : "");
+            fprintf(stderr,
+                    "clgraph: stdin:%d: more than %zu bytes, more than --max-input-len %d allows (%d bytes a "
+                    "token; or --crop); not translated%s\n",
+                    line, line_bytes(a), a->max_input_len, LINE_BYTES_PER_TOKEN,
+                    a->attention && !*refused ? ", so no heat map is written" : "");
             w->len[i] = -1;
             *refused = 1;
             continue;
@@ -311,18 +320,19 @@ static int tokenize_window(const targs *a, cg_s2s *m, window *w, int *refused) {
              * unless max_input_len tokens come before it */
             if (w->len[i] <= a->max_input_len && w->len[i] > 0) w->len[i]--;
             if (w->len[i] > a->max_input_len) w->len[i] = a->max_input_len;
-            fprintf(stderr, "clgraph: stdin:%d: warning: more than %zu bytes, cropped to its first %d tokens\n",
-                    line, line_bytes(a), w->len[i]);
+            fprintf(stderr, "clgraph: stdin:%d: warning: more than %zu bytes, cropped to its first %d tokens\n", line,
+                    line_bytes(a), w->len[i]);
             continue;
         }
         if (w->len[i] <= a->max_input_len) continue;
         if (a->crop) {
-            fprintf(stderr, "clgraph: stdin:%d: warning: %d tokens, cropped to --max-input-len %d\n", line,
-                    w->len[i], a->max_input_len);
+            fprintf(stderr, "clgraph: stdin:%d: warning: %d tokens, cropped to --max-input-len %d\n", line, w->len[i],
+                    a->max_input_len);
             w->len[i] = a->max_input_len;
         } else {
-            fprintf(stderr, "clgraph: stdin:%d: %d tokens, more than --max-input-len %d (or --crop); not translated%s\n",
-                    line, w->len[i], a->max_input_len, a->attention && !*refused ? ", so no heat map is written" : "");
+            fprintf(stderr,
+                    "clgraph: stdin:%d: %d tokens, more than --max-input-len %d (or --crop); not translated%s\n", line,
+                    w->len[i], a->max_input_len, a->attention && !*refused ? ", so no heat map is written" : "");
             w->len[i] = -1;
             *refused = 1;
         }
@@ -343,8 +353,13 @@ static int translate_window(const targs *a, cg_s2s *m, window *w, progress_state
     }
     for (int i = 0; i < w->n; i++)
         if (w->len[i] >= 0) src[k] = w->src[i], len[k] = w->len[i], at[k++] = i;
-    cg_s2s_options so = {.struct_size = sizeof so, .beam = a->beam, .nbest = a->nbest, .alpha = a->alpha,
-                         .max_len = a->max_len, .min_len = a->min_len, .batch = a->batch,
+    cg_s2s_options so = {.struct_size = sizeof so,
+                         .beam = a->beam,
+                         .nbest = a->nbest,
+                         .alpha = a->alpha,
+                         .max_len = a->max_len,
+                         .min_len = a->min_len,
+                         .batch = a->batch,
                          .attention = a->attention != NULL};
     int tty = isatty(2) && k > 1;
     if (cg_s2s_translate(m, &so, k, (const int32_t *const *)src, len, res, tty ? progress : NULL, ps)) {

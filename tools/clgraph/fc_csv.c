@@ -14,16 +14,16 @@
 /* ---- records ---------------------------------------------------------- */
 
 typedef struct field {
-    char *s;        /* unquoted text (points into the record's buffer) */
-    int line, col;  /* where it starts */
+    char *s;       /* unquoted text (points into the record's buffer) */
+    int line, col; /* where it starts */
 } field;
 
 typedef struct record {
     field *f;
     int n, cap;
-    char *buf;      /* the fields' text, NUL-separated */
+    char *buf; /* the fields' text, NUL-separated */
     size_t len, bcap;
-    int line;       /* of the record's first field */
+    int line; /* of the record's first field */
 } record;
 
 typedef struct reader {
@@ -105,8 +105,8 @@ static int read_record(reader *r, record *rec, char *err, size_t es) {
         }
         if (c == EOF) {
             if (quoted) {
-                snprintf(err, es, "%d:%d: a quoted field is not closed before the end of input", rec->f[rec->n - 1].line,
-                         rec->f[rec->n - 1].col);
+                snprintf(err, es, "%d:%d: a quoted field is not closed before the end of input",
+                         rec->f[rec->n - 1].line, rec->f[rec->n - 1].col);
                 return -1;
             }
             break;
@@ -324,7 +324,8 @@ static int header(fc_csv *c, const record *rec, const char *const *columns, int 
         if (k == C) {
             size_t u = (size_t)snprintf(err, es, "%d:%d: column '%s' is not one of the model's (", f->line, f->col,
                                         shown(f->s, b, sizeof b));
-            for (int q = 0; q < C && u < es; q++) u += (size_t)snprintf(err + u, es - u, "%s%s", q ? ", " : "", columns[q]);
+            for (int q = 0; q < C && u < es; q++)
+                u += (size_t)snprintf(err + u, es - u, "%s%s", q ? ", " : "", columns[q]);
             if (u < es) snprintf(err + u, es - u, ")");
             return -1;
         }
@@ -350,8 +351,8 @@ static int row(fc_csv *c, const record *rec, double *v, char *err, size_t es) {
     for (int k = 0; k < c->C; k++) {
         const field *f = &rec->f[c->chan_col[k]];
         if (parse_number(f->s, &v[k])) {
-            snprintf(err, es, "%d:%d: column '%s': expected a number, got '%s'", f->line, f->col, c->header[c->chan_col[k]],
-                     shown(f->s, b, sizeof b));
+            snprintf(err, es, "%d:%d: column '%s': expected a number, got '%s'", f->line, f->col,
+                     c->header[c->chan_col[k]], shown(f->s, b, sizeof b));
             return -1;
         }
     }

@@ -8,26 +8,26 @@
 
 /* One series: its rows in file order. */
 typedef struct fc_csv_series {
-    char *name;         /* the `series` column's text; NULL without one */
-    int n, cap;         /* rows */
-    double *values;     /* n x C, the model's channel order */
-    char *times[2];     /* the last two `time` fields (NULL where none) */
-    char **all_times;   /* every row's `time` field, when asked for */
-    int first_line;     /* the line of its first row, for messages */
+    char *name;       /* the `series` column's text; NULL without one */
+    int n, cap;       /* rows */
+    double *values;   /* n x C, the model's channel order */
+    char *times[2];   /* the last two `time` fields (NULL where none) */
+    char **all_times; /* every row's `time` field, when asked for */
+    int first_line;   /* the line of its first row, for messages */
 } fc_csv_series;
 
 typedef struct fc_csv {
     int n_header;
-    char **header;      /* the header's fields, in file order */
-    int time_col;       /* 0 when the first column is `time`, else -1 */
-    int series_col;     /* the `series` column, or -1 */
-    int *chan_col;      /* C entries: the field holding model column k */
+    char **header;  /* the header's fields, in file order */
+    int time_col;   /* 0 when the first column is `time`, else -1 */
+    int series_col; /* the `series` column, or -1 */
+    int *chan_col;  /* C entries: the field holding model column k */
     int C;
     int n_series, cap_series;
     fc_csv_series *series;
-    int *slots;         /* series names -> index (open addressing) */
+    int *slots; /* series names -> index (open addressing) */
     int n_slots;
-    int keep_times;     /* keep every row's time (for pictures) */
+    int keep_times; /* keep every row's time (for pictures) */
 } fc_csv;
 
 /* Caps of the CSV read (docs/reliability.md, Limits): a line (a record,
@@ -40,8 +40,7 @@ typedef struct fc_csv {
  * returns non-zero with one line in err: "LINE:COL: what" (the caller
  * prefixes the file name). With keep_times, each series' all_times holds
  * every row's `time` field (when the CSV has that column). */
-int fc_csv_read(FILE *f, const char *const *columns, int C, int keep_times, fc_csv *out, char *err,
-                size_t err_size);
+int fc_csv_read(FILE *f, const char *const *columns, int C, int keep_times, fc_csv *out, char *err, size_t err_size);
 
 void fc_csv_free(fc_csv *c);
 

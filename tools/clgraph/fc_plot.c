@@ -27,12 +27,12 @@
 #include "heatmap.h"
 #include "out_file.h"
 
-#define FC_PLOT_STEPS 720  /* time steps shown at most */
-#define PLOT_W 720         /* pixels of the time axis at most */
+#define FC_PLOT_STEPS 720 /* time steps shown at most */
+#define PLOT_W 720        /* pixels of the time axis at most */
 #define CHART_H 110
-#define ROW_H 10           /* pixels per attention row: room for its label */
+#define ROW_H 10 /* pixels per attention row: room for its label */
 #define PAD 6
-#define LEFT 96            /* room for channel names and values */
+#define LEFT 96 /* room for channel names and values */
 
 /* A time label under the charts: its text, left pixel, row (0 or 1) and
  * the step it names (a tick is drawn there). */
@@ -42,9 +42,9 @@ typedef struct label {
 } label;
 
 typedef struct layout {
-    int first;   /* the time index (1-based) at the left edge */
-    int steps;   /* steps shown: history and forecast */
-    int px;      /* pixels per step */
+    int first; /* the time index (1-based) at the left edge */
+    int steps; /* steps shown: history and forecast */
+    int px;    /* pixels per step */
     int w, h, charts_top, axis_top, att_top, C, N;
     label lab[3]; /* first shown, last history, last forecast */
 } layout;
@@ -147,7 +147,6 @@ static void line(uint8_t *rgb, const layout *l, int x0, int y0, int x1, int y1, 
         if (e2 <= dx) e += dx, y0 += sy;
     }
 }
-
 
 /* Ticks at round values inside [lo, hi]: the smallest step of 1, 2 or 5
  * times a power of ten that gives at most max_n; the first at *first, the
@@ -266,7 +265,8 @@ static void render(const fc_plot_series *s, const layout *l, uint8_t *rgb) {
             if (isnan(wgt)) col[0] = col[1] = col[2] = 246;
             else cg_heatmap_color(wgt, col);
             for (int yy = y; yy < y + ROW_H - 1; yy++)
-                for (int xx = LEFT + (i - l->first) * l->px; xx < LEFT + (i - l->first + 1) * l->px; xx++) put(rgb, l, xx, yy, col);
+                for (int xx = LEFT + (i - l->first) * l->px; xx < LEFT + (i - l->first + 1) * l->px; xx++)
+                    put(rgb, l, xx, yy, col);
         }
         /* the step's own forecast value sits at time T + j + 1 */
         put(rgb, l, x_of(l, s->length + j + 1), y + ROW_H / 2, orange);
@@ -291,8 +291,9 @@ static int write_png(const fc_plot_series *s, const char *path) {
 
 static void svg_body(FILE *f, const fc_plot_series *s, const layout *l) {
     char b[160];
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"monospace\" "
-               "font-size=\"10\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%d\" y=\"%d\">",
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"monospace\" "
+            "font-size=\"10\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%d\" y=\"%d\">",
             l->w, l->h, PAD, PAD + FONT_H);
     cg_xml_text(f, title_of(s, b, sizeof b));
     fputs("</text>\n", f);
@@ -303,8 +304,8 @@ static void svg_body(FILE *f, const fc_plot_series *s, const layout *l) {
         int top = l->charts_top + c * (CHART_H + PAD);
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ccc\"/>\n", LEFT, top + CHART_H,
                 LEFT + l->steps * l->px, top + CHART_H);
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\" stroke-dasharray=\"2,2\"/>\n", x_split,
-                top, x_split, top + CHART_H);
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\" stroke-dasharray=\"2,2\"/>\n",
+                x_split, top, x_split, top + CHART_H);
         fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">", PAD + FONT_H,
                 top + CHART_H / 2);
         cg_xml_text(f, s->columns[c]);
@@ -315,25 +316,30 @@ static void svg_body(FILE *f, const fc_plot_series *s, const layout *l) {
             double v = t0 + k * step;
             int y = y_of(l, c, v, lo, hi);
             tick_text(b, sizeof b, v, dec);
-            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#e1e1e1\"/>\n<line x1=\"%d\" y1=\"%d\" "
-                       "x2=\"%d\" y2=\"%d\" stroke=\"#5a5a5a\"/>\n<text x=\"%d\" y=\"%d\" text-anchor=\"end\" "
-                       "fill=\"#555\">%s</text>\n",
+            fprintf(f,
+                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#e1e1e1\"/>\n<line x1=\"%d\" y1=\"%d\" "
+                    "x2=\"%d\" y2=\"%d\" stroke=\"#5a5a5a\"/>\n<text x=\"%d\" y=\"%d\" text-anchor=\"end\" "
+                    "fill=\"#555\">%s</text>\n",
                     LEFT, y, LEFT + l->steps * l->px, y, LEFT - 4, y, LEFT, y, LEFT - PAD, y + 4, b);
         }
         for (int part = 0; part < 2; part++) {
             int from = part ? s->length : l->first, to = part ? l->first + l->steps - 1 : s->length;
             if (from < l->first) from = l->first;
             if (to <= from) continue;
-            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", part ? "#e67814" : "#5a5a5a");
-            for (int i = from; i <= to; i++) fprintf(f, "%s%d,%d", i > from ? " " : "", x_of(l, i), y_of(l, c, value_at(s, i, c), lo, hi));
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                    part ? "#e67814" : "#5a5a5a");
+            for (int i = from; i <= to; i++)
+                fprintf(f, "%s%d,%d", i > from ? " " : "", x_of(l, i), y_of(l, c, value_at(s, i, c), lo, hi));
             fputs("\"/>\n", f);
         }
     }
     for (int k = 0; k < 3; k++) {
         const label *b = &l->lab[k];
         if (!b->shown) continue;
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#5a5a5a\"/>\n<text x=\"%d\" y=\"%d\" "
-                   "fill=\"#555\">", x_of(l, b->step), l->axis_top - 7, x_of(l, b->step), l->axis_top - 1, b->x,
+        fprintf(f,
+                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#5a5a5a\"/>\n<text x=\"%d\" y=\"%d\" "
+                "fill=\"#555\">",
+                x_of(l, b->step), l->axis_top - 7, x_of(l, b->step), l->axis_top - 1, b->x,
                 l->axis_top + b->row * (FONT_H + 2) + FONT_H);
         cg_xml_text(f, b->text);
         fputs("</text>\n", f);

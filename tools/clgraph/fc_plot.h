@@ -5,14 +5,14 @@
 #define CG_TOOLS_FC_PLOT_H
 
 typedef struct fc_plot_series {
-    const char *name;             /* NULL: no series column */
-    const char *const *columns;   /* channel names */
+    const char *name;           /* NULL: no series column */
+    const char *const *columns; /* channel names */
     int channels, length, horizon;
-    const double *history;        /* length x channels */
-    const char *const *times;     /* the history's times, or NULL: steps are numbered */
-    const char *const *ftimes;    /* the forecast's times (horizon), with times */
-    const double *forecast;       /* horizon x channels */
-    const float *attention;       /* horizon x window, or NULL: no attention panel */
+    const double *history;     /* length x channels */
+    const char *const *times;  /* the history's times, or NULL: steps are numbered */
+    const char *const *ftimes; /* the forecast's times (horizon), with times */
+    const double *forecast;    /* horizon x channels */
+    const float *attention;    /* horizon x window, or NULL: no attention panel */
     const int *att_first, *att_count;
     int window;
 } fc_plot_series;

@@ -82,8 +82,7 @@ static int numbers(const char *t0, const char *t1, int horizon, char **out, int 
         if (dec)
             snprintf(buf, sizeof buf, "%s%" PRIu64 ".%0*" PRIu64, v < 0 ? "-" : "", u / (uint64_t)unit, dec,
                      u % (uint64_t)unit);
-        else
-            snprintf(buf, sizeof buf, "%" PRId64, v);
+        else snprintf(buf, sizeof buf, "%" PRId64, v);
         if (!(out[k] = strdup(buf))) return -1;
     }
     return 1;
@@ -93,8 +92,8 @@ static int numbers(const char *t0, const char *t1, int horizon, char **out, int 
 
 typedef struct when {
     int y, m, d, hh, mi, ss;
-    int form;  /* 0 date, 1 HH:MM, 2 HH:MM:SS */
-    char sep;  /* 'T' or ' ' */
+    int form; /* 0 date, 1 HH:MM, 2 HH:MM:SS */
+    char sep; /* 'T' or ' ' */
 } when;
 
 static int digits(const char *s, int n, int *out) {

@@ -148,13 +148,9 @@ int font_count(const char *utf8) {
     return n;
 }
 
-int font_width(const char *utf8) {
-    return font_count(utf8) * FONT_ADV;
-}
+int font_width(const char *utf8) { return font_count(utf8) * FONT_ADV; }
 
-static const char *glyph_for(long cp) {
-    return cp >= 32 && cp <= 126 ? glyphs[cp - 32] : box_glyph;
-}
+static const char *glyph_for(long cp) { return cp >= 32 && cp <= 126 ? glyphs[cp - 32] : box_glyph; }
 
 /* Draws the glyph's lit pixels; `up` turns it 90 degrees counter-clockwise
  * with (x, y) then the bottom-left corner of where it lands. */
@@ -171,8 +167,7 @@ static void put_glyph(uint8_t *rgb, int w, int h, int x, int y, const char *gl, 
         }
 }
 
-static void draw(uint8_t *rgb, int w, int h, int x, int y, const char *utf8, int up, uint8_t r, uint8_t g,
-                 uint8_t b) {
+static void draw(uint8_t *rgb, int w, int h, int x, int y, const char *utf8, int up, uint8_t r, uint8_t g, uint8_t b) {
     if (!rgb || !utf8) return;
     if (!strcmp(utf8, " ")) {
         put_glyph(rgb, w, h, x, y, middot_glyph, up, r, g, b);

@@ -36,9 +36,7 @@ static cg_status fail_io(const char *path, const char *what, int err) {
     return fail(CG_ERR_IO, "%s: %s: %s", path, what, err ? strerror(err) : "write error");
 }
 
-static cg_status no_memory(void) {
-    return fail(CG_ERR_NO_MEMORY, "out of memory writing the attention heat map");
-}
+static cg_status no_memory(void) { return fail(CG_ERR_NO_MEMORY, "out of memory writing the attention heat map"); }
 
 /* ---------------------------------------------------------------- */
 /* Labels and layout                                                 */
@@ -75,8 +73,8 @@ static int label_len(const char *s) {
     return n < HEATMAP_MAX_LABEL ? n : HEATMAP_MAX_LABEL;
 }
 
-void cg_heatmap_margins(int src_len, int rows, const char *const *row_labels, const char *const *col_labels,
-                        int *left, int *top) {
+void cg_heatmap_margins(int src_len, int rows, const char *const *row_labels, const char *const *col_labels, int *left,
+                        int *top) {
     int row_w = 0, col_h = 0;
     for (int t = 0; t < rows; t++) {
         int w = label_len(row_labels[t]) * FONT_ADV;
@@ -172,9 +170,9 @@ static void free_labels(char **l, int n) {
 /* Everything one image needs. */
 typedef struct hm_image {
     int index, cols, rows;
-    char **col, **row;        /* full labels (tooltips) */
-    char **col_d, **row_d;    /* labels as drawn */
-    const cg_s2s_hyp *hyp;    /* NULL: no hypothesis */
+    char **col, **row;     /* full labels (tooltips) */
+    char **col_d, **row_d; /* labels as drawn */
+    const cg_s2s_hyp *hyp; /* NULL: no hypothesis */
     int left, top, w, h;
 } hm_image;
 
@@ -205,8 +203,8 @@ static cg_status image_prepare(hm_image *im, int index, const cg_s2s_result *r, 
         im->row[t] = t < im->hyp->n_tokens ? token_label(fn, user, 1, im->hyp->tokens[t]) : strdup(HEATMAP_EOS);
         if (!im->row[t] || !(im->row_d[t] = display_label(im->row[t]))) return no_memory();
     }
-    cg_heatmap_margins(im->cols, im->rows, (const char *const *)im->row_d, (const char *const *)im->col_d,
-                       &im->left, &im->top);
+    cg_heatmap_margins(im->cols, im->rows, (const char *const *)im->row_d, (const char *const *)im->col_d, &im->left,
+                       &im->top);
     im->w = im->left + im->cols * HEATMAP_CELL;
     im->h = im->top + im->rows * HEATMAP_CELL;
     return CG_OK;
@@ -266,8 +264,7 @@ static void render(const hm_image *im, uint8_t *rgb) {
         int x = im->left + j * C;
         if (font_count(l) == 1)
             font_draw(rgb, w, h, x + (C - 1 - FONT_GLYPH_W) / 2, im->top - HEATMAP_PAD - FONT_H, l, 40, 40, 40);
-        else
-            font_draw_up(rgb, w, h, x + (C - 1 - FONT_H) / 2 + 1, im->top - HEATMAP_PAD, l, 40, 40, 40);
+        else font_draw_up(rgb, w, h, x + (C - 1 - FONT_H) / 2 + 1, im->top - HEATMAP_PAD, l, 40, 40, 40);
     }
     for (int t = 0; t < im->rows; t++) {
         const char *l = im->row_d[t];
@@ -409,17 +406,16 @@ static void svg_body(FILE *f, const hm_image *im) {
     fputs("</text>\n<g fill=\"#282828\">\n", f);
     for (int j = 0; j < im->cols; j++) {
         int x = im->left + j * C + (C - 1) / 2, y = im->top - HEATMAP_PAD;
-        if (font_count(im->col_d[j]) == 1)
-            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", x, y - 2);
+        if (font_count(im->col_d[j]) == 1) fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", x, y - 2);
         else
-            fprintf(f, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" dominant-baseline=\"central\">", x,
-                    y, x, y);
+            fprintf(f, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" dominant-baseline=\"central\">", x, y,
+                    x, y);
         xml_label(f, im->col_d[j]);
         fputs("</text>\n", f);
     }
     for (int t = 0; t < im->rows; t++) {
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"central\">",
-                im->left - HEATMAP_PAD, im->top + t * C + (C - 1) / 2);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"central\">", im->left - HEATMAP_PAD,
+                im->top + t * C + (C - 1) / 2);
         xml_label(f, im->row_d[t]);
         fputs("</text>\n", f);
     }
@@ -501,8 +497,8 @@ static void json_number(FILE *f, double v) {
     else fputs("null", f);
 }
 
-static cg_status write_json(const char *path, const cg_s2s_result *res, int32_t *const *src, const int *src_len,
-                            int n, cg_heatmap_label_fn fn, void *user) {
+static cg_status write_json(const char *path, const cg_s2s_result *res, int32_t *const *src, const int *src_len, int n,
+                            cg_heatmap_label_fn fn, void *user) {
     cli_file out;
     FILE *f = cli_file_open(&out, path);
     if (!f) return fail_io(path, "cannot open for writing", errno);
@@ -550,16 +546,16 @@ static cg_status write_json(const char *path, const cg_s2s_result *res, int32_t 
 
 /* ---------------------------------------------------------------- */
 
-cg_status cg_heatmap_write_labels(const char *path, const cg_s2s_result *res, int32_t *const *src,
-                                  const int *src_len, int n, cg_heatmap_label_fn label, void *user) {
+cg_status cg_heatmap_write_labels(const char *path, const cg_s2s_result *res, int32_t *const *src, const int *src_len,
+                                  int n, cg_heatmap_label_fn label, void *user) {
     if (!path) return fail(CG_ERR_INVALID_ARGUMENT, "no heat map file given");
     int fmt = format_of(path);
     if (fmt < 0) return fail(CG_ERR_INVALID_ARGUMENT, "%s: unknown heat map format (use .png, .svg or .json)", path);
     if (n < 0 || (n > 0 && (!res || !src || !src_len)))
         return fail(CG_ERR_INVALID_ARGUMENT, "%s: no translations to draw", path);
     for (int i = 0; i < n; i++) {
-        if (src_len[i] < 0 || (src_len[i] > 0 && !src[i]) || res[i].src_len != src_len[i] ||
-            res[i].n_hyps < 0 || (res[i].n_hyps > 0 && !res[i].hyps))
+        if (src_len[i] < 0 || (src_len[i] > 0 && !src[i]) || res[i].src_len != src_len[i] || res[i].n_hyps < 0 ||
+            (res[i].n_hyps > 0 && !res[i].hyps))
             return fail(CG_ERR_INVALID_ARGUMENT, "%s: source %d: attention does not match the source", path, i);
         for (int h = 0; h < res[i].n_hyps; h++) {
             const cg_s2s_hyp *y = &res[i].hyps[h];

@@ -74,12 +74,12 @@ typedef const char *(*cg_heatmap_label_fn)(void *user, int target, int32_t id);
 
 /* cg_heatmap_write with labels from `label` (target 0: source, 1: output);
  * label == NULL means ids mode (numbers; integers in JSON). */
-cg_status cg_heatmap_write_labels(const char *path, const cg_s2s_result *res, int32_t *const *src,
-                                  const int *src_len, int n, cg_heatmap_label_fn label, void *user);
+cg_status cg_heatmap_write_labels(const char *path, const cg_s2s_result *res, int32_t *const *src, const int *src_len,
+                                  int n, cg_heatmap_label_fn label, void *user);
 
 /* The layout above: `rows` row labels and `src_len` column labels. */
-void cg_heatmap_margins(int src_len, int rows, const char *const *row_labels, const char *const *col_labels,
-                        int *left, int *top);
+void cg_heatmap_margins(int src_len, int rows, const char *const *row_labels, const char *const *col_labels, int *left,
+                        int *top);
 void cg_heatmap_size(int src_len, int rows, const char *const *row_labels, const char *const *col_labels, int *w,
                      int *h);
 
@@ -95,7 +95,8 @@ void cg_heatmap_color(float weight, uint8_t rgb[3]);
  * unscaled pixels. */
 #define HEATMAP_PNG_SCALE 2
 static inline int cg_png_scale(int w, int h) {
-    return w <= HEATMAP_MAX_SIDE / HEATMAP_PNG_SCALE && h <= HEATMAP_MAX_SIDE / HEATMAP_PNG_SCALE ? HEATMAP_PNG_SCALE : 1;
+    return w <= HEATMAP_MAX_SIDE / HEATMAP_PNG_SCALE && h <= HEATMAP_MAX_SIDE / HEATMAP_PNG_SCALE ? HEATMAP_PNG_SCALE
+                                                                                                  : 1;
 }
 
 /* Writes a packed 8-bit RGB image of w x h pixels as a PNG file of

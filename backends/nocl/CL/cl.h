@@ -24,9 +24,15 @@ typedef cl_uint cl_kernel_work_group_info;
 typedef cl_uint cl_device_info;
 typedef cl_uint cl_mem_info;
 typedef cl_uint cl_command_queue_info;
-typedef union { cl_int s[8]; } cl_int8;
-typedef union { cl_long s[4]; } cl_long4;
-typedef union { cl_long s[8]; } cl_long8;
+typedef union {
+    cl_int s[8];
+} cl_int8;
+typedef union {
+    cl_long s[4];
+} cl_long4;
+typedef union {
+    cl_long s[8];
+} cl_long8;
 
 typedef struct _cl_platform_id *cl_platform_id;
 typedef struct _cl_device_id *cl_device_id;
@@ -54,35 +60,31 @@ static inline cl_int clSetKernelArg(cl_kernel k, cl_uint i, size_t size, const v
     return CL_INVALID_OPERATION;
 }
 
-static inline cl_int clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel_work_group_info what,
-                                              size_t size, void *value, size_t *size_ret) {
+static inline cl_int clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel_work_group_info what, size_t size,
+                                              void *value, size_t *size_ret) {
     (void)k, (void)d, (void)what, (void)size, (void)value, (void)size_ret;
     return CL_INVALID_OPERATION;
 }
 
-static inline cl_int clGetDeviceInfo(cl_device_id d, cl_device_info what, size_t size, void *value,
-                                     size_t *size_ret) {
+static inline cl_int clGetDeviceInfo(cl_device_id d, cl_device_info what, size_t size, void *value, size_t *size_ret) {
     (void)d, (void)what, (void)size, (void)value, (void)size_ret;
     return CL_INVALID_OPERATION;
 }
 
-static inline cl_int clGetCommandQueueInfo(cl_command_queue q, cl_command_queue_info what, size_t size,
-                                           void *value, size_t *size_ret) {
+static inline cl_int clGetCommandQueueInfo(cl_command_queue q, cl_command_queue_info what, size_t size, void *value,
+                                           size_t *size_ret) {
     (void)q, (void)what, (void)size, (void)value, (void)size_ret;
     return CL_INVALID_OPERATION;
 }
 
-static inline cl_int clGetMemObjectInfo(cl_mem m, cl_mem_info what, size_t size, void *value,
-                                        size_t *size_ret) {
+static inline cl_int clGetMemObjectInfo(cl_mem m, cl_mem_info what, size_t size, void *value, size_t *size_ret) {
     (void)m, (void)what, (void)size, (void)value, (void)size_ret;
     return CL_INVALID_OPERATION;
 }
 
-static inline cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off,
-                                         size_t dst_off, size_t bytes, cl_uint n_wait, const cl_event *wait,
-                                         cl_event *ev) {
-    (void)q, (void)src, (void)dst, (void)src_off, (void)dst_off, (void)bytes, (void)n_wait, (void)wait,
-        (void)ev;
+static inline cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off, size_t dst_off,
+                                         size_t bytes, cl_uint n_wait, const cl_event *wait, cl_event *ev) {
+    (void)q, (void)src, (void)dst, (void)src_off, (void)dst_off, (void)bytes, (void)n_wait, (void)wait, (void)ev;
     return CL_INVALID_OPERATION;
 }
 

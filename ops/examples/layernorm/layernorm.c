@@ -82,8 +82,7 @@ static const char *ln_dtype(cg_op_dtype t) {
 /* "[2, s0, ?]": concrete sizes, symbolic dims as s<k>, unknown as ?. */
 static void ln_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     size_t u = 0;
-#define LN_PUT(...) \
-    u += (size_t)snprintf(buf + (u < size ? u : size), u < size ? size - u : 0, __VA_ARGS__)
+#define LN_PUT(...) u += (size_t)snprintf(buf + (u < size ? u : size), u < size ? size - u : 0, __VA_ARGS__)
     LN_PUT("[");
     for (int i = 0; i < d->ndim; i++) {
         const char *sep = i ? ", " : "";
@@ -114,15 +113,13 @@ static cg_op_status ln_check_vec(const cg_op_call *call, int i, int64_t n) {
     char sv[160];
     ln_dims(sv, sizeof sv, v);
     if (v->dtype != CG_OP_F32)
-        return ln_fail(call, "input %d (%s) must be f32, got %s", i, ln_input_names[i],
-                       ln_dtype(v->dtype));
-    if (v->ndim != 1)
-        return ln_fail(call, "input %d (%s) must have 1 dim [N], got %s", i, ln_input_names[i], sv);
+        return ln_fail(call, "input %d (%s) must be f32, got %s", i, ln_input_names[i], ln_dtype(v->dtype));
+    if (v->ndim != 1) return ln_fail(call, "input %d (%s) must have 1 dim [N], got %s", i, ln_input_names[i], sv);
     if (!cg_dim_compatible(v->dims[0], n)) {
         char sx[160];
         ln_dims(sx, sizeof sx, CG_CALL_INPUT(call, 0));
-        return ln_fail(call, "input %d (%s) has shape %s, expected [%lld] (the last dim of x %s)", i,
-                       ln_input_names[i], sv, (long long)n, sx);
+        return ln_fail(call, "input %d (%s) has shape %s, expected [%lld] (the last dim of x %s)", i, ln_input_names[i],
+                       sv, (long long)n, sx);
     }
     return CG_OP_OK;
 }
@@ -130,13 +127,11 @@ static cg_op_status ln_check_vec(const cg_op_call *call, int i, int64_t n) {
 static cg_op_status ln_infer(cg_op_call *call) {
     const cg_tensor_desc *x = CG_CALL_INPUT(call, 0);
     double eps = CG_CALL_ATTR(call, LN_ATTR_EPS)->f;
-    if (x->dtype != CG_OP_F32)
-        return ln_fail(call, "input 0 (x) must be f32, got %s", ln_dtype(x->dtype));
+    if (x->dtype != CG_OP_F32) return ln_fail(call, "input 0 (x) must be f32, got %s", ln_dtype(x->dtype));
     if (x->ndim < 1)
         return ln_fail(call, "input 0 (x) must have at least 1 dim (normalised over the last), "
                              "got a scalar");
-    if (!(eps >= 0.0) || isinf(eps))
-        return ln_fail(call, "attribute eps must be a finite number >= 0, got %g", eps);
+    if (!(eps >= 0.0) || isinf(eps)) return ln_fail(call, "attribute eps must be a finite number >= 0, got %g", eps);
     /* The last dim, as precise as the inputs allow: a concrete size from
      * gamma or beta fills in a symbolic or unknown one of x. */
     int64_t n = x->dims[x->ndim - 1];
@@ -217,8 +212,8 @@ static cg_op_status ln_cpu(const cg_kernel_args *a) {
     int64_t rows, n;
     ln_rows(CG_CALL_INPUT(call, 0), &rows, &n);
     if (rows == 0 || n == 0) return CG_OP_OK;
-    ln_job j = {a->in[0], call->n_inputs > 1 ? a->in[1] : NULL, call->n_inputs > 2 ? a->in[2] : NULL,
-                a->out[0], NULL, n, CG_CALL_ATTR(call, LN_ATTR_EPS)->f};
+    ln_job j = {a->in[0], call->n_inputs > 1 ? a->in[1] : NULL, call->n_inputs > 2 ? a->in[2] : NULL, a->out[0], NULL,
+                n,        CG_CALL_ATTR(call, LN_ATTR_EPS)->f};
     /* args->state is ABI 1.1: a 1.0 host hands over smaller args. */
     if (a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state) j.coeffs = a->state;
     /* Rows are independent and each is computed the same way wherever it
@@ -242,8 +237,7 @@ static cg_op_status ln_cpu_create(const cg_kernel_args *a, void **state, size_t 
     *state = NULL;
     *bytes = 0;
     int has_gamma = call->n_inputs > 1, has_beta = call->n_inputs > 2;
-    if ((has_gamma && !a->in[1]) || (has_beta && !a->in[2]) || (!has_gamma && !has_beta) || n == 0)
-        return CG_OP_OK;
+    if ((has_gamma && !a->in[1]) || (has_beta && !a->in[2]) || (!has_gamma && !has_beta) || n == 0) return CG_OP_OK;
     size_t size = sizeof(ln_coeffs) + 2 * (size_t)n * sizeof(double);
     ln_coeffs *c = malloc(size);
     if (!c) return CG_OP_NO_MEMORY;
@@ -274,63 +268,60 @@ static void ln_free_state(void *state) { free(state); }
  * group-uniform `return` before a barrier (it crashed here with L > n).
  * gamma and beta are read only when has_gamma / has_beta are set (the host
  * passes x in their place otherwise). */
-static const char ln_cl_source[] =
-    "__kernel void cgx_layer_norm(__global const float *x,\n"
-    "                             __global const float *gamma,\n"
-    "                             __global const float *beta,\n"
-    "                             __global float *y,\n"
-    "                             const ulong rows, const int n, const float eps,\n"
-    "                             const int has_gamma, const int has_beta,\n"
-    "                             __local float *red)\n"
-    "{\n"
-    "    const ulong row = get_group_id(0);\n"
-    "    const int lid = (int)get_local_id(0);\n"
-    "    const int L = (int)get_local_size(0);\n"
-    "    /* A group past the last row reaches every barrier but touches no\n"
-    "     * element (m = 0): no early return before a barrier. */\n"
-    "    const int m = row < rows ? n : 0;\n"
-    "    __global const float *xr = x + (row < rows ? row : 0) * (ulong)n;\n"
-    "    __global float *yr = y + (row < rows ? row : 0) * (ulong)n;\n"
-    "\n"
-    "    float s = 0.0f;\n"
-    "    for (int i = lid; i < m; i += L) s += xr[i];\n"
-    "    red[lid] = s;\n"
-    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "    for (int k = L >> 1; k > 0; k >>= 1) {\n"
-    "        if (lid < k) red[lid] += red[lid + k];\n"
-    "        barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "    }\n"
-    "    const float mean = red[0] / (float)n;\n"
-    "    barrier(CLK_LOCAL_MEM_FENCE); /* every item has read red[0] */\n"
-    "\n"
-    "    float q = 0.0f;\n"
-    "    for (int i = lid; i < m; i += L) {\n"
-    "        const float d = xr[i] - mean;\n"
-    "        q += d * d;\n"
-    "    }\n"
-    "    red[lid] = q;\n"
-    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "    for (int k = L >> 1; k > 0; k >>= 1) {\n"
-    "        if (lid < k) red[lid] += red[lid + k];\n"
-    "        barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "    }\n"
-    "    const float rstd = 1.0f / sqrt(red[0] / (float)n + eps);\n"
-    "\n"
-    "    for (int i = lid; i < m; i += L) {\n"
-    "        float v = (xr[i] - mean) * rstd;\n"
-    "        if (has_gamma) v *= gamma[i];\n"
-    "        if (has_beta) v += beta[i];\n"
-    "        yr[i] = v;\n"
-    "    }\n"
-    "}\n";
+static const char ln_cl_source[] = "__kernel void cgx_layer_norm(__global const float *x,\n"
+                                   "                             __global const float *gamma,\n"
+                                   "                             __global const float *beta,\n"
+                                   "                             __global float *y,\n"
+                                   "                             const ulong rows, const int n, const float eps,\n"
+                                   "                             const int has_gamma, const int has_beta,\n"
+                                   "                             __local float *red)\n"
+                                   "{\n"
+                                   "    const ulong row = get_group_id(0);\n"
+                                   "    const int lid = (int)get_local_id(0);\n"
+                                   "    const int L = (int)get_local_size(0);\n"
+                                   "    /* A group past the last row reaches every barrier but touches no\n"
+                                   "     * element (m = 0): no early return before a barrier. */\n"
+                                   "    const int m = row < rows ? n : 0;\n"
+                                   "    __global const float *xr = x + (row < rows ? row : 0) * (ulong)n;\n"
+                                   "    __global float *yr = y + (row < rows ? row : 0) * (ulong)n;\n"
+                                   "\n"
+                                   "    float s = 0.0f;\n"
+                                   "    for (int i = lid; i < m; i += L) s += xr[i];\n"
+                                   "    red[lid] = s;\n"
+                                   "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                                   "    for (int k = L >> 1; k > 0; k >>= 1) {\n"
+                                   "        if (lid < k) red[lid] += red[lid + k];\n"
+                                   "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+                                   "    }\n"
+                                   "    const float mean = red[0] / (float)n;\n"
+                                   "    barrier(CLK_LOCAL_MEM_FENCE); /* every item has read red[0] */\n"
+                                   "\n"
+                                   "    float q = 0.0f;\n"
+                                   "    for (int i = lid; i < m; i += L) {\n"
+                                   "        const float d = xr[i] - mean;\n"
+                                   "        q += d * d;\n"
+                                   "    }\n"
+                                   "    red[lid] = q;\n"
+                                   "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                                   "    for (int k = L >> 1; k > 0; k >>= 1) {\n"
+                                   "        if (lid < k) red[lid] += red[lid + k];\n"
+                                   "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+                                   "    }\n"
+                                   "    const float rstd = 1.0f / sqrt(red[0] / (float)n + eps);\n"
+                                   "\n"
+                                   "    for (int i = lid; i < m; i += L) {\n"
+                                   "        float v = (xr[i] - mean) * rstd;\n"
+                                   "        if (has_gamma) v *= gamma[i];\n"
+                                   "        if (has_beta) v += beta[i];\n"
+                                   "        yr[i] = v;\n"
+                                   "    }\n"
+                                   "}\n";
 
 /* Sets kernel argument i; fails naming the argument and the OpenCL error. */
-static cg_op_status ln_arg(const cg_kernel_args *a, cl_kernel k, cl_uint i, size_t size,
-                          const void *value) {
+static cg_op_status ln_arg(const cg_kernel_args *a, cl_kernel k, cl_uint i, size_t size, const void *value) {
     cl_int e = clSetKernelArg(k, i, size, value);
     if (e != CL_SUCCESS)
-        return ln_fail(a->call, "clSetKernelArg(cgx_layer_norm, %u): %s", (unsigned)i,
-                       ln_cl->error_name(e));
+        return ln_fail(a->call, "clSetKernelArg(cgx_layer_norm, %u): %s", (unsigned)i, ln_cl->error_name(e));
     return CG_OP_OK;
 }
 
@@ -344,11 +335,9 @@ static size_t ln_local_size(const cg_kernel_args *a, cl_kernel k, int64_t n) {
     if (lmem > 0 && lmem / (int64_t)sizeof(cl_float) < lim) lim = lmem / (int64_t)sizeof(cl_float);
     cl_device_id dev;
     size_t kw = 0;
-    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev,
-                              NULL) == CL_SUCCESS &&
-        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) ==
-            CL_SUCCESS &&
-        kw > 0 && (int64_t)kw < lim)
+    if (clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) == CL_SUCCESS &&
+        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kw, &kw, NULL) == CL_SUCCESS && kw > 0 &&
+        (int64_t)kw < lim)
         lim = (int64_t)kw;
     size_t l = 1;
     while ((int64_t)(l * 2) <= lim && (int64_t)l < n) l *= 2;
@@ -411,16 +400,13 @@ static cg_op_status ln_opencl(const cg_kernel_args *a) {
     cl_int c_n = (cl_int)n;
     cl_float c_eps = (cl_float)CG_CALL_ATTR(call, LN_ATTR_EPS)->f;
     cl_int has_gamma = call->n_inputs > 1, has_beta = call->n_inputs > 2;
-    const ln_cl_state *st =
-        a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state ? a->state : NULL;
+    const ln_cl_state *st = a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state ? a->state : NULL;
     size_t local = st ? st->local : ln_local_size(a, k, n);
 
-    if (ln_arg(a, k, 0, sizeof x, &x) || ln_arg(a, k, 1, sizeof gamma, &gamma) ||
-        ln_arg(a, k, 2, sizeof beta, &beta) || ln_arg(a, k, 3, sizeof y, &y) ||
-        ln_arg(a, k, 4, sizeof c_rows, &c_rows) || ln_arg(a, k, 5, sizeof c_n, &c_n) ||
+    if (ln_arg(a, k, 0, sizeof x, &x) || ln_arg(a, k, 1, sizeof gamma, &gamma) || ln_arg(a, k, 2, sizeof beta, &beta) ||
+        ln_arg(a, k, 3, sizeof y, &y) || ln_arg(a, k, 4, sizeof c_rows, &c_rows) || ln_arg(a, k, 5, sizeof c_n, &c_n) ||
         ln_arg(a, k, 6, sizeof c_eps, &c_eps) || ln_arg(a, k, 7, sizeof has_gamma, &has_gamma) ||
-        ln_arg(a, k, 8, sizeof has_beta, &has_beta) ||
-        ln_arg(a, k, 9, local * sizeof(cl_float), NULL))
+        ln_arg(a, k, 8, sizeof has_beta, &has_beta) || ln_arg(a, k, 9, local * sizeof(cl_float), NULL))
         return CG_OP_ERROR;
 
     /* One group per row. The host rounds global up to a multiple of local;
@@ -476,7 +462,7 @@ static cg_op_status ln_decompose(cg_decomp *d, const cg_op_call *call) {
 
     int32_t x = h->decomp_input(d, 0);
     int32_t mean = ln_emit(&e, "reduce_mean", "axes: [-1], keepdims: 1", x, -1);
-    int32_t dev = ln_emit(&e, "sub", NULL, x, mean);                 /* x - mean */
+    int32_t dev = ln_emit(&e, "sub", NULL, x, mean); /* x - mean */
     int32_t sq = ln_emit(&e, "mul", NULL, dev, dev);
     int32_t var = ln_emit(&e, "reduce_mean", "axes: [-1], keepdims: 1", sq, -1);
     int32_t std = ln_emit(&e, "sqrt", NULL, ln_emit(&e, "affine", affine, var, -1), -1);
@@ -568,23 +554,18 @@ static const cg_kernel_def ln_kernels[] = {
               .supports = ln_cl_supports),
 };
 
-static const cg_op_def ln_op = CG_OP(
-    .name = "example.layer_norm",
-    .doc = "Layer normalisation over the last axis, as torch.nn.functional.layer_norm: "
-           "y = (x - mean) / sqrt(var + eps) * gamma + beta, where mean and the biased "
-           "variance var are taken over the last dim N of f32 x [..., N]. gamma [N] and "
-           "beta [N] are optional (inputs x; x, gamma; or x, gamma, beta). Output has x's "
-           "shape. May run in place. (Example plugin " LN_PLUGIN_NAME ".)",
-    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .input_names = ln_input_names,
-    CG_ATTRS(ln_attrs),
-    .infer = ln_infer,
-    .decompose = ln_decompose,
-    CG_KERNELS(ln_kernels),
-    /* Both kernels read every element of a row before writing the same
+static const cg_op_def ln_op =
+    CG_OP(.name = "example.layer_norm",
+          .doc = "Layer normalisation over the last axis, as torch.nn.functional.layer_norm: "
+                 "y = (x - mean) / sqrt(var + eps) * gamma + beta, where mean and the biased "
+                 "variance var are taken over the last dim N of f32 x [..., N]. gamma [N] and "
+                 "beta [N] are optional (inputs x; x, gamma; or x, gamma, beta). Output has x's "
+                 "shape. May run in place. (Example plugin " LN_PLUGIN_NAME ".)",
+          .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = ln_input_names,
+          CG_ATTRS(ln_attrs), .infer = ln_infer, .decompose = ln_decompose, CG_KERNELS(ln_kernels),
+          /* Both kernels read every element of a row before writing the same
      * element of y, so y may share x's buffer. */
-    .flags = CG_OP_FLAG_INPLACE0,
-    .conform_case = ln_conform_case);
+          .flags = CG_OP_FLAG_INPLACE0, .conform_case = ln_conform_case);
 
 /* Refuses a host whose table lacks the services this plugin cannot do
  * without (the decomposition entries, ABI 1.0) and finds the OpenCL
@@ -593,8 +574,8 @@ static const cg_op_def ln_op = CG_OP(
 static cg_op_status ln_init(const cg_host_api *host, char *err, size_t err_size) {
     size_t need = offsetof(cg_host_api, decomp_output) + sizeof host->decomp_output;
     if (host->struct_size < need) {
-        snprintf(err, err_size, "the host API table has %u bytes, this plugin needs %zu",
-                 (unsigned)host->struct_size, need);
+        snprintf(err, err_size, "the host API table has %u bytes, this plugin needs %zu", (unsigned)host->struct_size,
+                 need);
         return CG_OP_ERROR;
     }
     if (LN_HOST_HAS(host, extension) && host->extension) {
@@ -614,11 +595,8 @@ static cg_op_status ln_init(const cg_host_api *host, char *err, size_t err_size)
 
 static const cg_op_def *const ln_ops[] = {&ln_op};
 
-static const cg_plugin_desc ln_desc = CG_PLUGIN(
-    .name = LN_PLUGIN_NAME,
-    .version = LN_PLUGIN_VERSION,
-    .init = ln_init,
-    CG_OPS(ln_ops));
+static const cg_plugin_desc ln_desc =
+    CG_PLUGIN(.name = LN_PLUGIN_NAME, .version = LN_PLUGIN_VERSION, .init = ln_init, CG_OPS(ln_ops));
 
 CG_PLUGIN_EXPORT const cg_plugin_desc *cg_plugin_entry(void);
 CG_PLUGIN_EXPORT const cg_plugin_desc *cg_plugin_entry(void) { return &ln_desc; }

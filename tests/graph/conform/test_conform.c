@@ -31,8 +31,8 @@ START_TEST(wrong_plugin_kernel_is_caught) {
     const char *no[] = {"conform", "--plugin", bad, "--op", "square_plus", NULL};
     ck_assert_int_eq(tu_run_cli(no, NULL, NULL), 1);
     ck_assert_msg(strstr(tu_out, "FAIL") != NULL, "%s", tu_out);
-    ck_assert_msg(strstr(tu_out, "case 0 (f32[1]; offset: 0.5): output 0 element 0: opencl:0 gives") != NULL,
-                  "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "case 0 (f32[1]; offset: 0.5): output 0 element 0: opencl:0 gives") != NULL, "%s",
+                  tu_out);
     ck_assert_ptr_nonnull(strstr(tu_err, "1 op/device pair failed"));
     /* An op with no OpenCL kernel is reported, not failed. */
     snprintf(good, sizeof good, "%s/libcgtest_good.so", dir);
@@ -57,14 +57,16 @@ static const struct {
     {"wrong_infer", "    case 0 (f32[1]): cpu kernel wrote past the end of output 0 (f32[0], the shape infer gave)\n"},
     {"big_infer", "    case 0 (f32[1]): cpu kernel never wrote output 0 element 1 (of f32[2], the shape infer gave)\n"},
     /* x = 0.0500145704 from the seed: 2x + 0.5 from both kernels, 2x from the decomposition */
-    {"shared_bug", "    case 0 (f32[1]): cpu and opencl:0 agree with each other but not with the decomposition: output 0 "
-                   "element 0: cpu gives 0.600029111, opencl:0 0.600029111, the decomposition 0.100029141\n"},
+    {"shared_bug",
+     "    case 0 (f32[1]): cpu and opencl:0 agree with each other but not with the decomposition: output 0 "
+     "element 0: cpu gives 0.600029111, opencl:0 0.600029111, the decomposition 0.100029141\n"},
     /* the OpenCL kernel reads in[i + 1]: the guard bytes past the input are NaN */
     {"oob_read_cl", "    case 0 (f32[1]): output 0 element 0: opencl:0 gives "},
     {"oob_read_cl", ", cpu 0.100029141, the decomposition 0.100029141: the device kernel differs from both (a NaN "
                     "from finite inputs: the bytes around each input are NaN, so a read past an input gives one)\n"},
-    {"cpu_bug", "    case 0 (f32[1]): output 0 element 0: opencl:0 gives 0.100029141, cpu 0.600029111, the decomposition "
-                "0.100029141: the cpu kernel differs from both\n"},
+    {"cpu_bug",
+     "    case 0 (f32[1]): output 0 element 0: opencl:0 gives 0.100029141, cpu 0.600029111, the decomposition "
+     "0.100029141: the cpu kernel differs from both\n"},
 };
 
 static void plugin_path(char *p, size_t n, const char *variant) {

@@ -37,8 +37,7 @@ static inline size_t dtype_case_bytes(const dtype_case *c, int reversed, unsigne
     size_t es = cg_dtype_size(c->dtype), n = 1;
     for (int i = 0; i < c->ndim; i++) n *= (size_t)c->dims[i];
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < es; k++)
-            out[i * es + k] = (unsigned char)(c->bits[reversed ? n - 1 - i : i] >> (8 * k));
+        for (size_t k = 0; k < es; k++) out[i * es + k] = (unsigned char)(c->bits[reversed ? n - 1 - i : i] >> (8 * k));
     return n * es;
 }
 

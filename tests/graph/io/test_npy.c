@@ -32,8 +32,7 @@ static void setup(void) { tu_setup_dir("npy"); }
 
 /* A .npy file of format version major.0 with the given header dict,
  * padded like numpy (spaces, '\n', 64-byte alignment), then the data. */
-static const char *write_npy(const char *name, int major, const char *dict, const void *data,
-                             size_t dlen) {
+static const char *write_npy(const char *name, int major, const char *dict, const void *data, size_t dlen) {
     size_t plen = major == 1 ? 10 : 12;
     size_t dl = strlen(dict);
     size_t hlen = dl + 1;
@@ -71,22 +70,21 @@ static void expect_load_fail_at(int line, const char *path, cg_status want, cons
     cg_tensor *t = (cg_tensor *)&t;
     cg_status s = cg_tensor_load_npy(path, &t);
     const char *msg = cg_last_error();
-    ck_assert_msg(s == want, "line %d: status %s, want %s (message: %s)", line,
-                  cg_status_name(s), cg_status_name(want), msg);
+    ck_assert_msg(s == want, "line %d: status %s, want %s (message: %s)", line, cg_status_name(s), cg_status_name(want),
+                  msg);
     ck_assert_msg(t == NULL, "line %d: output not NULL on failure", line);
     ck_assert_msg(strncmp(msg, path, strlen(path)) == 0 && msg[strlen(path)] == ':',
                   "line %d: message does not start with the path: %s", line, msg);
-    ck_assert_msg(strstr(msg, substr) != NULL, "line %d: message '%s' lacks '%s'", line, msg,
-                  substr);
+    ck_assert_msg(strstr(msg, substr) != NULL, "line %d: message '%s' lacks '%s'", line, msg, substr);
     ck_assert_msg(strchr(msg, '\n') == NULL, "line %d: message has a newline: %s", line, msg);
 }
 #define expect_load_fail(path, want, substr) expect_load_fail_at(__LINE__, path, want, substr)
 
 /* A v1 file with `dict` and `dlen` zero bytes of data that must fail. */
-#define expect_npy_fail(dict, dlen, want, substr)                                              \
-    do {                                                                                       \
-        static const unsigned char zeros_[256];                                               \
-        expect_load_fail(write_npy("bad.npy", 1, dict, zeros_, dlen), want, substr);           \
+#define expect_npy_fail(dict, dlen, want, substr)                                    \
+    do {                                                                             \
+        static const unsigned char zeros_[256];                                      \
+        expect_load_fail(write_npy("bad.npy", 1, dict, zeros_, dlen), want, substr); \
     } while (0)
 
 static void put_le(unsigned char *p, uint64_t v, int n) {
@@ -167,8 +165,7 @@ static void expect_create_fail(cg_dtype dt, int ndim, const int64_t *dims, const
     cg_tensor *t = (cg_tensor *)&t;
     ck_assert_int_eq(cg_tensor_create(dt, ndim, dims, &t), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(t);
-    ck_assert_msg(strstr(cg_last_error(), substr) != NULL, "message '%s' lacks '%s'",
-                  cg_last_error(), substr);
+    ck_assert_msg(strstr(cg_last_error(), substr) != NULL, "message '%s' lacks '%s'", cg_last_error(), substr);
 }
 
 START_TEST(test_tensor_errors) {
@@ -217,11 +214,10 @@ static uint64_t bits_at(const cg_tensor *t, int64_t i) {
 }
 
 /* Converts `in` (bit patterns of `from`) and compares with `want` (of `to`). */
-static void expect_convert(cg_dtype from, cg_dtype to, int n, const uint64_t *in,
-                           const uint64_t *want) {
+static void expect_convert(cg_dtype from, cg_dtype to, int n, const uint64_t *in, const uint64_t *want) {
     cg_tensor *t = make_bits(from, n, in), *u = NULL;
-    ck_assert_msg(cg_tensor_convert(t, to, &u) == CG_OK, "%s -> %s: %s", cg_dtype_name(from),
-                  cg_dtype_name(to), cg_last_error());
+    ck_assert_msg(cg_tensor_convert(t, to, &u) == CG_OK, "%s -> %s: %s", cg_dtype_name(from), cg_dtype_name(to),
+                  cg_last_error());
     ck_assert_int_eq(cg_tensor_dtype(u), to);
     ck_assert_int_eq(cg_tensor_ndim(u), 1);
     ck_assert_int_eq(cg_tensor_dim(u, 0), n);
@@ -250,8 +246,8 @@ START_TEST(test_convert_floats) {
                            0xFC00, 0x7E00, 0x7C01, 0x0000, 0x0002, 0x0400};
     expect_convert(CG_F32, CG_F16, 12, f, fh);
     /* f32 -> bf16: nearest, ties to even; NaN -> the quiet NaN of its sign */
-    const uint64_t g[] = {0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0x7F800000, 0xFF800000,
-                          0xFFC00001, 0x7F800001, 0x00018000};
+    const uint64_t g[] = {0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0x7F800000,
+                          0xFF800000, 0xFFC00001, 0x7F800001, 0x00018000};
     const uint64_t gb[] = {0x3F80, 0x3F82, 0x3F81, 0x7F80, 0x7F80, 0xFF80, 0xFFC0, 0x7FC0, 0x0002};
     expect_convert(CG_F32, CG_BF16, 9, g, gb);
     /* the same dtype: a copy, every dtype */
@@ -264,8 +260,7 @@ static int64_t int_lo(cg_dtype t) {
     return t == CG_I64 ? INT64_MIN : t == CG_I32 ? INT32_MIN : t == CG_I8 ? INT8_MIN : 0;
 }
 static int64_t int_hi(cg_dtype t) {
-    return t == CG_I64 ? INT64_MAX : t == CG_I32 ? INT32_MAX : t == CG_I8 ? INT8_MAX
-         : t == CG_U8 ? UINT8_MAX : 1;
+    return t == CG_I64 ? INT64_MAX : t == CG_I32 ? INT32_MAX : t == CG_I8 ? INT8_MAX : t == CG_U8 ? UINT8_MAX : 1;
 }
 
 /* Every pair of integer dtypes: the values both hold convert; the first
@@ -310,8 +305,8 @@ START_TEST(test_convert_unsupported) {
             cg_dtype from = ALL_DTYPES[a], to = ALL_DTYPES[b];
             int is_int_from = from != CG_F32 && from != CG_F16 && from != CG_BF16;
             int is_int_to = to != CG_F32 && to != CG_F16 && to != CG_BF16;
-            int exact = from == to || (is_int_from && is_int_to) ||
-                        (to == CG_F32 && (from == CG_F16 || from == CG_BF16));
+            int exact =
+                from == to || (is_int_from && is_int_to) || (to == CG_F32 && (from == CG_F16 || from == CG_BF16));
             int rounds = from == CG_F32 && (to == CG_F16 || to == CG_BF16);
             ck_assert_int_eq(cg_dtype_convert_exact(from, to), exact);
             if (exact || rounds) continue;
@@ -320,8 +315,7 @@ START_TEST(test_convert_unsupported) {
             ck_assert_int_eq(cg_tensor_convert(t, to, &u), CG_ERR_UNSUPPORTED);
             ck_assert_ptr_null(u);
             char want[64];
-            snprintf(want, sizeof want, "cannot convert tensor %s[1] to %s (", cg_dtype_name(from),
-                     cg_dtype_name(to));
+            snprintf(want, sizeof want, "cannot convert tensor %s[1] to %s (", cg_dtype_name(from), cg_dtype_name(to));
             ck_assert_msg(strncmp(cg_last_error(), want, strlen(want)) == 0, "%s", cg_last_error());
             cg_tensor_free(t);
         }
@@ -356,16 +350,14 @@ START_TEST(test_load_f4_v1) {
     unsigned char d[24];
     const float v[6] = {1.0f, -2.5f, 0.1f, 1e-45f, -0.0f, 3.4028235e38f};
     for (int i = 0; i < 6; i++) put_le(d + 4 * i, fbits(v[i]), 4);
-    const char *p = write_npy("f4.npy", 1,
-                              "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", d, 24);
+    const char *p = write_npy("f4.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", d, 24);
     cg_tensor *t;
     ck_assert_msg(cg_tensor_load_npy(p, &t) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_tensor_dtype(t), CG_F32);
     ck_assert_int_eq(cg_tensor_ndim(t), 2);
     ck_assert_int_eq(cg_tensor_dim(t, 0), 2);
     ck_assert_int_eq(cg_tensor_dim(t, 1), 3);
-    for (int i = 0; i < 6; i++)
-        ck_assert_uint_eq(fbits(((const float *)cg_tensor_data_const(t))[i]), fbits(v[i]));
+    for (int i = 0; i < 6; i++) ck_assert_uint_eq(fbits(((const float *)cg_tensor_data_const(t))[i]), fbits(v[i]));
     cg_tensor_free(t);
 }
 END_TEST
@@ -374,8 +366,7 @@ START_TEST(test_load_f8_v2) {
     const double v[6] = {0.1, 1e300, -0.0, 1e-310, -2.5, -1e39};
     unsigned char d[48];
     for (int i = 0; i < 6; i++) put_le(d + 8 * i, dbits(v[i]), 8);
-    const char *p = write_npy("f8.npy", 2,
-                              "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", d, 48);
+    const char *p = write_npy("f8.npy", 2, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", d, 48);
     cg_tensor *t;
     ck_assert_msg(cg_tensor_load_npy(p, &t) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_tensor_dtype(t), CG_F32);
@@ -396,9 +387,8 @@ START_TEST(test_load_f8_chunks) {
     unsigned char *d = malloc((size_t)N * 8);
     ck_assert_ptr_nonnull(d);
     for (int i = 0; i < N; i++) put_le(d + 8 * (size_t)i, dbits(i * 0.5), 8);
-    const char *p = write_npy("big.npy", 1,
-                              "{'descr': '<f8', 'fortran_order': False, 'shape': (100, 200), }",
-                              d, (size_t)N * 8);
+    const char *p =
+        write_npy("big.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (100, 200), }", d, (size_t)N * 8);
     cg_tensor *t;
     ck_assert_int_eq(cg_tensor_load_npy(p, &t), CG_OK);
     const float *f = cg_tensor_data_const(t);
@@ -407,10 +397,8 @@ START_TEST(test_load_f8_chunks) {
     /* a bad bool late in a large file: the index is exact */
     memset(d, 1, N);
     d[9000] = 2;
-    p = write_npy("bigb.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (20000,), }",
-                  d, N);
-    expect_load_fail(p, CG_ERR_FORMAT,
-                     "element 9000 of the bool array is 2, not 0 (False) or 1 (True)");
+    p = write_npy("bigb.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (20000,), }", d, N);
+    expect_load_fail(p, CG_ERR_FORMAT, "element 9000 of the bool array is 2, not 0 (False) or 1 (True)");
     free(d);
 }
 END_TEST
@@ -419,8 +407,7 @@ START_TEST(test_load_i4_v3_scalar) {
     unsigned char d[4];
     put_le(d, (uint32_t)-17, 4);
     /* double quotes, no spaces, no trailing comma, keys in another order */
-    const char *p =
-        write_npy("i4.npy", 3, "{\"shape\":(),\"descr\":\"<i4\",\"fortran_order\":False}", d, 4);
+    const char *p = write_npy("i4.npy", 3, "{\"shape\":(),\"descr\":\"<i4\",\"fortran_order\":False}", d, 4);
     cg_tensor *t;
     ck_assert_msg(cg_tensor_load_npy(p, &t) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_tensor_dtype(t), CG_I32);
@@ -436,8 +423,7 @@ START_TEST(test_load_i8) {
     const int64_t v[4] = {0, -1, INT64_MAX, INT64_MIN};
     unsigned char d[32];
     for (int i = 0; i < 4; i++) put_le(d + 8 * i, (uint64_t)v[i], 8);
-    const char *p = write_npy("i8.npy", 1,
-                              "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }", d, 32);
+    const char *p = write_npy("i8.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }", d, 32);
     cg_tensor *t;
     ck_assert_int_eq(cg_tensor_load_npy(p, &t), CG_OK);
     ck_assert_int_eq(cg_tensor_dtype(t), CG_I64);
@@ -454,7 +440,7 @@ START_TEST(test_load_small_types) {
         cg_dtype dtype;
         unsigned char bytes[4];
     } c[] = {
-        {"<f2", CG_F16, {0x00, 0x3c, 0x00, 0xc0}}, /* 1.0, -2.0 */
+        {"<f2", CG_F16, {0x00, 0x3c, 0x00, 0xc0}},  /* 1.0, -2.0 */
         {"<V2", CG_BF16, {0x80, 0x3f, 0x40, 0xc0}}, /* 1.0, -3.0 (ml_dtypes' bfloat16) */
         {"|i1", CG_I8, {0x80, 0x7f}},
         {"<i1", CG_I8, {0xff, 0x01}},
@@ -466,8 +452,7 @@ START_TEST(test_load_small_types) {
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         char dict[128];
-        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }",
-                 c[i].descr);
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }", c[i].descr);
         size_t n = 2 * cg_dtype_size(c[i].dtype);
         const char *p = write_npy("s.npy", 1, dict, c[i].bytes, n);
         cg_tensor *t;
@@ -490,8 +475,8 @@ static void expect_case(const cg_tensor *t, const dtype_case *c) {
     for (int i = 0; i < c->ndim; i++) ck_assert_int_eq(cg_tensor_dim(t, i), c->dims[i]);
     for (int64_t i = 0; i < cg_tensor_numel(t); i++) {
         uint64_t v = bits_at(t, i);
-        ck_assert_msg(v == c->bits[i], "%s element %lld: 0x%llx, want 0x%llx", c->name,
-                      (long long)i, (unsigned long long)v, (unsigned long long)c->bits[i]);
+        ck_assert_msg(v == c->bits[i], "%s element %lld: 0x%llx, want 0x%llx", c->name, (long long)i,
+                      (unsigned long long)v, (unsigned long long)c->bits[i]);
     }
 }
 
@@ -509,15 +494,13 @@ START_TEST(test_numpy_files) {
         cg_tensor_free(t);
         size_t n1, n2;
         unsigned char *a = read_all(src, &n1), *b = read_all(p, &n2);
-        ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "%s: written bytes differ from numpy's",
-                      c->name);
+        ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "%s: written bytes differ from numpy's", c->name);
         free(a);
         free(b);
     }
     /* float64 is rounded to f32 */
     cg_tensor *t;
-    ck_assert_msg(cg_tensor_load_npy(CG_TEST_DATA_DIR "/dtypes/f64.npy", &t) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_tensor_load_npy(CG_TEST_DATA_DIR "/dtypes/f64.npy", &t) == CG_OK, "%s", cg_last_error());
     const dtype_case f64 = {"f64", CG_F32, 1, {3}, {0x3DCCCCCD, 0x7F800000, 0xC0200000}};
     expect_case(t, &f64);
     cg_tensor_free(t);
@@ -527,24 +510,20 @@ END_TEST
 START_TEST(test_load_shapes) {
     cg_tensor *t;
     /* zero-size arrays */
-    const char *p = write_npy("z.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }",
-                              NULL, 0);
+    const char *p = write_npy("z.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }", NULL, 0);
     ck_assert_int_eq(cg_tensor_load_npy(p, &t), CG_OK);
     ck_assert_int_eq(cg_tensor_numel(t), 0);
     ck_assert_int_eq(cg_tensor_dim(t, 1), 4);
     cg_tensor_free(t);
     /* Python 2 long literals, as old numpy wrote them; trailing comma in the tuple */
     unsigned char d[24] = {0};
-    p = write_npy("l.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3L, 2L,), }", d,
-                  24);
+    p = write_npy("l.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3L, 2L,), }", d, 24);
     ck_assert_msg(cg_tensor_load_npy(p, &t) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_tensor_dim(t, 0), 3);
     ck_assert_int_eq(cg_tensor_dim(t, 1), 2);
     cg_tensor_free(t);
     /* 8 dimensions */
-    p = write_npy("d8.npy", 1,
-                  "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 2, 3), }", d,
-                  24);
+    p = write_npy("d8.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 2, 3), }", d, 24);
     ck_assert_int_eq(cg_tensor_load_npy(p, &t), CG_OK);
     ck_assert_int_eq(cg_tensor_ndim(t), 8);
     cg_tensor_free(t);
@@ -597,8 +576,7 @@ START_TEST(test_save_numpy_layout) {
     cg_tensor_free(t);
     b = read_all(p, &n);
     ck_assert_uint_eq(n, 128 + 4);
-    ck_assert_int_eq(memcmp(b + 10, "{'descr': '<i4', 'fortran_order': False, 'shape': (), }  ", 57),
-                     0);
+    ck_assert_int_eq(memcmp(b + 10, "{'descr': '<i4', 'fortran_order': False, 'shape': (), }  ", 57), 0);
     ck_assert_uint_eq(b[127], '\n');
     free(b);
 
@@ -639,8 +617,7 @@ static void roundtrip(cg_dtype dt, int ndim, const int64_t *dims) {
 }
 
 START_TEST(test_roundtrip) {
-    int64_t a[2] = {2, 3}, b[1] = {1000}, c[2] = {0, 3}, d[8] = {1, 2, 1, 1, 1, 1, 1, 2},
-            e[1] = {124};
+    int64_t a[2] = {2, 3}, b[1] = {1000}, c[2] = {0, 3}, d[8] = {1, 2, 1, 1, 1, 1, 1, 2}, e[1] = {124};
     for (size_t k = 0; k < N_DTYPES; k++) {
         cg_dtype dt = ALL_DTYPES[k];
         roundtrip(dt, 2, a);
@@ -676,25 +653,22 @@ END_TEST
 START_TEST(test_bad_prefix) {
     expect_load_fail(tu_path("missing.npy"), CG_ERR_IO, "cannot open: No such file");
     expect_load_fail(tu_dir, CG_ERR_IO, "not a regular file");
-    expect_load_fail(tu_write_file("e.npy", "", 0), CG_ERR_FORMAT,
-                     "file is too short (0 bytes) to be a .npy file");
+    expect_load_fail(tu_write_file("e.npy", "", 0), CG_ERR_FORMAT, "file is too short (0 bytes) to be a .npy file");
     expect_load_fail(tu_write_file("s.npy", "\x93NUMP", 5), CG_ERR_FORMAT, "file is too short (5 bytes)");
     expect_load_fail(tu_write_file("m.npy", "PK\x03\x04\0\0\0\0\0\0\0\0", 12), CG_ERR_FORMAT,
                      "not a .npy file (bad magic bytes)");
     expect_load_fail(tu_write_file("v4.npy", "\x93NUMPY\x04\x00\x00\x00", 10), CG_ERR_UNSUPPORTED,
                      "unsupported .npy format version 4.0 (expected 1.0, 2.0 or 3.0)");
-    expect_load_fail(tu_write_file("v11.npy", "\x93NUMPY\x01\x01\x00\x00", 10), CG_ERR_UNSUPPORTED,
-                     "version 1.1");
-    expect_load_fail(tu_write_file("v0.npy", "\x93NUMPY\x00\x00\x00\x00", 10), CG_ERR_UNSUPPORTED,
-                     "version 0.0");
+    expect_load_fail(tu_write_file("v11.npy", "\x93NUMPY\x01\x01\x00\x00", 10), CG_ERR_UNSUPPORTED, "version 1.1");
+    expect_load_fail(tu_write_file("v0.npy", "\x93NUMPY\x00\x00\x00\x00", 10), CG_ERR_UNSUPPORTED, "version 0.0");
     expect_load_fail(tu_write_file("v2s.npy", "\x93NUMPY\x02\x00\x00\x00", 11), CG_ERR_FORMAT,
                      "file is too short (11 bytes) for a version 2.0 header");
     expect_load_fail(tu_write_file("hl.npy", "\x93NUMPY\x01\x00\xc8\x00{}", 12), CG_ERR_FORMAT,
                      "header length 200 is larger than the rest of the file (2 bytes)");
     expect_load_fail(tu_write_file("hl2.npy", "\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14), CG_ERR_FORMAT,
                      "header length 4294967295 is larger than the rest of the file (2 bytes)");
-    expect_load_fail(tu_write_file("hl3.npy", "\x93NUMPY\x03\x00\x00\x00\x10\x00{}", 14),
-                     CG_ERR_FORMAT, "header length 1048576 is larger than the rest of the file");
+    expect_load_fail(tu_write_file("hl3.npy", "\x93NUMPY\x03\x00\x00\x00\x10\x00{}", 14), CG_ERR_FORMAT,
+                     "header length 1048576 is larger than the rest of the file");
     expect_load_fail(tu_write_file("h0.npy", "\x93NUMPY\x01\x00\x00\x00", 10), CG_ERR_FORMAT,
                      "malformed .npy header: expected '{' at the start of the header (at header "
                      "byte 0)");
@@ -704,14 +678,12 @@ END_TEST
 START_TEST(test_bad_dict) {
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, }", 0, CG_ERR_FORMAT,
                     "malformed .npy header: missing key 'shape'");
-    expect_npy_fail("{'fortran_order': False, 'shape': (1,), }", 4, CG_ERR_FORMAT,
-                    "missing key 'descr'");
-    expect_npy_fail("{'descr': '<f4', 'shape': (1,), }", 4, CG_ERR_FORMAT,
-                    "missing key 'fortran_order'");
-    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", 4,
-                    CG_ERR_FORMAT, "unknown key 'x' (at header byte 56)");
-    expect_npy_fail("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_FORMAT, "duplicate key 'descr'");
+    expect_npy_fail("{'fortran_order': False, 'shape': (1,), }", 4, CG_ERR_FORMAT, "missing key 'descr'");
+    expect_npy_fail("{'descr': '<f4', 'shape': (1,), }", 4, CG_ERR_FORMAT, "missing key 'fortran_order'");
+    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", 4, CG_ERR_FORMAT,
+                    "unknown key 'x' (at header byte 56)");
+    expect_npy_fail("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_FORMAT,
+                    "duplicate key 'descr'");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1,)", 4, CG_ERR_FORMAT,
                     "expected ',' or '}' after a value");
     expect_npy_fail("{'descr': '<f4' 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_FORMAT,
@@ -722,12 +694,12 @@ START_TEST(test_bad_dict) {
                     "expected ',' or '}' after a value (at header byte 17)");
     expect_npy_fail("{'descr' '<f4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_FORMAT,
                     "expected ':' after a key");
-    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'descr: 1}", 4,
-                    CG_ERR_FORMAT, "unterminated string");
+    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'descr: 1}", 4, CG_ERR_FORMAT,
+                    "unterminated string");
     expect_npy_fail("{descr: '<f4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_FORMAT,
                     "expected a quoted string");
-    expect_npy_fail("{'descr': '<\\x66\\x34', 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_FORMAT, "escape sequences are not supported");
+    expect_npy_fail("{'descr': '<\\x66\\x34', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_FORMAT,
+                    "escape sequences are not supported");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", 4, CG_ERR_FORMAT,
                     "'fortran_order' must be True or False");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': Falsey, 'shape': (1,)}", 4, CG_ERR_FORMAT,
@@ -744,77 +716,76 @@ START_TEST(test_bad_dict) {
                     "negative dimension in 'shape'");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (2.5,)}", 0, CG_ERR_FORMAT,
                     "expected ',' or ')' in 'shape'");
-    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (03,)}", 12, CG_ERR_FORMAT,
-                    "leading zero");
+    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (03,)}", 12, CG_ERR_FORMAT, "leading zero");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1,,)}", 4, CG_ERR_FORMAT,
                     "expected an integer in 'shape'");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (None,)}", 4, CG_ERR_FORMAT,
                     "expected an integer in 'shape'");
-    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}",
-                    0, CG_ERR_FORMAT, "dimension in 'shape' is too large");
+    expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", 0, CG_ERR_FORMAT,
+                    "dimension in 'shape' is too large");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, "
                     "1)}",
                     4, CG_ERR_UNSUPPORTED, "'shape' has more than 8 dimensions");
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, "
                     "4294967296)}",
                     0, CG_ERR_FORMAT, "shape (4294967296, 4294967296, 4294967296) has too many elements");
-    expect_npy_fail("{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693952,)}", 0,
-                    CG_ERR_FORMAT, "shape (2305843009213693952,) has too many elements");
+    expect_npy_fail("{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693952,)}", 0, CG_ERR_FORMAT,
+                    "shape (2305843009213693952,) has too many elements");
     /* a huge shape with little data is refused before anything is allocated */
-    expect_npy_fail("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000, 1000)}", 16,
-                    CG_ERR_FORMAT, "needs 8000000000000 bytes, but only 16 are present");
+    expect_npy_fail("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000, 1000)}", 16, CG_ERR_FORMAT,
+                    "needs 8000000000000 bytes, but only 16 are present");
 }
 END_TEST
 
 START_TEST(test_bad_dtype_and_data) {
-    const char *p = write_npy("in.npy", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
-                              "\0\0\0\0\0\0\0\0", 8);
+    const char *p =
+        write_npy("in.npy", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", "\0\0\0\0\0\0\0\0", 8);
     cg_tensor *t;
     ck_assert_int_eq(cg_tensor_load_npy(p, &t), CG_ERR_UNSUPPORTED);
     char want[700];
     snprintf(want, sizeof want,
              "%s: unsupported dtype '<c8' (expected '<f4' float32, '<f8' float64, '<f2' float16, "
              "'<V2' bfloat16 (ml_dtypes), '<i8' int64, '<i4' int32, '|i1' int8, '|u1' uint8 or "
-             "'|b1' bool)", p);
+             "'|b1' bool)",
+             p);
     ck_assert_str_eq(cg_last_error(), want);
 
     /* a plain opaque type is no bfloat16; other sizes and byte orders */
-    expect_npy_fail("{'descr': '|V2', 'fortran_order': False, 'shape': (2,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '|V2'");
-    expect_npy_fail("{'descr': '<V4', 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '<V4'");
-    expect_npy_fail("{'descr': '>V2', 'fortran_order': False, 'shape': (2,)}", 4,
-                    CG_ERR_UNSUPPORTED, "big-endian data ('>V2') is not supported");
-    expect_npy_fail("{'descr': '>f2', 'fortran_order': False, 'shape': (2,)}", 4,
-                    CG_ERR_UNSUPPORTED, "big-endian data ('>f2') is not supported");
-    expect_npy_fail("{'descr': '|f2', 'fortran_order': False, 'shape': (2,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '|f2'");
-    expect_npy_fail("{'descr': '=i1', 'fortran_order': False, 'shape': (4,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '=i1'");
-    expect_npy_fail("{'descr': '<u2', 'fortran_order': False, 'shape': (2,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '<u2'");
+    expect_npy_fail("{'descr': '|V2', 'fortran_order': False, 'shape': (2,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '|V2'");
+    expect_npy_fail("{'descr': '<V4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '<V4'");
+    expect_npy_fail("{'descr': '>V2', 'fortran_order': False, 'shape': (2,)}", 4, CG_ERR_UNSUPPORTED,
+                    "big-endian data ('>V2') is not supported");
+    expect_npy_fail("{'descr': '>f2', 'fortran_order': False, 'shape': (2,)}", 4, CG_ERR_UNSUPPORTED,
+                    "big-endian data ('>f2') is not supported");
+    expect_npy_fail("{'descr': '|f2', 'fortran_order': False, 'shape': (2,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '|f2'");
+    expect_npy_fail("{'descr': '=i1', 'fortran_order': False, 'shape': (4,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '=i1'");
+    expect_npy_fail("{'descr': '<u2', 'fortran_order': False, 'shape': (2,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '<u2'");
     {
         const unsigned char bools[4] = {0, 1, 255, 0};
-        expect_load_fail(write_npy("b.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (4,)}",
-                                   bools, 4),
+        expect_load_fail(write_npy("b.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (4,)}", bools, 4),
                          CG_ERR_FORMAT, "element 2 of the bool array is 255, not 0 (False) or 1 (True)");
     }
-    expect_npy_fail("{'descr': '<u4', 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '<u4'");
-    expect_npy_fail("{'descr': '=f4', 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '=f4'");
+    expect_npy_fail("{'descr': '<u4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '<u4'");
+    expect_npy_fail("{'descr': '=f4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '=f4'");
     expect_npy_fail("{'descr': '', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
                     "unsupported dtype ''");
-    expect_npy_fail("{'descr': '\x1b[2J<f4', 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_UNSUPPORTED, "unsupported dtype '\\x1b[2J<f4'");
-    expect_npy_fail("{'descr': '>f4', 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_UNSUPPORTED, "big-endian data ('>f4') is not supported");
-    expect_npy_fail("{'descr': '>i8', 'fortran_order': False, 'shape': (1,)}", 8,
-                    CG_ERR_UNSUPPORTED, "big-endian data ('>i8')");
-    expect_npy_fail("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}", 4,
-                    CG_ERR_UNSUPPORTED, "structured dtypes are not supported");
-    expect_npy_fail("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2)}", 16,
-                    CG_ERR_UNSUPPORTED, "Fortran-order (column-major) data is not supported");
+    expect_npy_fail("{'descr': '\x1b[2J<f4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '\\x1b[2J<f4'");
+    expect_npy_fail("{'descr': '>f4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
+                    "big-endian data ('>f4') is not supported");
+    expect_npy_fail("{'descr': '>i8', 'fortran_order': False, 'shape': (1,)}", 8, CG_ERR_UNSUPPORTED,
+                    "big-endian data ('>i8')");
+    expect_npy_fail("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
+                    "structured dtypes are not supported");
+    expect_npy_fail("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2)}", 16, CG_ERR_UNSUPPORTED,
+                    "Fortran-order (column-major) data is not supported");
     /* data size must match the shape exactly */
     expect_npy_fail("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4)}", 40, CG_ERR_FORMAT,
                     "data is truncated: shape (3, 4) of '<f4' needs 48 bytes, but only 40 are "
@@ -898,6 +869,4 @@ static Suite *npy_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(npy_suite(), 0);
-}
+int main(void) { return tu_run_suite(npy_suite(), 0); }

@@ -31,8 +31,7 @@
 static void setup(void) { tu_setup_dir("st"); }
 
 /* 8-byte header length, the JSON, `pad` spaces, then the data section. */
-static const char *write_st(const char *name, const char *json, size_t pad, const void *data,
-                            size_t dlen) {
+static const char *write_st(const char *name, const char *json, size_t pad, const void *data, size_t dlen) {
     size_t jl = strlen(json), n = jl + pad;
     unsigned char *buf = malloc(8 + n + dlen + 1);
     ck_assert_ptr_nonnull(buf);
@@ -55,19 +54,18 @@ static void expect_open_fail_at(int line, const char *path, cg_status want, cons
     cg_weights *w = (cg_weights *)&w;
     cg_status s = cg_weights_open(path, &w);
     const char *msg = cg_last_error();
-    ck_assert_msg(s == want, "line %d: status %s, want %s (message: %s)", line,
-                  cg_status_name(s), cg_status_name(want), msg);
+    ck_assert_msg(s == want, "line %d: status %s, want %s (message: %s)", line, cg_status_name(s), cg_status_name(want),
+                  msg);
     ck_assert_msg(w == NULL, "line %d: output not NULL on failure", line);
     ck_assert_msg(strncmp(msg, path, strlen(path)) == 0 && msg[strlen(path)] == ':',
                   "line %d: message does not start with the path: %s", line, msg);
-    ck_assert_msg(strstr(msg, substr) != NULL, "line %d: message '%s' lacks '%s'", line, msg,
-                  substr);
+    ck_assert_msg(strstr(msg, substr) != NULL, "line %d: message '%s' lacks '%s'", line, msg, substr);
     ck_assert_msg(strchr(msg, '\n') == NULL, "line %d: message has a newline: %s", line, msg);
 }
 #define expect_open_fail(path, want, substr) expect_open_fail_at(__LINE__, path, want, substr)
 
 /* Opens a JSON + data file that must fail. */
-#define expect_st_fail(json, data, dlen, want, substr)                                        \
+#define expect_st_fail(json, data, dlen, want, substr) \
     expect_open_fail(write_st8("bad.safetensors", json, data, dlen), want, substr)
 
 static uint32_t f32_bits(float f) {
@@ -113,8 +111,7 @@ static const uint32_t F16_OUT[N_F16] = {
     0xFFC02000, /* negative nan with payload */
 };
 
-static const uint16_t BF16_IN[] = {0x3F80, 0xC040, 0x7F80, 0xFF80, 0x8000,
-                                   0x0001, 0x4049, 0x7F7F, 0x7FC0};
+static const uint16_t BF16_IN[] = {0x3F80, 0xC040, 0x7F80, 0xFF80, 0x8000, 0x0001, 0x4049, 0x7F7F, 0x7FC0};
 #define N_BF16 (sizeof BF16_IN / sizeof BF16_IN[0])
 
 START_TEST(test_all_dtypes) {
@@ -138,12 +135,11 @@ START_TEST(test_all_dtypes) {
     const int64_t lv[4] = {0, -1, INT32_MAX, INT32_MIN};
     for (int i = 0; i < 4; i++) put64(data + o + 8 * i, (uint64_t)lv[i]);
     o += 32; /* 106 */
-    const char *json =
-        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
-        "\"h\":{\"dtype\":\"F16\",\"shape\":[14],\"data_offsets\":[16,44]},"
-        "\"b\":{\"dtype\":\"BF16\",\"shape\":[3,3],\"data_offsets\":[44,62]},"
-        "\"i\":{\"dtype\":\"I32\",\"shape\":[3],\"data_offsets\":[62,74]},"
-        "\"l\":{\"dtype\":\"I64\",\"shape\":[2,2],\"data_offsets\":[74,106]}}";
+    const char *json = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+                       "\"h\":{\"dtype\":\"F16\",\"shape\":[14],\"data_offsets\":[16,44]},"
+                       "\"b\":{\"dtype\":\"BF16\",\"shape\":[3,3],\"data_offsets\":[44,62]},"
+                       "\"i\":{\"dtype\":\"I32\",\"shape\":[3],\"data_offsets\":[62,74]},"
+                       "\"l\":{\"dtype\":\"I64\",\"shape\":[2,2],\"data_offsets\":[74,106]}}";
     const char *path = write_st8("all.safetensors", json, data, o);
     cg_weights *w = NULL;
     ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
@@ -173,8 +169,8 @@ START_TEST(test_all_dtypes) {
     ck_assert_int_eq(cg_tensor_numel(t), (int64_t)N_F16);
     const float *hf = cg_tensor_data_const(t);
     for (size_t i = 0; i < N_F16; i++)
-        ck_assert_msg(f32_bits(hf[i]) == F16_OUT[i], "f16 0x%04x -> 0x%08x, want 0x%08x",
-                      F16_IN[i], f32_bits(hf[i]), F16_OUT[i]);
+        ck_assert_msg(f32_bits(hf[i]) == F16_OUT[i], "f16 0x%04x -> 0x%08x, want 0x%08x", F16_IN[i], f32_bits(hf[i]),
+                      F16_OUT[i]);
     ck_assert(hf[3] == 0x1p-24f);
     ck_assert(hf[4] == 0x1.ff8p-15f);
     ck_assert(hf[9] == 0x1.554p-2f);
@@ -199,14 +195,12 @@ START_TEST(test_all_dtypes) {
     /* I32 (misaligned in the file) */
     ck_assert_int_eq(cg_weights_get(w, "i", &t), CG_OK);
     ck_assert_int_eq(cg_tensor_dtype(t), CG_I32);
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[i], iv[i]);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[i], iv[i]);
     cg_tensor_free(t);
     /* I64 -> I32 */
     ck_assert_int_eq(cg_weights_get(w, "l", &t), CG_OK);
     ck_assert_int_eq(cg_tensor_dtype(t), CG_I32);
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[i], (int32_t)lv[i]);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((const int32_t *)cg_tensor_data_const(t))[i], (int32_t)lv[i]);
     cg_tensor_free(t);
 
     /* views agree with get */
@@ -314,8 +308,7 @@ START_TEST(test_view_threads) {
                               i ? "," : "", i, E, i * E * 2, (i + 1) * E * 2);
     snprintf(json + o, sizeof json - o, "}");
     cg_weights *w;
-    ck_assert_int_eq(cg_weights_open(write_st8("thr.safetensors", json, data, (size_t)T * E * 2), &w),
-                     CG_OK);
+    ck_assert_int_eq(cg_weights_open(write_st8("thr.safetensors", json, data, (size_t)T * E * 2), &w), CG_OK);
     free(data);
     view_job jobs[4];
     pthread_t th[4];
@@ -339,11 +332,10 @@ END_TEST
 START_TEST(test_empty_scalar_metadata) {
     unsigned char data[4];
     put32(data, f32_bits(2.5f));
-    const char *json =
-        "  {\"__metadata__\" : {\"format\": \"pt\", \"k\\u00e9y\": \"v\\\"al\\n\", \"z\": \"\"},\n"
-        "  \"s\": {\"shape\": [], \"data_offsets\": [0, 4], \"dtype\": \"F32\"},\r\n"
-        "  \"e\": {\"dtype\": \"BF16\", \"shape\": [0, 1000000], \"data_offsets\": [4, 4]},\t"
-        "  \"e2\": {\"dtype\": \"I64\", \"shape\": [3, 0], \"data_offsets\": [4, 4]}\n}";
+    const char *json = "  {\"__metadata__\" : {\"format\": \"pt\", \"k\\u00e9y\": \"v\\\"al\\n\", \"z\": \"\"},\n"
+                       "  \"s\": {\"shape\": [], \"data_offsets\": [0, 4], \"dtype\": \"F32\"},\r\n"
+                       "  \"e\": {\"dtype\": \"BF16\", \"shape\": [0, 1000000], \"data_offsets\": [4, 4]},\t"
+                       "  \"e2\": {\"dtype\": \"I64\", \"shape\": [3, 0], \"data_offsets\": [4, 4]}\n}";
     cg_weights *w;
     const char *path = write_st8("scalar.safetensors", json, data, 4);
     ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
@@ -373,9 +365,7 @@ START_TEST(test_empty_scalar_metadata) {
     ck_assert_uint_eq(cg_weights_count(w), 0);
     ck_assert_int_eq(cg_weights_find(w, "x"), -1);
     cg_weights_free(w);
-    ck_assert_int_eq(
-        cg_weights_open(write_st8("meta.safetensors", "{\"__metadata__\":{}}", NULL, 0), &w),
-        CG_OK);
+    ck_assert_int_eq(cg_weights_open(write_st8("meta.safetensors", "{\"__metadata__\":{}}", NULL, 0), &w), CG_OK);
     ck_assert_uint_eq(cg_weights_count(w), 0);
     cg_weights_free(w);
 }
@@ -384,12 +374,10 @@ END_TEST
 START_TEST(test_escaped_names) {
     unsigned char data[8] = {0};
     /* "a\u00e9\ud83d\ude00\n\/" and raw UTF-8 "é" */
-    const char *json =
-        "{\"a\\u00e9\\ud83d\\ude00\\n\\/\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-        "\"\xc3\xa9\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+    const char *json = "{\"a\\u00e9\\ud83d\\ude00\\n\\/\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                       "\"\xc3\xa9\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
     cg_weights *w;
-    ck_assert_msg(cg_weights_open(write_st8("esc.safetensors", json, data, 8), &w) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_weights_open(write_st8("esc.safetensors", json, data, 8), &w) == CG_OK, "%s", cg_last_error());
     ck_assert_int_ge(cg_weights_find(w, "a\xc3\xa9\xf0\x9f\x98\x80\n/"), 0);
     ck_assert_int_ge(cg_weights_find(w, "\xc3\xa9"), 0);
     /* the message about an unknown name is one line even if the name is not */
@@ -422,8 +410,7 @@ START_TEST(test_many_tensors) {
     o += (size_t)snprintf(json + o, cap - o, "}");
     ck_assert_uint_lt(o, cap);
     cg_weights *w;
-    ck_assert_int_eq(cg_weights_open(write_st8("many.safetensors", json, data, (size_t)N * 4), &w),
-                     CG_OK);
+    ck_assert_int_eq(cg_weights_open(write_st8("many.safetensors", json, data, (size_t)N * 4), &w), CG_OK);
     free(json);
     free(data);
     ck_assert_uint_eq(cg_weights_count(w), N);
@@ -445,8 +432,7 @@ START_TEST(test_python_file) {
     const char *path = CG_TEST_DATA_DIR "/small.safetensors";
     cg_weights *w;
     ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
-    const char *names[] = {"count", "dense.bias", "dense.weight", "emb.bf16",
-                           "emb.f16", "empty", "ids"};
+    const char *names[] = {"count", "dense.bias", "dense.weight", "emb.bf16", "emb.f16", "empty", "ids"};
     ck_assert_uint_eq(cg_weights_count(w), 7);
     for (int i = 0; i < 7; i++) ck_assert_str_eq(cg_weights_name(w, i), names[i]);
 
@@ -499,9 +485,8 @@ START_TEST(test_i64_out_of_range) {
     cg_tensor *t;
     ck_assert_int_eq(cg_weights_get(w, "big", &t), CG_ERR_UNSUPPORTED);
     ck_assert_ptr_null(t);
-    ck_assert_ptr_nonnull(strstr(cg_last_error(),
-                                 "tensor 'big': element 1 has value 2147483648, which does not "
-                                 "fit in i32"));
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "tensor 'big': element 1 has value 2147483648, which does not "
+                                                  "fit in i32"));
     ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
     cg_tensor_desc d;
     const void *p = &p;
@@ -580,9 +565,8 @@ START_TEST(test_bad_file_level) {
     expect_open_fail(tu_write_file("trunc.safetensors", b, 28), CG_ERR_FORMAT,
                      "is larger than the rest of the file (20 bytes)");
     /* not UTF-8 */
-    expect_st_fail("{\"\xff\":{}}", NULL, 0, CG_ERR_FORMAT,
-                   "header is not valid UTF-8 (at header byte 2)");
-    expect_st_fail("{\"\xc0\xaf\":{}}", NULL, 0, CG_ERR_FORMAT, "not valid UTF-8"); /* overlong */
+    expect_st_fail("{\"\xff\":{}}", NULL, 0, CG_ERR_FORMAT, "header is not valid UTF-8 (at header byte 2)");
+    expect_st_fail("{\"\xc0\xaf\":{}}", NULL, 0, CG_ERR_FORMAT, "not valid UTF-8");     /* overlong */
     expect_st_fail("{\"\xed\xa0\x80\":{}}", NULL, 0, CG_ERR_FORMAT, "not valid UTF-8"); /* surrogate */
 }
 END_TEST
@@ -594,16 +578,16 @@ START_TEST(test_bad_json) {
                    "tensor 'x': expected a string key, found the end of the header");
     expect_st_fail("{\"x\" {}}", NULL, 0, CG_ERR_FORMAT,
                    "invalid JSON: expected ':' after a tensor name, found an object (at header byte 5)");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},}", d4, 4,
-                   CG_ERR_FORMAT, "expected a tensor name (string), found '}'");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", d4, 4,
-                   CG_ERR_FORMAT, "invalid JSON: unexpected data after the header object");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}{}", d4, 4,
-                   CG_ERR_FORMAT, "unexpected data after the header object");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1,],\"data_offsets\":[0,4]}}", d4, 4,
-                   CG_ERR_FORMAT, "tensor 'x': expected a non-negative integer in 'shape', found ']'");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\" \"shape\":[1],\"data_offsets\":[0,4]}}", d4, 4,
-                   CG_ERR_FORMAT, "expected ',' or '}' in a tensor description, found a string");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},}", d4, 4, CG_ERR_FORMAT,
+                   "expected a tensor name (string), found '}'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x", d4, 4, CG_ERR_FORMAT,
+                   "invalid JSON: unexpected data after the header object");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}{}", d4, 4, CG_ERR_FORMAT,
+                   "unexpected data after the header object");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1,],\"data_offsets\":[0,4]}}", d4, 4, CG_ERR_FORMAT,
+                   "tensor 'x': expected a non-negative integer in 'shape', found ']'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\" \"shape\":[1],\"data_offsets\":[0,4]}}", d4, 4, CG_ERR_FORMAT,
+                   "expected ',' or '}' in a tensor description, found a string");
     expect_st_fail("{\"x:{}}", NULL, 0, CG_ERR_FORMAT, "unterminated string");
     expect_st_fail("{'x':{}}", NULL, 0, CG_ERR_FORMAT, "expected a tensor name (string), found '''");
     expect_st_fail("{\"x\":[]}", NULL, 0, CG_ERR_FORMAT,
@@ -614,8 +598,8 @@ START_TEST(test_bad_json) {
                    "tensor 'x': missing 'data_offsets'");
     expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", d4, 4, CG_ERR_FORMAT,
                    "tensor 'x': missing 'shape'");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"foo\":1}}",
-                   d4, 4, CG_ERR_FORMAT, "tensor 'x': unknown key 'foo'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"foo\":1}}", d4, 4, CG_ERR_FORMAT,
+                   "tensor 'x': unknown key 'foo'");
     /* strings */
     expect_st_fail("{\"a\\x\":{}}", NULL, 0, CG_ERR_FORMAT, "bad escape sequence");
     expect_st_fail("{\"a\\u12G4\":{}}", NULL, 0, CG_ERR_FORMAT, "bad \\u escape");
@@ -623,48 +607,46 @@ START_TEST(test_bad_json) {
     expect_st_fail("{\"a\\ud800\":{}}", NULL, 0, CG_ERR_FORMAT, "unpaired surrogate \\uD800");
     expect_st_fail("{\"a\\ud800\\u0041\":{}}", NULL, 0, CG_ERR_FORMAT, "unpaired surrogate");
     expect_st_fail("{\"a\\udc00\":{}}", NULL, 0, CG_ERR_FORMAT, "unpaired surrogate \\uDC00");
-    expect_st_fail("{\"a\tb\":{}}", NULL, 0, CG_ERR_FORMAT,
-                   "unescaped control character 0x09 in a string");
-    expect_st_fail("{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d4,
-                   4, CG_ERR_FORMAT, "tensor name 'a\\x00b' contains a NUL character");
+    expect_st_fail("{\"a\tb\":{}}", NULL, 0, CG_ERR_FORMAT, "unescaped control character 0x09 in a string");
+    expect_st_fail("{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d4, 4, CG_ERR_FORMAT,
+                   "tensor name 'a\\x00b' contains a NUL character");
 }
 END_TEST
 
 START_TEST(test_bad_values) {
     unsigned char d16[16] = {0};
     /* floats, booleans, null, NaN, negatives where integers are expected */
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[2.0,2],\"data_offsets\":[0,16]}}", d16,
-                   16, CG_ERR_FORMAT,
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[2.0,2],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
                    "tensor 'x': expected a non-negative integer in 'shape', found a "
                    "floating-point number");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,1.6e1]}}", d16,
-                   16, CG_ERR_FORMAT, "found a floating-point number");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4e0],\"data_offsets\":[0,16]}}", d16, 16,
-                   CG_ERR_FORMAT, "found a floating-point number");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[true],\"data_offsets\":[0,16]}}", d16,
-                   16, CG_ERR_FORMAT, "found a boolean");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[null],\"data_offsets\":[0,16]}}", d16,
-                   16, CG_ERR_FORMAT, "found null");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[NaN],\"data_offsets\":[0,16]}}", d16, 16,
-                   CG_ERR_FORMAT, "found 'N'");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[-0,16]}}", d16, 16,
-                   CG_ERR_FORMAT, "expected an integer in 'data_offsets', found a negative number");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[-4],\"data_offsets\":[0,16]}}", d16, 16,
-                   CG_ERR_FORMAT, "found a negative number");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[04],\"data_offsets\":[0,16]}}", d16, 16,
-                   CG_ERR_FORMAT, "number with a leading zero");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,16]}}", d16, 16,
-                   CG_ERR_FORMAT, "expected an array of integers for 'shape', found a number");
-    expect_st_fail("{\"x\":{\"dtype\":32,\"shape\":[4],\"data_offsets\":[0,16]}}", d16, 16,
-                   CG_ERR_FORMAT, "expected a string for 'dtype', found a number");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":{}}}", d16, 16,
-                   CG_ERR_FORMAT, "expected an array [begin, end] for 'data_offsets'");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0]}}", d16, 16,
-                   CG_ERR_FORMAT, "tensor 'x': 'data_offsets' must have exactly two integers");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[]}}", d16, 16,
-                   CG_ERR_FORMAT, "exactly two integers");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16,16]}}", d16,
-                   16, CG_ERR_FORMAT, "exactly two integers");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,1.6e1]}}", d16, 16, CG_ERR_FORMAT,
+                   "found a floating-point number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4e0],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "found a floating-point number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[true],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "found a boolean");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[null],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "found null");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[NaN],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "found 'N'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[-0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "expected an integer in 'data_offsets', found a negative number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[-4],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "found a negative number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[04],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "number with a leading zero");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "expected an array of integers for 'shape', found a number");
+    expect_st_fail("{\"x\":{\"dtype\":32,\"shape\":[4],\"data_offsets\":[0,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "expected a string for 'dtype', found a number");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":{}}}", d16, 16, CG_ERR_FORMAT,
+                   "expected an array [begin, end] for 'data_offsets'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0]}}", d16, 16, CG_ERR_FORMAT,
+                   "tensor 'x': 'data_offsets' must have exactly two integers");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[]}}", d16, 16, CG_ERR_FORMAT,
+                   "exactly two integers");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16,16]}}", d16, 16, CG_ERR_FORMAT,
+                   "exactly two integers");
     /* integers too large for their field */
     expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[9223372036854775808],"
                    "\"data_offsets\":[0,16]}}",
@@ -681,18 +663,16 @@ START_TEST(test_bad_values) {
                    "'__metadata__': expected an object of strings, found an array");
     expect_st_fail("{\"__metadata__\":{\"k\":\"a\",\"k\":\"b\"}}", NULL, 0, CG_ERR_FORMAT,
                    "'__metadata__': duplicate key 'k'");
-    expect_st_fail("{\"__metadata__\":{},\"__metadata__\":{}}", NULL, 0, CG_ERR_FORMAT,
-                   "duplicate key '__metadata__'");
+    expect_st_fail("{\"__metadata__\":{},\"__metadata__\":{}}", NULL, 0, CG_ERR_FORMAT, "duplicate key '__metadata__'");
 }
 END_TEST
 
 START_TEST(test_bad_tensors) {
     unsigned char d[256] = {0};
     /* the message of the brief, byte for byte after the path */
-    const char *path = write_st8(
-        "w.safetensors",
-        "{\"encoder.weight_ih_l0\":{\"dtype\":\"F32\",\"shape\":[12,4],\"data_offsets\":[0,96]}}",
-        d, 96);
+    const char *path =
+        write_st8("w.safetensors",
+                  "{\"encoder.weight_ih_l0\":{\"dtype\":\"F32\",\"shape\":[12,4],\"data_offsets\":[0,96]}}", d, 96);
     cg_weights *w;
     ck_assert_int_eq(cg_weights_open(path, &w), CG_ERR_FORMAT);
     char want[800];
@@ -702,36 +682,32 @@ START_TEST(test_bad_tensors) {
              path);
     ck_assert_str_eq(cg_last_error(), want);
 
-    expect_st_fail("{\"x\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", d, 16,
-                   CG_ERR_UNSUPPORTED,
+    expect_st_fail("{\"x\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", d, 16, CG_ERR_UNSUPPORTED,
                    "tensor 'x': unsupported dtype 'F64' (supported: F32, F16, BF16, I64, I32, I8, "
                    "U8, BOOL)");
-    expect_st_fail("{\"x\":{\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]}}", d, 8,
-                   CG_ERR_UNSUPPORTED, "unsupported dtype 'f32'");
-    expect_st_fail("{\"x\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[0,4]}}", d, 4,
-                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'U16'");
-    expect_st_fail("{\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2,
-                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'F8_E4M3'");
-    expect_st_fail("{\"x\":{\"dtype\":\"bool\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2,
-                   CG_ERR_UNSUPPORTED, "tensor 'x': unsupported dtype 'bool'");
+    expect_st_fail("{\"x\":{\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]}}", d, 8, CG_ERR_UNSUPPORTED,
+                   "unsupported dtype 'f32'");
+    expect_st_fail("{\"x\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[0,4]}}", d, 4, CG_ERR_UNSUPPORTED,
+                   "tensor 'x': unsupported dtype 'U16'");
+    expect_st_fail("{\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2, CG_ERR_UNSUPPORTED,
+                   "tensor 'x': unsupported dtype 'F8_E4M3'");
+    expect_st_fail("{\"x\":{\"dtype\":\"bool\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2, CG_ERR_UNSUPPORTED,
+                   "tensor 'x': unsupported dtype 'bool'");
     expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],"
                    "\"data_offsets\":[0,4]}}",
-                   d, 4, CG_ERR_UNSUPPORTED,
-                   "tensor 'x': 'shape' has more than 8 dimensions, which is not supported");
+                   d, 4, CG_ERR_UNSUPPORTED, "tensor 'x': 'shape' has more than 8 dimensions, which is not supported");
     /* 8 dimensions are fine */
-    ck_assert_int_eq(
-        cg_weights_open(write_st8("eight.safetensors",
-                                  "{\"x\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1],"
-                                  "\"data_offsets\":[0,4]}}",
-                                  d, 4),
-                        &w),
-        CG_OK);
+    ck_assert_int_eq(cg_weights_open(write_st8("eight.safetensors",
+                                               "{\"x\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1],"
+                                               "\"data_offsets\":[0,4]}}",
+                                               d, 4),
+                                     &w),
+                     CG_OK);
     cg_weights_free(w);
     /* element counts and byte sizes that overflow 64 bits */
     expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
                    "\"data_offsets\":[0,0]}}",
-                   d, 0, CG_ERR_FORMAT,
-                   "tensor 'x': shape F32[4294967296, 4294967296] has too many elements");
+                   d, 0, CG_ERR_FORMAT, "tensor 'x': shape F32[4294967296, 4294967296] has too many elements");
     expect_st_fail("{\"x\":{\"dtype\":\"I64\",\"shape\":[4611686018427387904],"
                    "\"data_offsets\":[0,0]}}",
                    d, 0, CG_ERR_FORMAT, "has too many elements");
@@ -739,27 +715,24 @@ START_TEST(test_bad_tensors) {
                    "\"data_offsets\":[0,2]}}",
                    d, 2, CG_ERR_FORMAT, "has too many elements");
     /* a zero dimension makes any product 0 */
-    ck_assert_int_eq(
-        cg_weights_open(write_st8("zero.safetensors",
-                                  "{\"x\":{\"dtype\":\"F32\",\"shape\":[0,9223372036854775807],"
-                                  "\"data_offsets\":[0,0]}}",
-                                  NULL, 0),
-                        &w),
-        CG_OK);
+    ck_assert_int_eq(cg_weights_open(write_st8("zero.safetensors",
+                                               "{\"x\":{\"dtype\":\"F32\",\"shape\":[0,9223372036854775807],"
+                                               "\"data_offsets\":[0,0]}}",
+                                               NULL, 0),
+                                     &w),
+                     CG_OK);
     cg_weights_free(w);
     /* offsets */
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", d, 8,
-                   CG_ERR_FORMAT,
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", d, 8, CG_ERR_FORMAT,
                    "tensor 'x': data_offsets [0, 16] go past the end of the data section (8 bytes)");
     expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[0],"
                    "\"data_offsets\":[18446744073709551615,18446744073709551615]}}",
                    d, 0, CG_ERR_FORMAT, "go past the end of the data section (0 bytes)");
-    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", d, 8,
-                   CG_ERR_FORMAT, "tensor 'x': data_offsets [8, 4] are reversed (begin > end)");
+    expect_st_fail("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", d, 8, CG_ERR_FORMAT,
+                   "tensor 'x': data_offsets [8, 4] are reversed (begin > end)");
     expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
                    "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
-                   d, 24, CG_ERR_FORMAT,
-                   "tensor 'b': data_offsets [8, 24] overlap tensor 'a' [0, 16]");
+                   d, 24, CG_ERR_FORMAT, "tensor 'b': data_offsets [8, 24] overlap tensor 'a' [0, 16]");
     expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
                    "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
                    d, 16, CG_ERR_FORMAT, "overlap tensor 'a' [0, 16]");
@@ -771,10 +744,9 @@ START_TEST(test_bad_tensors) {
                    d, 24, CG_ERR_FORMAT,
                    "tensor 'b': data_offsets [20, 24] leave a hole: bytes [16, 20) of the data "
                    "section belong to no tensor");
-    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", d, 8,
-                   CG_ERR_FORMAT, "leave a hole: bytes [0, 4)");
-    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 12,
-                   CG_ERR_FORMAT,
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", d, 8, CG_ERR_FORMAT,
+                   "leave a hole: bytes [0, 4)");
+    expect_st_fail("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d, 12, CG_ERR_FORMAT,
                    "the data section has 12 bytes but the tensors cover only 4 (8 unused bytes "
                    "at the end)");
     expect_st_fail("{}", d, 1, CG_ERR_FORMAT, "cover only 0 (1 unused bytes at the end)");
@@ -863,25 +835,21 @@ START_TEST(test_package_files) {
             unsigned char want[64];
             size_t n = dtype_case_bytes(c, i, want);
             ck_assert_int_eq(cg_weights_dtype(w, i), c->dtype);
-            ck_assert_msg(cg_weights_get_as(w, names[i], c->dtype, &t[i]) == CG_OK, "%s",
-                          cg_last_error());
+            ck_assert_msg(cg_weights_get_as(w, names[i], c->dtype, &t[i]) == CG_OK, "%s", cg_last_error());
             ck_assert_int_eq(cg_tensor_ndim(t[i]), c->ndim);
             for (int d = 0; d < c->ndim; d++) ck_assert_int_eq(cg_tensor_dim(t[i], d), c->dims[d]);
             expect_bytes(t[i], want, n, c->name);
             cg_tensor_desc desc;
             const void *p;
-            ck_assert_msg(cg_weights_view_as(w, names[i], c->dtype, &desc, &p) == CG_OK, "%s",
-                          cg_last_error());
+            ck_assert_msg(cg_weights_view_as(w, names[i], c->dtype, &desc, &p) == CG_OK, "%s", cg_last_error());
             ck_assert_int_eq(desc.dtype, c->dtype);
             ck_assert_int_eq(memcmp(p, want, n), 0);
         }
         const char *out = tu_path("back.safetensors");
-        ck_assert_msg(cg_weights_save(out, 2, names, (const cg_tensor *const *)t) == CG_OK, "%s",
-                      cg_last_error());
+        ck_assert_msg(cg_weights_save(out, 2, names, (const cg_tensor *const *)t) == CG_OK, "%s", cg_last_error());
         size_t n1, n2;
         unsigned char *a = read_all(src, &n1), *b = read_all(out, &n2);
-        ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "%s: written bytes differ from the package's",
-                      c->name);
+        ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "%s: written bytes differ from the package's", c->name);
         free(a), free(b);
         cg_tensor_free(t[0]), cg_tensor_free(t[1]);
         cg_weights_free(w);
@@ -918,8 +886,8 @@ START_TEST(test_package_mixed) {
     for (size_t k = 0; k < N_DTYPE_CASES; k++) {
         cg_tensor *t;
         ck_assert_int_eq(cg_weights_get_as(w2, names[k], DTYPE_CASES[k].dtype, &t), CG_OK);
-        expect_bytes(t, cg_tensor_data_const(all[k]),
-                     (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t)), names[k]);
+        expect_bytes(t, cg_tensor_data_const(all[k]), (size_t)cg_tensor_numel(t) * cg_dtype_size(cg_tensor_dtype(t)),
+                     names[k]);
         /* every tensor is aligned to its element size: the view is the mapping */
         cg_tensor_desc d;
         const void *p, *q;
@@ -1019,8 +987,7 @@ START_TEST(test_writer_roundtrip) {
             np[n] = names[n];
         }
     const char *p = tu_path("rt.safetensors");
-    ck_assert_msg(cg_weights_save(p, n, np, (const cg_tensor *const *)ts) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_weights_save(p, n, np, (const cg_tensor *const *)ts) == CG_OK, "%s", cg_last_error());
     cg_weights *w;
     ck_assert_msg(cg_weights_open(p, &w) == CG_OK, "%s", cg_last_error());
     ck_assert_uint_eq(cg_weights_count(w), (size_t)n);
@@ -1031,8 +998,7 @@ START_TEST(test_writer_roundtrip) {
         cg_tensor *t;
         ck_assert_int_eq(cg_weights_get_as(w, np[i], cg_tensor_dtype(ts[i]), &t), CG_OK);
         ck_assert_int_eq(cg_tensor_ndim(t), cg_tensor_ndim(ts[i]));
-        for (int d = 0; d < cg_tensor_ndim(t); d++)
-            ck_assert_int_eq(cg_tensor_dim(t, d), cg_tensor_dim(ts[i], d));
+        for (int d = 0; d < cg_tensor_ndim(t); d++) ck_assert_int_eq(cg_tensor_dim(t, d), cg_tensor_dim(ts[i], d));
         expect_bytes(t, cg_tensor_data_const(ts[i]),
                      (size_t)cg_tensor_numel(ts[i]) * cg_dtype_size(cg_tensor_dtype(ts[i])), np[i]);
         cg_tensor_free(t);
@@ -1045,8 +1011,7 @@ END_TEST
 /* A one-tensor file of `dtype` with the given bytes (8-aligned data). */
 static const char *one_tensor(const char *file, const char *dtype, int n, const void *data, size_t bytes) {
     char json[160];
-    snprintf(json, sizeof json, "{\"x\":{\"dtype\":\"%s\",\"shape\":[%d],\"data_offsets\":[0,%zu]}}",
-             dtype, n, bytes);
+    snprintf(json, sizeof json, "{\"x\":{\"dtype\":\"%s\",\"shape\":[%d],\"data_offsets\":[0,%zu]}}", dtype, n, bytes);
     return write_st8(file, json, data, bytes);
 }
 
@@ -1060,9 +1025,8 @@ START_TEST(test_views_by_dtype) {
     static const struct {
         const char *st;
         cg_dtype stored, legacy;
-    } c[] = {{"F32", CG_F32, CG_F32}, {"F16", CG_F16, CG_F32}, {"BF16", CG_BF16, CG_F32},
-             {"I32", CG_I32, CG_I32}, {"I64", CG_I64, CG_I32}, {"I8", CG_I8, CG_I8},
-             {"U8", CG_U8, CG_U8},    {"BOOL", CG_BOOL, CG_BOOL}};
+    } c[] = {{"F32", CG_F32, CG_F32}, {"F16", CG_F16, CG_F32}, {"BF16", CG_BF16, CG_F32}, {"I32", CG_I32, CG_I32},
+             {"I64", CG_I64, CG_I32}, {"I8", CG_I8, CG_I8},    {"U8", CG_U8, CG_U8},      {"BOOL", CG_BOOL, CG_BOOL}};
     unsigned char zeros[16] = {0};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         size_t es = cg_dtype_size(c[i].stored);
@@ -1095,8 +1059,7 @@ START_TEST(test_views_by_dtype) {
                 continue;
             }
             if (ok) {
-                ck_assert_msg(s == CG_OK, "%s as %s: %s", c[i].st, cg_dtype_name((cg_dtype)want),
-                              cg_last_error());
+                ck_assert_msg(s == CG_OK, "%s as %s: %s", c[i].st, cg_dtype_name((cg_dtype)want), cg_last_error());
                 ck_assert_int_eq(d.dtype, want);
                 ck_assert_int_eq(d.ndim, 1);
                 ck_assert_int_eq(d.dims[0], 2);
@@ -1105,8 +1068,8 @@ START_TEST(test_views_by_dtype) {
             ck_assert_int_eq(s, CG_ERR_UNSUPPORTED);
             ck_assert_ptr_null(p);
             char msg[256];
-            snprintf(msg, sizeof msg, ": tensor 'x' is stored as %s, which cannot be viewed as %s (",
-                     c[i].st, cg_dtype_name((cg_dtype)want));
+            snprintf(msg, sizeof msg, ": tensor 'x' is stored as %s, which cannot be viewed as %s (", c[i].st,
+                     cg_dtype_name((cg_dtype)want));
             ck_assert_msg(strstr(cg_last_error(), msg) != NULL, "%s", cg_last_error());
         }
         cg_weights_free(w);
@@ -1157,7 +1120,8 @@ START_TEST(test_int8_rows) {
     ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
     ck_assert_int_eq(cg_weights_view_as(w, "w", CG_F32, &d, &p), CG_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(cg_last_error(), "tensor 'w' is an I8 matrix, which is viewed as f32 only with its scales: "
-                                          "an F32 tensor 'w_scale' of [3]") != NULL, "%s", cg_last_error());
+                                          "an F32 tensor 'w_scale' of [3]") != NULL,
+                  "%s", cg_last_error());
     cg_weights_free(w);
     cg_tensor_free(short_s);
     cg_tensor_free(q);
@@ -1214,7 +1178,7 @@ START_TEST(test_narrow) {
     static const float a_s[3] = {1.0f, 0.0f, 0.5f / 127.0f};
     static const uint16_t b[2][2] = {{0x3F80, 0xC000}, {0x3F00, 0x4080}}; /* bf16 1, -2; 0.5, 4 */
     static const int8_t b_q[2][2] = {{64, -127}, {16, 127}};              /* 63.5 ties to 64; 15.875 */
-    static const float c[1][2] = {{1.00390625f, 1.01171875f}};             /* halfway: to even */
+    static const float c[1][2] = {{1.00390625f, 1.01171875f}};            /* halfway: to even */
     static const uint16_t c_bf16[2] = {0x3F80, 0x3F82};
     static const float bias[3] = {0.1f, 0.2f, 0.3f};
     const char *names[4] = {"a.weight", "a.bias", "b.weight", "c.weight"};
@@ -1235,9 +1199,9 @@ START_TEST(test_narrow) {
         cg_dtype dt;
         const void *want;
         size_t bytes;
-    } want[] = {{"a.weight", CG_I8, a_q, sizeof a_q},     {"a.weight_scale", CG_F32, a_s, sizeof a_s},
-                {"a.bias", CG_F32, bias, sizeof bias},    {"b.weight", CG_I8, b_q, sizeof b_q},
-                {"c.weight", CG_I8, NULL, 2},             {"c.weight_scale", CG_F32, NULL, 4},
+    } want[] = {{"a.weight", CG_I8, a_q, sizeof a_q},  {"a.weight_scale", CG_F32, a_s, sizeof a_s},
+                {"a.bias", CG_F32, bias, sizeof bias}, {"b.weight", CG_I8, b_q, sizeof b_q},
+                {"c.weight", CG_I8, NULL, 2},          {"c.weight_scale", CG_F32, NULL, 4},
                 {"b.weight_scale", CG_F32, NULL, 8}};
     for (int i = 0; i < 7; i++) {
         cg_tensor *t;
@@ -1270,7 +1234,8 @@ START_TEST(test_narrow) {
     ck_assert_int_eq(cg_weights_narrow(q, CG_I8, pick_matrices, &asked, &q2), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(q2);
     ck_assert_msg(strstr(cg_last_error(), "clash.safetensors: tensor 'x.weight_scale' exists already, where the int8 "
-                                          "scales of 'x.weight' would go") != NULL, "%s", cg_last_error());
+                                          "scales of 'x.weight' would go") != NULL,
+                  "%s", cg_last_error());
     /* bf16 of the same file: rounded to nearest even, no scales */
     ck_assert_int_eq(cg_weights_narrow(q, CG_BF16, pick_matrices, &asked, &q2), CG_OK);
     ck_assert_int_eq(cg_weights_count(q2), 2);
@@ -1286,7 +1251,8 @@ START_TEST(test_narrow) {
     ck_assert_int_eq(cg_weights_narrow(q, CG_I8, pick_matrices, &asked, &q2), CG_ERR_UNSUPPORTED);
     ck_assert_ptr_null(q2);
     ck_assert_msg(strstr(cg_last_error(), "nan.safetensors: tensor 'x.weight' to i8: ") != NULL &&
-                  strstr(cg_last_error(), "row 0 holds a NaN or an infinity") != NULL, "%s", cg_last_error());
+                      strstr(cg_last_error(), "row 0 holds a NaN or an infinity") != NULL,
+                  "%s", cg_last_error());
     ck_assert_int_eq(cg_weights_narrow(q, CG_F32, pick_matrices, &asked, &q2), CG_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(cg_last_error(), "to bf16, f16 or int8, not f32") != NULL, "%s", cg_last_error());
     ck_assert_int_eq(cg_weights_narrow(q, CG_I8, NULL, &asked, &q2), CG_ERR_INVALID_ARGUMENT);
@@ -1301,8 +1267,8 @@ END_TEST
 START_TEST(test_get_as) {
     cg_weights *w;
     cg_tensor *t;
-    const unsigned char i64[24] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                   0, 1, 0, 0, 0, 0, 0, 0}; /* 1, -1, 256 */
+    const unsigned char i64[24] = {1,    0,    0,    0,    0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+                                   0xff, 0xff, 0xff, 0xff, 0, 1, 0, 0, 0,    0,    0,    0}; /* 1, -1, 256 */
     const char *path = one_tensor("g.safetensors", "I64", 3, i64, 24);
     ck_assert_int_eq(cg_weights_open(path, &w), CG_OK);
     ck_assert_int_eq(cg_weights_get_as(w, "x", CG_I32, &t), CG_OK);
@@ -1310,8 +1276,7 @@ START_TEST(test_get_as) {
     cg_tensor_free(t);
     ck_assert_int_eq(cg_weights_get_as(w, "x", CG_I8, &t), CG_ERR_UNSUPPORTED);
     ck_assert_ptr_null(t);
-    ck_assert_ptr_nonnull(strstr(cg_last_error(),
-                                 "tensor 'x': element 2 has value 256, which does not fit in i8"));
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "tensor 'x': element 2 has value 256, which does not fit in i8"));
     ck_assert_int_eq(strncmp(cg_last_error(), path, strlen(path)), 0);
     ck_assert_int_eq(cg_weights_get_as(w, "x", CG_F32, &t), CG_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(cg_last_error(), "tensor 'x' is stored as I64, which is not converted to f32"));
@@ -1337,8 +1302,8 @@ START_TEST(test_get_as) {
     cg_tensor_desc d;
     const void *p;
     ck_assert_int_eq(cg_weights_view_as(w, "x", CG_BOOL, &d, &p), CG_ERR_FORMAT);
-    ck_assert_ptr_nonnull(strstr(cg_last_error(),
-                                 "tensor 'x': element 2 of the BOOL tensor is 7, not 0 (false) or 1 (true)"));
+    ck_assert_ptr_nonnull(
+        strstr(cg_last_error(), "tensor 'x': element 2 of the BOOL tensor is 7, not 0 (false) or 1 (true)"));
     ck_assert_int_eq(cg_weights_get(w, "x", &t), CG_ERR_FORMAT);
     ck_assert_int_eq(cg_weights_get_as(w, "x", CG_I32, &t), CG_ERR_FORMAT);
     ck_assert_ptr_null(t);
@@ -1348,12 +1313,11 @@ END_TEST
 
 /* Each writer error: one line naming the file; nothing left behind, an
  * existing file untouched. */
-static void expect_save_fail(int line, const char *path, int n, const char *const *names,
-                             const cg_tensor *const *ts, cg_status want, const char *substr) {
+static void expect_save_fail(int line, const char *path, int n, const char *const *names, const cg_tensor *const *ts,
+                             cg_status want, const char *substr) {
     cg_status s = cg_weights_save(path, n, names, ts);
     const char *msg = cg_last_error();
-    ck_assert_msg(s == want, "line %d: status %s, want %s (%s)", line, cg_status_name(s),
-                  cg_status_name(want), msg);
+    ck_assert_msg(s == want, "line %d: status %s, want %s (%s)", line, cg_status_name(s), cg_status_name(want), msg);
     ck_assert_msg(strncmp(msg, path, strlen(path)) == 0, "line %d: message lacks the path: %s", line, msg);
     ck_assert_msg(strstr(msg, substr) != NULL, "line %d: message '%s' lacks '%s'", line, msg, substr);
     ck_assert_msg(strchr(msg, '\n') == NULL, "line %d: message has a newline", line);
@@ -1375,8 +1339,7 @@ START_TEST(test_writer_errors) {
     const char *meta[1] = {"__metadata__"};
     expect_save_fail(p, 1, meta, ts, CG_ERR_INVALID_ARGUMENT, "'__metadata__' is reserved");
     const char *bad_utf8[1] = {"a\xff\x1b"};
-    expect_save_fail(p, 1, bad_utf8, ts, CG_ERR_INVALID_ARGUMENT,
-                     "tensor name 'a\\xff\\x1b' is not valid UTF-8");
+    expect_save_fail(p, 1, bad_utf8, ts, CG_ERR_INVALID_ARGUMENT, "tensor name 'a\\xff\\x1b' is not valid UTF-8");
     const char *ok[2] = {"a", "b"};
     const cg_tensor *null_t[2] = {t, NULL};
     expect_save_fail(p, 2, ok, null_t, CG_ERR_INVALID_ARGUMENT, "tensor 'b' is NULL");
@@ -1409,7 +1372,6 @@ START_TEST(test_writer_errors) {
     cg_tensor_free(t);
 }
 END_TEST
-
 
 static Suite *safetensors_suite(void) {
     Suite *s = suite_create("safetensors");
@@ -1447,6 +1409,4 @@ static Suite *safetensors_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(safetensors_suite(), 0);
-}
+int main(void) { return tu_run_suite(safetensors_suite(), 0); }

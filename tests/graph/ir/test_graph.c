@@ -121,7 +121,8 @@ START_TEST(dim_lists_name_symbols) {
         ck_assert(cg_tensor_dim(out[0], 0) == d[1] && cg_tensor_dim(out[0], 1) == d[0]);
         ck_assert(cg_tensor_dim(out[1], 0) == 3 && cg_tensor_dim(out[1], 1) == d[0] && cg_tensor_dim(out[1], 3) == 2);
         /* a reshape keeps the element order; expand repeats x along the new dim */
-        const float *xi = cg_tensor_data_const(in), *y = cg_tensor_data_const(out[0]), *z = cg_tensor_data_const(out[1]);
+        const float *xi = cg_tensor_data_const(in), *y = cg_tensor_data_const(out[0]),
+                    *z = cg_tensor_data_const(out[1]);
         const int64_t n = d[0] * d[1] * 2;
         for (int64_t i = 0; i < n; i++) {
             ck_assert(y[i] == xi[i]);
@@ -144,7 +145,8 @@ START_TEST(dim_lists_name_symbols) {
     const char *names[] = {"x"};
     ck_assert_int_ne(cg_plan_run(pu, 1, names, &in, 1, &out), CG_OK);
     ck_assert_msg(strstr(cg_last_error(), "t.cg:3:3: reshape 'y': attribute 'shape' names dim 'Q', which no input of "
-                                          "graph 'g' binds") != NULL, "%s", cg_last_error());
+                                          "graph 'g' binds") != NULL,
+                  "%s", cg_last_error());
     cg_tensor_free(in);
     cg_plan_free(pu);
     cg_model_free(m);
@@ -157,7 +159,6 @@ START_TEST(dim_lists_name_symbols) {
                  "t.cg:3:30: a list with dim names holds sizes, 0 or -1, not numbers below -1");
 }
 END_TEST
-
 
 START_TEST(builder_runs_and_rebinds) {
     /* y = softmax(tanh(x) * 2 + x) over the last axis, built with the API. */
@@ -279,8 +280,8 @@ static const cg_op_def *decomposed_copy(const cg_op_def *src, const char *name) 
     defs[n].n_kernels = 0;
     defs[n].kernels = NULL;
     ptrs[n] = &defs[n];
-    descs[n] = (cg_plugin_desc){sizeof(cg_plugin_desc), CG_PLUGIN_ABI_MAJOR, CG_PLUGIN_ABI_MINOR,
-                                names[n], "test", NULL, &ptrs[n], 1};
+    descs[n] = (cg_plugin_desc){
+        sizeof(cg_plugin_desc), CG_PLUGIN_ABI_MAJOR, CG_PLUGIN_ABI_MINOR, names[n], "test", NULL, &ptrs[n], 1};
     ck_assert_msg(cg_registry_add_plugin(ctx, &descs[n], "<test>", NULL) == CG_OK, "%s", cg_last_error());
     return &defs[n++];
 }
@@ -424,7 +425,7 @@ static cg_weights *dtype_weights(void) {
         {0x3F80, 0xC040, 0x4380},             /* 1, -3, 256 */
         {0x80, 0x7F, 0xFF},                   /* -128, 127, -1 */
         {0, 255, 1},
-        {5, UINT64_MAX, 0x7FFFFFFF},          /* 5, -1, INT32_MAX */
+        {5, UINT64_MAX, 0x7FFFFFFF}, /* 5, -1, INT32_MAX */
         {1, 0, 1},
     };
     cg_tensor *ts[9];
@@ -441,8 +442,7 @@ static cg_weights *dtype_weights(void) {
         names[i] = i < 8 ? cg_dtype_name(dt) : "i64_big";
     }
     const char *path = tu_path("weights.safetensors");
-    ck_assert_msg(cg_weights_save(path, 9, names, (const cg_tensor *const *)ts) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_weights_save(path, 9, names, (const cg_tensor *const *)ts) == CG_OK, "%s", cg_last_error());
     for (int i = 0; i < 9; i++) cg_tensor_free(ts[i]);
     cg_weights *w;
     ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
@@ -642,7 +642,8 @@ START_TEST(weights_16bit_run_everywhere) {
         const float *pbi = cg_tensor_data_const(bih), *pbh = cg_tensor_data_const(bhh);
         for (int dev = 0; dev < cg_device_count(); dev++) {
             char desc[512];
-            cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = cg_device_describe(dev, desc, sizeof desc)};
+            cg_plan_options opt = {.struct_size = sizeof(cg_plan_options),
+                                   .device = cg_device_describe(dev, desc, sizeof desc)};
             cg_plan *p;
             ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
             const char *in_names[] = {"x", "h"};
@@ -653,8 +654,8 @@ START_TEST(weights_16bit_run_everywhere) {
                 for (int64_t o = 0; o < O; o++) {
                     double s = pb[o];
                     for (int64_t k = 0; k < I; k++) s += (double)x[r * I + k] * W[o * I + k];
-                    ck_assert_msg(fabs(y[r * O + o] - s) < 1e-5, "%s %s: y[%lld, %lld] = %.9g, want %.9g",
-                                  opt.device, cg_dtype_name(wt), (long long)r, (long long)o, y[r * O + o], s);
+                    ck_assert_msg(fabs(y[r * O + o] - s) < 1e-5, "%s %s: y[%lld, %lld] = %.9g, want %.9g", opt.device,
+                                  cg_dtype_name(wt), (long long)r, (long long)o, y[r * O + o], s);
                 }
                 double gi[15], gh[15];
                 for (int64_t g = 0; g < 3 * H; g++) {

@@ -45,11 +45,10 @@ static char *print(const cg_model *m) {
 static void parse_err_at(int line, const char *text, size_t len, const char *msg) {
     cg_model *m = (cg_model *)1;
     cg_status st = cg_model_parse(&g_ctx, text, len, "m.cg", &m);
-    ck_assert_msg(st == CG_ERR_PARSE, "line %d: expected CG_ERR_PARSE, got %s (%s)", line,
-                  cg_status_name(st), cg_last_error());
-    ck_assert_msg(m == NULL, "line %d: *out not cleared", line);
-    ck_assert_msg(strcmp(cg_last_error(), msg) == 0, "line %d:\n  want: %s\n  got:  %s", line, msg,
+    ck_assert_msg(st == CG_ERR_PARSE, "line %d: expected CG_ERR_PARSE, got %s (%s)", line, cg_status_name(st),
                   cg_last_error());
+    ck_assert_msg(m == NULL, "line %d: *out not cleared", line);
+    ck_assert_msg(strcmp(cg_last_error(), msg) == 0, "line %d:\n  want: %s\n  got:  %s", line, msg, cg_last_error());
 }
 
 static const cg_value *val(const cg_graph *g, const char *name) {
@@ -72,17 +71,15 @@ static const char *dim_name(const cg_model *m, int64_t d, char *buf) {
     return buf;
 }
 
-#define NEQ(...)                                                                                   \
-    do {                                                                                           \
-        snprintf(why, 512, __VA_ARGS__);                                                           \
-        return 0;                                                                                  \
+#define NEQ(...)                         \
+    do {                                 \
+        snprintf(why, 512, __VA_ARGS__); \
+        return 0;                        \
     } while (0)
 
-static int type_equal(const cg_model *ma, const cg_value *a, const cg_model *mb, const cg_value *b,
-                      char *why) {
+static int type_equal(const cg_model *ma, const cg_value *a, const cg_model *mb, const cg_value *b, char *why) {
     char x[32], y[32];
-    if (a->typed != b->typed || a->dtype != b->dtype || a->ndim != b->ndim)
-        NEQ("value '%s': types differ", a->name);
+    if (a->typed != b->typed || a->dtype != b->dtype || a->ndim != b->ndim) NEQ("value '%s': types differ", a->name);
     for (int i = 0; i < a->ndim; i++)
         if (strcmp(dim_name(ma, a->dims[i], x), dim_name(mb, b->dims[i], y)) != 0)
             NEQ("value '%s': dim %d %s vs %s", a->name, i, x, y);
@@ -181,22 +178,21 @@ static char *roundtrip(const char *text) {
     return s1;
 }
 
-static const char *SAMPLE =
-    "# a comment runs to the end of the line\n"
-    "graph encoder {\n"
-    "  input src: i32[B, S]\n"
-    "  input src_len: i32[B]\n"
-    "  param emb: f32[20, 8] = \"src_embed.weight\"\n"
-    "  x = embedding(emb, src)\n"
-    "  enc_rnn: hs, h_n = gru(x, src_len, w_ih, w_hh, b_ih, b_hh) {hidden: 16, layers: 1}\n"
-    "  output hs, h_n\n"
-    "}\n"
-    "\n"
-    "graph decoder {\n"
-    "  input h: f32[B, 16]\n"
-    "  y = relu(h)\n"
-    "  output y\n"
-    "}\n";
+static const char *SAMPLE = "# a comment runs to the end of the line\n"
+                            "graph encoder {\n"
+                            "  input src: i32[B, S]\n"
+                            "  input src_len: i32[B]\n"
+                            "  param emb: f32[20, 8] = \"src_embed.weight\"\n"
+                            "  x = embedding(emb, src)\n"
+                            "  enc_rnn: hs, h_n = gru(x, src_len, w_ih, w_hh, b_ih, b_hh) {hidden: 16, layers: 1}\n"
+                            "  output hs, h_n\n"
+                            "}\n"
+                            "\n"
+                            "graph decoder {\n"
+                            "  input h: f32[B, 16]\n"
+                            "  y = relu(h)\n"
+                            "  output y\n"
+                            "}\n";
 
 /* ------------------------------------------------------------------ */
 /* Good inputs                                                         */
@@ -309,22 +305,21 @@ START_TEST(test_sample_ir) {
 END_TEST
 
 START_TEST(test_sample_print) {
-    const char *want =
-        "# a comment runs to the end of the line\n"
-        "graph encoder {\n"
-        "  input src: i32[B, S]\n"
-        "  input src_len: i32[B]\n"
-        "  param emb: f32[20, 8] = \"src_embed.weight\"\n"
-        "  x = embedding(emb, src)\n"
-        "  enc_rnn: hs, h_n = gru(x, src_len, w_ih, w_hh, b_ih, b_hh) {hidden: 16, layers: 1}\n"
-        "  output hs, h_n\n"
-        "}\n"
-        "\n"
-        "graph decoder {\n"
-        "  input h: f32[B, 16]\n"
-        "  y = relu(h)\n"
-        "  output y\n"
-        "}\n";
+    const char *want = "# a comment runs to the end of the line\n"
+                       "graph encoder {\n"
+                       "  input src: i32[B, S]\n"
+                       "  input src_len: i32[B]\n"
+                       "  param emb: f32[20, 8] = \"src_embed.weight\"\n"
+                       "  x = embedding(emb, src)\n"
+                       "  enc_rnn: hs, h_n = gru(x, src_len, w_ih, w_hh, b_ih, b_hh) {hidden: 16, layers: 1}\n"
+                       "  output hs, h_n\n"
+                       "}\n"
+                       "\n"
+                       "graph decoder {\n"
+                       "  input h: f32[B, 16]\n"
+                       "  y = relu(h)\n"
+                       "  output y\n"
+                       "}\n";
     char *s = roundtrip(SAMPLE);
     ck_assert_str_eq(s, want);
     free(s);
@@ -334,34 +329,32 @@ END_TEST
 START_TEST(test_canonical_form) {
     /* Messy layout, comments, continuation lines, params before inputs,
      * tabs, CRLF, a BOM: printed in canonical form, the comments kept. */
-    const char *text =
-        "\xEF\xBB\xBF# header\r\n"
-        "\n"
-        "graph   g{# comment after brace\r\n"
-        "\tparam w : f32 [ 4 ,\n"
-        "     N ] = \"w.0\"   # trailing comment\n"
-        "   input x:f32[N,4]\n"
-        "\n"
-        "   # comment line inside\n"
-        "   y=matmul( x ,\n"
-        "             w )\n"
-        "   z: out = add(y, b) {\n"
-        "      alpha: 1.0,\n"
-        "      axes: [0,\n"
-        "             -1, ],\n"
-        "   }\n"
-        "   output out , y\n"
-        "}";
-    const char *want =
-        "# header\n"
-        "graph g {  # comment after brace\n"
-        "  input x: f32[N, 4]\n"
-        "  param w: f32[4, N] = \"w.0\"  # trailing comment\n"
-        "  # comment line inside\n"
-        "  y = matmul(x, w)\n"
-        "  z: out = add(y, b) {alpha: 1.0, axes: [0, -1]}\n"
-        "  output out, y\n"
-        "}\n";
+    const char *text = "\xEF\xBB\xBF# header\r\n"
+                       "\n"
+                       "graph   g{# comment after brace\r\n"
+                       "\tparam w : f32 [ 4 ,\n"
+                       "     N ] = \"w.0\"   # trailing comment\n"
+                       "   input x:f32[N,4]\n"
+                       "\n"
+                       "   # comment line inside\n"
+                       "   y=matmul( x ,\n"
+                       "             w )\n"
+                       "   z: out = add(y, b) {\n"
+                       "      alpha: 1.0,\n"
+                       "      axes: [0,\n"
+                       "             -1, ],\n"
+                       "   }\n"
+                       "   output out , y\n"
+                       "}";
+    const char *want = "# header\n"
+                       "graph g {  # comment after brace\n"
+                       "  input x: f32[N, 4]\n"
+                       "  param w: f32[4, N] = \"w.0\"  # trailing comment\n"
+                       "  # comment line inside\n"
+                       "  y = matmul(x, w)\n"
+                       "  z: out = add(y, b) {alpha: 1.0, axes: [0, -1]}\n"
+                       "  output out, y\n"
+                       "}\n";
     char *s = roundtrip(text);
     ck_assert_str_eq(s, want);
     free(s);
@@ -373,40 +366,38 @@ END_TEST
  * statement's line; both move with their statement, and the ones before a
  * '}' or at the end of the file stay there. */
 START_TEST(test_comments_kept) {
-    const char *text =
-        "# top 1\n"
-        "#top 2 (no blank after '#')\n"
-        "graph g {\n"
-        "  # about the output\n"
-        "  output y  # trailing on output\n"
-        "  y = tanh(x) {   # inside a node's attributes\n"
-        "  }\n"
-        "  # about x\n"
-        "  input x: f32[N]\t# tab before\n"
-        "  # before the brace\n"
-        "} # after the brace\n"
-        "graph h {\n"
-        "  input a: f32[1]   #\n"
-        "  output a\n"
-        "}\n"
-        "  # the end, indented\n";
-    const char *want =
-        "# top 1\n"
-        "#top 2 (no blank after '#')\n"
-        "graph g {\n"
-        "  # about x\n"
-        "  input x: f32[N]  # tab before\n"
-        "  y = tanh(x)  # inside a node's attributes\n"
-        "  # about the output\n"
-        "  output y  # trailing on output\n"
-        "  # before the brace\n"
-        "}  # after the brace\n"
-        "\n"
-        "graph h {\n"
-        "  input a: f32[1]  #\n"
-        "  output a\n"
-        "}\n"
-        "# the end, indented\n";
+    const char *text = "# top 1\n"
+                       "#top 2 (no blank after '#')\n"
+                       "graph g {\n"
+                       "  # about the output\n"
+                       "  output y  # trailing on output\n"
+                       "  y = tanh(x) {   # inside a node's attributes\n"
+                       "  }\n"
+                       "  # about x\n"
+                       "  input x: f32[N]\t# tab before\n"
+                       "  # before the brace\n"
+                       "} # after the brace\n"
+                       "graph h {\n"
+                       "  input a: f32[1]   #\n"
+                       "  output a\n"
+                       "}\n"
+                       "  # the end, indented\n";
+    const char *want = "# top 1\n"
+                       "#top 2 (no blank after '#')\n"
+                       "graph g {\n"
+                       "  # about x\n"
+                       "  input x: f32[N]  # tab before\n"
+                       "  y = tanh(x)  # inside a node's attributes\n"
+                       "  # about the output\n"
+                       "  output y  # trailing on output\n"
+                       "  # before the brace\n"
+                       "}  # after the brace\n"
+                       "\n"
+                       "graph h {\n"
+                       "  input a: f32[1]  #\n"
+                       "  output a\n"
+                       "}\n"
+                       "# the end, indented\n";
     char *s = roundtrip(text);
     ck_assert_str_eq(s, want);
     free(s);
@@ -441,17 +432,17 @@ START_TEST(test_comments_kept) {
 END_TEST
 
 START_TEST(test_attribute_types) {
-    const char *text =
-        "graph g {\n"
-        "  y = f(x) {a: 0, b: -7, c: +3, d: 9223372036854775807, e: -9223372036854775808,\n"
-        "    f1: 1.5, f2: -2.5e-3, f3: 1e10, f4: 1E+5, f5: inf, f6: -inf, f7: nan, f8: 0.0,\n"
-        "    f9: -0.0, f10: 0.1, f11: 1., f12: 123456789.125, f13: 2.2250738585072014e-308,\n"
-        "    f14: 4.9e-324, f15: 1.7976931348623157e308, f16: 1e-400,\n"
-        "    s1: \"\", s2: \"a\\\"b\\\\c\\nd\\te\", s3: \"\\u00e9\\u20AC\\ud83d\\ude00\", s4: \"h\xc3\xa9llo \xe2\x82\xac\",\n"
-        "    s5: \"# not a comment\", s6: \"\\u0001\x7f\",\n"
-        "    l1: [], l2: [1, -1, 2], l3: [9223372036854775807, -9223372036854775808,],\n"
-        "  }\n"
-        "}\n";
+    const char *text = "graph g {\n"
+                       "  y = f(x) {a: 0, b: -7, c: +3, d: 9223372036854775807, e: -9223372036854775808,\n"
+                       "    f1: 1.5, f2: -2.5e-3, f3: 1e10, f4: 1E+5, f5: inf, f6: -inf, f7: nan, f8: 0.0,\n"
+                       "    f9: -0.0, f10: 0.1, f11: 1., f12: 123456789.125, f13: 2.2250738585072014e-308,\n"
+                       "    f14: 4.9e-324, f15: 1.7976931348623157e308, f16: 1e-400,\n"
+                       "    s1: \"\", s2: \"a\\\"b\\\\c\\nd\\te\", s3: \"\\u00e9\\u20AC\\ud83d\\ude00\", s4: "
+                       "\"h\xc3\xa9llo \xe2\x82\xac\",\n"
+                       "    s5: \"# not a comment\", s6: \"\\u0001\x7f\",\n"
+                       "    l1: [], l2: [1, -1, 2], l3: [9223372036854775807, -9223372036854775808,],\n"
+                       "  }\n"
+                       "}\n";
     cg_model *m = parse(text);
     cg_node *n = m->graphs[0]->nodes[0];
     ck_assert_int_eq(n->n_attrs, 30);
@@ -495,16 +486,15 @@ START_TEST(test_attribute_types) {
     ck_assert_int_eq(attr(n, "l3")->col, 29);
     cg_model_free(m);
 
-    const char *want =
-        "graph g {\n"
-        "  y = f(x) {a: 0, b: -7, c: 3, d: 9223372036854775807, e: -9223372036854775808, "
-        "f1: 1.5, f2: -0.0025, f3: 10000000000.0, f4: 100000.0, f5: inf, f6: -inf, f7: nan, f8: 0.0, "
-        "f9: -0.0, f10: 0.1, f11: 1.0, f12: 123456789.125, f13: 2.2250738585072014e-308, "
-        "f14: 5e-324, f15: 1.7976931348623157e+308, f16: 0.0, "
-        "s1: \"\", s2: \"a\\\"b\\\\c\\nd\\te\", s3: \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", "
-        "s4: \"h\xc3\xa9llo \xe2\x82\xac\", s5: \"# not a comment\", s6: \"\\u0001\\u007f\", "
-        "l1: [], l2: [1, -1, 2], l3: [9223372036854775807, -9223372036854775808]}\n"
-        "}\n";
+    const char *want = "graph g {\n"
+                       "  y = f(x) {a: 0, b: -7, c: 3, d: 9223372036854775807, e: -9223372036854775808, "
+                       "f1: 1.5, f2: -0.0025, f3: 10000000000.0, f4: 100000.0, f5: inf, f6: -inf, f7: nan, f8: 0.0, "
+                       "f9: -0.0, f10: 0.1, f11: 1.0, f12: 123456789.125, f13: 2.2250738585072014e-308, "
+                       "f14: 5e-324, f15: 1.7976931348623157e+308, f16: 0.0, "
+                       "s1: \"\", s2: \"a\\\"b\\\\c\\nd\\te\", s3: \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", "
+                       "s4: \"h\xc3\xa9llo \xe2\x82\xac\", s5: \"# not a comment\", s6: \"\\u0001\\u007f\", "
+                       "l1: [], l2: [1, -1, 2], l3: [9223372036854775807, -9223372036854775808]}\n"
+                       "}\n";
     char *s = roundtrip(text);
     ck_assert_str_eq(s, want);
     free(s);
@@ -513,9 +503,24 @@ END_TEST
 
 START_TEST(test_float_shortest) {
     /* Every printed float reads back to the same bits. */
-    static const double vals[] = {0.1, 0.2, 0.3, 1.0 / 3.0, 2.0 / 3.0, 1e-7, 123.456, 1e21, 1e22,
-                                  5e-324, 1.7976931348623157e308, 3.14159265358979, 100.0, -1.25,
-                                  6.02214076e23, 9007199254740993.0, 0.5, 1e100};
+    static const double vals[] = {0.1,
+                                  0.2,
+                                  0.3,
+                                  1.0 / 3.0,
+                                  2.0 / 3.0,
+                                  1e-7,
+                                  123.456,
+                                  1e21,
+                                  1e22,
+                                  5e-324,
+                                  1.7976931348623157e308,
+                                  3.14159265358979,
+                                  100.0,
+                                  -1.25,
+                                  6.02214076e23,
+                                  9007199254740993.0,
+                                  0.5,
+                                  1e100};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         cg_model *m;
         cg_graph *g;
@@ -538,15 +543,14 @@ START_TEST(test_float_shortest) {
 END_TEST
 
 START_TEST(test_shapes) {
-    const char *text =
-        "graph g {\n"
-        "  input s: f32[]\n"
-        "  input z: i32[0]\n"
-        "  input big: f32[1, 2, 3, 4, 5, 6, 7, 8]\n"
-        "  input sym: f32[batch.size, _T, 9223372036854775807]\n"
-        "  input kw: f32[inf, nan, graph, input, f32]\n"
-        "  output s\n"
-        "}\n";
+    const char *text = "graph g {\n"
+                       "  input s: f32[]\n"
+                       "  input z: i32[0]\n"
+                       "  input big: f32[1, 2, 3, 4, 5, 6, 7, 8]\n"
+                       "  input sym: f32[batch.size, _T, 9223372036854775807]\n"
+                       "  input kw: f32[inf, nan, graph, input, f32]\n"
+                       "  output s\n"
+                       "}\n";
     cg_model *m = parse(text);
     cg_graph *g = m->graphs[0];
     ck_assert_int_eq(val(g, "s")->ndim, 0);
@@ -571,20 +575,19 @@ END_TEST
 START_TEST(test_keywords_as_names) {
     /* graph/input/param/output are keywords only at the start of a statement
      * and only when not followed by ':', ',' or '='. */
-    const char *text =
-        "graph graph {\n"
-        "  input input: f32[]\n"
-        "  param param: f32[] = \"param\"\n"
-        "  input: output = id(input)\n"
-        "  graph, x = split(output) {input: 1, output: 2, graph: 3, param: 4}\n"
-        "  output: y = output(graph)\n"
-        "  output output, param, graph, y\n"
-        "}\n"
-        "graph input {\n"
-        "  input = f()\n"
-        "  param, output = g(input)\n"
-        "  output input, param, output\n"
-        "}\n";
+    const char *text = "graph graph {\n"
+                       "  input input: f32[]\n"
+                       "  param param: f32[] = \"param\"\n"
+                       "  input: output = id(input)\n"
+                       "  graph, x = split(output) {input: 1, output: 2, graph: 3, param: 4}\n"
+                       "  output: y = output(graph)\n"
+                       "  output output, param, graph, y\n"
+                       "}\n"
+                       "graph input {\n"
+                       "  input = f()\n"
+                       "  param, output = g(input)\n"
+                       "  output input, param, output\n"
+                       "}\n";
     cg_model *m = parse(text);
     cg_graph *g = m->graphs[0];
     ck_assert_str_eq(g->name, "graph");
@@ -612,16 +615,15 @@ START_TEST(test_quoted_names) {
     /* Names that are not identifiers (ONNX's onnx::Add_1, /enc/Add, 12) are
      * written `quoted`; a quoted keyword is a name; printing quotes exactly
      * the names that need it, and the text reads back the same. */
-    const char *text =
-        "graph `my graph` {\n"
-        "  input `x:0`: f32[`batch size`, 3]\n"
-        "  `/enc/Add`: `onnx::Add_1` = add(`x:0`, `x:0`)\n"
-        "  `12` = relu(`onnx::Add_1`)\n"
-        "  `output` = tanh(`a\\`b\\\\c`)\n"
-        "  `a\\`b\\\\c` = neg(`12`)\n"
-        "  output `output`, `12`, plain\n"
-        "  plain = neg(`output`)\n"
-        "}\n";
+    const char *text = "graph `my graph` {\n"
+                       "  input `x:0`: f32[`batch size`, 3]\n"
+                       "  `/enc/Add`: `onnx::Add_1` = add(`x:0`, `x:0`)\n"
+                       "  `12` = relu(`onnx::Add_1`)\n"
+                       "  `output` = tanh(`a\\`b\\\\c`)\n"
+                       "  `a\\`b\\\\c` = neg(`12`)\n"
+                       "  output `output`, `12`, plain\n"
+                       "  plain = neg(`output`)\n"
+                       "}\n";
     cg_model *m = parse(text);
     cg_graph *g = m->graphs[0];
     ck_assert_str_eq(g->name, "my graph");
@@ -642,27 +644,28 @@ START_TEST(test_quoted_names) {
     parse_err("graph g {\n  input `x: f32[2]\n}", "m.cg:2:9: unterminated quoted name");
     parse_err("graph g {\n  input ``: f32[2]\n}", "m.cg:2:9: empty quoted name");
     parse_err("graph g {\n  y = neg(`a\\qb`)\n}", "m.cg:2:13: invalid escape '\\q' in quoted name");
-    parse_err("graph g {\n  y = neg(`a\xff" "b`)\n}", "m.cg:2:13: invalid UTF-8 in quoted name");
+    parse_err("graph g {\n  y = neg(`a\xff"
+              "b`)\n}",
+              "m.cg:2:13: invalid UTF-8 in quoted name");
 }
 END_TEST
 
 START_TEST(test_forward_refs_and_shapes_of_statements) {
     /* Inputs are kept by name and not resolved: forward references and
      * undefined names are the verifier's business. Outputs may come first. */
-    const char *text =
-        "graph g {\n"
-        "  output c\n"
-        "  c = add(b, a)\n"
-        "  b = relu(a)\n"
-        "  a = f(undefined_thing, a)\n"
-        "  k = const()\n"
-        "  e = g() {v: 1}\n"
-        "}\n"
-        "graph one { input x: f32[] }\n"
-        "graph empty {}\n"
-        "graph two { output x }\n"
-        "graph three {\n"
-        "}";
+    const char *text = "graph g {\n"
+                       "  output c\n"
+                       "  c = add(b, a)\n"
+                       "  b = relu(a)\n"
+                       "  a = f(undefined_thing, a)\n"
+                       "  k = const()\n"
+                       "  e = g() {v: 1}\n"
+                       "}\n"
+                       "graph one { input x: f32[] }\n"
+                       "graph empty {}\n"
+                       "graph two { output x }\n"
+                       "graph three {\n"
+                       "}";
     cg_model *m = parse(text);
     ck_assert_int_eq(m->n_graphs, 5);
     cg_graph *g = m->graphs[0];
@@ -677,40 +680,38 @@ START_TEST(test_forward_refs_and_shapes_of_statements) {
     ck_assert_int_eq(m->graphs[3]->n_outputs, 1);
     cg_model_free(m);
     char *s = roundtrip(text);
-    ck_assert_str_eq(s,
-                     "graph g {\n"
-                     "  c = add(b, a)\n"
-                     "  b = relu(a)\n"
-                     "  a = f(undefined_thing, a)\n"
-                     "  k = const()\n"
-                     "  e = g() {v: 1}\n"
-                     "  output c\n"
-                     "}\n"
-                     "\n"
-                     "graph one {\n"
-                     "  input x: f32[]\n"
-                     "}\n"
-                     "\n"
-                     "graph empty {\n"
-                     "}\n"
-                     "\n"
-                     "graph two {\n"
-                     "  output x\n"
-                     "}\n"
-                     "\n"
-                     "graph three {\n"
-                     "}\n");
+    ck_assert_str_eq(s, "graph g {\n"
+                        "  c = add(b, a)\n"
+                        "  b = relu(a)\n"
+                        "  a = f(undefined_thing, a)\n"
+                        "  k = const()\n"
+                        "  e = g() {v: 1}\n"
+                        "  output c\n"
+                        "}\n"
+                        "\n"
+                        "graph one {\n"
+                        "  input x: f32[]\n"
+                        "}\n"
+                        "\n"
+                        "graph empty {\n"
+                        "}\n"
+                        "\n"
+                        "graph two {\n"
+                        "  output x\n"
+                        "}\n"
+                        "\n"
+                        "graph three {\n"
+                        "}\n");
     free(s);
 }
 END_TEST
 
 START_TEST(test_node_names) {
-    const char *text =
-        "graph g {\n"
-        "  y: y = relu(x)\n"            /* same as the default: not printed */
-        "  n.1: a, b = split(y)\n"
-        "  _: c = id(a)\n"
-        "}\n";
+    const char *text = "graph g {\n"
+                       "  y: y = relu(x)\n" /* same as the default: not printed */
+                       "  n.1: a, b = split(y)\n"
+                       "  _: c = id(a)\n"
+                       "}\n";
     cg_model *m = parse(text);
     cg_graph *g = m->graphs[0];
     ck_assert_str_eq(g->nodes[0]->name, "y");
@@ -721,12 +722,11 @@ START_TEST(test_node_names) {
     ck_assert_str_eq(g->nodes[2]->name, "_");
     cg_model_free(m);
     char *s = roundtrip(text);
-    ck_assert_str_eq(s,
-                     "graph g {\n"
-                     "  y = relu(x)\n"
-                     "  n.1: a, b = split(y)\n"
-                     "  _: c = id(a)\n"
-                     "}\n");
+    ck_assert_str_eq(s, "graph g {\n"
+                        "  y = relu(x)\n"
+                        "  n.1: a, b = split(y)\n"
+                        "  _: c = id(a)\n"
+                        "}\n");
     free(s);
 }
 END_TEST
@@ -845,11 +845,10 @@ START_TEST(test_every_dtype) {
     char text[2048] = "graph g {\n";
     size_t u = strlen(text);
     for (int i = 0; i < 8; i++)
-        u += (size_t)snprintf(text + u, sizeof text - u, "  input x_%s: %s[B, %d]\n", dts[i].name,
-                              dts[i].name, i);
+        u += (size_t)snprintf(text + u, sizeof text - u, "  input x_%s: %s[B, %d]\n", dts[i].name, dts[i].name, i);
     for (int i = 0; i < 8; i++)
-        u += (size_t)snprintf(text + u, sizeof text - u, "  param w_%s: %s[%d] = \"%s.weight\"\n",
-                              dts[i].name, dts[i].name, i + 1, dts[i].name);
+        u += (size_t)snprintf(text + u, sizeof text - u, "  param w_%s: %s[%d] = \"%s.weight\"\n", dts[i].name,
+                              dts[i].name, i + 1, dts[i].name);
     snprintf(text + u, sizeof text - u, "  output x_f32\n}\n");
     char *s = roundtrip(text);
     ck_assert_str_eq(s, text); /* already canonical */
@@ -905,13 +904,10 @@ START_TEST(test_errors_decls) {
     parse_err("graph g {\n  input x: [2]\n}", "m.cg:2:12: expected a type such as f32[2, 3], got '['");
     parse_err("graph g {\n  input x: f32[B x]\n}", "m.cg:2:18: expected ']' or ',' in shape, got 'x'");
     parse_err("graph g {\n  input x: f32 2]\n}", "m.cg:2:16: expected '[' after the dtype, got '2'");
-    parse_err("graph g {\n  input x: f32[2,]\n}",
-              "m.cg:2:18: expected a dimension (integer or symbol), got ']'");
-    parse_err("graph g {\n  input x: f32[2.5]\n}",
-              "m.cg:2:16: expected a dimension (integer or symbol), got '2.5'");
+    parse_err("graph g {\n  input x: f32[2,]\n}", "m.cg:2:18: expected a dimension (integer or symbol), got ']'");
+    parse_err("graph g {\n  input x: f32[2.5]\n}", "m.cg:2:16: expected a dimension (integer or symbol), got '2.5'");
     parse_err("graph g {\n  input x: f32[-1]\n}", "m.cg:2:16: dimension must be >= 0, got -1");
-    parse_err("graph g {\n  input x: f32[1,2,3,4,5,6,7,8,9]\n}",
-              "m.cg:2:32: too many dimensions (at most 8)");
+    parse_err("graph g {\n  input x: f32[1,2,3,4,5,6,7,8,9]\n}", "m.cg:2:32: too many dimensions (at most 8)");
     parse_err("graph g {\n  input x: f32[2\n", "m.cg:3:1: expected ']' or ',' in shape, got end of file");
     parse_err("graph g {\n  input x: f32[2] y\n}", "m.cg:2:19: expected end of line after the statement, got 'y'");
     parse_err("graph g {\n  input x f32[]\n}", "m.cg:2:11: expected ':' after the input name, got 'f32'");
@@ -964,8 +960,7 @@ START_TEST(test_errors_nodes) {
     parse_err("graph g {\n  y = f(x)\n  {a: 1}\n}", "m.cg:3:3: expected a statement, got '{'");
     parse_err("graph g {\n  y = f(x", "m.cg:2:10: expected ')' or ',' in inputs, got end of file");
     parse_err("graph g {\n  y = f(\n", "m.cg:3:1: expected an input name, got end of file");
-    parse_err("graph g {\n  y = f(((((((((((((((((((((((((((((((((((\n}",
-              "m.cg:2:9: expected an input name, got '('");
+    parse_err("graph g {\n  y = f(((((((((((((((((((((((((((((((((((\n}", "m.cg:2:9: expected an input name, got '('");
 }
 END_TEST
 
@@ -979,13 +974,17 @@ START_TEST(test_errors_attrs) {
     parse_err("graph g {\n  y = f(x) {a: 1,,}\n}", "m.cg:2:18: expected an attribute name, got ','");
     parse_err("graph g {\n  y = f(x) {1: 2}\n}", "m.cg:2:13: expected an attribute name, got '1'");
     parse_err("graph g {\n  y = f(x) {\"a\": 2}\n}", "m.cg:2:13: expected an attribute name, got a string");
-    parse_err("graph g {\n  y = f(x) {a: [1, 2.5]}\n}", "m.cg:2:20: expected an integer or a dim name in the list, got '2.5'");
+    parse_err("graph g {\n  y = f(x) {a: [1, 2.5]}\n}",
+              "m.cg:2:20: expected an integer or a dim name in the list, got '2.5'");
     parse_err("graph g {\n  y = f(x) {a: [1 2]}\n}", "m.cg:2:19: expected ']' or ',' in the list, got '2'");
     parse_err("graph g {\n  y = f(x) {a: [,]}\n}", "m.cg:2:17: expected an integer or a dim name in the list, got ','");
-    parse_err("graph g {\n  y = f(x) {a: [[1]]}\n}", "m.cg:2:17: expected an integer or a dim name in the list, got '['");
-    parse_err("graph g {\n  y = f(x) {a: [\"s\"]}\n}", "m.cg:2:17: expected an integer or a dim name in the list, got a string");
+    parse_err("graph g {\n  y = f(x) {a: [[1]]}\n}",
+              "m.cg:2:17: expected an integer or a dim name in the list, got '['");
+    parse_err("graph g {\n  y = f(x) {a: [\"s\"]}\n}",
+              "m.cg:2:17: expected an integer or a dim name in the list, got a string");
     parse_err("graph g {\n  y = f(x) {a: 1", "m.cg:2:17: expected '}' or ',' in attributes, got end of file");
-    parse_err("graph g {\n  y = f(x) {a: [1,\n", "m.cg:3:1: expected an integer or a dim name in the list, got end of file");
+    parse_err("graph g {\n  y = f(x) {a: [1,\n",
+              "m.cg:3:1: expected an integer or a dim name in the list, got end of file");
     parse_err("graph g {\n  y = f(x) {a: {}}\n}", "m.cg:2:16: expected an attribute value, got '{'");
 }
 END_TEST
@@ -1037,8 +1036,7 @@ START_TEST(test_errors_strings) {
               "m.cg:2:16: invalid \\u escape in string (expected 4 hex digits)");
     parse_err("graph g {\n  y = f() {s: \"ab\\u0000\"}\n}", "m.cg:2:18: \\u0000 is not allowed in a string");
     parse_err("graph g {\n  y = f() {s: \"\\ud800x\"}\n}", "m.cg:2:16: unpaired surrogate '\\uD800' in string");
-    parse_err("graph g {\n  y = f() {s: \"\\ud800\\u0041\"}\n}",
-              "m.cg:2:16: unpaired surrogate '\\uD800' in string");
+    parse_err("graph g {\n  y = f() {s: \"\\ud800\\u0041\"}\n}", "m.cg:2:16: unpaired surrogate '\\uD800' in string");
     parse_err("graph g {\n  y = f() {s: \"\\udc00\"}\n}", "m.cg:2:16: unpaired surrogate '\\uDC00' in string");
     parse_err("graph g {\n  y = f() {s: \"\\ud800", "m.cg:2:16: unpaired surrogate '\\uD800' in string");
     parse_err_len("graph g {\n  y = f() {s: \"a\0b\"}\n}", 32, "m.cg:2:17: NUL byte in string");
@@ -1321,13 +1319,12 @@ START_TEST(test_builder_params_after_nodes) {
     const char *out2[] = {"y", "x"};
     ck_assert_int_eq(cg_graph_set_outputs(g, 2, out2), CG_OK);
     char *s = print(m);
-    ck_assert_str_eq(s,
-                     "graph g {\n"
-                     "  input x: f32[]\n"
-                     "  param w: f32[4, 4] = \"weights/w:0\"\n"
-                     "  mm: y = matmul(w, x)\n"
-                     "  output y, x\n"
-                     "}\n");
+    ck_assert_str_eq(s, "graph g {\n"
+                        "  input x: f32[]\n"
+                        "  param w: f32[4, 4] = \"weights/w:0\"\n"
+                        "  mm: y = matmul(w, x)\n"
+                        "  output y, x\n"
+                        "}\n");
     char *s2 = roundtrip(s);
     ck_assert_str_eq(s, s2);
     free(s);
@@ -1352,7 +1349,8 @@ START_TEST(test_builder_errors) {
     ck_assert_int_eq(cg_model_add_graph(m, NULL, &g2), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "cg_model_add_graph: invalid graph name '(null)'");
     ck_assert_int_eq(cg_model_add_graph(m, "a b\xc0\x80", &g2), CG_ERR_INVALID_ARGUMENT);
-    ck_assert_str_eq(cg_last_error(), "cg_model_add_graph: invalid graph name 'a b?" "?'");
+    ck_assert_str_eq(cg_last_error(), "cg_model_add_graph: invalid graph name 'a b?"
+                                      "?'");
     ck_assert_int_eq(cg_model_add_graph(NULL, "h", &g2), CG_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(cg_model_add_graph(m, "0123456789012345678901234567890123456789012345678901234567890\xff", &g2),
                      CG_ERR_INVALID_ARGUMENT);
@@ -1504,12 +1502,11 @@ START_TEST(test_builder_strings_roundtrip) {
     cg_dim d[] = {CG_DIM(3)};
     ck_assert_int_eq(cg_graph_add_param(g, "w", "a \"quoted\" \\ name\n", CG_F32, 1, d), CG_OK);
     char *s = print(m);
-    ck_assert_str_eq(s,
-                     "graph g {\n"
-                     "  param w: f32[3] = \"a \\\"quoted\\\" \\\\ name\\n\"\n"
-                     "  y = f() {s: \"\\u0001\\u0002\\u001f\\u007f\\u000d\\n\\t\\\"\\\\ "
-                     "\xe6\x97\xa5\xf0\x9f\x98\x80 #\", a: nan, b: -inf, c: -0.0}\n"
-                     "}\n");
+    ck_assert_str_eq(s, "graph g {\n"
+                        "  param w: f32[3] = \"a \\\"quoted\\\" \\\\ name\\n\"\n"
+                        "  y = f() {s: \"\\u0001\\u0002\\u001f\\u007f\\u000d\\n\\t\\\"\\\\ "
+                        "\xe6\x97\xa5\xf0\x9f\x98\x80 #\", a: nan, b: -inf, c: -0.0}\n"
+                        "}\n");
     cg_model *m2 = parse(s);
     ck_assert_str_eq(m2->graphs[0]->nodes[0]->attrs[0].s, s1);
     ck_assert_str_eq(m2->graphs[0]->values[0].weight, "a \"quoted\" \\ name\n");
@@ -1664,6 +1661,4 @@ static Suite *parse_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run_suite(parse_suite(), 0);
-}
+int main(void) { return tu_run_suite(parse_suite(), 0); }

@@ -29,7 +29,8 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
         char dev[64];
         int pass, fail, unsup, err, total;
         ck_assert_int_eq(sscanf(l, "clgraph onnx-test: %63[^ ] %d passed, %d failed, %d unsupported, %d errors (of %d)",
-                                dev, &pass, &fail, &unsup, &err, &total), 6);
+                                dev, &pass, &fail, &unsup, &err, &total),
+                         6);
         ck_assert_msg(pass >= min_pass, "%s %s: %d passed", dir, dev, pass);
         ck_assert_int_eq(fail, 0);
         ck_assert_int_eq(err, 0);
@@ -93,9 +94,11 @@ START_TEST(import_fuses_exporter_idioms) {
     ck_assert_msg(tu_run_cli(args, NULL, NULL) == 0, "%s", tu_err);
     ck_assert_msg(strstr(tu_out, "`/0/Add_output_0` = linear(x, ") != NULL, "%s", tu_out);
     ck_assert_msg(strstr(tu_out, "`/1/Add_1_output_0` = layer_norm(`/0/Add_output_0`, `1.weight`, `1.bias`) "
-                                 "{axis: 2, epsilon: 9.99999975e-06}\n") != NULL, "%s", tu_out);
+                                 "{axis: 2, epsilon: 9.99999975e-06}\n") != NULL,
+                  "%s", tu_out);
     ck_assert_msg(strstr(tu_out, "reduce_mean") == NULL && strstr(tu_out, "sqrt") == NULL &&
-                  strstr(tu_out, "MatMul_output_0") == NULL, "%s", tu_out);
+                      strstr(tu_out, "MatMul_output_0") == NULL,
+                  "%s", tu_out);
 }
 END_TEST
 
@@ -287,7 +290,8 @@ START_TEST(import_refuses_fixed_data) {
     const char *args[] = {"import", model, "--input", cmd, NULL};
     ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
     tu_assert_one_line((const char *const[]){"fixed_and_data.onnx: input 'shape' is used both where its value must be "
-                                             "known at import (a shape, a count) and as data", NULL});
+                                             "known at import (a shape, a count) and as data",
+                                             NULL});
 }
 END_TEST
 
@@ -311,7 +315,8 @@ START_TEST(import_folds_given_shape) {
     /* without the value, the node says what it needs */
     const char *bare[] = {"check", NODE "/test_reshape_reduced_dims/model.onnx", NULL};
     ck_assert_int_eq(tu_run_cli(bare, NULL, NULL), 1);
-    tu_assert_one_line((const char *const[]){"model.onnx: node '' (Reshape, #0): input 1 (shape) ('shape') must be known at import", NULL});
+    tu_assert_one_line((const char *const[]){
+        "model.onnx: node '' (Reshape, #0): input 1 (shape) ('shape') must be known at import", NULL});
 }
 END_TEST
 
@@ -349,7 +354,7 @@ static const char *deep_model(const char *name, int graphs) {
     size_t *len = malloc(sizeof *len * (size_t)n);
     unsigned char *buf = malloc((size_t)n * 6);
     ck_assert(tag && len && buf);
-    tag[0] = 7 << 3 | 2; /* ModelProto.graph */
+    tag[0] = 7 << 3 | 2;        /* ModelProto.graph */
     for (int i = 1; i < n; i++) /* GraphProto.node, NodeProto.attribute, AttributeProto.g */
         tag[i] = (unsigned char)((i % 3 == 1 ? 1 : i % 3 == 2 ? 5 : 6) << 3 | 2);
     len[n - 1] = 0;
@@ -380,8 +385,10 @@ START_TEST(bad_files) {
     free(bytes);
     const char *a1[] = {"check", cut, NULL};
     ck_assert_int_eq(tu_run_cli(a1, NULL, NULL), 1);
-    tu_assert_one_line((const char *const[]){"cut.onnx: not an ONNX model (the file does not parse as an ONNX ModelProto: truncated or "
-                       "corrupt)", NULL});
+    tu_assert_one_line((const char *const[]){
+        "cut.onnx: not an ONNX model (the file does not parse as an ONNX ModelProto: truncated or "
+        "corrupt)",
+        NULL});
     const char *a2[] = {"check", tu_path("none.onnx"), NULL};
     ck_assert_int_eq(tu_run_cli(a2, NULL, NULL), 1);
     tu_assert_one_line((const char *const[]){"none.onnx: cannot open", NULL});
@@ -391,7 +398,8 @@ START_TEST(bad_files) {
     tu_assert_one_line((const char *const[]){"empty.onnx: the ONNX model has no graph", NULL});
     const char *a4[] = {"import", NODE "/test_det_2d/model.onnx", NULL};
     ck_assert_int_eq(tu_run_cli(a4, NULL, NULL), 1);
-    tu_assert_one_line((const char *const[]){"test_det_2d/model.onnx: node '' (Det, #0): operator Det is not supported", NULL});
+    tu_assert_one_line(
+        (const char *const[]){"test_det_2d/model.onnx: node '' (Det, #0): operator Det is not supported", NULL});
     /* 3,000 graphs nested in attributes (30 KB) overflowed protobuf-c's
      * stack; refused from a walk of the wire format. 33 still unpack. */
     const char *deep = deep_model("deep.onnx", 3000);

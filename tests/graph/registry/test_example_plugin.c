@@ -53,8 +53,7 @@ static cg_tensor *rand_tensor(int ndim, const int64_t *dims, float lo, float hi)
 }
 
 /* The definition, written out plainly in double precision. */
-static void reference(const float *x, const float *g, const float *b, int64_t rows, int64_t n,
-                      double eps, double *y) {
+static void reference(const float *x, const float *g, const float *b, int64_t rows, int64_t n, double eps, double *y) {
     for (int64_t r = 0; r < rows; r++) {
         double mean = 0, var = 0;
         for (int64_t i = 0; i < n; i++) mean += x[r * n + i];
@@ -71,17 +70,16 @@ static void reference(const float *x, const float *g, const float *b, int64_t ro
 /* Parses `text` (graph "g" with inputs x and optionally g, b), runs it on
  * `device` (NULL: the CPU) with x [rows..., n], and compares y with the
  * reference within `tol` (absolute + relative). */
-static void run_case(cg_context *ctx, const char *text, const char *device, int n_in, int x_ndim,
-                     const int64_t *x_dims, double eps, double tol) {
+static void run_case(cg_context *ctx, const char *text, const char *device, int n_in, int x_ndim, const int64_t *x_dims,
+                     double eps, double tol) {
     cg_model *m;
     cg_plan *p;
-    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "ln.cg", &m) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "ln.cg", &m) == CG_OK, "%s", cg_last_error());
     ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
     cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = device};
     ck_assert_msg(cg_plan_create(m, "g", &opt, &p) == CG_OK, "%s", cg_last_error());
-    ck_assert_msg(!strncmp(cg_plan_device(p), device ? "opencl" : "cpu", device ? 6 : 3),
-                  "plan runs on %s", cg_plan_device(p));
+    ck_assert_msg(!strncmp(cg_plan_device(p), device ? "opencl" : "cpu", device ? 6 : 3), "plan runs on %s",
+                  cg_plan_device(p));
 
     int64_t n = x_dims[x_ndim - 1], rows = 1;
     for (int i = 0; i + 1 < x_ndim; i++) rows *= x_dims[i];
@@ -101,9 +99,8 @@ static void run_case(cg_context *ctx, const char *text, const char *device, int 
     const float *got = cg_tensor_data_const(y);
     for (int64_t i = 0; i < rows * n; i++)
         ck_assert_msg(fabs(got[i] - want[i]) <= tol + tol * fabs(want[i]),
-                      "%s, x [%lld rows, %lld], element %lld: got %.9g, want %.9g",
-                      device ? device : "cpu", (long long)rows, (long long)n, (long long)i,
-                      (double)got[i], want[i]);
+                      "%s, x [%lld rows, %lld], element %lld: got %.9g, want %.9g", device ? device : "cpu",
+                      (long long)rows, (long long)n, (long long)i, (double)got[i], want[i]);
     free(want);
     for (int i = 0; i < 3; i++) cg_tensor_free(in[i]);
     cg_tensor_free(y);
@@ -111,14 +108,13 @@ static void run_case(cg_context *ctx, const char *text, const char *device, int 
     cg_model_free(m);
 }
 
-static const char *const affine_graph =
-    "graph g {\n"
-    "  input x: f32[B, N]\n"
-    "  input g: f32[N]\n"
-    "  input b: f32[N]\n"
-    "  y = %s(x, g, b) {eps: 0.001}\n"
-    "  output y\n"
-    "}\n";
+static const char *const affine_graph = "graph g {\n"
+                                        "  input x: f32[B, N]\n"
+                                        "  input g: f32[N]\n"
+                                        "  input b: f32[N]\n"
+                                        "  y = %s(x, g, b) {eps: 0.001}\n"
+                                        "  output y\n"
+                                        "}\n";
 
 /* ---- tests ---- */
 
@@ -195,8 +191,7 @@ static void verify_fails(cg_context *ctx, const char *body, const char *want) {
              "  input s: f32[]\n  %s\n  output y\n}\n",
              body);
     cg_model *m;
-    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "bad.cg", &m) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "bad.cg", &m) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_model_verify(m), CG_ERR_VERIFY);
     ck_assert_msg(strstr(cg_last_error(), want) != NULL, "'%s' lacks '%s'", cg_last_error(), want);
     cg_model_free(m);
@@ -248,8 +243,7 @@ START_TEST(decomposition_matches_reference) {
     decomposed_def.name = "layer_norm_decomposed";
     decomposed_def.kernels = NULL;
     decomposed_def.n_kernels = 0;
-    ck_assert_msg(cg_registry_add_plugin(ctx, &decomposed_desc, "<test>", NULL) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_registry_add_plugin(ctx, &decomposed_desc, "<test>", NULL) == CG_OK, "%s", cg_last_error());
     char text[512];
     snprintf(text, sizeof text, affine_graph, "layer_norm_decomposed");
     const int64_t widths[] = {1, 3, 17}, batches[] = {1, 3, 17};
@@ -346,8 +340,8 @@ START_TEST(state_from_weights) {
     reference(cg_tensor_data_const(x), cg_tensor_data_const(g), cg_tensor_data_const(b), rows, n, 0.001, want);
     const float *got = cg_tensor_data_const(y);
     for (int64_t i = 0; i < rows * n; i++)
-        ck_assert_msg(fabs(got[i] - want[i]) <= 1e-4 + 1e-4 * fabs(want[i]), "%s element %lld: %.9g, want %.9g",
-                      device, (long long)i, (double)got[i], want[i]);
+        ck_assert_msg(fabs(got[i] - want[i]) <= 1e-4 + 1e-4 * fabs(want[i]), "%s element %lld: %.9g, want %.9g", device,
+                      (long long)i, (double)got[i], want[i]);
     free(want);
     cg_tensor_free(x);
     cg_tensor_free(y);

@@ -67,8 +67,13 @@ START_TEST(test_call_accessors) {
     memset(at, 0, sizeof at);
     for (int i = 0; i < 3; i++) in[i].d.dims[0] = 10 + i;
     for (int i = 0; i < 4; i++) at[i].a.i = 100 + i;
-    cg_op_call call = {.struct_size = sizeof call, .n_inputs = 3, .n_outputs = 2, .inputs = &in[0].d,
-                       .outputs = &out[0].d, .attrs = &at[0].a, .attr_size = sizeof(grown_attr),
+    cg_op_call call = {.struct_size = sizeof call,
+                       .n_inputs = 3,
+                       .n_outputs = 2,
+                       .inputs = &in[0].d,
+                       .outputs = &out[0].d,
+                       .attrs = &at[0].a,
+                       .attr_size = sizeof(grown_attr),
                        .desc_size = sizeof(grown_desc)};
     for (int i = 0; i < 3; i++) ck_assert_int_eq(CG_CALL_INPUT(&call, i)->dims[0], 10 + i);
     for (int i = 0; i < 4; i++) ck_assert_int_eq(CG_CALL_ATTR(&call, i)->i, 100 + i);
@@ -123,8 +128,7 @@ END_TEST
 /* A safetensors file with one f32 tensor "w" of n values. */
 static const char *write_weights(const float *w, int n) {
     char hdr[256];
-    int len = snprintf(hdr, sizeof hdr, "{\"w\":{\"dtype\":\"F32\",\"shape\":[%d],\"data_offsets\":[0,%d]}}", n,
-                       n * 4);
+    int len = snprintf(hdr, sizeof hdr, "{\"w\":{\"dtype\":\"F32\",\"shape\":[%d],\"data_offsets\":[0,%d]}}", n, n * 4);
     while (len % 8) hdr[len++] = ' ';
     size_t total = 8 + (size_t)len + (size_t)n * 4;
     unsigned char *buf = malloc(total);

@@ -84,8 +84,8 @@ START_TEST(huge_workspace_refused) {
     ck_assert_int_eq(cg_plan_run(p, 1, names, &x, 1, &y), CG_ERR_NO_MEMORY);
     ck_assert_ptr_null(y);
     const char *e = cg_last_error();
-    ck_assert_msg(strstr(e, "p.cg:3:3: ") && strstr(e, "square_plus 'y': the kernel asks for a workspace of "),
-                  "%s", e);
+    ck_assert_msg(strstr(e, "p.cg:3:3: ") && strstr(e, "square_plus 'y': the kernel asks for a workspace of "), "%s",
+                  e);
     cg_tensor_free(x);
     cg_plan_free(p);
     cg_model_free(m);
@@ -110,8 +110,7 @@ static void expect_fail(const char *variant, const char *const *needles) {
     ck_assert_int_eq(cg_context_load_plugin(ctx, path), CG_ERR_PLUGIN);
     const char *e = cg_last_error();
     ck_assert_msg(strstr(e, path) == e, "message does not start with the path: %s", e);
-    for (int i = 0; needles[i]; i++)
-        ck_assert_msg(strstr(e, needles[i]) != NULL, "'%s' not in: %s", needles[i], e);
+    for (int i = 0; needles[i]; i++) ck_assert_msg(strstr(e, needles[i]) != NULL, "'%s' not in: %s", needles[i], e);
     ck_assert_uint_eq(cg_context_op_count(ctx), before); /* nothing half-registered */
     cg_context_free(ctx);
 }
@@ -236,8 +235,8 @@ START_TEST(not_a_library) {
     ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     ck_assert_int_eq(cg_context_load_plugin(ctx, path), CG_ERR_PLUGIN);
     /* dlerror() text is passed on. */
-    ck_assert_msg(strstr(cg_last_error(), "cannot load plugin:") && strstr(cg_last_error(), "invalid ELF header"),
-                  "%s", cg_last_error());
+    ck_assert_msg(strstr(cg_last_error(), "cannot load plugin:") && strstr(cg_last_error(), "invalid ELF header"), "%s",
+                  cg_last_error());
     ck_assert_int_eq(cg_context_load_plugin(ctx, "/nonexistent/libx.so"), CG_ERR_PLUGIN);
     ck_assert_msg(strstr(cg_last_error(), "/nonexistent/libx.so: cannot load plugin:") &&
                       strstr(cg_last_error(), "No such file"),

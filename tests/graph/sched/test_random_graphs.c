@@ -176,7 +176,8 @@ static void generate(gen *g, uint64_t seed) {
     tmp_id = 0;
     rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
     put(g, "graph g {\n  input x: f32[B, %d]\n  input y: f32[B, %d]\n", F, F);
-    for (int i = 0; i < 3; i++) put(g, "  param w%d: f32[%d, %d] = \"w%d\"\n  param bias%d: f32[%d] = \"b%d\"\n", i, F, F, i, i, F, i);
+    for (int i = 0; i < 3; i++)
+        put(g, "  param w%d: f32[%d, %d] = \"w%d\"\n  param bias%d: f32[%d] = \"b%d\"\n", i, F, F, i, i, F, i);
     put(g, "  param gamma: f32[%d] = \"gamma\"\n  param beta: f32[%d] = \"beta\"\n", F, F);
     put(g, "  n%d: v0 = add(x, bias0)\n", g->n_nodes++);
     put(g, "  n%d: v1 = mul(y, gamma)\n", g->n_nodes++);
@@ -244,12 +245,12 @@ static void random_place(const gen *g, int n_dev, char names[][16], char *out, s
 /* Plans the graph with (device, place), runs batch 3, 5, 3 and compares:
  * the two batch-3 runs bit for bit, the first with the reference (when
  * given) within tolerance. Returns the first run's outputs in `keep`. */
-static void check_plan(cg_model *m, const gen *g, uint64_t seed, const char *device, const char *place,
-                       cg_tensor **ref, cg_tensor **keep) {
+static void check_plan(cg_model *m, const gen *g, uint64_t seed, const char *device, const char *place, cg_tensor **ref,
+                       cg_tensor **keep) {
     cg_plan_options o = {.struct_size = sizeof(cg_plan_options), .device = device, .place = place};
     cg_plan *p = NULL;
-    ck_assert_msg(cg_plan_create(m, "g", &o, &p) == CG_OK, "seed %llu %s %s: %s\n%s", (unsigned long long)seed,
-                  device, place ? place : "", cg_last_error(), g->text);
+    ck_assert_msg(cg_plan_create(m, "g", &o, &p) == CG_OK, "seed %llu %s %s: %s\n%s", (unsigned long long)seed, device,
+                  place ? place : "", cg_last_error(), g->text);
     cg_tensor *r1[8] = {0}, *r2[8] = {0}, *r3[8] = {0};
     const char *what = place && *place ? place : device;
     ck_assert_msg(run_batch(p, 3, seed, g->n_out, r1) == CG_OK, "seed %llu on %s: %s\n%s", (unsigned long long)seed,
@@ -263,8 +264,8 @@ static void check_plan(cg_model *m, const gen *g, uint64_t seed, const char *dev
                   what, cg_last_error(), g->text);
     for (int k = 0; k < g->n_out; k++) {
         ck_assert_msg(same_bits(r1[k], r2[k]) && same_bits(r1[k], r3[k]),
-                      "seed %llu on %s: output %s differs between runs of one plan\n%s", (unsigned long long)seed,
-                      what, g->outs[k], g->text);
+                      "seed %llu on %s: output %s differs between runs of one plan\n%s", (unsigned long long)seed, what,
+                      g->outs[k], g->text);
         if (!ref) continue;
         const float *a = cg_tensor_data_const(r1[k]), *b = cg_tensor_data_const(ref[k]);
         for (int64_t i = 0; i < cg_tensor_numel(r1[k]); i++) {

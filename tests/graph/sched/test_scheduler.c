@@ -233,8 +233,8 @@ static void register_copy(const cg_op_def *src, const char *name, int cpu_kernel
             }
     ck_assert(!cpu_kernel || defs[n].n_kernels == 1);
     ptrs[n] = &defs[n];
-    descs[n] = (cg_plugin_desc){sizeof(cg_plugin_desc), CG_PLUGIN_ABI_MAJOR, CG_PLUGIN_ABI_MINOR,
-                                names[n], "test", NULL, &ptrs[n], 1};
+    descs[n] = (cg_plugin_desc){
+        sizeof(cg_plugin_desc), CG_PLUGIN_ABI_MAJOR, CG_PLUGIN_ABI_MINOR, names[n], "test", NULL, &ptrs[n], 1};
     ck_assert_msg(cg_registry_add_plugin(ctx, &descs[n], "<test>", NULL) == CG_OK, "%s", cg_last_error());
     n++;
 }
@@ -294,15 +294,19 @@ START_TEST(gru_encoder_same_everywhere) {
     };
     /* Where enc_rnn and bridge must run under each placement ("" = any). */
     static const char *const want[][2] = {
-        {"cpu", "cpu"},           {"opencl:0", "opencl:0"}, {"opencl:1", "opencl:1"}, {"opencl:0", "cpu"},
-        {"opencl:1", "cpu"},      {"opencl:0", "opencl:1"}, {"", ""},
+        {"cpu", "cpu"},
+        {"opencl:0", "opencl:0"},
+        {"opencl:1", "opencl:1"},
+        {"opencl:0", "cpu"},
+        {"opencl:1", "cpu"},
+        {"opencl:0", "opencl:1"},
+        {"", ""},
     };
     cg_tensor *cpu_out[2] = {NULL, NULL};
     for (size_t i = 0; i < sizeof pl / sizeof pl[0]; i++) {
         cg_plan *p = make_plan(g.md.m, "encoder", pl[i].device, pl[i].place);
         cg_tensor *out[2];
-        ck_assert_msg(cg_plan_run(p, 2, gru_in_names, g.in, 2, out) == CG_OK, "placement %zu: %s", i,
-                      cg_last_error());
+        ck_assert_msg(cg_plan_run(p, 2, gru_in_names, g.in, 2, out) == CG_OK, "placement %zu: %s", i, cg_last_error());
         for (int k = 0; k < 2; k++) {
             double d = max_diff(out[k], g.expected[k]);
             ck_assert_msg(d <= 1e-5, "placement %zu (%s / %s): output %d differs from PyTorch by %g", i,
@@ -314,8 +318,8 @@ START_TEST(gru_encoder_same_everywhere) {
         }
         char *t = describe(p, "B=3,S=7", 0);
         if (want[i][0][0]) {
-            ck_assert_msg(!strcmp(tu_plan_step_device(t, "enc_rnn"), want[i][0]), "placement %zu: enc_rnn on '%s'\n%s", i,
-                          tu_plan_step_device(t, "enc_rnn"), t);
+            ck_assert_msg(!strcmp(tu_plan_step_device(t, "enc_rnn"), want[i][0]), "placement %zu: enc_rnn on '%s'\n%s",
+                          i, tu_plan_step_device(t, "enc_rnn"), t);
             ck_assert_msg(!strcmp(tu_plan_step_device(t, "bridge"), want[i][1]), "placement %zu: bridge on '%s'\n%s", i,
                           tu_plan_step_device(t, "bridge"), t);
         }
@@ -343,24 +347,23 @@ END_TEST
 
 /* ---- (b) a small graph mixing matmul, linear, softmax, elementwise, concat */
 
-static const char mix_text[] =
-    "graph mix {\n"
-    "  input x: f32[B, 6]\n"
-    "  input y: f32[B, 6]\n"
-    "  param w1: f32[8, 6] = \"w1\"\n"
-    "  param b1: f32[8] = \"b1\"\n"
-    "  param w2: f32[8, 5] = \"w2\"\n"
-    "  l1: h = linear(x, w1, b1)\n"
-    "  t = tanh(h)\n"
-    "  m = matmul(t, w2)\n"
-    "  p = softmax(m) {axis: -1}\n"
-    "  s = sigmoid(y)\n"
-    "  c = concat(p, s) {axis: 1}\n"
-    "  q = mul(c, c)\n"
-    "  r = add(q, c)\n"
-    "  z = neg(r)\n"
-    "  output c, z, t\n"
-    "}\n";
+static const char mix_text[] = "graph mix {\n"
+                               "  input x: f32[B, 6]\n"
+                               "  input y: f32[B, 6]\n"
+                               "  param w1: f32[8, 6] = \"w1\"\n"
+                               "  param b1: f32[8] = \"b1\"\n"
+                               "  param w2: f32[8, 5] = \"w2\"\n"
+                               "  l1: h = linear(x, w1, b1)\n"
+                               "  t = tanh(h)\n"
+                               "  m = matmul(t, w2)\n"
+                               "  p = softmax(m) {axis: -1}\n"
+                               "  s = sigmoid(y)\n"
+                               "  c = concat(p, s) {axis: 1}\n"
+                               "  q = mul(c, c)\n"
+                               "  r = add(q, c)\n"
+                               "  z = neg(r)\n"
+                               "  output c, z, t\n"
+                               "}\n";
 
 static float mix_w1[8 * 6], mix_b1[8], mix_w2[8 * 5];
 
@@ -410,8 +413,8 @@ static void mix_run_check(cg_plan *p, int64_t B, uint32_t seed, int into, const 
         ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d11, &out[0]), CG_OK);
         ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d11, &out[1]), CG_OK);
         ck_assert_int_eq(cg_tensor_create(CG_F32, 2, d8, &out[2]), CG_OK);
-        ck_assert_msg(cg_plan_run_into(p, 2, mix_in_names, in, 3, out) == CG_OK, "%s B=%lld: %s", what,
-                      (long long)B, cg_last_error());
+        ck_assert_msg(cg_plan_run_into(p, 2, mix_in_names, in, 3, out) == CG_OK, "%s B=%lld: %s", what, (long long)B,
+                      cg_last_error());
     } else {
         ck_assert_msg(cg_plan_run(p, 2, mix_in_names, in, 3, out) == CG_OK, "%s B=%lld: %s", what, (long long)B,
                       cg_last_error());
@@ -537,8 +540,8 @@ START_TEST(copies_at_device_boundaries) {
     ck_assert_int_eq(count_lines_with(t, "opencl:1 -> cpu, 3.9 KiB"), 1);
     ck_assert_msg(strstr(t, "copies: 3 per run, 11.7 KiB") != NULL, "%s", t);
     /* each copy moves the value of the node before the boundary */
-    ck_assert_msg(count_copies_of(t, "a") == 1 && count_copies_of(t, "b") == 1 && count_copies_of(t, "c") == 1,
-                  "%s", t);
+    ck_assert_msg(count_copies_of(t, "a") == 1 && count_copies_of(t, "b") == 1 && count_copies_of(t, "c") == 1, "%s",
+                  t);
     ck_assert_str_eq(tu_plan_step_device(t, "a"), "cpu");
     ck_assert_str_eq(tu_plan_step_device(t, "b"), "opencl:0");
     ck_assert_str_eq(tu_plan_step_device(t, "c"), "opencl:1");
@@ -632,7 +635,8 @@ static void keep_check(cg_plan *p, cg_tensor *x, cg_tensor *w, int64_t n, uint64
 }
 
 START_TEST(kept_inputs) {
-    const char *text = "graph g {\n  input x: f32[N]\n  input w: f32[N]\n  a = tanh(x)\n  y = mul(a, w)\n  output y\n}\n";
+    const char *text =
+        "graph g {\n  input x: f32[N]\n  input w: f32[N]\n  a = tanh(x)\n  y = mul(a, w)\n  output y\n}\n";
     model md = load_model(text, NULL);
     cg_plan *p = make_plan(md.m, "g", "opencl:0", NULL);
     ck_assert_int_eq(cg_plan_keep_input(p, "nosuch", 1), CG_ERR_NOT_FOUND);
@@ -694,8 +698,9 @@ END_TEST
 /* s_new = tanh(gather_rows(s, idx)) + w, with s carried from s_new: the
  * recurrence of a decoder whose rows are reordered (beam) or dropped
  * (finished sentences) between steps. */
-static const char carry_text[] = "graph g {\n  input s: f32[P, 3]\n  input idx: i32[B]\n  input w: f32[B, 3]\n"
-                                 "  r = gather_rows(s, idx)\n  t = tanh(r)\n  s_new = add(t, w)\n  output s_new, t\n}\n";
+static const char carry_text[] =
+    "graph g {\n  input s: f32[P, 3]\n  input idx: i32[B]\n  input w: f32[B, 3]\n"
+    "  r = gather_rows(s, idx)\n  t = tanh(r)\n  s_new = add(t, w)\n  output s_new, t\n}\n";
 
 typedef struct carry_step {
     int B;
@@ -767,13 +772,24 @@ START_TEST(carried_state) {
     /* Rows kept, reordered, dropped (4 -> 2), repeated and grown (2 -> 5),
      * read back or not, and a restart from a given state. */
     static const carry_step steps[] = {
-        {4, {0, 1, 2, 3}, 1, 1, }, {4, {3, 3, 0, 1}, 0, 0}, {4, {1, 0, 2, 2}, 0, 1}, {2, {2, 0}, 0, 0},
-        {2, {1, 1}, 0, 1},          {5, {1, 0, 1, 0, 0}, 0, 0}, {5, {4, 3, 2, 1, 0}, 0, 1},
-        {3, {2, 1, 0}, 1, 1},       {3, {0, 0, 2}, 0, 1},
+        {
+            4,
+            {0, 1, 2, 3},
+            1,
+            1,
+        },
+        {4, {3, 3, 0, 1}, 0, 0},
+        {4, {1, 0, 2, 2}, 0, 1},
+        {2, {2, 0}, 0, 0},
+        {2, {1, 1}, 0, 1},
+        {5, {1, 0, 1, 0, 0}, 0, 0},
+        {5, {4, 3, 2, 1, 0}, 0, 1},
+        {3, {2, 1, 0}, 1, 1},
+        {3, {0, 0, 2}, 0, 1},
     };
     const int n = (int)(sizeof steps / sizeof steps[0]);
-    const char *devices[][2] = {{"cpu", NULL}, {"opencl:0", NULL}, {"cpu", "t=opencl:0"}, {"opencl:0", "r=cpu"},
-                                {"auto", NULL}};
+    const char *devices[][2] = {
+        {"cpu", NULL}, {"opencl:0", NULL}, {"cpu", "t=opencl:0"}, {"opencl:0", "r=cpu"}, {"auto", NULL}};
     for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
         char what[64];
         snprintf(what, sizeof what, "%s %s", devices[d][0], devices[d][1] ? devices[d][1] : "");
@@ -866,8 +882,8 @@ START_TEST(indexed_runs) {
     iv[1] = 0;
     const int pos[3] = {2, 0, 1};
     cg_tensor *ins[3] = {w, s0, idx}, *outs[2] = {sn, t};
-    cg_plan_binding b = {.struct_size = sizeof b, .n_inputs = 3, .input_index = pos, .inputs = ins,
-                         .n_outputs = 2, .outputs = outs};
+    cg_plan_binding b = {
+        .struct_size = sizeof b, .n_inputs = 3, .input_index = pos, .inputs = ins, .n_outputs = 2, .outputs = outs};
     ck_assert_msg(cg_plan_run_indexed(p, &b) == CG_OK, "%s", cg_last_error());
     const float *tv = cg_tensor_data_const(t), *nv = cg_tensor_data_const(sn);
     for (int i = 0; i < 6; i++) {
@@ -885,8 +901,8 @@ START_TEST(indexed_runs) {
     ck_assert_msg(cg_plan_run_indexed(p, &b) == CG_OK, "%s", cg_last_error());
     const int pos2[2] = {1, 2};
     cg_tensor *ins2[2] = {idx, w}, *outs3[2] = {NULL, t};
-    cg_plan_binding bc = {.struct_size = sizeof bc, .n_inputs = 2, .input_index = pos2, .inputs = ins2,
-                          .n_outputs = 2, .outputs = outs3};
+    cg_plan_binding bc = {
+        .struct_size = sizeof bc, .n_inputs = 2, .input_index = pos2, .inputs = ins2, .n_outputs = 2, .outputs = outs3};
     ck_assert_msg(cg_plan_run_indexed(p, &bc) == CG_OK, "%s", cg_last_error());
     for (int i = 0; i < 6; i++) {
         double prev = i < 3 ? tanh(0.0) + 0.5 : tanh(1.0) + 0.5; /* s_new row idx[b] of the run before */
@@ -907,14 +923,18 @@ START_TEST(indexed_runs) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int pb[4] = {bad[i].p0, 0, 1, 2};
         cg_tensor *ib[4] = {w, s0, idx, w};
-        cg_plan_binding x = {.struct_size = (size_t)bad[i].size, .n_inputs = bad[i].n_in, .input_index = pb,
-                             .inputs = ib, .n_outputs = bad[i].n_out, .outputs = outs};
+        cg_plan_binding x = {.struct_size = (size_t)bad[i].size,
+                             .n_inputs = bad[i].n_in,
+                             .input_index = pb,
+                             .inputs = ib,
+                             .n_outputs = bad[i].n_out,
+                             .outputs = outs};
         ck_assert_int_eq(cg_plan_run_indexed(p, &x), CG_ERR_INVALID_ARGUMENT);
         ck_assert_msg(strstr(cg_last_error(), bad[i].msg) != NULL, "case %zu: %s", i, cg_last_error());
     }
     cg_tensor *nul[3] = {w, NULL, idx};
-    cg_plan_binding xn = {.struct_size = sizeof xn, .n_inputs = 3, .input_index = pos, .inputs = nul,
-                          .n_outputs = 2, .outputs = outs};
+    cg_plan_binding xn = {
+        .struct_size = sizeof xn, .n_inputs = 3, .input_index = pos, .inputs = nul, .n_outputs = 2, .outputs = outs};
     ck_assert_int_eq(cg_plan_run_indexed(p, &xn), CG_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(cg_last_error(), "input 's' is NULL") != NULL, "%s", cg_last_error());
     ck_assert_int_eq(cg_plan_run_indexed(p, NULL), CG_ERR_INVALID_ARGUMENT);
@@ -972,11 +992,11 @@ START_TEST(unsupported_op_and_decomposition) {
     p = make_plan(md.m, "g", "opencl:0", "sq=auto");
     ck_assert_msg(cg_plan_run(p, 1, xn, &x, 1, &z) == CG_OK, "%s", cg_last_error());
     for (int i = 0; i < n; i++)
-        ck_assert_double_eq_tol(((const float *)cg_tensor_data_const(z))[i], tanh((double)xv[i] * xv[i] + 0.5),
-                                1e-6);
+        ck_assert_double_eq_tol(((const float *)cg_tensor_data_const(z))[i], tanh((double)xv[i] * xv[i] + 0.5), 1e-6);
     cg_tensor_free(z);
     t = describe(p, "N=100", 0);
-    ck_assert_msg(!strcmp(tu_plan_step_device(t, "sq"), "cpu") && !strcmp(tu_plan_step_device(t, "z"), "opencl:0"), "%s", t);
+    ck_assert_msg(!strcmp(tu_plan_step_device(t, "sq"), "cpu") && !strcmp(tu_plan_step_device(t, "z"), "opencl:0"),
+                  "%s", t);
     free(t);
     cg_plan_free(p);
     cg_tensor_free(x);
@@ -1248,15 +1268,14 @@ START_TEST(placement_rules) {
     cg_plan *p = NULL;
     ck_assert_int_eq(cg_plan_create(md.m, "chain", &o, &p), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(p);
-    ck_assert_msg(strstr(cg_last_error(), "placement rule 'foo' is not PATTERN=DEVICE") != NULL, "%s",
-                  cg_last_error());
+    ck_assert_msg(strstr(cg_last_error(), "placement rule 'foo' is not PATTERN=DEVICE") != NULL, "%s", cg_last_error());
     /* options without struct_size (code written before it existed) */
     cg_plan_options old = {0};
     old.device = "opencl:0";
     ck_assert_int_eq(cg_plan_create(md.m, "chain", &old, &p), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(p);
-    ck_assert_msg(strstr(cg_last_error(), "cg_plan_options.struct_size is 0; set it to sizeof(cg_plan_options)"),
-                  "%s", cg_last_error());
+    ck_assert_msg(strstr(cg_last_error(), "cg_plan_options.struct_size is 0; set it to sizeof(cg_plan_options)"), "%s",
+                  cg_last_error());
     cg_conform_options co = {0};
     int failed = -1;
     ck_assert_int_eq(cg_conform(ctx, &co, NULL, NULL, &failed), CG_ERR_INVALID_ARGUMENT); /* NULL callback */
@@ -1318,7 +1337,8 @@ START_TEST(placement_rules) {
     cg_plan_free(p);
     p = make_plan(md.m, "chain", "cpu", "*=opencl:1,b=opencl:0");
     t = describe(p, "N=8", 0);
-    ck_assert_msg(!strcmp(tu_plan_step_device(t, "b"), "opencl:0") && !strcmp(tu_plan_step_device(t, "a"), "opencl:1"), "%s", t);
+    ck_assert_msg(!strcmp(tu_plan_step_device(t, "b"), "opencl:0") && !strcmp(tu_plan_step_device(t, "a"), "opencl:1"),
+                  "%s", t);
     free(t);
     cg_plan_free(p);
     /* Unmatched nodes take the default device; the plan reports it. */
@@ -1395,8 +1415,8 @@ START_TEST(in_place_needs_equal_sizes) {
         ck_assert_msg(cg_plan_run(p, 1, xn, &x, 2, out) == CG_OK, "%s", cg_last_error());
         const int64_t *y = cg_tensor_data_const(out[0]);
         const float *z = cg_tensor_data_const(out[1]);
-        ck_assert_msg(y[0] == -1 && y[1] == 200000 && y[2] == -70000, "device %d: %lld %lld %lld", d,
-                      (long long)y[0], (long long)y[1], (long long)y[2]);
+        ck_assert_msg(y[0] == -1 && y[1] == 200000 && y[2] == -70000, "device %d: %lld %lld %lld", d, (long long)y[0],
+                      (long long)y[1], (long long)y[2]);
         /* f16 holds -1 exactly; 200000 is past 65504 (inf); -70000 too */
         ck_assert_msg(z[0] == -1.0f && isinf(z[1]) && z[1] > 0 && isinf(z[2]) && z[2] < 0, "device %d: %g %g %g", d,
                       (double)z[0], (double)z[1], (double)z[2]);
@@ -1513,8 +1533,9 @@ START_TEST(param_only_steps_run_once) {
             int calls;
         } want[] = {{"g/t", 1}, {"g/u", 1}, {"g/v", 1}, {"g/a", 3}, {"g/b", 3}, {"g/m", 3}, {"g/e", 3}};
         for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
-            ck_assert_msg(profile_calls(table, want[k].node) == want[k].calls, "device %d: %s ran %d times, not %d:\n%s",
-                          d, want[k].node, profile_calls(table, want[k].node), want[k].calls, table);
+            ck_assert_msg(profile_calls(table, want[k].node) == want[k].calls,
+                          "device %d: %s ran %d times, not %d:\n%s", d, want[k].node,
+                          profile_calls(table, want[k].node), want[k].calls, table);
         cg_plan_set_profiler(p, NULL);
         cg_profiler_free(prof);
         free(table);
@@ -1548,8 +1569,8 @@ START_TEST(edge_cases) {
             int64_t d[2] = {n, 3};
             cg_tensor *x = make_f32(2, d, 77), *out[3];
             for (int rep = 0; rep < 2; rep++) {
-                ck_assert_msg(cg_plan_run(p, 1, xn, &x, 3, out) == CG_OK, "placement %zu, N=%lld: %s", i,
-                              (long long)n, cg_last_error());
+                ck_assert_msg(cg_plan_run(p, 1, xn, &x, 3, out) == CG_OK, "placement %zu, N=%lld: %s", i, (long long)n,
+                              cg_last_error());
                 ck_assert_int_eq(cg_tensor_dim(out[0], 0), n);
                 ck_assert_int_eq(cg_tensor_dim(out[2], 0), n);
                 ck_assert_double_eq(max_diff(out[0], x), 0);
@@ -1646,15 +1667,14 @@ END_TEST
  * naming the node (OpenCL kernels record it in their check words, which
  * the run reads back), and the plan stays usable: the next run with valid
  * indices is correct, and a later bad one fails again. */
-static const char idx_text[] =
-    "graph idx {\n"
-    "  input w: f32[5, 3]\n"
-    "  input ids: i32[4]\n"
-    "  input rows: i32[2]\n"
-    "  y = embedding(w, ids)\n"
-    "  z = gather_rows(y, rows)\n"
-    "  output z\n"
-    "}\n";
+static const char idx_text[] = "graph idx {\n"
+                               "  input w: f32[5, 3]\n"
+                               "  input ids: i32[4]\n"
+                               "  input rows: i32[2]\n"
+                               "  y = embedding(w, ids)\n"
+                               "  z = gather_rows(y, rows)\n"
+                               "  output z\n"
+                               "}\n";
 
 static cg_status run_idx(cg_plan *p, const int32_t *ids, const int32_t *rows, float *z_out) {
     static const char *const names[] = {"w", "ids", "rows"};
@@ -1708,7 +1728,8 @@ END_TEST
 
 int main(void) {
     if (cg_device_count() < 3) {
-        fprintf(stderr, "the scheduler tests need two OpenCL devices (POCL_DEVICES=\"pthread pthread\"): %d found%s%s\n",
+        fprintf(stderr,
+                "the scheduler tests need two OpenCL devices (POCL_DEVICES=\"pthread pthread\"): %d found%s%s\n",
                 cg_device_count() - 1, cg_device_note() ? ": " : "", cg_device_note() ? cg_device_note() : "");
         return 1;
     }

@@ -130,7 +130,8 @@ static void *own_context(void *arg) {
     snprintf(path, sizeof path, "%s/models/example/weights.safetensors", tu_src_dir());
     if (!st) st = cg_weights_open(path, &wts);
     if (!st) st = cg_model_bind_weights(m, wts);
-    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options), .device = w->sh->n_devices > 1 && w->id % 2 ? "opencl:0" : "cpu"};
+    cg_plan_options opt = {.struct_size = sizeof(cg_plan_options),
+                           .device = w->sh->n_devices > 1 && w->id % 2 ? "opencl:0" : "cpu"};
     if (!st) st = cg_plan_create(m, "encoder", &opt, &p);
     for (int r = 0; !st && r < ROUNDS; r++) {
         st = run_once(p, w->sh, outs);

@@ -84,8 +84,8 @@ static void rows(void *ctx, int64_t begin, int64_t end) {
 
 static cg_op_status run_cpu(const cg_kernel_args *a) {
     const cg_op_call *c = a->call;
-    rows_job j = {a->in[0], a->in[1], a->out[0], c->inputs[0].dims[1], (float)c->attrs[A_SCALE].f,
-                  (float)c->attrs[A_BIAS].f, 0};
+    rows_job j = {
+        a->in[0], a->in[1], a->out[0], c->inputs[0].dims[1], (float)c->attrs[A_SCALE].f, (float)c->attrs[A_BIAS].f, 0};
     int64_t r = c->inputs[0].dims[0];
 #if !defined(ABI_1_0)
     if (a->struct_size >= offsetof(cg_kernel_args, state) + sizeof a->state && a->state) {
@@ -186,11 +186,13 @@ typedef struct desc12 {
 } desc12;
 #define ATTR_T attr12
 #define KERNEL_T kernel12
-#define WRAP(type, ...) {.base = {.struct_size = sizeof(type), __VA_ARGS__}, GARBAGE}
+#define WRAP(type, ...) \
+    { .base = {.struct_size = sizeof(type), __VA_ARGS__}, GARBAGE }
 #else
 #define ATTR_T cg_attr_def
 #define KERNEL_T cg_kernel_def
-#define WRAP(type, ...) {.struct_size = sizeof(type), __VA_ARGS__}
+#define WRAP(type, ...) \
+    { .struct_size = sizeof(type), __VA_ARGS__ }
 #endif
 
 static const char *const input_names[] = {"x", "w", NULL};
@@ -212,10 +214,10 @@ static const KERNEL_T kernels[] = {
 };
 #endif
 
-#define OP_FIELDS                                                                                       \
-    .name = OP_NAME, .doc = "y = x * w * scale + bias (ABI test plugin)", .min_inputs = 2, .max_inputs = 2,  \
-    .min_outputs = 1, .max_outputs = 1, .input_names = input_names, .attrs = (const cg_attr_def *)attrs,     \
-    .n_attrs = N_ATTRS, .infer = infer, .decompose = decompose, .kernels = (const cg_kernel_def *)kernels,   \
+#define OP_FIELDS                                                                                           \
+    .name = OP_NAME, .doc = "y = x * w * scale + bias (ABI test plugin)", .min_inputs = 2, .max_inputs = 2, \
+    .min_outputs = 1, .max_outputs = 1, .input_names = input_names, .attrs = (const cg_attr_def *)attrs,    \
+    .n_attrs = N_ATTRS, .infer = infer, .decompose = decompose, .kernels = (const cg_kernel_def *)kernels,  \
     .n_kernels = 2
 
 #if defined(ABI_1_2)
@@ -226,9 +228,9 @@ static const desc12 desc = WRAP(desc12, .abi_major = CG_PLUGIN_ABI_MAJOR, .abi_m
 #else
 static const cg_op_def op_full = WRAP(cg_op_def, OP_FIELDS);
 static const cg_op_def *const ops[] = {&op_full};
-static const cg_plugin_desc desc = WRAP(cg_plugin_desc, .abi_major = CG_PLUGIN_ABI_MAJOR,
-                                        .abi_minor = CG_PLUGIN_ABI_MINOR, .name = PLUGIN_NAME, .version = "1",
-                                        .ops = ops, .n_ops = 1);
+static const cg_plugin_desc desc =
+    WRAP(cg_plugin_desc, .abi_major = CG_PLUGIN_ABI_MAJOR, .abi_minor = CG_PLUGIN_ABI_MINOR, .name = PLUGIN_NAME,
+         .version = "1", .ops = ops, .n_ops = 1);
 #endif
 
 CG_PLUGIN_EXPORT const cg_plugin_desc *cg_plugin_entry(void);

@@ -139,11 +139,16 @@ static const cg_op_def sq_op = {
     .name = "square_plus",
 #endif
     .doc = "y = x * x + offset",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .input_names = sq_inputs,
-    .attrs = sq_attrs, .n_attrs = (int32_t)(sizeof sq_attrs / sizeof sq_attrs[0]),
+    .attrs = sq_attrs,
+    .n_attrs = (int32_t)(sizeof sq_attrs / sizeof sq_attrs[0]),
     .infer = sq_infer,
-    .kernels = sq_kernels, .n_kernels = (int32_t)(sizeof sq_kernels / sizeof sq_kernels[0]),
+    .kernels = sq_kernels,
+    .n_kernels = (int32_t)(sizeof sq_kernels / sizeof sq_kernels[0]),
 #if defined(WITH_CL) || defined(BAD_CL)
     .conform_case = sq_case,
 #endif
