@@ -217,18 +217,8 @@ static int case_inputs(case_state *cs, const cg_op_entry *op, const cg_conform_o
  * described in msg and returns CG_ERR_KERNEL with *guarded set. */
 static cg_status run_once(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k, void **outs,
                           int fill, char *err, size_t esz, char *msg, size_t msz, int *guarded) {
-    cg_op_call call = {.struct_size = sizeof call,
-                       .attr_size = sizeof(cg_attr_value),
-                       .desc_size = sizeof(cg_tensor_desc),
-                       .node_name = op->def->name,
-                       .n_inputs = cs->c.n_inputs,
-                       .n_outputs = cs->c.n_outputs,
-                       .inputs = cs->c.inputs,
-                       .outputs = cs->out,
-                       .attrs = cs->attrs,
-                       .err = err,
-                       .err_size = esz,
-                       .host = cg_host_api_get()};
+    cg_op_call call =
+        cg_host_call(op->def->name, cs->c.n_inputs, cs->c.inputs, cs->c.n_outputs, cs->out, cs->attrs, err, esz);
     cg_trial_guard g = {.bytes = GUARD};
     cg_status st = cg_dev_run_host_guarded(d, k, &call, (const void *const *)cs->host_in, outs, fill, 0, NULL, &g);
     *guarded = g.bad_output >= 0;
@@ -479,18 +469,8 @@ typedef struct pair {
 /* Warm time of kernel k on d for the case, microseconds (-1 on failure). */
 static double case_time(const cg_op_entry *op, case_state *cs, cg_device *d, const cg_kernel_def *k) {
     char err[256] = "";
-    cg_op_call call = {.struct_size = sizeof call,
-                       .attr_size = sizeof(cg_attr_value),
-                       .desc_size = sizeof(cg_tensor_desc),
-                       .node_name = op->def->name,
-                       .n_inputs = cs->c.n_inputs,
-                       .n_outputs = cs->c.n_outputs,
-                       .inputs = cs->c.inputs,
-                       .outputs = cs->out,
-                       .attrs = cs->attrs,
-                       .err = err,
-                       .err_size = sizeof err,
-                       .host = cg_host_api_get()};
+    cg_op_call call =
+        cg_host_call(op->def->name, cs->c.n_inputs, cs->c.inputs, cs->c.n_outputs, cs->out, cs->attrs, err, sizeof err);
     double us = -1;
     if (cg_dev_run_host(d, k, &call, (const void *const *)cs->host_in, NULL, 0, 50, &us)) return -1;
     return us;
@@ -540,18 +520,8 @@ static void decomp_free(void **dec, int n) {
  * it declines runs as the op's decomposition there, as a plan would run it. */
 static int dev_supports(const cg_op_entry *op, case_state *cs, const pair *pr) {
     char err[256] = "";
-    cg_op_call call = {.struct_size = sizeof call,
-                       .attr_size = sizeof(cg_attr_value),
-                       .desc_size = sizeof(cg_tensor_desc),
-                       .node_name = op->def->name,
-                       .n_inputs = cs->c.n_inputs,
-                       .n_outputs = cs->c.n_outputs,
-                       .inputs = cs->c.inputs,
-                       .outputs = cs->out,
-                       .attrs = cs->attrs,
-                       .err = err,
-                       .err_size = sizeof err,
-                       .host = cg_host_api_get()};
+    cg_op_call call =
+        cg_host_call(op->def->name, cs->c.n_inputs, cs->c.inputs, cs->c.n_outputs, cs->out, cs->attrs, err, sizeof err);
     return cg_dev_supports(pr->dev, pr->dev_k, &call);
 }
 

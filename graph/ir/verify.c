@@ -259,20 +259,7 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
                         const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in, int n_out, cg_tensor_desc *out,
                         int concrete) {
     char err[1024] = "", where[512];
-    cg_op_call call;
-    memset(&call, 0, sizeof call);
-    call.struct_size = sizeof call;
-    call.node_name = node_name;
-    call.n_inputs = n_in;
-    call.n_outputs = n_out;
-    call.inputs = in;
-    call.outputs = out;
-    call.attrs = attrs;
-    call.err = err;
-    call.err_size = sizeof err;
-    call.host = cg_host_api_get();
-    call.attr_size = sizeof(cg_attr_value);
-    call.desc_size = sizeof(cg_tensor_desc);
+    cg_op_call call = cg_host_call(node_name, n_in, in, n_out, out, attrs, err, sizeof err);
     memset(out, 0, sizeof *out * (size_t)n_out);
     cg_op_status rs = op->def->infer(&call);
     err[sizeof err - 1] = 0;

@@ -72,6 +72,26 @@ static inline const cg_kernel_def *cg_op_kernel(const cg_op_entry *op, cg_backen
 /* The host API table handed to plugins (graph/registry/host_api.c). */
 const cg_host_api *cg_host_api_get(void);
 
+/* A call the host makes to an op's callbacks: the host's struct and
+ * element sizes and its services filled in, so every call site says only
+ * what differs. */
+static inline cg_op_call cg_host_call(const char *node_name, int n_in, const cg_tensor_desc *in, int n_out,
+                                      cg_tensor_desc *out, const cg_attr_value *attrs, char *err, size_t err_size) {
+    cg_op_call call = {.struct_size = sizeof call,
+                       .attr_size = sizeof(cg_attr_value),
+                       .desc_size = sizeof(cg_tensor_desc),
+                       .node_name = node_name,
+                       .n_inputs = n_in,
+                       .n_outputs = n_out,
+                       .inputs = in,
+                       .outputs = out,
+                       .attrs = attrs,
+                       .err = err,
+                       .err_size = err_size,
+                       .host = cg_host_api_get()};
+    return call;
+}
+
 /* Loads a plugin library and registers it (plugin_load.c). */
 cg_status cg_plugin_load_path(cg_context *ctx, const char *path);
 void cg_plugin_unload(void *dl);

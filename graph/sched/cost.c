@@ -148,18 +148,7 @@ static double time_kernel(cg_plan *p, int dev, const cg_op_entry *op, const cg_k
     cg_tensor_desc *outd = malloc(sizeof *outd * ((size_t)n_out + 1));
     if (!outd) return -1;
     memcpy(outd, out, sizeof *out * (size_t)n_out);
-    cg_op_call call = {.struct_size = sizeof call,
-                       .attr_size = sizeof(cg_attr_value),
-                       .desc_size = sizeof(cg_tensor_desc),
-                       .node_name = op->def->name,
-                       .n_inputs = n_in,
-                       .n_outputs = n_out,
-                       .inputs = in,
-                       .outputs = outd,
-                       .attrs = attrs,
-                       .err = err,
-                       .err_size = sizeof err,
-                       .host = cg_host_api_get()};
+    cg_op_call call = cg_host_call(op->def->name, n_in, in, n_out, outd, attrs, err, sizeof err);
     double us = -1;
     /* One warm-up (program builds, SGEMM choices), then runs until a few
      * milliseconds have passed. */

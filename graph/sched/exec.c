@@ -191,18 +191,7 @@ static cg_status run_kernel(cg_plan *p, instance *in, step *s) {
     }
     for (int k = 0; k < s->n_out; k++) p->outptr[k] = &in->slots[s->out[k]].buf;
     char err[1024] = "";
-    cg_op_call call = {.struct_size = sizeof call,
-                       .attr_size = sizeof(cg_attr_value),
-                       .desc_size = sizeof(cg_tensor_desc),
-                       .node_name = s->name,
-                       .n_inputs = s->n_in,
-                       .n_outputs = s->n_out,
-                       .inputs = s->in_desc,
-                       .outputs = s->out_desc,
-                       .attrs = s->attrs,
-                       .err = err,
-                       .err_size = sizeof err,
-                       .host = cg_host_api_get()};
+    cg_op_call call = cg_host_call(s->name, s->n_in, s->in_desc, s->n_out, s->out_desc, s->attrs, err, sizeof err);
     const cg_buf *check = s->check_word >= 0 ? &in->check[s->dev] : NULL;
     cg_status st = cg_dev_run(d->dev, s->kernel, &call, p->inptr, p->outptr, &s->ws, s->state, check, s->check_word);
     if (st != CG_ERR_KERNEL) return st;

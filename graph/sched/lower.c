@@ -180,21 +180,7 @@ static cg_status ensure_on(build *b, int32_t s, int dev, int32_t *out) {
 
 cg_op_call cg_lower_call(const lower_node *n, const cg_tensor_desc *ind, cg_tensor_desc *outd, char *err,
                          size_t err_size) {
-    cg_op_call call;
-    memset(&call, 0, sizeof call);
-    call.struct_size = sizeof call;
-    call.node_name = n->name;
-    call.n_inputs = n->n_in;
-    call.n_outputs = n->n_out;
-    call.inputs = ind;
-    call.outputs = outd;
-    call.attrs = n->attrs;
-    call.err = err;
-    call.err_size = err_size;
-    call.host = cg_host_api_get();
-    call.attr_size = sizeof(cg_attr_value);
-    call.desc_size = sizeof(cg_tensor_desc);
-    return call;
+    return cg_host_call(n->name, n->n_in, ind, n->n_out, outd, n->attrs, err, err_size);
 }
 
 /* The node's per-node kernel state, made once: its parameter inputs are
@@ -207,18 +193,7 @@ static cg_status make_state(build *b, step *s, char *where) {
         params[i] = x->kind == SLOT_PARAM ? &x->buf : NULL;
     }
     char err[1024] = "";
-    cg_op_call call = {.struct_size = sizeof call,
-                       .attr_size = sizeof(cg_attr_value),
-                       .desc_size = sizeof(cg_tensor_desc),
-                       .node_name = s->name,
-                       .n_inputs = s->n_in,
-                       .n_outputs = s->n_out,
-                       .inputs = s->in_desc,
-                       .outputs = s->out_desc,
-                       .attrs = s->attrs,
-                       .err = err,
-                       .err_size = sizeof err,
-                       .host = cg_host_api_get()};
+    cg_op_call call = cg_host_call(s->name, s->n_in, s->in_desc, s->n_out, s->out_desc, s->attrs, err, sizeof err);
     cg_status st = cg_dev_state_create(b->p->devs[s->dev].dev, s->kernel, &call, params, &s->state, &s->state_bytes);
     free(params);
     if (st) cg_error_prefix("%s%s '%s': ", where, s->op->def->name, s->name);
