@@ -9,7 +9,7 @@
 #include "ir.h"
 #include "s2s_iface.h"
 
-static int in_pos(const cg_graph *g, const char *name) {
+int cg_s2s_input_pos(const cg_graph *g, const char *name) {
     for (int k = 0; k < cg_graph_input_count(g); k++)
         if (!strcmp(cg_graph_input_name(g, k), name)) return k;
     return -1;
@@ -63,8 +63,8 @@ static cg_status resolve_encoder(const cg_graph *e, const s2s_config *c, const c
     x->s0 = malloc(sizeof *x->s0 * ((size_t)L + 1));
     if (!x->s0) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     for (int l = 0; l < L; l++) x->s0[l] = -1;
-    x->src = in_pos(e, "src");
-    x->src_len = in_pos(e, "src_len");
+    x->src = cg_s2s_input_pos(e, "src");
+    x->src_len = cg_s2s_input_pos(e, "src_len");
     x->n_out = cg_graph_output_count(e);
     x->keys = out_pos(e, "keys");
     x->kproj = out_pos(e, "keys_proj");
@@ -100,14 +100,14 @@ static cg_status dec_alloc(const cg_graph *g, int L, s2s_dec_iface *x) {
 static cg_status find_decoder(const cg_graph *g, int L, s2s_dec_iface *x) {
     cg_status st = dec_alloc(g, L, x);
     if (st) return st;
-    x->y = in_pos(g, "y_prev");
-    x->keys = in_pos(g, "keys");
-    x->kproj = in_pos(g, "keys_proj");
-    x->len = in_pos(g, "src_len");
-    x->pos = in_pos(g, "pos");
-    x->htilde = in_pos(g, "htilde");
-    x->parent = in_pos(g, "parent");
-    x->sent = in_pos(g, "sentence");
+    x->y = cg_s2s_input_pos(g, "y_prev");
+    x->keys = cg_s2s_input_pos(g, "keys");
+    x->kproj = cg_s2s_input_pos(g, "keys_proj");
+    x->len = cg_s2s_input_pos(g, "src_len");
+    x->pos = cg_s2s_input_pos(g, "pos");
+    x->htilde = cg_s2s_input_pos(g, "htilde");
+    x->parent = cg_s2s_input_pos(g, "parent");
+    x->sent = cg_s2s_input_pos(g, "sentence");
     x->logp = out_pos(g, "logp");
     x->top_v = out_pos(g, "top_logp");
     x->top_i = out_pos(g, "top_id");
@@ -115,8 +115,8 @@ static cg_status find_decoder(const cg_graph *g, int L, s2s_dec_iface *x) {
     x->htilde_new = out_pos(g, "htilde_new");
     char nm[64];
     for (int l = 0; l < L; l++) {
-        x->h[l] = in_pos(g, layer_name(nm, "h%d", l));
-        x->c[l] = in_pos(g, layer_name(nm, "c%d", l));
+        x->h[l] = cg_s2s_input_pos(g, layer_name(nm, "h%d", l));
+        x->c[l] = cg_s2s_input_pos(g, layer_name(nm, "c%d", l));
         x->h_new[l] = out_pos(g, layer_name(nm, "h%d_new", l));
         x->c_new[l] = out_pos(g, layer_name(nm, "c%d_new", l));
         if (x->h_new[l] >= 0) x->state_out[x->h_new[l]] = 1;

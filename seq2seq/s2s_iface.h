@@ -41,6 +41,9 @@ typedef struct s2s_iface {
 cg_status cg_s2s_iface_resolve(const cg_model *model, const s2s_config *c, const char *file, s2s_iface *out);
 void cg_s2s_iface_free(s2s_iface *x);
 
+/* The position of g's input `name`, or -1. */
+int cg_s2s_input_pos(const cg_graph *g, const char *name);
+
 /* A recurrent state input's name: h<digits>, c<digits> or htilde. */
 int cg_s2s_is_state_name(const char *name);
 

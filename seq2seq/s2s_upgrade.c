@@ -34,17 +34,11 @@ static char *fresh_value(const cg_graph *g, const char *base) {
     return buf;
 }
 
-static int sym_taken(const cg_model *m, const char *name) {
-    for (int i = 0; i < m->n_syms; i++)
-        if (!strcmp(m->syms[i], name)) return 1;
-    return 0;
-}
-
 /* A symbol no graph of the model uses yet, as CG_DIM_SYM. */
 static cg_status fresh_sym(cg_model *m, const char *base, int64_t *dim) {
     char name[32];
     snprintf(name, sizeof name, "%s", base);
-    for (int k = 2; sym_taken(m, name); k++) snprintf(name, sizeof name, "%s%d", base, k);
+    for (int k = 2; cg_model_find_sym(m, name) >= 0; k++) snprintf(name, sizeof name, "%s%d", base, k);
     int s = cg_model_sym(m, name);
     if (s < 0) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     *dim = CG_DIM_SYM(s);
@@ -53,9 +47,8 @@ static cg_status fresh_sym(cg_model *m, const char *base, int64_t *dim) {
 
 /* The input value named `name`, or NULL. */
 static cg_value *input(cg_graph *g, const char *name) {
-    for (int k = 0; k < g->n_inputs; k++)
-        if (!strcmp(g->values[g->inputs[k]].name, name)) return &g->values[g->inputs[k]];
-    return NULL;
+    const int k = cg_s2s_input_pos(g, name);
+    return k >= 0 ? &g->values[g->inputs[k]] : NULL;
 }
 
 /* Every use of value `from` (node inputs and graph outputs) now names

@@ -162,13 +162,19 @@ cg_status cg_model_new(cg_context *ctx, const char *filename, cg_model **out) {
     return CG_OK;
 }
 
+int cg_model_find_sym(const cg_model *m, const char *name) {
+    for (int i = 0; i < m->n_syms; i++)
+        if (strcmp(m->syms[i], name) == 0) return i;
+    return -1;
+}
+
 int cg_model_sym(cg_model *m, const char *name) {
     if (!m || !name) {
         cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_sym: invalid arguments");
         return -1;
     }
-    for (int i = 0; i < m->n_syms; i++)
-        if (strcmp(m->syms[i], name) == 0) return i;
+    int have = cg_model_find_sym(m, name);
+    if (have >= 0) return have;
     if (m->n_syms >= INT_MAX - 1) {
         oom();
         return -1;

@@ -118,6 +118,9 @@ struct cg_model {
 /* Symbol index of `name`, added if new; -1 on allocation failure. */
 int cg_model_sym(cg_model *m, const char *name);
 
+/* Symbol index of `name`, or -1 if the model has none of that name. */
+int cg_model_find_sym(const cg_model *m, const char *name);
+
 /* Adds a value; fails (with a message naming both places) if the name is
  * already defined in the graph. Returns the index through *out. */
 cg_status cg_graph_new_value(cg_graph *g, const char *name, cg_value_kind kind, int line, int col, int32_t *out);
