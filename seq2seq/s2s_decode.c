@@ -85,7 +85,9 @@ static cg_status alloc_rows(s2s_batch *bt, const int *ids, const int *src_len) {
     s->parent = calloc((size_t)max_rows, sizeof *s->parent);
     s->top = calloc((size_t)2 * (size_t)k + 1, sizeof *s->top);
     s->fin_tmp = calloc((size_t)k, sizeof *s->fin_tmp);
-    size_t state_floats = (size_t)max_rows * s2s_state_row(bt) + 1;
+    /* the first step's rows, one per sentence (the plan carries the state
+     * from there) */
+    size_t state_floats = (size_t)nb * s2s_state_row(bt) + 1;
     bt->state = calloc(state_floats, sizeof *bt->state);
     /* Live rows and next rows, plus finished ones: at most 2k per sentence. */
     s2s_hpool *pool = &s->pool;
