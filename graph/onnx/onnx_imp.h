@@ -14,7 +14,7 @@
 
 /* Opsets of the default domain ("" or "ai.onnx") the importer reads. */
 #define CG_ONNX_OPSET_MIN 1
-#define CG_ONNX_OPSET_MAX 17
+#define CG_ONNX_OPSET_MAX 28
 /* The most inputs or outputs one clgraph node made by the importer has. */
 #define ONNX_MAX_IO 64
 
