@@ -522,6 +522,8 @@ static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const c
         const Onnx__AttributeProto *to = onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
         cg_dtype dt = to && to->has_i ? cg_onnx_dtype((int32_t)to->i) : (cg_dtype)0;
         if (a && dt) *o = cast(a, dt);
+    } else if (!strcmp(op, "CastLike")) {
+        if (a && b) *o = cast(a, b->dtype);
     } else if (!strcmp(op, "Reshape")) {
         if (a && b && reshape_dims(a, b, (int)onnx_attr_int(im, "allowzero", 0), &ndim, dims))
             *o = reshaped(a, ndim, dims);

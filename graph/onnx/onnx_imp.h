@@ -64,6 +64,7 @@ typedef struct onnx_imp {
     int uniq;                /* counter for generated names */
     char bad_attr[320];      /* the current node's first attribute of a wrong type (its message), or "" */
     const cg_onnx_options *opt;
+    cg_dtype narrow; /* f16 or bf16 while a mapping runs widened to f32 (cg_onnx_map), else 0 */
 } onnx_imp;
 
 /* ---- onnx_read.c: files and tensors ---- */
@@ -164,6 +165,9 @@ cg_status cg_onnx_map_rnn(onnx_imp *im);
 
 /* onnx_einsum.c: Einsum of one or two operands. */
 cg_status cg_onnx_map_einsum(onnx_imp *im);
+
+/* onnx_attention.c: Attention (opsets 23 to 25). */
+cg_status cg_onnx_map_attention(onnx_imp *im);
 
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger. */

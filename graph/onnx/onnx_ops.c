@@ -1385,14 +1385,20 @@ static cg_status map_argmax(onnx_imp *im) {
 
 /* ---- types ---- */
 
+/* Cast (the target from attribute 'to') and CastLike (input 1's dtype).
+ * saturate and round_mode only change conversions to float8 types, which
+ * clgraph has none of, so they are read and have nothing to do. */
 static cg_status map_cast(onnx_imp *im) {
-    static const char *const known[] = {"to", "saturate", NULL};
-    onnx_val *x;
+    static const char *const known[] = {"to", "saturate", "round_mode", NULL};
+    onnx_val *x, *like = NULL;
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const Onnx__AttributeProto *to = onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-    if (!to || !to->has_i) return onnx_fail(im, CG_ERR_FORMAT, "no 'to' attribute");
-    cg_dtype dt = cg_onnx_dtype((int32_t)to->i);
+    const int cast_like = !strcmp(im->node->op_type, "CastLike");
+    if (cast_like && (s = need_in(im, 1, &like))) return s;
+    const Onnx__AttributeProto *to =
+        cast_like ? NULL : onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    if (!cast_like && (!to || !to->has_i)) return onnx_fail(im, CG_ERR_FORMAT, "no 'to' attribute");
+    cg_dtype dt = cast_like ? (cg_dtype)like->desc.dtype : cg_onnx_dtype((int32_t)to->i);
     const char *in[1] = {x->name};
     if (dt == (cg_dtype)x->desc.dtype) {
         int64_t d[CG_MAX_DIMS];
@@ -1428,7 +1434,9 @@ static const struct {
     {"Add", map_binary, 0},
     {"ArgMax", map_argmax, 0},
     {"ArgMin", map_argmax, 0},
+    {"Attention", cg_onnx_map_attention, 0},
     {"Cast", map_cast, OP_ANY_DTYPE},
+    {"CastLike", map_cast, OP_ANY_DTYPE},
     {"Ceil", map_unary, 0},
     {"Clip", map_clip, 0},
     {"Concat", map_concat, OP_ANY_DTYPE},
@@ -1569,7 +1577,9 @@ static cg_status map_widened(onnx_imp *im, onnx_map_fn fn, cg_dtype narrow) {
     }
     if (s) return s;
     im->node = &wide;
+    im->narrow = narrow;
     s = fn(im);
+    im->narrow = 0;
     im->node = n;
     for (size_t o = 0; !s && o < n->n_output; o++) {
         if (!out_name(im, (int)o)) continue;
