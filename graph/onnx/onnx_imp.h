@@ -169,6 +169,10 @@ cg_status cg_onnx_map_einsum(onnx_imp *im);
 /* onnx_attention.c: Attention (opsets 23 to 25). */
 cg_status cg_onnx_map_attention(onnx_imp *im);
 
+/* onnx_loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss. */
+cg_status cg_onnx_map_nll_loss(onnx_imp *im);
+cg_status cg_onnx_map_softmax_cross_entropy(onnx_imp *im);
+
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
