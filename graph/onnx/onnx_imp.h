@@ -173,6 +173,16 @@ cg_status cg_onnx_map_attention(onnx_imp *im);
 cg_status cg_onnx_map_nll_loss(onnx_imp *im);
 cg_status cg_onnx_map_softmax_cross_entropy(onnx_imp *im);
 
+/* onnx_norm.c: BatchNormalization (inference), InstanceNormalization,
+ * GroupNormalization, RMSNormalization, LpNormalization,
+ * MeanVarianceNormalization. */
+cg_status cg_onnx_map_batch_norm(onnx_imp *im);
+cg_status cg_onnx_map_instance_norm(onnx_imp *im);
+cg_status cg_onnx_map_group_norm(onnx_imp *im);
+cg_status cg_onnx_map_rms_norm(onnx_imp *im);
+cg_status cg_onnx_map_lp_norm(onnx_imp *im);
+cg_status cg_onnx_map_mvn(onnx_imp *im);
+
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
