@@ -183,6 +183,10 @@ cg_status cg_onnx_map_rms_norm(onnx_imp *im);
 cg_status cg_onnx_map_lp_norm(onnx_imp *im);
 cg_status cg_onnx_map_mvn(onnx_imp *im);
 
+/* onnx_act.c: Celu, Gelu, HardSwish, Hardmax, IsInf, IsNaN, Mish, PRelu,
+ * Selu, Shrink, Swish, ThresholdedRelu. */
+cg_status cg_onnx_map_act(onnx_imp *im);
+
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
