@@ -187,6 +187,13 @@ cg_status cg_onnx_map_mvn(onnx_imp *im);
  * Selu, Shrink, Swish, ThresholdedRelu. */
 cg_status cg_onnx_map_act(onnx_imp *im);
 
+/* onnx_index.c: EyeLike, ReverseSequence. */
+cg_status cg_onnx_map_eye_like(onnx_imp *im);
+cg_status cg_onnx_map_reverse_sequence(onnx_imp *im);
+
+/* onnx_rotary.c: RotaryEmbedding. */
+cg_status cg_onnx_map_rotary(onnx_imp *im);
+
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
