@@ -1,0 +1,78 @@
+/* Tests of the trigonometric and hyperbolic math ops (ops/math.c: tan,
+ * asin, acos, atan, sinh, cosh, asinh, acosh, atanh): the CPU kernel
+ * against the double-precision libm function at points across each domain,
+ * its edges and outside it (NaN), within a few float ULPs. The OpenCL
+ * kernels are compared with the CPU ones by `clgraph conform`. */
+#include <check.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clgraph/plugin.h"
+#include "op_harness.h"
+#include "ops_common.h"
+#include "test_util.h"
+
+/* Runs def on x[0..n) and checks each element against ref(x) in double:
+ * NaN where ref is NaN, the same infinity, else within 4 float ULPs of the
+ * reference's magnitude (and 1e-37 absolute for values near 0); a value
+ * far past float's range is the infinity of its sign. */
+static void check_fn(const cg_op_def *def, double (*ref)(double), const float *x, int n) {
+    char err[512];
+    const int64_t d[1] = {n};
+    th_tensor in = th_f32((float *)x, 1, d), out;
+    ck_assert_msg(th_run(def, 1, &in, NULL, 1, &out, err, sizeof err) == CG_OP_OK, "%s: %s", def->name, err);
+    const float *y = out.data;
+    for (int i = 0; i < n; i++) {
+        double r = ref((double)x[i]);
+        if (fabs(r) > 2 * (double)FLT_MAX) r = copysign(INFINITY, r); /* past float's range */
+        if (isnan(r)) {
+            ck_assert_msg(isnan(y[i]), "%s(%.9g) = %.9g, expected NaN", def->name, x[i], y[i]);
+        } else if (isinf(r)) {
+            ck_assert_msg(y[i] == (float)r, "%s(%.9g) = %.9g, expected %g", def->name, x[i], y[i], r);
+        } else {
+            const double tol = 4 * ldexp(1.0, -23) * fabs(r) + 1e-37;
+            ck_assert_msg(fabs(y[i] - r) <= tol, "%s(%.9g) = %.9g, expected %.17g", def->name, x[i], y[i], r);
+        }
+    }
+    th_free_outputs(1, &out);
+}
+
+START_TEST(test_trig) {
+    const float any[] = {0.0f, -0.0f, 1e-6f, -1e-6f, 0.5f, -0.75f, 1.25f, -1.5f, 3.0f, -7.5f, NAN};
+    const float unit[] = {0.0f, -0.0f, 1e-6f, 0.25f, -0.5f, 0.999f, -0.999f, 1.0f, -1.0f, 1.5f, -2.0f, NAN};
+    const float big[] = {1.0f, 1.0001f, 1.5f, 2.0f, 10.0f, 1e6f, 0.5f, -1.0f, INFINITY, NAN};
+    const int na = (int)(sizeof any / sizeof any[0]), nu = (int)(sizeof unit / sizeof unit[0]),
+              nb = (int)(sizeof big / sizeof big[0]);
+    check_fn(&cg_op_tan, tan, any, na);
+    check_fn(&cg_op_atan, atan, any, na);
+    check_fn(&cg_op_sinh, sinh, any, na);
+    check_fn(&cg_op_cosh, cosh, any, na);
+    check_fn(&cg_op_asinh, asinh, any, na);
+    check_fn(&cg_op_asin, asin, unit, nu);
+    check_fn(&cg_op_acos, acos, unit, nu);
+    check_fn(&cg_op_atanh, atanh, unit, nu);
+    check_fn(&cg_op_acosh, acosh, big, nb);
+}
+END_TEST
+
+/* Values that overflow f32: sinh and cosh of 100 are inf. */
+START_TEST(test_trig_overflow) {
+    const float x[] = {100.0f, -100.0f, INFINITY, -INFINITY};
+    check_fn(&cg_op_sinh, sinh, x, 4);
+    check_fn(&cg_op_cosh, cosh, x, 4);
+}
+END_TEST
+
+static Suite *math_suite(void) {
+    Suite *s = suite_create("ops_math");
+    TCase *tc = tcase_create("trig");
+    tcase_add_test(tc, test_trig);
+    tcase_add_test(tc, test_trig_overflow);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run_suite(math_suite(), 0); }
