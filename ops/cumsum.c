@@ -1,7 +1,8 @@
-/* cumsum: running sums along one axis (ONNX CumSum, torch.cumsum), with
- * ONNX's exclusive and reverse. Each line along the axis is summed in
- * order on every backend (one OpenCL work-item per line), so the results
- * are the same bits everywhere; integers wrap around. */
+/* cumsum and cumprod: running sums and products along one axis (ONNX
+ * CumSum and CumProd, torch.cumsum and torch.cumprod), with ONNX's
+ * exclusive and reverse. Each line along the axis is taken in order on
+ * every backend (one OpenCL work-item per line), so the results are the
+ * same bits everywhere; integers wrap around. */
 #include "bcast.h"
 
 #include <stdint.h>
@@ -47,23 +48,26 @@ static cg_op_status cumsum_infer(cg_op_call *call) {
 }
 
 /* One line of n elements, `step` apart, from its first (or last) one;
- * integers summed unsigned (T2) so that they wrap. In place is fine: each
- * element is read before it is written. */
-#define CS_LINE(NAME, T, T2)                                                \
+ * integers in their unsigned type (T2) so that they wrap. In place is
+ * fine: each element is read before it is written. */
+#define CS_LINE(NAME, T, T2, INIT, OP)                                      \
     static void NAME(const T *x, T *y, int64_t n, int64_t step, int excl) { \
-        T2 acc = 0;                                                         \
+        T2 acc = INIT;                                                      \
         for (int64_t j = 0; j < n; j++, x += step, y += step) {             \
             const T2 v = (T2)*x;                                            \
             if (excl) *y = (T)acc;                                          \
-            acc += v;                                                       \
+            acc = acc OP v;                                                 \
             if (!excl) *y = (T)acc;                                         \
         }                                                                   \
     }
-CS_LINE(line_f32, float, float)
-CS_LINE(line_i32, int32_t, uint32_t)
-CS_LINE(line_i64, int64_t, uint64_t)
+CS_LINE(sum_f32, float, float, 0, +)
+CS_LINE(sum_i32, int32_t, uint32_t, 0, +)
+CS_LINE(sum_i64, int64_t, uint64_t, 0, +)
+CS_LINE(prod_f32, float, float, 1, *)
+CS_LINE(prod_i32, int32_t, uint32_t, 1, *)
+CS_LINE(prod_i64, int64_t, uint64_t, 1, *)
 
-static cg_op_status cumsum_cpu(const cg_kernel_args *a) {
+static cg_op_status cum_cpu(const cg_kernel_args *a, int prod) {
     const cg_op_call *call = a->call;
     const cg_op_dtype dt = call->inputs[0].dtype;
     const size_t b = cg_dtype_size((cg_dtype)dt);
@@ -77,15 +81,17 @@ static cg_op_status cumsum_cpu(const cg_kernel_args *a) {
             const size_t first = (size_t)((o * len + (rev ? len - 1 : 0)) * inner + i) * b;
             const char *x = (const char *)a->in[0] + first;
             char *y = (char *)a->out[0] + first;
-            if (dt == CG_I32) line_i32((const int32_t *)x, (int32_t *)y, len, step, excl);
-            else if (dt == CG_I64) line_i64((const int64_t *)x, (int64_t *)y, len, step, excl);
-            else line_f32((const float *)x, (float *)y, len, step, excl);
+            if (dt == CG_I32) (prod ? prod_i32 : sum_i32)((const int32_t *)x, (int32_t *)y, len, step, excl);
+            else if (dt == CG_I64) (prod ? prod_i64 : sum_i64)((const int64_t *)x, (int64_t *)y, len, step, excl);
+            else (prod ? prod_f32 : sum_f32)((const float *)x, (float *)y, len, step, excl);
         }
     return CG_OP_OK;
 }
 
-static cg_op_status cumsum_cl(const cg_kernel_args *a) {
-    static const char name[] = "cumsum";
+static cg_op_status cumsum_cpu(const cg_kernel_args *a) { return cum_cpu(a, 0); }
+static cg_op_status cumprod_cpu(const cg_kernel_args *a) { return cum_cpu(a, 1); }
+
+static cg_op_status cum_cl(const cg_kernel_args *a, const char *name) {
     const cg_op_call *call = a->call;
     const cg_op_dtype dt = call->inputs[0].dtype;
     int64_t outer, len, inner;
@@ -108,6 +114,9 @@ static cg_op_status cumsum_cl(const cg_kernel_args *a) {
     return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
+static cg_op_status cumsum_cl(const cg_kernel_args *a) { return cum_cl(a, "cumsum"); }
+static cg_op_status cumprod_cl(const cg_kernel_args *a) { return cum_cl(a, "cumprod"); }
+
 #define D(...) \
     { __VA_ARGS__ }
 static const cg_ops_case cumsum_cases[] = {
@@ -122,6 +131,25 @@ static const cg_ops_case cumsum_cases[] = {
     {1, {{CG_F32, 3, D(3, 1000, 7), -2, 2}}, "axis: 1"},
     {1, {{CG_F32, 2, D(100, 257), -2, 2}}, "axis: 1, reverse: 1"},
 };
+
+static const cg_ops_case cumprod_cases[] = {
+    {1, {{CG_F32, 1, D(1), -2, 2}}, NULL},
+    {1, {{CG_F32, 0, D(0), -2, 2}}, NULL},
+    {1, {{CG_F32, 1, D(6), -2, 2}}, "exclusive: 1"},
+    {1, {{CG_F32, 2, D(4, 5), -2, 2}}, "axis: 1, reverse: 1"},
+    {1, {{CG_F32, 2, D(4, 5), -2, 2}}, "axis: -2, exclusive: 1, reverse: 1"},
+    {1, {{CG_I32, 3, D(2, 3, 5), -70000.0, 70000.0}}, "axis: 1"},
+    {1, {{CG_I64, 3, D(2, 5, 3), -9e9, 9e9}}, "axis: 1, exclusive: 1"},
+    {1, {{CG_I64, 2, D(17, 0), -5, 5}}, "axis: 0"},
+    {1, {{CG_F32, 3, D(3, 300, 7), 0.5, 1.5}}, "axis: 1"},
+    {1, {{CG_F32, 2, D(100, 257), 0.9, 1.1}}, "axis: 1, reverse: 1"},
+};
+
+static int32_t cumprod_conform(int32_t i, cg_conform_case *c) {
+    if (i < 0 || i >= (int32_t)(sizeof cumprod_cases / sizeof cumprod_cases[0])) return 0;
+    cg_ops_fill_case(&cumprod_cases[i], 1, c);
+    return 1;
+}
 
 static int32_t cumsum_conform(int32_t i, cg_conform_case *c) {
     if (i < 0 || i >= (int32_t)(sizeof cumsum_cases / sizeof cumsum_cases[0])) return 0;
@@ -142,3 +170,16 @@ const cg_op_def cg_op_cumsum =
                  "has x's shape and dtype.",
           .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = cumsum_inputs,
           CG_ATTRS(cumsum_attrs), .infer = cumsum_infer, CG_KERNELS(cumsum_kernels), .conform_case = cumsum_conform);
+
+static const cg_kernel_def cumprod_kernels[] = {
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = cumprod_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = cumprod_cl),
+};
+const cg_op_def cg_op_cumprod =
+    CG_OP(.name = "cumprod",
+          .doc = "Running products of x (f32, i32 or i64) along `axis`: y[..., j, ...] = x[..., 0, ...] * ... * "
+                 "x[..., j, ...]; exclusive: 1 leaves x[..., j, ...] out (y starts at 1), reverse: 1 multiplies from "
+                 "the end. Products are taken in order along the axis on every device; integers wrap around. y has x's "
+                 "shape and dtype.",
+          .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = cumsum_inputs,
+          CG_ATTRS(cumsum_attrs), .infer = cumsum_infer, CG_KERNELS(cumprod_kernels), .conform_case = cumprod_conform);

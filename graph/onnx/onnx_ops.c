@@ -677,7 +677,7 @@ static cg_status map_slice(onnx_imp *im) {
     return CG_OK;
 }
 
-/* CumSum: the axis (input 1) must be known at import. */
+/* CumSum and CumProd: the axis (input 1) must be known at import. */
 static cg_status map_cumsum(onnx_imp *im) {
     static const char *const known[] = {"exclusive", "reverse", NULL};
     onnx_val *x, *ax;
@@ -692,7 +692,7 @@ static cg_status map_cumsum(onnx_imp *im) {
     snprintf(a, sizeof a, "axis: %lld, exclusive: %d, reverse: %d", (long long)cg_onnx_int_at(t, 0),
              onnx_attr_int(im, "exclusive", 0) != 0, onnx_attr_int(im, "reverse", 0) != 0);
     const char *in[1] = {x->name};
-    return emit1(im, "cumsum", 1, in, out_name(im, 0), a);
+    return emit1(im, strcmp(im->node->op_type, "CumProd") ? "cumsum" : "cumprod", 1, in, out_name(im, 0), a);
 }
 
 /* ---- reductions ---- */
@@ -1455,6 +1455,7 @@ static const struct {
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
     {"Cos", map_unary, 0},
     {"Cosh", map_unary, 0},
+    {"CumProd", map_cumsum, 0},
     {"CumSum", map_cumsum, 0},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
     {"Div", map_binary, 0},

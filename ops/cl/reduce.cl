@@ -206,8 +206,8 @@ __kernel void topk_rank(__global const float *x, __global float *vals, __global 
 }
 #endif
 
-/* ---- cumsum ----
- * Running sums along one axis of x viewed as [outer, len, inner]: one
+/* ---- cumsum, cumprod ----
+ * Running sums (products) along one axis of x viewed as [outer, len, inner]: one
  * work-item per line, in order along the axis (from its end when
  * reverse), so that the sums round as the CPU kernel's; exclusive leaves
  * the element itself out. Built with -DCS_T=<type> -DCS_U=<its unsigned
@@ -216,20 +216,29 @@ __kernel void topk_rank(__global const float *x, __global float *vals, __global 
 #define CS_T float
 #define CS_U float
 #endif
+/* one line in order; INIT and OP: 0 and + (cumsum) or 1 and * (cumprod) */
+#define CUM_LINE(INIT, OP)                                                          \
+    IDX i = (IDX)get_global_id(0);                                                  \
+    if (i >= n) return;                                                             \
+    IDX o = i / (IDX)inner, c = i - o * (IDX)inner;                                 \
+    IDX p = (o * (IDX)len + (reverse ? (IDX)len - 1 : 0)) * (IDX)inner + c;         \
+    IDX step = reverse ? -(IDX)inner : (IDX)inner;                                  \
+    CS_U acc = INIT;                                                                \
+    for (long j = 0; j < len; j++, p += step) {                                     \
+        CS_U v = (CS_U)x[p];                                                        \
+        if (exclusive) y[p] = (CS_T)acc;                                            \
+        acc = acc OP v;                                                             \
+        if (!exclusive) y[p] = (CS_T)acc;                                           \
+    }
 #if CG_WANT(cumsum)
 __kernel void cumsum(__global const CS_T *x, __global CS_T *y, long len, long inner, int exclusive, int reverse,
                      IDX n) {
-    IDX i = (IDX)get_global_id(0);
-    if (i >= n) return;
-    IDX o = i / (IDX)inner, c = i - o * (IDX)inner;
-    IDX p = (o * (IDX)len + (reverse ? (IDX)len - 1 : 0)) * (IDX)inner + c;
-    IDX step = reverse ? -(IDX)inner : (IDX)inner;
-    CS_U acc = 0;
-    for (long j = 0; j < len; j++, p += step) {
-        CS_U v = (CS_U)x[p];
-        if (exclusive) y[p] = (CS_T)acc;
-        acc += v;
-        if (!exclusive) y[p] = (CS_T)acc;
-    }
+    CUM_LINE(0, +)
+}
+#endif
+#if CG_WANT(cumprod)
+__kernel void cumprod(__global const CS_T *x, __global CS_T *y, long len, long inner, int exclusive, int reverse,
+                      IDX n) {
+    CUM_LINE(1, *)
 }
 #endif

@@ -1,7 +1,8 @@
 /* Tests of the trigonometric and hyperbolic math ops (ops/math.c: tan,
  * asin, acos, atan, sinh, cosh, asinh, acosh, atanh): the CPU kernel
  * against the double-precision libm function at points across each domain,
- * its edges and outside it (NaN), within a few float ULPs. The OpenCL
+ * its edges and outside it (NaN), within a few float ULPs; and of cumprod
+ * (ops/cumsum.c) against running products written here. The OpenCL
  * kernels are compared with the CPU ones by `clgraph conform`. */
 #include <check.h>
 
@@ -66,11 +67,65 @@ START_TEST(test_trig_overflow) {
 }
 END_TEST
 
+/* cumprod of f32 [3, 4, 5] along axis 1, every exclusive / reverse pair,
+ * against products in double (the kernel's are in float, in order). */
+START_TEST(test_cumprod_f32) {
+    float x[60];
+    th_seed(7);
+    th_fill(x, 60, -1.5f, 1.5f);
+    const int64_t d[3] = {3, 4, 5};
+    for (int mode = 0; mode < 4; mode++) {
+        const int excl = mode & 1, rev = mode >> 1;
+        th_attrs at;
+        th_attrs_init(&at, &cg_op_cumprod);
+        th_set_int(&at, &cg_op_cumprod, "axis", 1);
+        th_set_int(&at, &cg_op_cumprod, "exclusive", excl);
+        th_set_int(&at, &cg_op_cumprod, "reverse", rev);
+        th_tensor in = th_f32(x, 3, d), out;
+        char err[512];
+        ck_assert_msg(th_run(&cg_op_cumprod, 1, &in, &at, 1, &out, err, sizeof err) == CG_OP_OK, "%s", err);
+        for (int o = 0; o < 3; o++)
+            for (int i = 0; i < 5; i++) {
+                double acc = 1;
+                for (int k = 0; k < 4; k++) {
+                    const int j = rev ? 3 - k : k, at_j = (o * 4 + j) * 5 + i;
+                    if (excl) ck_assert(fabs(((float *)out.data)[at_j] - acc) <= 1e-6 * fabs(acc) + 1e-30);
+                    acc *= x[at_j];
+                    if (!excl) ck_assert(fabs(((float *)out.data)[at_j] - acc) <= 1e-6 * fabs(acc) + 1e-30);
+                }
+            }
+        th_free_outputs(1, &out);
+    }
+}
+END_TEST
+
+/* cumprod of i64 wraps around as unsigned 64-bit arithmetic does. */
+START_TEST(test_cumprod_i64_wraps) {
+    int64_t x[4] = {(int64_t)1 << 40, (int64_t)1 << 30, 3, -5};
+    const int64_t d[1] = {4};
+    th_tensor in = th_f32(NULL, 1, d), out;
+    in.desc.dtype = CG_I64;
+    in.data = x;
+    char err[512];
+    ck_assert_msg(th_run(&cg_op_cumprod, 1, &in, NULL, 1, &out, err, sizeof err) == CG_OP_OK, "%s", err);
+    uint64_t acc = 1;
+    for (int i = 0; i < 4; i++) {
+        acc *= (uint64_t)x[i];
+        ck_assert_msg(((int64_t *)out.data)[i] == (int64_t)acc, "element %d", i);
+    }
+    th_free_outputs(1, &out);
+}
+END_TEST
+
 static Suite *math_suite(void) {
     Suite *s = suite_create("ops_math");
     TCase *tc = tcase_create("trig");
     tcase_add_test(tc, test_trig);
     tcase_add_test(tc, test_trig_overflow);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cumprod");
+    tcase_add_test(tc, test_cumprod_f32);
+    tcase_add_test(tc, test_cumprod_i64_wraps);
     suite_add_tcase(s, tc);
     return s;
 }
