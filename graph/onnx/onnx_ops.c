@@ -744,6 +744,53 @@ static cg_status int_sum_to(onnx_imp *im, onnx_val *x, const int64_t *axes, int 
     return emit_reshape_to(im, v, nd, d, out);
 }
 
+/* ReduceMax, ReduceMin or ReduceLogSumExp over an axis of size 0 (x of
+ * concrete dims): the reduction's identity everywhere (-inf, +inf, -inf;
+ * for bool false and true), a constant. 1 when it applies. */
+static int reduce_empty(onnx_imp *im, onnx_val *x, const char *op, const int64_t *axes, int n, int keep,
+                        cg_status *st) {
+    const int r = x->desc.ndim;
+    int red[CG_MAX_DIMS] = {0}, empty = 0, nd = 0;
+    int64_t d[CG_MAX_DIMS];
+    *st = CG_OK;
+    if (strcmp(op, "Max") && strcmp(op, "Min") && strcmp(op, "LogSumExp")) return 0;
+    for (int i = 0; i < r; i++)
+        if (x->desc.dims[i] < 0) return 0;
+    for (int i = 0; i < (n ? n : r); i++) {
+        const int64_t k = n ? axes[i] + (axes[i] < 0 ? r : 0) : i;
+        if (k < 0 || k >= r) return 0; /* the reduction's own check names it */
+        red[k] = 1, empty |= x->desc.dims[k] == 0;
+    }
+    if (!empty) return 0;
+    for (int i = 0; i < r; i++)
+        if (!red[i] || keep) d[nd++] = red[i] ? 1 : x->desc.dims[i];
+    const int is_bool = x->desc.dtype == CG_BOOL, is_min = !strcmp(op, "Min");
+    cg_tensor *t;
+    if (!is_bool && x->desc.dtype != CG_F32) return 0;
+    if ((*st = cg_tensor_create(is_bool ? CG_BOOL : CG_F32, nd, d, &t))) return 1;
+    for (int64_t i = 0; i < cg_tensor_numel(t); i++)
+        if (is_bool) ((uint8_t *)cg_tensor_data(t))[i] = (uint8_t)is_min;
+        else ((float *)cg_tensor_data(t))[i] = is_min ? INFINITY : -INFINITY;
+    *st = onnx_set_const(im, 0, t);
+    return 1;
+}
+
+/* ReduceMax and ReduceMin of bool (opset 20: any and all): computed on 0
+ * and 1 as f32 and cast back. */
+static cg_status reduce_bool(onnx_imp *im, onnx_val *x, const char *op, const int64_t *axes, int n, int keep) {
+    const char *f = NULL, *nf = NULL, *t1 = NULL, *t2 = NULL;
+    const int is_min = !strcmp(op, "Min");
+    cg_status s;
+    if (strcmp(op, "Max") && !is_min)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Reduce%s of bool (only Max and Min)", op);
+    if ((s = emit_tmp(im, "cast", x->name, "to: \"f32\"", &f))) return s;
+    if (is_min && (s = ew_to(im, "neg", f, NULL, &nf))) return s;
+    if ((s = reduce_to(im, "reduce_max", is_min ? nf : f, axes, n, keep, &t1))) return s;
+    if (is_min && (s = ew_to(im, "neg", t1, NULL, &t2))) return s;
+    t1 = is_min ? t2 : t1;
+    return emit1(im, "cast", 1, &t1, out_name(im, 0), "to: \"bool\"");
+}
+
 /* The Reduce family: Sum, Mean, Max and Prod are clgraph's; Min, L1, L2,
  * SumSquare, LogSum and LogSumExp are made of them (LogSumExp with the
  * maximum taken out first, so large inputs do not overflow). */
@@ -773,6 +820,8 @@ static cg_status map_reduce(onnx_imp *im) {
         memcpy(d, x->desc.dims, sizeof d);
         return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
     }
+    if (reduce_empty(im, x, op, axes, n, keep, &s)) return s;
+    if (x->desc.dtype == CG_BOOL) return reduce_bool(im, x, op, axes, n, keep);
     const char *y = out_name(im, 0), *t1 = NULL, *t2 = NULL, *t3 = NULL;
     if (!strcmp(op, "Sum") && (x->desc.dtype == CG_I32 || x->desc.dtype == CG_I64))
         return int_sum_to(im, x, axes, n, keep, &y);
@@ -1289,7 +1338,8 @@ static cg_status map_gather_elements(onnx_imp *im) {
 }
 
 /* ScatterElements (and the older Scatter): scatter_elements with int64
- * indices and the reduction attribute (opset 16: none, add, mul). */
+ * indices and the reduction attribute (opset 16: none, add, mul; 18: max,
+ * min). */
 static cg_status map_scatter_elements(onnx_imp *im) {
     static const char *const known[] = {"axis", "reduction", NULL};
     onnx_val *x, *ix, *up;
@@ -1303,7 +1353,7 @@ static cg_status map_scatter_elements(onnx_imp *im) {
         if (r->s.len >= sizeof red) return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction of %zu bytes", r->s.len);
         memcpy(red, r->s.data, r->s.len);
         red[r->s.len] = 0;
-        if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul"))
+        if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
             return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction '%s'", red);
     }
     const char *idx = ix->name;
@@ -1529,6 +1579,7 @@ static const struct {
     {"RNN", cg_onnx_map_rnn, 0},
     {"RotaryEmbedding", cg_onnx_map_rotary, 0},
     {"Round", map_unary, 0},
+    {"Scatter", map_scatter_elements, OP_ANY_DTYPE},
     {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
     {"Selu", cg_onnx_map_act, 0},
     {"Shape", map_fold_only, OP_ANY_DTYPE},
