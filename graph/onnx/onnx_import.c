@@ -160,7 +160,9 @@ cg_status onnx_check_attrs(onnx_imp *im, const char *const *known) {
     const Onnx__NodeProto *n = im->node;
     for (size_t i = 0; i < n->n_attribute; i++) {
         const char *name = n->attribute[i]->name ? n->attribute[i]->name : "";
-        int ok = 0;
+        /* opsets 1 to 6 hint buffer reuse with consumed_inputs; it changes
+         * no result */
+        int ok = im->opset < 7 && !strcmp(name, "consumed_inputs");
         for (int k = 0; known && known[k] && !ok; k++) ok = !strcmp(known[k], name);
         if (!ok) return onnx_fail(im, CG_ERR_UNSUPPORTED, "attribute '%s' is not supported", name);
     }

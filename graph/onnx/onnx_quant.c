@@ -72,6 +72,75 @@ static cg_status along_axis(onnx_imp *im, onnx_val *v, const onnx_val *x, int64_
     return op2(im, "reshape", cur, NULL, a, out);
 }
 
+/* Blocked quantization (opset 21's block_size): v (f32, x's rank, one
+ * value per block of `block` along axis) repeated over each block and cut
+ * to x's length there, so it lines up with x element for element. */
+static cg_status blocked(onnx_imp *im, const char *v, const onnx_val *x, int64_t axis, int64_t block, const char *what,
+                         const char **out) {
+    const onnx_val *sv = onnx_val_get(im, v);
+    const int nd = x->desc.ndim;
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd || sv->desc.ndim != nd || nd + 1 > CG_MAX_DIMS)
+        return onnx_fail(im, CG_ERR_FORMAT, "%s must have the input's rank for block_size", what);
+    const int64_t nb = sv->desc.dims[axis], len = x->desc.dims[axis];
+    if (nb < 0 || len < 0 || (len + block - 1) / block != nb)
+        return onnx_fail(im, CG_ERR_FORMAT, "%s has %lld blocks along axis %lld for %lld elements of %lld", what,
+                         (long long)nb, (long long)axis, (long long)len, (long long)block);
+    int64_t d[CG_MAX_DIMS], e[CG_MAX_DIMS], m[CG_MAX_DIMS];
+    for (int i = 0, k = 0; i < nd; i++) {
+        d[k] = sv->desc.dims[i], e[k] = 1, m[i] = sv->desc.dims[i];
+        if (i == axis) d[++k] = 1, e[k] = block, m[i] = nb * block;
+        k++;
+    }
+    char a[300];
+    const char *r = NULL, *ex = NULL, *mg = NULL;
+    cg_status s = onnx_emit_reshape(im, onnx_val_get(im, v), nd + 1, d, &r);
+    size_t u = (size_t)snprintf(a, sizeof a, "shape: [");
+    for (int i = 0; i <= nd && u < sizeof a; i++)
+        u += (size_t)snprintf(a + u, sizeof a - u, "%s%lld", i ? ", " : "", (long long)e[i]);
+    if (u < sizeof a) snprintf(a + u, sizeof a - u, "]");
+    if (s || (s = op2(im, "expand", r, NULL, a, &ex)) || (s = onnx_emit_reshape(im, onnx_val_get(im, ex), nd, m, &mg)))
+        return s;
+    snprintf(a, sizeof a, "axis: %lld, start: 0, end: %lld", (long long)axis, (long long)len);
+    return op2(im, "slice", mg, NULL, a, out);
+}
+
+/* The scale and zero point of a (De)QuantizeLinear shaped for x: one
+ * value, one per slice along axis, or (block_size > 0) one per block. */
+static cg_status qparams(onnx_imp *im, onnx_val *scale, onnx_val *zp, const onnx_val *x, const char *const what[2],
+                         const char **sc, const char **z) {
+    const int64_t axis = onnx_attr_int(im, "axis", 1), block = onnx_attr_int(im, "block_size", 0);
+    cg_status s;
+    *z = NULL;
+    if (block < 0) return onnx_fail(im, CG_ERR_FORMAT, "block_size %lld", (long long)block);
+    if (!block) {
+        if ((s = along_axis(im, scale, x, axis, what[0], sc))) return s;
+        return zp ? along_axis(im, zp, x, axis, what[1], z) : CG_OK;
+    }
+    const char *f = scale->name;
+    if (scale->desc.dtype != CG_F32 && (s = op2(im, "cast", f, NULL, "to: \"f32\"", &f))) return s;
+    if ((s = blocked(im, f, x, axis, block, what[0], sc)) || !zp) return s;
+    if ((s = op2(im, "cast", zp->name, NULL, "to: \"f32\"", &f))) return s;
+    return blocked(im, f, x, axis, block, what[1], z);
+}
+
+/* opset 21's output_dtype (0: as the zero point, or u8) and 23's precision
+ * (0 or float: the division in f32, as here): what they ask, or 0 and the
+ * node failed. */
+static cg_dtype quant_type(onnx_imp *im, const onnx_val *zp) {
+    const int64_t od = onnx_attr_int(im, "output_dtype", 0), pr = onnx_attr_int(im, "precision", 0);
+    const cg_dtype want = od ? cg_onnx_dtype((int32_t)od) : zp ? (cg_dtype)zp->desc.dtype : CG_U8;
+    if (pr != 0 && pr != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "precision %s (float only)", cg_onnx_type_name((int32_t)pr)), 0;
+    if (od && zp && want != (cg_dtype)zp->desc.dtype)
+        return onnx_fail(im, CG_ERR_FORMAT, "output_dtype differs from the zero point's type"), 0;
+    if (want != CG_U8 && want != CG_I8)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "QuantizeLinear to %s (u8 or i8)",
+                         od ? cg_onnx_type_name((int32_t)od) : cg_dtype_name(want)),
+               0;
+    return want;
+}
+
 /* y = saturate(round(x / scale) + zp) as dt (u8 or i8) into out; zp the
  * f32 zero point shaped for x, or NULL. */
 static cg_status quantize(onnx_imp *im, const char *x, const char *scale, const char *zp, cg_dtype dt,
@@ -85,27 +154,30 @@ static cg_status quantize(onnx_imp *im, const char *x, const char *scale, const 
     return op2_to(im, "cast", t, NULL, dt == CG_U8 ? "to: \"u8\"" : "to: \"i8\"", out);
 }
 
+/* saturate only changes conversions to float8 types (none here) */
 cg_status cg_onnx_map_quantize(onnx_imp *im) {
-    static const char *const known[] = {"axis", NULL};
+    static const char *const known[] = {"axis", "saturate", "output_dtype", "block_size", "precision", NULL};
+    static const char *const what[2] = {"input 1 (y_scale)", "input 2 (y_zero_point)"};
     onnx_val *x, *scale, *zp = onnx_in(im, 2);
     cg_status s;
     if ((s = onnx_check_attrs(im, known)) || (s = typed_in(im, 0, &x)) || (s = typed_in(im, 1, &scale))) return s;
     if (zp && !zp->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", zp->name);
-    const cg_dtype dt = zp ? (cg_dtype)zp->desc.dtype : CG_U8;
-    if (x->desc.dtype != CG_F32 || scale->desc.dtype != CG_F32 || (dt != CG_U8 && dt != CG_I8))
+    const cg_dtype dt = quant_type(im, zp);
+    if (!dt) return CG_ERR_UNSUPPORTED;
+    if (x->desc.dtype != CG_F32 || scale->desc.dtype != CG_F32)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "QuantizeLinear of %s with a %s scale to %s (f32 to u8 or i8)",
                          cg_dtype_name((cg_dtype)x->desc.dtype), cg_dtype_name((cg_dtype)scale->desc.dtype),
                          cg_dtype_name(dt));
-    const int64_t axis = onnx_attr_int(im, "axis", 1);
-    const char *sc, *z = NULL;
-    if ((s = along_axis(im, scale, x, axis, "input 1 (y_scale)", &sc)) ||
-        (zp && (s = along_axis(im, zp, x, axis, "input 2 (y_zero_point)", &z))))
-        return s;
+    const char *sc, *z;
+    if ((s = qparams(im, scale, zp, x, what, &sc, &z))) return s;
     return quantize(im, x->name, sc, z, dt, out_at(im, 0));
 }
 
+/* output_dtype (opset 23) must be the scale's type, f32 here (f16 and
+ * bf16 scales arrive widened, and the result is narrowed back). */
 cg_status cg_onnx_map_dequantize(onnx_imp *im) {
-    static const char *const known[] = {"axis", NULL};
+    static const char *const known[] = {"axis", "block_size", "output_dtype", NULL};
+    static const char *const what[2] = {"input 1 (x_scale)", "input 2 (x_zero_point)"};
     onnx_val *x, *scale, *zp = onnx_in(im, 2);
     cg_status s;
     if ((s = onnx_check_attrs(im, known)) || (s = typed_in(im, 0, &x)) || (s = typed_in(im, 1, &scale))) return s;
@@ -116,11 +188,13 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im) {
                          "DequantizeLinear of %s with a %s scale (u8, i8 or i32, a zero "
                          "point of the same type, an f32 scale)",
                          cg_dtype_name(dt), cg_dtype_name((cg_dtype)scale->desc.dtype));
-    const int64_t axis = onnx_attr_int(im, "axis", 1);
-    const char *sc, *z = NULL, *t = NULL, *y = out_at(im, 0);
-    if ((s = along_axis(im, scale, x, axis, "input 1 (x_scale)", &sc)) ||
-        (zp && (s = along_axis(im, zp, x, axis, "input 2 (x_zero_point)", &z))) ||
-        (s = op2(im, "cast", x->name, NULL, "to: \"f32\"", &t)) || (z && (s = op2(im, "sub", t, z, NULL, &t))))
+    const int64_t od = onnx_attr_int(im, "output_dtype", 0);
+    if (od && !im->narrow && od != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        return onnx_fail(im, CG_ERR_FORMAT, "output_dtype %s differs from the scale's type",
+                         cg_onnx_type_name((int32_t)od));
+    const char *sc, *z, *t = NULL, *y = out_at(im, 0);
+    if ((s = qparams(im, scale, zp, x, what, &sc, &z)) || (s = op2(im, "cast", x->name, NULL, "to: \"f32\"", &t)) ||
+        (z && (s = op2(im, "sub", t, z, NULL, &t))))
         return s;
     /* i32 values past 2^24 round on the cast, as in ONNX Runtime */
     return op2_to(im, "mul", t, sc, NULL, y);
