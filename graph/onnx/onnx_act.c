@@ -96,8 +96,14 @@ static cg_status selu_celu(onnx_imp *im, onnx_val *x, const char *y) {
     double alpha, gamma = 1;
     char at[80];
     cg_status s;
-    if ((s = float_attr(im, "alpha", selu ? 1.67326319217681884765625 : 1.0, &alpha)) ||
-        (selu && (s = float_attr(im, "gamma", 1.05070102214813232421875, &gamma))))
+    /* Selu's defaults were rounded to 5 digits before opset 6 */
+    const int old = im->opset < 6;
+    if ((s = float_attr(im, "alpha",
+                        !selu ? 1.0
+                        : old ? 1.6732f
+                              : 1.67326319217681884765625,
+                        &alpha)) ||
+        (selu && (s = float_attr(im, "gamma", old ? 1.0507f : 1.05070102214813232421875, &gamma))))
         return s;
     if (!selu && alpha == 0) return onnx_fail(im, CG_ERR_FORMAT, "alpha 0");
     const char *t = x->name, *e = NULL, *a = NULL;

@@ -541,7 +541,7 @@ static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const c
         if (n->n_input > ONNX_MAX_IO) return 1;
         for (size_t i = 0; i < n->n_input; i++)
             if (!(xs[i] = kin(im, (int)i))) return 1;
-        *o = concat(xs, (int)n->n_input, onnx_attr_int(im, "axis", 0));
+        *o = concat(xs, (int)n->n_input, onnx_attr_int(im, "axis", im->opset < 4 ? 1 : 0)); /* 1 before opset 4 */
     } else if (!strcmp(op, "Gather")) {
         if (a && b) *o = gather(a, b, onnx_attr_int(im, "axis", 0));
     } else if (!strcmp(op, "Slice")) {
@@ -655,6 +655,9 @@ int64_t cg_onnx_int_at(const cg_tensor *t, int64_t i) { return get_i(t, i); }
 int cg_onnx_fold(onnx_imp *im) {
     const char *op = im->node->op_type;
     if (!strcmp(op, "Constant")) return fold_constant(im);
+    /* opsets 1 to 6: broadcast along an axis is not NumPy's; the mapping
+     * lines the operands up (onnx_ops.c) */
+    if (im->opset < 7 && onnx_attr(im, "broadcast") && onnx_attr(im, "axis")) return 0;
     cg_tensor *t = fold_one(im, op);
     if (!t) return 0;
     return onnx_set_const(im, 0, t) ? -1 : 1;

@@ -74,7 +74,8 @@ cg_status cg_onnx_map_batch_norm(onnx_imp *im) {
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
     for (int i = 0; i < 4; i++)
         if ((s = need_in(im, i + 1, &v[i]))) return s;
-    if (onnx_attr_int(im, "training_mode", 0))
+    /* opsets 1 to 6 compute batch statistics unless is_test */
+    if (onnx_attr_int(im, "training_mode", 0) || (im->opset < 7 && !onnx_attr_int(im, "is_test", 0)))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "training_mode 1 (batch statistics) is not supported");
     if (!onnx_attr_int(im, "spatial", 1)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "spatial 0 is not supported");
     for (size_t o = 1; o < im->node->n_output; o++)

@@ -5,6 +5,7 @@
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,9 +163,9 @@ static cg_status map_clip(onnx_imp *im) {
     const cg_dtype dt = (cg_dtype)x->desc.dtype;
     double b[2] = {-INFINITY, INFINITY};
     const cg_tensor *bt[2] = {NULL, NULL};
-    if (im->opset < 11) {
-        b[0] = onnx_attr_float(im, "min", -INFINITY);
-        b[1] = onnx_attr_float(im, "max", INFINITY);
+    if (im->opset < 11) { /* opsets 6 to 10 default to the float range, which clips infinities */
+        b[0] = onnx_attr_float(im, "min", im->opset >= 6 ? -FLT_MAX : -INFINITY);
+        b[1] = onnx_attr_float(im, "max", im->opset >= 6 ? FLT_MAX : INFINITY);
     } else {
         static const char *what[2] = {"input 1 (min)", "input 2 (max)"};
         for (int k = 0; k < 2; k++) {
@@ -193,6 +194,26 @@ static cg_status map_clip(onnx_imp *im) {
     return emit1(im, "clip", 1, in, out_name(im, 0), a);
 }
 
+/* Opsets 1 to 6 give the binary ops broadcast and axis: without
+ * broadcast: 1 the shapes match (NumPy's rules, a superset, apply); with
+ * it B lines up with A's dims from axis (by default A's last dims, as
+ * NumPy's rules). B is then reshaped with trailing 1s into *bn. */
+static const char *const legacy_attrs[] = {"broadcast", "axis", NULL};
+
+static cg_status legacy_operand(onnx_imp *im, const onnx_val *a, onnx_val *b, const char **bn) {
+    *bn = b->name;
+    if (im->opset >= 7 || !onnx_attr_int(im, "broadcast", 0) || !onnx_attr(im, "axis")) return CG_OK;
+    const int ra = a->desc.ndim, rb = b->desc.ndim;
+    int64_t axis = onnx_attr_int(im, "axis", 0), d[CG_MAX_DIMS];
+    if (axis < 0) axis += ra;
+    if (axis < 0 || axis + rb > ra)
+        return onnx_fail(im, CG_ERR_FORMAT, "axis %lld does not fit B's %d dims into A's %d",
+                         (long long)onnx_attr_int(im, "axis", 0), rb, ra);
+    for (int i = 0; i < ra - (int)axis; i++) d[i] = i < rb ? b->desc.dims[i] : 1;
+    *bn = NULL;
+    return emit_reshape_to(im, b, ra - (int)axis, d, bn);
+}
+
 /* Add, Sub, Mul, Div; Max, Min, Sum (any number of inputs); Mean. */
 static cg_status map_binary(onnx_imp *im) {
     const char *op = im->node->op_type, *cg;
@@ -202,7 +223,7 @@ static cg_status map_binary(onnx_imp *im) {
     else if (!strcmp(op, "Div")) cg = "div";
     else if (!strcmp(op, "Max")) cg = "maximum";
     else cg = "minimum";
-    cg_status s = onnx_check_attrs(im, NULL);
+    cg_status s = onnx_check_attrs(im, im->opset < 7 ? legacy_attrs : NULL);
     int n = (int)im->node->n_input;
     if (s) return s;
     if (n < 1) return onnx_fail(im, CG_ERR_FORMAT, "no inputs");
@@ -217,8 +238,9 @@ static cg_status map_binary(onnx_imp *im) {
     }
     for (int i = 1; i < n; i++) {
         onnx_val *b;
-        if ((s = need_in(im, i, &b))) return s;
-        const char *in[2] = {cur, b->name};
+        const char *bn;
+        if ((s = need_in(im, i, &b)) || (s = legacy_operand(im, acc, b, &bn))) return s;
+        const char *in[2] = {cur, bn};
         const char *outs[1] = {i == n - 1 && !mean ? out_name(im, 0) : NULL};
         if ((s = onnx_emit(im, cg, 2, in, 1, outs, NULL))) return s;
         cur = outs[0];
@@ -232,6 +254,25 @@ static cg_status map_binary(onnx_imp *im) {
     return CG_OK;
 }
 
+/* Dropout's mask of all kept: bool from opset 10, x's type before. */
+static cg_status ones_mask(onnx_imp *im, const onnx_val *x, cg_tensor **out) {
+    const cg_dtype mt = im->opset >= 10 ? CG_BOOL : (cg_dtype)x->desc.dtype;
+    const uint16_t h1 = mt == CG_F16 ? 0x3C00 : 0x3F80; /* 1.0 in f16, bf16 */
+    cg_tensor *mask;
+    cg_status s = cg_tensor_create(CG_BOOL, x->desc.ndim, x->desc.dims, &mask);
+    if (s) return s;
+    memset(cg_tensor_data(mask), 1, (size_t)cg_tensor_numel(mask));
+    if (mt == CG_BOOL) return *out = mask, CG_OK;
+    const int64_t n = cg_tensor_numel(mask);
+    if (mt == CG_F32 || mt == CG_F16 || mt == CG_BF16) s = cg_tensor_create(mt, x->desc.ndim, x->desc.dims, out);
+    else s = cg_tensor_convert(mask, mt, out); /* integers: ones */
+    cg_tensor_free(mask);
+    if (s) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout's mask of %s", cg_dtype_name(mt));
+    for (int64_t i = 0; mt == CG_F32 && i < n; i++) ((float *)cg_tensor_data(*out))[i] = 1.0f;
+    for (int64_t i = 0; (mt == CG_F16 || mt == CG_BF16) && i < n; i++) ((uint16_t *)cg_tensor_data(*out))[i] = h1;
+    return CG_OK;
+}
+
 static cg_status map_identity(onnx_imp *im) {
     onnx_val *x;
     cg_status s = need_in(im, 0, &x);
@@ -239,11 +280,12 @@ static cg_status map_identity(onnx_imp *im) {
     if (!strcmp(im->node->op_type, "Dropout")) {
         /* the input as is: inference, or training with ratio 0 (as PyTorch
          * and ONNX Runtime: nothing dropped); the mask is then all true */
-        static const char *const known[] = {"ratio", "seed", NULL};
+        static const char *const known[] = {"ratio", "seed", "is_test", NULL};
         if ((s = onnx_check_attrs(im, known))) return s;
-        onnx_val *tm = onnx_in(im, 2), *rv = onnx_in(im, 1);
+        onnx_val *tm = im->opset >= 12 ? onnx_in(im, 2) : NULL, *rv = im->opset >= 12 ? onnx_in(im, 1) : NULL;
         const cg_tensor *t, *rt;
-        int training = 0;
+        /* opsets 1 to 6 train unless is_test; 7 to 11 always infer */
+        int training = im->opset < 7 && !onnx_attr_int(im, "is_test", 0);
         if (tm && (s = onnx_need_const(im, tm, "input 2 (training_mode)", &t))) return s;
         if (tm) training = cg_tensor_numel(t) == 1 && ((const uint8_t *)cg_tensor_data_const(t))[0];
         double ratio = onnx_attr_float(im, "ratio", 0.5);
@@ -259,8 +301,7 @@ static cg_status map_identity(onnx_imp *im) {
             for (int i = 0; i < x->desc.ndim; i++)
                 if (x->desc.dims[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Dropout's mask of symbolic dims");
             cg_tensor *mask;
-            if ((s = cg_tensor_create(CG_BOOL, x->desc.ndim, x->desc.dims, &mask))) return s;
-            memset(cg_tensor_data(mask), 1, (size_t)cg_tensor_numel(mask));
+            if ((s = ones_mask(im, x, &mask))) return s;
             if ((s = onnx_set_const(im, 1, mask))) return s;
         }
     }
@@ -537,7 +578,7 @@ static cg_status map_concat(onnx_imp *im) {
         in[i] = v->name;
     }
     char a[64];
-    snprintf(a, sizeof a, "axis: %lld", (long long)onnx_attr_int(im, "axis", 0));
+    snprintf(a, sizeof a, "axis: %lld", (long long)onnx_attr_int(im, "axis", im->opset < 4 ? 1 : 0)); /* 1 before 4 */
     return emit1(im, "concat", n, in, out_name(im, 0), a);
 }
 
@@ -944,6 +985,12 @@ static cg_status map_split(onnx_imp *im) {
         n = (int)cg_tensor_numel(t);
         a = cg_tensor_data_const(t);
     }
+    const int64_t num = onnx_attr_int(im, "num_outputs", 0);
+    if (onnx_attr(im, "num_outputs") && (a || num != n_out))
+        return onnx_fail(im, CG_ERR_FORMAT, "num_outputs %lld with %s and %d outputs", (long long)num,
+                         a ? "split sizes" : "no sizes", n_out);
+    if (!a && im->opset < 18 && dim % n_out)
+        return onnx_fail(im, CG_ERR_FORMAT, "a dim of %lld does not split into %d equal parts", (long long)dim, n_out);
     if (a) {
         if (n != n_out) return onnx_fail(im, CG_ERR_FORMAT, "%d split sizes for %d outputs", n, n_out);
         int64_t sum = 0;
@@ -1094,7 +1141,12 @@ static cg_status map_gather(onnx_imp *im) {
 static cg_status map_pow(onnx_imp *im) {
     onnx_val *a, *b;
     cg_status s;
-    if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, NULL))) return s;
+    if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) ||
+        (s = onnx_check_attrs(im, im->opset < 7 ? legacy_attrs : NULL)))
+        return s;
+    const char *bl;
+    if ((s = legacy_operand(im, a, b, &bl))) return s;
+    if (bl != b->name) b = onnx_val_get(im, bl);
     const int ta = a->desc.dtype, tb = b->desc.dtype;
     if (ta != CG_F32 && ta != CG_I32 && ta != CG_I64)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow of %s (f32, i32 and i64)", cg_dtype_name((cg_dtype)ta));
@@ -1182,10 +1234,21 @@ static cg_status map_tile(onnx_imp *im) {
     int64_t r[CG_MAX_DIMS], d2[CG_MAX_DIMS], e[CG_MAX_DIMS], o[CG_MAX_DIMS];
     int n;
     cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL)) ||
-        (s = const_ints(im, 1, "input 1 (repeats)", r, &n)))
-        return s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, NULL))) return s;
     const int nd = x->desc.ndim;
+    if (im->opset < 6) { /* inputs tiles and axis: one axis repeated tiles times */
+        const cg_tensor *t, *ax;
+        if ((s = onnx_need_const(im, onnx_in(im, 1), "input 1 (tiles)", &t)) ||
+            (s = onnx_need_const(im, onnx_in(im, 2), "input 2 (axis)", &ax)))
+            return s;
+        const int64_t k = cg_onnx_int_at(ax, 0);
+        if (cg_tensor_numel(t) != 1 || cg_tensor_numel(ax) != 1 || k < 0 || k >= nd)
+            return onnx_fail(im, CG_ERR_FORMAT, "tiles and axis must be one value each, axis a dim of the input");
+        for (int i = 0; i < nd; i++) r[i] = i == k ? cg_onnx_int_at(t, 0) : 1;
+        n = nd;
+    } else if ((s = const_ints(im, 1, "input 1 (repeats)", r, &n))) {
+        return s;
+    }
     if (n != nd) return onnx_fail(im, CG_ERR_FORMAT, "repeats has %d values for %d dims", n, nd);
     if (2 * nd > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile of more than %d dims", CG_MAX_DIMS / 2);
     for (int i = 0; i < nd; i++) {
@@ -1398,18 +1461,19 @@ static cg_status map_bool_op(onnx_imp *im) {
                {"Xor", "logical_xor"},
                {"Not", "logical_not"},
                {"Where", "where"}};
-    cg_status s = onnx_check_attrs(im, NULL);
+    cg_status s = onnx_check_attrs(im, im->opset < 7 ? legacy_attrs : NULL);
     if (s) return s;
     const char *op = im->node->op_type, *cg = NULL;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(op, ops[i].onnx)) cg = ops[i].cg;
     const int n = !strcmp(op, "Not") ? 1 : !strcmp(op, "Where") ? 3 : 2;
     const char *in[3];
+    onnx_val *v[3];
     for (int i = 0; i < n; i++) {
-        onnx_val *v;
-        if ((s = need_in(im, i, &v))) return s;
-        in[i] = v->name;
+        if ((s = need_in(im, i, &v[i]))) return s;
+        in[i] = v[i]->name;
     }
+    if (n == 2 && (s = legacy_operand(im, v[0], v[1], &in[1]))) return s;
     return emit1(im, cg, n, in, out_name(im, 0), NULL);
 }
 
