@@ -66,6 +66,22 @@ START_TEST(own_op_tests_pass) {
 }
 END_TEST
 
+/* The newer and older forms of the mapped operators (tests/data/onnx/
+ * make_opset.py, expected values from ONNX Runtime and, for opsets before
+ * 7, NumPy): opset 18's reduction axes as inputs and noop_with_empty_axes,
+ * Split's num_outputs, boolean ReduceMax/ReduceMin (20), Cast's saturate,
+ * CastLike, Shape's start/end, GroupNormalization (21), Attention with
+ * grouped-query heads and a causal past cache over symbolic dims (two
+ * bindings), 3-D Attention with a mask and softcap, RMSNormalization and
+ * RotaryEmbedding (23); opset 3's broadcast/axis, consumed_inputs, Tile's
+ * tiles/axis and Concat's default axis, opset 9's typed Dropout mask. */
+START_TEST(opset_forms_pass) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/opset", tu_src_dir());
+    run_set(dir, 9, 9);
+}
+END_TEST
+
 /* Real exports (tests/data/onnx/make_models.py): the seq2seq spec's encoder
  * and decoder step from torch.onnx.export with dynamic batch and source
  * length (pack_padded_sequence's sort, Shape/Range/ConstantOfShape over the
@@ -454,6 +470,7 @@ int main(void) {
     tcase_add_test(tc, node_tests_pass);
     tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, own_op_tests_pass);
+    tcase_add_test(tc, opset_forms_pass);
     tcase_add_test(tc, exported_models_match_ort);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
     tcase_add_test(tc, load_options_checked);
