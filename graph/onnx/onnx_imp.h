@@ -195,11 +195,12 @@ cg_status cg_onnx_map_reverse_sequence(onnx_imp *im);
 cg_status cg_onnx_map_rotary(onnx_imp *im);
 
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
- * MatMulInteger. */
+ * MatMulInteger, QLinearMatMul. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
 cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
+cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
 
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */

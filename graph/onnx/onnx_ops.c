@@ -1623,6 +1623,7 @@ static const struct {
     {"Or", map_bool_op, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
     {"PRelu", cg_onnx_map_act, 0},
+    {"QLinearMatMul", cg_onnx_map_qlinear_matmul, 0},
     {"QuantizeLinear", cg_onnx_map_quantize, 0},
     {"Range", cg_onnx_map_range, OP_ANY_DTYPE},
     {"Reciprocal", map_unary, 0},
