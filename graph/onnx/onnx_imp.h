@@ -158,6 +158,11 @@ onnx_map_fn cg_onnx_find_op(const char *op_type);
  * cannot express it (more than one symbolic dim moves). */
 cg_status onnx_emit_reshape(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out);
 
+/* onnx_ops.c: x's elements along `axis` at the i32 indices of the 1-D
+ * value idx (gather_rows with transposes around it) into *out (NULL: a
+ * fresh value, named there). */
+cg_status onnx_emit_take(onnx_imp *im, onnx_val *x, int axis, const char *idx, const char **out);
+
 /* onnx_rnn.c: GRU and LSTM (clgraph's gru / lstm, or unrolled), and RNN
  * (always unrolled). */
 cg_status cg_onnx_map_rnn_layer(onnx_imp *im);
@@ -187,9 +192,16 @@ cg_status cg_onnx_map_mvn(onnx_imp *im);
  * Selu, Shrink, Swish, ThresholdedRelu. */
 cg_status cg_onnx_map_act(onnx_imp *im);
 
-/* onnx_index.c: EyeLike, ReverseSequence. */
+/* onnx_index.c: EyeLike, ReverseSequence, Compress, DepthToSpace,
+ * SpaceToDepth. */
 cg_status cg_onnx_map_eye_like(onnx_imp *im);
 cg_status cg_onnx_map_reverse_sequence(onnx_imp *im);
+cg_status cg_onnx_map_compress(onnx_imp *im);
+cg_status cg_onnx_map_depth_space(onnx_imp *im);
+
+/* onnx_window.c: HannWindow, HammingWindow, BlackmanWindow (size known at
+ * import: computed there). */
+cg_status cg_onnx_map_window(onnx_imp *im);
 
 /* onnx_rotary.c: RotaryEmbedding. */
 cg_status cg_onnx_map_rotary(onnx_imp *im);

@@ -1,10 +1,12 @@
-/* ONNX ops made of positions along an axis (arange) compared or combined:
- * EyeLike (1 where column - row == k) and ReverseSequence (each batch
- * entry's first seq_len steps reversed, gather_elements of the reversed
- * positions). Both read only their input's dims and take any dtype. */
+/* ONNX ops that pick or move elements by their positions, taking any
+ * dtype: EyeLike (1 where column - row == k, from arange), ReverseSequence
+ * (each batch entry's first seq_len steps reversed, gather_elements of
+ * the reversed positions), Compress (the positions its known condition
+ * keeps) and DepthToSpace / SpaceToDepth (a reshape and a transpose). */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -94,4 +96,78 @@ cg_status cg_onnx_map_reverse_sequence(onnx_imp *im) {
     if ((s = onnx_emit(im, "expand", 2, (const char *[]){idx, x->name}, 1, &full, a))) return s;
     snprintf(a, sizeof a, "axis: %d", ta);
     return emit1(im, "gather_elements", 2, (const char *[]){x->name, full}, out_name(im, 0), a);
+}
+
+/* Compress: the slices along axis (of x flattened without one) where the
+ * condition, which must be known at import, holds. */
+cg_status cg_onnx_map_compress(onnx_imp *im) {
+    static const char *const known[] = {"axis", NULL};
+    onnx_val *x;
+    const cg_tensor *c;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
+        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (condition: the output's size depends on it)", &c)))
+        return s;
+    const int has_axis = onnx_attr(im, "axis") != NULL, r = x->desc.ndim;
+    int64_t axis = onnx_attr_int(im, "axis", 0);
+    if (has_axis && (axis < -r || axis >= r))
+        return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
+    if (axis < 0) axis += r;
+    onnx_val *src = x;
+    if (!has_axis) {
+        const char *flat = NULL;
+        if ((s = emit_tmp(im, "reshape", x->name, "shape: [-1]", &flat))) return s;
+        src = onnx_val_get(im, flat), axis = 0;
+    }
+    const int64_t dim = src->desc.dims[axis], n = cg_tensor_numel(c);
+    if (dim < 0 || n > dim || dim > INT32_MAX)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "a condition of %lld values along a dim of %lld (concrete, no shorter)", (long long)n,
+                         (long long)dim);
+    int64_t cnt = 0;
+    for (int64_t i = 0; i < n; i++) cnt += cg_onnx_int_at(c, i) != 0;
+    cg_tensor *idx;
+    if ((s = cg_tensor_create(CG_I32, 1, &cnt, &idx))) return s;
+    for (int64_t i = 0, k = 0; i < n; i++)
+        if (cg_onnx_int_at(c, i)) ((int32_t *)cg_tensor_data(idx))[k++] = (int32_t)i;
+    const char *iname, *y = out_name(im, 0);
+    if ((s = onnx_const_param(im, idx, &iname))) return s;
+    return onnx_emit_take(im, src, (int)axis, iname, &y);
+}
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth: [N, C, H, W] through a 6-D
+ * reshape and transpose, as ONNX's reference. */
+cg_status cg_onnx_map_depth_space(onnx_imp *im) {
+    static const char *const known[] = {"blocksize", "mode", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    const int to_space = !strcmp(im->node->op_type, "DepthToSpace");
+    const int64_t b = onnx_attr_int(im, "blocksize", 0), *d = x->desc.dims;
+    const Onnx__AttributeProto *m = onnx_attr_typed(im, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    const int crd = m && m->has_s && m->s.len == 3 && !memcmp(m->s.data, "CRD", 3);
+    if (m && m->has_s && !crd && !(m->s.len == 3 && !memcmp(m->s.data, "DCR", 3)))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%.*s' (DCR or CRD)", (int)(m->s.len > 20 ? 20 : m->s.len),
+                         (const char *)m->s.data);
+    if (x->desc.ndim == 4 && (d[1] < 0 || (!to_space && (d[2] < 0 || d[3] < 0))))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of symbolic %s", im->node->op_type, to_space ? "C" : "C, H or W");
+    if (x->desc.ndim != 4 || b < 1 || (to_space && d[1] % (b * b)) || (!to_space && (d[2] % b || d[3] % b)))
+        return onnx_fail(im, CG_ERR_FORMAT, "blocksize %lld does not divide the input [N, C, H, W]", (long long)b);
+    int64_t t[6], f[4];
+    const char *perm;
+    if (to_space) {
+        const int64_t c = d[1] / (b * b);
+        const int64_t dcr[6] = {d[0], b, b, c, d[2], d[3]}, cr[6] = {d[0], c, b, b, d[2], d[3]};
+        memcpy(t, crd ? cr : dcr, sizeof t);
+        perm = crd ? "perm: [0, 1, 4, 2, 5, 3]" : "perm: [0, 3, 4, 1, 5, 2]";
+        f[0] = d[0], f[1] = c, f[2] = d[2] < 0 ? CG_DIM_UNKNOWN : d[2] * b, f[3] = d[3] < 0 ? CG_DIM_UNKNOWN : d[3] * b;
+    } else {
+        const int64_t sp[6] = {d[0], d[1], d[2] / b, b, d[3] / b, b};
+        memcpy(t, sp, sizeof t);
+        perm = crd ? "perm: [0, 1, 3, 5, 2, 4]" : "perm: [0, 3, 5, 1, 2, 4]";
+        f[0] = d[0], f[1] = d[1] * b * b, f[2] = d[2] / b, f[3] = d[3] / b;
+    }
+    const char *r = NULL, *tr = NULL;
+    if ((s = onnx_emit_reshape(im, x, 6, t, &r)) || (s = emit_tmp(im, "transpose", r, perm, &tr))) return s;
+    return emit_reshape(im, onnx_val_get(im, tr), 4, f, out_name(im, 0));
 }

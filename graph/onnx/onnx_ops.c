@@ -607,6 +607,10 @@ static cg_status emit_take(onnx_imp *im, onnx_val *x, int axis, const char *idx,
     return onnx_emit(im, "transpose", 1, tin, 1, out, a);
 }
 
+cg_status onnx_emit_take(onnx_imp *im, onnx_val *x, int axis, const char *idx, const char **out) {
+    return emit_take(im, x, axis, idx, out);
+}
+
 /* Slice along one axis with a step other than 1 (ONNX's clamping of start
  * and end), as emit_take of the indices it visits. */
 static cg_status slice_stepped(onnx_imp *im, onnx_val *x, int64_t axis, int64_t st, int64_t en, int64_t sp,
@@ -1559,11 +1563,13 @@ static const struct {
     {"Atanh", map_unary, 0},
     {"Attention", cg_onnx_map_attention, 0},
     {"BatchNormalization", cg_onnx_map_batch_norm, 0},
+    {"BlackmanWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"Cast", map_cast, OP_ANY_DTYPE},
     {"CastLike", map_cast, OP_ANY_DTYPE},
     {"Ceil", map_unary, 0},
     {"Celu", cg_onnx_map_act, 0},
     {"Clip", map_clip, 0},
+    {"Compress", cg_onnx_map_compress, OP_ANY_DTYPE},
     {"Concat", map_concat, OP_ANY_DTYPE},
     {"Constant", map_fold_only, OP_ANY_DTYPE},
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
@@ -1571,6 +1577,7 @@ static const struct {
     {"Cosh", map_unary, 0},
     {"CumProd", map_cumsum, 0},
     {"CumSum", map_cumsum, 0},
+    {"DepthToSpace", cg_onnx_map_depth_space, OP_ANY_DTYPE},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
     {"Div", map_binary, 0},
     {"Dropout", map_identity, OP_ANY_DTYPE},
@@ -1592,6 +1599,8 @@ static const struct {
     {"GRU", cg_onnx_map_rnn_layer, 0},
     {"Greater", map_bool_op, 0},
     {"GreaterOrEqual", map_bool_op, 0},
+    {"HammingWindow", cg_onnx_map_window, OP_ANY_DTYPE},
+    {"HannWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"Hardmax", cg_onnx_map_act, 0},
     {"HardSigmoid", map_activation, 0},
     {"HardSwish", cg_onnx_map_act, 0},
@@ -1659,6 +1668,7 @@ static const struct {
     {"SoftmaxCrossEntropyLoss", cg_onnx_map_softmax_cross_entropy, 0},
     {"Softplus", map_unary, 0},
     {"Softsign", map_unary, 0},
+    {"SpaceToDepth", cg_onnx_map_depth_space, OP_ANY_DTYPE},
     {"Split", map_split, OP_ANY_DTYPE},
     {"Sqrt", map_unary, 0},
     {"Squeeze", map_squeeze, OP_ANY_DTYPE},
