@@ -163,7 +163,7 @@ cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
     cg_status s = rnn_read(im, &p);
     if (s) return s;
     const char *op = p.op;
-    if (p.rev) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s direction other than forward or bidirectional", op);
+    if (p.rev) return unrolled(im, &p); /* clgraph's layers run forward: a reverse one is unrolled */
     if (!lstm && onnx_attr_int(im, "linear_before_reset", 0) != 1) return unrolled(im, &p);
     /* one step from a given h (a decoder step): the cell op */
     if (p.nd == 1 && p.x->desc.dims[p.layout ? 1 : 0] == 1 && !onnx_in(im, 4) && !known_zero(onnx_in(im, 5)) &&
