@@ -180,24 +180,26 @@ cg_status cg_onnx_map_softmax_cross_entropy(onnx_imp *im);
 
 /* onnx_norm.c: BatchNormalization (inference), InstanceNormalization,
  * GroupNormalization, RMSNormalization, LpNormalization,
- * MeanVarianceNormalization. */
+ * MeanVarianceNormalization, LRN. */
 cg_status cg_onnx_map_batch_norm(onnx_imp *im);
 cg_status cg_onnx_map_instance_norm(onnx_imp *im);
 cg_status cg_onnx_map_group_norm(onnx_imp *im);
 cg_status cg_onnx_map_rms_norm(onnx_imp *im);
 cg_status cg_onnx_map_lp_norm(onnx_imp *im);
 cg_status cg_onnx_map_mvn(onnx_imp *im);
+cg_status cg_onnx_map_lrn(onnx_imp *im);
 
 /* onnx_act.c: Celu, Gelu, HardSwish, Hardmax, IsInf, IsNaN, Mish, PRelu,
- * Selu, Shrink, Swish, ThresholdedRelu. */
+ * Selu, Shrink, Swish, SwiGLU, ThresholdedRelu. */
 cg_status cg_onnx_map_act(onnx_imp *im);
 
 /* onnx_index.c: EyeLike, ReverseSequence, Compress, DepthToSpace,
- * SpaceToDepth. */
+ * SpaceToDepth, TensorScatter. */
 cg_status cg_onnx_map_eye_like(onnx_imp *im);
 cg_status cg_onnx_map_reverse_sequence(onnx_imp *im);
 cg_status cg_onnx_map_compress(onnx_imp *im);
 cg_status cg_onnx_map_depth_space(onnx_imp *im);
+cg_status cg_onnx_map_tensor_scatter(onnx_imp *im);
 
 /* onnx_window.c: HannWindow, HammingWindow, BlackmanWindow (size known at
  * import: computed there). */

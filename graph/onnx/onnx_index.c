@@ -171,3 +171,66 @@ cg_status cg_onnx_map_depth_space(onnx_imp *im) {
     if ((s = onnx_emit_reshape(im, x, 6, t, &r)) || (s = emit_tmp(im, "transpose", r, perm, &tr))) return s;
     return emit_reshape(im, onnx_val_get(im, tr), 4, f, out_name(im, 0));
 }
+
+/* TensorScatter (opset 24, a KV cache update): along axis, position p of
+ * batch entry b takes update[k] with k = p - write_indices[b] (mode
+ * circular: modulo the cache's length) where 0 <= k < the update's length,
+ * else keeps past_cache[p]: gather_elements of the update at k (0 where
+ * outside), then where. */
+cg_status cg_onnx_map_tensor_scatter(onnx_imp *im) {
+    static const char *const known[] = {"axis", "mode", NULL};
+    onnx_val *past, *upd, *wi = onnx_in(im, 2);
+    cg_status s;
+    if ((s = need_in(im, 0, &past)) || (s = need_in(im, 1, &upd)) || (wi && (s = need_in(im, 2, &wi))) ||
+        (s = onnx_check_attrs(im, known)))
+        return s;
+    const int r = past->desc.ndim;
+    int64_t axis = onnx_attr_int(im, "axis", -2);
+    if (axis < 0) axis += r;
+    const Onnx__AttributeProto *m = onnx_attr_typed(im, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    const int circ = m && m->has_s && m->s.len == 8 && !memcmp(m->s.data, "circular", 8);
+    if (m && m->has_s && !circ && !(m->s.len == 6 && !memcmp(m->s.data, "linear", 6)))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%.*s' (linear or circular)",
+                         (int)(m->s.len > 20 ? 20 : m->s.len), (const char *)m->s.data);
+    const int64_t smax = past->desc.dims[axis], sl = upd->desc.dims[axis];
+    if (r < 2 || axis < 1 || axis >= r || upd->desc.ndim != r || smax < 0 || sl < 0)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "axis %lld of the cache (not the batch; concrete lengths)",
+                         (long long)onnx_attr_int(im, "axis", -2));
+    if (sl == 0) return emit_reshape(im, past, r, past->desc.dims, out_name(im, 0)); /* nothing written */
+    int64_t wd[CG_MAX_DIMS];
+    for (int i = 0; i < r; i++) wd[i] = i ? 1 : past->desc.dims[0];
+    const char *p = NULL, *w = NULL, *k = NULL, *zero = NULL, *len = NULL, *ok = NULL, *lo = NULL, *idx = NULL;
+    const int64_t z = 0, n = sl, cap = smax;
+    if ((s = positions(im, past->name, (int)axis, r, (int)axis, &p)) ||
+        (s = const_of(im, CG_I64, 0, NULL, &z, &zero)) || (s = const_of(im, CG_I64, 0, NULL, &n, &len)))
+        return s;
+    if (wi) {
+        const char *wc = wi->name;
+        if (wi->desc.dtype != CG_I64 && (s = emit_tmp(im, "cast", wc, "to: \"i64\"", &wc))) return s;
+        if ((s = onnx_emit_reshape(im, onnx_val_get(im, wc), r, wd, &w)) || (s = emit_tmp2(im, "sub", p, w, NULL, &k)))
+            return s;
+    } else {
+        k = p;
+    }
+    if (circ && wi) { /* k in (-cap, cap): one turn back */
+        const char *neg = NULL, *c = NULL, *kc = NULL, *kw = NULL;
+        if ((s = const_of(im, CG_I64, 0, NULL, &cap, &c)) || (s = emit_tmp2(im, "less", k, zero, NULL, &neg)) ||
+            (s = emit_tmp2(im, "add", k, c, NULL, &kc)) ||
+            (s = onnx_emit(im, "where", 3, (const char *[]){neg, kc, k}, 1, &kw, NULL)))
+            return s;
+        k = kw;
+    }
+    if ((s = emit_tmp2(im, "less", k, len, NULL, &ok)) || (s = emit_tmp2(im, "greater_equal", k, zero, NULL, &lo)) ||
+        (s = emit_tmp2(im, "logical_and", ok, lo, NULL, &ok)) ||
+        (s = onnx_emit(im, "where", 3, (const char *[]){ok, k, zero}, 1, &idx, NULL)))
+        return s;
+    char a[200];
+    size_t u = (size_t)snprintf(a, sizeof a, "shape: [");
+    for (int i = 0; i < r && u < sizeof a; i++) u += (size_t)snprintf(a + u, sizeof a - u, "%s1", i ? ", " : "");
+    if (u < sizeof a) snprintf(a + u, sizeof a - u, "]");
+    const char *full = NULL, *g = NULL;
+    if ((s = onnx_emit(im, "expand", 2, (const char *[]){idx, past->name}, 1, &full, a))) return s;
+    snprintf(a, sizeof a, "axis: %d", (int)axis);
+    if ((s = emit_tmp2(im, "gather_elements", upd->name, full, a, &g))) return s;
+    return emit1(im, "where", 3, (const char *[]){ok, g, past->name}, out_name(im, 0), NULL);
+}

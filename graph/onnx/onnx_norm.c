@@ -217,3 +217,40 @@ cg_status cg_onnx_map_mvn(onnx_imp *im) {
         return s;
     return emit1(im, "div", 2, (const char *[]){d, den}, out_name(im, 0), NULL);
 }
+
+/* LRN: x / (bias + alpha / size * square_sum)^beta, square_sum over the
+ * channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2): the
+ * squares (channels last) times a band matrix of ones. */
+cg_status cg_onnx_map_lrn(onnx_imp *im) {
+    static const char *const known[] = {"alpha", "beta", "bias", "size", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
+    const int r = x->desc.ndim;
+    const int64_t size = onnx_attr_int(im, "size", 0), c = r >= 2 ? x->desc.dims[1] : -1;
+    if (r < 3 || r > CG_MAX_DIMS || size < 1 || c < 1 || c > 4096)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "LRN of size %lld over %lld channels ([N, C, ...], C concrete)",
+                         (long long)size, (long long)c);
+    const int64_t lo = (size - 1) / 2, hi = size - 1 - lo, bd[2] = {c, c};
+    cg_tensor *band;
+    if ((s = cg_tensor_create(CG_F32, 2, bd, &band))) return s;
+    for (int64_t i = 0; i < c; i++)
+        for (int64_t k = 0; k < c; k++) ((float *)cg_tensor_data(band))[i * c + k] = i >= k - lo && i <= k + hi;
+    char perm[80], back[80], at[120];
+    size_t u = (size_t)snprintf(perm, sizeof perm, "perm: [0"),
+           v = (size_t)snprintf(back, sizeof back, "perm: [0, %d", r - 1);
+    for (int i = 2; i < r; i++) u += (size_t)snprintf(perm + u, sizeof perm - u, ", %d", i);
+    for (int i = 1; i < r - 1; i++) v += (size_t)snprintf(back + v, sizeof back - v, ", %d", i);
+    snprintf(perm + u, sizeof perm - u, ", 1]");
+    snprintf(back + v, sizeof back - v, "]");
+    const char *bn, *sq = NULL, *t = NULL, *ss = NULL, *sb = NULL, *d = NULL, *p = NULL, *be = NULL;
+    const double alpha = onnx_attr_float(im, "alpha", 1e-4), beta = onnx_attr_float(im, "beta", 0.75);
+    snprintf(at, sizeof at, "alpha: %.9g, beta: %.9g", (double)(float)(alpha / (double)size),
+             (double)(float)onnx_attr_float(im, "bias", 1.0));
+    if ((s = onnx_const_param(im, band, &bn)) || (s = emit_tmp2(im, "mul", x->name, x->name, NULL, &sq)) ||
+        (s = emit_tmp(im, "transpose", sq, perm, &t)) || (s = emit_tmp2(im, "matmul", t, bn, NULL, &ss)) ||
+        (s = emit_tmp(im, "transpose", ss, back, &sb)) || (s = emit_tmp(im, "affine", sb, at, &d)) ||
+        (s = f32_const(im, beta, &be)) || (s = emit_tmp2(im, "pow", d, be, NULL, &p)))
+        return s;
+    return emit1(im, "div", 2, (const char *[]){x->name, p}, out_name(im, 0), NULL);
+}
