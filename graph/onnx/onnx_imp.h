@@ -202,8 +202,9 @@ cg_status cg_onnx_map_depth_space(onnx_imp *im);
 cg_status cg_onnx_map_tensor_scatter(onnx_imp *im);
 
 /* onnx_window.c: HannWindow, HammingWindow, BlackmanWindow (size known at
- * import: computed there). */
+ * import: computed there), AffineGrid (its base grid computed there). */
 cg_status cg_onnx_map_window(onnx_imp *im);
+cg_status cg_onnx_map_affine_grid(onnx_imp *im);
 
 /* onnx_rotary.c: RotaryEmbedding. */
 cg_status cg_onnx_map_rotary(onnx_imp *im);

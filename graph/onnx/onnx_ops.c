@@ -1553,6 +1553,7 @@ static const struct {
     {"Abs", map_unary, 0},
     {"Acos", map_unary, 0},
     {"Acosh", map_unary, 0},
+    {"AffineGrid", cg_onnx_map_affine_grid, 0},
     {"And", map_bool_op, OP_ANY_DTYPE},
     {"Add", map_binary, 0},
     {"ArgMax", map_argmax, 0},
