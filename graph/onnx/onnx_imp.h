@@ -218,6 +218,10 @@ int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
  * value of the same dims; an error naming v when there is none. */
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
 
+/* Slice of a lazy ConstantOfShape value (v->fill): 1 when the output was
+ * made another such value, 0 when the node maps as usual, -1 on failure. */
+int cg_onnx_fill_move(onnx_imp *im);
+
 /* A value holding symbolic dims (v->sym) made a clgraph value where it is
  * read as data: dim_values, bound at plan time (onnx_sym.c). */
 cg_status onnx_sym_materialize(onnx_imp *im, onnx_val *v);

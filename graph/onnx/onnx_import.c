@@ -498,7 +498,9 @@ static cg_status import_node(onnx_imp *im) {
         }
     onnx_map_fn fn = cg_onnx_find_op(n->op_type);
     if (!fn) return onnx_fail(im, CG_ERR_UNSUPPORTED, "operator %s is not supported", n->op_type);
-    int f = cg_onnx_fold_sym(im);
+    int f = cg_onnx_fill_move(im);
+    if (f) return f < 0 ? CG_ERR_NO_MEMORY : CG_OK;
+    f = cg_onnx_fold_sym(im);
     if (f == 2) return cg_onnx_map(im, fn);
     if (f == 3) return onnx_sym_map_as_data(im, fn);
     if (!f) f = cg_onnx_fold(im);

@@ -565,3 +565,95 @@ cg_status cg_onnx_map_range(onnx_imp *im) {
     if ((s = emit_tmp(im, "arange", like, a, &seq))) return s;
     return emit1(im, "add", 2, (const char *[]){seq, v0->name}, out, NULL);
 }
+
+/* The ints of input i (or of attribute `attr` in opsets before 10), known
+ * at import and without symbols; 0 when absent (n = 0), -1 when unknown. */
+static int known_ints(onnx_imp *im, int i, const char *attr, int64_t *v, int *n) {
+    *n = 0;
+    if (im->opset < 10) {
+        const int64_t *a = onnx_attr_ints(im, attr, n);
+        if (!a || *n > CG_MAX_DIMS) return a ? -1 : 0;
+        memcpy(v, a, sizeof *v * (size_t)*n);
+        return 0;
+    }
+    onnx_val *x = onnx_in(im, i);
+    if (!x) return 0;
+    if (!x->konst || x->sym || cg_tensor_numel(x->konst) > CG_MAX_DIMS) return -1;
+    *n = (int)cg_tensor_numel(x->konst);
+    for (int k = 0; k < *n; k++) v[k] = cg_onnx_int_at(x->konst, k);
+    return 0;
+}
+
+/* Slice of a ConstantOfShape made lazily (x->fill): another such value,
+ * of the sliced dims, so a multi-layer RNN's zero state sliced per layer
+ * stays known zeros and is never made. Steps of 1; a symbolic dim only
+ * taken whole. */
+static int fill_slice(onnx_imp *im, onnx_val *x, onnx_val *o) {
+    int64_t st[CG_MAX_DIMS], en[CG_MAX_DIMS], ax[CG_MAX_DIMS], sp[CG_MAX_DIMS];
+    int ns, ne, na, np;
+    if (known_ints(im, 1, "starts", st, &ns) || known_ints(im, 2, "ends", en, &ne) ||
+        known_ints(im, 3, "axes", ax, &na) || known_ints(im, 4, "steps", sp, &np) || ns != ne || !ns ||
+        (na && na != ns) || (np && np != ns))
+        return 0;
+    cg_tensor_desc d = x->desc;
+    for (int k = 0; k < ns; k++) {
+        int64_t a = na ? ax[k] : k;
+        a += a < 0 ? d.ndim : 0;
+        if (a < 0 || a >= d.ndim || (np && sp[k] != 1)) return 0;
+        const int64_t n = d.dims[a];
+        if (n < 0) {
+            if (st[k] != 0 || en[k] < INT64_MAX / 2) return 0;
+            continue;
+        }
+        int64_t s = st[k] < 0 ? st[k] + n : st[k], e = en[k] < 0 ? en[k] + n : en[k];
+        s = s < 0 ? 0 : s > n ? n : s;
+        e = e < 0 ? 0 : e > n ? n : e;
+        d.dims[a] = e > s ? e - s : 0;
+    }
+    cg_tensor *f;
+    if (cg_tensor_alloc(x->fill->dtype, 0, NULL, &f)) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
+    memcpy(f->data, x->fill->data, cg_dtype_size(f->dtype));
+    o->desc = d;
+    o->typed = 1;
+    o->fill = f;
+    o->zeros = x->zeros;
+    return 1;
+}
+
+/* Expand of one known element to a shape with symbolic dims: what the
+ * dynamo exporter writes for torch.zeros(layers, B, H), made lazy like
+ * ConstantOfShape. */
+static int fill_expand(onnx_imp *im, onnx_val *x, onnx_val *o) {
+    onnx_val *sh = onnx_in(im, 1);
+    if (!sh || !sh->sym || !sh->konst || sh->konst->ndim != 1 || cg_tensor_numel(x->konst) != 1 ||
+        cg_tensor_numel(sh->konst) > CG_MAX_DIMS || cg_tensor_numel(sh->konst) < x->konst->ndim)
+        return 0;
+    const int64_t *d = sh->konst->data;
+    cg_tensor_desc t = {0};
+    t.dtype = (cg_op_dtype)cg_tensor_dtype(x->konst);
+    t.ndim = (int)cg_tensor_numel(sh->konst);
+    for (int i = 0; i < t.ndim; i++)
+        if ((t.dims[i] = onnx_sym_to_dim(d[i])) == CG_DIM_UNKNOWN || (d[i] >= 0 && d[i] < 1)) return 0;
+    cg_tensor *f;
+    if (cg_tensor_alloc(cg_tensor_dtype(x->konst), 0, NULL, &f)) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
+    memcpy(f->data, x->konst->data, cg_dtype_size(f->dtype));
+    const unsigned char *p = f->data;
+    o->zeros = 1;
+    for (size_t i = 0; i < cg_dtype_size(f->dtype); i++) o->zeros &= p[i] == 0;
+    o->desc = t;
+    o->typed = 1;
+    o->fill = f;
+    return 1;
+}
+
+int cg_onnx_fill_move(onnx_imp *im) {
+    const Onnx__NodeProto *n = im->node;
+    onnx_val *x = onnx_in(im, 0);
+    if (!x || n->n_output != 1 || !n->output[0] || !n->output[0][0]) return 0;
+    const int slice = x->fill && !strcmp(n->op_type, "Slice");
+    const int expand = x->konst && !x->sym && !strcmp(n->op_type, "Expand");
+    if (!slice && !expand) return 0;
+    onnx_val *o = onnx_val_get(im, n->output[0]);
+    if (!o) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
+    return slice ? fill_slice(im, x, o) : fill_expand(im, x, o);
+}

@@ -192,6 +192,27 @@ def sym_arith():
     os.remove(tmp)
 
 
+def rnn_layers():
+    """nn.LSTM and nn.GRU of 2 bidirectional layers (batch_first), by both
+    exporters with batch and length dynamic: the zero initial state made
+    once (ConstantOfShape, or Expand in the dynamo export) and sliced per
+    layer, each layer an RNN op over the symbolic length."""
+    for kind in ("LSTM", "GRU"):
+        torch.manual_seed(11)
+        m = getattr(torch.nn, kind)(8, 16, num_layers=2, bidirectional=True, batch_first=True).eval()
+        x = torch.randn(3, 5, 8)
+        sets = [{"x": rng.standard_normal((B, S, 8)).astype(np.float32)} for B, S in ((3, 5), (2, 9))]
+        tmp = os.path.join(OUT, "models", f".{kind}.onnx")
+        torch.onnx.export(m, (x,), tmp, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}, opset_version=17, dynamo=False)
+        write_sets(f"{kind.lower()}2_bidir_ts", tmp, sets)
+        B, S = torch.export.Dim("B", min=1, max=64), torch.export.Dim("S", min=2, max=512)
+        torch.onnx.export(m, (x,), tmp, input_names=["x"], output_names=["y"],
+                          dynamic_shapes={"input": {0: B, 1: S}}, dynamo=True)
+        write_sets(f"{kind.lower()}2_bidir_dynamo", tmp, sets)
+        os.remove(tmp)
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--out":
         OUT = sys.argv[2]
@@ -203,3 +224,4 @@ if __name__ == "__main__":
     quantized("transformer_decoder_int8", "transformer_decoder")
     layernorm_opset13()
     sym_arith()
+    rnn_layers()
