@@ -218,6 +218,11 @@ int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
  * value of the same dims; an error naming v when there is none. */
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
 
+/* Names the dims of a clgraph node's outputs that its op's inference left
+ * unknown where the importer can: concat along symbolic dims (a sum),
+ * reshape's inferred dim (a quotient), slice of a symbolic dim. */
+void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out);
+
 /* Slice of a lazy ConstantOfShape value (v->fill): 1 when the output was
  * made another such value, 0 when the node maps as usual, -1 on failure. */
 int cg_onnx_fill_move(onnx_imp *im);

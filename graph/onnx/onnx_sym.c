@@ -117,7 +117,10 @@ static int64_t sym_simplify(const onnx_imp *im, int op, int64_t a, int64_t b) {
     if (op == CG_SYM_MAX || op == CG_SYM_MIN)
         for (int swap = 0; swap < 2; swap++) {
             const int64_t p = swap ? b : a, q = swap ? a : b;
-            if (def_of(im, q, &x, &y) == CG_SYM_ADD && (x == p || y == p)) return op == CG_SYM_MAX ? q : p;
+            const int dq = def_of(im, q, &x, &y);
+            if (dq == CG_SYM_ADD && (x == p || y == p)) return op == CG_SYM_MAX ? q : p;
+            /* max(p, min(p, x)) = p, min(p, max(p, x)) = p */
+            if (dq == (op == CG_SYM_MAX ? CG_SYM_MIN : CG_SYM_MAX) && (x == p || y == p)) return p;
         }
     if (op == CG_SYM_SUB && def_of(im, a, &x, &y) == CG_SYM_ADD) {
         if (x == b) return y;
@@ -656,4 +659,97 @@ int cg_onnx_fill_move(onnx_imp *im) {
     onnx_val *o = onnx_val_get(im, n->output[0]);
     if (!o) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
     return slice ? fill_slice(im, x, o) : fill_expand(im, x, o);
+}
+
+/* ---- dims op inference leaves unknown, named where the arithmetic is
+ * exact (so a later Shape of the value stays exact) ---- */
+
+typedef struct factors {
+    int64_t c; /* the sizes multiplied */
+    int n;     /* and these codes: free or not a product */
+    int64_t atom[4 * CG_MAX_DIMS];
+} factors;
+
+/* A product taken apart into sizes and codes; 0 when too many. */
+static int factor(const onnx_imp *im, int64_t code, factors *f) {
+    int64_t a, b;
+    if (!onnx_is_sym(code)) {
+        f->c *= code;
+        return 1;
+    }
+    if (def_of(im, code, &a, &b) == CG_SYM_MUL) return factor(im, a, f) && factor(im, b, f);
+    if (f->n == (int)(sizeof f->atom / sizeof f->atom[0])) return 0;
+    f->atom[f->n++] = code;
+    return 1;
+}
+
+static const cg_attr *node_attr(const cg_node *nd, const char *key) {
+    for (int i = 0; i < nd->n_attrs; i++)
+        if (!strcmp(nd->attrs[i].key, key)) return &nd->attrs[i];
+    return NULL;
+}
+
+/* reshape's one inferred dim: numel(x) over the other dims, with common
+ * factors cancelled ([B, S, 64] to [B, -1] is S*64), else their quotient. */
+static int64_t reshape_rest(onnx_imp *im, const cg_tensor_desc *x, const cg_tensor_desc *o, int at) {
+    factors num = {1, 0, {0}}, den = {1, 0, {0}};
+    for (int i = 0; i < x->ndim; i++)
+        if (x->dims[i] == CG_DIM_UNKNOWN || !factor(im, onnx_dim_to_sym(x->dims[i]), &num)) return ONNX_SYM_UNKNOWN;
+    for (int i = 0; i < o->ndim; i++)
+        if (i != at && (o->dims[i] == CG_DIM_UNKNOWN || !factor(im, onnx_dim_to_sym(o->dims[i]), &den)))
+            return ONNX_SYM_UNKNOWN;
+    int cancel = den.c && num.c % den.c == 0;
+    for (int k = 0; k < den.n && cancel; k++) {
+        int j = 0;
+        while (j < num.n && num.atom[j] != den.atom[k]) j++;
+        if (j == num.n) cancel = 0;
+        else num.atom[j] = num.atom[--num.n];
+    }
+    if (cancel) {
+        num.atom[num.n] = num.c / den.c;
+        return sym_product(im, num.n + 1, num.atom);
+    }
+    factors all = {1, 0, {0}};
+    for (int i = 0; i < x->ndim; i++) factor(im, onnx_dim_to_sym(x->dims[i]), &all);
+    all.atom[all.n] = all.c;
+    const int64_t n = sym_product(im, all.n + 1, all.atom);
+    int64_t d[CG_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < o->ndim; i++)
+        if (i != at) d[nd++] = onnx_dim_to_sym(o->dims[i]);
+    return onnx_sym_derive(im, CG_SYM_DIV, n, sym_product(im, nd, d));
+}
+
+/* One end of a step-1 slice over a symbolic dim n, clamped as Python's. */
+static int64_t slice_end(onnx_imp *im, int64_t n, int64_t v) {
+    if (v >= INT64_MAX / 2) return n;
+    if (v >= 0) return onnx_sym_derive(im, CG_SYM_MIN, n, v);
+    if (v <= INT64_MIN / 2) return 0;
+    return onnx_sym_derive(im, CG_SYM_SUB, n, onnx_sym_derive(im, CG_SYM_MIN, n, -v));
+}
+
+void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out) {
+    const cg_attr *ax = node_attr(nd, "axis");
+    if (!strcmp(nd->op, "concat") && ax && ax->type == CG_ATTR_INT && nd->n_inputs > 0) {
+        const int a = (int)(ax->i < 0 ? ax->i + out->ndim : ax->i);
+        if (a < 0 || a >= out->ndim || out->dims[a] != CG_DIM_UNKNOWN) return;
+        int64_t sum = 0;
+        for (int i = 0; i < nd->n_inputs && sum != ONNX_SYM_UNKNOWN; i++)
+            sum = in[i].ndim != out->ndim || in[i].dims[a] == CG_DIM_UNKNOWN
+                      ? ONNX_SYM_UNKNOWN
+                      : onnx_sym_derive(im, CG_SYM_ADD, sum, onnx_dim_to_sym(in[i].dims[a]));
+        out->dims[a] = onnx_sym_to_dim(sum);
+    } else if (!strcmp(nd->op, "reshape") && nd->n_inputs == 1) {
+        int at = -1, n = 0;
+        for (int i = 0; i < out->ndim; i++)
+            if (out->dims[i] == CG_DIM_UNKNOWN) at = i, n++;
+        if (n == 1) out->dims[at] = onnx_sym_to_dim(reshape_rest(im, &in[0], out, at));
+    } else if (!strcmp(nd->op, "slice") && ax && nd->n_inputs == 1) {
+        const cg_attr *st = node_attr(nd, "start"), *en = node_attr(nd, "end");
+        const int a = (int)(ax->i < 0 ? ax->i + out->ndim : ax->i);
+        if (a < 0 || a >= out->ndim || out->dims[a] != CG_DIM_UNKNOWN || in[0].dims[a] == CG_DIM_UNKNOWN) return;
+        const int64_t n = onnx_dim_to_sym(in[0].dims[a]);
+        const int64_t s = slice_end(im, n, st ? st->i : 0), e = slice_end(im, n, en ? en->i : INT64_MAX);
+        out->dims[a] = onnx_sym_to_dim(onnx_sym_derive(im, CG_SYM_SUB, onnx_sym_derive(im, CG_SYM_MAX, e, s), s));
+    }
 }
