@@ -16,7 +16,8 @@ static void add_ints(onnx_imp *im, char *buf, size_t size, const char *onnx_name
     if (!v || n <= 0) return;
     size_t u = strlen(buf);
     u += (size_t)snprintf(buf + u, size - u, "%s%s: [", u ? ", " : "", name);
-    for (int i = 0; i < n && u < size; i++) u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
+    for (int i = 0; i < n && u < size; i++)
+        u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
     if (u < size) snprintf(buf + u, size - u, "]");
 }
 
@@ -50,8 +51,7 @@ static cg_status check_kernel(onnx_imp *im, const onnx_val *x, const int64_t *k)
     int n;
     const int64_t *ks = onnx_attr_ints(im, "kernel_shape", &n);
     if (!ks && !k) return onnx_fail(im, CG_ERR_FORMAT, "no 'kernel_shape' attribute");
-    if (ks && n != nsp)
-        return onnx_fail(im, CG_ERR_FORMAT, "kernel_shape has %d values for %d spatial axes", n, nsp);
+    if (ks && n != nsp) return onnx_fail(im, CG_ERR_FORMAT, "kernel_shape has %d values for %d spatial axes", n, nsp);
     for (int i = 0; ks && k && i < nsp; i++)
         if (k[i] >= 0 && ks[i] != k[i])
             return onnx_fail(im, CG_ERR_FORMAT, "kernel_shape %lld of spatial axis %d differs from the weights' %lld",
@@ -114,8 +114,8 @@ static cg_status transpose_output_shape(onnx_imp *im, const onnx_val *x, const o
 
 /* ConvTranspose (1, 11, 22): conv_transpose; output_shape as pads. */
 cg_status cg_onnx_map_conv_transpose(onnx_imp *im) {
-    static const char *const known[] = {"auto_pad",    "dilations",    "group", "kernel_shape", "output_padding",
-                                        "output_shape", "pads", "strides", NULL};
+    static const char *const known[] = {
+        "auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides", NULL};
     onnx_val *x, *w, *b = onnx_in(im, 2);
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &w)) || (s = onnx_check_attrs(im, known)) ||

@@ -15,7 +15,8 @@ static void add_ints(onnx_imp *im, char *buf, size_t size, const char *name) {
     if (!v || n <= 0) return;
     size_t u = strlen(buf);
     u += (size_t)snprintf(buf + u, size - u, "%s%s: [", u ? ", " : "", !strcmp(name, "kernel_shape") ? "kernel" : name);
-    for (int i = 0; i < n && u < size; i++) u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
+    for (int i = 0; i < n && u < size; i++)
+        u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)v[i]);
     if (u < size) snprintf(buf + u, size - u, "]");
 }
 
@@ -58,8 +59,8 @@ static double attr_p(onnx_imp *im) {
 /* MaxPool (1, 8, 10, 11, 12, 22), AveragePool (1, 7, 10, 11, 19, 22),
  * LpPool (1, 2, 11, 18, 22). */
 cg_status cg_onnx_map_pool(onnx_imp *im) {
-    static const char *const known[] = {"auto_pad",          "ceil_mode", "dilations", "kernel_shape", "pads", "strides",
-                                        "count_include_pad", "p",         "storage_order", NULL};
+    static const char *const known[] = {"auto_pad", "ceil_mode",         "dilations", "kernel_shape",  "pads",
+                                        "strides",  "count_include_pad", "p",         "storage_order", NULL};
     const char *op_type = im->node->op_type;
     onnx_val *x;
     cg_status s;
@@ -73,13 +74,15 @@ cg_status cg_onnx_map_pool(onnx_imp *im) {
     const size_t u = strlen(a);
     if (max) snprintf(a + u, sizeof a - u, ", storage_order: %lld", (long long)onnx_attr_int(im, "storage_order", 0));
     if (avg)
-        snprintf(a + u, sizeof a - u, ", count_include_pad: %lld", (long long)onnx_attr_int(im, "count_include_pad", 0));
+        snprintf(a + u, sizeof a - u, ", count_include_pad: %lld",
+                 (long long)onnx_attr_int(im, "count_include_pad", 0));
     if (!max && !avg) snprintf(a + u, sizeof a - u, ", p: %.17g", attr_p(im));
     const char *in[1] = {x->name};
     const char *outs[2] = {out_name(im, 0), out_name(im, 1)};
     const int n_out = max && outs[1] ? 2 : 1;
     if (max && x->desc.dtype != CG_F32 && x->desc.dtype != CG_I8 && x->desc.dtype != CG_U8)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "MaxPool of %s (float, int8, uint8)", cg_dtype_name((cg_dtype)x->desc.dtype));
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "MaxPool of %s (float, int8, uint8)",
+                         cg_dtype_name((cg_dtype)x->desc.dtype));
     if (!outs[0] && n_out == 2) outs[0] = NULL;
     return onnx_emit(im, max ? "max_pool" : avg ? "avg_pool" : "lp_pool", 1, in, n_out, outs, a);
 }
@@ -96,13 +99,15 @@ cg_status cg_onnx_map_global_pool(onnx_imp *im) {
     const int lp = !strcmp(op_type, "GlobalLpPool");
     if (!lp && onnx_attr(im, "p")) return onnx_fail(im, CG_ERR_UNSUPPORTED, "attribute 'p' is not supported");
     if (x->desc.ndim < 3)
-        return onnx_fail(im, CG_ERR_FORMAT, "input '%s' has %d dims, [N, C, spatial...] expected", x->name, x->desc.ndim);
+        return onnx_fail(im, CG_ERR_FORMAT, "input '%s' has %d dims, [N, C, spatial...] expected", x->name,
+                         x->desc.ndim);
     char at[200];
     size_t u = (size_t)snprintf(at, sizeof at, "axes: [");
     for (int i = 2; i < x->desc.ndim; i++) u += (size_t)snprintf(at + u, sizeof at - u, "%s%d", i > 2 ? ", " : "", i);
     snprintf(at + u, sizeof at - u, "], keepdims: 1");
     const char *in[1] = {x->name};
-    if (!lp) return emit1(im, strcmp(op_type, "GlobalMaxPool") ? "reduce_mean" : "reduce_max", 1, in, out_name(im, 0), at);
+    if (!lp)
+        return emit1(im, strcmp(op_type, "GlobalMaxPool") ? "reduce_mean" : "reduce_max", 1, in, out_name(im, 0), at);
     const double p = attr_p(im);
     if (!(p > 0.0)) return onnx_fail(im, CG_ERR_FORMAT, "p must be positive, got %g", p);
     const float pf = (float)p, inv = (float)(1.0 / p);
