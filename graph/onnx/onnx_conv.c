@@ -1,11 +1,12 @@
 /* Convolutions and pooling: Conv, ConvTranspose, MaxPool, AveragePool,
  * LpPool onto clgraph's conv, conv_transpose, max_pool, avg_pool and
  * lp_pool (ONNX's attributes carried over: the ops take ONNX's windows,
- * auto_pad included, so dynamic spatial dims stay dynamic), and the
- * global pools onto reductions over the spatial axes. */
+ * auto_pad included, so dynamic spatial dims stay dynamic); ConvInteger
+ * as conv of the f32 values minus their zero points. */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,23 +60,108 @@ static cg_status check_kernel(onnx_imp *im, const onnx_val *x, const int64_t *k)
     return CG_OK;
 }
 
-/* Conv (1, 11, 22): conv with ONNX's attributes. */
-cg_status cg_onnx_map_conv(onnx_imp *im) {
+/* Conv's attributes (also ConvInteger's) as conv's, into a. */
+static cg_status conv_attrs(onnx_imp *im, const onnx_val *x, const onnx_val *w, char *a, size_t size) {
     static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", NULL};
-    onnx_val *x, *w, *b = onnx_in(im, 2);
     cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &w)) || (s = onnx_check_attrs(im, known)) ||
+    if ((s = onnx_check_attrs(im, known)) ||
         (s = check_kernel(im, x, w->desc.ndim == x->desc.ndim ? w->desc.dims + 2 : NULL)))
         return s;
-    char a[600] = "";
-    add_ints(im, a, sizeof a, "strides", "strides");
-    add_ints(im, a, sizeof a, "dilations", "dilations");
-    add_ints(im, a, sizeof a, "pads", "pads");
-    if ((s = add_auto_pad(im, a, sizeof a))) return s;
+    add_ints(im, a, size, "strides", "strides");
+    add_ints(im, a, size, "dilations", "dilations");
+    add_ints(im, a, size, "pads", "pads");
+    if ((s = add_auto_pad(im, a, size))) return s;
     const size_t u = strlen(a);
-    snprintf(a + u, sizeof a - u, "%sgroup: %lld", u ? ", " : "", (long long)onnx_attr_int(im, "group", 1));
+    snprintf(a + u, size - u, "%sgroup: %lld", u ? ", " : "", (long long)onnx_attr_int(im, "group", 1));
+    return CG_OK;
+}
+
+/* Conv (1, 11, 22): conv with ONNX's attributes. */
+cg_status cg_onnx_map_conv(onnx_imp *im) {
+    onnx_val *x, *w, *b = onnx_in(im, 2);
+    char a[600] = "";
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &w)) || (s = conv_attrs(im, x, w, a, sizeof a))) return s;
     const char *in[3] = {x->name, w->name, b ? b->name : NULL};
     return emit1(im, "conv", b ? 3 : 2, in, out_name(im, 0), a);
+}
+
+/* Elements of d, -1 when a dim is not a size. */
+static int64_t desc_count(const cg_tensor_desc *d) {
+    int64_t n = 1;
+    for (int i = 0; i < d->ndim; i++) n = d->dims[i] < 0 || n < 0 ? -1 : n * d->dims[i];
+    return n;
+}
+
+/* v (u8 / i8) as f32 minus its zero point zp (NULL: none; one value, or
+ * per_axis: one per output channel, w's first dim), into *out. */
+static cg_status centered(onnx_imp *im, const onnx_val *v, const onnx_val *zp, int per_axis, const char **out) {
+    cg_status s;
+    const char *f = NULL, *z = NULL;
+    if ((s = emit_tmp(im, "cast", v->name, "to: \"f32\"", &f))) return s;
+    if (!zp) {
+        *out = f;
+        return CG_OK;
+    }
+    if ((s = emit_tmp(im, "cast", zp->name, "to: \"f32\"", &z))) return s;
+    if (per_axis) {
+        int64_t d[CG_MAX_DIMS];
+        for (int i = 0; i < v->desc.ndim; i++) d[i] = i ? 1 : v->desc.dims[0];
+        onnx_val *zv = onnx_val_get(im, z);
+        if (!zv) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        const char *r = NULL;
+        if ((s = onnx_emit_reshape(im, zv, v->desc.ndim, d, &r))) return s;
+        z = r;
+    }
+    return emit_tmp2(im, "sub", f, z, NULL, out);
+}
+
+/* The largest |sum| a ConvInteger output can reach: per filter the sum of
+ * |w - zero point| where w is known, else every tap at 255, times 255. */
+static double integer_bound(const onnx_val *w, const onnx_val *wz) {
+    const int64_t m = w->desc.dims[0];
+    int64_t per = 1;
+    for (int i = 1; i < w->desc.ndim; i++) per *= w->desc.dims[i];
+    if (!w->konst || (wz && !wz->konst) || m <= 0) return (double)per * 255.0 * 255.0;
+    const cg_tensor *zt = wz ? wz->konst : NULL;
+    double worst = 0.0;
+    for (int64_t f = 0; f < m; f++) {
+        const int64_t zi = zt && cg_tensor_numel(zt) > 1 ? f : 0;
+        const double z = zt ? (double)cg_onnx_int_at(zt, zi) : 0.0;
+        double sum = 0.0;
+        for (int64_t i = 0; i < per; i++) sum += fabs((double)cg_onnx_int_at(w->konst, f * per + i) - z);
+        if (sum > worst) worst = sum;
+    }
+    return worst * 255.0;
+}
+
+/* ConvInteger (10): (x - x_zero_point) conv (w - w_zero_point) in int32,
+ * computed in f32, which is exact while every partial sum stays below
+ * 2^24 (checked at import from w where it is known); then cast to i32. */
+cg_status cg_onnx_map_conv_integer(onnx_imp *im) {
+    onnx_val *x, *w, *xz = onnx_in(im, 2), *wz = onnx_in(im, 3);
+    char a[600] = "";
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &w)) || (s = conv_attrs(im, x, w, a, sizeof a))) return s;
+    for (int i = 0; i < 4; i++) {
+        const onnx_val *v = i == 0 ? x : i == 1 ? w : i == 2 ? xz : wz;
+        if (v && (!v->typed || (v->desc.dtype != CG_U8 && v->desc.dtype != CG_I8)))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "ConvInteger input %d must be uint8 or int8", i);
+    }
+    if (xz && desc_count(&xz->desc) != 1)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "x_zero_point of more than one value");
+    const int per_axis = wz && desc_count(&wz->desc) != 1;
+    if (per_axis && (wz->desc.ndim != 1 || wz->desc.dims[0] != w->desc.dims[0]))
+        return onnx_fail(im, CG_ERR_FORMAT, "w_zero_point must be one value or one per output channel");
+    if (w->desc.ndim < 3 || integer_bound(w, wz) > 16777216.0)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "ConvInteger sums could pass 2^24, where clgraph's f32 accumulation stops being exact");
+    const char *xf, *wf, *y = NULL;
+    if ((s = centered(im, x, xz, 0, &xf)) || (s = centered(im, w, wz, per_axis, &wf)) ||
+        (s = emit_tmp2(im, "conv", xf, wf, a, &y)))
+        return s;
+    const char *in[1] = {y};
+    return emit1(im, "cast", 1, in, out_name(im, 0), "to: \"i32\"");
 }
 
 /* ConvTranspose's output_shape: the pads that give it, for a concrete x

@@ -172,8 +172,9 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
-/* onnx_conv.c: Conv and ConvTranspose. */
+/* onnx_conv.c: Conv, ConvTranspose and ConvInteger. */
 cg_status cg_onnx_map_conv(onnx_imp *im);
+cg_status cg_onnx_map_conv_integer(onnx_imp *im);
 cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
 
 /* onnx_pool.c: MaxPool, AveragePool, LpPool; GlobalAveragePool,

@@ -1436,6 +1436,7 @@ static const struct {
     {"Constant", map_fold_only, OP_ANY_DTYPE},
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
     {"Conv", cg_onnx_map_conv, 0},
+    {"ConvInteger", cg_onnx_map_conv_integer, 0},
     {"ConvTranspose", cg_onnx_map_conv_transpose, 0},
     {"Cos", map_unary, 0},
     {"CumSum", map_cumsum, 0},
