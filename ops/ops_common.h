@@ -233,6 +233,8 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(concat) X(slice) X(reshape) X(transpose)                              \
     /* trilu.c, expand.c, arange.c, cumsum.c, matmul_integer.c */            \
     X(trilu) X(expand) X(arange) X(cumsum) X(matmul_integer)                \
+    /* dim_values.c */                                                      \
+    X(dim_values)                                                           \
     /* gather.c */                                                          \
     X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
     /* rnn_cell.c */                                                        \

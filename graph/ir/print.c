@@ -435,8 +435,18 @@ cg_status cg_print_text(const cg_model *m, char **out) {
     comment_map c;
     cg_status st = comment_map_make(&c, m);
     if (st) return st;
+    int dims = 0;
+    for (int k = 0; k < m->n_syms; k++)
+        if (cg_model_sym_derived(m, k)) {
+            char def[600];
+            cg_model_sym_def_text(m, k, def, sizeof def);
+            sb_puts(&b, "dim ");
+            put_name(&b, m->syms[k]);
+            sb_printf(&b, " = %s\n", def);
+            dims = 1;
+        }
     for (int i = 0; i < m->n_graphs && !st; i++) {
-        if (i) sb_put(&b, "\n", 1);
+        if (i || dims) sb_put(&b, "\n", 1);
         st = put_graph(&b, m, &c, i);
     }
     if (!st) put_comments(&b, &c, -1, 0, 0, 0, "");

@@ -39,33 +39,12 @@ static int reshape_target(const onnx_val *x, int ndim, const int64_t *dims, int6
     return 1;
 }
 
-/* A reshape target naming the symbolic dims ("[1, S, B, 64]"; one
- * unknown dim as -1); 0 when more than one dim is unknown. */
-static int named_target(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size) {
-    size_t u = (size_t)snprintf(buf, size, "[");
-    int unknown = 0;
-    for (int i = 0; i < ndim && u < size; i++) {
-        const int64_t d = dims[i];
-        u += (size_t)snprintf(buf + u, size - u, "%s", i ? ", " : "");
-        if (d == CG_DIM_UNKNOWN && unknown++) return 0;
-        if (d <= -2 && -2 - d < im->m->n_syms) {
-            const char *nm = im->m->syms[-2 - d];
-            /* a name that is no identifier is written quoted, as the text format does */
-            u += (size_t)snprintf(buf + u, size - u, cg_ident_valid(nm) ? "%s" : "`%s`", nm);
-        } else {
-            u += (size_t)snprintf(buf + u, size - u, "%lld", (long long)(d < -1 ? -1 : d));
-        }
-    }
-    if (u < size) u += (size_t)snprintf(buf + u, size - u, "]");
-    return u < size;
-}
-
 /* *out: the output's name, or NULL for a fresh one (set). */
 static cg_status emit_reshape_to(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out) {
     int64_t t[CG_MAX_DIMS];
     char a[600], l[512];
     if (reshape_target(x, ndim, dims, t)) snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, ndim, t));
-    else if (named_target(im, ndim, dims, l, sizeof l)) snprintf(a, sizeof a, "shape: %s", l);
+    else if (onnx_named_dims(im, ndim, dims, l, sizeof l)) snprintf(a, sizeof a, "shape: %s", l);
     else
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "the new shape of '%s' has more than one dim clgraph cannot name",
                          x->name);
@@ -1103,7 +1082,7 @@ static cg_status map_expand(onnx_imp *im) {
         for (int i = 0; i < n; i++)
             if (d[i] == CG_DIM_UNKNOWN)
                 return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape has a dim clgraph cannot name");
-        if (!named_target(im, n, d, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
+        if (!onnx_named_dims(im, n, d, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
     } else {
         ints_text(l, sizeof l, n, d);
     }

@@ -154,6 +154,46 @@ def layernorm_opset13():
     os.remove(tmp)
 
 
+class SymArith(torch.nn.Module):
+    """Shape arithmetic over dynamic dims as the TorchScript exporter writes
+    it (Shape, Gather, Mul, Add, Sub, Div, Concat into Reshape, Expand,
+    ConstantOfShape, Range, Slice; sizes read as data): products of dims
+    (B * S rows, B * heads), a length computed from two inputs (P + S), a
+    position range from a past length, zeros of a derived shape, and dims
+    cast to float and used in arithmetic."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x, past):
+        B, S, D = x.shape
+        P = past.shape[1]
+        rows = self.proj(x.reshape(B * S, D)).reshape(B, S, D)
+        heads = rows.reshape(B, S, 2, D // 2).transpose(1, 2).reshape(B * 2, S, D // 2)
+        both = torch.cat([past, x], dim=1)  # [B, P + S, D]
+        pos = torch.arange(P, P + S, dtype=torch.int64).unsqueeze(0).expand(B, S)
+        scale = rows * (S * 1.0) / (P + S)  # dims read as data
+        pad = torch.zeros(B, 2 * S, D)  # ConstantOfShape of a derived shape
+        tail = both[:, 1:, :]  # a slice of a derived dim
+        return heads, both.sum(dim=1), pos, scale, torch.cat([pad, rows], dim=1), tail.mean(dim=1)
+
+
+def sym_arith():
+    torch.manual_seed(7)
+    m = SymArith().eval()
+    tmp = os.path.join(OUT, "models", ".sym_arith.onnx")
+    names = ["heads", "both_sum", "pos", "scale", "padded", "tail_mean"]
+    dyn = {"x": {0: "B", 1: "S"}, "past": {0: "B", 1: "P"}}
+    dyn.update({n: {0: "d0", 1: "d1"} for n in names if n not in ("both_sum", "tail_mean")})
+    torch.onnx.export(m, (torch.randn(2, 5, 8), torch.randn(2, 3, 8)), tmp, input_names=["x", "past"],
+                      output_names=names, dynamic_axes=dyn, opset_version=17, dynamo=False)
+    sets = [{"x": rng.standard_normal((B, S, 8)).astype(np.float32),
+             "past": rng.standard_normal((B, P, 8)).astype(np.float32)} for B, S, P in ((2, 5, 3), (3, 4, 6))]
+    write_sets("sym_arith", tmp, sets)
+    os.remove(tmp)
+
+
 class SmallCNN(torch.nn.Module):
     """Convolutions and pooling as image models use them: a 3x3 conv, max
     pooling, a strided grouped conv, a depthwise conv with dilation,
@@ -204,7 +244,7 @@ if __name__ == "__main__":
         elif len(args) >= 2 and args[0] == "--only":
             only, args = args[1], args[2:]
         else:
-            sys.exit("usage: make_models.py [--out DIR] [--only s2s|transformer|quantized|layernorm_opset13|cnn]")
+            sys.exit("usage: make_models.py [--out DIR] [--only s2s|transformer|quantized|layernorm_opset13|sym_arith|cnn]")
     if only in (None, "s2s"):
         s2s()
     if only in (None, "transformer"):
@@ -214,5 +254,7 @@ if __name__ == "__main__":
         quantized("transformer_decoder_int8", "transformer_decoder")
     if only in (None, "layernorm_opset13"):
         layernorm_opset13()
+    if only in (None, "sym_arith"):
+        sym_arith()
     if only in (None, "cnn"):
         cnn()
