@@ -173,6 +173,16 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_conv.c: Conv, ConvTranspose and ConvInteger. */
+cg_status cg_onnx_map_conv(onnx_imp *im);
+cg_status cg_onnx_map_conv_integer(onnx_imp *im);
+cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
+
+/* onnx_pool.c: MaxPool, AveragePool, LpPool; GlobalAveragePool,
+ * GlobalMaxPool, GlobalLpPool. */
+cg_status cg_onnx_map_pool(onnx_imp *im);
+cg_status cg_onnx_map_global_pool(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
