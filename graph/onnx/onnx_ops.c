@@ -1103,7 +1103,9 @@ static cg_status map_expand(onnx_imp *im) {
 }
 
 /* Tile: x [d0, d1, ...] as [1, d0, 1, d1, ...], expanded to [r0, d0, r1,
- * d1, ...] and reshaped to [r0 d0, r1 d1, ...] (concrete dims). */
+ * d1, ...] and reshaped to [r0 d0, r1 d1, ...]; repeats and dims may be
+ * symbolic (torch's repeat(B, 1) over a dynamic batch), their products
+ * derived dims. */
 static cg_status map_tile(onnx_imp *im) {
     onnx_val *x;
     int64_t r[CG_MAX_DIMS], d2[CG_MAX_DIMS], e[CG_MAX_DIMS], o[CG_MAX_DIMS];
@@ -1116,20 +1118,23 @@ static cg_status map_tile(onnx_imp *im) {
     if (n != nd) return onnx_fail(im, CG_ERR_FORMAT, "repeats has %d values for %d dims", n, nd);
     if (2 * nd > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile of more than %d dims", CG_MAX_DIMS / 2);
     for (int i = 0; i < nd; i++) {
-        if (x->desc.dims[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile of a symbolic dim");
-        if (r[i] < 0) return onnx_fail(im, CG_ERR_FORMAT, "repeats has a negative value %lld", (long long)r[i]);
-        d2[2 * i] = 1, d2[2 * i + 1] = x->desc.dims[i];
-        e[2 * i] = r[i], e[2 * i + 1] = x->desc.dims[i];
-        o[i] = r[i] * x->desc.dims[i];
+        if (r[i] < 0 && !onnx_is_sym(r[i]))
+            return onnx_fail(im, CG_ERR_FORMAT, "repeats has a negative value %lld", (long long)r[i]);
+        const int64_t xd = x->desc.dims[i];
+        d2[2 * i] = 1, d2[2 * i + 1] = xd;
+        e[2 * i] = onnx_sym_to_dim(r[i]), e[2 * i + 1] = xd;
+        o[i] = onnx_sym_to_dim(onnx_sym_derive(im, CG_SYM_MUL, r[i], onnx_dim_to_sym(xd)));
+        if (e[2 * i] == CG_DIM_UNKNOWN || xd == CG_DIM_UNKNOWN || o[i] == CG_DIM_UNKNOWN)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile along dim %d: a repeat or dim clgraph cannot name", i);
     }
-    const char *t1 = NULL, *t2 = NULL;
+    const char *t1 = NULL;
     if ((s = emit_reshape_to(im, x, 2 * nd, d2, &t1))) return s;
-    char a[300], l[256];
-    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, 2 * nd, e));
+    char a[700], l[600];
+    if (!onnx_named_dims(im, 2 * nd, e, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
+    snprintf(a, sizeof a, "shape: %s", l);
     const char *in[1] = {t1}, *outs[1] = {NULL};
     if ((s = onnx_emit(im, "expand", 1, in, 1, outs, a))) return s;
-    t2 = outs[0];
-    return emit_reshape(im, onnx_val_get(im, t2), nd, o, out_name(im, 0));
+    return emit_reshape(im, onnx_val_get(im, outs[0]), nd, o, out_name(im, 0));
 }
 
 /* TopK: clgraph's topk works along the last axis and gives the largest

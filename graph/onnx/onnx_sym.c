@@ -289,7 +289,7 @@ static const char *const movers[] = {"Gather",   "Concat",  "Unsqueeze", "Squeez
 /* Ops whose mappings read symbolic values: as every input (shapes, counts)
  * or as the shape, K or ends of data that is not symbolic itself. */
 static const char *const readers[] = {"Range", "ConstantOfShape", NULL};
-static const char *const control_readers[] = {"Expand", "TopK", "Slice", "Reshape", NULL};
+static const char *const control_readers[] = {"Expand", "TopK", "Slice", "Reshape", "Tile", NULL};
 
 static int sym_in(onnx_imp *im, int i) {
     onnx_val *v = onnx_in(im, i);

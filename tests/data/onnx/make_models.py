@@ -157,7 +157,7 @@ def layernorm_opset13():
 class SymArith(torch.nn.Module):
     """Shape arithmetic over dynamic dims as the TorchScript exporter writes
     it (Shape, Gather, Mul, Add, Sub, Div, Concat into Reshape, Expand,
-    ConstantOfShape, Range, Slice; sizes read as data): products of dims
+    ConstantOfShape, Range, Slice, Tile; sizes read as data): products of dims
     (B * S rows, B * heads), a length computed from two inputs (P + S), a
     position range from a past length, zeros of a derived shape, and dims
     cast to float and used in arithmetic."""
@@ -176,14 +176,15 @@ class SymArith(torch.nn.Module):
         scale = rows * (S * 1.0) / (P + S)  # dims read as data
         pad = torch.zeros(B, 2 * S, D)  # ConstantOfShape of a derived shape
         tail = both[:, 1:, :]  # a slice of a derived dim
-        return heads, both.sum(dim=1), pos, scale, torch.cat([pad, rows], dim=1), tail.mean(dim=1)
+        tiled = rows[:1, :, :1].repeat(B, 2, 1)  # Tile by repeats computed from B
+        return heads, both.sum(dim=1), pos, scale, torch.cat([pad, rows], dim=1), tail.mean(dim=1), tiled
 
 
 def sym_arith():
     torch.manual_seed(7)
     m = SymArith().eval()
     tmp = os.path.join(OUT, "models", ".sym_arith.onnx")
-    names = ["heads", "both_sum", "pos", "scale", "padded", "tail_mean"]
+    names = ["heads", "both_sum", "pos", "scale", "padded", "tail_mean", "tiled"]
     dyn = {"x": {0: "B", 1: "S"}, "past": {0: "B", 1: "P"}}
     dyn.update({n: {0: "d0", 1: "d1"} for n in names if n not in ("both_sum", "tail_mean")})
     torch.onnx.export(m, (torch.randn(2, 5, 8), torch.randn(2, 3, 8)), tmp, input_names=["x", "past"],
