@@ -20,8 +20,13 @@ static void setup(void) { tu_setup_dir("onnx"); }
  * F failed, U unsupported, E errors (of T)": no failure, no error, at
  * least min_pass passed (what the importer covers so far, docs/onnx.md: a
  * fall is a regression), T tests. */
+static int one_plan; /* run_set_tol with --one-plan */
+
 static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
-    const char *args[] = {"onnx-test", dir, tol ? "--rtol" : NULL, tol, "--atol", tol, NULL};
+    const char *args[8] = {"onnx-test", dir};
+    int n = 2;
+    if (one_plan) args[n++] = "--one-plan";
+    if (tol) args[n++] = "--rtol", args[n++] = tol, args[n++] = "--atol", args[n++] = tol;
     int rc = tu_run_cli(args, NULL, NULL);
     ck_assert_msg(rc == 0, "%s", tu_err);
     int devices = 0;
@@ -91,6 +96,18 @@ START_TEST(exported_models_match_ort) {
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_decoder                                        opencl:0   pass "));
     /* a CNN (conv, pooling, conv_transpose) over dynamic batch, height and width */
     ck_assert_ptr_nonnull(strstr(tu_out, "cnn_conv_pool                                      opencl:0   pass "));
+}
+END_TEST
+
+/* The same models imported once, with no input values given, and both
+ * data sets (another batch and lengths) run through one plan per device:
+ * the second binding needs no import. */
+START_TEST(exported_models_one_plan) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
+    one_plan = 1;
+    run_set_tol(dir, 15, 15, "1e-4");
+    one_plan = 0;
 }
 END_TEST
 
@@ -465,6 +482,7 @@ int main(void) {
     tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, own_op_tests_pass);
     tcase_add_test(tc, exported_models_match_ort);
+    tcase_add_test(tc, exported_models_one_plan);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
     tcase_add_test(tc, load_options_checked);
     tcase_add_test(tc, import_fuses_exporter_idioms);
