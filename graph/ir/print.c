@@ -454,6 +454,24 @@ static unsigned char *sym_uses(const cg_model *m) {
     return used;
 }
 
+/* The derived dims the graphs read, one `dim` statement each. */
+static cg_status put_dims(sbuf *b, const cg_model *m, int *any) {
+    if (!m->sym_defs) return CG_OK;
+    unsigned char *used = sym_uses(m);
+    if (!used) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < m->n_syms; k++)
+        if (cg_model_sym_derived(m, k) && used[k]) {
+            char def[600];
+            cg_model_sym_def_text(m, k, def, sizeof def);
+            sb_puts(b, "dim ");
+            put_name(b, m->syms[k]);
+            sb_printf(b, " = %s\n", def);
+            *any = 1;
+        }
+    free(used);
+    return CG_OK;
+}
+
 cg_status cg_print_text(const cg_model *m, char **out) {
     sbuf b = {0};
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_print_text: out is NULL");
@@ -464,18 +482,7 @@ cg_status cg_print_text(const cg_model *m, char **out) {
     cg_status st = comment_map_make(&c, m);
     if (st) return st;
     int dims = 0;
-    unsigned char *used = m->sym_defs ? sym_uses(m) : NULL;
-    if (m->sym_defs && !used) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    for (int k = 0; k < m->n_syms; k++)
-        if (cg_model_sym_derived(m, k) && used[k]) {
-            char def[600];
-            cg_model_sym_def_text(m, k, def, sizeof def);
-            sb_puts(&b, "dim ");
-            put_name(&b, m->syms[k]);
-            sb_printf(&b, " = %s\n", def);
-            dims = 1;
-        }
-    free(used);
+    st = put_dims(&b, m, &dims);
     for (int i = 0; i < m->n_graphs && !st; i++) {
         if (i || dims) sb_put(&b, "\n", 1);
         st = put_graph(&b, m, &c, i);

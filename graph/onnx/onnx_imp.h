@@ -64,6 +64,7 @@ typedef struct onnx_imp {
     unsigned char *absorbed; /* per ONNX node: fused into an earlier node's mapping */
     int uniq;                /* counter for generated names */
     char bad_attr[320];      /* the current node's first attribute of a wrong type (its message), or "" */
+    int sym_failed;          /* a derived dim could not be made (out of memory) */
     const cg_onnx_options *opt;
 } onnx_imp;
 

@@ -176,7 +176,10 @@ int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b) {
         }
     }
     int k;
-    if (cg_model_sym_define(im->m, op, onnx_sym_to_dim(a), onnx_sym_to_dim(b), &k)) return ONNX_SYM_UNKNOWN;
+    if (cg_model_sym_define(im->m, op, onnx_sym_to_dim(a), onnx_sym_to_dim(b), &k)) {
+        im->sym_failed = 1; /* out of memory: the node fails as such (import_node) */
+        return ONNX_SYM_UNKNOWN;
+    }
     return ONNX_SYM(k);
 }
 
