@@ -548,7 +548,7 @@ static cg_status import_graph(onnx_imp *im) {
         if (im->absorbed[i]) continue;
         im->bad_attr[0] = 0;
         s = import_node(im);
-        if (!s && im->sym_failed) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        if (im->sym_failed) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
         /* a wrong-typed attribute is the cause of whatever else failed */
         if (im->bad_attr[0]) return onnx_fail(im, CG_ERR_FORMAT, "%s", im->bad_attr);
         if (s) return s;
