@@ -211,6 +211,10 @@ int onnx_has_sym(const cg_tensor *t);
  * be named. */
 int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b);
 
+/* The product of n sizes or codes: a size, or a derived dim (sizes first
+ * multiplied, then the symbols in order: B*S*64). */
+int64_t onnx_sym_product(onnx_imp *im, int n, const int64_t *x);
+
 /* An ONNX_SYM code as a clgraph dim (CG_DIM_SYM, CG_DIM_UNKNOWN), sizes as
  * they are; and back. */
 int64_t onnx_sym_to_dim(int64_t v);
