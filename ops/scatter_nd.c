@@ -154,9 +154,9 @@ static cg_op_status sn_cl(const cg_kernel_args *a) {
     if (l.tuples == 0 || l.inner == 0) return CG_OP_OK;
     char opts[96];
     const int fl = x->dtype == CG_F32;
-    snprintf(opts, sizeof opts, "%s -DTA=%s -DTU=%s -DSN_RED=%d", topt,
+    snprintf(opts, sizeof opts, "%s -DTA=%s -DTU=%s -DSN_RED=%d -DSN_FLOAT=%d", topt,
              red == RED_NONE ? "uint" : cg_bcast_cl_type(x->dtype, 0),
-             red == RED_NONE || fl ? (fl ? "float" : "uint") : cg_bcast_cl_type(x->dtype, 1), red);
+             red == RED_NONE || fl ? (fl ? "float" : "uint") : cg_bcast_cl_type(x->dtype, 1), red, fl);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_index, name, wide, 0, opts);
     if (!k) return CG_OP_ERROR;
     cl_long8 xd, xs;

@@ -59,6 +59,7 @@ __kernel void pad_nd(__global const T *src, __global const T *val, __global T *d
 #if PAD_VALUE
     dst[i] = inside ? src[off] : val[0];
 #else
+    (void)val;
     dst[i] = inside ? src[off] : (T)0;
 #endif
 }
@@ -111,11 +112,20 @@ __kernel void gather_nd(__global const T *src, __global const long *idx, __globa
 #ifndef SN_RED
 #define SN_RED 0
 #endif
+#ifndef SN_FLOAT
+#define SN_FLOAT 0
+#endif
 #ifndef TA
 #define TA uint
 #endif
 #ifndef TU
 #define TU uint
+#endif
+/* -DSN_FLOAT=1 for f32: a NaN already there wins max and min */
+#if SN_FLOAT
+#define SN_NAN(v) isnan(v)
+#else
+#define SN_NAN(v) 0
 #endif
 #if CG_WANT(scatter_nd)
 __kernel void scatter_nd(__global const long *idx, __global const T *up, __global T *dst, long tuples, long inner,
@@ -136,9 +146,9 @@ __kernel void scatter_nd(__global const long *idx, __global const T *up, __globa
 #elif SN_RED == 2
         o[po] = (TA)((TU)v * (TU)u);
 #elif SN_RED == 3
-        o[po] = v > u || v != v ? v : u;
+        o[po] = v > u || SN_NAN(v) ? v : u;
 #else
-        o[po] = v < u || v != v ? v : u;
+        o[po] = v < u || SN_NAN(v) ? v : u;
 #endif
 #endif
     }
