@@ -9,6 +9,8 @@
 #include "index.cl.h"
 
 enum { PD_PADS, PD_MODE };
+/* Pads past this are refused (dims stay far from overflowing). */
+#define CG_PAD_MAX ((int64_t)1 << 40)
 enum { MODE_CONSTANT, MODE_REFLECT, MODE_EDGE, MODE_WRAP, N_MODES };
 static const char *const mode_names[N_MODES] = {"constant", "reflect", "edge", "wrap"};
 
@@ -60,6 +62,8 @@ static cg_op_status pd_infer(cg_op_call *call) {
     call->outputs[0] = *x;
     for (int i = 0; i < nd; i++) {
         const int64_t b = p->ints[i], e = p->ints[nd + i], n = x->dims[i];
+        if (b < -CG_PAD_MAX || b > CG_PAD_MAX || e < -CG_PAD_MAX || e > CG_PAD_MAX)
+            return cg_op_fail(call, "pads %lld and %lld of axis %d are out of range", (long long)b, (long long)e, i);
         if (n < 0) {
             call->outputs[0].dims[i] = b + e == 0 ? n : CG_DIM_UNKNOWN;
             continue;

@@ -177,7 +177,7 @@ static cg_status map_depth_space(onnx_imp *im) {
     const int64_t b = onnx_attr_int(im, "blocksize", 0), *d = x->desc.dims;
     if (!crd && strcmp(mode, "DCR")) return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%s'", mode);
     if (x->desc.ndim != 4) return onnx_fail(im, CG_ERR_FORMAT, "x must have 4 dims");
-    if (b < 1) return onnx_fail(im, CG_ERR_FORMAT, "blocksize %lld must be positive", (long long)b);
+    if (b < 1 || b > (1 << 20)) return onnx_fail(im, CG_ERR_FORMAT, "blocksize %lld out of range", (long long)b);
     for (int i = 1; i < 4; i++)
         if (d[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "x's dim %d is symbolic (C, H and W must be sizes)", i);
     if (to_space ? d[1] % (b * b) : d[2] % b || d[3] % b)

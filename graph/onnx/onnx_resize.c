@@ -78,8 +78,10 @@ static cg_status from_sizes(onnx_imp *im, const onnx_val *x, rs_req *r, const in
 static cg_status from_scales(onnx_imp *im, const onnx_val *x, rs_req *r, const int64_t *ax, int na, const double *sc) {
     for (int i = 0; i < na; i++) {
         const int64_t d = x->desc.dims[ax[i]];
-        if (!(sc[i] > 0) || !isfinite(sc[i]))
-            return onnx_fail(im, CG_ERR_FORMAT, "scale %g of dim %d must be positive", sc[i], (int)ax[i]);
+        if (!(sc[i] > 0) || !isfinite(sc[i]) || sc[i] * (double)d > (double)((int64_t)1 << 40))
+            return onnx_fail(im, CG_ERR_FORMAT,
+                             "scale %g of dim %d must be positive (and the size it gives below 2^40)", sc[i],
+                             (int)ax[i]);
         if (d < 0 && sc[i] != 1)
             return onnx_fail(im, CG_ERR_UNSUPPORTED, "dim %d of x is symbolic and scaled by %g", (int)ax[i], sc[i]);
         r->scale[ax[i]] = sc[i];

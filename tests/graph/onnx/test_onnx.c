@@ -43,7 +43,7 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
 static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
 
 START_TEST(node_tests_pass) {
-    run_set(NODE, 575, 932);
+    run_set(NODE, 626, 932);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
@@ -73,17 +73,27 @@ END_TEST
  * and decoder step from torch.onnx.export with dynamic batch and source
  * length (pack_padded_sequence's sort, Shape/Range/ConstantOfShape over the
  * symbolic dims), and an nn.Transformer's encoder and decoder (dynamo
- * exporter: reshapes to symbolic dims), two bindings each, equal to ONNX
+ * exporter: reshapes to symbolic dims), shape arithmetic over dynamic
+ * dims (sym_arith: products, sums, ranges, sizes read as data), and a
+ * small CNN (Conv, MaxPool, AveragePool, ConvTranspose, GlobalAveragePool;
+ * batch, height and width dynamic), two bindings each, equal to ONNX
  * Runtime's outputs within 1e-4 on every device. */
 START_TEST(exported_models_match_ort) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
-    run_set_tol(dir, 9, 9, "1e-4");
+    run_set_tol(dir, 15, 15, "1e-4");
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_encoder                                        cpu        pass "));
+    /* shape arithmetic over B, S and P: derived dims bound by each plan (issue 31) */
+    ck_assert_ptr_nonnull(strstr(tu_out, "sym_arith                                          opencl:0   pass "));
+    /* 2-layer bidirectional RNNs over a symbolic length, their zero state sliced per layer */
+    ck_assert_ptr_nonnull(strstr(tu_out, "lstm2_bidir_dynamo                                 opencl:0   pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "gru2_bidir_ts                                      opencl:0   pass "));
     /* whole nn.Transformer steps from both exporters (issue 29) */
     ck_assert_ptr_nonnull(strstr(tu_out, "transformer_full_ts                                opencl:0   pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "transformer_full_dynamo                            opencl:0   pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_decoder                                        opencl:0   pass "));
+    /* a CNN (conv, pooling, conv_transpose) over dynamic batch, height and width */
+    ck_assert_ptr_nonnull(strstr(tu_out, "cnn_conv_pool                                      opencl:0   pass "));
 }
 END_TEST
 
