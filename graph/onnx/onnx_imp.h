@@ -174,6 +174,18 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_index.c: GatherND, ScatterND, Pad, DepthToSpace, SpaceToDepth. */
+cg_status cg_onnx_map_index(onnx_imp *im);
+/* The STRING attribute `name` into buf (def when absent); fails on a value
+ * longer than buf or holding NUL or '"'. */
+cg_status cg_onnx_attr_string(onnx_imp *im, const char *name, const char *def, char *buf, size_t size);
+/* The values of known input i (a 1-D int64 or int32 tensor of at most max
+ * values; `what` names it in messages) into v, their count into *n. */
+cg_status cg_onnx_known_ints(onnx_imp *im, int i, const char *what, int max, int64_t *v, int *n);
+
+/* onnx_resize.c: Resize (opsets 10 to 19) and Upsample. */
+cg_status cg_onnx_map_resize(onnx_imp *im);
+
 /* onnx_conv.c: Conv, ConvTranspose and ConvInteger. */
 cg_status cg_onnx_map_conv(onnx_imp *im);
 cg_status cg_onnx_map_conv_integer(onnx_imp *im);
