@@ -510,6 +510,30 @@ static cg_tensor *fold_slice(onnx_imp *im, const cg_tensor *a, const cg_tensor *
     return o;
 }
 
+/* Transpose by perm (reversed dims without it); NULL on a bad perm. PyTorch's
+ * TorchScript export of F.pad computes Pad's pads through one. */
+static cg_tensor *transpose(onnx_imp *im, const cg_tensor *x) {
+    int n, r = x->ndim, seen = 0;
+    const int64_t *perm = onnx_attr_ints(im, "perm", &n);
+    int64_t p[CG_MAX_DIMS], dims[CG_MAX_DIMS], st[CG_MAX_DIMS], idx[CG_MAX_DIMS] = {0}, s = 1;
+    if (n >= 0 && n != r) return NULL;
+    for (int i = 0; i < r; i++) {
+        p[i] = n < 0 ? r - 1 - i : perm[i];
+        if (p[i] < 0 || p[i] >= r || (seen & (1 << p[i]))) return NULL;
+        seen |= 1 << p[i];
+    }
+    for (int i = r - 1; i >= 0; i--) st[i] = s, s *= x->dims[i];
+    for (int i = 0; i < r; i++) dims[i] = x->dims[p[i]];
+    cg_tensor *o = new_t(x->dtype, r, dims);
+    const int64_t total = cg_shape_numel(r, dims);
+    for (int64_t j = 0; o && j < total; j++, next_index(r, dims, idx)) {
+        int64_t off = 0;
+        for (int i = 0; i < r; i++) off += idx[i] * st[p[i]];
+        copy_el(x, off, o, j);
+    }
+    return o;
+}
+
 /* The ops that move or retype elements. Returns 0 when op is none of them;
  * otherwise 1, with *o the folded value or NULL when it cannot fold. */
 static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const cg_tensor *b, cg_tensor **o) {
@@ -546,6 +570,8 @@ static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const c
         if (a && b) *o = gather(a, b, onnx_attr_int(im, "axis", 0));
     } else if (!strcmp(op, "Slice")) {
         *o = fold_slice(im, a, b);
+    } else if (!strcmp(op, "Transpose")) {
+        if (a) *o = transpose(im, a);
     } else {
         return 0;
     }

@@ -30,6 +30,7 @@ typedef struct onnx_val {
     int fixed;              /* given, and that value used at import */
     int zeros;              /* all zeros, known at import (an Expand of zeros) */
     int sym;                /* konst holds symbolic dims (ONNX_SYM codes: onnx_sym.c) */
+    int sym_i32;            /* ... and ONNX has them as int32 (a Cast): konst stays int64 */
     cg_tensor *fill;        /* ConstantOfShape of symbolic dims: desc typed, every element
                             * this one value; made a node only where read as data */
 } onnx_val;
@@ -63,6 +64,7 @@ typedef struct onnx_imp {
     unsigned char *absorbed; /* per ONNX node: fused into an earlier node's mapping */
     int uniq;                /* counter for generated names */
     char bad_attr[320];      /* the current node's first attribute of a wrong type (its message), or "" */
+    int sym_failed;          /* a derived dim could not be made (out of memory) */
     const cg_onnx_options *opt;
     cg_dtype narrow; /* f16 or bf16 while a mapping runs widened to f32 (cg_onnx_map), else 0 */
 } onnx_imp;
@@ -193,12 +195,10 @@ cg_status cg_onnx_map_lrn(onnx_imp *im);
  * Selu, Shrink, Swish, SwiGLU, ThresholdedRelu. */
 cg_status cg_onnx_map_act(onnx_imp *im);
 
-/* onnx_index.c: EyeLike, ReverseSequence, Compress, DepthToSpace,
- * SpaceToDepth, TensorScatter. */
+/* onnx_position.c: EyeLike, ReverseSequence, Compress, TensorScatter. */
 cg_status cg_onnx_map_eye_like(onnx_imp *im);
 cg_status cg_onnx_map_reverse_sequence(onnx_imp *im);
 cg_status cg_onnx_map_compress(onnx_imp *im);
-cg_status cg_onnx_map_depth_space(onnx_imp *im);
 cg_status cg_onnx_map_tensor_scatter(onnx_imp *im);
 
 /* onnx_window.c: HannWindow, HammingWindow, BlackmanWindow (size known at
@@ -216,6 +216,28 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
+
+/* onnx_index.c: GatherND, ScatterND, Pad, DepthToSpace, SpaceToDepth. */
+cg_status cg_onnx_map_index(onnx_imp *im);
+/* The STRING attribute `name` into buf (def when absent); fails on a value
+ * longer than buf or holding NUL or '"'. */
+cg_status cg_onnx_attr_string(onnx_imp *im, const char *name, const char *def, char *buf, size_t size);
+/* The values of known input i (a 1-D int64 or int32 tensor of at most max
+ * values; `what` names it in messages) into v, their count into *n. */
+cg_status cg_onnx_known_ints(onnx_imp *im, int i, const char *what, int max, int64_t *v, int *n);
+
+/* onnx_resize.c: Resize (opsets 10 to 19) and Upsample. */
+cg_status cg_onnx_map_resize(onnx_imp *im);
+
+/* onnx_conv.c: Conv, ConvTranspose and ConvInteger. */
+cg_status cg_onnx_map_conv(onnx_imp *im);
+cg_status cg_onnx_map_conv_integer(onnx_imp *im);
+cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
+
+/* onnx_pool.c: MaxPool, AveragePool, LpPool; GlobalAveragePool,
+ * GlobalMaxPool, GlobalLpPool. */
+cg_status cg_onnx_map_pool(onnx_imp *im);
+cg_status cg_onnx_map_global_pool(onnx_imp *im);
 
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
@@ -239,9 +261,23 @@ int cg_onnx_fold_sym(onnx_imp *im);
 /* Whether an int64 tensor holds ONNX_SYM codes. */
 int onnx_has_sym(const cg_tensor *t);
 
+/* The derived dim op(a, b) (CG_SYM_* of graph/ir) of two sizes or codes,
+ * as a code (a size when both are sizes); ONNX_SYM_UNKNOWN when it cannot
+ * be named. */
+int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b);
+
+/* The product of n sizes or codes: a size, or a derived dim (sizes first
+ * multiplied, then the symbols in order: B*S*64). */
+int64_t onnx_sym_product(onnx_imp *im, int n, const int64_t *x);
+
 /* An ONNX_SYM code as a clgraph dim (CG_DIM_SYM, CG_DIM_UNKNOWN), sizes as
  * they are; and back. */
 int64_t onnx_sym_to_dim(int64_t v);
+
+/* "[1, S, `B*4`, 64]": dims (sizes, CG_DIM_SYM of the model's symbols, at
+ * most one CG_DIM_UNKNOWN, written -1) as a dim list attribute; 0 when
+ * more than one is unknown or buf is too small. */
+int onnx_named_dims(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size);
 int64_t onnx_dim_to_sym(int64_t d);
 
 /* A value made so far (a graph input or a node's output) with `dim` (a
@@ -251,6 +287,23 @@ int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
 /* Makes the lazy ConstantOfShape v a node: expand of its value against a
  * value of the same dims; an error naming v when there is none. */
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
+
+/* Names the dims of a clgraph node's outputs that its op's inference left
+ * unknown where the importer can: concat along symbolic dims (a sum),
+ * reshape's inferred dim (a quotient), slice of a symbolic dim. */
+void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out);
+
+/* Slice of a lazy ConstantOfShape value (v->fill): 1 when the output was
+ * made another such value, 0 when the node maps as usual, -1 on failure. */
+int cg_onnx_fill_move(onnx_imp *im);
+
+/* A value holding symbolic dims (v->sym) made a clgraph value where it is
+ * read as data: dim_values, bound at plan time (onnx_sym.c). */
+cg_status onnx_sym_materialize(onnx_imp *im, onnx_val *v);
+
+/* Maps the current node with its symbolic inputs read as run-time data
+ * (cg_onnx_fold_sym returned 3: arithmetic that has no dim to name). */
+cg_status onnx_sym_map_as_data(onnx_imp *im, onnx_map_fn fn);
 
 /* ---- onnx_fuse.c: exporter idioms as fused ops ---- */
 

@@ -1,236 +1,212 @@
-/* ONNX ops that pick or move elements by their positions, taking any
- * dtype: EyeLike (1 where column - row == k, from arange), ReverseSequence
- * (each batch entry's first seq_len steps reversed, gather_elements of
- * the reversed positions), Compress (the positions its known condition
- * keeps) and DepthToSpace / SpaceToDepth (a reshape and a transpose). */
+/* ONNX's indexing and padding operators onto clgraph ops: GatherND and
+ * ScatterND (gather_nd, scatter_nd with int64 indices), Pad (pad, every
+ * version's form), DepthToSpace and SpaceToDepth (reshape, transpose,
+ * reshape). */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-/* arange(like) along axis as i64, reshaped to rank r with the length at
- * position `at` and 1 elsewhere, into *out. */
-static cg_status positions(onnx_imp *im, const char *like, int axis, int r, int at, const char **out) {
-    char a[40];
-    const char *p = NULL;
-    snprintf(a, sizeof a, "axis: %d", axis);
-    cg_status s = emit_tmp(im, "arange", like, a, &p);
-    if (s) return s;
-    onnx_val *v = onnx_val_get(im, p);
-    int64_t d[CG_MAX_DIMS];
-    for (int i = 0; i < r; i++) d[i] = i == at ? v->desc.dims[0] : 1;
-    *out = NULL;
-    return onnx_emit_reshape(im, v, r, d, out);
+#include "dtype.h"
+
+cg_status cg_onnx_attr_string(onnx_imp *im, const char *name, const char *def, char *buf, size_t size) {
+    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    snprintf(buf, size, "%s", def);
+    if (!a || !a->has_s) return CG_OK;
+    if (a->s.len >= size || memchr(a->s.data, 0, a->s.len) || memchr(a->s.data, '"', a->s.len))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "attribute '%s' has an unexpected value", name);
+    memcpy(buf, a->s.data, a->s.len);
+    buf[a->s.len] = 0;
+    return CG_OK;
 }
 
-/* A scalar constant of dtype dt holding 0 or 1. */
-static cg_status scalar_of(onnx_imp *im, cg_dtype dt, int one, const char **name) {
+cg_status cg_onnx_known_ints(onnx_imp *im, int i, const char *what, int max, int64_t *v, int *n) {
+    const cg_tensor *t;
+    cg_status s = onnx_need_const(im, onnx_in(im, i), what, &t);
+    if (s) return s;
+    const cg_dtype dt = cg_tensor_dtype(t);
+    if ((dt != CG_I64 && dt != CG_I32) || cg_tensor_ndim(t) > 1)
+        return onnx_fail(im, CG_ERR_FORMAT, "%s must be a 1-D integer tensor", what);
+    if (cg_tensor_numel(t) > max)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s has %lld values (at most %d)", what, (long long)cg_tensor_numel(t),
+                         max);
+    *n = (int)cg_tensor_numel(t);
+    for (int k = 0; k < *n; k++) v[k] = cg_onnx_int_at(t, k);
+    return CG_OK;
+}
+
+/* Indices as int64 (clgraph's index ops take i64). */
+static cg_status i64_indices(onnx_imp *im, onnx_val *ix, const char **name) {
+    *name = ix->name;
+    if (ix->desc.dtype == CG_I64) return CG_OK;
+    if (ix->desc.dtype != CG_I32) return onnx_fail(im, CG_ERR_FORMAT, "indices must be int64 or int32");
+    return emit_tmp(im, "cast", ix->name, "to: \"i64\"", name);
+}
+
+/* GatherND: gather_nd with batch_dims (opset 12; 0 before). */
+static cg_status map_gather_nd(onnx_imp *im) {
+    static const char *const known[] = {"batch_dims", NULL};
+    onnx_val *x, *ix;
+    const char *idx;
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &ix)) || (s = onnx_check_attrs(im, known)) ||
+        (s = i64_indices(im, ix, &idx)))
+        return s;
+    char a[64];
+    snprintf(a, sizeof a, "batch_dims: %lld", (long long)onnx_attr_int(im, "batch_dims", 0));
+    const char *in[2] = {x->name, idx};
+    return emit1(im, "gather_nd", 2, in, out_name(im, 0), a);
+}
+
+/* ScatterND: scatter_nd with the reduction (opset 16: add, mul; 18: max,
+ * min). */
+static cg_status map_scatter_nd(onnx_imp *im) {
+    static const char *const known[] = {"reduction", NULL};
+    onnx_val *x, *ix, *up;
+    const char *idx;
+    char red[16], a[64];
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &ix)) || (s = need_in(im, 2, &up)) ||
+        (s = onnx_check_attrs(im, known)) || (s = cg_onnx_attr_string(im, "reduction", "none", red, sizeof red)) ||
+        (s = i64_indices(im, ix, &idx)))
+        return s;
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction '%s'", red);
+    snprintf(a, sizeof a, "reduction: \"%s\"", red);
+    const char *in[3] = {x->name, idx, up->name};
+    return emit1(im, "scatter_nd", 3, in, out_name(im, 0), a);
+}
+
+/* A one-element constant of dtype dt holding v (Pad's value attribute
+ * before opset 11), made a param. */
+static cg_status scalar_of(onnx_imp *im, cg_dtype dt, double v, const char **name) {
     unsigned char b[8] = {0};
-    const float f = 1.0f;
-    const uint16_t h = 0x3C00, bh = 0x3F80; /* 1.0 in f16 and bf16 */
-    if (one && dt == CG_F32) memcpy(b, &f, 4);
-    else if (one && dt == CG_F16) memcpy(b, &h, 2);
-    else if (one && dt == CG_BF16) memcpy(b, &bh, 2);
-    else if (one && dt == CG_I64) memcpy(b, &(int64_t){1}, 8);
-    else if (one && dt == CG_I32) memcpy(b, &(int32_t){1}, 4);
-    else if (one) b[0] = 1; /* i8, u8, bool */
+    const float f = (float)v;
+    uint32_t fb;
+    memcpy(&fb, &f, sizeof fb);
+    if (dt == CG_F32) memcpy(b, &f, 4);
+    else if (dt == CG_F16 || dt == CG_BF16) {
+        const uint16_t h = dt == CG_F16 ? cg_f32_to_f16_bits(fb) : cg_f32_to_bf16_bits(fb);
+        memcpy(b, &h, 2);
+    } else if (dt == CG_BOOL) b[0] = v != 0;
+    else {
+        const int64_t i = (int64_t)v; /* two's complement: the low bytes are the narrower type's */
+        memcpy(b, &i, 8);
+    }
     return const_of(im, dt, 0, NULL, b, name);
 }
 
-/* EyeLike: [R, C] (a 1-D input n: [n, n]) of dtype `dtype` (default the
- * input's), 1 on diagonal k. */
-cg_status cg_onnx_map_eye_like(onnx_imp *im) {
-    static const char *const known[] = {"dtype", "k", NULL};
-    onnx_val *x;
+/* Pad's pads (begin of every axis, then end) for x's rank: the attribute
+ * before opset 11 (`paddings` in opset 1), the input after, spread over
+ * `axes` (input 3, opset 18) when given. */
+static cg_status pads_of(onnx_imp *im, int nd, int64_t *pads) {
+    int64_t v[2 * CG_MAX_DIMS], ax[CG_MAX_DIMS];
+    int n, na = nd;
     cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const int r = x->desc.ndim;
-    if (r != 1 && r != 2) return onnx_fail(im, CG_ERR_FORMAT, "the input must have 1 or 2 dims");
-    cg_dtype dt = (cg_dtype)x->desc.dtype;
-    if (onnx_attr(im, "dtype")) {
-        const int64_t t = onnx_attr_int(im, "dtype", 0);
-        if (!(dt = cg_onnx_dtype((int32_t)t)))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "dtype %s is not supported", cg_onnx_type_name((int32_t)t));
+    if (im->opset < 11) {
+        const int64_t *p = onnx_attr_ints(im, im->opset < 2 ? "paddings" : "pads", &n);
+        if (n < 0) return onnx_fail(im, CG_ERR_FORMAT, "attribute pads is missing");
+        if (n > 2 * CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "pads has %d values", n);
+        memcpy(v, p, (size_t)n * sizeof *v);
+    } else if ((s = cg_onnx_known_ints(im, 1, "input 1 (pads)", 2 * CG_MAX_DIMS, v, &n))) return s;
+    for (int i = 0; i < nd; i++) ax[i] = i;
+    if (im->opset >= 18 && onnx_in(im, 3) && (s = cg_onnx_known_ints(im, 3, "input 3 (axes)", CG_MAX_DIMS, ax, &na)))
+        return s;
+    if (n != 2 * na) return onnx_fail(im, CG_ERR_FORMAT, "pads has %d values for %d axes", n, na);
+    memset(pads, 0, 2 * (size_t)nd * sizeof *pads);
+    for (int i = 0; i < na; i++) {
+        const int64_t a = ax[i] < 0 ? ax[i] + nd : ax[i];
+        if (a < 0 || a >= nd) return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)ax[i]);
+        pads[a] = v[i], pads[nd + a] = v[na + i];
     }
-    const int64_t k = onnx_attr_int(im, "k", 0);
-    const char *rows = NULL, *cols = NULL, *d = NULL, *kc = NULL, *eq = NULL, *one = NULL, *zero = NULL;
-    if ((s = positions(im, x->name, 0, 2, 0, &rows)) || (s = positions(im, x->name, r - 1, 2, 1, &cols)) ||
-        (s = emit_tmp2(im, "sub", cols, rows, NULL, &d)) || (s = const_of(im, CG_I64, 0, NULL, &k, &kc)) ||
-        (s = emit_tmp2(im, "equal", d, kc, NULL, &eq)) || (s = scalar_of(im, dt, 1, &one)) ||
-        (s = scalar_of(im, dt, 0, &zero)))
-        return s;
-    return emit1(im, "where", 3, (const char *[]){eq, one, zero}, out_name(im, 0), NULL);
+    return CG_OK;
 }
 
-/* ReverseSequence: along time_axis, position t of batch entry b reads
- * seq_lens[b] - 1 - t where t < seq_lens[b], else t itself. */
-cg_status cg_onnx_map_reverse_sequence(onnx_imp *im) {
-    static const char *const known[] = {"batch_axis", "time_axis", NULL};
-    onnx_val *x, *len;
-    cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 1, &len)) || (s = onnx_check_attrs(im, known))) return s;
-    const int r = x->desc.ndim, ba = (int)onnx_attr_int(im, "batch_axis", 1),
-              ta = (int)onnx_attr_int(im, "time_axis", 0);
-    if (r < 2 || ba < 0 || ba > 1 || ta < 0 || ta > 1 || ba == ta)
-        return onnx_fail(im, CG_ERR_FORMAT, "batch_axis and time_axis must be 0 and 1 (or 1 and 0) of a 2+-D input");
-    if (len->desc.ndim != 1 || (len->desc.dtype != CG_I64 && len->desc.dtype != CG_I32))
-        return onnx_fail(im, CG_ERR_FORMAT, "sequence_lens must be an integer vector [batch]");
-    int64_t ld[CG_MAX_DIMS];
-    for (int i = 0; i < r; i++) ld[i] = i == ba ? len->desc.dims[0] : 1;
-    const char *l = len->name, *t = NULL, *lr = NULL, *one = NULL, *l1 = NULL, *rev = NULL, *lt = NULL, *idx = NULL;
-    const int64_t c1 = 1;
-    if ((len->desc.dtype != CG_I64 && (s = emit_tmp(im, "cast", l, "to: \"i64\"", &l))) ||
-        (s = onnx_emit_reshape(im, onnx_val_get(im, l), r, ld, &lr)) || (s = positions(im, x->name, ta, r, ta, &t)) ||
-        (s = const_of(im, CG_I64, 0, NULL, &c1, &one)) || (s = emit_tmp2(im, "sub", lr, one, NULL, &l1)) ||
-        (s = emit_tmp2(im, "sub", l1, t, NULL, &rev)) || (s = emit_tmp2(im, "less", t, lr, NULL, &lt)) ||
-        (s = onnx_emit(im, "where", 3, (const char *[]){lt, rev, t}, 1, &idx, NULL)))
-        return s;
-    /* gather_elements takes an index of the output's whole shape */
-    char a[200];
-    size_t u = (size_t)snprintf(a, sizeof a, "shape: [");
-    for (int i = 0; i < r && u < sizeof a; i++) u += (size_t)snprintf(a + u, sizeof a - u, "%s1", i ? ", " : "");
-    if (u < sizeof a) snprintf(a + u, sizeof a - u, "]");
-    const char *full = NULL;
-    if ((s = onnx_emit(im, "expand", 2, (const char *[]){idx, x->name}, 1, &full, a))) return s;
-    snprintf(a, sizeof a, "axis: %d", ta);
-    return emit1(im, "gather_elements", 2, (const char *[]){x->name, full}, out_name(im, 0), a);
+/* Pad's constant: the value attribute (before opset 11) or input 2, which
+ * may be a run-time value; NULL for zero. */
+static cg_status pad_value(onnx_imp *im, onnx_val *x, const char **name) {
+    *name = NULL;
+    if (im->opset < 11) {
+        const double v = onnx_attr_float(im, "value", 0);
+        return v == 0 ? CG_OK : scalar_of(im, (cg_dtype)x->desc.dtype, v, name);
+    }
+    onnx_val *c = onnx_in(im, 2);
+    if (!c) return CG_OK;
+    if (!c->typed || c->desc.dtype != x->desc.dtype)
+        return onnx_fail(im, CG_ERR_FORMAT, "input 2 (constant_value) must have the dtype of x");
+    for (int i = 0; i < c->desc.ndim; i++)
+        if (c->desc.dims[i] != 1) return onnx_fail(im, CG_ERR_FORMAT, "input 2 (constant_value) must be one value");
+    *name = c->name;
+    return CG_OK;
 }
 
-/* Compress: the slices along axis (of x flattened without one) where the
- * condition, which must be known at import, holds. */
-cg_status cg_onnx_map_compress(onnx_imp *im) {
-    static const char *const known[] = {"axis", NULL};
+static cg_status map_pad(onnx_imp *im) {
+    static const char *const known[] = {"mode", "pads", "paddings", "value", NULL};
     onnx_val *x;
-    const cg_tensor *c;
+    int64_t pads[2 * CG_MAX_DIMS];
+    char mode[16], l[400], a[480];
+    const char *val;
     cg_status s;
     if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
-        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (condition: the output's size depends on it)", &c)))
+        (s = cg_onnx_attr_string(im, "mode", "constant", mode, sizeof mode)) || (s = pads_of(im, x->desc.ndim, pads)) ||
+        (s = pad_value(im, x, &val)))
         return s;
-    const int has_axis = onnx_attr(im, "axis") != NULL, r = x->desc.ndim;
-    int64_t axis = onnx_attr_int(im, "axis", 0);
-    if (has_axis && (axis < -r || axis >= r))
-        return onnx_fail(im, CG_ERR_FORMAT, "axis %lld out of range", (long long)axis);
-    if (axis < 0) axis += r;
-    onnx_val *src = x;
-    if (!has_axis) {
-        const char *flat = NULL;
-        if ((s = emit_tmp(im, "reshape", x->name, "shape: [-1]", &flat))) return s;
-        src = onnx_val_get(im, flat), axis = 0;
-    }
-    const int64_t dim = src->desc.dims[axis], n = cg_tensor_numel(c);
-    if (dim < 0 || n > dim || dim > INT32_MAX)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "a condition of %lld values along a dim of %lld (concrete, no shorter)", (long long)n,
-                         (long long)dim);
-    int64_t cnt = 0;
-    for (int64_t i = 0; i < n; i++) cnt += cg_onnx_int_at(c, i) != 0;
-    cg_tensor *idx;
-    if ((s = cg_tensor_create(CG_I32, 1, &cnt, &idx))) return s;
-    for (int64_t i = 0, k = 0; i < n; i++)
-        if (cg_onnx_int_at(c, i)) ((int32_t *)cg_tensor_data(idx))[k++] = (int32_t)i;
-    const char *iname, *y = out_name(im, 0);
-    if ((s = onnx_const_param(im, idx, &iname))) return s;
-    return onnx_emit_take(im, src, (int)axis, iname, &y);
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%s'", mode);
+    size_t u = (size_t)snprintf(l, sizeof l, "[");
+    for (int i = 0; i < 2 * x->desc.ndim; i++)
+        u += (size_t)snprintf(l + u, sizeof l - u, "%s%lld", i ? ", " : "", (long long)pads[i]);
+    snprintf(a, sizeof a, "pads: %s], mode: \"%s\"", l, mode);
+    const char *in[2] = {x->name, val};
+    return emit1(im, "pad", val ? 2 : 1, in, out_name(im, 0), a);
 }
 
-/* DepthToSpace (DCR or CRD) and SpaceToDepth: [N, C, H, W] through a 6-D
- * reshape and transpose, as ONNX's reference. */
-cg_status cg_onnx_map_depth_space(onnx_imp *im) {
+/* DepthToSpace (DCR, CRD) and SpaceToDepth (DCR, and CRD from opset 25):
+ * x [N, C, H, W] reshaped to 6 dims, transposed, reshaped back, as ONNX
+ * defines them. */
+static cg_status map_depth_space(onnx_imp *im) {
     static const char *const known[] = {"blocksize", "mode", NULL};
     onnx_val *x;
+    char mode[8];
     cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const int to_space = !strcmp(im->node->op_type, "DepthToSpace");
+    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known)) ||
+        (s = cg_onnx_attr_string(im, "mode", "DCR", mode, sizeof mode)))
+        return s;
+    const int to_space = !strcmp(im->node->op_type, "DepthToSpace"), crd = !strcmp(mode, "CRD");
     const int64_t b = onnx_attr_int(im, "blocksize", 0), *d = x->desc.dims;
-    const Onnx__AttributeProto *m = onnx_attr_typed(im, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-    const int crd = m && m->has_s && m->s.len == 3 && !memcmp(m->s.data, "CRD", 3);
-    if (m && m->has_s && !crd && !(m->s.len == 3 && !memcmp(m->s.data, "DCR", 3)))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%.*s' (DCR or CRD)", (int)(m->s.len > 20 ? 20 : m->s.len),
-                         (const char *)m->s.data);
-    if (x->desc.ndim == 4 && (d[1] < 0 || (!to_space && (d[2] < 0 || d[3] < 0))))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of symbolic %s", im->node->op_type, to_space ? "C" : "C, H or W");
-    if (x->desc.ndim != 4 || b < 1 || (to_space && d[1] % (b * b)) || (!to_space && (d[2] % b || d[3] % b)))
-        return onnx_fail(im, CG_ERR_FORMAT, "blocksize %lld does not divide the input [N, C, H, W]", (long long)b);
-    int64_t t[6], f[4];
-    const char *perm;
+    if (!crd && strcmp(mode, "DCR")) return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%s'", mode);
+    if (x->desc.ndim != 4) return onnx_fail(im, CG_ERR_FORMAT, "x must have 4 dims");
+    if (b < 1 || b > (1 << 20)) return onnx_fail(im, CG_ERR_FORMAT, "blocksize %lld out of range", (long long)b);
+    for (int i = 1; i < 4; i++)
+        if (d[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "x's dim %d is symbolic (C, H and W must be sizes)", i);
+    if (to_space ? d[1] % (b * b) : d[2] % b || d[3] % b)
+        return onnx_fail(im, CG_ERR_FORMAT, "x's dims are not divisible by the blocksize %lld", (long long)b);
+    const int64_t n = d[0], c = d[1], h = d[2], w = d[3], cb = c / (b * b);
+    int64_t t6[6], y[4], p[6];
     if (to_space) {
-        const int64_t c = d[1] / (b * b);
-        const int64_t dcr[6] = {d[0], b, b, c, d[2], d[3]}, cr[6] = {d[0], c, b, b, d[2], d[3]};
-        memcpy(t, crd ? cr : dcr, sizeof t);
-        perm = crd ? "perm: [0, 1, 4, 2, 5, 3]" : "perm: [0, 3, 4, 1, 5, 2]";
-        f[0] = d[0], f[1] = c, f[2] = d[2] < 0 ? CG_DIM_UNKNOWN : d[2] * b, f[3] = d[3] < 0 ? CG_DIM_UNKNOWN : d[3] * b;
+        const int64_t dcr[6] = {n, b, b, cb, h, w}, crd6[6] = {n, cb, b, b, h, w};
+        const int64_t pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(t6, crd ? crd6 : dcr, sizeof t6), memcpy(p, crd ? pc : pd, sizeof p);
+        y[0] = n, y[1] = cb, y[2] = h * b, y[3] = w * b;
     } else {
-        const int64_t sp[6] = {d[0], d[1], d[2] / b, b, d[3] / b, b};
-        memcpy(t, sp, sizeof t);
-        perm = crd ? "perm: [0, 1, 3, 5, 2, 4]" : "perm: [0, 3, 5, 1, 2, 4]";
-        f[0] = d[0], f[1] = d[1] * b * b, f[2] = d[2] / b, f[3] = d[3] / b;
+        const int64_t t[6] = {n, c, h / b, b, w / b, b};
+        const int64_t pd[6] = {0, 3, 5, 1, 2, 4}, pc[6] = {0, 1, 3, 5, 2, 4};
+        memcpy(t6, t, sizeof t6), memcpy(p, crd ? pc : pd, sizeof p);
+        y[0] = n, y[1] = c * b * b, y[2] = h / b, y[3] = w / b;
     }
     const char *r = NULL, *tr = NULL;
-    if ((s = onnx_emit_reshape(im, x, 6, t, &r)) || (s = emit_tmp(im, "transpose", r, perm, &tr))) return s;
-    return emit_reshape(im, onnx_val_get(im, tr), 4, f, out_name(im, 0));
+    char a[96];
+    snprintf(a, sizeof a, "perm: [%lld, %lld, %lld, %lld, %lld, %lld]", (long long)p[0], (long long)p[1],
+             (long long)p[2], (long long)p[3], (long long)p[4], (long long)p[5]);
+    if ((s = onnx_emit_reshape(im, x, 6, t6, &r)) || (s = emit_tmp(im, "transpose", r, a, &tr))) return s;
+    return emit_reshape(im, onnx_val_get(im, tr), 4, y, out_name(im, 0));
 }
 
-/* TensorScatter (opset 24, a KV cache update): along axis, position p of
- * batch entry b takes update[k] with k = p - write_indices[b] (mode
- * circular: modulo the cache's length) where 0 <= k < the update's length,
- * else keeps past_cache[p]: gather_elements of the update at k (0 where
- * outside), then where. */
-cg_status cg_onnx_map_tensor_scatter(onnx_imp *im) {
-    static const char *const known[] = {"axis", "mode", NULL};
-    onnx_val *past, *upd, *wi = onnx_in(im, 2);
-    cg_status s;
-    if ((s = need_in(im, 0, &past)) || (s = need_in(im, 1, &upd)) || (wi && (s = need_in(im, 2, &wi))) ||
-        (s = onnx_check_attrs(im, known)))
-        return s;
-    const int r = past->desc.ndim;
-    int64_t axis = onnx_attr_int(im, "axis", -2);
-    if (axis < 0) axis += r;
-    const Onnx__AttributeProto *m = onnx_attr_typed(im, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-    const int circ = m && m->has_s && m->s.len == 8 && !memcmp(m->s.data, "circular", 8);
-    if (m && m->has_s && !circ && !(m->s.len == 6 && !memcmp(m->s.data, "linear", 6)))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%.*s' (linear or circular)",
-                         (int)(m->s.len > 20 ? 20 : m->s.len), (const char *)m->s.data);
-    const int64_t smax = past->desc.dims[axis], sl = upd->desc.dims[axis];
-    if (r < 2 || axis < 1 || axis >= r || upd->desc.ndim != r || smax < 0 || sl < 0)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "axis %lld of the cache (not the batch; concrete lengths)",
-                         (long long)onnx_attr_int(im, "axis", -2));
-    if (sl == 0) return emit_reshape(im, past, r, past->desc.dims, out_name(im, 0)); /* nothing written */
-    int64_t wd[CG_MAX_DIMS];
-    for (int i = 0; i < r; i++) wd[i] = i ? 1 : past->desc.dims[0];
-    const char *p = NULL, *w = NULL, *k = NULL, *zero = NULL, *len = NULL, *ok = NULL, *lo = NULL, *idx = NULL;
-    const int64_t z = 0, n = sl, cap = smax;
-    if ((s = positions(im, past->name, (int)axis, r, (int)axis, &p)) ||
-        (s = const_of(im, CG_I64, 0, NULL, &z, &zero)) || (s = const_of(im, CG_I64, 0, NULL, &n, &len)))
-        return s;
-    if (wi) {
-        const char *wc = wi->name;
-        if (wi->desc.dtype != CG_I64 && (s = emit_tmp(im, "cast", wc, "to: \"i64\"", &wc))) return s;
-        if ((s = onnx_emit_reshape(im, onnx_val_get(im, wc), r, wd, &w)) || (s = emit_tmp2(im, "sub", p, w, NULL, &k)))
-            return s;
-    } else {
-        k = p;
-    }
-    if (circ && wi) { /* k in (-cap, cap): one turn back */
-        const char *neg = NULL, *c = NULL, *kc = NULL, *kw = NULL;
-        if ((s = const_of(im, CG_I64, 0, NULL, &cap, &c)) || (s = emit_tmp2(im, "less", k, zero, NULL, &neg)) ||
-            (s = emit_tmp2(im, "add", k, c, NULL, &kc)) ||
-            (s = onnx_emit(im, "where", 3, (const char *[]){neg, kc, k}, 1, &kw, NULL)))
-            return s;
-        k = kw;
-    }
-    if ((s = emit_tmp2(im, "less", k, len, NULL, &ok)) || (s = emit_tmp2(im, "greater_equal", k, zero, NULL, &lo)) ||
-        (s = emit_tmp2(im, "logical_and", ok, lo, NULL, &ok)) ||
-        (s = onnx_emit(im, "where", 3, (const char *[]){ok, k, zero}, 1, &idx, NULL)))
-        return s;
-    char a[200];
-    size_t u = (size_t)snprintf(a, sizeof a, "shape: [");
-    for (int i = 0; i < r && u < sizeof a; i++) u += (size_t)snprintf(a + u, sizeof a - u, "%s1", i ? ", " : "");
-    if (u < sizeof a) snprintf(a + u, sizeof a - u, "]");
-    const char *full = NULL, *g = NULL;
-    if ((s = onnx_emit(im, "expand", 2, (const char *[]){idx, past->name}, 1, &full, a))) return s;
-    snprintf(a, sizeof a, "axis: %d", (int)axis);
-    if ((s = emit_tmp2(im, "gather_elements", upd->name, full, a, &g))) return s;
-    return emit1(im, "where", 3, (const char *[]){ok, g, past->name}, out_name(im, 0), NULL);
+cg_status cg_onnx_map_index(onnx_imp *im) {
+    const char *op = im->node->op_type;
+    if (!strcmp(op, "GatherND")) return map_gather_nd(im);
+    if (!strcmp(op, "ScatterND")) return map_scatter_nd(im);
+    if (!strcmp(op, "Pad")) return map_pad(im);
+    return map_depth_space(im);
 }
