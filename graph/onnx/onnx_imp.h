@@ -209,7 +209,7 @@ cg_status cg_onnx_map_affine_grid(onnx_imp *im);
 /* onnx_rotary.c: RotaryEmbedding. */
 cg_status cg_onnx_map_rotary(onnx_imp *im);
 
-/* onnx_train.c: Adagrad, Adam, Momentum (ai.onnx.preview.training). */
+/* onnx_train.c: Adagrad, Momentum (ai.onnx.preview.training). */
 cg_status cg_onnx_map_optimizer(onnx_imp *im);
 
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,

@@ -1538,7 +1538,6 @@ static const struct {
     {"Acos", map_unary, 0},
     {"Acosh", map_unary, 0},
     {"Adagrad", cg_onnx_map_optimizer, 0},
-    {"Adam", cg_onnx_map_optimizer, 0},
     {"AffineGrid", cg_onnx_map_affine_grid, 0},
     {"And", map_bool_op, OP_ANY_DTYPE},
     {"Add", map_binary, 0},
