@@ -63,6 +63,8 @@ static cg_status read_qkv(onnx_imp *im, att *a) {
         return onnx_fail(im, CG_ERR_FORMAT, "Q, K and V must all have 3 or all 4 dims");
     if (a->rank3) {
         a->hq = onnx_attr_int(im, "q_num_heads", 0), a->hkv = onnx_attr_int(im, "kv_num_heads", 0);
+        if (a->hq < 1 || a->hkv < 1)
+            return onnx_fail(im, CG_ERR_FORMAT, "3-D inputs need q_num_heads and kv_num_heads (positive)");
         if ((s = to_heads(im, q, a->hq, &a->q)) || (s = to_heads(im, k, a->hkv, &a->k)) ||
             (s = to_heads(im, v, a->hkv, &a->v)))
             return s;

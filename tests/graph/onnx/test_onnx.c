@@ -492,6 +492,34 @@ START_TEST(bad_attribute_types) {
 }
 END_TEST
 
+/* Inputs and attribute values the operators of onnx_attention.c,
+ * onnx_norm.c, onnx_act.c, onnx_loss.c, onnx_position.c, onnx_rotary.c and
+ * onnx_window.c cannot take (tests/data/onnx/make_badshape.py: wrong
+ * ranks, heads that do not divide, unknown modes, a size known only at run
+ * time) fail the import in one line naming the node. */
+START_TEST(bad_shapes_refused) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/badshape", tu_src_dir());
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "%s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".onnx")) continue;
+        char path[8400], node[300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(node, sizeof node, "node 'bad_%.*s' (", (int)(l - 5), e->d_name);
+        const char *args[] = {"import", path, NULL};
+        ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+        ck_assert_msg(tu_out[0] == 0, "%s: printed a graph", e->d_name);
+        tu_assert_one_line((const char *const[]){e->d_name, node, NULL});
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 27);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("onnx");
     TCase *tc = tcase_create("onnx");
@@ -510,6 +538,7 @@ int main(void) {
     tcase_add_test(tc, import_refuses_fixed_data);
     tcase_add_test(tc, bad_files);
     tcase_add_test(tc, bad_attribute_types);
+    tcase_add_test(tc, bad_shapes_refused);
     tcase_add_test(tc, folded_cast_matches_the_op);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
