@@ -189,7 +189,9 @@ static int64_t reshape_rest(onnx_imp *im, const cg_tensor_desc *x, const cg_tens
 }
 
 /* One end of a step-1 slice over a symbolic dim n, clamped as Python's. */
-static int64_t slice_end(onnx_imp *im, int64_t n, int64_t v) {
+int64_t onnx_sym_clamp(onnx_imp *im, int64_t n, int64_t v) {
+    if (v == ONNX_SYM_UNKNOWN) return ONNX_SYM_UNKNOWN;
+    if (onnx_is_sym(v)) return onnx_sym_derive(im, CG_SYM_MIN, n, v); /* a dim: never negative */
     if (v >= INT64_MAX / 2) return n;
     if (v >= 0) return onnx_sym_derive(im, CG_SYM_MIN, n, v);
     if (v <= INT64_MIN / 2) return 0;
@@ -217,7 +219,7 @@ void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, 
         const int a = (int)(ax->i < 0 ? ax->i + out->ndim : ax->i);
         if (a < 0 || a >= out->ndim || out->dims[a] != CG_DIM_UNKNOWN || in[0].dims[a] == CG_DIM_UNKNOWN) return;
         const int64_t n = onnx_dim_to_sym(in[0].dims[a]);
-        const int64_t s = slice_end(im, n, st ? st->i : 0), e = slice_end(im, n, en ? en->i : INT64_MAX);
+        const int64_t s = onnx_sym_clamp(im, n, st ? st->i : 0), e = onnx_sym_clamp(im, n, en ? en->i : INT64_MAX);
         out->dims[a] = onnx_sym_to_dim(onnx_sym_derive(im, CG_SYM_SUB, onnx_sym_derive(im, CG_SYM_MAX, e, s), s));
     }
 }

@@ -223,6 +223,11 @@ int onnx_has_sym(const cg_tensor *t);
  * be named. */
 int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b);
 
+/* One end of a step-1 slice over a dim n (a size or a code), clamped as
+ * Python's: v an integer (negative from the end, huge for "to the end")
+ * or a code. */
+int64_t onnx_sym_clamp(onnx_imp *im, int64_t n, int64_t v);
+
 /* The product of n sizes or codes: a size, or a derived dim (sizes first
  * multiplied, then the symbols in order: B*S*64). */
 int64_t onnx_sym_product(onnx_imp *im, int n, const int64_t *x);
@@ -237,10 +242,6 @@ int64_t onnx_sym_to_dim(int64_t v);
 int onnx_named_dims(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size);
 int64_t onnx_dim_to_sym(int64_t d);
 
-/* A value made so far (a graph input or a node's output) with `dim` (a
- * CG_DIM_SYM) among its dims: its name and the axis; 0 when none. */
-int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
-
 /* Makes the lazy ConstantOfShape v a node: expand of its value against a
  * value of the same dims; an error naming v when there is none. */
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
@@ -249,6 +250,11 @@ cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
  * unknown where the importer can: concat along symbolic dims (a sum),
  * reshape's inferred dim (a quotient), slice of a symbolic dim. */
 void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out);
+
+/* The i32 indices of the rows a step-1 slice [start, end) of a dim n
+ * takes, where any of them may be symbolic: arange over the derived
+ * length, plus the start read as data. */
+cg_status onnx_sym_slice_rows(onnx_imp *im, int64_t n, int64_t start, int64_t end, const char **idx);
 
 /* Slice of a lazy ConstantOfShape value (v->fill): 1 when the output was
  * made another such value, 0 when the node maps as usual, -1 on failure. */
