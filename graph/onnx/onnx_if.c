@@ -65,11 +65,12 @@ static cg_status same_type(onnx_imp *im, size_t k, const onnx_val *t, const onnx
     char a[160], b[160];
     cg_desc_format(a, sizeof a, im->m, &t->desc);
     cg_desc_format(b, sizeof b, im->m, &e->desc);
-    return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                     "the condition is known only at run time and output %zu is %s in then_branch but %s in "
-                     "else_branch: clgraph computes both branches and selects, which needs one type (give "
-                     "the inputs the condition depends on for the import)",
-                     k, a, b);
+    return onnx_fail(
+        im, CG_ERR_UNSUPPORTED,
+        "the condition is known only at run time and output %zu is %s in then_branch but %s in "
+        "else_branch: clgraph computes both branches and selects, which needs the same dtype and shape (give "
+        "the inputs the condition depends on for the import)",
+        k, a, b);
 }
 
 /* The condition as one bool of rank 0 (where broadcasts it). */
