@@ -117,10 +117,13 @@ static const char *eval(eval_ctx *e, const char *name, int depth) {
     if (!p || depth > EVAL_MAX_DEPTH || !p->op_type) return NULL;
     for (size_t i = 0; i < sizeof ctrl / sizeof ctrl[0]; i++)
         if (!strcmp(p->op_type, ctrl[i])) return NULL;
+    /* Shape and Size read dims only: their input as it is (concrete dims fold) */
+    const int dims_only = !strcmp(p->op_type, "Shape") || !strcmp(p->op_type, "Size");
     char **ins = calloc(p->n_input + 1, sizeof *ins);
     int ok = ins != NULL;
     for (size_t k = 0; ok && k < p->n_input; k++)
-        ok = !p->input[k] || !*p->input[k] || (ins[k] = (char *)eval(e, p->input[k], depth + 1));
+        ok = !p->input[k] || !*p->input[k] ||
+             (ins[k] = dims_only ? p->input[k] : (char *)eval(e, p->input[k], depth + 1));
     for (size_t k = 0; ok && k < p->n_input; k++)
         if (!ins[k]) ins[k] = "";
     ok = ok && fold_copy(e, p, index, ins);
@@ -144,6 +147,71 @@ static cg_status promote(eval_ctx *e) {
     return CG_OK;
 }
 
+/* v's symbolic dims as its given value has them. */
+static void concretize(onnx_val *v) {
+    const cg_tensor *t = v->given;
+    if (cg_tensor_ndim(t) != v->desc.ndim) return; /* the import says so where it reads v */
+    for (int k = 0; k < v->desc.ndim; k++)
+        if (v->desc.dims[k] < 0) v->desc.dims[k] = cg_tensor_dim(t, k);
+}
+
+/* A graph and the graphs around it (a subgraph reads their values). */
+typedef struct gchain {
+    const Onnx__GraphProto *g;
+    const struct gchain *up;
+} gchain;
+
+/* One node to visit, and whether a Shape or Size is on the path to it. */
+typedef struct reach_item {
+    const Onnx__NodeProto *p;
+    const gchain *c;
+    int shaped;
+} reach_item;
+
+typedef struct reach_ctx {
+    reach_item *v;
+    size_t n, cap, seen; /* v[0 .. seen) visited, v[seen .. n) to visit */
+} reach_ctx;
+
+static int reach_push(reach_ctx *r, const gchain *c, const char *name, int shaped) {
+    size_t index;
+    const Onnx__NodeProto *p = NULL;
+    for (; c && !p; c = p ? c : c->up) p = producer(c->g, name, &index);
+    for (size_t i = 0; p && i < r->n; i++)
+        if (r->v[i].p == p && r->v[i].shaped == shaped) return 1;
+    if (!p) return 1;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        reach_item *v = realloc(r->v, cap * sizeof *v);
+        if (!v) return 0;
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = (reach_item){p, c, shaped};
+    return 1;
+}
+
+/* The given inputs whose dims reach `name` of graph c through Shape or
+ * Size (any path back from it, into the enclosing graphs too) take their
+ * given value's dims. */
+static cg_status reach_dims(eval_ctx *e, const gchain *c, const char *name) {
+    reach_ctx r = {0};
+    int ok = reach_push(&r, c, name, 0);
+    while (ok && r.seen < r.n) {
+        const reach_item it = r.v[r.seen++];
+        const Onnx__NodeProto *p = it.p;
+        const int shaped = it.shaped || (p->op_type && (!strcmp(p->op_type, "Shape") || !strcmp(p->op_type, "Size")));
+        for (size_t k = 0; ok && k < p->n_input; k++) {
+            if (!p->input[k] || !*p->input[k]) continue;
+            onnx_val *v = onnx_val_find(e->im, p->input[k]);
+            if (v && v->input && v->given && shaped) concretize(v);
+            if (!(v && (v->input || v->konst))) ok = reach_push(&r, it.c, p->input[k], shaped);
+        }
+    }
+    free(r.v);
+    return ok ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+}
+
 /* The inputs of n that decide what is imported: If's condition, Loop's
  * trip count and condition. */
 static int deciding_inputs(const Onnx__NodeProto *n) {
@@ -153,10 +221,29 @@ static int deciding_inputs(const Onnx__NodeProto *n) {
     return 0;
 }
 
+/* reach_dims for the deciding inputs of every node of c's graph and of
+ * the subgraphs in it. */
+static cg_status dims_deciding(eval_ctx *e, const gchain *c) {
+    cg_status s = CG_OK;
+    for (size_t i = 0; !s && i < c->g->n_node; i++) {
+        const Onnx__NodeProto *n = c->g->node[i];
+        for (int k = 0; !s && k < deciding_inputs(n) && (size_t)k < n->n_input; k++)
+            if (n->input[k] && *n->input[k]) s = reach_dims(e, c, n->input[k]);
+        for (size_t a = 0; !s && a < n->n_attribute; a++)
+            if (n->attribute[a]->g) {
+                const gchain sub = {n->attribute[a]->g, c};
+                s = dims_deciding(e, &sub);
+            }
+    }
+    return s;
+}
+
 cg_status cg_onnx_ctrl_prepare(onnx_imp *im, const Onnx__GraphProto *gp) {
     if (!im->opt || !im->opt->n_given) return CG_OK;
     eval_ctx e = {.im = im, .gp = gp};
     cg_status s = CG_OK;
+    const gchain top = {gp, NULL};
+    s = dims_deciding(&e, &top); /* dims first: values may read them */
     for (size_t i = 0; !s && i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         for (int k = 0; !s && k < deciding_inputs(n) && (size_t)k < n->n_input; k++) {
