@@ -1,12 +1,13 @@
-/* Control flow decided by inputs given for the import: before the nodes
- * are imported, the condition of each If and the trip count and condition
- * of each Loop of the model's graph are evaluated on the host from
- * constants and the given values (copies of the nodes that compute them,
- * folded as onnx_fold.c folds). Where that succeeds, the given inputs it
- * read become constants of the graph, so the branch taken and the
- * iterations are known when the node's turn comes, and every later use
- * of those inputs folds too (the imported graph is made for those values;
- * they are no longer inputs). */
+/* Control flow decided by inputs given for the import, settled before
+ * the nodes are imported. Dims: a given input whose dims reach an If's
+ * condition or a Loop's trip count or condition through Shape or Size
+ * (in the model's graph or a subgraph) takes its given value's dims, so
+ * those shapes fold. Values: the condition of each If and the trip count
+ * and condition of each Loop of the model's graph are evaluated on the
+ * host from constants and given values (copies of the nodes that compute
+ * them, folded as onnx_fold.c folds); where that succeeds, the given
+ * inputs it read become constants of the graph, so every use of them
+ * folds too. Either way the imported graph is made for what was given. */
 #include "onnx_ctrl.h"
 
 #include <stdio.h>
