@@ -102,7 +102,16 @@ static const char *define(onnx_imp *im, onnx_scope *sc, const char *name) {
     return bind(sc, name, u) ? sc->to[sc->n - 1] : NULL;
 }
 
-static cg_status push(onnx_imp *im, const onnx_ctrl_frame *f) {
+static cg_status push(onnx_imp *im, const onnx_ctrl_frame *f, const Onnx__GraphProto *g) {
+    int depth = 1;
+    for (const onnx_scope *p = im->scope; p; p = p->parent) depth++;
+    if (depth > ONNX_CTRL_MAX_DEPTH)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "subgraphs nested more than %d deep", ONNX_CTRL_MAX_DEPTH);
+    /* nested loops multiply: every copied node counts */
+    if ((im->unrolled += (int64_t)g->n_node) > ONNX_CTRL_MAX_UNROLL)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "the subgraphs unroll into more than %d nodes: clgraph unrolls loops at import",
+                         ONNX_CTRL_MAX_UNROLL);
     onnx_scope *sc = calloc(1, sizeof *sc);
     const char *prefix = f->prefix ? f->prefix : im->scope ? im->scope->prefix : "";
     if (!sc || !(sc->prefix = strdup(prefix))) return free(sc), oom();
@@ -225,7 +234,7 @@ static cg_status bind_inputs(onnx_imp *im, onnx_scope *sc, const Onnx__GraphProt
 }
 
 cg_status onnx_ctrl_body(onnx_imp *im, const Onnx__GraphProto *g, const onnx_ctrl_frame *f, const char **outs) {
-    cg_status s = push(im, f);
+    cg_status s = push(im, f, g);
     if (s) return s;
     onnx_scope *sc = im->scope;
     Onnx__GraphProto *c = NULL;
@@ -233,7 +242,8 @@ cg_status onnx_ctrl_body(onnx_imp *im, const Onnx__GraphProto *g, const onnx_ctr
     for (size_t k = 0; !s && k < c->n_output; k++) {
         onnx_val *v = onnx_val_find(im, c->output[k]->name);
         if (!v || !(v->typed || v->input))
-            s = onnx_fail(im, CG_ERR_FORMAT, "subgraph output '%s' is never computed", g->output[k]->name);
+            s = onnx_fail(im, CG_ERR_FORMAT, "subgraph output '%s' is never computed",
+                          g->output[k]->name ? g->output[k]->name : "");
         else outs[k] = v->name;
     }
     pop(im);

@@ -5,9 +5,12 @@
 
 #include "onnx_imp.h"
 
-/* The most subgraph nodes one Loop or Scan unrolls into (iterations times
- * body nodes): past it the node is refused, not imported for minutes. */
+/* The most subgraph nodes a model's If, Loop and Scan nodes copy in all
+ * (iterations times body nodes, nested loops multiplied): past it the
+ * node is refused, not imported for minutes. */
 #define ONNX_CTRL_MAX_UNROLL 262144
+/* Subgraphs nested deeper than this are refused (the import recurses). */
+#define ONNX_CTRL_MAX_DEPTH 64
 
 /* How one subgraph is imported. */
 typedef struct onnx_ctrl_frame {

@@ -60,6 +60,7 @@ typedef struct onnx_imp {
      * Loop and Scan a renamed copy of a subgraph (onnx_ctrl.c) */
     const Onnx__GraphProto *graph;
     struct onnx_scope *scope; /* the subgraphs being imported, innermost first (onnx_ctrl.c) */
+    int64_t unrolled;         /* subgraph nodes copied so far (onnx_ctrl.c) */
     /* the node being imported, for messages */
     const Onnx__NodeProto *node;
     int node_index;

@@ -170,6 +170,11 @@ static cg_status loop_known(onnx_imp *im, onnx_val *v, const char *what, int64_t
 
 /* Runs the iterations: while i < M and the condition holds. */
 static cg_status loop_iterate(onnx_imp *im, loop_run *r, int64_t m, int has_cond, int64_t c) {
+    /* a for loop's count is refused at once; a while loop's when it gets there */
+    if (!has_cond && c && m > 0) {
+        cg_status s = unroll_limit(im, m, r->body);
+        if (s) return s;
+    }
     for (int64_t i = 0; i < m && c; i++) {
         cg_status s = unroll_limit(im, i + 1, r->body);
         if (s || (s = loop_iteration(im, r, i))) return s;
@@ -203,9 +208,10 @@ cg_status cg_onnx_map_loop(onnx_imp *im) {
     r.n_carried = n->n_input >= 2 ? (int)n->n_input - 2 : -1;
     r.scans.k = (int)r.body->n_output - 1 - r.n_carried;
     if (r.n_carried < 0 || r.n_carried > ONNX_MAX_IO || r.scans.k < 0 || r.scans.k > ONNX_MAX_IO ||
-        (int)n->n_output != r.n_carried + r.scans.k)
-        return onnx_fail(im, CG_ERR_FORMAT, "%zu inputs and %zu outputs do not fit a body of %zu outputs", n->n_input,
-                         n->n_output, r.body->n_output);
+        (int)n->n_output != r.n_carried + r.scans.k || (int)r.body->n_input != r.n_carried + 2)
+        return onnx_fail(im, CG_ERR_FORMAT,
+                         "%zu inputs and %zu outputs do not fit a body of %zu inputs and %zu outputs", n->n_input,
+                         n->n_output, r.body->n_input, r.body->n_output);
     onnx_val *mv = onnx_in(im, 0), *cv = onnx_in(im, 1);
     if (!mv && !cv) return onnx_fail(im, CG_ERR_UNSUPPORTED, "a Loop without a trip count or a condition never ends");
     int64_t m = INT64_MAX, c = 1;
@@ -367,10 +373,12 @@ static cg_status scan_setup(onnx_imp *im, scan_run *r, int first) {
     r->n_state = (int)n->n_input - first - r->n_in;
     r->scans.k = (int)r->body->n_output - r->n_state;
     if (m < 1 || m > ONNX_MAX_IO || r->n_state < 0 || r->n_state > ONNX_MAX_IO || r->scans.k < 0 ||
-        r->scans.k > ONNX_MAX_IO || (int)n->n_output != r->n_state + r->scans.k)
+        r->scans.k > ONNX_MAX_IO || (int)n->n_output != r->n_state + r->scans.k ||
+        (int)r->body->n_input != r->n_state + r->n_in)
         return onnx_fail(im, CG_ERR_FORMAT,
-                         "%zu inputs (%" PRId64 " scanned) and %zu outputs do not fit a body of %zu outputs",
-                         n->n_input, m, n->n_output, r->body->n_output);
+                         "%zu inputs (%" PRId64 " scanned) and %zu outputs do not fit a body of %zu inputs and %zu "
+                         "outputs",
+                         n->n_input, m, n->n_output, r->body->n_input, r->body->n_output);
     for (int i = 0; i < r->n_state + r->n_in; i++) {
         onnx_val *v;
         cg_status s = need_in(im, first + i, &v);
