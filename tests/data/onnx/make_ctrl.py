@@ -15,6 +15,9 @@ Loop, Scan: graph/onnx/onnx_ctrl.c), the expected outputs from ONNX Runtime
   the iteration number (known at import each iteration), scan outputs.
 - loop_nested: a Loop in a Loop body reading the outer body's iteration
   number and carried value, an If inside deciding on the inner iteration.
+- if_on_dims: an If on Shape(x)[0] == 1 with x's first dim dynamic, its
+  branches of other ranks: decided by the dims of the x given for the
+  import (one data set per branch).
 - scan9_axes: Scan with scan_input_axes, scan_input_directions,
   scan_output_axes (negative too) and scan_output_directions.
 
@@ -247,6 +250,24 @@ def scan9_axes():
     write("scan9_axes", model(g, 16), [[s0, A, B]], [[s, np.stack(S[::-1], axis=1), np.stack(D, axis=-1)]])
 
 
+# ---- an If on a dim of a dynamic input: decided by the given input's dims ----
+def if_on_dims():
+    then_g = helper.make_graph([const("ax", np.array([0], np.int64)),
+                                helper.make_node("Squeeze", ["x", "ax"], ["row"], name="/then/squeeze")],
+                               "then", [], [info("row", TensorProto.FLOAT, [3])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["all"], name="/else/id")], "else", [],
+                               [info("all", TensorProto.FLOAT, ["N", 3])])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="/shape"), const("zero", np.int64(0)),
+             helper.make_node("Gather", ["shape", "zero"], ["n"], name="/n", axis=0), const("one", np.int64(1)),
+             helper.make_node("Equal", ["n", "one"], ["c"], name="/eq"),
+             helper.make_node("If", ["c"], ["y"], name="/If", then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "if_on_dims", [info("x", TensorProto.FLOAT, ["N", 3])],
+                          [info("y", TensorProto.FLOAT, None)])
+    one, two = rng.standard_normal((1, 3)).astype(f32), rng.standard_normal((2, 3)).astype(f32)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    write("if_on_dims", m, [[one], [two]], [[one[0]], [two]])
+
+
 # ---- what the importer refuses, naming the node and the reason ----
 def refused():
     """ctrl_loop_symbolic.onnx: the torch loop over a dynamic x.size(0);
@@ -278,4 +299,5 @@ if __name__ == "__main__":
     loop_while()
     loop_nested()
     scan9_axes()
+    if_on_dims()
     refused()
