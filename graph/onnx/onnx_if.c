@@ -83,6 +83,20 @@ static cg_status scalar_cond(onnx_imp *im, onnx_val *c, const char **out) {
     return emit_tmp(im, "reshape", c->name, "shape: []", out);
 }
 
+/* A branch that does not import where the condition is not known: the If
+ * fails saying why both were imported, then the branch's reason. */
+static cg_status branch_failed(onnx_imp *im, const onnx_val *c, const char *which, cg_status s) {
+    char why[1024];
+    const char *msg = cg_last_error();
+    const size_t lp = strlen(im->path);
+    if (!strncmp(msg, im->path, lp) && !strncmp(msg + lp, ": ", 2)) msg += lp + 2;
+    snprintf(why, sizeof why, "%s", msg);
+    return onnx_fail(im, s,
+                     "the condition '%s' is known only at run time, so both branches are imported, and %s_branch "
+                     "fails: %s",
+                     c->name, which, why);
+}
+
 static cg_status if_select(onnx_imp *im, onnx_val *c, const Onnx__GraphProto *g[2]) {
     static const char *const which[2] = {"then", "else"};
     const Onnx__NodeProto *n = im->node;
@@ -93,10 +107,10 @@ static cg_status if_select(onnx_imp *im, onnx_val *c, const Onnx__GraphProto *g[
     for (int b = 0; b < 2 && !s; b++) {
         snprintf(label[b], sizeof label[b], "%s/%s", nm, which[b]);
         const onnx_ctrl_frame f = {.label = label[b]};
-        s = onnx_ctrl_body(im, g[b], &f, outs[b]);
+        if ((s = onnx_ctrl_body(im, g[b], &f, outs[b]))) return branch_failed(im, c, which[b], s);
     }
     const char *cond;
-    if (s || (s = scalar_cond(im, c, &cond))) return s;
+    if ((s = scalar_cond(im, c, &cond))) return s;
     for (size_t k = 0; !s && k < n->n_output; k++) {
         const char *o = out_name(im, (int)k);
         if (!o) continue;

@@ -30,6 +30,7 @@ typedef struct onnx_val {
     int fixed;              /* given, and that value used at import */
     int zeros;              /* all zeros, known at import (an Expand of zeros) */
     int sym;                /* konst holds symbolic dims (ONNX_SYM codes: onnx_sym.c) */
+    int sym_i32;            /* ... and ONNX has them as int32 (a Cast): konst stays int64 */
     cg_tensor *fill;        /* ConstantOfShape of symbolic dims: desc typed, every element
                             * this one value; made a node only where read as data */
 } onnx_val;
@@ -68,6 +69,7 @@ typedef struct onnx_imp {
     unsigned char *absorbed; /* per ONNX node: fused into an earlier node's mapping */
     int uniq;                /* counter for generated names */
     char bad_attr[320];      /* the current node's first attribute of a wrong type (its message), or "" */
+    int sym_failed;          /* a derived dim could not be made (out of memory) */
     const cg_onnx_options *opt;
 } onnx_imp;
 
@@ -184,6 +186,16 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_conv.c: Conv, ConvTranspose and ConvInteger. */
+cg_status cg_onnx_map_conv(onnx_imp *im);
+cg_status cg_onnx_map_conv_integer(onnx_imp *im);
+cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
+
+/* onnx_pool.c: MaxPool, AveragePool, LpPool; GlobalAveragePool,
+ * GlobalMaxPool, GlobalLpPool. */
+cg_status cg_onnx_map_pool(onnx_imp *im);
+cg_status cg_onnx_map_global_pool(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
@@ -206,9 +218,23 @@ int cg_onnx_fold_sym(onnx_imp *im);
 /* Whether an int64 tensor holds ONNX_SYM codes. */
 int onnx_has_sym(const cg_tensor *t);
 
+/* The derived dim op(a, b) (CG_SYM_* of graph/ir) of two sizes or codes,
+ * as a code (a size when both are sizes); ONNX_SYM_UNKNOWN when it cannot
+ * be named. */
+int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b);
+
+/* The product of n sizes or codes: a size, or a derived dim (sizes first
+ * multiplied, then the symbols in order: B*S*64). */
+int64_t onnx_sym_product(onnx_imp *im, int n, const int64_t *x);
+
 /* An ONNX_SYM code as a clgraph dim (CG_DIM_SYM, CG_DIM_UNKNOWN), sizes as
  * they are; and back. */
 int64_t onnx_sym_to_dim(int64_t v);
+
+/* "[1, S, `B*4`, 64]": dims (sizes, CG_DIM_SYM of the model's symbols, at
+ * most one CG_DIM_UNKNOWN, written -1) as a dim list attribute; 0 when
+ * more than one is unknown or buf is too small. */
+int onnx_named_dims(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size);
 int64_t onnx_dim_to_sym(int64_t d);
 
 /* A value made so far (a graph input or a node's output) with `dim` (a
@@ -237,6 +263,23 @@ cg_status cg_onnx_map_scan(onnx_imp *im);
 /* Whether a node of gp, or of a subgraph of one, reads `name` from an
  * enclosing scope (fusions must not take in such a value). */
 int cg_onnx_graph_reads(const Onnx__GraphProto *gp, const char *name);
+
+/* Names the dims of a clgraph node's outputs that its op's inference left
+ * unknown where the importer can: concat along symbolic dims (a sum),
+ * reshape's inferred dim (a quotient), slice of a symbolic dim. */
+void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out);
+
+/* Slice of a lazy ConstantOfShape value (v->fill): 1 when the output was
+ * made another such value, 0 when the node maps as usual, -1 on failure. */
+int cg_onnx_fill_move(onnx_imp *im);
+
+/* A value holding symbolic dims (v->sym) made a clgraph value where it is
+ * read as data: dim_values, bound at plan time (onnx_sym.c). */
+cg_status onnx_sym_materialize(onnx_imp *im, onnx_val *v);
+
+/* Maps the current node with its symbolic inputs read as run-time data
+ * (cg_onnx_fold_sym returned 3: arithmetic that has no dim to name). */
+cg_status onnx_sym_map_as_data(onnx_imp *im, onnx_map_fn fn);
 
 /* ---- onnx_fuse.c: exporter idioms as fused ops ---- */
 

@@ -20,8 +20,13 @@ static void setup(void) { tu_setup_dir("onnx"); }
  * F failed, U unsupported, E errors (of T)": no failure, no error, at
  * least min_pass passed (what the importer covers so far, docs/onnx.md: a
  * fall is a regression), T tests. */
+static int one_plan; /* run_set_tol with --one-plan */
+
 static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
-    const char *args[] = {"onnx-test", dir, tol ? "--rtol" : NULL, tol, "--atol", tol, NULL};
+    const char *args[8] = {"onnx-test", dir};
+    int n = 2;
+    if (one_plan) args[n++] = "--one-plan";
+    if (tol) args[n++] = "--rtol", args[n++] = tol, args[n++] = "--atol", args[n++] = tol;
     int rc = tu_run_cli(args, NULL, NULL);
     ck_assert_msg(rc == 0, "%s", tu_err);
     int devices = 0;
@@ -43,7 +48,7 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
 static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
 
 START_TEST(node_tests_pass) {
-    run_set(NODE, 542, 932);
+    run_set(NODE, 593, 932);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
@@ -76,6 +81,14 @@ START_TEST(control_flow_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ctrl", tu_src_dir());
     run_set(dir, 6, 6);
+    /* imported once with nothing given: if_on_dims's If then has its
+     * condition only at run time and branches of other shapes */
+    one_plan = 1;
+    run_set(dir, 5, 6);
+    one_plan = 0;
+    ck_assert_ptr_nonnull(strstr(tu_out, "torch_loop_if                                      cpu        pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "(If, #5): the condition 'c' is known only at run time, so both branches "
+                                         "are imported, and then_branch fails: node '/then/squeeze' (Squeeze, #1): "));
 }
 END_TEST
 
@@ -101,17 +114,39 @@ END_TEST
  * and decoder step from torch.onnx.export with dynamic batch and source
  * length (pack_padded_sequence's sort, Shape/Range/ConstantOfShape over the
  * symbolic dims), and an nn.Transformer's encoder and decoder (dynamo
- * exporter: reshapes to symbolic dims), two bindings each, equal to ONNX
+ * exporter: reshapes to symbolic dims), shape arithmetic over dynamic
+ * dims (sym_arith: products, sums, ranges, sizes read as data), and a
+ * small CNN (Conv, MaxPool, AveragePool, ConvTranspose, GlobalAveragePool;
+ * batch, height and width dynamic), two bindings each, equal to ONNX
  * Runtime's outputs within 1e-4 on every device. */
 START_TEST(exported_models_match_ort) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
-    run_set_tol(dir, 9, 9, "1e-4");
+    run_set_tol(dir, 15, 15, "1e-4");
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_encoder                                        cpu        pass "));
+    /* shape arithmetic over B, S and P: derived dims bound by each plan (issue 31) */
+    ck_assert_ptr_nonnull(strstr(tu_out, "sym_arith                                          opencl:0   pass "));
+    /* 2-layer bidirectional RNNs over a symbolic length, their zero state sliced per layer */
+    ck_assert_ptr_nonnull(strstr(tu_out, "lstm2_bidir_dynamo                                 opencl:0   pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "gru2_bidir_ts                                      opencl:0   pass "));
     /* whole nn.Transformer steps from both exporters (issue 29) */
     ck_assert_ptr_nonnull(strstr(tu_out, "transformer_full_ts                                opencl:0   pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "transformer_full_dynamo                            opencl:0   pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_decoder                                        opencl:0   pass "));
+    /* a CNN (conv, pooling, conv_transpose) over dynamic batch, height and width */
+    ck_assert_ptr_nonnull(strstr(tu_out, "cnn_conv_pool                                      opencl:0   pass "));
+}
+END_TEST
+
+/* The same models imported once, with no input values given, and both
+ * data sets (another batch and lengths) run through one plan per device:
+ * the second binding needs no import. */
+START_TEST(exported_models_one_plan) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
+    one_plan = 1;
+    run_set_tol(dir, 15, 15, "1e-4");
+    one_plan = 0;
 }
 END_TEST
 
@@ -488,6 +523,7 @@ int main(void) {
     tcase_add_test(tc, control_flow_tests_pass);
     tcase_add_test(tc, control_flow_refusals);
     tcase_add_test(tc, exported_models_match_ort);
+    tcase_add_test(tc, exported_models_one_plan);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
     tcase_add_test(tc, load_options_checked);
     tcase_add_test(tc, import_fuses_exporter_idioms);
