@@ -170,8 +170,20 @@ static double elem(const cg_tensor *t, int64_t i) {
     case CG_I32: return ((const int32_t *)d)[i];
     case CG_I64: return (double)((const int64_t *)d)[i];
     case CG_I8: return ((const int8_t *)d)[i];
+    case CG_I16: return ((const int16_t *)d)[i];
+    case CG_U16: return ((const uint16_t *)d)[i];
+    case CG_U32: return ((const uint32_t *)d)[i];
+    case CG_U64: return (double)((const uint64_t *)d)[i];
     default: return ((const uint8_t *)d)[i]; /* U8, BOOL; f16/bf16 are converted first */
     }
+}
+
+/* Integer element i exactly (a double holds only 53 bits of an i64/u64). */
+static void int_text(const cg_tensor *t, int64_t i, char *b, size_t n) {
+    const void *d = cg_tensor_data_const(t);
+    if (cg_tensor_dtype(t) == CG_U64) snprintf(b, n, "%llu", (unsigned long long)((const uint64_t *)d)[i]);
+    else if (cg_tensor_dtype(t) == CG_I64) snprintf(b, n, "%lld", (long long)((const int64_t *)d)[i]);
+    else snprintf(b, n, "%.0f", elem(t, i));
 }
 
 /* got against want with ONNX's tolerances; 0 and why on a mismatch. */
@@ -194,6 +206,19 @@ static int compare(const cg_tensor *got, const cg_tensor *want, const tolerance 
         }
     int exact = cg_tensor_dtype(w) != CG_F32;
     int64_t n = ok ? cg_tensor_numel(w) : 0;
+    const size_t es = cg_dtype_size(cg_tensor_dtype(w));
+    if (exact && cg_tensor_dtype(g) == cg_tensor_dtype(w)) { /* integers and bool: bit for bit */
+        const unsigned char *pg = cg_tensor_data_const(g), *pw = cg_tensor_data_const(w);
+        for (int64_t i = 0; ok && i < n; i++)
+            if (memcmp(pg + (size_t)i * es, pw + (size_t)i * es, es)) {
+                char a[32], b[32];
+                int_text(g, i, a, sizeof a), int_text(w, i, b, sizeof b);
+                snprintf(why, wsz, "element %lld: %s, expected %s", (long long)i, a, b);
+                *max_err = fmax(*max_err, fabs(elem(g, i) - elem(w, i)));
+                ok = 0;
+            }
+        n = 0;
+    }
     for (int64_t i = 0; i < n; i++) {
         double a = elem(g, i), b = elem(w, i);
         if (isnan(a) && isnan(b)) continue;
