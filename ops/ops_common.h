@@ -219,6 +219,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(abs) X(reciprocal) X(floor) X(ceil) X(round) X(sign) X(sin) X(cos)    \
     X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu) X(hard_sigmoid)     \
     X(clip)                                                                 \
+    /* mod.c, bitwise.c */                                                  \
+    X(mod) X(bit_shift) X(bitwise_and) X(bitwise_or) X(bitwise_xor)         \
+    X(bitwise_not)                                                          \
     /* matmul.c */                                                          \
     X(matmul) X(linear)                                                     \
     /* softmax.c */                                                         \
