@@ -172,6 +172,12 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_int.c: Mod, BitShift, BitwiseAnd, BitwiseOr, BitwiseXor,
+ * BitwiseNot. */
+cg_status cg_onnx_map_mod(onnx_imp *im);
+cg_status cg_onnx_map_bitshift(onnx_imp *im);
+cg_status cg_onnx_map_bitwise(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
