@@ -58,11 +58,14 @@ END_TEST
  * nn.GRU from a given h0, an LSTM with peepholes, initial states and
  * short sequence_lens checked against ONNX Runtime, and shape arithmetic
  * over symbolic dims (Range, ConstantOfShape, Reshape, TopK, Gather, Slice
- * and ReduceSum fed by Shape of dynamic dims) on two bindings. */
+ * and ReduceSum fed by Shape of dynamic dims) on two bindings; and
+ * (make_int_ops.py, NumPy) uint64 past int64's range folded and run, int16
+ * Mod both ways, uint32 BitShift and the bitwise ops, Casts among the new
+ * integer types. */
 START_TEST(own_op_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ops", tu_src_dir());
-    run_set(dir, 12, 12);
+    run_set(dir, 16, 16);
 }
 END_TEST
 
