@@ -232,6 +232,12 @@ cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
 
+/* onnx_int.c: Mod, BitShift, BitwiseAnd, BitwiseOr, BitwiseXor,
+ * BitwiseNot. */
+cg_status cg_onnx_map_mod(onnx_imp *im);
+cg_status cg_onnx_map_bitshift(onnx_imp *im);
+cg_status cg_onnx_map_bitwise(onnx_imp *im);
+
 /* onnx_index.c: GatherND, ScatterND, Pad, DepthToSpace, SpaceToDepth. */
 cg_status cg_onnx_map_index(onnx_imp *im);
 /* The STRING attribute `name` into buf (def when absent); fails on a value

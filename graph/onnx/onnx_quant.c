@@ -137,24 +137,29 @@ static cg_dtype quant_type(onnx_imp *im, const onnx_val *zp) {
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "precision %s (float only)", cg_onnx_type_name((int32_t)pr)), 0;
     if (od && zp && want != (cg_dtype)zp->desc.dtype)
         return onnx_fail(im, CG_ERR_FORMAT, "output_dtype differs from the zero point's type"), 0;
-    if (want != CG_U8 && want != CG_I8)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "QuantizeLinear to %s (u8 or i8)",
+    if (want != CG_U8 && want != CG_I8 && want != CG_U16 && want != CG_I16)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "QuantizeLinear to %s (u8, i8, u16 or i16)",
                          od ? cg_onnx_type_name((int32_t)od) : cg_dtype_name(want)),
                0;
     return want;
 }
 
-/* y = saturate(round(x / scale) + zp) as dt (u8 or i8) into out; zp the
- * f32 zero point shaped for x, or NULL. */
+/* y = saturate(round(x / scale) + zp) as dt (u8, i8, u16 or i16) into
+ * out; zp the f32 zero point shaped for x, or NULL. */
 static cg_status quantize(onnx_imp *im, const char *x, const char *scale, const char *zp, cg_dtype dt,
                           const char *out) {
     const char *t = NULL;
     cg_status s;
     if ((s = op2(im, "div", x, scale, NULL, &t)) || (s = op2(im, "round", t, NULL, NULL, &t))) return s;
     if (zp && (s = op2(im, "add", t, zp, NULL, &t))) return s;
-    const char *clip = dt == CG_U8 ? "min: 0, max: 255" : "min: -128, max: 127";
+    const char *clip = dt == CG_U8    ? "min: 0, max: 255"
+                       : dt == CG_I8  ? "min: -128, max: 127"
+                       : dt == CG_U16 ? "min: 0, max: 65535"
+                                      : "min: -32768, max: 32767";
+    char to[24];
+    snprintf(to, sizeof to, "to: \"%s\"", cg_dtype_name(dt));
     if ((s = op2(im, "clip", t, NULL, clip, &t))) return s;
-    return op2_to(im, "cast", t, NULL, dt == CG_U8 ? "to: \"u8\"" : "to: \"i8\"", out);
+    return op2_to(im, "cast", t, NULL, to, out);
 }
 
 /* saturate only changes conversions to float8 types (none here) */
@@ -168,9 +173,9 @@ cg_status cg_onnx_map_quantize(onnx_imp *im) {
     const cg_dtype dt = quant_type(im, zp);
     if (!dt) return CG_ERR_UNSUPPORTED;
     if (x->desc.dtype != CG_F32 || scale->desc.dtype != CG_F32)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "QuantizeLinear of %s with a %s scale to %s (f32 to u8 or i8)",
-                         cg_dtype_name((cg_dtype)x->desc.dtype), cg_dtype_name((cg_dtype)scale->desc.dtype),
-                         cg_dtype_name(dt));
+        return onnx_fail(
+            im, CG_ERR_UNSUPPORTED, "QuantizeLinear of %s with a %s scale to %s (f32 to u8, i8, u16 or i16)",
+            cg_dtype_name((cg_dtype)x->desc.dtype), cg_dtype_name((cg_dtype)scale->desc.dtype), cg_dtype_name(dt));
     const char *sc, *z;
     if ((s = qparams(im, scale, zp, x, what, &sc, &z))) return s;
     return quantize(im, x->name, sc, z, dt, out_at(im, 0));
@@ -186,9 +191,10 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im) {
     if ((s = onnx_check_attrs(im, known)) || (s = typed_in(im, 0, &x)) || (s = typed_in(im, 1, &scale))) return s;
     if (zp && !zp->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", zp->name);
     const cg_dtype dt = (cg_dtype)x->desc.dtype;
-    if ((dt != CG_U8 && dt != CG_I8 && dt != CG_I32) || scale->desc.dtype != CG_F32 || (zp && zp->desc.dtype != dt))
+    if ((dt != CG_U8 && dt != CG_I8 && dt != CG_U16 && dt != CG_I16 && dt != CG_I32) || scale->desc.dtype != CG_F32 ||
+        (zp && zp->desc.dtype != dt))
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "DequantizeLinear of %s with a %s scale (u8, i8 or i32, a zero "
+                         "DequantizeLinear of %s with a %s scale (u8, i8, u16, i16 or i32, a zero "
                          "point of the same type, an f32 scale)",
                          cg_dtype_name(dt), cg_dtype_name((cg_dtype)scale->desc.dtype));
     const int64_t od = onnx_attr_int(im, "output_dtype", 0);
