@@ -192,6 +192,14 @@ cg_status cg_onnx_map_center_crop_pad(onnx_imp *im);
 cg_status cg_onnx_map_bitcast(onnx_imp *im);
 cg_status cg_onnx_map_optional(onnx_imp *im);
 
+/* onnx_grid.c: AffineGrid (a constant grid times theta), Col2Im (a
+ * conv_transpose with one-hot weights). */
+cg_status cg_onnx_map_affine_grid(onnx_imp *im);
+cg_status cg_onnx_map_col2im(onnx_imp *im);
+
+/* onnx_state.c: CausalConvWithState, LinearAttention. */
+cg_status cg_onnx_map_causal_conv(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
