@@ -200,6 +200,10 @@ cg_status cg_onnx_map_col2im(onnx_imp *im);
 /* onnx_state.c: CausalConvWithState, LinearAttention. */
 cg_status cg_onnx_map_causal_conv(onnx_imp *im);
 
+/* onnx_qlinear.c: QLinearMatMul, QLinearConv. */
+cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
+cg_status cg_onnx_map_qlinear_conv(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);

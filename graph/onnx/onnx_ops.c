@@ -1476,6 +1476,8 @@ static const struct {
     {"OptionalHasElement", cg_onnx_map_optional, OP_ANY_DTYPE},
     {"Or", map_bool_op, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
+    {"QLinearConv", cg_onnx_map_qlinear_conv, OP_ANY_DTYPE},
+    {"QLinearMatMul", cg_onnx_map_qlinear_matmul, OP_ANY_DTYPE},
     {"QuantizeLinear", cg_onnx_map_quantize, 0},
     {"Range", cg_onnx_map_range, OP_ANY_DTYPE},
     {"Reciprocal", map_unary, 0},
