@@ -199,6 +199,7 @@ cg_status cg_onnx_map_col2im(onnx_imp *im);
 
 /* onnx_state.c: CausalConvWithState, LinearAttention. */
 cg_status cg_onnx_map_causal_conv(onnx_imp *im);
+cg_status cg_onnx_map_linear_attention(onnx_imp *im);
 
 /* onnx_qlinear.c: QLinearMatMul, QLinearConv. */
 cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);

@@ -1456,6 +1456,7 @@ static const struct {
     {"LeakyRelu", map_activation, 0},
     {"Less", map_bool_op, 0},
     {"LessOrEqual", map_bool_op, 0},
+    {"LinearAttention", cg_onnx_map_linear_attention, 0},
     {"Log", map_unary, 0},
     {"LogSoftmax", map_softmax, 0},
     {"LpPool", cg_onnx_map_pool, 0},

@@ -73,3 +73,56 @@ cg_status cg_onnx_map_causal_conv(onnx_imp *im) {
     const char *si[1] = {xp};
     return emit1(im, "slice", 1, si, out_name(im, 1), a);
 }
+
+/* The rule's name and the inputs it reads: bit 0 decay, bit 1 beta. */
+static int la_rule_of(onnx_imp *im, const char **name) {
+    static const char *const names[] = {"linear", "gated", "delta", "gated_delta"};
+    const Onnx__AttributeProto *r = onnx_attr_typed(im, "update_rule", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    *name = r && r->has_s ? (const char *)r->s.data : "gated_delta";
+    const size_t len = r && r->has_s ? r->s.len : strlen("gated_delta");
+    for (int i = 0; i < 4; i++)
+        if (len == strlen(names[i]) && !memcmp(*name, names[i], len)) return *name = names[i], i;
+    return -1;
+}
+
+/* LinearAttention (27): linear_attention, a zero state where past_state is
+ * absent (expanded to [B, kv heads, dk, dv]); chunk_size is a hint. */
+cg_status cg_onnx_map_linear_attention(onnx_imp *im) {
+    static const char *const known[] = {"chunk_size", "kv_num_heads", "q_num_heads", "scale", "update_rule", NULL};
+    onnx_val *q, *k, *v, *past = onnx_in(im, 3), *decay = onnx_in(im, 4), *beta = onnx_in(im, 5);
+    const char *rn;
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &q)) || (s = need_in(im, 1, &k)) ||
+        (s = need_in(im, 2, &v)))
+        return s;
+    const int rule = la_rule_of(im, &rn);
+    const int64_t hq = onnx_attr_int(im, "q_num_heads", 0), hkv = onnx_attr_int(im, "kv_num_heads", 0);
+    if (rule < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "update_rule is not linear, gated, delta or gated_delta");
+    if (!!(rule & 1) != !!decay || !!(rule & 2) != !!beta)
+        return onnx_fail(im, CG_ERR_FORMAT, "update_rule '%s' %s decay and %s beta", rn,
+                         rule & 1 ? "needs" : "takes no", rule & 2 ? "needs" : "takes no");
+    if (hq <= 0 || hkv <= 0 || q->desc.ndim != 3 || v->desc.ndim != 3 || q->desc.dims[2] < 0 || v->desc.dims[2] < 0 ||
+        q->desc.dims[2] % hq || v->desc.dims[2] % hkv)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "LinearAttention needs q_num_heads, kv_num_heads and 3-D query and value with known "
+                         "last dims divisible by them");
+    const char *st = past ? past->name : NULL;
+    if (!st) {
+        const int64_t d[4] = {q->desc.dims[0], hkv, q->desc.dims[2] / hq, v->desc.dims[2] / hkv};
+        char l[512], a[600];
+        float zero = 0.0f;
+        const char *z;
+        if (!onnx_named_dims(im, 4, d, l, sizeof l))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "the state's shape has a dim clgraph cannot name");
+        snprintf(a, sizeof a, "shape: %s", l);
+        if ((s = const_of(im, CG_F32, 0, NULL, &zero, &z)) || (s = emit_tmp(im, "expand", z, a, &st))) return s;
+    }
+    const char *in[6] = {q->name, k->name, v->name, st}, *outs[2] = {out_name(im, 0), out_name(im, 1)};
+    int n = 4;
+    if (decay) in[n++] = decay->name;
+    if (beta) in[n++] = beta->name;
+    char a[200];
+    snprintf(a, sizeof a, "q_num_heads: %lld, kv_num_heads: %lld, scale: %.9g, update_rule: \"%s\"", (long long)hq,
+             (long long)hkv, onnx_attr_float(im, "scale", 0.0), rn);
+    return onnx_emit(im, "linear_attention", n, in, 2, outs, a);
+}
