@@ -205,6 +205,9 @@ cg_status cg_onnx_map_linear_attention(onnx_imp *im);
 cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
 cg_status cg_onnx_map_qlinear_conv(onnx_imp *im);
 
+/* onnx_deform.c: DeformConv (2-D) onto deform_conv. */
+cg_status cg_onnx_map_deform_conv(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);

@@ -1429,6 +1429,7 @@ static const struct {
     {"ConvTranspose", cg_onnx_map_conv_transpose, 0},
     {"Cos", map_unary, 0},
     {"CumSum", map_cumsum, 0},
+    {"DeformConv", cg_onnx_map_deform_conv, 0},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
     {"Div", map_binary, 0},
     {"Dropout", map_identity, OP_ANY_DTYPE},
