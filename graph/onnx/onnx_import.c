@@ -350,10 +350,14 @@ cg_status onnx_emit(onnx_imp *im, const char *op, int n_in, const char *const *i
 /* dtype and dims of a graph input from its ValueInfo. */
 static cg_status input_type(onnx_imp *im, const Onnx__ValueInfoProto *vi, onnx_val *v) {
     const Onnx__TypeProto *tp = vi->type;
+    /* an optional tensor input is a tensor input that must be fed
+     * (OptionalHasElement of it is true) */
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type)
+        tp = tp->optional_type->elem_type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
                          "graph input '%s' is not a tensor (sequences, maps and "
-                         "optionals are not supported)",
+                         "optionals of them are not supported)",
                          v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     cg_dtype dt = cg_onnx_dtype(tt->elem_type);
