@@ -237,6 +237,8 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(dim_values)                                                           \
     /* gather.c */                                                          \
     X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
+    /* gather_nd.c, scatter_nd.c, pad.c, resize.c */                        \
+    X(gather_nd) X(scatter_nd) X(pad) X(resize)                             \
     /* rnn_cell.c */                                                        \
     X(gru_cell) X(lstm_cell)                                                \
     /* rnn_seq.c */                                                         \

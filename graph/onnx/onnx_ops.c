@@ -611,22 +611,16 @@ static cg_status map_slice(onnx_imp *im) {
     const char *cur = x->name;
     for (int i = 0; i < n; i++) {
         const int64_t xa = ax[i] + (ax[i] < 0 ? x->desc.ndim : 0);
-        if (onnx_is_sym(st[i]) || (onnx_is_sym(en[i]) && sp[i] != 1))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with a symbolic start or step");
-        if (onnx_is_sym(en[i]) && xa >= 0 && xa < x->desc.ndim && onnx_sym_to_dim(en[i]) == x->desc.dims[xa]) {
+        if ((onnx_is_sym(st[i]) || onnx_is_sym(en[i])) && sp[i] != 1)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with a symbolic start or end and a step other than 1");
+        const int in_range = xa >= 0 && xa < x->desc.ndim;
+        if (in_range && onnx_is_sym(en[i]) && st[i] == 0 && onnx_sym_to_dim(en[i]) == x->desc.dims[xa]) {
             en[i] = INT64_MAX; /* to the end of that very dim */
-        } else if (onnx_is_sym(en[i])) {
-            /* x[0:S] along a dim S is not of (pos[:S]): the rows arange(S)
-             * takes, an error at run time where S passes x's dim (ONNX
-             * would clamp) */
-            const char *like, *idx = NULL, *o = i == n - 1 ? out_name(im, 0) : NULL;
-            int la;
-            char at[80];
-            if (st[i] != 0 || en[i] == ONNX_SYM_UNKNOWN || !onnx_sym_dim_of(im, onnx_sym_to_dim(en[i]), &like, &la))
-                return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                                 "Slice to a symbolic end needs start 0 and a value with that dim");
-            snprintf(at, sizeof at, "axis: %d, to: \"i32\"", la);
-            if ((s = emit_tmp(im, "arange", like, at, &idx)) ||
+        } else if (in_range && (onnx_is_sym(st[i]) || onnx_is_sym(en[i]))) {
+            /* bounds computed from dims (x[:, P:P + S], x[:, :S - 1]): the
+             * rows they take, clamped to the dim as ONNX does */
+            const char *idx = NULL, *o = i == n - 1 ? out_name(im, 0) : NULL;
+            if ((s = onnx_sym_slice_rows(im, onnx_dim_to_sym(x->desc.dims[xa]), st[i], en[i], &idx)) ||
                 (s = emit_take(im, onnx_val_get(im, cur), (int)xa, idx, &o)))
                 return s;
             cur = o;
@@ -1408,9 +1402,9 @@ static const struct {
     unsigned flags;
 } table[] = {
     {"Abs", map_unary, 0},
-    {"Add", map_binary, 0},
     {"AffineGrid", cg_onnx_map_affine_grid, 0},
     {"And", map_bool_op, OP_ANY_DTYPE},
+    {"Add", map_binary, 0},
     {"ArgMax", map_argmax, 0},
     {"ArgMin", map_argmax, 0},
     {"AveragePool", cg_onnx_map_pool, 0},
@@ -1430,13 +1424,14 @@ static const struct {
     {"Cos", map_unary, 0},
     {"CumSum", map_cumsum, 0},
     {"DeformConv", cg_onnx_map_deform_conv, 0},
+    {"DepthToSpace", cg_onnx_map_index, OP_ANY_DTYPE},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
     {"Div", map_binary, 0},
     {"Dropout", map_identity, OP_ANY_DTYPE},
     {"DynamicQuantizeLinear", cg_onnx_map_dynamic_quantize, 0},
-    {"Einsum", cg_onnx_map_einsum, 0},
     {"Elu", map_activation, 0},
     {"Equal", map_bool_op, 0},
+    {"Einsum", cg_onnx_map_einsum, 0},
     {"Erf", map_unary, 0},
     {"Exp", map_unary, 0},
     {"Expand", map_expand, OP_ANY_DTYPE},
@@ -1444,28 +1439,31 @@ static const struct {
     {"Floor", map_unary, 0},
     {"Gather", map_gather, OP_ANY_DTYPE},
     {"GatherElements", map_gather_elements, OP_ANY_DTYPE},
+    {"GatherND", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Gemm", map_gemm, 0},
     {"GlobalAveragePool", cg_onnx_map_global_pool, 0},
     {"GlobalLpPool", cg_onnx_map_global_pool, 0},
     {"GlobalMaxPool", cg_onnx_map_global_pool, 0},
+    {"GRU", cg_onnx_map_rnn_layer, 0},
     {"Greater", map_bool_op, 0},
     {"GreaterOrEqual", map_bool_op, 0},
-    {"GRU", cg_onnx_map_rnn_layer, 0},
     {"HardSigmoid", map_activation, 0},
     {"Identity", map_identity, OP_ANY_DTYPE},
+    {"If", cg_onnx_map_if, OP_ANY_DTYPE},
     {"LayerNormalization", map_layer_norm, 0},
     {"LeakyRelu", map_activation, 0},
     {"Less", map_bool_op, 0},
     {"LessOrEqual", map_bool_op, 0},
     {"LinearAttention", cg_onnx_map_linear_attention, 0},
+    {"LSTM", cg_onnx_map_rnn_layer, 0},
+    {"LpPool", cg_onnx_map_pool, 0},
     {"Log", map_unary, 0},
     {"LogSoftmax", map_softmax, 0},
-    {"LpPool", cg_onnx_map_pool, 0},
-    {"LSTM", cg_onnx_map_rnn_layer, 0},
+    {"Loop", cg_onnx_map_loop, OP_ANY_DTYPE},
     {"MatMul", map_matmul, 0},
     {"MatMulInteger", cg_onnx_map_matmul_integer, 0},
-    {"Max", map_binary, 0},
     {"MaxPool", cg_onnx_map_pool, 0},
+    {"Max", map_binary, 0},
     {"Mean", map_binary, 0},
     {"Min", map_binary, 0},
     {"Mod", map_fold_only, 0},
@@ -1477,6 +1475,7 @@ static const struct {
     {"OptionalGetElement", cg_onnx_map_optional, OP_ANY_DTYPE},
     {"OptionalHasElement", cg_onnx_map_optional, OP_ANY_DTYPE},
     {"Or", map_bool_op, OP_ANY_DTYPE},
+    {"Pad", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
     {"QLinearConv", cg_onnx_map_qlinear_conv, OP_ANY_DTYPE},
     {"QLinearMatMul", cg_onnx_map_qlinear_matmul, OP_ANY_DTYPE},
@@ -1495,13 +1494,17 @@ static const struct {
     {"ReduceSumSquare", map_reduce, 0},
     {"Relu", map_unary, 0},
     {"Reshape", map_reshape, OP_ANY_DTYPE},
+    {"Resize", cg_onnx_map_resize, OP_ANY_DTYPE},
     {"RNN", cg_onnx_map_rnn, 0},
     {"Round", map_unary, 0},
+    {"Scan", cg_onnx_map_scan, OP_ANY_DTYPE},
     {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
+    {"ScatterND", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Shape", map_fold_only, OP_ANY_DTYPE},
     {"Sigmoid", map_unary, 0},
     {"Sign", map_unary, 0},
     {"Sin", map_unary, 0},
+    {"SpaceToDepth", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Size", map_fold_only, OP_ANY_DTYPE},
     {"Slice", map_slice, OP_ANY_DTYPE},
     {"Softmax", map_softmax, 0},
@@ -1520,6 +1523,7 @@ static const struct {
     {"Transpose", map_transpose, OP_ANY_DTYPE},
     {"Trilu", map_trilu, OP_ANY_DTYPE},
     {"Unsqueeze", map_squeeze, OP_ANY_DTYPE},
+    {"Upsample", cg_onnx_map_resize, OP_ANY_DTYPE},
     {"Where", map_bool_op, OP_ANY_DTYPE},
     {"Xor", map_bool_op, OP_ANY_DTYPE},
 };
