@@ -52,12 +52,14 @@ cg_status cg_onnx_map_affine_grid(onnx_imp *im) {
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
                          "AffineGrid needs size of 4 or 5 values and an f32 theta [N, %d, %d] ('%s')", nsp, nsp + 1,
                          th->name);
-    int64_t sz[3], out[5] = {th->desc.dims[0]};
+    int64_t sz[3], out[5] = {th->desc.dims[0]}, pts = 1;
     for (int i = 0; i < nsp; i++) {
         sz[i] = out[1 + i] = cg_onnx_int_at(st, 2 + i);
-        if (sz[i] <= 0 || sz[i] > ((int64_t)1 << 24))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "AffineGrid of size %lld along spatial axis %d", (long long)sz[i],
-                             i);
+        pts *= sz[i] > 0 && sz[i] <= ((int64_t)1 << 24) ? sz[i] : 1;
+        if (sz[i] <= 0 || sz[i] > ((int64_t)1 << 24) || pts > ((int64_t)1 << 26))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                             "AffineGrid of size %lld along spatial axis %d (at most 2^24, 2^26 points)",
+                             (long long)sz[i], i);
     }
     out[1 + nsp] = nsp;
     const char *base, *g = NULL;
@@ -101,6 +103,8 @@ static cg_status col2im_geom_of(onnx_imp *im, const cg_tensor *it, const cg_tens
         g->cnt[i] = room / g->st[i] + 1;
         g->k *= g->blk[i];
     }
+    if (g->k > ((int64_t)1 << 16))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Col2Im of %lld positions per block (at most 65536)", (long long)g->k);
     return CG_OK;
 }
 
@@ -109,7 +113,7 @@ static cg_status col2im_geom_of(onnx_imp *im, const cg_tensor *it, const cg_tens
 static cg_status col2im_weights(onnx_imp *im, const col2im_geom *g, int64_t c, const char **name) {
     int64_t d[5] = {c * g->k, 1};
     for (int i = 0; i < g->nsp; i++) d[2 + i] = g->blk[i];
-    if (c * g->k * g->k > ((int64_t)1 << 26)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Col2Im block too large");
+    if (c > ((int64_t)1 << 26) / (g->k * g->k)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Col2Im block too large");
     cg_tensor *t;
     cg_status s = cg_tensor_create(CG_F32, g->nsp + 2, d, &t);
     if (s) return s;
