@@ -216,8 +216,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(logical_and) X(logical_or) X(logical_xor) X(logical_not) X(where)     \
     /* math.c */                                                            \
     X(abs) X(reciprocal) X(floor) X(ceil) X(round) X(sign) X(sin) X(cos)    \
-    X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu) X(hard_sigmoid)     \
-    X(clip)                                                                 \
+    X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh) X(acosh)       \
+    X(atanh) X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu)           \
+    X(hard_sigmoid) X(clip)                                                 \
     /* matmul.c */                                                          \
     X(matmul) X(linear)                                                     \
     /* softmax.c */                                                         \

@@ -65,7 +65,10 @@ static const struct {
                  {"Relu", "relu"},   {"Abs", "abs"},           {"Reciprocal", "reciprocal"},
                  {"Floor", "floor"}, {"Ceil", "ceil"},         {"Round", "round"},
                  {"Sign", "sign"},   {"Sin", "sin"},           {"Cos", "cos"},
-                 {"Erf", "erf"},     {"Softplus", "softplus"}, {"Softsign", "softsign"}};
+                 {"Erf", "erf"},     {"Softplus", "softplus"}, {"Softsign", "softsign"},
+                 {"Tan", "tan"},     {"Asin", "asin"},         {"Acos", "acos"},
+                 {"Atan", "atan"},   {"Sinh", "sinh"},         {"Cosh", "cosh"},
+                 {"Asinh", "asinh"}, {"Acosh", "acosh"},       {"Atanh", "atanh"}};
 
 static cg_status map_unary(onnx_imp *im) {
     onnx_val *x;
@@ -1403,10 +1406,16 @@ static const struct {
     unsigned flags;
 } table[] = {
     {"Abs", map_unary, 0},
+    {"Acos", map_unary, 0},
+    {"Acosh", map_unary, 0},
     {"And", map_bool_op, OP_ANY_DTYPE},
     {"Add", map_binary, 0},
     {"ArgMax", map_argmax, 0},
     {"ArgMin", map_argmax, 0},
+    {"Asin", map_unary, 0},
+    {"Asinh", map_unary, 0},
+    {"Atan", map_unary, 0},
+    {"Atanh", map_unary, 0},
     {"Cast", map_cast, OP_ANY_DTYPE},
     {"Ceil", map_unary, 0},
     {"Clip", map_clip, 0},
@@ -1414,6 +1423,7 @@ static const struct {
     {"Constant", map_fold_only, OP_ANY_DTYPE},
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
     {"Cos", map_unary, 0},
+    {"Cosh", map_unary, 0},
     {"CumSum", map_cumsum, 0},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
     {"Div", map_binary, 0},
@@ -1476,6 +1486,7 @@ static const struct {
     {"Sigmoid", map_unary, 0},
     {"Sign", map_unary, 0},
     {"Sin", map_unary, 0},
+    {"Sinh", map_unary, 0},
     {"Size", map_fold_only, OP_ANY_DTYPE},
     {"Slice", map_slice, OP_ANY_DTYPE},
     {"Softmax", map_softmax, 0},
@@ -1486,6 +1497,7 @@ static const struct {
     {"Squeeze", map_squeeze, OP_ANY_DTYPE},
     {"Sub", map_binary, 0},
     {"Sum", map_binary, 0},
+    {"Tan", map_unary, 0},
     {"Tanh", map_unary, 0},
     {"Tile", map_tile, OP_ANY_DTYPE},
     {"TopK", map_topk, 0},
