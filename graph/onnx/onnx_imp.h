@@ -173,6 +173,14 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_train.c: the optimizers of the ai.onnx.preview.training domain, the
+ * one domain besides the default that the importer reads (for these three
+ * ops only: cg_onnx_training_op). */
+int cg_onnx_training_op(const char *domain, const char *op_type);
+cg_status cg_onnx_map_adagrad(onnx_imp *im);
+cg_status cg_onnx_map_momentum(onnx_imp *im);
+cg_status cg_onnx_map_adam(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
