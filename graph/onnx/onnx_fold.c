@@ -649,6 +649,11 @@ static int fold_constant(onnx_imp *im) {
 }
 
 int64_t cg_onnx_int_at(const cg_tensor *t, int64_t i) { return get_i(t, i); }
+double cg_onnx_float_at(const cg_tensor *t, int64_t i) { return get_f(t, i); }
+void cg_onnx_set_at(cg_tensor *t, int64_t i, double v) {
+    if (is_float(t->dtype)) set_f(t, i, v);
+    else set_i(t, i, (int64_t)v);
+}
 
 int cg_onnx_fold(onnx_imp *im) {
     const char *op = im->node->op_type;

@@ -181,6 +181,36 @@ cg_status cg_onnx_map_adagrad(onnx_imp *im);
 cg_status cg_onnx_map_momentum(onnx_imp *im);
 cg_status cg_onnx_map_adam(onnx_imp *im);
 
+/* onnx_misc.c: ops whose output shape depends on input values, evaluated
+ * at import (NonZero, Unique, NonMaxSuppression), and Compress (its
+ * condition known: a Gather). */
+cg_status cg_onnx_map_nonzero(onnx_imp *im);
+cg_status cg_onnx_map_unique(onnx_imp *im);
+cg_status cg_onnx_map_nms(onnx_imp *im);
+cg_status cg_onnx_map_compress(onnx_imp *im);
+
+/* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
+ * written as the ONNX ops of its definition. */
+/* A fresh value holding the constant t (taken), not yet a param: a node
+ * reading it at import (indices, shapes) needs no clgraph value. */
+cg_status onnx_new_const(onnx_imp *im, cg_tensor *t, const char **name);
+/* The same from dtype, dims and data (NULL: uninitialised). */
+cg_status onnx_new_const_data(onnx_imp *im, cg_dtype dt, int ndim, const int64_t *dims, const void *data,
+                              const char **name);
+/* An attribute of a sub-node (its ints are borrowed). */
+typedef struct onnx_sub_attr {
+    Onnx__AttributeProto a;
+} onnx_sub_attr;
+onnx_sub_attr onnx_sub_int(const char *name, int64_t v);
+onnx_sub_attr onnx_sub_float(const char *name, double v);
+onnx_sub_attr onnx_sub_ints(const char *name, int n, const int64_t *v);
+/* ONNX op `op_type` (default domain, the opset of the model) on the ONNX
+ * values ins[0..n_in) ("" or NULL: absent) into outs[0..n_out) (NULL
+ * entries: fresh values, named there), folded where its inputs are known,
+ * else mapped; part of the current node for names and messages. */
+cg_status onnx_sub_node(onnx_imp *im, const char *op_type, int n_in, const char *const *ins, int n_out,
+                        const char **outs, int n_attrs, onnx_sub_attr *attrs);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
@@ -256,5 +286,9 @@ cg_status cg_onnx_map_range(onnx_imp *im);
 /* Element i of t as an integer (floats truncated toward zero and
  * saturated, NaN 0). */
 int64_t cg_onnx_int_at(const cg_tensor *t, int64_t i);
+/* Element i of t as a double; element i of t set to v (rounded to t's
+ * float type, or truncated to its integer type). */
+double cg_onnx_float_at(const cg_tensor *t, int64_t i);
+void cg_onnx_set_at(cg_tensor *t, int64_t i, double v);
 
 #endif
