@@ -189,6 +189,14 @@ cg_status cg_onnx_map_unique(onnx_imp *im);
 cg_status cg_onnx_map_nms(onnx_imp *im);
 cg_status cg_onnx_map_compress(onnx_imp *im);
 
+/* onnx_signal.c: HannWindow, HammingWindow, BlackmanWindow and
+ * MelWeightMatrix (their sizes known at import: evaluated there); DFT and
+ * STFT as a matrix product with the transform's matrix. */
+cg_status cg_onnx_map_window(onnx_imp *im);
+cg_status cg_onnx_map_mel(onnx_imp *im);
+cg_status cg_onnx_map_dft(onnx_imp *im);
+cg_status cg_onnx_map_stft(onnx_imp *im);
+
 /* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
  * written as the ONNX ops of its definition. */
 /* A fresh value holding the constant t (taken), not yet a param: a node
