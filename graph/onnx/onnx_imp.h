@@ -197,6 +197,10 @@ cg_status cg_onnx_map_mel(onnx_imp *im);
 cg_status cg_onnx_map_dft(onnx_imp *im);
 cg_status cg_onnx_map_stft(onnx_imp *im);
 
+/* onnx_nn.c: LRN and MaxUnpool as the ONNX ops of their definitions. */
+cg_status cg_onnx_map_lrn(onnx_imp *im);
+cg_status cg_onnx_map_max_unpool(onnx_imp *im);
+
 /* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
  * written as the ONNX ops of its definition. */
 /* A fresh value holding the constant t (taken), not yet a param: a node
