@@ -245,7 +245,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     /* attention.c */                                                       \
     X(attn_score) X(attn_context)                                           \
     /* local_attn.c */                                                      \
-    X(window_mask) X(local_gaussian)
+    X(window_mask) X(local_gaussian)                                        \
+    /* grid_sample.c */                                                     \
+    X(grid_sample)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;

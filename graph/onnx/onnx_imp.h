@@ -200,6 +200,8 @@ cg_status cg_onnx_map_stft(onnx_imp *im);
 /* onnx_nn.c: LRN and MaxUnpool as the ONNX ops of their definitions. */
 cg_status cg_onnx_map_lrn(onnx_imp *im);
 cg_status cg_onnx_map_max_unpool(onnx_imp *im);
+/* onnx_nn.c: GridSample onto grid_sample. */
+cg_status cg_onnx_map_grid_sample(onnx_imp *im);
 
 /* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
  * written as the ONNX ops of its definition. */

@@ -149,3 +149,36 @@ cg_status cg_onnx_map_max_unpool(onnx_imp *im) {
     if ((s = onnx_sub_node(im, "ScatterElements", 3, sin, 1, &sc, 0, NULL))) return s;
     return sub2(im, "Reshape", sc, shp, &out);
 }
+
+/* ---- GridSample ---- */
+
+/* The string attribute `name` into buf (def when absent); 0 when too long. */
+static int attr_str(onnx_imp *im, const char *name, const char *def, char *buf, size_t size) {
+    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (!a || !a->has_s) return snprintf(buf, size, "%s", def) < (int)size;
+    if (a->s.len >= size) return 0;
+    memcpy(buf, a->s.data, a->s.len);
+    buf[a->s.len] = 0;
+    return 1;
+}
+
+/* GridSample: clgraph's grid_sample; opset 16's bilinear and bicubic are
+ * its linear and cubic. */
+cg_status cg_onnx_map_grid_sample(onnx_imp *im) {
+    static const char *const known[] = {"mode", "padding_mode", "align_corners", NULL};
+    onnx_val *x, *g;
+    char mode[16], pad[16], a[120];
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x)) || (s = need_in(im, 1, &g))) return s;
+    if (!attr_str(im, "mode", "linear", mode, sizeof mode) || !attr_str(im, "padding_mode", "zeros", pad, sizeof pad))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "unknown mode or padding_mode");
+    const char *m = !strcmp(mode, "bilinear") ? "linear" : !strcmp(mode, "bicubic") ? "cubic" : mode;
+    if (strcmp(m, "linear") && strcmp(m, "nearest") && strcmp(m, "cubic"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
+    if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "padding_mode '%s' is not supported", pad);
+    snprintf(a, sizeof a, "mode: \"%s\", padding: \"%s\", align_corners: %d", m, pad,
+             onnx_attr_int(im, "align_corners", 0) != 0);
+    const char *in[2] = {x->name, g->name};
+    return emit1(im, "grid_sample", 2, in, out_name(im, 0), a);
+}

@@ -1448,6 +1448,7 @@ static const struct {
     {"GRU", cg_onnx_map_rnn_layer, 0},
     {"Greater", map_bool_op, 0},
     {"GreaterOrEqual", map_bool_op, 0},
+    {"GridSample", cg_onnx_map_grid_sample, 0},
     {"HammingWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"HannWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"HardSigmoid", map_activation, 0},
