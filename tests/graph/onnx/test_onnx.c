@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "clgraph/clgraph.h"
 #include "test_util.h"
@@ -42,8 +43,34 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
 
 static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
 
+/* Tests of Debian's ONNX 1.12 set whose data contradicts the model, left
+ * out (docs/onnx.md "ONNX's backend tests"): test_adam_multiple's model
+ * omits the epsilon (1e-2) its expected values were computed with (ONNX
+ * added it to the model in a later release, whose test passes). */
+static const char *const node_wrong_data[] = {"test_adam_multiple", NULL};
+
+/* The node set without node_wrong_data: a folder of links in tu_dir. */
+static const char *node_set(void) {
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/node", tu_dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    DIR *d = opendir(NODE);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        int skip = e->d_name[0] == '.';
+        for (int i = 0; node_wrong_data[i]; i++) skip |= !strcmp(e->d_name, node_wrong_data[i]);
+        if (skip) continue;
+        char src[1024], dst[1024];
+        snprintf(src, sizeof src, "%s/%s", NODE, e->d_name);
+        snprintf(dst, sizeof dst, "%s/%s", dir, e->d_name);
+        ck_assert_int_eq(symlink(src, dst), 0);
+    }
+    closedir(d);
+    return dir;
+}
+
 START_TEST(node_tests_pass) {
-    run_set(NODE, 536, 932);
+    run_set(node_set(), 536, 931);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
