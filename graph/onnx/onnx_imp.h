@@ -203,6 +203,9 @@ cg_status cg_onnx_map_max_unpool(onnx_imp *im);
 /* onnx_nn.c: GridSample onto grid_sample. */
 cg_status cg_onnx_map_grid_sample(onnx_imp *im);
 
+/* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor). */
+cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
+
 /* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
  * written as the ONNX ops of its definition. */
 /* A fresh value holding the constant t (taken), not yet a param: a node

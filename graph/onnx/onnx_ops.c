@@ -1478,6 +1478,7 @@ static const struct {
     {"OneHot", map_onehot, OP_ANY_DTYPE},
     {"Or", map_bool_op, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
+    {"QLinearMatMul", cg_onnx_map_qlinear_matmul, 0},
     {"QuantizeLinear", cg_onnx_map_quantize, 0},
     {"Range", cg_onnx_map_range, OP_ANY_DTYPE},
     {"Reciprocal", map_unary, 0},
