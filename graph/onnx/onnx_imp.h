@@ -206,6 +206,9 @@ cg_status cg_onnx_map_grid_sample(onnx_imp *im);
 /* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor). */
 cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
 
+/* onnx_tfidf.c: TfIdfVectorizer of integer input (a direct count). */
+cg_status cg_onnx_map_tfidf(onnx_imp *im);
+
 /* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
  * written as the ONNX ops of its definition. */
 /* A fresh value holding the constant t (taken), not yet a param: a node

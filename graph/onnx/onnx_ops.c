@@ -1516,6 +1516,7 @@ static const struct {
     {"Sum", map_binary, 0},
     {"Tan", map_unary, 0},
     {"Tanh", map_unary, 0},
+    {"TfIdfVectorizer", cg_onnx_map_tfidf, 0},
     {"Tile", map_tile, OP_ANY_DTYPE},
     {"TopK", map_topk, 0},
     {"Transpose", map_transpose, OP_ANY_DTYPE},
