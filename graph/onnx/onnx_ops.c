@@ -68,7 +68,8 @@ static const struct {
                  {"Erf", "erf"},     {"Softplus", "softplus"}, {"Softsign", "softsign"},
                  {"Tan", "tan"},     {"Asin", "asin"},         {"Acos", "acos"},
                  {"Atan", "atan"},   {"Sinh", "sinh"},         {"Cosh", "cosh"},
-                 {"Asinh", "asinh"}, {"Acosh", "acosh"},       {"Atanh", "atanh"}};
+                 {"Asinh", "asinh"}, {"Acosh", "acosh"},       {"Atanh", "atanh"},
+                 {"Det", "det"}};
 
 static cg_status map_unary(onnx_imp *im) {
     onnx_val *x;
@@ -1430,6 +1431,7 @@ static const struct {
     {"Cosh", map_unary, 0},
     {"CumSum", map_cumsum, 0},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
+    {"Det", map_unary, 0},
     {"DFT", cg_onnx_map_dft, 0},
     {"Div", map_binary, 0},
     {"Dropout", map_identity, OP_ANY_DTYPE},
