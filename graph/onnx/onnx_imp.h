@@ -200,8 +200,9 @@ cg_status cg_onnx_map_stft(onnx_imp *im);
 /* onnx_nn.c: LRN and MaxUnpool as the ONNX ops of their definitions. */
 cg_status cg_onnx_map_lrn(onnx_imp *im);
 cg_status cg_onnx_map_max_unpool(onnx_imp *im);
-/* onnx_nn.c: GridSample onto grid_sample. */
+/* onnx_nn.c: GridSample and RoiAlign onto grid_sample and roi_align. */
 cg_status cg_onnx_map_grid_sample(onnx_imp *im);
+cg_status cg_onnx_map_roi_align(onnx_imp *im);
 
 /* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor). */
 cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);

@@ -182,3 +182,41 @@ cg_status cg_onnx_map_grid_sample(onnx_imp *im) {
     const char *in[2] = {x->name, g->name};
     return emit1(im, "grid_sample", 2, in, out_name(im, 0), a);
 }
+
+/* ---- RoiAlign ---- */
+
+/* RoiAlign: clgraph's roi_align, batch_indices cast to i32; opset 10 (no
+ * coordinate_transformation_mode) pools with the legacy rule. */
+cg_status cg_onnx_map_roi_align(onnx_imp *im) {
+    static const char *const known[] = {"coordinate_transformation_mode",
+                                        "mode",
+                                        "output_height",
+                                        "output_width",
+                                        "sampling_ratio",
+                                        "spatial_scale",
+                                        NULL};
+    onnx_val *x, *r, *b;
+    char mode[8], ct[24], a[240];
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x)) || (s = need_in(im, 1, &r)) ||
+        (s = need_in(im, 2, &b)))
+        return s;
+    if (!attr_str(im, "mode", "avg", mode, sizeof mode) ||
+        !attr_str(im, "coordinate_transformation_mode", im->opset >= 16 ? "half_pixel" : "output_half_pixel", ct,
+                  sizeof ct) ||
+        (strcmp(mode, "avg") && strcmp(mode, "max")) || (strcmp(ct, "half_pixel") && strcmp(ct, "output_half_pixel")))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "mode must be avg or max, coordinate_transformation_mode half_pixel "
+                         "or output_half_pixel");
+    const double sc = onnx_attr_float(im, "spatial_scale", 1.0);
+    snprintf(a, sizeof a,
+             "mode: \"%s\", output_height: %lld, output_width: %lld, sampling_ratio: %lld, spatial_scale: %.9g, "
+             "half_pixel: %d",
+             mode, (long long)onnx_attr_int(im, "output_height", 1), (long long)onnx_attr_int(im, "output_width", 1),
+             (long long)onnx_attr_int(im, "sampling_ratio", 0), sc, !strcmp(ct, "half_pixel"));
+    if (!isfinite(sc)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "spatial_scale %g", sc);
+    const char *bi = b->name;
+    if (b->desc.dtype != CG_I32 && (s = emit_tmp(im, "cast", bi, "to: \"i32\"", &bi))) return s;
+    const char *in[3] = {x->name, r->name, bi};
+    return emit1(im, "roi_align", 3, in, out_name(im, 0), a);
+}

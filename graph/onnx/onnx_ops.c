@@ -1497,6 +1497,7 @@ static const struct {
     {"Relu", map_unary, 0},
     {"Reshape", map_reshape, OP_ANY_DTYPE},
     {"RNN", cg_onnx_map_rnn, 0},
+    {"RoiAlign", cg_onnx_map_roi_align, 0},
     {"Round", map_unary, 0},
     {"Scatter", map_scatter_elements, OP_ANY_DTYPE},
     {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
