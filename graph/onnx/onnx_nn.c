@@ -220,3 +220,76 @@ cg_status cg_onnx_map_roi_align(onnx_imp *im) {
     const char *in[3] = {x->name, r->name, bi};
     return emit1(im, "roi_align", 3, in, out_name(im, 0), a);
 }
+
+/* ---- AffineGrid, SwiGLU ---- */
+
+/* The homogeneous base grid [prod(dims), k + 1] of the k spatial dims
+ * (points (x, y[, z], 1), the last dim fastest), normalized to [-1, 1] as
+ * ONNX's reference does. */
+static cg_tensor *affine_base(int k, const int64_t *dims, int align) {
+    int64_t n = 1;
+    for (int i = 0; i < k; i++) n *= dims[i];
+    const int64_t d[2] = {n, k + 1};
+    cg_tensor *t;
+    if (cg_tensor_alloc(CG_F32, 2, d, &t)) return NULL;
+    float *p = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = i;
+        for (int j = k - 1; j >= 0; j--) { /* dim j (last is x) into column k - 1 - j */
+            const int64_t c = r % dims[j];
+            r /= dims[j];
+            const double step = align ? 2.0 / (double)(dims[j] - 1) : 2.0 / (double)dims[j];
+            p[i * (k + 1) + (k - 1 - j)] = (float)((align ? -1.0 : -1.0 + step / 2) + (double)c * step);
+        }
+        p[i * (k + 1) + k] = 1.0f;
+    }
+    return t;
+}
+
+/* AffineGrid: theta [N, k, k + 1] applied to the base grid of size's
+ * spatial dims (known at import): base @ theta^T, reshaped to [N, dims...,
+ * k]. */
+cg_status cg_onnx_map_affine_grid(onnx_imp *im) {
+    static const char *const known[] = {"align_corners", NULL};
+    onnx_val *th;
+    const cg_tensor *sz;
+    int64_t dims[3], shape[5];
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &th)) ||
+        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (size)", &sz)))
+        return s;
+    const int64_t n = cg_shape_numel(sz->ndim, sz->dims);
+    const int k = (int)n - 2;
+    if ((k != 2 && k != 3) || th->desc.ndim != 3 || th->desc.dims[1] != k || th->desc.dims[2] != k + 1)
+        return onnx_fail(im, CG_ERR_FORMAT, "size must be [N, C, H, W] or [N, C, D, H, W] and theta [N, %d, %d]", k,
+                         k + 1);
+    for (int i = 0; i < k; i++)
+        if ((dims[i] = cg_onnx_int_at(sz, 2 + i)) < 1 || dims[i] > 65536)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "size %lld is out of range", (long long)dims[i]);
+    shape[0] = cg_onnx_int_at(sz, 0);
+    memcpy(shape + 1, dims, (size_t)k * sizeof *dims);
+    shape[k + 1] = k;
+    const int64_t perm[3] = {0, 2, 1}, ns = k + 2;
+    cg_tensor *b = affine_base(k, dims, onnx_attr_int(im, "align_corners", 0) != 0);
+    if (!b) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    const char *bn, *tt = NULL, *pr = NULL, *sh, *out = out_name(im, 0);
+    onnx_sub_attr a = onnx_sub_ints("perm", 3, perm);
+    if ((s = onnx_new_const(im, b, &bn)) ||
+        (s = onnx_sub_node(im, "Transpose", 1, (const char *[]){th->name}, 1, &tt, 1, &a)) ||
+        (s = sub2(im, "MatMul", bn, tt, &pr)) || (s = onnx_new_const_data(im, CG_I64, 1, &ns, shape, &sh)))
+        return s;
+    return sub2(im, "Reshape", pr, sh, &out);
+}
+
+/* SwiGLU: a * sigmoid(alpha * a) * b. */
+cg_status cg_onnx_map_swiglu(onnx_imp *im) {
+    static const char *const known[] = {"alpha", NULL};
+    onnx_val *a, *b;
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b))) return s;
+    const char *k, *sc = NULL, *sg = NULL, *sw = NULL, *out = out_name(im, 0), *in = a->name;
+    const double alpha = onnx_attr_float(im, "alpha", 1.0);
+    if ((s = scalar(im, CG_F32, alpha, &k)) || (s = sub2(im, "Mul", a->name, k, &sc))) return s;
+    if ((s = onnx_sub_node(im, "Sigmoid", 1, &sc, 1, &sg, 0, NULL)) || (s = sub2(im, "Mul", in, sg, &sw))) return s;
+    return sub2(im, "Mul", sw, b->name, &out);
+}

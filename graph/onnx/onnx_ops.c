@@ -1283,7 +1283,7 @@ static cg_status map_scatter_elements(onnx_imp *im) {
         if (r->s.len >= sizeof red) return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction of %zu bytes", r->s.len);
         memcpy(red, r->s.data, r->s.len);
         red[r->s.len] = 0;
-        if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul"))
+        if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
             return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction '%s'", red);
     }
     const char *idx = ix->name;
@@ -1413,6 +1413,7 @@ static const struct {
     {"Adam", cg_onnx_map_adam, 0},
     {"And", map_bool_op, OP_ANY_DTYPE},
     {"Add", map_binary, 0},
+    {"AffineGrid", cg_onnx_map_affine_grid, 0},
     {"ArgMax", map_argmax, 0},
     {"ArgMin", map_argmax, 0},
     {"Asin", map_unary, 0},
@@ -1517,6 +1518,7 @@ static const struct {
     {"STFT", cg_onnx_map_stft, 0},
     {"Sub", map_binary, 0},
     {"Sum", map_binary, 0},
+    {"SwiGLU", cg_onnx_map_swiglu, 0},
     {"Tan", map_unary, 0},
     {"Tanh", map_unary, 0},
     {"TfIdfVectorizer", cg_onnx_map_tfidf, 0},
