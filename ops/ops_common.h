@@ -246,8 +246,8 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(attn_score) X(attn_context)                                           \
     /* local_attn.c */                                                      \
     X(window_mask) X(local_gaussian)                                        \
-    /* grid_sample.c, det.c, roi_align.c */                                 \
-    X(grid_sample) X(det) X(roi_align)
+    /* grid_sample.c, det.c, roi_align.c, bitcast.c */                      \
+    X(grid_sample) X(det) X(roi_align) X(bitcast)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;

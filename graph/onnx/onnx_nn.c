@@ -293,3 +293,22 @@ cg_status cg_onnx_map_swiglu(onnx_imp *im) {
     if ((s = onnx_sub_node(im, "Sigmoid", 1, &sc, 1, &sg, 0, NULL)) || (s = sub2(im, "Mul", in, sg, &sw))) return s;
     return sub2(im, "Mul", sw, b->name, &out);
 }
+
+/* BitCast: clgraph's bitcast (DOUBLE, which clgraph reads as f32, refused). */
+cg_status cg_onnx_map_bitcast(onnx_imp *im) {
+    static const char *const known[] = {"to", NULL};
+    onnx_val *x;
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x))) return s;
+    const int64_t to = onnx_attr_int(im, "to", 0);
+    const cg_dtype dt = cg_onnx_dtype((int32_t)to);
+    if (!dt || to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE || dt == CG_BOOL)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "BitCast to %s is not supported", cg_onnx_type_name((int32_t)to));
+    if (cg_dtype_size(dt) != cg_dtype_size((cg_dtype)x->desc.dtype))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "BitCast of '%s' (%s, as clgraph reads it) to %s: sizes differ",
+                         x->name, cg_dtype_name((cg_dtype)x->desc.dtype), cg_onnx_type_name((int32_t)to));
+    char a[40];
+    snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
+    const char *in[1] = {x->name};
+    return emit1(im, "bitcast", 1, in, out_name(im, 0), a);
+}

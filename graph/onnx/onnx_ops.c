@@ -1420,6 +1420,7 @@ static const struct {
     {"Asinh", map_unary, 0},
     {"Atan", map_unary, 0},
     {"Atanh", map_unary, 0},
+    {"BitCast", cg_onnx_map_bitcast, OP_ANY_DTYPE},
     {"BlackmanWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"Cast", map_cast, OP_ANY_DTYPE},
     {"Ceil", map_unary, 0},
