@@ -238,6 +238,8 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(dim_values)                                                           \
     /* gather.c */                                                          \
     X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
+    /* gather_nd.c, scatter_nd.c, pad.c, resize.c */                        \
+    X(gather_nd) X(scatter_nd) X(pad) X(resize)                             \
     /* rnn_cell.c */                                                        \
     X(gru_cell) X(lstm_cell)                                                \
     /* rnn_seq.c */                                                         \
@@ -247,7 +249,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     /* local_attn.c */                                                      \
     X(window_mask) X(local_gaussian)                                        \
     /* grid_sample.c, det.c, roi_align.c, bitcast.c */                      \
-    X(grid_sample) X(det) X(roi_align) X(bitcast)
+    X(grid_sample) X(det) X(roi_align) X(bitcast)                           \
+    /* conv.c, conv_transpose.c, pool.c */                                  \
+    X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;

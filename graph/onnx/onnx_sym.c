@@ -1,12 +1,12 @@
 /* Shape arithmetic over symbolic dims. Shape of a value whose dims are
  * symbols (a dynamic batch B, a source length S) is known at import up to
  * those symbols: an int64 tensor whose elements are sizes or ONNX_SYM(k)
- * codes (or ONNX_SYM_UNKNOWN for a product clgraph cannot name). Gather,
- * Concat, Slice, Unsqueeze and the other data movement folds carry the
- * codes as they are (onnx_fold.c); the arithmetic exporters apply to them
- * is evaluated here where the result stays a size or a symbol. The values
- * never run on a device: Reshape, Range, ConstantOfShape, Expand and TopK
- * read them and emit ops whose dims the planner binds. */
+ * codes (ONNX_SYM_UNKNOWN where no dim names one). Gather, Concat, Slice,
+ * Unsqueeze and the other data movement folds carry the codes as they are
+ * (onnx_fold.c); the arithmetic exporters apply to them is evaluated here,
+ * into derived dims (onnx_dims.c). Reshape, Range, ConstantOfShape, Expand,
+ * Tile and TopK read them and emit ops whose dims the planner binds; what
+ * reads them as data gets dim_values (onnx_fill.c). */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
@@ -27,26 +27,6 @@ int onnx_has_sym(const cg_tensor *t) {
         if (onnx_is_sym(p[i])) return 1;
     return 0;
 }
-
-int onnx_named_dims(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size) {
-    size_t u = (size_t)snprintf(buf, size, "[");
-    int unknown = 0;
-    for (int i = 0; i < ndim && u < size; i++) {
-        const int64_t d = dims[i];
-        u += (size_t)snprintf(buf + u, size - u, "%s", i ? ", " : "");
-        if (d == CG_DIM_UNKNOWN && unknown++) return 0;
-        if (d <= -2 && -2 - d < im->m->n_syms) {
-            const char *nm = im->m->syms[-2 - d];
-            /* a name that is no identifier is written quoted, as the text format does */
-            u += (size_t)snprintf(buf + u, size - u, cg_ident_valid(nm) ? "%s" : "`%s`", nm);
-        } else {
-            u += (size_t)snprintf(buf + u, size - u, "%lld", (long long)(d < -1 ? -1 : d));
-        }
-    }
-    if (u < size) u += (size_t)snprintf(buf + u, size - u, "]");
-    return u < size;
-}
-
 int64_t onnx_sym_to_dim(int64_t v) {
     if (v == ONNX_SYM_UNKNOWN) return CG_DIM_UNKNOWN;
     if (onnx_is_sym(v)) return CG_DIM_SYM(ONNX_SYM_UNKNOWN - 1 - v);
@@ -58,22 +38,6 @@ int64_t onnx_dim_to_sym(int64_t d) {
     if (d == CG_DIM_UNKNOWN) return ONNX_SYM_UNKNOWN;
     return ONNX_SYM(-2 - d);
 }
-
-/* The product of n sizes or codes: a size, or a derived dim (the sizes
- * multiplied first, then the symbols in order: B*S*64). */
-static int64_t sym_product(onnx_imp *im, int n, const int64_t *x) {
-    int64_t p = 1, acc = 1;
-    for (int i = 0; i < n; i++)
-        if (!onnx_is_sym(x[i])) {
-            if (x[i] && p > INT64_MAX / x[i]) return ONNX_SYM_UNKNOWN;
-            p *= x[i];
-        }
-    if (p == 0) return 0;
-    for (int i = 0; i < n; i++)
-        if (onnx_is_sym(x[i])) acc = acc == 1 ? x[i] : onnx_sym_derive(im, CG_SYM_MUL, acc, x[i]);
-    return onnx_sym_derive(im, CG_SYM_MUL, acc, p);
-}
-
 /* Shape (with start and end) and Size of a value whose dims are not all
  * concrete. */
 static cg_tensor *shape_of(onnx_imp *im, const onnx_val *v, int size) {
@@ -83,7 +47,7 @@ static cg_tensor *shape_of(onnx_imp *im, const onnx_val *v, int size) {
         int64_t d[CG_MAX_DIMS];
         for (int i = 0; i < r; i++) d[i] = onnx_dim_to_sym(v->desc.dims[i]);
         if (cg_tensor_alloc(CG_I64, 0, NULL, &t)) return NULL;
-        ((int64_t *)t->data)[0] = sym_product(im, r, d);
+        ((int64_t *)t->data)[0] = onnx_sym_product(im, r, d);
         return t;
     }
     int64_t s = onnx_attr_int(im, "start", 0), e = onnx_attr_int(im, "end", r);
@@ -96,87 +60,7 @@ static cg_tensor *shape_of(onnx_imp *im, const onnx_val *v, int size) {
     for (int64_t i = 0; i < n; i++) ((int64_t *)t->data)[i] = onnx_dim_to_sym(v->desc.dims[s + i]);
     return t;
 }
-
 typedef enum { S_ADD, S_SUB, S_MUL, S_DIV, S_MOD, S_EQ, S_LT, S_GT, S_MIN, S_MAX } sop;
-
-/* The definition of a derived dim's code (0 for a size or a free one). */
-static int def_of(const onnx_imp *im, int64_t code, int64_t *a, int64_t *b) {
-    if (!onnx_is_sym(code)) return 0;
-    const int k = (int)(ONNX_SYM_UNKNOWN - 1 - code);
-    if (!cg_model_sym_derived(im->m, k)) return 0;
-    *a = onnx_dim_to_sym(im->m->sym_defs[k].a);
-    *b = onnx_dim_to_sym(im->m->sym_defs[k].b);
-    return im->m->sym_defs[k].op;
-}
-
-/* Sums taken apart again, as exporters write them around a past length:
- * max(P, P + S) = P + S, min(P, P + S) = P, (P + S) - P = S; else
- * ONNX_SYM_UNKNOWN. */
-static int64_t sym_simplify(const onnx_imp *im, int op, int64_t a, int64_t b) {
-    int64_t x, y;
-    if (op == CG_SYM_MAX || op == CG_SYM_MIN)
-        for (int swap = 0; swap < 2; swap++) {
-            const int64_t p = swap ? b : a, q = swap ? a : b;
-            if (def_of(im, q, &x, &y) == CG_SYM_ADD && (x == p || y == p)) return op == CG_SYM_MAX ? q : p;
-        }
-    if (op == CG_SYM_SUB && def_of(im, a, &x, &y) == CG_SYM_ADD) {
-        if (x == b) return y;
-        if (y == b) return x;
-    }
-    return ONNX_SYM_UNKNOWN;
-}
-
-/* The derived dim op(a, b) of two codes or sizes >= 0, as a code: the
- * identities that keep an operand taken first (x + 0, x * 1, x - x), and
- * a constant kept second in commutative ops, so one expression has one
- * symbol however an exporter wrote it. ONNX_SYM_UNKNOWN when an operand is
- * unknown. */
-int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b) {
-    if (a == ONNX_SYM_UNKNOWN || b == ONNX_SYM_UNKNOWN) return ONNX_SYM_UNKNOWN;
-    const int commutes = op == CG_SYM_ADD || op == CG_SYM_MUL || op == CG_SYM_MIN || op == CG_SYM_MAX;
-    if (commutes && (!onnx_is_sym(a) || (onnx_is_sym(b) && b > a))) {
-        const int64_t t = a;
-        a = b, b = t;
-    }
-    switch (op) {
-    case CG_SYM_ADD:
-    case CG_SYM_SUB:
-        if (b == 0) return a;
-        if (op == CG_SYM_SUB && a == b) return 0;
-        break;
-    case CG_SYM_MUL:
-        if (b == 1) return a;
-        if (b == 0) return 0;
-        break;
-    case CG_SYM_DIV:
-    case CG_SYM_CEIL_DIV:
-        if (b == 1) return a;
-        break;
-    case CG_SYM_MIN:
-    case CG_SYM_MAX:
-        if (a == b) return a;
-        if (b == 0) return op == CG_SYM_MAX ? a : 0;
-        break;
-    }
-    const int64_t r = sym_simplify(im, op, a, b);
-    if (r != ONNX_SYM_UNKNOWN) return r;
-    if (!onnx_is_sym(a) && !onnx_is_sym(b)) { /* both sizes: computed here, as a plan would */
-        switch (op) {
-        case CG_SYM_ADD: return a + b;
-        case CG_SYM_SUB: return a >= b ? a - b : ONNX_SYM_UNKNOWN;
-        case CG_SYM_MUL: return a * b;
-        case CG_SYM_DIV: return b ? a / b : ONNX_SYM_UNKNOWN;
-        case CG_SYM_MOD: return b ? a % b : ONNX_SYM_UNKNOWN;
-        case CG_SYM_CEIL_DIV: return b ? a / b + (a % b != 0) : ONNX_SYM_UNKNOWN;
-        case CG_SYM_MIN: return a < b ? a : b;
-        case CG_SYM_MAX: return a > b ? a : b;
-        }
-    }
-    int k;
-    if (cg_model_sym_define(im->m, op, onnx_sym_to_dim(a), onnx_sym_to_dim(b), &k)) return ONNX_SYM_UNKNOWN;
-    return ONNX_SYM(k);
-}
-
 /* One element of a binary op where a or b may be a symbol. Arithmetic
  * makes a derived dim where the result is a size for every binding it has
  * (S - 1 is, 1 - S and S * -1 are not: unknown); comparisons are answered
@@ -275,7 +159,7 @@ static cg_tensor *sym_prod(onnx_imp *im, const cg_tensor *a) {
         if (!onnx_is_sym(x[i]) && x[i] < 0) return NULL; /* not a shape */
     cg_tensor *t;
     if (cg_tensor_alloc(CG_I64, 0, NULL, &t)) return NULL;
-    ((int64_t *)t->data)[0] = sym_product(im, (int)(n > INT32_MAX ? INT32_MAX : n), x);
+    ((int64_t *)t->data)[0] = onnx_sym_product(im, (int)(n > INT32_MAX ? INT32_MAX : n), x);
     return t;
 }
 
@@ -286,7 +170,7 @@ static const char *const movers[] = {"Gather",   "Concat",  "Unsqueeze", "Squeez
 /* Ops whose mappings read symbolic values: as every input (shapes, counts)
  * or as the shape, K or ends of data that is not symbolic itself. */
 static const char *const readers[] = {"Range", "ConstantOfShape", NULL};
-static const char *const control_readers[] = {"Expand", "TopK", "Slice", "Reshape", NULL};
+static const char *const control_readers[] = {"Expand", "TopK", "Slice", "Reshape", "Tile", NULL};
 
 static int sym_in(onnx_imp *im, int i) {
     onnx_val *v = onnx_in(im, i);
@@ -376,284 +260,4 @@ static int has_unknown(const cg_tensor *t) {
     for (int64_t i = 0, n = cg_tensor_numel(t); i < n; i++)
         if (p[i] == ONNX_SYM_UNKNOWN) return 1;
     return 0;
-}
-
-cg_status onnx_sym_materialize(onnx_imp *im, onnx_val *v) {
-    const cg_tensor *t = v->konst;
-    const int64_t n = cg_tensor_numel(t), *p = t->data;
-    if (t->ndim > 1 || n > CG_MAX_DIMS)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "'%s' (computed from symbolic dims) is read as data, and has %lld elements (at most %d)",
-                         v->name, (long long)n, CG_MAX_DIMS);
-    char list[600], a[700];
-    int64_t d[CG_MAX_DIMS];
-    for (int64_t i = 0; i < n; i++) {
-        if (!onnx_is_sym(p[i]) && p[i] < 0)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                             "'%s' (computed from symbolic dims) is read as data and holds %lld, not a size", v->name,
-                             (long long)p[i]);
-        if ((d[i] = onnx_sym_to_dim(p[i])) == CG_DIM_UNKNOWN)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                             "'%s' (computed from symbolic dims) is read as data, and element %lld has no "
-                             "name clgraph can bind",
-                             v->name, (long long)i);
-    }
-    if (!onnx_named_dims(im, (int)n, d, list, sizeof list))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s': too many dims to name", v->name);
-    snprintf(a, sizeof a, "values: %s, scalar: %d", list, t->ndim == 0);
-    const char *out[1] = {v->sym_i32 ? NULL : v->name};
-    cg_status s = onnx_emit(im, "dim_values", 0, NULL, 1, out, a);
-    if (s || !v->sym_i32) return s;
-    const char *in[1] = {out[0]}, *o2[1] = {v->name};
-    return onnx_emit(im, "cast", 1, in, 1, o2, "to: \"i32\"");
-}
-
-cg_status onnx_sym_map_as_data(onnx_imp *im, onnx_map_fn fn) {
-    const Onnx__NodeProto *n = im->node;
-    cg_tensor *hidden[ONNX_MAX_IO] = {0};
-    if (n->n_input > ONNX_MAX_IO) return onnx_fail(im, CG_ERR_UNSUPPORTED, "too many inputs");
-    cg_status s = CG_OK;
-    for (size_t i = 0; !s && i < n->n_input; i++) {
-        onnx_val *v = onnx_in(im, (int)i);
-        if (v && v->sym) s = onnx_use(im, v);
-    }
-    /* the mapping sees run-time values: their codes are not constants to it */
-    for (size_t i = 0; !s && i < n->n_input; i++) {
-        onnx_val *v = onnx_in(im, (int)i);
-        if (v && v->sym && v->konst) hidden[i] = v->konst, v->konst = NULL, v->sym = 0;
-    }
-    if (!s) s = cg_onnx_map(im, fn);
-    for (size_t i = 0; i < n->n_input; i++) {
-        onnx_val *v = onnx_in(im, (int)i);
-        if (v && hidden[i]) v->konst = hidden[i], v->sym = 1;
-    }
-    return s;
-}
-
-int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis) {
-    for (int i = 0; i < im->n_vals; i++) {
-        onnx_val *v = im->vals[i];
-        if (!v->typed || v->konst || v->fill || v->sym || !(v->emitted || v->input)) continue;
-        for (int d = 0; d < v->desc.ndim; d++)
-            if (v->desc.dims[d] == dim) {
-                *name = v->name;
-                *axis = d;
-                return 1;
-            }
-    }
-    return 0;
-}
-
-cg_status onnx_materialize(onnx_imp *im, onnx_val *v) {
-    char list[600], a[700];
-    if (!onnx_named_dims(im, v->desc.ndim, v->desc.dims, list, sizeof list))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s': too many dims to name", v->name);
-    snprintf(a, sizeof a, "shape: %s", list);
-    cg_tensor *c;
-    if (cg_tensor_alloc(v->fill->dtype, 0, NULL, &c)) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    memcpy(c->data, v->fill->data, cg_dtype_size(c->dtype));
-    const char *cn;
-    cg_status s = onnx_const_param(im, c, &cn);
-    if (s) return s;
-    const char *in[1] = {cn}, *out[1] = {v->name};
-    /* emitted under the name v has: mark first, so onnx_use does not recurse */
-    cg_tensor *fill = v->fill;
-    v->fill = NULL;
-    v->typed = 0;
-    s = onnx_emit(im, "expand", 1, in, 1, out, a);
-    cg_tensor_free(fill);
-    return s;
-}
-
-/* ConstantOfShape of a shape with symbolic dims: a lazy value of those dims
- * (onnx_materialize makes it a node where it is read as data; an RNN's
- * initial state of zeros is never read). */
-cg_status cg_onnx_map_constant_of_shape(onnx_imp *im) {
-    onnx_val *sh = onnx_in(im, 0);
-    const Onnx__NodeProto *n = im->node;
-    if (!sh || !sh->sym || !sh->konst || sh->konst->ndim != 1 || cg_tensor_numel(sh->konst) > CG_MAX_DIMS)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "ConstantOfShape needs its shape known at import (up to symbolic "
-                         "dims)");
-    cg_tensor *val = NULL;
-    const Onnx__AttributeProto *va = onnx_attr_typed(im, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-    cg_status s = va && va->t ? cg_onnx_tensor(va->t, NULL, im->path, "ConstantOfShape value", &val)
-                              : cg_tensor_create(CG_F32, 0, NULL, &val);
-    if (s) return onnx_fail(im, s, "%s", cg_last_error());
-    if (cg_tensor_numel(val) != 1) {
-        cg_tensor_free(val);
-        return onnx_fail(im, CG_ERR_FORMAT, "the value must be one element");
-    }
-    onnx_val *o = n->n_output && n->output[0] && n->output[0][0] ? onnx_val_get(im, n->output[0]) : NULL;
-    if (!o) {
-        cg_tensor_free(val);
-        return n->n_output ? cg_error(CG_ERR_NO_MEMORY, "out of memory") : CG_OK;
-    }
-    const int64_t *d = sh->konst->data;
-    o->desc.dtype = val->dtype;
-    o->desc.ndim = (int)cg_tensor_numel(sh->konst);
-    for (int i = 0; i < o->desc.ndim; i++)
-        if ((o->desc.dims[i] = onnx_sym_to_dim(d[i])) == CG_DIM_UNKNOWN) {
-            cg_tensor_free(val);
-            return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                             "dim %d of the shape is a product of symbolic dims clgraph "
-                             "cannot name",
-                             i);
-        }
-    o->typed = 1;
-    o->fill = val;
-    const unsigned char *p = val->data;
-    o->zeros = 1;
-    for (size_t i = 0; i < cg_dtype_size(val->dtype); i++) o->zeros &= p[i] == 0;
-    return CG_OK;
-}
-
-/* A scalar of Range as a code or an integer (a float with an integer
- * value too); 0 when it is neither. */
-static int range_operand(const onnx_val *v, int64_t *out) {
-    const cg_tensor *t = v ? v->konst : NULL;
-    if (!t || cg_tensor_numel(t) != 1) return 0;
-    if (v->sym) return *out = ((const int64_t *)t->data)[0], 1;
-    const cg_dtype dt = cg_tensor_dtype(t);
-    if (dt == CG_I64 || dt == CG_I32) return *out = cg_onnx_int_at(t, 0), 1;
-    const double f = dt == CG_F32 ? ((const float *)t->data)[0] : NAN;
-    if (!(f == f) || f != (double)(int64_t)f || fabs(f) > 9007199254740992.0) return 0;
-    return *out = (int64_t)f, 1;
-}
-
-/* The length of Range(start, limit, delta) over codes and integers:
- * ceil(max(limit - start, 0) / delta) with both shifted by a constant to
- * keep every operand a size (only their difference counts). */
-static int64_t range_length(onnx_imp *im, int64_t start, int64_t limit, int64_t delta) {
-    int64_t shift = 0;
-    if (!onnx_is_sym(start) && start < 0) shift = -start;
-    if (!onnx_is_sym(limit) && limit < 0 && -limit > shift) shift = -limit;
-    start = onnx_sym_derive(im, CG_SYM_ADD, start, shift);
-    limit = onnx_sym_derive(im, CG_SYM_ADD, limit, shift);
-    const int64_t hi = delta > 0 ? limit : start, lo = delta > 0 ? start : limit;
-    const int64_t span = onnx_sym_derive(im, CG_SYM_SUB, onnx_sym_derive(im, CG_SYM_MAX, hi, lo), lo);
-    return onnx_sym_derive(im, CG_SYM_CEIL_DIV, span, delta > 0 ? delta : -delta);
-}
-
-/* Range(start, limit, delta) where start or limit is a symbolic dim (or
- * computed from one): arange along a value of the derived length, plus
- * start read as data where it is symbolic. delta must be a known integer. */
-cg_status cg_onnx_map_range(onnx_imp *im) {
-    int64_t st, li, de;
-    onnx_val *v0 = onnx_in(im, 0), *v1 = onnx_in(im, 1), *v2 = onnx_in(im, 2);
-    if (!range_operand(v0, &st) || !range_operand(v1, &li) || !range_operand(v2, &de) || (v2 && v2->sym) || !de)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "Range needs start, limit and delta known at import (start and limit may be "
-                         "symbolic dims; delta a non-zero integer)");
-    const int64_t n = range_length(im, st, li, de);
-    if (n == ONNX_SYM_UNKNOWN) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the length of Range has no dim to name");
-    const cg_dtype dt = v0->sym ? (v0->sym_i32 ? CG_I32 : CG_I64) : cg_tensor_dtype(v0->konst);
-    if (dt != CG_F32 && dt != CG_I32 && dt != CG_I64)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Range of %s", cg_dtype_name(dt));
-    /* a value of n elements to count along */
-    const int64_t zero = 0, dn = onnx_sym_to_dim(n);
-    const char *zname, *like, *seq;
-    char list[300], a[400];
-    cg_status s = const_of(im, CG_I64, 0, NULL, &zero, &zname);
-    if (s || !onnx_named_dims(im, 1, &dn, list, sizeof list)) return s ? s : CG_ERR_UNSUPPORTED;
-    snprintf(a, sizeof a, "shape: %s", list);
-    if ((s = emit_tmp(im, "expand", zname, a, &like))) return s;
-    snprintf(a, sizeof a, "axis: 0, start: %lld, delta: %lld, to: \"%s\"", onnx_is_sym(st) ? 0LL : (long long)st,
-             (long long)de, cg_dtype_name(dt));
-    const char *out = out_name(im, 0);
-    if (!onnx_is_sym(st)) return emit1(im, "arange", 1, &like, out, a);
-    if ((s = emit_tmp(im, "arange", like, a, &seq))) return s;
-    return emit1(im, "add", 2, (const char *[]){seq, v0->name}, out, NULL);
-}
-
-/* The ints of input i (or of attribute `attr` in opsets before 10), known
- * at import and without symbols; 0 when absent (n = 0), -1 when unknown. */
-static int known_ints(onnx_imp *im, int i, const char *attr, int64_t *v, int *n) {
-    *n = 0;
-    if (im->opset < 10) {
-        const int64_t *a = onnx_attr_ints(im, attr, n);
-        if (!a || *n > CG_MAX_DIMS) return a ? -1 : 0;
-        memcpy(v, a, sizeof *v * (size_t)*n);
-        return 0;
-    }
-    onnx_val *x = onnx_in(im, i);
-    if (!x) return 0;
-    if (!x->konst || x->sym || cg_tensor_numel(x->konst) > CG_MAX_DIMS) return -1;
-    *n = (int)cg_tensor_numel(x->konst);
-    for (int k = 0; k < *n; k++) v[k] = cg_onnx_int_at(x->konst, k);
-    return 0;
-}
-
-/* Slice of a ConstantOfShape made lazily (x->fill): another such value,
- * of the sliced dims, so a multi-layer RNN's zero state sliced per layer
- * stays known zeros and is never made. Steps of 1; a symbolic dim only
- * taken whole. */
-static int fill_slice(onnx_imp *im, onnx_val *x, onnx_val *o) {
-    int64_t st[CG_MAX_DIMS], en[CG_MAX_DIMS], ax[CG_MAX_DIMS], sp[CG_MAX_DIMS];
-    int ns, ne, na, np;
-    if (known_ints(im, 1, "starts", st, &ns) || known_ints(im, 2, "ends", en, &ne) ||
-        known_ints(im, 3, "axes", ax, &na) || known_ints(im, 4, "steps", sp, &np) || ns != ne || !ns ||
-        (na && na != ns) || (np && np != ns))
-        return 0;
-    cg_tensor_desc d = x->desc;
-    for (int k = 0; k < ns; k++) {
-        int64_t a = na ? ax[k] : k;
-        a += a < 0 ? d.ndim : 0;
-        if (a < 0 || a >= d.ndim || (np && sp[k] != 1)) return 0;
-        const int64_t n = d.dims[a];
-        if (n < 0) {
-            if (st[k] != 0 || en[k] < INT64_MAX / 2) return 0;
-            continue;
-        }
-        int64_t s = st[k] < 0 ? st[k] + n : st[k], e = en[k] < 0 ? en[k] + n : en[k];
-        s = s < 0 ? 0 : s > n ? n : s;
-        e = e < 0 ? 0 : e > n ? n : e;
-        d.dims[a] = e > s ? e - s : 0;
-    }
-    cg_tensor *f;
-    if (cg_tensor_alloc(x->fill->dtype, 0, NULL, &f)) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
-    memcpy(f->data, x->fill->data, cg_dtype_size(f->dtype));
-    o->desc = d;
-    o->typed = 1;
-    o->fill = f;
-    o->zeros = x->zeros;
-    return 1;
-}
-
-/* Expand of one known element to a shape with symbolic dims: what the
- * dynamo exporter writes for torch.zeros(layers, B, H), made lazy like
- * ConstantOfShape. */
-static int fill_expand(onnx_imp *im, onnx_val *x, onnx_val *o) {
-    onnx_val *sh = onnx_in(im, 1);
-    if (!sh || !sh->sym || !sh->konst || sh->konst->ndim != 1 || cg_tensor_numel(x->konst) != 1 ||
-        cg_tensor_numel(sh->konst) > CG_MAX_DIMS || cg_tensor_numel(sh->konst) < x->konst->ndim)
-        return 0;
-    const int64_t *d = sh->konst->data;
-    cg_tensor_desc t = {0};
-    t.dtype = (cg_op_dtype)cg_tensor_dtype(x->konst);
-    t.ndim = (int)cg_tensor_numel(sh->konst);
-    for (int i = 0; i < t.ndim; i++)
-        if ((t.dims[i] = onnx_sym_to_dim(d[i])) == CG_DIM_UNKNOWN || (d[i] >= 0 && d[i] < 1)) return 0;
-    cg_tensor *f;
-    if (cg_tensor_alloc(cg_tensor_dtype(x->konst), 0, NULL, &f)) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
-    memcpy(f->data, x->konst->data, cg_dtype_size(f->dtype));
-    const unsigned char *p = f->data;
-    o->zeros = 1;
-    for (size_t i = 0; i < cg_dtype_size(f->dtype); i++) o->zeros &= p[i] == 0;
-    o->desc = t;
-    o->typed = 1;
-    o->fill = f;
-    return 1;
-}
-
-int cg_onnx_fill_move(onnx_imp *im) {
-    const Onnx__NodeProto *n = im->node;
-    onnx_val *x = onnx_in(im, 0);
-    if (!x || n->n_output != 1 || !n->output[0] || !n->output[0][0]) return 0;
-    const int slice = x->fill && !strcmp(n->op_type, "Slice");
-    const int expand = x->konst && !x->sym && !strcmp(n->op_type, "Expand");
-    if (!slice && !expand) return 0;
-    onnx_val *o = onnx_val_get(im, n->output[0]);
-    if (!o) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
-    return slice ? fill_slice(im, x, o) : fill_expand(im, x, o);
 }
