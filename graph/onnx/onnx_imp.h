@@ -222,8 +222,10 @@ cg_status cg_onnx_map_swiglu(onnx_imp *im);
 /* onnx_nn.c: BitCast onto bitcast. */
 cg_status cg_onnx_map_bitcast(onnx_imp *im);
 
-/* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor). */
+/* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor),
+ * QLinearConv (w's per output channel too). */
 cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
+cg_status cg_onnx_map_qlinear_conv(onnx_imp *im);
 
 /* onnx_tfidf.c: TfIdfVectorizer of integer input (a direct count). */
 cg_status cg_onnx_map_tfidf(onnx_imp *im);

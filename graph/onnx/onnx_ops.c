@@ -1495,6 +1495,7 @@ static const struct {
     {"Or", map_bool_op, OP_ANY_DTYPE},
     {"Pad", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
+    {"QLinearConv", cg_onnx_map_qlinear_conv, 0},
     {"QLinearMatMul", cg_onnx_map_qlinear_matmul, 0},
     {"QuantizeLinear", cg_onnx_map_quantize, 0},
     {"Range", cg_onnx_map_range, OP_ANY_DTYPE},

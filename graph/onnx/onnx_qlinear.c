@@ -81,3 +81,65 @@ cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im) {
     const char *in[3] = {d, one, q[5] ? q[5]->name : ""};
     return onnx_sub_node(im, "QuantizeLinear", q[5] ? 3 : 2, in, 1, &out, 0, NULL);
 }
+
+/* v (one value, or one per output channel of m) shaped to broadcast over
+ * [N, M, spatial...] of nd dims into *out. */
+static cg_status per_channel(onnx_imp *im, onnx_val *v, int64_t m, int nd, const char **out) {
+    int64_t d[CG_MAX_DIMS], n = nd;
+    const int64_t cnt = cg_shape_numel(v->desc.ndim, v->desc.dims);
+    if (cnt == 1) return *out = v->name, CG_OK;
+    if (v->desc.ndim != 1 || cnt != m)
+        return onnx_fail(im, CG_ERR_FORMAT, "'%s' must hold one value or one per output channel", v->name);
+    for (int i = 0; i < nd; i++) d[i] = i == 1 ? m : 1;
+    const char *shp;
+    cg_status s = onnx_new_const_data(im, CG_I64, 1, &n, d, &shp);
+    *out = NULL;
+    return s ? s : sub2(im, "Reshape", v->name, shp, out);
+}
+
+/* QLinearConv: ConvInteger of x and w with their zero points (the node's
+ * convolution attributes), plus the int32 bias, times x_scale * w_scale /
+ * y_scale (w_scale one value or one per output channel), quantized with
+ * y_zero_point as above. */
+cg_status cg_onnx_map_qlinear_conv(onnx_imp *im) {
+    onnx_val *x, *w, *q[6], *b = onnx_in(im, 8);
+    cg_status s;
+    if ((s = need_in(im, 0, &x)) || (s = need_in(im, 3, &w))) return s;
+    static const int qi[6] = {1, 2, 4, 5, 6, 7};
+    for (int i = 0; i < 6; i++) {
+        q[i] = onnx_in(im, qi[i]);
+        if (!q[i] && !(i % 2)) return onnx_fail(im, CG_ERR_FORMAT, "input %d (a scale) is missing", qi[i]);
+    }
+    if ((q[4] && cg_shape_numel(q[4]->desc.ndim, q[4]->desc.dims) != 1) ||
+        (q[5] && cg_shape_numel(q[5]->desc.ndim, q[5]->desc.dims) != 1) ||
+        cg_shape_numel(q[0]->desc.ndim, q[0]->desc.dims) != 1)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "x and y take one scale and zero point each");
+    if (!q[5] && x->desc.dtype != CG_U8)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "y_zero_point is needed for an output type other than uint8");
+    const Onnx__NodeProto *n = im->node;
+    onnx_sub_attr at[16];
+    if (n->n_attribute > 16) return onnx_fail(im, CG_ERR_UNSUPPORTED, "too many attributes");
+    for (size_t i = 0; i < n->n_attribute; i++) at[i].a = *n->attribute[i];
+    const int nd = x->desc.ndim;
+    const int64_t m = w->desc.dims[0];
+    const char *ci = NULL, *cf, *acc, *ws, *xw = NULL, *k = NULL, *r = NULL, *one, *out = out_name(im, 0);
+    const char *in[4] = {x->name, w->name, q[1] ? q[1]->name : "", q[3] ? q[3]->name : ""};
+    if ((s = onnx_sub_node(im, "ConvInteger", 4, in, 1, &ci, (int)n->n_attribute, at)) || (s = to_f32(im, ci, &cf)))
+        return s;
+    acc = cf;
+    if (b) {
+        const char *bf, *bb, *sum = NULL;
+        if ((s = to_f32(im, b->name, &bf))) return s;
+        onnx_val *bv = onnx_val_get(im, bf);
+        if (!bv) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        if ((s = per_channel(im, bv, m, nd, &bb)) || (s = sub2(im, "Add", cf, bb, &sum))) return s;
+        acc = sum;
+    }
+    const float f1 = 1.0f;
+    if ((s = per_channel(im, q[2], m, nd, &ws)) || (s = sub2(im, "Mul", q[0]->name, ws, &xw)) ||
+        (s = sub2(im, "Div", xw, q[4]->name, &k)) || (s = sub2(im, "Mul", acc, k, &r)) ||
+        (s = onnx_new_const_data(im, CG_F32, 0, NULL, &f1, &one)))
+        return s;
+    const char *qin[3] = {r, one, q[5] ? q[5]->name : ""};
+    return onnx_sub_node(im, "QuantizeLinear", q[5] ? 3 : 2, qin, 1, &out, 0, NULL);
+}
