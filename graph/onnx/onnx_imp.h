@@ -219,8 +219,9 @@ cg_status cg_onnx_map_roi_align(onnx_imp *im);
 /* onnx_nn.c: AffineGrid (a product with the base grid), SwiGLU. */
 cg_status cg_onnx_map_affine_grid(onnx_imp *im);
 cg_status cg_onnx_map_swiglu(onnx_imp *im);
-/* onnx_nn.c: BitCast onto bitcast. */
+/* onnx_nn.c: BitCast onto bitcast; CenterCropPad (Slice, Pad). */
 cg_status cg_onnx_map_bitcast(onnx_imp *im);
+cg_status cg_onnx_map_center_crop_pad(onnx_imp *im);
 
 /* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor),
  * QLinearConv (w's per output channel too). */

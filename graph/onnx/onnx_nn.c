@@ -312,3 +312,44 @@ cg_status cg_onnx_map_bitcast(onnx_imp *im) {
     const char *in[1] = {x->name};
     return emit1(im, "bitcast", 1, in, out_name(im, 0), a);
 }
+
+/* ---- CenterCropPad, TensorScatter ---- */
+
+/* CenterCropPad: per axis a centred Slice where the target is smaller
+ * (the extra element off the end), then a constant Pad where it is larger
+ * (the extra zero at the end); the target shape known at import. */
+cg_status cg_onnx_map_center_crop_pad(onnx_imp *im) {
+    static const char *const known[] = {"axes", NULL};
+    onnx_val *x;
+    int64_t tgt[CG_MAX_DIMS], axes[CG_MAX_DIMS], st[CG_MAX_DIMS], en[CG_MAX_DIMS], pads[2 * CG_MAX_DIMS] = {0};
+    int na, nt;
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x)) ||
+        (s = cg_onnx_known_ints(im, 1, "input 1 (shape)", CG_MAX_DIMS, tgt, &nt)))
+        return s;
+    const int nd = x->desc.ndim;
+    const int64_t *a = onnx_attr_ints(im, "axes", &na);
+    if (!a) na = nt;
+    if (na != nt) return onnx_fail(im, CG_ERR_FORMAT, "shape has %d values for %d axes", nt, na);
+    for (int i = 0; i < na; i++) {
+        axes[i] = a ? (a[i] < 0 ? a[i] + nd : a[i]) : i;
+        const int64_t dim = axes[i] >= 0 && axes[i] < nd ? x->desc.dims[axes[i]] : -1;
+        if (dim < 0 || tgt[i] < 0)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "axis %lld of '%s' needs a known size and a target >= 0",
+                             (long long)axes[i], x->name);
+        const int64_t d = dim > tgt[i] ? dim - tgt[i] : 0, p = tgt[i] > dim ? tgt[i] - dim : 0;
+        st[i] = d / 2, en[i] = dim - (d - d / 2);
+        pads[axes[i]] = p / 2, pads[nd + axes[i]] = p - p / 2;
+    }
+    const int64_t n = na, n2 = 2 * nd;
+    const char *ks, *ke, *ka, *kp, *cut = NULL, *out = out_name(im, 0);
+    if ((s = onnx_new_const_data(im, CG_I64, 1, &n, st, &ks)) ||
+        (s = onnx_new_const_data(im, CG_I64, 1, &n, en, &ke)) ||
+        (s = onnx_new_const_data(im, CG_I64, 1, &n, axes, &ka)) ||
+        (s = onnx_new_const_data(im, CG_I64, 1, &n2, pads, &kp)))
+        return s;
+    const char *sin[4] = {x->name, ks, ke, ka};
+    if ((s = onnx_sub_node(im, "Slice", 4, sin, 1, &cut, 0, NULL))) return s;
+    const char *pin[2] = {cut, kp};
+    return onnx_sub_node(im, "Pad", 2, pin, 1, &out, 0, NULL);
+}

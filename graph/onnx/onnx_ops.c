@@ -1424,6 +1424,7 @@ static const struct {
     {"AveragePool", cg_onnx_map_pool, 0},
     {"Cast", map_cast, OP_ANY_DTYPE},
     {"Ceil", map_unary, 0},
+    {"CenterCropPad", cg_onnx_map_center_crop_pad, OP_ANY_DTYPE},
     {"Clip", map_clip, 0},
     {"Compress", cg_onnx_map_compress, OP_ANY_DTYPE},
     {"Concat", map_concat, OP_ANY_DTYPE},
