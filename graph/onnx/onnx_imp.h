@@ -219,9 +219,11 @@ cg_status cg_onnx_map_roi_align(onnx_imp *im);
 /* onnx_nn.c: AffineGrid (a product with the base grid), SwiGLU. */
 cg_status cg_onnx_map_affine_grid(onnx_imp *im);
 cg_status cg_onnx_map_swiglu(onnx_imp *im);
-/* onnx_nn.c: BitCast onto bitcast; CenterCropPad (Slice, Pad). */
+/* onnx_layout.c: BitCast onto bitcast; CenterCropPad (Slice, Pad). */
 cg_status cg_onnx_map_bitcast(onnx_imp *im);
 cg_status cg_onnx_map_center_crop_pad(onnx_imp *im);
+/* onnx_layout.c: TensorScatter as a ScatterElements. */
+cg_status cg_onnx_map_tensor_scatter(onnx_imp *im);
 
 /* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor),
  * QLinearConv (w's per output channel too). */
@@ -252,6 +254,14 @@ onnx_sub_attr onnx_sub_ints(const char *name, int n, const int64_t *v);
  * else mapped; part of the current node for names and messages. */
 cg_status onnx_sub_node(onnx_imp *im, const char *op_type, int n_in, const char *const *ins, int n_out,
                         const char **outs, int n_attrs, onnx_sub_attr *attrs);
+/* onnx_sub_node of a two-input op without attributes into *out (NULL: a
+ * fresh value, named there). */
+cg_status onnx_sub2(onnx_imp *im, const char *op, const char *a, const char *b, const char **out);
+/* A scalar constant of dtype dt (f32 or i64) of value v. */
+cg_status onnx_sub_scalar(onnx_imp *im, cg_dtype dt, double v, const char **name);
+/* The STRING attribute `name` into buf (def when absent); 0 when it does
+ * not fit. */
+int onnx_attr_str(onnx_imp *im, const char *name, const char *def, char *buf, size_t size);
 /* onnx_index.c: GatherND, ScatterND, Pad, DepthToSpace, SpaceToDepth. */
 cg_status cg_onnx_map_index(onnx_imp *im);
 /* The STRING attribute `name` into buf (def when absent); fails on a value

@@ -8,19 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Sub-node `op` on a and b into *out (NULL: fresh). */
-static cg_status sub2(onnx_imp *im, const char *op, const char *a, const char *b, const char **out) {
-    const char *in[2] = {a, b};
-    return onnx_sub_node(im, op, 2, in, 1, out, 0, NULL);
-}
-
-/* A scalar constant of dtype dt (f32 or i64). */
-static cg_status scalar(onnx_imp *im, cg_dtype dt, double v, const char **name) {
-    const float f = (float)v;
-    const int64_t i = (int64_t)v;
-    return onnx_new_const_data(im, dt, 0, NULL, dt == CG_F32 ? (const void *)&f : (const void *)&i, name);
-}
-
 /* ---- LRN ---- */
 
 /* The sum of squares over channels c - floor((size - 1) / 2) .. c +
@@ -40,8 +27,8 @@ static cg_status lrn_window_sum(onnx_imp *im, onnx_val *x, int64_t size, const c
             if (i >= 0 && i < c) ((float *)band->data)[i * c + j] = 1;
     const char *b, *sq = NULL, *t = NULL, *p = NULL;
     onnx_sub_attr a1 = onnx_sub_ints("perm", nd, fwd), a2 = onnx_sub_ints("perm", nd, back);
-    if ((s = onnx_new_const(im, band, &b)) || (s = sub2(im, "Mul", x->name, x->name, &sq)) ||
-        (s = onnx_sub_node(im, "Transpose", 1, &sq, 1, &t, 1, &a1)) || (s = sub2(im, "MatMul", t, b, &p)))
+    if ((s = onnx_new_const(im, band, &b)) || (s = onnx_sub2(im, "Mul", x->name, x->name, &sq)) ||
+        (s = onnx_sub_node(im, "Transpose", 1, &sq, 1, &t, 1, &a1)) || (s = onnx_sub2(im, "MatMul", t, b, &p)))
         return s;
     *out = NULL;
     return onnx_sub_node(im, "Transpose", 1, &p, 1, out, 1, &a2);
@@ -60,11 +47,12 @@ cg_status cg_onnx_map_lrn(onnx_imp *im) {
     const double alpha = onnx_attr_float(im, "alpha", 1e-4), beta = onnx_attr_float(im, "beta", 0.75),
                  bias = onnx_attr_float(im, "bias", 1.0);
     const char *sum, *ka, *kb, *ke, *sc = NULL, *sh = NULL, *pw = NULL, *out = out_name(im, 0);
-    if ((s = lrn_window_sum(im, x, size, &sum)) || (s = scalar(im, CG_F32, alpha / (double)size, &ka)) ||
-        (s = scalar(im, CG_F32, bias, &kb)) || (s = scalar(im, CG_F32, beta, &ke)) ||
-        (s = sub2(im, "Mul", sum, ka, &sc)) || (s = sub2(im, "Add", sc, kb, &sh)) || (s = sub2(im, "Pow", sh, ke, &pw)))
+    if ((s = lrn_window_sum(im, x, size, &sum)) || (s = onnx_sub_scalar(im, CG_F32, alpha / (double)size, &ka)) ||
+        (s = onnx_sub_scalar(im, CG_F32, bias, &kb)) || (s = onnx_sub_scalar(im, CG_F32, beta, &ke)) ||
+        (s = onnx_sub2(im, "Mul", sum, ka, &sc)) || (s = onnx_sub2(im, "Add", sc, kb, &sh)) ||
+        (s = onnx_sub2(im, "Pow", sh, ke, &pw)))
         return s;
-    return sub2(im, "Div", x->name, pw, &out);
+    return onnx_sub2(im, "Div", x->name, pw, &out);
 }
 
 /* ---- MaxUnpool ---- */
@@ -96,12 +84,13 @@ static cg_status unpool_remap(onnx_imp *im, const char *ix, int nd, const int64_
     cg_status s = CG_OK;
     for (int d = 0; d < nd && !s; d++) {
         const char *k1, *k2, *k3, *q = NULL, *r = NULL, *m = NULL, *qq = NULL, *t = NULL, *sum = NULL;
-        if ((s = scalar(im, CG_I64, (double)sfs[d], &k1)) || (s = scalar(im, CG_I64, (double)from[d], &k2)) ||
-            (s = scalar(im, CG_I64, (double)sts[d], &k3)) || (s = sub2(im, "Div", ix, k1, &q)) ||
-            (s = sub2(im, "Div", q, k2, &qq)) || (s = sub2(im, "Mul", qq, k2, &m)) || (s = sub2(im, "Sub", q, m, &r)) ||
-            (s = sub2(im, "Mul", r, k3, &t)))
+        if ((s = onnx_sub_scalar(im, CG_I64, (double)sfs[d], &k1)) ||
+            (s = onnx_sub_scalar(im, CG_I64, (double)from[d], &k2)) ||
+            (s = onnx_sub_scalar(im, CG_I64, (double)sts[d], &k3)) || (s = onnx_sub2(im, "Div", ix, k1, &q)) ||
+            (s = onnx_sub2(im, "Div", q, k2, &qq)) || (s = onnx_sub2(im, "Mul", qq, k2, &m)) ||
+            (s = onnx_sub2(im, "Sub", q, m, &r)) || (s = onnx_sub2(im, "Mul", r, k3, &t)))
             return s;
-        if (acc) s = sub2(im, "Add", acc, t, &sum), acc = sum;
+        if (acc) s = onnx_sub2(im, "Add", acc, t, &sum), acc = sum;
         else acc = t;
     }
     *out = acc;
@@ -136,31 +125,21 @@ cg_status cg_onnx_map_max_unpool(onnx_imp *im) {
     const char *zero, *shp, *shp1, *xs = NULL, *is = NULL, *z = NULL, *ii = NULL, *sc = NULL, *out = out_name(im, 0);
     if (x->desc.dtype != CG_F32 || ix->desc.dtype != CG_I64)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "MaxUnpool of float X and int64 I only");
-    if ((s = scalar(im, CG_F32, 0, &zero)) || (s = onnx_new_const_data(im, CG_I64, 1, &n, od, &shp)) ||
+    if ((s = onnx_sub_scalar(im, CG_F32, 0, &zero)) || (s = onnx_new_const_data(im, CG_I64, 1, &n, od, &shp)) ||
         (s = onnx_new_const_data(im, CG_I64, 1, (const int64_t[]){1}, &flat, &shp1)) ||
         (s = onnx_new_const_data(im, CG_I64, 1, (const int64_t[]){1}, &tot, &z)))
         return s;
     const char *zin[2] = {zero, z}, *ex = NULL;
-    if ((s = onnx_sub_node(im, "Expand", 2, zin, 1, &ex, 0, NULL)) || (s = sub2(im, "Reshape", x->name, shp1, &xs)) ||
-        (s = sub2(im, "Reshape", ix->name, shp1, &is)))
+    if ((s = onnx_sub_node(im, "Expand", 2, zin, 1, &ex, 0, NULL)) ||
+        (s = onnx_sub2(im, "Reshape", x->name, shp1, &xs)) || (s = onnx_sub2(im, "Reshape", ix->name, shp1, &is)))
         return s;
     if (memcmp(d, od, (size_t)nd * sizeof *d) && (s = unpool_remap(im, is, nd, d, od, &ii))) return s;
     const char *sin[3] = {ex, ii ? ii : is, xs};
     if ((s = onnx_sub_node(im, "ScatterElements", 3, sin, 1, &sc, 0, NULL))) return s;
-    return sub2(im, "Reshape", sc, shp, &out);
+    return onnx_sub2(im, "Reshape", sc, shp, &out);
 }
 
 /* ---- GridSample ---- */
-
-/* The string attribute `name` into buf (def when absent); 0 when too long. */
-static int attr_str(onnx_imp *im, const char *name, const char *def, char *buf, size_t size) {
-    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-    if (!a || !a->has_s) return snprintf(buf, size, "%s", def) < (int)size;
-    if (a->s.len >= size) return 0;
-    memcpy(buf, a->s.data, a->s.len);
-    buf[a->s.len] = 0;
-    return 1;
-}
 
 /* GridSample: clgraph's grid_sample; opset 16's bilinear and bicubic are
  * its linear and cubic. */
@@ -170,7 +149,8 @@ cg_status cg_onnx_map_grid_sample(onnx_imp *im) {
     char mode[16], pad[16], a[120];
     cg_status s;
     if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x)) || (s = need_in(im, 1, &g))) return s;
-    if (!attr_str(im, "mode", "linear", mode, sizeof mode) || !attr_str(im, "padding_mode", "zeros", pad, sizeof pad))
+    if (!onnx_attr_str(im, "mode", "linear", mode, sizeof mode) ||
+        !onnx_attr_str(im, "padding_mode", "zeros", pad, sizeof pad))
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "unknown mode or padding_mode");
     const char *m = !strcmp(mode, "bilinear") ? "linear" : !strcmp(mode, "bicubic") ? "cubic" : mode;
     if (strcmp(m, "linear") && strcmp(m, "nearest") && strcmp(m, "cubic"))
@@ -201,9 +181,9 @@ cg_status cg_onnx_map_roi_align(onnx_imp *im) {
     if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x)) || (s = need_in(im, 1, &r)) ||
         (s = need_in(im, 2, &b)))
         return s;
-    if (!attr_str(im, "mode", "avg", mode, sizeof mode) ||
-        !attr_str(im, "coordinate_transformation_mode", im->opset >= 16 ? "half_pixel" : "output_half_pixel", ct,
-                  sizeof ct) ||
+    if (!onnx_attr_str(im, "mode", "avg", mode, sizeof mode) ||
+        !onnx_attr_str(im, "coordinate_transformation_mode", im->opset >= 16 ? "half_pixel" : "output_half_pixel", ct,
+                       sizeof ct) ||
         (strcmp(mode, "avg") && strcmp(mode, "max")) || (strcmp(ct, "half_pixel") && strcmp(ct, "output_half_pixel")))
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
                          "mode must be avg or max, coordinate_transformation_mode half_pixel "
@@ -276,9 +256,9 @@ cg_status cg_onnx_map_affine_grid(onnx_imp *im) {
     onnx_sub_attr a = onnx_sub_ints("perm", 3, perm);
     if ((s = onnx_new_const(im, b, &bn)) ||
         (s = onnx_sub_node(im, "Transpose", 1, (const char *[]){th->name}, 1, &tt, 1, &a)) ||
-        (s = sub2(im, "MatMul", bn, tt, &pr)) || (s = onnx_new_const_data(im, CG_I64, 1, &ns, shape, &sh)))
+        (s = onnx_sub2(im, "MatMul", bn, tt, &pr)) || (s = onnx_new_const_data(im, CG_I64, 1, &ns, shape, &sh)))
         return s;
-    return sub2(im, "Reshape", pr, sh, &out);
+    return onnx_sub2(im, "Reshape", pr, sh, &out);
 }
 
 /* SwiGLU: a * sigmoid(alpha * a) * b. */
@@ -289,67 +269,8 @@ cg_status cg_onnx_map_swiglu(onnx_imp *im) {
     if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b))) return s;
     const char *k, *sc = NULL, *sg = NULL, *sw = NULL, *out = out_name(im, 0), *in = a->name;
     const double alpha = onnx_attr_float(im, "alpha", 1.0);
-    if ((s = scalar(im, CG_F32, alpha, &k)) || (s = sub2(im, "Mul", a->name, k, &sc))) return s;
-    if ((s = onnx_sub_node(im, "Sigmoid", 1, &sc, 1, &sg, 0, NULL)) || (s = sub2(im, "Mul", in, sg, &sw))) return s;
-    return sub2(im, "Mul", sw, b->name, &out);
-}
-
-/* BitCast: clgraph's bitcast (DOUBLE, which clgraph reads as f32, refused). */
-cg_status cg_onnx_map_bitcast(onnx_imp *im) {
-    static const char *const known[] = {"to", NULL};
-    onnx_val *x;
-    cg_status s;
-    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x))) return s;
-    const int64_t to = onnx_attr_int(im, "to", 0);
-    const cg_dtype dt = cg_onnx_dtype((int32_t)to);
-    if (!dt || to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE || dt == CG_BOOL)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "BitCast to %s is not supported", cg_onnx_type_name((int32_t)to));
-    if (cg_dtype_size(dt) != cg_dtype_size((cg_dtype)x->desc.dtype))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "BitCast of '%s' (%s, as clgraph reads it) to %s: sizes differ",
-                         x->name, cg_dtype_name((cg_dtype)x->desc.dtype), cg_onnx_type_name((int32_t)to));
-    char a[40];
-    snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
-    const char *in[1] = {x->name};
-    return emit1(im, "bitcast", 1, in, out_name(im, 0), a);
-}
-
-/* ---- CenterCropPad, TensorScatter ---- */
-
-/* CenterCropPad: per axis a centred Slice where the target is smaller
- * (the extra element off the end), then a constant Pad where it is larger
- * (the extra zero at the end); the target shape known at import. */
-cg_status cg_onnx_map_center_crop_pad(onnx_imp *im) {
-    static const char *const known[] = {"axes", NULL};
-    onnx_val *x;
-    int64_t tgt[CG_MAX_DIMS], axes[CG_MAX_DIMS], st[CG_MAX_DIMS], en[CG_MAX_DIMS], pads[2 * CG_MAX_DIMS] = {0};
-    int na, nt;
-    cg_status s;
-    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x)) ||
-        (s = cg_onnx_known_ints(im, 1, "input 1 (shape)", CG_MAX_DIMS, tgt, &nt)))
+    if ((s = onnx_sub_scalar(im, CG_F32, alpha, &k)) || (s = onnx_sub2(im, "Mul", a->name, k, &sc))) return s;
+    if ((s = onnx_sub_node(im, "Sigmoid", 1, &sc, 1, &sg, 0, NULL)) || (s = onnx_sub2(im, "Mul", in, sg, &sw)))
         return s;
-    const int nd = x->desc.ndim;
-    const int64_t *a = onnx_attr_ints(im, "axes", &na);
-    if (!a) na = nt;
-    if (na != nt) return onnx_fail(im, CG_ERR_FORMAT, "shape has %d values for %d axes", nt, na);
-    for (int i = 0; i < na; i++) {
-        axes[i] = a ? (a[i] < 0 ? a[i] + nd : a[i]) : i;
-        const int64_t dim = axes[i] >= 0 && axes[i] < nd ? x->desc.dims[axes[i]] : -1;
-        if (dim < 0 || tgt[i] < 0)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "axis %lld of '%s' needs a known size and a target >= 0",
-                             (long long)axes[i], x->name);
-        const int64_t d = dim > tgt[i] ? dim - tgt[i] : 0, p = tgt[i] > dim ? tgt[i] - dim : 0;
-        st[i] = d / 2, en[i] = dim - (d - d / 2);
-        pads[axes[i]] = p / 2, pads[nd + axes[i]] = p - p / 2;
-    }
-    const int64_t n = na, n2 = 2 * nd;
-    const char *ks, *ke, *ka, *kp, *cut = NULL, *out = out_name(im, 0);
-    if ((s = onnx_new_const_data(im, CG_I64, 1, &n, st, &ks)) ||
-        (s = onnx_new_const_data(im, CG_I64, 1, &n, en, &ke)) ||
-        (s = onnx_new_const_data(im, CG_I64, 1, &n, axes, &ka)) ||
-        (s = onnx_new_const_data(im, CG_I64, 1, &n2, pads, &kp)))
-        return s;
-    const char *sin[4] = {x->name, ks, ke, ka};
-    if ((s = onnx_sub_node(im, "Slice", 4, sin, 1, &cut, 0, NULL))) return s;
-    const char *pin[2] = {cut, kp};
-    return onnx_sub_node(im, "Pad", 2, pin, 1, &out, 0, NULL);
+    return onnx_sub2(im, "Mul", sw, b->name, &out);
 }

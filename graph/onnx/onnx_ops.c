@@ -1541,6 +1541,7 @@ static const struct {
     {"SwiGLU", cg_onnx_map_swiglu, 0},
     {"Tan", map_unary, 0},
     {"Tanh", map_unary, 0},
+    {"TensorScatter", cg_onnx_map_tensor_scatter, OP_ANY_DTYPE},
     {"TfIdfVectorizer", cg_onnx_map_tfidf, 0},
     {"Tile", map_tile, OP_ANY_DTYPE},
     {"TopK", map_topk, 0},

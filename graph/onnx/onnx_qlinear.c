@@ -11,12 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Sub-node `op` on a and b into *out (NULL: fresh). */
-static cg_status sub2(onnx_imp *im, const char *op, const char *a, const char *b, const char **out) {
-    const char *in[2] = {a, b};
-    return onnx_sub_node(im, op, 2, in, 1, out, 0, NULL);
-}
-
 /* v cast to f32 into *out. */
 static cg_status to_f32(onnx_imp *im, const char *v, const char **out) {
     onnx_sub_attr a = onnx_sub_int("to", 1);
@@ -31,7 +25,7 @@ static cg_status centered(onnx_imp *im, onnx_val *v, onnx_val *zp, const char **
     if (s || !zp) return *out = f, s;
     if ((s = to_f32(im, zp->name, &z))) return s;
     *out = NULL;
-    return sub2(im, "Sub", f, z, out);
+    return onnx_sub2(im, "Sub", f, z, out);
 }
 
 /* The integer product (a - za) @ (b - zb) as f32 into *out. */
@@ -42,7 +36,7 @@ static cg_status int_product(onnx_imp *im, onnx_val *a, onnx_val *za, onnx_val *
     *out = NULL;
     if (k >= 0 && k <= 258) {
         if ((s = centered(im, a, za, &ca)) || (s = centered(im, b, zb, &cb))) return s;
-        return sub2(im, "MatMul", ca, cb, out);
+        return onnx_sub2(im, "MatMul", ca, cb, out);
     }
     if (b->desc.ndim != 2)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "K = %lld (over 258) with a b of %d dims", (long long)k, b->desc.ndim);
@@ -74,8 +68,8 @@ cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im) {
     if (a->desc.ndim < 2 || b->desc.ndim < 2) return onnx_fail(im, CG_ERR_UNSUPPORTED, "a and b need 2 or more dims");
     const char *c, *sab = NULL, *k = NULL, *d = NULL, *one, *out = out_name(im, 0);
     const float f1 = 1.0f;
-    if ((s = int_product(im, a, q[1], b, q[3], &c)) || (s = sub2(im, "Mul", q[0]->name, q[2]->name, &sab)) ||
-        (s = sub2(im, "Div", sab, q[4]->name, &k)) || (s = sub2(im, "Mul", c, k, &d)) ||
+    if ((s = int_product(im, a, q[1], b, q[3], &c)) || (s = onnx_sub2(im, "Mul", q[0]->name, q[2]->name, &sab)) ||
+        (s = onnx_sub2(im, "Div", sab, q[4]->name, &k)) || (s = onnx_sub2(im, "Mul", c, k, &d)) ||
         (s = onnx_new_const_data(im, CG_F32, 0, NULL, &f1, &one)))
         return s;
     const char *in[3] = {d, one, q[5] ? q[5]->name : ""};
@@ -94,7 +88,7 @@ static cg_status per_channel(onnx_imp *im, onnx_val *v, int64_t m, int nd, const
     const char *shp;
     cg_status s = onnx_new_const_data(im, CG_I64, 1, &n, d, &shp);
     *out = NULL;
-    return s ? s : sub2(im, "Reshape", v->name, shp, out);
+    return s ? s : onnx_sub2(im, "Reshape", v->name, shp, out);
 }
 
 /* QLinearConv: ConvInteger of x and w with their zero points (the node's
@@ -132,12 +126,12 @@ cg_status cg_onnx_map_qlinear_conv(onnx_imp *im) {
         if ((s = to_f32(im, b->name, &bf))) return s;
         onnx_val *bv = onnx_val_get(im, bf);
         if (!bv) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-        if ((s = per_channel(im, bv, m, nd, &bb)) || (s = sub2(im, "Add", cf, bb, &sum))) return s;
+        if ((s = per_channel(im, bv, m, nd, &bb)) || (s = onnx_sub2(im, "Add", cf, bb, &sum))) return s;
         acc = sum;
     }
     const float f1 = 1.0f;
-    if ((s = per_channel(im, q[2], m, nd, &ws)) || (s = sub2(im, "Mul", q[0]->name, ws, &xw)) ||
-        (s = sub2(im, "Div", xw, q[4]->name, &k)) || (s = sub2(im, "Mul", acc, k, &r)) ||
+    if ((s = per_channel(im, q[2], m, nd, &ws)) || (s = onnx_sub2(im, "Mul", q[0]->name, ws, &xw)) ||
+        (s = onnx_sub2(im, "Div", xw, q[4]->name, &k)) || (s = onnx_sub2(im, "Mul", acc, k, &r)) ||
         (s = onnx_new_const_data(im, CG_F32, 0, NULL, &f1, &one)))
         return s;
     const char *qin[3] = {r, one, q[5] ? q[5]->name : ""};

@@ -109,3 +109,23 @@ cg_status onnx_sub_node(onnx_imp *im, const char *op_type, int n_in, const char 
     im->node = n;
     return s;
 }
+
+cg_status onnx_sub2(onnx_imp *im, const char *op, const char *a, const char *b, const char **out) {
+    const char *in[2] = {a, b};
+    return onnx_sub_node(im, op, 2, in, 1, out, 0, NULL);
+}
+
+cg_status onnx_sub_scalar(onnx_imp *im, cg_dtype dt, double v, const char **name) {
+    const float f = (float)v;
+    const int64_t i = (int64_t)v;
+    return onnx_new_const_data(im, dt, 0, NULL, dt == CG_F32 ? (const void *)&f : (const void *)&i, name);
+}
+
+int onnx_attr_str(onnx_imp *im, const char *name, const char *def, char *buf, size_t size) {
+    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (!a || !a->has_s) return snprintf(buf, size, "%s", def) < (int)size;
+    if (a->s.len >= size) return 0;
+    memcpy(buf, a->s.data, a->s.len);
+    buf[a->s.len] = 0;
+    return 1;
+}

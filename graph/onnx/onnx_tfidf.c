@@ -20,12 +20,6 @@ typedef struct {
     cg_dtype dt; /* X's */
 } tf_pool;
 
-static cg_status sub2(onnx_imp *im, const char *op, const char *a, const char *b, const char **out) {
-    const char *in[2] = {a, b};
-    *out = NULL;
-    return onnx_sub_node(im, op, 2, in, 1, out, 0, NULL);
-}
-
 /* Reduce `op` of x over one axis, keepdims 0, with the axes as the opset
  * wants them (an input from 13 for ReduceSum, from 18 for the others). */
 static cg_status sub_reduce(onnx_imp *im, const char *op, const char *x, int64_t axis, const char **out) {
@@ -83,11 +77,11 @@ static cg_status tf_pass(onnx_imp *im, const tf_pool *p, const char *x, int64_t 
     const char *gin[2] = {x, pos};
     onnx_sub_attr ax = onnx_sub_int("axis", 1), to = onnx_sub_int("to", 1);
     if ((s = onnx_sub_node(im, "Gather", 2, gin, 1, &got, 1, &ax)) || /* [B, starts, 1, n] */
-        (s = sub2(im, "Equal", got, grams, &eq)) ||                   /* [B, starts, g, n] */
+        (s = onnx_sub2(im, "Equal", got, grams, &eq)) ||              /* [B, starts, g, n] */
         (s = onnx_sub_node(im, "Cast", 1, &eq, 1, &f, 1, &to)) || (s = sub_reduce(im, "ReduceMin", f, 3, &all)) ||
         (s = sub_reduce(im, "ReduceSum", all, 1, &sum))) /* [B, g] */
         return s;
-    return sub2(im, "MatMul", sum, sel, out);
+    return onnx_sub2(im, "MatMul", sum, sel, out);
 }
 
 /* Reshape sub-node of x to dims d[0..n) into *out (NULL: fresh). */
@@ -118,7 +112,7 @@ static cg_status tf_weigh(onnx_imp *im, const char *cnt, const tf_pool *p, const
     if (!strcmp(mode, "TFIDF")) return onnx_sub_node(im, "Mul", 2, in, 1, out, 0, NULL);
     if (strcmp(mode, "IDF")) return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode '%s' is not TF, IDF or TFIDF", mode);
     onnx_sub_attr to = onnx_sub_int("to", 1);
-    if ((s = onnx_new_const_data(im, CG_F32, 0, NULL, &z, &zero)) || (s = sub2(im, "Greater", cnt, zero, &pos)))
+    if ((s = onnx_new_const_data(im, CG_F32, 0, NULL, &z, &zero)) || (s = onnx_sub2(im, "Greater", cnt, zero, &pos)))
         return s;
     if (!wt) return onnx_sub_node(im, "Cast", 1, &pos, 1, out, 1, &to);
     in[0] = NULL;
@@ -173,7 +167,7 @@ cg_status cg_onnx_map_tfidf(onnx_imp *im) {
         for (int64_t n = d == 1 ? p.min_n : (p.min_n > 2 ? p.min_n : 2); n <= p.max_n; n++) {
             const char *cnt, *sum = NULL;
             if ((s = tf_pass(im, &p, xs, c, n, d, &cnt))) return s;
-            if (cnt && acc && (s = sub2(im, "Add", acc, cnt, &sum))) return s;
+            if (cnt && acc && (s = onnx_sub2(im, "Add", acc, cnt, &sum))) return s;
             if (cnt) acc = acc ? sum : cnt;
         }
     if (!acc) return onnx_fail(im, CG_ERR_UNSUPPORTED, "no n-gram of the pool fits a row of %lld", (long long)c);
