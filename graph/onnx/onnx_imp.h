@@ -233,6 +233,9 @@ cg_status cg_onnx_map_qlinear_conv(onnx_imp *im);
 /* onnx_tfidf.c: TfIdfVectorizer of integer input (a direct count). */
 cg_status cg_onnx_map_tfidf(onnx_imp *im);
 
+/* onnx_linattn.c: LinearAttention unrolled over its concrete length. */
+cg_status cg_onnx_map_linear_attention(onnx_imp *im);
+
 /* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
  * written as the ONNX ops of its definition. */
 /* A fresh value holding the constant t (taken), not yet a param: a node

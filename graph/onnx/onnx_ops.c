@@ -1471,6 +1471,7 @@ static const struct {
     {"LeakyRelu", map_activation, 0},
     {"Less", map_bool_op, 0},
     {"LessOrEqual", map_bool_op, 0},
+    {"LinearAttention", cg_onnx_map_linear_attention, 0},
     {"LSTM", cg_onnx_map_rnn_layer, 0},
     {"LpPool", cg_onnx_map_pool, 0},
     {"Log", map_unary, 0},
