@@ -219,6 +219,8 @@ cg_status cg_onnx_map_roi_align(onnx_imp *im);
 /* onnx_nn.c: AffineGrid (a product with the base grid), SwiGLU. */
 cg_status cg_onnx_map_affine_grid(onnx_imp *im);
 cg_status cg_onnx_map_swiglu(onnx_imp *im);
+/* onnx_nn.c: CausalConvWithState (Concat, depthwise Conv, Slice). */
+cg_status cg_onnx_map_causal_conv(onnx_imp *im);
 /* onnx_layout.c: BitCast onto bitcast; CenterCropPad (Slice, Pad). */
 cg_status cg_onnx_map_bitcast(onnx_imp *im);
 cg_status cg_onnx_map_center_crop_pad(onnx_imp *im);

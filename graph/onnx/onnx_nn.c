@@ -274,3 +274,62 @@ cg_status cg_onnx_map_swiglu(onnx_imp *im) {
         return s;
     return onnx_sub2(im, "Mul", sw, b->name, &out);
 }
+
+/* ---- CausalConvWithState ---- */
+
+/* The state [B, C, k - 1] before the input: past_state, or zeros. */
+static cg_status causal_state(onnx_imp *im, onnx_val *x, int64_t k, const char **st) {
+    onnx_val *p = onnx_in(im, 3);
+    const int64_t sd[3] = {x->desc.dims[0], x->desc.dims[1], k - 1}, three = 3;
+    if (p) {
+        if (p->desc.ndim != 3 || memcmp(p->desc.dims, sd, sizeof sd))
+            return onnx_fail(im, CG_ERR_FORMAT, "past_state '%s' must be [B, C, k - 1]", p->name);
+        *st = p->name;
+        return CG_OK;
+    }
+    const char *z, *kd;
+    cg_status s;
+    if ((s = onnx_sub_scalar(im, CG_F32, 0, &z)) || (s = onnx_new_const_data(im, CG_I64, 1, &three, sd, &kd))) return s;
+    *st = NULL;
+    return onnx_sub2(im, "Expand", z, kd, st);
+}
+
+/* CausalConvWithState (onnx 1.23): the input after its state, a depthwise
+ * Conv of kernel k without padding (then x * sigmoid(x) for silu / swish),
+ * and the last k - 1 steps of the padded input as the present state. */
+cg_status cg_onnx_map_causal_conv(onnx_imp *im) {
+    static const char *const known[] = {"activation", NULL};
+    onnx_val *x, *w, *b = onnx_in(im, 2);
+    char act[8];
+    cg_status s;
+    if ((s = onnx_check_attrs(im, known)) || (s = need_in(im, 0, &x)) || (s = need_in(im, 1, &w))) return s;
+    if (!onnx_attr_str(im, "activation", "none", act, sizeof act) ||
+        (strcmp(act, "none") && strcmp(act, "silu") && strcmp(act, "swish")))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "activation must be none, silu or swish");
+    if (x->desc.ndim != 3 || w->desc.ndim != 3 || x->desc.dims[0] < 0 || x->desc.dims[1] < 0 || x->desc.dims[2] < 0 ||
+        w->desc.dims[0] != x->desc.dims[1] || w->desc.dims[1] != 1 || w->desc.dims[2] < 1)
+        return onnx_fail(im, CG_ERR_FORMAT, "input must be [B, C, L] (known) and weight [C, 1, k]");
+    const int64_t k = w->desc.dims[2], len = x->desc.dims[2] + k - 1, ax = 2, one = 1, ks[1] = {k}, pads[2] = {0, 0};
+    const char *st, *pad = NULL, *conv = NULL, *sg = NULL, *out = out_name(im, 0), *ps = out_name(im, 1);
+    onnx_sub_attr ca = onnx_sub_int("axis", 2);
+    onnx_sub_attr cv[3] = {onnx_sub_int("group", x->desc.dims[1]), onnx_sub_ints("kernel_shape", 1, ks),
+                           onnx_sub_ints("pads", 2, pads)};
+    const char *cin[2], *vin[3] = {NULL, w->name, b ? b->name : ""};
+    if ((s = causal_state(im, x, k, &st))) return s;
+    cin[0] = st, cin[1] = x->name;
+    if ((s = onnx_sub_node(im, "Concat", 2, cin, 1, &pad, 1, &ca))) return s;
+    vin[0] = pad;
+    if ((s = onnx_sub_node(im, "Conv", b ? 3 : 2, vin, 1, strcmp(act, "none") ? &conv : &out, 3, cv))) return s;
+    if (strcmp(act, "none") &&
+        ((s = onnx_sub_node(im, "Sigmoid", 1, &conv, 1, &sg, 0, NULL)) || (s = onnx_sub2(im, "Mul", conv, sg, &out))))
+        return s;
+    if (!ps) return CG_OK;
+    const int64_t from = len - (k - 1);
+    const char *k1, *k2, *k3;
+    if ((s = onnx_new_const_data(im, CG_I64, 1, &one, &from, &k1)) ||
+        (s = onnx_new_const_data(im, CG_I64, 1, &one, &len, &k2)) ||
+        (s = onnx_new_const_data(im, CG_I64, 1, &one, &ax, &k3)))
+        return s;
+    const char *sin[4] = {pad, k1, k2, k3};
+    return onnx_sub_node(im, "Slice", 4, sin, 1, &ps, 0, NULL);
+}

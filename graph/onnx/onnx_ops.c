@@ -1423,6 +1423,7 @@ static const struct {
     {"BlackmanWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"AveragePool", cg_onnx_map_pool, 0},
     {"Cast", map_cast, OP_ANY_DTYPE},
+    {"CausalConvWithState", cg_onnx_map_causal_conv, 0},
     {"Ceil", map_unary, 0},
     {"CenterCropPad", cg_onnx_map_center_crop_pad, OP_ANY_DTYPE},
     {"Clip", map_clip, 0},
