@@ -62,7 +62,8 @@ void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d);
 
 /* Name of a dtype for messages: "f32", "i64", ... or "unknown dtype". */
 static inline const char *cg_ops_dtype_name(cg_op_dtype t) {
-    static const char *const names[] = {"unknown dtype", "f32", "i32", "f16", "bf16", "i8", "u8", "i64", "bool"};
+    static const char *const names[] = {"unknown dtype", "f32",  "i32", "f16", "bf16", "i8", "u8",
+                                        "i64",           "bool", "i16", "u16", "u32",  "u64"};
     return (int)t >= 0 && (int)t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown dtype";
 }
 
@@ -219,6 +220,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh) X(acosh)       \
     X(atanh) X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu)           \
     X(hard_sigmoid) X(clip)                                                 \
+    /* mod.c, bitwise.c */                                                  \
+    X(mod) X(bit_shift) X(bitwise_and) X(bitwise_or) X(bitwise_xor)         \
+    X(bitwise_not)                                                          \
     /* matmul.c */                                                          \
     X(matmul) X(linear)                                                     \
     /* softmax.c */                                                         \

@@ -267,6 +267,12 @@ cg_status onnx_sub_scalar(onnx_imp *im, cg_dtype dt, double v, const char **name
 /* The STRING attribute `name` into buf (def when absent); 0 when it does
  * not fit. */
 int onnx_attr_str(onnx_imp *im, const char *name, const char *def, char *buf, size_t size);
+/* onnx_int.c: Mod, BitShift, BitwiseAnd, BitwiseOr, BitwiseXor,
+ * BitwiseNot. */
+cg_status cg_onnx_map_mod(onnx_imp *im);
+cg_status cg_onnx_map_bitshift(onnx_imp *im);
+cg_status cg_onnx_map_bitwise(onnx_imp *im);
+
 /* onnx_index.c: GatherND, ScatterND, Pad, DepthToSpace, SpaceToDepth. */
 cg_status cg_onnx_map_index(onnx_imp *im);
 /* The STRING attribute `name` into buf (def when absent); fails on a value

@@ -158,8 +158,7 @@ static cg_status map_clip(onnx_imp *im) {
         }
     }
     if (dt != CG_F32) {
-        if (im->opset < 11 || (dt != CG_I32 && dt != CG_I64 && dt != CG_I8 && dt != CG_U8))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
+        if (im->opset < 11 || dt == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
         return clip_int(im, x, bt);
     }
     char a[200];
@@ -1023,8 +1022,7 @@ static cg_status map_pow(onnx_imp *im) {
     const int ta = a->desc.dtype, tb = b->desc.dtype;
     if (ta != CG_F32 && ta != CG_I32 && ta != CG_I64)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow of %s (f32, i32 and i64)", cg_dtype_name((cg_dtype)ta));
-    if (tb != CG_F32 && tb != CG_I32 && tb != CG_I64)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
+    if (tb == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
     const char *an = a->name, *bn = b->name;
     const int via_f32 = ta != CG_F32 && tb == CG_F32;
     char to[32];
@@ -1168,7 +1166,7 @@ static cg_status map_topk(onnx_imp *im) {
     const char *cur = x->name, *o[2] = {NULL, NULL};
     /* integers rank as f32 (exact up to 2^24: lengths, ids) and come back */
     const cg_dtype xt = x->desc.dtype;
-    const int is_int = xt == CG_I32 || xt == CG_I64;
+    const int is_int = xt != CG_F32 && xt != CG_BOOL;
     if (is_int && (s = emit_tmp(im, "cast", cur, "to: \"f32\"", &cur))) return s;
     if (axis != nd - 1 && (s = emit_tmp(im, "transpose", cur, pa, &cur))) return s;
     if (!largest && (s = emit_tmp(im, "neg", cur, NULL, &cur))) return s;
@@ -1422,6 +1420,11 @@ static const struct {
     {"BitCast", cg_onnx_map_bitcast, OP_ANY_DTYPE},
     {"BlackmanWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"AveragePool", cg_onnx_map_pool, 0},
+    {"BitShift", cg_onnx_map_bitshift, 0},
+    {"BitwiseAnd", cg_onnx_map_bitwise, 0},
+    {"BitwiseNot", cg_onnx_map_bitwise, 0},
+    {"BitwiseOr", cg_onnx_map_bitwise, 0},
+    {"BitwiseXor", cg_onnx_map_bitwise, 0},
     {"Cast", map_cast, OP_ANY_DTYPE},
     {"CausalConvWithState", cg_onnx_map_causal_conv, 0},
     {"Ceil", map_unary, 0},
@@ -1487,7 +1490,7 @@ static const struct {
     {"Mean", map_binary, 0},
     {"MelWeightMatrix", cg_onnx_map_mel, OP_ANY_DTYPE},
     {"Min", map_binary, 0},
-    {"Mod", map_fold_only, 0},
+    {"Mod", cg_onnx_map_mod, 0},
     {"Momentum", cg_onnx_map_momentum, 0},
     {"Mul", map_binary, 0},
     {"Neg", map_unary, 0},
