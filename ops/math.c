@@ -1,6 +1,6 @@
 /* Elementwise math functions of f32 tensors that ONNX models use (abs,
- * reciprocal, rounding, sign, sin, cos, tan and the inverse and hyperbolic
- * trigonometric functions, erf, softplus, softsign) and the
+ * reciprocal, rounding, sign, trigonometric and hyperbolic functions and their
+ * inverses, erf, softplus, softsign) and the
  * parameterised activations (elu, leaky_relu, hard_sigmoid, clip), each a
  * CPU kernel with libm and an OpenCL kernel in cl/math.cl. */
 #include "int_ops.h"
@@ -222,16 +222,16 @@ MATH_INT_OP(sign, CG_IU_SIGN, -3, 3,
             "Elementwise sign: 1, -1, or x itself for 0, -0 and NaN (unsigned integers 0 or 1)" SAME_INT)
 MATH_OP(sin, NULL, 0, -10, 10, no_attrs, 1, "Elementwise sine" SAME)
 MATH_OP(cos, NULL, 0, -10, 10, no_attrs, 1, "Elementwise cosine" SAME)
-MATH_OP(tan, NULL, 0, -1.5, 1.5, no_attrs, 1, "Elementwise tangent" SAME)
-MATH_OP(asin, NULL, 0, -0.99, 0.99, no_attrs, 1, "Elementwise arcsine (NaN outside [-1, 1])" SAME)
-MATH_OP(acos, NULL, 0, -0.99, 0.99, no_attrs, 1, "Elementwise arccosine (NaN outside [-1, 1])" SAME)
+MATH_OP(tan, NULL, 0, -1.4, 1.4, no_attrs, 1, "Elementwise tangent" SAME)
+MATH_OP(asin, NULL, 0, -1, 1, no_attrs, 1, "Elementwise arcsine (NaN outside [-1, 1])" SAME)
+MATH_OP(acos, NULL, 0, -1, 1, no_attrs, 1, "Elementwise arccosine (NaN outside [-1, 1])" SAME)
 MATH_OP(atan, NULL, 0, -10, 10, no_attrs, 1, "Elementwise arctangent" SAME)
-MATH_OP(sinh, NULL, 0, -8, 8, no_attrs, 1, "Elementwise hyperbolic sine" SAME)
-MATH_OP(cosh, NULL, 0, -8, 8, no_attrs, 1, "Elementwise hyperbolic cosine" SAME)
+MATH_OP(sinh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise hyperbolic sine" SAME)
+MATH_OP(cosh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise hyperbolic cosine" SAME)
 MATH_OP(asinh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise inverse hyperbolic sine" SAME)
 MATH_OP(acosh, NULL, 0, 1, 10, no_attrs, 1, "Elementwise inverse hyperbolic cosine (NaN below 1)" SAME)
 MATH_OP(atanh, NULL, 0, -0.99, 0.99, no_attrs, 1,
-        "Elementwise inverse hyperbolic tangent (NaN outside [-1, 1], +-inf at +-1)" SAME)
+        "Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])" SAME)
 MATH_OP(erf, NULL, 0, -3, 3, no_attrs, 1, "Elementwise error function" SAME)
 MATH_OP(softplus, NULL, 0, -30, 30, no_attrs, 1,
         "Elementwise log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)) so large |x| neither overflows nor "

@@ -1,7 +1,7 @@
 /* ONNX activations and elementwise tests that are compositions of
  * clgraph's ops, each in the form ONNX's reference or function body
  * computes: HardSwish, Gelu (none and tanh), Mish, PRelu, Selu, Celu,
- * Shrink, ThresholdedRelu, Swish, SwiGLU, IsNaN, IsInf and Hardmax. */
+ * Shrink, ThresholdedRelu, Swish, IsNaN, IsInf and Hardmax. */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
@@ -217,23 +217,6 @@ static cg_status hardmax(onnx_imp *im, onnx_val *x, const char *y) {
     return emit_reshape(im, onnx_val_get(im, h), r, x->desc.dims, y);
 }
 
-/* SwiGLU (opset 28): A sigmoid(alpha A) * B, A and B of one shape. */
-static cg_status swiglu(onnx_imp *im, onnx_val *a, const char *y) {
-    onnx_val *b;
-    const char *t = NULL, *g = NULL, *sw = NULL;
-    double alpha;
-    char at[64];
-    cg_status s;
-    if ((s = need_in(im, 1, &b)) || (s = float_attr(im, "alpha", 1.0, &alpha))) return s;
-    if (b->desc.ndim != a->desc.ndim || memcmp(b->desc.dims, a->desc.dims, sizeof(int64_t) * (size_t)a->desc.ndim))
-        return onnx_fail(im, CG_ERR_FORMAT, "A and B must have one shape (no broadcasting)");
-    snprintf(at, sizeof at, "alpha: %.9g, beta: 0.0", alpha);
-    if ((s = emit_tmp(im, "affine", a->name, at, &t)) || (s = emit_tmp(im, "sigmoid", t, NULL, &g)) ||
-        (s = emit_tmp2(im, "mul", a->name, g, NULL, &sw)))
-        return s;
-    return emit1(im, "mul", 2, (const char *[]){sw, b->name}, y, NULL);
-}
-
 cg_status cg_onnx_map_act(onnx_imp *im) {
     static const struct {
         const char *op;
@@ -250,7 +233,6 @@ cg_status cg_onnx_map_act(onnx_imp *im) {
                {"Selu", selu_celu, {"alpha", "gamma"}},
                {"Shrink", shrink_thresh, {"bias", "lambd"}},
                {"Swish", mish_swish, {"alpha"}},
-               {"SwiGLU", swiglu, {"alpha"}},
                {"ThresholdedRelu", shrink_thresh, {"alpha"}}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         if (strcmp(im->node->op_type, ops[i].op)) continue;

@@ -3,14 +3,11 @@
  * definitions give (divide, round half to even, add the zero point,
  * saturate, cast), which is how ONNX Runtime computes them too. Scales
  * and zero points may be run-time values (DynamicQuantizeLinear's are).
- * MatMulInteger is clgraph's matmul_integer; QLinearMatMul that, scaled
- * and requantized. */
+ * MatMulInteger is clgraph's matmul_integer. */
 #include "onnx_imp.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#include "shape.h"
 
 /* One clgraph op on a (and b, when not NULL) into a fresh value, whose
  * name *out receives (a and b may be *out). */
@@ -269,51 +266,4 @@ cg_status cg_onnx_map_matmul_integer(onnx_imp *im) {
     }
     const char *outs[1] = {out_at(im, 0)};
     return onnx_emit(im, "matmul_integer", n, in, 1, outs, NULL);
-}
-
-/* QLinearMatMul as ONNX's reference computes it: the exact int32 product
- * of (a - a_zero) and (b - b_zero) (matmul_integer), times a_scale *
- * b_scale / y_scale in f32, plus y_zero, rounded half to even, saturated
- * to y's type. Scales and zero points are one value each (b's may be one
- * per column). */
-cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im) {
-    onnx_val *v[8];
-    cg_status s;
-    if ((s = onnx_check_attrs(im, NULL))) return s;
-    for (int i = 0; i < 8; i++)
-        if ((s = typed_in(im, i, &v[i]))) return s;
-    onnx_val *a = v[0], *b = v[3], *yzp = v[7];
-    const cg_dtype dt = (cg_dtype)yzp->desc.dtype;
-    const int64_t k = b->desc.ndim >= 2 ? b->desc.dims[b->desc.ndim - 2] : -1;
-    /* a batched B: the product in f32, exact while every sum stays below
-     * 2^24 (K 258 of 255 * 255) */
-    const int f32_path = b->desc.ndim != 2 && k >= 0 && k <= 258;
-    if (a->desc.ndim < 2 || b->desc.ndim < 2 || (b->desc.ndim != 2 && !f32_path) || (dt != CG_U8 && dt != CG_I8))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "QLinearMatMul of %d-D A and %d-D B (K %lld) to %s (2+-D A, 2-D B or K up to 258, u8 or i8)",
-                         a->desc.ndim, b->desc.ndim, (long long)k, cg_dtype_name(dt));
-    for (int i = 1; i < 8; i++)
-        if (i != 3 && i != 4 && i != 5 && cg_shape_numel(v[i]->desc.ndim, v[i]->desc.dims) != 1)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s' must be one value (per-row scales of A are not supported)",
-                             v[i]->name);
-    const char *in[4] = {a->name, b->name, v[2]->name, v[5]->name}, *c = NULL, *m = NULL, *t = NULL, *z = NULL;
-    if (f32_path) {
-        const char *af = NULL, *bf = NULL, *za = NULL, *zb = NULL;
-        if ((s = op2(im, "cast", a->name, NULL, "to: \"f32\"", &af)) ||
-            (s = op2(im, "cast", v[2]->name, NULL, "to: \"f32\"", &za)) || (s = op2(im, "sub", af, za, NULL, &af)) ||
-            (s = op2(im, "cast", b->name, NULL, "to: \"f32\"", &bf)) ||
-            (s = op2(im, "cast", v[5]->name, NULL, "to: \"f32\"", &zb)) || (s = op2(im, "sub", bf, zb, NULL, &bf)) ||
-            (s = op2(im, "matmul", af, bf, NULL, &c)))
-            return s;
-    } else if ((s = onnx_emit(im, "matmul_integer", 4, in, 1, &c, NULL)) ||
-               (s = op2(im, "cast", c, NULL, "to: \"f32\"", &c))) {
-        return s;
-    }
-    if ((s = op2(im, "mul", v[1]->name, v[4]->name, NULL, &m)) || (s = op2(im, "div", m, v[6]->name, NULL, &m)) ||
-        (s = op2(im, "mul", c, m, NULL, &t)) || (s = op2(im, "cast", yzp->name, NULL, "to: \"f32\"", &z)) ||
-        (s = op2(im, "add", t, z, NULL, &t)) || (s = op2(im, "round", t, NULL, NULL, &t)))
-        return s;
-    const char *clip = dt == CG_U8 ? "min: 0, max: 255" : "min: -128, max: 127";
-    if ((s = op2(im, "clip", t, NULL, clip, &t))) return s;
-    return op2_to(im, "cast", t, NULL, dt == CG_U8 ? "to: \"u8\"" : "to: \"i8\"", out_at(im, 0));
 }

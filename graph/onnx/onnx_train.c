@@ -1,10 +1,9 @@
-/* Two optimizers of the ai.onnx.preview.training domain (Adagrad,
- * Momentum) as elementwise clgraph ops: one update per tensor of the
- * node's group, in the formulas of ONNX's reference. The learning rate R
- * and the step count T must be known at import (the step's scalars are
- * folded into the constants there). Adam is not mapped: ONNX 1.12's
- * test_adam_multiple computed its outputs with an epsilon its model does
- * not carry (onnx/onnx#7749), so a correct Adam fails that node test. */
+/* The optimizers of the ai.onnx.preview.training domain (Adagrad, Momentum,
+ * Adam): one update of each tensor group as elementwise clgraph ops. The
+ * scalar inputs R (learning rate) and T (update count) are read at run
+ * time, so one imported step serves every iteration of a training loop; the
+ * factors ONNX makes of them (bias corrections, the first step's beta) are
+ * scalar nodes that every tensor of the group then broadcasts. */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
@@ -12,115 +11,180 @@
 #include <stdio.h>
 #include <string.h>
 
-/* R and T (inputs 0 and 1) as doubles; the number of tensors updated (the
- * inputs after R and T come in `per` groups of n). */
-static cg_status hyper(onnx_imp *im, int per, double *r, double *t, int *n) {
-    const cg_tensor *rt, *tt;
+#define TRAINING_DOMAIN "ai.onnx.preview.training"
+
+int cg_onnx_training_op(const char *domain, const char *op_type) {
+    return domain && !strcmp(domain, TRAINING_DOMAIN) &&
+           (!strcmp(op_type, "Adagrad") || !strcmp(op_type, "Momentum") || !strcmp(op_type, "Adam"));
+}
+
+/* Emission that stops at the first failure (st keeps it), so an update rule
+ * reads as straight-line code and is checked once. */
+typedef struct {
+    onnx_imp *im;
+    cg_status st;
+} tr_em;
+
+/* op(a[, b]) with attributes `attrs` into `out` (NULL: a fresh value); the
+ * value's name, or "" once failed. */
+static const char *opa(tr_em *e, const char *op, const char *a, const char *b, const char *attrs, const char *out) {
+    if (e->st) return "";
+    const char *in[2] = {a, b}, *o[1] = {out};
+    e->st = onnx_emit(e->im, op, b ? 2 : 1, in, 1, o, attrs);
+    return e->st ? "" : o[0];
+}
+
+static const char *op2(tr_em *e, const char *op, const char *a, const char *b, const char *out) {
+    return opa(e, op, a, b, NULL, out);
+}
+
+/* A scalar constant of dtype f32, or i64 where `i64`. */
+static const char *scalar(tr_em *e, double v, int i64) {
+    if (e->st) return "";
+    const float f = (float)v;
+    const int64_t k = (int64_t)v;
+    const char *name = NULL;
+    e->st = const_of(e->im, i64 ? CG_I64 : CG_F32, 0, NULL, i64 ? (const void *)&k : (const void *)&f, &name);
+    return e->st ? "" : name;
+}
+
+/* c * x (x itself where c is 1). */
+static const char *scale(tr_em *e, double c, const char *x) {
+    return c == 1.0 ? x : op2(e, "mul", x, scalar(e, c, 0), NULL);
+}
+
+/* G + norm_coefficient * X: the gradient with the regularization term. */
+static const char *regularized(tr_em *e, double nc, const char *x, const char *g) {
+    return nc == 0.0 ? g : op2(e, "add", g, scale(e, nc, x), NULL);
+}
+
+/* The node's inputs and float attributes, checked: R and T scalars (R f32,
+ * T i64), then n_groups groups of n tensors each (X, G, then the states),
+ * every tensor of a position alike in shape. */
+static cg_status tr_inputs(onnx_imp *im, int per, int *n, const char **names) {
+    const Onnx__NodeProto *nd = im->node;
+    if (!cg_onnx_training_op(nd->domain, nd->op_type))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "operator %s is not supported (only in domain '%s')", nd->op_type,
+                         TRAINING_DOMAIN);
+    if (nd->n_input < 2 + (size_t)per || (nd->n_input - 2) % (size_t)per || nd->n_input > ONNX_MAX_IO)
+        return onnx_fail(im, CG_ERR_FORMAT, "%zu inputs: R, T and %d tensors per group are expected", nd->n_input, per);
+    *n = (int)(nd->n_input - 2) / per;
+    if (nd->n_output != (size_t)(*n * (per - 1)))
+        return onnx_fail(im, CG_ERR_FORMAT, "%zu outputs for %d groups: %d expected", nd->n_output, *n, *n * (per - 1));
+    for (int i = 0; i < (int)nd->n_input; i++) {
+        onnx_val *v;
+        cg_status s = need_in(im, i, &v);
+        if (s) return s;
+        const cg_dtype want = i == 1 ? CG_I64 : CG_F32;
+        if (v->desc.dtype != want || (i < 2 && v->desc.ndim != 0 && !(v->desc.ndim == 1 && v->desc.dims[0] == 1)))
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "input %d ('%s') must be %s", i, v->name,
+                             i == 0   ? "a float scalar (R)"
+                             : i == 1 ? "an int64 scalar (T)"
+                                      : "float32");
+        names[i] = v->name;
+    }
+    for (int i = 0; i < (int)nd->n_output; i++)
+        if (!out_name(im, i)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "output %d is unnamed", i);
+    return CG_OK;
+}
+
+/* where(T > 0, a, b) for scalars a and b. */
+static const char *if_t_pos(tr_em *e, const char *t, const char *a, const char *b) {
+    const char *pos = op2(e, "greater", t, scalar(e, 0, 1), NULL);
+    if (e->st) return "";
+    const char *in[3] = {pos, a, b}, *o[1] = {NULL};
+    e->st = onnx_emit(e->im, "where", 3, in, 1, o, NULL);
+    return e->st ? "" : o[0];
+}
+
+/* Adagrad: r = R / (1 + T * decay_factor); G' = G + nc * X; H' = H + G'^2;
+ * X' = X - r * G' / (sqrt(H') + epsilon). Outputs X'..., H'.... */
+cg_status cg_onnx_map_adagrad(onnx_imp *im) {
+    static const char *const known[] = {"decay_factor", "epsilon", "norm_coefficient", NULL};
+    const char *in[ONNX_MAX_IO];
+    int n;
     cg_status s;
-    if ((s = onnx_need_const(im, onnx_in(im, 0), "input 0 (R, the learning rate)", &rt)) ||
-        (s = onnx_need_const(im, onnx_in(im, 1), "input 1 (T, the step count)", &tt)))
-        return s;
-    if (cg_tensor_numel(rt) != 1 || cg_tensor_dtype(rt) != CG_F32 || cg_tensor_numel(tt) != 1)
-        return onnx_fail(im, CG_ERR_FORMAT, "R must be one float and T one integer");
-    *r = ((const float *)cg_tensor_data_const(rt))[0], *t = (double)cg_onnx_int_at(tt, 0);
-    const int k = (int)im->node->n_input - 2;
-    *n = k / per;
-    if (k < per || k % per || (int)im->node->n_output != *n * (per - 1))
-        return onnx_fail(im, CG_ERR_FORMAT, "%d inputs after R and T for %zu outputs (groups of %d)", k,
-                         im->node->n_output, per);
-    return CG_OK;
-}
-
-/* a * x (+ b * y when y) into *out (a name, or NULL for a fresh value):
- * affine, and add. */
-static cg_status axpby(onnx_imp *im, double a, const char *x, double b, const char *y, const char **out) {
-    char at[80];
-    const char *u = NULL, *v = NULL;
-    snprintf(at, sizeof at, "alpha: %.9g, beta: 0.0", (double)(float)a);
-    cg_status s = onnx_emit(im, "affine", 1, &x, 1, y ? &u : out, at);
-    if (s || !y) return s;
-    snprintf(at, sizeof at, "alpha: %.9g, beta: 0.0", (double)(float)b);
-    if ((s = emit_tmp(im, "affine", y, at, &v))) return s;
-    return onnx_emit(im, "add", 2, (const char *[]){u, v}, 1, out, NULL);
-}
-
-/* Input i of the current node's tensors, which must be f32 and typed. */
-static cg_status tensor_in(onnx_imp *im, int i, const char **name) {
-    onnx_val *v;
-    cg_status s = need_in(im, i, &v);
-    if (s) return s;
-    if (v->desc.dtype != CG_F32) return onnx_fail(im, CG_ERR_UNSUPPORTED, "'%s' is not float", v->name);
-    *name = v->name;
-    return CG_OK;
-}
-
-/* g + norm_coefficient x: the regularized gradient. */
-static cg_status regularized(onnx_imp *im, const char *x, const char *g, const char **out) {
-    const double nc = onnx_attr_float(im, "norm_coefficient", 0);
-    const char *t = NULL;
-    if (nc == 0) return *out = g, CG_OK;
-    cg_status s = axpby(im, nc, x, 0, NULL, &t);
-    return s ? s : emit_tmp2(im, "add", t, g, NULL, out);
-}
-
-/* x - y into output o (y already scaled). */
-static cg_status x_minus(onnx_imp *im, const char *x, const char *y, int o) {
-    return emit1(im, "sub", 2, (const char *[]){x, y}, out_name(im, o), NULL);
-}
-
-/* Adagrad: H' = H + G'^2, X' = X - R / (1 + T decay) G' / (sqrt(H') + eps). */
-static cg_status adagrad(onnx_imp *im) {
-    double r, t;
-    int n;
-    cg_status s = hyper(im, 3, &r, &t, &n);
-    const double rr = r / (1 + t * onnx_attr_float(im, "decay_factor", 0));
-    char at[80];
-    snprintf(at, sizeof at, "alpha: 1.0, beta: %.9g", (double)(float)onnx_attr_float(im, "epsilon", 1e-6));
-    for (int i = 0; !s && i < n; i++) {
-        const char *x, *g, *h, *gr, *sq = NULL, *hn = out_name(im, n + i), *rt = NULL, *hs = NULL, *u = NULL, *d = NULL;
-        if ((s = tensor_in(im, 2 + i, &x)) || (s = tensor_in(im, 2 + n + i, &g)) ||
-            (s = tensor_in(im, 2 + 2 * n + i, &h)) || (s = regularized(im, x, g, &gr)) ||
-            (s = emit_tmp2(im, "mul", gr, gr, NULL, &sq)) ||
-            (s = onnx_emit(im, "add", 2, (const char *[]){h, sq}, 1, &hn, NULL)) ||
-            (s = emit_tmp(im, "sqrt", hn, NULL, &rt)) || (s = emit_tmp(im, "affine", rt, at, &hs)) ||
-            (s = axpby(im, rr, gr, 0, NULL, &u)) || (s = emit_tmp2(im, "div", u, hs, NULL, &d)))
-            return s;
-        s = x_minus(im, x, d, i);
+    if ((s = tr_inputs(im, 3, &n, in)) || (s = onnx_check_attrs(im, known))) return s;
+    const double decay = onnx_attr_float(im, "decay_factor", 0), eps = onnx_attr_float(im, "epsilon", 1e-6),
+                 nc = onnx_attr_float(im, "norm_coefficient", 0);
+    tr_em e = {im, CG_OK};
+    const char *t = opa(&e, "cast", in[1], NULL, "to: \"f32\"", NULL);
+    const char *den = op2(&e, "add", scale(&e, decay, t), scalar(&e, 1, 0), NULL);
+    const char *r = op2(&e, "div", in[0], den, NULL);
+    for (int i = 0; i < n && !e.st; i++) {
+        const char *x = in[2 + i], *g = regularized(&e, nc, x, in[2 + n + i]);
+        const char *h = op2(&e, "add", in[2 + 2 * n + i], op2(&e, "mul", g, g, NULL), out_name(im, n + i));
+        const char *ad = op2(&e, "add", op2(&e, "sqrt", h, NULL, NULL), scalar(&e, eps, 0), NULL);
+        const char *step = op2(&e, "div", op2(&e, "mul", r, g, NULL), ad, NULL);
+        op2(&e, "sub", x, step, out_name(im, i));
     }
-    return s;
+    return e.st;
 }
 
-/* Momentum: V' = alpha V + beta' G' (beta' 1 at T 0), X' = X - R V'
- * (nesterov: X - R (G' + alpha V')). */
-static cg_status momentum(onnx_imp *im) {
-    double r, t;
+/* The string attribute `name` is `want` (or absent: `def`). */
+static int attr_is(onnx_imp *im, const char *name, const char *def, const char *want) {
+    const Onnx__AttributeProto *a = onnx_attr_typed(im, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (!a || !a->has_s) return !strcmp(def, want);
+    return a->s.len == strlen(want) && !memcmp(a->s.data, want, a->s.len);
+}
+
+/* Momentum: G' = G + nc * X; V' = alpha * V + b * G' with b = beta, or 1
+ * on the first update (T = 0); standard X' = X - R * V', nesterov X' = X -
+ * R * (G' + alpha * V'). Outputs X'..., V'.... */
+cg_status cg_onnx_map_momentum(onnx_imp *im) {
+    static const char *const known[] = {"alpha", "beta", "mode", "norm_coefficient", NULL};
+    const char *in[ONNX_MAX_IO];
     int n;
-    cg_status s = hyper(im, 3, &r, &t, &n);
-    const Onnx__AttributeProto *m = onnx_attr_typed(im, "mode", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-    const int nesterov = m && m->has_s && m->s.len == 8 && !memcmp(m->s.data, "nesterov", 8);
-    if (!s && m && m->has_s && !nesterov && !(m->s.len == 8 && !memcmp(m->s.data, "standard", 8)))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "mode (standard or nesterov)");
-    const double alpha = onnx_attr_float(im, "alpha", 0), beta = t > 0 ? onnx_attr_float(im, "beta", 0) : 1;
-    for (int i = 0; !s && i < n; i++) {
-        const char *x, *g, *v, *gr, *vn = out_name(im, n + i), *a = NULL, *b = NULL, *u = NULL, *w = NULL;
-        if ((s = tensor_in(im, 2 + i, &x)) || (s = tensor_in(im, 2 + n + i, &g)) ||
-            (s = tensor_in(im, 2 + 2 * n + i, &v)) || (s = regularized(im, x, g, &gr)) ||
-            (s = axpby(im, alpha, v, 0, NULL, &a)) || (s = axpby(im, beta, gr, 0, NULL, &b)) ||
-            (s = onnx_emit(im, "add", 2, (const char *[]){a, b}, 1, &vn, NULL)))
-            return s;
-        if (nesterov && ((s = axpby(im, alpha, vn, 0, NULL, &w)) || (s = emit_tmp2(im, "add", gr, w, NULL, &w))))
-            return s;
-        if ((s = axpby(im, r, nesterov ? w : vn, 0, NULL, &u))) return s;
-        s = x_minus(im, x, u, i);
+    cg_status s;
+    if ((s = tr_inputs(im, 3, &n, in)) || (s = onnx_check_attrs(im, known))) return s;
+    const int nesterov = attr_is(im, "mode", "standard", "nesterov");
+    if (!nesterov && !attr_is(im, "mode", "standard", "standard"))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "attribute mode must be 'standard' or 'nesterov'");
+    if (!onnx_attr(im, "alpha") || !onnx_attr(im, "beta") || !onnx_attr(im, "norm_coefficient"))
+        return onnx_fail(im, CG_ERR_FORMAT, "attributes alpha, beta and norm_coefficient are required");
+    const double alpha = onnx_attr_float(im, "alpha", 0), beta = onnx_attr_float(im, "beta", 0),
+                 nc = onnx_attr_float(im, "norm_coefficient", 0);
+    tr_em e = {im, CG_OK};
+    const char *b = if_t_pos(&e, in[1], scalar(&e, beta, 0), scalar(&e, 1, 0));
+    for (int i = 0; i < n && !e.st; i++) {
+        const char *x = in[2 + i], *g = regularized(&e, nc, x, in[2 + n + i]);
+        const char *v =
+            op2(&e, "add", scale(&e, alpha, in[2 + 2 * n + i]), op2(&e, "mul", b, g, NULL), out_name(im, n + i));
+        const char *d = nesterov ? op2(&e, "add", g, scale(&e, alpha, v), NULL) : v;
+        op2(&e, "sub", x, op2(&e, "mul", in[0], d, NULL), out_name(im, i));
     }
-    return s;
+    return e.st;
 }
 
-cg_status cg_onnx_map_optimizer(onnx_imp *im) {
-    static const char *const known[] = {
-        "alpha", "beta", "epsilon", "decay_factor", "mode", "norm_coefficient", "norm_coefficient_post", NULL};
-    cg_status s = onnx_check_attrs(im, known);
-    if (s) return s;
-    const char *op = im->node->op_type;
-    return !strcmp(op, "Adagrad") ? adagrad(im) : momentum(im);
+/* Adam: G' = G + nc * X; V' = alpha * V + (1 - alpha) * G'; H' = beta * H +
+ * (1 - beta) * G'^2; r = R * sqrt(1 - beta^T) / (1 - alpha^T), or R when
+ * T = 0; X' = (1 - nc_post) * (X - r * V' / (sqrt(H') + epsilon)).
+ * Outputs X'..., V'..., H'.... */
+cg_status cg_onnx_map_adam(onnx_imp *im) {
+    static const char *const known[] = {"alpha", "beta", "epsilon", "norm_coefficient", "norm_coefficient_post", NULL};
+    const char *in[ONNX_MAX_IO];
+    int n;
+    cg_status s;
+    if ((s = tr_inputs(im, 4, &n, in)) || (s = onnx_check_attrs(im, known))) return s;
+    const double alpha = onnx_attr_float(im, "alpha", 0.9), beta = onnx_attr_float(im, "beta", 0.999),
+                 eps = onnx_attr_float(im, "epsilon", 1e-6), nc = onnx_attr_float(im, "norm_coefficient", 0),
+                 post = onnx_attr_float(im, "norm_coefficient_post", 0);
+    tr_em e = {im, CG_OK};
+    const char *t = opa(&e, "cast", in[1], NULL, "to: \"f32\"", NULL), *one = scalar(&e, 1, 0);
+    const char *bt = op2(&e, "sub", one, op2(&e, "pow", scalar(&e, beta, 0), t, NULL), NULL);
+    const char *at = op2(&e, "sub", one, op2(&e, "pow", scalar(&e, alpha, 0), t, NULL), NULL);
+    const char *rc = op2(&e, "div", op2(&e, "mul", in[0], op2(&e, "sqrt", bt, NULL, NULL), NULL), at, NULL);
+    const char *r = if_t_pos(&e, in[1], rc, in[0]);
+    for (int i = 0; i < n && !e.st; i++) {
+        const char *x = in[2 + i], *g = regularized(&e, nc, x, in[2 + n + i]);
+        const char *v =
+            op2(&e, "add", scale(&e, alpha, in[2 + 2 * n + i]), scale(&e, 1 - alpha, g), out_name(im, n + i));
+        const char *h = op2(&e, "add", scale(&e, beta, in[2 + 3 * n + i]),
+                            scale(&e, 1 - beta, op2(&e, "mul", g, g, NULL)), out_name(im, 2 * n + i));
+        const char *hs = op2(&e, "add", op2(&e, "sqrt", h, NULL, NULL), scalar(&e, eps, 0), NULL);
+        const char *xn =
+            op2(&e, "sub", x, op2(&e, "mul", r, op2(&e, "div", v, hs, NULL), NULL), post == 0 ? out_name(im, i) : NULL);
+        if (post != 0) op2(&e, "mul", xn, scalar(&e, 1 - post, 0), out_name(im, i));
+    }
+    return e.st;
 }
