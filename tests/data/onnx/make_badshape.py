@@ -1,7 +1,7 @@
-"""Writes badshape/NAME.onnx: one-node models of the operators mapped by
-graph/onnx/onnx_attention.c, onnx_norm.c, onnx_act.c, onnx_loss.c,
-onnx_position.c, onnx_rotary.c and onnx_window.c with inputs or attribute
-values those ops cannot take (wrong ranks, heads that do not divide, an
+"""Writes badshape/NAME.onnx: one-node models of the compositions issue 31
+added (Attention, the normalizations, activations, losses, position ops,
+RotaryEmbedding, windows, AffineGrid, TensorScatter, SwiGLU, LRN) with
+inputs or attribute values those ops cannot take (wrong ranks, heads that do not divide, an
 unknown mode, a size only known at run time). Each must fail to import with
 one line naming the node, never crash: tests/graph/onnx/test_onnx.c
 (bad_shapes_refused). The models are not run through onnx.checker.

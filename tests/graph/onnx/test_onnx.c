@@ -586,9 +586,9 @@ START_TEST(bad_attribute_types) {
 }
 END_TEST
 
-/* Inputs and attribute values the operators of onnx_attention.c,
- * onnx_norm.c, onnx_act.c, onnx_loss.c, onnx_position.c, onnx_rotary.c and
- * onnx_window.c cannot take (tests/data/onnx/make_badshape.py: wrong
+/* Inputs and attribute values the compositions of issue 31 cannot take
+ * (Attention, the normalizations, activations, losses, RotaryEmbedding,
+ * windows and more: tests/data/onnx/make_badshape.py: wrong
  * ranks, heads that do not divide, unknown modes, a size known only at run
  * time) fail the import in one line naming the node. */
 START_TEST(bad_shapes_refused) {
