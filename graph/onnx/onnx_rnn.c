@@ -192,6 +192,24 @@ static cg_status initial_states(onnx_imp *im, const rnn_parts *p, const char **o
     return s;
 }
 
+/* Final states [D, B, H] of rows whose sequence_lens (lens, i32 [B]) is 0
+ * made zeros, as ONNX Runtime gives them: clgraph's layers, like the
+ * unrolled form, keep such a row's initial state. */
+static cg_status zero_empty_rows(onnx_imp *im, const char *lens, int64_t bsz, const char **state) {
+    const int32_t z32 = 0;
+    const float zf = 0;
+    const int64_t d3[3] = {1, bsz, 1};
+    const char *zi, *zc, *m, *m3 = NULL;
+    cg_status s;
+    if ((s = const_of(im, CG_I32, 0, NULL, &z32, &zi)) || (s = const_of(im, CG_F32, 0, NULL, &zf, &zc)) ||
+        (s = emit_tmp2(im, "less", zi, lens, NULL, &m)) || (s = onnx_emit_reshape(im, onnx_val_get(im, m), 3, d3, &m3)))
+        return s;
+    const char *w[3] = {m3, *state, zc}, *o[1] = {NULL};
+    if ((s = onnx_emit(im, "where", 3, w, 1, o, NULL))) return s;
+    *state = o[0];
+    return CG_OK;
+}
+
 /* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
  * first) with the weights reordered at import (they must be known), for
  * forward and bidirectional layers with ONNX's default activations, no
@@ -277,6 +295,7 @@ cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
     /* Y_h, Y_c: [D, B, H] (layout 0) or [B, D, H] (layout 1) */
     for (int k = 1; k <= (lstm ? 2 : 1); k++) {
         if (!out_name(im, k)) continue;
+        if (sl && initial && (s = zero_empty_rows(im, lens, bsz, &outs[k]))) return s;
         const char *tin[1] = {outs[k]};
         if (layout) s = emit1(im, "transpose", 1, tin, out_name(im, k), "perm: [1, 0, 2]");
         else {

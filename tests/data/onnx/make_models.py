@@ -267,6 +267,43 @@ def rnn_initial():
                 os.remove(f)
 
 
+def rnn_node_initial():
+    """Single ONNX LSTM and GRU nodes from run-time initial states with
+    sequence_lens (rows shorter than S, one of length 0 in the second data
+    set), batch and length dynamic: a bidirectional LSTM and a forward GRU
+    with linear_before_reset 1 (layout 0: ONNX Runtime has no layout 1)."""
+    from onnx import TensorProto, helper
+    I, H = 5, 6
+    for name, op, nd, layout in (("lstm_node_h0_seqlens", "LSTM", 2, 0), ("gru_node_h0_seqlens", "GRU", 1, 0)):
+        ng = 4 if op == "LSTM" else 3
+        w = rng.uniform(-0.5, 0.5, (nd, ng * H, I)).astype(np.float32)
+        r = rng.uniform(-0.5, 0.5, (nd, ng * H, H)).astype(np.float32)
+        b = rng.uniform(-0.5, 0.5, (nd, 2 * ng * H)).astype(np.float32)
+        x_dims, st_dims = (["B", "S", I], ["B", nd, H]) if layout else (["S", "B", I], [nd, "B", H])
+        states = ["initial_h", "initial_c"] if op == "LSTM" else ["initial_h"]
+        outs = ["Y", "Y_h", "Y_c"] if op == "LSTM" else ["Y", "Y_h"]
+        attrs = {"hidden_size": H, "layout": layout, "direction": "bidirectional" if nd == 2 else "forward"}
+        if op == "GRU":
+            attrs["linear_before_reset"] = 1
+        node = helper.make_node(op, ["X", "W", "R", "B", "sequence_lens"] + states, outs, **attrs)
+        ins = [helper.make_tensor_value_info("X", TensorProto.FLOAT, x_dims),
+               helper.make_tensor_value_info("sequence_lens", TensorProto.INT32, ["B"])]
+        ins += [helper.make_tensor_value_info(n, TensorProto.FLOAT, st_dims) for n in states]
+        g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs],
+                              initializer=[numpy_helper.from_array(a, n) for n, a in (("W", w), ("R", r), ("B", b))])
+        tmp = os.path.join(OUT, "models", f".{name}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), tmp)
+        sets = []
+        for B, S, lens in ((3, 4, [4, 2, 3]), (4, 7, [5, 7, 0, 1])):
+            xs = rng.standard_normal((B, S, I) if layout else (S, B, I)).astype(np.float32)
+            feed = {"X": xs, "sequence_lens": np.array(lens, dtype=np.int32)}
+            for n in states:
+                feed[n] = rng.standard_normal((B, nd, H) if layout else (nd, B, H)).astype(np.float32)
+            sets.append(feed)
+        write_sets(name, tmp, sets)
+        os.remove(tmp)
+
+
 class SmallCNN(torch.nn.Module):
     """Convolutions and pooling as image models use them: a 3x3 conv, max
     pooling, a strided grouped conv, a depthwise conv with dilation,
@@ -335,3 +372,4 @@ if __name__ == "__main__":
         rnn_layers()
     if only in (None, "rnn_initial"):
         rnn_initial()
+        rnn_node_initial()
