@@ -552,7 +552,8 @@ static const struct {
 /* Cases from given initial states: valid case `base` (int8 matrices when
  * q8, as below) with attribute initial and h0 (and c0) in [-1, 1] as the
  * last inputs. Rows of length 0 (bases 3, 14) keep their initial state;
- * base 14 has S = 0, the initial states are the final ones. */
+ * base 14 has S = 0, the initial states are the final ones; bases 5 and 8
+ * keep some state in the workspace (no h_n or c_n output). */
 static const struct {
     int base, q8;
     const char *attrs;
@@ -562,6 +563,7 @@ static const struct {
     {4, 0, "hidden: 3, layers: 3, bidirectional: 0, initial: 1"},
     {5, 0, "hidden: 17, layers: 2, bidirectional: 0, initial: 1"},
     {7, 0, "hidden: 17, layers: 1, bidirectional: 1, initial: 1"},
+    {8, 0, "hidden: 17, layers: 1, bidirectional: 1, initial: 1"},
     {13, 0, "hidden: 6, layers: 2, bidirectional: 1, initial: 1"},
     {14, 0, "hidden: 4, layers: 1, bidirectional: 1, initial: 1"},
     {6, 1, "hidden: 5, layers: 2, bidirectional: 0, initial: 1"},
