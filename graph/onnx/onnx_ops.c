@@ -65,7 +65,11 @@ static const struct {
                  {"Relu", "relu"},   {"Abs", "abs"},           {"Reciprocal", "reciprocal"},
                  {"Floor", "floor"}, {"Ceil", "ceil"},         {"Round", "round"},
                  {"Sign", "sign"},   {"Sin", "sin"},           {"Cos", "cos"},
-                 {"Erf", "erf"},     {"Softplus", "softplus"}, {"Softsign", "softsign"}};
+                 {"Erf", "erf"},     {"Softplus", "softplus"}, {"Softsign", "softsign"},
+                 {"Tan", "tan"},     {"Asin", "asin"},         {"Acos", "acos"},
+                 {"Atan", "atan"},   {"Sinh", "sinh"},         {"Cosh", "cosh"},
+                 {"Asinh", "asinh"}, {"Acosh", "acosh"},       {"Atanh", "atanh"},
+                 {"Det", "det"}};
 
 static cg_status map_unary(onnx_imp *im) {
     onnx_val *x;
@@ -154,8 +158,7 @@ static cg_status map_clip(onnx_imp *im) {
         }
     }
     if (dt != CG_F32) {
-        if (im->opset < 11 || (dt != CG_I32 && dt != CG_I64 && dt != CG_I8 && dt != CG_U8))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
+        if (im->opset < 11 || dt == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
         return clip_int(im, x, bt);
     }
     char a[200];
@@ -1019,8 +1022,7 @@ static cg_status map_pow(onnx_imp *im) {
     const int ta = a->desc.dtype, tb = b->desc.dtype;
     if (ta != CG_F32 && ta != CG_I32 && ta != CG_I64)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow of %s (f32, i32 and i64)", cg_dtype_name((cg_dtype)ta));
-    if (tb != CG_F32 && tb != CG_I32 && tb != CG_I64)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
+    if (tb == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
     const char *an = a->name, *bn = b->name;
     const int via_f32 = ta != CG_F32 && tb == CG_F32;
     char to[32];
@@ -1164,7 +1166,7 @@ static cg_status map_topk(onnx_imp *im) {
     const char *cur = x->name, *o[2] = {NULL, NULL};
     /* integers rank as f32 (exact up to 2^24: lengths, ids) and come back */
     const cg_dtype xt = x->desc.dtype;
-    const int is_int = xt == CG_I32 || xt == CG_I64;
+    const int is_int = xt != CG_F32 && xt != CG_BOOL;
     if (is_int && (s = emit_tmp(im, "cast", cur, "to: \"f32\"", &cur))) return s;
     if (axis != nd - 1 && (s = emit_tmp(im, "transpose", cur, pa, &cur))) return s;
     if (!largest && (s = emit_tmp(im, "neg", cur, NULL, &cur))) return s;
@@ -1278,7 +1280,7 @@ static cg_status map_scatter_elements(onnx_imp *im) {
         if (r->s.len >= sizeof red) return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction of %zu bytes", r->s.len);
         memcpy(red, r->s.data, r->s.len);
         red[r->s.len] = 0;
-        if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul"))
+        if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
             return onnx_fail(im, CG_ERR_UNSUPPORTED, "reduction '%s'", red);
     }
     const char *idx = ix->name;
@@ -1402,14 +1404,34 @@ static const struct {
     unsigned flags;
 } table[] = {
     {"Abs", map_unary, 0},
+    {"Acos", map_unary, 0},
+    {"Acosh", map_unary, 0},
+    {"Adagrad", cg_onnx_map_adagrad, 0},
+    {"Adam", cg_onnx_map_adam, 0},
+    {"AffineGrid", cg_onnx_map_affine_grid, 0},
     {"And", map_bool_op, OP_ANY_DTYPE},
     {"Add", map_binary, 0},
     {"ArgMax", map_argmax, 0},
     {"ArgMin", map_argmax, 0},
+    {"Asin", map_unary, 0},
+    {"Asinh", map_unary, 0},
+    {"Atan", map_unary, 0},
+    {"Atanh", map_unary, 0},
+    {"BitCast", cg_onnx_map_bitcast, OP_ANY_DTYPE},
+    {"BlackmanWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"AveragePool", cg_onnx_map_pool, 0},
+    {"BitShift", cg_onnx_map_bitshift, 0},
+    {"BitwiseAnd", cg_onnx_map_bitwise, 0},
+    {"BitwiseNot", cg_onnx_map_bitwise, 0},
+    {"BitwiseOr", cg_onnx_map_bitwise, 0},
+    {"BitwiseXor", cg_onnx_map_bitwise, 0},
     {"Cast", map_cast, OP_ANY_DTYPE},
+    {"CausalConvWithState", cg_onnx_map_causal_conv, 0},
     {"Ceil", map_unary, 0},
+    {"CenterCropPad", cg_onnx_map_center_crop_pad, OP_ANY_DTYPE},
     {"Clip", map_clip, 0},
+    {"Col2Im", cg_onnx_map_col2im, 0},
+    {"Compress", cg_onnx_map_compress, OP_ANY_DTYPE},
     {"Concat", map_concat, OP_ANY_DTYPE},
     {"Constant", map_fold_only, OP_ANY_DTYPE},
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
@@ -1417,9 +1439,13 @@ static const struct {
     {"ConvInteger", cg_onnx_map_conv_integer, 0},
     {"ConvTranspose", cg_onnx_map_conv_transpose, 0},
     {"Cos", map_unary, 0},
+    {"Cosh", map_unary, 0},
     {"CumSum", map_cumsum, 0},
+    {"DeformConv", cg_onnx_map_deform_conv, 0},
     {"DepthToSpace", cg_onnx_map_index, OP_ANY_DTYPE},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
+    {"Det", map_unary, 0},
+    {"DFT", cg_onnx_map_dft, 0},
     {"Div", map_binary, 0},
     {"Dropout", map_identity, OP_ANY_DTYPE},
     {"DynamicQuantizeLinear", cg_onnx_map_dynamic_quantize, 0},
@@ -1441,6 +1467,9 @@ static const struct {
     {"GRU", cg_onnx_map_rnn_layer, 0},
     {"Greater", map_bool_op, 0},
     {"GreaterOrEqual", map_bool_op, 0},
+    {"GridSample", cg_onnx_map_grid_sample, 0},
+    {"HammingWindow", cg_onnx_map_window, OP_ANY_DTYPE},
+    {"HannWindow", cg_onnx_map_window, OP_ANY_DTYPE},
     {"HardSigmoid", map_activation, 0},
     {"Identity", map_identity, OP_ANY_DTYPE},
     {"If", cg_onnx_map_if, OP_ANY_DTYPE},
@@ -1448,25 +1477,37 @@ static const struct {
     {"LeakyRelu", map_activation, 0},
     {"Less", map_bool_op, 0},
     {"LessOrEqual", map_bool_op, 0},
+    {"LinearAttention", cg_onnx_map_linear_attention, 0},
     {"LSTM", cg_onnx_map_rnn_layer, 0},
     {"LpPool", cg_onnx_map_pool, 0},
     {"Log", map_unary, 0},
     {"LogSoftmax", map_softmax, 0},
+    {"LRN", cg_onnx_map_lrn, 0},
     {"Loop", cg_onnx_map_loop, OP_ANY_DTYPE},
     {"MatMul", map_matmul, 0},
     {"MatMulInteger", cg_onnx_map_matmul_integer, 0},
     {"MaxPool", cg_onnx_map_pool, 0},
     {"Max", map_binary, 0},
+    {"MaxUnpool", cg_onnx_map_max_unpool, 0},
     {"Mean", map_binary, 0},
+    {"MelWeightMatrix", cg_onnx_map_mel, OP_ANY_DTYPE},
     {"Min", map_binary, 0},
-    {"Mod", map_fold_only, 0},
+    {"Mod", cg_onnx_map_mod, 0},
+    {"Momentum", cg_onnx_map_momentum, 0},
     {"Mul", map_binary, 0},
     {"Neg", map_unary, 0},
+    {"NonMaxSuppression", cg_onnx_map_nms, OP_ANY_DTYPE},
+    {"NonZero", cg_onnx_map_nonzero, OP_ANY_DTYPE},
     {"Not", map_bool_op, OP_ANY_DTYPE},
     {"OneHot", map_onehot, OP_ANY_DTYPE},
+    {"Optional", cg_onnx_map_optional, OP_ANY_DTYPE},
+    {"OptionalGetElement", cg_onnx_map_optional, OP_ANY_DTYPE},
+    {"OptionalHasElement", cg_onnx_map_optional, OP_ANY_DTYPE},
     {"Or", map_bool_op, OP_ANY_DTYPE},
     {"Pad", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
+    {"QLinearConv", cg_onnx_map_qlinear_conv, OP_ANY_DTYPE},
+    {"QLinearMatMul", cg_onnx_map_qlinear_matmul, OP_ANY_DTYPE},
     {"QuantizeLinear", cg_onnx_map_quantize, 0},
     {"Range", cg_onnx_map_range, OP_ANY_DTYPE},
     {"Reciprocal", map_unary, 0},
@@ -1484,7 +1525,9 @@ static const struct {
     {"Reshape", map_reshape, OP_ANY_DTYPE},
     {"Resize", cg_onnx_map_resize, OP_ANY_DTYPE},
     {"RNN", cg_onnx_map_rnn, 0},
+    {"RoiAlign", cg_onnx_map_roi_align, 0},
     {"Round", map_unary, 0},
+    {"Scatter", map_scatter_elements, OP_ANY_DTYPE},
     {"Scan", cg_onnx_map_scan, OP_ANY_DTYPE},
     {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
     {"ScatterND", cg_onnx_map_index, OP_ANY_DTYPE},
@@ -1492,6 +1535,7 @@ static const struct {
     {"Sigmoid", map_unary, 0},
     {"Sign", map_unary, 0},
     {"Sin", map_unary, 0},
+    {"Sinh", map_unary, 0},
     {"SpaceToDepth", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Size", map_fold_only, OP_ANY_DTYPE},
     {"Slice", map_slice, OP_ANY_DTYPE},
@@ -1501,13 +1545,19 @@ static const struct {
     {"Split", map_split, OP_ANY_DTYPE},
     {"Sqrt", map_unary, 0},
     {"Squeeze", map_squeeze, OP_ANY_DTYPE},
+    {"STFT", cg_onnx_map_stft, 0},
     {"Sub", map_binary, 0},
     {"Sum", map_binary, 0},
+    {"SwiGLU", cg_onnx_map_swiglu, 0},
+    {"Tan", map_unary, 0},
     {"Tanh", map_unary, 0},
+    {"TensorScatter", cg_onnx_map_tensor_scatter, OP_ANY_DTYPE},
+    {"TfIdfVectorizer", cg_onnx_map_tfidf, 0},
     {"Tile", map_tile, OP_ANY_DTYPE},
     {"TopK", map_topk, 0},
     {"Transpose", map_transpose, OP_ANY_DTYPE},
     {"Trilu", map_trilu, OP_ANY_DTYPE},
+    {"Unique", cg_onnx_map_unique, OP_ANY_DTYPE},
     {"Unsqueeze", map_squeeze, OP_ANY_DTYPE},
     {"Upsample", cg_onnx_map_resize, OP_ANY_DTYPE},
     {"Where", map_bool_op, OP_ANY_DTYPE},
