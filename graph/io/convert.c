@@ -67,7 +67,7 @@ static int64_t get_int(cg_dtype t, const unsigned char *p, int *big) {
     case CG_I8:
     case CG_I4:
     case CG_I2: memcpy(&v8, p, 1); return v8; /* the 4- and 2-bit types held as an int8 */
-    default: return *p; /* CG_U8, CG_BOOL, CG_U4, CG_U2 */
+    default: return *p;                       /* CG_U8, CG_BOOL, CG_U4, CG_U2 */
     }
 }
 
@@ -85,8 +85,7 @@ static void put_int(cg_dtype t, unsigned char *p, int64_t v) {
 
 int cg_dtype_convert_exact(cg_dtype from, cg_dtype to) {
     if (!cg_dtype_valid((int)from) || !cg_dtype_valid((int)to)) return 0;
-    return from == to ||
-           (to == CG_F32 && (from == CG_F16 || from == CG_BF16 || cg_dtype_is_narrow_float(from))) ||
+    return from == to || (to == CG_F32 && (from == CG_F16 || from == CG_BF16 || cg_dtype_is_narrow_float(from))) ||
            (is_integer(from) && is_integer(to));
 }
 

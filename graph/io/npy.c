@@ -54,14 +54,14 @@ static const struct npy_type {
     size_t size; /* bytes per element in the file */
     cg_dtype dtype;
 } npy_types[] = {
-    {"f4", 4, CG_F32}, {"i4", 4, CG_I32}, {"f2", 2, CG_F16},  {"V2", 2, CG_BF16}, {"i1", 1, CG_I8},
-    {"u1", 1, CG_U8},  {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL}, {"i2", 2, CG_I16},  {"u2", 2, CG_U16},
-    {"u4", 4, CG_U32}, {"u8", 8, CG_U64}, {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
-    {"f1", 1, CG_F8E5M2}, /* what ml_dtypes' float8_e5m2 is saved as */
+    {"f4", 4, CG_F32},    {"i4", 4, CG_I32}, {"f2", 2, CG_F16},  {"V2", 2, CG_BF16}, {"i1", 1, CG_I8},
+    {"u1", 1, CG_U8},     {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL}, {"i2", 2, CG_I16},  {"u2", 2, CG_U16},
+    {"u4", 4, CG_U32},    {"u8", 8, CG_U64}, {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
+    {"f1", 1, CG_F8E5M2},                                       /* what ml_dtypes' float8_e5m2 is saved as */
 };
 #define NPY_NTYPES ((int)(sizeof npy_types / sizeof npy_types[0]))
-#define NPY_SUPPORTED                                                                        \
-    "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, " \
+#define NPY_SUPPORTED                                                                                          \
+    "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, "                   \
     "'<i4' int32, '<i2' int16, '|i1' int8, '<u8' uint64, '<u4' uint32, '<u2' uint16, '|u1' uint8, '|b1' bool " \
     "or '<f1' float8_e5m2 (ml_dtypes)"
 
@@ -70,7 +70,8 @@ static const struct npy_type {
  * dtypes are written so (np.load(path).view(ml_dtypes.float8_e4m3fn) reads
  * one back; the 4- and 2-bit integers as clgraph holds them, sign-extended
  * for i4 and i2, which ml_dtypes reads by their low bits). */
-#define NPY_V1_TYPES "float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, int4, uint4, int2 or uint2"
+#define NPY_V1_TYPES \
+    "float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, int4, uint4, int2 or uint2"
 
 /* Copies `len` bytes of untrusted text into `dst` for a message: printable
  * ASCII as is, anything else as \xNN, cut with "..." when too long. */
