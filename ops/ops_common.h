@@ -239,8 +239,12 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(concat) X(slice) X(reshape) X(transpose)                              \
     /* trilu.c, expand.c, arange.c, cumsum.c, matmul_integer.c */            \
     X(trilu) X(expand) X(arange) X(cumsum) X(matmul_integer)                \
+    /* dim_values.c */                                                      \
+    X(dim_values)                                                           \
     /* gather.c */                                                          \
     X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
+    /* gather_nd.c, scatter_nd.c, pad.c, resize.c */                        \
+    X(gather_nd) X(scatter_nd) X(pad) X(resize)                             \
     /* rnn_cell.c */                                                        \
     X(gru_cell) X(lstm_cell)                                                \
     /* rnn_seq.c */                                                         \
@@ -248,7 +252,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     /* attention.c */                                                       \
     X(attn_score) X(attn_context)                                           \
     /* local_attn.c */                                                      \
-    X(window_mask) X(local_gaussian)
+    X(window_mask) X(local_gaussian)                                        \
+    /* conv.c, conv_transpose.c, pool.c */                                  \
+    X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;

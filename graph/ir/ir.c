@@ -137,6 +137,7 @@ void cg_model_free(cg_model *m) {
     free(m->graphs);
     for (int i = 0; i < m->n_syms; i++) free(m->syms[i]);
     free(m->syms);
+    free(m->sym_defs);
     free(m->filename);
     for (int i = 0; i < m->n_comments; i++) free(m->comments[i].text);
     free(m->comments);
@@ -184,6 +185,16 @@ int cg_model_sym(cg_model *m, const char *name) {
     if (resize(&m->syms, (size_t)m->n_syms + 1, sizeof *m->syms)) {
         free(s);
         return -1;
+    }
+    if (m->sym_defs) { /* derived dims are in use: the new one is free */
+        cg_sym_def *d = realloc(m->sym_defs, sizeof *d * ((size_t)m->n_syms + 1));
+        if (!d) {
+            free(s);
+            oom();
+            return -1;
+        }
+        m->sym_defs = d;
+        d[m->n_syms] = (cg_sym_def){0, 0, 0};
     }
     m->syms[m->n_syms] = s;
     return m->n_syms++;

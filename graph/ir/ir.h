@@ -98,6 +98,17 @@ typedef struct cg_comment {
     int own_line; /* nothing but blanks before it on its line */
 } cg_comment;
 
+/* Operators of derived dims (sym_expr.c). DIV and MOD are on sizes, so
+ * floor and truncation agree. */
+enum { CG_SYM_ADD = 1, CG_SYM_SUB, CG_SYM_MUL, CG_SYM_DIV, CG_SYM_MOD, CG_SYM_MIN, CG_SYM_MAX, CG_SYM_CEIL_DIV };
+
+/* A derived dim: op(a, b), each a size >= 0 or CG_DIM_SYM(k) of a symbol
+ * defined before it; op 0 for a free symbol (bound from the inputs). */
+typedef struct cg_sym_def {
+    int op;
+    int64_t a, b;
+} cg_sym_def;
+
 struct cg_model {
     cg_context *ctx;
     char *filename; /* for messages; "<builder>" for the builder */
@@ -105,6 +116,7 @@ struct cg_model {
     struct cg_graph **graphs;
     int n_syms;
     char **syms;               /* symbolic dimension names */
+    cg_sym_def *sym_defs;      /* per symbol, or NULL when none is derived */
     cg_weights *weights;       /* bound weights or NULL */
     cg_weights *owned_weights; /* weights the model came with (an ONNX file's
                                 * initializers), freed with it */
@@ -120,6 +132,32 @@ int cg_model_sym(cg_model *m, const char *name);
 
 /* Symbol index of `name`, or -1 if the model has none of that name. */
 int cg_model_find_sym(const cg_model *m, const char *name);
+
+/* ---- derived dims (sym_expr.c) ---- */
+
+/* The symbol for op(a, b) (a, b sizes or symbols of m): an existing one
+ * with that definition, else a new one named after it ("B*4"). */
+cg_status cg_model_sym_define(cg_model *m, int op, int64_t a, int64_t b, int *out);
+
+/* The same under a given name (the text format's `dim NAME = a op b`);
+ * fails when the name is taken or an operand is not defined before. */
+cg_status cg_model_sym_define_named(cg_model *m, const char *name, int op, int64_t a, int64_t b, int *out);
+
+/* Non-zero when symbol k is derived. */
+int cg_model_sym_derived(const cg_model *m, int k);
+
+/* Given the free symbols' sizes in vals (-1 where unbound), computes the
+ * derived ones; fails on a definition with no size for this binding
+ * (negative, division by zero, overflow) or one an input bound to another
+ * size. */
+cg_status cg_model_eval_syms(const cg_model *m, int64_t *vals);
+
+/* "B * 4": symbol k's definition as the text format writes it. */
+void cg_model_sym_def_text(const cg_model *m, int k, char *buf, size_t size);
+
+/* The operator's spelling ("+", "ceil_div") or NULL; and back (0: none). */
+const char *cg_sym_op_text(int op);
+int cg_sym_op_parse(const char *s);
 
 /* Adds a value; fails (with a message naming both places) if the name is
  * already defined in the graph. Returns the index through *out. */

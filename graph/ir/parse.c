@@ -49,7 +49,8 @@ typedef enum tok_kind {
     T_RBRACE,
     T_COMMA,
     T_COLON,
-    T_EQ
+    T_EQ,
+    T_OP /* + - * / % of a derived dim: the character in i */
 } tok_kind;
 
 typedef struct token {
@@ -72,6 +73,7 @@ typedef struct parser {
     token ahead;         /* one token of lookahead when has_ahead */
     int has_ahead;
     int keep_comments; /* record '#' comments in m (whole texts, not attribute lists) */
+    int dim_ops;       /* + - * / % are tokens (inside a `dim` definition) */
 } parser;
 
 /* ------------------------------------------------------------------ */
@@ -431,6 +433,15 @@ static cg_status lex(parser *p, token *t) {
     case ',': k = T_COMMA; break;
     case ':': k = T_COLON; break;
     case '=': k = T_EQ; break;
+    case '+':
+    case '-':
+    case '*':
+    case '/':
+    case '%':
+        if (!p->dim_ops) return perr(p, t->line, t->col, "unexpected character '%c'", c);
+        k = T_OP;
+        t->i = c;
+        break;
     default:
         if (c > 0x20 && c < 0x7f) return perr(p, t->line, t->col, "unexpected character '%c'", c);
         return perr(p, t->line, t->col, "unexpected character '\\x%02x'", c);
@@ -890,13 +901,79 @@ static cg_status parse_graph(parser *p) {
     return CG_OK;
 }
 
+/* An operand of a derived dim: a size, or a symbol (new ones are free). */
+static cg_status parse_dim_operand(parser *p, int64_t *out) {
+    if (p->tok.kind == T_INT && p->tok.i >= 0) {
+        *out = p->tok.i;
+        return next(p);
+    }
+    if (p->tok.kind != T_IDENT) return expected(p, "a size or a dim name");
+    int k = cg_model_sym(p->m, p->tok.s);
+    if (k < 0) return oom();
+    *out = CG_DIM_SYM(k);
+    return next(p);
+}
+
+/* 'dim' NAME '=' operand OP operand  |  'dim' NAME '=' FUNC '(' operand ',' operand ')' */
+static cg_status parse_dim(parser *p) {
+    cg_status st;
+    if ((st = next(p))) return st;
+    if (p->tok.kind != T_IDENT) return expected(p, "a dim name after 'dim'");
+    const int line = p->tok.line, col = p->tok.col;
+    char *name = take(p);
+    int64_t a = 0, b = 0;
+    int op = 0;
+    if (!(st = next(p)) && p->tok.kind != T_EQ) st = expected(p, "'=' after the dim name");
+    p->dim_ops = 1;
+    if (!st) st = next(p);
+    if (!st && p->tok.kind == T_IDENT && !p->tok.quoted && (op = cg_sym_op_parse(p->tok.s)) &&
+        strlen(cg_sym_op_text(op)) > 1) { /* min(a, b), max(a, b), ceil_div(a, b) */
+        if (!(st = next(p)) && p->tok.kind != T_LPAREN) st = expected(p, "'(' after the function");
+        if (!st && !(st = next(p)) && !(st = parse_dim_operand(p, &a)) && p->tok.kind != T_COMMA)
+            st = expected(p, "',' between the operands");
+        if (!st && !(st = next(p)) && !(st = parse_dim_operand(p, &b)) && p->tok.kind != T_RPAREN)
+            st = expected(p, "')'");
+        if (!st) st = next(p);
+    } else if (!st && !(st = parse_dim_operand(p, &a))) {
+        if (p->tok.kind == T_INT && (p->text[p->tok.start] == '-' || p->text[p->tok.start] == '+')) {
+            op = p->text[p->tok.start] == '-' ? CG_SYM_SUB : CG_SYM_ADD; /* "S -1" lexes as S and -1 */
+            b = p->tok.i < 0 ? -p->tok.i : p->tok.i;
+            st = next(p);
+        } else if (p->tok.kind != T_OP) {
+            st = expected(p, "an operator (+ - * / %) or min, max, ceil_div");
+        } else {
+            const char c[2] = {(char)p->tok.i, 0};
+            op = cg_sym_op_parse(c);
+            if (!(st = next(p))) st = parse_dim_operand(p, &b);
+        }
+    }
+    p->dim_ops = 0;
+    if (!st) {
+        int k;
+        st = cg_model_sym_define_named(p->m, name, op, a, b, &k);
+        if (st) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", cg_last_error());
+            st = perr(p, line, col, "%s", why);
+        }
+    }
+    free(name);
+    return st;
+}
+
 static cg_status parse_file(parser *p) {
     cg_status st;
     /* A UTF-8 byte order mark is ignored. */
     if (p->len >= 3 && memcmp(p->text, "\xEF\xBB\xBF", 3) == 0) p->pos = p->line_start = 3;
     if ((st = next(p)) || (st = skip_nl(p))) return st;
     while (p->tok.kind != T_EOF) {
-        if (!is_word(&p->tok, "graph")) return expected(p, "'graph'");
+        if (is_word(&p->tok, "dim")) {
+            if ((st = parse_dim(p))) return st;
+            if (p->tok.kind != T_NL && p->tok.kind != T_EOF) return expected(p, "end of line after the dim");
+            if ((st = skip_nl(p))) return st;
+            continue;
+        }
+        if (!is_word(&p->tok, "graph")) return expected(p, "'graph' or 'dim'");
         if ((st = parse_graph(p)) || (st = skip_nl(p))) return st;
     }
     if (p->m->n_graphs == 0) {

@@ -426,6 +426,52 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const comment_map *c, int
     return CG_OK;
 }
 
+static void use_dim(unsigned char *used, const cg_model *m, int64_t d) {
+    if (d <= CG_DIM_SYM(0) && -2 - d < m->n_syms) used[-2 - d] = 1;
+}
+
+/* Per symbol: read by a value's type, an attribute or a derived dim that
+ * is; derived dims nothing reads (the importer names more than the graph
+ * keeps) are not written. NULL when out of memory. */
+static unsigned char *sym_uses(const cg_model *m) {
+    unsigned char *used = calloc((size_t)m->n_syms + 1, 1);
+    if (!used) return NULL;
+    for (int gi = 0; gi < m->n_graphs; gi++) {
+        const cg_graph *g = m->graphs[gi];
+        for (int i = 0; i < g->n_values; i++)
+            for (int d = 0; g->values[i].typed && d < g->values[i].ndim; d++) use_dim(used, m, g->values[i].dims[d]);
+        for (int i = 0; i < g->n_nodes; i++)
+            for (int a = 0; a < g->nodes[i]->n_attrs; a++) {
+                const cg_attr *at = &g->nodes[i]->attrs[a];
+                for (int k = 0; at->syms && k < at->n_ints; k++) use_dim(used, m, at->ints[k]);
+            }
+    }
+    for (int k = m->n_syms - 1; k >= 0; k--)
+        if (used[k] && cg_model_sym_derived(m, k)) {
+            use_dim(used, m, m->sym_defs[k].a);
+            use_dim(used, m, m->sym_defs[k].b);
+        }
+    return used;
+}
+
+/* The derived dims the graphs read, one `dim` statement each. */
+static cg_status put_dims(sbuf *b, const cg_model *m, int *any) {
+    if (!m->sym_defs) return CG_OK;
+    unsigned char *used = sym_uses(m);
+    if (!used) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < m->n_syms; k++)
+        if (cg_model_sym_derived(m, k) && used[k]) {
+            char def[600];
+            cg_model_sym_def_text(m, k, def, sizeof def);
+            sb_puts(b, "dim ");
+            put_name(b, m->syms[k]);
+            sb_printf(b, " = %s\n", def);
+            *any = 1;
+        }
+    free(used);
+    return CG_OK;
+}
+
 cg_status cg_print_text(const cg_model *m, char **out) {
     sbuf b = {0};
     if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_print_text: out is NULL");
@@ -435,8 +481,10 @@ cg_status cg_print_text(const cg_model *m, char **out) {
     comment_map c;
     cg_status st = comment_map_make(&c, m);
     if (st) return st;
+    int dims = 0;
+    st = put_dims(&b, m, &dims);
     for (int i = 0; i < m->n_graphs && !st; i++) {
-        if (i) sb_put(&b, "\n", 1);
+        if (i || dims) sb_put(&b, "\n", 1);
         st = put_graph(&b, m, &c, i);
     }
     if (!st) put_comments(&b, &c, -1, 0, 0, 0, "");

@@ -559,6 +559,30 @@ static cg_tensor *fold_slice(onnx_imp *im, const cg_tensor *a, const cg_tensor *
     return o;
 }
 
+/* Transpose by perm (reversed dims without it); NULL on a bad perm. PyTorch's
+ * TorchScript export of F.pad computes Pad's pads through one. */
+static cg_tensor *transpose(onnx_imp *im, const cg_tensor *x) {
+    int n, r = x->ndim, seen = 0;
+    const int64_t *perm = onnx_attr_ints(im, "perm", &n);
+    int64_t p[CG_MAX_DIMS], dims[CG_MAX_DIMS], st[CG_MAX_DIMS], idx[CG_MAX_DIMS] = {0}, s = 1;
+    if (n >= 0 && n != r) return NULL;
+    for (int i = 0; i < r; i++) {
+        p[i] = n < 0 ? r - 1 - i : perm[i];
+        if (p[i] < 0 || p[i] >= r || (seen & (1 << p[i]))) return NULL;
+        seen |= 1 << p[i];
+    }
+    for (int i = r - 1; i >= 0; i--) st[i] = s, s *= x->dims[i];
+    for (int i = 0; i < r; i++) dims[i] = x->dims[p[i]];
+    cg_tensor *o = new_t(x->dtype, r, dims);
+    const int64_t total = cg_shape_numel(r, dims);
+    for (int64_t j = 0; o && j < total; j++, next_index(r, dims, idx)) {
+        int64_t off = 0;
+        for (int i = 0; i < r; i++) off += idx[i] * st[p[i]];
+        copy_el(x, off, o, j);
+    }
+    return o;
+}
+
 /* The ops that move or retype elements. Returns 0 when op is none of them;
  * otherwise 1, with *o the folded value or NULL when it cannot fold. */
 static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const cg_tensor *b, cg_tensor **o) {
@@ -594,6 +618,8 @@ static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const c
         if (a && b) *o = gather(a, b, onnx_attr_int(im, "axis", 0));
     } else if (!strcmp(op, "Slice")) {
         *o = fold_slice(im, a, b);
+    } else if (!strcmp(op, "Transpose")) {
+        if (a) *o = transpose(im, a);
     } else {
         return 0;
     }
@@ -614,8 +640,31 @@ static cg_tensor *fold_where(const cg_tensor *a, const cg_tensor *b, const cg_te
     return o;
 }
 
+/* Ceil, Floor, Relu, Abs: exact in any dtype, so the folded value is the
+ * op's (Range's function body, as its _expanded tests write it, takes
+ * Ceil and Relu of the element count). */
+static cg_tensor *fold_exact_unary(const char *op, const cg_tensor *a) {
+    const int ceil_ = !strcmp(op, "Ceil"), floor_ = !strcmp(op, "Floor"), relu = !strcmp(op, "Relu");
+    if (!ceil_ && !floor_ && !relu && strcmp(op, "Abs")) return NULL;
+    const int f = is_float(a->dtype);
+    if (!f && a->dtype == CG_BOOL) return NULL;
+    cg_tensor *o = new_t(a->dtype, a->ndim, a->dims);
+    const int64_t n = o ? cg_shape_numel(a->ndim, a->dims) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!f) { /* integers: Ceil and Floor are not defined on them */
+            const int64_t v = get_i(a, i);
+            if (ceil_ || floor_) return cg_tensor_free(o), NULL;
+            set_i(o, i, relu ? (v > 0 ? v : 0) : (v < 0 ? -v : v));
+            continue;
+        }
+        const double v = get_f(a, i);
+        set_f(o, i, ceil_ ? ceil(v) : floor_ ? floor(v) : relu ? (v > 0 ? v : 0) : fabs(v));
+    }
+    return o;
+}
+
 /* The elementwise ops: binary arithmetic, comparisons and logic, Mod, Neg,
- * Not, Where. */
+ * Not, Where; Ceil, Floor, Relu, Abs. */
 static cg_tensor *fold_arith(onnx_imp *im, const char *op, const cg_tensor *a, const cg_tensor *b) {
     static const struct {
         const char *name;
@@ -643,7 +692,7 @@ static cg_tensor *fold_arith(onnx_imp *im, const char *op, const cg_tensor *a, c
         return o;
     }
     if (!strcmp(op, "Where") && a && b && kin(im, 2)) return fold_where(a, b, kin(im, 2));
-    return NULL;
+    return a && im->node->n_input == 1 ? fold_exact_unary(op, a) : NULL;
 }
 
 static cg_tensor *fold_one(onnx_imp *im, const char *op) {

@@ -30,6 +30,7 @@ typedef struct onnx_val {
     int fixed;              /* given, and that value used at import */
     int zeros;              /* all zeros, known at import (an Expand of zeros) */
     int sym;                /* konst holds symbolic dims (ONNX_SYM codes: onnx_sym.c) */
+    int sym_i32;            /* ... and ONNX has them as int32 (a Cast): konst stays int64 */
     cg_tensor *fill;        /* ConstantOfShape of symbolic dims: desc typed, every element
                             * this one value; made a node only where read as data */
 } onnx_val;
@@ -56,6 +57,11 @@ typedef struct onnx_imp {
     int n_params, cap_params;
     char **param_names;
     cg_tensor **param_tensors;
+    /* the graph whose nodes are being imported: the model's, or inside If,
+     * Loop and Scan a renamed copy of a subgraph (onnx_ctrl.c) */
+    const Onnx__GraphProto *graph;
+    struct onnx_scope *scope; /* the subgraphs being imported, innermost first (onnx_ctrl.c) */
+    int64_t unrolled;         /* subgraph nodes copied so far (onnx_ctrl.c) */
     /* the node being imported, for messages */
     const Onnx__NodeProto *node;
     int node_index;
@@ -63,6 +69,7 @@ typedef struct onnx_imp {
     unsigned char *absorbed; /* per ONNX node: fused into an earlier node's mapping */
     int uniq;                /* counter for generated names */
     char bad_attr[320];      /* the current node's first attribute of a wrong type (its message), or "" */
+    int sym_failed;          /* a derived dim could not be made (out of memory) */
     const cg_onnx_options *opt;
 } onnx_imp;
 
@@ -92,6 +99,13 @@ cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char
 
 /* The value called `name`, added (untyped) if new; NULL on no memory. */
 onnx_val *onnx_val_get(onnx_imp *im, const char *name);
+
+/* The value called `name`, or NULL when there is none. */
+onnx_val *onnx_val_find(onnx_imp *im, const char *name);
+
+/* Imports the nodes of gp (a subgraph's renamed copy: onnx_ctrl.c) as the
+ * model's are; the current node and graph are restored after. */
+cg_status onnx_import_nodes(onnx_imp *im, const Onnx__GraphProto *gp);
 
 /* Input i of the current node, or NULL where it is absent or "". */
 onnx_val *onnx_in(onnx_imp *im, int i);
@@ -175,6 +189,34 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_int.c: Mod, BitShift, BitwiseAnd, BitwiseOr, BitwiseXor,
+ * BitwiseNot. */
+cg_status cg_onnx_map_mod(onnx_imp *im);
+cg_status cg_onnx_map_bitshift(onnx_imp *im);
+cg_status cg_onnx_map_bitwise(onnx_imp *im);
+
+/* onnx_index.c: GatherND, ScatterND, Pad, DepthToSpace, SpaceToDepth. */
+cg_status cg_onnx_map_index(onnx_imp *im);
+/* The STRING attribute `name` into buf (def when absent); fails on a value
+ * longer than buf or holding NUL or '"'. */
+cg_status cg_onnx_attr_string(onnx_imp *im, const char *name, const char *def, char *buf, size_t size);
+/* The values of known input i (a 1-D int64 or int32 tensor of at most max
+ * values; `what` names it in messages) into v, their count into *n. */
+cg_status cg_onnx_known_ints(onnx_imp *im, int i, const char *what, int max, int64_t *v, int *n);
+
+/* onnx_resize.c: Resize (opsets 10 to 19) and Upsample. */
+cg_status cg_onnx_map_resize(onnx_imp *im);
+
+/* onnx_conv.c: Conv, ConvTranspose and ConvInteger. */
+cg_status cg_onnx_map_conv(onnx_imp *im);
+cg_status cg_onnx_map_conv_integer(onnx_imp *im);
+cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
+
+/* onnx_pool.c: MaxPool, AveragePool, LpPool; GlobalAveragePool,
+ * GlobalMaxPool, GlobalLpPool. */
+cg_status cg_onnx_map_pool(onnx_imp *im);
+cg_status cg_onnx_map_global_pool(onnx_imp *im);
+
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
@@ -197,18 +239,74 @@ int cg_onnx_fold_sym(onnx_imp *im);
 /* Whether an int64 tensor holds ONNX_SYM codes. */
 int onnx_has_sym(const cg_tensor *t);
 
+/* The derived dim op(a, b) (CG_SYM_* of graph/ir) of two sizes or codes,
+ * as a code (a size when both are sizes); ONNX_SYM_UNKNOWN when it cannot
+ * be named. */
+int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b);
+
+/* One end of a step-1 slice over a dim n (a size or a code), clamped as
+ * Python's: v an integer (negative from the end, huge for "to the end")
+ * or a code. */
+int64_t onnx_sym_clamp(onnx_imp *im, int64_t n, int64_t v);
+
+/* The product of n sizes or codes: a size, or a derived dim (sizes first
+ * multiplied, then the symbols in order: B*S*64). */
+int64_t onnx_sym_product(onnx_imp *im, int n, const int64_t *x);
+
 /* An ONNX_SYM code as a clgraph dim (CG_DIM_SYM, CG_DIM_UNKNOWN), sizes as
  * they are; and back. */
 int64_t onnx_sym_to_dim(int64_t v);
-int64_t onnx_dim_to_sym(int64_t d);
 
-/* A value made so far (a graph input or a node's output) with `dim` (a
- * CG_DIM_SYM) among its dims: its name and the axis; 0 when none. */
-int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
+/* "[1, S, `B*4`, 64]": dims (sizes, CG_DIM_SYM of the model's symbols, at
+ * most one CG_DIM_UNKNOWN, written -1) as a dim list attribute; 0 when
+ * more than one is unknown or buf is too small. */
+int onnx_named_dims(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size);
+int64_t onnx_dim_to_sym(int64_t d);
 
 /* Makes the lazy ConstantOfShape v a node: expand of its value against a
  * value of the same dims; an error naming v when there is none. */
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
+
+/* ---- onnx_ctrl.c, onnx_loop.c: control flow ---- */
+
+/* Before the nodes: graph inputs given for the import whose values decide
+ * an If's branch or a Loop's trip count or condition (computable from
+ * constants and given values alone) become constants of the graph. */
+cg_status cg_onnx_ctrl_prepare(onnx_imp *im, const Onnx__GraphProto *gp);
+
+/* If: the taken branch inline when the condition is known at import, else
+ * both branches and a where per output. */
+cg_status cg_onnx_map_if(onnx_imp *im);
+/* Loop and Scan unrolled over a trip count / sequence length known at
+ * import. */
+cg_status cg_onnx_map_loop(onnx_imp *im);
+cg_status cg_onnx_map_scan(onnx_imp *im);
+
+/* Whether a node of gp, or of a subgraph of one, reads `name` from an
+ * enclosing scope (fusions must not take in such a value). */
+int cg_onnx_graph_reads(const Onnx__GraphProto *gp, const char *name);
+
+/* Names the dims of a clgraph node's outputs that its op's inference left
+ * unknown where the importer can: concat along symbolic dims (a sum),
+ * reshape's inferred dim (a quotient), slice of a symbolic dim. */
+void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out);
+
+/* The i32 indices of the rows a step-1 slice [start, end) of a dim n
+ * takes, where any of them may be symbolic: arange over the derived
+ * length, plus the start read as data. */
+cg_status onnx_sym_slice_rows(onnx_imp *im, int64_t n, int64_t start, int64_t end, const char **idx);
+
+/* Slice of a lazy ConstantOfShape value (v->fill): 1 when the output was
+ * made another such value, 0 when the node maps as usual, -1 on failure. */
+int cg_onnx_fill_move(onnx_imp *im);
+
+/* A value holding symbolic dims (v->sym) made a clgraph value where it is
+ * read as data: dim_values, bound at plan time (onnx_sym.c). */
+cg_status onnx_sym_materialize(onnx_imp *im, onnx_val *v);
+
+/* Maps the current node with its symbolic inputs read as run-time data
+ * (cg_onnx_fold_sym returned 3: arithmetic that has no dim to name). */
+cg_status onnx_sym_map_as_data(onnx_imp *im, onnx_map_fn fn);
 
 /* ---- onnx_fuse.c: exporter idioms as fused ops ---- */
 

@@ -215,11 +215,7 @@ static cg_status add_param(onnx_imp *im, onnx_val *v) {
 
 cg_status onnx_use(onnx_imp *im, onnx_val *v) {
     if (v->emitted) return CG_OK;
-    if (v->sym)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "'%s' is computed from symbolic dims (Shape of a value with dynamic "
-                         "dims) and read as data: clgraph evaluates shapes at import and plan time only",
-                         v->name);
+    if (v->sym) return onnx_sym_materialize(im, v);
     if (v->fill) return onnx_materialize(im, v);
     if (v->konst) {
         cg_status s = add_param(im, v);
@@ -300,6 +296,7 @@ static cg_status infer_outputs(onnx_imp *im, cg_node *node) {
         const char *r = strstr(msg, key);
         return onnx_fail(im, s, "as clgraph's %s: %s", node->op, r ? r + strlen(key) : msg);
     }
+    if (node->n_outputs == 1) onnx_sym_refine(im, node, in, &out[0]);
     for (int i = 0; i < node->n_outputs; i++) {
         onnx_val *v = onnx_val_get(im, im->g->values[node->outputs[i]].name);
         if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -476,6 +473,10 @@ static void mark_sym(onnx_imp *im) {
     for (size_t i = 0; any && i < n->n_output; i++) {
         int32_t v = n->output[i] && n->output[i][0] ? find_val(im, n->output[i]) : -1;
         if (v >= 0 && im->vals[v]->konst) im->vals[v]->sym = onnx_has_sym(im->vals[v]->konst);
+        if (v >= 0 && im->vals[v]->sym && !im->vals[v]->sym_i32) /* moved as it is: int32 stays int32 */
+            for (size_t k = 0; k < n->n_input; k++)
+                if (onnx_in(im, (int)k) && onnx_in(im, (int)k)->sym_i32 && strcmp(n->op_type, "Shape"))
+                    im->vals[v]->sym_i32 = 1;
     }
 }
 
@@ -498,8 +499,11 @@ static cg_status import_node(onnx_imp *im) {
         }
     onnx_map_fn fn = cg_onnx_find_op(n->op_type);
     if (!fn) return onnx_fail(im, CG_ERR_UNSUPPORTED, "operator %s is not supported", n->op_type);
-    int f = cg_onnx_fold_sym(im);
+    int f = cg_onnx_fill_move(im);
+    if (f) return f < 0 ? CG_ERR_NO_MEMORY : CG_OK;
+    f = cg_onnx_fold_sym(im);
     if (f == 2) return cg_onnx_map(im, fn);
+    if (f == 3) return onnx_sym_map_as_data(im, fn);
     if (!f) f = cg_onnx_fold(im);
     if (f < 0) return CG_ERR_UNSUPPORTED;
     if (f > 0) {
@@ -529,25 +533,53 @@ static cg_status set_outputs(onnx_imp *im, const Onnx__GraphProto *gp) {
     return s;
 }
 
-static cg_status import_graph(onnx_imp *im) {
-    const Onnx__GraphProto *gp = im->proto->graph;
-    cg_status s = check_opset(im);
-    if (s) return s;
-    const char *gname = gp->name && cg_name_valid(gp->name) ? gp->name : "main";
-    if ((s = cg_model_add_graph(im->m, gname, &im->g))) return s;
-    if ((s = read_inputs(im, gp))) return s;
+static cg_status import_nodes(onnx_imp *im, const Onnx__GraphProto *gp) {
     if (!(im->absorbed = calloc(gp->n_node + 1, 1))) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    im->graph = gp;
     for (size_t i = 0; i < gp->n_node; i++) {
         im->node = gp->node[i];
         im->node_index = (int)i;
         im->n_emitted = 0;
         if (im->absorbed[i]) continue;
         im->bad_attr[0] = 0;
-        s = import_node(im);
+        cg_status s = import_node(im);
+        if (im->sym_failed) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
         /* a wrong-typed attribute is the cause of whatever else failed */
         if (im->bad_attr[0]) return onnx_fail(im, CG_ERR_FORMAT, "%s", im->bad_attr);
         if (s) return s;
     }
+    return CG_OK;
+}
+
+/* A subgraph's nodes (onnx_ctrl.c), the node that holds it restored after. */
+cg_status onnx_import_nodes(onnx_imp *im, const Onnx__GraphProto *gp) {
+    const Onnx__GraphProto *graph = im->graph;
+    const Onnx__NodeProto *node = im->node;
+    unsigned char *absorbed = im->absorbed;
+    int index = im->node_index, emitted = im->n_emitted;
+    cg_status s = import_nodes(im, gp);
+    free(im->absorbed);
+    im->graph = graph;
+    im->node = node;
+    im->absorbed = absorbed;
+    im->node_index = index;
+    im->n_emitted = emitted;
+    return s;
+}
+
+onnx_val *onnx_val_find(onnx_imp *im, const char *name) {
+    int32_t v = find_val(im, name);
+    return v < 0 ? NULL : im->vals[v];
+}
+
+static cg_status import_graph(onnx_imp *im) {
+    const Onnx__GraphProto *gp = im->proto->graph;
+    cg_status s = check_opset(im);
+    if (s) return s;
+    const char *gname = gp->name && cg_name_valid(gp->name) ? gp->name : "main";
+    if ((s = cg_model_add_graph(im->m, gname, &im->g))) return s;
+    if ((s = read_inputs(im, gp)) || (s = cg_onnx_ctrl_prepare(im, gp))) return s;
+    if ((s = import_nodes(im, gp))) return s;
     if ((s = set_outputs(im, gp))) return s;
     cg_weights *w;
     char label[600];

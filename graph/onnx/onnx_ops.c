@@ -39,33 +39,12 @@ static int reshape_target(const onnx_val *x, int ndim, const int64_t *dims, int6
     return 1;
 }
 
-/* A reshape target naming the symbolic dims ("[1, S, B, 64]"; one
- * unknown dim as -1); 0 when more than one dim is unknown. */
-static int named_target(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size) {
-    size_t u = (size_t)snprintf(buf, size, "[");
-    int unknown = 0;
-    for (int i = 0; i < ndim && u < size; i++) {
-        const int64_t d = dims[i];
-        u += (size_t)snprintf(buf + u, size - u, "%s", i ? ", " : "");
-        if (d == CG_DIM_UNKNOWN && unknown++) return 0;
-        if (d <= -2 && -2 - d < im->m->n_syms) {
-            const char *nm = im->m->syms[-2 - d];
-            /* a name that is no identifier is written quoted, as the text format does */
-            u += (size_t)snprintf(buf + u, size - u, cg_ident_valid(nm) ? "%s" : "`%s`", nm);
-        } else {
-            u += (size_t)snprintf(buf + u, size - u, "%lld", (long long)(d < -1 ? -1 : d));
-        }
-    }
-    if (u < size) u += (size_t)snprintf(buf + u, size - u, "]");
-    return u < size;
-}
-
 /* *out: the output's name, or NULL for a fresh one (set). */
 static cg_status emit_reshape_to(onnx_imp *im, onnx_val *x, int ndim, const int64_t *dims, const char **out) {
     int64_t t[CG_MAX_DIMS];
     char a[600], l[512];
     if (reshape_target(x, ndim, dims, t)) snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, ndim, t));
-    else if (named_target(im, ndim, dims, l, sizeof l)) snprintf(a, sizeof a, "shape: %s", l);
+    else if (onnx_named_dims(im, ndim, dims, l, sizeof l)) snprintf(a, sizeof a, "shape: %s", l);
     else
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "the new shape of '%s' has more than one dim clgraph cannot name",
                          x->name);
@@ -175,8 +154,7 @@ static cg_status map_clip(onnx_imp *im) {
         }
     }
     if (dt != CG_F32) {
-        if (im->opset < 11 || (dt != CG_I32 && dt != CG_I64 && dt != CG_I8 && dt != CG_U8))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
+        if (im->opset < 11 || dt == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
         return clip_int(im, x, bt);
     }
     char a[200];
@@ -632,22 +610,16 @@ static cg_status map_slice(onnx_imp *im) {
     const char *cur = x->name;
     for (int i = 0; i < n; i++) {
         const int64_t xa = ax[i] + (ax[i] < 0 ? x->desc.ndim : 0);
-        if (onnx_is_sym(st[i]) || (onnx_is_sym(en[i]) && sp[i] != 1))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with a symbolic start or step");
-        if (onnx_is_sym(en[i]) && xa >= 0 && xa < x->desc.ndim && onnx_sym_to_dim(en[i]) == x->desc.dims[xa]) {
+        if ((onnx_is_sym(st[i]) || onnx_is_sym(en[i])) && sp[i] != 1)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with a symbolic start or end and a step other than 1");
+        const int in_range = xa >= 0 && xa < x->desc.ndim;
+        if (in_range && onnx_is_sym(en[i]) && st[i] == 0 && onnx_sym_to_dim(en[i]) == x->desc.dims[xa]) {
             en[i] = INT64_MAX; /* to the end of that very dim */
-        } else if (onnx_is_sym(en[i])) {
-            /* x[0:S] along a dim S is not of (pos[:S]): the rows arange(S)
-             * takes, an error at run time where S passes x's dim (ONNX
-             * would clamp) */
-            const char *like, *idx = NULL, *o = i == n - 1 ? out_name(im, 0) : NULL;
-            int la;
-            char at[80];
-            if (st[i] != 0 || en[i] == ONNX_SYM_UNKNOWN || !onnx_sym_dim_of(im, onnx_sym_to_dim(en[i]), &like, &la))
-                return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                                 "Slice to a symbolic end needs start 0 and a value with that dim");
-            snprintf(at, sizeof at, "axis: %d, to: \"i32\"", la);
-            if ((s = emit_tmp(im, "arange", like, at, &idx)) ||
+        } else if (in_range && (onnx_is_sym(st[i]) || onnx_is_sym(en[i]))) {
+            /* bounds computed from dims (x[:, P:P + S], x[:, :S - 1]): the
+             * rows they take, clamped to the dim as ONNX does */
+            const char *idx = NULL, *o = i == n - 1 ? out_name(im, 0) : NULL;
+            if ((s = onnx_sym_slice_rows(im, onnx_dim_to_sym(x->desc.dims[xa]), st[i], en[i], &idx)) ||
                 (s = emit_take(im, onnx_val_get(im, cur), (int)xa, idx, &o)))
                 return s;
             cur = o;
@@ -1046,8 +1018,7 @@ static cg_status map_pow(onnx_imp *im) {
     const int ta = a->desc.dtype, tb = b->desc.dtype;
     if (ta != CG_F32 && ta != CG_I32 && ta != CG_I64)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow of %s (f32, i32 and i64)", cg_dtype_name((cg_dtype)ta));
-    if (tb != CG_F32 && tb != CG_I32 && tb != CG_I64)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
+    if (tb == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
     const char *an = a->name, *bn = b->name;
     const int via_f32 = ta != CG_F32 && tb == CG_F32;
     char to[32];
@@ -1103,7 +1074,7 @@ static cg_status map_expand(onnx_imp *im) {
         for (int i = 0; i < n; i++)
             if (d[i] == CG_DIM_UNKNOWN)
                 return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape has a dim clgraph cannot name");
-        if (!named_target(im, n, d, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
+        if (!onnx_named_dims(im, n, d, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
     } else {
         ints_text(l, sizeof l, n, d);
     }
@@ -1124,7 +1095,9 @@ static cg_status map_expand(onnx_imp *im) {
 }
 
 /* Tile: x [d0, d1, ...] as [1, d0, 1, d1, ...], expanded to [r0, d0, r1,
- * d1, ...] and reshaped to [r0 d0, r1 d1, ...] (concrete dims). */
+ * d1, ...] and reshaped to [r0 d0, r1 d1, ...]; repeats and dims may be
+ * symbolic (torch's repeat(B, 1) over a dynamic batch), their products
+ * derived dims. */
 static cg_status map_tile(onnx_imp *im) {
     onnx_val *x;
     int64_t r[CG_MAX_DIMS], d2[CG_MAX_DIMS], e[CG_MAX_DIMS], o[CG_MAX_DIMS];
@@ -1137,20 +1110,23 @@ static cg_status map_tile(onnx_imp *im) {
     if (n != nd) return onnx_fail(im, CG_ERR_FORMAT, "repeats has %d values for %d dims", n, nd);
     if (2 * nd > CG_MAX_DIMS) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile of more than %d dims", CG_MAX_DIMS / 2);
     for (int i = 0; i < nd; i++) {
-        if (x->desc.dims[i] < 0) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile of a symbolic dim");
-        if (r[i] < 0) return onnx_fail(im, CG_ERR_FORMAT, "repeats has a negative value %lld", (long long)r[i]);
-        d2[2 * i] = 1, d2[2 * i + 1] = x->desc.dims[i];
-        e[2 * i] = r[i], e[2 * i + 1] = x->desc.dims[i];
-        o[i] = r[i] * x->desc.dims[i];
+        if (r[i] < 0 && !onnx_is_sym(r[i]))
+            return onnx_fail(im, CG_ERR_FORMAT, "repeats has a negative value %lld", (long long)r[i]);
+        const int64_t xd = x->desc.dims[i];
+        d2[2 * i] = 1, d2[2 * i + 1] = xd;
+        e[2 * i] = onnx_sym_to_dim(r[i]), e[2 * i + 1] = xd;
+        o[i] = onnx_sym_to_dim(onnx_sym_derive(im, CG_SYM_MUL, r[i], onnx_dim_to_sym(xd)));
+        if (e[2 * i] == CG_DIM_UNKNOWN || xd == CG_DIM_UNKNOWN || o[i] == CG_DIM_UNKNOWN)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Tile along dim %d: a repeat or dim clgraph cannot name", i);
     }
-    const char *t1 = NULL, *t2 = NULL;
+    const char *t1 = NULL;
     if ((s = emit_reshape_to(im, x, 2 * nd, d2, &t1))) return s;
-    char a[300], l[256];
-    snprintf(a, sizeof a, "shape: %s", ints_text(l, sizeof l, 2 * nd, e));
+    char a[700], l[600];
+    if (!onnx_named_dims(im, 2 * nd, e, l, sizeof l)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "the shape is too long");
+    snprintf(a, sizeof a, "shape: %s", l);
     const char *in[1] = {t1}, *outs[1] = {NULL};
     if ((s = onnx_emit(im, "expand", 1, in, 1, outs, a))) return s;
-    t2 = outs[0];
-    return emit_reshape(im, onnx_val_get(im, t2), nd, o, out_name(im, 0));
+    return emit_reshape(im, onnx_val_get(im, outs[0]), nd, o, out_name(im, 0));
 }
 
 /* TopK: clgraph's topk works along the last axis and gives the largest
@@ -1186,7 +1162,7 @@ static cg_status map_topk(onnx_imp *im) {
     const char *cur = x->name, *o[2] = {NULL, NULL};
     /* integers rank as f32 (exact up to 2^24: lengths, ids) and come back */
     const cg_dtype xt = x->desc.dtype;
-    const int is_int = xt == CG_I32 || xt == CG_I64;
+    const int is_int = xt != CG_F32 && xt != CG_BOOL;
     if (is_int && (s = emit_tmp(im, "cast", cur, "to: \"f32\"", &cur))) return s;
     if (axis != nd - 1 && (s = emit_tmp(im, "transpose", cur, pa, &cur))) return s;
     if (!largest && (s = emit_tmp(im, "neg", cur, NULL, &cur))) return s;
@@ -1406,6 +1382,12 @@ static const struct {
     {"Add", map_binary, 0},
     {"ArgMax", map_argmax, 0},
     {"ArgMin", map_argmax, 0},
+    {"AveragePool", cg_onnx_map_pool, 0},
+    {"BitShift", cg_onnx_map_bitshift, 0},
+    {"BitwiseAnd", cg_onnx_map_bitwise, 0},
+    {"BitwiseNot", cg_onnx_map_bitwise, 0},
+    {"BitwiseOr", cg_onnx_map_bitwise, 0},
+    {"BitwiseXor", cg_onnx_map_bitwise, 0},
     {"Cast", cg_onnx_map_cast, OP_ANY_DTYPE},
     {"CastLike", cg_onnx_map_cast, OP_ANY_DTYPE},
     {"Ceil", map_unary, 0},
@@ -1413,8 +1395,12 @@ static const struct {
     {"Concat", map_concat, OP_ANY_DTYPE},
     {"Constant", map_fold_only, OP_ANY_DTYPE},
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
+    {"Conv", cg_onnx_map_conv, 0},
+    {"ConvInteger", cg_onnx_map_conv_integer, 0},
+    {"ConvTranspose", cg_onnx_map_conv_transpose, 0},
     {"Cos", map_unary, 0},
     {"CumSum", map_cumsum, 0},
+    {"DepthToSpace", cg_onnx_map_index, OP_ANY_DTYPE},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
     {"Div", map_binary, 0},
     {"Dropout", map_identity, OP_ANY_DTYPE},
@@ -1429,30 +1415,39 @@ static const struct {
     {"Floor", map_unary, 0},
     {"Gather", map_gather, OP_ANY_DTYPE},
     {"GatherElements", map_gather_elements, OP_ANY_DTYPE},
+    {"GatherND", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Gemm", map_gemm, 0},
+    {"GlobalAveragePool", cg_onnx_map_global_pool, 0},
+    {"GlobalLpPool", cg_onnx_map_global_pool, 0},
+    {"GlobalMaxPool", cg_onnx_map_global_pool, 0},
     {"GRU", cg_onnx_map_rnn_layer, 0},
     {"Greater", map_bool_op, 0},
     {"GreaterOrEqual", map_bool_op, 0},
     {"HardSigmoid", map_activation, 0},
     {"Identity", map_identity, OP_ANY_DTYPE},
+    {"If", cg_onnx_map_if, OP_ANY_DTYPE},
     {"LayerNormalization", map_layer_norm, 0},
     {"LeakyRelu", map_activation, 0},
     {"Less", map_bool_op, 0},
     {"LessOrEqual", map_bool_op, 0},
     {"LSTM", cg_onnx_map_rnn_layer, 0},
+    {"LpPool", cg_onnx_map_pool, 0},
     {"Log", map_unary, 0},
     {"LogSoftmax", map_softmax, 0},
+    {"Loop", cg_onnx_map_loop, OP_ANY_DTYPE},
     {"MatMul", map_matmul, 0},
     {"MatMulInteger", cg_onnx_map_matmul_integer, 0},
+    {"MaxPool", cg_onnx_map_pool, 0},
     {"Max", map_binary, 0},
     {"Mean", map_binary, 0},
     {"Min", map_binary, 0},
-    {"Mod", map_fold_only, 0},
+    {"Mod", cg_onnx_map_mod, 0},
     {"Mul", map_binary, 0},
     {"Neg", map_unary, 0},
     {"Not", map_bool_op, OP_ANY_DTYPE},
     {"OneHot", map_onehot, OP_ANY_DTYPE},
     {"Or", map_bool_op, OP_ANY_DTYPE},
+    {"Pad", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
     {"QuantizeLinear", cg_onnx_map_quantize, 0},
     {"Range", cg_onnx_map_range, OP_ANY_DTYPE},
@@ -1469,13 +1464,17 @@ static const struct {
     {"ReduceSumSquare", map_reduce, 0},
     {"Relu", map_unary, 0},
     {"Reshape", map_reshape, OP_ANY_DTYPE},
+    {"Resize", cg_onnx_map_resize, OP_ANY_DTYPE},
     {"RNN", cg_onnx_map_rnn, 0},
     {"Round", map_unary, 0},
+    {"Scan", cg_onnx_map_scan, OP_ANY_DTYPE},
     {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
+    {"ScatterND", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Shape", map_fold_only, OP_ANY_DTYPE},
     {"Sigmoid", map_unary, 0},
     {"Sign", map_unary, 0},
     {"Sin", map_unary, 0},
+    {"SpaceToDepth", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Size", map_fold_only, OP_ANY_DTYPE},
     {"Slice", map_slice, OP_ANY_DTYPE},
     {"Softmax", map_softmax, 0},
@@ -1492,6 +1491,7 @@ static const struct {
     {"Transpose", map_transpose, OP_ANY_DTYPE},
     {"Trilu", map_trilu, OP_ANY_DTYPE},
     {"Unsqueeze", map_squeeze, OP_ANY_DTYPE},
+    {"Upsample", cg_onnx_map_resize, OP_ANY_DTYPE},
     {"Where", map_bool_op, OP_ANY_DTYPE},
     {"Xor", map_bool_op, OP_ANY_DTYPE},
 };

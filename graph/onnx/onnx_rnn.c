@@ -96,6 +96,21 @@ static cg_status rnn_read(onnx_imp *im, rnn_parts *p) {
     return CG_OK;
 }
 
+/* Every sequence of a batch whole: lengths [B] of S where B or S are
+ * symbolic, made when the plan binds them (dim_values, cast, expand). */
+static cg_status full_lengths(onnx_imp *im, int64_t bsz, int64_t seq, const char **out) {
+    char vs[200], bs[200], a[300];
+    if (!onnx_named_dims(im, 1, &seq, vs, sizeof vs) || !onnx_named_dims(im, 1, &bsz, bs, sizeof bs))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "dims too long to name");
+    const char *outs[1] = {NULL}, *c = NULL;
+    snprintf(a, sizeof a, "values: %s, scalar: 1", vs);
+    cg_status s = onnx_emit(im, "dim_values", 0, NULL, 1, outs, a);
+    if (!s) s = emit_tmp(im, "cast", outs[0], "to: \"i32\"", &c);
+    snprintf(a, sizeof a, "shape: %s", bs);
+    if (!s) s = emit_tmp(im, "expand", c, a, out);
+    return s;
+}
+
 /* Whether a value is known at import to be all zeros: absent, an Expand
  * of zeros (v->zeros), or an f32 constant of zeros. */
 static int known_zero(const onnx_val *v) {
@@ -185,8 +200,13 @@ cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
     if (sl) {
         if ((s = emit_tmp(im, "cast", sl->name, "to: \"i32\"", &lens))) return s;
     } else {
-        if (bsz < 0 || seq < 0 || seq > INT32_MAX)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s without sequence_lens over a symbolic batch or length", op);
+        if (bsz < 0 || seq < 0) {
+            if ((s = full_lengths(im, bsz, seq, &lens))) return s;
+        } else if (seq > INT32_MAX) {
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s over a sequence of more than 2^31 - 1 steps", op);
+        }
+    }
+    if (!lens) {
         int32_t *l = malloc((size_t)(bsz ? bsz : 1) * sizeof *l);
         if (!l) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
         for (int64_t i = 0; i < bsz; i++) l[i] = (int32_t)seq;

@@ -83,7 +83,7 @@ static cg_status bind_inputs(cg_plan *p, cg_tensor **by_pos, int64_t *sym_vals) 
             }
         }
     }
-    return CG_OK;
+    return cg_model_eval_syms(m, sym_vals);
 }
 
 /* Room for an instance's kernel arguments in the plan's scratch arrays. */

@@ -41,7 +41,7 @@ static cg_status parse_bindings(cg_plan *p, const char *text, int64_t *sym) {
                 return cg_error(CG_ERR_INVALID_ARGUMENT, "bindings: give a size for %s (input '%s'), e.g. %s=1",
                                 m->syms[-2 - v->dims[d]], v->name, m->syms[-2 - v->dims[d]]);
     }
-    return CG_OK;
+    return cg_model_eval_syms(m, sym);
 }
 
 static instance *find_instance(cg_plan *p, const int64_t *sym) {

@@ -50,7 +50,9 @@ UNARY(neg_f32, float, -x)
 #if defined(UOP_NEG)
 #define UOP(v) ((T)((TW)0 - (TW)(v)))
 #elif defined(UOP_ABS) && defined(TSIGNED)
-#define UOP(v) ((v) < (TC)0 ? (T)((TW)0 - (TW)(v)) : (T)(v))
+/* the builtin (unsigned |v|, so |MIN| wraps back to MIN): a select of the
+ * negation becomes llvm.abs.i16, which Oclgrind cannot run */
+#define UOP(v) ((T)abs(v))
 #elif defined(UOP_ABS)
 #define UOP(v) ((T)(v))
 #elif defined(UOP_SIGN) && defined(TSIGNED)

@@ -93,3 +93,13 @@ __kernel void arange(__global AR_T *y, AR_U start, AR_U delta, long n) {
     y[i] = (AR_T)(start + (AR_U)i * delta);
 }
 #endif
+
+/* dim_values: sizes bound at plan time, written as they are */
+#if CG_WANT(dim_values)
+__kernel void dim_values(__global long *y, long8 v, int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    long a[8] = {v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7};
+    y[i] = a[i];
+}
+#endif

@@ -7,11 +7,13 @@ with ONNX Runtime's outputs as the expected values; each model gets two
 data sets of different batch and lengths, so the dynamic dims are bound
 twice; both decoders also as ONNX Runtime's quantize_dynamic makes them
 (int8 weights, DynamicQuantizeLinear, MatMulInteger) against its own int8
-results. transformer_greedy.txt: sources and PyTorch's greedy outputs. `clgraph onnx-test
+results; a small CNN (convolutions, pooling, a transposed convolution;
+batch, height and width dynamic). transformer_greedy.txt: sources and
+PyTorch's greedy outputs. `clgraph onnx-test
 tests/data/onnx/models --rtol 1e-4 --atol 1e-4` runs them
 (tests/graph/onnx/test_onnx.c, every device).
 Needs torch, onnx, onnxscript and onnxruntime (a virtual environment):
-    python3 make_models.py [--out DIR]
+    python3 make_models.py [--out DIR] [--only NAME]
 (tests/graph/onnx/live_onnx.sh runs it into a fresh folder with whatever
 torch and ONNX Runtime are installed, and checks clgraph against them.)"""
 import os
@@ -152,13 +154,132 @@ def layernorm_opset13():
     os.remove(tmp)
 
 
+class SymArith(torch.nn.Module):
+    """Shape arithmetic over dynamic dims as the TorchScript exporter writes
+    it (Shape, Gather, Mul, Add, Sub, Div, Concat into Reshape, Expand,
+    ConstantOfShape, Range, Slice, Tile; sizes read as data): products of dims
+    (B * S rows, B * heads), a length computed from two inputs (P + S), a
+    position range from a past length, zeros of a derived shape, and dims
+    cast to float and used in arithmetic."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x, past):
+        B, S, D = x.shape
+        P = past.shape[1]
+        rows = self.proj(x.reshape(B * S, D)).reshape(B, S, D)
+        heads = rows.reshape(B, S, 2, D // 2).transpose(1, 2).reshape(B * 2, S, D // 2)
+        both = torch.cat([past, x], dim=1)  # [B, P + S, D]
+        pos = torch.arange(P, P + S, dtype=torch.int64).unsqueeze(0).expand(B, S)
+        scale = rows * (S * 1.0) / (P + S)  # dims read as data
+        pad = torch.zeros(B, 2 * S, D)  # ConstantOfShape of a derived shape
+        tail = both[:, 1:, :]  # a slice of a derived dim
+        tiled = rows[:1, :, :1].repeat(B, 2, 1)  # Tile by repeats computed from B
+        recent = both[:, P:, :] - rows[:, : S - 1].sum(dim=1, keepdim=True)  # slices bounded by dims
+        return heads, both.sum(dim=1), pos, scale, torch.cat([pad, rows], dim=1), tail.mean(dim=1), tiled, recent
+
+
+def sym_arith():
+    torch.manual_seed(7)
+    m = SymArith().eval()
+    tmp = os.path.join(OUT, "models", ".sym_arith.onnx")
+    names = ["heads", "both_sum", "pos", "scale", "padded", "tail_mean", "tiled", "recent"]
+    dyn = {"x": {0: "B", 1: "S"}, "past": {0: "B", 1: "P"}}
+    dyn.update({n: {0: "d0", 1: "d1"} for n in names if n not in ("both_sum", "tail_mean")})
+    torch.onnx.export(m, (torch.randn(2, 5, 8), torch.randn(2, 3, 8)), tmp, input_names=["x", "past"],
+                      output_names=names, dynamic_axes=dyn, opset_version=17, dynamo=False)
+    sets = [{"x": rng.standard_normal((B, S, 8)).astype(np.float32),
+             "past": rng.standard_normal((B, P, 8)).astype(np.float32)} for B, S, P in ((2, 5, 3), (3, 4, 6))]
+    write_sets("sym_arith", tmp, sets)
+    os.remove(tmp)
+
+
+def rnn_layers():
+    """nn.LSTM and nn.GRU of 2 bidirectional layers (batch_first), by both
+    exporters with batch and length dynamic: the zero initial state made
+    once (ConstantOfShape, or Expand in the dynamo export) and sliced per
+    layer, each layer an RNN op over the symbolic length."""
+    for kind in ("LSTM", "GRU"):
+        torch.manual_seed(11)
+        m = getattr(torch.nn, kind)(8, 16, num_layers=2, bidirectional=True, batch_first=True).eval()
+        x = torch.randn(3, 5, 8)
+        sets = [{"x": rng.standard_normal((B, S, 8)).astype(np.float32)} for B, S in ((3, 5), (2, 9))]
+        tmp = os.path.join(OUT, "models", f".{kind}.onnx")
+        torch.onnx.export(m, (x,), tmp, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}, opset_version=17, dynamo=False)
+        write_sets(f"{kind.lower()}2_bidir_ts", tmp, sets)
+        B, S = torch.export.Dim("B", min=1, max=64), torch.export.Dim("S", min=2, max=512)
+        torch.onnx.export(m, (x,), tmp, input_names=["x"], output_names=["y"],
+                          dynamic_shapes={"input": {0: B, 1: S}}, dynamo=True)
+        write_sets(f"{kind.lower()}2_bidir_dynamo", tmp, sets)
+        os.remove(tmp)
+
+
+class SmallCNN(torch.nn.Module):
+    """Convolutions and pooling as image models use them: a 3x3 conv, max
+    pooling, a strided grouped conv, a depthwise conv with dilation,
+    average pooling with ceil_mode, a transposed conv back up, 1x1 conv,
+    and a global average pool head."""
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.pool1 = torch.nn.MaxPool2d(2)
+        self.c2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=(1, 0), groups=2)
+        self.dw = torch.nn.Conv2d(16, 16, 3, padding=2, dilation=2, groups=16)
+        self.pool2 = torch.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        self.up = torch.nn.ConvTranspose2d(16, 6, 3, stride=2, padding=1, output_padding=1)
+        self.pw = torch.nn.Conv2d(6, 4, 1)
+        self.c1d = torch.nn.Conv1d(4, 5, 3, padding=1)
+
+    def forward(self, x):
+        y = self.pool1(torch.relu(self.c1(x)))
+        y = torch.relu(self.dw(torch.relu(self.c2(y))))
+        y = self.pw(torch.relu(self.up(self.pool2(y))))
+        g = torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+        return y, g, torch.nn.functional.max_pool1d(self.c1d(y.mean(dim=3)), 2, ceil_mode=True)
+
+
+def cnn():
+    """SmallCNN exported by the TorchScript exporter at opset 17, batch,
+    height and width dynamic; two data sets of different sizes."""
+    torch.manual_seed(7)
+    m = SmallCNN().eval()
+    tmp = os.path.join(OUT, "models", ".cnn.onnx")
+    dyn = {0: "N", 2: "H", 3: "W"}
+    torch.onnx.export(m, (torch.randn(2, 3, 16, 16),), tmp, input_names=["x"], output_names=["y", "g", "z"],
+                      dynamic_axes={"x": dyn, "y": dyn, "g": {0: "N"}, "z": {0: "N", 2: "H"}}, opset_version=17,
+                      dynamo=False)
+    sets = [{"x": rng.standard_normal((N, 3, H, W)).astype(np.float32)} for N, H, W in ((2, 16, 16), (1, 21, 13))]
+    write_sets("cnn_conv_pool", tmp, sets)
+    os.remove(tmp)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--out":
-        OUT = sys.argv[2]
-    elif len(sys.argv) != 1:
-        sys.exit("usage: make_models.py [--out DIR]")
-    s2s()
-    transformer()
-    quantized("s2s_decoder_int8", "s2s_decoder")
-    quantized("transformer_decoder_int8", "transformer_decoder")
-    layernorm_opset13()
+    # --only NAME: one of the functions below (a new model without
+    # exporting the others again)
+    args = sys.argv[1:]
+    only = None
+    while args:
+        if len(args) >= 2 and args[0] == "--out":
+            OUT, args = args[1], args[2:]
+        elif len(args) >= 2 and args[0] == "--only":
+            only, args = args[1], args[2:]
+        else:
+            sys.exit("usage: make_models.py [--out DIR] [--only s2s|transformer|quantized|layernorm_opset13|sym_arith|rnn_layers|cnn]")
+    if only in (None, "s2s"):
+        s2s()
+    if only in (None, "transformer"):
+        transformer()
+    if only in (None, "quantized"):
+        quantized("s2s_decoder_int8", "s2s_decoder")
+        quantized("transformer_decoder_int8", "transformer_decoder")
+    if only in (None, "layernorm_opset13"):
+        layernorm_opset13()
+    if only in (None, "sym_arith"):
+        sym_arith()
+    if only in (None, "cnn"):
+        cnn()
+    if only in (None, "rnn_layers"):
+        rnn_layers()

@@ -572,6 +572,56 @@ START_TEST(test_shapes) {
 }
 END_TEST
 
+/* `dim NAME = a op b`: derived dims, evaluated from a binding of the free
+ * ones (values by hand). */
+START_TEST(test_derived_dims) {
+    const char *text = "dim BH = B * 4\n"
+                       "dim `S-1` = S -1\n" /* "-1" lexes as a number: still S minus 1 */
+                       "dim half = ceil_div(S, 2)\n"
+                       "dim m = max(BH, `S-1`)\n"
+                       "dim r = 10 % S\n"
+                       "graph g {\n"
+                       "  input x: f32[B, S]\n"
+                       "  y = reshape(x) {shape: [BH, `S-1`, half]}\n"
+                       "  output y\n"
+                       "}\n";
+    cg_model *m = parse(text);
+    const int B = cg_model_find_sym(m, "B"), S = cg_model_find_sym(m, "S"), BH = cg_model_find_sym(m, "BH");
+    const int S1 = cg_model_find_sym(m, "S-1"), H = cg_model_find_sym(m, "half"), M = cg_model_find_sym(m, "m");
+    const int R = cg_model_find_sym(m, "r");
+    ck_assert(B >= 0 && S >= 0 && BH >= 0 && S1 >= 0 && H >= 0 && M >= 0 && R >= 0);
+    ck_assert(!cg_model_sym_derived(m, B) && !cg_model_sym_derived(m, S) && cg_model_sym_derived(m, BH));
+    ck_assert_int_eq(m->sym_defs[BH].op, CG_SYM_MUL);
+    ck_assert(m->sym_defs[BH].a == CG_DIM_SYM(B) && m->sym_defs[BH].b == 4);
+    ck_assert_int_eq(m->sym_defs[S1].op, CG_SYM_SUB);
+    ck_assert(m->sym_defs[S1].a == CG_DIM_SYM(S) && m->sym_defs[S1].b == 1);
+    ck_assert_int_eq(m->sym_defs[R].op, CG_SYM_MOD);
+    ck_assert(m->sym_defs[R].a == 10 && m->sym_defs[R].b == CG_DIM_SYM(S));
+    int64_t v[16];
+    for (int i = 0; i < m->n_syms; i++) v[i] = -1;
+    v[B] = 3, v[S] = 7;
+    ck_assert_int_eq(cg_model_eval_syms(m, v), CG_OK);
+    ck_assert(v[BH] == 12 && v[S1] == 6 && v[H] == 4 && v[M] == 12 && v[R] == 3);
+    /* a binding that gives a derived dim no size, or another size than an input gave */
+    for (int i = 0; i < m->n_syms; i++) v[i] = -1;
+    v[B] = 1, v[S] = 0;
+    ck_assert_int_eq(cg_model_eval_syms(m, v), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "dim S-1 = S - 1 is negative for this binding (0, 1)");
+    for (int i = 0; i < m->n_syms; i++) v[i] = -1;
+    v[B] = 2, v[S] = 3, v[BH] = 9;
+    ck_assert_int_eq(cg_model_eval_syms(m, v), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "dim BH is bound to 9, but B * 4 = 8");
+    cg_model_free(m);
+    char *canon = roundtrip(text);
+    ck_assert_msg(strstr(canon, "dim `S-1` = S - 1\ndim half = ceil_div(S, 2)\n"), "%s", canon);
+    free(canon);
+    parse_err("dim X = Y ^ 2\n", "m.cg:1:11: unexpected character '^'");
+    parse_err("dim X = 3\n", "m.cg:1:10: expected an operator (+ - * / %) or min, max, ceil_div, got end of line");
+    parse_err("dim X = 2 * 2\ndim X = 3 * 1\n", "m.cg:2:5: dim 'X' is already defined");
+    parse_err("graph g {\n  input x: f32[B - 1]\n}\n", "m.cg:2:18: unexpected character '-'");
+}
+END_TEST
+
 START_TEST(test_keywords_as_names) {
     /* graph/input/param/output are keywords only at the start of a statement
      * and only when not followed by ':', ',' or '='. */
@@ -817,8 +867,8 @@ END_TEST
 START_TEST(test_errors_structure) {
     parse_err("", "m.cg: no graph");
     parse_err("\n\n# only a comment\n", "m.cg: no graph");
-    parse_err("foo", "m.cg:1:1: expected 'graph', got 'foo'");
-    parse_err("\n  42 {", "m.cg:2:3: expected 'graph', got '42'");
+    parse_err("foo", "m.cg:1:1: expected 'graph' or 'dim', got 'foo'");
+    parse_err("\n  42 {", "m.cg:2:3: expected 'graph' or 'dim', got '42'");
     parse_err("graph {", "m.cg:1:7: expected a graph name after 'graph', got '{'");
     parse_err("graph", "m.cg:1:6: expected a graph name after 'graph', got end of file");
     parse_err("graph g\n{\n}", "m.cg:1:8: expected '{' after the graph name, got end of line");
@@ -1486,7 +1536,7 @@ START_TEST(test_builder_parsed_model) {
     cg_model_free(m);
     /* A file holding only a byte order mark has no graph. */
     parse_err("\xEF\xBB\xBF", "m.cg: no graph");
-    parse_err("\xEF\xBB\xBF}", "m.cg:1:1: expected 'graph', got '}'");
+    parse_err("\xEF\xBB\xBF}", "m.cg:1:1: expected 'graph' or 'dim', got '}'");
 }
 END_TEST
 
@@ -1630,6 +1680,7 @@ static Suite *parse_suite(void) {
     tcase_add_test(t, test_float_shortest);
     tcase_add_test(t, test_shapes);
     tcase_add_test(t, test_keywords_as_names);
+    tcase_add_test(t, test_derived_dims);
     tcase_add_test(t, test_quoted_names);
     tcase_add_test(t, test_forward_refs_and_shapes_of_statements);
     tcase_add_test(t, test_node_names);

@@ -20,8 +20,13 @@ static void setup(void) { tu_setup_dir("onnx"); }
  * F failed, U unsupported, E errors (of T)": no failure, no error, at
  * least min_pass passed (what the importer covers so far, docs/onnx.md: a
  * fall is a regression), T tests. */
+static int one_plan; /* run_set_tol with --one-plan */
+
 static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
-    const char *args[] = {"onnx-test", dir, tol ? "--rtol" : NULL, tol, "--atol", tol, NULL};
+    const char *args[8] = {"onnx-test", dir};
+    int n = 2;
+    if (one_plan) args[n++] = "--one-plan";
+    if (tol) args[n++] = "--rtol", args[n++] = tol, args[n++] = "--atol", args[n++] = tol;
     int rc = tu_run_cli(args, NULL, NULL);
     ck_assert_msg(rc == 0, "%s", tu_err);
     int devices = 0;
@@ -43,7 +48,7 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
 static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
 
 START_TEST(node_tests_pass) {
-    run_set(NODE, 536, 932);
+    run_set(NODE, 632, 932);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
@@ -56,13 +61,59 @@ END_TEST
  * with run-time (negative) indices, int64 comparisons, logic, Where and
  * Div, torch.onnx.export's bidirectional nn.GRU, nn.LSTM and nn.RNN and an
  * nn.GRU from a given h0, an LSTM with peepholes, initial states and
- * short sequence_lens checked against ONNX Runtime, and shape arithmetic
+ * short sequence_lens checked against ONNX Runtime, shape arithmetic
  * over symbolic dims (Range, ConstantOfShape, Reshape, TopK, Gather, Slice
- * and ReduceSum fed by Shape of dynamic dims) on two bindings. */
+ * and ReduceSum fed by Shape of dynamic dims) on two bindings, and
+ * F.interpolate, F.pad, pixel_shuffle and index assignment as both
+ * PyTorch exporters write them (make_ops_index.py: Resize, Pad,
+ * DepthToSpace, GatherND, ScatterND), and (make_int_ops.py, NumPy) uint64
+ * past int64's range folded and run, int16 Mod both ways, uint32 BitShift
+ * and the bitwise ops, Casts among the new integer types. */
 START_TEST(own_op_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ops", tu_src_dir());
-    run_set(dir, 12, 12);
+    run_set(dir, 18, 18);
+}
+END_TEST
+
+/* Control flow (tests/data/onnx/make_ctrl.py, expected values from ONNX
+ * Runtime, checked against NumPy and PyTorch): a scripted torch loop and
+ * if, an If known only at run time (each data set takes another branch)
+ * with an If decided at import inside, an If on a dynamic dim decided by
+ * the given input's dims, a while Loop, a Loop in a Loop with an If
+ * reading both bodies' values, Scan with axes and directions. */
+START_TEST(control_flow_tests_pass) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/ctrl", tu_src_dir());
+    run_set(dir, 6, 6);
+    /* imported once with nothing given: if_on_dims's If then has its
+     * condition only at run time and branches of other shapes */
+    one_plan = 1;
+    run_set(dir, 5, 6);
+    one_plan = 0;
+    ck_assert_ptr_nonnull(strstr(tu_out, "torch_loop_if                                      cpu        pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "(If, #5): the condition 'c' is known only at run time, so both branches "
+                                         "are imported, and then_branch fails: node '/then/squeeze' (Squeeze, #1): "));
+}
+END_TEST
+
+/* What control flow the importer cannot take is one line naming the node:
+ * a Loop over a symbolic length, an If known only at run time whose
+ * branches give other shapes. */
+START_TEST(control_flow_refusals) {
+    static const char *const cases[][3] = {
+        {"ctrl_loop_symbolic.onnx",
+         "node '/Loop' (Loop, #4): the trip count ('/Gather_output_0') is known only at run time",
+         "clgraph unrolls loops at import"},
+        {"ctrl_if_shapes.onnx", "node '/If' (If, #3): the condition is known only at run time",
+         "f32[2, 3] in then_branch but f32[3] in else_branch"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char model[4096];
+        snprintf(model, sizeof model, "%s/tests/data/onnx/%s", tu_src_dir(), cases[i][0]);
+        const char *args[] = {"check", model, NULL};
+        ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+        tu_assert_one_line((const char *const[]){cases[i][0], cases[i][1], cases[i][2], NULL});
+    }
 }
 END_TEST
 
@@ -70,17 +121,39 @@ END_TEST
  * and decoder step from torch.onnx.export with dynamic batch and source
  * length (pack_padded_sequence's sort, Shape/Range/ConstantOfShape over the
  * symbolic dims), and an nn.Transformer's encoder and decoder (dynamo
- * exporter: reshapes to symbolic dims), two bindings each, equal to ONNX
+ * exporter: reshapes to symbolic dims), shape arithmetic over dynamic
+ * dims (sym_arith: products, sums, ranges, sizes read as data), and a
+ * small CNN (Conv, MaxPool, AveragePool, ConvTranspose, GlobalAveragePool;
+ * batch, height and width dynamic), two bindings each, equal to ONNX
  * Runtime's outputs within 1e-4 on every device. */
 START_TEST(exported_models_match_ort) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
-    run_set_tol(dir, 9, 9, "1e-4");
+    run_set_tol(dir, 15, 15, "1e-4");
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_encoder                                        cpu        pass "));
+    /* shape arithmetic over B, S and P: derived dims bound by each plan (issue 31) */
+    ck_assert_ptr_nonnull(strstr(tu_out, "sym_arith                                          opencl:0   pass "));
+    /* 2-layer bidirectional RNNs over a symbolic length, their zero state sliced per layer */
+    ck_assert_ptr_nonnull(strstr(tu_out, "lstm2_bidir_dynamo                                 opencl:0   pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "gru2_bidir_ts                                      opencl:0   pass "));
     /* whole nn.Transformer steps from both exporters (issue 29) */
     ck_assert_ptr_nonnull(strstr(tu_out, "transformer_full_ts                                opencl:0   pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "transformer_full_dynamo                            opencl:0   pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "s2s_decoder                                        opencl:0   pass "));
+    /* a CNN (conv, pooling, conv_transpose) over dynamic batch, height and width */
+    ck_assert_ptr_nonnull(strstr(tu_out, "cnn_conv_pool                                      opencl:0   pass "));
+}
+END_TEST
+
+/* The same models imported once, with no input values given, and both
+ * data sets (another batch and lengths) run through one plan per device:
+ * the second binding needs no import. */
+START_TEST(exported_models_one_plan) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/models", tu_src_dir());
+    one_plan = 1;
+    run_set_tol(dir, 15, 15, "1e-4");
+    one_plan = 0;
 }
 END_TEST
 
@@ -454,7 +527,10 @@ int main(void) {
     tcase_add_test(tc, node_tests_pass);
     tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, own_op_tests_pass);
+    tcase_add_test(tc, control_flow_tests_pass);
+    tcase_add_test(tc, control_flow_refusals);
     tcase_add_test(tc, exported_models_match_ort);
+    tcase_add_test(tc, exported_models_one_plan);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
     tcase_add_test(tc, load_options_checked);
     tcase_add_test(tc, import_fuses_exporter_idioms);

@@ -1,0 +1,289 @@
+/* conv: N-d convolution (ONNX Conv, torch.nn.Conv1d/2d/3d) of x [N, C,
+ * spatial...] with w [M, C / group, kernel...] and an optional bias [M].
+ * CPU: the windows of a block of output positions copied into rows
+ * (im2row) and one GEMM of the group's weights with them on the CPU GEMM
+ * (own kernels, threaded); 1x1 windows need no copy, and a depthwise conv
+ * (one input channel per group) is a direct loop. OpenCL: one work-item
+ * per output element (ops/cl/conv.cl). */
+#include "conv_geom.h"
+#include "ops_cl.h"
+
+#include "cpu/cpu_blas.h"
+#include "cpu/cpu_pool.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv.cl.h"
+
+enum { CONV_STRIDES, CONV_DILATIONS, CONV_PADS, CONV_AUTO_PAD, CONV_GROUP };
+
+static const cg_attr_def conv_attrs[] = {
+    CG_CONV_ATTR_STRIDES,
+    CG_CONV_ATTR_DILATIONS,
+    CG_ATTR(.name = "pads", .type = CG_ATTR_INTS,
+            .doc = "zeros added before each spatial axis, then after each (ONNX's order; default none)"),
+    CG_CONV_ATTR_AUTO_PAD,
+    CG_ATTR(.name = "group", .type = CG_ATTR_INT, .default_int = 1,
+            .doc = "channel groups: C and M split into `group` parts, part g of the output reading part g of x"),
+};
+static const cg_conv_attr_ix conv_ix = {CONV_STRIDES, CONV_DILATIONS, CONV_PADS, CONV_AUTO_PAD, -1, -1};
+
+/* The sizes of one conv call. */
+typedef struct conv_dims {
+    cg_conv_geom g;
+    int64_t n, c, m, group, cg, mg; /* batch, channels in / out, groups, per group */
+} conv_dims;
+
+static cg_op_status conv_dims_of(const cg_op_call *call, conv_dims *cd) {
+    const cg_tensor_desc *x = &call->inputs[0], *w = &call->inputs[1];
+    char sx[128], sw[128];
+    int nsp;
+    if (cg_conv_check_x(call, NULL, &nsp)) return CG_OP_ERROR;
+    cg_ops_format_dims(sx, sizeof sx, x);
+    cg_ops_format_dims(sw, sizeof sw, w);
+    if (w->dtype != CG_F32 || w->ndim != x->ndim)
+        return cg_op_fail(call, "input 1 (w) %s %s must be f32 [M, C / group, kernel...] of x %s's rank", sw,
+                          cg_ops_dtype_name(w->dtype), sx);
+    cd->n = x->dims[0], cd->c = x->dims[1], cd->m = w->dims[0], cd->cg = w->dims[1];
+    cd->group = call->attrs[CONV_GROUP].i;
+    if (cd->group < 1) return cg_op_fail(call, "attribute group must be positive, got %lld", (long long)cd->group);
+    if (cd->m >= 0 && cd->m % cd->group)
+        return cg_op_fail(call, "w %s: its %lld output channels do not split into %lld groups", sw, (long long)cd->m,
+                          (long long)cd->group);
+    if (cd->c >= 0 && cd->cg >= 0 && cd->cg * cd->group != cd->c)
+        return cg_op_fail(call, "w %s takes %lld channels per group, x %s has %lld channels in %lld groups", sw,
+                          (long long)cd->cg, sx, (long long)cd->c, (long long)cd->group);
+    cd->mg = cd->m >= 0 ? cd->m / cd->group : CG_DIM_UNKNOWN;
+    return cg_conv_geom_make(call, &conv_ix, nsp, x->dims + 2, w->dims + 2, 0, &cd->g);
+}
+
+static cg_op_status conv_infer(cg_op_call *call) {
+    conv_dims cd;
+    if (conv_dims_of(call, &cd)) return CG_OP_ERROR;
+    if (call->n_inputs > 2) {
+        const cg_tensor_desc *b = &call->inputs[2];
+        if (b->dtype != CG_F32 || b->ndim != 1 || !cg_dim_compatible(b->dims[0], cd.m)) {
+            char sb[128];
+            cg_ops_format_dims(sb, sizeof sb, b);
+            return cg_op_fail(call, "input 2 (bias) %s %s must be f32 [M], M = w's first dim", sb,
+                              cg_ops_dtype_name(b->dtype));
+        }
+    }
+    cg_tensor_desc *o = &call->outputs[0];
+    o->dtype = CG_F32;
+    o->ndim = call->inputs[0].ndim;
+    o->dims[0] = cd.n, o->dims[1] = cd.m;
+    for (int i = 0; i < cd.g.nsp; i++) o->dims[2 + i] = cd.g.out[CG_CONV_AXES - cd.g.nsp + i];
+    return CG_OP_OK;
+}
+
+/* ---- CPU ---- */
+
+/* Output positions per im2row block: the block's rows within about 2 MiB. */
+static int64_t conv_block_rows(int64_t ck, int64_t p) {
+    int64_t r = ((int64_t)1 << 19) / (ck > 0 ? ck : 1);
+    if (r < 16) r = 16;
+    return r < p ? r : p;
+}
+
+static int conv_pointwise(const cg_conv_geom *g) {
+    for (int a = 0; a < CG_CONV_AXES; a++)
+        if (g->k[a] != 1 || g->s[a] != 1 || g->pb[a] || g->pe[a]) return 0;
+    return 1;
+}
+
+static size_t conv_workspace(const cg_op_call *call) {
+    conv_dims cd;
+    if (conv_dims_of(call, &cd) || conv_pointwise(&cd.g) || cd.cg == 1) return 0;
+    const int64_t ck = cd.cg * cg_conv_k_size(&cd.g);
+    return (size_t)(conv_block_rows(ck, cg_conv_out_size(&cd.g)) * ck) * sizeof(float);
+}
+
+/* One im2row block: rows [r0, r1) of output positions of image plane x
+ * (the group's cg channels), each row the cg * K window values. */
+typedef struct conv_job {
+    const conv_dims *cd;
+    const float *x, *w, *bias;
+    float *rows, *y;
+    int64_t p0;
+} conv_job;
+
+static void im2row_run(void *ctx, size_t r0, size_t r1) {
+    const conv_job *j = ctx;
+    const cg_conv_geom *g = &j->cd->g;
+    const int64_t ck = j->cd->cg * cg_conv_k_size(g), in = cg_conv_in_size(g);
+    for (size_t r = r0; r < r1; r++) {
+        const int64_t p = j->p0 + (int64_t)r;
+        const int64_t o2 = p % g->out[2], o1 = p / g->out[2] % g->out[1], o0 = p / g->out[2] / g->out[1];
+        float *row = j->rows + (int64_t)r * ck;
+        for (int64_t c = 0; c < j->cd->cg; c++)
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++) {
+                const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+                    const int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
+                    const int inside = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1];
+                    const float *src = j->x + c * in + (i0 * g->in[1] + i1) * g->in[2];
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
+                        const int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
+                        *row++ = inside && i2 >= 0 && i2 < g->in[2] ? src[i2] : 0.0f;
+                    }
+                }
+            }
+    }
+}
+
+/* Depthwise: channel m of y from channel m / mg of x alone, a direct loop
+ * over the output rows [r0, r1) of the n * M planes. */
+static void depthwise_run(void *ctx, size_t r0, size_t r1) {
+    const conv_job *j = ctx;
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t in = cg_conv_in_size(g), kn = cg_conv_k_size(g), rows = g->out[0] * g->out[1];
+    for (size_t r = r0; r < r1; r++) {
+        const int64_t plane = (int64_t)r / rows, o1 = (int64_t)r % rows % g->out[1], o0 = (int64_t)r % rows / g->out[1];
+        const int64_t m = plane % cd->m, ch = plane / cd->m * cd->c + m / cd->mg;
+        const float *x = j->x + ch * in, *w = j->w + m * kn;
+        float *y = j->y + (int64_t)r * g->out[2];
+        for (int64_t o2 = 0; o2 < g->out[2]; o2++) {
+            float acc = j->bias ? j->bias[m] : 0.0f;
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++) {
+                const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
+                if (i0 < 0 || i0 >= g->in[0]) continue;
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+                    const int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
+                    if (i1 < 0 || i1 >= g->in[1]) continue;
+                    const float *xr = x + (i0 * g->in[1] + i1) * g->in[2], *wr = w + (k0 * g->k[1] + k1) * g->k[2];
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
+                        const int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
+                        if (i2 >= 0 && i2 < g->in[2]) acc += xr[i2] * wr[k2];
+                    }
+                }
+            }
+            y[o2] = acc;
+        }
+    }
+}
+
+static void fill_bias(float *y, const float *bias, int64_t planes, int64_t m, int64_t p) {
+    for (int64_t i = 0; i < planes; i++)
+        for (int64_t q = 0; q < p; q++) y[i * p + q] = bias ? bias[i % m] : 0.0f;
+}
+
+/* The group's weights [mg, ck] times the windows of image n, group gi. */
+static void conv_group(conv_job *j, const float *x, const float *w, float *y, int64_t ck, int64_t p) {
+    const conv_dims *cd = j->cd;
+    if (conv_pointwise(&cd->g)) {
+        cg_cpu_sgemm(0, 0, cd->mg, p, cd->cg, 1.0f, w, cd->cg, x, p, 1.0f, y, p);
+        return;
+    }
+    const int64_t block = conv_block_rows(ck, p);
+    j->x = x;
+    for (int64_t p0 = 0; p0 < p; p0 += block) {
+        const int64_t rows = p - p0 < block ? p - p0 : block;
+        j->p0 = p0;
+        cg_cpu_parallel_for((size_t)rows, (size_t)(4096 / ck + 1), im2row_run, j);
+        cg_cpu_sgemm(0, 1, cd->mg, rows, ck, 1.0f, w, ck, j->rows, ck, 1.0f, y + p0, p);
+    }
+}
+
+static cg_op_status conv_cpu(const cg_kernel_args *a) {
+    const cg_op_call *call = a->call;
+    conv_dims cd;
+    if (conv_dims_of(call, &cd)) return CG_OP_ERROR;
+    const int64_t p = cg_conv_out_size(&cd.g), in = cg_conv_in_size(&cd.g), ck = cd.cg * cg_conv_k_size(&cd.g);
+    conv_job j = {&cd, a->in[0], a->in[1], call->n_inputs > 2 ? a->in[2] : NULL, a->workspace, a->out[0], 0};
+    if (cd.n * cd.m * p == 0) return CG_OP_OK;
+    if (cd.cg == 1 && !conv_pointwise(&cd.g)) {
+        const int64_t rows = cd.n * cd.m * cd.g.out[0] * cd.g.out[1];
+        const int64_t work = cd.g.out[2] * cg_conv_k_size(&cd.g);
+        cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 8192 ? 1 : 8192 / (work + 1)), depthwise_run, &j);
+        return CG_OP_OK;
+    }
+    fill_bias(j.y, j.bias, cd.n * cd.m, cd.m, p);
+    const float *x = a->in[0], *w = a->in[1];
+    for (int64_t n = 0; n < cd.n; n++)
+        for (int64_t gi = 0; gi < cd.group; gi++)
+            conv_group(&j, x + (n * cd.c + gi * cd.cg) * in, w + gi * cd.mg * ck, j.y + (n * cd.m + gi * cd.mg) * p, ck,
+                       p);
+    return CG_OP_OK;
+}
+
+/* ---- OpenCL ---- */
+
+static cg_op_status conv_cl(const cg_kernel_args *a) {
+    static const char name[] = "conv_direct";
+    const cg_op_call *call = a->call;
+    conv_dims cd;
+    if (conv_dims_of(call, &cd)) return CG_OP_ERROR;
+    const int64_t total = cg_desc_numel(&call->outputs[0]);
+    if (total == 0) return CG_OP_OK;
+    const int wide = total > INT32_MAX || cg_desc_numel(&call->inputs[0]) > INT32_MAX;
+    const int has_b = call->n_inputs > 2;
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_conv, name, wide, 0, has_b ? "-DHAS_BIAS=1" : NULL);
+    if (!k) return CG_OP_ERROR;
+    cl_mem x = (cl_mem)a->in[0], w = (cl_mem)a->in[1], b = has_b ? (cl_mem)a->in[2] : (cl_mem)a->in[1];
+    cl_mem y = (cl_mem)a->out[0];
+    cl_int c = (cl_int)cd.c, m = (cl_int)cd.m, cg = (cl_int)cd.cg, mg = (cl_int)cd.mg;
+    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(w), CG_OPS_CL_ARG(b),  CG_OPS_CL_ARG(y),
+                                     CG_OPS_CL_ARG(c), CG_OPS_CL_ARG(m), CG_OPS_CL_ARG(cg), CG_OPS_CL_ARG(mg)};
+    if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v), v) || cg_conv_cl_geom_args(a, k, name, 8, &cd.g, total))
+        return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, name, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+}
+
+/* ---- conformance ---- */
+
+/* x [N, C, spatial...] and w [M, C / group, kernel...] of 1 to 3 axes. */
+static const struct {
+    int nsp;
+    int64_t n, c, m, sp[3], k[3];
+    int bias;
+    const char *attrs;
+} conv_cases[] = {
+    {1, 2, 3, 4, {9}, {3}, 1, NULL},
+    {1, 1, 4, 6, {11}, {3}, 0, "strides: [2], dilations: [2], pads: [1, 2], group: 2"},
+    {2, 2, 3, 5, {7, 6}, {3, 3}, 1, "pads: [1, 1, 1, 1]"},
+    {2, 1, 4, 4, {8, 9}, {3, 2}, 1, "strides: [2, 3], pads: [0, 1, 2, 0]"},
+    {2, 1, 6, 6, {9, 9}, {3, 3}, 1, "group: 6, pads: [1, 1, 1, 1], strides: [2, 2]"},   /* depthwise */
+    {2, 2, 4, 8, {6, 5}, {3, 3}, 0, "group: 4, dilations: [2, 1], pads: [2, 1, 2, 1]"}, /* multiplier 2 */
+    {2, 1, 8, 4, {5, 5}, {1, 1}, 1, NULL},                                              /* pointwise */
+    {2, 1, 3, 4, {7, 8}, {3, 3}, 1, "auto_pad: \"same_lower\", strides: [2, 2]"},
+    {2, 1, 2, 3, {6, 7}, {2, 3}, 0, "auto_pad: \"valid\", strides: [1, 2]"},
+    {3, 1, 2, 3, {5, 6, 4}, {3, 2, 3}, 1, "pads: [1, 0, 1, 1, 1, 0], strides: [1, 2, 1]"},
+    {2, 1, 64, 40, {20, 20}, {3, 3}, 1, "pads: [1, 1, 1, 1]"}, /* a block of several GEMM rows */
+};
+#define N_CONV ((int32_t)(sizeof conv_cases / sizeof conv_cases[0]))
+
+static int32_t conv_conform(int32_t index, cg_conform_case *c) {
+    /* bad shapes and attributes fail in infer, which tests/ops checks */
+    if (index < 0 || index >= N_CONV) return 0;
+    const int i = index, nsp = conv_cases[i].nsp;
+    int64_t group = 1;
+    const char *gs = conv_cases[i].attrs ? strstr(conv_cases[i].attrs, "group: ") : NULL;
+    if (gs) group = strtoll(gs + 7, NULL, 10);
+    c->n_inputs = 2 + conv_cases[i].bias, c->n_outputs = 1, c->attrs = conv_cases[i].attrs;
+    cg_tensor_desc *x = &c->inputs[0], *w = &c->inputs[1];
+    *x = (cg_tensor_desc){CG_F32, 2 + nsp, {conv_cases[i].n, conv_cases[i].c}};
+    *w = (cg_tensor_desc){CG_F32, 2 + nsp, {conv_cases[i].m, conv_cases[i].c / group}};
+    for (int a = 0; a < nsp; a++) x->dims[2 + a] = conv_cases[i].sp[a], w->dims[2 + a] = conv_cases[i].k[a];
+    c->inputs[2] = (cg_tensor_desc){CG_F32, 1, {conv_cases[i].m}};
+    for (int k = 0; k < 3; k++) c->lo[k] = -1, c->hi[k] = 1;
+    return 1;
+}
+
+static const char *const conv_inputs[] = {"x", "w", "bias", NULL};
+static const cg_kernel_def conv_kernels[] = {
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .run = conv_cpu, .workspace = conv_workspace),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = conv_cl),
+};
+const cg_op_def cg_op_conv =
+    CG_OP(.name = "conv",
+          .doc = "y[n, m, o...] = bias[m] + sum over c, k of x[n, g * C/group + c, o * strides - pads_begin + "
+                 "k * dilations] * w[m, c, k...], g = m / (M / group), zeros outside x (ONNX Conv, "
+                 "torch.nn.Conv1d/2d/3d): x f32 [N, C, spatial...] with 1 to 3 spatial axes, w f32 [M, C / group, "
+                 "kernel...], bias f32 [M] optional. Output [N, M, out...], out = floor((in + pads - dilation * "
+                 "(kernel - 1) - 1) / stride) + 1 (auto_pad same: ceil(in / stride)). Spatial dims may be symbolic.",
+          .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = conv_inputs,
+          CG_ATTRS(conv_attrs), .infer = conv_infer, CG_KERNELS(conv_kernels), .conform_case = conv_conform);
