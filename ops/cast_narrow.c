@@ -155,24 +155,44 @@ cg_op_status cg_cast_narrow_cpu(const cg_kernel_args *a, int saturate, int round
     return CG_OP_OK;
 }
 
-/* The OpenCL C element type of any dtype. */
-static const char *cl_type(cg_dtype t) {
-    if (t == CG_I4 || t == CG_I2) return "char";
-    return cg_dtype_is_narrow(t) ? "uchar" : cg_bcast_cl_type((cg_op_dtype)t, 0);
+/* The OpenCL C element type of a dtype other than the narrow ones, and the
+ * load or store macro of cl/cast_narrow.cl for any. */
+static const char *cl_side(cg_dtype t, char *buf, size_t size, int load, int from_float) {
+    if (!cg_dtype_is_narrow(t)) {
+        if (load) snprintf(buf, size, "LD_%s", cg_dtype_name(t));
+        else snprintf(buf, size, "ST_%c_%s", from_float ? 'F' : 'I', cg_dtype_name(t));
+        return cg_bcast_cl_type((cg_op_dtype)t, 0);
+    }
+    if (load) snprintf(buf, size, "%s", cg_dtype_is_narrow_float(t) ? "LD_nf" : "LD_ni");
+    else snprintf(buf, size, "%s", from_float ? "ST_F_n" : "ST_I_n");
+    return "uchar";
 }
 
 cg_op_status cg_cast_narrow_cl(const cg_kernel_args *a, int saturate, int round) {
+    static const char kn[] = "cast_narrow";
     const cg_op_call *call = a->call;
     cg_dtype from = (cg_dtype)call->inputs[0].dtype, to = (cg_dtype)call->outputs[0].dtype;
-    const char *vt = is_float(from) ? "float" : from == CG_U64 ? "ulong" : "long";
-    if (from == to && a->out[0] == a->in[0]) return CG_OP_OK;
-    if (from == to)
-        return cg_ops_cl_unary_built(a, cg_cl_cast_narrow, "cast_narrow",
-                                     "-DFT=uchar -DTT=uchar -DVT=uchar -DLD=LD_raw -DST=ST_raw");
-    char opts[200];
-    snprintf(opts, sizeof opts, "-DFT=%s -DTT=%s -DVT=%s -DLD=LD_%s -DST=ST_%c_%s -DSAT=%d -DRMODE=%d", cl_type(from),
-             cl_type(to), vt, cg_dtype_name(from), is_float(from) ? 'F' : 'I', cg_dtype_name(to), saturate != 0, round);
-    return cg_ops_cl_unary_built(a, cg_cl_cast_narrow, "cast_narrow", opts);
+    const int64_t n = cg_desc_numel(&call->inputs[0]);
+    if (n == 0 || (from == to && a->out[0] == a->in[0])) return CG_OP_OK;
+    const int fl = is_float(from);
+    char ld[16], st[16], opts[160];
+    const char *ft = cl_side(from, ld, sizeof ld, 1, fl), *tt = cl_side(to, st, sizeof st, 0, fl);
+    if (from == to) snprintf(opts, sizeof opts, "-DFT=uchar -DTT=uchar -DVT=uchar -DLD=LD_raw -DST=ST_raw");
+    else
+        snprintf(opts, sizeof opts, "-DFT=%s -DTT=%s -DVT=%s -DLD=%s -DST=%s", ft, tt,
+                 fl               ? "float"
+                 : from == CG_U64 ? "ulong"
+                                  : "long",
+                 ld, st);
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_cast_narrow, kn, n > INT32_MAX, 0, opts);
+    if (!k) return CG_OP_ERROR;
+    cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
+    cl_long ln = n;
+    cl_int f = (cl_int)from, t = (cl_int)to, sat = saturate != 0, rm = round;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(y),   CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(f),
+                                        CG_OPS_CL_ARG(t), CG_OPS_CL_ARG(sat), CG_OPS_CL_ARG(rm)};
+    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, kn, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* The values a conformance case draws for a source type: past the narrow

@@ -1,19 +1,16 @@
 /* Kernel of ops/cast_narrow.c: cast to or from the narrow types (float8,
  * f4e2m1, i4, u4, i2, u2: one byte per element), one element per work item.
- * `cast_narrow` is built for one pair of dtypes with -DFT and -DTT (the
- * element types), -DVT (float from the float types, long from the integer
- * types and bool, ulong from u64), -DLD=LD_<from>, -DST=ST_<F or I>_<to>,
- * -DSAT (1: saturate float8) and -DRMODE (f8e8m0's rounding: 0 up, 1 down,
- * 2 nearest); LD_raw and ST_raw copy a narrow type's bytes. The functions are base/narrow.c's, bit for bit; the loads and
- * stores of the other types are ops/cast.c's rules (its cl/cast.cl is a
- * program of its own, so the few it needs are here too). */
-
-#ifndef SAT
-#define SAT 1
-#endif
-#ifndef RMODE
-#define RMODE 0
-#endif
+ * `cast_narrow` is built for the other side's type and the narrow side's
+ * kind with -DFT and -DTT (the element types), -DVT (float from the float
+ * types, long from the integer types and bool, ulong from u64), -DLD=LD_<from>
+ * (LD_nf, LD_ni: a narrow float or integer type) and -DST=ST_<F or I>_<to>
+ * (ST_F_n, ST_I_n: a narrow type); which narrow type, saturate (1: saturate
+ * float8) and f8e8m0's rounding (0 up, 1 down, 2 nearest) are arguments,
+ * so a few dozen programs cover every pair. LD_raw and ST_raw copy a narrow
+ * type's bytes. The functions are base/narrow.c's, bit for bit; the loads
+ * and stores of the other types are ops/cast.c's rules (its cl/cast.cl is a
+ * program of its own, so the few it needs are here too). Narrow types are
+ * named by their cg_dtype values (include/clgraph/dtype.h). */
 
 /* v >> shift (1..31), rounded to nearest, ties to even */
 inline uint cgn_shift_rne(uint v, int shift) {
@@ -81,6 +78,31 @@ inline uchar cgn_f32_to_small_int(float x, int bits, int sgn) {
     return fabs(x) < 9223372036854775808.0f ? cgn_wrap((ulong)convert_long_rtz(x), bits, sgn) : (uchar)0;
 }
 
+/* ---- a narrow type by its cg_dtype value ---- */
+
+inline float cgn_narrow_to_f32(uint v, int t) {
+    switch (t) {
+    case 13: return cgn_mini_to_f32(v, 3, 7, 7, 0);
+    case 14: return cgn_mini_to_f32(v, 3, 8, 7, 1);
+    case 15: return cgn_mini_to_f32(v, 2, 15, 7, 2);
+    case 16: return cgn_mini_to_f32(v, 2, 16, 7, 1);
+    case 17: return cgn_e8m0_to_f32(v);
+    default: return cgn_mini_to_f32(v, 1, 1, 3, 3); /* 18, f4e2m1 */
+    }
+}
+
+inline uchar cgn_f32_to_narrow(float x, int t, int sat, int mode) {
+    switch (t) {
+    case 13: return cgn_f32_to_mini(x, 3, 7, 7, 0x7eu, 0, sat);
+    case 14: return cgn_f32_to_mini(x, 3, 8, 7, 0x7fu, 1, sat);
+    case 15: return cgn_f32_to_mini(x, 2, 15, 7, 0x7bu, 2, sat);
+    case 16: return cgn_f32_to_mini(x, 2, 16, 7, 0x7fu, 1, sat);
+    case 17: return cgn_f32_to_e8m0(x, sat, mode);
+    case 18: return cgn_f32_to_mini(x, 1, 1, 3, 0x7u, 3, 1);
+    default: return cgn_f32_to_small_int(x, t <= 20 ? 4 : 2, t == 19 || t == 21); /* i4, u4, i2, u2 */
+    }
+}
+
 /* ---- f16 and bf16, as cl/cast.cl and base/dtype.c round them ---- */
 
 inline ushort cgn_f32_to_f16(float x) {
@@ -122,16 +144,9 @@ inline ushort cgn_bf16_rne(float f) {
 #define LD_u16(p, i) ((long)(p)[i])
 #define LD_u32(p, i) ((long)(p)[i])
 #define LD_u64(p, i) ((p)[i])
-#define LD_f8e4m3fn(p, i) cgn_mini_to_f32((p)[i], 3, 7, 7, 0)
-#define LD_f8e4m3fnuz(p, i) cgn_mini_to_f32((p)[i], 3, 8, 7, 1)
-#define LD_f8e5m2(p, i) cgn_mini_to_f32((p)[i], 2, 15, 7, 2)
-#define LD_f8e5m2fnuz(p, i) cgn_mini_to_f32((p)[i], 2, 16, 7, 1)
-#define LD_f8e8m0(p, i) cgn_e8m0_to_f32((p)[i])
-#define LD_f4e2m1(p, i) cgn_mini_to_f32((p)[i], 1, 1, 3, 3)
-#define LD_i4(p, i) ((long)(p)[i])
-#define LD_u4(p, i) ((long)(p)[i])
-#define LD_i2(p, i) ((long)(p)[i])
-#define LD_u2(p, i) ((long)(p)[i])
+#define LD_nf(p, i) cgn_narrow_to_f32((p)[i], from_t)
+/* i4 and i2 are held sign-extended, u4 and u2 as their value */
+#define LD_ni(p, i) (from_t == 19 || from_t == 21 ? (long)(char)(p)[i] : (long)(p)[i])
 
 /* ---- stores of a float: truncation with NaN 0 and saturation for the
  * integer types (8 and 16 bits computed in int: Mesa's llvmpipe crashes on
@@ -151,16 +166,7 @@ inline ushort cgn_bf16_rne(float f) {
     ((p)[i] = F2I(long, convert_long_rtz, v, 9223372036854775808.0f, -9223373136366403584.0f, LONG_MAX, LONG_MIN))
 #define ST_F_u64(p, i, v) ((p)[i] = F2I(ulong, convert_ulong_rtz, v, 18446744073709551616.0f, -1.0f, ULONG_MAX, 0))
 #define ST_F_bool(p, i, v) ((p)[i] = (uchar)((v) != 0.0f))
-#define ST_F_f8e4m3fn(p, i, v) ((p)[i] = cgn_f32_to_mini(v, 3, 7, 7, 0x7eu, 0, SAT))
-#define ST_F_f8e4m3fnuz(p, i, v) ((p)[i] = cgn_f32_to_mini(v, 3, 8, 7, 0x7fu, 1, SAT))
-#define ST_F_f8e5m2(p, i, v) ((p)[i] = cgn_f32_to_mini(v, 2, 15, 7, 0x7bu, 2, SAT))
-#define ST_F_f8e5m2fnuz(p, i, v) ((p)[i] = cgn_f32_to_mini(v, 2, 16, 7, 0x7fu, 1, SAT))
-#define ST_F_f8e8m0(p, i, v) ((p)[i] = cgn_f32_to_e8m0(v, SAT, RMODE))
-#define ST_F_f4e2m1(p, i, v) ((p)[i] = cgn_f32_to_mini(v, 1, 1, 3, 0x7u, 3, 1))
-#define ST_F_i4(p, i, v) ((p)[i] = cgn_f32_to_small_int(v, 4, 1))
-#define ST_F_u4(p, i, v) ((p)[i] = cgn_f32_to_small_int(v, 4, 0))
-#define ST_F_i2(p, i, v) ((p)[i] = cgn_f32_to_small_int(v, 2, 1))
-#define ST_F_u2(p, i, v) ((p)[i] = cgn_f32_to_small_int(v, 2, 0))
+#define ST_F_n(p, i, v) ((p)[i] = cgn_f32_to_narrow(v, to_t, sat, rmode))
 
 /* ---- stores of an integer (long, or ulong from u64): the low bits for
  * the integer types, one rounding from the value for the float types ---- */
@@ -176,16 +182,9 @@ inline ushort cgn_bf16_rne(float f) {
 #define ST_I_u16(p, i, v) ((p)[i] = (ushort)(ulong)(v))
 #define ST_I_u32(p, i, v) ((p)[i] = (uint)(ulong)(v))
 #define ST_I_u64(p, i, v) ((p)[i] = (ulong)(v))
-#define ST_I_f8e4m3fn(p, i, v) ST_F_f8e4m3fn(p, i, (float)(v))
-#define ST_I_f8e4m3fnuz(p, i, v) ST_F_f8e4m3fnuz(p, i, (float)(v))
-#define ST_I_f8e5m2(p, i, v) ST_F_f8e5m2(p, i, (float)(v))
-#define ST_I_f8e5m2fnuz(p, i, v) ST_F_f8e5m2fnuz(p, i, (float)(v))
-#define ST_I_f8e8m0(p, i, v) ST_F_f8e8m0(p, i, (float)(v))
-#define ST_I_f4e2m1(p, i, v) ST_F_f4e2m1(p, i, (float)(v))
-#define ST_I_i4(p, i, v) ((p)[i] = cgn_wrap((ulong)(v), 4, 1))
-#define ST_I_u4(p, i, v) ((p)[i] = cgn_wrap((ulong)(v), 4, 0))
-#define ST_I_i2(p, i, v) ((p)[i] = cgn_wrap((ulong)(v), 2, 1))
-#define ST_I_u2(p, i, v) ((p)[i] = cgn_wrap((ulong)(v), 2, 0))
+/* to a narrow float type one rounding from the value; to i4..u2 the low bits */
+#define ST_I_n(p, i, v) \
+    ((p)[i] = to_t <= 18 ? cgn_f32_to_narrow((float)(v), to_t, sat, rmode) : cgn_wrap((ulong)(v), to_t <= 20 ? 4 : 2, to_t == 19 || to_t == 21))
 
 /* The types when the source is built whole (a syntax check): one pair. */
 #ifndef FT
@@ -193,11 +192,11 @@ inline ushort cgn_bf16_rne(float f) {
 #define TT uchar
 #define VT float
 #define LD LD_f32
-#define ST ST_F_f8e4m3fn
+#define ST ST_F_n
 #endif
 
 #if CG_WANT(cast_narrow)
-__kernel void cast_narrow(__global const FT *xp, __global TT *yp, long n) {
+__kernel void cast_narrow(__global const FT *xp, __global TT *yp, long n, int from_t, int to_t, int sat, int rmode) {
     IDX i = (IDX)get_global_id(0);
     if (i >= (IDX)n) return;
     VT v = LD(xp, i);
