@@ -296,7 +296,7 @@ static cg_status infer_outputs(onnx_imp *im, cg_node *node) {
         const char *r = strstr(msg, key);
         return onnx_fail(im, s, "as clgraph's %s: %s", node->op, r ? r + strlen(key) : msg);
     }
-    if (node->n_outputs == 1) onnx_sym_refine(im, node, in, &out[0]);
+    if (node->n_outputs >= 1) onnx_sym_refine(im, node, in, &out[0]);
     for (int i = 0; i < node->n_outputs; i++) {
         onnx_val *v = onnx_val_get(im, im->g->values[node->outputs[i]].name);
         if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");

@@ -20,13 +20,13 @@ static void setup(void) { tu_setup_dir("onnx"); }
  * F failed, U unsupported, E errors (of T)": no failure, no error, at
  * least min_pass passed (what the importer covers so far, docs/onnx.md: a
  * fall is a regression), T tests. */
-static int one_plan; /* run_set_tol with --one-plan */
+static int one_plan; /* run_set_tols with --one-plan */
 
-static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
+static void run_set_tols(const char *dir, int min_pass, int total_want, const char *rtol, const char *atol) {
     const char *args[8] = {"onnx-test", dir};
     int n = 2;
     if (one_plan) args[n++] = "--one-plan";
-    if (tol) args[n++] = "--rtol", args[n++] = tol, args[n++] = "--atol", args[n++] = tol;
+    if (rtol) args[n++] = "--rtol", args[n++] = rtol, args[n++] = "--atol", args[n++] = atol;
     int rc = tu_run_cli(args, NULL, NULL);
     ck_assert_msg(rc == 0, "%s", tu_err);
     int devices = 0;
@@ -43,6 +43,10 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
         devices++;
     }
     ck_assert_int_ge(devices, 1);
+}
+
+static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
+    run_set_tols(dir, min_pass, total_want, tol, tol);
 }
 
 static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
@@ -154,6 +158,23 @@ START_TEST(exported_models_one_plan) {
     one_plan = 1;
     run_set_tol(dir, 15, 15, "1e-4");
     one_plan = 0;
+}
+END_TEST
+
+/* The CI slice of the corpus of models users bring (issue 31;
+ * tools/py/onnx_corpus.py --ci-slice tests/data/onnx/corpus, docs/onnx.md
+ * "Models users bring"): the corpus models that pass on every device today,
+ * two bindings each against ONNX Runtime with the corpus' tolerances (rtol
+ * 1e-3, atol 1e-4), every one required to pass on the CPU and every OpenCL
+ * device (the suite's CLGRAPH_CHECK_RUNS=1: repeated runs bit-identical). */
+START_TEST(corpus_slice_passes) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/corpus", tu_src_dir());
+    run_set_tols(dir, 1, 1, "1e-3", "1e-4");
+    /* an nn.Transformer step by the dynamo exporter at its default opset (20) */
+    ck_assert_ptr_nonnull(strstr(tu_out, "transformer_dynamo                                 cpu        pass "));
+    if (cg_device_count() > 1)
+        ck_assert_ptr_nonnull(strstr(tu_out, "transformer_dynamo                                 opencl:0   pass "));
 }
 END_TEST
 
@@ -531,6 +552,7 @@ int main(void) {
     tcase_add_test(tc, control_flow_refusals);
     tcase_add_test(tc, exported_models_match_ort);
     tcase_add_test(tc, exported_models_one_plan);
+    tcase_add_test(tc, corpus_slice_passes);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
     tcase_add_test(tc, load_options_checked);
     tcase_add_test(tc, import_fuses_exporter_idioms);
