@@ -203,18 +203,17 @@ static const cg_kernel_def cast_kernels[] = {
 
 const cg_op_def cg_op_cast =
     CG_OP(.name = "cast",
-          .doc =
-              "Converts x of any dtype to the dtype named by the required string attribute to (f32, f16, bf16, "
-              "i8, u8, i16, u16, i32, u32, i64, u64, bool or a narrow type); the shape is unchanged. Floats to "
-              "integers truncate toward zero, NaN "
-              "becomes 0 and values beyond the target's range saturate to its limits; integers to integers keep "
-              "the low bits (two's complement wrap-around); anything to bool is x != 0 (NaN is true) and bool "
-              "is 0 or 1; to f32, f16 and bf16 rounds to the nearest, ties to even (an i64 "
-              "or u64 goes through f32 on its way to f16 or bf16). The same dtype copies the bits. The narrow "
-              "types (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2, u2) convert as ONNX's "
-              "Cast does: to float8 rounded to nearest even, saturating (saturate: 1) or giving inf/NaN (0); to "
-              "f8e8m0 rounded by round_mode; to f4e2m1 rounded, saturating at +-6; to i4, u4, i2 and u2 "
-              "truncated and wrapped to the low bits. May run in place.",
+          .doc = "Converts x of any dtype to the dtype named by the required string attribute to (f32, f16, bf16, "
+                 "i8, u8, i16, u16, i32, u32, i64, u64, bool or a narrow type); the shape is unchanged. Floats to "
+                 "integers truncate toward zero, NaN "
+                 "becomes 0 and values beyond the target's range saturate to its limits; integers to integers keep "
+                 "the low bits (two's complement wrap-around); anything to bool is x != 0 (NaN is true) and bool "
+                 "is 0 or 1; to f32, f16 and bf16 rounds to the nearest, ties to even (an i64 "
+                 "or u64 goes through f32 on its way to f16 or bf16). The same dtype copies the bits. The narrow "
+                 "types (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2, u2) convert as ONNX's "
+                 "Cast does: to float8 rounded to nearest even, saturating (saturate: 1) or giving inf/NaN (0); to "
+                 "f8e8m0 rounded by round_mode; to f4e2m1 rounded, saturating at +-6; to i4, u4, i2 and u2 "
+                 "truncated and wrapped to the low bits. May run in place.",
           .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = cast_inputs,
           CG_ATTRS(cast_attrs), .infer = cast_infer, CG_KERNELS(cast_kernels), .flags = CG_OP_FLAG_INPLACE0,
           .conform_case = cast_conform);
