@@ -128,15 +128,72 @@ START_TEST(test_narrow_convert) {
 }
 END_TEST
 
+/* safetensors' float8 dtypes, in a file safetensors.torch wrote: each read
+ * as its clgraph dtype with the bytes as stored, f8e4m3fn also as f32 (0x38
+ * is 1, 0xFE -448), and written back under the same names. */
+START_TEST(test_narrow_safetensors) {
+    static const struct {
+        const char *name;
+        cg_dtype t;
+    } want[] = {{"float8_e4m3fn", CG_F8E4M3FN},
+                {"float8_e4m3fnuz", CG_F8E4M3FNUZ},
+                {"float8_e5m2", CG_F8E5M2},
+                {"float8_e5m2fnuz", CG_F8E5M2FNUZ},
+                {"float8_e8m0fnu", CG_F8E8M0}};
+    static const uint8_t codes[5] = {0, 0x38, 0x7E, 0x80, 0xFE};
+    char path[512];
+    snprintf(path, sizeof path, "%s/dtypes/float8.safetensors", CG_TEST_DATA_DIR);
+    cg_weights *w;
+    ck_assert_msg(cg_weights_open(path, &w) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(cg_weights_count(w), 5);
+    for (int i = 0; i < 5; i++) {
+        cg_tensor *t;
+        int k = 0;
+        while (strcmp(want[k].name, cg_weights_name(w, i))) k++;
+        ck_assert_int_eq(cg_weights_dtype(w, i), want[k].t);
+        ck_assert_int_eq(cg_weights_get_as(w, want[k].name, want[k].t, &t), CG_OK);
+        ck_assert_mem_eq(cg_tensor_data_const(t), codes, 5);
+        cg_tensor_free(t);
+    }
+    cg_tensor *f, *g;
+    ck_assert_int_eq(cg_weights_get_as(w, "float8_e4m3fn", CG_F32, &f), CG_OK);
+    ck_assert(((const float *)cg_tensor_data_const(f))[1] == 1.0f);
+    ck_assert(((const float *)cg_tensor_data_const(f))[4] == -448.0f);
+    cg_tensor_free(f);
+    ck_assert_int_eq(cg_weights_get_as(w, "float8_e5m2", CG_F8E5M2, &g), CG_OK);
+    const char *names[1] = {"g"};
+    const cg_tensor *ts[1] = {g};
+    const char *out = tu_path("f8.safetensors");
+    ck_assert_int_eq(cg_weights_save(out, 1, names, ts), CG_OK);
+    cg_weights *r;
+    ck_assert_int_eq(cg_weights_open(out, &r), CG_OK);
+    ck_assert_int_eq(cg_weights_dtype(r, 0), CG_F8E5M2);
+    cg_weights_free(r);
+    cg_tensor_free(g);
+    /* no safetensors dtype for the 4- and 2-bit types */
+    int64_t one = 1;
+    ck_assert_int_eq(cg_tensor_create(CG_I4, 1, &one, &g), CG_OK);
+    ts[0] = g;
+    ck_assert_int_eq(cg_weights_save(out, 1, names, ts), CG_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "is i4, which safetensors has no dtype for"));
+    cg_tensor_free(g);
+    cg_weights_free(w);
+}
+END_TEST
+
+static void setup(void) { tu_setup_dir("narrow"); }
+
 int main(void) {
     Suite *s = suite_create("narrow");
     TCase *tc = tcase_create("narrow");
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_narrow_from_f32);
     tcase_add_test(tc, test_narrow_to_f32);
     tcase_add_test(tc, test_narrow_pack);
     tcase_add_test(tc, test_narrow_ints);
     tcase_add_test(tc, test_narrow_convert);
+    tcase_add_test(tc, test_narrow_safetensors);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }

@@ -14,6 +14,8 @@ which tests/base/test_narrow.c compares against:
                     4- and 2-bit integers as clgraph holds them (sign-extended)
   narrow_codes.npy  f32 [10, 256]: each type's byte codes as f32 (NaN for
                     NaN codes; codes past a 4- or 2-bit type's range 0)
+  float8.safetensors  PyTorch's float8 tensors (codes 0, 0x38, 0x7E, 0x80,
+                    0xFE), by safetensors.torch, under its dtype names
 
     python3 tools/py/make_narrow_data.py tests/data/dtypes"""
 import os
@@ -83,7 +85,16 @@ def main():
     np.save(os.path.join(out, "narrow_cases.npy"), np.array(cases, np.int32))
     np.save(os.path.join(out, "narrow_want.npy"), np.stack(want))
     np.save(os.path.join(out, "narrow_codes.npy"), codes)
+    write_float8_safetensors(os.path.join(out, "float8.safetensors"))
     print("%d inputs, %d variants" % (len(x), len(cases)))
+
+
+def write_float8_safetensors(path):
+    import torch
+    from safetensors.torch import save_file
+    codes = torch.tensor([0, 0x38, 0x7E, 0x80, 0xFE], dtype=torch.uint8)
+    names = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
+    save_file({n: codes.clone().view(getattr(torch, n)) for n in names}, path)
 
 
 if __name__ == "__main__":
