@@ -1,5 +1,6 @@
 /* Elementwise math functions of f32 tensors that ONNX models use (abs,
- * reciprocal, rounding, sign, sin, cos, erf, softplus, softsign) and the
+ * reciprocal, rounding, sign, trigonometric and hyperbolic functions and their
+ * inverses, erf, softplus, softsign) and the
  * parameterised activations (elu, leaky_relu, hard_sigmoid, clip), each a
  * CPU kernel with libm and an OpenCL kernel in cl/math.cl. */
 #include "int_ops.h"
@@ -41,6 +42,42 @@ static float f_sin(float x, float a, float b) {
 static float f_cos(float x, float a, float b) {
     (void)a, (void)b;
     return cosf(x);
+}
+static float f_tan(float x, float a, float b) {
+    (void)a, (void)b;
+    return tanf(x);
+}
+static float f_asin(float x, float a, float b) {
+    (void)a, (void)b;
+    return asinf(x);
+}
+static float f_acos(float x, float a, float b) {
+    (void)a, (void)b;
+    return acosf(x);
+}
+static float f_atan(float x, float a, float b) {
+    (void)a, (void)b;
+    return atanf(x);
+}
+static float f_sinh(float x, float a, float b) {
+    (void)a, (void)b;
+    return sinhf(x);
+}
+static float f_cosh(float x, float a, float b) {
+    (void)a, (void)b;
+    return coshf(x);
+}
+static float f_asinh(float x, float a, float b) {
+    (void)a, (void)b;
+    return asinhf(x);
+}
+static float f_acosh(float x, float a, float b) {
+    (void)a, (void)b;
+    return acoshf(x);
+}
+static float f_atanh(float x, float a, float b) {
+    (void)a, (void)b;
+    return atanhf(x);
 }
 static float f_erf(float x, float a, float b) {
     (void)a, (void)b;
@@ -185,6 +222,16 @@ MATH_INT_OP(sign, CG_IU_SIGN, -3, 3,
             "Elementwise sign: 1, -1, or x itself for 0, -0 and NaN (unsigned integers 0 or 1)" SAME_INT)
 MATH_OP(sin, NULL, 0, -10, 10, no_attrs, 1, "Elementwise sine" SAME)
 MATH_OP(cos, NULL, 0, -10, 10, no_attrs, 1, "Elementwise cosine" SAME)
+MATH_OP(tan, NULL, 0, -1.4, 1.4, no_attrs, 1, "Elementwise tangent" SAME)
+MATH_OP(asin, NULL, 0, -1, 1, no_attrs, 1, "Elementwise arcsine (NaN outside [-1, 1])" SAME)
+MATH_OP(acos, NULL, 0, -1, 1, no_attrs, 1, "Elementwise arccosine (NaN outside [-1, 1])" SAME)
+MATH_OP(atan, NULL, 0, -10, 10, no_attrs, 1, "Elementwise arctangent" SAME)
+MATH_OP(sinh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise hyperbolic sine" SAME)
+MATH_OP(cosh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise hyperbolic cosine" SAME)
+MATH_OP(asinh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise inverse hyperbolic sine" SAME)
+MATH_OP(acosh, NULL, 0, 1, 10, no_attrs, 1, "Elementwise inverse hyperbolic cosine (NaN below 1)" SAME)
+MATH_OP(atanh, NULL, 0, -0.99, 0.99, no_attrs, 1,
+        "Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])" SAME)
 MATH_OP(erf, NULL, 0, -3, 3, no_attrs, 1, "Elementwise error function" SAME)
 MATH_OP(softplus, NULL, 0, -30, 30, no_attrs, 1,
         "Elementwise log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)) so large |x| neither overflows nor "

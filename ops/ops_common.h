@@ -219,8 +219,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(logical_and) X(logical_or) X(logical_xor) X(logical_not) X(where)     \
     /* math.c */                                                            \
     X(abs) X(reciprocal) X(floor) X(ceil) X(round) X(sign) X(sin) X(cos)    \
-    X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu) X(hard_sigmoid)     \
-    X(clip)                                                                 \
+    X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh) X(acosh)       \
+    X(atanh) X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu)           \
+    X(hard_sigmoid) X(clip)                                                 \
     /* mod.c, bitwise.c */                                                  \
     X(mod) X(bit_shift) X(bitwise_and) X(bitwise_or) X(bitwise_xor)         \
     X(bitwise_not)                                                          \
@@ -253,8 +254,12 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(attn_score) X(attn_context)                                           \
     /* local_attn.c */                                                      \
     X(window_mask) X(local_gaussian)                                        \
+    /* grid_sample.c, det.c, roi_align.c */                                 \
+    X(grid_sample) X(det) X(roi_align)                                      \
     /* conv.c, conv_transpose.c, pool.c */                                  \
-    X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)
+    X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)          \
+    /* bitcast.c, linear_attention.c, deform_conv.c */                      \
+    X(bitcast) X(linear_attention) X(deform_conv)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;

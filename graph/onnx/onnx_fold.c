@@ -695,8 +695,22 @@ static cg_tensor *fold_arith(onnx_imp *im, const char *op, const cg_tensor *a, c
     return a && im->node->n_input == 1 ? fold_exact_unary(op, a) : NULL;
 }
 
+/* An integer scalar graph input given for the import: a size (a window's
+ * length, a count), read where it is cast to compute with it, as the
+ * function bodies of HannWindow and the like do before a Range needs it. */
+static const cg_tensor *given_size(onnx_imp *im) {
+    onnx_val *v = onnx_in(im, 0);
+    if (!v || !v->given || v->konst || v->given->ndim != 0) return NULL;
+    cg_dtype t = v->given->dtype;
+    return t == CG_I64 || t == CG_I32 ? onnx_known(v) : NULL;
+}
+
 static cg_tensor *fold_one(onnx_imp *im, const char *op) {
     if (!strcmp(op, "Shape") || !strcmp(op, "Size")) return fold_shape_of(im, op);
+    if (!strcmp(op, "Cast") && given_size(im)) {
+        cg_tensor *o;
+        return fold_layout(im, op, given_size(im), NULL, &o) ? o : NULL;
+    }
     if (!strcmp(op, "ConstantOfShape")) return fold_constant_of_shape(im);
     if (!strcmp(op, "Range")) return fold_range(im);
     if (!all_known(im)) return NULL;
@@ -751,6 +765,11 @@ static int fold_constant(onnx_imp *im) {
 }
 
 int64_t cg_onnx_int_at(const cg_tensor *t, int64_t i) { return get_i(t, i); }
+double cg_onnx_float_at(const cg_tensor *t, int64_t i) { return get_f(t, i); }
+void cg_onnx_set_at(cg_tensor *t, int64_t i, double v) {
+    if (is_float(t->dtype)) set_f(t, i, v);
+    else set_i(t, i, (int64_t)v);
+}
 
 int cg_onnx_fold(onnx_imp *im) {
     const char *op = im->node->op_type;

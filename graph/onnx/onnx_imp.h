@@ -189,6 +189,74 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_train.c: the optimizers of the ai.onnx.preview.training domain, the
+ * one domain besides the default that the importer reads (for these three
+ * ops only: cg_onnx_training_op). */
+int cg_onnx_training_op(const char *domain, const char *op_type);
+cg_status cg_onnx_map_adagrad(onnx_imp *im);
+cg_status cg_onnx_map_momentum(onnx_imp *im);
+cg_status cg_onnx_map_adam(onnx_imp *im);
+
+/* onnx_misc.c: ops whose output shape depends on input values, evaluated
+ * at import (NonZero, Unique, NonMaxSuppression), and Compress (its
+ * condition known: a Gather). */
+cg_status cg_onnx_map_nonzero(onnx_imp *im);
+cg_status cg_onnx_map_unique(onnx_imp *im);
+cg_status cg_onnx_map_nms(onnx_imp *im);
+cg_status cg_onnx_map_compress(onnx_imp *im);
+
+/* onnx_signal.c: HannWindow, HammingWindow, BlackmanWindow and
+ * MelWeightMatrix (their sizes known at import: evaluated there); DFT and
+ * STFT as a matrix product with the transform's matrix. */
+cg_status cg_onnx_map_window(onnx_imp *im);
+cg_status cg_onnx_map_mel(onnx_imp *im);
+cg_status cg_onnx_map_dft(onnx_imp *im);
+cg_status cg_onnx_map_stft(onnx_imp *im);
+
+/* onnx_nn.c: LRN and MaxUnpool as the ONNX ops of their definitions. */
+cg_status cg_onnx_map_lrn(onnx_imp *im);
+cg_status cg_onnx_map_max_unpool(onnx_imp *im);
+/* onnx_nn.c: GridSample and RoiAlign onto grid_sample and roi_align. */
+cg_status cg_onnx_map_grid_sample(onnx_imp *im);
+cg_status cg_onnx_map_roi_align(onnx_imp *im);
+
+/* onnx_qlinear.c: QLinearMatMul (one scale and zero point per tensor),
+ * QLinearConv (w's per output channel too). */
+cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
+cg_status cg_onnx_map_qlinear_conv(onnx_imp *im);
+
+/* onnx_tfidf.c: TfIdfVectorizer of integer input (a direct count). */
+cg_status cg_onnx_map_tfidf(onnx_imp *im);
+
+/* onnx_sub.c: ONNX nodes made inside a mapping, so a composite op is
+ * written as the ONNX ops of its definition. */
+/* A fresh value holding the constant t (taken), not yet a param: a node
+ * reading it at import (indices, shapes) needs no clgraph value. */
+cg_status onnx_new_const(onnx_imp *im, cg_tensor *t, const char **name);
+/* The same from dtype, dims and data (NULL: uninitialised). */
+cg_status onnx_new_const_data(onnx_imp *im, cg_dtype dt, int ndim, const int64_t *dims, const void *data,
+                              const char **name);
+/* An attribute of a sub-node (its ints are borrowed). */
+typedef struct onnx_sub_attr {
+    Onnx__AttributeProto a;
+} onnx_sub_attr;
+onnx_sub_attr onnx_sub_int(const char *name, int64_t v);
+onnx_sub_attr onnx_sub_float(const char *name, double v);
+onnx_sub_attr onnx_sub_ints(const char *name, int n, const int64_t *v);
+/* ONNX op `op_type` (default domain, the opset of the model) on the ONNX
+ * values ins[0..n_in) ("" or NULL: absent) into outs[0..n_out) (NULL
+ * entries: fresh values, named there), folded where its inputs are known,
+ * else mapped; part of the current node for names and messages. */
+cg_status onnx_sub_node(onnx_imp *im, const char *op_type, int n_in, const char *const *ins, int n_out,
+                        const char **outs, int n_attrs, onnx_sub_attr *attrs);
+/* onnx_sub_node of a two-input op without attributes into *out (NULL: a
+ * fresh value, named there). */
+cg_status onnx_sub2(onnx_imp *im, const char *op, const char *a, const char *b, const char **out);
+/* A scalar constant of dtype dt (f32 or i64) of value v. */
+cg_status onnx_sub_scalar(onnx_imp *im, cg_dtype dt, double v, const char **name);
+/* The STRING attribute `name` into buf (def when absent); 0 when it does
+ * not fit. */
+int onnx_attr_str(onnx_imp *im, const char *name, const char *def, char *buf, size_t size);
 /* onnx_int.c: Mod, BitShift, BitwiseAnd, BitwiseOr, BitwiseXor,
  * BitwiseNot. */
 cg_status cg_onnx_map_mod(onnx_imp *im);
@@ -216,6 +284,30 @@ cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
  * GlobalMaxPool, GlobalLpPool. */
 cg_status cg_onnx_map_pool(onnx_imp *im);
 cg_status cg_onnx_map_global_pool(onnx_imp *im);
+
+/* onnx_new.c: SwiGLU, TensorScatter, CenterCropPad, BitCast, and Optional,
+ * OptionalHasElement, OptionalGetElement of optionals known at import. */
+cg_status cg_onnx_map_swiglu(onnx_imp *im);
+cg_status cg_onnx_map_tensor_scatter(onnx_imp *im);
+cg_status cg_onnx_map_center_crop_pad(onnx_imp *im);
+cg_status cg_onnx_map_bitcast(onnx_imp *im);
+cg_status cg_onnx_map_optional(onnx_imp *im);
+
+/* onnx_grid.c: AffineGrid (a constant grid times theta), Col2Im (a
+ * conv_transpose with one-hot weights). */
+cg_status cg_onnx_map_affine_grid(onnx_imp *im);
+cg_status cg_onnx_map_col2im(onnx_imp *im);
+
+/* onnx_state.c: CausalConvWithState, LinearAttention. */
+cg_status cg_onnx_map_causal_conv(onnx_imp *im);
+cg_status cg_onnx_map_linear_attention(onnx_imp *im);
+
+/* onnx_qlinear.c: QLinearMatMul, QLinearConv. */
+cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
+cg_status cg_onnx_map_qlinear_conv(onnx_imp *im);
+
+/* onnx_deform.c: DeformConv (2-D) onto deform_conv. */
+cg_status cg_onnx_map_deform_conv(onnx_imp *im);
 
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
@@ -326,5 +418,9 @@ cg_status cg_onnx_map_range(onnx_imp *im);
 /* Element i of t as an integer (floats truncated toward zero and
  * saturated, NaN 0). */
 int64_t cg_onnx_int_at(const cg_tensor *t, int64_t i);
+/* Element i of t as a double; element i of t set to v (rounded to t's
+ * float type, or truncated to its integer type). */
+double cg_onnx_float_at(const cg_tensor *t, int64_t i);
+void cg_onnx_set_at(cg_tensor *t, int64_t i, double v);
 
 #endif

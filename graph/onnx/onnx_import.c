@@ -483,8 +483,11 @@ static void mark_sym(onnx_imp *im) {
 static cg_status import_node(onnx_imp *im) {
     const Onnx__NodeProto *n = im->node;
     if (!n->op_type || !*n->op_type) return onnx_fail(im, CG_ERR_FORMAT, "no op_type");
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "domain '%s' is not supported (only the default domain)", n->domain);
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") && !cg_onnx_training_op(n->domain, n->op_type))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "domain '%s' is not supported (only the default domain, and Adagrad, Momentum and Adam "
+                         "of ai.onnx.preview.training)",
+                         n->domain);
     for (size_t i = 0; i < n->n_input; i++)
         if (n->input[i] && n->input[i][0] && find_val(im, n->input[i]) < 0)
             return onnx_fail(im, CG_ERR_FORMAT,

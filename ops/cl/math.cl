@@ -38,6 +38,33 @@ MATH(sin, sin(x))
 #if CG_WANT(mu_cos)
 MATH(cos, cos(x))
 #endif
+#if CG_WANT(mu_tan)
+MATH(tan, tan(x))
+#endif
+#if CG_WANT(mu_asin)
+MATH(asin, asin(x))
+#endif
+#if CG_WANT(mu_acos)
+MATH(acos, acos(x))
+#endif
+#if CG_WANT(mu_atan)
+MATH(atan, atan(x))
+#endif
+#if CG_WANT(mu_sinh)
+MATH(sinh, sinh(x))
+#endif
+#if CG_WANT(mu_cosh)
+MATH(cosh, cosh(x))
+#endif
+#if CG_WANT(mu_asinh)
+MATH(asinh, asinh(x))
+#endif
+#if CG_WANT(mu_acosh)
+MATH(acosh, acosh(x))
+#endif
+#if CG_WANT(mu_atanh)
+MATH(atanh, atanh(x))
+#endif
 #if CG_WANT(mu_erf)
 MATH(erf, erf(x))
 #endif

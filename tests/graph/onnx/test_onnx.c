@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "clgraph/clgraph.h"
 #include "test_util.h"
@@ -51,11 +52,37 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
 
 static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
 
+/* Tests of Debian's ONNX 1.12 set whose data contradicts the model, left
+ * out (docs/onnx.md "ONNX's backend tests"): test_adam_multiple's model
+ * omits the epsilon (1e-2) its expected values were computed with (ONNX
+ * added it to the model in a later release, whose test passes). */
+static const char *const node_wrong_data[] = {"test_adam_multiple", NULL};
+
+/* The node set without node_wrong_data: a folder of links in tu_dir. */
+static const char *node_set(void) {
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/node", tu_dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    DIR *d = opendir(NODE);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        int skip = e->d_name[0] == '.';
+        for (int i = 0; node_wrong_data[i]; i++) skip |= !strcmp(e->d_name, node_wrong_data[i]);
+        if (skip) continue;
+        char src[1024], dst[1024];
+        snprintf(src, sizeof src, "%s/%s", NODE, e->d_name);
+        snprintf(dst, sizeof dst, "%s/%s", dir, e->d_name);
+        ck_assert_int_eq(symlink(src, dst), 0);
+    }
+    closedir(d);
+    return dir;
+}
+
 START_TEST(node_tests_pass) {
-    run_set(NODE, 632, 932);
+    run_set(node_set(), 754, 931);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
-    ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
+    ck_assert_ptr_nonnull(strstr(tu_out, "(Bernoulli, #0): operator Bernoulli is not supported\n"));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Dropout, #0): Dropout in training mode (ratio 0.75): random\n"));
 }
 END_TEST
@@ -70,13 +97,16 @@ END_TEST
  * and ReduceSum fed by Shape of dynamic dims) on two bindings, and
  * F.interpolate, F.pad, pixel_shuffle and index assignment as both
  * PyTorch exporters write them (make_ops_index.py: Resize, Pad,
- * DepthToSpace, GatherND, ScatterND), and (make_int_ops.py, NumPy) uint64
+ * DepthToSpace, GatherND, ScatterND), (make_int_ops.py, NumPy) uint64
  * past int64's range folded and run, int16 Mod both ways, uint32 BitShift
- * and the bitwise ops, Casts among the new integer types. */
+ * and the bitwise ops, Casts among the new integer types, and F.grid_sample
+ * (4-D and 5-D), torch.linalg.det, the inverse and hyperbolic trigonometric
+ * functions and F.local_response_norm by the dynamo exporter
+ * (make_ops_misc.py). */
 START_TEST(own_op_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ops", tu_src_dir());
-    run_set(dir, 18, 18);
+    run_set(dir, 19, 19);
 }
 END_TEST
 
@@ -490,10 +520,10 @@ START_TEST(bad_files) {
     const char *a3[] = {"check", empty, NULL};
     ck_assert_int_eq(tu_run_cli(a3, NULL, NULL), 1);
     tu_assert_one_line((const char *const[]){"empty.onnx: the ONNX model has no graph", NULL});
-    const char *a4[] = {"import", NODE "/test_det_2d/model.onnx", NULL};
+    const char *a4[] = {"import", NODE "/test_bernoulli/model.onnx", NULL};
     ck_assert_int_eq(tu_run_cli(a4, NULL, NULL), 1);
-    tu_assert_one_line(
-        (const char *const[]){"test_det_2d/model.onnx: node '' (Det, #0): operator Det is not supported", NULL});
+    tu_assert_one_line((const char *const[]){
+        "test_bernoulli/model.onnx: node '' (Bernoulli, #0): operator Bernoulli is not supported", NULL});
     /* 3,000 graphs nested in attributes (30 KB) overflowed protobuf-c's
      * stack; refused from a walk of the wire format. 33 still unpack. */
     const char *deep = deep_model("deep.onnx", 3000);
