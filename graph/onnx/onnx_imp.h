@@ -179,6 +179,9 @@ cg_status cg_onnx_map_rnn(onnx_imp *im);
 /* onnx_einsum.c: Einsum of one or two operands. */
 cg_status cg_onnx_map_einsum(onnx_imp *im);
 
+/* onnx_cast.c: Cast and CastLike. */
+cg_status cg_onnx_map_cast(onnx_imp *im);
+
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);

@@ -1363,28 +1363,6 @@ static cg_status map_argmax(onnx_imp *im) {
     return emit1(im, "cast", 1, cin, out_name(im, 0), "to: \"i64\"");
 }
 
-/* ---- types ---- */
-
-static cg_status map_cast(onnx_imp *im) {
-    static const char *const known[] = {"to", "saturate", NULL};
-    onnx_val *x;
-    cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const Onnx__AttributeProto *to = onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-    if (!to || !to->has_i) return onnx_fail(im, CG_ERR_FORMAT, "no 'to' attribute");
-    cg_dtype dt = cg_onnx_dtype((int32_t)to->i);
-    const char *in[1] = {x->name};
-    if (dt == (cg_dtype)x->desc.dtype) {
-        int64_t d[CG_MAX_DIMS];
-        memcpy(d, x->desc.dims, sizeof d);
-        return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
-    }
-    if (!dt) return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast to %s is not supported", cg_onnx_type_name((int32_t)to->i));
-    char a[40];
-    snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
-    return emit1(im, "cast", 1, in, out_name(im, 0), a);
-}
-
 /* Ops only folded at import (their inputs known): here when they are not. */
 static cg_status map_fold_only(onnx_imp *im) {
     return onnx_fail(im, CG_ERR_UNSUPPORTED,
@@ -1425,7 +1403,8 @@ static const struct {
     {"BitwiseNot", cg_onnx_map_bitwise, 0},
     {"BitwiseOr", cg_onnx_map_bitwise, 0},
     {"BitwiseXor", cg_onnx_map_bitwise, 0},
-    {"Cast", map_cast, OP_ANY_DTYPE},
+    {"Cast", cg_onnx_map_cast, OP_ANY_DTYPE},
+    {"CastLike", cg_onnx_map_cast, OP_ANY_DTYPE},
     {"CausalConvWithState", cg_onnx_map_causal_conv, 0},
     {"Ceil", map_unary, 0},
     {"CenterCropPad", cg_onnx_map_center_crop_pad, OP_ANY_DTYPE},

@@ -170,12 +170,15 @@ static double elem(const cg_tensor *t, int64_t i) {
     case CG_F32: return ((const float *)d)[i];
     case CG_I32: return ((const int32_t *)d)[i];
     case CG_I64: return (double)((const int64_t *)d)[i];
-    case CG_I8: return ((const int8_t *)d)[i];
+    case CG_I8:
+    case CG_I4:
+    case CG_I2: return ((const int8_t *)d)[i]; /* i4 and i2 are held as an int8 */
     case CG_I16: return ((const int16_t *)d)[i];
     case CG_U16: return ((const uint16_t *)d)[i];
     case CG_U32: return ((const uint32_t *)d)[i];
     case CG_U64: return (double)((const uint64_t *)d)[i];
-    default: return ((const uint8_t *)d)[i]; /* U8, BOOL; f16/bf16 are converted first */
+    default:
+        return ((const uint8_t *)d)[i]; /* U8, BOOL, u4, u2, the float8/float4 codes; f16/bf16 are converted first */
     }
 }
 
