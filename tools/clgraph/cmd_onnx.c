@@ -146,22 +146,24 @@ static void tensors_free(tensors *ts) {
     ts->n = 0;
 }
 
-/* PREFIX_0.pb, PREFIX_1.pb ... of a test data folder. */
+/* PREFIX_0.pb, PREFIX_1.pb ... of a test data folder, each the proto the
+ * model's input or output is (sequences and optionals: onnx_data.c). */
 static int read_pbs(const char *dir, const char *prefix, tensors *ts, char *why, size_t wsz) {
+    char path[4200];
+    cg_onnx_kind *kinds = NULL;
+    int n_kinds = 0, ok = 1;
     ts->n = 0;
-    for (int i = 0; i < 64; i++) {
-        char path[4200];
+    snprintf(path, sizeof path, "%s/../model.onnx", dir);
+    if (cg_onnx_io_kinds(path, !strcmp(prefix, "output"), &n_kinds, &kinds)) n_kinds = 0; /* the import says why */
+    for (int i = 0; ok && i < 64; i++) {
         snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, i);
         struct stat sb;
         if (stat(path, &sb) != 0) break;
-        ts->names[i] = NULL;
-        if (cg_tensor_load_onnx(path, &ts->t[i], &ts->names[i])) {
-            snprintf(why, wsz, "%s", cg_last_error());
-            return 0;
-        }
-        ts->n = i + 1;
+        ok = cli_onnx_read_value(path, i < n_kinds ? kinds[i] : CG_ONNX_TENSOR, !strcmp(prefix, "output"), 64, &ts->n,
+                                 ts->t, ts->names, why, wsz);
     }
-    return 1;
+    free(kinds);
+    return ok;
 }
 
 static double elem(const cg_tensor *t, int64_t i) {
