@@ -189,14 +189,74 @@ static int64_t reshape_rest(onnx_imp *im, const cg_tensor_desc *x, const cg_tens
 }
 
 /* One end of a step-1 slice over a symbolic dim n, clamped as Python's. */
-static int64_t slice_end(onnx_imp *im, int64_t n, int64_t v) {
+int64_t onnx_sym_clamp(onnx_imp *im, int64_t n, int64_t v) {
+    if (v == ONNX_SYM_UNKNOWN) return ONNX_SYM_UNKNOWN;
+    if (onnx_is_sym(v)) return onnx_sym_derive(im, CG_SYM_MIN, n, v); /* a dim: never negative */
     if (v >= INT64_MAX / 2) return n;
     if (v >= 0) return onnx_sym_derive(im, CG_SYM_MIN, n, v);
     if (v <= INT64_MIN / 2) return 0;
     return onnx_sym_derive(im, CG_SYM_SUB, n, onnx_sym_derive(im, CG_SYM_MIN, n, -v));
 }
 
+/* Attribute k of list a (the default where absent or short). */
+static int64_t attr_at(const cg_attr *a, int k, int64_t def) { return a && k < a->n_ints ? a->ints[k] : def; }
+
+/* The output size of a sliding window over a symbolic input size n (conv
+ * and the pools, no ceil_mode): (n + pads - extent) / stride + 1, or
+ * ceil(n / stride) for auto_pad "same_*", as ONNX and the op compute it. */
+static int64_t window_out(onnx_imp *im, int64_t n, int64_t k, int64_t s, int64_t d, int64_t pads, const char *ap) {
+    if (s < 1 || d < 1 || k < 1 || pads < 0) return ONNX_SYM_UNKNOWN;
+    if (ap && (!strcmp(ap, "same_upper") || !strcmp(ap, "same_lower")))
+        return onnx_sym_derive(im, CG_SYM_CEIL_DIV, n, s);
+    if (ap && !strcmp(ap, "valid")) pads = 0;
+    const int64_t extent = d * (k - 1) + 1;
+    int64_t span = onnx_sym_derive(im, CG_SYM_ADD, n, pads);
+    span = onnx_sym_derive(im, CG_SYM_SUB, span, extent);
+    return onnx_sym_derive(im, CG_SYM_ADD, onnx_sym_derive(im, CG_SYM_DIV, span, s), 1);
+}
+
+/* conv, max_pool, avg_pool, lp_pool over symbolic spatial dims. */
+static void refine_window(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out) {
+    const int conv = !strcmp(nd->op, "conv");
+    const cg_attr *kern = node_attr(nd, "kernel"), *cm = node_attr(nd, "ceil_mode"), *ap = node_attr(nd, "auto_pad");
+    const int nsp = in[0].ndim - 2;
+    if (nsp < 1 || out->ndim != in[0].ndim || (conv && (nd->n_inputs < 2 || in[1].ndim != in[0].ndim)) ||
+        (!conv && !kern) || (cm && cm->i))
+        return;
+    const cg_attr *st = node_attr(nd, "strides"), *dl = node_attr(nd, "dilations"), *pd = node_attr(nd, "pads");
+    for (int i = 0; i < nsp; i++) {
+        const int64_t n = in[0].dims[2 + i], k = conv ? in[1].dims[2 + i] : attr_at(kern, i, -1);
+        if (out->dims[2 + i] != CG_DIM_UNKNOWN || n >= 0 || n == CG_DIM_UNKNOWN || k < 1) continue;
+        const int64_t pads = attr_at(pd, i, 0) + attr_at(pd, nsp + i, 0);
+        out->dims[2 + i] = onnx_sym_to_dim(window_out(im, onnx_dim_to_sym(n), k, attr_at(st, i, 1), attr_at(dl, i, 1),
+                                                      pads, ap && ap->s ? ap->s : NULL));
+    }
+}
+
+/* pad over a symbolic dim: n + begin + end (a negative pad crops). */
+static void refine_pad(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out) {
+    const cg_attr *pd = node_attr(nd, "pads");
+    const int r = in[0].ndim;
+    if (!pd || pd->n_ints != 2 * r || out->ndim != r) return;
+    for (int i = 0; i < r; i++) {
+        const int64_t n = in[0].dims[i], p = pd->ints[i] + pd->ints[r + i];
+        if (out->dims[i] != CG_DIM_UNKNOWN || n >= 0 || n == CG_DIM_UNKNOWN) continue;
+        const int64_t c = onnx_dim_to_sym(n);
+        out->dims[i] =
+            onnx_sym_to_dim(p >= 0 ? onnx_sym_derive(im, CG_SYM_ADD, c, p) : onnx_sym_derive(im, CG_SYM_SUB, c, -p));
+    }
+}
+
 void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out) {
+    if (!strcmp(nd->op, "pad") && nd->n_inputs >= 1) {
+        refine_pad(im, nd, in, out);
+        return;
+    }
+    if (!strcmp(nd->op, "conv") || !strcmp(nd->op, "max_pool") || !strcmp(nd->op, "avg_pool") ||
+        !strcmp(nd->op, "lp_pool")) {
+        refine_window(im, nd, in, out);
+        return;
+    }
     const cg_attr *ax = node_attr(nd, "axis");
     if (!strcmp(nd->op, "concat") && ax && ax->type == CG_ATTR_INT && nd->n_inputs > 0) {
         const int a = (int)(ax->i < 0 ? ax->i + out->ndim : ax->i);
@@ -217,7 +277,7 @@ void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, 
         const int a = (int)(ax->i < 0 ? ax->i + out->ndim : ax->i);
         if (a < 0 || a >= out->ndim || out->dims[a] != CG_DIM_UNKNOWN || in[0].dims[a] == CG_DIM_UNKNOWN) return;
         const int64_t n = onnx_dim_to_sym(in[0].dims[a]);
-        const int64_t s = slice_end(im, n, st ? st->i : 0), e = slice_end(im, n, en ? en->i : INT64_MAX);
+        const int64_t s = onnx_sym_clamp(im, n, st ? st->i : 0), e = onnx_sym_clamp(im, n, en ? en->i : INT64_MAX);
         out->dims[a] = onnx_sym_to_dim(onnx_sym_derive(im, CG_SYM_SUB, onnx_sym_derive(im, CG_SYM_MAX, e, s), s));
     }
 }

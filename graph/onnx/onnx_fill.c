@@ -66,20 +66,6 @@ cg_status onnx_sym_map_as_data(onnx_imp *im, onnx_map_fn fn) {
     return s;
 }
 
-int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis) {
-    for (int i = 0; i < im->n_vals; i++) {
-        onnx_val *v = im->vals[i];
-        if (!v->typed || v->konst || v->fill || v->sym || !(v->emitted || v->input)) continue;
-        for (int d = 0; d < v->desc.ndim; d++)
-            if (v->desc.dims[d] == dim) {
-                *name = v->name;
-                *axis = d;
-                return 1;
-            }
-    }
-    return 0;
-}
-
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v) {
     char list[600], a[700];
     if (!onnx_named_dims(im, v->desc.ndim, v->desc.dims, list, sizeof list))
@@ -171,6 +157,43 @@ static int64_t range_length(onnx_imp *im, int64_t start, int64_t limit, int64_t 
     return onnx_sym_derive(im, CG_SYM_CEIL_DIV, span, delta > 0 ? delta : -delta);
 }
 
+/* An i64 value of n elements (n a code or a size) to count along. */
+static cg_status value_of_length(onnx_imp *im, int64_t n, const char **like) {
+    const int64_t zero = 0, dn = onnx_sym_to_dim(n);
+    const char *zname;
+    char list[300], a[400];
+    cg_status s = const_of(im, CG_I64, 0, NULL, &zero, &zname);
+    if (s) return s;
+    if (dn == CG_DIM_UNKNOWN || !onnx_named_dims(im, 1, &dn, list, sizeof list))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED, "a length with no dim to name");
+    snprintf(a, sizeof a, "shape: %s", list);
+    return emit_tmp(im, "expand", zname, a, like);
+}
+
+cg_status onnx_sym_slice_rows(onnx_imp *im, int64_t n, int64_t start, int64_t end, const char **idx) {
+    const int64_t s0 = onnx_sym_clamp(im, n, start), e0 = onnx_sym_clamp(im, n, end);
+    const int64_t len = onnx_sym_derive(im, CG_SYM_SUB, onnx_sym_derive(im, CG_SYM_MAX, e0, s0), s0);
+    const char *like, *seq, *off, *off32;
+    cg_status s = value_of_length(im, len, &like);
+    if (s) return s;
+    if (!onnx_is_sym(s0)) {
+        char a[200];
+        snprintf(a, sizeof a, "axis: 0, start: %lld, to: \"i32\"", (long long)s0);
+        return emit_tmp(im, "arange", like, a, idx);
+    }
+    char list[300], a[400];
+    const int64_t d = onnx_sym_to_dim(s0);
+    if (!onnx_named_dims(im, 1, &d, list, sizeof list)) return onnx_fail(im, CG_ERR_UNSUPPORTED, "dims too long");
+    snprintf(a, sizeof a, "values: %s, scalar: 1", list);
+    const char *outs[1] = {NULL};
+    if ((s = emit_tmp(im, "arange", like, "axis: 0, to: \"i32\"", &seq)) ||
+        (s = onnx_emit(im, "dim_values", 0, NULL, 1, outs, a)) ||
+        (s = emit_tmp(im, "cast", outs[0], "to: \"i32\"", &off32)))
+        return s;
+    off = off32;
+    return emit_tmp2(im, "add", seq, off, NULL, idx);
+}
+
 /* Range(start, limit, delta) where start or limit is a symbolic dim (or
  * computed from one): arange along a value of the derived length, plus
  * start read as data where it is symbolic. delta must be a known integer. */
@@ -186,14 +209,10 @@ cg_status cg_onnx_map_range(onnx_imp *im) {
     const cg_dtype dt = v0->sym ? (v0->sym_i32 ? CG_I32 : CG_I64) : cg_tensor_dtype(v0->konst);
     if (dt != CG_F32 && dt != CG_I32 && dt != CG_I64)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "Range of %s", cg_dtype_name(dt));
-    /* a value of n elements to count along */
-    const int64_t zero = 0, dn = onnx_sym_to_dim(n);
-    const char *zname, *like, *seq;
-    char list[300], a[400];
-    cg_status s = const_of(im, CG_I64, 0, NULL, &zero, &zname);
-    if (s || !onnx_named_dims(im, 1, &dn, list, sizeof list)) return s ? s : CG_ERR_UNSUPPORTED;
-    snprintf(a, sizeof a, "shape: %s", list);
-    if ((s = emit_tmp(im, "expand", zname, a, &like))) return s;
+    const char *like, *seq;
+    char a[400];
+    cg_status s = value_of_length(im, n, &like);
+    if (s) return s;
     snprintf(a, sizeof a, "axis: 0, start: %lld, delta: %lld, to: \"%s\"", onnx_is_sym(st) ? 0LL : (long long)st,
              (long long)de, cg_dtype_name(dt));
     const char *out = out_name(im, 0);

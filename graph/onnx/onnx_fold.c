@@ -590,8 +590,31 @@ static cg_tensor *fold_where(const cg_tensor *a, const cg_tensor *b, const cg_te
     return o;
 }
 
+/* Ceil, Floor, Relu, Abs: exact in any dtype, so the folded value is the
+ * op's (Range's function body, as its _expanded tests write it, takes
+ * Ceil and Relu of the element count). */
+static cg_tensor *fold_exact_unary(const char *op, const cg_tensor *a) {
+    const int ceil_ = !strcmp(op, "Ceil"), floor_ = !strcmp(op, "Floor"), relu = !strcmp(op, "Relu");
+    if (!ceil_ && !floor_ && !relu && strcmp(op, "Abs")) return NULL;
+    const int f = is_float(a->dtype);
+    if (!f && a->dtype == CG_BOOL) return NULL;
+    cg_tensor *o = new_t(a->dtype, a->ndim, a->dims);
+    const int64_t n = o ? cg_shape_numel(a->ndim, a->dims) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!f) { /* integers: Ceil and Floor are not defined on them */
+            const int64_t v = get_i(a, i);
+            if (ceil_ || floor_) return cg_tensor_free(o), NULL;
+            set_i(o, i, relu ? (v > 0 ? v : 0) : (v < 0 ? -v : v));
+            continue;
+        }
+        const double v = get_f(a, i);
+        set_f(o, i, ceil_ ? ceil(v) : floor_ ? floor(v) : relu ? (v > 0 ? v : 0) : fabs(v));
+    }
+    return o;
+}
+
 /* The elementwise ops: binary arithmetic, comparisons and logic, Mod, Neg,
- * Not, Where. */
+ * Not, Where; Ceil, Floor, Relu, Abs. */
 static cg_tensor *fold_arith(onnx_imp *im, const char *op, const cg_tensor *a, const cg_tensor *b) {
     static const struct {
         const char *name;
@@ -619,7 +642,7 @@ static cg_tensor *fold_arith(onnx_imp *im, const char *op, const cg_tensor *a, c
         return o;
     }
     if (!strcmp(op, "Where") && a && b && kin(im, 2)) return fold_where(a, b, kin(im, 2));
-    return NULL;
+    return a && im->node->n_input == 1 ? fold_exact_unary(op, a) : NULL;
 }
 
 static cg_tensor *fold_one(onnx_imp *im, const char *op) {

@@ -17,16 +17,31 @@ static int default_domain(const Onnx__NodeProto *n) {
     return !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
 }
 
+/* Whether an If, Loop or Scan body of n reads `name`: a reader an idiom
+ * cannot take in. Inside a subgraph the nodes are renamed copies whose
+ * own bodies still use the file's names: any body counts as a reader. */
+static int subgraph_reads(const onnx_imp *im, const Onnx__NodeProto *n, const char *name) {
+    for (size_t k = 0; k < n->n_attribute; k++) {
+        const Onnx__AttributeProto *a = n->attribute[k];
+        if ((a->g || a->n_graphs) && im->scope) return 1;
+        if (a->g && cg_onnx_graph_reads(a->g, name)) return 1;
+        for (size_t j = 0; j < a->n_graphs; j++)
+            if (cg_onnx_graph_reads(a->graphs[j], name)) return 1;
+    }
+    return 0;
+}
+
 /* The one later node that reads value `name` (its index), or -1 when none,
  * several, or the graph outputs it. `also` (>= 0): one more reader that is
  * allowed, not counted. */
 static int sole_reader(const onnx_imp *im, const char *name, int also) {
-    const Onnx__GraphProto *gp = im->proto->graph;
+    const Onnx__GraphProto *gp = im->graph;
     int found = -1;
     for (size_t i = 0; i < gp->n_output; i++)
         if (gp->output[i]->name && !strcmp(gp->output[i]->name, name)) return -1;
     for (size_t i = (size_t)im->node_index + 1; i < gp->n_node; i++) {
         if ((int)i == also) continue;
+        if (subgraph_reads(im, gp->node[i], name)) return -1;
         for (size_t k = 0; k < gp->node[i]->n_input; k++)
             if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], name)) {
                 if (found >= 0 || im->absorbed[i]) return -1;
@@ -45,7 +60,7 @@ static int op_is(const Onnx__NodeProto *n, const char *op) {
 /* Node r if it is a default-domain `op` of n_in present inputs and one
  * named output. */
 static const Onnx__NodeProto *node_is(const onnx_imp *im, int r, const char *op, size_t n_in) {
-    const Onnx__NodeProto *n = r >= 0 ? im->proto->graph->node[r] : NULL;
+    const Onnx__NodeProto *n = r >= 0 ? im->graph->node[r] : NULL;
     if (!op_is(n, op) || n->n_input != n_in || n->n_output != 1 || !n->output[0] || !n->output[0][0]) return NULL;
     for (size_t k = 0; k < n_in; k++)
         if (!n->input[k]) return NULL;
@@ -64,7 +79,7 @@ static int peek_const(onnx_imp *im, const char *name, cg_tensor **out) {
     onnx_val *v = onnx_val_get(im, name);
     *out = NULL;
     if (v && v->konst) return cg_tensor_convert(v->konst, v->konst->dtype, out) == CG_OK;
-    const Onnx__GraphProto *gp = im->proto->graph;
+    const Onnx__GraphProto *gp = im->graph;
     for (size_t i = (size_t)im->node_index + 1; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
         if (!op_is(n, "Constant") || n->n_output != 1 || !n->output[0] || strcmp(n->output[0], name)) continue;
@@ -162,17 +177,19 @@ int cg_onnx_fuse_layer_norm(onnx_imp *im, cg_status *st) {
     const Onnx__NodeProto *sub = node_is(im, i_sub, "Sub", 2);
     if (!sub || strcmp(sub->input[0], x->name) || strcmp(sub->input[1], rm->output[0])) return 0;
     const char *d = sub->output[0];
-    const Onnx__GraphProto *gp = im->proto->graph;
+    const Onnx__GraphProto *gp = im->graph;
     for (size_t i = 0; i < gp->n_output; i++)
         if (gp->output[i]->name && !strcmp(gp->output[i]->name, d)) return 0;
     int i_pow = -1, i_div = -1;
-    for (size_t i = (size_t)i_sub + 1; i < gp->n_node; i++)
+    for (size_t i = (size_t)i_sub + 1; i < gp->n_node; i++) {
+        if (subgraph_reads(im, gp->node[i], d)) return 0;
         for (size_t k = 0; k < gp->node[i]->n_input; k++)
             if (gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], d)) {
                 if (op_is(gp->node[i], "Pow") && i_pow < 0 && k == 0 && !im->absorbed[i]) i_pow = (int)i;
                 else if (op_is(gp->node[i], "Div") && i_div < 0 && k == 0 && !im->absorbed[i]) i_div = (int)i;
                 else return 0;
             }
+    }
     const Onnx__NodeProto *pw = node_is(im, i_pow, "Pow", 2), *dv = node_is(im, i_div, "Div", 2);
     if (!pw || !dv || scalar_of(im, pw->input[1]) != 2.0) return 0;
     /* Pow -> ReduceMean (same axes) -> Add(eps) -> Sqrt -> the Div */

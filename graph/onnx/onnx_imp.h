@@ -63,6 +63,11 @@ typedef struct onnx_imp {
     int n_params, cap_params;
     char **param_names;
     cg_tensor **param_tensors;
+    /* the graph whose nodes are being imported: the model's, or inside If,
+     * Loop and Scan a renamed copy of a subgraph (onnx_ctrl.c) */
+    const Onnx__GraphProto *graph;
+    struct onnx_scope *scope; /* the subgraphs being imported, innermost first (onnx_ctrl.c) */
+    int64_t unrolled;         /* subgraph nodes copied so far (onnx_ctrl.c) */
     /* the node being imported, for messages */
     const Onnx__NodeProto *node;
     int node_index;
@@ -104,6 +109,13 @@ cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char
 
 /* The value called `name`, added (untyped) if new; NULL on no memory. */
 onnx_val *onnx_val_get(onnx_imp *im, const char *name);
+
+/* The value called `name`, or NULL when there is none. */
+onnx_val *onnx_val_find(onnx_imp *im, const char *name);
+
+/* Imports the nodes of gp (a subgraph's renamed copy: onnx_ctrl.c) as the
+ * model's are; the current node and graph are restored after. */
+cg_status onnx_import_nodes(onnx_imp *im, const Onnx__GraphProto *gp);
 
 /* Input i of the current node, or NULL where it is absent or "". */
 onnx_val *onnx_in(onnx_imp *im, int i);
@@ -262,6 +274,11 @@ int onnx_has_sym(const cg_tensor *t);
  * be named. */
 int64_t onnx_sym_derive(onnx_imp *im, int op, int64_t a, int64_t b);
 
+/* One end of a step-1 slice over a dim n (a size or a code), clamped as
+ * Python's: v an integer (negative from the end, huge for "to the end")
+ * or a code. */
+int64_t onnx_sym_clamp(onnx_imp *im, int64_t n, int64_t v);
+
 /* The product of n sizes or codes: a size, or a derived dim (sizes first
  * multiplied, then the symbols in order: B*S*64). */
 int64_t onnx_sym_product(onnx_imp *im, int n, const int64_t *x);
@@ -276,18 +293,38 @@ int64_t onnx_sym_to_dim(int64_t v);
 int onnx_named_dims(const onnx_imp *im, int ndim, const int64_t *dims, char *buf, size_t size);
 int64_t onnx_dim_to_sym(int64_t d);
 
-/* A value made so far (a graph input or a node's output) with `dim` (a
- * CG_DIM_SYM) among its dims: its name and the axis; 0 when none. */
-int onnx_sym_dim_of(onnx_imp *im, int64_t dim, const char **name, int *axis);
-
 /* Makes the lazy ConstantOfShape v a node: expand of its value against a
  * value of the same dims; an error naming v when there is none. */
 cg_status onnx_materialize(onnx_imp *im, onnx_val *v);
+
+/* ---- onnx_ctrl.c, onnx_loop.c: control flow ---- */
+
+/* Before the nodes: graph inputs given for the import whose values decide
+ * an If's branch or a Loop's trip count or condition (computable from
+ * constants and given values alone) become constants of the graph. */
+cg_status cg_onnx_ctrl_prepare(onnx_imp *im, const Onnx__GraphProto *gp);
+
+/* If: the taken branch inline when the condition is known at import, else
+ * both branches and a where per output. */
+cg_status cg_onnx_map_if(onnx_imp *im);
+/* Loop and Scan unrolled over a trip count / sequence length known at
+ * import. */
+cg_status cg_onnx_map_loop(onnx_imp *im);
+cg_status cg_onnx_map_scan(onnx_imp *im);
+
+/* Whether a node of gp, or of a subgraph of one, reads `name` from an
+ * enclosing scope (fusions must not take in such a value). */
+int cg_onnx_graph_reads(const Onnx__GraphProto *gp, const char *name);
 
 /* Names the dims of a clgraph node's outputs that its op's inference left
  * unknown where the importer can: concat along symbolic dims (a sum),
  * reshape's inferred dim (a quotient), slice of a symbolic dim. */
 void onnx_sym_refine(onnx_imp *im, const cg_node *nd, const cg_tensor_desc *in, cg_tensor_desc *out);
+
+/* The i32 indices of the rows a step-1 slice [start, end) of a dim n
+ * takes, where any of them may be symbolic: arange over the derived
+ * length, plus the start read as data. */
+cg_status onnx_sym_slice_rows(onnx_imp *im, int64_t n, int64_t start, int64_t end, const char **idx);
 
 /* Slice of a lazy ConstantOfShape value (v->fill): 1 when the output was
  * made another such value, 0 when the node maps as usual, -1 on failure. */

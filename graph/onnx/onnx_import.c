@@ -296,7 +296,7 @@ static cg_status infer_outputs(onnx_imp *im, cg_node *node) {
         const char *r = strstr(msg, key);
         return onnx_fail(im, s, "as clgraph's %s: %s", node->op, r ? r + strlen(key) : msg);
     }
-    if (node->n_outputs == 1) onnx_sym_refine(im, node, in, &out[0]);
+    if (node->n_outputs >= 1) onnx_sym_refine(im, node, in, &out[0]);
     for (int i = 0; i < node->n_outputs; i++) {
         onnx_val *v = onnx_val_get(im, im->g->values[node->outputs[i]].name);
         if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -553,26 +553,53 @@ static cg_status set_outputs(onnx_imp *im, const Onnx__GraphProto *gp) {
     return s;
 }
 
-static cg_status import_graph(onnx_imp *im) {
-    const Onnx__GraphProto *gp = im->proto->graph;
-    cg_status s = check_opset(im);
-    if (s) return s;
-    const char *gname = gp->name && cg_name_valid(gp->name) ? gp->name : "main";
-    if ((s = cg_model_add_graph(im->m, gname, &im->g))) return s;
-    if ((s = read_inputs(im, gp))) return s;
+static cg_status import_nodes(onnx_imp *im, const Onnx__GraphProto *gp) {
     if (!(im->absorbed = calloc(gp->n_node + 1, 1))) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    im->graph = gp;
     for (size_t i = 0; i < gp->n_node; i++) {
         im->node = gp->node[i];
         im->node_index = (int)i;
         im->n_emitted = 0;
         if (im->absorbed[i]) continue;
         im->bad_attr[0] = 0;
-        s = import_node(im);
+        cg_status s = import_node(im);
         if (im->sym_failed) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
         /* a wrong-typed attribute is the cause of whatever else failed */
         if (im->bad_attr[0]) return onnx_fail(im, CG_ERR_FORMAT, "%s", im->bad_attr);
         if (s) return s;
     }
+    return CG_OK;
+}
+
+/* A subgraph's nodes (onnx_ctrl.c), the node that holds it restored after. */
+cg_status onnx_import_nodes(onnx_imp *im, const Onnx__GraphProto *gp) {
+    const Onnx__GraphProto *graph = im->graph;
+    const Onnx__NodeProto *node = im->node;
+    unsigned char *absorbed = im->absorbed;
+    int index = im->node_index, emitted = im->n_emitted;
+    cg_status s = import_nodes(im, gp);
+    free(im->absorbed);
+    im->graph = graph;
+    im->node = node;
+    im->absorbed = absorbed;
+    im->node_index = index;
+    im->n_emitted = emitted;
+    return s;
+}
+
+onnx_val *onnx_val_find(onnx_imp *im, const char *name) {
+    int32_t v = find_val(im, name);
+    return v < 0 ? NULL : im->vals[v];
+}
+
+static cg_status import_graph(onnx_imp *im) {
+    const Onnx__GraphProto *gp = im->proto->graph;
+    cg_status s = check_opset(im);
+    if (s) return s;
+    const char *gname = gp->name && cg_name_valid(gp->name) ? gp->name : "main";
+    if ((s = cg_model_add_graph(im->m, gname, &im->g))) return s;
+    if ((s = read_inputs(im, gp)) || (s = cg_onnx_ctrl_prepare(im, gp))) return s;
+    if ((s = import_nodes(im, gp))) return s;
     if ((s = set_outputs(im, gp))) return s;
     cg_weights *w;
     char label[600];

@@ -611,22 +611,16 @@ static cg_status map_slice(onnx_imp *im) {
     const char *cur = x->name;
     for (int i = 0; i < n; i++) {
         const int64_t xa = ax[i] + (ax[i] < 0 ? x->desc.ndim : 0);
-        if (onnx_is_sym(st[i]) || (onnx_is_sym(en[i]) && sp[i] != 1))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with a symbolic start or step");
-        if (onnx_is_sym(en[i]) && xa >= 0 && xa < x->desc.ndim && onnx_sym_to_dim(en[i]) == x->desc.dims[xa]) {
+        if ((onnx_is_sym(st[i]) || onnx_is_sym(en[i])) && sp[i] != 1)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Slice with a symbolic start or end and a step other than 1");
+        const int in_range = xa >= 0 && xa < x->desc.ndim;
+        if (in_range && onnx_is_sym(en[i]) && st[i] == 0 && onnx_sym_to_dim(en[i]) == x->desc.dims[xa]) {
             en[i] = INT64_MAX; /* to the end of that very dim */
-        } else if (onnx_is_sym(en[i])) {
-            /* x[0:S] along a dim S is not of (pos[:S]): the rows arange(S)
-             * takes, an error at run time where S passes x's dim (ONNX
-             * would clamp) */
-            const char *like, *idx = NULL, *o = i == n - 1 ? out_name(im, 0) : NULL;
-            int la;
-            char at[80];
-            if (st[i] != 0 || en[i] == ONNX_SYM_UNKNOWN || !onnx_sym_dim_of(im, onnx_sym_to_dim(en[i]), &like, &la))
-                return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                                 "Slice to a symbolic end needs start 0 and a value with that dim");
-            snprintf(at, sizeof at, "axis: %d, to: \"i32\"", la);
-            if ((s = emit_tmp(im, "arange", like, at, &idx)) ||
+        } else if (in_range && (onnx_is_sym(st[i]) || onnx_is_sym(en[i]))) {
+            /* bounds computed from dims (x[:, P:P + S], x[:, :S - 1]): the
+             * rows they take, clamped to the dim as ONNX does */
+            const char *idx = NULL, *o = i == n - 1 ? out_name(im, 0) : NULL;
+            if ((s = onnx_sym_slice_rows(im, onnx_dim_to_sym(x->desc.dims[xa]), st[i], en[i], &idx)) ||
                 (s = emit_take(im, onnx_val_get(im, cur), (int)xa, idx, &o)))
                 return s;
             cur = o;
@@ -1450,6 +1444,7 @@ static const struct {
     {"GreaterOrEqual", map_bool_op, 0},
     {"HardSigmoid", map_activation, 0},
     {"Identity", map_identity, OP_ANY_DTYPE},
+    {"If", cg_onnx_map_if, OP_ANY_DTYPE},
     {"LayerNormalization", map_layer_norm, 0},
     {"LeakyRelu", map_activation, 0},
     {"Less", map_bool_op, 0},
@@ -1458,6 +1453,7 @@ static const struct {
     {"LpPool", cg_onnx_map_pool, 0},
     {"Log", map_unary, 0},
     {"LogSoftmax", map_softmax, 0},
+    {"Loop", cg_onnx_map_loop, OP_ANY_DTYPE},
     {"MatMul", map_matmul, 0},
     {"MatMulInteger", cg_onnx_map_matmul_integer, 0},
     {"MaxPool", cg_onnx_map_pool, 0},
@@ -1493,6 +1489,7 @@ static const struct {
     {"Resize", cg_onnx_map_resize, OP_ANY_DTYPE},
     {"RNN", cg_onnx_map_rnn, 0},
     {"Round", map_unary, 0},
+    {"Scan", cg_onnx_map_scan, OP_ANY_DTYPE},
     {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
     {"ScatterND", cg_onnx_map_index, OP_ANY_DTYPE},
     {"SequenceAt", cg_onnx_map_seq, OP_ANY_DTYPE},

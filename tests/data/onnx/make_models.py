@@ -177,14 +177,15 @@ class SymArith(torch.nn.Module):
         pad = torch.zeros(B, 2 * S, D)  # ConstantOfShape of a derived shape
         tail = both[:, 1:, :]  # a slice of a derived dim
         tiled = rows[:1, :, :1].repeat(B, 2, 1)  # Tile by repeats computed from B
-        return heads, both.sum(dim=1), pos, scale, torch.cat([pad, rows], dim=1), tail.mean(dim=1), tiled
+        recent = both[:, P:, :] - rows[:, : S - 1].sum(dim=1, keepdim=True)  # slices bounded by dims
+        return heads, both.sum(dim=1), pos, scale, torch.cat([pad, rows], dim=1), tail.mean(dim=1), tiled, recent
 
 
 def sym_arith():
     torch.manual_seed(7)
     m = SymArith().eval()
     tmp = os.path.join(OUT, "models", ".sym_arith.onnx")
-    names = ["heads", "both_sum", "pos", "scale", "padded", "tail_mean", "tiled"]
+    names = ["heads", "both_sum", "pos", "scale", "padded", "tail_mean", "tiled", "recent"]
     dyn = {"x": {0: "B", 1: "S"}, "past": {0: "B", 1: "P"}}
     dyn.update({n: {0: "d0", 1: "d1"} for n in names if n not in ("both_sum", "tail_mean")})
     torch.onnx.export(m, (torch.randn(2, 5, 8), torch.randn(2, 3, 8)), tmp, input_names=["x", "past"],

@@ -20,13 +20,13 @@ static void setup(void) { tu_setup_dir("onnx"); }
  * F failed, U unsupported, E errors (of T)": no failure, no error, at
  * least min_pass passed (what the importer covers so far, docs/onnx.md: a
  * fall is a regression), T tests. */
-static int one_plan; /* run_set_tol with --one-plan */
+static int one_plan; /* run_set_tols with --one-plan */
 
-static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
+static void run_set_tols(const char *dir, int min_pass, int total_want, const char *rtol, const char *atol) {
     const char *args[8] = {"onnx-test", dir};
     int n = 2;
     if (one_plan) args[n++] = "--one-plan";
-    if (tol) args[n++] = "--rtol", args[n++] = tol, args[n++] = "--atol", args[n++] = tol;
+    if (rtol) args[n++] = "--rtol", args[n++] = rtol, args[n++] = "--atol", args[n++] = atol;
     int rc = tu_run_cli(args, NULL, NULL);
     ck_assert_msg(rc == 0, "%s", tu_err);
     int devices = 0;
@@ -45,10 +45,14 @@ static void run_set_tol(const char *dir, int min_pass, int total_want, const cha
     ck_assert_int_ge(devices, 1);
 }
 
+static void run_set_tol(const char *dir, int min_pass, int total_want, const char *tol) {
+    run_set_tols(dir, min_pass, total_want, tol, tol);
+}
+
 static void run_set(const char *dir, int min_pass, int total_want) { run_set_tol(dir, min_pass, total_want, NULL); }
 
 START_TEST(node_tests_pass) {
-    run_set(NODE, 626, 932);
+    run_set(NODE, 632, 932);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Det, #0): operator Det is not supported\n"));
@@ -71,6 +75,47 @@ START_TEST(own_op_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ops", tu_src_dir());
     run_set(dir, 14, 14);
+}
+END_TEST
+
+/* Control flow (tests/data/onnx/make_ctrl.py, expected values from ONNX
+ * Runtime, checked against NumPy and PyTorch): a scripted torch loop and
+ * if, an If known only at run time (each data set takes another branch)
+ * with an If decided at import inside, an If on a dynamic dim decided by
+ * the given input's dims, a while Loop, a Loop in a Loop with an If
+ * reading both bodies' values, Scan with axes and directions. */
+START_TEST(control_flow_tests_pass) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/ctrl", tu_src_dir());
+    run_set(dir, 6, 6);
+    /* imported once with nothing given: if_on_dims's If then has its
+     * condition only at run time and branches of other shapes */
+    one_plan = 1;
+    run_set(dir, 5, 6);
+    one_plan = 0;
+    ck_assert_ptr_nonnull(strstr(tu_out, "torch_loop_if                                      cpu        pass "));
+    ck_assert_ptr_nonnull(strstr(tu_out, "(If, #5): the condition 'c' is known only at run time, so both branches "
+                                         "are imported, and then_branch fails: node '/then/squeeze' (Squeeze, #1): "));
+}
+END_TEST
+
+/* What control flow the importer cannot take is one line naming the node:
+ * a Loop over a symbolic length, an If known only at run time whose
+ * branches give other shapes. */
+START_TEST(control_flow_refusals) {
+    static const char *const cases[][3] = {
+        {"ctrl_loop_symbolic.onnx",
+         "node '/Loop' (Loop, #4): the trip count ('/Gather_output_0') is known only at run time",
+         "clgraph unrolls loops at import"},
+        {"ctrl_if_shapes.onnx", "node '/If' (If, #3): the condition is known only at run time",
+         "f32[2, 3] in then_branch but f32[3] in else_branch"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char model[4096];
+        snprintf(model, sizeof model, "%s/tests/data/onnx/%s", tu_src_dir(), cases[i][0]);
+        const char *args[] = {"check", model, NULL};
+        ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 1);
+        tu_assert_one_line((const char *const[]){cases[i][0], cases[i][1], cases[i][2], NULL});
+    }
 }
 END_TEST
 
@@ -111,6 +156,23 @@ START_TEST(exported_models_one_plan) {
     one_plan = 1;
     run_set_tol(dir, 15, 15, "1e-4");
     one_plan = 0;
+}
+END_TEST
+
+/* The CI slice of the corpus of models users bring (issue 31;
+ * tools/py/onnx_corpus.py --ci-slice tests/data/onnx/corpus, docs/onnx.md
+ * "Models users bring"): the corpus models that pass on every device today,
+ * two bindings each against ONNX Runtime with the corpus' tolerances (rtol
+ * 1e-3, atol 1e-4), every one required to pass on the CPU and every OpenCL
+ * device (the suite's CLGRAPH_CHECK_RUNS=1: repeated runs bit-identical). */
+START_TEST(corpus_slice_passes) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/corpus", tu_src_dir());
+    run_set_tols(dir, 1, 1, "1e-3", "1e-4");
+    /* an nn.Transformer step by the dynamo exporter at its default opset (20) */
+    ck_assert_ptr_nonnull(strstr(tu_out, "transformer_dynamo                                 cpu        pass "));
+    if (cg_device_count() > 1)
+        ck_assert_ptr_nonnull(strstr(tu_out, "transformer_dynamo                                 opencl:0   pass "));
 }
 END_TEST
 
@@ -484,8 +546,11 @@ int main(void) {
     tcase_add_test(tc, node_tests_pass);
     tcase_add_test(tc, pytorch_sets_pass);
     tcase_add_test(tc, own_op_tests_pass);
+    tcase_add_test(tc, control_flow_tests_pass);
+    tcase_add_test(tc, control_flow_refusals);
     tcase_add_test(tc, exported_models_match_ort);
     tcase_add_test(tc, exported_models_one_plan);
+    tcase_add_test(tc, corpus_slice_passes);
     tcase_add_test(tc, transformer_greedy_matches_pytorch);
     tcase_add_test(tc, load_options_checked);
     tcase_add_test(tc, import_fuses_exporter_idioms);
