@@ -248,6 +248,17 @@ cg_status cg_onnx_map_seq(onnx_imp *im);
  * none) into names. */
 cg_status cg_onnx_seq_outputs(onnx_imp *im, onnx_val *v, const char **names);
 
+/* v made a sequence of the n values named names (copied). */
+cg_status onnx_seq_set(onnx_val *v, int n, char *const *names);
+
+/* onnx_seq_map.c: SequenceMap, its body imported once per element. */
+cg_status cg_onnx_map_seq_map(onnx_imp *im);
+
+/* onnx_seq_map.c: an If's output k, sequences or optionals from both
+ * branches (t, e) when the condition is known only at run time: a where
+ * per element, when both are alike (the same length, or both empty). */
+cg_status cg_onnx_seq_select(onnx_imp *im, const char *cond, onnx_val *t, onnx_val *e, const char *out, int k);
+
 /* What a sequence value owns. */
 void cg_onnx_seq_free(onnx_val *v);
 

@@ -1498,6 +1498,7 @@ static const struct {
     {"SequenceErase", cg_onnx_map_seq, OP_ANY_DTYPE},
     {"SequenceInsert", cg_onnx_map_seq, OP_ANY_DTYPE},
     {"SequenceLength", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"SequenceMap", cg_onnx_map_seq, OP_ANY_DTYPE},
     {"Shape", map_fold_only, OP_ANY_DTYPE},
     {"Sigmoid", map_unary, 0},
     {"Sign", map_unary, 0},

@@ -23,8 +23,7 @@ void cg_onnx_seq_free(onnx_val *v) {
     v->n_elems = 0;
 }
 
-/* v made a sequence of the n values named names (copied). */
-static cg_status set_seq(onnx_val *v, int n, char *const *names) {
+cg_status onnx_seq_set(onnx_val *v, int n, char *const *names) {
     char **e = calloc((size_t)n + 1, sizeof *e);
     if (!e) return oom();
     for (int i = 0; i < n; i++)
@@ -76,7 +75,7 @@ static cg_status alias(onnx_imp *im, onnx_val *x, const char *out) {
     if (!out) return CG_OK;
     if (!x->seq) return alias_tensor(im, x, out);
     onnx_val *o = onnx_val_get(im, out);
-    return o ? set_seq(o, x->n_elems, x->elems) : oom();
+    return o ? onnx_seq_set(o, x->n_elems, x->elems) : oom();
 }
 
 /* ---- graph inputs and outputs ---- */
@@ -140,7 +139,7 @@ static cg_status seq_input(onnx_imp *im, const Onnx__TypeProto *elem, onnx_val *
         s = seq_elem_input(im, v, i, elem, t);
         if (!s && !(names[i] = strdup(nm))) s = oom();
     }
-    if (!s) s = set_seq(v, n, names);
+    if (!s) s = onnx_seq_set(v, n, names);
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
     return s;
@@ -272,7 +271,7 @@ static cg_status out_seq(onnx_imp *im, int n, char *const *elems) {
     const char *out = out_name(im, 0);
     onnx_val *o = out ? onnx_val_get(im, out) : NULL;
     if (!out) return CG_OK;
-    return o ? set_seq(o, n, elems) : oom();
+    return o ? onnx_seq_set(o, n, elems) : oom();
 }
 
 static cg_status map_construct(onnx_imp *im) {
@@ -512,6 +511,7 @@ static const struct {
     {"Optional", map_optional},
     {"OptionalHasElement", map_optional_read},
     {"OptionalGetElement", map_optional_read},
+    {"SequenceMap", cg_onnx_map_seq_map},
 };
 
 cg_status cg_onnx_map_seq(onnx_imp *im) {
@@ -520,7 +520,8 @@ cg_status cg_onnx_map_seq(onnx_imp *im) {
     for (size_t i = 0; i < sizeof seq_maps / sizeof seq_maps[0]; i++) {
         if (strcmp(op, seq_maps[i].op)) continue;
         /* those that read attributes check them themselves */
-        int own = seq_maps[i].fn == map_split || seq_maps[i].fn == map_concat || seq_maps[i].fn == map_empty;
+        int own = seq_maps[i].fn == map_split || seq_maps[i].fn == map_concat || seq_maps[i].fn == map_empty ||
+                  seq_maps[i].fn == cg_onnx_map_seq_map;
         cg_status s = own ? CG_OK : onnx_check_attrs(im, strcmp(op, "Optional") ? none : optional);
         return s ? s : seq_maps[i].fn(im);
     }
