@@ -106,8 +106,13 @@ static cg_status select_elems(onnx_imp *im, const char *cond, onnx_val *t, onnx_
 cg_status cg_onnx_seq_select(onnx_imp *im, const char *cond, onnx_val *t, onnx_val *e, const char *out, int k) {
     onnx_val *o = onnx_val_get(im, out);
     if (!o) return oom();
-    const int alike = t->none == e->none && t->seq == e->seq && (!t->seq || t->n_elems == e->n_elems);
-    if (!alike)
+    if (t->none == e->none && t->seq == e->seq && t->seq && t->n_elems != e->n_elems)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "the condition is known only at run time and output %d is a sequence of %d in then_branch "
+                         "but of %d in else_branch: its length must be known at import (give the inputs the "
+                         "condition depends on for the import)",
+                         k, t->n_elems, e->n_elems);
+    if (t->none != e->none || t->seq != e->seq)
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
                          "the condition is known only at run time and output %d is %s in then_branch but %s in "
                          "else_branch: which one must be known at import (give the inputs the condition depends "
@@ -119,9 +124,6 @@ cg_status cg_onnx_seq_select(onnx_imp *im, const char *cond, onnx_val *t, onnx_v
                          e->none  ? "empty"
                          : e->seq ? "a sequence"
                                   : "a tensor");
-    if (t->seq && t->n_elems != e->n_elems)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "output %d: sequences of %d and %d elements", k, t->n_elems,
-                         e->n_elems);
     o->optional = t->optional || e->optional;
     if (t->none) return o->none = o->typed = 1, CG_OK;
     return select_elems(im, cond, t, e, o);
