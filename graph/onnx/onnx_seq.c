@@ -174,6 +174,8 @@ cg_status cg_onnx_seq_outputs(onnx_imp *im, onnx_val *v, const char **names) {
         snprintf(nm, sizeof nm, "%.600s.%d", v->name, i);
         onnx_val *e = onnx_val_get(im, v->elems[i]), *o = onnx_val_get(im, nm);
         if (!e || !o) s = oom();
+        else if (e == o) /* an element of a sequence input given back as it is */
+            s = onnx_use(im, e), names[i] = e->name;
         else if (o->typed || o->input)
             s = onnx_fail(im, CG_ERR_UNSUPPORTED, "output element %d's name '%s' is taken", i, nm);
         else if (!(s = alias_tensor(im, e, nm)) && !(s = onnx_use(im, o = onnx_val_get(im, nm)))) names[i] = o->name;
