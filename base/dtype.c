@@ -20,6 +20,7 @@ static const struct {
 } dtypes[] = {
     [CG_F32] = {"f32", 4}, [CG_I32] = {"i32", 4}, [CG_F16] = {"f16", 2}, [CG_BF16] = {"bf16", 2},
     [CG_I8] = {"i8", 1},   [CG_U8] = {"u8", 1},   [CG_I64] = {"i64", 8}, [CG_BOOL] = {"bool", 1},
+    [CG_I16] = {"i16", 2}, [CG_U16] = {"u16", 2}, [CG_U32] = {"u32", 4}, [CG_U64] = {"u64", 8},
 };
 #define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 
@@ -35,7 +36,7 @@ cg_dtype cg_dtype_parse(const char *s, size_t len) {
     return (cg_dtype)0;
 }
 
-const char *cg_dtype_all_names(void) { return "f32, i32, f16, bf16, i8, u8, i64 or bool"; }
+const char *cg_dtype_all_names(void) { return "f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64"; }
 
 uint32_t cg_f16_to_f32_bits(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "broadcast.cl.h"
+#include "int_ops.h"
 
 /* Strides of `in` padded on the left to `nd` dims against output dims `od`. */
 static void strides(const cg_tensor_desc *in, int nd, const int64_t *od, int64_t *st) {
@@ -105,16 +106,22 @@ const char *cg_bcast_cl_type(cg_op_dtype dt, int is_unsigned) {
     case CG_F32: return is_unsigned ? "uint" : "float";
     case CG_I32: return is_unsigned ? "uint" : "int";
     case CG_I64: return is_unsigned ? "ulong" : "long";
+    case CG_U64: return "ulong";
+    case CG_U32: return "uint";
+    case CG_I16: return is_unsigned ? "ushort" : "short";
     case CG_I8: return is_unsigned ? "uchar" : "char";
     case CG_U8:
     case CG_BOOL: return "uchar";
+    case CG_U16:
     case CG_F16:
     case CG_BF16: return "ushort";
     default: return NULL;
     }
 }
 
-cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop) {
+cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop) { return cg_bcast_cl2_opt(a, bop, NULL); }
+
+cg_op_status cg_bcast_cl2_opt(const cg_kernel_args *a, const char *bop, const char *extra) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *o = &call->outputs[0];
     const int64_t n = cg_desc_numel(o);
@@ -127,8 +134,9 @@ cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop) {
                *to = cg_bcast_cl_type(o->dtype, 0);
     if (!ta || !to) return cg_op_fail(call, "%s: no OpenCL type for %s", name, cg_ops_dtype_name(o->dtype));
     const int tf = call->inputs[0].dtype == CG_F32;
-    char opts[128];
-    snprintf(opts, sizeof opts, "-DTA=%s -DTU=%s -DTO=%s%s -DBOP_%s", ta, tf ? ta : tu, to, tf ? " -DTF" : "", bop);
+    char opts[256];
+    snprintf(opts, sizeof opts, "-DTA=%s -DTU=%s -DTO=%s%s -DBOP_%s %s%s%s", ta, tf ? ta : tu, to, tf ? " -DTF" : "",
+             bop, cg_ops_cl_int_options(call->inputs[0].dtype), extra ? " " : "", extra ? extra : "");
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_broadcast, name, n > INT32_MAX, 0, opts);
     if (!k) return CG_OP_ERROR;
     cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->in[1], out = (cl_mem)a->out[0];

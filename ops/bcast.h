@@ -83,6 +83,9 @@ cg_op_status cg_bcast_cpu2(const cg_kernel_args *a, cg_bcast_loop fn);
  * with float arithmetic: -DTF). */
 cg_op_status cg_bcast_cl2(const cg_kernel_args *a, const char *bop);
 
+/* cg_bcast_cl2 with further build options `extra` (NULL for none). */
+cg_op_status cg_bcast_cl2_opt(const cg_kernel_args *a, const char *bop, const char *extra);
+
 /* The OpenCL C type of dtype dt's elements (f16 and bf16 as their ushort
  * bits, bool as uchar), and its unsigned twin; NULL for an unknown dtype. */
 const char *cg_bcast_cl_type(cg_op_dtype dt, int is_unsigned);

@@ -17,7 +17,7 @@ enum { CMP_EQ, CMP_LT, CMP_LE, CMP_GT, CMP_GE, N_CMP };
 static const char *const cmp_bop[N_CMP] = {"EQ", "LT", "LE", "GT", "GE"};
 
 /* The dtypes a comparison takes, in the order of the loop tables. */
-enum { CT_F32, CT_I32, CT_I64, CT_U8, CT_I8, N_CT };
+enum { CT_F32, CT_I32, CT_I64, CT_U8, CT_I8, CT_I16, CT_U16, CT_U32, CT_U64, N_CT };
 
 static int cmp_type(cg_op_dtype dt) {
     switch (dt) {
@@ -27,6 +27,10 @@ static int cmp_type(cg_op_dtype dt) {
     case CG_U8:
     case CG_BOOL: return CT_U8;
     case CG_I8: return CT_I8;
+    case CG_I16: return CT_I16;
+    case CG_U16: return CT_U16;
+    case CG_U32: return CT_U32;
+    case CG_U64: return CT_U64;
     default: return -1;
     }
 }
@@ -43,17 +47,21 @@ CMP_LOOPS(i32, int32_t)
 CMP_LOOPS(i64, int64_t)
 CMP_LOOPS(u8, uint8_t)
 CMP_LOOPS(i8, int8_t)
+CMP_LOOPS(i16, int16_t)
+CMP_LOOPS(u16, uint16_t)
+CMP_LOOPS(u32, uint32_t)
+CMP_LOOPS(u64, uint64_t)
 
 #define CMP_ROW(SUF) \
     { eq_##SUF, lt_##SUF, le_##SUF, gt_##SUF, ge_##SUF }
-static const cg_bcast_loop cmp_loops[N_CT][N_CMP] = {CMP_ROW(f32), CMP_ROW(i32), CMP_ROW(i64), CMP_ROW(u8),
-                                                     CMP_ROW(i8)};
+static const cg_bcast_loop cmp_loops[N_CT][N_CMP] = {CMP_ROW(f32), CMP_ROW(i32), CMP_ROW(i64), CMP_ROW(u8), CMP_ROW(i8),
+                                                     CMP_ROW(i16), CMP_ROW(u16), CMP_ROW(u32), CMP_ROW(u64)};
 
 static cg_op_status cmp_infer(cg_op_call *call, const char *op) {
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
     if (cmp_type(a->dtype) < 0)
-        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (f32, i32, i64, i8, u8 or bool)",
-                          cg_ops_dtype_name(a->dtype), op);
+        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (%s or bool)", cg_ops_dtype_name(a->dtype),
+                          op, "f32, i8, u8, i16, u16, i32, u32, i64, u64");
     if (a->dtype != b->dtype)
         return cg_op_fail(call, "inputs have mixed dtypes %s and %s; %s needs both the same (use cast)",
                           cg_ops_dtype_name(a->dtype), cg_ops_dtype_name(b->dtype), op);
@@ -80,6 +88,11 @@ static const cg_ops_case cmp_cases[] = {
     CMP_CASE(CG_I32, -2147483648.0, 2147483647.0, 2, D(100, 1000), 2, D(100, 1000)),
     CMP_CASE(CG_I64, -9e15, 9e15, 2, D(1000, 1), 2, D(1000, 3)),
     CMP_CASE(CG_F32, -2, 2, 3, D(7, 1, 1000), 2, D(13, 1)),
+    CMP_CASE(CG_I16, -3, 3, 2, D(17, 3), 1, D(3)),
+    CMP_CASE(CG_U16, 0, 65535, 1, D(257), 0, D(0)),
+    CMP_CASE(CG_U32, 0, 3, 2, D(3, 1), 3, D(4, 1, 5)),
+    CMP_CASE(CG_U64, 0, 1.8e19, 2, D(1000, 1), 2, D(1000, 3)),
+    CMP_CASE(CG_U64, 9.2233720368547e18, 9.2233720368548e18, 1, D(17), 1, D(17)),
 };
 
 /* Fills *c from case `index` of `cases` (n of them) with one output. */
@@ -91,9 +104,9 @@ static int32_t case_at(const cg_ops_case *cases, int32_t n, int32_t index, cg_co
 
 static const char *const binary_inputs[] = {"a", "b", NULL};
 
-#define CMP_DOC(WHAT)                                                                           \
-    "Elementwise " WHAT ": a bool tensor, 1 where it holds. a and b have the same dtype (f32, " \
-    "i32, i64, i8, u8 or bool) and broadcast against each other with NumPy rules; f32 "         \
+#define CMP_DOC(WHAT)                                                                                       \
+    "Elementwise " WHAT ": a bool tensor, 1 where it holds. a and b have the same dtype (f32, "             \
+    "i8, u8, i16, u16, i32, u32, i64, u64 or bool) and broadcast against each other with NumPy rules; f32 " \
     "compares as IEEE (NaN is unequal to everything, itself included)."
 
 /* An op of two broadcast inputs and a bool output: the CPU loop LOOP (an
@@ -280,6 +293,8 @@ static const cg_ops_case where_cases[] = {
     WHERE_CASE(CG_F16, -2, 2, 4, D(2, 1, 3, 1), 4, D(1, 5, 1, 7), 2, D(3, 1)),
     WHERE_CASE(CG_U8, 0, 255, 2, D(100, 1000), 2, D(100, 1000), 2, D(100, 1000)),
     WHERE_CASE(CG_F32, -2, 2, 3, D(7, 1, 1000), 2, D(13, 1), 1, D(1000)),
+    WHERE_CASE(CG_U16, 0, 65535, 2, D(3, 1), 2, D(3, 17), 1, D(17)),
+    WHERE_CASE(CG_U64, 0, 1.8e19, 1, D(17), 0, D(0), 1, D(17)),
 };
 
 static int32_t where_conform(int32_t i, cg_conform_case *c) {

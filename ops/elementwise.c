@@ -1,6 +1,7 @@
 /* Elementwise operators: binary arithmetic with NumPy broadcasting, unary
  * math functions, affine and cast. */
 #include "bcast.h"
+#include "int_ops.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,29 +13,27 @@
 /* ------------------------------------------------------------------ */
 /* Binary inner loops (bcast.h)                                        */
 
-/* Integer arithmetic wraps around (computed unsigned: no UB). */
-/* (clang-format reads `x op (T)y` as a call and `x * y` in a macro
- * argument as a declaration: these lines keep their spelling.) */
-// clang-format off
-#define WRAP32(op) ((int32_t)((uint32_t)x op (uint32_t)y))
-#define WRAP64(op) ((int64_t)((uint64_t)x op (uint64_t)y))
-// clang-format on
-
 /* Integer division truncates toward zero; x / 0 is 0 and MIN / -1 wraps
- * to MIN (C leaves both undefined, and x86 traps on them). i32 operands
- * come in widened; their quotient's low 32 bits are the i32 result. */
+ * to MIN (C leaves both undefined, and x86 traps on them). Narrower signed
+ * operands come in widened; their quotient's low bits are the result. */
 static inline int64_t idiv(int64_t x, int64_t y) { return y == 0 ? 0 : y == -1 ? (int64_t)(0u - (uint64_t)x) : x / y; }
 
-/* Integer power by squaring, wrapping around; a negative exponent gives 0
- * but for the bases 1 and -1 (1 / x^-e truncated). */
-static inline int64_t ipow(int64_t x, int64_t e, int bits) {
-    if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)x;
+/* Integer power by squaring, wrapping around modulo 2^64 (the low bits are
+ * every narrower type's result). */
+static inline uint64_t upow(uint64_t b, uint64_t e) {
+    uint64_t r = 1;
     for (; e; e >>= 1) {
         if (e & 1) r *= b;
         b *= b;
     }
-    return bits == 32 ? (int64_t)(int32_t)(uint32_t)r : (int64_t)r;
+    return r;
+}
+
+/* Signed: a negative exponent gives 0 but for the bases 1 and -1 (1 / x^-e
+ * truncated). */
+static inline int64_t ipow(int64_t x, int64_t e) {
+    if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
+    return (int64_t)upow((uint64_t)x, (uint64_t)e);
 }
 
 CG_BCAST_LOOP2(add_f32_loop, float, float, x + y)
@@ -45,36 +44,38 @@ CG_BCAST_LOOP2(mul_f32_loop, float, float, x * y)
 CG_BCAST_LOOP2(div_f32_loop, float, float, x / y)
 CG_BCAST_LOOP2(pow_f32_loop, float, float, powf(x, y))
 /* NaN propagates, as in NumPy's maximum/minimum. */
-CG_BCAST_LOOP2(max_f32_loop, float, float, (x > y || x != x) ? x : y)
-CG_BCAST_LOOP2(min_f32_loop, float, float, (x < y || x != x) ? x : y)
-CG_BCAST_LOOP2(add_i32_loop, int32_t, int32_t, WRAP32(+))
-CG_BCAST_LOOP2(sub_i32_loop, int32_t, int32_t, WRAP32(-))
-CG_BCAST_LOOP2(mul_i32_loop, int32_t, int32_t, WRAP32(*))
-CG_BCAST_LOOP2(div_i32_loop, int32_t, int32_t, (int32_t)(uint32_t)idiv(x, y))
-CG_BCAST_LOOP2(pow_i32_loop, int32_t, int32_t, ipow(x, y, 32))
-CG_BCAST_LOOP2(max_i32_loop, int32_t, int32_t, x > y ? x : y)
-CG_BCAST_LOOP2(min_i32_loop, int32_t, int32_t, x < y ? x : y)
-CG_BCAST_LOOP2(add_i64_loop, int64_t, int64_t, WRAP64(+))
-CG_BCAST_LOOP2(sub_i64_loop, int64_t, int64_t, WRAP64(-))
-CG_BCAST_LOOP2(mul_i64_loop, int64_t, int64_t, WRAP64(*))
-CG_BCAST_LOOP2(div_i64_loop, int64_t, int64_t, idiv(x, y))
-CG_BCAST_LOOP2(pow_i64_loop, int64_t, int64_t, ipow(x, y, 64))
-CG_BCAST_LOOP2(max_i64_loop, int64_t, int64_t, x > y ? x : y)
-CG_BCAST_LOOP2(min_i64_loop, int64_t, int64_t, x < y ? x : y)
-/* 8-bit integers: computed in int, wrapped by the unsigned conversion */
+CG_BCAST_LOOP2(maximum_f32_loop, float, float, (x > y || x != x) ? x : y)
+CG_BCAST_LOOP2(minimum_f32_loop, float, float, (x < y || x != x) ? x : y)
+
+/* Integer arithmetic of type T wraps around, computed in the unsigned type
+ * U (at least as wide as T and as int, so nothing is promoted to a signed
+ * int: no undefined behaviour) and narrowed to T. */
+/* (clang-format reads `x op (T)y` as a call and `x * y` in a macro
+ * argument as a declaration: these lines keep their spelling.) */
 // clang-format off
-#define WRAP8(T, op) ((T)(uint8_t)((unsigned)x op (unsigned)y))
+#define INT_LOOPS(SUF, T, U)                                        \
+    CG_BCAST_LOOP2(add_##SUF##_loop, T, T, (T)((U)x + (U)y))       \
+    CG_BCAST_LOOP2(sub_##SUF##_loop, T, T, (T)((U)x - (U)y))       \
+    CG_BCAST_LOOP2(mul_##SUF##_loop, T, T, (T)((U)x * (U)y))       \
+    CG_BCAST_LOOP2(maximum_##SUF##_loop, T, T, x > y ? x : y)      \
+    CG_BCAST_LOOP2(minimum_##SUF##_loop, T, T, x < y ? x : y)
+#define SINT_LOOPS(SUF, T, U)                                       \
+    INT_LOOPS(SUF, T, U)                                            \
+    CG_BCAST_LOOP2(div_##SUF##_loop, T, T, (T)idiv(x, y))           \
+    CG_BCAST_LOOP2(pow_##SUF##_loop, T, T, (T)ipow(x, y))
+#define UINT_LOOPS(SUF, T, U)                                       \
+    INT_LOOPS(SUF, T, U)                                            \
+    CG_BCAST_LOOP2(div_##SUF##_loop, T, T, y == 0 ? 0 : x / y)      \
+    CG_BCAST_LOOP2(pow_##SUF##_loop, T, T, (T)upow(x, y))
 // clang-format on
-#define LOOPS8(SUF, T)                                                 \
-    CG_BCAST_LOOP2(add_##SUF##_loop, T, T, WRAP8(T, +))                \
-    CG_BCAST_LOOP2(sub_##SUF##_loop, T, T, WRAP8(T, -))                \
-    CG_BCAST_LOOP2(mul_##SUF##_loop, T, T, WRAP8(T, *))                \
-    CG_BCAST_LOOP2(div_##SUF##_loop, T, T, (T)(uint8_t)idiv(x, y))     \
-    CG_BCAST_LOOP2(pow_##SUF##_loop, T, T, (T)(uint8_t)ipow(x, y, 64)) \
-    CG_BCAST_LOOP2(max_##SUF##_loop, T, T, x > y ? x : y)              \
-    CG_BCAST_LOOP2(min_##SUF##_loop, T, T, x < y ? x : y)
-LOOPS8(i8, int8_t)
-LOOPS8(u8, uint8_t)
+SINT_LOOPS(i32, int32_t, uint32_t)
+SINT_LOOPS(i64, int64_t, uint64_t)
+SINT_LOOPS(i8, int8_t, unsigned)
+UINT_LOOPS(u8, uint8_t, unsigned)
+SINT_LOOPS(i16, int16_t, unsigned)
+UINT_LOOPS(u16, uint16_t, unsigned)
+UINT_LOOPS(u32, uint32_t, uint32_t)
+UINT_LOOPS(u64, uint64_t, uint64_t)
 
 /* ------------------------------------------------------------------ */
 /* OpenCL                                                              */
@@ -108,6 +109,9 @@ static cg_op_status ew_unary_cl(const cg_kernel_args *a, const char *name, int n
     { 2, {{CG_I8, nd_a, da, -128, 127}, {CG_I8, nd_b, db, -128, 127}}, NULL }
 #define BIN_U(nd_a, da, nd_b, db) \
     { 2, {{CG_U8, nd_a, da, 0, 255}, {CG_U8, nd_b, db, 0, 255}}, NULL }
+/* the other integer types over their whole range (u64's past int64's) */
+#define BIN_T(DT, nd_a, da, nd_b, db) \
+    { 2, {{DT, nd_a, da, -1e300, 1e300}, {DT, nd_b, db, -1e300, 1e300}}, NULL }
 #define D(...) \
     { __VA_ARGS__ }
 
@@ -149,6 +153,15 @@ static const cg_ops_case bin_cases[] = {
     BIN_U(0, D(0), 1, D(257)),
     BIN_B(2, D(100, 1000), 2, D(100, 1000)),
     BIN_U(2, D(100, 1000), 2, D(100, 1000)),
+    BIN_T(CG_I16, 1, D(17), 1, D(17)),
+    BIN_T(CG_U16, 2, D(17, 3), 1, D(3)),
+    BIN_T(CG_U32, 1, D(17), 1, D(17)),
+    BIN_T(CG_U64, 1, D(17), 1, D(17)),
+    BIN_T(CG_I16, 2, D(3, 1), 3, D(4, 1, 5)),
+    BIN_T(CG_U16, 0, D(0), 1, D(257)),
+    BIN_T(CG_U32, 2, D(100, 1000), 2, D(100, 1000)),
+    BIN_T(CG_U64, 2, D(3, 1), 3, D(4, 1, 5)),
+    BIN_T(CG_U64, 1, D(257), 0, D(0)),
 };
 #define N_BIN_CASES ((int32_t)(sizeof bin_cases / sizeof bin_cases[0]))
 
@@ -164,7 +177,7 @@ static int32_t bin_conform(int32_t index, cg_conform_case *c, int range) {
     if (index < 0 || index >= N_BIN_CASES) return 0;
     const cg_ops_case *t = &bin_cases[index];
     cg_ops_fill_case(t, 1, c);
-    const int is_f = t->in[0].dt == F32, odd = index % 2, is_u8 = t->in[0].dt == CG_U8;
+    const int is_f = t->in[0].dt == F32, odd = index % 2, is_u8 = cg_ops_is_unsigned(t->in[0].dt);
     if (range == RANGE_DIV) {
         c->lo[1] = is_f ? 0.25 : is_u8 ? 0 : odd ? -3 : -1e3;
         c->hi[1] = is_f ? 2 : is_u8 ? 7 : odd ? 3 : 1e3;
@@ -182,9 +195,9 @@ static int32_t bin_conform(int32_t index, cg_conform_case *c, int range) {
 
 static cg_op_status binary_infer(cg_op_call *call, const char *op) {
     const cg_tensor_desc *a = &call->inputs[0], *b = &call->inputs[1];
-    if (a->dtype != CG_F32 && a->dtype != CG_I32 && a->dtype != CG_I64 && a->dtype != CG_I8 && a->dtype != CG_U8)
-        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (f32, i32, i64, i8 or u8)",
-                          cg_ops_dtype_name(a->dtype), op);
+    if (cg_ops_arith_slot(a->dtype) < 0)
+        return cg_op_fail(call, "input 0 (a) has unsupported dtype %s for %s (%s)", cg_ops_dtype_name(a->dtype), op,
+                          cg_ops_int_names(1));
     if (a->dtype != b->dtype)
         return cg_op_fail(call,
                           "inputs have mixed dtypes %s and %s; %s needs both the same "
@@ -195,48 +208,36 @@ static cg_op_status binary_infer(cg_op_call *call, const char *op) {
     return cg_broadcast_shapes(call, a, b, o);
 }
 
-/* loops[]: f32, i32, i64, i8, u8 */
-static cg_op_status binary_cpu(const cg_kernel_args *args, const cg_bcast_loop loops[5]) {
-    const cg_op_dtype dt = args->call->outputs[0].dtype;
-    return cg_bcast_cpu2(args, loops[dt == CG_I32 ? 1 : dt == CG_I64 ? 2 : dt == CG_I8 ? 3 : dt == CG_U8 ? 4 : 0]);
+/* loops[]: by cg_ops_arith_slot */
+static cg_op_status binary_cpu(const cg_kernel_args *args, const cg_bcast_loop loops[CG_OPS_ARITH_SLOTS]) {
+    return cg_bcast_cpu2(args, loops[cg_ops_arith_slot(args->call->outputs[0].dtype)]);
 }
 
 static const char *const binary_inputs[] = {"a", "b", NULL};
 
-#define BINARY_OP(NAME, BOP, RANGE, DOC)                                                                       \
-    static cg_op_status NAME##_infer(cg_op_call *call) { return binary_infer(call, #NAME); }                   \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                                                  \
-        static const cg_bcast_loop l[5] = {NAME##_f32_loop, NAME##_i32_loop, NAME##_i64_loop, NAME##_i8_loop,  \
-                                           NAME##_u8_loop};                                                    \
-        return binary_cpu(a, l);                                                                               \
-    }                                                                                                          \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, BOP); }                    \
-    static int32_t NAME##_conform(int32_t index, cg_conform_case *c) { return bin_conform(index, c, RANGE); }  \
-    static const cg_kernel_def NAME##_kernels[] = {                                                            \
-        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                            \
-        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),                          \
-    };                                                                                                         \
-    const cg_op_def cg_op_##NAME =                                                                             \
-        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, \
-              .input_names = binary_inputs, .infer = NAME##_infer, CG_KERNELS(NAME##_kernels),                 \
+#define BINARY_OP(NAME, BOP, RANGE, DOC)                                                                        \
+    static cg_op_status NAME##_infer(cg_op_call *call) { return binary_infer(call, #NAME); }                    \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                                                   \
+        static const cg_bcast_loop l[CG_OPS_ARITH_SLOTS] = {NAME##_f32_loop, NAME##_i32_loop, NAME##_i64_loop,  \
+                                                            NAME##_i8_loop,  NAME##_u8_loop,  NAME##_i16_loop,  \
+                                                            NAME##_u16_loop, NAME##_u32_loop, NAME##_u64_loop}; \
+        return binary_cpu(a, l);                                                                                \
+    }                                                                                                           \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) { return cg_bcast_cl2(a, BOP); }                     \
+    static int32_t NAME##_conform(int32_t index, cg_conform_case *c) { return bin_conform(index, c, RANGE); }   \
+    static const cg_kernel_def NAME##_kernels[] = {                                                             \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = NAME##_cpu),                             \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = NAME##_cl),                           \
+    };                                                                                                          \
+    const cg_op_def cg_op_##NAME =                                                                              \
+        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,  \
+              .input_names = binary_inputs, .infer = NAME##_infer, CG_KERNELS(NAME##_kernels),                  \
               .conform_case = NAME##_conform);
 
 #define BCAST_DOC                                                                \
     " a and b broadcast against each other with NumPy rules (shapes are "        \
     "right-aligned; a dim of size 1 stretches to the other's size); the output " \
-    "has the broadcast shape. Both inputs must have the same dtype: f32, i32, i64, i8 or u8."
-
-/* the loops under the ops' names */
-#define maximum_f32_loop max_f32_loop
-#define maximum_i32_loop max_i32_loop
-#define maximum_i64_loop max_i64_loop
-#define minimum_f32_loop min_f32_loop
-#define minimum_i32_loop min_i32_loop
-#define minimum_i64_loop min_i64_loop
-#define maximum_i8_loop max_i8_loop
-#define maximum_u8_loop max_u8_loop
-#define minimum_i8_loop min_i8_loop
-#define minimum_u8_loop min_u8_loop
+    "has the broadcast shape. Both inputs must have the same dtype: f32, i8, u8, i16, u16, i32, u32, i64 or u64."
 
 BINARY_OP(add, "ADD", RANGE_ANY, "Elementwise sum a + b (integers wrap around on overflow)." BCAST_DOC)
 BINARY_OP(sub, "SUB", RANGE_ANY, "Elementwise difference a - b (integers wrap around on overflow)." BCAST_DOC)
@@ -259,10 +260,10 @@ BINARY_OP(minimum, "MIN", RANGE_ANY,
 /* ------------------------------------------------------------------ */
 /* Unary operators                                                     */
 
-static cg_op_status unary_infer(cg_op_call *call, const char *op, int allow_i32) {
+static cg_op_status unary_infer(cg_op_call *call, const char *op, int allow_int) {
     const cg_tensor_desc *x = &call->inputs[0];
-    if (x->dtype != CG_OP_F32 && !(allow_i32 && x->dtype == CG_OP_I32))
-        return cg_op_fail(call, "input 0 (x) must be %s for %s, got %s", allow_i32 ? "f32 or i32" : "f32", op,
+    if (x->dtype != CG_OP_F32 && !(allow_int && cg_ops_is_int(x->dtype)))
+        return cg_op_fail(call, "input 0 (x) must be %s for %s, got %s", allow_int ? cg_ops_int_names(1) : "f32", op,
                           cg_ops_dtype_name(x->dtype));
     call->outputs[0] = *x;
     return CG_OP_OK;
@@ -298,14 +299,8 @@ UNARY_F32(relu, relu_f)
 
 static cg_op_status neg_cpu(const cg_kernel_args *a) {
     const cg_tensor_desc *d = &a->call->inputs[0];
+    if (d->dtype != CG_F32) return cg_ops_int_unary_cpu(a, CG_IU_NEG); /* wraps: -MIN is MIN */
     int64_t n = cg_desc_numel(d);
-    if (d->dtype == CG_OP_I32) {
-        const int32_t *x = a->in[0];
-        int32_t *y = a->out[0];
-        /* Wraps around: -INT32_MIN is INT32_MIN. */
-        for (int64_t i = 0; i < n; i++) y[i] = (int32_t)(0u - (uint32_t)x[i]);
-        return CG_OP_OK;
-    }
     const float *x = a->in[0];
     float *y = a->out[0];
     for (int64_t i = 0; i < n; i++) y[i] = neg_f(x[i]);
@@ -313,7 +308,8 @@ static cg_op_status neg_cpu(const cg_kernel_args *a) {
 }
 
 static cg_op_status neg_cl(const cg_kernel_args *a) {
-    return ew_unary_cl(a, a->call->inputs[0].dtype == CG_OP_I32 ? "un_neg_i32" : "un_neg_f32", 0, NULL);
+    if (a->call->inputs[0].dtype != CG_F32) return cg_ops_int_unary_cl(a, CG_IU_NEG);
+    return ew_unary_cl(a, "un_neg_f32", 0, NULL);
 }
 
 #define UNARY_CL(NAME) \
@@ -334,17 +330,15 @@ static const struct {
 };
 #define N_UN_SHAPES ((int32_t)(sizeof un_shapes / sizeof un_shapes[0]))
 
-/* Case `index` of a unary op with f32 values in [lo, hi]; with i32, every
- * shape is also run as i32 over the whole range (so -INT32_MIN wraps). */
-static int32_t un_conform(int32_t index, cg_conform_case *c, double lo, double hi, int i32, const char *attrs) {
-    int32_t per = i32 ? 2 : 1;
+/* Case `index` of a unary op with f32 values in [lo, hi]; with ints, every
+ * shape is also run as one of the integer types over its whole range (so
+ * -MIN wraps), each type on one shape. */
+static int32_t un_conform(int32_t index, cg_conform_case *c, double lo, double hi, int ints, const char *attrs) {
+    int32_t per = ints ? 2 : 1, s = index / per;
     if (index < 0 || index >= N_UN_SHAPES * per) return 0;
-    int is_i32 = i32 && index % 2 == 1;
-    cg_ops_case t = {
-        1,
-        {{is_i32 ? CG_OP_I32 : CG_OP_F32, un_shapes[index / per].nd, {0}, is_i32 ? IMIN : lo, is_i32 ? IMAX : hi}},
-        attrs};
-    memcpy(t.in[0].d, un_shapes[index / per].d, sizeof t.in[0].d);
+    if (ints && index % 2 == 1) return cg_ops_int_unary_case(s, un_shapes[s].nd, un_shapes[s].d, attrs, c);
+    cg_ops_case t = {1, {{CG_OP_F32, un_shapes[s].nd, {0}, lo, hi}}, attrs};
+    memcpy(t.in[0].d, un_shapes[s].d, sizeof t.in[0].d);
     cg_ops_fill_case(&t, 1, c);
     return 1;
 }
@@ -373,8 +367,9 @@ static const char *const unary_inputs[] = {"x", NULL};
               .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_conform);
 
 UNARY_OP(neg, 1,
-         "Elementwise negation -x, f32 or i32 (i32 wraps around: -INT32_MIN is "
-         "INT32_MIN). Output has x's shape and dtype; may run in place.")
+         "Elementwise negation -x of f32 or any integer type (i8, u8, i16, u16, i32, u32, i64, u64): integers "
+         "wrap around (-INT32_MIN is INT32_MIN; an unsigned x gives 2^n - x). Output has x's shape and dtype; may "
+         "run in place.")
 UNARY_OP(tanh, 0,
          "Elementwise hyperbolic tangent of an f32 tensor; output has x's shape. "
          "May run in place.")

@@ -46,8 +46,8 @@ static int32_t gather_fill(const gather_case *t, int64_t n_valid, cg_conform_cas
     c->inputs[1].dtype = CG_OP_I32;
     c->inputs[1].ndim = t->nd1;
     memcpy(c->inputs[1].dims, t->d1, sizeof t->d1);
-    c->lo[0] = t->dt == CG_OP_F32 ? -2 : -100000; /* clipped to the dtype */
-    c->hi[0] = t->dt == CG_OP_F32 ? 2 : 100000;
+    c->lo[0] = t->dt == CG_OP_F32 ? -2 : -1e300; /* clipped to the dtype */
+    c->hi[0] = t->dt == CG_OP_F32 ? 2 : 1e300;
     c->lo[1] = 0;
     c->hi[1] = (double)(n_valid - 1);
     return 1;
@@ -167,6 +167,7 @@ static const gather_case gather_rows_cases[] = {
     {CG_OP_F32, 1, 1, {1}, {1}},          {CG_OP_F32, 2, 1, {3, 3}, {3}},       {CG_OP_I32, 1, 1, {17}, {3}},
     {CG_OP_I32, 3, 1, {17, 2, 3}, {5}},   {CG_OP_F32, 2, 1, {4, 17}, {17}}, /* repeated rows */
     {CG_OP_F32, 4, 1, {3, 2, 1, 5}, {1}}, {CG_OP_F32, 2, 1, {1000, 17}, {257}}, {CG_OP_I32, 2, 1, {20, 1000}, {33}},
+    {CG_U16, 2, 1, {9, 5}, {12}},         {CG_U64, 2, 1, {7, 3}, {4}},
 };
 
 static int32_t gather_rows_conform(int32_t index, cg_conform_case *c) {

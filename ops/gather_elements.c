@@ -109,6 +109,7 @@ static const struct {
     {CG_F16, CG_I64, 3, D(2, 3, 5), D(1, 2, 4), "axis: 2", 2},
     {CG_F32, CG_I64, 4, D(2, 3, 4, 5), D(2, 3, 1, 5), "axis: 2", 2},
     {CG_F32, CG_I64, 2, D(100, 257), D(100, 300), "axis: 1", 1},
+    {CG_U64, CG_I64, 2, D(3, 4), D(3, 2), "axis: 1", 1},
     {CG_U8, CG_I64, 2, D(3, 4), D(0, 4), NULL, 0}, /* last: its error twin ends the list */
 };
 #define N_GE ((int32_t)(sizeof ge_cases / sizeof ge_cases[0]))
@@ -126,6 +127,7 @@ static int32_t ge_conform(int32_t index, cg_conform_case *c) {
     memcpy(t.in[1].d, ge_cases[i].id, sizeof t.in[1].d);
     if (ge_cases[i].x == CG_U8 || ge_cases[i].x == CG_BOOL) t.in[0].lo = 0, t.in[0].hi = 255;
     if (ge_cases[i].x == CG_I64) t.in[0].lo = -9e15, t.in[0].hi = 9e15;
+    if (ge_cases[i].x == CG_U64) t.in[0].lo = 0, t.in[0].hi = 1.8e19;
     cg_ops_fill_case(&t, 1, c);
     if (err) {
         if (cg_desc_numel(&c->inputs[1]) == 0) return 0; /* nothing to be wrong */

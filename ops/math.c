@@ -2,6 +2,7 @@
  * reciprocal, rounding, sign, sin, cos, erf, softplus, softsign) and the
  * parameterised activations (elu, leaky_relu, hard_sigmoid, clip), each a
  * CPU kernel with libm and an OpenCL kernel in cl/math.cl. */
+#include "int_ops.h"
 #include "ops_cl.h"
 
 #include <math.h>
@@ -91,6 +92,15 @@ static cg_op_status math_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
+/* abs and sign: f32 or any integer type. */
+static cg_op_status math_int_infer(cg_op_call *call) {
+    const cg_tensor_desc *x = &call->inputs[0];
+    if (x->dtype != CG_OP_F32 && !cg_ops_is_int(x->dtype))
+        return cg_op_fail(call, "input 0 (x) must be %s, got %s", cg_ops_int_names(1), cg_ops_dtype_name(x->dtype));
+    call->outputs[0] = *x;
+    return CG_OP_OK;
+}
+
 /* Shapes of the cases (0-d and empty included) and their attributes. */
 static const struct {
     int nd;
@@ -137,14 +147,42 @@ static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max:
               .input_names = math_inputs, .attrs = ATTRS, .n_attrs = N_ATTRS, .infer = math_infer,              \
               CG_KERNELS(NAME##_kernels), .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_case);
 
+/* abs and sign: the f32 kernels above, and the integer ones (int_ops.h);
+ * the f32 cases, then one per integer type over its whole range. */
+#define MATH_INT_OP(NAME, UOP, LO, HI, DOC)                                                                    \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                                                  \
+        return a->call->inputs[0].dtype == CG_F32 ? math_cpu(a, f_##NAME, 0) : cg_ops_int_unary_cpu(a, UOP);   \
+    }                                                                                                          \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) {                                                   \
+        return a->call->inputs[0].dtype == CG_F32 ? math_cl(a, "mu_" #NAME, 0) : cg_ops_int_unary_cl(a, UOP);  \
+    }                                                                                                          \
+    static int32_t NAME##_case(int32_t i, cg_conform_case *c) {                                                \
+        if (i < N_SHAPES) return math_case(i, c, LO, HI, no_attrs, 1);                                         \
+        int s = (i - N_SHAPES + 1) % N_SHAPES;                                                                 \
+        return cg_ops_int_unary_case(i - N_SHAPES, shapes[s].nd, shapes[s].d, NULL, c);                        \
+    }                                                                                                          \
+    static const cg_kernel_def NAME##_kernels[] = {                                                            \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),                                               \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),                                             \
+    };                                                                                                         \
+    const cg_op_def cg_op_##NAME =                                                                             \
+        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, \
+              .input_names = math_inputs, .infer = math_int_infer, CG_KERNELS(NAME##_kernels),                 \
+              .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_case);
+
 #define SAME " of an f32 tensor; output has x's shape, may run in place."
-MATH_OP(abs, NULL, 0, -5, 5, no_attrs, 1, "Elementwise |x|" SAME)
+#define SAME_INT                                                                                                   \
+    " of f32 or any integer type (i8, u8, i16, u16, i32, u32, i64, u64); output has x's shape and dtype, may run " \
+    "in place."
+MATH_INT_OP(abs, CG_IU_ABS, -5, 5,
+            "Elementwise |x| (integers: |MIN| wraps around to MIN, as in two's complement; unsigned x as is)" SAME_INT)
 MATH_OP(reciprocal, NULL, 0, 0.25, 4, no_attrs, 1, "Elementwise 1 / x (1/0 is inf)" SAME)
 MATH_OP(floor, NULL, 0, -10, 10, no_attrs, 1, "Elementwise floor (round toward -inf)" SAME)
 MATH_OP(ceil, NULL, 0, -10, 10, no_attrs, 1, "Elementwise ceiling (round toward +inf)" SAME)
 MATH_OP(round, NULL, 0, -10, 10, no_attrs, 1,
         "Elementwise rounding to the nearest integer, halves to even (as numpy.round and ONNX Round)" SAME)
-MATH_OP(sign, NULL, 0, -3, 3, no_attrs, 1, "Elementwise sign: 1, -1, or x itself for 0, -0 and NaN" SAME)
+MATH_INT_OP(sign, CG_IU_SIGN, -3, 3,
+            "Elementwise sign: 1, -1, or x itself for 0, -0 and NaN (unsigned integers 0 or 1)" SAME_INT)
 MATH_OP(sin, NULL, 0, -10, 10, no_attrs, 1, "Elementwise sine" SAME)
 MATH_OP(cos, NULL, 0, -10, 10, no_attrs, 1, "Elementwise cosine" SAME)
 MATH_OP(erf, NULL, 0, -3, 3, no_attrs, 1, "Elementwise error function" SAME)

@@ -144,10 +144,11 @@ cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const cha
     return cg_ops_cl_launch(a, k, name, 1, &global, &local);
 }
 
-cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f, const float *f) {
+static cg_op_status unary(const cg_kernel_args *a, const char *source, const char *name, const char *extra, int n_f,
+                          const float *f) {
     int64_t n = cg_desc_numel(&a->call->inputs[0]);
     if (n == 0) return CG_OP_OK;
-    cl_kernel k = cg_ops_cl_kernel(a, source, name, n > INT32_MAX, 0, NULL);
+    cl_kernel k = cg_ops_cl_kernel(a, source, name, n > INT32_MAX, 0, extra);
     if (!k) return CG_OP_ERROR;
     cl_mem x = (cl_mem)a->in[0], y = (cl_mem)a->out[0];
     cl_long ln = n;
@@ -158,6 +159,14 @@ cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const 
         if (cg_ops_cl_arg(a, k, name, (cl_uint)(3 + i), sizeof v, &v)) return CG_OP_ERROR;
     }
     return cg_ops_cl_launch_1d(a, k, NULL, n, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+}
+
+cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f, const float *f) {
+    return unary(a, source, name, NULL, n_f, f);
+}
+
+cg_op_status cg_ops_cl_unary_built(const cg_kernel_args *a, const char *source, const char *name, const char *extra) {
+    return unary(a, source, name, extra, 0, NULL);
 }
 
 const char *cg_ops_cl_elem_type_option(size_t bytes) {

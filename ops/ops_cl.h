@@ -150,6 +150,10 @@ cg_op_status cg_ops_cl_launch_1d(const cg_kernel_args *a, cl_kernel k, const cha
  * (64-bit indexing from 2^31 elements on; nothing for an empty tensor). */
 cg_op_status cg_ops_cl_unary(const cg_kernel_args *a, const char *source, const char *name, int n_f, const float *f);
 
+/* cg_ops_cl_unary of the kernel built with the options `extra` (NULL for
+ * none) and no float arguments. */
+cg_op_status cg_ops_cl_unary_built(const cg_kernel_args *a, const char *source, const char *name, const char *extra);
+
 /* The OpenCL unsigned type of an element of `bytes` bytes (1, 2, 4 or 8),
  * as a build option "-DT=uchar" ... "-DT=ulong": how the data movement
  * kernels copy any dtype. */

@@ -62,7 +62,8 @@ void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d);
 
 /* Name of a dtype for messages: "f32", "i64", ... or "unknown dtype". */
 static inline const char *cg_ops_dtype_name(cg_op_dtype t) {
-    static const char *const names[] = {"unknown dtype", "f32", "i32", "f16", "bf16", "i8", "u8", "i64", "bool"};
+    static const char *const names[] = {"unknown dtype", "f32",  "i32", "f16", "bf16", "i8", "u8",
+                                        "i64",           "bool", "i16", "u16", "u32",  "u64"};
     return (int)t >= 0 && (int)t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown dtype";
 }
 
@@ -218,6 +219,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(abs) X(reciprocal) X(floor) X(ceil) X(round) X(sign) X(sin) X(cos)    \
     X(erf) X(softplus) X(softsign) X(elu) X(leaky_relu) X(hard_sigmoid)     \
     X(clip)                                                                 \
+    /* mod.c, bitwise.c */                                                  \
+    X(mod) X(bit_shift) X(bitwise_and) X(bitwise_or) X(bitwise_xor)         \
+    X(bitwise_not)                                                          \
     /* matmul.c */                                                          \
     X(matmul) X(linear)                                                     \
     /* softmax.c */                                                         \
@@ -248,7 +252,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     /* local_attn.c */                                                      \
     X(window_mask) X(local_gaussian)                                        \
     /* conv.c, conv_transpose.c, pool.c */                                  \
-    X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)
+    X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)          \
+    /* bitcast.c, linear_attention.c, deform_conv.c */                      \
+    X(bitcast) X(linear_attention) X(deform_conv)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;

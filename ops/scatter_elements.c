@@ -172,6 +172,7 @@ static const struct {
     {CG_BOOL, 2, D(3, 4), D(2, 4), "axis: 0", 0},
     {CG_F16, 4, D(2, 3, 4, 5), D(2, 3, 1, 5), "axis: 2", 2},
     {CG_F32, 2, D(100, 257), D(100, 300), "axis: 1, reduction: \"add\"", 1},
+    {CG_U16, 2, D(3, 4), D(3, 2), "axis: 1", 1},
     {CG_U8, 2, D(3, 4), D(0, 4), NULL, 0}, /* last: its error twin ends the list */
 };
 #define N_SE ((int32_t)(sizeof se_cases / sizeof se_cases[0]))
@@ -182,6 +183,7 @@ static int32_t se_conform(int32_t index, cg_conform_case *c) {
     const double len = (double)se_cases[i].xd[se_cases[i].axis];
     double lo = -2, hi = 2;
     if (se_cases[i].x == CG_U8 || se_cases[i].x == CG_BOOL) lo = 0, hi = 255;
+    if (se_cases[i].x == CG_U16) lo = 0, hi = 65535;
     if (se_cases[i].x == CG_I64 || se_cases[i].x == CG_I32) lo = -9, hi = 9;
     cg_ops_case t = {3,
                      {{se_cases[i].x, se_cases[i].nd, {0}, lo, hi},

@@ -655,8 +655,8 @@ static int32_t shape_fill(const shape_case *cases, int32_t n, int32_t index, cg_
         c->inputs[i].dtype = t->dt;
         c->inputs[i].ndim = t->nd;
         memcpy(c->inputs[i].dims, t->d[i], sizeof t->d[i]);
-        c->lo[i] = t->dt == CG_OP_F32 ? -2 : -100000;
-        c->hi[i] = t->dt == CG_OP_F32 ? 2 : 100000;
+        c->lo[i] = t->dt == CG_OP_F32 ? -2 : -1e300; /* integers: their whole range */
+        c->hi[i] = t->dt == CG_OP_F32 ? 2 : 1e300;
     }
     return 1;
 }
@@ -680,6 +680,7 @@ static const shape_case concat_cases[] = {
     {"axis: 0", CG_U8, 3, 1, {{1}, {17}, {33}}},
     {"axis: -1", CG_F16, 2, 3, {{2, 3, 4}, {2, 3, 5}}},
     {"axis: 0", CG_BOOL, 2, 2, {{1000, 3}, {2, 3}}},
+    {"axis: 1", CG_U16, 2, 2, {{3, 17}, {3, 5}}},
 };
 
 static int32_t concat_conform(int32_t index, cg_conform_case *c) {
@@ -704,6 +705,7 @@ static const shape_case slice_cases[] = {
     {"axis: 1, start: 1, end: 4", CG_I64, 1, 2, {{17, 5}}},
     {"axis: 0, start: 3", CG_U8, 1, 1, {{33}}},
     {"axis: -1, start: -7", CG_F16, 1, 2, {{257, 9}}},
+    {"axis: 1, start: 2, end: 9", CG_I16, 1, 2, {{17, 33}}},
 };
 
 static int32_t slice_conform(int32_t index, cg_conform_case *c) {
@@ -721,6 +723,7 @@ static const shape_case reshape_cases[] = {
     {"shape: [-1]", CG_I64, 1, 2, {{3, 17}}},
     {"shape: [5, 3]", CG_U8, 1, 1, {{15}}},
     {"shape: [0, 8, -1]", CG_F16, 1, 2, {{3, 64}}},
+    {"shape: [-1, 3]", CG_U32, 1, 2, {{17, 3}}},
 };
 
 static int32_t reshape_conform(int32_t index, cg_conform_case *c) {
@@ -751,6 +754,7 @@ static const shape_case transpose_cases[] = {
     {"perm: [2, 0, 1]", CG_U8, 1, 3, {{2, 3, 5}}},
     {"perm: [1, 0]", CG_F16, 1, 2, {{257, 65}}},       /* tiled, 2-byte elements */
     {"perm: [0, 2, 1]", CG_BOOL, 1, 3, {{3, 16, 17}}}, /* tiled, 1-byte elements */
+    {"perm: [1, 0]", CG_U64, 1, 2, {{33, 17}}},        /* tiled, 8-byte elements */
 };
 
 static int32_t transpose_conform(int32_t index, cg_conform_case *c) {

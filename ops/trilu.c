@@ -91,6 +91,7 @@ static const cg_ops_case trilu_cases[] = {
     {1, {{CG_U8, 4, D(2, 3, 1, 7), 0, 255}}, "k: 3"},
     {1, {{CG_F32, 3, D(3, 100, 257), -2, 2}}, "upper: 0, k: 7"},
     {1, {{CG_I32, 2, D(0, 3), -5, 5}}, NULL},
+    {1, {{CG_I16, 3, D(2, 9, 7), -32768, 32767}}, "k: 1"},
 };
 
 static int32_t trilu_conform(int32_t i, cg_conform_case *c) {

@@ -55,6 +55,10 @@ static void dtype_span(cg_dtype t, double *lo, double *hi) {
     case CG_BOOL: a = 0, b = 1; break;
     case CG_I32: a = -2147483648.0, b = 2147483647.0; break;
     case CG_I64: a = -9007199254740992.0, b = 9007199254740992.0; break; /* exact in a double */
+    case CG_I16: a = -32768, b = 32767; break;
+    case CG_U16: a = 0, b = 65535; break;
+    case CG_U32: a = 0, b = 4294967295.0; break;
+    case CG_U64: a = 0, b = 18446744073709549568.0; break; /* the last double below 2^64 */
     default: return;
     }
     *lo = ceil(*lo < a ? a : *lo);
@@ -80,11 +84,19 @@ static int fill(rng *r, const cg_tensor_desc *d, double lo, double hi, void *dat
             else ((uint16_t *)data)[i] = t == CG_F16 ? cg_f32_to_f16_bits(bits) : cg_f32_to_bf16_bits(bits);
             continue;
         }
+        if (t == CG_U64) { /* past int64's range: in unsigned arithmetic */
+            uint64_t w = (uint64_t)lo + (uint64_t)(u * (hi - lo));
+            ((uint64_t *)data)[i] = w > (uint64_t)hi ? (uint64_t)hi : w;
+            continue;
+        }
         int64_t v = (int64_t)lo + (int64_t)(u * (hi - lo + 1));
         if (v > (int64_t)hi) v = (int64_t)hi;
         switch (t) {
         case CG_I32: ((int32_t *)data)[i] = (int32_t)v; break;
+        case CG_U32: ((uint32_t *)data)[i] = (uint32_t)v; break;
         case CG_I64: ((int64_t *)data)[i] = v; break;
+        case CG_I16: ((int16_t *)data)[i] = (int16_t)v; break;
+        case CG_U16: ((uint16_t *)data)[i] = (uint16_t)v; break;
         case CG_I8: ((int8_t *)data)[i] = (int8_t)v; break;
         default: ((uint8_t *)data)[i] = (uint8_t)v; break; /* U8, BOOL */
         }
@@ -360,6 +372,10 @@ static void elem_text(const case_state *cs, void *const *v, int o, int64_t i, ch
     case CG_I64: snprintf(b, n, "%lld", (long long)((const int64_t *)v[o])[i]); break;
     case CG_I8: snprintf(b, n, "%d", ((const int8_t *)v[o])[i]); break;
     case CG_U8: snprintf(b, n, "%u", ((const uint8_t *)v[o])[i]); break;
+    case CG_I16: snprintf(b, n, "%d", ((const int16_t *)v[o])[i]); break;
+    case CG_U16: snprintf(b, n, "%u", ((const uint16_t *)v[o])[i]); break;
+    case CG_U32: snprintf(b, n, "%lu", (unsigned long)((const uint32_t *)v[o])[i]); break;
+    case CG_U64: snprintf(b, n, "%llu", (unsigned long long)((const uint64_t *)v[o])[i]); break;
     case CG_F16:
     case CG_BF16: snprintf(b, n, "%.5g", half_value((cg_dtype)cs->out[o].dtype, v[o], i)); break;
     default: {

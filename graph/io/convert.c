@@ -19,39 +19,58 @@
 #include <stdio.h>
 #include <string.h>
 
-static int is_integer(cg_dtype t) { return t == CG_I64 || t == CG_I32 || t == CG_I8 || t == CG_U8 || t == CG_BOOL; }
+static int is_integer(cg_dtype t) { return t != CG_F32 && t != CG_F16 && t != CG_BF16 && cg_dtype_valid((int)t); }
 
-/* The range of an integer dtype. */
+/* The range of an integer dtype; u64's top half is past int64_t and is
+ * refused by the caller before this range is consulted. */
 static void int_range(cg_dtype t, int64_t *lo, int64_t *hi) {
     switch (t) {
     case CG_I64: *lo = INT64_MIN, *hi = INT64_MAX; return;
+    case CG_U64: *lo = 0, *hi = INT64_MAX; return;
     case CG_I32: *lo = INT32_MIN, *hi = INT32_MAX; return;
+    case CG_U32: *lo = 0, *hi = UINT32_MAX; return;
+    case CG_I16: *lo = INT16_MIN, *hi = INT16_MAX; return;
+    case CG_U16: *lo = 0, *hi = UINT16_MAX; return;
     case CG_I8: *lo = INT8_MIN, *hi = INT8_MAX; return;
     case CG_U8: *lo = 0, *hi = UINT8_MAX; return;
     default: *lo = 0, *hi = 1; return; /* CG_BOOL */
     }
 }
 
-static int64_t get_int(cg_dtype t, const unsigned char *p) {
+/* Element p of integer dtype t; *big is set for a u64 past INT64_MAX. */
+static int64_t get_int(cg_dtype t, const unsigned char *p, int *big) {
     int64_t v64;
+    uint64_t u64;
     int32_t v32;
+    uint32_t u32;
+    int16_t v16;
+    uint16_t u16;
     int8_t v8;
+    *big = 0;
     switch (t) {
     case CG_I64: memcpy(&v64, p, 8); return v64;
+    case CG_U64:
+        memcpy(&u64, p, 8);
+        *big = u64 > INT64_MAX;
+        return (int64_t)(u64 & INT64_MAX);
     case CG_I32: memcpy(&v32, p, 4); return v32;
+    case CG_U32: memcpy(&u32, p, 4); return u32;
+    case CG_I16: memcpy(&v16, p, 2); return v16;
+    case CG_U16: memcpy(&u16, p, 2); return u16;
     case CG_I8: memcpy(&v8, p, 1); return v8;
     default: return *p; /* CG_U8, CG_BOOL */
     }
 }
 
+/* Stores v (in t's range) little end first in the host's order. */
 static void put_int(cg_dtype t, unsigned char *p, int64_t v) {
     int32_t v32 = (int32_t)v;
-    int8_t v8 = (int8_t)v;
-    switch (t) {
-    case CG_I64: memcpy(p, &v, 8); return;
-    case CG_I32: memcpy(p, &v32, 4); return;
-    case CG_I8: memcpy(p, &v8, 1); return;
-    default: *p = (unsigned char)v; return; /* CG_U8, CG_BOOL */
+    int16_t v16 = (int16_t)v;
+    switch (cg_dtype_size(t)) {
+    case 8: memcpy(p, &v, 8); return;
+    case 4: memcpy(p, &v32, 4); return;
+    case 2: memcpy(p, &v16, 2); return;
+    default: *p = (unsigned char)v; return;
     }
 }
 
@@ -82,7 +101,7 @@ static void convert_floats(cg_dtype from, const unsigned char *src, cg_dtype to,
 }
 
 cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n, int64_t *bad_index,
-                                int64_t *bad_value) {
+                                char bad_value[CG_CONV_VALUE_LEN]) {
     const unsigned char *s = src;
     unsigned char *d = dst;
     if (!convertible(from, to)) return CG_CONV_UNSUPPORTED;
@@ -98,10 +117,12 @@ cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, voi
     int64_t lo, hi;
     int_range(to, &lo, &hi);
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = get_int(from, s + fs * (size_t)i);
-        if (v < lo || v > hi) {
+        int big;
+        int64_t v = get_int(from, s + fs * (size_t)i, &big);
+        if (big || v < lo || v > hi) {
             *bad_index = i;
-            *bad_value = v;
+            if (big) snprintf(bad_value, CG_CONV_VALUE_LEN, "%" PRIu64, (uint64_t)v | ((uint64_t)1 << 63));
+            else snprintf(bad_value, CG_CONV_VALUE_LEN, "%" PRId64, v);
             return CG_CONV_RANGE;
         }
         put_int(to, d + ts * (size_t)i, v);
@@ -120,16 +141,17 @@ cg_status cg_tensor_convert(const cg_tensor *t, cg_dtype to, cg_tensor **out) {
     if (!convertible(t->dtype, to))
         return cg_error(CG_ERR_UNSUPPORTED,
                         "cannot convert tensor %s to %s (converted: f16/bf16 to f32, f32 to "
-                        "f16/bf16, and among i64, i32, i8, u8 and bool)",
+                        "f16/bf16, and among the integer types and bool)",
                         shape, cg_dtype_name(to));
     cg_tensor *r;
     cg_status s = cg_tensor_alloc(to, t->ndim, t->dims, &r);
     if (s != CG_OK) return s;
-    int64_t bad = 0, val = 0;
-    if (cg_convert_elems(t->dtype, t->data, to, r->data, cg_shape_numel(t->ndim, t->dims), &bad, &val) != CG_CONV_OK) {
+    int64_t bad = 0;
+    char val[CG_CONV_VALUE_LEN];
+    if (cg_convert_elems(t->dtype, t->data, to, r->data, cg_shape_numel(t->ndim, t->dims), &bad, val) != CG_CONV_OK) {
         cg_tensor_free(r);
         return cg_error(CG_ERR_UNSUPPORTED,
-                        "cannot convert tensor %s to %s: element %" PRId64 " has value %" PRId64
+                        "cannot convert tensor %s to %s: element %" PRId64 " has value %s"
                         ", which does not fit in %s",
                         shape, cg_dtype_name(to), bad, val, cg_dtype_name(to));
     }

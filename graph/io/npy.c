@@ -54,12 +54,13 @@ static const struct npy_type {
     cg_dtype dtype;
 } npy_types[] = {
     {"f4", 4, CG_F32}, {"i4", 4, CG_I32}, {"f2", 2, CG_F16},  {"V2", 2, CG_BF16}, {"i1", 1, CG_I8},
-    {"u1", 1, CG_U8},  {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL}, {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
+    {"u1", 1, CG_U8},  {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL}, {"i2", 2, CG_I16},  {"u2", 2, CG_U16},
+    {"u4", 4, CG_U32}, {"u8", 8, CG_U64}, {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
 };
 #define NPY_NTYPES ((int)(sizeof npy_types / sizeof npy_types[0]))
 #define NPY_SUPPORTED                                                                        \
     "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, " \
-    "'<i4' int32, '|i1' int8, '|u1' uint8 or '|b1' bool"
+    "'<i4' int32, '<i2' int16, '|i1' int8, '<u8' uint64, '<u4' uint32, '<u2' uint16, '|u1' uint8 or '|b1' bool"
 
 /* Copies `len` bytes of untrusted text into `dst` for a message: printable
  * ASCII as is, anything else as \xNN, cut with "..." when too long. */

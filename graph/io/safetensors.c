@@ -27,6 +27,7 @@
  */
 #include "weights.h"
 
+#include "dtype.h"
 #include "mem.h"
 #include "error.h"
 #include "read_file.h"
@@ -58,11 +59,11 @@
 
 /* The format's dtype names, indexed by the cg_dtype each one is. */
 static const char *const st_names[] = {
-    [CG_F32] = "F32", [CG_I32] = "I32", [CG_F16] = "F16", [CG_BF16] = "BF16",
-    [CG_I8] = "I8",   [CG_U8] = "U8",   [CG_I64] = "I64", [CG_BOOL] = "BOOL",
+    [CG_F32] = "F32", [CG_I32] = "I32",   [CG_F16] = "F16", [CG_BF16] = "BF16", [CG_I8] = "I8",   [CG_U8] = "U8",
+    [CG_I64] = "I64", [CG_BOOL] = "BOOL", [CG_I16] = "I16", [CG_U16] = "U16",   [CG_U32] = "U32", [CG_U64] = "U64",
 };
 #define ST_NTYPES ((int)(sizeof st_names / sizeof st_names[0]))
-#define ST_SUPPORTED "F32, F16, BF16, I64, I32, I8, U8, BOOL"
+#define ST_SUPPORTED "F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL"
 
 const char *cg_st_dtype_name(cg_dtype t) { return (int)t > 0 && (int)t < ST_NTYPES ? st_names[t] : NULL; }
 
@@ -79,7 +80,7 @@ typedef struct st_entry {
      * converts it to (F16/BF16 -> F32, I64 -> I32, F32 -> F16 or BF16),
      * indexed by that dtype. */
     void *copy;
-    void *converted[CG_BOOL + 1];
+    void *converted[CG_DTYPE_LAST + 1];
     int bools_checked; /* BOOL: every byte was seen to be 0 or 1 */
 } st_entry;
 
@@ -536,7 +537,7 @@ static void entries_free(st_entry *es, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(es[i].name);
         cg_aligned_free(es[i].copy);
-        for (int k = 0; k <= CG_BOOL; k++) cg_aligned_free(es[i].converted[k]);
+        for (int k = 0; k <= CG_DTYPE_LAST; k++) cg_aligned_free(es[i].converted[k]);
     }
     free(es);
 }
@@ -1003,14 +1004,15 @@ static cg_status convert(const cg_weights *w, const st_entry *e, cg_dtype want, 
     cg_status s = e->dtype == CG_BOOL ? check_bools(w, e) : CG_OK;
     if (s == CG_OK) s = host_order(w, e, &src, &tmp);
     if (s != CG_OK) return s;
-    int64_t bad = 0, val = 0;
-    cg_conv_result r = cg_convert_elems(e->dtype, src, want, dst, e->numel, &bad, &val);
+    int64_t bad = 0;
+    char val[CG_CONV_VALUE_LEN];
+    cg_conv_result r = cg_convert_elems(e->dtype, src, want, dst, e->numel, &bad, val);
     cg_aligned_free(tmp);
     if (r == CG_CONV_OK) return CG_OK;
     quote_name(q, e->name);
     if (r == CG_CONV_RANGE)
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s': element %lld has value %lld, which does not fit in %s",
-                        w->path, q, (long long)bad, (long long)val, cg_dtype_name(want));
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s': element %lld has value %s, which does not fit in %s",
+                        w->path, q, (long long)bad, val, cg_dtype_name(want));
     return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s' is stored as %s, which is not converted to %s", w->path, q,
                     st_names[e->dtype], cg_dtype_name(want));
 }

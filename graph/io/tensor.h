@@ -29,8 +29,11 @@ typedef enum cg_conv_result {
 
 /* Converts n elements of dtype `from` at src (host order, any alignment)
  * into dtype `to` at dst, by cg_tensor_convert's rules; sets no message, so
- * that each caller names its own tensor, file and element. */
+ * that each caller names its own tensor, file and element. On
+ * CG_CONV_RANGE the element's index is *bad_index and its value in decimal
+ * (a u64 past int64's range included) is bad_value. */
+#define CG_CONV_VALUE_LEN 24
 cg_conv_result cg_convert_elems(cg_dtype from, const void *src, cg_dtype to, void *dst, int64_t n, int64_t *bad_index,
-                                int64_t *bad_value);
+                                char bad_value[CG_CONV_VALUE_LEN]);
 
 #endif

@@ -30,6 +30,10 @@ static double get_f(const cg_tensor *t, int64_t i) {
     case CG_I32: return ((const int32_t *)t->data)[i];
     case CG_I64: return (double)((const int64_t *)t->data)[i];
     case CG_I8: return ((const int8_t *)t->data)[i];
+    case CG_I16: return ((const int16_t *)t->data)[i];
+    case CG_U16: return ((const uint16_t *)t->data)[i];
+    case CG_U32: return ((const uint32_t *)t->data)[i];
+    case CG_U64: return (double)((const uint64_t *)t->data)[i];
     default: return ((const uint8_t *)t->data)[i];
     }
 }
@@ -41,6 +45,10 @@ static int64_t get_i(const cg_tensor *t, int64_t i) {
     case CG_I8: return ((const int8_t *)t->data)[i];
     case CG_U8:
     case CG_BOOL: return ((const uint8_t *)t->data)[i];
+    case CG_I16: return ((const int16_t *)t->data)[i];
+    case CG_U16: return ((const uint16_t *)t->data)[i];
+    case CG_U32: return ((const uint32_t *)t->data)[i];
+    case CG_U64: return (int64_t)((const uint64_t *)t->data)[i]; /* the bits: wraps as u64 arithmetic does */
     default: {
         double d = get_f(t, i);
         /* 2^63 and -2^63 are exact in a double; the cast op saturates there */
@@ -73,6 +81,10 @@ static void set_i(cg_tensor *t, int64_t i, int64_t v) {
     case CG_I8: ((int8_t *)t->data)[i] = (int8_t)v; return;
     case CG_U8: ((uint8_t *)t->data)[i] = (uint8_t)v; return;
     case CG_BOOL: ((uint8_t *)t->data)[i] = v != 0; return;
+    case CG_I16: ((int16_t *)t->data)[i] = (int16_t)v; return;
+    case CG_U16: ((uint16_t *)t->data)[i] = (uint16_t)v; return;
+    case CG_U32: ((uint32_t *)t->data)[i] = (uint32_t)v; return;
+    case CG_U64: ((uint64_t *)t->data)[i] = (uint64_t)v; return;
     default: set_f(t, i, (double)v); return;
     }
 }
@@ -129,6 +141,26 @@ static void next_index(int ndim, const int64_t *dims, int64_t *idx) {
 
 typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MOD, B_FMOD, B_EQ, B_LT, B_GT, B_MAX, B_MIN, B_AND, B_OR } bop;
 
+/* The ops whose u64 result is not int64's on the same bits (order,
+ * division) in unsigned arithmetic; 0 with *ok 0 for a division by 0. */
+static int64_t u64_op(bop op, uint64_t x, uint64_t y, int *ok) {
+    switch (op) {
+    case B_DIV:
+    case B_MOD:
+    case B_FMOD:
+        if (y == 0) return *ok = 0, 0;
+        return (int64_t)(op == B_DIV ? x / y : x % y);
+    case B_MAX: return (int64_t)(x > y ? x : y);
+    case B_MIN: return (int64_t)(x < y ? x : y);
+    case B_LT: return x < y;
+    default: return x > y; /* B_GT */
+    }
+}
+
+static int u64_specific(bop op) {
+    return op == B_DIV || op == B_MOD || op == B_FMOD || op == B_MAX || op == B_MIN || op == B_LT || op == B_GT;
+}
+
 static cg_tensor *binary(bop op, const cg_tensor *a, const cg_tensor *b) {
     const cg_tensor *xs[2] = {a, b};
     int ndim;
@@ -159,6 +191,14 @@ static cg_tensor *binary(bop op, const cg_tensor *a, const cg_tensor *b) {
             }
             if (cmp) set_i(o, i, (int64_t)r);
             else set_f(o, i, r);
+        } else if (a->dtype == CG_U64 && u64_specific(op)) {
+            int ok = 1;
+            int64_t r = u64_op(op, (uint64_t)get_i(a, ia), (uint64_t)get_i(b, ib), &ok);
+            if (!ok) {
+                cg_tensor_free(o);
+                return NULL;
+            }
+            set_i(o, i, r);
         } else {
             int64_t x = get_i(a, ia), y = get_i(b, ib), r = 0;
             switch (op) {
@@ -359,13 +399,21 @@ static cg_tensor *cast(const cg_tensor *x, cg_dtype to) {
     if (!o) return NULL;
     int64_t n = cg_shape_numel(x->ndim, x->dims), lo = INT64_MIN, hi = INT64_MAX;
     if (to == CG_I32) lo = INT32_MIN, hi = INT32_MAX;
+    else if (to == CG_U32) lo = 0, hi = UINT32_MAX;
+    else if (to == CG_I16) lo = INT16_MIN, hi = INT16_MAX;
+    else if (to == CG_U16) lo = 0, hi = UINT16_MAX;
     else if (to == CG_I8) lo = INT8_MIN, hi = INT8_MAX;
     else if (to == CG_U8) lo = 0, hi = UINT8_MAX;
     for (int64_t i = 0; i < n; i++) {
         if (to == CG_BOOL) {
             set_i(o, i, is_float(x->dtype) ? get_f(x, i) != 0 : get_i(x, i) != 0);
         } else if (is_float(to)) {
-            set_f(o, i, is_float(x->dtype) ? get_f(x, i) : (double)(float)get_i(x, i));
+            /* one rounding, from the integer itself, as the cast op does */
+            float f = x->dtype == CG_U64 ? (float)(uint64_t)get_i(x, i) : (float)get_i(x, i);
+            set_f(o, i, is_float(x->dtype) ? get_f(x, i) : (double)f);
+        } else if (is_float(x->dtype) && to == CG_U64) {
+            double d = get_f(x, i); /* truncated, NaN 0, within [0, 2^64 - 1] */
+            set_i(o, i, !(d > 0) ? 0 : d >= 18446744073709551616.0 ? -1 : (int64_t)(uint64_t)d);
         } else if (is_float(x->dtype)) {
             int64_t v = get_i(x, i); /* truncated, NaN 0, within int64 */
             set_i(o, i, v < lo ? lo : v > hi ? hi : v);

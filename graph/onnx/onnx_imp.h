@@ -196,6 +196,12 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im);
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im);
 cg_status cg_onnx_map_matmul_integer(onnx_imp *im);
 
+/* onnx_int.c: Mod, BitShift, BitwiseAnd, BitwiseOr, BitwiseXor,
+ * BitwiseNot. */
+cg_status cg_onnx_map_mod(onnx_imp *im);
+cg_status cg_onnx_map_bitshift(onnx_imp *im);
+cg_status cg_onnx_map_bitwise(onnx_imp *im);
+
 /* onnx_index.c: GatherND, ScatterND, Pad, DepthToSpace, SpaceToDepth. */
 cg_status cg_onnx_map_index(onnx_imp *im);
 /* The STRING attribute `name` into buf (def when absent); fails on a value
@@ -217,6 +223,28 @@ cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
  * GlobalMaxPool, GlobalLpPool. */
 cg_status cg_onnx_map_pool(onnx_imp *im);
 cg_status cg_onnx_map_global_pool(onnx_imp *im);
+
+/* onnx_new.c: SwiGLU, TensorScatter, CenterCropPad, BitCast. */
+cg_status cg_onnx_map_swiglu(onnx_imp *im);
+cg_status cg_onnx_map_tensor_scatter(onnx_imp *im);
+cg_status cg_onnx_map_center_crop_pad(onnx_imp *im);
+cg_status cg_onnx_map_bitcast(onnx_imp *im);
+
+/* onnx_grid.c: AffineGrid (a constant grid times theta), Col2Im (a
+ * conv_transpose with one-hot weights). */
+cg_status cg_onnx_map_affine_grid(onnx_imp *im);
+cg_status cg_onnx_map_col2im(onnx_imp *im);
+
+/* onnx_state.c: CausalConvWithState, LinearAttention. */
+cg_status cg_onnx_map_causal_conv(onnx_imp *im);
+cg_status cg_onnx_map_linear_attention(onnx_imp *im);
+
+/* onnx_qlinear.c: QLinearMatMul, QLinearConv. */
+cg_status cg_onnx_map_qlinear_matmul(onnx_imp *im);
+cg_status cg_onnx_map_qlinear_conv(onnx_imp *im);
+
+/* onnx_deform.c: DeformConv (2-D) onto deform_conv. */
+cg_status cg_onnx_map_deform_conv(onnx_imp *im);
 
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */

@@ -154,8 +154,7 @@ static cg_status map_clip(onnx_imp *im) {
         }
     }
     if (dt != CG_F32) {
-        if (im->opset < 11 || (dt != CG_I32 && dt != CG_I64 && dt != CG_I8 && dt != CG_U8))
-            return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
+        if (im->opset < 11 || dt == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Clip of %s", cg_dtype_name(dt));
         return clip_int(im, x, bt);
     }
     char a[200];
@@ -1019,8 +1018,7 @@ static cg_status map_pow(onnx_imp *im) {
     const int ta = a->desc.dtype, tb = b->desc.dtype;
     if (ta != CG_F32 && ta != CG_I32 && ta != CG_I64)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow of %s (f32, i32 and i64)", cg_dtype_name((cg_dtype)ta));
-    if (tb != CG_F32 && tb != CG_I32 && tb != CG_I64)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
+    if (tb == CG_BOOL) return onnx_fail(im, CG_ERR_UNSUPPORTED, "Pow with a %s exponent", cg_dtype_name((cg_dtype)tb));
     const char *an = a->name, *bn = b->name;
     const int via_f32 = ta != CG_F32 && tb == CG_F32;
     char to[32];
@@ -1164,7 +1162,7 @@ static cg_status map_topk(onnx_imp *im) {
     const char *cur = x->name, *o[2] = {NULL, NULL};
     /* integers rank as f32 (exact up to 2^24: lengths, ids) and come back */
     const cg_dtype xt = x->desc.dtype;
-    const int is_int = xt == CG_I32 || xt == CG_I64;
+    const int is_int = xt != CG_F32 && xt != CG_BOOL;
     if (is_int && (s = emit_tmp(im, "cast", cur, "to: \"f32\"", &cur))) return s;
     if (axis != nd - 1 && (s = emit_tmp(im, "transpose", cur, pa, &cur))) return s;
     if (!largest && (s = emit_tmp(im, "neg", cur, NULL, &cur))) return s;
@@ -1402,14 +1400,24 @@ static const struct {
     unsigned flags;
 } table[] = {
     {"Abs", map_unary, 0},
+    {"AffineGrid", cg_onnx_map_affine_grid, 0},
     {"And", map_bool_op, OP_ANY_DTYPE},
     {"Add", map_binary, 0},
     {"ArgMax", map_argmax, 0},
     {"ArgMin", map_argmax, 0},
     {"AveragePool", cg_onnx_map_pool, 0},
+    {"BitCast", cg_onnx_map_bitcast, OP_ANY_DTYPE},
+    {"BitShift", cg_onnx_map_bitshift, 0},
+    {"BitwiseAnd", cg_onnx_map_bitwise, 0},
+    {"BitwiseNot", cg_onnx_map_bitwise, 0},
+    {"BitwiseOr", cg_onnx_map_bitwise, 0},
+    {"BitwiseXor", cg_onnx_map_bitwise, 0},
     {"Cast", map_cast, OP_ANY_DTYPE},
+    {"CausalConvWithState", cg_onnx_map_causal_conv, 0},
     {"Ceil", map_unary, 0},
+    {"CenterCropPad", cg_onnx_map_center_crop_pad, OP_ANY_DTYPE},
     {"Clip", map_clip, 0},
+    {"Col2Im", cg_onnx_map_col2im, 0},
     {"Concat", map_concat, OP_ANY_DTYPE},
     {"Constant", map_fold_only, OP_ANY_DTYPE},
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
@@ -1419,6 +1427,7 @@ static const struct {
     {"ConvTranspose", cg_onnx_map_conv_transpose, 0},
     {"Cos", map_unary, 0},
     {"CumSum", map_cumsum, 0},
+    {"DeformConv", cg_onnx_map_deform_conv, 0},
     {"DepthToSpace", cg_onnx_map_index, OP_ANY_DTYPE},
     {"DequantizeLinear", cg_onnx_map_dequantize, 0},
     {"Div", map_binary, 0},
@@ -1449,6 +1458,7 @@ static const struct {
     {"LeakyRelu", map_activation, 0},
     {"Less", map_bool_op, 0},
     {"LessOrEqual", map_bool_op, 0},
+    {"LinearAttention", cg_onnx_map_linear_attention, 0},
     {"LSTM", cg_onnx_map_rnn_layer, 0},
     {"LpPool", cg_onnx_map_pool, 0},
     {"Log", map_unary, 0},
@@ -1460,7 +1470,7 @@ static const struct {
     {"Max", map_binary, 0},
     {"Mean", map_binary, 0},
     {"Min", map_binary, 0},
-    {"Mod", map_fold_only, 0},
+    {"Mod", cg_onnx_map_mod, 0},
     {"Mul", map_binary, 0},
     {"Neg", map_unary, 0},
     {"Not", map_bool_op, OP_ANY_DTYPE},
@@ -1471,6 +1481,8 @@ static const struct {
     {"Or", map_bool_op, OP_ANY_DTYPE},
     {"Pad", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
+    {"QLinearConv", cg_onnx_map_qlinear_conv, OP_ANY_DTYPE},
+    {"QLinearMatMul", cg_onnx_map_qlinear_matmul, OP_ANY_DTYPE},
     {"QuantizeLinear", cg_onnx_map_quantize, 0},
     {"Range", cg_onnx_map_range, OP_ANY_DTYPE},
     {"Reciprocal", map_unary, 0},
@@ -1515,7 +1527,9 @@ static const struct {
     {"Squeeze", map_squeeze, OP_ANY_DTYPE},
     {"Sub", map_binary, 0},
     {"Sum", map_binary, 0},
+    {"SwiGLU", cg_onnx_map_swiglu, 0},
     {"Tanh", map_unary, 0},
+    {"TensorScatter", cg_onnx_map_tensor_scatter, OP_ANY_DTYPE},
     {"Tile", map_tile, OP_ANY_DTYPE},
     {"TopK", map_topk, 0},
     {"Transpose", map_transpose, OP_ANY_DTYPE},

@@ -72,17 +72,22 @@ static cg_status along_axis(onnx_imp *im, onnx_val *v, const onnx_val *x, int64_
     return op2(im, "reshape", cur, NULL, a, out);
 }
 
-/* y = saturate(round(x / scale) + zp) as dt (u8 or i8) into out; zp the
- * f32 zero point shaped for x, or NULL. */
+/* y = saturate(round(x / scale) + zp) as dt (u8, i8, u16 or i16) into
+ * out; zp the f32 zero point shaped for x, or NULL. */
 static cg_status quantize(onnx_imp *im, const char *x, const char *scale, const char *zp, cg_dtype dt,
                           const char *out) {
     const char *t = NULL;
     cg_status s;
     if ((s = op2(im, "div", x, scale, NULL, &t)) || (s = op2(im, "round", t, NULL, NULL, &t))) return s;
     if (zp && (s = op2(im, "add", t, zp, NULL, &t))) return s;
-    const char *clip = dt == CG_U8 ? "min: 0, max: 255" : "min: -128, max: 127";
+    const char *clip = dt == CG_U8    ? "min: 0, max: 255"
+                       : dt == CG_I8  ? "min: -128, max: 127"
+                       : dt == CG_U16 ? "min: 0, max: 65535"
+                                      : "min: -32768, max: 32767";
+    char to[24];
+    snprintf(to, sizeof to, "to: \"%s\"", cg_dtype_name(dt));
     if ((s = op2(im, "clip", t, NULL, clip, &t))) return s;
-    return op2_to(im, "cast", t, NULL, dt == CG_U8 ? "to: \"u8\"" : "to: \"i8\"", out);
+    return op2_to(im, "cast", t, NULL, to, out);
 }
 
 cg_status cg_onnx_map_quantize(onnx_imp *im) {
@@ -92,10 +97,11 @@ cg_status cg_onnx_map_quantize(onnx_imp *im) {
     if ((s = onnx_check_attrs(im, known)) || (s = typed_in(im, 0, &x)) || (s = typed_in(im, 1, &scale))) return s;
     if (zp && !zp->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", zp->name);
     const cg_dtype dt = zp ? (cg_dtype)zp->desc.dtype : CG_U8;
-    if (x->desc.dtype != CG_F32 || scale->desc.dtype != CG_F32 || (dt != CG_U8 && dt != CG_I8))
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "QuantizeLinear of %s with a %s scale to %s (f32 to u8 or i8)",
-                         cg_dtype_name((cg_dtype)x->desc.dtype), cg_dtype_name((cg_dtype)scale->desc.dtype),
-                         cg_dtype_name(dt));
+    if (x->desc.dtype != CG_F32 || scale->desc.dtype != CG_F32 ||
+        (dt != CG_U8 && dt != CG_I8 && dt != CG_U16 && dt != CG_I16))
+        return onnx_fail(
+            im, CG_ERR_UNSUPPORTED, "QuantizeLinear of %s with a %s scale to %s (f32 to u8, i8, u16 or i16)",
+            cg_dtype_name((cg_dtype)x->desc.dtype), cg_dtype_name((cg_dtype)scale->desc.dtype), cg_dtype_name(dt));
     const int64_t axis = onnx_attr_int(im, "axis", 1);
     const char *sc, *z = NULL;
     if ((s = along_axis(im, scale, x, axis, "input 1 (y_scale)", &sc)) ||
@@ -111,9 +117,10 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im) {
     if ((s = onnx_check_attrs(im, known)) || (s = typed_in(im, 0, &x)) || (s = typed_in(im, 1, &scale))) return s;
     if (zp && !zp->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", zp->name);
     const cg_dtype dt = (cg_dtype)x->desc.dtype;
-    if ((dt != CG_U8 && dt != CG_I8 && dt != CG_I32) || scale->desc.dtype != CG_F32 || (zp && zp->desc.dtype != dt))
+    if ((dt != CG_U8 && dt != CG_I8 && dt != CG_U16 && dt != CG_I16 && dt != CG_I32) || scale->desc.dtype != CG_F32 ||
+        (zp && zp->desc.dtype != dt))
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "DequantizeLinear of %s with a %s scale (u8, i8 or i32, a zero "
+                         "DequantizeLinear of %s with a %s scale (u8, i8, u16, i16 or i32, a zero "
                          "point of the same type, an f32 scale)",
                          cg_dtype_name(dt), cg_dtype_name((cg_dtype)scale->desc.dtype));
     const int64_t axis = onnx_attr_int(im, "axis", 1);

@@ -156,16 +156,16 @@ static const struct {
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "FLOAT", CG_F32, 4},
     {ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, "UINT8", CG_U8, 1},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT8, "INT8", CG_I8, 1},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, "UINT16", 0, 2},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, "INT16", 0, 2},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, "UINT16", CG_U16, 2},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, "INT16", CG_I16, 2},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "INT32", CG_I32, 4},
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, "INT64", CG_I64, 8},
     {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "STRING", 0, 0},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "BOOL", CG_BOOL, 1},
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "FLOAT16", CG_F16, 2},
     {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, "DOUBLE", CG_F32, 8},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, "UINT32", 0, 4},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, "UINT64", 0, 8},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, "UINT32", CG_U32, 4},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, "UINT64", CG_U64, 8},
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, "COMPLEX64", 0, 8},
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "COMPLEX128", 0, 16},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, "BFLOAT16", CG_BF16, 2},
@@ -268,6 +268,8 @@ static cg_status typed_count(const Onnx__TensorProto *t, int ti, const char *pat
     if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) have = t->n_float_data, field = "float_data";
     else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) have = t->n_int64_data, field = "int64_data";
     else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) have = t->n_double_data, field = "double_data";
+    else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 || dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64)
+        have = t->n_uint64_data, field = "uint64_data";
     else have = t->n_int32_data, field = "int32_data";
     if (have != (size_t)numel)
         return cg_error(CG_ERR_FORMAT, "%s: %s: %zu values in %s for %lld elements", path, what, have, field,
@@ -289,6 +291,12 @@ static void typed_values(const Onnx__TensorProto *t, int ti, int64_t numel, cg_t
         case CG_F16:
         case CG_BF16: ((uint16_t *)out->data)[i] = (uint16_t)t->int32_data[i]; break;
         case CG_BOOL: ((uint8_t *)out->data)[i] = t->int32_data[i] != 0; break;
+        /* the narrow types sit in int32_data, u32 and u64 in uint64_data:
+         * the low bits are the value (ONNX's writers keep them in range) */
+        case CG_I16:
+        case CG_U16: ((uint16_t *)out->data)[i] = (uint16_t)t->int32_data[i]; break;
+        case CG_U32: ((uint32_t *)out->data)[i] = (uint32_t)t->uint64_data[i]; break;
+        case CG_U64: ((uint64_t *)out->data)[i] = t->uint64_data[i]; break;
         default: ((uint8_t *)out->data)[i] = (uint8_t)t->int32_data[i]; break; /* I8, U8 */
         }
     }

@@ -64,8 +64,8 @@ typedef enum cg_status {
     CG_ERR_UNSUPPORTED       /**< a feature or dtype is not supported here */
 } cg_status;
 
-/* cg_dtype (CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL)
- * is defined in dtype.h, shared with the plugin ABI. */
+/* cg_dtype (CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL,
+ * CG_I16, CG_U16, CG_U32, CG_U64) is defined in dtype.h, shared with the plugin ABI. */
 
 /** Opaque handles. */
 typedef struct cg_context cg_context; /**< backends, devices, operator registry */
@@ -208,7 +208,7 @@ CG_API const void *cg_tensor_data_const(const cg_tensor *t);
 /**
  * 1 when cg_tensor_convert converts `from` to `to` exactly (every value is
  * either represented exactly or reported): the same dtype, f16 or bf16 to
- * f32, and any pair of i64, i32, i8, u8 and bool. 0 otherwise, f32 to f16
+ * f32, and any pair of integer types and bool. 0 otherwise, f32 to f16
  * or bf16 (which round) included.
  */
 CG_API int cg_dtype_convert_exact(cg_dtype from, cg_dtype to);
@@ -221,7 +221,7 @@ CG_API int cg_dtype_convert_exact(cg_dtype from, cg_dtype to);
  *    become infinities, a NaN stays a NaN of its sign (f16 keeps the top of
  *    its payload, as numpy does; bf16 becomes 0x7FC0 / 0xFFC0, as ml_dtypes
  *    does);
- *  - between i64, i32, i8, u8 and bool: every value must fit the target
+ *  - between the integer types and bool: every value must fit the target
  *    (bool: 0 or 1), else CG_ERR_UNSUPPORTED with a message naming the first
  *    element that does not, by its row-major index, and its value;
  *  - anything else (an integer to a float, f16 to bf16, ...):
@@ -268,8 +268,8 @@ CG_API cg_status cg_tensor_save_npy(const cg_tensor *t, const char *path);
 
 /**
  * Opens a safetensors file (memory-mapped). Every offset, size and shape is
- * checked before it is trusted. Stored dtypes F32, F16, BF16, I32, I64, I8,
- * U8 and BOOL are read (each is the cg_dtype of the same name); others are
+ * checked before it is trusted. Stored dtypes F32, F16, BF16, I64, I32, I16,
+ * I8, U64, U32, U16, U8 and BOOL are read (each is the cg_dtype of the same name); others are
  * CG_ERR_UNSUPPORTED. Data is read when a tensor is first accessed.
  */
 CG_API cg_status cg_weights_open(const char *path, cg_weights **out);

@@ -18,7 +18,12 @@ typedef enum cg_dtype {
     CG_I8 = 5,   /**< 8-bit signed integer */
     CG_U8 = 6,   /**< 8-bit unsigned integer */
     CG_I64 = 7,  /**< 64-bit signed integer */
-    CG_BOOL = 8  /**< one byte, 0 (false) or 1 (true) */
+    CG_BOOL = 8, /**< one byte, 0 (false) or 1 (true) */
+    /* ---- plugin ABI 1.5 ---- */
+    CG_I16 = 9,  /**< 16-bit signed integer */
+    CG_U16 = 10, /**< 16-bit unsigned integer */
+    CG_U32 = 11, /**< 32-bit unsigned integer */
+    CG_U64 = 12  /**< 64-bit unsigned integer */
 } cg_dtype;
 
 #endif /* CLGRAPH_DTYPE_H */

@@ -1,5 +1,5 @@
 /*
- * clgraph operator plugin ABI, version 1.4.
+ * clgraph operator plugin ABI, version 1.5.
  *
  * A plugin is a shared library that exports exactly one entry symbol,
  * `cg_plugin_entry` (see CG_PLUGIN_ENTRY_SYMBOL), returning a static
@@ -45,7 +45,7 @@ extern "C" {
 /** ABI major version: a plugin must be built with the same major. */
 #define CG_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: grows when fields or host functions are appended. */
-#define CG_PLUGIN_ABI_MINOR 4
+#define CG_PLUGIN_ABI_MINOR 5
 /** Name of the one symbol every plugin exports. */
 #define CG_PLUGIN_ENTRY_SYMBOL "cg_plugin_entry"
 
@@ -75,7 +75,9 @@ typedef enum cg_op_status {
  * Element types: cg_dtype of dtype.h (values are part of the ABI). These are
  * the ABI 1.0 names, kept so that plugins written against 1.0 compile
  * unchanged; cg_op_dtype is the same enum, so cg_tensor_desc is laid out as
- * before.
+ * before. CG_I16, CG_U16, CG_U32 and CG_U64 came with ABI 1.5: a plugin
+ * built against an older minor is never given a tensor of one of them (its
+ * nodes with such an input fail verification).
  */
 typedef cg_dtype cg_op_dtype;
 #define CG_OP_F32 CG_F32 /**< 1.0 name of CG_F32 */

@@ -3,12 +3,22 @@
  *
  * binx_*: o = BOP(a, b), built with -DTA=<input type> -DTU=<its unsigned
  * type, TA itself for float> -DTO=<output type>, -DTF for float inputs and
- * one -DBOP_<op>. Integer arithmetic is done in TU so that it wraps around
- * like the CPU kernels (signed overflow is undefined in OpenCL C as in C);
- * integer division truncates, x / 0 is 0; integer power by squaring, a
- * negative exponent gives 0 but for bases 1 and -1. Float division and
- * power are IEEE's / and pow; a NaN in either input of max and min gives
- * NaN (numpy.maximum). Comparisons and logic give uchar 0 or 1 (bool).
+ * one -DBOP_<op>; integer inputs also with -DTC (the type computed in: int
+ * for the 8- and 16-bit types), -DTW (the unsigned type arithmetic wraps
+ * in: uint for those) and -DTSIGNED for signed types (ops/int_ops.h).
+ * Integer arithmetic is done in TW so that it wraps around like the CPU
+ * kernels (signed overflow is undefined in OpenCL C as in C, and ushort *
+ * ushort overflows the int it promotes to); integer division truncates,
+ * x / 0 is 0; integer power by squaring, a negative exponent gives 0 but
+ * for bases 1 and -1. Float division and power are IEEE's / and pow; a NaN
+ * in either input of max and min gives NaN (numpy.maximum). Comparisons
+ * and logic give uchar 0 or 1 (bool).
+ * mod: the sign of the divisor (Python's %, ONNX fmod 0), or with
+ * -DMOD_FMOD the dividend's (C's % and fmod); integer x mod 0 is 0 (as
+ * numpy), floats as IEEE fmod then moved into the divisor's sign, a zero
+ * result taking the divisor's sign. Shifts (BOP_SHL, BOP_SHR; ONNX
+ * BitShift) by a negative amount or by the width or more give 0, or -1 for
+ * a negative x shifted right; a signed x shifts right arithmetically.
  * Contraction into fma is off, as in elementwise.cl.
  * where_nd: o = c ? x : y, built with -DT=<unsigned type of the element
  * size> (data movement: any dtype).
@@ -25,13 +35,19 @@
 #ifndef T
 #define T uint
 #endif
+#ifndef TC
+#define TC TA
+#endif
+#ifndef TW
+#define TW TU
+#endif
 
 #if defined(BOP_ADD)
-#define BOP(x, y) ((TA)(TU)((TU)(x) + (TU)(y))) /* (TU) again: char and uchar add in int */
+#define BOP(x, y) ((TA)(TU)((TW)(x) + (TW)(y))) /* (TU) again: to the element's width */
 #elif defined(BOP_SUB)
-#define BOP(x, y) ((TA)(TU)((TU)(x) - (TU)(y)))
+#define BOP(x, y) ((TA)(TU)((TW)(x) - (TW)(y)))
 #elif defined(BOP_MUL)
-#define BOP(x, y) ((TA)(TU)((TU)(x) * (TU)(y)))
+#define BOP(x, y) ((TA)(TU)((TW)(x) * (TW)(y)))
 #elif defined(BOP_DIV) && defined(TF)
 #define BOP(x, y) ((x) / (y))
 #elif defined(BOP_DIV)
@@ -48,15 +64,66 @@ inline TA cg_idiv(TA x, TA y) {
 inline TA cg_ipow(TA x, TA e) {
     if (e < (TA)0) /* never for unsigned TA */
         return x == (TA)1 ? (TA)1 : x == (TA)-1 ? ((e & (TA)1) ? (TA)-1 : (TA)1) : (TA)0;
-    TU r = 1, b = (TU)x;
+    TW r = 1, b = (TW)(TU)x;
     while (e) {
         if (e & (TA)1) r *= b;
         b *= b;
         e >>= 1;
     }
-    return (TA)r;
+    return (TA)(TU)r;
 }
 #define BOP(x, y) cg_ipow((x), (y))
+#elif defined(BOP_MOD) && defined(TF)
+inline TA cg_fmod(TA x, TA y) {
+    TA r = fmod(x, y);
+#ifndef MOD_FMOD
+    if (r == (TA)0) return copysign((TA)0, y);
+    if ((r < (TA)0) != (y < (TA)0)) r += y;
+#endif
+    return r;
+}
+#define BOP(x, y) cg_fmod((x), (y))
+#elif defined(BOP_MOD)
+inline TA cg_imod(TC x, TC y) {
+    if (y == (TC)0) return (TA)0;
+#ifdef TSIGNED
+    if (y == (TC)-1) return (TA)0; /* MIN % -1 overflows in C */
+#endif
+    TC r = x % y;
+#if defined(TSIGNED) && !defined(MOD_FMOD)
+    if (r != (TC)0 && ((r < (TC)0) != (y < (TC)0))) r += y;
+#endif
+    return (TA)r;
+}
+#define BOP(x, y) cg_imod((TC)(x), (TC)(y))
+#elif defined(BOP_SHL) || defined(BOP_SHR)
+/* OpenCL C takes a shift count modulo the width: the range is checked */
+inline TA cg_shift(TC x, TC y) {
+    const TC bits = (TC)(sizeof(TA) * 8);
+#ifdef TSIGNED
+    if (y < (TC)0 || y >= bits) {
+#ifdef BOP_SHR
+        return x < (TC)0 ? (TA)-1 : (TA)0;
+#else
+        return (TA)0;
+#endif
+    }
+#else
+    if (y >= bits) return (TA)0;
+#endif
+#ifdef BOP_SHL
+    return (TA)(TU)((TW)x << y);
+#else
+    return (TA)(x >> y); /* TC signed for a signed TA: sign-extending */
+#endif
+}
+#define BOP(x, y) cg_shift((TC)(x), (TC)(y))
+#elif defined(BOP_BAND)
+#define BOP(x, y) ((TA)((x) & (y)))
+#elif defined(BOP_BOR)
+#define BOP(x, y) ((TA)((x) | (y)))
+#elif defined(BOP_BXOR)
+#define BOP(x, y) ((TA)((x) ^ (y)))
 #elif defined(BOP_MAX)
 #define BOP(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y)) /* x != x: NaN, never for integers */
 #elif defined(BOP_MIN)

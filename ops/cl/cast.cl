@@ -1,6 +1,9 @@
-/* Kernels of ops/cast.c: cast_<from>_<to> for every pair of the eight
- * dtypes, one element per work item (IDX as in elementwise.cl). Values go
- * through float (float types) or long (integer types and bool):
+/* Kernels of ops/cast.c, one element per work item (IDX as in
+ * elementwise.cl): `cast` built for a pair of dtypes with -DFT and -DTT
+ * (the element types), -DVT (the value's type on the way: float from the
+ * float types, ulong from u64, long from the other integer types and bool),
+ * -DLD=LD_<from> and -DST=ST_<F or I>_<to>; `cast_copy` (-DT) copies the
+ * bits for the same dtype. Values go through float or the 64-bit integer:
  *  - to an integer type from a float: truncation toward zero, NaN gives 0,
  *    values beyond the type's range saturate (as the CPU kernel);
  *  - between integer types: the low bits (two's complement wrap-around);
@@ -18,6 +21,10 @@
 #define LD_u8(p, i) ((long)(p)[i])
 #define LD_i64(p, i) ((p)[i])
 #define LD_bool(p, i) ((long)((p)[i] != 0))
+#define LD_i16(p, i) ((long)(p)[i])
+#define LD_u16(p, i) ((long)(p)[i])
+#define LD_u32(p, i) ((long)(p)[i])
+#define LD_u64(p, i) ((p)[i])
 
 /* v >> shift (1..31), rounded to nearest, ties to even */
 inline uint cg_shift_rne(uint v, int shift) {
@@ -56,229 +63,57 @@ inline ushort cg_bf16_rne(float f) {
 #define ST_F_f16(p, i, v) ((p)[i] = cg_f32_to_f16(v))
 #define ST_F_bf16(p, i, v) ((p)[i] = cg_bf16_rne(v))
 #define ST_F_i32(p, i, v) ((p)[i] = F2I(int, convert_int_rtz, v, 2147483648.0f, -2147483904.0f, INT_MAX, INT_MIN))
-/* i8 and u8 computed in int and narrowed at the store: Mesa's llvmpipe
- * (LLVM 15) crashes legalizing a select of 8-bit values */
+/* the 8- and 16-bit types computed in int and narrowed at the store:
+ * Mesa's llvmpipe (LLVM 15) crashes legalizing a select of 8-bit values */
 #define ST_F_i8(p, i, v) ((p)[i] = (char)F2I(int, convert_int_rtz, v, 128.0f, -129.0f, 127, -128))
 #define ST_F_u8(p, i, v) ((p)[i] = (uchar)F2I(int, convert_int_rtz, v, 256.0f, -1.0f, 255, 0))
+#define ST_F_i16(p, i, v) ((p)[i] = (short)F2I(int, convert_int_rtz, v, 32768.0f, -32769.0f, 32767, -32768))
+#define ST_F_u16(p, i, v) ((p)[i] = (ushort)F2I(int, convert_int_rtz, v, 65536.0f, -1.0f, 65535, 0))
+#define ST_F_u32(p, i, v) ((p)[i] = F2I(uint, convert_uint_rtz, v, 4294967296.0f, -1.0f, UINT_MAX, 0))
 #define ST_F_i64(p, i, v) \
     ((p)[i] = F2I(long, convert_long_rtz, v, 9223372036854775808.0f, -9223373136366403584.0f, LONG_MAX, LONG_MIN))
+#define ST_F_u64(p, i, v) ((p)[i] = F2I(ulong, convert_ulong_rtz, v, 18446744073709551616.0f, -1.0f, ULONG_MAX, 0))
 #define ST_F_bool(p, i, v) ((p)[i] = (uchar)((v) != 0.0f))
 
+/* v a long, or a ulong from u64 (so that it converts to float unsigned) */
 #define ST_I_f32(p, i, v) ((p)[i] = (float)(v))
 #define ST_I_f16(p, i, v) ((p)[i] = cg_f32_to_f16((float)(v)))
 #define ST_I_bf16(p, i, v) ((p)[i] = cg_bf16_rne((float)(v)))
 #define ST_I_i32(p, i, v) ((p)[i] = (int)(uint)(ulong)(v))
 #define ST_I_i8(p, i, v) ((p)[i] = (char)(uchar)(ulong)(v))
 #define ST_I_u8(p, i, v) ((p)[i] = (uchar)(ulong)(v))
-#define ST_I_i64(p, i, v) ((p)[i] = (v))
+#define ST_I_i64(p, i, v) ((p)[i] = (long)(v))
 #define ST_I_bool(p, i, v) ((p)[i] = (uchar)((v) != 0))
+#define ST_I_i16(p, i, v) ((p)[i] = (short)(ushort)(ulong)(v))
+#define ST_I_u16(p, i, v) ((p)[i] = (ushort)(ulong)(v))
+#define ST_I_u32(p, i, v) ((p)[i] = (uint)(ulong)(v))
+#define ST_I_u64(p, i, v) ((p)[i] = (ulong)(v))
+
+/* The types when the source is built whole: one pair. */
+#ifndef FT
+#define FT float
+#define TT int
+#define VT float
+#define LD LD_f32
+#define ST ST_F_i32
+#endif
+#ifndef T
+#define T uint
+#endif
+
+#if CG_WANT(cast)
+__kernel void cast(__global const FT *xp, __global TT *yp, long n) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= (IDX)n) return;
+    VT v = LD(xp, i);
+    ST(yp, i, v);
+}
+#endif
 
 /* The same dtype: the bits as they are (a NaN's payload too). */
-#define COPY(NAME, T)                                                              \
-    __kernel void cast_##NAME(__global const T *xp, __global T *yp, long n) {      \
-        IDX i = (IDX)get_global_id(0);                                             \
-        if (i < (IDX)n) yp[i] = xp[i];                                             \
-    }
-
-/* cast_FROM_TO: FT and TT the element types, K F or I (through float or
- * long), VT that type. */
-#define CAST(FROM, FT, K, VT, TO, TT)                                              \
-    __kernel void cast_##FROM##_##TO(__global const FT *xp, __global TT *yp, long n) { \
-        IDX i = (IDX)get_global_id(0);                                             \
-        if (i >= (IDX)n) return;                                                   \
-        VT v = LD_##FROM(xp, i);                                                   \
-        ST_##K##_##TO(yp, i, v);                                                   \
-    }
-
-#if CG_WANT(cast_f32_f32)
-COPY(f32_f32, uint)
-#endif
-#if CG_WANT(cast_f32_i32)
-CAST(f32, float, F, float, i32, int)
-#endif
-#if CG_WANT(cast_f32_f16)
-CAST(f32, float, F, float, f16, ushort)
-#endif
-#if CG_WANT(cast_f32_bf16)
-CAST(f32, float, F, float, bf16, ushort)
-#endif
-#if CG_WANT(cast_f32_i8)
-CAST(f32, float, F, float, i8, char)
-#endif
-#if CG_WANT(cast_f32_u8)
-CAST(f32, float, F, float, u8, uchar)
-#endif
-#if CG_WANT(cast_f32_i64)
-CAST(f32, float, F, float, i64, long)
-#endif
-#if CG_WANT(cast_f32_bool)
-CAST(f32, float, F, float, bool, uchar)
-#endif
-#if CG_WANT(cast_i32_f32)
-CAST(i32, int, I, long, f32, float)
-#endif
-#if CG_WANT(cast_i32_i32)
-COPY(i32_i32, uint)
-#endif
-#if CG_WANT(cast_i32_f16)
-CAST(i32, int, I, long, f16, ushort)
-#endif
-#if CG_WANT(cast_i32_bf16)
-CAST(i32, int, I, long, bf16, ushort)
-#endif
-#if CG_WANT(cast_i32_i8)
-CAST(i32, int, I, long, i8, char)
-#endif
-#if CG_WANT(cast_i32_u8)
-CAST(i32, int, I, long, u8, uchar)
-#endif
-#if CG_WANT(cast_i32_i64)
-CAST(i32, int, I, long, i64, long)
-#endif
-#if CG_WANT(cast_i32_bool)
-CAST(i32, int, I, long, bool, uchar)
-#endif
-#if CG_WANT(cast_f16_f32)
-CAST(f16, ushort, F, float, f32, float)
-#endif
-#if CG_WANT(cast_f16_i32)
-CAST(f16, ushort, F, float, i32, int)
-#endif
-#if CG_WANT(cast_f16_f16)
-COPY(f16_f16, ushort)
-#endif
-#if CG_WANT(cast_f16_bf16)
-CAST(f16, ushort, F, float, bf16, ushort)
-#endif
-#if CG_WANT(cast_f16_i8)
-CAST(f16, ushort, F, float, i8, char)
-#endif
-#if CG_WANT(cast_f16_u8)
-CAST(f16, ushort, F, float, u8, uchar)
-#endif
-#if CG_WANT(cast_f16_i64)
-CAST(f16, ushort, F, float, i64, long)
-#endif
-#if CG_WANT(cast_f16_bool)
-CAST(f16, ushort, F, float, bool, uchar)
-#endif
-#if CG_WANT(cast_bf16_f32)
-CAST(bf16, ushort, F, float, f32, float)
-#endif
-#if CG_WANT(cast_bf16_i32)
-CAST(bf16, ushort, F, float, i32, int)
-#endif
-#if CG_WANT(cast_bf16_f16)
-CAST(bf16, ushort, F, float, f16, ushort)
-#endif
-#if CG_WANT(cast_bf16_bf16)
-COPY(bf16_bf16, ushort)
-#endif
-#if CG_WANT(cast_bf16_i8)
-CAST(bf16, ushort, F, float, i8, char)
-#endif
-#if CG_WANT(cast_bf16_u8)
-CAST(bf16, ushort, F, float, u8, uchar)
-#endif
-#if CG_WANT(cast_bf16_i64)
-CAST(bf16, ushort, F, float, i64, long)
-#endif
-#if CG_WANT(cast_bf16_bool)
-CAST(bf16, ushort, F, float, bool, uchar)
-#endif
-#if CG_WANT(cast_i8_f32)
-CAST(i8, char, I, long, f32, float)
-#endif
-#if CG_WANT(cast_i8_i32)
-CAST(i8, char, I, long, i32, int)
-#endif
-#if CG_WANT(cast_i8_f16)
-CAST(i8, char, I, long, f16, ushort)
-#endif
-#if CG_WANT(cast_i8_bf16)
-CAST(i8, char, I, long, bf16, ushort)
-#endif
-#if CG_WANT(cast_i8_i8)
-COPY(i8_i8, uchar)
-#endif
-#if CG_WANT(cast_i8_u8)
-CAST(i8, char, I, long, u8, uchar)
-#endif
-#if CG_WANT(cast_i8_i64)
-CAST(i8, char, I, long, i64, long)
-#endif
-#if CG_WANT(cast_i8_bool)
-CAST(i8, char, I, long, bool, uchar)
-#endif
-#if CG_WANT(cast_u8_f32)
-CAST(u8, uchar, I, long, f32, float)
-#endif
-#if CG_WANT(cast_u8_i32)
-CAST(u8, uchar, I, long, i32, int)
-#endif
-#if CG_WANT(cast_u8_f16)
-CAST(u8, uchar, I, long, f16, ushort)
-#endif
-#if CG_WANT(cast_u8_bf16)
-CAST(u8, uchar, I, long, bf16, ushort)
-#endif
-#if CG_WANT(cast_u8_i8)
-CAST(u8, uchar, I, long, i8, char)
-#endif
-#if CG_WANT(cast_u8_u8)
-COPY(u8_u8, uchar)
-#endif
-#if CG_WANT(cast_u8_i64)
-CAST(u8, uchar, I, long, i64, long)
-#endif
-#if CG_WANT(cast_u8_bool)
-CAST(u8, uchar, I, long, bool, uchar)
-#endif
-#if CG_WANT(cast_i64_f32)
-CAST(i64, long, I, long, f32, float)
-#endif
-#if CG_WANT(cast_i64_i32)
-CAST(i64, long, I, long, i32, int)
-#endif
-#if CG_WANT(cast_i64_f16)
-CAST(i64, long, I, long, f16, ushort)
-#endif
-#if CG_WANT(cast_i64_bf16)
-CAST(i64, long, I, long, bf16, ushort)
-#endif
-#if CG_WANT(cast_i64_i8)
-CAST(i64, long, I, long, i8, char)
-#endif
-#if CG_WANT(cast_i64_u8)
-CAST(i64, long, I, long, u8, uchar)
-#endif
-#if CG_WANT(cast_i64_i64)
-COPY(i64_i64, ulong)
-#endif
-#if CG_WANT(cast_i64_bool)
-CAST(i64, long, I, long, bool, uchar)
-#endif
-#if CG_WANT(cast_bool_f32)
-CAST(bool, uchar, I, long, f32, float)
-#endif
-#if CG_WANT(cast_bool_i32)
-CAST(bool, uchar, I, long, i32, int)
-#endif
-#if CG_WANT(cast_bool_f16)
-CAST(bool, uchar, I, long, f16, ushort)
-#endif
-#if CG_WANT(cast_bool_bf16)
-CAST(bool, uchar, I, long, bf16, ushort)
-#endif
-#if CG_WANT(cast_bool_i8)
-CAST(bool, uchar, I, long, i8, char)
-#endif
-#if CG_WANT(cast_bool_u8)
-CAST(bool, uchar, I, long, u8, uchar)
-#endif
-#if CG_WANT(cast_bool_i64)
-CAST(bool, uchar, I, long, i64, long)
-#endif
-#if CG_WANT(cast_bool_bool)
-COPY(bool_bool, uchar)
+#if CG_WANT(cast_copy)
+__kernel void cast_copy(__global const T *xp, __global T *yp, long n) {
+    IDX i = (IDX)get_global_id(0);
+    if (i < (IDX)n) yp[i] = xp[i];
+}
 #endif

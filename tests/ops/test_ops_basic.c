@@ -666,8 +666,9 @@ START_TEST(test_cast) {
     }
     /* Errors. */
     th_set_string(&at, &cg_op_cast, "to", "f64");
-    expect_infer_fail(&cg_op_cast, 1, &in, &at, 1,
-                      "'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool), got \"f64\"");
+    expect_infer_fail(
+        &cg_op_cast, 1, &in, &at, 1,
+        "'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64), got \"f64\"");
     th_attrs none;
     th_attrs_init(&none, &cg_op_cast);
     expect_infer_fail(&cg_op_cast, 1, &in, &none, 1, "'to' is required");

@@ -17,6 +17,10 @@ static void print_elem(const cg_tensor *t, int64_t k) {
     case CG_I64: printf(" %lld", (long long)((const int64_t *)d)[k]); return;
     case CG_I8: printf(" %d", (int)((const int8_t *)d)[k]); return;
     case CG_U8: printf(" %u", (unsigned)((const uint8_t *)d)[k]); return;
+    case CG_I16: printf(" %d", (int)((const int16_t *)d)[k]); return;
+    case CG_U16: printf(" %u", (unsigned)((const uint16_t *)d)[k]); return;
+    case CG_U32: printf(" %lu", (unsigned long)((const uint32_t *)d)[k]); return;
+    case CG_U64: printf(" %llu", (unsigned long long)((const uint64_t *)d)[k]); return;
     case CG_BOOL: printf(" %s", ((const uint8_t *)d)[k] ? "True" : "False"); return;
     default: printf(" %d", (int)((const int32_t *)d)[k]); return; /* CG_I32 */
     }

@@ -41,6 +41,10 @@ VALUES = {
     "u8": np.array([0, 255, 1, 128], dtype=np.uint8),
     "i64": np.array([0, -1, 2**40, -2**63, 2**63 - 1], dtype=np.int64),
     "bool": np.array([True, False, True], dtype=np.bool_),
+    "i16": np.array([-32768, 32767, 0, -1, 256], dtype=np.int16),
+    "u16": np.array([0, 65535, 1, 32768], dtype=np.uint16),
+    "u32": np.array([[0, 4294967295, 1], [2**31, 65536, 7]], dtype=np.uint32),
+    "u64": np.array([0, 2**64 - 1, 2**63, 2**40, 1], dtype=np.uint64),
 }
 F64 = np.array([0.1, 1e300, -2.5], dtype=np.float64)
 

@@ -506,7 +506,8 @@ def write_data(d, model_path, bindings, info, reference=None):
         for kind, names, vals in (("input", list(feed), list(feed.values())), ("output", outs, got)):
             for i, (n, a) in enumerate(zip(names, vals)):
                 with open(os.path.join(sd, "%s_%d.pb" % (kind, i)), "wb") as f:
-                    f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+                    # np.ascontiguousarray would make a scalar 1-D (silero's sr)
+                    f.write(numpy_helper.from_array(np.array(a, order="C", copy=True), n).SerializeToString())
         k += 1
     info["sets"] = k
 

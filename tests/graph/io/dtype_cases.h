@@ -28,6 +28,10 @@ static const dtype_case DTYPE_CASES[] = {
     {"u8", CG_U8, 1, {4}, {0, 255, 1, 128}},
     {"i64", CG_I64, 1, {5}, {0, UINT64_MAX, UINT64_C(1) << 40, UINT64_C(1) << 63, INT64_MAX}},
     {"bool", CG_BOOL, 1, {3}, {1, 0, 1}},
+    {"i16", CG_I16, 1, {5}, {0x8000, 0x7FFF, 0, 0xFFFF, 0x100}},
+    {"u16", CG_U16, 1, {4}, {0, 0xFFFF, 1, 0x8000}},
+    {"u32", CG_U32, 2, {2, 3}, {0, 0xFFFFFFFF, 1, 0x80000000, 0x10000, 7}},
+    {"u64", CG_U64, 1, {5}, {0, UINT64_MAX, UINT64_C(1) << 63, UINT64_C(1) << 40, 1}},
 };
 #define N_DTYPE_CASES (sizeof DTYPE_CASES / sizeof DTYPE_CASES[0])
 

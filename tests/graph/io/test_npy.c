@@ -22,7 +22,8 @@
 #define CG_TEST_DATA_DIR "tests/data"
 #endif
 
-static const cg_dtype ALL_DTYPES[] = {CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL};
+static const cg_dtype ALL_DTYPES[] = {CG_F32, CG_I32,  CG_F16, CG_BF16, CG_I8,  CG_U8,
+                                      CG_I64, CG_BOOL, CG_I16, CG_U16,  CG_U32, CG_U64};
 #define N_DTYPES (sizeof ALL_DTYPES / sizeof ALL_DTYPES[0])
 
 /* ------------------------------------------------------------------ */
@@ -179,7 +180,7 @@ START_TEST(test_tensor_errors) {
     int64_t big2[1] = {INT64_C(1) << 61}; /* numel fits, bytes do not */
     expect_create_fail(CG_I32, 1, big2, "is too large");
     int64_t ok[1] = {1};
-    expect_create_fail((cg_dtype)9, 1, ok, "invalid dtype 9");
+    expect_create_fail((cg_dtype)13, 1, ok, "invalid dtype 13");
     expect_create_fail((cg_dtype)0, 1, ok, "invalid dtype 0");
     int64_t big8[1] = {INT64_C(1) << 60}; /* i64: 2^63 bytes */
     expect_create_fail(CG_I64, 1, big8, "i64[1152921504606846976] is too large");
@@ -257,18 +258,30 @@ START_TEST(test_convert_floats) {
 END_TEST
 
 static int64_t int_lo(cg_dtype t) {
-    return t == CG_I64 ? INT64_MIN : t == CG_I32 ? INT32_MIN : t == CG_I8 ? INT8_MIN : 0;
+    return t == CG_I64 ? INT64_MIN : t == CG_I32 ? INT32_MIN : t == CG_I16 ? INT16_MIN : t == CG_I8 ? INT8_MIN : 0;
 }
+/* u64's top half is tested on its own (test_convert_u64_top) */
 static int64_t int_hi(cg_dtype t) {
-    return t == CG_I64 ? INT64_MAX : t == CG_I32 ? INT32_MAX : t == CG_I8 ? INT8_MAX : t == CG_U8 ? UINT8_MAX : 1;
+    switch (t) {
+    case CG_I64:
+    case CG_U64: return INT64_MAX;
+    case CG_I32: return INT32_MAX;
+    case CG_U32: return UINT32_MAX;
+    case CG_I16: return INT16_MAX;
+    case CG_U16: return UINT16_MAX;
+    case CG_I8: return INT8_MAX;
+    case CG_U8: return UINT8_MAX;
+    default: return 1;
+    }
 }
 
 /* Every pair of integer dtypes: the values both hold convert; the first
  * value past the target's range fails, named by index and value. */
 START_TEST(test_convert_integers) {
-    static const cg_dtype ints[] = {CG_I64, CG_I32, CG_I8, CG_U8, CG_BOOL};
-    for (size_t a = 0; a < 5; a++)
-        for (size_t b = 0; b < 5; b++) {
+    static const cg_dtype ints[] = {CG_I64, CG_I32, CG_I8, CG_U8, CG_BOOL, CG_I16, CG_U16, CG_U32, CG_U64};
+    const size_t n = sizeof ints / sizeof ints[0];
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++) {
             cg_dtype from = ints[a], to = ints[b];
             ck_assert_int_eq(cg_dtype_convert_exact(from, to), 1);
             int64_t lo = int_lo(from) > int_lo(to) ? int_lo(from) : int_lo(to);
@@ -298,6 +311,27 @@ START_TEST(test_convert_integers) {
 }
 END_TEST
 
+/* A u64 past INT64_MAX fits no other integer type; the message has its
+ * unsigned value. */
+START_TEST(test_convert_u64_top) {
+    const uint64_t in[3] = {1, UINT64_C(1) << 63, UINT64_MAX}, want[3] = {1, UINT64_C(1) << 63, UINT64_MAX};
+    expect_convert(CG_U64, CG_U64, 3, in, want);
+    static const cg_dtype to[] = {CG_I64, CG_U32, CG_I8, CG_BOOL};
+    for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) {
+        cg_tensor *t = make_bits(CG_U64, 3, in), *u = (cg_tensor *)&u;
+        ck_assert_int_eq(cg_tensor_convert(t, to[i], &u), CG_ERR_UNSUPPORTED);
+        ck_assert_ptr_null(u);
+        char want_msg[256];
+        snprintf(
+            want_msg, sizeof want_msg,
+            "cannot convert tensor u64[3] to %s: element 1 has value 9223372036854775808, which does not fit in %s",
+            cg_dtype_name(to[i]), cg_dtype_name(to[i]));
+        ck_assert_str_eq(cg_last_error(), want_msg);
+        cg_tensor_free(t);
+    }
+}
+END_TEST
+
 START_TEST(test_convert_unsupported) {
     /* what converts, and whether exactly */
     for (size_t a = 0; a < N_DTYPES; a++)
@@ -320,10 +354,10 @@ START_TEST(test_convert_unsupported) {
             cg_tensor_free(t);
         }
     ck_assert_int_eq(cg_dtype_convert_exact(CG_F32, (cg_dtype)0), 0);
-    ck_assert_int_eq(cg_dtype_convert_exact((cg_dtype)9, (cg_dtype)9), 0);
+    ck_assert_int_eq(cg_dtype_convert_exact((cg_dtype)13, (cg_dtype)13), 0);
     cg_tensor *t, *u;
     ck_assert_int_eq(cg_tensor_create(CG_F32, 0, NULL, &t), CG_OK);
-    ck_assert_int_eq(cg_tensor_convert(t, (cg_dtype)9, &u), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_tensor_convert(t, (cg_dtype)13, &u), CG_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(u);
     ck_assert_int_eq(cg_tensor_convert(NULL, CG_F32, &u), CG_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(cg_tensor_convert(t, CG_F32, NULL), CG_ERR_INVALID_ARGUMENT);
@@ -447,6 +481,8 @@ START_TEST(test_load_small_types) {
         {">i1", CG_I8, {0x00, 0x02}},
         {"|u1", CG_U8, {0xff, 0x00}},
         {"<u1", CG_U8, {0x80, 0x01}},
+        {"<i2", CG_I16, {0x00, 0x80, 0xff, 0x7f}}, /* -32768, 32767 */
+        {"<u2", CG_U16, {0xff, 0xff, 0x01, 0x00}}, /* 65535, 1 */
         {"|b1", CG_BOOL, {0x01, 0x00}},
         {">b1", CG_BOOL, {0x00, 0x01}},
     };
@@ -745,8 +781,8 @@ START_TEST(test_bad_dtype_and_data) {
     char want[700];
     snprintf(want, sizeof want,
              "%s: unsupported dtype '<c8' (expected '<f4' float32, '<f8' float64, '<f2' float16, "
-             "'<V2' bfloat16 (ml_dtypes), '<i8' int64, '<i4' int32, '|i1' int8, '|u1' uint8 or "
-             "'|b1' bool)",
+             "'<V2' bfloat16 (ml_dtypes), '<i8' int64, '<i4' int32, '<i2' int16, '|i1' int8, '<u8' uint64, "
+             "'<u4' uint32, '<u2' uint16, '|u1' uint8 or '|b1' bool)",
              p);
     ck_assert_str_eq(cg_last_error(), want);
 
@@ -763,15 +799,17 @@ START_TEST(test_bad_dtype_and_data) {
                     "unsupported dtype '|f2'");
     expect_npy_fail("{'descr': '=i1', 'fortran_order': False, 'shape': (4,)}", 4, CG_ERR_UNSUPPORTED,
                     "unsupported dtype '=i1'");
-    expect_npy_fail("{'descr': '<u2', 'fortran_order': False, 'shape': (2,)}", 4, CG_ERR_UNSUPPORTED,
-                    "unsupported dtype '<u2'");
+    expect_npy_fail("{'descr': '<c8', 'fortran_order': False, 'shape': (2,)}", 16, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '<c8'");
+    expect_npy_fail("{'descr': '>u2', 'fortran_order': False, 'shape': (2,)}", 4, CG_ERR_UNSUPPORTED,
+                    "big-endian data ('>u2') is not supported");
     {
         const unsigned char bools[4] = {0, 1, 255, 0};
         expect_load_fail(write_npy("b.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (4,)}", bools, 4),
                          CG_ERR_FORMAT, "element 2 of the bool array is 255, not 0 (False) or 1 (True)");
     }
-    expect_npy_fail("{'descr': '<u4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
-                    "unsupported dtype '<u4'");
+    expect_npy_fail("{'descr': '<u1x', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
+                    "unsupported dtype '<u1x'");
     expect_npy_fail("{'descr': '=f4', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
                     "unsupported dtype '=f4'");
     expect_npy_fail("{'descr': '', 'fortran_order': False, 'shape': (1,)}", 4, CG_ERR_UNSUPPORTED,
@@ -839,6 +877,7 @@ static Suite *npy_suite(void) {
     tcase_add_test(tc, test_tensor_errors);
     tcase_add_test(tc, test_convert_floats);
     tcase_add_test(tc, test_convert_integers);
+    tcase_add_test(tc, test_convert_u64_top);
     tcase_add_test(tc, test_convert_unsupported);
     suite_add_tcase(s, tc);
     TCase *ld = tcase_create("load");

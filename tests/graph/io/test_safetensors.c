@@ -683,12 +683,12 @@ START_TEST(test_bad_tensors) {
     ck_assert_str_eq(cg_last_error(), want);
 
     expect_st_fail("{\"x\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", d, 16, CG_ERR_UNSUPPORTED,
-                   "tensor 'x': unsupported dtype 'F64' (supported: F32, F16, BF16, I64, I32, I8, "
-                   "U8, BOOL)");
+                   "tensor 'x': unsupported dtype 'F64' (supported: F32, F16, BF16, I64, I32, I16, "
+                   "I8, U64, U32, U16, U8, BOOL)");
     expect_st_fail("{\"x\":{\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]}}", d, 8, CG_ERR_UNSUPPORTED,
                    "unsupported dtype 'f32'");
-    expect_st_fail("{\"x\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[0,4]}}", d, 4, CG_ERR_UNSUPPORTED,
-                   "tensor 'x': unsupported dtype 'U16'");
+    expect_st_fail("{\"x\":{\"dtype\":\"C64\",\"shape\":[2],\"data_offsets\":[0,16]}}", d, 16, CG_ERR_UNSUPPORTED,
+                   "tensor 'x': unsupported dtype 'C64'");
     expect_st_fail("{\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2, CG_ERR_UNSUPPORTED,
                    "tensor 'x': unsupported dtype 'F8_E4M3'");
     expect_st_fail("{\"x\":{\"dtype\":\"bool\",\"shape\":[2],\"data_offsets\":[0,2]}}", d, 2, CG_ERR_UNSUPPORTED,
@@ -969,14 +969,15 @@ END_TEST
 
 /* Every dtype and shape through the writer and the reader. */
 START_TEST(test_writer_roundtrip) {
-    static const cg_dtype dts[] = {CG_F32, CG_I32, CG_F16, CG_BF16, CG_I8, CG_U8, CG_I64, CG_BOOL};
+    static const cg_dtype dts[] = {CG_F32, CG_I32,  CG_F16, CG_BF16, CG_I8,  CG_U8,
+                                   CG_I64, CG_BOOL, CG_I16, CG_U16,  CG_U32, CG_U64};
     int64_t shapes[][8] = {{0}, {7}, {0, 3}, {2, 3, 5}, {1, 2, 1, 2, 1, 2, 1, 3}};
     int ranks[] = {0, 1, 2, 3, 8};
-    cg_tensor *ts[40];
-    char names[40][16];
-    const char *np[40];
+    cg_tensor *ts[60];
+    char names[60][16];
+    const char *np[60];
     int n = 0;
-    for (int d = 0; d < 8; d++)
+    for (int d = 0; d < 12; d++)
         for (int s = 0; s < 5; s++, n++) {
             ck_assert_int_eq(cg_tensor_create(dts[d], ranks[s], shapes[s], &ts[n]), CG_OK);
             unsigned char *b = cg_tensor_data(ts[n]);
@@ -1026,7 +1027,8 @@ START_TEST(test_views_by_dtype) {
         const char *st;
         cg_dtype stored, legacy;
     } c[] = {{"F32", CG_F32, CG_F32}, {"F16", CG_F16, CG_F32}, {"BF16", CG_BF16, CG_F32}, {"I32", CG_I32, CG_I32},
-             {"I64", CG_I64, CG_I32}, {"I8", CG_I8, CG_I8},    {"U8", CG_U8, CG_U8},      {"BOOL", CG_BOOL, CG_BOOL}};
+             {"I64", CG_I64, CG_I32}, {"I8", CG_I8, CG_I8},    {"U8", CG_U8, CG_U8},      {"BOOL", CG_BOOL, CG_BOOL},
+             {"I16", CG_I16, CG_I16}, {"U16", CG_U16, CG_U16}, {"U32", CG_U32, CG_U32},   {"U64", CG_U64, CG_U64}};
     unsigned char zeros[16] = {0};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         size_t es = cg_dtype_size(c[i].stored);

@@ -891,12 +891,14 @@ START_TEST(test_every_dtype) {
         const char *name;
         cg_dtype t;
     } dts[] = {{"f32", CG_F32}, {"i32", CG_I32}, {"f16", CG_F16}, {"bf16", CG_BF16},
-               {"i8", CG_I8},   {"u8", CG_U8},   {"i64", CG_I64}, {"bool", CG_BOOL}};
+               {"i8", CG_I8},   {"u8", CG_U8},   {"i64", CG_I64}, {"bool", CG_BOOL},
+               {"i16", CG_I16}, {"u16", CG_U16}, {"u32", CG_U32}, {"u64", CG_U64}};
+    enum { N_DT = (int)(sizeof dts / sizeof dts[0]) };
     char text[2048] = "graph g {\n";
     size_t u = strlen(text);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < N_DT; i++)
         u += (size_t)snprintf(text + u, sizeof text - u, "  input x_%s: %s[B, %d]\n", dts[i].name, dts[i].name, i);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < N_DT; i++)
         u += (size_t)snprintf(text + u, sizeof text - u, "  param w_%s: %s[%d] = \"%s.weight\"\n", dts[i].name,
                               dts[i].name, i + 1, dts[i].name);
     snprintf(text + u, sizeof text - u, "  output x_f32\n}\n");
@@ -904,8 +906,8 @@ START_TEST(test_every_dtype) {
     ck_assert_str_eq(s, text); /* already canonical */
     cg_model *m = parse(text);
     cg_graph *g = m->graphs[0];
-    ck_assert_int_eq(cg_graph_input_count(g), 8);
-    for (int i = 0; i < 8; i++) {
+    ck_assert_int_eq(cg_graph_input_count(g), N_DT);
+    for (int i = 0; i < N_DT; i++) {
         ck_assert_int_eq(cg_graph_input_dtype(g, i), dts[i].t);
         char vname[32];
         snprintf(vname, sizeof vname, "w_%s", dts[i].name);
@@ -913,7 +915,7 @@ START_TEST(test_every_dtype) {
         ck_assert_int_ge(v, 0);
         ck_assert_int_eq(g->values[v].dtype, dts[i].t);
     }
-    ck_assert_int_eq(cg_graph_input_dtype(g, 8), 0);
+    ck_assert_int_eq(cg_graph_input_dtype(g, N_DT), 0);
     ck_assert_int_eq(cg_graph_input_dtype(g, -1), 0);
     ck_assert_int_eq(cg_graph_input_dtype(NULL, 0), 0);
     cg_model_free(m);
@@ -921,13 +923,13 @@ START_TEST(test_every_dtype) {
     /* the builder, every dtype */
     ck_assert_int_eq(cg_model_create(&g_ctx, &m), CG_OK);
     ck_assert_int_eq(cg_model_add_graph(m, "g", &g), CG_OK);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < N_DT; i++) {
         char name[32];
         cg_dim d[2] = {CG_SYM("B"), CG_DIM(i)};
         snprintf(name, sizeof name, "x_%s", dts[i].name);
         ck_assert_int_eq(cg_graph_add_input(g, name, dts[i].t, 2, d), CG_OK);
     }
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < N_DT; i++) {
         char name[32], weight[32];
         cg_dim d[1] = {CG_DIM(i + 1)};
         snprintf(name, sizeof name, "w_%s", dts[i].name);
@@ -946,11 +948,12 @@ END_TEST
 
 START_TEST(test_errors_decls) {
     parse_err("graph g {\n  input x: f64[2]\n}",
-              "m.cg:2:12: unknown dtype 'f64' (expected f32, i32, f16, bf16, i8, u8, i64 or bool)");
+              "m.cg:2:12: unknown dtype 'f64' (expected f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64)");
     parse_err("graph g {\n  input x:F32[2]\n}",
-              "m.cg:2:11: unknown dtype 'F32' (expected f32, i32, f16, bf16, i8, u8, i64 or bool)");
-    parse_err("graph g {\n  param w: int64[2] = \"w\"\n}",
-              "m.cg:2:12: unknown dtype 'int64' (expected f32, i32, f16, bf16, i8, u8, i64 or bool)");
+              "m.cg:2:11: unknown dtype 'F32' (expected f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64)");
+    parse_err(
+        "graph g {\n  param w: int64[2] = \"w\"\n}",
+        "m.cg:2:12: unknown dtype 'int64' (expected f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64)");
     parse_err("graph g {\n  input x: [2]\n}", "m.cg:2:12: expected a type such as f32[2, 3], got '['");
     parse_err("graph g {\n  input x: f32[B x]\n}", "m.cg:2:18: expected ']' or ',' in shape, got 'x'");
     parse_err("graph g {\n  input x: f32 2]\n}", "m.cg:2:16: expected '[' after the dtype, got '2'");
@@ -1419,8 +1422,8 @@ START_TEST(test_builder_errors) {
     ck_assert_str_eq(cg_last_error(), "<builder>: value 'x' is already defined");
     ck_assert_int_eq(cg_graph_add_input(g, "x-1\xff", CG_F32, 1, d1), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "cg_graph_add_input: invalid value name 'x-1?'");
-    ck_assert_int_eq(cg_graph_add_input(g, "y", (cg_dtype)9, 1, d1), CG_ERR_INVALID_ARGUMENT);
-    ck_assert_str_eq(cg_last_error(), "cg_graph_add_input: invalid dtype 9 for 'y'");
+    ck_assert_int_eq(cg_graph_add_input(g, "y", (cg_dtype)13, 1, d1), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cg_graph_add_input: invalid dtype 13 for 'y'");
     ck_assert_int_eq(cg_graph_add_param(g, "y", "w", (cg_dtype)0, 1, d1), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "cg_graph_add_param: invalid dtype 0 for 'y'");
     ck_assert_int_eq(cg_graph_add_input(g, "y", CG_F32, 9, NULL), CG_ERR_INVALID_ARGUMENT);

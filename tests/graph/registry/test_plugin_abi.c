@@ -125,6 +125,39 @@ START_TEST(test_versions_load) {
 }
 END_TEST
 
+/* A plugin built before ABI 1.5 (1.0, 1.2) is never given a tensor of the
+ * element types 1.5 added (its own tables stop at bool): the node fails
+ * verification with the type, the plugin and its ABI named, before the
+ * plugin's infer runs; a type it knows still reaches its infer, and so does
+ * every type for the plugin built against today's header ("1_1"). */
+START_TEST(test_new_dtypes_refused) {
+    cg_context *ctx = context_with_all();
+    static const char *const types[] = {"i16", "u16", "u32", "u64"};
+    for (int v = 0; v < 3; v++)
+        for (int t = 0; t < 4; t++) {
+            char text[256], want[160];
+            snprintf(text, sizeof text,
+                     "graph g {\n  input x: %s[3]\n  input w: f32[3]\n  y = %s(x, w)\n  output y\n}\n", types[t],
+                     ops[v]);
+            cg_model *m;
+            ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "t.cg", &m), CG_OK);
+            ck_assert_int_eq(cg_model_verify(m), CG_ERR_VERIFY);
+            snprintf(want, sizeof want, "input 0 is %s, a type plugin 'test-abi-1.%c' (ABI 1.%c) predates", types[t],
+                     variants[v][2], variants[v][2]);
+            if (v == 1) ck_assert_msg(strstr(cg_last_error(), "x must be f32"), "%s", cg_last_error());
+            else ck_assert_msg(strstr(cg_last_error(), want), "%s lacks %s", cg_last_error(), want);
+            cg_model_free(m);
+        }
+    const char *i8 = "graph g {\n  input x: i8[3]\n  input w: f32[3]\n  y = abi12_scale(x, w)\n  output y\n}\n";
+    cg_model *m;
+    ck_assert_int_eq(cg_model_parse(ctx, i8, strlen(i8), "t.cg", &m), CG_OK);
+    ck_assert_int_eq(cg_model_verify(m), CG_ERR_VERIFY);
+    ck_assert_msg(!strstr(cg_last_error(), "predates"), "%s", cg_last_error());
+    cg_model_free(m);
+    cg_context_free(ctx);
+}
+END_TEST
+
 /* A safetensors file with one f32 tensor "w" of n values. */
 static const char *write_weights(const float *w, int n) {
     char hdr[256];
@@ -270,6 +303,7 @@ int main(void) {
     TCase *tc = tcase_create("abi");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_versions_load);
+    tcase_add_test(tc, test_new_dtypes_refused);
     tcase_add_test(tc, test_call_accessors);
     tcase_add_loop_test(tc, test_versions_run, 0, 2);
     tcase_add_test(tc, test_state_once_per_instance);
