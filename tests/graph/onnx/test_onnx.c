@@ -79,7 +79,7 @@ static const char *node_set(void) {
 }
 
 START_TEST(node_tests_pass) {
-    run_set(node_set(), 754, 931);
+    run_set(node_set(), 784, 931);
     /* the table names each test, device and result; unsupported ones say why */
     ck_assert_ptr_nonnull(strstr(tu_out, "test_gemm_default_vector_bias                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "(Bernoulli, #0): operator Bernoulli is not supported\n"));
