@@ -18,9 +18,29 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[] = {
-    [CG_F32] = {"f32", 4}, [CG_I32] = {"i32", 4}, [CG_F16] = {"f16", 2}, [CG_BF16] = {"bf16", 2},
-    [CG_I8] = {"i8", 1},   [CG_U8] = {"u8", 1},   [CG_I64] = {"i64", 8}, [CG_BOOL] = {"bool", 1},
-    [CG_I16] = {"i16", 2}, [CG_U16] = {"u16", 2}, [CG_U32] = {"u32", 4}, [CG_U64] = {"u64", 8},
+    [CG_F32] = {"f32", 4},
+    [CG_I32] = {"i32", 4},
+    [CG_F16] = {"f16", 2},
+    [CG_BF16] = {"bf16", 2},
+    [CG_I8] = {"i8", 1},
+    [CG_U8] = {"u8", 1},
+    [CG_I64] = {"i64", 8},
+    [CG_BOOL] = {"bool", 1},
+    [CG_I16] = {"i16", 2},
+    [CG_U16] = {"u16", 2},
+    [CG_U32] = {"u32", 4},
+    [CG_U64] = {"u64", 8},
+    /* the narrow types: one byte per element in memory (dtype.h) */
+    [CG_F8E4M3FN] = {"f8e4m3fn", 1},
+    [CG_F8E4M3FNUZ] = {"f8e4m3fnuz", 1},
+    [CG_F8E5M2] = {"f8e5m2", 1},
+    [CG_F8E5M2FNUZ] = {"f8e5m2fnuz", 1},
+    [CG_F8E8M0] = {"f8e8m0", 1},
+    [CG_F4E2M1] = {"f4e2m1", 1},
+    [CG_I4] = {"i4", 1},
+    [CG_U4] = {"u4", 1},
+    [CG_I2] = {"i2", 1},
+    [CG_U2] = {"u2", 1},
 };
 #define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 
@@ -36,7 +56,10 @@ cg_dtype cg_dtype_parse(const char *s, size_t len) {
     return (cg_dtype)0;
 }
 
-const char *cg_dtype_all_names(void) { return "f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64"; }
+const char *cg_dtype_all_names(void) {
+    return "f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32, u64, f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, "
+           "f8e8m0, f4e2m1, i4, u4, i2 or u2";
+}
 
 uint32_t cg_f16_to_f32_bits(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;

@@ -10,13 +10,14 @@
 #include "clgraph/clgraph.h"
 
 /* The largest cg_dtype value, for tables indexed by dtype. */
-#define CG_DTYPE_LAST CG_U64
+#define CG_DTYPE_LAST CG_U2
 
 /* The dtype named by the `len` bytes at s ("f32", "bf16", "bool", ...: the
  * names cg_dtype_name gives), or 0 when none is. */
 cg_dtype cg_dtype_parse(const char *s, size_t len);
 
-/* Every name, for messages: "f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64". */
+/* Every name, for messages: "f32, i32, f16, bf16, i8, u8, i64, bool, i16,
+ * u16, u32, u64, f8e4m3fn, ..., i2 or u2". */
 const char *cg_dtype_all_names(void);
 
 /* 1 when t is one of the cg_dtype values, else 0. */

@@ -11,14 +11,20 @@
 #include <string.h>
 
 #include "cast.cl.h"
+#include "cast_narrow.h"
 #include "dtype.h"
 
-enum { CAST_TO };
+enum { CAST_TO, CAST_SATURATE, CAST_ROUND_MODE };
 
 static const cg_attr_def cast_attrs[] = {
     CG_ATTR(.name = "to", .type = CG_ATTR_STRING, .required = 1,
             .doc = "target dtype: \"f32\", \"f16\", \"bf16\", \"i8\", \"u8\", \"i16\", \"u16\", \"i32\", \"u32\", "
-                   "\"i64\", \"u64\" or \"bool\""),
+                   "\"i64\", \"u64\", \"bool\" or a narrow type (\"f8e4m3fn\" ... \"u2\")"),
+    CG_ATTR(.name = "saturate", .type = CG_ATTR_INT, .default_int = 1,
+            .doc = "to a float8 type: 1 saturates values past its range at its largest finite value, 0 gives inf "
+                   "or NaN (ONNX Cast's saturate)"),
+    CG_ATTR(.name = "round_mode", .type = CG_ATTR_STRING, .default_string = "up",
+            .doc = "to f8e8m0: \"up\", \"down\" or \"nearest\" (ONNX Cast's round_mode)"),
 };
 
 static int is_float(cg_op_dtype t) { return t == CG_OP_F32 || t == CG_F16 || t == CG_BF16; }
@@ -33,6 +39,9 @@ static cg_op_status cast_infer(cg_op_call *call) {
     if (!dt)
         return cg_op_fail(call, "attribute 'to' must name a dtype (%s), got \"%s\"", cg_dtype_all_names(),
                           to->s ? to->s : "");
+    if (cg_cast_round_mode(call->attrs[CAST_ROUND_MODE].s) < 0)
+        return cg_op_fail(call, "attribute 'round_mode' must be \"up\", \"down\" or \"nearest\", got \"%s\"",
+                          call->attrs[CAST_ROUND_MODE].s);
     call->outputs[0] = *x;
     call->outputs[0].dtype = (cg_op_dtype)dt;
     return CG_OP_OK;
@@ -122,6 +131,9 @@ static cg_op_status cast_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     cg_op_dtype from = call->inputs[0].dtype, to = call->outputs[0].dtype;
     int64_t n = cg_desc_numel(&call->inputs[0]);
+    if (cg_cast_is_narrow(from, to))
+        return cg_cast_narrow_cpu(a, (int)call->attrs[CAST_SATURATE].i,
+                                  cg_cast_round_mode(call->attrs[CAST_ROUND_MODE].s));
     if (from == to) {
         if (a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], (size_t)n * cg_dtype_size((cg_dtype)from));
         return CG_OP_OK;
@@ -140,6 +152,9 @@ static cg_op_status cast_cpu(const cg_kernel_args *a) {
 static cg_op_status cast_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     cg_op_dtype from = call->inputs[0].dtype, to = call->outputs[0].dtype;
+    if (cg_cast_is_narrow(from, to))
+        return cg_cast_narrow_cl(a, (int)call->attrs[CAST_SATURATE].i,
+                                 cg_cast_round_mode(call->attrs[CAST_ROUND_MODE].s));
     if (from == to && a->out[0] == a->in[0]) return CG_OP_OK;
     if (from == to)
         return cg_ops_cl_unary_built(a, cg_cl_cast, "cast_copy",
@@ -166,7 +181,8 @@ static int32_t cast_conform(int32_t i, cg_conform_case *c) {
         int64_t d[4];
     } shapes[] = {{1, {1}}, {0, {0}}, {1, {0}}, {2, {3, 17}}, {1, {1000}}};
     const int32_t ns = (int32_t)(sizeof shapes / sizeof shapes[0]);
-    if (i < 0 || i >= NT * NT * ns) return 0;
+    if (i >= NT * NT * ns) return cg_cast_narrow_conform(i - NT * NT * ns, c);
+    if (i < 0) return 0;
     int from = i % NT, to = (i / NT) % NT, sh = i / (NT * NT);
     static char attrs[NT][NT][16];
     snprintf(attrs[from][to], sizeof attrs[from][to], "to: \"%s\"", cg_dtype_name((cg_dtype)types[to]));
@@ -187,14 +203,17 @@ static const cg_kernel_def cast_kernels[] = {
 
 const cg_op_def cg_op_cast =
     CG_OP(.name = "cast",
-          .doc =
-              "Converts x of any dtype to the dtype named by the required string attribute to (f32, f16, bf16, "
-              "i8, u8, i16, u16, i32, u32, i64, u64 or bool); the shape is unchanged. Floats to integers truncate "
-              "toward zero, NaN "
-              "becomes 0 and values beyond the target's range saturate to its limits; integers to integers keep "
-              "the low bits (two's complement wrap-around); anything to bool is x != 0 (NaN is true) and bool "
-              "is 0 or 1; to f32, f16 and bf16 rounds to the nearest, ties to even (an i64 "
-              "or u64 goes through f32 on its way to f16 or bf16). The same dtype copies the bits. May run in place.",
+          .doc = "Converts x of any dtype to the dtype named by the required string attribute to (f32, f16, bf16, "
+                 "i8, u8, i16, u16, i32, u32, i64, u64, bool or a narrow type); the shape is unchanged. Floats to "
+                 "integers truncate toward zero, NaN "
+                 "becomes 0 and values beyond the target's range saturate to its limits; integers to integers keep "
+                 "the low bits (two's complement wrap-around); anything to bool is x != 0 (NaN is true) and bool "
+                 "is 0 or 1; to f32, f16 and bf16 rounds to the nearest, ties to even (an i64 "
+                 "or u64 goes through f32 on its way to f16 or bf16). The same dtype copies the bits. The narrow "
+                 "types (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2, u2) convert as ONNX's "
+                 "Cast does: to float8 rounded to nearest even, saturating (saturate: 1) or giving inf/NaN (0); to "
+                 "f8e8m0 rounded by round_mode; to f4e2m1 rounded, saturating at +-6; to i4, u4, i2 and u2 "
+                 "truncated and wrapped to the low bits. May run in place.",
           .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, .input_names = cast_inputs,
           CG_ATTRS(cast_attrs), .infer = cast_infer, CG_KERNELS(cast_kernels), .flags = CG_OP_FLAG_INPLACE0,
           .conform_case = cast_conform);

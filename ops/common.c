@@ -13,11 +13,10 @@ void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d) {
     cg_shape_format(buf, size, 0, d->ndim, d->dims, NULL, 0);
 }
 
-static const char *dtype_str(cg_op_dtype t) { return t == CG_OP_F32 ? "f32" : t == CG_OP_I32 ? "i32" : "?"; }
-
 cg_op_status cg_expect_input(const cg_op_call *call, int i, cg_op_dtype dt, int ndim) {
     const cg_tensor_desc *d = &call->inputs[i];
-    if (d->dtype != dt) return cg_op_fail(call, "input %d must be %s, got %s", i, dtype_str(dt), dtype_str(d->dtype));
+    if (d->dtype != dt)
+        return cg_op_fail(call, "input %d must be %s, got %s", i, cg_ops_dtype_name(dt), cg_ops_dtype_name(d->dtype));
     if (ndim >= 0 && d->ndim != ndim) {
         char b[128];
         cg_ops_format_dims(b, sizeof b, d);

@@ -62,8 +62,10 @@ void cg_ops_format_dims(char *buf, size_t size, const cg_tensor_desc *d);
 
 /* Name of a dtype for messages: "f32", "i64", ... or "unknown dtype". */
 static inline const char *cg_ops_dtype_name(cg_op_dtype t) {
-    static const char *const names[] = {"unknown dtype", "f32",  "i32", "f16", "bf16", "i8", "u8",
-                                        "i64",           "bool", "i16", "u16", "u32",  "u64"};
+    static const char *const names[] = {
+        "unknown dtype", "f32",    "i32",    "f16", "bf16", "i8",       "u8",         "i64",
+        "bool",          "i16",    "u16",    "u32", "u64",  "f8e4m3fn", "f8e4m3fnuz", "f8e5m2",
+        "f8e5m2fnuz",    "f8e8m0", "f4e2m1", "i4",  "u4",   "i2",       "u2"};
     return (int)t >= 0 && (int)t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown dtype";
 }
 

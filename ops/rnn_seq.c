@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-enum { ATTR_HIDDEN, ATTR_LAYERS, ATTR_BIDIRECTIONAL };
+enum { ATTR_HIDDEN, ATTR_LAYERS, ATTR_BIDIRECTIONAL, ATTR_INITIAL };
 
 /* Sizes of one call, all concrete (kernel and workspace). */
 typedef struct seq_dims {
@@ -41,23 +41,45 @@ static int scale_index(const cg_op_call *call, int i) {
     return (int)(2 + 4 * LD + 2 * ((i - 2) / 4) + (i - 2) % 4);
 }
 
+/* With attribute initial: the initial states, h0 (then c0 for the LSTM),
+ * are the last inputs. Their count, and the input index of state i. */
+static int seq_n_states(const cg_op_call *call, int gates) { return call->attrs[ATTR_INITIAL].i ? gates - 2 : 0; }
+static int state_index(const cg_op_call *call, int gates, int i) {
+    return call->n_inputs - seq_n_states(call, gates) + i;
+}
+
+/* Checks the initial states' dtype and shape [L*D, B, H]. */
+static cg_op_status seq_infer_states(cg_op_call *call, int gates, int64_t LD, int64_t B, int64_t H) {
+    static const char *const labels[2] = {"input 'h0' (initial h)", "input 'c0' (initial c)"};
+    const int64_t want[3] = {LD, B, H};
+    for (int i = 0; i < seq_n_states(call, gates); i++)
+        if (cg_ops_expect_f32(call, labels[i], &call->inputs[state_index(call, gates, i)], 3, want)) return CG_OP_ERROR;
+    return CG_OP_OK;
+}
+
 static cg_op_status seq_infer(cg_op_call *call, int gates) {
     const char *op = gates == 3 ? "gru" : "lstm";
     int64_t H = call->attrs[ATTR_HIDDEN].i, L = call->attrs[ATTR_LAYERS].i;
-    int64_t bidir = call->attrs[ATTR_BIDIRECTIONAL].i;
+    int64_t bidir = call->attrs[ATTR_BIDIRECTIONAL].i, initial = call->attrs[ATTR_INITIAL].i;
     if (H < 1) return cg_op_fail(call, "attribute hidden must be >= 1, got %lld", (long long)H);
     if (L < 1 || L > 4096) return cg_op_fail(call, "attribute layers must be in [1, 4096], got %lld", (long long)L);
     if (bidir != 0 && bidir != 1)
         return cg_op_fail(call, "attribute bidirectional must be 0 or 1, got %lld", (long long)bidir);
+    if (initial != 0 && initial != 1)
+        return cg_op_fail(call, "attribute initial must be 0 or 1, got %lld", (long long)initial);
     int64_t D = bidir ? 2 : 1;
     const int q8 = seq_q8(call);
-    int64_t want_inputs = 2 + (q8 ? 6 : 4) * L * D;
+    int64_t want_inputs = 2 + (q8 ? 6 : 4) * L * D + seq_n_states(call, gates);
     if (call->n_inputs != want_inputs)
         return cg_op_fail(call,
-                          "%s with layers = %lld, bidirectional = %lld takes %lld inputs "
-                          "(x, lengths, then %lld weights in PyTorch's state_dict order%s), got %d",
-                          op, (long long)L, (long long)bidir, (long long)want_inputs, (long long)(4 * L * D),
-                          q8 ? ", then the scales of the i8 matrices" : "", call->n_inputs);
+                          "%s with layers = %lld, bidirectional = %lld, initial = %lld takes %lld inputs "
+                          "(x, lengths, then %lld weights in PyTorch's state_dict order%s%s), got %d",
+                          op, (long long)L, (long long)bidir, (long long)initial, (long long)want_inputs,
+                          (long long)(4 * L * D), q8 ? ", then the scales of the i8 matrices" : "",
+                          !initial     ? ""
+                          : gates == 3 ? ", then h0"
+                                       : ", then h0 and c0",
+                          call->n_inputs);
 
     const cg_tensor_desc *x = &call->inputs[0], *len = &call->inputs[1];
     const int64_t any3[3] = {CG_DIM_UNKNOWN, CG_DIM_UNKNOWN, CG_DIM_UNKNOWN};
@@ -70,6 +92,9 @@ static cg_op_status seq_infer(cg_op_call *call, int gates) {
     }
     int64_t B = cg_dim_unify(x->dims[0], len->dims[0]);
     int64_t GH = gates * H;
+    if (seq_infer_states(call, gates, L * D, B, H)) return CG_OP_ERROR;
+    for (int i = 0; i < seq_n_states(call, gates); i++)
+        B = cg_dim_unify(B, call->inputs[state_index(call, gates, i)].dims[1]);
 
     static const char *const kinds[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
     for (int64_t k = 0; k < L; k++) {
@@ -168,16 +193,30 @@ static void seq_step_rows(void *ctx, size_t begin, size_t end) {
     }
 }
 
-/* Runs one direction of one layer: reads `in` [B, S, in_size], writes its
- * half of `out` [B, S, D*H] at the valid positions, leaves the final state of
- * each row (in `order`) in ws->h / ws->c. */
+/* The state one direction starts from: zeros, or the rows of the initial
+ * states `init` (h0 then c0 of this layer and direction, [B, H] in batch
+ * order, NULL without) moved into the state's `order`. */
+static void seq_start_state(const seq_dims *s, const seq_ws *ws, const float *const *init) {
+    const size_t row = sizeof(float) * (size_t)s->H;
+    float *state[2] = {ws->h, ws->c};
+    for (int i = 0; i < s->G - 2; i++) {
+        if (!init[i]) memset(state[i], 0, row * (size_t)s->B);
+        else
+            for (int64_t j = 0; j < s->B; j++) memcpy(state[i] + j * s->H, init[i] + ws->order[j] * s->H, row);
+    }
+}
+
+/* Runs one direction of one layer from the states `init` (see
+ * seq_start_state): reads `in` [B, S, in_size], writes its half of `out`
+ * [B, S, D*H] at the valid positions, leaves the final state of each row
+ * (in `order`) in ws->h / ws->c. */
 static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *lengths, const float *in, int64_t in_size,
                           float *out, int64_t d, const void *w_ih, cg_op_dtype t_ih, const void *w_hh, cg_op_dtype t_hh,
-                          const float *b_ih, const float *b_hh, const float *s_ih, const float *s_hh) {
+                          const float *b_ih, const float *b_hh, const float *s_ih, const float *s_hh,
+                          const float *const *init) {
     const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H;
     cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, NULL, ws->q8, ws->proj, GH);
-    memset(ws->h, 0, sizeof(float) * (size_t)(B * H));
-    if (s->G == 4) memset(ws->c, 0, sizeof(float) * (size_t)(B * H));
+    seq_start_state(s, ws, init);
     int64_t max_len = B ? lengths[ws->order[0]] : 0;
     /* Rows active at step t (lengths > t) are a prefix of `order`: n of them. */
     int64_t n = d ? 0 : B;
@@ -200,10 +239,13 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
     const int32_t *lengths = a->in[1];
     for (int64_t b = 0; b < s.B; b++)
         if (lengths[b] < 0 || lengths[b] > s.S) return cg_op_fail_range(call, 1, "lengths", lengths[b], b, 0, s.S);
+    const int n_states = seq_n_states(call, gates);
     if (s.B == 0 || s.S == 0) {
-        /* Nothing runs (every length is 0): the final states are zero. */
-        for (int i = 1; i < call->n_outputs; i++)
-            if (s.B > 0) memset(a->out[i], 0, sizeof(float) * (size_t)(s.L * s.D * s.B * s.H));
+        /* Nothing runs (every length is 0): the final states are the initial ones. */
+        const size_t bytes = sizeof(float) * (size_t)(s.L * s.D * s.B * s.H);
+        for (int i = 1; i < call->n_outputs && bytes; i++)
+            if (i <= n_states) memcpy(a->out[i], a->in[state_index(call, gates, i - 1)], bytes);
+            else memset(a->out[i], 0, bytes);
         return CG_OP_OK;
     }
     seq_ws ws;
@@ -228,9 +270,12 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
         memset(out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
         for (int64_t d = 0; d < s.D; d++) {
             const int w = weight_index(s.D, k, d, 0);
+            const float *init[2] = {NULL, NULL};
+            for (int i = 0; i < n_states; i++)
+                init[i] = (const float *)a->in[state_index(call, gates, i)] + (k * s.D + d) * s.B * H;
             seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], call->inputs[w].dtype, a->in[w + 1],
                           call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3],
-                          q8 ? a->in[scale_index(call, w)] : NULL, q8 ? a->in[scale_index(call, w + 1)] : NULL);
+                          q8 ? a->in[scale_index(call, w)] : NULL, q8 ? a->in[scale_index(call, w + 1)] : NULL, init);
             /* Final states h_n (output 1) and c_n (output 2), in batch order. */
             for (int i = 1; i < call->n_outputs; i++) {
                 const float *state = i == 1 ? ws.h : ws.c;
@@ -254,14 +299,14 @@ static size_t seq_workspace(const cg_op_call *call, int gates) {
 /* ==== OpenCL ====
  * Per layer and direction: one SGEMM for the input projection of every
  * position, then per time step t = 0..S-1 one SGEMM gh = h W_hh^T over the
- * whole batch (skipped at t = 0, where h is zero) and one fused step kernel
+ * whole batch (skipped at t = 0 from zero states) and one fused step kernel
  * (rnn.cl) that masks rows by their length instead of sorting them: row b
  * updates at step t < lengths[b] (position t forward, lengths[b] - 1 - t
  * backward) and otherwise keeps its state and zeroes the padded position t.
  * The lengths stay on the device; a length outside [0, S] is clamped into it
  * there and recorded in the check words (the run fails as on the CPU). The
  * state lives in h_n / c_n when the node has them (at row k*D + d), else in
- * the workspace. */
+ * the workspace; given initial states are copied there before the steps. */
 
 /* Workspace of the OpenCL kernel, offsets in floats (no host data):
  *   proj  [B*S, G*H], gh [B, G*H], h [B, H], c [B, H] (LSTM),
@@ -335,14 +380,36 @@ static cg_op_status seq_cl_weight(const cg_kernel_args *a, int i, size_t *wide, 
     return CG_OP_OK;
 }
 
-/* A sequence of length 0: nothing runs, the final states are zero. */
-static cg_op_status seq_cl_zero_states(const cg_kernel_args *a, const seq_dims *s) {
+/* Copies n floats from input or output buffer src at s_off to dst at d_off. */
+static cg_op_status seq_cl_copy(const cg_kernel_args *a, cl_long n, void *src, size_t s_off, void *dst, size_t d_off) {
+    cl_kernel k = cg_host_cl_kernel(a, cg_cl_rnn, "", "rnn_copy");
+    if (!k) return CG_OP_ERROR;
+    const cl_mem sm = src, dm = dst;
+    const cl_long so = (cl_long)s_off, dof = (cl_long)d_off;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(sm), CG_OPS_CL_ARG(so), CG_OPS_CL_ARG(dm),
+                                        CG_OPS_CL_ARG(dof)};
+    const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, k, 128, 0), n, 1);
+    if (cg_ops_cl_args(a, k, "rnn_copy", 0, CG_OPS_CL_N_ARGS(args), args) ||
+        cg_ops_cl_launch_1d(a, k, "rnn_copy", n, local))
+        return CG_OP_ERROR;
+    return CG_OP_OK;
+}
+
+/* A sequence of length 0: nothing runs, the final states are the initial
+ * ones (zeros without). */
+static cg_op_status seq_cl_empty_states(const cg_kernel_args *a, const seq_dims *s) {
     const cg_op_call *call = a->call;
+    const int n_states = seq_n_states(call, (int)s->G);
     cl_kernel z = cg_host_cl_kernel(a, cg_cl_rnn, "", "rnn_zero");
     if (!z) return CG_OP_ERROR;
     const cl_long n = (cl_long)(s->L * s->D * s->B * s->H), off = 0;
     const size_t local = cg_ops_cl_fit_work_group(cg_ops_cl_work_group(a, z, 128, 0), n, 1);
     for (int i = 1; i < call->n_outputs; i++) {
+        if (i <= n_states) {
+            if (seq_cl_copy(a, n, (void *)a->in[state_index(call, (int)s->G, i - 1)], 0, a->out[i], 0))
+                return CG_OP_ERROR;
+            continue;
+        }
         cl_mem m = a->out[i];
         const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(n), CG_OPS_CL_ARG(m), CG_OPS_CL_ARG(off)};
         if (cg_ops_cl_args(a, z, "rnn_zero", 0, CG_OPS_CL_N_ARGS(args), args) ||
@@ -368,7 +435,7 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
     const int has_h = call->n_outputs > 1, has_c = call->n_outputs > 2;
     if (cg_ops_cl_check_range(a, 1, B, 0, S)) return CG_OP_ERROR;
 
-    if (S == 0) return seq_cl_zero_states(a, &s);
+    if (S == 0) return seq_cl_empty_states(a, &s);
     cl_kernel k = cg_host_cl_kernel(a, cg_cl_rnn, "", name);
     if (!k) return CG_OP_ERROR;
     /* Work-groups of up to 128 work-items, no wider than a launch needs. */
@@ -419,8 +486,16 @@ static cg_op_status seq_run_cl(const cg_kernel_args *a, int gates) {
                 (gates == 3 ? cg_ops_cl_args(a, k, name, 6, CG_OPS_CL_N_ARGS(tail_gru), tail_gru)
                             : cg_ops_cl_args(a, k, name, 6, CG_OPS_CL_N_ARGS(tail_lstm), tail_lstm)))
                 return CG_OP_ERROR;
+            /* From given states: each layer and direction's rows into the state it updates. */
+            const int n_states = seq_n_states(call, gates);
+            const cl_long n_state = (cl_long)(B * H);
+            if ((n_states > 0 &&
+                 seq_cl_copy(a, n_state, (void *)a->in[state_index(call, gates, 0)], state_off, h_mem, h_off)) ||
+                (n_states > 1 &&
+                 seq_cl_copy(a, n_state, (void *)a->in[state_index(call, gates, 1)], state_off, c_mem, c_off)))
+                return CG_OP_ERROR;
             for (int64_t t = 0; t < S; t++) {
-                const cl_int t32 = (cl_int)t, first = t == 0;
+                const cl_int t32 = (cl_int)t, first = t == 0 && !n_states;
                 if (!first &&
                     cg_host_cl_sgemm(a, 0, 1, B, GH, H, 1.0f, h_mem, h_off, H, w_hh, hh_off, H, 0.0f, ws, w.gh, GH))
                     return CG_OP_ERROR;
@@ -442,14 +517,16 @@ static const cg_attr_def seq_attrs[] = {
     [ATTR_LAYERS] = CG_ATTR(.name = "layers", .type = CG_ATTR_INT, .default_int = 1, .doc = "number of stacked layers"),
     [ATTR_BIDIRECTIONAL] = CG_ATTR(.name = "bidirectional", .type = CG_ATTR_INT, .default_int = 0,
                                    .doc = "1: every layer also runs backwards (D = 2), 0: forward only"),
+    [ATTR_INITIAL] = CG_ATTR(.name = "initial", .type = CG_ATTR_INT, .default_int = 0,
+                             .doc = "1: the initial states h0 (and c0 for lstm), each [layers*D, B, H], are the "
+                                    "last inputs; 0: the layers start from zeros"),
 };
 static const char *const seq_inputs[] = {"x", "lengths", NULL};
 
 /* ==== conformance cases ====
- * At most CG_CONFORM_MAX_INPUTS (16) inputs, so layers * D <= 3: two
- * bidirectional layers (18 inputs) cannot be a case. Lengths are uniform in
- * [len_lo, len_hi] (-1: S); x in [-1, 1], weights in [-0.5, 0.5]. Smallest
- * first. */
+ * At most CG_CONFORM_MAX_INPUTS (32) inputs: two bidirectional layers take
+ * 18 (20 with h0 and c0). Lengths are uniform in [len_lo, len_hi] (-1: S);
+ * x in [-1, 1], weights in [-0.5, 0.5]. Smallest first. */
 static const struct {
     int64_t B, S, I, H, L, bidir;
     int n_out, len_lo, len_hi;
@@ -468,12 +545,68 @@ static const struct {
     {257, 3, 5, 3, 1, 1, 3, 0, -1, "hidden: 3, layers: 1, bidirectional: 1"},
     {2, 1000, 5, 17, 1, 1, 3, 0, -1, "hidden: 17, layers: 1, bidirectional: 1"},
     {1000, 3, 5, 3, 1, 1, 3, 0, -1, "hidden: 3, layers: 1, bidirectional: 1"},
+    {5, 7, 4, 6, 2, 1, 3, 0, -1, "hidden: 6, layers: 2, bidirectional: 1"},
+    {2, 0, 3, 4, 1, 1, 3, 0, 0, "hidden: 4, layers: 1, bidirectional: 1"},
+};
+
+/* Cases from given initial states: valid case `base` (int8 matrices when
+ * q8, as below) with attribute initial and h0 (and c0) in [-1, 1] as the
+ * last inputs. Rows of length 0 (bases 3, 14) keep their initial state;
+ * base 14 has S = 0, the initial states are the final ones; bases 5 and 8
+ * keep some state in the workspace (no h_n or c_n output). */
+static const struct {
+    int base, q8;
+    const char *attrs;
+} seq_init_cases[] = {
+    {0, 0, "hidden: 1, layers: 1, bidirectional: 0, initial: 1"},
+    {3, 0, "hidden: 3, layers: 1, bidirectional: 1, initial: 1"},
+    {4, 0, "hidden: 3, layers: 3, bidirectional: 0, initial: 1"},
+    {5, 0, "hidden: 17, layers: 2, bidirectional: 0, initial: 1"},
+    {7, 0, "hidden: 17, layers: 1, bidirectional: 1, initial: 1"},
+    {8, 0, "hidden: 17, layers: 1, bidirectional: 1, initial: 1"},
+    {13, 0, "hidden: 6, layers: 2, bidirectional: 1, initial: 1"},
+    {14, 0, "hidden: 4, layers: 1, bidirectional: 1, initial: 1"},
+    {6, 1, "hidden: 5, layers: 2, bidirectional: 0, initial: 1"},
 };
 
 static int32_t seq_case(int32_t index, cg_conform_case *c, int gates);
 
+/* int8 weight matrices within +-0.5 (q in [-127, 127], scales in [0.001,
+ * 0.004]). The CPU rounds inputs and states to 8 bits, OpenCL multiplies
+ * the dequantized weights in f32 like the reference decomposition would: a
+ * few 1e-3 apart over the steps. */
+static void seq_case_q8(cg_conform_case *c) {
+    const int n_w = c->n_inputs;
+    for (int i = 2; i < n_w; i++)
+        if (c->inputs[i].ndim == 2) cg_ops_case_q8_weight(c, i);
+    c->atol = 0.02;
+}
+
+/* Initial-state case i (seq_init_cases); 0 past the last. */
+static int32_t seq_init_case(int32_t i, cg_conform_case *c, int gates) {
+    if (i < 0 || i >= (int32_t)(sizeof seq_init_cases / sizeof seq_init_cases[0])) return 0;
+    const int base = seq_init_cases[i].base;
+    seq_case(base, c, gates);
+    if (seq_init_cases[i].q8) seq_case_q8(c);
+    for (int k = 0; k < gates - 2; k++) {
+        const int j = c->n_inputs++;
+        cg_tensor_desc *st = &c->inputs[j];
+        memset(st, 0, sizeof *st);
+        st->dtype = CG_OP_F32;
+        st->ndim = 3;
+        st->dims[0] = seq_cases[base].L * (seq_cases[base].bidir + 1);
+        st->dims[1] = seq_cases[base].B;
+        st->dims[2] = seq_cases[base].H;
+        c->lo[j] = -1.0;
+        c->hi[j] = 1.0;
+    }
+    c->attrs = seq_init_cases[i].attrs;
+    return 1;
+}
+
 /* After the valid cases: lengths past S, then negative lengths (errors),
- * then bf16 and f16 weight matrices (two layers; bidirectional). */
+ * then bf16 and f16 weight matrices (two layers; bidirectional), int8 ones
+ * (the same two shapes), then the initial-state cases. */
 static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
     const int32_t n = (int32_t)(sizeof seq_cases / sizeof seq_cases[0]);
     if (index >= n && index < n + 2) {
@@ -489,18 +622,11 @@ static int32_t seq_conform(int32_t index, cg_conform_case *c, int gates) {
         return 1;
     }
     if (index >= n + 4 && index < n + 6) {
-        /* int8 matrices within +-0.5 (q in [-127, 127], scales in [0.001,
-         * 0.004]), same two shapes (at most 16 inputs: 2 + 6 L D). The
-         * CPU rounds inputs and states to 8 bits, OpenCL multiplies the
-         * dequantized weights in f32 like the reference decomposition
-         * would: a few 1e-3 apart over the steps. */
         seq_case(index == n + 4 ? 6 : 7, c, gates);
-        const int n_w = c->n_inputs;
-        for (int i = 2; i < n_w; i++)
-            if (c->inputs[i].ndim == 2) cg_ops_case_q8_weight(c, i);
-        c->atol = 0.02;
+        seq_case_q8(c);
         return 1;
     }
+    if (index >= n + 6) return seq_init_case(index - n - 6, c, gates);
     return seq_case(index, c, gates);
 }
 
@@ -559,8 +685,8 @@ const cg_op_def cg_op_gru =
           .doc = "A whole multi-layer GRU over a padded batch, exactly torch.nn.GRU("
                  "I, hidden, layers, batch_first=True, bidirectional) run on "
                  "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
-                 "pad_packed_sequence(total_length=S); initial states are zero and cells are "
-                 "those of gru_cell. Inputs: x f32 [B, S, I], lengths i32 [B] (each in "
+                 "pad_packed_sequence(total_length=S); cells are those of gru_cell. Inputs: x f32 [B, S, I], lengths "
+                 "i32 [B] (each in "
                  "[0, S]; one outside is a run-time error on every device), then the weights in the order "
                  "of PyTorch's state_dict: for each layer k, weight_ih_lk [3H, I_k], "
                  "weight_hh_lk [3H, H], bias_ih_lk [3H], bias_hh_lk [3H], followed (when "
@@ -568,13 +694,16 @@ const cg_op_def cg_op_gru =
                  "I_k = D*H above, so there are 2 + 4*layers*D inputs; the weight matrices may be "
                  "f32, bf16 or f16 (products in f32), or all i8 with their f32 scales (one per row, "
                  "as for linear) appended, weight_ih's then weight_hh's for each layer and direction "
-                 "in the same order (2 + 6*layers*D inputs); the biases are f32. Outputs: out "
+                 "in the same order (2 + 6*layers*D inputs); the biases are f32; with initial = 1 the "
+                 "last input is the initial state h0 f32 [layers*D, B, H] (PyTorch's h_0, row k*D + d "
+                 "for layer k, direction d), else the layers start from zeros. Outputs: out "
                  "[B, S, D*H] (forward state in the first H columns, backward in the last "
                  "H; zero at positions t >= lengths[b]) and, optionally, h_n "
                  "[layers*D, B, H] (row k*D + d: the final state of layer k, direction d: "
                  "forward after position lengths[b]-1, backward after position 0 having "
-                 "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
-                 "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
+                 "started at lengths[b]-1). A row of length 0 gives zeros in out and its initial "
+                 "state as h_n. Attributes: hidden (required), layers (default 1), bidirectional "
+                 "(0 or 1, default 0), initial (0 or 1, default 0).",
           .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 2, .input_names = seq_inputs,
           CG_ATTRS(seq_attrs), .infer = gru_infer, CG_KERNELS(gru_kernels), .conform_case = gru_conform);
 
@@ -599,7 +728,7 @@ const cg_op_def cg_op_lstm =
           .doc = "A whole multi-layer LSTM over a padded batch, exactly torch.nn.LSTM("
                  "I, hidden, layers, batch_first=True, bidirectional) run on "
                  "pack_padded_sequence(x, lengths, enforce_sorted=False) and unpacked with "
-                 "pad_packed_sequence(total_length=S); initial states h and c are zero and "
+                 "pad_packed_sequence(total_length=S); "
                  "cells are those of lstm_cell (gates i, f, g, o). Inputs: x f32 [B, S, I], "
                  "lengths i32 [B] (each in [0, S]; one outside is a run-time error on "
                  "every device), then "
@@ -608,12 +737,15 @@ const cg_op_def cg_op_lstm =
                  "[4H], followed (when bidirectional) by the same four with the suffix "
                  "_reverse; I_0 = I and I_k = D*H above, so there are 2 + 4*layers*D inputs; "
                  "the weight matrices may be f32, bf16 or f16 (products in f32), or all i8 with "
-                 "their scales appended as for gru; the biases are f32. "
+                 "their scales appended as for gru; the biases are f32; with initial = 1 the last "
+                 "inputs are the initial states h0 and c0, each f32 [layers*D, B, H] (PyTorch's h_0 "
+                 "and c_0), else the layers start from zeros. "
                  "Outputs: out [B, S, D*H] (forward h in the first H columns, backward in the "
                  "last H; zero at positions t >= lengths[b]), then optionally h_n and c_n, "
                  "each [layers*D, B, H] (row k*D + d: the final h / c of layer k, direction "
                  "d: forward after position lengths[b]-1, backward after position 0 having "
-                 "started at lengths[b]-1). A row of length 0 gives zeros. Attributes: "
-                 "hidden (required), layers (default 1), bidirectional (0 or 1, default 0).",
+                 "started at lengths[b]-1). A row of length 0 gives zeros in out and its initial "
+                 "states as h_n and c_n. Attributes: hidden (required), layers (default 1), "
+                 "bidirectional (0 or 1, default 0), initial (0 or 1, default 0).",
           .min_inputs = 6, .max_inputs = -1, .min_outputs = 1, .max_outputs = 3, .input_names = seq_inputs,
           CG_ATTRS(seq_attrs), .infer = lstm_infer, CG_KERNELS(lstm_kernels), .conform_case = lstm_conform);

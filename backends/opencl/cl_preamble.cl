@@ -73,9 +73,12 @@ inline float cg_log(float x) {
 /* An f16 (its ushort bits) as a float, exactly as the CPU converts it
  * (base/dtype.c): no cl_khr_fp16 needed, and NaN payloads are kept. */
 inline float cg_f16_to_f32(ushort h) {
-    uint sign = (uint)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1fu) return as_float(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
-    if (e != 0u) return as_float(sign | ((e + 112u) << 23) | (m << 13));
+    /* tested on the magnitude, which is below 0x8000: Oclgrind took the
+     * exponent tests the compiler made of `e == 31` and `e != 0` wrongly
+     * for negative h (-inf became -65536) */
+    uint mag = (uint)h & 0x7fffu, sign = ((uint)h ^ mag) << 16, e = mag >> 10, m = mag & 0x3ffu;
+    if (mag >= 0x7c00u) return as_float(sign | 0x7f800000u | (m << 13)); /* inf, NaN */
+    if (mag >= 0x400u) return as_float(sign | ((e + 112u) << 23) | (m << 13));
     /* zero or subnormal: m * 2^-24, exact in a float */
     float f = (float)m * 5.9604644775390625e-8f;
     return as_float(sign | as_uint(f));

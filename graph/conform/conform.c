@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "decomp_ref.h"
 #include "dtype.h"
+#include "narrow.h"
 #include "error.h"
 #include "hash.h"
 #include "ir.h"
@@ -59,6 +60,10 @@ static void dtype_span(cg_dtype t, double *lo, double *hi) {
     case CG_U16: a = 0, b = 65535; break;
     case CG_U32: a = 0, b = 4294967295.0; break;
     case CG_U64: a = 0, b = 18446744073709549568.0; break; /* the last double below 2^64 */
+    case CG_I4: a = -8, b = 7; break;
+    case CG_U4: a = 0, b = 15; break;
+    case CG_I2: a = -2, b = 1; break;
+    case CG_U2: a = 0, b = 3; break;
     default: return;
     }
     *lo = ceil(*lo < a ? a : *lo);
@@ -76,6 +81,10 @@ static int fill(rng *r, const cg_tensor_desc *d, double lo, double hi, void *dat
     int64_t n = cg_shape_numel(d->ndim, d->dims);
     for (int64_t i = 0; i < n; i++) {
         double u = (double)(next(r) >> 11) * (1.0 / 9007199254740992.0);
+        if (cg_dtype_is_narrow_float(t)) { /* drawn as an f32, rounded into the type */
+            ((uint8_t *)data)[i] = cg_f32_to_narrow(t, (float)(lo + (hi - lo) * u), 1, CG_E8M0_NEAREST);
+            continue;
+        }
         if (is_float) {
             float f = (float)(lo + (hi - lo) * u);
             uint32_t bits;
@@ -378,6 +387,20 @@ static void elem_text(const case_state *cs, void *const *v, int o, int64_t i, ch
     case CG_U64: snprintf(b, n, "%llu", (unsigned long long)((const uint64_t *)v[o])[i]); break;
     case CG_F16:
     case CG_BF16: snprintf(b, n, "%.5g", half_value((cg_dtype)cs->out[o].dtype, v[o], i)); break;
+    case CG_F8E4M3FN:
+    case CG_F8E4M3FNUZ:
+    case CG_F8E5M2:
+    case CG_F8E5M2FNUZ:
+    case CG_F8E8M0:
+    case CG_F4E2M1:
+    case CG_I4:
+    case CG_U4:
+    case CG_I2:
+    case CG_U2: {
+        uint8_t c = ((const uint8_t *)v[o])[i];
+        snprintf(b, n, "%.9g (0x%02x)", (double)cg_narrow_to_f32((cg_dtype)cs->out[o].dtype, c), c);
+        break;
+    }
     default: {
         size_t es = cg_dtype_size((cg_dtype)cs->out[o].dtype), u = 0;
         const unsigned char *p = (const unsigned char *)v[o] + (size_t)i * es;

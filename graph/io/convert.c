@@ -14,12 +14,15 @@
 
 #include "dtype.h"
 #include "error.h"
+#include "narrow.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-static int is_integer(cg_dtype t) { return t != CG_F32 && t != CG_F16 && t != CG_BF16 && cg_dtype_valid((int)t); }
+static int is_float(cg_dtype t) { return t == CG_F32 || t == CG_F16 || t == CG_BF16 || cg_dtype_is_narrow_float(t); }
+
+static int is_integer(cg_dtype t) { return !is_float(t) && cg_dtype_valid((int)t); }
 
 /* The range of an integer dtype; u64's top half is past int64_t and is
  * refused by the caller before this range is consulted. */
@@ -33,6 +36,10 @@ static void int_range(cg_dtype t, int64_t *lo, int64_t *hi) {
     case CG_U16: *lo = 0, *hi = UINT16_MAX; return;
     case CG_I8: *lo = INT8_MIN, *hi = INT8_MAX; return;
     case CG_U8: *lo = 0, *hi = UINT8_MAX; return;
+    case CG_I4: *lo = -8, *hi = 7; return;
+    case CG_U4: *lo = 0, *hi = 15; return;
+    case CG_I2: *lo = -2, *hi = 1; return;
+    case CG_U2: *lo = 0, *hi = 3; return;
     default: *lo = 0, *hi = 1; return; /* CG_BOOL */
     }
 }
@@ -57,8 +64,10 @@ static int64_t get_int(cg_dtype t, const unsigned char *p, int *big) {
     case CG_U32: memcpy(&u32, p, 4); return u32;
     case CG_I16: memcpy(&v16, p, 2); return v16;
     case CG_U16: memcpy(&u16, p, 2); return u16;
-    case CG_I8: memcpy(&v8, p, 1); return v8;
-    default: return *p; /* CG_U8, CG_BOOL */
+    case CG_I8:
+    case CG_I4:
+    case CG_I2: memcpy(&v8, p, 1); return v8; /* the 4- and 2-bit types held as an int8 */
+    default: return *p;                       /* CG_U8, CG_BOOL, CG_U4, CG_U2 */
     }
 }
 
@@ -76,17 +85,27 @@ static void put_int(cg_dtype t, unsigned char *p, int64_t v) {
 
 int cg_dtype_convert_exact(cg_dtype from, cg_dtype to) {
     if (!cg_dtype_valid((int)from) || !cg_dtype_valid((int)to)) return 0;
-    return from == to || (to == CG_F32 && (from == CG_F16 || from == CG_BF16)) || (is_integer(from) && is_integer(to));
+    return from == to || (to == CG_F32 && (from == CG_F16 || from == CG_BF16 || cg_dtype_is_narrow_float(from))) ||
+           (is_integer(from) && is_integer(to));
 }
 
 static int convertible(cg_dtype from, cg_dtype to) {
-    return cg_dtype_convert_exact(from, to) || (from == CG_F32 && (to == CG_F16 || to == CG_BF16));
+    return cg_dtype_convert_exact(from, to) ||
+           (from == CG_F32 && (to == CG_F16 || to == CG_BF16 || cg_dtype_is_narrow_float(to)));
 }
 
-/* Floats: 16-bit formats to f32, f32 to 16-bit formats. */
+/* Floats: 16-bit and narrow formats to f32, f32 to them (narrow: as the
+ * cast op does by default, saturating, f8e8m0 rounded up). */
 static void convert_floats(cg_dtype from, const unsigned char *src, cg_dtype to, unsigned char *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        if (to == CG_F32) {
+        if (cg_dtype_is_narrow_float(from)) {
+            float f = cg_narrow_to_f32(from, src[i]);
+            memcpy(dst + 4 * i, &f, 4);
+        } else if (cg_dtype_is_narrow_float(to)) {
+            float f;
+            memcpy(&f, src + 4 * i, 4);
+            dst[i] = cg_f32_to_narrow(to, f, 1, CG_E8M0_UP);
+        } else if (to == CG_F32) {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
             uint32_t f = from == CG_F16 ? cg_f16_to_f32_bits(h) : cg_bf16_to_f32_bits(h);
@@ -140,8 +159,8 @@ cg_status cg_tensor_convert(const cg_tensor *t, cg_dtype to, cg_tensor **out) {
     cg_shape_format(shape, sizeof shape, t->dtype, t->ndim, t->dims, NULL, 0);
     if (!convertible(t->dtype, to))
         return cg_error(CG_ERR_UNSUPPORTED,
-                        "cannot convert tensor %s to %s (converted: f16/bf16 to f32, f32 to "
-                        "f16/bf16, and among the integer types and bool)",
+                        "cannot convert tensor %s to %s (converted: f16, bf16 and the float8 and "
+                        "float4 types to f32, f32 to them, and among the integer types and bool)",
                         shape, cg_dtype_name(to));
     cg_tensor *r;
     cg_status s = cg_tensor_alloc(to, t->ndim, t->dims, &r);

@@ -18,6 +18,7 @@
 #include "tensor.h"
 
 #include "error.h"
+#include "narrow.h"
 #include "read_file.h"
 
 #include <errno.h>
@@ -53,14 +54,24 @@ static const struct npy_type {
     size_t size; /* bytes per element in the file */
     cg_dtype dtype;
 } npy_types[] = {
-    {"f4", 4, CG_F32}, {"i4", 4, CG_I32}, {"f2", 2, CG_F16},  {"V2", 2, CG_BF16}, {"i1", 1, CG_I8},
-    {"u1", 1, CG_U8},  {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL}, {"i2", 2, CG_I16},  {"u2", 2, CG_U16},
-    {"u4", 4, CG_U32}, {"u8", 8, CG_U64}, {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
+    {"f4", 4, CG_F32},    {"i4", 4, CG_I32}, {"f2", 2, CG_F16},  {"V2", 2, CG_BF16}, {"i1", 1, CG_I8},
+    {"u1", 1, CG_U8},     {"i8", 8, CG_I64}, {"b1", 1, CG_BOOL}, {"i2", 2, CG_I16},  {"u2", 2, CG_U16},
+    {"u4", 4, CG_U32},    {"u8", 8, CG_U64}, {"f8", 8, CG_F32}, /* float64: rounded to f32, there is no f64 dtype */
+    {"f1", 1, CG_F8E5M2},                                       /* what ml_dtypes' float8_e5m2 is saved as */
 };
 #define NPY_NTYPES ((int)(sizeof npy_types / sizeof npy_types[0]))
-#define NPY_SUPPORTED                                                                        \
-    "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, " \
-    "'<i4' int32, '<i2' int16, '|i1' int8, '<u8' uint64, '<u4' uint32, '<u2' uint16, '|u1' uint8 or '|b1' bool"
+#define NPY_SUPPORTED                                                                                          \
+    "'<f4' float32, '<f8' float64, '<f2' float16, '<V2' bfloat16 (ml_dtypes), '<i8' int64, "                   \
+    "'<i4' int32, '<i2' int16, '|i1' int8, '<u8' uint64, '<u4' uint32, '<u2' uint16, '|u1' uint8, '|b1' bool " \
+    "or '<f1' float8_e5m2 (ml_dtypes)"
+
+/* ml_dtypes' other float8, float4, int4 and int2 types are all saved as
+ * '<V1': the file does not say which, so such a file is refused, and these
+ * dtypes are written so (np.load(path).view(ml_dtypes.float8_e4m3fn) reads
+ * one back; the 4- and 2-bit integers as clgraph holds them, sign-extended
+ * for i4 and i2, which ml_dtypes reads by their low bits). */
+#define NPY_V1_TYPES \
+    "float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, int4, uint4, int2 or uint2"
 
 /* Copies `len` bytes of untrusted text into `dst` for a message: printable
  * ASCII as is, anything else as \xNN, cut with "..." when too long. */
@@ -386,6 +397,11 @@ static cg_status header_type(const char *path, const npy_header *h, const struct
     if (big_endian)
         return cg_error(CG_ERR_UNSUPPORTED, "%s: big-endian data ('%s') is not supported; save it as little-endian",
                         path, descr);
+    if (!ty && h->descr_len == 3 && !memcmp(h->descr + 1, "V1", 2))
+        return cg_error(CG_ERR_UNSUPPORTED,
+                        "%s: dtype '%s' is a one-byte type numpy does not name: ml_dtypes saves each of its %s so, and "
+                        "the file does not say which (save it as safetensors, or as another dtype)",
+                        path, descr, NPY_V1_TYPES);
     if (!ty)
         return cg_error(CG_ERR_UNSUPPORTED, "%s: unsupported dtype '%s' (expected %s)", path, descr, NPY_SUPPORTED);
     if (h->fortran)
@@ -521,6 +537,10 @@ cg_status cg_tensor_load_npy(const char *path, cg_tensor **out) {
 /* The descr written for a dtype, as numpy writes it ("<f4", "|b1", "<V2"), or
  * NULL for an invalid dtype. */
 static int save_descr(cg_dtype dtype, char descr[4]) {
+    if (cg_dtype_is_narrow(dtype)) { /* as ml_dtypes writes them */
+        memcpy(descr, dtype == CG_F8E5M2 ? "<f1" : "<V1", 4);
+        return 1;
+    }
     for (int i = 0; i < NPY_NTYPES; i++)
         if (npy_types[i].dtype == dtype) {
             descr[0] = npy_types[i].size == 1 ? '|' : '<';

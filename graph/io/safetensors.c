@@ -59,11 +59,30 @@
 
 /* The format's dtype names, indexed by the cg_dtype each one is. */
 static const char *const st_names[] = {
-    [CG_F32] = "F32", [CG_I32] = "I32",   [CG_F16] = "F16", [CG_BF16] = "BF16", [CG_I8] = "I8",   [CG_U8] = "U8",
-    [CG_I64] = "I64", [CG_BOOL] = "BOOL", [CG_I16] = "I16", [CG_U16] = "U16",   [CG_U32] = "U32", [CG_U64] = "U64",
+    [CG_F32] = "F32",
+    [CG_I32] = "I32",
+    [CG_F16] = "F16",
+    [CG_BF16] = "BF16",
+    [CG_I8] = "I8",
+    [CG_U8] = "U8",
+    [CG_I64] = "I64",
+    [CG_BOOL] = "BOOL",
+    [CG_I16] = "I16",
+    [CG_U16] = "U16",
+    [CG_U32] = "U32",
+    [CG_U64] = "U64",
+    /* the float8 types under the names safetensors' PyTorch loader gives
+     * them; f4e2m1, i4, u4, i2 and u2 have none (the format's packed F4 is
+     * not read), so they are neither read nor written */
+    [CG_F8E4M3FN] = "F8_E4M3",
+    [CG_F8E4M3FNUZ] = "F8_E4M3FNUZ",
+    [CG_F8E5M2] = "F8_E5M2",
+    [CG_F8E5M2FNUZ] = "F8_E5M2FNUZ",
+    [CG_F8E8M0] = "F8_E8M0",
 };
 #define ST_NTYPES ((int)(sizeof st_names / sizeof st_names[0]))
-#define ST_SUPPORTED "F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL"
+#define ST_SUPPORTED \
+    "F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, F8_E4M3, F8_E4M3FNUZ, F8_E5M2, F8_E5M2FNUZ, F8_E8M0"
 
 const char *cg_st_dtype_name(cg_dtype t) { return (int)t > 0 && (int)t < ST_NTYPES ? st_names[t] : NULL; }
 

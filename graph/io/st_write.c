@@ -13,6 +13,8 @@
  */
 #include "weights.h"
 
+#include "dtype.h"
+
 #include "atomic_file.h"
 #include "error.h"
 #include "strbuf.h"
@@ -63,6 +65,9 @@ static cg_status check_items(const char *path, int n, const char *const *names, 
             return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: '__metadata__' is reserved by the format, not a tensor name",
                             path);
         if (!tensors[i]) return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor '%s' is NULL", path, show(q, nm));
+        if (!cg_st_dtype_name(tensors[i]->dtype) && cg_dtype_valid((int)tensors[i]->dtype))
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, which safetensors has no dtype for", path,
+                            show(q, nm), cg_dtype_name(tensors[i]->dtype));
         if (!cg_st_dtype_name(tensors[i]->dtype))
             return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: tensor '%s' has an invalid dtype %d", path, show(q, nm),
                             (int)tensors[i]->dtype);

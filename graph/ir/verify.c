@@ -259,11 +259,16 @@ cg_status cg_call_infer(const cg_model *m, const char *node_name, int line, int 
                         const cg_attr_value *attrs, int n_in, const cg_tensor_desc *in, int n_out, cg_tensor_desc *out,
                         int concrete) {
     char err[1024] = "", where[512];
-    /* A plugin built before ABI 1.5 knows the element types up to bool
-     * only: a tensor of a later one could index its own tables past their
-     * end, so it is refused here, before the plugin sees it. */
-    for (int k = 0; op->plugin && op->plugin->abi_minor < 5 && k < n_in; k++)
-        if ((int)in[k].dtype > (int)CG_BOOL) {
+    /* A plugin knows the element types of its ABI only (up to bool before
+     * 1.5, up to u64 before 1.6): a tensor of a later one could index its
+     * own tables past their end, so it is refused here, before the plugin
+     * sees it. */
+    const int known = !op->plugin                 ? CG_DTYPE_LAST
+                      : op->plugin->abi_minor < 5 ? CG_BOOL
+                      : op->plugin->abi_minor < 6 ? CG_U64
+                                                  : CG_DTYPE_LAST;
+    for (int k = 0; k < n_in; k++)
+        if ((int)in[k].dtype > known) {
             loc(where, sizeof where, m, line, col);
             return cg_error(CG_ERR_VERIFY, "%s%s '%s': input %d is %s, a type plugin '%s' (ABI 1.%u) predates", where,
                             op->def->name, node_name, k, cg_dtype_name((cg_dtype)in[k].dtype), op->plugin->name,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "narrow.h"
 #include "error.h"
 #include "shape.h"
 
@@ -593,9 +594,10 @@ static int fold_layout(onnx_imp *im, const char *op, const cg_tensor *a, const c
     } else if (!strcmp(op, "Cast")) {
         const Onnx__AttributeProto *to = onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
         cg_dtype dt = to && to->has_i ? cg_onnx_dtype((int32_t)to->i) : (cg_dtype)0;
-        if (a && dt) *o = cast(a, dt);
+        /* the narrow types: the cast op's own conversions, on the device */
+        if (a && dt && !cg_dtype_is_narrow(dt) && !cg_dtype_is_narrow(a->dtype)) *o = cast(a, dt);
     } else if (!strcmp(op, "CastLike")) {
-        if (a && b) *o = cast(a, b->dtype);
+        if (a && b && !cg_dtype_is_narrow(b->dtype) && !cg_dtype_is_narrow(a->dtype)) *o = cast(a, b->dtype);
     } else if (!strcmp(op, "Reshape")) {
         if (a && b && reshape_dims(a, b, (int)onnx_attr_int(im, "allowzero", 0), &ndim, dims))
             *o = reshaped(a, ndim, dims);
@@ -717,6 +719,9 @@ static cg_tensor *fold_one(onnx_imp *im, const char *op) {
     const cg_tensor *a = kin(im, 0), *b = kin(im, 1);
     cg_tensor *o;
     if (fold_layout(im, op, a, b, &o)) return o;
+    /* the narrow types are moved and cast here, never computed with */
+    for (int i = 0; i < (int)im->node->n_input; i++)
+        if (kin(im, i) && cg_dtype_is_narrow(kin(im, i)->dtype)) return NULL;
     return fold_arith(im, op, a, b);
 }
 

@@ -115,7 +115,8 @@ static cg_status if_select(onnx_imp *im, onnx_val *c, const Onnx__GraphProto *g[
         const char *o = out_name(im, (int)k);
         if (!o) continue;
         onnx_val *t = onnx_val_find(im, outs[0][k]), *e = onnx_val_find(im, outs[1][k]);
-        if (!(s = same_type(im, k, t, e))) {
+        if (t->seq || t->none || e->seq || e->none) s = cg_onnx_seq_select(im, cond, t, e, o, (int)k);
+        else if (!(s = same_type(im, k, t, e))) {
             const char *in[3] = {cond, t->name, e->name};
             s = emit1(im, "where", 3, in, o, NULL);
         }

@@ -33,6 +33,12 @@ typedef struct onnx_val {
     int sym_i32;            /* ... and ONNX has them as int32 (a Cast): konst stays int64 */
     cg_tensor *fill;        /* ConstantOfShape of symbolic dims: desc typed, every element
                             * this one value; made a node only where read as data */
+    /* ONNX sequences and optionals, known at import (onnx_seq.c) */
+    int seq;      /* a sequence: its elements are the tensor values named elems[0 .. n_elems) */
+    int optional; /* an optional: it holds what the rest says (a tensor or a sequence) unless none */
+    int none;     /* an optional without an element */
+    int n_elems;
+    char **elems;
 } onnx_val;
 
 /* Elements of a shape value that stand for a symbolic dim: symbol k of the
@@ -75,6 +81,10 @@ typedef struct onnx_imp {
 } onnx_imp;
 
 /* ---- onnx_read.c: files and tensors ---- */
+
+/* Reads and unpacks a message of type d from a file (nesting checked as
+ * for models); NULL and *st set, naming `path`, on failure. */
+ProtobufCMessage *cg_onnx_read_message(const char *path, const ProtobufCMessageDescriptor *d, cg_status *st);
 
 /* Reads and unpacks a model file; a message naming `path` on failure. */
 cg_status cg_onnx_read_model(const char *path, Onnx__ModelProto **out);
@@ -208,6 +218,9 @@ cg_status cg_onnx_map_reverse_sequence(onnx_imp *im);
 /* onnx_rotary.c: RotaryEmbedding. */
 cg_status cg_onnx_map_rotary(onnx_imp *im);
 
+/* onnx_cast.c: Cast and CastLike. */
+cg_status cg_onnx_map_cast(onnx_imp *im);
+
 /* onnx_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger. */
 cg_status cg_onnx_map_quantize(onnx_imp *im);
@@ -311,13 +324,11 @@ cg_status cg_onnx_map_conv_transpose(onnx_imp *im);
 cg_status cg_onnx_map_pool(onnx_imp *im);
 cg_status cg_onnx_map_global_pool(onnx_imp *im);
 
-/* onnx_new.c: SwiGLU, TensorScatter, CenterCropPad, BitCast, and Optional,
- * OptionalHasElement, OptionalGetElement of optionals known at import. */
+/* onnx_new.c: SwiGLU, TensorScatter, CenterCropPad, BitCast. */
 cg_status cg_onnx_map_swiglu(onnx_imp *im);
 cg_status cg_onnx_map_tensor_scatter(onnx_imp *im);
 cg_status cg_onnx_map_center_crop_pad(onnx_imp *im);
 cg_status cg_onnx_map_bitcast(onnx_imp *im);
-cg_status cg_onnx_map_optional(onnx_imp *im);
 
 /* onnx_grid.c: AffineGrid (a constant grid times theta), Col2Im (a
  * conv_transpose with one-hot weights). */
@@ -338,6 +349,46 @@ cg_status cg_onnx_map_deform_conv(onnx_imp *im);
 /* Runs fn (cg_onnx_find_op's) on im->node; where the op computes in f32
  * only, f16 and bf16 inputs are cast to f32 and its outputs back. */
 cg_status cg_onnx_map(onnx_imp *im, onnx_map_fn fn);
+
+/* ---- onnx_seq.c: sequences and optionals known at import ---- */
+
+/* dtype and dims of a graph input of type tp (a tensor, or through
+ * cg_onnx_seq_input a sequence or optional) into v (onnx_import.c). */
+cg_status onnx_input_type(onnx_imp *im, const Onnx__TypeProto *tp, onnx_val *v);
+
+/* A graph input of sequence or optional type: a sequence's elements are
+ * the given values NAME.0 .. NAME.N-1 (graph inputs of those names); an
+ * optional is empty where a NULL value is given for it, else a tensor or
+ * sequence input. */
+cg_status cg_onnx_seq_input(onnx_imp *im, const Onnx__TypeProto *tp, onnx_val *v);
+
+/* Before the op table: Identity of a sequence or optional (a copy of what
+ * it holds), and any other op but the sequence ops and control flow
+ * reading one (refused). 1 when it handled the node (*st its status). */
+int cg_onnx_seq_node(onnx_imp *im, cg_status *st);
+
+/* The sequence and optional operators (SequenceConstruct ... Optional,
+ * OptionalHasElement, OptionalGetElement): the values at import. */
+cg_status cg_onnx_map_seq(onnx_imp *im);
+
+/* The clgraph outputs graph output v stands for (a sequence: one per
+ * element, named NAME.0 .. NAME.N-1, n_elems names; an empty optional:
+ * none) into names. */
+cg_status cg_onnx_seq_outputs(onnx_imp *im, onnx_val *v, const char **names);
+
+/* v made a sequence of the n values named names (copied). */
+cg_status onnx_seq_set(onnx_val *v, int n, char *const *names);
+
+/* onnx_seq_map.c: SequenceMap, its body imported once per element. */
+cg_status cg_onnx_map_seq_map(onnx_imp *im);
+
+/* onnx_seq_map.c: an If's output k, sequences or optionals from both
+ * branches (t, e) when the condition is known only at run time: a where
+ * per element, when both are alike (the same length, or both empty). */
+cg_status cg_onnx_seq_select(onnx_imp *im, const char *cond, onnx_val *t, onnx_val *e, const char *out, int k);
+
+/* What a sequence value owns. */
+void cg_onnx_seq_free(onnx_val *v);
 
 /* ---- onnx_fold.c: evaluation on the host at import ---- */
 

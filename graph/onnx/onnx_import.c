@@ -349,13 +349,14 @@ cg_status onnx_emit(onnx_imp *im, const char *op, int n_in, const char *const *i
 
 /* ---- the graph ---- */
 
-/* dtype and dims of a graph input from its ValueInfo. */
-static cg_status input_type(onnx_imp *im, const Onnx__ValueInfoProto *vi, onnx_val *v) {
-    const Onnx__TypeProto *tp = vi->type;
+cg_status onnx_input_type(onnx_imp *im, const Onnx__TypeProto *tp, onnx_val *v) {
+    if (tp && (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+               tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE))
+        return cg_onnx_seq_input(im, tp, v);
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "graph input '%s' is not a tensor (sequences, maps and "
-                         "optionals are not supported)",
+                         "graph input '%s' is not a tensor, sequence or optional (maps and "
+                         "sparse tensors are not supported)",
                          v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     cg_dtype dt = cg_onnx_dtype(tt->elem_type);
@@ -410,8 +411,9 @@ static cg_status read_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
         if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
         if (v->konst) continue; /* an initializer listed as an input (IR < 4): a constant */
         if (v->input) return onnx_fail(im, CG_ERR_FORMAT, "graph input '%s' is listed twice", vi->name);
-        cg_status s = input_type(im, vi, v);
+        cg_status s = onnx_input_type(im, vi->type, v);
         if (s) return s;
+        if (v->seq || v->none) continue; /* its elements are the inputs (onnx_seq.c) */
         v->input = 1;
         for (int k = 0; im->opt && k < im->opt->n_given; k++)
             if (im->opt->given_names[k] && !strcmp(im->opt->given_names[k], vi->name)) v->given = im->opt->given[k];
@@ -419,24 +421,33 @@ static cg_status read_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
     return CG_OK;
 }
 
-/* Declares the inputs used as data, in the file's order. */
+/* Declares input v where it is used as data. */
+static cg_status declare_input(onnx_imp *im, onnx_val *v) {
+    if (!v->input || !v->emitted) return CG_OK;
+    /* a value fixed at import must not be fed another at run time */
+    if (v->fixed)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "input '%s' is used both where its value must be known at "
+                         "import (a shape, a count) and as data; clgraph needs it as a constant",
+                         v->name);
+    cg_dim dims[CG_MAX_DIMS];
+    for (int k = 0; k < v->desc.ndim; k++) {
+        int64_t d = v->desc.dims[k];
+        dims[k] = d >= 0 ? CG_DIM(d) : CG_SYM(im->m->syms[-2 - d]);
+    }
+    if (cg_graph_add_input(im->g, v->name, (cg_dtype)v->desc.dtype, v->desc.ndim, dims))
+        return onnx_fail(im, CG_ERR_FORMAT, "%s", cg_last_error());
+    return CG_OK;
+}
+
+/* Declares the inputs used as data, in the file's order (a sequence's
+ * elements in theirs). */
 static cg_status declare_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_input; i++) {
         onnx_val *v = im->vals[find_val(im, gp->input[i]->name)];
-        if (!v->input || !v->emitted) continue;
-        /* a value fixed at import must not be fed another at run time */
-        if (v->fixed)
-            return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                             "input '%s' is used both where its value must be known at "
-                             "import (a shape, a count) and as data; clgraph needs it as a constant",
-                             v->name);
-        cg_dim dims[CG_MAX_DIMS];
-        for (int k = 0; k < v->desc.ndim; k++) {
-            int64_t d = v->desc.dims[k];
-            dims[k] = d >= 0 ? CG_DIM(d) : CG_SYM(im->m->syms[-2 - d]);
-        }
-        if (cg_graph_add_input(im->g, v->name, (cg_dtype)v->desc.dtype, v->desc.ndim, dims))
-            return onnx_fail(im, CG_ERR_FORMAT, "%s", cg_last_error());
+        cg_status s = declare_input(im, v);
+        for (int e = 0; !s && v->seq && e < v->n_elems; e++) s = declare_input(im, onnx_val_get(im, v->elems[e]));
+        if (s) return s;
     }
     return CG_OK;
 }
@@ -502,6 +513,8 @@ static cg_status import_node(onnx_imp *im) {
             if (v >= 0 && (im->vals[v]->typed || im->vals[v]->input))
                 return onnx_fail(im, CG_ERR_FORMAT, "output '%s' is already defined", n->output[i]);
         }
+    cg_status st;
+    if (cg_onnx_seq_node(im, &st)) return st;
     onnx_map_fn fn = cg_onnx_find_op(n->op_type);
     if (!fn) return onnx_fail(im, CG_ERR_UNSUPPORTED, "operator %s is not supported", n->op_type);
     int f = cg_onnx_fill_move(im);
@@ -522,18 +535,25 @@ static cg_status import_node(onnx_imp *im) {
  * an input used as an output), the inputs declared, then the outputs set. */
 static cg_status set_outputs(onnx_imp *im, const Onnx__GraphProto *gp) {
     im->node = NULL;
-    const char **names = calloc(gp->n_output + 1, sizeof *names);
+    size_t n = 0; /* a sequence is one output per element, an empty optional none */
+    for (size_t i = 0; i < gp->n_output; i++) {
+        int32_t v = gp->output[i]->name ? find_val(im, gp->output[i]->name) : -1;
+        n += v < 0 || !(im->vals[v]->seq || im->vals[v]->none) ? 1 : (size_t)im->vals[v]->n_elems;
+    }
+    const char **names = calloc(n + 1, sizeof *names);
     if (!names) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     cg_status s = CG_OK;
-    for (size_t i = 0; !s && i < gp->n_output; i++) {
+    for (size_t i = 0, k = 0; !s && i < gp->n_output; i++) {
         const char *nm = gp->output[i]->name;
         int32_t v = nm ? find_val(im, nm) : -1;
         if (v < 0) s = onnx_fail(im, CG_ERR_FORMAT, "graph output '%s' is never computed", nm ? nm : "");
-        else if (!(s = onnx_use(im, im->vals[v]))) names[i] = im->vals[v]->name;
+        else if (im->vals[v]->seq || im->vals[v]->none) {
+            s = cg_onnx_seq_outputs(im, im->vals[v], names + k);
+            k += (size_t)im->vals[v]->n_elems;
+        } else if (!(s = onnx_use(im, im->vals[v]))) names[k++] = im->vals[v]->name;
     }
     if (!s) s = declare_inputs(im, gp);
-    if (!s && cg_graph_set_outputs(im->g, (int)gp->n_output, names))
-        s = onnx_fail(im, CG_ERR_FORMAT, "%s", cg_last_error());
+    if (!s && cg_graph_set_outputs(im->g, (int)n, names)) s = onnx_fail(im, CG_ERR_FORMAT, "%s", cg_last_error());
     free(names);
     return s;
 }
@@ -602,6 +622,7 @@ static void imp_free(onnx_imp *im) {
         free(im->vals[i]->name);
         cg_tensor_free(im->vals[i]->konst);
         cg_tensor_free(im->vals[i]->fill);
+        cg_onnx_seq_free(im->vals[i]);
         free(im->vals[i]);
     }
     free(im->vals);

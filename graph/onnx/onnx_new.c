@@ -1,6 +1,6 @@
 /* Operators of ONNX opsets 18 to 28 that are compositions of clgraph ops:
- * SwiGLU, TensorScatter, CenterCropPad, BitCast and the Optional ops on
- * optionals known at import (ONNX's function bodies are the guide). */
+ * SwiGLU, TensorScatter, CenterCropPad and BitCast (ONNX's function bodies
+ * are the guide). The Optional ops are onnx_seq.c's. */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
@@ -201,25 +201,4 @@ cg_status cg_onnx_map_bitcast(onnx_imp *im) {
     snprintf(at, sizeof at, "to: \"%s\"", cg_dtype_name(dt));
     const char *in[1] = {x->name};
     return emit1(im, "bitcast", 1, in, out_name(im, 0), at);
-}
-
-/* Optional (15): a present value passed on; OptionalGetElement (18) of a
- * present value; OptionalHasElement (18): known at import, an optional
- * being a tensor value or absent (an empty input name). */
-cg_status cg_onnx_map_optional(onnx_imp *im) {
-    const char *op = im->node->op_type;
-    onnx_val *x = onnx_in(im, 0);
-    cg_status s;
-    if (!strcmp(op, "OptionalHasElement")) {
-        if ((s = onnx_check_attrs(im, NULL))) return s;
-        cg_tensor *t;
-        if ((s = cg_tensor_create(CG_BOOL, 0, NULL, &t))) return s;
-        *(unsigned char *)cg_tensor_data(t) = x != NULL;
-        return onnx_set_const(im, 0, t);
-    }
-    static const char *const known[] = {"type", NULL};
-    if ((s = onnx_check_attrs(im, !strcmp(op, "Optional") ? known : NULL))) return s;
-    if (!x) return onnx_fail(im, CG_ERR_UNSUPPORTED, "%s of an empty optional (only optionals holding a tensor)", op);
-    if (!x->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", x->name);
-    return emit_reshape(im, x, x->desc.ndim, x->desc.dims, out_name(im, 0));
 }

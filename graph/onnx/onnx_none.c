@@ -17,3 +17,19 @@ cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {
     if (name) *name = NULL;
     return cg_error(CG_ERR_UNSUPPORTED, "%s: %s", path ? path : "(null)", NO_ONNX);
 }
+
+cg_status cg_tensors_load_onnx(const char *path, cg_onnx_kind kind, int *n, cg_tensor ***out, cg_onnx_kind *held,
+                               char **name) {
+    (void)kind, (void)held;
+    if (n) *n = 0;
+    if (out) *out = NULL;
+    if (name) *name = NULL;
+    return cg_error(CG_ERR_UNSUPPORTED, "%s: %s", path ? path : "(null)", NO_ONNX);
+}
+
+cg_status cg_onnx_io_kinds(const char *path, int outputs, int *n, cg_onnx_kind **kinds) {
+    (void)outputs;
+    if (n) *n = 0;
+    if (kinds) *kinds = NULL;
+    return cg_error(CG_ERR_UNSUPPORTED, "%s: %s", path ? path : "(null)", NO_ONNX);
+}

@@ -1477,34 +1477,6 @@ static cg_status map_argmax(onnx_imp *im) {
     return emit1(im, "cast", 1, cin, out_name(im, 0), "to: \"i64\"");
 }
 
-/* ---- types ---- */
-
-/* Cast (the target from attribute 'to') and CastLike (input 1's dtype).
- * saturate and round_mode only change conversions to float8 types, which
- * clgraph has none of, so they are read and have nothing to do. */
-static cg_status map_cast(onnx_imp *im) {
-    static const char *const known[] = {"to", "saturate", "round_mode", NULL};
-    onnx_val *x, *like = NULL;
-    cg_status s;
-    if ((s = need_in(im, 0, &x)) || (s = onnx_check_attrs(im, known))) return s;
-    const int cast_like = !strcmp(im->node->op_type, "CastLike");
-    if (cast_like && (s = need_in(im, 1, &like))) return s;
-    const Onnx__AttributeProto *to =
-        cast_like ? NULL : onnx_attr_typed(im, "to", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-    if (!cast_like && (!to || !to->has_i)) return onnx_fail(im, CG_ERR_FORMAT, "no 'to' attribute");
-    cg_dtype dt = cast_like ? (cg_dtype)like->desc.dtype : cg_onnx_dtype((int32_t)to->i);
-    const char *in[1] = {x->name};
-    if (dt == (cg_dtype)x->desc.dtype) {
-        int64_t d[CG_MAX_DIMS];
-        memcpy(d, x->desc.dims, sizeof d);
-        return emit_reshape(im, x, x->desc.ndim, d, out_name(im, 0));
-    }
-    if (!dt) return onnx_fail(im, CG_ERR_UNSUPPORTED, "cast to %s is not supported", cg_onnx_type_name((int32_t)to->i));
-    char a[40];
-    snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
-    return emit1(im, "cast", 1, in, out_name(im, 0), a);
-}
-
 /* Ops only folded at import (their inputs known): here when they are not. */
 static cg_status map_fold_only(onnx_imp *im) {
     return onnx_fail(im, CG_ERR_UNSUPPORTED,
@@ -1548,8 +1520,8 @@ static const struct {
     {"BitwiseOr", cg_onnx_map_bitwise, 0},
     {"BitwiseXor", cg_onnx_map_bitwise, 0},
     {"BlackmanWindow", cg_onnx_map_window, OP_ANY_DTYPE},
-    {"Cast", map_cast, OP_ANY_DTYPE},
-    {"CastLike", map_cast, OP_ANY_DTYPE},
+    {"Cast", cg_onnx_map_cast, OP_ANY_DTYPE},
+    {"CastLike", cg_onnx_map_cast, OP_ANY_DTYPE},
     {"CausalConvWithState", cg_onnx_map_causal_conv, 0},
     {"Ceil", map_unary, 0},
     {"Celu", cg_onnx_map_act, 0},
@@ -1560,6 +1532,7 @@ static const struct {
     {"Concat", map_concat, OP_ANY_DTYPE},
     {"Constant", map_fold_only, OP_ANY_DTYPE},
     {"ConstantOfShape", cg_onnx_map_constant_of_shape, OP_ANY_DTYPE},
+    {"ConcatFromSequence", cg_onnx_map_seq, OP_ANY_DTYPE},
     {"Conv", cg_onnx_map_conv, 0},
     {"ConvInteger", cg_onnx_map_conv_integer, 0},
     {"ConvTranspose", cg_onnx_map_conv_transpose, 0},
@@ -1639,9 +1612,9 @@ static const struct {
     {"NonZero", cg_onnx_map_nonzero, OP_ANY_DTYPE},
     {"Not", map_bool_op, OP_ANY_DTYPE},
     {"OneHot", map_onehot, OP_ANY_DTYPE},
-    {"Optional", cg_onnx_map_optional, OP_ANY_DTYPE},
-    {"OptionalGetElement", cg_onnx_map_optional, OP_ANY_DTYPE},
-    {"OptionalHasElement", cg_onnx_map_optional, OP_ANY_DTYPE},
+    {"Optional", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"OptionalGetElement", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"OptionalHasElement", cg_onnx_map_seq, OP_ANY_DTYPE},
     {"Or", map_bool_op, OP_ANY_DTYPE},
     {"Pad", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Pow", map_pow, 0},
@@ -1676,6 +1649,13 @@ static const struct {
     {"ScatterElements", map_scatter_elements, OP_ANY_DTYPE},
     {"ScatterND", cg_onnx_map_index, OP_ANY_DTYPE},
     {"Selu", cg_onnx_map_act, 0},
+    {"SequenceAt", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"SequenceConstruct", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"SequenceEmpty", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"SequenceErase", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"SequenceInsert", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"SequenceLength", cg_onnx_map_seq, OP_ANY_DTYPE},
+    {"SequenceMap", cg_onnx_map_seq, OP_ANY_DTYPE},
     {"Shape", map_fold_only, OP_ANY_DTYPE},
     {"Shrink", cg_onnx_map_act, 0},
     {"Sigmoid", map_unary, 0},
@@ -1690,6 +1670,7 @@ static const struct {
     {"Softplus", map_unary, 0},
     {"Softsign", map_unary, 0},
     {"Split", map_split, OP_ANY_DTYPE},
+    {"SplitToSequence", cg_onnx_map_seq, OP_ANY_DTYPE},
     {"Sqrt", map_unary, 0},
     {"Squeeze", map_squeeze, OP_ANY_DTYPE},
     {"STFT", cg_onnx_map_stft, 0},

@@ -45,17 +45,61 @@ static cg_status typed_in(onnx_imp *im, int i, onnx_val **v) {
     return CG_OK;
 }
 
-/* A scale or zero point v (one value, or one per slice of x along axis)
- * as f32, shaped to broadcast against x. */
-static cg_status along_axis(onnx_imp *im, onnx_val *v, const onnx_val *x, int64_t axis, const char *what,
+/* "shape: [d0, d1, ...]" of n dims into buf. */
+static void shape_attr(char *buf, size_t size, int n, const int64_t *d) {
+    size_t u = (size_t)snprintf(buf, size, "shape: [");
+    for (int i = 0; i < n && u < size; i++)
+        u += (size_t)snprintf(buf + u, size - u, "%s%lld", i ? ", " : "", (long long)d[i]);
+    if (u < size) snprintf(buf + u, size - u, "]");
+}
+
+/* A blocked scale or zero point v (x's rank, dim `axis` ceil(D / block)):
+ * each value repeated `block` times along axis (a reshape adding a dim of
+ * 1 after it, an expand of that dim to block, a reshape merging the two),
+ * cut to x's dim there. */
+static cg_status blocked(onnx_imp *im, const char *cur, const onnx_val *v, const onnx_val *x, int axis, int64_t block,
+                         const char *what, const char **out) {
+    const int nd = x->desc.ndim;
+    const int64_t xd = x->desc.dims[axis], sd = v->desc.dims[axis];
+    int ok = v->desc.ndim == nd && nd < CG_MAX_DIMS && xd >= 0 && sd >= 0 && (xd + block - 1) / block == sd;
+    for (int i = 0; ok && i < nd; i++) ok = v->desc.dims[i] >= 0 && (i == axis || v->desc.dims[i] == x->desc.dims[i]);
+    if (!ok)
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "%s ('%s') must have the input's %d known dims but ceil(dim / block_size) = "
+                         "ceil(%lld / %lld) along axis %d",
+                         what, v->name, nd, (long long)xd, (long long)block, axis);
+    int64_t d1[CG_MAX_DIMS + 1], d3[CG_MAX_DIMS];
+    for (int i = 0, k = 0; i < nd; i++) {
+        d1[k++] = d3[i] = v->desc.dims[i];
+        if (i == axis) d1[k++] = 1, d3[i] *= block;
+    }
+    char r1[220], ex[220], r3[220], sl[64];
+    shape_attr(r1, sizeof r1, nd + 1, d1);
+    d1[axis + 1] = block;
+    shape_attr(ex, sizeof ex, nd + 1, d1);
+    shape_attr(r3, sizeof r3, nd, d3);
+    snprintf(sl, sizeof sl, "axis: %d, start: 0, end: %lld", axis, (long long)xd);
+    cg_status s;
+    if ((s = op2(im, "reshape", cur, NULL, r1, &cur)) || (s = op2(im, "expand", cur, NULL, ex, &cur)) ||
+        (s = op2(im, "reshape", cur, NULL, r3, &cur)))
+        return s;
+    return sd * block == xd ? (*out = cur, CG_OK) : op2(im, "slice", cur, NULL, sl, out);
+}
+
+/* A scale or zero point v (one value, one per slice of x along axis, or
+ * with block_size > 0 one per block of that many along axis) as f32,
+ * shaped to broadcast against x. */
+static cg_status along_axis(onnx_imp *im, onnx_val *v, const onnx_val *x, int64_t axis, int64_t block, const char *what,
                             const char **out) {
     const char *cur = v->name;
     cg_status s;
     if (v->desc.dtype != CG_F32 && (s = op2(im, "cast", cur, NULL, "to: \"f32\"", &cur))) return s;
     *out = cur;
-    if (v->desc.ndim == 0) return CG_OK;
+    /* one value (a 1-D input's per-axis scale too) broadcasts as it is */
+    if (v->desc.ndim == 0 || (block <= 0 && v->desc.ndim == 1 && v->desc.dims[0] == 1)) return CG_OK;
     const int nd = x->desc.ndim;
     if (axis < 0) axis += nd;
+    if (block > 0 && axis >= 0 && axis < nd) return blocked(im, cur, v, x, (int)axis, block, what, out);
     if (v->desc.ndim != 1 || v->desc.dims[0] < 0 || axis < 0 || axis >= nd)
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
                          "%s ('%s') must be one value, or a 1-D tensor of known size along "
@@ -72,138 +116,112 @@ static cg_status along_axis(onnx_imp *im, onnx_val *v, const onnx_val *x, int64_
     return op2(im, "reshape", cur, NULL, a, out);
 }
 
-/* Blocked quantization (opset 21's block_size): v (f32, x's rank, one
- * value per block of `block` along axis) repeated over each block and cut
- * to x's length there, so it lines up with x element for element. */
-static cg_status blocked(onnx_imp *im, const char *v, const onnx_val *x, int64_t axis, int64_t block, const char *what,
-                         const char **out) {
-    const onnx_val *sv = onnx_val_get(im, v);
-    const int nd = x->desc.ndim;
-    if (axis < 0) axis += nd;
-    if (axis < 0 || axis >= nd || sv->desc.ndim != nd || nd + 1 > CG_MAX_DIMS)
-        return onnx_fail(im, CG_ERR_FORMAT, "%s must have the input's rank for block_size", what);
-    const int64_t nb = sv->desc.dims[axis], len = x->desc.dims[axis];
-    if (nb < 0 || len < 0 || (len + block - 1) / block != nb)
-        return onnx_fail(im, CG_ERR_FORMAT, "%s has %lld blocks along axis %lld for %lld elements of %lld", what,
-                         (long long)nb, (long long)axis, (long long)len, (long long)block);
-    int64_t d[CG_MAX_DIMS], e[CG_MAX_DIMS], m[CG_MAX_DIMS];
-    for (int i = 0, k = 0; i < nd; i++) {
-        d[k] = sv->desc.dims[i], e[k] = 1, m[i] = sv->desc.dims[i];
-        if (i == axis) d[++k] = 1, e[k] = block, m[i] = nb * block;
-        k++;
+/* The range of an integer type QuantizeLinear saturates to; 0 for the
+ * float types it rounds into and the types it does not make. */
+static int quant_range(cg_dtype t, int *lo, int *hi) {
+    switch (t) {
+    case CG_U8: *lo = 0, *hi = 255; return 1;
+    case CG_I8: *lo = -128, *hi = 127; return 1;
+    case CG_U16: *lo = 0, *hi = 65535; return 1;
+    case CG_I16: *lo = -32768, *hi = 32767; return 1;
+    case CG_U4: *lo = 0, *hi = 15; return 1;
+    case CG_I4: *lo = -8, *hi = 7; return 1;
+    case CG_U2: *lo = 0, *hi = 3; return 1;
+    case CG_I2: *lo = -2, *hi = 1; return 1;
+    default: return 0;
     }
-    char a[300];
-    const char *r = NULL, *ex = NULL, *mg = NULL;
-    cg_status s = onnx_emit_reshape(im, onnx_val_get(im, v), nd + 1, d, &r);
-    size_t u = (size_t)snprintf(a, sizeof a, "shape: [");
-    for (int i = 0; i <= nd && u < sizeof a; i++)
-        u += (size_t)snprintf(a + u, sizeof a - u, "%s%lld", i ? ", " : "", (long long)e[i]);
-    if (u < sizeof a) snprintf(a + u, sizeof a - u, "]");
-    if (s || (s = op2(im, "expand", r, NULL, a, &ex)) || (s = onnx_emit_reshape(im, onnx_val_get(im, ex), nd, m, &mg)))
-        return s;
-    snprintf(a, sizeof a, "axis: %lld, start: 0, end: %lld", (long long)axis, (long long)len);
-    return op2(im, "slice", mg, NULL, a, out);
 }
 
-/* The scale and zero point of a (De)QuantizeLinear shaped for x: one
- * value, one per slice along axis, or (block_size > 0) one per block. */
-static cg_status qparams(onnx_imp *im, onnx_val *scale, onnx_val *zp, const onnx_val *x, const char *const what[2],
-                         const char **sc, const char **z) {
-    const int64_t axis = onnx_attr_int(im, "axis", 1), block = onnx_attr_int(im, "block_size", 0);
-    cg_status s;
-    *z = NULL;
-    if (block < 0) return onnx_fail(im, CG_ERR_FORMAT, "block_size %lld", (long long)block);
-    if (!block) {
-        if ((s = along_axis(im, scale, x, axis, what[0], sc))) return s;
-        return zp ? along_axis(im, zp, x, axis, what[1], z) : CG_OK;
-    }
-    const char *f = scale->name;
-    if (scale->desc.dtype != CG_F32 && (s = op2(im, "cast", f, NULL, "to: \"f32\"", &f))) return s;
-    if ((s = blocked(im, f, x, axis, block, what[0], sc)) || !zp) return s;
-    if ((s = op2(im, "cast", zp->name, NULL, "to: \"f32\"", &f))) return s;
-    return blocked(im, f, x, axis, block, what[1], z);
+/* The float types QuantizeLinear rounds into: the four float8 and f4e2m1. */
+static int quant_float(cg_dtype t) {
+    return t == CG_F8E4M3FN || t == CG_F8E4M3FNUZ || t == CG_F8E5M2 || t == CG_F8E5M2FNUZ || t == CG_F4E2M1;
 }
 
-/* opset 21's output_dtype (0: as the zero point, or u8) and 23's precision
- * (0 or float: the division in f32, as here): what they ask, or 0 and the
- * node failed. */
-static cg_dtype quant_type(onnx_imp *im, const onnx_val *zp) {
-    const int64_t od = onnx_attr_int(im, "output_dtype", 0), pr = onnx_attr_int(im, "precision", 0);
-    const cg_dtype want = od ? cg_onnx_dtype((int32_t)od) : zp ? (cg_dtype)zp->desc.dtype : CG_U8;
-    if (pr != 0 && pr != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "precision %s (float only)", cg_onnx_type_name((int32_t)pr)), 0;
-    if (od && zp && want != (cg_dtype)zp->desc.dtype)
-        return onnx_fail(im, CG_ERR_FORMAT, "output_dtype differs from the zero point's type"), 0;
-    if (want != CG_U8 && want != CG_I8 && want != CG_U16 && want != CG_I16)
-        return onnx_fail(im, CG_ERR_UNSUPPORTED, "QuantizeLinear to %s (u8, i8, u16 or i16)",
-                         od ? cg_onnx_type_name((int32_t)od) : cg_dtype_name(want)),
-               0;
-    return want;
-}
-
-/* y = saturate(round(x / scale) + zp) as dt (u8, i8, u16 or i16) into
- * out; zp the f32 zero point shaped for x, or NULL. */
-static cg_status quantize(onnx_imp *im, const char *x, const char *scale, const char *zp, cg_dtype dt,
+/* y = saturate(round(x / scale) + zp) as an integer type dt, or x / scale
+ * + zp cast to a float type (rounded to nearest even, saturated or not by
+ * `saturate` for float8, at +-6 for f4e2m1), into out; zp the f32 zero
+ * point shaped for x, or NULL. */
+static cg_status quantize(onnx_imp *im, const char *x, const char *scale, const char *zp, cg_dtype dt, int saturate,
                           const char *out) {
     const char *t = NULL;
     cg_status s;
-    if ((s = op2(im, "div", x, scale, NULL, &t)) || (s = op2(im, "round", t, NULL, NULL, &t))) return s;
+    int lo, hi;
+    char a[96];
+    if ((s = op2(im, "div", x, scale, NULL, &t))) return s;
+    if (quant_float(dt)) {
+        if (zp && (s = op2(im, "add", t, zp, NULL, &t))) return s;
+        snprintf(a, sizeof a, "to: \"%s\", saturate: %d", cg_dtype_name(dt), saturate != 0);
+        return op2_to(im, "cast", t, NULL, a, out);
+    }
+    quant_range(dt, &lo, &hi);
+    if ((s = op2(im, "round", t, NULL, NULL, &t))) return s;
     if (zp && (s = op2(im, "add", t, zp, NULL, &t))) return s;
-    const char *clip = dt == CG_U8    ? "min: 0, max: 255"
-                       : dt == CG_I8  ? "min: -128, max: 127"
-                       : dt == CG_U16 ? "min: 0, max: 65535"
-                                      : "min: -32768, max: 32767";
-    char to[24];
-    snprintf(to, sizeof to, "to: \"%s\"", cg_dtype_name(dt));
-    if ((s = op2(im, "clip", t, NULL, clip, &t))) return s;
-    return op2_to(im, "cast", t, NULL, to, out);
+    snprintf(a, sizeof a, "min: %d, max: %d", lo, hi);
+    if ((s = op2(im, "clip", t, NULL, a, &t))) return s;
+    snprintf(a, sizeof a, "to: \"%s\"", cg_dtype_name(dt));
+    return op2_to(im, "cast", t, NULL, a, out);
 }
 
-/* saturate only changes conversions to float8 types (none here) */
+/* x as f32 (a cast when it is another type) into *out. */
+static cg_status as_f32(onnx_imp *im, const onnx_val *x, const char **out) {
+    *out = x->name;
+    return x->desc.dtype == CG_F32 ? CG_OK : op2(im, "cast", x->name, NULL, "to: \"f32\"", out);
+}
+
 cg_status cg_onnx_map_quantize(onnx_imp *im) {
-    static const char *const known[] = {"axis", "saturate", "output_dtype", "block_size", "precision", NULL};
-    static const char *const what[2] = {"input 1 (y_scale)", "input 2 (y_zero_point)"};
+    static const char *const known[] = {"axis", "saturate", "block_size", "output_dtype", "precision", NULL};
     onnx_val *x, *scale, *zp = onnx_in(im, 2);
     cg_status s;
+    int lo, hi;
     if ((s = onnx_check_attrs(im, known)) || (s = typed_in(im, 0, &x)) || (s = typed_in(im, 1, &scale))) return s;
     if (zp && !zp->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", zp->name);
-    const cg_dtype dt = quant_type(im, zp);
-    if (!dt) return CG_ERR_UNSUPPORTED;
-    if (x->desc.dtype != CG_F32 || scale->desc.dtype != CG_F32)
-        return onnx_fail(
-            im, CG_ERR_UNSUPPORTED, "QuantizeLinear of %s with a %s scale to %s (f32 to u8, i8, u16 or i16)",
-            cg_dtype_name((cg_dtype)x->desc.dtype), cg_dtype_name((cg_dtype)scale->desc.dtype), cg_dtype_name(dt));
-    const char *sc, *z;
-    if ((s = qparams(im, scale, zp, x, what, &sc, &z))) return s;
-    return quantize(im, x->name, sc, z, dt, out_at(im, 0));
+    const int64_t odt = onnx_attr_int(im, "output_dtype", 0);
+    const cg_dtype dt = zp ? (cg_dtype)zp->desc.dtype : odt ? cg_onnx_dtype((int32_t)odt) : CG_U8;
+    const cg_dtype xt = (cg_dtype)x->desc.dtype, st = (cg_dtype)scale->desc.dtype;
+    const int x_ok = xt == CG_F32 || xt == CG_F16 || xt == CG_BF16 || xt == CG_I32;
+    const int s_ok = st == CG_F32 || st == CG_F16 || st == CG_BF16 || st == CG_I32 || st == CG_F8E8M0;
+    if (!x_ok || !s_ok || (!quant_range(dt, &lo, &hi) && !quant_float(dt)))
+        return onnx_fail(im, CG_ERR_UNSUPPORTED,
+                         "QuantizeLinear of %s with a %s scale to %s (f32, f16, bf16 or i32 with such a scale or an "
+                         "f8e8m0 one, to u8, i8, u16, i16, u4, i4, u2, i2, float8 or f4e2m1)",
+                         cg_dtype_name(xt), cg_dtype_name(st), dt ? cg_dtype_name(dt) : "an unknown type");
+    const int64_t axis = onnx_attr_int(im, "axis", 1), block = onnx_attr_int(im, "block_size", 0);
+    const char *sc, *z = NULL, *xf;
+    if ((s = along_axis(im, scale, x, axis, block, "input 1 (y_scale)", &sc)) ||
+        (zp && (s = along_axis(im, zp, x, axis, block, "input 2 (y_zero_point)", &z))) || (s = as_f32(im, x, &xf)))
+        return s;
+    return quantize(im, xf, sc, z, dt, (int)onnx_attr_int(im, "saturate", 1), out_at(im, 0));
 }
 
-/* output_dtype (opset 23) must be the scale's type, f32 here (f16 and
- * bf16 scales arrive widened, and the result is narrowed back). */
 cg_status cg_onnx_map_dequantize(onnx_imp *im) {
     static const char *const known[] = {"axis", "block_size", "output_dtype", NULL};
-    static const char *const what[2] = {"input 1 (x_scale)", "input 2 (x_zero_point)"};
     onnx_val *x, *scale, *zp = onnx_in(im, 2);
     cg_status s;
+    int lo, hi;
     if ((s = onnx_check_attrs(im, known)) || (s = typed_in(im, 0, &x)) || (s = typed_in(im, 1, &scale))) return s;
     if (zp && !zp->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", zp->name);
-    const cg_dtype dt = (cg_dtype)x->desc.dtype;
-    if ((dt != CG_U8 && dt != CG_I8 && dt != CG_U16 && dt != CG_I16 && dt != CG_I32) || scale->desc.dtype != CG_F32 ||
-        (zp && zp->desc.dtype != dt))
+    const cg_dtype dt = (cg_dtype)x->desc.dtype, st = (cg_dtype)scale->desc.dtype;
+    const int64_t odt = onnx_attr_int(im, "output_dtype", 0);
+    /* the output: output_dtype, else the scale's type (f32 for e8m0) */
+    const cg_dtype yt = odt ? cg_onnx_dtype((int32_t)odt) : st == CG_F8E8M0 ? CG_F32 : st;
+    const int s_ok = st == CG_F32 || st == CG_F16 || st == CG_BF16 || st == CG_F8E8M0;
+    if ((!quant_range(dt, &lo, &hi) && !quant_float(dt) && dt != CG_I32) || !s_ok || (zp && zp->desc.dtype != dt) ||
+        (yt != CG_F32 && yt != CG_F16 && yt != CG_BF16))
         return onnx_fail(im, CG_ERR_UNSUPPORTED,
-                         "DequantizeLinear of %s with a %s scale (u8, i8, u16, i16 or i32, a zero "
-                         "point of the same type, an f32 scale)",
-                         cg_dtype_name(dt), cg_dtype_name((cg_dtype)scale->desc.dtype));
-    const int64_t od = onnx_attr_int(im, "output_dtype", 0);
-    if (od && !im->narrow && od != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-        return onnx_fail(im, CG_ERR_FORMAT, "output_dtype %s differs from the scale's type",
-                         cg_onnx_type_name((int32_t)od));
-    const char *sc, *z, *t = NULL, *y = out_at(im, 0);
-    if ((s = qparams(im, scale, zp, x, what, &sc, &z)) || (s = op2(im, "cast", x->name, NULL, "to: \"f32\"", &t)) ||
-        (z && (s = op2(im, "sub", t, z, NULL, &t))))
+                         "DequantizeLinear of %s with a %s scale to %s (u8, i8, u16, i16, i32, u4, i4, u2, i2, float8 "
+                         "or f4e2m1, a zero point of the same type, an f32, f16, bf16 or f8e8m0 scale, to f32, f16 or "
+                         "bf16)",
+                         cg_dtype_name(dt), cg_dtype_name(st), yt ? cg_dtype_name(yt) : "an unknown type");
+    const int64_t axis = onnx_attr_int(im, "axis", 1), block = onnx_attr_int(im, "block_size", 0);
+    const char *sc, *z = NULL, *t = NULL, *y = out_at(im, 0);
+    if ((s = along_axis(im, scale, x, axis, block, "input 1 (x_scale)", &sc)) ||
+        (zp && (s = along_axis(im, zp, x, axis, block, "input 2 (x_zero_point)", &z))) ||
+        (s = op2(im, "cast", x->name, NULL, "to: \"f32\"", &t)) || (z && (s = op2(im, "sub", t, z, NULL, &t))))
         return s;
     /* i32 values past 2^24 round on the cast, as in ONNX Runtime */
-    return op2_to(im, "mul", t, sc, NULL, y);
+    if (yt == CG_F32) return op2_to(im, "mul", t, sc, NULL, y);
+    if ((s = op2(im, "mul", t, sc, NULL, &t))) return s;
+    return op2_to(im, "cast", t, NULL, yt == CG_F16 ? "to: \"f16\"" : "to: \"bf16\"", y);
 }
 
 /* DynamicQuantizeLinear (u8): the range of x widened to hold 0, scale =
@@ -235,7 +253,7 @@ cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im) {
         (s = op2(im, "clip", zf, NULL, "min: 0, max: 255", &zf)) || (s = op2(im, "round", zf, NULL, NULL, &zf)) ||
         (zq && (s = op2_to(im, "cast", zf, NULL, "to: \"u8\"", zq))))
         return s;
-    return out_at(im, 0) ? quantize(im, x->name, scale, zf, CG_U8, out_at(im, 0)) : CG_OK;
+    return out_at(im, 0) ? quantize(im, x->name, scale, zf, CG_U8, 1, out_at(im, 0)) : CG_OK;
 }
 
 /* MatMulInteger: clgraph's matmul_integer (a [..., M, K], a 2-D b; the

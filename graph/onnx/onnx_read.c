@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dtype.h"
+#include "narrow.h"
 #include "error.h"
 #include "read_file.h"
 #include "shape.h"
@@ -169,6 +170,21 @@ static const struct {
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, "COMPLEX64", 0, 8},
     {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "COMPLEX128", 0, 16},
     {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, "BFLOAT16", CG_BF16, 2},
+    /* onnx.proto's later types, by value: Debian's copy of the schema
+     * predates them. The 4- and 2-bit ones are packed in raw_data and
+     * int32_data (two or four a byte) and unpacked to a byte each. */
+    {17, "FLOAT8E4M3FN", CG_F8E4M3FN, 1},
+    {18, "FLOAT8E4M3FNUZ", CG_F8E4M3FNUZ, 1},
+    {19, "FLOAT8E5M2", CG_F8E5M2, 1},
+    {20, "FLOAT8E5M2FNUZ", CG_F8E5M2FNUZ, 1},
+    {21, "UINT4", CG_U4, 1},
+    {22, "INT4", CG_I4, 1},
+    {23, "FLOAT4E2M1", CG_F4E2M1, 1},
+    {24, "FLOAT8E8M0", CG_F8E8M0, 1},
+    {25, "UINT2", CG_U2, 1},
+    {26, "INT2", CG_I2, 1},
+    {27, "FLOAT6E2M3", 0, 1},
+    {28, "FLOAT6E3M2", 0, 1},
 };
 #define N_TYPES (int)(sizeof types / sizeof types[0])
 
@@ -271,6 +287,8 @@ static cg_status typed_count(const Onnx__TensorProto *t, int ti, const char *pat
     else if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 || dt == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64)
         have = t->n_uint64_data, field = "uint64_data";
     else have = t->n_int32_data, field = "int32_data";
+    /* 4- and 2-bit types: one packed byte of them per int32 */
+    if (types[ti].dtype) numel = (int64_t)cg_narrow_packed_bytes(types[ti].dtype, numel);
     if (have != (size_t)numel)
         return cg_error(CG_ERR_FORMAT, "%s: %s: %zu values in %s for %lld elements", path, what, have, field,
                         (long long)numel);
@@ -280,6 +298,14 @@ static cg_status typed_count(const Onnx__TensorProto *t, int ti, const char *pat
 /* Copies the typed field that holds t's values (counted before). */
 static void typed_values(const Onnx__TensorProto *t, int ti, int64_t numel, cg_tensor *out) {
     int32_t dt = types[ti].onnx;
+    if (cg_dtype_is_narrow(out->dtype)) { /* one byte of the packed form per int32 */
+        const int bits = cg_dtype_packed_bits(out->dtype), per = 8 / bits;
+        for (int64_t i = 0; i < numel; i++) {
+            uint32_t byte = (uint32_t)t->int32_data[i / per] & 0xFF;
+            ((uint8_t *)out->data)[i] = cg_narrow_normalize(out->dtype, (uint8_t)(byte >> (i % per * bits)));
+        }
+        return;
+    }
     for (int64_t i = 0; i < numel; i++) {
         switch (out->dtype) {
         case CG_F32:
@@ -312,6 +338,10 @@ static void raw_values(const unsigned char *raw, int ti, int64_t numel, cg_tenso
         }
         return;
     }
+    if (cg_dtype_is_narrow(out->dtype)) {
+        cg_narrow_unpack(out->dtype, raw, numel, out->data);
+        return;
+    }
     memcpy(out->data, raw, (size_t)numel * (size_t)types[ti].size);
     if (out->dtype == CG_BOOL)
         for (int64_t i = 0; i < numel; i++) ((uint8_t *)out->data)[i] = ((uint8_t *)out->data)[i] != 0;
@@ -336,7 +366,8 @@ cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char
     if (!cg_shape_fits((int)t->n_dims, dims))
         return cg_error(CG_ERR_FORMAT, "%s: %s: more than 2^40 elements", path, what);
     int64_t numel = cg_shape_numel((int)t->n_dims, dims);
-    size_t raw_bytes = (size_t)numel * (size_t)types[ti].size;
+    size_t raw_bytes = cg_dtype_is_narrow(types[ti].dtype) ? cg_narrow_packed_bytes(types[ti].dtype, numel)
+                                                           : (size_t)numel * (size_t)types[ti].size;
     /* the data is checked to be there before the tensor is allocated: a
      * file declaring 2^40 elements and holding none gets a message */
     cg_status s = CG_OK;

@@ -1,7 +1,7 @@
 /* ONNX's recurrent layers: GRU and LSTM onto clgraph's gru / lstm (or
  * their cells for one step), and what those cannot take (RNN, GRU with
- * linear_before_reset 0, LSTM with peepholes or initial states, sequence
- * lengths) unrolled over the known sequence length. */
+ * linear_before_reset 0, LSTM with peepholes) unrolled over the known
+ * sequence length. */
 #include "onnx_imp.h"
 #include "onnx_ops_util.h"
 
@@ -163,13 +163,61 @@ static cg_status cell_step(onnx_imp *im, const rnn_parts *p, const int *from) {
     return s;
 }
 
+/* The initial states of a layer op from initial_h (and initial_c for the
+ * LSTM), at least one not known to be zeros: ONNX's [D, B, H] (layout 1:
+ * [B, D, H], transposed) is clgraph's h0 / c0 of one layer, its directions
+ * in the same order as the weights; a state known to be zeros is made as
+ * zeros of the other's shape. Sets *n (1 or 2) names in out. */
+static cg_status initial_states(onnx_imp *im, const rnn_parts *p, const char **out, int *n) {
+    const int lstm = p->ng == 4;
+    onnx_val *init[2] = {onnx_in(im, 5), lstm ? onnx_in(im, 6) : NULL};
+    static const char *const what[2] = {"initial_h", "initial_c"};
+    cg_status s = CG_OK;
+    *n = lstm ? 2 : 1;
+    for (int k = 0; k < *n && !s; k++) {
+        out[k] = NULL;
+        if (known_zero(init[k])) continue;
+        if (init[k]->desc.dtype != CG_F32 || init[k]->desc.ndim != 3)
+            return onnx_fail(im, CG_ERR_UNSUPPORTED, "input %d (%s) must be float32 [D, B, H]", 5 + k, what[k]);
+        out[k] = init[k]->name;
+        if (p->layout) s = emit_tmp(im, "transpose", out[k], "perm: [1, 0, 2]", &out[k]);
+    }
+    for (int k = 0; k < *n && !s; k++) { /* zeros of the other state's shape */
+        if (out[k]) continue;
+        const float z = 0;
+        const char *zc;
+        if (!(s = const_of(im, CG_F32, 0, NULL, &z, &zc)))
+            s = emit_tmp2(im, "expand", zc, out[1 - k], "shape: []", &out[k]);
+    }
+    return s;
+}
+
+/* Final states [D, B, H] of rows whose sequence_lens (lens, i32 [B]) is 0
+ * made zeros, as ONNX Runtime gives them: clgraph's layers, like the
+ * unrolled form, keep such a row's initial state. */
+static cg_status zero_empty_rows(onnx_imp *im, const char *lens, int64_t bsz, const char **state) {
+    const int32_t z32 = 0;
+    const float zf = 0;
+    const int64_t d3[3] = {1, bsz, 1};
+    const char *zi, *zc, *m, *m3 = NULL;
+    cg_status s;
+    if ((s = const_of(im, CG_I32, 0, NULL, &z32, &zi)) || (s = const_of(im, CG_F32, 0, NULL, &zf, &zc)) ||
+        (s = emit_tmp2(im, "less", zi, lens, NULL, &m)) || (s = onnx_emit_reshape(im, onnx_val_get(im, m), 3, d3, &m3)))
+        return s;
+    const char *w[3] = {m3, *state, zc}, *o[1] = {NULL};
+    if ((s = onnx_emit(im, "where", 3, w, 1, o, NULL))) return s;
+    *state = o[0];
+    return CG_OK;
+}
+
 /* LSTM and GRU: clgraph's lstm / gru (PyTorch's nn.LSTM / nn.GRU, batch
  * first) with the weights reordered at import (they must be known), for
  * forward and bidirectional layers with ONNX's default activations, no
- * clip, no peepholes and zero initial states; a GRU only with
- * linear_before_reset 1 (PyTorch's cell, which its exports declare).
- * sequence_lens becomes the lengths (else every row is S long: B and S
- * must then be concrete). */
+ * clip and no peepholes; a GRU only with linear_before_reset 1 (PyTorch's
+ * cell, which its exports declare). Initial states not known to be zeros
+ * become the op's h0 / c0 (attribute initial). sequence_lens becomes the
+ * lengths (else every row is S long, made at run time where B or S are
+ * symbolic). */
 cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
     static const int lstm_from[4] = {0, 2, 3, 1}, gru_from[3] = {1, 0, 2};
     const int lstm = !strcmp(im->node->op_type, "LSTM");
@@ -184,10 +232,9 @@ cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
     if (p.nd == 1 && p.x->desc.dims[p.layout ? 1 : 0] == 1 && !onnx_in(im, 4) && !known_zero(onnx_in(im, 5)) &&
         (!lstm || known_zero(onnx_in(im, 7))))
         return cell_step(im, &p, from);
-    /* clgraph's gru and lstm start from zero states and have no peepholes:
-     * anything not known to be zeros is unrolled */
-    for (int i = 5; i < (lstm ? 8 : 6); i++)
-        if (!known_zero(onnx_in(im, i))) return unrolled(im, &p);
+    /* clgraph's gru and lstm have no peepholes */
+    if (lstm && !known_zero(onnx_in(im, 7))) return unrolled(im, &p);
+    const int initial = !known_zero(onnx_in(im, 5)) || (lstm && !known_zero(onnx_in(im, 6)));
     onnx_val *x = p.x;
     const cg_tensor *w = p.w, *r = p.r, *b = p.b;
     const int64_t h = p.h, layout = p.layout, in_sz = p.in_sz;
@@ -214,8 +261,10 @@ cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
         free(l);
         if (s) return s;
     }
-    const char *ins[2 + 8];
+    const char *ins[2 + 8 + 2];
     ins[0] = xb, ins[1] = lens;
+    int n_states = 0;
+    if (initial && (s = initial_states(im, &p, ins + 2 + 4 * nd, &n_states))) return s;
     float *zero = calloc((size_t)(ng * h), sizeof *zero);
     if (!zero) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     const float *wf = cg_tensor_data_const(w), *rf = cg_tensor_data_const(r), *bf = b ? cg_tensor_data_const(b) : NULL;
@@ -229,9 +278,10 @@ cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
     free(zero);
     if (s) return s;
     char a[120];
-    snprintf(a, sizeof a, "hidden: %lld, layers: 1, bidirectional: %d", (long long)h, bidir);
+    snprintf(a, sizeof a, "hidden: %lld, layers: 1, bidirectional: %d%s", (long long)h, bidir,
+             initial ? ", initial: 1" : "");
     const char *outs[3] = {NULL, NULL, NULL};
-    if ((s = onnx_emit(im, lstm ? "lstm" : "gru", 2 + 4 * nd, ins, lstm ? 3 : 2, outs, a))) return s;
+    if ((s = onnx_emit(im, lstm ? "lstm" : "gru", 2 + 4 * nd + n_states, ins, lstm ? 3 : 2, outs, a))) return s;
     /* Y: [B, S, D*H] -> [B, S, D, H] (layout 1) -> [S, D, B, H] (layout 0) */
     if (out_name(im, 0)) {
         int64_t d4[4] = {bsz, seq, nd, h};
@@ -245,6 +295,7 @@ cg_status cg_onnx_map_rnn_layer(onnx_imp *im) {
     /* Y_h, Y_c: [D, B, H] (layout 0) or [B, D, H] (layout 1) */
     for (int k = 1; k <= (lstm ? 2 : 1); k++) {
         if (!out_name(im, k)) continue;
+        if (sl && initial && (s = zero_empty_rows(im, lens, bsz, &outs[k]))) return s;
         const char *tin[1] = {outs[k]};
         if (layout) s = emit1(im, "transpose", 1, tin, out_name(im, k), "perm: [1, 0, 2]");
         else {
@@ -423,11 +474,10 @@ static cg_status mask_step(onnx_imp *im, const onnx_val *lens, int64_t t, int64_
 }
 
 /* RNN (the plain cell), GRU that clgraph's gru does not take
- * (linear_before_reset 0, ONNX's default; or a non-zero initial_h) and
- * LSTM with peepholes or non-zero initial states: unrolled over the
- * concrete sequence length, per step and direction a slice and the cell
- * (unrolled_step, lstm_step); weights known at import, default
- * activations, no clip; initial states may be run-time values;
+ * (linear_before_reset 0, ONNX's default) and LSTM with peepholes:
+ * unrolled over the concrete sequence length, per step and direction a
+ * slice and the cell (unrolled_step, lstm_step); weights known at import,
+ * default activations, no clip; initial states may be run-time values;
  * sequence_lens (forward only) masks each step: rows past their length
  * keep their state and give zeros in Y. */
 static cg_status unrolled(onnx_imp *im, const rnn_parts *p) {

@@ -382,7 +382,12 @@ typedef struct cg_onnx_options {
      * an input of the imported graph. Inputs used as data stay inputs. */
     int n_given;
     const char *const *given_names; /**< n_given input names */
-    const cg_tensor *const *given;  /**< their values (the caller keeps them) */
+    /** Their values (the caller keeps them). A sequence input of N tensors
+     * is given as N values named NAME.0 .. NAME.N-1 (its length must be
+     * known at import: it becomes N graph inputs of those names); a NULL
+     * value named NAME is an empty sequence, or an optional input without
+     * an element (an optional input not given holds a tensor). */
+    const cg_tensor *const *given;
 } cg_onnx_options;
 
 /**
@@ -411,6 +416,35 @@ CG_API cg_weights *cg_model_weights(const cg_model *m);
  * `name` (may be NULL) receives the tensor's name (malloc'ed; "" if none).
  */
 CG_API cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name);
+
+/** What an ONNX graph input or output holds (cg_onnx_io_kinds), and the
+ * proto a value file of it is (cg_tensors_load_onnx). */
+typedef enum cg_onnx_kind {
+    CG_ONNX_TENSOR = 1,   /**< a tensor: TensorProto */
+    CG_ONNX_SEQUENCE = 2, /**< a sequence of tensors: SequenceProto */
+    CG_ONNX_OPTIONAL = 3, /**< an optional tensor or sequence: OptionalProto */
+    CG_ONNX_OTHER = 4     /**< maps, sparse tensors, opaque types */
+} cg_onnx_kind;
+
+/**
+ * Reads an ONNX value file of `kind` (the .pb files of ONNX's test data)
+ * as the tensors it holds: a TensorProto's one tensor, a SequenceProto's
+ * elements in order, an OptionalProto's tensor or sequence (none when it
+ * is empty). *out: a new array of *n tensors (free each, then the array
+ * with free()); `held` (may be NULL): CG_ONNX_TENSOR or CG_ONNX_SEQUENCE,
+ * what the file holds (CG_ONNX_OPTIONAL: an empty optional); `name` (may
+ * be NULL) as cg_tensor_load_onnx. Sequences of sequences and maps are
+ * CG_ERR_UNSUPPORTED.
+ */
+CG_API cg_status cg_tensors_load_onnx(const char *path, cg_onnx_kind kind, int *n, cg_tensor ***out, cg_onnx_kind *held,
+                                      char **name);
+
+/**
+ * The kinds of an ONNX model's graph inputs (`outputs` 0) or outputs
+ * (`outputs` 1) in the file's order, as a new array *kinds of *n (free()),
+ * so that a caller reads each test data file as the proto it is.
+ */
+CG_API cg_status cg_onnx_io_kinds(const char *path, int outputs, int *n, cg_onnx_kind **kinds);
 
 /** Frees a model, its graphs and nodes (NULL is ignored). */
 CG_API void cg_model_free(cg_model *m);

@@ -1,5 +1,5 @@
 /*
- * clgraph operator plugin ABI, version 1.5.
+ * clgraph operator plugin ABI, version 1.6.
  *
  * A plugin is a shared library that exports exactly one entry symbol,
  * `cg_plugin_entry` (see CG_PLUGIN_ENTRY_SYMBOL), returning a static
@@ -45,7 +45,7 @@ extern "C" {
 /** ABI major version: a plugin must be built with the same major. */
 #define CG_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: grows when fields or host functions are appended. */
-#define CG_PLUGIN_ABI_MINOR 5
+#define CG_PLUGIN_ABI_MINOR 6
 /** Name of the one symbol every plugin exports. */
 #define CG_PLUGIN_ENTRY_SYMBOL "cg_plugin_entry"
 
@@ -77,7 +77,9 @@ typedef enum cg_op_status {
  * unchanged; cg_op_dtype is the same enum, so cg_tensor_desc is laid out as
  * before. CG_I16, CG_U16, CG_U32 and CG_U64 came with ABI 1.5: a plugin
  * built against an older minor is never given a tensor of one of them (its
- * nodes with such an input fail verification).
+ * nodes with such an input fail verification). The narrow types CG_F8E4M3FN
+ * to CG_U2 came with ABI 1.6, under the same rule for plugins built against
+ * 1.0 to 1.5.
  */
 typedef cg_dtype cg_op_dtype;
 #define CG_OP_F32 CG_F32 /**< 1.0 name of CG_F32 */

@@ -94,7 +94,8 @@ __kernel void lstm_cell_gates(int B, int H, int has_gi, __global const float *ws
  * writes h' to out[o_off + (b*S + pos)*DH + col + j]. When t >= len_b the
  * state is kept and position t of the output (a padded one) gets 0, so over
  * t = 0..S-1 every position of this direction's columns is written exactly
- * once. first != 0: the state is zero (gh is not read), the first step. */
+ * once. first != 0: the state is zero (gh is not read), the first step
+ * from zero states (from given ones every step has first == 0). */
 
 #if CG_WANT(gru_seq_step)
 __kernel void gru_seq_step(int B, int S, int H, int t, int reverse, int first, int has_gi,
@@ -165,6 +166,15 @@ __kernel void lstm_seq_step(int B, int S, int H, int t, int reverse, int first, 
 __kernel void rnn_zero(long n, __global float *buf, long off) {
     long i = get_global_id(0);
     if (i < n) buf[off + i] = 0.0f;
+}
+#endif
+
+/* Copies n floats from src + s_off to dst + d_off: a layer's initial
+ * state into the state it updates (or, when S == 0, to the final states). */
+#if CG_WANT(rnn_copy)
+__kernel void rnn_copy(long n, __global const float *src, long s_off, __global float *dst, long d_off) {
+    long i = get_global_id(0);
+    if (i < n) dst[d_off + i] = src[s_off + i];
 }
 #endif
 

@@ -226,9 +226,28 @@ START_TEST(test_dtype_names) {
         const char *name;
         size_t size;
     } want[] = {
-        {CG_F32, 1, "f32", 4}, {CG_I32, 2, "i32", 4},  {CG_F16, 3, "f16", 2},  {CG_BF16, 4, "bf16", 2},
-        {CG_I8, 5, "i8", 1},   {CG_U8, 6, "u8", 1},    {CG_I64, 7, "i64", 8},  {CG_BOOL, 8, "bool", 1},
-        {CG_I16, 9, "i16", 2}, {CG_U16, 10, "u16", 2}, {CG_U32, 11, "u32", 4}, {CG_U64, 12, "u64", 8},
+        {CG_F32, 1, "f32", 4},
+        {CG_I32, 2, "i32", 4},
+        {CG_F16, 3, "f16", 2},
+        {CG_BF16, 4, "bf16", 2},
+        {CG_I8, 5, "i8", 1},
+        {CG_U8, 6, "u8", 1},
+        {CG_I64, 7, "i64", 8},
+        {CG_BOOL, 8, "bool", 1},
+        {CG_I16, 9, "i16", 2},
+        {CG_U16, 10, "u16", 2},
+        {CG_U32, 11, "u32", 4},
+        {CG_U64, 12, "u64", 8},
+        {CG_F8E4M3FN, 13, "f8e4m3fn", 1},
+        {CG_F8E4M3FNUZ, 14, "f8e4m3fnuz", 1},
+        {CG_F8E5M2, 15, "f8e5m2", 1},
+        {CG_F8E5M2FNUZ, 16, "f8e5m2fnuz", 1},
+        {CG_F8E8M0, 17, "f8e8m0", 1},
+        {CG_F4E2M1, 18, "f4e2m1", 1},
+        {CG_I4, 19, "i4", 1},
+        {CG_U4, 20, "u4", 1},
+        {CG_I2, 21, "i2", 1},
+        {CG_U2, 22, "u2", 1},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         ck_assert_int_eq((int)want[i].t, want[i].value); /* ABI: values never change */
@@ -245,7 +264,7 @@ START_TEST(test_dtype_names) {
     cg_dtype now = old;
     ck_assert_int_eq(now, CG_I32);
     ck_assert_uint_eq(sizeof(cg_tensor_desc), 8 + 8 * CG_MAX_DIMS);
-    const int bad[] = {0, 13, -1, 100};
+    const int bad[] = {0, 23, -1, 100};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_str_eq(cg_dtype_name((cg_dtype)bad[i]), "?");
         ck_assert_uint_eq(cg_dtype_size((cg_dtype)bad[i]), 0);

@@ -2,7 +2,8 @@
  * that imports prints as text that parses back and prints the same (names
  * quoted where they must be); one that does not leaves a one-line message
  * naming the file. The same bytes also go through the TensorProto reader
- * (cg_tensor_load_onnx), which must load or fail the same way. */
+ * (cg_tensor_load_onnx) and the SequenceProto and OptionalProto one
+ * (cg_tensors_load_onnx), which must load or fail the same way. */
 #include "clgraph/clgraph.h"
 #include "fuzz_mem.h"
 
@@ -11,6 +12,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static cg_context *ctx;
 
 static void done(void) { cg_context_free(ctx); }
+
+/* The bytes as a sequence or optional value file. */
+static void load_values(const char *path, cg_onnx_kind kind) {
+    int n = -1;
+    cg_tensor **t = NULL;
+    cg_onnx_kind held;
+    char *name = NULL;
+    if (cg_tensors_load_onnx(path, kind, &n, &t, &held, &name) != CG_OK) {
+        if (t || name || n) abort();
+        cg_fuzz_check_message(cg_last_error(), path);
+        return;
+    }
+    if (!name || n < 0 || (n && !t)) abort();
+    for (int i = 0; i < n; i++) cg_tensor_free(t[i]);
+    free(t);
+    free(name);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static cg_fuzz_file in;
@@ -35,6 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cg_model_free(m2);
         cg_model_free(m);
     }
+    load_values(path, CG_ONNX_SEQUENCE);
+    load_values(path, CG_ONNX_OPTIONAL);
     cg_tensor *t = NULL;
     char *name = NULL;
     if (cg_tensor_load_onnx(path, &t, &name) != CG_OK) {

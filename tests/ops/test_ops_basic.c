@@ -663,12 +663,40 @@ START_TEST(test_cast) {
         static const uint16_t want_bf[3] = {0x3f80, 0x3f80, 0x3f82};
         ck_assert(memcmp(out.data, want_bf, 6) == 0);
         th_free_outputs(1, &out);
+        /* float8 e4m3fn by hand: 1 is 0x38, 448 the largest (0x7E), 500
+         * past it (saturate: 448; not: NaN 0x7F), 2^-10 half the smallest
+         * step 2^-9 (a tie: to even, 0), -2^-8 two steps (0x82) */
+        float ev[5] = {1.0f, 448.0f, 500.0f, 0.0009765625f, -0.00390625f};
+        int64_t five = 5;
+        th_tensor et = th_f32(ev, 1, &five);
+        th_set_string(&at, &cg_op_cast, "to", "f8e4m3fn");
+        run_ok(&cg_op_cast, 1, &et, &at, 1, &out);
+        static const uint8_t want_e[5] = {0x38, 0x7E, 0x7E, 0x00, 0x82}, want_e0[5] = {0x38, 0x7E, 0x7F, 0x00, 0x82};
+        ck_assert(memcmp(out.data, want_e, 5) == 0);
+        th_free_outputs(1, &out);
+        th_set_int(&at, &cg_op_cast, "saturate", 0);
+        run_ok(&cg_op_cast, 1, &et, &at, 1, &out);
+        ck_assert(memcmp(out.data, want_e0, 5) == 0);
+        th_free_outputs(1, &out);
+        th_set_int(&at, &cg_op_cast, "saturate", 1);
+        /* i4: truncated, then the low 4 bits (9 -> -7, -9 -> 7) */
+        float iv[5] = {9.5f, -9.0f, 7.9f, -0.5f, 16.0f};
+        th_tensor it = th_f32(iv, 1, &five);
+        th_set_string(&at, &cg_op_cast, "to", "i4");
+        run_ok(&cg_op_cast, 1, &it, &at, 1, &out);
+        static const int8_t want_i4[5] = {-7, 7, 7, 0, 0};
+        ck_assert(memcmp(out.data, want_i4, 5) == 0);
+        th_free_outputs(1, &out);
     }
     /* Errors. */
     th_set_string(&at, &cg_op_cast, "to", "f64");
-    expect_infer_fail(
-        &cg_op_cast, 1, &in, &at, 1,
-        "'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64), got \"f64\"");
+    expect_infer_fail(&cg_op_cast, 1, &in, &at, 1,
+                      "'to' must name a dtype (f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32, u64, f8e4m3fn, "
+                      "f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2 or u2), got \"f64\"");
+    th_set_string(&at, &cg_op_cast, "to", "f8e8m0");
+    th_set_string(&at, &cg_op_cast, "round_mode", "sideways");
+    expect_infer_fail(&cg_op_cast, 1, &in, &at, 1,
+                      "attribute 'round_mode' must be \"up\", \"down\" or \"nearest\", got \"sideways\"");
     th_attrs none;
     th_attrs_init(&none, &cg_op_cast);
     expect_infer_fail(&cg_op_cast, 1, &in, &none, 1, "'to' is required");

@@ -1,5 +1,6 @@
 /* Tests of the recurrent and attention operators: gru_cell, lstm_cell, gru,
- * lstm (against PyTorch golden data made by tools/py/gen_golden_rnn.py),
+ * lstm (against PyTorch golden data made by tools/py/gen_golden_rnn.py; from
+ * given initial states against a naive double-precision reference),
  * attn_score and attn_context (against naive double-precision references),
  * their error messages, symbolic shapes, and their decompositions (run by a
  * small evaluator of the built-in ops they emit). */
@@ -190,7 +191,7 @@ END_TEST
 
 /* ---- gru / lstm on generated data ---- */
 
-#define SEQ_MAX_IN (2 + 4 * 3 * 2)
+#define SEQ_MAX_IN (2 + 4 * 3 * 2 + 2)
 
 /* Inputs of a gru (gates 3) or lstm (gates 4) with random weights (when
  * `store` is non-NULL: a malloc'ed buffer the caller frees) or descriptors
@@ -422,6 +423,174 @@ START_TEST(seq_infer_symbolic) {
     const int64_t wsym[2] = {64, CG_DIM_SYM(5)};
     in[2] = th_f32(NULL, 2, wsym);
     ck_assert_msg(th_infer(&cg_op_lstm, n_in, in, &at, 3, out, err, sizeof err) == CG_OP_OK, "%s", err);
+}
+END_TEST
+
+/* ---- gru / lstm from given initial states, against a naive reference ---- */
+
+static double ref_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* Row `r` of weight matrix w [rows, k] times v [k]. */
+static double ref_dot(const float *w, int64_t r, int64_t k, const double *v) {
+    double sum = 0;
+    for (int64_t i = 0; i < k; i++) sum += (double)w[r * k + i] * v[i];
+    return sum;
+}
+
+/* One PyTorch cell update of state h (and c, LSTM) from input v [k]:
+ * nn.GRU's gates r, z, n and nn.LSTM's i, f, g, o, written out from the
+ * PyTorch documentation's equations. w: weight_ih, weight_hh, bias_ih,
+ * bias_hh. */
+static void ref_cell(int gates, int64_t H, int64_t k, const float *const *w, const double *v, double *h, double *c) {
+    double a[4 * 64], hh[4 * 64], hn[64];
+    ck_assert(H <= 64);
+    for (int64_t r = 0; r < gates * H; r++) {
+        a[r] = ref_dot(w[0], r, k, v) + w[2][r];
+        hh[r] = ref_dot(w[1], r, H, h) + w[3][r];
+    }
+    for (int64_t j = 0; j < H; j++) {
+        if (gates == 3) {
+            const double rg = ref_sigmoid(a[j] + hh[j]), z = ref_sigmoid(a[H + j] + hh[H + j]);
+            const double n = tanh(a[2 * H + j] + rg * hh[2 * H + j]);
+            hn[j] = (1 - z) * n + z * h[j];
+        } else {
+            const double i = ref_sigmoid(a[j] + hh[j]), f = ref_sigmoid(a[H + j] + hh[H + j]);
+            const double g = tanh(a[2 * H + j] + hh[2 * H + j]), o = ref_sigmoid(a[3 * H + j] + hh[3 * H + j]);
+            c[j] = f * c[j] + i * g;
+            hn[j] = o * tanh(c[j]);
+        }
+    }
+    memcpy(h, hn, sizeof(double) * (size_t)H);
+}
+
+/* nn.GRU / nn.LSTM(batch_first=True) over packed rows from the initial
+ * states in[n_w] (h0) and in[n_w + 1] (c0), [L*D, B, H]: each row alone,
+ * forward over positions 0..len-1, backward from len-1 down to 0. Writes
+ * out [B, S, D*H] (zeros past a row's length), h_n and c_n [L*D, B, H]. */
+static void ref_seq(int gates, int64_t B, int64_t S, int64_t I, int64_t H, int64_t L, int64_t D, const th_tensor *in,
+                    int n_w, double *out, double *hn, double *cn) {
+    const float *x = in[0].data, *h0 = in[n_w].data, *c0 = gates == 4 ? in[n_w + 1].data : NULL;
+    const int32_t *lengths = in[1].data;
+    double *layer_in = malloc(sizeof(double) * (size_t)(B * S * (I > D * H ? I : D * H) + 1));
+    for (int64_t i = 0; i < B * S * I; i++) layer_in[i] = x[i];
+    int64_t in_size = I;
+    for (int64_t k = 0; k < L; k++) {
+        memset(out, 0, sizeof(double) * (size_t)(B * S * D * H));
+        for (int64_t d = 0; d < D; d++) {
+            const float *w[4];
+            for (int q = 0; q < 4; q++) w[q] = in[2 + 4 * (k * D + d) + q].data;
+            for (int64_t b = 0; b < B; b++) {
+                double h[64], c[64];
+                const int64_t st = ((k * D + d) * B + b) * H;
+                for (int64_t j = 0; j < H; j++) h[j] = h0[st + j], c[j] = c0 ? c0[st + j] : 0;
+                for (int64_t step = 0; step < lengths[b]; step++) {
+                    const int64_t t = d ? lengths[b] - 1 - step : step;
+                    ref_cell(gates, H, in_size, w, layer_in + (b * S + t) * in_size, h, c);
+                    for (int64_t j = 0; j < H; j++) out[(b * S + t) * D * H + d * H + j] = h[j];
+                }
+                for (int64_t j = 0; j < H; j++) hn[st + j] = h[j], cn[st + j] = c[j];
+            }
+        }
+        memcpy(layer_in, out, sizeof(double) * (size_t)(B * S * D * H));
+        in_size = D * H;
+    }
+    free(layer_in);
+}
+
+/* Largest |got - want| over n values. */
+static double ref_diff(const float *got, const double *want, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double e = fabs((double)got[i] - want[i]);
+        if (!(e <= m)) m = e;
+    }
+    return m;
+}
+
+/* gru / lstm with attribute initial against ref_seq: rows of length 0 keep
+ * their initial state, rows of other lengths start from it (S may be 0). */
+static void check_initial(int gates, int64_t B, int64_t S, int64_t L, int64_t D, const int32_t *lens) {
+    const cg_op_def *def = gates == 3 ? &cg_op_gru : &cg_op_lstm;
+    const int64_t I = 3, H = 7, n_state = L * D * B * H;
+    float x[4 * 6 * 3], states[2][2 * 2 * 4 * 7];
+    int32_t lengths[4];
+    memcpy(lengths, lens, sizeof(int32_t) * (size_t)B);
+    th_seed(23 + (uint64_t)gates);
+    th_fill(x, B * S * I, -1.0f, 1.0f);
+    th_fill(states[0], n_state, -1.0f, 1.0f);
+    th_fill(states[1], n_state, -1.0f, 1.0f);
+    float *w;
+    th_tensor in[SEQ_MAX_IN], out[3];
+    const int n_w = seq_inputs(in, gates, B, S, I, H, L, D, x, lengths, &w);
+    const int64_t ds[3] = {L * D, B, H};
+    int n_in = n_w;
+    for (int i = 0; i < gates - 2; i++) in[n_in++] = th_f32(states[i], 3, ds);
+    th_attrs at;
+    seq_attrs(&at, def, H, L, D - 1);
+    th_set_int(&at, def, "initial", 1);
+    const int n_out = gates - 1;
+    char err[512];
+    ck_assert_msg(th_run(def, n_in, in, &at, n_out, out, err, sizeof err) == CG_OP_OK, "%s", err);
+    double *want = malloc(sizeof(double) * (size_t)(B * S * D * H + 2 * n_state + 1));
+    ref_seq(gates, B, S, I, H, L, D, in, n_w, want, want + B * S * D * H, want + B * S * D * H + n_state);
+    const int64_t size[3] = {B * S * D * H, n_state, n_state};
+    const double *ref[3] = {want, want + size[0], want + size[0] + n_state};
+    for (int i = 0; i < n_out; i++) {
+        const double diff = ref_diff(out[i].data, ref[i], size[i]);
+        ck_assert_msg(diff <= 2e-5, "%s L %lld D %lld S %lld: output %d differs from the reference by %g", def->name,
+                      (long long)L, (long long)D, (long long)S, i, diff);
+    }
+    th_free_outputs(n_out, out);
+    free(want);
+    free(w);
+}
+
+START_TEST(seq_initial_states) {
+    const int32_t lens[4] = {3, 0, 5, 1}, empty[4] = {0, 0, 0, 0};
+    for (int gates = 3; gates <= 4; gates++) {
+        check_initial(gates, 4, 5, 2, 2, lens);
+        check_initial(gates, 4, 6, 1, 1, lens);
+        check_initial(gates, 3, 5, 2, 1, lens + 1);
+        check_initial(gates, 4, 0, 2, 2, empty); /* the initial states are the final ones */
+    }
+}
+END_TEST
+
+/* Initial states of the wrong count, dtype or shape name the input. */
+START_TEST(seq_initial_errors) {
+    th_tensor in[SEQ_MAX_IN], out[3];
+    char err[512];
+    th_attrs at;
+    const int n_w = seq_inputs(in, 4, 2, 5, 7, 16, 2, 2, NULL, NULL, NULL);
+    const int64_t ds[3] = {4, 2, 16}, bad[3] = {4, 3, 16}, short_h[3] = {2, 2, 16};
+    in[n_w] = th_f32(NULL, 3, ds);
+    in[n_w + 1] = th_f32(NULL, 3, ds);
+    seq_attrs(&at, &cg_op_lstm, 16, 2, 1);
+    th_set_int(&at, &cg_op_lstm, "initial", 1);
+    ck_assert_msg(th_infer(&cg_op_lstm, n_w + 2, in, &at, 3, out, err, sizeof err) == CG_OP_OK, "%s", err);
+    ck_assert(th_infer(&cg_op_lstm, n_w + 1, in, &at, 3, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "takes 20 inputs") && strstr(err, "then h0 and c0), got 19"), "%s", err);
+    in[n_w + 1] = th_f32(NULL, 3, bad);
+    ck_assert(th_infer(&cg_op_lstm, n_w + 2, in, &at, 3, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "input 'c0' (initial c) has shape [4, 3, 16], expected [4, 2, 16]"), "%s", err);
+    in[n_w] = th_f32(NULL, 3, short_h);
+    ck_assert(th_infer(&cg_op_lstm, n_w + 2, in, &at, 3, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "input 'h0' (initial h) has shape [2, 2, 16], expected [4, 2, 16]"), "%s", err);
+    in[n_w] = th_i32(NULL, 3, ds);
+    ck_assert(th_infer(&cg_op_lstm, n_w + 2, in, &at, 3, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "input 'h0' (initial h) must be f32"), "%s", err);
+    th_set_int(&at, &cg_op_lstm, "initial", 2);
+    ck_assert(th_infer(&cg_op_lstm, n_w + 2, in, &at, 3, out, err, sizeof err) == CG_OP_ERROR);
+    ck_assert_msg(strstr(err, "attribute initial must be 0 or 1, got 2"), "%s", err);
+    /* A symbolic batch takes the states' concrete one. */
+    const int64_t dx[3] = {CG_DIM_SYM(0), CG_DIM_SYM(1), 7}, dl[1] = {CG_DIM_SYM(0)};
+    in[0] = th_f32(NULL, 3, dx);
+    in[1] = th_i32(NULL, 1, dl);
+    in[n_w] = th_f32(NULL, 3, ds);
+    in[n_w + 1] = th_f32(NULL, 3, ds);
+    th_set_int(&at, &cg_op_lstm, "initial", 1);
+    ck_assert_msg(th_infer(&cg_op_lstm, n_w + 2, in, &at, 3, out, err, sizeof err) == CG_OP_OK, "%s", err);
+    ck_assert(out[0].desc.dims[0] == 2 && out[2].desc.dims[1] == 2);
 }
 END_TEST
 
@@ -1155,6 +1324,8 @@ int main(void) {
     tcase_add_test(tc, seq_weight_errors);
     tcase_add_test(tc, seq_infer_errors);
     tcase_add_test(tc, seq_infer_symbolic);
+    tcase_add_test(tc, seq_initial_states);
+    tcase_add_test(tc, seq_initial_errors);
     tcase_add_test(tc, cell_errors);
     tcase_add_test(tc, cell_infer_symbolic);
     suite_add_tcase(s, tc);

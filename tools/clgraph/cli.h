@@ -106,6 +106,11 @@ int cli_check(int argc, char **argv);
 int cli_quantize(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_onnx_test(int argc, char **argv);
+/* onnx-test's data file `path` of `kind` appended to t and names (*n of
+ * max): a sequence as its elements NAME.0 .. (an empty input: NAME with no
+ * value); 0 and why when it does not read. */
+int cli_onnx_read_value(const char *path, cg_onnx_kind kind, int output, int max, int *n, cg_tensor **t, char **names,
+                        char *why, size_t wsz);
 int cli_fmt(int argc, char **argv);
 int cli_ops(int argc, char **argv);
 int cli_devices(int argc, char **argv);

@@ -146,22 +146,24 @@ static void tensors_free(tensors *ts) {
     ts->n = 0;
 }
 
-/* PREFIX_0.pb, PREFIX_1.pb ... of a test data folder. */
+/* PREFIX_0.pb, PREFIX_1.pb ... of a test data folder, each the proto the
+ * model's input or output is (sequences and optionals: onnx_data.c). */
 static int read_pbs(const char *dir, const char *prefix, tensors *ts, char *why, size_t wsz) {
+    char path[4200];
+    cg_onnx_kind *kinds = NULL;
+    int n_kinds = 0, ok = 1;
     ts->n = 0;
-    for (int i = 0; i < 64; i++) {
-        char path[4200];
+    snprintf(path, sizeof path, "%s/../model.onnx", dir);
+    if (cg_onnx_io_kinds(path, !strcmp(prefix, "output"), &n_kinds, &kinds)) n_kinds = 0; /* the import says why */
+    for (int i = 0; ok && i < 64; i++) {
         snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, i);
         struct stat sb;
         if (stat(path, &sb) != 0) break;
-        ts->names[i] = NULL;
-        if (cg_tensor_load_onnx(path, &ts->t[i], &ts->names[i])) {
-            snprintf(why, wsz, "%s", cg_last_error());
-            return 0;
-        }
-        ts->n = i + 1;
+        ok = cli_onnx_read_value(path, i < n_kinds ? kinds[i] : CG_ONNX_TENSOR, !strcmp(prefix, "output"), 64, &ts->n,
+                                 ts->t, ts->names, why, wsz);
     }
-    return 1;
+    free(kinds);
+    return ok;
 }
 
 static double elem(const cg_tensor *t, int64_t i) {
@@ -170,12 +172,15 @@ static double elem(const cg_tensor *t, int64_t i) {
     case CG_F32: return ((const float *)d)[i];
     case CG_I32: return ((const int32_t *)d)[i];
     case CG_I64: return (double)((const int64_t *)d)[i];
-    case CG_I8: return ((const int8_t *)d)[i];
+    case CG_I8:
+    case CG_I4:
+    case CG_I2: return ((const int8_t *)d)[i]; /* i4 and i2 are held as an int8 */
     case CG_I16: return ((const int16_t *)d)[i];
     case CG_U16: return ((const uint16_t *)d)[i];
     case CG_U32: return ((const uint32_t *)d)[i];
     case CG_U64: return (double)((const uint64_t *)d)[i];
-    default: return ((const uint8_t *)d)[i]; /* U8, BOOL; f16/bf16 are converted first */
+    default:
+        return ((const uint8_t *)d)[i]; /* U8, BOOL, u4, u2, the float8/float4 codes; f16/bf16 are converted first */
     }
 }
 
@@ -353,7 +358,19 @@ static int run_on_plan(cg_plan *plan, const cg_graph *g, tensors *in, const tens
         snprintf(why, wsz, "the graph has %d outputs, the test data %d", n_out, want->n);
         return R_ERROR;
     }
-    cg_status st = cg_plan_run(plan, in->n, names, in->t, n_out, out);
+    /* an input the graph does not read (an optional only tested for a
+     * value) is not fed; one given empty was imported holding a value */
+    cg_tensor *run_in[64];
+    int n_run = 0;
+    for (int i = 0; i < in->n; i++) {
+        if (!in->t[i]) {
+            snprintf(why, wsz, "input '%s' is given empty: the model is imported once, with a value there", names[i]);
+            return R_UNSUP;
+        }
+        for (int k = 0; k < cg_graph_input_count(g); k++)
+            if (!strcmp(names[i], cg_graph_input_name(g, k))) names[n_run] = names[i], run_in[n_run++] = in->t[i];
+    }
+    cg_status st = cg_plan_run(plan, n_run, names, run_in, n_out, out);
     if (st) {
         snprintf(why, wsz, "%s", cg_last_error());
         return st == CG_ERR_UNSUPPORTED ? R_UNSUP : R_ERROR;

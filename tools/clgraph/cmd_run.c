@@ -8,8 +8,8 @@
 
 #include "cli.h"
 
-/* Prints element k of a tensor of any dtype but f16 and bf16 (which are
- * printed through an f32 copy). */
+/* Prints element k of a tensor of any dtype but f16, bf16 and the narrow
+ * types (which are printed through an f32 or i32 copy). */
 static void print_elem(const cg_tensor *t, int64_t k) {
     const void *d = cg_tensor_data_const(t);
     switch (cg_tensor_dtype(t)) {
@@ -37,9 +37,10 @@ static void print_tensor(const char *name, const cg_tensor *t) {
     int64_t n = cg_tensor_numel(t);
     int64_t row = nd ? cg_tensor_dim(t, nd - 1) : 1;
     if (row <= 0) return;
-    cg_tensor *wide = NULL; /* f16 / bf16 values, exactly as f32 */
-    if (dt == CG_F16 || dt == CG_BF16) {
-        if (cg_tensor_convert(t, CG_F32, &wide)) {
+    cg_tensor *wide = NULL; /* f16, bf16 and the float8/float4 values exactly as f32, i4..u2 as i32 */
+    const int narrow_float = dt >= CG_F8E4M3FN && dt <= CG_F4E2M1, narrow_int = dt >= CG_I4 && dt <= CG_U2;
+    if (dt == CG_F16 || dt == CG_BF16 || narrow_float || narrow_int) {
+        if (cg_tensor_convert(t, narrow_int ? CG_I32 : CG_F32, &wide)) {
             printf("  (values not shown: %s)\n", cg_last_error());
             return;
         }

@@ -7,9 +7,11 @@ backend-test layout, for `clgraph onnx-test` (issue 31):
 
 The cases come from the wheel itself (onnx.backend.test.case.node
 .collect_testcases), not from a download: Debian's libonnx-testdata is the
-1.12 set, and this is the set of whatever onnx PyPI gives now. A case whose
-inputs or outputs are not all tensors (sequences, optionals) cannot be
-written as .pb tensors and is counted, not written.
+1.12 set, and this is the set of whatever onnx PyPI gives now. Each value
+is written as the model declares it, as ONNX's own generator
+(onnx.backend.test.cmd_tools) does: a TensorProto, a SequenceProto
+(sequences) or an OptionalProto (optionals, None included); maps are
+counted, not written.
 
     python3 tools/py/onnx_node_tests.py OUT_DIR [--filter REGEX]
 
@@ -26,28 +28,24 @@ from onnx import numpy_helper
 from onnx.backend.test.case.node import collect_testcases
 
 
-def tensors(values):
-    """The values as numpy arrays or TensorProtos (the cases give types numpy
-    lacks, float8 and int4, as TensorProtos), or None when one is not a
-    tensor."""
-    out = []
-    for v in values:
-        if isinstance(v, onnx.TensorProto):
-            out.append(v)
-        elif isinstance(v, np.ndarray) or np.isscalar(v):
-            out.append(np.asarray(v))
-        else:
-            return None
-    return out
-
-
-def to_proto(v, name):
-    if isinstance(v, onnx.TensorProto):
+def to_proto(v, name, tp):
+    """v as the proto its declared type `tp` (a TypeProto) asks for; None
+    for a type this script does not write (maps)."""
+    kind = tp.WhichOneof("value")
+    if kind == "sequence_type":
+        return numpy_helper.from_list([np.asarray(x) for x in v], name)
+    if kind == "optional_type":
+        if v is not None and not isinstance(v, list):
+            v = np.asarray(v)
+        return numpy_helper.from_optional(v, name)
+    if kind != "tensor_type":
+        return None
+    if isinstance(v, onnx.TensorProto):  # float8 and int4 come as TensorProtos
         t = onnx.TensorProto()
         t.CopyFrom(v)
         t.name = name
         return t
-    return numpy_helper.from_array(v, name)
+    return numpy_helper.from_array(np.asarray(v), name)
 
 
 def write_case(case, out_dir):
@@ -55,21 +53,24 @@ def write_case(case, out_dir):
     graph = case.model.graph
     sets = []
     for inputs, outputs in case.data_sets:
-        ins, outs = tensors(inputs), tensors(outputs)
-        if ins is None or outs is None:
-            return "a non-tensor input or output"
-        sets.append((ins, outs))
+        protos = []
+        for kind, values, decl in (("input", inputs, graph.input), ("output", outputs, graph.output)):
+            for k, v in enumerate(values):
+                name = decl[k].name if k < len(decl) else ""
+                p = to_proto(v, name, decl[k].type) if k < len(decl) else None
+                if p is None:
+                    return "a value that is not a tensor, sequence or optional"
+                protos.append(("%s_%d.pb" % (kind, k), p))
+        sets.append(protos)
     d = os.path.join(out_dir, case.name)
     os.makedirs(d, exist_ok=True)
     onnx.save(case.model, os.path.join(d, "model.onnx"))
-    for n, (ins, outs) in enumerate(sets):
+    for n, protos in enumerate(sets):
         sd = os.path.join(d, "test_data_set_%d" % n)
         os.makedirs(sd, exist_ok=True)
-        for kind, values, decl in (("input", ins, graph.input), ("output", outs, graph.output)):
-            for k, v in enumerate(values):
-                name = decl[k].name if k < len(decl) else ""
-                with open(os.path.join(sd, "%s_%d.pb" % (kind, k)), "wb") as f:
-                    f.write(to_proto(v, name).SerializeToString())
+        for fname, p in protos:
+            with open(os.path.join(sd, fname), "wb") as f:
+                f.write(p.SerializeToString())
     return None
 
 

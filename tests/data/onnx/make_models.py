@@ -217,6 +217,93 @@ def rnn_layers():
         os.remove(tmp)
 
 
+class RNNFromState(torch.nn.Module):
+    """An nn.LSTM or nn.GRU called with its initial state: forward(x, h0[,
+    c0]) gives the output and the final states."""
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, h0, c0=None):
+        if c0 is None:
+            y, hn = self.rnn(x, h0)
+            return y, hn
+        y, (hn, cn) = self.rnn(x, (h0, c0))
+        return y, hn, cn
+
+
+def rnn_initial():
+    """nn.LSTM and nn.GRU of 2 bidirectional layers (batch_first) called
+    with (x, h0[, c0]) as graph inputs, by both exporters with batch and
+    length dynamic: each layer's slice of the given state is its
+    initial_h (initial_c), each layer one RNN op over the symbolic length."""
+    for kind in ("LSTM", "GRU"):
+        torch.manual_seed(12)
+        lstm = kind == "LSTM"
+        m = RNNFromState(getattr(torch.nn, kind)(8, 16, num_layers=2, bidirectional=True, batch_first=True)).eval()
+        names = ["x", "h0", "c0"] if lstm else ["x", "h0"]
+        outs = ["y", "hn", "cn"] if lstm else ["y", "hn"]
+        args = (torch.randn(3, 5, 8),) + tuple(torch.randn(4, 3, 16) for _ in names[1:])
+        sets = []
+        for B, S in ((3, 5), (2, 9)):
+            feed = {"x": rng.standard_normal((B, S, 8)).astype(np.float32)}
+            for n in names[1:]:
+                feed[n] = rng.standard_normal((4, B, 16)).astype(np.float32)
+            sets.append(feed)
+        tmp = os.path.join(OUT, "models", f".{kind}_h0.onnx")
+        dyn = {"x": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
+        dyn.update({n: {1: "B"} for n in names[1:] + outs[1:]})
+        torch.onnx.export(m, args, tmp, input_names=names, output_names=outs, dynamic_axes=dyn, opset_version=17,
+                          dynamo=False)
+        write_sets(f"{kind.lower()}2_bidir_h0_ts", tmp, sets)
+        B, S = torch.export.Dim("B", min=1, max=64), torch.export.Dim("S", min=2, max=512)
+        shapes = {"x": {0: B, 1: S}, "h0": {1: B}}
+        if lstm:
+            shapes["c0"] = {1: B}
+        torch.onnx.export(m, args, tmp, input_names=names, output_names=outs, dynamic_shapes=shapes, dynamo=True)
+        write_sets(f"{kind.lower()}2_bidir_h0_dynamo", tmp, sets)
+        for f in (tmp, tmp + ".data"):  # the dynamo exporter's weights may sit beside the model
+            if os.path.exists(f):
+                os.remove(f)
+
+
+def rnn_node_initial():
+    """Single ONNX LSTM and GRU nodes from run-time initial states with
+    sequence_lens (rows shorter than S, one of length 0 in the second data
+    set), batch and length dynamic: a bidirectional LSTM and a forward GRU
+    with linear_before_reset 1 (layout 0: ONNX Runtime has no layout 1)."""
+    from onnx import TensorProto, helper
+    I, H = 5, 6
+    for name, op, nd, layout in (("lstm_node_h0_seqlens", "LSTM", 2, 0), ("gru_node_h0_seqlens", "GRU", 1, 0)):
+        ng = 4 if op == "LSTM" else 3
+        w = rng.uniform(-0.5, 0.5, (nd, ng * H, I)).astype(np.float32)
+        r = rng.uniform(-0.5, 0.5, (nd, ng * H, H)).astype(np.float32)
+        b = rng.uniform(-0.5, 0.5, (nd, 2 * ng * H)).astype(np.float32)
+        x_dims, st_dims = (["B", "S", I], ["B", nd, H]) if layout else (["S", "B", I], [nd, "B", H])
+        states = ["initial_h", "initial_c"] if op == "LSTM" else ["initial_h"]
+        outs = ["Y", "Y_h", "Y_c"] if op == "LSTM" else ["Y", "Y_h"]
+        attrs = {"hidden_size": H, "layout": layout, "direction": "bidirectional" if nd == 2 else "forward"}
+        if op == "GRU":
+            attrs["linear_before_reset"] = 1
+        node = helper.make_node(op, ["X", "W", "R", "B", "sequence_lens"] + states, outs, **attrs)
+        ins = [helper.make_tensor_value_info("X", TensorProto.FLOAT, x_dims),
+               helper.make_tensor_value_info("sequence_lens", TensorProto.INT32, ["B"])]
+        ins += [helper.make_tensor_value_info(n, TensorProto.FLOAT, st_dims) for n in states]
+        g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs],
+                              initializer=[numpy_helper.from_array(a, n) for n, a in (("W", w), ("R", r), ("B", b))])
+        tmp = os.path.join(OUT, "models", f".{name}.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), tmp)
+        sets = []
+        for B, S, lens in ((3, 4, [4, 2, 3]), (4, 7, [5, 7, 0, 1])):
+            xs = rng.standard_normal((B, S, I) if layout else (S, B, I)).astype(np.float32)
+            feed = {"X": xs, "sequence_lens": np.array(lens, dtype=np.int32)}
+            for n in states:
+                feed[n] = rng.standard_normal((B, nd, H) if layout else (nd, B, H)).astype(np.float32)
+            sets.append(feed)
+        write_sets(name, tmp, sets)
+        os.remove(tmp)
+
+
 class SmallCNN(torch.nn.Module):
     """Convolutions and pooling as image models use them: a 3x3 conv, max
     pooling, a strided grouped conv, a depthwise conv with dilation,
@@ -267,7 +354,7 @@ if __name__ == "__main__":
         elif len(args) >= 2 and args[0] == "--only":
             only, args = args[1], args[2:]
         else:
-            sys.exit("usage: make_models.py [--out DIR] [--only s2s|transformer|quantized|layernorm_opset13|sym_arith|rnn_layers|cnn]")
+            sys.exit("usage: make_models.py [--out DIR] [--only s2s|transformer|quantized|layernorm_opset13|sym_arith|rnn_layers|rnn_initial|cnn]")
     if only in (None, "s2s"):
         s2s()
     if only in (None, "transformer"):
@@ -283,3 +370,6 @@ if __name__ == "__main__":
         cnn()
     if only in (None, "rnn_layers"):
         rnn_layers()
+    if only in (None, "rnn_initial"):
+        rnn_initial()
+        rnn_node_initial()

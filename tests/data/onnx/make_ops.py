@@ -122,7 +122,7 @@ onnx.checker.check_model(m)
 onnx.save(m, "fixed_and_data.onnx")
 
 # nn.GRU from a given initial state (an input of the graph): the importer
-# unrolls it (clgraph's gru starts from zeros); linear_before_reset 1
+# maps it onto clgraph's gru with that state (initial: 1); linear_before_reset 1
 if torch is not None:
     net = torch.nn.GRU(5, 4).eval()
     xs, h0 = torch.randn(6, 3, 5), torch.randn(1, 3, 4)

@@ -947,13 +947,16 @@ START_TEST(test_every_dtype) {
 END_TEST
 
 START_TEST(test_errors_decls) {
-    parse_err("graph g {\n  input x: f64[2]\n}",
-              "m.cg:2:12: unknown dtype 'f64' (expected f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64)");
-    parse_err("graph g {\n  input x:F32[2]\n}",
-              "m.cg:2:11: unknown dtype 'F32' (expected f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64)");
-    parse_err(
-        "graph g {\n  param w: int64[2] = \"w\"\n}",
-        "m.cg:2:12: unknown dtype 'int64' (expected f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32 or u64)");
+    parse_err("graph g {\n  input x: f64[2]\n}", "m.cg:2:12: unknown dtype 'f64' (expected f32, i32, f16, bf16, i8, "
+                                                 "u8, i64, bool, i16, u16, u32, u64, f8e4m3fn, f8e4m3fnuz, f8e5m2, "
+                                                 "f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2 or u2)");
+    parse_err("graph g {\n  input x:F32[2]\n}", "m.cg:2:11: unknown dtype 'F32' (expected f32, i32, f16, bf16, i8, u8, "
+                                                "i64, bool, i16, u16, u32, u64, f8e4m3fn, f8e4m3fnuz, f8e5m2, "
+                                                "f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2 or u2)");
+    parse_err("graph g {\n  param w: int64[2] = \"w\"\n}",
+              "m.cg:2:12: unknown dtype 'int64' (expected f32, i32, f16, bf16, i8, u8, i64, bool, i16, u16, u32, u64, "
+              "f8e4m3fn, f8e4m3fnuz, f8e5m2, "
+              "f8e5m2fnuz, f8e8m0, f4e2m1, i4, u4, i2 or u2)");
     parse_err("graph g {\n  input x: [2]\n}", "m.cg:2:12: expected a type such as f32[2, 3], got '['");
     parse_err("graph g {\n  input x: f32[B x]\n}", "m.cg:2:18: expected ']' or ',' in shape, got 'x'");
     parse_err("graph g {\n  input x: f32 2]\n}", "m.cg:2:16: expected '[' after the dtype, got '2'");
@@ -1422,8 +1425,8 @@ START_TEST(test_builder_errors) {
     ck_assert_str_eq(cg_last_error(), "<builder>: value 'x' is already defined");
     ck_assert_int_eq(cg_graph_add_input(g, "x-1\xff", CG_F32, 1, d1), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "cg_graph_add_input: invalid value name 'x-1?'");
-    ck_assert_int_eq(cg_graph_add_input(g, "y", (cg_dtype)13, 1, d1), CG_ERR_INVALID_ARGUMENT);
-    ck_assert_str_eq(cg_last_error(), "cg_graph_add_input: invalid dtype 13 for 'y'");
+    ck_assert_int_eq(cg_graph_add_input(g, "y", (cg_dtype)23, 1, d1), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "cg_graph_add_input: invalid dtype 23 for 'y'");
     ck_assert_int_eq(cg_graph_add_param(g, "y", "w", (cg_dtype)0, 1, d1), CG_ERR_INVALID_ARGUMENT);
     ck_assert_str_eq(cg_last_error(), "cg_graph_add_param: invalid dtype 0 for 'y'");
     ck_assert_int_eq(cg_graph_add_input(g, "y", CG_F32, 9, NULL), CG_ERR_INVALID_ARGUMENT);

@@ -126,15 +126,15 @@ START_TEST(test_versions_load) {
 END_TEST
 
 /* A plugin built before ABI 1.5 (1.0, 1.2) is never given a tensor of the
- * element types 1.5 added (its own tables stop at bool): the node fails
+ * element types 1.5 and 1.6 added (its own tables stop at bool): the node fails
  * verification with the type, the plugin and its ABI named, before the
  * plugin's infer runs; a type it knows still reaches its infer, and so does
  * every type for the plugin built against today's header ("1_1"). */
 START_TEST(test_new_dtypes_refused) {
     cg_context *ctx = context_with_all();
-    static const char *const types[] = {"i16", "u16", "u32", "u64"};
+    static const char *const types[] = {"i16", "u16", "u32", "u64", "f8e4m3fn", "f8e8m0", "f4e2m1", "i4", "u2"};
     for (int v = 0; v < 3; v++)
-        for (int t = 0; t < 4; t++) {
+        for (int t = 0; t < (int)(sizeof types / sizeof types[0]); t++) {
             char text[256], want[160];
             snprintf(text, sizeof text,
                      "graph g {\n  input x: %s[3]\n  input w: f32[3]\n  y = %s(x, w)\n  output y\n}\n", types[t],

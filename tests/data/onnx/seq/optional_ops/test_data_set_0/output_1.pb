@@ -1,0 +1,1 @@
+	B	has_maybeJ
