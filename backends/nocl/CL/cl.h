@@ -24,6 +24,10 @@ typedef cl_uint cl_kernel_work_group_info;
 typedef cl_uint cl_device_info;
 typedef cl_uint cl_mem_info;
 typedef cl_uint cl_command_queue_info;
+typedef cl_bitfield cl_mem_flags;
+typedef union {
+    cl_int s[4];
+} cl_int4;
 typedef union {
     cl_int s[8];
 } cl_int8;
@@ -44,7 +48,11 @@ typedef struct _cl_kernel *cl_kernel;
 typedef struct _cl_event *cl_event;
 
 #define CL_SUCCESS 0
+#define CL_OUT_OF_HOST_MEMORY -6
 #define CL_INVALID_OPERATION -59
+#define CL_MEM_READ_ONLY (1 << 2)
+#define CL_MEM_COPY_HOST_PTR (1 << 5)
+#define CL_QUEUE_CONTEXT 0x1090
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define CL_DEVICE_MAX_WORK_ITEM_SIZES 0x1005
 #define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
@@ -85,6 +93,17 @@ static inline cl_int clGetMemObjectInfo(cl_mem m, cl_mem_info what, size_t size,
 static inline cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off, size_t dst_off,
                                          size_t bytes, cl_uint n_wait, const cl_event *wait, cl_event *ev) {
     (void)q, (void)src, (void)dst, (void)src_off, (void)dst_off, (void)bytes, (void)n_wait, (void)wait, (void)ev;
+    return CL_INVALID_OPERATION;
+}
+
+static inline cl_mem clCreateBuffer(cl_context c, cl_mem_flags flags, size_t size, void *host, cl_int *err) {
+    (void)c, (void)flags, (void)size, (void)host;
+    if (err) *err = CL_INVALID_OPERATION;
+    return NULL;
+}
+
+static inline cl_int clReleaseMemObject(cl_mem m) {
+    (void)m;
     return CL_INVALID_OPERATION;
 }
 
