@@ -15,8 +15,10 @@ CLGRAPH=${CG_CLGRAPH:?CG_CLGRAPH is not set}
 MIN=1807
 WRONG_DATA="test_dft_inverse test_dft_inverse_opset19 test_attention_4d_causal_fp16_expanded"
 
-if ! "$PY" -c 'import onnx' >/dev/null 2>&1; then
-    echo "SKIP: $PY cannot import onnx"
+# (from /: a folder named onnx in the working directory would import as an
+# empty namespace package)
+if ! (cd / && "$PY" -c 'import numpy, onnx.backend.test.case.node') >/dev/null 2>&1; then
+    echo "SKIP: $PY cannot import numpy and onnx's backend test cases"
     exit 77
 fi
 "$PY" -c 'import onnx; print("onnx", onnx.__version__)'
