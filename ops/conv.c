@@ -62,31 +62,10 @@ static cg_op_status conv_dims_of(const cg_op_call *call, conv_dims *cd) {
 static cg_op_status conv_infer(cg_op_call *call) {
     conv_dims cd;
     if (conv_dims_of(call, &cd)) return CG_OP_ERROR;
-    if (call->n_inputs > 2) {
-        const cg_tensor_desc *b = &call->inputs[2];
-        if (b->dtype != CG_F32 || b->ndim != 1 || !cg_dim_compatible(b->dims[0], cd.m)) {
-            char sb[128];
-            cg_ops_format_dims(sb, sizeof sb, b);
-            return cg_op_fail(call, "input 2 (bias) %s %s must be f32 [M], M = w's first dim", sb,
-                              cg_ops_dtype_name(b->dtype));
-        }
-    }
-    cg_tensor_desc *o = &call->outputs[0];
-    o->dtype = CG_F32;
-    o->ndim = call->inputs[0].ndim;
-    o->dims[0] = cd.n, o->dims[1] = cd.m;
-    for (int i = 0; i < cd.g.nsp; i++) o->dims[2 + i] = cd.g.out[CG_CONV_AXES - cd.g.nsp + i];
-    return CG_OP_OK;
+    return cg_conv_output(call, cd.n, cd.m, &cd.g, "w's first dim");
 }
 
 /* ---- CPU ---- */
-
-/* Output positions per im2row block: the block's rows within about 2 MiB. */
-static int64_t conv_block_rows(int64_t ck, int64_t p) {
-    int64_t r = ((int64_t)1 << 19) / (ck > 0 ? ck : 1);
-    if (r < 16) r = 16;
-    return r < p ? r : p;
-}
 
 static int conv_pointwise(const cg_conv_geom *g) {
     for (int a = 0; a < CG_CONV_AXES; a++)
@@ -98,7 +77,7 @@ static size_t conv_workspace(const cg_op_call *call) {
     conv_dims cd;
     if (conv_dims_of(call, &cd) || conv_pointwise(&cd.g) || cd.cg == 1) return 0;
     const int64_t ck = cd.cg * cg_conv_k_size(&cd.g);
-    return (size_t)(conv_block_rows(ck, cg_conv_out_size(&cd.g)) * ck) * sizeof(float);
+    return (size_t)(cg_conv_block(ck, cg_conv_out_size(&cd.g)) * ck) * sizeof(float);
 }
 
 /* One im2row block: rows [r0, r1) of output positions of image plane x
@@ -178,7 +157,7 @@ static void conv_group(conv_job *j, const float *x, const float *w, float *y, in
         cg_cpu_sgemm(0, 0, cd->mg, p, cd->cg, 1.0f, w, cd->cg, x, p, 1.0f, y, p);
         return;
     }
-    const int64_t block = conv_block_rows(ck, p);
+    const int64_t block = cg_conv_block(ck, p);
     j->x = x;
     for (int64_t p0 = 0; p0 < p; p0 += block) {
         const int64_t rows = p - p0 < block ? p - p0 : block;

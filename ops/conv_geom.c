@@ -159,3 +159,27 @@ cg_op_status cg_conv_cl_geom_args(const cg_kernel_args *a, cl_kernel k, const ch
                                      CG_OPS_CL_ARG(pb), CG_OPS_CL_ARG(out), CG_OPS_CL_ARG(n)};
     return cg_ops_cl_args(a, k, name, first, CG_OPS_CL_N_ARGS(v), v);
 }
+
+cg_op_status cg_conv_output(cg_op_call *call, int64_t n, int64_t m, const cg_conv_geom *g, const char *m_is) {
+    if (call->n_inputs > 2) {
+        const cg_tensor_desc *b = &call->inputs[2];
+        if (b->dtype != CG_F32 || b->ndim != 1 || !cg_dim_compatible(b->dims[0], m)) {
+            char sb[128];
+            cg_ops_format_dims(sb, sizeof sb, b);
+            return cg_op_fail(call, "input 2 (bias) %s %s must be f32 [M], M = %s", sb, cg_ops_dtype_name(b->dtype),
+                              m_is);
+        }
+    }
+    cg_tensor_desc *o = &call->outputs[0];
+    o->dtype = CG_F32;
+    o->ndim = call->inputs[0].ndim;
+    o->dims[0] = n, o->dims[1] = m;
+    for (int i = 0; i < g->nsp; i++) o->dims[2 + i] = g->out[CG_CONV_AXES - g->nsp + i];
+    return CG_OP_OK;
+}
+
+int64_t cg_conv_block(int64_t per, int64_t p) {
+    int64_t r = ((int64_t)1 << 19) / (per > 0 ? per : 1);
+    if (r < 16) r = 16;
+    return r < p ? r : p;
+}

@@ -51,6 +51,14 @@ static inline int64_t cg_conv_out_size(const cg_conv_geom *g) { return g->out[0]
 static inline int64_t cg_conv_in_size(const cg_conv_geom *g) { return g->in[0] * g->in[1] * g->in[2]; }
 static inline int64_t cg_conv_k_size(const cg_conv_geom *g) { return g->k[0] * g->k[1] * g->k[2]; }
 
+/* The optional bias (input 2, f32 [M]; m_is names M in the message) checked,
+ * and output 0 set: f32 [N, M, the spatial sizes of g]. */
+cg_op_status cg_conv_output(cg_op_call *call, int64_t n, int64_t m, const cg_conv_geom *g, const char *m_is);
+
+/* Positions per GEMM block: as many as keep a block of `per` floats each
+ * within about 2 MiB, at least 16, at most p. */
+int64_t cg_conv_block(int64_t per, int64_t p);
+
 /* Checks x: f32 (or one of `more` extra dtypes, 0-ended, NULL for none),
  * [N, C, spatial...] with 1 to 3 spatial axes; writes nsp. */
 cg_op_status cg_conv_check_x(const cg_op_call *call, const cg_op_dtype *more, int *nsp);

@@ -66,37 +66,16 @@ static cg_op_status ct_dims_of(const cg_op_call *call, ct_dims *cd) {
 static cg_op_status ct_infer(cg_op_call *call) {
     ct_dims cd;
     if (ct_dims_of(call, &cd)) return CG_OP_ERROR;
-    if (call->n_inputs > 2) {
-        const cg_tensor_desc *b = &call->inputs[2];
-        if (b->dtype != CG_F32 || b->ndim != 1 || !cg_dim_compatible(b->dims[0], cd.m)) {
-            char sb[128];
-            cg_ops_format_dims(sb, sizeof sb, b);
-            return cg_op_fail(call, "input 2 (bias) %s %s must be f32 [M], M = group * w's second dim", sb,
-                              cg_ops_dtype_name(b->dtype));
-        }
-    }
-    cg_tensor_desc *o = &call->outputs[0];
-    o->dtype = CG_F32;
-    o->ndim = call->inputs[0].ndim;
-    o->dims[0] = cd.n, o->dims[1] = cd.m;
-    for (int i = 0; i < cd.g.nsp; i++) o->dims[2 + i] = cd.g.out[CG_CONV_AXES - cd.g.nsp + i];
-    return CG_OP_OK;
+    return cg_conv_output(call, cd.n, cd.m, &cd.g, "group * w's second dim");
 }
 
 /* ---- CPU ---- */
-
-/* Input positions per GEMM block: the block's columns within about 2 MiB. */
-static int64_t ct_block(int64_t rows, int64_t p) {
-    int64_t r = ((int64_t)1 << 19) / (rows > 0 ? rows : 1);
-    if (r < 16) r = 16;
-    return r < p ? r : p;
-}
 
 static size_t ct_workspace(const cg_op_call *call) {
     ct_dims cd;
     if (ct_dims_of(call, &cd)) return 0;
     const int64_t rows = cd.mg * cg_conv_k_size(&cd.g);
-    return (size_t)(rows * ct_block(rows, cg_conv_in_size(&cd.g))) * sizeof(float);
+    return (size_t)(rows * cg_conv_block(rows, cg_conv_in_size(&cd.g))) * sizeof(float);
 }
 
 /* col2im of one block: cols [mg * K, cols] for input positions [p0, p0 +
@@ -135,7 +114,7 @@ static cg_op_status ct_cpu(const cg_kernel_args *a) {
     ct_dims cd;
     if (ct_dims_of(call, &cd)) return CG_OP_ERROR;
     const int64_t in = cg_conv_in_size(&cd.g), out = cg_conv_out_size(&cd.g), kn = cg_conv_k_size(&cd.g);
-    const int64_t rows = cd.mg * kn, block = ct_block(rows, in);
+    const int64_t rows = cd.mg * kn, block = cg_conv_block(rows, in);
     const float *x = a->in[0], *w = a->in[1], *bias = call->n_inputs > 2 ? a->in[2] : NULL;
     float *y = a->out[0];
     for (int64_t i = 0; i < cd.n * cd.m; i++)
