@@ -115,6 +115,7 @@ static void node_free(cg_node *n) {
 static void graph_free(cg_graph *g) {
     if (!g) return;
     free(g->name);
+    free(g->guards);
     for (int i = 0; i < g->n_values; i++) free(g->values[i].weight);
     free(g->values);
     free(g->index);
@@ -138,6 +139,8 @@ void cg_model_free(cg_model *m) {
     for (int i = 0; i < m->n_syms; i++) free(m->syms[i]);
     free(m->syms);
     free(m->sym_defs);
+    for (int i = 0; i < m->n_refused; i++) free(m->refused[i].why);
+    free(m->refused);
     free(m->filename);
     for (int i = 0; i < m->n_comments; i++) free(m->comments[i].text);
     free(m->comments);
@@ -206,26 +209,32 @@ static cg_graph *find_graph(const cg_model *m, const char *name) {
     return NULL;
 }
 
-cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col, cg_graph **out) {
+cg_status cg_model_new_variant(cg_model *m, const char *name, int n, const cg_guard *guards, int line, int col,
+                               cg_graph **out) {
     char where[512];
     if (out) *out = NULL;
-    if (!m || !name) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_new_graph: invalid arguments");
+    if (!m || !name || n < 0 || (n && !guards))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_new_graph: invalid arguments");
     const cg_graph *old = find_graph(m, name);
-    if (old) {
+    if (old && (!n || !old->n_guards)) {
+        const char *why = n || old->n_guards ? " (variants of a graph each need guards: 'graph NAME when ...')" : "";
         cg_loc_format(where, sizeof where, m, line, col);
         if (old->line > 0)
-            return cg_error(CG_ERR_VERIFY, "%sgraph '%s' is already defined at %d:%d", where, name, old->line,
-                            old->col);
-        return cg_error(CG_ERR_VERIFY, "%sgraph '%s' is already defined", where, name);
+            return cg_error(CG_ERR_VERIFY, "%sgraph '%s' is already defined at %d:%d%s", where, name, old->line,
+                            old->col, why);
+        return cg_error(CG_ERR_VERIFY, "%sgraph '%s' is already defined%s", where, name, why);
     }
     if (m->n_graphs >= INT_MAX - 1) return oom();
     cg_graph *g = calloc(1, sizeof *g);
     if (!g) return oom();
     g->name = cg_strdup(name);
-    if (!g->name || resize(&m->graphs, (size_t)m->n_graphs + 1, sizeof *m->graphs)) {
+    g->guards = n ? malloc(sizeof *g->guards * (size_t)n) : NULL;
+    if (!g->name || (n && !g->guards) || resize(&m->graphs, (size_t)m->n_graphs + 1, sizeof *m->graphs)) {
         graph_free(g);
         return oom();
     }
+    if (n) memcpy(g->guards, guards, sizeof *g->guards * (size_t)n);
+    g->n_guards = n;
     g->model = m;
     g->line = line;
     g->col = col;
@@ -233,6 +242,16 @@ cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col, c
     m->verified = 0;
     if (out) *out = g;
     return CG_OK;
+}
+
+void cg_model_drop_last_graph(cg_model *m) {
+    if (!m || !m->n_graphs) return;
+    graph_free(m->graphs[--m->n_graphs]);
+    m->verified = 0;
+}
+
+cg_status cg_model_new_graph(cg_model *m, const char *name, int line, int col, cg_graph **out) {
+    return cg_model_new_variant(m, name, 0, NULL, line, col, out);
 }
 
 /* Makes room for `extra` more values. */

@@ -68,9 +68,29 @@ struct cg_node {
     struct cg_graph *graph;
 };
 
+/* A condition on dims under which a variant of a graph holds (`graph main
+ * when T == 1 {`): a and b sizes or CG_DIM_SYM(k); op a CG_GUARD_*. */
+#define CG_MAX_GUARDS 16
+enum { CG_GUARD_EQ = 1, CG_GUARD_NE, CG_GUARD_LT, CG_GUARD_LE, CG_GUARD_GT, CG_GUARD_GE };
+typedef struct cg_guard {
+    int op;
+    int64_t a, b;
+} cg_guard;
+
+typedef struct cg_refused_variant {
+    int n_guards;
+    cg_guard guards[CG_MAX_GUARDS];
+    char *why;
+} cg_refused_variant;
+
 struct cg_graph {
     char *name;
     struct cg_model *model;
+    /* Variants: graphs of one name, each made for the bindings its guards
+     * admit (an ONNX If on dims whose branches differ in shape); a plan of
+     * that name runs the first whose guards hold (none: a single graph). */
+    int n_guards;
+    cg_guard *guards;
     int n_values, cap_values;
     cg_value *values;
     int n_nodes, cap_nodes;
@@ -121,6 +141,10 @@ struct cg_model {
     cg_weights *owned_weights; /* weights the model came with (an ONNX file's
                                 * initializers), freed with it */
     int verified;
+    /* Variants an import asked for but could not make (their guards and
+     * why), for the plan's message when a binding needs one of them. */
+    int n_refused;
+    struct cg_refused_variant *refused;
     int n_comments, cap_comments;
     cg_comment *comments; /* in text order; none for built or imported models */
 };
@@ -158,6 +182,35 @@ void cg_model_sym_def_text(const cg_model *m, int k, char *buf, size_t size);
 /* The operator's spelling ("+", "ceil_div") or NULL; and back (0: none). */
 const char *cg_sym_op_text(int op);
 int cg_sym_op_parse(const char *s);
+
+/* ---- variants (guard.c) ---- */
+
+/* A new graph of name `name` guarded by guards[0..n-1] (copied): a model
+ * may hold several graphs of one name when each has guards. */
+cg_status cg_model_new_variant(cg_model *m, const char *name, int n, const cg_guard *guards, int line, int col,
+                               cg_graph **out);
+
+/* Frees the model's last graph (an import that made it failed). */
+void cg_model_drop_last_graph(cg_model *m);
+
+/* Non-zero when the guards of g hold for the symbol sizes vals (every
+ * symbol a guard reads bound, as cg_model_eval_syms leaves them). */
+int cg_graph_guards_hold(const cg_graph *g, const int64_t *vals);
+int cg_guards_hold(int n, const cg_guard *guards, const int64_t *vals);
+
+/* Records that the variant for guards[0..n-1] could not be made, and why. */
+cg_status cg_model_refuse_variant(cg_model *m, int n, const cg_guard *guards, const char *why);
+
+/* "T == 1, S < 4": g's guards as the text format writes them ("" if none). */
+void cg_graph_guards_text(const cg_graph *g, char *buf, size_t size);
+
+/* The operator's spelling ("==", "<=") or NULL; and back (0: none). */
+const char *cg_guard_op_text(int op);
+int cg_guard_op_parse(const char *s);
+
+/* Replaces in d every symbol that g's guards fix (T == 1) by its size:
+ * inside the variant the dim is that size. */
+void cg_graph_pin_desc(const cg_graph *g, cg_tensor_desc *d);
 
 /* Adds a value; fails (with a message naming both places) if the name is
  * already defined in the graph. Returns the index through *out. */

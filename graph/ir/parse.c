@@ -50,7 +50,8 @@ typedef enum tok_kind {
     T_COMMA,
     T_COLON,
     T_EQ,
-    T_OP /* + - * / % of a derived dim: the character in i */
+    T_OP, /* + - * / % of a derived dim: the character in i */
+    T_CMP /* == != < <= > >= of a graph's guard: the CG_GUARD_* in i */
 } tok_kind;
 
 typedef struct token {
@@ -74,6 +75,7 @@ typedef struct parser {
     int has_ahead;
     int keep_comments; /* record '#' comments in m (whole texts, not attribute lists) */
     int dim_ops;       /* + - * / % are tokens (inside a `dim` definition) */
+    int guard_ops;     /* == != < <= > >= are tokens (a graph's `when` guards) */
 } parser;
 
 /* ------------------------------------------------------------------ */
@@ -422,6 +424,15 @@ static cg_status lex(parser *p, token *t) {
         return CG_OK;
     }
     if (c == '"' || c == '`') return lex_string(p, t, c);
+    if (p->guard_ops && strchr("=!<>", c)) {
+        const int two = b + 1 < n && s[b + 1] == '=';
+        const char op[3] = {(char)c, two ? '=' : 0, 0};
+        if ((t->i = cg_guard_op_parse(op))) {
+            t->kind = T_CMP;
+            p->pos = t->end = b + 1 + (size_t)two;
+            return CG_OK;
+        }
+    }
     tok_kind k;
     switch (c) {
     case '(': k = T_LPAREN; break;
@@ -859,15 +870,47 @@ done:
 }
 
 /* 'graph' NAME '{' {stmt} '}' */
+static cg_status parse_dim_operand(parser *p, int64_t *out);
+
+/* ['when' a CMP b {',' a CMP b}] before a graph's '{'. */
+static cg_status parse_guards(parser *p, cg_guard *gd, int *n) {
+    cg_status st = CG_OK;
+    *n = 0;
+    if (!is_word(&p->tok, "when")) return CG_OK;
+    p->guard_ops = 1;
+    do {
+        if (*n == CG_MAX_GUARDS) {
+            st = perr(p, p->tok.line, p->tok.col, "more than %d guards", CG_MAX_GUARDS);
+            break;
+        }
+        cg_guard *c = &gd[(*n)++];
+        if ((st = next(p)) || (st = parse_dim_operand(p, &c->a))) break;
+        if (p->tok.kind != T_CMP) {
+            st = expected(p, "a comparison (== != < <= > >=) in the guard");
+            break;
+        }
+        c->op = (int)p->tok.i;
+        if ((st = next(p)) || (st = parse_dim_operand(p, &c->b))) break;
+    } while (p->tok.kind == T_COMMA);
+    p->guard_ops = 0;
+    return st;
+}
+
 static cg_status parse_graph(parser *p) {
     cg_status st;
     cg_graph *g;
-    int out_line = 0, out_col = 0;
+    int out_line = 0, out_col = 0, n_guards;
+    cg_guard guards[CG_MAX_GUARDS];
     if ((st = next(p))) return st;
     if (p->tok.kind != T_IDENT) return expected(p, "a graph name after 'graph'");
-    if ((st = cg_model_new_graph(p->m, p->tok.s, p->tok.line, p->tok.col, &g))) return st;
-    if ((st = next(p))) return st;
-    if (p->tok.kind != T_LBRACE) return expected(p, "'{' after the graph name");
+    const int line = p->tok.line, col = p->tok.col;
+    char *name = take(p);
+    if (!name) return oom();
+    if (!(st = next(p)) && !(st = parse_guards(p, guards, &n_guards)))
+        st = cg_model_new_variant(p->m, name, n_guards, guards, line, col, &g);
+    free(name);
+    if (st) return st;
+    if (p->tok.kind != T_LBRACE) return expected(p, n_guards ? "'{' after the guards" : "'{' after the graph name");
     if ((st = next(p))) return st;
     for (;;) {
         if ((st = skip_nl(p))) return st;

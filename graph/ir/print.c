@@ -343,6 +343,11 @@ static void put_statement_comments(sbuf *b, const comment_map *c, int gi, int ki
     put_comments(b, c, gi, kind, idx, trail, kind == A_HEAD ? "" : "  ");
 }
 
+static void put_dim_operand(sbuf *b, const cg_model *m, int64_t x) {
+    if (x >= 0) sb_printf(b, "%lld", (long long)x);
+    else put_name(b, m->syms[-2 - x]);
+}
+
 static cg_status put_graph(sbuf *b, const cg_model *m, const comment_map *c, int gi) {
     const cg_graph *g = m->graphs[gi];
     cg_status st;
@@ -350,6 +355,13 @@ static cg_status put_graph(sbuf *b, const cg_model *m, const comment_map *c, int
     put_statement_comments(b, c, gi, A_HEAD, 0, 0);
     sb_puts(b, "graph ");
     put_name(b, g->name);
+    for (int i = 0; i < g->n_guards; i++) {
+        const cg_guard *gd = &g->guards[i];
+        sb_puts(b, i ? ", " : " when ");
+        put_dim_operand(b, m, gd->a);
+        sb_printf(b, " %s ", cg_guard_op_text(gd->op));
+        put_dim_operand(b, m, gd->b);
+    }
     sb_puts(b, " {\n");
     put_statement_comments(b, c, gi, A_HEAD, 0, 1);
     for (int i = 0; i < g->n_inputs; i++) {
@@ -438,6 +450,10 @@ static unsigned char *sym_uses(const cg_model *m) {
     if (!used) return NULL;
     for (int gi = 0; gi < m->n_graphs; gi++) {
         const cg_graph *g = m->graphs[gi];
+        for (int i = 0; i < g->n_guards; i++) {
+            use_dim(used, m, g->guards[i].a);
+            use_dim(used, m, g->guards[i].b);
+        }
         for (int i = 0; i < g->n_values; i++)
             for (int d = 0; g->values[i].typed && d < g->values[i].ndim; d++) use_dim(used, m, g->values[i].dims[d]);
         for (int i = 0; i < g->n_nodes; i++)

@@ -370,11 +370,15 @@ static cg_status verify_graph(cg_graph *g) {
     for (int oi = 0; oi < an.n_nodes && !st; oi++) {
         int ni = an.order[oi];
         cg_node *nd = g->nodes[ni];
-        for (int k = 0; k < nd->n_inputs; k++) cg_desc_from_value(&g->values[nd->inputs[k]], &in[k]);
+        for (int k = 0; k < nd->n_inputs; k++) {
+            cg_desc_from_value(&g->values[nd->inputs[k]], &in[k]);
+            cg_graph_pin_desc(g, &in[k]);
+        }
         st = cg_call_infer(m, nd->name, nd->line, nd->col, an.ops[ni], an.attrs[ni], nd->n_inputs, in, nd->n_outputs,
                            out, 0);
         for (int k = 0; !st && k < nd->n_outputs; k++) {
             cg_value *v = &g->values[nd->outputs[k]];
+            cg_graph_pin_desc(g, &out[k]);
             v->typed = 1;
             v->dtype = (cg_dtype)out[k].dtype;
             v->ndim = out[k].ndim;
@@ -389,6 +393,28 @@ static cg_status verify_graph(cg_graph *g) {
     return st;
 }
 
+/* Variant v of the graph whose first variant is f: the same inputs (names,
+ * types) and outputs (names, dtypes), so that one plan runs either. */
+static cg_status same_interface(const cg_graph *f, const cg_graph *v) {
+    const cg_model *m = f->model;
+    char where[512];
+    cg_loc_format(where, sizeof where, m, v->line, v->col);
+    int same = f->n_inputs == v->n_inputs && f->n_outputs == v->n_outputs;
+    for (int k = 0; same && k < f->n_inputs; k++) {
+        const cg_value *a = &f->values[f->inputs[k]], *b = &v->values[v->inputs[k]];
+        same = !strcmp(a->name, b->name) && a->dtype == b->dtype && a->ndim == b->ndim &&
+               !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim);
+    }
+    for (int k = 0; same && k < f->n_outputs; k++)
+        same = !strcmp(f->out_names[k], v->out_names[k]) &&
+               f->values[f->outputs[k]].dtype == v->values[v->outputs[k]].dtype;
+    if (same) return CG_OK;
+    return cg_error(CG_ERR_VERIFY,
+                    "%sgraph '%s': a variant must have the inputs (names and types) and outputs (names and dtypes) "
+                    "of the first, at %d:%d",
+                    where, v->name, f->line, f->col);
+}
+
 cg_status cg_model_verify(cg_model *m) {
     if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_verify: model is NULL");
     m->verified = 0;
@@ -396,6 +422,8 @@ cg_status cg_model_verify(cg_model *m) {
     for (int i = 0; i < m->n_graphs; i++) {
         cg_status st = verify_graph(m->graphs[i]);
         if (st) return st;
+        const cg_graph *first = cg_model_graph(m, m->graphs[i]->name);
+        if (first != m->graphs[i] && (st = same_interface(first, m->graphs[i]))) return st;
     }
     m->verified = 1;
     return CG_OK;

@@ -139,7 +139,13 @@ cg_status cg_onnx_map_if(onnx_imp *im) {
             return onnx_fail(im, CG_ERR_FORMAT, "%s has %zu outputs, the If %zu", b ? "else_branch" : "then_branch",
                              g[b]->n_output, n->n_output);
     const cg_tensor *ct = c->sym ? NULL : onnx_known(c);
-    if (!ct) return if_select(im, c, g);
+    if (!ct) {
+        /* branches that cannot be selected between, on a comparison of dims:
+         * the import forks on it (onnx_variant.c) */
+        cg_status sel = if_select(im, c, g);
+        if (sel && onnx_fork_on(im, c)) return onnx_fail(im, sel, "the import forks on this If's condition");
+        return sel;
+    }
     if (cg_tensor_numel(ct) != 1) return onnx_fail(im, CG_ERR_FORMAT, "the condition '%s' must be one value", c->name);
     int taken = cg_onnx_int_at(ct, 0) != 0;
     return if_inline(im, g[taken ? 0 : 1], taken ? "then" : "else");

@@ -39,6 +39,11 @@ typedef struct onnx_val {
     int none;     /* an optional without an element */
     int n_elems;
     char **elems;
+    /* a bool computed at run time from one comparison of dims (Equal of a
+     * Shape element and 1): what an If on it may fork the import on */
+    int has_pred;
+    cg_guard pred;
+    int64_t declared[CG_MAX_DIMS]; /* a graph input's dims as the file has them (desc: as a variant fixes them) */
 } onnx_val;
 
 /* Elements of a shape value that stand for a symbolic dim: symbol k of the
@@ -78,6 +83,16 @@ typedef struct onnx_imp {
     int sym_failed;          /* a derived dim could not be made (out of memory) */
     const cg_onnx_options *opt;
     cg_dtype narrow; /* f16 or bf16 while a mapping runs widened to f32 (cg_onnx_map), else 0 */
+    /* Variants (onnx_variant.c): this import's graph is made for the
+     * bindings where these comparisons of dims hold; an If on a comparison
+     * none of them answers, whose branches cannot be selected between,
+     * asks for two imports more (fork: the comparison and its negation). */
+    int n_assume;
+    cg_guard assume[CG_MAX_GUARDS];
+    int fork_wanted;
+    cg_guard fork;
+    cg_guard last_pred; /* the comparison sym_elem last could not answer */
+    int has_last_pred;
 } onnx_imp;
 
 /* ---- onnx_read.c: files and tensors ---- */
@@ -396,6 +411,23 @@ void cg_onnx_seq_free(onnx_val *v);
  * the host folds (shape arithmetic and small elementwise math): 1 and the
  * outputs set, 0 when it does not apply, -1 on error (message set). */
 int cg_onnx_fold(onnx_imp *im);
+
+/* ---- onnx_import.c, onnx_variant.c: the graph and its variants ---- */
+
+/* One import of the model's graph into im->m (a variant of it when im
+ * assumes comparisons); the weights are bound by the caller. */
+cg_status cg_onnx_import_graph(onnx_imp *im);
+/* Frees what an import holds (not the model, nor im->proto when NULL). */
+void cg_onnx_imp_free(onnx_imp *im);
+/* Imports proto into m: once, or as variants where an If forks it. */
+cg_status cg_onnx_import_variants(cg_context *ctx, const char *path, const cg_onnx_options *opt,
+                                  Onnx__ModelProto *proto, cg_model *m);
+/* 1 where im's assumptions imply comparison c, 0 where they imply its
+ * negation, else -1. */
+int onnx_assumed(const onnx_imp *im, const cg_guard *c);
+/* Asks for the import to fork on cond's comparison of dims, if it has one
+ * (and room for another assumption); 0 when it cannot. */
+int onnx_fork_on(onnx_imp *im, const onnx_val *cond);
 
 /* ---- onnx_sym.c: shape values over symbolic dims ---- */
 

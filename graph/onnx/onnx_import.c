@@ -300,6 +300,7 @@ static cg_status infer_outputs(onnx_imp *im, cg_node *node) {
     }
     if (node->n_outputs >= 1) onnx_sym_refine(im, node, in, &out[0]);
     for (int i = 0; i < node->n_outputs; i++) {
+        cg_graph_pin_desc(im->g, &out[i]);
         onnx_val *v = onnx_val_get(im, im->g->values[node->outputs[i]].name);
         if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
         v->typed = 1;
@@ -415,6 +416,8 @@ static cg_status read_inputs(onnx_imp *im, const Onnx__GraphProto *gp) {
         if (s) return s;
         if (v->seq || v->none) continue; /* its elements are the inputs (onnx_seq.c) */
         v->input = 1;
+        memcpy(v->declared, v->desc.dims, sizeof v->declared);
+        cg_graph_pin_desc(im->g, &v->desc);
         for (int k = 0; im->opt && k < im->opt->n_given; k++)
             if (im->opt->given_names[k] && !strcmp(im->opt->given_names[k], vi->name)) v->given = im->opt->given[k];
     }
@@ -432,7 +435,7 @@ static cg_status declare_input(onnx_imp *im, onnx_val *v) {
                          v->name);
     cg_dim dims[CG_MAX_DIMS];
     for (int k = 0; k < v->desc.ndim; k++) {
-        int64_t d = v->desc.dims[k];
+        int64_t d = v->declared[k];
         dims[k] = d >= 0 ? CG_DIM(d) : CG_SYM(im->m->syms[-2 - d]);
     }
     if (cg_graph_add_input(im->g, v->name, (cg_dtype)v->desc.dtype, v->desc.ndim, dims))
@@ -597,27 +600,20 @@ onnx_val *onnx_val_find(onnx_imp *im, const char *name) {
     return v < 0 ? NULL : im->vals[v];
 }
 
-static cg_status import_graph(onnx_imp *im) {
+/* One import of the model's graph into im->m, as a variant when im assumes
+ * comparisons of dims (onnx_variant.c); its weights are bound later. */
+cg_status cg_onnx_import_graph(onnx_imp *im) {
     const Onnx__GraphProto *gp = im->proto->graph;
     cg_status s = check_opset(im);
     if (s) return s;
     const char *gname = gp->name && cg_name_valid(gp->name) ? gp->name : "main";
-    if ((s = cg_model_add_graph(im->m, gname, &im->g))) return s;
+    if ((s = cg_model_new_variant(im->m, gname, im->n_assume, im->assume, 0, 0, &im->g))) return s;
     if ((s = read_inputs(im, gp)) || (s = cg_onnx_ctrl_prepare(im, gp))) return s;
     if ((s = import_nodes(im, gp))) return s;
-    if ((s = set_outputs(im, gp))) return s;
-    cg_weights *w;
-    char label[600];
-    snprintf(label, sizeof label, "%.500s (initializers)", im->path);
-    if ((s = cg_weights_from_tensors(label, im->n_params, (const char *const *)im->param_names,
-                                     (const cg_tensor *const *)im->param_tensors, &w)))
-        return s;
-    im->m->owned_weights = w;
-    if ((s = cg_model_bind_weights(im->m, w))) return s;
-    return cg_model_verify(im->m);
+    return set_outputs(im, gp);
 }
 
-static void imp_free(onnx_imp *im) {
+void cg_onnx_imp_free(onnx_imp *im) {
     for (int i = 0; i < im->n_vals; i++) {
         free(im->vals[i]->name);
         cg_tensor_free(im->vals[i]->konst);
@@ -631,7 +627,6 @@ static void imp_free(onnx_imp *im) {
     free(im->param_names);
     free(im->param_tensors);
     free(im->dir);
-    if (im->proto) onnx__model_proto__free_unpacked(im->proto, NULL);
 }
 
 cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out) {
@@ -642,15 +637,13 @@ cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_op
                         "cg_onnx_options.struct_size is %zu; set it to sizeof(cg_onnx_options)", opt->struct_size);
     if (opt && opt->n_given && (!opt->given_names || !opt->given))
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: n_given without names or values");
-    onnx_imp im = {.ctx = ctx, .path = path, .opt = opt};
-    const char *slash = strrchr(path, '/');
-    im.dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-    cg_status s = im.dir ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    if (!s) s = cg_onnx_read_model(path, &im.proto);
-    if (!s) s = cg_model_new(ctx, path, &im.m);
-    if (!s) s = import_graph(&im);
-    if (s) cg_model_free(im.m);
-    else *out = im.m;
-    imp_free(&im);
+    Onnx__ModelProto *proto = NULL;
+    cg_model *m = NULL;
+    cg_status s = cg_onnx_read_model(path, &proto);
+    if (!s) s = cg_model_new(ctx, path, &m);
+    if (!s) s = cg_onnx_import_variants(ctx, path, opt, proto, m);
+    if (s) cg_model_free(m);
+    else *out = m;
+    if (proto) onnx__model_proto__free_unpacked(proto, NULL);
     return cg_onnx_one_line(s);
 }

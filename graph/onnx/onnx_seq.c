@@ -113,6 +113,7 @@ static cg_status seq_elem_input(onnx_imp *im, onnx_val *v, int i, const Onnx__Ty
     e->desc.dtype = cg_tensor_dtype(t);
     e->desc.ndim = cg_tensor_ndim(t);
     for (int k = 0; k < e->desc.ndim; k++) e->desc.dims[k] = cg_tensor_dim(t, k);
+    memcpy(e->declared, e->desc.dims, sizeof e->declared);
     return CG_OK;
 }
 

@@ -61,6 +61,19 @@ static cg_tensor *shape_of(onnx_imp *im, const onnx_val *v, int size) {
     return t;
 }
 typedef enum { S_ADD, S_SUB, S_MUL, S_DIV, S_MOD, S_EQ, S_LT, S_GT, S_MIN, S_MAX } sop;
+
+/* A comparison of dims (ONNX_SYM codes or sizes) the binding decides: the
+ * answer where this import's variant assumes it or its negation (0), else
+ * -1 with the comparison kept for an If that may fork on it. */
+static int assumed(onnx_imp *im, int op, int64_t a, int64_t b, int64_t *o) {
+    const cg_guard c = {op, onnx_sym_to_dim(a), onnx_sym_to_dim(b)};
+    if (c.a == CG_DIM_UNKNOWN || c.b == CG_DIM_UNKNOWN) return -1;
+    int r = onnx_assumed(im, &c);
+    if (r >= 0) return *o = r, 0;
+    im->last_pred = c;
+    im->has_last_pred = 1;
+    return -1;
+}
 /* One element of a binary op where a or b may be a symbol. Arithmetic
  * makes a derived dim where the result is a size for every binding it has
  * (S - 1 is, 1 - S and S * -1 are not: unknown); comparisons are answered
@@ -110,15 +123,15 @@ static int sym_elem(onnx_imp *im, sop op, int64_t a, int64_t b, int64_t *o) {
     case S_EQ:
         if (sa && sb && a == b && a != U) return *o = 1, 0;
         if ((sa && !sb && b < 0) || (sb && !sa && a < 0)) return *o = 0, 0;
-        return -1;
+        return assumed(im, CG_GUARD_EQ, a, b, o);
     case S_LT:
         if (sb && !sa && a < 0) return *o = 1, 0;
         if (sa && !sb && b <= 0) return *o = 0, 0;
-        return -1;
+        return assumed(im, CG_GUARD_LT, a, b, o);
     case S_GT:
         if (sa && !sb && b < 0) return *o = 1, 0;
         if (sb && !sa && a <= 0) return *o = 0, 0;
-        return -1;
+        return assumed(im, CG_GUARD_GT, a, b, o);
     }
     return -1;
 }
@@ -207,6 +220,7 @@ int cg_onnx_fold_sym(onnx_imp *im) {
         if (!strcmp(op, control_readers[i])) return 2;
     const cg_tensor *a = x ? x->konst : NULL, *b = onnx_in(im, 1) ? onnx_in(im, 1)->konst : NULL;
     cg_tensor *t = NULL;
+    im->has_last_pred = 0;
     if (!strcmp(op, "Cast")) {
         const int64_t to = onnx_attr_int(im, "to", 0);
         /* INT32, INT64: sizes stay int64 here (their codes need 64 bits) */
@@ -249,6 +263,13 @@ int cg_onnx_fold_sym(onnx_imp *im) {
                          "needs it known at import",
                          what, op),
                -1;
+    }
+    if (im->has_last_pred && (!strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater")) && a && b &&
+        cg_tensor_numel(a) == 1 && cg_tensor_numel(b) == 1) {
+        onnx_val *o = n->n_output && n->output[0] && n->output[0][0] ? onnx_val_get(im, n->output[0]) : NULL;
+        if (!o) return cg_error(CG_ERR_NO_MEMORY, "out of memory"), -1;
+        o->has_pred = 1;
+        o->pred = im->last_pred;
     }
     return 3; /* arithmetic on sizes that names no dim: computed as data, the sizes bound by the plan */
 }

@@ -53,6 +53,9 @@ static int find_value(const cg_graph *g, const int32_t *list, int n, const char 
 cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     if (!p || !input) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_carry: NULL argument");
     cg_graph *g = p->graph;
+    if (p->n_var) /* the carried value would live in one variant's plan */
+        return cg_error(CG_ERR_UNSUPPORTED, "cg_plan_carry: graph '%s' has variants (guards), which carry no values",
+                        g->name);
     int k = find_value(g, g->inputs, g->n_inputs, input);
     if (k < 0) return cg_error(CG_ERR_NOT_FOUND, "graph '%s' has no input named '%s'", g->name, input);
     carry *c = &p->carry[k];

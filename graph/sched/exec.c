@@ -424,6 +424,17 @@ static cg_status run_common(cg_plan *p, const run_inputs *ri, int n_outputs, cg_
     run_arrays r;
     cg_status st = arrays_init(&r, p, n_outputs, made != NULL, &stats);
     if (!st) st = place_inputs(p, ri->n, ri->names, ri->idx, ri->ts, r.by_pos);
+    if (p->n_var) { /* the variant's plan does the run */
+        cg_plan *v = NULL;
+        if (!st) st = cg_variant_choose(p, r.by_pos, r.sym, &v);
+        arrays_free(&r);
+        if (!st) st = run_common(v, ri, n_outputs, given, made);
+        if (!st) {
+            p->last = v->last;
+            add_stats(&p->total, &v->last);
+        }
+        return st;
+    }
     if (!st) st = bind_inputs(p, r.by_pos, r.sym);
     cg_tensor **snap = NULL;
     if (!st && cg_repeat_wanted(p)) {

@@ -47,6 +47,9 @@ void cg_keep_free(cg_plan *p) {
 
 cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep) {
     if (!p || !name) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_keep_input: NULL argument");
+    cg_status vs = CG_OK;
+    for (int i = 0; i < p->n_var && !vs; i++) vs = cg_plan_keep_input(p->var[i], name, keep);
+    if (p->n_var) return vs;
     cg_graph *g = p->graph;
     for (int k = 0; k < g->n_inputs; k++) {
         if (strcmp(g->values[g->inputs[k]].name, name) != 0) continue;

@@ -9,6 +9,13 @@
 
 void cg_plan_free(cg_plan *p) {
     if (!p) return;
+    if (p->var) { /* a dispatching plan holds nothing else */
+        for (int i = 0; i < p->n_var; i++) cg_plan_free(p->var[i]);
+        free(p->var);
+        free(p->in_sorted);
+        free(p);
+        return;
+    }
     for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
     for (int d = 0; p->params && d < p->n_devs; d++)
         for (int v = 0; v < p->graph->n_values; v++)
@@ -33,7 +40,7 @@ static int name_cmp(const void *a, const void *b) {
 }
 
 /* p->in_sorted for the plan's graph. */
-static cg_status sort_input_names(cg_plan *p) {
+cg_status cg_plan_sort_input_names(cg_plan *p) {
     const cg_graph *g = p->graph;
     p->in_sorted = malloc(sizeof *p->in_sorted * ((size_t)g->n_inputs + 1));
     if (!p->in_sorted) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -61,7 +68,9 @@ int cg_plan_output_index(const cg_plan *p, const char *name) {
 
 /* The graph to plan, verified, with its weights bound. */
 static cg_status plan_graph(cg_model *m, const char *graph_name, cg_graph **out) {
-    cg_graph *g = graph_name ? cg_model_graph(m, graph_name) : (m->n_graphs == 1 ? m->graphs[0] : NULL);
+    int one_name = m->n_graphs > 0; /* variants of one graph count as one */
+    for (int i = 1; i < m->n_graphs; i++) one_name &= !strcmp(m->graphs[i]->name, m->graphs[0]->name);
+    cg_graph *g = graph_name ? cg_model_graph(m, graph_name) : (one_name ? m->graphs[0] : NULL);
     if (!g) {
         if (!graph_name)
             return cg_error(CG_ERR_INVALID_ARGUMENT, "%s: the model has %d graphs: name one", m->filename, m->n_graphs);
@@ -91,8 +100,14 @@ cg_status cg_plan_create(cg_model *m, const char *graph_name, const cg_plan_opti
                         "cg_plan_options.struct_size is %zu; set it to sizeof(cg_plan_options)", opt->struct_size);
     cg_graph *g;
     cg_status st = plan_graph(m, graph_name, &g);
-    if (st) return st;
+    if (!st) st = cg_variant_plan_create(m, g, opt, out);
+    if (st || *out) return st;
+    return cg_plan_create_one(m, g, opt, out);
+}
+
+cg_status cg_plan_create_one(cg_model *m, cg_graph *g, const cg_plan_options *opt, cg_plan **out) {
     cg_plan *p = calloc(1, sizeof *p);
+    cg_status st;
     if (!p) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     p->model = m;
     p->graph = g;
@@ -103,7 +118,7 @@ cg_status cg_plan_create(cg_model *m, const char *graph_name, const cg_plan_opti
         p->inbuf = calloc((size_t)g->n_inputs + 1, sizeof *p->inbuf);
         if (!p->params || !p->inbuf) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
-    if (!st) st = sort_input_names(p);
+    if (!st) st = cg_plan_sort_input_names(p);
     if (!st) st = cg_keep_init(p);
     if (!st) st = cg_carry_init(p);
     if (st) {
@@ -126,6 +141,15 @@ static const instance *last_instance(const cg_plan *p) {
 cg_status cg_plan_memory(const cg_plan *p, cg_plan_memory_info *out) {
     if (!p || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_memory: NULL argument");
     memset(out, 0, sizeof *out);
+    for (int i = 0; i < p->n_var; i++) {
+        cg_plan_memory_info v;
+        cg_plan_memory(p->var[i], &v);
+        out->arena_bytes += v.arena_bytes;
+        out->state_bytes += v.state_bytes;
+        out->all_state_bytes += v.all_state_bytes;
+        out->param_bytes += v.param_bytes;
+        out->instances += v.instances;
+    }
     const instance *last = last_instance(p);
     for (int d = 0; last && d < p->n_devs; d++) out->arena_bytes += last->arena_bytes[d];
     if (last) out->state_bytes = last->state_bytes;
@@ -148,12 +172,14 @@ cg_status cg_plan_stats_get(const cg_plan *p, cg_plan_stats *last, cg_plan_stats
 
 const char *cg_plan_device(const cg_plan *p) {
     if (!p) return NULL;
+    if (p->n_var) return cg_plan_device(p->var[0]);
     if (p->default_dev < 0) return "auto";
     return cg_plan_dev_name(p, p->default_dev);
 }
 
 cg_status cg_plan_set_profiler(cg_plan *p, cg_profiler *prof) {
     if (!p) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_set_profiler: NULL plan");
+    for (int i = 0; i < p->n_var; i++) cg_plan_set_profiler(p->var[i], prof);
     p->prof = prof;
     return CG_OK;
 }

@@ -183,6 +183,11 @@ struct cg_plan {
     cg_profiler *prof;      /* attached profiler (cg_plan_set_profiler), or NULL */
     int repeating;          /* repeat.c: the check's own runs are under way */
     int repeat_no_other;    /* repeat.c: a grown binding failed once; not tried again */
+    /* A graph with variants (guards): this plan only dispatches each run to
+     * the plan of the first variant whose guards the binding meets
+     * (variant.c); graph is the first variant, for the interface. */
+    int n_var;
+    struct cg_plan **var;
 };
 
 /* The buffer a kernel reads for slot s: the caller's tensor for an input
@@ -195,6 +200,20 @@ static inline const cg_buf *cg_slot_buf(const cg_plan *p, const slot *s) {
 static inline void *cg_slot_host(const cg_plan *p, const slot *s) {
     return cg_dev_host_ptr(p->devs[s->dev].dev, cg_slot_buf(p, s));
 }
+
+/* ---- variant.c ---- */
+
+/* p->in_sorted for the plan's graph (plan.c). */
+cg_status cg_plan_sort_input_names(cg_plan *p);
+
+/* A plan of graph g (one variant or a graph without any), for plan.c. */
+cg_status cg_plan_create_one(cg_model *m, cg_graph *g, const cg_plan_options *opt, cg_plan **out);
+/* The dispatching plan of g's name when it has variants (else *out NULL). */
+cg_status cg_variant_plan_create(cg_model *m, cg_graph *g, const cg_plan_options *opt, cg_plan **out);
+/* The variant of plan p for its inputs by_pos (NULL where not given) and
+ * the symbol sizes they bind (into sym); fails naming the sizes when none
+ * holds. */
+cg_status cg_variant_choose(cg_plan *p, cg_tensor *const *by_pos, int64_t *sym, cg_plan **out);
 
 /* ---- lower.c ---- */
 

@@ -231,6 +231,22 @@ cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out
     int64_t *sym = malloc(sizeof(int64_t) * ((size_t)p->model->n_syms + 1));
     if (!sym) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     cg_status st = parse_bindings(p, bindings, sym);
+    if (!st && p->n_var) { /* the variant these sizes choose */
+        cg_plan *v = NULL;
+        for (int i = 0; i < p->n_var && !v; i++)
+            if (cg_graph_guards_hold(p->var[i]->graph, sym)) v = p->var[i];
+        free(sym);
+        if (!v) return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s' has no variant for these sizes", p->graph->name);
+        char *text = NULL, guards[600];
+        st = cg_plan_describe(v, bindings, dot, &text);
+        cg_graph_guards_text(v->graph, guards, sizeof guards);
+        cg_strbuf b = {0};
+        if (!st) cg_strbuf_cat(&b, dot ? "// " : "", "variant: when ", guards, "\n", text, (const char *)NULL);
+        free(text);
+        if (st) return st;
+        if (!(*out = cg_strbuf_take(&b))) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        return CG_OK;
+    }
     instance *in = st ? NULL : find_instance(p, sym);
     if (!st && !in) {
         st = cg_instance_build(p, sym, NULL, &in);

@@ -100,7 +100,7 @@ RTOL, ATOL = 1e-3, 1e-4
 # tests/data/onnx/corpus (--ci-slice DIR): the models `meson test onnx` runs on
 # every device; --ci-slice copies those that pass on every device given
 CI_SLICE = ["transformer_dynamo", "lstm_ts", "lstm_dynamo", "gru_ts", "gru_dynamo", "bert_ts", "bert_dynamo",
-            "gpt2_dynamo", "marian_encoder_dynamo", "mobilenet_v3_small_ts"]
+            "gpt2_dynamo", "marian_encoder_dynamo", "mobilenet_v3_small_ts", "silero_vad_16k_op15"]
 ROUNDS, REPEAT = 3, 5  # timing: rounds of (clgraph --repeat REPEAT, ORT REPEAT runs)
 
 # ---------------------------------------------------------------------------

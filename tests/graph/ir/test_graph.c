@@ -203,6 +203,56 @@ START_TEST(builder_runs_and_rebinds) {
 }
 END_TEST
 
+/* A graph with variants: each run goes to the variant whose guards its
+ * sizes meet (reshape where S == 1 fixes S, relu elsewhere); a binding no
+ * variant takes, and variants of different inputs, are refused by name. */
+START_TEST(variants_dispatch_by_binding) {
+    const char *text = "graph g when S == 1 {\n"
+                       "  input x: f32[B, S]\n"
+                       "  y = reshape(x) {shape: [B]}\n"
+                       "  output y\n"
+                       "}\n"
+                       "graph g when S > 1, S < 5 {\n"
+                       "  input x: f32[B, S]\n"
+                       "  y = relu(x)\n"
+                       "  output y\n"
+                       "}\n";
+    cg_model *m = NULL;
+    ck_assert_int_eq(cg_model_parse(ctx, text, strlen(text), "t.cg", &m), CG_OK);
+    cg_plan *p;
+    ck_assert_msg(cg_plan_create(m, NULL, NULL, &p) == CG_OK, "%s", cg_last_error());
+    const char *x[] = {"x"};
+    for (int64_t s = 1; s <= 5; s += 2) {
+        int64_t d[2] = {3, s};
+        cg_tensor *in = make_f32(2, d, -2, 2), *out = NULL;
+        cg_status st = cg_plan_run(p, 1, x, &in, 1, &out);
+        if (s == 5) {
+            ck_assert_int_eq(st, CG_ERR_INVALID_ARGUMENT);
+            ck_assert_str_eq(cg_last_error(),
+                             "graph 'g' has no variant for S = 5 (its variants are for S == 1; S > 1, S < 5)");
+            cg_tensor_free(in);
+            continue;
+        }
+        ck_assert_msg(st == CG_OK, "%s", cg_last_error());
+        ck_assert_int_eq(cg_tensor_ndim(out), s == 1 ? 1 : 2);
+        const float *xi = cg_tensor_data_const(in), *yo = cg_tensor_data_const(out);
+        for (int64_t i = 0; i < 3 * s; i++) ck_assert_float_eq(yo[i], s == 1 ? xi[i] : (xi[i] > 0 ? xi[i] : 0));
+        cg_tensor_free(in);
+        cg_tensor_free(out);
+    }
+    cg_plan_stats total;
+    ck_assert_int_eq(cg_plan_stats_get(p, NULL, &total), CG_OK);
+    ck_assert_int_eq(total.runs, 2);
+    ck_assert_int_eq(cg_plan_carry(p, "x", "y"), CG_ERR_UNSUPPORTED);
+    cg_plan_free(p);
+    cg_model_free(m);
+    expect_error("graph g when S == 1 {\n  input x: f32[S]\n  output x\n}\n"
+                 "graph g when S != 1 {\n  input x: i32[S]\n  output x\n}\n",
+                 "t.cg:5:7: graph 'g': a variant must have the inputs (names and types) and outputs (names and dtypes) "
+                 "of the first, at 1:7");
+}
+END_TEST
+
 START_TEST(buffers_are_reused) {
     /* A chain of 12 ops on [64, 64]: liveness lets the arena hold a few
      * buffers instead of twelve. */
@@ -741,6 +791,7 @@ int main(void) {
     tcase_add_test(tc, dim_lists_name_symbols);
     tcase_add_test(tc, symbolic_shapes_propagate);
     tcase_add_test(tc, builder_runs_and_rebinds);
+    tcase_add_test(tc, variants_dispatch_by_binding);
     tcase_add_test(tc, buffers_are_reused);
     tcase_add_test(tc, input_errors_at_run);
     tcase_add_test(tc, fused_ops_match_decompositions);

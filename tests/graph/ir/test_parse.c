@@ -622,6 +622,63 @@ START_TEST(test_derived_dims) {
 }
 END_TEST
 
+/* Variants of a graph: `graph NAME when A op B, ...` (made by the ONNX
+ * importer for an If on dims whose branches differ in shape). */
+START_TEST(test_graph_variants) {
+    const char *text = "dim T = S / 2\n"
+                       "graph g when T == 1, B < 8 {\n"
+                       "  input x: f32[B, S]\n"
+                       "  y = reshape(x) {shape: [B]}\n"
+                       "  output y\n"
+                       "}\n"
+                       "graph g when T != 1 {\n"
+                       "  input x: f32[B, S]\n"
+                       "  y = relu(x)\n"
+                       "  output y\n"
+                       "}\n";
+    cg_model *m = parse(text);
+    ck_assert_int_eq(m->n_graphs, 2);
+    const int T = cg_model_find_sym(m, "T"), B = cg_model_find_sym(m, "B"), S = cg_model_find_sym(m, "S");
+    const cg_graph *a = m->graphs[0], *b = m->graphs[1];
+    ck_assert_ptr_eq(cg_model_graph(m, "g"), a);
+    ck_assert_int_eq(a->n_guards, 2);
+    ck_assert(a->guards[0].op == CG_GUARD_EQ && a->guards[0].a == CG_DIM_SYM(T) && a->guards[0].b == 1);
+    ck_assert(a->guards[1].op == CG_GUARD_LT && a->guards[1].a == CG_DIM_SYM(B) && a->guards[1].b == 8);
+    ck_assert(b->n_guards == 1 && b->guards[0].op == CG_GUARD_NE);
+    int64_t v[8];
+    for (int i = 0; i < m->n_syms; i++) v[i] = -1;
+    v[B] = 2, v[S] = 3; /* T = 1 */
+    ck_assert_int_eq(cg_model_eval_syms(m, v), CG_OK);
+    ck_assert(cg_graph_guards_hold(a, v) && !cg_graph_guards_hold(b, v));
+    v[B] = 9, v[T] = -1;
+    ck_assert_int_eq(cg_model_eval_syms(m, v), CG_OK);
+    ck_assert(!cg_graph_guards_hold(a, v) && !cg_graph_guards_hold(b, v)); /* B < 8 fails, T == 1 */
+    char g[100];
+    cg_graph_guards_text(a, g, sizeof g);
+    ck_assert_str_eq(g, "T == 1, B < 8");
+    cg_model_free(m);
+    char *canon = roundtrip(text);
+    ck_assert_msg(strstr(canon, "dim T = S / 2\n\ngraph g when T == 1, B < 8 {\n"), "%s", canon);
+    ck_assert_msg(strstr(canon, "graph g when T != 1 {\n"), "%s", canon);
+    free(canon);
+    for (int op = CG_GUARD_EQ; op <= CG_GUARD_GE; op++) {
+        char t[200];
+        snprintf(t, sizeof t, "graph g when 2 %s S {\n  input x: f32[S]\n  output x\n}\n", cg_guard_op_text(op));
+        cg_model *mo = parse(t);
+        ck_assert_int_eq(mo->graphs[0]->guards[0].op, op);
+        cg_model_free(mo);
+    }
+    parse_err("graph g when T = 1 {\n}\n", "m.cg:1:16: expected a comparison (== != < <= > >=) in the guard, got '='");
+    parse_err("graph g when T == 1 }\n", "m.cg:1:21: expected '{' after the guards, got '}'");
+    parse_err("graph g {\n}\ngraph g when T == 1 {\n}\n",
+              "m.cg:3:7: graph 'g' is already defined at 1:7 (variants of a graph each need guards: 'graph NAME when "
+              "...')");
+    parse_err("graph g when T == 1 {\n}\ngraph g {\n}\n",
+              "m.cg:3:7: graph 'g' is already defined at 1:7 (variants of a graph each need guards: 'graph NAME when "
+              "...')");
+}
+END_TEST
+
 START_TEST(test_keywords_as_names) {
     /* graph/input/param/output are keywords only at the start of a statement
      * and only when not followed by ':', ',' or '='. */
@@ -1681,6 +1738,7 @@ static Suite *parse_suite(void) {
     tcase_add_test(t, test_shapes);
     tcase_add_test(t, test_keywords_as_names);
     tcase_add_test(t, test_derived_dims);
+    tcase_add_test(t, test_graph_variants);
     tcase_add_test(t, test_quoted_names);
     tcase_add_test(t, test_forward_refs_and_shapes_of_statements);
     tcase_add_test(t, test_node_names);
