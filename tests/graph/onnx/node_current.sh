@@ -3,17 +3,21 @@
 # are code: tools/py/onnx_node_tests.py writes them in the backend-test
 # layout), run by `clgraph onnx-test` on the CPU and opencl:0 as Debian's
 # ONNX 1.12 set is run by test_onnx. At least MIN pass on each device and
-# none fails, but for the tests whose expected values are less exact than
-# the result (docs/onnx.md, "ONNX's backend tests"), left out here. Exits
-# 77 (meson's SKIP) when the Python (CG_PYTHON) lacks onnx.
+# none fails. The tests whose expected values are less exact than the
+# result (docs/onnx.md, "ONNX's backend tests") would fail against them, so
+# tools/py/onnx_exact_check.py checks those against float64 references
+# instead, on the same devices. Exits 77 (meson's SKIP) when the Python
+# (CG_PYTHON) lacks onnx.
 # Environment (tests/meson.build): CG_SOURCE_DIR, CG_CLGRAPH; CG_PYTHON.
 set -u
 PY=${CG_PYTHON:-/usr/bin/python3}
 SRC=${CG_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}
 CLGRAPH=${CG_CLGRAPH:?CG_CLGRAPH is not set}
-# onnx 1.23.2: 1807 of 1884 pass on cpu (the 3 below fail, the rest are refused)
+# onnx 1.23.2: 1807 of 1884 pass on cpu (the 3 below are checked apart, the
+# rest are refused)
 MIN=1807
-WRONG_DATA="test_dft_inverse test_dft_inverse_opset19 test_attention_4d_causal_fp16_expanded"
+LESS_EXACT="test_dft_inverse test_dft_inverse_opset19 test_attention_4d_causal_fp16_expanded"
+DEVICES="cpu opencl:0"
 
 # (from /: a folder named onnx in the working directory would import as an
 # empty namespace package)
@@ -29,9 +33,16 @@ if ! "$PY" "$SRC/tools/py/onnx_node_tests.py" "$tmp/node" >"$tmp/write.log" 2>&1
     echo "FAIL: onnx_node_tests.py did not write the node tests"
     exit 1
 fi
-for t in $WRONG_DATA; do rm -rf "$tmp/node/$t"; done
 rc=0
-for dev in cpu opencl:0; do
+dev_args=
+for dev in $DEVICES; do dev_args="$dev_args --device $dev"; done
+# shellcheck disable=SC2086 # word splitting of the lists intended
+if ! "$PY" "$SRC/tools/py/onnx_exact_check.py" "$tmp/node" "$CLGRAPH" $LESS_EXACT $dev_args; then
+    echo "FAIL: clgraph is not within tolerance of the float64 references, or ONNX's expected values are not further"
+    rc=1
+fi
+for t in $LESS_EXACT; do rm -rf "$tmp/node/$t"; done
+for dev in $DEVICES; do
     "$CLGRAPH" onnx-test "$tmp/node" --device "$dev" >"$tmp/out.txt" 2>"$tmp/err.txt"
     r=$?
     line=$(grep "clgraph onnx-test: $dev:" "$tmp/err.txt")
