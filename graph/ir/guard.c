@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "tensor.h"
 
 #include "ir.h"
 
@@ -88,4 +89,60 @@ void cg_graph_pin_desc(const cg_graph *g, cg_tensor_desc *d) {
         for (int k = 0; k < d->ndim; k++)
             if (d->dims[k] == sym) d->dims[k] = size;
     }
+}
+
+cg_status cg_model_sym_value(cg_model *m, const char *name, const char *input, int *out) {
+    for (int i = 0; i < m->n_value_syms; i++)
+        if (!strcmp(m->value_syms[i].input, input)) return *out = m->value_syms[i].sym, CG_OK;
+    if (cg_model_find_sym(m, name) >= 0) return cg_error(CG_ERR_INVALID_ARGUMENT, "dim '%s' is already defined", name);
+    cg_value_sym *v = realloc(m->value_syms, sizeof *v * ((size_t)m->n_value_syms + 1));
+    if (!v) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    m->value_syms = v;
+    const int k = cg_model_sym(m, name);
+    char *in = k >= 0 ? strdup(input) : NULL;
+    if (!in) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    v[m->n_value_syms++] = (cg_value_sym){k, in};
+    return *out = k, CG_OK;
+}
+
+const char *cg_model_sym_input(const cg_model *m, int k) {
+    for (int i = 0; i < m->n_value_syms; i++)
+        if (m->value_syms[i].sym == k) return m->value_syms[i].input;
+    return NULL;
+}
+
+/* One integer's value; *ok 0 for a tensor that is not one. */
+static int64_t scalar_value(const cg_tensor *t, int *ok) {
+    *ok = cg_tensor_numel(t) == 1;
+    if (!*ok) return -1;
+    const void *p = t->data;
+    switch (t->dtype) {
+    case CG_I64: return *(const int64_t *)p;
+    case CG_I32: return *(const int32_t *)p;
+    case CG_I16: return *(const int16_t *)p;
+    case CG_U16: return *(const uint16_t *)p;
+    case CG_U32: return (int64_t) * (const uint32_t *)p;
+    case CG_I8: return *(const int8_t *)p;
+    case CG_U8:
+    case CG_BOOL: return *(const uint8_t *)p;
+    default: *ok = 0; return -1;
+    }
+}
+
+cg_status cg_graph_bind_values(const cg_graph *g, const cg_tensor *const *by_pos, int64_t *vals) {
+    const cg_model *m = g->model;
+    for (int i = 0; i < m->n_value_syms; i++)
+        for (int k = 0; k < g->n_inputs; k++) {
+            const cg_value *v = &g->values[g->inputs[k]];
+            if (strcmp(v->name, m->value_syms[i].input) || !by_pos[k]) continue;
+            int ok;
+            const int64_t x = scalar_value(by_pos[k], &ok);
+            /* -1 stands for "not bound": guards compare values >= 0 */
+            if (!ok || x < 0)
+                return cg_error(CG_ERR_INVALID_ARGUMENT,
+                                "input '%s' must be one integer >= 0: dim %s = value(%s) of graph '%s' reads it",
+                                v->name, m->syms[m->value_syms[i].sym], v->name, g->name);
+            vals[m->value_syms[i].sym] = x;
+        }
+    return CG_OK;
 }

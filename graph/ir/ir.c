@@ -139,6 +139,8 @@ void cg_model_free(cg_model *m) {
     for (int i = 0; i < m->n_syms; i++) free(m->syms[i]);
     free(m->syms);
     free(m->sym_defs);
+    for (int i = 0; i < m->n_value_syms; i++) free(m->value_syms[i].input);
+    free(m->value_syms);
     for (int i = 0; i < m->n_refused; i++) free(m->refused[i].why);
     free(m->refused);
     free(m->filename);

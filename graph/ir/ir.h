@@ -77,6 +77,11 @@ typedef struct cg_guard {
     int64_t a, b;
 } cg_guard;
 
+typedef struct cg_value_sym {
+    int sym;
+    char *input;
+} cg_value_sym;
+
 typedef struct cg_refused_variant {
     int n_guards;
     cg_guard guards[CG_MAX_GUARDS];
@@ -141,6 +146,10 @@ struct cg_model {
     cg_weights *owned_weights; /* weights the model came with (an ONNX file's
                                 * initializers), freed with it */
     int verified;
+    /* Symbols bound from a graph input's value (one integer), not from
+     * dims: `dim sr.value = value(sr)`; what guards on a mode input read. */
+    int n_value_syms;
+    struct cg_value_sym *value_syms;
     /* Variants an import asked for but could not make (their guards and
      * why), for the plan's message when a binding needs one of them. */
     int n_refused;
@@ -197,6 +206,19 @@ void cg_model_drop_last_graph(cg_model *m);
  * symbol a guard reads bound, as cg_model_eval_syms leaves them). */
 int cg_graph_guards_hold(const cg_graph *g, const int64_t *vals);
 int cg_guards_hold(int n, const cg_guard *guards, const int64_t *vals);
+
+/* The symbol `name` bound from the value of graph input `input` (one
+ * integer or bool); an existing one for that input is returned. Fails when
+ * `name` is a dim already. */
+cg_status cg_model_sym_value(cg_model *m, const char *name, const char *input, int *out);
+
+/* The input whose value binds symbol k, or NULL for a dim. */
+const char *cg_model_sym_input(const cg_model *m, int k);
+
+/* Sets vals[k] of every value symbol from g's inputs by_pos (graph input
+ * order; NULL where not given): fails naming an input that is not one
+ * integer. */
+cg_status cg_graph_bind_values(const cg_graph *g, const cg_tensor *const *by_pos, int64_t *vals);
 
 /* Records that the variant for guards[0..n-1] could not be made, and why. */
 cg_status cg_model_refuse_variant(cg_model *m, int n, const cg_guard *guards, const char *why);

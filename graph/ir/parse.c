@@ -969,6 +969,24 @@ static cg_status parse_dim(parser *p) {
     if (!(st = next(p)) && p->tok.kind != T_EQ) st = expected(p, "'=' after the dim name");
     p->dim_ops = 1;
     if (!st) st = next(p);
+    if (!st && is_word(&p->tok, "value")) { /* value(INPUT): bound from an input's value */
+        p->dim_ops = 0;
+        if (!(st = next(p)) && p->tok.kind != T_LPAREN) st = expected(p, "'(' after value");
+        if (!st && !(st = next(p)) && p->tok.kind != T_IDENT) st = expected(p, "an input name");
+        char *input = st ? NULL : take(p);
+        if (!st && !input) st = oom();
+        if (!st && !(st = next(p)) && p->tok.kind != T_RPAREN) st = expected(p, "')'");
+        if (!st) st = next(p);
+        int k;
+        if (!st && (st = cg_model_sym_value(p->m, name, input, &k))) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", cg_last_error());
+            st = perr(p, line, col, "%s", why);
+        }
+        free(input);
+        free(name);
+        return st;
+    }
     if (!st && p->tok.kind == T_IDENT && !p->tok.quoted && (op = cg_sym_op_parse(p->tok.s)) &&
         strlen(cg_sym_op_text(op)) > 1) { /* min(a, b), max(a, b), ceil_div(a, b) */
         if (!(st = next(p)) && p->tok.kind != T_LPAREN) st = expected(p, "'(' after the function");

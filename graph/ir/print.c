@@ -472,9 +472,18 @@ static unsigned char *sym_uses(const cg_model *m) {
 
 /* The derived dims the graphs read, one `dim` statement each. */
 static cg_status put_dims(sbuf *b, const cg_model *m, int *any) {
-    if (!m->sym_defs) return CG_OK;
+    if (!m->sym_defs && !m->n_value_syms) return CG_OK;
     unsigned char *used = sym_uses(m);
     if (!used) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < m->n_value_syms; i++)
+        if (used[m->value_syms[i].sym]) {
+            sb_puts(b, "dim ");
+            put_name(b, m->syms[m->value_syms[i].sym]);
+            sb_puts(b, " = value(");
+            put_name(b, m->value_syms[i].input);
+            sb_puts(b, ")\n");
+            *any = 1;
+        }
     for (int k = 0; k < m->n_syms; k++)
         if (cg_model_sym_derived(m, k) && used[k]) {
             char def[600];

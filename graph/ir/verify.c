@@ -415,12 +415,40 @@ static cg_status same_interface(const cg_graph *f, const cg_graph *v) {
                     where, v->name, f->line, f->col);
 }
 
+/* A guard on a value symbol reads one integer input of the graph. */
+static cg_status check_value_guards(const cg_graph *g) {
+    const cg_model *m = g->model;
+    for (int i = 0; i < g->n_guards; i++) {
+        const int64_t ops[2] = {g->guards[i].a, g->guards[i].b};
+        for (int j = 0; j < 2; j++) {
+            const char *in = ops[j] <= -2 ? cg_model_sym_input(m, (int)(-2 - ops[j])) : NULL;
+            if (!in) continue;
+            int32_t v = cg_graph_find_value(g, in);
+            const cg_value *x = v >= 0 ? &g->values[v] : NULL;
+            const cg_dtype t = x ? x->dtype : CG_F32;
+            int ok = x && x->kind == CG_VAL_INPUT &&
+                     (t == CG_I64 || t == CG_I32 || t == CG_I16 || t == CG_U16 || t == CG_U32 || t == CG_I8 ||
+                      t == CG_U8 || t == CG_BOOL);
+            for (int d = 0; ok && d < x->ndim; d++) ok = x->dims[d] == 1;
+            if (ok) continue;
+            char where[512];
+            cg_loc_format(where, sizeof where, m, g->line, g->col);
+            return cg_error(CG_ERR_VERIFY,
+                            "%sgraph '%s': its guard reads dim %s = value(%s), which needs an input '%s' "
+                            "of one integer",
+                            where, g->name, m->syms[-2 - ops[j]], in, in);
+        }
+    }
+    return CG_OK;
+}
+
 cg_status cg_model_verify(cg_model *m) {
     if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_verify: model is NULL");
     m->verified = 0;
     if (m->n_graphs == 0) return cg_error(CG_ERR_VERIFY, "%s: the model has no graph", m->filename);
     for (int i = 0; i < m->n_graphs; i++) {
         cg_status st = verify_graph(m->graphs[i]);
+        if (!st) st = check_value_guards(m->graphs[i]);
         if (st) return st;
         const cg_graph *first = cg_model_graph(m, m->graphs[i]->name);
         if (first != m->graphs[i] && (st = same_interface(first, m->graphs[i]))) return st;

@@ -428,6 +428,11 @@ int onnx_assumed(const onnx_imp *im, const cg_guard *c);
 /* Asks for the import to fork on cond's comparison of dims, if it has one
  * (and room for another assumption); 0 when it cannot. */
 int onnx_fork_on(onnx_imp *im, const onnx_val *cond);
+/* The node being imported as a comparison of a mode input's value (one
+ * integer graph input, not given) with a constant: -1 when it is not one;
+ * 0 or 1 where the variant's assumptions decide it (its output is then that
+ * constant); 2 with *pred the comparison where they do not (st: failure). */
+int onnx_value_compare(onnx_imp *im, cg_guard *pred, cg_status *st);
 
 /* ---- onnx_sym.c: shape values over symbolic dims ---- */
 

@@ -496,6 +496,9 @@ static void mark_sym(onnx_imp *im) {
     }
 }
 
+static cg_status import_node_mapped(onnx_imp *im);
+static cg_status import_node_op(onnx_imp *im);
+
 static cg_status import_node(onnx_imp *im) {
     const Onnx__NodeProto *n = im->node;
     if (!n->op_type || !*n->op_type) return onnx_fail(im, CG_ERR_FORMAT, "no op_type");
@@ -518,6 +521,28 @@ static cg_status import_node(onnx_imp *im) {
         }
     cg_status st;
     if (cg_onnx_seq_node(im, &st)) return st;
+    return import_node_mapped(im);
+}
+
+static cg_status import_node_mapped(onnx_imp *im) {
+    const Onnx__NodeProto *n = im->node;
+    cg_guard pred;
+    cg_status st;
+    const int vc = onnx_value_compare(im, &pred, &st);
+    if (st || vc == 0 || vc == 1) return st;
+    if (vc == 2) { /* a comparison of a mode input: an If on it may fork */
+        if ((st = import_node_op(im))) return st;
+        onnx_val *o = onnx_val_get(im, n->output[0]);
+        if (!o) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        o->has_pred = 1;
+        o->pred = pred;
+        return CG_OK;
+    }
+    return import_node_op(im);
+}
+
+static cg_status import_node_op(onnx_imp *im) {
+    const Onnx__NodeProto *n = im->node;
     onnx_map_fn fn = cg_onnx_find_op(n->op_type);
     if (!fn) return onnx_fail(im, CG_ERR_UNSUPPORTED, "operator %s is not supported", n->op_type);
     int f = cg_onnx_fill_move(im);

@@ -49,6 +49,57 @@ int onnx_fork_on(onnx_imp *im, const onnx_val *cond) {
     return 1;
 }
 
+/* The integer graph input (one element, not given) of a comparison and
+ * the constant >= 0 it is compared with, or NULL. */
+static onnx_val *mode_input(onnx_imp *im, int i, int64_t *c) {
+    onnx_val *v = onnx_in(im, i), *k = onnx_in(im, 1 - i);
+    if (!v || !k || !v->input || v->given || v->konst || !v->typed || !k->konst) return NULL;
+    const cg_dtype dt = (cg_dtype)v->desc.dtype;
+    if (dt != CG_I64 && dt != CG_I32 && dt != CG_I16 && dt != CG_U16 && dt != CG_U32 && dt != CG_I8 && dt != CG_U8 &&
+        dt != CG_BOOL)
+        return NULL;
+    for (int d = 0; d < v->desc.ndim; d++)
+        if (v->desc.dims[d] != 1) return NULL;
+    if (cg_tensor_numel(k->konst) != 1 || (*c = cg_onnx_int_at(k->konst, 0)) < 0) return NULL;
+    return v;
+}
+
+int onnx_value_compare(onnx_imp *im, cg_guard *pred, cg_status *st) {
+    static const struct {
+        const char *name;
+        int op;
+    } cmps[] = {{"Equal", CG_GUARD_EQ}, {"Less", CG_GUARD_LT}, {"Greater", CG_GUARD_GT}};
+    const Onnx__NodeProto *n = im->node;
+    *st = CG_OK;
+    int op = 0;
+    for (size_t i = 0; i < sizeof cmps / sizeof cmps[0]; i++)
+        if (!strcmp(n->op_type, cmps[i].name)) op = cmps[i].op;
+    if (!op || n->n_input != 2 || n->n_output != 1) return -1;
+    int64_t c = 0;
+    int at = 0;
+    onnx_val *v = mode_input(im, 0, &c);
+    if (!v && (v = mode_input(im, 1, &c))) at = 1;
+    if (!v) return -1;
+    char name[600];
+    snprintf(name, sizeof name, "%.500s.value", v->name);
+    int k;
+    if ((*st = cg_model_sym_value(im->m, name, v->name, &k))) return -1;
+    const cg_guard g = {op, CG_DIM_SYM(k), c};
+    *pred = at ? swap(g) : g;
+    const int r = onnx_assumed(im, pred);
+    if (r < 0) return 2;
+    /* decided by the variant: the input stays one of the graph's, for the
+     * plan to choose the variant by */
+    v->emitted = 1;
+    const int r0 = onnx_in(im, 0)->desc.ndim, r1 = onnx_in(im, 1)->desc.ndim, rank = r0 > r1 ? r0 : r1;
+    const int64_t ones[CG_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
+    cg_tensor *t;
+    if ((*st = cg_tensor_alloc(CG_BOOL, rank, ones, &t))) return -1;
+    *(uint8_t *)t->data = (uint8_t)r;
+    *st = onnx_set_const(im, 0, t);
+    return r;
+}
+
 /* The weights of every variant's params, each name once (a variant reads
  * the model's initializers by their names, and its constants are named
  * apart: the fresh-name counter runs on across imports). */

@@ -48,7 +48,8 @@ static cg_status bind_syms(const cg_plan *p, cg_tensor *const *by_pos, int64_t *
         for (int d = 0; d < v->ndim; d++)
             if (v->dims[d] <= -2 && sym[-2 - v->dims[d]] < 0) sym[-2 - v->dims[d]] = t->dims[d];
     }
-    return cg_model_eval_syms(m, sym);
+    cg_status st = cg_graph_bind_values(g, (const cg_tensor *const *)by_pos, sym);
+    return st ? st : cg_model_eval_syms(m, sym);
 }
 
 cg_status cg_variant_choose(cg_plan *p, cg_tensor *const *by_pos, int64_t *sym, cg_plan **out) {

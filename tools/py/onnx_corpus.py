@@ -349,20 +349,25 @@ def silero_models():
     16 kHz chunks of 512 samples with the 64 of context the package's
     OnnxWrapper puts before each (576): a state of zeros, then a random one;
     batch 1 and 3 (the sequence model: 2 and 5 chunks; the OpenVINO one
-    takes batch 1 only)."""
+    takes batch 1 only). A model whose `sr` input picks a branch (an Equal
+    reads it: silero_vad.onnx's 16 or 8 kHz network) gets 8 kHz chunks the
+    second time (256 samples and 32 of context: 288)."""
     import silero_vad
     data = os.path.join(os.path.dirname(silero_vad.__file__), "data")
     out = []
     rng = seed_for("silero/data")
-    t = np.arange(576) / 16000.0
     for path in sorted(glob.glob(os.path.join(data, "*.onnx"))):
         base = os.path.basename(path)[:-5]
         m = onnx.load(path, load_external_data=False)
         names = [i.name for i in m.graph.input]
         fixed_batch = m.graph.input[0].type.tensor_type.shape.dim[0].dim_value
         bind = []
+        sr_mode = any(n.op_type == "Equal" and "sr" in n.input for n in m.graph.node)
         for B in ((1, 1) if fixed_batch == 1 else (1, 3) if "sequence" not in base else (2, 5)):
-            audio = 0.3 * np.sin(2 * np.pi * 220 * t)[None, :] + 0.1 * rng.standard_normal((B, 576))
+            sr = 8000 if bind and sr_mode else 16000
+            n = 576 * sr // 16000
+            t = np.arange(n) / float(sr)
+            audio = 0.3 * np.sin(2 * np.pi * 220 * t)[None, :] + 0.1 * rng.standard_normal((B, n))
             f = {"input": audio.astype(np.float32)}
 
             def state(*shape):
@@ -372,7 +377,7 @@ def silero_models():
             if "h" in names:
                 f["h"], f["c"] = state(1, 1, 128), state(1, 1, 128)
             if "sr" in names:
-                f["sr"] = np.array(16000, np.int64)
+                f["sr"] = np.array(sr, np.int64)
             bind.append(f)
         out.append((base, path, bind))
     return out

@@ -18,6 +18,10 @@ Loop, Scan: graph/onnx/onnx_ctrl.c), the expected outputs from ONNX Runtime
 - if_on_dims: an If on Shape(x)[0] == 1 with x's first dim dynamic, its
   branches of other ranks: decided by the dims of the x given for the
   import (one data set per branch).
+- if_on_mode: an If on Equal(mode, 1) with `mode` an int64 graph input (a
+  mode switch, as silero-vad's sample rate), its branches of other ranks:
+  imported once as two variants of the graph (`when mode.value == 1` and
+  `!= 1`), each data set taking one.
 - scan9_axes: Scan with scan_input_axes, scan_input_directions,
   scan_output_axes (negative too) and scan_output_directions.
 
@@ -268,6 +272,22 @@ def if_on_dims():
     write("if_on_dims", m, [[one], [two]], [[one[0]], [two]])
 
 
+# ---- an If on a mode input's value: two variants of the graph ----
+def if_on_mode():
+    then_g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["rows"], name="/then/sum", keepdims=0,
+                                                 axes=[1])], "then", [], [info("rows", TensorProto.FLOAT, ["N"])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["all"], name="/else/id")], "else", [],
+                               [info("all", TensorProto.FLOAT, ["N", 3])])
+    nodes = [const("one", np.int64(1)), helper.make_node("Equal", ["mode", "one"], ["c"], name="/eq"),
+             helper.make_node("If", ["c"], ["y"], name="/If", then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "if_on_mode", [info("x", TensorProto.FLOAT, ["N", 3]),
+                                                info("mode", TensorProto.INT64, [])],
+                          [info("y", TensorProto.FLOAT, None)])
+    x2, x4 = rng.standard_normal((2, 3)).astype(f32), rng.standard_normal((4, 3)).astype(f32)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    write("if_on_mode", m, [[x2, np.array(1, np.int64)], [x4, np.array(7, np.int64)]], [[x2.sum(axis=1)], [x4]])
+
+
 # ---- what the importer refuses, naming the node and the reason ----
 def refused():
     """ctrl_loop_symbolic.onnx: the torch loop over a dynamic x.size(0);
@@ -301,3 +321,4 @@ if __name__ == "__main__":
     scan9_axes()
     if_on_dims()
     refused()
+    if_on_mode()

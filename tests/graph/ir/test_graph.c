@@ -246,6 +246,35 @@ START_TEST(variants_dispatch_by_binding) {
     ck_assert_int_eq(cg_plan_carry(p, "x", "y"), CG_ERR_UNSUPPORTED);
     cg_plan_free(p);
     cg_model_free(m);
+    /* a mode input's value: the guard reads it, a wrong one is refused */
+    const char *modes =
+        "dim m.value = value(m)\n"
+        "graph g when m.value == 2 {\n  input x: f32[B]\n  input m: i32[]\n  y = relu(x)\n  output y\n}\n"
+        "graph g when m.value != 2 {\n  input x: f32[B]\n  input m: i32[]\n  y = neg(x)\n  output y\n}\n";
+    ck_assert_int_eq(cg_model_parse(ctx, modes, strlen(modes), "t.cg", &m), CG_OK);
+    ck_assert_msg(cg_plan_create(m, NULL, NULL, &p) == CG_OK, "%s", cg_last_error());
+    const char *xm[] = {"x", "m"};
+    for (int32_t mode = 1; mode <= 3; mode++) {
+        int64_t d[1] = {4};
+        cg_tensor *in[2] = {make_f32(1, d, -2, 2), NULL}, *out = NULL;
+        ck_assert_int_eq(cg_tensor_create(CG_I32, 0, NULL, &in[1]), CG_OK);
+        *(int32_t *)cg_tensor_data(in[1]) = mode;
+        ck_assert_msg(cg_plan_run(p, 2, xm, in, 1, &out) == CG_OK, "%s", cg_last_error());
+        const float *xi = cg_tensor_data_const(in[0]), *yo = cg_tensor_data_const(out);
+        for (int i = 0; i < 4; i++) ck_assert_float_eq(yo[i], mode == 2 ? (xi[i] > 0 ? xi[i] : 0) : -xi[i]);
+        *(int32_t *)cg_tensor_data(in[1]) = -1;
+        ck_assert_int_eq(cg_plan_run(p, 2, xm, in, 1, &out), CG_ERR_INVALID_ARGUMENT);
+        ck_assert_str_eq(cg_last_error(),
+                         "input 'm' must be one integer >= 0: dim m.value = value(m) of graph 'g' reads it");
+        cg_tensor_free(in[0]);
+        cg_tensor_free(in[1]);
+        cg_tensor_free(out);
+    }
+    cg_plan_free(p);
+    cg_model_free(m);
+    expect_error(
+        "dim m.value = value(m)\ngraph g when m.value == 2 {\n  input m: f32[]\n  output m\n}\n",
+        "t.cg:2:7: graph 'g': its guard reads dim m.value = value(m), which needs an input 'm' of one integer");
     expect_error("graph g when S == 1 {\n  input x: f32[S]\n  output x\n}\n"
                  "graph g when S != 1 {\n  input x: i32[S]\n  output x\n}\n",
                  "t.cg:5:7: graph 'g': a variant must have the inputs (names and types) and outputs (names and dtypes) "

@@ -668,6 +668,23 @@ START_TEST(test_graph_variants) {
         ck_assert_int_eq(mo->graphs[0]->guards[0].op, op);
         cg_model_free(mo);
     }
+    /* a mode input's value as a symbol */
+    const char *mode = "dim mode.value = value(mode)\n"
+                       "\n"
+                       "graph g when mode.value == 1 {\n"
+                       "  input mode: i64[]\n"
+                       "  output mode\n"
+                       "}\n";
+    m = parse(mode);
+    const int mv = cg_model_find_sym(m, "mode.value");
+    ck_assert(mv >= 0 && cg_model_sym_input(m, mv) && !strcmp(cg_model_sym_input(m, mv), "mode"));
+    ck_assert_ptr_null(cg_model_sym_input(m, cg_model_find_sym(m, "mode.value") + 1));
+    cg_model_free(m);
+    canon = roundtrip(mode);
+    ck_assert_str_eq(canon, mode);
+    free(canon);
+    parse_err("dim v = value(mode)\ndim v = value(other)\n", "m.cg:2:5: dim 'v' is already defined");
+    parse_err("dim v = value 3\n", "m.cg:1:15: expected '(' after value, got '3'");
     parse_err("graph g when T = 1 {\n}\n", "m.cg:1:16: expected a comparison (== != < <= > >=) in the guard, got '='");
     parse_err("graph g when T == 1 }\n", "m.cg:1:21: expected '{' after the guards, got '}'");
     parse_err("graph g {\n}\ngraph g when T == 1 {\n}\n",

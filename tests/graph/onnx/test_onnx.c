@@ -135,12 +135,12 @@ END_TEST
 START_TEST(control_flow_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ctrl", tu_src_dir());
-    run_set(dir, 6, 6);
-    /* imported once with nothing given: if_on_dims's If on N == 1 has
-     * branches of other shapes, so the graph has two variants, and its
-     * two data sets (N = 1 and N = 2) run one each */
+    run_set(dir, 7, 7);
+    /* imported once with nothing given: if_on_dims's If on N == 1 and
+     * if_on_mode's on its mode input == 1 have branches of other shapes,
+     * so each graph has two variants, and their two data sets run one each */
     one_plan = 1;
-    run_set(dir, 6, 6);
+    run_set(dir, 7, 7);
     one_plan = 0;
     ck_assert_ptr_nonnull(strstr(tu_out, "torch_loop_if                                      cpu        pass "));
     ck_assert_ptr_nonnull(strstr(tu_out, "if_on_dims                                         cpu        pass "));
@@ -150,6 +150,12 @@ START_TEST(control_flow_tests_pass) {
     ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 0);
     ck_assert_msg(strstr(tu_out, "graph if_on_dims when N == 1 {\n  input x: f32[N, 3]\n") &&
                       strstr(tu_out, "graph if_on_dims when N != 1 {\n  input x: f32[N, 3]\n"),
+                  "%s", tu_out);
+    snprintf(model, sizeof model, "%s/if_on_mode/model.onnx", dir);
+    ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 0);
+    ck_assert_msg(strstr(tu_out, "dim mode.value = value(mode)\n\ngraph if_on_mode when mode.value == 1 {\n") &&
+                      strstr(tu_out, "graph if_on_mode when mode.value != 1 {\n  input x: f32[N, 3]\n  input mode: "
+                                     "i64[]\n"),
                   "%s", tu_out);
 }
 END_TEST
