@@ -1,16 +1,11 @@
 /* pad, gather_nd and scatter_nd: elements of any dtype moved as the
  * unsigned type T of their size (-DT=uchar, ushort, uint or ulong; uint by
- * default). Dims and strides come innermost first in long8 vectors.
+ * default). Dims and strides come innermost first in long8 vectors. Index
+ * reads are cl/index_common.cl's, put in front of this source when it is
+ * embedded.
  *
  * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
  * has 2^31 elements or more), -DT, and each kernel's own below. */
-
-#ifndef T
-#define T uint
-#endif
-
-/* Clamps a long into an int for the check words. */
-inline int cg_clamp_int(long v) { return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v; }
 
 /* pad_nd: one work-item per output element. Along each axis the kept part
  * of x, [cs, cs + cn), starts at output position ob; a position outside it
@@ -70,16 +65,12 @@ __kernel void pad_nd(__global const T *src, __global const T *val, __global T *d
  * invalid value is recorded in the check words (input 1) when `report`,
  * and the tuple's offset is -1. */
 #if CG_WANT(gather_nd) || CG_WANT(scatter_nd)
-#define ND_STEP(c)                                                                                   \
-    if (k > c) {                                                                                     \
-        const IDX p = t * (IDX)k + c;                                                                \
-        long v = idx[p];                                                                             \
-        if (v < -xd.s##c || v >= xd.s##c) {                                                          \
-            if (report) cg_check_report(check, word, 1, cg_clamp_int(v), (long)p, cg_clamp_int(-xd.s##c), \
-                                        cg_clamp_int(xd.s##c - 1));                                  \
-            return -1;                                                                               \
-        }                                                                                            \
-        off += (IDX)(v < 0 ? v + xd.s##c : v) * (IDX)xs.s##c;                                         \
+#define ND_STEP(c)                                                                     \
+    if (k > c) {                                                                       \
+        const IDX p = t * (IDX)k + c;                                                  \
+        const long v = cg_index_wrap(idx[p], xd.s##c, report, (long)p, check, word);   \
+        if (v < 0) return -1;                                                          \
+        off += (IDX)v * (IDX)xs.s##c;                                                  \
     }
 inline IDX nd_offset(__global const long *idx, IDX t, int k, long8 xd, long8 xs, int report, __global int *check,
                      int word) {
