@@ -1,7 +1,7 @@
 /* Row lookups of elements of any dtype, copied as the unsigned type T of
  * their size (-DT=uchar, ushort, uint or ulong; uint by default), and
- * scatter_elements. Index reads are cl/index_common.cl's, put in front of
- * this source when it is embedded.
+ * scatter_elements. Index reads and scatter updates are
+ * cl/index_common.cl's, put in front of this source when it is embedded.
  *
  * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
  * has 2^31 elements or more), -DT. */
@@ -48,7 +48,7 @@ __kernel void gather_elements(__global const T *src, __global const long *idx, _
 }
 #endif
 
-/* copy_elems: dst[i] = src[i] (scatter_elements' copy of x). */
+/* copy_elems: dst[i] = src[i] (the scatter ops' copy of x). */
 #if CG_WANT(copy_elems)
 __kernel void copy_elems(__global const T *src, __global T *dst, long n) {
     IDX i = (IDX)get_global_id(0);
@@ -59,19 +59,9 @@ __kernel void copy_elems(__global const T *src, __global T *dst, long n) {
 /* scatter_lines: one work-item per line of index along the axis (dims:
  * index's with the axis as 1, innermost first; sti / stx: element strides
  * of index / updates and of x). It walks the line's m indices in order and
- * writes (SE_RED 0) or combines (1 add, 2 mul, 3 max, 4 min, in type TA;
- * sums and products in TU, unsigned for integers so that they wrap) the
- * update into dst at the addressed position. An index outside [-len,
- * len) is skipped and recorded in the check words (input 1). */
-#ifndef SE_RED
-#define SE_RED 0
-#endif
-#ifndef TA
-#define TA uint
-#endif
-#ifndef TU
-#define TU uint
-#endif
+ * writes or combines (cg_scatter_update, -DSC_RED) the update into dst at
+ * the addressed position. An index outside [-len, len) is skipped and
+ * recorded in the check words (input 1). */
 #if CG_WANT(scatter_lines)
 #define SL_STEP(c)                                                              \
     if (nd > c) {                                                               \
@@ -91,22 +81,7 @@ __kernel void scatter_lines(__global const long *idx, __global const T *up, __gl
         const IDX pi = oi + (IDX)j * (IDX)sia;
         const long kk = cg_index_wrap(idx[pi], len, 1, (long)pi, check, word);
         if (kk < 0) continue;
-        const IDX po = ox + (IDX)kk * (IDX)sxa;
-#if SE_RED == 0
-        dst[po] = up[pi];
-#else
-        __global TA *o = (__global TA *)dst;
-        const TA u = ((__global const TA *)up)[pi], c = o[po];
-#if SE_RED == 1
-        o[po] = (TA)((TU)c + (TU)u);
-#elif SE_RED == 2
-        o[po] = (TA)((TU)c * (TU)u);
-#elif SE_RED == 3
-        o[po] = c > u || c != c ? c : u;
-#else
-        o[po] = c < u || c != c ? c : u;
-#endif
-#endif
+        cg_scatter_update(dst, up, ox + (IDX)kk * (IDX)sxa, pi);
     }
 }
 #endif
