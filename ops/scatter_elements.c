@@ -1,7 +1,9 @@
 /* scatter_elements: a copy of x with elements replaced by (or combined
  * with) updates at the positions an index gives along `axis` (ONNX
  * ScatterElements, torch.Tensor.scatter / scatter_reduce). */
-#include "bcast.h"
+#include "scatter_reduce.h"
+
+#include "dtype.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -9,35 +11,19 @@
 #include "gather.cl.h"
 
 enum { SE_AXIS, SE_REDUCTION };
-enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN, N_RED };
-static const char *const red_names[N_RED] = {"none", "add", "mul", "max", "min"};
 
 static const cg_attr_def se_attrs[] = {
     CG_ATTR(.name = "axis", .type = CG_ATTR_INT, .default_int = 0,
             .doc = "the axis the index addresses; negative counts from the end"),
-    CG_ATTR(.name = "reduction", .type = CG_ATTR_STRING, .default_string = "none",
-            .doc = "\"none\" (replace), \"add\", \"mul\", \"max\" or \"min\" (combine with what is there)"),
+    CG_SCATTER_ATTR_REDUCTION,
 };
 
-static int reduction_of(const cg_op_call *call) {
-    const char *r = call->attrs[SE_REDUCTION].s;
-    for (int k = 0; k < N_RED; k++)
-        if (r && !strcmp(r, red_names[k])) return k;
-    return -1;
-}
+static int reduction_of(const cg_op_call *call) { return cg_scatter_reduction(call->attrs[SE_REDUCTION].s); }
 
 static cg_op_status se_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0], *ix = &call->inputs[1], *up = &call->inputs[2];
     char sx[128], si[128], su[128];
-    const int red = reduction_of(call);
-    if (red < 0)
-        return cg_op_fail(call, "attribute reduction must be none, add, mul, max or min, got \"%s\"",
-                          call->attrs[SE_REDUCTION].s ? call->attrs[SE_REDUCTION].s : "");
-    if (!cg_dtype_size((cg_dtype)x->dtype))
-        return cg_op_fail(call, "input 0 (x) has unsupported dtype %s", cg_ops_dtype_name(x->dtype));
-    if (red != RED_NONE && x->dtype != CG_F32 && x->dtype != CG_I32 && x->dtype != CG_I64)
-        return cg_op_fail(call, "reduction %s needs x of f32, i32 or i64, got %s", red_names[red],
-                          cg_ops_dtype_name(x->dtype));
+    if (cg_scatter_check(call, call->attrs[SE_REDUCTION].s, x->dtype)) return CG_OP_ERROR;
     if (ix->dtype != CG_I64)
         return cg_op_fail(call, "input 1 (index) must be i64, got %s (cast it)", cg_ops_dtype_name(ix->dtype));
     if (up->dtype != x->dtype)
@@ -60,21 +46,6 @@ static cg_op_status se_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
-/* out[o] combined with u by reduction `red`, for element type T; sums and
- * products in UT (unsigned for integers: they wrap around, no UB). */
-#define COMBINE(T, UT, o, u, red)                                     \
-    do {                                                              \
-        T *o_ = (T *)(o);                                             \
-        T u_;                                                         \
-        memcpy(&u_, (u), sizeof u_);                                  \
-        switch (red) {                                                \
-        case RED_ADD: *o_ = (T)((UT)*o_ + (UT)u_); break;             \
-        case RED_MUL: *o_ = (T)((UT)*o_ * (UT)u_); break;             \
-        case RED_MAX: *o_ = *o_ > u_ || *o_ != *o_ ? *o_ : u_; break; \
-        default: *o_ = *o_ < u_ || *o_ != *o_ ? *o_ : u_; break;      \
-        }                                                             \
-    } while (0)
-
 static cg_op_status se_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0], *ix = &call->inputs[1];
@@ -92,12 +63,7 @@ static cg_op_status se_cpu(const cg_kernel_args *a) {
         if (k < -len || k >= len) return cg_op_fail_range(call, 1, "index", k, i, -len, len - 1);
         if (k < 0) k += len;
         for (int d = 0; d < nd; d++) off += (d == axis ? k : idx[d]) * st[d];
-        char *o = out + (size_t)off * b;
-        const char *u = up + (size_t)i * b;
-        if (red == RED_NONE) memcpy(o, u, b);
-        else if (x->dtype == CG_F32) COMBINE(float, float, o, u, red);
-        else if (x->dtype == CG_I32) COMBINE(int32_t, uint32_t, o, u, red);
-        else COMBINE(int64_t, uint64_t, o, u, red);
+        cg_scatter_combine(x->dtype, red, b, 1, out + (size_t)off * b, up + (size_t)i * b);
         for (int d = nd - 1; d >= 0 && ++idx[d] == ix->dims[d]; d--) idx[d] = 0;
     }
     return CG_OP_OK;
@@ -107,28 +73,18 @@ static cg_op_status se_cpu(const cg_kernel_args *a) {
  * along the axis, applying its updates in index order: lines write
  * disjoint output lines, so the result is the CPU's, with no atomics. */
 static cg_op_status se_cl(const cg_kernel_args *a) {
-    static const char cp[] = "copy_elems", name[] = "scatter_lines";
+    static const char name[] = "scatter_lines";
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0], *ix = &call->inputs[1];
     const int nd = x->ndim, axis = cg_norm_axis(call->attrs[SE_AXIS].i, nd), red = reduction_of(call);
     const int64_t nx = cg_desc_numel(x), n = cg_desc_numel(ix), len = x->dims[axis], m = ix->dims[axis];
     const int wide = nx > INT32_MAX || n > INT32_MAX;
     const char *topt = cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)x->dtype));
-    cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], up = (cl_mem)a->in[2], dst = (cl_mem)a->out[0];
-    if (nx > 0 && src != dst) {
-        cl_kernel kc = cg_ops_cl_kernel(a, cg_cl_gather, cp, wide, 0, topt);
-        cl_long ln = nx;
-        const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst), CG_OPS_CL_ARG(ln)};
-        if (!kc || cg_ops_cl_args(a, kc, cp, 0, CG_OPS_CL_N_ARGS(v), v) ||
-            cg_ops_cl_launch_1d(a, kc, NULL, nx, cg_ops_cl_work_group(a, kc, CG_OPS_CL_MAX_WORK_GROUP, 0)))
-            return CG_OP_ERROR;
-    }
+    cl_mem idx = (cl_mem)a->in[1], up = (cl_mem)a->in[2], dst = (cl_mem)a->out[0];
+    if (cg_scatter_cl_copy_x(a, wide, topt)) return CG_OP_ERROR;
     if (n == 0) return CG_OP_OK;
     char opts[96];
-    const int fl = x->dtype == CG_F32;
-    snprintf(opts, sizeof opts, "%s -DTA=%s -DTU=%s -DSE_RED=%d", topt,
-             red == RED_NONE ? "uint" : cg_bcast_cl_type(x->dtype, 0),
-             red == RED_NONE || fl ? (fl ? "float" : "uint") : cg_bcast_cl_type(x->dtype, 1), red);
+    cg_scatter_cl_options(opts, sizeof opts, topt, x->dtype, red);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, name, wide, 0, opts);
     if (!k) return CG_OP_ERROR;
     /* the line dims (index's, the axis as 1), innermost first, and the

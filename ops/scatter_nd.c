@@ -1,27 +1,19 @@
 /* scatter_nd: a copy of x with slices replaced by (or combined with)
  * updates at the positions index tuples give (ONNX ScatterND). */
-#include "bcast.h"
+#include "scatter_reduce.h"
+
+#include "dtype.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "gather.cl.h"
 #include "index.cl.h"
 
 enum { SN_REDUCTION };
-enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN, N_RED };
-static const char *const red_names[N_RED] = {"none", "add", "mul", "max", "min"};
 
-static const cg_attr_def sn_attrs[] = {
-    CG_ATTR(.name = "reduction", .type = CG_ATTR_STRING, .default_string = "none",
-            .doc = "\"none\" (replace), \"add\", \"mul\", \"max\" or \"min\" (combine with what is there)"),
-};
+static const cg_attr_def sn_attrs[] = {CG_SCATTER_ATTR_REDUCTION};
 
-static int reduction_of(const cg_op_call *call) {
-    for (int k = 0; k < N_RED; k++)
-        if (!strcmp(call->attrs[SN_REDUCTION].s, red_names[k])) return k;
-    return -1;
-}
+static int reduction_of(const cg_op_call *call) { return cg_scatter_reduction(call->attrs[SN_REDUCTION].s); }
 
 static cg_op_status sn_infer(cg_op_call *call) {
     const cg_tensor_desc *x = &call->inputs[0], *ix = &call->inputs[1], *up = &call->inputs[2];
@@ -29,15 +21,7 @@ static cg_op_status sn_infer(cg_op_call *call) {
     cg_ops_format_dims(sx, sizeof sx, x);
     cg_ops_format_dims(si, sizeof si, ix);
     cg_ops_format_dims(su, sizeof su, up);
-    const int red = reduction_of(call);
-    if (red < 0)
-        return cg_op_fail(call, "attribute reduction must be none, add, mul, max or min, got \"%s\"",
-                          call->attrs[SN_REDUCTION].s);
-    if (!cg_dtype_size((cg_dtype)x->dtype))
-        return cg_op_fail(call, "input 0 (x) has unsupported dtype %s", cg_ops_dtype_name(x->dtype));
-    if (red != RED_NONE && x->dtype != CG_F32 && x->dtype != CG_I32 && x->dtype != CG_I64)
-        return cg_op_fail(call, "reduction %s needs x of f32, i32 or i64, got %s", red_names[red],
-                          cg_ops_dtype_name(x->dtype));
+    if (cg_scatter_check(call, call->attrs[SN_REDUCTION].s, x->dtype)) return CG_OP_ERROR;
     if (ix->dtype != CG_I64)
         return cg_op_fail(call, "input 1 (indices) must be i64, got %s (cast it)", cg_ops_dtype_name(ix->dtype));
     if (up->dtype != x->dtype)
@@ -77,33 +61,6 @@ static sn_layout layout_of(const cg_tensor_desc *x, const cg_tensor_desc *ix) {
     return l;
 }
 
-/* o combined with u by reduction `red`, for element type T; sums and
- * products in UT (unsigned for integers: they wrap around, no UB). */
-#define COMBINE(T, UT, o, u, red)                                     \
-    do {                                                              \
-        T *o_ = (T *)(o);                                             \
-        T u_;                                                         \
-        memcpy(&u_, (u), sizeof u_);                                  \
-        switch (red) {                                                \
-        case RED_ADD: *o_ = (T)((UT)*o_ + (UT)u_); break;             \
-        case RED_MUL: *o_ = (T)((UT)*o_ * (UT)u_); break;             \
-        case RED_MAX: *o_ = *o_ > u_ || *o_ != *o_ ? *o_ : u_; break; \
-        default: *o_ = *o_ < u_ || *o_ != *o_ ? *o_ : u_; break;      \
-        }                                                             \
-    } while (0)
-
-static void combine_row(cg_op_dtype dt, int red, size_t b, int64_t n, char *o, const char *u) {
-    if (red == RED_NONE) {
-        memcpy(o, u, (size_t)n * b);
-        return;
-    }
-    for (int64_t c = 0; c < n; c++, o += b, u += b) {
-        if (dt == CG_F32) COMBINE(float, float, o, u, red);
-        else if (dt == CG_I32) COMBINE(int32_t, uint32_t, o, u, red);
-        else COMBINE(int64_t, uint64_t, o, u, red);
-    }
-}
-
 static cg_op_status sn_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0];
@@ -120,23 +77,10 @@ static cg_op_status sn_cpu(const cg_kernel_args *a) {
             if (v < -n || v >= n) return cg_op_fail_range(call, 1, "indices", v, t * l.k + j, -n, n - 1);
             off += (v < 0 ? v + n : v) * l.xs[j];
         }
-        combine_row(x->dtype, red, b, l.inner, out + (size_t)off * b,
-                    (const char *)a->in[2] + (size_t)(t * l.inner) * b);
+        cg_scatter_combine(x->dtype, red, b, l.inner, out + (size_t)off * b,
+                           (const char *)a->in[2] + (size_t)(t * l.inner) * b);
     }
     return CG_OP_OK;
-}
-
-/* x copied to the output (copy_elems of gather.cl). */
-static cg_op_status copy_x(const cg_kernel_args *a, int wide, const char *topt) {
-    static const char cp[] = "copy_elems";
-    const int64_t nx = cg_desc_numel(&a->call->inputs[0]);
-    cl_mem src = (cl_mem)a->in[0], dst = (cl_mem)a->out[0];
-    if (nx == 0 || src == dst) return CG_OP_OK;
-    cl_kernel kc = cg_ops_cl_kernel(a, cg_cl_gather, cp, wide, 0, topt);
-    cl_long ln = nx;
-    const cg_ops_cl_arg_value v[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(dst), CG_OPS_CL_ARG(ln)};
-    if (!kc || cg_ops_cl_args(a, kc, cp, 0, CG_OPS_CL_N_ARGS(v), v)) return CG_OP_ERROR;
-    return cg_ops_cl_launch_1d(a, kc, NULL, nx, cg_ops_cl_work_group(a, kc, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 /* OpenCL: x copied, then one work-item per element of the slices walking
@@ -150,13 +94,10 @@ static cg_op_status sn_cl(const cg_kernel_args *a) {
     const int red = reduction_of(call),
               wide = cg_desc_numel(x) > INT32_MAX || cg_desc_numel(&call->inputs[2]) > INT32_MAX;
     const char *topt = cg_ops_cl_elem_type_option(cg_dtype_size((cg_dtype)x->dtype));
-    if (copy_x(a, wide, topt)) return CG_OP_ERROR;
+    if (cg_scatter_cl_copy_x(a, wide, topt)) return CG_OP_ERROR;
     if (l.tuples == 0 || l.inner == 0) return CG_OP_OK;
     char opts[96];
-    const int fl = x->dtype == CG_F32;
-    snprintf(opts, sizeof opts, "%s -DTA=%s -DTU=%s -DSN_RED=%d -DSN_FLOAT=%d", topt,
-             red == RED_NONE ? "uint" : cg_bcast_cl_type(x->dtype, 0),
-             red == RED_NONE || fl ? (fl ? "float" : "uint") : cg_bcast_cl_type(x->dtype, 1), red, fl);
+    cg_scatter_cl_options(opts, sizeof opts, topt, x->dtype, red);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_index, name, wide, 0, opts);
     if (!k) return CG_OP_ERROR;
     cl_long8 xd, xs;

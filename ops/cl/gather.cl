@@ -1,12 +1,10 @@
 /* Row lookups of elements of any dtype, copied as the unsigned type T of
- * their size (-DT=uchar, ushort, uint or ulong; uint by default).
+ * their size (-DT=uchar, ushort, uint or ulong; uint by default), and
+ * scatter_elements. Index reads and scatter updates are
+ * cl/index_common.cl's, put in front of this source when it is embedded.
  *
  * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
  * has 2^31 elements or more), -DT. */
-
-#ifndef T
-#define T uint
-#endif
 
 /* dst[r, c] = src[idx[r], c] for r < total / row, c < row, where src has
  * n_src rows of `row` elements; a row whose index is outside [0, n_src) is
@@ -41,23 +39,16 @@ __kernel void gather_elements(__global const T *src, __global const long *idx, _
                               long8 dims, long8 st, int ax, long len, __global int *check, int word) {
     IDX i = (IDX)get_global_id(0);
     if (i >= (IDX)n) return;
-    long kk = idx[i];
-    int ok = kk >= -len && kk < len;
-    if (!ok) {
-        long v = kk > INT_MAX ? INT_MAX : kk < INT_MIN ? INT_MIN : kk;
-        cg_check_report(check, word, 1, (int)v, (long)i, len > INT_MAX ? INT_MIN : (int)-len,
-                        len - 1 > INT_MAX ? INT_MAX : (int)(len - 1));
-        kk = 0;
-    } else if (kk < 0) {
-        kk += len;
-    }
+    long kk = cg_index_wrap(idx[i], len, 1, (long)i, check, word);
+    const int ok = kk >= 0;
+    if (!ok) kk = 0;
     IDX r = i, off = 0;
     GE_STEP(0) GE_STEP(1) GE_STEP(2) GE_STEP(3) GE_STEP(4) GE_STEP(5) GE_STEP(6) GE_STEP(7)
     dst[i] = ok ? src[off] : (T)0;
 }
 #endif
 
-/* copy_elems: dst[i] = src[i] (scatter_elements' copy of x). */
+/* copy_elems: dst[i] = src[i] (the scatter ops' copy of x). */
 #if CG_WANT(copy_elems)
 __kernel void copy_elems(__global const T *src, __global T *dst, long n) {
     IDX i = (IDX)get_global_id(0);
@@ -68,19 +59,9 @@ __kernel void copy_elems(__global const T *src, __global T *dst, long n) {
 /* scatter_lines: one work-item per line of index along the axis (dims:
  * index's with the axis as 1, innermost first; sti / stx: element strides
  * of index / updates and of x). It walks the line's m indices in order and
- * writes (SE_RED 0) or combines (1 add, 2 mul, 3 max, 4 min, in type TA;
- * sums and products in TU, unsigned for integers so that they wrap) the
- * update into dst at the addressed position. An index outside [-len,
- * len) is skipped and recorded in the check words (input 1). */
-#ifndef SE_RED
-#define SE_RED 0
-#endif
-#ifndef TA
-#define TA uint
-#endif
-#ifndef TU
-#define TU uint
-#endif
+ * writes or combines (cg_scatter_update, -DSC_RED) the update into dst at
+ * the addressed position. An index outside [-len, len) is skipped and
+ * recorded in the check words (input 1). */
 #if CG_WANT(scatter_lines)
 #define SL_STEP(c)                                                              \
     if (nd > c) {                                                               \
@@ -98,30 +79,9 @@ __kernel void scatter_lines(__global const long *idx, __global const T *up, __gl
     SL_STEP(0) SL_STEP(1) SL_STEP(2) SL_STEP(3) SL_STEP(4) SL_STEP(5) SL_STEP(6) SL_STEP(7)
     for (long j = 0; j < m; j++) {
         const IDX pi = oi + (IDX)j * (IDX)sia;
-        long kk = idx[pi];
-        if (kk < -len || kk >= len) {
-            long v = kk > INT_MAX ? INT_MAX : kk < INT_MIN ? INT_MIN : kk;
-            cg_check_report(check, word, 1, (int)v, (long)pi, len > INT_MAX ? INT_MIN : (int)-len,
-                            len - 1 > INT_MAX ? INT_MAX : (int)(len - 1));
-            continue;
-        }
-        if (kk < 0) kk += len;
-        const IDX po = ox + (IDX)kk * (IDX)sxa;
-#if SE_RED == 0
-        dst[po] = up[pi];
-#else
-        __global TA *o = (__global TA *)dst;
-        const TA u = ((__global const TA *)up)[pi], c = o[po];
-#if SE_RED == 1
-        o[po] = (TA)((TU)c + (TU)u);
-#elif SE_RED == 2
-        o[po] = (TA)((TU)c * (TU)u);
-#elif SE_RED == 3
-        o[po] = c > u || c != c ? c : u;
-#else
-        o[po] = c < u || c != c ? c : u;
-#endif
-#endif
+        const long kk = cg_index_wrap(idx[pi], len, 1, (long)pi, check, word);
+        if (kk < 0) continue;
+        cg_scatter_update(dst, up, ox + (IDX)kk * (IDX)sxa, pi);
     }
 }
 #endif

@@ -1,16 +1,11 @@
 /* pad, gather_nd and scatter_nd: elements of any dtype moved as the
  * unsigned type T of their size (-DT=uchar, ushort, uint or ulong; uint by
- * default). Dims and strides come innermost first in long8 vectors.
+ * default). Dims and strides come innermost first in long8 vectors. Index
+ * reads and scatter updates are cl/index_common.cl's, put in front of this
+ * source when it is embedded.
  *
  * Build options: -DIDX=int or -DIDX=long (index type, long when a tensor
  * has 2^31 elements or more), -DT, and each kernel's own below. */
-
-#ifndef T
-#define T uint
-#endif
-
-/* Clamps a long into an int for the check words. */
-inline int cg_clamp_int(long v) { return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v; }
 
 /* pad_nd: one work-item per output element. Along each axis the kept part
  * of x, [cs, cs + cn), starts at output position ob; a position outside it
@@ -70,16 +65,12 @@ __kernel void pad_nd(__global const T *src, __global const T *val, __global T *d
  * invalid value is recorded in the check words (input 1) when `report`,
  * and the tuple's offset is -1. */
 #if CG_WANT(gather_nd) || CG_WANT(scatter_nd)
-#define ND_STEP(c)                                                                                   \
-    if (k > c) {                                                                                     \
-        const IDX p = t * (IDX)k + c;                                                                \
-        long v = idx[p];                                                                             \
-        if (v < -xd.s##c || v >= xd.s##c) {                                                          \
-            if (report) cg_check_report(check, word, 1, cg_clamp_int(v), (long)p, cg_clamp_int(-xd.s##c), \
-                                        cg_clamp_int(xd.s##c - 1));                                  \
-            return -1;                                                                               \
-        }                                                                                            \
-        off += (IDX)(v < 0 ? v + xd.s##c : v) * (IDX)xs.s##c;                                         \
+#define ND_STEP(c)                                                                     \
+    if (k > c) {                                                                       \
+        const IDX p = t * (IDX)k + c;                                                  \
+        const long v = cg_index_wrap(idx[p], xd.s##c, report, (long)p, check, word);   \
+        if (v < 0) return -1;                                                          \
+        off += (IDX)v * (IDX)xs.s##c;                                                  \
     }
 inline IDX nd_offset(__global const long *idx, IDX t, int k, long8 xd, long8 xs, int report, __global int *check,
                      int word) {
@@ -104,29 +95,10 @@ __kernel void gather_nd(__global const T *src, __global const long *idx, __globa
 #endif
 
 /* scatter_nd: after dst holds a copy of x, one work-item per element c of
- * the slices walks all `tuples` index tuples in order and writes (SN_RED
- * 0) or combines (1 add, 2 mul, 3 max, 4 min, in type TA; sums and
- * products in TU, unsigned for integers so that they wrap) update element
- * c of each tuple's slice: every output element sees its updates in index
- * order, as on the CPU. An invalid tuple is skipped. */
-#ifndef SN_RED
-#define SN_RED 0
-#endif
-#ifndef SN_FLOAT
-#define SN_FLOAT 0
-#endif
-#ifndef TA
-#define TA uint
-#endif
-#ifndef TU
-#define TU uint
-#endif
-/* -DSN_FLOAT=1 for f32: a NaN already there wins max and min */
-#if SN_FLOAT
-#define SN_NAN(v) isnan(v)
-#else
-#define SN_NAN(v) 0
-#endif
+ * the slices walks all `tuples` index tuples in order and writes or
+ * combines (cg_scatter_update, -DSC_RED) update element c of each tuple's
+ * slice: every output element sees its updates in index order, as on the
+ * CPU. An invalid tuple is skipped. */
 #if CG_WANT(scatter_nd)
 __kernel void scatter_nd(__global const long *idx, __global const T *up, __global T *dst, long tuples, long inner,
                          int k, long8 xd, long8 xs, __global int *check, int word) {
@@ -135,22 +107,7 @@ __kernel void scatter_nd(__global const long *idx, __global const T *up, __globa
     for (IDX t = 0; t < (IDX)tuples; t++) {
         const IDX off = nd_offset(idx, t, k, xd, xs, c == 0, check, word);
         if (off < 0) continue;
-        const IDX po = off + c, pu = t * (IDX)inner + c;
-#if SN_RED == 0
-        dst[po] = up[pu];
-#else
-        __global TA *o = (__global TA *)dst;
-        const TA u = ((__global const TA *)up)[pu], v = o[po];
-#if SN_RED == 1
-        o[po] = (TA)((TU)v + (TU)u);
-#elif SN_RED == 2
-        o[po] = (TA)((TU)v * (TU)u);
-#elif SN_RED == 3
-        o[po] = v > u || SN_NAN(v) ? v : u;
-#else
-        o[po] = v < u || SN_NAN(v) ? v : u;
-#endif
-#endif
+        cg_scatter_update(dst, up, off + c, t * (IDX)inner + c);
     }
 }
 #endif

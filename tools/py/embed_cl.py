@@ -3,17 +3,20 @@
 string constant, so kernels are edited as .cl files and shipped inside the
 library. With --preamble FILE, FILE's text goes first (the definitions every
 source shares, backends/opencl/cl_preamble.cl), then a #line directive so
-that build logs count the source's own lines.
-Usage: embed_cl.py [--preamble FILE] INPUT.cl OUTPUT.h SYMBOL"""
+that build logs count the source's own lines. More --preamble files follow
+the first in order, each behind a #line directive naming it (the helpers a
+few sources share, such as ops/cl/cast_common.cl).
+Usage: embed_cl.py [--preamble FILE]... INPUT.cl OUTPUT.h SYMBOL"""
 import sys
 
 
 def main():
     args = sys.argv[1:]
     preamble = ""
-    if args[:1] == ["--preamble"]:
+    while args[:1] == ["--preamble"]:
         with open(args[1], encoding="utf-8") as f:
-            preamble = f.read()
+            # the first needs no #line: its lines are the program's first
+            preamble += ('#line 1 "%s"\n' % args[1].split("/")[-1] if preamble else "") + f.read()
         args = args[2:]
     src, dst, sym = args[:3]
     with open(src, encoding="utf-8") as f:

@@ -5,28 +5,15 @@ ops, Cast between the new types; each once folded at import (initializers)
 and once run on a device (graph inputs). Expected outputs come from NumPy.
 `clgraph onnx-test tests/data/onnx/ops` runs them (tests/graph/onnx/
 test_onnx.c, every device). Needs numpy and onnx: python3 make_int_ops.py"""
-import os
+import functools
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
+import onnx_case
 
-def save(name, nodes, inputs, outputs, inits=(), opset=18):
-    """inputs/outputs: lists of (name, array); the graph is typed from them."""
-    def info(n, a):
-        return helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
-    graph = helper.make_graph(nodes, name, [info(n, a) for n, a in inputs], [info(n, a) for n, a in outputs],
-                              initializer=[numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    onnx.checker.check_model(model)
-    d = os.path.join("ops", name)
-    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
-    onnx.save(model, os.path.join(d, "model.onnx"))
-    for kind, lst in (("input", inputs), ("output", outputs)):
-        for k, (n, a) in enumerate(lst):
-            with open(os.path.join(d, "test_data_set_0", f"{kind}_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+# ONNX 18: BitShift and the bitwise ops of uint16/uint32
+save = functools.partial(onnx_case.save, opset=18)
 
 
 def node(op, ins, out, **attrs):

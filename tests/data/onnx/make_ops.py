@@ -9,24 +9,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_case import save, write_data_set
+
 rng = np.random.default_rng(18)
-
-
-def save(name, nodes, inputs, outputs, inits=(), opset=13):
-    """inputs/outputs: lists of (name, array); the graph is typed from them."""
-    def info(n, a):
-        return helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
-    graph = helper.make_graph(nodes, name, [info(n, a) for n, a in inputs], [info(n, a) for n, a in outputs],
-                              initializer=[numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    onnx.checker.check_model(model)
-    d = os.path.join("ops", name)
-    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
-    onnx.save(model, os.path.join(d, "model.onnx"))
-    for kind, lst in (("input", inputs), ("output", outputs)):
-        for k, (n, a) in enumerate(lst):
-            with open(os.path.join(d, "test_data_set_0", f"{kind}_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(a, n).SerializeToString())
 
 
 def i64(*v):
@@ -91,7 +76,7 @@ if torch is not None:
         if kind == "LSTM":
             hn = hn[0]
         d = os.path.join("ops", "torch_" + kind.lower())
-        os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+        os.makedirs(d, exist_ok=True)
         torch.onnx.export(net, (xs,), os.path.join(d, "model.onnx"), input_names=["x"],
                           output_names=["y", "h_n"] + (["c_n"] if kind == "LSTM" else []), opset_version=13,
                           dynamo=False)
@@ -100,12 +85,7 @@ if torch is not None:
         if kind == "LSTM":
             m.graph.output.pop()  # c_n: checked through h_n
             onnx.save(m, os.path.join(d, "model.onnx"))
-        for k, (n, a) in enumerate([("x", xs.numpy())]):
-            with open(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(a, n).SerializeToString())
-        for k, (n, a) in enumerate(outs):
-            with open(os.path.join(d, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+        write_data_set(d, [("x", xs.numpy())], outs)
 
 # A graph input that is both a Reshape's shape and data: with its value
 # given for the import it would be fixed there, so the importer refuses it
@@ -129,13 +109,10 @@ if torch is not None:
     with torch.no_grad():
         y, hn = net(xs, h0)
     d = os.path.join("ops", "torch_gru_h0")
-    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    os.makedirs(d, exist_ok=True)
     torch.onnx.export(net, (xs, h0), os.path.join(d, "model.onnx"), input_names=["x", "h0"],
                       output_names=["y", "h_n"], opset_version=13, dynamo=False)
-    for kind, lst in (("input", [("x", xs), ("h0", h0)]), ("output", [("y", y), ("h_n", hn)])):
-        for k, (n, a) in enumerate(lst):
-            with open(os.path.join(d, "test_data_set_0", f"{kind}_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(np.ascontiguousarray(a.numpy()), n).SerializeToString())
+    write_data_set(d, [("x", xs.numpy()), ("h0", h0.numpy())], [("y", y.numpy()), ("h_n", hn.numpy())])
 
 # LSTM with peepholes, initial states and sequence_lens shorter than S
 # (unrolled by the importer), expected values from ONNX Runtime
@@ -241,11 +218,9 @@ if ort is not None:
     x = rng.standard_normal((3, 64)).astype(np.float32)
     y = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     d = os.path.join("ops", "ort_quantized_mlp")
-    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    os.makedirs(d, exist_ok=True)
     onnx.save(q, os.path.join(d, "model.onnx"))
-    for kind, (n, a) in (("input", ("x", x)), ("output", ("y", y))):
-        with open(os.path.join(d, "test_data_set_0", f"{kind}_0.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(a, n).SerializeToString())
+    write_data_set(d, [("x", x)], [("y", y)])
 
 # Shape arithmetic over symbolic dims (graph/onnx/onnx_sym.c), two bindings of
 # B and S: Range to S (arange), ConstantOfShape of Shape(x) read by Where (filled
@@ -304,12 +279,7 @@ def symbolic_shapes():
         masked = np.where(valid[:, :, None], x, 0).astype(np.float32)
         order = np.argsort(-lens, kind="stable").astype(np.int64)
         want = [masked, masked.reshape(S, B, 4), lens[order], order, x[:, -1], table[:S], valid.sum(1).astype(np.int64)]
-        sd = os.path.join(d, f"test_data_set_{k}")
-        os.makedirs(sd, exist_ok=True)
-        for kind, lst in (("input", [("x", x), ("lens", lens)]), ("output", list(zip(outs, want)))):
-            for i, (n, a) in enumerate(lst):
-                with open(os.path.join(sd, f"{kind}_{i}.pb"), "wb") as f:
-                    f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+        write_data_set(d, [("x", x), ("lens", lens)], list(zip(outs, want)), k)
 
 
 symbolic_shapes()
