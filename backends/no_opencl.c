@@ -80,5 +80,17 @@ int64_t cg_host_cl_info(const cg_kernel_args *a, int32_t what) {
     return 0; /* "unknown", as plugin.h allows */
 }
 
+void cg_host_cl_kernel_limits(const cg_kernel_args *a, void *kernel, size_t *group, size_t *multiple,
+                              uint64_t *local_mem) {
+    (void)a, (void)kernel;
+    *group = *multiple = 0;
+    *local_mem = 0;
+}
+
+int cg_host_cl_device_limits(const cg_kernel_args *a, size_t items[3], size_t *group, uint64_t *local_mem) {
+    (void)a, (void)items, (void)group, (void)local_mem;
+    return 0;
+}
+
 /* The names are the OpenCL backend's own table (cl_errors.c, built here too). */
 const char *cg_host_cl_error_name(int32_t code) { return cg_cl_error_name(code); }

@@ -52,30 +52,16 @@ cg_op_status cg_ops_cl_idx8(const cg_kernel_args *a, cl_kernel k, const char *na
     return wide ? cg_ops_cl_arg(a, k, name, i, sizeof l, &l) : cg_ops_cl_arg(a, k, name, i, sizeof s, &s);
 }
 
-/* The device behind the kernel's queue. */
-static int queue_device(const cg_kernel_args *a, cl_device_id *dev) {
-    return clGetCommandQueueInfo((cl_command_queue)a->stream, CL_QUEUE_DEVICE, sizeof *dev, dev, NULL) == CL_SUCCESS;
-}
-
-/* Kernel k's own limits on the device: CL_KERNEL_WORK_GROUP_SIZE (often
- * below the device's maximum: it depends on the kernel's registers and
- * local memory), its preferred multiple, and the local memory it takes
- * itself. 0 where a query fails. */
+/* Kernel k's own limits on the device (cached by the backend when the
+ * kernel was made: no OpenCL query per launch). 0 where unknown. */
 typedef struct kernel_limits {
     size_t group, multiple;
-    cl_ulong local_mem;
+    uint64_t local_mem;
 } kernel_limits;
 
-static kernel_limits limits_of(cl_kernel k, cl_device_id dev) {
+static kernel_limits limits_of(const cg_kernel_args *a, cl_kernel k) {
     kernel_limits l = {0, 0, 0};
-    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof l.group, &l.group, NULL) != CL_SUCCESS)
-        l.group = 0;
-    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof l.multiple, &l.multiple,
-                                 NULL) != CL_SUCCESS)
-        l.multiple = 0;
-    if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof l.local_mem, &l.local_mem, NULL) !=
-        CL_SUCCESS)
-        l.local_mem = 0;
+    if (k) cg_host_cl_kernel_limits(a, k, &l.group, &l.multiple, &l.local_mem);
     return l;
 }
 
@@ -83,13 +69,10 @@ size_t cg_ops_cl_work_group(const cg_kernel_args *a, cl_kernel k, size_t cap, in
     int64_t w = cg_host_cl_info(a, CG_CL_INFO_MAX_WORK_GROUP);
     size_t l = w <= 0 ? 64 : (size_t)w;
     if (l > cap) l = cap;
-    cl_device_id dev;
-    size_t items[3] = {0, 0, 0};
-    kernel_limits kl = {0, 0, 0};
-    if (k && queue_device(a, &dev)) {
-        kl = limits_of(k, dev);
-        if (clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) != CL_SUCCESS) items[0] = 0;
-    }
+    size_t items[3] = {0, 0, 0}, dev_group;
+    uint64_t dev_local;
+    if (!cg_host_cl_device_limits(a, items, &dev_group, &dev_local)) items[0] = 0;
+    const kernel_limits kl = limits_of(a, k);
     if (kl.group && kl.group < l) l = kl.group;
     if (items[0] && items[0] < l) l = items[0];
     if (l < 1) l = 1;
@@ -105,15 +88,10 @@ size_t cg_ops_cl_work_group(const cg_kernel_args *a, cl_kernel k, size_t cap, in
 }
 
 int cg_ops_cl_group_fits(const cg_kernel_args *a, cl_kernel k, int dims, const size_t *local, size_t dyn_local) {
-    cl_device_id dev;
-    if (!queue_device(a, &dev)) return 0;
     size_t items[3] = {0, 0, 0}, dev_group = 0;
-    cl_ulong dev_local = 0;
-    if (clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) != CL_SUCCESS ||
-        clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev_group, &dev_group, NULL) != CL_SUCCESS ||
-        clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof dev_local, &dev_local, NULL) != CL_SUCCESS)
-        return 0;
-    kernel_limits kl = limits_of(k, dev);
+    uint64_t dev_local = 0;
+    if (!cg_host_cl_device_limits(a, items, &dev_group, &dev_local)) return 0;
+    const kernel_limits kl = limits_of(a, k);
     size_t group = 1;
     for (int i = 0; i < dims; i++) {
         if (local[i] > items[i]) return 0;

@@ -35,6 +35,15 @@ typedef struct cg_cl_info {
     cl_device_id device_id;
 } cg_cl_info;
 
+/* A kernel's own limits on its device: CL_KERNEL_WORK_GROUP_SIZE (often
+ * below the device's maximum: it depends on the kernel's registers and local
+ * memory), CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE and
+ * CL_KERNEL_LOCAL_MEM_SIZE; 0 where a query failed. */
+typedef struct cg_cl_kernel_limits {
+    size_t group, multiple;
+    uint64_t local_mem;
+} cg_cl_kernel_limits;
+
 /* An opened device: context, queue, caches. Opaque. */
 typedef struct cg_cl_device cg_cl_device;
 
@@ -150,6 +159,10 @@ void cg_cl_run_unlock(cg_cl_device *d);
  * OpenCL kernel arguments are state on that object, so callers that launch
  * it from several threads must serialise clSetKernelArg + cg_cl_launch. */
 cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options, const char *name, cl_kernel *out);
+
+/* Kernel k's limits on d: looked up for a kernel cg_cl_kernel made (queried
+ * once, when it was made), else queried. */
+cg_cl_kernel_limits cg_cl_kernel_limits_of(cg_cl_device *d, cl_kernel k);
 
 /* Counters of the program cache since start (for tests and `bench`). */
 typedef struct cg_cl_cache_stats {

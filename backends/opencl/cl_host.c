@@ -51,6 +51,24 @@ cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m
     return CG_OP_OK;
 }
 
+void cg_host_cl_kernel_limits(const cg_kernel_args *a, void *kernel, size_t *group, size_t *multiple,
+                              uint64_t *local_mem) {
+    cg_cl_kernel_limits l = {0, 0, 0};
+    if (a && a->device && kernel) l = cg_cl_kernel_limits_of(a->device, kernel);
+    *group = l.group;
+    *multiple = l.multiple;
+    *local_mem = l.local_mem;
+}
+
+int cg_host_cl_device_limits(const cg_kernel_args *a, size_t items[3], size_t *group, uint64_t *local_mem) {
+    if (!a || !a->device) return 0;
+    const cg_cl_info *in = cg_cl_info_of(a->device);
+    for (int i = 0; i < 3; i++) items[i] = in->max_item[i];
+    *group = in->max_work_group;
+    *local_mem = in->local_mem;
+    return 1;
+}
+
 int64_t cg_host_cl_info(const cg_kernel_args *a, int32_t what) {
     if (!a || !a->device) return 0;
     const cg_cl_info *in = cg_cl_info_of(a->device);

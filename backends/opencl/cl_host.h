@@ -11,6 +11,15 @@ cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m
                               void *am, size_t a_off, int64_t lda, void *bm, size_t b_off, int64_t ldb, float beta,
                               void *cm, size_t c_off, int64_t ldc);
 int64_t cg_host_cl_info(const cg_kernel_args *a, int32_t what);
+
+/* For the built-in operators, which size each launch from these (a plugin
+ * queries OpenCL itself): the kernel's own limits on the device of a
+ * (cached when the kernel was made; zeros where unknown), and the device's
+ * CL_DEVICE_MAX_WORK_ITEM_SIZES, CL_DEVICE_MAX_WORK_GROUP_SIZE and
+ * CL_DEVICE_LOCAL_MEM_SIZE as queried when it was opened (0: no device). */
+void cg_host_cl_kernel_limits(const cg_kernel_args *a, void *kernel, size_t *group, size_t *multiple,
+                              uint64_t *local_mem);
+int cg_host_cl_device_limits(const cg_kernel_args *a, size_t items[3], size_t *group, uint64_t *local_mem);
 const char *cg_host_cl_error_name(int32_t code);
 
 #endif

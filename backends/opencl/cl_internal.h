@@ -31,6 +31,11 @@ typedef struct cg_cl_program_entry {
 
 #define CG_CL_CAPTURE_MAX 256
 
+typedef struct cg_cl_kernel_limit_slot {
+    cl_kernel kernel; /* NULL: empty */
+    cg_cl_kernel_limits lim;
+} cg_cl_kernel_limit_slot;
+
 struct cg_cl_device {
     int index;
     int refs; /* guarded by the open/release lock in cl_device.c */
@@ -49,9 +54,12 @@ struct cg_cl_device {
      * work-group function for every kernel of the program (0.05 to 1.5 s
      * each): fetched right after each build, that was most of a cold start. */
     int defer_stores;
-    pthread_mutex_t mu;     /* guards programs (and its kernels) */
+    pthread_mutex_t mu;     /* guards programs (and its kernels) and klim */
     pthread_mutex_t run_mu; /* serialises kernel runs (cg_cl_run_lock) */
     cg_cl_program_entry *programs;
+    /* the cached kernels' limits by handle (cl_kernel_limits.c) */
+    cg_cl_kernel_limit_slot *klim;
+    size_t klim_cap, klim_n;
 };
 
 /* Sets the message "LABEL: CALL failed: CL_NAME" (call is e.g.
@@ -67,7 +75,19 @@ void cg_cl_program_cache_clear(cg_cl_device *d);
  * when built; decided when the device is opened. */
 int cg_cl_defers_stores(const cg_cl_info *info);
 
+/* ---- cl_kernel_limits.c (d->mu held where named _locked) ---- */
+
+/* Kernel k's limits asked of OpenCL (0 where a query fails). */
+cg_cl_kernel_limits cg_cl_query_kernel_limits(const cg_cl_device *d, cl_kernel k);
+/* Records k's limits (queried now) for cg_cl_kernel_limits_of. */
+void cg_cl_kernel_limits_add_locked(cg_cl_device *d, cl_kernel k);
+/* Forgets every kernel's (the program cache is being cleared). */
+void cg_cl_kernel_limits_clear_locked(cg_cl_device *d);
+
 /* ---- test hooks ---- */
+
+/* How many times a kernel's limits were asked of OpenCL in this process. */
+long cg_cl_test_limit_queries(void);
 
 /* Whether OpenCL platforms have been enumerated in this process (starting
  * them costs memory and threads: a CPU-only run must not). */

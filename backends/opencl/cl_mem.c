@@ -254,10 +254,8 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
             }
             g[i] = (g[i] + l[i] - 1) / l[i] * l[i];
         }
-        size_t kmax = 0;
-        if (clGetKernelWorkGroupInfo(k, d->info->device_id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax, NULL) ==
-                CL_SUCCESS &&
-            kmax && group > kmax) {
+        const size_t kmax = cg_cl_kernel_limits_of(d, k).group;
+        if (kmax && group > kmax) {
             snprintf(detail, sizeof detail,
                      "work-group of %zu items exceeds the kernel's CL_KERNEL_WORK_GROUP_SIZE %zu", group, kmax);
             return launch_error(d, k, what, CL_INVALID_WORK_GROUP_SIZE, detail);

@@ -489,6 +489,7 @@ cg_status cg_cl_kernel(cg_cl_device *d, const char *source, const char *options,
     k->kernel = kern;
     k->next = e->kernels;
     e->kernels = k;
+    cg_cl_kernel_limits_add_locked(d, kern);
     *out = kern;
     pthread_mutex_unlock(&d->mu);
     return CG_OK;
@@ -525,6 +526,7 @@ static void clear_locked(cg_cl_device *d) {
         e = next;
     }
     d->programs = NULL;
+    cg_cl_kernel_limits_clear_locked(d);
 }
 
 int cg_cl_defers_stores(const cg_cl_info *info) {

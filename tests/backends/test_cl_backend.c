@@ -311,6 +311,38 @@ START_TEST(kernel_runs) {
 }
 END_TEST
 
+/* A kernel's limits are asked of OpenCL once, when the kernel is made,
+ * not per launch; they are the driver's, and they go with the program
+ * cache. */
+START_TEST(kernel_limits_cached) {
+    cg_cl_device *d = open0();
+    cg_cl_test_drop_memory_cache(d);
+    const long before = cg_cl_test_limit_queries();
+    cl_kernel k;
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, NULL, "axpb", &k) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(cg_cl_test_limit_queries(), before + 1);
+    for (int i = 0; i < 20; i++) run_axpb(d, k, 256, 16);
+    const cg_cl_kernel_limits l = cg_cl_kernel_limits_of(d, k);
+    ck_assert_int_eq(cg_cl_test_limit_queries(), before + 1);
+    size_t wg = 0, mult = 0;
+    cl_ulong mem = 0;
+    cl_device_id dev = cg_cl_info_of(d)->device_id;
+    ck_assert_int_eq(clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL), CL_SUCCESS);
+    ck_assert_int_eq(
+        clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult, NULL),
+        CL_SUCCESS);
+    ck_assert_int_eq(clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof mem, &mem, NULL), CL_SUCCESS);
+    ck_assert(wg > 0 && l.group == wg && l.multiple == mult && l.local_mem == mem);
+    /* the cache cleared, the kernel made again is asked again */
+    cg_cl_test_drop_memory_cache(d);
+    ck_assert_msg(cg_cl_kernel(d, k_axpb, NULL, "axpb", &k) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(cg_cl_test_limit_queries(), before + 2);
+    run_axpb(d, k, 256, 16);
+    ck_assert_int_eq(cg_cl_test_limit_queries(), before + 2);
+    cg_cl_device_release(d);
+}
+END_TEST
+
 /* ---- the program cache ---- */
 
 START_TEST(cache_cold_then_warm) {
@@ -1055,6 +1087,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, device_find);
     tcase_add_test(tc, error_names);
     tcase_add_test(tc, kernel_runs);
+    tcase_add_test(tc, kernel_limits_cached);
     tcase_add_test(tc, cache_cold_then_warm);
     tcase_add_test(tc, cache_flipped_bytes);
     tcase_add_test(tc, cache_truncated);
