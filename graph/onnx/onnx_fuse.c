@@ -100,6 +100,24 @@ static double scalar_of(onnx_imp *im, const char *name) {
     return v;
 }
 
+cg_status cg_onnx_weight_t(onnx_imp *im, onnx_val *v, const char **name) {
+    if (v->weight_t) { /* a weight several products read (tied): one copy */
+        *name = v->weight_t;
+        return CG_OK;
+    }
+    const cg_tensor *w = v->konst;
+    const int64_t k = w->dims[0], n = w->dims[1], wd[2] = {n, k};
+    cg_tensor *wt;
+    if (cg_tensor_alloc(CG_F32, 2, wd, &wt)) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    const float *src = w->data;
+    float *o = wt->data;
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) o[j * k + i] = src[i * n + j];
+    cg_status s = onnx_const_param(im, wt, name);
+    if (!s) v->weight_t = *name;
+    return s;
+}
+
 int cg_onnx_fuse_linear(onnx_imp *im, onnx_val *a, onnx_val *b, cg_status *st) {
     *st = CG_OK;
     const Onnx__NodeProto *mm = im->node;
@@ -111,23 +129,14 @@ int cg_onnx_fuse_linear(onnx_imp *im, onnx_val *a, onnx_val *b, cg_status *st) {
     const Onnx__NodeProto *add = node_is(im, r, "Add", 2);
     if (!add) return 0;
     onnx_val *c = onnx_val_get(im, other_input(add, y));
-    const int64_t k = b->konst->dims[0], n = b->konst->dims[1];
+    const int64_t n = b->konst->dims[1];
     if (!c || !c->konst || c->konst->dtype != CG_F32 || cg_tensor_numel(c->konst) != n || c->konst->ndim > a->desc.ndim)
         return 0;
-    cg_tensor *wt, *bias;
-    int64_t wd[2] = {n, k};
-    if (cg_tensor_alloc(CG_F32, 2, wd, &wt)) return *st = cg_error(CG_ERR_NO_MEMORY, "out of memory"), 1;
-    if (cg_tensor_alloc(CG_F32, 1, &n, &bias)) {
-        cg_tensor_free(wt);
-        return *st = cg_error(CG_ERR_NO_MEMORY, "out of memory"), 1;
-    }
-    const float *w = b->konst->data;
-    float *o = wt->data;
-    for (int64_t i = 0; i < k; i++)
-        for (int64_t j = 0; j < n; j++) o[j * k + i] = w[i * n + j];
+    cg_tensor *bias;
+    if (cg_tensor_alloc(CG_F32, 1, &n, &bias)) return *st = cg_error(CG_ERR_NO_MEMORY, "out of memory"), 1;
     memcpy(bias->data, c->konst->data, (size_t)n * sizeof(float));
     const char *wn, *bn;
-    if ((*st = onnx_const_param(im, wt, &wn))) {
+    if ((*st = cg_onnx_weight_t(im, b, &wn))) {
         cg_tensor_free(bias);
         return 1;
     }

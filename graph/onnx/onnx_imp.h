@@ -44,6 +44,7 @@ typedef struct onnx_val {
     int has_pred;
     cg_guard pred;
     int64_t declared[CG_MAX_DIMS]; /* a graph input's dims as the file has them (desc: as a variant fixes them) */
+    const char *weight_t;          /* the param holding this constant transposed for linear, or NULL */
 } onnx_val;
 
 /* Elements of a shape value that stand for a symbolic dim: symbol k of the
@@ -519,6 +520,10 @@ cg_status onnx_sym_map_as_data(onnx_imp *im, onnx_map_fn fn);
 /* MatMul(a, constant [K, N]) whose only reader adds a constant [N]: linear,
  * the Add absorbed. 1 when fused (*st: the emission's status), else 0. */
 int cg_onnx_fuse_linear(onnx_imp *im, onnx_val *a, onnx_val *b, cg_status *st);
+/* w, a constant f32 [K, N] (x w, as MatMul and Gemm without transB take
+ * it), as linear's weight [N, K]: a param named in *name, made once per w. linear's CPU
+ * kernel and the OpenCL GEMMs read that layout fastest. */
+cg_status cg_onnx_weight_t(onnx_imp *im, onnx_val *w, const char **name);
 
 /* The current ReduceMean starting the opset < 17 export of nn.LayerNorm
  * (Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, then Mul gamma and Add beta

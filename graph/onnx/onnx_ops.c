@@ -291,11 +291,22 @@ static cg_status map_identity(onnx_imp *im) {
 
 /* ---- matrix products ---- */
 
+/* A constant f32 [K, N] weight that x (f32) multiplies from the left. */
+static int const_weight(const onnx_val *x, const onnx_val *w) {
+    return x->desc.dtype == CG_F32 && w->konst && w->konst->dtype == CG_F32 && w->konst->ndim == 2;
+}
+
 static cg_status map_matmul(onnx_imp *im) {
     onnx_val *a, *b;
     cg_status s;
     if ((s = need_in(im, 0, &a)) || (s = need_in(im, 1, &b)) || (s = onnx_check_attrs(im, NULL))) return s;
     if (cg_onnx_fuse_linear(im, a, b, &s)) return s;
+    if (a->desc.ndim >= 2 && const_weight(a, b)) { /* x W, W constant: linear on W^T */
+        const char *wn, *in[2] = {a->name, NULL};
+        if ((s = cg_onnx_weight_t(im, b, &wn))) return s;
+        in[1] = wn;
+        return emit1(im, "linear", 2, in, out_name(im, 0), NULL);
+    }
     if (a->desc.ndim >= 2 && b->desc.ndim >= 2) {
         const char *in[2] = {a->name, b->name};
         return emit1(im, "matmul", 2, in, out_name(im, 0), NULL);
@@ -332,9 +343,13 @@ static cg_status map_gemm(onnx_imp *im) {
     int ta = (int)onnx_attr_int(im, "transA", 0), tb = (int)onnx_attr_int(im, "transB", 0);
     if (a->desc.ndim != 2 || b->desc.ndim != 2) return onnx_fail(im, CG_ERR_FORMAT, "Gemm takes 2-D A and B");
     if (c && !c->typed) return onnx_fail(im, CG_ERR_VERIFY, "input '%s' has no known type", c->name);
-    /* the exporters' linear layer: x w^T + b */
-    if (alpha == 1 && beta == 1 && !ta && tb && (!c || (c->desc.ndim == 1 && c->desc.dims[0] == b->desc.dims[0]))) {
+    /* the exporters' linear layer: x w^T + b; GPT-2's Conv1D (transB 0) on
+     * its constant weight transposed once */
+    const int64_t n = b->desc.dims[tb ? 0 : 1];
+    const int bias_ok = !c || (beta == 1 && c->desc.ndim == 1 && c->desc.dims[0] == n);
+    if (alpha == 1 && !ta && bias_ok && (tb || const_weight(a, b))) {
         const char *in[3] = {a->name, b->name, c ? c->name : NULL};
+        if (!tb && (s = cg_onnx_weight_t(im, b, &in[1]))) return s;
         return emit1(im, "linear", c ? 3 : 2, in, out_name(im, 0), NULL);
     }
     char at[100];

@@ -283,3 +283,23 @@ def symbolic_shapes():
 
 
 symbolic_shapes()
+
+
+def const_weights():
+    """MatMul and Gemm by constant weights, which the importer makes linear
+    on the weight transposed once: GPT-2's Conv1D (Gemm transB 0 with a
+    bias), a MatMul of 3-D x without a bias, and one weight two products
+    share (tied: one transposed copy). Expected values from NumPy."""
+    r = np.random.default_rng(32)
+    x = r.standard_normal((4, 6)).astype(np.float32)
+    x3 = r.standard_normal((2, 3, 6)).astype(np.float32)
+    w = r.standard_normal((6, 5)).astype(np.float32)
+    b = r.standard_normal(5).astype(np.float32)
+    N = helper.make_node
+    save("gemm_const_transb0", [N("Gemm", ["x", "w", "b"], ["y"])], [("x", x)], [("y", x @ w + b)],
+         [("w", w), ("b", b)])
+    save("matmul_const_tied", [N("MatMul", ["x3", "w"], ["y"]), N("Gemm", ["x", "w"], ["z"], alpha=1.0)],
+         [("x3", x3), ("x", x)], [("y", x3 @ w), ("z", x @ w)], [("w", w)])
+
+
+const_weights()

@@ -102,11 +102,19 @@ END_TEST
  * and the bitwise ops, Casts among the new integer types, and F.grid_sample
  * (4-D and 5-D), torch.linalg.det, the inverse and hyperbolic trigonometric
  * functions and F.local_response_norm by the dynamo exporter
- * (make_ops_misc.py). */
+ * (make_ops_misc.py), and MatMul / Gemm (transB 0) by constant weights,
+ * imported as linear on the weight transposed once, one copy for a weight
+ * two products share (make_ops.py, NumPy). */
 START_TEST(own_op_tests_pass) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/ops", tu_src_dir());
-    run_set(dir, 19, 19);
+    run_set(dir, 21, 21);
+    char model[4200];
+    snprintf(model, sizeof model, "%s/matmul_const_tied/model.onnx", dir);
+    const char *args[] = {"import", model, NULL};
+    ck_assert_int_eq(tu_run_cli(args, NULL, NULL), 0);
+    ck_assert_msg(strstr(tu_out, "MatMul_0: y = linear(x3, `y/const_1`)\n  Gemm_1: z = linear(x, `y/const_1`)\n"), "%s",
+                  tu_out);
 }
 END_TEST
 
