@@ -473,10 +473,17 @@ def export(spec, exporter, path):
     return reference
 
 
-def ort_session(path):
-    """ONNX Runtime's CPU provider at its default settings, quiet."""
+def ort_session(path, threads=None, spinning=None):
+    """ONNX Runtime's CPU provider, quiet: at its default settings, or with
+    `threads` intra-op threads (inter-op 1) and its pool's spinning on or
+    off (tools/py/bench/onnx_corpus_bench.py)."""
     o = ort.SessionOptions()
     o.log_severity_level = 4
+    if threads:
+        o.intra_op_num_threads = threads
+        o.inter_op_num_threads = 1
+    if spinning is not None:
+        o.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     return ort.InferenceSession(path, o, providers=["CPUExecutionProvider"])
 
 
@@ -614,30 +621,50 @@ def read_sets(d):
     return sets
 
 
-def time_model(d, device, exe, tmp):
-    """Median ms per run of clgraph (warm plan, `run --repeat`) and of ONNX
-    Runtime on the model's last binding, interleaved over ROUNDS rounds."""
-    feed = read_sets(d)[-1]
-    args = ["run", os.path.join(d, "model.onnx"), "--device", device, "--repeat", str(REPEAT)]
+def run_args(d, feed, tmp):
+    """`clgraph run` of d/model.onnx on feed, its arrays saved as .npy in tmp."""
+    args = ["run", os.path.join(d, "model.onnx")]
     for n, a in feed.items():
         p = os.path.join(tmp, n + ".npy")
         np.save(p, a)
         args += ["--input", "%s=%s" % (n, p)]
+    return args
+
+
+def run_repeat(args, exe, repeat, device, env=None):
+    """(median, fastest, None) ms of `clgraph run ... --repeat`'s warm runs,
+    or (None, None, clgraph's last line) where it fails."""
+    rc, out, err = clgraph(args + ["--device", device, "--repeat", str(repeat)], exe, env=env)
+    m = re.search(r"median ([0-9.]+) ms, fastest ([0-9.]+) ms", err)
+    if rc or not m:
+        return None, None, one_line(err) or "no times (exit %d)" % rc
+    return float(m.group(1)), float(m.group(2)), None
+
+
+def ort_ms(run, n):
+    """ms of each of n calls of run() (an ONNX Runtime session's run)."""
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        run()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return ts
+
+
+def time_model(d, device, exe, tmp):
+    """Median ms per run of clgraph (warm plan, `run --repeat`) and of ONNX
+    Runtime on the model's last binding, interleaved over ROUNDS rounds."""
+    feed = read_sets(d)[-1]
+    args = run_args(d, feed, tmp)
     sess = ort_session(os.path.join(d, "model.onnx"))
     sess.run(None, feed)  # warm-up
     cg, rt = [], []
     for _ in range(ROUNDS):
-        rc, out, err = clgraph(args, exe)
-        m = re.search(r"median ([0-9.]+) ms", err)
-        if rc or not m:
-            return None, None, one_line(err)
-        cg.append(float(m.group(1)))
-        ts = []
-        for _ in range(REPEAT):
-            t0 = time.perf_counter()
-            sess.run(None, feed)
-            ts.append((time.perf_counter() - t0) * 1e3)
-        rt.append(statistics.median(ts))
+        ms, _, why = run_repeat(args, exe, REPEAT, device)
+        if why:
+            return None, None, why
+        cg.append(ms)
+        rt.append(statistics.median(ort_ms(lambda: sess.run(None, feed), REPEAT)))
     return statistics.median(cg), statistics.median(rt), None
 
 
@@ -740,12 +767,12 @@ def table(infos, devices):
     return "\n".join(rows)
 
 
-def write_table(path, text):
+def write_table(path, text, a="<!-- corpus-table -->", b="<!-- /corpus-table -->", who="onnx_corpus.py"):
+    """text into the file at path, between its lines a and b."""
     with open(path) as f:
         doc = f.read()
-    a, b = "<!-- corpus-table -->", "<!-- /corpus-table -->"
     if a not in doc or b not in doc or doc.index(a) > doc.index(b):
-        sys.exit("onnx_corpus.py: %s has no %s ... %s lines to replace" % (path, a, b))
+        sys.exit("%s: %s has no %s ... %s lines to replace" % (who, path, a, b))
     doc = doc[: doc.index(a) + len(a)] + "\n" + text + "\n" + doc[doc.index(b):]
     with open(path, "w") as f:
         f.write(doc)
@@ -774,6 +801,34 @@ def ci_slice(infos, devices, out_dir, dst):
         done.append(name)
     print("CI slice in %s: %s; not passing on every device (left out): %s" % (
         dst, ", ".join(done) or "none", ", ".join(left) or "none"), file=sys.stderr)
+
+
+def check_devices(exe, devices, env=None, who="onnx_corpus.py"):
+    """{device: its lines of `clgraph devices`, the name left out}, after
+    checking that each of devices is one of them."""
+    rc, out, err = clgraph(["devices"], exe, env=env)
+    have = {}
+    for ln in out.splitlines():
+        if ln and not ln[0].isspace():
+            name = ln.split()[0]
+            have[name] = [ln[len(name):].strip()]
+        elif ln.strip() and have:
+            have[name].append(ln.strip())
+    for dev in devices:
+        if dev not in have:
+            sys.exit("%s: clgraph has no device %s (it has: %s; OCL_ICD_VENDORS?)" % (who, dev, ", ".join(have)))
+    return have
+
+
+FAMILY_ORDER = {"marian": 0, "bart": 1, "t5": 2, "whisper": 3, "bert": 4, "gpt2": 5, "torchvision": 6, "torch": 7,
+                "silero-vad": 8}
+
+
+def corpus_order(info):
+    """The table's order: by family, encoder before decoder, TorchScript
+    before dynamo."""
+    return (FAMILY_ORDER.get(info["family"], 9), re.sub(r"_(ts|dynamo)$", "", info["name"]).replace(
+        "_encoder", "_0").replace("_decoder", "_1"), info["exporter"] != "ts")
 
 
 def versions():
@@ -805,11 +860,7 @@ def main():
     devices = [d for d in a.devices.split(",") if d]
     if not os.access(a.clgraph, os.X_OK):
         sys.exit("onnx_corpus.py: %s is not an executable (build first, or give --clgraph)" % a.clgraph)
-    rc, out, err = clgraph(["devices"], a.clgraph)
-    have = [ln.split()[0] for ln in out.splitlines() if ln and not ln[0].isspace()]
-    for dev in devices:
-        if dev not in have:
-            sys.exit("onnx_corpus.py: clgraph has no device %s (it has: %s; OCL_ICD_VENDORS?)" % (dev, ", ".join(have)))
+    check_devices(a.clgraph, devices)
     os.makedirs(a.out_dir, exist_ok=True)
     if not a.reuse:
         build_all(a.out_dir, a.filter)
@@ -828,10 +879,7 @@ def main():
                                    " ".join("%s:%s" % (k, v["result"]) for k, v in r.items()) or "-"), file=sys.stderr,
               flush=True)
         infos.append(info)
-    order = {"marian": 0, "bart": 1, "t5": 2, "whisper": 3, "bert": 4, "gpt2": 5, "torchvision": 6, "torch": 7,
-             "silero-vad": 8}
-    infos.sort(key=lambda i: (order.get(i["family"], 9), re.sub(r"_(ts|dynamo)$", "", i["name"]).replace(
-        "_encoder", "_0").replace("_decoder", "_1"), i["exporter"] != "ts"))
+    infos.sort(key=corpus_order)
     text = table(infos, devices)
     n_pass = {d: sum(i["result"].get("devices", {}).get(d, {}).get("result") == "pass" for i in infos) for d in devices}
     n_torch = sum(bool(i.get("export")) for i in infos)
