@@ -262,8 +262,10 @@ START_TEST(variants_dispatch_by_binding) {
         ck_assert_msg(cg_plan_run(p, 2, xm, in, 1, &out) == CG_OK, "%s", cg_last_error());
         const float *xi = cg_tensor_data_const(in[0]), *yo = cg_tensor_data_const(out);
         for (int i = 0; i < 4; i++) ck_assert_float_eq(yo[i], mode == 2 ? (xi[i] > 0 ? xi[i] : 0) : -xi[i]);
+        cg_tensor_free(out);
         *(int32_t *)cg_tensor_data(in[1]) = -1;
         ck_assert_int_eq(cg_plan_run(p, 2, xm, in, 1, &out), CG_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_null(out);
         ck_assert_str_eq(cg_last_error(),
                          "input 'm' must be one integer >= 0: dim m.value = value(m) of graph 'g' reads it");
         cg_tensor_free(in[0]);
