@@ -210,6 +210,8 @@ cg_status cg_plan_sort_input_names(cg_plan *p);
 cg_status cg_plan_create_one(cg_model *m, cg_graph *g, const cg_plan_options *opt, cg_plan **out);
 /* The dispatching plan of g's name when it has variants (else *out NULL). */
 cg_status cg_variant_plan_create(cg_model *m, cg_graph *g, const cg_plan_options *opt, cg_plan **out);
+/* The first variant of plan p whose guards the symbol sizes meet, or NULL. */
+cg_plan *cg_variant_for(const cg_plan *p, const int64_t *sym);
 /* The variant of plan p for its inputs by_pos (NULL where not given) and
  * the symbol sizes they bind (into sym); fails naming the sizes when none
  * holds. */

@@ -232,9 +232,7 @@ cg_status cg_plan_describe(cg_plan *p, const char *bindings, int dot, char **out
     if (!sym) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     cg_status st = parse_bindings(p, bindings, sym);
     if (!st && p->n_var) { /* the variant these sizes choose */
-        cg_plan *v = NULL;
-        for (int i = 0; i < p->n_var && !v; i++)
-            if (cg_graph_guards_hold(p->var[i]->graph, sym)) v = p->var[i];
+        cg_plan *v = cg_variant_for(p, sym);
         free(sym);
         if (!v) return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s' has no variant for these sizes", p->graph->name);
         char *text = NULL, guards[600];

@@ -52,33 +52,48 @@ static cg_status bind_syms(const cg_plan *p, cg_tensor *const *by_pos, int64_t *
     return st ? st : cg_model_eval_syms(m, sym);
 }
 
-cg_status cg_variant_choose(cg_plan *p, cg_tensor *const *by_pos, int64_t *sym, cg_plan **out) {
-    cg_status st = bind_syms(p, by_pos, sym);
-    if (st) return st;
+cg_plan *cg_variant_for(const cg_plan *p, const int64_t *sym) {
     for (int i = 0; i < p->n_var; i++)
-        if (cg_graph_guards_hold(p->var[i]->graph, sym)) {
-            *out = p->var[i];
-            return CG_OK;
-        }
-    /* The variants an import could make cover every binding; a written
-     * model's may not. */
-    char have[512] = "", want[1024] = "";
-    size_t u = 0, w = 0;
+        if (cg_graph_guards_hold(p->var[i]->graph, sym)) return p->var[i];
+    return NULL;
+}
+
+/* "T = 3, S = 9": each symbol the variants' guards read, once. */
+static void guard_sizes(const cg_plan *p, const int64_t *sym, char *buf, size_t size) {
+    const cg_model *m = p->model;
+    unsigned char *seen = calloc((size_t)m->n_syms + 1, 1);
+    size_t u = 0;
+    buf[0] = 0;
     for (int i = 0; i < p->n_var; i++) {
         const cg_graph *v = p->var[i]->graph;
-        char t[400];
-        cg_graph_guards_text(v, t, sizeof t);
-        w += (size_t)snprintf(want + w, w < sizeof want ? sizeof want - w : 0, "%s%s", i ? "; " : "", t);
         for (int k = 0; k < v->n_guards; k++) {
             const int64_t ops[2] = {v->guards[k].a, v->guards[k].b};
             for (int j = 0; j < 2; j++) {
-                const int64_t x = ops[j];
-                if (x >= 0 || strstr(have, p->model->syms[-2 - x])) continue;
-                u += (size_t)snprintf(have + u, u < sizeof have ? sizeof have - u : 0, "%s%s = %lld", u ? ", " : "",
-                                      p->model->syms[-2 - x], (long long)sym[-2 - x]);
+                if (ops[j] >= 0) continue;
+                const int64_t x = -2 - ops[j];
+                if (seen && seen[x]++) continue;
+                u += (size_t)snprintf(buf + u, u < size ? size - u : 0, "%s%s = %lld", u ? ", " : "", m->syms[x],
+                                      (long long)sym[x]);
             }
         }
     }
+    free(seen);
+}
+
+cg_status cg_variant_choose(cg_plan *p, cg_tensor *const *by_pos, int64_t *sym, cg_plan **out) {
+    cg_status st = bind_syms(p, by_pos, sym);
+    if (st) return st;
+    if ((*out = cg_variant_for(p, sym))) return CG_OK;
+    /* The variants an import could make cover every binding; a written
+     * model's may not. */
+    char have[512], want[1024] = "";
+    size_t w = 0;
+    for (int i = 0; i < p->n_var; i++) {
+        char t[400];
+        cg_graph_guards_text(p->var[i]->graph, t, sizeof t);
+        w += (size_t)snprintf(want + w, w < sizeof want ? sizeof want - w : 0, "%s%s", i ? "; " : "", t);
+    }
+    guard_sizes(p, sym, have, sizeof have);
     const char *note = NULL;
     for (int i = 0; i < p->model->n_refused && !note; i++)
         if (cg_guards_hold(p->model->refused[i].n_guards, p->model->refused[i].guards, sym))

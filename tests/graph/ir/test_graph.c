@@ -274,6 +274,18 @@ START_TEST(variants_dispatch_by_binding) {
     }
     cg_plan_free(p);
     cg_model_free(m);
+    /* the message names each size the guards read once, SS beside S */
+    const char *two = "graph g when SS == 4, S == 2 {\n  input x: f32[S, SS]\n  output x\n}\n";
+    ck_assert_int_eq(cg_model_parse(ctx, two, strlen(two), "t.cg", &m), CG_OK);
+    ck_assert_msg(cg_plan_create(m, NULL, NULL, &p) == CG_OK, "%s", cg_last_error());
+    int64_t d2[2] = {2, 3};
+    cg_tensor *x2 = make_f32(2, d2, -1, 1), *o2 = NULL;
+    ck_assert_int_eq(cg_plan_run(p, 1, x, &x2, 1, &o2), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(),
+                     "graph 'g' has no variant for SS = 3, S = 2 (its variants are for SS == 4, S == 2)");
+    cg_tensor_free(x2);
+    cg_plan_free(p);
+    cg_model_free(m);
     expect_error(
         "dim m.value = value(m)\ngraph g when m.value == 2 {\n  input m: f32[]\n  output m\n}\n",
         "t.cg:2:7: graph 'g': its guard reads dim m.value = value(m), which needs an input 'm' of one integer");
