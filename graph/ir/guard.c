@@ -111,9 +111,23 @@ const char *cg_model_sym_input(const cg_model *m, int k) {
     return NULL;
 }
 
+int cg_value_sym_dtype(cg_dtype t) {
+    switch (t) {
+    case CG_I64:
+    case CG_I32:
+    case CG_I16:
+    case CG_U16:
+    case CG_U32:
+    case CG_I8:
+    case CG_U8:
+    case CG_BOOL: return 1;
+    default: return 0;
+    }
+}
+
 /* One integer's value; *ok 0 for a tensor that is not one. */
 static int64_t scalar_value(const cg_tensor *t, int *ok) {
-    *ok = cg_tensor_numel(t) == 1;
+    *ok = cg_tensor_numel(t) == 1 && cg_value_sym_dtype(t->dtype);
     if (!*ok) return -1;
     const void *p = t->data;
     switch (t->dtype) {
@@ -123,9 +137,7 @@ static int64_t scalar_value(const cg_tensor *t, int *ok) {
     case CG_U16: return *(const uint16_t *)p;
     case CG_U32: return (int64_t) * (const uint32_t *)p;
     case CG_I8: return *(const int8_t *)p;
-    case CG_U8:
-    case CG_BOOL: return *(const uint8_t *)p;
-    default: *ok = 0; return -1;
+    default: return *(const uint8_t *)p; /* u8, bool */
     }
 }
 

@@ -212,6 +212,10 @@ int cg_guards_hold(int n, const cg_guard *guards, const int64_t *vals);
  * `name` is a dim already. */
 cg_status cg_model_sym_value(cg_model *m, const char *name, const char *input, int *out);
 
+/* Whether a graph input of dtype t can bind a value symbol (integers and
+ * bool). */
+int cg_value_sym_dtype(cg_dtype t);
+
 /* The input whose value binds symbol k, or NULL for a dim. */
 const char *cg_model_sym_input(const cg_model *m, int k);
 

@@ -425,10 +425,7 @@ static cg_status check_value_guards(const cg_graph *g) {
             if (!in) continue;
             int32_t v = cg_graph_find_value(g, in);
             const cg_value *x = v >= 0 ? &g->values[v] : NULL;
-            const cg_dtype t = x ? x->dtype : CG_F32;
-            int ok = x && x->kind == CG_VAL_INPUT &&
-                     (t == CG_I64 || t == CG_I32 || t == CG_I16 || t == CG_U16 || t == CG_U32 || t == CG_I8 ||
-                      t == CG_U8 || t == CG_BOOL);
+            int ok = x && x->kind == CG_VAL_INPUT && cg_value_sym_dtype(x->dtype);
             for (int d = 0; ok && d < x->ndim; d++) ok = x->dims[d] == 1;
             if (ok) continue;
             char where[512];

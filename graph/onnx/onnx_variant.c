@@ -54,10 +54,7 @@ int onnx_fork_on(onnx_imp *im, const onnx_val *cond) {
 static onnx_val *mode_input(onnx_imp *im, int i, int64_t *c) {
     onnx_val *v = onnx_in(im, i), *k = onnx_in(im, 1 - i);
     if (!v || !k || !v->input || v->given || v->konst || !v->typed || !k->konst) return NULL;
-    const cg_dtype dt = (cg_dtype)v->desc.dtype;
-    if (dt != CG_I64 && dt != CG_I32 && dt != CG_I16 && dt != CG_U16 && dt != CG_U32 && dt != CG_I8 && dt != CG_U8 &&
-        dt != CG_BOOL)
-        return NULL;
+    if (!cg_value_sym_dtype((cg_dtype)v->desc.dtype)) return NULL;
     for (int d = 0; d < v->desc.ndim; d++)
         if (v->desc.dims[d] != 1) return NULL;
     if (cg_tensor_numel(k->konst) != 1 || (*c = cg_onnx_int_at(k->konst, 0)) < 0) return NULL;
