@@ -73,9 +73,15 @@ static int conv_pointwise(const cg_conv_geom *g) {
     return 1;
 }
 
+/* One input channel per output channel group and few outputs from it: the
+ * direct loop, which reads each window once per output; with many outputs
+ * of one channel (an STFT as a conv) im2row's one copy per window serves
+ * them all in a GEMM. */
+static int conv_direct(const conv_dims *cd) { return cd->cg == 1 && cd->mg <= 8 && !conv_pointwise(&cd->g); }
+
 static size_t conv_workspace(const cg_op_call *call) {
     conv_dims cd;
-    if (conv_dims_of(call, &cd) || conv_pointwise(&cd.g) || cd.cg == 1) return 0;
+    if (conv_dims_of(call, &cd) || conv_pointwise(&cd.g) || conv_direct(&cd)) return 0;
     const int64_t ck = cd.cg * cg_conv_k_size(&cd.g);
     return (size_t)(cg_conv_block(ck, cg_conv_out_size(&cd.g)) * ck) * sizeof(float);
 }
@@ -114,40 +120,129 @@ static void im2row_run(void *ctx, size_t r0, size_t r1) {
 }
 
 /* Depthwise: channel m of y from channel m / mg of x alone, a direct loop
- * over the output rows [r0, r1) of the n * M planes. */
-static void depthwise_run(void *ctx, size_t r0, size_t r1) {
-    const conv_job *j = ctx;
-    const conv_dims *cd = j->cd;
-    const cg_conv_geom *g = &cd->g;
-    const int64_t in = cg_conv_in_size(g), kn = cg_conv_k_size(g), rows = g->out[0] * g->out[1];
-    for (size_t r = r0; r < r1; r++) {
-        const int64_t plane = (int64_t)r / rows, o1 = (int64_t)r % rows % g->out[1], o0 = (int64_t)r % rows / g->out[1];
-        const int64_t m = plane % cd->m, ch = plane / cd->m * cd->c + m / cd->mg;
-        const float *x = j->x + ch * in, *w = j->w + m * kn;
-        float *y = j->y + (int64_t)r * g->out[2];
-        for (int64_t o2 = 0; o2 < g->out[2]; o2++) {
-            float acc = j->bias ? j->bias[m] : 0.0f;
-            for (int64_t k0 = 0; k0 < g->k[0]; k0++) {
-                const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
-                if (i0 < 0 || i0 >= g->in[0]) continue;
-                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
-                    const int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
-                    if (i1 < 0 || i1 >= g->in[1]) continue;
-                    const float *xr = x + (i0 * g->in[1] + i1) * g->in[2], *wr = w + (k0 * g->k[1] + k1) * g->k[2];
-                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                        const int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
-                        if (i2 >= 0 && i2 < g->in[2]) acc += xr[i2] * wr[k2];
-                    }
+ * over the output rows [r0, r1) of the n * M planes. Along the last axis,
+ * the outputs whose whole window lies inside x (lo .. hi) take each tap
+ * as one pass over the row, which the compiler vectorises at stride 1;
+ * only the few outputs at the edges check bounds per tap. */
+static void depthwise_row(const cg_conv_geom *g, const float *x, const float *w, float b, int64_t o0, int64_t o1,
+                          float *y) {
+    const int64_t s = g->s[2], d = g->d[2], pb = g->pb[2], n2 = g->in[2], k2n = g->k[2];
+    /* first o2 with o2 * s - pb >= 0; first o2 whose last tap passes the end */
+    int64_t lo = (pb + s - 1) / s, hi = n2 - (k2n - 1) * d + pb > 0 ? (n2 - (k2n - 1) * d + pb + s - 1) / s : 0;
+    if (lo > g->out[2]) lo = g->out[2];
+    if (hi > g->out[2]) hi = g->out[2];
+    if (hi < lo) hi = lo;
+    for (int64_t o2 = 0; o2 < g->out[2]; o2++) y[o2] = b;
+    for (int64_t k0 = 0; k0 < g->k[0]; k0++) {
+        const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
+        if (i0 < 0 || i0 >= g->in[0]) continue;
+        for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+            const int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
+            if (i1 < 0 || i1 >= g->in[1]) continue;
+            const float *xr = x + (i0 * g->in[1] + i1) * n2, *wr = w + (k0 * g->k[1] + k1) * k2n;
+            for (int64_t k2 = 0; k2 < k2n; k2++) {
+                const float wv = wr[k2];
+                const float *xs = xr + k2 * d - pb;
+                if (s == 1)
+                    for (int64_t o2 = lo; o2 < hi; o2++) y[o2] += wv * xs[o2];
+                else
+                    for (int64_t o2 = lo; o2 < hi; o2++) y[o2] += wv * xs[o2 * s];
+            }
+            for (int64_t o2 = 0; o2 < g->out[2]; o2++) {
+                if (o2 == lo) o2 = hi;
+                if (o2 >= g->out[2]) break;
+                for (int64_t k2 = 0; k2 < k2n; k2++) {
+                    const int64_t i2 = o2 * s - pb + k2 * d;
+                    if (i2 >= 0 && i2 < n2) y[o2] += xr[i2] * wr[k2];
                 }
             }
-            y[o2] = acc;
         }
     }
 }
 
+/* Padded planes up to this many floats go through depthwise_plane (a stack
+ * buffer); larger ones, whose edges are a small part, row by row. */
+#define DW_PLANE_MAX 4096
+
+/* The padded extent of axis a that the windows read. */
+static int64_t dw_extent(const cg_conv_geom *g, int a) {
+    return (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1;
+}
+
+/* x's plane copied into xp with its pads as zeros, extents e. */
+static void dw_pad(const cg_conv_geom *g, const float *x, const int64_t *e, float *xp) {
+    const int64_t lead = g->pb[2] < e[2] ? g->pb[2] : e[2];
+    int64_t len = e[2] - lead < g->in[2] ? e[2] - lead : g->in[2];
+    for (int64_t p0 = 0; p0 < e[0]; p0++)
+        for (int64_t p1 = 0; p1 < e[1]; p1++) {
+            const int64_t i0 = p0 - g->pb[0], i1 = p1 - g->pb[1];
+            float *row = xp + (p0 * e[1] + p1) * e[2];
+            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1] || len <= 0) {
+                memset(row, 0, (size_t)e[2] * sizeof(float));
+                continue;
+            }
+            memset(row, 0, (size_t)lead * sizeof(float));
+            memcpy(row + lead, x + (i0 * g->in[1] + i1) * g->in[2], (size_t)len * sizeof(float));
+            memset(row + lead + len, 0, (size_t)(e[2] - lead - len) * sizeof(float));
+        }
+}
+
+/* A whole small plane with one stride s on its axes: padded once, output o
+ * is yf[t] at t = o0 * e1 * e2 + o1 * e2 + o2 in the padded plane's grid
+ * and tap k reads xp[s * t + (k0 d0 e1 + k1 d1) e2 + k2 d2], so every tap
+ * is one pass over all outputs (and the grid's unused columns), long
+ * enough to vectorise when the plane is a few rows of a few columns. The
+ * pads add zeros where the row path skips them; the sum's order is the same. */
+static void depthwise_plane(const cg_conv_geom *g, const float *x, const float *w, float b, float *y) {
+    float xp[DW_PLANE_MAX], yf[DW_PLANE_MAX];
+    const int64_t e[3] = {dw_extent(g, 0), dw_extent(g, 1), dw_extent(g, 2)}, s = g->s[2];
+    const int64_t nt = (g->out[0] - 1) * e[1] * e[2] + (g->out[1] - 1) * e[2] + g->out[2];
+    dw_pad(g, x, e, xp);
+    for (int64_t t = 0; t < nt; t++) yf[t] = b;
+    const float *wt = w;
+    for (int64_t k0 = 0; k0 < g->k[0]; k0++)
+        for (int64_t k1 = 0; k1 < g->k[1]; k1++)
+            for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
+                const float wv = *wt++, *xs = xp + (k0 * g->d[0] * e[1] + k1 * g->d[1]) * e[2] + k2 * g->d[2];
+                if (s == 1)
+                    for (int64_t t = 0; t < nt; t++) yf[t] += wv * xs[t];
+                else
+                    for (int64_t t = 0; t < nt; t++) yf[t] += wv * xs[s * t];
+            }
+    for (int64_t o0 = 0; o0 < g->out[0]; o0++)
+        for (int64_t o1 = 0; o1 < g->out[1]; o1++, y += g->out[2])
+            memcpy(y, yf + o0 * e[1] * e[2] + o1 * e[2], (size_t)g->out[2] * sizeof(float));
+}
+
+/* The plane fits the buffers and its axes of more than one output share
+ * the last axis' stride (so that s * t steps through every axis). */
+static int dw_by_plane(const cg_conv_geom *g) {
+    for (int a = 0; a < 2; a++)
+        if (g->out[a] > 1 && g->s[a] != g->s[2]) return 0;
+    return dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2) <= DW_PLANE_MAX;
+}
+
+/* Items [r0, r1): output planes when they are small, else output rows. */
+static void depthwise_run(void *ctx, size_t r0, size_t r1) {
+    const conv_job *j = ctx;
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t in = cg_conv_in_size(g), kn = cg_conv_k_size(g);
+    const int64_t rows = dw_by_plane(g) ? 1 : g->out[0] * g->out[1];
+    for (size_t r = r0; r < r1; r++) {
+        const int64_t plane = (int64_t)r / rows, o1 = (int64_t)r % rows % g->out[1], o0 = (int64_t)r % rows / g->out[1];
+        const int64_t m = plane % cd->m, ch = plane / cd->m * cd->c + m / cd->mg;
+        const float *x = j->x + ch * in, *w = j->w + m * kn, b = j->bias ? j->bias[m] : 0.0f;
+        if (rows == 1) depthwise_plane(g, x, w, b, j->y + plane * cg_conv_out_size(g));
+        else depthwise_row(g, x, w, b, o0, o1, j->y + (int64_t)r * g->out[2]);
+    }
+}
+
 static void fill_bias(float *y, const float *bias, int64_t planes, int64_t m, int64_t p) {
-    for (int64_t i = 0; i < planes; i++)
-        for (int64_t q = 0; q < p; q++) y[i * p + q] = bias ? bias[i % m] : 0.0f;
+    for (int64_t i = 0; i < planes; i++) {
+        const float b = bias ? bias[i % m] : 0.0f;
+        for (int64_t q = 0; q < p; q++) y[i * p + q] = b;
+    }
 }
 
 /* The group's weights [mg, ck] times the windows of image n, group gi. */
@@ -174,9 +269,9 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
     const int64_t p = cg_conv_out_size(&cd.g), in = cg_conv_in_size(&cd.g), ck = cd.cg * cg_conv_k_size(&cd.g);
     conv_job j = {&cd, a->in[0], a->in[1], call->n_inputs > 2 ? a->in[2] : NULL, a->workspace, a->out[0], 0};
     if (cd.n * cd.m * p == 0) return CG_OP_OK;
-    if (cd.cg == 1 && !conv_pointwise(&cd.g)) {
-        const int64_t rows = cd.n * cd.m * cd.g.out[0] * cd.g.out[1];
-        const int64_t work = cd.g.out[2] * cg_conv_k_size(&cd.g);
+    if (conv_direct(&cd)) {
+        const int64_t rows = cd.n * cd.m * (dw_by_plane(&cd.g) ? 1 : cd.g.out[0] * cd.g.out[1]);
+        const int64_t work = cd.n * cd.m * p * cg_conv_k_size(&cd.g) / rows;
         cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 8192 ? 1 : 8192 / (work + 1)), depthwise_run, &j);
         return CG_OP_OK;
     }
@@ -232,6 +327,17 @@ static const struct {
     {2, 1, 2, 3, {6, 7}, {2, 3}, 0, "auto_pad: \"valid\", strides: [1, 2]"},
     {3, 1, 2, 3, {5, 6, 4}, {3, 2, 3}, 1, "pads: [1, 0, 1, 1, 1, 0], strides: [1, 2, 1]"},
     {2, 1, 64, 40, {20, 20}, {3, 3}, 1, "pads: [1, 1, 1, 1]"}, /* a block of several GEMM rows */
+    /* the depthwise loop's paths: a plane too large to pad whole (rows, edges
+     * checked) at stride 2 and at uneven pads; small planes padded whole at
+     * stride 1 and 2, one whose windows all reach a pad, mixed strides (rows);
+     * one channel with many outputs (im2row) */
+    {2, 1, 4, 4, {70, 66}, {3, 3}, 1, "group: 4, pads: [1, 1, 1, 1], strides: [2, 2]"},
+    {2, 1, 2, 2, {70, 66}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
+    {1, 2, 3, 3, {40}, {5}, 1, "group: 3, pads: [2, 2]"},
+    {2, 2, 3, 3, {5, 4}, {5, 5}, 1, "group: 3, pads: [2, 2, 2, 2]"},
+    {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [2, 2], pads: [0, 1, 1, 0]"},
+    {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
+    {1, 1, 1, 16, {64}, {8}, 1, "strides: [4]"},
 };
 #define N_CONV ((int32_t)(sizeof conv_cases / sizeof conv_cases[0]))
 
