@@ -28,6 +28,7 @@ static setting g_set[CG_SET_COUNT] = {
     [CG_SET_CACHE_DIR] = {.env = "CLGRAPH_CACHE_DIR"},
     [CG_SET_CL_WARNINGS] = {.env = "CLGRAPH_CL_WARNINGS", .per_use = 1},
     [CG_SET_PLUGINS] = {.env = "CLGRAPH_PLUGINS", .per_use = 1},
+    [CG_SET_REWRITES] = {.env = "CLGRAPH_REWRITES", .per_use = 1},
 };
 
 const char *cg_setting_name(cg_setting_id id) { return id >= 0 && id < CG_SET_COUNT ? g_set[id].env : "?"; }

@@ -22,6 +22,7 @@ typedef enum cg_setting_id {
     CG_SET_CACHE_DIR,   /* CLGRAPH_CACHE_DIR: compiled programs and measurements */
     CG_SET_CL_WARNINGS, /* CLGRAPH_CL_WARNINGS: show the OpenCL compiler's warnings (read at each build) */
     CG_SET_PLUGINS,     /* CLGRAPH_PLUGINS: plugins every new context loads (read per context) */
+    CG_SET_REWRITES,    /* CLGRAPH_REWRITES: the graph rewrites an ONNX import runs (read per import) */
     CG_SET_COUNT
 } cg_setting_id;
 

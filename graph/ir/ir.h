@@ -77,6 +77,8 @@ typedef struct cg_guard {
     int64_t a, b;
 } cg_guard;
 
+#define CG_MAX_REWRITES 16
+
 typedef struct cg_value_sym {
     int sym;
     char *input;
@@ -156,6 +158,12 @@ struct cg_model {
     struct cg_refused_variant *refused;
     int n_comments, cap_comments;
     cg_comment *comments; /* in text order; none for built or imported models */
+    /* Graph rewrites run on the model (graph/rewrite): whether
+     * cg_model_rewrite was called, bit i set when pass i ran, and how many
+     * places each changed. */
+    int rewritten;
+    unsigned rewrites_ran;
+    int rewrites_fired[CG_MAX_REWRITES];
 };
 
 /* ---- construction (used by the parser and the builder API) ---- */

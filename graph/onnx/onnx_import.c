@@ -11,6 +11,8 @@
 #include "analysis.h"
 #include "error.h"
 #include "hash.h"
+#include "rewrite.h"
+#include "settings.h"
 #include "shape.h"
 #include "weights.h"
 
@@ -654,6 +656,17 @@ void cg_onnx_imp_free(onnx_imp *im) {
     free(im->dir);
 }
 
+/* The rewrites the options (or CLGRAPH_REWRITES) select, run on the
+ * imported model; a bad selection names where it came from. */
+static cg_status import_rewrites(cg_model *m, const cg_onnx_options *opt) {
+    int has = opt && opt->struct_size >= offsetof(cg_onnx_options, rewrites) + sizeof opt->rewrites;
+    const char *which = has && opt->rewrites ? opt->rewrites : cg_setting(CG_SET_REWRITES);
+    cg_status s = cg_model_rewrite(m, which);
+    if (s == CG_ERR_INVALID_ARGUMENT && !(has && opt->rewrites))
+        return cg_error(s, "%s: %s", cg_setting_name(CG_SET_REWRITES), cg_last_error());
+    return s;
+}
+
 cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out) {
     if (!out || !ctx || !path) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_model_load_onnx: NULL argument");
     *out = NULL;
@@ -667,6 +680,7 @@ cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_op
     cg_status s = cg_onnx_read_model(path, &proto);
     if (!s) s = cg_model_new(ctx, path, &m);
     if (!s) s = cg_onnx_import_variants(ctx, path, opt, proto, m);
+    if (!s) s = import_rewrites(m, opt);
     if (s) cg_model_free(m);
     else *out = m;
     if (proto) onnx__model_proto__free_unpacked(proto, NULL);

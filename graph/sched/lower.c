@@ -456,14 +456,38 @@ static cg_status bind_dims(build *b, const cg_node *nd, const cg_op_def *def, co
     return CG_OK;
 }
 
+/* Per node, whether a graph output depends on it. The others (what an
+ * importer left unread, the chain a rewrite replaced) are not lowered: ops
+ * have no effect but their outputs. NULL when out of memory. */
+static unsigned char *live_nodes(const cg_plan *p) {
+    const cg_graph *g = p->graph;
+    unsigned char *need = calloc((size_t)g->n_values + 1, 1), *live = calloc((size_t)g->n_nodes + 1, 1);
+    if (!need || !live) {
+        free(need);
+        free(live);
+        return NULL;
+    }
+    for (int k = 0; k < g->n_outputs; k++) need[g->outputs[k]] = 1;
+    for (int oi = p->an.n_nodes - 1; oi >= 0; oi--) {
+        const cg_node *nd = g->nodes[p->an.order[oi]];
+        for (int k = 0; k < nd->n_outputs && !live[p->an.order[oi]]; k++) live[p->an.order[oi]] = need[nd->outputs[k]];
+        for (int k = 0; live[p->an.order[oi]] && k < nd->n_inputs; k++) need[nd->inputs[k]] = 1;
+    }
+    free(need);
+    return live;
+}
+
 static cg_status lower_nodes(build *b) {
     cg_plan *p = b->p;
     cg_graph *g = p->graph;
     instance *in = b->in;
     cg_status st = CG_OK;
+    unsigned char *live = live_nodes(p);
+    if (!live) return cg_lower_oom();
     for (int oi = 0; !st && oi < p->an.n_nodes; oi++) {
         int ni = p->an.order[oi];
         cg_node *nd = g->nodes[ni];
+        if (!live[ni]) continue;
         int32_t *io = malloc(sizeof(int32_t) * ((size_t)nd->n_inputs + (size_t)nd->n_outputs + 1));
         if (!io) return cg_lower_oom();
         for (int k = 0; k < nd->n_inputs; k++) io[k] = in->val_slot[nd->inputs[k]];
@@ -490,6 +514,7 @@ static cg_status lower_nodes(build *b) {
         }
         free(io);
     }
+    free(live);
     return st;
 }
 

@@ -88,12 +88,34 @@ static const char *cost_src_name(int src) {
     return "-";
 }
 
+/* "rewrites: attention 12, gelu 0; off: x" (places changed) when the
+ * model went through them (an ONNX import), so that a plan says what
+ * replaced its nodes. */
+static void describe_rewrites(const cg_model *m, cg_strbuf *b) {
+    if (!m->rewritten) return;
+    const char *sep = "rewrites: ";
+    if (!m->rewrites_ran) cg_strbuf_put(b, "rewrites: none");
+    for (int i = 0; i < cg_rewrite_count(); i++)
+        if (cg_model_rewrite_fired(m, i) >= 0) {
+            cg_strbuf_put(b, "%s%s %d", sep, cg_rewrite_name(i), cg_model_rewrite_fired(m, i));
+            sep = ", ";
+        }
+    sep = "; off: ";
+    for (int i = 0; i < cg_rewrite_count(); i++)
+        if (cg_model_rewrite_fired(m, i) < 0) {
+            cg_strbuf_put(b, "%s%s", sep, cg_rewrite_name(i));
+            sep = ", ";
+        }
+    cg_strbuf_put(b, "\n");
+}
+
 static void describe_text(cg_plan *p, instance *in, cg_strbuf *b) {
     cg_model *m = p->model;
     cg_strbuf_put(b, "plan of graph '%s' for", p->graph->name);
     for (int i = 0; i < m->n_syms; i++)
         if (in->sym_vals[i] >= 0) cg_strbuf_put(b, " %s=%lld", m->syms[i], (long long)in->sym_vals[i]);
     cg_strbuf_put(b, "; default device %s\n", p->default_dev < 0 ? "auto" : cg_plan_dev_name(p, p->default_dev));
+    describe_rewrites(m, b);
     cg_strbuf_put(b, "%-5s %-10s %-24s %-28s %9s  %s\n", "step", "device", "kernel", "node / value", "est. us", "from");
     int n = 0, n_copies = 0;
     double copy_bytes = 0;

@@ -388,6 +388,10 @@ typedef struct cg_onnx_options {
      * value named NAME is an empty sequence, or an optional input without
      * an element (an optional input not given holds a tensor). */
     const cg_tensor *const *given;
+    /** The graph rewrites to run on the imported model (cg_model_rewrite's
+     * `which`); NULL: the environment variable CLGRAPH_REWRITES, else all.
+     * Callers built before this field (a smaller struct_size) get NULL. */
+    const char *rewrites;
 } cg_onnx_options;
 
 /**
@@ -404,6 +408,33 @@ typedef struct cg_onnx_options {
  * n_given without names or values: CG_ERR_INVALID_ARGUMENT.
  */
 CG_API cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_options *opt, cg_model **out);
+
+/**
+ * Graph rewrites: passes that replace a chain of nodes by fewer, larger
+ * ones computing the same within rounding (the attention an exporter writes
+ * as MatMul, scale, mask, Softmax, MatMul becomes one `sdpa` node). The
+ * replaced nodes stay in the graph, unread; plans do not run them. An ONNX
+ * import runs them (cg_onnx_options.rewrites); cg_model_rewrite runs them
+ * on any model. cg_rewrite_count() passes, each with a name and a doc line.
+ */
+CG_API int cg_rewrite_count(void);
+/** Name of rewrite i (0 <= i < cg_rewrite_count()), or NULL. */
+CG_API const char *cg_rewrite_name(int i);
+/** One line on what rewrite i replaces, or NULL. */
+CG_API const char *cg_rewrite_doc(int i);
+
+/**
+ * Runs the rewrites `which` selects on every graph of m (verifying m first
+ * when needed, and again after each rewrite that changed something):
+ * NULL, "" or "all": every one; "none": none; "a,b": those; "-a,-b": all
+ * but those. An unknown name fails with CG_ERR_INVALID_ARGUMENT naming it
+ * and the rewrites there are. Each run adds to the count of places a
+ * rewrite changed (cg_model_rewrite_fired).
+ */
+CG_API cg_status cg_model_rewrite(cg_model *m, const char *which);
+
+/** How many places rewrite i changed in m, or -1 when it never ran on m. */
+CG_API int cg_model_rewrite_fired(const cg_model *m, int i);
 
 /** The weights bound to m (cg_model_bind_weights or an import), or NULL;
  * valid while m and the weights live. */

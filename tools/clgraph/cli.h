@@ -11,18 +11,19 @@
 #define CLI_MAX_PLUGINS 32
 
 typedef struct cli_opts {
-    const char *model;   /* positional MODEL.cg */
-    const char *weights; /* --weights */
-    const char *graph;   /* --graph */
-    const char *output;  /* --output */
-    const char *device;  /* --device */
-    const char *place;   /* --place */
-    const char *bind;    /* --bind (plan) */
-    const char *dot;     /* --dot FILE (plan) */
-    int stats;           /* --stats (run) */
-    int repeat;          /* --repeat N (run): timed warm runs, 0 none */
-    const char *profile; /* --profile FILE.json (run) */
-    int in_place;        /* --in-place (fmt) */
+    const char *model;    /* positional MODEL.cg */
+    const char *weights;  /* --weights */
+    const char *graph;    /* --graph */
+    const char *output;   /* --output */
+    const char *device;   /* --device */
+    const char *place;    /* --place */
+    const char *rewrites; /* --rewrites (an ONNX import's graph rewrites) */
+    const char *bind;     /* --bind (plan) */
+    const char *dot;      /* --dot FILE (plan) */
+    int stats;            /* --stats (run) */
+    int repeat;           /* --repeat N (run): timed warm runs, 0 none */
+    const char *profile;  /* --profile FILE.json (run) */
+    int in_place;         /* --in-place (fmt) */
     int n_inputs;
     char *input_names[64]; /* --input NAME=FILE */
     const char *input_files[64];

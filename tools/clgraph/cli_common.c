@@ -60,6 +60,7 @@ int cli_parse(int argc, char **argv, const char *allowed, cli_opts *o) {
         {"output", 0, CLI_STR, &o->output, .arg = "FILE", .help = "where the output goes"},
         {"device", 0, CLI_STR, &o->device, .arg = "DEVICE", .help = "cpu or opencl[:N]"},
         {"place", 0, CLI_CALL, &o->place, .fn = cli_opt_place, .arg = "RULES", .help = "PATTERN=DEVICE,..."},
+        {"rewrites", 0, CLI_STR, &o->rewrites, .arg = "LIST", .help = "graph rewrites of an ONNX import"},
         {"bind", 0, CLI_STR, &o->bind, .arg = "DIMS", .help = "dimension values"},
         {"dot", 0, CLI_STR, &o->dot, .arg = "FILE", .help = "the plan as Graphviz"},
         {"stats", 0, CLI_FLAG, &o->stats, .help = "statistics of the outputs"},
@@ -164,7 +165,8 @@ static int load_onnx(cli_opts *o, cg_context *ctx, cg_model **m) {
     cg_onnx_options opt = {.struct_size = sizeof opt,
                            .n_given = o->n_inputs,
                            .given_names = (const char *const *)o->input_names,
-                           .given = (const cg_tensor *const *)given};
+                           .given = (const cg_tensor *const *)given,
+                           .rewrites = o->rewrites};
     if (!rc && cg_model_load_onnx(ctx, o->model, &opt, m)) rc = cli_fail();
     for (int i = 0; i < o->n_inputs; i++) cg_tensor_free(given[i]);
     if (rc) return rc;

@@ -8,7 +8,7 @@
 
 int cli_check(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, "weights,input", &o);
+    int rc = cli_parse(argc, argv, "weights,input,rewrites", &o);
     if (rc) return rc;
     cg_context *ctx = NULL;
     cg_model *m = NULL;

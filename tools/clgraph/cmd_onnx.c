@@ -75,7 +75,7 @@ int cli_import(int argc, char **argv) {
         }
         args[n++] = argv[i];
     }
-    int rc = cli_parse(n, args, "weights,input", &o);
+    int rc = cli_parse(n, args, "weights,input,rewrites", &o);
     free(args);
     if (rc) return rc;
     if (!cli_is_onnx(o.model)) {

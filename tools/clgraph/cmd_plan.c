@@ -29,6 +29,7 @@ static void plan_usage(FILE *f) {
             "\n"
             "  --device D     cpu (default), opencl:N, a device name substring, or auto\n"
             "  --place RULES  PATTERN=DEVICE,... by node or graph name (globs), e.g. 'encoder=opencl:0'\n"
+            "  --rewrites L   an ONNX import's graph rewrites: all (default), none, NAMES or -NAMES\n"
             "  --dot FILE     also write Graphviz, one cluster per device; for a model directory with\n"
             "                 several graphs, one file per graph: FILE with -GRAPH before its extension\n");
 }
@@ -312,7 +313,7 @@ int cli_plan(int argc, char **argv) {
             return CLI_OK;
         }
     cli_opts o;
-    int rc = cli_parse(argc, argv, "weights,graph,device,place,bind,dot,input", &o);
+    int rc = cli_parse(argc, argv, "weights,graph,device,place,bind,dot,input,rewrites", &o);
     struct stat sb;
     int dir = !rc && stat(o.model, &sb) == 0 && S_ISDIR(sb.st_mode);
     /* a model directory's sizes are rows and tokens; a graph's may be any

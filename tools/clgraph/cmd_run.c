@@ -122,7 +122,7 @@ static int repeat_runs(cg_plan *plan, const cli_opts *o, cg_tensor **in, int n_o
 
 int cli_run(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse(argc, argv, "weights,graph,input,output,device,place,stats,profile,repeat", &o);
+    int rc = cli_parse(argc, argv, "weights,graph,input,output,device,place,stats,profile,repeat,rewrites", &o);
     if (rc) {
         cli_opts_free(&o);
         return rc;

@@ -1,0 +1,242 @@
+/* Rewrite "attention": scaled-dot-product attention as exporters write it,
+ *
+ *     y = MatMul(P, v),  P = Softmax(S, last axis)
+ *         [or Where(IsNaN(P), 0, P): fully masked rows give 0]
+ *     S = [Add(mask)] (MatMul(q [* c], kT [* c]) [* c | / c])
+ *
+ * with the head splits around it (q, v: Transpose(0, 2, 1, 3) of
+ * [B, L, H, D]; kT: Transpose(0, 2, 3, 1) of [B, S, H, D], or a transposed
+ * [B, H, S, D], also through the [B * H, S, D] detour the dynamo exporter
+ * takes; the result Transpose(0, 2, 1, 3) back), becomes one sdpa node:
+ * layout "bshd" when every head split is there (the transposes go too),
+ * else "bhsd" on the 4-D values. The constant factors multiply into
+ * sdpa's scale. */
+#include "rewrite.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+typedef struct site {
+    const cg_node *fin;    /* the MatMul with v */
+    int32_t q, k, v, mask; /* mask -1: none */
+    int bshd, k_t;         /* k_t: k is [B, H, D, S], to transpose */
+    double scale;
+    int32_t result; /* the value the sdpa output replaces */
+} site;
+
+static const int64_t P0213[4] = {0, 2, 1, 3}, P0231[4] = {0, 2, 3, 1}, P0132[4] = {0, 1, 3, 2}, P021[3] = {0, 2, 1};
+
+static const cg_value *val(const cg_graph *g, int32_t v) { return &g->values[v]; }
+
+static int f32_rank(const cg_graph *g, int32_t v, int rank) {
+    return v >= 0 && val(g, v)->typed && val(g, v)->dtype == CG_F32 && val(g, v)->ndim == rank;
+}
+
+/* Dims that may be equal: the same size or symbol, or one not known at
+ * import (a Reshape's -1 of a symbolic size); sdpa checks the sizes of
+ * each binding when it is planned, as the MatMuls would have. */
+static int dims_eq(int64_t a, int64_t b) { return a == b || a == CG_DIM_UNKNOWN || b == CG_DIM_UNKNOWN; }
+
+/* The node reading v, when v has exactly one reader and is no graph output. */
+static cg_node *sole_reader(const cg_graph *g, const int32_t *readers, int32_t v) {
+    if (readers[v] != 1) return NULL;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == v) return NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
+            if (g->nodes[i]->inputs[k] == v) return g->nodes[i];
+    return NULL;
+}
+
+/* x, unless x is `x * c` or `x / c` (allow_div) read only here, c a
+ * scalar constant: then its other operand, with c folded into *scale. */
+static int32_t strip_scale(const cg_graph *g, const int32_t *readers, int32_t x, int allow_div, double *scale) {
+    const cg_node *n = cg_rw_producer(g, x);
+    double c;
+    if (readers[x] != 1 || !n || n->n_inputs != 2) return x;
+    int is_mul = cg_rw_is(n, "mul"), is_div = allow_div && cg_rw_is(n, "div");
+    if (is_mul && cg_rw_scalar(g, n->inputs[0], &c) && val(g, n->inputs[1])->kind == CG_VAL_NODE) {
+        *scale *= c;
+        return n->inputs[1];
+    }
+    if ((is_mul || is_div) && cg_rw_scalar(g, n->inputs[1], &c) && c != 0.0) {
+        *scale = is_mul ? *scale * c : *scale / c;
+        return n->inputs[0];
+    }
+    return x;
+}
+
+/* The softmax's probabilities P -> the softmax's output, through the
+ * Where(Not(Equal(P, P)), 0, P) that maps NaN rows to 0; -1 if none. */
+static int32_t probs(const cg_graph *g, const int32_t *readers, int32_t p) {
+    const cg_node *w = cg_rw_producer(g, p);
+    double z;
+    if (cg_rw_is(w, "where") && w->n_inputs == 3 && cg_rw_scalar(g, w->inputs[1], &z) && z == 0.0) {
+        const cg_node *no = cg_rw_producer(g, w->inputs[0]), *eq;
+        int32_t sm = w->inputs[2];
+        if (readers[p] != 1 || !cg_rw_is(no, "logical_not") || readers[w->inputs[0]] != 1) return -1;
+        eq = cg_rw_producer(g, no->inputs[0]);
+        if (!cg_rw_is(eq, "equal") || readers[no->inputs[0]] != 1 || eq->inputs[0] != sm || eq->inputs[1] != sm ||
+            readers[sm] != 3)
+            return -1;
+        return sm;
+    }
+    return readers[p] == 1 ? p : -1;
+}
+
+/* Whether mask m broadcasts to scores [B, H, L, S] (sc). */
+static int mask_fits(const cg_graph *g, int32_t m, const int64_t *sc) {
+    const cg_value *x = val(g, m);
+    if (!x->typed || x->dtype != CG_F32 || x->ndim > 4) return 0;
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t a = x->dims[x->ndim - 1 - d], b = sc[3 - d];
+        if (a != 1 && !dims_eq(a, b)) return 0;
+    }
+    return 1;
+}
+
+/* S -> the scores' MatMul (scale and mask into s); NULL if S is no
+ * scores. */
+static const cg_node *scores(const cg_graph *g, const int32_t *readers, int32_t S, site *s) {
+    const cg_node *add = cg_rw_producer(g, S);
+    if (cg_rw_is(add, "add") && add->n_inputs == 2 && readers[S] == 1)
+        for (int side = 0; side < 2; side++) {
+            int32_t x = strip_scale(g, readers, add->inputs[side], 1, &s->scale);
+            const cg_node *mm = cg_rw_producer(g, x);
+            if (cg_rw_is(mm, "matmul") && readers[x] == 1) {
+                s->mask = add->inputs[1 - side];
+                return mm;
+            }
+            s->scale = 1.0;
+        }
+    if (readers[S] != 1) return NULL;
+    int32_t x = strip_scale(g, readers, S, 1, &s->scale);
+    const cg_node *mm = cg_rw_producer(g, x);
+    return cg_rw_is(mm, "matmul") && (x == S || readers[x] == 1) ? mm : NULL;
+}
+
+/* The input of a Transpose(perm) that makes x, or -1. */
+static int32_t untranspose(const cg_graph *g, int32_t x, int rank, const int64_t *perm) {
+    const cg_node *t = cg_rw_producer(g, x);
+    return cg_rw_is(t, "transpose") && cg_rw_ints_are(t, "perm", rank, perm) ? t->inputs[0] : -1;
+}
+
+/* kT [B, H, D, S] -> K [B, H, S, D] when kT is K transposed, directly or
+ * through Reshape([B*H, S, D]) -> Transpose(0, 2, 1) -> Reshape; else -1. */
+static int32_t k_heads(const cg_graph *g, int32_t kt) {
+    int32_t k = untranspose(g, kt, 4, P0132);
+    if (k >= 0) return k;
+    const cg_node *r2 = cg_rw_producer(g, kt);
+    if (!cg_rw_is(r2, "reshape")) return -1;
+    int32_t t3 = untranspose(g, r2->inputs[0], 3, P021);
+    const cg_node *r1 = t3 >= 0 ? cg_rw_producer(g, t3) : NULL;
+    if (!cg_rw_is(r1, "reshape") || !f32_rank(g, r1->inputs[0], 4)) return -1;
+    k = r1->inputs[0];
+    const int64_t *kd = val(g, k)->dims, *td = val(g, kt)->dims;
+    return dims_eq(kd[0], td[0]) && dims_eq(kd[1], td[1]) && dims_eq(kd[2], td[3]) && dims_eq(kd[3], td[2]) ? k : -1;
+}
+
+/* The Transpose(0, 2, 1, 3) that takes y [B, H, L, Dv] back to
+ * [B, L, H, Dv] (through a Reshape that keeps its shape), or NULL. */
+static const cg_node *out_heads(const cg_graph *g, const int32_t *readers, int32_t y) {
+    const cg_node *r = sole_reader(g, readers, y);
+    if (cg_rw_is(r, "reshape")) {
+        const cg_value *a = val(g, y), *b = val(g, r->outputs[0]);
+        if (!b->typed || b->ndim != 4 || memcmp(a->dims, b->dims, sizeof(int64_t) * 4)) return NULL;
+        r = sole_reader(g, readers, r->outputs[0]);
+    }
+    return cg_rw_is(r, "transpose") && cg_rw_ints_are(r, "perm", 4, P0213) ? r : NULL;
+}
+
+/* The shapes agree: q [B, H, L, D], kT [B, H, D, S], v [B, H, S, Dv]. */
+static int shapes_fit(const cg_graph *g, int32_t q, int32_t kt, int32_t v, int64_t *sc) {
+    if (!f32_rank(g, q, 4) || !f32_rank(g, kt, 4) || !f32_rank(g, v, 4)) return 0;
+    const int64_t *qd = val(g, q)->dims, *kd = val(g, kt)->dims, *vd = val(g, v)->dims;
+    for (int d = 0; d < 2; d++)
+        if (!dims_eq(qd[d], kd[d]) || !dims_eq(qd[d], vd[d])) return 0;
+    if (!dims_eq(qd[3], kd[2]) || !dims_eq(kd[3], vd[2])) return 0;
+    sc[0] = qd[0], sc[1] = qd[1], sc[2] = qd[2], sc[3] = kd[3];
+    return 1;
+}
+
+/* Head layouts: "bshd" when q, k, v and the result all have their head
+ * split transposes, else "bhsd" (k transposed by a new node if needed). */
+static void choose_layout(const cg_graph *g, const int32_t *readers, int32_t q, int32_t kt, int32_t v, site *s) {
+    int32_t k4 = k_heads(g, kt), x = untranspose(g, q, 4, P0213), z = untranspose(g, v, 4, P0213);
+    int32_t y = untranspose(g, kt, 4, P0231);
+    if (y < 0 && k4 >= 0) y = untranspose(g, k4, 4, P0213);
+    const cg_node *back = out_heads(g, readers, s->fin->outputs[0]);
+    if (x >= 0 && y >= 0 && z >= 0 && back) {
+        s->bshd = 1, s->q = x, s->k = y, s->v = z, s->result = back->outputs[0];
+        return;
+    }
+    s->q = q, s->v = v, s->result = s->fin->outputs[0];
+    s->k = k4 >= 0 ? k4 : kt;
+    s->k_t = k4 < 0;
+}
+
+static int is_graph_output(const cg_graph *g, int32_t v) {
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == v) return 1;
+    return 0;
+}
+
+static int match(const cg_graph *g, const int32_t *readers, const cg_node *fin, site *s) {
+    memset(s, 0, sizeof *s);
+    s->fin = fin, s->mask = -1, s->scale = 1.0;
+    if (!cg_rw_is(fin, "matmul") || fin->n_inputs != 2 || !f32_rank(g, fin->outputs[0], 4)) return 0;
+    int32_t sm = probs(g, readers, fin->inputs[0]);
+    const cg_node *soft = sm >= 0 ? cg_rw_producer(g, sm) : NULL;
+    const cg_attr *axis = soft ? cg_rw_attr(soft, "axis") : NULL;
+    if (!cg_rw_is(soft, "softmax") || (axis && axis->i != 3 && axis->i != -1)) return 0;
+    const cg_node *mm = scores(g, readers, soft->inputs[0], s);
+    if (!mm || mm->n_inputs != 2) return 0;
+    int32_t q = strip_scale(g, readers, mm->inputs[0], 0, &s->scale);
+    int32_t kt = strip_scale(g, readers, mm->inputs[1], 0, &s->scale);
+    int64_t sc[4];
+    if (!shapes_fit(g, q, kt, fin->inputs[1], sc) || (s->mask >= 0 && !mask_fits(g, s->mask, sc))) return 0;
+    choose_layout(g, readers, q, kt, fin->inputs[1], s);
+    return !is_graph_output(g, s->result);
+}
+
+static cg_status apply(cg_graph *g, const site *s) {
+    cg_node *n;
+    int32_t k = s->k, out, in[4];
+    cg_status st = CG_OK;
+    if (s->k_t) {
+        st = cg_rw_add_node(g, "transpose", s->fin->name, "/sdpa_k", 1, &s->k, &n, &k);
+        if (!st) st = cg_node_set_ints(n, "perm", 4, P0132);
+    }
+    in[0] = s->q, in[1] = k, in[2] = s->v, in[3] = s->mask;
+    if (!st) st = cg_rw_add_node(g, "sdpa", s->fin->name, "/sdpa", s->mask >= 0 ? 4 : 3, in, &n, &out);
+    if (!st) st = cg_node_set_string(n, "layout", s->bshd ? "bshd" : "bhsd");
+    if (!st) st = cg_node_set_float(n, "scale", s->scale);
+    if (!st) st = cg_rw_redirect(g, s->result, out);
+    return st;
+}
+
+static cg_status attention_run(cg_graph *g, int *fired) {
+    if (!cg_registry_find(g->model->ctx, "sdpa")) return CG_OK;
+    int n_nodes = g->n_nodes; /* the nodes a fusion adds are no candidates */
+    for (int i = 0; i < n_nodes; i++) {
+        int32_t *readers = cg_rw_readers(g);
+        if (!readers) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        site s;
+        int hit = match(g, readers, g->nodes[i], &s);
+        free(readers);
+        if (!hit) continue;
+        cg_status st = apply(g, &s);
+        if (st) return st;
+        ++*fired;
+    }
+    return CG_OK;
+}
+
+const cg_rewrite_pass cg_rewrite_attention = {
+    "attention",
+    "scaled-dot-product attention (MatMul, scale, mask Add, Softmax, MatMul, with the exporters' head-split "
+    "transposes) into one sdpa node",
+    attention_run,
+};

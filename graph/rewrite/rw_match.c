@@ -1,0 +1,99 @@
+/* What the rewrite passes share: who reads and who makes a value, a
+ * node's attributes, the scalar constants exporters write, and adding a
+ * node to a verified graph. */
+#include "rewrite.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "weights.h"
+
+int32_t *cg_rw_readers(const cg_graph *g) {
+    int32_t *r = calloc((size_t)g->n_values + 1, sizeof *r);
+    if (!r) return NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
+            if (g->nodes[i]->inputs[k] >= 0) r[g->nodes[i]->inputs[k]]++;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] >= 0) r[g->outputs[k]]++;
+    return r;
+}
+
+cg_node *cg_rw_producer(const cg_graph *g, int32_t v) {
+    if (v < 0 || v >= g->n_values) return NULL;
+    const cg_value *x = &g->values[v];
+    return x->kind == CG_VAL_NODE && x->producer >= 0 ? g->nodes[x->producer] : NULL;
+}
+
+int cg_rw_is(const cg_node *n, const char *op) { return n && n->n_outputs == 1 && !strcmp(n->op, op); }
+
+const cg_attr *cg_rw_attr(const cg_node *n, const char *key) {
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].key, key)) return &n->attrs[i];
+    return NULL;
+}
+
+int cg_rw_ints_are(const cg_node *n, const char *key, int count, const int64_t *want) {
+    const cg_attr *a = cg_rw_attr(n, key);
+    if (!a || a->type != CG_ATTR_INTS || a->syms || a->n_ints != count) return 0;
+    for (int i = 0; i < count; i++)
+        if (a->ints[i] != want[i]) return 0;
+    return 1;
+}
+
+int cg_rw_scalar(const cg_graph *g, int32_t v, double *out) {
+    const cg_value *x = &g->values[v];
+    cg_weights *w = g->model->weights;
+    if (x->kind != CG_VAL_PARAM || !x->weight || !w || x->dtype != CG_F32) return 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (x->dims[d] != 1) return 0;
+    cg_tensor_desc desc;
+    const void *data;
+    if (cg_weights_view(w, x->weight, &desc, &data) || desc.dtype != CG_F32) return 0;
+    float f;
+    memcpy(&f, data, sizeof f);
+    *out = f;
+    return 1;
+}
+
+/* base + suffix, or base + suffix + "_K" for the first K that names no
+ * value of g. */
+static char *fresh_name(const cg_graph *g, const char *base, const char *suffix) {
+    size_t n = strlen(base) + strlen(suffix) + 24;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    snprintf(s, n, "%s%s", base, suffix);
+    for (int k = 2; cg_graph_find_value(g, s) >= 0; k++) snprintf(s, n, "%s%s_%d", base, suffix, k);
+    return s;
+}
+
+cg_status cg_rw_add_node(cg_graph *g, const char *op, const char *base, const char *suffix, int n_in, const int32_t *in,
+                         cg_node **node, int32_t *out_value) {
+    const char *names[8];
+    if (n_in > 8) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_rw_add_node: too many inputs");
+    for (int i = 0; i < n_in; i++) names[i] = g->values[in[i]].name;
+    char *out = fresh_name(g, base, suffix);
+    if (!out) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    const char *outs[1] = {out};
+    cg_status st = cg_graph_new_node(g, op, out, n_in, names, 1, outs, 0, 0, node);
+    free(out);
+    if (st) return st;
+    *out_value = (*node)->outputs[0];
+    return CG_OK;
+}
+
+cg_status cg_rw_redirect(cg_graph *g, int32_t from, int32_t to) {
+    const char *name = g->values[to].name;
+    for (int i = 0; i < g->n_nodes; i++) {
+        cg_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] != from) continue;
+            cg_status st = cg_node_set_input_name(n, k, name);
+            if (st) return st;
+            n->inputs[k] = to; /* resolved now too: later matches walk through it */
+        }
+    }
+    return CG_OK;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Attention in the forms exporters write it, for the graph rewrite
+"attention" (graph/rewrite/rw_attention.c): each case a folder of rewrite/
+in ONNX's backend-test layout, its expected outputs computed by ONNX
+Runtime. tests/graph/onnx/test_onnx.c runs them with the rewrites on and
+off and counts where the rewrite fired.
+
+    cd tests/data/onnx && python3 make_rewrite.py
+
+Needs numpy, onnx and onnxruntime."""
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as T, helper as h, numpy_helper
+
+from onnx_case import write_data_set
+
+B, L, S, H, D = 2, 5, 7, 3, 4
+rng = np.random.default_rng(32)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def const(name, v):
+    return h.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, np.float32), name))
+
+
+def split_heads(x, out, n, perm, tag):
+    """x [B, n, H*D] -> Reshape [B, n, H, D] -> Transpose(perm)."""
+    return [h.make_node("Constant", [], [tag + "_shape"],
+                        value=numpy_helper.from_array(np.array([0, 0, H, D], np.int64), tag + "_shape")),
+            h.make_node("Reshape", [x, tag + "_shape"], [tag + "_4d"]),
+            h.make_node("Transpose", [tag + "_4d"], [out], perm=perm)]
+
+
+def softmax_nan0(scores, out):
+    """Softmax, then Where(IsNaN(p), 0, p): rows masked everywhere give 0."""
+    return [h.make_node("Softmax", [scores], ["p"], axis=-1), h.make_node("IsNaN", ["p"], ["p_nan"]),
+            const("zero", 0.0), h.make_node("Where", ["p_nan", "zero", "p"], [out])]
+
+
+def merge_heads(y, out):
+    """y [B, H, L, D] -> Transpose(0, 2, 1, 3) -> Reshape [B, L, H*D]."""
+    return [h.make_node("Transpose", [y], ["y_t"], perm=[0, 2, 1, 3]),
+            h.make_node("Constant", [], ["y_shape"],
+                        value=numpy_helper.from_array(np.array([0, 0, H * D], np.int64), "y_shape")),
+            h.make_node("Reshape", ["y_t", "y_shape"], [out])]
+
+
+def exported_form(mask_value=None, probs_out=False):
+    """transformers' TorchScript form: q and kT each scaled by sqrt(scale),
+    an additive mask, NaN rows to 0, heads split and merged around it."""
+    c = float(D) ** -0.25
+    nodes = split_heads("q", "qh", L, [0, 2, 1, 3], "q") + split_heads("k", "kt", S, [0, 2, 3, 1], "k")
+    nodes += split_heads("v", "vh", S, [0, 2, 1, 3], "v")
+    nodes += [const("cq", c), const("ck", c), h.make_node("Mul", ["qh", "cq"], ["qs"]),
+              h.make_node("Mul", ["kt", "ck"], ["ks"]), h.make_node("MatMul", ["qs", "ks"], ["s0"]),
+              h.make_node("Add", ["s0", "mask"], ["s"])]
+    nodes += softmax_nan0("s", "pz") + [h.make_node("MatMul", ["pz", "vh"], ["yh"])] + merge_heads("yh", "y")
+    mask = np.where(rng.random((B, 1, 1, S)) < 0.3, -np.inf, 0).astype(np.float32)
+    if mask_value is not None:
+        mask[...] = mask_value
+    ins = [("q", f32(B, L, H * D)), ("k", f32(B, S, H * D)), ("v", f32(B, S, H * D)), ("mask", mask)]
+    outs = ["y"] + (["p"] if probs_out else [])
+    return nodes, ins, outs
+
+
+def bhsd_div_form():
+    """4-D heads given, K transposed by Transpose(0, 1, 3, 2), the scores
+    divided by sqrt(D), no mask, the softmax read directly (the result is
+    read by one more node: a graph output keeps its producer)."""
+    nodes = [h.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), h.make_node("MatMul", ["q", "kt"], ["s0"]),
+             const("sd", float(D) ** 0.5), h.make_node("Div", ["s0", "sd"], ["s"]),
+             h.make_node("Softmax", ["s"], ["p"], axis=3), h.make_node("MatMul", ["p", "v"], ["a"]),
+             h.make_node("Neg", ["a"], ["y"])]
+    return nodes, [("q", f32(B, H, L, D)), ("k", f32(B, H, S, D)), ("v", f32(B, H, S, D + 2))], ["y"]
+
+
+def kt_given_form():
+    """K^T is a graph input [B, H, D, S]: sdpa needs K, so the rewrite
+    transposes it; a [L, S] mask broadcast over batch and heads."""
+    nodes = [h.make_node("MatMul", ["q", "kt"], ["s0"]), h.make_node("Add", ["mask", "s0"], ["s"]),
+             h.make_node("Softmax", ["s"], ["p"], axis=-1), h.make_node("MatMul", ["p", "v"], ["a"]),
+             h.make_node("Neg", ["a"], ["y"])]
+    return nodes, [("q", f32(B, H, L, D)), ("kt", f32(B, H, D, S)), ("v", f32(B, H, S, D)), ("mask", f32(L, S))], ["y"]
+
+
+def save(name, nodes, ins, outs):
+    def info(n, a):
+        return h.make_tensor_value_info(n, h.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+    out_info = [h.make_tensor_value_info(n, T.FLOAT, None) for n in outs]
+    graph = h.make_graph(nodes, name, [info(n, a) for n, a in ins], out_info)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model = onnx.shape_inference.infer_shapes(model)
+    onnx.checker.check_model(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = sess.run(outs, dict(ins))
+    d = os.path.join("rewrite", name)
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    write_data_set(d, ins, list(zip(outs, got)))
+
+
+def main():
+    save("exported_bshd", *exported_form())
+    # a row masked everywhere: the Where gives 0, and so must sdpa
+    nodes, ins, outs = exported_form()
+    ins[3][1][0, 0, 0, :] = -np.inf
+    save("fully_masked_row", nodes, ins, outs)
+    # the probabilities are an output too: nothing to fuse
+    save("probs_output", *exported_form(probs_out=True))
+    save("bhsd_div", *bhsd_div_form())
+    save("kt_given", *kt_given_form())
+
+
+if __name__ == "__main__":
+    main()

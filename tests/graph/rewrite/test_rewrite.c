@@ -1,0 +1,134 @@
+/* Graph rewrites (graph/rewrite): the attention rewrite on the forms
+ * tests/data/onnx/make_rewrite.py writes (expected values from ONNX
+ * Runtime) with the rewrites on and off on every device, where it fires and
+ * where it must not, the selection's errors, and the plan's line saying
+ * what fired; the corpus slice's Transformers fused. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clgraph/clgraph.h"
+#include "test_util.h"
+
+static void setup(void) { tu_setup_dir("rewrite"); }
+
+/* onnx-test over dir with CLGRAPH_REWRITES=which: every case passes on
+ * every device (ONNX's tolerances). */
+static void run_cases(const char *dir, const char *which, int total) {
+    char env[64];
+    snprintf(env, sizeof env, "CLGRAPH_REWRITES=%s", which);
+    const char *args[] = {"onnx-test", dir, NULL}, *extra[] = {env, NULL};
+    int rc = tu_run_cli(args, extra, NULL);
+    ck_assert_msg(rc == 0, "%s\n%s", tu_out, tu_err);
+    char want[64];
+    snprintf(want, sizeof want, "%d passed, 0 failed, 0 unsupported, 0 errors (of %d)", total, total);
+    int devices = 0;
+    for (const char *l = tu_err; (l = strstr(l, "clgraph onnx-test: ")); l++, devices++) {
+        const char *end = strchr(l, '\n'), *hit = strstr(l, want);
+        ck_assert_msg(hit && (!end || hit < end), "CLGRAPH_REWRITES=%s: %s", which, tu_err);
+    }
+    ck_assert_int_ge(devices, 1);
+}
+
+START_TEST(cases_pass_rewritten_or_not) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/rewrite", tu_src_dir());
+    run_cases(dir, "all", 5);
+    run_cases(dir, "none", 5);
+}
+END_TEST
+
+static int attention_index(void) {
+    for (int i = 0; i < cg_rewrite_count(); i++)
+        if (!strcmp(cg_rewrite_name(i), "attention")) return i;
+    ck_abort_msg("no rewrite named attention");
+    return -1;
+}
+
+/* How often the attention rewrite fired importing `path` with `which`. */
+static int fired(const char *path, const char *which) {
+    cg_context *ctx = NULL;
+    cg_model *m = NULL;
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
+    cg_onnx_options opt = {.struct_size = sizeof opt, .rewrites = which};
+    ck_assert_msg(cg_model_load_onnx(ctx, path, &opt, &m) == CG_OK, "%s", cg_last_error());
+    int n = cg_model_rewrite_fired(m, attention_index());
+    cg_model_free(m);
+    cg_context_free(ctx);
+    return n;
+}
+
+static const char *case_model(const char *name) {
+    static char path[4200];
+    snprintf(path, sizeof path, "%s/tests/data/onnx/%s/model.onnx", tu_src_dir(), name);
+    return path;
+}
+
+START_TEST(fires_where_the_chain_is_whole) {
+    /* both exporters' head splits and scales; a 4-D form divided by sqrt(D);
+     * K^T given (sdpa gets it transposed back) */
+    ck_assert_int_eq(fired(case_model("rewrite/exported_bshd"), NULL), 1);
+    ck_assert_int_eq(fired(case_model("rewrite/fully_masked_row"), "all"), 1);
+    ck_assert_int_eq(fired(case_model("rewrite/bhsd_div"), "attention"), 1);
+    ck_assert_int_eq(fired(case_model("rewrite/kt_given"), NULL), 1);
+    /* the probabilities are a graph output: the chain must stay */
+    ck_assert_int_eq(fired(case_model("rewrite/probs_output"), NULL), 0);
+    /* off: the rewrite did not run */
+    ck_assert_int_eq(fired(case_model("rewrite/exported_bshd"), "none"), -1);
+    ck_assert_int_eq(fired(case_model("rewrite/exported_bshd"), "-attention"), -1);
+    /* real exports (the corpus slice): one per attention layer */
+    ck_assert_int_eq(fired(case_model("corpus/bert_ts"), NULL), 2);
+    ck_assert_int_eq(fired(case_model("corpus/bert_dynamo"), NULL), 2);
+    ck_assert_int_eq(fired(case_model("corpus/gpt2_dynamo"), NULL), 2);
+    ck_assert_int_eq(fired(case_model("corpus/marian_encoder_dynamo"), NULL), 2);
+    ck_assert_int_eq(fired(case_model("corpus/transformer_dynamo"), NULL), 6);
+}
+END_TEST
+
+START_TEST(selection_errors_name_the_rewrite) {
+    cg_context *ctx = NULL;
+    cg_model *m = NULL;
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
+    cg_onnx_options opt = {.struct_size = sizeof opt, .rewrites = "attention,gelux"};
+    ck_assert_int_eq(cg_model_load_onnx(ctx, case_model("rewrite/exported_bshd"), &opt, &m), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(cg_last_error(), "no rewrite 'gelux'") && strstr(cg_last_error(), "attention"), "%s",
+                  cg_last_error());
+    opt.rewrites = "attention,-attention";
+    ck_assert_int_eq(cg_model_load_onnx(ctx, case_model("rewrite/exported_bshd"), &opt, &m), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "not both"), "%s", cg_last_error());
+    /* the environment's selection, named as such */
+    const char *args[] = {"check", case_model("rewrite/exported_bshd"), NULL},
+               *env[] = {"CLGRAPH_REWRITES=bogus", NULL};
+    ck_assert_int_ne(tu_run_cli(args, env, NULL), 0);
+    ck_assert_msg(strstr(tu_err, "CLGRAPH_REWRITES: rewrites 'bogus': no rewrite 'bogus'"), "%s", tu_err);
+    cg_context_free(ctx);
+}
+END_TEST
+
+START_TEST(plan_says_what_fired) {
+    const char *on[] = {"plan", case_model("rewrite/exported_bshd"), NULL};
+    ck_assert_msg(tu_run_cli(on, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "\nrewrites: attention 1\n") && strstr(tu_out, " sdpa "), "%s", tu_out);
+    ck_assert_msg(!strstr(tu_out, " softmax "), "%s", tu_out);
+    const char *off[] = {"plan", case_model("rewrite/exported_bshd"), "--rewrites", "none", NULL};
+    ck_assert_msg(tu_run_cli(off, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "\nrewrites: none; off: attention\n") && strstr(tu_out, " softmax ") &&
+                      !strstr(tu_out, " sdpa "),
+                  "%s", tu_out);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("rewrite");
+    TCase *tc = tcase_create("rewrite");
+    tcase_add_checked_fixture(tc, setup, tu_teardown_dir);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, cases_pass_rewritten_or_not);
+    tcase_add_test(tc, fires_where_the_chain_is_whole);
+    tcase_add_test(tc, selection_errors_name_the_rewrite);
+    tcase_add_test(tc, plan_says_what_fired);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s, 0);
+}
