@@ -39,6 +39,18 @@ START_TEST(cases_pass_rewritten_or_not) {
 }
 END_TEST
 
+/* The corpus slice with the rewrites off (test_onnx runs it with them on,
+ * the default), against ONNX Runtime with the corpus' tolerances. */
+START_TEST(corpus_slice_passes_without_rewrites) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/tests/data/onnx/corpus", tu_src_dir());
+    const char *args[] = {"onnx-test", dir, "--rtol", "1e-3", "--atol", "1e-4", NULL},
+               *env[] = {"CLGRAPH_REWRITES=none", NULL};
+    ck_assert_msg(tu_run_cli(args, env, NULL) == 0, "%s\n%s", tu_out, tu_err);
+    ck_assert_msg(strstr(tu_err, "cpu: 11 passed, 0 failed"), "%s", tu_err);
+}
+END_TEST
+
 static int attention_index(void) {
     for (int i = 0; i < cg_rewrite_count(); i++)
         if (!strcmp(cg_rewrite_name(i), "attention")) return i;
@@ -129,6 +141,7 @@ int main(void) {
     tcase_add_test(tc, fires_where_the_chain_is_whole);
     tcase_add_test(tc, selection_errors_name_the_rewrite);
     tcase_add_test(tc, plan_says_what_fired);
+    tcase_add_test(tc, corpus_slice_passes_without_rewrites);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }
