@@ -1,16 +1,18 @@
 /* conv: N-d convolution (ONNX Conv, torch.nn.Conv1d/2d/3d) of x [N, C,
  * spatial...] with w [M, C / group, kernel...] and an optional bias [M].
- * CPU: the windows of a block of output positions copied into rows
- * (im2row) and one GEMM of the group's weights with them on the CPU GEMM
- * (own kernels, threaded); 1x1 windows need no copy, and a depthwise conv
- * (one input channel per group) is a direct loop. OpenCL: one work-item
- * per output element (ops/cl/conv.cl). */
+ * CPU: the windows of 16 output positions at a time copied into a panel
+ * (im2col) that the group's weights multiply (cg_cpu_gemm_panel), panels
+ * and blocks of output channels spread over the thread pool; 1x1 windows
+ * are read from x in place, and a depthwise conv (one input channel per
+ * group) is a direct loop. OpenCL: one work-item per output element
+ * (ops/cl/conv.cl). */
 #include "conv_geom.h"
 #include "ops_cl.h"
 
-#include "cpu/cpu_blas.h"
+#include "cpu/cpu_gemm.h"
 #include "cpu/cpu_pool.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,48 +77,180 @@ static int conv_pointwise(const cg_conv_geom *g) {
 
 /* One input channel per output channel group and few outputs from it: the
  * direct loop, which reads each window once per output; with many outputs
- * of one channel (an STFT as a conv) im2row's one copy per window serves
+ * of one channel (an STFT as a conv) im2col's one copy per window serves
  * them all in a GEMM. */
 static int conv_direct(const conv_dims *cd) { return cd->cg == 1 && cd->mg <= 8 && !conv_pointwise(&cd->g); }
 
-static size_t conv_workspace(const cg_op_call *call) {
-    conv_dims cd;
-    if (conv_dims_of(call, &cd) || conv_pointwise(&cd.g) || conv_direct(&cd)) return 0;
-    const int64_t ck = cd.cg * cg_conv_k_size(&cd.g);
-    return (size_t)(cg_conv_block(ck, cg_conv_out_size(&cd.g)) * ck) * sizeof(float);
-}
-
-/* One im2row block: rows [r0, r1) of output positions of image plane x
- * (the group's cg channels), each row the cg * K window values. */
+/* The im2col GEMM: the output positions of all N images in one row of
+ * columns (j = n * P + position, so the images of a small plane share a
+ * panel), in panels of CG_GEMM_PANEL columns that one thread packs (each
+ * tap a short run copied from a row of x) and multiplies by a block of
+ * output channels' weights (cg_cpu_gemm_panel). An item is one (group,
+ * panel, block of output channels); a thread packs a panel once for the
+ * consecutive items it gets of it. Each output is its bias and then the
+ * products in the order of the window, whatever the split. */
 typedef struct conv_job {
     const conv_dims *cd;
     const float *x, *w, *bias;
-    float *rows, *y;
-    int64_t p0;
+    float *y;
+    float *slots;       /* per slot: the packed panel [ck][PANEL], then an output tile [mblk][PANEL] */
+    _Atomic int *claim; /* slot s is in use while claim[s] != 0 */
+    int nslots;
+    int64_t ck, p, cols, panels, mblk, mblocks;
 } conv_job;
 
-static void im2row_run(void *ctx, size_t r0, size_t r1) {
-    const conv_job *j = ctx;
-    const cg_conv_geom *g = &j->cd->g;
-    const int64_t ck = j->cd->cg * cg_conv_k_size(g), in = cg_conv_in_size(g);
-    for (size_t r = r0; r < r1; r++) {
-        const int64_t p = j->p0 + (int64_t)r;
-        const int64_t o2 = p % g->out[2], o1 = p / g->out[2] % g->out[1], o0 = p / g->out[2] / g->out[1];
-        float *row = j->rows + (int64_t)r * ck;
-        for (int64_t c = 0; c < j->cd->cg; c++)
+#define PANEL CG_GEMM_PANEL
+
+/* Multiply-adds below which an item is not worth handing to another thread. */
+#define CONV_TASK_MACS ((int64_t)1 << 17)
+
+static int64_t conv_slot_floats(const conv_dims *cd) { return (cd->cg * cg_conv_k_size(&cd->g) + cd->mg) * PANEL; }
+
+static size_t conv_workspace(const cg_op_call *call) {
+    conv_dims cd;
+    if (conv_dims_of(call, &cd) || conv_direct(&cd)) return 0;
+    const size_t t = (size_t)cg_cpu_threads();
+    return 64 + t * sizeof(_Atomic int) + 64 + t * (size_t)conv_slot_floats(&cd) * sizeof(float);
+}
+
+/* One panel row: len outputs from row xr (NULL: a row in the pads) at
+ * xr[base + t * s], t in [lo, hi) inside x, zeros elsewhere. */
+static inline void conv_pack_row(const float *xr, int64_t base, int64_t s, int64_t lo, int64_t hi, int64_t len,
+                                 float *dst) {
+    if (!xr) {
+        memset(dst, 0, (size_t)len * sizeof(float));
+        return;
+    }
+    if (s == 1 && lo == 0 && hi == PANEL) { /* the common interior run: a fixed-size copy the compiler inlines */
+        memcpy(dst, xr + base, PANEL * sizeof(float));
+        return;
+    }
+    for (int64_t t = 0; t < lo; t++) dst[t] = 0.0f;
+    if (s == 1)
+        for (int64_t t = lo; t < hi; t++) dst[t] = xr[base + t];
+    else
+        for (int64_t t = lo; t < hi; t++) dst[t] = xr[base + t * s];
+    for (int64_t t = hi; t < len; t++) dst[t] = 0.0f;
+}
+
+/* One run of len outputs along the last axis from (o0, o1, o2) of the
+ * group's channels xg into the panel rows from dst: per tap k2 the span
+ * [lo, hi) of the run that reads inside x (found once), then that tap's
+ * row for every channel and (k0, k1). */
+static void conv_pack_run(const conv_dims *cd, const float *xg, int64_t o0, int64_t o1, int64_t o2, int64_t len,
+                          float *dst) {
+    const cg_conv_geom *g = &cd->g;
+    const int64_t s = g->s[2], n2 = g->in[2], in = cg_conv_in_size(g), step = g->k[2] * PANEL;
+    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
+        const int64_t base = o2 * s - g->pb[2] + k2 * g->d[2];
+        int64_t lo = base >= 0 ? 0 : (-base + s - 1) / s, hi = n2 > base ? (n2 - base + s - 1) / s : 0;
+        if (hi > len) hi = len;
+        if (lo > hi) lo = hi;
+        float *d = dst + k2 * PANEL;
+        for (int64_t c = 0; c < cd->cg; c++)
             for (int64_t k0 = 0; k0 < g->k[0]; k0++) {
                 const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
-                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+                const int in0 = i0 >= 0 && i0 < g->in[0];
+                const float *xc = in0 ? xg + c * in + i0 * g->in[1] * n2 : NULL;
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++, d += step) {
                     const int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
-                    const int inside = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1];
-                    const float *src = j->x + c * in + (i0 * g->in[1] + i1) * g->in[2];
-                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                        const int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
-                        *row++ = inside && i2 >= 0 && i2 < g->in[2] ? src[i2] : 0.0f;
-                    }
+                    conv_pack_row(in0 && i1 >= 0 && i1 < g->in[1] ? xc + i1 * n2 : NULL, base, s, lo, hi, len, d);
                 }
             }
     }
+}
+
+/* Columns [j0, j0 + nr) of group gi into pk [ck][PANEL], in runs of
+ * consecutive outputs along the last axis of one image. */
+static void conv_pack(const conv_job *j, int64_t gi, int64_t j0, int nr, float *pk) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    if (nr < PANEL)
+        for (int64_t r = 0; r < j->ck; r++) memset(pk + r * PANEL + nr, 0, (size_t)(PANEL - nr) * sizeof(float));
+    for (int l = 0; l < nr;) {
+        const int64_t col = j0 + l, img = col / j->p, pos = col % j->p;
+        const int64_t o2 = pos % g->out[2], o1 = pos / g->out[2] % g->out[1], o0 = pos / g->out[2] / g->out[1];
+        const int64_t len = g->out[2] - o2 < nr - l ? g->out[2] - o2 : nr - l;
+        conv_pack_run(cd, j->x + (img * cd->c + gi * cd->cg) * cg_conv_in_size(g), o0, o1, o2, len, pk + l);
+        l += (int)len;
+    }
+}
+
+static int conv_claim(conv_job *j) {
+    for (;;)
+        for (int s = 0; s < j->nslots; s++) {
+            int free_ = 0;
+            if (atomic_compare_exchange_strong(&j->claim[s], &free_, 1)) return s;
+        }
+}
+
+/* The output tile of a panel that spans two images: to y image by image. */
+static void conv_scatter(const conv_job *j, int64_t gi, int64_t m0, int64_t mr, int64_t j0, int nr, const float *t) {
+    const conv_dims *cd = j->cd;
+    for (int l = 0; l < nr;) {
+        const int64_t col = j0 + l, img = col / j->p, pos = col % j->p;
+        const int64_t len = j->p - pos < nr - l ? j->p - pos : nr - l;
+        float *yo = j->y + (img * cd->m + gi * cd->mg + m0) * j->p + pos;
+        for (int64_t i = 0; i < mr; i++) memcpy(yo + i * j->p, t + i * PANEL + l, (size_t)len * sizeof(float));
+        l += (int)len;
+    }
+}
+
+/* Items [i0, i1) on one slot's buffers. */
+static void conv_items(void *ctx, size_t i0, size_t i1) {
+    conv_job *j = ctx;
+    const conv_dims *cd = j->cd;
+    const int slot = conv_claim(j);
+    float *pk = j->slots + (int64_t)slot * conv_slot_floats(cd), *tile = pk + j->ck * PANEL;
+    int64_t packed = -1;
+    for (size_t it = i0; it < i1; it++) {
+        const int64_t gq = (int64_t)it / j->mblocks, gi = gq / j->panels, j0 = gq % j->panels * PANEL;
+        const int64_t m0 = (int64_t)it % j->mblocks * j->mblk, mr = cd->mg - m0 < j->mblk ? cd->mg - m0 : j->mblk;
+        const int nr = j->cols - j0 < PANEL ? (int)(j->cols - j0) : PANEL;
+        const int64_t img = j0 / j->p, pos = j0 % j->p, one_image = pos + nr <= j->p;
+        const float *b = pk;
+        int64_t ldb = PANEL;
+        if (conv_pointwise(&cd->g) && one_image && nr == PANEL) {
+            b = j->x + (img * cd->c + gi * cd->cg) * j->p + pos, ldb = j->p;
+        } else if (packed != gq) {
+            conv_pack(j, gi, j0, nr, pk);
+            packed = gq;
+        }
+        const float *a = j->w + (gi * cd->mg + m0) * j->ck, *init = j->bias ? j->bias + gi * cd->mg + m0 : NULL;
+        if (one_image) {
+            cg_cpu_gemm_panel(mr, nr, j->ck, a, j->ck, b, ldb, init,
+                              j->y + (img * cd->m + gi * cd->mg + m0) * j->p + pos, j->p);
+        } else {
+            cg_cpu_gemm_panel(mr, nr, j->ck, a, j->ck, b, ldb, init, tile, PANEL);
+            conv_scatter(j, gi, m0, mr, j0, nr, tile);
+        }
+    }
+    atomic_store(&j->claim[slot], 0);
+}
+
+/* Blocks of output channels: enough items to go round the threads a few
+ * times when the panels are few, each block whole register tiles. */
+static void conv_gemm(conv_job *j, void *ws) {
+    const conv_dims *cd = j->cd;
+    const int threads = cg_cpu_threads();
+    uintptr_t at = ((uintptr_t)ws + 63) / 64 * 64;
+    j->claim = (_Atomic int *)at;
+    j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
+    j->nslots = threads;
+    for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+    j->cols = cd->n * j->p;
+    j->panels = (j->cols + PANEL - 1) / PANEL;
+    const int64_t items = cd->group * j->panels, want = 4 * (int64_t)threads;
+    j->mblk = cd->mg;
+    if (items < want && threads > 1) {
+        const int64_t per = (cd->mg + (want + items - 1) / items - 1) / ((want + items - 1) / items);
+        j->mblk = (per + 5) / 6 * 6;
+    }
+    if (j->mblk < 1) j->mblk = 1;
+    j->mblocks = (cd->mg + j->mblk - 1) / j->mblk;
+    const int64_t item_macs = j->mblk * (j->ck + 1) * PANEL;
+    cg_cpu_parallel_for((size_t)(items * j->mblocks), (size_t)((CONV_TASK_MACS + item_macs - 1) / item_macs),
+                        conv_items, j);
 }
 
 /* Depthwise: channel m of y from channel m / mg of x alone, a direct loop
@@ -238,36 +372,18 @@ static void depthwise_run(void *ctx, size_t r0, size_t r1) {
     }
 }
 
-static void fill_bias(float *y, const float *bias, int64_t planes, int64_t m, int64_t p) {
-    for (int64_t i = 0; i < planes; i++) {
-        const float b = bias ? bias[i % m] : 0.0f;
-        for (int64_t q = 0; q < p; q++) y[i * p + q] = b;
-    }
-}
-
-/* The group's weights [mg, ck] times the windows of image n, group gi. */
-static void conv_group(conv_job *j, const float *x, const float *w, float *y, int64_t ck, int64_t p) {
-    const conv_dims *cd = j->cd;
-    if (conv_pointwise(&cd->g)) {
-        cg_cpu_sgemm(0, 0, cd->mg, p, cd->cg, 1.0f, w, cd->cg, x, p, 1.0f, y, p);
-        return;
-    }
-    const int64_t block = cg_conv_block(ck, p);
-    j->x = x;
-    for (int64_t p0 = 0; p0 < p; p0 += block) {
-        const int64_t rows = p - p0 < block ? p - p0 : block;
-        j->p0 = p0;
-        cg_cpu_parallel_for((size_t)rows, (size_t)(4096 / ck + 1), im2row_run, j);
-        cg_cpu_sgemm(0, 1, cd->mg, rows, ck, 1.0f, w, ck, j->rows, ck, 1.0f, y + p0, p);
-    }
-}
-
 static cg_op_status conv_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     conv_dims cd;
     if (conv_dims_of(call, &cd)) return CG_OP_ERROR;
-    const int64_t p = cg_conv_out_size(&cd.g), in = cg_conv_in_size(&cd.g), ck = cd.cg * cg_conv_k_size(&cd.g);
-    conv_job j = {&cd, a->in[0], a->in[1], call->n_inputs > 2 ? a->in[2] : NULL, a->workspace, a->out[0], 0};
+    const int64_t p = cg_conv_out_size(&cd.g);
+    conv_job j = {.cd = &cd,
+                  .x = a->in[0],
+                  .w = a->in[1],
+                  .bias = call->n_inputs > 2 ? a->in[2] : NULL,
+                  .y = a->out[0],
+                  .ck = cd.cg * cg_conv_k_size(&cd.g),
+                  .p = p};
     if (cd.n * cd.m * p == 0) return CG_OP_OK;
     if (conv_direct(&cd)) {
         const int64_t rows = cd.n * cd.m * (dw_by_plane(&cd.g) ? 1 : cd.g.out[0] * cd.g.out[1]);
@@ -275,12 +391,7 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
         cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 8192 ? 1 : 8192 / (work + 1)), depthwise_run, &j);
         return CG_OP_OK;
     }
-    fill_bias(j.y, j.bias, cd.n * cd.m, cd.m, p);
-    const float *x = a->in[0], *w = a->in[1];
-    for (int64_t n = 0; n < cd.n; n++)
-        for (int64_t gi = 0; gi < cd.group; gi++)
-            conv_group(&j, x + (n * cd.c + gi * cd.cg) * in, w + gi * cd.mg * ck, j.y + (n * cd.m + gi * cd.mg) * p, ck,
-                       p);
+    conv_gemm(&j, a->workspace);
     return CG_OP_OK;
 }
 
@@ -330,7 +441,7 @@ static const struct {
     /* the depthwise loop's paths: a plane too large to pad whole (rows, edges
      * checked) at stride 2 and at uneven pads; small planes padded whole at
      * stride 1 and 2, one whose windows all reach a pad, mixed strides (rows);
-     * one channel with many outputs (im2row) */
+     * one channel with many outputs (im2col) */
     {2, 1, 4, 4, {70, 66}, {3, 3}, 1, "group: 4, pads: [1, 1, 1, 1], strides: [2, 2]"},
     {2, 1, 2, 2, {70, 66}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
     {1, 2, 3, 3, {40}, {5}, 1, "group: 3, pads: [2, 2]"},
