@@ -126,10 +126,13 @@ static inline void conv_pack_row(const float *xr, int64_t base, int64_t s, int64
         return;
     }
     for (int64_t t = 0; t < lo; t++) dst[t] = 0.0f;
+    const float *xs = xr + base;
     if (s == 1)
-        for (int64_t t = lo; t < hi; t++) dst[t] = xr[base + t];
+        for (int64_t t = lo; t < hi; t++) dst[t] = xs[t];
+    else if (s == 2) /* a constant stride: the loads need no multiply */
+        for (int64_t t = lo; t < hi; t++) dst[t] = xs[2 * t];
     else
-        for (int64_t t = lo; t < hi; t++) dst[t] = xr[base + t * s];
+        for (int64_t t = lo; t < hi; t++) dst[t] = xs[t * s];
     for (int64_t t = hi; t < len; t++) dst[t] = 0.0f;
 }
 
@@ -372,6 +375,110 @@ static void depthwise_run(void *ctx, size_t r0, size_t r1) {
     }
 }
 
+/* GCC builds the lanes loop for AVX2 and for the baseline and picks one
+ * when the library loads (ifunc); neither contracts a product and a sum
+ * into one rounding (C11 mode), so both give the same bits. Not under
+ * ThreadSanitizer, whose runtime is not up when the resolver runs. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define DW_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DW_CLONES
+#endif
+
+/* Small planes go DW_LANES at a time, one plane per lane of a vector: up
+ * to DW_LANES_POS padded positions and DW_LANES_TAPS taps. */
+#define DW_LANES 8
+#define DW_LANES_POS (DW_PLANE_MAX / DW_LANES)
+#define DW_LANES_TAPS 64
+typedef float dw_vec __attribute__((vector_size(DW_LANES * sizeof(float))));
+
+static int dw_by_lanes(const cg_conv_geom *g) {
+    return cg_conv_out_size(g) <= 64 && cg_conv_k_size(g) <= DW_LANES_TAPS &&
+           dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2) <= DW_LANES_POS;
+}
+
+/* Lane l of xt: plane x padded with zeros to the extents e. */
+static void dw_lane_pad(const cg_conv_geom *g, const float *x, const int64_t *e, int l, dw_vec *xt) {
+    int64_t n[3];
+    for (int a = 0; a < 3; a++) n[a] = e[a] > g->pb[a] ? (e[a] - g->pb[a] < g->in[a] ? e[a] - g->pb[a] : g->in[a]) : 0;
+    for (int64_t i0 = 0; i0 < n[0]; i0++)
+        for (int64_t i1 = 0; i1 < n[1]; i1++) {
+            dw_vec *row = xt + ((i0 + g->pb[0]) * e[1] + i1 + g->pb[1]) * e[2] + g->pb[2];
+            const float *xr = x + (i0 * g->in[1] + i1) * g->in[2];
+            for (int64_t i2 = 0; i2 < n[2]; i2++) row[i2][l] = xr[i2];
+        }
+}
+
+/* Outputs per pass of the lanes loop: independent sums that overlap. */
+#define DW_RUN 4
+
+/* Outputs o .. o + nq of the planes of the nl lanes (nq a constant after
+ * inlining), their windows from xt + base[q]. */
+static inline __attribute__((always_inline)) void dw_lanes_outputs(const cg_conv_geom *g, const int64_t *e,
+                                                                   const dw_vec *xt, const int64_t *base,
+                                                                   const dw_vec *wt, const dw_vec *b, int64_t o,
+                                                                   const int nq, float *y, int64_t p, int nl) {
+    dw_vec acc[DW_RUN];
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) acc[q] = *b;
+    const dw_vec *wv = wt;
+    for (int64_t k0 = 0; k0 < g->k[0]; k0++)
+        for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+            const int64_t off = (k0 * g->d[0] * e[1] + k1 * g->d[1]) * e[2];
+            for (int64_t k2 = 0; k2 < g->k[2]; k2++, wv++) {
+                const int64_t t = off + k2 * g->d[2];
+#pragma GCC unroll 4
+                for (int q = 0; q < nq; q++) acc[q] += *wv * xt[base[q] + t];
+            }
+        }
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++)
+        for (int l = 0; l < nl; l++) y[l * p + o + q] = acc[q][l];
+}
+
+/* Planes [p0, p0 + nl), nl <= DW_LANES, of a depthwise conv with small
+ * planes: DW_RUN outputs at a time of all nl planes at once, each its bias
+ * and then the taps in order with the pads as zeros, as depthwise_plane
+ * adds them (the same bits). */
+DW_CLONES static void depthwise_lanes(const conv_job *j, int64_t p0, int nl) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t e[3] = {dw_extent(g, 0), dw_extent(g, 1), dw_extent(g, 2)}, kn = cg_conv_k_size(g);
+    const int64_t p = cg_conv_out_size(g);
+    dw_vec xt[DW_LANES_POS], wt[DW_LANES_TAPS], b = {0};
+    memset(xt, 0, (size_t)(e[0] * e[1] * e[2]) * sizeof *xt);
+    memset(wt, 0, (size_t)kn * sizeof *wt);
+    for (int l = 0; l < nl; l++) {
+        const int64_t m = (p0 + l) % cd->m, ch = (p0 + l) / cd->m * cd->c + m / cd->mg;
+        dw_lane_pad(g, j->x + ch * cg_conv_in_size(g), e, l, xt);
+        for (int64_t t = 0; t < kn; t++) wt[t][l] = j->w[m * kn + t];
+        b[l] = j->bias ? j->bias[m] : 0.0f;
+    }
+    int64_t base[DW_RUN];
+    for (int64_t o = 0; o < p; o += DW_RUN) {
+        const int nq = p - o < DW_RUN ? (int)(p - o) : DW_RUN;
+        for (int q = 0; q < nq; q++) {
+            const int64_t o2 = (o + q) % g->out[2], o1 = (o + q) / g->out[2] % g->out[1];
+            const int64_t o0 = (o + q) / g->out[2] / g->out[1];
+            base[q] = (o0 * g->s[0] * e[1] + o1 * g->s[1]) * e[2] + o2 * g->s[2];
+        }
+        float *y = j->y + p0 * p;
+        if (nq == DW_RUN) dw_lanes_outputs(g, e, xt, base, wt, &b, o, DW_RUN, y, p, nl);
+        else
+            for (int q = 0; q < nq; q++) dw_lanes_outputs(g, e, xt, base + q, wt, &b, o + q, 1, y, p, nl);
+    }
+}
+
+/* Items [b0, b1): blocks of DW_LANES planes. */
+static void depthwise_lanes_run(void *ctx, size_t b0, size_t b1) {
+    const conv_job *j = ctx;
+    const int64_t planes = j->cd->n * j->cd->m;
+    for (size_t b = b0; b < b1; b++) {
+        const int64_t p0 = (int64_t)b * DW_LANES;
+        depthwise_lanes(j, p0, planes - p0 < DW_LANES ? (int)(planes - p0) : DW_LANES);
+    }
+}
+
 static cg_op_status conv_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     conv_dims cd;
@@ -385,6 +492,11 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
                   .ck = cd.cg * cg_conv_k_size(&cd.g),
                   .p = p};
     if (cd.n * cd.m * p == 0) return CG_OP_OK;
+    if (conv_direct(&cd) && dw_by_lanes(&cd.g)) {
+        const int64_t blocks = (cd.n * cd.m + DW_LANES - 1) / DW_LANES, work = DW_LANES * p * cg_conv_k_size(&cd.g);
+        cg_cpu_parallel_for((size_t)blocks, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1)), depthwise_lanes_run, &j);
+        return CG_OP_OK;
+    }
     if (conv_direct(&cd)) {
         const int64_t rows = cd.n * cd.m * (dw_by_plane(&cd.g) ? 1 : cd.g.out[0] * cd.g.out[1]);
         const int64_t work = cd.n * cd.m * p * cg_conv_k_size(&cd.g) / rows;
@@ -439,9 +551,9 @@ static const struct {
     {3, 1, 2, 3, {5, 6, 4}, {3, 2, 3}, 1, "pads: [1, 0, 1, 1, 1, 0], strides: [1, 2, 1]"},
     {2, 1, 64, 40, {20, 20}, {3, 3}, 1, "pads: [1, 1, 1, 1]"}, /* a block of several GEMM rows */
     /* the depthwise loop's paths: a plane too large to pad whole (rows, edges
-     * checked) at stride 2 and at uneven pads; small planes padded whole at
-     * stride 1 and 2, one whose windows all reach a pad, mixed strides (rows);
-     * one channel with many outputs (im2col) */
+     * checked) at stride 2 and at uneven pads; small planes (the lanes) at
+     * stride 1 and 2, one whose windows all reach a pad, mixed strides; one
+     * channel with many outputs (im2col) */
     {2, 1, 4, 4, {70, 66}, {3, 3}, 1, "group: 4, pads: [1, 1, 1, 1], strides: [2, 2]"},
     {2, 1, 2, 2, {70, 66}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
     {1, 2, 3, 3, {40}, {5}, 1, "group: 3, pads: [2, 2]"},
@@ -449,6 +561,14 @@ static const struct {
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [2, 2], pads: [0, 1, 1, 0]"},
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
     {1, 1, 1, 16, {64}, {8}, 1, "strides: [4]"},
+    /* small planes 8 at a time (the lanes): a last block of 7 planes and
+     * mobilenet's 2x2 planes under a 5x5 kernel; planes of more than 64
+     * outputs padded whole (2-D and 1-D) and, at mixed strides, by rows */
+    {2, 3, 5, 5, {4, 4}, {3, 3}, 1, "group: 5, pads: [1, 1, 1, 1]"},
+    {2, 3, 10, 10, {2, 2}, {5, 5}, 1, "group: 10, pads: [2, 2, 2, 2]"},
+    {2, 1, 3, 3, {12, 12}, {3, 3}, 1, "group: 3, pads: [1, 1, 1, 1]"},
+    {1, 1, 2, 2, {100}, {3}, 0, "group: 2, pads: [1, 1]"},
+    {2, 1, 2, 2, {20, 20}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
 };
 #define N_CONV ((int32_t)(sizeof conv_cases / sizeof conv_cases[0]))
 
