@@ -81,6 +81,29 @@ static int conv_pointwise(const cg_conv_geom *g) {
  * them all in a GEMM. */
 static int conv_direct(const conv_dims *cd) { return cd->cg == 1 && cd->mg <= 8 && !conv_pointwise(&cd->g); }
 
+/* The padded extent of axis a that the windows read. */
+static int64_t dw_extent(const cg_conv_geom *g, int a) {
+    return (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1;
+}
+
+/* x's plane copied into xp with its pads as zeros, extents e. */
+static void dw_pad(const cg_conv_geom *g, const float *x, const int64_t *e, float *xp) {
+    const int64_t lead = g->pb[2] < e[2] ? g->pb[2] : e[2];
+    int64_t len = e[2] - lead < g->in[2] ? e[2] - lead : g->in[2];
+    for (int64_t p0 = 0; p0 < e[0]; p0++)
+        for (int64_t p1 = 0; p1 < e[1]; p1++) {
+            const int64_t i0 = p0 - g->pb[0], i1 = p1 - g->pb[1];
+            float *row = xp + (p0 * e[1] + p1) * e[2];
+            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1] || len <= 0) {
+                memset(row, 0, (size_t)e[2] * sizeof(float));
+                continue;
+            }
+            memset(row, 0, (size_t)lead * sizeof(float));
+            memcpy(row + lead, x + (i0 * g->in[1] + i1) * g->in[2], (size_t)len * sizeof(float));
+            memset(row + lead + len, 0, (size_t)(e[2] - lead - len) * sizeof(float));
+        }
+}
+
 /* The im2col GEMM: the output positions of all N images in one row of
  * columns (j = n * P + position, so the images of a small plane share a
  * panel), in panels of CG_GEMM_PANEL columns that one thread packs (each
@@ -97,6 +120,9 @@ typedef struct conv_job {
     _Atomic int *claim; /* slot s is in use while claim[s] != 0 */
     int nslots;
     int64_t ck, p, cols, panels, mblk, mblocks;
+    int source;       /* CONV_SRC_* */
+    const float *src; /* x, or x padded (CONV_SRC_PADDED) */
+    int64_t se[3];    /* src's extents */
 } conv_job;
 
 #define PANEL CG_GEMM_PANEL
@@ -106,11 +132,33 @@ typedef struct conv_job {
 
 static int64_t conv_slot_floats(const conv_dims *cd) { return (cd->cg * cg_conv_k_size(&cd->g) + cd->mg) * PANEL; }
 
+/* Where the panels read x from: x itself when no window reaches a pad; a
+ * copy of x with its pads as zeros, to the extents the windows read, when
+ * that is at most about twice x; else x with bounds checks (huge pads). */
+enum { CONV_SRC_X, CONV_SRC_PADDED, CONV_SRC_CHECKED };
+
+static int conv_source(const conv_dims *cd, int64_t *pad_floats) {
+    const cg_conv_geom *g = &cd->g;
+    int64_t e = 1;
+    int inside = 1;
+    for (int a = 0; a < CG_CONV_AXES; a++) {
+        e *= dw_extent(g, a);
+        if (g->pb[a] || dw_extent(g, a) > g->in[a]) inside = 0;
+    }
+    *pad_floats = 0;
+    if (inside) return CONV_SRC_X;
+    if (e > 2 * cg_conv_in_size(g) + 65536) return CONV_SRC_CHECKED;
+    *pad_floats = cd->n * cd->c * e;
+    return CONV_SRC_PADDED;
+}
+
 static size_t conv_workspace(const cg_op_call *call) {
     conv_dims cd;
+    int64_t pad;
     if (conv_dims_of(call, &cd) || conv_direct(&cd)) return 0;
+    conv_source(&cd, &pad);
     const size_t t = (size_t)cg_cpu_threads();
-    return 64 + t * sizeof(_Atomic int) + 64 + t * (size_t)conv_slot_floats(&cd) * sizeof(float);
+    return 64 + t * sizeof(_Atomic int) + 64 + (t * (size_t)conv_slot_floats(&cd) + (size_t)pad) * sizeof(float);
 }
 
 /* One panel row: len outputs from row xr (NULL: a row in the pads) at
@@ -163,6 +211,63 @@ static void conv_pack_run(const conv_dims *cd, const float *xg, int64_t o0, int6
     }
 }
 
+/* len floats from src at stride s (constant sizes for the usual runs,
+ * which the compiler turns into a few vector moves). */
+static inline void conv_copy(float *dst, const float *src, int64_t len, int64_t s) {
+    if (s == 1) {
+        switch (len) {
+        case 16: memcpy(dst, src, 16 * sizeof(float)); return;
+        case 8: memcpy(dst, src, 8 * sizeof(float)); return;
+        case 4: memcpy(dst, src, 4 * sizeof(float)); return;
+        case 2: memcpy(dst, src, 2 * sizeof(float)); return;
+        default:
+            for (int64_t t = 0; t < len; t++) dst[t] = src[t];
+            return;
+        }
+    }
+    if (s == 2) /* a constant stride: the loads need no multiply */
+        for (int64_t t = 0; t < len; t++) dst[t] = src[2 * t];
+    else
+        for (int64_t t = 0; t < len; t++) dst[t] = src[t * s];
+}
+
+/* conv_pack from a source no window leaves (x, or x padded): the panel's
+ * runs found once, then each panel row (c, k0, k1, k2) copies every run
+ * from the same offset, with no bounds to check. */
+static void conv_pack_src(const conv_job *j, int64_t gi, int64_t j0, int nr, float *pk) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t *se = j->se, sch = se[0] * se[1] * se[2];
+    const float *src[PANEL];
+    int64_t len[PANEL], at[PANEL];
+    int runs = 0;
+    for (int l = 0; l < nr; runs++) {
+        const int64_t col = j0 + l, img = col / j->p, pos = col % j->p;
+        const int64_t o2 = pos % g->out[2], o1 = pos / g->out[2] % g->out[1], o0 = pos / g->out[2] / g->out[1];
+        len[runs] = g->out[2] - o2 < nr - l ? g->out[2] - o2 : nr - l;
+        at[runs] = l;
+        src[runs] =
+            j->src + (img * cd->c + gi * cd->cg) * sch + (o0 * g->s[0] * se[1] + o1 * g->s[1]) * se[2] + o2 * g->s[2];
+        l += (int)len[runs];
+    }
+    float *d = pk;
+    for (int64_t c = 0; c < cd->cg; c++)
+        for (int64_t k0 = 0; k0 < g->k[0]; k0++)
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+                const int64_t off = c * sch + (k0 * g->d[0] * se[1] + k1 * g->d[1]) * se[2];
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++, d += PANEL)
+                    for (int q = 0; q < runs; q++) conv_copy(d + at[q], src[q] + off + k2 * g->d[2], len[q], g->s[2]);
+            }
+}
+
+/* Planes [p0, p1) of x (n * C of them) padded into the source. */
+static void conv_pad_run(void *ctx, size_t p0, size_t p1) {
+    const conv_job *j = ctx;
+    const cg_conv_geom *g = &j->cd->g;
+    const int64_t in = cg_conv_in_size(g), sch = j->se[0] * j->se[1] * j->se[2];
+    for (size_t p = p0; p < p1; p++) dw_pad(g, j->x + (int64_t)p * in, j->se, (float *)j->src + (int64_t)p * sch);
+}
+
 /* Columns [j0, j0 + nr) of group gi into pk [ck][PANEL], in runs of
  * consecutive outputs along the last axis of one image. */
 static void conv_pack(const conv_job *j, int64_t gi, int64_t j0, int nr, float *pk) {
@@ -170,6 +275,10 @@ static void conv_pack(const conv_job *j, int64_t gi, int64_t j0, int nr, float *
     const cg_conv_geom *g = &cd->g;
     if (nr < PANEL)
         for (int64_t r = 0; r < j->ck; r++) memset(pk + r * PANEL + nr, 0, (size_t)(PANEL - nr) * sizeof(float));
+    if (j->source != CONV_SRC_CHECKED) {
+        conv_pack_src(j, gi, j0, nr, pk);
+        return;
+    }
     for (int l = 0; l < nr;) {
         const int64_t col = j0 + l, img = col / j->p, pos = col % j->p;
         const int64_t o2 = pos % g->out[2], o1 = pos / g->out[2] % g->out[1], o0 = pos / g->out[2] / g->out[1];
@@ -231,6 +340,19 @@ static void conv_items(void *ctx, size_t i0, size_t i1) {
     atomic_store(&j->claim[slot], 0);
 }
 
+/* The source the panels read (conv_source), x padded into pad if so. */
+static void conv_set_source(conv_job *j, float *pad) {
+    const cg_conv_geom *g = &j->cd->g;
+    int64_t floats;
+    j->source = conv_source(j->cd, &floats);
+    j->src = j->x;
+    for (int a = 0; a < CG_CONV_AXES; a++) j->se[a] = j->source == CONV_SRC_PADDED ? dw_extent(g, a) : g->in[a];
+    if (j->source != CONV_SRC_PADDED) return;
+    j->src = pad;
+    const int64_t planes = j->cd->n * j->cd->c, per = floats / (planes ? planes : 1);
+    cg_cpu_parallel_for((size_t)planes, (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)), conv_pad_run, j);
+}
+
 /* Blocks of output channels: enough items to go round the threads a few
  * times when the panels are few, each block whole register tiles. */
 static void conv_gemm(conv_job *j, void *ws) {
@@ -241,6 +363,7 @@ static void conv_gemm(conv_job *j, void *ws) {
     j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
     j->nslots = threads;
     for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+    conv_set_source(j, j->slots + threads * conv_slot_floats(cd));
     j->cols = cd->n * j->p;
     j->panels = (j->cols + PANEL - 1) / PANEL;
     const int64_t items = cd->group * j->panels, want = 4 * (int64_t)threads;
@@ -300,29 +423,6 @@ static void depthwise_row(const cg_conv_geom *g, const float *x, const float *w,
 /* Padded planes up to this many floats go through depthwise_plane (a stack
  * buffer); larger ones, whose edges are a small part, row by row. */
 #define DW_PLANE_MAX 4096
-
-/* The padded extent of axis a that the windows read. */
-static int64_t dw_extent(const cg_conv_geom *g, int a) {
-    return (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1;
-}
-
-/* x's plane copied into xp with its pads as zeros, extents e. */
-static void dw_pad(const cg_conv_geom *g, const float *x, const int64_t *e, float *xp) {
-    const int64_t lead = g->pb[2] < e[2] ? g->pb[2] : e[2];
-    int64_t len = e[2] - lead < g->in[2] ? e[2] - lead : g->in[2];
-    for (int64_t p0 = 0; p0 < e[0]; p0++)
-        for (int64_t p1 = 0; p1 < e[1]; p1++) {
-            const int64_t i0 = p0 - g->pb[0], i1 = p1 - g->pb[1];
-            float *row = xp + (p0 * e[1] + p1) * e[2];
-            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1] || len <= 0) {
-                memset(row, 0, (size_t)e[2] * sizeof(float));
-                continue;
-            }
-            memset(row, 0, (size_t)lead * sizeof(float));
-            memcpy(row + lead, x + (i0 * g->in[1] + i1) * g->in[2], (size_t)len * sizeof(float));
-            memset(row + lead + len, 0, (size_t)(e[2] - lead - len) * sizeof(float));
-        }
-}
 
 /* A whole small plane with one stride s on its axes: padded once, output o
  * is yf[t] at t = o0 * e1 * e2 + o1 * e2 + o2 in the padded plane's grid
@@ -569,6 +669,9 @@ static const struct {
     {2, 1, 3, 3, {12, 12}, {3, 3}, 1, "group: 3, pads: [1, 1, 1, 1]"},
     {1, 1, 2, 2, {100}, {3}, 0, "group: 2, pads: [1, 1]"},
     {2, 1, 2, 2, {20, 20}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
+    /* pads too large to copy x padded: the panels check bounds */
+    {1, 1, 2, 3, {5}, {3}, 1, "pads: [40000, 39990], strides: [3]"},
+    {2, 2, 2, 2, {3, 4}, {2, 2}, 0, "pads: [300, 1, 2, 300], dilations: [2, 1]"},
 };
 #define N_CONV ((int32_t)(sizeof conv_cases / sizeof conv_cases[0]))
 
