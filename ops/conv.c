@@ -120,6 +120,8 @@ typedef struct conv_job {
     _Atomic int *claim; /* slot s is in use while claim[s] != 0 */
     int nslots;
     int64_t ck, p, cols, panels, mblk, mblocks;
+    float *shared;    /* all panels, packed before the products (conv_plan) */
+    int64_t cchunks;  /* items per panel packing them: channel ranges */
     int source;       /* CONV_SRC_* */
     const float *src; /* x, or x padded (CONV_SRC_PADDED) */
     int64_t se[3];    /* src's extents */
@@ -152,13 +154,46 @@ static int conv_source(const conv_dims *cd, int64_t *pad_floats) {
     return CONV_SRC_PADDED;
 }
 
+/* How conv_gemm splits the work, a function of the shapes and the thread
+ * count (so the workspace agrees): blocks of mblk output channels, enough
+ * items to go round the threads a few times when the panels are few (whole
+ * register tiles each), one block for a product too small to share. When
+ * blocks split the panels, the panels are packed once, into one buffer
+ * shared by all (cchunks items each, by channel ranges), before the
+ * products; else each item's thread packs its own. */
+typedef struct conv_plan {
+    int64_t cols, panels, mblk, mblocks, cchunks, shared_floats;
+} conv_plan;
+
+static void conv_plan_of(const conv_dims *cd, int threads, conv_plan *pl) {
+    const int64_t ck = cd->cg * cg_conv_k_size(&cd->g), want = 4 * (int64_t)threads;
+    int64_t pad;
+    pl->cols = cd->n * cg_conv_out_size(&cd->g);
+    pl->panels = (pl->cols + PANEL - 1) / PANEL;
+    const int64_t items = cd->group * pl->panels, macs = items * cd->mg * ck * PANEL;
+    pl->mblk = cd->mg;
+    if (items < want && threads > 1 && macs >= 2 * CONV_TASK_MACS) {
+        const int64_t split = (want + items - 1) / items, per = (cd->mg + split - 1) / split;
+        pl->mblk = (per + 5) / 6 * 6;
+    }
+    if (pl->mblk < 1) pl->mblk = 1;
+    pl->mblocks = (cd->mg + pl->mblk - 1) / pl->mblk;
+    const int shared = pl->mblocks > 1 && conv_source(cd, &pad) != CONV_SRC_CHECKED;
+    pl->cchunks = shared ? (want + items - 1) / items : 1;
+    if (pl->cchunks > cd->cg) pl->cchunks = cd->cg > 0 ? cd->cg : 1;
+    pl->shared_floats = shared ? items * ck * PANEL : 0;
+}
+
 static size_t conv_workspace(const cg_op_call *call) {
     conv_dims cd;
+    conv_plan pl;
     int64_t pad;
     if (conv_dims_of(call, &cd) || conv_direct(&cd)) return 0;
     conv_source(&cd, &pad);
-    const size_t t = (size_t)cg_cpu_threads();
-    return 64 + t * sizeof(_Atomic int) + 64 + (t * (size_t)conv_slot_floats(&cd) + (size_t)pad) * sizeof(float);
+    const int threads = cg_cpu_threads();
+    conv_plan_of(&cd, threads, &pl);
+    const size_t floats = (size_t)threads * (size_t)conv_slot_floats(&cd) + (size_t)pad + (size_t)pl.shared_floats;
+    return 64 + (size_t)threads * sizeof(_Atomic int) + 64 + floats * sizeof(float);
 }
 
 /* One panel row: len outputs from row xr (NULL: a row in the pads) at
@@ -231,10 +266,10 @@ static inline void conv_copy(float *dst, const float *src, int64_t len, int64_t 
         for (int64_t t = 0; t < len; t++) dst[t] = src[t * s];
 }
 
-/* conv_pack from a source no window leaves (x, or x padded): the panel's
- * runs found once, then each panel row (c, k0, k1, k2) copies every run
- * from the same offset, with no bounds to check. */
-static void conv_pack_src(const conv_job *j, int64_t gi, int64_t j0, int nr, float *pk) {
+/* conv_pack of channels [c0, c1) from a source no window leaves (x, or x
+ * padded): the panel's runs found once, then each panel row (c, k0, k1,
+ * k2) copies every run from the same offset, with no bounds to check. */
+static void conv_pack_src(const conv_job *j, int64_t gi, int64_t j0, int nr, int64_t c0, int64_t c1, float *pk) {
     const conv_dims *cd = j->cd;
     const cg_conv_geom *g = &cd->g;
     const int64_t *se = j->se, sch = se[0] * se[1] * se[2];
@@ -250,8 +285,8 @@ static void conv_pack_src(const conv_job *j, int64_t gi, int64_t j0, int nr, flo
             j->src + (img * cd->c + gi * cd->cg) * sch + (o0 * g->s[0] * se[1] + o1 * g->s[1]) * se[2] + o2 * g->s[2];
         l += (int)len[runs];
     }
-    float *d = pk;
-    for (int64_t c = 0; c < cd->cg; c++)
+    float *d = pk + c0 * cg_conv_k_size(g) * PANEL;
+    for (int64_t c = c0; c < c1; c++)
         for (int64_t k0 = 0; k0 < g->k[0]; k0++)
             for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
                 const int64_t off = c * sch + (k0 * g->d[0] * se[1] + k1 * g->d[1]) * se[2];
@@ -276,7 +311,7 @@ static void conv_pack(const conv_job *j, int64_t gi, int64_t j0, int nr, float *
     if (nr < PANEL)
         for (int64_t r = 0; r < j->ck; r++) memset(pk + r * PANEL + nr, 0, (size_t)(PANEL - nr) * sizeof(float));
     if (j->source != CONV_SRC_CHECKED) {
-        conv_pack_src(j, gi, j0, nr, pk);
+        conv_pack_src(j, gi, j0, nr, 0, j->cd->cg, pk);
         return;
     }
     for (int l = 0; l < nr;) {
@@ -308,6 +343,22 @@ static void conv_scatter(const conv_job *j, int64_t gi, int64_t m0, int64_t mr, 
     }
 }
 
+/* Items [i0, i1) of the shared packing: channel ranges of panels. */
+static void conv_pack_items(void *ctx, size_t i0, size_t i1) {
+    const conv_job *j = ctx;
+    const int64_t cg = j->cd->cg, kn = cg_conv_k_size(&j->cd->g);
+    for (size_t it = i0; it < i1; it++) {
+        const int64_t gq = (int64_t)it / j->cchunks, cc = (int64_t)it % j->cchunks, j0 = gq % j->panels * PANEL;
+        const int64_t c0 = cg * cc / j->cchunks, c1 = cg * (cc + 1) / j->cchunks;
+        const int nr = j->cols - j0 < PANEL ? (int)(j->cols - j0) : PANEL;
+        float *pk = j->shared + gq * j->ck * PANEL;
+        if (nr < PANEL)
+            for (int64_t r = c0 * kn; r < c1 * kn; r++)
+                memset(pk + r * PANEL + nr, 0, (size_t)(PANEL - nr) * sizeof(float));
+        conv_pack_src(j, gq / j->panels, j0, nr, c0, c1, pk);
+    }
+}
+
 /* Items [i0, i1) on one slot's buffers. */
 static void conv_items(void *ctx, size_t i0, size_t i1) {
     conv_job *j = ctx;
@@ -322,7 +373,9 @@ static void conv_items(void *ctx, size_t i0, size_t i1) {
         const int64_t img = j0 / j->p, pos = j0 % j->p, one_image = pos + nr <= j->p;
         const float *b = pk;
         int64_t ldb = PANEL;
-        if (conv_pointwise(&cd->g) && one_image && nr == PANEL) {
+        if (j->shared) {
+            b = j->shared + gq * j->ck * PANEL;
+        } else if (conv_pointwise(&cd->g) && one_image && nr == PANEL) {
             b = j->x + (img * cd->c + gi * cd->cg) * j->p + pos, ldb = j->p;
         } else if (packed != gq) {
             conv_pack(j, gi, j0, nr, pk);
@@ -353,27 +406,30 @@ static void conv_set_source(conv_job *j, float *pad) {
     cg_cpu_parallel_for((size_t)planes, (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)), conv_pad_run, j);
 }
 
-/* Blocks of output channels: enough items to go round the threads a few
- * times when the panels are few, each block whole register tiles. */
+/* The products of conv_plan's items over the pool, after x is padded
+ * (conv_source) and, with shared panels, the panels packed. */
 static void conv_gemm(conv_job *j, void *ws) {
     const conv_dims *cd = j->cd;
     const int threads = cg_cpu_threads();
+    conv_plan pl;
+    conv_plan_of(cd, threads, &pl);
     uintptr_t at = ((uintptr_t)ws + 63) / 64 * 64;
     j->claim = (_Atomic int *)at;
     j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
     j->nslots = threads;
     for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+    int64_t pad;
+    conv_source(cd, &pad);
     conv_set_source(j, j->slots + threads * conv_slot_floats(cd));
-    j->cols = cd->n * j->p;
-    j->panels = (j->cols + PANEL - 1) / PANEL;
-    const int64_t items = cd->group * j->panels, want = 4 * (int64_t)threads;
-    j->mblk = cd->mg;
-    if (items < want && threads > 1) {
-        const int64_t per = (cd->mg + (want + items - 1) / items - 1) / ((want + items - 1) / items);
-        j->mblk = (per + 5) / 6 * 6;
+    j->cols = pl.cols, j->panels = pl.panels, j->mblk = pl.mblk, j->mblocks = pl.mblocks, j->cchunks = pl.cchunks;
+    const int64_t items = cd->group * j->panels;
+    j->shared = NULL;
+    if (pl.shared_floats) {
+        j->shared = j->slots + threads * conv_slot_floats(cd) + pad;
+        const int64_t per = j->ck / j->cchunks * PANEL;
+        cg_cpu_parallel_for((size_t)(items * j->cchunks), (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)),
+                            conv_pack_items, j);
     }
-    if (j->mblk < 1) j->mblk = 1;
-    j->mblocks = (cd->mg + j->mblk - 1) / j->mblk;
     const int64_t item_macs = j->mblk * (j->ck + 1) * PANEL;
     cg_cpu_parallel_for((size_t)(items * j->mblocks), (size_t)((CONV_TASK_MACS + item_macs - 1) / item_macs),
                         conv_items, j);
@@ -669,6 +725,10 @@ static const struct {
     {2, 1, 3, 3, {12, 12}, {3, 3}, 1, "group: 3, pads: [1, 1, 1, 1]"},
     {1, 1, 2, 2, {100}, {3}, 0, "group: 2, pads: [1, 1]"},
     {2, 1, 2, 2, {20, 20}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
+    /* few panels for many output channels (with 2 or more threads): blocks
+     * of channels share panels packed once, also across images and groups */
+    {2, 1, 32, 64, {4, 4}, {3, 3}, 1, "pads: [1, 1, 1, 1]"},
+    {2, 2, 32, 64, {3, 3}, {3, 3}, 1, "group: 2, pads: [1, 1, 1, 1]"},
     /* pads too large to copy x padded: the panels check bounds */
     {1, 1, 2, 3, {5}, {3}, 1, "pads: [40000, 39990], strides: [3]"},
     {2, 2, 2, 2, {3, 4}, {2, 2}, 0, "pads: [300, 1, 2, 300], dilations: [2, 1]"},
