@@ -1,16 +1,18 @@
 /* conv: N-d convolution (ONNX Conv, torch.nn.Conv1d/2d/3d) of x [N, C,
  * spatial...] with w [M, C / group, kernel...] and an optional bias [M].
- * CPU: the windows of a block of output positions copied into rows
- * (im2row) and one GEMM of the group's weights with them on the CPU GEMM
- * (own kernels, threaded); 1x1 windows need no copy, and a depthwise conv
- * (one input channel per group) is a direct loop. OpenCL: one work-item
- * per output element (ops/cl/conv.cl). */
+ * CPU: the windows of 16 output positions at a time copied into a panel
+ * (im2col) that the group's weights multiply (cg_cpu_gemm_panel), panels
+ * and blocks of output channels spread over the thread pool; 1x1 windows
+ * are read from x in place, and a depthwise conv (one input channel per
+ * group) is a direct loop. OpenCL: one work-item per output element
+ * (ops/cl/conv.cl). */
 #include "conv_geom.h"
 #include "ops_cl.h"
 
-#include "cpu/cpu_blas.h"
+#include "cpu/cpu_gemm.h"
 #include "cpu/cpu_pool.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,48 +77,362 @@ static int conv_pointwise(const cg_conv_geom *g) {
 
 /* One input channel per output channel group and few outputs from it: the
  * direct loop, which reads each window once per output; with many outputs
- * of one channel (an STFT as a conv) im2row's one copy per window serves
+ * of one channel (an STFT as a conv) im2col's one copy per window serves
  * them all in a GEMM. */
 static int conv_direct(const conv_dims *cd) { return cd->cg == 1 && cd->mg <= 8 && !conv_pointwise(&cd->g); }
 
-static size_t conv_workspace(const cg_op_call *call) {
-    conv_dims cd;
-    if (conv_dims_of(call, &cd) || conv_pointwise(&cd.g) || conv_direct(&cd)) return 0;
-    const int64_t ck = cd.cg * cg_conv_k_size(&cd.g);
-    return (size_t)(cg_conv_block(ck, cg_conv_out_size(&cd.g)) * ck) * sizeof(float);
+/* The padded extent of axis a that the windows read. */
+static int64_t dw_extent(const cg_conv_geom *g, int a) {
+    return (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1;
 }
 
-/* One im2row block: rows [r0, r1) of output positions of image plane x
- * (the group's cg channels), each row the cg * K window values. */
+/* x's plane copied into xp with its pads as zeros, extents e. */
+static void dw_pad(const cg_conv_geom *g, const float *x, const int64_t *e, float *xp) {
+    const int64_t lead = g->pb[2] < e[2] ? g->pb[2] : e[2];
+    int64_t len = e[2] - lead < g->in[2] ? e[2] - lead : g->in[2];
+    for (int64_t p0 = 0; p0 < e[0]; p0++)
+        for (int64_t p1 = 0; p1 < e[1]; p1++) {
+            const int64_t i0 = p0 - g->pb[0], i1 = p1 - g->pb[1];
+            float *row = xp + (p0 * e[1] + p1) * e[2];
+            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1] || len <= 0) {
+                memset(row, 0, (size_t)e[2] * sizeof(float));
+                continue;
+            }
+            memset(row, 0, (size_t)lead * sizeof(float));
+            memcpy(row + lead, x + (i0 * g->in[1] + i1) * g->in[2], (size_t)len * sizeof(float));
+            memset(row + lead + len, 0, (size_t)(e[2] - lead - len) * sizeof(float));
+        }
+}
+
+/* The im2col GEMM: the output positions of all N images in one row of
+ * columns (j = n * P + position, so the images of a small plane share a
+ * panel), in panels of CG_GEMM_PANEL columns that one thread packs (each
+ * tap a short run copied from a row of x) and multiplies by a block of
+ * output channels' weights (cg_cpu_gemm_panel). An item is one (group,
+ * panel, block of output channels); a thread packs a panel once for the
+ * consecutive items it gets of it. Each output is its bias and then the
+ * products in the order of the window, whatever the split. */
 typedef struct conv_job {
     const conv_dims *cd;
     const float *x, *w, *bias;
-    float *rows, *y;
-    int64_t p0;
+    float *y;
+    float *slots;       /* per slot: the packed panel [ck][PANEL], then an output tile [mblk][PANEL] */
+    _Atomic int *claim; /* slot s is in use while claim[s] != 0 */
+    int nslots;
+    int64_t ck, p, cols, panels, mblk, mblocks;
+    float *shared;    /* all panels, packed before the products (conv_plan) */
+    int64_t cchunks;  /* items per panel packing them: channel ranges */
+    int source;       /* CONV_SRC_* */
+    const float *src; /* x, or x padded (CONV_SRC_PADDED) */
+    int64_t se[3];    /* src's extents */
 } conv_job;
 
-static void im2row_run(void *ctx, size_t r0, size_t r1) {
-    const conv_job *j = ctx;
-    const cg_conv_geom *g = &j->cd->g;
-    const int64_t ck = j->cd->cg * cg_conv_k_size(g), in = cg_conv_in_size(g);
-    for (size_t r = r0; r < r1; r++) {
-        const int64_t p = j->p0 + (int64_t)r;
-        const int64_t o2 = p % g->out[2], o1 = p / g->out[2] % g->out[1], o0 = p / g->out[2] / g->out[1];
-        float *row = j->rows + (int64_t)r * ck;
-        for (int64_t c = 0; c < j->cd->cg; c++)
+#define PANEL CG_GEMM_PANEL
+
+/* Multiply-adds below which an item is not worth handing to another thread. */
+#define CONV_TASK_MACS ((int64_t)1 << 17)
+
+static int64_t conv_slot_floats(const conv_dims *cd) { return (cd->cg * cg_conv_k_size(&cd->g) + cd->mg) * PANEL; }
+
+/* Where the panels read x from: x itself when no window reaches a pad; a
+ * copy of x with its pads as zeros, to the extents the windows read, when
+ * that is at most about twice x; else x with bounds checks (huge pads). */
+enum { CONV_SRC_X, CONV_SRC_PADDED, CONV_SRC_CHECKED };
+
+static int conv_source(const conv_dims *cd, int64_t *pad_floats) {
+    const cg_conv_geom *g = &cd->g;
+    int64_t e = 1;
+    int inside = 1;
+    for (int a = 0; a < CG_CONV_AXES; a++) {
+        e *= dw_extent(g, a);
+        if (g->pb[a] || dw_extent(g, a) > g->in[a]) inside = 0;
+    }
+    *pad_floats = 0;
+    if (inside) return CONV_SRC_X;
+    if (e > 2 * cg_conv_in_size(g) + 65536) return CONV_SRC_CHECKED;
+    *pad_floats = cd->n * cd->c * e;
+    return CONV_SRC_PADDED;
+}
+
+/* How conv_gemm splits the work, a function of the shapes and the thread
+ * count (so the workspace agrees): blocks of mblk output channels, enough
+ * items to go round the threads a few times when the panels are few (whole
+ * register tiles each), one block for a product too small to share. When
+ * blocks split the panels, the panels are packed once, into one buffer
+ * shared by all (cchunks items each, by channel ranges), before the
+ * products; else each item's thread packs its own. */
+typedef struct conv_plan {
+    int64_t cols, panels, mblk, mblocks, cchunks, shared_floats;
+} conv_plan;
+
+static void conv_plan_of(const conv_dims *cd, int threads, conv_plan *pl) {
+    const int64_t ck = cd->cg * cg_conv_k_size(&cd->g), want = 4 * (int64_t)threads;
+    int64_t pad;
+    pl->cols = cd->n * cg_conv_out_size(&cd->g);
+    pl->panels = (pl->cols + PANEL - 1) / PANEL;
+    const int64_t items = cd->group * pl->panels, macs = items * cd->mg * ck * PANEL;
+    pl->mblk = cd->mg;
+    if (items < want && threads > 1 && macs >= 2 * CONV_TASK_MACS) {
+        const int64_t split = (want + items - 1) / items, per = (cd->mg + split - 1) / split;
+        pl->mblk = (per + 5) / 6 * 6;
+    }
+    if (pl->mblk < 1) pl->mblk = 1;
+    pl->mblocks = (cd->mg + pl->mblk - 1) / pl->mblk;
+    const int shared = pl->mblocks > 1 && conv_source(cd, &pad) != CONV_SRC_CHECKED;
+    pl->cchunks = shared ? (want + items - 1) / items : 1;
+    if (pl->cchunks > cd->cg) pl->cchunks = cd->cg > 0 ? cd->cg : 1;
+    pl->shared_floats = shared ? items * ck * PANEL : 0;
+}
+
+static size_t conv_workspace(const cg_op_call *call) {
+    conv_dims cd;
+    conv_plan pl;
+    int64_t pad;
+    if (conv_dims_of(call, &cd) || conv_direct(&cd)) return 0;
+    conv_source(&cd, &pad);
+    const int threads = cg_cpu_threads();
+    conv_plan_of(&cd, threads, &pl);
+    const size_t floats = (size_t)threads * (size_t)conv_slot_floats(&cd) + (size_t)pad + (size_t)pl.shared_floats;
+    return 64 + (size_t)threads * sizeof(_Atomic int) + 64 + floats * sizeof(float);
+}
+
+/* One panel row: len outputs from row xr (NULL: a row in the pads) at
+ * xr[base + t * s], t in [lo, hi) inside x, zeros elsewhere. */
+static inline void conv_pack_row(const float *xr, int64_t base, int64_t s, int64_t lo, int64_t hi, int64_t len,
+                                 float *dst) {
+    if (!xr) {
+        memset(dst, 0, (size_t)len * sizeof(float));
+        return;
+    }
+    if (s == 1 && lo == 0 && hi == PANEL) { /* the common interior run: a fixed-size copy the compiler inlines */
+        memcpy(dst, xr + base, PANEL * sizeof(float));
+        return;
+    }
+    for (int64_t t = 0; t < lo; t++) dst[t] = 0.0f;
+    const float *xs = xr + base;
+    if (s == 1)
+        for (int64_t t = lo; t < hi; t++) dst[t] = xs[t];
+    else if (s == 2) /* a constant stride: the loads need no multiply */
+        for (int64_t t = lo; t < hi; t++) dst[t] = xs[2 * t];
+    else
+        for (int64_t t = lo; t < hi; t++) dst[t] = xs[t * s];
+    for (int64_t t = hi; t < len; t++) dst[t] = 0.0f;
+}
+
+/* One run of len outputs along the last axis from (o0, o1, o2) of the
+ * group's channels xg into the panel rows from dst: per tap k2 the span
+ * [lo, hi) of the run that reads inside x (found once), then that tap's
+ * row for every channel and (k0, k1). */
+static void conv_pack_run(const conv_dims *cd, const float *xg, int64_t o0, int64_t o1, int64_t o2, int64_t len,
+                          float *dst) {
+    const cg_conv_geom *g = &cd->g;
+    const int64_t s = g->s[2], n2 = g->in[2], in = cg_conv_in_size(g), step = g->k[2] * PANEL;
+    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
+        const int64_t base = o2 * s - g->pb[2] + k2 * g->d[2];
+        int64_t lo = base >= 0 ? 0 : (-base + s - 1) / s, hi = n2 > base ? (n2 - base + s - 1) / s : 0;
+        if (hi > len) hi = len;
+        if (lo > hi) lo = hi;
+        float *d = dst + k2 * PANEL;
+        for (int64_t c = 0; c < cd->cg; c++)
             for (int64_t k0 = 0; k0 < g->k[0]; k0++) {
                 const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0];
-                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+                const int in0 = i0 >= 0 && i0 < g->in[0];
+                const float *xc = in0 ? xg + c * in + i0 * g->in[1] * n2 : NULL;
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++, d += step) {
                     const int64_t i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
-                    const int inside = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1];
-                    const float *src = j->x + c * in + (i0 * g->in[1] + i1) * g->in[2];
-                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                        const int64_t i2 = o2 * g->s[2] - g->pb[2] + k2 * g->d[2];
-                        *row++ = inside && i2 >= 0 && i2 < g->in[2] ? src[i2] : 0.0f;
-                    }
+                    conv_pack_row(in0 && i1 >= 0 && i1 < g->in[1] ? xc + i1 * n2 : NULL, base, s, lo, hi, len, d);
                 }
             }
     }
+}
+
+/* len floats from src at stride s (constant sizes for the usual runs,
+ * which the compiler turns into a few vector moves). */
+static inline void conv_copy(float *dst, const float *src, int64_t len, int64_t s) {
+    if (s == 1) {
+        switch (len) {
+        case 16: memcpy(dst, src, 16 * sizeof(float)); return;
+        case 8: memcpy(dst, src, 8 * sizeof(float)); return;
+        case 4: memcpy(dst, src, 4 * sizeof(float)); return;
+        case 2: memcpy(dst, src, 2 * sizeof(float)); return;
+        default:
+            for (int64_t t = 0; t < len; t++) dst[t] = src[t];
+            return;
+        }
+    }
+    if (s == 2) /* a constant stride: the loads need no multiply */
+        for (int64_t t = 0; t < len; t++) dst[t] = src[2 * t];
+    else
+        for (int64_t t = 0; t < len; t++) dst[t] = src[t * s];
+}
+
+/* conv_pack of channels [c0, c1) from a source no window leaves (x, or x
+ * padded): the panel's runs found once, then each panel row (c, k0, k1,
+ * k2) copies every run from the same offset, with no bounds to check. */
+static void conv_pack_src(const conv_job *j, int64_t gi, int64_t j0, int nr, int64_t c0, int64_t c1, float *pk) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t *se = j->se, sch = se[0] * se[1] * se[2];
+    const float *src[PANEL];
+    int64_t len[PANEL], at[PANEL];
+    int runs = 0;
+    for (int l = 0; l < nr; runs++) {
+        const int64_t col = j0 + l, img = col / j->p, pos = col % j->p;
+        const int64_t o2 = pos % g->out[2], o1 = pos / g->out[2] % g->out[1], o0 = pos / g->out[2] / g->out[1];
+        len[runs] = g->out[2] - o2 < nr - l ? g->out[2] - o2 : nr - l;
+        at[runs] = l;
+        src[runs] =
+            j->src + (img * cd->c + gi * cd->cg) * sch + (o0 * g->s[0] * se[1] + o1 * g->s[1]) * se[2] + o2 * g->s[2];
+        l += (int)len[runs];
+    }
+    float *d = pk + c0 * cg_conv_k_size(g) * PANEL;
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t k0 = 0; k0 < g->k[0]; k0++)
+            for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+                const int64_t off = c * sch + (k0 * g->d[0] * se[1] + k1 * g->d[1]) * se[2];
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++, d += PANEL)
+                    for (int q = 0; q < runs; q++) conv_copy(d + at[q], src[q] + off + k2 * g->d[2], len[q], g->s[2]);
+            }
+}
+
+/* Planes [p0, p1) of x (n * C of them) padded into the source. */
+static void conv_pad_run(void *ctx, size_t p0, size_t p1) {
+    const conv_job *j = ctx;
+    const cg_conv_geom *g = &j->cd->g;
+    const int64_t in = cg_conv_in_size(g), sch = j->se[0] * j->se[1] * j->se[2];
+    for (size_t p = p0; p < p1; p++) dw_pad(g, j->x + (int64_t)p * in, j->se, (float *)j->src + (int64_t)p * sch);
+}
+
+/* Columns [j0, j0 + nr) of group gi into pk [ck][PANEL], in runs of
+ * consecutive outputs along the last axis of one image. */
+static void conv_pack(const conv_job *j, int64_t gi, int64_t j0, int nr, float *pk) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    if (nr < PANEL)
+        for (int64_t r = 0; r < j->ck; r++) memset(pk + r * PANEL + nr, 0, (size_t)(PANEL - nr) * sizeof(float));
+    if (j->source != CONV_SRC_CHECKED) {
+        conv_pack_src(j, gi, j0, nr, 0, j->cd->cg, pk);
+        return;
+    }
+    for (int l = 0; l < nr;) {
+        const int64_t col = j0 + l, img = col / j->p, pos = col % j->p;
+        const int64_t o2 = pos % g->out[2], o1 = pos / g->out[2] % g->out[1], o0 = pos / g->out[2] / g->out[1];
+        const int64_t len = g->out[2] - o2 < nr - l ? g->out[2] - o2 : nr - l;
+        conv_pack_run(cd, j->x + (img * cd->c + gi * cd->cg) * cg_conv_in_size(g), o0, o1, o2, len, pk + l);
+        l += (int)len;
+    }
+}
+
+static int conv_claim(conv_job *j) {
+    for (;;)
+        for (int s = 0; s < j->nslots; s++) {
+            int free_ = 0;
+            if (atomic_compare_exchange_strong(&j->claim[s], &free_, 1)) return s;
+        }
+}
+
+/* The output tile of a panel that spans two images: to y image by image. */
+static void conv_scatter(const conv_job *j, int64_t gi, int64_t m0, int64_t mr, int64_t j0, int nr, const float *t) {
+    const conv_dims *cd = j->cd;
+    for (int l = 0; l < nr;) {
+        const int64_t col = j0 + l, img = col / j->p, pos = col % j->p;
+        const int64_t len = j->p - pos < nr - l ? j->p - pos : nr - l;
+        float *yo = j->y + (img * cd->m + gi * cd->mg + m0) * j->p + pos;
+        for (int64_t i = 0; i < mr; i++) memcpy(yo + i * j->p, t + i * PANEL + l, (size_t)len * sizeof(float));
+        l += (int)len;
+    }
+}
+
+/* Items [i0, i1) of the shared packing: channel ranges of panels. */
+static void conv_pack_items(void *ctx, size_t i0, size_t i1) {
+    const conv_job *j = ctx;
+    const int64_t cg = j->cd->cg, kn = cg_conv_k_size(&j->cd->g);
+    for (size_t it = i0; it < i1; it++) {
+        const int64_t gq = (int64_t)it / j->cchunks, cc = (int64_t)it % j->cchunks, j0 = gq % j->panels * PANEL;
+        const int64_t c0 = cg * cc / j->cchunks, c1 = cg * (cc + 1) / j->cchunks;
+        const int nr = j->cols - j0 < PANEL ? (int)(j->cols - j0) : PANEL;
+        float *pk = j->shared + gq * j->ck * PANEL;
+        if (nr < PANEL)
+            for (int64_t r = c0 * kn; r < c1 * kn; r++)
+                memset(pk + r * PANEL + nr, 0, (size_t)(PANEL - nr) * sizeof(float));
+        conv_pack_src(j, gq / j->panels, j0, nr, c0, c1, pk);
+    }
+}
+
+/* Items [i0, i1) on one slot's buffers. */
+static void conv_items(void *ctx, size_t i0, size_t i1) {
+    conv_job *j = ctx;
+    const conv_dims *cd = j->cd;
+    const int slot = conv_claim(j);
+    float *pk = j->slots + (int64_t)slot * conv_slot_floats(cd), *tile = pk + j->ck * PANEL;
+    int64_t packed = -1;
+    for (size_t it = i0; it < i1; it++) {
+        const int64_t gq = (int64_t)it / j->mblocks, gi = gq / j->panels, j0 = gq % j->panels * PANEL;
+        const int64_t m0 = (int64_t)it % j->mblocks * j->mblk, mr = cd->mg - m0 < j->mblk ? cd->mg - m0 : j->mblk;
+        const int nr = j->cols - j0 < PANEL ? (int)(j->cols - j0) : PANEL;
+        const int64_t img = j0 / j->p, pos = j0 % j->p, one_image = pos + nr <= j->p;
+        const float *b = pk;
+        int64_t ldb = PANEL;
+        if (j->shared) {
+            b = j->shared + gq * j->ck * PANEL;
+        } else if (conv_pointwise(&cd->g) && one_image && nr == PANEL) {
+            b = j->x + (img * cd->c + gi * cd->cg) * j->p + pos, ldb = j->p;
+        } else if (packed != gq) {
+            conv_pack(j, gi, j0, nr, pk);
+            packed = gq;
+        }
+        const float *a = j->w + (gi * cd->mg + m0) * j->ck, *init = j->bias ? j->bias + gi * cd->mg + m0 : NULL;
+        if (one_image) {
+            cg_cpu_gemm_panel(mr, nr, j->ck, a, j->ck, b, ldb, init,
+                              j->y + (img * cd->m + gi * cd->mg + m0) * j->p + pos, j->p);
+        } else {
+            cg_cpu_gemm_panel(mr, nr, j->ck, a, j->ck, b, ldb, init, tile, PANEL);
+            conv_scatter(j, gi, m0, mr, j0, nr, tile);
+        }
+    }
+    atomic_store(&j->claim[slot], 0);
+}
+
+/* The source the panels read (conv_source), x padded into pad if so. */
+static void conv_set_source(conv_job *j, float *pad) {
+    const cg_conv_geom *g = &j->cd->g;
+    int64_t floats;
+    j->source = conv_source(j->cd, &floats);
+    j->src = j->x;
+    for (int a = 0; a < CG_CONV_AXES; a++) j->se[a] = j->source == CONV_SRC_PADDED ? dw_extent(g, a) : g->in[a];
+    if (j->source != CONV_SRC_PADDED) return;
+    j->src = pad;
+    const int64_t planes = j->cd->n * j->cd->c, per = floats / (planes ? planes : 1);
+    cg_cpu_parallel_for((size_t)planes, (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)), conv_pad_run, j);
+}
+
+/* The products of conv_plan's items over the pool, after x is padded
+ * (conv_source) and, with shared panels, the panels packed. */
+static void conv_gemm(conv_job *j, void *ws) {
+    const conv_dims *cd = j->cd;
+    const int threads = cg_cpu_threads();
+    conv_plan pl;
+    conv_plan_of(cd, threads, &pl);
+    uintptr_t at = ((uintptr_t)ws + 63) / 64 * 64;
+    j->claim = (_Atomic int *)at;
+    j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
+    j->nslots = threads;
+    for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+    int64_t pad;
+    conv_source(cd, &pad);
+    conv_set_source(j, j->slots + threads * conv_slot_floats(cd));
+    j->cols = pl.cols, j->panels = pl.panels, j->mblk = pl.mblk, j->mblocks = pl.mblocks, j->cchunks = pl.cchunks;
+    const int64_t items = cd->group * j->panels;
+    j->shared = NULL;
+    if (pl.shared_floats) {
+        j->shared = j->slots + threads * conv_slot_floats(cd) + pad;
+        const int64_t per = j->ck / j->cchunks * PANEL;
+        cg_cpu_parallel_for((size_t)(items * j->cchunks), (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)),
+                            conv_pack_items, j);
+    }
+    const int64_t item_macs = j->mblk * (j->ck + 1) * PANEL;
+    cg_cpu_parallel_for((size_t)(items * j->mblocks), (size_t)((CONV_TASK_MACS + item_macs - 1) / item_macs),
+                        conv_items, j);
 }
 
 /* Depthwise: channel m of y from channel m / mg of x alone, a direct loop
@@ -163,29 +479,6 @@ static void depthwise_row(const cg_conv_geom *g, const float *x, const float *w,
 /* Padded planes up to this many floats go through depthwise_plane (a stack
  * buffer); larger ones, whose edges are a small part, row by row. */
 #define DW_PLANE_MAX 4096
-
-/* The padded extent of axis a that the windows read. */
-static int64_t dw_extent(const cg_conv_geom *g, int a) {
-    return (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1;
-}
-
-/* x's plane copied into xp with its pads as zeros, extents e. */
-static void dw_pad(const cg_conv_geom *g, const float *x, const int64_t *e, float *xp) {
-    const int64_t lead = g->pb[2] < e[2] ? g->pb[2] : e[2];
-    int64_t len = e[2] - lead < g->in[2] ? e[2] - lead : g->in[2];
-    for (int64_t p0 = 0; p0 < e[0]; p0++)
-        for (int64_t p1 = 0; p1 < e[1]; p1++) {
-            const int64_t i0 = p0 - g->pb[0], i1 = p1 - g->pb[1];
-            float *row = xp + (p0 * e[1] + p1) * e[2];
-            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1] || len <= 0) {
-                memset(row, 0, (size_t)e[2] * sizeof(float));
-                continue;
-            }
-            memset(row, 0, (size_t)lead * sizeof(float));
-            memcpy(row + lead, x + (i0 * g->in[1] + i1) * g->in[2], (size_t)len * sizeof(float));
-            memset(row + lead + len, 0, (size_t)(e[2] - lead - len) * sizeof(float));
-        }
-}
 
 /* A whole small plane with one stride s on its axes: padded once, output o
  * is yf[t] at t = o0 * e1 * e2 + o1 * e2 + o2 in the padded plane's grid
@@ -238,27 +531,107 @@ static void depthwise_run(void *ctx, size_t r0, size_t r1) {
     }
 }
 
-static void fill_bias(float *y, const float *bias, int64_t planes, int64_t m, int64_t p) {
-    for (int64_t i = 0; i < planes; i++) {
-        const float b = bias ? bias[i % m] : 0.0f;
-        for (int64_t q = 0; q < p; q++) y[i * p + q] = b;
+/* GCC builds the lanes loop for AVX2 and for the baseline and picks one
+ * when the library loads (ifunc); neither contracts a product and a sum
+ * into one rounding (C11 mode), so both give the same bits. Not under
+ * ThreadSanitizer, whose runtime is not up when the resolver runs. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define DW_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DW_CLONES
+#endif
+
+/* Small planes go DW_LANES at a time, one plane per lane of a vector: up
+ * to DW_LANES_POS padded positions and DW_LANES_TAPS taps. */
+#define DW_LANES 8
+#define DW_LANES_POS (DW_PLANE_MAX / DW_LANES)
+#define DW_LANES_TAPS 64
+typedef float dw_vec __attribute__((vector_size(DW_LANES * sizeof(float))));
+
+static int dw_by_lanes(const cg_conv_geom *g) {
+    return cg_conv_out_size(g) <= 64 && cg_conv_k_size(g) <= DW_LANES_TAPS &&
+           dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2) <= DW_LANES_POS;
+}
+
+/* Lane l of xt: plane x padded with zeros to the extents e. */
+static void dw_lane_pad(const cg_conv_geom *g, const float *x, const int64_t *e, int l, dw_vec *xt) {
+    int64_t n[3];
+    for (int a = 0; a < 3; a++) n[a] = e[a] > g->pb[a] ? (e[a] - g->pb[a] < g->in[a] ? e[a] - g->pb[a] : g->in[a]) : 0;
+    for (int64_t i0 = 0; i0 < n[0]; i0++)
+        for (int64_t i1 = 0; i1 < n[1]; i1++) {
+            dw_vec *row = xt + ((i0 + g->pb[0]) * e[1] + i1 + g->pb[1]) * e[2] + g->pb[2];
+            const float *xr = x + (i0 * g->in[1] + i1) * g->in[2];
+            for (int64_t i2 = 0; i2 < n[2]; i2++) row[i2][l] = xr[i2];
+        }
+}
+
+/* Outputs per pass of the lanes loop: independent sums that overlap. */
+#define DW_RUN 4
+
+/* Outputs o .. o + nq of the planes of the nl lanes (nq a constant after
+ * inlining), their windows from xt + base[q]. */
+static inline __attribute__((always_inline)) void dw_lanes_outputs(const cg_conv_geom *g, const int64_t *e,
+                                                                   const dw_vec *xt, const int64_t *base,
+                                                                   const dw_vec *wt, const dw_vec *b, int64_t o,
+                                                                   const int nq, float *y, int64_t p, int nl) {
+    dw_vec acc[DW_RUN];
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) acc[q] = *b;
+    const dw_vec *wv = wt;
+    for (int64_t k0 = 0; k0 < g->k[0]; k0++)
+        for (int64_t k1 = 0; k1 < g->k[1]; k1++) {
+            const int64_t off = (k0 * g->d[0] * e[1] + k1 * g->d[1]) * e[2];
+            for (int64_t k2 = 0; k2 < g->k[2]; k2++, wv++) {
+                const int64_t t = off + k2 * g->d[2];
+#pragma GCC unroll 4
+                for (int q = 0; q < nq; q++) acc[q] += *wv * xt[base[q] + t];
+            }
+        }
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++)
+        for (int l = 0; l < nl; l++) y[l * p + o + q] = acc[q][l];
+}
+
+/* Planes [p0, p0 + nl), nl <= DW_LANES, of a depthwise conv with small
+ * planes: DW_RUN outputs at a time of all nl planes at once, each its bias
+ * and then the taps in order with the pads as zeros, as depthwise_plane
+ * adds them (the same bits). */
+DW_CLONES static void depthwise_lanes(const conv_job *j, int64_t p0, int nl) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t e[3] = {dw_extent(g, 0), dw_extent(g, 1), dw_extent(g, 2)}, kn = cg_conv_k_size(g);
+    const int64_t p = cg_conv_out_size(g);
+    dw_vec xt[DW_LANES_POS], wt[DW_LANES_TAPS], b = {0};
+    memset(xt, 0, (size_t)(e[0] * e[1] * e[2]) * sizeof *xt);
+    memset(wt, 0, (size_t)kn * sizeof *wt);
+    for (int l = 0; l < nl; l++) {
+        const int64_t m = (p0 + l) % cd->m, ch = (p0 + l) / cd->m * cd->c + m / cd->mg;
+        dw_lane_pad(g, j->x + ch * cg_conv_in_size(g), e, l, xt);
+        for (int64_t t = 0; t < kn; t++) wt[t][l] = j->w[m * kn + t];
+        b[l] = j->bias ? j->bias[m] : 0.0f;
+    }
+    int64_t base[DW_RUN];
+    for (int64_t o = 0; o < p; o += DW_RUN) {
+        const int nq = p - o < DW_RUN ? (int)(p - o) : DW_RUN;
+        for (int q = 0; q < nq; q++) {
+            const int64_t o2 = (o + q) % g->out[2], o1 = (o + q) / g->out[2] % g->out[1];
+            const int64_t o0 = (o + q) / g->out[2] / g->out[1];
+            base[q] = (o0 * g->s[0] * e[1] + o1 * g->s[1]) * e[2] + o2 * g->s[2];
+        }
+        float *y = j->y + p0 * p;
+        if (nq == DW_RUN) dw_lanes_outputs(g, e, xt, base, wt, &b, o, DW_RUN, y, p, nl);
+        else
+            for (int q = 0; q < nq; q++) dw_lanes_outputs(g, e, xt, base + q, wt, &b, o + q, 1, y, p, nl);
     }
 }
 
-/* The group's weights [mg, ck] times the windows of image n, group gi. */
-static void conv_group(conv_job *j, const float *x, const float *w, float *y, int64_t ck, int64_t p) {
-    const conv_dims *cd = j->cd;
-    if (conv_pointwise(&cd->g)) {
-        cg_cpu_sgemm(0, 0, cd->mg, p, cd->cg, 1.0f, w, cd->cg, x, p, 1.0f, y, p);
-        return;
-    }
-    const int64_t block = cg_conv_block(ck, p);
-    j->x = x;
-    for (int64_t p0 = 0; p0 < p; p0 += block) {
-        const int64_t rows = p - p0 < block ? p - p0 : block;
-        j->p0 = p0;
-        cg_cpu_parallel_for((size_t)rows, (size_t)(4096 / ck + 1), im2row_run, j);
-        cg_cpu_sgemm(0, 1, cd->mg, rows, ck, 1.0f, w, ck, j->rows, ck, 1.0f, y + p0, p);
+/* Items [b0, b1): blocks of DW_LANES planes. */
+static void depthwise_lanes_run(void *ctx, size_t b0, size_t b1) {
+    const conv_job *j = ctx;
+    const int64_t planes = j->cd->n * j->cd->m;
+    for (size_t b = b0; b < b1; b++) {
+        const int64_t p0 = (int64_t)b * DW_LANES;
+        depthwise_lanes(j, p0, planes - p0 < DW_LANES ? (int)(planes - p0) : DW_LANES);
     }
 }
 
@@ -266,21 +639,27 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     conv_dims cd;
     if (conv_dims_of(call, &cd)) return CG_OP_ERROR;
-    const int64_t p = cg_conv_out_size(&cd.g), in = cg_conv_in_size(&cd.g), ck = cd.cg * cg_conv_k_size(&cd.g);
-    conv_job j = {&cd, a->in[0], a->in[1], call->n_inputs > 2 ? a->in[2] : NULL, a->workspace, a->out[0], 0};
+    const int64_t p = cg_conv_out_size(&cd.g);
+    conv_job j = {.cd = &cd,
+                  .x = a->in[0],
+                  .w = a->in[1],
+                  .bias = call->n_inputs > 2 ? a->in[2] : NULL,
+                  .y = a->out[0],
+                  .ck = cd.cg * cg_conv_k_size(&cd.g),
+                  .p = p};
     if (cd.n * cd.m * p == 0) return CG_OP_OK;
+    if (conv_direct(&cd) && dw_by_lanes(&cd.g)) {
+        const int64_t blocks = (cd.n * cd.m + DW_LANES - 1) / DW_LANES, work = DW_LANES * p * cg_conv_k_size(&cd.g);
+        cg_cpu_parallel_for((size_t)blocks, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1)), depthwise_lanes_run, &j);
+        return CG_OP_OK;
+    }
     if (conv_direct(&cd)) {
         const int64_t rows = cd.n * cd.m * (dw_by_plane(&cd.g) ? 1 : cd.g.out[0] * cd.g.out[1]);
         const int64_t work = cd.n * cd.m * p * cg_conv_k_size(&cd.g) / rows;
         cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 8192 ? 1 : 8192 / (work + 1)), depthwise_run, &j);
         return CG_OP_OK;
     }
-    fill_bias(j.y, j.bias, cd.n * cd.m, cd.m, p);
-    const float *x = a->in[0], *w = a->in[1];
-    for (int64_t n = 0; n < cd.n; n++)
-        for (int64_t gi = 0; gi < cd.group; gi++)
-            conv_group(&j, x + (n * cd.c + gi * cd.cg) * in, w + gi * cd.mg * ck, j.y + (n * cd.m + gi * cd.mg) * p, ck,
-                       p);
+    conv_gemm(&j, a->workspace);
     return CG_OP_OK;
 }
 
@@ -328,9 +707,9 @@ static const struct {
     {3, 1, 2, 3, {5, 6, 4}, {3, 2, 3}, 1, "pads: [1, 0, 1, 1, 1, 0], strides: [1, 2, 1]"},
     {2, 1, 64, 40, {20, 20}, {3, 3}, 1, "pads: [1, 1, 1, 1]"}, /* a block of several GEMM rows */
     /* the depthwise loop's paths: a plane too large to pad whole (rows, edges
-     * checked) at stride 2 and at uneven pads; small planes padded whole at
-     * stride 1 and 2, one whose windows all reach a pad, mixed strides (rows);
-     * one channel with many outputs (im2row) */
+     * checked) at stride 2 and at uneven pads; small planes (the lanes) at
+     * stride 1 and 2, one whose windows all reach a pad, mixed strides; one
+     * channel with many outputs (im2col) */
     {2, 1, 4, 4, {70, 66}, {3, 3}, 1, "group: 4, pads: [1, 1, 1, 1], strides: [2, 2]"},
     {2, 1, 2, 2, {70, 66}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
     {1, 2, 3, 3, {40}, {5}, 1, "group: 3, pads: [2, 2]"},
@@ -338,6 +717,21 @@ static const struct {
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [2, 2], pads: [0, 1, 1, 0]"},
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
     {1, 1, 1, 16, {64}, {8}, 1, "strides: [4]"},
+    /* small planes 8 at a time (the lanes): a last block of 7 planes and
+     * mobilenet's 2x2 planes under a 5x5 kernel; planes of more than 64
+     * outputs padded whole (2-D and 1-D) and, at mixed strides, by rows */
+    {2, 3, 5, 5, {4, 4}, {3, 3}, 1, "group: 5, pads: [1, 1, 1, 1]"},
+    {2, 3, 10, 10, {2, 2}, {5, 5}, 1, "group: 10, pads: [2, 2, 2, 2]"},
+    {2, 1, 3, 3, {12, 12}, {3, 3}, 1, "group: 3, pads: [1, 1, 1, 1]"},
+    {1, 1, 2, 2, {100}, {3}, 0, "group: 2, pads: [1, 1]"},
+    {2, 1, 2, 2, {20, 20}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
+    /* few panels for many output channels (with 2 or more threads): blocks
+     * of channels share panels packed once, also across images and groups */
+    {2, 1, 32, 64, {4, 4}, {3, 3}, 1, "pads: [1, 1, 1, 1]"},
+    {2, 2, 32, 64, {3, 3}, {3, 3}, 1, "group: 2, pads: [1, 1, 1, 1]"},
+    /* pads too large to copy x padded: the panels check bounds */
+    {1, 1, 2, 3, {5}, {3}, 1, "pads: [40000, 39990], strides: [3]"},
+    {2, 2, 2, 2, {3, 4}, {2, 2}, 0, "pads: [300, 1, 2, 300], dilations: [2, 1]"},
 };
 #define N_CONV ((int32_t)(sizeof conv_cases / sizeof conv_cases[0]))
 

@@ -154,13 +154,69 @@ static void pool_one(const pool_job *j, int64_t plane, const int64_t *o, int64_t
     if (j->idx) j->idx[yi] = best < 0 ? -1 : xb + best;
 }
 
+/* The outputs [*lo, *hi) of axis a whose whole window lies inside x. */
+static void pool_inner(const cg_conv_geom *g, int a, int64_t *lo, int64_t *hi) {
+    const int64_t s = g->s[a], end = g->in[a] - (g->k[a] - 1) * g->d[a] + g->pb[a];
+    *lo = (g->pb[a] + s - 1) / s;
+    *hi = end > 0 ? (end + s - 1) / s : 0;
+    if (*hi > g->out[a]) *hi = g->out[a];
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* Max or mean of f32 x without indices over the outputs [lo, hi) of one
+ * row (o0, o1), whose windows lie inside x along the last axis: each tap
+ * one pass over the row (vectorised at stride 1), the taps in pool_one's
+ * order and with its arithmetic (a max keeps the first of equals and an
+ * initial NaN; a mean starts from 0 and divides by the same count). */
+static void pool_row_f32(const pool_job *j, const float *xp, int64_t o0, int64_t o1, int64_t lo, int64_t hi, float *y) {
+    const cg_conv_geom *g = &j->g;
+    int64_t a0, b0, a1, b1, pad0, pad1, pad2, a2, b2;
+    taps(g, 0, o0, &a0, &b0, &pad0);
+    taps(g, 1, o1, &a1, &b1, &pad1);
+    taps(g, 2, lo, &a2, &b2, &pad2);
+    const int64_t s = g->s[2], n = hi - lo, cnt = j->own_i ? pad0 * pad1 * pad2 : (b0 - a0) * (b1 - a1) * g->k[2];
+    int first = 1;
+    y += lo;
+    if (j->kind == POOL_AVG)
+        for (int64_t t = 0; t < n; t++) y[t] = 0.0f;
+    for (int64_t k0 = a0; k0 < b0; k0++)
+        for (int64_t k1 = a1; k1 < b1; k1++) {
+            const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0], i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
+            for (int64_t k2 = 0; k2 < g->k[2]; k2++, first = 0) {
+                const float *xs = xp + (i0 * g->in[1] + i1) * g->in[2] + lo * s - g->pb[2] + k2 * g->d[2];
+                if (j->kind == POOL_AVG)
+                    for (int64_t t = 0; t < n; t++) y[t] += xs[t * s];
+                else if (first)
+                    for (int64_t t = 0; t < n; t++) y[t] = xs[t * s];
+                else
+                    for (int64_t t = 0; t < n; t++) y[t] = xs[t * s] > y[t] ? xs[t * s] : y[t];
+            }
+        }
+    if (j->kind == POOL_AVG)
+        for (int64_t t = 0; t < n; t++) y[t] = cnt ? y[t] / (float)cnt : 0.0f;
+}
+
 static void pool_rows(void *ctx, size_t r0, size_t r1) {
     const pool_job *j = ctx;
     const cg_conv_geom *g = &j->g;
     const int64_t rows = g->out[0] * g->out[1];
+    const int fast = j->dt == CG_F32 && !j->idx && j->kind != POOL_LP;
+    int64_t lo = 0, hi = 0;
+    if (fast) pool_inner(g, 2, &lo, &hi);
     for (size_t r = r0; r < r1; r++) {
-        int64_t o[3] = {(int64_t)r % rows / g->out[1], (int64_t)r % rows % g->out[1], 0};
-        for (o[2] = 0; o[2] < g->out[2]; o[2]++) pool_one(j, (int64_t)r / rows, o, (int64_t)r * g->out[2] + o[2]);
+        int64_t o[3] = {(int64_t)r % rows / g->out[1], (int64_t)r % rows % g->out[1], 0}, a0, b0, a1, b1, pad;
+        taps(g, 0, o[0], &a0, &b0, &pad);
+        taps(g, 1, o[1], &a1, &b1, &pad);
+        /* the inner outputs of a row with taps on the first two axes */
+        const int64_t rlo = lo, rhi = fast && b0 > a0 && b1 > a1 ? hi : lo;
+        if (rhi > rlo)
+            pool_row_f32(j, (const float *)j->x + (int64_t)r / rows * cg_conv_in_size(g), o[0], o[1], rlo, rhi,
+                         (float *)j->y + (int64_t)r * g->out[2]);
+        for (o[2] = 0; o[2] < g->out[2]; o[2]++) {
+            if (o[2] == rlo && rhi > rlo) o[2] = rhi;
+            if (o[2] >= g->out[2]) break;
+            pool_one(j, (int64_t)r / rows, o, (int64_t)r * g->out[2] + o[2]);
+        }
     }
 }
 
@@ -235,6 +291,15 @@ static const struct {
     {2, CG_F32, 1, 1, {5, 6}, "kernel: [2, 2], auto_pad: \"same_lower\""},
     {3, CG_F32, 1, 2, {5, 4, 6}, "kernel: [2, 2, 3], strides: [2, 1, 2], pads: [1, 0, 1, 0, 1, 1], ceil_mode: 1"},
     {2, CG_F32, 2, 16, {28, 28}, "kernel: [2, 2], strides: [2, 2]"},
+    /* the row path (f32, no indices: even cases of max_pool's first half):
+     * resnet's stem, a 1-D dilated window, stride 1 with a window longer
+     * than the row's inner part */
+    {2, CG_F32, 2, 4, {32, 31}, "kernel: [3, 3], strides: [2, 2], pads: [1, 1, 1, 1]"},
+    {1, CG_F32, 1, 2, {6}, "kernel: [2]"},
+    {1, CG_F32, 1, 3, {40}, "kernel: [4], dilations: [2], pads: [3, 1]"},
+    {1, CG_F32, 1, 1, {1}, "kernel: [1]"},
+    {2, CG_F32, 1, 3, {12, 21}, "kernel: [3, 5], pads: [1, 2, 1, 2], ceil_mode: 1"},
+    {2, CG_F32, 1, 2, {5, 4}, "kernel: [3, 5], pads: [2, 2, 2, 2]"},
 };
 #define N_POOL ((int32_t)(sizeof pool_cases / sizeof pool_cases[0]))
 

@@ -18,7 +18,7 @@
  * (a few microseconds of kernel time against about one of hand-over). */
 #define CG_GEMM_TASK_FMAS ((int64_t)1 << 17)
 
-static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL, NULL, NULL, NULL};
+static const cg_gemm_kernels cg_gemm_blas = {"blas", 0, 0, 0, NULL, NULL, NULL, NULL, NULL};
 
 /* NULL until the first product (or cg_cpu_gemm_force) decides. */
 static const cg_gemm_kernels *_Atomic g_sel;
@@ -203,6 +203,15 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                       .bt = CG_GEMM_B_F32};
     cg_gemm_run(kern, &g);
     return 1;
+}
+
+void cg_cpu_gemm_panel(int64_t m, int nr, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                       const float *init, float *c, int64_t ldc) {
+    const cg_gemm_kernels *kern = cg_gemm_selected();
+    if (!kern->panel) kern = cg_gemm_lookup("own"); /* OpenBLAS has no panel product */
+    if (m <= 0 || nr <= 0) return;
+    if (nr > CG_GEMM_PANEL) nr = CG_GEMM_PANEL;
+    kern->panel(m, nr, k, a, lda, b, ldb, init, c, ldc);
 }
 
 static int64_t cg_q8_lda(int64_t k) { return (k + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD; }

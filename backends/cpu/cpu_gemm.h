@@ -69,6 +69,22 @@ size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t n, int64_t k);
  * "portable". */
 const char *cg_cpu_gemm_q8_path(void);
 
+/* Columns of one panel of cg_cpu_gemm_panel's B. */
+#define CG_GEMM_PANEL 16
+
+/* C[0:m, 0:nr] = init[i] + A[i, :] B[:, 0:nr] for row-major A [m, k] (lda),
+ * one column panel B [k, CG_GEMM_PANEL] with row stride ldb (a packed panel
+ * has ldb = CG_GEMM_PANEL; the columns past nr <= CG_GEMM_PANEL are read
+ * but not stored, so they must be readable and should be finite) and C
+ * [m, nr] (ldc); init NULL for zeros. The product of an im2col'd panel of a
+ * convolution with its weights. Each element is its init, then the k
+ * products added in the order of k (fused multiply-adds on the AVX2 and
+ * AVX-512 paths), whatever m, nr or ldb: the bits depend on the path only,
+ * as with cg_cpu_gemm_nt. Runs on the calling thread (the caller splits
+ * the work); m <= 0 or nr <= 0 does nothing, k <= 0 stores init. */
+void cg_cpu_gemm_panel(int64_t m, int nr, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                       const float *init, float *c, int64_t ldc);
+
 /* The selected path: "avx512", "avx2", "portable" or "blas". */
 const char *cg_cpu_gemm_path(void);
 

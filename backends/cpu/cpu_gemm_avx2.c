@@ -193,7 +193,65 @@ static CG_AVX2 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
     }
 }
 
-const cg_gemm_kernels cg_gemm_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL};
+/* Panel tile: MP rows of A by one or two vectors of the panel's columns,
+ * 12 accumulators, the 2 B vectors and a broadcast of A in 15 registers. */
+#define MP 6
+
+/* C[0:mr, 0:nr] of one panel, mr <= MP and nv (vectors: 1 when nr <= 8)
+ * constants after inlining. */
+CG_INLINE CG_AVX2 void cg_panel_tile(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                                     const float *init, float *c, int64_t ldc, const int mr, const int nv, int nr) {
+    const float *ar[MP];
+    for (int i = 0; i < MP; i++) ar[i] = a + (i < mr ? i : 0) * lda;
+    __m256 acc[MP][2];
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = init ? _mm256_set1_ps(init[i]) : _mm256_setzero_ps();
+    for (int64_t kk = 0; kk < k; kk++) {
+        const __m256 b0 = _mm256_loadu_ps(b + kk * ldb), b1 = nv > 1 ? _mm256_loadu_ps(b + kk * ldb + 8) : b0;
+#pragma GCC unroll 8
+        for (int i = 0; i < mr; i++) {
+            const __m256 av = _mm256_broadcast_ss(ar[i] + kk);
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            if (nv > 1) acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+    }
+    const __m256i m0 = cg_mask8(nr < 8 ? nr : 8), m1 = cg_mask8(nr - 8);
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) {
+        if (nr == CG_GEMM_PANEL) {
+            _mm256_storeu_ps(c + i * ldc, acc[i][0]);
+            _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
+            continue;
+        }
+        _mm256_maskstore_ps(c + i * ldc, m0, acc[i][0]);
+        if (nv > 1) _mm256_maskstore_ps(c + i * ldc + 8, m1, acc[i][1]);
+    }
+}
+
+/* mr and nv dispatched to constants. */
+CG_INLINE CG_AVX2 void cg_panel_rows(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                                     const float *init, float *c, int64_t ldc, int mr, const int nv, int nr) {
+    switch (mr) {
+    case 1: cg_panel_tile(k, a, lda, b, ldb, init, c, ldc, 1, nv, nr); return;
+    case 2: cg_panel_tile(k, a, lda, b, ldb, init, c, ldc, 2, nv, nr); return;
+    case 3: cg_panel_tile(k, a, lda, b, ldb, init, c, ldc, 3, nv, nr); return;
+    case 4: cg_panel_tile(k, a, lda, b, ldb, init, c, ldc, 4, nv, nr); return;
+    case 5: cg_panel_tile(k, a, lda, b, ldb, init, c, ldc, 5, nv, nr); return;
+    default: cg_panel_tile(k, a, lda, b, ldb, init, c, ldc, MP, nv, nr); return;
+    }
+}
+
+CG_AVX2 void cg_gemm_avx2_panel(int64_t m, int nr, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                                const float *init, float *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i += MP) {
+        const int mr = m - i < MP ? (int)(m - i) : MP;
+        const float *in = init ? init + i : NULL;
+        if (nr > 8) cg_panel_rows(k, a + i * lda, lda, b, ldb, in, c + i * ldc, ldc, mr, 2, nr);
+        else cg_panel_rows(k, a + i * lda, lda, b, ldb, in, c + i * ldc, ldc, mr, 1, nr);
+    }
+}
+
+const cg_gemm_kernels cg_gemm_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL, cg_gemm_avx2_panel};
 
 #else
 typedef int cg_gemm_avx2_not_x86;

@@ -250,7 +250,8 @@ static CG_AVX512 void cg_gemv_tile(const cg_gemm_args *g, int64_t i0, int64_t j0
     }
 }
 
-const cg_gemm_kernels cg_gemm_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL};
+const cg_gemm_kernels cg_gemm_avx512 = {"avx512",          MR, NR, NV, cg_tile_rows, cg_gemv_tile, NULL, NULL,
+                                        cg_gemm_avx2_panel};
 
 #else
 typedef int cg_gemm_avx512_not_x86;

@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "cpu_gemm.h"
+
 /* How B is stored: f32, or 16-bit floats the kernels widen in registers
  * (a weight matrix kept in half the bytes: bf16 is f32's top half, f16
  * IEEE half precision). Products and sums are f32 either way. */
@@ -64,6 +66,14 @@ typedef float (*cg_q8_row_fn)(const float *x, int64_t n, int8_t *q);
  * a + 128 subtracts (NULL in sets that do not). */
 typedef int32_t (*cg_q8_sum_fn)(const int8_t *b, int64_t k);
 
+/* C[0:m, 0:nr] = init[i] + A[i, :] B[:, 0:nr] for A [m, k] (lda) and one
+ * column panel B [k, CG_GEMM_PANEL] (row stride ldb; only its first nr <=
+ * CG_GEMM_PANEL columns are stored, the others may hold anything finite),
+ * init NULL for zeros: the outer-product form, each element its init then
+ * the k products added in order, whatever m, nr or the tile it falls in. */
+typedef void (*cg_gemm_panel_fn)(int64_t m, int nr, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                                 const float *init, float *c, int64_t ldc);
+
 /* The kernels of one ISA. mr/nr are the register tile (rows of A by rows of
  * B) and nv the GEMV tile (rows of B against one row of A, used when a block
  * has one row): the driver (cpu_gemm.c) blocks for the caches, splits over
@@ -75,6 +85,7 @@ typedef struct cg_gemm_kernels {
     cg_gemv_tile_fn gemv;
     cg_q8_row_fn qrow; /* int8 sets only */
     cg_q8_sum_fn bsum;
+    cg_gemm_panel_fn panel; /* f32 sets; NULL: the best own set's */
 } cg_gemm_kernels;
 
 /* Plain C, any CPU. */
@@ -89,6 +100,9 @@ extern const cg_gemm_kernels cg_gemm_avx512;
  * BW + VNNI (vpdpbusd on a + 128, less 128 times the row sums of b). */
 extern const cg_gemm_kernels cg_q8_avx2;
 extern const cg_gemm_kernels cg_q8_avx512;
+/* The AVX2 panel kernel, which the AVX-512 set shares. */
+void cg_gemm_avx2_panel(int64_t m, int nr, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        const float *init, float *c, int64_t ldc);
 #endif
 
 /* C[i][j] of an int8 product from its exact sum (every q8 set). */

@@ -61,4 +61,25 @@ static void cg_portable_tile_rows(const cg_gemm_args *g, int64_t i0, int64_t j0,
     cg_portable_tile(g, i0, j0, nr);
 }
 
-const cg_gemm_kernels cg_gemm_portable = {"portable", 1, NR, NR, cg_portable_tile_rows, cg_portable_tile, NULL, NULL};
+/* Panel kernel: 4 rows of A by the panel's 16 columns, plain products and
+ * sums (no fused multiply-add: the compiler may not contract them in C11). */
+#define MP 4
+
+static void cg_portable_panel(int64_t m, int nr, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                              const float *init, float *c, int64_t ldc) {
+    for (int64_t i0 = 0; i0 < m; i0 += MP) {
+        const int mr = m - i0 < MP ? (int)(m - i0) : MP;
+        float acc[MP][CG_GEMM_PANEL];
+        for (int i = 0; i < MP; i++)
+            for (int l = 0; l < CG_GEMM_PANEL; l++) acc[i][l] = init && i < mr ? init[i0 + i] : 0.0f;
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int i = 0; i < mr; i++) {
+                const float av = a[(i0 + i) * lda + kk];
+                for (int l = 0; l < CG_GEMM_PANEL; l++) acc[i][l] += av * b[kk * ldb + l];
+            }
+        for (int i = 0; i < mr; i++) memcpy(c + (i0 + i) * ldc, acc[i], (size_t)nr * sizeof(float));
+    }
+}
+
+const cg_gemm_kernels cg_gemm_portable = {
+    "portable", 1, NR, NR, cg_portable_tile_rows, cg_portable_tile, NULL, NULL, cg_portable_panel};

@@ -162,7 +162,7 @@ static CG_AVX2 float cg_qrow(const float *x, int64_t n, int8_t *q) {
     return amax / 127.0f;
 }
 
-const cg_gemm_kernels cg_q8_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow, NULL};
+const cg_gemm_kernels cg_q8_avx2 = {"avx2", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow, NULL, NULL};
 
 #else
 typedef int cg_q8_avx2_not_x86;

@@ -240,7 +240,7 @@ static CG_AVX512 float cg_qrow(const float *x, int64_t n, int8_t *q) {
     return amax / 127.0f;
 }
 
-const cg_gemm_kernels cg_q8_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow, cg_bsum};
+const cg_gemm_kernels cg_q8_avx512 = {"avx512", MR, NR, NV, cg_tile_rows, cg_gemv_tile, cg_qrow, cg_bsum, NULL};
 
 #else
 typedef int cg_q8_avx512_not_x86;

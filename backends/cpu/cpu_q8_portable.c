@@ -26,5 +26,5 @@ static void cg_q8_portable_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, i
     cg_q8_portable_row(g, i0, j0, nr);
 }
 
-const cg_gemm_kernels cg_q8_portable = {"portable",         1,         NR,  NR, cg_q8_portable_tile,
-                                        cg_q8_portable_row, cg_q8_row, NULL};
+const cg_gemm_kernels cg_q8_portable = {"portable",         1,         NR,   NR,  cg_q8_portable_tile,
+                                        cg_q8_portable_row, cg_q8_row, NULL, NULL};

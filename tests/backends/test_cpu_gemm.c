@@ -332,6 +332,60 @@ START_TEST(test_empty_products) {
 }
 END_TEST
 
+/* The panel product (cg_cpu_gemm_panel) on every path ("blas" takes the
+ * best own kernels): against the double-precision sum with the bound of k
+ * roundings in order, C's padding untouched, and each element the same
+ * bits whatever m and nr, and with B packed or read from a wider matrix. */
+START_TEST(test_panel_every_path) {
+    const char *path = paths[_i];
+    if (!cg_cpu_gemm_force(path)) return;
+    rng_state = 11;
+    static const int64_t pms[] = {1, 2, 5, 6, 7, 13, 40}, pks[] = {0, 1, 3, 27, 64, 300};
+    enum { LDB = 21, LDC = 19 };
+    for (size_t im = 0; im < sizeof pms / sizeof pms[0]; im++)
+        for (size_t ik = 0; ik < sizeof pks / sizeof pks[0]; ik++) {
+            const int64_t m = pms[im], k = pks[ik];
+            float *a = rnd_buf((size_t)(m * (k + 1))), *b = rnd_buf((size_t)((k ? k : 1) * LDB));
+            float *init = rnd_buf((size_t)m), *packed = malloc((size_t)(k ? k : 1) * CG_GEMM_PANEL * sizeof(float));
+            float *c = malloc((size_t)(m * LDC) * sizeof *c), *row = malloc(LDC * sizeof *row);
+            ck_assert(packed && c && row);
+            for (int64_t p = 0; p < k; p++)
+                memcpy(packed + p * CG_GEMM_PANEL, b + p * LDB, CG_GEMM_PANEL * sizeof(float));
+            for (int nr = 1; nr <= CG_GEMM_PANEL; nr += nr < 8 ? 3 : 4) {
+                const float *in = nr % 2 ? init : NULL;
+                for (int64_t i = 0; i < m * LDC; i++) c[i] = SENTINEL;
+                cg_cpu_gemm_panel(m, nr, k, a, k + 1, b, LDB, in, c, LDC);
+                for (int64_t i = 0; i < m; i++) {
+                    for (int j = 0; j < nr; j++) {
+                        double s = in ? in[i] : 0.0, sa = fabs(s);
+                        for (int64_t p = 0; p < k; p++) {
+                            double t = (double)a[i * (k + 1) + p] * b[p * LDB + j];
+                            s += t, sa += fabs(t);
+                        }
+                        const double tol = ((double)k + 2.0) * FLT_EPSILON * sa + 1e-30;
+                        if (!(fabs(c[i * LDC + j] - s) <= tol))
+                            ck_abort_msg("%s panel m=%lld nr=%d k=%lld: C[%lld,%d] = %.9g, want %.9g", path,
+                                         (long long)m, nr, (long long)k, (long long)i, j, c[i * LDC + j], s);
+                    }
+                    for (int j = nr; j < LDC; j++) ck_assert_float_eq(c[i * LDC + j], SENTINEL);
+                    /* one row alone, all 16 columns, B packed: the same bits */
+                    cg_cpu_gemm_panel(1, CG_GEMM_PANEL, k, a + i * (k + 1), k + 1, packed, CG_GEMM_PANEL,
+                                      in ? in + i : NULL, row, LDC);
+                    ck_assert_msg(memcmp(row, c + i * LDC, (size_t)nr * sizeof *row) == 0,
+                                  "%s panel m=%lld nr=%d k=%lld: row %lld differs alone", path, (long long)m, nr,
+                                  (long long)k, (long long)i);
+                }
+            }
+            free(a);
+            free(b);
+            free(init);
+            free(packed);
+            free(c);
+            free(row);
+        }
+}
+END_TEST
+
 /* Rows of C come out bit-identical whatever M (full tiles, tail tiles, the
  * GEMV), and unchanged by a second run. */
 START_TEST(test_rows_independent_of_m) {
@@ -677,6 +731,7 @@ int main(int argc, char **argv) {
     tcase_add_loop_test(tc, test_q8_every_path, 0, N_PATHS);
     tcase_add_loop_test(tc, test_empty_products, 0, N_PATHS);
     tcase_add_loop_test(tc, test_rows_independent_of_m, 0, N_PATHS);
+    tcase_add_loop_test(tc, test_panel_every_path, 0, N_PATHS);
     tcase_add_test(tc, test_force_names);
     tcase_add_test(tc, test_env_threads_and_determinism);
     suite_add_tcase(s, tc);
