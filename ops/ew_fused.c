@@ -35,34 +35,70 @@ enum {
     EW_RELU,
     EW_EXP,
     EW_SQRT,
-    EW_ABS
+    EW_ABS,
+    EW_POW,
+    EW_AFFINE,
+    EW_HARD_SIGMOID
 };
 
 static const struct {
     const char *name;
     int pops;
-    const char *cl; /* OpenCL C: a binary operator, or a function of one value */
+    const char *cl; /* OpenCL C: an infix operator, or a function */
 } ew_ops[] = {
-    [EW_ADD] = {"add", 2, "+"},         [EW_SUB] = {"sub", 2, "-"},
-    [EW_MUL] = {"mul", 2, "*"},         [EW_DIV] = {"div", 2, "/"},
-    [EW_NEG] = {"neg", 1, "-"},         [EW_ERF] = {"erf", 1, "erf"},
-    [EW_TANH] = {"tanh", 1, "tanh"},    [EW_SIGMOID] = {"sigmoid", 1, "cg_sigmoid"},
-    [EW_RELU] = {"relu", 1, "cg_relu"}, [EW_EXP] = {"exp", 1, "exp"},
-    [EW_SQRT] = {"sqrt", 1, "sqrt"},    [EW_ABS] = {"abs", 1, "fabs"},
+    [EW_ADD] = {"add", 2, "+"},
+    [EW_SUB] = {"sub", 2, "-"},
+    [EW_MUL] = {"mul", 2, "*"},
+    [EW_DIV] = {"div", 2, "/"},
+    [EW_NEG] = {"neg", 1, "-"},
+    [EW_ERF] = {"erf", 1, "erf"},
+    [EW_TANH] = {"tanh", 1, "tanh"},
+    [EW_SIGMOID] = {"sigmoid", 1, "cg_sigmoid"},
+    [EW_RELU] = {"relu", 1, "cg_relu"},
+    [EW_EXP] = {"exp", 1, "exp"},
+    [EW_SQRT] = {"sqrt", 1, "sqrt"},
+    [EW_ABS] = {"abs", 1, "fabs"},
+    [EW_POW] = {"pow", 2, "pow"},
+    /* with two parameters: "affine:A:B", "hard_sigmoid:A:B" */
+    [EW_AFFINE] = {"affine", 1, NULL},
+    [EW_HARD_SIGMOID] = {"hard_sigmoid", 1, NULL},
 };
+/* The op names in messages. */
+#define EW_TOKEN_NAMES "add sub mul div pow neg erf tanh sigmoid relu exp sqrt abs affine:A:B hard_sigmoid:A:B"
+
 enum { EW_N_TOKENS = (int)(sizeof ew_ops / sizeof ew_ops[0]) };
 
 typedef struct ew_prog {
     int n, depth;
     uint8_t tok[EW_MAX_TOKENS];
+    float pa[EW_MAX_TOKENS], pb[EW_MAX_TOKENS]; /* affine's and hard_sigmoid's A and B */
 } ew_prog;
 
-/* Token `s` (length len): an input index below n_in or an operation; -1 for
- * neither, -2 for an input the node lacks. */
-static int ew_token(const char *s, size_t len, int n_in) {
+/* ":A:B" ending at end into *a, *b (f32 as the ops take their attributes). */
+static int ew_params(const char *s, const char *end, float *a, float *b) {
+    char *e;
+    if (s == end || *s != ':') return 0;
+    *a = (float)strtod(s + 1, &e);
+    if (e == s + 1 || *e != ':') return 0;
+    s = e;
+    *b = (float)strtod(s + 1, &e);
+    return e != s + 1 && e == end;
+}
+
+/* Token `s` (length len): an input index below n_in or an operation (with
+ * its parameters into p's slot); -1 for neither, -2 for an input the node
+ * lacks. */
+static int ew_token(const char *s, size_t len, int n_in, ew_prog *p) {
     if (len == 1 && s[0] >= '0' && s[0] <= '9') return s[0] - '0' < n_in ? s[0] - '0' : -2;
-    for (int t = EW_ADD; t < EW_N_TOKENS; t++)
-        if (strlen(ew_ops[t].name) == len && !strncmp(ew_ops[t].name, s, len)) return t;
+    for (int t = EW_ADD; t < EW_N_TOKENS; t++) {
+        const size_t n = strlen(ew_ops[t].name);
+        if (n > len || strncmp(ew_ops[t].name, s, n)) continue;
+        if (t == EW_AFFINE || t == EW_HARD_SIGMOID) {
+            if (ew_params(s + n, s + len, &p->pa[p->n], &p->pb[p->n])) return t;
+        } else if (n == len) {
+            return t;
+        }
+    }
     return -1;
 }
 
@@ -77,16 +113,13 @@ static cg_op_status ew_parse(const cg_op_call *call, ew_prog *p) {
             return cg_op_fail(call, "program \"%s\": token %d is empty (one space between tokens)", call->attrs[0].s,
                               pos);
         if (p->n == EW_MAX_TOKENS) return cg_op_fail(call, "program: more than %d tokens", EW_MAX_TOKENS);
-        int t = ew_token(s, len, call->n_inputs);
+        int t = ew_token(s, len, call->n_inputs, p);
         if (t == -2)
             return cg_op_fail(call, "program token %d '%.*s': the node has %d inputs", pos, (int)len, s,
                               call->n_inputs);
         if (t < 0)
-            return cg_op_fail(
-                call,
-                "program token %d '%.*s' is neither an input index nor one of add sub mul div neg erf tanh "
-                "sigmoid relu exp sqrt abs",
-                pos, (int)len, s);
+            return cg_op_fail(call, "program token %d '%.*s' is neither an input index nor one of " EW_TOKEN_NAMES, pos,
+                              (int)len, s);
         int pops = t < EW_MAX_IN ? 0 : ew_ops[t].pops;
         if (depth < pops)
             return cg_op_fail(call, "program token %d '%.*s' needs %d values, the stack holds %d", pos, (int)len, s,
@@ -168,6 +201,9 @@ typedef struct ew_run {
 
 static float ew_relu(float x) { return x < 0.0f ? 0.0f : x; /* NaN stays NaN, as relu */ }
 
+/* as hard_sigmoid's CPU kernel (ops/math.c) */
+static float ew_hard_sigmoid(float x, float a, float b) { return fminf(1.0f, fmaxf(0.0f, a * x + b)); }
+
 /* Elements [i0, i0 + len) of input k into buf, or a pointer straight into
  * the input when it is the output's shape. */
 static const float *ew_load(const ew_run *r, int k, int64_t i0, int64_t len, float *buf) {
@@ -186,10 +222,20 @@ static const float *ew_load(const ew_run *r, int k, int64_t i0, int64_t len, flo
     return buf;
 }
 
-/* One operation over a block: a and b the operands (b NULL for one), the
- * result into y (which may be a). Each as the unfused op's CPU kernel. */
-static void ew_apply(int t, const float *a, const float *b, float *y, int64_t len) {
+/* One operation over a block: a and b the operands (b NULL for one; pa,
+ * pb the parameters), the result into y (which may be a). Each as the
+ * unfused op's CPU kernel. */
+static void ew_apply(int t, const float *a, const float *b, float pa, float pb, float *y, int64_t len) {
     switch (t) {
+    case EW_POW:
+        for (int64_t j = 0; j < len; j++) y[j] = powf(a[j], b[j]);
+        break;
+    case EW_AFFINE:
+        for (int64_t j = 0; j < len; j++) y[j] = pa * a[j] + pb;
+        break;
+    case EW_HARD_SIGMOID:
+        for (int64_t j = 0; j < len; j++) y[j] = ew_hard_sigmoid(a[j], pa, pb);
+        break;
     case EW_ADD:
         for (int64_t j = 0; j < len; j++) y[j] = a[j] + b[j];
         break;
@@ -244,7 +290,7 @@ static void ew_blocks(void *ctx, size_t b0, size_t b1) {
             const int two = ew_ops[tok].pops == 2;
             sp -= two;
             float *dst = t == p->n - 1 ? y : buf[sp - 1];
-            ew_apply(tok, st[sp - 1], two ? st[sp] : NULL, dst, len);
+            ew_apply(tok, st[sp - 1], two ? st[sp] : NULL, p->pa[t], p->pb[t], dst, len);
             st[sp - 1] = dst;
         }
         if (st[0] != y) memcpy(y, st[0], (size_t)len * sizeof *y); /* a program of one input */
@@ -271,6 +317,25 @@ static cg_op_status ew_cpu(const cg_kernel_args *a) {
 
 /* ---- OpenCL ---- */
 
+/* An f32 constant as an exact OpenCL C literal (hexadecimal). */
+static void ew_literal(char *buf, size_t size, float v) {
+    if (isnan(v)) snprintf(buf, size, "NAN");
+    else if (isinf(v)) snprintf(buf, size, v < 0 ? "(-INFINITY)" : "INFINITY");
+    else snprintf(buf, size, v < 0 || signbit(v) ? "(%af)" : "%af", (double)v);
+}
+
+/* Unary token tok of operand a as OpenCL C into buf, as the unfused kernel
+ * writes it (elementwise.cl, math.cl). */
+static int ew_expr_unary(char *buf, size_t size, int tok, const char *a, float pa, float pb) {
+    char la[48], lb[48];
+    ew_literal(la, sizeof la, pa);
+    ew_literal(lb, sizeof lb, pb);
+    if (tok == EW_NEG) return snprintf(buf, size, "(-%s)", a);
+    if (tok == EW_AFFINE) return snprintf(buf, size, "((%s*%s)+%s)", la, a, lb);
+    if (tok == EW_HARD_SIGMOID) return snprintf(buf, size, "fmin(1.0f,fmax(0.0f,((%s*%s)+%s)))", la, a, lb);
+    return snprintf(buf, size, "%s(%s)", ew_ops[tok].cl, a);
+}
+
 /* The program as one OpenCL C expression of a0 .. a7 into buf (no spaces:
  * it goes into a -D build option). Fails when it does not fit. */
 static cg_op_status ew_expr(const cg_op_call *call, const ew_prog *p, char *buf, size_t size) {
@@ -285,11 +350,11 @@ static cg_op_status ew_expr(const cg_op_call *call, const ew_prog *p, char *buf,
         } else if (ew_ops[tok].pops == 2) {
             memcpy(a, st[sp - 2], sizeof a);
             memcpy(b, st[--sp], sizeof b);
-            len = snprintf(st[sp - 1], sizeof st[0], "(%s%s%s)", a, ew_ops[tok].cl, b);
+            len = tok == EW_POW ? snprintf(st[sp - 1], sizeof st[0], "pow(%s,%s)", a, b)
+                                : snprintf(st[sp - 1], sizeof st[0], "(%s%s%s)", a, ew_ops[tok].cl, b);
         } else {
             memcpy(a, st[sp - 1], sizeof a);
-            len = tok == EW_NEG ? snprintf(st[sp - 1], sizeof st[0], "(-%s)", a)
-                                : snprintf(st[sp - 1], sizeof st[0], "%s(%s)", ew_ops[tok].cl, a);
+            len = ew_expr_unary(st[sp - 1], sizeof st[0], tok, a, p->pa[t], p->pb[t]);
         }
         if (len < 0 || (size_t)len >= sizeof st[0]) return cg_op_fail(call, "%s", too_long);
     }
@@ -358,7 +423,10 @@ static cg_op_status ew_decompose(cg_decomp *d, const cg_op_call *call) {
             st[sp - 2] = cg_ops_emit(&e, ew_ops[tok].name, NULL, st[sp - 2], st[sp - 1], -1);
             sp--;
         } else {
-            st[sp - 1] = cg_ops_emit(&e, ew_ops[tok].name, NULL, st[sp - 1], -1, -1);
+            char attrs[96] = "";
+            if (tok == EW_AFFINE || tok == EW_HARD_SIGMOID)
+                snprintf(attrs, sizeof attrs, "alpha: %.9g, beta: %.9g", (double)p.pa[t], (double)p.pb[t]);
+            st[sp - 1] = cg_ops_emit(&e, ew_ops[tok].name, attrs[0] ? attrs : NULL, st[sp - 1], -1, -1);
         }
     }
     /* a program of one input and no operation: still a node of its own */
@@ -387,7 +455,8 @@ typedef struct ew_case {
 #define EVERY "0 neg erf 1 tanh add 2 sigmoid mul 3 relu sub 4 exp div 5 sqrt add 6 abs mul"
 
 /* GELU as exporters write it, bias and residual adds over [B, L, C], a 0-d
- * scalar, eight inputs of every broadcast form, every token, and odd sizes
+ * scalar, eight inputs of every broadcast form, every token (pow, affine
+ * and hard_sigmoid in a case of their own), and odd sizes
  * that span many CPU blocks and work-groups. */
 static const ew_case ew_cases[] = {
     {GELU, 4, {IN(-4, 4, 3, 2, 7, 13), GELU_K}},
@@ -406,6 +475,9 @@ static const ew_case ew_cases[] = {
     {"0 1 add 0 2 mul add tanh", 3, {IN(-2, 2, 2, 3, 1), IN(-2, 2, 2, 1, 1), IN(-2, 2, 3, 1, 3, 1)}},
     {"0 1 add", 2, {IN(-2, 2, 2, 0, 5), IN(-2, 2, 1, 5)}},
     {GELU, 4, {IN(-4, 4, 2, 77, 1003), GELU_K}},
+    {"0 affine:0.5:-0.25 1 pow 0 hard_sigmoid:0x1.99999ap-3:0.5 mul 0 affine:-1:0 hard_sigmoid:2:-0.5 sub",
+     2,
+     {IN(1, 3, 2, 5, 37), IN(-2, 2, 1, 37)}},
     {"0 1 add 0 sigmoid mul 2 add", 3, {IN(-6, 6, 3, 2, 129, 771), IN(-2, 2, 1, 771), IN(-2, 2, 3, 2, 129, 771)}},
 };
 #undef IN
@@ -423,7 +495,7 @@ static int32_t ew_conform(int32_t index, cg_conform_case *c) {
         c->hi[k] = t->in[k].hi;
     }
     /* the strings live as long as the table */
-    static char attrs[sizeof ew_cases / sizeof ew_cases[0]][160];
+    static char attrs[sizeof ew_cases / sizeof ew_cases[0]][200];
     snprintf(attrs[index], sizeof attrs[index], "program: \"%s\"", t->program);
     c->attrs = attrs[index];
     return 1;
@@ -434,8 +506,9 @@ static int32_t ew_conform(int32_t index, cg_conform_case *c) {
 static const cg_attr_def ew_attrs[] = {
     CG_ATTR(.name = "program", .type = CG_ATTR_STRING, .required = 1,
             .doc = "postfix program over the inputs, tokens separated by single spaces: \"0\"..\"7\" pushes that "
-                   "input's element; add sub mul div pop two (a b -> a op b); neg erf tanh sigmoid relu exp sqrt "
-                   "abs pop one; it must leave exactly one value"),
+                   "input's element; add sub mul div pow pop two (a b -> a op b); neg erf tanh sigmoid relu exp sqrt "
+                   "abs, affine:A:B (A * x + B) and hard_sigmoid:A:B (min(1, max(0, A * x + B))), A and B numbers "
+                   "as C writes them (hexadecimal for exact f32), pop one; it must leave exactly one value"),
 };
 
 static const char *const ew_inputs[] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", NULL};
