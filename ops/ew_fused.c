@@ -370,7 +370,13 @@ static cg_op_status ew_cl(const cg_kernel_args *a) {
     char expr[1024], opts[1100];
     if (ew_parse(call, &p) || ew_expr(call, &p, expr, sizeof expr)) return CG_OP_ERROR;
     if (n == 0) return CG_OP_OK;
-    snprintf(opts, sizeof opts, "-DNIN=%d -DEXPR=%s", call->n_inputs, expr);
+    unsigned bcast = 0, scalar = 0;
+    for (int i = 0; i < call->n_inputs; i++) {
+        const int64_t m = cg_desc_numel(&call->inputs[i]);
+        if (m == 1 && n != 1) scalar |= 1u << i;
+        else if (m != n) bcast |= 1u << i;
+    }
+    snprintf(opts, sizeof opts, "-DNIN=%d -DBCAST=%u -DSCALAR=%u -DEXPR=%s", call->n_inputs, bcast, scalar, expr);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_ew_fused, name, n > INT32_MAX, 0, opts);
     if (!k) return CG_OP_ERROR;
     const cl_mem y = (cl_mem)a->out[0];

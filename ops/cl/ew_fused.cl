@@ -1,10 +1,11 @@
 /* Kernel of ops/ew_fused.c: a chain of f32 element-wise ops in one launch.
  * The host builds it per program: -DNIN=<inputs> and -DEXPR=<expression of
- * a0 .. a(NIN-1)>, e.g. -DNIN=3 -DEXPR=(erf(a0*a1)+a2). Element i of the
- * output reads input k at i % mk (mk its element count: the output's, a
- * trailing suffix's, or 1). Contraction into fma is off, and the helpers
- * are those of the unfused kernels (elementwise.cl, math.cl), so each step
- * rounds as the unfused op does. IDX is int unless built with -DIDX=long. */
+ * a0 .. a(NIN-1)>, e.g. -DNIN=3 -DEXPR=(erf(a0*a1)+a2), and the bit masks
+ * -DBCAST (inputs smaller than the output) and -DSCALAR (one element).
+ * Element i of the output reads input k at i % mk (mk its element count:
+ * the output's, a trailing suffix's, or 1). Contraction into fma is off,
+ * and the helpers are those of the unfused kernels (elementwise.cl,
+ * math.cl), so each step rounds as the unfused op does. IDX is int unless built with -DIDX=long. */
 #pragma OPENCL FP_CONTRACT OFF
 
 #ifndef NIN
@@ -21,11 +22,21 @@ inline float cg_sigmoid(float x) {
 
 inline float cg_relu(float x) { return x < 0.0f ? 0.0f : x; /* NaN stays NaN */ }
 
+#ifndef BCAST
+#define BCAST 0
+#endif
+#ifndef SCALAR
+#define SCALAR 0
+#endif
+
 /* input k: its buffer and element count */
 #define XIN(k) , __global const float *x##k, long m##k
-/* its element for output index i: the same index when it has the output's
- * size, else i modulo its size */
-#define XLOAD(k) const float a##k = x##k[(IDX)m##k == (IDX)n ? i : i % (IDX)m##k];
+/* its element for output index i: bit k of SCALAR (one element) reads
+ * element 0, of BCAST (a suffix) i modulo its size, else element i; the
+ * host sets the bits, so no branch is left at run time */
+#define XLOAD(k)                                                                       \
+    const float a##k = ((SCALAR >> k) & 1) ? x##k[0]                                   \
+                       : ((BCAST >> k) & 1) ? x##k[i % (IDX)m##k] : x##k[i];
 
 #if CG_WANT(ew_fused)
 __kernel void ew_fused(__global float *y, long n XIN(0)
