@@ -201,8 +201,14 @@ typedef struct ew_run {
 
 static float ew_relu(float x) { return x < 0.0f ? 0.0f : x; /* NaN stays NaN, as relu */ }
 
-/* as hard_sigmoid's CPU kernel (ops/math.c) */
-static float ew_hard_sigmoid(float x, float a, float b) { return fminf(1.0f, fmaxf(0.0f, a * x + b)); }
+/* hard_sigmoid's min(1, max(0, a x + b)) as comparisons, which vectorise
+ * where fminf/fmaxf are calls: the same values (NaN gives 0 as fmaxf(0,
+ * NaN) does) */
+static float ew_hard_sigmoid(float x, float a, float b) {
+    float v = a * x + b;
+    v = v > 0.0f ? v : 0.0f;
+    return v < 1.0f ? v : 1.0f;
+}
 
 /* Elements [i0, i0 + len) of input k into buf, or a pointer straight into
  * the input when it is the output's shape. */
