@@ -21,6 +21,9 @@
 /* Elements each token's loop handles at a time: the stack of blocks stays
  * in L1 (16 blocks of 1 KiB). */
 #define EW_BLOCK 256
+/* Longest OpenCL expression: 64 tokens of at most 62 characters (a
+ * hard_sigmoid with two literals around its operand). */
+#define EW_EXPR_MAX 4096
 
 /* Tokens 0..7 push input k; the rest are operations. */
 enum {
@@ -342,30 +345,32 @@ static int ew_expr_unary(char *buf, size_t size, int tok, const char *a, float p
     return snprintf(buf, size, "%s(%s)", ew_ops[tok].cl, a);
 }
 
-/* The program as one OpenCL C expression of a0 .. a7 into buf (no spaces:
- * it goes into a -D build option). Fails when it does not fit. */
-static cg_op_status ew_expr(const cg_op_call *call, const ew_prog *p, char *buf, size_t size) {
-    static const char too_long[] = "program too long for an OpenCL kernel";
-    char st[EW_MAX_DEPTH][1024], a[1024], b[1024];
-    int sp = 0;
-    for (int t = 0; t < p->n; t++) {
+/* The program as one OpenCL C expression of a0 .. a7 into buf[EW_EXPR_MAX]
+ * (no spaces: it goes into a -D build option). */
+static cg_op_status ew_expr(const cg_op_call *call, const ew_prog *p, char *buf) {
+    /* the stack's expressions, EW_EXPR_MAX each; the operands copied out */
+    char *mem = malloc(EW_MAX_DEPTH * (size_t)EW_EXPR_MAX), a[EW_EXPR_MAX], b[EW_EXPR_MAX];
+    if (!mem) return cg_op_fail(call, "out of memory");
+    int sp = 0, len = 0;
+    for (int t = 0; t < p->n && len >= 0 && len < EW_EXPR_MAX; t++) {
         const int tok = p->tok[t];
-        int len;
         if (tok < EW_MAX_IN) {
-            len = snprintf(st[sp++], sizeof st[0], "a%d", tok);
+            len = snprintf(mem + EW_EXPR_MAX * sp++, EW_EXPR_MAX, "a%d", tok);
         } else if (ew_ops[tok].pops == 2) {
-            memcpy(a, st[sp - 2], sizeof a);
-            memcpy(b, st[--sp], sizeof b);
-            len = tok == EW_POW ? snprintf(st[sp - 1], sizeof st[0], "pow(%s,%s)", a, b)
-                                : snprintf(st[sp - 1], sizeof st[0], "(%s%s%s)", a, ew_ops[tok].cl, b);
+            memcpy(a, mem + EW_EXPR_MAX * (sp - 2), EW_EXPR_MAX);
+            memcpy(b, mem + EW_EXPR_MAX * --sp, EW_EXPR_MAX);
+            char *d = mem + EW_EXPR_MAX * (sp - 1);
+            len = tok == EW_POW ? snprintf(d, EW_EXPR_MAX, "pow(%s,%s)", a, b)
+                                : snprintf(d, EW_EXPR_MAX, "(%s%s%s)", a, ew_ops[tok].cl, b);
         } else {
-            memcpy(a, st[sp - 1], sizeof a);
-            len = ew_expr_unary(st[sp - 1], sizeof st[0], tok, a, p->pa[t], p->pb[t]);
+            memcpy(a, mem + EW_EXPR_MAX * (sp - 1), EW_EXPR_MAX);
+            len = ew_expr_unary(mem + EW_EXPR_MAX * (sp - 1), EW_EXPR_MAX, tok, a, p->pa[t], p->pb[t]);
         }
-        if (len < 0 || (size_t)len >= sizeof st[0]) return cg_op_fail(call, "%s", too_long);
     }
-    if ((size_t)snprintf(buf, size, "%s", st[0]) >= size) return cg_op_fail(call, "%s", too_long);
-    return CG_OP_OK;
+    const int fits = len >= 0 && len < EW_EXPR_MAX;
+    if (fits) memcpy(buf, mem, EW_EXPR_MAX);
+    free(mem);
+    return fits ? CG_OP_OK : cg_op_fail(call, "program too long for an OpenCL kernel");
 }
 
 static cg_op_status ew_cl(const cg_kernel_args *a) {
@@ -373,8 +378,8 @@ static cg_op_status ew_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const int64_t n = cg_desc_numel(&call->outputs[0]);
     ew_prog p;
-    char expr[1024], opts[1100];
-    if (ew_parse(call, &p) || ew_expr(call, &p, expr, sizeof expr)) return CG_OP_ERROR;
+    char expr[EW_EXPR_MAX], opts[EW_EXPR_MAX + 96];
+    if (ew_parse(call, &p) || ew_expr(call, &p, expr)) return CG_OP_ERROR;
     if (n == 0) return CG_OP_OK;
     unsigned bcast = 0, scalar = 0;
     for (int i = 0; i < call->n_inputs; i++) {
@@ -490,6 +495,7 @@ static const ew_case ew_cases[] = {
     {"0 affine:0.5:-0.25 1 pow 0 hard_sigmoid:0x1.99999ap-3:0.5 mul 0 affine:-1:0 hard_sigmoid:2:-0.5 sub",
      2,
      {IN(1, 3, 2, 5, 37), IN(-2, 2, 1, 37)}},
+    {NULL, 1, {IN(-3, 3, 2, 3, 41)}}, /* the longest program and expression */
     {"0 1 add 0 sigmoid mul 2 add", 3, {IN(-6, 6, 3, 2, 129, 771), IN(-2, 2, 1, 771), IN(-2, 2, 3, 2, 129, 771)}},
 };
 #undef IN
@@ -507,7 +513,14 @@ static int32_t ew_conform(int32_t index, cg_conform_case *c) {
         c->hi[k] = t->in[k].hi;
     }
     /* the strings live as long as the table */
-    static char attrs[sizeof ew_cases / sizeof ew_cases[0]][200];
+    static char attrs[sizeof ew_cases / sizeof ew_cases[0]][200], longest[EW_MAX_TOKENS * 48];
+    if (!t->program) { /* 0, then hard_sigmoid with long literals for every other token */
+        strcpy(longest, "program: \"0");
+        for (int i = 1; i < EW_MAX_TOKENS; i++) strcat(longest, " hard_sigmoid:-0x1.555556p-3:0x1.99999ap-1");
+        strcat(longest, "\"");
+        c->attrs = longest;
+        return 1;
+    }
     snprintf(attrs[index], sizeof attrs[index], "program: \"%s\"", t->program);
     c->attrs = attrs[index];
     return 1;
