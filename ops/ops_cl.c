@@ -11,7 +11,7 @@ cl_kernel cg_ops_cl_kernel(const cg_kernel_args *a, const char *source, const ch
     const char *idx =
         idx8 ? (wide ? "-DIDX=long -DIDX8=long8" : "-DIDX=int -DIDX8=int8") : (wide ? "-DIDX=long" : "-DIDX=int");
     if (!extra) return cg_host_cl_kernel(a, source, idx, name);
-    char opts[256];
+    char opts[4352]; /* ew_fused's expressions: up to 4 KiB */
     int len = snprintf(opts, sizeof opts, "%s %s", idx, extra);
     if (len < 0 || (size_t)len >= sizeof opts) {
         cg_op_fail(a->call, "build options of %s are too long: %s %s", name, idx, extra);

@@ -17,6 +17,7 @@ typedef struct cg_rewrite_pass {
 } cg_rewrite_pass;
 
 extern const cg_rewrite_pass cg_rewrite_attention;
+extern const cg_rewrite_pass cg_rewrite_elementwise;
 
 /* ---- what passes share (rw_match.c) ---- */
 

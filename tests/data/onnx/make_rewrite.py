@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Attention in the forms exporters write it, for the graph rewrite
-"attention" (graph/rewrite/rw_attention.c): each case a folder of rewrite/
+"attention" (graph/rewrite/rw_attention.c), and element-wise chains for
+"elementwise" (rw_elementwise.c): each case a folder of rewrite/
 in ONNX's backend-test layout, its expected outputs computed by ONNX
 Runtime. tests/graph/onnx/test_onnx.c runs them with the rewrites on and
 off and counts where the rewrite fired.
@@ -89,6 +90,44 @@ def kt_given_form():
     return nodes, [("q", f32(B, H, L, D)), ("kt", f32(B, H, D, S)), ("v", f32(B, H, S, D)), ("mask", f32(L, S))], ["y"]
 
 
+def gelu_mlp_form():
+    """A Transformer's MLP: MatMul, bias Add, Erf-GELU (Div, Erf, Add, Mul,
+    Mul), MatMul, bias Add, the residual Add and a LayerNormalization: the
+    GELU one ew_fused node, the two Adds after the second MatMul another."""
+    C, F = 6, 10
+    nodes = [h.make_node("MatMul", ["x", "w1"], ["m1"]), h.make_node("Add", ["m1", "b1"], ["hb"]),
+             const("sqrt2", 2.0 ** 0.5), const("one", 1.0), const("half", 0.5),
+             h.make_node("Div", ["hb", "sqrt2"], ["g0"]), h.make_node("Erf", ["g0"], ["g1"]),
+             h.make_node("Add", ["g1", "one"], ["g2"]), h.make_node("Mul", ["hb", "g2"], ["g3"]),
+             h.make_node("Mul", ["g3", "half"], ["g"]), h.make_node("MatMul", ["g", "w2"], ["m2"]),
+             h.make_node("Add", ["m2", "b2"], ["r0"]), h.make_node("Add", ["r0", "x"], ["r"]),
+             h.make_node("LayerNormalization", ["r", "ln_g", "ln_b"], ["y"], axis=-1)]
+    ins = [("x", f32(B, L, C)), ("w1", f32(C, F)), ("b1", f32(F)), ("w2", f32(F, C)), ("b2", f32(C)),
+           ("ln_g", f32(C)), ("ln_b", f32(C))]
+    return nodes, ins, ["y"]
+
+
+def hardswish_form():
+    """HardSwish as the op and as HardSigmoid then Mul (MobileNetV3's
+    exports), over [B, C, L], each read by a Transpose (a chain whose end
+    is a graph output stays: its value is not the rewrite's to replace)."""
+    nodes = [h.make_node("HardSwish", ["x0"], ["s0"]),
+             h.make_node("HardSigmoid", ["x1"], ["hs"], alpha=1.0 / 6, beta=0.5),
+             h.make_node("Mul", ["x1", "hs"], ["s1"]), h.make_node("Transpose", ["s0"], ["y0"], perm=[0, 2, 1]),
+             h.make_node("Transpose", ["s1"], ["y1"], perm=[0, 2, 1])]
+    return nodes, [("x0", 4 * f32(B, H, L)), ("x1", 4 * f32(B, H, L))], ["y0", "y1"]
+
+
+def middle_output_form():
+    """A chain whose middle value t is also a graph output: the group
+    stops there (Mul and Sigmoid fuse; Add and Tanh do not: t is kept),
+    and a value read twice (a) is a leaf."""
+    nodes = [h.make_node("Add", ["x", "b"], ["a"]), h.make_node("Tanh", ["a"], ["t"]),
+             h.make_node("Mul", ["t", "a"], ["u"]), h.make_node("Sigmoid", ["u"], ["v"]),
+             h.make_node("Transpose", ["v"], ["y"], perm=[2, 1, 0])]
+    return nodes, [("x", f32(B, L, D)), ("b", f32(D))], ["y", "t"]
+
+
 def save(name, nodes, ins, outs):
     def info(n, a):
         return h.make_tensor_value_info(n, h.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
@@ -115,6 +154,9 @@ def main():
     save("probs_output", *exported_form(probs_out=True))
     save("bhsd_div", *bhsd_div_form())
     save("kt_given", *kt_given_form())
+    save("ew_gelu_mlp", *gelu_mlp_form())
+    save("ew_hardswish", *hardswish_form())
+    save("ew_middle_output", *middle_output_form())
 
 
 if __name__ == "__main__":

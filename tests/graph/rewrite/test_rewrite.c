@@ -1,8 +1,8 @@
-/* Graph rewrites (graph/rewrite): the attention rewrite on the forms
- * tests/data/onnx/make_rewrite.py writes (expected values from ONNX
- * Runtime) with the rewrites on and off on every device, where it fires and
- * where it must not, the selection's errors, and the plan's line saying
- * what fired; the corpus slice's Transformers fused. */
+/* Graph rewrites (graph/rewrite): the attention and elementwise rewrites
+ * on the forms tests/data/onnx/make_rewrite.py writes (expected values
+ * from ONNX Runtime) with the rewrites on and off on every device, where
+ * they fire and where they must not, the selection's errors, and the plan's
+ * line saying what fired; the corpus slice's Transformers fused. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +34,9 @@ static void run_cases(const char *dir, const char *which, int total) {
 START_TEST(cases_pass_rewritten_or_not) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/rewrite", tu_src_dir());
-    run_cases(dir, "all", 5);
-    run_cases(dir, "none", 5);
+    run_cases(dir, "all", 8);
+    run_cases(dir, "none", 8);
+    run_cases(dir, "elementwise", 8);
 }
 END_TEST
 
@@ -51,25 +52,28 @@ START_TEST(corpus_slice_passes_without_rewrites) {
 }
 END_TEST
 
-static int attention_index(void) {
+static int pass_index(const char *name) {
     for (int i = 0; i < cg_rewrite_count(); i++)
-        if (!strcmp(cg_rewrite_name(i), "attention")) return i;
-    ck_abort_msg("no rewrite named attention");
+        if (!strcmp(cg_rewrite_name(i), name)) return i;
+    ck_abort_msg("no rewrite named %s", name);
     return -1;
 }
 
-/* How often the attention rewrite fired importing `path` with `which`. */
-static int fired(const char *path, const char *which) {
+/* How often rewrite `pass` fired importing `path` with `which` (-1: it did
+ * not run). */
+static int fired_by(const char *pass, const char *path, const char *which) {
     cg_context *ctx = NULL;
     cg_model *m = NULL;
     ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
     cg_onnx_options opt = {.struct_size = sizeof opt, .rewrites = which};
     ck_assert_msg(cg_model_load_onnx(ctx, path, &opt, &m) == CG_OK, "%s", cg_last_error());
-    int n = cg_model_rewrite_fired(m, attention_index());
+    int n = cg_model_rewrite_fired(m, pass_index(pass));
     cg_model_free(m);
     cg_context_free(ctx);
     return n;
 }
+
+static int fired(const char *path, const char *which) { return fired_by("attention", path, which); }
 
 static const char *case_model(const char *name) {
     static char path[4200];
@@ -98,6 +102,35 @@ START_TEST(fires_where_the_chain_is_whole) {
 }
 END_TEST
 
+static int ew_fired(const char *name, const char *which) { return fired_by("elementwise", case_model(name), which); }
+
+START_TEST(elementwise_fuses_whole_chains) {
+    /* the Erf GELU after a MatMul and bias Add (read twice: a leaf), then
+     * the bias and residual Adds before a LayerNorm */
+    ck_assert_int_eq(ew_fired("rewrite/ew_gelu_mlp", NULL), 2);
+    ck_assert_int_eq(ew_fired("rewrite/ew_gelu_mlp", "elementwise"), 2);
+    /* HardSwish as the op and as HardSigmoid then Mul */
+    ck_assert_int_eq(ew_fired("rewrite/ew_hardswish", NULL), 2);
+    /* a middle value that is a graph output stops the chain: Mul and
+     * Sigmoid fuse, Add and Tanh stay */
+    ck_assert_int_eq(ew_fired("rewrite/ew_middle_output", NULL), 1);
+    /* the attention forms: nothing but lone element-wise nodes */
+    ck_assert_int_eq(ew_fired("rewrite/exported_bshd", NULL), 0);
+    /* off */
+    ck_assert_int_eq(ew_fired("rewrite/ew_gelu_mlp", "none"), -1);
+    ck_assert_int_eq(ew_fired("rewrite/ew_gelu_mlp", "-elementwise"), -1);
+    ck_assert_int_eq(ew_fired("rewrite/ew_gelu_mlp", "attention"), -1);
+    /* real exports: one GELU per layer (TorchScript's Erf form, dynamo's
+     * affine form, GPT-2's tanh and Pow form); MobileNetV3's HardSwish and
+     * squeeze-excitation gates (hard_sigmoid, Mul) */
+    ck_assert_int_eq(ew_fired("corpus/bert_ts", NULL), 2);
+    ck_assert_int_eq(ew_fired("corpus/bert_dynamo", NULL), 2);
+    ck_assert_int_eq(ew_fired("corpus/gpt2_dynamo", NULL), 2);
+    ck_assert_int_eq(ew_fired("corpus/marian_encoder_dynamo", NULL), 2);
+    ck_assert_int_eq(ew_fired("corpus/mobilenet_v3_small_ts", NULL), 19);
+}
+END_TEST
+
 START_TEST(selection_errors_name_the_rewrite) {
     cg_context *ctx = NULL;
     cg_model *m = NULL;
@@ -122,11 +155,11 @@ END_TEST
 START_TEST(plan_says_what_fired) {
     const char *on[] = {"plan", case_model("rewrite/exported_bshd"), NULL};
     ck_assert_msg(tu_run_cli(on, NULL, NULL) == 0, "%s", tu_err);
-    ck_assert_msg(strstr(tu_out, "\nrewrites: attention 1\n") && strstr(tu_out, " sdpa "), "%s", tu_out);
+    ck_assert_msg(strstr(tu_out, "\nrewrites: attention 1, elementwise 0\n") && strstr(tu_out, " sdpa "), "%s", tu_out);
     ck_assert_msg(!strstr(tu_out, " softmax "), "%s", tu_out);
     const char *off[] = {"plan", case_model("rewrite/exported_bshd"), "--rewrites", "none", NULL};
     ck_assert_msg(tu_run_cli(off, NULL, NULL) == 0, "%s", tu_err);
-    ck_assert_msg(strstr(tu_out, "\nrewrites: none; off: attention\n") && strstr(tu_out, " softmax ") &&
+    ck_assert_msg(strstr(tu_out, "\nrewrites: none; off: attention, elementwise\n") && strstr(tu_out, " softmax ") &&
                       !strstr(tu_out, " sdpa "),
                   "%s", tu_out);
 }
@@ -139,6 +172,7 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, cases_pass_rewritten_or_not);
     tcase_add_test(tc, fires_where_the_chain_is_whole);
+    tcase_add_test(tc, elementwise_fuses_whole_chains);
     tcase_add_test(tc, selection_errors_name_the_rewrite);
     tcase_add_test(tc, plan_says_what_fired);
     tcase_add_test(tc, corpus_slice_passes_without_rewrites);
