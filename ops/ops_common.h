@@ -259,7 +259,9 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     /* conv.c, conv_transpose.c, pool.c */                                  \
     X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)          \
     /* bitcast.c, linear_attention.c, deform_conv.c */                      \
-    X(bitcast) X(linear_attention) X(deform_conv)
+    X(bitcast) X(linear_attention) X(deform_conv)                           \
+    /* sdpa.c */                                                            \
+    X(sdpa)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;
