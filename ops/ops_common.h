@@ -260,7 +260,8 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(conv) X(conv_transpose) X(max_pool) X(avg_pool) X(lp_pool)          \
     /* bitcast.c, linear_attention.c, deform_conv.c */                      \
     X(bitcast) X(linear_attention) X(deform_conv)                           \
-    /* ew_fused.c */ X(ew_fused)
+    /* ew_fused.c, sdpa.c */                                                \
+    X(ew_fused) X(sdpa)
 // clang-format on
 
 #define CG_DECLARE_OP(n) extern const cg_op_def cg_op_##n;
