@@ -9,6 +9,7 @@
 #include "conv_geom.h"
 #include "ops_cl.h"
 
+#include "cpu/cpu_blas.h"
 #include "cpu/cpu_gemm.h"
 #include "cpu/cpu_pool.h"
 
@@ -184,11 +185,17 @@ static void conv_plan_of(const conv_dims *cd, int threads, conv_plan *pl) {
     pl->shared_floats = shared ? items * ck * PANEL : 0;
 }
 
+/* 1x1 planes (squeeze-excitation): a linear layer, y [N, M] = x [N, C]
+ * w^T + bias, on the dot-form GEMM, which suits a few rows. */
+static int conv_linear(const conv_dims *cd) {
+    return cd->group == 1 && cg_conv_out_size(&cd->g) == 1 && conv_pointwise(&cd->g);
+}
+
 static size_t conv_workspace(const cg_op_call *call) {
     conv_dims cd;
     conv_plan pl;
     int64_t pad;
-    if (conv_dims_of(call, &cd) || conv_direct(&cd)) return 0;
+    if (conv_dims_of(call, &cd) || conv_direct(&cd) || conv_linear(&cd)) return 0;
     conv_source(&cd, &pad);
     const int threads = cg_cpu_threads();
     conv_plan_of(&cd, threads, &pl);
@@ -659,6 +666,11 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
         cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 8192 ? 1 : 8192 / (work + 1)), depthwise_run, &j);
         return CG_OP_OK;
     }
+    if (conv_linear(&cd)) {
+        for (int64_t i = 0; i < cd.n * cd.m; i++) j.y[i] = j.bias ? j.bias[i % cd.m] : 0.0f;
+        cg_cpu_sgemm(0, 1, cd.n, cd.m, cd.c, 1.0f, j.x, cd.c, j.w, cd.c, j.bias ? 1.0f : 0.0f, j.y, cd.m);
+        return CG_OP_OK;
+    }
     conv_gemm(&j, a->workspace);
     return CG_OP_OK;
 }
@@ -729,6 +741,9 @@ static const struct {
      * of channels share panels packed once, also across images and groups */
     {2, 1, 32, 64, {4, 4}, {3, 3}, 1, "pads: [1, 1, 1, 1]"},
     {2, 2, 32, 64, {3, 3}, {3, 3}, 1, "group: 2, pads: [1, 1, 1, 1]"},
+    /* 1x1 planes: a linear layer */
+    {2, 3, 8, 5, {1, 1}, {1, 1}, 1, NULL},
+    {1, 2, 20, 4, {1}, {1}, 0, NULL},
     /* pads too large to copy x padded: the panels check bounds */
     {1, 1, 2, 3, {5}, {3}, 1, "pads: [40000, 39990], strides: [3]"},
     {2, 2, 2, 2, {3, 4}, {2, 2}, 0, "pads: [300, 1, 2, 300], dilations: [2, 1]"},
