@@ -87,6 +87,18 @@ static int64_t dw_extent(const cg_conv_geom *g, int a) {
     return (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1;
 }
 
+/* Positions of the padded extents, or cap + 1 when more than cap (no
+ * overflow whatever the pads). */
+static int64_t dw_extent_size(const cg_conv_geom *g, int64_t cap) {
+    int64_t n = 1;
+    for (int a = 0; a < CG_CONV_AXES; a++) {
+        const int64_t e = dw_extent(g, a);
+        if (e > cap || n > cap / (e > 0 ? e : 1)) return cap + 1;
+        n *= e;
+    }
+    return n;
+}
+
 /* x's plane copied into xp with its pads as zeros, extents e. */
 static void dw_pad(const cg_conv_geom *g, const float *x, const int64_t *e, float *xp) {
     const int64_t lead = g->pb[2] < e[2] ? g->pb[2] : e[2];
@@ -142,15 +154,13 @@ enum { CONV_SRC_X, CONV_SRC_PADDED, CONV_SRC_CHECKED };
 
 static int conv_source(const conv_dims *cd, int64_t *pad_floats) {
     const cg_conv_geom *g = &cd->g;
-    int64_t e = 1;
+    const int64_t cap = 2 * cg_conv_in_size(g) + 65536, e = dw_extent_size(g, cap);
     int inside = 1;
-    for (int a = 0; a < CG_CONV_AXES; a++) {
-        e *= dw_extent(g, a);
+    for (int a = 0; a < CG_CONV_AXES; a++)
         if (g->pb[a] || dw_extent(g, a) > g->in[a]) inside = 0;
-    }
     *pad_floats = 0;
     if (inside) return CONV_SRC_X;
-    if (e > 2 * cg_conv_in_size(g) + 65536) return CONV_SRC_CHECKED;
+    if (e > cap) return CONV_SRC_CHECKED;
     *pad_floats = cd->n * cd->c * e;
     return CONV_SRC_PADDED;
 }
@@ -189,18 +199,6 @@ static void conv_plan_of(const conv_dims *cd, int threads, conv_plan *pl) {
  * w^T + bias, on the dot-form GEMM, which suits a few rows. */
 static int conv_linear(const conv_dims *cd) {
     return cd->group == 1 && cg_conv_out_size(&cd->g) == 1 && conv_pointwise(&cd->g);
-}
-
-static size_t conv_workspace(const cg_op_call *call) {
-    conv_dims cd;
-    conv_plan pl;
-    int64_t pad;
-    if (conv_dims_of(call, &cd) || conv_direct(&cd) || conv_linear(&cd)) return 0;
-    conv_source(&cd, &pad);
-    const int threads = cg_cpu_threads();
-    conv_plan_of(&cd, threads, &pl);
-    const size_t floats = (size_t)threads * (size_t)conv_slot_floats(&cd) + (size_t)pad + (size_t)pl.shared_floats;
-    return 64 + (size_t)threads * sizeof(_Atomic int) + 64 + floats * sizeof(float);
 }
 
 /* One panel row: len outputs from row xr (NULL: a row in the pads) at
@@ -330,6 +328,19 @@ static void conv_pack(const conv_job *j, int64_t gi, int64_t j0, int nr, float *
     }
 }
 
+/* The workspace's head: one claim flag per thread, then the slots (on 64
+ * bytes), which slots_bytes more bytes follow. */
+static size_t conv_slots_head(int threads) { return 64 + (size_t)threads * sizeof(_Atomic int) + 64; }
+
+static void conv_slots(conv_job *j, void *ws, int threads) {
+    uintptr_t at = ((uintptr_t)ws + 63) / 64 * 64;
+    j->claim = (_Atomic int *)at;
+    j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
+    j->nslots = threads;
+    for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+}
+
+/* A free slot: at most `threads` items run at once, so one always is. */
 static int conv_claim(conv_job *j) {
     for (;;)
         for (int s = 0; s < j->nslots; s++) {
@@ -420,11 +431,7 @@ static void conv_gemm(conv_job *j, void *ws) {
     const int threads = cg_cpu_threads();
     conv_plan pl;
     conv_plan_of(cd, threads, &pl);
-    uintptr_t at = ((uintptr_t)ws + 63) / 64 * 64;
-    j->claim = (_Atomic int *)at;
-    j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
-    j->nslots = threads;
-    for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+    conv_slots(j, ws, threads);
     int64_t pad;
     conv_source(cd, &pad);
     conv_set_source(j, j->slots + threads * conv_slot_floats(cd));
@@ -483,58 +490,17 @@ static void depthwise_row(const cg_conv_geom *g, const float *x, const float *w,
     }
 }
 
-/* Padded planes up to this many floats go through depthwise_plane (a stack
- * buffer); larger ones, whose edges are a small part, row by row. */
-#define DW_PLANE_MAX 4096
-
-/* A whole small plane with one stride s on its axes: padded once, output o
- * is yf[t] at t = o0 * e1 * e2 + o1 * e2 + o2 in the padded plane's grid
- * and tap k reads xp[s * t + (k0 d0 e1 + k1 d1) e2 + k2 d2], so every tap
- * is one pass over all outputs (and the grid's unused columns), long
- * enough to vectorise when the plane is a few rows of a few columns. The
- * pads add zeros where the row path skips them; the sum's order is the same. */
-static void depthwise_plane(const cg_conv_geom *g, const float *x, const float *w, float b, float *y) {
-    float xp[DW_PLANE_MAX], yf[DW_PLANE_MAX];
-    const int64_t e[3] = {dw_extent(g, 0), dw_extent(g, 1), dw_extent(g, 2)}, s = g->s[2];
-    const int64_t nt = (g->out[0] - 1) * e[1] * e[2] + (g->out[1] - 1) * e[2] + g->out[2];
-    dw_pad(g, x, e, xp);
-    for (int64_t t = 0; t < nt; t++) yf[t] = b;
-    const float *wt = w;
-    for (int64_t k0 = 0; k0 < g->k[0]; k0++)
-        for (int64_t k1 = 0; k1 < g->k[1]; k1++)
-            for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                const float wv = *wt++, *xs = xp + (k0 * g->d[0] * e[1] + k1 * g->d[1]) * e[2] + k2 * g->d[2];
-                if (s == 1)
-                    for (int64_t t = 0; t < nt; t++) yf[t] += wv * xs[t];
-                else
-                    for (int64_t t = 0; t < nt; t++) yf[t] += wv * xs[s * t];
-            }
-    for (int64_t o0 = 0; o0 < g->out[0]; o0++)
-        for (int64_t o1 = 0; o1 < g->out[1]; o1++, y += g->out[2])
-            memcpy(y, yf + o0 * e[1] * e[2] + o1 * e[2], (size_t)g->out[2] * sizeof(float));
-}
-
-/* The plane fits the buffers and its axes of more than one output share
- * the last axis' stride (so that s * t steps through every axis). */
-static int dw_by_plane(const cg_conv_geom *g) {
-    for (int a = 0; a < 2; a++)
-        if (g->out[a] > 1 && g->s[a] != g->s[2]) return 0;
-    return dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2) <= DW_PLANE_MAX;
-}
-
-/* Items [r0, r1): output planes when they are small, else output rows. */
+/* Items [r0, r1): output rows, for planes too large for the lanes. */
 static void depthwise_run(void *ctx, size_t r0, size_t r1) {
     const conv_job *j = ctx;
     const conv_dims *cd = j->cd;
     const cg_conv_geom *g = &cd->g;
-    const int64_t in = cg_conv_in_size(g), kn = cg_conv_k_size(g);
-    const int64_t rows = dw_by_plane(g) ? 1 : g->out[0] * g->out[1];
+    const int64_t in = cg_conv_in_size(g), kn = cg_conv_k_size(g), rows = g->out[0] * g->out[1];
     for (size_t r = r0; r < r1; r++) {
         const int64_t plane = (int64_t)r / rows, o1 = (int64_t)r % rows % g->out[1], o0 = (int64_t)r % rows / g->out[1];
         const int64_t m = plane % cd->m, ch = plane / cd->m * cd->c + m / cd->mg;
         const float *x = j->x + ch * in, *w = j->w + m * kn, b = j->bias ? j->bias[m] : 0.0f;
-        if (rows == 1) depthwise_plane(g, x, w, b, j->y + plane * cg_conv_out_size(g));
-        else depthwise_row(g, x, w, b, o0, o1, j->y + (int64_t)r * g->out[2]);
+        depthwise_row(g, x, w, b, o0, o1, j->y + (int64_t)r * g->out[2]);
     }
 }
 
@@ -549,26 +515,42 @@ static void depthwise_run(void *ctx, size_t r0, size_t r1) {
 #endif
 
 /* Small planes go DW_LANES at a time, one plane per lane of a vector: up
- * to DW_LANES_POS padded positions and DW_LANES_TAPS taps. */
+ * to DW_LANES_OUT outputs, DW_LANES_POS padded positions and DW_LANES_TAPS
+ * taps. */
 #define DW_LANES 8
-#define DW_LANES_POS (DW_PLANE_MAX / DW_LANES)
-#define DW_LANES_TAPS 64
+#define DW_LANES_POS 16384
+#define DW_LANES_TAPS 4096
 typedef float dw_vec __attribute__((vector_size(DW_LANES * sizeof(float))));
 
 static int dw_by_lanes(const cg_conv_geom *g) {
-    return cg_conv_out_size(g) <= 64 && cg_conv_k_size(g) <= DW_LANES_TAPS &&
-           dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2) <= DW_LANES_POS;
+    return cg_conv_k_size(g) <= DW_LANES_TAPS && dw_extent_size(g, DW_LANES_POS) <= DW_LANES_POS;
 }
 
-/* Lane l of xt: plane x padded with zeros to the extents e. */
-static void dw_lane_pad(const cg_conv_geom *g, const float *x, const int64_t *e, int l, dw_vec *xt) {
+static size_t dw_round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* Bytes of one slot of the lanes path's workspace: the 8 padded planes,
+ * the weights and each output's window start, each on 64 bytes. */
+static size_t dw_lanes_slot(const cg_conv_geom *g) {
+    return dw_round64((size_t)(dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2)) * sizeof(dw_vec)) +
+           dw_round64((size_t)cg_conv_k_size(g) * sizeof(dw_vec)) +
+           dw_round64((size_t)cg_conv_out_size(g) * sizeof(int64_t));
+}
+
+/* The 8 planes xs[l] padded with zeros to the extents e into xt (whose
+ * pads hold zeros): each position's 8 values gathered in registers and
+ * stored whole, since a vector load of 8 scalar stores stalls on store
+ * forwarding. */
+static inline __attribute__((always_inline)) void dw_lanes_pad(const cg_conv_geom *g, const float *const *xs,
+                                                               const int64_t *e, dw_vec *xt) {
     int64_t n[3];
     for (int a = 0; a < 3; a++) n[a] = e[a] > g->pb[a] ? (e[a] - g->pb[a] < g->in[a] ? e[a] - g->pb[a] : g->in[a]) : 0;
     for (int64_t i0 = 0; i0 < n[0]; i0++)
         for (int64_t i1 = 0; i1 < n[1]; i1++) {
             dw_vec *row = xt + ((i0 + g->pb[0]) * e[1] + i1 + g->pb[1]) * e[2] + g->pb[2];
-            const float *xr = x + (i0 * g->in[1] + i1) * g->in[2];
-            for (int64_t i2 = 0; i2 < n[2]; i2++) row[i2][l] = xr[i2];
+            const int64_t at = (i0 * g->in[1] + i1) * g->in[2];
+            for (int64_t i2 = 0; i2 < n[2]; i2++)
+                row[i2] = (dw_vec){xs[0][at + i2], xs[1][at + i2], xs[2][at + i2], xs[3][at + i2],
+                                   xs[4][at + i2], xs[5][at + i2], xs[6][at + i2], xs[7][at + i2]};
         }
 }
 
@@ -599,47 +581,68 @@ static inline __attribute__((always_inline)) void dw_lanes_outputs(const cg_conv
         for (int l = 0; l < nl; l++) y[l * p + o + q] = acc[q][l];
 }
 
-/* Planes [p0, p0 + nl), nl <= DW_LANES, of a depthwise conv with small
- * planes: DW_RUN outputs at a time of all nl planes at once, each its bias
- * and then the taps in order with the pads as zeros, as depthwise_plane
- * adds them (the same bits). */
-DW_CLONES static void depthwise_lanes(const conv_job *j, int64_t p0, int nl) {
+/* Output channels [m0, m0 + nl), nl <= DW_LANES, of a depthwise conv,
+ * image by image: DW_RUN outputs at a time of all nl planes at once, each
+ * its bias and then the taps in order, the pads adding zeros (the row path
+ * and OpenCL skip them: the same sums but for the sign of a zero, or an
+ * infinite weight over a pad). The weights go into lanes once for all
+ * images, the pads' zeros once (each image overwrites only the inside). */
+DW_CLONES static void depthwise_lanes(const conv_job *j, int64_t m0, int nl, char *slot) {
     const conv_dims *cd = j->cd;
     const cg_conv_geom *g = &cd->g;
     const int64_t e[3] = {dw_extent(g, 0), dw_extent(g, 1), dw_extent(g, 2)}, kn = cg_conv_k_size(g);
     const int64_t p = cg_conv_out_size(g);
-    dw_vec xt[DW_LANES_POS], wt[DW_LANES_TAPS], b = {0};
-    memset(xt, 0, (size_t)(e[0] * e[1] * e[2]) * sizeof *xt);
-    memset(wt, 0, (size_t)kn * sizeof *wt);
-    for (int l = 0; l < nl; l++) {
-        const int64_t m = (p0 + l) % cd->m, ch = (p0 + l) / cd->m * cd->c + m / cd->mg;
-        dw_lane_pad(g, j->x + ch * cg_conv_in_size(g), e, l, xt);
-        for (int64_t t = 0; t < kn; t++) wt[t][l] = j->w[m * kn + t];
+    dw_vec *xt = (dw_vec *)slot, b = {0};
+    dw_vec *wt = (dw_vec *)(slot + dw_round64((size_t)(e[0] * e[1] * e[2]) * sizeof(dw_vec)));
+    int64_t *base = (int64_t *)((char *)wt + dw_round64((size_t)kn * sizeof(dw_vec)));
+    /* lanes past nl repeat lane 0 (never stored) */
+    const float *ws[DW_LANES], *xs[DW_LANES];
+    for (int l = 0; l < DW_LANES; l++) {
+        const int64_t m = m0 + (l < nl ? l : 0);
+        ws[l] = j->w + m * kn;
         b[l] = j->bias ? j->bias[m] : 0.0f;
     }
-    int64_t base[DW_RUN];
-    for (int64_t o = 0; o < p; o += DW_RUN) {
-        const int nq = p - o < DW_RUN ? (int)(p - o) : DW_RUN;
-        for (int q = 0; q < nq; q++) {
-            const int64_t o2 = (o + q) % g->out[2], o1 = (o + q) / g->out[2] % g->out[1];
-            const int64_t o0 = (o + q) / g->out[2] / g->out[1];
-            base[q] = (o0 * g->s[0] * e[1] + o1 * g->s[1]) * e[2] + o2 * g->s[2];
-        }
-        float *y = j->y + p0 * p;
-        if (nq == DW_RUN) dw_lanes_outputs(g, e, xt, base, wt, &b, o, DW_RUN, y, p, nl);
-        else
-            for (int q = 0; q < nq; q++) dw_lanes_outputs(g, e, xt, base + q, wt, &b, o + q, 1, y, p, nl);
+    for (int64_t t = 0; t < kn; t++)
+        wt[t] = (dw_vec){ws[0][t], ws[1][t], ws[2][t], ws[3][t], ws[4][t], ws[5][t], ws[6][t], ws[7][t]};
+    memset(xt, 0, (size_t)(e[0] * e[1] * e[2]) * sizeof *xt);
+    for (int64_t o0 = 0, o = 0; o0 < g->out[0]; o0++)
+        for (int64_t o1 = 0; o1 < g->out[1]; o1++)
+            for (int64_t o2 = 0; o2 < g->out[2]; o2++)
+                base[o++] = (o0 * g->s[0] * e[1] + o1 * g->s[1]) * e[2] + o2 * g->s[2];
+    for (int64_t n = 0; n < cd->n; n++) {
+        for (int l = 0; l < DW_LANES; l++)
+            xs[l] = j->x + (n * cd->c + (m0 + (l < nl ? l : 0)) / cd->mg) * cg_conv_in_size(g);
+        dw_lanes_pad(g, xs, e, xt);
+        float *y = j->y + (n * cd->m + m0) * p;
+        int64_t o = 0;
+        for (; o + DW_RUN <= p; o += DW_RUN) dw_lanes_outputs(g, e, xt, base + o, wt, &b, o, DW_RUN, y, p, nl);
+        for (; o < p; o++) dw_lanes_outputs(g, e, xt, base + o, wt, &b, o, 1, y, p, nl);
     }
 }
 
-/* Items [b0, b1): blocks of DW_LANES planes. */
+/* Items [b0, b1): blocks of DW_LANES output channels, on one slot. */
 static void depthwise_lanes_run(void *ctx, size_t b0, size_t b1) {
-    const conv_job *j = ctx;
-    const int64_t planes = j->cd->n * j->cd->m;
+    conv_job *j = ctx;
+    const int s = conv_claim(j);
     for (size_t b = b0; b < b1; b++) {
-        const int64_t p0 = (int64_t)b * DW_LANES;
-        depthwise_lanes(j, p0, planes - p0 < DW_LANES ? (int)(planes - p0) : DW_LANES);
+        const int64_t m0 = (int64_t)b * DW_LANES;
+        depthwise_lanes(j, m0, j->cd->m - m0 < DW_LANES ? (int)(j->cd->m - m0) : DW_LANES,
+                        (char *)j->slots + (size_t)s * dw_lanes_slot(&j->cd->g));
     }
+    atomic_store(&j->claim[s], 0);
+}
+
+static size_t conv_workspace(const cg_op_call *call) {
+    conv_dims cd;
+    conv_plan pl;
+    int64_t pad;
+    if (conv_dims_of(call, &cd) || conv_linear(&cd)) return 0;
+    const int threads = cg_cpu_threads();
+    if (conv_direct(&cd)) return dw_by_lanes(&cd.g) ? conv_slots_head(threads) + threads * dw_lanes_slot(&cd.g) : 0;
+    conv_source(&cd, &pad);
+    conv_plan_of(&cd, threads, &pl);
+    const size_t floats = (size_t)threads * (size_t)conv_slot_floats(&cd) + (size_t)pad + (size_t)pl.shared_floats;
+    return conv_slots_head(threads) + floats * sizeof(float);
 }
 
 static cg_op_status conv_cpu(const cg_kernel_args *a) {
@@ -656,12 +659,13 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
                   .p = p};
     if (cd.n * cd.m * p == 0) return CG_OP_OK;
     if (conv_direct(&cd) && dw_by_lanes(&cd.g)) {
-        const int64_t blocks = (cd.n * cd.m + DW_LANES - 1) / DW_LANES, work = DW_LANES * p * cg_conv_k_size(&cd.g);
+        conv_slots(&j, a->workspace, cg_cpu_threads());
+        const int64_t blocks = (cd.m + DW_LANES - 1) / DW_LANES, work = cd.n * DW_LANES * p * cg_conv_k_size(&cd.g);
         cg_cpu_parallel_for((size_t)blocks, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1)), depthwise_lanes_run, &j);
         return CG_OP_OK;
     }
     if (conv_direct(&cd)) {
-        const int64_t rows = cd.n * cd.m * (dw_by_plane(&cd.g) ? 1 : cd.g.out[0] * cd.g.out[1]);
+        const int64_t rows = cd.n * cd.m * cd.g.out[0] * cd.g.out[1];
         const int64_t work = cd.n * cd.m * p * cg_conv_k_size(&cd.g) / rows;
         cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 8192 ? 1 : 8192 / (work + 1)), depthwise_run, &j);
         return CG_OP_OK;
@@ -718,20 +722,19 @@ static const struct {
     {2, 1, 2, 3, {6, 7}, {2, 3}, 0, "auto_pad: \"valid\", strides: [1, 2]"},
     {3, 1, 2, 3, {5, 6, 4}, {3, 2, 3}, 1, "pads: [1, 0, 1, 1, 1, 0], strides: [1, 2, 1]"},
     {2, 1, 64, 40, {20, 20}, {3, 3}, 1, "pads: [1, 1, 1, 1]"}, /* a block of several GEMM rows */
-    /* the depthwise loop's paths: a plane too large to pad whole (rows, edges
-     * checked) at stride 2 and at uneven pads; small planes (the lanes) at
-     * stride 1 and 2, one whose windows all reach a pad, mixed strides; one
-     * channel with many outputs (im2col) */
-    {2, 1, 4, 4, {70, 66}, {3, 3}, 1, "group: 4, pads: [1, 1, 1, 1], strides: [2, 2]"},
-    {2, 1, 2, 2, {70, 66}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
+    /* the depthwise loop's paths: planes too large for the lanes (rows,
+     * edges checked) at stride 2 and at uneven pads; the lanes at stride 1
+     * and 2, one whose windows all reach a pad, mixed strides; one channel
+     * with many outputs (im2col) */
+    {2, 1, 2, 2, {270, 70}, {3, 3}, 1, "group: 2, pads: [1, 1, 1, 1], strides: [2, 2]"},
+    {2, 1, 2, 2, {132, 130}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
     {1, 2, 3, 3, {40}, {5}, 1, "group: 3, pads: [2, 2]"},
     {2, 2, 3, 3, {5, 4}, {5, 5}, 1, "group: 3, pads: [2, 2, 2, 2]"},
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [2, 2], pads: [0, 1, 1, 0]"},
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
     {1, 1, 1, 16, {64}, {8}, 1, "strides: [4]"},
-    /* small planes 8 at a time (the lanes): a last block of 7 planes and
-     * mobilenet's 2x2 planes under a 5x5 kernel; planes of more than 64
-     * outputs padded whole (2-D and 1-D) and, at mixed strides, by rows */
+    /* the lanes: a last block of 5 channels, mobilenet's 2x2 planes under a
+     * 5x5 kernel, larger planes (2-D and 1-D), mixed strides */
     {2, 3, 5, 5, {4, 4}, {3, 3}, 1, "group: 5, pads: [1, 1, 1, 1]"},
     {2, 3, 10, 10, {2, 2}, {5, 5}, 1, "group: 10, pads: [2, 2, 2, 2]"},
     {2, 1, 3, 3, {12, 12}, {3, 3}, 1, "group: 3, pads: [1, 1, 1, 1]"},
