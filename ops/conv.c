@@ -265,7 +265,11 @@ static inline void conv_copy(float *dst, const float *src, int64_t len, int64_t 
             return;
         }
     }
-    if (s == 2) /* a constant stride: the loads need no multiply */
+    if (s == 2 && len == 16) /* fixed sizes: unrolled into shuffles of whole vectors */
+        for (int t = 0; t < 16; t++) dst[t] = src[2 * t];
+    else if (s == 2 && len == 8)
+        for (int t = 0; t < 8; t++) dst[t] = src[2 * t];
+    else if (s == 2)
         for (int64_t t = 0; t < len; t++) dst[t] = src[2 * t];
     else
         for (int64_t t = 0; t < len; t++) dst[t] = src[t * s];
