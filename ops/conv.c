@@ -138,6 +138,8 @@ typedef struct conv_job {
     int source;       /* CONV_SRC_* */
     const float *src; /* x, or x padded (CONV_SRC_PADDED) */
     int64_t se[3];    /* src's extents */
+    const void *wl;   /* conv_outl: the weights in lanes, per block of 8 channels [ck] */
+    int64_t *toff;    /* conv_outl: each tap's offset in the source */
 } conv_job;
 
 #define PANEL CG_GEMM_PANEL
@@ -636,6 +638,95 @@ static void depthwise_lanes_run(void *ctx, size_t b0, size_t b1) {
     atomic_store(&j->claim[s], 0);
 }
 
+/* A conv of at most 8 output channels (mobilenet's stem, 3 -> 8) over
+ * short windows: the output channels in the lanes of a vector, each tap of
+ * the window broadcast from the source (conv_source) and added in the
+ * window's order after the bias (pads as zeros); no im2col, whose cost per
+ * panel row outweighs the products of so few channels (with 16 channels
+ * the panels are faster again). */
+#define OUTL_MAX_M DW_LANES
+#define OUTL_MAX_K 256
+
+static int conv_by_outl(const conv_dims *cd) {
+    int64_t pad;
+    return cd->group == 1 && cd->m <= OUTL_MAX_M && cd->cg * cg_conv_k_size(&cd->g) <= OUTL_MAX_K &&
+           !conv_pointwise(&cd->g) && conv_source(cd, &pad) != CONV_SRC_CHECKED;
+}
+
+/* Bytes of the weights in lanes and the taps' offsets. */
+static size_t conv_outl_bytes(const conv_dims *cd) {
+    const size_t ck = (size_t)(cd->cg * cg_conv_k_size(&cd->g)), nb = (size_t)(cd->m + DW_LANES - 1) / DW_LANES;
+    return dw_round64(nb * ck * sizeof(dw_vec)) + dw_round64(ck * sizeof(int64_t));
+}
+
+/* Outputs o2 .. o2 + nq of one row (nq a constant after inlining) for a
+ * block of nl channels, their windows from xr + o * s. */
+static inline __attribute__((always_inline)) void conv_outl_run(const conv_job *j, const float *xr, const dw_vec *wv,
+                                                                const dw_vec *b, int64_t o2, const int nq, float *y,
+                                                                int nl) {
+    const int64_t s = j->cd->g.s[2], p = j->p;
+    dw_vec acc[DW_RUN];
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) acc[q] = *b;
+    for (int64_t k = 0; k < j->ck; k++) {
+        const float *xk = xr + j->toff[k] + o2 * s;
+#pragma GCC unroll 4
+        for (int q = 0; q < nq; q++) acc[q] += wv[k] * xk[q * s];
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++)
+        for (int l = 0; l < nl; l++) y[l * p + o2 + q] = acc[q][l];
+}
+
+/* Items [r0, r1): output rows (n, o0, o1), all channels. */
+DW_CLONES static void conv_outl_rows(void *ctx, size_t r0, size_t r1) {
+    const conv_job *j = ctx;
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t rows = g->out[0] * g->out[1], sch = j->se[0] * j->se[1] * j->se[2];
+    for (size_t r = r0; r < r1; r++) {
+        const int64_t n = (int64_t)r / rows, o1 = (int64_t)r % rows % g->out[1], o0 = (int64_t)r % rows / g->out[1];
+        const float *xr = j->src + n * cd->c * sch + (o0 * g->s[0] * j->se[1] + o1 * g->s[1]) * j->se[2];
+        for (int64_t m0 = 0; m0 < cd->m; m0 += DW_LANES) {
+            const int nl = cd->m - m0 < DW_LANES ? (int)(cd->m - m0) : DW_LANES;
+            const dw_vec *wv = (const dw_vec *)j->wl + m0 / DW_LANES * j->ck;
+            dw_vec b = {0};
+            for (int l = 0; l < nl; l++) b[l] = j->bias ? j->bias[m0 + l] : 0.0f;
+            float *y = j->y + (n * cd->m + m0) * j->p + (o0 * g->out[1] + o1) * g->out[2];
+            int64_t o2 = 0;
+            for (; o2 + DW_RUN <= g->out[2]; o2 += DW_RUN) conv_outl_run(j, xr, wv, &b, o2, DW_RUN, y, nl);
+            for (; o2 < g->out[2]; o2++) conv_outl_run(j, xr, wv, &b, o2, 1, y, nl);
+        }
+    }
+}
+
+/* The weights into lanes and the taps' offsets (in ws), x padded after
+ * them if need be, then the rows over the pool. */
+static void conv_outl(conv_job *j, void *ws) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    char *at = (char *)(((uintptr_t)ws + 63) / 64 * 64);
+    dw_vec *wl = (dw_vec *)at;
+    const int64_t nb = (cd->m + DW_LANES - 1) / DW_LANES;
+    j->toff = (int64_t *)(at + dw_round64((size_t)(nb * j->ck) * sizeof(dw_vec)));
+    conv_set_source(j, (float *)(at + conv_outl_bytes(cd)));
+    for (int64_t k = 0; k < j->ck; k++)
+        for (int64_t mb = 0; mb < nb; mb++) {
+            dw_vec v = {0};
+            for (int l = 0; l < DW_LANES && mb * DW_LANES + l < cd->m; l++)
+                v[l] = j->w[(mb * DW_LANES + l) * j->ck + k];
+            wl[mb * j->ck + k] = v;
+        }
+    j->wl = wl;
+    const int64_t kn = cg_conv_k_size(g), sch = j->se[0] * j->se[1] * j->se[2];
+    for (int64_t k = 0; k < j->ck; k++) {
+        const int64_t c = k / kn, k0 = k % kn / (g->k[1] * g->k[2]), k1 = k % (g->k[1] * g->k[2]) / g->k[2];
+        j->toff[k] = c * sch + (k0 * g->d[0] * j->se[1] + k1 * g->d[1]) * j->se[2] + k % g->k[2] * g->d[2];
+    }
+    const int64_t rows = cd->n * g->out[0] * g->out[1], work = g->out[2] * j->ck * cd->m;
+    cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1)), conv_outl_rows, j);
+}
+
 static size_t conv_workspace(const cg_op_call *call) {
     conv_dims cd;
     conv_plan pl;
@@ -644,6 +735,7 @@ static size_t conv_workspace(const cg_op_call *call) {
     const int threads = cg_cpu_threads();
     if (conv_direct(&cd)) return dw_by_lanes(&cd.g) ? conv_slots_head(threads) + threads * dw_lanes_slot(&cd.g) : 0;
     conv_source(&cd, &pad);
+    if (conv_by_outl(&cd)) return 64 + conv_outl_bytes(&cd) + (size_t)pad * sizeof(float);
     conv_plan_of(&cd, threads, &pl);
     const size_t floats = (size_t)threads * (size_t)conv_slot_floats(&cd) + (size_t)pad + (size_t)pl.shared_floats;
     return conv_slots_head(threads) + floats * sizeof(float);
@@ -679,7 +771,8 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
         cg_cpu_sgemm(0, 1, cd.n, cd.m, cd.c, 1.0f, j.x, cd.c, j.w, cd.c, j.bias ? 1.0f : 0.0f, j.y, cd.m);
         return CG_OP_OK;
     }
-    conv_gemm(&j, a->workspace);
+    if (conv_by_outl(&cd)) conv_outl(&j, a->workspace);
+    else conv_gemm(&j, a->workspace);
     return CG_OP_OK;
 }
 
