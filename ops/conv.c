@@ -3,9 +3,10 @@
  * CPU: the windows of 16 output positions at a time copied into a panel
  * (im2col) that the group's weights multiply (cg_cpu_gemm_panel), panels
  * and blocks of output channels spread over the thread pool; 1x1 windows
- * are read from x in place, and a depthwise conv (one input channel per
- * group) is a direct loop. OpenCL: one work-item per output element
- * (ops/cl/conv.cl). */
+ * are read from x in place, 1x1 planes are a linear layer; a depthwise
+ * conv (one input channel per group) and a conv of at most 8 output
+ * channels are direct loops with 8 channels in the lanes of a vector.
+ * OpenCL: one work-item per output element (ops/cl/conv.cl). */
 #include "conv_geom.h"
 #include "ops_cl.h"
 
