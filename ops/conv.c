@@ -147,6 +147,9 @@ typedef struct conv_job {
 
 /* Multiply-adds below which an item is not worth handing to another thread. */
 #define CONV_TASK_MACS ((int64_t)1 << 17)
+/* The least work of a chunk of the direct loops (multiply-adds) and of the
+ * copies (floats): a hand-off to another thread costs microseconds. */
+#define CONV_CHUNK 16384
 
 static int64_t conv_slot_floats(const conv_dims *cd) { return (cd->cg * cg_conv_k_size(&cd->g) + cd->mg) * PANEL; }
 
@@ -428,7 +431,7 @@ static void conv_set_source(conv_job *j, float *pad) {
     if (j->source != CONV_SRC_PADDED) return;
     j->src = pad;
     const int64_t planes = j->cd->n * j->cd->c, per = floats / (planes ? planes : 1);
-    cg_cpu_parallel_for((size_t)planes, (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)), conv_pad_run, j);
+    cg_cpu_parallel_for((size_t)planes, (size_t)(per >= CONV_CHUNK ? 1 : CONV_CHUNK / (per + 1)), conv_pad_run, j);
 }
 
 /* The products of conv_plan's items over the pool, after x is padded
@@ -448,7 +451,7 @@ static void conv_gemm(conv_job *j, void *ws) {
     if (pl.shared_floats) {
         j->shared = j->slots + threads * conv_slot_floats(cd) + pad;
         const int64_t per = j->ck / j->cchunks * PANEL;
-        cg_cpu_parallel_for((size_t)(items * j->cchunks), (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)),
+        cg_cpu_parallel_for((size_t)(items * j->cchunks), (size_t)(per >= CONV_CHUNK ? 1 : CONV_CHUNK / (per + 1)),
                             conv_pack_items, j);
     }
     const int64_t item_macs = j->mblk * (j->ck + 1) * PANEL;
@@ -725,7 +728,7 @@ static void conv_outl(conv_job *j, void *ws) {
         j->toff[k] = c * sch + (k0 * g->d[0] * j->se[1] + k1 * g->d[1]) * j->se[2] + k % g->k[2] * g->d[2];
     }
     const int64_t rows = cd->n * g->out[0] * g->out[1], work = g->out[2] * j->ck * cd->m;
-    cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1)), conv_outl_rows, j);
+    cg_cpu_parallel_for((size_t)rows, (size_t)(work >= CONV_CHUNK ? 1 : CONV_CHUNK / (work + 1)), conv_outl_rows, j);
 }
 
 static size_t conv_workspace(const cg_op_call *call) {
@@ -758,7 +761,8 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
     if (conv_direct(&cd) && dw_by_lanes(&cd.g)) {
         conv_slots(&j, a->workspace, cg_cpu_threads());
         const int64_t blocks = (cd.m + DW_LANES - 1) / DW_LANES, work = cd.n * DW_LANES * p * cg_conv_k_size(&cd.g);
-        cg_cpu_parallel_for((size_t)blocks, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1)), depthwise_lanes_run, &j);
+        cg_cpu_parallel_for((size_t)blocks, (size_t)(work >= CONV_CHUNK ? 1 : CONV_CHUNK / (work + 1)),
+                            depthwise_lanes_run, &j);
         return CG_OP_OK;
     }
     if (conv_direct(&cd)) {
