@@ -3,12 +3,14 @@
  * CPU: the windows of 16 output positions at a time copied into a panel
  * (im2col) that the group's weights multiply (cg_cpu_gemm_panel), panels
  * and blocks of output channels spread over the thread pool; 1x1 windows
- * are read from x in place, and a depthwise conv (one input channel per
- * group) is a direct loop. OpenCL: one work-item per output element
- * (ops/cl/conv.cl). */
+ * are read from x in place, 1x1 planes are a linear layer; a depthwise
+ * conv (one input channel per group) and a conv of at most 8 output
+ * channels are direct loops with 8 channels in the lanes of a vector.
+ * OpenCL: one work-item per output element (ops/cl/conv.cl). */
 #include "conv_geom.h"
 #include "ops_cl.h"
 
+#include "cpu/cpu_blas.h"
 #include "cpu/cpu_gemm.h"
 #include "cpu/cpu_pool.h"
 
@@ -86,6 +88,18 @@ static int64_t dw_extent(const cg_conv_geom *g, int a) {
     return (g->out[a] - 1) * g->s[a] + (g->k[a] - 1) * g->d[a] + 1;
 }
 
+/* Positions of the padded extents, or cap + 1 when more than cap (no
+ * overflow whatever the pads). */
+static int64_t dw_extent_size(const cg_conv_geom *g, int64_t cap) {
+    int64_t n = 1;
+    for (int a = 0; a < CG_CONV_AXES; a++) {
+        const int64_t e = dw_extent(g, a);
+        if (e > cap || n > cap / (e > 0 ? e : 1)) return cap + 1;
+        n *= e;
+    }
+    return n;
+}
+
 /* x's plane copied into xp with its pads as zeros, extents e. */
 static void dw_pad(const cg_conv_geom *g, const float *x, const int64_t *e, float *xp) {
     const int64_t lead = g->pb[2] < e[2] ? g->pb[2] : e[2];
@@ -125,12 +139,17 @@ typedef struct conv_job {
     int source;       /* CONV_SRC_* */
     const float *src; /* x, or x padded (CONV_SRC_PADDED) */
     int64_t se[3];    /* src's extents */
+    const void *wl;   /* conv_outl: the weights in lanes, per block of 8 channels [ck] */
+    int64_t *toff;    /* conv_outl: each tap's offset in the source */
 } conv_job;
 
 #define PANEL CG_GEMM_PANEL
 
 /* Multiply-adds below which an item is not worth handing to another thread. */
 #define CONV_TASK_MACS ((int64_t)1 << 17)
+/* The least work of a chunk of the direct loops (multiply-adds) and of the
+ * copies (floats): a hand-off to another thread costs microseconds. */
+#define CONV_CHUNK 16384
 
 static int64_t conv_slot_floats(const conv_dims *cd) { return (cd->cg * cg_conv_k_size(&cd->g) + cd->mg) * PANEL; }
 
@@ -141,15 +160,13 @@ enum { CONV_SRC_X, CONV_SRC_PADDED, CONV_SRC_CHECKED };
 
 static int conv_source(const conv_dims *cd, int64_t *pad_floats) {
     const cg_conv_geom *g = &cd->g;
-    int64_t e = 1;
+    const int64_t cap = 2 * cg_conv_in_size(g) + 65536, e = dw_extent_size(g, cap);
     int inside = 1;
-    for (int a = 0; a < CG_CONV_AXES; a++) {
-        e *= dw_extent(g, a);
+    for (int a = 0; a < CG_CONV_AXES; a++)
         if (g->pb[a] || dw_extent(g, a) > g->in[a]) inside = 0;
-    }
     *pad_floats = 0;
     if (inside) return CONV_SRC_X;
-    if (e > 2 * cg_conv_in_size(g) + 65536) return CONV_SRC_CHECKED;
+    if (e > cap) return CONV_SRC_CHECKED;
     *pad_floats = cd->n * cd->c * e;
     return CONV_SRC_PADDED;
 }
@@ -184,16 +201,10 @@ static void conv_plan_of(const conv_dims *cd, int threads, conv_plan *pl) {
     pl->shared_floats = shared ? items * ck * PANEL : 0;
 }
 
-static size_t conv_workspace(const cg_op_call *call) {
-    conv_dims cd;
-    conv_plan pl;
-    int64_t pad;
-    if (conv_dims_of(call, &cd) || conv_direct(&cd)) return 0;
-    conv_source(&cd, &pad);
-    const int threads = cg_cpu_threads();
-    conv_plan_of(&cd, threads, &pl);
-    const size_t floats = (size_t)threads * (size_t)conv_slot_floats(&cd) + (size_t)pad + (size_t)pl.shared_floats;
-    return 64 + (size_t)threads * sizeof(_Atomic int) + 64 + floats * sizeof(float);
+/* 1x1 planes (squeeze-excitation): a linear layer, y [N, M] = x [N, C]
+ * w^T + bias, on the dot-form GEMM, which suits a few rows. */
+static int conv_linear(const conv_dims *cd) {
+    return cd->group == 1 && cg_conv_out_size(&cd->g) == 1 && conv_pointwise(&cd->g);
 }
 
 /* One panel row: len outputs from row xr (NULL: a row in the pads) at
@@ -260,7 +271,11 @@ static inline void conv_copy(float *dst, const float *src, int64_t len, int64_t 
             return;
         }
     }
-    if (s == 2) /* a constant stride: the loads need no multiply */
+    if (s == 2 && len == 16) /* fixed sizes: unrolled into shuffles of whole vectors */
+        for (int t = 0; t < 16; t++) dst[t] = src[2 * t];
+    else if (s == 2 && len == 8)
+        for (int t = 0; t < 8; t++) dst[t] = src[2 * t];
+    else if (s == 2)
         for (int64_t t = 0; t < len; t++) dst[t] = src[2 * t];
     else
         for (int64_t t = 0; t < len; t++) dst[t] = src[t * s];
@@ -323,6 +338,19 @@ static void conv_pack(const conv_job *j, int64_t gi, int64_t j0, int nr, float *
     }
 }
 
+/* The workspace's head: one claim flag per thread, then the slots (on 64
+ * bytes), which slots_bytes more bytes follow. */
+static size_t conv_slots_head(int threads) { return 64 + (size_t)threads * sizeof(_Atomic int) + 64; }
+
+static void conv_slots(conv_job *j, void *ws, int threads) {
+    uintptr_t at = ((uintptr_t)ws + 63) / 64 * 64;
+    j->claim = (_Atomic int *)at;
+    j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
+    j->nslots = threads;
+    for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+}
+
+/* A free slot: at most `threads` items run at once, so one always is. */
 static int conv_claim(conv_job *j) {
     for (;;)
         for (int s = 0; s < j->nslots; s++) {
@@ -403,7 +431,7 @@ static void conv_set_source(conv_job *j, float *pad) {
     if (j->source != CONV_SRC_PADDED) return;
     j->src = pad;
     const int64_t planes = j->cd->n * j->cd->c, per = floats / (planes ? planes : 1);
-    cg_cpu_parallel_for((size_t)planes, (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)), conv_pad_run, j);
+    cg_cpu_parallel_for((size_t)planes, (size_t)(per >= CONV_CHUNK ? 1 : CONV_CHUNK / (per + 1)), conv_pad_run, j);
 }
 
 /* The products of conv_plan's items over the pool, after x is padded
@@ -413,11 +441,7 @@ static void conv_gemm(conv_job *j, void *ws) {
     const int threads = cg_cpu_threads();
     conv_plan pl;
     conv_plan_of(cd, threads, &pl);
-    uintptr_t at = ((uintptr_t)ws + 63) / 64 * 64;
-    j->claim = (_Atomic int *)at;
-    j->slots = (float *)((at + (size_t)threads * sizeof(_Atomic int) + 63) / 64 * 64);
-    j->nslots = threads;
-    for (int s = 0; s < threads; s++) atomic_init(&j->claim[s], 0);
+    conv_slots(j, ws, threads);
     int64_t pad;
     conv_source(cd, &pad);
     conv_set_source(j, j->slots + threads * conv_slot_floats(cd));
@@ -427,7 +451,7 @@ static void conv_gemm(conv_job *j, void *ws) {
     if (pl.shared_floats) {
         j->shared = j->slots + threads * conv_slot_floats(cd) + pad;
         const int64_t per = j->ck / j->cchunks * PANEL;
-        cg_cpu_parallel_for((size_t)(items * j->cchunks), (size_t)(per >= 16384 ? 1 : 16384 / (per + 1)),
+        cg_cpu_parallel_for((size_t)(items * j->cchunks), (size_t)(per >= CONV_CHUNK ? 1 : CONV_CHUNK / (per + 1)),
                             conv_pack_items, j);
     }
     const int64_t item_macs = j->mblk * (j->ck + 1) * PANEL;
@@ -476,58 +500,17 @@ static void depthwise_row(const cg_conv_geom *g, const float *x, const float *w,
     }
 }
 
-/* Padded planes up to this many floats go through depthwise_plane (a stack
- * buffer); larger ones, whose edges are a small part, row by row. */
-#define DW_PLANE_MAX 4096
-
-/* A whole small plane with one stride s on its axes: padded once, output o
- * is yf[t] at t = o0 * e1 * e2 + o1 * e2 + o2 in the padded plane's grid
- * and tap k reads xp[s * t + (k0 d0 e1 + k1 d1) e2 + k2 d2], so every tap
- * is one pass over all outputs (and the grid's unused columns), long
- * enough to vectorise when the plane is a few rows of a few columns. The
- * pads add zeros where the row path skips them; the sum's order is the same. */
-static void depthwise_plane(const cg_conv_geom *g, const float *x, const float *w, float b, float *y) {
-    float xp[DW_PLANE_MAX], yf[DW_PLANE_MAX];
-    const int64_t e[3] = {dw_extent(g, 0), dw_extent(g, 1), dw_extent(g, 2)}, s = g->s[2];
-    const int64_t nt = (g->out[0] - 1) * e[1] * e[2] + (g->out[1] - 1) * e[2] + g->out[2];
-    dw_pad(g, x, e, xp);
-    for (int64_t t = 0; t < nt; t++) yf[t] = b;
-    const float *wt = w;
-    for (int64_t k0 = 0; k0 < g->k[0]; k0++)
-        for (int64_t k1 = 0; k1 < g->k[1]; k1++)
-            for (int64_t k2 = 0; k2 < g->k[2]; k2++) {
-                const float wv = *wt++, *xs = xp + (k0 * g->d[0] * e[1] + k1 * g->d[1]) * e[2] + k2 * g->d[2];
-                if (s == 1)
-                    for (int64_t t = 0; t < nt; t++) yf[t] += wv * xs[t];
-                else
-                    for (int64_t t = 0; t < nt; t++) yf[t] += wv * xs[s * t];
-            }
-    for (int64_t o0 = 0; o0 < g->out[0]; o0++)
-        for (int64_t o1 = 0; o1 < g->out[1]; o1++, y += g->out[2])
-            memcpy(y, yf + o0 * e[1] * e[2] + o1 * e[2], (size_t)g->out[2] * sizeof(float));
-}
-
-/* The plane fits the buffers and its axes of more than one output share
- * the last axis' stride (so that s * t steps through every axis). */
-static int dw_by_plane(const cg_conv_geom *g) {
-    for (int a = 0; a < 2; a++)
-        if (g->out[a] > 1 && g->s[a] != g->s[2]) return 0;
-    return dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2) <= DW_PLANE_MAX;
-}
-
-/* Items [r0, r1): output planes when they are small, else output rows. */
+/* Items [r0, r1): output rows, for planes too large for the lanes. */
 static void depthwise_run(void *ctx, size_t r0, size_t r1) {
     const conv_job *j = ctx;
     const conv_dims *cd = j->cd;
     const cg_conv_geom *g = &cd->g;
-    const int64_t in = cg_conv_in_size(g), kn = cg_conv_k_size(g);
-    const int64_t rows = dw_by_plane(g) ? 1 : g->out[0] * g->out[1];
+    const int64_t in = cg_conv_in_size(g), kn = cg_conv_k_size(g), rows = g->out[0] * g->out[1];
     for (size_t r = r0; r < r1; r++) {
         const int64_t plane = (int64_t)r / rows, o1 = (int64_t)r % rows % g->out[1], o0 = (int64_t)r % rows / g->out[1];
         const int64_t m = plane % cd->m, ch = plane / cd->m * cd->c + m / cd->mg;
         const float *x = j->x + ch * in, *w = j->w + m * kn, b = j->bias ? j->bias[m] : 0.0f;
-        if (rows == 1) depthwise_plane(g, x, w, b, j->y + plane * cg_conv_out_size(g));
-        else depthwise_row(g, x, w, b, o0, o1, j->y + (int64_t)r * g->out[2]);
+        depthwise_row(g, x, w, b, o0, o1, j->y + (int64_t)r * g->out[2]);
     }
 }
 
@@ -542,26 +525,42 @@ static void depthwise_run(void *ctx, size_t r0, size_t r1) {
 #endif
 
 /* Small planes go DW_LANES at a time, one plane per lane of a vector: up
- * to DW_LANES_POS padded positions and DW_LANES_TAPS taps. */
+ * to DW_LANES_OUT outputs, DW_LANES_POS padded positions and DW_LANES_TAPS
+ * taps. */
 #define DW_LANES 8
-#define DW_LANES_POS (DW_PLANE_MAX / DW_LANES)
-#define DW_LANES_TAPS 64
+#define DW_LANES_POS 16384
+#define DW_LANES_TAPS 4096
 typedef float dw_vec __attribute__((vector_size(DW_LANES * sizeof(float))));
 
 static int dw_by_lanes(const cg_conv_geom *g) {
-    return cg_conv_out_size(g) <= 64 && cg_conv_k_size(g) <= DW_LANES_TAPS &&
-           dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2) <= DW_LANES_POS;
+    return cg_conv_k_size(g) <= DW_LANES_TAPS && dw_extent_size(g, DW_LANES_POS) <= DW_LANES_POS;
 }
 
-/* Lane l of xt: plane x padded with zeros to the extents e. */
-static void dw_lane_pad(const cg_conv_geom *g, const float *x, const int64_t *e, int l, dw_vec *xt) {
+static size_t dw_round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* Bytes of one slot of the lanes path's workspace: the 8 padded planes,
+ * the weights and each output's window start, each on 64 bytes. */
+static size_t dw_lanes_slot(const cg_conv_geom *g) {
+    return dw_round64((size_t)(dw_extent(g, 0) * dw_extent(g, 1) * dw_extent(g, 2)) * sizeof(dw_vec)) +
+           dw_round64((size_t)cg_conv_k_size(g) * sizeof(dw_vec)) +
+           dw_round64((size_t)cg_conv_out_size(g) * sizeof(int64_t));
+}
+
+/* The 8 planes xs[l] padded with zeros to the extents e into xt (whose
+ * pads hold zeros): each position's 8 values gathered in registers and
+ * stored whole, since a vector load of 8 scalar stores stalls on store
+ * forwarding. */
+static inline __attribute__((always_inline)) void dw_lanes_pad(const cg_conv_geom *g, const float *const *xs,
+                                                               const int64_t *e, dw_vec *xt) {
     int64_t n[3];
     for (int a = 0; a < 3; a++) n[a] = e[a] > g->pb[a] ? (e[a] - g->pb[a] < g->in[a] ? e[a] - g->pb[a] : g->in[a]) : 0;
     for (int64_t i0 = 0; i0 < n[0]; i0++)
         for (int64_t i1 = 0; i1 < n[1]; i1++) {
             dw_vec *row = xt + ((i0 + g->pb[0]) * e[1] + i1 + g->pb[1]) * e[2] + g->pb[2];
-            const float *xr = x + (i0 * g->in[1] + i1) * g->in[2];
-            for (int64_t i2 = 0; i2 < n[2]; i2++) row[i2][l] = xr[i2];
+            const int64_t at = (i0 * g->in[1] + i1) * g->in[2];
+            for (int64_t i2 = 0; i2 < n[2]; i2++)
+                row[i2] = (dw_vec){xs[0][at + i2], xs[1][at + i2], xs[2][at + i2], xs[3][at + i2],
+                                   xs[4][at + i2], xs[5][at + i2], xs[6][at + i2], xs[7][at + i2]};
         }
 }
 
@@ -592,47 +591,158 @@ static inline __attribute__((always_inline)) void dw_lanes_outputs(const cg_conv
         for (int l = 0; l < nl; l++) y[l * p + o + q] = acc[q][l];
 }
 
-/* Planes [p0, p0 + nl), nl <= DW_LANES, of a depthwise conv with small
- * planes: DW_RUN outputs at a time of all nl planes at once, each its bias
- * and then the taps in order with the pads as zeros, as depthwise_plane
- * adds them (the same bits). */
-DW_CLONES static void depthwise_lanes(const conv_job *j, int64_t p0, int nl) {
+/* Output channels [m0, m0 + nl), nl <= DW_LANES, of a depthwise conv,
+ * image by image: DW_RUN outputs at a time of all nl planes at once, each
+ * its bias and then the taps in order, the pads adding zeros (the row path
+ * and OpenCL skip them: the same sums but for the sign of a zero, or an
+ * infinite weight over a pad). The weights go into lanes once for all
+ * images, the pads' zeros once (each image overwrites only the inside). */
+DW_CLONES static void depthwise_lanes(const conv_job *j, int64_t m0, int nl, char *slot) {
     const conv_dims *cd = j->cd;
     const cg_conv_geom *g = &cd->g;
     const int64_t e[3] = {dw_extent(g, 0), dw_extent(g, 1), dw_extent(g, 2)}, kn = cg_conv_k_size(g);
     const int64_t p = cg_conv_out_size(g);
-    dw_vec xt[DW_LANES_POS], wt[DW_LANES_TAPS], b = {0};
-    memset(xt, 0, (size_t)(e[0] * e[1] * e[2]) * sizeof *xt);
-    memset(wt, 0, (size_t)kn * sizeof *wt);
-    for (int l = 0; l < nl; l++) {
-        const int64_t m = (p0 + l) % cd->m, ch = (p0 + l) / cd->m * cd->c + m / cd->mg;
-        dw_lane_pad(g, j->x + ch * cg_conv_in_size(g), e, l, xt);
-        for (int64_t t = 0; t < kn; t++) wt[t][l] = j->w[m * kn + t];
+    dw_vec *xt = (dw_vec *)slot, b = {0};
+    dw_vec *wt = (dw_vec *)(slot + dw_round64((size_t)(e[0] * e[1] * e[2]) * sizeof(dw_vec)));
+    int64_t *base = (int64_t *)((char *)wt + dw_round64((size_t)kn * sizeof(dw_vec)));
+    /* lanes past nl repeat lane 0 (never stored) */
+    const float *ws[DW_LANES], *xs[DW_LANES];
+    for (int l = 0; l < DW_LANES; l++) {
+        const int64_t m = m0 + (l < nl ? l : 0);
+        ws[l] = j->w + m * kn;
         b[l] = j->bias ? j->bias[m] : 0.0f;
     }
-    int64_t base[DW_RUN];
-    for (int64_t o = 0; o < p; o += DW_RUN) {
-        const int nq = p - o < DW_RUN ? (int)(p - o) : DW_RUN;
-        for (int q = 0; q < nq; q++) {
-            const int64_t o2 = (o + q) % g->out[2], o1 = (o + q) / g->out[2] % g->out[1];
-            const int64_t o0 = (o + q) / g->out[2] / g->out[1];
-            base[q] = (o0 * g->s[0] * e[1] + o1 * g->s[1]) * e[2] + o2 * g->s[2];
-        }
-        float *y = j->y + p0 * p;
-        if (nq == DW_RUN) dw_lanes_outputs(g, e, xt, base, wt, &b, o, DW_RUN, y, p, nl);
-        else
-            for (int q = 0; q < nq; q++) dw_lanes_outputs(g, e, xt, base + q, wt, &b, o + q, 1, y, p, nl);
+    for (int64_t t = 0; t < kn; t++)
+        wt[t] = (dw_vec){ws[0][t], ws[1][t], ws[2][t], ws[3][t], ws[4][t], ws[5][t], ws[6][t], ws[7][t]};
+    memset(xt, 0, (size_t)(e[0] * e[1] * e[2]) * sizeof *xt);
+    for (int64_t o0 = 0, o = 0; o0 < g->out[0]; o0++)
+        for (int64_t o1 = 0; o1 < g->out[1]; o1++)
+            for (int64_t o2 = 0; o2 < g->out[2]; o2++)
+                base[o++] = (o0 * g->s[0] * e[1] + o1 * g->s[1]) * e[2] + o2 * g->s[2];
+    for (int64_t n = 0; n < cd->n; n++) {
+        for (int l = 0; l < DW_LANES; l++)
+            xs[l] = j->x + (n * cd->c + (m0 + (l < nl ? l : 0)) / cd->mg) * cg_conv_in_size(g);
+        dw_lanes_pad(g, xs, e, xt);
+        float *y = j->y + (n * cd->m + m0) * p;
+        int64_t o = 0;
+        for (; o + DW_RUN <= p; o += DW_RUN) dw_lanes_outputs(g, e, xt, base + o, wt, &b, o, DW_RUN, y, p, nl);
+        for (; o < p; o++) dw_lanes_outputs(g, e, xt, base + o, wt, &b, o, 1, y, p, nl);
     }
 }
 
-/* Items [b0, b1): blocks of DW_LANES planes. */
+/* Items [b0, b1): blocks of DW_LANES output channels, on one slot. */
 static void depthwise_lanes_run(void *ctx, size_t b0, size_t b1) {
-    const conv_job *j = ctx;
-    const int64_t planes = j->cd->n * j->cd->m;
+    conv_job *j = ctx;
+    const int s = conv_claim(j);
     for (size_t b = b0; b < b1; b++) {
-        const int64_t p0 = (int64_t)b * DW_LANES;
-        depthwise_lanes(j, p0, planes - p0 < DW_LANES ? (int)(planes - p0) : DW_LANES);
+        const int64_t m0 = (int64_t)b * DW_LANES;
+        depthwise_lanes(j, m0, j->cd->m - m0 < DW_LANES ? (int)(j->cd->m - m0) : DW_LANES,
+                        (char *)j->slots + (size_t)s * dw_lanes_slot(&j->cd->g));
     }
+    atomic_store(&j->claim[s], 0);
+}
+
+/* A conv of at most 8 output channels (mobilenet's stem, 3 -> 8) over
+ * short windows: the output channels in the lanes of a vector, each tap of
+ * the window broadcast from the source (conv_source) and added in the
+ * window's order after the bias (pads as zeros); no im2col, whose cost per
+ * panel row outweighs the products of so few channels (with 16 channels
+ * the panels are faster again). */
+#define OUTL_MAX_M DW_LANES
+#define OUTL_MAX_K 256
+
+static int conv_by_outl(const conv_dims *cd) {
+    int64_t pad;
+    return cd->group == 1 && cd->m <= OUTL_MAX_M && cd->cg * cg_conv_k_size(&cd->g) <= OUTL_MAX_K &&
+           !conv_pointwise(&cd->g) && conv_source(cd, &pad) != CONV_SRC_CHECKED;
+}
+
+/* Bytes of the weights in lanes and the taps' offsets. */
+static size_t conv_outl_bytes(const conv_dims *cd) {
+    const size_t ck = (size_t)(cd->cg * cg_conv_k_size(&cd->g)), nb = (size_t)(cd->m + DW_LANES - 1) / DW_LANES;
+    return dw_round64(nb * ck * sizeof(dw_vec)) + dw_round64(ck * sizeof(int64_t));
+}
+
+/* Outputs o2 .. o2 + nq of one row (nq a constant after inlining) for a
+ * block of nl channels, their windows from xr + o * s. */
+static inline __attribute__((always_inline)) void conv_outl_run(const conv_job *j, const float *xr, const dw_vec *wv,
+                                                                const dw_vec *b, int64_t o2, const int nq, float *y,
+                                                                int nl) {
+    const int64_t s = j->cd->g.s[2], p = j->p;
+    dw_vec acc[DW_RUN];
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++) acc[q] = *b;
+    for (int64_t k = 0; k < j->ck; k++) {
+        const float *xk = xr + j->toff[k] + o2 * s;
+#pragma GCC unroll 4
+        for (int q = 0; q < nq; q++) acc[q] += wv[k] * xk[q * s];
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < nq; q++)
+        for (int l = 0; l < nl; l++) y[l * p + o2 + q] = acc[q][l];
+}
+
+/* Items [r0, r1): output rows (n, o0, o1), all channels. */
+DW_CLONES static void conv_outl_rows(void *ctx, size_t r0, size_t r1) {
+    const conv_job *j = ctx;
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    const int64_t rows = g->out[0] * g->out[1], sch = j->se[0] * j->se[1] * j->se[2];
+    for (size_t r = r0; r < r1; r++) {
+        const int64_t n = (int64_t)r / rows, o1 = (int64_t)r % rows % g->out[1], o0 = (int64_t)r % rows / g->out[1];
+        const float *xr = j->src + n * cd->c * sch + (o0 * g->s[0] * j->se[1] + o1 * g->s[1]) * j->se[2];
+        for (int64_t m0 = 0; m0 < cd->m; m0 += DW_LANES) {
+            const int nl = cd->m - m0 < DW_LANES ? (int)(cd->m - m0) : DW_LANES;
+            const dw_vec *wv = (const dw_vec *)j->wl + m0 / DW_LANES * j->ck;
+            dw_vec b = {0};
+            for (int l = 0; l < nl; l++) b[l] = j->bias ? j->bias[m0 + l] : 0.0f;
+            float *y = j->y + (n * cd->m + m0) * j->p + (o0 * g->out[1] + o1) * g->out[2];
+            int64_t o2 = 0;
+            for (; o2 + DW_RUN <= g->out[2]; o2 += DW_RUN) conv_outl_run(j, xr, wv, &b, o2, DW_RUN, y, nl);
+            for (; o2 < g->out[2]; o2++) conv_outl_run(j, xr, wv, &b, o2, 1, y, nl);
+        }
+    }
+}
+
+/* The weights into lanes and the taps' offsets (in ws), x padded after
+ * them if need be, then the rows over the pool. */
+static void conv_outl(conv_job *j, void *ws) {
+    const conv_dims *cd = j->cd;
+    const cg_conv_geom *g = &cd->g;
+    char *at = (char *)(((uintptr_t)ws + 63) / 64 * 64);
+    dw_vec *wl = (dw_vec *)at;
+    const int64_t nb = (cd->m + DW_LANES - 1) / DW_LANES;
+    j->toff = (int64_t *)(at + dw_round64((size_t)(nb * j->ck) * sizeof(dw_vec)));
+    conv_set_source(j, (float *)(at + conv_outl_bytes(cd)));
+    for (int64_t k = 0; k < j->ck; k++)
+        for (int64_t mb = 0; mb < nb; mb++) {
+            dw_vec v = {0};
+            for (int l = 0; l < DW_LANES && mb * DW_LANES + l < cd->m; l++)
+                v[l] = j->w[(mb * DW_LANES + l) * j->ck + k];
+            wl[mb * j->ck + k] = v;
+        }
+    j->wl = wl;
+    const int64_t kn = cg_conv_k_size(g), sch = j->se[0] * j->se[1] * j->se[2];
+    for (int64_t k = 0; k < j->ck; k++) {
+        const int64_t c = k / kn, k0 = k % kn / (g->k[1] * g->k[2]), k1 = k % (g->k[1] * g->k[2]) / g->k[2];
+        j->toff[k] = c * sch + (k0 * g->d[0] * j->se[1] + k1 * g->d[1]) * j->se[2] + k % g->k[2] * g->d[2];
+    }
+    const int64_t rows = cd->n * g->out[0] * g->out[1], work = g->out[2] * j->ck * cd->m;
+    cg_cpu_parallel_for((size_t)rows, (size_t)(work >= CONV_CHUNK ? 1 : CONV_CHUNK / (work + 1)), conv_outl_rows, j);
+}
+
+static size_t conv_workspace(const cg_op_call *call) {
+    conv_dims cd;
+    conv_plan pl;
+    int64_t pad;
+    if (conv_dims_of(call, &cd) || conv_linear(&cd)) return 0;
+    const int threads = cg_cpu_threads();
+    if (conv_direct(&cd)) return dw_by_lanes(&cd.g) ? conv_slots_head(threads) + threads * dw_lanes_slot(&cd.g) : 0;
+    conv_source(&cd, &pad);
+    if (conv_by_outl(&cd)) return 64 + conv_outl_bytes(&cd) + (size_t)pad * sizeof(float);
+    conv_plan_of(&cd, threads, &pl);
+    const size_t floats = (size_t)threads * (size_t)conv_slot_floats(&cd) + (size_t)pad + (size_t)pl.shared_floats;
+    return conv_slots_head(threads) + floats * sizeof(float);
 }
 
 static cg_op_status conv_cpu(const cg_kernel_args *a) {
@@ -649,17 +759,25 @@ static cg_op_status conv_cpu(const cg_kernel_args *a) {
                   .p = p};
     if (cd.n * cd.m * p == 0) return CG_OP_OK;
     if (conv_direct(&cd) && dw_by_lanes(&cd.g)) {
-        const int64_t blocks = (cd.n * cd.m + DW_LANES - 1) / DW_LANES, work = DW_LANES * p * cg_conv_k_size(&cd.g);
-        cg_cpu_parallel_for((size_t)blocks, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1)), depthwise_lanes_run, &j);
+        conv_slots(&j, a->workspace, cg_cpu_threads());
+        const int64_t blocks = (cd.m + DW_LANES - 1) / DW_LANES, work = cd.n * DW_LANES * p * cg_conv_k_size(&cd.g);
+        cg_cpu_parallel_for((size_t)blocks, (size_t)(work >= CONV_CHUNK ? 1 : CONV_CHUNK / (work + 1)),
+                            depthwise_lanes_run, &j);
         return CG_OP_OK;
     }
     if (conv_direct(&cd)) {
-        const int64_t rows = cd.n * cd.m * (dw_by_plane(&cd.g) ? 1 : cd.g.out[0] * cd.g.out[1]);
+        const int64_t rows = cd.n * cd.m * cd.g.out[0] * cd.g.out[1];
         const int64_t work = cd.n * cd.m * p * cg_conv_k_size(&cd.g) / rows;
         cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 8192 ? 1 : 8192 / (work + 1)), depthwise_run, &j);
         return CG_OP_OK;
     }
-    conv_gemm(&j, a->workspace);
+    if (conv_linear(&cd)) {
+        for (int64_t i = 0; i < cd.n * cd.m; i++) j.y[i] = j.bias ? j.bias[i % cd.m] : 0.0f;
+        cg_cpu_sgemm(0, 1, cd.n, cd.m, cd.c, 1.0f, j.x, cd.c, j.w, cd.c, j.bias ? 1.0f : 0.0f, j.y, cd.m);
+        return CG_OP_OK;
+    }
+    if (conv_by_outl(&cd)) conv_outl(&j, a->workspace);
+    else conv_gemm(&j, a->workspace);
     return CG_OP_OK;
 }
 
@@ -706,20 +824,19 @@ static const struct {
     {2, 1, 2, 3, {6, 7}, {2, 3}, 0, "auto_pad: \"valid\", strides: [1, 2]"},
     {3, 1, 2, 3, {5, 6, 4}, {3, 2, 3}, 1, "pads: [1, 0, 1, 1, 1, 0], strides: [1, 2, 1]"},
     {2, 1, 64, 40, {20, 20}, {3, 3}, 1, "pads: [1, 1, 1, 1]"}, /* a block of several GEMM rows */
-    /* the depthwise loop's paths: a plane too large to pad whole (rows, edges
-     * checked) at stride 2 and at uneven pads; small planes (the lanes) at
-     * stride 1 and 2, one whose windows all reach a pad, mixed strides; one
-     * channel with many outputs (im2col) */
-    {2, 1, 4, 4, {70, 66}, {3, 3}, 1, "group: 4, pads: [1, 1, 1, 1], strides: [2, 2]"},
-    {2, 1, 2, 2, {70, 66}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
+    /* the depthwise loop's paths: planes too large for the lanes (rows,
+     * edges checked) at stride 2 and at uneven pads; the lanes at stride 1
+     * and 2, one whose windows all reach a pad, mixed strides; one channel
+     * with many outputs (im2col) */
+    {2, 1, 2, 2, {270, 70}, {3, 3}, 1, "group: 2, pads: [1, 1, 1, 1], strides: [2, 2]"},
+    {2, 1, 2, 2, {132, 130}, {3, 3}, 0, "group: 2, pads: [1, 2, 1, 0]"},
     {1, 2, 3, 3, {40}, {5}, 1, "group: 3, pads: [2, 2]"},
     {2, 2, 3, 3, {5, 4}, {5, 5}, 1, "group: 3, pads: [2, 2, 2, 2]"},
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [2, 2], pads: [0, 1, 1, 0]"},
     {2, 1, 2, 2, {9, 9}, {3, 3}, 1, "group: 2, strides: [1, 2], pads: [1, 1, 1, 1]"},
     {1, 1, 1, 16, {64}, {8}, 1, "strides: [4]"},
-    /* small planes 8 at a time (the lanes): a last block of 7 planes and
-     * mobilenet's 2x2 planes under a 5x5 kernel; planes of more than 64
-     * outputs padded whole (2-D and 1-D) and, at mixed strides, by rows */
+    /* the lanes: a last block of 5 channels, mobilenet's 2x2 planes under a
+     * 5x5 kernel, larger planes (2-D and 1-D), mixed strides */
     {2, 3, 5, 5, {4, 4}, {3, 3}, 1, "group: 5, pads: [1, 1, 1, 1]"},
     {2, 3, 10, 10, {2, 2}, {5, 5}, 1, "group: 10, pads: [2, 2, 2, 2]"},
     {2, 1, 3, 3, {12, 12}, {3, 3}, 1, "group: 3, pads: [1, 1, 1, 1]"},
@@ -729,6 +846,9 @@ static const struct {
      * of channels share panels packed once, also across images and groups */
     {2, 1, 32, 64, {4, 4}, {3, 3}, 1, "pads: [1, 1, 1, 1]"},
     {2, 2, 32, 64, {3, 3}, {3, 3}, 1, "group: 2, pads: [1, 1, 1, 1]"},
+    /* 1x1 planes: a linear layer */
+    {2, 3, 8, 5, {1, 1}, {1, 1}, 1, NULL},
+    {1, 2, 20, 4, {1}, {1}, 0, NULL},
     /* pads too large to copy x padded: the panels check bounds */
     {1, 1, 2, 3, {5}, {3}, 1, "pads: [40000, 39990], strides: [3]"},
     {2, 2, 2, 2, {3, 4}, {2, 2}, 0, "pads: [300, 1, 2, 300], dilations: [2, 1]"},

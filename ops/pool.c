@@ -163,6 +163,21 @@ static void pool_inner(const cg_conv_geom *g, int a, int64_t *lo, int64_t *hi) {
     if (*lo > *hi) *lo = *hi;
 }
 
+enum { TAP_SET, TAP_SUM, TAP_MAX };
+
+/* One tap over n outputs from xs at stride s: y = x, y += x or y = the
+ * larger (x only where greater: the first of equals stays). Called with s
+ * a constant 1 or 2, which vectorise (a runtime stride does not). */
+static inline __attribute__((always_inline)) void pool_tap(float *y, const float *xs, int64_t n, const int64_t s,
+                                                           int op) {
+    if (op == TAP_SUM)
+        for (int64_t t = 0; t < n; t++) y[t] += xs[t * s];
+    else if (op == TAP_SET)
+        for (int64_t t = 0; t < n; t++) y[t] = xs[t * s];
+    else
+        for (int64_t t = 0; t < n; t++) y[t] = xs[t * s] > y[t] ? xs[t * s] : y[t];
+}
+
 /* Max or mean of f32 x without indices over the outputs [lo, hi) of one
  * row (o0, o1), whose windows lie inside x along the last axis: each tap
  * one pass over the row (vectorised at stride 1), the taps in pool_one's
@@ -184,12 +199,10 @@ static void pool_row_f32(const pool_job *j, const float *xp, int64_t o0, int64_t
             const int64_t i0 = o0 * g->s[0] - g->pb[0] + k0 * g->d[0], i1 = o1 * g->s[1] - g->pb[1] + k1 * g->d[1];
             for (int64_t k2 = 0; k2 < g->k[2]; k2++, first = 0) {
                 const float *xs = xp + (i0 * g->in[1] + i1) * g->in[2] + lo * s - g->pb[2] + k2 * g->d[2];
-                if (j->kind == POOL_AVG)
-                    for (int64_t t = 0; t < n; t++) y[t] += xs[t * s];
-                else if (first)
-                    for (int64_t t = 0; t < n; t++) y[t] = xs[t * s];
-                else
-                    for (int64_t t = 0; t < n; t++) y[t] = xs[t * s] > y[t] ? xs[t * s] : y[t];
+                const int op = j->kind == POOL_AVG ? TAP_SUM : first ? TAP_SET : TAP_MAX;
+                if (s == 1) pool_tap(y, xs, n, 1, op);
+                else if (s == 2) pool_tap(y, xs, n, 2, op);
+                else pool_tap(y, xs, n, s, op);
             }
         }
     if (j->kind == POOL_AVG)
