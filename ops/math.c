@@ -7,6 +7,7 @@
 #include "ops_cl.h"
 
 #include "cpu/cpu_clones.h"
+#include "cpu/cpu_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -59,7 +60,6 @@ LIBM_F(cosh, coshf)
 LIBM_F(asinh, asinhf)
 LIBM_F(acosh, acoshf)
 LIBM_F(atanh, atanhf)
-LIBM_F(erf, erff)
 static inline float f_softplus(float x, float a, float b) {
     (void)a, (void)b;
     return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
@@ -91,6 +91,12 @@ static inline float f_clip(float x, float a, float b) {
     static CG_CPU_CLONES void NAME##_loop(const float *x, float *y, int64_t n, float p, float q) { \
         for (int64_t i = 0; i < n; i++) y[i] = f_##NAME(x[i], p, q);                               \
     }
+
+/* The CPU backend's vector erf (double precision inside, rounded once). */
+static void erf_loop(const float *x, float *y, int64_t n, float p, float q) {
+    (void)p, (void)q;
+    cg_cpu_verf(x, y, (size_t)n);
+}
 
 /* Runs loop over input 0 with attributes 0 and 1 (when the op has them). */
 static cg_op_status math_cpu(const cg_kernel_args *a, void (*loop)(const float *, float *, int64_t, float, float),
@@ -154,11 +160,10 @@ static const char *const leaky_sets[] = {NULL, "alpha: 0.25"};
 static const char *const hs_sets[] = {NULL, "alpha: 0.125, beta: 0.25"};
 static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max: -0.5", "min: 1.0, max: -1.0"};
 
-/* One op: NAME, its CPU function, attributes, the conformance value range
+/* One op: NAME, its CPU loop, attributes, the conformance value range
  * and attribute sets, and its documentation. */
-#define MATH_OP(NAME, ATTRS, N_ATTRS, LO, HI, SETS, N_SETS, DOC)                                                \
-    MATH_LOOP(NAME)                                                                                             \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return math_cpu(a, NAME##_loop, N_ATTRS); }       \
+#define MATH_OP_LOOP(NAME, LOOP, ATTRS, N_ATTRS, LO, HI, SETS, N_SETS, DOC)                                     \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return math_cpu(a, LOOP, N_ATTRS); }              \
     static cg_op_status NAME##_cl(const cg_kernel_args *a) { return math_cl(a, "mu_" #NAME, N_ATTRS); }         \
     static int32_t NAME##_case(int32_t i, cg_conform_case *c) { return math_case(i, c, LO, HI, SETS, N_SETS); } \
     static const cg_kernel_def NAME##_kernels[] = {                                                             \
@@ -169,6 +174,8 @@ static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max:
         CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,  \
               .input_names = math_inputs, .attrs = ATTRS, .n_attrs = N_ATTRS, .infer = math_infer,              \
               CG_KERNELS(NAME##_kernels), .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_case);
+/* The loop of f_NAME. */
+#define MATH_OP(NAME, ...) MATH_LOOP(NAME) MATH_OP_LOOP(NAME, NAME##_loop, __VA_ARGS__)
 
 /* abs and sign: the f32 kernels above, and the integer ones (int_ops.h);
  * the f32 cases, then one per integer type over its whole range. */
@@ -219,7 +226,8 @@ MATH_OP(asinh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise inverse hyperbolic si
 MATH_OP(acosh, NULL, 0, 1, 10, no_attrs, 1, "Elementwise inverse hyperbolic cosine (NaN below 1)" SAME)
 MATH_OP(atanh, NULL, 0, -0.99, 0.99, no_attrs, 1,
         "Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])" SAME)
-MATH_OP(erf, NULL, 0, -3, 3, no_attrs, 1, "Elementwise error function" SAME)
+MATH_OP_LOOP(erf, erf_loop, NULL, 0, -3, 3, no_attrs, 1,
+             "Elementwise error function (CPU: within 1 ulp of the correctly rounded result)" SAME)
 MATH_OP(softplus, NULL, 0, -30, 30, no_attrs, 1,
         "Elementwise log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)) so large |x| neither overflows nor "
         "loses the small part" SAME)

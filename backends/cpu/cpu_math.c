@@ -27,15 +27,18 @@
     typedef float vf_##N __attribute__((vector_size(N * 4)));   \
     typedef int32_t vi_##N __attribute__((vector_size(N * 4))); \
     typedef double vd_##N __attribute__((vector_size(N * 4)));  \
-    typedef double vdd_##N __attribute__((vector_size(N * 8)));
+    typedef double vdd_##N __attribute__((vector_size(N * 8))); \
+    typedef int64_t vl_##N __attribute__((vector_size(N * 4)));
 VECTOR_TYPES(16)
 VECTOR_TYPES(8)
 VECTOR_TYPES(4)
-/* W floats, W ints, W / 2 doubles (a register) and W doubles (two). */
+/* W floats, W ints, W / 2 doubles (a register) and W doubles (two), W / 2
+ * 64-bit ints (the doubles' comparison masks). */
 #define vf CAT(vf_, W)
 #define vi CAT(vi_, W)
 #define vd CAT(vd_, W)
 #define vdd CAT(vdd_, W)
+#define vl CAT(vl_, W)
 /* Shuffle indices of the low and high halves of W lanes (together, the two
  * halves joined). */
 #define LO_HALF CAT(LO_HALF_, W)
@@ -53,6 +56,37 @@ VECTOR_TYPES(4)
 #define EXP_LO (-104.0f)
 #define EXP_HI 88.0f
 #define TANH_SMALL 0.625f
+
+/* erf in double precision, rounded to float once: within 1 ulp of the
+ * correctly rounded result and of libm's erff over every float
+ * (tests/backends/test_cpu_math.c samples it). |x| < ERF_SPLIT: x A(t), t
+ * = (x^2 - centre) * scale in [-1, 1]; above, erf(|x|) = B(t), t = (|x| -
+ * centre) * scale, |x| capped at 4, where erf is 1 - 1.5e-8 and rounds to
+ * 1 as it does for every larger x. A and B are Chebyshev fits of degree 12
+ * (erf(x) / x over x^2 in [0, 2.25^2] within 6.4e-11 relatively, erf over
+ * [2.25, 4] within 1.2e-11) written in powers of t; each array holds the
+ * coefficients, then the centre and scale of its t. */
+#define ERF_SPLIT 2.25
+#define ERF_HI 4.0
+#define ERF_DEG 12
+static const double erf_a[] = {0x1.39f1b61df8079p-1,  -0x1.0bfaf24341f02p-2,
+                               0x1.1d9fcbb618791p-3,  -0x1.17b4c909c38c8p-4,
+                               0x1.e2002b6af4adbp-6,  -0x1.6c6a47f976094p-7,
+                               0x1.e713302c32a22p-9,  -0x1.228e080945bcbp-10,
+                               0x1.38241c511e712p-12, -0x1.2e8108c9c2f53p-14,
+                               0x1.0e71c4a87e2bcp-16, -0x1.f3c50c0471b83p-19,
+                               0x1.7a9a7f51ee630p-21, 0x1.44p+1,
+                               0x1.948b0fcd6e9e0p-2};
+static const double erf_b[] = {0x1.fffeb3eba8a4bp-1,   0x1.db54cfea9b9b8p-15,
+                               -0x1.44eea89da5626p-13, 0x1.18ff65c8478e2p-12,
+                               -0x1.56b930e180f3ap-12, 0x1.3651eedb4af10p-12,
+                               -0x1.a9a11ec5a6398p-13, 0x1.b6a9884888567p-14,
+                               -0x1.41ad69c520a60p-15, 0x1.04dc422e8a4fep-17,
+                               0x1.3e17c6f744dd4p-20,  -0x1.acc51926a7c71p-20,
+                               0x1.d2f069ae4ae02p-22,  0x1.9p+1,
+                               0x1.2492492492492p+0};
+_Static_assert(sizeof erf_a == (ERF_DEG + 3) * sizeof(double) && sizeof erf_b == sizeof erf_a,
+               "erf: ERF_DEG + 1 coefficients, then centre and scale");
 
 /* libm for the lanes the vector exp does not cover (x > EXP_HI, NaN): out of
  * line, so that the hot loop keeps its vectors in registers. */
@@ -195,6 +229,52 @@ static double fold_d(double *t) {
         for (size_t i = 0; i < n; i += W) {                                                                           \
             size_t c = n - i < W ? n - i : W;                                                                         \
             store_part_##SUF(y + i, tanh_core_##SUF(load_part_##SUF(x + i, c, 0.0f)), c);                             \
+        }                                                                                                             \
+    }                                                                                                                 \
+    static INL vd splat_d_##SUF(double c) { return (vd){0} + c; }                                                     \
+    static INL vd select_d_##SUF(vl m, vd a, vd b) { return (vd)((m & (vl)a) | (~m & (vl)b)); }                       \
+    /* Coefficient k of each lane's polynomial: A's or B's by `small`, or   */                                        \
+    /* A's everywhere when no lane is mixed in (constants, no blends).       */                                       \
+    static INL vd erf_coef_##SUF(int k, vl small, int mixed) {                                                        \
+        return mixed ? select_d_##SUF(small, splat_d_##SUF(erf_a[k]), splat_d_##SUF(erf_b[k]))                        \
+                     : splat_d_##SUF(erf_a[k]);                                                                       \
+    }                                                                                                                 \
+    /* erf of doubles (see ERF_SPLIT); NaN stays NaN, erf(+-inf) = +-1.     */                                        \
+    /* Without `mixed` every lane must be under ERF_SPLIT. The polynomial   */                                        \
+    /* runs in Estrin's scheme: four dependent steps instead of Horner's    */                                        \
+    /* twelve, whose latency bound the loop.                                */                                        \
+    static INL vd erf_d_##SUF(vd x, int mixed) {                                                                      \
+        const vd ax = (vd)((vl)x & ((vl){0} + INT64_MAX));                                                            \
+        const vd a = select_d_##SUF(ax > splat_d_##SUF(ERF_HI), splat_d_##SUF(ERF_HI), ax);                           \
+        const vl small = a < splat_d_##SUF(ERF_SPLIT);                                                                \
+        const vd u = mixed ? select_d_##SUF(small, x * x, a) : x * x;                                                 \
+        const vd t = (u - erf_coef_##SUF(ERF_DEG + 1, small, mixed)) * erf_coef_##SUF(ERF_DEG + 2, small, mixed);     \
+        const vd t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;                                                              \
+        vd q[ERF_DEG / 2 + 1];                                                                                        \
+        _Pragma("GCC unroll 8") for (int k = 0; k < ERF_DEG / 2; k++) q[k] =                                          \
+            erf_coef_##SUF(2 * k, small, mixed) + erf_coef_##SUF(2 * k + 1, small, mixed) * t;                        \
+        q[ERF_DEG / 2] = erf_coef_##SUF(ERF_DEG, small, mixed);                                                       \
+        const vd r0 = q[0] + q[1] * t2, r1 = q[2] + q[3] * t2, r2 = q[4] + q[5] * t2;                                 \
+        const vd p = (r0 + r1 * t4) + (r2 + q[6] * t4) * t8;                                                          \
+        if (!mixed) return x * p;                                                                                     \
+        const vd big = (vd)((vl)p | ((vl)x & ((vl){0} + INT64_MIN)));                                                 \
+        return select_d_##SUF(small, x * p, big);                                                                     \
+    }                                                                                                                 \
+    static void verf_##SUF(const float *x, float *y, size_t n) {                                                      \
+        for (size_t i = 0; i < n; i += W) {                                                                           \
+            size_t c = n - i < W ? n - i : W;                                                                         \
+            vf v = load_part_##SUF(x + i, c, 0.0f);                                                                   \
+            vi far = ~((vf)((vi)v & ((vi){0} + 0x7fffffff)) < splat_##SUF((float)ERF_SPLIT)); /* also NaN */          \
+            vd lo, hi;                                                                                                \
+            widen_##SUF(v, &lo, &hi);                                                                                 \
+            if (any_##SUF(far)) {                                                                                     \
+                lo = erf_d_##SUF(lo, 1);                                                                              \
+                hi = erf_d_##SUF(hi, 1);                                                                              \
+            } else {                                                                                                  \
+                lo = erf_d_##SUF(lo, 0);                                                                              \
+                hi = erf_d_##SUF(hi, 0);                                                                              \
+            }                                                                                                         \
+            store_part_##SUF(y + i, narrow_##SUF(lo, hi), c);                                                         \
         }                                                                                                             \
     }                                                                                                                 \
     /* e = exp(-|x|) (never overflows); x >= 0: 1 / (1 + e), else e / (1 + e). */                                     \
@@ -348,14 +428,18 @@ typedef struct math_impl {
     void (*vexp)(const float *, float *, size_t);
     void (*vtanh)(const float *, float *, size_t);
     void (*vsigmoid)(const float *, float *, size_t);
+    void (*verf)(const float *, float *, size_t);
     float (*tanh_dot)(const float *, const float *, const float *, size_t);
     double (*exp_shift_sum)(const float *, float, float *, size_t);
     void (*add_round)(const float *, double, float *, size_t, int);
     void (*wsum)(const float *, const float *, size_t, size_t, size_t, float *);
 } math_impl;
 
-#define IMPL(SUF, NAME) \
-    { NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, tanh_dot_##SUF, exp_shift_sum_##SUF, add_round_##SUF, wsum_##SUF }
+#define IMPL(SUF, NAME)                                                                                 \
+    {                                                                                                   \
+        NAME, vexp_##SUF, vtanh_##SUF, vsigmoid_##SUF, verf_##SUF, tanh_dot_##SUF, exp_shift_sum_##SUF, \
+            add_round_##SUF, wsum_##SUF                                                                 \
+    }
 static const math_impl impls[] = {
 #ifdef HAVE_X86
     IMPL(avx512, "avx512"),
@@ -399,6 +483,7 @@ static const math_impl *impl(void) {
 void cg_cpu_vexp(const float *x, float *y, size_t n) { impl()->vexp(x, y, n); }
 void cg_cpu_vtanh(const float *x, float *y, size_t n) { impl()->vtanh(x, y, n); }
 void cg_cpu_vsigmoid(const float *x, float *y, size_t n) { impl()->vsigmoid(x, y, n); }
+void cg_cpu_verf(const float *x, float *y, size_t n) { impl()->verf(x, y, n); }
 float cg_cpu_tanh_dot(const float *a, const float *b, const float *v, size_t n) { return impl()->tanh_dot(a, b, v, n); }
 double cg_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n) {
     return impl()->exp_shift_sum(x, shift, y, n);

@@ -28,6 +28,11 @@ void cg_cpu_vtanh(const float *x, float *y, size_t n);
  * or 1 without inf / inf. */
 void cg_cpu_vsigmoid(const float *x, float *y, size_t n);
 
+/* y[i] = erf(x[i]) for i < n; y may be x. Computed in double precision
+ * and rounded once: within 1 ulp of the correctly rounded erf, 2 of libm's
+ * erff. */
+void cg_cpu_verf(const float *x, float *y, size_t n);
+
 /* sum over i < n of v[i] * tanh(a[i] + b[i]): one additive-attention score.
  * The sum runs in 16 interleaved partial sums added in a fixed order, so it
  * is deterministic but not the left-to-right float sum. */

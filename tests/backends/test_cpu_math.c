@@ -1,4 +1,4 @@
-/* The CPU backend's vectorised exp, tanh and logistic functions
+/* The CPU backend's vectorised exp, tanh, logistic and erf functions
  * (backends/cpu/cpu_math.c) against double-precision libm rounded to float,
  * on millions of floats spread over the whole range, on every instruction
  * set this CPU runs; special values; tails; and bit-identical results
@@ -35,6 +35,8 @@ static int64_t ulp_dist(float a, float b) {
 static double ref_exp(double x) { return exp(x); }
 static double ref_tanh(double x) { return tanh(x); }
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_erf(double x) { return erf(x); }
+static double ref_erff(double x) { return erff((float)x); }
 
 typedef void (*vfun)(const float *, float *, size_t);
 
@@ -70,7 +72,8 @@ static int64_t sweep(vfun f, double (*ref)(double), uint32_t stride, float *wors
 }
 
 /* Every ISA this CPU has: exp within 1 ulp, tanh and logistic within 2,
- * over 4.2 million floats (all exponents, all signs). */
+ * erf within 1 of double-precision erf and of libm's erff, over 4.2
+ * million floats (all exponents, all signs). */
 START_TEST(test_accuracy) {
     int ran = 0;
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
@@ -83,14 +86,18 @@ START_TEST(test_accuracy) {
         ck_assert_msg(e <= 2, "%s tanh: %lld ulp at %a", isas[i], (long long)e, (double)wx);
         e = sweep(cg_cpu_vsigmoid, ref_sigmoid, 1021, &wx);
         ck_assert_msg(e <= 2, "%s sigmoid: %lld ulp at %a", isas[i], (long long)e, (double)wx);
+        e = sweep(cg_cpu_verf, ref_erf, 1021, &wx);
+        ck_assert_msg(e <= 1, "%s erf: %lld ulp at %a", isas[i], (long long)e, (double)wx);
+        e = sweep(cg_cpu_verf, ref_erff, 1021, &wx);
+        ck_assert_msg(e <= 1, "%s erf against erff: %lld ulp at %a", isas[i], (long long)e, (double)wx);
     }
     ck_assert_int_ge(ran, 1);
 }
 END_TEST
 
 /* Every float where the methods change: tanh's two formulas meet at 0.625,
- * exp's reduction switches n at (k + 1/2) ln 2 (0.3466 is the first). Both
- * signs. */
+ * exp's reduction switches n at (k + 1/2) ln 2 (0.3466 is the first), erf's
+ * two polynomials at 2.25 and its cap at 4; erf near 0. Both signs. */
 START_TEST(test_dense_core) {
     enum { CHUNK = 4096 };
     static float xs[CHUNK], ys[CHUNK];
@@ -102,9 +109,12 @@ START_TEST(test_dense_core) {
         const char *name;
     } cases[] = {{cg_cpu_vtanh, ref_tanh, 0.5f, 0.75f, 2, "tanh"},
                  {cg_cpu_vexp, ref_exp, 0.3f, 0.4f, 1, "exp"},
-                 {cg_cpu_vsigmoid, ref_sigmoid, 0.3f, 0.4f, 2, "sigmoid"}};
+                 {cg_cpu_vsigmoid, ref_sigmoid, 0.3f, 0.4f, 2, "sigmoid"},
+                 {cg_cpu_verf, ref_erf, 2.2f, 2.3f, 1, "erf"},
+                 {cg_cpu_verf, ref_erf, 3.8f, 4.2f, 1, "erf"},
+                 {cg_cpu_verf, ref_erf, 0x1p-20f, 0x1p-17f, 1, "erf"}};
     ck_assert(cg_cpu_math_force("baseline"));
-    for (size_t c = 0; c < 3; c++) {
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         uint32_t lo, hi;
         memcpy(&lo, &cases[c].lo, 4);
         memcpy(&hi, &cases[c].hi, 4);
@@ -164,6 +174,15 @@ START_TEST(test_special_values) {
                               (double)y[j], (double)want);
         }
         ck_assert(y[2] == 1.0f && y[3] == 0.0f);
+        cg_cpu_verf(xs, y, n);
+        for (size_t j = 0; j < n; j++) {
+            float want = erff(xs[j]);
+            if (isnan(want)) ck_assert(isnan(y[j]));
+            else
+                ck_assert_msg(ulp_dist(y[j], want) <= 1, "%s erf(%a) = %a, want %a", isas[i], (double)xs[j],
+                              (double)y[j], (double)want);
+        }
+        ck_assert(y[2] == 1.0f && y[3] == -1.0f && signbit(y[1]) && !signbit(y[0]));
     }
 }
 END_TEST
@@ -172,7 +191,7 @@ END_TEST
  * or on the instruction set. */
 START_TEST(test_tails_and_isas_agree) {
     enum { N = 77 };
-    float x[N], a[N], b[N], v[N], ref[3][N], got[N];
+    float x[N], a[N], b[N], v[N], ref[4][N], got[N];
     uint64_t s = 42;
     for (int i = 0; i < N; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -185,6 +204,7 @@ START_TEST(test_tails_and_isas_agree) {
     cg_cpu_vexp(x, ref[0], N);
     cg_cpu_vtanh(x, ref[1], N);
     cg_cpu_vsigmoid(x, ref[2], N);
+    cg_cpu_verf(x, ref[3], N);
     const float dot_ref = cg_cpu_tanh_dot(a, b, v, N);
     double dot_exact = 0;
     for (int i = 0; i < N; i++) dot_exact += (double)v[i] * tanh((double)a[i] + (double)b[i]);
@@ -193,8 +213,8 @@ START_TEST(test_tails_and_isas_agree) {
         if (!cg_cpu_math_force(isas[k])) continue;
         for (int start = 0; start < 20; start++)
             for (int len = 0; start + len <= N; len += 1 + len / 3) {
-                vfun fs[3] = {cg_cpu_vexp, cg_cpu_vtanh, cg_cpu_vsigmoid};
-                for (int f = 0; f < 3; f++) {
+                vfun fs[4] = {cg_cpu_vexp, cg_cpu_vtanh, cg_cpu_vsigmoid, cg_cpu_verf};
+                for (int f = 0; f < 4; f++) {
                     fs[f](x + start, got, (size_t)len);
                     ck_assert_msg(memcmp(got, ref[f] + start, sizeof(float) * (size_t)len) == 0,
                                   "%s function %d differs at start %d len %d", isas[k], f, start, len);
