@@ -102,11 +102,6 @@ static float fold_f(float *s) {
         for (int j = 0; j < w; j++) s[j] += s[j + w];
     return s[0];
 }
-static double fold_d(double *t) {
-    for (int w = SUM_LANES / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) t[j] += t[j + w];
-    return t[0];
-}
 
 /* The element functions, instantiated once per target below: inline so that
  * each copy is compiled for its caller's ISA. */
@@ -327,19 +322,24 @@ static double fold_d(double *t) {
         size_t i = 0;                                                                                                 \
         for (; i + SUM_LANES <= n; i += SUM_LANES) esum_group_##SUF(x + i, b, y ? y + i : NULL, acc);                 \
         if (i < n) {                                                                                                  \
-            /* The tail padded with -inf, whose terms (+0) add nothing. */                                            \
+            /* The tail padded with -inf, whose terms (+0) add nothing (a   */                                        \
+            /* loop: memcpy would cost a library call per short row).      */                                         \
             float xb[SUM_LANES], yb[SUM_LANES];                                                                       \
-            for (int j = 0; j < SUM_LANES; j++) xb[j] = -INFINITY;                                                    \
-            memcpy(xb, x + i, (n - i) * sizeof(float));                                                               \
+            for (size_t j = 0; j < SUM_LANES; j++) xb[j] = i + j < n ? x[i + j] : -INFINITY;                          \
             esum_group_##SUF(xb, b, y ? yb : NULL, acc);                                                              \
-            if (y) memcpy(y + i, yb, (n - i) * sizeof(float));                                                        \
+            if (y)                                                                                                    \
+                for (size_t j = 0; i + j < n; j++) y[i + j] = yb[j];                                                  \
         }                                                                                                             \
-        double t[SUM_LANES];                                                                                          \
-        SUM_CHUNKS(k) {                                                                                               \
-            store_d_##SUF(t + k * W, acc[2 * k]);                                                                     \
-            store_d_##SUF(t + k * W + W / 2, acc[2 * k + 1]);                                                         \
-        }                                                                                                             \
-        return fold_d(t);                                                                                             \
+        /* The partial sums added pairwise (lane j + lane j + 8, ...), the  */                                        \
+        /* same order on every ISA: whole vectors in registers, then the    */                                        \
+        /* lanes of the last one.                                           */                                        \
+        for (int w = SUM_LANES / 2; w >= W / 2; w /= 2)                                                               \
+            for (int m = 0; m < w / (W / 2); m++) acc[m] += acc[m + w / (W / 2)];                                     \
+        double t[W / 2];                                                                                              \
+        store_d_##SUF(t, acc[0]);                                                                                     \
+        for (int w = W / 4; w > 0; w /= 2)                                                                            \
+            for (int j = 0; j < w; j++) t[j] += t[j + w];                                                             \
+        return t[0];                                                                                                  \
     }                                                                                                                 \
     /* y = (float)((double)x + c) or (float)((double)x * c). */                                                       \
     static void add_round_##SUF(const float *x, double c, float *y, size_t n, int mul) {                              \
