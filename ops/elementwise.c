@@ -60,10 +60,13 @@ static CG_CPU_CLONES void pow_f32_small(const float *x, float *o, int64_t n, int
         for (int64_t i = 0; i < n; i++) o[i] = x[i] * x[i];
 }
 
-static void pow_f32_loop(const void *const *in, const int64_t *s, void *out, int64_t n) {
+static void pow_f32_loop(const void *const *in, const int64_t *s, const int64_t *rs, void *out, int64_t n,
+                         int64_t rows) {
     const float y = *(const float *)in[1];
-    if (s[0] && !s[1] && (y == 2.0f || y == 3.0f)) pow_f32_small(in[0], out, n, y == 3.0f);
-    else pow_f32_any(in, s, out, n);
+    if (s[0] && !s[1] && !rs[1] && (y == 2.0f || y == 3.0f))
+        for (int64_t r = 0; r < rows; r++)
+            pow_f32_small((const float *)in[0] + r * rs[0], (float *)out + r * n, n, y == 3.0f);
+    else pow_f32_any(in, s, rs, out, n, rows);
 }
 /* NaN propagates, as in NumPy's maximum/minimum. */
 CG_BCAST_LOOP2(maximum_f32_loop, float, float, (x > y || x != x) ? x : y)
