@@ -196,11 +196,12 @@ static float fold_f(float *s) {
     }                                                                                                                 \
     /* Loads c <= W floats, the rest of the vector set to fill; full vectors */                                       \
     /* go straight to memory.                                             */                                          \
+    /* Element loops rather than memcpy, whose variable length makes it a */                                          \
+    /* library call (a third of a short softmax row's scaling).           */                                          \
     static INL vf load_part_##SUF(const float *p, size_t c, float fill) {                                             \
         if (c == W) return load_##SUF(p);                                                                             \
         float buf[W];                                                                                                 \
-        for (int j = 0; j < W; j++) buf[j] = fill;                                                                    \
-        memcpy(buf, p, c * sizeof(float));                                                                            \
+        for (size_t j = 0; j < W; j++) buf[j] = j < c ? p[j] : fill;                                                  \
         return load_##SUF(buf);                                                                                       \
     }                                                                                                                 \
     static INL void store_part_##SUF(float *p, vf v, size_t c) {                                                      \
@@ -210,7 +211,8 @@ static float fold_f(float *s) {
         }                                                                                                             \
         float buf[W];                                                                                                 \
         store_##SUF(buf, v);                                                                                          \
-        memcpy(p, buf, c * sizeof(float));                                                                            \
+        for (size_t j = 0; j < W; j++)                                                                                \
+            if (j < c) p[j] = buf[j];                                                                                 \
     }                                                                                                                 \
     /* Applies F to n < W elements through a padded vector, so tails get the    */                                    \
     /* same arithmetic as the rest.                                             */                                    \
