@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu/cpu_math.h"
+#include "cpu/cpu_scan.h"
 #include "test_util.h"
 
 static const char *isas[] = {"avx512", "avx2", "baseline"};
@@ -287,6 +288,58 @@ START_TEST(test_softmax_primitives) {
 }
 END_TEST
 
+/* Short rows several at a time: bit for bit what the row primitives give
+ * each row (max, exp_shift_sum, mul_round; all 0 where the max is -inf)
+ * on every ISA, every row count and length up to 16, in place too; rows
+ * with -inf, +inf and NaN among them; and within 2 ulp of the softmax in
+ * double. */
+START_TEST(test_softmax_short) {
+    enum { R = 37, N = 16 };
+    static float x[R * N], want[R * N], got[R * N];
+    uint64_t s = 11;
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+        if (!cg_cpu_math_force(isas[k])) continue;
+        for (int n = 1; n <= N; n++)
+            for (int rows = 1; rows <= R; rows += rows < 10 ? 1 : 9) {
+                for (int i = 0; i < rows * n; i++) {
+                    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+                    x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 60.0 - 30.0);
+                    if (i % 13 == 5) x[i] = -INFINITY;
+                }
+                if (rows > 3) { /* a row of -inf, one with +inf, one with NaN */
+                    for (int j = 0; j < n; j++) x[n + j] = -INFINITY;
+                    x[2 * n + n / 2] = INFINITY;
+                    x[3 * n] = NAN;
+                }
+                for (int r = 0; r < rows; r++) {
+                    const float *xr = x + r * n;
+                    float *wr = want + r * n;
+                    const float mx = cg_cpu_max(xr, (size_t)n);
+                    if (mx == -INFINITY) {
+                        for (int j = 0; j < n; j++) wr[j] = 0.0f;
+                        continue;
+                    }
+                    const double sum = cg_cpu_exp_shift_sum(xr, mx, wr, (size_t)n);
+                    cg_cpu_mul_round(wr, 1.0 / sum, wr, (size_t)n);
+                    for (int j = 0; j < n && mx == mx && mx != INFINITY; j++) {
+                        double ref = 0;
+                        for (int i = 0; i < n; i++) ref += exp((double)xr[i] - (double)mx);
+                        ref = exp((double)xr[j] - (double)mx) / ref;
+                        if (ulp_dist(wr[j], (float)ref) > 2)
+                            ck_abort_msg("%s n %d row %d: %a, want %a", isas[k], n, r, (double)wr[j], ref);
+                    }
+                }
+                cg_cpu_softmax_short(x, got, (size_t)rows, (size_t)n);
+                if (memcmp(got, want, sizeof(float) * (size_t)(rows * n)) != 0)
+                    ck_abort_msg("%s: n %d rows %d differ from the row path", isas[k], n, rows);
+                cg_cpu_softmax_short(x, x, (size_t)rows, (size_t)n);
+                if (memcmp(x, want, sizeof(float) * (size_t)(rows * n)) != 0)
+                    ck_abort_msg("%s: n %d rows %d in place differ", isas[k], n, rows);
+            }
+    }
+}
+END_TEST
+
 /* Weighted sums of rows against double precision, every length around the
  * vector widths, a leading dimension wider than the row; ISAs agree bit for
  * bit (the rows are added in order on every one). */
@@ -331,6 +384,7 @@ int main(void) {
     tcase_add_test(tc, test_special_values);
     tcase_add_test(tc, test_tails_and_isas_agree);
     tcase_add_test(tc, test_softmax_primitives);
+    tcase_add_test(tc, test_softmax_short);
     tcase_add_test(tc, test_weighted_rows);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
