@@ -51,17 +51,22 @@ int cg_bcast_flat(const cg_bcast *p) {
 
 void cg_bcast_run(const cg_bcast *p, cg_bcast_loop fn, const void *const *in, const size_t *in_bytes, void *out,
                   size_t out_bytes) {
-    const int last = p->nd - 1, n_in = p->n_in;
-    const int64_t inner = p->n[last];
-    int64_t idx[CG_MAX_DIMS] = {0}, off[CG_BCAST_MAX_IN] = {0}, inner_s[CG_BCAST_MAX_IN];
-    for (int k = 0; k < n_in; k++) inner_s[k] = p->s[k][last];
+    /* The innermost dim is a row, the next one (if any) the rows of one
+     * call; the dims above are walked here. */
+    const int last = p->nd - 1, outer = last - 1, n_in = p->n_in;
+    const int64_t inner = p->n[last], rows = outer >= 0 ? p->n[outer] : 1;
+    int64_t idx[CG_MAX_DIMS] = {0}, off[CG_BCAST_MAX_IN] = {0}, inner_s[CG_BCAST_MAX_IN], row_s[CG_BCAST_MAX_IN];
+    for (int k = 0; k < n_in; k++) {
+        inner_s[k] = p->s[k][last];
+        row_s[k] = outer >= 0 ? p->s[k][outer] : 0;
+    }
     int64_t oo = 0;
     for (;;) {
         const void *ptr[CG_BCAST_MAX_IN];
         for (int k = 0; k < n_in; k++) ptr[k] = (const char *)in[k] + off[k] * (int64_t)in_bytes[k];
-        fn(ptr, inner_s, (char *)out + oo * (int64_t)out_bytes, inner);
-        oo += inner;
-        int d = last - 1;
+        fn(ptr, inner_s, row_s, (char *)out + oo * (int64_t)out_bytes, inner, rows);
+        oo += inner * rows;
+        int d = outer - 1;
         for (; d >= 0; d--) {
             for (int k = 0; k < n_in; k++) off[k] += p->s[k][d];
             if (++idx[d] < p->n[d]) break;

@@ -33,9 +33,12 @@ void cg_bcast_make(cg_bcast *p, int n_in, const cg_tensor_desc *in, const cg_ten
  * of one element): the kernels' flat case. */
 int cg_bcast_flat(const cg_bcast *p);
 
-/* An inner loop over n output elements: input k's element i is at
- * in[k] + i * s[k] elements (s[k] is 0 or 1). */
-typedef void (*cg_bcast_loop)(const void *const *in, const int64_t *s, void *out, int64_t n);
+/* An inner loop over `rows` rows of n output elements, the rows one after
+ * another in the output: input k's element i of row r is at in[k] + r *
+ * rs[k] + i * s[k] elements (s[k] is 0 or 1). Rows in one call spare short
+ * inner dims (a [C, 1] by [C, 4] product) a call per few elements. */
+typedef void (*cg_bcast_loop)(const void *const *in, const int64_t *s, const int64_t *rs, void *out, int64_t n,
+                              int64_t rows);
 
 /* Runs `fn` over the plan: input k has elements of in_bytes[k] bytes, the
  * output of out_bytes. */
@@ -45,32 +48,35 @@ void cg_bcast_run(const cg_bcast *p, cg_bcast_loop fn, const void *const *in, co
 /* Defines a cg_bcast_loop NAME over inputs of type TA and an output of
  * type TO computing EXPR from x and y (one branch per stride case, so the
  * compiler vectorizes the contiguous ones). */
-#define CG_BCAST_LOOP2(NAME, TA, TO, EXPR)                                             \
-    static void NAME(const void *const *in_, const int64_t *s_, void *o_, int64_t n) { \
-        const TA *a_ = in_[0], *b_ = in_[1];                                           \
-        TO *o = o_;                                                                    \
-        if (s_[0] && s_[1]) {                                                          \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                TA x = a_[i], y = b_[i];                                               \
-                o[i] = (TO)(EXPR);                                                     \
-            }                                                                          \
-        } else if (s_[0]) {                                                            \
-            const TA y = b_[0];                                                        \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                TA x = a_[i];                                                          \
-                o[i] = (TO)(EXPR);                                                     \
-            }                                                                          \
-        } else if (s_[1]) {                                                            \
-            const TA x = a_[0];                                                        \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                TA y = b_[i];                                                          \
-                o[i] = (TO)(EXPR);                                                     \
-            }                                                                          \
-        } else {                                                                       \
-            const TA x = a_[0], y = b_[0];                                             \
-            const TO r = (TO)(EXPR);                                                   \
-            for (int64_t i = 0; i < n; i++) o[i] = r;                                  \
-        }                                                                              \
+#define CG_BCAST_LOOP2(NAME, TA, TO, EXPR)                                                               \
+    static void NAME(const void *const *in_, const int64_t *s_, const int64_t *rs_, void *o_, int64_t n, \
+                     int64_t rows) {                                                                     \
+        const TA *a_ = in_[0], *b_ = in_[1];                                                             \
+        TO *o = o_;                                                                                      \
+        for (int64_t r_ = 0; r_ < rows; r_++, a_ += rs_[0], b_ += rs_[1], o += n) {                      \
+            if (s_[0] && s_[1]) {                                                                        \
+                for (int64_t i = 0; i < n; i++) {                                                        \
+                    TA x = a_[i], y = b_[i];                                                             \
+                    o[i] = (TO)(EXPR);                                                                   \
+                }                                                                                        \
+            } else if (s_[0]) {                                                                          \
+                const TA y = b_[0];                                                                      \
+                for (int64_t i = 0; i < n; i++) {                                                        \
+                    TA x = a_[i];                                                                        \
+                    o[i] = (TO)(EXPR);                                                                   \
+                }                                                                                        \
+            } else if (s_[1]) {                                                                          \
+                const TA x = a_[0];                                                                      \
+                for (int64_t i = 0; i < n; i++) {                                                        \
+                    TA y = b_[i];                                                                        \
+                    o[i] = (TO)(EXPR);                                                                   \
+                }                                                                                        \
+            } else {                                                                                     \
+                const TA x = a_[0], y = b_[0];                                                           \
+                const TO r = (TO)(EXPR);                                                                 \
+                for (int64_t i = 0; i < n; i++) o[i] = r;                                                \
+            }                                                                                            \
+        }                                                                                                \
     }
 
 /* Runs a binary op over call's inputs 0 and 1 into output 0 on the CPU

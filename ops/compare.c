@@ -219,14 +219,16 @@ const cg_op_def cg_op_logical_not =
 /* ------------------------------------------------------------------ */
 /* where                                                               */
 
-/* out = c ? x : y for elements of T; c advances by s[0], x by s[1], y by
- * s[2] (each 0 or 1). */
-#define WHERE_LOOP(NAME, T)                                                             \
-    static void NAME(const void *const *in, const int64_t *s, void *o_, int64_t n) {    \
-        const uint8_t *c = in[0];                                                       \
-        const T *x = in[1], *y = in[2];                                                 \
-        T *o = o_;                                                                      \
-        for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]]; \
+/* out = c ? x : y for elements of T, row by row (rows at rs[]); c
+ * advances by s[0], x by s[1], y by s[2] (each 0 or 1). */
+#define WHERE_LOOP(NAME, T)                                                                                           \
+    static void NAME(const void *const *in, const int64_t *s, const int64_t *rs, void *o_, int64_t n, int64_t rows) { \
+        T *o = o_;                                                                                                    \
+        for (int64_t r = 0; r < rows; r++, o += n) {                                                                  \
+            const uint8_t *c = (const uint8_t *)in[0] + r * rs[0];                                                    \
+            const T *x = (const T *)in[1] + r * rs[1], *y = (const T *)in[2] + r * rs[2];                             \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]];                           \
+        }                                                                                                             \
     }
 WHERE_LOOP(where_1, uint8_t)
 WHERE_LOOP(where_2, uint16_t)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/cpu_clones.h"
 #include "cpu/cpu_math.h"
 #include "elementwise.cl.h"
 
@@ -42,7 +43,31 @@ CG_BCAST_LOOP2(sub_f32_loop, float, float, x - y)
 CG_BCAST_LOOP2(mul_f32_loop, float, float, x * y)
 // clang-format on
 CG_BCAST_LOOP2(div_f32_loop, float, float, x / y)
-CG_BCAST_LOOP2(pow_f32_loop, float, float, powf(x, y))
+CG_BCAST_LOOP2(pow_f32_any, float, float, powf(x, y))
+
+/* x^2 and x^3 with a broadcast exponent (GELU's tanh form cubes, a
+ * variance squares): x * x rounds once; the cube is exact in double but
+ * for its last rounding, then rounded to float (differing from the exact
+ * result's rounding only in rare double-rounding cases, as powf's own
+ * last-bit slips). Vector code where powf is a call per element. */
+static CG_CPU_CLONES void pow_f32_small(const float *x, float *o, int64_t n, int cube) {
+    if (cube)
+        for (int64_t i = 0; i < n; i++) {
+            const double v = x[i];
+            o[i] = (float)(v * v * v);
+        }
+    else
+        for (int64_t i = 0; i < n; i++) o[i] = x[i] * x[i];
+}
+
+static void pow_f32_loop(const void *const *in, const int64_t *s, const int64_t *rs, void *out, int64_t n,
+                         int64_t rows) {
+    const float y = *(const float *)in[1];
+    if (s[0] && !s[1] && !rs[1] && (y == 2.0f || y == 3.0f))
+        for (int64_t r = 0; r < rows; r++)
+            pow_f32_small((const float *)in[0] + r * rs[0], (float *)out + r * n, n, y == 3.0f);
+    else pow_f32_any(in, s, rs, out, n, rows);
+}
 /* NaN propagates, as in NumPy's maximum/minimum. */
 CG_BCAST_LOOP2(maximum_f32_loop, float, float, (x > y || x != x) ? x : y)
 CG_BCAST_LOOP2(minimum_f32_loop, float, float, (x < y || x != x) ? x : y)
@@ -248,7 +273,8 @@ BINARY_OP(div, "DIV", RANGE_DIV,
           "negative value / -1 wraps around to itself." BCAST_DOC)
 BINARY_OP(pow, "POW", RANGE_POW,
           "Elementwise power a^b: f32 as C's powf (a negative a with a non-integer b is NaN; "
-          "pow(x, 0) is 1); integers exactly, wrapping around on overflow, and a negative "
+          "pow(x, 0) is 1; a single b of 2 or 3 as x * x and the cube in double, within 1 ulp of "
+          "the exact power as powf is); integers exactly, wrapping around on overflow, and a negative "
           "exponent gives 0 but for the bases 1 and -1." BCAST_DOC)
 BINARY_OP(maximum, "MAX", RANGE_ANY,
           "Elementwise maximum of a and b. For f32 a NaN in either "

@@ -40,13 +40,15 @@ static cg_op_status expand_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
-#define COPY_LOOP(NAME, T)                                                           \
-    static void NAME(const void *const *in, const int64_t *s, void *o_, int64_t n) { \
-        const T *x = in[0];                                                          \
-        T *o = o_;                                                                   \
-        if (s[0]) memcpy(o, x, (size_t)n * sizeof(T));                               \
-        else                                                                         \
-            for (int64_t i = 0; i < n; i++) o[i] = x[0];                             \
+#define COPY_LOOP(NAME, T)                                                                                            \
+    static void NAME(const void *const *in, const int64_t *s, const int64_t *rs, void *o_, int64_t n, int64_t rows) { \
+        T *o = o_;                                                                                                    \
+        for (int64_t r = 0; r < rows; r++, o += n) {                                                                  \
+            const T *x = (const T *)in[0] + r * rs[0];                                                                \
+            if (s[0]) memcpy(o, x, (size_t)n * sizeof(T));                                                            \
+            else                                                                                                      \
+                for (int64_t i = 0; i < n; i++) o[i] = x[0];                                                          \
+        }                                                                                                             \
     }
 COPY_LOOP(copy_1, uint8_t)
 COPY_LOOP(copy_2, uint16_t)

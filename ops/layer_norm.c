@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/cpu_clones.h"
 #include "norm.cl.h"
 
 enum { LN_AXIS, LN_EPSILON };
@@ -61,21 +62,21 @@ static cg_op_status layer_norm_infer(cg_op_call *call) {
  * adds overlap and vectorise). */
 #define LN_LANES 8
 
-#define ROW_SUM(NAME, TERM)                                   \
-    static double NAME(const float *x, int64_t n, double c) { \
-        double p[LN_LANES] = {0}, s = 0;                      \
-        int64_t j = 0;                                        \
-        for (; j + LN_LANES <= n; j += LN_LANES)              \
-            for (int l = 0; l < LN_LANES; l++) {              \
-                const double v = x[j + l];                    \
-                p[l] += TERM;                                 \
-            }                                                 \
-        for (int l = 0; l < LN_LANES; l++) s += p[l];         \
-        for (; j < n; j++) {                                  \
-            const double v = x[j];                            \
-            s += TERM;                                        \
-        }                                                     \
-        return s;                                             \
+#define ROW_SUM(NAME, TERM)                                          \
+    static inline double NAME(const float *x, int64_t n, double c) { \
+        double p[LN_LANES] = {0}, s = 0;                             \
+        int64_t j = 0;                                               \
+        for (; j + LN_LANES <= n; j += LN_LANES)                     \
+            for (int l = 0; l < LN_LANES; l++) {                     \
+                const double v = x[j + l];                           \
+                p[l] += TERM;                                        \
+            }                                                        \
+        for (int l = 0; l < LN_LANES; l++) s += p[l];                \
+        for (; j < n; j++) {                                         \
+            const double v = x[j];                                   \
+            s += TERM;                                               \
+        }                                                            \
+        return s;                                                    \
     }
 ROW_SUM(row_sum, v + 0 * c)
 ROW_SUM(row_sq_dev, (v - c) * (v - c))
@@ -83,7 +84,7 @@ ROW_SUM(row_sq_dev, (v - c) * (v - c))
 /* Mean and variance in double (two passes: no cancellation in rows of
  * large values), rounded to f32 once; the row itself is then computed in
  * f32, as ONNX Runtime and the OpenCL kernel do. */
-static cg_op_status layer_norm_cpu(const cg_kernel_args *a) {
+static CG_CPU_CLONES cg_op_status layer_norm_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     int64_t rows, n;
     ln_rows(call, &rows, &n);

@@ -6,112 +6,103 @@
 #include "int_ops.h"
 #include "ops_cl.h"
 
+#include "cpu/cpu_clones.h"
+#include "cpu/cpu_math.h"
+
 #include <math.h>
 #include <string.h>
 
 #include "math.cl.h"
 
-static float f_abs(float x, float a, float b) {
+/* Each function is a loop of its own (MATH_LOOP), its element function
+ * inlined: the exact ones (abs, rounding, sign, the parameterised
+ * activations) become vector code, and the libm ones at least lose the
+ * indirect call per element. Comparisons stand in for fminf/fmaxf, which
+ * GCC leaves as libm calls; they keep fmaxf's answer for NaN where it
+ * matters (hard_sigmoid of NaN is 0). */
+static inline float f_abs(float x, float a, float b) {
     (void)a, (void)b;
     return fabsf(x);
 }
-static float f_reciprocal(float x, float a, float b) {
+static inline float f_reciprocal(float x, float a, float b) {
     (void)a, (void)b;
     return 1.0f / x;
 }
-static float f_floor(float x, float a, float b) {
+static inline float f_floor(float x, float a, float b) {
     (void)a, (void)b;
     return floorf(x);
 }
-static float f_ceil(float x, float a, float b) {
+static inline float f_ceil(float x, float a, float b) {
     (void)a, (void)b;
     return ceilf(x);
 }
-static float f_round(float x, float a, float b) {
+static inline float f_round(float x, float a, float b) {
     (void)a, (void)b;
     return rintf(x);
 }
-static float f_sign(float x, float a, float b) {
+static inline float f_sign(float x, float a, float b) {
     (void)a, (void)b;
     return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
 }
-static float f_sin(float x, float a, float b) {
-    (void)a, (void)b;
-    return sinf(x);
-}
-static float f_cos(float x, float a, float b) {
-    (void)a, (void)b;
-    return cosf(x);
-}
-static float f_tan(float x, float a, float b) {
-    (void)a, (void)b;
-    return tanf(x);
-}
-static float f_asin(float x, float a, float b) {
-    (void)a, (void)b;
-    return asinf(x);
-}
-static float f_acos(float x, float a, float b) {
-    (void)a, (void)b;
-    return acosf(x);
-}
-static float f_atan(float x, float a, float b) {
-    (void)a, (void)b;
-    return atanf(x);
-}
-static float f_sinh(float x, float a, float b) {
-    (void)a, (void)b;
-    return sinhf(x);
-}
-static float f_cosh(float x, float a, float b) {
-    (void)a, (void)b;
-    return coshf(x);
-}
-static float f_asinh(float x, float a, float b) {
-    (void)a, (void)b;
-    return asinhf(x);
-}
-static float f_acosh(float x, float a, float b) {
-    (void)a, (void)b;
-    return acoshf(x);
-}
-static float f_atanh(float x, float a, float b) {
-    (void)a, (void)b;
-    return atanhf(x);
-}
-static float f_erf(float x, float a, float b) {
-    (void)a, (void)b;
-    return erff(x);
-}
-static float f_softplus(float x, float a, float b) {
+#define LIBM_F(NAME, FN)                                      \
+    static inline float f_##NAME(float x, float a, float b) { \
+        (void)a, (void)b;                                     \
+        return FN(x);                                         \
+    }
+LIBM_F(sin, sinf)
+LIBM_F(cos, cosf)
+LIBM_F(tan, tanf)
+LIBM_F(asin, asinf)
+LIBM_F(acos, acosf)
+LIBM_F(atan, atanf)
+LIBM_F(sinh, sinhf)
+LIBM_F(cosh, coshf)
+LIBM_F(asinh, asinhf)
+LIBM_F(acosh, acoshf)
+LIBM_F(atanh, atanhf)
+static inline float f_softplus(float x, float a, float b) {
     (void)a, (void)b;
     return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
 }
-static float f_softsign(float x, float a, float b) {
+static inline float f_softsign(float x, float a, float b) {
     (void)a, (void)b;
     return x / (1.0f + fabsf(x));
 }
-static float f_elu(float x, float a, float b) {
+static inline float f_elu(float x, float a, float b) {
     (void)b;
     return x < 0.0f ? a * (expf(x) - 1.0f) : x;
 }
-static float f_leaky_relu(float x, float a, float b) {
+static inline float f_leaky_relu(float x, float a, float b) {
     (void)b;
     return x < 0.0f ? a * x : x;
 }
-static float f_hard_sigmoid(float x, float a, float b) { return fminf(1.0f, fmaxf(0.0f, a * x + b)); }
-static float f_clip(float x, float a, float b) {
+static inline float f_hard_sigmoid(float x, float a, float b) {
+    float v = a * x + b;
+    v = v > 0.0f ? v : 0.0f; /* NaN gives 0, as fmaxf(0, NaN) */
+    return v < 1.0f ? v : 1.0f;
+}
+static inline float f_clip(float x, float a, float b) {
     float t = x < a ? a : x; /* max(x, min) then min(., max), as ONNX; NaN stays NaN */
     return t > b ? b : t;
 }
 
-/* Runs fn over input 0 with attributes 0 and 1 (when the op has them). */
-static cg_op_status math_cpu(const cg_kernel_args *a, float (*fn)(float, float, float), int n_attrs) {
-    const float *x = a->in[0];
-    float *y = a->out[0];
+/* The loop of one function; in place (y == x) keeps the vector code. */
+#define MATH_LOOP(NAME)                                                                            \
+    static CG_CPU_CLONES void NAME##_loop(const float *x, float *y, int64_t n, float p, float q) { \
+        for (int64_t i = 0; i < n; i++) y[i] = f_##NAME(x[i], p, q);                               \
+    }
+
+/* The CPU backend's vector erf (double precision inside, rounded once). */
+static void erf_loop(const float *x, float *y, int64_t n, float p, float q) {
+    (void)p, (void)q;
+    cg_cpu_verf(x, y, (size_t)n);
+}
+
+/* Runs loop over input 0 with attributes 0 and 1 (when the op has them). */
+static cg_op_status math_cpu(const cg_kernel_args *a, void (*loop)(const float *, float *, int64_t, float, float),
+                             int n_attrs) {
     float p = n_attrs > 0 ? (float)a->call->attrs[0].f : 0.0f, q = n_attrs > 1 ? (float)a->call->attrs[1].f : 0.0f;
-    int64_t n = cg_desc_numel(&a->call->inputs[0]);
-    for (int64_t i = 0; i < n; i++) y[i] = fn(x[i], p, q);
+    loop(a->in[0], a->out[0], cg_desc_numel(&a->call->inputs[0]), p, q);
     return CG_OP_OK;
 }
 
@@ -169,10 +160,10 @@ static const char *const leaky_sets[] = {NULL, "alpha: 0.25"};
 static const char *const hs_sets[] = {NULL, "alpha: 0.125, beta: 0.25"};
 static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max: -0.5", "min: 1.0, max: -1.0"};
 
-/* One op: NAME, its CPU function, attributes, the conformance value range
+/* One op: NAME, its CPU loop, attributes, the conformance value range
  * and attribute sets, and its documentation. */
-#define MATH_OP(NAME, ATTRS, N_ATTRS, LO, HI, SETS, N_SETS, DOC)                                                \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return math_cpu(a, f_##NAME, N_ATTRS); }          \
+#define MATH_OP_LOOP(NAME, LOOP, ATTRS, N_ATTRS, LO, HI, SETS, N_SETS, DOC)                                     \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) { return math_cpu(a, LOOP, N_ATTRS); }              \
     static cg_op_status NAME##_cl(const cg_kernel_args *a) { return math_cl(a, "mu_" #NAME, N_ATTRS); }         \
     static int32_t NAME##_case(int32_t i, cg_conform_case *c) { return math_case(i, c, LO, HI, SETS, N_SETS); } \
     static const cg_kernel_def NAME##_kernels[] = {                                                             \
@@ -183,28 +174,31 @@ static const char *const clip_sets[] = {"min: -1.0, max: 2.0", "min: 0.0", "max:
         CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,  \
               .input_names = math_inputs, .attrs = ATTRS, .n_attrs = N_ATTRS, .infer = math_infer,              \
               CG_KERNELS(NAME##_kernels), .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_case);
+/* The loop of f_NAME. */
+#define MATH_OP(NAME, ...) MATH_LOOP(NAME) MATH_OP_LOOP(NAME, NAME##_loop, __VA_ARGS__)
 
 /* abs and sign: the f32 kernels above, and the integer ones (int_ops.h);
  * the f32 cases, then one per integer type over its whole range. */
-#define MATH_INT_OP(NAME, UOP, LO, HI, DOC)                                                                    \
-    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                                                  \
-        return a->call->inputs[0].dtype == CG_F32 ? math_cpu(a, f_##NAME, 0) : cg_ops_int_unary_cpu(a, UOP);   \
-    }                                                                                                          \
-    static cg_op_status NAME##_cl(const cg_kernel_args *a) {                                                   \
-        return a->call->inputs[0].dtype == CG_F32 ? math_cl(a, "mu_" #NAME, 0) : cg_ops_int_unary_cl(a, UOP);  \
-    }                                                                                                          \
-    static int32_t NAME##_case(int32_t i, cg_conform_case *c) {                                                \
-        if (i < N_SHAPES) return math_case(i, c, LO, HI, no_attrs, 1);                                         \
-        int s = (i - N_SHAPES + 1) % N_SHAPES;                                                                 \
-        return cg_ops_int_unary_case(i - N_SHAPES, shapes[s].nd, shapes[s].d, NULL, c);                        \
-    }                                                                                                          \
-    static const cg_kernel_def NAME##_kernels[] = {                                                            \
-        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),                                               \
-        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),                                             \
-    };                                                                                                         \
-    const cg_op_def cg_op_##NAME =                                                                             \
-        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, \
-              .input_names = math_inputs, .infer = math_int_infer, CG_KERNELS(NAME##_kernels),                 \
+#define MATH_INT_OP(NAME, UOP, LO, HI, DOC)                                                                     \
+    MATH_LOOP(NAME)                                                                                             \
+    static cg_op_status NAME##_cpu(const cg_kernel_args *a) {                                                   \
+        return a->call->inputs[0].dtype == CG_F32 ? math_cpu(a, NAME##_loop, 0) : cg_ops_int_unary_cpu(a, UOP); \
+    }                                                                                                           \
+    static cg_op_status NAME##_cl(const cg_kernel_args *a) {                                                    \
+        return a->call->inputs[0].dtype == CG_F32 ? math_cl(a, "mu_" #NAME, 0) : cg_ops_int_unary_cl(a, UOP);   \
+    }                                                                                                           \
+    static int32_t NAME##_case(int32_t i, cg_conform_case *c) {                                                 \
+        if (i < N_SHAPES) return math_case(i, c, LO, HI, no_attrs, 1);                                          \
+        int s = (i - N_SHAPES + 1) % N_SHAPES;                                                                  \
+        return cg_ops_int_unary_case(i - N_SHAPES, shapes[s].nd, shapes[s].d, NULL, c);                         \
+    }                                                                                                           \
+    static const cg_kernel_def NAME##_kernels[] = {                                                             \
+        CG_KERNEL(.backend = CG_BACKEND_CPU, .run = NAME##_cpu),                                                \
+        CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = NAME##_cl),                                              \
+    };                                                                                                          \
+    const cg_op_def cg_op_##NAME =                                                                              \
+        CG_OP(.name = #NAME, .doc = DOC, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,  \
+              .input_names = math_inputs, .infer = math_int_infer, CG_KERNELS(NAME##_kernels),                  \
               .flags = CG_OP_FLAG_INPLACE0, .conform_case = NAME##_case);
 
 #define SAME " of an f32 tensor; output has x's shape, may run in place."
@@ -232,7 +226,8 @@ MATH_OP(asinh, NULL, 0, -10, 10, no_attrs, 1, "Elementwise inverse hyperbolic si
 MATH_OP(acosh, NULL, 0, 1, 10, no_attrs, 1, "Elementwise inverse hyperbolic cosine (NaN below 1)" SAME)
 MATH_OP(atanh, NULL, 0, -0.99, 0.99, no_attrs, 1,
         "Elementwise inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1])" SAME)
-MATH_OP(erf, NULL, 0, -3, 3, no_attrs, 1, "Elementwise error function" SAME)
+MATH_OP_LOOP(erf, erf_loop, NULL, 0, -3, 3, no_attrs, 1,
+             "Elementwise error function (CPU: within 1 ulp of the correctly rounded result)" SAME)
 MATH_OP(softplus, NULL, 0, -30, 30, no_attrs, 1,
         "Elementwise log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)) so large |x| neither overflows nor "
         "loses the small part" SAME)

@@ -155,6 +155,32 @@ static void red_plan_make(red_plan *p, const cg_tensor_desc *x, const int *red) 
         }                                                                  \
     } while (0)
 
+/* The sum of x[0..n) in double: eight interleaved partial sums (independent
+ * chains, which overlap and vectorise, where one chain waits on each add),
+ * added pairwise, then the tail of n % 8 in order. A fixed order: the same
+ * bits every run and on every ISA. */
+static double sum_row(const float *x, int64_t n) {
+    double p0 = 0, p1 = 0, p2 = 0, p3 = 0, p4 = 0, p5 = 0, p6 = 0, p7 = 0, t = 0;
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        p0 += x[j], p1 += x[j + 1], p2 += x[j + 2], p3 += x[j + 3];
+        p4 += x[j + 4], p5 += x[j + 5], p6 += x[j + 6], p7 += x[j + 7];
+    }
+    for (; j < n; j++) t += x[j];
+    return (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7))) + t;
+}
+
+/* Sums or means of contiguous rows (plan [kept, reduced] or one reduced
+ * dim: squeeze-excite's mean over H and W), straight into y; the general
+ * walk would compute the same values through its accumulators. */
+static int reduce_rows(const red_plan *p, const float *x, float *y, double scale) {
+    const int rows_red = p->nd == 2 && !p->red[0] && p->red[1], all = p->nd == 1 && p->red[0];
+    if (!rows_red && !all) return 0;
+    const int64_t rows = all ? 1 : p->n[0], n = p->n[p->nd - 1];
+    for (int64_t r = 0; r < rows; r++) y[r] = (float)(sum_row(x + r * n, n) * scale);
+    return 1;
+}
+
 static size_t reduce_ws_sum(const cg_op_call *call) {
     return (size_t)cg_desc_numel(&call->outputs[0]) * sizeof(double);
 }
@@ -191,6 +217,9 @@ static cg_op_status reduce_cpu(const cg_kernel_args *args, red_kind kind) {
             });
         return CG_OP_OK;
     }
+    /* The mean of nothing is 0 / 0 = NaN, as in NumPy. */
+    const double scale = kind == RED_MEAN ? 1.0 / (double)count : 1.0;
+    if (kind != RED_PROD && count > 0 && reduce_rows(&p, px, py, scale)) return CG_OP_OK;
     double *acc = args->workspace;
     if (!acc || args->workspace_size < (size_t)on * sizeof(double))
         return cg_op_fail(call, "%s: workspace too small", red_name(kind));
@@ -208,18 +237,11 @@ static cg_op_status reduce_cpu(const cg_kernel_args *args, red_kind kind) {
             });
     } else if (xn > 0) {
         RED_WALK(
-            double,
-            {
-                double s = 0.0;
-                for (int64_t j = 0; j < inner; j++) s += xr[j];
-                ar[0] += s;
-            },
+            double, { ar[0] += sum_row(xr, inner); },
             {
                 for (int64_t j = 0; j < inner; j++) ar[j] += xr[j];
             });
     }
-    /* The mean of nothing is 0 / 0 = NaN, as in NumPy. */
-    const double scale = kind == RED_MEAN ? 1.0 / (double)count : 1.0;
     if (kind == RED_MEAN && count == 0)
         for (int64_t i = 0; i < on; i++) py[i] = NAN;
     else

@@ -28,6 +28,11 @@ void cg_cpu_vtanh(const float *x, float *y, size_t n);
  * or 1 without inf / inf. */
 void cg_cpu_vsigmoid(const float *x, float *y, size_t n);
 
+/* y[i] = erf(x[i]) for i < n; y may be x. Computed in double precision
+ * and rounded once: within 1 ulp of the correctly rounded erf, 2 of libm's
+ * erff. */
+void cg_cpu_verf(const float *x, float *y, size_t n);
+
 /* sum over i < n of v[i] * tanh(a[i] + b[i]): one additive-attention score.
  * The sum runs in 16 interleaved partial sums added in a fixed order, so it
  * is deterministic but not the left-to-right float sum. */
@@ -39,6 +44,12 @@ float cg_cpu_tanh_dot(const float *a, const float *b, const float *v, size_t n);
  * Without y, terms below 2^-125 are left out of the sum: when shift is the
  * maximum of x (the sum is at least 1) they cannot change it. */
 double cg_cpu_exp_shift_sum(const float *x, float shift, float *y, size_t n);
+
+/* Softmax of `rows` contiguous rows of n floats, 1 <= n <= 16, into y (y
+ * may be x): the same bits as cg_cpu_max, cg_cpu_exp_shift_sum and
+ * cg_cpu_mul_round give each row (a row whose maximum is -inf is all 0),
+ * computed several rows at a time, for attention over a few positions. */
+void cg_cpu_softmax_short(const float *x, float *y, size_t rows, size_t n);
 
 /* y[i] = (float)((double)x[i] + c) for i < n; y may be x. */
 void cg_cpu_add_round(const float *x, double c, float *y, size_t n);

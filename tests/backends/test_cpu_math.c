@@ -1,4 +1,4 @@
-/* The CPU backend's vectorised exp, tanh and logistic functions
+/* The CPU backend's vectorised exp, tanh, logistic and erf functions
  * (backends/cpu/cpu_math.c) against double-precision libm rounded to float,
  * on millions of floats spread over the whole range, on every instruction
  * set this CPU runs; special values; tails; and bit-identical results
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu/cpu_math.h"
+#include "cpu/cpu_scan.h"
 #include "test_util.h"
 
 static const char *isas[] = {"avx512", "avx2", "baseline"};
@@ -35,6 +36,8 @@ static int64_t ulp_dist(float a, float b) {
 static double ref_exp(double x) { return exp(x); }
 static double ref_tanh(double x) { return tanh(x); }
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_erf(double x) { return erf(x); }
+static double ref_erff(double x) { return erff((float)x); }
 
 typedef void (*vfun)(const float *, float *, size_t);
 
@@ -70,7 +73,8 @@ static int64_t sweep(vfun f, double (*ref)(double), uint32_t stride, float *wors
 }
 
 /* Every ISA this CPU has: exp within 1 ulp, tanh and logistic within 2,
- * over 4.2 million floats (all exponents, all signs). */
+ * erf within 1 of double-precision erf and of libm's erff, over 4.2
+ * million floats (all exponents, all signs). */
 START_TEST(test_accuracy) {
     int ran = 0;
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
@@ -83,14 +87,18 @@ START_TEST(test_accuracy) {
         ck_assert_msg(e <= 2, "%s tanh: %lld ulp at %a", isas[i], (long long)e, (double)wx);
         e = sweep(cg_cpu_vsigmoid, ref_sigmoid, 1021, &wx);
         ck_assert_msg(e <= 2, "%s sigmoid: %lld ulp at %a", isas[i], (long long)e, (double)wx);
+        e = sweep(cg_cpu_verf, ref_erf, 1021, &wx);
+        ck_assert_msg(e <= 1, "%s erf: %lld ulp at %a", isas[i], (long long)e, (double)wx);
+        e = sweep(cg_cpu_verf, ref_erff, 1021, &wx);
+        ck_assert_msg(e <= 1, "%s erf against erff: %lld ulp at %a", isas[i], (long long)e, (double)wx);
     }
     ck_assert_int_ge(ran, 1);
 }
 END_TEST
 
 /* Every float where the methods change: tanh's two formulas meet at 0.625,
- * exp's reduction switches n at (k + 1/2) ln 2 (0.3466 is the first). Both
- * signs. */
+ * exp's reduction switches n at (k + 1/2) ln 2 (0.3466 is the first), erf's
+ * two polynomials at 2.25 and its cap at 4; erf near 0. Both signs. */
 START_TEST(test_dense_core) {
     enum { CHUNK = 4096 };
     static float xs[CHUNK], ys[CHUNK];
@@ -102,9 +110,12 @@ START_TEST(test_dense_core) {
         const char *name;
     } cases[] = {{cg_cpu_vtanh, ref_tanh, 0.5f, 0.75f, 2, "tanh"},
                  {cg_cpu_vexp, ref_exp, 0.3f, 0.4f, 1, "exp"},
-                 {cg_cpu_vsigmoid, ref_sigmoid, 0.3f, 0.4f, 2, "sigmoid"}};
+                 {cg_cpu_vsigmoid, ref_sigmoid, 0.3f, 0.4f, 2, "sigmoid"},
+                 {cg_cpu_verf, ref_erf, 2.2f, 2.3f, 1, "erf"},
+                 {cg_cpu_verf, ref_erf, 3.8f, 4.2f, 1, "erf"},
+                 {cg_cpu_verf, ref_erf, 0x1p-20f, 0x1p-17f, 1, "erf"}};
     ck_assert(cg_cpu_math_force("baseline"));
-    for (size_t c = 0; c < 3; c++) {
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         uint32_t lo, hi;
         memcpy(&lo, &cases[c].lo, 4);
         memcpy(&hi, &cases[c].hi, 4);
@@ -164,6 +175,15 @@ START_TEST(test_special_values) {
                               (double)y[j], (double)want);
         }
         ck_assert(y[2] == 1.0f && y[3] == 0.0f);
+        cg_cpu_verf(xs, y, n);
+        for (size_t j = 0; j < n; j++) {
+            float want = erff(xs[j]);
+            if (isnan(want)) ck_assert(isnan(y[j]));
+            else
+                ck_assert_msg(ulp_dist(y[j], want) <= 1, "%s erf(%a) = %a, want %a", isas[i], (double)xs[j],
+                              (double)y[j], (double)want);
+        }
+        ck_assert(y[2] == 1.0f && y[3] == -1.0f && signbit(y[1]) && !signbit(y[0]));
     }
 }
 END_TEST
@@ -172,7 +192,7 @@ END_TEST
  * or on the instruction set. */
 START_TEST(test_tails_and_isas_agree) {
     enum { N = 77 };
-    float x[N], a[N], b[N], v[N], ref[3][N], got[N];
+    float x[N], a[N], b[N], v[N], ref[4][N], got[N];
     uint64_t s = 42;
     for (int i = 0; i < N; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -185,6 +205,7 @@ START_TEST(test_tails_and_isas_agree) {
     cg_cpu_vexp(x, ref[0], N);
     cg_cpu_vtanh(x, ref[1], N);
     cg_cpu_vsigmoid(x, ref[2], N);
+    cg_cpu_verf(x, ref[3], N);
     const float dot_ref = cg_cpu_tanh_dot(a, b, v, N);
     double dot_exact = 0;
     for (int i = 0; i < N; i++) dot_exact += (double)v[i] * tanh((double)a[i] + (double)b[i]);
@@ -193,8 +214,8 @@ START_TEST(test_tails_and_isas_agree) {
         if (!cg_cpu_math_force(isas[k])) continue;
         for (int start = 0; start < 20; start++)
             for (int len = 0; start + len <= N; len += 1 + len / 3) {
-                vfun fs[3] = {cg_cpu_vexp, cg_cpu_vtanh, cg_cpu_vsigmoid};
-                for (int f = 0; f < 3; f++) {
+                vfun fs[4] = {cg_cpu_vexp, cg_cpu_vtanh, cg_cpu_vsigmoid, cg_cpu_verf};
+                for (int f = 0; f < 4; f++) {
                     fs[f](x + start, got, (size_t)len);
                     ck_assert_msg(memcmp(got, ref[f] + start, sizeof(float) * (size_t)len) == 0,
                                   "%s function %d differs at start %d len %d", isas[k], f, start, len);
@@ -267,6 +288,58 @@ START_TEST(test_softmax_primitives) {
 }
 END_TEST
 
+/* Short rows several at a time: bit for bit what the row primitives give
+ * each row (max, exp_shift_sum, mul_round; all 0 where the max is -inf)
+ * on every ISA, every row count and length up to 16, in place too; rows
+ * with -inf, +inf and NaN among them; and within 2 ulp of the softmax in
+ * double. */
+START_TEST(test_softmax_short) {
+    enum { R = 37, N = 16 };
+    static float x[R * N], want[R * N], got[R * N];
+    uint64_t s = 11;
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+        if (!cg_cpu_math_force(isas[k])) continue;
+        for (int n = 1; n <= N; n++)
+            for (int rows = 1; rows <= R; rows += rows < 10 ? 1 : 9) {
+                for (int i = 0; i < rows * n; i++) {
+                    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+                    x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 60.0 - 30.0);
+                    if (i % 13 == 5) x[i] = -INFINITY;
+                }
+                if (rows > 3) { /* a row of -inf, one with +inf, one with NaN */
+                    for (int j = 0; j < n; j++) x[n + j] = -INFINITY;
+                    x[2 * n + n / 2] = INFINITY;
+                    x[3 * n] = NAN;
+                }
+                for (int r = 0; r < rows; r++) {
+                    const float *xr = x + r * n;
+                    float *wr = want + r * n;
+                    const float mx = cg_cpu_max(xr, (size_t)n);
+                    if (mx == -INFINITY) {
+                        for (int j = 0; j < n; j++) wr[j] = 0.0f;
+                        continue;
+                    }
+                    const double sum = cg_cpu_exp_shift_sum(xr, mx, wr, (size_t)n);
+                    cg_cpu_mul_round(wr, 1.0 / sum, wr, (size_t)n);
+                    for (int j = 0; j < n && mx == mx && mx != INFINITY; j++) {
+                        double ref = 0;
+                        for (int i = 0; i < n; i++) ref += exp((double)xr[i] - (double)mx);
+                        ref = exp((double)xr[j] - (double)mx) / ref;
+                        if (ulp_dist(wr[j], (float)ref) > 2)
+                            ck_abort_msg("%s n %d row %d: %a, want %a", isas[k], n, r, (double)wr[j], ref);
+                    }
+                }
+                cg_cpu_softmax_short(x, got, (size_t)rows, (size_t)n);
+                if (memcmp(got, want, sizeof(float) * (size_t)(rows * n)) != 0)
+                    ck_abort_msg("%s: n %d rows %d differ from the row path", isas[k], n, rows);
+                cg_cpu_softmax_short(x, x, (size_t)rows, (size_t)n);
+                if (memcmp(x, want, sizeof(float) * (size_t)(rows * n)) != 0)
+                    ck_abort_msg("%s: n %d rows %d in place differ", isas[k], n, rows);
+            }
+    }
+}
+END_TEST
+
 /* Weighted sums of rows against double precision, every length around the
  * vector widths, a leading dimension wider than the row; ISAs agree bit for
  * bit (the rows are added in order on every one). */
@@ -311,6 +384,7 @@ int main(void) {
     tcase_add_test(tc, test_special_values);
     tcase_add_test(tc, test_tails_and_isas_agree);
     tcase_add_test(tc, test_softmax_primitives);
+    tcase_add_test(tc, test_softmax_short);
     tcase_add_test(tc, test_weighted_rows);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);

@@ -2,7 +2,9 @@
  * asin, acos, atan, sinh, cosh, asinh, acosh, atanh): the CPU kernel
  * against the double-precision libm function at points across each domain,
  * its edges and outside it (NaN), within a few float ULPs; and of cumprod
- * (ops/cumsum.c) against running products written here. The OpenCL
+ * (ops/cumsum.c) against running products written here; pow with the
+ * scalar exponents that have their own loop (2, 3) against double-precision
+ * pow. The OpenCL
  * kernels are compared with the CPU ones by `clgraph conform`. */
 #include <check.h>
 
@@ -56,6 +58,41 @@ START_TEST(test_trig) {
     check_fn(&cg_op_acos, acos, unit, nu);
     check_fn(&cg_op_atanh, atanh, unit, nu);
     check_fn(&cg_op_acosh, acosh, big, nb);
+}
+END_TEST
+
+/* pow by a scalar 2 or 3 (a loop of its own) and by 2.5 (powf), against
+ * pow in double rounded to float: within 1 ULP, the special values exact. */
+START_TEST(test_pow_scalar) {
+    enum { N = 1000 };
+    static float x[N];
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e13f, -1e13f, 1e-15f, -3e-16f, 1.0f, -1.0f};
+    const int ns = (int)(sizeof special / sizeof special[0]);
+    uint64_t s = 5;
+    for (int i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = i < ns ? special[i] : (float)(((double)(s >> 11) / 9007199254740992.0 - 0.5) * 2000.0);
+    }
+    const float exps[] = {2.0f, 3.0f, 2.5f};
+    for (int k = 0; k < 3; k++) {
+        char err[512];
+        const int64_t d[1] = {N};
+        float e = exps[k];
+        th_tensor in[2] = {th_f32(x, 1, d), th_f32(&e, 0, d)}, out;
+        ck_assert_msg(th_run(&cg_op_pow, 2, in, NULL, 1, &out, err, sizeof err) == CG_OP_OK, "%s", err);
+        const float *y = out.data;
+        for (int i = 0; i < N; i++) {
+            const float want = (float)pow((double)x[i], (double)e);
+            if (isnan(want)) ck_assert_msg(isnan(y[i]), "pow(%a, %g) = %a", (double)x[i], (double)e, (double)y[i]);
+            else if (i < ns || isinf(want))
+                ck_assert_msg(y[i] == want && signbit(y[i]) == signbit(want), "pow(%a, %g) = %a, want %a", (double)x[i],
+                              (double)e, (double)y[i], (double)want);
+            else
+                ck_assert_msg(fabs((double)y[i] - want) <= ldexp(fabs((double)want), -23), "pow(%a, %g) = %a, want %a",
+                              (double)x[i], (double)e, (double)y[i], (double)want);
+        }
+        th_free_outputs(1, &out);
+    }
 }
 END_TEST
 
@@ -122,6 +159,7 @@ static Suite *math_suite(void) {
     TCase *tc = tcase_create("trig");
     tcase_add_test(tc, test_trig);
     tcase_add_test(tc, test_trig_overflow);
+    tcase_add_test(tc, test_pow_scalar);
     suite_add_tcase(s, tc);
     tc = tcase_create("cumprod");
     tcase_add_test(tc, test_cumprod_f32);
