@@ -231,14 +231,21 @@ static const float *ew_load(const ew_run *r, int k, int64_t i0, int64_t len, flo
     return buf;
 }
 
+/* pow as the unfused op computes it for a scalar exponent: 2 as x * x, 3
+ * as the cube in double rounded once, any other through powf. */
+static void ew_pow(const float *a, const float *b, float *y, int64_t len) {
+    for (int64_t j = 0; j < len; j++) {
+        const double v = a[j];
+        y[j] = b[j] == 2.0f ? a[j] * a[j] : b[j] == 3.0f ? (float)(v * v * v) : powf(a[j], b[j]);
+    }
+}
+
 /* One operation over a block: a and b the operands (b NULL for one; pa,
  * pb the parameters), the result into y (which may be a). Each as the
  * unfused op's CPU kernel. */
 static void ew_apply(int t, const float *a, const float *b, float pa, float pb, float *y, int64_t len) {
     switch (t) {
-    case EW_POW:
-        for (int64_t j = 0; j < len; j++) y[j] = powf(a[j], b[j]);
-        break;
+    case EW_POW: ew_pow(a, b, y, len); break;
     case EW_AFFINE:
         for (int64_t j = 0; j < len; j++) y[j] = pa * a[j] + pb;
         break;
@@ -260,9 +267,7 @@ static void ew_apply(int t, const float *a, const float *b, float pa, float pb, 
     case EW_NEG:
         for (int64_t j = 0; j < len; j++) y[j] = -a[j];
         break;
-    case EW_ERF:
-        for (int64_t j = 0; j < len; j++) y[j] = erff(a[j]);
-        break;
+    case EW_ERF: cg_cpu_verf(a, y, (size_t)len); break;
     case EW_TANH: cg_cpu_vtanh(a, y, (size_t)len); break;
     case EW_SIGMOID: cg_cpu_vsigmoid(a, y, (size_t)len); break;
     case EW_RELU:
