@@ -151,21 +151,28 @@ static void *ws_take(void *base, size_t *off, size_t bytes) {
     return p;
 }
 
-/* Lays the workspace out at `base` into *ws; returns its size in bytes. */
+/* Lays the workspace out at `base` into ws[0 .. D-1], one set of step
+ * buffers per direction (the directions run at once) sharing `order` and
+ * the layer outputs; returns its size in bytes. */
 static size_t seq_ws_layout(const seq_dims *s, int q8, void *base, seq_ws *ws) {
     size_t B = (size_t)s->B, H = (size_t)s->H, GH = (size_t)(s->G * s->H);
     size_t layer = sizeof(float) * B * (size_t)s->S * (size_t)s->D * H;
     size_t off = 0;
-    ws->order = ws_take(base, &off, sizeof(int32_t) * B);
-    ws->proj = ws_take(base, &off, sizeof(float) * B * (size_t)s->S * GH);
-    ws->gh = ws_take(base, &off, sizeof(float) * B * GH);
-    ws->h = ws_take(base, &off, sizeof(float) * B * H);
-    ws->c = ws_take(base, &off, s->G == 4 ? sizeof(float) * B * H : 0);
-    ws->layer[0] = ws_take(base, &off, s->L > 1 ? layer : 0);
-    ws->layer[1] = ws_take(base, &off, s->L > 2 ? layer : 0);
+    ws[0].order = ws_take(base, &off, sizeof(int32_t) * B);
+    ws[0].layer[0] = ws_take(base, &off, s->L > 1 ? layer : 0);
+    ws[0].layer[1] = ws_take(base, &off, s->L > 2 ? layer : 0);
     /* k of the widest int8 product: the layers' inputs (I, D*H) and states (H <= D*H) */
     const int64_t k_max = s->I > s->D * s->H ? s->I : s->D * s->H;
-    ws->q8 = ws_take(base, &off, q8 ? cg_ops_project_scratch((cg_op_dtype)CG_I8, s->B * s->S, s->G * s->H, k_max) : 0);
+    for (int64_t d = 0; d < s->D; d++) {
+        seq_ws *w = &ws[d];
+        if (d) *w = ws[0];
+        w->proj = ws_take(base, &off, sizeof(float) * B * (size_t)s->S * GH);
+        w->gh = ws_take(base, &off, sizeof(float) * B * GH);
+        w->h = ws_take(base, &off, sizeof(float) * B * H);
+        w->c = ws_take(base, &off, s->G == 4 ? sizeof(float) * B * H : 0);
+        w->q8 =
+            ws_take(base, &off, q8 ? cg_ops_project_scratch((cg_op_dtype)CG_I8, s->B * s->S, s->G * s->H, k_max) : 0);
+    }
     return off;
 }
 
@@ -233,6 +240,36 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
     }
 }
 
+/* One layer's directions, for cg_cpu_parallel_for: direction d on its own
+ * buffers ws[d], writing its half of `out`; the two of a bidirectional
+ * layer run at once (a decoder-sized layer's steps are too small to split). */
+typedef struct seq_layer {
+    const cg_kernel_args *a;
+    const seq_dims *s;
+    seq_ws *ws;
+    const int32_t *lengths;
+    const float *in;
+    int64_t in_size, k;
+    float *out;
+    int gates;
+} seq_layer;
+
+static void seq_layer_dirs(void *ctx, size_t begin, size_t end) {
+    const seq_layer *l = ctx;
+    const cg_op_call *call = l->a->call;
+    const void *const *in = (const void *const *)l->a->in;
+    const int q8 = seq_q8(call), n_states = seq_n_states(call, l->gates);
+    for (int64_t d = (int64_t)begin; d < (int64_t)end; d++) {
+        const int w = weight_index(l->s->D, l->k, d, 0);
+        const float *init[2] = {NULL, NULL};
+        for (int i = 0; i < n_states; i++)
+            init[i] = (const float *)in[state_index(call, l->gates, i)] + (l->k * l->s->D + d) * l->s->B * l->s->H;
+        seq_direction(l->s, &l->ws[d], l->lengths, l->in, l->in_size, l->out, d, in[w], call->inputs[w].dtype,
+                      in[w + 1], call->inputs[w + 1].dtype, in[w + 2], in[w + 3], q8 ? in[scale_index(call, w)] : NULL,
+                      q8 ? in[scale_index(call, w + 1)] : NULL, init);
+    }
+}
+
 static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
     const cg_op_call *call = a->call;
     seq_dims s = seq_dims_of(call, gates);
@@ -248,52 +285,44 @@ static cg_op_status seq_run(const cg_kernel_args *a, int gates) {
             else memset(a->out[i], 0, bytes);
         return CG_OP_OK;
     }
-    seq_ws ws;
-    seq_ws_layout(&s, seq_q8(call), a->workspace, &ws);
+    seq_ws ws[2];
+    seq_ws_layout(&s, seq_q8(call), a->workspace, ws);
 
     /* Stable insertion sort of the rows by length, longest first. */
+    int32_t *order = ws[0].order;
     for (int64_t b = 0; b < s.B; b++) {
         int64_t j = b;
-        while (j > 0 && lengths[ws.order[j - 1]] < lengths[b]) {
-            ws.order[j] = ws.order[j - 1];
+        while (j > 0 && lengths[order[j - 1]] < lengths[b]) {
+            order[j] = order[j - 1];
             j--;
         }
-        ws.order[j] = (int32_t)b;
+        order[j] = (int32_t)b;
     }
 
     const int64_t H = s.H, DH = s.D * s.H;
-    const int q8 = seq_q8(call);
-    const float *in = a->in[0];
-    int64_t in_size = s.I;
+    seq_layer l = {a, &s, ws, lengths, a->in[0], s.I, 0, NULL, gates};
     for (int64_t k = 0; k < s.L; k++) {
-        float *out = k == s.L - 1 ? a->out[0] : ws.layer[k % 2];
-        memset(out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
-        for (int64_t d = 0; d < s.D; d++) {
-            const int w = weight_index(s.D, k, d, 0);
-            const float *init[2] = {NULL, NULL};
-            for (int i = 0; i < n_states; i++)
-                init[i] = (const float *)a->in[state_index(call, gates, i)] + (k * s.D + d) * s.B * H;
-            seq_direction(&s, &ws, lengths, in, in_size, out, d, a->in[w], call->inputs[w].dtype, a->in[w + 1],
-                          call->inputs[w + 1].dtype, a->in[w + 2], a->in[w + 3],
-                          q8 ? a->in[scale_index(call, w)] : NULL, q8 ? a->in[scale_index(call, w + 1)] : NULL, init);
-            /* Final states h_n (output 1) and c_n (output 2), in batch order. */
+        l.k = k;
+        l.out = k == s.L - 1 ? a->out[0] : ws[0].layer[k % 2];
+        memset(l.out, 0, sizeof(float) * (size_t)(s.B * s.S * DH));
+        cg_cpu_parallel_for((size_t)s.D, 1, seq_layer_dirs, &l);
+        /* Final states h_n (output 1) and c_n (output 2), in batch order. */
+        for (int64_t d = 0; d < s.D; d++)
             for (int i = 1; i < call->n_outputs; i++) {
-                const float *state = i == 1 ? ws.h : ws.c;
+                const float *state = i == 1 ? ws[d].h : ws[d].c;
                 float *dst = (float *)a->out[i] + (k * s.D + d) * s.B * H;
-                for (int64_t j = 0; j < s.B; j++)
-                    memcpy(dst + ws.order[j] * H, state + j * H, sizeof(float) * (size_t)H);
+                for (int64_t j = 0; j < s.B; j++) memcpy(dst + order[j] * H, state + j * H, sizeof(float) * (size_t)H);
             }
-        }
-        in = out;
-        in_size = DH;
+        l.in = l.out;
+        l.in_size = DH;
     }
     return CG_OP_OK;
 }
 
 static size_t seq_workspace(const cg_op_call *call, int gates) {
     seq_dims s = seq_dims_of(call, gates);
-    seq_ws ws;
-    return seq_ws_layout(&s, seq_q8(call), NULL, &ws);
+    seq_ws ws[2];
+    return seq_ws_layout(&s, seq_q8(call), NULL, ws);
 }
 
 /* ==== OpenCL ====
