@@ -21,9 +21,22 @@ extern const cg_rewrite_pass cg_rewrite_elementwise;
 
 /* ---- what passes share (rw_match.c) ---- */
 
-/* Per value of g: how many node inputs read it, plus one more for each
- * time it is a graph output. NULL when out of memory (free()). */
-int32_t *cg_rw_readers(const cg_graph *g);
+/* How g's values are used, per value: `readers` counts the node inputs
+ * that read it plus one for each time it is a graph output; `reader` is
+ * the last node (index) reading it, -1 for none; `output` whether it is a
+ * graph output. Made once and passed to every match (remake it after a
+ * pass changed the graph). */
+typedef struct cg_rw_uses {
+    int32_t *readers, *reader;
+    uint8_t *output;
+} cg_rw_uses;
+
+cg_status cg_rw_uses_make(const cg_graph *g, cg_rw_uses *u);
+void cg_rw_uses_free(cg_rw_uses *u);
+
+/* The node reading v when that is v's only use (one reader, no graph
+ * output), else NULL. */
+cg_node *cg_rw_sole_reader(const cg_graph *g, const cg_rw_uses *u, int32_t v);
 
 /* The node that makes value v, or NULL for an input or parameter. */
 cg_node *cg_rw_producer(const cg_graph *g, int32_t v);

@@ -39,23 +39,12 @@ static int f32_rank(const cg_graph *g, int32_t v, int rank) {
  * each binding when it is planned, as the MatMuls would have. */
 static int dims_eq(int64_t a, int64_t b) { return a == b || a == CG_DIM_UNKNOWN || b == CG_DIM_UNKNOWN; }
 
-/* The node reading v, when v has exactly one reader and is no graph output. */
-static cg_node *sole_reader(const cg_graph *g, const int32_t *readers, int32_t v) {
-    if (readers[v] != 1) return NULL;
-    for (int k = 0; k < g->n_outputs; k++)
-        if (g->outputs[k] == v) return NULL;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
-            if (g->nodes[i]->inputs[k] == v) return g->nodes[i];
-    return NULL;
-}
-
 /* x, unless x is `x * c` or `x / c` (allow_div) read only here, c a
  * scalar constant: then its other operand, with c folded into *scale. */
-static int32_t strip_scale(const cg_graph *g, const int32_t *readers, int32_t x, int allow_div, double *scale) {
+static int32_t strip_scale(const cg_graph *g, const cg_rw_uses *u, int32_t x, int allow_div, double *scale) {
     const cg_node *n = cg_rw_producer(g, x);
     double c;
-    if (readers[x] != 1 || !n || n->n_inputs != 2) return x;
+    if (u->readers[x] != 1 || !n || n->n_inputs != 2) return x;
     int is_mul = cg_rw_is(n, "mul"), is_div = allow_div && cg_rw_is(n, "div");
     if (is_mul && cg_rw_scalar(g, n->inputs[0], &c) && val(g, n->inputs[1])->kind == CG_VAL_NODE) {
         *scale *= c;
@@ -70,20 +59,20 @@ static int32_t strip_scale(const cg_graph *g, const int32_t *readers, int32_t x,
 
 /* The softmax's probabilities P -> the softmax's output, through the
  * Where(Not(Equal(P, P)), 0, P) that maps NaN rows to 0; -1 if none. */
-static int32_t probs(const cg_graph *g, const int32_t *readers, int32_t p) {
+static int32_t probs(const cg_graph *g, const cg_rw_uses *u, int32_t p) {
     const cg_node *w = cg_rw_producer(g, p);
     double z;
     if (cg_rw_is(w, "where") && w->n_inputs == 3 && cg_rw_scalar(g, w->inputs[1], &z) && z == 0.0) {
         const cg_node *no = cg_rw_producer(g, w->inputs[0]), *eq;
         int32_t sm = w->inputs[2];
-        if (readers[p] != 1 || !cg_rw_is(no, "logical_not") || readers[w->inputs[0]] != 1) return -1;
+        if (u->readers[p] != 1 || !cg_rw_is(no, "logical_not") || u->readers[w->inputs[0]] != 1) return -1;
         eq = cg_rw_producer(g, no->inputs[0]);
-        if (!cg_rw_is(eq, "equal") || readers[no->inputs[0]] != 1 || eq->inputs[0] != sm || eq->inputs[1] != sm ||
-            readers[sm] != 3)
+        if (!cg_rw_is(eq, "equal") || u->readers[no->inputs[0]] != 1 || eq->inputs[0] != sm || eq->inputs[1] != sm ||
+            u->readers[sm] != 3)
             return -1;
         return sm;
     }
-    return readers[p] == 1 ? p : -1;
+    return u->readers[p] == 1 ? p : -1;
 }
 
 /* Whether mask m broadcasts to scores [B, H, L, S] (sc). */
@@ -99,22 +88,22 @@ static int mask_fits(const cg_graph *g, int32_t m, const int64_t *sc) {
 
 /* S -> the scores' MatMul (scale and mask into s); NULL if S is no
  * scores. */
-static const cg_node *scores(const cg_graph *g, const int32_t *readers, int32_t S, site *s) {
+static const cg_node *scores(const cg_graph *g, const cg_rw_uses *u, int32_t S, site *s) {
     const cg_node *add = cg_rw_producer(g, S);
-    if (cg_rw_is(add, "add") && add->n_inputs == 2 && readers[S] == 1)
+    if (cg_rw_is(add, "add") && add->n_inputs == 2 && u->readers[S] == 1)
         for (int side = 0; side < 2; side++) {
-            int32_t x = strip_scale(g, readers, add->inputs[side], 1, &s->scale);
+            int32_t x = strip_scale(g, u, add->inputs[side], 1, &s->scale);
             const cg_node *mm = cg_rw_producer(g, x);
-            if (cg_rw_is(mm, "matmul") && readers[x] == 1) {
+            if (cg_rw_is(mm, "matmul") && u->readers[x] == 1) {
                 s->mask = add->inputs[1 - side];
                 return mm;
             }
             s->scale = 1.0;
         }
-    if (readers[S] != 1) return NULL;
-    int32_t x = strip_scale(g, readers, S, 1, &s->scale);
+    if (u->readers[S] != 1) return NULL;
+    int32_t x = strip_scale(g, u, S, 1, &s->scale);
     const cg_node *mm = cg_rw_producer(g, x);
-    return cg_rw_is(mm, "matmul") && (x == S || readers[x] == 1) ? mm : NULL;
+    return cg_rw_is(mm, "matmul") && (x == S || u->readers[x] == 1) ? mm : NULL;
 }
 
 /* The input of a Transpose(perm) that makes x, or -1. */
@@ -140,12 +129,12 @@ static int32_t k_heads(const cg_graph *g, int32_t kt) {
 
 /* The Transpose(0, 2, 1, 3) that takes y [B, H, L, Dv] back to
  * [B, L, H, Dv] (through a Reshape that keeps its shape), or NULL. */
-static const cg_node *out_heads(const cg_graph *g, const int32_t *readers, int32_t y) {
-    const cg_node *r = sole_reader(g, readers, y);
+static const cg_node *out_heads(const cg_graph *g, const cg_rw_uses *u, int32_t y) {
+    const cg_node *r = cg_rw_sole_reader(g, u, y);
     if (cg_rw_is(r, "reshape")) {
         const cg_value *a = val(g, y), *b = val(g, r->outputs[0]);
         if (!b->typed || b->ndim != 4 || memcmp(a->dims, b->dims, sizeof(int64_t) * 4)) return NULL;
-        r = sole_reader(g, readers, r->outputs[0]);
+        r = cg_rw_sole_reader(g, u, r->outputs[0]);
     }
     return cg_rw_is(r, "transpose") && cg_rw_ints_are(r, "perm", 4, P0213) ? r : NULL;
 }
@@ -163,11 +152,11 @@ static int shapes_fit(const cg_graph *g, int32_t q, int32_t kt, int32_t v, int64
 
 /* Head layouts: "bshd" when q, k, v and the result all have their head
  * split transposes, else "bhsd" (k transposed by a new node if needed). */
-static void choose_layout(const cg_graph *g, const int32_t *readers, int32_t q, int32_t kt, int32_t v, site *s) {
+static void choose_layout(const cg_graph *g, const cg_rw_uses *u, int32_t q, int32_t kt, int32_t v, site *s) {
     int32_t k4 = k_heads(g, kt), x = untranspose(g, q, 4, P0213), z = untranspose(g, v, 4, P0213);
     int32_t y = untranspose(g, kt, 4, P0231);
     if (y < 0 && k4 >= 0) y = untranspose(g, k4, 4, P0213);
-    const cg_node *back = out_heads(g, readers, s->fin->outputs[0]);
+    const cg_node *back = out_heads(g, u, s->fin->outputs[0]);
     if (x >= 0 && y >= 0 && z >= 0 && back) {
         s->bshd = 1, s->q = x, s->k = y, s->v = z, s->result = back->outputs[0];
         return;
@@ -177,28 +166,22 @@ static void choose_layout(const cg_graph *g, const int32_t *readers, int32_t q, 
     s->k_t = k4 < 0;
 }
 
-static int is_graph_output(const cg_graph *g, int32_t v) {
-    for (int k = 0; k < g->n_outputs; k++)
-        if (g->outputs[k] == v) return 1;
-    return 0;
-}
-
-static int match(const cg_graph *g, const int32_t *readers, const cg_node *fin, site *s) {
+static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *fin, site *s) {
     memset(s, 0, sizeof *s);
     s->fin = fin, s->mask = -1, s->scale = 1.0;
     if (!cg_rw_is(fin, "matmul") || fin->n_inputs != 2 || !f32_rank(g, fin->outputs[0], 4)) return 0;
-    int32_t sm = probs(g, readers, fin->inputs[0]);
+    int32_t sm = probs(g, u, fin->inputs[0]);
     const cg_node *soft = sm >= 0 ? cg_rw_producer(g, sm) : NULL;
     const cg_attr *axis = soft ? cg_rw_attr(soft, "axis") : NULL;
     if (!cg_rw_is(soft, "softmax") || (axis && axis->i != 3 && axis->i != -1)) return 0;
-    const cg_node *mm = scores(g, readers, soft->inputs[0], s);
+    const cg_node *mm = scores(g, u, soft->inputs[0], s);
     if (!mm || mm->n_inputs != 2) return 0;
-    int32_t q = strip_scale(g, readers, mm->inputs[0], 0, &s->scale);
-    int32_t kt = strip_scale(g, readers, mm->inputs[1], 0, &s->scale);
+    int32_t q = strip_scale(g, u, mm->inputs[0], 0, &s->scale);
+    int32_t kt = strip_scale(g, u, mm->inputs[1], 0, &s->scale);
     int64_t sc[4];
     if (!shapes_fit(g, q, kt, fin->inputs[1], sc) || (s->mask >= 0 && !mask_fits(g, s->mask, sc))) return 0;
-    choose_layout(g, readers, q, kt, fin->inputs[1], s);
-    return !is_graph_output(g, s->result);
+    choose_layout(g, u, q, kt, fin->inputs[1], s);
+    return !u->output[s->result];
 }
 
 static cg_status apply(cg_graph *g, const site *s) {
@@ -220,18 +203,19 @@ static cg_status apply(cg_graph *g, const site *s) {
 static cg_status attention_run(cg_graph *g, int *fired) {
     if (!cg_registry_find(g->model->ctx, "sdpa")) return CG_OK;
     int n_nodes = g->n_nodes; /* the nodes a fusion adds are no candidates */
-    for (int i = 0; i < n_nodes; i++) {
-        int32_t *readers = cg_rw_readers(g);
-        if (!readers) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_rw_uses u;
+    cg_status st = cg_rw_uses_make(g, &u);
+    for (int i = 0; !st && i < n_nodes; i++) {
         site s;
-        int hit = match(g, readers, g->nodes[i], &s);
-        free(readers);
-        if (!hit) continue;
-        cg_status st = apply(g, &s);
-        if (st) return st;
-        ++*fired;
+        if (!match(g, &u, g->nodes[i], &s)) continue;
+        /* the fusion adds values and moves readers: count the uses again */
+        cg_rw_uses_free(&u);
+        st = apply(g, &s);
+        if (!st) st = cg_rw_uses_make(g, &u);
+        if (!st) ++*fired;
     }
-    return CG_OK;
+    cg_rw_uses_free(&u);
+    return st;
 }
 
 const cg_rewrite_pass cg_rewrite_attention = {

@@ -29,9 +29,8 @@ enum { N_FUSABLE = (int)(sizeof fusable_ops / sizeof fusable_ops[0]), FIRST_UNAR
 
 typedef struct group {
     const cg_graph *g;
-    const int32_t *readers;
-    const uint8_t *outputs; /* per value: a graph output */
-    int n0;                 /* nodes before the pass: the candidates */
+    const cg_rw_uses *u;
+    int n0; /* nodes before the pass: the candidates */
     const cg_value *root;
     /* the tree as built so far */
     int n_tok, depth, max_depth, n_leaves, n_members;
@@ -83,7 +82,7 @@ static int leaf_fits(const cg_value *x, const cg_value *root) {
 static int inner_producer(const group *s, int32_t v) {
     const cg_value *x = cg_rw_val(s->g, v);
     if (x->kind != CG_VAL_NODE || x->producer < 0 || x->producer >= s->n0) return -1;
-    if (s->readers[v] != 1 || s->outputs[v] || !same_shape(x, s->root)) return -1;
+    if (s->u->readers[v] != 1 || s->u->output[v] || !same_shape(x, s->root)) return -1;
     return fusable_index(s->g, s->g->nodes[x->producer]) >= 0 ? x->producer : -1;
 }
 
@@ -159,12 +158,13 @@ static cg_status emit(cg_graph *g, const group *s, int root) {
 
 /* Whether node i waits for its sole reader, into whose group it may grow
  * (-1: it will not; else that reader's index). */
-static int absorbing_reader(const group *s, const int32_t *reader_of, int i) {
+static int absorbing_reader(const group *s, int i) {
     const int32_t v = s->g->nodes[i]->outputs[0];
-    if (s->readers[v] != 1 || s->outputs[v] || reader_of[v] < 0 || reader_of[v] >= s->n0) return -1;
-    const cg_node *r = s->g->nodes[reader_of[v]];
+    const cg_node *r = cg_rw_sole_reader(s->g, s->u, v);
+    const int ri = r ? s->u->reader[v] : -1;
+    if (ri < 0 || ri >= s->n0) return -1;
     if (fusable_index(s->g, r) < 0 || !same_shape(cg_rw_val(s->g, v), cg_rw_val(s->g, r->outputs[0]))) return -1;
-    return reader_of[v];
+    return ri;
 }
 
 /* Node i as a root: its group grown and, from two nodes on, fused. Marks
@@ -172,7 +172,7 @@ static int absorbing_reader(const group *s, const int32_t *reader_of, int i) {
 static cg_status take_root(cg_graph *g, group *s, uint8_t *done, int i, int *fired) {
     const int32_t v = g->nodes[i]->outputs[0];
     done[i] = 1;
-    if (s->outputs[v]) return CG_OK; /* never touch a graph output */
+    if (s->u->output[v]) return CG_OK; /* never touch a graph output */
     s->root = cg_rw_val(g, v);
     s->n_tok = s->depth = s->max_depth = s->n_leaves = s->n_members = 0;
     if (!grow(s, i) || s->n_members < 2) return CG_OK;
@@ -183,12 +183,12 @@ static cg_status take_root(cg_graph *g, group *s, uint8_t *done, int i, int *fir
 
 /* Roots are taken downstream first: a node waits while its sole reader
  * may still grow into it, so each group is as large as the limits allow. */
-static cg_status fuse_all(cg_graph *g, group *s, const int32_t *reader_of, uint8_t *done, int *fired) {
+static cg_status fuse_all(cg_graph *g, group *s, uint8_t *done, int *fired) {
     for (int progress = 1; progress;) {
         progress = 0;
         for (int i = s->n0 - 1; i >= 0; i--) {
             if (done[i] || fusable_index(g, g->nodes[i]) < 0) continue;
-            const int r = absorbing_reader(s, reader_of, i);
+            const int r = absorbing_reader(s, i);
             if (r >= 0 && !done[r]) continue;
             cg_status st = take_root(g, s, done, i, fired);
             if (st) return st;
@@ -200,24 +200,16 @@ static cg_status fuse_all(cg_graph *g, group *s, const int32_t *reader_of, uint8
 
 static cg_status elementwise_run(cg_graph *g, int *fired) {
     if (!cg_registry_find(g->model->ctx, "ew_fused") || g->n_nodes == 0) return CG_OK;
-    group s = {.g = g, .n0 = g->n_nodes};
-    int32_t *readers = cg_rw_readers(g), *reader_of = malloc((size_t)g->n_values * sizeof *reader_of + 1);
-    uint8_t *outputs = calloc((size_t)g->n_values + 1, 1), *done = calloc((size_t)s.n0, 1);
+    cg_rw_uses u;
+    group s = {.g = g, .u = &u, .n0 = g->n_nodes};
+    cg_status st = cg_rw_uses_make(g, &u);
+    if (st) return st;
+    uint8_t *done = calloc((size_t)s.n0, 1);
     s.members = malloc((size_t)s.n0 * sizeof *s.members);
-    cg_status st = CG_OK;
-    if (!readers || !reader_of || !outputs || !done || !s.members) {
-        st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    } else {
-        for (int v = 0; v < g->n_values; v++) reader_of[v] = -1;
-        for (int i = 0; i < g->n_nodes; i++)
-            for (int k = 0; k < g->nodes[i]->n_inputs; k++)
-                if (g->nodes[i]->inputs[k] >= 0) reader_of[g->nodes[i]->inputs[k]] = i;
-        for (int k = 0; k < g->n_outputs; k++)
-            if (g->outputs[k] >= 0) outputs[g->outputs[k]] = 1;
-        s.readers = readers, s.outputs = outputs;
-        st = fuse_all(g, &s, reader_of, done, fired);
-    }
-    free(readers), free(reader_of), free(outputs), free(done), free(s.members);
+    if (!done || !s.members) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    else st = fuse_all(g, &s, done, fired);
+    cg_rw_uses_free(&u);
+    free(done), free(s.members);
     return st;
 }
 

@@ -10,15 +10,36 @@
 #include "error.h"
 #include "weights.h"
 
-int32_t *cg_rw_readers(const cg_graph *g) {
-    int32_t *r = calloc((size_t)g->n_values + 1, sizeof *r);
-    if (!r) return NULL;
+cg_status cg_rw_uses_make(const cg_graph *g, cg_rw_uses *u) {
+    const size_t n = (size_t)g->n_values + 1;
+    u->readers = calloc(n, sizeof *u->readers);
+    u->reader = malloc(n * sizeof *u->reader);
+    u->output = calloc(n, 1);
+    if (!u->readers || !u->reader || !u->output) {
+        cg_rw_uses_free(u);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int v = 0; v < g->n_values; v++) u->reader[v] = -1;
     for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
-            if (g->nodes[i]->inputs[k] >= 0) r[g->nodes[i]->inputs[k]]++;
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++) {
+            const int32_t v = g->nodes[i]->inputs[k];
+            if (v < 0) continue;
+            u->readers[v]++;
+            u->reader[v] = i;
+        }
     for (int k = 0; k < g->n_outputs; k++)
-        if (g->outputs[k] >= 0) r[g->outputs[k]]++;
-    return r;
+        if (g->outputs[k] >= 0) u->readers[g->outputs[k]]++, u->output[g->outputs[k]] = 1;
+    return CG_OK;
+}
+
+void cg_rw_uses_free(cg_rw_uses *u) {
+    free(u->readers), free(u->reader), free(u->output);
+    u->readers = u->reader = NULL;
+    u->output = NULL;
+}
+
+cg_node *cg_rw_sole_reader(const cg_graph *g, const cg_rw_uses *u, int32_t v) {
+    return u->readers[v] == 1 && !u->output[v] ? g->nodes[u->reader[v]] : NULL;
 }
 
 cg_node *cg_rw_producer(const cg_graph *g, int32_t v) {
