@@ -28,13 +28,6 @@
 
 /* ---- unary operators (x and y may be the same buffer) ---- */
 
-inline float cg_sigmoid(float x) {
-    /* Never evaluates exp of a large positive number: no inf / inf = NaN. */
-    if (x >= 0.0f) return 1.0f / (1.0f + exp(-x));
-    float e = exp(x);
-    return e / (1.0f + e);
-}
-
 #define UNARY(NAME, T, EXPR)                                                    \
     __kernel void un_##NAME(__global const T *xp, __global T *yp, long n) {     \
         IDX i = (IDX)get_global_id(0);                                          \

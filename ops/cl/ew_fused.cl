@@ -4,21 +4,15 @@
  * -DBCAST (inputs smaller than the output) and -DSCALAR (one element).
  * Element i of the output reads input k at i % mk (mk its element count:
  * the output's, a trailing suffix's, or 1). Contraction into fma is off,
- * and the helpers are those of the unfused kernels (elementwise.cl,
- * math.cl), so each step rounds as the unfused op does. IDX is int unless built with -DIDX=long. */
+ * and the helpers are those of the unfused kernels (cg_sigmoid shared
+ * with elementwise.cl and rnn.cl through sigmoid_common.cl, math.cl's
+ * forms), so each step rounds as the unfused op does. IDX is int unless built with -DIDX=long. */
 #pragma OPENCL FP_CONTRACT OFF
 
 #ifndef NIN
 #define NIN 1
 #define EXPR a0
 #endif
-
-inline float cg_sigmoid(float x) {
-    /* as elementwise.cl: never exp of a large positive number */
-    if (x >= 0.0f) return 1.0f / (1.0f + exp(-x));
-    float e = exp(x);
-    return e / (1.0f + e);
-}
 
 inline float cg_relu(float x) { return x < 0.0f ? 0.0f : x; /* NaN stays NaN */ }
 

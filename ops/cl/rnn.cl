@@ -9,13 +9,6 @@
 
 #pragma OPENCL FP_CONTRACT OFF
 
-/* Logistic function without overflow for large |x| (as sigmoid_f on the CPU). */
-float cg_sigmoid(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + exp(-x));
-    float e = exp(x);
-    return e / (1.0f + e);
-}
-
 /* GRU unit j: gi / gh point at the row's [3H] projections without biases
  * (gh NULL-equivalent when has_gh == 0: h W_hh^T is zero). */
 float cg_gru_unit(int H, int j, __global const float *gi, int has_gi,
