@@ -41,7 +41,9 @@ enum {
     EW_ABS,
     EW_POW,
     EW_AFFINE,
-    EW_HARD_SIGMOID
+    EW_HARD_SIGMOID,
+    EW_SQUARE,
+    EW_CUBE
 };
 
 static const struct {
@@ -65,9 +67,14 @@ static const struct {
     /* with two parameters: "affine:A:B", "hard_sigmoid:A:B" */
     [EW_AFFINE] = {"affine", 1, NULL},
     [EW_HARD_SIGMOID] = {"hard_sigmoid", 1, NULL},
+    /* pow by a constant 2 or 3 (GPT-2's GELU cubes): the exponent known
+     * when the kernel is built, so no general pow per element */
+    [EW_SQUARE] = {"square", 1, "cg_square"},
+    [EW_CUBE] = {"cube", 1, "cg_cube"},
 };
 /* The op names in messages. */
-#define EW_TOKEN_NAMES "add sub mul div pow neg erf tanh sigmoid relu exp sqrt abs affine:A:B hard_sigmoid:A:B"
+#define EW_TOKEN_NAMES \
+    "add sub mul div pow neg erf tanh sigmoid relu exp sqrt abs square cube affine:A:B hard_sigmoid:A:B"
 
 enum { EW_N_TOKENS = (int)(sizeof ew_ops / sizeof ew_ops[0]) };
 
@@ -246,6 +253,15 @@ static void ew_pow(const float *a, const float *b, float *y, int64_t len) {
 static void ew_apply(int t, const float *a, const float *b, float pa, float pb, float *y, int64_t len) {
     switch (t) {
     case EW_POW: ew_pow(a, b, y, len); break;
+    case EW_SQUARE:
+        for (int64_t j = 0; j < len; j++) y[j] = a[j] * a[j];
+        break;
+    case EW_CUBE:
+        for (int64_t j = 0; j < len; j++) {
+            const double v = a[j];
+            y[j] = (float)(v * v * v);
+        }
+        break;
     case EW_AFFINE:
         for (int64_t j = 0; j < len; j++) y[j] = pa * a[j] + pb;
         break;
@@ -446,6 +462,12 @@ static cg_op_status ew_decompose(cg_decomp *d, const cg_op_call *call) {
             sp--;
         } else {
             char attrs[96] = "";
+            if (tok == EW_SQUARE || tok == EW_CUBE) { /* x * x, and times x again (within an ulp of the cube) */
+                const int32_t x = st[sp - 1];
+                st[sp - 1] = cg_ops_emit(&e, "mul", NULL, x, x, -1);
+                if (tok == EW_CUBE) st[sp - 1] = cg_ops_emit(&e, "mul", NULL, st[sp - 1], x, -1);
+                continue;
+            }
             if (tok == EW_AFFINE || tok == EW_HARD_SIGMOID)
                 snprintf(attrs, sizeof attrs, "alpha: %.9g, beta: %.9g", (double)p.pa[t], (double)p.pb[t]);
             st[sp - 1] = cg_ops_emit(&e, ew_ops[tok].name, attrs[0] ? attrs : NULL, st[sp - 1], -1, -1);
@@ -500,7 +522,11 @@ static const ew_case ew_cases[] = {
     {"0 affine:0.5:-0.25 1 pow 0 hard_sigmoid:0x1.99999ap-3:0.5 mul 0 affine:-1:0 hard_sigmoid:2:-0.5 sub",
      2,
      {IN(1, 3, 2, 5, 37), IN(-2, 2, 1, 37)}},
-    {NULL, 1, {IN(-3, 3, 2, 3, 41)}}, /* the longest program and expression */
+    {"0 cube 1 mul 0 add 2 mul tanh 0 square add",
+     3,
+     {IN(-5, 5, 3, 2, 9, 129), IN(0.044715, 0.044715, 0, 0), IN(0.8, 0.8, 1, 1)}},
+    {"0 cube 0 square sub", 1, {IN(-1e13, 1e13, 1, 1001)}}, /* some cubes overflow */
+    {NULL, 1, {IN(-3, 3, 2, 3, 41)}},                       /* the longest program and expression */
     {"0 1 add 0 sigmoid mul 2 add", 3, {IN(-6, 6, 3, 2, 129, 771), IN(-2, 2, 1, 771), IN(-2, 2, 3, 2, 129, 771)}},
 };
 #undef IN
@@ -537,7 +563,8 @@ static const cg_attr_def ew_attrs[] = {
     CG_ATTR(.name = "program", .type = CG_ATTR_STRING, .required = 1,
             .doc = "postfix program over the inputs, tokens separated by single spaces: \"0\"..\"7\" pushes that "
                    "input's element; add sub mul div pow pop two (a b -> a op b); neg erf tanh sigmoid relu exp sqrt "
-                   "abs, affine:A:B (A * x + B) and hard_sigmoid:A:B (min(1, max(0, A * x + B))), A and B numbers "
+                   "abs, square and cube (pow by 2 and 3, as pow computes them), affine:A:B (A * x + B) and "
+                   "hard_sigmoid:A:B (min(1, max(0, A * x + B))), A and B numbers "
                    "as C writes them (hexadecimal for exact f32), pop one; it must leave exactly one value"),
 };
 

@@ -53,12 +53,14 @@ static int32_t gather_fill(const gather_case *t, int64_t n_valid, cg_conform_cas
     return 1;
 }
 
-/* ---- embedding(weight [V, E] f32, ids i32[...]) -> f32[..., E] ---- */
+/* ---- embedding(weight [V, E] f32, ids i32 or i64 [...]) -> f32[..., E] ---- */
+
+enum { EMB_WRAP };
 
 static cg_op_status embedding_infer(cg_op_call *call) {
     const cg_tensor_desc *w = &call->inputs[0], *ids = &call->inputs[1];
     if (cg_expect_input(call, 0, CG_OP_F32, 2)) return CG_OP_ERROR;
-    if (ids->dtype != CG_OP_I32) return cg_op_fail(call, "input 1 (ids) must be i32");
+    if (ids->dtype != CG_OP_I32 && ids->dtype != CG_I64) return cg_op_fail(call, "input 1 (ids) must be i32 or i64");
     if (ids->ndim + 1 > CG_MAX_DIMS) return cg_op_fail(call, "ids have too many dims");
     cg_tensor_desc *o = &call->outputs[0];
     o->dtype = CG_OP_F32;
@@ -72,19 +74,45 @@ static cg_op_status embedding_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const float *w = a->in[0];
     const int32_t *ids = a->in[1];
+    const int64_t *ids64 = a->in[1];
+    const int wide = call->inputs[1].dtype == CG_I64, wrap = (int)call->attrs[EMB_WRAP].i != 0;
     float *out = a->out[0];
     int64_t v = call->inputs[0].dims[0], e = call->inputs[0].dims[1];
     int64_t n = cg_desc_numel(&call->inputs[1]);
     for (int64_t i = 0; i < n; i++) {
-        int32_t id = ids[i];
-        if (id < 0 || id >= v) return cg_op_fail_range(call, 1, "ids", id, i, 0, v - 1);
-        memcpy(out + i * e, w + (int64_t)id * e, sizeof(float) * (size_t)e);
+        const int64_t id = wide ? ids64[i] : ids[i], k = wrap && id < 0 ? id + v : id;
+        if (k < 0 || k >= v) return cg_op_fail_range(call, 1, "ids", id, i, wrap ? -v : 0, v - 1);
+        memcpy(out + i * e, w + k * e, sizeof(float) * (size_t)e);
     }
     return CG_OP_OK;
 }
 
+/* i64 ids, or ids that may count from the end: gather_rows_any (the plain
+ * kernel is kept for the i32 ids the native families give). */
+static cg_op_status embedding_any_cl(const cg_kernel_args *a) {
+    static const char kn[] = "gather_rows_any";
+    const cg_op_call *call = a->call;
+    const int64_t n_src = call->inputs[0].dims[0], row = call->inputs[0].dims[1];
+    const int64_t rows = cg_desc_numel(&call->inputs[1]), total = rows * row;
+    if (total == 0) return CG_OP_OK;
+    const int wide = (n_src * row > total ? n_src * row : total) >= INT32_MAX;
+    const char *opt = call->inputs[1].dtype == CG_I64 ? "-DT=uint -DID=long" : "-DT=uint -DID=int";
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, opt);
+    if (!k) return CG_OP_ERROR;
+    cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], dst = (cl_mem)a->out[0];
+    const cl_int wrap = (cl_int)(call->attrs[EMB_WRAP].i != 0);
+    const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};
+    const cg_ops_cl_arg_value w[] = {CG_OPS_CL_ARG(wrap)};
+    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) || cg_ops_cl_idx(a, k, kn, 3, wide, n_src) ||
+        cg_ops_cl_idx(a, k, kn, 4, wide, row) || cg_ops_cl_idx(a, k, kn, 5, wide, total) ||
+        cg_ops_cl_args(a, k, kn, 6, CG_OPS_CL_N_ARGS(w), w) || cg_ops_cl_check_args(a, k, kn, 7))
+        return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, NULL, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+}
+
 static cg_op_status embedding_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
+    if (call->inputs[1].dtype != CG_OP_I32 || call->attrs[EMB_WRAP].i) return embedding_any_cl(a);
     return gather_cl(a, call->inputs[0].dims[0], call->inputs[0].dims[1], cg_desc_numel(&call->inputs[1]), 4);
 }
 
@@ -108,8 +136,18 @@ static int32_t gather_conform(const gather_case *cases, int32_t n, int32_t err, 
     return gather_fill(&cases[index], cases[index].d0[0], c);
 }
 
+/* The cases with i32 ids, then again with i64 ids counting from the end
+ * (wrap: ids in [-V, V)), then the error cases of both forms. */
 static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
-    return gather_conform(embedding_cases, (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]), 3, index, c);
+    const int32_t n = (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]);
+    if (index < n + 2) return gather_conform(embedding_cases, n, 3, index, c);
+    if (!gather_conform(embedding_cases, n, 3, index - n - 2, c)) return 0;
+    c->inputs[1].dtype = CG_I64;
+    c->attrs = "wrap: 1";
+    if (index - n - 2 < n) c->lo[1] = -(double)c->inputs[0].dims[0];
+    else if (index - n - 2 == n + 1)
+        c->lo[1] = -(double)c->inputs[0].dims[0] - 3, c->hi[1] = -(double)c->inputs[0].dims[0] - 1;
+    return 1;
 }
 
 static const cg_kernel_def embedding_kernels[] = {
@@ -117,13 +155,18 @@ static const cg_kernel_def embedding_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
 static const char *const embedding_inputs[] = {"weight", "ids", NULL};
+static const cg_attr_def embedding_attrs[] = {
+    CG_ATTR(.name = "wrap", .type = CG_ATTR_INT, .default_int = 0,
+            .doc = "1: an id in [-V, 0) counts from the end, as ONNX Gather's indices do"),
+};
 
 const cg_op_def cg_op_embedding =
     CG_OP(.name = "embedding",
-          .doc = "Looks up rows of weight [V, E] for integer ids of any shape; "
-                 "output [..., E]. An id outside [0, V) is a run-time error on every device.",
+          .doc = "Looks up rows of weight [V, E] for i32 or i64 ids of any shape; "
+                 "output [..., E]. An id outside [0, V) ([-V, V) with wrap) is a run-time error on every device.",
           .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = embedding_inputs,
-          .infer = embedding_infer, CG_KERNELS(embedding_kernels), .conform_case = embedding_conform);
+          CG_ATTRS(embedding_attrs), .infer = embedding_infer, CG_KERNELS(embedding_kernels),
+          .conform_case = embedding_conform);
 
 /* ---- gather_rows(x [N, ...], idx i32[M]) -> [M, ...] ---- */
 

@@ -1049,8 +1049,9 @@ static cg_status runtime_index(onnx_imp *im, onnx_val *ix, onnx_val *x, int axis
  * than one dim) a reshape that splits the axis into the indices' dims.
  * Indices known at
  * import are checked and stored as an i32 constant; runtime ones go
- * through runtime_index (and an f32 [V, E] table along axis 0 is clgraph's
- * embedding, the exporter's form of nn.Embedding). */
+ * through runtime_index (but an f32 [V, E] table along axis 0 is clgraph's
+ * embedding, the exporter's form of nn.Embedding, which wraps negative ids
+ * itself). */
 static cg_status map_gather(onnx_imp *im) {
     static const char *const known[] = {"axis", NULL};
     onnx_val *x, *iv;
@@ -1104,11 +1105,12 @@ static cg_status map_gather(onnx_imp *im) {
         }
         if ((s = onnx_const_param(im, idx, &idx_name))) return s;
     } else {
-        if ((s = runtime_index(im, iv, x, (int)axis, &idx_name))) return s;
-        if (axis == 0 && r == 2 && x->desc.dtype == CG_F32) {
-            const char *in[2] = {x->name, idx_name};
-            return emit1(im, "embedding", 2, in, out_name(im, 0), NULL);
+        /* embedding takes the ids as they come (one launch, not four) */
+        if (axis == 0 && r == 2 && x->desc.dtype == CG_F32 && (iv->desc.dtype == CG_I64 || iv->desc.dtype == CG_I32)) {
+            const char *in[2] = {x->name, iv->name};
+            return emit1(im, "embedding", 2, in, out_name(im, 0), "wrap: 1");
         }
+        if ((s = runtime_index(im, iv, x, (int)axis, &idx_name))) return s;
         if (q != 1 && (s = emit_tmp(im, "reshape", idx_name, "shape: [-1]", &idx_name))) return s; /* 1-D */
     }
     /* taken along the axis, then the axis split into the indices' dims

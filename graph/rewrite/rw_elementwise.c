@@ -7,7 +7,8 @@
  * output, and of the root's shape; every other input is a leaf, which must
  * be the root's shape, its trailing dims after leading 1s, or one element
  * (dims compared as equal ints: a symbol matches itself, an unknown dim
- * nothing). Groups of one node stay as they are. */
+ * nothing). A pow by a constant 2 or 3 is the token square or cube.
+ * Groups of one node stay as they are, but for such a pow. */
 #include "rewrite.h"
 
 #include <stdio.h>
@@ -118,13 +119,23 @@ static const char *op_token(const cg_node *n, int op, char *t) {
     return t;
 }
 
+/* "square" or "cube" for a pow by a constant 2 or 3 (GPT-2's GELU): the
+ * kernel then knows the exponent when it is built, instead of a general
+ * pow per element. NULL for any other node. */
+static const char *const_power(const cg_graph *g, const cg_node *n) {
+    double e;
+    if (strcmp(n->op, "pow") || !cg_rw_scalar(g, n->inputs[1], &e)) return NULL;
+    return e == 2.0 ? "square" : e == 3.0 ? "cube" : NULL;
+}
+
 /* Appends node `ni`'s tree: an input made inside the group is grown into,
  * unless that breaks a limit (then it is a leaf). 0 when even that fails. */
 static int grow(group *s, int ni) {
     const cg_node *n = s->g->nodes[ni];
     char t[TOKEN_SIZE];
     s->members[s->n_members++] = ni;
-    for (int k = 0; k < n->n_inputs; k++) {
+    const char *power = const_power(s->g, n);
+    for (int k = 0; k < (power ? 1 : n->n_inputs); k++) {
         const int32_t v = n->inputs[k];
         const int p = inner_producer(s, v);
         if (p >= 0) {
@@ -136,6 +147,7 @@ static int grow(group *s, int ni) {
         }
         if (!add_leaf(s, v)) return 0;
     }
+    if (power) return push_token(s, power, 0);
     return push_token(s, op_token(n, fusable_index(s->g, n), t), n->n_inputs == 2 ? -1 : 0);
 }
 
@@ -175,7 +187,9 @@ static cg_status take_root(cg_graph *g, group *s, uint8_t *done, int i, int *fir
     if (s->u->output[v]) return CG_OK; /* never touch a graph output */
     s->root = cg_rw_val(g, v);
     s->n_tok = s->depth = s->max_depth = s->n_leaves = s->n_members = 0;
-    if (!grow(s, i) || s->n_members < 2) return CG_OK;
+    /* one node alone is left as it is, but for a pow by 2 or 3 (T5's
+     * RMSNorm squares before its mean): its token spares a general pow */
+    if (!grow(s, i) || (s->n_members < 2 && !const_power(g, g->nodes[i]))) return CG_OK;
     for (int m = 0; m < s->n_members; m++) done[s->members[m]] = 1;
     ++*fired;
     return emit(g, s, i);

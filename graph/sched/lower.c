@@ -518,12 +518,21 @@ static cg_status lower_nodes(build *b) {
     return st;
 }
 
-/* Steps that read only parameters, directly or through such steps (the
- * cast of an int8 or 16-bit weight that a decomposition makes before its
- * matmul), compute the same every run: they run once, in the instance's
- * first run, and the outputs that other steps read stay alive through
- * every run (memplan.c), so a weight is widened once per plan
- * instead of once per step. */
+/* A built-in dim_values reads nothing but the binding, which is fixed per
+ * instance. Other steps without inputs (a plugin's random source) may
+ * differ per run. */
+static int binding_const(const step *s) {
+    return s->n_in == 0 && s->op && s->op->plugin && !s->op->plugin->dl && !strcmp(s->op->def->name, "dim_values");
+}
+
+/* Steps that read only parameters and the binding, directly or through
+ * such steps (the cast of an int8 or 16-bit weight that a decomposition
+ * makes before its matmul; the positions and causal masks an exporter
+ * builds from Shape), compute the same every run: they run once, in the
+ * instance's first run, and the outputs that other steps read stay alive
+ * through every run (memplan.c), so a weight is widened once per plan
+ * instead of once per step, and an imported model's shape arithmetic
+ * costs no launch after the first run. */
 static cg_status fold_params(instance *in) {
     unsigned char *c = calloc((size_t)in->n_slots + 1, 1); /* slot holds a constant */
     if (!c) return cg_lower_oom();
@@ -532,7 +541,7 @@ static cg_status fold_params(instance *in) {
         step *s = &in->steps[si];
         if (s->kind == STEP_COPY) s->once = c[s->src];
         else if (s->kind == STEP_KERNEL) {
-            s->once = s->n_in > 0;
+            s->once = s->n_in > 0 || binding_const(s);
             for (int k = 0; k < s->n_in; k++) s->once &= c[s->in[k]];
         }
         if (!s->once) continue;

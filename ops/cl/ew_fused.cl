@@ -15,6 +15,14 @@
 #endif
 
 inline float cg_relu(float x) { return x < 0.0f ? 0.0f : x; /* NaN stays NaN */ }
+inline float cg_square(float x) { return x * x; }
+/* x^3 rounded once, as the CPU's cube in double (no fp64 needed): x * x
+ * split exactly into h + l by fma, then h * x + l * x with one rounding
+ * (l * x's own is far below the result's last bit) */
+inline float cg_cube(float x) {
+    const float h = x * x, l = fma(x, x, -h);
+    return isinf(h) ? h * x : fma(h, x, l * x);
+}
 
 #ifndef BCAST
 #define BCAST 0

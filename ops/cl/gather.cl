@@ -23,6 +23,24 @@ __kernel void gather_rows4(__global const T *src, __global const int *idx, __glo
 }
 #endif
 
+/* gather_rows_any: gather_rows4 for ids of type ID (-DID=int or long),
+ * where with `wrap` an id in [-n_src, 0) counts from the end (ONNX Gather);
+ * an id outside the range is a zero row and recorded as input 1's. */
+#if CG_WANT(gather_rows_any)
+__kernel void gather_rows_any(__global const T *src, __global const ID *idx, __global T *dst, IDX n_src, IDX row,
+                              IDX total, int wrap, __global int *check, int word) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= total) return;
+    IDX r = i / row, c = i - r * row;
+    const long id = (long)idx[r], k = wrap && id < 0 ? id + (long)n_src : id;
+    const int ok = k >= 0 && k < (long)n_src;
+    dst[i] = ok ? src[(IDX)k * row + c] : (T)0;
+    if (!ok && c == 0)
+        cg_check_report(check, word, 1, cg_clamp_int(id), (long)r, wrap ? cg_clamp_int(-(long)n_src) : 0,
+                        cg_clamp_int((long)n_src - 1));
+}
+#endif
+
 /* gather_elements: dst[i] = src at i's index over index's dims (dims,
  * innermost first) with the coordinate of dim `ax` replaced by idx[i]
  * (negative: + len); src's element strides in st. An index outside [-len,

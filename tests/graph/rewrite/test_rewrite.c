@@ -128,6 +128,11 @@ START_TEST(elementwise_fuses_whole_chains) {
     ck_assert_int_eq(ew_fired("corpus/gpt2_dynamo", NULL), 2);
     ck_assert_int_eq(ew_fired("corpus/marian_encoder_dynamo", NULL), 2);
     ck_assert_int_eq(ew_fired("corpus/mobilenet_v3_small_ts", NULL), 19);
+    /* GPT-2's Pow by a constant 3 becomes the cube token (a general pow per
+     * element costs ~100 ns on PoCL) */
+    const char *imp[] = {"import", case_model("corpus/gpt2_dynamo"), NULL};
+    ck_assert_msg(tu_run_cli(imp, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "{program: \"0 1 mul 0 0 cube 2 mul add 3 mul tanh 4 add mul\"}"), "%.300s", tu_out);
 }
 END_TEST
 
