@@ -518,11 +518,15 @@ static cg_status lower_nodes(build *b) {
     return st;
 }
 
-/* A built-in dim_values reads nothing but the binding, which is fixed per
- * instance. Other steps without inputs (a plugin's random source) may
- * differ per run. */
+/* Built-in steps whose output is a function of the binding alone, which
+ * is fixed per instance: dim_values, and arange, which reads only its
+ * input's shape (the positions an importer makes along a symbolic dim).
+ * Other steps without inputs (a plugin's random source) may differ per
+ * run. */
 static int binding_const(const step *s) {
-    return s->n_in == 0 && s->op && s->op->plugin && !s->op->plugin->dl && !strcmp(s->op->def->name, "dim_values");
+    if (s->kind != STEP_KERNEL || !s->op || !s->op->plugin || s->op->plugin->dl) return 0;
+    const char *name = s->op->def->name;
+    return (s->n_in == 0 && !strcmp(name, "dim_values")) || !strcmp(name, "arange");
 }
 
 /* Steps that read only parameters and the binding, directly or through
@@ -541,8 +545,11 @@ static cg_status fold_params(instance *in) {
         step *s = &in->steps[si];
         if (s->kind == STEP_COPY) s->once = c[s->src];
         else if (s->kind == STEP_KERNEL) {
-            s->once = s->n_in > 0 || binding_const(s);
-            for (int k = 0; k < s->n_in; k++) s->once &= c[s->in[k]];
+            s->once = binding_const(s);
+            if (!s->once) {
+                s->once = s->n_in > 0;
+                for (int k = 0; k < s->n_in; k++) s->once &= c[s->in[k]];
+            }
         }
         if (!s->once) continue;
         if (s->kind == STEP_COPY) c[s->dst] = 1;

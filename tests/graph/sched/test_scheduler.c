@@ -1545,6 +1545,49 @@ START_TEST(param_only_steps_run_once) {
 }
 END_TEST
 
+/* arange reads only its input's shape: it and what is computed from it
+ * alone run in each binding's first run, and a new binding gets its own
+ * values (y = x + i^2 along N, with N 3 twice, then 5 twice, on every
+ * device). */
+START_TEST(binding_only_steps_run_once_per_binding) {
+    static const char text[] = "graph g {\n  input x: f32[4, N]\n  s = arange(x) {axis: 1, to: \"f32\"}\n"
+                               "  c = mul(s, s)\n  y = add(x, c)\n  output y\n}\n";
+    model md = load_model(text, NULL);
+    const char *xn[] = {"x"};
+    for (int d = 0; d < cg_device_count(); d++) {
+        char b[256];
+        cg_plan *p = make_plan(md.m, "g", cg_device_describe(d, b, sizeof b), NULL);
+        cg_profiler *prof;
+        ck_assert_int_eq(cg_profiler_create(&prof), CG_OK);
+        ck_assert_int_eq(cg_plan_set_profiler(p, prof), CG_OK);
+        for (int run = 0; run < 4; run++) {
+            const int64_t dims[2] = {4, run < 2 ? 3 : 5};
+            cg_tensor *x = make_f32(2, dims, 500 + (uint32_t)run), *out = NULL;
+            ck_assert_msg(cg_plan_run(p, 1, xn, &x, 1, &out) == CG_OK, "%s", cg_last_error());
+            const float *xv = cg_tensor_data_const(x), *yv = cg_tensor_data_const(out);
+            for (int64_t i = 0; i < 4 * dims[1]; i++) {
+                const float k = (float)(i % dims[1]);
+                ck_assert_msg(yv[i] == xv[i] + k * k, "device %d run %d: y[%lld] = %g, not %g + %g", d, run,
+                              (long long)i, (double)yv[i], (double)xv[i], (double)(k * k));
+            }
+            cg_tensor_free(x);
+            cg_tensor_free(out);
+        }
+        char *table = NULL;
+        ck_assert_int_eq(cg_profiler_table(prof, 0, &table), CG_OK);
+        ck_assert_msg(profile_calls(table, "g/s") == 2 && profile_calls(table, "g/c") == 2 &&
+                          profile_calls(table, "g/y") == 4,
+                      "device %d: s, c, y ran %d, %d, %d times, not 2, 2, 4:\n%s", d, profile_calls(table, "g/s"),
+                      profile_calls(table, "g/c"), profile_calls(table, "g/y"), table);
+        cg_plan_set_profiler(p, NULL);
+        cg_profiler_free(prof);
+        free(table);
+        cg_plan_free(p);
+    }
+    free_model(&md);
+}
+END_TEST
+
 START_TEST(edge_cases) {
     /* Empty tensors, an input that is also an output, a value that is an
      * output and read on another device, a parameter read on two devices. */
@@ -1749,6 +1792,7 @@ int main(void) {
     tcase_add_test(tc, gru_encoder_same_everywhere);
     tcase_add_test(tc, edge_cases);
     tcase_add_test(tc, param_only_steps_run_once);
+    tcase_add_test(tc, binding_only_steps_run_once_per_binding);
     tcase_add_test(tc, in_place_needs_equal_sizes);
     tcase_add_test(tc, reshape_copy_is_counted);
     tcase_add_test(tc, invalid_indices_every_device);
