@@ -286,6 +286,29 @@ static cg_status infer(build *b, const lower_node *n, node_scratch *sc, const ch
     return st;
 }
 
+/* Small integer and bool results computed from what is on the host (the
+ * CPU, pdev 0) stay there: an imported model's mask and index arithmetic
+ * from its int64 inputs (attention_mask, ids) costs a launch per op on a
+ * device, ~5 us each on PoCL, and a few CPU nanoseconds here; the device
+ * gets the result by one copy where a kernel of its own reads it. */
+#define HOST_SMALL_BYTES 16384
+static int host_small(build *b, const lower_node *n, const node_scratch *sc) {
+    if (!n->op->plugin || n->op->plugin->dl || !n->op->kernel[CG_BACKEND_CPU]) return 0;
+    for (int i = 0; i < n->n_in; i++) {
+        const slot *x = &b->in->slots[sc->ins[i]];
+        /* a kept input is on the device already, uploaded once while it is
+         * unchanged: work on it stays there, so no result crosses per run */
+        if (x->dev != 0 || (x->kind == SLOT_INPUT && b->p->keep && b->p->keep[x->input_index])) return 0;
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        const cg_dtype t = (cg_dtype)sc->outd[k].dtype;
+        const int integer = t == CG_BOOL || t == CG_I8 || t == CG_U8 || t == CG_I16 || t == CG_U16 || t == CG_I32 ||
+                            t == CG_U32 || t == CG_I64 || t == CG_U64;
+        if (!integer || cg_desc_bytes(&sc->outd[k]) > HOST_SMALL_BYTES) return 0;
+    }
+    return 1;
+}
+
 cg_status cg_lower_node(build *b, const lower_node *n, int32_t *outs) {
     cg_plan *p = b->p;
     char where[512];
@@ -307,6 +330,7 @@ cg_status cg_lower_node(build *b, const lower_node *n, int32_t *outs) {
     double cost = 0;
     int dev = n->dev;
     if (!st && dev < 0) dev = cg_auto_choose(b, n, sc.ins, sc.ind, sc.outd, &cost);
+    if (!st && dev > 0 && n->by_default && host_small(b, n, &sc)) dev = 0;
     const cg_kernel_def *k = NULL;
     if (!st && dev >= 0) {
         cg_op_call call = cg_lower_call(n, sc.ind, sc.outd, NULL, 0);
@@ -505,7 +529,8 @@ static cg_status lower_nodes(build *b) {
                         .n_in = nd->n_inputs,
                         .n_out = nd->n_outputs,
                         .in = io,
-                        .dev = cg_place_rule_for(p, nd->name)};
+                        .dev = cg_place_rule_for(p, nd->name),
+                        .by_default = !cg_place_has_rule(p, nd->name)};
         int32_t *outs = io + nd->n_inputs;
         st = cg_lower_node(b, &n, outs);
         for (int k = 0; !st && k < nd->n_outputs; k++) {

@@ -32,6 +32,7 @@ typedef struct lower_node {
     int n_in, n_out;
     const int32_t *in; /* slots */
     int dev;           /* pdev index, or -1: auto */
+    int by_default;    /* dev is the plan's default: no --place rule names the node */
     int depth;         /* decomposition depth */
 } lower_node;
 

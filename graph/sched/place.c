@@ -92,6 +92,13 @@ cg_status cg_place_parse(cg_plan *p, const char *device, const char *rules) {
     return st;
 }
 
+int cg_place_has_rule(const cg_plan *p, const char *node_name) {
+    for (int r = 0; r < p->n_rules; r++)
+        if (fnmatch(p->rules[r].pattern, node_name, 0) == 0 || fnmatch(p->rules[r].pattern, p->graph->name, 0) == 0)
+            return 1;
+    return 0;
+}
+
 int cg_place_rule_for(const cg_plan *p, const char *node_name) {
     int by_node = -2, by_graph = -2;
     for (int r = 0; r < p->n_rules; r++) {

@@ -233,6 +233,8 @@ const cg_kernel_def *cg_plan_kernel_on(const cg_plan *p, const cg_op_entry *op, 
 cg_status cg_place_parse(cg_plan *p, const char *device, const char *rules);
 /* The device a graph node goes to by the rules: a pdev index or -1 (auto). */
 int cg_place_rule_for(const cg_plan *p, const char *node_name);
+/* Whether a rule names the node or its graph (else it gets the default). */
+int cg_place_has_rule(const cg_plan *p, const char *node_name);
 /* Index of the pdev for a device spec, opening it when new; -1 for "auto". */
 cg_status cg_place_device(cg_plan *p, const char *spec, int *dev);
 

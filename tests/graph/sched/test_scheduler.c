@@ -1588,6 +1588,63 @@ START_TEST(binding_only_steps_run_once_per_binding) {
 }
 END_TEST
 
+/* The device column of node's line in a profiler table, into dev. */
+static void profile_device(const char *table, const char *node, char *dev) {
+    const size_t n = strlen(node);
+    dev[0] = 0;
+    for (const char *l = table; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, node, n) && l[n] == ' ' && sscanf(l, "%*s %*s %63s", dev) == 1) return;
+}
+
+/* On an OpenCL plan, small integer and bool results of host data (the
+ * graph's i64 input) are computed on the CPU, and the device gets them by
+ * a copy; f32 work stays on the device, and a --place rule naming a node
+ * holds. y = m != 0 ? x : -x, s = 2 m against hand-computed values. */
+START_TEST(small_integer_work_of_host_data_stays_on_host) {
+    static const char text[] = "graph g {\n  input m: i64[B, S]\n  input x: f32[B, S]\n"
+                               "  b = cast(m) {to: \"bool\"}\n  e = neg(x)\n  y = where(b, x, e)\n"
+                               "  s = add(m, m)\n  output y, s\n}\n";
+    model md = load_model(text, NULL);
+    const int64_t dims[2] = {2, 3}, mv[6] = {0, 1, -2, 3, 0, 5};
+    const char *names[] = {"m", "x"};
+    for (int d = 1; d < cg_device_count(); d++)
+        for (int rule = 0; rule < 2; rule++) {
+            char dn[256], place[300];
+            cg_device_describe(d, dn, sizeof dn);
+            dn[strcspn(dn, " ")] = 0; /* "opencl:N" */
+            snprintf(place, sizeof place, "b=%s", dn);
+            cg_plan *p = make_plan(md.m, "g", dn, rule ? place : NULL);
+            cg_profiler *prof;
+            ck_assert_int_eq(cg_profiler_create(&prof), CG_OK);
+            ck_assert_int_eq(cg_plan_set_profiler(p, prof), CG_OK);
+            cg_tensor *in[2], *out[2] = {NULL, NULL};
+            ck_assert_int_eq(cg_tensor_create(CG_I64, 2, dims, &in[0]), CG_OK);
+            memcpy(cg_tensor_data(in[0]), mv, sizeof mv);
+            in[1] = make_f32(2, dims, 77);
+            ck_assert_msg(cg_plan_run(p, 2, names, in, 2, out) == CG_OK, "%s", cg_last_error());
+            const float *x = cg_tensor_data_const(in[1]), *y = cg_tensor_data_const(out[0]);
+            const int64_t *sv = cg_tensor_data_const(out[1]);
+            for (int i = 0; i < 6; i++) {
+                ck_assert_msg(y[i] == (mv[i] ? x[i] : -x[i]), "device %d: y[%d] = %g", d, i, (double)y[i]);
+                ck_assert_int_eq(sv[i], 2 * mv[i]);
+            }
+            char *table = NULL, db[64], dy[64], ds[64];
+            ck_assert_int_eq(cg_profiler_table(prof, 0, &table), CG_OK);
+            profile_device(table, "g/b", db);
+            profile_device(table, "g/y", dy);
+            profile_device(table, "g/s", ds);
+            ck_assert_msg(!strcmp(db, rule ? dn : "cpu") && !strcmp(dy, dn) && !strcmp(ds, "cpu"),
+                          "device %s, rule %d: b on %s, y on %s, s on %s:\n%s", dn, rule, db, dy, ds, table);
+            free(table);
+            for (int k = 0; k < 2; k++) cg_tensor_free(in[k]), cg_tensor_free(out[k]);
+            cg_plan_set_profiler(p, NULL);
+            cg_profiler_free(prof);
+            cg_plan_free(p);
+        }
+    free_model(&md);
+}
+END_TEST
+
 START_TEST(edge_cases) {
     /* Empty tensors, an input that is also an output, a value that is an
      * output and read on another device, a parameter read on two devices. */
@@ -1793,6 +1850,7 @@ int main(void) {
     tcase_add_test(tc, edge_cases);
     tcase_add_test(tc, param_only_steps_run_once);
     tcase_add_test(tc, binding_only_steps_run_once_per_binding);
+    tcase_add_test(tc, small_integer_work_of_host_data_stays_on_host);
     tcase_add_test(tc, in_place_needs_equal_sizes);
     tcase_add_test(tc, reshape_copy_is_counted);
     tcase_add_test(tc, invalid_indices_every_device);
