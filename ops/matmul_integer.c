@@ -6,8 +6,11 @@
 #include "bcast.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cpu/cpu_clones.h"
+#include "cpu/cpu_pool.h"
 #include "matmul.cl.h"
 
 static int is8(cg_op_dtype dt) { return dt == CG_U8 || dt == CG_I8; }
@@ -67,8 +70,98 @@ MMI_ROW(row_us, uint8_t, int8_t)
 MMI_ROW(row_su, int8_t, uint8_t)
 MMI_ROW(row_ss, int8_t, int8_t)
 
-/* b's zero points, one per column, live in the op's workspace. */
-static size_t mmi_workspace(const cg_op_call *call) { return (size_t)call->inputs[1].dims[1] * sizeof(int32_t); }
+/* The packed path: each operand minus its zero point as int16 (|v| <=
+ * 255), b transposed to [N][KP] (KP: K rounded up to 16, zeros past K),
+ * so that y[r, c] is one dot product of int16 pairs summed in int32, which
+ * compilers turn into pmaddwd. Exact, and no sum can overflow while K <=
+ * MMI_PACK_MAX_K (33025 * 255 * 255 < 2^31); longer rows take the row
+ * loops above, which wrap as ONNX Runtime does. b is packed once per plan
+ * when it is a parameter (the weights of a quantized model), else per run
+ * into the workspace. */
+#define MMI_PACK_MAX_K 33025
+static int64_t mmi_kp(int64_t k) { return (k + 15) / 16 * 16; }
+
+static void mmi_pack_b(const cg_kernel_args *a, const void *b, const void *zbuf, int16_t *bp) {
+    const cg_op_call *call = a->call;
+    const cg_tensor_desc *bd = &call->inputs[1];
+    const int64_t k = bd->dims[0], n = bd->dims[1], kp = mmi_kp(k);
+    const int has_zb = call->n_inputs > 3, per_col = has_zb && call->inputs[3].ndim == 1 && call->inputs[3].dims[0] > 1;
+    for (int64_t c = 0; c < n; c++) {
+        const int32_t zb = has_zb ? at8(zbuf, call->inputs[3].dtype, per_col ? c : 0) : 0;
+        int16_t *col = bp + c * kp;
+        for (int64_t j = 0; j < k; j++) col[j] = (int16_t)(at8(b, bd->dtype, j * n + c) - zb);
+        for (int64_t j = k; j < kp; j++) col[j] = 0;
+    }
+}
+
+/* b packed once, when it and its zero point are parameters. */
+static cg_op_status mmi_create(const cg_kernel_args *a, void **state, size_t *bytes) {
+    const cg_op_call *call = a->call;
+    const int64_t k = call->inputs[1].dims[0], n = call->inputs[1].dims[1];
+    *state = NULL;
+    *bytes = 0;
+    if (!a->in[1] || (call->n_inputs > 3 && !a->in[3]) || k > MMI_PACK_MAX_K || k == 0 || n == 0) return CG_OP_OK;
+    const size_t size = (size_t)(n * mmi_kp(k)) * sizeof(int16_t);
+    int16_t *bp = aligned_alloc(64, (size + 63) / 64 * 64);
+    if (!bp) return CG_OP_NO_MEMORY;
+    mmi_pack_b(a, a->in[1], call->n_inputs > 3 ? a->in[3] : NULL, bp);
+    *state = bp;
+    *bytes = size;
+    return CG_OP_OK;
+}
+
+static void mmi_destroy(void *state) { free(state); }
+
+static CG_CPU_CLONES int32_t mmi_dot(const int16_t *x, const int16_t *w, int64_t kp) {
+    int32_t s = 0;
+    for (int64_t j = 0; j < kp; j++) s += (int32_t)x[j] * (int32_t)w[j];
+    return s;
+}
+
+typedef struct mmi_job {
+    const cg_kernel_args *a;
+    const int16_t *bp;
+    int16_t *ap; /* a's rows minus their zero points, [rows][KP] */
+    int64_t m, k, n, kp;
+} mmi_job;
+
+static void mmi_rows(void *ctx, size_t r0, size_t r1) {
+    const mmi_job *j = ctx;
+    const cg_op_call *call = j->a->call;
+    for (size_t r = r0; r < r1; r++) {
+        int16_t *x = j->ap + (int64_t)r * j->kp;
+        const int32_t za = zero_at(j->a, 2, (int64_t)r % j->m);
+        for (int64_t i = 0; i < j->k; i++)
+            x[i] = (int16_t)(at8(j->a->in[0], call->inputs[0].dtype, (int64_t)r * j->k + i) - za);
+        for (int64_t i = j->k; i < j->kp; i++) x[i] = 0;
+        int32_t *y = (int32_t *)j->a->out[0] + (int64_t)r * j->n;
+        for (int64_t c = 0; c < j->n; c++) y[c] = mmi_dot(x, j->bp + c * j->kp, j->kp);
+    }
+}
+
+/* b's zero points, one per column (the row loops), or the packed rows of
+ * a and, when no plan state holds it, packed b. */
+static size_t mmi_workspace(const cg_op_call *call) {
+    const cg_tensor_desc *ad = &call->inputs[0];
+    const int64_t k = ad->dims[ad->ndim - 1], n = call->inputs[1].dims[1], kp = mmi_kp(k);
+    const int64_t rows = k ? cg_desc_numel(ad) / k : 0;
+    if (k == 0 || k > MMI_PACK_MAX_K) return (size_t)n * sizeof(int32_t);
+    return (size_t)((rows + n) * kp) * sizeof(int16_t) + 64;
+}
+
+static cg_op_status mmi_packed(const cg_kernel_args *a, int64_t m, int64_t k, int64_t n, int64_t rows) {
+    mmi_job j = {.a = a, .m = m, .k = k, .n = n, .kp = mmi_kp(k)};
+    j.ap = (int16_t *)(((uintptr_t)a->workspace + 63) / 64 * 64);
+    j.bp = a->state;
+    if (!j.bp) {
+        int16_t *bp = j.ap + rows * j.kp;
+        mmi_pack_b(a, a->in[1], a->call->n_inputs > 3 ? a->in[3] : NULL, bp);
+        j.bp = bp;
+    }
+    const int64_t work = n * j.kp;
+    cg_cpu_parallel_for((size_t)rows, (size_t)(work >= 16384 ? 1 : 16384 / (work + 1) + 1), mmi_rows, &j);
+    return CG_OP_OK;
+}
 
 static cg_op_status mmi_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
@@ -76,6 +169,7 @@ static cg_op_status mmi_cpu(const cg_kernel_args *a) {
     const int64_t m = ad->dims[ad->ndim - 2], k = ad->dims[ad->ndim - 1], n = bd->dims[1];
     const int64_t rows = m ? cg_desc_numel(ad) / (k ? k : 1) : 0;
     const int64_t mats = m && k ? rows / m : 0;
+    if (k > 0 && k <= MMI_PACK_MAX_K && n > 0 && rows > 0) return mmi_packed(a, m, k, n, rows);
     int32_t *zb = a->workspace;
     for (int64_t c = 0; c < n; c++) zb[c] = zero_at(a, 3, c);
     const int ua = ad->dtype == CG_U8, ub = bd->dtype == CG_U8;
@@ -150,7 +244,8 @@ static int32_t mmi_conform(int32_t i, cg_conform_case *c) {
 
 static const char *const mmi_inputs[] = {"a", "b", "a_zero", "b_zero", NULL};
 static const cg_kernel_def mmi_kernels[] = {
-    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = mmi_workspace, .run = mmi_cpu),
+    CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = mmi_workspace, .run = mmi_cpu, .create = mmi_create,
+              .destroy = mmi_destroy),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = mmi_cl),
 };
 const cg_op_def cg_op_matmul_integer =

@@ -118,6 +118,8 @@ cg_op_status th_infer(const cg_op_def *def, int n_in, const th_tensor *in, const
     return st;
 }
 
+int th_as_params;
+
 cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in, const th_attrs *attrs, int n_out,
                     th_tensor *out, char *err, size_t err_size) {
     cg_op_status st = th_infer(def, n_in, in, attrs, n_out, out, err, err_size);
@@ -156,7 +158,21 @@ cg_op_status th_run(const cg_op_def *def, int n_in, const th_tensor *in, const t
     if (w) memset(w, 0xff, ws);
     cg_kernel_args args = {
         .struct_size = sizeof args, .call = &call, .in = inp, .out = outp, .workspace = w, .workspace_size = ws};
+    void *state = NULL;
+    size_t state_bytes = 0;
+    if (th_as_params && k->create) { /* every input a parameter: the state made from them */
+        cg_kernel_args ca = args;
+        ca.out = NULL;
+        st = k->create(&ca, &state, &state_bytes);
+        if (st != CG_OP_OK) {
+            snprintf(err, err_size, "create failed");
+            free(w);
+            return st;
+        }
+        args.state = state;
+    }
     st = k->run(&args);
+    if (state && k->destroy) k->destroy(state);
     free(w);
     return st;
 }

@@ -30,6 +30,10 @@ void th_set_ints(th_attrs *a, const cg_op_def *def, const char *key, int n, cons
 th_tensor th_f32(float *data, int ndim, const int64_t *dims);
 th_tensor th_i32(int32_t *data, int ndim, const int64_t *dims);
 
+/* Non-zero: th_run treats every input as a parameter, as a plan does a
+ * weight: the kernel's create (if any) runs first and its state is passed. */
+extern int th_as_params;
+
 /* attrs NULL means the op's declared defaults.
  * Runs infer, then the CPU kernel with a zeroed workspace of the size it
  * asks. Output data is malloc'ed (free with th_free_outputs). On failure

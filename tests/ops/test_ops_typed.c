@@ -385,42 +385,48 @@ START_TEST(test_cumsum) {
 END_TEST
 
 /* matmul_integer against the definition summed in int64: every dtype
- * pair, zero points absent, single and per row / column, a batch. */
+ * pair, zero points absent, single and per row / column, a batch, rows
+ * long enough for packed b's padding, and past the packed path's 33025
+ * (the row loops); b packed per run and, as a plan's weight, once. */
 START_TEST(test_matmul_integer) {
-    static const shp as[] = {{2, {4, 3}}, {3, {2, 3, 7}}, {2, {5, 0}}};
-    static const int64_t ns[] = {2, 5, 4};
-    for (size_t c = 0; c < sizeof as / sizeof as[0]; c++)
-        for (int mode = 0; mode < 8; mode++) {
-            const cg_op_dtype ta = mode & 1 ? CG_I8 : CG_U8, tb = mode & 2 ? CG_I8 : CG_U8;
-            const int nz = mode >> 2 ? 4 : 2, per = mode == 4 || mode == 7;
-            const shp *sa = &as[c];
-            const int64_t m = sa->d[sa->nd - 2], k = sa->d[sa->nd - 1], n = ns[c];
-            const shp sb = {2, {k, n}}, sza = {per ? 1 : 0, {m}}, szb = {per ? 1 : 0, {n}};
-            const int64_t alo = ta == CG_U8 ? 0 : -128, ahi = ta == CG_U8 ? 255 : 127;
-            const int64_t blo = tb == CG_U8 ? 0 : -128, bhi = tb == CG_U8 ? 255 : 127;
-            th_tensor in[4] = {make(ta, sa, alo, ahi), make(tb, &sb, blo, bhi), make(ta, &sza, alo, ahi),
-                               make(tb, &szb, blo, bhi)},
-                      out;
-            th_attrs at;
-            th_attrs_init(&at, &cg_op_matmul_integer);
-            ck_assert_msg(th_run(&cg_op_matmul_integer, nz, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK, "%s",
-                          g_err);
-            int64_t nrows = 1;
-            for (int d = 0; d + 1 < sa->nd; d++) nrows *= sa->d[d];
-            for (int64_t r = 0; r < nrows; r++)
-                for (int64_t j = 0; j < n; j++) {
-                    int64_t want = 0;
-                    const int64_t za = nz > 2 ? (int64_t)get(ta, in[2].data, per ? r % m : 0) : 0;
-                    const int64_t zb = nz > 2 ? (int64_t)get(tb, in[3].data, per ? j : 0) : 0;
-                    for (int64_t q = 0; q < k; q++)
-                        want += ((int64_t)get(ta, in[0].data, r * k + q) - za) *
-                                ((int64_t)get(tb, in[1].data, q * n + j) - zb);
-                    ck_assert_msg(((int32_t *)out.data)[r * n + j] == want,
-                                  "matmul_integer case %zu mode %d [%lld, %lld]", c, mode, (long long)r, (long long)j);
-                }
-            th_free_outputs(1, &out);
-            for (int i = 0; i < 4; i++) free(in[i].data);
-        }
+    static const shp as[] = {{2, {4, 3}}, {3, {2, 3, 7}}, {2, {5, 0}}, {3, {3, 9, 37}}, {2, {1, 33026}}};
+    static const int64_t ns[] = {2, 5, 4, 19, 2};
+    for (int params = 0; params < 2; params++)
+        for (size_t c = 0; c < sizeof as / sizeof as[0]; c++)
+            for (int mode = 0; mode < 8; mode++) {
+                th_as_params = params;
+                const cg_op_dtype ta = mode & 1 ? CG_I8 : CG_U8, tb = mode & 2 ? CG_I8 : CG_U8;
+                const int nz = mode >> 2 ? 4 : 2, per = mode == 4 || mode == 7;
+                const shp *sa = &as[c];
+                const int64_t m = sa->d[sa->nd - 2], k = sa->d[sa->nd - 1], n = ns[c];
+                const shp sb = {2, {k, n}}, sza = {per ? 1 : 0, {m}}, szb = {per ? 1 : 0, {n}};
+                const int64_t alo = ta == CG_U8 ? 0 : -128, ahi = ta == CG_U8 ? 255 : 127;
+                const int64_t blo = tb == CG_U8 ? 0 : -128, bhi = tb == CG_U8 ? 255 : 127;
+                th_tensor in[4] = {make(ta, sa, alo, ahi), make(tb, &sb, blo, bhi), make(ta, &sza, alo, ahi),
+                                   make(tb, &szb, blo, bhi)},
+                          out;
+                th_attrs at;
+                th_attrs_init(&at, &cg_op_matmul_integer);
+                ck_assert_msg(th_run(&cg_op_matmul_integer, nz, in, &at, 1, &out, g_err, sizeof g_err) == CG_OP_OK,
+                              "%s", g_err);
+                int64_t nrows = 1;
+                for (int d = 0; d + 1 < sa->nd; d++) nrows *= sa->d[d];
+                for (int64_t r = 0; r < nrows; r++)
+                    for (int64_t j = 0; j < n; j++) {
+                        int64_t want = 0;
+                        const int64_t za = nz > 2 ? (int64_t)get(ta, in[2].data, per ? r % m : 0) : 0;
+                        const int64_t zb = nz > 2 ? (int64_t)get(tb, in[3].data, per ? j : 0) : 0;
+                        for (int64_t q = 0; q < k; q++)
+                            want += ((int64_t)get(ta, in[0].data, r * k + q) - za) *
+                                    ((int64_t)get(tb, in[1].data, q * n + j) - zb);
+                        ck_assert_msg(((int32_t *)out.data)[r * n + j] == want,
+                                      "matmul_integer case %zu mode %d [%lld, %lld]", c, mode, (long long)r,
+                                      (long long)j);
+                    }
+                th_free_outputs(1, &out);
+                for (int i = 0; i < 4; i++) free(in[i].data);
+                th_as_params = 0;
+            }
 }
 END_TEST
 
