@@ -140,12 +140,25 @@ static inline __attribute__((always_inline)) void cast_run(const void *x, void *
  * switches above fold away and the loop vectorises (an i32 -> f32 cast of
  * 1728 elements: 11 us through the switches, under 1 us here). The same
  * element code as every other pair. */
-#define CAST_PAIRS(X)                                                                                       \
-    X(CG_I32, CG_F32)                                                                                       \
-    X(CG_F32, CG_I32)                                                                                       \
-    X(CG_I64, CG_F32) X(CG_F32, CG_I64) X(CG_U8, CG_F32) X(CG_F32, CG_U8) X(CG_I8, CG_F32) X(CG_F32, CG_I8) \
-        X(CG_I64, CG_I32) X(CG_I32, CG_I64) X(CG_BOOL, CG_F32) X(CG_F32, CG_BOOL) X(CG_BOOL, CG_I64)        \
-            X(CG_I64, CG_BOOL) X(CG_BOOL, CG_I32) X(CG_I32, CG_BOOL)
+// clang-format off
+#define CAST_PAIRS(X) \
+    X(CG_I32, CG_F32) \
+    X(CG_F32, CG_I32) \
+    X(CG_I64, CG_F32) \
+    X(CG_F32, CG_I64) \
+    X(CG_U8, CG_F32) \
+    X(CG_F32, CG_U8) \
+    X(CG_I8, CG_F32) \
+    X(CG_F32, CG_I8) \
+    X(CG_I64, CG_I32) \
+    X(CG_I32, CG_I64) \
+    X(CG_BOOL, CG_F32) \
+    X(CG_F32, CG_BOOL) \
+    X(CG_BOOL, CG_I64) \
+    X(CG_I64, CG_BOOL) \
+    X(CG_BOOL, CG_I32) \
+    X(CG_I32, CG_BOOL)
+// clang-format on
 #define CAST_FN(F, T) \
     static void cast_##F##_##T(const void *x, void *y, int64_t n) { cast_run(x, y, n, F, T); }
 CAST_PAIRS(CAST_FN)
