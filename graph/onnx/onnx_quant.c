@@ -30,14 +30,6 @@ static const char *out_at(onnx_imp *im, int o) {
     return (size_t)o < n->n_output && n->output[o] && n->output[o][0] ? n->output[o] : NULL;
 }
 
-static cg_status f32_const(onnx_imp *im, float v, const char **name) {
-    cg_tensor *t;
-    cg_status s = cg_tensor_create(CG_F32, 0, NULL, &t);
-    if (s) return s;
-    *(float *)cg_tensor_data(t) = v;
-    return onnx_const_param(im, t, name);
-}
-
 static cg_status typed_in(onnx_imp *im, int i, onnx_val **v) {
     *v = onnx_in(im, i);
     if (!*v) return onnx_fail(im, CG_ERR_FORMAT, "input %d is missing", i);
@@ -224,10 +216,10 @@ cg_status cg_onnx_map_dequantize(onnx_imp *im) {
     return op2_to(im, "cast", t, NULL, yt == CG_F16 ? "to: \"f16\"" : "to: \"bf16\"", y);
 }
 
-/* DynamicQuantizeLinear (u8): the range of x widened to hold 0, scale =
- * range / 255 (1 where the range is 0, as ONNX Runtime, so that an
- * all-zero x quantizes to zeros rather than NaN), zero point =
- * round(clip(-min / scale, 0, 255)), then QuantizeLinear. */
+/* DynamicQuantizeLinear (u8): clgraph's dynamic_quantize, one node (the
+ * range of x widened to hold 0, scale = range / 255, 1 where the range is
+ * 0 as in ONNX Runtime, zero point = round(clip(-min / scale, 0, 255)),
+ * then QuantizeLinear's rounding: ops/dynamic_quantize.c). */
 cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im) {
     onnx_val *x;
     cg_status s;
@@ -235,25 +227,8 @@ cg_status cg_onnx_map_dynamic_quantize(onnx_imp *im) {
     if (x->desc.dtype != CG_F32)
         return onnx_fail(im, CG_ERR_UNSUPPORTED, "DynamicQuantizeLinear of %s (f32 only)",
                          cg_dtype_name((cg_dtype)x->desc.dtype));
-    const char *zero, *one, *q255, *lo = NULL, *hi = NULL, *range = NULL, *is0 = NULL, *sc = NULL,
-                                   *scale = out_at(im, 1), *zf = NULL, *zq = out_at(im, 2);
-    const char *all = "axes: [], keepdims: 0";
-    if ((s = f32_const(im, 0.0f, &zero)) || (s = f32_const(im, 1.0f, &one)) || (s = f32_const(im, 255.0f, &q255)) ||
-        (s = op2(im, "neg", x->name, NULL, NULL, &lo)) || (s = op2(im, "reduce_max", lo, NULL, all, &lo)) ||
-        (s = op2(im, "neg", lo, NULL, NULL, &lo)) || (s = op2(im, "minimum", lo, zero, NULL, &lo)) ||
-        (s = op2(im, "reduce_max", x->name, NULL, all, &hi)) || (s = op2(im, "maximum", hi, zero, NULL, &hi)) ||
-        (s = op2(im, "sub", hi, lo, NULL, &range)) || (s = op2(im, "equal", range, zero, NULL, &is0)) ||
-        (s = op2(im, "div", range, q255, NULL, &sc)))
-        return s;
-    const char *w[3] = {is0, one, sc};
-    const char *so[1] = {scale};
-    if ((s = onnx_emit(im, "where", 3, w, 1, so, NULL))) return s;
-    scale = so[0];
-    if ((s = op2(im, "div", lo, scale, NULL, &zf)) || (s = op2(im, "neg", zf, NULL, NULL, &zf)) ||
-        (s = op2(im, "clip", zf, NULL, "min: 0, max: 255", &zf)) || (s = op2(im, "round", zf, NULL, NULL, &zf)) ||
-        (zq && (s = op2_to(im, "cast", zf, NULL, "to: \"u8\"", zq))))
-        return s;
-    return out_at(im, 0) ? quantize(im, x->name, scale, zf, CG_U8, 1, out_at(im, 0)) : CG_OK;
+    const char *in[1] = {x->name}, *outs[3] = {out_at(im, 0), out_at(im, 1), out_at(im, 2)};
+    return onnx_emit(im, "dynamic_quantize", 1, in, 3, outs, NULL);
 }
 
 /* MatMulInteger: clgraph's matmul_integer (a [..., M, K], a 2-D b; the

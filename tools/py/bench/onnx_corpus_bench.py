@@ -35,14 +35,15 @@ devices, so that a change of the machine's load falls on all of them;
 a configuration's time is the median over the rounds of its fastest of K.
 The load average is printed before and after.
 
-int8: no corpus model ships an int8 form and clgraph has no int8
-conversion of an imported ONNX model (`clgraph quantize` converts model
-directories), so the column says "n/a (no int8 form)". When there is one,
-it is two more configurations of `Model.configs`, timed as the others:
-clgraph cpu on the int8 form, and ONNX Runtime on
-`onnxruntime.quantization.quantize_dynamic(model.onnx)` (QInt8 weights, as
-tools/py/bench/side_by_side.py's int8 peer) — not before: there are no
-int8 numbers of clgraph to set beside it.
+int8: each model's int8 form is ONNX Runtime's
+`onnxruntime.quantization.quantize_dynamic(model.onnx, op_types_to_quantize
+=["MatMul"], weight_type=QInt8)` (written to a temporary folder, not to
+OUT_DIR): DynamicQuantizeLinear, MatMulInteger, Cast and Mul, ONNX's own
+ops (the other op types it quantizes become com.microsoft ops, which only
+ONNX Runtime runs). Three more configurations, timed as the others:
+clgraph cpu on that file ("cpu int8"), and ONNX Runtime on it with
+spinning off and on ("ORT int8", the better). A model without a MatMul
+has no int8 form (its cells say so).
 
 A model clgraph refuses or fails on keeps its row, with the one-line
 reason in its cell; the run goes on. Exit status 0 unless a tool breaks
@@ -75,6 +76,8 @@ SLOW, POCL_BOUND = 1.1, 3.0
 TRANSFORMER = re.compile(r"^(marian|bart|t5|bert|gpt2|whisper|transformer)_")
 NO_INT8 = "n/a (no int8 form)"
 ORT = {"ort spin off": False, "ort spin on": True}
+ORT8 = {"ort int8 spin off": False, "ort int8 spin on": True}
+INT8 = ["cpu int8"] + list(ORT8)
 
 
 class Model:
@@ -98,14 +101,36 @@ class Model:
     def configs(self, devices):
         """This model's configurations in a round's order."""
         first = ["cpu"] if "cpu" in devices else []
-        return first + list(ORT) + [d for d in devices if d != "cpu"]
+        return first + list(ORT) + [d for d in devices if d != "cpu"] + (INT8 if "cpu" in devices else [])
 
     def median(self, cfg):
         t = self.times.get(cfg)
         return statistics.median(t) if t and cfg not in self.why else None
 
 
-def time_ort(m, spinning, threads, repeat):
+def int8_form(m, tmp):
+    """m's int8 form in tmp (quantize_dynamic of its MatMuls), or the reason
+    it has none, into every int8 configuration's cell."""
+    src = os.path.join(m.dir, "model.onnx")
+    if not any(n.op_type == "MatMul" for n in C.onnx.load(src, load_external_data=False).graph.node):
+        for c in INT8:
+            m.why[c] = NO_INT8 + ": no MatMul"
+        return None
+    path = os.path.join(tmp, m.name, "model_int8.onnx")
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        quantize_dynamic(src, path, op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
+        domains = {n.domain for n in C.onnx.load(path).graph.node} - {"", "ai.onnx"}
+        if domains:
+            raise RuntimeError("quantize_dynamic made ops of %s" % ", ".join(sorted(domains)))
+    except Exception as e:  # noqa: BLE001 (a model it cannot quantize is a cell)
+        for c in INT8:
+            m.why[c] = NO_INT8 + ": " + (C.one_line(str(e)) or type(e).__name__)
+        return None
+    return path
+
+
+def time_ort(m, spinning, threads, repeat, path=None):
     """Fastest ms of repeat runs of a fresh session: a pool left from an
     earlier session (spinning or not) cannot take cycles from the next
     configuration, and each round pays its session's start as clgraph's
@@ -114,7 +139,7 @@ def time_ort(m, spinning, threads, repeat):
     converts NumPy arrays nor allocates its outputs, as clgraph's warm runs
     write into the outputs of the first: session.run would add about 20 us
     per call here, as much as a tenth of the small models' time."""
-    sess = C.ort_session(os.path.join(m.dir, "model.onnx"), threads=threads, spinning=spinning)
+    sess = C.ort_session(path or os.path.join(m.dir, "model.onnx"), threads=threads, spinning=spinning)
     outs = sess.run(None, m.feed)
     bind = sess.io_binding()
     # the OrtValues share the arrays' memory: kept until the timing is done
@@ -138,17 +163,20 @@ def run_round(models, devices, a, threads, env, tmp, r):
             m.feed = C.read_sets(m.dir)[-1]
             os.makedirs(os.path.join(tmp, m.name))
             m.args = C.run_args(m.dir, m.feed, os.path.join(tmp, m.name))
+            m.int8 = int8_form(m, tmp) if "cpu" in devices else None
+            m.args8 = [m.int8 if x == m.args[1] else x for x in m.args] if m.int8 else None
         for cfg in m.configs(devices):
             if cfg in m.why:
                 continue
-            if cfg in ORT:
+            if cfg in ORT or cfg in ORT8:
                 try:
-                    ms = time_ort(m, ORT[cfg], threads, a.repeat)
+                    ms = time_ort(m, ORT.get(cfg, ORT8.get(cfg)), threads, a.repeat, m.int8 if cfg in ORT8 else None)
                 except Exception as e:  # noqa: BLE001 (ONNX Runtime's failure is a cell, not the end)
                     m.why[cfg] = C.one_line(str(e)) or type(e).__name__
                     continue
             else:
-                _, ms, why = C.run_repeat(m.args, a.exe, a.repeat, cfg, env=env)
+                _, ms, why = C.run_repeat(m.args8 if cfg == "cpu int8" else m.args, a.exe, a.repeat,
+                                          cfg.replace(" int8", ""), env=env)
                 if why:
                     m.why[cfg] = C.short_reason(why)
                     continue
@@ -162,9 +190,9 @@ def ratio(x, y):
     return x / y if x is not None and y else None
 
 
-def best_ort(m):
+def best_ort(m, cfgs=ORT):
     """(ms, which) of the better ONNX Runtime configuration."""
-    got = [(m.median(c), c) for c in ORT if m.median(c) is not None]
+    got = [(m.median(c), c) for c in cfgs if m.median(c) is not None]
     return min(got) if got else (None, None)
 
 
@@ -184,8 +212,9 @@ def cell(m, cfg):
 
 def table(models, devices, meta):
     others = [d for d in devices if d != "cpu"]
-    head = ["model", "exporter"] + ["%s ms" % d for d in devices] + ["cpu int8 ms", "ORT ms (best of spin off / on)"]
+    head = ["model", "exporter"] + ["%s ms" % d for d in devices] + ["ORT ms (best of spin off / on)"]
     head += ["cpu / ORT"] if "cpu" in devices else []
+    head += ["cpu int8 ms", "ORT int8 ms", "cpu int8 / ORT int8"] if "cpu" in devices else []
     head += ["%s / cpu" % d for d in others if "cpu" in devices]
     rows = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
     for m in models:
@@ -195,9 +224,14 @@ def table(models, devices, meta):
         ort_cell = "%s (%s)" % (fmt(ort_ms), which[4:]) if which else C.cell(
             (m.why.get("ort spin off") or m.why.get("ort spin on") or "-")[:120])
         row = [re.sub(r"_(ts|dynamo)$", "", m.name), C.EXPORTER.get(m.info["exporter"], m.info["exporter"])]
-        row += [cell(m, d) for d in devices] + [NO_INT8, ort_cell]
+        row += [cell(m, d) for d in devices] + [ort_cell]
         if "cpu" in devices:
             row.append(fmt(ratio(m.median("cpu"), ort_ms), "%.2f"))
+            o8, w8 = best_ort(m, ORT8)
+            o8_cell = "%s (%s)" % (fmt(o8), w8[9:]) if w8 else C.cell(
+                (m.why.get("ort int8 spin off") or m.why.get("ort int8 spin on") or "-")[:120])
+            row += [cell(m, "cpu int8"), o8_cell, fmt(ratio(m.median("cpu int8"), o8), "%.2f")]
+        if "cpu" in devices:
             row += [fmt(ratio(m.median(d), m.median("cpu")), "%.2f") for d in others]
         rows.append("| " + " | ".join(row) + " |")
     return "\n".join(rows + [""] + summary(models, devices, meta))
@@ -236,8 +270,13 @@ def summary(models, devices, meta):
     if spins:
         lines.append("- ONNX Runtime's better setting: spinning off on %d models, on on %d." % (
             spins.count("ort spin off"), spins.count("ort spin on")))
-    lines.append("- cpu int8: %s: no model of the corpus ships one, and clgraph has no int8 conversion of an "
-                 "imported ONNX model (`clgraph quantize` converts model directories)." % NO_INT8)
+    if "cpu" in devices:
+        lines += ratio_line("cpu int8 / ORT int8", [(ratio(m.median("cpu int8"), best_ort(m, ORT8)[0]), m.name)
+                                                     for m in timed], SLOW)
+    lines.append("- int8: each model's MatMuls through ONNX Runtime's `quantize_dynamic` (QInt8 weights; "
+                 "DynamicQuantizeLinear, MatMulInteger), one file for both. Their results differ: clgraph's "
+                 "MatMulInteger is exact, as ONNX defines it; ONNX Runtime's u8 x s8 kernels here saturate "
+                 "pairs of products to int16 (docs/performance.md, below the table).")
     skipped = ["%s (%s)" % (m.name, C.cell(re.split(r":| \(", m.skip)[0])) for m in models if m.skip]
     if skipped:
         lines.append("- Not timed, no data sets in the corpus: %s." % ", ".join(skipped))
@@ -324,7 +363,7 @@ def main():
         C.write_table(a.table, text, *MARK, who="onnx_corpus_bench.py")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"meta": meta, "int8": NO_INT8, "models": [
+            json.dump({"meta": meta, "models": [
                 {"name": m.name, "family": m.info["family"], "exporter": m.info["exporter"], "skip": m.skip,
                  "fastest_ms_per_round": m.times, "median_ms": {c: m.median(c) for c in m.times}, "why": m.why}
                 for m in models]}, f, indent=1)
