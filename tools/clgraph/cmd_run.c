@@ -172,6 +172,9 @@ int cli_run(int argc, char **argv) {
             char *path = malloc(len);
             if (!path) goto done;
             snprintf(path, len, "%s/%s.npy", o.output, name);
+            /* an exporter's value names are paths (/m/layer.0/Add_output_0) */
+            for (char *c = path + strlen(o.output) + 1; *c; c++)
+                if (*c == '/') *c = '_';
             int bad = cg_tensor_save_npy(out[k], path) != CG_OK;
             if (!bad) printf("%s -> %s\n", name, path);
             free(path);

@@ -11,6 +11,8 @@ IEEE single, MatMulInteger summed exactly in int64):
   weights are +-127: pairs of products pass int16, which ONNX Runtime's
   u8 x s8 kernels on x86 saturate (vpmaddubsw; its outputs here differ
   from these by up to thousands of quanta), while clgraph's are exact.
+  The product before the bias is a second output named as exporters name
+  values, "/m/ys" (`clgraph run --output DIR` writes DIR/_m_ys.npy).
 
 Run from tests/data/onnx: python3 make_quant.py (numpy, onnx)."""
 import os
@@ -35,10 +37,12 @@ def dql(x):
 
 
 def dyn_linear(x, w, wz, ws, b):
+    """y and the product before the bias, ys"""
     q, xs, xz = dql(x)
     yi = ((q.astype(np.int64) - int(xz)) @ (w.astype(np.int64) - int(wz))).astype(np.int32)
     s = F(xs * ws)
-    return (yi.astype(F) * s + b).astype(F)
+    ys = (yi.astype(F) * s).astype(F)
+    return (ys + b).astype(F), ys
 
 
 def main():
@@ -53,13 +57,14 @@ def main():
         helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["yi"]),
         helper.make_node("Cast", ["yi"], ["yf"], to=TensorProto.FLOAT),
         helper.make_node("Mul", ["xs", "ws"], ["s"]),
-        helper.make_node("Mul", ["yf", "s"], ["ys"]),
-        helper.make_node("Add", ["ys", "b"], ["y"]),
+        helper.make_node("Mul", ["yf", "s"], ["/m/ys"]),
+        helper.make_node("Add", ["/m/ys", "b"], ["y"]),
     ]
     inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(wz), "wz"),
              numpy_helper.from_array(np.array(ws), "ws"), numpy_helper.from_array(b, "b")]
     graph = helper.make_graph(nodes, "dyn_linear", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, k])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, n])], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, n]),
+                               helper.make_tensor_value_info("/m/ys", TensorProto.FLOAT, [2, 3, n])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(model)
     d = os.path.join("quant", "dyn_linear")
@@ -69,7 +74,8 @@ def main():
     x1 = rng.uniform(4.5, 5, (2, 3, k)).astype(F)
     x1[..., :2] = -0.01
     for i, x in enumerate((x0, x1)):
-        write_data_set(d, [("x", x)], [("y", dyn_linear(x, w, wz, ws, b))], i)
+        y, ys = dyn_linear(x, w, wz, ws, b)
+        write_data_set(d, [("x", x)], [("y", y), ("/m/ys", ys)], i)
 
 
 if __name__ == "__main__":

@@ -183,6 +183,20 @@ START_TEST(int8_imports_are_exact) {
     ck_assert_msg(strstr(tu_out, " = dynamic_quantize(x)") && strstr(tu_out, " = matmul_integer(") &&
                       !strstr(tu_out, "reduce_max"),
                   "%s", tu_out);
+    /* an output named as a path ("/m/ys") is written as _m_ys.npy */
+    char x[4300];
+    cg_tensor *t = NULL;
+    const int64_t xd[3] = {2, 3, 64};
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 3, xd, &t), CG_OK);
+    for (int i = 0; i < 2 * 3 * 64; i++) ((float *)cg_tensor_data(t))[i] = (float)(i % 7) - 3.0f;
+    ck_assert_int_eq(cg_tensor_save_npy(t, tu_path("x0.npy")), CG_OK);
+    cg_tensor_free(t);
+    snprintf(x, sizeof x, "x=%s", tu_path("x0.npy"));
+    const char *run[] = {"run", model, "--input", x, "--output", tu_dir, NULL};
+    ck_assert_msg(tu_run_cli(run, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(cg_tensor_load_npy(tu_path("_m_ys.npy"), &t) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(cg_tensor_numel(t), 2 * 3 * 24);
+    cg_tensor_free(t);
 }
 END_TEST
 
