@@ -239,7 +239,7 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     /* shape.c */                                                           \
     X(concat) X(slice) X(reshape) X(transpose)                              \
     /* trilu.c, expand.c, arange.c, cumsum.c, matmul_integer.c */            \
-    X(trilu) X(expand) X(arange) X(cumsum) X(cumprod) X(matmul_integer) X(dynamic_quantize)     \
+    X(trilu) X(expand) X(arange) X(cumsum) X(cumprod) X(matmul_integer) X(dynamic_quantize) X(rms_norm)     \
     /* dim_values.c */                                                      \
     X(dim_values)                                                           \
     /* gather.c */                                                          \

@@ -17,18 +17,21 @@ typedef struct cg_rewrite_pass {
 } cg_rewrite_pass;
 
 extern const cg_rewrite_pass cg_rewrite_attention;
+extern const cg_rewrite_pass cg_rewrite_norm;
 extern const cg_rewrite_pass cg_rewrite_elementwise;
 
 /* ---- what passes share (rw_match.c) ---- */
 
-/* How g's values are used, per value: `readers` counts the node inputs
- * that read it plus one for each time it is a graph output; `reader` is
- * the last node (index) reading it, -1 for none; `output` whether it is a
- * graph output. Made once and passed to every match (remake it after a
- * pass changed the graph). */
+/* How g's values are used, per value: `readers` counts the inputs of
+ * live nodes that read it plus one for each time it is a graph output;
+ * `reader` is the last live node (index) reading it, -1 for none; `output`
+ * whether it is a graph output. Per node, `live`: whether a graph output
+ * depends on it (a chain an earlier pass replaced is not, and no pass
+ * should fuse it again). Made once and passed to every match (remake it
+ * after a pass changed the graph). */
 typedef struct cg_rw_uses {
     int32_t *readers, *reader;
-    uint8_t *output;
+    uint8_t *output, *live;
 } cg_rw_uses;
 
 cg_status cg_rw_uses_make(const cg_graph *g, cg_rw_uses *u);

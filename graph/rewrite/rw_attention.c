@@ -207,7 +207,7 @@ static cg_status attention_run(cg_graph *g, int *fired) {
     cg_status st = cg_rw_uses_make(g, &u);
     for (int i = 0; !st && i < n_nodes; i++) {
         site s;
-        if (!match(g, &u, g->nodes[i], &s)) continue;
+        if (!u.live[i] || !match(g, &u, g->nodes[i], &s)) continue;
         /* the fusion adds values and moves readers: count the uses again */
         cg_rw_uses_free(&u);
         st = apply(g, &s);

@@ -201,7 +201,7 @@ static cg_status fuse_all(cg_graph *g, group *s, uint8_t *done, int *fired) {
     for (int progress = 1; progress;) {
         progress = 0;
         for (int i = s->n0 - 1; i >= 0; i--) {
-            if (done[i] || fusable_index(g, g->nodes[i]) < 0) continue;
+            if (done[i] || !s->u->live[i] || fusable_index(g, g->nodes[i]) < 0) continue;
             const int r = absorbing_reader(s, i);
             if (r >= 0 && !done[r]) continue;
             cg_status st = take_root(g, s, done, i, fired);

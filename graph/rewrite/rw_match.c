@@ -10,18 +10,41 @@
 #include "error.h"
 #include "weights.h"
 
+/* Marks the nodes some graph output depends on (stack: room for every
+ * value). */
+static void mark_live(const cg_graph *g, uint8_t *live, int32_t *stack) {
+    int sp = 0;
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] >= 0) stack[sp++] = g->outputs[k];
+    while (sp > 0) {
+        const cg_value *v = cg_rw_val(g, stack[--sp]);
+        if (v->kind != CG_VAL_NODE || v->producer < 0 || live[v->producer]) continue;
+        live[v->producer] = 1;
+        const cg_node *p = g->nodes[v->producer];
+        for (int k = 0; k < p->n_inputs; k++)
+            if (p->inputs[k] >= 0) stack[sp++] = p->inputs[k];
+    }
+}
+
 cg_status cg_rw_uses_make(const cg_graph *g, cg_rw_uses *u) {
     const size_t n = (size_t)g->n_values + 1;
+    size_t edges = (size_t)g->n_outputs + 1;
+    for (int i = 0; i < g->n_nodes; i++) edges += (size_t)g->nodes[i]->n_inputs;
     u->readers = calloc(n, sizeof *u->readers);
     u->reader = malloc(n * sizeof *u->reader);
     u->output = calloc(n, 1);
-    if (!u->readers || !u->reader || !u->output) {
+    u->live = calloc((size_t)g->n_nodes + 1, 1);
+    int32_t *stack = malloc(edges * sizeof *stack);
+    if (!u->readers || !u->reader || !u->output || !u->live || !stack) {
+        free(stack);
         cg_rw_uses_free(u);
         return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
+    mark_live(g, u->live, stack);
+    free(stack);
     for (int v = 0; v < g->n_values; v++) u->reader[v] = -1;
     for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->n_inputs; k++) {
+        for (int k = 0; u->live[i] && k < g->nodes[i]->n_inputs; k++) {
             const int32_t v = g->nodes[i]->inputs[k];
             if (v < 0) continue;
             u->readers[v]++;
@@ -33,9 +56,9 @@ cg_status cg_rw_uses_make(const cg_graph *g, cg_rw_uses *u) {
 }
 
 void cg_rw_uses_free(cg_rw_uses *u) {
-    free(u->readers), free(u->reader), free(u->output);
+    free(u->readers), free(u->reader), free(u->output), free(u->live);
     u->readers = u->reader = NULL;
-    u->output = NULL;
+    u->output = u->live = NULL;
 }
 
 cg_node *cg_rw_sole_reader(const cg_graph *g, const cg_rw_uses *u, int32_t v) {

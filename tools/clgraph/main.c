@@ -50,7 +50,7 @@ static const char usage_text[] =
     "                           run, plan, check and import take --rewrites LIST, the\n"
     "                           import's graph rewrites: all (default), none, NAMES or\n"
     "                           -NAMES (CLGRAPH_REWRITES likewise); clgraph plan says\n"
-    "                           which fired. Rewrites: attention, elementwise\n"
+    "                           which fired. Rewrites: attention, norm, elementwise\n"
     "  onnx-test DIR... [--device D]... [--rtol R] [--atol A] [--one-plan]\n"
     "                           run ONNX backend test folders (model.onnx and\n"
     "                           test_data_set_N) on the CPU and every OpenCL device\n"

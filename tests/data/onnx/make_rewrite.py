@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Attention in the forms exporters write it, for the graph rewrite
-"attention" (graph/rewrite/rw_attention.c), and element-wise chains for
-"elementwise" (rw_elementwise.c): each case a folder of rewrite/
+"attention" (graph/rewrite/rw_attention.c), RMSNorm for "norm"
+(rw_norm.c), and element-wise chains for "elementwise"
+(rw_elementwise.c): each case a folder of rewrite/
 in ONNX's backend-test layout, its expected outputs computed by ONNX
 Runtime. tests/graph/onnx/test_onnx.c runs them with the rewrites on and
 off and counts where the rewrite fired.
@@ -128,12 +129,36 @@ def middle_output_form():
     return nodes, [("x", f32(B, L, D)), ("b", f32(D))], ["y", "t"]
 
 
-def save(name, nodes, ins, outs):
+def rms_t5_form():
+    """T5's RMSNorm as its TorchScript export writes it: Pow(x, 2),
+    ReduceMean(-1, keepdims), Add(eps), Sqrt, Div(1, .), Mul(x, .),
+    Mul(weight, .), the weight an initializer; x also read by the residual
+    Add after it."""
+    C = 8
+    nodes = [const("two", 2.0), const("eps", 1e-6), const("one", 1.0), h.make_node("Pow", ["x", "two"], ["p"]),
+             h.make_node("ReduceMean", ["p"], ["r"], axes=[-1], keepdims=1), h.make_node("Add", ["r", "eps"], ["a"]),
+             h.make_node("Sqrt", ["a"], ["s"]), h.make_node("Div", ["one", "s"], ["inv"]),
+             h.make_node("Mul", ["x", "inv"], ["hn"]), h.make_node("Mul", ["w", "hn"], ["n"]),
+             h.make_node("Add", ["n", "x"], ["y"])]
+    return nodes, [("x", 3 * f32(B, L, C))], ["y"], [("w", f32(C))]
+
+
+def rms_onnx_form():
+    """ONNX RMSNormalization (opset 23) over the last axis, its scale an
+    initializer (the importer's formula, then the rewrite), then a MatMul."""
+    C = 12
+    nodes = [h.make_node("RMSNormalization", ["x", "scale"], ["n"], axis=-1, epsilon=1e-5),
+             h.make_node("MatMul", ["n", "m"], ["y"])]
+    return nodes, [("x", f32(B, L, C))], ["y"], [("scale", f32(C)), ("m", f32(C, 5))], 23
+
+
+def save(name, nodes, ins, outs, inits=(), opset=17):
     def info(n, a):
         return h.make_tensor_value_info(n, h.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
     out_info = [h.make_tensor_value_info(n, T.FLOAT, None) for n in outs]
-    graph = h.make_graph(nodes, name, [info(n, a) for n, a in ins], out_info)
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    graph = h.make_graph(nodes, name, [info(n, a) for n, a in ins], out_info,
+                         initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
     model = onnx.shape_inference.infer_shapes(model)
     onnx.checker.check_model(model)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -157,6 +182,8 @@ def main():
     save("ew_gelu_mlp", *gelu_mlp_form())
     save("ew_hardswish", *hardswish_form())
     save("ew_middle_output", *middle_output_form())
+    save("rms_t5", *rms_t5_form())
+    save("rms_onnx", *rms_onnx_form())
 
 
 if __name__ == "__main__":
