@@ -7,7 +7,8 @@
 
 #include "error.h"
 
-static const cg_rewrite_pass *const passes[] = {&cg_rewrite_attention, &cg_rewrite_norm, &cg_rewrite_elementwise};
+static const cg_rewrite_pass *const passes[] = {&cg_rewrite_cse, &cg_rewrite_attention, &cg_rewrite_norm,
+                                                &cg_rewrite_elementwise};
 enum { N_PASSES = (int)(sizeof passes / sizeof passes[0]) };
 
 _Static_assert(N_PASSES <= CG_MAX_REWRITES, "cg_model records at most CG_MAX_REWRITES passes");

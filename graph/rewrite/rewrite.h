@@ -16,6 +16,7 @@ typedef struct cg_rewrite_pass {
     cg_status (*run)(cg_graph *g, int *fired);
 } cg_rewrite_pass;
 
+extern const cg_rewrite_pass cg_rewrite_cse;
 extern const cg_rewrite_pass cg_rewrite_attention;
 extern const cg_rewrite_pass cg_rewrite_norm;
 extern const cg_rewrite_pass cg_rewrite_elementwise;

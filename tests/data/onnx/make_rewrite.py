@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Attention in the forms exporters write it, for the graph rewrite
-"attention" (graph/rewrite/rw_attention.c), RMSNorm for "norm"
+"""Repeated nodes for the graph rewrite "cse" (graph/rewrite/rw_cse.c),
+attention in the forms exporters write it for "attention"
+(rw_attention.c), RMSNorm for "norm"
 (rw_norm.c), and element-wise chains for "elementwise"
 (rw_elementwise.c): each case a folder of rewrite/
 in ONNX's backend-test layout, its expected outputs computed by ONNX
@@ -152,6 +153,21 @@ def rms_onnx_form():
     return nodes, [("x", f32(B, L, C))], ["y"], [("scale", f32(C)), ("m", f32(C, 5))], 23
 
 
+def cse_form():
+    """The additive mask built twice from one bool mask with each its own
+    Constant nodes (as exporters write it per layer), each added to x: the
+    second Where and the second Add repeat the first (2 merged); two
+    Transposes of different perms and a Neg that is a graph output stay."""
+    nodes = [const("lo1", -1e9), const("lo2", -1e9), const("z1", 0.0), const("z2", 0.0),
+             h.make_node("Where", ["mask", "z1", "lo1"], ["a1"]), h.make_node("Where", ["mask", "z2", "lo2"], ["a2"]),
+             h.make_node("Add", ["x", "a1"], ["y1"]), h.make_node("Add", ["x", "a2"], ["y2"]),
+             h.make_node("Transpose", ["y1"], ["t1"], perm=[0, 2, 1]),
+             h.make_node("Transpose", ["y2"], ["t2"], perm=[1, 0, 2]),
+             h.make_node("Neg", ["x"], ["n1"]), h.make_node("Neg", ["x"], ["n2"]), h.make_node("Add", ["n1", "n2"], ["s"])]
+    mask = rng.random((B, L, D)) < 0.7
+    return nodes, [("x", f32(B, L, D)), ("mask", mask)], ["t1", "t2", "s", "n2"]
+
+
 def save(name, nodes, ins, outs, inits=(), opset=17):
     def info(n, a):
         return h.make_tensor_value_info(n, h.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
@@ -184,6 +200,7 @@ def main():
     save("ew_middle_output", *middle_output_form())
     save("rms_t5", *rms_t5_form())
     save("rms_onnx", *rms_onnx_form())
+    save("cse_mask", *cse_form())
 
 
 if __name__ == "__main__":

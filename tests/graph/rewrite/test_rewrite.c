@@ -1,4 +1,4 @@
-/* Graph rewrites (graph/rewrite): the attention, norm and elementwise rewrites
+/* Graph rewrites (graph/rewrite): the cse, attention, norm and elementwise rewrites
  * on the forms tests/data/onnx/make_rewrite.py writes (expected values
  * from ONNX Runtime) with the rewrites on and off on every device, where
  * they fire and where they must not, the selection's errors, and the plan's
@@ -34,10 +34,11 @@ static void run_cases(const char *dir, const char *which, int total) {
 START_TEST(cases_pass_rewritten_or_not) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/rewrite", tu_src_dir());
-    run_cases(dir, "all", 10);
-    run_cases(dir, "none", 10);
-    run_cases(dir, "elementwise", 10);
-    run_cases(dir, "-norm", 10);
+    run_cases(dir, "all", 11);
+    run_cases(dir, "none", 11);
+    run_cases(dir, "elementwise", 11);
+    run_cases(dir, "-norm", 11);
+    run_cases(dir, "cse", 11);
 }
 END_TEST
 
@@ -137,6 +138,18 @@ START_TEST(elementwise_fuses_whole_chains) {
 }
 END_TEST
 
+/* cse: the mask rebuilt with other Constants of equal value and what
+ * reads it merge (2 nodes); other attributes, and a repeat that is a graph
+ * output, stay; off with -cse; BERT's per-layer mask and the corpus'. */
+START_TEST(cse_merges_repeats) {
+    ck_assert_int_eq(fired_by("cse", case_model("rewrite/cse_mask"), NULL), 2);
+    ck_assert_int_eq(fired_by("cse", case_model("rewrite/cse_mask"), "-cse"), -1);
+    ck_assert_int_eq(fired_by("cse", case_model("rewrite/exported_bshd"), NULL), 0);
+    ck_assert_int_eq(fired_by("cse", case_model("corpus/bert_ts"), NULL), 5);
+    ck_assert_int_eq(fired_by("cse", case_model("corpus/transformer_dynamo"), NULL), 4);
+}
+END_TEST
+
 /* RMSNorm: T5's exported formula and ONNX RMSNormalization's, one
  * rms_norm node each, which the element-wise rewrite then leaves alone
  * (the replaced chain is no candidate); off with -norm. */
@@ -176,12 +189,12 @@ END_TEST
 START_TEST(plan_says_what_fired) {
     const char *on[] = {"plan", case_model("rewrite/exported_bshd"), NULL};
     ck_assert_msg(tu_run_cli(on, NULL, NULL) == 0, "%s", tu_err);
-    ck_assert_msg(strstr(tu_out, "\nrewrites: attention 1, norm 0, elementwise 0\n") && strstr(tu_out, " sdpa "), "%s",
-                  tu_out);
+    ck_assert_msg(strstr(tu_out, "\nrewrites: cse 0, attention 1, norm 0, elementwise 0\n") && strstr(tu_out, " sdpa "),
+                  "%s", tu_out);
     ck_assert_msg(!strstr(tu_out, " softmax "), "%s", tu_out);
     const char *off[] = {"plan", case_model("rewrite/exported_bshd"), "--rewrites", "none", NULL};
     ck_assert_msg(tu_run_cli(off, NULL, NULL) == 0, "%s", tu_err);
-    ck_assert_msg(strstr(tu_out, "\nrewrites: none; off: attention, norm, elementwise\n") &&
+    ck_assert_msg(strstr(tu_out, "\nrewrites: none; off: cse, attention, norm, elementwise\n") &&
                       strstr(tu_out, " softmax ") && !strstr(tu_out, " sdpa "),
                   "%s", tu_out);
 }
@@ -196,6 +209,7 @@ int main(void) {
     tcase_add_test(tc, fires_where_the_chain_is_whole);
     tcase_add_test(tc, elementwise_fuses_whole_chains);
     tcase_add_test(tc, norm_fuses_rmsnorm);
+    tcase_add_test(tc, cse_merges_repeats);
     tcase_add_test(tc, selection_errors_name_the_rewrite);
     tcase_add_test(tc, plan_says_what_fired);
     tcase_add_test(tc, corpus_slice_passes_without_rewrites);
