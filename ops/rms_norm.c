@@ -68,16 +68,17 @@ static cg_op_status rms_cpu(const cg_kernel_args *a) {
     return CG_OP_OK;
 }
 
-/* Rows of up to RMS_ITEM_ROW elements: one work-item per row (no barrier:
- * a CPU device runs it as a plain loop, a GPU's rows are launch-bound at
- * such sizes); longer rows: one work-group per row, reduced in local
- * memory. */
+/* Rows of up to RMS_ITEM_ROW elements on a CPU device, or few of them:
+ * one work-item per row (no barrier: a CPU device runs it as a plain loop,
+ * a GPU's few short rows are launch-bound); else one work-group per row,
+ * reduced in local memory. */
 #define RMS_ITEM_ROW 256
+#define RMS_ITEM_ROWS_ANY 1024
 static cg_op_status rms_cl(const cg_kernel_args *a) {
     const cg_tensor_desc *x = &a->call->inputs[0];
     const int64_t n = x->dims[x->ndim - 1], rows = n ? cg_desc_numel(x) / n : 0;
     if (rows == 0) return CG_OP_OK;
-    const int by_item = n <= RMS_ITEM_ROW;
+    const int by_item = n <= RMS_ITEM_ROW && (rows <= RMS_ITEM_ROWS_ANY || cg_ops_cl_is_cpu(a));
     const char *name = by_item ? "rms_norm_rows" : "rms_norm_group";
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_rms_norm, name, rows * n > INT32_MAX, 0, NULL);
     if (!k) return CG_OP_ERROR;
