@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sdpa.cl.h"
@@ -370,6 +371,17 @@ static cg_op_status launch_simple(const cg_kernel_args *a, const sdpa_geom *g, i
     return cg_ops_cl_launch_1d(a, k, name, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
+/* sdpa_rows (one work-item per query row) on CPU devices, for heads of at
+ * most SDPA_ROWS_DV values (its accumulators are registers). */
+#define SDPA_ROWS_DV 32
+static cg_op_status launch_rows(const cg_kernel_args *a, const sdpa_geom *g, int wide) {
+    static const char name[] = "sdpa_rows";
+    cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, name, wide, 1, NULL);
+    const int64_t rows = g->B * g->Hq * g->L;
+    if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, rows)) return CG_OP_ERROR;
+    return cg_ops_cl_launch_1d(a, k, name, rows, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
+}
+
 static int64_t numel4(const cg_tensor_desc *d) { return d->dims[0] * d->dims[1] * d->dims[2] * d->dims[3]; }
 
 static cg_op_status sdpa_cl(const cg_kernel_args *a) {
@@ -384,6 +396,7 @@ static cg_op_status sdpa_cl(const cg_kernel_args *a) {
     int wide = numel4(&call->inputs[0]) > big || numel4(&call->inputs[1]) > big || numel4(&call->inputs[2]) > big ||
                numel4(&call->outputs[0]) > big;
     if (g.has_mask) wide = wide || cg_desc_numel(&call->inputs[3]) > big;
+    if (g.Dv <= SDPA_ROWS_DV && cg_ops_cl_is_cpu(a)) return launch_rows(a, &g, wide);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, "sdpa_tiled", wide, 1, NULL);
     if (!k) return CG_OP_ERROR;
     cl_tiles t;

@@ -101,6 +101,42 @@ __kernel void sdpa_tiled(__global const float *q, __global const float *k, __glo
 }
 #endif
 
+#if CG_WANT(sdpa_rows)
+/* One work-item per query row (rows of them) with its Dv <= SDPA_DV_MAX
+ * accumulators in registers: the row's scores one key at a time, the
+ * online softmax of sdpa_simple, no barrier and no local memory (CPU
+ * devices: PoCL runs sdpa_tiled's barrier phases at several us per
+ * work-group). */
+#define SDPA_DV_MAX 32
+__kernel void sdpa_rows(__global const float *q, __global const float *k, __global const float *v,
+                        __global const float *mask, __global float *y, int hq, int group, int L, int S, int D,
+                        int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, IDX rows) {
+    const IDX row = (IDX)get_global_id(0), bh = row / L, b = bh / hq;
+    if (row >= rows) return;
+    const int i = (int)(row - bh * L), h = (int)(bh - b * hq), kvh = h / group;
+    __global const float *qr = q + b * st0.s0 + h * st0.s1 + i * st0.s2;
+    __global const float *kh = k + b * st0.s3 + kvh * st0.s4, *vh = v + b * st0.s6 + kvh * st0.s7;
+    const int n = sdpa_seen(i, L, S, causal);
+    float acc[SDPA_DV_MAX];
+    for (int c = 0; c < Dv; c++) acc[c] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    for (int j = 0; j < n; j++) {
+        float s = 0.0f;
+        for (int d = 0; d < D; d++) s += qr[d] * kh[j * st0.s5 + d];
+        s *= scale;
+        if (has_mask) s += mask[b * st1.s4 + h * st1.s5 + i * st1.s6 + j * st1.s7];
+        const float mn = sdpa_max(m, s);
+        if (mn == -INFINITY) continue;
+        const float al = exp(m - mn), p = exp(s - mn);
+        l = l * al + p;
+        for (int c = 0; c < Dv; c++) acc[c] = acc[c] * al + p * vh[j * st1.s0 + c];
+        m = mn;
+    }
+    __global float *yr = y + b * st1.s1 + h * st1.s2 + i * st1.s3;
+    for (int c = 0; c < Dv; c++) yr[c] = m == -INFINITY ? 0.0f : acc[c] / l;
+}
+#endif
+
 #if CG_WANT(sdpa_simple)
 /* One work-item per element of y (total of them): its row's scores one key at a time from
  * global memory (the same online softmax with tiles of one key), for
