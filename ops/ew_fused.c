@@ -56,7 +56,7 @@ static const struct {
     [EW_MUL] = {"mul", 2, "*"},
     [EW_DIV] = {"div", 2, "/"},
     [EW_NEG] = {"neg", 1, "-"},
-    [EW_ERF] = {"erf", 1, "erf"},
+    [EW_ERF] = {"erf", 1, "cg_erf"},
     [EW_TANH] = {"tanh", 1, "tanh"},
     [EW_SIGMOID] = {"sigmoid", 1, "cg_sigmoid"},
     [EW_RELU] = {"relu", 1, "cg_relu"},

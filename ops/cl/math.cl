@@ -66,7 +66,7 @@ MATH(acosh, acosh(x))
 MATH(atanh, atanh(x))
 #endif
 #if CG_WANT(mu_erf)
-MATH(erf, erf(x))
+MATH(erf, cg_erf(x))
 #endif
 /* log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)) */
 #if CG_WANT(mu_softplus)

@@ -12,7 +12,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "clgraph/clgraph.h"
 #include "clgraph/plugin.h"
 #include "op_harness.h"
 #include "ops_common.h"
@@ -154,12 +156,71 @@ START_TEST(test_cumprod_i64_wraps) {
 }
 END_TEST
 
+/* y = op(x) (`node` the line of the graph) on device dev for x[n]. */
+static float *run_on(const char *dev, const char *node, const float *x, int64_t n) {
+    char text[512];
+    snprintf(text, sizeof text, "graph g {\n  input x: f32[%lld]\n  %s\n  output y\n}\n", (long long)n, node);
+    cg_context *ctx = NULL;
+    cg_model *m = NULL;
+    cg_plan *p = NULL;
+    cg_tensor *in = NULL, *y = NULL;
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
+    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "erf.cg", &m) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
+    cg_plan_options po = {.struct_size = sizeof po, .device = dev};
+    ck_assert_msg(cg_plan_create(m, "g", &po, &p) == CG_OK, "%s: %s", dev, cg_last_error());
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, &in), CG_OK);
+    memcpy(cg_tensor_data(in), x, sizeof(float) * (size_t)n);
+    const char *names[] = {"x"};
+    ck_assert_msg(cg_plan_run(p, 1, names, &in, 1, &y) == CG_OK, "%s: %s", dev, cg_last_error());
+    float *r = malloc(sizeof(float) * (size_t)n);
+    memcpy(r, cg_tensor_data_const(y), sizeof(float) * (size_t)n);
+    cg_tensor_free(in), cg_tensor_free(y);
+    cg_plan_free(p), cg_model_free(m), cg_context_free(ctx);
+    return r;
+}
+
+/* erf on every device, as the op and inside ew_fused: within 1 ulp of
+ * double-precision erf on the CPU, 3 on OpenCL (its f32 evaluation of the
+ * same fits), over a dense sweep of [-6, 6], tiny values and powers of two
+ * up to 2^40, infinities and NaN. */
+START_TEST(test_erf_every_device) {
+    enum { N = 120000 };
+    float *x = malloc(sizeof(float) * N);
+    int n = 0;
+    for (int i = 0; i <= 100000; i++) x[n++] = -6.0f + 12.0f * (float)i / 100000.0f;
+    for (int e = -140; e <= 40; e++) x[n++] = ldexpf(1.0f, e), x[n++] = -ldexpf(1.5f, e);
+    x[n++] = INFINITY, x[n++] = -INFINITY, x[n++] = NAN, x[n++] = 0.0f, x[n++] = -0.0f;
+    static const char *const nodes[] = {"y = erf(x)", "y = ew_fused(x) {program: \"0 erf\"}"};
+    for (int d = 0; d < cg_device_count(); d++)
+        for (int k = 0; k < 2; k++) {
+            char dev[32];
+            snprintf(dev, sizeof dev, d ? "opencl:%d" : "cpu", d - 1);
+            float *y = run_on(dev, nodes[k], x, n);
+            const double ulps = d ? 3 : 1;
+            for (int i = 0; i < n; i++) {
+                const double r = erf((double)x[i]);
+                if (isnan(r)) {
+                    ck_assert_msg(isnan(y[i]), "%s %s: erf(%g) = %g", dev, nodes[k], (double)x[i], (double)y[i]);
+                    continue;
+                }
+                const double ulp = fabs(r) < FLT_MIN ? ldexp(1.0, -149) : ldexp(1.0, ilogb((float)r) - 23);
+                ck_assert_msg(fabs(y[i] - r) <= ulps * ulp, "%s %s: erf(%.9g) = %.9g, expected %.17g", dev, nodes[k],
+                              (double)x[i], (double)y[i], r);
+            }
+            free(y);
+        }
+    free(x);
+}
+END_TEST
+
 static Suite *math_suite(void) {
     Suite *s = suite_create("ops_math");
     TCase *tc = tcase_create("trig");
     tcase_add_test(tc, test_trig);
     tcase_add_test(tc, test_trig_overflow);
     tcase_add_test(tc, test_pow_scalar);
+    tcase_add_test(tc, test_erf_every_device);
     suite_add_tcase(s, tc);
     tc = tcase_create("cumprod");
     tcase_add_test(tc, test_cumprod_f32);
