@@ -394,8 +394,10 @@ static cg_op_status linear_decompose(cg_decomp *d, const cg_op_call *call) {
     return h->decomp_output(d, 0, v);
 }
 
-/* The bias is broadcast into y first, then y += x w^T by cg_host_cl_sgemm
- * (beta = 1); without a bias beta = 0. IN = 0 leaves the bias or zeros. */
+/* On CPU devices the own GEMM adds the bias in its one launch; elsewhere
+ * the bias is broadcast into y first, then y += x w^T by cg_host_cl_sgemm
+ * (beta = 1, the same sum); without a bias beta = 0. IN = 0 leaves the
+ * bias or zeros. */
 static cg_op_status linear_cl(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *x = &call->inputs[0], *w = &call->inputs[1];
@@ -404,6 +406,11 @@ static cg_op_status linear_cl(const cg_kernel_args *args) {
     int64_t rows = prod_dims(x->dims, x->ndim - 1);
     int64_t in = x->dims[x->ndim - 1], out = w->dims[0];
     if (rows == 0 || out == 0) return CG_OP_OK;
+    if (mb && in > 0) { /* one launch where the device's own GEMM takes the bias */
+        int done = 0;
+        if (cg_host_cl_linear_bias(args, rows, out, in, mx, mw, mb, my, &done)) return CG_OP_ERROR;
+        if (done) return CG_OP_OK;
+    }
     if (mb || in == 0)
         if (fill_cl(args, my, mb, rows * out, out)) return CG_OP_ERROR;
     if (in == 0) return CG_OP_OK;

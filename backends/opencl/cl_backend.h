@@ -195,6 +195,14 @@ cg_status cg_cl_launch(cg_cl_device *d, cl_kernel k, int dims, const size_t *glo
 
 /* ---- SGEMM ---- */
 
+/* C [m, n] = A [m, k] B [n, k]^T + bias [n] per row, in one launch, where
+ * cg_cl_sgemm would run the CPU devices' cg_gemm_nt_cpu (m, n >= 2, k >= 1,
+ * CLGRAPH_GEMM not clblast, int-indexable): *done 1. Elsewhere *done 0 and
+ * nothing is enqueued (fill C with the bias and call cg_cl_sgemm with beta
+ * = 1: the same sum). */
+cg_status cg_cl_sgemm_nt_bias(cg_cl_device *d, int64_t m, int64_t n, int64_t k, cl_mem a, cl_mem b, cl_mem bias,
+                              cl_mem c, int *done);
+
 /* Row-major C = alpha op(A) op(B) + beta C on buffers, offsets in floats.
  * Chooses CLBlast or the backend's own kernels (GEMV for m == 1 or n == 1,
  * and on CPU devices for C = A B^T row by row; a tiled GEMM otherwise) by

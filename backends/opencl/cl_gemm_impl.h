@@ -58,6 +58,7 @@ typedef struct cg_cl_gemm_args {
     float alpha, beta;
     cl_mem a, b, c;
     int64_t a_off, b_off, c_off, lda, ldb, ldc;
+    cl_mem bias; /* cg_cl_sgemm_nt_bias: C = A B^T + bias[j] (cg_gemm_nt_cpu only); NULL: none */
 } cg_cl_gemm_args;
 
 /* ---- cl_gemm_choice.c (each takes g_tab_mu) ---- */

@@ -375,16 +375,20 @@ static cg_status own_nt(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_arg
     cl_int cM = (cl_int)x->m, cN = (cl_int)x->n, cK = (cl_int)x->k, ca = (cl_int)x->a_off, clda = (cl_int)x->lda,
            cb = (cl_int)x->b_off, cldb = (cl_int)x->ldb, cc = (cl_int)x->c_off, cldc = (cl_int)x->ldc;
     cl_float alpha = x->alpha, beta = x->beta;
-    karg args[] = {KI(cM),   KI(cN),   KI(cK), KF(alpha), KF(beta), KM(x->a), KI(ca),
-                   KI(clda), KM(x->b), KI(cb), KI(cldb),  KM(x->c), KI(cc),   KI(cldc)};
+    cl_int has_bias = x->bias != NULL;
+    cl_mem bias = has_bias ? x->bias : x->c; /* unread without a bias */
+    karg args[] = {KI(cM),   KI(cN), KI(cK),   KF(alpha), KF(beta), KM(x->a), KI(ca),   KI(clda),
+                   KM(x->b), KI(cb), KI(cldb), KM(x->c),  KI(cc),   KI(cldc), KM(bias), KI(has_bias)};
     size_t local[1] = {1}, global[1] = {(size_t)((x->n + 3) / 4)};
-    return launch(d, g->k_nt, args, 14, 1, global, local, "cg_gemm_nt_cpu");
+    return launch(d, g->k_nt, args, 16, 1, global, local, "cg_gemm_nt_cpu");
 }
 
 cg_status cg_cl_gemm_run_own(cg_cl_device *d, cg_cl_gemm_dev *g, const cg_cl_gemm_args *x) {
     pthread_mutex_lock(&g->mu);
     cg_status s;
-    if (x->k == 0 || x->alpha == 0.0f) s = own_scale(d, g, x);
+    if (x->bias && (x->k == 0 || x->m < 2 || x->n < 2 || !cg_cl_gemm_rows_gemm(d, x)))
+        s = cg_error(CG_ERR_INVALID_ARGUMENT, "%s: SGEMM with a bias outside cg_gemm_nt_cpu's shapes", cg_cl_label(d));
+    else if (x->k == 0 || x->alpha == 0.0f) s = own_scale(d, g, x);
     else if (x->m == 1 || x->n == 1) s = own_gemv(d, g, x);
     else if (cg_cl_gemm_rows_gemm(d, x)) s = own_nt(d, g, x);
     else s = own_tiled(d, g, x);

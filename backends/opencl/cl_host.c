@@ -51,6 +51,17 @@ cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m
     return CG_OP_OK;
 }
 
+cg_op_status cg_host_cl_linear_bias(const cg_kernel_args *a, int64_t m, int64_t n, int64_t k, void *x, void *w, void *b,
+                                    void *y, int *done) {
+    *done = 0;
+    if (bad_args(a)) return CG_OP_ERROR;
+    if (cg_cl_sgemm_nt_bias(a->device, m, n, k, x, w, b, y, done) != CG_OK) {
+        to_err(a);
+        return CG_OP_ERROR;
+    }
+    return CG_OP_OK;
+}
+
 void cg_host_cl_kernel_limits(const cg_kernel_args *a, void *kernel, size_t *group, size_t *multiple,
                               uint64_t *local_mem) {
     cg_cl_kernel_limits l = {0, 0, 0};

@@ -12,6 +12,12 @@ cg_op_status cg_host_cl_sgemm(const cg_kernel_args *a, int ta, int tb, int64_t m
                               void *cm, size_t c_off, int64_t ldc);
 int64_t cg_host_cl_info(const cg_kernel_args *a, int32_t what);
 
+/* For the built-in linear: y [m, n] = x [m, k] w [n, k]^T + b [n] in one
+ * launch where the device's own GEMM can (cg_cl_sgemm_nt_bias); *done 0
+ * where not (nothing enqueued). */
+cg_op_status cg_host_cl_linear_bias(const cg_kernel_args *a, int64_t m, int64_t n, int64_t k, void *x, void *w, void *b,
+                                    void *y, int *done);
+
 /* For the built-in operators, which size each launch from these (a plugin
  * queries OpenCL itself): the kernel's own limits on the device of a
  * (cached when the kernel was made; zeros where unknown), and the device's

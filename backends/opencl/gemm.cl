@@ -168,7 +168,9 @@ void cg_gemv_cols(const int R, const int K, const float alpha, const float beta,
 #endif
 
 /* C[i, j] = beta * C[i, j] for i < M, j < N (0 when beta == 0, NaN or not). */
-/* C = alpha A B^T + beta C on CPU devices (a linear layer's x W^T): one
+/* C = alpha A B^T + beta C, or with has_bias alpha A B^T + bias[j] (a
+ * linear layer in one launch: the same sum as the bias filled into C first
+ * and beta = 1), on CPU devices (a linear layer's x W^T): one
  * work-item per 4 rows of B (W), which stay in its cache while it walks all
  * of A's rows 4 at a time; a 4 x 4 tile of 16-float accumulators along k
  * takes 8 vector loads per 16 multiply-adds, where cg_gemv_rows takes 2 per
@@ -180,7 +182,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void cg_gemm_nt_cpu(const int M, const int N, const int K, const float alpha, const float beta,
                     __global const float *A, const int a_off, const int lda,
                     __global const float *B, const int b_off, const int ldb,
-                    __global float *C, const int c_off, const int ldc)
+                    __global float *C, const int c_off, const int ldc,
+                    __global const float *bias, const int has_bias)
 {
     const int r0 = get_global_id(0) * 4;
     if (r0 >= N) return;
@@ -223,7 +226,7 @@ void cg_gemm_nt_cpu(const int M, const int N, const int K, const float alpha, co
             for (int j = 0; j < 4 && r0 + j < N; j++) {
                 const int ci = c_off + (z0 + i) * ldc + r0 + j;
                 const float v = alpha * s[i][j];
-                C[ci] = beta == 0.0f ? v : mad(beta, C[ci], v);
+                C[ci] = has_bias ? v + bias[r0 + j] : beta == 0.0f ? v : mad(beta, C[ci], v);
             }
     }
 }
