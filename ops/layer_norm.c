@@ -43,7 +43,15 @@ static cg_op_status layer_norm_infer(cg_op_call *call) {
         known &= cg_dim_known(x->dims[i]);
         n *= x->dims[i];
     }
-    for (int i = 1; i < call->n_inputs; i++) {
+    if (call->n_inputs > 3) {
+        const cg_tensor_desc *r = &call->inputs[3];
+        if (cg_expect_input(call, 3, CG_OP_F32, x->ndim)) return CG_OP_ERROR;
+        for (int d = 0; d < x->ndim; d++)
+            if (cg_dim_known(x->dims[d]) && cg_dim_known(r->dims[d]) && r->dims[d] != x->dims[d])
+                return cg_op_fail(call, "input 3 (residual) must have x's shape: dim %d is %lld, x's %lld", d,
+                                  (long long)r->dims[d], (long long)x->dims[d]);
+    }
+    for (int i = 1; i < call->n_inputs && i < 3; i++) {
         const cg_tensor_desc *p = &call->inputs[i];
         if (cg_expect_input(call, i, CG_OP_F32, -1)) return CG_OP_ERROR;
         int64_t pn = 1;
@@ -89,11 +97,16 @@ static CG_CPU_CLONES cg_op_status layer_norm_cpu(const cg_kernel_args *a) {
     int64_t rows, n;
     ln_rows(call, &rows, &n);
     const float *x = a->in[0], *g = call->n_inputs > 1 ? a->in[1] : NULL, *b = call->n_inputs > 2 ? a->in[2] : NULL;
+    const float *res = call->n_inputs > 3 ? a->in[3] : NULL;
     float *y = a->out[0];
     const double eps = call->attrs[LN_EPSILON].f;
     for (int64_t r = 0; r < rows && n > 0; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
+        if (res) { /* x + residual, rounded as the add it replaces, then normalized in place */
+            for (int64_t j = 0; j < n; j++) yr[j] = xr[j] + res[r * n + j];
+            xr = yr;
+        }
         const double mean = row_sum(xr, n, 0) / (double)n;
         const float mf = (float)mean, rs = (float)(1.0 / sqrt(row_sq_dev(xr, n, mean) / (double)n + eps));
         if (g && b)
@@ -131,6 +144,10 @@ static cg_op_status layer_norm_cl(const cg_kernel_args *a) {
                                      CG_OPS_CL_ARG(has_b), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(eps)};
     /* the row kernel takes the number of rows before eps */
     if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v) - by_item, v)) return CG_OP_ERROR;
+    const cl_int has_res = call->n_inputs > 3;
+    const cl_mem res = has_res ? (cl_mem)a->in[3] : x;
+    const cg_ops_cl_arg_value rv[] = {CG_OPS_CL_ARG(res), CG_OPS_CL_ARG(has_res)};
+    if (cg_ops_cl_args(a, k, name, 9, CG_OPS_CL_N_ARGS(rv), rv)) return CG_OP_ERROR;
     if (by_item) {
         const cl_long lr = rows;
         if (cg_ops_cl_arg(a, k, name, 7, sizeof lr, &lr) || cg_ops_cl_arg(a, k, name, 8, sizeof eps, &eps))
@@ -157,6 +174,19 @@ static const cg_ops_case layer_norm_cases[] = {
     {3, {{CG_F32, 3, D(3, 9, 32), 100, 101}, {CG_F32, 1, D(32), -2, 2}, {CG_F32, 1, D(32), -2, 2}}, "epsilon: 1e-12"},
     {1, {{CG_F32, 2, D(1500, 7), -3, 3}}, NULL},
     {3, {{CG_F32, 2, D(5, 256), -3, 3}, {CG_F32, 1, D(256), -2, 2}, {CG_F32, 1, D(256), -2, 2}}, NULL},
+    /* with a residual: short rows (one work-item each) and long ones (a group each) */
+    {4,
+     {{CG_F32, 3, D(3, 9, 32), -3, 3},
+      {CG_F32, 1, D(32), -2, 2},
+      {CG_F32, 1, D(32), -2, 2},
+      {CG_F32, 3, D(3, 9, 32), -3, 3}},
+     NULL},
+    {4,
+     {{CG_F32, 2, D(3, 700), -3, 3},
+      {CG_F32, 1, D(700), -2, 2},
+      {CG_F32, 1, D(700), -2, 2},
+      {CG_F32, 2, D(3, 700), -3, 3}},
+     NULL},
 };
 
 static int32_t layer_norm_conform(int32_t i, cg_conform_case *c) {
@@ -167,7 +197,7 @@ static int32_t layer_norm_conform(int32_t i, cg_conform_case *c) {
     return 1;
 }
 
-static const char *const layer_norm_inputs[] = {"x", "gamma", "beta", NULL};
+static const char *const layer_norm_inputs[] = {"x", "gamma", "beta", "residual", NULL};
 static const cg_kernel_def layer_norm_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .run = layer_norm_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = layer_norm_cl),
@@ -177,7 +207,9 @@ const cg_op_def cg_op_layer_norm =
           .doc = "Layer normalization of f32 x over its dims from `axis` on (each row of N elements): "
                  "y = (x - mean) / sqrt(var + epsilon) * gamma + beta with the biased variance, "
                  "gamma and beta (optional, each of N elements) as in torch.nn.LayerNorm and ONNX "
-                 "LayerNormalization. The output has x's shape.",
-          .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = layer_norm_inputs,
+                 "LayerNormalization. With a fourth input `residual` (x's shape; gamma and beta given), of x + "
+                 "residual, rounded as that add: the residual add before a Transformer's post-LN LayerNorm (the "
+                 "rewrite \"norm\" makes it). The output has x's shape.",
+          .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .input_names = layer_norm_inputs,
           CG_ATTRS(layer_norm_attrs), .infer = layer_norm_infer, CG_KERNELS(layer_norm_kernels),
           .conform_case = layer_norm_conform);

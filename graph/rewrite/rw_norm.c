@@ -1,4 +1,5 @@
-/* Rewrite "norm": RMSNorm as exporters write it becomes one rms_norm node.
+/* Rewrite "norm": RMSNorm as exporters write it becomes one rms_norm node,
+ * and a LayerNorm of a residual Add takes the Add in (fuse_residual).
  * T5's TorchScript form is w * (x * (1 / sqrt(mean(x^2, -1) + eps))):
  * Pow(x, 2) (or Mul(x, x)), ReduceMean over the last axis keeping it, Add
  * of a constant eps (or the importer's affine of ONNX RMSNormalization),
@@ -84,6 +85,49 @@ static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *root, rm
     return 0;
 }
 
+/* The type of value `from` (the node output a fusion replaces) on `to`,
+ * its replacement, so that the next match of this pass sees it typed (the
+ * verifier, after the passes, infers it the same). */
+static void typed_as(cg_graph *g, int32_t to, int32_t from) {
+    cg_value *t = &g->values[to];
+    const cg_value *f = &g->values[from];
+    if (!f->typed) return;
+    t->typed = 1, t->dtype = f->dtype, t->ndim = f->ndim;
+    memcpy(t->dims, f->dims, sizeof t->dims);
+}
+
+static int same_dims(const cg_value *a, const cg_value *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->dims[i] != b->dims[i] || a->dims[i] == CG_DIM_UNKNOWN) return 0;
+    return 1;
+}
+
+/* A post-LN Transformer's LayerNorm of a residual Add (BERT, Marian,
+ * BART): layer_norm(add(a, r), gamma, beta), the sum read only there and
+ * a, r and the sum of one shape (no broadcast), becomes layer_norm(a,
+ * gamma, beta, r), which adds as that Add did. */
+static cg_status fuse_residual(cg_graph *g, const cg_rw_uses *u, int i, int *fired) {
+    const cg_node *ln = g->nodes[i];
+    if (!cg_rw_is(ln, "layer_norm") || ln->n_inputs != 3) return CG_OK;
+    const cg_node *add = inner(g, u, ln->inputs[0], "add");
+    if (!add || add->n_inputs != 2) return CG_OK;
+    const cg_value *s = cg_rw_val(g, ln->inputs[0]), *a = cg_rw_val(g, add->inputs[0]),
+                   *r = cg_rw_val(g, add->inputs[1]);
+    if (!s->typed || s->dtype != CG_F32 || !a->typed || a->dtype != CG_F32 || !r->typed || r->dtype != CG_F32 ||
+        !same_dims(a, s) || !same_dims(r, s))
+        return CG_OK;
+    const int32_t in[4] = {add->inputs[0], ln->inputs[1], ln->inputs[2], add->inputs[1]};
+    cg_node *n;
+    int32_t out;
+    cg_status st = cg_rw_add_node(g, "layer_norm", ln->name, "/res", 4, in, &n, &out);
+    for (int k = 0; !st && k < ln->n_attrs; k++) st = cg_node_add_attr(n, &ln->attrs[k]);
+    if (!st) st = cg_rw_redirect(g, ln->outputs[0], out);
+    if (!st) typed_as(g, out, ln->outputs[0]);
+    if (!st) ++*fired;
+    return st;
+}
+
 static cg_status norm_run(cg_graph *g, int *fired) {
     if (!cg_registry_find(g->model->ctx, "rms_norm") || g->n_nodes == 0) return CG_OK;
     cg_rw_uses u;
@@ -91,13 +135,16 @@ static cg_status norm_run(cg_graph *g, int *fired) {
     const int n0 = g->n_nodes;
     for (int i = 0; !st && i < n0; i++) {
         rms_match m;
-        if (!u.live[i] || !match(g, &u, g->nodes[i], &m)) continue;
+        if (u.live[i] && !u.output[g->nodes[i]->outputs[0]] && g->nodes[i]->n_outputs == 1)
+            st = fuse_residual(g, &u, i, fired);
+        if (st || !u.live[i] || !match(g, &u, g->nodes[i], &m)) continue;
         const int32_t in[2] = {m.x, m.w};
         cg_node *n;
         int32_t out;
         st = cg_rw_add_node(g, "rms_norm", g->nodes[i]->name, "/rms", 2, in, &n, &out);
         if (!st) st = cg_node_set_float(n, "epsilon", m.eps);
         if (!st) st = cg_rw_redirect(g, m.result, out);
+        if (!st) typed_as(g, out, m.result);
         if (!st) ++*fired;
     }
     cg_rw_uses_free(&u);
@@ -107,6 +154,7 @@ static cg_status norm_run(cg_graph *g, int *fired) {
 const cg_rewrite_pass cg_rewrite_norm = {
     "norm",
     "RMSNorm as exporters write it (T5: pow 2, reduce_mean, add eps, sqrt, 1 / ., mul x, mul weight; ONNX "
-    "RMSNormalization over the last axis) into one rms_norm node",
+    "RMSNormalization over the last axis) into one rms_norm node; a LayerNorm of a residual add (post-LN "
+    "Transformers) into one layer_norm with the residual",
     norm_run,
 };

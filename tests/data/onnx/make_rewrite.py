@@ -153,6 +153,21 @@ def rms_onnx_form():
     return nodes, [("x", f32(B, L, C))], ["y"], [("scale", f32(C)), ("m", f32(C, 5))], 23
 
 
+def ln_residual_form():
+    """A post-LN block: MatMul, bias Add, the residual Add of x, a
+    LayerNormalization (taken into one layer_norm with the residual), then
+    a MatMul; and a LayerNormalization of an Add that broadcasts (stays)."""
+    C = 6
+    nodes = [h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Add", ["m", "b"], ["mb"]),
+             h.make_node("Add", ["mb", "x"], ["r"]),
+             h.make_node("LayerNormalization", ["r", "g", "be"], ["n"], axis=-1, epsilon=1e-5),
+             h.make_node("MatMul", ["n", "w2"], ["y"]), h.make_node("Add", ["x", "p"], ["q"]),
+             h.make_node("LayerNormalization", ["q", "g", "be"], ["n2"], axis=-1),
+             h.make_node("MatMul", ["n2", "w2"], ["y2"])]
+    return nodes, [("x", f32(B, L, C))], ["y", "y2"], [("w", f32(C, C)), ("b", f32(C)), ("g", f32(C)),
+                                                       ("be", f32(C)), ("w2", f32(C, 3)), ("p", f32(1, L, C))]
+
+
 def cse_form():
     """The additive mask built twice from one bool mask with each its own
     Constant nodes (as exporters write it per layer), each added to x: the
@@ -201,6 +216,7 @@ def main():
     save("rms_t5", *rms_t5_form())
     save("rms_onnx", *rms_onnx_form())
     save("cse_mask", *cse_form())
+    save("ln_residual", *ln_residual_form())
 
 
 if __name__ == "__main__":

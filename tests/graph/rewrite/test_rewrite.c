@@ -34,11 +34,11 @@ static void run_cases(const char *dir, const char *which, int total) {
 START_TEST(cases_pass_rewritten_or_not) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/rewrite", tu_src_dir());
-    run_cases(dir, "all", 11);
-    run_cases(dir, "none", 11);
-    run_cases(dir, "elementwise", 11);
-    run_cases(dir, "-norm", 11);
-    run_cases(dir, "cse", 11);
+    run_cases(dir, "all", 12);
+    run_cases(dir, "none", 12);
+    run_cases(dir, "elementwise", 12);
+    run_cases(dir, "-norm", 12);
+    run_cases(dir, "cse", 12);
 }
 END_TEST
 
@@ -152,13 +152,18 @@ END_TEST
 
 /* RMSNorm: T5's exported formula and ONNX RMSNormalization's, one
  * rms_norm node each, which the element-wise rewrite then leaves alone
- * (the replaced chain is no candidate); off with -norm. */
+ * (the replaced chain is no candidate); a LayerNorm of a residual Add one
+ * layer_norm with the residual (BERT: 3, the fourth is a graph output);
+ * off with -norm. */
 START_TEST(norm_fuses_rmsnorm) {
     ck_assert_int_eq(fired_by("norm", case_model("rewrite/rms_t5"), NULL), 1);
     ck_assert_int_eq(fired_by("norm", case_model("rewrite/rms_onnx"), NULL), 1);
     ck_assert_int_eq(fired_by("elementwise", case_model("rewrite/rms_t5"), NULL), 0);
     ck_assert_int_eq(fired_by("norm", case_model("rewrite/rms_t5"), "-norm"), -1);
     ck_assert_int_eq(fired_by("norm", case_model("rewrite/exported_bshd"), NULL), 0);
+    /* a post-LN residual Add taken into the LayerNorm; not one that broadcasts */
+    ck_assert_int_eq(fired_by("norm", case_model("rewrite/ln_residual"), NULL), 1);
+    ck_assert_int_eq(fired_by("norm", case_model("corpus/bert_ts"), NULL), 3);
     const char *imp[] = {"import", case_model("rewrite/rms_t5"), NULL};
     ck_assert_msg(tu_run_cli(imp, NULL, NULL) == 0, "%s", tu_err);
     ck_assert_msg(strstr(tu_out, "= rms_norm(x, w) {epsilon: "), "%.600s", tu_out);
