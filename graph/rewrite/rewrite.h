@@ -58,6 +58,10 @@ int cg_rw_scalar(const cg_graph *g, int32_t v, double *out);
 /* Non-zero when the ints attribute `key` of n is exactly want[0..n-1]. */
 int cg_rw_ints_are(const cg_node *n, const char *key, int count, const int64_t *want);
 
+/* Whether a and b have the same dims, every one known (a symbol matches
+ * itself, an unknown dim nothing). */
+int cg_rw_same_shape(const cg_value *a, const cg_value *b);
+
 /* A value of g by index. */
 static inline const cg_value *cg_rw_val(const cg_graph *g, int32_t v) { return &g->values[v]; }
 

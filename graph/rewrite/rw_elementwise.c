@@ -57,20 +57,13 @@ static int fusable_index(const cg_graph *g, const cg_node *n) {
     return -1;
 }
 
-static int same_shape(const cg_value *a, const cg_value *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->dims[i] != b->dims[i] || a->dims[i] == CG_DIM_UNKNOWN) return 0;
-    return 1;
-}
-
 /* A leaf ew_fused can read: the root's shape, or its trailing dims after
  * the leaf's leading 1s (one element: none left). */
 static int leaf_fits(const cg_value *x, const cg_value *root) {
     int lead = 0;
     while (lead < x->ndim && x->dims[lead] == 1) lead++;
     const int n = x->ndim - lead;
-    if (same_shape(x, root)) return 1;
+    if (cg_rw_same_shape(x, root)) return 1;
     if (n > root->ndim) return 0;
     for (int i = 0; i < n; i++) {
         int64_t d = x->dims[lead + i];
@@ -83,7 +76,7 @@ static int leaf_fits(const cg_value *x, const cg_value *root) {
 static int inner_producer(const group *s, int32_t v) {
     const cg_value *x = cg_rw_val(s->g, v);
     if (x->kind != CG_VAL_NODE || x->producer < 0 || x->producer >= s->n0) return -1;
-    if (s->u->readers[v] != 1 || s->u->output[v] || !same_shape(x, s->root)) return -1;
+    if (s->u->readers[v] != 1 || s->u->output[v] || !cg_rw_same_shape(x, s->root)) return -1;
     return fusable_index(s->g, s->g->nodes[x->producer]) >= 0 ? x->producer : -1;
 }
 
@@ -175,7 +168,7 @@ static int absorbing_reader(const group *s, int i) {
     const cg_node *r = cg_rw_sole_reader(s->g, s->u, v);
     const int ri = r ? s->u->reader[v] : -1;
     if (ri < 0 || ri >= s->n0) return -1;
-    if (fusable_index(s->g, r) < 0 || !same_shape(cg_rw_val(s->g, v), cg_rw_val(s->g, r->outputs[0]))) return -1;
+    if (fusable_index(s->g, r) < 0 || !cg_rw_same_shape(cg_rw_val(s->g, v), cg_rw_val(s->g, r->outputs[0]))) return -1;
     return ri;
 }
 

@@ -87,6 +87,13 @@ int cg_rw_ints_are(const cg_node *n, const char *key, int count, const int64_t *
     return 1;
 }
 
+int cg_rw_same_shape(const cg_value *a, const cg_value *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->dims[i] != b->dims[i] || a->dims[i] == CG_DIM_UNKNOWN) return 0;
+    return 1;
+}
+
 int cg_rw_scalar(const cg_graph *g, int32_t v, double *out) {
     const cg_value *x = &g->values[v];
     cg_weights *w = g->model->weights;

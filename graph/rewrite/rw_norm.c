@@ -96,13 +96,6 @@ static void typed_as(cg_graph *g, int32_t to, int32_t from) {
     memcpy(t->dims, f->dims, sizeof t->dims);
 }
 
-static int same_dims(const cg_value *a, const cg_value *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->dims[i] != b->dims[i] || a->dims[i] == CG_DIM_UNKNOWN) return 0;
-    return 1;
-}
-
 /* A post-LN Transformer's LayerNorm of a residual Add (BERT, Marian,
  * BART): layer_norm(add(a, r), gamma, beta), the sum read only there and
  * a, r and the sum of one shape (no broadcast), becomes layer_norm(a,
@@ -115,7 +108,7 @@ static cg_status fuse_residual(cg_graph *g, const cg_rw_uses *u, int i, int *fir
     const cg_value *s = cg_rw_val(g, ln->inputs[0]), *a = cg_rw_val(g, add->inputs[0]),
                    *r = cg_rw_val(g, add->inputs[1]);
     if (!s->typed || s->dtype != CG_F32 || !a->typed || a->dtype != CG_F32 || !r->typed || r->dtype != CG_F32 ||
-        !same_dims(a, s) || !same_dims(r, s))
+        !cg_rw_same_shape(a, s) || !cg_rw_same_shape(r, s))
         return CG_OK;
     const int32_t in[4] = {add->inputs[0], ln->inputs[1], ln->inputs[2], add->inputs[1]};
     cg_node *n;
