@@ -92,20 +92,24 @@ cg_status cg_place_parse(cg_plan *p, const char *device, const char *rules) {
     return st;
 }
 
-int cg_place_has_rule(const cg_plan *p, const char *node_name) {
-    for (int r = 0; r < p->n_rules; r++)
-        if (fnmatch(p->rules[r].pattern, node_name, 0) == 0 || fnmatch(p->rules[r].pattern, p->graph->name, 0) == 0)
-            return 1;
-    return 0;
-}
-
-int cg_place_rule_for(const cg_plan *p, const char *node_name) {
+/* The device the rules give node_name into *dev (a node-name match beats
+ * a graph-name match, the last of a kind wins); 0 when no rule matches. */
+static int rule_lookup(const cg_plan *p, const char *node_name, int *dev) {
     int by_node = -2, by_graph = -2;
     for (int r = 0; r < p->n_rules; r++) {
         if (fnmatch(p->rules[r].pattern, node_name, 0) == 0) by_node = p->rules[r].dev;
         else if (fnmatch(p->rules[r].pattern, p->graph->name, 0) == 0) by_graph = p->rules[r].dev;
     }
-    if (by_node != -2) return by_node;
-    if (by_graph != -2) return by_graph;
-    return p->default_dev;
+    *dev = by_node != -2 ? by_node : by_graph;
+    return *dev != -2;
+}
+
+int cg_place_has_rule(const cg_plan *p, const char *node_name) {
+    int dev;
+    return rule_lookup(p, node_name, &dev);
+}
+
+int cg_place_rule_for(const cg_plan *p, const char *node_name) {
+    int dev;
+    return rule_lookup(p, node_name, &dev) ? dev : p->default_dev;
 }
