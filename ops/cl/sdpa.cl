@@ -24,6 +24,17 @@ inline int sdpa_seen(int i, int L, int S, int causal) {
  * NaN sticks. */
 inline float sdpa_max(float m, float mt) { return isnan(m) ? m : (isnan(mt) || mt > m) ? mt : m; }
 
+/* The score of query row qr against key row kr, for the kernels that take
+ * keys one at a time: their dot product in order, times scale, plus the
+ * mask's element mask_at where there is a mask. */
+inline float sdpa_score(__global const float *qr, __global const float *kr, int D, float scale, int has_mask,
+                        __global const float *mask_at) {
+    float s = 0.0f;
+    for (int d = 0; d < D; d++) s += qr[d] * kr[d];
+    s *= scale;
+    return has_mask ? s + *mask_at : s;
+}
+
 #if CG_WANT(sdpa_tiled)
 /* One work-group per (batch, head, tile of bq query rows); nqb tiles per
  * head. Local memory: qs [bq, D] (at least one float per row), ks [bk, D],
@@ -121,10 +132,8 @@ __kernel void sdpa_rows(__global const float *q, __global const float *k, __glob
     for (int c = 0; c < Dv; c++) acc[c] = 0.0f;
     float m = -INFINITY, l = 0.0f;
     for (int j = 0; j < n; j++) {
-        float s = 0.0f;
-        for (int d = 0; d < D; d++) s += qr[d] * kh[j * st0.s5 + d];
-        s *= scale;
-        if (has_mask) s += mask[b * st1.s4 + h * st1.s5 + i * st1.s6 + j * st1.s7];
+        const float s = sdpa_score(qr, kh + j * st0.s5, D, scale, has_mask,
+                                   mask + (has_mask ? b * st1.s4 + h * st1.s5 + i * st1.s6 + j * st1.s7 : 0));
         const float mn = sdpa_max(m, s);
         if (mn == -INFINITY) continue;
         const float al = exp(m - mn), p = exp(s - mn);
@@ -152,10 +161,8 @@ __kernel void sdpa_simple(__global const float *q, __global const float *k, __gl
     const int n = sdpa_seen(i, L, S, causal);
     float m = -INFINITY, l = 0.0f, a = 0.0f;
     for (int j = 0; j < n; j++) {
-        float s = 0.0f;
-        for (int d = 0; d < D; d++) s += qr[d] * kh[j * st0.s5 + d];
-        s *= scale;
-        if (has_mask) s += mask[b * st1.s4 + h * st1.s5 + i * st1.s6 + j * st1.s7];
+        const float s = sdpa_score(qr, kh + j * st0.s5, D, scale, has_mask,
+                                   mask + (has_mask ? b * st1.s4 + h * st1.s5 + i * st1.s6 + j * st1.s7 : 0));
         const float mn = sdpa_max(m, s);
         if (mn == -INFINITY) continue;
         const float al = exp(m - mn), p = exp(s - mn);
