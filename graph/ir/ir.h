@@ -198,6 +198,8 @@ void cg_model_sym_def_text(const cg_model *m, int k, char *buf, size_t size);
 
 /* The operator's spelling ("+", "ceil_div") or NULL; and back (0: none). */
 const char *cg_sym_op_text(int op);
+/* Whether op is written between its operands ("B * 4") or as a call. */
+int cg_sym_op_infix(int op);
 int cg_sym_op_parse(const char *s);
 
 /* ---- variants (guard.c) ---- */

@@ -256,7 +256,10 @@ static anchor *make_anchors(const comment_map *c, int *n) {
 
 /* The slot comment k goes to: a comment on its own line before the first
  * statement starting after it, one after code with the last statement
- * starting on or before its line. */
+ * starting on or before its line. Only one comment fits at the end of a
+ * printed line: a second after-code comment of the same statement (one on
+ * a `dim` line, which is printed elsewhere) is printed on a line of its
+ * own, so it is placed as one, or a second print would move it. */
 static void place_comment(comment_map *c, const anchor *a, int n, int k, int *last_first, int *last_trail) {
     const cg_comment *cm = &c->m->comments[k];
     int lo = 0, hi = n; /* first anchor with line > cm->line */
@@ -266,7 +269,7 @@ static void place_comment(comment_map *c, const anchor *a, int n, int k, int *la
         else lo = mid + 1;
     }
     int *head = c->first, *last = last_first, slot = c->n_slots - 1; /* the end of the file */
-    if (!cm->own_line && lo > 0) {
+    if (!cm->own_line && lo > 0 && last_trail[a[lo - 1].slot] < 0) {
         slot = a[lo - 1].slot;
         head = c->trail;
         last = last_trail;
@@ -346,6 +349,24 @@ static void put_statement_comments(sbuf *b, const comment_map *c, int gi, int ki
 static void put_dim_operand(sbuf *b, const cg_model *m, int64_t x) {
     if (x >= 0) sb_printf(b, "%lld", (long long)x);
     else put_name(b, m->syms[-2 - x]);
+}
+
+/* A derived dim's definition, its operands' names at any length (a fixed
+ * buffer cut a long name short, and the text then failed to print). */
+static void put_sym_def(sbuf *b, const cg_model *m, const cg_sym_def *d) {
+    const char *op = cg_sym_op_text(d->op);
+    if (!cg_sym_op_infix(d->op)) {
+        sb_puts(b, op);
+        sb_put(b, "(", 1);
+    }
+    put_dim_operand(b, m, d->a);
+    if (cg_sym_op_infix(d->op)) {
+        sb_put(b, " ", 1);
+        sb_puts(b, op);
+        sb_put(b, " ", 1);
+    } else sb_put(b, ", ", 2);
+    put_dim_operand(b, m, d->b);
+    if (!cg_sym_op_infix(d->op)) sb_put(b, ")", 1);
 }
 
 static cg_status put_graph(sbuf *b, const cg_model *m, const comment_map *c, int gi) {
@@ -486,11 +507,11 @@ static cg_status put_dims(sbuf *b, const cg_model *m, int *any) {
         }
     for (int k = 0; k < m->n_syms; k++)
         if (cg_model_sym_derived(m, k) && used[k]) {
-            char def[600];
-            cg_model_sym_def_text(m, k, def, sizeof def);
             sb_puts(b, "dim ");
             put_name(b, m->syms[k]);
-            sb_printf(b, " = %s\n", def);
+            sb_puts(b, " = ");
+            put_sym_def(b, m, &m->sym_defs[k]);
+            sb_put(b, "\n", 1);
             *any = 1;
         }
     free(used);

@@ -23,6 +23,8 @@ static const struct {
 
 const char *cg_sym_op_text(int op) { return op > 0 && op <= CG_SYM_CEIL_DIV ? sym_ops[op].text : NULL; }
 
+int cg_sym_op_infix(int op) { return cg_sym_op_text(op) && sym_ops[op].prec; }
+
 int cg_sym_op_parse(const char *s) {
     for (int op = CG_SYM_ADD; op <= CG_SYM_CEIL_DIV; op++)
         if (!strcmp(s, sym_ops[op].text)) return op;

@@ -47,7 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_message("fuzz");
         return 0;
     }
-    if (cg_print_text(m1, &s1) != CG_OK) abort();
+    if (cg_print_text(m1, &s1) != CG_OK) {
+        fprintf(stderr, "parsed text does not print: %s\n", cg_last_error());
+        abort();
+    }
     if (cg_parse_text(NULL, s1, strlen(s1), "printed", &m2) != CG_OK) {
         fprintf(stderr, "printed text does not parse: %s\n%s\n", cg_last_error(), s1);
         abort();

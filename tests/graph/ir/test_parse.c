@@ -417,6 +417,18 @@ START_TEST(test_comments_kept) {
     ck_assert_str_eq(pc, "# tabs a\ngraph g {\n  input x: f32[1]\n  output x\n}\n");
     cg_model_free(mc);
     free(pc);
+    /* A second after-code comment of one statement (here one on a `dim`
+     * line, which prints elsewhere or not at all) prints on a line of its
+     * own, so it goes where such a line goes: before the next graph, after
+     * the blank line, or a second print moves it (found by fuzz_parse). */
+    mc = parse("graph a {\n  input x: f32[1]\n  output x\n}  # t1\ndim t = S / 2  # t2\n"
+               "graph b {\n  input x: f32[1]\n  output x\n}\n");
+    pc = print(mc);
+    ck_assert_str_eq(pc, "graph a {\n  input x: f32[1]\n  output x\n}  # t1\n\n"
+                         "# t2\ngraph b {\n  input x: f32[1]\n  output x\n}\n");
+    cg_model_free(mc);
+    free(roundtrip(pc));
+    free(pc);
     /* '#' inside a string or a quoted name is no comment. */
     const char *q = "graph g {\n  param w: f32[1] = \"a#b\"\n  `c#d` = tanh(w)\n  output `c#d`\n}\n";
     s = roundtrip(q);
@@ -614,6 +626,18 @@ START_TEST(test_derived_dims) {
     cg_model_free(m);
     char *canon = roundtrip(text);
     ck_assert_msg(strstr(canon, "dim `S-1` = S - 1\ndim half = ceil_div(S, 2)\n"), "%s", canon);
+    free(canon);
+    /* Operands of any length, quoted where needed (a 250-character name
+     * used to make the printer fail: found by fuzz_parse). */
+    char longname[251], longtext[1200], want[1200];
+    memset(longname, 'A', 250);
+    longname[250] = 0;
+    snprintf(longtext, sizeof longtext, "dim t = max(%s, `a b`)\ngraph g {\n  input x: f32[t, %s]\n  output x\n}\n",
+             longname, longname);
+    snprintf(want, sizeof want, "dim t = max(%s, `a b`)\n\ngraph g {\n  input x: f32[t, %s]\n  output x\n}\n", longname,
+             longname);
+    canon = roundtrip(longtext);
+    ck_assert_str_eq(canon, want);
     free(canon);
     parse_err("dim X = Y ^ 2\n", "m.cg:1:11: unexpected character '^'");
     parse_err("dim X = 3\n", "m.cg:1:10: expected an operator (+ - * / %) or min, max, ceil_div, got end of line");
