@@ -46,16 +46,11 @@ CG_BCAST_LOOP2(div_f32_loop, float, float, x / y)
 CG_BCAST_LOOP2(pow_f32_any, float, float, powf(x, y))
 
 /* x^2 and x^3 with a broadcast exponent (GELU's tanh form cubes, a
- * variance squares): x * x rounds once; the cube is exact in double but
- * for its last rounding, then rounded to float (differing from the exact
- * result's rounding only in rare double-rounding cases, as powf's own
- * last-bit slips). Vector code where powf is a call per element. */
+ * variance squares), as cg_ops_cube says: vector code where powf is a
+ * call per element. */
 static CG_CPU_CLONES void pow_f32_small(const float *x, float *o, int64_t n, int cube) {
     if (cube)
-        for (int64_t i = 0; i < n; i++) {
-            const double v = x[i];
-            o[i] = (float)(v * v * v);
-        }
+        for (int64_t i = 0; i < n; i++) o[i] = cg_ops_cube(x[i]);
     else
         for (int64_t i = 0; i < n; i++) o[i] = x[i] * x[i];
 }

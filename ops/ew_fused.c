@@ -241,10 +241,8 @@ static const float *ew_load(const ew_run *r, int k, int64_t i0, int64_t len, flo
 /* pow as the unfused op computes it for a scalar exponent: 2 as x * x, 3
  * as the cube in double rounded once, any other through powf. */
 static void ew_pow(const float *a, const float *b, float *y, int64_t len) {
-    for (int64_t j = 0; j < len; j++) {
-        const double v = a[j];
-        y[j] = b[j] == 2.0f ? a[j] * a[j] : b[j] == 3.0f ? (float)(v * v * v) : powf(a[j], b[j]);
-    }
+    for (int64_t j = 0; j < len; j++)
+        y[j] = b[j] == 2.0f ? a[j] * a[j] : b[j] == 3.0f ? cg_ops_cube(a[j]) : powf(a[j], b[j]);
 }
 
 /* One operation over a block: a and b the operands (b NULL for one; pa,
@@ -257,10 +255,7 @@ static void ew_apply(int t, const float *a, const float *b, float pa, float pb, 
         for (int64_t j = 0; j < len; j++) y[j] = a[j] * a[j];
         break;
     case EW_CUBE:
-        for (int64_t j = 0; j < len; j++) {
-            const double v = a[j];
-            y[j] = (float)(v * v * v);
-        }
+        for (int64_t j = 0; j < len; j++) y[j] = cg_ops_cube(a[j]);
         break;
     case EW_AFFINE:
         for (int64_t j = 0; j < len; j++) y[j] = pa * a[j] + pb;

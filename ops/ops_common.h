@@ -29,6 +29,15 @@ static inline cg_op_status CG_OPS_PRINTF(2, 3) cg_op_fail(const cg_op_call *call
     return CG_OP_ERROR;
 }
 
+/* x^3 as pow by a constant 3 computes it on the CPU (the elementwise op,
+ * ew_fused's pow and cube): exact in double but for its last rounding, then
+ * rounded to float once more (rare double-rounding slips, as powf's own
+ * last-bit ones); x^2 is plain x * x. */
+static inline float cg_ops_cube(float x) {
+    const double v = x;
+    return (float)(v * v * v);
+}
+
 /* v clamped into the int32 range: how a bound or value lands in an i32
  * kernel argument or check word. */
 static inline int32_t cg_ops_clamp_i32(int64_t v) {

@@ -49,23 +49,49 @@ static const void *param_bytes(const cg_graph *g, int32_t v, size_t *n) {
     return *n <= CSE_PARAM_BYTES ? data : NULL;
 }
 
-/* canon[v] for each small parameter: the first one of equal content. */
-static void canon_params(const cg_graph *g, int32_t *canon) {
-    for (int32_t v = 0; v < g->n_values; v++) {
-        size_t nv, nw;
-        const void *bv = param_bytes(g, v, &nv);
-        if (!bv) continue;
-        const cg_value *xv = cg_rw_val(g, v);
-        for (int32_t w = 0; w < v; w++) {
-            const cg_value *xw = cg_rw_val(g, w);
-            const void *bw = canon[w] == w ? param_bytes(g, w, &nw) : NULL;
-            if (!bw || nw != nv || xw->dtype != xv->dtype || xw->ndim != xv->ndim ||
-                memcmp(xw->dims, xv->dims, sizeof *xv->dims * (size_t)xv->ndim) || memcmp(bw, bv, nv))
-                continue;
-            canon[v] = w;
-            break;
-        }
+typedef struct cse_param {
+    const void *bytes;
+    size_t n;
+    int next; /* the next small parameter of the same bucket, -1 none */
+} cse_param;
+
+static unsigned fnv(unsigned h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 16777619u;
+    return h;
+}
+
+static int same_param(const cg_graph *g, int32_t v, const cse_param *pv, int32_t w, const cse_param *pw) {
+    const cg_value *xv = cg_rw_val(g, v), *xw = cg_rw_val(g, w);
+    return pv->n == pw->n && xv->dtype == xw->dtype && xv->ndim == xw->ndim &&
+           !memcmp(xw->dims, xv->dims, sizeof *xv->dims * (size_t)xv->ndim) && !memcmp(pv->bytes, pw->bytes, pv->n);
+}
+
+/* canon[v] for each small parameter: the first one of equal content
+ * (hashed by dtype, shape and bytes: a model has thousands of values). */
+static cg_status canon_params(const cg_graph *g, int32_t *canon) {
+    const unsigned nb = (unsigned)g->n_values + 1u;
+    cse_param *p = malloc(sizeof *p * ((size_t)g->n_values + 1));
+    int *head = malloc(sizeof *head * nb);
+    if (!p || !head) {
+        free(p), free(head);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
+    for (unsigned b = 0; b < nb; b++) head[b] = -1;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        p[v].bytes = param_bytes(g, v, &p[v].n);
+        if (!p[v].bytes) continue;
+        const cg_value *x = cg_rw_val(g, v);
+        unsigned h = fnv(2166136261u, &x->dtype, sizeof x->dtype);
+        h = fnv(fnv(h, &x->ndim, sizeof x->ndim), x->dims, sizeof *x->dims * (size_t)x->ndim);
+        const unsigned b = fnv(h, p[v].bytes, p[v].n) % nb;
+        int w = head[b];
+        while (w >= 0 && !same_param(g, v, &p[v], w, &p[w])) w = p[w].next;
+        if (w >= 0) canon[v] = w; /* the bucket keeps first occurrences only */
+        else p[v].next = head[b], head[b] = v;
+    }
+    free(p), free(head);
+    return CG_OK;
 }
 
 static int same_node(const cg_node *a, const cg_node *b, const int32_t *canon) {
@@ -106,7 +132,7 @@ static cg_status cse_run(cg_graph *g, int *fired) {
     if (!canon || !head || !next) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     for (int32_t v = 0; !st && v < g->n_values; v++) canon[v] = v;
     for (unsigned b = 0; !st && b < nb; b++) head[b] = -1;
-    if (!st) canon_params(g, canon);
+    if (!st) st = canon_params(g, canon);
     for (int i = 0; !st && i < n0; i++) {
         cg_node *n = g->nodes[i];
         if (!candidate(g, &u, i)) continue;
