@@ -10,7 +10,7 @@
  * takes; the result Transpose(0, 2, 1, 3) back), becomes one sdpa node:
  * layout "bshd" when every head split is there (the transposes go too),
  * else "bhsd" on the 4-D values. The constant factors multiply into
- * sdpa's scale. */
+ * sdpa's scale, also one on q before its head split (x * c -> Reshape). */
 #include "rewrite.h"
 
 #include <stdlib.h>
@@ -23,7 +23,9 @@ typedef struct site {
     int32_t q, k, v, mask; /* mask -1: none */
     int bshd, k_t;         /* k_t: k is [B, H, D, S], to transpose */
     double scale;
-    int32_t result; /* the value the sdpa output replaces */
+    int32_t result;     /* the value the sdpa output replaces */
+    cg_node *q_reshape; /* the head split's Reshape, to read q_src: the */
+    int32_t q_src;      /* Mul by a constant before it went into scale */
 } site;
 
 static const int64_t P0213[4] = {0, 2, 1, 3}, P0231[4] = {0, 2, 3, 1}, P0132[4] = {0, 1, 3, 2}, P021[3] = {0, 2, 1};
@@ -166,6 +168,19 @@ static void choose_layout(const cg_graph *g, const cg_rw_uses *u, int32_t q, int
     s->k_t = k4 < 0;
 }
 
+/* bshd: q [B, L, H, D] = Reshape(x * c) read only by its head split, which
+ * only the scores read (Marian, BART and Whisper scale q after its
+ * projection): c goes into the scale too, and the Reshape reads x. */
+static void strip_head_scale(const cg_graph *g, const cg_rw_uses *u, int32_t q_t, site *s) {
+    cg_node *r = cg_rw_producer(g, s->q);
+    if (!s->bshd || !cg_rw_is(r, "reshape") || r->n_inputs < 1 || u->readers[s->q] != 1 || u->readers[q_t] != 1) return;
+    double c = 1.0;
+    const int32_t x = strip_scale(g, u, r->inputs[0], 0, &c);
+    if (x == r->inputs[0] || !cg_rw_same_shape(val(g, x), val(g, r->inputs[0]))) return;
+    s->scale *= c;
+    s->q_reshape = r, s->q_src = x;
+}
+
 static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *fin, site *s) {
     memset(s, 0, sizeof *s);
     s->fin = fin, s->mask = -1, s->scale = 1.0;
@@ -181,7 +196,9 @@ static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *fin, sit
     int64_t sc[4];
     if (!shapes_fit(g, q, kt, fin->inputs[1], sc) || (s->mask >= 0 && !mask_fits(g, s->mask, sc))) return 0;
     choose_layout(g, u, q, kt, fin->inputs[1], s);
-    return !u->output[s->result];
+    if (u->output[s->result]) return 0;
+    strip_head_scale(g, u, q, s);
+    return 1;
 }
 
 static cg_status apply(cg_graph *g, const site *s) {
@@ -191,6 +208,10 @@ static cg_status apply(cg_graph *g, const site *s) {
     if (s->k_t) {
         st = cg_rw_add_node(g, "transpose", s->fin->name, "/sdpa_k", 1, &s->k, &n, &k);
         if (!st) st = cg_node_set_ints(n, "perm", 4, P0132);
+    }
+    if (!st && s->q_reshape) {
+        st = cg_node_set_input_name(s->q_reshape, 0, g->values[s->q_src].name);
+        s->q_reshape->inputs[0] = s->q_src;
     }
     in[0] = s->q, in[1] = k, in[2] = s->v, in[3] = s->mask;
     if (!st) st = cg_rw_add_node(g, "sdpa", s->fin->name, "/sdpa", s->mask >= 0 ? 4 : 3, in, &n, &out);

@@ -72,6 +72,19 @@ def exported_form(mask_value=None, probs_out=False):
     return nodes, ins, outs
 
 
+def q_scaled_form():
+    """transformers' Marian, BART and Whisper: q scaled by D^-0.5 right
+    after its projection, before the head split; k and v not scaled, no
+    mask. The rewrite takes the Mul into sdpa's scale too."""
+    nodes = [const("cq", float(D) ** -0.5), h.make_node("Mul", ["q", "cq"], ["q_s"])]
+    nodes += split_heads("q_s", "qh", L, [0, 2, 1, 3], "q") + split_heads("k", "kt", S, [0, 2, 3, 1], "k")
+    nodes += split_heads("v", "vh", S, [0, 2, 1, 3], "v")
+    nodes += [h.make_node("MatMul", ["qh", "kt"], ["s"]), h.make_node("Softmax", ["s"], ["p"], axis=-1),
+              h.make_node("MatMul", ["p", "vh"], ["yh"])] + merge_heads("yh", "y")
+    ins = [("q", f32(B, L, H * D)), ("k", f32(B, S, H * D)), ("v", f32(B, S, H * D))]
+    return nodes, ins, ["y"]
+
+
 def bhsd_div_form():
     """4-D heads given, K transposed by Transpose(0, 1, 3, 2), the scores
     divided by sqrt(D), no mask, the softmax read directly (the result is
@@ -217,6 +230,7 @@ def main():
     save("rms_onnx", *rms_onnx_form())
     save("cse_mask", *cse_form())
     save("ln_residual", *ln_residual_form())
+    save("q_scaled", *q_scaled_form())
 
 
 if __name__ == "__main__":
