@@ -97,11 +97,13 @@ static void typed_as(cg_graph *g, int32_t to, int32_t from) {
 }
 
 /* A post-LN Transformer's LayerNorm of a residual Add (BERT, Marian,
- * BART): layer_norm(add(a, r), gamma, beta), the sum read only there and
- * a, r and the sum of one shape (no broadcast), becomes layer_norm(a,
- * gamma, beta, r), which adds as that Add did. */
+ * BART; the last one of a pre-LN stack too): layer_norm(add(a, r), gamma,
+ * beta), the sum read only there and a, r and the sum of one shape (no
+ * broadcast), becomes layer_norm(a, gamma, beta, r), which adds as that
+ * Add did. The node changes in place, so its output keeps its name (a
+ * graph output's, as often for the last LayerNorm). */
 static cg_status fuse_residual(cg_graph *g, const cg_rw_uses *u, int i, int *fired) {
-    const cg_node *ln = g->nodes[i];
+    cg_node *ln = g->nodes[i];
     if (!cg_rw_is(ln, "layer_norm") || ln->n_inputs != 3) return CG_OK;
     const cg_node *add = inner(g, u, ln->inputs[0], "add");
     if (!add || add->n_inputs != 2) return CG_OK;
@@ -110,15 +112,13 @@ static cg_status fuse_residual(cg_graph *g, const cg_rw_uses *u, int i, int *fir
     if (!s->typed || s->dtype != CG_F32 || !a->typed || a->dtype != CG_F32 || !r->typed || r->dtype != CG_F32 ||
         !cg_rw_same_shape(a, s) || !cg_rw_same_shape(r, s))
         return CG_OK;
-    const int32_t in[4] = {add->inputs[0], ln->inputs[1], ln->inputs[2], add->inputs[1]};
-    cg_node *n;
-    int32_t out;
-    cg_status st = cg_rw_add_node(g, "layer_norm", ln->name, "/res", 4, in, &n, &out);
-    for (int k = 0; !st && k < ln->n_attrs; k++) st = cg_node_add_attr(n, &ln->attrs[k]);
-    if (!st) st = cg_rw_redirect(g, ln->outputs[0], out);
-    if (!st) typed_as(g, out, ln->outputs[0]);
-    if (!st) ++*fired;
-    return st;
+    const int32_t ia = add->inputs[0], ir = add->inputs[1];
+    cg_status st = cg_node_set_input_name(ln, 0, a->name);
+    if (!st) st = cg_node_append_input(ln, r->name);
+    if (st) return st;
+    ln->inputs[0] = ia, ln->inputs[3] = ir; /* resolved now: later matches walk through them */
+    ++*fired;
+    return CG_OK;
 }
 
 static cg_status norm_run(cg_graph *g, int *fired) {
@@ -128,8 +128,7 @@ static cg_status norm_run(cg_graph *g, int *fired) {
     const int n0 = g->n_nodes;
     for (int i = 0; !st && i < n0; i++) {
         rms_match m;
-        if (u.live[i] && !u.output[g->nodes[i]->outputs[0]] && g->nodes[i]->n_outputs == 1)
-            st = fuse_residual(g, &u, i, fired);
+        if (u.live[i] && g->nodes[i]->n_outputs == 1) st = fuse_residual(g, &u, i, fired);
         if (st || !u.live[i] || !match(g, &u, g->nodes[i], &m)) continue;
         const int32_t in[2] = {m.x, m.w};
         cg_node *n;
