@@ -61,7 +61,9 @@ static cg_op_status layer_norm_infer(cg_op_call *call) {
             return cg_op_fail(call, "input %d (%s) has %lld elements, the normalized dims %lld", i,
                               i == 1 ? "gamma" : "beta", (long long)pn, (long long)n);
     }
-    call->outputs[0] = *x;
+    if (call->n_outputs > 1 && call->n_inputs < 4)
+        return cg_op_fail(call, "output 1 (sum) is x + residual: it needs input 3 (residual)");
+    for (int k = 0; k < call->n_outputs; k++) call->outputs[k] = *x;
     return CG_OP_OK;
 }
 
@@ -98,14 +100,15 @@ static CG_CPU_CLONES cg_op_status layer_norm_cpu(const cg_kernel_args *a) {
     ln_rows(call, &rows, &n);
     const float *x = a->in[0], *g = call->n_inputs > 1 ? a->in[1] : NULL, *b = call->n_inputs > 2 ? a->in[2] : NULL;
     const float *res = call->n_inputs > 3 ? a->in[3] : NULL;
-    float *y = a->out[0];
+    float *y = a->out[0], *sum = call->n_outputs > 1 ? a->out[1] : NULL;
     const double eps = call->attrs[LN_EPSILON].f;
     for (int64_t r = 0; r < rows && n > 0; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        if (res) { /* x + residual, rounded as the add it replaces, then normalized in place */
-            for (int64_t j = 0; j < n; j++) yr[j] = xr[j] + res[r * n + j];
-            xr = yr;
+        if (res) { /* x + residual, rounded as the add it replaces (kept in y or the sum output) */
+            float *sr = sum ? sum + r * n : yr;
+            for (int64_t j = 0; j < n; j++) sr[j] = xr[j] + res[r * n + j];
+            xr = sr;
         }
         const double mean = row_sum(xr, n, 0) / (double)n;
         const float mf = (float)mean, rs = (float)(1.0 / sqrt(row_sq_dev(xr, n, mean) / (double)n + eps));
@@ -144,9 +147,10 @@ static cg_op_status layer_norm_cl(const cg_kernel_args *a) {
                                      CG_OPS_CL_ARG(has_b), CG_OPS_CL_ARG(y), CG_OPS_CL_ARG(ln), CG_OPS_CL_ARG(eps)};
     /* the row kernel takes the number of rows before eps */
     if (cg_ops_cl_args(a, k, name, 0, CG_OPS_CL_N_ARGS(v) - by_item, v)) return CG_OP_ERROR;
-    const cl_int has_res = call->n_inputs > 3;
-    const cl_mem res = has_res ? (cl_mem)a->in[3] : x;
-    const cg_ops_cl_arg_value rv[] = {CG_OPS_CL_ARG(res), CG_OPS_CL_ARG(has_res)};
+    const cl_int has_res = call->n_inputs > 3, has_sum = call->n_outputs > 1;
+    const cl_mem res = has_res ? (cl_mem)a->in[3] : x, sum = has_sum ? (cl_mem)a->out[1] : y;
+    const cg_ops_cl_arg_value rv[] = {CG_OPS_CL_ARG(res), CG_OPS_CL_ARG(has_res), CG_OPS_CL_ARG(sum),
+                                      CG_OPS_CL_ARG(has_sum)};
     if (cg_ops_cl_args(a, k, name, 9, CG_OPS_CL_N_ARGS(rv), rv)) return CG_OP_ERROR;
     if (by_item) {
         const cl_long lr = rows;
@@ -189,8 +193,16 @@ static const cg_ops_case layer_norm_cases[] = {
      NULL},
 };
 
+/* The cases, then the residual ones (the last LN_SUM_CASES) again with the
+ * sum as a second output. */
+#define LN_CASES ((int32_t)(sizeof layer_norm_cases / sizeof layer_norm_cases[0]))
+#define LN_SUM_CASES 2
 static int32_t layer_norm_conform(int32_t i, cg_conform_case *c) {
-    if (i < 0 || i >= (int32_t)(sizeof layer_norm_cases / sizeof layer_norm_cases[0])) return 0;
+    if (i < 0 || i >= LN_CASES + LN_SUM_CASES) return 0;
+    if (i >= LN_CASES) {
+        cg_ops_fill_case(&layer_norm_cases[i - LN_SUM_CASES], 2, c);
+        return 1;
+    }
     cg_ops_fill_case(&layer_norm_cases[i], 1, c);
     /* rows of 100 + [0, 1): the device's f32 mean keeps ~1e-5 of them */
     if (i == 3) c->atol = 2e-3;
@@ -209,7 +221,8 @@ const cg_op_def cg_op_layer_norm =
                  "gamma and beta (optional, each of N elements) as in torch.nn.LayerNorm and ONNX "
                  "LayerNormalization. With a fourth input `residual` (x's shape; gamma and beta given), of x + "
                  "residual, rounded as that add: the residual add before a Transformer's post-LN LayerNorm (the "
-                 "rewrite \"norm\" makes it). The output has x's shape.",
-          .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .input_names = layer_norm_inputs,
+                 "rewrite \"norm\" makes it); a second output then gives that sum (pre-LN: the next residual "
+                 "add reads it). The outputs have x's shape.",
+          .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 2, .input_names = layer_norm_inputs,
           CG_ATTRS(layer_norm_attrs), .infer = layer_norm_infer, CG_KERNELS(layer_norm_kernels),
           .conform_case = layer_norm_conform);

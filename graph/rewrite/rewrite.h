@@ -71,6 +71,11 @@ static inline const cg_value *cg_rw_val(const cg_graph *g, int32_t v) { return &
 cg_status cg_rw_add_node(cg_graph *g, const char *op, const char *base, const char *suffix, int n_in, const int32_t *in,
                          cg_node **node, int32_t *out_value);
 
+/* cg_rw_add_node with n_out outputs, named `base` + suffixes[k] (made
+ * unique; the suffixes differ); their value indices into out_values. */
+cg_status cg_rw_add_node_outs(cg_graph *g, const char *op, const char *base, const char *const *suffixes, int n_out,
+                              int n_in, const int32_t *in, cg_node **node, int32_t *out_values);
+
 /* Every node input that reads value `from` now names value `to`. */
 cg_status cg_rw_redirect(cg_graph *g, int32_t from, int32_t to);
 

@@ -120,19 +120,27 @@ static char *fresh_name(const cg_graph *g, const char *base, const char *suffix)
     return s;
 }
 
+cg_status cg_rw_add_node_outs(cg_graph *g, const char *op, const char *base, const char *const *suffixes, int n_out,
+                              int n_in, const int32_t *in, cg_node **node, int32_t *out_values) {
+    const char *names[8];
+    char *outs[4] = {NULL};
+    if (n_in > 8 || n_out < 1 || n_out > 4) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_rw_add_node: too many values");
+    for (int i = 0; i < n_in; i++) names[i] = g->values[in[i]].name;
+    cg_status st = CG_OK;
+    for (int k = 0; k < n_out && !st; k++) {
+        outs[k] = fresh_name(g, base, suffixes[k]);
+        if (!outs[k]) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    if (!st) st = cg_graph_new_node(g, op, outs[0], n_in, names, n_out, (const char *const *)outs, 0, 0, node);
+    for (int k = 0; k < n_out; k++) free(outs[k]);
+    if (st) return st;
+    for (int k = 0; k < n_out; k++) out_values[k] = (*node)->outputs[k];
+    return CG_OK;
+}
+
 cg_status cg_rw_add_node(cg_graph *g, const char *op, const char *base, const char *suffix, int n_in, const int32_t *in,
                          cg_node **node, int32_t *out_value) {
-    const char *names[8];
-    if (n_in > 8) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_rw_add_node: too many inputs");
-    for (int i = 0; i < n_in; i++) names[i] = g->values[in[i]].name;
-    char *out = fresh_name(g, base, suffix);
-    if (!out) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    const char *outs[1] = {out};
-    cg_status st = cg_graph_new_node(g, op, out, n_in, names, 1, outs, 0, 0, node);
-    free(out);
-    if (st) return st;
-    *out_value = (*node)->outputs[0];
-    return CG_OK;
+    return cg_rw_add_node_outs(g, op, base, &suffix, 1, n_in, in, node, out_value);
 }
 
 cg_status cg_rw_redirect(cg_graph *g, int32_t from, int32_t to) {

@@ -96,6 +96,42 @@ static void typed_as(cg_graph *g, int32_t to, int32_t from) {
     memcpy(t->dims, f->dims, sizeof t->dims);
 }
 
+/* a, r and their sum s = a + r (an Add's inputs and output) are f32 of
+ * one shape: no broadcast. */
+static int residual_fits(const cg_graph *g, const cg_node *add) {
+    if (add->n_inputs != 2) return 0;
+    const cg_value *s = cg_rw_val(g, add->outputs[0]), *a = cg_rw_val(g, add->inputs[0]),
+                   *r = cg_rw_val(g, add->inputs[1]);
+    return s->typed && s->dtype == CG_F32 && a->typed && a->dtype == CG_F32 && r->typed && r->dtype == CG_F32 &&
+           cg_rw_same_shape(a, s) && cg_rw_same_shape(r, s);
+}
+
+/* A pre-LN Transformer's LayerNorm of a residual Add whose sum the next
+ * residual Add reads too (GPT-2, Whisper): a new layer_norm(a, gamma, beta,
+ * r) gives the normalized sum and the sum itself, and the readers of both
+ * move to it. Not where either is a graph output (a new node's values
+ * cannot take a graph output's name). */
+static cg_status fuse_residual_sum(cg_graph *g, const cg_rw_uses *u, cg_node *ln, int *fired) {
+    const int32_t s = ln->inputs[0];
+    const cg_node *add = cg_rw_producer(g, s);
+    if (!cg_rw_is(add, "add") || u->output[s] || u->output[ln->outputs[0]] || u->readers[s] < 2 ||
+        !residual_fits(g, add))
+        return CG_OK;
+    const int32_t in[4] = {add->inputs[0], ln->inputs[1], ln->inputs[2], add->inputs[1]};
+    const char *const suffix[2] = {"/res", "/sum"};
+    cg_node *n;
+    int32_t out[2];
+    cg_status st = cg_rw_add_node_outs(g, "layer_norm", ln->name, suffix, 2, 4, in, &n, out);
+    for (int k = 0; !st && k < ln->n_attrs; k++) st = cg_node_add_attr(n, &ln->attrs[k]);
+    if (!st) st = cg_rw_redirect(g, ln->outputs[0], out[0]);
+    if (!st) st = cg_rw_redirect(g, s, out[1]);
+    if (st) return st;
+    typed_as(g, out[0], ln->outputs[0]);
+    typed_as(g, out[1], s);
+    ++*fired;
+    return CG_OK;
+}
+
 /* A post-LN Transformer's LayerNorm of a residual Add (BERT, Marian,
  * BART; the last one of a pre-LN stack too): layer_norm(add(a, r), gamma,
  * beta), the sum read only there and a, r and the sum of one shape (no
@@ -106,15 +142,11 @@ static cg_status fuse_residual(cg_graph *g, const cg_rw_uses *u, int i, int *fir
     cg_node *ln = g->nodes[i];
     if (!cg_rw_is(ln, "layer_norm") || ln->n_inputs != 3) return CG_OK;
     const cg_node *add = inner(g, u, ln->inputs[0], "add");
-    if (!add || add->n_inputs != 2) return CG_OK;
-    const cg_value *s = cg_rw_val(g, ln->inputs[0]), *a = cg_rw_val(g, add->inputs[0]),
-                   *r = cg_rw_val(g, add->inputs[1]);
-    if (!s->typed || s->dtype != CG_F32 || !a->typed || a->dtype != CG_F32 || !r->typed || r->dtype != CG_F32 ||
-        !cg_rw_same_shape(a, s) || !cg_rw_same_shape(r, s))
-        return CG_OK;
+    if (!add) return fuse_residual_sum(g, u, ln, fired);
+    if (!residual_fits(g, add)) return CG_OK;
     const int32_t ia = add->inputs[0], ir = add->inputs[1];
-    cg_status st = cg_node_set_input_name(ln, 0, a->name);
-    if (!st) st = cg_node_append_input(ln, r->name);
+    cg_status st = cg_node_set_input_name(ln, 0, cg_rw_val(g, ia)->name);
+    if (!st) st = cg_node_append_input(ln, cg_rw_val(g, ir)->name);
     if (st) return st;
     ln->inputs[0] = ia, ln->inputs[3] = ir; /* resolved now: later matches walk through them */
     ++*fired;

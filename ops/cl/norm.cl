@@ -1,4 +1,5 @@
-/* layer_norm: with has_res, of x + res (the residual add it replaces);
+/* layer_norm: with has_res, of x + res (the residual add it replaces),
+ * that sum kept in y, or in `sum` with has_sum (a second output);
  * one work-group per row of n elements (the group's size a
  * power of two, `red` one float per work-item): the mean, then the
  * variance of the deviations (two passes: no cancellation), then
@@ -10,14 +11,15 @@
 #if CG_WANT(layer_norm_rows)
 __kernel void layer_norm_rows(__global const float *x, __global const float *g, __global const float *b, int has_g,
                               int has_b, __global float *y, long n_, long rows, float eps, __global const float *res,
-                              int has_res) {
+                              int has_res, __global float *sum, int has_sum) {
     const IDX r = (IDX)get_global_id(0), n = (IDX)n_;
     if (r >= (IDX)rows) return;
     __global float *yr = y + r * n;
     __global const float *xr = x + r * n;
-    if (has_res) { /* x + residual, rounded as the add it replaces, kept in y */
-        for (IDX j = 0; j < n; j++) yr[j] = xr[j] + res[r * n + j];
-        xr = yr;
+    if (has_res) { /* x + residual, rounded as the add it replaces, kept in y or sum */
+        __global float *sr = has_sum ? sum + r * n : yr;
+        for (IDX j = 0; j < n; j++) sr[j] = xr[j] + res[r * n + j];
+        xr = sr;
     }
     const float x0 = xr[0];
     float4 s4 = (float4)(0.0f);
@@ -59,14 +61,15 @@ static float ln_group_sum(float v, __local float *red) {
 
 __kernel void layer_norm(__global const float *x, __global const float *g, __global const float *b, int has_g,
                          int has_b, __global float *y, long n_, float eps, __local float *red,
-                         __global const float *res, int has_res) {
+                         __global const float *res, int has_res, __global float *sum, int has_sum) {
     const IDX row = (IDX)get_group_id(0), n = (IDX)n_;
     const IDX lid = (IDX)get_local_id(0), wg = (IDX)get_local_size(0);
     __global const float *xr = x + row * n;
     __global float *yr = y + row * n;
-    if (has_res) { /* x + residual in y: each item reads back only the elements it wrote */
-        for (IDX j = lid; j < n; j += wg) yr[j] = xr[j] + res[row * n + j];
-        xr = yr;
+    if (has_res) { /* x + residual in y or sum: each item reads back only the elements it wrote */
+        __global float *sr = has_sum ? sum + row * n : yr;
+        for (IDX j = lid; j < n; j += wg) sr[j] = xr[j] + res[row * n + j];
+        xr = sr;
     }
     float s = 0.0f;
     for (IDX j = lid; j < n; j += wg) s += xr[j];

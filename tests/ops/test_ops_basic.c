@@ -1835,6 +1835,19 @@ START_TEST(test_layer_norm) {
     shp s5 = {1, {5}};
     th_tensor bad[2] = {in[0], tf(g, &s5)};
     expect_infer_fail(&cg_op_layer_norm, 2, bad, &at, 1, "input 1 (gamma) has 5 elements, the normalized dims 4");
+    /* A residual: of x + r (here [1, 2, 3, 4] again in each row, exact),
+     * the sum as a second output when asked for; the sum needs the residual. */
+    float r[12] = {0, 0, 0, 0, -10000, -10000, -10000, -10000, -6, -5, -4, -3};
+    th_tensor in4[4] = {in[0], in[1], in[2], tf(r, &sx)}, out2[2];
+    ck_assert_msg(th_run(&cg_op_layer_norm, 4, in4, &at, 2, out2, g_err, sizeof g_err) == CG_OP_OK, "%s", g_err);
+    const float *y2 = out2[0].data, *s2 = out2[1].data;
+    for (int row = 0; row < 3; row++)
+        for (int j = 0; j < 4; j++) {
+            ck_assert_float_eq(s2[row * 4 + j], (float)(j + 1));
+            ck_assert_float_eq_tol(y2[row * 4 + j], (float)((j - 1.5) * rs * g[j] + b[j]), 1e-6f);
+        }
+    th_free_outputs(2, out2);
+    expect_infer_fail(&cg_op_layer_norm, 3, in, &at, 2, "output 1 (sum) is x + residual: it needs input 3 (residual)");
 }
 END_TEST
 

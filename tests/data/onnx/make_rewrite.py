@@ -181,6 +181,19 @@ def ln_residual_form():
                                                        ("be", f32(C)), ("w2", f32(C, 3)), ("p", f32(1, L, C))]
 
 
+def ln_prenorm_form():
+    """Two pre-LN blocks (GPT-2, Whisper): h = x + MatMul(LN1(x)); the
+    LayerNorm of h, whose sum the second residual Add reads too, becomes
+    one layer_norm giving both; the last residual sum feeds the final
+    LayerNorm only (the post-LN form) and its output is a graph output."""
+    C = 6
+    ln = lambda i, o: h.make_node("LayerNormalization", [i, "g", "be"], [o], axis=-1, epsilon=1e-5)
+    nodes = [ln("x", "n1"), h.make_node("MatMul", ["n1", "w"], ["a1"]), h.make_node("Add", ["x", "a1"], ["h1"]),
+             ln("h1", "n2"), h.make_node("MatMul", ["n2", "w"], ["a2"]), h.make_node("Add", ["h1", "a2"], ["h2"]),
+             ln("h2", "y")]
+    return nodes, [("x", f32(B, L, C))], ["y"], [("w", f32(C, C)), ("g", f32(C)), ("be", f32(C))]
+
+
 def cse_form():
     """The additive mask built twice from one bool mask with each its own
     Constant nodes (as exporters write it per layer), each added to x: the
@@ -231,6 +244,7 @@ def main():
     save("cse_mask", *cse_form())
     save("ln_residual", *ln_residual_form())
     save("q_scaled", *q_scaled_form())
+    save("ln_prenorm", *ln_prenorm_form())
 
 
 if __name__ == "__main__":

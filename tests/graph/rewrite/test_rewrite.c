@@ -34,11 +34,11 @@ static void run_cases(const char *dir, const char *which, int total) {
 START_TEST(cases_pass_rewritten_or_not) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/rewrite", tu_src_dir());
-    run_cases(dir, "all", 13);
-    run_cases(dir, "none", 13);
-    run_cases(dir, "elementwise", 13);
-    run_cases(dir, "-norm", 13);
-    run_cases(dir, "cse", 13);
+    run_cases(dir, "all", 14);
+    run_cases(dir, "none", 14);
+    run_cases(dir, "elementwise", 14);
+    run_cases(dir, "-norm", 14);
+    run_cases(dir, "cse", 14);
 }
 END_TEST
 
@@ -174,6 +174,15 @@ START_TEST(norm_fuses_rmsnorm) {
     ck_assert_int_eq(fired_by("norm", case_model("rewrite/exported_bshd"), NULL), 0);
     /* a post-LN residual Add taken into the LayerNorm; not one that broadcasts */
     ck_assert_int_eq(fired_by("norm", case_model("rewrite/ln_residual"), NULL), 1);
+    /* pre-LN: the LayerNorm of a sum the next residual Add reads too gives
+     * that sum as its second output; the last one (a graph output) takes
+     * its Add in place */
+    ck_assert_int_eq(fired_by("norm", case_model("rewrite/ln_prenorm"), NULL), 2);
+    const char *pre[] = {"import", case_model("rewrite/ln_prenorm"), NULL};
+    ck_assert_msg(tu_run_cli(pre, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "`LayerNormalization_3/res`, `LayerNormalization_3/sum` = layer_norm(x, g, be, a1)") &&
+                      strstr(tu_out, "y = layer_norm(`LayerNormalization_3/sum`, g, be, a2)"),
+                  "%.3000s", tu_out);
     /* BERT's three post-LN LayerNorms of a residual, the last one a graph
      * output */
     ck_assert_int_eq(fired_by("norm", case_model("corpus/bert_ts"), NULL), 4);
