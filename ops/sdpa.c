@@ -26,7 +26,7 @@
 
 #include "sdpa.cl.h"
 
-enum { SDPA_LAYOUT, SDPA_SCALE, SDPA_CAUSAL };
+enum { SDPA_LAYOUT, SDPA_SCALE, SDPA_CAUSAL, SDPA_PACKED, SDPA_HEADS };
 
 static const cg_attr_def sdpa_attrs[] = {
     CG_ATTR(.name = "layout", .type = CG_ATTR_STRING, .default_string = "bhsd",
@@ -37,6 +37,11 @@ static const cg_attr_def sdpa_attrs[] = {
     CG_ATTR(.name = "causal", .type = CG_ATTR_INT, .default_int = 0,
             .doc =
                 "1: query i sees keys j <= i + S - L only (bottom-right aligned, as a decoder step with a KV cache)"),
+    CG_ATTR(.name = "packed", .type = CG_ATTR_INT, .default_int = 0,
+            .doc = "1: q, k and v are each [B, L, 3 * heads * D], a fused projection's q | k | v side by side in the "
+                   "last dim: q is read from input 0's first third, k from input 1's second, v from input 2's last "
+                   "(one tensor given three times; layout bshd, S = L, Hk = Hq = heads, Dv = D)"),
+    CG_ATTR(.name = "heads", .type = CG_ATTR_INT, .default_int = 0, .doc = "the heads of a packed q, k, v (>= 1)"),
 };
 
 static const char *const sdpa_names[] = {"q", "k", "v", "mask", NULL};
@@ -46,9 +51,10 @@ static const char *const sdpa_names[] = {"q", "k", "v", "mask", NULL};
  * Mask strides: batch, head, query, key (0 where it broadcasts). */
 typedef struct sdpa_geom {
     int64_t B, Hq, Hk, L, S, D, Dv;
-    int bshd, causal, has_mask;
+    int bshd, causal, has_mask, packed;
     float scale;
     int64_t qs[3], ks[3], vs[3], ys[3], ms[4];
+    int64_t off[3]; /* elements of q, k and v before their first (packed: their third of each row) */
 } sdpa_geom;
 
 /* Positions of the batch, head, sequence and feature dims in a layout. */
@@ -123,13 +129,40 @@ static cg_op_status check_mask(const cg_op_call *call, const int64_t *scores) {
                       ss, cg_ops_dtype_name(m->dtype), sm);
 }
 
+/* packed: q, k and v f32 [B, L, 3 * heads * D] of one shape, the last dim
+ * known; y [B, L, heads, D]. */
+static cg_op_status packed_infer(cg_op_call *call, int bshd) {
+    const int64_t H = call->attrs[SDPA_HEADS].i;
+    if (!bshd) return cg_op_fail(call, "packed q, k and v need layout \"bshd\"");
+    if (H < 1) return cg_op_fail(call, "packed q, k and v need heads >= 1, got %lld", (long long)H);
+    const cg_tensor_desc *x = &call->inputs[0];
+    for (int i = 0; i < 3; i++) {
+        const cg_tensor_desc *d = &call->inputs[i];
+        int same = d->dtype == CG_OP_F32 && d->ndim == 3;
+        for (int a = 0; same && a < 3; a++) same = cg_dim_compatible(d->dims[a], x->dims[a]);
+        if (!same) return shapes_fail(call, 1, "packed q, k and v must be f32 [B, L, 3 * heads * D] of one shape");
+    }
+    const int64_t E3 = x->dims[2];
+    if (!cg_dim_known(E3) || E3 % (3 * H))
+        return shapes_fail(call, 1, "packed q, k and v need a known last dim, a multiple of 3 * heads");
+    const int64_t B = cg_dim_unify(cg_dim_unify(x->dims[0], call->inputs[1].dims[0]), call->inputs[2].dims[0]);
+    const int64_t L = cg_dim_unify(cg_dim_unify(x->dims[1], call->inputs[1].dims[1]), call->inputs[2].dims[1]);
+    const int64_t scores[4] = {B, H, L, L};
+    if (call->n_inputs > 3 && check_mask(call, scores)) return CG_OP_ERROR;
+    cg_tensor_desc *y = &call->outputs[0];
+    *y = (cg_tensor_desc){CG_OP_F32, 4, {B, L, H, E3 / (3 * H)}};
+    return CG_OP_OK;
+}
+
 static cg_op_status sdpa_infer(cg_op_call *call) {
     const int bshd = layout_of(call);
     if (bshd < 0) return cg_op_fail(call, "layout \"%s\" is not \"bhsd\" or \"bshd\"", call->attrs[SDPA_LAYOUT].s);
-    const int64_t causal = call->attrs[SDPA_CAUSAL].i;
+    const int64_t causal = call->attrs[SDPA_CAUSAL].i, packed = call->attrs[SDPA_PACKED].i;
     if (causal != 0 && causal != 1) return cg_op_fail(call, "causal must be 0 or 1, got %lld", (long long)causal);
+    if (packed != 0 && packed != 1) return cg_op_fail(call, "packed must be 0 or 1, got %lld", (long long)packed);
     if (!isfinite(call->attrs[SDPA_SCALE].f))
         return cg_op_fail(call, "scale must be finite, got %g", call->attrs[SDPA_SCALE].f);
+    if (packed) return packed_infer(call, bshd);
     if (check_qkv(call, bshd)) return CG_OP_ERROR;
     const cg_tensor_desc *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
     int h, s;
@@ -184,6 +217,16 @@ static void sdpa_geom_of(const cg_op_call *call, sdpa_geom *g) {
     heads_strides(g->bshd, g->Hq, g->L, g->Dv, g->ys);
     g->has_mask = call->n_inputs > 3;
     if (g->has_mask) mask_strides(&call->inputs[3], g->ms);
+    g->packed = call->attrs[SDPA_PACKED].i == 1;
+    if (g->packed) { /* rows of 3 * E: q | k | v, each H heads of D */
+        const int64_t H = call->attrs[SDPA_HEADS].i, E = q->dims[2] / 3;
+        g->Hq = g->Hk = H, g->S = g->L = q->dims[1], g->D = g->Dv = E / H;
+        const int64_t st[3] = {g->L * 3 * E, g->D, 3 * E};
+        memcpy(g->qs, st, sizeof st), memcpy(g->ks, st, sizeof st), memcpy(g->vs, st, sizeof st);
+        heads_strides(1, H, g->L, g->D, g->ys);
+        g->off[1] = E, g->off[2] = 2 * E;
+        if (call->attrs[SDPA_SCALE].f == 0.0) g->scale = g->D > 0 ? (float)(1.0 / sqrt((double)g->D)) : 1.0f;
+    }
 }
 
 /* Keys query row i sees: all S, or with the causal cut those j <= i + S - L. */
@@ -277,7 +320,18 @@ static cg_op_status sdpa_cpu(const cg_kernel_args *a) {
     sdpa_geom g;
     sdpa_geom_of(a->call, &g);
     if (g.B * g.Hq * g.L * g.Dv == 0) return CG_OP_OK;
-    sdpa_job j = {&g, a->in[0], a->in[1], a->in[2], g.has_mask ? a->in[3] : NULL, a->out[0], a->workspace, 0, 0, 0, 0};
+    const float *in0 = a->in[0], *in1 = a->in[1], *in2 = a->in[2];
+    sdpa_job j = {&g,
+                  in0 + g.off[0],
+                  in1 + g.off[1],
+                  in2 + g.off[2],
+                  g.has_mask ? a->in[3] : NULL,
+                  a->out[0],
+                  a->workspace,
+                  0,
+                  0,
+                  0,
+                  0};
     j.rows = cpu_rows(&g);
     j.lanes = cpu_lanes(&g);
     j.qblocks = (g.L + j.rows - 1) / j.rows;
@@ -339,6 +393,14 @@ static cg_op_status common_args(const cg_kernel_args *a, cl_kernel k, const char
                                                                                                       : CG_OP_OK;
 }
 
+/* q's, k's and v's offsets (elements) from argument `first` on. */
+static cg_op_status offset_args(const cg_kernel_args *a, cl_kernel k, const char *name, int first, const sdpa_geom *g,
+                                int wide) {
+    for (int i = 0; i < 3; i++)
+        if (cg_ops_cl_idx(a, k, name, (cl_uint)(first + i), wide, g->off[i])) return CG_OP_ERROR;
+    return CG_OP_OK;
+}
+
 /* One work-group per (batch, head, tile of query rows). */
 static cg_op_status launch_tiled(const cg_kernel_args *a, cl_kernel k, const sdpa_geom *g, const cl_tiles *t,
                                  int wide) {
@@ -356,7 +418,8 @@ static cg_op_status launch_tiled(const cg_kernel_args *a, cl_kernel k, const sdp
         CG_OPS_CL_LOCAL(sizeof(float) * t->bq * dv),
         CG_OPS_CL_LOCAL(sizeof(float) * t->bq * 3),
     };
-    if (common_args(a, k, name, g, wide) || cg_ops_cl_args(a, k, name, 16, CG_OPS_CL_N_ARGS(args), args))
+    if (common_args(a, k, name, g, wide) || cg_ops_cl_args(a, k, name, 16, CG_OPS_CL_N_ARGS(args), args) ||
+        offset_args(a, k, name, 25, g, wide))
         return CG_OP_ERROR;
     const size_t global = (size_t)(g->B * g->Hq * nqb) * t->nt;
     return cg_ops_cl_launch(a, k, name, 1, &global, &t->nt);
@@ -367,7 +430,9 @@ static cg_op_status launch_simple(const cg_kernel_args *a, const sdpa_geom *g, i
     static const char name[] = "sdpa_simple";
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, name, wide, 1, NULL);
     const int64_t total = g->B * g->Hq * g->L * g->Dv;
-    if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, total)) return CG_OP_ERROR;
+    if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, total) ||
+        offset_args(a, k, name, 17, g, wide))
+        return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, name, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
@@ -378,11 +443,11 @@ static cg_op_status launch_rows(const cg_kernel_args *a, const sdpa_geom *g, int
     static const char name[] = "sdpa_rows";
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, name, wide, 1, NULL);
     const int64_t rows = g->B * g->Hq * g->L;
-    if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, rows)) return CG_OP_ERROR;
+    if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, rows) ||
+        offset_args(a, k, name, 17, g, wide))
+        return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, name, rows, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
-
-static int64_t numel4(const cg_tensor_desc *d) { return d->dims[0] * d->dims[1] * d->dims[2] * d->dims[3]; }
 
 static cg_op_status sdpa_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
@@ -393,8 +458,8 @@ static cg_op_status sdpa_cl(const cg_kernel_args *a) {
     if (g.Hq > big || g.L > big || g.S > big || g.D > big || g.Dv > big || g.B * g.Hq * g.L > big)
         return cg_op_fail(call, "sizes B = %lld, H = %lld, L = %lld, S = %lld are too large for the OpenCL kernel",
                           (long long)g.B, (long long)g.Hq, (long long)g.L, (long long)g.S);
-    int wide = numel4(&call->inputs[0]) > big || numel4(&call->inputs[1]) > big || numel4(&call->inputs[2]) > big ||
-               numel4(&call->outputs[0]) > big;
+    int wide = cg_desc_numel(&call->inputs[0]) > big || cg_desc_numel(&call->inputs[1]) > big ||
+               cg_desc_numel(&call->inputs[2]) > big || cg_desc_numel(&call->outputs[0]) > big;
     if (g.has_mask) wide = wide || cg_desc_numel(&call->inputs[3]) > big;
     if (g.Dv <= SDPA_ROWS_DV && cg_ops_cl_is_cpu(a)) return launch_rows(a, &g, wide);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, "sdpa_tiled", wide, 1, NULL);
@@ -456,6 +521,15 @@ static cg_op_status sdpa_decompose(cg_decomp *d, const cg_op_call *call) {
     sdpa_geom_of(call, &g);
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t q = cg_ops_emit_input(&e, 0), k = cg_ops_emit_input(&e, 1), v = cg_ops_emit_input(&e, 2);
+    if (g.packed) { /* each its third of the rows, as [B, L, H, D] */
+        const long long E = (long long)(g.Hq * g.D), H = (long long)g.Hq, D = (long long)g.D;
+        q = emitf(&e, "reshape", emitf(&e, "slice", q, -1, "axis: -1, start: 0, end: %lld", E), -1,
+                  "shape: [0, 0, %lld, %lld]", H, D);
+        k = emitf(&e, "reshape", emitf(&e, "slice", k, -1, "axis: -1, start: %lld, end: %lld", E, 2 * E), -1,
+                  "shape: [0, 0, %lld, %lld]", H, D);
+        v = emitf(&e, "reshape", emitf(&e, "slice", v, -1, "axis: -1, start: %lld, end: %lld", 2 * E, 3 * E), -1,
+                  "shape: [0, 0, %lld, %lld]", H, D);
+    }
     const int32_t mask = g.has_mask ? cg_ops_emit_input(&e, 3) : -1, keep = g.causal ? causal_keep(&e, &g, q, k) : -1;
     static const char heads[] = "perm: [0, 2, 1, 3]";
     if (g.bshd) {
@@ -525,13 +599,52 @@ static void case_heads(cg_conform_case *c, int i, int bshd, int64_t B, int64_t H
     c->lo[i] = -2.0, c->hi[i] = 2.0;
 }
 
+/* Packed q | k | v (a fused QKV projection): B, heads, L, D, causal, mask. */
+typedef struct sdpa_packed_case {
+    int64_t B, H, L, D;
+    int causal, mask_nd;
+    int64_t mask[4];
+} sdpa_packed_case;
+
+static const sdpa_packed_case sdpa_packed_cases[] = {
+    {1, 4, 6, 8, 0, 4, {1, 1, 6, 6}}, /* GPT-2's, with its additive mask */
+    {2, 3, 5, 4, 1, 0, {0}},
+    {1, 2, 40, 16, 0, 2, {40, 40}},
+    {2, 3, 9, 48, 1, 0, {0}}, /* heads past sdpa_rows' 32 values */
+};
+
+#define N_PACKED_CASES ((int32_t)(sizeof sdpa_packed_cases / sizeof sdpa_packed_cases[0]))
+
+static void packed_case(int32_t index, cg_conform_case *c) {
+    static char attrs[N_PACKED_CASES][96];
+    const sdpa_packed_case *t = &sdpa_packed_cases[index];
+    for (int i = 0; i < 3; i++) {
+        c->inputs[i] = (cg_tensor_desc){CG_OP_F32, 3, {t->B, t->L, 3 * t->H * t->D}};
+        c->lo[i] = -2.0, c->hi[i] = 2.0;
+    }
+    c->n_inputs = 3 + (t->mask_nd > 0);
+    c->n_outputs = 1;
+    if (t->mask_nd) {
+        c->inputs[3] = (cg_tensor_desc){CG_OP_F32, t->mask_nd, {0}};
+        memcpy(c->inputs[3].dims, t->mask, sizeof(int64_t) * (size_t)t->mask_nd);
+        c->lo[3] = -4.0, c->hi[3] = 0.0;
+    }
+    snprintf(attrs[index], sizeof attrs[index], "layout: \"bshd\", packed: 1, heads: %lld, causal: %d", (long long)t->H,
+             t->causal);
+    c->attrs = attrs[index];
+}
+
 static int32_t sdpa_conform(int32_t index, cg_conform_case *c) {
-    if (index < 0 || index >= N_SDPA_CASES) return 0;
+    if (index < 0 || index >= N_SDPA_CASES + N_PACKED_CASES) return 0;
     static char attrs[N_SDPA_CASES][96];
-    const sdpa_case *t = &sdpa_cases[index];
     const uint32_t ss = c->struct_size;
     memset(c, 0, sizeof *c);
     c->struct_size = ss;
+    if (index >= N_SDPA_CASES) {
+        packed_case(index - N_SDPA_CASES, c);
+        return 1;
+    }
+    const sdpa_case *t = &sdpa_cases[index];
     case_heads(c, 0, t->bshd, t->B, t->Hq, t->L, t->D);
     case_heads(c, 1, t->bshd, t->B, t->Hk, t->S, t->D);
     case_heads(c, 2, t->bshd, t->B, t->Hk, t->S, t->Dv);

@@ -26,6 +26,8 @@ typedef struct site {
     int32_t result;     /* the value the sdpa output replaces */
     cg_node *q_reshape; /* the head split's Reshape, to read q_src: the */
     int32_t q_src;      /* Mul by a constant before it went into scale */
+    int32_t packed;     /* the [B, L, 3 * H * D] q | k | v all three slice, or -1 */
+    int64_t heads;
 } site;
 
 static const int64_t P0213[4] = {0, 2, 1, 3}, P0231[4] = {0, 2, 3, 1}, P0132[4] = {0, 1, 3, 2}, P021[3] = {0, 2, 1};
@@ -181,6 +183,36 @@ static void strip_head_scale(const cg_graph *g, const cg_rw_uses *u, int32_t q_t
     s->q_reshape = r, s->q_src = x;
 }
 
+/* x = Reshape(Slice(X, last axis, [part * E, (part + 1) * E))) as [B, L, H,
+ * D] with E = H * D and X [B, L, 3 * E]: X, else -1. */
+static int32_t packed_part(const cg_graph *g, int32_t x, int part) {
+    const cg_node *r = cg_rw_producer(g, x);
+    const cg_node *sl = cg_rw_is(r, "reshape") ? cg_rw_producer(g, r->inputs[0]) : NULL;
+    if (!cg_rw_is(sl, "slice") || !f32_rank(g, x, 4) || !f32_rank(g, sl->inputs[0], 3)) return -1;
+    const cg_value *v = val(g, x), *X = val(g, sl->inputs[0]);
+    const int64_t E = v->dims[2] * v->dims[3];
+    if (v->dims[2] < 1 || v->dims[3] < 1 || X->dims[2] != 3 * E || !dims_eq(X->dims[0], v->dims[0]) ||
+        !dims_eq(X->dims[1], v->dims[1]))
+        return -1;
+    const cg_attr *axis = cg_rw_attr(sl, "axis"), *start = cg_rw_attr(sl, "start"), *end = cg_rw_attr(sl, "end");
+    const int64_t a = axis ? axis->i : 0, b = start ? start->i : 0, e = end ? end->i : INT64_MAX;
+    if ((a != -1 && a != 2) || b != part * E || (part < 2 ? e != b + E : e < 3 * E)) return -1;
+    return sl->inputs[0];
+}
+
+/* bshd q, k and v the three parts of one fused projection (GPT-2's c_attn
+ * and Split): sdpa reads that tensor three times, packed, and the slices
+ * and reshapes go. */
+static void find_packed(const cg_graph *g, site *s) {
+    s->packed = -1;
+    if (!s->bshd || s->q_reshape) return;
+    const int32_t x = packed_part(g, s->q, 0);
+    if (x < 0 || packed_part(g, s->k, 1) != x || packed_part(g, s->v, 2) != x) return;
+    const cg_value *q = val(g, s->q), *k = val(g, s->k);
+    if (q->dims[2] != k->dims[2] || q->dims[3] != k->dims[3]) return;
+    s->packed = x, s->heads = q->dims[2];
+}
+
 static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *fin, site *s) {
     memset(s, 0, sizeof *s);
     s->fin = fin, s->mask = -1, s->scale = 1.0;
@@ -198,6 +230,7 @@ static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *fin, sit
     choose_layout(g, u, q, kt, fin->inputs[1], s);
     if (u->output[s->result]) return 0;
     strip_head_scale(g, u, q, s);
+    find_packed(g, s);
     return 1;
 }
 
@@ -214,8 +247,11 @@ static cg_status apply(cg_graph *g, const site *s) {
         s->q_reshape->inputs[0] = s->q_src;
     }
     in[0] = s->q, in[1] = k, in[2] = s->v, in[3] = s->mask;
+    if (s->packed >= 0) in[0] = in[1] = in[2] = s->packed;
     if (!st) st = cg_rw_add_node(g, "sdpa", s->fin->name, "/sdpa", s->mask >= 0 ? 4 : 3, in, &n, &out);
     if (!st) st = cg_node_set_string(n, "layout", s->bshd ? "bshd" : "bhsd");
+    if (!st && s->packed >= 0) st = cg_node_set_int(n, "packed", 1);
+    if (!st && s->packed >= 0) st = cg_node_set_int(n, "heads", s->heads);
     if (!st) st = cg_node_set_float(n, "scale", s->scale);
     if (!st) st = cg_rw_redirect(g, s->result, out);
     return st;

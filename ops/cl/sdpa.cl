@@ -41,12 +41,15 @@ inline float sdpa_score(__global const float *qr, __global const float *kr, int 
  * vs [bk, Dv], ss [bq, bk] (scores, then their exponentials), acc [bq, Dv],
  * stat [3, bq] (max, sum, rescale of each row). Every loop over the tile's
  * elements strides by the group size, so any size works; barriers part
- * the phases (load a key tile, scores, row statistics, accumulate). */
+ * the phases (load a key tile, scores, row statistics, accumulate).
+ * qo, ko, vo (every kernel): elements before q's, k's and v's first (a
+ * packed q | k | v tensor given three times). */
 __kernel void sdpa_tiled(__global const float *q, __global const float *k, __global const float *v,
                          __global const float *mask, __global float *y, int hq, int group, int L, int S, int D,
                          int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, int bq, int bk,
                          int nqb, __local float *qs, __local float *ks, __local float *vs, __local float *ss,
-                         __local float *acc, __local float *stat) {
+                         __local float *acc, __local float *stat, IDX qo, IDX ko, IDX vo) {
+    q += qo, k += ko, v += vo;
     const int lid = (int)get_local_id(0), nt = (int)get_local_size(0);
     const IDX grp = (IDX)get_group_id(0), bh = grp / nqb, b = bh / hq;
     const int h = (int)(bh - b * hq), i0 = (int)(grp - bh * nqb) * bq, kvh = h / group;
@@ -121,7 +124,9 @@ __kernel void sdpa_tiled(__global const float *q, __global const float *k, __glo
 #define SDPA_DV_MAX 32
 __kernel void sdpa_rows(__global const float *q, __global const float *k, __global const float *v,
                         __global const float *mask, __global float *y, int hq, int group, int L, int S, int D,
-                        int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, IDX rows) {
+                        int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, IDX rows, IDX qo,
+                        IDX ko, IDX vo) {
+    q += qo, k += ko, v += vo;
     const IDX row = (IDX)get_global_id(0), bh = row / L, b = bh / hq;
     if (row >= rows) return;
     const int i = (int)(row - bh * L), h = (int)(bh - b * hq), kvh = h / group;
@@ -152,7 +157,9 @@ __kernel void sdpa_rows(__global const float *q, __global const float *k, __glob
  * devices whose local memory holds no tile. */
 __kernel void sdpa_simple(__global const float *q, __global const float *k, __global const float *v,
                           __global const float *mask, __global float *y, int hq, int group, int L, int S, int D,
-                          int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, IDX total) {
+                          int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, IDX total, IDX qo,
+                          IDX ko, IDX vo) {
+    q += qo, k += ko, v += vo;
     const IDX gid = (IDX)get_global_id(0), row = gid / Dv, bh = row / L, b = bh / hq;
     if (gid >= total) return;
     const int c = (int)(gid - row * Dv), i = (int)(row - bh * L), h = (int)(bh - b * hq), kvh = h / group;

@@ -421,6 +421,40 @@ START_TEST(infer_errors_name_the_input) {
 }
 END_TEST
 
+/* Packed q | k | v ([B, L, 3 * heads * D] given three times): the output's
+ * shape, and what is refused. */
+static cg_op_status packed_infer_of(const char *layout, int64_t heads, const cg_tensor_desc *d, cg_tensor_desc *y) {
+    th_tensor in[3], out[1];
+    for (int i = 0; i < 3; i++) in[i] = th_f32(NULL, d[i].ndim, d[i].dims), in[i].desc.dtype = d[i].dtype;
+    th_attrs at;
+    th_attrs_init(&at, &cg_op_sdpa);
+    th_set_string(&at, &cg_op_sdpa, "layout", layout);
+    th_set_int(&at, &cg_op_sdpa, "packed", 1);
+    th_set_int(&at, &cg_op_sdpa, "heads", heads);
+    cg_op_status st = th_infer(&cg_op_sdpa, 3, in, &at, 1, out, g_err, sizeof g_err);
+    if (y) *y = out[0].desc;
+    return st;
+}
+
+START_TEST(infer_packed) {
+    const int64_t B = CG_DIM_SYM(0), L = CG_DIM_SYM(1);
+    const cg_tensor_desc x = {CG_F32, 3, {B, L, 96}}, d[3] = {x, x, x};
+    cg_tensor_desc y;
+    ck_assert_msg(packed_infer_of("bshd", 4, d, &y) == CG_OP_OK, "%s", g_err);
+    ck_assert(y.ndim == 4 && y.dims[0] == B && y.dims[1] == L && y.dims[2] == 4 && y.dims[3] == 8);
+    ck_assert_int_eq(packed_infer_of("bhsd", 4, d, NULL), CG_OP_ERROR);
+    ck_assert_msg(strstr(g_err, "packed q, k and v need layout \"bshd\""), "%s", g_err);
+    ck_assert_int_eq(packed_infer_of("bshd", 0, d, NULL), CG_OP_ERROR);
+    ck_assert_msg(strstr(g_err, "heads >= 1"), "%s", g_err);
+    ck_assert_int_eq(packed_infer_of("bshd", 5, d, NULL), CG_OP_ERROR); /* 96 is no multiple of 15 */
+    ck_assert_msg(strstr(g_err, "a multiple of 3 * heads"), "%s", g_err);
+    cg_tensor_desc e[3] = {x, x, x};
+    e[2].dims[2] = 48;
+    ck_assert_int_eq(packed_infer_of("bshd", 4, e, NULL), CG_OP_ERROR);
+    ck_assert_msg(strstr(g_err, "of one shape") && strstr(g_err, "v [") && !strchr(g_err, '\n'), "%s", g_err);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("ops_sdpa");
     TCase *tc = tcase_create("sdpa");
@@ -430,6 +464,7 @@ int main(void) {
     tcase_add_test(tc, nan_propagates_to_its_rows);
     tcase_add_test(tc, infer_symbolic_dims);
     tcase_add_test(tc, infer_errors_name_the_input);
+    tcase_add_test(tc, infer_packed);
     suite_add_tcase(s, tc);
     TCase *dev = tcase_create("devices");
     tcase_add_checked_fixture(dev, NULL, NULL);

@@ -85,6 +85,27 @@ def q_scaled_form():
     return nodes, ins, ["y"]
 
 
+def packed_form():
+    """GPT-2's attention: one projection gives q | k | v side by side, a
+    Split takes them apart, then the head splits, the scaled scores, an
+    additive mask and the merge. sdpa reads the projection three times
+    (packed) and the Split goes too."""
+    E = H * D
+    nodes = [h.make_node("MatMul", ["x", "w"], ["qkv"]),
+             h.make_node("Constant", [], ["sizes"], value=numpy_helper.from_array(np.array([E, E, E], np.int64),
+                                                                                   "sizes")),
+             h.make_node("Split", ["qkv", "sizes"], ["q", "k", "v"], axis=2)]
+    nodes += split_heads("q", "qh", L, [0, 2, 1, 3], "q") + split_heads("k", "kt", L, [0, 2, 3, 1], "k")
+    nodes += split_heads("v", "vh", L, [0, 2, 1, 3], "v")
+    nodes += [const("c", float(D) ** -0.5), h.make_node("MatMul", ["qh", "kt"], ["s0"]),
+              h.make_node("Mul", ["s0", "c"], ["s1"]), h.make_node("Add", ["s1", "mask"], ["s"]),
+              h.make_node("Softmax", ["s"], ["p"], axis=-1), h.make_node("MatMul", ["p", "vh"], ["yh"])]
+    nodes += merge_heads("yh", "y")
+    mask = np.where(np.triu(np.ones((L, L)), 1) > 0, -np.inf, 0).astype(np.float32)
+    ins = [("x", f32(B, L, 8)), ("mask", mask)]
+    return nodes, ins, ["y"], [("w", f32(8, 3 * E))]
+
+
 def bhsd_div_form():
     """4-D heads given, K transposed by Transpose(0, 1, 3, 2), the scores
     divided by sqrt(D), no mask, the softmax read directly (the result is
@@ -245,6 +266,7 @@ def main():
     save("ln_residual", *ln_residual_form())
     save("q_scaled", *q_scaled_form())
     save("ln_prenorm", *ln_prenorm_form())
+    save("packed_qkv", *packed_form())
 
 
 if __name__ == "__main__":

@@ -34,11 +34,11 @@ static void run_cases(const char *dir, const char *which, int total) {
 START_TEST(cases_pass_rewritten_or_not) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/rewrite", tu_src_dir());
-    run_cases(dir, "all", 14);
-    run_cases(dir, "none", 14);
-    run_cases(dir, "elementwise", 14);
-    run_cases(dir, "-norm", 14);
-    run_cases(dir, "cse", 14);
+    run_cases(dir, "all", 15);
+    run_cases(dir, "none", 15);
+    run_cases(dir, "elementwise", 15);
+    run_cases(dir, "-norm", 15);
+    run_cases(dir, "cse", 15);
 }
 END_TEST
 
@@ -98,6 +98,12 @@ START_TEST(fires_where_the_chain_is_whole) {
     ck_assert_msg(strstr(tu_out, "q_4d = reshape(q) {") &&
                       strstr(tu_out, "= sdpa(q_4d, k_4d, v_4d) {layout: \"bshd\", scale: 0.5}"),
                   "%.2000s", tu_out);
+    /* q, k and v sliced from one projection (GPT-2): sdpa reads it packed */
+    ck_assert_int_eq(fired(case_model("rewrite/packed_qkv"), NULL), 1);
+    const char *pk[] = {"import", case_model("rewrite/packed_qkv"), NULL};
+    ck_assert_msg(tu_run_cli(pk, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "= sdpa(qkv, qkv, qkv, mask) {layout: \"bshd\", packed: 1, heads: 3, scale: 0.5}"),
+                  "%.3000s", tu_out);
     /* the probabilities are a graph output: the chain must stay */
     ck_assert_int_eq(fired(case_model("rewrite/probs_output"), NULL), 0);
     /* off: the rewrite did not run */
