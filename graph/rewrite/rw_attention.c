@@ -28,6 +28,7 @@ typedef struct site {
     int32_t q_src;      /* Mul by a constant before it went into scale */
     int32_t packed;     /* the [B, L, 3 * H * D] q | k | v all three slice, or -1 */
     int64_t heads;
+    const cg_node *lin[3]; /* q's, k's and v's linear of one x, to be one linear */
 } site;
 
 static const int64_t P0213[4] = {0, 2, 1, 3}, P0231[4] = {0, 2, 3, 1}, P0132[4] = {0, 1, 3, 2}, P021[3] = {0, 2, 1};
@@ -200,17 +201,77 @@ static int32_t packed_part(const cg_graph *g, int32_t x, int part) {
     return sl->inputs[0];
 }
 
+/* An f32 parameter of exactly these dims. */
+static int param_of(const cg_graph *g, int32_t v, int nd, const int64_t *dims) {
+    const cg_value *x = val(g, v);
+    return x->kind == CG_VAL_PARAM && x->typed && x->dtype == CG_F32 && x->ndim == nd &&
+           !memcmp(x->dims, dims, sizeof *dims * (size_t)nd);
+}
+
+/* The linear whose [B, L, E] output the head split of `x` (a [B, L, H, D]
+ * Reshape's output) reads, where it reads `pre` (q's, after its scale went
+ * into sdpa's); NULL if none. */
+static const cg_node *head_linear(const cg_graph *g, int32_t x, int32_t pre) {
+    const cg_node *r = cg_rw_producer(g, x);
+    if (!cg_rw_is(r, "reshape") || !f32_rank(g, x, 4)) return NULL;
+    const cg_node *lin = cg_rw_producer(g, pre >= 0 ? pre : r->inputs[0]);
+    return cg_rw_is(lin, "linear") && (lin->n_inputs == 2 || lin->n_inputs == 3) ? lin : NULL;
+}
+
+/* bshd q, k and v each a linear of one x with weights [E, IN] (and biases
+ * [E]) given as parameters (BERT, Marian, BART, Whisper, T5): the weights
+ * concatenated (once per plan: they read parameters only) make one linear
+ * whose output sdpa reads packed. */
+static void find_linears(const cg_graph *g, site *s) {
+    const cg_value *q = val(g, s->q);
+    const int64_t E = q->dims[2] * q->dims[3];
+    const cg_node *l[3] = {head_linear(g, s->q, s->q_reshape ? s->q_src : -1), head_linear(g, s->k, -1),
+                           head_linear(g, s->v, -1)};
+    if (!l[0] || !l[1] || !l[2] || q->dims[2] < 1 || q->dims[3] < 1) return;
+    const cg_value *w = val(g, l[0]->inputs[1]);
+    if (w->ndim != 2 || w->dims[0] != E) return;
+    const int64_t bias[1] = {E};
+    for (int i = 0; i < 3; i++)
+        if (l[i]->inputs[0] != l[0]->inputs[0] || l[i]->n_inputs != l[0]->n_inputs ||
+            !param_of(g, l[i]->inputs[1], 2, w->dims) ||
+            (l[i]->n_inputs == 3 && !param_of(g, l[i]->inputs[2], 1, bias)))
+            return;
+    memcpy(s->lin, l, sizeof l);
+    s->heads = q->dims[2];
+}
+
 /* bshd q, k and v the three parts of one fused projection (GPT-2's c_attn
  * and Split): sdpa reads that tensor three times, packed, and the slices
- * and reshapes go. */
+ * and reshapes go; or three linears of one input that can become one. */
 static void find_packed(const cg_graph *g, site *s) {
     s->packed = -1;
-    if (!s->bshd || s->q_reshape) return;
-    const int32_t x = packed_part(g, s->q, 0);
-    if (x < 0 || packed_part(g, s->k, 1) != x || packed_part(g, s->v, 2) != x) return;
-    const cg_value *q = val(g, s->q), *k = val(g, s->k);
-    if (q->dims[2] != k->dims[2] || q->dims[3] != k->dims[3]) return;
-    s->packed = x, s->heads = q->dims[2];
+    if (!s->bshd) return;
+    const cg_value *q = val(g, s->q), *k = val(g, s->k), *v = val(g, s->v);
+    for (int d = 1; d < 4; d++)
+        if (q->dims[d] != k->dims[d] || q->dims[d] != v->dims[d]) return; /* self-attention: S = L, one D */
+    const int32_t x = s->q_reshape ? -1 : packed_part(g, s->q, 0);
+    if (x >= 0 && packed_part(g, s->k, 1) == x && packed_part(g, s->v, 2) == x) {
+        s->packed = x, s->heads = q->dims[2];
+        return;
+    }
+    find_linears(g, s);
+}
+
+/* One linear for q, k and v: concat(wq, wk, wv) and the biases, axis 0. */
+static cg_status merge_linears(cg_graph *g, site *s) {
+    const cg_node *const *l = s->lin;
+    const int nb = l[0]->n_inputs == 3;
+    int32_t in[3], cat[2] = {-1, -1}, lin_in[3];
+    cg_node *n;
+    cg_status st = CG_OK;
+    for (int p = 0; p < 1 + nb && !st; p++) {
+        for (int i = 0; i < 3; i++) in[i] = l[i]->inputs[1 + p];
+        st = cg_rw_add_node(g, "concat", s->fin->name, p ? "/qkv_b" : "/qkv_w", 3, in, &n, &cat[p]);
+        if (!st) st = cg_node_set_int(n, "axis", 0);
+    }
+    lin_in[0] = l[0]->inputs[0], lin_in[1] = cat[0], lin_in[2] = cat[1];
+    if (!st) st = cg_rw_add_node(g, "linear", s->fin->name, "/qkv", 2 + nb, lin_in, &n, &s->packed);
+    return st;
 }
 
 static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *fin, site *s) {
@@ -234,7 +295,7 @@ static int match(const cg_graph *g, const cg_rw_uses *u, const cg_node *fin, sit
     return 1;
 }
 
-static cg_status apply(cg_graph *g, const site *s) {
+static cg_status apply(cg_graph *g, site *s) {
     cg_node *n;
     int32_t k = s->k, out, in[4];
     cg_status st = CG_OK;
@@ -246,6 +307,7 @@ static cg_status apply(cg_graph *g, const site *s) {
         st = cg_node_set_input_name(s->q_reshape, 0, g->values[s->q_src].name);
         s->q_reshape->inputs[0] = s->q_src;
     }
+    if (!st && s->lin[0]) st = merge_linears(g, s);
     in[0] = s->q, in[1] = k, in[2] = s->v, in[3] = s->mask;
     if (s->packed >= 0) in[0] = in[1] = in[2] = s->packed;
     if (!st) st = cg_rw_add_node(g, "sdpa", s->fin->name, "/sdpa", s->mask >= 0 ? 4 : 3, in, &n, &out);

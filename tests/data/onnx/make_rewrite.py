@@ -106,6 +106,26 @@ def packed_form():
     return nodes, ins, ["y"], [("w", f32(8, 3 * E))]
 
 
+def qkv_linears_form():
+    """BERT's self-attention: q, k and v each a MatMul + bias Add of one x
+    (linear at import), then head splits, scaled scores, a mask and the
+    merge. The rewrite makes one linear of the concatenated weights, read
+    packed by sdpa."""
+    C = 8
+    nodes = []
+    for t in "qkv":
+        nodes += [h.make_node("MatMul", ["x", "w" + t], [t + "m"]), h.make_node("Add", [t + "m", "b" + t], [t])]
+    nodes += split_heads("q", "qh", L, [0, 2, 1, 3], "q") + split_heads("k", "kt", L, [0, 2, 3, 1], "k")
+    nodes += split_heads("v", "vh", L, [0, 2, 1, 3], "v")
+    nodes += [const("c", float(D) ** -0.5), h.make_node("MatMul", ["qh", "kt"], ["s0"]),
+              h.make_node("Div", ["s0", "c"], ["s1"]), h.make_node("Add", ["s1", "mask"], ["s"]),
+              h.make_node("Softmax", ["s"], ["p"], axis=-1), h.make_node("MatMul", ["p", "vh"], ["yh"])]
+    nodes += merge_heads("yh", "y")
+    mask = np.where(rng.random((B, 1, 1, L)) < 0.3, -1e4, 0).astype(np.float32)
+    inits = [(n + t, f32(C, H * D) if n == "w" else f32(H * D)) for t in "qkv" for n in "wb"]
+    return nodes, [("x", f32(B, L, C)), ("mask", mask)], ["y"], inits
+
+
 def bhsd_div_form():
     """4-D heads given, K transposed by Transpose(0, 1, 3, 2), the scores
     divided by sqrt(D), no mask, the softmax read directly (the result is
@@ -267,6 +287,7 @@ def main():
     save("q_scaled", *q_scaled_form())
     save("ln_prenorm", *ln_prenorm_form())
     save("packed_qkv", *packed_form())
+    save("qkv_linears", *qkv_linears_form())
 
 
 if __name__ == "__main__":

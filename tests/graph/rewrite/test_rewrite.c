@@ -34,11 +34,11 @@ static void run_cases(const char *dir, const char *which, int total) {
 START_TEST(cases_pass_rewritten_or_not) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/tests/data/onnx/rewrite", tu_src_dir());
-    run_cases(dir, "all", 15);
-    run_cases(dir, "none", 15);
-    run_cases(dir, "elementwise", 15);
-    run_cases(dir, "-norm", 15);
-    run_cases(dir, "cse", 15);
+    run_cases(dir, "all", 16);
+    run_cases(dir, "none", 16);
+    run_cases(dir, "elementwise", 16);
+    run_cases(dir, "-norm", 16);
+    run_cases(dir, "cse", 16);
 }
 END_TEST
 
@@ -103,6 +103,16 @@ START_TEST(fires_where_the_chain_is_whole) {
     const char *pk[] = {"import", case_model("rewrite/packed_qkv"), NULL};
     ck_assert_msg(tu_run_cli(pk, NULL, NULL) == 0, "%s", tu_err);
     ck_assert_msg(strstr(tu_out, "= sdpa(qkv, qkv, qkv, mask) {layout: \"bshd\", packed: 1, heads: 3, scale: 0.5}"),
+                  "%.3000s", tu_out);
+    /* q, k and v three linears of one x (BERT): one linear of the weights
+     * concatenated once per plan, read packed */
+    ck_assert_int_eq(fired(case_model("rewrite/qkv_linears"), NULL), 1);
+    const char *lk[] = {"import", case_model("rewrite/qkv_linears"), NULL};
+    ck_assert_msg(tu_run_cli(lk, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "`MatMul_20/qkv_w` = concat(`qm/const_1`, `km/const_3`, `vm/const_5`) {axis: 0}") &&
+                      strstr(tu_out, "`MatMul_20/qkv` = linear(x, `MatMul_20/qkv_w`, `MatMul_20/qkv_b`)") &&
+                      strstr(tu_out, "= sdpa(`MatMul_20/qkv`, `MatMul_20/qkv`, `MatMul_20/qkv`, mask) {layout: "
+                                     "\"bshd\", packed: 1, heads: 3"),
                   "%.3000s", tu_out);
     /* the probabilities are a graph output: the chain must stay */
     ck_assert_int_eq(fired(case_model("rewrite/probs_output"), NULL), 0);
