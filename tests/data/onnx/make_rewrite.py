@@ -85,6 +85,17 @@ def q_scaled_form():
     return nodes, ins, ["y"]
 
 
+def self_attention(scale_op):
+    """q, k, v [B, L, H*D] -> head splits, scores scaled by scale_op with
+    D^-0.5, the additive mask, softmax, values, merged heads -> y."""
+    nodes = split_heads("q", "qh", L, [0, 2, 1, 3], "q") + split_heads("k", "kt", L, [0, 2, 3, 1], "k")
+    nodes += split_heads("v", "vh", L, [0, 2, 1, 3], "v")
+    nodes += [const("c", float(D) ** -0.5), h.make_node("MatMul", ["qh", "kt"], ["s0"]),
+              h.make_node(scale_op, ["s0", "c"], ["s1"]), h.make_node("Add", ["s1", "mask"], ["s"]),
+              h.make_node("Softmax", ["s"], ["p"], axis=-1), h.make_node("MatMul", ["p", "vh"], ["yh"])]
+    return nodes + merge_heads("yh", "y")
+
+
 def packed_form():
     """GPT-2's attention: one projection gives q | k | v side by side, a
     Split takes them apart, then the head splits, the scaled scores, an
@@ -95,12 +106,7 @@ def packed_form():
              h.make_node("Constant", [], ["sizes"], value=numpy_helper.from_array(np.array([E, E, E], np.int64),
                                                                                    "sizes")),
              h.make_node("Split", ["qkv", "sizes"], ["q", "k", "v"], axis=2)]
-    nodes += split_heads("q", "qh", L, [0, 2, 1, 3], "q") + split_heads("k", "kt", L, [0, 2, 3, 1], "k")
-    nodes += split_heads("v", "vh", L, [0, 2, 1, 3], "v")
-    nodes += [const("c", float(D) ** -0.5), h.make_node("MatMul", ["qh", "kt"], ["s0"]),
-              h.make_node("Mul", ["s0", "c"], ["s1"]), h.make_node("Add", ["s1", "mask"], ["s"]),
-              h.make_node("Softmax", ["s"], ["p"], axis=-1), h.make_node("MatMul", ["p", "vh"], ["yh"])]
-    nodes += merge_heads("yh", "y")
+    nodes += self_attention("Mul")
     mask = np.where(np.triu(np.ones((L, L)), 1) > 0, -np.inf, 0).astype(np.float32)
     ins = [("x", f32(B, L, 8)), ("mask", mask)]
     return nodes, ins, ["y"], [("w", f32(8, 3 * E))]
@@ -115,12 +121,7 @@ def qkv_linears_form():
     nodes = []
     for t in "qkv":
         nodes += [h.make_node("MatMul", ["x", "w" + t], [t + "m"]), h.make_node("Add", [t + "m", "b" + t], [t])]
-    nodes += split_heads("q", "qh", L, [0, 2, 1, 3], "q") + split_heads("k", "kt", L, [0, 2, 3, 1], "k")
-    nodes += split_heads("v", "vh", L, [0, 2, 1, 3], "v")
-    nodes += [const("c", float(D) ** -0.5), h.make_node("MatMul", ["qh", "kt"], ["s0"]),
-              h.make_node("Div", ["s0", "c"], ["s1"]), h.make_node("Add", ["s1", "mask"], ["s"]),
-              h.make_node("Softmax", ["s"], ["p"], axis=-1), h.make_node("MatMul", ["p", "vh"], ["yh"])]
-    nodes += merge_heads("yh", "y")
+    nodes += self_attention("Div")
     mask = np.where(rng.random((B, 1, 1, L)) < 0.3, -1e4, 0).astype(np.float32)
     inits = [(n + t, f32(C, H * D) if n == "w" else f32(H * D)) for t in "qkv" for n in "wb"]
     return nodes, [("x", f32(B, L, C)), ("mask", mask)], ["y"], inits
