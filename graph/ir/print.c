@@ -355,18 +355,13 @@ static void put_dim_operand(sbuf *b, const cg_model *m, int64_t x) {
  * buffer cut a long name short, and the text then failed to print). */
 static void put_sym_def(sbuf *b, const cg_model *m, const cg_sym_def *d) {
     const char *op = cg_sym_op_text(d->op);
-    if (!cg_sym_op_infix(d->op)) {
-        sb_puts(b, op);
-        sb_put(b, "(", 1);
-    }
+    const int infix = cg_sym_op_infix(d->op);
+    if (!infix) sb_puts(b, op), sb_put(b, "(", 1);
     put_dim_operand(b, m, d->a);
-    if (cg_sym_op_infix(d->op)) {
-        sb_put(b, " ", 1);
-        sb_puts(b, op);
-        sb_put(b, " ", 1);
-    } else sb_put(b, ", ", 2);
+    if (infix) sb_put(b, " ", 1), sb_puts(b, op), sb_put(b, " ", 1);
+    else sb_put(b, ", ", 2);
     put_dim_operand(b, m, d->b);
-    if (!cg_sym_op_infix(d->op)) sb_put(b, ")", 1);
+    if (!infix) sb_put(b, ")", 1);
 }
 
 static cg_status put_graph(sbuf *b, const cg_model *m, const comment_map *c, int gi) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "hash.h"
 #include "shape.h"
 #include "weights.h"
 
@@ -55,12 +56,6 @@ typedef struct cse_param {
     int next; /* the next small parameter of the same bucket, -1 none */
 } cse_param;
 
-static unsigned fnv(unsigned h, const void *p, size_t n) {
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 16777619u;
-    return h;
-}
-
 static int same_param(const cg_graph *g, int32_t v, const cse_param *pv, int32_t w, const cse_param *pw) {
     const cg_value *xv = cg_rw_val(g, v), *xw = cg_rw_val(g, w);
     return pv->n == pw->n && xv->dtype == xw->dtype && xv->ndim == xw->ndim &&
@@ -82,9 +77,9 @@ static cg_status canon_params(const cg_graph *g, int32_t *canon) {
         p[v].bytes = param_bytes(g, v, &p[v].n);
         if (!p[v].bytes) continue;
         const cg_value *x = cg_rw_val(g, v);
-        unsigned h = fnv(2166136261u, &x->dtype, sizeof x->dtype);
-        h = fnv(fnv(h, &x->ndim, sizeof x->ndim), x->dims, sizeof *x->dims * (size_t)x->ndim);
-        const unsigned b = fnv(h, p[v].bytes, p[v].n) % nb;
+        uint64_t h = cg_fnv1a(CG_FNV_BASIS, &x->dtype, sizeof x->dtype);
+        h = cg_fnv1a(cg_fnv1a(h, &x->ndim, sizeof x->ndim), x->dims, sizeof *x->dims * (size_t)x->ndim);
+        const unsigned b = (unsigned)(cg_fnv1a(h, p[v].bytes, p[v].n) % nb);
         int w = head[b];
         while (w >= 0 && !same_param(g, v, &p[v], w, &p[w])) w = p[w].next;
         if (w >= 0) canon[v] = w; /* the bucket keeps first occurrences only */
@@ -114,10 +109,9 @@ static int candidate(const cg_graph *g, const cg_rw_uses *u, int i) {
 
 /* Buckets by op and first input; nodes in their order of the graph. */
 static unsigned bucket(const cg_node *n, const int32_t *canon, unsigned nb) {
-    unsigned h = 2166136261u;
-    for (const char *c = n->op; *c; c++) h = (h ^ (unsigned char)*c) * 16777619u;
-    if (n->n_inputs > 0 && n->inputs[0] >= 0) h = (h ^ (unsigned)canon[n->inputs[0]]) * 16777619u;
-    return h % nb;
+    uint64_t h = cg_fnv1a_str(CG_FNV_BASIS, n->op);
+    if (n->n_inputs > 0 && n->inputs[0] >= 0) h = cg_fnv1a(h, &canon[n->inputs[0]], sizeof canon[0]);
+    return (unsigned)(h % nb);
 }
 
 static cg_status cse_run(cg_graph *g, int *fired) {
