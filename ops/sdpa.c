@@ -206,27 +206,27 @@ static void sdpa_geom_of(const cg_op_call *call, sdpa_geom *g) {
     memset(g, 0, sizeof *g);
     g->bshd = layout_of(call) == 1;
     layout_axes(g->bshd, &h, &s);
-    g->B = q->dims[0], g->Hq = q->dims[h], g->Hk = k->dims[h], g->L = q->dims[s], g->S = k->dims[s];
-    g->D = q->dims[3], g->Dv = v->dims[3];
-    g->causal = call->attrs[SDPA_CAUSAL].i == 1;
-    const double sc = call->attrs[SDPA_SCALE].f;
-    g->scale = sc != 0.0 ? (float)sc : g->D > 0 ? (float)(1.0 / sqrt((double)g->D)) : 1.0f;
-    heads_strides(g->bshd, g->Hq, g->L, g->D, g->qs);
-    heads_strides(g->bshd, g->Hk, g->S, g->D, g->ks);
-    heads_strides(g->bshd, g->Hk, g->S, g->Dv, g->vs);
-    heads_strides(g->bshd, g->Hq, g->L, g->Dv, g->ys);
-    g->has_mask = call->n_inputs > 3;
-    if (g->has_mask) mask_strides(&call->inputs[3], g->ms);
     g->packed = call->attrs[SDPA_PACKED].i == 1;
+    g->B = q->dims[0];
     if (g->packed) { /* rows of 3 * E: q | k | v, each H heads of D */
         const int64_t H = call->attrs[SDPA_HEADS].i, E = q->dims[2] / 3;
         g->Hq = g->Hk = H, g->S = g->L = q->dims[1], g->D = g->Dv = E / H;
         const int64_t st[3] = {g->L * 3 * E, g->D, 3 * E};
         memcpy(g->qs, st, sizeof st), memcpy(g->ks, st, sizeof st), memcpy(g->vs, st, sizeof st);
-        heads_strides(1, H, g->L, g->D, g->ys);
         g->off[1] = E, g->off[2] = 2 * E;
-        if (call->attrs[SDPA_SCALE].f == 0.0) g->scale = g->D > 0 ? (float)(1.0 / sqrt((double)g->D)) : 1.0f;
+    } else {
+        g->Hq = q->dims[h], g->Hk = k->dims[h], g->L = q->dims[s], g->S = k->dims[s];
+        g->D = q->dims[3], g->Dv = v->dims[3];
+        heads_strides(g->bshd, g->Hq, g->L, g->D, g->qs);
+        heads_strides(g->bshd, g->Hk, g->S, g->D, g->ks);
+        heads_strides(g->bshd, g->Hk, g->S, g->Dv, g->vs);
     }
+    heads_strides(g->bshd, g->Hq, g->L, g->Dv, g->ys);
+    g->causal = call->attrs[SDPA_CAUSAL].i == 1;
+    const double sc = call->attrs[SDPA_SCALE].f;
+    g->scale = sc != 0.0 ? (float)sc : g->D > 0 ? (float)(1.0 / sqrt((double)g->D)) : 1.0f;
+    g->has_mask = call->n_inputs > 3;
+    if (g->has_mask) mask_strides(&call->inputs[3], g->ms);
 }
 
 /* Keys query row i sees: all S, or with the causal cut those j <= i + S - L. */
@@ -320,18 +320,8 @@ static cg_op_status sdpa_cpu(const cg_kernel_args *a) {
     sdpa_geom g;
     sdpa_geom_of(a->call, &g);
     if (g.B * g.Hq * g.L * g.Dv == 0) return CG_OP_OK;
-    const float *in0 = a->in[0], *in1 = a->in[1], *in2 = a->in[2];
-    sdpa_job j = {&g,
-                  in0 + g.off[0],
-                  in1 + g.off[1],
-                  in2 + g.off[2],
-                  g.has_mask ? a->in[3] : NULL,
-                  a->out[0],
-                  a->workspace,
-                  0,
-                  0,
-                  0,
-                  0};
+    sdpa_job j = {&g, a->in[0], a->in[1], a->in[2], g.has_mask ? a->in[3] : NULL, a->out[0], a->workspace, 0, 0, 0, 0};
+    j.q += g.off[0], j.k += g.off[1], j.v += g.off[2]; /* packed: each its third of the rows */
     j.rows = cpu_rows(&g);
     j.lanes = cpu_lanes(&g);
     j.qblocks = (g.L + j.rows - 1) / j.rows;
