@@ -88,7 +88,7 @@ static cg_status add_index_input(cg_graph *g, const char *name, int64_t rows) {
 /* No `parent`: the state inputs become the previous step's rows [P, ...],
  * gathered by `parent` [B]. */
 static cg_status add_parent(cg_graph *g, int64_t rows) {
-    int64_t prev;
+    int64_t prev = 0;
     cg_status st = fresh_sym(g->model, "P", &prev);
     if (!st) st = add_index_input(g, "parent", rows);
     const int n_in = g->n_inputs;
@@ -149,7 +149,7 @@ static cg_status per_sentence(cg_graph *g, const char *x, int64_t sents) {
 
 /* No `sentence`: keys, keys_proj and src_len one row per sentence [N]. */
 static cg_status add_sentence(cg_graph *g, int64_t rows) {
-    int64_t sents;
+    int64_t sents = 0;
     cg_status st = fresh_sym(g->model, "N", &sents);
     if (!st) st = add_index_input(g, "sentence", rows);
     if (!st) st = per_sentence(g, "keys", sents);

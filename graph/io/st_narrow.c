@@ -66,6 +66,15 @@ static cg_status scale_name(cg_weights *w, size_t i, char **out) {
     return CG_OK;
 }
 
+int cg_weights_pick_products(const char *name, cg_dtype stored, int ndim, void *user) {
+    if (!name || stored != CG_F32 || ndim != 2) return 0;
+    const size_t n = strlen(name);
+    const int weight =
+        (n >= 7 && !strcmp(name + n - 7, ".weight")) || strstr(name, ".weight_ih") || strstr(name, ".weight_hh");
+    if (!weight) return 0;
+    return (user && *(const int *)user) || !strstr(name, "embed");
+}
+
 cg_status cg_weights_narrow(cg_weights *w, cg_dtype to, cg_weights_pick_fn pick, void *user, cg_weights **out) {
     if (!w || !pick || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_weights_narrow: NULL argument");
     *out = NULL;

@@ -10,7 +10,8 @@ struct cg_tensor {
     cg_dtype dtype;
     int ndim;
     int64_t dims[CG_MAX_DIMS];
-    void *data;     /* numel * dtype size bytes, 64-byte aligned */
+    void *data;     /* numel * dtype size bytes, 64-byte aligned unless borrowed */
+    int borrowed;   /* cg_tensor_wrap: data is the caller's, aligned to the element size only */
     uint64_t stamp; /* unique per tensor and write access (cg_tensor_touch): equal stamps, same contents */
 };
 

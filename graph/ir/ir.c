@@ -769,3 +769,21 @@ const char *cg_graph_output_name(const cg_graph *g, int i) {
     if (!g || i < 0 || i >= g->n_outputs) return NULL;
     return g->out_names[i];
 }
+
+cg_status cg_graph_io_shape(const cg_graph *g, int output, int i, cg_dtype *dtype, int *ndim, int64_t *dims,
+                            const char **syms) {
+    if (!g || !dtype || !ndim || !dims || !syms || i < 0 || i >= (output ? g->n_outputs : g->n_inputs))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_io_shape: bad argument");
+    int32_t id = output ? cg_graph_find_value(g, g->out_names[i]) : g->inputs[i];
+    const cg_value *v = id >= 0 ? &g->values[id] : NULL;
+    if (!v || !v->typed)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s': %s '%s' has no type yet (verify the model first)",
+                        g->name, output ? "output" : "input", output ? g->out_names[i] : g->values[g->inputs[i]].name);
+    *dtype = v->dtype;
+    *ndim = v->ndim;
+    for (int d = 0; d < v->ndim; d++) {
+        dims[d] = v->dims[d] >= 0 ? v->dims[d] : -1;
+        syms[d] = v->dims[d] <= -2 ? g->model->syms[-2 - v->dims[d]] : NULL;
+    }
+    return CG_OK;
+}

@@ -174,6 +174,18 @@ CG_API const struct cg_op_def *cg_context_op_def(const cg_context *ctx, int i);
 /** Creates a zero-filled tensor of the given dtype and shape. */
 CG_API cg_status cg_tensor_create(cg_dtype dtype, int ndim, const int64_t *dims, cg_tensor **out);
 
+/**
+ * A tensor over memory the caller owns, without a copy: `data` holds the
+ * row-major elements (numel * dtype size bytes; NULL only when numel is 0),
+ * aligned to the dtype's size, and must stay valid and not be freed before
+ * cg_tensor_free(*out), which frees only the tensor. As an input of a run
+ * it is read where it lies (the CPU device reads it in place); as an output
+ * of cg_plan_run_into the run writes into it. Writes through `data` after a
+ * run need cg_tensor_touch for a plan that keeps the input. Binding
+ * languages (Python's buffer protocol) pass arrays through this.
+ */
+CG_API cg_status cg_tensor_wrap(cg_dtype dtype, int ndim, const int64_t *dims, void *data, cg_tensor **out);
+
 /** Frees a tensor (NULL is ignored). */
 CG_API void cg_tensor_free(cg_tensor *t);
 
@@ -330,6 +342,14 @@ CG_API cg_status cg_weights_write(cg_weights *w, const char *path);
  * `user`; non-zero picks it.
  */
 typedef int (*cg_weights_pick_fn)(const char *name, cg_dtype stored, int ndim, void *user);
+
+/**
+ * The pick of `clgraph quantize`: the f32 weights of matrix products, i.e.
+ * 2-D tensors named *.weight or holding ".weight_ih" / ".weight_hh" (an
+ * RNN's); an embedding table ("embed" in its name) only when `user` points
+ * to a non-zero int (NULL: never). Biases and vectors are never picked.
+ */
+CG_API int cg_weights_pick_products(const char *name, cg_dtype stored, int ndim, void *user);
 
 /**
  * A copy of `w` in memory with the tensors `pick` picks stored as `to`
@@ -562,6 +582,17 @@ CG_API cg_status cg_graph_input_dims(const cg_graph *g, int i, char **out);
 CG_API int cg_graph_output_count(const cg_graph *g);
 /** Name of output i. */
 CG_API const char *cg_graph_output_name(const cg_graph *g, int i);
+
+/**
+ * Type of graph input i (output 0) or output i (output 1) of a verified
+ * model: its dtype, rank, and per dimension (dims and syms hold
+ * CG_MAX_DIMS entries) either a fixed size (dims[d] >= 0, syms[d] NULL) or
+ * a symbolic one (dims[d] -1, syms[d] the symbol's name, as "B" of
+ * f32[B, 16]; it lives as long as the model). CG_ERR_INVALID_ARGUMENT for a
+ * bad index or an output of a graph not verified yet.
+ */
+CG_API cg_status cg_graph_io_shape(const cg_graph *g, int output, int i, cg_dtype *dtype, int *ndim, int64_t *dims,
+                                   const char **syms);
 
 /**
  * Describes every value of a verified model, one line each

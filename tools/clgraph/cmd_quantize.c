@@ -18,17 +18,6 @@
 #include "clgraph/forecast.h"
 #include "out_file.h"
 
-/* A weight of a matrix product: 2-D, named *.weight or an RNN's
- * weight_ih / weight_hh; an embedding table only with --embeddings. */
-static int is_matrix(const char *name, int ndim, int embeddings) {
-    if (ndim != 2) return 0;
-    const size_t n = strlen(name);
-    const int weight =
-        (n >= 7 && !strcmp(name + n - 7, ".weight")) || strstr(name, ".weight_ih") || strstr(name, ".weight_hh");
-    if (!weight) return 0;
-    return embeddings || !strstr(name, "embed");
-}
-
 /* cg_weights_narrow's pick: f32 matrices, counted. */
 struct pick {
     int embeddings;
@@ -37,7 +26,7 @@ struct pick {
 
 static int pick_matrix(const char *name, cg_dtype stored, int ndim, void *user) {
     struct pick *p = user;
-    if (stored != CG_F32 || !is_matrix(name, ndim, p->embeddings)) return 0;
+    if (!cg_weights_pick_products(name, stored, ndim, &p->embeddings)) return 0;
     p->converted++;
     return 1;
 }

@@ -522,6 +522,52 @@ static void chain_run(cg_plan *p, int64_t n, int into, cg_plan_stats *st) {
     if (st) ck_assert_int_eq(cg_plan_stats_get(p, st, NULL), CG_OK);
 }
 
+/* cg_tensor_wrap: an input read where it lies (at an address only 4-byte
+ * aligned) and an output written into the caller's array, on the CPU and
+ * on opencl:0 (uploaded from and read back into the caller's memory). */
+START_TEST(wrapped_tensors) {
+    model md = load_model(chain_text, NULL);
+    enum { N = 37 };
+    float xs[N + 1], ds[N + 2];
+    cg_tensor *src = make_f32(1, (const int64_t[]){N}, 9);
+    memcpy(xs + 1, cg_tensor_data_const(src), sizeof(float) * N);
+    double ref[N];
+    chain_reference(xs + 1, N, ref);
+    const char *devs[] = {"cpu", "opencl:0"};
+    for (int k = 0; k < 2; k++) {
+        cg_plan *p = make_plan(md.m, "chain", devs[k], NULL);
+        int64_t n = N;
+        cg_tensor *x, *d;
+        ck_assert_int_eq(cg_tensor_wrap(CG_F32, 1, &n, xs + 1, &x), CG_OK);
+        ck_assert_int_eq(cg_tensor_wrap(CG_F32, 1, &n, ds + 1, &d), CG_OK);
+        ds[0] = ds[N + 1] = 1234.5f;
+        const char *names[] = {"x"};
+        ck_assert_msg(cg_plan_run_into(p, 1, names, &x, 1, &d) == CG_OK, "%s", cg_last_error());
+        ck_assert_ptr_eq(cg_tensor_data_const(d), ds + 1);
+        double diff = max_diff_ref(d, ref, N);
+        ck_assert_msg(diff <= 1e-5, "chain on %s into a wrapped output differs by %g", devs[k], diff);
+        ck_assert_msg(ds[0] == 1234.5f && ds[N + 1] == 1234.5f, "wrote outside the wrapped output");
+        cg_tensor_free(x); /* frees the tensor, not the caller's array */
+        cg_tensor_free(d);
+        cg_plan_free(p);
+    }
+    /* Arrays the library cannot take: misaligned for the dtype, or NULL with elements. */
+    int64_t n = 4;
+    cg_tensor *t = (cg_tensor *)1;
+    ck_assert_int_eq(cg_tensor_wrap(CG_F32, 1, &n, (char *)xs + 2, &t), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(t);
+    ck_assert_str_eq(cg_last_error(), "tensor: cannot wrap data not aligned for f32[4] (4-byte elements)");
+    ck_assert_int_eq(cg_tensor_wrap(CG_F32, 1, &n, NULL, &t), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "tensor: cannot wrap NULL data for f32[4] (4-byte elements)");
+    n = 0;
+    ck_assert_int_eq(cg_tensor_wrap(CG_F32, 1, &n, NULL, &t), CG_OK);
+    ck_assert_int_eq(cg_tensor_numel(t), 0);
+    cg_tensor_free(t);
+    cg_tensor_free(src);
+    free_model(&md);
+}
+END_TEST
+
 START_TEST(copies_at_device_boundaries) {
     model md = load_model(chain_text, NULL);
     const int64_t n = 1000;
@@ -1838,6 +1884,7 @@ int main(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, copies_at_device_boundaries);
+    tcase_add_test(tc, wrapped_tensors);
     tcase_add_test(tc, kept_inputs);
     tcase_add_test(tc, placement_rules);
     tcase_add_test(tc, describe_dot);
