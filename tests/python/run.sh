@@ -4,7 +4,11 @@
 # Exits 77 (meson's SKIP) when the Python (CG_PYTHON, default python3)
 # lacks numpy or pytest; tests that need onnxruntime, onnx, torch or
 # ml_dtypes skip themselves without them. CI runs them in its venv (.ci/run).
-# Environment (tests/meson.build): CG_SOURCE_DIR, CG_BUILD_DIR; CG_PYTHON.
+# Environment (tests/meson.build): CG_SOURCE_DIR, CG_BUILD_DIR; CG_PYTHON;
+# CG_PY_PRELOAD: libraries to preload into the interpreter (a sanitizer
+# build's extension needs the sanitizers' runtimes, which an interpreter
+# built without them does not load): .ci/run gives libasan and libubsan,
+# and leak checking is then off (CPython does not free everything at exit).
 set -u
 PY=${CG_PYTHON:-python3}
 SRC=${CG_SOURCE_DIR:?CG_SOURCE_DIR is not set}
@@ -16,5 +20,8 @@ fi
 tmp=$(mktemp -d /tmp/cg_pytest_XXXXXX) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 cd "$tmp" || exit 1
+if [ -n "${CG_PY_PRELOAD:-}" ]; then
+    export LD_PRELOAD="$CG_PY_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+fi
 PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" -m pytest -q -p no:cacheprovider \
     --basetemp "$tmp/t" "$SRC/tests/python" "$@"

@@ -1171,6 +1171,22 @@ static cg_weights *narrow_fixture(const char *path, int n, const char *const *na
     return w;
 }
 
+/* cg_weights_pick_products: what `clgraph quantize` narrows. */
+START_TEST(pick_products_rule) {
+    int emb = 1;
+    ck_assert(cg_weights_pick_products("decoder.out.weight", CG_F32, 2, NULL));
+    ck_assert(cg_weights_pick_products("encoder.rnn.weight_ih_l0", CG_F32, 2, NULL));
+    ck_assert(cg_weights_pick_products("encoder.rnn.weight_hh_l0_reverse", CG_F32, 2, NULL));
+    ck_assert(!cg_weights_pick_products("decoder.out.bias", CG_F32, 1, NULL));
+    ck_assert(!cg_weights_pick_products("decoder.out.weight", CG_F32, 1, NULL));
+    ck_assert(!cg_weights_pick_products("decoder.out.weight", CG_BF16, 2, NULL));
+    ck_assert(!cg_weights_pick_products("decoder.out.weights", CG_F32, 2, NULL));
+    ck_assert(!cg_weights_pick_products("src_embed.weight", CG_F32, 2, NULL));
+    ck_assert(cg_weights_pick_products("src_embed.weight", CG_F32, 2, &emb));
+    ck_assert(!cg_weights_pick_products(NULL, CG_F32, 2, NULL));
+}
+END_TEST
+
 /* cg_weights_narrow against hand-worked values: int8 (scales added, a bf16
  * matrix widened first), bf16 rounding to nearest even, tensors not picked
  * or already narrow copied as stored; cg_weights_write round trip; the
@@ -1398,6 +1414,7 @@ static Suite *safetensors_suite(void) {
     tcase_add_test(ok, test_get_as);
     tcase_add_test(ok, test_int8_rows);
     tcase_add_test(ok, test_narrow);
+    tcase_add_test(ok, pick_products_rule);
     tcase_add_test(ok, test_writer_errors);
     suite_add_tcase(s, ok);
     TCase *bad = tcase_create("hostile");

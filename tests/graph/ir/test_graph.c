@@ -85,6 +85,24 @@ START_TEST(symbolic_shapes_propagate) {
     ck_assert_msg(strstr(d, "g.z: f32[B, S, 6]  softmax 'z'  (output)") != NULL, "%s", d);
     ck_assert_msg(strstr(d, "g.w: f32[6, 4]  param \"w\"") != NULL, "%s", d);
     free(d);
+    /* The same types through cg_graph_io_shape: sizes, and symbols by name. */
+    cg_graph *g = cg_model_graph(m, "g");
+    cg_dtype dt;
+    int nd;
+    int64_t dims[CG_MAX_DIMS];
+    const char *syms[CG_MAX_DIMS];
+    ck_assert_int_eq(cg_graph_io_shape(g, 0, 0, &dt, &nd, dims, syms), CG_OK);
+    ck_assert(dt == CG_F32 && nd == 3 && dims[0] == -1 && dims[1] == -1 && dims[2] == 4);
+    ck_assert(!strcmp(syms[0], "B") && !strcmp(syms[1], "S") && syms[2] == NULL);
+    ck_assert_int_eq(cg_graph_io_shape(g, 1, 0, &dt, &nd, dims, syms), CG_OK);
+    ck_assert(dt == CG_F32 && nd == 3 && dims[2] == 6 && !strcmp(syms[0], "B") && !strcmp(syms[1], "S"));
+    ck_assert_int_eq(cg_graph_io_shape(g, 1, 1, &dt, &nd, dims, syms), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_graph_io_shape(g, 0, -1, &dt, &nd, dims, syms), CG_ERR_INVALID_ARGUMENT);
+    cg_model_free(m);
+    /* An output's type is known only once the model is verified. */
+    ck_assert_int_eq(cg_model_parse(ctx, t, strlen(t), "t.cg", &m), CG_OK);
+    ck_assert_int_eq(cg_graph_io_shape(cg_model_graph(m, "g"), 1, 0, &dt, &nd, dims, syms), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(cg_last_error(), "graph 'g': output 'z' has no type yet (verify the model first)");
     cg_model_free(m);
 }
 END_TEST
