@@ -55,10 +55,11 @@ class SessionOptions:
     CPU; the process has one CPU pool, so sessions of one process must agree),
     the graph rewrites to run (``"all"``, ``"none"``, ``"a,b"``, ``"-a"``;
     None: CLGRAPH_REWRITES or all), the graph of a multi-graph .cg model, and
-    a trace of every run for ``end_profiling()``."""
+    `profile`: True or a trace file's path to trace every run, written by
+    ``end_profiling()`` (to that path, or one it makes)."""
 
     def __init__(self, threads: int = 0, rewrites: Optional[str] = None, graph: Optional[str] = None,
-                 profile: bool = False):
+                 profile: Union[bool, str, os.PathLike] = False):
         self.threads = threads
         self.rewrites = rewrites
         self.graph = graph
@@ -103,6 +104,7 @@ class Session:
         common = dict(device=device, place=place, plugins=[os.fspath(p) for p in plugins],
                       weights=os.fspath(weights) if weights is not None else None, graph=opts.graph,
                       rewrites=opts.rewrites, threads=int(opts.threads), profile=bool(opts.profile))
+        self._profile_path = None if isinstance(opts.profile, bool) else os.fspath(opts.profile)
         self._c = _clgraph.Session.__new__(_clgraph.Session)
         if isinstance(model, (bytes, bytearray, memoryview)):
             data = bytes(model)
@@ -121,7 +123,6 @@ class Session:
         self._outputs = [NodeArg(n, list(s), t) for n, t, s in self._c.io(True)]
         self._out_index = {o.name: i for i, o in enumerate(self._outputs)}
         self._in_dtype = {i.name: i.dtype for i in self._inputs}
-        self._profile = bool(opts.profile)
 
     # -- metadata --------------------------------------------------------
     def get_inputs(self) -> List[NodeArg]:
@@ -200,7 +201,11 @@ class Session:
 
     def end_profiling(self, path: Optional[Union[str, os.PathLike]] = None) -> str:
         """Writes the trace of the runs so far (a session made with
-        ``profile=True``) as Chrome / Perfetto JSON; returns its path."""
+        ``profile=True`` or ``profile=PATH``) as Chrome / Perfetto JSON, to
+        `path`, else the session's PATH, else a new file in the current
+        directory (as onnxruntime does); returns its path."""
+        if path is None:
+            path = self._profile_path
         if path is None:
             fd, path = tempfile.mkstemp(prefix="clgraph_profile_", suffix=".json", dir=os.getcwd())
             os.close(fd)

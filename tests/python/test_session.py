@@ -85,12 +85,20 @@ def test_every_dtype_in_and_out():
     kinds = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i8": np.int8, "u8": np.uint8,
              "i16": np.int16, "u16": np.uint16, "i32": np.int32, "u32": np.uint32, "i64": np.int64,
              "u64": np.uint64, "bool": np.bool_, "f8e4m3fn": ml_dtypes.float8_e4m3fn,
-             "f8e5m2": ml_dtypes.float8_e5m2, "i4": ml_dtypes.int4, "u4": ml_dtypes.uint4}
+             "f8e5m2": ml_dtypes.float8_e5m2, "f8e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+             "f8e5m2fnuz": ml_dtypes.float8_e5m2fnuz, "f8e8m0": ml_dtypes.float8_e8m0fnu,
+             "f4e2m1": ml_dtypes.float4_e2m1fn, "i4": ml_dtypes.int4, "u4": ml_dtypes.uint4,
+             "i2": ml_dtypes.int2, "u2": ml_dtypes.uint2}
     for name, t in kinds.items():
         text = f'graph g {{\n  input x: {name}[N, 2]\n  y = cast(x) {{to: "f32"}}\n  output y, x\n}}\n'
         s = clgraph.Session(text.encode())
         assert s.get_inputs()[0].numpy_dtype == np.dtype(t)
-        x = (np.arange(6).reshape(3, 2) % 2 if name == "bool" else np.arange(6).reshape(3, 2)).astype(t)
+        values = np.arange(6).reshape(3, 2)
+        if name in ("bool", "i2", "u2"):
+            values = values % 2
+        elif name == "f8e8m0":  # powers of two only
+            values = 2.0 ** values
+        x = values.astype(t)
         y, back = s.run(None, {"x": x})
         assert back.dtype == np.dtype(t), name
         np.testing.assert_array_equal(back, x)
@@ -165,6 +173,10 @@ def test_stats_and_profile(mlp, tmp_path, rng):
     events = json.load(open(trace))["traceEvents"]
     assert {e["args"]["op"] for e in events if e.get("cat") == "kernel"} >= {"linear", "tanh", "softmax"}
     assert "linear" in s.describe("B=3")
+    named = clgraph.Session(path, weights=weights, profile=str(tmp_path / "named.json"))
+    named.run(None, {"x": x})
+    assert named.end_profiling() == str(tmp_path / "named.json")
+    assert json.load(open(tmp_path / "named.json"))["traceEvents"]
     plain = clgraph.Session(path, weights=weights)
     with pytest.raises(clgraph.InvalidInput, match="profile=True"):
         plain.end_profiling(tmp_path / "none.json")
