@@ -8,7 +8,8 @@
 # CG_PY_PRELOAD: libraries to preload into the interpreter (a sanitizer
 # build's extension needs the sanitizers' runtimes, which an interpreter
 # built without them does not load): .ci/run gives libasan and libubsan,
-# and leak checking is then off (CPython does not free everything at exit).
+# and leak checking is then off (CPython does not free everything at exit);
+# the Ray test is left out there.
 set -u
 PY=${CG_PYTHON:-python3}
 SRC=${CG_SOURCE_DIR:?CG_SOURCE_DIR is not set}
@@ -22,6 +23,9 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 cd "$tmp" || exit 1
 if [ -n "${CG_PY_PRELOAD:-}" ]; then
     export LD_PRELOAD="$CG_PY_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+    # Ray's own servers would start with the runtimes preloaded too: its test
+    # checks the documented use, not the library, and runs in the plain build
+    set -- -k "not ray" "$@"
 fi
 PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" exec "$PY" -m pytest -q -p no:cacheprovider \
     --basetemp "$tmp/t" "$SRC/tests/python" "$@"

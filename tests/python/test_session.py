@@ -304,3 +304,27 @@ def test_pytorch_export_matches_onnxruntime(tmp_path, rng):
         s = clgraph.Session(path, rewrites=rewrites)
         np.testing.assert_allclose(s.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
     assert "attention" in clgraph.Session(path).rewrites_fired()
+
+
+def test_cpu_without_an_icd(tmp_path):
+    """With no OpenCL ICD the package imports, lists the CPU alone, says why,
+    runs on the CPU, and refuses an OpenCL device with one line."""
+    import subprocess
+    import sys
+    empty = tmp_path / "no-icds"
+    empty.mkdir()
+    code = ("import clgraph, numpy as np\n"
+            "assert [d.name for d in clgraph.devices()] == ['cpu'], clgraph.devices()\n"
+            "print('note:', clgraph.device_note())\n"
+            "s = clgraph.Session(b'graph g {\\n  input x: f32[N]\\n  y = neg(x)\\n  output y\\n}\\n')\n"
+            "assert s.run(None, {'x': np.ones(2, np.float32)})[0].tolist() == [-1, -1]\n"
+            "try:\n"
+            "    clgraph.Session(b'graph g {\\n  input x: f32[N]\\n  y = neg(x)\\n  output y\\n}\\n', device='opencl:0')\n"
+            "except clgraph.Error as e:\n"
+            "    print('refused:', e)\n")
+    env = dict(os.environ, OCL_ICD_VENDORS=str(empty), PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("note: ") and len(lines[0]) > len("note: ")
+    assert lines[1].startswith("refused: ") and "opencl:0" in lines[1]
