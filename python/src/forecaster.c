@@ -10,59 +10,38 @@
 #include "clgraph/forecast.h"
 
 typedef struct {
-    PyObject_HEAD cg_context *ctx;
+    pycg_base base;
     cg_forecaster *m;
-    pthread_mutex_t lock;
-    int lock_init;
 } pycg_forecaster;
 
 static void forecaster_dealloc(PyObject *self) {
+    cg_forecast_free(((pycg_forecaster *)self)->m);
+    pycg_base_dealloc(self);
+}
+
+typedef struct {
+    const char *dir, *device, *place;
+} forecaster_args;
+
+static cg_status forecaster_load(PyObject *self, void *arg) {
     pycg_forecaster *f = (pycg_forecaster *)self;
-    cg_forecast_free(f->m);
-    cg_context_free(f->ctx);
-    if (f->lock_init) pthread_mutex_destroy(&f->lock);
-    PyTypeObject *tp = Py_TYPE(self);
-    freefunc fr = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    fr(self);
-    Py_DECREF(tp);
+    const forecaster_args *a = arg;
+    cg_plan_options po = {.struct_size = sizeof po, .device = a->device, .place = a->place};
+    return cg_forecast_load(f->base.ctx, a->dir, &po, &f->m);
 }
 
 /* Forecaster(dir, device=None, place=None, plugins=(), threads=0) */
 static int forecaster_init(PyObject *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"dir", "device", "place", "plugins", "threads", NULL};
-    pycg_forecaster *f = (pycg_forecaster *)self;
-    const char *dir, *device = NULL, *place = NULL;
+    forecaster_args a = {NULL, NULL, NULL};
     PyObject *plugins = NULL;
     int threads = 0;
-    if (f->m) {
-        PyErr_SetString(PyExc_RuntimeError, "Forecaster is already initialised");
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzOi", names, &a.dir, &a.device, &a.place, &plugins, &threads))
         return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzOi", names, &dir, &device, &place, &plugins, &threads)) return -1;
-    char **pl;
-    int n_pl;
-    if (pycg_strlist(plugins, "plugins", &pl, &n_pl) < 0) return -1;
-    pthread_mutex_init(&f->lock, NULL);
-    f->lock_init = 1;
-    cg_status st;
-    PyThreadState *saved = PyEval_SaveThread();
-    st = pycg_context(threads, pl, n_pl, &f->ctx);
-    cg_plan_options po = {.struct_size = sizeof po, .device = device, .place = place};
-    if (!st) st = cg_forecast_load(f->ctx, dir, &po, &f->m);
-    PyEval_RestoreThread(saved);
-    pycg_strlist_free(pl, n_pl);
-    if (st) {
-        pycg_raise(st);
-        return -1;
-    }
-    return 0;
+    return pycg_base_load(self, "Forecaster", threads, plugins, forecaster_load, &a);
 }
 
-static int check_ready(pycg_forecaster *f) {
-    if (f->m) return 0;
-    PyErr_SetString(PyExc_RuntimeError, "Forecaster is not initialised");
-    return -1;
-}
+static int check_ready(pycg_forecaster *f) { return pycg_base_ready((PyObject *)f, "Forecaster"); }
 
 /* columns() -> (names, window). */
 static PyObject *forecaster_columns(PyObject *self, PyObject *unused) {
@@ -143,9 +122,9 @@ static PyObject *forecaster_forecast(PyObject *self, PyObject *args) {
     else if (series_make(f, list, views, series, &held) == 0) {
         cg_status st;
         PyThreadState *saved = PyEval_SaveThread();
-        pthread_mutex_lock(&f->lock);
+        pthread_mutex_lock(&f->base.lock);
         st = cg_forecast_run(f->m, &o, (int)n, series, res, NULL, NULL);
-        pthread_mutex_unlock(&f->lock);
+        pthread_mutex_unlock(&f->base.lock);
         PyEval_RestoreThread(saved);
         if (st) pycg_raise(st);
         else {

@@ -13,6 +13,8 @@
 #include "clgraph/clgraph.h"
 #include "clgraph/plugin.h" /* CG_MAX_DIMS */
 
+#include <pthread.h>
+
 /* The exception classes, made at import (module.c). */
 typedef struct pycg_errors {
     PyObject *base;        /* clgraph.Error */
@@ -47,6 +49,28 @@ void pycg_strlist_free(char **list, int n);
 /* A context with `threads` CPU threads (0: the default) and the plugins;
  * no GIL needed. */
 cg_status pycg_context(int threads, char **plugins, int n_plugins, cg_context **out);
+
+/* The head of Session, Translator and Forecaster (base.c): their own
+ * context, and the lock their calls take without the GIL. */
+typedef struct pycg_base {
+    PyObject_HEAD cg_context *ctx;
+    pthread_mutex_t lock;
+    int lock_init;
+    int ready; /* loaded: the type's handles are set */
+} pycg_base;
+
+/* Loads the object's model into a new context: load(self, arg) with the
+ * GIL released once the context is made. `type` names the class in the
+ * errors (a second __init__); raises and returns -1 on failure. */
+typedef cg_status (*pycg_load_fn)(PyObject *self, void *arg);
+int pycg_base_load(PyObject *self, const char *type, int threads, PyObject *plugins, pycg_load_fn load, void *arg);
+
+/* 0, or -1 with a RuntimeError when __init__ has not succeeded. */
+int pycg_base_ready(PyObject *self, const char *type);
+
+/* Frees the context and the lock, then the object: the end of a dealloc,
+ * after the type freed what it loaded into the context. */
+void pycg_base_dealloc(PyObject *self);
 
 /* The name of obj's type, for messages (\"?\" when unknown). */
 void pycg_type_name(PyObject *obj, char *buf, size_t size);

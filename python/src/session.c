@@ -11,14 +11,12 @@
 #include <string.h>
 
 typedef struct {
-    PyObject_HEAD cg_context *ctx;
+    pycg_base base;
     cg_model *m;
     cg_weights *w;
     cg_plan *p;
     cg_profiler *prof;
     cg_graph *g;
-    pthread_mutex_t lock;
-    int locked_init;
 } pycg_session;
 
 static void session_dealloc(PyObject *self) {
@@ -27,20 +25,15 @@ static void session_dealloc(PyObject *self) {
     cg_profiler_free(s->prof);
     cg_model_free(s->m);
     cg_weights_free(s->w);
-    cg_context_free(s->ctx);
-    if (s->locked_init) pthread_mutex_destroy(&s->lock);
-    PyTypeObject *tp = Py_TYPE(self);
-    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    f(self);
-    Py_DECREF(tp);
+    pycg_base_dealloc(self);
 }
 
 /* The options of Session(): strings owned here. */
 typedef struct {
     char *path, *kind, *weights, *device, *place, *rewrites, *graph;
-    char **plugins;
-    int n_plugins, threads, profile;
-    PyObject *text; /* bytes of .cg text, or NULL */
+    int profile;
+    const char *text; /* .cg text (of the bytes object the call holds), or NULL */
+    size_t text_len;
 } session_args;
 
 static void args_free(session_args *a) {
@@ -51,28 +44,29 @@ static void args_free(session_args *a) {
     free(a->place);
     free(a->rewrites);
     free(a->graph);
-    pycg_strlist_free(a->plugins, a->n_plugins);
 }
 
-static int parse_args(PyObject *args, PyObject *kw, session_args *a) {
+static int parse_args(PyObject *args, PyObject *kw, session_args *a, PyObject **plugins, int *threads) {
     static char *names[] = {"path",  "text",    "kind",     "weights", "device",  "place",
                             "graph", "plugins", "rewrites", "threads", "profile", NULL};
     PyObject *path = NULL, *text = NULL, *kind = NULL, *weights = NULL, *device = NULL, *place = NULL, *graph = NULL,
-             *plugins = NULL, *rewrites = NULL;
+             *rewrites = NULL;
     memset(a, 0, sizeof *a);
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOip", names, &path, &text, &kind, &weights, &device, &place,
-                                     &graph, &plugins, &rewrites, &a->threads, &a->profile))
+                                     &graph, plugins, &rewrites, threads, &a->profile))
         return -1;
     if (text && text != Py_None && !PyBytes_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "text must be bytes");
         return -1;
     }
-    a->text = text == Py_None ? NULL : text;
+    if (text && text != Py_None) {
+        a->text = PyBytes_AsString(text);
+        a->text_len = (size_t)PyBytes_Size(text);
+    }
     if (pycg_opt_str(path, "path", &a->path) || pycg_opt_str(kind, "kind", &a->kind) ||
         pycg_opt_str(weights, "weights", &a->weights) || pycg_opt_str(device, "device", &a->device) ||
         pycg_opt_str(place, "place", &a->place) || pycg_opt_str(graph, "graph", &a->graph) ||
-        pycg_opt_str(rewrites, "rewrites", &a->rewrites) ||
-        pycg_strlist(plugins, "plugins", &a->plugins, &a->n_plugins))
+        pycg_opt_str(rewrites, "rewrites", &a->rewrites))
         return -1;
     if (!a->path == !a->text) {
         PyErr_SetString(PyExc_TypeError, "give exactly one of path and text");
@@ -81,63 +75,42 @@ static int parse_args(PyObject *args, PyObject *kw, session_args *a) {
     return 0;
 }
 
-/* Loads the model and makes the plan (no GIL: parsing, importing and
- * lowering take a while). Returns the failing status. */
-static cg_status session_build(pycg_session *s, const session_args *a, const char *text, size_t len) {
-    cg_status st = pycg_context(a->threads, a->plugins, a->n_plugins, &s->ctx);
-    int onnx = a->kind ? !strcmp(a->kind, "onnx") : 0;
-    if (!st && onnx) {
+/* Loads the model into the session's context and makes the plan (no GIL:
+ * parsing, importing and lowering take a while). */
+static cg_status session_load(PyObject *self, void *arg) {
+    pycg_session *s = (pycg_session *)self;
+    const session_args *a = arg;
+    cg_context *ctx = s->base.ctx;
+    cg_status st;
+    if (a->kind && !strcmp(a->kind, "onnx")) {
         cg_onnx_options oo = {.struct_size = sizeof oo, .rewrites = a->rewrites};
-        st = cg_model_load_onnx(s->ctx, a->path, &oo, &s->m);
-    } else if (!st) {
-        st = text ? cg_model_parse(s->ctx, text, len, "<text>", &s->m) : cg_model_load(s->ctx, a->path, &s->m);
+        st = cg_model_load_onnx(ctx, a->path, &oo, &s->m);
+    } else {
+        st = a->text ? cg_model_parse(ctx, a->text, a->text_len, "<text>", &s->m) : cg_model_load(ctx, a->path, &s->m);
         if (!st && a->weights) st = cg_weights_open(a->weights, &s->w);
         if (!st && s->w) st = cg_model_bind_weights(s->m, s->w);
         if (!st && a->rewrites) st = cg_model_rewrite(s->m, a->rewrites);
         if (!st) st = cg_model_verify(s->m);
     }
-    s->g = st ? NULL : a->graph ? cg_model_graph(s->m, a->graph) : cg_model_graph_at(s->m, 0);
-    if (!st && !s->g) st = CG_ERR_NOT_FOUND;
     cg_plan_options po = {.struct_size = sizeof po, .device = a->device, .place = a->place};
-    if (!st) st = cg_plan_create(s->m, a->graph, &po, &s->p);
+    if (!st) st = cg_plan_create(s->m, a->graph, &po, &s->p); /* names a graph the model lacks */
+    if (!st) s->g = a->graph ? cg_model_graph(s->m, a->graph) : cg_model_graph_at(s->m, 0);
     if (!st && a->profile) st = cg_profiler_create(&s->prof);
     if (!st && s->prof) st = cg_plan_set_profiler(s->p, s->prof);
     return st;
 }
 
 static int session_init(PyObject *self, PyObject *args, PyObject *kw) {
-    pycg_session *s = (pycg_session *)self;
-    if (s->ctx) {
-        PyErr_SetString(PyExc_RuntimeError, "Session is already initialised");
-        return -1;
-    }
     session_args a;
-    if (parse_args(args, kw, &a) < 0) {
-        args_free(&a);
-        return -1;
-    }
-    pthread_mutex_init(&s->lock, NULL);
-    s->locked_init = 1;
-    const char *text = a.text ? PyBytes_AsString(a.text) : NULL;
-    size_t len = a.text ? (size_t)PyBytes_Size(a.text) : 0;
-    cg_status st;
-    PyThreadState *saved = PyEval_SaveThread();
-    st = session_build(s, &a, text, len);
-    PyEval_RestoreThread(saved);
-    int rc = 0;
-    if (st && !s->g && st == CG_ERR_NOT_FOUND && a.graph && s->m && !*cg_last_error())
-        pycg_raise_msg(st, "the model has no graph '%s'", a.graph);
-    else if (st) pycg_raise(st);
-    rc = st ? -1 : 0;
+    PyObject *plugins = NULL;
+    int threads = 0;
+    int rc = parse_args(args, kw, &a, &plugins, &threads);
+    if (rc == 0) rc = pycg_base_load(self, "Session", threads, plugins, session_load, &a);
     args_free(&a);
     return rc;
 }
 
-static int check_ready(pycg_session *s) {
-    if (s->p) return 0;
-    PyErr_SetString(PyExc_RuntimeError, "Session is not initialised");
-    return -1;
-}
+static int check_ready(pycg_session *s) { return pycg_base_ready((PyObject *)s, "Session"); }
 
 /* One dimension: its size, or its symbol's name, or None when unknown. */
 static PyObject *dim_object(int64_t size, const char *sym) {
@@ -257,10 +230,10 @@ static int feeds_make(pycg_session *s, PyObject *list, feeds *f) {
 static cg_status locked_run(pycg_session *s, const feeds *f, int n_out, cg_tensor **outs, int into) {
     cg_status st;
     PyThreadState *saved = PyEval_SaveThread();
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->base.lock);
     st = into ? cg_plan_run_into(s->p, f->n, f->names, f->tensors, n_out, outs)
               : cg_plan_run(s->p, f->n, f->names, f->tensors, n_out, outs);
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->base.lock);
     PyEval_RestoreThread(saved);
     return st;
 }
@@ -356,10 +329,10 @@ static PyObject *session_stats(PyObject *self, PyObject *unused) {
     if (check_ready(s) < 0) return NULL;
     cg_plan_stats last, total;
     cg_plan_memory_info mem;
-    pthread_mutex_lock(&s->lock); /* runs hold it only briefly past their work */
+    pthread_mutex_lock(&s->base.lock); /* runs hold it only briefly past their work */
     cg_status st = cg_plan_stats_get(s->p, &last, &total);
     if (!st) st = cg_plan_memory(s->p, &mem);
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->base.lock);
     if (st) return pycg_raise(st);
     return Py_BuildValue("(NN{sKsKsKsKsK})", pycg_stats_dict(&last), pycg_stats_dict(&total), "arena_bytes",
                          (unsigned long long)mem.arena_bytes, "param_bytes", (unsigned long long)mem.param_bytes,
@@ -377,9 +350,9 @@ static PyObject *session_write_profile(PyObject *self, PyObject *arg) {
     if (!s->prof) return pycg_raise_msg(CG_ERR_INVALID_ARGUMENT, "the session was made without profile=True");
     cg_status st;
     PyThreadState *saved = PyEval_SaveThread();
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->base.lock);
     st = cg_profiler_write_trace(s->prof, path);
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->base.lock);
     PyEval_RestoreThread(saved);
     if (st) return pycg_raise(st);
     Py_RETURN_NONE;
@@ -394,9 +367,9 @@ static PyObject *session_describe(PyObject *self, PyObject *args) {
     char *text = NULL;
     cg_status st;
     PyThreadState *saved = PyEval_SaveThread();
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->base.lock);
     st = cg_plan_describe(s->p, bindings, dot, &text);
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->base.lock);
     PyEval_RestoreThread(saved);
     if (st) return pycg_raise(st);
     PyObject *r = PyUnicode_FromString(text);
@@ -432,9 +405,9 @@ static PyObject *session_keep_input(PyObject *self, PyObject *args) {
     const char *name;
     int keep;
     if (check_ready(s) < 0 || !PyArg_ParseTuple(args, "sp", &name, &keep)) return NULL;
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->base.lock);
     cg_status st = cg_plan_keep_input(s->p, name, keep);
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->base.lock);
     if (st) return pycg_raise(st);
     Py_RETURN_NONE;
 }

@@ -11,61 +11,41 @@
 #include "clgraph/seq2seq.h"
 
 typedef struct {
-    PyObject_HEAD cg_context *ctx;
+    pycg_base base;
     cg_s2s *m;
-    pthread_mutex_t lock;
-    int lock_init;
 } pycg_translator;
 
 static void translator_dealloc(PyObject *self) {
+    cg_s2s_free(((pycg_translator *)self)->m);
+    pycg_base_dealloc(self);
+}
+
+typedef struct {
+    const char *dir, *device, *place;
+    int wdt;
+} translator_args;
+
+static cg_status translator_load(PyObject *self, void *arg) {
     pycg_translator *t = (pycg_translator *)self;
-    cg_s2s_free(t->m);
-    cg_context_free(t->ctx);
-    if (t->lock_init) pthread_mutex_destroy(&t->lock);
-    PyTypeObject *tp = Py_TYPE(self);
-    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    f(self);
-    Py_DECREF(tp);
+    const translator_args *a = arg;
+    cg_plan_options po = {.struct_size = sizeof po, .device = a->device, .place = a->place};
+    cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = (cg_dtype)a->wdt};
+    return cg_s2s_load(t->base.ctx, a->dir, &po, &lo, &t->m);
 }
 
 /* Translator(dir, device=None, place=None, plugins=(), threads=0, weights_dtype=0) */
 static int translator_init(PyObject *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"dir", "device", "place", "plugins", "threads", "weights_dtype", NULL};
-    pycg_translator *t = (pycg_translator *)self;
-    const char *dir, *device = NULL, *place = NULL;
+    translator_args a = {NULL, NULL, NULL, 0};
     PyObject *plugins = NULL;
-    int threads = 0, wdt = 0;
-    if (t->m) {
-        PyErr_SetString(PyExc_RuntimeError, "Translator is already initialised");
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzOii", names, &a.dir, &a.device, &a.place, &plugins, &threads,
+                                     &a.wdt))
         return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzOii", names, &dir, &device, &place, &plugins, &threads, &wdt))
-        return -1;
-    char **pl;
-    int n_pl;
-    if (pycg_strlist(plugins, "plugins", &pl, &n_pl) < 0) return -1;
-    pthread_mutex_init(&t->lock, NULL);
-    t->lock_init = 1;
-    cg_status st;
-    PyThreadState *saved = PyEval_SaveThread();
-    st = pycg_context(threads, pl, n_pl, &t->ctx);
-    cg_plan_options po = {.struct_size = sizeof po, .device = device, .place = place};
-    cg_s2s_load_options lo = {.struct_size = sizeof lo, .weights_dtype = (cg_dtype)wdt};
-    if (!st) st = cg_s2s_load(t->ctx, dir, &po, &lo, &t->m);
-    PyEval_RestoreThread(saved);
-    pycg_strlist_free(pl, n_pl);
-    if (st) {
-        pycg_raise(st);
-        return -1;
-    }
-    return 0;
+    return pycg_base_load(self, "Translator", threads, plugins, translator_load, &a);
 }
 
-static int check_ready(pycg_translator *t) {
-    if (t->m) return 0;
-    PyErr_SetString(PyExc_RuntimeError, "Translator is not initialised");
-    return -1;
-}
+static int check_ready(pycg_translator *t) { return pycg_base_ready((PyObject *)t, "Translator"); }
 
 /* The sources as int32 arrays; *n set even on failure (for sources_free). */
 static int sources_make(PyObject *list, int32_t ***src, int **len, int *n) {
@@ -168,9 +148,9 @@ static PyObject *translator_translate(PyObject *self, PyObject *args) {
         cg_status st = CG_ERR_NO_MEMORY;
         if (res) {
             PyThreadState *saved = PyEval_SaveThread();
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->base.lock);
             st = cg_s2s_translate(t->m, &o, n, (const int32_t *const *)src, len, res, NULL, NULL);
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->base.lock);
             PyEval_RestoreThread(saved);
         }
         out = st ? pycg_raise(st) : results_object(res, n);
@@ -242,9 +222,9 @@ static PyObject *translator_stats(PyObject *self, PyObject *unused) {
     pycg_translator *t = (pycg_translator *)self;
     if (check_ready(t) < 0) return NULL;
     cg_plan_stats enc, dec;
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->base.lock);
     cg_status st = cg_s2s_stats(t->m, &enc, &dec);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->base.lock);
     if (st) return pycg_raise(st);
     return Py_BuildValue("(NN)", pycg_stats_dict(&enc), pycg_stats_dict(&dec));
 }

@@ -328,3 +328,20 @@ def test_cpu_without_an_icd(tmp_path):
     lines = p.stdout.splitlines()
     assert lines[0].startswith("note: ") and len(lines[0]) > len("note: ")
     assert lines[1].startswith("refused: ") and "opencl:0" in lines[1]
+
+
+def test_half_made_objects_raise():
+    """The extension's objects used before (or after a failed) __init__ raise
+    instead of touching NULL handles; a second __init__ is refused."""
+    from clgraph import _clgraph
+    for cls, args in ((_clgraph.Session, dict(path="/nonexistent.cg")),
+                      (_clgraph.Translator, dict(dir="/nonexistent")),
+                      (_clgraph.Forecaster, dict(dir="/nonexistent"))):
+        obj = cls.__new__(cls)
+        with pytest.raises(clgraph.FileError):
+            obj.__init__(**args)
+        method = {"Session": "stats", "Translator": "stats", "Forecaster": "columns"}[cls.__name__]
+        with pytest.raises(RuntimeError, match="not initialised"):
+            getattr(obj, method)()
+        with pytest.raises(RuntimeError, match="already initialised"):
+            obj.__init__(**args)
