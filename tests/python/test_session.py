@@ -345,3 +345,30 @@ def test_half_made_objects_raise():
             getattr(obj, method)()
         with pytest.raises(RuntimeError, match="already initialised"):
             obj.__init__(**args)
+
+
+@pytest.mark.skipif(not os.environ.get("CG_FAULT_SHIM"), reason="no OpenCL fault shim (CG_FAULT_SHIM)")
+def test_opencl_failure_is_a_device_error(tmp_path):
+    """An OpenCL call that fails (tests/fault/cl_fault.c makes the first
+    kernel launch fail) raises clgraph.DeviceError with one line naming it."""
+    import subprocess
+    import sys
+    if not [d for d in clgraph.devices() if d.name.startswith("opencl:")]:
+        pytest.skip("no OpenCL device")
+    code = ("import clgraph, numpy as np\n"
+            "s = clgraph.Session(b'graph g {\\n  input x: f32[N]\\n  y = tanh(x)\\n  output y\\n}\\n', device='opencl:0')\n"
+            "try:\n"
+            "    s.run(None, {'x': np.ones(8, np.float32)})\n"
+            "except clgraph.DeviceError as e:\n"
+            "    print(e.status, e)\n")
+    # the ICD loader preloaded after the shim: the extension is loaded with
+    # RTLD_LOCAL, where the shim's RTLD_NEXT lookups would not see it
+    preload = ":".join(p for p in (os.environ.get("LD_PRELOAD"), os.environ["CG_FAULT_SHIM"], "libOpenCL.so.1") if p)
+    env = dict(os.environ, LD_PRELOAD=preload, CG_FAULT_FN="clEnqueueNDRangeKernel",
+               CG_FAULT_N="1", CLGRAPH_CACHE_DIR=str(tmp_path / "cache"),
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("CG_ERR_KERNEL ") and "clEnqueueNDRangeKernel" in p.stdout
+    assert p.stdout.count("\n") == 1
