@@ -67,12 +67,16 @@ class SessionOptions:
 
 
 def _looks_like_cg(data: bytes) -> bool:
-    """.cg text (UTF-8, a `graph` block) rather than an ONNX protobuf."""
+    """.cg text rather than an ONNX ModelProto: a ModelProto starts with its
+    field 1 (ir_version, tag byte 0x08), which no text does, and is rarely
+    valid UTF-8."""
+    if data[:1] == b"\x08":
+        return False
     try:
-        text = data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return "graph" in text and "{" in text
+    return True
 
 
 class Session:
