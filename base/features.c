@@ -23,7 +23,13 @@
 #define F_PNG ""
 #endif
 
+#if CG_HAVE_SENTENCEPIECE
+#define F_SENTENCEPIECE " sentencepiece"
+#else
+#define F_SENTENCEPIECE ""
+#endif
+
 const char *cg_build_features(void) {
-    static const char names[] = F_OPENCL F_CLBLAST F_ONNX F_PNG;
+    static const char names[] = F_OPENCL F_CLBLAST F_ONNX F_PNG F_SENTENCEPIECE;
     return names[0] ? names + 1 : names; /* without the first space */
 }

@@ -92,7 +92,8 @@ CG_API const char *cg_version(void);
  * The optional dependencies this build of the library was configured with
  * (README.md, "Build options"), as names separated by one space, in this
  * order: "opencl" (the OpenCL backend), "clblast" (CLBlast SGEMM on OpenCL),
- * "onnx" (ONNX import), "png" (PNG output of the CLI); "" when none. A
+ * "onnx" (ONNX import), "png" (PNG output of the CLI), "sentencepiece"
+ * (the tokenizer of Marian-layout Transformer models); "" when none. A
  * feature left out fails where it is needed with CG_ERR_UNSUPPORTED or
  * CG_ERR_NOT_FOUND and a message that says this build lacks it.
  */

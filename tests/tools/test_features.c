@@ -31,6 +31,7 @@ START_TEST(features_match_configuration) {
     if (CG_HAVE_CLBLAST) strcat(want, " clblast");
     if (CG_HAVE_ONNX) strcat(want, " onnx");
     if (CG_HAVE_PNG) strcat(want, " png");
+    if (CG_HAVE_SENTENCEPIECE) strcat(want, " sentencepiece");
     const char *w = want[0] ? want + 1 : want;
     ck_assert_str_eq(cg_build_features(), w);
     const char *v[] = {"--version", NULL};
