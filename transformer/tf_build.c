@@ -1,0 +1,240 @@
+/* The Transformer family's graph text (tf_build.h). */
+#include "tf_build.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "strbuf.h"
+
+/* f32's largest: the additive mask of a padded key, as transformers' own
+ * (torch.finfo(float32).min); a key so masked gets exactly 0 weight. */
+#define TF_MASK_MIN "3.4028234663852886e38"
+
+typedef struct {
+    cg_strbuf *o;
+    const tf_config *c;
+    tf_has_fn has;
+    void *user;
+} tf_out;
+
+static void param(tf_out *t, const char *name, int a, int b) {
+    if (b) cg_strbuf_put(t->o, "  param %s: f32[%d, %d] = \"%s\"\n", name, a, b, name);
+    else cg_strbuf_put(t->o, "  param %s: f32[%d] = \"%s\"\n", name, a, name);
+}
+
+/* The name of the table token ids index: side's own, else the shared one. */
+static const char *embed_name(const tf_out *t, int dec) {
+    const char *own = dec ? "model.decoder.embed_tokens.weight" : "model.encoder.embed_tokens.weight";
+    return t->has(own, t->user) ? own : "model.shared.weight";
+}
+
+/* Declares the parameters of one layer: pre is "model.encoder.layers.N". */
+static void layer_params(tf_out *t, const char *pre, int cross, int ffn) {
+    const int D = t->c->d_model;
+    const char *att[2] = {"self_attn", "encoder_attn"};
+    const char *proj[4] = {"q_proj", "k_proj", "v_proj", "out_proj"};
+    char n[160];
+    for (int a = 0; a <= cross; a++) {
+        for (int p = 0; p < 4; p++) {
+            snprintf(n, sizeof n, "%s.%s.%s.weight", pre, att[a], proj[p]);
+            param(t, n, D, D);
+            snprintf(n, sizeof n, "%s.%s.%s.bias", pre, att[a], proj[p]);
+            param(t, n, D, 0);
+        }
+        for (int w = 0; w < 2; w++) {
+            snprintf(n, sizeof n, "%s.%s_layer_norm.%s", pre, att[a], w ? "bias" : "weight");
+            param(t, n, D, 0);
+        }
+    }
+    snprintf(n, sizeof n, "%s.fc1.weight", pre);
+    param(t, n, ffn, D);
+    snprintf(n, sizeof n, "%s.fc1.bias", pre);
+    param(t, n, ffn, 0);
+    snprintf(n, sizeof n, "%s.fc2.weight", pre);
+    param(t, n, D, ffn);
+    snprintf(n, sizeof n, "%s.fc2.bias", pre);
+    param(t, n, D, 0);
+    for (int w = 0; w < 2; w++) {
+        snprintf(n, sizeof n, "%s.final_layer_norm.%s", pre, w ? "bias" : "weight");
+        param(t, n, D, 0);
+    }
+}
+
+/* Multi-head attention of layer value prefix `v` (e.g. "e0_sa") from x to
+ * kv (x itself for self-attention), heads H: out `v`_o [B, L, D]. */
+static void attention(tf_out *t, const char *v, const char *pre, const char *att, const char *x, const char *kv,
+                      const char *L, const char *S, int H, const char *mask, int causal) {
+    const int D = t->c->d_model, Dh = D / H;
+    static const char *const qkv[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        cg_strbuf_put(t->o, "  %s_%s = linear(%s, %s.%s.%s_proj.weight, %s.%s.%s_proj.bias)\n", v, qkv[i], i ? kv : x,
+                      pre, att, qkv[i], pre, att, qkv[i]);
+        cg_strbuf_put(t->o, "  %s_%s4 = reshape(%s_%s) {shape: [B, %s, %d, %d]}\n", v, qkv[i], v, qkv[i], i ? S : L, H,
+                      Dh);
+    }
+    cg_strbuf_put(t->o, "  %s_a4 = sdpa(%s_q4, %s_k4, %s_v4%s%s) {layout: \"bshd\"%s}\n", v, v, v, v, mask ? ", " : "",
+                  mask ? mask : "", causal ? ", causal: 1" : "");
+    cg_strbuf_put(t->o, "  %s_a = reshape(%s_a4) {shape: [B, %s, %d]}\n", v, v, L, D);
+    cg_strbuf_put(t->o, "  %s_o = linear(%s_a, %s.%s.out_proj.weight, %s.%s.out_proj.bias)\n", v, v, pre, att, pre,
+                  att);
+}
+
+/* The activation of the feed-forward block on `in` into `out`, as
+ * transformers' ACT2FN computes it (gelu: the erf form). */
+static void activation(tf_out *t, const char *out, const char *in) {
+    switch (t->c->act) {
+    case TF_ACT_RELU: cg_strbuf_put(t->o, "  %s = relu(%s)\n", out, in); break;
+    case TF_ACT_SWISH:
+        cg_strbuf_put(t->o, "  %s_s = sigmoid(%s)\n  %s = mul(%s, %s_s)\n", out, in, out, in, out);
+        break;
+    case TF_ACT_GELU_TANH:
+        cg_strbuf_put(t->o,
+                      "  %s_c = mul(%s, %s)\n  %s_c3 = mul(%s_c, %s)\n  %s_i = affine(%s_c3) {alpha: 0.044715, beta: 0}\n"
+                      "  %s_j = add(%s, %s_i)\n  %s_k = affine(%s_j) {alpha: 0.7978845608028654, beta: 0}\n"
+                      "  %s_t = tanh(%s_k)\n  %s_h = affine(%s_t) {alpha: 0.5, beta: 0.5}\n  %s = mul(%s, %s_h)\n",
+                      out, in, in, out, out, in, out, out, out, in, out, out, out, out, out, out, out, out, in, out);
+        break;
+    default:
+        cg_strbuf_put(t->o,
+                      "  %s_k = affine(%s) {alpha: 0.7071067811865476, beta: 0}\n  %s_e = erf(%s_k)\n"
+                      "  %s_h = affine(%s_e) {alpha: 0.5, beta: 0.5}\n  %s = mul(%s, %s_h)\n",
+                      out, in, out, out, out, out, out, in, out);
+    }
+}
+
+/* The embeddings of `ids` scaled, plus the position rows `pos`: value x0. */
+static void embed(tf_out *t, const char *ids, const char *pos, int dec) {
+    cg_strbuf_put(t->o, "  emb = embedding(%s, %s)\n", embed_name(t, dec), ids);
+    const char *e = "emb";
+    if (t->c->scale_embed) {
+        cg_strbuf_put(t->o, "  emb_s = affine(emb) {alpha: %.17g, beta: 0}\n", sqrt((double)t->c->d_model));
+        e = "emb_s";
+    }
+    cg_strbuf_put(t->o, "  x0 = add(%s, %s)\n", e, pos);
+}
+
+/* The additive key-padding mask of the source lengths: mask [B, 1, 1, S]. */
+static void source_mask(tf_out *t, const char *like) {
+    cg_strbuf_put(t->o,
+                  "  src_keep = length_mask(src_len, %s)\n  src_keepf = cast(src_keep) {to: \"f32\"}\n"
+                  "  src_add = affine(src_keepf) {alpha: " TF_MASK_MIN ", beta: -" TF_MASK_MIN "}\n"
+                  "  mask = reshape(src_add) {shape: [B, 1, 1, S]}\n",
+                  like);
+}
+
+/* x_out = LayerNorm(x_in + o) (post-norm; the residual add fused). */
+static void add_norm(tf_out *t, const char *out, const char *o, const char *in, const char *pre, const char *ln) {
+    cg_strbuf_put(t->o, "  %s = layer_norm(%s, %s.%s.weight, %s.%s.bias, %s) {epsilon: 1e-05}\n", out, o, pre, ln, pre,
+                  ln, in);
+}
+
+static void ffn(tf_out *t, const char *v, const char *pre, const char *x) {
+    char a[64], f1[64];
+    snprintf(f1, sizeof f1, "%s_f1", v);
+    snprintf(a, sizeof a, "%s_act", v);
+    cg_strbuf_put(t->o, "  %s = linear(%s, %s.fc1.weight, %s.fc1.bias)\n", f1, x, pre, pre);
+    activation(t, a, f1);
+    cg_strbuf_put(t->o, "  %s_f2 = linear(%s, %s.fc2.weight, %s.fc2.bias)\n", v, a, pre, pre);
+}
+
+static void encoder(tf_out *t) {
+    const tf_config *c = t->c;
+    cg_strbuf_put(t->o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n  input pos: f32[S, %d]\n",
+                  c->d_model);
+    param(t, embed_name(t, 0), c->vocab, c->d_model);
+    char pre[64], x[32], v[32], n1[32], n2[32];
+    for (int l = 0; l < c->enc_layers; l++) {
+        snprintf(pre, sizeof pre, "model.encoder.layers.%d", l);
+        layer_params(t, pre, 0, c->enc_ffn);
+    }
+    embed(t, "src", "pos", 0);
+    source_mask(t, "src");
+    snprintf(x, sizeof x, "x0");
+    for (int l = 0; l < c->enc_layers; l++) {
+        snprintf(pre, sizeof pre, "model.encoder.layers.%d", l);
+        snprintf(v, sizeof v, "e%d_sa", l);
+        attention(t, v, pre, "self_attn", x, x, "S", "S", c->enc_heads, "mask", 0);
+        snprintf(n1, sizeof n1, "e%d_x1", l);
+        snprintf(v, sizeof v, "e%d_sa_o", l);
+        add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
+        snprintf(v, sizeof v, "e%d", l);
+        ffn(t, v, pre, n1);
+        snprintf(n2, sizeof n2, "e%d_x2", l);
+        snprintf(v, sizeof v, "e%d_f2", l);
+        add_norm(t, n2, v, n1, pre, "final_layer_norm");
+        snprintf(x, sizeof x, "%s", n2);
+    }
+    cg_strbuf_put(t->o, "  enc = reshape(%s) {shape: [B, S, %d]}\n  output enc\n}\n", x, c->d_model);
+}
+
+static void decoder(tf_out *t) {
+    const tf_config *c = t->c;
+    cg_strbuf_put(t->o,
+                  "graph decoder {\n  input tgt: i32[B, T]\n  input tpos: f32[T, %d]\n  input enc: f32[B, S, %d]\n"
+                  "  input src_len: i32[B]\n",
+                  c->d_model, c->d_model);
+    const char *emb = embed_name(t, 1);
+    param(t, emb, c->dec_vocab, c->d_model);
+    const char *head = t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb;
+    if (head != emb) param(t, head, c->dec_vocab, c->d_model);
+    int bias = t->has("final_logits_bias", t->user);
+    if (bias) cg_strbuf_put(t->o, "  param final_logits_bias: f32[1, %d] = \"final_logits_bias\"\n", c->dec_vocab);
+    char pre[64], x[32], v[32], n1[32], n2[32], n3[32];
+    for (int l = 0; l < c->dec_layers; l++) {
+        snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
+        layer_params(t, pre, 1, c->dec_ffn);
+    }
+    embed(t, "tgt", "tpos", 1);
+    source_mask(t, "enc");
+    snprintf(x, sizeof x, "x0");
+    for (int l = 0; l < c->dec_layers; l++) {
+        snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
+        snprintf(v, sizeof v, "d%d_sa", l);
+        attention(t, v, pre, "self_attn", x, x, "T", "T", c->dec_heads, NULL, 1);
+        snprintf(n1, sizeof n1, "d%d_x1", l);
+        snprintf(v, sizeof v, "d%d_sa_o", l);
+        add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
+        snprintf(v, sizeof v, "d%d_ca", l);
+        attention(t, v, pre, "encoder_attn", n1, "enc", "T", "S", c->dec_heads, "mask", 0);
+        snprintf(n2, sizeof n2, "d%d_x2", l);
+        snprintf(v, sizeof v, "d%d_ca_o", l);
+        add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
+        snprintf(v, sizeof v, "d%d", l);
+        ffn(t, v, pre, n2);
+        snprintf(n3, sizeof n3, "d%d_x3", l);
+        snprintf(v, sizeof v, "d%d_f2", l);
+        add_norm(t, n3, v, n2, pre, "final_layer_norm");
+        snprintf(x, sizeof x, "%s", n3);
+    }
+    cg_strbuf_put(t->o, "  logits0 = linear(%s, %s)\n", x, head);
+    cg_strbuf_put(t->o,
+                  bias ? "  logits = add(logits0, final_logits_bias)\n"
+                       : "  logits = reshape(logits0) {shape: [B, T, %d]}\n",
+                  c->dec_vocab);
+    cg_strbuf_put(t->o, "  output logits\n}\n");
+}
+
+cg_status tf_build_text(const tf_config *c, tf_has_fn has, void *user, char **out) {
+    cg_strbuf o = {0};
+    tf_out t = {&o, c, has, user};
+    cg_strbuf_put(&o, "# a MarianMT model (transformer/tf_build.c)\n");
+    encoder(&t);
+    decoder(&t);
+    *out = cg_strbuf_take(&o);
+    return *out ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory building the Transformer graphs");
+}
+
+void tf_positions(const tf_config *c, int64_t start, int64_t n, float *out) {
+    const int d = c->d_model, half = (d + 1) / 2;
+    for (int64_t p = 0; p < n; p++) {
+        const double pos = (double)(start + p);
+        float *row = out + p * d;
+        for (int j = 0; j < d; j++) {
+            const double a = pos / pow(10000.0, 2.0 * (j / 2) / d);
+            if (j % 2 == 0) row[j / 2] = (float)sin(a);
+            else row[half + j / 2] = (float)cos(a);
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/* config.json of a Transformer translation model (tf_config.h). */
+#include "tf_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_json.h"
+#include "error.h"
+#include "strbuf.h"
+
+#define MAXI (1 << 24)
+
+/* The sizes and ids: required sizes have def -1. */
+static cg_status read_sizes(const char *path, const cJSON *r, tf_config *c) {
+    struct {
+        const char *key;
+        int def, min, *out;
+    } k[] = {
+        {"d_model", -1, 1, &c->d_model},
+        {"encoder_layers", -1, 1, &c->enc_layers},
+        {"decoder_layers", -1, 1, &c->dec_layers},
+        {"encoder_attention_heads", -1, 1, &c->enc_heads},
+        {"decoder_attention_heads", -1, 1, &c->dec_heads},
+        {"encoder_ffn_dim", -1, 1, &c->enc_ffn},
+        {"decoder_ffn_dim", -1, 1, &c->dec_ffn},
+        {"vocab_size", -1, 1, &c->vocab},
+        {"max_position_embeddings", -1, 1, &c->max_pos},
+        {"pad_token_id", -1, 0, &c->pad_id},
+        {"eos_token_id", -1, 0, &c->eos_id},
+    };
+    cg_status s = CG_OK;
+    for (size_t i = 0; !s && i < sizeof k / sizeof k[0]; i++)
+        s = cg_cfg_int(path, r, k[i].key, NULL, k[i].def, k[i].min, MAXI, k[i].out);
+    if (!s) s = cg_cfg_int(path, r, "decoder_vocab_size", NULL, c->vocab, 1, MAXI, &c->dec_vocab);
+    if (!s) s = cg_cfg_int(path, r, "decoder_start_token_id", NULL, c->pad_id, 0, MAXI, &c->start_id);
+    for (int i = 0; !s && i < 2; i++) {
+        int h = i ? c->dec_heads : c->enc_heads;
+        if (c->d_model % h)
+            s = cg_error(CG_ERR_FORMAT, "%s: d_model (%d) is not a multiple of %s_attention_heads (%d)", path,
+                         c->d_model, i ? "decoder" : "encoder", h);
+    }
+    if (!s && c->dec_vocab != c->vocab)
+        s = cg_error(CG_ERR_UNSUPPORTED,
+                     "%s: decoder_vocab_size (%d) differs from vocab_size (%d): separate "
+                     "vocabularies are not supported yet",
+                     path, c->dec_vocab, c->vocab);
+    return s;
+}
+
+cg_status tf_config_read(const char *dir, tf_config *c) {
+    memset(c, 0, sizeof *c);
+    cg_strbuf b = {0};
+    cg_strbuf_cat(&b, dir, "/config.json", (const char *)NULL);
+    char *path = cg_strbuf_take(&b);
+    if (!path) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cJSON *r;
+    cg_status s = cg_cfg_read(path, &r);
+    if (s) {
+        free(path);
+        return s;
+    }
+    /* BART's learned positions and embedding LayerNorm come with its builder */
+    static const char *const types[] = {"marian", NULL};
+    static const char *const acts[] = {"gelu", "relu", "swish", "gelu_new", NULL};
+    int type = 0;
+    s = cg_cfg_enum(path, r, "model_type", NULL, types, -1, &type);
+    if (!s) s = read_sizes(path, r, c);
+    if (!s) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, "activation_function");
+        /* "silu" is "swish" under its other name */
+        if (cJSON_IsString(a) && !strcmp(a->valuestring, "silu")) c->act = TF_ACT_SWISH;
+        else s = cg_cfg_enum(path, r, "activation_function", NULL, acts, TF_ACT_GELU, &c->act);
+    }
+    if (!s) s = cg_cfg_bool(path, r, "scale_embedding", 0, &c->scale_embed);
+    if (!s) s = cg_cfg_bool(path, r, "normalize_before", 0, &c->pre_norm);
+    c->positions = type == 0 ? TF_POS_SINUSOIDAL : TF_POS_LEARNED;
+    c->embed_norm = type == 1;
+    c->final_norm = c->pre_norm;
+    cJSON_Delete(r);
+    free(path);
+    return s;
+}
