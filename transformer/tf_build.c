@@ -90,11 +90,12 @@ static void activation(tf_out *t, const char *out, const char *in) {
         cg_strbuf_put(t->o, "  %s_s = sigmoid(%s)\n  %s = mul(%s, %s_s)\n", out, in, out, in, out);
         break;
     case TF_ACT_GELU_TANH:
-        cg_strbuf_put(t->o,
-                      "  %s_c = mul(%s, %s)\n  %s_c3 = mul(%s_c, %s)\n  %s_i = affine(%s_c3) {alpha: 0.044715, beta: 0}\n"
-                      "  %s_j = add(%s, %s_i)\n  %s_k = affine(%s_j) {alpha: 0.7978845608028654, beta: 0}\n"
-                      "  %s_t = tanh(%s_k)\n  %s_h = affine(%s_t) {alpha: 0.5, beta: 0.5}\n  %s = mul(%s, %s_h)\n",
-                      out, in, in, out, out, in, out, out, out, in, out, out, out, out, out, out, out, out, in, out);
+        cg_strbuf_put(
+            t->o,
+            "  %s_c = mul(%s, %s)\n  %s_c3 = mul(%s_c, %s)\n  %s_i = affine(%s_c3) {alpha: 0.044715, beta: 0}\n"
+            "  %s_j = add(%s, %s_i)\n  %s_k = affine(%s_j) {alpha: 0.7978845608028654, beta: 0}\n"
+            "  %s_t = tanh(%s_k)\n  %s_h = affine(%s_t) {alpha: 0.5, beta: 0.5}\n  %s = mul(%s, %s_h)\n",
+            out, in, in, out, out, in, out, out, out, in, out, out, out, out, out, out, out, out, in, out);
         break;
     default:
         cg_strbuf_put(t->o,
@@ -216,12 +217,132 @@ static void decoder(tf_out *t) {
     cg_strbuf_put(t->o, "  output logits\n}\n");
 }
 
+/* The cross-attention keys and values of every decoder layer, once per
+ * source: ck<l>, cv<l> [N, S, H, Dh] from the encoder's output. */
+static void cross_kv(tf_out *t) {
+    const tf_config *c = t->c;
+    const int D = c->d_model, H = c->dec_heads;
+    cg_strbuf_put(t->o, "graph cross_kv {\n  input enc: f32[N, S, %d]\n", D);
+    char pre[64], n[160];
+    for (int l = 0; l < c->dec_layers; l++)
+        for (int i = 0; i < 2; i++) {
+            snprintf(pre, sizeof pre, "model.decoder.layers.%d.encoder_attn.%s_proj", l, i ? "v" : "k");
+            snprintf(n, sizeof n, "%s.weight", pre);
+            param(t, n, D, D);
+            snprintf(n, sizeof n, "%s.bias", pre);
+            param(t, n, D, 0);
+        }
+    for (int l = 0; l < c->dec_layers; l++)
+        for (int i = 0; i < 2; i++) {
+            const char *kv = i ? "v" : "k";
+            snprintf(pre, sizeof pre, "model.decoder.layers.%d.encoder_attn.%s_proj", l, kv);
+            cg_strbuf_put(t->o, "  c%s%d_2 = linear(enc, %s.weight, %s.bias)\n", kv, l, pre, pre);
+            cg_strbuf_put(t->o, "  c%s%d = reshape(c%s%d_2) {shape: [N, S, %d, %d]}\n", kv, l, kv, l, H, D / H);
+        }
+    cg_strbuf_put(t->o, "  output ");
+    for (int l = 0; l < c->dec_layers; l++) cg_strbuf_put(t->o, "%sck%d, cv%d", l ? ", " : "", l, l);
+    cg_strbuf_put(t->o, "\n}\n");
+}
+
+/* Self-attention of one decoding step over the layer's cache: the new
+ * key and value rows appended to pk<l> / pv<l> [B, P, H, Dh] give
+ * nk<l> / nv<l> [B, P + 1, H, Dh], which the next step reads. */
+static void step_self_attention(tf_out *t, int l, const char *pre, const char *x) {
+    const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
+    static const char *const qkv[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        cg_strbuf_put(t->o, "  s%d_%s = linear(%s, %s.self_attn.%s_proj.weight, %s.self_attn.%s_proj.bias)\n", l,
+                      qkv[i], x, pre, qkv[i], pre, qkv[i]);
+        cg_strbuf_put(t->o, "  s%d_%s4 = reshape(s%d_%s) {shape: [B, 1, %d, %d]}\n", l, qkv[i], l, qkv[i], H, Dh);
+    }
+    cg_strbuf_put(t->o, "  nk%d = concat(pk%d, s%d_k4) {axis: 1}\n  nv%d = concat(pv%d, s%d_v4) {axis: 1}\n", l, l, l,
+                  l, l, l);
+    cg_strbuf_put(t->o, "  s%d_a4 = sdpa(s%d_q4, nk%d, nv%d) {layout: \"bshd\"}\n", l, l, l, l);
+    cg_strbuf_put(t->o, "  s%d_a = reshape(s%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
+    cg_strbuf_put(t->o, "  s%d_o = linear(s%d_a, %s.self_attn.out_proj.weight, %s.self_attn.out_proj.bias)\n", l, l,
+                  pre, pre);
+}
+
+/* Cross-attention of one step: row b reads source sentence[b]'s keys. */
+static void step_cross_attention(tf_out *t, int l, const char *pre, const char *x) {
+    const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
+    cg_strbuf_put(t->o, "  x%d_q = linear(%s, %s.encoder_attn.q_proj.weight, %s.encoder_attn.q_proj.bias)\n", l, x, pre,
+                  pre);
+    cg_strbuf_put(t->o, "  x%d_q4 = reshape(x%d_q) {shape: [B, 1, %d, %d]}\n", l, l, H, Dh);
+    cg_strbuf_put(t->o, "  x%d_k = gather_rows(ck%d, sentence)\n  x%d_v = gather_rows(cv%d, sentence)\n", l, l, l, l);
+    if (l == 0) /* the rows' key-padding mask, shaped by the first gathered keys */
+        cg_strbuf_put(t->o, "  src_keep = length_mask(row_len, x0_k)\n  src_keepf = cast(src_keep) {to: \"f32\"}\n"
+                            "  src_add = affine(src_keepf) {alpha: " TF_MASK_MIN ", beta: -" TF_MASK_MIN "}\n"
+                            "  mask = reshape(src_add) {shape: [B, 1, 1, S]}\n");
+    cg_strbuf_put(t->o, "  x%d_a4 = sdpa(x%d_q4, x%d_k, x%d_v, mask) {layout: \"bshd\"}\n", l, l, l, l);
+    cg_strbuf_put(t->o, "  x%d_a = reshape(x%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
+    cg_strbuf_put(t->o, "  x%d_o = linear(x%d_a, %s.encoder_attn.out_proj.weight, %s.encoder_attn.out_proj.bias)\n", l,
+                  l, pre, pre);
+}
+
+/* One decoding step over the caches: y [B] (the previous tokens), ypos
+ * [D] (the step's position row), sentence [B] (each row's source in
+ * ck / cv / src_len [N]) -> logits [B, V] and the grown caches. */
+static void decoder_step(tf_out *t) {
+    const tf_config *c = t->c;
+    const int D = c->d_model, H = c->dec_heads, Dh = D / H;
+    cg_strbuf_put(t->o,
+                  "graph decoder_step {\n  input y: i32[B]\n  input ypos: f32[%d]\n  input sentence: i32[B]\n"
+                  "  input src_len: i32[N]\n",
+                  D);
+    for (int l = 0; l < c->dec_layers; l++)
+        cg_strbuf_put(t->o,
+                      "  input ck%d: f32[N, S, %d, %d]\n  input cv%d: f32[N, S, %d, %d]\n"
+                      "  input pk%d: f32[B, P, %d, %d]\n  input pv%d: f32[B, P, %d, %d]\n",
+                      l, H, Dh, l, H, Dh, l, H, Dh, l, H, Dh);
+    const char *emb = embed_name(t, 1);
+    param(t, emb, c->dec_vocab, D);
+    const char *head = t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb;
+    if (head != emb) param(t, head, c->dec_vocab, D);
+    int bias = t->has("final_logits_bias", t->user);
+    if (bias) cg_strbuf_put(t->o, "  param final_logits_bias: f32[1, %d] = \"final_logits_bias\"\n", c->dec_vocab);
+    char pre[64], x[32], v[32], n1[32], n2[32], n3[32];
+    for (int l = 0; l < c->dec_layers; l++) {
+        snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
+        layer_params(t, pre, 1, c->dec_ffn);
+    }
+    embed(t, "y", "ypos", 1);
+    cg_strbuf_put(t->o, "  x0r = reshape(x0) {shape: [B, 1, %d]}\n  row_len = gather_rows(src_len, sentence)\n", D);
+    snprintf(x, sizeof x, "x0r");
+    for (int l = 0; l < c->dec_layers; l++) {
+        snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
+        step_self_attention(t, l, pre, x);
+        snprintf(n1, sizeof n1, "d%d_x1", l);
+        snprintf(v, sizeof v, "s%d_o", l);
+        add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
+        step_cross_attention(t, l, pre, n1);
+        snprintf(n2, sizeof n2, "d%d_x2", l);
+        snprintf(v, sizeof v, "x%d_o", l);
+        add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
+        snprintf(v, sizeof v, "d%d", l);
+        ffn(t, v, pre, n2);
+        snprintf(n3, sizeof n3, "d%d_x3", l);
+        snprintf(v, sizeof v, "d%d_f2", l);
+        add_norm(t, n3, v, n2, pre, "final_layer_norm");
+        snprintf(x, sizeof x, "%s", n3);
+    }
+    cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n  logits0 = linear(xl, %s)\n", x, D, head);
+    cg_strbuf_put(
+        t->o, bias ? "  logits = add(logits0, final_logits_bias)\n" : "  logits = reshape(logits0) {shape: [B, %d]}\n",
+        c->dec_vocab);
+    cg_strbuf_put(t->o, "  output logits");
+    for (int l = 0; l < c->dec_layers; l++) cg_strbuf_put(t->o, ", nk%d, nv%d", l, l);
+    cg_strbuf_put(t->o, "\n}\n");
+}
+
 cg_status tf_build_text(const tf_config *c, tf_has_fn has, void *user, char **out) {
     cg_strbuf o = {0};
     tf_out t = {&o, c, has, user};
     cg_strbuf_put(&o, "# a MarianMT model (transformer/tf_build.c)\n");
     encoder(&t);
     decoder(&t);
+    cross_kv(&t);
+    decoder_step(&t);
     *out = cg_strbuf_take(&o);
     return *out ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory building the Transformer graphs");
 }

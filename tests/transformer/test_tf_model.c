@@ -67,6 +67,76 @@ static cg_tensor *run1(cg_model *m, const char *graph, const char *device, int n
     return out;
 }
 
+/* Decoding step by step over the caches (cross_kv once, then decoder_step
+ * per target position, each step's caches fed to the next, starting from
+ * empty ones) gives the teacher-forced logits of every position. */
+static void check_steps(cg_model *m, const char *dev, const char *variant, const tf_config *c, cg_tensor *enc,
+                        cg_tensor *len, const cg_tensor *tgt, const cg_tensor *want) {
+    const int L = c->dec_layers, H = c->dec_heads, Dh = c->d_model / H;
+    const int64_t B = cg_tensor_dim(tgt, 0), T = cg_tensor_dim(tgt, 1), V = c->dec_vocab;
+    cg_plan_options o = {.struct_size = sizeof o, .device = dev};
+    cg_plan *pkv, *ps;
+    ck_assert_msg(cg_plan_create(m, "cross_kv", &o, &pkv) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_create(m, "decoder_step", &o, &ps) == CG_OK, "%s", cg_last_error());
+    cg_tensor *ckv[2 * 16], *cache[2 * 16];
+    const char *ekv[] = {"enc"};
+    ck_assert_msg(cg_plan_run(pkv, 1, ekv, &enc, 2 * L, ckv) == CG_OK, "%s", cg_last_error());
+    int64_t d0[4] = {B, 0, H, Dh}, one = B, dd = c->d_model;
+    for (int i = 0; i < 2 * L; i++) ck_assert_int_eq(cg_tensor_create(CG_F32, 4, d0, &cache[i]), CG_OK);
+    cg_tensor *y, *ypos, *sent;
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &one, &y), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &one, &sent), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &dd, &ypos), CG_OK);
+    for (int64_t b = 0; b < B; b++) ((int32_t *)cg_tensor_data(sent))[b] = (int32_t)b;
+    const char *names[4 + 4 * 16];
+    cg_tensor *in[4 + 4 * 16];
+    char nbuf[4 * 16][8];
+    double worst = 0;
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t b = 0; b < B; b++)
+            ((int32_t *)cg_tensor_data(y))[b] = ((const int32_t *)cg_tensor_data_const(tgt))[b * T + t];
+        tf_positions(c, t, 1, cg_tensor_data(ypos));
+        int n = 0;
+        names[n] = "y", in[n++] = y;
+        names[n] = "ypos", in[n++] = ypos;
+        names[n] = "sentence", in[n++] = sent;
+        names[n] = "src_len", in[n++] = len;
+        for (int l = 0; l < L; l++)
+            for (int k = 0; k < 4; k++) {
+                static const char *const pfx[4] = {"ck", "cv", "pk", "pv"};
+                snprintf(nbuf[4 * l + k], sizeof nbuf[0], "%s%d", pfx[k], l);
+                names[n] = nbuf[4 * l + k];
+                in[n++] = k < 2 ? ckv[2 * l + k] : cache[2 * l + k - 2];
+            }
+        cg_tensor *out[1 + 2 * 16];
+        ck_assert_msg(cg_plan_run(ps, n, names, in, 1 + 2 * L, out) == CG_OK, "%s step %lld: %s", dev, (long long)t,
+                      cg_last_error());
+        const float *got = cg_tensor_data_const(out[0]), *ref = cg_tensor_data_const(want);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t v = 0; v < V; v++) {
+                double d = fabs((double)got[b * V + v] - ref[(b * T + t) * V + v]);
+                if (!(d <= worst)) worst = d;
+            }
+        cg_tensor_free(out[0]);
+        for (int i = 0; i < 2 * L; i++) {
+            cg_tensor_free(cache[i]);
+            cache[i] = out[1 + i];
+            ck_assert_int_eq(cg_tensor_dim(cache[i], 1), t + 1);
+        }
+    }
+    ck_assert_msg(worst <= 1e-4, "%s on %s: stepped logits differ from transformers' by %g", variant, dev, worst);
+    fprintf(stderr, "%s on %s: stepped logits within %.2g of transformers\n", variant, dev, worst);
+    for (int i = 0; i < 2 * L; i++) {
+        cg_tensor_free(cache[i]);
+        cg_tensor_free(ckv[i]);
+    }
+    cg_tensor_free(y);
+    cg_tensor_free(ypos);
+    cg_tensor_free(sent);
+    cg_plan_free(pkv);
+    cg_plan_free(ps);
+}
+
 static void check_variant(const char *variant) {
     char dir[256], path[320];
     snprintf(dir, sizeof dir, MARIAN "/%s", variant);
@@ -98,6 +168,7 @@ static void check_variant(const char *variant) {
         double dl = max_diff(logits, want_logits);
         ck_assert_msg(dl <= 1e-4, "%s on %s: logits differ from transformers' by %g", variant, dev, dl);
         fprintf(stderr, "%s on %s: encoder within %.2g, logits within %.2g of transformers\n", variant, dev, de, dl);
+        check_steps(m, dev, variant, &c, enc, len, tgt, want_logits);
         cg_tensor_free(enc);
         cg_tensor_free(logits);
     }
