@@ -10,21 +10,25 @@
 #include "error.h"
 #include "strbuf.h"
 
-static int by_piece(const void *a, const void *b, void *ctx) {
-    char *const *piece = ctx;
-    return strcmp(piece[*(const int32_t *)a], piece[*(const int32_t *)b]);
+typedef struct {
+    const char *piece;
+    int32_t id;
+} piece_id;
+
+static int by_piece(const void *a, const void *b) {
+    return strcmp(((const piece_id *)a)->piece, ((const piece_id *)b)->piece);
 }
 
-/* qsort_r's order without depending on its glibc signature. */
-static void sort_ids(int32_t *ids, int32_t n, char **piece) {
-    for (int32_t i = 1; i < n; i++) {
-        int32_t x = ids[i], j = i;
-        while (j > 0 && by_piece(&ids[j - 1], &x, piece) > 0) {
-            ids[j] = ids[j - 1];
-            j--;
-        }
-        ids[j] = x;
-    }
+/* ids in the order of their pieces (OPUS-MT's 58,101 pieces: qsort, not
+ * an insertion sort). */
+static cg_status sort_ids(int32_t *ids, int32_t n, char **piece, const char *path) {
+    piece_id *tmp = malloc(sizeof *tmp * ((size_t)n + 1));
+    if (!tmp) return cg_error(CG_ERR_NO_MEMORY, "%s: out of memory", path);
+    for (int32_t i = 0; i < n; i++) tmp[i] = (piece_id){piece[ids[i]], ids[i]};
+    qsort(tmp, (size_t)n, sizeof *tmp, by_piece);
+    for (int32_t i = 0; i < n; i++) ids[i] = tmp[i].id;
+    free(tmp);
+    return CG_OK;
 }
 
 /* The table of vocab.json: {piece: id} with ids in [0, 2^24). */
@@ -57,7 +61,7 @@ static cg_status read_table(const char *path, tf_vocab *v) {
         else v->order[v->n_order++] = id;
     }
     cJSON_Delete(root);
-    if (!s) sort_ids(v->order, v->n_order, v->piece);
+    if (!s) s = sort_ids(v->order, v->n_order, v->piece, path);
     return s;
 }
 
