@@ -90,7 +90,7 @@ static void check_steps(cg_model *m, const char *dev, const char *variant, const
     for (int64_t b = 0; b < B; b++) ((int32_t *)cg_tensor_data(sent))[b] = (int32_t)b;
     const char *names[4 + 4 * 16];
     cg_tensor *in[4 + 4 * 16];
-    char nbuf[4 * 16][8];
+    char nbuf[4 * 16][16];
     double worst = 0;
     for (int64_t t = 0; t < T; t++) {
         for (int64_t b = 0; b < B; b++)
