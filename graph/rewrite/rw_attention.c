@@ -221,7 +221,8 @@ static const cg_node *head_linear(const cg_graph *g, int32_t x, int32_t pre) {
 /* bshd q, k and v each a linear of one x with weights [E, IN] (and biases
  * [E]) given as parameters (BERT, Marian, BART, Whisper, T5): the weights
  * concatenated (once per plan: they read parameters only) make one linear
- * whose output sdpa reads packed. */
+ * whose output sdpa reads packed. Some may lack a bias (Whisper's k_proj):
+ * theirs is then zeros. */
 static void find_linears(const cg_graph *g, site *s) {
     const cg_value *q = val(g, s->q);
     const int64_t E = q->dims[2] * q->dims[3];
@@ -232,8 +233,7 @@ static void find_linears(const cg_graph *g, site *s) {
     if (w->ndim != 2 || w->dims[0] != E) return;
     const int64_t bias[1] = {E};
     for (int i = 0; i < 3; i++)
-        if (l[i]->inputs[0] != l[0]->inputs[0] || l[i]->n_inputs != l[0]->n_inputs ||
-            !param_of(g, l[i]->inputs[1], 2, w->dims) ||
+        if (l[i]->inputs[0] != l[0]->inputs[0] || !param_of(g, l[i]->inputs[1], 2, w->dims) ||
             (l[i]->n_inputs == 3 && !param_of(g, l[i]->inputs[2], 1, bias)))
             return;
     memcpy(s->lin, l, sizeof l);
@@ -257,15 +257,26 @@ static void find_packed(const cg_graph *g, site *s) {
     find_linears(g, s);
 }
 
-/* One linear for q, k and v: concat(wq, wk, wv) and the biases, axis 0. */
+/* One linear for q, k and v: concat(wq, wk, wv) and, when any has a bias,
+ * concat of the biases, axis 0; a missing bias is zeros made from a given
+ * one (affine by 0: +0 exactly, as a linear without a bias adds nothing),
+ * so the k columns of Whisper's projection are the dot products alone. */
 static cg_status merge_linears(cg_graph *g, site *s) {
     const cg_node *const *l = s->lin;
-    const int nb = l[0]->n_inputs == 3;
-    int32_t in[3], cat[2] = {-1, -1}, lin_in[3];
+    int32_t in[3], cat[2] = {-1, -1}, lin_in[3], given = -1, zeros = -1;
+    for (int i = 0; i < 3; i++)
+        if (l[i]->n_inputs == 3 && given < 0) given = l[i]->inputs[2];
+    const int nb = given >= 0;
     cg_node *n;
     cg_status st = CG_OK;
+    for (int i = 0; i < 3 && nb && !st && zeros < 0; i++)
+        if (l[i]->n_inputs == 2) {
+            st = cg_rw_add_node(g, "affine", s->fin->name, "/qkv_zeros", 1, &given, &n, &zeros);
+            if (!st) st = cg_node_set_float(n, "alpha", 0.0);
+            if (!st) st = cg_node_set_float(n, "beta", 0.0);
+        }
     for (int p = 0; p < 1 + nb && !st; p++) {
-        for (int i = 0; i < 3; i++) in[i] = l[i]->inputs[1 + p];
+        for (int i = 0; i < 3; i++) in[i] = !p ? l[i]->inputs[1] : l[i]->n_inputs == 3 ? l[i]->inputs[2] : zeros;
         st = cg_rw_add_node(g, "concat", s->fin->name, p ? "/qkv_b" : "/qkv_w", 3, in, &n, &cat[p]);
         if (!st) st = cg_node_set_int(n, "axis", 0);
     }

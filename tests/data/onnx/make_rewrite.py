@@ -127,6 +127,23 @@ def qkv_linears_form():
     return nodes, [("x", f32(B, L, C)), ("mask", mask)], ["y"], inits
 
 
+def qkv_k_nobias_form():
+    """Whisper's self-attention: q and v a MatMul + bias Add, k a MatMul
+    alone. The rewrite still makes one linear, its bias q's | zeros | v's
+    (the zeros made from q's bias, once per plan)."""
+    C = 8
+    nodes = []
+    for t in "qkv":
+        if t == "k":
+            nodes += [h.make_node("MatMul", ["x", "wk"], ["k"])]
+        else:
+            nodes += [h.make_node("MatMul", ["x", "w" + t], [t + "m"]), h.make_node("Add", [t + "m", "b" + t], [t])]
+    nodes += self_attention("Mul")
+    mask = np.where(rng.random((B, 1, 1, L)) < 0.3, -1e4, 0).astype(np.float32)
+    inits = [("w" + t, f32(C, H * D)) for t in "qkv"] + [("b" + t, f32(H * D)) for t in "qv"]
+    return nodes, [("x", f32(B, L, C)), ("mask", mask)], ["y"], inits
+
+
 def bhsd_div_form():
     """4-D heads given, K transposed by Transpose(0, 1, 3, 2), the scores
     divided by sqrt(D), no mask, the softmax read directly (the result is
@@ -289,6 +306,7 @@ def main():
     save("ln_prenorm", *ln_prenorm_form())
     save("packed_qkv", *packed_form())
     save("qkv_linears", *qkv_linears_form())
+    save("qkv_k_nobias", *qkv_k_nobias_form())
 
 
 if __name__ == "__main__":
