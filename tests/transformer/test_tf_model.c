@@ -13,6 +13,7 @@
 
 #include "test_util.h"
 #include "tf_build.h"
+#include "tf_vocab.h"
 
 #define MARIAN CG_TEST_DATA_DIR "/marian"
 
@@ -185,6 +186,138 @@ END_TEST
 START_TEST(gelu_matches_transformers) { check_variant("gelu"); }
 END_TEST
 
+/* The trained demo (models/marian_dates, tools/py/train_marian_dates.py)
+ * put together from the pieces: tokenize, encoder, cross_kv, then greedy
+ * decoder_step over the caches (pad forbidden, as its
+ * generation_config.json's bad_words_ids says) until EOS, detokenize. Every
+ * sample of models/dates comes out as samples.expected says (what
+ * transformers' generate gives too), on the CPU and every OpenCL device. */
+typedef struct {
+    cg_model *m;
+    tf_config c;
+    tf_vocab v;
+} demo;
+
+/* Greedy decoding of ids [n] on plans enc / kv / step: the target ids. */
+static int greedy(const demo *d, cg_plan *enc, cg_plan *kv, cg_plan *step, const int32_t *ids, int n, int32_t *out) {
+    const int L = d->c.dec_layers, H = d->c.dec_heads, Dh = d->c.d_model / H, V = d->c.dec_vocab;
+    int64_t sd[2] = {1, n}, one = 1, D = d->c.d_model, pd[2] = {n, D}, c0[4] = {1, 0, H, Dh};
+    cg_tensor *src, *len, *pos, *y, *ypos, *sent, *e, *ckv[32], *cache[32];
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 2, sd, &src), CG_OK);
+    memcpy(cg_tensor_data(src), ids, sizeof(int32_t) * (size_t)n);
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &one, &len), CG_OK);
+    *(int32_t *)cg_tensor_data(len) = n;
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 2, pd, &pos), CG_OK);
+    tf_positions(&d->c, 0, n, cg_tensor_data(pos));
+    const char *en[] = {"src", "src_len", "pos"};
+    cg_tensor *ei[] = {src, len, pos};
+    ck_assert_msg(cg_plan_run(enc, 3, en, ei, 1, &e) == CG_OK, "%s", cg_last_error());
+    const char *kn[] = {"enc"};
+    ck_assert_msg(cg_plan_run(kv, 1, kn, &e, 2 * L, ckv) == CG_OK, "%s", cg_last_error());
+    for (int i = 0; i < 2 * L; i++) ck_assert_int_eq(cg_tensor_create(CG_F32, 4, c0, &cache[i]), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &one, &y), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &one, &sent), CG_OK);
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &D, &ypos), CG_OK);
+    *(int32_t *)cg_tensor_data(y) = d->c.start_id;
+    int got = 0;
+    for (int t = 0; t < 15; t++) {
+        tf_positions(&d->c, t, 1, cg_tensor_data(ypos));
+        const char *names[4 + 4 * 16];
+        cg_tensor *in[4 + 4 * 16];
+        char nb[4 * 16][16];
+        int k = 0;
+        names[k] = "y", in[k++] = y;
+        names[k] = "ypos", in[k++] = ypos;
+        names[k] = "sentence", in[k++] = sent;
+        names[k] = "src_len", in[k++] = len;
+        for (int l = 0; l < L; l++)
+            for (int q = 0; q < 4; q++) {
+                static const char *const pfx[4] = {"ck", "cv", "pk", "pv"};
+                snprintf(nb[4 * l + q], sizeof nb[0], "%s%d", pfx[q], l);
+                names[k] = nb[4 * l + q];
+                in[k++] = q < 2 ? ckv[2 * l + q] : cache[2 * l + q - 2];
+            }
+        cg_tensor *o[1 + 32];
+        ck_assert_msg(cg_plan_run(step, k, names, in, 1 + 2 * L, o) == CG_OK, "%s", cg_last_error());
+        const float *lg = cg_tensor_data_const(o[0]);
+        int best = -1;
+        for (int v = 0; v < V; v++)
+            if (v != d->c.pad_id && (best < 0 || lg[v] > lg[best])) best = v;
+        cg_tensor_free(o[0]);
+        for (int i = 0; i < 2 * L; i++) {
+            cg_tensor_free(cache[i]);
+            cache[i] = o[1 + i];
+        }
+        if (best == d->c.eos_id) break;
+        out[got++] = best;
+        *(int32_t *)cg_tensor_data(y) = best;
+    }
+    cg_tensor *all[] = {src, len, pos, y, ypos, sent, e};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cg_tensor_free(all[i]);
+    for (int i = 0; i < 2 * L; i++) {
+        cg_tensor_free(cache[i]);
+        cg_tensor_free(ckv[i]);
+    }
+    return got;
+}
+
+static int has_file(const char *name, void *user) { return has_weight(name, user); }
+
+START_TEST(demo_translates_the_samples) {
+    if (!CG_HAVE_SENTENCEPIECE) return;
+    const char *dir = CG_SOURCE_ROOT "/models/marian_dates";
+    demo d;
+    ck_assert_msg(tf_config_read(dir, &d.c) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(tf_vocab_load(dir, d.c.pad_id, d.c.eos_id, &d.v) == CG_OK, "%s", cg_last_error());
+    cg_weights *w;
+    ck_assert_msg(cg_weights_open(CG_SOURCE_ROOT "/models/marian_dates/model.safetensors", &w) == CG_OK, "%s",
+                  cg_last_error());
+    char *text;
+    ck_assert_int_eq(tf_build_text(&d.c, has_file, w, &text), CG_OK);
+    ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "marian_dates.cg", &d.m) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(cg_model_bind_weights(d.m, w), CG_OK);
+    ck_assert_msg(cg_model_verify(d.m) == CG_OK, "%s", cg_last_error());
+    FILE *fs = fopen(CG_SOURCE_ROOT "/models/dates/samples.txt", "r"),
+         *fe = fopen(CG_SOURCE_ROOT "/models/dates/samples.expected", "r");
+    ck_assert(fs && fe);
+    char line[256], want[256];
+    int n_lines = 0;
+    while (fgets(line, sizeof line, fs) && fgets(want, sizeof want, fe)) {
+        line[strcspn(line, "\n")] = 0;
+        want[strcspn(want, "\n")] = 0;
+        int32_t *ids, out[16];
+        int n;
+        ck_assert_int_eq(tf_vocab_encode(&d.v, line, &ids, &n), CG_OK);
+        for (int dv = 0; dv < cg_device_count(); dv++) {
+            char b[512];
+            const char *dev = cg_device_describe(dv, b, sizeof b);
+            cg_plan_options o = {.struct_size = sizeof o, .device = dev};
+            cg_plan *pe, *pk, *ps;
+            ck_assert_int_eq(cg_plan_create(d.m, "encoder", &o, &pe), CG_OK);
+            ck_assert_int_eq(cg_plan_create(d.m, "cross_kv", &o, &pk), CG_OK);
+            ck_assert_int_eq(cg_plan_create(d.m, "decoder_step", &o, &ps), CG_OK);
+            int got = greedy(&d, pe, pk, ps, ids, n, out);
+            char *t;
+            ck_assert_int_eq(tf_vocab_decode(&d.v, out, got, &t), CG_OK);
+            ck_assert_msg(!strcmp(t, want), "'%s' on %s: '%s', expected '%s'", line, dev, t, want);
+            free(t);
+            cg_plan_free(pe);
+            cg_plan_free(pk);
+            cg_plan_free(ps);
+        }
+        free(ids);
+        n_lines++;
+    }
+    ck_assert_int_eq(n_lines, 14);
+    fclose(fs);
+    fclose(fe);
+    free(text);
+    cg_model_free(d.m);
+    cg_weights_free(w);
+    tf_vocab_free(&d.v);
+}
+END_TEST
+
 /* config.json with `body`, in the test's directory; the mistake named. */
 static void config_refused(const char *name, const char *body, cg_status want, const char *needle) {
     const char *dir = tu_path(name);
@@ -234,6 +367,7 @@ int main(void) {
     tcase_add_test(tc, swish_scaled_matches_transformers);
     tcase_add_test(tc, gelu_matches_transformers);
     tcase_add_test(tc, config_mistakes_are_named);
+    tcase_add_test(tc, demo_translates_the_samples);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }
