@@ -140,19 +140,58 @@ static void ffn(tf_out *t, const char *v, const char *pre, const char *x) {
     cg_strbuf_put(t->o, "  %s_f2 = linear(%s, %s.fc2.weight, %s.fc2.bias)\n", v, a, pre, pre);
 }
 
+/* The feed-forward block of layer <tag><l> and its add & norm: *out
+ * names LN(in + fc2(act(fc1(in)))). */
+static void ffn_norm(tf_out *t, const char *tag, int l, const char *pre, const char *in, char *out, size_t size) {
+    char v[32], f2[40];
+    snprintf(v, sizeof v, "%s%d", tag, l);
+    ffn(t, v, pre, in);
+    snprintf(out, size, "%s%d_xf", tag, l);
+    snprintf(f2, sizeof f2, "%s_f2", v);
+    add_norm(t, out, f2, in, pre, "final_layer_norm");
+}
+
+/* Every layer's parameters of one side. */
+static void layers_params(tf_out *t, int dec) {
+    char pre[64];
+    for (int l = 0; l < (dec ? t->c->dec_layers : t->c->enc_layers); l++) {
+        snprintf(pre, sizeof pre, "model.%s.layers.%d", dec ? "decoder" : "encoder", l);
+        layer_params(t, pre, dec, dec ? t->c->dec_ffn : t->c->enc_ffn);
+    }
+}
+
+/* The decoder's output side: its embedding, the projection (lm_head or the
+ * tied embedding) and final_logits_bias when the file has them. */
+typedef struct {
+    const char *head;
+    int bias;
+} tf_head;
+
+static tf_head head_params(tf_out *t) {
+    const char *emb = embed_name(t, 1);
+    param(t, emb, t->c->dec_vocab, t->c->d_model);
+    tf_head h = {t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb, t->has("final_logits_bias", t->user)};
+    if (h.head != emb) param(t, h.head, t->c->dec_vocab, t->c->d_model);
+    if (h.bias) cg_strbuf_put(t->o, "  param final_logits_bias: f32[1, %d] = \"final_logits_bias\"\n", t->c->dec_vocab);
+    return h;
+}
+
+/* logits = x head^T (+ final_logits_bias), shaped `shape` without a bias. */
+static void head_logits(tf_out *t, const tf_head *h, const char *x, const char *shape) {
+    cg_strbuf_put(t->o, "  logits0 = linear(%s, %s)\n", x, h->head);
+    if (h->bias) cg_strbuf_put(t->o, "  logits = add(logits0, final_logits_bias)\n");
+    else cg_strbuf_put(t->o, "  logits = reshape(logits0) {shape: %s}\n", shape);
+}
+
 static void encoder(tf_out *t) {
     const tf_config *c = t->c;
     cg_strbuf_put(t->o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n  input pos: f32[S, %d]\n",
                   c->d_model);
     param(t, embed_name(t, 0), c->vocab, c->d_model);
-    char pre[64], x[32], v[32], n1[32], n2[32];
-    for (int l = 0; l < c->enc_layers; l++) {
-        snprintf(pre, sizeof pre, "model.encoder.layers.%d", l);
-        layer_params(t, pre, 0, c->enc_ffn);
-    }
+    layers_params(t, 0);
     embed(t, "src", "pos", 0);
     source_mask(t, "src");
-    snprintf(x, sizeof x, "x0");
+    char pre[64], x[32] = "x0", v[32], n1[32];
     for (int l = 0; l < c->enc_layers; l++) {
         snprintf(pre, sizeof pre, "model.encoder.layers.%d", l);
         snprintf(v, sizeof v, "e%d_sa", l);
@@ -160,12 +199,7 @@ static void encoder(tf_out *t) {
         snprintf(n1, sizeof n1, "e%d_x1", l);
         snprintf(v, sizeof v, "e%d_sa_o", l);
         add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
-        snprintf(v, sizeof v, "e%d", l);
-        ffn(t, v, pre, n1);
-        snprintf(n2, sizeof n2, "e%d_x2", l);
-        snprintf(v, sizeof v, "e%d_f2", l);
-        add_norm(t, n2, v, n1, pre, "final_layer_norm");
-        snprintf(x, sizeof x, "%s", n2);
+        ffn_norm(t, "e", l, pre, n1, x, sizeof x);
     }
     cg_strbuf_put(t->o, "  enc = reshape(%s) {shape: [B, S, %d]}\n  output enc\n}\n", x, c->d_model);
 }
@@ -176,20 +210,11 @@ static void decoder(tf_out *t) {
                   "graph decoder {\n  input tgt: i32[B, T]\n  input tpos: f32[T, %d]\n  input enc: f32[B, S, %d]\n"
                   "  input src_len: i32[B]\n",
                   c->d_model, c->d_model);
-    const char *emb = embed_name(t, 1);
-    param(t, emb, c->dec_vocab, c->d_model);
-    const char *head = t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb;
-    if (head != emb) param(t, head, c->dec_vocab, c->d_model);
-    int bias = t->has("final_logits_bias", t->user);
-    if (bias) cg_strbuf_put(t->o, "  param final_logits_bias: f32[1, %d] = \"final_logits_bias\"\n", c->dec_vocab);
-    char pre[64], x[32], v[32], n1[32], n2[32], n3[32];
-    for (int l = 0; l < c->dec_layers; l++) {
-        snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
-        layer_params(t, pre, 1, c->dec_ffn);
-    }
+    tf_head h = head_params(t);
+    layers_params(t, 1);
     embed(t, "tgt", "tpos", 1);
     source_mask(t, "enc");
-    snprintf(x, sizeof x, "x0");
+    char pre[64], x[32] = "x0", v[32], n1[32], n2[32], shape[48];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
         snprintf(v, sizeof v, "d%d_sa", l);
@@ -202,18 +227,10 @@ static void decoder(tf_out *t) {
         snprintf(n2, sizeof n2, "d%d_x2", l);
         snprintf(v, sizeof v, "d%d_ca_o", l);
         add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
-        snprintf(v, sizeof v, "d%d", l);
-        ffn(t, v, pre, n2);
-        snprintf(n3, sizeof n3, "d%d_x3", l);
-        snprintf(v, sizeof v, "d%d_f2", l);
-        add_norm(t, n3, v, n2, pre, "final_layer_norm");
-        snprintf(x, sizeof x, "%s", n3);
+        ffn_norm(t, "d", l, pre, n2, x, sizeof x);
     }
-    cg_strbuf_put(t->o, "  logits0 = linear(%s, %s)\n", x, head);
-    cg_strbuf_put(t->o,
-                  bias ? "  logits = add(logits0, final_logits_bias)\n"
-                       : "  logits = reshape(logits0) {shape: [B, T, %d]}\n",
-                  c->dec_vocab);
+    snprintf(shape, sizeof shape, "[B, T, %d]", c->dec_vocab);
+    head_logits(t, &h, x, shape);
     cg_strbuf_put(t->o, "  output logits\n}\n");
 }
 
@@ -295,20 +312,11 @@ static void decoder_step(tf_out *t) {
                       "  input ck%d: f32[N, S, %d, %d]\n  input cv%d: f32[N, S, %d, %d]\n"
                       "  input pk%d: f32[B, P, %d, %d]\n  input pv%d: f32[B, P, %d, %d]\n",
                       l, H, Dh, l, H, Dh, l, H, Dh, l, H, Dh);
-    const char *emb = embed_name(t, 1);
-    param(t, emb, c->dec_vocab, D);
-    const char *head = t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb;
-    if (head != emb) param(t, head, c->dec_vocab, D);
-    int bias = t->has("final_logits_bias", t->user);
-    if (bias) cg_strbuf_put(t->o, "  param final_logits_bias: f32[1, %d] = \"final_logits_bias\"\n", c->dec_vocab);
-    char pre[64], x[32], v[32], n1[32], n2[32], n3[32];
-    for (int l = 0; l < c->dec_layers; l++) {
-        snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
-        layer_params(t, pre, 1, c->dec_ffn);
-    }
+    tf_head h = head_params(t);
+    layers_params(t, 1);
     embed(t, "y", "ypos", 1);
     cg_strbuf_put(t->o, "  x0r = reshape(x0) {shape: [B, 1, %d]}\n  row_len = gather_rows(src_len, sentence)\n", D);
-    snprintf(x, sizeof x, "x0r");
+    char pre[64], x[32] = "x0r", v[32], n1[32], n2[32], shape[32];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
         step_self_attention(t, l, pre, x);
@@ -319,17 +327,11 @@ static void decoder_step(tf_out *t) {
         snprintf(n2, sizeof n2, "d%d_x2", l);
         snprintf(v, sizeof v, "x%d_o", l);
         add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
-        snprintf(v, sizeof v, "d%d", l);
-        ffn(t, v, pre, n2);
-        snprintf(n3, sizeof n3, "d%d_x3", l);
-        snprintf(v, sizeof v, "d%d_f2", l);
-        add_norm(t, n3, v, n2, pre, "final_layer_norm");
-        snprintf(x, sizeof x, "%s", n3);
+        ffn_norm(t, "d", l, pre, n2, x, sizeof x);
     }
-    cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n  logits0 = linear(xl, %s)\n", x, D, head);
-    cg_strbuf_put(
-        t->o, bias ? "  logits = add(logits0, final_logits_bias)\n" : "  logits = reshape(logits0) {shape: [B, %d]}\n",
-        c->dec_vocab);
+    cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n", x, D);
+    snprintf(shape, sizeof shape, "[B, %d]", c->dec_vocab);
+    head_logits(t, &h, "xl", shape);
     cg_strbuf_put(t->o, "  output logits");
     for (int l = 0; l < c->dec_layers; l++) cg_strbuf_put(t->o, ", nk%d, nv%d", l, l);
     cg_strbuf_put(t->o, "\n}\n");

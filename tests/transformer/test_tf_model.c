@@ -68,6 +68,23 @@ static cg_tensor *run1(cg_model *m, const char *graph, const char *device, int n
     return out;
 }
 
+/* decoder_step's inputs: y, ypos, sentence, src_len, then each layer's
+ * ck, cv (ckv) and pk, pv (cache); names in nb. Returns the count. */
+static int step_inputs(int L, cg_tensor *const fixed[4], cg_tensor **ckv, cg_tensor **cache, const char **names,
+                       cg_tensor **in, char (*nb)[16]) {
+    static const char *const first[4] = {"y", "ypos", "sentence", "src_len"};
+    static const char *const pfx[4] = {"ck", "cv", "pk", "pv"};
+    int n = 0;
+    for (int i = 0; i < 4; i++) names[n] = first[i], in[n++] = fixed[i];
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(nb[4 * l + k], 16, "%s%d", pfx[k], l);
+            names[n] = nb[4 * l + k];
+            in[n++] = k < 2 ? ckv[2 * l + k] : cache[2 * l + k - 2];
+        }
+    return n;
+}
+
 /* Decoding step by step over the caches (cross_kv once, then decoder_step
  * per target position, each step's caches fed to the next, starting from
  * empty ones) gives the teacher-forced logits of every position. */
@@ -97,18 +114,8 @@ static void check_steps(cg_model *m, const char *dev, const char *variant, const
         for (int64_t b = 0; b < B; b++)
             ((int32_t *)cg_tensor_data(y))[b] = ((const int32_t *)cg_tensor_data_const(tgt))[b * T + t];
         tf_positions(c, t, 1, cg_tensor_data(ypos));
-        int n = 0;
-        names[n] = "y", in[n++] = y;
-        names[n] = "ypos", in[n++] = ypos;
-        names[n] = "sentence", in[n++] = sent;
-        names[n] = "src_len", in[n++] = len;
-        for (int l = 0; l < L; l++)
-            for (int k = 0; k < 4; k++) {
-                static const char *const pfx[4] = {"ck", "cv", "pk", "pv"};
-                snprintf(nbuf[4 * l + k], sizeof nbuf[0], "%s%d", pfx[k], l);
-                names[n] = nbuf[4 * l + k];
-                in[n++] = k < 2 ? ckv[2 * l + k] : cache[2 * l + k - 2];
-            }
+        cg_tensor *fixed[4] = {y, ypos, sent, len};
+        int n = step_inputs(L, fixed, ckv, cache, names, in, nbuf);
         cg_tensor *out[1 + 2 * 16];
         ck_assert_msg(cg_plan_run(ps, n, names, in, 1 + 2 * L, out) == CG_OK, "%s step %lld: %s", dev, (long long)t,
                       cg_last_error());
@@ -225,18 +232,8 @@ static int greedy(const demo *d, cg_plan *enc, cg_plan *kv, cg_plan *step, const
         const char *names[4 + 4 * 16];
         cg_tensor *in[4 + 4 * 16];
         char nb[4 * 16][16];
-        int k = 0;
-        names[k] = "y", in[k++] = y;
-        names[k] = "ypos", in[k++] = ypos;
-        names[k] = "sentence", in[k++] = sent;
-        names[k] = "src_len", in[k++] = len;
-        for (int l = 0; l < L; l++)
-            for (int q = 0; q < 4; q++) {
-                static const char *const pfx[4] = {"ck", "cv", "pk", "pv"};
-                snprintf(nb[4 * l + q], sizeof nb[0], "%s%d", pfx[q], l);
-                names[k] = nb[4 * l + q];
-                in[k++] = q < 2 ? ckv[2 * l + q] : cache[2 * l + q - 2];
-            }
+        cg_tensor *fixed[4] = {y, ypos, sent, len};
+        int k = step_inputs(L, fixed, ckv, cache, names, in, nb);
         cg_tensor *o[1 + 32];
         ck_assert_msg(cg_plan_run(step, k, names, in, 1 + 2 * L, o) == CG_OK, "%s", cg_last_error());
         const float *lg = cg_tensor_data_const(o[0]);
