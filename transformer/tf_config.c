@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config_json.h"
 #include "error.h"
@@ -76,6 +77,80 @@ cg_status tf_config_read(const char *dir, tf_config *c) {
     c->positions = type == 0 ? TF_POS_SINUSOIDAL : TF_POS_LEARNED;
     c->embed_norm = type == 1;
     c->final_norm = c->pre_norm;
+    cJSON_Delete(r);
+    free(path);
+    return s;
+}
+
+/* bad_words_ids: [[id], ...]; a longer sequence is refused. */
+static cg_status read_banned(const char *path, const cJSON *r, const tf_config *c, tf_generation *g) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "bad_words_ids");
+    if (!b || cJSON_IsNull(b)) return CG_OK;
+    char got[64];
+    if (!cJSON_IsArray(b))
+        return cg_error(CG_ERR_FORMAT, "%s: bad_words_ids must be a list of id lists, got %s", path,
+                        cg_cfg_got(b, got, sizeof got));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, b) {
+        const cJSON *id = cJSON_IsArray(e) && cJSON_GetArraySize(e) == 1 ? cJSON_GetArrayItem(e, 0) : NULL;
+        if (!id && cJSON_IsArray(e))
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: bad_words_ids: only single-token entries are supported, got %s",
+                            path, cg_cfg_got(e, got, sizeof got));
+        if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int)id->valuedouble || id->valueint < 0 ||
+            id->valueint >= c->dec_vocab)
+            return cg_error(CG_ERR_FORMAT, "%s: bad_words_ids: %s is not a list of one target id (0..%d)", path,
+                            cg_cfg_got(e, got, sizeof got), c->dec_vocab - 1);
+        if (g->n_banned == TF_MAX_BANNED)
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: bad_words_ids: more than %d entries", path, TF_MAX_BANNED);
+        g->banned[g->n_banned++] = id->valueint;
+    }
+    return CG_OK;
+}
+
+/* Keys whose non-default values change the search beyond what it does. */
+static cg_status refuse_unsupported(const char *path, const cJSON *r) {
+    static const struct {
+        const char *key;
+        double neutral;
+    } keys[] = {{"repetition_penalty", 1}, {"no_repeat_ngram_size", 0},         {"do_sample", 0},
+                {"num_beam_groups", 1},    {"encoder_no_repeat_ngram_size", 0}, {"diversity_penalty", 0}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, keys[i].key);
+        if (!v || cJSON_IsNull(v)) continue;
+        double x = cJSON_IsBool(v) ? (cJSON_IsTrue(v) ? 1 : 0) : cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (x != keys[i].neutral) {
+            char got[64];
+            return cg_error(CG_ERR_UNSUPPORTED, "%s: %s %s is not supported (only %g)", path, keys[i].key,
+                            cg_cfg_got(v, got, sizeof got), keys[i].neutral);
+        }
+    }
+    return CG_OK;
+}
+
+cg_status tf_generation_read(const char *dir, const tf_config *c, tf_generation *g) {
+    memset(g, 0, sizeof *g);
+    g->num_beams = 1, g->max_length = 20, g->forced_eos = -1, g->length_penalty = 1.0;
+    cg_strbuf b = {0};
+    cg_strbuf_cat(&b, dir, "/generation_config.json", (const char *)NULL);
+    char *path = cg_strbuf_take(&b);
+    if (!path) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    struct stat sb;
+    if (stat(path, &sb) != 0) { /* absent: transformers' defaults */
+        free(path);
+        return CG_OK;
+    }
+    cJSON *r = NULL;
+    cg_status s = cg_cfg_read(path, &r);
+    if (!s) s = cg_cfg_int(path, r, "num_beams", NULL, 1, 1, 1024, &g->num_beams);
+    if (!s) s = cg_cfg_int(path, r, "max_length", NULL, 20, 1, MAXI, &g->max_length);
+    if (!s) s = cg_cfg_int(path, r, "forced_eos_token_id", NULL, -1, -1, c->dec_vocab - 1, &g->forced_eos);
+    if (!s) {
+        const cJSON *lp = cJSON_GetObjectItemCaseSensitive(r, "length_penalty");
+        if (cJSON_IsNumber(lp)) g->length_penalty = lp->valuedouble;
+        else if (lp && !cJSON_IsNull(lp)) s = cg_error(CG_ERR_FORMAT, "%s: length_penalty must be a number", path);
+    }
+    if (!s) s = read_banned(path, r, c, g);
+    if (!s) s = refuse_unsupported(path, r);
     cJSON_Delete(r);
     free(path);
     return s;

@@ -25,4 +25,23 @@ typedef struct tf_config {
 /* Reads DIR/config.json; every mistake names the file and the key. */
 cg_status tf_config_read(const char *dir, tf_config *out);
 
+/* The decoding defaults of generation_config.json (transformers'
+ * GenerationConfig) that change what greedy and beam search produce. */
+#define TF_MAX_BANNED 64
+typedef struct tf_generation {
+    int num_beams;         /* 1: greedy */
+    int max_length;        /* tokens of the target, decoder start included (transformers' count) */
+    int forced_eos;        /* the id forced at the last position, or -1 */
+    double length_penalty; /* beam scores divided by length ** length_penalty */
+    int n_banned;
+    int banned[TF_MAX_BANNED]; /* single-token bad_words_ids: never generated */
+} tf_generation;
+
+/* Reads DIR/generation_config.json, or fills transformers' defaults from
+ * c when the file is absent (num_beams 1, max_length 20, length_penalty 1,
+ * forced_eos from nothing). Settings that would change the search in ways
+ * not implemented (multi-token bad words, repetition penalties, sampling)
+ * are refused with one line naming the key; other keys are ignored. */
+cg_status tf_generation_read(const char *dir, const tf_config *c, tf_generation *out);
+
 #endif

@@ -356,6 +356,43 @@ START_TEST(config_mistakes_are_named) {
 }
 END_TEST
 
+/* generation_config.json: the demo's, defaults without one, and refusals. */
+START_TEST(generation_config) {
+    tf_config c;
+    tf_generation g;
+    ck_assert_int_eq(tf_config_read(CG_SOURCE_ROOT "/models/marian_dates", &c), CG_OK);
+    ck_assert_msg(tf_generation_read(CG_SOURCE_ROOT "/models/marian_dates", &c, &g) == CG_OK, "%s", cg_last_error());
+    ck_assert(g.num_beams == 1 && g.max_length == 16 && g.forced_eos == c.eos_id && g.length_penalty == 1.0);
+    ck_assert(g.n_banned == 1 && g.banned[0] == c.pad_id);
+    ck_assert_int_eq(tf_generation_read(MARIAN "/gelu", &c, &g), CG_OK); /* no file: transformers' defaults */
+    ck_assert(g.num_beams == 1 && g.max_length == 20 && g.forced_eos == -1 && g.n_banned == 0);
+    static const struct {
+        const char *name, *body, *needle;
+        cg_status want;
+    } bad[] = {
+        {"multi", "{\"bad_words_ids\": [[3, 4]]}", "only single-token entries", CG_ERR_UNSUPPORTED},
+        {"range", "{\"bad_words_ids\": [[100000]]}", "is not a list of one target id", CG_ERR_FORMAT},
+        {"rep", "{\"repetition_penalty\": 1.2}", "repetition_penalty 1.2 is not supported", CG_ERR_UNSUPPORTED},
+        {"sample", "{\"do_sample\": true}", "do_sample true is not supported", CG_ERR_UNSUPPORTED},
+        {"beams", "{\"num_beams\": 0}", "num_beams", CG_ERR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *dir = tu_path(bad[i].name);
+        char p[600];
+        snprintf(p, sizeof p, "mkdir -p '%s'", dir);
+        ck_assert_int_eq(system(p), 0);
+        snprintf(p, sizeof p, "%s/generation_config.json", dir);
+        FILE *f = fopen(p, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(bad[i].body, f);
+        fclose(f);
+        cg_status s = tf_generation_read(dir, &c, &g);
+        ck_assert_msg(s == bad[i].want && strstr(cg_last_error(), bad[i].needle), "%s: %d '%s'", bad[i].name, s,
+                      cg_last_error());
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tf_model");
     TCase *tc = tcase_create("tf_model");
@@ -365,6 +402,7 @@ int main(void) {
     tcase_add_test(tc, gelu_matches_transformers);
     tcase_add_test(tc, config_mistakes_are_named);
     tcase_add_test(tc, demo_translates_the_samples);
+    tcase_add_test(tc, generation_config);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }
