@@ -9,7 +9,6 @@
 typedef struct {
     PyObject_HEAD cg_tensor *t;
     Py_ssize_t shape[CG_MAX_DIMS], strides[CG_MAX_DIMS];
-    int exports;
 } pycg_tensor;
 
 /* The struct format of a dtype's storage: its own where Python has one,
@@ -63,7 +62,6 @@ PyObject *pycg_tensor_new(cg_tensor *t) {
         return NULL;
     }
     o->t = t;
-    o->exports = 0;
     Py_ssize_t step = (Py_ssize_t)cg_dtype_size(cg_tensor_dtype(t));
     for (int d = cg_tensor_ndim(t) - 1; d >= 0; d--) {
         o->shape[d] = (Py_ssize_t)cg_tensor_dim(t, d);
@@ -96,15 +94,11 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *v, int flags) {
     v->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? o->strides : NULL;
     v->suboffsets = NULL;
     v->internal = NULL;
-    if (!v->shape) v->ndim = 1; /* a plain run of bytes: len bytes, itemsize... as PyBuffer_FillInfo */
-    if (!v->shape) v->itemsize = 1;
-    o->exports++;
-    return 0;
-}
-
-static void tensor_releasebuffer(PyObject *self, Py_buffer *v) {
-    (void)v;
-    ((pycg_tensor *)self)->exports--;
+    if (!v->shape) { /* a plain run of len bytes, as PyBuffer_FillInfo gives */
+        v->ndim = 1;
+        v->itemsize = 1;
+    }
+    return 0; /* the buffer holds a reference (v->obj): the tensor outlives every export */
 }
 
 static PyObject *tensor_dtype(PyObject *self, void *unused) {
@@ -132,7 +126,6 @@ static PyType_Slot tensor_slots[] = {
     {Py_tp_getset, tensor_getset},
     {Py_tp_doc, "A tensor computed by clgraph; numpy.asarray(t) views its memory without a copy."},
     {Py_bf_getbuffer, tensor_getbuffer},
-    {Py_bf_releasebuffer, tensor_releasebuffer},
     {0, NULL}};
 
 PyType_Spec pycg_tensor_spec = {"clgraph._clgraph.Tensor", sizeof(pycg_tensor), 0, Py_TPFLAGS_DEFAULT, tensor_slots};

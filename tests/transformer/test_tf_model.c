@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "test_util.h"
 #include "tf_build.h"
@@ -19,8 +20,29 @@
 
 static cg_context *ctx;
 
-static void setup(void) { ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK); }
-static void teardown(void) { cg_context_free(ctx); }
+static void setup(void) {
+    tu_setup_dir("tf_model");
+    ck_assert_int_eq(cg_context_create(NULL, &ctx), CG_OK);
+}
+static void teardown(void) {
+    cg_context_free(ctx);
+    tu_teardown_dir();
+}
+
+/* Path `rel` under the source tree (CG_SOURCE_DIR); valid until the next call with the same `buf`. */
+static const char *src_path(char *buf, size_t size, const char *rel) {
+    snprintf(buf, size, "%s/%s", tu_src_dir(), rel);
+    return buf;
+}
+
+/* FILE with `body` in the test directory's subdirectory `name` (made here); returns the directory. */
+static const char *dir_with_file(const char *name, const char *file, const char *body) {
+    ck_assert_int_eq(mkdir(tu_path(name), 0777), 0);
+    char rel[128];
+    snprintf(rel, sizeof rel, "%s/%s", name, file);
+    tu_write_file(rel, body, strlen(body));
+    return tu_path(name);
+}
 
 static int has_weight(const char *name, void *user) {
     cg_weights *w = user;
@@ -258,56 +280,58 @@ static int greedy(const demo *d, cg_plan *enc, cg_plan *kv, cg_plan *step, const
     return got;
 }
 
-static int has_file(const char *name, void *user) { return has_weight(name, user); }
-
 START_TEST(demo_translates_the_samples) {
     if (!CG_HAVE_SENTENCEPIECE) return;
-    const char *dir = CG_SOURCE_ROOT "/models/marian_dates";
+    char dir[512], path[512];
+    src_path(dir, sizeof dir, "models/marian_dates");
     demo d;
     ck_assert_msg(tf_config_read(dir, &d.c) == CG_OK, "%s", cg_last_error());
     ck_assert_msg(tf_vocab_load(dir, d.c.pad_id, d.c.eos_id, &d.v) == CG_OK, "%s", cg_last_error());
     cg_weights *w;
-    ck_assert_msg(cg_weights_open(CG_SOURCE_ROOT "/models/marian_dates/model.safetensors", &w) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(cg_weights_open(src_path(path, sizeof path, "models/marian_dates/model.safetensors"), &w) == CG_OK,
+                  "%s", cg_last_error());
     char *text;
-    ck_assert_int_eq(tf_build_text(&d.c, has_file, w, &text), CG_OK);
+    ck_assert_int_eq(tf_build_text(&d.c, has_weight, w, &text), CG_OK);
     ck_assert_msg(cg_model_parse(ctx, text, strlen(text), "marian_dates.cg", &d.m) == CG_OK, "%s", cg_last_error());
     ck_assert_int_eq(cg_model_bind_weights(d.m, w), CG_OK);
     ck_assert_msg(cg_model_verify(d.m) == CG_OK, "%s", cg_last_error());
-    FILE *fs = fopen(CG_SOURCE_ROOT "/models/dates/samples.txt", "r"),
-         *fe = fopen(CG_SOURCE_ROOT "/models/dates/samples.expected", "r");
+    FILE *fs = fopen(src_path(path, sizeof path, "models/dates/samples.txt"), "r");
+    FILE *fe = fopen(src_path(path, sizeof path, "models/dates/samples.expected"), "r");
     ck_assert(fs && fe);
-    char line[256], want[256];
+    enum { MAX_LINES = 32 };
+    char line[MAX_LINES][256], want[MAX_LINES][256];
     int n_lines = 0;
-    while (fgets(line, sizeof line, fs) && fgets(want, sizeof want, fe)) {
-        line[strcspn(line, "\n")] = 0;
-        want[strcspn(want, "\n")] = 0;
-        int32_t *ids, out[16];
-        int n;
-        ck_assert_int_eq(tf_vocab_encode(&d.v, line, &ids, &n), CG_OK);
-        for (int dv = 0; dv < cg_device_count(); dv++) {
-            char b[512];
-            const char *dev = cg_device_describe(dv, b, sizeof b);
-            cg_plan_options o = {.struct_size = sizeof o, .device = dev};
-            cg_plan *pe, *pk, *ps;
-            ck_assert_int_eq(cg_plan_create(d.m, "encoder", &o, &pe), CG_OK);
-            ck_assert_int_eq(cg_plan_create(d.m, "cross_kv", &o, &pk), CG_OK);
-            ck_assert_int_eq(cg_plan_create(d.m, "decoder_step", &o, &ps), CG_OK);
+    while (n_lines < MAX_LINES && fgets(line[n_lines], 256, fs) && fgets(want[n_lines], 256, fe)) {
+        line[n_lines][strcspn(line[n_lines], "\n")] = 0;
+        want[n_lines][strcspn(want[n_lines], "\n")] = 0;
+        n_lines++;
+    }
+    fclose(fs);
+    fclose(fe);
+    ck_assert_int_eq(n_lines, 14);
+    for (int dv = 0; dv < cg_device_count(); dv++) {
+        char b[512];
+        const char *dev = cg_device_describe(dv, b, sizeof b);
+        cg_plan_options o = {.struct_size = sizeof o, .device = dev};
+        cg_plan *pe, *pk, *ps;
+        ck_assert_int_eq(cg_plan_create(d.m, "encoder", &o, &pe), CG_OK);
+        ck_assert_int_eq(cg_plan_create(d.m, "cross_kv", &o, &pk), CG_OK);
+        ck_assert_int_eq(cg_plan_create(d.m, "decoder_step", &o, &ps), CG_OK);
+        for (int i = 0; i < n_lines; i++) {
+            int32_t *ids, out[16];
+            int n;
+            ck_assert_int_eq(tf_vocab_encode(&d.v, line[i], &ids, &n), CG_OK);
             int got = greedy(&d, pe, pk, ps, ids, n, out);
             char *t;
             ck_assert_int_eq(tf_vocab_decode(&d.v, out, got, &t), CG_OK);
-            ck_assert_msg(!strcmp(t, want), "'%s' on %s: '%s', expected '%s'", line, dev, t, want);
+            ck_assert_msg(!strcmp(t, want[i]), "'%s' on %s: '%s', expected '%s'", line[i], dev, t, want[i]);
             free(t);
-            cg_plan_free(pe);
-            cg_plan_free(pk);
-            cg_plan_free(ps);
+            free(ids);
         }
-        free(ids);
-        n_lines++;
+        cg_plan_free(pe);
+        cg_plan_free(pk);
+        cg_plan_free(ps);
     }
-    ck_assert_int_eq(n_lines, 14);
-    fclose(fs);
-    fclose(fe);
     free(text);
     cg_model_free(d.m);
     cg_weights_free(w);
@@ -317,17 +341,8 @@ END_TEST
 
 /* config.json with `body`, in the test's directory; the mistake named. */
 static void config_refused(const char *name, const char *body, cg_status want, const char *needle) {
-    const char *dir = tu_path(name);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "%s/config.json", dir);
-    FILE *f = fopen(cmd, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(body, f);
-    fclose(f);
     tf_config c;
-    cg_status s = tf_config_read(dir, &c);
+    cg_status s = tf_config_read(dir_with_file(name, "config.json", body), &c);
     ck_assert_msg(s == want, "%s: status %d, expected %d (%s)", name, s, want, cg_last_error());
     ck_assert_msg(strstr(cg_last_error(), needle) != NULL, "%s: '%s' lacks '%s'", name, cg_last_error(), needle);
 }
@@ -360,8 +375,10 @@ END_TEST
 START_TEST(generation_config) {
     tf_config c;
     tf_generation g;
-    ck_assert_int_eq(tf_config_read(CG_SOURCE_ROOT "/models/marian_dates", &c), CG_OK);
-    ck_assert_msg(tf_generation_read(CG_SOURCE_ROOT "/models/marian_dates", &c, &g) == CG_OK, "%s", cg_last_error());
+    char dir[512];
+    src_path(dir, sizeof dir, "models/marian_dates");
+    ck_assert_int_eq(tf_config_read(dir, &c), CG_OK);
+    ck_assert_msg(tf_generation_read(dir, &c, &g) == CG_OK, "%s", cg_last_error());
     ck_assert(g.num_beams == 1 && g.max_length == 16 && g.forced_eos == c.eos_id && g.length_penalty == 1.0);
     ck_assert(g.n_banned == 1 && g.banned[0] == c.pad_id);
     ck_assert_int_eq(tf_generation_read(MARIAN "/gelu", &c, &g), CG_OK); /* no file: transformers' defaults */
@@ -377,16 +394,7 @@ START_TEST(generation_config) {
         {"beams", "{\"num_beams\": 0}", "num_beams", CG_ERR_FORMAT},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *dir = tu_path(bad[i].name);
-        char p[600];
-        snprintf(p, sizeof p, "mkdir -p '%s'", dir);
-        ck_assert_int_eq(system(p), 0);
-        snprintf(p, sizeof p, "%s/generation_config.json", dir);
-        FILE *f = fopen(p, "w");
-        ck_assert_ptr_nonnull(f);
-        fputs(bad[i].body, f);
-        fclose(f);
-        cg_status s = tf_generation_read(dir, &c, &g);
+        cg_status s = tf_generation_read(dir_with_file(bad[i].name, "generation_config.json", bad[i].body), &c, &g);
         ck_assert_msg(s == bad[i].want && strstr(cg_last_error(), bad[i].needle), "%s: %d '%s'", bad[i].name, s,
                       cg_last_error());
     }

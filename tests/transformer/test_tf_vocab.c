@@ -9,20 +9,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "test_util.h"
 #include "tf_vocab.h"
 
 #define TOK CG_TEST_DATA_DIR "/marian/tok"
 
+static void setup(void) { tu_setup_dir("tf_vocab"); }
+static void teardown(void) { tu_teardown_dir(); }
+
 static cJSON *expected(void) {
-    FILE *f = fopen(TOK "/expected.json", "rb");
-    ck_assert_ptr_nonnull(f);
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    cJSON *e = cJSON_Parse(buf);
+    char *text = tu_read_text(TOK "/expected.json", NULL);
+    ck_assert_ptr_nonnull(text);
+    cJSON *e = cJSON_Parse(text);
+    free(text);
     ck_assert_ptr_nonnull(e);
     return e;
 }
@@ -70,20 +71,16 @@ END_TEST
  * SentencePiece models, in the test's temporary directory. */
 static const char *dir_with(const char *name, const char *vocab, int with_spm) {
     const char *dir = tu_path(name);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && rm -f '%s'/*", dir, dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
     if (with_spm) {
+        char cmd[1024];
         snprintf(cmd, sizeof cmd, "cp '%s/source.spm' '%s/target.spm' '%s/'", TOK, TOK, dir);
         ck_assert_int_eq(system(cmd), 0);
     }
-    char path[512];
-    snprintf(path, sizeof path, "%s/vocab.json", dir);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(vocab, f);
-    fclose(f);
-    return dir;
+    char file[128];
+    snprintf(file, sizeof file, "%s/vocab.json", name);
+    tu_write_file(file, vocab, strlen(vocab));
+    return tu_path(name);
 }
 
 static void refused(const char *name, const char *vocab, int with_spm, cg_status want, const char *needle) {
@@ -110,6 +107,7 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("tf_vocab");
     TCase *tc = tcase_create("tf_vocab");
+    tcase_add_checked_fixture(tc, setup, teardown);
     if (CG_HAVE_SENTENCEPIECE) tcase_add_test(tc, matches_marian_tokenizer);
     tcase_add_test(tc, mistakes_are_named);
     suite_add_tcase(s, tc);
