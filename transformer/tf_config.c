@@ -73,10 +73,10 @@ cg_status tf_config_read(const char *dir, tf_config *c) {
         else s = cg_cfg_enum(path, r, "activation_function", NULL, acts, TF_ACT_GELU, &c->act);
     }
     if (!s) s = cg_cfg_bool(path, r, "scale_embedding", 0, &c->scale_embed);
-    if (!s) s = cg_cfg_bool(path, r, "normalize_before", 0, &c->pre_norm);
-    c->positions = type == 0 ? TF_POS_SINUSOIDAL : TF_POS_LEARNED;
-    c->embed_norm = type == 1;
-    c->final_norm = c->pre_norm;
+    int pre_norm = 0;
+    if (!s) s = cg_cfg_bool(path, r, "normalize_before", 0, &pre_norm);
+    if (!s && pre_norm) /* the builder writes post-LN blocks only: refused rather than run wrong */
+        s = cg_error(CG_ERR_UNSUPPORTED, "%s: normalize_before true (pre-LN blocks) is not supported yet", path);
     cJSON_Delete(r);
     free(path);
     return s;

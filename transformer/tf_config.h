@@ -8,18 +8,13 @@
 #include "clgraph/clgraph.h"
 
 enum { TF_ACT_GELU, TF_ACT_RELU, TF_ACT_SWISH, TF_ACT_GELU_TANH };
-enum { TF_POS_SINUSOIDAL, TF_POS_LEARNED };
 
 typedef struct tf_config {
     int d_model, enc_layers, dec_layers, enc_heads, dec_heads, enc_ffn, dec_ffn;
     int vocab, dec_vocab, max_pos;
     int pad_id, eos_id, start_id;
     int act;         /* TF_ACT_* */
-    int positions;   /* TF_POS_*: Marian sinusoidal, BART learned (offset 2) */
     int scale_embed; /* embeddings times sqrt(d_model) */
-    int pre_norm;    /* LayerNorm before each sublayer (normalize_before) */
-    int embed_norm;  /* a LayerNorm after the embeddings (BART's layernorm_embedding) */
-    int final_norm;  /* a LayerNorm after the last layer (pre-norm models) */
 } tf_config;
 
 /* Reads DIR/config.json; every mistake names the file and the key. */

@@ -366,6 +366,10 @@ START_TEST(config_mistakes_are_named) {
                    "{\"model_type\": \"marian\", " BASE ", \"decoder_attention_heads\": 2, "
                    "\"decoder_vocab_size\": 12}",
                    CG_ERR_UNSUPPORTED, "separate vocabularies");
+    config_refused("prenorm",
+                   "{\"model_type\": \"marian\", " BASE ", \"decoder_attention_heads\": 2, "
+                   "\"normalize_before\": true}",
+                   CG_ERR_UNSUPPORTED, "normalize_before true (pre-LN blocks) is not supported yet");
     tf_config c;
     ck_assert_int_eq(tf_config_read(tu_path("nowhere"), &c), CG_ERR_IO);
 }
