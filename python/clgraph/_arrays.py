@@ -53,7 +53,6 @@ if ml_dtypes is not None:
         if hasattr(ml_dtypes, _ml):
             _FROM_ML[np.dtype(getattr(ml_dtypes, _ml))] = (_CODES[_name], _bits)
             _NUMPY[_name] = np.dtype(getattr(ml_dtypes, _ml))
-_TO_NAME = {dt: name for name, dt in _NUMPY.items()}
 
 
 def numpy_dtype(name: str):
@@ -65,11 +64,6 @@ def numpy_dtype(name: str):
     if name in _ML:
         return np.dtype(_ML[name][1])
     raise KeyError(name)
-
-
-def clgraph_dtype(dtype) -> str:
-    """The clgraph dtype name of numpy dtype `dtype`."""
-    return _TO_NAME[np.dtype(dtype)]
 
 
 def to_feed(value):
