@@ -219,7 +219,8 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
                         opt->struct_size);
     cg_s2s_options o;
     memset(&o, 0, sizeof o);
-    if (opt) o = *opt;
+    /* an older caller's options end before `flags` */
+    if (opt) memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
     if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.min_len < 0 || o.batch < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "translate: beam, nbest, max_len, min_len and batch must not be negative");
@@ -228,6 +229,13 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
                         o.max_len);
     if (!isfinite(o.alpha) || o.alpha < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: alpha must be a finite number >= 0, got %g", o.alpha);
+    if (m->tf) {
+        for (int i = 0; i < n; i++)
+            if (src_len[i] < 0 || (src_len[i] && !src[i]))
+                return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: source %d has a bad length", i);
+        cg_status rs = tf_resolve_options(m->tf, &o, n, src, src_len);
+        if (rs) return rs;
+    }
     if (o.beam > CG_S2S_MAX_BEAM)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: beam %d is wider than the limit of %d", o.beam,
                         CG_S2S_MAX_BEAM);
@@ -240,7 +248,7 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
         memset(&results[i], 0, sizeof results[i]);
         if (src_len[i] < 0 || (src_len[i] && !src[i]))
             return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: source %d has a bad length", i);
-        for (int j = 0; j < src_len[i]; j++)
+        for (int j = 0; !m->tf && j < src_len[i]; j++)
             if (src[i][j] < 0 || src[i][j] >= m->shared->cfg.v_src)
                 return cg_error(CG_ERR_INVALID_ARGUMENT,
                                 "translate: source %d: token id %d at position %d is outside the source vocabulary "
@@ -255,7 +263,8 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
     cg_status st = CG_OK;
     for (int i = 0; !st && i < n; i += o.batch) {
         int nb = n - i < o.batch ? n - i : o.batch;
-        st = decode_batch(m, &o, nb, order + i, src, src_len, results);
+        st = m->tf ? tf_decode_batch(m->tf, &o, nb, order + i, src, src_len, results)
+                   : decode_batch(m, &o, nb, order + i, src, src_len, results);
         if (!st && progress) progress(i + nb, n, user);
     }
     free(order);

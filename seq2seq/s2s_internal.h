@@ -6,6 +6,7 @@
 
 #include "s2s.h"
 #include "s2s_iface.h"
+#include "tf_family.h"
 
 /* What a model and its clones share (cg_s2s_clone): read only once loaded,
  * freed with the last handle. */
@@ -19,8 +20,10 @@ typedef struct s2s_shared {
     s2s_iface iface; /* the graphs' inputs and outputs by position */
 } s2s_shared;
 
-/* A handle: the shared model and the plans of its own. */
+/* A handle: the shared model and the plans of its own; or a Transformer
+ * model's handle (tf non-NULL, the rest unused), to which every call goes. */
 struct cg_s2s {
+    tf_handle *tf;
     s2s_shared *shared;
     cg_plan *enc, *dec;
     cg_plan *dec_logp;    /* graph decoder_logp, planned for the first beam wider than top_k / 2 */

@@ -168,6 +168,7 @@ cg_status cg_s2s_graph_text(const char *dir, const cg_s2s_load_options *opt, cha
     cg_dtype wdt;
     cg_status st = load_dtype(opt, &wdt);
     if (st) return st;
+    if (tf_dir_is_transformer(dir)) return tf_graph_text(dir, wdt, out);
     char *cg_path = cg_path_join(dir, "model.cg"), *cfg_path = cg_path_join(dir, "config.json"),
          *w_path = cg_path_join(dir, "weights.safetensors");
     st = cg_path && cfg_path && w_path ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -205,6 +206,7 @@ static void shared_release(s2s_shared *sh) {
 
 void cg_s2s_free(cg_s2s *m) {
     if (!m) return;
+    tf_free(m->tf);
     /* Plans first: they read the shared model. */
     cg_plan_free(m->enc);
     cg_plan_free(m->dec);
@@ -277,6 +279,7 @@ cg_status cg_s2s_decoder_plan(cg_s2s *m, int need, cg_plan **plan, const s2s_dec
 cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan) {
     if (!m || !graph || !plan) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_plan: NULL argument");
     *plan = NULL;
+    if (m->tf) return tf_plan(m->tf, graph, plan);
     if (!strcmp(graph, "encoder")) *plan = m->enc;
     else if (!strcmp(graph, "decoder")) *plan = m->dec;
     else if (strcmp(graph, "decoder_logp"))
@@ -292,7 +295,7 @@ cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan) {
     return CG_OK;
 }
 
-const cg_model *cg_s2s_model(const cg_s2s *m) { return m ? m->shared->model : NULL; }
+const cg_model *cg_s2s_model(const cg_s2s *m) { return !m ? NULL : m->tf ? tf_model(m->tf) : m->shared->model; }
 
 /* The handle's own plans (encoder and decoder) for a placement, kept to
  * plan decoder_logp with later. */
@@ -312,6 +315,12 @@ cg_status cg_s2s_clone(const cg_s2s *m, const cg_plan_options *placement, cg_s2s
     *out = NULL;
     cg_s2s *c = calloc(1, sizeof *c);
     if (!c) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (m->tf) {
+        cg_status st = tf_clone(m->tf, placement, &c->tf);
+        if (st) free(c);
+        else *out = c;
+        return st;
+    }
     atomic_fetch_add(&m->shared->refs, 1);
     c->shared = m->shared;
     cg_plan_options same = {.struct_size = sizeof(cg_plan_options), .device = m->device, .place = m->place};
@@ -338,6 +347,17 @@ static cg_status specials_in_place(const s2s_vocab *v, const char *path, const c
     return CG_OK;
 }
 
+/* A directory of the Transformer family (tf_family.h). */
+static cg_status load_transformer(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_dtype wdt,
+                                  cg_s2s **out) {
+    cg_s2s *m = calloc(1, sizeof *m);
+    if (!m) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    cg_status st = tf_load(ctx, dir, placement, wdt, &m->tf);
+    if (st) free(m);
+    else *out = m;
+    return st;
+}
+
 cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *placement,
                       const cg_s2s_load_options *opt, cg_s2s **out) {
     if (!ctx || !dir || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_load: NULL argument");
@@ -345,6 +365,7 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     cg_dtype wdt;
     cg_status dst = load_dtype(opt, &wdt);
     if (dst) return dst;
+    if (tf_dir_is_transformer(dir)) return load_transformer(ctx, dir, placement, wdt, out);
     cg_s2s *m = calloc(1, sizeof *m);
     if (m && !(m->shared = calloc(1, sizeof *m->shared))) {
         free(m);
@@ -420,12 +441,14 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
 
 const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id) {
     if (!m) return NULL;
+    if (m->tf) return tf_token(m->tf, id);
     const s2s_vocab *v = target ? &m->shared->tgt : &m->shared->src;
     return id >= 0 && id < v->n ? v->tokens[id] : NULL;
 }
 
 cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int *n) {
     if (!m || !text || !ids || !n) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_tokenize: NULL argument");
+    if (m->tf) return tf_tokenize(m->tf, text, ids, n);
     size_t len = strlen(text);
     int32_t *out = malloc(sizeof *out * (len + 1));
     if (!out) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -462,6 +485,7 @@ cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int 
 
 cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, char **text) {
     if (!m || (n && !ids) || !text) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_detokenize: NULL argument");
+    if (m->tf) return tf_detokenize(m->tf, ids, n, text);
     size_t cap = 1;
     for (int i = 0; i < n; i++) {
         const char *t = cg_s2s_token(m, 1, ids[i]);
@@ -489,6 +513,7 @@ cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, char **t
 
 cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total) {
     if (!m) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_stats: NULL model");
+    if (m->tf) return tf_stats(m->tf, encoder_total, decoder_total);
     cg_status st = CG_OK;
     if (encoder_total) st = cg_plan_stats_get(m->enc, NULL, encoder_total);
     if (!st && decoder_total) st = cg_plan_stats_get(m->last_dec ? m->last_dec : m->dec, NULL, decoder_total);
@@ -496,6 +521,7 @@ cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_plan_st
 }
 
 size_t cg_s2s_decoder_weight_bytes(const cg_s2s *m) {
+    if (m && m->tf) return tf_decoder_weight_bytes(m->tf);
     const cg_graph *g = m && m->shared->model ? cg_model_graph(m->shared->model, "decoder") : NULL;
     size_t total = 0;
     for (int i = 0; g && i < g->n_values; i++) {

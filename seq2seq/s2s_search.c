@@ -100,6 +100,19 @@ static int hyp_push(s2s_hyp *h, int32_t tok, int is_eos, const float *att, int s
 
 double s2s_lp(double alpha, int len) { return alpha == 0.0 ? 1.0 : pow((5.0 + len) / 6.0, alpha); }
 
+double s2s_penalty(const s2s_search *s, int len) {
+    if (s->rules != S2S_RULES_HF) return s2s_lp(s->alpha, len);
+    return s->alpha == 0.0 ? 1.0 : pow((double)len, s->alpha);
+}
+
+/* A token the step may not choose: EOS while masked, a banned id. */
+static int excluded(const s2s_search *s, int tok) {
+    if (s->mask_eos && tok == s->eos) return 1;
+    for (int i = 0; i < s->n_banned; i++)
+        if (s->banned[i] == tok) return 1;
+    return 0;
+}
+
 /* Best normalised score first; a tie is 0, and the stable sort then keeps
  * the one finished first ahead (the spec's tie rule). */
 static int fin_cmp(const void *a, const void *b, void *ctx) {
@@ -118,20 +131,20 @@ static int cand_cmp(const s2s_cand *x, const s2s_cand *y) {
 static const float *att_row(const s2s_scores *so, int r) { return so->att ? so->att + (size_t)r * so->S : NULL; }
 
 /* The best token of row r (the first maximum: the lowest id wins ties),
- * EOS left out under s->mask_eos; -1 when there is none (a top_id that
- * lists EOS alone). */
+ * EOS left out under s->mask_eos and banned ids always; -1 when there is
+ * none (a top_id that lists only those). */
 static int greedy_pick(const s2s_search *s, const s2s_scores *so, int r, float *lp) {
     int best = -1;
     if (so->TK) {
         const int32_t *ir = so->top_i + (size_t)r * so->TK;
         const float *vr = so->top_v + (size_t)r * so->TK;
         for (int q = 0; q < so->TK && best < 0; q++)
-            if (!s->mask_eos || ir[q] != s->eos) best = ir[q], *lp = vr[q];
+            if (!excluded(s, ir[q])) best = ir[q], *lp = vr[q];
         return best;
     }
     const float *lr = so->logp + (size_t)r * so->V;
     for (int v = 0; v < so->V; v++)
-        if ((!s->mask_eos || v != s->eos) && (best < 0 || lr[v] > lr[best])) best = v;
+        if (!excluded(s, v) && (best < 0 || lr[v] > lr[best])) best = v;
     if (best >= 0) *lp = lr[best];
     return best;
 }
@@ -140,10 +153,12 @@ static int greedy_pick(const s2s_search *s, const s2s_scores *so, int r, float *
  * finishes on EOS or at max_len, else the row lives on. */
 static cg_status select_greedy(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int t, const s2s_scores *so) {
     float best_lp = 0;
-    const int best = greedy_pick(s, so, r0, &best_lp);
+    /* the forced EOS's log-probability is 0, as transformers sets it */
+    const int best = s->forced_eos && t + 1 >= sb->max_len ? s->eos : greedy_pick(s, so, r0, &best_lp);
     if (best < 0)
-        return cg_error(CG_ERR_VERIFY, "decoding: the decoder's top_id offers EOS alone at step %d, below min_len %d",
-                        t, s->min_len);
+        return cg_error(CG_ERR_VERIFY,
+                        "decoding: the decoder's top_id offers only EOS or banned ids at step %d (min_len %d)", t,
+                        s->min_len);
     s2s_hyp *h = &rows[r0].h;
     h->raw += (double)best_lp;
     const int eos = best == s->eos;
@@ -172,7 +187,7 @@ int s2s_candidates(s2s_search *s, const s2s_row *rows, const s2s_scores *so, int
         const int32_t *ir = TK ? so->top_i + (size_t)r * TK : NULL;
         const int nv = TK ? (want < TK ? want : TK) : V;
         for (int q = 0; q < nv; q++) {
-            if (s->mask_eos && (ir ? ir[q] : q) == s->eos) continue;
+            if (excluded(s, ir ? ir[q] : q)) continue;
             s2s_cand cv = {rows[r].h.raw + (double)lr[q], r - r0, ir ? ir[q] : q};
             if (nt < want || cand_cmp(&cv, &top[nt - 1]) < 0) {
                 int pos = nt < want ? nt++ : nt - 1;
@@ -224,7 +239,7 @@ static cg_status beam_walk(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, i
         nh.raw = s->top[j].score;
         if (is_eos) {
             nh.ended = 1;
-            s2s_keep_best(s, sb, &nh, nh.raw / s2s_lp(s->alpha, t + 1));
+            s2s_keep_best(s, sb, &nh, nh.raw / s2s_penalty(s, t + 1));
         } else {
             s->next[s->NR].sent = rows[r0].sent;
             s->next[s->NR].h = nh;
@@ -235,12 +250,61 @@ static cg_status beam_walk(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, i
     return CG_OK;
 }
 
-int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw) {
+int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw, int live_len) {
     if (sb->n_fins < s->k) return 0;
     double worst = sb->fins[0].score;
     for (int i = 1; i < sb->n_fins; i++)
         if (sb->fins[i].score < worst) worst = sb->fins[i].score;
-    return best_live_raw / s2s_lp(s->alpha, sb->max_len) <= worst;
+    if (s->rules != S2S_RULES_HF) return best_live_raw / s2s_lp(s->alpha, sb->max_len) <= worst;
+    if (s->early == S2S_EARLY_TRUE) return 1;
+    const int len = s->early == S2S_EARLY_NEVER && s->alpha > 0 ? sb->max_len : live_len;
+    return best_live_raw / s2s_penalty(s, len) <= worst;
+}
+
+/* transformers' step (S2S_RULES_HF) over the sentence's nt candidates: of
+ * the best k, those ending in EOS finish (all of them at max_len); the
+ * best k that do not end live on. */
+static cg_status hf_walk(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int nt, int t, const s2s_scores *so,
+                         int *n_live) {
+    const int last = t + 1 >= sb->max_len;
+    *n_live = 0;
+    for (int j = 0; j < nt; j++) {
+        int r = r0 + s->top[j].row, tok = s->top[j].tok;
+        int is_eos = tok == s->eos, fin = j < s->k && (is_eos || last);
+        if (!fin && (is_eos || last || *n_live == s->k)) continue;
+        s2s_hyp nh;
+        if (hyp_copy(&s->pool, &nh, &rows[r].h, sb->len) || hyp_push(&nh, tok, is_eos, att_row(so, r), sb->len)) {
+            s2s_hyp_free(&nh);
+            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        }
+        nh.raw = s->top[j].score;
+        if (fin) {
+            nh.ended = is_eos;
+            s2s_keep_best(s, sb, &nh, nh.raw / s2s_penalty(s, t + 1));
+        } else {
+            s->next[s->NR].sent = rows[r0].sent;
+            s->next[s->NR].h = nh;
+            s->parent[s->NR++] = r;
+            ++*n_live;
+        }
+    }
+    return CG_OK;
+}
+
+/* The last step with a forced EOS: every row's one candidate is EOS with
+ * log-probability 0, best raw score first (then lower row). */
+static int forced_candidates(s2s_search *s, const s2s_row *rows, int r0, int r1) {
+    int nt = 0;
+    for (int r = r0; r < r1; r++) {
+        s2s_cand cv = {rows[r].h.raw, r - r0, s->eos};
+        int pos = nt++;
+        while (pos > 0 && cand_cmp(&cv, &s->top[pos - 1]) < 0) {
+            s->top[pos] = s->top[pos - 1];
+            pos--;
+        }
+        s->top[pos] = cv;
+    }
+    return nt;
 }
 
 /* One beam step of the sentence whose rows are r0..r1-1. The sentence is
@@ -250,15 +314,18 @@ int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw) {
 static cg_status select_beam(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int r1, int t, const s2s_scores *so) {
     const int base = s->NR;
     int n_live;
-    cg_status st = beam_walk(s, sb, rows, r0, s2s_candidates(s, rows, so, r0, r1), t, so, &n_live);
+    const int nt = s->forced_eos && t + 1 >= sb->max_len ? forced_candidates(s, rows, r0, r1)
+                                                         : s2s_candidates(s, rows, so, r0, r1);
+    cg_status st = s->rules == S2S_RULES_HF ? hf_walk(s, sb, rows, r0, nt, t, so, &n_live)
+                                            : beam_walk(s, sb, rows, r0, nt, t, so, &n_live);
     if (st) return st;
     if (n_live && t + 1 >= sb->max_len) {
         for (int q = base; q < s->NR; q++) {
-            s2s_keep_best(s, sb, &s->next[q].h, s->next[q].h.raw / s2s_lp(s->alpha, t + 1));
+            s2s_keep_best(s, sb, &s->next[q].h, s->next[q].h.raw / s2s_penalty(s, t + 1));
             memset(&s->next[q].h, 0, sizeof s->next[q].h);
         }
         s->NR = base;
-    } else if (n_live && s2s_settled(s, sb, s->next[base].h.raw)) {
+    } else if (n_live && s2s_settled(s, sb, s->next[base].h.raw, t + 1)) {
         for (int q = base; q < s->NR; q++) s2s_hyp_release(&s->pool, &s->next[q].h);
         s->NR = base;
     }

@@ -73,6 +73,19 @@ typedef struct s2s_scores {
     const int32_t *top_i;
 } s2s_scores;
 
+/* The rules a beam search follows: the RNN family's (docs/seq2seq.md:
+ * GNMT's length penalty, EOS finishes wherever it comes before the k-th
+ * live candidate, stop when no live hypothesis can beat the finished ones
+ * even at max_len) or transformers' generate() (docs/transformer.md:
+ * score / len^alpha, EOS finishes only among the best k candidates, stop
+ * by its early_stopping heuristic, the best k candidates finish at
+ * max_len). */
+typedef enum { S2S_RULES_GNMT, S2S_RULES_HF } s2s_rules;
+
+/* transformers' early_stopping: False (its heuristic), True (stop once k
+ * have finished), "never" (the heuristic at max_len when alpha > 0). */
+typedef enum { S2S_EARLY_HEURISTIC, S2S_EARLY_TRUE, S2S_EARLY_NEVER } s2s_early;
+
 /* One search over a batch: its settings, the pool, and the rows the step
  * being chosen makes (next, with the row each continues in parent). */
 typedef struct s2s_search {
@@ -82,6 +95,11 @@ typedef struct s2s_search {
     int min_len;  /* cg_s2s_options.min_len: EOS is masked at steps t with t + 1 < min_len */
     int mask_eos; /* this step's: EOS may not be chosen (s2s_select sets it) */
     double alpha; /* length-penalty exponent */
+    s2s_rules rules;
+    s2s_early early;   /* S2S_RULES_HF only */
+    int forced_eos;    /* the last step (t + 1 == max_len) takes EOS with log-probability 0 */
+    const int *banned; /* ids never chosen (their logp taken as -inf) */
+    int n_banned;
     s2s_hpool pool;
     s2s_cand *top;    /* [2k]: a sentence's best candidates */
     s2s_fin *fin_tmp; /* [k]: the sort's room */
@@ -93,9 +111,14 @@ typedef struct s2s_search {
 /* The length penalty ((5 + len) / 6)^alpha (1 for alpha 0). */
 double s2s_lp(double alpha, int len);
 
+/* The divisor of a hypothesis of len tokens (EOS included) under s's
+ * rules: s2s_lp, or len^alpha for S2S_RULES_HF. */
+double s2s_penalty(const s2s_search *s, int len);
+
 /* The best 2k candidates (row, token) of the rows r0..r1-1 into s->top, by
  * score (row's raw + logp), then lower row, then lower token; returns how
- * many. With s->mask_eos, EOS is no candidate (its logp taken as -inf). */
+ * many. With s->mask_eos, EOS is no candidate (its logp taken as -inf), nor
+ * is a banned id. */
 int s2s_candidates(s2s_search *s, const s2s_row *rows, const s2s_scores *so, int r0, int r1);
 
 /* Adds a finished hypothesis to sb's k best by normalised score (ties: the
@@ -104,8 +127,11 @@ void s2s_keep_best(s2s_search *s, s2s_sent *sb, s2s_hyp *h, double score);
 
 /* The stop rule: sb's finished set is full and the best live raw score
  * over the largest length penalty it can still get, lp(max_len), is no
- * better than the worst finished score (raw scores only fall). */
-int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw);
+ * better than the worst finished score (raw scores only fall). Under
+ * S2S_RULES_HF, transformers' early_stopping instead: the penalty of the
+ * live rows' own length live_len (tokens so far), or stop as soon as the
+ * set is full (S2S_EARLY_TRUE). */
+int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw, int live_len);
 
 /* Chooses the next tokens of every sentence from step t's scores over the
  * R live rows (grouped by sentence): rows that live on go to s->next (in

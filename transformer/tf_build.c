@@ -262,8 +262,9 @@ static void cross_kv(tf_out *t) {
 }
 
 /* Self-attention of one decoding step over the layer's cache: the new
- * key and value rows appended to pk<l> / pv<l> [B, P, H, Dh] give
- * nk<l> / nv<l> [B, P + 1, H, Dh], which the next step reads. */
+ * key and value rows appended to the rows `parent` picks of pk<l> / pv<l>
+ * [R, P, H, Dh] give nk<l> / nv<l> [B, P + 1, H, Dh], which the next step
+ * reads (the decoder carries them: cg_plan_carry). */
 static void step_self_attention(tf_out *t, int l, const char *pre, const char *x) {
     const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
     static const char *const qkv[3] = {"q", "k", "v"};
@@ -272,8 +273,10 @@ static void step_self_attention(tf_out *t, int l, const char *pre, const char *x
                       qkv[i], x, pre, qkv[i], pre, qkv[i]);
         cg_strbuf_put(t->o, "  s%d_%s4 = reshape(s%d_%s) {shape: [B, 1, %d, %d]}\n", l, qkv[i], l, qkv[i], H, Dh);
     }
-    cg_strbuf_put(t->o, "  nk%d = concat(pk%d, s%d_k4) {axis: 1}\n  nv%d = concat(pv%d, s%d_v4) {axis: 1}\n", l, l, l,
-                  l, l, l);
+    /* each row continues the row `parent` names of the last step's caches */
+    cg_strbuf_put(t->o, "  pk%d_r = gather_rows(pk%d, parent)\n  pv%d_r = gather_rows(pv%d, parent)\n", l, l, l, l);
+    cg_strbuf_put(t->o, "  nk%d = concat(pk%d_r, s%d_k4) {axis: 1}\n  nv%d = concat(pv%d_r, s%d_v4) {axis: 1}\n", l, l,
+                  l, l, l, l);
     cg_strbuf_put(t->o, "  s%d_a4 = sdpa(s%d_q4, nk%d, nv%d) {layout: \"bshd\"}\n", l, l, l, l);
     cg_strbuf_put(t->o, "  s%d_a = reshape(s%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
     cg_strbuf_put(t->o, "  s%d_o = linear(s%d_a, %s.self_attn.out_proj.weight, %s.self_attn.out_proj.bias)\n", l, l,
@@ -299,18 +302,20 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
 
 /* One decoding step over the caches: y [B] (the previous tokens), ypos
  * [D] (the step's position row), sentence [B] (each row's source in
- * ck / cv / src_len [N]) -> logits [B, V] and the grown caches. */
+ * ck / cv / src_len [N]), parent [B] (each row's row of the last step's
+ * caches) -> logits [B, V], the TF_TOP_K best of their log_softmax
+ * (top_logp, top_id) and the grown caches. */
 static void decoder_step(tf_out *t) {
     const tf_config *c = t->c;
     const int D = c->d_model, H = c->dec_heads, Dh = D / H;
     cg_strbuf_put(t->o,
                   "graph decoder_step {\n  input y: i32[B]\n  input ypos: f32[%d]\n  input sentence: i32[B]\n"
-                  "  input src_len: i32[N]\n",
+                  "  input src_len: i32[N]\n  input parent: i32[B]\n",
                   D);
     for (int l = 0; l < c->dec_layers; l++)
         cg_strbuf_put(t->o,
                       "  input ck%d: f32[N, S, %d, %d]\n  input cv%d: f32[N, S, %d, %d]\n"
-                      "  input pk%d: f32[B, P, %d, %d]\n  input pv%d: f32[B, P, %d, %d]\n",
+                      "  input pk%d: f32[R, P, %d, %d]\n  input pv%d: f32[R, P, %d, %d]\n",
                       l, H, Dh, l, H, Dh, l, H, Dh, l, H, Dh);
     tf_head h = head_params(t);
     layers_params(t, 1);
@@ -332,7 +337,8 @@ static void decoder_step(tf_out *t) {
     cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n", x, D);
     snprintf(shape, sizeof shape, "[B, %d]", c->dec_vocab);
     head_logits(t, &h, "xl", shape);
-    cg_strbuf_put(t->o, "  output logits");
+    cg_strbuf_put(t->o, "  top_logp, top_id = log_softmax_topk(logits) {k: %d}\n", TF_TOP_K);
+    cg_strbuf_put(t->o, "  output logits, top_logp, top_id");
     for (int l = 0; l < c->dec_layers; l++) cg_strbuf_put(t->o, ", nk%d, nv%d", l, l);
     cg_strbuf_put(t->o, "\n}\n");
 }

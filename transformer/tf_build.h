@@ -11,6 +11,11 @@
 
 #include "tf_config.h"
 
+/* Candidates per row graph decoder_step keeps (top_logp, top_id): greedy
+ * reads 1 or 2, a beam of k reads 2k plus the banned ids; wider beams read
+ * its logits. */
+#define TF_TOP_K 16
+
 /* Which weight names the file has (weights are looked up under
  * transformers' names; tied and shared embeddings by the names present). */
 typedef int (*tf_has_fn)(const char *name, void *user);

@@ -107,6 +107,20 @@ static cg_status read_banned(const char *path, const cJSON *r, const tf_config *
     return CG_OK;
 }
 
+/* early_stopping: false, true or "never", as transformers takes it. */
+static cg_status read_early(const char *path, const cJSON *r, tf_generation *g) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "early_stopping");
+    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v)) return CG_OK;
+    if (cJSON_IsTrue(v)) g->early = 1;
+    else if (cJSON_IsString(v) && !strcmp(v->valuestring, "never")) g->early = 2;
+    else {
+        char got[64];
+        return cg_error(CG_ERR_FORMAT, "%s: early_stopping %s must be true, false or \"never\"", path,
+                        cg_cfg_got(v, got, sizeof got));
+    }
+    return CG_OK;
+}
+
 /* Keys whose non-default values change the search beyond what it does. */
 static cg_status refuse_unsupported(const char *path, const cJSON *r) {
     static const struct {
@@ -150,6 +164,10 @@ cg_status tf_generation_read(const char *dir, const tf_config *c, tf_generation 
         else if (lp && !cJSON_IsNull(lp)) s = cg_error(CG_ERR_FORMAT, "%s: length_penalty must be a number", path);
     }
     if (!s) s = read_banned(path, r, c, g);
+    if (!s) s = read_early(path, r, g);
+    if (!s && g->forced_eos >= 0 && g->forced_eos != c->eos_id)
+        s = cg_error(CG_ERR_UNSUPPORTED, "%s: forced_eos_token_id %d is not eos_token_id %d (only EOS is forced)", path,
+                     g->forced_eos, c->eos_id);
     if (!s) s = refuse_unsupported(path, r);
     cJSON_Delete(r);
     free(path);

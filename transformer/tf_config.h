@@ -28,6 +28,7 @@ typedef struct tf_generation {
     int max_length;        /* tokens of the target, decoder start included (transformers' count) */
     int forced_eos;        /* the id forced at the last position, or -1 */
     double length_penalty; /* beam scores divided by length ** length_penalty */
+    int early;             /* early_stopping: 0 false (the heuristic), 1 true, 2 "never" (s2s_early) */
     int n_banned;
     int banned[TF_MAX_BANNED]; /* single-token bad_words_ids: never generated */
 } tf_generation;

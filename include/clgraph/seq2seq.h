@@ -18,9 +18,14 @@ extern "C" {
 #endif
 
 /**
- * A sequence-to-sequence model with attention (the spec's model family):
- * a model directory with config.json, weights.safetensors, src.vocab,
- * tgt.vocab and optionally model.cg (used instead of the builder's graphs).
+ * A sequence-to-sequence model with attention, of one of two families:
+ * the RNN family (docs/seq2seq.md: a model directory with config.json,
+ * weights.safetensors, src.vocab, tgt.vocab and optionally model.cg, used
+ * instead of the builder's graphs) or the Transformer family
+ * (docs/transformer.md: Hugging Face's MarianMT layout, config.json with a
+ * model_type, model.safetensors, generation_config.json, vocab.json,
+ * source.spm, target.spm). cg_s2s_load tells them apart by config.json's
+ * model_type; every function below serves both, except where it says.
  */
 typedef struct cg_s2s cg_s2s;
 
@@ -80,15 +85,22 @@ CG_API cg_status cg_s2s_graph_text(const char *dir, const cg_s2s_load_options *o
 
 /**
  * Tokenizes text as the config says ("chars": every code point; "words":
- * split on whitespace), unknown tokens becoming unk_id. `*ids` is allocated
- * (free() it).
+ * split on whitespace), unknown tokens becoming unk_id; a Transformer
+ * model with source.spm's pieces looked up in vocab.json, without the EOS
+ * (cg_s2s_translate appends it). `*ids` is allocated (free() it).
+ * CG_ERR_UNSUPPORTED for a Transformer directory without vocab.json: it
+ * translates ids only.
  */
 CG_API cg_status cg_s2s_tokenize(const cg_s2s *m, const char *text, int32_t **ids, int *n);
 
-/** Joins target token ids into text (chars: concatenated; words: spaces). */
+/** Joins target token ids into text (chars: concatenated; words: spaces;
+ * a Transformer model: target.spm's detokenization, pad, EOS and unk left
+ * out, as transformers' skip_special_tokens). */
 CG_API cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, char **text);
 
-/** The source or target vocabulary's token for an id (NULL if out of range). */
+/** The source or target vocabulary's token for an id (NULL if out of
+ * range). A Transformer model has one vocabulary for both sides; without
+ * vocab.json its ids in range are "". */
 CG_API const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id);
 
 /** The widest beam cg_s2s_translate takes: each hypothesis costs a
@@ -102,10 +114,17 @@ CG_API const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id);
  */
 typedef struct cg_s2s_options {
     size_t struct_size; /**< sizeof(cg_s2s_options) */
-    int beam;           /**< beam size; 0 or 1: greedy; at most CG_S2S_MAX_BEAM */
-    int nbest;          /**< hypotheses returned per source (beam only); 0: 1 */
-    double alpha;       /**< length-penalty exponent (beam); 0: raw score */
-    int max_len;        /**< tokens generated, EOS included; 0: 2 x source length + 10 (at least min_len) */
+    /** beam size, at most CG_S2S_MAX_BEAM; 1: greedy; 0: the model's
+     * default (the RNN family: greedy; the Transformer family:
+     * generation_config.json's num_beams) */
+    int beam;
+    int nbest;    /**< hypotheses returned per source (beam only); 0: 1 */
+    double alpha; /**< length-penalty exponent (beam); 0: raw score */
+    /** tokens generated, EOS included; 0: the model's default (the RNN
+     * family: 2 x source length + 10, at least min_len; the Transformer
+     * family: generation_config.json's max_length - 1, the decoder start
+     * not counted) */
+    int max_len;
     /**
      * The fewest tokens a hypothesis ends with, EOS included as max_len
      * counts it: EOS's log-probability is taken as -inf (masked, as
@@ -117,7 +136,14 @@ typedef struct cg_s2s_options {
     int min_len;
     int batch;     /**< sentences decoded together; 0: 32 */
     int attention; /**< non-zero: return attention weights */
+    /** CG_S2S_* flags (0: none). */
+    int flags;
 } cg_s2s_options;
+
+/** cg_s2s_options.flags: `alpha` is used as given even when it is 0.
+ * Without it, alpha 0 is the model's default: no penalty (the RNN family),
+ * generation_config.json's length_penalty (the Transformer family). */
+#define CG_S2S_ALPHA_SET 1
 
 /** One hypothesis. */
 typedef struct cg_s2s_hyp {
@@ -142,10 +168,19 @@ typedef void (*cg_s2s_progress_fn)(int done, int total, void *user);
  * Decodes `n` sources given as token ids (`src[i]`, `src_len[i]` tokens,
  * without BOS/EOS) into `results[n]` (in input order). Sentences are sorted
  * by length into batches; finished ones leave the batch; a sentence's result
- * does not depend on the batch it is in. `opt` NULL: greedy with the spec's
- * defaults. CG_ERR_INVALID_ARGUMENT for options whose struct_size is too
- * small, a negative count, a beam wider than CG_S2S_MAX_BEAM, an nbest
- * larger than the beam, or a min_len over a max_len that is set.
+ * does not depend on the batch it is in. `opt` NULL: the model's defaults
+ * (the RNN family: greedy with the spec's defaults). CG_ERR_INVALID_ARGUMENT
+ * for options whose struct_size is too small, a negative count, a beam
+ * wider than CG_S2S_MAX_BEAM, an nbest larger than the beam, or a min_len
+ * over a max_len that is set.
+ *
+ * A Transformer model searches as transformers' generate() does
+ * (docs/transformer.md): its length penalty score / len^alpha, its
+ * early_stopping, the banned ids and the forced EOS of
+ * generation_config.json; a source that does not end with EOS gets one;
+ * beam and greedy scores are the sums of the log-probabilities (beam:
+ * divided by the penalty). Attention maps are not available yet for it
+ * (CG_ERR_UNSUPPORTED).
  */
 CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src,
                                   const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress, void *user);

@@ -245,11 +245,11 @@ START_TEST(finished_set_and_nbest) {
     ck_assert_int_eq(sb.fins[2].h.toks[0], 105);
     /* stop rule: worst -1; a live -0.9 over lp(10) = 1 (alpha 0) may still
      * enter, -1 may not */
-    ck_assert_int_eq(s2s_settled(&S, &sb, -0.9), 0);
-    ck_assert_int_eq(s2s_settled(&S, &sb, -1.0), 1);
+    ck_assert_int_eq(s2s_settled(&S, &sb, -0.9, 1), 0);
+    ck_assert_int_eq(s2s_settled(&S, &sb, -1.0, 1), 1);
     S.alpha = 1; /* lp(10) = 2.5: -2.5 / 2.5 = -1 settles, -2.4 does not */
-    ck_assert_int_eq(s2s_settled(&S, &sb, -2.5), 1);
-    ck_assert_int_eq(s2s_settled(&S, &sb, -2.4), 0);
+    ck_assert_int_eq(s2s_settled(&S, &sb, -2.5, 1), 1);
+    ck_assert_int_eq(s2s_settled(&S, &sb, -2.4, 1), 0);
     cg_s2s_result res;
     ck_assert_int_eq(s2s_result(&S, &sb, 2, 0, &res), CG_OK);
     ck_assert_int_eq(res.n_hyps, 2);

@@ -90,14 +90,14 @@ static cg_tensor *run1(cg_model *m, const char *graph, const char *device, int n
     return out;
 }
 
-/* decoder_step's inputs: y, ypos, sentence, src_len, then each layer's
- * ck, cv (ckv) and pk, pv (cache); names in nb. Returns the count. */
-static int step_inputs(int L, cg_tensor *const fixed[4], cg_tensor **ckv, cg_tensor **cache, const char **names,
+/* decoder_step's inputs: y, ypos, sentence, src_len, parent, then each
+ * layer's ck, cv (ckv) and pk, pv (cache); names in nb. Returns the count. */
+static int step_inputs(int L, cg_tensor *const fixed[5], cg_tensor **ckv, cg_tensor **cache, const char **names,
                        cg_tensor **in, char (*nb)[16]) {
-    static const char *const first[4] = {"y", "ypos", "sentence", "src_len"};
+    static const char *const first[5] = {"y", "ypos", "sentence", "src_len", "parent"};
     static const char *const pfx[4] = {"ck", "cv", "pk", "pv"};
     int n = 0;
-    for (int i = 0; i < 4; i++) names[n] = first[i], in[n++] = fixed[i];
+    for (int i = 0; i < 5; i++) names[n] = first[i], in[n++] = fixed[i];
     for (int l = 0; l < L; l++)
         for (int k = 0; k < 4; k++) {
             snprintf(nb[4 * l + k], 16, "%s%d", pfx[k], l);
@@ -128,18 +128,18 @@ static void check_steps(cg_model *m, const char *dev, const char *variant, const
     ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &one, &sent), CG_OK);
     ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &dd, &ypos), CG_OK);
     for (int64_t b = 0; b < B; b++) ((int32_t *)cg_tensor_data(sent))[b] = (int32_t)b;
-    const char *names[4 + 4 * 16];
-    cg_tensor *in[4 + 4 * 16];
+    const char *names[5 + 4 * 16];
+    cg_tensor *in[5 + 4 * 16];
     char nbuf[4 * 16][16];
     double worst = 0;
     for (int64_t t = 0; t < T; t++) {
         for (int64_t b = 0; b < B; b++)
             ((int32_t *)cg_tensor_data(y))[b] = ((const int32_t *)cg_tensor_data_const(tgt))[b * T + t];
         tf_positions(c, t, 1, cg_tensor_data(ypos));
-        cg_tensor *fixed[4] = {y, ypos, sent, len};
+        cg_tensor *fixed[5] = {y, ypos, sent, len, sent}; /* parent: row b continues row b */
         int n = step_inputs(L, fixed, ckv, cache, names, in, nbuf);
-        cg_tensor *out[1 + 2 * 16];
-        ck_assert_msg(cg_plan_run(ps, n, names, in, 1 + 2 * L, out) == CG_OK, "%s step %lld: %s", dev, (long long)t,
+        cg_tensor *out[3 + 2 * 16];
+        ck_assert_msg(cg_plan_run(ps, n, names, in, 3 + 2 * L, out) == CG_OK, "%s step %lld: %s", dev, (long long)t,
                       cg_last_error());
         const float *got = cg_tensor_data_const(out[0]), *ref = cg_tensor_data_const(want);
         for (int64_t b = 0; b < B; b++)
@@ -148,9 +148,11 @@ static void check_steps(cg_model *m, const char *dev, const char *variant, const
                 if (!(d <= worst)) worst = d;
             }
         cg_tensor_free(out[0]);
+        cg_tensor_free(out[1]);
+        cg_tensor_free(out[2]);
         for (int i = 0; i < 2 * L; i++) {
             cg_tensor_free(cache[i]);
-            cache[i] = out[1 + i];
+            cache[i] = out[3 + i];
             ck_assert_int_eq(cg_tensor_dim(cache[i], 1), t + 1);
         }
     }
@@ -251,21 +253,21 @@ static int greedy(const demo *d, cg_plan *enc, cg_plan *kv, cg_plan *step, const
     int got = 0;
     for (int t = 0; t < 15; t++) {
         tf_positions(&d->c, t, 1, cg_tensor_data(ypos));
-        const char *names[4 + 4 * 16];
-        cg_tensor *in[4 + 4 * 16];
+        const char *names[5 + 4 * 16];
+        cg_tensor *in[5 + 4 * 16];
         char nb[4 * 16][16];
-        cg_tensor *fixed[4] = {y, ypos, sent, len};
+        cg_tensor *fixed[5] = {y, ypos, sent, len, sent}; /* sentence 0, parent row 0 */
         int k = step_inputs(L, fixed, ckv, cache, names, in, nb);
-        cg_tensor *o[1 + 32];
-        ck_assert_msg(cg_plan_run(step, k, names, in, 1 + 2 * L, o) == CG_OK, "%s", cg_last_error());
+        cg_tensor *o[3 + 32];
+        ck_assert_msg(cg_plan_run(step, k, names, in, 3 + 2 * L, o) == CG_OK, "%s", cg_last_error());
         const float *lg = cg_tensor_data_const(o[0]);
         int best = -1;
         for (int v = 0; v < V; v++)
             if (v != d->c.pad_id && (best < 0 || lg[v] > lg[best])) best = v;
-        cg_tensor_free(o[0]);
+        for (int i = 0; i < 3; i++) cg_tensor_free(o[i]);
         for (int i = 0; i < 2 * L; i++) {
             cg_tensor_free(cache[i]);
-            cache[i] = o[1 + i];
+            cache[i] = o[3 + i];
         }
         if (best == d->c.eos_id) break;
         out[got++] = best;
@@ -385,8 +387,15 @@ START_TEST(generation_config) {
     ck_assert_msg(tf_generation_read(dir, &c, &g) == CG_OK, "%s", cg_last_error());
     ck_assert(g.num_beams == 1 && g.max_length == 16 && g.forced_eos == c.eos_id && g.length_penalty == 1.0);
     ck_assert(g.n_banned == 1 && g.banned[0] == c.pad_id);
-    ck_assert_int_eq(tf_generation_read(MARIAN "/gelu", &c, &g), CG_OK); /* no file: transformers' defaults */
-    ck_assert(g.num_beams == 1 && g.max_length == 20 && g.forced_eos == -1 && g.n_banned == 0);
+    ck_assert_int_eq(tf_generation_read(tu_path("none"), &c, &g), CG_OK); /* no file: transformers' defaults */
+    ck_assert(g.num_beams == 1 && g.max_length == 20 && g.forced_eos == -1 && g.n_banned == 0 && g.early == 0);
+    ck_assert_int_eq(
+        tf_generation_read(dir_with_file("t", "generation_config.json", "{\"early_stopping\": true}"), &c, &g), CG_OK);
+    ck_assert_int_eq(g.early, 1);
+    ck_assert_int_eq(
+        tf_generation_read(dir_with_file("n", "generation_config.json", "{\"early_stopping\": \"never\"}"), &c, &g),
+        CG_OK);
+    ck_assert_int_eq(g.early, 2);
     static const struct {
         const char *name, *body, *needle;
         cg_status want;
@@ -396,6 +405,8 @@ START_TEST(generation_config) {
         {"rep", "{\"repetition_penalty\": 1.2}", "repetition_penalty 1.2 is not supported", CG_ERR_UNSUPPORTED},
         {"sample", "{\"do_sample\": true}", "do_sample true is not supported", CG_ERR_UNSUPPORTED},
         {"beams", "{\"num_beams\": 0}", "num_beams", CG_ERR_FORMAT},
+        {"early", "{\"early_stopping\": \"soon\"}", "early_stopping \"soon\" must be", CG_ERR_FORMAT},
+        {"forced", "{\"forced_eos_token_id\": 5}", "forced_eos_token_id 5 is not eos_token_id 0", CG_ERR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cg_status s = tf_generation_read(dir_with_file(bad[i].name, "generation_config.json", bad[i].body), &c, &g);

@@ -24,7 +24,7 @@ typedef struct targs {
 
 static int parse_args(int argc, char **argv, targs *a) {
     memset(a, 0, sizeof *a);
-    a->beam = 1;
+    a->alpha = -1; /* not given: the model's default */
     a->max_input_len = 1024;
     const char *ge1 = "an integer >= 1";
     const cli_opt opts[] = {
@@ -37,7 +37,7 @@ static int parse_args(int argc, char **argv, targs *a) {
         {"profile", 0, CLI_STR, &a->profile, .arg = "FILE.json", .help = "a trace of the run"},
         {"weights-dtype", 0, CLI_CALL, &a->weights_dtype, .fn = cli_opt_weights_dtype, .arg = "TYPE",
          .help = "f32, bf16, f16 or int8"},
-        {"beam", 0, CLI_INT, &a->beam, 1, 1000000, ge1, .arg = "N", .help = "beam width"},
+        {"beam", 0, CLI_INT, &a->beam, 1, 1000000, ge1, .arg = "N", .help = "beam width (1: greedy)"},
         {"nbest", 0, CLI_INT, &a->nbest, 1, 1000000, ge1, .arg = "N", .help = "hypotheses per source"},
         {"max-len", 0, CLI_INT, &a->max_len, 1, 1000000, ge1, .arg = "N", .help = "tokens per output"},
         {"min-len", 0, CLI_INT, &a->min_len, 0, 1000000, "an integer >= 0", .arg = "N",
@@ -75,7 +75,7 @@ static int parse_args(int argc, char **argv, targs *a) {
     if (a->max_len && a->min_len > a->max_len)
         return cli_usage("translate", CLI_HINT_NONE, "--min-len %d is larger than --max-len %d", a->min_len,
                          a->max_len);
-    if (a->nbest > 1 && a->nbest > a->beam)
+    if (a->nbest > 1 && a->beam && a->nbest > a->beam)
         return cli_usage("translate", CLI_HINT_NONE, "--nbest %d needs --beam of at least %d", a->nbest, a->nbest);
     return CLI_OK;
 }
@@ -356,7 +356,8 @@ static int translate_window(const targs *a, cg_s2s *m, window *w, progress_state
     cg_s2s_options so = {.struct_size = sizeof so,
                          .beam = a->beam,
                          .nbest = a->nbest,
-                         .alpha = a->alpha,
+                         .alpha = a->alpha < 0 ? 0 : a->alpha,
+                         .flags = a->alpha < 0 ? 0 : CG_S2S_ALPHA_SET,
                          .max_len = a->max_len,
                          .min_len = a->min_len,
                          .batch = a->batch,

@@ -1,0 +1,338 @@
+/* Decoding a batch with the Transformer family: the encoder and the
+ * cross-attention keys and values once per batch, then decoder_step per
+ * step over the live rows, its self-attention caches carried on the device
+ * and reordered there by `parent`; the choices are the seq2seq family's
+ * search under transformers' rules (s2s_search.h, S2S_RULES_HF). Rows are
+ * padded to a power of two as the RNN family pads them (a padding row
+ * repeats the last real row and is ignored). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "s2s.h"
+#include "s2s_search.h"
+#include "tensor.h"
+#include "tf_build.h"
+#include "tf_internal.h"
+
+typedef struct tf_batch {
+    tf_handle *h;
+    const cg_s2s_options *o;
+    int nb, S, max_rows, V;
+    int wide;              /* the search needs more than TF_TOP_K candidates: logits read, log_softmax here */
+    int32_t **src;         /* the sources with their EOS */
+    int *len;              /* their lengths */
+    cg_tensor *enc, *elen; /* the encoder's output, the lengths */
+    cg_tensor **ckv;       /* [2L]: ck0, cv0, ck1, ... */
+    cg_tensor **in, **out; /* decoder_step's tensors by position */
+    int *idx, n_first;     /* every input (the first step) ... */
+    int *idx_c, n_c;       /* ... and all but the carried caches */
+    cg_tensor **in_c;
+    float *logp; /* wide: [max_rows, V] */
+    s2s_search s;
+    s2s_sent *ss;
+    s2s_row *rows;
+    int R, t;
+} tf_batch;
+
+static cg_status tensor(cg_dtype dt, int nd, const int64_t *dims, cg_tensor **out) {
+    return cg_tensor_create(dt, nd, dims, out);
+}
+
+/* Each source with EOS appended, unless it ends with one already (ids
+ * from transformers' tokenizer do). */
+static cg_status sources(tf_batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
+    const int eos = bt->h->sh->cfg.eos_id;
+    bt->src = calloc((size_t)bt->nb, sizeof *bt->src);
+    bt->len = calloc((size_t)bt->nb, sizeof *bt->len);
+    if (!bt->src || !bt->len) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    bt->S = 1;
+    for (int b = 0; b < bt->nb; b++) {
+        const int n = src_len[ids[b]], ends = n > 0 && src[ids[b]][n - 1] == eos;
+        bt->len[b] = n + !ends;
+        if (!(bt->src[b] = malloc(sizeof(int32_t) * (size_t)bt->len[b])))
+            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        if (n) memcpy(bt->src[b], src[ids[b]], sizeof(int32_t) * (size_t)n);
+        bt->src[b][bt->len[b] - 1] = eos;
+        if (bt->len[b] > bt->S) bt->S = bt->len[b];
+    }
+    return CG_OK;
+}
+
+/* The encoder over the padded sources, then every layer's cross-attention
+ * keys and values. */
+static cg_status encode(tf_batch *bt) {
+    const tf_config *c = &bt->h->sh->cfg;
+    const int nb = bt->nb, S = bt->S, L = c->dec_layers;
+    cg_tensor *esrc = NULL, *pos = NULL;
+    int64_t d2[2] = {nb, S}, d1 = nb, dp[2] = {S, c->d_model};
+    cg_status st = tensor(CG_I32, 2, d2, &esrc);
+    if (!st) st = tensor(CG_I32, 1, &d1, &bt->elen);
+    if (!st) st = tensor(CG_F32, 2, dp, &pos);
+    if (!st) {
+        int32_t *sd = cg_tensor_data(esrc), *ld = cg_tensor_data(bt->elen);
+        for (int b = 0; b < nb; b++) {
+            ld[b] = bt->len[b];
+            for (int s = 0; s < S; s++) sd[b * S + s] = s < bt->len[b] ? bt->src[b][s] : c->pad_id;
+        }
+        tf_positions(c, 0, S, cg_tensor_data(pos));
+        const char *names[3] = {"src", "src_len", "pos"};
+        cg_tensor *ins[3] = {esrc, bt->elen, pos};
+        st = cg_plan_run(bt->h->enc, 3, names, ins, 1, &bt->enc);
+    }
+    cg_tensor_free(esrc);
+    cg_tensor_free(pos);
+    bt->ckv = calloc((size_t)(2 * L), sizeof *bt->ckv);
+    if (!st && !bt->ckv) st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    const char *en[1] = {"enc"};
+    if (!st) st = cg_plan_run(bt->h->ckv, 1, en, &bt->enc, 2 * L, bt->ckv);
+    return st;
+}
+
+/* decoder_step's tensors for the most rows (their leading dim is set per
+ * step) and the two index lists. */
+static cg_status open_step(tf_batch *bt) {
+    const tf_config *c = &bt->h->sh->cfg;
+    const tf_step_io *x = &bt->h->sh->io;
+    const int L = c->dec_layers, Dh = c->d_model / c->dec_heads;
+    const int64_t rows = bt->max_rows, D = c->d_model, cache[4] = {rows, 0, c->dec_heads, Dh};
+    const int64_t tk[2] = {rows, TF_TOP_K}, lg[2] = {rows, bt->V};
+    bt->in = calloc((size_t)x->n_in, sizeof *bt->in);
+    bt->out = calloc((size_t)x->n_out, sizeof *bt->out);
+    bt->idx = calloc((size_t)x->n_in, sizeof *bt->idx);
+    bt->idx_c = calloc((size_t)x->n_in, sizeof *bt->idx_c);
+    bt->in_c = calloc((size_t)x->n_in, sizeof *bt->in_c);
+    if (!bt->in || !bt->out || !bt->idx || !bt->idx_c || !bt->in_c)
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    cg_status st = tensor(CG_I32, 1, &rows, &bt->in[x->y]);
+    if (!st) st = tensor(CG_F32, 1, &D, &bt->in[x->ypos]);
+    if (!st) st = tensor(CG_I32, 1, &rows, &bt->in[x->sent]);
+    if (!st) st = tensor(CG_I32, 1, &rows, &bt->in[x->parent]);
+    for (int l = 0; !st && l < L; l++) {
+        st = tensor(CG_F32, 4, cache, &bt->in[x->pk[l]]);
+        if (!st) st = tensor(CG_F32, 4, cache, &bt->in[x->pv[l]]);
+    }
+    if (!st) st = bt->wide ? tensor(CG_F32, 2, lg, &bt->out[x->logits]) : tensor(CG_F32, 2, tk, &bt->out[x->top_v]);
+    if (!st && !bt->wide) st = tensor(CG_I32, 2, tk, &bt->out[x->top_i]);
+    if (!st && bt->wide && !(bt->logp = malloc(sizeof(float) * (size_t)rows * (size_t)bt->V)))
+        st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    if (st) return st;
+    /* borrowed, once per batch: the lengths and the cross keys and values */
+    bt->in[x->len] = bt->elen;
+    for (int l = 0; l < L; l++) bt->in[x->ck[l]] = bt->ckv[2 * l], bt->in[x->cv[l]] = bt->ckv[2 * l + 1];
+    for (int k = 0; k < x->n_in; k++) {
+        bt->idx[bt->n_first++] = k;
+        int carried = 0;
+        for (int l = 0; l < L; l++) carried |= k == x->pk[l] || k == x->pv[l];
+        if (!carried) bt->idx_c[bt->n_c] = k, bt->in_c[bt->n_c++] = bt->in[k];
+    }
+    return CG_OK;
+}
+
+/* The search's settings: transformers' rules and generation_config.json. */
+static void search_init(tf_batch *bt) {
+    const tf_shared *sh = bt->h->sh;
+    s2s_search *s = &bt->s;
+    s->k = bt->o->beam > 1 ? bt->o->beam : 1;
+    s->beam = bt->o->beam > 1;
+    s->eos = sh->cfg.eos_id;
+    s->min_len = bt->o->min_len;
+    s->alpha = bt->o->alpha;
+    s->rules = S2S_RULES_HF;
+    s->early = (s2s_early)sh->gen.early;
+    s->forced_eos = sh->gen.forced_eos >= 0;
+    s->banned = sh->gen.banned;
+    s->n_banned = sh->gen.n_banned;
+    const int need = (s->beam ? 2 * s->k : s->min_len > 1 ? 2 : 1) + s->n_banned;
+    bt->wide = need > TF_TOP_K;
+}
+
+/* The sentences, one row each holding the decoder start; the pool. */
+static cg_status start(tf_batch *bt, const int *ids) {
+    s2s_search *s = &bt->s;
+    const int nb = bt->nb, k = s->k;
+    bt->ss = calloc((size_t)nb, sizeof *bt->ss);
+    bt->rows = calloc((size_t)bt->max_rows, sizeof *bt->rows);
+    s->next = calloc((size_t)bt->max_rows, sizeof *s->next);
+    s->parent = calloc((size_t)bt->max_rows, sizeof *s->parent);
+    s->top = calloc((size_t)2 * (size_t)k + 1, sizeof *s->top);
+    s->fin_tmp = calloc((size_t)k, sizeof *s->fin_tmp);
+    s->pool.cap = 2 * bt->max_rows + nb * (2 * k + 1) + 2;
+    s->pool.free_h = calloc((size_t)s->pool.cap, sizeof *s->pool.free_h);
+    s->pool.tok_cap = bt->o->max_len;
+    if (!bt->ss || !bt->rows || !s->next || !s->parent || !s->top || !s->fin_tmp || !s->pool.free_h)
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    for (int b = 0; b < nb; b++) {
+        s2s_sent *sb = &bt->ss[b];
+        sb->src = ids[b];
+        sb->len = bt->len[b];
+        sb->max_len = bt->o->max_len;
+        sb->fins = calloc((size_t)k, sizeof *sb->fins);
+        if (!sb->fins || s2s_hyp_new(&s->pool, &bt->rows[bt->R].h))
+            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        bt->rows[bt->R++].sent = b;
+    }
+    return CG_OK;
+}
+
+static int bucket(int r, int max) {
+    int b = 1;
+    while (b < r) b *= 2;
+    return b < max ? b : max;
+}
+
+/* Rows of every log-probability, as transformers' log_softmax in f32. */
+static void log_softmax_rows(const float *x, int rows, int V, float *out) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * V;
+        float *o = out + (size_t)r * V, m = xr[0];
+        for (int v = 1; v < V; v++) m = xr[v] > m ? xr[v] : m;
+        double sum = 0;
+        for (int v = 0; v < V; v++) sum += exp((double)xr[v] - m);
+        const float lse = (float)log(sum);
+        for (int v = 0; v < V; v++) o[v] = (xr[v] - m) - lse;
+    }
+}
+
+/* One step: decoder_step over the live rows (padded), the search's choice. */
+static cg_status step(tf_batch *bt) {
+    const tf_shared *sh = bt->h->sh;
+    const tf_step_io *x = &sh->io;
+    const int Rb = bucket(bt->R, bt->max_rows), first = bt->t == 0;
+    int32_t *y = cg_tensor_data(bt->in[x->y]), *sent = cg_tensor_data(bt->in[x->sent]),
+            *par = cg_tensor_data(bt->in[x->parent]);
+    for (int r = 0; r < Rb; r++) {
+        const int rr = r < bt->R ? r : bt->R - 1;
+        const s2s_hyp *hy = &bt->rows[rr].h;
+        y[r] = hy->n ? hy->toks[hy->n - 1] : sh->cfg.start_id;
+        sent[r] = bt->rows[rr].sent;
+        par[r] = first ? rr : bt->s.parent[rr];
+    }
+    bt->in[x->y]->dims[0] = bt->in[x->sent]->dims[0] = bt->in[x->parent]->dims[0] = Rb;
+    for (int l = 0; first && l < sh->cfg.dec_layers; l++) bt->in[x->pk[l]]->dims[0] = bt->in[x->pv[l]]->dims[0] = Rb;
+    for (int q = 0; q < x->n_out; q++)
+        if (bt->out[q]) bt->out[q]->dims[0] = Rb;
+    tf_positions(&sh->cfg, bt->t, 1, cg_tensor_data(bt->in[x->ypos]));
+    cg_plan_binding b = {.struct_size = sizeof b,
+                         .n_inputs = first ? bt->n_first : bt->n_c,
+                         .input_index = first ? bt->idx : bt->idx_c,
+                         .inputs = first ? bt->in : bt->in_c,
+                         .n_outputs = x->n_out,
+                         .outputs = bt->out};
+    cg_status st = cg_plan_run_indexed(bt->h->step, &b);
+    if (st) return st;
+    s2s_scores so = {.V = bt->V, .S = bt->S};
+    if (bt->wide) {
+        log_softmax_rows(cg_tensor_data_const(bt->out[x->logits]), bt->R, bt->V, bt->logp);
+        so.logp = bt->logp;
+    } else {
+        so.TK = TF_TOP_K;
+        so.top_v = cg_tensor_data_const(bt->out[x->top_v]);
+        so.top_i = cg_tensor_data_const(bt->out[x->top_i]);
+    }
+    st = s2s_select(&bt->s, bt->ss, bt->rows, bt->R, bt->t, &so);
+    if (st) return st;
+    for (int q = 0; q < bt->s.NR; q++) bt->rows[q] = bt->s.next[q];
+    bt->R = bt->s.NR;
+    bt->s.NR = 0;
+    bt->t++;
+    return CG_OK;
+}
+
+static void batch_free(tf_batch *bt) {
+    const tf_shared *sh = bt->h->sh;
+    const tf_step_io *x = &sh->io;
+    for (int b = 0; bt->ss && b < bt->nb; b++) {
+        for (int i = 0; i < bt->ss[b].n_fins; i++) s2s_hyp_free(&bt->ss[b].fins[i].h);
+        free(bt->ss[b].fins);
+    }
+    for (int r = 0; bt->rows && r < bt->R; r++) s2s_hyp_free(&bt->rows[r].h);
+    for (int r = 0; bt->s.next && r < bt->s.NR; r++) s2s_hyp_free(&bt->s.next[r].h);
+    s2s_pool_free(&bt->s.pool);
+    free(bt->ss);
+    free(bt->rows);
+    free(bt->s.next);
+    free(bt->s.parent);
+    free(bt->s.top);
+    free(bt->s.fin_tmp);
+    /* ours; the lengths and the cross keys and values are freed below */
+    if (bt->in) {
+        cg_tensor_free(bt->in[x->y]);
+        cg_tensor_free(bt->in[x->ypos]);
+        cg_tensor_free(bt->in[x->sent]);
+        cg_tensor_free(bt->in[x->parent]);
+        for (int l = 0; l < sh->cfg.dec_layers; l++) {
+            cg_tensor_free(bt->in[x->pk[l]]);
+            cg_tensor_free(bt->in[x->pv[l]]);
+        }
+    }
+    for (int q = 0; bt->out && q < x->n_out; q++) cg_tensor_free(bt->out[q]);
+    free(bt->in);
+    free(bt->out);
+    free(bt->idx);
+    free(bt->idx_c);
+    free(bt->in_c);
+    free(bt->logp);
+    for (int i = 0; bt->ckv && i < 2 * sh->cfg.dec_layers; i++) cg_tensor_free(bt->ckv[i]);
+    free(bt->ckv);
+    cg_tensor_free(bt->enc);
+    cg_tensor_free(bt->elen);
+    for (int b = 0; bt->src && b < bt->nb; b++) free(bt->src[b]);
+    free(bt->src);
+    free(bt->len);
+}
+
+cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const int *ids, const int32_t *const *src,
+                          const int *src_len, cg_s2s_result *results) {
+    tf_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.h = h;
+    bt.o = o;
+    bt.nb = nb;
+    bt.V = h->sh->cfg.dec_vocab;
+    search_init(&bt);
+    bt.max_rows = nb * bt.s.k;
+    cg_status st = sources(&bt, ids, src, src_len);
+    if (!st) st = encode(&bt);
+    if (!st) st = open_step(&bt);
+    if (!st) st = start(&bt, ids);
+    while (!st && bt.R > 0) st = step(&bt);
+    for (int b = 0; !st && b < nb; b++) st = s2s_result(&bt.s, &bt.ss[b], o->nbest, 0, &results[bt.ss[b].src]);
+    batch_free(&bt);
+    return st;
+}
+
+cg_status tf_resolve_options(const tf_handle *h, cg_s2s_options *o, int n, const int32_t *const *src,
+                             const int *src_len) {
+    const tf_config *c = &h->sh->cfg;
+    const tf_generation *g = &h->sh->gen;
+    if (o->attention)
+        return cg_error(CG_ERR_UNSUPPORTED, "%s: attention maps of Transformer models are not available yet",
+                        h->sh->dir);
+    if (o->beam == 0) o->beam = g->num_beams;
+    if (!(o->flags & CG_S2S_ALPHA_SET) && o->alpha == 0) o->alpha = g->length_penalty;
+    if (o->max_len == 0) o->max_len = g->max_length > 1 ? g->max_length - 1 : 1;
+    if (o->max_len > c->max_pos)
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "translate: max_len %d is more tokens than the model has positions for (%d, "
+                        "max_position_embeddings in %s/config.json)",
+                        o->max_len, c->max_pos, h->sh->dir);
+    if (o->min_len > o->max_len)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: min_len %d is larger than max_len %d", o->min_len,
+                        o->max_len);
+    for (int i = 0; i < n; i++) {
+        const int ends = src_len[i] > 0 && src[i][src_len[i] - 1] == c->eos_id;
+        if (src_len[i] + !ends > c->max_pos)
+            return cg_error(CG_ERR_INVALID_ARGUMENT,
+                            "translate: source %d has %d tokens with its EOS, more than the model's %d positions", i,
+                            src_len[i] + !ends, c->max_pos);
+        for (int j = 0; j < src_len[i]; j++)
+            if (src[i][j] < 0 || src[i][j] >= c->vocab)
+                return cg_error(CG_ERR_INVALID_ARGUMENT,
+                                "translate: source %d: token id %d at position %d is outside the vocabulary (%d "
+                                "tokens)",
+                                i, src[i][j], j, c->vocab);
+    }
+    return CG_OK;
+}

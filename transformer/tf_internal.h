@@ -1,0 +1,37 @@
+/* A loaded Transformer model and its handles: what tf_model.c (loading)
+ * and tf_decode.c (decoding) share. */
+#ifndef CG_TF_INTERNAL_H
+#define CG_TF_INTERNAL_H
+
+#include "tf_config.h"
+#include "tf_family.h"
+#include "tf_vocab.h"
+
+/* decoder_step's inputs and outputs by position (cg_plan_run_indexed). */
+typedef struct tf_step_io {
+    int n_in, n_out;
+    int y, ypos, sent, len, parent;
+    int *ck, *cv, *pk, *pv; /* [dec_layers] inputs */
+    int logits, top_v, top_i;
+} tf_step_io;
+
+/* Read only once loaded; shared by a model's handles (tf_clone). */
+typedef struct tf_shared {
+    _Atomic int refs;
+    char *dir;
+    tf_config cfg;
+    tf_generation gen;
+    tf_vocab vocab;
+    int has_vocab; /* vocab.json and the .spm files are there */
+    cg_weights *weights;
+    cg_model *model;
+    tf_step_io io;
+} tf_shared;
+
+struct tf_handle {
+    tf_shared *sh;
+    cg_plan *enc, *ckv, *step;
+    char *device, *place;
+};
+
+#endif

@@ -1,0 +1,275 @@
+/* Loading a MarianMT-layout directory (docs/transformer.md): config.json,
+ * generation_config.json, the tokenizer files when present, the weights
+ * by transformers' names, the built graphs and their plans. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_json.h"
+#include "error.h"
+#include "ir.h"
+#include "model_dir.h"
+#include "tf_build.h"
+#include "tf_internal.h"
+#include "weights.h"
+
+int tf_dir_is_transformer(const char *dir) {
+    char *path = cg_path_join(dir, "config.json");
+    cJSON *r = NULL;
+    int yes = 0;
+    if (path && cg_path_exists(path) && cg_cfg_read(path, &r) == CG_OK)
+        yes = cJSON_GetObjectItemCaseSensitive(r, "model_type") != NULL;
+    cJSON_Delete(r);
+    free(path);
+    cg_error_clear();
+    return yes;
+}
+
+static int has_weight(const char *name, void *user) { return cg_weights_find((cg_weights *)user, name) >= 0; }
+
+/* Quantized forms come later (issue 34): the graphs declare f32 weights. */
+static cg_status check_dtype(const char *dir, cg_dtype wdt) {
+    if (!wdt || wdt == CG_F32) return CG_OK;
+    return cg_error(CG_ERR_UNSUPPORTED, "%s: weights_dtype %s: Transformer models run f32 weights only so far", dir,
+                    cg_dtype_name(wdt));
+}
+
+/* The graphs' text for configuration c over the weights file w. */
+static cg_status build(const tf_config *c, cg_weights *w, char **text) { return tf_build_text(c, has_weight, w, text); }
+
+cg_status tf_graph_text(const char *dir, cg_dtype wdt, char **out) {
+    tf_config c;
+    cg_weights *w = NULL;
+    char *wp = cg_path_join(dir, "model.safetensors");
+    cg_status st = wp ? check_dtype(dir, wdt) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st) st = tf_config_read(dir, &c);
+    if (!st) st = cg_weights_open(wp, &w);
+    if (!st) st = build(&c, w, out);
+    cg_weights_free(w);
+    free(wp);
+    return st;
+}
+
+static void shared_release(tf_shared *sh) {
+    if (!sh || atomic_fetch_sub(&sh->refs, 1) != 1) return;
+    free(sh->io.ck);
+    free(sh->io.cv);
+    free(sh->io.pk);
+    free(sh->io.pv);
+    cg_model_free(sh->model);
+    cg_weights_free(sh->weights);
+    if (sh->has_vocab) tf_vocab_free(&sh->vocab);
+    free(sh->dir);
+    free(sh);
+}
+
+void tf_free(tf_handle *h) {
+    if (!h) return;
+    cg_plan_free(h->enc);
+    cg_plan_free(h->ckv);
+    cg_plan_free(h->step);
+    free(h->device);
+    free(h->place);
+    shared_release(h->sh);
+    free(h);
+}
+
+static int in_pos(const cg_graph *g, const char *name) {
+    for (int k = 0; k < cg_graph_input_count(g); k++)
+        if (!strcmp(cg_graph_input_name(g, k), name)) return k;
+    return -1;
+}
+
+static int out_pos(const cg_graph *g, const char *name) {
+    for (int k = 0; k < cg_graph_output_count(g); k++)
+        if (!strcmp(cg_graph_output_name(g, k), name)) return k;
+    return -1;
+}
+
+/* decoder_step's positions (the builder's graph has every one of them). */
+static cg_status resolve_step(tf_shared *sh) {
+    const cg_graph *g = cg_model_graph(sh->model, "decoder_step");
+    const int L = sh->cfg.dec_layers;
+    tf_step_io *x = &sh->io;
+    x->ck = malloc(sizeof(int) * (size_t)L);
+    x->cv = malloc(sizeof(int) * (size_t)L);
+    x->pk = malloc(sizeof(int) * (size_t)L);
+    x->pv = malloc(sizeof(int) * (size_t)L);
+    if (!x->ck || !x->cv || !x->pk || !x->pv) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    x->n_in = cg_graph_input_count(g);
+    x->n_out = cg_graph_output_count(g);
+    x->y = in_pos(g, "y"), x->ypos = in_pos(g, "ypos"), x->sent = in_pos(g, "sentence");
+    x->len = in_pos(g, "src_len"), x->parent = in_pos(g, "parent");
+    x->logits = out_pos(g, "logits"), x->top_v = out_pos(g, "top_logp"), x->top_i = out_pos(g, "top_id");
+    char nm[32];
+    for (int l = 0; l < L; l++) {
+        snprintf(nm, sizeof nm, "ck%d", l), x->ck[l] = in_pos(g, nm);
+        snprintf(nm, sizeof nm, "cv%d", l), x->cv[l] = in_pos(g, nm);
+        snprintf(nm, sizeof nm, "pk%d", l), x->pk[l] = in_pos(g, nm);
+        snprintf(nm, sizeof nm, "pv%d", l), x->pv[l] = in_pos(g, nm);
+    }
+    return CG_OK;
+}
+
+/* The handle's plans. The cross-attention keys and values and the source
+ * lengths change once per batch: kept on the device between steps. The
+ * self-attention caches are carried from nk<l> / nv<l>, so after the first
+ * step they never leave the device. */
+static cg_status make_plans(tf_handle *h, const cg_plan_options *placement) {
+    cg_model *m = h->sh->model;
+    cg_status st = cg_plan_create(m, "encoder", placement, &h->enc);
+    if (!st) st = cg_plan_create(m, "cross_kv", placement, &h->ckv);
+    if (!st) st = cg_plan_create(m, "decoder_step", placement, &h->step);
+    if (!st) st = cg_plan_keep_input(h->step, "src_len", 1);
+    char in[32], out[32];
+    for (int l = 0; !st && l < h->sh->cfg.dec_layers; l++)
+        for (int i = 0; !st && i < 2; i++) {
+            const char *kv = i ? "v" : "k";
+            snprintf(in, sizeof in, "c%s%d", kv, l);
+            st = cg_plan_keep_input(h->step, in, 1);
+            snprintf(in, sizeof in, "p%s%d", kv, l);
+            snprintf(out, sizeof out, "n%s%d", kv, l);
+            if (!st) st = cg_plan_carry(h->step, in, out);
+        }
+    if (!st && placement &&
+        ((placement->device && !(h->device = cg_strdup(placement->device))) ||
+         (placement->place && !(h->place = cg_strdup(placement->place)))))
+        st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    return st;
+}
+
+cg_status tf_clone(const tf_handle *h, const cg_plan_options *placement, tf_handle **out) {
+    *out = NULL;
+    tf_handle *c = calloc(1, sizeof *c);
+    if (!c) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    atomic_fetch_add(&h->sh->refs, 1);
+    c->sh = h->sh;
+    cg_plan_options same = {.struct_size = sizeof(cg_plan_options), .device = h->device, .place = h->place};
+    cg_status st = make_plans(c, placement ? placement : &same);
+    if (st) {
+        tf_free(c);
+        return st;
+    }
+    *out = c;
+    return CG_OK;
+}
+
+/* The tokenizer files are optional: without them the model translates ids. */
+static cg_status load_vocab(tf_shared *sh) {
+    char *vp = cg_path_join(sh->dir, "vocab.json");
+    if (!vp) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    int present = cg_path_exists(vp);
+    free(vp);
+    if (!present) return CG_OK;
+    cg_status st = tf_vocab_load(sh->dir, sh->cfg.pad_id, sh->cfg.eos_id, &sh->vocab);
+    if (st) return st;
+    sh->has_vocab = 1;
+    if (sh->vocab.n > sh->cfg.vocab) {
+        return cg_error(CG_ERR_VERIFY, "%s/vocab.json: ids up to %d, but config.json's vocab_size is %d", sh->dir,
+                        sh->vocab.n - 1, sh->cfg.vocab);
+    }
+    return CG_OK;
+}
+
+static cg_status load_shared(cg_context *ctx, tf_shared *sh) {
+    char *wp = cg_path_join(sh->dir, "model.safetensors"), *cfg = cg_path_join(sh->dir, "config.json");
+    char *text = NULL;
+    cg_status st = wp && cfg ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st) st = tf_config_read(sh->dir, &sh->cfg);
+    if (!st) st = tf_generation_read(sh->dir, &sh->cfg, &sh->gen);
+    if (!st) st = load_vocab(sh);
+    if (!st) st = cg_weights_open(wp, &sh->weights);
+    if (!st) st = build(&sh->cfg, sh->weights, &text);
+    if (!st) {
+        char label[4200];
+        snprintf(label, sizeof label, "%s (generated from config.json)", cfg);
+        st = cg_model_parse(ctx, text, strlen(text), label, &sh->model);
+    }
+    if (!st) st = cg_model_bind_weights(sh->model, sh->weights);
+    if (!st) st = cg_model_verify(sh->model);
+    if (!st) st = resolve_step(sh);
+    free(text);
+    free(wp);
+    free(cfg);
+    return st;
+}
+
+cg_status tf_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_dtype wdt, tf_handle **out) {
+    *out = NULL;
+    cg_status st = check_dtype(dir, wdt);
+    if (st) return st;
+    tf_handle *h = calloc(1, sizeof *h);
+    if (h && !(h->sh = calloc(1, sizeof *h->sh))) {
+        free(h);
+        h = NULL;
+    }
+    if (!h) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    atomic_init(&h->sh->refs, 1);
+    h->sh->dir = cg_strdup(dir);
+    st = h->sh->dir ? load_shared(ctx, h->sh) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st) st = make_plans(h, placement);
+    if (st) {
+        tf_free(h);
+        return st;
+    }
+    *out = h;
+    return CG_OK;
+}
+
+static cg_status no_vocab(const tf_handle *h) {
+    return cg_error(CG_ERR_UNSUPPORTED,
+                    "%s: no vocab.json (with source.spm and target.spm): this model translates token ids only (--ids)",
+                    h->sh->dir);
+}
+
+cg_status tf_tokenize(const tf_handle *h, const char *text, int32_t **ids, int *n) {
+    if (!h->sh->has_vocab) return no_vocab(h);
+    cg_status st = tf_vocab_encode(&h->sh->vocab, text, ids, n);
+    if (!st && *n > 0) --*n; /* without the EOS tf_vocab_encode appends: the search adds it */
+    return st;
+}
+
+cg_status tf_detokenize(const tf_handle *h, const int32_t *ids, int n, char **text) {
+    if (!h->sh->has_vocab) return no_vocab(h);
+    return tf_vocab_decode(&h->sh->vocab, ids, n, text);
+}
+
+const char *tf_token(const tf_handle *h, int32_t id) {
+    if (id < 0 || id >= h->sh->cfg.vocab) return NULL;
+    if (!h->sh->has_vocab) return "";
+    return id < h->sh->vocab.n ? h->sh->vocab.piece[id] : NULL;
+}
+
+cg_status tf_stats(const tf_handle *h, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total) {
+    cg_status st = CG_OK;
+    if (encoder_total) st = cg_plan_stats_get(h->enc, NULL, encoder_total);
+    if (!st && decoder_total) st = cg_plan_stats_get(h->step, NULL, decoder_total);
+    return st;
+}
+
+cg_status tf_plan(tf_handle *h, const char *graph, cg_plan **plan) {
+    *plan = !strcmp(graph, "encoder")        ? h->enc
+            : !strcmp(graph, "cross_kv")     ? h->ckv
+            : !strcmp(graph, "decoder_step") ? h->step
+                                             : NULL;
+    if (*plan) return CG_OK;
+    return cg_error(CG_ERR_INVALID_ARGUMENT,
+                    "%s: a Transformer model has no plan for graph '%s' (encoder, cross_kv or decoder_step)",
+                    h->sh->dir, graph);
+}
+
+const cg_model *tf_model(const tf_handle *h) { return h->sh->model; }
+
+size_t tf_decoder_weight_bytes(const tf_handle *h) {
+    const cg_graph *g = cg_model_graph(h->sh->model, "decoder_step");
+    size_t total = 0;
+    for (int i = 0; g && i < g->n_values; i++) {
+        const cg_value *v = &g->values[i];
+        if (v->kind != CG_VAL_PARAM) continue;
+        size_t n = cg_dtype_size(v->dtype);
+        for (int d = 0; d < v->ndim; d++) n *= v->dims[d] > 0 ? (size_t)v->dims[d] : 0;
+        total += n;
+    }
+    return total;
+}
