@@ -20,8 +20,10 @@ class TranslationResult:
     """The hypotheses of one source, best first, in the form the source came
     in (a string, a list of tokens, or a list of ids); their scores when
     asked (greedy: the sum of log-probabilities, EOS included; beam: that sum
-    over ((5 + len) / 6) ** alpha); and the attention of each (an ndarray
-    [target steps, source tokens]) when asked."""
+    over the length penalty, ((5 + len) / 6) ** alpha for the RNN family,
+    len ** alpha for a Transformer as transformers divides it); and the
+    attention of each (an ndarray [target steps, source tokens]) when asked
+    (the RNN family only, so far)."""
 
     __slots__ = ("hypotheses", "scores", "attention")
 
@@ -38,7 +40,9 @@ class TranslationResult:
 
 
 class Translator:
-    """A seq2seq model directory (docs/seq2seq.md) loaded on a device.
+    """A translation model directory loaded on a device: the RNN family's
+    (docs/seq2seq.md) or a MarianMT-layout Transformer's (docs/transformer.md,
+    told apart by config.json's model_type).
 
     ``Translator(model_dir, device="cpu", compute_type="default", place=None,
     plugins=(), intra_threads=0)``: `compute_type` is the dtype the matrix
@@ -62,14 +66,19 @@ class Translator:
                                       int(intra_threads), code)
         with open(os.path.join(self.model_dir, "config.json"), encoding="utf-8") as f:
             config = json.load(f)
+        self.transformer = "model_type" in config
         self._chars = config.get("tokenizer", "words") == "chars"
-        self._unk = int(config.get("unk_id", 3))
-        self._src_ids = {tok: i for i, tok in enumerate(self._c.vocab(False))}
+        self._src_tokens = self._c.vocab(False)
+        self._src_ids = {tok: i for i, tok in enumerate(self._src_tokens)}
+        self._unk = self._src_ids.get("<unk>", 0) if self.transformer else int(config.get("unk_id", 3))
         self._tgt_tokens = self._c.vocab(True)
 
     # -- tokens ----------------------------------------------------------
     def tokenize(self, text: str) -> List[str]:
-        """The source tokens of `text` by the model's tokenizer (chars or words)."""
+        """The source tokens of `text` by the model's tokenizer (chars or
+        words; a Transformer's: source.spm's pieces, without EOS)."""
+        if self.transformer:
+            return [self._src_tokens[i] for i in self._c.tokenize(text)]
         return list(text) if self._chars else text.split()
 
     def _ids(self, source) -> List[int]:
@@ -87,8 +96,9 @@ class Translator:
         return [self._tgt_tokens[i] if 0 <= i < len(self._tgt_tokens) else str(i) for i in ids]
 
     # -- translating -----------------------------------------------------
-    def translate_batch(self, source: Sequence[Union[str, Sequence[str], Sequence[int]]], beam_size: int = 1,
-                        num_hypotheses: int = 1, alpha: float = 0.0, max_decoding_length: int = 0,
+    def translate_batch(self, source: Sequence[Union[str, Sequence[str], Sequence[int]]],
+                        beam_size: Optional[int] = None, num_hypotheses: int = 1, alpha: Optional[float] = None,
+                        max_decoding_length: int = 0,
                         min_decoding_length: int = 0, return_scores: bool = True, return_attention: bool = False,
                         max_batch_size: int = 0, batch_type: str = "examples", **kwargs: Any) -> List[TranslationResult]:
         """Translates `source` (strings, token lists or id lists) into one
@@ -96,21 +106,31 @@ class Translator:
         decoded `max_batch_size` at a time (examples, or tokens with
         ``batch_type="tokens"``; 0: 32 sentences); a sentence's result does
         not depend on its batch. `beam_size` 1 is greedy; `alpha` is the
-        length penalty's exponent of GNMT, ((5 + len) / 6) ** alpha (0: raw
-        scores); `max_decoding_length` counts EOS (0: 2 x source + 10)."""
+        length penalty's exponent: GNMT's ((5 + len) / 6) ** alpha for the
+        RNN family (0: raw scores), transformers' len ** alpha for a
+        Transformer (which also takes it as `length_penalty=`);
+        `max_decoding_length` counts EOS. Left out (None, 0), they are the
+        model's: greedy, no penalty and 2 x source + 10 for the RNN family;
+        generation_config.json's num_beams, length_penalty and max_length - 1
+        for a Transformer."""
         if "length_penalty" in kwargs:
-            raise TypeError("clgraph's beam search normalises with GNMT's penalty ((5 + len) / 6) ** alpha: "
-                            "give alpha= (docs/seq2seq.md)")
+            if not self.transformer:
+                raise TypeError("clgraph's beam search normalises with GNMT's penalty ((5 + len) / 6) ** alpha: "
+                                "give alpha= (docs/seq2seq.md)")
+            if alpha is not None:
+                raise TypeError("give alpha= or length_penalty=, not both")
+            alpha = kwargs.pop("length_penalty")
         if kwargs:
             raise TypeError(f"translate_batch() got an unexpected keyword argument '{next(iter(kwargs))}'")
         if batch_type not in ("examples", "tokens"):
             raise _clgraph.InvalidInput(f"batch_type must be 'examples' or 'tokens', not '{batch_type}'")
         ids = [self._ids(s) for s in source]
-        opts = (int(beam_size), int(num_hypotheses), float(alpha), int(max_decoding_length),
+        opts = (int(beam_size or 0), int(num_hypotheses), float(alpha or 0.0), int(max_decoding_length),
                 int(min_decoding_length))
+        flags = 0 if alpha is None else 1  # CG_S2S_ALPHA_SET
         raw = [None] * len(ids)
         for batch in self._batches(ids, max_batch_size, batch_type):
-            out = self._c.translate([ids[i] for i in batch], *opts, len(batch), bool(return_attention))
+            out = self._c.translate([ids[i] for i in batch], *opts, len(batch), bool(return_attention), flags)
             for i, r in zip(batch, out):
                 raw[i] = r
         return [self._result(s, r, return_scores, return_attention) for s, r in zip(source, raw)]

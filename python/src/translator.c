@@ -131,14 +131,14 @@ static PyObject *results_object(cg_s2s_result *res, int n) {
     return list;
 }
 
-/* translate(sources, beam, nbest, alpha, max_len, min_len, batch, attention)
- *   -> [(src_len, [(ids, score, attention bytes|None, steps)])] */
+/* translate(sources, beam, nbest, alpha, max_len, min_len, batch, attention,
+ *           flags) -> [(src_len, [(ids, score, attention bytes|None, steps)])] */
 static PyObject *translator_translate(PyObject *self, PyObject *args) {
     pycg_translator *t = (pycg_translator *)self;
     PyObject *list;
     cg_s2s_options o = {.struct_size = sizeof o};
-    if (check_ready(t) < 0 || !PyArg_ParseTuple(args, "Oiidiiip", &list, &o.beam, &o.nbest, &o.alpha, &o.max_len,
-                                                &o.min_len, &o.batch, &o.attention))
+    if (check_ready(t) < 0 || !PyArg_ParseTuple(args, "Oiidiiipi", &list, &o.beam, &o.nbest, &o.alpha, &o.max_len,
+                                                &o.min_len, &o.batch, &o.attention, &o.flags))
         return NULL;
     int32_t **src;
     int *len, n;
@@ -231,8 +231,8 @@ static PyObject *translator_stats(PyObject *self, PyObject *unused) {
 
 static PyMethodDef translator_methods[] = {
     {"translate", translator_translate, METH_VARARGS,
-     "translate(sources, beam, nbest, alpha, max_len, min_len, "
-     "batch, attention) -> results."},
+     "translate(sources, beam, nbest, alpha, max_len, min_len, batch, "
+     "attention, flags) -> results."},
     {"tokenize", translator_tokenize, METH_O, "tokenize(text) -> source token ids."},
     {"detokenize", translator_detokenize, METH_O, "detokenize(ids) -> target text."},
     {"vocab", translator_vocab, METH_O, "vocab(target) -> the tokens of a vocabulary, by id."},

@@ -2,6 +2,7 @@
 output (`clgraph translate`, `clgraph forecast`, `clgraph quantize`) on the
 shipped models, and the behaviour of long and interrupted streams."""
 import datetime
+import json
 import os
 import random
 import signal
@@ -18,6 +19,7 @@ from conftest import ROOT
 
 DATES = os.path.join(ROOT, "models", "dates")
 ELNINO = os.path.join(ROOT, "models", "elnino")
+MARIAN = os.path.join(ROOT, "models", "marian_dates")
 CLI = os.environ.get("CG_CLGRAPH")
 needs_cli = pytest.mark.skipif(not CLI, reason="CG_CLGRAPH (the clgraph binary) is not set")
 
@@ -85,6 +87,48 @@ def test_translate_forms_and_options():
         clgraph.Translator(DATES, compute_type="int3")
     with pytest.raises(clgraph.FileError):
         clgraph.Translator(os.path.join(ROOT, "no-such-model"))
+
+
+def marian(device="cpu"):
+    try:
+        return clgraph.Translator(MARIAN, device=device)
+    except clgraph.Unsupported as e:  # a build without SentencePiece
+        pytest.skip(str(e))
+
+
+@needs_cli
+def test_marian_translates_as_cli_and_transformers(device):
+    """A MarianMT directory through the same Translator: the demo's samples,
+    n-best scores as the CLI prints them, and ids as transformers' generate()
+    gives them (tests/data/marian/dates_gen.json)."""
+    t = marian(device)
+    assert t.transformer
+    with open(os.path.join(DATES, "samples.txt")) as f:
+        lines = f.read().splitlines()
+    with open(os.path.join(DATES, "samples.expected")) as f:
+        expected = f.read().splitlines()
+    assert [r.hypotheses[0] for r in t.translate_batch(lines)] == expected
+    out = cli("translate", MARIAN, "--device", device, "--beam", "4", "--nbest", "2", "--scores",
+              stdin="\n".join(lines) + "\n")
+    want = [line.split("\t") for line in out.splitlines()]
+    got = t.translate_batch(lines, beam_size=4, num_hypotheses=2, max_batch_size=5)
+    flat = [(str(i), h, s) for i, r in enumerate(got) for h, s in zip(r.hypotheses, r.scores)]
+    assert [list(f[:2]) for f in flat] == [w[:2] for w in want]
+    assert all(abs(s - float(w[2])) <= 6e-7 for (_, _, s), w in zip(flat, want))
+    with open(os.path.join(ROOT, "tests", "data", "marian", "dates_gen.json")) as f:
+        gen = json.load(f)
+    for case in gen["cases"]:
+        res = t.translate_batch(gen["sources"], beam_size=case["beam"], num_hypotheses=case["nbest"],
+                                length_penalty=case["length_penalty"], max_decoding_length=case["max_length"] - 1)
+        assert [r.hypotheses for r in res] == [r["hyps"] for r in case["results"]], case["name"]
+    pieces = t.tokenize("July 4, 1976")
+    assert pieces and all(isinstance(p, str) for p in pieces)
+    by_pieces = t.translate_batch([pieces])[0].hypotheses[0]  # target pieces back
+    assert "".join(by_pieces).replace("\u2581", " ").strip() == "1976-07-04"
+    with pytest.raises(TypeError, match="not both"):
+        t.translate_batch(lines[:1], alpha=1.0, length_penalty=1.0)
+    with pytest.raises(clgraph.Unsupported, match="attention"):
+        t.translate_batch(lines[:1], return_attention=True)
 
 
 def test_translate_iterable_streams_in_order():

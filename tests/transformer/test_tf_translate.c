@@ -140,6 +140,78 @@ START_TEST(demo_generates_as_transformers) {
 }
 END_TEST
 
+/* `clgraph translate` on the demo: text in, the expected dates out, on the
+ * CPU and the first OpenCL device; n-best lines with scores. */
+START_TEST(cli_translates_the_demo) {
+    if (!tu_have_feature("sentencepiece")) return;
+    char dir[512], in[512], want[512];
+    src_path(dir, sizeof dir, "models/marian_dates");
+    src_path(in, sizeof in, "models/dates/samples.txt");
+    char *expected = tu_read_text(src_path(want, sizeof want, "models/dates/samples.expected"), NULL);
+    const char *devs[2] = {"cpu", "opencl:0"};
+    for (int d = 0; d < (cg_device_count() > 1 ? 2 : 1); d++) {
+        const char *a[] = {"translate", dir, "--device", devs[d], NULL};
+        ck_assert_msg(tu_run_cli(a, NULL, in) == 0, "%s: %s", devs[d], tu_err);
+        ck_assert_msg(!strcmp(tu_out, expected), "%s: %s", devs[d], tu_out);
+    }
+    free(expected);
+    const char *nb[] = {"translate", dir, "--beam", "4", "--nbest", "2", "--scores", NULL};
+    ck_assert_msg(tu_run_cli(nb, NULL, in) == 0, "%s", tu_err);
+    int lines = 0;
+    for (const char *p = tu_out; (p = strchr(p, '\n')); p++) lines++;
+    ck_assert_int_eq(lines, 28);
+    const char *first = "0\t2026-11-22\t-0.000";
+    ck_assert_msg(!strncmp(tu_out, first, strlen(first)), "%s", tu_out);
+}
+END_TEST
+
+/* A directory without tokenizer files translates ids (--ids: transformers'
+ * greedy ids out); text is refused with one line saying so. Mistakes in
+ * options the model bounds are one line each. */
+START_TEST(cli_ids_and_mistakes) {
+    char dir[512], path[512];
+    src_path(dir, sizeof dir, "tests/data/marian/gelu");
+    cJSON *j = read_json(src_path(path, sizeof path, "tests/data/marian/gelu/gen.json"));
+    const cJSON *srcs = cJSON_GetObjectItem(j, "sources"),
+                *greedy = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), 0);
+    char input[2048] = "", expect[2048] = "";
+    size_t u = 0, v = 0;
+    const cJSON *e, *t;
+    int i = 0;
+    cJSON_ArrayForEach(e, srcs) {
+        cJSON_ArrayForEach(t, e) u += (size_t)snprintf(input + u, sizeof input - u, "%d ", t->valueint);
+        input[u - 1] = '\n';
+        const cJSON *h = cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(greedy, "results"), i++), "hyps"), 0);
+        int first = 1;
+        cJSON_ArrayForEach(t, h) {
+            v += (size_t)snprintf(expect + v, sizeof expect - v, "%s%d", first ? "" : " ", t->valueint);
+            first = 0;
+        }
+        expect[v++] = '\n';
+        expect[v] = 0;
+    }
+    cJSON_Delete(j);
+    const char *in = tu_write_file("ids.txt", input, strlen(input));
+    const char *ids[] = {"translate", dir, "--ids", "--beam", "1", NULL};
+    ck_assert_msg(tu_run_cli(ids, NULL, in) == 0, "%s", tu_err);
+    ck_assert_msg(!strcmp(tu_out, expect), "%s\nexpected\n%s", tu_out, expect);
+    const char *text_in = tu_write_file("text.txt", "hello\n", 6);
+    const char *text[] = {"translate", dir, NULL};
+    ck_assert_int_ne(tu_run_cli(text, NULL, text_in), 0);
+    tu_assert_one_line((const char *const[]){"stdin:1", "no vocab.json", "--ids", NULL});
+    const char *att[] = {"translate", dir, "--ids", "--attention", tu_path("a.svg"), NULL};
+    ck_assert_int_ne(tu_run_cli(att, NULL, in), 0);
+    tu_assert_one_line((const char *const[]){"attention maps of Transformer models are not available yet", NULL});
+    const char *len[] = {"translate", dir, "--ids", "--max-len", "65", NULL};
+    ck_assert_int_ne(tu_run_cli(len, NULL, in), 0);
+    tu_assert_one_line((const char *const[]){"max_len 65", "max_position_embeddings", NULL});
+    const char *big = tu_write_file("big.txt", "90\n", 3);
+    ck_assert_int_ne(tu_run_cli(ids, NULL, big), 0);
+    tu_assert_one_line((const char *const[]){"stdin:1", "token id 90", NULL});
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tf_translate");
     TCase *tc = tcase_create("generate");
@@ -149,5 +221,11 @@ int main(void) {
     tcase_add_test(tc, gelu_generates_as_transformers);
     tcase_add_test(tc, demo_generates_as_transformers);
     suite_add_tcase(s, tc);
+    TCase *tcli = tcase_create("cli");
+    tcase_add_checked_fixture(tcli, setup, teardown);
+    tcase_set_timeout(tcli, 300);
+    tcase_add_test(tcli, cli_translates_the_demo);
+    tcase_add_test(tcli, cli_ids_and_mistakes);
+    suite_add_tcase(s, tcli);
     return tu_run_suite(s, 0);
 }
