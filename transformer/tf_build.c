@@ -176,11 +176,14 @@ static tf_head head_params(tf_out *t) {
     return h;
 }
 
-/* logits = x head^T (+ final_logits_bias), shaped `shape` without a bias. */
-static void head_logits(tf_out *t, const tf_head *h, const char *x, const char *shape) {
-    cg_strbuf_put(t->o, "  logits0 = linear(%s, %s)\n", x, h->head);
-    if (h->bias) cg_strbuf_put(t->o, "  logits = add(logits0, final_logits_bias)\n");
-    else cg_strbuf_put(t->o, "  logits = reshape(logits0) {shape: %s}\n", shape);
+/* logits = x head^T (+ final_logits_bias, as linear's bias: one pass over
+ * the widest output instead of two). */
+static void head_logits(tf_out *t, const tf_head *h, const char *x) {
+    if (h->bias)
+        cg_strbuf_put(t->o,
+                      "  logits_b = reshape(final_logits_bias) {shape: [%d]}\n  logits = linear(%s, %s, logits_b)\n",
+                      t->c->dec_vocab, x, h->head);
+    else cg_strbuf_put(t->o, "  logits = linear(%s, %s)\n", x, h->head);
 }
 
 static void encoder(tf_out *t) {
@@ -214,7 +217,7 @@ static void decoder(tf_out *t) {
     layers_params(t, 1);
     embed(t, "tgt", "tpos", 1);
     source_mask(t, "enc");
-    char pre[64], x[32] = "x0", v[32], n1[32], n2[32], shape[48];
+    char pre[64], x[32] = "x0", v[32], n1[32], n2[32];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
         snprintf(v, sizeof v, "d%d_sa", l);
@@ -229,8 +232,7 @@ static void decoder(tf_out *t) {
         add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
         ffn_norm(t, "d", l, pre, n2, x, sizeof x);
     }
-    snprintf(shape, sizeof shape, "[B, T, %d]", c->dec_vocab);
-    head_logits(t, &h, x, shape);
+    head_logits(t, &h, x);
     cg_strbuf_put(t->o, "  output logits\n}\n");
 }
 
@@ -321,7 +323,7 @@ static void decoder_step(tf_out *t) {
     layers_params(t, 1);
     embed(t, "y", "ypos", 1);
     cg_strbuf_put(t->o, "  x0r = reshape(x0) {shape: [B, 1, %d]}\n  row_len = gather_rows(src_len, sentence)\n", D);
-    char pre[64], x[32] = "x0r", v[32], n1[32], n2[32], shape[32];
+    char pre[64], x[32] = "x0r", v[32], n1[32], n2[32];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
         step_self_attention(t, l, pre, x);
@@ -335,8 +337,7 @@ static void decoder_step(tf_out *t) {
         ffn_norm(t, "d", l, pre, n2, x, sizeof x);
     }
     cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n", x, D);
-    snprintf(shape, sizeof shape, "[B, %d]", c->dec_vocab);
-    head_logits(t, &h, "xl", shape);
+    head_logits(t, &h, "xl");
     cg_strbuf_put(t->o, "  top_logp, top_id = log_softmax_topk(logits) {k: %d}\n", TF_TOP_K);
     cg_strbuf_put(t->o, "  output logits, top_logp, top_id");
     for (int l = 0; l < c->dec_layers; l++) cg_strbuf_put(t->o, ", nk%d, nv%d", l, l);

@@ -47,7 +47,8 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
                           const int *src_len, cg_s2s_result *results);
 
 cg_status tf_stats(const tf_handle *h, cg_plan_stats *encoder_total, cg_plan_stats *decoder_total);
-/* "encoder", "cross_kv" or "decoder_step". */
+/* "encoder", "cross_kv", "decoder_step" (also as "decoder": the plan each
+ * step runs), or "decoder_logp" (none: NULL and CG_OK). */
 cg_status tf_plan(tf_handle *h, const char *graph, cg_plan **plan);
 const cg_model *tf_model(const tf_handle *h);
 size_t tf_decoder_weight_bytes(const tf_handle *h);

@@ -249,13 +249,15 @@ cg_status tf_stats(const tf_handle *h, cg_plan_stats *encoder_total, cg_plan_sta
 }
 
 cg_status tf_plan(tf_handle *h, const char *graph, cg_plan **plan) {
-    *plan = !strcmp(graph, "encoder")        ? h->enc
-            : !strcmp(graph, "cross_kv")     ? h->ckv
-            : !strcmp(graph, "decoder_step") ? h->step
-                                             : NULL;
+    *plan = NULL;
+    if (!strcmp(graph, "decoder_logp")) return CG_OK; /* the step's logits serve the widest beams */
+    if (!strcmp(graph, "encoder")) *plan = h->enc;
+    else if (!strcmp(graph, "cross_kv")) *plan = h->ckv;
+    else if (!strcmp(graph, "decoder_step") || !strcmp(graph, "decoder")) *plan = h->step;
     if (*plan) return CG_OK;
     return cg_error(CG_ERR_INVALID_ARGUMENT,
-                    "%s: a Transformer model has no plan for graph '%s' (encoder, cross_kv or decoder_step)",
+                    "%s: a Transformer model has no plan for graph '%s' (encoder, cross_kv, decoder_step or its "
+                    "name decoder)",
                     h->sh->dir, graph);
 }
 

@@ -155,16 +155,26 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
     return cg_dev_write(p->devs[dst->dev].dev, &dst->buf, 0, cy->host->data, c->bytes);
 }
 
+/* Room for a carried value that grows: at least half again, so a value
+ * that grows by a row per run (a decoder's self-attention cache) moves, and
+ * touches fresh pages, a logarithmic number of times, not every run. */
+static size_t grown(size_t need, size_t had) {
+    size_t more = had + had / 2;
+    return need > more || more < had ? need : more;
+}
+
 /* A host copy with room for the output `s`, and its shape. */
 static cg_status host_room(carry *c, const slot *s) {
     size_t bytes = cg_desc_bytes(&s->desc);
     if (!c->host || bytes > c->host_cap) {
         cg_tensor *t;
-        cg_status rc = cg_tensor_alloc((cg_dtype)s->desc.dtype, s->desc.ndim, s->desc.dims, &t);
+        const size_t cap = c->host ? grown(bytes, c->host_cap) : bytes;
+        const int64_t n = (int64_t)(cap > 0 ? cap : 1);
+        cg_status rc = cg_tensor_alloc(CG_U8, 1, &n, &t);
         if (rc) return rc;
         cg_tensor_free(c->host);
         c->host = t;
-        c->host_cap = bytes;
+        c->host_cap = cap;
     }
     c->host->dtype = (cg_dtype)s->desc.dtype;
     c->host->ndim = s->desc.ndim;
@@ -194,7 +204,7 @@ static cg_status save_device(cg_plan *p, carry *c, const slot *s, int d) {
     cg_device *dev = p->devs[d].dev;
     if (c->mem[d].kind == CG_BUF_NONE || bytes > c->mem[d].bytes) {
         cg_buf m;
-        cg_status rc = cg_dev_alloc(dev, bytes, &m);
+        cg_status rc = cg_dev_alloc(dev, c->mem[d].kind == CG_BUF_NONE ? bytes : grown(bytes, c->mem[d].bytes), &m);
         if (rc) return rc;
         cg_dev_free(dev, &c->mem[d]);
         c->mem[d] = m;

@@ -368,8 +368,7 @@ void cg_instance_free(cg_plan *p, instance *in) {
     for (int i = 0; i < in->n_slots; i++)
         if (in->slots[i].kind == SLOT_TEMP) cg_dev_free(p->devs[in->slots[i].dev].dev, &in->slots[i].buf);
     cg_checks_free(p, in);
-    for (int d = 0; in->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &in->arena[d]);
-    free(in->arena);
+    if (p->arena_owner == in) p->arena_owner = NULL;
     free(in->arena_bytes);
     free(in->steps);
     free(in->slots);
@@ -614,8 +613,7 @@ cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *cons
     in->val_slot = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
     in->out_slot = malloc(sizeof(int32_t) * ((size_t)g->n_outputs + 1));
     in->arena_bytes = calloc((size_t)p->n_devs, sizeof *in->arena_bytes);
-    in->arena = calloc((size_t)p->n_devs, sizeof *in->arena);
-    if (!in->sym_vals || !in->val_slot || !in->out_slot || !in->arena_bytes || !in->arena) st = cg_lower_oom();
+    if (!in->sym_vals || !in->val_slot || !in->out_slot || !in->arena_bytes) st = cg_lower_oom();
     if (!st) memcpy(in->sym_vals, sym_vals, sizeof(int64_t) * (size_t)m->n_syms);
     if (!st) st = source_slots(&b, sym_vals);
     if (!st) st = lower_nodes(&b);

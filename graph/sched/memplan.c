@@ -46,30 +46,75 @@ static size_t assign_offsets(interval *iv, int n) {
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-/* The arena of every device the instance uses, and a view of it for each
- * temporary and workspace there. */
+/* Views of arena `a` on device d (or every device, d < 0) for the
+ * instance's temporaries and workspaces there, replacing the ones it had. */
+static cg_status view_arena(cg_plan *p, instance *in, int d, const cg_buf *a) {
+    cg_status st = CG_OK;
+    for (int i = 0; !st && i < in->n_slots; i++) {
+        slot *s = &in->slots[i];
+        if (s->kind != SLOT_TEMP || s->def_step < 0 || (d >= 0 && s->dev != d)) continue;
+        cg_dev_free(p->devs[s->dev].dev, &s->buf);
+        st = cg_dev_view(p->devs[s->dev].dev, &a[d >= 0 ? 0 : s->dev], s->offset, cg_desc_bytes(&s->desc), &s->buf);
+    }
+    for (int si = 0; !st && si < in->n_steps; si++) {
+        step *k = &in->steps[si];
+        if (k->kind != STEP_KERNEL || !k->ws_bytes || (d >= 0 && k->dev != d)) continue;
+        cg_dev_free(p->devs[k->dev].dev, &k->ws);
+        st = cg_dev_view(p->devs[k->dev].dev, &a[d >= 0 ? 0 : k->dev], k->ws_offset, k->ws_bytes, &k->ws);
+    }
+    return st;
+}
+
+/* Room for `bytes` in the plan's arena on device d. A larger arena is
+ * allocated half again as large as the one it replaces (a binding that
+ * grows by a step per run, a decoder's caches, then moves a logarithmic
+ * number of times), and the cached instances' views move to it. */
+static cg_status reserve_arena(cg_plan *p, int d, size_t bytes) {
+    cg_buf *a = &p->arena[d];
+    if (a->kind != CG_BUF_NONE && bytes <= a->bytes) return CG_OK;
+    cg_device *dev = p->devs[d].dev;
+    size_t want = a->kind == CG_BUF_NONE || a->bytes + a->bytes / 2 < bytes ? bytes : a->bytes + a->bytes / 2;
+    cg_buf m;
+    cg_status st = cg_dev_alloc(dev, want, &m);
+    if (st && want > bytes) {
+        cg_error_clear();
+        st = cg_dev_alloc(dev, bytes, &m);
+    }
+    if (st == CG_ERR_NO_MEMORY) cg_error_prefix("the plan needs %zu bytes on %s: ", bytes, cg_plan_dev_name(p, d));
+    if (st) return st;
+    for (int i = 0; !st && i < p->n_inst; i++) st = view_arena(p, p->inst[i], d, &m);
+    if (st) { /* the instances that moved cannot go back: drop them all */
+        for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
+        p->n_inst = 0;
+    }
+    cg_dev_free(dev, a);
+    *a = m;
+    p->arena_owner = NULL; /* what the old arena held is gone */
+    return st;
+}
+
+/* The plan's arena with room for the instance on every device it uses, and
+ * views of it for each temporary and workspace there. */
 static cg_status make_views(cg_plan *p, instance *in) {
     cg_status st = CG_OK;
     for (int d = 0; !st && d < p->n_devs; d++) {
         int used = 0;
         for (int i = 0; i < in->n_slots; i++) used |= in->slots[i].dev == d && in->slots[i].kind == SLOT_TEMP;
         for (int si = 0; si < in->n_steps; si++) used |= in->steps[si].dev == d && in->steps[si].ws_bytes;
-        if (!used) continue;
-        st = cg_dev_alloc(p->devs[d].dev, in->arena_bytes[d], &in->arena[d]);
-        if (st == CG_ERR_NO_MEMORY)
-            cg_error_prefix("the plan needs %zu bytes on %s: ", in->arena_bytes[d], cg_plan_dev_name(p, d));
+        if (used) st = reserve_arena(p, d, in->arena_bytes[d]);
     }
-    for (int i = 0; !st && i < in->n_slots; i++) {
-        slot *s = &in->slots[i];
-        if (s->kind != SLOT_TEMP || s->def_step < 0) continue;
-        st = cg_dev_view(p->devs[s->dev].dev, &in->arena[s->dev], s->offset, cg_desc_bytes(&s->desc), &s->buf);
-    }
-    for (int si = 0; !st && si < in->n_steps; si++) {
-        step *k = &in->steps[si];
-        if (k->kind != STEP_KERNEL || !k->ws_bytes) continue;
-        st = cg_dev_view(p->devs[k->dev].dev, &in->arena[k->dev], k->ws_offset, k->ws_bytes, &k->ws);
-    }
-    return st;
+    /* building may measure kernels in the arena (auto placement) */
+    p->arena_owner = NULL;
+    return st ? st : view_arena(p, in, -1, p->arena);
+}
+
+void cg_arena_claim(cg_plan *p, instance *in) {
+    if (p->arena_owner == in) return;
+    /* Another instance's run wrote over the values this one keeps between
+     * runs: its `once` steps' outputs and its kept inputs' copies. */
+    in->once_done = 0;
+    for (int si = 0; si < in->n_steps; si++) in->steps[si].kept_stamp = 0;
+    p->arena_owner = in;
 }
 
 /* Slot s lives through every run when a `once` step makes it. Its

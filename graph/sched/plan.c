@@ -17,6 +17,8 @@ void cg_plan_free(cg_plan *p) {
         return;
     }
     for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
+    for (int d = 0; p->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &p->arena[d]);
+    free(p->arena);
     for (int d = 0; p->params && d < p->n_devs; d++)
         for (int v = 0; v < p->graph->n_values; v++)
             cg_dev_free(p->devs[d].dev, &p->params[(size_t)d * (size_t)p->graph->n_values + (size_t)v]);
@@ -116,7 +118,8 @@ cg_status cg_plan_create_one(cg_model *m, cg_graph *g, const cg_plan_options *op
     if (!st) {
         p->params = calloc((size_t)p->n_devs * (size_t)g->n_values + 1, sizeof *p->params);
         p->inbuf = calloc((size_t)g->n_inputs + 1, sizeof *p->inbuf);
-        if (!p->params || !p->inbuf) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        p->arena = calloc((size_t)p->n_devs + 1, sizeof *p->arena);
+        if (!p->params || !p->inbuf || !p->arena) st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
     if (!st) st = cg_plan_sort_input_names(p);
     if (!st) st = cg_keep_init(p);

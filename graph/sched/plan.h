@@ -117,8 +117,7 @@ typedef struct instance {
     int32_t *out_slot;                       /* graph outputs -> slots */
     int32_t *copy_src, *copy_dev, *copy_dst; /* memo of copies made */
     int n_copies, cap_copies;
-    size_t *arena_bytes; /* per plan device */
-    cg_buf *arena;       /* per plan device: one allocation, views for its slots */
+    size_t *arena_bytes; /* per plan device: what its slots need of the plan's arena */
     size_t state_bytes;  /* kernel states of its steps */
     cg_buf *check;       /* per plan device: its steps' check words (checks.c) */
     int *check_n;        /* per plan device: how many words */
@@ -167,6 +166,11 @@ struct cg_plan {
     cg_buf *params; /* [n_devs * n_values]: parameter replicas */
     int n_inst;
     instance *inst[CG_PLAN_CACHED_INSTANCES];
+    /* Per device: one arena the cached instances share (runs of a plan
+     * never overlap), views of it for their temporaries; the instance whose
+     * values it holds now (memplan.c cg_arena_claim). */
+    cg_buf *arena;
+    instance *arena_owner;
     uint64_t clock;
     const cg_buf **inptr; /* scratch for kernel arguments */
     const cg_buf **outptr;
@@ -316,8 +320,13 @@ cg_status cg_repeat_check(cg_plan *p, cg_tensor **by_pos, cg_tensor **snap, cg_t
 
 /* ---- memplan.c ---- */
 
-/* Assigns offsets per device by liveness, sizes and creates the arenas and
- * views of an instance. */
+/* Assigns offsets per device by liveness, grows the plan's arenas to hold
+ * the instance, and makes its views of them. */
 cg_status cg_instance_memory(cg_plan *p, instance *in);
+
+/* Makes `in` the instance whose values the plan's arenas hold, before a
+ * run: when another instance ran last, what `in` keeps in the arena between
+ * runs (its `once` outputs, kept inputs' copies) is made again. */
+void cg_arena_claim(cg_plan *p, instance *in);
 
 #endif

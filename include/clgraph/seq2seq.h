@@ -206,8 +206,9 @@ CG_API cg_status cg_s2s_stats(const cg_s2s *m, cg_plan_stats *encoder_total, cg_
  * free it; it lives until cg_s2s_free. Give it to cg_plan_describe with a
  * binding of the model's dimensions to see where every node runs. `*plan` is
  * NULL (and the status CG_OK) for "decoder_logp" when the model has no such
- * graph (a model.cg may leave it out); any other name is
- * CG_ERR_INVALID_ARGUMENT.
+ * graph (a model.cg may leave it out, a Transformer has none); any other
+ * name is CG_ERR_INVALID_ARGUMENT, except a Transformer's "cross_kv" and
+ * "decoder_step" ("decoder" is that one too: the plan each step runs).
  */
 CG_API cg_status cg_s2s_plan(cg_s2s *m, const char *graph, cg_plan **plan);
 

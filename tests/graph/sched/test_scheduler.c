@@ -706,11 +706,16 @@ START_TEST(kept_inputs) {
     keep_check(p, x, w, n, 3 * b, "after cg_tensor_touch");
     /* Another tensor: uploaded. */
     keep_check(p, x2, w, n, 3 * b, "another tensor");
-    /* Another shape is another instance with its own copy; back to the first
-     * shape, the first instance's copy of x2 is still right. */
+    /* Another shape is another instance; the instances share the plan's
+     * arena, and the plan's device copy now holds xs: back to the first
+     * shape, x2 is uploaded again, then kept. */
     cg_tensor *xs = make_f32(1, &n2, 4), *ws = make_f32(1, &n2, 5);
     keep_check(p, xs, ws, n2, 3 * (uint64_t)n2 * 4, "second shape");
-    keep_check(p, x2, w, n, 2 * b, "first shape again");
+    keep_check(p, x2, w, n, 3 * b, "first shape again");
+    keep_check(p, x2, w, n, 2 * b, "first shape, kept");
+    /* Back to the second shape: xs uploaded again (the copy held x2), then kept. */
+    keep_check(p, xs, ws, n2, 3 * (uint64_t)n2 * 4, "second shape's x again");
+    keep_check(p, xs, ws, n2, 2 * (uint64_t)n2 * 4, "second shape, kept");
     /* A tensor freed and another allocated (maybe at the same address) is
      * never taken for the freed one. */
     cg_tensor_free(x2);
