@@ -24,6 +24,30 @@ static void param(tf_out *t, const char *name, int a, int b) {
     else cg_strbuf_put(t->o, "  param %s: f32[%d] = \"%s\"\n", name, a, name);
 }
 
+/* The dtype name a matrix product's weights are declared in (tf_config.mm_dtype). */
+static const char *mm_name(const tf_out *t) {
+    return t->c->mm_dtype == CG_I8     ? "i8"
+           : t->c->mm_dtype == CG_BF16 ? "bf16"
+           : t->c->mm_dtype == CG_F16  ? "f16"
+                                       : "f32";
+}
+
+/* A matrix product's weight [a, b] as `name` (the file's tensor `file`) in
+ * mm_dtype; an i8 one with its per-row scales name_scale. */
+static void param_mm_as(tf_out *t, const char *name, const char *file, int a, int b) {
+    cg_strbuf_put(t->o, "  param %s: %s[%d, %d] = \"%s\"\n", name, mm_name(t), a, b, file);
+    if (t->c->mm_dtype == CG_I8) cg_strbuf_put(t->o, "  param %s_scale: f32[%d] = \"%s_scale\"\n", name, a, file);
+}
+
+static void param_mm(tf_out *t, const char *name, int a, int b) { param_mm_as(t, name, name, a, b); }
+
+/* out = linear(x) of module `mod` (weights mod.weight, mod.bias). */
+static void lin(tf_out *t, const char *out, const char *x, const char *mod) {
+    cg_strbuf_put(t->o, "  %s = linear(%s, %s.weight, %s.bias%s%s%s)\n", out, x, mod, mod,
+                  t->c->mm_dtype == CG_I8 ? ", " : "", t->c->mm_dtype == CG_I8 ? mod : "",
+                  t->c->mm_dtype == CG_I8 ? ".weight_scale" : "");
+}
+
 /* The name of the table token ids index: side's own, else the shared one. */
 static const char *embed_name(const tf_out *t, int dec) {
     const char *own = dec ? "model.decoder.embed_tokens.weight" : "model.encoder.embed_tokens.weight";
@@ -39,7 +63,7 @@ static void layer_params(tf_out *t, const char *pre, int cross, int ffn) {
     for (int a = 0; a <= cross; a++) {
         for (int p = 0; p < 4; p++) {
             snprintf(n, sizeof n, "%s.%s.%s.weight", pre, att[a], proj[p]);
-            param(t, n, D, D);
+            param_mm(t, n, D, D);
             snprintf(n, sizeof n, "%s.%s.%s.bias", pre, att[a], proj[p]);
             param(t, n, D, 0);
         }
@@ -49,11 +73,11 @@ static void layer_params(tf_out *t, const char *pre, int cross, int ffn) {
         }
     }
     snprintf(n, sizeof n, "%s.fc1.weight", pre);
-    param(t, n, ffn, D);
+    param_mm(t, n, ffn, D);
     snprintf(n, sizeof n, "%s.fc1.bias", pre);
     param(t, n, ffn, 0);
     snprintf(n, sizeof n, "%s.fc2.weight", pre);
-    param(t, n, D, ffn);
+    param_mm(t, n, D, ffn);
     snprintf(n, sizeof n, "%s.fc2.bias", pre);
     param(t, n, D, 0);
     for (int w = 0; w < 2; w++) {
@@ -68,17 +92,22 @@ static void attention(tf_out *t, const char *v, const char *pre, const char *att
                       const char *L, const char *S, int H, const char *mask, int causal) {
     const int D = t->c->d_model, Dh = D / H;
     static const char *const qkv[3] = {"q", "k", "v"};
+    char out[64], mod[160];
     for (int i = 0; i < 3; i++) {
-        cg_strbuf_put(t->o, "  %s_%s = linear(%s, %s.%s.%s_proj.weight, %s.%s.%s_proj.bias)\n", v, qkv[i], i ? kv : x,
-                      pre, att, qkv[i], pre, att, qkv[i]);
+        snprintf(out, sizeof out, "%s_%s", v, qkv[i]);
+        snprintf(mod, sizeof mod, "%s.%s.%s_proj", pre, att, qkv[i]);
+        lin(t, out, i ? kv : x, mod);
         cg_strbuf_put(t->o, "  %s_%s4 = reshape(%s_%s) {shape: [B, %s, %d, %d]}\n", v, qkv[i], v, qkv[i], i ? S : L, H,
                       Dh);
     }
     cg_strbuf_put(t->o, "  %s_a4 = sdpa(%s_q4, %s_k4, %s_v4%s%s) {layout: \"bshd\"%s}\n", v, v, v, v, mask ? ", " : "",
                   mask ? mask : "", causal ? ", causal: 1" : "");
     cg_strbuf_put(t->o, "  %s_a = reshape(%s_a4) {shape: [B, %s, %d]}\n", v, v, L, D);
-    cg_strbuf_put(t->o, "  %s_o = linear(%s_a, %s.%s.out_proj.weight, %s.%s.out_proj.bias)\n", v, v, pre, att, pre,
-                  att);
+    char a[64];
+    snprintf(out, sizeof out, "%s_o", v);
+    snprintf(a, sizeof a, "%s_a", v);
+    snprintf(mod, sizeof mod, "%s.%s.out_proj", pre, att);
+    lin(t, out, a, mod);
 }
 
 /* The activation of the feed-forward block on `in` into `out`, as
@@ -132,12 +161,15 @@ static void add_norm(tf_out *t, const char *out, const char *o, const char *in, 
 }
 
 static void ffn(tf_out *t, const char *v, const char *pre, const char *x) {
-    char a[64], f1[64];
+    char a[64], f1[64], f2[64], mod[160];
     snprintf(f1, sizeof f1, "%s_f1", v);
     snprintf(a, sizeof a, "%s_act", v);
-    cg_strbuf_put(t->o, "  %s = linear(%s, %s.fc1.weight, %s.fc1.bias)\n", f1, x, pre, pre);
+    snprintf(f2, sizeof f2, "%s_f2", v);
+    snprintf(mod, sizeof mod, "%s.fc1", pre);
+    lin(t, f1, x, mod);
     activation(t, a, f1);
-    cg_strbuf_put(t->o, "  %s_f2 = linear(%s, %s.fc2.weight, %s.fc2.bias)\n", v, a, pre, pre);
+    snprintf(mod, sizeof mod, "%s.fc2", pre);
+    lin(t, f2, a, mod);
 }
 
 /* The feed-forward block of layer <tag><l> and its add & norm: *out
@@ -164,14 +196,23 @@ static void layers_params(tf_out *t, int dec) {
  * tied embedding) and final_logits_bias when the file has them. */
 typedef struct {
     const char *head;
-    int bias;
+    int bias, mm; /* mm: the head is declared in mm_dtype */
 } tf_head;
 
+/* The output projection is read in mm_dtype when the file stores it so
+ * (`clgraph quantize` narrows the tied embedding too); the embedding reads
+ * the same tensor widened to f32 then (a second param of the file's tensor). */
 static tf_head head_params(tf_out *t) {
     const char *emb = embed_name(t, 1);
     param(t, emb, t->c->dec_vocab, t->c->d_model);
-    tf_head h = {t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb, t->has("final_logits_bias", t->user)};
-    if (h.head != emb) param(t, h.head, t->c->dec_vocab, t->c->d_model);
+    tf_head h = {t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb, t->has("final_logits_bias", t->user),
+                 t->c->head_mm};
+    if (h.mm) {
+        param_mm_as(t, "head.weight", h.head, t->c->dec_vocab, t->c->d_model);
+        h.head = "head.weight";
+    } else if (h.head != emb) {
+        param(t, h.head, t->c->dec_vocab, t->c->d_model);
+    }
     if (h.bias) cg_strbuf_put(t->o, "  param final_logits_bias: f32[1, %d] = \"final_logits_bias\"\n", t->c->dec_vocab);
     return h;
 }
@@ -179,11 +220,12 @@ static tf_head head_params(tf_out *t) {
 /* logits = x head^T (+ final_logits_bias, as linear's bias: one pass over
  * the widest output instead of two). */
 static void head_logits(tf_out *t, const tf_head *h, const char *x) {
+    const char *sc = h->mm && t->c->mm_dtype == CG_I8 ? ", head.weight_scale" : "";
     if (h->bias)
         cg_strbuf_put(t->o,
-                      "  logits_b = reshape(final_logits_bias) {shape: [%d]}\n  logits = linear(%s, %s, logits_b)\n",
-                      t->c->dec_vocab, x, h->head);
-    else cg_strbuf_put(t->o, "  logits = linear(%s, %s)\n", x, h->head);
+                      "  logits_b = reshape(final_logits_bias) {shape: [%d]}\n  logits = linear(%s, %s, logits_b%s)\n",
+                      t->c->dec_vocab, x, h->head, sc);
+    else cg_strbuf_put(t->o, "  logits = linear(%s, %s%s)\n", x, h->head, sc);
 }
 
 static void encoder(tf_out *t) {
@@ -247,7 +289,7 @@ static void cross_kv(tf_out *t) {
         for (int i = 0; i < 2; i++) {
             snprintf(pre, sizeof pre, "model.decoder.layers.%d.encoder_attn.%s_proj", l, i ? "v" : "k");
             snprintf(n, sizeof n, "%s.weight", pre);
-            param(t, n, D, D);
+            param_mm(t, n, D, D);
             snprintf(n, sizeof n, "%s.bias", pre);
             param(t, n, D, 0);
         }
@@ -255,7 +297,8 @@ static void cross_kv(tf_out *t) {
         for (int i = 0; i < 2; i++) {
             const char *kv = i ? "v" : "k";
             snprintf(pre, sizeof pre, "model.decoder.layers.%d.encoder_attn.%s_proj", l, kv);
-            cg_strbuf_put(t->o, "  c%s%d_2 = linear(enc, %s.weight, %s.bias)\n", kv, l, pre, pre);
+            snprintf(n, sizeof n, "c%s%d_2", kv, l);
+            lin(t, n, "enc", pre);
             cg_strbuf_put(t->o, "  c%s%d = reshape(c%s%d_2) {shape: [N, S, %d, %d]}\n", kv, l, kv, l, H, D / H);
         }
     cg_strbuf_put(t->o, "  output ");
@@ -270,9 +313,11 @@ static void cross_kv(tf_out *t) {
 static void step_self_attention(tf_out *t, int l, const char *pre, const char *x) {
     const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
     static const char *const qkv[3] = {"q", "k", "v"};
+    char out[32], mod[160];
     for (int i = 0; i < 3; i++) {
-        cg_strbuf_put(t->o, "  s%d_%s = linear(%s, %s.self_attn.%s_proj.weight, %s.self_attn.%s_proj.bias)\n", l,
-                      qkv[i], x, pre, qkv[i], pre, qkv[i]);
+        snprintf(out, sizeof out, "s%d_%s", l, qkv[i]);
+        snprintf(mod, sizeof mod, "%s.self_attn.%s_proj", pre, qkv[i]);
+        lin(t, out, x, mod);
         cg_strbuf_put(t->o, "  s%d_%s4 = reshape(s%d_%s) {shape: [B, 1, %d, %d]}\n", l, qkv[i], l, qkv[i], H, Dh);
     }
     /* each row continues the row `parent` names of the last step's caches */
@@ -281,15 +326,20 @@ static void step_self_attention(tf_out *t, int l, const char *pre, const char *x
                   l, l, l, l);
     cg_strbuf_put(t->o, "  s%d_a4 = sdpa(s%d_q4, nk%d, nv%d) {layout: \"bshd\"}\n", l, l, l, l);
     cg_strbuf_put(t->o, "  s%d_a = reshape(s%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
-    cg_strbuf_put(t->o, "  s%d_o = linear(s%d_a, %s.self_attn.out_proj.weight, %s.self_attn.out_proj.bias)\n", l, l,
-                  pre, pre);
+    char a[32];
+    snprintf(out, sizeof out, "s%d_o", l);
+    snprintf(a, sizeof a, "s%d_a", l);
+    snprintf(mod, sizeof mod, "%s.self_attn.out_proj", pre);
+    lin(t, out, a, mod);
 }
 
 /* Cross-attention of one step: row b reads source sentence[b]'s keys. */
 static void step_cross_attention(tf_out *t, int l, const char *pre, const char *x) {
     const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
-    cg_strbuf_put(t->o, "  x%d_q = linear(%s, %s.encoder_attn.q_proj.weight, %s.encoder_attn.q_proj.bias)\n", l, x, pre,
-                  pre);
+    char out[32], a[32], mod[160];
+    snprintf(out, sizeof out, "x%d_q", l);
+    snprintf(mod, sizeof mod, "%s.encoder_attn.q_proj", pre);
+    lin(t, out, x, mod);
     cg_strbuf_put(t->o, "  x%d_q4 = reshape(x%d_q) {shape: [B, 1, %d, %d]}\n", l, l, H, Dh);
     cg_strbuf_put(t->o, "  x%d_k = gather_rows(ck%d, sentence)\n  x%d_v = gather_rows(cv%d, sentence)\n", l, l, l, l);
     if (l == 0) /* the rows' key-padding mask, shaped by the first gathered keys */
@@ -298,8 +348,10 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
                             "  mask = reshape(src_add) {shape: [B, 1, 1, S]}\n");
     cg_strbuf_put(t->o, "  x%d_a4 = sdpa(x%d_q4, x%d_k, x%d_v, mask) {layout: \"bshd\"}\n", l, l, l, l);
     cg_strbuf_put(t->o, "  x%d_a = reshape(x%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
-    cg_strbuf_put(t->o, "  x%d_o = linear(x%d_a, %s.encoder_attn.out_proj.weight, %s.encoder_attn.out_proj.bias)\n", l,
-                  l, pre, pre);
+    snprintf(out, sizeof out, "x%d_o", l);
+    snprintf(a, sizeof a, "x%d_a", l);
+    snprintf(mod, sizeof mod, "%s.encoder_attn.out_proj", pre);
+    lin(t, out, a, mod);
 }
 
 /* One decoding step over the caches: y [B] (the previous tokens), ypos

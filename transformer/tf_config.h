@@ -15,6 +15,11 @@ typedef struct tf_config {
     int pad_id, eos_id, start_id;
     int act;         /* TF_ACT_* */
     int scale_embed; /* embeddings times sqrt(d_model) */
+    /* The dtype the matrix products' weights are declared in: 0 (f32), or
+     * CG_BF16 / CG_F16 / CG_I8 where the weights file stores them so
+     * (clgraph quantize); head_mm: the output projection too. Set by the
+     * loader from the weights (tf_model.c), not from config.json. */
+    int mm_dtype, head_mm;
 } tf_config;
 
 /* Reads DIR/config.json; every mistake names the file and the key. */

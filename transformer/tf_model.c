@@ -28,11 +28,54 @@ int tf_dir_is_transformer(const char *dir) {
 
 static int has_weight(const char *name, void *user) { return cg_weights_find((cg_weights *)user, name) >= 0; }
 
-/* Quantized forms come later (issue 34): the graphs declare f32 weights. */
-static cg_status check_dtype(const char *dir, cg_dtype wdt) {
-    if (!wdt || wdt == CG_F32) return CG_OK;
-    return cg_error(CG_ERR_UNSUPPORTED, "%s: weights_dtype %s: Transformer models run f32 weights only so far", dir,
-                    cg_dtype_name(wdt));
+/* A weight of a matrix product: the attention projections, fc1, fc2,
+ * lm_head (what `clgraph quantize` narrows, with the tied embedding). */
+static int is_mm(const char *name) {
+    static const char *const ends[] = {"_proj.weight", ".fc1.weight", ".fc2.weight", NULL};
+    const size_t n = strlen(name);
+    for (int i = 0; ends[i]; i++) {
+        const size_t e = strlen(ends[i]);
+        if (n > e && !strcmp(name + n - e, ends[i])) return 1;
+    }
+    return !strcmp(name, "lm_head.weight");
+}
+
+/* The tensor the output projection reads (tf_build.c head_params). */
+static const char *head_name(cg_weights *w) {
+    if (cg_weights_find(w, "lm_head.weight") >= 0) return "lm_head.weight";
+    if (cg_weights_find(w, "model.decoder.embed_tokens.weight") >= 0) return "model.decoder.embed_tokens.weight";
+    return "model.shared.weight";
+}
+
+/* The dtype the products read their weights in: bf16, f16 or int8 where
+ * every one of them is stored so, else f32 (others are widened at load). */
+static void matmul_dtype(cg_weights *w, tf_config *c) {
+    const int idx = cg_weights_find(w, "model.decoder.layers.0.fc1.weight");
+    const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, idx) : CG_F32;
+    c->mm_dtype = c->head_mm = 0;
+    if (dt != CG_BF16 && dt != CG_F16 && dt != CG_I8) return;
+    for (int i = 0; i < cg_weights_count(w); i++)
+        if (is_mm(cg_weights_name(w, i)) && cg_weights_dtype(w, i) != dt) return;
+    c->mm_dtype = dt;
+    const int h = cg_weights_find(w, head_name(w));
+    c->head_mm = h >= 0 && cg_weights_dtype(w, h) == dt;
+}
+
+/* The weights as the load option says (cg_s2s_load_options.weights_dtype):
+ * 0 as stored; f32 widened at load; bf16, f16 or int8 narrowed at load
+ * (as `clgraph quantize` would, the tied embedding included) unless stored
+ * so. *w may be replaced. */
+static cg_status weights_as(cg_weights **w, tf_config *c, cg_dtype wdt) {
+    matmul_dtype(*w, c);
+    if (wdt == CG_F32) c->mm_dtype = c->head_mm = 0;
+    if (!wdt || wdt == CG_F32 || (c->mm_dtype == (int)wdt && c->head_mm)) return CG_OK;
+    cg_weights *q = NULL;
+    cg_status st = cg_weights_narrow(*w, wdt, cg_weights_pick_products, NULL, &q);
+    if (st) return st;
+    cg_weights_free(*w);
+    *w = q;
+    matmul_dtype(*w, c);
+    return CG_OK;
 }
 
 /* The graphs' text for configuration c over the weights file w. */
@@ -42,9 +85,9 @@ cg_status tf_graph_text(const char *dir, cg_dtype wdt, char **out) {
     tf_config c;
     cg_weights *w = NULL;
     char *wp = cg_path_join(dir, "model.safetensors");
-    cg_status st = wp ? check_dtype(dir, wdt) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    if (!st) st = tf_config_read(dir, &c);
+    cg_status st = wp ? tf_config_read(dir, &c) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st) st = cg_weights_open(wp, &w);
+    if (!st) st = weights_as(&w, &c, wdt);
     if (!st) st = build(&c, w, out);
     cg_weights_free(w);
     free(wp);
@@ -172,7 +215,7 @@ static cg_status load_vocab(tf_shared *sh) {
     return CG_OK;
 }
 
-static cg_status load_shared(cg_context *ctx, tf_shared *sh) {
+static cg_status load_shared(cg_context *ctx, tf_shared *sh, cg_dtype wdt) {
     char *wp = cg_path_join(sh->dir, "model.safetensors"), *cfg = cg_path_join(sh->dir, "config.json");
     char *text = NULL;
     cg_status st = wp && cfg ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -180,6 +223,7 @@ static cg_status load_shared(cg_context *ctx, tf_shared *sh) {
     if (!st) st = tf_generation_read(sh->dir, &sh->cfg, &sh->gen);
     if (!st) st = load_vocab(sh);
     if (!st) st = cg_weights_open(wp, &sh->weights);
+    if (!st) st = weights_as(&sh->weights, &sh->cfg, wdt);
     if (!st) st = build(&sh->cfg, sh->weights, &text);
     if (!st) {
         char label[4200];
@@ -197,8 +241,7 @@ static cg_status load_shared(cg_context *ctx, tf_shared *sh) {
 
 cg_status tf_load(cg_context *ctx, const char *dir, const cg_plan_options *placement, cg_dtype wdt, tf_handle **out) {
     *out = NULL;
-    cg_status st = check_dtype(dir, wdt);
-    if (st) return st;
+    cg_status st = CG_OK;
     tf_handle *h = calloc(1, sizeof *h);
     if (h && !(h->sh = calloc(1, sizeof *h->sh))) {
         free(h);
@@ -207,7 +250,7 @@ cg_status tf_load(cg_context *ctx, const char *dir, const cg_plan_options *place
     if (!h) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     atomic_init(&h->sh->refs, 1);
     h->sh->dir = cg_strdup(dir);
-    st = h->sh->dir ? load_shared(ctx, h->sh) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    st = h->sh->dir ? load_shared(ctx, h->sh, wdt) : cg_error(CG_ERR_NO_MEMORY, "out of memory");
     if (!st) st = make_plans(h, placement);
     if (st) {
         tf_free(h);

@@ -39,12 +39,13 @@ def conform(ops: Union[str, Sequence[str], None] = None, device: Optional[str] =
 
 
 _TO = {"int8": "i8", "i8": "i8", "bf16": "bf16", "bfloat16": "bf16", "f16": "f16", "float16": "f16"}
-_COPIED = ("config.json", "src.vocab", "tgt.vocab", "model.cg")
+_COPIED = ("config.json", "src.vocab", "tgt.vocab", "model.cg", "generation_config.json", "vocab.json", "source.spm",
+           "target.spm", "tokenizer_config.json", "special_tokens_map.json")
 
 
 def quantize(model_dir: Union[str, os.PathLike], output_dir: Union[str, os.PathLike], to: str = "int8",
              embeddings: bool = False) -> int:
-    """Writes `model_dir` (a seq2seq or forecaster directory) to
+    """Writes `model_dir` (a translation or forecaster directory) to
     `output_dir` with the weights of its matrix products stored as `to`
     ("int8": one scale per row; "bf16" or "f16": rounded to nearest even),
     as `clgraph quantize` does; biases, vectors and (unless `embeddings`)
@@ -56,14 +57,15 @@ def quantize(model_dir: Union[str, os.PathLike], output_dir: Union[str, os.PathL
     src, dst = os.fspath(model_dir), os.fspath(output_dir)
     if os.path.exists(dst) and os.path.samefile(src, dst):
         raise _clgraph.InvalidInput("quantize: the output directory is the model directory")
-    if os.path.exists(os.path.join(src, "src.vocab")):
+    # a MarianMT directory's weights are model.safetensors
+    weights = "model.safetensors" if os.path.exists(os.path.join(src, "model.safetensors")) else "weights.safetensors"
+    if os.path.exists(os.path.join(src, "src.vocab")) or weights == "model.safetensors":
         _clgraph.Translator(src, "cpu", None, [], 0, 0)
     else:
         _clgraph.Forecaster(src, "cpu", None, [], 0)
     os.makedirs(dst, exist_ok=True)
-    count = _clgraph.narrow_weights(os.path.join(src, "weights.safetensors"),
-                                    os.path.join(dst, "weights.safetensors"), _clgraph.dtypes()[_TO[to]][0],
-                                    bool(embeddings))
+    count = _clgraph.narrow_weights(os.path.join(src, weights), os.path.join(dst, weights),
+                                    _clgraph.dtypes()[_TO[to]][0], bool(embeddings))
     for name in _COPIED:
         path = os.path.join(src, name)
         if not os.path.exists(path):

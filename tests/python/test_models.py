@@ -240,6 +240,7 @@ def test_forecast_lists_attention_and_errors():
 
 
 @needs_cli
+@needs_cli
 def test_quantize_writes_what_the_cli_writes(tmp_path):
     for to in ("int8", "bf16"):
         ours, theirs = tmp_path / f"py_{to}", tmp_path / f"cli_{to}"
@@ -249,6 +250,15 @@ def test_quantize_writes_what_the_cli_writes(tmp_path):
         for name in sorted(os.listdir(theirs)):
             assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
     t = clgraph.Translator(tmp_path / "py_int8")
+    assert t.translate_batch(["November 22, 2026"])[0].hypotheses == ["2026-11-22"]
+    marian()  # skips without SentencePiece
+    ours, theirs = tmp_path / "marian_py", tmp_path / "marian_cli"
+    assert clgraph.quantize(MARIAN, ours, to="int8") == 33
+    cli("quantize", MARIAN, "--to", "int8", "-o", str(theirs))
+    assert sorted(os.listdir(ours)) == sorted(os.listdir(theirs))
+    for name in sorted(os.listdir(theirs)):
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+    t = clgraph.Translator(ours)
     assert t.translate_batch(["November 22, 2026"])[0].hypotheses == ["2026-11-22"]
     with pytest.raises(clgraph.Error):
         clgraph.quantize(os.path.join(ROOT, "tests"), tmp_path / "bad")

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clgraph/clgraph.h"
 #include "clgraph/seq2seq.h"
@@ -165,6 +166,44 @@ START_TEST(cli_translates_the_demo) {
 }
 END_TEST
 
+/* The narrowed forms of the demo: `clgraph quantize --to int8 / bf16`
+ * (model.safetensors and the tokenizer files written, the tied embedding
+ * narrowed too) and --weights-dtype at load translate the samples as the
+ * f32 model does, on the CPU and the first OpenCL device. */
+START_TEST(cli_quantized_forms) {
+    if (!tu_have_feature("sentencepiece")) return;
+    char dir[512], in[512], want[512];
+    src_path(dir, sizeof dir, "models/marian_dates");
+    src_path(in, sizeof in, "models/dates/samples.txt");
+    char *expected = tu_read_text(src_path(want, sizeof want, "models/dates/samples.expected"), NULL);
+    static const char *const to[3] = {"int8", "bf16", "f16"};
+    for (int i = 0; i < 3; i++) {
+        char out[600];
+        snprintf(out, sizeof out, "%s/q_%s", tu_dir, to[i]);
+        const char *q[] = {"quantize", dir, "--to", to[i], "-o", out, NULL};
+        ck_assert_msg(tu_run_cli(q, NULL, NULL) == 0, "%s: %s", to[i], tu_err);
+        ck_assert_msg(strstr(tu_err, "33 of 86 tensors"), "%s: %s", to[i], tu_err);
+        static const char *const files[] = {"config.json", "generation_config.json", "vocab.json", "source.spm",
+                                            "target.spm",  "model.safetensors"};
+        for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+            char path[700];
+            snprintf(path, sizeof path, "%s/%s", out, files[f]);
+            ck_assert_msg(access(path, R_OK) == 0, "%s: no %s", to[i], files[f]);
+        }
+        const char *devs[2] = {"cpu", "opencl:0"};
+        for (int d = 0; d < (cg_device_count() > 1 ? 2 : 1); d++) {
+            const char *tr[] = {"translate", out, "--device", devs[d], NULL};
+            ck_assert_msg(tu_run_cli(tr, NULL, in) == 0, "%s on %s: %s", to[i], devs[d], tu_err);
+            ck_assert_msg(!strcmp(tu_out, expected), "%s on %s: %s", to[i], devs[d], tu_out);
+            const char *wd[] = {"translate", dir, "--weights-dtype", to[i], "--device", devs[d], NULL};
+            ck_assert_msg(tu_run_cli(wd, NULL, in) == 0, "--weights-dtype %s on %s: %s", to[i], devs[d], tu_err);
+            ck_assert_msg(!strcmp(tu_out, expected), "--weights-dtype %s on %s: %s", to[i], devs[d], tu_out);
+        }
+    }
+    free(expected);
+}
+END_TEST
+
 /* A directory without tokenizer files translates ids (--ids: transformers'
  * greedy ids out); text is refused with one line saying so. Mistakes in
  * options the model bounds are one line each. */
@@ -226,6 +265,7 @@ int main(void) {
     tcase_set_timeout(tcli, 300);
     tcase_add_test(tcli, cli_translates_the_demo);
     tcase_add_test(tcli, cli_ids_and_mistakes);
+    tcase_add_test(tcli, cli_quantized_forms);
     suite_add_tcase(s, tcli);
     return tu_run_suite(s, 0);
 }

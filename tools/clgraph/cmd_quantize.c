@@ -77,15 +77,22 @@ static char *join(const char *dir, const char *name) {
 /* One line: the mistake and where the usage is. */
 static int usage_error(const char *msg) { return cli_usage("quantize", CLI_HINT_SEE, "%s", msg); }
 
-/* The model directory loaded as translate (a directory with src.vocab) or
- * forecast would load it, on the CPU, so that a copy is never made of a
- * directory those commands refuse (a config.json of "{" was copied and
- * reported as quantized). Prints the error. */
-static int validate(const char *dir) {
-    char *sv = join(dir, "src.vocab");
+/* Whether dir has file `name`. */
+static int has_file(const char *dir, const char *name) {
+    char *p = join(dir, name);
     struct stat st;
-    int s2s = sv && !stat(sv, &st);
-    free(sv);
+    int yes = p && !stat(p, &st);
+    free(p);
+    return yes;
+}
+
+/* The model directory loaded as translate (a directory with src.vocab, or
+ * a MarianMT one with model.safetensors) or forecast would load it, on the
+ * CPU, so that a copy is never made of a directory those commands refuse (a
+ * config.json of "{" was copied and reported as quantized). Prints the
+ * error. */
+static int validate(const char *dir) {
+    int s2s = has_file(dir, "src.vocab") || has_file(dir, "model.safetensors");
     cg_context *ctx = NULL;
     if (cg_context_create(NULL, &ctx)) return cli_fail();
     cg_plan_options popt = {.struct_size = sizeof(cg_plan_options), .device = "cpu"};
@@ -103,14 +110,25 @@ static int validate(const char *dir) {
     return rc;
 }
 
-static const char *const copied[] = {"config.json", "src.vocab", "tgt.vocab", "model.cg", NULL};
+/* The other files of the three families' directories. */
+static const char *const copied[] = {"config.json",
+                                     "src.vocab",
+                                     "tgt.vocab",
+                                     "model.cg",
+                                     "generation_config.json",
+                                     "vocab.json",
+                                     "source.spm",
+                                     "target.spm",
+                                     "tokenizer_config.json",
+                                     "special_tokens_map.json",
+                                     NULL};
 
 /* After a failure, an output directory this run made goes with whatever
  * it wrote there; a directory that was there keeps its files (each is its
  * old or its whole new version: every file is written whole or not at
  * all). */
-static void clean_up(const char *out) {
-    char *p = join(out, "weights.safetensors");
+static void clean_up(const char *out, const char *weights) {
+    char *p = join(out, weights);
     if (p) remove(p);
     free(p);
     for (int k = 0; copied[k]; k++) {
@@ -153,7 +171,9 @@ int cli_quantize(int argc, char **argv) {
         fprintf(stderr, "clgraph quantize: cannot create %s: %s\n", out, strerror(errno));
         return CLI_FAIL;
     }
-    char *wp = join(dir, "weights.safetensors"), *op = join(out, "weights.safetensors");
+    /* a MarianMT directory's weights are model.safetensors */
+    const char *wname = has_file(dir, "model.safetensors") ? "model.safetensors" : "weights.safetensors";
+    char *wp = join(dir, wname), *op = join(out, wname);
     cg_weights *w = NULL, *q = NULL;
     struct pick pk = {embeddings, 0};
     rc = wp && op ? CLI_OK : CLI_FAIL;
@@ -168,7 +188,7 @@ int cli_quantize(int argc, char **argv) {
         free(s);
         free(d);
     }
-    if (rc && made_dir) clean_up(out);
+    if (rc && made_dir) clean_up(out, wname);
     struct stat si, so;
     if (!rc && !stat(wp, &si) && !stat(op, &so))
         fprintf(stderr, "clgraph quantize: %zu of %d tensors to %s, %.1f MiB -> %.1f MiB: %s\n", pk.converted,

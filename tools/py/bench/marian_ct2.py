@@ -37,8 +37,9 @@ def make_model(work, small):
     demo's SentencePiece models; vocab.json with OPUS-MT's layout: </s> 0,
     <unk> 1, <pad> last) and its CTranslate2 conversion."""
     hf, ct2 = os.path.join(work, "hf"), os.path.join(work, "ct2")
-    if os.path.exists(os.path.join(ct2, "model.bin")):
+    if os.path.exists(os.path.join(ct2, "model.bin")) and os.path.exists(os.path.join(ct2 + "_int8", "model.bin")):
         return hf, ct2
+    shutil.rmtree(hf, ignore_errors=True)
     import torch
     from transformers import MarianConfig, MarianMTModel
     cfg = dict(BASE)
@@ -67,8 +68,10 @@ def make_model(work, small):
     gc = os.path.join(hf, "generation_config.json")
     if os.path.exists(gc):
         os.remove(gc)
-    subprocess.run([os.path.join(os.path.dirname(sys.executable), "ct2-transformers-converter"), "--model", hf,
-                    "--output_dir", ct2, "--force"], check=True)
+    conv = os.path.join(os.path.dirname(sys.executable), "ct2-transformers-converter")
+    subprocess.run([conv, "--model", hf, "--output_dir", ct2 + "_int8", "--quantization", "int8", "--force"],
+                   check=True)
+    subprocess.run([conv, "--model", hf, "--output_dir", ct2, "--force"], check=True)
     return hf, ct2
 
 
@@ -77,9 +80,10 @@ def sources(n, V, seed=1):
     return [rng.integers(2, V - 1, int(rng.integers(12, 25))).tolist() + [0] for _ in range(n)]
 
 
-def run_ct2(ct2, src, batch, beam, steps, threads, V):
+def run_ct2(ct2, src, batch, beam, steps, threads, int8):
     import ctranslate2
-    t = ctranslate2.Translator(ct2, device="cpu", intra_threads=threads, inter_threads=1)
+    t = ctranslate2.Translator(ct2 + ("_int8" if int8 else ""), device="cpu", intra_threads=threads,
+                               inter_threads=1, compute_type="int8" if int8 else "float32")
     toks = [[f"\u2581w{i}" if i else "</s>" for i in s] for s in src]
 
     def go():
@@ -89,10 +93,13 @@ def run_ct2(ct2, src, batch, beam, steps, threads, V):
     return go
 
 
-def run_clgraph(hf, src, batch, beam, steps, threads):
+def run_clgraph(hf, src, batch, beam, steps, threads, int8):
     os.environ["CLGRAPH_THREADS"] = str(threads)
     import clgraph
-    t = clgraph.Translator(hf, intra_threads=threads)
+    # int8: the directory `clgraph quantize --to int8` wrote (as CTranslate2 reads its converted int8 model)
+    if int8 and not os.path.exists(os.path.join(hf + "_int8", "model.safetensors")):
+        clgraph.quantize(hf, hf + "_int8", to="int8")
+    t = clgraph.Translator(hf + "_int8" if int8 else hf, intra_threads=threads)
 
     def go():
         # max_decoding_length counts the EOS: `steps` decoder steps, as CTranslate2's
@@ -108,8 +115,8 @@ def one_engine(args):
     V = BASE["vocab_size"] if not args.small else 1000
     n = args.batch if args.batch > 1 else args.sentences_b1
     src = sources(n, V)
-    go = (run_ct2(ct2, src, args.batch, args.beam, args.steps, args.threads, V) if args.engine == "ct2"
-          else run_clgraph(hf, src, args.batch, args.beam, args.steps, args.threads))
+    go = (run_ct2(ct2, src, args.batch, args.beam, args.steps, args.threads, args.int8) if args.engine == "ct2"
+          else run_clgraph(hf, src, args.batch, args.beam, args.steps, args.threads, args.int8))
     go()  # warm
     best = None
     for _ in range(args.rounds):
@@ -133,7 +140,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sentences-b1", type=int, default=8, dest="sentences_b1")
     ap.add_argument("--small", action="store_true", help="a tiny model, to try the script")
+    ap.add_argument("--dtypes", default="fp32,int8", help="fp32, int8 or both")
     ap.add_argument("--engine", help=argparse.SUPPRESS)
+    ap.add_argument("--int8", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--beam", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--hf", help=argparse.SUPPRESS)
@@ -143,17 +152,19 @@ def main():
         return one_engine(args)
     hf, ct2 = make_model(args.work, args.small)
     rows = []
-    for name, batch, beam in WORKLOADS:
-        got = {}
-        for engine in ("ct2", "clgraph"):  # interleaved: one workload, both engines
-            cmd = [sys.executable, __file__, "--engine", engine, "--batch", str(batch), "--beam", str(beam), "--hf",
-                   hf, "--ct2", ct2, "--threads", str(args.threads), "--steps", str(args.steps), "--rounds",
-                   str(args.rounds), "--sentences-b1", str(args.sentences_b1)] + (["--small"] if args.small else [])
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            got[engine] = json.loads(out.strip().splitlines()[-1])
-        rows.append((name, got))
-        print(name, json.dumps(got), file=sys.stderr)
-    print(f"fp32, {args.threads} threads, {args.steps} tokens per hypothesis, best of {args.rounds}; "
+    for dtype in args.dtypes.split(","):
+        for name, batch, beam in WORKLOADS:
+            got = {}
+            for engine in ("ct2", "clgraph"):  # interleaved: one workload, both engines
+                cmd = [sys.executable, __file__, "--engine", engine, "--batch", str(batch), "--beam", str(beam),
+                       "--hf", hf, "--ct2", ct2, "--threads", str(args.threads), "--steps", str(args.steps),
+                       "--rounds", str(args.rounds), "--sentences-b1", str(args.sentences_b1)]
+                cmd += (["--small"] if args.small else []) + (["--int8"] if dtype == "int8" else [])
+                out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+                got[engine] = json.loads(out.strip().splitlines()[-1])
+            rows.append((f"{dtype} {name}", got))
+            print(dtype, name, json.dumps(got), file=sys.stderr)
+    print(f"{args.threads} threads, {args.steps} tokens per hypothesis, best of {args.rounds}; "
           f"load average {os.getloadavg()[0]:.2f}\n")
     print("| workload | CTranslate2 tok/s | clgraph tok/s | ratio | CTranslate2 peak RSS MB | clgraph peak RSS MB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
