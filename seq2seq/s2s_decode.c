@@ -229,6 +229,9 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
                         o.max_len);
     if (!isfinite(o.alpha) || o.alpha < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: alpha must be a finite number >= 0, got %g", o.alpha);
+    if (!m->tf && (o.attention_head < 0 || o.attention_head > 1))
+        return cg_error(CG_ERR_INVALID_ARGUMENT,
+                        "translate: attention_head %d: the RNN family's attention has one head", o.attention_head);
     if (m->tf) {
         for (int i = 0; i < n; i++)
             if (src_len[i] < 0 || (src_len[i] && !src[i]))

@@ -333,7 +333,10 @@ static void step_self_attention(tf_out *t, int l, const char *pre, const char *x
     lin(t, out, a, mod);
 }
 
-/* Cross-attention of one step: row b reads source sentence[b]'s keys. */
+/* Cross-attention of one step: row b reads source sentence[b]'s keys. The
+ * last layer's also gives its weights per head, a [B, H, S], as
+ * transformers' eager attention computes them (q k^T, times the scaling,
+ * plus the mask, softmax): the attention maps. */
 static void step_cross_attention(tf_out *t, int l, const char *pre, const char *x) {
     const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
     char out[32], a[32], mod[160];
@@ -347,6 +350,14 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
                             "  src_add = affine(src_keepf) {alpha: " TF_MASK_MIN ", beta: -" TF_MASK_MIN "}\n"
                             "  mask = reshape(src_add) {shape: [B, 1, 1, S]}\n");
     cg_strbuf_put(t->o, "  x%d_a4 = sdpa(x%d_q4, x%d_k, x%d_v, mask) {layout: \"bshd\"}\n", l, l, l, l);
+    if (l == t->c->dec_layers - 1) /* the attention maps: the last layer's */
+        cg_strbuf_put(
+            t->o,
+            "  xa_qh = transpose(x%d_q4) {perm: [0, 2, 1, 3]}\n  xa_kh = transpose(x%d_k) {perm: [0, 2, 3, 1]}\n"
+            "  xa_s = matmul(xa_qh, xa_kh)\n  xa_ss = affine(xa_s) {alpha: %.17g, beta: 0}\n"
+            "  xa_m = add(xa_ss, mask)\n  xa_p = softmax(xa_m) {axis: -1}\n"
+            "  a = reshape(xa_p) {shape: [B, %d, S]}\n",
+            l, l, 1.0 / sqrt((double)Dh), H);
     cg_strbuf_put(t->o, "  x%d_a = reshape(x%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
     snprintf(out, sizeof out, "x%d_o", l);
     snprintf(a, sizeof a, "x%d_a", l);
@@ -391,7 +402,7 @@ static void decoder_step(tf_out *t) {
     cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n", x, D);
     head_logits(t, &h, "xl");
     cg_strbuf_put(t->o, "  top_logp, top_id = log_softmax_topk(logits) {k: %d}\n", TF_TOP_K);
-    cg_strbuf_put(t->o, "  output logits, top_logp, top_id");
+    cg_strbuf_put(t->o, "  output logits, top_logp, top_id, a");
     for (int l = 0; l < c->dec_layers; l++) cg_strbuf_put(t->o, ", nk%d, nv%d", l, l);
     cg_strbuf_put(t->o, "\n}\n");
 }

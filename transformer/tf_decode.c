@@ -23,6 +23,7 @@ typedef struct tf_batch {
     int wide;              /* the search needs more than TF_TOP_K candidates: logits read, log_softmax here */
     int32_t **src;         /* the sources with their EOS */
     int *len;              /* their lengths */
+    int *given;            /* the lengths the caller gave (the attention maps' columns) */
     cg_tensor *enc, *elen; /* the encoder's output, the lengths */
     cg_tensor **ckv;       /* [2L]: ck0, cv0, ck1, ... */
     cg_tensor **in, **out; /* decoder_step's tensors by position */
@@ -30,6 +31,7 @@ typedef struct tf_batch {
     int *idx_c, n_c;       /* ... and all but the carried caches */
     cg_tensor **in_c;
     float *logp; /* wide: [max_rows, V] */
+    float *att;  /* attention: [max_rows, S], the rows' maps (heads averaged or one) */
     s2s_search s;
     s2s_sent *ss;
     s2s_row *rows;
@@ -46,11 +48,13 @@ static cg_status sources(tf_batch *bt, const int *ids, const int32_t *const *src
     const int eos = bt->h->sh->cfg.eos_id;
     bt->src = calloc((size_t)bt->nb, sizeof *bt->src);
     bt->len = calloc((size_t)bt->nb, sizeof *bt->len);
-    if (!bt->src || !bt->len) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    bt->given = calloc((size_t)bt->nb, sizeof *bt->given);
+    if (!bt->src || !bt->len || !bt->given) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     bt->S = 1;
     for (int b = 0; b < bt->nb; b++) {
         const int n = src_len[ids[b]], ends = n > 0 && src[ids[b]][n - 1] == eos;
         bt->len[b] = n + !ends;
+        bt->given[b] = n;
         if (!(bt->src[b] = malloc(sizeof(int32_t) * (size_t)bt->len[b])))
             return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
         if (n) memcpy(bt->src[b], src[ids[b]], sizeof(int32_t) * (size_t)n);
@@ -117,6 +121,10 @@ static cg_status open_step(tf_batch *bt) {
     if (!st && !bt->wide) st = tensor(CG_I32, 2, tk, &bt->out[x->top_i]);
     if (!st && bt->wide && !(bt->logp = malloc(sizeof(float) * (size_t)rows * (size_t)bt->V)))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    const int64_t ad[3] = {rows, c->dec_heads, bt->S};
+    if (!st && bt->o->attention) st = tensor(CG_F32, 3, ad, &bt->out[x->a]);
+    if (!st && bt->o->attention && !(bt->att = malloc(sizeof(float) * (size_t)rows * (size_t)bt->S)))
+        st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     if (st) return st;
     /* borrowed, once per batch: the lengths and the cross keys and values */
     bt->in[x->len] = bt->elen;
@@ -161,12 +169,13 @@ static cg_status start(tf_batch *bt, const int *ids) {
     s->pool.cap = 2 * bt->max_rows + nb * (2 * k + 1) + 2;
     s->pool.free_h = calloc((size_t)s->pool.cap, sizeof *s->pool.free_h);
     s->pool.tok_cap = bt->o->max_len;
+    s->pool.att_cap = bt->o->attention ? (size_t)(bt->o->max_len + 1) * (size_t)bt->S : 0;
     if (!bt->ss || !bt->rows || !s->next || !s->parent || !s->top || !s->fin_tmp || !s->pool.free_h)
         return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     for (int b = 0; b < nb; b++) {
         s2s_sent *sb = &bt->ss[b];
         sb->src = ids[b];
-        sb->len = bt->len[b];
+        sb->len = bt->given[b]; /* the maps' columns: the EOS appended here is left out */
         sb->max_len = bt->o->max_len;
         sb->fins = calloc((size_t)k, sizeof *sb->fins);
         if (!sb->fins || s2s_hyp_new(&s->pool, &bt->rows[bt->R].h))
@@ -193,6 +202,22 @@ static void log_softmax_rows(const float *x, int rows, int V, float *out) {
         const float lse = (float)log(sum);
         for (int v = 0; v < V; v++) o[v] = (xr[v] - m) - lse;
     }
+}
+
+/* Each row's attention map from the last layer's heads [R, H, S]: their
+ * mean, or head `head` (1-based). */
+static void attention_rows(const float *p, int R, int H, int S, int head, float *out) {
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < S; j++) {
+            const float *pj = p + (size_t)r * H * S + j;
+            if (head) {
+                out[(size_t)r * S + j] = pj[(size_t)(head - 1) * S];
+                continue;
+            }
+            double sum = 0;
+            for (int h = 0; h < H; h++) sum += pj[(size_t)h * S];
+            out[(size_t)r * S + j] = (float)(sum / H);
+        }
 }
 
 /* One step: decoder_step over the live rows (padded), the search's choice. */
@@ -230,6 +255,11 @@ static cg_status step(tf_batch *bt) {
         so.TK = TF_TOP_K;
         so.top_v = cg_tensor_data_const(bt->out[x->top_v]);
         so.top_i = cg_tensor_data_const(bt->out[x->top_i]);
+    }
+    if (bt->att) {
+        attention_rows(cg_tensor_data_const(bt->out[x->a]), bt->R, sh->cfg.dec_heads, bt->S, bt->o->attention_head,
+                       bt->att);
+        so.att = bt->att;
     }
     st = s2s_select(&bt->s, bt->ss, bt->rows, bt->R, bt->t, &so);
     if (st) return st;
@@ -274,6 +304,8 @@ static void batch_free(tf_batch *bt) {
     free(bt->idx_c);
     free(bt->in_c);
     free(bt->logp);
+    free(bt->att);
+    free(bt->given);
     for (int i = 0; bt->ckv && i < 2 * sh->cfg.dec_layers; i++) cg_tensor_free(bt->ckv[i]);
     free(bt->ckv);
     cg_tensor_free(bt->enc);
@@ -298,7 +330,8 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
     if (!st) st = open_step(&bt);
     if (!st) st = start(&bt, ids);
     while (!st && bt.R > 0) st = step(&bt);
-    for (int b = 0; !st && b < nb; b++) st = s2s_result(&bt.s, &bt.ss[b], o->nbest, 0, &results[bt.ss[b].src]);
+    for (int b = 0; !st && b < nb; b++)
+        st = s2s_result(&bt.s, &bt.ss[b], o->nbest, o->attention, &results[bt.ss[b].src]);
     batch_free(&bt);
     return st;
 }
@@ -307,9 +340,9 @@ cg_status tf_resolve_options(const tf_handle *h, cg_s2s_options *o, int n, const
                              const int *src_len) {
     const tf_config *c = &h->sh->cfg;
     const tf_generation *g = &h->sh->gen;
-    if (o->attention)
-        return cg_error(CG_ERR_UNSUPPORTED, "%s: attention maps of Transformer models are not available yet",
-                        h->sh->dir);
+    if (o->attention_head < 0 || o->attention_head > c->dec_heads)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: attention_head %d: the model's decoder has %d heads",
+                        o->attention_head, c->dec_heads);
     if (o->beam == 0) o->beam = g->num_beams;
     if (!(o->flags & CG_S2S_ALPHA_SET) && o->alpha == 0) o->alpha = g->length_penalty;
     if (o->max_len == 0) o->max_len = g->max_length > 1 ? g->max_length - 1 : 1;

@@ -12,7 +12,7 @@ typedef struct tf_step_io {
     int n_in, n_out;
     int y, ypos, sent, len, parent;
     int *ck, *cv, *pk, *pv; /* [dec_layers] inputs */
-    int logits, top_v, top_i;
+    int logits, top_v, top_i, a;
 } tf_step_io;
 
 /* Read only once loaded; shared by a model's handles (tf_clone). */

@@ -145,6 +145,7 @@ static cg_status resolve_step(tf_shared *sh) {
     x->y = in_pos(g, "y"), x->ypos = in_pos(g, "ypos"), x->sent = in_pos(g, "sentence");
     x->len = in_pos(g, "src_len"), x->parent = in_pos(g, "parent");
     x->logits = out_pos(g, "logits"), x->top_v = out_pos(g, "top_logp"), x->top_i = out_pos(g, "top_id");
+    x->a = out_pos(g, "a");
     char nm[32];
     for (int l = 0; l < L; l++) {
         snprintf(nm, sizeof nm, "ck%d", l), x->ck[l] = in_pos(g, nm);

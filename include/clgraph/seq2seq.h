@@ -138,6 +138,12 @@ typedef struct cg_s2s_options {
     int attention; /**< non-zero: return attention weights */
     /** CG_S2S_* flags (0: none). */
     int flags;
+    /**
+     * The attention maps of a Transformer model: its last decoder layer's
+     * cross-attention weights, averaged over the heads (0) or of head N
+     * (1-based). The RNN family's attention has one head: 0 or 1.
+     */
+    int attention_head;
 } cg_s2s_options;
 
 /** cg_s2s_options.flags: `alpha` is used as given even when it is 0.
@@ -179,8 +185,8 @@ typedef void (*cg_s2s_progress_fn)(int done, int total, void *user);
  * early_stopping, the banned ids and the forced EOS of
  * generation_config.json; a source that does not end with EOS gets one;
  * beam and greedy scores are the sums of the log-probabilities (beam:
- * divided by the penalty). Attention maps are not available yet for it
- * (CG_ERR_UNSUPPORTED).
+ * divided by the penalty). Its attention rows have a column per source
+ * token given (`src_len[i]`: the weight of the EOS it appends is left out).
  */
 CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src,
                                   const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress, void *user);

@@ -23,7 +23,7 @@ class TranslationResult:
     over the length penalty, ((5 + len) / 6) ** alpha for the RNN family,
     len ** alpha for a Transformer as transformers divides it); and the
     attention of each (an ndarray [target steps, source tokens]) when asked
-    (the RNN family only, so far)."""
+    (a Transformer's: its last layer's, over the source tokens given)."""
 
     __slots__ = ("hypotheses", "scores", "attention")
 
@@ -100,7 +100,8 @@ class Translator:
                         beam_size: Optional[int] = None, num_hypotheses: int = 1, alpha: Optional[float] = None,
                         max_decoding_length: int = 0,
                         min_decoding_length: int = 0, return_scores: bool = True, return_attention: bool = False,
-                        max_batch_size: int = 0, batch_type: str = "examples", **kwargs: Any) -> List[TranslationResult]:
+                        max_batch_size: int = 0, batch_type: str = "examples", attention_head: int = 0,
+                        **kwargs: Any) -> List[TranslationResult]:
         """Translates `source` (strings, token lists or id lists) into one
         TranslationResult each, in order. Sources are sorted by length and
         decoded `max_batch_size` at a time (examples, or tokens with
@@ -112,7 +113,9 @@ class Translator:
         `max_decoding_length` counts EOS. Left out (None, 0), they are the
         model's: greedy, no penalty and 2 x source + 10 for the RNN family;
         generation_config.json's num_beams, length_penalty and max_length - 1
-        for a Transformer."""
+        for a Transformer. A Transformer's attention is its last decoder
+        layer's, averaged over the heads (`attention_head` 0) or of head N
+        (1-based)."""
         if "length_penalty" in kwargs:
             if not self.transformer:
                 raise TypeError("clgraph's beam search normalises with GNMT's penalty ((5 + len) / 6) ** alpha: "
@@ -130,7 +133,8 @@ class Translator:
         flags = 0 if alpha is None else 1  # CG_S2S_ALPHA_SET
         raw = [None] * len(ids)
         for batch in self._batches(ids, max_batch_size, batch_type):
-            out = self._c.translate([ids[i] for i in batch], *opts, len(batch), bool(return_attention), flags)
+            out = self._c.translate([ids[i] for i in batch], *opts, len(batch), bool(return_attention), flags,
+                                    int(attention_head))
             for i, r in zip(batch, out):
                 raw[i] = r
         return [self._result(s, r, return_scores, return_attention) for s, r in zip(source, raw)]

@@ -132,13 +132,13 @@ static PyObject *results_object(cg_s2s_result *res, int n) {
 }
 
 /* translate(sources, beam, nbest, alpha, max_len, min_len, batch, attention,
- *           flags) -> [(src_len, [(ids, score, attention bytes|None, steps)])] */
+ *           flags, attention_head) -> [(src_len, [(ids, score, attention bytes|None, steps)])] */
 static PyObject *translator_translate(PyObject *self, PyObject *args) {
     pycg_translator *t = (pycg_translator *)self;
     PyObject *list;
     cg_s2s_options o = {.struct_size = sizeof o};
-    if (check_ready(t) < 0 || !PyArg_ParseTuple(args, "Oiidiiipi", &list, &o.beam, &o.nbest, &o.alpha, &o.max_len,
-                                                &o.min_len, &o.batch, &o.attention, &o.flags))
+    if (check_ready(t) < 0 || !PyArg_ParseTuple(args, "Oiidiiipii", &list, &o.beam, &o.nbest, &o.alpha, &o.max_len,
+                                                &o.min_len, &o.batch, &o.attention, &o.flags, &o.attention_head))
         return NULL;
     int32_t **src;
     int *len, n;
@@ -232,7 +232,7 @@ static PyObject *translator_stats(PyObject *self, PyObject *unused) {
 static PyMethodDef translator_methods[] = {
     {"translate", translator_translate, METH_VARARGS,
      "translate(sources, beam, nbest, alpha, max_len, min_len, batch, "
-     "attention, flags) -> results."},
+     "attention, flags, attention_head) -> results."},
     {"tokenize", translator_tokenize, METH_O, "tokenize(text) -> source token ids."},
     {"detokenize", translator_detokenize, METH_O, "detokenize(ids) -> target text."},
     {"vocab", translator_vocab, METH_O, "vocab(target) -> the tokens of a vocabulary, by id."},

@@ -127,8 +127,16 @@ def test_marian_translates_as_cli_and_transformers(device):
     assert "".join(by_pieces).replace("\u2581", " ").strip() == "1976-07-04"
     with pytest.raises(TypeError, match="not both"):
         t.translate_batch(lines[:1], alpha=1.0, length_penalty=1.0)
-    with pytest.raises(clgraph.Unsupported, match="attention"):
-        t.translate_batch(lines[:1], return_attention=True)
+    src_ids = t._c.tokenize(lines[0])
+    [r] = t.translate_batch([src_ids], return_attention=True)
+    # a row per target token and the EOS; a column per source token given
+    # (the EOS the model appends left out, so a row sums to at most 1)
+    assert r.attention[0].shape == (len(r.hypotheses[0]) + 1, len(src_ids))
+    assert np.all(r.attention[0].sum(axis=1) <= 1 + 1e-6) and np.all(r.attention[0] >= 0)
+    [h2] = t.translate_batch([src_ids], return_attention=True, attention_head=2)
+    assert h2.attention[0].shape == r.attention[0].shape and not np.array_equal(h2.attention[0], r.attention[0])
+    with pytest.raises(clgraph.InvalidInput, match="attention_head"):
+        t.translate_batch(lines[:1], return_attention=True, attention_head=9)
 
 
 def test_translate_iterable_streams_in_order():

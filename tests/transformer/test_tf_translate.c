@@ -127,6 +127,66 @@ static void check_file(const char *dir_rel, const char *gen_rel) {
     cJSON_Delete(j);
 }
 
+/* Greedy's attention maps against transformers' cross_attentions of the
+ * last layer: averaged over the heads (attention_head 0) and head 2, every
+ * weight within 1e-5, on every device. */
+static void check_attention(const char *dir_rel, const char *gen_rel) {
+    char dir[512], path[512];
+    src_path(dir, sizeof dir, dir_rel);
+    cJSON *j = read_json(src_path(path, sizeof path, gen_rel));
+    sources s = {0};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "sources")) {
+        s.len[s.n] = ids_of(e, s.ids[s.n], MAX_TOK);
+        s.ptr[s.n] = s.ids[s.n];
+        s.n++;
+    }
+    const cJSON *greedy = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), 0);
+    for (int d = 0; d < cg_device_count(); d++) {
+        char buf[256];
+        const char *dev = cg_device_describe(d, buf, sizeof buf);
+        cg_plan_options po = {.struct_size = sizeof po, .device = dev};
+        cg_s2s *m;
+        ck_assert_msg(cg_s2s_load(ctx, dir, &po, NULL, &m) == CG_OK, "%s", cg_last_error());
+        for (int head = 0; head <= 2; head += 2) {
+            cg_s2s_options o = {.struct_size = sizeof o, .beam = 1, .attention = 1, .attention_head = head};
+            cg_s2s_result res[MAX_SRC];
+            ck_assert_msg(cg_s2s_translate(m, &o, s.n, s.ptr, s.len, res, NULL, NULL) == CG_OK, "%s", cg_last_error());
+            double worst = 0;
+            for (int i = 0; i < s.n; i++) {
+                const cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(greedy, "results"), i);
+                const cJSON *want = cJSON_GetObjectItem(r, head ? "attention_head2" : "attention_mean");
+                const cg_s2s_hyp *y = &res[i].hyps[0];
+                ck_assert_int_eq(res[i].src_len, s.len[i]);
+                ck_assert_msg(y->attention && y->n_steps == cJSON_GetArraySize(want), "%s source %d: %d steps", dir_rel,
+                              i, y->n_steps);
+                for (int t = 0; t < y->n_steps; t++)
+                    for (int c = 0; c < s.len[i]; c++) {
+                        double w = cJSON_GetArrayItem(cJSON_GetArrayItem(want, t), c)->valuedouble;
+                        double diff = fabs(y->attention[(size_t)t * (size_t)s.len[i] + (size_t)c] - w);
+                        if (!(diff <= worst)) worst = diff;
+                    }
+                cg_s2s_result_clear(&res[i]);
+            }
+            ck_assert_msg(worst <= 1e-5, "%s on %s, attention_head %d: weights %g from transformers'", dir_rel, dev,
+                          head, worst);
+            fprintf(stderr, "%s on %s: attention (head %d) within %.2g of transformers\n", dir_rel, dev, head, worst);
+        }
+        cg_s2s_options bad = {.struct_size = sizeof bad, .attention = 1, .attention_head = 99};
+        cg_s2s_result r1;
+        ck_assert_int_eq(cg_s2s_translate(m, &bad, 1, s.ptr, s.len, &r1, NULL, NULL), CG_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(cg_last_error(), "attention_head 99"), "%s", cg_last_error());
+        cg_s2s_free(m);
+    }
+    cJSON_Delete(j);
+}
+
+START_TEST(attention_maps_are_transformers) {
+    check_attention("tests/data/marian/swish_scaled", "tests/data/marian/swish_scaled/gen.json");
+    check_attention("tests/data/marian/gelu", "tests/data/marian/gelu/gen.json");
+}
+END_TEST
+
 START_TEST(swish_scaled_generates_as_transformers) {
     check_file("tests/data/marian/swish_scaled", "tests/data/marian/swish_scaled/gen.json");
 }
@@ -239,9 +299,13 @@ START_TEST(cli_ids_and_mistakes) {
     const char *text[] = {"translate", dir, NULL};
     ck_assert_int_ne(tu_run_cli(text, NULL, text_in), 0);
     tu_assert_one_line((const char *const[]){"stdin:1", "no vocab.json", "--ids", NULL});
-    const char *att[] = {"translate", dir, "--ids", "--attention", tu_path("a.svg"), NULL};
-    ck_assert_int_ne(tu_run_cli(att, NULL, in), 0);
-    tu_assert_one_line((const char *const[]){"attention maps of Transformer models are not available yet", NULL});
+    const char *att[] = {"translate", dir, "--ids", "--beam", "1", "--attention", tu_path("a.json"), NULL};
+    ck_assert_msg(tu_run_cli(att, NULL, in) == 0, "%s", tu_err);
+    char *aj = tu_read_text(tu_path("a.json"), NULL);
+    cJSON *am = cJSON_Parse(aj);
+    ck_assert_msg(cJSON_IsArray(am) || cJSON_IsObject(am), "%s", aj);
+    cJSON_Delete(am);
+    free(aj);
     const char *len[] = {"translate", dir, "--ids", "--max-len", "65", NULL};
     ck_assert_int_ne(tu_run_cli(len, NULL, in), 0);
     tu_assert_one_line((const char *const[]){"max_len 65", "max_position_embeddings", NULL});
@@ -259,6 +323,7 @@ int main(void) {
     tcase_add_test(tc, swish_scaled_generates_as_transformers);
     tcase_add_test(tc, gelu_generates_as_transformers);
     tcase_add_test(tc, demo_generates_as_transformers);
+    tcase_add_test(tc, attention_maps_are_transformers);
     suite_add_tcase(s, tc);
     TCase *tcli = tcase_create("cli");
     tcase_add_checked_fixture(tcli, setup, teardown);

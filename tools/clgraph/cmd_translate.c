@@ -14,7 +14,7 @@
 
 typedef struct targs {
     const char *dir, *device, *place, *attention, *profile;
-    int beam, nbest, max_len, min_len, batch, ids, scores, crop;
+    int beam, nbest, max_len, min_len, batch, ids, scores, crop, attention_head;
     int window;             /* lines per window; 0: chosen from stdin and --batch */
     int max_input_len;      /* source tokens a line may have */
     cg_dtype weights_dtype; /* --weights-dtype, 0 as stored */
@@ -35,6 +35,8 @@ static int parse_args(int argc, char **argv, targs *a) {
         {"place", 0, CLI_CALL, &a->place, .fn = cli_opt_place, .arg = "RULES", .help = "PATTERN=DEVICE,..."},
         {"attention", 0, CLI_STR, &a->attention, .arg = "FILE", .help = "heat map (.png, .svg, .json)"},
         {"profile", 0, CLI_STR, &a->profile, .arg = "FILE.json", .help = "a trace of the run"},
+        {"attention-head", 0, CLI_INT, &a->attention_head, 0, 1000000, "an integer >= 0", .arg = "N",
+         .help = "a Transformer's maps: head N (1-based) of the last layer; 0: their mean"},
         {"weights-dtype", 0, CLI_CALL, &a->weights_dtype, .fn = cli_opt_weights_dtype, .arg = "TYPE",
          .help = "f32, bf16, f16 or int8"},
         {"beam", 0, CLI_INT, &a->beam, 1, 1000000, ge1, .arg = "N", .help = "beam width (1: greedy)"},
@@ -361,7 +363,8 @@ static int translate_window(const targs *a, cg_s2s *m, window *w, progress_state
                          .max_len = a->max_len,
                          .min_len = a->min_len,
                          .batch = a->batch,
-                         .attention = a->attention != NULL};
+                         .attention = a->attention != NULL,
+                         .attention_head = a->attention_head};
     int tty = isatty(2) && k > 1;
     if (cg_s2s_translate(m, &so, k, (const int32_t *const *)src, len, res, tty ? progress : NULL, ps)) {
         if (tty) fputc('\n', stderr);

@@ -150,7 +150,14 @@ int font_count(const char *utf8) {
 
 int font_width(const char *utf8) { return font_count(utf8) * FONT_ADV; }
 
-static const char *glyph_for(long cp) { return cp >= 32 && cp <= 126 ? glyphs[cp - 32] : box_glyph; }
+/* U+2581 (lower one eighth block), which SentencePiece puts before a word:
+ * a bar on the baseline, so a Transformer's pieces read as they are. */
+static const char low_bar_glyph[] = "..... ..... ..... ..... ..... ..... ##### ..... .....";
+
+static const char *glyph_for(long cp) {
+    if (cp == 0x2581) return low_bar_glyph;
+    return cp >= 32 && cp <= 126 ? glyphs[cp - 32] : box_glyph;
+}
 
 /* Draws the glyph's lit pixels; `up` turns it 90 degrees counter-clockwise
  * with (x, y) then the bottom-left corner of where it lands. */

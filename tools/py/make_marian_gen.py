@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes what transformers' generate() makes of the random MarianMT models in
 tests/data/marian/ (greedy and beam searches, token ids and scores) into
-VARIANT/gen.json, with the generation_config.json it decoded under: pad
+VARIANT/gen.json (greedy's also with the last layer's cross-attention per
+step, averaged over the heads and of head 2), with the generation_config.json
+it decoded under: pad
 banned as OPUS-MT bans it, EOS forced at max_length. Random models seldom
 choose EOS, so the trained demo (models/marian_dates, its own
 generation_config.json) is decoded too, into dates_gen.json: its hypotheses
@@ -53,10 +55,16 @@ def decode_cases(model, gc, sources, cases):
         results = []
         for ids in sources:
             with torch.no_grad():
-                g = model.generate(torch.tensor([ids]), return_dict_in_generate=True, output_scores=True, **kw)
+                g = model.generate(torch.tensor([ids]), return_dict_in_generate=True, output_scores=True,
+                                   output_attentions=kw.get("num_beams", 1) == 1, **kw)
             hyps = [strip(s, eos, pad) for s in g.sequences.tolist()]
             scores = g.sequences_scores.tolist() if kw.get("num_beams", 1) > 1 else None
-            results.append({"hyps": hyps, "scores": scores})
+            r = {"hyps": hyps, "scores": scores}
+            if kw.get("num_beams", 1) == 1:  # greedy: the last layer's cross-attention per step
+                last = [step[-1][0, :, 0, :] for step in g.cross_attentions]  # [heads, S] each
+                r["attention_mean"] = [a.mean(dim=0).tolist() for a in last]
+                r["attention_head2"] = [a[1].tolist() for a in last]
+            results.append(r)
         out.append({"name": case["name"], "beam": kw.get("num_beams", 1),
                     "length_penalty": kw.get("length_penalty", 1.0 if gc.length_penalty is None else gc.length_penalty),
                     "nbest": kw.get("num_return_sequences", 1), "max_length": kw.get("max_length", gc.max_length),
