@@ -153,8 +153,10 @@ static int greedy_pick(const s2s_search *s, const s2s_scores *so, int r, float *
  * finishes on EOS or at max_len, else the row lives on. */
 static cg_status select_greedy(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int t, const s2s_scores *so) {
     float best_lp = 0;
-    /* the forced EOS's log-probability is 0, as transformers sets it */
-    const int best = s->forced_eos && t + 1 >= sb->max_len ? s->eos : greedy_pick(s, so, r0, &best_lp);
+    /* a forced token's log-probability is 0, as transformers sets it */
+    const int best = s->forced_first && t == 0               ? s->first_id
+                     : s->forced_eos && t + 1 >= sb->max_len ? s->eos
+                                                             : greedy_pick(s, so, r0, &best_lp);
     if (best < 0)
         return cg_error(CG_ERR_VERIFY,
                         "decoding: the decoder's top_id offers only EOS or banned ids at step %d (min_len %d)", t,
@@ -291,12 +293,13 @@ static cg_status hf_walk(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int
     return CG_OK;
 }
 
-/* The last step with a forced EOS: every row's one candidate is EOS with
- * log-probability 0, best raw score first (then lower row). */
-static int forced_candidates(s2s_search *s, const s2s_row *rows, int r0, int r1) {
+/* A step with a forced token (the first's, or EOS at the last): every
+ * row's one candidate is tok with log-probability 0, best raw score first
+ * (then lower row). */
+static int forced_candidates(s2s_search *s, const s2s_row *rows, int r0, int r1, int tok) {
     int nt = 0;
     for (int r = r0; r < r1; r++) {
-        s2s_cand cv = {rows[r].h.raw, r - r0, s->eos};
+        s2s_cand cv = {rows[r].h.raw, r - r0, tok};
         int pos = nt++;
         while (pos > 0 && cand_cmp(&cv, &s->top[pos - 1]) < 0) {
             s->top[pos] = s->top[pos - 1];
@@ -314,8 +317,9 @@ static int forced_candidates(s2s_search *s, const s2s_row *rows, int r0, int r1)
 static cg_status select_beam(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int r1, int t, const s2s_scores *so) {
     const int base = s->NR;
     int n_live;
-    const int nt = s->forced_eos && t + 1 >= sb->max_len ? forced_candidates(s, rows, r0, r1)
-                                                         : s2s_candidates(s, rows, so, r0, r1);
+    const int nt = s->forced_first && t == 0               ? forced_candidates(s, rows, r0, r1, s->first_id)
+                   : s->forced_eos && t + 1 >= sb->max_len ? forced_candidates(s, rows, r0, r1, s->eos)
+                                                           : s2s_candidates(s, rows, so, r0, r1);
     cg_status st = s->rules == S2S_RULES_HF ? hf_walk(s, sb, rows, r0, nt, t, so, &n_live)
                                             : beam_walk(s, sb, rows, r0, nt, t, so, &n_live);
     if (st) return st;

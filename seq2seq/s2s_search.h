@@ -96,8 +96,10 @@ typedef struct s2s_search {
     int mask_eos; /* this step's: EOS may not be chosen (s2s_select sets it) */
     double alpha; /* length-penalty exponent */
     s2s_rules rules;
-    s2s_early early;   /* S2S_RULES_HF only */
-    int forced_eos;    /* the last step (t + 1 == max_len) takes EOS with log-probability 0 */
+    s2s_early early;  /* S2S_RULES_HF only */
+    int forced_eos;   /* the last step (t + 1 == max_len) takes EOS with log-probability 0 */
+    int forced_first; /* the first step takes first_id with log-probability 0 (transformers' forced BOS) */
+    int first_id;
     const int *banned; /* ids never chosen (their logp taken as -inf) */
     int n_banned;
     s2s_hpool pool;

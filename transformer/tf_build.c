@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "strbuf.h"
@@ -134,7 +135,10 @@ static void activation(tf_out *t, const char *out, const char *in) {
     }
 }
 
-/* The embeddings of `ids` scaled, plus the position rows `pos`: value x0. */
+static const char *side(int dec) { return dec ? "decoder" : "encoder"; }
+
+/* The embeddings of `ids` scaled, plus the position rows `pos` (then
+ * BART's LayerNorm of them): value x0. */
 static void embed(tf_out *t, const char *ids, const char *pos, int dec) {
     cg_strbuf_put(t->o, "  emb = embedding(%s, %s)\n", embed_name(t, dec), ids);
     const char *e = "emb";
@@ -142,7 +146,46 @@ static void embed(tf_out *t, const char *ids, const char *pos, int dec) {
         cg_strbuf_put(t->o, "  emb_s = affine(emb) {alpha: %.17g, beta: 0}\n", sqrt((double)t->c->d_model));
         e = "emb_s";
     }
-    cg_strbuf_put(t->o, "  x0 = add(%s, %s)\n", e, pos);
+    if (!t->c->embed_norm) {
+        cg_strbuf_put(t->o, "  x0 = add(%s, %s)\n", e, pos);
+        return;
+    }
+    cg_strbuf_put(t->o,
+                  "  x0e = add(%s, %s)\n  x0 = layer_norm(x0e, model.%s.layernorm_embedding.weight, "
+                  "model.%s.layernorm_embedding.bias) {epsilon: 1e-05}\n",
+                  e, pos, side(dec), side(dec));
+}
+
+/* A side's own LayerNorms: of the embeddings (BART), after the last layer
+ * (mBART). */
+static void side_params(tf_out *t, int dec) {
+    char n[96];
+    for (int k = 0; k < 2; k++) {
+        const char *what = k ? "layer_norm" : "layernorm_embedding";
+        if (!(k ? t->c->final_norm : t->c->embed_norm)) continue;
+        for (int w = 0; w < 2; w++) {
+            snprintf(n, sizeof n, "model.%s.%s.%s", side(dec), what, w ? "bias" : "weight");
+            param(t, n, t->c->d_model, 0);
+        }
+    }
+}
+
+/* mBART's LayerNorm after a side's last layer: *x renamed to its output. */
+static void final_norm(tf_out *t, int dec, char *x, size_t size) {
+    if (!t->c->final_norm) return;
+    cg_strbuf_put(t->o,
+                  "  %s_fn = layer_norm(%s, model.%s.layer_norm.weight, model.%s.layer_norm.bias) {epsilon: 1e-05}\n",
+                  side(dec), x, side(dec), side(dec));
+    snprintf(x, size, "%s_fn", side(dec));
+}
+
+/* A block's input: x itself (post-LN), or LN(x) by the block's LayerNorm
+ * `ln` (pre-LN), named into buf. */
+static const char *block_in(tf_out *t, const char *x, const char *pre, const char *ln, char *buf, size_t size) {
+    if (!t->c->pre_norm) return x;
+    snprintf(buf, size, "%s_%s", x, ln);
+    cg_strbuf_put(t->o, "  %s = layer_norm(%s, %s.%s.weight, %s.%s.bias) {epsilon: 1e-05}\n", buf, x, pre, ln, pre, ln);
+    return buf;
 }
 
 /* The additive key-padding mask of the source lengths: mask [B, 1, 1, S]. */
@@ -154,8 +197,13 @@ static void source_mask(tf_out *t, const char *like) {
                   like);
 }
 
-/* x_out = LayerNorm(x_in + o) (post-norm; the residual add fused). */
+/* x_out = LayerNorm(x_in + o) (post-LN; the residual add fused), or
+ * x_in + o (pre-LN: the LayerNorm came first, block_in). */
 static void add_norm(tf_out *t, const char *out, const char *o, const char *in, const char *pre, const char *ln) {
+    if (t->c->pre_norm) {
+        cg_strbuf_put(t->o, "  %s = add(%s, %s)\n", out, in, o);
+        return;
+    }
     cg_strbuf_put(t->o, "  %s = layer_norm(%s, %s.%s.weight, %s.%s.bias, %s) {epsilon: 1e-05}\n", out, o, pre, ln, pre,
                   ln, in);
 }
@@ -175,9 +223,9 @@ static void ffn(tf_out *t, const char *v, const char *pre, const char *x) {
 /* The feed-forward block of layer <tag><l> and its add & norm: *out
  * names LN(in + fc2(act(fc1(in)))). */
 static void ffn_norm(tf_out *t, const char *tag, int l, const char *pre, const char *in, char *out, size_t size) {
-    char v[32], f2[40];
+    char v[32], f2[40], nb[64];
     snprintf(v, sizeof v, "%s%d", tag, l);
-    ffn(t, v, pre, in);
+    ffn(t, v, pre, block_in(t, in, pre, "final_layer_norm", nb, sizeof nb));
     snprintf(out, size, "%s%d_xf", tag, l);
     snprintf(f2, sizeof f2, "%s_f2", v);
     add_norm(t, out, f2, in, pre, "final_layer_norm");
@@ -233,19 +281,22 @@ static void encoder(tf_out *t) {
     cg_strbuf_put(t->o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n  input pos: f32[S, %d]\n",
                   c->d_model);
     param(t, embed_name(t, 0), c->vocab, c->d_model);
+    side_params(t, 0);
     layers_params(t, 0);
     embed(t, "src", "pos", 0);
     source_mask(t, "src");
-    char pre[64], x[32] = "x0", v[32], n1[32];
+    char pre[64], x[32] = "x0", v[32], n1[32], nb[64];
     for (int l = 0; l < c->enc_layers; l++) {
         snprintf(pre, sizeof pre, "model.encoder.layers.%d", l);
         snprintf(v, sizeof v, "e%d_sa", l);
-        attention(t, v, pre, "self_attn", x, x, "S", "S", c->enc_heads, "mask", 0);
+        const char *xi = block_in(t, x, pre, "self_attn_layer_norm", nb, sizeof nb);
+        attention(t, v, pre, "self_attn", xi, xi, "S", "S", c->enc_heads, "mask", 0);
         snprintf(n1, sizeof n1, "e%d_x1", l);
         snprintf(v, sizeof v, "e%d_sa_o", l);
         add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
         ffn_norm(t, "e", l, pre, n1, x, sizeof x);
     }
+    final_norm(t, 0, x, sizeof x);
     cg_strbuf_put(t->o, "  enc = reshape(%s) {shape: [B, S, %d]}\n  output enc\n}\n", x, c->d_model);
 }
 
@@ -256,24 +307,28 @@ static void decoder(tf_out *t) {
                   "  input src_len: i32[B]\n",
                   c->d_model, c->d_model);
     tf_head h = head_params(t);
+    side_params(t, 1);
     layers_params(t, 1);
     embed(t, "tgt", "tpos", 1);
     source_mask(t, "enc");
-    char pre[64], x[32] = "x0", v[32], n1[32], n2[32];
+    char pre[64], x[32] = "x0", v[32], n1[32], n2[32], nb[64];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
         snprintf(v, sizeof v, "d%d_sa", l);
-        attention(t, v, pre, "self_attn", x, x, "T", "T", c->dec_heads, NULL, 1);
+        const char *xi = block_in(t, x, pre, "self_attn_layer_norm", nb, sizeof nb);
+        attention(t, v, pre, "self_attn", xi, xi, "T", "T", c->dec_heads, NULL, 1);
         snprintf(n1, sizeof n1, "d%d_x1", l);
         snprintf(v, sizeof v, "d%d_sa_o", l);
         add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
         snprintf(v, sizeof v, "d%d_ca", l);
-        attention(t, v, pre, "encoder_attn", n1, "enc", "T", "S", c->dec_heads, "mask", 0);
+        xi = block_in(t, n1, pre, "encoder_attn_layer_norm", nb, sizeof nb);
+        attention(t, v, pre, "encoder_attn", xi, "enc", "T", "S", c->dec_heads, "mask", 0);
         snprintf(n2, sizeof n2, "d%d_x2", l);
         snprintf(v, sizeof v, "d%d_ca_o", l);
         add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
         ffn_norm(t, "d", l, pre, n2, x, sizeof x);
     }
+    final_norm(t, 1, x, sizeof x);
     head_logits(t, &h, x);
     cg_strbuf_put(t->o, "  output logits\n}\n");
 }
@@ -383,22 +438,24 @@ static void decoder_step(tf_out *t) {
                       "  input pk%d: f32[R, P, %d, %d]\n  input pv%d: f32[R, P, %d, %d]\n",
                       l, H, Dh, l, H, Dh, l, H, Dh, l, H, Dh);
     tf_head h = head_params(t);
+    side_params(t, 1);
     layers_params(t, 1);
     embed(t, "y", "ypos", 1);
     cg_strbuf_put(t->o, "  x0r = reshape(x0) {shape: [B, 1, %d]}\n  row_len = gather_rows(src_len, sentence)\n", D);
-    char pre[64], x[32] = "x0r", v[32], n1[32], n2[32];
+    char pre[64], x[32] = "x0r", v[32], n1[32], n2[32], nb[64];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
-        step_self_attention(t, l, pre, x);
+        step_self_attention(t, l, pre, block_in(t, x, pre, "self_attn_layer_norm", nb, sizeof nb));
         snprintf(n1, sizeof n1, "d%d_x1", l);
         snprintf(v, sizeof v, "s%d_o", l);
         add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
-        step_cross_attention(t, l, pre, n1);
+        step_cross_attention(t, l, pre, block_in(t, n1, pre, "encoder_attn_layer_norm", nb, sizeof nb));
         snprintf(n2, sizeof n2, "d%d_x2", l);
         snprintf(v, sizeof v, "x%d_o", l);
         add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
         ffn_norm(t, "d", l, pre, n2, x, sizeof x);
     }
+    final_norm(t, 1, x, sizeof x);
     cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n", x, D);
     head_logits(t, &h, "xl");
     cg_strbuf_put(t->o, "  top_logp, top_id = log_softmax_topk(logits) {k: %d}\n", TF_TOP_K);
@@ -410,7 +467,10 @@ static void decoder_step(tf_out *t) {
 cg_status tf_build_text(const tf_config *c, tf_has_fn has, void *user, char **out) {
     cg_strbuf o = {0};
     tf_out t = {&o, c, has, user};
-    cg_strbuf_put(&o, "# a MarianMT model (transformer/tf_build.c)\n");
+    cg_strbuf_put(&o, "# a %s model (transformer/tf_build.c)\n",
+                  c->pre_norm      ? "mBART"
+                  : c->learned_pos ? "BART"
+                                   : "MarianMT");
     encoder(&t);
     decoder(&t);
     cross_kv(&t);
@@ -430,4 +490,25 @@ void tf_positions(const tf_config *c, int64_t start, int64_t n, float *out) {
             else row[half + j / 2] = (float)cos(a);
         }
     }
+}
+
+cg_status tf_position_rows(const tf_config *c, cg_weights *w, int dec, int64_t start, int64_t n, float *out) {
+    if (!c->learned_pos) {
+        tf_positions(c, start, n, out);
+        return CG_OK;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "model.%s.embed_positions.weight", side(dec));
+    cg_tensor_desc d;
+    const void *data;
+    cg_status st = cg_weights_view_as(w, name, CG_F32, &d, &data);
+    if (st) return st;
+    /* BART's learned table is offset by 2 rows (transformers' BartLearnedPositionalEmbedding) */
+    if (d.ndim != 2 || d.dims[1] != c->d_model || d.dims[0] < start + n + 2)
+        return cg_error(CG_ERR_VERIFY, "%s: %s has %lld rows of %lld, positions %lld..%lld need rows to %lld of %d",
+                        cg_weights_path(w), name, (long long)d.dims[0], (long long)(d.ndim > 1 ? d.dims[1] : 0),
+                        (long long)start, (long long)(start + n - 1), (long long)(start + n + 1), c->d_model);
+    memcpy(out, (const float *)data + (size_t)(start + 2) * (size_t)c->d_model,
+           sizeof(float) * (size_t)n * (size_t)c->d_model);
+    return CG_OK;
 }

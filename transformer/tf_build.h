@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "tf_config.h"
+#include "weights.h"
 
 /* Candidates per row graph decoder_step keeps (top_logp, top_id): greedy
  * reads 1 or 2, a beam of k reads 2k plus the banned ids; wider beams read
@@ -27,5 +28,10 @@ cg_status tf_build_text(const tf_config *c, tf_has_fn has, void *user, char **ou
  * (sines in the first half of each row, cosines in the second, computed in
  * double as transformers does, rounded to f32) into out [n, d_model]. */
 void tf_positions(const tf_config *c, int64_t start, int64_t n, float *out);
+
+/* Rows start .. start + n - 1 of side dec's (1: the decoder's) position
+ * table into out [n, d_model]: the sinusoidal one (tf_positions), or BART's
+ * learned model.<side>.embed_positions.weight from w (row = position + 2). */
+cg_status tf_position_rows(const tf_config *c, cg_weights *w, int dec, int64_t start, int64_t n, float *out);
 
 #endif

@@ -60,8 +60,7 @@ cg_status tf_config_read(const char *dir, tf_config *c) {
         free(path);
         return s;
     }
-    /* BART's learned positions and embedding LayerNorm come with its builder */
-    static const char *const types[] = {"marian", NULL};
+    static const char *const types[] = {"marian", "bart", "mbart", NULL};
     static const char *const acts[] = {"gelu", "relu", "swish", "gelu_new", NULL};
     int type = 0;
     s = cg_cfg_enum(path, r, "model_type", NULL, types, -1, &type);
@@ -74,9 +73,14 @@ cg_status tf_config_read(const char *dir, tf_config *c) {
     }
     if (!s) s = cg_cfg_bool(path, r, "scale_embedding", 0, &c->scale_embed);
     int pre_norm = 0;
-    if (!s) s = cg_cfg_bool(path, r, "normalize_before", 0, &pre_norm);
-    if (!s && pre_norm) /* the builder writes post-LN blocks only: refused rather than run wrong */
-        s = cg_error(CG_ERR_UNSUPPORTED, "%s: normalize_before true (pre-LN blocks) is not supported yet", path);
+    if (!s && type == 0) s = cg_cfg_bool(path, r, "normalize_before", 0, &pre_norm);
+    /* transformers' MarianMTModel ignores normalize_before: a config that
+     * sets it describes a model transformers runs post-LN, refused rather
+     * than guessed at */
+    if (!s && pre_norm)
+        s = cg_error(CG_ERR_UNSUPPORTED, "%s: normalize_before true (pre-LN blocks) is not supported for marian", path);
+    c->learned_pos = c->embed_norm = type != 0;
+    c->pre_norm = c->final_norm = type == 2;
     cJSON_Delete(r);
     free(path);
     return s;
@@ -143,7 +147,7 @@ static cg_status refuse_unsupported(const char *path, const cJSON *r) {
 
 cg_status tf_generation_read(const char *dir, const tf_config *c, tf_generation *g) {
     memset(g, 0, sizeof *g);
-    g->num_beams = 1, g->max_length = 20, g->forced_eos = -1, g->length_penalty = 1.0;
+    g->num_beams = 1, g->max_length = 20, g->forced_eos = -1, g->forced_bos = -1, g->length_penalty = 1.0;
     cg_strbuf b = {0};
     cg_strbuf_cat(&b, dir, "/generation_config.json", (const char *)NULL);
     char *path = cg_strbuf_take(&b);
@@ -158,6 +162,9 @@ cg_status tf_generation_read(const char *dir, const tf_config *c, tf_generation 
     if (!s) s = cg_cfg_int(path, r, "num_beams", NULL, 1, 1, 1024, &g->num_beams);
     if (!s) s = cg_cfg_int(path, r, "max_length", NULL, 20, 1, MAXI, &g->max_length);
     if (!s) s = cg_cfg_int(path, r, "forced_eos_token_id", NULL, -1, -1, c->dec_vocab - 1, &g->forced_eos);
+    if (!s) s = cg_cfg_int(path, r, "forced_bos_token_id", NULL, -1, -1, c->dec_vocab - 1, &g->forced_bos);
+    if (!s) s = cg_cfg_int(path, r, "min_length", NULL, 0, 0, MAXI, &g->min_length);
+    if (!s) s = cg_cfg_int(path, r, "max_new_tokens", NULL, 0, 0, MAXI, &g->max_new_tokens);
     if (!s) {
         const cJSON *lp = cJSON_GetObjectItemCaseSensitive(r, "length_penalty");
         if (cJSON_IsNumber(lp)) g->length_penalty = lp->valuedouble;

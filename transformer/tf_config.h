@@ -15,6 +15,14 @@ typedef struct tf_config {
     int pad_id, eos_id, start_id;
     int act;         /* TF_ACT_* */
     int scale_embed; /* embeddings times sqrt(d_model) */
+    /* The architecture by model_type: marian (sinusoidal positions,
+     * post-LN), bart (learned positions, offset 2, with a LayerNorm of the
+     * embeddings; post-LN), mbart (as bart, pre-LN blocks and a final
+     * LayerNorm per side). */
+    int learned_pos; /* model.<side>.embed_positions.weight, row = position + 2 */
+    int embed_norm;  /* model.<side>.layernorm_embedding after the embeddings */
+    int pre_norm;    /* LayerNorm before each block, residual after */
+    int final_norm;  /* model.<side>.layer_norm after the last layer */
     /* The dtype the matrix products' weights are declared in: 0 (f32), or
      * CG_BF16 / CG_F16 / CG_I8 where the weights file stores them so
      * (clgraph quantize); head_mm: the output projection too. Set by the
@@ -36,6 +44,9 @@ typedef struct tf_generation {
     int early;             /* early_stopping: 0 false (the heuristic), 1 true, 2 "never" (s2s_early) */
     int n_banned;
     int banned[TF_MAX_BANNED]; /* single-token bad_words_ids: never generated */
+    int forced_bos;            /* forced_bos_token_id: the first generated token, or -1 */
+    int min_length;            /* EOS masked before (transformers' count, as cg_s2s_options.min_len) */
+    int max_new_tokens;        /* the generated tokens' limit instead of max_length, or 0 */
 } tf_generation;
 
 /* Reads DIR/generation_config.json, or fills transformers' defaults from

@@ -80,10 +80,10 @@ static cg_status encode(tf_batch *bt) {
             ld[b] = bt->len[b];
             for (int s = 0; s < S; s++) sd[b * S + s] = s < bt->len[b] ? bt->src[b][s] : c->pad_id;
         }
-        tf_positions(c, 0, S, cg_tensor_data(pos));
+        st = tf_position_rows(c, bt->h->sh->weights, 0, 0, S, cg_tensor_data(pos));
         const char *names[3] = {"src", "src_len", "pos"};
         cg_tensor *ins[3] = {esrc, bt->elen, pos};
-        st = cg_plan_run(bt->h->enc, 3, names, ins, 1, &bt->enc);
+        if (!st) st = cg_plan_run(bt->h->enc, 3, names, ins, 1, &bt->enc);
     }
     cg_tensor_free(esrc);
     cg_tensor_free(pos);
@@ -150,6 +150,8 @@ static void search_init(tf_batch *bt) {
     s->rules = S2S_RULES_HF;
     s->early = (s2s_early)sh->gen.early;
     s->forced_eos = sh->gen.forced_eos >= 0;
+    s->forced_first = sh->gen.forced_bos >= 0;
+    s->first_id = sh->gen.forced_bos;
     s->banned = sh->gen.banned;
     s->n_banned = sh->gen.n_banned;
     const int need = (s->beam ? 2 * s->k : s->min_len > 1 ? 2 : 1) + s->n_banned;
@@ -238,14 +240,15 @@ static cg_status step(tf_batch *bt) {
     for (int l = 0; first && l < sh->cfg.dec_layers; l++) bt->in[x->pk[l]]->dims[0] = bt->in[x->pv[l]]->dims[0] = Rb;
     for (int q = 0; q < x->n_out; q++)
         if (bt->out[q]) bt->out[q]->dims[0] = Rb;
-    tf_positions(&sh->cfg, bt->t, 1, cg_tensor_data(bt->in[x->ypos]));
+    cg_status st = tf_position_rows(&sh->cfg, sh->weights, 1, bt->t, 1, cg_tensor_data(bt->in[x->ypos]));
+    if (st) return st;
     cg_plan_binding b = {.struct_size = sizeof b,
                          .n_inputs = first ? bt->n_first : bt->n_c,
                          .input_index = first ? bt->idx : bt->idx_c,
                          .inputs = first ? bt->in : bt->in_c,
                          .n_outputs = x->n_out,
                          .outputs = bt->out};
-    cg_status st = cg_plan_run_indexed(bt->h->step, &b);
+    st = cg_plan_run_indexed(bt->h->step, &b);
     if (st) return st;
     s2s_scores so = {.V = bt->V, .S = bt->S};
     if (bt->wide) {
@@ -345,7 +348,8 @@ cg_status tf_resolve_options(const tf_handle *h, cg_s2s_options *o, int n, const
                         o->attention_head, c->dec_heads);
     if (o->beam == 0) o->beam = g->num_beams;
     if (!(o->flags & CG_S2S_ALPHA_SET) && o->alpha == 0) o->alpha = g->length_penalty;
-    if (o->max_len == 0) o->max_len = g->max_length > 1 ? g->max_length - 1 : 1;
+    if (o->max_len == 0) o->max_len = g->max_new_tokens ? g->max_new_tokens : g->max_length > 1 ? g->max_length - 1 : 1;
+    if (o->min_len == 0) o->min_len = g->min_length;
     if (o->max_len > c->max_pos)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "translate: max_len %d is more tokens than the model has positions for (%d, "

@@ -199,12 +199,19 @@ cg_status tf_clone(const tf_handle *h, const cg_plan_options *placement, tf_hand
     return CG_OK;
 }
 
-/* The tokenizer files are optional: without them the model translates ids. */
+/* The tokenizer files are optional: without them the model translates
+ * ids. MarianTokenizer's are vocab.json with source.spm (a BART
+ * directory's vocab.json, GPT-2's BPE with merges.txt, is not read). */
 static cg_status load_vocab(tf_shared *sh) {
-    char *vp = cg_path_join(sh->dir, "vocab.json");
-    if (!vp) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    int present = cg_path_exists(vp);
+    char *vp = cg_path_join(sh->dir, "vocab.json"), *sp = cg_path_join(sh->dir, "source.spm");
+    if (!vp || !sp) {
+        free(vp);
+        free(sp);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    }
+    int present = cg_path_exists(vp) && (sh->cfg.learned_pos ? cg_path_exists(sp) : 1);
     free(vp);
+    free(sp);
     if (!present) return CG_OK;
     cg_status st = tf_vocab_load(sh->dir, sh->cfg.pad_id, sh->cfg.eos_id, &sh->vocab);
     if (st) return st;

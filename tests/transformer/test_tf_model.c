@@ -59,11 +59,12 @@ static cg_tensor *npy(const char *dir, const char *name) {
     return t;
 }
 
-static cg_tensor *positions(const tf_config *c, int64_t n) {
+/* The first n rows of side dec's position table (sinusoidal or learned). */
+static cg_tensor *positions(const tf_config *c, cg_weights *w, int dec, int64_t n) {
     int64_t dims[2] = {n, c->d_model};
     cg_tensor *t;
     ck_assert_int_eq(cg_tensor_create(CG_F32, 2, dims, &t), CG_OK);
-    tf_positions(c, 0, n, cg_tensor_data(t));
+    ck_assert_msg(tf_position_rows(c, w, dec, 0, n, cg_tensor_data(t)) == CG_OK, "%s", cg_last_error());
     return t;
 }
 
@@ -110,8 +111,8 @@ static int step_inputs(int L, cg_tensor *const fixed[5], cg_tensor **ckv, cg_ten
 /* Decoding step by step over the caches (cross_kv once, then decoder_step
  * per target position, each step's caches fed to the next, starting from
  * empty ones) gives the teacher-forced logits of every position. */
-static void check_steps(cg_model *m, const char *dev, const char *variant, const tf_config *c, cg_tensor *enc,
-                        cg_tensor *len, const cg_tensor *tgt, const cg_tensor *want) {
+static void check_steps(cg_model *m, cg_weights *w, const char *dev, const char *variant, const tf_config *c,
+                        cg_tensor *enc, cg_tensor *len, const cg_tensor *tgt, const cg_tensor *want) {
     const int L = c->dec_layers, H = c->dec_heads, Dh = c->d_model / H;
     const int64_t B = cg_tensor_dim(tgt, 0), T = cg_tensor_dim(tgt, 1), V = c->dec_vocab;
     cg_plan_options o = {.struct_size = sizeof o, .device = dev};
@@ -135,7 +136,7 @@ static void check_steps(cg_model *m, const char *dev, const char *variant, const
     for (int64_t t = 0; t < T; t++) {
         for (int64_t b = 0; b < B; b++)
             ((int32_t *)cg_tensor_data(y))[b] = ((const int32_t *)cg_tensor_data_const(tgt))[b * T + t];
-        tf_positions(c, t, 1, cg_tensor_data(ypos));
+        ck_assert_int_eq(tf_position_rows(c, w, 1, t, 1, cg_tensor_data(ypos)), CG_OK);
         cg_tensor *fixed[5] = {y, ypos, sent, len, sent}; /* parent: row b continues row b */
         int n = step_inputs(L, fixed, ckv, cache, names, in, nbuf);
         cg_tensor *out[4 + 2 * 16];
@@ -183,7 +184,7 @@ static void check_variant(const char *variant) {
     ck_assert_msg(cg_model_verify(m) == CG_OK, "%s", cg_last_error());
     cg_tensor *src = npy(dir, "src"), *len = npy(dir, "src_len"), *tgt = npy(dir, "tgt");
     cg_tensor *want_enc = npy(dir, "enc"), *want_logits = npy(dir, "logits");
-    cg_tensor *pos = positions(&c, cg_tensor_dim(src, 1)), *tpos = positions(&c, cg_tensor_dim(tgt, 1));
+    cg_tensor *pos = positions(&c, w, 0, cg_tensor_dim(src, 1)), *tpos = positions(&c, w, 1, cg_tensor_dim(tgt, 1));
     for (int d = 0; d < cg_device_count(); d++) {
         char buf[512];
         const char *dev = cg_device_describe(d, buf, sizeof buf);
@@ -198,7 +199,7 @@ static void check_variant(const char *variant) {
         double dl = max_diff(logits, want_logits);
         ck_assert_msg(dl <= 1e-4, "%s on %s: logits differ from transformers' by %g", variant, dev, dl);
         fprintf(stderr, "%s on %s: encoder within %.2g, logits within %.2g of transformers\n", variant, dev, de, dl);
-        check_steps(m, dev, variant, &c, enc, len, tgt, want_logits);
+        check_steps(m, w, dev, variant, &c, enc, len, tgt, want_logits);
         cg_tensor_free(enc);
         cg_tensor_free(logits);
     }
@@ -213,6 +214,14 @@ START_TEST(swish_scaled_matches_transformers) { check_variant("swish_scaled"); }
 END_TEST
 
 START_TEST(gelu_matches_transformers) { check_variant("gelu"); }
+END_TEST
+
+/* BART: learned positions, the embeddings' LayerNorm, post-LN blocks. */
+START_TEST(bart_matches_transformers) { check_variant("bart"); }
+END_TEST
+
+/* mBART: pre-LN blocks and a final LayerNorm per side too. */
+START_TEST(mbart_matches_transformers) { check_variant("mbart"); }
 END_TEST
 
 /* The trained demo (models/marian_dates, tools/py/train_marian_dates.py)
@@ -369,7 +378,7 @@ START_TEST(config_mistakes_are_named) {
     config_refused("prenorm",
                    "{\"model_type\": \"marian\", " BASE ", \"decoder_attention_heads\": 2, "
                    "\"normalize_before\": true}",
-                   CG_ERR_UNSUPPORTED, "normalize_before true (pre-LN blocks) is not supported yet");
+                   CG_ERR_UNSUPPORTED, "normalize_before true (pre-LN blocks) is not supported for marian");
     tf_config c;
     ck_assert_int_eq(tf_config_read(tu_path("nowhere"), &c), CG_ERR_IO);
 }
@@ -422,6 +431,8 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, swish_scaled_matches_transformers);
     tcase_add_test(tc, gelu_matches_transformers);
+    tcase_add_test(tc, bart_matches_transformers);
+    tcase_add_test(tc, mbart_matches_transformers);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("model");
     tcase_add_checked_fixture(tm, setup, teardown);

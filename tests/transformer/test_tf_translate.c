@@ -195,6 +195,15 @@ END_TEST
 START_TEST(gelu_generates_as_transformers) { check_file("tests/data/marian/gelu", "tests/data/marian/gelu/gen.json"); }
 END_TEST
 
+/* BART and mBART models: learned positions, pre-LN (mBART), the first
+ * token forced (forced_bos_token_id) and a minimum length from their
+ * generation_config.json. */
+START_TEST(bart_generates_as_transformers) {
+    check_file("tests/data/marian/bart", "tests/data/marian/bart/gen.json");
+    check_file("tests/data/marian/mbart", "tests/data/marian/mbart/gen.json");
+}
+END_TEST
+
 START_TEST(demo_generates_as_transformers) {
     if (!tu_have_feature("sentencepiece")) return; /* the directory has vocab.json: loading needs it */
     check_file("models/marian_dates", "tests/data/marian/dates_gen.json");
@@ -323,6 +332,7 @@ int main(void) {
     tcase_add_test(tc, swish_scaled_generates_as_transformers);
     tcase_add_test(tc, gelu_generates_as_transformers);
     tcase_add_test(tc, demo_generates_as_transformers);
+    tcase_add_test(tc, bart_generates_as_transformers);
     tcase_add_test(tc, attention_maps_are_transformers);
     suite_add_tcase(s, tc);
     TCase *tcli = tcase_create("cli");

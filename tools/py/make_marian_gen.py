@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 import torch
-from transformers import GenerationConfig, MarianConfig, MarianMTModel
+from transformers import AutoModelForSeq2SeqLM, GenerationConfig, MarianMTModel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "tests", "data", "marian")
@@ -97,12 +97,14 @@ def dates():
 
 
 def main():
-    for name in ("swish_scaled", "gelu"):
+    for name in ("swish_scaled", "gelu", "bart", "mbart"):
         out = os.path.join(ROOT, name)
+        # BART-style models: the first token forced (mBART's language code), a minimum length
+        extra = dict(forced_bos_token_id=5, min_length=4) if "bart" in name else {}
         gc = GenerationConfig(bad_words_ids=[[PAD]], decoder_start_token_id=PAD, eos_token_id=EOS,
-                              forced_eos_token_id=EOS, max_length=16, num_beams=4, pad_token_id=PAD)
+                              forced_eos_token_id=EOS, max_length=16, num_beams=4, pad_token_id=PAD, **extra)
         gc.save_pretrained(out)
-        model = MarianMTModel.from_pretrained(out).eval()
+        model = AutoModelForSeq2SeqLM.from_pretrained(out).eval()
         model.config._attn_implementation = "eager"
         V = model.config.vocab_size
         rng = np.random.default_rng(7)

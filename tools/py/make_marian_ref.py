@@ -13,7 +13,8 @@ import sys
 
 import numpy as np
 import torch
-from transformers import MarianConfig, MarianMTModel
+from transformers import (BartConfig, BartForConditionalGeneration, MarianConfig, MarianMTModel, MBartConfig,
+                          MBartForConditionalGeneration)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "tests", "data", "marian")
@@ -27,19 +28,32 @@ VARIANTS = {
     "gelu": dict(d_model=24, encoder_layers=1, decoder_layers=3, encoder_attention_heads=2,
                  decoder_attention_heads=3, encoder_ffn_dim=40, decoder_ffn_dim=48, activation_function="gelu",
                  scale_embedding=False),
+    # BART: learned positions (offset 2), a LayerNorm of the embeddings, post-LN
+    "bart": dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                 decoder_attention_heads=2, encoder_ffn_dim=48, decoder_ffn_dim=64, activation_function="gelu",
+                 scale_embedding=False),
+    # mBART: as BART, pre-LN blocks and a final LayerNorm per side, scaled embeddings
+    "mbart": dict(d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=2,
+                  decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=48, activation_function="relu",
+                  scale_embedding=True),
 }
+MODELS = {"bart": (BartConfig, BartForConditionalGeneration), "mbart": (MBartConfig, MBartForConditionalGeneration)}
 
 
 def main():
     for index, (name, kw) in enumerate(VARIANTS.items()):
         out = os.path.join(ROOT, name)
         os.makedirs(out, exist_ok=True)
-        cfg = MarianConfig(vocab_size=90, max_position_embeddings=64, pad_token_id=0, eos_token_id=1,
-                           decoder_start_token_id=0, **kw)
+        config_cls, model_cls = MODELS.get(name, (MarianConfig, MarianMTModel))
+        cfg = config_cls(vocab_size=90, max_position_embeddings=64, pad_token_id=0, eos_token_id=1,
+                         decoder_start_token_id=0, **kw)
         torch.manual_seed(11 + index)
-        model = MarianMTModel(cfg).eval()
+        model = model_cls(cfg).eval()
         with torch.no_grad():
             model.final_logits_bias.copy_(torch.randn_like(model.final_logits_bias))
+            if name in MODELS:  # learned positions, trained-looking rather than the init's 0.02
+                for side in (model.model.encoder, model.model.decoder):
+                    side.embed_positions.weight.normal_(0.0, 0.5)
             for n, p in model.named_parameters():  # larger than the init's 0.02, so the layers matter
                 if "embed_positions" not in n:  # computed, not saved: left as transformers makes them
                     p.mul_(10.0) if p.dim() == 2 else p.add_(0.1 * torch.randn_like(p))
