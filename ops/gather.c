@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu/cpu_pool.h"
 #include "dtype.h"
 #include "gather.cl.h"
 
@@ -181,6 +182,22 @@ static cg_op_status gather_rows_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
+/* Rows copied per task: about 64 KiB (a decoder's cache rows are tens of
+ * KiB; a beam's reordering of them is worth both cores). */
+static size_t copy_grain(size_t row) { return row >= 65536 ? 1 : 65536 / (row + 1) + 1; }
+
+typedef struct gather_job {
+    const char *src;
+    const int32_t *idx;
+    char *dst;
+    size_t row;
+} gather_job;
+
+static void gather_rows_run(void *p, size_t begin, size_t end) {
+    const gather_job *j = p;
+    for (size_t i = begin; i < end; i++) memcpy(j->dst + i * j->row, j->src + (size_t)j->idx[i] * j->row, j->row);
+}
+
 static cg_op_status gather_rows_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *x = &call->inputs[0];
@@ -190,10 +207,10 @@ static cg_op_status gather_rows_cpu(const cg_kernel_args *a) {
     int64_t n = x->dims[0], m = call->inputs[1].dims[0];
     size_t row = cg_dtype_size((cg_dtype)x->dtype);
     for (int i = 1; i < x->ndim; i++) row *= (size_t)x->dims[i];
-    for (int64_t i = 0; i < m; i++) {
+    for (int64_t i = 0; i < m; i++)
         if (idx[i] < 0 || idx[i] >= n) return cg_op_fail_range(call, 1, "index", idx[i], i, 0, n - 1);
-        memcpy(dst + (size_t)i * row, src + (size_t)idx[i] * row, row);
-    }
+    gather_job j = {src, idx, dst, row};
+    cg_cpu_parallel_for((size_t)m, copy_grain(row), gather_rows_run, &j);
     return CG_OP_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu/cpu_pool.h"
 #include "dtype.h"
 #include "error.h"
 #include "opencl/cl_backend.h"
@@ -112,21 +113,39 @@ static cg_op_status concat_infer(cg_op_call *call) {
     return CG_OP_OK;
 }
 
+typedef struct concat_job {
+    const cg_kernel_args *a;
+    int axis;
+    int64_t inner;
+    size_t out_row; /* bytes of one outer index's output */
+} concat_job;
+
+/* Outer indices begin .. end - 1: each input's block, side by side. */
+static void concat_run(void *p, size_t begin, size_t end) {
+    const concat_job *j = p;
+    const cg_op_call *call = j->a->call;
+    const size_t es = elem_size(&call->outputs[0]);
+    for (size_t r = begin; r < end; r++) {
+        char *dst = (char *)j->a->out[0] + r * j->out_row;
+        for (int t = 0; t < call->n_inputs; t++) {
+            size_t chunk = (size_t)(call->inputs[t].dims[j->axis] * j->inner) * es;
+            if (!chunk) continue;
+            memcpy(dst, (const char *)j->a->in[t] + r * chunk, chunk);
+            dst += chunk;
+        }
+    }
+}
+
 static cg_op_status concat_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const cg_tensor_desc *o = &call->outputs[0];
     int axis = cg_norm_axis(call->attrs[CONCAT_AXIS].i, o->ndim);
     int64_t outer, inner;
     cg_desc_split(o, axis, &outer, &inner);
-    char *dst = a->out[0];
-    for (int64_t r = 0; r < outer; r++) {
-        for (int t = 0; t < call->n_inputs; t++) {
-            size_t chunk = (size_t)(call->inputs[t].dims[axis] * inner) * elem_size(o);
-            if (!chunk) continue;
-            memcpy(dst, (const char *)a->in[t] + (size_t)r * chunk, chunk);
-            dst += chunk;
-        }
-    }
+    concat_job j = {a, axis, inner, (size_t)(o->dims[axis] * inner) * elem_size(o)};
+    /* about 64 KiB per task: a decoder's caches grow by concatenation */
+    const size_t grain = j.out_row >= 65536 ? 1 : 65536 / (j.out_row + 1) + 1;
+    if (outer > 0) cg_cpu_parallel_for((size_t)outer, grain, concat_run, &j);
     return CG_OP_OK;
 }
 
