@@ -191,7 +191,16 @@ static cg_status save_host(cg_plan *p, carry *c, const slot *s) {
     cg_status rc = host_room(c, s); /* same shape then: no new buffer */
     if (rc) return rc;
     size_t bytes = carry_bytes(c);
-    if (bytes && from != c->host->data) memcpy(c->host->data, from, bytes);
+    if (bytes && from != c->host->data) {
+        /* through the host device, whose copy runs on every core: a
+         * decoder's caches are tens of MB a step */
+        cg_buf a, b;
+        cg_device *host = p->devs[0].dev;
+        rc = cg_dev_wrap(host, (void *)from, bytes, &a);
+        if (!rc) rc = cg_dev_wrap(host, c->host->data, bytes, &b);
+        if (!rc) rc = cg_dev_copy(host, &a, 0, &b, 0, bytes);
+        if (rc) return rc;
+    }
     c->on_host = 1;
     c->dev = 0;
     return CG_OK;
