@@ -77,30 +77,19 @@ static cg_status open_decoder(s2s_batch *bt) {
 
 /* Everything the steps work in, allocated once per batch. */
 static cg_status alloc_rows(s2s_batch *bt, const int *ids, const int *src_len) {
-    const int max_rows = bt->max_rows, k = bt->s.k, nb = bt->nb;
-    s2s_search *s = &bt->s;
-    bt->ss = calloc((size_t)nb, sizeof *bt->ss);
-    bt->rows = calloc((size_t)max_rows, sizeof *bt->rows);
-    s->next = calloc((size_t)max_rows, sizeof *s->next);
-    s->parent = calloc((size_t)max_rows, sizeof *s->parent);
-    s->top = calloc((size_t)2 * (size_t)k + 1, sizeof *s->top);
-    s->fin_tmp = calloc((size_t)k, sizeof *s->fin_tmp);
+    const int nb = bt->nb;
     /* the first step's rows, one per sentence (the plan carries the state
      * from there) */
     size_t state_floats = (size_t)nb * s2s_state_row(bt) + 1;
     bt->state = calloc(state_floats, sizeof *bt->state);
-    /* Live rows and next rows, plus finished ones: at most 2k per sentence. */
-    s2s_hpool *pool = &s->pool;
-    pool->cap = 2 * max_rows + nb * (2 * k + 1) + 2;
-    pool->free_h = calloc((size_t)pool->cap, sizeof *pool->free_h);
+    if (!bt->state) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    int tok_cap = 0;
     for (int b = 0; b < nb; b++) {
         int ml = max_len_of(bt->o, src_len[ids[b]]);
-        if (ml > pool->tok_cap) pool->tok_cap = ml;
+        if (ml > tok_cap) tok_cap = ml;
     }
-    pool->att_cap = bt->o->attention ? (size_t)(pool->tok_cap + 1) * (size_t)bt->S : 0;
-    if (!bt->ss || !bt->rows || !s->next || !s->parent || !s->top || !s->fin_tmp || !bt->state || !pool->free_h)
-        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-    return CG_OK;
+    const size_t att_cap = bt->o->attention ? (size_t)(tok_cap + 1) * (size_t)bt->S : 0;
+    return s2s_search_alloc(&bt->s, nb, bt->max_rows, tok_cap, att_cap, &bt->ss, &bt->rows);
 }
 
 /* One row per sentence, holding BOS. Initial state: s0 from the bridge (or
@@ -112,9 +101,7 @@ static cg_status start_rows(s2s_batch *bt, const int *ids, const int *src_len) {
         sb->src = ids[b];
         sb->len = src_len[ids[b]];
         sb->max_len = max_len_of(bt->o, sb->len);
-        sb->fins = calloc((size_t)bt->s.k, sizeof *sb->fins); /* the k best finished */
-        if (!sb->fins || s2s_hyp_new(&bt->s.pool, &bt->rows[bt->R].h))
-            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        if (s2s_hyp_new(&bt->s.pool, &bt->rows[bt->R].h)) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
         bt->rows[bt->R].sent = b;
         float *rs = bt->state + (size_t)bt->R * s2s_state_row(bt);
         bt->R++;
@@ -143,19 +130,7 @@ static cg_status step(s2s_batch *bt) {
 
 /* Frees what a batch holds, at whatever point it stopped. */
 static void batch_free(s2s_batch *bt) {
-    for (int b = 0; bt->ss && b < bt->nb; b++) {
-        for (int i = 0; i < bt->ss[b].n_fins; i++) s2s_hyp_free(&bt->ss[b].fins[i].h);
-        free(bt->ss[b].fins);
-    }
-    for (int r = 0; bt->rows && r < bt->R; r++) s2s_hyp_free(&bt->rows[r].h);
-    for (int r = 0; bt->s.next && r < bt->s.NR; r++) s2s_hyp_free(&bt->s.next[r].h);
-    s2s_pool_free(&bt->s.pool);
-    free(bt->ss);
-    free(bt->rows);
-    free(bt->s.next);
-    free(bt->s.parent);
-    free(bt->s.top);
-    free(bt->s.fin_tmp);
+    s2s_search_free(&bt->s, bt->ss, bt->nb, bt->rows, bt->R);
     free(bt->state);
     if (bt->io_ok) s2s_io_free(&bt->x);
     for (int i = 0; bt->eout && i < bt->m->shared->iface.enc.n_out; i++) cg_tensor_free(bt->eout[i]);

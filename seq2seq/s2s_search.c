@@ -224,32 +224,40 @@ void s2s_keep_best(s2s_search *s, s2s_sent *sb, s2s_hyp *h, double score) {
     sb->fins[sb->n_fins - 1].score = score;
 }
 
+/* Candidate j of the sentence whose rows start at r0 as a hypothesis:
+ * finished (into the k best, ended when its token is EOS) or a row of the
+ * next step. */
+static cg_status take(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int j, int t, const s2s_scores *so, int fin,
+                      int *n_live) {
+    const int r = r0 + s->top[j].row, tok = s->top[j].tok, is_eos = tok == s->eos;
+    s2s_hyp nh;
+    if (hyp_copy(&s->pool, &nh, &rows[r].h, sb->len) || hyp_push(&nh, tok, is_eos, att_row(so, r), sb->len)) {
+        s2s_hyp_free(&nh);
+        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    }
+    nh.raw = s->top[j].score;
+    if (fin) {
+        nh.ended = is_eos;
+        s2s_keep_best(s, sb, &nh, nh.raw / s2s_penalty(s, t + 1));
+    } else {
+        s->next[s->NR].sent = rows[r0].sent;
+        s->next[s->NR].h = nh;
+        s->parent[s->NR++] = r;
+        ++*n_live;
+    }
+    return CG_OK;
+}
+
 /* Walks the sentence's nt candidates in order until the next live set holds
  * k: EOS finishes a hypothesis (into the k-best finished set), any other
  * token makes a row of the next step. */
 static cg_status beam_walk(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int nt, int t, const s2s_scores *so,
                            int *n_live) {
     *n_live = 0;
-    for (int j = 0; j < nt && *n_live < s->k; j++) {
-        int r = r0 + s->top[j].row, tok = s->top[j].tok;
-        int is_eos = tok == s->eos;
-        s2s_hyp nh;
-        if (hyp_copy(&s->pool, &nh, &rows[r].h, sb->len) || hyp_push(&nh, tok, is_eos, att_row(so, r), sb->len)) {
-            s2s_hyp_free(&nh);
-            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-        }
-        nh.raw = s->top[j].score;
-        if (is_eos) {
-            nh.ended = 1;
-            s2s_keep_best(s, sb, &nh, nh.raw / s2s_penalty(s, t + 1));
-        } else {
-            s->next[s->NR].sent = rows[r0].sent;
-            s->next[s->NR].h = nh;
-            s->parent[s->NR++] = r;
-            ++*n_live;
-        }
-    }
-    return CG_OK;
+    cg_status st = CG_OK;
+    for (int j = 0; !st && j < nt && *n_live < s->k; j++)
+        st = take(s, sb, rows, r0, j, t, so, s->top[j].tok == s->eos, n_live);
+    return st;
 }
 
 int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw, int live_len) {
@@ -270,27 +278,12 @@ static cg_status hf_walk(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0, int
                          int *n_live) {
     const int last = t + 1 >= sb->max_len;
     *n_live = 0;
-    for (int j = 0; j < nt; j++) {
-        int r = r0 + s->top[j].row, tok = s->top[j].tok;
-        int is_eos = tok == s->eos, fin = j < s->k && (is_eos || last);
-        if (!fin && (is_eos || last || *n_live == s->k)) continue;
-        s2s_hyp nh;
-        if (hyp_copy(&s->pool, &nh, &rows[r].h, sb->len) || hyp_push(&nh, tok, is_eos, att_row(so, r), sb->len)) {
-            s2s_hyp_free(&nh);
-            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-        }
-        nh.raw = s->top[j].score;
-        if (fin) {
-            nh.ended = is_eos;
-            s2s_keep_best(s, sb, &nh, nh.raw / s2s_penalty(s, t + 1));
-        } else {
-            s->next[s->NR].sent = rows[r0].sent;
-            s->next[s->NR].h = nh;
-            s->parent[s->NR++] = r;
-            ++*n_live;
-        }
+    cg_status st = CG_OK;
+    for (int j = 0; !st && j < nt; j++) {
+        const int is_eos = s->top[j].tok == s->eos, fin = j < s->k && (is_eos || last);
+        if (fin || !(is_eos || last || *n_live == s->k)) st = take(s, sb, rows, r0, j, t, so, fin, n_live);
     }
-    return CG_OK;
+    return st;
 }
 
 /* A step with a forced token (the first's, or EOS at the last): every
@@ -348,6 +341,41 @@ cg_status s2s_select(s2s_search *s, s2s_sent *ss, s2s_row *rows, int R, int t, c
         r0 = r1;
     }
     return st;
+}
+
+cg_status s2s_search_alloc(s2s_search *s, int nb, int max_rows, int tok_cap, size_t att_cap, s2s_sent **ss,
+                           s2s_row **rows) {
+    const int k = s->k;
+    *ss = calloc((size_t)nb + 1, sizeof **ss);
+    *rows = calloc((size_t)max_rows + 1, sizeof **rows);
+    s->next = calloc((size_t)max_rows + 1, sizeof *s->next);
+    s->parent = calloc((size_t)max_rows + 1, sizeof *s->parent);
+    s->top = calloc((size_t)2 * (size_t)k + 1, sizeof *s->top);
+    s->fin_tmp = calloc((size_t)k, sizeof *s->fin_tmp);
+    /* live rows and next rows, plus finished ones: at most 2k per sentence */
+    s->pool.cap = 2 * max_rows + nb * (2 * k + 1) + 2;
+    s->pool.free_h = calloc((size_t)s->pool.cap, sizeof *s->pool.free_h);
+    s->pool.tok_cap = tok_cap;
+    s->pool.att_cap = att_cap;
+    int ok = *ss && *rows && s->next && s->parent && s->top && s->fin_tmp && s->pool.free_h;
+    for (int b = 0; ok && b < nb; b++) ok = ((*ss)[b].fins = calloc((size_t)k, sizeof *(*ss)[b].fins)) != NULL;
+    return ok ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+}
+
+void s2s_search_free(s2s_search *s, s2s_sent *ss, int nb, s2s_row *rows, int R) {
+    for (int b = 0; ss && b < nb; b++) {
+        for (int i = 0; i < ss[b].n_fins; i++) s2s_hyp_free(&ss[b].fins[i].h);
+        free(ss[b].fins);
+    }
+    for (int r = 0; rows && r < R; r++) s2s_hyp_free(&rows[r].h);
+    for (int r = 0; s->next && r < s->NR; r++) s2s_hyp_free(&s->next[r].h);
+    s2s_pool_free(&s->pool);
+    free(ss);
+    free(rows);
+    free(s->next);
+    free(s->parent);
+    free(s->top);
+    free(s->fin_tmp);
 }
 
 cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s2s_result *res) {

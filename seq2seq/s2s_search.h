@@ -135,6 +135,17 @@ void s2s_keep_best(s2s_search *s, s2s_sent *sb, s2s_hyp *h, double score);
  * set is full (S2S_EARLY_TRUE). */
 int s2s_settled(const s2s_search *s, const s2s_sent *sb, double best_live_raw, int live_len);
 
+/* The arrays of a search over nb sentences in at most max_rows rows: the
+ * sentences (each with room for k finished), the rows, next, parent, top,
+ * fin_tmp, and the pool (hypotheses of tok_cap tokens and att_cap
+ * attention floats). Free them with s2s_search_free, also after a failure. */
+cg_status s2s_search_alloc(s2s_search *s, int nb, int max_rows, int tok_cap, size_t att_cap, s2s_sent **ss,
+                           s2s_row **rows);
+
+/* Frees what s2s_search_alloc made and every hypothesis still held: the
+ * sentences' finished ones, the R live rows', the next step's. */
+void s2s_search_free(s2s_search *s, s2s_sent *ss, int nb, s2s_row *rows, int R);
+
 /* Chooses the next tokens of every sentence from step t's scores over the
  * R live rows (grouped by sentence): rows that live on go to s->next (in
  * live order, s->NR of them); finished ones into their sentence's set. The

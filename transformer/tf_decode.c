@@ -161,27 +161,15 @@ static void search_init(tf_batch *bt) {
 /* The sentences, one row each holding the decoder start; the pool. */
 static cg_status start(tf_batch *bt, const int *ids) {
     s2s_search *s = &bt->s;
-    const int nb = bt->nb, k = s->k;
-    bt->ss = calloc((size_t)nb, sizeof *bt->ss);
-    bt->rows = calloc((size_t)bt->max_rows, sizeof *bt->rows);
-    s->next = calloc((size_t)bt->max_rows, sizeof *s->next);
-    s->parent = calloc((size_t)bt->max_rows, sizeof *s->parent);
-    s->top = calloc((size_t)2 * (size_t)k + 1, sizeof *s->top);
-    s->fin_tmp = calloc((size_t)k, sizeof *s->fin_tmp);
-    s->pool.cap = 2 * bt->max_rows + nb * (2 * k + 1) + 2;
-    s->pool.free_h = calloc((size_t)s->pool.cap, sizeof *s->pool.free_h);
-    s->pool.tok_cap = bt->o->max_len;
-    s->pool.att_cap = bt->o->attention ? (size_t)(bt->o->max_len + 1) * (size_t)bt->S : 0;
-    if (!bt->ss || !bt->rows || !s->next || !s->parent || !s->top || !s->fin_tmp || !s->pool.free_h)
-        return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-    for (int b = 0; b < nb; b++) {
+    const size_t att_cap = bt->o->attention ? (size_t)(bt->o->max_len + 1) * (size_t)bt->S : 0;
+    cg_status st = s2s_search_alloc(s, bt->nb, bt->max_rows, bt->o->max_len, att_cap, &bt->ss, &bt->rows);
+    if (st) return st;
+    for (int b = 0; b < bt->nb; b++) {
         s2s_sent *sb = &bt->ss[b];
         sb->src = ids[b];
         sb->len = bt->given[b]; /* the maps' columns: the EOS appended here is left out */
         sb->max_len = bt->o->max_len;
-        sb->fins = calloc((size_t)k, sizeof *sb->fins);
-        if (!sb->fins || s2s_hyp_new(&s->pool, &bt->rows[bt->R].h))
-            return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+        if (s2s_hyp_new(&s->pool, &bt->rows[bt->R].h)) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
         bt->rows[bt->R++].sent = b;
     }
     return CG_OK;
@@ -276,19 +264,7 @@ static cg_status step(tf_batch *bt) {
 static void batch_free(tf_batch *bt) {
     const tf_shared *sh = bt->h->sh;
     const tf_step_io *x = &sh->io;
-    for (int b = 0; bt->ss && b < bt->nb; b++) {
-        for (int i = 0; i < bt->ss[b].n_fins; i++) s2s_hyp_free(&bt->ss[b].fins[i].h);
-        free(bt->ss[b].fins);
-    }
-    for (int r = 0; bt->rows && r < bt->R; r++) s2s_hyp_free(&bt->rows[r].h);
-    for (int r = 0; bt->s.next && r < bt->s.NR; r++) s2s_hyp_free(&bt->s.next[r].h);
-    s2s_pool_free(&bt->s.pool);
-    free(bt->ss);
-    free(bt->rows);
-    free(bt->s.next);
-    free(bt->s.parent);
-    free(bt->s.top);
-    free(bt->s.fin_tmp);
+    s2s_search_free(&bt->s, bt->ss, bt->nb, bt->rows, bt->R);
     /* ours; the lengths and the cross keys and values are freed below */
     if (bt->in) {
         cg_tensor_free(bt->in[x->y]);
