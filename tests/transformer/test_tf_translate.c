@@ -232,6 +232,11 @@ START_TEST(cli_translates_the_demo) {
     ck_assert_int_eq(lines, 28);
     const char *first = "0\t2026-11-22\t-0.000";
     ck_assert_msg(!strncmp(tu_out, first, strlen(first)), "%s", tu_out);
+    /* `clgraph plan` describes the encoder and the step with default sizes */
+    const char *plan[] = {"plan", dir, NULL};
+    ck_assert_msg(tu_run_cli(plan, NULL, NULL) == 0, "%s", tu_err);
+    ck_assert_msg(strstr(tu_out, "plan of graph 'encoder'") && strstr(tu_out, "plan of graph 'decoder_step'"), "%s",
+                  tu_out);
 }
 END_TEST
 

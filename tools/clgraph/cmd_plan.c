@@ -139,7 +139,7 @@ done:
 static const struct {
     const char *name;
     int size;
-} dir_sizes[] = {{"B", 1}, {"N", 1}, {"P", 1}, {"S", 10}};
+} dir_sizes[] = {{"B", 1}, {"N", 1}, {"P", 1}, {"R", 1}, {"S", 10}};
 
 /* Whether an input of one of the model's graphs has dimension `name`. */
 static int model_has_dim(const cg_model *m, const char *name) {
