@@ -38,6 +38,19 @@ def conform(ops: Union[str, Sequence[str], None] = None, device: Optional[str] =
                        r["max_abs_error"], r["message"], r["shapes"]) for r in rows]
 
 
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask would change
+    it for every thread for a moment)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
 _TO = {"int8": "i8", "i8": "i8", "bf16": "bf16", "bfloat16": "bf16", "f16": "f16", "float16": "f16"}
 _COPIED = ("config.json", "src.vocab", "tgt.vocab", "model.cg", "generation_config.json", "vocab.json", "source.spm",
            "target.spm", "tokenizer_config.json", "special_tokens_map.json")
@@ -74,6 +87,7 @@ def quantize(model_dir: Union[str, os.PathLike], output_dir: Union[str, os.PathL
         os.close(fd)
         try:
             shutil.copyfile(path, tmp)
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; the CLI's files have the umask's mode
             os.replace(tmp, os.path.join(dst, name))
         except BaseException:
             os.unlink(tmp)

@@ -266,6 +266,7 @@ def test_quantize_writes_what_the_cli_writes(tmp_path):
     assert sorted(os.listdir(ours)) == sorted(os.listdir(theirs))
     for name in sorted(os.listdir(theirs)):
         assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+        assert (ours / name).stat().st_mode == (theirs / name).stat().st_mode, name
     t = clgraph.Translator(ours)
     assert t.translate_batch(["November 22, 2026"])[0].hypotheses == ["2026-11-22"]
     with pytest.raises(clgraph.Error):
