@@ -1,9 +1,11 @@
 #!/bin/sh
 # The checks to run on a machine with a GPU, in one go and well under 10
 # minutes: what the machine has, a build, `clgraph devices`, the full
-# conform on every OpenCL device, the dates samples on each device, and
-# `clgraph bench` (CPU against every OpenCL device, the dates model and a
-# medium random model when Python with numpy and torch is there to make it). Results
+# conform on every OpenCL device, the dates samples on each device (the RNN
+# and the Transformer demo), the Transformer family's tests, and
+# `clgraph bench` (CPU against every OpenCL device: the dates model, the
+# Transformer demo, and a medium random model when Python with numpy and
+# torch is there to make it). Results
 # go to OUT_DIR (default: $OUT, else ./gpu-check) as text and JSON, for
 # docs/portability.md and the issue's note.
 #   tools/gpu-check.sh [OUT_DIR]
@@ -45,8 +47,14 @@ while [ "$i" -lt "$n" ]; do
     run "conform_opencl$i" 240 "$cli" conform --device "opencl:$i"
     run "dates_opencl$i" 60 sh -c "$cli translate models/dates --device opencl:$i < models/dates/samples.txt \
         | diff - models/dates/samples.expected"
+    # the Transformer demo (needs the build's SentencePiece)
+    run "marian_opencl$i" 60 sh -c "$cli translate models/marian_dates --device opencl:$i \
+        < models/dates/samples.txt | diff - models/dates/samples.expected"
     i=$((i + 1))
 done
+# The Transformer family against transformers' generate() and its graphs'
+# parity, on every device (the tests iterate over them).
+run tf_tests 240 meson test -C build-gpu --print-errorlogs tf_model tf_translate
 
 # Speed: the CPU and each OpenCL device, batch 1 and 64 greedy, batch 16 beam 5.
 bench() { # bench TAG, on $model
@@ -61,6 +69,8 @@ bench() { # bench TAG, on $model
 }
 model=models/dates
 bench dates
+model=models/marian_dates
+bench marian_dates
 if python3 -c 'import numpy, torch' 2>/dev/null; then
     python3 tools/py/bench/make_bench_model.py medium "$out/medium-model" > /dev/null 2>&1 &&
         { model="$out/medium-model"; bench medium; rm -rf "$out/medium-model"; }
