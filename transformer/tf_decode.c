@@ -61,6 +61,11 @@ static cg_status sources(tf_batch *bt, const int *ids, const int32_t *const *src
         bt->src[b][bt->len[b] - 1] = eos;
         if (bt->len[b] > bt->S) bt->S = bt->len[b];
     }
+    /* padded to a multiple of 8 (the padding is masked): batches of nearby
+     * lengths bind the same shapes, so the decoder's plan instances (one per
+     * source and cache length) serve them again instead of being rebuilt */
+    const int padded = (bt->S + 7) / 8 * 8, limit = bt->h->sh->cfg.max_pos;
+    bt->S = padded <= limit ? padded : limit > bt->S ? limit : bt->S;
     return CG_OK;
 }
 

@@ -22,8 +22,10 @@
 #include "tensor.h"
 
 /* Bindings whose instances a plan keeps (least recently used dropped
- * beyond): a cache policy, not a limit on the graph. */
-#define CG_PLAN_CACHED_INSTANCES 32
+ * beyond): a cache policy, not a limit on the graph. The instances share
+ * the plan's arena, so one costs its step and slot tables only: a
+ * Transformer decoder has one per cache length of each source length. */
+#define CG_PLAN_CACHED_INSTANCES 128
 
 /* A device a plan may use. Index 0 is always the CPU (host memory). */
 typedef struct pdev {
