@@ -20,6 +20,7 @@ typedef struct tf_batch {
     tf_handle *h;
     const cg_s2s_options *o;
     int nb, S, max_rows, V;
+    int S_enc;             /* the longest source; S: the decoder's width, padded */
     int wide;              /* the search needs more than TF_TOP_K candidates: logits read, log_softmax here */
     int32_t **src;         /* the sources with their EOS */
     int *len;              /* their lengths */
@@ -61,19 +62,38 @@ static cg_status sources(tf_batch *bt, const int *ids, const int32_t *const *src
         bt->src[b][bt->len[b] - 1] = eos;
         if (bt->len[b] > bt->S) bt->S = bt->len[b];
     }
-    /* padded to a multiple of 8 (the padding is masked): batches of nearby
-     * lengths bind the same shapes, so the decoder's plan instances (one per
-     * source and cache length) serve them again instead of being rebuilt */
-    const int padded = (bt->S + 7) / 8 * 8, limit = bt->h->sh->cfg.max_pos;
-    bt->S = padded <= limit ? padded : limit > bt->S ? limit : bt->S;
+    /* The decoder sees the sources padded to a multiple of 8 (the padding
+     * masked): batches of nearby lengths bind the same shapes, so its plan
+     * instances (one per source and cache length) serve them again instead
+     * of being rebuilt. The encoder runs on the longest source as it is. */
+    bt->S_enc = bt->S;
+    bt->S = (bt->S + 7) / 8 * 8;
     return CG_OK;
 }
 
 /* The encoder over the padded sources, then every layer's cross-attention
  * keys and values. */
+/* The encoder's output widened to the decoder's S source positions (zero
+ * rows where the mask hides them), in place of bt->enc. */
+static cg_status widen(tf_batch *bt) {
+    const int nb = bt->nb, S = bt->S_enc, D = bt->h->sh->cfg.d_model;
+    if (S == bt->S) return CG_OK;
+    int64_t dims[3] = {nb, bt->S, D};
+    cg_tensor *w;
+    cg_status st = cg_tensor_create(CG_F32, 3, dims, &w); /* zeroed */
+    if (st) return st;
+    const float *from = cg_tensor_data_const(bt->enc);
+    float *to = cg_tensor_data(w);
+    for (int b = 0; b < nb; b++)
+        memcpy(to + (size_t)b * bt->S * D, from + (size_t)b * S * D, sizeof(float) * (size_t)S * D);
+    cg_tensor_free(bt->enc);
+    bt->enc = w;
+    return CG_OK;
+}
+
 static cg_status encode(tf_batch *bt) {
     const tf_config *c = &bt->h->sh->cfg;
-    const int nb = bt->nb, S = bt->S, L = c->dec_layers;
+    const int nb = bt->nb, S = bt->S_enc, L = c->dec_layers;
     cg_tensor *esrc = NULL, *pos = NULL;
     int64_t d2[2] = {nb, S}, d1 = nb, dp[2] = {S, c->d_model};
     cg_status st = tensor(CG_I32, 2, d2, &esrc);
@@ -95,6 +115,7 @@ static cg_status encode(tf_batch *bt) {
     bt->ckv = calloc((size_t)(2 * L), sizeof *bt->ckv);
     if (!st && !bt->ckv) st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     const char *en[1] = {"enc"};
+    if (!st) st = widen(bt);
     if (!st) st = cg_plan_run(bt->h->ckv, 1, en, &bt->enc, 2 * L, bt->ckv);
     return st;
 }
