@@ -763,6 +763,27 @@ cg_dtype cg_graph_input_dtype(const cg_graph *g, int i) {
     return g->values[g->inputs[i]].dtype;
 }
 
+cg_status cg_graph_input_convert(const cg_graph *g, const char *name, const cg_tensor *t, int strict, cg_tensor **out) {
+    if (!out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_input_convert: NULL argument");
+    *out = NULL;
+    if (!g || !name || !t) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_graph_input_convert: NULL argument");
+    cg_dtype want = (cg_dtype)0, have = cg_tensor_dtype(t);
+    for (int k = 0; k < g->n_inputs && !want; k++)
+        if (!strcmp(g->values[g->inputs[k]].name, name)) want = g->values[g->inputs[k]].dtype;
+    if (!want || want == have) return CG_OK;
+    if (!cg_dtype_convert_exact(have, want))
+        return strict ? cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' of graph '%s' is %s, got an array of %s", name,
+                                 g->name, cg_dtype_name(want), cg_dtype_name(have))
+                      : CG_OK;
+    cg_status st = cg_tensor_convert(t, want, out);
+    if (!st || st == CG_ERR_NO_MEMORY) return st;
+    /* a value the input's dtype cannot hold: the caller's to fix */
+    char why[512];
+    snprintf(why, sizeof why, "%s", cg_last_error());
+    return cg_error(CG_ERR_INVALID_ARGUMENT, "input '%s' of graph '%s' is %s: %s", name, g->name, cg_dtype_name(want),
+                    why);
+}
+
 int cg_graph_output_count(const cg_graph *g) { return g ? g->n_outputs : 0; }
 
 const char *cg_graph_output_name(const cg_graph *g, int i) {

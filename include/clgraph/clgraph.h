@@ -572,6 +572,21 @@ CG_API int cg_graph_input_count(const cg_graph *g);
 CG_API const char *cg_graph_input_name(const cg_graph *g, int i);
 /** Declared dtype of input i (0 if out of range). */
 CG_API cg_dtype cg_graph_input_dtype(const cg_graph *g, int i);
+
+/**
+ * A feed for input `name` in the input's declared dtype: when `t`'s dtype
+ * differs and converts into it exactly (cg_dtype_convert_exact: int64 token
+ * ids into an i32 input, f16 into f32, ...), *out is a new converted tensor
+ * (free it); otherwise *out is NULL and `t` is fed as it is (a run then
+ * reports a name the graph lacks). A dtype that does not convert exactly is
+ * left to the run too, or with `strict` is CG_ERR_INVALID_ARGUMENT ("input
+ * 'x' of graph 'g' is i32, got an array of f32"); a value the conversion
+ * cannot hold (an id past i32) is CG_ERR_INVALID_ARGUMENT naming the input
+ * and the graph. What `clgraph run --input` (not strict) and the Python
+ * Session (strict) do with what they are given.
+ */
+CG_API cg_status cg_graph_input_convert(const cg_graph *g, const char *name, const cg_tensor *t, int strict,
+                                        cg_tensor **out);
 /**
  * Symbolic dimensions of input i as text, one field per dimension separated
  * by commas, the symbol's name or "" for a fixed size: "B,S" for i32[B, S],

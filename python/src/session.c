@@ -170,13 +170,6 @@ static void feeds_free(feeds *f) {
     free(f->converted);
 }
 
-/* The declared dtype of input `name`, 0 when there is none of that name. */
-static cg_dtype input_dtype(const cg_graph *g, const char *name) {
-    for (int k = 0; k < cg_graph_input_count(g); k++)
-        if (!strcmp(cg_graph_input_name(g, k), name)) return cg_graph_input_dtype(g, k);
-    return (cg_dtype)0;
-}
-
 static int feed_one(pycg_session *s, PyObject *item, feeds *f, int i) {
     const char *name;
     PyObject *obj;
@@ -187,20 +180,13 @@ static int feed_one(pycg_session *s, PyObject *item, feeds *f, int i) {
     f->names[i] = name; /* the tuple's str: alive while the feeds list is */
     if (pycg_arg_wrap(obj, (cg_dtype)as, 0, what, &f->args[i]) < 0) return -1;
     f->n = i + 1;
-    cg_tensor *t = f->tensors[i] = f->args[i].t;
-    cg_dtype want = input_dtype(s->g, name), have = cg_tensor_dtype(t);
-    if (!want || want == have) return 0; /* an unknown name: the run says so */
-    if (!cg_dtype_convert_exact(have, want)) {
-        pycg_raise_msg(CG_ERR_INVALID_ARGUMENT, "input '%s' of graph '%s' is %s, got an array of %s", name,
-                       cg_graph_name(s->g), cg_dtype_name(want), cg_dtype_name(have));
+    /* strict: an array the input's dtype does not take exactly is said here,
+     * naming the array's dtype (an unknown name is the run's to report) */
+    if (cg_graph_input_convert(s->g, name, f->args[i].t, 1, &f->converted[i]) != CG_OK) {
+        pycg_raise(CG_ERR_INVALID_ARGUMENT);
         return -1;
     }
-    if (cg_tensor_convert(t, want, &f->converted[i]) != CG_OK) {
-        pycg_raise_msg(CG_ERR_INVALID_ARGUMENT, "input '%s' of graph '%s' is %s: %s", name, cg_graph_name(s->g),
-                       cg_dtype_name(want), cg_last_error());
-        return -1;
-    }
-    f->tensors[i] = f->converted[i];
+    f->tensors[i] = f->converted[i] ? f->converted[i] : f->args[i].t;
     return 0;
 }
 

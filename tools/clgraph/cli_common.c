@@ -204,13 +204,6 @@ int cli_load_plan(cli_opts *o, cg_context *ctx, cg_model **m, cg_weights **w, cg
     return CLI_OK;
 }
 
-/* The declared dtype of g's input `name`, or 0 when it has none. */
-static cg_dtype input_dtype(const cg_graph *g, const char *name) {
-    for (int k = 0; k < cg_graph_input_count(g); k++)
-        if (!strcmp(cg_graph_input_name(g, k), name)) return cg_graph_input_dtype(g, k);
-    return (cg_dtype)0;
-}
-
 int cli_load_inputs(const cli_opts *o, const cg_graph *g, cg_tensor **in) {
     for (int i = 0; i < o->n_inputs; i++) {
         const char *name = o->input_names[i];
@@ -218,14 +211,12 @@ int cli_load_inputs(const cli_opts *o, const cg_graph *g, cg_tensor **in) {
             fprintf(stderr, "clgraph: --input %s: %s\n", name, cg_last_error());
             return CLI_FAIL;
         }
-        cg_dtype want = input_dtype(g, name), have = cg_tensor_dtype(in[i]);
-        if (!want || want == have || !cg_dtype_convert_exact(have, want)) continue;
         cg_tensor *c;
-        if (cg_tensor_convert(in[i], want, &c)) {
-            fprintf(stderr, "clgraph: --input %s: %s: input '%s' of graph '%s' is %s: %s\n", name, o->input_files[i],
-                    name, cg_graph_name(g), cg_dtype_name(want), cg_last_error());
+        if (cg_graph_input_convert(g, name, in[i], 0, &c)) {
+            fprintf(stderr, "clgraph: --input %s: %s: %s\n", name, o->input_files[i], cg_last_error());
             return CLI_FAIL;
         }
+        if (!c) continue; /* fed as it is */
         cg_tensor_free(in[i]);
         in[i] = c;
     }

@@ -74,6 +74,41 @@ START_TEST(verifier_errors) {
 }
 END_TEST
 
+/* cg_graph_input_convert: int64 ids into an i32 input (exact), f32 into it
+ * only when not strict, an id past i32 refused naming the input, an
+ * unknown name left to the run. Expected values by hand. */
+START_TEST(input_convert_is_exact) {
+    const char *t = "graph g {\n  input ids: i32[N]\n  y = cast(ids) {to: \"f32\"}\n  output y\n}\n";
+    cg_model *m;
+    ck_assert_int_eq(cg_model_parse(ctx, t, strlen(t), "t.cg", &m), CG_OK);
+    const cg_graph *g = cg_model_graph(m, "g");
+    int64_t n = 3;
+    cg_tensor *ids, *f, *out;
+    ck_assert_int_eq(cg_tensor_create(CG_I64, 1, &n, &ids), CG_OK);
+    int64_t *iv = cg_tensor_data(ids);
+    iv[0] = 5, iv[1] = -2, iv[2] = 2147483647;
+    ck_assert_int_eq(cg_graph_input_convert(g, "ids", ids, 1, &out), CG_OK);
+    ck_assert(out && cg_tensor_dtype(out) == CG_I32);
+    const int32_t *ov = cg_tensor_data_const(out);
+    ck_assert(ov[0] == 5 && ov[1] == -2 && ov[2] == 2147483647);
+    cg_tensor_free(out);
+    iv[2] = 2147483648LL; /* past i32 */
+    ck_assert_int_eq(cg_graph_input_convert(g, "ids", ids, 0, &out), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(!out && strstr(cg_last_error(), "input 'ids' of graph 'g' is i32"), "%s", cg_last_error());
+    ck_assert_int_eq(cg_tensor_create(CG_F32, 1, &n, &f), CG_OK);
+    ck_assert_int_eq(cg_graph_input_convert(g, "ids", f, 0, &out), CG_OK);
+    ck_assert_ptr_null(out); /* not exact: the run reports it */
+    ck_assert_int_eq(cg_graph_input_convert(g, "ids", f, 1, &out), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "input 'ids' of graph 'g' is i32, got an array of f32"), "%s",
+                  cg_last_error());
+    ck_assert_int_eq(cg_graph_input_convert(g, "nosuch", ids, 1, &out), CG_OK);
+    ck_assert_ptr_null(out);
+    cg_tensor_free(ids);
+    cg_tensor_free(f);
+    cg_model_free(m);
+}
+END_TEST
+
 START_TEST(symbolic_shapes_propagate) {
     const char *t = "graph g {\n  input x: f32[B, S, 4]\n  param w: f32[6, 4] = \"w\"\n"
                     "  y = linear(x, w)\n  z = softmax(y)\n  output z\n}\n";
@@ -851,6 +886,7 @@ int main(void) {
     tcase_add_test(tc, verifier_errors);
     tcase_add_test(tc, dim_lists_name_symbols);
     tcase_add_test(tc, symbolic_shapes_propagate);
+    tcase_add_test(tc, input_convert_is_exact);
     tcase_add_test(tc, builder_runs_and_rebinds);
     tcase_add_test(tc, variants_dispatch_by_binding);
     tcase_add_test(tc, buffers_are_reused);
