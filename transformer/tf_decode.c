@@ -71,8 +71,6 @@ static cg_status sources(tf_batch *bt, const int *ids, const int32_t *const *src
     return CG_OK;
 }
 
-/* The encoder over the padded sources, then every layer's cross-attention
- * keys and values. */
 /* The encoder's output widened to the decoder's S source positions (zero
  * rows where the mask hides them), in place of bt->enc. */
 static cg_status widen(tf_batch *bt) {
@@ -91,6 +89,8 @@ static cg_status widen(tf_batch *bt) {
     return CG_OK;
 }
 
+/* The encoder over the sources padded to the longest, then every layer's
+ * cross-attention keys and values over its output widened to S. */
 static cg_status encode(tf_batch *bt) {
     const tf_config *c = &bt->h->sh->cfg;
     const int nb = bt->nb, S = bt->S_enc, L = c->dec_layers;
