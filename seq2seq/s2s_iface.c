@@ -15,7 +15,7 @@ int cg_s2s_input_pos(const cg_graph *g, const char *name) {
     return -1;
 }
 
-static int out_pos(const cg_graph *g, const char *name) {
+int cg_s2s_output_pos(const cg_graph *g, const char *name) {
     for (int k = 0; k < cg_graph_output_count(g); k++)
         if (!strcmp(cg_graph_output_name(g, k), name)) return k;
     return -1;
@@ -66,8 +66,8 @@ static cg_status resolve_encoder(const cg_graph *e, const s2s_config *c, const c
     x->src = cg_s2s_input_pos(e, "src");
     x->src_len = cg_s2s_input_pos(e, "src_len");
     x->n_out = cg_graph_output_count(e);
-    x->keys = out_pos(e, "keys");
-    x->kproj = out_pos(e, "keys_proj");
+    x->keys = cg_s2s_output_pos(e, "keys");
+    x->kproj = cg_s2s_output_pos(e, "keys_proj");
     for (int k = 0, l; k < x->n_out; k++)
         if ((l = s0_layer(cg_graph_output_name(e, k), L)) >= 0) x->s0[l] = k;
     cg_status st = CG_OK;
@@ -77,7 +77,7 @@ static cg_status resolve_encoder(const cg_graph *e, const s2s_config *c, const c
     if (c->attention == S2S_ADDITIVE) NEED(x->kproj, e, 1, "keys_proj");
     char nm[64];
     /* s0_<l> spelt so is required; other spellings of l (s0_01) are read */
-    for (int l = 0; c->bridge_dense && l < L; l++) NEED(out_pos(e, layer_name(nm, "s0_%d", l)), e, 1, nm);
+    for (int l = 0; c->bridge_dense && l < L; l++) NEED(cg_s2s_output_pos(e, layer_name(nm, "s0_%d", l)), e, 1, nm);
     return st;
 }
 
@@ -108,17 +108,17 @@ static cg_status find_decoder(const cg_graph *g, int L, s2s_dec_iface *x) {
     x->htilde = cg_s2s_input_pos(g, "htilde");
     x->parent = cg_s2s_input_pos(g, "parent");
     x->sent = cg_s2s_input_pos(g, "sentence");
-    x->logp = out_pos(g, "logp");
-    x->top_v = out_pos(g, "top_logp");
-    x->top_i = out_pos(g, "top_id");
-    x->a = out_pos(g, "a");
-    x->htilde_new = out_pos(g, "htilde_new");
+    x->logp = cg_s2s_output_pos(g, "logp");
+    x->top_v = cg_s2s_output_pos(g, "top_logp");
+    x->top_i = cg_s2s_output_pos(g, "top_id");
+    x->a = cg_s2s_output_pos(g, "a");
+    x->htilde_new = cg_s2s_output_pos(g, "htilde_new");
     char nm[64];
     for (int l = 0; l < L; l++) {
         x->h[l] = cg_s2s_input_pos(g, layer_name(nm, "h%d", l));
         x->c[l] = cg_s2s_input_pos(g, layer_name(nm, "c%d", l));
-        x->h_new[l] = out_pos(g, layer_name(nm, "h%d_new", l));
-        x->c_new[l] = out_pos(g, layer_name(nm, "c%d_new", l));
+        x->h_new[l] = cg_s2s_output_pos(g, layer_name(nm, "h%d_new", l));
+        x->c_new[l] = cg_s2s_output_pos(g, layer_name(nm, "c%d_new", l));
         if (x->h_new[l] >= 0) x->state_out[x->h_new[l]] = 1;
         if (x->c_new[l] >= 0) x->state_out[x->c_new[l]] = 1;
     }

@@ -44,6 +44,9 @@ void cg_s2s_iface_free(s2s_iface *x);
 /* The position of g's input `name`, or -1. */
 int cg_s2s_input_pos(const cg_graph *g, const char *name);
 
+/* The position of g's output `name`, or -1. */
+int cg_s2s_output_pos(const cg_graph *g, const char *name);
+
 /* A recurrent state input's name: h<digits>, c<digits> or htilde. */
 int cg_s2s_is_state_name(const char *name);
 

@@ -10,6 +10,7 @@
 #include "error.h"
 #include "ir.h"
 #include "model_dir.h"
+#include "s2s_iface.h"
 #include "tf_build.h"
 #include "tf_internal.h"
 #include "weights.h"
@@ -118,18 +119,6 @@ void tf_free(tf_handle *h) {
     free(h);
 }
 
-static int in_pos(const cg_graph *g, const char *name) {
-    for (int k = 0; k < cg_graph_input_count(g); k++)
-        if (!strcmp(cg_graph_input_name(g, k), name)) return k;
-    return -1;
-}
-
-static int out_pos(const cg_graph *g, const char *name) {
-    for (int k = 0; k < cg_graph_output_count(g); k++)
-        if (!strcmp(cg_graph_output_name(g, k), name)) return k;
-    return -1;
-}
-
 /* decoder_step's positions (the builder's graph has every one of them). */
 static cg_status resolve_step(tf_shared *sh) {
     const cg_graph *g = cg_model_graph(sh->model, "decoder_step");
@@ -142,16 +131,17 @@ static cg_status resolve_step(tf_shared *sh) {
     if (!x->ck || !x->cv || !x->pk || !x->pv) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     x->n_in = cg_graph_input_count(g);
     x->n_out = cg_graph_output_count(g);
-    x->y = in_pos(g, "y"), x->ypos = in_pos(g, "ypos"), x->sent = in_pos(g, "sentence");
-    x->len = in_pos(g, "src_len"), x->parent = in_pos(g, "parent");
-    x->logits = out_pos(g, "logits"), x->top_v = out_pos(g, "top_logp"), x->top_i = out_pos(g, "top_id");
-    x->a = out_pos(g, "a");
+    x->y = cg_s2s_input_pos(g, "y"), x->ypos = cg_s2s_input_pos(g, "ypos"), x->sent = cg_s2s_input_pos(g, "sentence");
+    x->len = cg_s2s_input_pos(g, "src_len"), x->parent = cg_s2s_input_pos(g, "parent");
+    x->logits = cg_s2s_output_pos(g, "logits"), x->top_v = cg_s2s_output_pos(g, "top_logp"),
+    x->top_i = cg_s2s_output_pos(g, "top_id");
+    x->a = cg_s2s_output_pos(g, "a");
     char nm[32];
     for (int l = 0; l < L; l++) {
-        snprintf(nm, sizeof nm, "ck%d", l), x->ck[l] = in_pos(g, nm);
-        snprintf(nm, sizeof nm, "cv%d", l), x->cv[l] = in_pos(g, nm);
-        snprintf(nm, sizeof nm, "pk%d", l), x->pk[l] = in_pos(g, nm);
-        snprintf(nm, sizeof nm, "pv%d", l), x->pv[l] = in_pos(g, nm);
+        snprintf(nm, sizeof nm, "ck%d", l), x->ck[l] = cg_s2s_input_pos(g, nm);
+        snprintf(nm, sizeof nm, "cv%d", l), x->cv[l] = cg_s2s_input_pos(g, nm);
+        snprintf(nm, sizeof nm, "pk%d", l), x->pk[l] = cg_s2s_input_pos(g, nm);
+        snprintf(nm, sizeof nm, "pv%d", l), x->pv[l] = cg_s2s_input_pos(g, nm);
     }
     return CG_OK;
 }

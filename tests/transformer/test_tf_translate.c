@@ -63,6 +63,18 @@ typedef struct {
     const int32_t *ptr[MAX_SRC];
 } sources;
 
+/* gen.json's "sources" (id lists) into s. */
+static void read_sources(const cJSON *j, sources *s) {
+    memset(s, 0, sizeof *s);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "sources")) {
+        ck_assert_int_lt(s->n, MAX_SRC);
+        s->len[s->n] = ids_of(e, s->ids[s->n], MAX_TOK);
+        s->ptr[s->n] = s->ids[s->n];
+        s->n++;
+    }
+}
+
 /* One case of gen.json on the model m (device dev): every hypothesis's
  * tokens equal, every beam score within 1e-4. */
 static void check_case(cg_s2s *m, const char *dev, const char *what, const cJSON *c, const sources *s) {
@@ -104,14 +116,8 @@ static void check_file(const char *dir_rel, const char *gen_rel) {
     char dir[512], path[512];
     src_path(dir, sizeof dir, dir_rel);
     cJSON *j = read_json(src_path(path, sizeof path, gen_rel));
-    sources s = {0};
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "sources")) {
-        ck_assert_int_lt(s.n, MAX_SRC);
-        s.len[s.n] = ids_of(e, s.ids[s.n], MAX_TOK);
-        s.ptr[s.n] = s.ids[s.n];
-        s.n++;
-    }
+    sources s;
+    read_sources(j, &s);
     for (int d = 0; d < cg_device_count(); d++) {
         char buf[256];
         const char *dev = cg_device_describe(d, buf, sizeof buf);
@@ -134,13 +140,8 @@ static void check_attention(const char *dir_rel, const char *gen_rel) {
     char dir[512], path[512];
     src_path(dir, sizeof dir, dir_rel);
     cJSON *j = read_json(src_path(path, sizeof path, gen_rel));
-    sources s = {0};
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "sources")) {
-        s.len[s.n] = ids_of(e, s.ids[s.n], MAX_TOK);
-        s.ptr[s.n] = s.ids[s.n];
-        s.n++;
-    }
+    sources s;
+    read_sources(j, &s);
     const cJSON *greedy = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "cases"), 0);
     for (int d = 0; d < cg_device_count(); d++) {
         char buf[256];
