@@ -39,10 +39,6 @@ typedef struct tf_batch {
     int R, t;
 } tf_batch;
 
-static cg_status tensor(cg_dtype dt, int nd, const int64_t *dims, cg_tensor **out) {
-    return cg_tensor_create(dt, nd, dims, out);
-}
-
 /* Each source with EOS appended, unless it ends with one already (ids
  * from transformers' tokenizer do). */
 static cg_status sources(tf_batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
@@ -96,9 +92,9 @@ static cg_status encode(tf_batch *bt) {
     const int nb = bt->nb, S = bt->S_enc, L = c->dec_layers;
     cg_tensor *esrc = NULL, *pos = NULL;
     int64_t d2[2] = {nb, S}, d1 = nb, dp[2] = {S, c->d_model};
-    cg_status st = tensor(CG_I32, 2, d2, &esrc);
-    if (!st) st = tensor(CG_I32, 1, &d1, &bt->elen);
-    if (!st) st = tensor(CG_F32, 2, dp, &pos);
+    cg_status st = cg_tensor_create(CG_I32, 2, d2, &esrc);
+    if (!st) st = cg_tensor_create(CG_I32, 1, &d1, &bt->elen);
+    if (!st) st = cg_tensor_create(CG_F32, 2, dp, &pos);
     if (!st) {
         int32_t *sd = cg_tensor_data(esrc), *ld = cg_tensor_data(bt->elen);
         for (int b = 0; b < nb; b++) {
@@ -135,20 +131,22 @@ static cg_status open_step(tf_batch *bt) {
     bt->in_c = calloc((size_t)x->n_in, sizeof *bt->in_c);
     if (!bt->in || !bt->out || !bt->idx || !bt->idx_c || !bt->in_c)
         return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-    cg_status st = tensor(CG_I32, 1, &rows, &bt->in[x->y]);
-    if (!st) st = tensor(CG_F32, 1, &D, &bt->in[x->ypos]);
-    if (!st) st = tensor(CG_I32, 1, &rows, &bt->in[x->sent]);
-    if (!st) st = tensor(CG_I32, 1, &rows, &bt->in[x->parent]);
+    cg_status st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->y]);
+    if (!st) st = cg_tensor_create(CG_F32, 1, &D, &bt->in[x->ypos]);
+    if (!st) st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->sent]);
+    if (!st) st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->parent]);
     for (int l = 0; !st && l < L; l++) {
-        st = tensor(CG_F32, 4, cache, &bt->in[x->pk[l]]);
-        if (!st) st = tensor(CG_F32, 4, cache, &bt->in[x->pv[l]]);
+        st = cg_tensor_create(CG_F32, 4, cache, &bt->in[x->pk[l]]);
+        if (!st) st = cg_tensor_create(CG_F32, 4, cache, &bt->in[x->pv[l]]);
     }
-    if (!st) st = bt->wide ? tensor(CG_F32, 2, lg, &bt->out[x->logits]) : tensor(CG_F32, 2, tk, &bt->out[x->top_v]);
-    if (!st && !bt->wide) st = tensor(CG_I32, 2, tk, &bt->out[x->top_i]);
+    if (!st)
+        st = bt->wide ? cg_tensor_create(CG_F32, 2, lg, &bt->out[x->logits])
+                      : cg_tensor_create(CG_F32, 2, tk, &bt->out[x->top_v]);
+    if (!st && !bt->wide) st = cg_tensor_create(CG_I32, 2, tk, &bt->out[x->top_i]);
     if (!st && bt->wide && !(bt->logp = malloc(sizeof(float) * (size_t)rows * (size_t)bt->V)))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     const int64_t ad[3] = {rows, c->dec_heads, bt->S};
-    if (!st && bt->o->attention) st = tensor(CG_F32, 3, ad, &bt->out[x->a]);
+    if (!st && bt->o->attention) st = cg_tensor_create(CG_F32, 3, ad, &bt->out[x->a]);
     if (!st && bt->o->attention && !(bt->att = malloc(sizeof(float) * (size_t)rows * (size_t)bt->S)))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     if (st) return st;
