@@ -207,21 +207,7 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
     if (!m->tf && (o.attention_head < 0 || o.attention_head > 1))
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "translate: attention_head %d: the RNN family's attention has one head", o.attention_head);
-    if (m->tf) {
-        for (int i = 0; i < n; i++)
-            if (src_len[i] < 0 || (src_len[i] && !src[i]))
-                return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: source %d has a bad length", i);
-        cg_status rs = tf_resolve_options(m->tf, &o, n, src, src_len);
-        if (rs) return rs;
-    }
-    if (o.beam > CG_S2S_MAX_BEAM)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: beam %d is wider than the limit of %d", o.beam,
-                        CG_S2S_MAX_BEAM);
-    if (o.beam <= 1 && o.nbest > 1)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d needs a beam of at least %d", o.nbest, o.nbest);
-    if (o.beam > 1 && o.nbest > o.beam)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d is larger than the beam %d", o.nbest, o.beam);
-    if (o.batch == 0) o.batch = 32;
+    /* the sources first: a Transformer's defaults and checks read them */
     for (int i = 0; i < n; i++) {
         memset(&results[i], 0, sizeof results[i]);
         if (src_len[i] < 0 || (src_len[i] && !src[i]))
@@ -233,6 +219,18 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
                                 "(%d tokens)",
                                 i, src[i][j], j, m->shared->cfg.v_src);
     }
+    if (m->tf) {
+        cg_status rs = tf_resolve_options(m->tf, &o, n, src, src_len);
+        if (rs) return rs;
+    }
+    if (o.beam > CG_S2S_MAX_BEAM)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: beam %d is wider than the limit of %d", o.beam,
+                        CG_S2S_MAX_BEAM);
+    if (o.beam <= 1 && o.nbest > 1)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d needs a beam of at least %d", o.nbest, o.nbest);
+    if (o.beam > 1 && o.nbest > o.beam)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d is larger than the beam %d", o.nbest, o.beam);
+    if (o.batch == 0) o.batch = 32;
     /* The order, then the sort's room. */
     int *order = malloc(sizeof(int) * (2 * (size_t)n + 1));
     if (!order) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
