@@ -13,7 +13,7 @@ PyTorch's greedy outputs. `clgraph onnx-test
 tests/data/onnx/models --rtol 1e-4 --atol 1e-4` runs them
 (tests/graph/onnx/test_onnx.c, every device).
 Needs torch, onnx, onnxscript and onnxruntime (a virtual environment):
-    python3 make_models.py [--out DIR] [--only NAME]
+    python3 make_models.py [--out DIR] [--train-steps N] [--only NAME]
 (tests/graph/onnx/live_onnx.sh runs it into a fresh folder with whatever
 torch and ONNX Runtime are installed, and checks clgraph against them.)"""
 import os
@@ -33,6 +33,10 @@ import s2s_export_onnx  # noqa: E402
 import transformer_ref  # noqa: E402
 
 rng = np.random.default_rng(18)
+# --train-steps N: the live check (tests/graph/onnx/live_onnx.sh) compares
+# clgraph with ONNX Runtime on the same export, which any weights exercise;
+# it trains briefly instead of to the committed copy's accuracy.
+TRAIN_STEPS = 1500
 
 
 def session(path):
@@ -112,7 +116,7 @@ def s2s():
 def transformer():
     tmp = os.path.join(OUT, "models", ".tf_export")
     torch.set_num_threads(2)
-    m, loss = transformer_ref.train()
+    m, loss = transformer_ref.train(TRAIN_STEPS)
     print("transformer: final training loss %.4f" % loss)
     transformer_ref.export(m, tmp)
     g = torch.Generator().manual_seed(3)
@@ -353,8 +357,10 @@ if __name__ == "__main__":
             OUT, args = args[1], args[2:]
         elif len(args) >= 2 and args[0] == "--only":
             only, args = args[1], args[2:]
+        elif len(args) >= 2 and args[0] == "--train-steps":
+            TRAIN_STEPS, args = int(args[1]), args[2:]
         else:
-            sys.exit("usage: make_models.py [--out DIR] [--only s2s|transformer|quantized|layernorm_opset13|sym_arith|rnn_layers|rnn_initial|cnn]")
+            sys.exit("usage: make_models.py [--out DIR] [--train-steps N] [--only s2s|transformer|quantized|layernorm_opset13|sym_arith|rnn_layers|rnn_initial|cnn]")
     if only in (None, "s2s"):
         s2s()
     if only in (None, "transformer"):
