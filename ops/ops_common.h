@@ -251,8 +251,8 @@ cg_op_status cg_ops_decompose_widened(cg_decomp *d, const cg_op_call *call, cons
     X(trilu) X(expand) X(arange) X(cumsum) X(cumprod) X(matmul_integer) X(dynamic_quantize) X(rms_norm)     \
     /* dim_values.c */                                                      \
     X(dim_values)                                                           \
-    /* gather.c */                                                          \
-    X(embedding) X(gather_rows) X(gather_elements) X(scatter_elements)      \
+    /* gather.c, gather_concat.c */                                         \
+    X(embedding) X(gather_rows) X(gather_concat) X(gather_elements) X(scatter_elements)      \
     /* gather_nd.c, scatter_nd.c, pad.c, resize.c */                        \
     X(gather_nd) X(scatter_nd) X(pad) X(resize)                             \
     /* rnn_cell.c */                                                        \

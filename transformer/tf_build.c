@@ -363,8 +363,9 @@ static void cross_kv(tf_out *t) {
 
 /* Self-attention of one decoding step over the layer's cache: the new
  * key and value rows appended to the rows `parent` picks of pk<l> / pv<l>
- * [R, P, H, Dh] give nk<l> / nv<l> [B, P + 1, H, Dh], which the next step
- * reads (the decoder carries them: cg_plan_carry). */
+ * [R, P, H, Dh] give nk<l> / nv<l> [B, P + 1, H, Dh] in one copy
+ * (gather_concat), which the next step reads (the decoder carries them:
+ * cg_plan_carry, written in place on the CPU). */
 static void step_self_attention(tf_out *t, int l, const char *pre, const char *x) {
     const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
     static const char *const qkv[3] = {"q", "k", "v"};
@@ -376,9 +377,10 @@ static void step_self_attention(tf_out *t, int l, const char *pre, const char *x
         cg_strbuf_put(t->o, "  s%d_%s4 = reshape(s%d_%s) {shape: [B, 1, %d, %d]}\n", l, qkv[i], l, qkv[i], H, Dh);
     }
     /* each row continues the row `parent` names of the last step's caches */
-    cg_strbuf_put(t->o, "  pk%d_r = gather_rows(pk%d, parent)\n  pv%d_r = gather_rows(pv%d, parent)\n", l, l, l, l);
-    cg_strbuf_put(t->o, "  nk%d = concat(pk%d_r, s%d_k4) {axis: 1}\n  nv%d = concat(pv%d_r, s%d_v4) {axis: 1}\n", l, l,
-                  l, l, l, l);
+    cg_strbuf_put(t->o,
+                  "  nk%d = gather_concat(pk%d, parent, s%d_k4) {axis: 1}\n"
+                  "  nv%d = gather_concat(pv%d, parent, s%d_v4) {axis: 1}\n",
+                  l, l, l, l, l, l);
     cg_strbuf_put(t->o, "  s%d_a4 = sdpa(s%d_q4, nk%d, nv%d) {layout: \"bshd\"}\n", l, l, l, l);
     cg_strbuf_put(t->o, "  s%d_a = reshape(s%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
     char a[32];

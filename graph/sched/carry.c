@@ -30,6 +30,9 @@ static void carry_release(cg_plan *p, carry *c) {
     cg_tensor_free(c->host);
     c->host = NULL;
     c->host_cap = 0;
+    cg_tensor_free(c->spare);
+    c->spare = NULL;
+    c->spare_cap = 0;
     for (int d = 0; c->mem && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &c->mem[d]);
     c->valid = c->on_host = c->dev = 0;
 }
@@ -50,6 +53,13 @@ static int find_value(const cg_graph *g, const int32_t *list, int n, const char 
     return -1;
 }
 
+/* Instances planned their memory for the carries set then (memplan.c
+ * carried_outputs). */
+static void drop_instances(cg_plan *p) {
+    for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
+    p->n_inst = 0;
+}
+
 cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     if (!p || !input) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_carry: NULL argument");
     cg_graph *g = p->graph;
@@ -61,6 +71,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     carry *c = &p->carry[k];
     if (!output) {
         carry_release(p, c);
+        if (c->out >= 0) drop_instances(p);
         c->out = -1;
         return CG_OK;
     }
@@ -79,7 +90,10 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
         return cg_error(CG_ERR_INVALID_ARGUMENT, "graph '%s': output '%s' (%s) cannot be carried into input '%s' (%s)",
                         g->name, output, b, input, a);
     }
-    if (c->out != o) carry_release(p, c);
+    if (c->out != o) {
+        carry_release(p, c);
+        drop_instances(p);
+    }
     c->out = o;
     return CG_OK;
 }
@@ -163,23 +177,47 @@ static size_t grown(size_t need, size_t had) {
     return need > more || more < had ? need : more;
 }
 
-/* A host copy with room for the output `s`, and its shape. */
-static cg_status host_room(carry *c, const slot *s) {
-    size_t bytes = cg_desc_bytes(&s->desc);
-    if (!c->host || bytes > c->host_cap) {
-        cg_tensor *t;
-        const size_t cap = c->host ? grown(bytes, c->host_cap) : bytes;
-        const int64_t n = (int64_t)(cap > 0 ? cap : 1);
-        cg_status rc = cg_tensor_alloc(CG_U8, 1, &n, &t);
-        if (rc) return rc;
-        cg_tensor_free(c->host);
-        c->host = t;
-        c->host_cap = cap;
-    }
+/* *t with room for `bytes` (*cap of them now): kept, or replaced by a
+ * larger one (its contents not kept). */
+static cg_status room(cg_tensor **t, size_t *cap, size_t bytes) {
+    if (*t && bytes <= *cap) return CG_OK;
+    cg_tensor *m;
+    const size_t want = *t ? grown(bytes, *cap) : bytes;
+    const int64_t n = (int64_t)(want > 0 ? want : 1);
+    cg_status rc = cg_tensor_alloc(CG_U8, 1, &n, &m);
+    if (rc) return rc;
+    cg_tensor_free(*t);
+    *t = m;
+    *cap = want;
+    return CG_OK;
+}
+
+/* The host copy holds output `s` now: its shape, and a new stamp. */
+static void host_shape(carry *c, const slot *s) {
     c->host->dtype = (cg_dtype)s->desc.dtype;
     c->host->ndim = s->desc.ndim;
     memcpy(c->host->dims, s->desc.dims, sizeof(int64_t) * (size_t)s->desc.ndim);
     c->host->stamp = cg_tensor_new_stamp();
+}
+
+/* A host copy with room for the output `s`, and its shape. */
+static cg_status host_room(carry *c, const slot *s) {
+    cg_status rc = room(&c->host, &c->host_cap, cg_desc_bytes(&s->desc));
+    if (!rc) host_shape(c, s);
+    return rc;
+}
+
+cg_status cg_carry_direct(cg_plan *p, instance *in) {
+    for (int k = 0; k < p->graph->n_inputs; k++) {
+        carry *c = &p->carry[k];
+        if (c->out < 0) continue;
+        slot *s = &in->slots[in->out_slot[c->out]];
+        if (s->carry_in != k) continue;
+        const size_t bytes = cg_desc_bytes(&s->desc);
+        cg_status rc = room(&c->spare, &c->spare_cap, bytes);
+        if (!rc) rc = cg_dev_wrap(p->devs[s->dev].dev, c->spare->data, bytes, &s->buf);
+        if (rc) return rc;
+    }
     return CG_OK;
 }
 
@@ -187,6 +225,18 @@ static cg_status host_room(carry *c, const slot *s) {
  * very input (carried or given): copied from where it is before the host
  * copy can be replaced. */
 static cg_status save_host(cg_plan *p, carry *c, const slot *s) {
+    if (s->carry_in >= 0 && &p->carry[s->carry_in] == c) { /* written into the spare: swap */
+        cg_tensor *t = c->host;
+        size_t cap = c->host_cap;
+        c->host = c->spare;
+        c->host_cap = c->spare_cap;
+        c->spare = t;
+        c->spare_cap = cap;
+        host_shape(c, s);
+        c->on_host = 1;
+        c->dev = 0;
+        return CG_OK;
+    }
     const void *from = cg_slot_host(p, s);
     cg_status rc = host_room(c, s); /* same shape then: no new buffer */
     if (rc) return rc;

@@ -52,7 +52,7 @@ static cg_status view_arena(cg_plan *p, instance *in, int d, const cg_buf *a) {
     cg_status st = CG_OK;
     for (int i = 0; !st && i < in->n_slots; i++) {
         slot *s = &in->slots[i];
-        if (s->kind != SLOT_TEMP || s->def_step < 0 || (d >= 0 && s->dev != d)) continue;
+        if (s->kind != SLOT_TEMP || s->def_step < 0 || s->carry_in >= 0 || (d >= 0 && s->dev != d)) continue;
         cg_dev_free(p->devs[s->dev].dev, &s->buf);
         st = cg_dev_view(p->devs[s->dev].dev, &a[d >= 0 ? 0 : s->dev], s->offset, cg_desc_bytes(&s->desc), &s->buf);
     }
@@ -126,12 +126,27 @@ static void made_once(instance *in, int32_t s) {
         sl->live_all = 1;
 }
 
+/* A carried output made in host memory is written into its carry's spare
+ * (carry.c cg_carry_direct), which then becomes the next run's input: a
+ * decoder's caches are not copied out of the arena every step. Not a value
+ * living through every run, and one carry per slot. */
+static void carried_outputs(cg_plan *p, instance *in) {
+    for (int k = 0; p->carry && k < p->graph->n_inputs; k++) {
+        if (p->carry[k].out < 0) continue;
+        slot *s = &in->slots[in->out_slot[p->carry[k].out]];
+        if (s->kind == SLOT_TEMP && s->def_step >= 0 && !s->live_all && s->carry_in < 0 &&
+            p->devs[s->dev].info->host_memory)
+            s->carry_in = k;
+    }
+}
+
 cg_status cg_instance_memory(cg_plan *p, instance *in) {
     for (int i = 0; i < in->n_slots; i++) {
         slot *s = &in->slots[i];
         s->bytes = round_up(cg_desc_bytes(&s->desc) ? cg_desc_bytes(&s->desc) : 4, p->devs[s->dev].info->align);
         s->alias = -1;
         s->live_all = 0;
+        s->carry_in = -1;
     }
     /* Slots that live through every run of the instance (no other
      * temporary shares their bytes, nothing runs in place on them): the
@@ -147,6 +162,7 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         for (int k = 0; k < n; k++) made_once(in, s->kind == STEP_KERNEL ? s->in[k] : s->src);
     }
     for (int k = 0; k < p->graph->n_outputs; k++) made_once(in, in->out_slot[k]);
+    carried_outputs(p, in);
     /* In place: the op allows it and input 0 (a temporary on the same
      * device) dies at this step with the output's size, exactly: the slots'
      * sizes are rounded up to the device's alignment, and a cast from 24
@@ -157,8 +173,8 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         st->ws_bytes = st->ws_bytes ? round_up(st->ws_bytes, p->devs[st->dev].info->align) : 0;
         if (st->kind != STEP_KERNEL || !(st->op->def->flags & CG_OP_FLAG_INPLACE0) || st->n_in == 0) continue;
         slot *i0 = &in->slots[st->in[0]], *o0 = &in->slots[st->out[0]];
-        if (i0->kind != SLOT_TEMP || i0->live_all || i0->last_step != si || i0->bytes != o0->bytes ||
-            i0->dev != o0->dev || cg_desc_bytes(&i0->desc) != cg_desc_bytes(&o0->desc))
+        if (i0->kind != SLOT_TEMP || i0->live_all || i0->carry_in >= 0 || o0->carry_in >= 0 || i0->last_step != si ||
+            i0->bytes != o0->bytes || i0->dev != o0->dev || cg_desc_bytes(&i0->desc) != cg_desc_bytes(&o0->desc))
             continue;
         int root = st->in[0];
         while (in->slots[root].alias >= 0) root = in->slots[root].alias;
@@ -174,7 +190,7 @@ cg_status cg_instance_memory(cg_plan *p, instance *in) {
         int n = 0;
         for (int i = 0; i < in->n_slots; i++) {
             slot *s = &in->slots[i];
-            if (s->dev == d && s->kind == SLOT_TEMP && s->alias < 0 && s->def_step >= 0)
+            if (s->dev == d && s->kind == SLOT_TEMP && s->alias < 0 && s->carry_in < 0 && s->def_step >= 0)
                 iv[n++] = s->live_all ? (interval){0, in->n_steps + 1, s->bytes, &s->offset}
                                       : (interval){s->def_step, s->last_step, s->bytes, &s->offset};
         }

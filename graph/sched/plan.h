@@ -58,6 +58,9 @@ typedef struct slot {
     int alias;    /* TEMP sharing another's buffer (in place), or -1 */
     int live_all; /* TEMP whose bytes no other slot shares: it lives through
                             * every run (a kept input's copy, a `once` step's result) */
+    int carry_in; /* TEMP on a host-memory device holding a carried output:
+                   * the graph input it is carried into (its bytes are the
+                   * carry's spare, not the arena's), or -1 */
     size_t offset, bytes;
 } slot;
 
@@ -139,7 +142,11 @@ typedef struct carry {
     int dev;         /* the device whose buffer holds it (0: none) */
     cg_tensor *host; /* its shape (always) and host copy (on_host) */
     size_t host_cap; /* bytes host->data holds */
-    cg_buf *mem;     /* per plan device: the plan's copy */
+    /* The next run writes a host output straight here (slot carry_in),
+     * and the two swap when it succeeds: no copy of the value per run. */
+    cg_tensor *spare;
+    size_t spare_cap;
+    cg_buf *mem; /* per plan device: the plan's copy */
 } carry;
 
 /* A kept input's last upload to each device (cg_plan_keep_input), shared
@@ -279,6 +286,9 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
  * devices without host memory before the queues drain (on_host 0), into
  * host memory after (on_host 1). */
 cg_status cg_carry_save(cg_plan *p, instance *in, int on_host);
+/* Points the instance's carried host outputs (slots with carry_in) at
+ * their carries' spares, with room for this run's shapes. */
+cg_status cg_carry_direct(cg_plan *p, instance *in);
 /* A failed run leaves nothing to carry. */
 void cg_carry_invalidate(cg_plan *p);
 

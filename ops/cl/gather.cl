@@ -23,6 +23,27 @@ __kernel void gather_rows4(__global const T *src, __global const int *idx, __glo
 }
 #endif
 
+/* gather_concat: dst [m, outer, cx + cy] from rows idx[r] of src
+ * [n_src, outer, cx] and y [m, outer, cy]; a row whose index is outside
+ * [0, n_src) gets zeros in its src part and is recorded (input 1). */
+#if CG_WANT(gather_concat)
+__kernel void gather_concat(__global const T *src, __global const int *idx, __global const T *y, __global T *dst,
+                            IDX n_src, IDX outer, IDX cx, IDX cy, IDX total, __global int *check, int word) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= total) return;
+    IDX w = cx + cy, b = i / w, c = i - b * w, r = b / outer, o = b - r * outer;
+    if (c >= cx) {
+        dst[i] = y[b * cy + c - cx];
+        return;
+    }
+    int id = idx[r];
+    int ok = id >= 0 && (IDX)id < n_src;
+    dst[i] = ok ? src[((IDX)id * outer + o) * cx + c] : (T)0;
+    if (!ok && o == 0 && c == 0)
+        cg_check_report(check, word, 1, id, (long)r, 0, n_src - 1 > INT_MAX ? INT_MAX : (int)(n_src - 1));
+}
+#endif
+
 /* gather_rows_any: gather_rows4 for ids of type ID (-DID=int or long),
  * where with `wrap` an id in [-n_src, 0) counts from the end (ONNX Gather);
  * an id outside the range is a zero row and recorded as input 1's. */

@@ -2053,6 +2053,70 @@ START_TEST(test_gather_rows) {
 }
 END_TEST
 
+/* gather_concat against its definition element by element: out[i] at
+ * (j.., k, l..) is x[idx[i]] there for k below x's axis dim, else y[i] at
+ * k minus it. */
+START_TEST(test_gather_concat) {
+    th_seed(23);
+    static const struct {
+        shp x, y;
+        int axis;
+    } cases[] = {
+        {{4, {3, 5, 2, 4}}, {4, {6, 1, 2, 4}}, 1},
+        {{4, {4, 0, 2, 3}}, {4, {4, 1, 2, 3}}, 1},
+        {{3, {2, 3, 5}}, {3, {5, 3, 2}}, 2},
+        {{3, {7, 2, 1}}, {3, {3, 2, 4}}, -1},
+        {{2, {5, 17}}, {2, {0, 3}}, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const shp *xs = &cases[c].x, *ys = &cases[c].y;
+        const int axis = cases[c].axis < 0 ? cases[c].axis + xs->nd : cases[c].axis;
+        float *x = frand(shp_numel(xs), -1, 1), *y = frand(shp_numel(ys), -1, 1);
+        int32_t *idx = irand(ys->d[0], 0, (int32_t)xs->d[0] - 1);
+        shp is = {1, {ys->d[0]}}, os = *ys;
+        os.d[axis] += xs->d[axis];
+        th_tensor in[3] = {tf(x, xs), ti(idx, &is), tf(y, ys)}, out;
+        th_attrs at;
+        th_attrs_init(&at, &cg_op_gather_concat);
+        th_set_int(&at, &cg_op_gather_concat, "axis", cases[c].axis);
+        run_ok(&cg_op_gather_concat, 3, in, &at, 1, &out);
+        assert_desc("gather_concat", &out, CG_OP_F32, &os);
+        int64_t ix[CG_MAX_DIMS] = {0};
+        for (int64_t f = 0; f < shp_numel(&os); f++) {
+            unravel(f, &os, ix);
+            float want;
+            if (ix[axis] < xs->d[axis]) {
+                ix[0] = idx[ix[0]];
+                want = x[ravel(ix, xs)];
+            } else {
+                ix[axis] -= xs->d[axis];
+                want = y[ravel(ix, ys)];
+            }
+            ck_assert_msg(((const float *)out.data)[f] == want, "case %zu element %lld", c, (long long)f);
+        }
+        th_free_outputs(1, &out);
+        free(x);
+        free(y);
+        free(idx);
+    }
+    float f[24] = {0};
+    int32_t bad[2] = {1, 5};
+    shp xs = {3, {5, 2, 2}}, is = {1, {2}}, ys = {3, {2, 1, 2}}, yb = {3, {2, 1, 3}}, y3 = {3, {3, 1, 2}};
+    th_attrs at;
+    th_attrs_init(&at, &cg_op_gather_concat);
+    th_set_int(&at, &cg_op_gather_concat, "axis", 1);
+    th_tensor e1[3] = {tf(f, &xs), ti(bad, &is), tf(f, &ys)};
+    expect_kernel_fail(&cg_op_gather_concat, 3, e1, &at, 1, "input 1 (index) holds 5 at position 1, outside [0, 4]");
+    th_tensor e2[3] = {tf(f, &xs), ti(bad, &is), tf(f, &yb)};
+    expect_infer_fail(&cg_op_gather_concat, 3, e2, &at, 1, "incompatible with input 0 [5, 2, 2] at dim 2");
+    th_tensor e3[3] = {tf(f, &xs), ti(bad, &is), tf(f, &y3)};
+    expect_infer_fail(&cg_op_gather_concat, 3, e3, &at, 1, "different number of rows");
+    th_set_int(&at, &cg_op_gather_concat, "axis", 0);
+    th_tensor e4[3] = {tf(f, &xs), ti(bad, &is), tf(f, &ys)};
+    expect_infer_fail(&cg_op_gather_concat, 3, e4, &at, 1, "after the first");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *ops_suite(void) {
@@ -2098,6 +2162,7 @@ static Suite *ops_suite(void) {
     tc = tcase_create("gather");
     tcase_add_test(tc, test_embedding);
     tcase_add_test(tc, test_gather_rows);
+    tcase_add_test(tc, test_gather_concat);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -895,6 +895,60 @@ START_TEST(carried_state) {
 }
 END_TEST
 
+/* On the CPU a carried output is written straight into the carry's own
+ * buffer, which becomes the next run's input: it takes no arena bytes, and
+ * the values carried are the ones a plan without carrying computes from the
+ * same state given (bit for bit). Switching carrying off and on again
+ * relowers the plan. */
+START_TEST(carried_output_outside_arena) {
+    model md = load_model(carry_text, NULL);
+    cg_plan *pc = make_plan(md.m, "g", "cpu", NULL), *pn = make_plan(md.m, "g", "cpu", NULL);
+    ck_assert_int_eq(cg_plan_carry(pc, "s", "s_new"), CG_OK);
+    int64_t B = 64, d2[2] = {64, 3};
+    cg_tensor *idx, *w = make_f32(2, d2, 5), *s0 = make_f32(2, d2, 6), *sn[3] = {NULL, NULL, NULL}, *t[3] = {0};
+    ck_assert_int_eq(cg_tensor_create(CG_I32, 1, &B, &idx), CG_OK);
+    int32_t *iv = cg_tensor_data(idx);
+    for (int b = 0; b < B; b++) iv[b] = (b * 7) % 64;
+    const char *names[] = {"idx", "w", "s"};
+    cg_tensor *ins[] = {idx, w, s0};
+    cg_tensor *o0[] = {NULL, NULL}, *o1[] = {NULL, NULL};
+    ck_assert_msg(cg_plan_run(pc, 3, names, ins, 2, o0) == CG_OK, "%s", cg_last_error());
+    ck_assert_msg(cg_plan_run(pc, 2, names, ins, 2, o1) == CG_OK, "%s", cg_last_error());
+    sn[0] = o0[0], t[0] = o0[1], sn[1] = o1[0], t[1] = o1[1];
+    /* the plan without carrying, given the first run's s_new */
+    cg_tensor *ins_n[] = {idx, w, sn[0]}, *o2[] = {NULL, NULL};
+    ck_assert_msg(cg_plan_run(pn, 3, names, ins_n, 2, o2) == CG_OK, "%s", cg_last_error());
+    sn[2] = o2[0], t[2] = o2[1];
+    ck_assert_int_eq(memcmp(cg_tensor_data_const(sn[1]), cg_tensor_data_const(sn[2]), sizeof(float) * 192), 0);
+    ck_assert_int_eq(memcmp(cg_tensor_data_const(t[1]), cg_tensor_data_const(t[2]), sizeof(float) * 192), 0);
+    cg_plan_memory_info mc, mn;
+    ck_assert_int_eq(cg_plan_memory(pc, &mc), CG_OK);
+    ck_assert_int_eq(cg_plan_memory(pn, &mn), CG_OK);
+    ck_assert_msg(mc.arena_bytes + 192 * sizeof(float) <= mn.arena_bytes,
+                  "arena %llu bytes carrying s_new, %llu without: s_new (768 bytes) is still in it",
+                  (unsigned long long)mc.arena_bytes, (unsigned long long)mn.arena_bytes);
+    /* off: s must be given again, and s_new comes from the arena */
+    ck_assert_int_eq(cg_plan_carry(pc, "s", NULL), CG_OK);
+    ck_assert_int_eq(cg_plan_run(pc, 2, names, ins, 2, o1), CG_ERR_INVALID_ARGUMENT);
+    cg_tensor *o3[] = {NULL, NULL};
+    ck_assert_msg(cg_plan_run(pc, 3, names, ins_n, 2, o3) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(memcmp(cg_tensor_data_const(o3[0]), cg_tensor_data_const(sn[2]), sizeof(float) * 192), 0);
+    ck_assert_int_eq(cg_plan_memory(pc, &mc), CG_OK);
+    ck_assert_int_eq(mc.arena_bytes, mn.arena_bytes);
+    for (int k = 0; k < 2; k++) cg_tensor_free(o3[k]);
+    for (int k = 0; k < 3; k++) {
+        cg_tensor_free(sn[k]);
+        cg_tensor_free(t[k]);
+    }
+    cg_tensor_free(idx);
+    cg_tensor_free(w);
+    cg_tensor_free(s0);
+    cg_plan_free(pc);
+    cg_plan_free(pn);
+    free_model(&md);
+}
+END_TEST
+
 /* ---- runs by input position (cg_plan_run_indexed) --------------------- */
 
 /* Index lookups, a run by positions against a hand-worked result (and the
@@ -1909,6 +1963,7 @@ int main(void) {
     tcase_add_test(tc, plan_builds_only_its_kernels);
     tcase_add_test(tc, indexed_runs);
     tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */
+    tcase_add_test(tc, carried_output_outside_arena);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 1);
 }
