@@ -13,8 +13,19 @@
 #include <sys/mman.h>
 
 /* Blocks from this size on are mapped (malloc's initial threshold is
- * 128 KiB; a mapping costs a system call and zeroed pages). */
+ * 128 KiB; a mapping costs a system call and zeroed pages). Never under
+ * AddressSanitizer: its redzones and leak checks cover malloc's blocks
+ * only. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CG_NO_MAP 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(CG_NO_MAP)
+#define CG_MAP_BYTES SIZE_MAX
+#else
 #define CG_MAP_BYTES ((size_t)1 << 20)
+#endif
 /* The header before each block: its size, and how it was made; 64 bytes
  * keep the block 64-byte aligned. */
 #define CG_HEAD 64
