@@ -60,7 +60,13 @@ enum { EMB_WRAP };
 
 static cg_op_status embedding_infer(cg_op_call *call) {
     const cg_tensor_desc *w = &call->inputs[0], *ids = &call->inputs[1];
-    if (cg_expect_input(call, 0, CG_OP_F32, 2)) return CG_OP_ERROR;
+    if (call->n_inputs == 3) { /* an int8 table and its row scales */
+        if (cg_expect_input(call, 0, CG_I8, 2) || cg_expect_input(call, 2, CG_OP_F32, 1)) return CG_OP_ERROR;
+        if (!cg_dim_compatible(call->inputs[2].dims[0], w->dims[0]))
+            return cg_op_fail(call, "input 2 (scale) must hold one scale per row of input 0 (weight)");
+    } else if (cg_expect_input(call, 0, CG_OP_F32, 2)) {
+        return CG_OP_ERROR;
+    }
     if (ids->dtype != CG_OP_I32 && ids->dtype != CG_I64) return cg_op_fail(call, "input 1 (ids) must be i32 or i64");
     if (ids->ndim + 1 > CG_MAX_DIMS) return cg_op_fail(call, "ids have too many dims");
     cg_tensor_desc *o = &call->outputs[0];
@@ -73,26 +79,34 @@ static cg_op_status embedding_infer(cg_op_call *call) {
 
 static cg_op_status embedding_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    const float *w = a->in[0];
     const int32_t *ids = a->in[1];
     const int64_t *ids64 = a->in[1];
     const int wide = call->inputs[1].dtype == CG_I64, wrap = (int)call->attrs[EMB_WRAP].i != 0;
+    const float *scale = call->n_inputs == 3 ? a->in[2] : NULL;
     float *out = a->out[0];
     int64_t v = call->inputs[0].dims[0], e = call->inputs[0].dims[1];
     int64_t n = cg_desc_numel(&call->inputs[1]);
     for (int64_t i = 0; i < n; i++) {
         const int64_t id = wide ? ids64[i] : ids[i], k = wrap && id < 0 ? id + v : id;
         if (k < 0 || k >= v) return cg_op_fail_range(call, 1, "ids", id, i, wrap ? -v : 0, v - 1);
-        memcpy(out + i * e, w + k * e, sizeof(float) * (size_t)e);
+        if (!scale) {
+            memcpy(out + i * e, (const float *)a->in[0] + k * e, sizeof(float) * (size_t)e);
+            continue;
+        }
+        /* the product the loader's dequantization makes (safetensors.c) */
+        const int8_t *q = (const int8_t *)a->in[0] + k * e;
+        for (int64_t c = 0; c < e; c++) out[i * e + c] = scale[k] * (float)q[c];
     }
     return CG_OP_OK;
 }
 
 /* i64 ids, or ids that may count from the end: gather_rows_any (the plain
- * kernel is kept for the i32 ids the native families give). */
+ * kernel is kept for the i32 ids the native families give); an int8 table
+ * with its row scales: embedding_q8, each row widened by its scale. */
 static cg_op_status embedding_any_cl(const cg_kernel_args *a) {
-    static const char kn[] = "gather_rows_any";
     const cg_op_call *call = a->call;
+    const int q8 = call->n_inputs == 3;
+    const char *kn = q8 ? "embedding_q8" : "gather_rows_any";
     const int64_t n_src = call->inputs[0].dims[0], row = call->inputs[0].dims[1];
     const int64_t rows = cg_desc_numel(&call->inputs[1]), total = rows * row;
     if (total == 0) return CG_OP_OK;
@@ -100,20 +114,23 @@ static cg_op_status embedding_any_cl(const cg_kernel_args *a) {
     const char *opt = call->inputs[1].dtype == CG_I64 ? "-DT=uint -DID=long" : "-DT=uint -DID=int";
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_gather, kn, wide, 0, opt);
     if (!k) return CG_OP_ERROR;
-    cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], dst = (cl_mem)a->out[0];
+    cl_mem src = (cl_mem)a->in[0], idx = (cl_mem)a->in[1], sc = q8 ? (cl_mem)a->in[2] : NULL, dst = (cl_mem)a->out[0];
     const cl_int wrap = (cl_int)(call->attrs[EMB_WRAP].i != 0);
-    const cg_ops_cl_arg_value mem[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};
+    const cg_ops_cl_arg_value m3[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(dst)};
+    const cg_ops_cl_arg_value m4[] = {CG_OPS_CL_ARG(src), CG_OPS_CL_ARG(idx), CG_OPS_CL_ARG(sc), CG_OPS_CL_ARG(dst)};
     const cg_ops_cl_arg_value w[] = {CG_OPS_CL_ARG(wrap)};
-    if (cg_ops_cl_args(a, k, kn, 0, CG_OPS_CL_N_ARGS(mem), mem) || cg_ops_cl_idx(a, k, kn, 3, wide, n_src) ||
-        cg_ops_cl_idx(a, k, kn, 4, wide, row) || cg_ops_cl_idx(a, k, kn, 5, wide, total) ||
-        cg_ops_cl_args(a, k, kn, 6, CG_OPS_CL_N_ARGS(w), w) || cg_ops_cl_check_args(a, k, kn, 7))
+    const cl_uint at = q8 ? 4 : 3; /* the scales come before dst */
+    if (cg_ops_cl_args(a, k, kn, 0, at, q8 ? m4 : m3) || cg_ops_cl_idx(a, k, kn, at, wide, n_src) ||
+        cg_ops_cl_idx(a, k, kn, at + 1, wide, row) || cg_ops_cl_idx(a, k, kn, at + 2, wide, total) ||
+        cg_ops_cl_args(a, k, kn, at + 3, CG_OPS_CL_N_ARGS(w), w) || cg_ops_cl_check_args(a, k, kn, at + 4))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, NULL, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
 
 static cg_op_status embedding_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
-    if (call->inputs[1].dtype != CG_OP_I32 || call->attrs[EMB_WRAP].i) return embedding_any_cl(a);
+    if (call->n_inputs == 3 || call->inputs[1].dtype != CG_OP_I32 || call->attrs[EMB_WRAP].i)
+        return embedding_any_cl(a);
     return gather_cl(a, call->inputs[0].dims[0], call->inputs[0].dims[1], cg_desc_numel(&call->inputs[1]), 4);
 }
 
@@ -137,17 +154,37 @@ static int32_t gather_conform(const gather_case *cases, int32_t n, int32_t err, 
     return gather_fill(&cases[index], cases[index].d0[0], c);
 }
 
-/* The cases with i32 ids, then again with i64 ids counting from the end
- * (wrap: ids in [-V, V)), then the error cases of both forms. */
+/* The int8 table form of a case: weight i8 [V, E] and scale f32 [V]. */
+static void embedding_q8_case(cg_conform_case *c) {
+    c->inputs[0].dtype = CG_I8;
+    c->lo[0] = -127;
+    c->hi[0] = 127;
+    c->n_inputs = 3;
+    c->inputs[2].dtype = CG_OP_F32;
+    c->inputs[2].ndim = 1;
+    c->inputs[2].dims[0] = c->inputs[0].dims[0];
+    c->lo[2] = 1e-3;
+    c->hi[2] = 0.05;
+}
+
+/* The cases with i32 ids, then again with i64 and with i32 ids counting
+ * from the end (wrap: ids in [-V, V)), each form with its error cases;
+ * then all of them again with an int8 table. */
 static int32_t embedding_conform(int32_t index, cg_conform_case *c) {
-    const int32_t n = (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]);
-    if (index < n + 2) return gather_conform(embedding_cases, n, 3, index, c);
-    if (!gather_conform(embedding_cases, n, 3, index - n - 2, c)) return 0;
-    c->inputs[1].dtype = CG_I64;
+    const int32_t n = (int32_t)(sizeof embedding_cases / sizeof embedding_cases[0]), forms = 3 * (n + 2);
+    if (index >= 2 * forms) return 0;
+    if (index >= forms) {
+        if (!embedding_conform(index - forms, c)) return 0;
+        embedding_q8_case(c);
+        return 1;
+    }
+    const int32_t form = index / (n + 2), at = index % (n + 2);
+    if (!gather_conform(embedding_cases, n, 3, at, c)) return 0;
+    if (form == 0) return 1;
+    c->inputs[1].dtype = form == 1 ? CG_I64 : CG_OP_I32;
     c->attrs = "wrap: 1";
-    if (index - n - 2 < n) c->lo[1] = -(double)c->inputs[0].dims[0];
-    else if (index - n - 2 == n + 1)
-        c->lo[1] = -(double)c->inputs[0].dims[0] - 3, c->hi[1] = -(double)c->inputs[0].dims[0] - 1;
+    if (at < n) c->lo[1] = -(double)c->inputs[0].dims[0];
+    else if (at == n + 1) c->lo[1] = -(double)c->inputs[0].dims[0] - 3, c->hi[1] = -(double)c->inputs[0].dims[0] - 1;
     return 1;
 }
 
@@ -155,7 +192,7 @@ static const cg_kernel_def embedding_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = NULL, .run = embedding_cpu),
     CG_KERNEL(.backend = CG_BACKEND_OPENCL, .workspace = NULL, .run = embedding_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
-static const char *const embedding_inputs[] = {"weight", "ids", NULL};
+static const char *const embedding_inputs[] = {"weight", "ids", "scale", NULL};
 static const cg_attr_def embedding_attrs[] = {
     CG_ATTR(.name = "wrap", .type = CG_ATTR_INT, .default_int = 0,
             .doc = "1: an id in [-V, 0) counts from the end, as ONNX Gather's indices do"),
@@ -164,8 +201,10 @@ static const cg_attr_def embedding_attrs[] = {
 const cg_op_def cg_op_embedding =
     CG_OP(.name = "embedding",
           .doc = "Looks up rows of weight [V, E] for i32 or i64 ids of any shape; "
-                 "output [..., E]. An id outside [0, V) ([-V, V) with wrap) is a run-time error on every device.",
-          .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, .input_names = embedding_inputs,
+                 "output [..., E]. An id outside [0, V) ([-V, V) with wrap) is a run-time error on every device. "
+                 "An int8 weight takes f32 scale [V] as input 2: row k reads as scale[k] * weight[k] (a table "
+                 "`clgraph quantize` narrowed, a quarter of the f32 table's memory).",
+          .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1, .input_names = embedding_inputs,
           CG_ATTRS(embedding_attrs), .infer = embedding_infer, CG_KERNELS(embedding_kernels),
           .conform_case = embedding_conform);
 

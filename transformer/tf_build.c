@@ -137,10 +137,23 @@ static void activation(tf_out *t, const char *out, const char *in) {
 
 static const char *side(int dec) { return dec ? "decoder" : "encoder"; }
 
+/* The token table a side looks ids up in: f32 as stored or widened, or
+ * (tf_config.emb_q8) its int8 rows and their scales as `table_q8`. */
+static void table_param(tf_out *t, int dec, int rows) {
+    const char *name = embed_name(t, dec);
+    if (!t->c->emb_q8) {
+        param(t, name, rows, t->c->d_model);
+        return;
+    }
+    cg_strbuf_put(t->o, "  param table_q8: i8[%d, %d] = \"%s\"\n  param table_q8_scale: f32[%d] = \"%s_scale\"\n", rows,
+                  t->c->d_model, name, rows, name);
+}
+
 /* The embeddings of `ids` scaled, plus the position rows `pos` (then
  * BART's LayerNorm of them): value x0. */
 static void embed(tf_out *t, const char *ids, const char *pos, int dec) {
-    cg_strbuf_put(t->o, "  emb = embedding(%s, %s)\n", embed_name(t, dec), ids);
+    if (t->c->emb_q8) cg_strbuf_put(t->o, "  emb = embedding(table_q8, %s, table_q8_scale)\n", ids);
+    else cg_strbuf_put(t->o, "  emb = embedding(%s, %s)\n", embed_name(t, dec), ids);
     const char *e = "emb";
     if (t->c->scale_embed) {
         cg_strbuf_put(t->o, "  emb_s = affine(emb) {alpha: %.17g, beta: 0}\n", sqrt((double)t->c->d_model));
@@ -248,17 +261,18 @@ typedef struct {
 } tf_head;
 
 /* The output projection is read in mm_dtype when the file stores it so
- * (`clgraph quantize` narrows the tied embedding too); the embedding reads
- * the same tensor widened to f32 then (a second param of the file's tensor). */
+ * (`clgraph quantize` narrows the tied embedding too); the lookup reads the
+ * same tensor as int8 rows then (tf_config.emb_q8: a second param of the
+ * file's tensor). */
 static tf_head head_params(tf_out *t) {
     const char *emb = embed_name(t, 1);
-    param(t, emb, t->c->dec_vocab, t->c->d_model);
+    table_param(t, 1, t->c->dec_vocab);
     tf_head h = {t->has("lm_head.weight", t->user) ? "lm_head.weight" : emb, t->has("final_logits_bias", t->user),
                  t->c->head_mm};
     if (h.mm) {
         param_mm_as(t, "head.weight", h.head, t->c->dec_vocab, t->c->d_model);
         h.head = "head.weight";
-    } else if (h.head != emb) {
+    } else if (h.head != emb || t->c->emb_q8) { /* an f32 head of an int8 table: widened for the product */
         param(t, h.head, t->c->dec_vocab, t->c->d_model);
     }
     if (h.bias) cg_strbuf_put(t->o, "  param final_logits_bias: f32[1, %d] = \"final_logits_bias\"\n", t->c->dec_vocab);
@@ -280,7 +294,7 @@ static void encoder(tf_out *t) {
     const tf_config *c = t->c;
     cg_strbuf_put(t->o, "graph encoder {\n  input src: i32[B, S]\n  input src_len: i32[B]\n  input pos: f32[S, %d]\n",
                   c->d_model);
-    param(t, embed_name(t, 0), c->vocab, c->d_model);
+    table_param(t, 0, c->vocab);
     side_params(t, 0);
     layers_params(t, 0);
     embed(t, "src", "pos", 0);

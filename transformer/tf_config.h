@@ -28,6 +28,10 @@ typedef struct tf_config {
      * (clgraph quantize); head_mm: the output projection too. Set by the
      * loader from the weights (tf_model.c), not from config.json. */
     int mm_dtype, head_mm;
+    /* The token tables are stored in int8 with row scales (clgraph quantize
+     * narrows a tied one): the lookups read them so, instead of a copy
+     * widened to f32 (a quarter of the memory). Set by the loader too. */
+    int emb_q8;
 } tf_config;
 
 /* Reads DIR/config.json; every mistake names the file and the key. */

@@ -50,9 +50,26 @@ static const char *head_name(cg_weights *w) {
 
 /* The dtype the products read their weights in: bf16, f16 or int8 where
  * every one of them is stored so, else f32 (others are widened at load). */
+/* Whether every token table present is stored in int8 with its scales. */
+static int tables_q8(cg_weights *w) {
+    static const char *const names[] = {"model.shared.weight", "model.encoder.embed_tokens.weight",
+                                        "model.decoder.embed_tokens.weight"};
+    int any = 0;
+    for (int i = 0; i < 3; i++) {
+        const int k = cg_weights_find(w, names[i]);
+        if (k < 0) continue;
+        char sc[64];
+        snprintf(sc, sizeof sc, "%s_scale", names[i]);
+        if (cg_weights_dtype(w, k) != CG_I8 || cg_weights_find(w, sc) < 0) return 0;
+        any = 1;
+    }
+    return any;
+}
+
 static void matmul_dtype(cg_weights *w, tf_config *c) {
     const int idx = cg_weights_find(w, "model.decoder.layers.0.fc1.weight");
     const cg_dtype dt = idx >= 0 ? cg_weights_dtype(w, idx) : CG_F32;
+    c->emb_q8 = tables_q8(w);
     c->mm_dtype = c->head_mm = 0;
     if (dt != CG_BF16 && dt != CG_F16 && dt != CG_I8) return;
     for (int i = 0; i < cg_weights_count(w); i++)
@@ -68,7 +85,7 @@ static void matmul_dtype(cg_weights *w, tf_config *c) {
  * so. *w may be replaced. */
 static cg_status weights_as(cg_weights **w, tf_config *c, cg_dtype wdt) {
     matmul_dtype(*w, c);
-    if (wdt == CG_F32) c->mm_dtype = c->head_mm = 0;
+    if (wdt == CG_F32) c->mm_dtype = c->head_mm = c->emb_q8 = 0;
     if (!wdt || wdt == CG_F32 || (c->mm_dtype == (int)wdt && c->head_mm)) return CG_OK;
     cg_weights *q = NULL;
     cg_status st = cg_weights_narrow(*w, wdt, cg_weights_pick_products, NULL, &q);

@@ -23,6 +23,37 @@ __kernel void gather_rows4(__global const T *src, __global const int *idx, __glo
 }
 #endif
 
+/* The table row an id of type ID names (with wrap, an id in [-n_src, 0)
+ * counts from the end), or -1 after the row's first work-item (c == 0)
+ * recorded the id as input 1's. The id is compared and clamped in its own
+ * type: on rusticl (Mesa 22.3's llvmpipe) converting an int id loaded from
+ * memory to long went wrong, and negative ids went unreported. */
+#if CG_WANT(gather_rows_any) || CG_WANT(embedding_q8)
+inline ID cg_table_row(ID id, int wrap, IDX n_src, IDX r, IDX c, __global int *check, int word) {
+    const ID k = wrap && id < 0 ? id + (ID)n_src : id;
+    if (k >= 0 && k < (ID)n_src) return k;
+    if (c == 0)
+        cg_check_report(check, word, 1,
+                        id > (ID)2147483647 ? 2147483647 : id < (ID)(-2147483647 - 1) ? (-2147483647 - 1) : (int)id,
+                        (long)r, wrap ? cg_clamp_int(-(long)n_src) : 0, cg_clamp_int((long)n_src - 1));
+    return -1;
+}
+#endif
+
+/* embedding_q8: gather_rows_any over an int8 table src [n_src, row] whose
+ * row k reads as scale[k] * src[k] (f32 out). */
+#if CG_WANT(embedding_q8)
+__kernel void embedding_q8(__global const char *src, __global const ID *idx, __global const float *scale,
+                           __global float *dst, IDX n_src, IDX row, IDX total, int wrap, __global int *check,
+                           int word) {
+    IDX i = (IDX)get_global_id(0);
+    if (i >= total) return;
+    IDX r = i / row, c = i - r * row;
+    const ID k = cg_table_row(idx[r], wrap, n_src, r, c, check, word);
+    dst[i] = k >= 0 ? scale[k] * (float)src[(IDX)k * row + c] : 0.0f;
+}
+#endif
+
 /* gather_concat: dst [m, outer, cx + cy] from rows idx[r] of src
  * [n_src, outer, cx] and y [m, outer, cy]; a row whose index is outside
  * [0, n_src) gets zeros in its src part and is recorded (input 1). */
@@ -53,12 +84,8 @@ __kernel void gather_rows_any(__global const T *src, __global const ID *idx, __g
     IDX i = (IDX)get_global_id(0);
     if (i >= total) return;
     IDX r = i / row, c = i - r * row;
-    const long id = (long)idx[r], k = wrap && id < 0 ? id + (long)n_src : id;
-    const int ok = k >= 0 && k < (long)n_src;
-    dst[i] = ok ? src[(IDX)k * row + c] : (T)0;
-    if (!ok && c == 0)
-        cg_check_report(check, word, 1, cg_clamp_int(id), (long)r, wrap ? cg_clamp_int(-(long)n_src) : 0,
-                        cg_clamp_int((long)n_src - 1));
+    const ID k = cg_table_row(idx[r], wrap, n_src, r, c, check, word);
+    dst[i] = k >= 0 ? src[(IDX)k * row + c] : (T)0;
 }
 #endif
 

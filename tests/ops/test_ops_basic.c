@@ -2015,6 +2015,35 @@ START_TEST(test_embedding) {
 }
 END_TEST
 
+/* An int8 table with row scales: each row looked up reads as scale[k] *
+ * weight[k] (the loader's dequantization, one product per element); a
+ * scale vector of the wrong length is refused. */
+START_TEST(test_embedding_q8) {
+    th_seed(21);
+    int8_t w[7 * 5];
+    for (int i = 0; i < 35; i++) w[i] = (int8_t)((i * 37) % 255 - 127);
+    float *scale = frand(7, 0.001f, 0.05f);
+    int32_t ids[4] = {6, 0, 3, 6};
+    shp is = {2, {2, 2}}, ss = {1, {7}};
+    th_tensor in[3] = {{.desc = {.dtype = CG_I8, .ndim = 2, .dims = {7, 5}}, .data = w}, ti(ids, &is), tf(scale, &ss)},
+              out;
+    run_ok(&cg_op_embedding, 3, in, NULL, 1, &out);
+    assert_desc("embedding q8", &out, CG_OP_F32, &(shp){3, {2, 2, 5}});
+    for (int i = 0; i < 4; i++)
+        for (int c = 0; c < 5; c++) {
+            const float want = scale[ids[i]] * (float)w[ids[i] * 5 + c];
+            ck_assert_msg(((const float *)out.data)[i * 5 + c] == want, "id %d column %d", i, c);
+        }
+    th_free_outputs(1, &out);
+    shp s6 = {1, {6}};
+    th_tensor bad[3] = {in[0], in[1], tf(scale, &s6)};
+    expect_infer_fail(&cg_op_embedding, 3, bad, NULL, 1, "one scale per row");
+    th_tensor f32w[3] = {tf(scale, &(shp){2, {7, 1}}), in[1], in[2]};
+    expect_infer_fail(&cg_op_embedding, 3, f32w, NULL, 1, "input 0");
+    free(scale);
+}
+END_TEST
+
 START_TEST(test_gather_rows) {
     th_seed(19);
     const shp xshapes[] = {{3, {5, 3, 2}}, {1, {17}}, {2, {1, 3}}, {2, {4, 0}}};
@@ -2161,6 +2190,7 @@ static Suite *ops_suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("gather");
     tcase_add_test(tc, test_embedding);
+    tcase_add_test(tc, test_embedding_q8);
     tcase_add_test(tc, test_gather_rows);
     tcase_add_test(tc, test_gather_concat);
     suite_add_tcase(s, tc);

@@ -14,6 +14,7 @@
 
 #include "test_util.h"
 #include "tf_build.h"
+#include "tf_family.h"
 #include "tf_vocab.h"
 
 #define MARIAN CG_TEST_DATA_DIR "/marian"
@@ -348,6 +349,27 @@ START_TEST(demo_translates_the_samples) {
 }
 END_TEST
 
+/* The demo narrowed to int8 at load looks its tokens up in the int8 table
+ * (with its row scales) that the output projection reads, instead of a
+ * copy widened to f32; bf16 and f32 forms keep the f32 table. (That the
+ * int8 form translates the samples: test tf_translate.) */
+START_TEST(int8_tables_read_as_int8) {
+    char dir[512];
+    src_path(dir, sizeof dir, "models/marian_dates");
+    const cg_dtype forms[3] = {CG_I8, CG_BF16, CG_F32};
+    for (int f = 0; f < 3; f++) {
+        char *text = NULL;
+        ck_assert_msg(tf_graph_text(dir, forms[f], &text) == CG_OK, "%s", cg_last_error());
+        const int q8 = strstr(text, "param table_q8: i8[") &&
+                       strstr(text, "embedding(table_q8, src, table_q8_scale)") &&
+                       strstr(text, "embedding(table_q8, y, table_q8_scale)");
+        const int f32 = strstr(text, "param model.shared.weight: f32[") != NULL;
+        ck_assert_msg(q8 == (f == 0) && f32 == (f != 0), "form %d: int8 lookups %d, f32 table %d", f, q8, f32);
+        free(text);
+    }
+}
+END_TEST
+
 /* config.json with `body`, in the test's directory; the mistake named. */
 static void config_refused(const char *name, const char *body, cg_status want, const char *needle) {
     tf_config c;
@@ -439,6 +461,7 @@ int main(void) {
     tcase_set_timeout(tm, 300);
     tcase_add_test(tm, config_mistakes_are_named);
     tcase_add_test(tm, demo_translates_the_samples);
+    tcase_add_test(tm, int8_tables_read_as_int8);
     tcase_add_test(tm, generation_config);
     suite_add_tcase(s, tm);
     return tu_run_suite(s, 0);
