@@ -30,14 +30,12 @@ static void carry_release(cg_plan *p, carry *c) {
     cg_tensor_free(c->host);
     c->host = NULL;
     c->host_cap = 0;
-    cg_tensor_free(c->spare);
-    c->spare = NULL;
-    c->spare_cap = 0;
     for (int d = 0; c->mem && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &c->mem[d]);
     c->valid = c->on_host = c->dev = 0;
 }
 
 void cg_carry_free(cg_plan *p) {
+    cg_carry_pool_free(p);
     if (!p->carry) return;
     for (int k = 0; k < p->graph->n_inputs; k++) {
         carry_release(p, &p->carry[k]);
@@ -192,8 +190,7 @@ static cg_status room(cg_tensor **t, size_t *cap, size_t bytes) {
     return CG_OK;
 }
 
-/* The host copy holds output `s` now: its shape, and a new stamp. */
-static void host_shape(carry *c, const slot *s) {
+void cg_carry_host_shape(carry *c, const slot *s) {
     c->host->dtype = (cg_dtype)s->desc.dtype;
     c->host->ndim = s->desc.ndim;
     memcpy(c->host->dims, s->desc.dims, sizeof(int64_t) * (size_t)s->desc.ndim);
@@ -203,40 +200,14 @@ static void host_shape(carry *c, const slot *s) {
 /* A host copy with room for the output `s`, and its shape. */
 static cg_status host_room(carry *c, const slot *s) {
     cg_status rc = room(&c->host, &c->host_cap, cg_desc_bytes(&s->desc));
-    if (!rc) host_shape(c, s);
+    if (!rc) cg_carry_host_shape(c, s);
     return rc;
-}
-
-cg_status cg_carry_direct(cg_plan *p, instance *in) {
-    for (int k = 0; k < p->graph->n_inputs; k++) {
-        carry *c = &p->carry[k];
-        if (c->out < 0) continue;
-        slot *s = &in->slots[in->out_slot[c->out]];
-        if (s->carry_in != k) continue;
-        const size_t bytes = cg_desc_bytes(&s->desc);
-        cg_status rc = room(&c->spare, &c->spare_cap, bytes);
-        if (!rc) rc = cg_dev_wrap(p->devs[s->dev].dev, c->spare->data, bytes, &s->buf);
-        if (rc) return rc;
-    }
-    return CG_OK;
 }
 
 /* Output slot s carried into c, from host memory. The output may be this
  * very input (carried or given): copied from where it is before the host
  * copy can be replaced. */
 static cg_status save_host(cg_plan *p, carry *c, const slot *s) {
-    if (s->carry_in >= 0 && &p->carry[s->carry_in] == c) { /* written into the spare: swap */
-        cg_tensor *t = c->host;
-        size_t cap = c->host_cap;
-        c->host = c->spare;
-        c->host_cap = c->spare_cap;
-        c->spare = t;
-        c->spare_cap = cap;
-        host_shape(c, s);
-        c->on_host = 1;
-        c->dev = 0;
-        return CG_OK;
-    }
     const void *from = cg_slot_host(p, s);
     cg_status rc = host_room(c, s); /* same shape then: no new buffer */
     if (rc) return rc;
@@ -277,10 +248,13 @@ static cg_status save_device(cg_plan *p, carry *c, const slot *s, int d) {
 }
 
 cg_status cg_carry_save(cg_plan *p, instance *in, int on_host) {
+    cg_status done = on_host ? cg_carry_direct_done(p, in) : CG_OK;
+    if (done) return done;
     for (int k = 0; k < p->graph->n_inputs; k++) {
         carry *c = &p->carry[k];
         if (c->out < 0) continue;
         const slot *s = &in->slots[in->out_slot[c->out]];
+        if (s->carry_in == k) continue; /* written into its block (carry_pool.c) */
         int d = p->devs[s->dev].info->host_memory ? 0 : s->dev;
         if (on_host != (d == 0)) continue;
         c->valid = 0;

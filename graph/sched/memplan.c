@@ -126,8 +126,8 @@ static void made_once(instance *in, int32_t s) {
         sl->live_all = 1;
 }
 
-/* A carried output made in host memory is written into its carry's spare
- * (carry.c cg_carry_direct), which then becomes the next run's input: a
+/* A carried output made in host memory is written into a block of the
+ * plan's pool (carry_pool.c), which then becomes the next run's input: a
  * decoder's caches are not copied out of the arena every step. Not a value
  * living through every run, and one carry per slot. */
 static void carried_outputs(cg_plan *p, instance *in) {

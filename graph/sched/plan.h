@@ -59,8 +59,8 @@ typedef struct slot {
     int live_all; /* TEMP whose bytes no other slot shares: it lives through
                             * every run (a kept input's copy, a `once` step's result) */
     int carry_in; /* TEMP on a host-memory device holding a carried output:
-                   * the graph input it is carried into (its bytes are the
-                   * carry's spare, not the arena's), or -1 */
+                   * the graph input it is carried into (its bytes are a
+                   * block of the plan's pool, not the arena's), or -1 */
     size_t offset, bytes;
 } slot;
 
@@ -133,6 +133,13 @@ typedef struct instance {
     int once_done; /* a run completed the `once` steps */
 } instance;
 
+/* Host memory for a carried value: a tensor used as bytes, and how many
+ * it holds (its shape is the value's). */
+typedef struct host_block {
+    cg_tensor *t;
+    size_t cap;
+} host_block;
+
 /* A graph input carried from a graph output (cg_plan_carry): where the
  * value the last run wrote lives. */
 typedef struct carry {
@@ -142,10 +149,10 @@ typedef struct carry {
     int dev;         /* the device whose buffer holds it (0: none) */
     cg_tensor *host; /* its shape (always) and host copy (on_host) */
     size_t host_cap; /* bytes host->data holds */
-    /* The next run writes a host output straight here (slot carry_in),
-     * and the two swap when it succeeds: no copy of the value per run. */
-    cg_tensor *spare;
-    size_t spare_cap;
+    /* The pool block the run writes the output into (slot carry_in),
+     * the value from when the run succeeds (carry_pool.c). */
+    host_block next;
+    int has_next;
     cg_buf *mem; /* per plan device: the plan's copy */
 } carry;
 
@@ -189,9 +196,11 @@ struct cg_plan {
     /* The graph inputs sorted by name, for name lookups in O(log n): a run
      * by names then costs no comparison per pair of inputs. */
     plan_name *in_sorted;
-    unsigned char *keep;    /* per graph input: kept on its devices between runs */
-    kept *kept;             /* per graph input: its device copies */
-    carry *carry;           /* per graph input */
+    unsigned char *keep; /* per graph input: kept on its devices between runs */
+    kept *kept;          /* per graph input: its device copies */
+    carry *carry;        /* per graph input */
+    host_block *pool;    /* host blocks no carried value holds (carry_pool.c) */
+    int n_pool, pool_cap;
     unsigned char *carried; /* per graph input: this run takes the carried value */
     cg_profiler *prof;      /* attached profiler (cg_plan_set_profiler), or NULL */
     int repeating;          /* repeat.c: the check's own runs are under way */
@@ -286,11 +295,23 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
  * devices without host memory before the queues drain (on_host 0), into
  * host memory after (on_host 1). */
 cg_status cg_carry_save(cg_plan *p, instance *in, int on_host);
-/* Points the instance's carried host outputs (slots with carry_in) at
- * their carries' spares, with room for this run's shapes. */
-cg_status cg_carry_direct(cg_plan *p, instance *in);
+/* The host copy holds output `s` now: its shape, and a new stamp. */
+void cg_carry_host_shape(carry *c, const slot *s);
 /* A failed run leaves nothing to carry. */
 void cg_carry_invalidate(cg_plan *p);
+
+/* ---- carry_pool.c ---- */
+
+/* Before the steps: points the instance's carried host outputs (slots with
+ * carry_in) at blocks of the pool or of carried inputs no later step
+ * reads, with room for this run's shapes (a new block counts as a host
+ * allocation in stats). */
+cg_status cg_carry_direct(cg_plan *p, instance *in, cg_plan_stats *stats);
+/* After a successful run (cg_carry_save calls it): the blocks written hold
+ * the carried values, the ones they replace go to the pool. */
+cg_status cg_carry_direct_done(cg_plan *p, instance *in);
+/* The pool's blocks freed (a plan's end). */
+void cg_carry_pool_free(cg_plan *p);
 
 /* ---- keep.c ---- */
 

@@ -949,6 +949,60 @@ START_TEST(carried_output_outside_arena) {
 }
 END_TEST
 
+/* Two carried values where the second's step comes after the last read of
+ * the first's input (a decoder's layers: layer l + 1's cache is written
+ * after layer l's was read): the second output goes into the first input's
+ * block, so the plan holds three blocks for two values, not four. The
+ * values are the float recurrence's, bit for bit. */
+START_TEST(carried_blocks_are_reused) {
+    static const char text[] = "graph g {\n  input a: f32[N]\n  input b: f32[N]\n  input x: f32[N]\n"
+                               "  a_new = add(a, x)\n  b_new = add(b, a_new)\n  output a_new, b_new\n}\n";
+    model md = load_model(text, NULL);
+    cg_plan *p = make_plan(md.m, "g", "cpu", NULL);
+    ck_assert_int_eq(cg_plan_carry(p, "a", "a_new"), CG_OK);
+    ck_assert_int_eq(cg_plan_carry(p, "b", "b_new"), CG_OK);
+    const int64_t N = 100000;
+    cg_tensor *a = make_f32(1, &N, 3), *b = make_f32(1, &N, 4), *x = make_f32(1, &N, 5);
+    float *ra = malloc(sizeof(float) * (size_t)N), *rb = malloc(sizeof(float) * (size_t)N);
+    memcpy(ra, cg_tensor_data_const(a), sizeof(float) * (size_t)N);
+    memcpy(rb, cg_tensor_data_const(b), sizeof(float) * (size_t)N);
+    const float *xv = cg_tensor_data_const(x);
+    const char *checks = getenv("CLGRAPH_CHECK_RUNS");
+    char *saved = checks ? strdup(checks) : NULL;
+    setenv("CLGRAPH_CHECK_RUNS", "0", 1); /* its runs would take blocks too */
+    const char *names[] = {"x", "a", "b"};
+    cg_tensor *ins[] = {x, a, b};
+    const uint64_t new_blocks[6] = {0, 1, 0, 0, 0, 0}; /* after the first run's two */
+    for (int r = 0; r < 6; r++) {
+        cg_tensor *outs[2] = {NULL, NULL};
+        ck_assert_msg(cg_plan_run(p, r ? 1 : 3, names, ins, 2, outs) == CG_OK, "%s", cg_last_error());
+        for (int64_t i = 0; i < N; i++) {
+            ra[i] = ra[i] + xv[i];
+            rb[i] = rb[i] + ra[i];
+        }
+        ck_assert_int_eq(memcmp(cg_tensor_data_const(outs[0]), ra, sizeof(float) * (size_t)N), 0);
+        ck_assert_int_eq(memcmp(cg_tensor_data_const(outs[1]), rb, sizeof(float) * (size_t)N), 0);
+        cg_plan_stats st;
+        ck_assert_int_eq(cg_plan_stats_get(p, &st, NULL), CG_OK);
+        if (r) /* the two output tensors made, and the new blocks */
+            ck_assert_msg(st.host_allocs == 2 + new_blocks[r], "run %d: %llu host allocations, expected %llu", r,
+                          (unsigned long long)st.host_allocs, (unsigned long long)(2 + new_blocks[r]));
+        cg_tensor_free(outs[0]);
+        cg_tensor_free(outs[1]);
+    }
+    if (saved) setenv("CLGRAPH_CHECK_RUNS", saved, 1);
+    else unsetenv("CLGRAPH_CHECK_RUNS");
+    free(saved);
+    free(ra);
+    free(rb);
+    cg_tensor_free(a);
+    cg_tensor_free(b);
+    cg_tensor_free(x);
+    cg_plan_free(p);
+    free_model(&md);
+}
+END_TEST
+
 /* ---- runs by input position (cg_plan_run_indexed) --------------------- */
 
 /* Index lookups, a run by positions against a hand-worked result (and the
@@ -1964,6 +2018,7 @@ int main(void) {
     tcase_add_test(tc, indexed_runs);
     tcase_add_test(tc, carried_state); /* after it: builds elementwise kernels */
     tcase_add_test(tc, carried_output_outside_arena);
+    tcase_add_test(tc, carried_blocks_are_reused);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 1);
 }
