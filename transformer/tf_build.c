@@ -424,8 +424,8 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
     if (l == t->c->dec_layers - 1) /* the attention maps: the last layer's */
         cg_strbuf_put(
             t->o,
-            "  xa_qh = transpose(x%d_q4) {perm: [0, 2, 1, 3]}\n  xa_kh = transpose(x%d_k) {perm: [0, 2, 3, 1]}\n"
-            "  xa_s = matmul(xa_qh, xa_kh)\n  xa_ss = affine(xa_s) {alpha: %.17g, beta: 0}\n"
+            "  xa_qh = transpose(x%d_q4) {perm: [0, 2, 1, 3]}\n  xa_kh = transpose(x%d_k) {perm: [0, 2, 1, 3]}\n"
+            "  xa_s = matmul(xa_qh, xa_kh) {transpose_b: 1}\n  xa_ss = affine(xa_s) {alpha: %.17g, beta: 0}\n"
             "  xa_m = add(xa_ss, mask)\n  xa_p = softmax(xa_m) {axis: -1}\n"
             "  a = reshape(xa_p) {shape: [B, %d, S]}\n",
             l, l, 1.0 / sqrt((double)Dh), H);
