@@ -439,6 +439,24 @@ cg_status cg_s2s_load(cg_context *ctx, const char *dir, const cg_plan_options *p
     return CG_OK;
 }
 
+cg_status cg_s2s_get_info(const cg_s2s *m, cg_s2s_info *out) {
+    if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_get_info: NULL argument");
+    if (out->struct_size < sizeof *out)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_get_info: struct_size %zu is smaller than cg_s2s_info (%zu)",
+                        out->struct_size, sizeof *out);
+    if (m->tf) {
+        tf_info(m->tf, out);
+        return CG_OK;
+    }
+    const s2s_shared *sh = m->shared;
+    out->family = CG_S2S_FAMILY_RNN;
+    out->tokenizer = sh->cfg.chars ? CG_S2S_TOKENS_CHARS : CG_S2S_TOKENS_WORDS;
+    out->unk_id = sh->cfg.unk_id;
+    out->src_vocab = sh->src.n;
+    out->tgt_vocab = sh->tgt.n;
+    return CG_OK;
+}
+
 const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id) {
     if (!m) return NULL;
     if (m->tf) return tf_token(m->tf, id);

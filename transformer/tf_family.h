@@ -34,6 +34,8 @@ cg_status tf_detokenize(const tf_handle *h, const int32_t *ids, int n, char **te
 /* The piece of an id (one vocabulary serves both sides), "" for an id in
  * range when the directory has no vocab.json, NULL out of range. */
 const char *tf_token(const tf_handle *h, int32_t id);
+/* The family, tokenizer, unknown id and vocabulary sizes (cg_s2s_get_info). */
+void tf_info(const tf_handle *h, cg_s2s_info *out);
 
 /* Fills the options left to the model (generation_config.json): beam 0,
  * alpha 0 without CG_S2S_ALPHA_SET, max_len 0; and checks the rest against

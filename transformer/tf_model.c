@@ -293,6 +293,14 @@ cg_status tf_detokenize(const tf_handle *h, const int32_t *ids, int n, char **te
     return tf_vocab_decode(&h->sh->vocab, ids, n, text);
 }
 
+void tf_info(const tf_handle *h, cg_s2s_info *out) {
+    out->family = CG_S2S_FAMILY_TRANSFORMER;
+    out->tokenizer = h->sh->has_vocab ? CG_S2S_TOKENS_SENTENCEPIECE : CG_S2S_TOKENS_IDS;
+    out->unk_id = h->sh->has_vocab ? h->sh->vocab.unk : -1;
+    out->src_vocab = h->sh->cfg.vocab;
+    out->tgt_vocab = h->sh->cfg.dec_vocab;
+}
+
 const char *tf_token(const tf_handle *h, int32_t id) {
     if (id < 0 || id >= h->sh->cfg.vocab) return NULL;
     if (!h->sh->has_vocab) return "";

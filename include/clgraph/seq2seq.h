@@ -103,6 +103,34 @@ CG_API cg_status cg_s2s_detokenize(const cg_s2s *m, const int32_t *ids, int n, c
  * vocab.json its ids in range are "". */
 CG_API const char *cg_s2s_token(const cg_s2s *m, int target, int32_t id);
 
+/** A model's family (cg_s2s_info.family). */
+enum {
+    CG_S2S_FAMILY_RNN = 1,        /**< the seq2seq spec's attention RNN (docs/seq2seq.md) */
+    CG_S2S_FAMILY_TRANSFORMER = 2 /**< a MarianMT-layout Transformer (docs/transformer.md) */
+};
+
+/** How cg_s2s_tokenize splits text (cg_s2s_info.tokenizer). */
+enum {
+    CG_S2S_TOKENS_IDS = 0,          /**< no tokenizer files: ids only, text is refused */
+    CG_S2S_TOKENS_CHARS = 1,        /**< one token per character (UTF-8 byte sequence) */
+    CG_S2S_TOKENS_WORDS = 2,        /**< tokens between spaces */
+    CG_S2S_TOKENS_SENTENCEPIECE = 3 /**< source.spm's pieces, looked up in vocab.json */
+};
+
+/** What a loaded model is, for callers that map tokens themselves. */
+typedef struct cg_s2s_info {
+    size_t struct_size; /**< sizeof(cg_s2s_info), set by the caller */
+    int family;         /**< CG_S2S_FAMILY_* */
+    int tokenizer;      /**< CG_S2S_TOKENS_* */
+    int32_t unk_id;     /**< the source vocabulary's unknown token (-1: none) */
+    int32_t src_vocab;  /**< ids of the source vocabulary */
+    int32_t tgt_vocab;  /**< ids of the target vocabulary */
+} cg_s2s_info;
+
+/** Fills *out (struct_size set by the caller; fields past it are left
+ * alone). CG_ERR_INVALID_ARGUMENT for NULL or a struct_size too small. */
+CG_API cg_status cg_s2s_get_info(const cg_s2s *m, cg_s2s_info *out);
+
 /** The widest beam cg_s2s_translate takes: each hypothesis costs a
  * decoder row per step (state, attention, a row of log-probabilities), so a
  * beam of 100,000 would take minutes and gigabytes per sentence. */

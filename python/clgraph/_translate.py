@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Union
 
@@ -10,6 +9,9 @@ import numpy as np
 
 from . import _clgraph
 
+# cg_s2s_get_info's codes (include/clgraph/seq2seq.h)
+_FAMILY_TRANSFORMER = 2
+_TOKENS_CHARS = 1
 # CTranslate2's compute types -> the dtype the products read weights in
 # (cg_s2s_load_options.weights_dtype); "default": as stored
 _COMPUTE = {"default": None, "auto": None, "float32": "f32", "float": "f32", "bfloat16": "bf16",
@@ -64,13 +66,13 @@ class Translator:
         self.compute_type = compute_type
         self._c = _clgraph.Translator(self.model_dir, device, place, [os.fspath(p) for p in plugins],
                                       int(intra_threads), code)
-        with open(os.path.join(self.model_dir, "config.json"), encoding="utf-8") as f:
-            config = json.load(f)
-        self.transformer = "model_type" in config
-        self._chars = config.get("tokenizer", "words") == "chars"
+        # what the library read from the directory (cg_s2s_get_info)
+        family, tokenizer, unk, _, _ = self._c.info()
+        self.transformer = family == _FAMILY_TRANSFORMER
+        self._chars = tokenizer == _TOKENS_CHARS
         self._src_tokens = self._c.vocab(False)
         self._src_ids = {tok: i for i, tok in enumerate(self._src_tokens)}
-        self._unk = self._src_ids.get("<unk>", 0) if self.transformer else int(config.get("unk_id", 3))
+        self._unk = max(unk, 0)
         self._tgt_tokens = self._c.vocab(True)
 
     # -- tokens ----------------------------------------------------------

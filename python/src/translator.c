@@ -216,6 +216,18 @@ static PyObject *translator_vocab(PyObject *self, PyObject *arg) {
     return list;
 }
 
+/* info() -> (family, tokenizer, unk_id, source vocabulary size, target
+ * vocabulary size), cg_s2s_get_info's codes. */
+static PyObject *translator_info(PyObject *self, PyObject *unused) {
+    (void)unused;
+    pycg_translator *t = (pycg_translator *)self;
+    if (check_ready(t) < 0) return NULL;
+    cg_s2s_info i = {.struct_size = sizeof i};
+    cg_status st = cg_s2s_get_info(t->m, &i);
+    if (st) return pycg_raise(st);
+    return Py_BuildValue("(iiiii)", i.family, i.tokenizer, (int)i.unk_id, (int)i.src_vocab, (int)i.tgt_vocab);
+}
+
 /* stats() -> (encoder totals, decoder totals). */
 static PyObject *translator_stats(PyObject *self, PyObject *unused) {
     (void)unused;
@@ -237,6 +249,8 @@ static PyMethodDef translator_methods[] = {
     {"detokenize", translator_detokenize, METH_O, "detokenize(ids) -> target text."},
     {"vocab", translator_vocab, METH_O, "vocab(target) -> the tokens of a vocabulary, by id."},
     {"stats", translator_stats, METH_NOARGS, "stats() -> (encoder, decoder) plan totals."},
+    {"info", translator_info, METH_NOARGS,
+     "info() -> (family, tokenizer, unk_id, source vocabulary size, target vocabulary size)."},
     {NULL, NULL, 0, NULL}};
 
 static PyType_Slot translator_slots[] = {{Py_tp_dealloc, translator_dealloc},

@@ -330,6 +330,42 @@ START_TEST(cli_ids_and_mistakes) {
 }
 END_TEST
 
+/* cg_s2s_get_info of both families and of a directory without tokenizer
+ * files, against the directories' own files: the demo's vocab.json has 167
+ * pieces, <unk> 1 (OPUS-MT's layout); models/dates' config.json says chars,
+ * its src.vocab and tgt.vocab have 63 and 15 lines, and the spec's unk is
+ * 3; tests/data/marian/gelu has no vocab.json and vocab_size 90. */
+START_TEST(model_info) {
+    static const struct {
+        const char *dir;
+        int family, tokenizer;
+        int32_t unk, src, tgt;
+    } want[] = {
+        {"models/marian_dates", CG_S2S_FAMILY_TRANSFORMER, CG_S2S_TOKENS_SENTENCEPIECE, 1, 167, 167},
+        {"models/dates", CG_S2S_FAMILY_RNN, CG_S2S_TOKENS_CHARS, 3, 63, 15},
+        {"tests/data/marian/gelu", CG_S2S_FAMILY_TRANSFORMER, CG_S2S_TOKENS_IDS, -1, 90, 90},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!tu_have_feature("sentencepiece") && want[i].tokenizer == CG_S2S_TOKENS_SENTENCEPIECE) continue;
+        char dir[512];
+        src_path(dir, sizeof dir, want[i].dir);
+        cg_s2s *m;
+        ck_assert_msg(cg_s2s_load(ctx, dir, NULL, NULL, &m) == CG_OK, "%s: %s", want[i].dir, cg_last_error());
+        cg_s2s_info info = {.struct_size = sizeof info};
+        ck_assert_int_eq(cg_s2s_get_info(m, &info), CG_OK);
+        ck_assert_msg(info.family == want[i].family && info.tokenizer == want[i].tokenizer &&
+                          info.unk_id == want[i].unk && info.src_vocab == want[i].src && info.tgt_vocab == want[i].tgt,
+                      "%s: family %d tokenizer %d unk %d vocab %d / %d", want[i].dir, info.family, info.tokenizer,
+                      (int)info.unk_id, (int)info.src_vocab, (int)info.tgt_vocab);
+        cg_s2s_info small = {.struct_size = sizeof small - 1};
+        ck_assert_int_eq(cg_s2s_get_info(m, &small), CG_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(cg_last_error(), "struct_size") != NULL, "%s", cg_last_error());
+        cg_s2s_free(m);
+    }
+    ck_assert_int_eq(cg_s2s_get_info(NULL, NULL), CG_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tf_translate");
     TCase *tc = tcase_create("generate");
@@ -347,6 +383,7 @@ int main(void) {
     tcase_add_test(tcli, cli_translates_the_demo);
     tcase_add_test(tcli, cli_ids_and_mistakes);
     tcase_add_test(tcli, cli_quantized_forms);
+    tcase_add_test(tcli, model_info);
     suite_add_tcase(s, tcli);
     return tu_run_suite(s, 0);
 }
