@@ -40,8 +40,10 @@ static cg_status pool_push(cg_plan *p, host_block b) {
 void cg_carry_pool_free(cg_plan *p) {
     for (int i = 0; i < p->n_pool; i++) cg_tensor_free(p->pool[i].t);
     free(p->pool);
+    free(p->pool_scratch);
     p->pool = NULL;
-    p->n_pool = p->pool_cap = 0;
+    p->pool_scratch = NULL;
+    p->n_pool = p->pool_cap = p->pool_scratch_cap = 0;
 }
 
 /* The slot of carry k's output when the run writes it into a block. */
@@ -52,15 +54,21 @@ static slot *direct_slot(cg_plan *p, instance *in, int k) {
     return s->carry_in == k ? s : NULL;
 }
 
-/* The blocks this run may use: the pool's, and each carried input's host
- * value after the last step that reads it. */
+/* The blocks this run may use: the pool's, each carried input's host
+ * value after the last step that reads it, and the value of a carry whose
+ * input this run is given instead (a new sentence's first step). */
 static int candidates(cg_plan *p, instance *in, cand *cs) {
     int n = 0;
     for (int i = 0; i < p->n_pool; i++) cs[n++] = (cand){p->pool[i], -1, 0};
     const cg_graph *g = p->graph;
     for (int k = 0; k < g->n_inputs; k++) {
         const carry *c = &p->carry[k];
-        if (!p->carried[k] || !c->on_host || !c->host || !direct_slot(p, in, k)) continue;
+        if (!c->host || !direct_slot(p, in, k)) continue;
+        if (!p->carried[k]) {
+            cs[n++] = (cand){{c->host, c->host_cap}, -1, 0};
+            continue;
+        }
+        if (!c->on_host) continue;
         const slot *si = &in->slots[in->val_slot[g->inputs[k]]];
         if (si->kind == SLOT_INPUT && si->last_step < in->n_steps)
             cs[n++] = (cand){{c->host, c->host_cap}, si->last_step, 0};
@@ -107,9 +115,16 @@ cg_status cg_carry_direct(cg_plan *p, instance *in, cg_plan_stats *stats) {
         n_out += direct_slot(p, in, k) != NULL;
     }
     if (!n_out) return CG_OK;
-    /* every block there is, plus one new per output at most */
-    cand *cs = malloc(sizeof *cs * ((size_t)p->n_pool + 2 * (size_t)n_in + 1));
-    if (!cs) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    /* every block there is, plus one new per output at most; kept on the
+     * plan, so that a steady state allocates nothing */
+    const int need = p->n_pool + 2 * n_in + 1;
+    if (need > p->pool_scratch_cap) {
+        cand *m = realloc(p->pool_scratch, sizeof *m * (size_t)need);
+        if (!m) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        p->pool_scratch = m;
+        p->pool_scratch_cap = need;
+    }
+    cand *cs = p->pool_scratch;
     int n = candidates(p, in, cs);
     cg_status st = CG_OK;
     /* outputs in the order the steps make them */
@@ -127,7 +142,6 @@ cg_status cg_carry_direct(cg_plan *p, instance *in, cg_plan_stats *stats) {
         if (!st) st = cg_dev_wrap(p->devs[s->dev].dev, c->next.t->data, bytes, &s->buf);
         c->has_next = !st;
     }
-    free(cs);
     return st;
 }
 

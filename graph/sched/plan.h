@@ -201,6 +201,8 @@ struct cg_plan {
     carry *carry;        /* per graph input */
     host_block *pool;    /* host blocks no carried value holds (carry_pool.c) */
     int n_pool, pool_cap;
+    void *pool_scratch; /* carry_pool.c: a run's candidate blocks */
+    int pool_scratch_cap;
     unsigned char *carried; /* per graph input: this run takes the carried value */
     cg_profiler *prof;      /* attached profiler (cg_plan_set_profiler), or NULL */
     int repeating;          /* repeat.c: the check's own runs are under way */
