@@ -51,13 +51,6 @@ static int find_value(const cg_graph *g, const int32_t *list, int n, const char 
     return -1;
 }
 
-/* Instances planned their memory for the carries set then (memplan.c
- * carried_outputs). */
-static void drop_instances(cg_plan *p) {
-    for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
-    p->n_inst = 0;
-}
-
 cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     if (!p || !input) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_carry: NULL argument");
     cg_graph *g = p->graph;
@@ -69,7 +62,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     carry *c = &p->carry[k];
     if (!output) {
         carry_release(p, c);
-        if (c->out >= 0) drop_instances(p);
+        if (c->out >= 0) cg_plan_drop_instances(p); /* their memory plan had it (memplan.c carried_outputs) */
         c->out = -1;
         return CG_OK;
     }
@@ -90,7 +83,7 @@ cg_status cg_plan_carry(cg_plan *p, const char *input, const char *output) {
     }
     if (c->out != o) {
         carry_release(p, c);
-        drop_instances(p);
+        cg_plan_drop_instances(p); /* their memory plan had the old carries */
     }
     c->out = o;
     return CG_OK;
@@ -170,24 +163,9 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
 /* Room for a carried value that grows: at least half again, so a value
  * that grows by a row per run (a decoder's self-attention cache) moves, and
  * touches fresh pages, a logarithmic number of times, not every run. */
-static size_t grown(size_t need, size_t had) {
+size_t cg_carry_grown(size_t need, size_t had) {
     size_t more = had + had / 2;
     return need > more || more < had ? need : more;
-}
-
-/* *t with room for `bytes` (*cap of them now): kept, or replaced by a
- * larger one (its contents not kept). */
-static cg_status room(cg_tensor **t, size_t *cap, size_t bytes) {
-    if (*t && bytes <= *cap) return CG_OK;
-    cg_tensor *m;
-    const size_t want = *t ? grown(bytes, *cap) : bytes;
-    const int64_t n = (int64_t)(want > 0 ? want : 1);
-    cg_status rc = cg_tensor_alloc(CG_U8, 1, &n, &m);
-    if (rc) return rc;
-    cg_tensor_free(*t);
-    *t = m;
-    *cap = want;
-    return CG_OK;
 }
 
 void cg_carry_host_shape(carry *c, const slot *s) {
@@ -199,9 +177,19 @@ void cg_carry_host_shape(carry *c, const slot *s) {
 
 /* A host copy with room for the output `s`, and its shape. */
 static cg_status host_room(carry *c, const slot *s) {
-    cg_status rc = room(&c->host, &c->host_cap, cg_desc_bytes(&s->desc));
-    if (!rc) cg_carry_host_shape(c, s);
-    return rc;
+    size_t bytes = cg_desc_bytes(&s->desc);
+    if (!c->host || bytes > c->host_cap) {
+        cg_tensor *t;
+        const size_t cap = c->host ? cg_carry_grown(bytes, c->host_cap) : bytes;
+        const int64_t n = (int64_t)(cap > 0 ? cap : 1);
+        cg_status rc = cg_tensor_alloc(CG_U8, 1, &n, &t);
+        if (rc) return rc;
+        cg_tensor_free(c->host);
+        c->host = t;
+        c->host_cap = cap;
+    }
+    cg_carry_host_shape(c, s);
+    return CG_OK;
 }
 
 /* Output slot s carried into c, from host memory. The output may be this
@@ -234,7 +222,8 @@ static cg_status save_device(cg_plan *p, carry *c, const slot *s, int d) {
     cg_device *dev = p->devs[d].dev;
     if (c->mem[d].kind == CG_BUF_NONE || bytes > c->mem[d].bytes) {
         cg_buf m;
-        cg_status rc = cg_dev_alloc(dev, c->mem[d].kind == CG_BUF_NONE ? bytes : grown(bytes, c->mem[d].bytes), &m);
+        cg_status rc =
+            cg_dev_alloc(dev, c->mem[d].kind == CG_BUF_NONE ? bytes : cg_carry_grown(bytes, c->mem[d].bytes), &m);
         if (rc) return rc;
         cg_dev_free(dev, &c->mem[d]);
         c->mem[d] = m;

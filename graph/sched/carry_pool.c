@@ -20,11 +20,6 @@ typedef struct cand {
     int taken;
 } cand;
 
-static size_t grown_cap(size_t need, size_t had) {
-    size_t more = had + had / 2;
-    return need > more || more < had ? need : more;
-}
-
 static cg_status pool_push(cg_plan *p, host_block b) {
     if (p->n_pool == p->pool_cap) {
         int cap = p->pool_cap ? 2 * p->pool_cap : 8;
@@ -89,7 +84,7 @@ static cg_status pick(cg_plan *p, cand *cs, int *n, int at, size_t need, host_bl
         if (cs[i].b.cap >= need && (best < 0 || cs[i].b.cap < cs[best].b.cap)) best = i;
     }
     if (best < 0) {
-        const size_t cap = grown_cap(need, largest);
+        const size_t cap = cg_carry_grown(need, largest);
         const int64_t bytes = (int64_t)(cap ? cap : 1);
         host_block b = {NULL, cap};
         cg_status st = cg_tensor_alloc(CG_U8, 1, &bytes, &b.t);

@@ -56,8 +56,7 @@ cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep) {
         unsigned char v = keep != 0;
         if (p->keep[k] != v) {
             /* Instances planned their memory for the old setting. */
-            for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
-            p->n_inst = 0;
+            cg_plan_drop_instances(p);
             p->keep[k] = v;
             kept_release(p, &p->kept[k]);
         }

@@ -349,6 +349,11 @@ cg_status cg_lower_node(build *b, const lower_node *n, int32_t *outs) {
     return st;
 }
 
+void cg_plan_drop_instances(cg_plan *p) {
+    for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
+    p->n_inst = 0;
+}
+
 void cg_instance_free(cg_plan *p, instance *in) {
     if (!in) return;
     for (int i = 0; i < in->n_steps; i++) {

@@ -83,10 +83,7 @@ static cg_status reserve_arena(cg_plan *p, int d, size_t bytes) {
     if (st == CG_ERR_NO_MEMORY) cg_error_prefix("the plan needs %zu bytes on %s: ", bytes, cg_plan_dev_name(p, d));
     if (st) return st;
     for (int i = 0; !st && i < p->n_inst; i++) st = view_arena(p, p->inst[i], d, &m);
-    if (st) { /* the instances that moved cannot go back: drop them all */
-        for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
-        p->n_inst = 0;
-    }
+    if (st) cg_plan_drop_instances(p); /* the instances that moved cannot go back */
     cg_dev_free(dev, a);
     *a = m;
     p->arena_owner = NULL; /* what the old arena held is gone */

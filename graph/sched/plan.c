@@ -16,7 +16,7 @@ void cg_plan_free(cg_plan *p) {
         free(p);
         return;
     }
-    for (int i = 0; i < p->n_inst; i++) cg_instance_free(p, p->inst[i]);
+    cg_plan_drop_instances(p);
     for (int d = 0; p->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &p->arena[d]);
     free(p->arena);
     for (int d = 0; p->params && d < p->n_devs; d++)

@@ -247,6 +247,9 @@ cg_status cg_variant_choose(cg_plan *p, cg_tensor *const *by_pos, int64_t *sym, 
  * position) give the real data auto placement measures kernels with. */
 cg_status cg_instance_build(cg_plan *p, const int64_t *sym_vals, cg_tensor *const *inputs, instance **out);
 void cg_instance_free(cg_plan *p, instance *in);
+/* Every cached instance freed (a setting their lowering or memory depends
+ * on changed); the next run lowers again. */
+void cg_plan_drop_instances(cg_plan *p);
 const char *cg_plan_dev_name(const cg_plan *p, int dev);
 /* The kernel of op on plan device dev for this call, if the device runs it. */
 const cg_kernel_def *cg_plan_kernel_on(const cg_plan *p, const cg_op_entry *op, int dev, const cg_op_call *call);
@@ -297,6 +300,8 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
  * devices without host memory before the queues drain (on_host 0), into
  * host memory after (on_host 1). */
 cg_status cg_carry_save(cg_plan *p, instance *in, int on_host);
+/* Room for a carried value that grows: at least half again what it had. */
+size_t cg_carry_grown(size_t need, size_t had);
 /* The host copy holds output `s` now: its shape, and a new stamp. */
 void cg_carry_host_shape(carry *c, const slot *s);
 /* A failed run leaves nothing to carry. */
