@@ -26,7 +26,7 @@
 
 #include "sdpa.cl.h"
 
-enum { SDPA_LAYOUT, SDPA_SCALE, SDPA_CAUSAL, SDPA_PACKED, SDPA_HEADS };
+enum { SDPA_LAYOUT, SDPA_SCALE, SDPA_CAUSAL, SDPA_PACKED, SDPA_HEADS, SDPA_KV_ROWS };
 
 static const cg_attr_def sdpa_attrs[] = {
     CG_ATTR(.name = "layout", .type = CG_ATTR_STRING, .default_string = "bhsd",
@@ -42,15 +42,22 @@ static const cg_attr_def sdpa_attrs[] = {
                    "last dim: q is read from input 0's first third, k from input 1's second, v from input 2's last "
                    "(one tensor given three times; layout bshd, S = L, Hk = Hq = heads, Dv = D)"),
     CG_ATTR(.name = "heads", .type = CG_ATTR_INT, .default_int = 0, .doc = "the heads of a packed q, k, v (>= 1)"),
+    CG_ATTR(.name = "kv_rows", .type = CG_ATTR_INT, .default_int = 0,
+            .doc = "1: the last input is an i32 index [B]: q's batch row b reads batch row index[b] of k and v, which "
+                   "have N rows of their own (a decoder's rows reading their sentence's cross-attention keys, a "
+                   "beam's rows sharing them, with no copy per row); the mask stays per q row; an index outside "
+                   "[0, N) is a run-time error"),
 };
 
-static const char *const sdpa_names[] = {"q", "k", "v", "mask", NULL};
+static const char *const sdpa_names[] = {"q", "k", "v", "mask", "kv_rows", NULL};
 
 /* One call's sizes and element strides. Strides of q, k, v, y: batch,
  * head, row (a query or key position); the row's elements are contiguous.
  * Mask strides: batch, head, query, key (0 where it broadcasts). */
 typedef struct sdpa_geom {
     int64_t B, Hq, Hk, L, S, D, Dv;
+    int64_t N; /* k's and v's batch rows: B, or any with kv_rows */
+    int kv_in; /* the input of kv_rows' index, or -1 */
     int bshd, causal, has_mask, packed;
     float scale;
     int64_t qs[3], ks[3], vs[3], ys[3], ms[4];
@@ -97,9 +104,10 @@ static cg_op_status check_qkv(const cg_op_call *call, int bshd) {
     layout_axes(bshd, &h, &s);
     for (int i = 0; i < 3; i++)
         if (expect_4d(call, i, bshd)) return CG_OP_ERROR;
-    if (!cg_dim_compatible(q->dims[0], k->dims[0]) || !cg_dim_compatible(q->dims[0], v->dims[0]) ||
-        !cg_dim_compatible(k->dims[0], v->dims[0]))
-        return shapes_fail(call, bshd, "q, k and v must have one batch size B");
+    if (!cg_dim_compatible(k->dims[0], v->dims[0])) return shapes_fail(call, bshd, "k and v must have one batch size");
+    if (!call->attrs[SDPA_KV_ROWS].i &&
+        (!cg_dim_compatible(q->dims[0], k->dims[0]) || !cg_dim_compatible(q->dims[0], v->dims[0])))
+        return shapes_fail(call, bshd, "q, k and v must have one batch size B (kv_rows: 1 reads k and v by an index)");
     if (!cg_dim_compatible(k->dims[h], v->dims[h])) return shapes_fail(call, bshd, "k and v must have as many heads");
     if (!cg_dim_compatible(k->dims[s], v->dims[s])) return shapes_fail(call, bshd, "k and v must have as many keys S");
     if (!cg_dim_compatible(q->dims[3], k->dims[3])) return shapes_fail(call, bshd, "q and k must have one head size D");
@@ -148,18 +156,36 @@ static cg_op_status packed_infer(cg_op_call *call, int bshd) {
     const int64_t B = cg_dim_unify(cg_dim_unify(x->dims[0], call->inputs[1].dims[0]), call->inputs[2].dims[0]);
     const int64_t L = cg_dim_unify(cg_dim_unify(x->dims[1], call->inputs[1].dims[1]), call->inputs[2].dims[1]);
     const int64_t scores[4] = {B, H, L, L};
-    if (call->n_inputs > 3 && check_mask(call, scores)) return CG_OP_ERROR;
+    if (call->n_inputs > 3 && check_mask(call, scores)) return CG_OP_ERROR; /* not with kv_rows */
     cg_tensor_desc *y = &call->outputs[0];
     *y = (cg_tensor_desc){CG_OP_F32, 4, {B, L, H, E3 / (3 * H)}};
     return CG_OP_OK;
+}
+
+/* kv_rows' index (the last input): i32 [B] for q's B rows. */
+static cg_op_status check_kv_rows(const cg_op_call *call) {
+    const int at = call->n_inputs - 1;
+    if (at < 3) return cg_op_fail(call, "kv_rows: 1 needs the index as the last input (q, k, v[, mask], index)");
+    const cg_tensor_desc *x = &call->inputs[at];
+    if (x->dtype == CG_OP_I32 && x->ndim == 1 && cg_dim_compatible(x->dims[0], call->inputs[0].dims[0]))
+        return CG_OP_OK;
+    char sx[128], sq[128];
+    cg_ops_format_dims(sx, sizeof sx, x);
+    cg_ops_format_dims(sq, sizeof sq, &call->inputs[0]);
+    return cg_op_fail(call, "input %d (kv_rows' index) must be i32 [B], B = q's batch (q %s), got %s %s", at, sq,
+                      cg_ops_dtype_name(x->dtype), sx);
 }
 
 static cg_op_status sdpa_infer(cg_op_call *call) {
     const int bshd = layout_of(call);
     if (bshd < 0) return cg_op_fail(call, "layout \"%s\" is not \"bhsd\" or \"bshd\"", call->attrs[SDPA_LAYOUT].s);
     const int64_t causal = call->attrs[SDPA_CAUSAL].i, packed = call->attrs[SDPA_PACKED].i;
+    const int64_t kv = call->attrs[SDPA_KV_ROWS].i;
     if (causal != 0 && causal != 1) return cg_op_fail(call, "causal must be 0 or 1, got %lld", (long long)causal);
     if (packed != 0 && packed != 1) return cg_op_fail(call, "packed must be 0 or 1, got %lld", (long long)packed);
+    if (kv != 0 && kv != 1) return cg_op_fail(call, "kv_rows must be 0 or 1, got %lld", (long long)kv);
+    if (kv && packed) return cg_op_fail(call, "kv_rows and packed exclude each other (packed k and v are q's rows)");
+    if (kv && check_kv_rows(call)) return CG_OP_ERROR;
     if (!isfinite(call->attrs[SDPA_SCALE].f))
         return cg_op_fail(call, "scale must be finite, got %g", call->attrs[SDPA_SCALE].f);
     if (packed) return packed_infer(call, bshd);
@@ -167,9 +193,9 @@ static cg_op_status sdpa_infer(cg_op_call *call) {
     const cg_tensor_desc *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
     int h, s;
     layout_axes(bshd, &h, &s);
-    const int64_t B = cg_dim_unify(cg_dim_unify(q->dims[0], k->dims[0]), v->dims[0]);
+    const int64_t B = kv ? q->dims[0] : cg_dim_unify(cg_dim_unify(q->dims[0], k->dims[0]), v->dims[0]);
     const int64_t scores[4] = {B, q->dims[h], q->dims[s], cg_dim_unify(k->dims[s], v->dims[s])};
-    if (call->n_inputs > 3 && check_mask(call, scores)) return CG_OP_ERROR;
+    if (call->n_inputs - kv > 3 && check_mask(call, scores)) return CG_OP_ERROR;
     cg_tensor_desc *y = &call->outputs[0];
     memset(y, 0, sizeof *y);
     y->dtype = CG_OP_F32;
@@ -225,7 +251,9 @@ static void sdpa_geom_of(const cg_op_call *call, sdpa_geom *g) {
     g->causal = call->attrs[SDPA_CAUSAL].i == 1;
     const double sc = call->attrs[SDPA_SCALE].f;
     g->scale = sc != 0.0 ? (float)sc : g->D > 0 ? (float)(1.0 / sqrt((double)g->D)) : 1.0f;
-    g->has_mask = call->n_inputs > 3;
+    g->kv_in = call->attrs[SDPA_KV_ROWS].i ? call->n_inputs - 1 : -1;
+    g->N = g->kv_in >= 0 ? k->dims[0] : g->B;
+    g->has_mask = call->n_inputs - (g->kv_in >= 0) > 3;
     if (g->has_mask) mask_strides(&call->inputs[3], g->ms);
 }
 
@@ -263,6 +291,7 @@ static size_t sdpa_workspace(const cg_op_call *call) {
 typedef struct sdpa_job {
     const sdpa_geom *g;
     const float *q, *k, *v, *mask;
+    const int32_t *kv; /* kv_rows' index, or NULL */
     float *y, *ws;
     int64_t rows, lanes, blocks, qblocks;
 } sdpa_job;
@@ -290,10 +319,10 @@ static void cpu_row(const sdpa_job *j, float *s, int64_t n, const float *m, int6
 static void cpu_block(const sdpa_job *j, int64_t blk, float *sc) {
     const sdpa_geom *g = j->g;
     const int64_t qb = blk % j->qblocks, bh = blk / j->qblocks, h = bh % g->Hq, b = bh / g->Hq;
-    const int64_t kvh = h / (g->Hq / g->Hk), i0 = qb * j->rows;
+    const int64_t kvh = h / (g->Hq / g->Hk), i0 = qb * j->rows, kb = j->kv ? j->kv[b] : b;
     const int64_t nr = g->L - i0 < j->rows ? g->L - i0 : j->rows, ns = keys_seen(g, i0 + nr - 1);
     const float *qh = j->q + b * g->qs[0] + h * g->qs[1] + i0 * g->qs[2];
-    const float *kh = j->k + b * g->ks[0] + kvh * g->ks[1], *vh = j->v + b * g->vs[0] + kvh * g->vs[1];
+    const float *kh = j->k + kb * g->ks[0] + kvh * g->ks[1], *vh = j->v + kb * g->vs[0] + kvh * g->vs[1];
     /* scores [nr, ns] = scale * (q rows . k rows): alpha multiplies each
      * dot product once (the GEMM's own kernels compute each element the
      * same way whatever the split, so whatever the thread count) */
@@ -319,8 +348,15 @@ static void cpu_lane(void *ctx, size_t begin, size_t end) {
 static cg_op_status sdpa_cpu(const cg_kernel_args *a) {
     sdpa_geom g;
     sdpa_geom_of(a->call, &g);
+    sdpa_job j = {&g, a->in[0], a->in[1], a->in[2], g.has_mask ? a->in[3] : NULL, NULL, a->out[0], a->workspace,
+                  0,  0,        0,        0};
+    if (g.kv_in >= 0) {
+        j.kv = a->in[g.kv_in];
+        for (int64_t b = 0; b < g.B; b++)
+            if (j.kv[b] < 0 || j.kv[b] >= g.N)
+                return cg_op_fail_range(a->call, g.kv_in, "index", j.kv[b], b, 0, g.N - 1);
+    }
     if (g.B * g.Hq * g.L * g.Dv == 0) return CG_OP_OK;
-    sdpa_job j = {&g, a->in[0], a->in[1], a->in[2], g.has_mask ? a->in[3] : NULL, a->out[0], a->workspace, 0, 0, 0, 0};
     j.q += g.off[0], j.k += g.off[1], j.v += g.off[2]; /* packed: each its third of the rows */
     j.rows = cpu_rows(&g);
     j.lanes = cpu_lanes(&g);
@@ -391,6 +427,18 @@ static cg_op_status offset_args(const cg_kernel_args *a, cl_kernel k, const char
     return CG_OP_OK;
 }
 
+/* kv_rows' index from argument `first` on: the buffer (q's, unread,
+ * without one), whether there is one, and k's and v's batch rows N (the
+ * kernels clamp an index into [0, N); the host's check fails the run). */
+static cg_op_status kv_args(const cg_kernel_args *a, cl_kernel k, const char *name, int first, const sdpa_geom *g,
+                            int wide) {
+    const cl_mem x = g->kv_in >= 0 ? (cl_mem)a->in[g->kv_in] : (cl_mem)a->in[0];
+    const cl_int has = g->kv_in >= 0;
+    const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(has)};
+    if (cg_ops_cl_args(a, k, name, (cl_uint)first, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
+    return cg_ops_cl_idx(a, k, name, (cl_uint)(first + 2), wide, g->N) ? CG_OP_ERROR : CG_OP_OK;
+}
+
 /* One work-group per (batch, head, tile of query rows). */
 static cg_op_status launch_tiled(const cg_kernel_args *a, cl_kernel k, const sdpa_geom *g, const cl_tiles *t,
                                  int wide) {
@@ -409,7 +457,7 @@ static cg_op_status launch_tiled(const cg_kernel_args *a, cl_kernel k, const sdp
         CG_OPS_CL_LOCAL(sizeof(float) * t->bq * 3),
     };
     if (common_args(a, k, name, g, wide) || cg_ops_cl_args(a, k, name, 16, CG_OPS_CL_N_ARGS(args), args) ||
-        offset_args(a, k, name, 25, g, wide))
+        offset_args(a, k, name, 25, g, wide) || kv_args(a, k, name, 28, g, wide))
         return CG_OP_ERROR;
     const size_t global = (size_t)(g->B * g->Hq * nqb) * t->nt;
     return cg_ops_cl_launch(a, k, name, 1, &global, &t->nt);
@@ -421,7 +469,7 @@ static cg_op_status launch_simple(const cg_kernel_args *a, const sdpa_geom *g, i
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, name, wide, 1, NULL);
     const int64_t total = g->B * g->Hq * g->L * g->Dv;
     if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, total) ||
-        offset_args(a, k, name, 17, g, wide))
+        offset_args(a, k, name, 17, g, wide) || kv_args(a, k, name, 20, g, wide))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, name, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
@@ -434,7 +482,7 @@ static cg_op_status launch_rows(const cg_kernel_args *a, const sdpa_geom *g, int
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, name, wide, 1, NULL);
     const int64_t rows = g->B * g->Hq * g->L;
     if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, rows) ||
-        offset_args(a, k, name, 17, g, wide))
+        offset_args(a, k, name, 17, g, wide) || kv_args(a, k, name, 20, g, wide))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, name, rows, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
@@ -443,6 +491,9 @@ static cg_op_status sdpa_cl(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     sdpa_geom g;
     sdpa_geom_of(call, &g);
+    if (g.kv_in >= 0 && g.N == 0 && g.B > 0) /* every index is out of range, whatever it holds */
+        return cg_op_fail(call, "kv_rows: k and v have no rows for q's %lld", (long long)g.B);
+    if (g.kv_in >= 0 && cg_ops_cl_check_range(a, g.kv_in, g.B, 0, g.N - 1)) return CG_OP_ERROR;
     if (g.B * g.Hq * g.L * g.Dv == 0) return CG_OP_OK;
     const int64_t big = INT32_MAX;
     if (g.Hq > big || g.L > big || g.S > big || g.D > big || g.Dv > big || g.B * g.Hq * g.L > big)
@@ -451,6 +502,7 @@ static cg_op_status sdpa_cl(const cg_kernel_args *a) {
     int wide = cg_desc_numel(&call->inputs[0]) > big || cg_desc_numel(&call->inputs[1]) > big ||
                cg_desc_numel(&call->inputs[2]) > big || cg_desc_numel(&call->outputs[0]) > big;
     if (g.has_mask) wide = wide || cg_desc_numel(&call->inputs[3]) > big;
+    wide = wide || g.N > big;
     if (g.Dv <= SDPA_ROWS_DV && cg_ops_cl_is_cpu(a)) return launch_rows(a, &g, wide);
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, "sdpa_tiled", wide, 1, NULL);
     if (!k) return CG_OP_ERROR;
@@ -511,6 +563,11 @@ static cg_op_status sdpa_decompose(cg_decomp *d, const cg_op_call *call) {
     sdpa_geom_of(call, &g);
     cg_ops_emitter e = {d, call, CG_OP_OK};
     int32_t q = cg_ops_emit_input(&e, 0), k = cg_ops_emit_input(&e, 1), v = cg_ops_emit_input(&e, 2);
+    if (g.kv_in >= 0) { /* each q row's k and v rows, copied */
+        const int32_t idx = cg_ops_emit_input(&e, g.kv_in);
+        k = cg_ops_emit(&e, "gather_rows", NULL, k, idx, -1);
+        v = cg_ops_emit(&e, "gather_rows", NULL, v, idx, -1);
+    }
     if (g.packed) { /* each its third of the rows, as [B, L, H, D] */
         const long long E = (long long)(g.Hq * g.D), H = (long long)g.Hq, D = (long long)g.D;
         q = emitf(&e, "reshape", emitf(&e, "slice", q, -1, "axis: -1, start: 0, end: %lld", E), -1,
@@ -605,6 +662,52 @@ static const sdpa_packed_case sdpa_packed_cases[] = {
 
 #define N_PACKED_CASES ((int32_t)(sizeof sdpa_packed_cases / sizeof sdpa_packed_cases[0]))
 
+/* kv_rows: B q rows over N rows of k and v, the index in [lo, hi] (out of
+ * [0, N - 1]: every device must refuse it). */
+typedef struct sdpa_kv_case {
+    int64_t B, N, Hq, Hk, L, S, D, Dv;
+    int bshd, causal, mask_nd;
+    int64_t mask[4];
+    double lo, hi;
+} sdpa_kv_case;
+
+static const sdpa_kv_case sdpa_kv_cases[] = {
+    /* a decoder step's cross-attention: 6 beam rows over 2 sentences */
+    {6, 2, 4, 4, 1, 9, 8, 8, 1, 0, 4, {6, 1, 1, 9}, 0, 1},
+    {3, 5, 2, 2, 3, 7, 4, 6, 0, 0, 0, {0}, 0, 4},
+    {4, 3, 4, 2, 2, 7, 8, 8, 1, 1, 2, {2, 7}, 0, 2},
+    /* past one tile of keys; heads past sdpa_rows' 32 values */
+    {2, 1, 2, 2, 1, 130, 16, 16, 1, 0, 4, {2, 1, 1, 130}, 0, 0},
+    {3, 2, 2, 1, 2, 20, 40, 40, 0, 0, 4, {3, 2, 2, 20}, 0, 1},
+    /* indices past either end */
+    {4, 3, 2, 2, 1, 5, 4, 4, 1, 0, 0, {0}, 0, 3},
+    {4, 3, 2, 2, 1, 5, 4, 4, 1, 0, 4, {4, 1, 1, 5}, -1, 2},
+};
+
+#define N_KV_CASES ((int32_t)(sizeof sdpa_kv_cases / sizeof sdpa_kv_cases[0]))
+
+static void kv_case(int32_t index, cg_conform_case *c) {
+    static char attrs[N_KV_CASES][64];
+    const sdpa_kv_case *t = &sdpa_kv_cases[index];
+    case_heads(c, 0, t->bshd, t->B, t->Hq, t->L, t->D);
+    case_heads(c, 1, t->bshd, t->N, t->Hk, t->S, t->D);
+    case_heads(c, 2, t->bshd, t->N, t->Hk, t->S, t->Dv);
+    int at = 3;
+    if (t->mask_nd) {
+        c->inputs[at] = (cg_tensor_desc){CG_OP_F32, t->mask_nd, {0}};
+        memcpy(c->inputs[at].dims, t->mask, sizeof(int64_t) * (size_t)t->mask_nd);
+        c->lo[at] = -4.0, c->hi[at++] = 0.0;
+    }
+    c->inputs[at] = (cg_tensor_desc){CG_OP_I32, 1, {t->B}};
+    c->lo[at] = t->lo, c->hi[at++] = t->hi;
+    c->n_inputs = at;
+    c->n_outputs = 1;
+    c->expect_error = t->lo < 0 || t->hi >= (double)t->N;
+    snprintf(attrs[index], sizeof attrs[index], "layout: \"%s\", causal: %d, kv_rows: 1", t->bshd ? "bshd" : "bhsd",
+             t->causal);
+    c->attrs = attrs[index];
+}
+
 static void packed_case(int32_t index, cg_conform_case *c) {
     static char attrs[N_PACKED_CASES][96];
     const sdpa_packed_case *t = &sdpa_packed_cases[index];
@@ -625,11 +728,15 @@ static void packed_case(int32_t index, cg_conform_case *c) {
 }
 
 static int32_t sdpa_conform(int32_t index, cg_conform_case *c) {
-    if (index < 0 || index >= N_SDPA_CASES + N_PACKED_CASES) return 0;
+    if (index < 0 || index >= N_SDPA_CASES + N_PACKED_CASES + N_KV_CASES) return 0;
     static char attrs[N_SDPA_CASES][96];
     const uint32_t ss = c->struct_size;
     memset(c, 0, sizeof *c);
     c->struct_size = ss;
+    if (index >= N_SDPA_CASES + N_PACKED_CASES) {
+        kv_case(index - N_SDPA_CASES - N_PACKED_CASES, c);
+        return 1;
+    }
     if (index >= N_SDPA_CASES) {
         packed_case(index - N_SDPA_CASES, c);
         return 1;
@@ -654,7 +761,7 @@ static int32_t sdpa_conform(int32_t index, cg_conform_case *c) {
 
 static const cg_kernel_def sdpa_kernels[] = {
     CG_KERNEL(.backend = CG_BACKEND_CPU, .workspace = sdpa_workspace, .run = sdpa_cpu),
-    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = sdpa_cl),
+    CG_KERNEL(.backend = CG_BACKEND_OPENCL, .run = sdpa_cl, .flags = CG_KERNEL_FLAG_CHECKS),
 };
 
 const cg_op_def cg_op_sdpa =
@@ -674,6 +781,6 @@ const cg_op_def cg_op_sdpa =
               "k or the mask makes its rows NaN; a NaN in v those rows that read its key (the keys before the "
               "causal cut). OpenCL: one work-group per (batch, head, tile of query rows) with keys and values in "
               "local memory and an online softmax (the scores never reach global memory).",
-          .min_inputs = 3, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1, .input_names = sdpa_names,
+          .min_inputs = 3, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1, .input_names = sdpa_names,
           CG_ATTRS(sdpa_attrs), .infer = sdpa_infer, .decompose = sdpa_decompose, CG_KERNELS(sdpa_kernels),
           .conform_case = sdpa_conform);

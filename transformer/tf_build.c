@@ -112,27 +112,19 @@ static void attention(tf_out *t, const char *v, const char *pre, const char *att
 }
 
 /* The activation of the feed-forward block on `in` into `out`, as
- * transformers' ACT2FN computes it (gelu: the erf form). */
+ * transformers' ACT2FN computes it (gelu: the erf form): one ew_fused
+ * node, the op chain's own arithmetic in one pass over the [rows, ffn]
+ * block on every thread (the separate nodes cost the encoder three passes
+ * of a single thread). */
 static void activation(tf_out *t, const char *out, const char *in) {
-    switch (t->c->act) {
-    case TF_ACT_RELU: cg_strbuf_put(t->o, "  %s = relu(%s)\n", out, in); break;
-    case TF_ACT_SWISH:
-        cg_strbuf_put(t->o, "  %s_s = sigmoid(%s)\n  %s = mul(%s, %s_s)\n", out, in, out, in, out);
-        break;
-    case TF_ACT_GELU_TANH:
-        cg_strbuf_put(
-            t->o,
-            "  %s_c = mul(%s, %s)\n  %s_c3 = mul(%s_c, %s)\n  %s_i = affine(%s_c3) {alpha: 0.044715, beta: 0}\n"
-            "  %s_j = add(%s, %s_i)\n  %s_k = affine(%s_j) {alpha: 0.7978845608028654, beta: 0}\n"
-            "  %s_t = tanh(%s_k)\n  %s_h = affine(%s_t) {alpha: 0.5, beta: 0.5}\n  %s = mul(%s, %s_h)\n",
-            out, in, in, out, out, in, out, out, out, in, out, out, out, out, out, out, out, out, in, out);
-        break;
-    default:
-        cg_strbuf_put(t->o,
-                      "  %s_k = affine(%s) {alpha: 0.7071067811865476, beta: 0}\n  %s_e = erf(%s_k)\n"
-                      "  %s_h = affine(%s_e) {alpha: 0.5, beta: 0.5}\n  %s = mul(%s, %s_h)\n",
-                      out, in, out, out, out, out, out, in, out);
-    }
+    static const char *const prog[] = {
+        [TF_ACT_SWISH] = "0 0 sigmoid mul",
+        [TF_ACT_GELU_TANH] = "0 0 0 0 mul 0 mul affine:0.044715:0 add affine:0.7978845608028654:0 tanh "
+                             "affine:0.5:0.5 mul",
+        [TF_ACT_GELU] = "0 0 affine:0.7071067811865476:0 erf affine:0.5:0.5 mul",
+    };
+    if (t->c->act == TF_ACT_RELU) cg_strbuf_put(t->o, "  %s = relu(%s)\n", out, in);
+    else cg_strbuf_put(t->o, "  %s = ew_fused(%s) {program: \"%s\"}\n", out, in, prog[t->c->act]);
 }
 
 static const char *side(int dec) { return dec ? "decoder" : "encoder"; }
@@ -415,16 +407,19 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
     snprintf(mod, sizeof mod, "%s.encoder_attn.q_proj", pre);
     lin(t, out, x, mod);
     cg_strbuf_put(t->o, "  x%d_q4 = reshape(x%d_q) {shape: [B, 1, %d, %d]}\n", l, l, H, Dh);
-    cg_strbuf_put(t->o, "  x%d_k = gather_rows(ck%d, sentence)\n  x%d_v = gather_rows(cv%d, sentence)\n", l, l, l, l);
-    if (l == 0) /* the rows' key-padding mask, shaped by the first gathered keys */
-        cg_strbuf_put(t->o, "  src_keep = length_mask(row_len, x0_k)\n  src_keepf = cast(src_keep) {to: \"f32\"}\n"
+    if (l == 0) /* the rows' key-padding mask: their sentences' */
+        cg_strbuf_put(t->o, "  src_keep = length_mask(src_len, ck0)\n  src_keepf = cast(src_keep) {to: \"f32\"}\n"
                             "  src_add = affine(src_keepf) {alpha: " TF_MASK_MIN ", beta: -" TF_MASK_MIN "}\n"
-                            "  mask = reshape(src_add) {shape: [B, 1, 1, S]}\n");
-    cg_strbuf_put(t->o, "  x%d_a4 = sdpa(x%d_q4, x%d_k, x%d_v, mask) {layout: \"bshd\"}\n", l, l, l, l);
+                            "  row_add = gather_rows(src_add, sentence)\n"
+                            "  mask = reshape(row_add) {shape: [B, 1, 1, S]}\n");
+    /* k and v stay per sentence: each row reads its own through kv_rows */
+    cg_strbuf_put(t->o, "  x%d_a4 = sdpa(x%d_q4, ck%d, cv%d, mask, sentence) {layout: \"bshd\", kv_rows: 1}\n", l, l, l,
+                  l);
     if (l == t->c->dec_layers - 1) /* the attention maps: the last layer's */
         cg_strbuf_put(
             t->o,
-            "  xa_qh = transpose(x%d_q4) {perm: [0, 2, 1, 3]}\n  xa_kh = transpose(x%d_k) {perm: [0, 2, 1, 3]}\n"
+            "  xa_k = gather_rows(ck%d, sentence)\n"
+            "  xa_qh = transpose(x%d_q4) {perm: [0, 2, 1, 3]}\n  xa_kh = transpose(xa_k) {perm: [0, 2, 1, 3]}\n"
             "  xa_s = matmul(xa_qh, xa_kh) {transpose_b: 1}\n  xa_ss = affine(xa_s) {alpha: %.17g, beta: 0}\n"
             "  xa_m = add(xa_ss, mask)\n  xa_p = softmax(xa_m) {axis: -1}\n"
             "  a = reshape(xa_p) {shape: [B, %d, S]}\n",
@@ -457,7 +452,7 @@ static void decoder_step(tf_out *t) {
     side_params(t, 1);
     layers_params(t, 1);
     embed(t, "y", "ypos", 1);
-    cg_strbuf_put(t->o, "  x0r = reshape(x0) {shape: [B, 1, %d]}\n  row_len = gather_rows(src_len, sentence)\n", D);
+    cg_strbuf_put(t->o, "  x0r = reshape(x0) {shape: [B, 1, %d]}\n", D);
     char pre[64], x[32] = "x0r", v[32], n1[32], n2[32], nb[64];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);

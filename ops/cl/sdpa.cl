@@ -20,6 +20,13 @@ inline int sdpa_seen(int i, int L, int S, int causal) {
     return n < 0 ? 0 : n > S ? S : n;
 }
 
+/* The batch row of k and v that q's row b reads. */
+inline IDX sdpa_kv_row(__global const int *kv, int has_kv, IDX nkv, IDX b) {
+    if (!has_kv) return b;
+    const IDX r = (IDX)kv[b];
+    return r < 0 ? 0 : r >= nkv ? nkv - 1 : r;
+}
+
 /* The new running max of a row: mt, the max of new scores, when larger;
  * NaN sticks. */
 inline float sdpa_max(float m, float mt) { return isnan(m) ? m : (isnan(mt) || mt > m) ? mt : m; }
@@ -43,19 +50,23 @@ inline float sdpa_score(__global const float *qr, __global const float *kr, int 
  * elements strides by the group size, so any size works; barriers part
  * the phases (load a key tile, scores, row statistics, accumulate).
  * qo, ko, vo (every kernel): elements before q's, k's and v's first (a
- * packed q | k | v tensor given three times). */
+ * packed q | k | v tensor given three times). With has_kv, q's batch row b
+ * reads k's and v's batch row kv[b] (clamped into [0, nkv): the host
+ * checks the index and fails the run on one outside). */
 __kernel void sdpa_tiled(__global const float *q, __global const float *k, __global const float *v,
                          __global const float *mask, __global float *y, int hq, int group, int L, int S, int D,
                          int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, int bq, int bk,
                          int nqb, __local float *qs, __local float *ks, __local float *vs, __local float *ss,
-                         __local float *acc, __local float *stat, IDX qo, IDX ko, IDX vo) {
+                         __local float *acc, __local float *stat, IDX qo, IDX ko, IDX vo,
+                         __global const int *kv, int has_kv, IDX nkv) {
     q += qo, k += ko, v += vo;
     const int lid = (int)get_local_id(0), nt = (int)get_local_size(0);
     const IDX grp = (IDX)get_group_id(0), bh = grp / nqb, b = bh / hq;
     const int h = (int)(bh - b * hq), i0 = (int)(grp - bh * nqb) * bq, kvh = h / group;
     const int rows = min(bq, L - i0), kend = sdpa_seen(i0 + rows - 1, L, S, causal), dq = max(D, 1);
     __global const float *qh = q + b * st0.s0 + h * st0.s1 + i0 * st0.s2;
-    __global const float *kh = k + b * st0.s3 + kvh * st0.s4, *vh = v + b * st0.s6 + kvh * st0.s7;
+    const IDX kb = sdpa_kv_row(kv, has_kv, nkv, b);
+    __global const float *kh = k + kb * st0.s3 + kvh * st0.s4, *vh = v + kb * st0.s6 + kvh * st0.s7;
     __local float *m = stat, *l = stat + bq, *alpha = stat + 2 * bq;
     for (int x = lid; x < rows * D; x += nt) qs[(x / D) * dq + x % D] = qh[(x / D) * st0.s2 + x % D];
     for (int x = lid; x < rows * Dv; x += nt) acc[x] = 0.0f;
@@ -125,13 +136,14 @@ __kernel void sdpa_tiled(__global const float *q, __global const float *k, __glo
 __kernel void sdpa_rows(__global const float *q, __global const float *k, __global const float *v,
                         __global const float *mask, __global float *y, int hq, int group, int L, int S, int D,
                         int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, IDX rows, IDX qo,
-                        IDX ko, IDX vo) {
+                        IDX ko, IDX vo, __global const int *kv, int has_kv, IDX nkv) {
     q += qo, k += ko, v += vo;
     const IDX row = (IDX)get_global_id(0), bh = row / L, b = bh / hq;
     if (row >= rows) return;
     const int i = (int)(row - bh * L), h = (int)(bh - b * hq), kvh = h / group;
     __global const float *qr = q + b * st0.s0 + h * st0.s1 + i * st0.s2;
-    __global const float *kh = k + b * st0.s3 + kvh * st0.s4, *vh = v + b * st0.s6 + kvh * st0.s7;
+    const IDX kb = sdpa_kv_row(kv, has_kv, nkv, b);
+    __global const float *kh = k + kb * st0.s3 + kvh * st0.s4, *vh = v + kb * st0.s6 + kvh * st0.s7;
     const int n = sdpa_seen(i, L, S, causal);
     float acc[SDPA_DV_MAX];
     for (int c = 0; c < Dv; c++) acc[c] = 0.0f;
@@ -158,13 +170,14 @@ __kernel void sdpa_rows(__global const float *q, __global const float *k, __glob
 __kernel void sdpa_simple(__global const float *q, __global const float *k, __global const float *v,
                           __global const float *mask, __global float *y, int hq, int group, int L, int S, int D,
                           int Dv, int has_mask, int causal, float scale, IDX8 st0, IDX8 st1, IDX total, IDX qo,
-                          IDX ko, IDX vo) {
+                          IDX ko, IDX vo, __global const int *kv, int has_kv, IDX nkv) {
     q += qo, k += ko, v += vo;
     const IDX gid = (IDX)get_global_id(0), row = gid / Dv, bh = row / L, b = bh / hq;
     if (gid >= total) return;
     const int c = (int)(gid - row * Dv), i = (int)(row - bh * L), h = (int)(bh - b * hq), kvh = h / group;
     __global const float *qr = q + b * st0.s0 + h * st0.s1 + i * st0.s2;
-    __global const float *kh = k + b * st0.s3 + kvh * st0.s4, *vh = v + b * st0.s6 + kvh * st0.s7 + c;
+    const IDX kb = sdpa_kv_row(kv, has_kv, nkv, b);
+    __global const float *kh = k + kb * st0.s3 + kvh * st0.s4, *vh = v + kb * st0.s6 + kvh * st0.s7 + c;
     const int n = sdpa_seen(i, L, S, causal);
     float m = -INFINITY, l = 0.0f, a = 0.0f;
     for (int j = 0; j < n; j++) {

@@ -181,6 +181,67 @@ START_TEST(cpu_matches_reference) {
 }
 END_TEST
 
+/* kv_rows: B query rows over N rows of k and v picked by an index, against
+ * the reference on k and v copied row by row; the same case without the
+ * index on those copies gives the same bits; an index outside [0, N) and
+ * a wrong index shape fail naming the input. */
+START_TEST(kv_rows_read_their_rows) {
+    /* B, Hq, Hk, L, S, D, Dv, bshd, causal, scale, mask rank, mask dims */
+    static const geom cases[] = {
+        {6, 4, 4, 1, 9, 8, 8, 1, 0, 0.0, 4, {6, 1, 1, 9}},
+        {5, 4, 2, 3, 7, 8, 6, 0, 1, 0.0, 2, {3, 7}},
+        {4, 2, 2, 2, 70, 16, 40, 1, 0, 0.5, 0, {0}},
+    };
+    static const int64_t N[] = {2, 3, 1};
+    th_seed(33);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const geom *g = &cases[c];
+        geom gn = *g;
+        gn.B = N[c];
+        const int64_t nq = heads_numel(g->B, g->Hq, g->L, g->D), rk = g->Hk * g->S * g->D, rv = g->Hk * g->S * g->Dv;
+        const int64_t ny = heads_numel(g->B, g->Hq, g->L, g->Dv);
+        int64_t nm = 1;
+        for (int i = 0; i < g->mask_nd; i++) nm *= g->mask[i];
+        float *q = malloc(sizeof(float) * (size_t)nq), *k = malloc(sizeof(float) * (size_t)(N[c] * rk));
+        float *v = malloc(sizeof(float) * (size_t)(N[c] * rv)), *m = malloc(sizeof(float) * (size_t)nm);
+        float *kg = malloc(sizeof(float) * (size_t)(g->B * rk)), *vg = malloc(sizeof(float) * (size_t)(g->B * rv));
+        double *want = malloc(sizeof(double) * (size_t)ny);
+        int32_t idx[8];
+        th_fill(q, nq, -2, 2), th_fill(k, N[c] * rk, -2, 2), th_fill(v, N[c] * rv, -2, 2), th_fill(m, nm, -3, 0);
+        for (int64_t b = 0; b < g->B; b++) { /* a row's k and v: its sentence's, as gather_rows copies them */
+            idx[b] = (int32_t)((b * 5 + 1) % N[c]);
+            memcpy(kg + b * rk, k + idx[b] * rk, sizeof(float) * (size_t)rk);
+            memcpy(vg + b * rv, v + idx[b] * rv, sizeof(float) * (size_t)rv);
+        }
+        reference(g, q, kg, vg, g->mask_nd ? m : NULL, want);
+        const int64_t nb[1] = {g->B};
+        th_tensor in[5] = {heads_tensor(g, q, g->Hq, g->L, g->D), heads_tensor(&gn, k, g->Hk, g->S, g->D),
+                           heads_tensor(&gn, v, g->Hk, g->S, g->Dv), th_f32(m, g->mask_nd, g->mask)};
+        const int n_in = g->mask_nd ? 5 : 4;
+        in[n_in - 1] = th_i32(idx, 1, nb);
+        th_attrs at = attrs_of(g);
+        th_set_int(&at, &cg_op_sdpa, "kv_rows", 1);
+        th_tensor out[1];
+        memset(out, 0, sizeof out);
+        ck_assert_msg(th_run(&cg_op_sdpa, n_in, in, &at, 1, out, g_err, sizeof g_err) == CG_OP_OK, "case %zu: %s", c,
+                      g_err);
+        char what[64];
+        snprintf(what, sizeof what, "kv_rows case %zu", c);
+        expect_close(what, out[0].data, want, ny);
+        float *y = run_cpu(g, q, kg, vg, g->mask_nd ? m : NULL);
+        ck_assert_msg(memcmp(y, out[0].data, sizeof(float) * (size_t)ny) == 0, "case %zu: bits differ from the copy",
+                      c);
+        free(y), free(out[0].data);
+        idx[g->B - 1] = (int32_t)N[c]; /* one past the end */
+        memset(out, 0, sizeof out);
+        ck_assert_int_eq(th_run(&cg_op_sdpa, n_in, in, &at, 1, out, g_err, sizeof g_err), CG_OP_ERROR);
+        ck_assert_msg(strstr(g_err, "index") != NULL, "case %zu: %s", c, g_err);
+        free(out[0].data);
+        free(q), free(k), free(v), free(m), free(kg), free(vg), free(want);
+    }
+}
+END_TEST
+
 /* A NaN in a q row makes that row NaN only; one in the mask its row; one
  * in v every row reading its key, not a row before the causal cut. */
 START_TEST(nan_propagates_to_its_rows) {
@@ -462,6 +523,7 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, cpu_matches_reference);
     tcase_add_test(tc, nan_propagates_to_its_rows);
+    tcase_add_test(tc, kv_rows_read_their_rows);
     tcase_add_test(tc, infer_symbolic_dims);
     tcase_add_test(tc, infer_errors_name_the_input);
     tcase_add_test(tc, infer_packed);
