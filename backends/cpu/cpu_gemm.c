@@ -221,10 +221,69 @@ static int64_t cg_q8_lda(int64_t k) { return (k + CG_Q8_PAD - 1) / CG_Q8_PAD * C
  * tile (one extra vpdpbusd per B vector per MR rows). */
 #define CG_Q8_SUM_ROWS 8
 
+/* Bytes of the packed path's panels (one per thread) and A's row sums,
+ * counted for every path from CG_Q8_PACK_ROWS rows on (the path may be
+ * chosen after the scratch is sized). */
+static size_t cg_q8_pack_scratch(int64_t m, int64_t k) {
+    if (m < CG_Q8_PACK_ROWS) return 0;
+    return (size_t)cg_cpu_threads() * CG_Q8_NP * (size_t)cg_q8_lda(k) + (size_t)m * sizeof(int32_t) + CG_Q8_PAD;
+}
+
 size_t cg_cpu_gemm_q8_scratch(int64_t m, int64_t n, int64_t k) {
     if (m <= 0 || k <= 0) return 0;
     const size_t sums = m >= CG_Q8_SUM_ROWS && n > 0 ? (size_t)n * sizeof(int32_t) : 0;
-    return (size_t)(m * cg_q8_lda(k)) + (size_t)m * sizeof(float) + sums + CG_Q8_PAD;
+    return (size_t)(m * cg_q8_lda(k)) + (size_t)m * sizeof(float) + sums + CG_Q8_PAD + cg_q8_pack_scratch(m, k);
+}
+
+/* The packed int8 path: thread t packs its share of B's panels into its
+ * own buffer, one panel at a time, and runs every tile of A's rows over
+ * each. */
+typedef struct cg_q8_pjob {
+    const cg_q8_packed_kernels *pk;
+    const cg_gemm_args *g;
+    const int32_t *asum;
+    uint8_t *panels; /* one of panel_bytes per item */
+    size_t panel_bytes;
+    int64_t n_panels, items;
+} cg_q8_pjob;
+
+static void cg_q8_ptask(void *ctx, size_t begin, size_t end) {
+    const cg_q8_pjob *j = ctx;
+    const cg_gemm_args *g = j->g;
+    const int64_t k4 = g->ldaq / 4;
+    for (size_t t = begin; t < end; t++) {
+        uint8_t *panel = j->panels + t * j->panel_bytes;
+        const int64_t p0 = (int64_t)t * j->n_panels / j->items, p1 = ((int64_t)t + 1) * j->n_panels / j->items;
+        for (int64_t p = p0; p < p1; p++) {
+            const int64_t j0 = p * CG_Q8_NP;
+            const int nr = g->n - j0 < CG_Q8_NP ? (int)(g->n - j0) : CG_Q8_NP;
+            j->pk->pack(g, j0, nr, k4, panel);
+            for (int64_t i = 0; i < g->m; i += CG_Q8_MP)
+                j->pk->tile(g, panel, k4, j->asum, i, g->m - i < CG_Q8_MP ? (int)(g->m - i) : CG_Q8_MP, j0, nr);
+        }
+    }
+}
+
+/* Runs g on the packed kernels; `room` is the scratch cg_q8_pack_scratch
+ * counted, 64-byte aligned. */
+static void cg_q8_run_packed(const cg_q8_packed_kernels *pk, const cg_gemm_args *g, void *room) {
+    int32_t *asum = room;
+    for (int64_t i = 0; i < g->m; i++) {
+        const int8_t *q = g->aq + i * g->ldaq;
+        int32_t s = 0;
+        for (int64_t p = 0; p < g->k; p++) s += q[p];
+        asum[i] = 128 * s;
+    }
+    const uintptr_t pp = (uintptr_t)(asum + g->m);
+    cg_q8_pjob job = {pk,
+                      g,
+                      asum,
+                      (uint8_t *)((pp + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD),
+                      (size_t)CG_Q8_NP * (size_t)g->ldaq,
+                      (g->n + CG_Q8_NP - 1) / CG_Q8_NP,
+                      cg_cpu_threads()};
+    if (job.items > job.n_panels) job.items = job.n_panels;
+    cg_cpu_parallel_for((size_t)job.items, 1, cg_q8_ptask, &job);
 }
 
 const char *cg_cpu_gemm_q8_path(void) { return cg_q8_for(cg_gemm_selected())->name; }
@@ -260,6 +319,27 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
     for (int64_t i = 0; i < m; i++) {
         as[i] = kern->qrow(a + i * lda, k, aq + i * ldaq);
         memset(aq + i * ldaq + k, 0, (size_t)(ldaq - k));
+    }
+    const cg_q8_packed_kernels *pk = NULL;
+#if defined(__x86_64__) || defined(__i386__)
+    if (kern == &cg_q8_avx512 && m >= CG_Q8_PACK_ROWS) pk = &cg_q8_packed_avx512;
+#endif
+    if (pk) { /* no B row sums: the packed form takes A's */
+        const cg_gemm_args g = {.m = m,
+                                .n = n,
+                                .k = k,
+                                .alpha = 1.0f,
+                                .ldb = ldb,
+                                .c = c,
+                                .ldc = ldc,
+                                .bt = CG_GEMM_B_I8,
+                                .bq = b,
+                                .bs = b_scale,
+                                .aq = aq,
+                                .as = as,
+                                .ldaq = ldaq};
+        cg_q8_run_packed(pk, &g, aq + m * ldaq);
+        return;
     }
     /* the row sums: given, made here for enough rows of A, or in the tiles */
     const int32_t *sums = NULL;

@@ -50,7 +50,10 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * C[i][j] = (float)sum * a_scale[i] * b_scale[j]. A quarter of an f32
  * weight's bytes; the error against f32 is that of rounding A and B to 8
  * bits. A row of A holding NaN or an infinity gives a row of NaN. b_sums:
- * cg_cpu_q8_row_sums of B, or NULL (made in the call when it pays). `scratch`
+ * cg_cpu_q8_row_sums of B, or NULL (made in the call when it pays); from
+ * 64 rows of A on, the AVX-512 VNNI set packs B a panel at a time into the
+ * scratch and takes the outer-product form instead (the same bits, 1.5 to
+ * 1.7x the dot form's speed at k = 512). `scratch`
  * holds cg_cpu_gemm_q8_scratch(m, n, k) bytes (no allocation per call).
  * k <= 0 gives zeros. */
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,

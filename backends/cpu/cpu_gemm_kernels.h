@@ -105,6 +105,23 @@ void cg_gemm_avx2_panel(int64_t m, int nr, int64_t k, const float *a, int64_t ld
                         const float *init, float *c, int64_t ldc);
 #endif
 
+/* The int8 outer-product form (cpu_q8_packed_avx512.c), for products with
+ * at least CG_Q8_PACK_ROWS rows of A: `pack` copies B rows j0 .. j0 + nr
+ * (nr <= CG_Q8_NP) into a 64-byte aligned panel of k4 groups of four k
+ * (k4 = ldaq / 4), each group the panel's rows side by side as unsigned
+ * b + 128; `tile` computes C rows i0 .. i0 + mr (mr <= CG_Q8_MP) of those
+ * columns, asum[i] being 128 times A row i's sum (the term b + 128 adds).
+ * The same bits as the dot form. */
+enum { CG_Q8_NP = 48, CG_Q8_MP = 8, CG_Q8_PACK_ROWS = 64 };
+typedef struct cg_q8_packed_kernels {
+    void (*pack)(const cg_gemm_args *g, int64_t j0, int nr, int64_t k4, uint8_t *panel);
+    void (*tile)(const cg_gemm_args *g, const uint8_t *panel, int64_t k4, const int32_t *asum, int64_t i0, int mr,
+                 int64_t j0, int nr);
+} cg_q8_packed_kernels;
+#if defined(__x86_64__) || defined(__i386__)
+extern const cg_q8_packed_kernels cg_q8_packed_avx512; /* with cg_q8_avx512 */
+#endif
+
 /* C[i][j] of an int8 product from its exact sum (every q8 set). */
 static inline float cg_q8_out(const cg_gemm_args *g, int64_t i, int64_t j, int32_t sum) {
     return (float)sum * g->as[i] * g->bs[j];
