@@ -112,7 +112,7 @@ void cg_gemm_avx2_panel(int64_t m, int nr, int64_t k, const float *a, int64_t ld
  * b + 128; `tile` computes C rows i0 .. i0 + mr (mr <= CG_Q8_MP) of those
  * columns, asum[i] being 128 times A row i's sum (the term b + 128 adds).
  * The same bits as the dot form. */
-enum { CG_Q8_NP = 48, CG_Q8_MP = 8, CG_Q8_PACK_ROWS = 64 };
+enum { CG_Q8_NP = 48, CG_Q8_MP = 8, CG_Q8_PACK_ROWS = 8 };
 typedef struct cg_q8_packed_kernels {
     void (*pack)(const cg_gemm_args *g, int64_t j0, int nr, int64_t k4, uint8_t *panel);
     void (*tile)(const cg_gemm_args *g, const uint8_t *panel, int64_t k4, const int32_t *asum, int64_t i0, int mr,
