@@ -400,7 +400,7 @@ static void step_self_attention(tf_out *t, int l, const char *pre, const char *x
  * last layer's also gives its weights per head, a [B, H, S], as
  * transformers' eager attention computes them (q k^T, times the scaling,
  * plus the mask, softmax): the attention maps. */
-static void step_cross_attention(tf_out *t, int l, const char *pre, const char *x) {
+static void step_cross_attention(tf_out *t, int l, const char *pre, const char *x, int maps) {
     const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
     char out[32], a[32], mod[160];
     snprintf(out, sizeof out, "x%d_q", l);
@@ -415,7 +415,7 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
     /* k and v stay per sentence: each row reads its own through kv_rows */
     cg_strbuf_put(t->o, "  x%d_a4 = sdpa(x%d_q4, ck%d, cv%d, mask, sentence) {layout: \"bshd\", kv_rows: 1}\n", l, l, l,
                   l);
-    if (l == t->c->dec_layers - 1) /* the attention maps: the last layer's */
+    if (maps && l == t->c->dec_layers - 1) /* the attention maps: the last layer's */
         cg_strbuf_put(
             t->o,
             "  xa_k = gather_rows(ck%d, sentence)\n"
@@ -435,14 +435,16 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
  * [D] (the step's position row), sentence [B] (each row's source in
  * ck / cv / src_len [N]), parent [B] (each row's row of the last step's
  * caches) -> logits [B, V], the TF_TOP_K best of their log_softmax
- * (top_logp, top_id) and the grown caches. */
-static void decoder_step(tf_out *t) {
+ * (top_logp, top_id) and the grown caches; with `maps` (graph
+ * decoder_step_maps) also the last layer's cross-attention weights `a`,
+ * the last output: a search that wants no maps runs none of their nodes. */
+static void decoder_step(tf_out *t, int maps) {
     const tf_config *c = t->c;
     const int D = c->d_model, H = c->dec_heads, Dh = D / H;
     cg_strbuf_put(t->o,
-                  "graph decoder_step {\n  input y: i32[B]\n  input ypos: f32[%d]\n  input sentence: i32[B]\n"
+                  "graph decoder_step%s {\n  input y: i32[B]\n  input ypos: f32[%d]\n  input sentence: i32[B]\n"
                   "  input src_len: i32[N]\n  input parent: i32[B]\n",
-                  D);
+                  maps ? "_maps" : "", D);
     for (int l = 0; l < c->dec_layers; l++)
         cg_strbuf_put(t->o,
                       "  input ck%d: f32[N, S, %d, %d]\n  input cv%d: f32[N, S, %d, %d]\n"
@@ -460,7 +462,7 @@ static void decoder_step(tf_out *t) {
         snprintf(n1, sizeof n1, "d%d_x1", l);
         snprintf(v, sizeof v, "s%d_o", l);
         add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
-        step_cross_attention(t, l, pre, block_in(t, n1, pre, "encoder_attn_layer_norm", nb, sizeof nb));
+        step_cross_attention(t, l, pre, block_in(t, n1, pre, "encoder_attn_layer_norm", nb, sizeof nb), maps);
         snprintf(n2, sizeof n2, "d%d_x2", l);
         snprintf(v, sizeof v, "x%d_o", l);
         add_norm(t, n2, v, n1, pre, "encoder_attn_layer_norm");
@@ -470,9 +472,9 @@ static void decoder_step(tf_out *t) {
     cg_strbuf_put(t->o, "  xl = reshape(%s) {shape: [B, %d]}\n", x, D);
     head_logits(t, &h, "xl");
     cg_strbuf_put(t->o, "  top_logp, top_id = log_softmax_topk(logits) {k: %d}\n", TF_TOP_K);
-    cg_strbuf_put(t->o, "  output logits, top_logp, top_id, a");
+    cg_strbuf_put(t->o, "  output logits, top_logp, top_id");
     for (int l = 0; l < c->dec_layers; l++) cg_strbuf_put(t->o, ", nk%d, nv%d", l, l);
-    cg_strbuf_put(t->o, "\n}\n");
+    cg_strbuf_put(t->o, "%s\n}\n", maps ? ", a" : "");
 }
 
 cg_status tf_build_text(const tf_config *c, tf_has_fn has, void *user, char **out) {
@@ -485,7 +487,8 @@ cg_status tf_build_text(const tf_config *c, tf_has_fn has, void *user, char **ou
     encoder(&t);
     decoder(&t);
     cross_kv(&t);
-    decoder_step(&t);
+    decoder_step(&t, 0);
+    decoder_step(&t, 1);
     *out = cg_strbuf_take(&o);
     return *out ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory building the Transformer graphs");
 }

@@ -27,7 +27,8 @@ typedef struct tf_batch {
     int *given;            /* the lengths the caller gave (the attention maps' columns) */
     cg_tensor *enc, *elen; /* the encoder's output, the lengths */
     cg_tensor **ckv;       /* [2L]: ck0, cv0, ck1, ... */
-    cg_tensor **in, **out; /* decoder_step's tensors by position */
+    cg_plan *step;         /* decoder_step, or decoder_step_maps for attention maps */
+    cg_tensor **in, **out; /* decoder_step_maps' tensors by position */
     int *idx, n_first;     /* every input (the first step) ... */
     int *idx_c, n_c;       /* ... and all but the carried caches */
     cg_tensor **in_c;
@@ -124,6 +125,11 @@ static cg_status open_step(tf_batch *bt) {
     const int L = c->dec_layers, Dh = c->d_model / c->dec_heads;
     const int64_t rows = bt->max_rows, D = c->d_model, cache[4] = {rows, 0, c->dec_heads, Dh};
     const int64_t tk[2] = {rows, TF_TOP_K}, lg[2] = {rows, bt->V};
+    bt->step = bt->h->step;
+    if (bt->o->attention) {
+        cg_status st = tf_step_maps(bt->h, &bt->step);
+        if (st) return st;
+    }
     bt->in = calloc((size_t)x->n_in, sizeof *bt->in);
     bt->out = calloc((size_t)x->n_out, sizeof *bt->out);
     bt->idx = calloc((size_t)x->n_in, sizeof *bt->idx);
@@ -258,9 +264,9 @@ static cg_status step(tf_batch *bt) {
                          .n_inputs = first ? bt->n_first : bt->n_c,
                          .input_index = first ? bt->idx : bt->idx_c,
                          .inputs = first ? bt->in : bt->in_c,
-                         .n_outputs = x->n_out,
+                         .n_outputs = bt->o->attention ? x->n_out : x->n_out - 1, /* a is the last */
                          .outputs = bt->out};
-    st = cg_plan_run_indexed(bt->h->step, &b);
+    st = cg_plan_run_indexed(bt->step, &b);
     if (st) return st;
     s2s_scores so = {.V = bt->V, .S = bt->S};
     if (bt->wide) {

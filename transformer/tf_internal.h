@@ -7,9 +7,10 @@
 #include "tf_family.h"
 #include "tf_vocab.h"
 
-/* decoder_step's inputs and outputs by position (cg_plan_run_indexed). */
+/* decoder_step_maps' inputs and outputs by position (cg_plan_run_indexed);
+ * decoder_step has the same but for the last output, a. */
 typedef struct tf_step_io {
-    int n_in, n_out;
+    int n_in, n_out; /* decoder_step_maps': decoder_step has n_out - 1 */
     int y, ypos, sent, len, parent;
     int *ck, *cv, *pk, *pv; /* [dec_layers] inputs */
     int logits, top_v, top_i, a;
@@ -31,7 +32,12 @@ typedef struct tf_shared {
 struct tf_handle {
     tf_shared *sh;
     cg_plan *enc, *ckv, *step;
+    cg_plan *step_maps; /* made when a search first wants attention maps */
     char *device, *place;
 };
+
+/* The plan of decoder_step_maps, made on first use with the handle's
+ * placement. */
+cg_status tf_step_maps(tf_handle *h, cg_plan **plan);
 
 #endif

@@ -130,15 +130,17 @@ void tf_free(tf_handle *h) {
     cg_plan_free(h->enc);
     cg_plan_free(h->ckv);
     cg_plan_free(h->step);
+    cg_plan_free(h->step_maps);
     free(h->device);
     free(h->place);
     shared_release(h->sh);
     free(h);
 }
 
-/* decoder_step's positions (the builder's graph has every one of them). */
+/* decoder_step_maps' positions (the builder's graph has every one of them;
+ * decoder_step's are the same without the last output). */
 static cg_status resolve_step(tf_shared *sh) {
-    const cg_graph *g = cg_model_graph(sh->model, "decoder_step");
+    const cg_graph *g = cg_model_graph(sh->model, "decoder_step_maps");
     const int L = sh->cfg.dec_layers;
     tf_step_io *x = &sh->io;
     x->ck = malloc(sizeof(int) * (size_t)L);
@@ -167,22 +169,42 @@ static cg_status resolve_step(tf_shared *sh) {
  * lengths change once per batch: kept on the device between steps. The
  * self-attention caches are carried from nk<l> / nv<l>, so after the first
  * step they never leave the device. */
-static cg_status make_plans(tf_handle *h, const cg_plan_options *placement) {
-    cg_model *m = h->sh->model;
-    cg_status st = cg_plan_create(m, "encoder", placement, &h->enc);
-    if (!st) st = cg_plan_create(m, "cross_kv", placement, &h->ckv);
-    if (!st) st = cg_plan_create(m, "decoder_step", placement, &h->step);
-    if (!st) st = cg_plan_keep_input(h->step, "src_len", 1);
+static cg_status step_plan(tf_handle *h, const char *graph, const cg_plan_options *placement, cg_plan **out_plan) {
+    cg_status st = cg_plan_create(h->sh->model, graph, placement, out_plan);
+    cg_plan *p = *out_plan;
+    if (!st) st = cg_plan_keep_input(p, "src_len", 1);
     char in[32], out[32];
     for (int l = 0; !st && l < h->sh->cfg.dec_layers; l++)
         for (int i = 0; !st && i < 2; i++) {
             const char *kv = i ? "v" : "k";
             snprintf(in, sizeof in, "c%s%d", kv, l);
-            st = cg_plan_keep_input(h->step, in, 1);
+            st = cg_plan_keep_input(p, in, 1);
             snprintf(in, sizeof in, "p%s%d", kv, l);
             snprintf(out, sizeof out, "n%s%d", kv, l);
-            if (!st) st = cg_plan_carry(h->step, in, out);
+            if (!st) st = cg_plan_carry(p, in, out);
         }
+    return st;
+}
+
+cg_status tf_step_maps(tf_handle *h, cg_plan **plan) {
+    cg_status st = CG_OK;
+    if (!h->step_maps) {
+        cg_plan_options same = {.struct_size = sizeof(cg_plan_options), .device = h->device, .place = h->place};
+        st = step_plan(h, "decoder_step_maps", &same, &h->step_maps);
+        if (st) {
+            cg_plan_free(h->step_maps);
+            h->step_maps = NULL;
+        }
+    }
+    *plan = h->step_maps;
+    return st;
+}
+
+static cg_status make_plans(tf_handle *h, const cg_plan_options *placement) {
+    cg_model *m = h->sh->model;
+    cg_status st = cg_plan_create(m, "encoder", placement, &h->enc);
+    if (!st) st = cg_plan_create(m, "cross_kv", placement, &h->ckv);
+    if (!st) st = step_plan(h, "decoder_step", placement, &h->step);
     if (!st && placement &&
         ((placement->device && !(h->device = cg_strdup(placement->device))) ||
          (placement->place && !(h->place = cg_strdup(placement->place)))))
@@ -311,6 +333,18 @@ cg_status tf_stats(const tf_handle *h, cg_plan_stats *encoder_total, cg_plan_sta
     cg_status st = CG_OK;
     if (encoder_total) st = cg_plan_stats_get(h->enc, NULL, encoder_total);
     if (!st && decoder_total) st = cg_plan_stats_get(h->step, NULL, decoder_total);
+    cg_plan_stats m;
+    if (!st && decoder_total && h->step_maps && !(st = cg_plan_stats_get(h->step_maps, NULL, &m))) {
+        decoder_total->runs += m.runs;
+        decoder_total->instances_built += m.instances_built;
+        decoder_total->host_allocs += m.host_allocs;
+        decoder_total->device_objects += m.device_objects;
+        decoder_total->kernel_launches += m.kernel_launches;
+        decoder_total->copies += m.copies;
+        decoder_total->bytes_copied += m.bytes_copied;
+        decoder_total->library_calls += m.library_calls;
+        decoder_total->run_ms += m.run_ms;
+    }
     return st;
 }
 
@@ -320,10 +354,11 @@ cg_status tf_plan(tf_handle *h, const char *graph, cg_plan **plan) {
     if (!strcmp(graph, "encoder")) *plan = h->enc;
     else if (!strcmp(graph, "cross_kv")) *plan = h->ckv;
     else if (!strcmp(graph, "decoder_step") || !strcmp(graph, "decoder")) *plan = h->step;
+    else if (!strcmp(graph, "decoder_step_maps")) return tf_step_maps(h, plan);
     if (*plan) return CG_OK;
     return cg_error(CG_ERR_INVALID_ARGUMENT,
                     "%s: a Transformer model has no plan for graph '%s' (encoder, cross_kv, decoder_step or its "
-                    "name decoder)",
+                    "name decoder, decoder_step_maps)",
                     h->sh->dir, graph);
 }
 

@@ -140,8 +140,8 @@ static void check_steps(cg_model *m, cg_weights *w, const char *dev, const char 
         ck_assert_int_eq(tf_position_rows(c, w, 1, t, 1, cg_tensor_data(ypos)), CG_OK);
         cg_tensor *fixed[5] = {y, ypos, sent, len, sent}; /* parent: row b continues row b */
         int n = step_inputs(L, fixed, ckv, cache, names, in, nbuf);
-        cg_tensor *out[4 + 2 * 16];
-        ck_assert_msg(cg_plan_run(ps, n, names, in, 4 + 2 * L, out) == CG_OK, "%s step %lld: %s", dev, (long long)t,
+        cg_tensor *out[3 + 2 * 16];
+        ck_assert_msg(cg_plan_run(ps, n, names, in, 3 + 2 * L, out) == CG_OK, "%s step %lld: %s", dev, (long long)t,
                       cg_last_error());
         const float *got = cg_tensor_data_const(out[0]), *ref = cg_tensor_data_const(want);
         for (int64_t b = 0; b < B; b++)
@@ -149,10 +149,10 @@ static void check_steps(cg_model *m, cg_weights *w, const char *dev, const char 
                 double d = fabs((double)got[b * V + v] - ref[(b * T + t) * V + v]);
                 if (!(d <= worst)) worst = d;
             }
-        for (int i = 0; i < 4; i++) cg_tensor_free(out[i]); /* logits, top_logp, top_id, a */
+        for (int i = 0; i < 3; i++) cg_tensor_free(out[i]); /* logits, top_logp, top_id */
         for (int i = 0; i < 2 * L; i++) {
             cg_tensor_free(cache[i]);
-            cache[i] = out[4 + i];
+            cache[i] = out[3 + i];
             ck_assert_int_eq(cg_tensor_dim(cache[i], 1), t + 1);
         }
     }
@@ -266,16 +266,16 @@ static int greedy(const demo *d, cg_plan *enc, cg_plan *kv, cg_plan *step, const
         char nb[4 * 16][16];
         cg_tensor *fixed[5] = {y, ypos, sent, len, sent}; /* sentence 0, parent row 0 */
         int k = step_inputs(L, fixed, ckv, cache, names, in, nb);
-        cg_tensor *o[4 + 32];
-        ck_assert_msg(cg_plan_run(step, k, names, in, 4 + 2 * L, o) == CG_OK, "%s", cg_last_error());
+        cg_tensor *o[3 + 32];
+        ck_assert_msg(cg_plan_run(step, k, names, in, 3 + 2 * L, o) == CG_OK, "%s", cg_last_error());
         const float *lg = cg_tensor_data_const(o[0]);
         int best = -1;
         for (int v = 0; v < V; v++)
             if (v != d->c.pad_id && (best < 0 || lg[v] > lg[best])) best = v;
-        for (int i = 0; i < 4; i++) cg_tensor_free(o[i]);
+        for (int i = 0; i < 3; i++) cg_tensor_free(o[i]);
         for (int i = 0; i < 2 * L; i++) {
             cg_tensor_free(cache[i]);
-            cache[i] = o[4 + i];
+            cache[i] = o[3 + i];
         }
         if (best == d->c.eos_id) break;
         out[got++] = best;

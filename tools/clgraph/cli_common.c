@@ -224,11 +224,12 @@ int cli_load_inputs(const cli_opts *o, const cg_graph *g, cg_tensor **in) {
 }
 
 int cli_s2s_profile(cg_s2s *m, cg_profiler *prof) {
-    static const char *const graphs[] = {"encoder", "decoder", "decoder_logp", "cross_kv"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const graphs[] = {"encoder", "decoder", "decoder_logp", "cross_kv", "decoder_step_maps"};
+    for (int i = 0; i < 5; i++) {
         cg_plan *p = NULL;
-        /* a Transformer's cross-attention keys and values, once per batch */
-        if (i == 3 && !cg_model_graph(cg_s2s_model(m), "cross_kv")) break;
+        /* a Transformer's cross-attention keys and values, once per batch,
+         * and its step that also gives attention maps */
+        if (i >= 3 && !cg_model_graph(cg_s2s_model(m), graphs[i])) break;
         if (cg_s2s_plan(m, graphs[i], &p) || (p && cg_plan_set_profiler(p, prof))) return cli_fail();
     }
     return CLI_OK;
