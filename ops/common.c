@@ -93,19 +93,30 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
     else cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, lda, w, ldw, 0.0f, c, ldc);
 }
 
+/* c += bias, row by row (the products whose kernels do not take it). */
+static void add_rows(int64_t m, int64_t n, const float *bias, float *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] += bias[j];
+}
+
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w, cg_op_dtype wt,
-                      int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch, float *c, int64_t ldc) {
+                      int64_t ldw, const float *w_scale, const int32_t *w_sums, const float *bias, void *scratch,
+                      float *c, int64_t ldc) {
+    if (wt == (cg_op_dtype)CG_I8) { /* the bias in the kernels' stores */
+        cg_cpu_gemm_nt_q8(m, n, k, a, lda, w, w_scale, w_sums, ldw, bias, c, ldc, scratch);
+        return;
+    }
+    if (wt == CG_OP_F32 && m > 1 && k > 0 && cg_cpu_gemm_nt_bias(m, n, k, 1.0f, a, lda, w, ldw, 0.0f, bias, c, ldc))
+        return;
     if (wt == CG_OP_F32) {
         cg_ops_project(m, n, k, a, lda, w, ldw, c, ldc);
-        return;
-    }
-    if (k <= 0) { /* the empty product, as cg_ops_project writes it */
+    } else if (k <= 0) { /* the empty product, as cg_ops_project writes it */
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0.0f;
-        return;
+    } else {
+        cg_cpu_gemm_nt_h(m, n, k, 1.0f, a, lda, w, wt == (cg_op_dtype)CG_BF16, ldw, 0.0f, c, ldc);
     }
-    if (wt == (cg_op_dtype)CG_I8) cg_cpu_gemm_nt_q8(m, n, k, a, lda, w, w_scale, w_sums, ldw, c, ldc, scratch);
-    else cg_cpu_gemm_nt_h(m, n, k, 1.0f, a, lda, w, wt == (cg_op_dtype)CG_BF16, ldw, 0.0f, c, ldc);
+    if (bias) add_rows(m, n, bias, c, ldc);
 }
 
 size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k) {

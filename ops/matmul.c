@@ -353,10 +353,12 @@ static cg_op_status linear_cpu(const cg_kernel_args *args) {
      * goes through GEMV: OpenBLAS's SGEMM re-packs the whole weight matrix on
      * every call, which cost ~70% of a batch-1 decoder step (see
      * docs/performance.md). */
-    if (w->dtype != CG_OP_F32)
-        cg_ops_project_w(rows, out, in, px, in, args->in[1], w->dtype, in, ps, cg_ops_q8_sums(args, 0), args->workspace,
-                         py, out);
-    else if (rows == 1 && in > 0) cg_cpu_sgemv(0, out, in, 1.0f, pw, in, px, 0.0f, py);
+    if (w->dtype != CG_OP_F32 || (rows > 1 && in > 0)) { /* the bias as each tile is stored */
+        cg_ops_project_w(rows, out, in, px, in, args->in[1], w->dtype, in, ps, cg_ops_q8_sums(args, 0), pb,
+                         args->workspace, py, out);
+        return CG_OP_OK;
+    }
+    if (rows == 1 && in > 0) cg_cpu_sgemv(0, out, in, 1.0f, pw, in, px, 0.0f, py);
     else cg_cpu_sgemm(0, 1, rows, out, in, 1.0f, px, in, pw, in, 0.0f, py, out);
     if (pb) add_bias(py, pb, rows, out);
     return CG_OP_OK;

@@ -119,9 +119,13 @@ void cg_ops_project(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda
  * one f32 scale per row in w_scale and optionally its row sums w_sums (a
  * quarter of the bytes; A quantized per row on the fly, exact integer sums:
  * cg_cpu_gemm_nt_q8), which needs
- * cg_ops_project_scratch(wt, m, n, k) bytes of scratch (else unused, NULL ok). */
+ * cg_ops_project_scratch(wt, m, n, k) bytes of scratch (else unused, NULL ok).
+ * bias: NULL, or [n] added to each row of C (one f32 addition, as a pass
+ * after the product would; int8 and f32 products of several rows add it
+ * as each tile is stored). */
 void cg_ops_project_w(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const void *w, cg_op_dtype wt,
-                      int64_t ldw, const float *w_scale, const int32_t *w_sums, void *scratch, float *c, int64_t ldc);
+                      int64_t ldw, const float *w_scale, const int32_t *w_sums, const float *bias, void *scratch,
+                      float *c, int64_t ldc);
 size_t cg_ops_project_scratch(cg_op_dtype wt, int64_t m, int64_t n, int64_t k);
 
 /* Per-node state of a CPU kernel with int8 weights (ABI 1.1 create): each

@@ -163,9 +163,9 @@ static void cell_project(const cg_kernel_args *a, int gates, int w_first, float 
     *gh = *gi + B * GH;
     void *scratch = *gh + B * GH;
     cg_ops_project_w(B, GH, I, a->in[0], I, a->in[w_first], call->inputs[w_first].dtype, I,
-                     s_ih >= 0 ? a->in[s_ih] : NULL, cg_ops_q8_sums(a, 0), scratch, *gi, GH);
+                     s_ih >= 0 ? a->in[s_ih] : NULL, cg_ops_q8_sums(a, 0), NULL, scratch, *gi, GH);
     cg_ops_project_w(B, GH, H, a->in[1], H, a->in[w_first + 1], call->inputs[w_first + 1].dtype, H,
-                     s_hh >= 0 ? a->in[s_hh] : NULL, cg_ops_q8_sums(a, 1), scratch, *gh, GH);
+                     s_hh >= 0 ? a->in[s_hh] : NULL, cg_ops_q8_sums(a, 1), NULL, scratch, *gh, GH);
 }
 
 /* The hidden size of a cell call for its decomposition (which runs on the

@@ -222,7 +222,7 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
                           const float *b_ih, const float *b_hh, const float *s_ih, const float *s_hh,
                           const float *const *init) {
     const int64_t B = s->B, S = s->S, H = s->H, GH = s->G * s->H;
-    cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, NULL, ws->q8, ws->proj, GH);
+    cg_ops_project_w(B * S, GH, in_size, in, in_size, w_ih, t_ih, in_size, s_ih, NULL, NULL, ws->q8, ws->proj, GH);
     seq_start_state(s, ws, init);
     int64_t max_len = B ? lengths[ws->order[0]] : 0;
     /* Rows active at step t (lengths > t) are a prefix of `order`: n of them. */
@@ -233,7 +233,7 @@ static void seq_direction(const seq_dims *s, const seq_ws *ws, const int32_t *le
             while (n < B && lengths[ws->order[n]] > t) n++;
         else
             while (n > 0 && lengths[ws->order[n - 1]] <= t) n--;
-        cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, s_hh, NULL, ws->q8, ws->gh, GH);
+        cg_ops_project_w(n, GH, H, ws->h, H, w_hh, t_hh, H, s_hh, NULL, NULL, ws->q8, ws->gh, GH);
         /* rows in chunks of about 4096 gate units per task */
         seq_step st = {s, ws, t, d, b_ih, b_hh, out};
         cg_cpu_parallel_for((size_t)n, (size_t)(4096 / GH + 1), seq_step_rows, &st);

@@ -123,6 +123,14 @@ typedef struct cg_gemm_job {
 #define CG_L1_A_BYTES (32 * 1024)
 #define CG_L2_B_BYTES (1024 * 1024)
 
+/* The bias of C[i0 : i0+mr, j0 : j0+nr], just computed (still in L1). */
+static void cg_gemm_add_bias(const cg_gemm_args *g, int64_t i0, int64_t j0, int64_t mr, int64_t nr) {
+    for (int64_t i = i0; i < i0 + mr; i++) {
+        float *c = g->c + i * g->ldc;
+        for (int64_t j = j0; j < j0 + nr; j++) c[j] += g->bias[j];
+    }
+}
+
 /* C[m0:m1, n0:n1] of g, reading A rows m0..m1-1 and B rows n0..n1-1 only: a
  * block of A rows stays in L1 while strips of B pass over it, inside a block
  * of B that stays in L2. One row of A goes through the GEMV tiles. */
@@ -130,7 +138,11 @@ static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, in
                           int64_t n1) {
     const int64_t MR = kern->mr, NR = kern->nr, NV = kern->nv;
     if (m1 - m0 == 1) {
-        for (int64_t j = n0; j < n1; j += NV) kern->gemv(g, m0, j, n1 - j < NV ? (int)(n1 - j) : (int)NV);
+        for (int64_t j = n0; j < n1; j += NV) {
+            const int nr = n1 - j < NV ? (int)(n1 - j) : (int)NV;
+            kern->gemv(g, m0, j, nr);
+            if (g->bias) cg_gemm_add_bias(g, m0, j, 1, nr);
+        }
         return;
     }
     int64_t row = g->k * (g->bt == CG_GEMM_B_I8 ? 1 : (int64_t)sizeof(float));
@@ -144,6 +156,7 @@ static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, in
             for (int64_t j = jb; j < je; j += NR) {
                 int nr = je - j < NR ? (int)(je - j) : (int)NR;
                 for (int64_t i = ib; i < ie; i += MR) kern->tile(g, i, j, ie - i < MR ? (int)(ie - i) : (int)MR, nr);
+                if (g->bias) cg_gemm_add_bias(g, ib, j, ie - ib, nr);
             }
         }
     }
@@ -182,11 +195,19 @@ static void cg_gemm_run(const cg_gemm_kernels *kern, const cg_gemm_args *g) {
 
 int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc) {
+    return cg_cpu_gemm_nt_bias(m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
+}
+
+int cg_cpu_gemm_nt_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float beta, const float *bias, float *c, int64_t ldc) {
     const cg_gemm_kernels *kern = cg_gemm_selected();
     if (!kern->tile) return 0;
     if (m <= 0 || n <= 0) return 1;
     if (k <= 0 || alpha == 0.0f) {
         cg_gemm_scale(m, n, beta, c, ldc);
+        if (bias)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) c[i * ldc + j] += bias[j];
         return 1;
     }
     cg_gemm_args g = {.m = m,
@@ -200,7 +221,8 @@ int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                       .ldb = ldb,
                       .c = c,
                       .ldc = ldc,
-                      .bt = CG_GEMM_B_F32};
+                      .bt = CG_GEMM_B_F32,
+                      .bias = bias};
     cg_gemm_run(kern, &g);
     return 1;
 }
@@ -265,15 +287,9 @@ static void cg_q8_ptask(void *ctx, size_t begin, size_t end) {
 }
 
 /* Runs g on the packed kernels; `room` is the scratch cg_q8_pack_scratch
- * counted, 64-byte aligned. */
+ * counted, 64-byte aligned, starting with A's row sums times 128. */
 static void cg_q8_run_packed(const cg_q8_packed_kernels *pk, const cg_gemm_args *g, void *room) {
-    int32_t *asum = room;
-    for (int64_t i = 0; i < g->m; i++) {
-        const int8_t *q = g->aq + i * g->ldaq;
-        int32_t s = 0;
-        for (int64_t p = 0; p < g->k; p++) s += q[p];
-        asum[i] = 128 * s;
-    }
+    const int32_t *asum = room; /* made with the rows' quantization */
     const uintptr_t pp = (uintptr_t)(asum + g->m);
     cg_q8_pjob job = {pk,
                       g,
@@ -301,54 +317,59 @@ void cg_cpu_q8_row_sums(int64_t n, int64_t k, const int8_t *b, int64_t ldb, int3
     }
 }
 
+/* Quantizing rows of A (and, for the packed form, their sums) on the
+ * pool: a pass over A that a single thread made a fifth of an encoder's
+ * int8 product. */
+typedef struct cg_q8_qjob {
+    const cg_gemm_kernels *kern;
+    const float *a;
+    int64_t lda, k, ldaq;
+    int8_t *aq;
+    float *as;
+    int32_t *asum; /* or NULL */
+} cg_q8_qjob;
+
+static void cg_q8_qtask(void *ctx, size_t begin, size_t end) {
+    const cg_q8_qjob *j = ctx;
+    for (size_t r = begin; r < end; r++) {
+        const int64_t i = (int64_t)r;
+        int8_t *q = j->aq + i * j->ldaq;
+        j->as[i] = j->kern->qrow(j->a + i * j->lda, j->k, q);
+        memset(q + j->k, 0, (size_t)(j->ldaq - j->k));
+        if (!j->asum) continue;
+        int32_t s = 0;
+        for (int64_t p = 0; p < j->k; p++) s += q[p];
+        j->asum[i] = 128 * s;
+    }
+}
+
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
-                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc, void *scratch) {
+                       const float *b_scale, const int32_t *b_sums, int64_t ldb, const float *bias, float *c,
+                       int64_t ldc, void *scratch) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         cg_gemm_scale(m, n, 0.0f, c, ldc);
+        if (bias)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) c[i * ldc + j] += bias[j];
         return;
     }
     /* Scratch: the scales, then the quantized rows on a 64-byte boundary,
-     * each zero-padded to a whole vector (the kernels read the padding). */
+     * each zero-padded to a whole vector (the kernels read the padding),
+     * then the packed form's room (its A row sums, then its panels). */
     const int64_t ldaq = cg_q8_lda(k);
     float *as = scratch;
     int32_t *bsum = m >= CG_Q8_SUM_ROWS ? (int32_t *)(as + m) : NULL;
     uintptr_t p = (uintptr_t)(as + m + (bsum ? n : 0));
     int8_t *aq = (int8_t *)((p + CG_Q8_PAD - 1) / CG_Q8_PAD * CG_Q8_PAD);
     const cg_gemm_kernels *kern = cg_q8_for(cg_gemm_selected());
-    for (int64_t i = 0; i < m; i++) {
-        as[i] = kern->qrow(a + i * lda, k, aq + i * ldaq);
-        memset(aq + i * ldaq + k, 0, (size_t)(ldaq - k));
-    }
     const cg_q8_packed_kernels *pk = NULL;
 #if defined(__x86_64__) || defined(__i386__)
     if (kern == &cg_q8_avx512 && m >= CG_Q8_PACK_ROWS) pk = &cg_q8_packed_avx512;
 #endif
-    if (pk) { /* no B row sums: the packed form takes A's */
-        const cg_gemm_args g = {.m = m,
-                                .n = n,
-                                .k = k,
-                                .alpha = 1.0f,
-                                .ldb = ldb,
-                                .c = c,
-                                .ldc = ldc,
-                                .bt = CG_GEMM_B_I8,
-                                .bq = b,
-                                .bs = b_scale,
-                                .aq = aq,
-                                .as = as,
-                                .ldaq = ldaq};
-        cg_q8_run_packed(pk, &g, aq + m * ldaq);
-        return;
-    }
-    /* the row sums: given, made here for enough rows of A, or in the tiles */
-    const int32_t *sums = NULL;
-    if (kern->bsum && b_sums) {
-        sums = b_sums;
-    } else if (kern->bsum && bsum) {
-        cg_cpu_q8_row_sums(n, k, b, ldb, bsum);
-        sums = bsum;
-    }
+    void *room = aq + m * ldaq;
+    cg_q8_qjob qj = {kern, a, lda, k, ldaq, aq, as, pk ? room : NULL};
+    cg_cpu_parallel_for((size_t)m, (size_t)(16384 / k + 1), cg_q8_qtask, &qj);
     cg_gemm_args g = {.m = m,
                       .n = n,
                       .k = k,
@@ -362,7 +383,18 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
                       .aq = aq,
                       .as = as,
                       .ldaq = ldaq,
-                      .bsum = sums};
+                      .bias = bias};
+    if (pk) { /* no B row sums: the packed form takes A's */
+        cg_q8_run_packed(pk, &g, room);
+        return;
+    }
+    /* the row sums: given, made here for enough rows of A, or in the tiles */
+    if (kern->bsum && b_sums) {
+        g.bsum = b_sums;
+    } else if (kern->bsum && bsum) {
+        cg_cpu_q8_row_sums(n, k, b, ldb, bsum);
+        g.bsum = bsum;
+    }
     cg_gemm_run(kern, &g);
 }
 

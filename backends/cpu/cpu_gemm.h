@@ -25,6 +25,11 @@
 int cg_cpu_gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* cg_cpu_gemm_nt plus bias [n] (or NULL) added to each row of C as a
+ * separate pass would (one f32 addition), while each tile is in cache. */
+int cg_cpu_gemm_nt_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float beta, const float *bias, float *c, int64_t ldc);
+
 /* y = alpha * A x + beta * y with row-major A [m, n] (lda), i.e.
  * cblas_sgemv(RowMajor, NoTrans, ..., incx = 1, incy = 1): dot products of
  * the rows of A with x, computed exactly like the rows of cg_cpu_gemm_nt.
@@ -55,9 +60,12 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * scratch and takes the outer-product form instead (the same bits, 1.5 to
  * 1.7x the dot form's speed at k = 512). `scratch`
  * holds cg_cpu_gemm_q8_scratch(m, n, k) bytes (no allocation per call).
- * k <= 0 gives zeros. */
+ * bias: NULL, or [n] added to each row of C as a separate pass would
+ * (one f32 addition), while the tile is in cache.
+ * k <= 0 gives zeros (plus the bias). */
 void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const int8_t *b,
-                       const float *b_scale, const int32_t *b_sums, int64_t ldb, float *c, int64_t ldc, void *scratch);
+                       const float *b_scale, const int32_t *b_sums, int64_t ldb, const float *bias, float *c,
+                       int64_t ldc, void *scratch);
 
 /* The b_sums cg_cpu_gemm_nt_q8 may take: 128 times the sum of each of the n
  * rows of int8 B [n, k] (ldb), made once for a weight that does not change

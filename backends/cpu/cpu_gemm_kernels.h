@@ -44,6 +44,8 @@ typedef struct cg_gemm_args {
     int64_t ldaq;
     const int32_t *bsum; /* 128 x each B row's sum (kernels' bsum), or NULL: a set
                             that wants them computes them in each tile */
+    const float *bias;   /* [n] added to each row of C after the product (the driver adds it per tile, the
+                            packed int8 tile as it stores), or NULL */
 } cg_gemm_args;
 
 /* Row r of B, element 0, whatever its type (not int8). */

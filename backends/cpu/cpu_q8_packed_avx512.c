@@ -118,9 +118,11 @@ static CG_AVX512 void cg_q8_ptile(const cg_gemm_args *g, const uint8_t *panel, i
         const int cols = nr - v * 16 < 16 ? nr - v * 16 : 16;
         const __mmask16 cm = (__mmask16)((1u << cols) - 1);
         const __m512 sb = _mm512_maskz_loadu_ps(cm, g->bs + j0 + v * 16);
+        const __m512 bias = g->bias ? _mm512_maskz_loadu_ps(cm, g->bias + j0 + v * 16) : _mm512_setzero_ps();
         for (int i = 0; i < mr; i++) {
             const __m512i sum = _mm512_sub_epi32(acc[i][v], _mm512_set1_epi32(asum[i0 + i]));
-            const __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(g->as[i0 + i])), sb);
+            __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(g->as[i0 + i])), sb);
+            if (g->bias) r = _mm512_add_ps(r, bias); /* as a separate pass would: one rounding */
             _mm512_mask_storeu_ps(g->c + (i0 + i) * g->ldc + j0 + v * 16, cm, r);
         }
     }

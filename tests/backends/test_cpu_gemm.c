@@ -95,6 +95,25 @@ static void check_result(const char *path, int64_t m, int64_t n, int64_t k, floa
     }
 }
 
+/* cg_cpu_gemm_nt_bias gives, bit for bit, the product without a bias
+ * (c) plus the bias in one f32 addition per element. */
+static void check_bias(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                       int64_t ldb, const float *c0, const float *c, int64_t ldc) {
+    float *bias = rnd_buf((size_t)n), *cb = malloc((size_t)(m * ldc) * sizeof *cb);
+    ck_assert_ptr_nonnull(cb);
+    memcpy(cb, c0, (size_t)(m * ldc) * sizeof *cb);
+    ck_assert(cg_cpu_gemm_nt_bias(m, n, k, alpha, a, lda, b, ldb, 0.0f, bias, cb, ldc));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+            const float want = j < n ? c[i * ldc + j] + bias[j] : SENTINEL;
+            if (memcmp(&cb[i * ldc + j], &want, sizeof want) != 0)
+                ck_abort_msg("bias m=%lld n=%lld k=%lld: C[%lld,%lld] = %.9g, want %.9g", (long long)m, (long long)n,
+                             (long long)k, (long long)i, (long long)j, cb[i * ldc + j], want);
+        }
+    free(bias);
+    free(cb);
+}
+
 /* One shape on one path: GEMM through cg_cpu_sgemm(0, 1), and for m == 1
  * also the GEMV through cg_cpu_sgemv(0) (B as the matrix, A's row as x). */
 static void run_shape(const char *path, int64_t m, int64_t n, int64_t k, int variant) {
@@ -113,6 +132,8 @@ static void run_shape(const char *path, int64_t m, int64_t n, int64_t k, int var
     memcpy(c, c0, (size_t)(m * ldc) * sizeof *c);
     cg_cpu_sgemm(0, 1, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     check_result(path, m, n, k, alpha, beta, a, lda, b, ldb, c0, c, ldc);
+    if (beta == 0.0f && strcmp(path, "blas") != 0) /* a bias in the stores: the product, then one addition */
+        check_bias(m, n, k, alpha, a, lda, b, ldb, c0, c, ldc);
     if (m == 1) {
         memcpy(c, c0, (size_t)ldc * sizeof *c);
         cg_cpu_sgemv(0, n, k, alpha, b, ldb, a, beta, c);
@@ -256,7 +277,21 @@ static void run_q8_shape(const char *path, int64_t m, int64_t n, int64_t k, int 
         ck_assert_ptr_nonnull(sums);
         cg_cpu_q8_row_sums(n, k, b, ldb, sums);
     }
-    cg_cpu_gemm_nt_q8(m, n, k, a, lda, b, bs, sums, ldb, c, ldc, scratch);
+    cg_cpu_gemm_nt_q8(m, n, k, a, lda, b, bs, sums, ldb, NULL, c, ldc, scratch);
+    /* with a bias: the same, plus the bias in one addition */
+    float *bias = rnd_buf((size_t)n), *cb = malloc((size_t)(m * ldc) * sizeof *cb);
+    ck_assert_ptr_nonnull(cb);
+    for (int64_t i = 0; i < m * ldc; i++) cb[i] = SENTINEL;
+    cg_cpu_gemm_nt_q8(m, n, k, a, lda, b, bs, sums, ldb, bias, cb, ldc, scratch);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            const float want = c[i * ldc + j] + bias[j];
+            if (memcmp(&cb[i * ldc + j], &want, sizeof want) != 0 && !(isnan(want) && isnan(cb[i * ldc + j])))
+                ck_abort_msg("%s q8 bias m=%lld n=%lld k=%lld: C[%lld,%lld] = %.9g, want %.9g", path, (long long)m,
+                             (long long)n, (long long)k, (long long)i, (long long)j, cb[i * ldc + j], want);
+        }
+    free(bias);
+    free(cb);
     free(sums);
     for (int64_t i = 0; i < m; i++) {
         const float *ar = a + i * lda;
@@ -309,7 +344,7 @@ START_TEST(test_q8_every_path) {
                 run_q8_shape(path, Ms[im], Ns[in], Ks[ik], variant++);
     /* k = 0: zeros, nothing read */
     float c[3] = {SENTINEL, SENTINEL, SENTINEL};
-    cg_cpu_gemm_nt_q8(1, 3, 0, NULL, 0, NULL, NULL, NULL, 0, c, 3, NULL);
+    cg_cpu_gemm_nt_q8(1, 3, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, c, 3, NULL);
     ck_assert(c[0] == 0.0f && c[1] == 0.0f && c[2] == 0.0f);
 }
 END_TEST

@@ -60,7 +60,7 @@ static float *filled(size_t n, uint32_t seed) {
 }
 
 static void product(int64_t m, int64_t n, int64_t k, const float *a, const float *w, float *c) {
-    if (g_int8) cg_cpu_gemm_nt_q8(m, n, k, a, k, g_wq, g_ws, NULL, k, c, n, g_scratch);
+    if (g_int8) cg_cpu_gemm_nt_q8(m, n, k, a, k, g_wq, g_ws, NULL, k, NULL, c, n, g_scratch);
     else if (m == 1) cg_cpu_sgemv(0, n, k, 1.0f, w, k, a, 0.0f, c);
     else cg_cpu_sgemm(0, 1, m, n, k, 1.0f, a, k, w, k, 0.0f, c, n);
 }
