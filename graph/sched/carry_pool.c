@@ -71,8 +71,8 @@ static int candidates(cg_plan *p, instance *in, cand *cs) {
     return n;
 }
 
-/* The smallest free block of at least `need` bytes, else a new one (half
- * again the largest free one, so a value that grows a row per run
+/* The smallest free block of at least `need` bytes, else a new one (twice
+ * the largest free one, so a value that grows a row per run
  * reallocates a logarithmic number of times; mapped pages not yet written
  * cost nothing). */
 static cg_status pick(cg_plan *p, cand *cs, int *n, int at, size_t need, host_block *out, cg_plan_stats *stats) {

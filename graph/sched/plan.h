@@ -300,7 +300,7 @@ cg_status cg_carry_upload(cg_plan *p, instance *in, step *c, int k, cg_plan_stat
  * devices without host memory before the queues drain (on_host 0), into
  * host memory after (on_host 1). */
 cg_status cg_carry_save(cg_plan *p, instance *in, int on_host);
-/* Room for a carried value that grows: at least half again what it had. */
+/* Room for a carried value that grows: at least twice what it had. */
 size_t cg_carry_grown(size_t need, size_t had);
 /* The host copy holds output `s` now: its shape, and a new stamp. */
 void cg_carry_host_shape(carry *c, const slot *s);
