@@ -114,6 +114,10 @@ static cg_status encode(tf_batch *bt) {
     const char *en[1] = {"enc"};
     if (!st) st = widen(bt);
     if (!st) st = cg_plan_run(bt->h->ckv, 1, en, &bt->enc, 2 * L, bt->ckv);
+    /* The encoder's and cross_kv's temporaries are not needed again until
+     * the next batch: the decoder's caches grow into that memory instead. */
+    if (!st) st = cg_plan_release(bt->h->enc);
+    if (!st) st = cg_plan_release(bt->h->ckv);
     return st;
 }
 

@@ -37,6 +37,19 @@ void cg_plan_free(cg_plan *p) {
     free(p);
 }
 
+cg_status cg_plan_release(cg_plan *p) {
+    if (!p) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_release: NULL plan");
+    for (int i = 0; i < p->n_var; i++) cg_plan_release(p->var[i]);
+    if (p->var) return CG_OK;
+    /* The instances hold views of the arena (an OpenCL sub-buffer keeps its
+     * parent alive): they go too, and the next run lowers its binding again
+     * and allocates an arena for it. */
+    cg_plan_drop_instances(p);
+    for (int d = 0; p->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &p->arena[d]);
+    p->arena_owner = NULL;
+    return CG_OK;
+}
+
 static int name_cmp(const void *a, const void *b) {
     return strcmp(((const plan_name *)a)->name, ((const plan_name *)b)->name);
 }

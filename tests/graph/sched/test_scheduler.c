@@ -568,6 +568,37 @@ START_TEST(wrapped_tensors) {
 }
 END_TEST
 
+/* cg_plan_release gives the arena back (no instance, no arena bytes) and
+ * the next run, of this binding or another, computes the same; on cpu and
+ * opencl:0, with the input kept on the device across the release. */
+START_TEST(release_gives_back_the_arena) {
+    model md = load_model(chain_text, NULL);
+    const char *devs[] = {"cpu", "opencl:0"};
+    for (int k = 0; k < 2; k++) {
+        cg_plan *p = make_plan(md.m, "chain", devs[k], NULL);
+        ck_assert_int_eq(cg_plan_keep_input(p, "x", 1), CG_OK);
+        cg_plan_memory_info mi;
+        chain_run(p, 1000, 0, NULL);
+        ck_assert_int_eq(cg_plan_memory(p, &mi), CG_OK);
+        ck_assert_msg(mi.arena_bytes > 0 && mi.instances == 1, "%s: arena %llu", devs[k],
+                      (unsigned long long)mi.arena_bytes);
+        ck_assert_int_eq(cg_plan_release(p), CG_OK);
+        ck_assert_int_eq(cg_plan_memory(p, &mi), CG_OK);
+        ck_assert_msg(mi.arena_bytes == 0 && mi.instances == 0, "%s after release: arena %llu, %llu instances", devs[k],
+                      (unsigned long long)mi.arena_bytes, (unsigned long long)mi.instances);
+        chain_run(p, 1000, 0, NULL);
+        ck_assert_int_eq(cg_plan_release(p), CG_OK);
+        chain_run(p, 37, 1, NULL);
+        chain_run(p, 1000, 0, NULL);
+        ck_assert_int_eq(cg_plan_release(p), CG_OK);
+        ck_assert_int_eq(cg_plan_release(p), CG_OK); /* twice: nothing left to give */
+        cg_plan_free(p);
+    }
+    ck_assert_int_eq(cg_plan_release(NULL), CG_ERR_INVALID_ARGUMENT);
+    free_model(&md);
+}
+END_TEST
+
 START_TEST(copies_at_device_boundaries) {
     model md = load_model(chain_text, NULL);
     const int64_t n = 1000;
@@ -1998,6 +2029,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, copies_at_device_boundaries);
     tcase_add_test(tc, wrapped_tensors);
+    tcase_add_test(tc, release_gives_back_the_arena);
     tcase_add_test(tc, kept_inputs);
     tcase_add_test(tc, placement_rules);
     tcase_add_test(tc, describe_dot);
