@@ -580,8 +580,8 @@ START_TEST(release_gives_back_the_arena) {
         cg_plan_memory_info mi;
         chain_run(p, 1000, 0, NULL);
         ck_assert_int_eq(cg_plan_memory(p, &mi), CG_OK);
-        ck_assert_msg(mi.arena_bytes > 0 && mi.instances == 1, "%s: arena %llu", devs[k],
-                      (unsigned long long)mi.arena_bytes);
+        ck_assert_msg(mi.arena_bytes > 0 && mi.instances >= 1, "%s: arena %llu, %llu instances", devs[k],
+                      (unsigned long long)mi.arena_bytes, (unsigned long long)mi.instances);
         ck_assert_int_eq(cg_plan_release(p), CG_OK);
         ck_assert_int_eq(cg_plan_memory(p, &mi), CG_OK);
         ck_assert_msg(mi.arena_bytes == 0 && mi.instances == 0, "%s after release: arena %llu, %llu instances", devs[k],
