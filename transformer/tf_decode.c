@@ -346,6 +346,9 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
     for (int b = 0; !st && b < nb; b++)
         st = s2s_result(&bt.s, &bt.ss[b], o->nbest, o->attention, &results[bt.ss[b].src]);
     batch_free(&bt);
+    /* The step's arena and spare cache blocks, idle until the next batch,
+     * whose encoder would otherwise peak on top of them. */
+    if (bt.step) cg_plan_release(bt.step);
     return st;
 }
 

@@ -34,6 +34,12 @@ static void carry_release(cg_plan *p, carry *c) {
     c->valid = c->on_host = c->dev = 0;
 }
 
+void cg_carry_drop_values(cg_plan *p) {
+    cg_carry_pool_free(p);
+    for (int k = 0; p->carry && k < p->graph->n_inputs; k++)
+        if (p->carry[k].out >= 0) carry_release(p, &p->carry[k]);
+}
+
 void cg_carry_free(cg_plan *p) {
     cg_carry_pool_free(p);
     if (!p->carry) return;

@@ -47,6 +47,7 @@ cg_status cg_plan_release(cg_plan *p) {
     cg_plan_drop_instances(p);
     for (int d = 0; p->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &p->arena[d]);
     p->arena_owner = NULL;
+    cg_carry_drop_values(p);
     return CG_OK;
 }
 

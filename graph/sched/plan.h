@@ -319,6 +319,9 @@ cg_status cg_carry_direct(cg_plan *p, instance *in, cg_plan_stats *stats);
 cg_status cg_carry_direct_done(cg_plan *p, instance *in);
 /* The pool's blocks freed (a plan's end). */
 void cg_carry_pool_free(cg_plan *p);
+/* Frees every carried value and the pool's blocks (cg_plan_release): the
+ * next run must be given the carried inputs. */
+void cg_carry_drop_values(cg_plan *p);
 
 /* ---- keep.c ---- */
 

@@ -727,13 +727,14 @@ CG_API cg_status cg_plan_run_indexed(cg_plan *p, const cg_plan_binding *b);
 CG_API cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep);
 
 /**
- * Gives back the plan's working memory on every device (the arena its runs
- * keep their temporaries in, and its lowered instances) until its next
- * run, which lowers that run's binding again and allocates an arena for it.
- * For a plan that runs once in a while beside others that need the memory
- * meanwhile (a translator's encoder while its decoder runs): outputs,
- * kept inputs, carried values and weights on devices stay. A dispatching
- * plan releases each of its variants.
+ * Gives back the plan's working memory on every device until its next
+ * run: the arena its runs keep their temporaries in, its lowered instances
+ * (the next run lowers its binding again) and its carried values
+ * (cg_plan_carry: the next run must be given those inputs). For a plan
+ * that runs once in a while beside others that need the memory meanwhile:
+ * a translator's encoder while its decoder runs, its decoder between two
+ * batches. Kept inputs' device copies and weights on devices stay. A
+ * dispatching plan releases each of its variants.
  */
 CG_API cg_status cg_plan_release(cg_plan *p);
 

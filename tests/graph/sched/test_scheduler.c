@@ -958,6 +958,14 @@ START_TEST(carried_output_outside_arena) {
     ck_assert_msg(mc.arena_bytes + 192 * sizeof(float) <= mn.arena_bytes,
                   "arena %llu bytes carrying s_new, %llu without: s_new (768 bytes) is still in it",
                   (unsigned long long)mc.arena_bytes, (unsigned long long)mn.arena_bytes);
+    /* released: the carried value is gone (s must be given), and given it
+     * the run is the first one again */
+    ck_assert_int_eq(cg_plan_release(pc), CG_OK);
+    ck_assert_int_eq(cg_plan_run(pc, 2, names, ins, 2, o1), CG_ERR_INVALID_ARGUMENT);
+    cg_tensor *o4[] = {NULL, NULL};
+    ck_assert_msg(cg_plan_run(pc, 3, names, ins, 2, o4) == CG_OK, "%s", cg_last_error());
+    ck_assert_int_eq(memcmp(cg_tensor_data_const(o4[0]), cg_tensor_data_const(sn[0]), sizeof(float) * 192), 0);
+    for (int k = 0; k < 2; k++) cg_tensor_free(o4[k]);
     /* off: s must be given again, and s_new comes from the arena */
     ck_assert_int_eq(cg_plan_carry(pc, "s", NULL), CG_OK);
     ck_assert_int_eq(cg_plan_run(pc, 2, names, ins, 2, o1), CG_ERR_INVALID_ARGUMENT);
