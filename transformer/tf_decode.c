@@ -116,8 +116,8 @@ static cg_status encode(tf_batch *bt) {
     if (!st) st = cg_plan_run(bt->h->ckv, 1, en, &bt->enc, 2 * L, bt->ckv);
     /* The encoder's and cross_kv's temporaries are not needed again until
      * the next batch: the decoder's caches grow into that memory instead. */
-    if (!st) st = cg_plan_release(bt->h->enc);
-    if (!st) st = cg_plan_release(bt->h->ckv);
+    if (!st) st = cg_plan_release(bt->h->enc, CG_RELEASE_ARENA);
+    if (!st) st = cg_plan_release(bt->h->ckv, CG_RELEASE_ARENA);
     return st;
 }
 
@@ -346,9 +346,12 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
     for (int b = 0; !st && b < nb; b++)
         st = s2s_result(&bt.s, &bt.ss[b], o->nbest, o->attention, &results[bt.ss[b].src]);
     batch_free(&bt);
-    /* The step's arena and spare cache blocks, idle until the next batch,
-     * whose encoder would otherwise peak on top of them. */
-    if (bt.step) cg_plan_release(bt.step);
+    /* The last step's caches, dead once the batch is done: the next batch's
+     * encoder would otherwise peak on top of them. The step's arena stays.
+     * With the encoder's and cross_kv's arenas (above) this is 35 MB of an
+     * int8 batch of 32 (180 -> 146 MB) for 17,000 more page faults a
+     * batch, 3% of its time. */
+    if (bt.step) cg_plan_release(bt.step, CG_RELEASE_CARRIED);
     return st;
 }
 

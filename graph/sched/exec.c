@@ -280,8 +280,9 @@ static cg_status execute(cg_plan *p, instance *in, cg_tensor **by_pos, cg_tensor
                          cg_plan_stats *stats) {
     cg_status st = CG_OK;
     double r0 = p->prof ? cg_profile_now(p->prof) : 0;
+    st = cg_arena_restore(p, in);
     cg_arena_claim(p, in);
-    st = cg_carry_direct(p, in, stats);
+    if (!st) st = cg_carry_direct(p, in, stats);
     for (int k = 0; !st && k < p->graph->n_inputs; k++)
         st = cg_dev_wrap(p->devs[0].dev, by_pos[k]->data,
                          cg_desc_bytes(&in->slots[in->val_slot[p->graph->inputs[k]]].desc), &p->inbuf[k]);

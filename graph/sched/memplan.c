@@ -71,6 +71,10 @@ static cg_status view_arena(cg_plan *p, instance *in, int d, const cg_buf *a) {
  * number of times), and the cached instances' views move to it. */
 static cg_status reserve_arena(cg_plan *p, int d, size_t bytes) {
     cg_buf *a = &p->arena[d];
+    /* every cached instance's views move to the new arena: after a release
+     * (no arena) it is not the largest of them that asks */
+    for (int i = 0; a->kind == CG_BUF_NONE && i < p->n_inst; i++)
+        if (p->inst[i]->arena_bytes[d] > bytes) bytes = p->inst[i]->arena_bytes[d];
     if (a->kind != CG_BUF_NONE && bytes <= a->bytes) return CG_OK;
     cg_device *dev = p->devs[d].dev;
     size_t want = a->kind == CG_BUF_NONE || a->bytes + a->bytes / 2 < bytes ? bytes : a->bytes + a->bytes / 2;
@@ -103,6 +107,13 @@ static cg_status make_views(cg_plan *p, instance *in) {
     /* building may measure kernels in the arena (auto placement) */
     p->arena_owner = NULL;
     return st ? st : view_arena(p, in, -1, p->arena);
+}
+
+cg_status cg_arena_restore(cg_plan *p, const instance *in) {
+    cg_status st = CG_OK;
+    for (int d = 0; !st && d < p->n_devs; d++)
+        if (p->arena[d].kind == CG_BUF_NONE && in->arena_bytes[d]) st = reserve_arena(p, d, in->arena_bytes[d]);
+    return st;
 }
 
 void cg_arena_claim(cg_plan *p, instance *in) {

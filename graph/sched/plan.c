@@ -37,17 +37,24 @@ void cg_plan_free(cg_plan *p) {
     free(p);
 }
 
-cg_status cg_plan_release(cg_plan *p) {
+cg_status cg_plan_release(cg_plan *p, unsigned what) {
     if (!p) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_release: NULL plan");
-    for (int i = 0; i < p->n_var; i++) cg_plan_release(p->var[i]);
+    if (what & ~(unsigned)CG_RELEASE_ALL)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_plan_release: unknown flags %#x", what);
+    for (int i = 0; i < p->n_var; i++) cg_plan_release(p->var[i], what);
     if (p->var) return CG_OK;
-    /* The instances hold views of the arena (an OpenCL sub-buffer keeps its
-     * parent alive): they go too, and the next run lowers its binding again
-     * and allocates an arena for it. */
-    cg_plan_drop_instances(p);
+    if (what & CG_RELEASE_CARRIED) cg_carry_drop_values(p);
+    if (!(what & CG_RELEASE_ARENA)) return CG_OK;
+    /* The instances hold views of the arena. In host memory they stay, and
+     * the next run's arena takes them again (exec.c cg_arena_restore): a
+     * decoder keeps its instance per cache length. On a device an OpenCL
+     * sub-buffer keeps its parent alive, so there they go too, and the
+     * next run lowers its binding again. */
+    int host = 1;
+    for (int d = 0; d < p->n_devs; d++) host &= p->devs[d].info->host_memory != 0;
+    if (!host) cg_plan_drop_instances(p);
     for (int d = 0; p->arena && d < p->n_devs; d++) cg_dev_free(p->devs[d].dev, &p->arena[d]);
     p->arena_owner = NULL;
-    cg_carry_drop_values(p);
     return CG_OK;
 }
 

@@ -371,5 +371,9 @@ cg_status cg_instance_memory(cg_plan *p, instance *in);
  * run: when another instance ran last, what `in` keeps in the arena between
  * runs (its `once` outputs, kept inputs' copies) is made again. */
 void cg_arena_claim(cg_plan *p, instance *in);
+/* An arena again for a plan released (cg_plan_release) with its instances
+ * kept: as large as the largest cached instance needs, their views moved
+ * to it. Does nothing where the arena is there. */
+cg_status cg_arena_restore(cg_plan *p, const instance *in);
 
 #endif

@@ -726,17 +726,29 @@ CG_API cg_status cg_plan_run_indexed(cg_plan *p, const cg_plan_binding *b);
  */
 CG_API cg_status cg_plan_keep_input(cg_plan *p, const char *name, int keep);
 
+/** What cg_plan_release gives back (flags). */
+enum {
+    /** The arena the plan's runs keep their temporaries in, on every
+     * device. Lowered instances stay where they live in host memory (the
+     * next run's arena takes their views again); on a device they go, and
+     * the next run lowers its binding again. */
+    CG_RELEASE_ARENA = 1u << 0,
+    /** The carried values (cg_plan_carry) and their spare blocks: the next
+     * run must be given the carried inputs. */
+    CG_RELEASE_CARRIED = 1u << 1,
+    CG_RELEASE_ALL = CG_RELEASE_ARENA | CG_RELEASE_CARRIED
+};
+
 /**
- * Gives back the plan's working memory on every device until its next
- * run: the arena its runs keep their temporaries in, its lowered instances
- * (the next run lowers its binding again) and its carried values
- * (cg_plan_carry: the next run must be given those inputs). For a plan
- * that runs once in a while beside others that need the memory meanwhile:
- * a translator's encoder while its decoder runs, its decoder between two
- * batches. Kept inputs' device copies and weights on devices stay. A
- * dispatching plan releases each of its variants.
+ * Gives back the plan's working memory named by `what` (CG_RELEASE_*)
+ * until its next run, which allocates it again (touching fresh pages).
+ * For a plan that runs once in a while beside others that need the memory
+ * meanwhile: a translator's encoder while its decoder runs (the arena), its
+ * decoder between two batches (the carried caches). Kept inputs' device
+ * copies and weights on devices stay. A dispatching plan releases each of
+ * its variants. CG_ERR_INVALID_ARGUMENT for a NULL plan or unknown flags.
  */
-CG_API cg_status cg_plan_release(cg_plan *p);
+CG_API cg_status cg_plan_release(cg_plan *p, unsigned what);
 
 /**
  * Carries output `output` of each run into input `input` of the next, for
