@@ -346,12 +346,13 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
     for (int b = 0; !st && b < nb; b++)
         st = s2s_result(&bt.s, &bt.ss[b], o->nbest, o->attention, &results[bt.ss[b].src]);
     batch_free(&bt);
-    /* The last step's caches, dead once the batch is done: the next batch's
-     * encoder would otherwise peak on top of them. The step's arena stays.
-     * With the encoder's and cross_kv's arenas (above) this is 35 MB of an
-     * int8 batch of 32 (180 -> 146 MB) for 17,000 more page faults a
-     * batch, 3% of its time. */
-    if (bt.step) cg_plan_release(bt.step, CG_RELEASE_CARRIED);
+    /* The last step's caches and arena, dead once the batch is done: the
+     * next batch's encoder would otherwise peak on top of them. With the
+     * encoder's and cross_kv's arenas (above) this is 35 MB of an int8 batch
+     * of 32 (180 -> 146 MB) for 17,000 more page faults a batch, about 3% of
+     * its time; the instances stay (host memory), so nothing is lowered
+     * again and a batch of one is no slower. */
+    if (bt.step) cg_plan_release(bt.step, CG_RELEASE_ALL);
     return st;
 }
 
