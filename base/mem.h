@@ -7,8 +7,8 @@
 
 /* bytes rounded up to 64 (0 gives 64 bytes), 64-byte aligned; NULL on
  * failure or overflow. Free with cg_aligned_free (never free()). Blocks of
- * a MiB or more are mapped from the system and unmapped when freed (mem.c
- * says why). */
+ * 128 KiB or more are mapped from the system and unmapped when freed
+ * (mem.c says why). */
 void *cg_aligned_alloc(size_t bytes);
 void cg_aligned_free(void *p);
 

@@ -34,6 +34,8 @@ struct tf_handle {
     cg_plan *enc, *ckv, *step;
     cg_plan *step_maps; /* made when a search first wants attention maps */
     char *device, *place;
+    void *ckv_mem; /* the cross-attention keys and values of a batch (tf_decode.c), kept */
+    size_t ckv_cap;
 };
 
 /* The plan of decoder_step_maps, made on first use with the handle's

@@ -8,6 +8,7 @@
 
 #include "config_json.h"
 #include "error.h"
+#include "mem.h"
 #include "ir.h"
 #include "model_dir.h"
 #include "s2s_iface.h"
@@ -131,6 +132,7 @@ void tf_free(tf_handle *h) {
     cg_plan_free(h->ckv);
     cg_plan_free(h->step);
     cg_plan_free(h->step_maps);
+    cg_aligned_free(h->ckv_mem);
     free(h->device);
     free(h->place);
     shared_release(h->sh);
