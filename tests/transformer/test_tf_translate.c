@@ -149,6 +149,14 @@ static void check_attention(const char *dir_rel, const char *gen_rel) {
         cg_plan_options po = {.struct_size = sizeof po, .device = dev};
         cg_s2s *m;
         ck_assert_msg(cg_s2s_load(ctx, dir, &po, NULL, &m) == CG_OK, "%s", cg_last_error());
+        /* without maps first: the step runs none of the maps' nodes (fewer
+         * launches per step than the steps that give maps, below) */
+        cg_s2s_options plain = {.struct_size = sizeof plain, .beam = 1};
+        cg_s2s_result pr[MAX_SRC];
+        ck_assert_msg(cg_s2s_translate(m, &plain, s.n, s.ptr, s.len, pr, NULL, NULL) == CG_OK, "%s", cg_last_error());
+        for (int i = 0; i < s.n; i++) cg_s2s_result_clear(&pr[i]);
+        cg_plan_stats d_plain, d_all;
+        ck_assert_int_eq(cg_s2s_stats(m, NULL, &d_plain), CG_OK);
         for (int head = 0; head <= 2; head += 2) {
             cg_s2s_options o = {.struct_size = sizeof o, .beam = 1, .attention = 1, .attention_head = head};
             cg_s2s_result res[MAX_SRC];
@@ -173,6 +181,12 @@ static void check_attention(const char *dir_rel, const char *gen_rel) {
                           head, worst);
             fprintf(stderr, "%s on %s: attention (head %d) within %.2g of transformers\n", dir_rel, dev, head, worst);
         }
+        ck_assert_int_eq(cg_s2s_stats(m, NULL, &d_all), CG_OK);
+        const double per_plain = (double)d_plain.kernel_launches / (double)d_plain.runs;
+        const double per_maps =
+            (double)(d_all.kernel_launches - d_plain.kernel_launches) / (double)(d_all.runs - d_plain.runs);
+        ck_assert_msg(d_plain.runs > 0 && per_maps > per_plain,
+                      "%s on %s: %.1f launches a step with maps, %.1f without", dir_rel, dev, per_maps, per_plain);
         cg_s2s_options bad = {.struct_size = sizeof bad, .attention = 1, .attention_head = 99};
         cg_s2s_result r1;
         ck_assert_int_eq(cg_s2s_translate(m, &bad, 1, s.ptr, s.len, &r1, NULL, NULL), CG_ERR_INVALID_ARGUMENT);
