@@ -56,9 +56,9 @@ void cg_cpu_gemm_nt_h(int64_t m, int64_t n, int64_t k, float alpha, const float 
  * weight's bytes; the error against f32 is that of rounding A and B to 8
  * bits. A row of A holding NaN or an infinity gives a row of NaN. b_sums:
  * cg_cpu_q8_row_sums of B, or NULL (made in the call when it pays); from
- * 64 rows of A on, the AVX-512 VNNI set packs B a panel at a time into the
- * scratch and takes the outer-product form instead (the same bits, 1.5 to
- * 1.7x the dot form's speed at k = 512). `scratch`
+ * 8 rows of A on, the AVX-512 VNNI set packs B a panel at a time into the
+ * scratch and takes the outer-product form instead (the same bits; 1.5 to
+ * 2x the dot form's speed at k = 512, level at 8 rows). `scratch`
  * holds cg_cpu_gemm_q8_scratch(m, n, k) bytes (no allocation per call).
  * bias: NULL, or [n] added to each row of C as a separate pass would
  * (one f32 addition), while the tile is in cache.
