@@ -193,13 +193,16 @@ static const char *block_in(tf_out *t, const char *x, const char *pre, const cha
     return buf;
 }
 
-/* The additive key-padding mask of the source lengths: mask [B, 1, 1, S]. */
-static void source_mask(tf_out *t, const char *like) {
+/* The additive key-padding mask of the source lengths src_len, shaped by
+ * `like` [., S, ...]: mask [B, 1, 1, S]; with `rows` (an i32 [B] value),
+ * row b's is sentence rows[b]'s. */
+static void source_mask(tf_out *t, const char *like, const char *rows) {
     cg_strbuf_put(t->o,
                   "  src_keep = length_mask(src_len, %s)\n  src_keepf = cast(src_keep) {to: \"f32\"}\n"
-                  "  src_add = affine(src_keepf) {alpha: " TF_MASK_MIN ", beta: -" TF_MASK_MIN "}\n"
-                  "  mask = reshape(src_add) {shape: [B, 1, 1, S]}\n",
+                  "  src_add = affine(src_keepf) {alpha: " TF_MASK_MIN ", beta: -" TF_MASK_MIN "}\n",
                   like);
+    if (rows) cg_strbuf_put(t->o, "  row_add = gather_rows(src_add, %s)\n", rows);
+    cg_strbuf_put(t->o, "  mask = reshape(%s) {shape: [B, 1, 1, S]}\n", rows ? "row_add" : "src_add");
 }
 
 /* x_out = LayerNorm(x_in + o) (post-LN; the residual add fused), or
@@ -290,7 +293,7 @@ static void encoder(tf_out *t) {
     side_params(t, 0);
     layers_params(t, 0);
     embed(t, "src", "pos", 0);
-    source_mask(t, "src");
+    source_mask(t, "src", NULL);
     char pre[64], x[32] = "x0", v[32], n1[32], nb[64];
     for (int l = 0; l < c->enc_layers; l++) {
         snprintf(pre, sizeof pre, "model.encoder.layers.%d", l);
@@ -316,7 +319,7 @@ static void decoder(tf_out *t) {
     side_params(t, 1);
     layers_params(t, 1);
     embed(t, "tgt", "tpos", 1);
-    source_mask(t, "enc");
+    source_mask(t, "enc", NULL);
     char pre[64], x[32] = "x0", v[32], n1[32], n2[32], nb[64];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
@@ -407,11 +410,7 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
     snprintf(mod, sizeof mod, "%s.encoder_attn.q_proj", pre);
     lin(t, out, x, mod);
     cg_strbuf_put(t->o, "  x%d_q4 = reshape(x%d_q) {shape: [B, 1, %d, %d]}\n", l, l, H, Dh);
-    if (l == 0) /* the rows' key-padding mask: their sentences' */
-        cg_strbuf_put(t->o, "  src_keep = length_mask(src_len, ck0)\n  src_keepf = cast(src_keep) {to: \"f32\"}\n"
-                            "  src_add = affine(src_keepf) {alpha: " TF_MASK_MIN ", beta: -" TF_MASK_MIN "}\n"
-                            "  row_add = gather_rows(src_add, sentence)\n"
-                            "  mask = reshape(row_add) {shape: [B, 1, 1, S]}\n");
+    if (l == 0) source_mask(t, "ck0", "sentence"); /* the rows' key-padding mask: their sentences' */
     /* k and v stay per sentence: each row reads its own through kv_rows */
     cg_strbuf_put(t->o, "  x%d_a4 = sdpa(x%d_q4, ck%d, cv%d, mask, sentence) {layout: \"bshd\", kv_rows: 1}\n", l, l, l,
                   l);
