@@ -123,12 +123,11 @@ typedef struct cg_gemm_job {
 #define CG_L1_A_BYTES (32 * 1024)
 #define CG_L2_B_BYTES (1024 * 1024)
 
-/* The bias of C[i0 : i0+mr, j0 : j0+nr], just computed (still in L1). */
-static void cg_gemm_add_bias(const cg_gemm_args *g, int64_t i0, int64_t j0, int64_t mr, int64_t nr) {
-    for (int64_t i = i0; i < i0 + mr; i++) {
-        float *c = g->c + i * g->ldc;
-        for (int64_t j = j0; j < j0 + nr; j++) c[j] += g->bias[j];
-    }
+/* C[i0 : i0+mr, j0 : j0+nr] += bias[j0 : j0+nr]: after a tile (still in
+ * L1), or after an empty product. */
+static void cg_gemm_add_bias(float *c, int64_t ldc, const float *bias, int64_t i0, int64_t j0, int64_t mr, int64_t nr) {
+    for (int64_t i = i0; i < i0 + mr; i++)
+        for (int64_t j = j0; j < j0 + nr; j++) c[i * ldc + j] += bias[j];
 }
 
 /* C[m0:m1, n0:n1] of g, reading A rows m0..m1-1 and B rows n0..n1-1 only: a
@@ -141,7 +140,7 @@ static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, in
         for (int64_t j = n0; j < n1; j += NV) {
             const int nr = n1 - j < NV ? (int)(n1 - j) : (int)NV;
             kern->gemv(g, m0, j, nr);
-            if (g->bias) cg_gemm_add_bias(g, m0, j, 1, nr);
+            if (g->bias) cg_gemm_add_bias(g->c, g->ldc, g->bias, m0, j, 1, nr);
         }
         return;
     }
@@ -156,7 +155,7 @@ static void cg_gemm_block(const cg_gemm_kernels *kern, const cg_gemm_args *g, in
             for (int64_t j = jb; j < je; j += NR) {
                 int nr = je - j < NR ? (int)(je - j) : (int)NR;
                 for (int64_t i = ib; i < ie; i += MR) kern->tile(g, i, j, ie - i < MR ? (int)(ie - i) : (int)MR, nr);
-                if (g->bias) cg_gemm_add_bias(g, ib, j, ie - ib, nr);
+                if (g->bias) cg_gemm_add_bias(g->c, g->ldc, g->bias, ib, j, ie - ib, nr);
             }
         }
     }
@@ -205,9 +204,7 @@ int cg_cpu_gemm_nt_bias(int64_t m, int64_t n, int64_t k, float alpha, const floa
     if (m <= 0 || n <= 0) return 1;
     if (k <= 0 || alpha == 0.0f) {
         cg_gemm_scale(m, n, beta, c, ldc);
-        if (bias)
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < n; j++) c[i * ldc + j] += bias[j];
+        if (bias) cg_gemm_add_bias(c, ldc, bias, 0, 0, m, n);
         return 1;
     }
     cg_gemm_args g = {.m = m,
@@ -336,10 +333,7 @@ static void cg_q8_qtask(void *ctx, size_t begin, size_t end) {
         int8_t *q = j->aq + i * j->ldaq;
         j->as[i] = j->kern->qrow(j->a + i * j->lda, j->k, q);
         memset(q + j->k, 0, (size_t)(j->ldaq - j->k));
-        if (!j->asum) continue;
-        int32_t s = 0;
-        for (int64_t p = 0; p < j->k; p++) s += q[p];
-        j->asum[i] = 128 * s;
+        if (j->asum) j->asum[i] = j->kern->bsum(q, j->k); /* the packed form's sets have bsum */
     }
 }
 
@@ -349,9 +343,7 @@ void cg_cpu_gemm_nt_q8(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         cg_gemm_scale(m, n, 0.0f, c, ldc);
-        if (bias)
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < n; j++) c[i * ldc + j] += bias[j];
+        if (bias) cg_gemm_add_bias(c, ldc, bias, 0, 0, m, n);
         return;
     }
     /* Scratch: the scales, then the quantized rows on a 64-byte boundary,
