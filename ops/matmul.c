@@ -326,41 +326,20 @@ static size_t linear_workspace(const cg_op_call *call) {
                                   x->dims[x->ndim - 1]);
 }
 
-/* y[r, :] += b for every row: 8 columns at a time in a loop of fixed length,
- * which GCC's -O2 vectorises (a plain loop to n it leaves scalar: 3% of an
- * int8 decoder step at batch 64 went here). */
-static void add_bias(float *restrict y, const float *restrict b, int64_t rows, int64_t n) {
-    for (int64_t r = 0; r < rows; r++) {
-        float *yr = y + r * n;
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8)
-            for (int l = 0; l < 8; l++) yr[j + l] += b[j + l];
-        for (; j < n; j++) yr[j] += b[j];
-    }
-}
-
 static cg_op_status linear_cpu(const cg_kernel_args *args) {
     const cg_op_call *call = args->call;
     const cg_tensor_desc *x = &call->inputs[0], *w = &call->inputs[1];
-    const float *px = args->in[0], *pw = args->in[1];
+    const float *px = args->in[0];
     const float *pb = linear_bias(call) >= 0 ? args->in[2] : NULL;
     const float *ps = linear_q8(call) ? args->in[call->n_inputs - 1] : NULL;
     float *py = args->out[0];
     int64_t rows = prod_dims(x->dims, x->ndim - 1);
     int64_t in = x->dims[x->ndim - 1], out = w->dims[0];
     if (rows == 0 || out == 0) return CG_OP_OK;
-    /* y = x w^T over every leading row at once. One row (batch-1 decoding)
-     * goes through GEMV: OpenBLAS's SGEMM re-packs the whole weight matrix on
-     * every call, which cost ~70% of a batch-1 decoder step (see
-     * docs/performance.md). */
-    if (w->dtype != CG_OP_F32 || (rows > 1 && in > 0)) { /* the bias as each tile is stored */
-        cg_ops_project_w(rows, out, in, px, in, args->in[1], w->dtype, in, ps, cg_ops_q8_sums(args, 0), pb,
-                         args->workspace, py, out);
-        return CG_OP_OK;
-    }
-    if (rows == 1 && in > 0) cg_cpu_sgemv(0, out, in, 1.0f, pw, in, px, 0.0f, py);
-    else cg_cpu_sgemm(0, 1, rows, out, in, 1.0f, px, in, pw, in, 0.0f, py, out);
-    if (pb) add_bias(py, pb, rows, out);
+    /* y = x w^T + b over every leading row at once (one row through GEMV:
+     * cg_ops_project says why). */
+    cg_ops_project_w(rows, out, in, px, in, args->in[1], w->dtype, in, ps, cg_ops_q8_sums(args, 0), pb, args->workspace,
+                     py, out);
     return CG_OP_OK;
 }
 
