@@ -11,6 +11,7 @@
 #include "mem.h"
 #include "ir.h"
 #include "model_dir.h"
+#include "plan_stats.h"
 #include "s2s_iface.h"
 #include "tf_build.h"
 #include "tf_internal.h"
@@ -336,17 +337,8 @@ cg_status tf_stats(const tf_handle *h, cg_plan_stats *encoder_total, cg_plan_sta
     if (encoder_total) st = cg_plan_stats_get(h->enc, NULL, encoder_total);
     if (!st && decoder_total) st = cg_plan_stats_get(h->step, NULL, decoder_total);
     cg_plan_stats m;
-    if (!st && decoder_total && h->step_maps && !(st = cg_plan_stats_get(h->step_maps, NULL, &m))) {
-        decoder_total->runs += m.runs;
-        decoder_total->instances_built += m.instances_built;
-        decoder_total->host_allocs += m.host_allocs;
-        decoder_total->device_objects += m.device_objects;
-        decoder_total->kernel_launches += m.kernel_launches;
-        decoder_total->copies += m.copies;
-        decoder_total->bytes_copied += m.bytes_copied;
-        decoder_total->library_calls += m.library_calls;
-        decoder_total->run_ms += m.run_ms;
-    }
+    if (!st && decoder_total && h->step_maps && !(st = cg_plan_stats_get(h->step_maps, NULL, &m)))
+        cg_plan_stats_add(decoder_total, &m);
     return st;
 }
 

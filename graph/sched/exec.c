@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "plan.h"
+#include "plan_stats.h"
 #include "profile.h"
 #include "shape.h"
 
@@ -349,7 +350,7 @@ static cg_status output_tensors(cg_plan *p, instance *in, int n, cg_tensor **out
     return st;
 }
 
-static void add_stats(cg_plan_stats *total, const cg_plan_stats *s) {
+void cg_plan_stats_add(cg_plan_stats *total, const cg_plan_stats *s) {
     total->runs += s->runs;
     total->instances_built += s->instances_built;
     total->host_allocs += s->host_allocs;
@@ -370,7 +371,7 @@ static void finish_stats(cg_plan *p, cg_plan_stats *stats, const cg_dev_counters
     stats->library_calls = c1.library_calls - c0->library_calls;
     stats->device_objects = c1.objects_created - c0->objects_created;
     p->last = *stats;
-    add_stats(&p->total, stats);
+    cg_plan_stats_add(&p->total, stats);
 }
 
 /* Per-run arrays: on the stack for the usual few inputs, symbols and
@@ -437,7 +438,7 @@ static cg_status run_common(cg_plan *p, const run_inputs *ri, int n_outputs, cg_
         if (!st) st = run_common(v, ri, n_outputs, given, made);
         if (!st) {
             p->last = v->last;
-            add_stats(&p->total, &v->last);
+            cg_plan_stats_add(&p->total, &v->last);
         }
         return st;
     }
