@@ -53,13 +53,6 @@ static cg_op_status expect_rows(const cg_op_call *call, int i) {
                       cg_ops_dtype_name(r->dtype), sr);
 }
 
-/* The CPU kernels' check of rows' values (input i): each in [0, N). */
-static cg_op_status check_rows(const cg_op_call *call, int i, const int32_t *rows, int64_t B, int64_t N) {
-    for (int64_t b = 0; rows && b < B; b++)
-        if (rows[b] < 0 || rows[b] >= N) return cg_op_fail_range(call, i, "rows", rows[b], b, 0, N - 1);
-    return CG_OP_OK;
-}
-
 /* Dot products of every key with one vector per batch row:
  * e[b, s] = alpha * keys[row(b), s, :] . vec[b, :]. */
 static void dot_keys(int64_t B, int64_t S, int64_t K, float alpha, const float *keys, const int32_t *rows,
@@ -164,7 +157,8 @@ static cg_op_status attn_score_cpu(const cg_kernel_args *a) {
     const score_kind kind = kind_of(call);
     if (kind == N_KINDS) return cg_op_fail(call, "unknown attention kind '%s'", call->attrs[0].s);
     const int32_t *rows = rows_of(a, kinds[kind].n_inputs);
-    if (check_rows(call, kinds[kind].n_inputs, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
+    if (rows && cg_ops_check_rows(call, kinds[kind].n_inputs, "rows", rows, B, call->inputs[1].dims[0]))
+        return CG_OP_ERROR;
     switch (kind) {
     case ADDITIVE: {
         const int64_t A = K;
@@ -532,7 +526,7 @@ static cg_op_status attn_context_cpu(const cg_kernel_args *a) {
     const float *w = a->in[0], *values = a->in[1];
     const int32_t *rows = rows_of(a, 2);
     float *c = a->out[0];
-    if (check_rows(call, 2, rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
+    if (rows && cg_ops_check_rows(call, 2, "rows", rows, B, call->inputs[1].dims[0])) return CG_OP_ERROR;
     if (S == 0) {
         memset(c, 0, sizeof(float) * (size_t)(B * K));
         return CG_OP_OK;

@@ -55,6 +55,13 @@ cg_op_status cg_op_fail_range(const cg_op_call *call, int input, const char *nam
     return CG_OP_ERROR;
 }
 
+cg_op_status cg_ops_check_rows(const cg_op_call *call, int input, const char *name, const int32_t *ids, int64_t n,
+                               int64_t rows) {
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= rows) return cg_op_fail_range(call, input, name, ids[i], i, 0, rows - 1);
+    return CG_OP_OK;
+}
+
 const char *cg_input_name(const cg_op_def *def, int i) {
     if (!def->input_names) return "input";
     for (int k = 0; def->input_names[k]; k++)

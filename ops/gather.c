@@ -246,8 +246,7 @@ static cg_op_status gather_rows_cpu(const cg_kernel_args *a) {
     int64_t n = x->dims[0], m = call->inputs[1].dims[0];
     size_t row = cg_dtype_size((cg_dtype)x->dtype);
     for (int i = 1; i < x->ndim; i++) row *= (size_t)x->dims[i];
-    for (int64_t i = 0; i < m; i++)
-        if (idx[i] < 0 || idx[i] >= n) return cg_op_fail_range(call, 1, "index", idx[i], i, 0, n - 1);
+    if (cg_ops_check_rows(call, 1, "index", idx, m, n)) return CG_OP_ERROR;
     gather_job j = {src, idx, dst, row};
     cg_cpu_parallel_for((size_t)m, copy_grain(row), gather_rows_run, &j);
     return CG_OP_OK;

@@ -93,8 +93,7 @@ static cg_op_status gather_concat_cpu(const cg_kernel_args *a) {
     const cg_op_call *call = a->call;
     const gc_geom g = gc_geometry(call);
     const int32_t *idx = a->in[1];
-    for (int64_t i = 0; i < g.m; i++)
-        if (idx[i] < 0 || idx[i] >= g.n) return cg_op_fail_range(call, 1, "index", idx[i], i, 0, g.n - 1);
+    if (cg_ops_check_rows(call, 1, "index", idx, g.m, g.n)) return CG_OP_ERROR;
     gc_job j = {a->in[0], a->in[2], idx, a->out[0], g};
     const size_t block = (size_t)(g.cx + g.cy) * g.es, blocks = (size_t)(g.m * g.outer);
     /* about 64 KiB per task: a batch's caches are megabytes a step */

@@ -50,6 +50,11 @@ static inline int32_t cg_ops_clamp_i32(int64_t v) {
 cg_op_status cg_op_fail_range(const cg_op_call *call, int input, const char *name, int64_t value, int64_t pos,
                               int64_t lo, int64_t hi);
 
+/* The CPU kernels' check of n i32 row indices (input `input`, `name`): each
+ * in [0, rows), else cg_op_fail_range on the first that is not. */
+cg_op_status cg_ops_check_rows(const cg_op_call *call, int input, const char *name, const int32_t *ids, int64_t n,
+                               int64_t rows);
+
 /* Number of elements of a (concrete) descriptor. */
 static inline int64_t cg_desc_numel(const cg_tensor_desc *d) {
     int64_t n = 1;

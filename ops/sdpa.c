@@ -350,12 +350,8 @@ static cg_op_status sdpa_cpu(const cg_kernel_args *a) {
     sdpa_geom_of(a->call, &g);
     sdpa_job j = {&g, a->in[0], a->in[1], a->in[2], g.has_mask ? a->in[3] : NULL, NULL, a->out[0], a->workspace,
                   0,  0,        0,        0};
-    if (g.kv_in >= 0) {
-        j.kv = a->in[g.kv_in];
-        for (int64_t b = 0; b < g.B; b++)
-            if (j.kv[b] < 0 || j.kv[b] >= g.N)
-                return cg_op_fail_range(a->call, g.kv_in, "index", j.kv[b], b, 0, g.N - 1);
-    }
+    if (g.kv_in >= 0) j.kv = a->in[g.kv_in];
+    if (j.kv && cg_ops_check_rows(a->call, g.kv_in, "index", j.kv, g.B, g.N)) return CG_OP_ERROR;
     if (g.B * g.Hq * g.L * g.Dv == 0) return CG_OP_OK;
     j.q += g.off[0], j.k += g.off[1], j.v += g.off[2]; /* packed: each its third of the rows */
     j.rows = cpu_rows(&g);
@@ -419,24 +415,19 @@ static cg_op_status common_args(const cg_kernel_args *a, cl_kernel k, const char
                                                                                                       : CG_OP_OK;
 }
 
-/* q's, k's and v's offsets (elements) from argument `first` on. */
-static cg_op_status offset_args(const cg_kernel_args *a, cl_kernel k, const char *name, int first, const sdpa_geom *g,
-                                int wide) {
-    for (int i = 0; i < 3; i++)
-        if (cg_ops_cl_idx(a, k, name, (cl_uint)(first + i), wide, g->off[i])) return CG_OP_ERROR;
-    return CG_OP_OK;
-}
-
-/* kv_rows' index from argument `first` on: the buffer (q's, unread,
+/* The arguments every kernel ends with, from `first` on: q's, k's and v's
+ * offsets (elements), then kv_rows' index: the buffer (q's, unread,
  * without one), whether there is one, and k's and v's batch rows N (the
  * kernels clamp an index into [0, N); the host's check fails the run). */
-static cg_op_status kv_args(const cg_kernel_args *a, cl_kernel k, const char *name, int first, const sdpa_geom *g,
-                            int wide) {
+static cg_op_status tail_args(const cg_kernel_args *a, cl_kernel k, const char *name, int first, const sdpa_geom *g,
+                              int wide) {
+    for (int i = 0; i < 3; i++)
+        if (cg_ops_cl_idx(a, k, name, (cl_uint)(first + i), wide, g->off[i])) return CG_OP_ERROR;
     const cl_mem x = g->kv_in >= 0 ? (cl_mem)a->in[g->kv_in] : (cl_mem)a->in[0];
     const cl_int has = g->kv_in >= 0;
     const cg_ops_cl_arg_value args[] = {CG_OPS_CL_ARG(x), CG_OPS_CL_ARG(has)};
-    if (cg_ops_cl_args(a, k, name, (cl_uint)first, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
-    return cg_ops_cl_idx(a, k, name, (cl_uint)(first + 2), wide, g->N) ? CG_OP_ERROR : CG_OP_OK;
+    if (cg_ops_cl_args(a, k, name, (cl_uint)first + 3, CG_OPS_CL_N_ARGS(args), args)) return CG_OP_ERROR;
+    return cg_ops_cl_idx(a, k, name, (cl_uint)first + 5, wide, g->N) ? CG_OP_ERROR : CG_OP_OK;
 }
 
 /* One work-group per (batch, head, tile of query rows). */
@@ -457,7 +448,7 @@ static cg_op_status launch_tiled(const cg_kernel_args *a, cl_kernel k, const sdp
         CG_OPS_CL_LOCAL(sizeof(float) * t->bq * 3),
     };
     if (common_args(a, k, name, g, wide) || cg_ops_cl_args(a, k, name, 16, CG_OPS_CL_N_ARGS(args), args) ||
-        offset_args(a, k, name, 25, g, wide) || kv_args(a, k, name, 28, g, wide))
+        tail_args(a, k, name, 25, g, wide))
         return CG_OP_ERROR;
     const size_t global = (size_t)(g->B * g->Hq * nqb) * t->nt;
     return cg_ops_cl_launch(a, k, name, 1, &global, &t->nt);
@@ -469,7 +460,7 @@ static cg_op_status launch_simple(const cg_kernel_args *a, const sdpa_geom *g, i
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, name, wide, 1, NULL);
     const int64_t total = g->B * g->Hq * g->L * g->Dv;
     if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, total) ||
-        offset_args(a, k, name, 17, g, wide) || kv_args(a, k, name, 20, g, wide))
+        tail_args(a, k, name, 17, g, wide))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, name, total, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
@@ -482,7 +473,7 @@ static cg_op_status launch_rows(const cg_kernel_args *a, const sdpa_geom *g, int
     cl_kernel k = cg_ops_cl_kernel(a, cg_cl_sdpa, name, wide, 1, NULL);
     const int64_t rows = g->B * g->Hq * g->L;
     if (!k || common_args(a, k, name, g, wide) || cg_ops_cl_idx(a, k, name, 16, wide, rows) ||
-        offset_args(a, k, name, 17, g, wide) || kv_args(a, k, name, 20, g, wide))
+        tail_args(a, k, name, 17, g, wide))
         return CG_OP_ERROR;
     return cg_ops_cl_launch_1d(a, k, name, rows, cg_ops_cl_work_group(a, k, CG_OPS_CL_MAX_WORK_GROUP, 0));
 }
