@@ -36,17 +36,13 @@ static void carry_release(cg_plan *p, carry *c) {
 
 void cg_carry_drop_values(cg_plan *p) {
     cg_carry_pool_free(p);
-    for (int k = 0; p->carry && k < p->graph->n_inputs; k++)
-        if (p->carry[k].out >= 0) carry_release(p, &p->carry[k]);
+    for (int k = 0; p->carry && k < p->graph->n_inputs; k++) carry_release(p, &p->carry[k]);
 }
 
 void cg_carry_free(cg_plan *p) {
-    cg_carry_pool_free(p);
+    cg_carry_drop_values(p);
     if (!p->carry) return;
-    for (int k = 0; k < p->graph->n_inputs; k++) {
-        carry_release(p, &p->carry[k]);
-        free(p->carry[k].mem);
-    }
+    for (int k = 0; k < p->graph->n_inputs; k++) free(p->carry[k].mem);
     free(p->carry);
     free(p->carried);
 }
