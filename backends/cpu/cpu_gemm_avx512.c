@@ -68,6 +68,13 @@ CG_INLINE CG_AVX512 __m512 cg_load_b(const void *row, int64_t kk, const int bt) 
     return _mm512_cvtph_ps(h);
 }
 
+/* The 64-byte line of element kk of each of the NR rows into L1. */
+CG_INLINE CG_AVX512 void cg_prefetch_b(const void *const *br, int64_t kk, const int bt) {
+    const int64_t off = kk * (bt == CG_GEMM_B_F32 ? 4 : 2);
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; j++) _mm_prefetch((const char *)br[j] + off, _MM_HINT_T0);
+}
+
 /* The first n < 16 elements from kk, zeros after (16-bit types: through a
  * zeroed buffer, since masked 16-bit loads need AVX-512BW). */
 CG_INLINE CG_AVX512 __m512 cg_load_b_tail(const void *row, int64_t kk, int n, __mmask16 km, const int bt) {
@@ -115,6 +122,7 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
     int64_t kk = 0;
     if (bt == CG_GEMM_B_BF16)
         for (; kk + 32 <= k; kk += 32) {
+            if (g->pf) cg_prefetch_b(br, kk + g->pf, bt);
             __m512 be[NR], bo[NR];
 #pragma GCC unroll 8
             for (int j = 0; j < NR; j++) cg_bf16_pairs(br[j], kk, &be[j], &bo[j]);
@@ -131,6 +139,7 @@ CG_INLINE CG_AVX512 void cg_tile(const cg_gemm_args *g, int64_t i0, int64_t j0, 
         __m512 bv[NR];
 #pragma GCC unroll 8
         for (int j = 0; j < NR; j++) bv[j] = cg_load_b(br[j], kk, bt);
+        if (g->pf) cg_prefetch_b(br, kk + g->pf, bt);
 #pragma GCC unroll 8
         for (int i = 0; i < mr; i++) {
             __m512 av = _mm512_loadu_ps(ar[i] + kk);

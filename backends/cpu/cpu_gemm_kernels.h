@@ -46,6 +46,8 @@ typedef struct cg_gemm_args {
                             that wants them computes them in each tile */
     const float *bias;   /* [n] added to each row of C after the product (the driver adds it per tile, the
                             packed int8 tile as it stores), or NULL */
+    int64_t pf;          /* elements from each B row of a tile to the one the tile prefetches as it
+                            goes along k (the next strip's row), 0: none; kernels may ignore it */
 } cg_gemm_args;
 
 /* Row r of B, element 0, whatever its type (not int8). */
