@@ -11,7 +11,7 @@ set -eu
 pkgs="build-essential meson ninja-build pkg-config check libopenblas-dev
 ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd mesa-opencl-icd oclgrind clinfo
 libcjson-dev libpng-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-dev
-libsentencepiece-dev"
+libsentencepiece-dev libmicrohttpd-dev curl"
 [ "${1:-}" = fuzz ] && pkgs="clang libclang-rt-14-dev"
 [ "${1:-}" = python ] && pkgs="python3 python3-venv python3-pip"
 [ "${1:-}" = dev ] && pkgs="universal-ctags clang-format"

@@ -122,6 +122,8 @@ int cli_s2s_graph(int argc, char **argv);
 int cli_forecast(int argc, char **argv);
 int cli_forecast_graph(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+/* serve: without libmicrohttpd at build time, one line saying so (exit 1). */
+int cli_serve(int argc, char **argv);
 int cli_bench_first_token(int argc, char **argv); /* hidden: the child of bench */
 
 #endif

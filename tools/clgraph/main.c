@@ -107,6 +107,14 @@ static const char usage_text[] =
     "                           peak memory, allocations per step; --machine adds read\n"
     "                           bandwidth, SGEMM peak and the floors they imply;\n"
     "                           --profile traces one more run after the timed ones\n"
+    "  serve MODEL... [--host ADDR] [--port N] [--device D] [--max-batch N]\n"
+    "      [--max-delay-us US] [--max-queue N] [--token-file FILE] [--access-log FILE]\n"
+    "                           serve graphs ([NAME=]FILE.cg@WEIGHTS.safetensors or\n"
+    "                           [NAME=]FILE.onnx) over the Open Inference Protocol\n"
+    "                           (KServe v2: /v2/models/NAME/infer, JSON and binary\n"
+    "                           tensors, as tritonclient.http sends them), requests\n"
+    "                           batched along dimension 0, /metrics; 127.0.0.1:8000\n"
+    "                           by default; SIGTERM answers what was accepted and exits\n"
     "  devices                  list the CPU and every OpenCL device\n"
     "  conform [--op NAME[,NAME...]] [--plugin-only] [--device D] [--quick] [--verbose]\n"
     "      [--seed N] [--timeout S]\n"
@@ -237,6 +245,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(cmd, "forecast")) return cli_forecast(argc - 1, argv + 1);
     if (!strcmp(cmd, "forecast-graph")) return cli_forecast_graph(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve")) return cli_serve(argc - 1, argv + 1);
     if (!strcmp(cmd, "__bench-first-token")) return cli_bench_first_token(argc - 1, argv + 1);
     fprintf(stderr, "clgraph: unknown command '%s' (try 'clgraph --help')\n", cmd);
     return CLI_USAGE;

@@ -1,0 +1,38 @@
+/* `clgraph serve`: the HTTP server (libmicrohttpd) in front of the models
+ * of srv_model.h. The Open Inference Protocol's endpoints (/v2/...), the
+ * metrics page, limits, a bearer token, the access log. */
+#ifndef CG_SERVE_SRV_H
+#define CG_SERVE_SRV_H
+
+#include <stdio.h>
+
+#include "srv_model.h"
+
+typedef struct srv_options {
+    const char *host; /* address to bind (an IPv4 or IPv6 literal) */
+    int port;         /* 0: any free port */
+    srv_batch_cfg batch;
+    srv_limits limits;
+    size_t max_body;          /* bytes of a request body */
+    int threads;              /* HTTP threads */
+    unsigned idle_timeout_s;  /* a connection silent this long is closed */
+    unsigned max_connections; /* at once */
+    const char *token;        /* NULL: no authorization */
+    FILE *access_log;         /* one JSON line per request; NULL: none */
+} srv_options;
+
+typedef struct srv_server srv_server;
+
+/* Starts the workers of models[0..n) and the HTTP daemon; *port is the port
+ * bound. The models stay the caller's (free them after srv_server_stop).
+ * 0, or -1 with one line in err. */
+int srv_server_start(srv_model **models, int n, const srv_options *o, srv_server **out, int *port, char *err,
+                     size_t errsz);
+
+/* Graceful stop: no new connections, new requests 503, every job queued
+ * is run and answered, and the answers are sent (waiting up to
+ * `grace_s` seconds for slow readers); then the daemon stops and the
+ * server is freed. */
+void srv_server_stop(srv_server *s, unsigned grace_s);
+
+#endif

@@ -1,0 +1,123 @@
+/* A model's queue and its worker: jobs wait until the first of a batch has
+ * waited max_delay_us or max_batch rows are there, then the worker joins
+ * the compatible ones along dimension 0 (the same dims after it), runs the
+ * plan once and gives each job its rows of every output. The kernels do not
+ * mix rows, so a row's result is the same bits in any batch (the CLI's
+ * outputs: tests/serve). */
+#include "srv_model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void srv_job_fail(srv_job *j, int status, const char *msg) {
+    j->status = status;
+    j->json_len = 0;
+    srv_buf_free(&j->body);
+    srv_error_json(&j->body, msg);
+}
+
+/* A failed run: the caller's fault (shapes that do not fit the graph)
+ * or the server's. */
+static int srv_run_status(cg_status st) {
+    return st == CG_ERR_INVALID_ARGUMENT || st == CG_ERR_VERIFY || st == CG_ERR_NOT_FOUND ? 400 : 500;
+}
+
+static void srv_answer(srv_model *m, srv_job *j, cg_tensor *const *out) {
+    if (srv_infer_response(m->name, &m->io, &j->req, out, &j->body, &j->json_len)) {
+        srv_job_fail(j, 500, "out of memory writing the response");
+        return;
+    }
+    j->status = 200;
+}
+
+static void srv_run_one(srv_model *m, srv_job *j) {
+    const char *names[SRV_MAX_IO];
+    cg_tensor *out[SRV_MAX_IO] = {0};
+    for (int i = 0; i < m->io.n_in; i++) names[i] = m->io.in[i].name;
+    cg_status st = cg_plan_run(m->plan, m->io.n_in, names, j->req.in, m->io.n_out, out);
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());
+        srv_job_fail(j, srv_run_status(st), msg);
+    } else {
+        srv_answer(m, j, out);
+    }
+    for (int k = 0; k < m->io.n_out; k++) cg_tensor_free(out[k]);
+}
+
+/* Input k of every job, one after another along dimension 0. */
+static cg_tensor *srv_concat(srv_job **jobs, int n, int k, int64_t rows) {
+    const cg_tensor *t0 = jobs[0]->req.in[k];
+    int64_t dims[CG_MAX_DIMS];
+    const int nd = cg_tensor_ndim(t0);
+    for (int d = 0; d < nd; d++) dims[d] = cg_tensor_dim(t0, d);
+    dims[0] = rows;
+    cg_tensor *t = NULL;
+    if (cg_tensor_create(cg_tensor_dtype(t0), nd, dims, &t)) return NULL;
+    char *dst = cg_tensor_data(t);
+    const size_t es = cg_dtype_size(cg_tensor_dtype(t0));
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = (size_t)cg_tensor_numel(jobs[i]->req.in[k]) * es;
+        memcpy(dst, cg_tensor_data_const(jobs[i]->req.in[k]), bytes);
+        dst += bytes;
+    }
+    return t;
+}
+
+/* Rows [r0, r0 + rows) of t. */
+static cg_tensor *srv_slice(const cg_tensor *t, int64_t r0, int64_t rows) {
+    int64_t dims[CG_MAX_DIMS];
+    const int nd = cg_tensor_ndim(t);
+    for (int d = 0; d < nd; d++) dims[d] = cg_tensor_dim(t, d);
+    const size_t row = dims[0] ? (size_t)(cg_tensor_numel(t) / dims[0]) * cg_dtype_size(cg_tensor_dtype(t)) : 0;
+    dims[0] = rows;
+    cg_tensor *s = NULL;
+    if (cg_tensor_create(cg_tensor_dtype(t), nd, dims, &s)) return NULL;
+    if (row) memcpy(cg_tensor_data(s), (const char *)cg_tensor_data_const(t) + (size_t)r0 * row, (size_t)rows * row);
+    return s;
+}
+
+/* Gives each job its rows of out; 0, or -1 when an output's dimension 0
+ * is not the batch's rows (then each job runs alone). */
+static int srv_split(srv_model *m, srv_job **jobs, int n, int64_t rows, cg_tensor *const *out) {
+    for (int k = 0; k < m->io.n_out; k++)
+        if (cg_tensor_ndim(out[k]) < 1 || cg_tensor_dim(out[k], 0) != rows) return -1;
+    int64_t r0 = 0;
+    for (int i = 0; i < n; i++) {
+        cg_tensor *mine[SRV_MAX_IO] = {0};
+        int ok = 1;
+        for (int k = 0; k < m->io.n_out && ok; k++) ok = (mine[k] = srv_slice(out[k], r0, jobs[i]->rows)) != NULL;
+        if (ok) srv_answer(m, jobs[i], mine);
+        else srv_job_fail(jobs[i], 500, "out of memory splitting the batch");
+        for (int k = 0; k < m->io.n_out; k++) cg_tensor_free(mine[k]);
+        r0 += jobs[i]->rows;
+    }
+    return 0;
+}
+
+void srv_model_run(srv_model *m, srv_job **jobs, int n) {
+    if (n == 1) {
+        srv_run_one(m, jobs[0]);
+        return;
+    }
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) rows += jobs[i]->rows;
+    const char *names[SRV_MAX_IO];
+    cg_tensor *in[SRV_MAX_IO] = {0}, *out[SRV_MAX_IO] = {0};
+    int ok = 1;
+    for (int k = 0; k < m->io.n_in && ok; k++) {
+        names[k] = m->io.in[k].name;
+        ok = (in[k] = srv_concat(jobs, n, k, rows)) != NULL;
+    }
+    cg_status st = ok ? cg_plan_run(m->plan, m->io.n_in, names, in, m->io.n_out, out) : CG_ERR_NO_MEMORY;
+    /* a batch that failed or cannot be split runs job by job, so that each
+     * gets its own answer (a bad request fails alone) */
+    if (st || srv_split(m, jobs, n, rows, out))
+        for (int i = 0; i < n; i++) srv_run_one(m, jobs[i]);
+    for (int k = 0; k < SRV_MAX_IO; k++) {
+        cg_tensor_free(in[k]);
+        cg_tensor_free(out[k]);
+    }
+}

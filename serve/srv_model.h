@@ -1,0 +1,86 @@
+/* A served model: a graph (.cg with its weights, or .onnx) planned once on
+ * its device, its inputs and outputs as the protocol describes them, and
+ * its queue of infer jobs, which one worker thread runs in batches (see
+ * srv_batch.c). */
+#ifndef CG_SERVE_SRV_MODEL_H
+#define CG_SERVE_SRV_MODEL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "clgraph/clgraph.h"
+#include "srv_buf.h"
+#include "srv_metrics.h"
+#include "srv_oip.h"
+
+/* One infer request on its way through a model's queue. The HTTP side
+ * fills req and done/user and pushes it; the worker sets status and body
+ * (and json_len) and then calls done, after which it does not touch it. */
+typedef struct srv_job {
+    srv_infer_req req;
+    int64_t rows;        /* dimension 0 of the inputs (batchable models) */
+    int64_t enq_ns;      /* CLOCK_MONOTONIC */
+    int64_t deadline_ns; /* 0: none */
+    int status;          /* HTTP status of the answer */
+    srv_buf body;
+    size_t json_len; /* Inference-Header-Content-Length, 0: JSON only */
+    void (*done)(struct srv_job *job);
+    void *user;
+    struct srv_job *next;
+} srv_job;
+
+/* Batching and queue settings (the server's options). */
+typedef struct srv_batch_cfg {
+    int64_t max_batch;    /* rows per run */
+    int64_t max_delay_us; /* how long the first job of a batch waits for more */
+    int max_queue;        /* jobs waiting, per model */
+} srv_batch_cfg;
+
+typedef struct srv_model {
+    char *name;
+    char *platform; /* "clgraph_graph" or "onnx" (what the file was) */
+    cg_model *m;
+    cg_weights *w;
+    cg_plan *plan;
+    const char *device; /* the plan's */
+    srv_model_io io;
+    int batchable; /* every input and output has the same symbol as dimension 0 */
+    int index;     /* in the server's metrics */
+    srv_metrics *metrics;
+    srv_batch_cfg cfg;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    srv_job *head, *tail;
+    int depth, stopping, started;
+    pthread_t thread;
+} srv_model;
+
+/* Loads `spec`, [NAME=]PATH[@WEIGHTS] (a .cg graph text with its
+ * safetensors weights, or an .onnx model; NAME defaults to the file's name
+ * without its extension, letters, digits, '_', '-' and '.' only), plans its
+ * first graph on `device` (NULL: cpu). 0, or -1 with one line in err. */
+int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_model **out, char *err, size_t errsz);
+
+/* Stops the worker (after the jobs queued) and frees the model. */
+void srv_model_free(srv_model *m);
+
+/* Starts the worker thread. 0 or -1. */
+int srv_model_start(srv_model *m, const srv_batch_cfg *cfg, srv_metrics *metrics, int index);
+
+/* Queues a job: 0, 429 when the queue is full, 503 when stopping. */
+int srv_model_push(srv_model *m, srv_job *job);
+
+/* Jobs waiting now. */
+int srv_model_depth(srv_model *m);
+
+/* Lets the worker finish what is queued and joins it. */
+void srv_model_drain(srv_model *m);
+
+/* Runs jobs[0..n) (compatible: see srv_batch.c) as one batch, or one at a
+ * time, and sets each job's answer (done is not called). */
+void srv_model_run(srv_model *m, srv_job **jobs, int n);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t srv_now_ns(void);
+
+#endif

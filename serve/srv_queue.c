@@ -1,0 +1,155 @@
+/* A model's queue and the worker thread that empties it in batches. */
+#include "srv_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Jobs per batch at most (a batch of one-row requests up to max_batch). */
+#define SRV_MAX_JOBS 1024
+
+/* b can join a batch that a started: the same dims after dimension 0. */
+static int srv_compatible(const srv_model *m, const srv_job *a, const srv_job *b) {
+    for (int k = 0; k < m->io.n_in; k++) {
+        const cg_tensor *x = a->req.in[k], *y = b->req.in[k];
+        for (int d = 1; d < cg_tensor_ndim(x); d++)
+            if (cg_tensor_dim(x, d) != cg_tensor_dim(y, d)) return 0;
+    }
+    return 1;
+}
+
+int srv_model_push(srv_model *m, srv_job *job) {
+    job->rows = m->batchable ? cg_tensor_dim(job->req.in[0], 0) : 1;
+    job->enq_ns = srv_now_ns();
+    job->deadline_ns = job->req.timeout_us > 0 ? job->enq_ns + job->req.timeout_us * 1000 : 0;
+    job->next = NULL;
+    pthread_mutex_lock(&m->lock);
+    int rc = m->stopping ? 503 : m->depth >= m->cfg.max_queue ? 429 : 0;
+    if (!rc) {
+        if (m->tail) m->tail->next = job;
+        else m->head = job;
+        m->tail = job;
+        m->depth++;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+int srv_model_depth(srv_model *m) {
+    pthread_mutex_lock(&m->lock);
+    int d = m->depth;
+    pthread_mutex_unlock(&m->lock);
+    return d;
+}
+
+/* Moves the queued jobs compatible with batch[0] into batch while the rows
+ * fit (under m->lock). */
+static int srv_gather(srv_model *m, srv_job **batch, int n, int64_t *rows) {
+    srv_job *prev = NULL, *j = m->head;
+    while (j && *rows < m->cfg.max_batch && n < SRV_MAX_JOBS) {
+        srv_job *next = j->next;
+        if (*rows + j->rows <= m->cfg.max_batch && srv_compatible(m, batch[0], j)) {
+            if (prev) prev->next = next;
+            else m->head = next;
+            if (m->tail == j) m->tail = prev;
+            m->depth--;
+            batch[n++] = j;
+            *rows += j->rows;
+        } else {
+            prev = j;
+        }
+        j = next;
+    }
+    return n;
+}
+
+/* The next batch (under m->lock, with a job queued): the first job, and
+ * whatever compatible arrives before its delay is up or the rows are full. */
+static int srv_take(srv_model *m, srv_job **batch) {
+    srv_job *first = m->head;
+    m->head = first->next;
+    if (!m->head) m->tail = NULL;
+    m->depth--;
+    batch[0] = first;
+    int n = 1;
+    int64_t rows = first->rows;
+    if (!m->batchable) return 1;
+    const int64_t until = first->enq_ns + m->cfg.max_delay_us * 1000;
+    for (;;) {
+        n = srv_gather(m, batch, n, &rows);
+        if (rows >= m->cfg.max_batch || n == SRV_MAX_JOBS || m->stopping || srv_now_ns() >= until) return n;
+        struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+        pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+    }
+}
+
+/* Runs a batch: jobs past their deadline are answered without running. */
+static void srv_run_batch(srv_model *m, srv_job **batch, int n) {
+    srv_job *run[SRV_MAX_JOBS];
+    double waits[SRV_MAX_JOBS];
+    int nr = 0;
+    int64_t rows = 0;
+    const int64_t t0 = srv_now_ns();
+    for (int i = 0; i < n; i++) {
+        if (batch[i]->deadline_ns && t0 > batch[i]->deadline_ns) {
+            batch[i]->status = 504;
+            srv_error_json(&batch[i]->body, "the request's timeout passed while it waited in the queue");
+            continue;
+        }
+        waits[nr] = (double)(t0 - batch[i]->enq_ns) * 1e-9;
+        rows += batch[i]->rows;
+        run[nr++] = batch[i];
+    }
+    if (nr) {
+        srv_model_run(m, run, nr);
+        srv_metrics_batch(m->metrics, m->index, rows, nr, (double)(srv_now_ns() - t0) * 1e-9, waits);
+    }
+    for (int i = 0; i < n; i++) batch[i]->done(batch[i]); /* the job is the caller's from here */
+}
+
+static void *srv_worker(void *arg) {
+    srv_model *m = arg;
+    srv_job **batch = malloc(sizeof *batch * SRV_MAX_JOBS);
+    for (;;) {
+        pthread_mutex_lock(&m->lock);
+        while (!m->head && !m->stopping) pthread_cond_wait(&m->cond, &m->lock);
+        if (!m->head) {
+            pthread_mutex_unlock(&m->lock);
+            break;
+        }
+        if (!batch) { /* no memory for a batch: one job at a time */
+            srv_job *j = m->head;
+            m->head = j->next;
+            if (!m->head) m->tail = NULL;
+            m->depth--;
+            pthread_mutex_unlock(&m->lock);
+            srv_run_batch(m, &j, 1);
+            continue;
+        }
+        int n = srv_take(m, batch);
+        pthread_mutex_unlock(&m->lock);
+        srv_run_batch(m, batch, n);
+    }
+    free(batch);
+    return NULL;
+}
+
+int srv_model_start(srv_model *m, const srv_batch_cfg *cfg, srv_metrics *metrics, int index) {
+    m->cfg = *cfg;
+    m->metrics = metrics;
+    m->index = index;
+    if (pthread_create(&m->thread, NULL, srv_worker, m)) return -1;
+    m->started = 1;
+    return 0;
+}
+
+void srv_model_drain(srv_model *m) {
+    pthread_mutex_lock(&m->lock);
+    m->stopping = 1;
+    pthread_cond_broadcast(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+    if (m->started) pthread_join(m->thread, NULL);
+    m->started = 0;
+}

@@ -1,0 +1,141 @@
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "srv_http.h"
+
+enum MHD_Result srv_respond(srv_conn *c, int status, srv_buf *body, const char *type) {
+    size_t n = 0;
+    char *p = srv_buf_take(body, &n);
+    if (!p) return MHD_NO; /* no memory even for the answer: drop the connection */
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, p, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(p);
+        return MHD_NO;
+    }
+    if (type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == 429) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == 401) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (status == 503 && srv_server_stopping(c->srv)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    c->status = status;
+    c->resp_bytes = n;
+    enum MHD_Result rc = MHD_queue_response(c->c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result srv_respond_error(srv_conn *c, int status, const char *msg) {
+    srv_buf b = {0};
+    srv_error_json(&b, msg);
+    return srv_respond(c, status, &b, "application/json");
+}
+
+enum MHD_Result srv_respond_job(srv_conn *c) {
+    srv_job *j = &c->job;
+    if (!j->json_len) return srv_respond(c, j->status, &j->body, "application/json");
+    size_t n = 0;
+    char *p = srv_buf_take(&j->body, &n);
+    if (!p) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, p, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(p);
+        return MHD_NO;
+    }
+    char len[32];
+    snprintf(len, sizeof len, "%zu", j->json_len);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(r, "Inference-Header-Content-Length", len);
+    c->status = j->status;
+    c->resp_bytes = n;
+    enum MHD_Result rc = MHD_queue_response(c->c, (unsigned)j->status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+void srv_conn_free(srv_conn *c) {
+    srv_infer_req_clear(&c->job.req);
+    srv_buf_free(&c->job.body);
+    srv_buf_free(&c->body);
+    free(c->path);
+    free(c);
+}
+
+void srv_log_line(FILE *f, pthread_mutex_t *lock, const srv_conn *c, const char *addr, double secs, int complete) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    char when[40];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    srv_buf b = {0};
+    srv_buf_printf(&b, "{\"time\":\"%s.%03ldZ\",\"remote\":", when, now.tv_nsec / 1000000);
+    srv_buf_json_str(&b, addr);
+    srv_buf_puts(&b, ",\"method\":");
+    srv_buf_json_str(&b, c->method);
+    srv_buf_puts(&b, ",\"path\":");
+    srv_buf_json_str(&b, c->path ? c->path : "");
+    srv_buf_printf(&b, ",\"status\":%d,\"bytes\":%zu,\"ms\":%.3f", c->status, c->resp_bytes, secs * 1e3);
+    if (c->job.req.id) {
+        srv_buf_puts(&b, ",\"id\":");
+        srv_buf_json_str(&b, c->job.req.id);
+    }
+    srv_buf_printf(&b, ",\"complete\":%s}\n", complete ? "true" : "false");
+    if (!b.failed) {
+        pthread_mutex_lock(lock);
+        fputs(b.p, f);
+        fflush(f);
+        pthread_mutex_unlock(lock);
+    }
+    srv_buf_free(&b);
+}
+
+/* The address to bind: an IPv4 or IPv6 literal. */
+static int srv_addr(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *v6 = 0;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *v6 = 1;
+        return 0;
+    }
+    return -1;
+}
+
+int srv_daemon_start(srv_server *s, const srv_options *o, struct MHD_Daemon **d, int *port, char *err, size_t errsz,
+                     srv_access_fn access, srv_completed_fn completed) {
+    struct sockaddr_storage ss;
+    int v6 = 0;
+    if (srv_addr(o->host, o->port, &ss, &v6)) {
+        snprintf(err, errsz, "--host %s: not an IPv4 or IPv6 address", o->host);
+        return -1;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    errno = 0;
+    *d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                          MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o->threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                          o->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, completed,
+                          s, MHD_OPTION_END);
+    if (!*d) {
+        snprintf(err, errsz, "cannot listen on %s port %d%s%s", o->host, o->port, errno ? ": " : "",
+                 errno ? strerror(errno) : "");
+        return -1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(*d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = di ? di->port : o->port;
+    return 0;
+}

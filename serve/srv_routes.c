@@ -1,0 +1,109 @@
+/* The endpoints: the Open Inference Protocol's health, server and model
+ * metadata, model readiness and infer (with an optional /versions/1), and
+ * /metrics. Nothing here reads a file: a URL names a model the server
+ * loaded at start, or nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clgraph/version.h"
+#include "srv_http.h"
+
+static int srv_is(const char *method, const char *m) { return !strcmp(method, m); }
+
+/* The bearer token, compared in time that does not depend on where the
+ * strings differ. */
+static int srv_authorized(srv_conn *c, const char *token) {
+    const char *h = MHD_lookup_connection_value(c->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncmp(h, "Bearer ", 7)) return 0;
+    h += 7;
+    size_t n = strlen(token), m = strlen(h);
+    unsigned diff = (unsigned)(n ^ m);
+    for (size_t i = 0; i < m; i++) diff |= (unsigned)(h[i] ^ token[i % (n ? n : 1)]);
+    return diff == 0 && n > 0;
+}
+
+static enum MHD_Result srv_json(srv_conn *c, int status, srv_buf *b) {
+    return srv_respond(c, status, b, "application/json");
+}
+
+static enum MHD_Result srv_server_meta(srv_conn *c) {
+    srv_buf b = {0};
+    srv_buf_printf(&b, "{\"name\":\"clgraph\",\"version\":\"%s\",\"extensions\":[\"binary_tensor_data\"]}",
+                   CG_VERSION_STRING);
+    return srv_json(c, 200, &b);
+}
+
+static enum MHD_Result srv_infer(srv_server *s, srv_conn *c, srv_model *m) {
+    if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
+    const char *hl = MHD_lookup_connection_value(c->c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    int64_t header_len = -1;
+    if (hl) {
+        char *end = NULL;
+        long long v = strtoll(hl, &end, 10);
+        if (!*hl || *end || v < 0) return srv_respond_error(c, 400, "Inference-Header-Content-Length is not a size");
+        header_len = v;
+    }
+    char err[1024];
+    int rc = srv_parse_infer(c->body.p ? c->body.p : "", c->body.n, header_len, &srv_server_options(s)->limits, &m->io,
+                             &c->job.req, err, sizeof err);
+    if (rc) return srv_respond_error(c, rc, err);
+    srv_buf_free(&c->body);
+    rc = srv_queue_infer(c, m);
+    if (rc == 429) return srv_respond_error(c, 429, "the model's queue is full: retry later");
+    if (rc) return srv_respond_error(c, rc, "the server is shutting down");
+    return MHD_YES;
+}
+
+/* /v2/models/NAME[/versions/V][/ready|/infer]; rest points after "models/". */
+static enum MHD_Result srv_model_route(srv_server *s, srv_conn *c, const char *rest, const char *method) {
+    const char *slash = strchr(rest, '/');
+    size_t nlen = slash ? (size_t)(slash - rest) : strlen(rest);
+    srv_model *m = srv_server_model(s, rest, nlen);
+    if (!m) return srv_respond_error(c, 404, "no such model");
+    c->model = m->index;
+    const char *tail = slash ? slash : "";
+    if (!strncmp(tail, "/versions/", 10)) {
+        const char *v = tail + 10, *e = strchr(v, '/');
+        const size_t vlen = e ? (size_t)(e - v) : strlen(v);
+        if (vlen != 1 || v[0] != '1')
+            return srv_respond_error(c, 404, "no such model version (the server has version 1 of each model)");
+        tail = e ? e : "";
+    }
+    const int get = srv_is(method, "GET") || srv_is(method, "HEAD");
+    srv_buf b = {0};
+    if (!*tail) {
+        if (!get) return srv_respond_error(c, 405, "use GET");
+        srv_model_metadata(m->name, m->platform, &m->io, &b);
+        return srv_json(c, 200, &b);
+    }
+    if (!strcmp(tail, "/ready")) {
+        if (!get) return srv_respond_error(c, 405, "use GET");
+        return srv_json(c, srv_server_stopping(s) ? 503 : 200, &b);
+    }
+    if (!strcmp(tail, "/infer")) {
+        if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
+        return srv_infer(s, c, m);
+    }
+    return srv_respond_error(c, 404, "no such endpoint");
+}
+
+enum MHD_Result srv_route(srv_server *s, srv_conn *c, const char *url, const char *method) {
+    const srv_options *o = srv_server_options(s);
+    const int get = srv_is(method, "GET") || srv_is(method, "HEAD");
+    const int health = !strncmp(url, "/v2/health/", 11);
+    if (o->token && !health && !srv_authorized(c, o->token))
+        return srv_respond_error(c, 401, "a bearer token is needed (Authorization: Bearer TOKEN)");
+    srv_buf b = {0};
+    if (health || !strcmp(url, "/v2") || !strcmp(url, "/metrics"))
+        if (!get) return srv_respond_error(c, 405, "use GET");
+    if (!strcmp(url, "/v2/health/live")) return srv_json(c, 200, &b);
+    if (!strcmp(url, "/v2/health/ready")) return srv_json(c, srv_server_stopping(s) ? 503 : 200, &b);
+    if (!strcmp(url, "/v2")) return srv_server_meta(c);
+    if (!strcmp(url, "/metrics")) {
+        srv_server_metrics_page(s, &b);
+        return srv_respond(c, 200, &b, "text/plain; version=0.0.4");
+    }
+    if (!strncmp(url, "/v2/models/", 11)) return srv_model_route(s, c, url + 11, method);
+    return srv_respond_error(c, 404, "no such endpoint");
+}

@@ -1,0 +1,86 @@
+"""Requests batched across clients: the same bits as the CLI's run of all
+rows at once, fewer runs than requests; the queue's bound (429), deadlines
+(504) and SIGTERM with requests in flight."""
+import json
+import subprocess
+import threading
+import time
+
+import numpy as np
+
+from conftest import CLGRAPH, MLP
+
+
+def body(x, **params):
+    b = {"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape), "data": x.ravel().tolist()}]}
+    if params:
+        b["parameters"] = params
+    return json.dumps(b).encode()
+
+
+def fire(s, bodies, results, delay=0.0):
+    """One thread per body; results[i] = (status, json)."""
+    def go(i, b):
+        status, _, data = s.request("POST", "/v2/models/model/infer", b)
+        results[i] = (status, json.loads(data))
+
+    threads = []
+    for i, b in enumerate(bodies):
+        t = threading.Thread(target=go, args=(i, b))
+        t.start()
+        threads.append(t)
+        time.sleep(delay)
+    return threads
+
+
+def test_batched_rows_are_the_cli_rows(serve, tmp_path):
+    n = 12
+    x = np.random.default_rng(5).standard_normal((n, 4, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([CLGRAPH, "run", MLP, "--input", f"x={tmp_path}/x.npy", "--output", str(tmp_path / "o")],
+                   check=True, capture_output=True)
+    want = np.load(tmp_path / "o" / "y.npy")
+    s = serve(MLP, "--max-batch", "16", "--max-delay-us", "300000")
+    results = [None] * n
+    for t in fire(s, [body(x[i:i + 1]) for i in range(n)], results):
+        t.join()
+    for i, (status, r) in enumerate(results):
+        assert status == 200, r
+        got = np.array(r["outputs"][0]["data"], dtype=np.float32).reshape(1, 4, 16)
+        assert np.array_equal(got[0], want[i]), i
+    m = s.metrics()
+    runs = int(m.split('clgraph_batch_rows_count{model="model"} ')[1].split()[0])
+    rows = float(m.split('clgraph_batch_rows_sum{model="model"} ')[1].split()[0])
+    assert rows == n and runs < n, (runs, rows)
+    assert s.stop() == 0
+
+
+def test_queue_bound_and_deadline(serve):
+    """The first request of a batch waits 1.5 s for more; one that fits
+    joins it but has a 1 ms timeout (504); one of another shape waits in the
+    queue (bound 1), so the next is refused (429, Retry-After)."""
+    s = serve(MLP, "--max-batch", "64", "--max-delay-us", "1500000", "--max-queue", "1")
+    results = [None] * 3
+    a = np.ones((1, 2, 8), np.float32)
+    threads = fire(s, [body(a), body(a, timeout=1000), body(np.ones((1, 3, 8), np.float32))], results, delay=0.2)
+    status, headers, data = s.request("POST", "/v2/models/model/infer", body(a))
+    assert status == 429 and headers.get("Retry-After") == "1", data
+    for t in threads:
+        t.join()
+    assert [r[0] for r in results] == [200, 504, 200], results
+    assert "timeout" in results[1][1]["error"]
+    assert s.stop() == 0
+
+
+def test_sigterm_answers_what_was_accepted(serve):
+    s = serve(MLP, "--max-batch", "64", "--max-delay-us", "1000000")
+    results = [None] * 8
+    x = np.random.default_rng(2).standard_normal((1, 2, 8)).astype(np.float32)
+    threads = fire(s, [body(x)] * 8, results)
+    time.sleep(0.4)  # all queued, waiting for the batch's delay
+    t0 = time.monotonic()
+    assert s.stop() == 0
+    for t in threads:
+        t.join()
+    assert all(r is not None and r[0] == 200 for r in results), results
+    assert time.monotonic() - t0 < 10
