@@ -98,6 +98,10 @@ static int srv_split(srv_model *m, srv_job **jobs, int n, int64_t rows, cg_tenso
 }
 
 void srv_model_run(srv_model *m, srv_job **jobs, int n) {
+    if (m->kind == SRV_TRANSLATE) {
+        srv_tr_run(m, jobs, n);
+        return;
+    }
     if (n == 1) {
         srv_run_one(m, jobs[0]);
         return;
@@ -119,5 +123,77 @@ void srv_model_run(srv_model *m, srv_job **jobs, int n) {
     for (int k = 0; k < SRV_MAX_IO; k++) {
         cg_tensor_free(in[k]);
         cg_tensor_free(out[k]);
+    }
+}
+
+/* Text to ids, on the worker (a model handle is used by one thread at a
+ * time); 0, or the job is answered 400. */
+static int srv_tr_tokenize(srv_model *m, srv_job *j) {
+    srv_tr_req *r = &j->tr;
+    for (int i = 0; r->text && i < r->n; i++) {
+        free(r->ids[i]);
+        r->ids[i] = NULL;
+        char msg[1024];
+        if (cg_s2s_tokenize(m->s2s, r->text[i], &r->ids[i], &r->len[i])) {
+            snprintf(msg, sizeof msg, "sources[%d]: %s", i, cg_last_error());
+            srv_job_fail(j, 400, msg);
+            return -1;
+        }
+        if (r->len[i] > SRV_TR_MAX_TOKENS) {
+            snprintf(msg, sizeof msg, "sources[%d] has %d tokens, more than the server's %d", i, r->len[i],
+                     SRV_TR_MAX_TOKENS);
+            srv_job_fail(j, 400, msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One cg_s2s_translate over the sentences of jobs[0..n); 0, or -1 with the
+ * library's error (nothing answered). */
+static int srv_tr_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
+    int total = 0;
+    for (int i = 0; i < n; i++) total += jobs[i]->tr.n;
+    const int32_t **src = malloc(sizeof *src * (size_t)total);
+    int *len = malloc(sizeof *len * (size_t)total);
+    cg_s2s_result *res = calloc((size_t)total, sizeof *res);
+    *st = src && len && res ? CG_OK : CG_ERR_NO_MEMORY;
+    for (int i = 0, k = 0; !*st && i < n; i++)
+        for (int s = 0; s < jobs[i]->tr.n; s++, k++) {
+            src[k] = jobs[i]->tr.ids[s];
+            len[k] = jobs[i]->tr.len[s];
+        }
+    cg_s2s_options o = jobs[0]->tr.opt;
+    o.batch = total;
+    if (!*st) *st = cg_s2s_translate(m->s2s, &o, total, src, len, res, NULL, NULL);
+    for (int i = 0, k = 0; !*st && i < n; k += jobs[i]->tr.n, i++) {
+        if (srv_tr_response(m->name, m->s2s, &jobs[i]->tr, res + k, &jobs[i]->body)) {
+            srv_job_fail(jobs[i], 500, "out of memory writing the response");
+            continue;
+        }
+        jobs[i]->status = 200;
+    }
+    for (int k = 0; res && k < total; k++) cg_s2s_result_clear(&res[k]);
+    free(res);
+    free(len);
+    free(src);
+    return *st ? -1 : 0;
+}
+
+void srv_tr_run(srv_model *m, srv_job **jobs, int n) {
+    srv_job *ok[1024];
+    int nok = 0;
+    for (int i = 0; i < n && nok < 1024; i++)
+        if (!srv_tr_tokenize(m, jobs[i])) ok[nok++] = jobs[i];
+    cg_status st = CG_OK;
+    if (!nok || !srv_tr_batch(m, ok, nok, &st)) return;
+    /* a batch that failed goes again request by request, so that a bad one
+     * (an id past the vocabulary) fails alone */
+    if (nok > 1)
+        for (int i = 0; i < nok; i++) srv_tr_run(m, &ok[i], 1);
+    else {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());
+        srv_job_fail(ok[0], srv_run_status(st), msg);
     }
 }

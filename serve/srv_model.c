@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "srv_tensor.h"
@@ -74,8 +75,26 @@ static int srv_describe(const cg_graph *g, int output, srv_io *io, int *n, const
     return 0;
 }
 
+/* A translation model directory (cg_s2s_load picks the family). */
+static int srv_model_open_dir(srv_model *m, cg_context *ctx, const char *path, const char *device, char *err,
+                              size_t errsz) {
+    m->kind = SRV_TRANSLATE;
+    m->platform = strdup("clgraph_translate");
+    m->batchable = 1;
+    m->device = device ? device : "cpu";
+    cg_plan_options popt = {.struct_size = sizeof popt, .device = device};
+    if (cg_s2s_load(ctx, path, &popt, NULL, &m->s2s)) {
+        snprintf(err, errsz, "model '%s': %s", m->name, cg_last_error());
+        return -1;
+    }
+    return 0;
+}
+
 static int srv_model_open(srv_model *m, cg_context *ctx, const char *path, const char *weights, const char *device,
                           char *err, size_t errsz) {
+    struct stat st_dir;
+    if (stat(path, &st_dir) == 0 && S_ISDIR(st_dir.st_mode))
+        return srv_model_open_dir(m, ctx, path, device, err, errsz);
     int onnx = srv_ends_with(path, ".onnx");
     m->platform = strdup(onnx ? "onnx" : "clgraph_graph");
     cg_status st = onnx ? cg_model_load_onnx(ctx, path, NULL, &m->m) : cg_model_load(ctx, path, &m->m);
@@ -136,6 +155,7 @@ void srv_model_free(srv_model *m) {
     if (!m) return;
     srv_model_drain(m);
     cg_plan_free(m->plan);
+    cg_s2s_free(m->s2s);
     cg_model_free(m->m);
     cg_weights_free(m->w);
     free(m->name);

@@ -9,16 +9,19 @@
 #include <stdint.h>
 
 #include "clgraph/clgraph.h"
+#include "clgraph/seq2seq.h"
 #include "srv_buf.h"
 #include "srv_metrics.h"
 #include "srv_oip.h"
+#include "srv_translate.h"
 
 /* One infer request on its way through a model's queue. The HTTP side
  * fills req and done/user and pushes it; the worker sets status and body
  * (and json_len) and then calls done, after which it does not touch it. */
 typedef struct srv_job {
-    srv_infer_req req;
-    int64_t rows;        /* dimension 0 of the inputs (batchable models) */
+    srv_infer_req req;   /* a graph's infer request */
+    srv_tr_req tr;       /* a translation model's request */
+    int64_t rows;        /* dimension 0 of the inputs (batchable graphs), sentences (translation) */
     int64_t enq_ns;      /* CLOCK_MONOTONIC */
     int64_t deadline_ns; /* 0: none */
     int status;          /* HTTP status of the answer */
@@ -36,9 +39,15 @@ typedef struct srv_batch_cfg {
     int max_queue;        /* jobs waiting, per model */
 } srv_batch_cfg;
 
+/* What a model is: a graph served by /infer, or a translation model
+ * directory served by /translate. */
+enum { SRV_GRAPH, SRV_TRANSLATE };
+
 typedef struct srv_model {
     char *name;
-    char *platform; /* "clgraph_graph" or "onnx" (what the file was) */
+    int kind;
+    char *platform; /* "clgraph_graph", "onnx" or "clgraph_translate" */
+    cg_s2s *s2s;    /* SRV_TRANSLATE */
     cg_model *m;
     cg_weights *w;
     cg_plan *plan;
@@ -56,7 +65,8 @@ typedef struct srv_model {
 } srv_model;
 
 /* Loads `spec`, [NAME=]PATH[@WEIGHTS] (a .cg graph text with its
- * safetensors weights, or an .onnx model; NAME defaults to the file's name
+ * safetensors weights, an .onnx model, or a translation model directory
+ * of either family; NAME defaults to the file's name
  * without its extension, letters, digits, '_', '-' and '.' only), plans its
  * first graph on `device` (NULL: cpu). 0, or -1 with one line in err. */
 int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_model **out, char *err, size_t errsz);
@@ -79,6 +89,10 @@ void srv_model_drain(srv_model *m);
 /* Runs jobs[0..n) (compatible: see srv_batch.c) as one batch, or one at a
  * time, and sets each job's answer (done is not called). */
 void srv_model_run(srv_model *m, srv_job **jobs, int n);
+
+/* Translates jobs[0..n) (compatible options) in one cg_s2s_translate and
+ * sets each job's answer (srv_batch.c). */
+void srv_tr_run(srv_model *m, srv_job **jobs, int n);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t srv_now_ns(void);

@@ -11,6 +11,7 @@
 
 /* b can join a batch that a started: the same dims after dimension 0. */
 static int srv_compatible(const srv_model *m, const srv_job *a, const srv_job *b) {
+    if (m->kind == SRV_TRANSLATE) return srv_tr_compatible(&a->tr, &b->tr);
     for (int k = 0; k < m->io.n_in; k++) {
         const cg_tensor *x = a->req.in[k], *y = b->req.in[k];
         for (int d = 1; d < cg_tensor_ndim(x); d++)
@@ -20,9 +21,11 @@ static int srv_compatible(const srv_model *m, const srv_job *a, const srv_job *b
 }
 
 int srv_model_push(srv_model *m, srv_job *job) {
-    job->rows = m->batchable ? cg_tensor_dim(job->req.in[0], 0) : 1;
+    const int tr = m->kind == SRV_TRANSLATE;
+    job->rows = tr ? job->tr.n : m->batchable ? cg_tensor_dim(job->req.in[0], 0) : 1;
     job->enq_ns = srv_now_ns();
-    job->deadline_ns = job->req.timeout_us > 0 ? job->enq_ns + job->req.timeout_us * 1000 : 0;
+    const int64_t timeout = tr ? job->tr.timeout_us : job->req.timeout_us;
+    job->deadline_ns = timeout > 0 ? job->enq_ns + timeout * 1000 : 0;
     job->next = NULL;
     pthread_mutex_lock(&m->lock);
     int rc = m->stopping ? 503 : m->depth >= m->cfg.max_queue ? 429 : 0;

@@ -55,7 +55,21 @@ static enum MHD_Result srv_infer(srv_server *s, srv_conn *c, srv_model *m) {
     return MHD_YES;
 }
 
-/* /v2/models/NAME[/versions/V][/ready|/infer]; rest points after "models/". */
+static enum MHD_Result srv_translate(srv_server *s, srv_conn *c, srv_model *m) {
+    if (m->kind != SRV_TRANSLATE) return srv_respond_error(c, 404, "the model is a graph: use /infer");
+    if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
+    char err[1024];
+    int rc = srv_tr_parse(c->body.p ? c->body.p : "", c->body.n, &srv_server_options(s)->limits, &c->job.tr, err,
+                          sizeof err);
+    if (rc) return srv_respond_error(c, rc, err);
+    srv_buf_free(&c->body);
+    rc = srv_queue_infer(c, m);
+    if (rc == 429) return srv_respond_error(c, 429, "the model's queue is full: retry later");
+    if (rc) return srv_respond_error(c, rc, "the server is shutting down");
+    return MHD_YES;
+}
+
+/* /v2/models/NAME[/versions/V][/ready|/infer|/translate]; rest points after "models/". */
 static enum MHD_Result srv_model_route(srv_server *s, srv_conn *c, const char *rest, const char *method) {
     const char *slash = strchr(rest, '/');
     size_t nlen = slash ? (size_t)(slash - rest) : strlen(rest);
@@ -83,7 +97,12 @@ static enum MHD_Result srv_model_route(srv_server *s, srv_conn *c, const char *r
     }
     if (!strcmp(tail, "/infer")) {
         if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
+        if (m->kind == SRV_TRANSLATE) return srv_respond_error(c, 404, "the model translates: use /translate");
         return srv_infer(s, c, m);
+    }
+    if (!strcmp(tail, "/translate")) {
+        if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
+        return srv_translate(s, c, m);
     }
     return srv_respond_error(c, 404, "no such endpoint");
 }

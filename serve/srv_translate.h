@@ -1,0 +1,45 @@
+/* The translation endpoint, POST /v2/models/NAME/translate, of a model
+ * directory (either family of clgraph/seq2seq.h): sentences in (text, or
+ * token ids), translations with scores, n-best lists and attention out.
+ * Requests with the same decoding options are translated together. */
+#ifndef CG_SERVE_SRV_TRANSLATE_H
+#define CG_SERVE_SRV_TRANSLATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clgraph/seq2seq.h"
+#include "srv_oip.h"
+
+/* Source tokens per sentence at most (as `clgraph translate`'s
+ * --max-input-len default). */
+#define SRV_TR_MAX_TOKENS 1024
+
+typedef struct srv_tr_req {
+    int n;
+    char **text;   /* n sentences of text, or NULL when ids were given */
+    int32_t **ids; /* n token id lists (made from text by the worker) */
+    int *len;
+    cg_s2s_options opt;
+    int with_ids; /* return the output ids too */
+    int64_t timeout_us;
+    char *id;
+} srv_tr_req;
+
+/* Parses a translate request body: {"sources": [text...]} or {"ids":
+ * [[id...]...]}, and "beam", "nbest", "alpha", "max_len", "min_len",
+ * "attention", "attention_head", "return_ids", "id", "timeout" (us). 0, or
+ * 400 with one line in err (req cleared). */
+int srv_tr_parse(const char *body, size_t len, const srv_limits *lim, srv_tr_req *req, char *err, size_t errsz);
+
+void srv_tr_req_clear(srv_tr_req *req);
+
+/* 1 when a and b decode with the same options (one cg_s2s_translate). */
+int srv_tr_compatible(const srv_tr_req *a, const srv_tr_req *b);
+
+/* The response of one request: {"model_name", "id", "translations":
+ * [{"text", "score", "ids"?, "nbest"?, "attention"?}...]}; res[i] is
+ * sentence i's result. 0, or -1 when memory or detokenization failed. */
+int srv_tr_response(const char *model, cg_s2s *m, const srv_tr_req *req, const cg_s2s_result *res, srv_buf *b);
+
+#endif

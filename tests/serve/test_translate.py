@@ -1,0 +1,83 @@
+"""POST /v2/models/NAME/translate: the CLI's translations and scores
+(`clgraph translate --scores`), alone or batched with other clients'
+sentences, for both families (the RNN dates demo, the MarianMT one)."""
+import json
+import os
+import subprocess
+import threading
+
+import pytest
+
+from conftest import CLGRAPH, SRC
+
+DATES = os.path.join(SRC, "models", "dates")
+MARIAN = os.path.join(SRC, "models", "marian_dates")
+
+
+def cli_translate(model, lines, *args):
+    r = subprocess.run([CLGRAPH, "translate", model, "--scores", *args], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, check=True)
+    return [(l.split("\t")[0], float(l.split("\t")[1])) for l in r.stdout.splitlines()]
+
+
+def samples():
+    with open(os.path.join(DATES, "samples.txt")) as f:
+        return [l.rstrip("\n") for l in f if l.strip()]
+
+
+@pytest.mark.parametrize("model, args", [(DATES, {}), (MARIAN, {}), (MARIAN, {"beam": 4})],
+                         ids=["dates", "marian", "marian_beam4"])
+def test_concurrent_clients_get_the_cli_translations(serve, model, args):
+    lines = samples()
+    want = cli_translate(model, lines, *sum((["--" + k, str(v)] for k, v in args.items()), []))
+    s = serve(model, "--max-batch", "64", "--max-delay-us", "200000")
+    name = os.path.basename(model)
+    got = [None] * len(lines)
+
+    def go(i):
+        status, r = s.json("POST", f"/v2/models/{name}/translate", {"sources": [lines[i]], **args})
+        got[i] = (status, r)
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(lines))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, (status, r) in enumerate(got):
+        assert status == 200, r
+        (tr,) = r["translations"]
+        # the CLI prints scores with 6 significant digits
+        assert tr["text"] == want[i][0] and float(f"{tr['score']:.6g}") == pytest.approx(want[i][1], abs=1e-6), (i, tr)
+    m = s.metrics()
+    runs = int(m.split(f'clgraph_batch_rows_count{{model="{name}"}} ')[1].split()[0])
+    assert runs < len(lines)
+    # several sentences in one request, with ids, n-best and attention
+    status, r = s.json("POST", f"/v2/models/{name}/translate",
+                       {"sources": lines[:3], "return_ids": True, "attention": True, **args})
+    assert status == 200 and [t["text"] for t in r["translations"]] == [w[0] for w in want[:3]]
+    for t in r["translations"]:
+        assert len(t["ids"]) >= 1 and len(t["attention"]) >= len(t["ids"])
+        # the RNN's rows sum to 1; a Transformer's leave out the EOS it appends
+        sums = [sum(row) for row in t["attention"]]
+        assert all(abs(x - 1) < 1e-4 if name == "dates" else 0 < x <= 1 + 1e-4 for x in sums), sums
+    assert s.stop() == 0
+
+
+def test_nbest_and_errors(serve):
+    s = serve(DATES, MARIAN)
+    status, r = s.json("POST", "/v2/models/marian_dates/translate",
+                       {"sources": ["the 22nd of November 2026"], "beam": 4, "nbest": 3, "id": "q"})
+    assert status == 200 and r["id"] == "q"
+    nb = r["translations"][0]["nbest"]
+    assert len(nb) == 3 and nb[0]["text"] == r["translations"][0]["text"]
+    assert nb[0]["score"] >= nb[1]["score"] >= nb[2]["score"]
+    for body, why in [({"sources": "x"}, "non-empty array"),
+                      ({"sources": ["a"], "ids": [[1]]}, "either"),
+                      ({"sources": ["a"], "beam": 2, "nbest": 3}, "larger than"),
+                      ({"sources": ["a"], "beam": -1}, "\"beam\" takes"),
+                      ({"ids": [[1, 2, 99999]]}, "outside the source vocabulary"),
+                      ({"sources": [3]}, "sources[0] is not a string")]:
+        status, r = s.json("POST", "/v2/models/dates/translate", body)
+        assert status == 400 and why in r["error"], (body, r)
+    assert s.json("POST", "/v2/models/dates/infer", {"inputs": []})[0] == 404
+    assert s.stop() == 0
