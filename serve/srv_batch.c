@@ -102,6 +102,10 @@ void srv_model_run(srv_model *m, srv_job **jobs, int n) {
         srv_tr_run(m, jobs, n);
         return;
     }
+    if (m->kind == SRV_FORECAST) {
+        srv_fc_run(m, jobs, n);
+        return;
+    }
     if (n == 1) {
         srv_run_one(m, jobs[0]);
         return;
@@ -195,5 +199,44 @@ void srv_tr_run(srv_model *m, srv_job **jobs, int n) {
         char msg[1024];
         snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());
         srv_job_fail(ok[0], srv_run_status(st), msg);
+    }
+}
+
+/* One cg_forecast_run over the series of jobs[0..n); 0, or -1 with the
+ * library's error (nothing answered). */
+static int srv_fc_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
+    int total = 0;
+    for (int i = 0; i < n; i++) total += jobs[i]->fc.n;
+    cg_forecast_series *ser = calloc((size_t)total, sizeof *ser);
+    cg_forecast_result *res = calloc((size_t)total, sizeof *res);
+    *st = ser && res ? CG_OK : CG_ERR_NO_MEMORY;
+    for (int i = 0, k = 0; !*st && i < n; i++)
+        for (int s = 0; s < jobs[i]->fc.n; s++, k++)
+            ser[k] = (cg_forecast_series){jobs[i]->fc.values[s], jobs[i]->fc.length[s]};
+    cg_forecast_options o = {
+        .struct_size = sizeof o, .horizon = jobs[0]->fc.horizon, .batch = total, .attention = jobs[0]->fc.attention};
+    if (!*st) *st = cg_forecast_run(m->fc, &o, total, ser, res, NULL, NULL);
+    for (int i = 0, k = 0; !*st && i < n; k += jobs[i]->fc.n, i++) {
+        if (srv_fc_response(m->name, m->fc, &jobs[i]->fc, res + k, &jobs[i]->body)) {
+            srv_job_fail(jobs[i], 500, "out of memory writing the response");
+            continue;
+        }
+        jobs[i]->status = 200;
+    }
+    for (int k = 0; res && k < total; k++) cg_forecast_result_clear(&res[k]);
+    free(res);
+    free(ser);
+    return *st ? -1 : 0;
+}
+
+void srv_fc_run(srv_model *m, srv_job **jobs, int n) {
+    cg_status st = CG_OK;
+    if (!srv_fc_batch(m, jobs, n, &st)) return;
+    if (n > 1) /* as translation: a failed batch goes again request by request */
+        for (int i = 0; i < n; i++) srv_fc_run(m, &jobs[i], 1);
+    else {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());
+        srv_job_fail(jobs[0], srv_run_status(st), msg);
     }
 }

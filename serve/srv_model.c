@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "srv_tensor.h"
 
 int64_t srv_now_ns(void) {
@@ -75,15 +77,34 @@ static int srv_describe(const cg_graph *g, int output, srv_io *io, int *n, const
     return 0;
 }
 
-/* A translation model directory (cg_s2s_load picks the family). */
+/* 1 when dir/config.json says "task": "forecast". */
+static int srv_is_forecaster(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cJSON *root = cJSON_Parse(buf);
+    const cJSON *task = cJSON_GetObjectItemCaseSensitive(root, "task");
+    int yes = cJSON_IsString(task) && !strcmp(task->valuestring, "forecast");
+    cJSON_Delete(root);
+    return yes;
+}
+
+/* A translation model directory (cg_s2s_load picks the family) or a
+ * forecasting one. */
 static int srv_model_open_dir(srv_model *m, cg_context *ctx, const char *path, const char *device, char *err,
                               size_t errsz) {
-    m->kind = SRV_TRANSLATE;
-    m->platform = strdup("clgraph_translate");
+    const int fc = srv_is_forecaster(path);
+    m->kind = fc ? SRV_FORECAST : SRV_TRANSLATE;
+    m->platform = strdup(fc ? "clgraph_forecast" : "clgraph_translate");
     m->batchable = 1;
     m->device = device ? device : "cpu";
     cg_plan_options popt = {.struct_size = sizeof popt, .device = device};
-    if (cg_s2s_load(ctx, path, &popt, NULL, &m->s2s)) {
+    if (fc ? cg_forecast_load(ctx, path, &popt, &m->fc) : cg_s2s_load(ctx, path, &popt, NULL, &m->s2s)) {
         snprintf(err, errsz, "model '%s': %s", m->name, cg_last_error());
         return -1;
     }
@@ -156,6 +177,7 @@ void srv_model_free(srv_model *m) {
     srv_model_drain(m);
     cg_plan_free(m->plan);
     cg_s2s_free(m->s2s);
+    cg_forecast_free(m->fc);
     cg_model_free(m->m);
     cg_weights_free(m->w);
     free(m->name);

@@ -9,8 +9,10 @@
 #include <stdint.h>
 
 #include "clgraph/clgraph.h"
+#include "clgraph/forecast.h"
 #include "clgraph/seq2seq.h"
 #include "srv_buf.h"
+#include "srv_forecast.h"
 #include "srv_metrics.h"
 #include "srv_oip.h"
 #include "srv_translate.h"
@@ -21,7 +23,8 @@
 typedef struct srv_job {
     srv_infer_req req;   /* a graph's infer request */
     srv_tr_req tr;       /* a translation model's request */
-    int64_t rows;        /* dimension 0 of the inputs (batchable graphs), sentences (translation) */
+    srv_fc_req fc;       /* a forecasting model's request */
+    int64_t rows;        /* dimension 0 of the inputs (batchable graphs), sentences or series */
     int64_t enq_ns;      /* CLOCK_MONOTONIC */
     int64_t deadline_ns; /* 0: none */
     int status;          /* HTTP status of the answer */
@@ -39,15 +42,16 @@ typedef struct srv_batch_cfg {
     int max_queue;        /* jobs waiting, per model */
 } srv_batch_cfg;
 
-/* What a model is: a graph served by /infer, or a translation model
- * directory served by /translate. */
-enum { SRV_GRAPH, SRV_TRANSLATE };
+/* What a model is: a graph served by /infer, a translation model
+ * directory served by /translate, a forecasting one by /forecast. */
+enum { SRV_GRAPH, SRV_TRANSLATE, SRV_FORECAST };
 
 typedef struct srv_model {
     char *name;
     int kind;
-    char *platform; /* "clgraph_graph", "onnx" or "clgraph_translate" */
-    cg_s2s *s2s;    /* SRV_TRANSLATE */
+    char *platform;    /* "clgraph_graph", "onnx" or "clgraph_translate" */
+    cg_s2s *s2s;       /* SRV_TRANSLATE */
+    cg_forecaster *fc; /* SRV_FORECAST */
     cg_model *m;
     cg_weights *w;
     cg_plan *plan;
@@ -65,8 +69,9 @@ typedef struct srv_model {
 } srv_model;
 
 /* Loads `spec`, [NAME=]PATH[@WEIGHTS] (a .cg graph text with its
- * safetensors weights, an .onnx model, or a translation model directory
- * of either family; NAME defaults to the file's name
+ * safetensors weights, an .onnx model, a translation model directory of
+ * either family, or a forecasting model directory ("task": "forecast" in
+ * its config.json); NAME defaults to the file's name
  * without its extension, letters, digits, '_', '-' and '.' only), plans its
  * first graph on `device` (NULL: cpu). 0, or -1 with one line in err. */
 int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_model **out, char *err, size_t errsz);
@@ -93,6 +98,9 @@ void srv_model_run(srv_model *m, srv_job **jobs, int n);
 /* Translates jobs[0..n) (compatible options) in one cg_s2s_translate and
  * sets each job's answer (srv_batch.c). */
 void srv_tr_run(srv_model *m, srv_job **jobs, int n);
+
+/* The same for forecasting jobs (the same horizon and attention flag). */
+void srv_fc_run(srv_model *m, srv_job **jobs, int n);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t srv_now_ns(void);

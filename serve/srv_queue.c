@@ -12,6 +12,7 @@
 /* b can join a batch that a started: the same dims after dimension 0. */
 static int srv_compatible(const srv_model *m, const srv_job *a, const srv_job *b) {
     if (m->kind == SRV_TRANSLATE) return srv_tr_compatible(&a->tr, &b->tr);
+    if (m->kind == SRV_FORECAST) return a->fc.horizon == b->fc.horizon && a->fc.attention == b->fc.attention;
     for (int k = 0; k < m->io.n_in; k++) {
         const cg_tensor *x = a->req.in[k], *y = b->req.in[k];
         for (int d = 1; d < cg_tensor_ndim(x); d++)
@@ -21,10 +22,10 @@ static int srv_compatible(const srv_model *m, const srv_job *a, const srv_job *b
 }
 
 int srv_model_push(srv_model *m, srv_job *job) {
-    const int tr = m->kind == SRV_TRANSLATE;
-    job->rows = tr ? job->tr.n : m->batchable ? cg_tensor_dim(job->req.in[0], 0) : 1;
+    const int tr = m->kind == SRV_TRANSLATE, fc = m->kind == SRV_FORECAST;
+    job->rows = tr ? job->tr.n : fc ? job->fc.n : m->batchable ? cg_tensor_dim(job->req.in[0], 0) : 1;
     job->enq_ns = srv_now_ns();
-    const int64_t timeout = tr ? job->tr.timeout_us : job->req.timeout_us;
+    const int64_t timeout = tr ? job->tr.timeout_us : fc ? job->fc.timeout_us : job->req.timeout_us;
     job->deadline_ns = timeout > 0 ? job->enq_ns + timeout * 1000 : 0;
     job->next = NULL;
     pthread_mutex_lock(&m->lock);

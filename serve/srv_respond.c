@@ -60,6 +60,7 @@ enum MHD_Result srv_respond_job(srv_conn *c) {
 void srv_conn_free(srv_conn *c) {
     srv_infer_req_clear(&c->job.req);
     srv_tr_req_clear(&c->job.tr);
+    srv_fc_req_clear(&c->job.fc);
     srv_buf_free(&c->job.body);
     srv_buf_free(&c->body);
     free(c->path);
@@ -81,7 +82,7 @@ void srv_log_line(FILE *f, pthread_mutex_t *lock, const srv_conn *c, const char 
     srv_buf_puts(&b, ",\"path\":");
     srv_buf_json_str(&b, c->path ? c->path : "");
     srv_buf_printf(&b, ",\"status\":%d,\"bytes\":%zu,\"ms\":%.3f", c->status, c->resp_bytes, secs * 1e3);
-    const char *rid = c->job.req.id ? c->job.req.id : c->job.tr.id;
+    const char *rid = c->job.req.id ? c->job.req.id : c->job.tr.id ? c->job.tr.id : c->job.fc.id;
     if (rid) {
         srv_buf_puts(&b, ",\"id\":");
         srv_buf_json_str(&b, rid);

@@ -55,12 +55,18 @@ static enum MHD_Result srv_infer(srv_server *s, srv_conn *c, srv_model *m) {
     return MHD_YES;
 }
 
-static enum MHD_Result srv_translate(srv_server *s, srv_conn *c, srv_model *m) {
-    if (m->kind != SRV_TRANSLATE) return srv_respond_error(c, 404, "the model is a graph: use /infer");
+/* POST /translate or /forecast: parse for the model's kind and queue. */
+static enum MHD_Result srv_family(srv_server *s, srv_conn *c, srv_model *m, int kind) {
+    static const char *const use[] = {"the model is a graph: use /infer", "the model translates: use /translate",
+                                      "the model forecasts: use /forecast"};
+    if (m->kind != kind) return srv_respond_error(c, 404, use[m->kind]);
     if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
     char err[1024];
-    int rc = srv_tr_parse(c->body.p ? c->body.p : "", c->body.n, &srv_server_options(s)->limits, &c->job.tr, err,
-                          sizeof err);
+    const char *body = c->body.p ? c->body.p : "";
+    const srv_limits *lim = &srv_server_options(s)->limits;
+    int rc = kind == SRV_TRANSLATE
+                 ? srv_tr_parse(body, c->body.n, lim, &c->job.tr, err, sizeof err)
+                 : srv_fc_parse(body, c->body.n, lim, cg_forecast_channels(m->fc), &c->job.fc, err, sizeof err);
     if (rc) return srv_respond_error(c, rc, err);
     srv_buf_free(&c->body);
     rc = srv_queue_infer(c, m);
@@ -69,7 +75,8 @@ static enum MHD_Result srv_translate(srv_server *s, srv_conn *c, srv_model *m) {
     return MHD_YES;
 }
 
-/* /v2/models/NAME[/versions/V][/ready|/infer|/translate]; rest points after "models/". */
+/* /v2/models/NAME[/versions/V][/ready|/infer|/translate|/forecast]; rest
+ * points after "models/". */
 static enum MHD_Result srv_model_route(srv_server *s, srv_conn *c, const char *rest, const char *method) {
     const char *slash = strchr(rest, '/');
     size_t nlen = slash ? (size_t)(slash - rest) : strlen(rest);
@@ -97,12 +104,12 @@ static enum MHD_Result srv_model_route(srv_server *s, srv_conn *c, const char *r
     }
     if (!strcmp(tail, "/infer")) {
         if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
-        if (m->kind == SRV_TRANSLATE) return srv_respond_error(c, 404, "the model translates: use /translate");
+        if (m->kind != SRV_GRAPH) return srv_family(s, c, m, SRV_GRAPH);
         return srv_infer(s, c, m);
     }
-    if (!strcmp(tail, "/translate")) {
+    if (!strcmp(tail, "/translate") || !strcmp(tail, "/forecast")) {
         if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
-        return srv_translate(s, c, m);
+        return srv_family(s, c, m, tail[1] == 't' ? SRV_TRANSLATE : SRV_FORECAST);
     }
     return srv_respond_error(c, 404, "no such endpoint");
 }

@@ -1,0 +1,131 @@
+#include "srv_forecast.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SRV_FC_FAIL(...) (snprintf(err, errsz, __VA_ARGS__), 400)
+
+void srv_fc_req_clear(srv_fc_req *req) {
+    for (int i = 0; req->values && i < req->n; i++) free(req->values[i]);
+    free(req->values);
+    free(req->length);
+    free(req->id);
+    memset(req, 0, sizeof *req);
+}
+
+/* One series: an array of steps, each an array of C finite numbers (a
+ * number alone when C is 1). */
+static int srv_fc_series(const cJSON *s, int i, int C, srv_fc_req *req, int64_t *steps, char *err, size_t errsz) {
+    if (cJSON_IsObject(s)) s = cJSON_GetObjectItemCaseSensitive(s, "values");
+    const int T = cJSON_IsArray(s) ? cJSON_GetArraySize(s) : 0;
+    if (T < 1) return SRV_FC_FAIL("series[%d] is not a non-empty array of steps", i);
+    *steps += T;
+    if (*steps > SRV_FC_MAX_STEPS) return SRV_FC_FAIL("more than %d steps of history in one request", SRV_FC_MAX_STEPS);
+    double *v = malloc(sizeof *v * (size_t)T * (size_t)C);
+    if (!v) return SRV_FC_FAIL("out of memory");
+    req->values[i] = v;
+    req->length[i] = T;
+    int t = 0;
+    for (const cJSON *row = s->child; row; row = row->next, t++) {
+        const int one = C == 1 && cJSON_IsNumber(row);
+        if (!one && (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != C))
+            return SRV_FC_FAIL("series[%d][%d] is not an array of the model's %d values", i, t, C);
+        int k = 0;
+        for (const cJSON *x = one ? row : row->child; x && k < C; x = x->next, k++) {
+            if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
+                return SRV_FC_FAIL("series[%d][%d][%d] is not a finite number", i, t, k);
+            v[(size_t)t * (size_t)C + (size_t)k] = x->valuedouble;
+        }
+    }
+    return 0;
+}
+
+static int srv_fc_fields(const cJSON *root, int C, srv_fc_req *req, char *err, size_t errsz) {
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "horizon");
+    if (!cJSON_IsNumber(h) || h->valuedouble != floor(h->valuedouble) || h->valuedouble < 1 ||
+        h->valuedouble > SRV_FC_MAX_HORIZON)
+        return SRV_FC_FAIL("\"horizon\" takes an integer in [1, %d]", SRV_FC_MAX_HORIZON);
+    req->horizon = (int)h->valuedouble;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "attention");
+    if (a && !cJSON_IsBool(a)) return SRV_FC_FAIL("\"attention\" takes true or false");
+    req->attention = cJSON_IsTrue(a);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "timeout");
+    if (t && !(cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble < 1e15))
+        return SRV_FC_FAIL("\"timeout\" is not a number of microseconds");
+    if (t) req->timeout_us = (int64_t)t->valuedouble;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+    if (cJSON_IsString(id) && !(req->id = strdup(id->valuestring))) return SRV_FC_FAIL("out of memory");
+    const cJSON *ser = cJSON_GetObjectItemCaseSensitive(root, "series");
+    const int n = cJSON_IsArray(ser) ? cJSON_GetArraySize(ser) : 0;
+    if (n < 1) return SRV_FC_FAIL("\"series\" is not a non-empty array");
+    req->values = calloc((size_t)n, sizeof *req->values);
+    req->length = calloc((size_t)n, sizeof *req->length);
+    if (!req->values || !req->length) return SRV_FC_FAIL("out of memory");
+    req->n = n;
+    int64_t steps = 0;
+    int i = 0;
+    for (const cJSON *s = ser->child; s; s = s->next, i++) {
+        int rc = srv_fc_series(s, i, C, req, &steps, err, errsz);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int srv_fc_parse(const char *body, size_t len, const srv_limits *lim, int C, srv_fc_req *req, char *err, size_t errsz) {
+    memset(req, 0, sizeof *req);
+    if (!srv_json_depth_ok(body, len, lim->max_depth))
+        return SRV_FC_FAIL("the request's JSON nests deeper than the server's limit of %d", lim->max_depth);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) return SRV_FC_FAIL("the request is not valid JSON (at byte %lld)", (long long)(end ? end - body : 0));
+    int rc = cJSON_IsObject(root) ? srv_fc_fields(root, C, req, err, errsz)
+                                  : SRV_FC_FAIL("the request is not a JSON object");
+    cJSON_Delete(root);
+    if (rc) srv_fc_req_clear(req);
+    return rc;
+}
+
+static void srv_fc_attention(const cg_forecast_result *r, srv_buf *b) {
+    srv_buf_puts(b, ",\"attention\":[");
+    for (int j = 0; j < r->horizon; j++) {
+        srv_buf_printf(b, "%s{\"first\":%d,\"weights\":[", j ? "," : "", r->att_first[j]);
+        for (int k = 0; k < r->att_count[j]; k++)
+            srv_buf_printf(b, "%s%.6g", k ? "," : "", (double)r->attention[(size_t)j * (size_t)r->window + (size_t)k]);
+        srv_buf_puts(b, "]}");
+    }
+    srv_buf_puts(b, "]");
+}
+
+int srv_fc_response(const char *model, const cg_forecaster *m, const srv_fc_req *req, const cg_forecast_result *res,
+                    srv_buf *b) {
+    srv_buf_puts(b, "{\"model_name\":");
+    srv_buf_json_str(b, model);
+    if (req->id) {
+        srv_buf_puts(b, ",\"id\":");
+        srv_buf_json_str(b, req->id);
+    }
+    srv_buf_puts(b, ",\"columns\":[");
+    for (int k = 0; k < cg_forecast_channels(m); k++) {
+        if (k) srv_buf_puts(b, ",");
+        srv_buf_json_str(b, cg_forecast_column(m, k));
+    }
+    srv_buf_puts(b, "],\"forecasts\":[");
+    for (int i = 0; i < req->n; i++) {
+        const cg_forecast_result *r = &res[i];
+        srv_buf_puts(b, i ? ",{\"values\":[" : "{\"values\":[");
+        for (int j = 0; j < r->horizon; j++) {
+            srv_buf_puts(b, j ? ",[" : "[");
+            for (int k = 0; k < r->channels; k++)
+                srv_buf_printf(b, "%s%.17g", k ? "," : "", r->values[(size_t)j * (size_t)r->channels + (size_t)k]);
+            srv_buf_puts(b, "]");
+        }
+        srv_buf_puts(b, "]");
+        if (r->attention) srv_fc_attention(r, b);
+        srv_buf_puts(b, "}");
+    }
+    srv_buf_puts(b, "]}");
+    return b->failed ? -1 : 0;
+}

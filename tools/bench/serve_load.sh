@@ -1,0 +1,66 @@
+#!/bin/sh
+# Load on `clgraph serve` translating the dates demo (docs/serving.md): wrk
+# (Debian's) keeps C connections busy, each request one sentence from
+# models/dates/samples.txt, for S seconds; the same server with
+# --max-batch 64 and with --max-batch 1, and a lone client's latency
+# (1 connection) on each. Prints sentences per second, p50 and p99 latency,
+# errors, and the machine's load.
+#   tools/bench/serve_load.sh [BUILD_DIR] [SECONDS] [CONNECTIONS]
+set -eu
+build=${1:-build}
+secs=${2:-10}
+conns=${3:-64}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
+# one request per sample sentence, round robin over the connections
+{
+    echo 'local bodies = {}'
+    while IFS= read -r line; do
+        [ -n "$line" ] && printf 'bodies[#bodies + 1] = [[{"sources": ["%s"]}]]\n' "$line"
+    done < "$src/models/dates/samples.txt"
+    cat <<'LUA'
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+    i = i + 1
+    return wrk.format(nil, nil, nil, bodies[i % #bodies + 1])
+end
+done = function(summary, latency, requests)
+    io.write(string.format("RESULT %d %.1f %.3f %.3f %d %d\n", summary.requests,
+        summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1e3,
+        latency:percentile(99) / 1e3, summary.errors.status + summary.errors.connect + summary.errors.read
+        + summary.errors.write + summary.errors.timeout, summary.errors.status))
+end
+LUA
+} > "$work/post.lua"
+
+run() { # run MAX_BATCH: the server, a lone client, then the load
+    "$src/$build/tools/clgraph" serve "$src/models/dates" --port 0 --access-log none --max-batch "$1" \
+        --max-delay-us 1000 --max-queue 4096 > "$work/out" 2> "$work/err" &
+    echo $! > "$work/pid"
+    for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+    port=$(sed -n 's/.*:\([0-9]*\) (.*/\1/p' "$work/out")
+    url=http://127.0.0.1:$port/v2/models/dates/translate
+    lone=$(wrk -t1 -c1 -d"$secs"s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
+    load=$(wrk -t2 -c"$conns" -d"$secs"s --timeout 30s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
+    kill -TERM "$(cat "$work/pid")"
+    wait "$(cat "$work/pid")" || { echo "server exited non-zero" >&2; exit 1; }
+    echo "$1 $lone $load"
+}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+a=$(run 64)
+b=$(run 1)
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '| --max-batch | lone p50 ms | %s clients: sentences/s | p50 ms | p99 ms | errors |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n' "$conns"
+for r in "$a" "$b"; do
+    set -- $r
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$4" "${9}" "${10}" "${11}" "${12}"
+done
+set -- $a
+sa=$9
+lone_a=$4
+p50_a=${10}
+set -- $b
+echo "speed-up of batching: $(echo "$sa / $9" | bc -l | cut -c1-5)x; p50 under load / lone p50 (--max-batch 64): $(echo "$p50_a / $lone_a" | bc -l | cut -c1-5)"
