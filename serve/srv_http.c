@@ -32,6 +32,8 @@ srv_model *srv_server_model(srv_server *s, const char *name, size_t len) {
 }
 
 const srv_options *srv_server_options(const srv_server *s) { return &s->o; }
+int srv_server_model_count(const srv_server *s) { return s->n; }
+const srv_model *srv_server_model_at(const srv_server *s, int i) { return s->models[i]; }
 int srv_server_stopping(const srv_server *s) { return atomic_load(&s->stopping); }
 srv_metrics *srv_server_metrics(srv_server *s) { return s->metrics; }
 

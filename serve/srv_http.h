@@ -33,6 +33,8 @@ typedef void (*srv_completed_fn)(void *, struct MHD_Connection *, void **, enum 
 
 /* srv_http.c */
 srv_model *srv_server_model(srv_server *s, const char *name, size_t len);
+int srv_server_model_count(const srv_server *s);
+const srv_model *srv_server_model_at(const srv_server *s, int i);
 const srv_options *srv_server_options(const srv_server *s);
 int srv_server_stopping(const srv_server *s);
 void srv_server_metrics_page(srv_server *s, srv_buf *b);

@@ -152,6 +152,12 @@ int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_mo
     const char *eq = strchr(spec, '=');
     path = strdup(eq ? eq + 1 : spec);
     if (!path) goto oom;
+    char *dev = strstr(path, ",device=");
+    if (dev) {
+        *dev = '\0';
+        dev += 8;
+        device = dev;
+    }
     char *at = strrchr(path, '@');
     if (at) *at++ = '\0';
     if (!*path) {
@@ -161,6 +167,8 @@ int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_mo
     m->name = srv_model_name(spec, path, err, errsz);
     if (!m->name) goto fail;
     if (srv_model_open(m, ctx, path, at, device, err, errsz)) goto fail;
+    if (dev && !(m->device_own = strdup(dev))) goto oom;
+    if (dev && m->kind != SRV_GRAPH) m->device = m->device_own; /* the plan's name otherwise */
     free(path);
     *out = m;
     return 0;
@@ -182,6 +190,7 @@ void srv_model_free(srv_model *m) {
     cg_weights_free(m->w);
     free(m->name);
     free(m->platform);
+    free(m->device_own);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->cond);
     free(m);

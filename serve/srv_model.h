@@ -55,7 +55,8 @@ typedef struct srv_model {
     cg_model *m;
     cg_weights *w;
     cg_plan *plan;
-    const char *device; /* the plan's */
+    const char *device; /* the plan's (a graph), or the --device / ,device= given */
+    char *device_own;   /* ,device= of the spec */
     srv_model_io io;
     int batchable; /* every input and output has the same symbol as dimension 0 */
     int index;     /* in the server's metrics */
@@ -68,12 +69,12 @@ typedef struct srv_model {
     pthread_t thread;
 } srv_model;
 
-/* Loads `spec`, [NAME=]PATH[@WEIGHTS] (a .cg graph text with its
+/* Loads `spec`, [NAME=]PATH[@WEIGHTS][,device=D] (a .cg graph text with its
  * safetensors weights, an .onnx model, a translation model directory of
  * either family, or a forecasting model directory ("task": "forecast" in
- * its config.json); NAME defaults to the file's name
- * without its extension, letters, digits, '_', '-' and '.' only), plans its
- * first graph on `device` (NULL: cpu). 0, or -1 with one line in err. */
+ * its config.json) on D, else `device` (NULL: cpu); NAME defaults to the file's name
+ * without its extension, letters, digits, '_', '-' and '.' only), plans it
+ * (a graph file: its first graph). 0, or -1 with one line in err. */
 int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_model **out, char *err, size_t errsz);
 
 /* Stops the worker (after the jobs queued) and frees the model. */

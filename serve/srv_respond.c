@@ -19,6 +19,11 @@ enum MHD_Result srv_respond(srv_conn *c, int status, srv_buf *body, const char *
         return MHD_NO;
     }
     if (type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (type && !strncmp(type, "text/html", 9)) /* the page's own script and style only, no framing */
+        MHD_add_response_header(r, "Content-Security-Policy",
+                                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                "connect-src 'self'; img-src 'self'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (status == 429) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (status == 401) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 503 && srv_server_stopping(c->srv)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");

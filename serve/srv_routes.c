@@ -8,6 +8,7 @@
 
 #include "clgraph/version.h"
 #include "srv_http.h"
+#include "srv_page.html.h"
 
 static int srv_is(const char *method, const char *m) { return !strcmp(method, m); }
 
@@ -114,6 +115,32 @@ static enum MHD_Result srv_model_route(srv_server *s, srv_conn *c, const char *r
     return srv_respond_error(c, 404, "no such endpoint");
 }
 
+/* The page: type sentences, see translations and their attention. */
+static enum MHD_Result srv_page(srv_conn *c) {
+    srv_buf b = {0};
+    srv_buf_add(&b, srv_page_html, sizeof srv_page_html - 1);
+    return srv_respond(c, 200, &b, "text/html; charset=utf-8");
+}
+
+/* GET /v2/models: the models loaded, their platforms and devices (not in
+ * the protocol; the page lists them). */
+static enum MHD_Result srv_models_list(srv_server *s, srv_conn *c) {
+    srv_buf b = {0};
+    srv_buf_puts(&b, "{\"models\":[");
+    for (int i = 0; i < srv_server_model_count(s); i++) {
+        const srv_model *m = srv_server_model_at(s, i);
+        srv_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+        srv_buf_json_str(&b, m->name);
+        srv_buf_puts(&b, ",\"platform\":");
+        srv_buf_json_str(&b, m->platform);
+        srv_buf_puts(&b, ",\"device\":");
+        srv_buf_json_str(&b, m->device);
+        srv_buf_puts(&b, "}");
+    }
+    srv_buf_puts(&b, "]}");
+    return srv_json(c, 200, &b);
+}
+
 enum MHD_Result srv_route(srv_server *s, srv_conn *c, const char *url, const char *method) {
     const srv_options *o = srv_server_options(s);
     const int get = srv_is(method, "GET") || srv_is(method, "HEAD");
@@ -130,6 +157,8 @@ enum MHD_Result srv_route(srv_server *s, srv_conn *c, const char *url, const cha
         srv_server_metrics_page(s, &b);
         return srv_respond(c, 200, &b, "text/plain; version=0.0.4");
     }
+    if (!strcmp(url, "/") && get) return srv_page(c);
+    if (!strcmp(url, "/v2/models") && get) return srv_models_list(s, c);
     if (!strncmp(url, "/v2/models/", 11)) return srv_model_route(s, c, url + 11, method);
     return srv_respond_error(c, 404, "no such endpoint");
 }

@@ -127,8 +127,21 @@ int srv_tr_compatible(const srv_tr_req *a, const srv_tr_req *b) {
            x->attention_head == y->attention_head;
 }
 
+/* Tokens as strings (the heat map's labels); target adds "</s>" when the
+ * hypothesis ended with EOS (its last attention row). */
+static void srv_tr_tokens(cg_s2s *m, int target, const int32_t *ids, int n, int eos, srv_buf *b) {
+    srv_buf_puts(b, "[");
+    for (int k = 0; k < n; k++) {
+        const char *t = cg_s2s_token(m, target, ids[k]);
+        if (k) srv_buf_puts(b, ",");
+        srv_buf_json_str(b, t ? t : "?");
+    }
+    if (eos) srv_buf_puts(b, n ? ",\"</s>\"" : "\"</s>\"");
+    srv_buf_puts(b, "]");
+}
+
 /* A hypothesis' fields, without the braces around them. */
-static int srv_tr_hyp(cg_s2s *m, const srv_tr_req *req, const cg_s2s_hyp *h, int src_len, srv_buf *b) {
+static int srv_tr_hyp(cg_s2s *m, const srv_tr_req *req, int sent, const cg_s2s_hyp *h, int src_len, srv_buf *b) {
     char *text = NULL;
     if (cg_s2s_detokenize(m, h->tokens, h->n_tokens, &text)) return -1;
     srv_buf_puts(b, "\"text\":");
@@ -141,6 +154,10 @@ static int srv_tr_hyp(cg_s2s *m, const srv_tr_req *req, const cg_s2s_hyp *h, int
         srv_buf_puts(b, "]");
     }
     if (h->attention) { /* one row per generated token, one column per source token */
+        srv_buf_puts(b, ",\"src_tokens\":");
+        srv_tr_tokens(m, 0, req->ids[sent], req->len[sent] < src_len ? req->len[sent] : src_len, 0, b);
+        srv_buf_puts(b, ",\"tokens\":");
+        srv_tr_tokens(m, 1, h->tokens, h->n_tokens, h->n_steps > h->n_tokens, b);
         srv_buf_puts(b, ",\"attention\":[");
         for (int r = 0; r < h->n_steps; r++) {
             srv_buf_puts(b, r ? ",[" : "[");
@@ -171,12 +188,12 @@ int srv_tr_response(const char *model, cg_s2s *m, const srv_tr_req *req, const c
         }
         /* the best hypothesis' fields, and the n-best list when asked */
         srv_buf_puts(b, "{");
-        if (srv_tr_hyp(m, req, &r->hyps[0], r->src_len, b)) return -1;
+        if (srv_tr_hyp(m, req, i, &r->hyps[0], r->src_len, b)) return -1;
         if (req->opt.nbest > 1) {
             srv_buf_puts(b, ",\"nbest\":[");
             for (int h = 0; h < r->n_hyps; h++) {
                 srv_buf_puts(b, h ? ",{" : "{");
-                if (srv_tr_hyp(m, req, &r->hyps[h], r->src_len, b)) return -1;
+                if (srv_tr_hyp(m, req, i, &r->hyps[h], r->src_len, b)) return -1;
                 srv_buf_puts(b, "}");
             }
             srv_buf_puts(b, "]");

@@ -4,6 +4,9 @@
 # `tools/install-deps.sh fuzz` adds clang and libFuzzer (tests/fuzz);
 # `tools/install-deps.sh dev` the checkers of .ci/run (universal-ctags for
 # tools/long-functions.sh, clang-format for tools/format.sh);
+# `tools/install-deps.sh browser` headless Chromium and its WebDriver for the
+# test of `clgraph serve`'s page (tests/serve/test_page.py), and wrk for its
+# load benchmark (tools/bench/serve_load.sh);
 # `tools/install-deps.sh python` Python's venv and pip, for the references
 # (PyTorch, ONNX Runtime) of the live tests, installed from PyPI into a
 # virtual environment (.ci/run shows how).
@@ -15,6 +18,7 @@ libsentencepiece-dev libmicrohttpd-dev curl"
 [ "${1:-}" = fuzz ] && pkgs="clang libclang-rt-14-dev"
 [ "${1:-}" = python ] && pkgs="python3 python3-venv python3-pip"
 [ "${1:-}" = dev ] && pkgs="universal-ctags clang-format"
+[ "${1:-}" = browser ] && pkgs="chromium chromium-driver wrk"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
