@@ -5,11 +5,12 @@
 # --max-batch 64 and with --max-batch 1, and a lone client's latency
 # (1 connection) on each. Prints sentences per second, p50 and p99 latency,
 # errors, and the machine's load.
-#   tools/bench/serve_load.sh [BUILD_DIR] [SECONDS] [CONNECTIONS]
+#   tools/bench/serve_load.sh [BUILD_DIR] [SECONDS] [CONNECTIONS] [DEVICE]
 set -eu
 build=${1:-build}
 secs=${2:-10}
 conns=${3:-64}
+device=${4:-cpu}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
@@ -37,10 +38,10 @@ LUA
 } > "$work/post.lua"
 
 run() { # run MAX_BATCH: the server, a lone client, then the load
-    "$src/$build/tools/clgraph" serve "$src/models/dates" --port 0 --access-log none --max-batch "$1" \
+    "$src/$build/tools/clgraph" serve "$src/models/dates" --device "$device" --port 0 --access-log none --max-batch "$1" \
         --max-delay-us 1000 --max-queue 4096 > "$work/out" 2> "$work/err" &
     echo $! > "$work/pid"
-    for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+    for _ in $(seq 600); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
     port=$(sed -n 's/.*:\([0-9]*\) (.*/\1/p' "$work/out")
     url=http://127.0.0.1:$port/v2/models/dates/translate
     lone=$(wrk -t1 -c1 -d"$secs"s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
