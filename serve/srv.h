@@ -9,6 +9,7 @@
 #include "srv_model.h"
 
 typedef struct srv_options {
+    cg_context *ctx;  /* what models are loaded with (again, on reload) */
     const char *host; /* address to bind (an IPv4 or IPv6 literal) */
     int port;         /* 0: any free port */
     srv_batch_cfg batch;
@@ -28,6 +29,12 @@ typedef struct srv_server srv_server;
  * 0, or -1 with one line in err. */
 int srv_server_start(srv_model **models, int n, const srv_options *o, srv_server **out, int *port, char *err,
                      size_t errsz);
+
+/* Loads model `name` (NULL: every model) again from its spec and puts the
+ * new one in place; requests already queued on the old one are answered by
+ * it before it is freed, so none is dropped. On failure the old model
+ * stays: -1 with one line in err. 0 on success. Thread-safe. */
+int srv_server_reload(srv_server *s, const char *name, char *err, size_t errsz);
 
 /* Graceful stop: no new connections, new requests 503, every job queued
  * is run and answered, and the answers are sent (waiting up to

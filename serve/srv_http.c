@@ -23,7 +23,14 @@ struct srv_server {
     atomic_int stopping;
     atomic_int active; /* requests between their first byte and their end */
     pthread_mutex_t log_lock;
+    /* models[] may be swapped by a reload: readers (a request from finding
+     * its model to queueing on it) hold it shared, the swap exclusively */
+    pthread_rwlock_t models_lock;
+    pthread_mutex_t reload_lock; /* one reload at a time */
 };
+
+void srv_server_lock_models(srv_server *s) { pthread_rwlock_rdlock(&s->models_lock); }
+void srv_server_unlock_models(srv_server *s) { pthread_rwlock_unlock(&s->models_lock); }
 
 srv_model *srv_server_model(srv_server *s, const char *name, size_t len) {
     for (int i = 0; i < s->n; i++)
@@ -39,8 +46,43 @@ srv_metrics *srv_server_metrics(srv_server *s) { return s->metrics; }
 
 void srv_server_metrics_page(srv_server *s, srv_buf *b) {
     int depth[256];
+    srv_server_lock_models(s);
     for (int i = 0; i < s->n && i < 256; i++) depth[i] = srv_model_depth(s->models[i]);
+    srv_server_unlock_models(s);
     srv_metrics_render(s->metrics, depth, b);
+}
+
+/* Model i loaded again and swapped in; the old one answers its queue and
+ * goes. */
+static int srv_reload_one(srv_server *s, int i, char *err, size_t errsz) {
+    srv_model *old = s->models[i], *m = NULL;
+    if (srv_model_load(s->o.ctx, old->spec, old->default_device, &m, err, errsz)) return -1;
+    if (srv_model_start(m, &s->o.batch, s->metrics, i)) {
+        snprintf(err, errsz, "model '%s': cannot start its worker", old->name);
+        srv_model_free(m);
+        return -1;
+    }
+    pthread_rwlock_wrlock(&s->models_lock);
+    s->models[i] = m;
+    pthread_rwlock_unlock(&s->models_lock);
+    srv_model_free(old); /* drains: what was queued on it is answered */
+    return 0;
+}
+
+int srv_server_reload(srv_server *s, const char *name, char *err, size_t errsz) {
+    pthread_mutex_lock(&s->reload_lock);
+    int rc = 0, found = 0;
+    for (int i = 0; i < s->n && !rc; i++)
+        if (!name || !strcmp(s->models[i]->name, name)) {
+            found = 1;
+            rc = srv_reload_one(s, i, err, errsz);
+        }
+    pthread_mutex_unlock(&s->reload_lock);
+    if (!found) {
+        snprintf(err, errsz, "no model named '%s'", name ? name : "");
+        return -1;
+    }
+    return rc;
 }
 
 /* The worker's answer is in: back to the daemon, which calls the handler
@@ -134,6 +176,8 @@ int srv_server_start(srv_model **models, int n, const srv_options *o, srv_server
     s->n = n;
     s->o = *o;
     pthread_mutex_init(&s->log_lock, NULL);
+    pthread_rwlock_init(&s->models_lock, NULL);
+    pthread_mutex_init(&s->reload_lock, NULL);
     for (int i = 0; i < n; i++) names[i] = models[i]->name, devices[i] = models[i]->device;
     s->metrics = srv_metrics_create(n, names, devices);
     int ok = s->metrics != NULL;
@@ -158,7 +202,9 @@ void srv_server_stop(srv_server *s, unsigned grace_s) {
         MHD_socket fd = MHD_quiesce_daemon(s->d); /* ours to close from here */
         if (fd != MHD_INVALID_SOCKET) close(fd);
     }
+    pthread_mutex_lock(&s->reload_lock); /* a reload under way ends first */
     for (int i = 0; i < s->n; i++) srv_model_drain(s->models[i]);
+    pthread_mutex_unlock(&s->reload_lock);
     /* the answers go out before the daemon closes the connections */
     const int64_t until = srv_now_ns() + (int64_t)grace_s * 1000000000;
     while (s->d && atomic_load(&s->active) > 0 && srv_now_ns() < until) {
@@ -168,5 +214,7 @@ void srv_server_stop(srv_server *s, unsigned grace_s) {
     if (s->d) MHD_stop_daemon(s->d);
     srv_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->log_lock);
+    pthread_rwlock_destroy(&s->models_lock);
+    pthread_mutex_destroy(&s->reload_lock);
     free(s);
 }

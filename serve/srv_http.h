@@ -32,7 +32,11 @@ typedef enum MHD_Result (*srv_access_fn)(void *, struct MHD_Connection *, const 
 typedef void (*srv_completed_fn)(void *, struct MHD_Connection *, void **, enum MHD_RequestTerminationCode);
 
 /* srv_http.c */
+/* The model of that name, or NULL; between srv_server_lock_models and
+ * srv_server_unlock_models (a reload may swap it otherwise). */
 srv_model *srv_server_model(srv_server *s, const char *name, size_t len);
+void srv_server_lock_models(srv_server *s);
+void srv_server_unlock_models(srv_server *s);
 int srv_server_model_count(const srv_server *s);
 const srv_model *srv_server_model_at(const srv_server *s, int i);
 const srv_options *srv_server_options(const srv_server *s);

@@ -152,6 +152,7 @@ int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_mo
     const char *eq = strchr(spec, '=');
     path = strdup(eq ? eq + 1 : spec);
     if (!path) goto oom;
+    const char *given = device;
     char *dev = strstr(path, ",device=");
     if (dev) {
         *dev = '\0';
@@ -166,6 +167,8 @@ int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_mo
     }
     m->name = srv_model_name(spec, path, err, errsz);
     if (!m->name) goto fail;
+    m->default_device = given;
+    if (!(m->spec = strdup(spec))) goto oom;
     if (srv_model_open(m, ctx, path, at, device, err, errsz)) goto fail;
     if (dev && !(m->device_own = strdup(dev))) goto oom;
     if (dev && m->kind != SRV_GRAPH) m->device = m->device_own; /* the plan's name otherwise */
@@ -190,6 +193,7 @@ void srv_model_free(srv_model *m) {
     cg_weights_free(m->w);
     free(m->name);
     free(m->platform);
+    free(m->spec);
     free(m->device_own);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->cond);

@@ -48,6 +48,8 @@ enum { SRV_GRAPH, SRV_TRANSLATE, SRV_FORECAST };
 
 typedef struct srv_model {
     char *name;
+    char *spec;                 /* as given, for a reload */
+    const char *default_device; /* --device (NULL: cpu) */
     int kind;
     char *platform;    /* "clgraph_graph", "onnx" or "clgraph_translate" */
     cg_s2s *s2s;       /* SRV_TRANSLATE */

@@ -78,7 +78,35 @@ static enum MHD_Result srv_family(srv_server *s, srv_conn *c, srv_model *m, int 
 
 /* /v2/models/NAME[/versions/V][/ready|/infer|/translate|/forecast]; rest
  * points after "models/". */
+static enum MHD_Result srv_model_route_locked(srv_server *s, srv_conn *c, const char *rest, const char *method);
+
 static enum MHD_Result srv_model_route(srv_server *s, srv_conn *c, const char *rest, const char *method) {
+    srv_server_lock_models(s);
+    enum MHD_Result r = srv_model_route_locked(s, c, rest, method);
+    srv_server_unlock_models(s);
+    return r;
+}
+
+/* POST /v2/repository/models/NAME/load (the model repository extension of
+ * Triton): NAME loaded again from its file or directory and swapped in,
+ * without dropping a request. */
+static enum MHD_Result srv_reload_route(srv_server *s, srv_conn *c, const char *rest, const char *method) {
+    const char *slash = strchr(rest, '/');
+    if (!slash || strcmp(slash, "/load")) return srv_respond_error(c, 404, "no such endpoint");
+    if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
+    char name[256], err[2048];
+    snprintf(name, sizeof name, "%.*s", (int)(slash - rest), rest);
+    srv_server_lock_models(s);
+    srv_model *m = srv_server_model(s, name, strlen(name));
+    if (m) c->model = m->index;
+    srv_server_unlock_models(s);
+    if (!m) return srv_respond_error(c, 404, "no such model");
+    if (srv_server_reload(s, name, err, sizeof err)) return srv_respond_error(c, 500, err);
+    srv_buf b = {0};
+    return srv_json(c, 200, &b);
+}
+
+static enum MHD_Result srv_model_route_locked(srv_server *s, srv_conn *c, const char *rest, const char *method) {
     const char *slash = strchr(rest, '/');
     size_t nlen = slash ? (size_t)(slash - rest) : strlen(rest);
     srv_model *m = srv_server_model(s, rest, nlen);
@@ -126,6 +154,7 @@ static enum MHD_Result srv_page(srv_conn *c) {
  * the protocol; the page lists them). */
 static enum MHD_Result srv_models_list(srv_server *s, srv_conn *c) {
     srv_buf b = {0};
+    srv_server_lock_models(s);
     srv_buf_puts(&b, "{\"models\":[");
     for (int i = 0; i < srv_server_model_count(s); i++) {
         const srv_model *m = srv_server_model_at(s, i);
@@ -138,6 +167,7 @@ static enum MHD_Result srv_models_list(srv_server *s, srv_conn *c) {
         srv_buf_puts(&b, "}");
     }
     srv_buf_puts(&b, "]}");
+    srv_server_unlock_models(s);
     return srv_json(c, 200, &b);
 }
 
@@ -160,5 +190,6 @@ enum MHD_Result srv_route(srv_server *s, srv_conn *c, const char *url, const cha
     if (!strcmp(url, "/") && get) return srv_page(c);
     if (!strcmp(url, "/v2/models") && get) return srv_models_list(s, c);
     if (!strncmp(url, "/v2/models/", 11)) return srv_model_route(s, c, url + 11, method);
+    if (!strncmp(url, "/v2/repository/models/", 22)) return srv_reload_route(s, c, url + 22, method);
     return srv_respond_error(c, 404, "no such endpoint");
 }

@@ -98,8 +98,9 @@ static void serve_defaults(serve_args *a) {
     a->access_log = "-";
 }
 
-static int serve_options(const serve_args *a, const char *token, FILE *log, srv_options *o) {
+static int serve_options(const serve_args *a, cg_context *ctx, const char *token, FILE *log, srv_options *o) {
     memset(o, 0, sizeof *o);
+    o->ctx = ctx;
     o->host = a->host;
     o->port = a->port;
     o->batch = (srv_batch_cfg){a->max_batch, a->max_delay_us, a->max_queue};
@@ -113,13 +114,17 @@ static int serve_options(const serve_args *a, const char *token, FILE *log, srv_
     return CLI_OK;
 }
 
-/* Waits for SIGTERM or SIGINT (blocked in every thread since the start). */
-static void serve_wait(const sigset_t *set) {
+/* Waits for SIGTERM or SIGINT (blocked in every thread since the start);
+ * SIGHUP reloads every model. */
+static void serve_wait(const sigset_t *set, srv_server *s) {
     for (;;) {
         int sig = 0;
         if (sigwait(set, &sig)) continue;
         if (sig == SIGHUP) {
-            fprintf(stderr, "clgraph serve: SIGHUP ignored (reloading models is not built yet)\n");
+            char err[2048];
+            if (srv_server_reload(s, NULL, err, sizeof err))
+                fprintf(stderr, "clgraph serve: SIGHUP: %s (the models loaded before go on)\n", err);
+            else fprintf(stderr, "clgraph serve: SIGHUP: models loaded again\n");
             continue;
         }
         fprintf(stderr, "clgraph serve: %s: finishing the requests accepted, then exiting\n",
@@ -150,7 +155,7 @@ static int serve_run(serve_args *a, const sigset_t *set, srv_model **models, cg_
         return CLI_FAIL;
     }
     srv_options o;
-    serve_options(a, token, log, &o);
+    serve_options(a, ctx, token, log, &o);
     srv_server *s = NULL;
     int port = 0, rc = CLI_OK;
     if (srv_server_start(models, a->n_models, &o, &s, &port, err, sizeof err)) {
@@ -161,7 +166,7 @@ static int serve_run(serve_args *a, const sigset_t *set, srv_model **models, cg_
         printf("clgraph serve: listening on http://%s%s%s:%d (%d model%s)\n", v6 ? "[" : "", a->host, v6 ? "]" : "",
                port, a->n_models, a->n_models == 1 ? "" : "s");
         fflush(stdout);
-        serve_wait(set);
+        serve_wait(set, s);
         srv_server_stop(s, (unsigned)a->grace);
     }
     if (log && log != stderr) fclose(log);
