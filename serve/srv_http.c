@@ -4,6 +4,7 @@
 #include "srv.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -93,8 +94,20 @@ static void srv_job_done(srv_job *job) {
     MHD_resume_connection(c->c);
 }
 
+/* The client closed its side (a read would give end of file) or reset the
+ * connection. A suspended connection's socket is read by nobody else. */
+static int srv_job_gone(const srv_job *job) {
+    const srv_conn *c = job->user;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 0;
+    char b;
+    ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 int srv_queue_infer(srv_conn *c, srv_model *m) {
     c->job.done = srv_job_done;
+    c->job.gone = srv_job_gone;
     c->job.user = c;
     int rc = srv_model_push(m, &c->job);
     if (rc) return rc;

@@ -10,9 +10,10 @@
 static const double srv_lat_le[SRV_NB] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10};
 static const double srv_batch_le[SRV_NB] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
 
-/* The status codes the server answers with; others count as their own
- * line only when seen (index SRV_NCODES holds them all, labelled "other"). */
-static const int srv_codes[] = {200, 400, 401, 404, 405, 413, 429, 500, 503, 504};
+/* The status codes the server answers with (499: the client closed its
+ * connection before its answer, nginx's name for it); others count under
+ * "other", a line shown once one was seen. */
+static const int srv_codes[] = {200, 400, 401, 404, 405, 413, 429, 499, 500, 503, 504};
 #define SRV_NCODES ((int)(sizeof srv_codes / sizeof srv_codes[0]))
 
 typedef struct srv_hist {

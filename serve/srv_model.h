@@ -31,6 +31,9 @@ typedef struct srv_job {
     srv_buf body;
     size_t json_len; /* Inference-Header-Content-Length, 0: JSON only */
     void (*done)(struct srv_job *job);
+    /* 1 when the client has gone (closed its connection) while the job
+     * waited: the job is then answered 499 without running. May be NULL. */
+    int (*gone)(const struct srv_job *job);
     void *user;
     struct srv_job *next;
 } srv_job;

@@ -89,7 +89,8 @@ static int srv_take(srv_model *m, srv_job **batch) {
     }
 }
 
-/* Runs a batch: jobs past their deadline are answered without running. */
+/* Runs a batch: jobs past their deadline, or whose client has gone, are
+ * answered without running. */
 static void srv_run_batch(srv_model *m, srv_job **batch, int n) {
     srv_job *run[SRV_MAX_JOBS];
     double waits[SRV_MAX_JOBS];
@@ -100,6 +101,11 @@ static void srv_run_batch(srv_model *m, srv_job **batch, int n) {
         if (batch[i]->deadline_ns && t0 > batch[i]->deadline_ns) {
             batch[i]->status = 504;
             srv_error_json(&batch[i]->body, "the request's timeout passed while it waited in the queue");
+            continue;
+        }
+        if (batch[i]->gone && batch[i]->gone(batch[i])) { /* nobody to answer: its rows leave the batch */
+            batch[i]->status = 499;
+            srv_error_json(&batch[i]->body, "the client closed its connection");
             continue;
         }
         waits[nr] = (double)(t0 - batch[i]->enq_ns) * 1e-9;

@@ -84,3 +84,29 @@ def test_sigterm_answers_what_was_accepted(serve):
         t.join()
     assert all(r is not None and r[0] == 200 for r in results), results
     assert time.monotonic() - t0 < 10
+
+
+def test_a_client_that_leaves_is_dropped_from_the_batch(serve):
+    """A request whose client closed its connection while it waited for its
+    batch is not run: its rows leave the batch (499 in the metrics and the
+    access log); the others are answered."""
+    import socket
+    s = serve(MLP, "--max-batch", "64", "--max-delay-us", "1500000")
+    a = np.ones((3, 2, 8), np.float32)
+    payload = body(a)
+    raw = socket.create_connection(("127.0.0.1", s.port))
+    raw.sendall(b"POST /v2/models/model/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+    time.sleep(0.2)
+    raw.close()  # gone before the batch starts
+    results = [None]
+    for t in fire(s, [body(np.ones((1, 2, 8), np.float32))], results):
+        t.join()
+    assert results[0][0] == 200
+    time.sleep(0.2)
+    m = s.metrics()
+    assert 'clgraph_batch_rows_sum{model="model"} 1' in m, m  # the 3 rows of the closed request did not run
+    assert 'clgraph_requests_total{model="model",code="499"} 1' in m
+    assert s.stop() == 0
+    lines = [json.loads(l) for l in open(s.log)]
+    assert [l["status"] for l in lines if l["path"].endswith("/infer")].count(499) == 1
