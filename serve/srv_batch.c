@@ -13,6 +13,7 @@
 
 static void srv_job_fail(srv_job *j, int status, const char *msg) {
     j->status = status;
+    j->type = NULL;
     j->json_len = 0;
     srv_buf_free(&j->body);
     srv_error_json(&j->body, msg);
@@ -222,6 +223,7 @@ static int srv_fc_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
             continue;
         }
         jobs[i]->status = 200;
+        if (jobs[i]->fc.csv) jobs[i]->type = "text/csv; charset=utf-8";
     }
     for (int k = 0; res && k < total; k++) cg_forecast_result_clear(&res[k]);
     free(res);

@@ -1,5 +1,7 @@
 #include "srv_forecast.h"
 
+#include "fc_csv.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +11,12 @@
 #define SRV_FC_FAIL(...) (snprintf(err, errsz, __VA_ARGS__), 400)
 
 void srv_fc_req_clear(srv_fc_req *req) {
+    if (req->csv) {
+        fc_csv_free(req->csv);
+        free(req->csv);
+        free(req->values); /* the rows are the CSV's */
+        req->values = NULL;
+    }
     for (int i = 0; req->values && i < req->n; i++) free(req->values[i]);
     free(req->values);
     free(req->length);
@@ -88,6 +96,57 @@ int srv_fc_parse(const char *body, size_t len, const srv_limits *lim, int C, srv
     return rc;
 }
 
+int srv_fc_parse_csv(const char *body, size_t len, const char *horizon, const cg_forecaster *m, srv_fc_req *req,
+                     char *err, size_t errsz) {
+    memset(req, 0, sizeof *req);
+    char *end = NULL;
+    long h = horizon ? strtol(horizon, &end, 10) : 0;
+    if (!horizon || !*horizon || *end || h < 1 || h > SRV_FC_MAX_HORIZON)
+        return SRV_FC_FAIL("a CSV request needs ?horizon=N in the URL, N in [1, %d]", SRV_FC_MAX_HORIZON);
+    req->horizon = (int)h;
+    const int C = cg_forecast_channels(m);
+    const char *cols[256];
+    for (int k = 0; k < C && k < 256; k++) cols[k] = cg_forecast_column(m, k);
+    FILE *f = len ? fmemopen((void *)body, len, "r") : fmemopen((void *)"", 1, "r");
+    req->csv = calloc(1, sizeof *req->csv);
+    if (!f || !req->csv) {
+        if (f) fclose(f);
+        srv_fc_req_clear(req);
+        return SRV_FC_FAIL("out of memory");
+    }
+    char why[1024];
+    int bad = fc_csv_read(f, cols, C, 0, req->csv, why, sizeof why);
+    fclose(f);
+    if (bad || req->csv->n_series < 1) {
+        snprintf(err, errsz, "the CSV: %s", bad ? why : "no rows");
+        srv_fc_req_clear(req);
+        return 400;
+    }
+    /* the series' rows stay in the CSV (its n x C values) */
+    req->n = req->csv->n_series;
+    req->values = calloc((size_t)req->n, sizeof *req->values);
+    req->length = calloc((size_t)req->n, sizeof *req->length);
+    if (!req->values || !req->length) {
+        srv_fc_req_clear(req);
+        return SRV_FC_FAIL("out of memory");
+    }
+    for (int i = 0; i < req->n; i++) {
+        const fc_csv_series *ser = &req->csv->series[i];
+        int fit = 0;
+        if (req->csv->time_col >= 0 && fc_next_times(ser->times[0], ser->times[1], req->horizon, NULL, &fit)) {
+            snprintf(err, errsz,
+                     "horizon %d: the time column of the series from line %d would pass what it can "
+                     "hold; at most %d steps fit",
+                     req->horizon, ser->first_line, fit);
+            srv_fc_req_clear(req);
+            return 400;
+        }
+        req->values[i] = ser->values;
+        req->length[i] = ser->n;
+    }
+    return 0;
+}
+
 static void srv_fc_attention(const cg_forecast_result *r, srv_buf *b) {
     srv_buf_puts(b, ",\"attention\":[");
     for (int j = 0; j < r->horizon; j++) {
@@ -99,8 +158,28 @@ static void srv_fc_attention(const cg_forecast_result *r, srv_buf *b) {
     srv_buf_puts(b, "]");
 }
 
+/* The CSV answer: fc_csv_write into memory. */
+static int srv_fc_csv_response(const srv_fc_req *req, const cg_forecast_result *res, srv_buf *b) {
+    const double **v = malloc(sizeof *v * (size_t)req->n);
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = v ? open_memstream(&text, &n) : NULL;
+    if (!f) {
+        free(v);
+        return -1;
+    }
+    for (int i = 0; i < req->n; i++) v[i] = res[i].values;
+    int rc = fc_csv_write(f, req->csv, v, req->horizon);
+    fclose(f);
+    free(v);
+    if (!rc) srv_buf_add(b, text, n);
+    free(text);
+    return rc || b->failed ? -1 : 0;
+}
+
 int srv_fc_response(const char *model, const cg_forecaster *m, const srv_fc_req *req, const cg_forecast_result *res,
                     srv_buf *b) {
+    if (req->csv) return srv_fc_csv_response(req, res, b);
     srv_buf_puts(b, "{\"model_name\":");
     srv_buf_json_str(b, model);
     if (req->id) {

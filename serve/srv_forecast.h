@@ -22,6 +22,7 @@ typedef struct srv_fc_req {
     int horizon, attention;
     int64_t timeout_us;
     char *id;
+    struct fc_csv *csv; /* the request was CSV: the answer is too */
 } srv_fc_req;
 
 /* Parses {"series": [[[v, ...] per step] per series] or [{"values": ...}],
@@ -29,10 +30,17 @@ typedef struct srv_fc_req {
  * channels. 0, or 400 with one line in err (req cleared). */
 int srv_fc_parse(const char *body, size_t len, const srv_limits *lim, int C, srv_fc_req *req, char *err, size_t errsz);
 
+/* Parses a CSV body as `clgraph forecast` reads its stdin (a header of the
+ * model's columns, optionally `time` first and `series`), with `horizon`
+ * the URL's ?horizon=N. 0, or 400 with "LINE:COL: what" (req cleared). */
+int srv_fc_parse_csv(const char *body, size_t len, const char *horizon, const cg_forecaster *m, srv_fc_req *req,
+                     char *err, size_t errsz);
+
 void srv_fc_req_clear(srv_fc_req *req);
 
 /* {"model_name", "id"?, "columns": [...], "forecasts": [{"values": [[...]
- * per step], "attention"?: [{"first": i, "weights": [...]} per step]}]}. */
+ * per step], "attention"?: [{"first": i, "weights": [...]} per step]}]};
+ * for a CSV request the CSV `clgraph forecast` writes. 0 or -1. */
 int srv_fc_response(const char *model, const cg_forecaster *m, const srv_fc_req *req, const cg_forecast_result *res,
                     srv_buf *b);
 

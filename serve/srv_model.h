@@ -28,6 +28,7 @@ typedef struct srv_job {
     int64_t enq_ns;      /* CLOCK_MONOTONIC */
     int64_t deadline_ns; /* 0: none */
     int status;          /* HTTP status of the answer */
+    const char *type;    /* its content type; NULL: JSON */
     srv_buf body;
     size_t json_len; /* Inference-Header-Content-Length, 0: JSON only */
     void (*done)(struct srv_job *job);

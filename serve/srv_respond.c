@@ -42,7 +42,7 @@ enum MHD_Result srv_respond_error(srv_conn *c, int status, const char *msg) {
 
 enum MHD_Result srv_respond_job(srv_conn *c) {
     srv_job *j = &c->job;
-    if (!j->json_len) return srv_respond(c, j->status, &j->body, "application/json");
+    if (!j->json_len) return srv_respond(c, j->status, &j->body, j->type ? j->type : "application/json");
     size_t n = 0;
     char *p = srv_buf_take(&j->body, &n);
     if (!p) return MHD_NO;

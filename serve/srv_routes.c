@@ -65,9 +65,13 @@ static enum MHD_Result srv_family(srv_server *s, srv_conn *c, srv_model *m, int 
     char err[1024];
     const char *body = c->body.p ? c->body.p : "";
     const srv_limits *lim = &srv_server_options(s)->limits;
-    int rc = kind == SRV_TRANSLATE
-                 ? srv_tr_parse(body, c->body.n, lim, &c->job.tr, err, sizeof err)
-                 : srv_fc_parse(body, c->body.n, lim, cg_forecast_channels(m->fc), &c->job.fc, err, sizeof err);
+    const char *ct = MHD_lookup_connection_value(c->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *horizon = MHD_lookup_connection_value(c->c, MHD_GET_ARGUMENT_KIND, "horizon");
+    int rc;
+    if (kind == SRV_TRANSLATE) rc = srv_tr_parse(body, c->body.n, lim, &c->job.tr, err, sizeof err);
+    else if (ct && !strncmp(ct, "text/csv", 8)) /* as `clgraph forecast` reads it, ?horizon=N */
+        rc = srv_fc_parse_csv(body, c->body.n, horizon, m->fc, &c->job.fc, err, sizeof err);
+    else rc = srv_fc_parse(body, c->body.n, lim, cg_forecast_channels(m->fc), &c->job.fc, err, sizeof err);
     if (rc) return srv_respond_error(c, rc, err);
     srv_buf_free(&c->body);
     rc = srv_queue_infer(c, m);

@@ -59,3 +59,27 @@ def test_concurrent_series_get_the_cli_forecasts(serve):
         assert status == 400 and why in body["error"], (bad, body)
     assert s.json("POST", "/v2/models/elnino/translate", {"sources": ["a"]})[0] == 404
     assert s.stop() == 0
+
+
+def test_csv_in_csv_out_is_the_cli(serve):
+    """A CSV body (?horizon=N) is answered with the CSV `clgraph forecast`
+    writes, byte for byte: time column continued, series repeated."""
+    with open(os.path.join(ELNINO, "example.csv")) as f:
+        one = f.read()
+    rows = one.strip().split("\n")
+    many = "time,series,sst\n" + "".join(f"{r.split(',')[0]},{name},{r.split(',')[1]}\n"
+                                         for name, cut in (("a", 0), ('"b,c"', 5)) for r in rows[1:len(rows) - cut])
+    s = serve(ELNINO)
+    for text in (one, many):
+        want = subprocess.run([CLGRAPH, "forecast", ELNINO, "--horizon", "6"], input=text, capture_output=True,
+                              text=True, check=True).stdout
+        status, headers, data = s.request("POST", "/v2/models/elnino/forecast?horizon=6", text.encode(),
+                                          {"Content-Type": "text/csv"})
+        assert status == 200 and headers["Content-Type"].startswith("text/csv"), data
+        assert data.decode() == want
+    status, _, data = s.request("POST", "/v2/models/elnino/forecast", one.encode(), {"Content-Type": "text/csv"})
+    assert status == 400 and b"horizon" in data
+    status, _, data = s.request("POST", "/v2/models/elnino/forecast?horizon=2", b"time,sst\n2020-01-01,x\n",
+                                {"Content-Type": "text/csv"})
+    assert status == 400 and b"2:" in data, data
+    assert s.stop() == 0

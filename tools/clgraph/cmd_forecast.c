@@ -63,47 +63,25 @@ static void progress(int done, int total, void *user) {
     fflush(stderr);
 }
 
-/* The forecasts as CSV, the input's header and column order. */
+/* The forecasts as CSV on stdout (fc_csv_write). */
 static int write_csv(const fc_csv *in, const cg_forecast_result *res, int horizon) {
-    char **times = calloc((size_t)horizon, sizeof *times);
-    if (!times) {
+    const double **values = malloc(sizeof *values * (size_t)(in->n_series ? in->n_series : 1));
+    if (!values) {
         fprintf(stderr, "clgraph forecast: out of memory\n");
         return CLI_FAIL;
     }
-    for (int i = 0; i < in->n_header; i++) {
-        if (i) putchar(',');
-        fc_csv_field(stdout, in->header[i]);
+    for (int s = 0; s < in->n_series; s++) values[s] = res[s].values;
+    int rc = fc_csv_write(stdout, in, values, horizon);
+    free(values);
+    if (rc < 0) {
+        fprintf(stderr, "clgraph forecast: out of memory\n");
+        return CLI_FAIL;
     }
-    putchar('\n');
-    int rc = CLI_OK;
-    for (int s = 0; s < in->n_series && !rc; s++) {
-        const fc_csv_series *ser = &in->series[s];
-        int fit;
-        if (in->time_col >= 0 && fc_next_times(ser->times[0], ser->times[1], horizon, times, &fit)) {
-            fprintf(stderr, "clgraph forecast: out of memory\n");
-            rc = CLI_FAIL;
-            break;
-        }
-        for (int j = 0; j < horizon; j++) {
-            for (int i = 0; i < in->n_header; i++) {
-                if (i) putchar(',');
-                if (i == in->time_col) fc_csv_field(stdout, times[j]);
-                else if (i == in->series_col) fc_csv_field(stdout, ser->name);
-                else
-                    for (int k = 0; k < in->C; k++)
-                        if (in->chan_col[k] == i) printf("%.7g", res[s].values[(size_t)j * (size_t)in->C + (size_t)k]);
-            }
-            putchar('\n');
-        }
-        for (int j = 0; j < horizon; j++) free(times[j]), times[j] = NULL;
-        if (ferror(stdout)) break;
-    }
-    free(times);
-    if (!rc && (fflush(stdout) != 0 || ferror(stdout))) {
+    if (rc > 0 || fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "clgraph forecast: cannot write the forecast: %s\n", strerror(errno));
-        rc = CLI_FAIL;
+        return CLI_FAIL;
     }
-    return rc;
+    return CLI_OK;
 }
 
 static void json_string(FILE *f, const char *s) {

@@ -432,3 +432,37 @@ void fc_csv_field(FILE *f, const char *s) {
     }
     putc('"', f);
 }
+
+int fc_csv_write(FILE *f, const fc_csv *in, const double *const *values, int horizon) {
+    char **times = calloc((size_t)horizon, sizeof *times);
+    if (!times) return -1;
+    for (int i = 0; i < in->n_header; i++) {
+        if (i) putc(',', f);
+        fc_csv_field(f, in->header[i]);
+    }
+    putc('\n', f);
+    int rc = 0;
+    for (int s = 0; s < in->n_series && !rc; s++) {
+        const fc_csv_series *ser = &in->series[s];
+        int fit;
+        if (in->time_col >= 0 && fc_next_times(ser->times[0], ser->times[1], horizon, times, &fit)) {
+            rc = -1;
+            break;
+        }
+        for (int j = 0; j < horizon; j++) {
+            for (int i = 0; i < in->n_header; i++) {
+                if (i) putc(',', f);
+                if (i == in->time_col) fc_csv_field(f, times[j]);
+                else if (i == in->series_col) fc_csv_field(f, ser->name);
+                else
+                    for (int k = 0; k < in->C; k++)
+                        if (in->chan_col[k] == i) fprintf(f, "%.7g", values[s][(size_t)j * (size_t)in->C + (size_t)k]);
+            }
+            putc('\n', f);
+        }
+        for (int j = 0; j < horizon; j++) free(times[j]), times[j] = NULL;
+        if (ferror(f)) rc = 1;
+    }
+    free(times);
+    return rc;
+}
