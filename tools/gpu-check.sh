@@ -5,7 +5,7 @@
 # and the Transformer demo), the Transformer family's tests, and
 # `clgraph bench` (CPU against every OpenCL device: the dates model, the
 # Transformer demo, and a medium random model when Python with numpy and
-# torch is there to make it). Results
+# torch is there to make it), and `clgraph serve` under load. Results
 # go to OUT_DIR (default: $OUT, else ./gpu-check) as text and JSON, for
 # docs/portability.md and the note.
 #   tools/gpu-check.sh [OUT_DIR]
@@ -76,5 +76,13 @@ if python3 -c 'import numpy, torch' 2>/dev/null; then
         { model="$out/medium-model"; bench medium; rm -rf "$out/medium-model"; }
 else
     log "no numpy and torch: the medium benchmark model is not made"
+fi
+# `clgraph serve` under load (docs/serving.md: --max-batch 64 against 1, 64
+# connections) on the first OpenCL device, when the build has it and wrk is
+# there.
+if command -v wrk >/dev/null && [ "$n" -gt 0 ] && ! "$cli" serve --help 2>&1 | grep -q "built without"; then
+    run serve_load_opencl0 120 tools/bench/serve_load.sh build-gpu 8 64 opencl:0
+else
+    log "no wrk or no serve: the serving load is not measured"
 fi
 log "done; results in $out"
