@@ -152,14 +152,14 @@ static enum MHD_Result srv_access(void *cls, struct MHD_Connection *mc, const ch
     return srv_route(s, c, url, method);
 }
 
-/* The access log's line and the metrics of a finished request. */
+/* The access log's line of a finished request (its metrics were counted
+ * when its answer was queued). */
 static void srv_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode toe) {
     (void)toe;
     srv_server *s = cls;
     srv_conn *c = *con_cls;
     if (!c) return;
     const double secs = (double)(srv_now_ns() - c->t0) * 1e-9;
-    srv_metrics_request(s->metrics, c->model, c->status, secs);
     if (s->o.access_log) {
         char addr[INET6_ADDRSTRLEN] = "";
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);

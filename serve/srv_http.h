@@ -42,6 +42,7 @@ const srv_model *srv_server_model_at(const srv_server *s, int i);
 const srv_options *srv_server_options(const srv_server *s);
 int srv_server_stopping(const srv_server *s);
 void srv_server_metrics_page(srv_server *s, srv_buf *b);
+srv_metrics *srv_server_metrics(srv_server *s);
 /* Pushes c's parsed job on m and suspends c: 0, or 429 / 503. */
 int srv_queue_infer(srv_conn *c, srv_model *m);
 

@@ -9,6 +9,14 @@
 
 #include "srv_http.h"
 
+/* The request's status and size, counted in the metrics now: before the
+ * client can have its answer (and ask /metrics). */
+static void srv_record(srv_conn *c, int status, size_t bytes) {
+    c->status = status;
+    c->resp_bytes = bytes;
+    srv_metrics_request(srv_server_metrics(c->srv), c->model, status, (double)(srv_now_ns() - c->t0) * 1e-9);
+}
+
 enum MHD_Result srv_respond(srv_conn *c, int status, srv_buf *body, const char *type) {
     size_t n = 0;
     char *p = srv_buf_take(body, &n);
@@ -27,8 +35,7 @@ enum MHD_Result srv_respond(srv_conn *c, int status, srv_buf *body, const char *
     if (status == 429) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (status == 401) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 503 && srv_server_stopping(c->srv)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    c->status = status;
-    c->resp_bytes = n;
+    srv_record(c, status, n);
     enum MHD_Result rc = MHD_queue_response(c->c, (unsigned)status, r);
     MHD_destroy_response(r);
     return rc;
@@ -55,8 +62,7 @@ enum MHD_Result srv_respond_job(srv_conn *c) {
     snprintf(len, sizeof len, "%zu", j->json_len);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
     MHD_add_response_header(r, "Inference-Header-Content-Length", len);
-    c->status = j->status;
-    c->resp_bytes = n;
+    srv_record(c, j->status, n);
     enum MHD_Result rc = MHD_queue_response(c->c, (unsigned)j->status, r);
     MHD_destroy_response(r);
     return rc;
