@@ -33,11 +33,12 @@ static void srv_answer(srv_model *m, srv_job *j, cg_tensor *const *out) {
     j->status = 200;
 }
 
-static void srv_run_one(srv_model *m, srv_job *j) {
+static void srv_run_one(const srv_worker *wk, srv_job *j) {
+    srv_model *m = wk->m;
     const char *names[SRV_MAX_IO];
     cg_tensor *out[SRV_MAX_IO] = {0};
     for (int i = 0; i < m->io.n_in; i++) names[i] = m->io.in[i].name;
-    cg_status st = cg_plan_run(m->plan, m->io.n_in, names, j->req.in, m->io.n_out, out);
+    cg_status st = cg_plan_run(wk->plan, m->io.n_in, names, j->req.in, m->io.n_out, out);
     if (st) {
         char msg[1024];
         snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());
@@ -98,17 +99,18 @@ static int srv_split(srv_model *m, srv_job **jobs, int n, int64_t rows, cg_tenso
     return 0;
 }
 
-void srv_model_run(srv_model *m, srv_job **jobs, int n) {
+void srv_model_run(const srv_worker *wk, srv_job **jobs, int n) {
+    srv_model *m = wk->m;
     if (m->kind == SRV_TRANSLATE) {
-        srv_tr_run(m, jobs, n);
+        srv_tr_run(wk, jobs, n);
         return;
     }
     if (m->kind == SRV_FORECAST) {
-        srv_fc_run(m, jobs, n);
+        srv_fc_run(wk, jobs, n);
         return;
     }
     if (n == 1) {
-        srv_run_one(m, jobs[0]);
+        srv_run_one(wk, jobs[0]);
         return;
     }
     int64_t rows = 0;
@@ -120,11 +122,11 @@ void srv_model_run(srv_model *m, srv_job **jobs, int n) {
         names[k] = m->io.in[k].name;
         ok = (in[k] = srv_concat(jobs, n, k, rows)) != NULL;
     }
-    cg_status st = ok ? cg_plan_run(m->plan, m->io.n_in, names, in, m->io.n_out, out) : CG_ERR_NO_MEMORY;
+    cg_status st = ok ? cg_plan_run(wk->plan, m->io.n_in, names, in, m->io.n_out, out) : CG_ERR_NO_MEMORY;
     /* a batch that failed or cannot be split runs job by job, so that each
      * gets its own answer (a bad request fails alone) */
     if (st || srv_split(m, jobs, n, rows, out))
-        for (int i = 0; i < n; i++) srv_run_one(m, jobs[i]);
+        for (int i = 0; i < n; i++) srv_run_one(wk, jobs[i]);
     for (int k = 0; k < SRV_MAX_IO; k++) {
         cg_tensor_free(in[k]);
         cg_tensor_free(out[k]);
@@ -133,13 +135,13 @@ void srv_model_run(srv_model *m, srv_job **jobs, int n) {
 
 /* Text to ids, on the worker (a model handle is used by one thread at a
  * time); 0, or the job is answered 400. */
-static int srv_tr_tokenize(srv_model *m, srv_job *j) {
+static int srv_tr_tokenize(const srv_worker *wk, srv_job *j) {
     srv_tr_req *r = &j->tr;
     for (int i = 0; r->text && i < r->n; i++) {
         free(r->ids[i]);
         r->ids[i] = NULL;
         char msg[1024];
-        if (cg_s2s_tokenize(m->s2s, r->text[i], &r->ids[i], &r->len[i])) {
+        if (cg_s2s_tokenize(wk->s2s, r->text[i], &r->ids[i], &r->len[i])) {
             snprintf(msg, sizeof msg, "sources[%d]: %s", i, cg_last_error());
             srv_job_fail(j, 400, msg);
             return -1;
@@ -156,7 +158,8 @@ static int srv_tr_tokenize(srv_model *m, srv_job *j) {
 
 /* One cg_s2s_translate over the sentences of jobs[0..n); 0, or -1 with the
  * library's error (nothing answered). */
-static int srv_tr_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
+static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int n, cg_status *st) {
+    srv_model *m = wk->m;
     int total = 0;
     for (int i = 0; i < n; i++) total += jobs[i]->tr.n;
     const int32_t **src = malloc(sizeof *src * (size_t)total);
@@ -170,9 +173,9 @@ static int srv_tr_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
         }
     cg_s2s_options o = jobs[0]->tr.opt;
     o.batch = total;
-    if (!*st) *st = cg_s2s_translate(m->s2s, &o, total, src, len, res, NULL, NULL);
+    if (!*st) *st = cg_s2s_translate(wk->s2s, &o, total, src, len, res, NULL, NULL);
     for (int i = 0, k = 0; !*st && i < n; k += jobs[i]->tr.n, i++) {
-        if (srv_tr_response(m->name, m->s2s, &jobs[i]->tr, res + k, &jobs[i]->body)) {
+        if (srv_tr_response(m->name, wk->s2s, &jobs[i]->tr, res + k, &jobs[i]->body)) {
             srv_job_fail(jobs[i], 500, "out of memory writing the response");
             continue;
         }
@@ -185,20 +188,20 @@ static int srv_tr_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
     return *st ? -1 : 0;
 }
 
-void srv_tr_run(srv_model *m, srv_job **jobs, int n) {
+void srv_tr_run(const srv_worker *wk, srv_job **jobs, int n) {
     srv_job *ok[1024];
     int nok = 0;
     for (int i = 0; i < n && nok < 1024; i++)
-        if (!srv_tr_tokenize(m, jobs[i])) ok[nok++] = jobs[i];
+        if (!srv_tr_tokenize(wk, jobs[i])) ok[nok++] = jobs[i];
     cg_status st = CG_OK;
-    if (!nok || !srv_tr_batch(m, ok, nok, &st)) return;
+    if (!nok || !srv_tr_batch(wk, ok, nok, &st)) return;
     /* a batch that failed goes again request by request, so that a bad one
      * (an id past the vocabulary) fails alone */
     if (nok > 1)
-        for (int i = 0; i < nok; i++) srv_tr_run(m, &ok[i], 1);
+        for (int i = 0; i < nok; i++) srv_tr_run(wk, &ok[i], 1);
     else {
         char msg[1024];
-        snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());
+        snprintf(msg, sizeof msg, "model '%s': %s", wk->m->name, cg_last_error());
         srv_job_fail(ok[0], srv_run_status(st), msg);
     }
 }
@@ -206,6 +209,7 @@ void srv_tr_run(srv_model *m, srv_job **jobs, int n) {
 /* One cg_forecast_run over the series of jobs[0..n); 0, or -1 with the
  * library's error (nothing answered). */
 static int srv_fc_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
+    /* one worker: a forecaster has no clone */
     int total = 0;
     for (int i = 0; i < n; i++) total += jobs[i]->fc.n;
     cg_forecast_series *ser = calloc((size_t)total, sizeof *ser);
@@ -231,11 +235,12 @@ static int srv_fc_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
     return *st ? -1 : 0;
 }
 
-void srv_fc_run(srv_model *m, srv_job **jobs, int n) {
+void srv_fc_run(const srv_worker *wk, srv_job **jobs, int n) {
+    srv_model *m = wk->m;
     cg_status st = CG_OK;
     if (!srv_fc_batch(m, jobs, n, &st)) return;
     if (n > 1) /* as translation: a failed batch goes again request by request */
-        for (int i = 0; i < n; i++) srv_fc_run(m, &jobs[i], 1);
+        for (int i = 0; i < n; i++) srv_fc_run(wk, &jobs[i], 1);
     else {
         char msg[1024];
         snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());

@@ -58,8 +58,7 @@ void srv_server_metrics_page(srv_server *s, srv_buf *b) {
 static int srv_reload_one(srv_server *s, int i, char *err, size_t errsz) {
     srv_model *old = s->models[i], *m = NULL;
     if (srv_model_load(s->o.ctx, old->spec, old->default_device, &m, err, errsz)) return -1;
-    if (srv_model_start(m, &s->o.batch, s->metrics, i)) {
-        snprintf(err, errsz, "model '%s': cannot start its worker", old->name);
+    if (srv_model_start(m, &s->o.batch, s->metrics, i, err, errsz)) {
         srv_model_free(m);
         return -1;
     }
@@ -194,9 +193,9 @@ int srv_server_start(srv_model **models, int n, const srv_options *o, srv_server
     for (int i = 0; i < n; i++) names[i] = models[i]->name, devices[i] = models[i]->device;
     s->metrics = srv_metrics_create(n, names, devices);
     int ok = s->metrics != NULL;
-    for (int i = 0; ok && i < n; i++) ok = !srv_model_start(models[i], &o->batch, s->metrics, i);
+    if (!ok) snprintf(err, errsz, "out of memory");
+    for (int i = 0; ok && i < n; i++) ok = !srv_model_start(models[i], &o->batch, s->metrics, i, err, errsz);
     if (!ok) {
-        snprintf(err, errsz, "out of memory or threads starting the models' workers");
         srv_server_stop(s, 0);
         return -1;
     }

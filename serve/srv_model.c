@@ -102,7 +102,7 @@ static int srv_model_open_dir(srv_model *m, cg_context *ctx, const char *path, c
     m->kind = fc ? SRV_FORECAST : SRV_TRANSLATE;
     m->platform = strdup(fc ? "clgraph_forecast" : "clgraph_translate");
     m->batchable = 1;
-    m->device = device ? device : "cpu";
+    m->device = device ? device : "cpu"; /* m->device_req: lives as long as m */
     cg_plan_options popt = {.struct_size = sizeof popt, .device = device};
     if (fc ? cg_forecast_load(ctx, path, &popt, &m->fc) : cg_s2s_load(ctx, path, &popt, NULL, &m->s2s)) {
         snprintf(err, errsz, "model '%s': %s", m->name, cg_last_error());
@@ -169,9 +169,10 @@ int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_mo
     if (!m->name) goto fail;
     m->default_device = given;
     if (!(m->spec = strdup(spec))) goto oom;
-    if (srv_model_open(m, ctx, path, at, device, err, errsz)) goto fail;
-    if (dev && !(m->device_own = strdup(dev))) goto oom;
-    if (dev && m->kind != SRV_GRAPH) m->device = m->device_own; /* the plan's name otherwise */
+    /* the device asked for, kept for the workers' plans and the listing */
+    if (device && !(m->device_own = strdup(device))) goto oom;
+    m->device_req = m->device_own;
+    if (srv_model_open(m, ctx, path, at, m->device_req, err, errsz)) goto fail;
     free(path);
     *out = m;
     return 0;

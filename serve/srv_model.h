@@ -44,7 +44,22 @@ typedef struct srv_batch_cfg {
     int64_t max_batch;    /* rows per run */
     int64_t max_delay_us; /* how long the first job of a batch waits for more */
     int max_queue;        /* jobs waiting, per model */
+    int workers;          /* threads running batches per model (1 for a forecaster) */
 } srv_batch_cfg;
+
+#define SRV_MAX_WORKERS 16
+
+struct srv_model;
+
+/* One thread running a model's batches, with a plan or a translation
+ * handle of its own (a plan or handle is used by one thread at a time). */
+typedef struct srv_worker {
+    struct srv_model *m;
+    cg_plan *plan; /* SRV_GRAPH: the model's first plan for worker 0, its own for the others */
+    cg_s2s *s2s;   /* SRV_TRANSLATE: the model's handle for worker 0, a cg_s2s_clone for the others */
+    pthread_t thread;
+    int started;
+} srv_worker;
 
 /* What a model is: a graph served by /infer, a translation model
  * directory served by /translate, a forecasting one by /forecast. */
@@ -68,11 +83,13 @@ typedef struct srv_model {
     int index;     /* in the server's metrics */
     srv_metrics *metrics;
     srv_batch_cfg cfg;
+    const char *device_req; /* the device asked for (NULL: cpu), for the workers' plans */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     srv_job *head, *tail;
-    int depth, stopping, started;
-    pthread_t thread;
+    int depth, stopping;
+    int n_workers;
+    srv_worker workers[SRV_MAX_WORKERS];
 } srv_model;
 
 /* Loads `spec`, [NAME=]PATH[@WEIGHTS][,device=D] (a .cg graph text with its
@@ -86,8 +103,9 @@ int srv_model_load(cg_context *ctx, const char *spec, const char *device, srv_mo
 /* Stops the worker (after the jobs queued) and frees the model. */
 void srv_model_free(srv_model *m);
 
-/* Starts the worker thread. 0 or -1. */
-int srv_model_start(srv_model *m, const srv_batch_cfg *cfg, srv_metrics *metrics, int index);
+/* Starts the worker threads (cfg->workers, each with its own plan or
+ * handle). 0, or -1 with one line in err. */
+int srv_model_start(srv_model *m, const srv_batch_cfg *cfg, srv_metrics *metrics, int index, char *err, size_t errsz);
 
 /* Queues a job: 0, 429 when the queue is full, 503 when stopping. */
 int srv_model_push(srv_model *m, srv_job *job);
@@ -98,16 +116,17 @@ int srv_model_depth(srv_model *m);
 /* Lets the worker finish what is queued and joins it. */
 void srv_model_drain(srv_model *m);
 
-/* Runs jobs[0..n) (compatible: see srv_batch.c) as one batch, or one at a
- * time, and sets each job's answer (done is not called). */
-void srv_model_run(srv_model *m, srv_job **jobs, int n);
+/* Runs jobs[0..n) (compatible: see srv_batch.c) on worker wk as one
+ * batch, or one at a time, and sets each job's answer (done is not
+ * called). */
+void srv_model_run(const srv_worker *wk, srv_job **jobs, int n);
 
 /* Translates jobs[0..n) (compatible options) in one cg_s2s_translate and
  * sets each job's answer (srv_batch.c). */
-void srv_tr_run(srv_model *m, srv_job **jobs, int n);
+void srv_tr_run(const srv_worker *wk, srv_job **jobs, int n);
 
 /* The same for forecasting jobs (the same horizon and attention flag). */
-void srv_fc_run(srv_model *m, srv_job **jobs, int n);
+void srv_fc_run(const srv_worker *wk, srv_job **jobs, int n);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t srv_now_ns(void);

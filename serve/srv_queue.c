@@ -91,7 +91,8 @@ static int srv_take(srv_model *m, srv_job **batch) {
 
 /* Runs a batch: jobs past their deadline, or whose client has gone, are
  * answered without running. */
-static void srv_run_batch(srv_model *m, srv_job **batch, int n) {
+static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
+    srv_model *m = wk->m;
     srv_job *run[SRV_MAX_JOBS];
     double waits[SRV_MAX_JOBS];
     int nr = 0;
@@ -113,14 +114,15 @@ static void srv_run_batch(srv_model *m, srv_job **batch, int n) {
         run[nr++] = batch[i];
     }
     if (nr) {
-        srv_model_run(m, run, nr);
+        srv_model_run(wk, run, nr);
         srv_metrics_batch(m->metrics, m->index, rows, nr, (double)(srv_now_ns() - t0) * 1e-9, waits);
     }
     for (int i = 0; i < n; i++) batch[i]->done(batch[i]); /* the job is the caller's from here */
 }
 
-static void *srv_worker(void *arg) {
-    srv_model *m = arg;
+static void *srv_worker_main(void *arg) {
+    const srv_worker *wk = arg;
+    srv_model *m = wk->m;
     srv_job **batch = malloc(sizeof *batch * SRV_MAX_JOBS);
     for (;;) {
         pthread_mutex_lock(&m->lock);
@@ -135,23 +137,49 @@ static void *srv_worker(void *arg) {
             if (!m->head) m->tail = NULL;
             m->depth--;
             pthread_mutex_unlock(&m->lock);
-            srv_run_batch(m, &j, 1);
+            srv_run_batch(wk, &j, 1);
             continue;
         }
         int n = srv_take(m, batch);
         pthread_mutex_unlock(&m->lock);
-        srv_run_batch(m, batch, n);
+        srv_run_batch(wk, batch, n);
     }
     free(batch);
     return NULL;
 }
 
-int srv_model_start(srv_model *m, const srv_batch_cfg *cfg, srv_metrics *metrics, int index) {
+/* Worker w's own plan or handle (worker 0 has the model's). */
+static int srv_worker_open(srv_model *m, int w, char *err, size_t errsz) {
+    srv_worker *wk = &m->workers[w];
+    wk->m = m;
+    if (w == 0) {
+        wk->plan = m->plan;
+        wk->s2s = m->s2s;
+        return 0;
+    }
+    cg_plan_options popt = {.struct_size = sizeof popt, .device = m->device_req};
+    cg_status st = m->kind == SRV_GRAPH       ? cg_plan_create(m->m, NULL, &popt, &wk->plan)
+                   : m->kind == SRV_TRANSLATE ? cg_s2s_clone(m->s2s, NULL, &wk->s2s)
+                                              : CG_OK;
+    if (st) snprintf(err, errsz, "model '%s': worker %d: %s", m->name, w, cg_last_error());
+    return st ? -1 : 0;
+}
+
+int srv_model_start(srv_model *m, const srv_batch_cfg *cfg, srv_metrics *metrics, int index, char *err, size_t errsz) {
     m->cfg = *cfg;
     m->metrics = metrics;
     m->index = index;
-    if (pthread_create(&m->thread, NULL, srv_worker, m)) return -1;
-    m->started = 1;
+    int n = m->kind == SRV_FORECAST || cfg->workers < 1 ? 1 : cfg->workers;
+    if (n > SRV_MAX_WORKERS) n = SRV_MAX_WORKERS;
+    for (int w = 0; w < n; w++) {
+        if (srv_worker_open(m, w, err, errsz)) return -1;
+        m->n_workers = w + 1;
+        if (pthread_create(&m->workers[w].thread, NULL, srv_worker_main, &m->workers[w])) {
+            snprintf(err, errsz, "model '%s': cannot start a worker thread", m->name);
+            return -1;
+        }
+        m->workers[w].started = 1;
+    }
     return 0;
 }
 
@@ -160,6 +188,16 @@ void srv_model_drain(srv_model *m) {
     m->stopping = 1;
     pthread_cond_broadcast(&m->cond);
     pthread_mutex_unlock(&m->lock);
-    if (m->started) pthread_join(m->thread, NULL);
-    m->started = 0;
+    for (int w = 0; w < m->n_workers; w++) {
+        srv_worker *wk = &m->workers[w];
+        if (wk->started) pthread_join(wk->thread, NULL);
+        wk->started = 0;
+        if (w > 0) { /* the others' own plans and handles */
+            cg_plan_free(wk->plan);
+            cg_s2s_free(wk->s2s);
+            wk->plan = NULL;
+            wk->s2s = NULL;
+        }
+    }
+    m->n_workers = 0;
 }

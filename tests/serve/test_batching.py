@@ -7,6 +7,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from conftest import CLGRAPH, MLP
 
@@ -33,14 +34,16 @@ def fire(s, bodies, results, delay=0.0):
     return threads
 
 
-def test_batched_rows_are_the_cli_rows(serve, tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batched_rows_are_the_cli_rows(serve, tmp_path, workers):
+    """(With 2 workers each has its own plan of the model.)"""
     n = 12
     x = np.random.default_rng(5).standard_normal((n, 4, 8)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     subprocess.run([CLGRAPH, "run", MLP, "--input", f"x={tmp_path}/x.npy", "--output", str(tmp_path / "o")],
                    check=True, capture_output=True)
     want = np.load(tmp_path / "o" / "y.npy")
-    s = serve(MLP, "--max-batch", "16", "--max-delay-us", "300000")
+    s = serve(MLP, "--max-batch", "16", "--max-delay-us", "300000", "--workers", str(workers))
     results = [None] * n
     for t in fire(s, [body(x[i:i + 1]) for i in range(n)], results):
         t.join()

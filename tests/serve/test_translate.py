@@ -25,12 +25,15 @@ def samples():
         return [l.rstrip("\n") for l in f if l.strip()]
 
 
-@pytest.mark.parametrize("model, args", [(DATES, {}), (MARIAN, {}), (MARIAN, {"beam": 4})],
-                         ids=["dates", "marian", "marian_beam4"])
-def test_concurrent_clients_get_the_cli_translations(serve, model, args):
+@pytest.mark.parametrize("model, args, workers", [(DATES, {}, 1), (DATES, {}, 3), (MARIAN, {}, 1),
+                                                  (MARIAN, {"beam": 4}, 2)],
+                         ids=["dates", "dates_3_workers", "marian", "marian_beam4_2_workers"])
+def test_concurrent_clients_get_the_cli_translations(serve, model, args, workers):
+    """With more workers, each has its own handle (cg_s2s_clone) and takes
+    batches from the same queue: the same answers."""
     lines = samples()
     want = cli_translate(model, lines, *sum((["--" + k, str(v)] for k, v in args.items()), []))
-    s = serve(model, "--max-batch", "64", "--max-delay-us", "200000")
+    s = serve(model, "--max-batch", "64", "--max-delay-us", "200000", "--workers", str(workers))
     name = os.path.basename(model)
     got = [None] * len(lines)
 
@@ -50,7 +53,7 @@ def test_concurrent_clients_get_the_cli_translations(serve, model, args):
         assert tr["text"] == want[i][0] and float(f"{tr['score']:.6g}") == pytest.approx(want[i][1], abs=1e-6), (i, tr)
     m = s.metrics()
     runs = int(m.split(f'clgraph_batch_rows_count{{model="{name}"}} ')[1].split()[0])
-    assert runs < len(lines)
+    assert runs < len(lines) or workers > 1
     # several sentences in one request, with ids, n-best and attention
     status, r = s.json("POST", f"/v2/models/{name}/translate",
                        {"sources": lines[:3], "return_ids": True, "attention": True, **args})

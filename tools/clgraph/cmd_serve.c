@@ -13,7 +13,7 @@ typedef struct serve_args {
     const char *models[SERVE_MAX_MODELS];
     int n_models;
     const char *host, *device, *token_file, *access_log;
-    int port, max_batch, max_delay_us, max_queue, max_depth, threads, idle_timeout, max_connections, grace;
+    int port, max_batch, max_delay_us, max_queue, max_depth, threads, idle_timeout, max_connections, grace, workers;
     double max_body_mb, max_tensor_mb;
     cli_plugins plugins;
 } serve_args;
@@ -37,6 +37,8 @@ static int serve_parse(int argc, char **argv, serve_args *a) {
         {"max-json-depth", 0, CLI_INT, &a->max_depth, 2, 1000, .arg = "N",
          .help = "nesting of a request's JSON (default 32)"},
         {"http-threads", 0, CLI_INT, &a->threads, 1, 256, .arg = "N", .help = "threads serving HTTP (default 4)"},
+        {"workers", 0, CLI_INT, &a->workers, 1, 16, .arg = "N",
+         .help = "threads running each model's batches, each with its own plan (default 1; a forecaster: 1)"},
         {"idle-timeout", 0, CLI_INT, &a->idle_timeout, 1, 86400, .arg = "S",
          .help = "close a connection silent this long (default 30)"},
         {"max-connections", 0, CLI_INT, &a->max_connections, 1, 100000, .arg = "N",
@@ -95,6 +97,7 @@ static void serve_defaults(serve_args *a) {
     a->idle_timeout = 30;
     a->max_connections = 1024;
     a->grace = 30;
+    a->workers = 1;
     a->access_log = "-";
 }
 
@@ -103,7 +106,7 @@ static int serve_options(const serve_args *a, cg_context *ctx, const char *token
     o->ctx = ctx;
     o->host = a->host;
     o->port = a->port;
-    o->batch = (srv_batch_cfg){a->max_batch, a->max_delay_us, a->max_queue};
+    o->batch = (srv_batch_cfg){a->max_batch, a->max_delay_us, a->max_queue, a->workers};
     o->limits = (srv_limits){a->max_depth, (int64_t)(a->max_tensor_mb * 1048576.0)};
     o->max_body = (size_t)(a->max_body_mb * 1048576.0);
     o->threads = a->threads;

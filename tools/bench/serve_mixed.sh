@@ -1,0 +1,65 @@
+#!/bin/sh
+# Short and long translations at once on `clgraph serve` (docs/serving.md):
+# wrk keeps SHORT connections sending one dates sentence each (about 11
+# decoding steps) while another wrk keeps LONG connections sending
+# sentences decoded to exactly 300 steps (min_len = max_len = 300), for S
+# seconds, against --workers 1 and --workers 2. Prints the short requests'
+# p50 / p99 and rate beside a lone short request's p50.
+#   tools/bench/serve_mixed.sh [BUILD_DIR] [SECONDS] [SHORT] [LONG]
+set -eu
+build=${1:-build}
+secs=${2:-10}
+short=${3:-16}
+long=${4:-4}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
+lua() { # lua EXTRA_JSON
+    echo 'local bodies = {}'
+    while IFS= read -r line; do
+        [ -n "$line" ] && printf 'bodies[#bodies + 1] = [[{"sources": ["%s"]%s}]]\n' "$line" "$1"
+    done < "$src/models/dates/samples.txt"
+    cat <<'LUA'
+local i = 0
+wrk.method = "POST"
+request = function()
+    i = i + 1
+    return wrk.format(nil, nil, nil, bodies[i % #bodies + 1])
+end
+done = function(summary, latency, requests)
+    io.write(string.format("RESULT %.1f %.2f %.2f %d\n", summary.requests / (summary.duration / 1e6),
+        latency:percentile(50) / 1e3, latency:percentile(99) / 1e3,
+        summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write
+        + summary.errors.timeout))
+end
+LUA
+}
+lua "" > "$work/short.lua"
+lua ', "min_len": 300, "max_len": 300' > "$work/long.lua"
+run() { # run WORKERS
+    "$src/$build/tools/clgraph" serve "$src/models/dates" --port 0 --access-log none --max-batch 64 \
+        --max-delay-us 1000 --workers "$1" > "$work/out" 2> "$work/err" &
+    echo $! > "$work/pid"
+    for _ in $(seq 600); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+    port=$(sed -n 's/.*:\([0-9]*\) (.*/\1/p' "$work/out")
+    url=http://127.0.0.1:$port/v2/models/dates/translate
+    lone=$(wrk -t1 -c1 -d3s -s "$work/short.lua" "$url" | sed -n 's/^RESULT //p')
+    wrk -t1 -c"$long" -d"$secs"s --timeout 60s -s "$work/long.lua" "$url" > "$work/long" &
+    lp=$!
+    s=$(wrk -t1 -c"$short" -d"$secs"s --timeout 60s -s "$work/short.lua" "$url" | sed -n 's/^RESULT //p')
+    wait $lp
+    l=$(sed -n 's/^RESULT //p' "$work/long")
+    kill -TERM "$(cat "$work/pid")"
+    wait "$(cat "$work/pid")"
+    set -- $lone
+    lone50=$2
+    set -- $s
+    printf '| %s | %s | %s | %s | %s | %s |' "$W" "$lone50" "$1" "$2" "$3" "$4"
+    set -- $l
+    printf ' %s | %s | %s |\n' "$1" "$2" "$4"
+}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| --workers | lone short p50 ms | short/s | short p50 ms | short p99 ms | short errors | long/s | long p50 ms | long errors |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for W in 1 2; do run "$W"; done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
