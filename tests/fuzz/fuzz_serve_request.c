@@ -1,13 +1,18 @@
-/* libFuzzer target for `clgraph serve`'s infer request parser
- * (serve/srv_oip.c): any body either parses into one tensor per model input
- * of the model's dtype and rank, whose response then builds, or is refused
- * with status 400 and a one-line message, the request left empty.
- * A first byte 0 makes the next byte times 8 the JSON's length (the
+/* libFuzzer target for `clgraph serve`'s request parsers: infer
+ * (serve/srv_oip.c), translate (srv_translate.c) and forecast
+ * (srv_forecast.c). Any body either parses into what the model takes (for
+ * infer: one tensor per input of its dtype and rank, whose response then
+ * builds) or is refused with status 400 and a one-line message, the
+ * request left empty. A first byte 'T' or 'F' sends the rest to the
+ * translate or the forecast parser (a model of 2 channels); a first byte 0
+ * makes the next byte times 8 the infer JSON's length (the
  * Inference-Header-Content-Length of the binary tensor extension). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_forecast.h"
 #include "srv_oip.h"
+#include "srv_translate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,7 +29,36 @@ static const srv_model_io *fuzz_io(void) {
     return &io;
 }
 
+/* 400 with one line, or 0 with what the request says within its limits. */
+static int fuzz_families(const uint8_t *data, size_t size) {
+    const srv_limits lim = {16, 1 << 16};
+    char err[512] = "";
+    int rc;
+    if (data[0] == 'T') {
+        srv_tr_req r;
+        rc = srv_tr_parse((const char *)data + 1, size - 1, &lim, &r, err, sizeof err);
+        if (!rc) {
+            if (r.n < 1 || !r.ids || !r.len) abort();
+            for (int i = 0; !r.text && i < r.n; i++)
+                if (r.len[i] < 0 || r.len[i] > SRV_TR_MAX_TOKENS) abort();
+            srv_tr_req_clear(&r);
+        }
+    } else {
+        srv_fc_req r;
+        rc = srv_fc_parse((const char *)data + 1, size - 1, &lim, 2, &r, err, sizeof err);
+        if (!rc) {
+            if (r.n < 1 || r.horizon < 1 || r.horizon > SRV_FC_MAX_HORIZON) abort();
+            for (int i = 0; i < r.n; i++)
+                if (r.length[i] < 1 || !r.values[i]) abort();
+            srv_fc_req_clear(&r);
+        }
+    }
+    if (rc && (rc != 400 || !err[0] || strchr(err, '\n'))) abort();
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size >= 1 && (data[0] == 'T' || data[0] == 'F')) return fuzz_families(data, size);
     int64_t header_len = -1;
     if (size >= 2 && data[0] == 0) {
         header_len = (int64_t)data[1] * 8;
