@@ -10,7 +10,7 @@
 
 typedef struct srv_options {
     cg_context *ctx;  /* what models are loaded with (again, on reload) */
-    const char *host; /* address to bind (an IPv4 or IPv6 literal) */
+    const char *host; /* address to bind: an IPv4 or IPv6 address, or a name (its first address) */
     int port;         /* 0: any free port */
     srv_batch_cfg batch;
     srv_limits limits;

@@ -1,5 +1,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,36 +109,38 @@ void srv_log_line(FILE *f, pthread_mutex_t *lock, const srv_conn *c, const char 
     srv_buf_free(&b);
 }
 
-/* The address to bind: an IPv4 or IPv6 literal. */
+/* The address to bind: an IPv4 or IPv6 literal, or a name (localhost),
+ * its first address. 0, or a getaddrinfo error. */
 static int srv_addr(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc) return rc;
     memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)port);
-        *v6 = 0;
-        return 0;
-    }
-    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)port);
-        *v6 = 1;
-        return 0;
-    }
-    return -1;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *v6 = res->ai_family == AF_INET6;
+    if (*v6) ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    else ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    freeaddrinfo(res);
+    return 0;
 }
 
 int srv_daemon_start(srv_server *s, const srv_options *o, struct MHD_Daemon **d, int *port, char *err, size_t errsz,
                      srv_access_fn access, srv_completed_fn completed) {
     struct sockaddr_storage ss;
     int v6 = 0;
-    if (srv_addr(o->host, o->port, &ss, &v6)) {
-        snprintf(err, errsz, "--host %s: not an IPv4 or IPv6 address", o->host);
+    int gai = srv_addr(o->host, o->port, &ss, &v6);
+    if (gai) {
+        snprintf(err, errsz, "--host %s: %s", o->host, gai_strerror(gai));
         return -1;
     }
+    /* no MHD_USE_ERROR_LOG: a failure to listen is our one line below, and
+     * clients' malformed requests get their 4xx without a line on stderr */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+                     (v6 ? MHD_USE_IPv6 : 0);
     errno = 0;
     *d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, access, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o->threads, MHD_OPTION_CONNECTION_TIMEOUT,

@@ -154,3 +154,36 @@ def test_access_log_and_metrics(serve):
     # has its answer and sent the next: in any order
     lines = {(l["method"], l["path"], l["status"]) for l in map(json.loads, open(s.log))}
     assert {("POST", "/v2/models/model/infer", 200), ("GET", "/v2/models/zzz", 404)} <= lines
+
+
+def test_start_errors_are_one_line(serve):
+    s = serve(MLP)
+    for args, why in [(["--port", str(s.port), MLP], "cannot listen on 127.0.0.1 port"),
+                      (["a=" + MLP, "a=" + MLP], "two models named 'a'"),
+                      (["nothere.onnx"], "nothere.onnx"),
+                      (["--host", "no-such-host.invalid", MLP], "--host no-such-host.invalid: ")]:
+        r = subprocess.run([CLI(), "serve", *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and r.stdout == "", (args, r)
+        lines = r.stderr.strip().split("\n")
+        assert len(lines) == 1 and why in lines[0], (args, r.stderr)
+    assert s.stop() == 0
+
+
+def test_http_details(serve):
+    """Chunked bodies, Expect: 100-continue (curl), HEAD, oversized headers."""
+    s = serve(MLP, "--max-body-mb", "0.01")
+    body = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 1, 8], "data": [1] * 8}]})
+    url = f"http://{s.url}/v2/models/model/infer"
+    for extra in (["-H", "Transfer-Encoding: chunked"], ["-H", "Expect: 100-continue"]):
+        r = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", *extra, "-X", "POST", url, "-d", body],
+                           capture_output=True, text=True, check=True)
+        assert r.stdout.endswith("\n200") and '"shape":[1,1,16]' in r.stdout, r.stdout
+    r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked",
+                        "-X", "POST", url, "--data-binary", " " * 30000], capture_output=True, text=True, check=True)
+    assert r.stdout == "413"
+    status, headers, data = s.request("HEAD", "/v2/models/model")
+    assert status == 200 and data == b""
+    status, _, _ = s.request("GET", "/v2/health/live", headers={"X-Big": "a" * 100000})
+    assert status == 431
+    assert s.request("GET", "/v2/health/live")[0] == 200
+    assert s.stop() == 0
