@@ -217,10 +217,16 @@ void srv_server_stop(srv_server *s, unsigned grace_s) {
     pthread_mutex_lock(&s->reload_lock); /* a reload under way ends first */
     for (int i = 0; i < s->n; i++) srv_model_drain(s->models[i]);
     pthread_mutex_unlock(&s->reload_lock);
-    /* the answers go out before the daemon closes the connections */
+    /* the answers go out before the daemon closes the connections; and
+     * keep-alive clients get 50 ms of quiet to read their 503s and close,
+     * rather than a connection shut under a request they are sending */
     const int64_t until = srv_now_ns() + (int64_t)grace_s * 1000000000;
-    while (s->d && atomic_load(&s->active) > 0 && srv_now_ns() < until) {
-        struct timespec ts = {0, 5000000};
+    int64_t quiet_since = 0;
+    while (s->d && srv_now_ns() < until) {
+        if (atomic_load(&s->active) > 0) quiet_since = 0;
+        else if (!quiet_since) quiet_since = srv_now_ns();
+        else if (srv_now_ns() - quiet_since > 50000000) break;
+        struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
     }
     if (s->d) MHD_stop_daemon(s->d);
