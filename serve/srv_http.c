@@ -210,10 +210,11 @@ int srv_server_start(srv_model **models, int n, const srv_options *o, srv_server
 void srv_server_stop(srv_server *s, unsigned grace_s) {
     if (!s) return;
     atomic_store(&s->stopping, 1);
-    if (s->d) {
-        MHD_socket fd = MHD_quiesce_daemon(s->d); /* ours to close from here */
-        if (fd != MHD_INVALID_SOCKET) close(fd);
-    }
+    /* The listen socket is ours once quiesced, but the daemon's threads
+     * take it out of their epoll sets when they next wake: it is closed
+     * after the daemon stops (ThreadSanitizer saw the race). Connections
+     * that arrive meanwhile wait in its backlog and are reset then. */
+    MHD_socket fd = s->d ? MHD_quiesce_daemon(s->d) : MHD_INVALID_SOCKET;
     pthread_mutex_lock(&s->reload_lock); /* a reload under way ends first */
     for (int i = 0; i < s->n; i++) srv_model_drain(s->models[i]);
     pthread_mutex_unlock(&s->reload_lock);
@@ -230,6 +231,7 @@ void srv_server_stop(srv_server *s, unsigned grace_s) {
         nanosleep(&ts, NULL);
     }
     if (s->d) MHD_stop_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
     srv_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->log_lock);
     pthread_rwlock_destroy(&s->models_lock);

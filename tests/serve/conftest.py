@@ -51,7 +51,10 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
+            if rc != 0:  # shown with the failure (a sanitizer's report, say)
+                print(f"clgraph serve exited {rc}; its stderr:\n{self.proc.stderr.read().decode(errors='replace')}")
+            return rc
         finally:
             self.proc.stdout.close()
             self.proc.stderr.close()
