@@ -175,6 +175,22 @@ static enum MHD_Result srv_models_list(srv_server *s, srv_conn *c) {
     return srv_json(c, 200, &b);
 }
 
+/* POST /v2/repository/index (Triton's model repository extension): every
+ * model loaded, version 1, READY (UNAVAILABLE once stopping). */
+static enum MHD_Result srv_repository_index(srv_server *s, srv_conn *c) {
+    srv_buf b = {0};
+    srv_buf_puts(&b, "[");
+    srv_server_lock_models(s);
+    for (int i = 0; i < srv_server_model_count(s); i++) {
+        srv_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+        srv_buf_json_str(&b, srv_server_model_at(s, i)->name);
+        srv_buf_printf(&b, ",\"version\":\"1\",\"state\":\"%s\"}", srv_server_stopping(s) ? "UNAVAILABLE" : "READY");
+    }
+    srv_server_unlock_models(s);
+    srv_buf_puts(&b, "]");
+    return srv_json(c, 200, &b);
+}
+
 enum MHD_Result srv_route(srv_server *s, srv_conn *c, const char *url, const char *method) {
     const srv_options *o = srv_server_options(s);
     const int get = srv_is(method, "GET") || srv_is(method, "HEAD");
@@ -195,5 +211,9 @@ enum MHD_Result srv_route(srv_server *s, srv_conn *c, const char *url, const cha
     if (!strcmp(url, "/v2/models") && get) return srv_models_list(s, c);
     if (!strncmp(url, "/v2/models/", 11)) return srv_model_route(s, c, url + 11, method);
     if (!strncmp(url, "/v2/repository/models/", 22)) return srv_reload_route(s, c, url + 22, method);
+    if (!strcmp(url, "/v2/repository/index")) {
+        if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
+        return srv_repository_index(s, c);
+    }
     return srv_respond_error(c, 404, "no such endpoint");
 }

@@ -81,6 +81,8 @@ def test_tritonclient_returns_the_cli_outputs(serve, tmp_path, name, spec, make)
 def test_tritonclient_errors(serve):
     s = serve(MLP)
     client = httpclient.InferenceServerClient(s.url)
+    assert client.get_model_repository_index() == [{"name": "model", "version": "1", "state": "READY"}]
+    assert client.get_server_metadata()["extensions"] == ["binary_tensor_data"]
     x = httpclient.InferInput("x", [1, 2, 7], "FP32")
     x.set_data_from_numpy(np.zeros((1, 2, 7), np.float32))
     with pytest.raises(Exception, match="shape\\[2\\] is 7"):
