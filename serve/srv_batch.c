@@ -172,7 +172,9 @@ static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int n, cg_status *
             len[k] = jobs[i]->tr.len[s];
         }
     cg_s2s_options o = jobs[0]->tr.opt;
-    o.batch = total;
+    /* decoded --max-batch sentences at a time (sorted by length): one
+     * request of thousands of sentences does not make one giant batch */
+    o.batch = total < m->cfg.max_batch ? total : (int)m->cfg.max_batch;
     if (!*st) *st = cg_s2s_translate(wk->s2s, &o, total, src, len, res, NULL, NULL);
     for (int i = 0, k = 0; !*st && i < n; k += jobs[i]->tr.n, i++) {
         if (srv_tr_response(m->name, wk->s2s, &jobs[i]->tr, res + k, &jobs[i]->body)) {
@@ -218,8 +220,10 @@ static int srv_fc_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
     for (int i = 0, k = 0; !*st && i < n; i++)
         for (int s = 0; s < jobs[i]->fc.n; s++, k++)
             ser[k] = (cg_forecast_series){jobs[i]->fc.values[s], jobs[i]->fc.length[s]};
-    cg_forecast_options o = {
-        .struct_size = sizeof o, .horizon = jobs[0]->fc.horizon, .batch = total, .attention = jobs[0]->fc.attention};
+    cg_forecast_options o = {.struct_size = sizeof o,
+                             .horizon = jobs[0]->fc.horizon,
+                             .batch = total < m->cfg.max_batch ? total : (int)m->cfg.max_batch,
+                             .attention = jobs[0]->fc.attention};
     if (!*st) *st = cg_forecast_run(m->fc, &o, total, ser, res, NULL, NULL);
     for (int i = 0, k = 0; !*st && i < n; k += jobs[i]->fc.n, i++) {
         if (srv_fc_response(m->name, m->fc, &jobs[i]->fc, res + k, &jobs[i]->body)) {

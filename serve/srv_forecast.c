@@ -69,6 +69,7 @@ static int srv_fc_fields(const cJSON *root, int C, srv_fc_req *req, char *err, s
     const cJSON *ser = cJSON_GetObjectItemCaseSensitive(root, "series");
     const int n = cJSON_IsArray(ser) ? cJSON_GetArraySize(ser) : 0;
     if (n < 1) return SRV_FC_FAIL("\"series\" is not a non-empty array");
+    if (n > SRV_FC_MAX_SERIES) return SRV_FC_FAIL("more than %d series in one request", SRV_FC_MAX_SERIES);
     req->values = calloc((size_t)n, sizeof *req->values);
     req->length = calloc((size_t)n, sizeof *req->length);
     if (!req->values || !req->length) return SRV_FC_FAIL("out of memory");
@@ -117,6 +118,10 @@ int srv_fc_parse_csv(const char *body, size_t len, const char *horizon, const cg
     char why[1024];
     int bad = fc_csv_read(f, cols, C, 0, req->csv, why, sizeof why);
     fclose(f);
+    if (!bad && req->csv->n_series > SRV_FC_MAX_SERIES) {
+        snprintf(why, sizeof why, "more than %d series in one request", SRV_FC_MAX_SERIES);
+        bad = 1;
+    }
     if (bad || req->csv->n_series < 1) {
         snprintf(err, errsz, "the CSV: %s", bad ? why : "no rows");
         srv_fc_req_clear(req);

@@ -14,6 +14,7 @@
 /* Limits of one request. */
 #define SRV_FC_MAX_HORIZON 100000
 #define SRV_FC_MAX_STEPS 1000000
+#define SRV_FC_MAX_SERIES 10000
 
 typedef struct srv_fc_req {
     int n;           /* series */

@@ -39,6 +39,7 @@ static int srv_tr_sources(const cJSON *root, srv_tr_req *req, char *err, size_t 
     if (!cJSON_IsArray(arr) || !arr->child)
         return SRV_TR_FAIL("\"%s\" is not a non-empty array", src ? "sources" : "ids");
     const int n = cJSON_GetArraySize(arr);
+    if (n > SRV_TR_MAX_SOURCES) return SRV_TR_FAIL("more than %d sentences in one request", SRV_TR_MAX_SOURCES);
     req->n = n;
     req->ids = calloc((size_t)n, sizeof *req->ids);
     req->len = calloc((size_t)n, sizeof *req->len);

@@ -14,6 +14,8 @@
 /* Source tokens per sentence at most (as `clgraph translate`'s
  * --max-input-len default). */
 #define SRV_TR_MAX_TOKENS 1024
+/* Sentences per request at most. */
+#define SRV_TR_MAX_SOURCES 10000
 
 typedef struct srv_tr_req {
     int n;

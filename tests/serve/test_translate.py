@@ -84,3 +84,16 @@ def test_nbest_and_errors(serve):
         assert status == 400 and why in r["error"], (body, r)
     assert s.json("POST", "/v2/models/dates/infer", {"inputs": []})[0] == 404
     assert s.stop() == 0
+
+
+def test_a_large_request_is_decoded_max_batch_at_a_time(serve):
+    lines = samples() * 3
+    want = cli_translate(DATES, lines)
+    s = serve(DATES, "--max-batch", "4")
+    status, r = s.json("POST", "/v2/models/dates/translate", {"sources": lines})
+    assert status == 200 and [t["text"] for t in r["translations"]] == [w[0] for w in want]
+    m = s.metrics()
+    assert f'clgraph_batch_rows_sum{{model="dates"}} {len(lines)}' in m  # one request, one run of all its rows
+    status, r = s.json("POST", "/v2/models/dates/translate", {"sources": ["a"] * 10001})
+    assert status == 400 and "more than 10000 sentences" in r["error"]
+    assert s.stop() == 0
