@@ -177,7 +177,10 @@ static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int n, cg_status *
     o.batch = total < m->cfg.max_batch ? total : (int)m->cfg.max_batch;
     if (!*st) *st = cg_s2s_translate(wk->s2s, &o, total, src, len, res, NULL, NULL);
     for (int i = 0, k = 0; !*st && i < n; k += jobs[i]->tr.n, i++) {
-        if (srv_tr_response(m->name, wk->s2s, &jobs[i]->tr, res + k, &jobs[i]->body)) {
+        const int bad = jobs[i]->tr.oip ? srv_tr_oip_response(m->name, wk->s2s, &jobs[i]->tr, res + k, &jobs[i]->body,
+                                                              &jobs[i]->json_len)
+                                        : srv_tr_response(m->name, wk->s2s, &jobs[i]->tr, res + k, &jobs[i]->body);
+        if (bad) {
             srv_job_fail(jobs[i], 500, "out of memory writing the response");
             continue;
         }

@@ -35,6 +35,33 @@ static enum MHD_Result srv_server_meta(srv_conn *c) {
     return srv_json(c, 200, &b);
 }
 
+/* The Inference-Header-Content-Length header: -1 when absent, -2 when not a
+ * size. */
+static int64_t srv_header_len(srv_conn *c) {
+    const char *hl = MHD_lookup_connection_value(c->c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    if (!hl) return -1;
+    char *end = NULL;
+    long long v = strtoll(hl, &end, 10);
+    return !*hl || *end || v < 0 ? -2 : v;
+}
+
+/* /infer on a translation model: "text" BYTES in, "translation" and
+ * "score" out (srv_tr_oip.c), queued as any translation. */
+static enum MHD_Result srv_infer_translate(srv_server *s, srv_conn *c, srv_model *m) {
+    if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
+    const int64_t hl = srv_header_len(c);
+    if (hl == -2) return srv_respond_error(c, 400, "Inference-Header-Content-Length is not a size");
+    char err[1024];
+    int rc = srv_tr_parse_oip(c->body.p ? c->body.p : "", c->body.n, hl, &srv_server_options(s)->limits, &c->job.tr,
+                              err, sizeof err);
+    if (rc) return srv_respond_error(c, rc, err);
+    srv_buf_free(&c->body);
+    rc = srv_queue_infer(c, m);
+    if (rc == 429) return srv_respond_error(c, 429, "the model's queue is full: retry later");
+    if (rc) return srv_respond_error(c, rc, "the server is shutting down");
+    return MHD_YES;
+}
+
 static enum MHD_Result srv_infer(srv_server *s, srv_conn *c, srv_model *m) {
     if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
     const char *hl = MHD_lookup_connection_value(c->c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
@@ -128,7 +155,16 @@ static enum MHD_Result srv_model_route_locked(srv_server *s, srv_conn *c, const 
     srv_buf b = {0};
     if (!*tail) {
         if (!get) return srv_respond_error(c, 405, "use GET");
-        srv_model_metadata(m->name, m->platform, &m->io, &b);
+        if (m->kind == SRV_TRANSLATE) { /* what /infer takes and gives */
+            srv_buf_puts(&b, "{\"name\":");
+            srv_buf_json_str(&b, m->name);
+            srv_buf_puts(&b, ",\"versions\":[\"1\"],\"platform\":\"clgraph_translate\","
+                             "\"inputs\":[{\"name\":\"text\",\"datatype\":\"BYTES\",\"shape\":[-1]}],"
+                             "\"outputs\":[{\"name\":\"translation\",\"datatype\":\"BYTES\",\"shape\":[-1]},"
+                             "{\"name\":\"score\",\"datatype\":\"FP32\",\"shape\":[-1]}]}");
+        } else {
+            srv_model_metadata(m->name, m->platform, &m->io, &b);
+        }
         return srv_json(c, 200, &b);
     }
     if (!strcmp(tail, "/ready")) {
@@ -137,8 +173,8 @@ static enum MHD_Result srv_model_route_locked(srv_server *s, srv_conn *c, const 
     }
     if (!strcmp(tail, "/infer")) {
         if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
-        if (m->kind != SRV_GRAPH) return srv_family(s, c, m, SRV_GRAPH);
-        return srv_infer(s, c, m);
+        if (m->kind == SRV_FORECAST) return srv_family(s, c, m, SRV_GRAPH);
+        return m->kind == SRV_TRANSLATE ? srv_infer_translate(s, c, m) : srv_infer(s, c, m);
     }
     if (!strcmp(tail, "/translate") || !strcmp(tail, "/forecast")) {
         if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");

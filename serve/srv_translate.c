@@ -71,7 +71,7 @@ static int srv_tr_sources(const cJSON *root, srv_tr_req *req, char *err, size_t 
 
 /* The decoding options (checked again, against the model, by
  * cg_s2s_translate). */
-static int srv_tr_options(const cJSON *root, srv_tr_req *req, char *err, size_t errsz) {
+int srv_tr_options(const cJSON *root, srv_tr_req *req, char *err, size_t errsz) {
     cg_s2s_options *o = &req->opt;
     o->struct_size = sizeof *o;
     int attention = 0;

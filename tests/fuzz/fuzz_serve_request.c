@@ -4,7 +4,9 @@
  * infer: one tensor per input of its dtype and rank, whose response then
  * builds) or is refused with status 400 and a one-line message, the
  * request left empty. A first byte 'T' or 'F' sends the rest to the
- * translate or the forecast parser (a model of 2 channels); a first byte 0
+ * translate or the forecast parser (a model of 2 channels), 'O' to a
+ * translation model's infer parser (its binary part after the JSON, whose
+ * length is the next byte times 8); a first byte 0
  * makes the next byte times 8 the infer JSON's length (the
  * Inference-Header-Content-Length of the binary tensor extension). */
 #include <stdlib.h>
@@ -34,7 +36,18 @@ static int fuzz_families(const uint8_t *data, size_t size) {
     const srv_limits lim = {16, 1 << 16};
     char err[512] = "";
     int rc;
-    if (data[0] == 'T') {
+    if (data[0] == 'O') {
+        srv_tr_req r;
+        const int64_t hl = size >= 2 ? (int64_t)data[1] * 8 : -1;
+        rc =
+            size >= 2 ? srv_tr_parse_oip((const char *)data + 2, size - 2, hl ? hl : -1, &lim, &r, err, sizeof err) : 0;
+        if (size >= 2 && !rc) {
+            if (r.n < 1 || r.n > SRV_TR_MAX_SOURCES || !r.text || !r.oip) abort();
+            for (int i = 0; i < r.n; i++)
+                if (!r.text[i]) abort();
+            srv_tr_req_clear(&r);
+        }
+    } else if (data[0] == 'T') {
         srv_tr_req r;
         rc = srv_tr_parse((const char *)data + 1, size - 1, &lim, &r, err, sizeof err);
         if (!rc) {
@@ -58,7 +71,7 @@ static int fuzz_families(const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size >= 1 && (data[0] == 'T' || data[0] == 'F')) return fuzz_families(data, size);
+    if (size >= 1 && (data[0] == 'T' || data[0] == 'F' || data[0] == 'O')) return fuzz_families(data, size);
     int64_t header_len = -1;
     if (size >= 2 && data[0] == 0) {
         header_len = (int64_t)data[1] * 8;

@@ -90,3 +90,33 @@ def test_tritonclient_errors(serve):
     assert not client.is_model_ready("nope")
     client.close()
     assert s.stop() == 0
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_tritonclient_translates_text(serve, binary):
+    """A translation model through /infer, as Triton serves text models: one
+    BYTES input "text", outputs "translation" (BYTES) and "score" (FP32);
+    the decoding options are request parameters. The CLI's translations and
+    scores (printed with 6 digits)."""
+    from conftest import SRC
+    dates = os.path.join(SRC, "models", "dates")
+    with open(os.path.join(dates, "samples.txt")) as f:
+        lines = [l.strip() for l in f if l.strip()][:5]
+    r = subprocess.run([CLGRAPH, "translate", dates, "--scores", "--beam", "3"], input="\n".join(lines) + "\n",
+                       capture_output=True, text=True, check=True)
+    want = [(l.split("\t")[0], float(l.split("\t")[1])) for l in r.stdout.splitlines()]
+    s = serve(dates)
+    client = httpclient.InferenceServerClient(s.url)
+    meta = client.get_model_metadata("dates")
+    assert meta["inputs"] == [{"name": "text", "datatype": "BYTES", "shape": [-1]}]
+    x = httpclient.InferInput("text", [len(lines)], "BYTES")
+    x.set_data_from_numpy(np.array([l.encode() for l in lines], dtype=object), binary_data=binary)
+    outs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in ("translation", "score")]
+    res = client.infer("dates", [x], outputs=outs, parameters={"beam": 3})
+    got = [t.decode() if isinstance(t, bytes) else t for t in res.as_numpy("translation")]
+    assert got == [w[0] for w in want]
+    assert [float(f"{v:.6g}") for v in res.as_numpy("score")] == pytest.approx([w[1] for w in want], abs=1e-6)
+    with pytest.raises(Exception, match="nbest, attention"):
+        client.infer("dates", [x], parameters={"beam": 3, "nbest": 2})
+    client.close()
+    assert s.stop() == 0
