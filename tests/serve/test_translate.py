@@ -82,7 +82,8 @@ def test_nbest_and_errors(serve):
                       ({"sources": [3]}, "sources[0] is not a string")]:
         status, r = s.json("POST", "/v2/models/dates/translate", body)
         assert status == 400 and why in r["error"], (body, r)
-    assert s.json("POST", "/v2/models/dates/infer", {"inputs": []})[0] == 404
+    status, r = s.json("POST", "/v2/models/dates/infer", {"inputs": []})  # /infer takes "text" (test_triton.py)
+    assert status == 400 and "one input, 'text'" in r["error"]
     assert s.stop() == 0
 
 
