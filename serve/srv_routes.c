@@ -35,6 +35,17 @@ static enum MHD_Result srv_server_meta(srv_conn *c) {
     return srv_json(c, 200, &b);
 }
 
+/* After a parse: its 400 (rc, err), or the job queued on m (the
+ * connection waits suspended), or 429 / 503 when the queue refuses it. */
+static enum MHD_Result srv_enqueue(srv_conn *c, srv_model *m, int rc, const char *err) {
+    if (rc) return srv_respond_error(c, rc, err);
+    srv_buf_free(&c->body);
+    rc = srv_queue_infer(c, m);
+    if (rc == 429) return srv_respond_error(c, 429, "the model's queue is full: retry later");
+    if (rc) return srv_respond_error(c, rc, "the server is shutting down");
+    return MHD_YES;
+}
+
 /* The Inference-Header-Content-Length header: -1 when absent, -2 when not a
  * size. */
 static int64_t srv_header_len(srv_conn *c) {
@@ -54,33 +65,17 @@ static enum MHD_Result srv_infer_translate(srv_server *s, srv_conn *c, srv_model
     char err[1024];
     int rc = srv_tr_parse_oip(c->body.p ? c->body.p : "", c->body.n, hl, &srv_server_options(s)->limits, &c->job.tr,
                               err, sizeof err);
-    if (rc) return srv_respond_error(c, rc, err);
-    srv_buf_free(&c->body);
-    rc = srv_queue_infer(c, m);
-    if (rc == 429) return srv_respond_error(c, 429, "the model's queue is full: retry later");
-    if (rc) return srv_respond_error(c, rc, "the server is shutting down");
-    return MHD_YES;
+    return srv_enqueue(c, m, rc, err);
 }
 
 static enum MHD_Result srv_infer(srv_server *s, srv_conn *c, srv_model *m) {
     if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
-    const char *hl = MHD_lookup_connection_value(c->c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
-    int64_t header_len = -1;
-    if (hl) {
-        char *end = NULL;
-        long long v = strtoll(hl, &end, 10);
-        if (!*hl || *end || v < 0) return srv_respond_error(c, 400, "Inference-Header-Content-Length is not a size");
-        header_len = v;
-    }
+    const int64_t header_len = srv_header_len(c);
+    if (header_len == -2) return srv_respond_error(c, 400, "Inference-Header-Content-Length is not a size");
     char err[1024];
     int rc = srv_parse_infer(c->body.p ? c->body.p : "", c->body.n, header_len, &srv_server_options(s)->limits, &m->io,
                              &c->job.req, err, sizeof err);
-    if (rc) return srv_respond_error(c, rc, err);
-    srv_buf_free(&c->body);
-    rc = srv_queue_infer(c, m);
-    if (rc == 429) return srv_respond_error(c, 429, "the model's queue is full: retry later");
-    if (rc) return srv_respond_error(c, rc, "the server is shutting down");
-    return MHD_YES;
+    return srv_enqueue(c, m, rc, err);
 }
 
 /* POST /translate or /forecast: parse for the model's kind and queue. */
@@ -99,12 +94,7 @@ static enum MHD_Result srv_family(srv_server *s, srv_conn *c, srv_model *m, int 
     else if (ct && !strncmp(ct, "text/csv", 8)) /* as `clgraph forecast` reads it, ?horizon=N */
         rc = srv_fc_parse_csv(body, c->body.n, horizon, m->fc, &c->job.fc, err, sizeof err);
     else rc = srv_fc_parse(body, c->body.n, lim, cg_forecast_channels(m->fc), &c->job.fc, err, sizeof err);
-    if (rc) return srv_respond_error(c, rc, err);
-    srv_buf_free(&c->body);
-    rc = srv_queue_infer(c, m);
-    if (rc == 429) return srv_respond_error(c, 429, "the model's queue is full: retry later");
-    if (rc) return srv_respond_error(c, rc, "the server is shutting down");
-    return MHD_YES;
+    return srv_enqueue(c, m, rc, err);
 }
 
 /* /v2/models/NAME[/versions/V][/ready|/infer|/translate|/forecast]; rest

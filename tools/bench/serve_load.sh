@@ -14,20 +14,10 @@ device=${4:-cpu}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
-# one request per sample sentence, round robin over the connections
+. "$src/tools/bench/serve_common.sh"
 {
-    echo 'local bodies = {}'
-    while IFS= read -r line; do
-        [ -n "$line" ] && printf 'bodies[#bodies + 1] = [[{"sources": ["%s"]}]]\n' "$line"
-    done < "$src/models/dates/samples.txt"
+    serve_bodies ""
     cat <<'LUA'
-local i = 0
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-request = function()
-    i = i + 1
-    return wrk.format(nil, nil, nil, bodies[i % #bodies + 1])
-end
 done = function(summary, latency, requests)
     io.write(string.format("RESULT %d %.1f %.3f %.3f %d %d\n", summary.requests,
         summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1e3,
@@ -38,11 +28,7 @@ LUA
 } > "$work/post.lua"
 
 run() { # run MAX_BATCH: the server, a lone client, then the load
-    "$src/$build/tools/clgraph" serve "$src/models/dates" --device "$device" --port 0 --access-log none --max-batch "$1" \
-        --max-delay-us 1000 --max-queue 4096 > "$work/out" 2> "$work/err" &
-    echo $! > "$work/pid"
-    for _ in $(seq 600); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
-    port=$(sed -n 's/.*:\([0-9]*\) (.*/\1/p' "$work/out")
+    serve_start "$src/models/dates" --device "$device" --max-batch "$1" --max-delay-us 1000 --max-queue 4096
     url=http://127.0.0.1:$port/v2/models/dates/translate
     lone=$(wrk -t1 -c1 -d"$secs"s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
     load=$(wrk -t2 -c"$conns" -d"$secs"s --timeout 30s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')

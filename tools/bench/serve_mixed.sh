@@ -14,18 +14,10 @@ long=${4:-4}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
+. "$src/tools/bench/serve_common.sh"
 lua() { # lua EXTRA_JSON
-    echo 'local bodies = {}'
-    while IFS= read -r line; do
-        [ -n "$line" ] && printf 'bodies[#bodies + 1] = [[{"sources": ["%s"]%s}]]\n' "$line" "$1"
-    done < "$src/models/dates/samples.txt"
+    serve_bodies "$1"
     cat <<'LUA'
-local i = 0
-wrk.method = "POST"
-request = function()
-    i = i + 1
-    return wrk.format(nil, nil, nil, bodies[i % #bodies + 1])
-end
 done = function(summary, latency, requests)
     io.write(string.format("RESULT %.1f %.2f %.2f %d\n", summary.requests / (summary.duration / 1e6),
         latency:percentile(50) / 1e3, latency:percentile(99) / 1e3,
@@ -37,11 +29,7 @@ LUA
 lua "" > "$work/short.lua"
 lua ', "min_len": 300, "max_len": 300' > "$work/long.lua"
 run() { # run WORKERS
-    "$src/$build/tools/clgraph" serve "$src/models/dates" --port 0 --access-log none --max-batch 64 \
-        --max-delay-us 1000 --workers "$1" > "$work/out" 2> "$work/err" &
-    echo $! > "$work/pid"
-    for _ in $(seq 600); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
-    port=$(sed -n 's/.*:\([0-9]*\) (.*/\1/p' "$work/out")
+    serve_start "$src/models/dates" --max-batch 64 --max-delay-us 1000 --workers "$1"
     url=http://127.0.0.1:$port/v2/models/dates/translate
     lone=$(wrk -t1 -c1 -d3s -s "$work/short.lua" "$url" | sed -n 's/^RESULT //p')
     wrk -t1 -c"$long" -d"$secs"s --timeout 60s -s "$work/long.lua" "$url" > "$work/long" &

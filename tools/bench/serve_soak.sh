@@ -12,18 +12,10 @@ conns=${3:-32}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
+. "$src/tools/bench/serve_common.sh"
 {
-    echo 'local bodies = {}'
-    while IFS= read -r line; do
-        [ -n "$line" ] && printf 'bodies[#bodies + 1] = [[{"sources": ["%s"], "beam": 2, "attention": true}]]\n' "$line"
-    done < "$src/models/dates/samples.txt"
+    serve_bodies ', "beam": 2, "attention": true'
     cat <<'LUA'
-local i = 0
-wrk.method = "POST"
-request = function()
-    i = i + 1
-    return wrk.format(nil, nil, nil, bodies[i % #bodies + 1])
-end
 done = function(summary, latency, requests)
     io.write(string.format("RESULT %d requests, %d errors (%d status), p50 %.2f ms, p99 %.2f ms\n",
         summary.requests, summary.errors.status + summary.errors.connect + summary.errors.read
@@ -32,11 +24,8 @@ done = function(summary, latency, requests)
 end
 LUA
 } > "$work/post.lua"
-"$src/$build/tools/clgraph" serve "$src/models/dates" --port 0 --access-log none --max-batch 32 > "$work/out" 2> "$work/err" &
-pid=$!
-echo $pid > "$work/pid"
-for _ in $(seq 600); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
-port=$(sed -n 's/.*:\([0-9]*\) (.*/\1/p' "$work/out")
+serve_start "$src/models/dates" --max-batch 32
+pid=$(cat "$work/pid")
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 wrk -t1 -c"$conns" -d"$secs"s --timeout 30s -s "$work/post.lua" \
     "http://127.0.0.1:$port/v2/models/dates/translate" > "$work/wrk" &
