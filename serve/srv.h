@@ -14,12 +14,13 @@ typedef struct srv_options {
     int port;         /* 0: any free port */
     srv_batch_cfg batch;
     srv_limits limits;
-    size_t max_body;          /* bytes of a request body */
-    int threads;              /* HTTP threads */
-    unsigned idle_timeout_s;  /* a connection silent this long is closed */
-    unsigned max_connections; /* at once */
-    const char *token;        /* NULL: no authorization */
-    FILE *access_log;         /* one JSON line per request; NULL: none */
+    size_t max_body;            /* bytes of a request body */
+    int threads;                /* HTTP threads */
+    unsigned idle_timeout_s;    /* a connection silent this long is closed */
+    unsigned request_timeout_s; /* a body still arriving this long after its headers: 408 (0: none) */
+    unsigned max_connections;   /* at once */
+    const char *token;          /* NULL: no authorization */
+    FILE *access_log;           /* one JSON line per request; NULL: none */
 } srv_options;
 
 typedef struct srv_server srv_server;

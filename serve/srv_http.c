@@ -137,6 +137,12 @@ static enum MHD_Result srv_access(void *cls, struct MHD_Connection *mc, const ch
         return MHD_YES;
     }
     if (*upload_size) {
+        /* a body that trickles in (a byte now and then keeps the idle
+         * timeout away) has --request-timeout from the headers' end */
+        if (s->o.request_timeout_s && srv_now_ns() - c->t0 > (int64_t)s->o.request_timeout_s * 1000000000) {
+            *upload_size = 0;
+            return srv_respond_error(c, 408, "the request body took longer than the server's request timeout");
+        }
         if (!c->too_big && c->body.n + *upload_size > s->o.max_body) {
             c->too_big = 1;
             srv_buf_free(&c->body);

@@ -13,7 +13,7 @@ static const double srv_batch_le[SRV_NB] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 51
 /* The status codes the server answers with (499: the client closed its
  * connection before its answer, nginx's name for it); others count under
  * "other", a line shown once one was seen. */
-static const int srv_codes[] = {200, 400, 401, 404, 405, 413, 429, 499, 500, 503, 504};
+static const int srv_codes[] = {200, 400, 401, 404, 405, 408, 413, 429, 499, 500, 503, 504};
 #define SRV_NCODES ((int)(sizeof srv_codes / sizeof srv_codes[0]))
 
 typedef struct srv_hist {

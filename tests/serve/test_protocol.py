@@ -187,3 +187,34 @@ def test_http_details(serve):
     assert status == 431
     assert s.request("GET", "/v2/health/live")[0] == 200
     assert s.stop() == 0
+
+
+def test_slow_body_is_cut_off(serve):
+    """A client that trickles its body (often enough to stay clear of the
+    idle timeout) has its connection closed once --request-timeout has
+    passed since its headers: 408 in the access log and the metrics
+    (libmicrohttpd sends no answer before a body's end), and the server
+    goes on."""
+    import socket
+    import time
+    s = serve(MLP, "--request-timeout", "1", "--idle-timeout", "30")
+    raw = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    raw.sendall(b"POST /v2/models/model/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+    t0, closed = time.monotonic(), None
+    while time.monotonic() - t0 < 10 and closed is None:
+        try:
+            raw.sendall(b" ")
+            raw.settimeout(0.3)
+            if raw.recv(4096) == b"":
+                closed = time.monotonic() - t0
+        except socket.timeout:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            closed = time.monotonic() - t0
+    raw.close()
+    assert closed is not None and 0.9 < closed < 5, closed
+    assert s.request("GET", "/v2/health/live")[0] == 200
+    assert 'clgraph_requests_total{model="",code="408"} 1' in s.metrics()
+    assert s.stop() == 0
+    lines = [json.loads(l) for l in open(s.log)]
+    assert [l["status"] for l in lines if l["path"].endswith("/infer")] == [408]

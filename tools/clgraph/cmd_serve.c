@@ -13,7 +13,8 @@ typedef struct serve_args {
     const char *models[SERVE_MAX_MODELS];
     int n_models;
     const char *host, *device, *token_file, *access_log;
-    int port, max_batch, max_delay_us, max_queue, max_depth, threads, idle_timeout, max_connections, grace, workers;
+    int port, max_batch, max_delay_us, max_queue, max_depth, threads, idle_timeout, max_connections, grace, workers,
+        request_timeout;
     double max_body_mb, max_tensor_mb;
     cli_plugins plugins;
 } serve_args;
@@ -41,6 +42,8 @@ static int serve_parse(int argc, char **argv, serve_args *a) {
          .help = "threads running each model's batches, each with its own plan (default 1; a forecaster: 1)"},
         {"idle-timeout", 0, CLI_INT, &a->idle_timeout, 1, 86400, .arg = "S",
          .help = "close a connection silent this long (default 30)"},
+        {"request-timeout", 0, CLI_INT, &a->request_timeout, 0, 86400, .arg = "S",
+         .help = "a request body still arriving S seconds after its headers: 408 (default 60; 0: none)"},
         {"max-connections", 0, CLI_INT, &a->max_connections, 1, 100000, .arg = "N",
          .help = "connections at once (default 1024)"},
         {"token-file", 0, CLI_STR, &a->token_file, .arg = "FILE",
@@ -98,6 +101,7 @@ static void serve_defaults(serve_args *a) {
     a->max_connections = 1024;
     a->grace = 30;
     a->workers = 1;
+    a->request_timeout = 60;
     a->access_log = "-";
 }
 
@@ -111,6 +115,7 @@ static int serve_options(const serve_args *a, cg_context *ctx, const char *token
     o->max_body = (size_t)(a->max_body_mb * 1048576.0);
     o->threads = a->threads;
     o->idle_timeout_s = (unsigned)a->idle_timeout;
+    o->request_timeout_s = (unsigned)a->request_timeout;
     o->max_connections = (unsigned)a->max_connections;
     o->token = *token ? token : NULL;
     o->access_log = log;
