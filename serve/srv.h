@@ -18,9 +18,11 @@ typedef struct srv_options {
     int threads;                /* HTTP threads */
     unsigned idle_timeout_s;    /* a connection silent this long is closed */
     unsigned request_timeout_s; /* a body still arriving this long after its headers: 408 (0: none) */
-    unsigned max_connections;   /* at once */
-    const char *token;          /* NULL: no authorization */
-    FILE *access_log;           /* one JSON line per request; NULL: none */
+    unsigned
+        header_timeout_s; /* headers still arriving this long after the connection or its last request: closed (0: none) */
+    unsigned max_connections; /* at once */
+    const char *token;        /* NULL: no authorization */
+    FILE *access_log;         /* one JSON line per request; NULL: none */
 } srv_options;
 
 typedef struct srv_server srv_server;

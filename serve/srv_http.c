@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "srv_http.h"
+#include "srv_watch.h"
 
 struct srv_server {
     struct MHD_Daemon *d;
@@ -28,6 +29,7 @@ struct srv_server {
      * its model to queueing on it) hold it shared, the swap exclusively */
     pthread_rwlock_t models_lock;
     pthread_mutex_t reload_lock; /* one reload at a time */
+    srv_watch *watch;            /* --header-timeout, or NULL */
 };
 
 void srv_server_lock_models(srv_server *s) { pthread_rwlock_rdlock(&s->models_lock); }
@@ -131,6 +133,7 @@ static enum MHD_Result srv_access(void *cls, struct MHD_Connection *mc, const ch
         snprintf(c->method, sizeof c->method, "%s", method);
         atomic_fetch_add(&s->active, 1);
         *con_cls = c;
+        srv_watch_busy(s->watch, mc, 1);
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->o.max_body)
             return srv_respond_error(c, 413, "the request body is larger than the server's limit");
@@ -177,6 +180,7 @@ static void srv_completed(void *cls, struct MHD_Connection *mc, void **con_cls, 
     }
     srv_conn_free(c);
     *con_cls = NULL;
+    srv_watch_busy(s->watch, mc, 0);
     atomic_fetch_sub(&s->active, 1);
 }
 
@@ -205,7 +209,12 @@ int srv_server_start(srv_model **models, int n, const srv_options *o, srv_server
         srv_server_stop(s, 0);
         return -1;
     }
-    if (srv_daemon_start(s, o, &s->d, port, err, errsz, srv_access, srv_completed)) {
+    if (o->header_timeout_s && !(s->watch = srv_watch_create(o->header_timeout_s))) {
+        snprintf(err, errsz, "out of memory or threads starting the header watchdog");
+        srv_server_stop(s, 0);
+        return -1;
+    }
+    if (srv_daemon_start(s, o, &s->d, port, err, errsz, srv_access, srv_completed, s->watch)) {
         srv_server_stop(s, 0);
         return -1;
     }
@@ -238,6 +247,7 @@ void srv_server_stop(srv_server *s, unsigned grace_s) {
     }
     if (s->d) MHD_stop_daemon(s->d);
     if (fd != MHD_INVALID_SOCKET) close(fd);
+    srv_watch_free(s->watch);
     srv_metrics_free(s->metrics);
     pthread_mutex_destroy(&s->log_lock);
     pthread_rwlock_destroy(&s->models_lock);

@@ -59,6 +59,6 @@ enum MHD_Result srv_respond_job(srv_conn *c);
 void srv_conn_free(srv_conn *c);
 void srv_log_line(FILE *f, pthread_mutex_t *lock, const srv_conn *c, const char *addr, double secs, int complete);
 int srv_daemon_start(srv_server *s, const srv_options *o, struct MHD_Daemon **d, int *port, char *err, size_t errsz,
-                     srv_access_fn access, srv_completed_fn completed);
+                     srv_access_fn access, srv_completed_fn completed, void *watch);
 
 #endif

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "srv_http.h"
+#include "srv_watch.h"
 
 /* The request's status and size, counted in the metrics now: before the
  * client can have its answer (and ask /metrics). */
@@ -129,7 +130,7 @@ static int srv_addr(const char *host, int port, struct sockaddr_storage *ss, int
 }
 
 int srv_daemon_start(srv_server *s, const srv_options *o, struct MHD_Daemon **d, int *port, char *err, size_t errsz,
-                     srv_access_fn access, srv_completed_fn completed) {
+                     srv_access_fn access, srv_completed_fn completed, void *watch) {
     struct sockaddr_storage ss;
     int v6 = 0;
     int gai = srv_addr(o->host, o->port, &ss, &v6);
@@ -146,7 +147,7 @@ int srv_daemon_start(srv_server *s, const srv_options *o, struct MHD_Daemon **d,
                           MHD_OPTION_THREAD_POOL_SIZE, (unsigned)o->threads, MHD_OPTION_CONNECTION_TIMEOUT,
                           o->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, completed,
-                          s, MHD_OPTION_END);
+                          s, MHD_OPTION_NOTIFY_CONNECTION, srv_watch_notify, watch, MHD_OPTION_END);
     if (!*d) {
         snprintf(err, errsz, "cannot listen on %s port %d%s%s", o->host, o->port, errno ? ": " : "",
                  errno ? strerror(errno) : "");

@@ -218,3 +218,39 @@ def test_slow_body_is_cut_off(serve):
     assert s.stop() == 0
     lines = [json.loads(l) for l in open(s.log)]
     assert [l["status"] for l in lines if l["path"].endswith("/infer")] == [408]
+
+
+def test_slow_headers_are_cut_off(serve):
+    """Headers trickled a byte at a time (clear of the idle timeout) are cut
+    off --header-timeout after the connection opened; a keep-alive client
+    that sends a request within it is served, twice."""
+    import http.client
+    import socket
+    import time
+    s = serve(MLP, "--header-timeout", "1", "--idle-timeout", "30")
+    raw = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    t0, closed = time.monotonic(), None
+    head = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+    for i in range(len(head)):
+        try:
+            raw.sendall(head[i:i + 1])
+            raw.settimeout(0.2)
+            if raw.recv(4096) == b"":
+                closed = time.monotonic() - t0
+                break
+        except socket.timeout:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            closed = time.monotonic() - t0
+            break
+    raw.close()
+    assert closed is not None and 0.9 < closed < 3, closed
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    for _ in range(2):
+        time.sleep(0.5)
+        c.request("GET", "/v2/health/live")
+        r = c.getresponse()
+        r.read()
+        assert r.status == 200
+    c.close()
+    assert s.stop() == 0

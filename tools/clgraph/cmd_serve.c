@@ -14,7 +14,7 @@ typedef struct serve_args {
     int n_models;
     const char *host, *device, *token_file, *access_log;
     int port, max_batch, max_delay_us, max_queue, max_depth, threads, idle_timeout, max_connections, grace, workers,
-        request_timeout;
+        request_timeout, header_timeout;
     double max_body_mb, max_tensor_mb;
     cli_plugins plugins;
 } serve_args;
@@ -42,6 +42,9 @@ static int serve_parse(int argc, char **argv, serve_args *a) {
          .help = "threads running each model's batches, each with its own plan (default 1; a forecaster: 1)"},
         {"idle-timeout", 0, CLI_INT, &a->idle_timeout, 1, 86400, .arg = "S",
          .help = "close a connection silent this long (default 30)"},
+        {"header-timeout", 0, CLI_INT, &a->header_timeout, 0, 86400, .arg = "S",
+         .help = "a request's headers still arriving S seconds after the connection or its last request: closed "
+                 "(default 10; 0: none)"},
         {"request-timeout", 0, CLI_INT, &a->request_timeout, 0, 86400, .arg = "S",
          .help = "a request body still arriving S seconds after its headers: 408 (default 60; 0: none)"},
         {"max-connections", 0, CLI_INT, &a->max_connections, 1, 100000, .arg = "N",
@@ -102,6 +105,7 @@ static void serve_defaults(serve_args *a) {
     a->grace = 30;
     a->workers = 1;
     a->request_timeout = 60;
+    a->header_timeout = 10;
     a->access_log = "-";
 }
 
@@ -116,6 +120,7 @@ static int serve_options(const serve_args *a, cg_context *ctx, const char *token
     o->threads = a->threads;
     o->idle_timeout_s = (unsigned)a->idle_timeout;
     o->request_timeout_s = (unsigned)a->request_timeout;
+    o->header_timeout_s = (unsigned)a->header_timeout;
     o->max_connections = (unsigned)a->max_connections;
     o->token = *token ? token : NULL;
     o->access_log = log;
