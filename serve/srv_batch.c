@@ -1,12 +1,12 @@
-/* A model's queue and its worker: jobs wait until the first of a batch has
- * waited max_delay_us or max_batch rows are there, then the worker joins
- * the compatible ones along dimension 0 (the same dims after it), runs the
- * plan once and gives each job its rows of every output. The kernels do not
- * mix rows, so a row's result is the same bits in any batch (the CLI's
- * outputs: tests/serve). */
+/* Running a batch the queue (srv_queue.c) gathered: a graph's jobs joined
+ * along dimension 0 (the same dims after it), the plan run once and each
+ * job given its rows of every output; a translation's or a forecast's jobs
+ * through one cg_s2s_translate or cg_forecast_run. The kernels do not mix
+ * rows, so a row's result is the same bits in any batch (the CLI's
+ * outputs: tests/serve). A batch that fails runs again job by job, so that
+ * a bad request fails alone. */
 #include "srv_model.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,22 +193,27 @@ static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int n, cg_status *
     return *st ? -1 : 0;
 }
 
+/* After a batch of jobs[0..n) failed with st: each job again through
+ * `again` alone (a bad request, such as an id past the vocabulary, fails
+ * alone), or the one job's answer is the library's error. */
+static void srv_batch_failed(const srv_worker *wk, srv_job **jobs, int n, cg_status st,
+                             void (*again)(const srv_worker *, srv_job **, int)) {
+    if (n > 1) {
+        for (int i = 0; i < n; i++) again(wk, &jobs[i], 1);
+        return;
+    }
+    char msg[1024];
+    snprintf(msg, sizeof msg, "model '%s': %s", wk->m->name, cg_last_error());
+    srv_job_fail(jobs[0], srv_run_status(st), msg);
+}
+
 void srv_tr_run(const srv_worker *wk, srv_job **jobs, int n) {
     srv_job *ok[1024];
     int nok = 0;
     for (int i = 0; i < n && nok < 1024; i++)
         if (!srv_tr_tokenize(wk, jobs[i])) ok[nok++] = jobs[i];
     cg_status st = CG_OK;
-    if (!nok || !srv_tr_batch(wk, ok, nok, &st)) return;
-    /* a batch that failed goes again request by request, so that a bad one
-     * (an id past the vocabulary) fails alone */
-    if (nok > 1)
-        for (int i = 0; i < nok; i++) srv_tr_run(wk, &ok[i], 1);
-    else {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "model '%s': %s", wk->m->name, cg_last_error());
-        srv_job_fail(ok[0], srv_run_status(st), msg);
-    }
+    if (nok && srv_tr_batch(wk, ok, nok, &st)) srv_batch_failed(wk, ok, nok, st, srv_tr_run);
 }
 
 /* One cg_forecast_run over the series of jobs[0..n); 0, or -1 with the
@@ -243,14 +248,6 @@ static int srv_fc_batch(srv_model *m, srv_job **jobs, int n, cg_status *st) {
 }
 
 void srv_fc_run(const srv_worker *wk, srv_job **jobs, int n) {
-    srv_model *m = wk->m;
     cg_status st = CG_OK;
-    if (!srv_fc_batch(m, jobs, n, &st)) return;
-    if (n > 1) /* as translation: a failed batch goes again request by request */
-        for (int i = 0; i < n; i++) srv_fc_run(wk, &jobs[i], 1);
-    else {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "model '%s': %s", m->name, cg_last_error());
-        srv_job_fail(jobs[0], srv_run_status(st), msg);
-    }
+    if (srv_fc_batch(wk->m, jobs, n, &st)) srv_batch_failed(wk, jobs, n, st, srv_fc_run);
 }

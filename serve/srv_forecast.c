@@ -85,11 +85,9 @@ static int srv_fc_fields(const cJSON *root, int C, srv_fc_req *req, char *err, s
 
 int srv_fc_parse(const char *body, size_t len, const srv_limits *lim, int C, srv_fc_req *req, char *err, size_t errsz) {
     memset(req, 0, sizeof *req);
-    if (!srv_json_depth_ok(body, len, lim->max_depth))
-        return SRV_FC_FAIL("the request's JSON nests deeper than the server's limit of %d", lim->max_depth);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-    if (!root) return SRV_FC_FAIL("the request is not valid JSON (at byte %lld)", (long long)(end ? end - body : 0));
+    size_t jlen;
+    cJSON *root = srv_json_parse(body, len, -1, lim->max_depth, &jlen, err, errsz);
+    if (!root) return 400;
     int rc = cJSON_IsObject(root) ? srv_fc_fields(root, C, req, err, errsz)
                                   : SRV_FC_FAIL("the request is not a JSON object");
     cJSON_Delete(root);
@@ -165,18 +163,12 @@ static void srv_fc_attention(const cg_forecast_result *r, srv_buf *b) {
 
 /* The CSV answer: fc_csv_write into memory. */
 static int srv_fc_csv_response(const srv_fc_req *req, const cg_forecast_result *res, srv_buf *b) {
-    const double **v = malloc(sizeof *v * (size_t)req->n);
     char *text = NULL;
     size_t n = 0;
-    FILE *f = v ? open_memstream(&text, &n) : NULL;
-    if (!f) {
-        free(v);
-        return -1;
-    }
-    for (int i = 0; i < req->n; i++) v[i] = res[i].values;
-    int rc = fc_csv_write(f, req->csv, v, req->horizon);
+    FILE *f = open_memstream(&text, &n);
+    if (!f) return -1;
+    int rc = fc_csv_write(f, req->csv, res, req->horizon);
     fclose(f);
-    free(v);
     if (!rc) srv_buf_add(b, text, n);
     free(text);
     return rc || b->failed ? -1 : 0;
@@ -185,12 +177,7 @@ static int srv_fc_csv_response(const srv_fc_req *req, const cg_forecast_result *
 int srv_fc_response(const char *model, const cg_forecaster *m, const srv_fc_req *req, const cg_forecast_result *res,
                     srv_buf *b) {
     if (req->csv) return srv_fc_csv_response(req, res, b);
-    srv_buf_puts(b, "{\"model_name\":");
-    srv_buf_json_str(b, model);
-    if (req->id) {
-        srv_buf_puts(b, ",\"id\":");
-        srv_buf_json_str(b, req->id);
-    }
+    srv_response_head(b, model, 0, req->id);
     srv_buf_puts(b, ",\"columns\":[");
     for (int k = 0; k < cg_forecast_channels(m); k++) {
         if (k) srv_buf_puts(b, ",");

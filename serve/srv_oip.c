@@ -7,7 +7,9 @@
 
 #include "srv_tensor.h"
 
-int srv_json_depth_ok(const char *s, size_t n, int max) {
+/* 1 when no array or object in s[0..n) nests deeper than max (strings
+ * skipped, escapes honoured). */
+static int srv_json_depth_ok(const char *s, size_t n, int max) {
     int depth = 0, in_str = 0;
     for (size_t i = 0; i < n; i++) {
         const char c = s[i];
@@ -177,32 +179,50 @@ static int srv_parse_root(srv_parse *p, const cJSON *root) {
     return srv_parse_outputs(p, cJSON_GetObjectItemCaseSensitive(root, "outputs"), all_binary);
 }
 
-int srv_parse_infer(const char *body, size_t len, int64_t header_len, const srv_limits *lim, const srv_model_io *io,
-                    srv_infer_req *req, char *err, size_t errsz) {
-    memset(req, 0, sizeof *req);
-    size_t jlen = header_len < 0 ? len : (size_t)header_len;
+cJSON *srv_json_parse(const char *body, size_t len, int64_t header_len, int max_depth, size_t *jlen, char *err,
+                      size_t errsz) {
+    *jlen = header_len < 0 ? len : (size_t)header_len;
     if (header_len >= 0 && (header_len == 0 || (uint64_t)header_len > len)) {
         snprintf(err, errsz, "Inference-Header-Content-Length %lld is not within the body's %zu bytes",
                  (long long)header_len, len);
-        return 400;
+        return NULL;
     }
-    if (!srv_json_depth_ok(body, jlen, lim->max_depth)) {
-        snprintf(err, errsz, "the request's JSON nests deeper than the server's limit of %d", lim->max_depth);
-        return 400;
+    if (!srv_json_depth_ok(body, *jlen, max_depth)) {
+        snprintf(err, errsz, "the request's JSON nests deeper than the server's limit of %d", max_depth);
+        return NULL;
     }
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, jlen, &end, 0);
+    cJSON *root = cJSON_ParseWithLengthOpts(body, *jlen, &end, 0);
     if (!root) {
         snprintf(err, errsz, "the request is not valid JSON (at byte %lld)",
-                 (long long)(end ? end - body : (ptrdiff_t)jlen));
-        return 400;
+                 (long long)(end ? end - body : (ptrdiff_t)*jlen));
+        return NULL;
     }
-    while (end && end < body + jlen && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
-    if (end != body + jlen) {
+    while (end && end < body + *jlen && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+    if (end != body + *jlen) {
         cJSON_Delete(root);
         snprintf(err, errsz, "the request has more after its JSON (at byte %lld)", (long long)(end - body));
-        return 400;
+        return NULL;
     }
+    return root;
+}
+
+void srv_response_head(srv_buf *b, const char *model, int version, const char *id) {
+    srv_buf_puts(b, "{\"model_name\":");
+    srv_buf_json_str(b, model);
+    if (version) srv_buf_puts(b, ",\"model_version\":\"1\"");
+    if (id) {
+        srv_buf_puts(b, ",\"id\":");
+        srv_buf_json_str(b, id);
+    }
+}
+
+int srv_parse_infer(const char *body, size_t len, int64_t header_len, const srv_limits *lim, const srv_model_io *io,
+                    srv_infer_req *req, char *err, size_t errsz) {
+    memset(req, 0, sizeof *req);
+    size_t jlen;
+    cJSON *root = srv_json_parse(body, len, header_len, lim->max_depth, &jlen, err, errsz);
+    if (!root) return 400;
     srv_parse p = {body + jlen, len - jlen, 0, lim, io, req, err, errsz};
     int rc = srv_parse_root(&p, root);
     cJSON_Delete(root);
@@ -218,13 +238,7 @@ static void srv_shape_json(srv_buf *b, int ndim, const int64_t *dims) {
 
 int srv_infer_response(const char *model, const srv_model_io *io, const srv_infer_req *req, cg_tensor *const *out,
                        srv_buf *body, size_t *json_len) {
-    srv_buf_puts(body, "{\"model_name\":");
-    srv_buf_json_str(body, model);
-    srv_buf_puts(body, ",\"model_version\":\"1\"");
-    if (req->id) {
-        srv_buf_puts(body, ",\"id\":");
-        srv_buf_json_str(body, req->id);
-    }
+    srv_response_head(body, model, 1, req->id);
     srv_buf_puts(body, ",\"outputs\":[");
     int first = 1, binary = 0;
     for (int k = 0; k < io->n_out; k++) {

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "clgraph/clgraph.h"
 #include "clgraph/plugin.h"
 #include "srv_buf.h"
@@ -69,9 +71,16 @@ void srv_model_metadata(const char *model, const char *platform, const srv_model
 /* {"error": msg}. */
 void srv_error_json(srv_buf *b, const char *msg);
 
-/* 1 when no array or object in s[0..n) nests deeper than max (strings
- * skipped, escapes honoured); a cheap scan before the real parse, so that
- * depth never reaches cJSON's recursion. */
-int srv_json_depth_ok(const char *s, size_t n, int max);
+/* A request's JSON, as every endpoint reads it: the first header_len bytes
+ * of body (Inference-Header-Content-Length; -1: all len bytes), no deeper
+ * than max_depth (scanned before cJSON parses, so depth never reaches its
+ * recursion), with nothing but whitespace after it. The root (free it with
+ * cJSON_Delete) and *jlen its length, or NULL with one line in err. */
+cJSON *srv_json_parse(const char *body, size_t len, int64_t header_len, int max_depth, size_t *jlen, char *err,
+                      size_t errsz);
+
+/* The opening every response shares, the object left open:
+ * {"model_name": model[, "model_version": "1"][, "id": id] (id NULL: none). */
+void srv_response_head(srv_buf *b, const char *model, int version, const char *id);
 
 #endif

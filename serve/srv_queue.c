@@ -2,7 +2,6 @@
 #include "srv_model.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -123,7 +122,7 @@ static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
 static void *srv_worker_main(void *arg) {
     const srv_worker *wk = arg;
     srv_model *m = wk->m;
-    srv_job **batch = malloc(sizeof *batch * SRV_MAX_JOBS);
+    srv_job *batch[SRV_MAX_JOBS];
     for (;;) {
         pthread_mutex_lock(&m->lock);
         while (!m->head && !m->stopping) pthread_cond_wait(&m->cond, &m->lock);
@@ -131,20 +130,10 @@ static void *srv_worker_main(void *arg) {
             pthread_mutex_unlock(&m->lock);
             break;
         }
-        if (!batch) { /* no memory for a batch: one job at a time */
-            srv_job *j = m->head;
-            m->head = j->next;
-            if (!m->head) m->tail = NULL;
-            m->depth--;
-            pthread_mutex_unlock(&m->lock);
-            srv_run_batch(wk, &j, 1);
-            continue;
-        }
         int n = srv_take(m, batch);
         pthread_mutex_unlock(&m->lock);
         srv_run_batch(wk, batch, n);
     }
-    free(batch);
     return NULL;
 }
 

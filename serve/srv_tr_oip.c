@@ -111,15 +111,9 @@ static int srv_tr_oip_root(const cJSON *root, const char *bin, size_t n, srv_tr_
 int srv_tr_parse_oip(const char *body, size_t len, int64_t header_len, const srv_limits *lim, srv_tr_req *req,
                      char *err, size_t errsz) {
     memset(req, 0, sizeof *req);
-    const size_t jlen = header_len < 0 ? len : (size_t)header_len;
-    if (header_len >= 0 && (header_len == 0 || (uint64_t)header_len > len))
-        return SRV_FAIL("Inference-Header-Content-Length %lld is not within the body's %zu bytes",
-                        (long long)header_len, len);
-    if (!srv_json_depth_ok(body, jlen, lim->max_depth))
-        return SRV_FAIL("the request's JSON nests deeper than the server's limit of %d", lim->max_depth);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, jlen, &end, 0);
-    if (!root) return SRV_FAIL("the request is not valid JSON (at byte %lld)", (long long)(end ? end - body : 0));
+    size_t jlen;
+    cJSON *root = srv_json_parse(body, len, header_len, lim->max_depth, &jlen, err, errsz);
+    if (!root) return 400;
     int rc = srv_tr_oip_root(root, body + jlen, len - jlen, req, err, errsz);
     cJSON_Delete(root);
     if (rc) srv_tr_req_clear(req);
@@ -185,13 +179,7 @@ int srv_tr_oip_response(const char *model, cg_s2s *m, const srv_tr_req *req, con
                               : cg_s2s_detokenize(m, res[i].hyps[0].tokens, res[i].hyps[0].n_tokens, &text[i]) != CG_OK)
             rc = -1;
     if (!rc) {
-        srv_buf_puts(b, "{\"model_name\":");
-        srv_buf_json_str(b, model);
-        srv_buf_puts(b, ",\"model_version\":\"1\"");
-        if (req->id) {
-            srv_buf_puts(b, ",\"id\":");
-            srv_buf_json_str(b, req->id);
-        }
+        srv_response_head(b, model, 1, req->id);
         srv_tr_oip_outputs_json(b, req, res, (const char *const *)text);
         *json_len = req->want[0] == SRV_WANT_BINARY || req->want[1] == SRV_WANT_BINARY ? b->n : 0;
         srv_tr_oip_binary(b, req, res, (const char *const *)text);

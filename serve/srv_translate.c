@@ -108,11 +108,9 @@ int srv_tr_options(const cJSON *root, srv_tr_req *req, char *err, size_t errsz) 
 
 int srv_tr_parse(const char *body, size_t len, const srv_limits *lim, srv_tr_req *req, char *err, size_t errsz) {
     memset(req, 0, sizeof *req);
-    if (!srv_json_depth_ok(body, len, lim->max_depth))
-        return SRV_TR_FAIL("the request's JSON nests deeper than the server's limit of %d", lim->max_depth);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-    if (!root) return SRV_TR_FAIL("the request is not valid JSON (at byte %lld)", (long long)(end ? end - body : 0));
+    size_t jlen;
+    cJSON *root = srv_json_parse(body, len, -1, lim->max_depth, &jlen, err, errsz);
+    if (!root) return 400;
     int rc = cJSON_IsObject(root) ? 0 : SRV_TR_FAIL("the request is not a JSON object");
     if (!rc) rc = srv_tr_sources(root, req, err, errsz);
     if (!rc) rc = srv_tr_options(root, req, err, errsz);
@@ -173,12 +171,7 @@ static int srv_tr_hyp(cg_s2s *m, const srv_tr_req *req, int sent, const cg_s2s_h
 }
 
 int srv_tr_response(const char *model, cg_s2s *m, const srv_tr_req *req, const cg_s2s_result *res, srv_buf *b) {
-    srv_buf_puts(b, "{\"model_name\":");
-    srv_buf_json_str(b, model);
-    if (req->id) {
-        srv_buf_puts(b, ",\"id\":");
-        srv_buf_json_str(b, req->id);
-    }
+    srv_response_head(b, model, 0, req->id);
     srv_buf_puts(b, ",\"translations\":[");
     for (int i = 0; i < req->n; i++) {
         const cg_s2s_result *r = &res[i];
