@@ -65,14 +65,7 @@ static void progress(int done, int total, void *user) {
 
 /* The forecasts as CSV on stdout (fc_csv_write). */
 static int write_csv(const fc_csv *in, const cg_forecast_result *res, int horizon) {
-    const double **values = malloc(sizeof *values * (size_t)(in->n_series ? in->n_series : 1));
-    if (!values) {
-        fprintf(stderr, "clgraph forecast: out of memory\n");
-        return CLI_FAIL;
-    }
-    for (int s = 0; s < in->n_series; s++) values[s] = res[s].values;
-    int rc = fc_csv_write(stdout, in, values, horizon);
-    free(values);
+    int rc = fc_csv_write(stdout, in, res, horizon);
     if (rc < 0) {
         fprintf(stderr, "clgraph forecast: out of memory\n");
         return CLI_FAIL;

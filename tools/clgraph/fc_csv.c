@@ -433,7 +433,7 @@ void fc_csv_field(FILE *f, const char *s) {
     putc('"', f);
 }
 
-int fc_csv_write(FILE *f, const fc_csv *in, const double *const *values, int horizon) {
+int fc_csv_write(FILE *f, const fc_csv *in, const cg_forecast_result *res, int horizon) {
     char **times = calloc((size_t)horizon, sizeof *times);
     if (!times) return -1;
     for (int i = 0; i < in->n_header; i++) {
@@ -456,7 +456,8 @@ int fc_csv_write(FILE *f, const fc_csv *in, const double *const *values, int hor
                 else if (i == in->series_col) fc_csv_field(f, ser->name);
                 else
                     for (int k = 0; k < in->C; k++)
-                        if (in->chan_col[k] == i) fprintf(f, "%.7g", values[s][(size_t)j * (size_t)in->C + (size_t)k]);
+                        if (in->chan_col[k] == i)
+                            fprintf(f, "%.7g", res[s].values[(size_t)j * (size_t)in->C + (size_t)k]);
             }
             putc('\n', f);
         }

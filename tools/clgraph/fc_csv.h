@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "clgraph/forecast.h"
+
 /* One series: its rows in file order. */
 typedef struct fc_csv_series {
     char *name;       /* the `series` column's text; NULL without one */
@@ -55,11 +57,11 @@ void fc_csv_free(fc_csv *c);
 int fc_next_times(const char *t0, const char *t1, int horizon, char **out, int *fit);
 
 /* The forecasts of every series of `in` as CSV on f: the input's header and
- * column order, `horizon` rows per series (values[s]: horizon x C, the
- * model's channel order, written with 7 significant digits), the `time`
- * column continued (fc_next_times) and the `series` column repeated.
- * 0; -1 when memory ran out; 1 when a write failed (ferror(f)). */
-int fc_csv_write(FILE *f, const fc_csv *in, const double *const *values, int horizon);
+ * column order, `horizon` rows per series (res[s].values, the model's
+ * channel order, written with 7 significant digits), the `time` column
+ * continued (fc_next_times) and the `series` column repeated. 0; -1 when
+ * memory ran out; 1 when a write failed (ferror(f)). */
+int fc_csv_write(FILE *f, const fc_csv *in, const cg_forecast_result *res, int horizon);
 
 /* Writes one CSV field, quoted when it holds a comma, quote or line break. */
 void fc_csv_field(FILE *f, const char *s);
