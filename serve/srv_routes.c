@@ -56,33 +56,27 @@ static int64_t srv_header_len(srv_conn *c) {
     return !*hl || *end || v < 0 ? -2 : v;
 }
 
-/* /infer on a translation model: "text" BYTES in, "translation" and
- * "score" out (srv_tr_oip.c), queued as any translation. */
-static enum MHD_Result srv_infer_translate(srv_server *s, srv_conn *c, srv_model *m) {
+/* POST /infer: a graph's tensors (srv_oip.c), or a translation model's
+ * "text" BYTES in and "translation" and "score" out (srv_tr_oip.c). */
+static enum MHD_Result srv_infer(srv_server *s, srv_conn *c, srv_model *m) {
     if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
     const int64_t hl = srv_header_len(c);
     if (hl == -2) return srv_respond_error(c, 400, "Inference-Header-Content-Length is not a size");
     char err[1024];
-    int rc = srv_tr_parse_oip(c->body.p ? c->body.p : "", c->body.n, hl, &srv_server_options(s)->limits, &c->job.tr,
-                              err, sizeof err);
+    const char *body = c->body.p ? c->body.p : "";
+    const srv_limits *lim = &srv_server_options(s)->limits;
+    int rc = m->kind == SRV_TRANSLATE ? srv_tr_parse_oip(body, c->body.n, hl, lim, &c->job.tr, err, sizeof err)
+                                      : srv_parse_infer(body, c->body.n, hl, lim, &m->io, &c->job.req, err, sizeof err);
     return srv_enqueue(c, m, rc, err);
 }
 
-static enum MHD_Result srv_infer(srv_server *s, srv_conn *c, srv_model *m) {
-    if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
-    const int64_t header_len = srv_header_len(c);
-    if (header_len == -2) return srv_respond_error(c, 400, "Inference-Header-Content-Length is not a size");
-    char err[1024];
-    int rc = srv_parse_infer(c->body.p ? c->body.p : "", c->body.n, header_len, &srv_server_options(s)->limits, &m->io,
-                             &c->job.req, err, sizeof err);
-    return srv_enqueue(c, m, rc, err);
-}
+/* The 404 of an endpoint the model's kind (SRV_*) does not answer. */
+static const char *const srv_use[] = {"the model is a graph: use /infer", "the model translates: use /translate",
+                                      "the model forecasts: use /forecast"};
 
 /* POST /translate or /forecast: parse for the model's kind and queue. */
 static enum MHD_Result srv_family(srv_server *s, srv_conn *c, srv_model *m, int kind) {
-    static const char *const use[] = {"the model is a graph: use /infer", "the model translates: use /translate",
-                                      "the model forecasts: use /forecast"};
-    if (m->kind != kind) return srv_respond_error(c, 404, use[m->kind]);
+    if (m->kind != kind) return srv_respond_error(c, 404, srv_use[m->kind]);
     if (srv_server_stopping(s)) return srv_respond_error(c, 503, "the server is shutting down");
     char err[1024];
     const char *body = c->body.p ? c->body.p : "";
@@ -163,8 +157,8 @@ static enum MHD_Result srv_model_route_locked(srv_server *s, srv_conn *c, const 
     }
     if (!strcmp(tail, "/infer")) {
         if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
-        if (m->kind == SRV_FORECAST) return srv_family(s, c, m, SRV_GRAPH);
-        return m->kind == SRV_TRANSLATE ? srv_infer_translate(s, c, m) : srv_infer(s, c, m);
+        if (m->kind == SRV_FORECAST) return srv_respond_error(c, 404, srv_use[SRV_FORECAST]);
+        return srv_infer(s, c, m);
     }
     if (!strcmp(tail, "/translate") || !strcmp(tail, "/forecast")) {
         if (!srv_is(method, "POST")) return srv_respond_error(c, 405, "use POST");
