@@ -57,15 +57,10 @@ static int srv_fc_fields(const cJSON *root, int C, srv_fc_req *req, char *err, s
         h->valuedouble > SRV_FC_MAX_HORIZON)
         return SRV_FC_FAIL("\"horizon\" takes an integer in [1, %d]", SRV_FC_MAX_HORIZON);
     req->horizon = (int)h->valuedouble;
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "attention");
-    if (a && !cJSON_IsBool(a)) return SRV_FC_FAIL("\"attention\" takes true or false");
-    req->attention = cJSON_IsTrue(a);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "timeout");
-    if (t && !(cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble < 1e15))
-        return SRV_FC_FAIL("\"timeout\" is not a number of microseconds");
-    if (t) req->timeout_us = (int64_t)t->valuedouble;
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
-    if (cJSON_IsString(id) && !(req->id = strdup(id->valuestring))) return SRV_FC_FAIL("out of memory");
+    int rc = srv_json_bool(root, "attention", &req->attention, err, errsz);
+    if (!rc) rc = srv_json_timeout(root, "\"timeout\"", &req->timeout_us, err, errsz);
+    if (!rc) rc = srv_json_id(root, &req->id, err, errsz);
+    if (rc) return rc;
     const cJSON *ser = cJSON_GetObjectItemCaseSensitive(root, "series");
     const int n = cJSON_IsArray(ser) ? cJSON_GetArraySize(ser) : 0;
     if (n < 1) return SRV_FC_FAIL("\"series\" is not a non-empty array");
@@ -76,10 +71,8 @@ static int srv_fc_fields(const cJSON *root, int C, srv_fc_req *req, char *err, s
     req->n = n;
     int64_t steps = 0;
     int i = 0;
-    for (const cJSON *s = ser->child; s; s = s->next, i++) {
-        int rc = srv_fc_series(s, i, C, req, &steps, err, errsz);
-        if (rc) return rc;
-    }
+    for (const cJSON *s = ser->child; s; s = s->next, i++)
+        if ((rc = srv_fc_series(s, i, C, req, &steps, err, errsz))) return rc;
     return 0;
 }
 

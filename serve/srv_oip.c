@@ -155,23 +155,19 @@ static int srv_parse_outputs(srv_parse *p, const cJSON *outs, int all_binary) {
 /* The request object: id, parameters, inputs, outputs. */
 static int srv_parse_root(srv_parse *p, const cJSON *root) {
     if (!cJSON_IsObject(root)) return SRV_FAIL(p, "the request is not a JSON object");
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
-    if (cJSON_IsString(id) && !(p->req->id = strdup(id->valuestring))) return SRV_FAIL(p, "out of memory");
+    int rc = srv_json_id(root, &p->req->id, p->err, p->errsz);
+    if (rc) return rc;
     const cJSON *par = cJSON_GetObjectItemCaseSensitive(root, "parameters");
     int all_binary = 0;
     if (cJSON_IsObject(par)) {
         all_binary = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(par, "binary_data_output"));
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(par, "timeout");
-        if (t && !(cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble < 1e15))
-            return SRV_FAIL(p, "parameters.timeout is not a number of microseconds");
-        if (t) p->req->timeout_us = (int64_t)t->valuedouble;
+        rc = srv_json_timeout(par, "parameters.timeout", &p->req->timeout_us, p->err, p->errsz);
+        if (rc) return rc;
     }
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(root, "inputs");
     if (!cJSON_IsArray(ins)) return SRV_FAIL(p, "no \"inputs\" array");
-    for (const cJSON *in = ins->child; in; in = in->next) {
-        int rc = srv_parse_input(p, in);
-        if (rc) return rc;
-    }
+    for (const cJSON *in = ins->child; in; in = in->next)
+        if ((rc = srv_parse_input(p, in))) return rc;
     for (int k = 0; k < p->io->n_in; k++)
         if (!p->req->in[k]) return SRV_FAIL(p, "input '%s' is missing", p->io->in[k].name);
     if (p->bin_used != p->bin_len)
@@ -205,6 +201,36 @@ cJSON *srv_json_parse(const char *body, size_t len, int64_t header_len, int max_
         return NULL;
     }
     return root;
+}
+
+int srv_json_timeout(const cJSON *obj, const char *what, int64_t *us, char *err, size_t errsz) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, "timeout");
+    if (!t) return 0;
+    if (!(cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble < 1e15)) {
+        snprintf(err, errsz, "%s is not a number of microseconds", what);
+        return 400;
+    }
+    *us = (int64_t)t->valuedouble;
+    return 0;
+}
+
+int srv_json_id(const cJSON *obj, char **id, char *err, size_t errsz) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "id");
+    if (cJSON_IsString(v) && !(*id = strdup(v->valuestring))) {
+        snprintf(err, errsz, "out of memory");
+        return 400;
+    }
+    return 0;
+}
+
+int srv_json_bool(const cJSON *obj, const char *key, int *v, char *err, size_t errsz) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (b && !cJSON_IsBool(b)) {
+        snprintf(err, errsz, "\"%s\" takes true or false", key);
+        return 400;
+    }
+    *v = cJSON_IsTrue(b);
+    return 0;
 }
 
 void srv_response_head(srv_buf *b, const char *model, int version, const char *id) {

@@ -79,6 +79,15 @@ void srv_error_json(srv_buf *b, const char *msg);
 cJSON *srv_json_parse(const char *body, size_t len, int64_t header_len, int max_depth, size_t *jlen, char *err,
                       size_t errsz);
 
+/* The fields several requests share, each read from obj when present (0,
+ * or 400 with one line in err): "timeout" in microseconds into *us (named
+ * `what` in the error); the string "id" copied into *id (another type is
+ * ignored, the field being optional); the boolean `key` into *v (absent:
+ * 0). */
+int srv_json_timeout(const cJSON *obj, const char *what, int64_t *us, char *err, size_t errsz);
+int srv_json_id(const cJSON *obj, char **id, char *err, size_t errsz);
+int srv_json_bool(const cJSON *obj, const char *key, int *v, char *err, size_t errsz);
+
 /* The opening every response shares, the object left open:
  * {"model_name": model[, "model_version": "1"][, "id": id] (id NULL: none). */
 void srv_response_head(srv_buf *b, const char *model, int version, const char *id);

@@ -100,8 +100,7 @@ static int srv_tr_oip_root(const cJSON *root, const char *bin, size_t n, srv_tr_
     if (rc) return rc;
     if (req->opt.nbest > 1 || req->opt.attention || req->with_ids)
         return SRV_FAIL("nbest, attention and return_ids are answered by /translate, not by /infer");
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
-    if (cJSON_IsString(id) && !req->id && !(req->id = strdup(id->valuestring))) return SRV_FAIL("out of memory");
+    if (!req->id && (rc = srv_json_id(root, &req->id, err, errsz))) return rc;
     req->oip = 1;
     const int all_binary =
         cJSON_IsObject(par) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(par, "binary_data_output"));

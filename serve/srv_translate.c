@@ -74,7 +74,6 @@ static int srv_tr_sources(const cJSON *root, srv_tr_req *req, char *err, size_t 
 int srv_tr_options(const cJSON *root, srv_tr_req *req, char *err, size_t errsz) {
     cg_s2s_options *o = &req->opt;
     o->struct_size = sizeof *o;
-    int attention = 0;
     if (srv_tr_int(root, "beam", 0, 64, &o->beam, err, errsz) ||
         srv_tr_int(root, "nbest", 0, 64, &o->nbest, err, errsz) ||
         srv_tr_int(root, "max_len", 0, 4096, &o->max_len, err, errsz) ||
@@ -90,20 +89,11 @@ int srv_tr_options(const cJSON *root, srv_tr_req *req, char *err, size_t errsz) 
         o->alpha = a->valuedouble;
         o->flags |= CG_S2S_ALPHA_SET;
     }
-    const cJSON *att = cJSON_GetObjectItemCaseSensitive(root, "attention");
-    if (att && !cJSON_IsBool(att)) return SRV_TR_FAIL("\"attention\" takes true or false");
-    attention = cJSON_IsTrue(att);
-    o->attention = attention;
-    const cJSON *ri = cJSON_GetObjectItemCaseSensitive(root, "return_ids");
-    if (ri && !cJSON_IsBool(ri)) return SRV_TR_FAIL("\"return_ids\" takes true or false");
-    req->with_ids = cJSON_IsTrue(ri);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "timeout");
-    if (t && !(cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble < 1e15))
-        return SRV_TR_FAIL("\"timeout\" is not a number of microseconds");
-    if (t) req->timeout_us = (int64_t)t->valuedouble;
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
-    if (cJSON_IsString(id) && !(req->id = strdup(id->valuestring))) return SRV_TR_FAIL("out of memory");
-    return 0;
+    int rc = srv_json_bool(root, "attention", &o->attention, err, errsz);
+    if (!rc) rc = srv_json_bool(root, "return_ids", &req->with_ids, err, errsz);
+    if (!rc) rc = srv_json_timeout(root, "\"timeout\"", &req->timeout_us, err, errsz);
+    if (!rc && !req->id) rc = srv_json_id(root, &req->id, err, errsz);
+    return rc;
 }
 
 int srv_tr_parse(const char *body, size_t len, const srv_limits *lim, srv_tr_req *req, char *err, size_t errsz) {
