@@ -19,7 +19,9 @@ static void srv_record(srv_conn *c, int status, size_t bytes) {
     srv_metrics_request(srv_server_metrics(c->srv), c->model, status, (double)(srv_now_ns() - c->t0) * 1e-9);
 }
 
-enum MHD_Result srv_respond(srv_conn *c, int status, srv_buf *body, const char *type) {
+/* srv_respond with, when json_len is not 0, the binary tensor extension's
+ * Inference-Header-Content-Length. */
+static enum MHD_Result srv_respond_len(srv_conn *c, int status, srv_buf *body, const char *type, size_t json_len) {
     size_t n = 0;
     char *p = srv_buf_take(body, &n);
     if (!p) return MHD_NO; /* no memory even for the answer: drop the connection */
@@ -37,10 +39,19 @@ enum MHD_Result srv_respond(srv_conn *c, int status, srv_buf *body, const char *
     if (status == 429) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (status == 401) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 503 && srv_server_stopping(c->srv)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (json_len) {
+        char len[32];
+        snprintf(len, sizeof len, "%zu", json_len);
+        MHD_add_response_header(r, "Inference-Header-Content-Length", len);
+    }
     srv_record(c, status, n);
     enum MHD_Result rc = MHD_queue_response(c->c, (unsigned)status, r);
     MHD_destroy_response(r);
     return rc;
+}
+
+enum MHD_Result srv_respond(srv_conn *c, int status, srv_buf *body, const char *type) {
+    return srv_respond_len(c, status, body, type, 0);
 }
 
 enum MHD_Result srv_respond_error(srv_conn *c, int status, const char *msg) {
@@ -51,23 +62,8 @@ enum MHD_Result srv_respond_error(srv_conn *c, int status, const char *msg) {
 
 enum MHD_Result srv_respond_job(srv_conn *c) {
     srv_job *j = &c->job;
-    if (!j->json_len) return srv_respond(c, j->status, &j->body, j->type ? j->type : "application/json");
-    size_t n = 0;
-    char *p = srv_buf_take(&j->body, &n);
-    if (!p) return MHD_NO;
-    struct MHD_Response *r = MHD_create_response_from_buffer(n, p, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(p);
-        return MHD_NO;
-    }
-    char len[32];
-    snprintf(len, sizeof len, "%zu", j->json_len);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-    MHD_add_response_header(r, "Inference-Header-Content-Length", len);
-    srv_record(c, j->status, n);
-    enum MHD_Result rc = MHD_queue_response(c->c, (unsigned)j->status, r);
-    MHD_destroy_response(r);
-    return rc;
+    const char *type = j->json_len ? "application/octet-stream" : j->type ? j->type : "application/json";
+    return srv_respond_len(c, j->status, &j->body, type, j->json_len);
 }
 
 void srv_conn_free(srv_conn *c) {
