@@ -109,7 +109,7 @@ static void serve_defaults(serve_args *a) {
     a->access_log = "-";
 }
 
-static int serve_options(const serve_args *a, cg_context *ctx, const char *token, FILE *log, srv_options *o) {
+static void serve_options(const serve_args *a, cg_context *ctx, const char *token, FILE *log, srv_options *o) {
     memset(o, 0, sizeof *o);
     o->ctx = ctx;
     o->host = a->host;
@@ -124,7 +124,6 @@ static int serve_options(const serve_args *a, cg_context *ctx, const char *token
     o->max_connections = (unsigned)a->max_connections;
     o->token = *token ? token : NULL;
     o->access_log = log;
-    return CLI_OK;
 }
 
 /* Waits for SIGTERM or SIGINT (blocked in every thread since the start);
