@@ -106,8 +106,9 @@ ProtobufCMessage *cg_onnx_read_message(const char *path, const ProtobufCMessageD
 cg_status cg_onnx_read_model(const char *path, Onnx__ModelProto **out);
 
 /* st, with the last error made one line (control bytes of names in the
- * file shown as '?'). */
-cg_status cg_onnx_one_line(cg_status st);
+ * file shown as '?') and naming `path`: a message from below the importer
+ * (an allocation, a symbol table) is prefixed with it. */
+cg_status cg_onnx_one_line(cg_status st, const char *path);
 
 /* The clgraph dtype of an ONNX element type, or 0 for one clgraph has no
  * type for (double is read as f32: see cg_onnx_tensor). */

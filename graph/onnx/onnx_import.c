@@ -598,9 +598,12 @@ static cg_status import_nodes(onnx_imp *im, const Onnx__GraphProto *gp) {
         if (im->absorbed[i]) continue;
         im->bad_attr[0] = 0;
         cg_status s = import_node(im);
-        if (im->sym_failed) s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
+        if (im->sym_failed) s = onnx_fail(im, CG_ERR_NO_MEMORY, "out of memory defining a dim");
         /* a wrong-typed attribute is the cause of whatever else failed */
         if (im->bad_attr[0]) return onnx_fail(im, CG_ERR_FORMAT, "%s", im->bad_attr);
+        /* a failure below the importer (an allocation, the IR) is named
+         * with the node it stopped */
+        if (s && !strstr(cg_last_error(), im->path)) return onnx_fail(im, s, "%s", cg_last_error());
         if (s) return s;
     }
     return CG_OK;
@@ -684,5 +687,5 @@ cg_status cg_model_load_onnx(cg_context *ctx, const char *path, const cg_onnx_op
     if (s) cg_model_free(m);
     else *out = m;
     if (proto) onnx__model_proto__free_unpacked(proto, NULL);
-    return cg_onnx_one_line(s);
+    return cg_onnx_one_line(s, path);
 }

@@ -394,11 +394,13 @@ cg_status cg_onnx_tensor(const Onnx__TensorProto *t, const char *dir, const char
     return CG_OK;
 }
 
-cg_status cg_onnx_one_line(cg_status st) {
+cg_status cg_onnx_one_line(cg_status st, const char *path) {
     if (st == CG_OK) return st;
     /* names in a file may hold any byte: the message stays one line */
     char msg[2048];
-    snprintf(msg, sizeof msg, "%s", cg_last_error());
+    const char *last = cg_last_error();
+    if (strstr(last, path)) snprintf(msg, sizeof msg, "%s", last);
+    else snprintf(msg, sizeof msg, "%s: %s", path, last);
     for (char *c = msg; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return cg_error(st, "%s", msg);
@@ -427,5 +429,5 @@ cg_status cg_tensor_load_onnx(const char *path, cg_tensor **out, char **name) {
         s = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
     onnx__tensor_proto__free_unpacked(t, NULL);
-    return cg_onnx_one_line(s);
+    return cg_onnx_one_line(s, path);
 }

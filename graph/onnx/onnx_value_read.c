@@ -146,7 +146,7 @@ cg_status cg_tensors_load_onnx(const char *path, cg_onnx_kind kind, int *n, cg_t
     if (s) {
         tlist_free(&l);
         if (name) free(*name), *name = NULL;
-        return cg_onnx_one_line(s);
+        return cg_onnx_one_line(s, path);
     }
     *n = l.n;
     *out = l.t;
@@ -169,7 +169,7 @@ cg_status cg_onnx_io_kinds(const char *path, int outputs, int *n, cg_onnx_kind *
     *kinds = NULL;
     Onnx__ModelProto *m;
     cg_status s = cg_onnx_read_model(path, &m);
-    if (s) return cg_onnx_one_line(s);
+    if (s) return cg_onnx_one_line(s, path);
     const Onnx__GraphProto *g = m->graph;
     size_t count = outputs ? g->n_output : g->n_input;
     Onnx__ValueInfoProto **vi = outputs ? g->output : g->input;
