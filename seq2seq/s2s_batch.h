@@ -41,7 +41,8 @@ typedef struct s2s_batch {
     /* The rows' initial recurrent state (the first step's; the plan
      * carries it from there). */
     float *state;
-    int t; /* the step */
+    int t;                  /* the step */
+    cg_s2s_result *results; /* the caller's, by source index */
 } s2s_batch;
 
 /* Floats of one row's state: h[L], c[L], htilde. */

@@ -125,7 +125,7 @@ static cg_status step(s2s_batch *bt) {
     bt->R = bt->s.NR;
     bt->s.NR = 0; /* the rows own the hypotheses now */
     bt->t++;
-    return CG_OK;
+    return s2s_finish(&bt->s, bt->ss, bt->nb, bt->rows, bt->R, bt->o, bt->results);
 }
 
 /* Frees what a batch holds, at whatever point it stopped. */
@@ -147,6 +147,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     bt.m = m;
     bt.o = o;
     bt.nb = nb;
+    bt.results = results;
     bt.s.k = o->beam > 1 ? o->beam : 1;
     bt.s.beam = o->beam > 1;
     bt.s.min_len = o->min_len;
@@ -161,8 +162,6 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     if (!st) st = alloc_rows(&bt, ids, src_len);
     if (!st) st = start_rows(&bt, ids, src_len);
     while (!st && bt.R > 0) st = step(&bt);
-    for (int b = 0; !st && b < nb; b++)
-        st = s2s_result(&bt.s, &bt.ss[b], o->nbest, o->attention, &results[bt.ss[b].src]);
     batch_free(&bt);
     return st;
 }

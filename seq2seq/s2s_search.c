@@ -399,3 +399,21 @@ cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s
     }
     return CG_OK;
 }
+
+cg_status s2s_finish(s2s_search *s, s2s_sent *ss, int nb, const s2s_row *rows, int R, const cg_s2s_options *o,
+                     cg_s2s_result *results) {
+    for (int b = 0; b < nb; b++) ss[b].live = 0;
+    for (int r = 0; r < R; r++) ss[rows[r].sent].live = 1;
+    for (int b = 0; b < nb; b++) {
+        s2s_sent *sb = &ss[b];
+        if (sb->live || sb->done) continue;
+        cg_status st = s2s_result(s, sb, o->nbest, o->attention, &results[sb->src]);
+        if (st) return st;
+        for (int i = 0; i < sb->n_fins; i++)
+            if (sb->fins[i].h.toks) s2s_hyp_release(&s->pool, &sb->fins[i].h);
+        sb->n_fins = 0;
+        sb->done = 1;
+        if (o->done) o->done(sb->src, &results[sb->src], o->done_user);
+    }
+    return CG_OK;
+}

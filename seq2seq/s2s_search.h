@@ -56,6 +56,8 @@ typedef struct s2s_sent {
     int len, max_len;
     s2s_fin *fins;
     int n_fins;
+    int live; /* s2s_finish's mark: a row of this step continues it */
+    int done; /* its result is out (s2s_finish) */
 } s2s_sent;
 
 typedef struct s2s_cand {
@@ -157,5 +159,13 @@ cg_status s2s_select(s2s_search *s, s2s_sent *ss, s2s_row *rows, int R, int t, c
  * finishing order), the best `nbest` (greedy: 1) moving into res; with
  * `attention` 0 the weights are freed. */
 cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s2s_result *res);
+
+/* Every sentence of ss[0..nb) that no live row (rows[0..R)) continues and
+ * whose result is not out yet: its result into results[src] (s2s_result
+ * with o's nbest and attention), its other finished hypotheses back to
+ * the pool, and o->done told at once, so that a caller can use a short
+ * sentence's result while the long ones of its batch still decode. */
+cg_status s2s_finish(s2s_search *s, s2s_sent *ss, int nb, const s2s_row *rows, int R, const cg_s2s_options *o,
+                     cg_s2s_result *results);
 
 #endif

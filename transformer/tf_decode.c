@@ -39,6 +39,7 @@ typedef struct tf_batch {
     s2s_sent *ss;
     s2s_row *rows;
     int R, t;
+    cg_s2s_result *results; /* the caller's, by source index */
 } tf_batch;
 
 /* Each source with EOS appended, unless it ends with one already (ids
@@ -324,7 +325,7 @@ static cg_status step(tf_batch *bt) {
     bt->R = bt->s.NR;
     bt->s.NR = 0;
     bt->t++;
-    return CG_OK;
+    return s2s_finish(&bt->s, bt->ss, bt->nb, bt->rows, bt->R, bt->o, bt->results);
 }
 
 static void batch_free(tf_batch *bt) {
@@ -367,6 +368,7 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
     bt.h = h;
     bt.o = o;
     bt.nb = nb;
+    bt.results = results;
     bt.V = h->sh->cfg.dec_vocab;
     search_init(&bt);
     bt.max_rows = nb * bt.s.k;
@@ -375,8 +377,6 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
     if (!st) st = open_step(&bt);
     if (!st) st = start(&bt, ids);
     while (!st && bt.R > 0) st = step(&bt);
-    for (int b = 0; !st && b < nb; b++)
-        st = s2s_result(&bt.s, &bt.ss[b], o->nbest, o->attention, &results[bt.ss[b].src]);
     batch_free(&bt);
     /* The last step's caches and arena, dead once the batch is done: the
      * next batch's encoder would otherwise peak on top of them. With the

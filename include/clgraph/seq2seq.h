@@ -136,6 +136,8 @@ CG_API cg_status cg_s2s_get_info(const cg_s2s *m, cg_s2s_info *out);
  * beam of 100,000 would take minutes and gigabytes per sentence. */
 #define CG_S2S_MAX_BEAM 1024
 
+struct cg_s2s_result; /* below: a decoded source's hypotheses */
+
 /**
  * Decoding options: zero-initialise, set struct_size, then what you need
  * (or pass NULL: greedy with the spec's defaults).
@@ -172,6 +174,16 @@ typedef struct cg_s2s_options {
      * (1-based). The RNN family's attention has one head: 0 or 1.
      */
     int attention_head;
+    /**
+     * Called as soon as source `i`'s result is final, before the rest of
+     * its batch is (a sentence leaves the decode when it ends): `result` is
+     * `results[i]`, filled. Read it, do not free it; it stays the caller's
+     * array's, and a cg_s2s_translate that fails later clears it with the
+     * others. Called on the thread that called cg_s2s_translate, once per
+     * source. NULL: not called.
+     */
+    void (*done)(int i, const struct cg_s2s_result *result, void *user);
+    void *done_user; /**< given to `done` */
 } cg_s2s_options;
 
 /** cg_s2s_options.flags: `alpha` is used as given even when it is 0.

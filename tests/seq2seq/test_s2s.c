@@ -33,6 +33,7 @@
 
 #include "clgraph/clgraph.h"
 #include "clgraph/seq2seq.h"
+#include "tu_s2s.h"
 #include "test_util.h"
 #include "s2s.h"     /* S2S_TOP_K: candidates the generated decoder keeps */
 #include "heatmap.h" /* the heat map layout macros (tools/clgraph) */
@@ -197,8 +198,7 @@ static cg_s2s *load_model(const char *dir, const char *device) {
 
 static void translate(cg_s2s *m, const cg_s2s_options *o, int n, int32_t *const *src, const int *len,
                       cg_s2s_result *res) {
-    ck_assert_msg(cg_s2s_translate(m, o, n, (const int32_t *const *)src, len, res, NULL, NULL) == CG_OK, "%s",
-                  cg_last_error());
+    ck_assert_msg(tu_s2s_translate(m, o, n, (const int32_t *const *)src, len, res) == CG_OK, "%s", cg_last_error());
 }
 
 static void clear_all(cg_s2s_result *res, int n) {

@@ -17,6 +17,7 @@
 #include "clgraph/clgraph.h"
 #include "clgraph/seq2seq.h"
 #include "test_util.h"
+#include "tu_s2s.h"
 
 static cg_context *ctx;
 
@@ -86,8 +87,8 @@ static void check_case(cg_s2s *m, const char *dev, const char *what, const cJSON
                         .max_len = cJSON_GetObjectItem(c, "max_length")->valueint - 1,
                         .flags = CG_S2S_ALPHA_SET};
     cg_s2s_result res[MAX_SRC];
-    ck_assert_msg(cg_s2s_translate(m, &o, s->n, s->ptr, s->len, res, NULL, NULL) == CG_OK, "%s %s on %s: %s", what,
-                  name, dev, cg_last_error());
+    ck_assert_msg(tu_s2s_translate(m, &o, s->n, s->ptr, s->len, res) == CG_OK, "%s %s on %s: %s", what, name, dev,
+                  cg_last_error());
     const cJSON *results = cJSON_GetObjectItem(c, "results");
     for (int i = 0; i < s->n; i++) {
         const cJSON *r = cJSON_GetArrayItem(results, i), *hyps = cJSON_GetObjectItem(r, "hyps"),

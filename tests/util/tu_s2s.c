@@ -1,0 +1,63 @@
+/* tu_s2s.h: the `done` reports of a translation, checked. */
+#include "tu_s2s.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct reports {
+    const cg_s2s_result *res;
+    int n, calls;
+    int *count, *order; /* [n]: reports of each source, the rank of its first */
+    int *best_n, *tok0; /* [n]: the best hypothesis's tokens when reported */
+} reports;
+
+static void on_done(int i, const cg_s2s_result *r, void *user) {
+    reports *p = user;
+    ck_assert_int_ge(i, 0);
+    ck_assert_int_lt(i, p->n);
+    ck_assert_ptr_eq(r, &p->res[i]); /* the caller's own slot */
+    if (p->count[i]++ == 0) p->order[i] = p->calls;
+    p->calls++;
+    p->best_n[i] = r->n_hyps ? r->hyps[0].n_tokens : -1;
+    p->tok0[i] = r->n_hyps && r->hyps[0].n_tokens ? r->hyps[0].tokens[0] : -1;
+}
+
+cg_status tu_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *len,
+                           cg_s2s_result *res) {
+    cg_s2s_options o = {.struct_size = sizeof o};
+    if (opt) memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+    o.struct_size = sizeof o;
+    ck_assert_msg(!o.done, "tu_s2s_translate sets its own done");
+    reports p = {.res = res, .n = n};
+    const size_t sz = sizeof(int) * (size_t)(n + 1);
+    p.count = calloc(1, sz), p.order = calloc(1, sz), p.best_n = calloc(1, sz), p.tok0 = calloc(1, sz);
+    ck_assert(p.count && p.order && p.best_n && p.tok0);
+    o.done = on_done;
+    o.done_user = &p;
+    cg_status st = cg_s2s_translate(m, &o, n, src, len, res, NULL, NULL);
+    if (!st) {
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(p.count[i] == 1, "source %d reported %d times", i, p.count[i]);
+            const int bn = res[i].n_hyps ? res[i].hyps[0].n_tokens : -1;
+            const int t0 = res[i].n_hyps && res[i].hyps[0].n_tokens ? res[i].hyps[0].tokens[0] : -1;
+            ck_assert_msg(p.best_n[i] == bn && p.tok0[i] == t0, "source %d: its report is not its result", i);
+        }
+        /* greedy, one batch: a sentence of fewer steps is reported first */
+        const int batch = o.batch ? o.batch : 32;
+        for (int i = 0; o.beam <= 1 && batch >= n && i < n; i++)
+            for (int j = 0; j < n; j++) {
+                if (!res[i].n_hyps || !res[j].n_hyps) continue;
+                if (res[i].hyps[0].n_steps < res[j].hyps[0].n_steps)
+                    ck_assert_msg(p.order[i] < p.order[j],
+                                  "source %d (%d steps) was reported after source %d (%d steps): it waited for the "
+                                  "batch",
+                                  i, res[i].hyps[0].n_steps, j, res[j].hyps[0].n_steps);
+            }
+    }
+    free(p.count);
+    free(p.order);
+    free(p.best_n);
+    free(p.tok0);
+    return st;
+}

@@ -1,0 +1,16 @@
+/* cg_s2s_translate with its per-source `done` callback checked: each
+ * source reported once, with its own result, which is the one the call
+ * leaves; and, for a greedy decode in one batch, in the order the sources
+ * finish (fewer steps first): a sentence leaves its batch when it ends. */
+#ifndef CG_TU_S2S_H
+#define CG_TU_S2S_H
+
+#include "clgraph/seq2seq.h"
+
+/* cg_s2s_translate(m, opt, ...) with those checks (opt NULL: defaults);
+ * its status, with the reports checked only when it is CG_OK. opt->done
+ * must be NULL (this sets its own). */
+cg_status tu_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *len,
+                           cg_s2s_result *res);
+
+#endif
