@@ -156,37 +156,87 @@ static int srv_tr_tokenize(const srv_worker *wk, srv_job *j) {
     return 0;
 }
 
-/* One cg_s2s_translate over the sentences of jobs[0..n); 0, or -1 with the
- * library's error (nothing answered). */
-static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int n, cg_status *st) {
+/* A translation batch: its jobs and, per job, the sentences still
+ * decoding; a job is answered as soon as its last one ends. */
+typedef struct srv_tr_live {
+    const srv_worker *wk;
+    srv_job **jobs;
+    const cg_s2s_result *res;
+    int *job_of;        /* [sentences]: the job of each */
+    int *first;         /* [jobs]: its first sentence */
+    int *left;          /* [jobs]: its sentences not done */
+    unsigned char *out; /* [jobs]: answered (and maybe freed: not to be touched) */
+} srv_tr_live;
+
+/* Job i's answer from its sentences' results. */
+static void srv_tr_answer(const srv_worker *wk, srv_job *j, const cg_s2s_result *res) {
+    const char *name = wk->m->name;
+    const int bad = j->tr.oip ? srv_tr_oip_response(name, wk->s2s, &j->tr, res, &j->body, &j->json_len)
+                              : srv_tr_response(name, wk->s2s, &j->tr, res, &j->body);
+    if (bad) srv_job_fail(j, 500, "out of memory writing the response");
+    else j->status = 200;
+}
+
+/* cg_s2s_options.done: a sentence has ended; when it was its job's last,
+ * the job is answered now, while longer sentences still decode. */
+static void srv_tr_sentence_done(int i, const cg_s2s_result *r, void *user) {
+    (void)r;
+    srv_tr_live *lv = user;
+    const int b = lv->job_of[i];
+    if (--lv->left[b]) return;
+    srv_job *j = lv->jobs[b];
+    srv_tr_answer(lv->wk, j, lv->res + lv->first[b]);
+    lv->out[b] = 1;
+    *j->answered = 1;
+    j->done(j); /* the job is the caller's from here */
+}
+
+/* One cg_s2s_translate over the sentences of jobs[0..*n), each job answered
+ * when its sentences are done; 0, or -1 with the library's error and
+ * jobs[0..*n) the jobs not answered before it (the others are gone). */
+static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int *pn, cg_status *st) {
+    const int n = *pn;
     srv_model *m = wk->m;
     int total = 0;
     for (int i = 0; i < n; i++) total += jobs[i]->tr.n;
     const int32_t **src = malloc(sizeof *src * (size_t)total);
     int *len = malloc(sizeof *len * (size_t)total);
     cg_s2s_result *res = calloc((size_t)total, sizeof *res);
-    *st = src && len && res ? CG_OK : CG_ERR_NO_MEMORY;
-    for (int i = 0, k = 0; !*st && i < n; i++)
+    srv_tr_live lv = {.wk = wk, .jobs = jobs, .res = res};
+    lv.job_of = malloc(sizeof *lv.job_of * (size_t)total);
+    lv.first = malloc(sizeof *lv.first * (size_t)n);
+    lv.left = malloc(sizeof *lv.left * (size_t)n);
+    lv.out = calloc((size_t)n, 1);
+    *st = src && len && res && lv.job_of && lv.first && lv.left && lv.out ? CG_OK : CG_ERR_NO_MEMORY;
+    for (int i = 0, k = 0; !*st && i < n; i++) {
+        lv.first[i] = k;
+        lv.left[i] = jobs[i]->tr.n;
         for (int s = 0; s < jobs[i]->tr.n; s++, k++) {
             src[k] = jobs[i]->tr.ids[s];
             len[k] = jobs[i]->tr.len[s];
+            lv.job_of[k] = i;
         }
+    }
     cg_s2s_options o = jobs[0]->tr.opt;
     /* decoded --max-batch sentences at a time (sorted by length): one
      * request of thousands of sentences does not make one giant batch */
     o.batch = total < m->cfg.max_batch ? total : (int)m->cfg.max_batch;
+    o.done = srv_tr_sentence_done;
+    o.done_user = &lv;
     if (!*st) *st = cg_s2s_translate(wk->s2s, &o, total, src, len, res, NULL, NULL);
-    for (int i = 0, k = 0; !*st && i < n; k += jobs[i]->tr.n, i++) {
-        const int bad = jobs[i]->tr.oip ? srv_tr_oip_response(m->name, wk->s2s, &jobs[i]->tr, res + k, &jobs[i]->body,
-                                                              &jobs[i]->json_len)
-                                        : srv_tr_response(m->name, wk->s2s, &jobs[i]->tr, res + k, &jobs[i]->body);
-        if (bad) {
-            srv_job_fail(jobs[i], 500, "out of memory writing the response");
-            continue;
-        }
-        jobs[i]->status = 200;
+    for (int i = 0; !*st && i < n; i++) /* a request of no sentences */
+        if (!lv.out[i]) srv_tr_answer(wk, jobs[i], res + lv.first[i]);
+    if (*st && lv.out) {
+        int w = 0;
+        for (int i = 0; i < n; i++)
+            if (!lv.out[i]) jobs[w++] = jobs[i];
+        *pn = w;
     }
     for (int k = 0; res && k < total; k++) cg_s2s_result_clear(&res[k]);
+    free(lv.job_of);
+    free(lv.first);
+    free(lv.left);
+    free(lv.out);
     free(res);
     free(len);
     free(src);
@@ -213,7 +263,8 @@ void srv_tr_run(const srv_worker *wk, srv_job **jobs, int n) {
     for (int i = 0; i < n && nok < 1024; i++)
         if (!srv_tr_tokenize(wk, jobs[i])) ok[nok++] = jobs[i];
     cg_status st = CG_OK;
-    if (nok && srv_tr_batch(wk, ok, nok, &st)) srv_batch_failed(wk, ok, nok, st, srv_tr_run);
+    /* the jobs a failed batch had not answered run again */
+    if (nok && srv_tr_batch(wk, ok, &nok, &st) && nok) srv_batch_failed(wk, ok, nok, st, srv_tr_run);
 }
 
 /* One cg_forecast_run over the series of jobs[0..n); 0, or -1 with the

@@ -32,6 +32,10 @@ typedef struct srv_job {
     srv_buf body;
     size_t json_len; /* Inference-Header-Content-Length, 0: JSON only */
     void (*done)(struct srv_job *job);
+    /* Set by the worker running the job: a run that answers it early (a
+     * translation whose sentences ended before the rest of its batch) sets
+     * *answered before calling done, after which the job is not touched. */
+    unsigned char *answered;
     /* 1 when the client has gone (closed its connection) while the job
      * waited: the job is then answered 499 without running. May be NULL. */
     int (*gone)(const struct srv_job *job);

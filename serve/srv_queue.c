@@ -94,6 +94,7 @@ static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
     srv_model *m = wk->m;
     srv_job *run[SRV_MAX_JOBS];
     double waits[SRV_MAX_JOBS];
+    unsigned char answered[SRV_MAX_JOBS] = {0};
     int nr = 0;
     int64_t rows = 0;
     const int64_t t0 = srv_now_ns();
@@ -108,6 +109,7 @@ static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
             srv_error_json(&batch[i]->body, "the client closed its connection");
             continue;
         }
+        batch[i]->answered = &answered[i];
         waits[nr] = (double)(t0 - batch[i]->enq_ns) * 1e-9;
         rows += batch[i]->rows;
         run[nr++] = batch[i];
@@ -116,7 +118,8 @@ static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
         srv_model_run(wk, run, nr);
         srv_metrics_batch(m->metrics, m->index, rows, nr, (double)(srv_now_ns() - t0) * 1e-9, waits);
     }
-    for (int i = 0; i < n; i++) batch[i]->done(batch[i]); /* the job is the caller's from here */
+    for (int i = 0; i < n; i++) /* the job is the caller's from here */
+        if (!answered[i]) batch[i]->done(batch[i]);
 }
 
 static void *srv_worker_main(void *arg) {

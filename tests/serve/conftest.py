@@ -47,6 +47,17 @@ class Server:
         _, _, data = self.request("GET", "/metrics")
         return data.decode()
 
+    def metrics_with(self, line, timeout=10):
+        """/metrics once it has `line`: a batch is counted when it ends, which
+        can be after its requests were answered (each leaves when its
+        sentences are done)."""
+        end = time.monotonic() + timeout
+        while True:
+            m = self.metrics()
+            if line in m or time.monotonic() > end:
+                return m
+            time.sleep(0.02)
+
     def stop(self, timeout=60):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -51,7 +51,7 @@ def test_concurrent_clients_get_the_cli_translations(serve, model, args, workers
         (tr,) = r["translations"]
         # the CLI prints scores with 6 significant digits
         assert tr["text"] == want[i][0] and float(f"{tr['score']:.6g}") == pytest.approx(want[i][1], abs=1e-6), (i, tr)
-    m = s.metrics()
+    m = s.metrics_with(f'clgraph_batch_rows_sum{{model="{name}"}} {len(lines)}')
     runs = int(m.split(f'clgraph_batch_rows_count{{model="{name}"}} ')[1].split()[0])
     assert runs < len(lines) or workers > 1
     # several sentences in one request, with ids, n-best and attention
@@ -93,8 +93,44 @@ def test_a_large_request_is_decoded_max_batch_at_a_time(serve):
     s = serve(DATES, "--max-batch", "4")
     status, r = s.json("POST", "/v2/models/dates/translate", {"sources": lines})
     assert status == 200 and [t["text"] for t in r["translations"]] == [w[0] for w in want]
-    m = s.metrics()
-    assert f'clgraph_batch_rows_sum{{model="dates"}} {len(lines)}' in m  # one request, one run of all its rows
+    line = f'clgraph_batch_rows_sum{{model="dates"}} {len(lines)}'
+    assert line in s.metrics_with(line)  # one request, one run of all its rows
     status, r = s.json("POST", "/v2/models/dates/translate", {"sources": ["a"] * 10001})
     assert status == 400 and "more than 10000 sentences" in r["error"]
     assert s.stop() == 0
+
+
+def test_a_short_request_leaves_a_batch_before_its_long_neighbour(serve):
+    """Two requests in one batch: a one-token source and a 400-token one
+    (a random model that never ends it: 810 steps, the default max_len).
+    The short one is answered when its sentence ends, not when the batch
+    does: its latency in the access log is the smaller, and the batch ran
+    once with both."""
+    model = os.path.join(SRC, "tests", "golden", "s2s", "lstm_dot_bahdanau_zeros_words")
+    short, long_ = [4], [4 + i % 10 for i in range(400)]
+    r = subprocess.run([CLGRAPH, "translate", model, "--ids"], capture_output=True, text=True, check=True,
+                       input=" ".join(map(str, short)) + "\n" + " ".join(map(str, long_)) + "\n")
+    want = [l.split() for l in r.stdout.splitlines()]
+    assert len(want[0]) < 20 and len(want[1]) == 2 * len(long_) + 10, [len(w) for w in want]
+    s = serve("lstm=" + model, "--max-batch", "8", "--max-delay-us", "500000")
+    got = {}
+
+    def go(name, ids):
+        got[name] = s.json("POST", "/v2/models/lstm/translate", {"ids": [ids], "return_ids": True, "id": name})
+
+    threads = [threading.Thread(target=go, args=a) for a in (("long", long_), ("short", short))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name, w in (("short", want[0]), ("long", want[1])):
+        status, body = got[name]
+        assert status == 200 and [str(i) for i in body["translations"][0]["ids"]] == w, (name, body)
+    m = s.metrics_with('clgraph_batch_rows_sum{model="lstm"} 2')
+    assert 'clgraph_batch_rows_count{model="lstm"} 1' in m, m  # one batch of both
+    assert s.stop() == 0
+    ms = {l["id"]: l["ms"] for l in map(json.loads, open(s.log)) if l.get("id") in ("short", "long")}
+    # both waited out the batch's 500 ms window; past it, the short one
+    # took a small part of the long one's decode (not all of it, as when
+    # answers waited for the batch to end)
+    assert ms["short"] - 500 < (ms["long"] - 500) / 4, ms
