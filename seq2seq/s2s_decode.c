@@ -125,6 +125,7 @@ static cg_status step(s2s_batch *bt) {
     bt->R = bt->s.NR;
     bt->s.NR = 0; /* the rows own the hypotheses now */
     bt->t++;
+    s2s_drop(&bt->s, bt->ss, bt->rows, &bt->R, bt->o);
     return s2s_finish(&bt->s, bt->ss, bt->nb, bt->rows, bt->R, bt->o, bt->results);
 }
 

@@ -413,7 +413,31 @@ cg_status s2s_finish(s2s_search *s, s2s_sent *ss, int nb, const s2s_row *rows, i
             if (sb->fins[i].h.toks) s2s_hyp_release(&s->pool, &sb->fins[i].h);
         sb->n_fins = 0;
         sb->done = 1;
-        if (o->done) o->done(sb->src, &results[sb->src], o->done_user);
+        if (o->done) o->done(sb->src, &results[sb->src], o->user);
     }
     return CG_OK;
+}
+
+void s2s_drop(s2s_search *s, s2s_sent *ss, s2s_row *rows, int *R, const cg_s2s_options *o) {
+    if (!o->keep) return;
+    int dropped = 0;
+    for (int r = 0; r < *R; r++) { /* rows are grouped by sentence: ask each once */
+        s2s_sent *sb = &ss[rows[r].sent];
+        if (sb->done || (r && rows[r - 1].sent == rows[r].sent) || o->keep(sb->src, o->user)) continue;
+        for (int i = 0; i < sb->n_fins; i++) s2s_hyp_release(&s->pool, &sb->fins[i].h);
+        sb->n_fins = 0;
+        sb->done = 1;
+        dropped = 1;
+    }
+    if (!dropped) return;
+    int w = 0;
+    for (int r = 0; r < *R; r++) {
+        if (ss[rows[r].sent].done) {
+            s2s_hyp_release(&s->pool, &rows[r].h);
+            continue;
+        }
+        s->parent[w] = s->parent[r];
+        rows[w++] = rows[r];
+    }
+    *R = w;
 }

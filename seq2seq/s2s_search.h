@@ -57,7 +57,7 @@ typedef struct s2s_sent {
     s2s_fin *fins;
     int n_fins;
     int live; /* s2s_finish's mark: a row of this step continues it */
-    int done; /* its result is out (s2s_finish) */
+    int done; /* its result is out (s2s_finish), or it was dropped (s2s_drop) */
 } s2s_sent;
 
 typedef struct s2s_cand {
@@ -165,6 +165,12 @@ cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s
  * with o's nbest and attention), its other finished hypotheses back to
  * the pool, and o->done told at once, so that a caller can use a short
  * sentence's result while the long ones of its batch still decode. */
+/* The sentences o->keep gives up (asked once for each sentence that a live
+ * row continues): their finished hypotheses and their rows (compacted in
+ * rows[0..*R) with s->parent) back to the pool; they count as done with an
+ * empty result. Nothing when o->keep is NULL. */
+void s2s_drop(s2s_search *s, s2s_sent *ss, s2s_row *rows, int *R, const cg_s2s_options *o);
+
 cg_status s2s_finish(s2s_search *s, s2s_sent *ss, int nb, const s2s_row *rows, int R, const cg_s2s_options *o,
                      cg_s2s_result *results);
 

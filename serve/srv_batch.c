@@ -162,11 +162,16 @@ typedef struct srv_tr_live {
     const srv_worker *wk;
     srv_job **jobs;
     const cg_s2s_result *res;
-    int *job_of;        /* [sentences]: the job of each */
-    int *first;         /* [jobs]: its first sentence */
-    int *left;          /* [jobs]: its sentences not done */
-    unsigned char *out; /* [jobs]: answered (and maybe freed: not to be touched) */
+    int *job_of;         /* [sentences]: the job of each */
+    int *first;          /* [jobs]: its first sentence */
+    int *left;           /* [jobs]: its sentences not done */
+    unsigned char *out;  /* [jobs]: answered (and maybe freed: not to be touched) */
+    unsigned char *gone; /* [jobs]: its client left: its sentences are dropped */
+    int64_t *peek_ns;    /* [jobs]: when its socket is to be looked at next */
 } srv_tr_live;
+
+/* How often a running job's socket is looked at (a recv peek). */
+#define SRV_PEEK_NS 20000000
 
 /* Job i's answer from its sentences' results. */
 static void srv_tr_answer(const srv_worker *wk, srv_job *j, const cg_s2s_result *res) {
@@ -191,6 +196,21 @@ static void srv_tr_sentence_done(int i, const cg_s2s_result *r, void *user) {
     j->done(j); /* the job is the caller's from here */
 }
 
+/* cg_s2s_options.keep: 0 once the sentence's client has closed its
+ * connection (looked at every SRV_PEEK_NS per job), so its rows leave the
+ * decode at this step. */
+static int srv_tr_sentence_keep(int i, void *user) {
+    srv_tr_live *lv = user;
+    const int b = lv->job_of[i];
+    srv_job *j = lv->jobs[b];
+    if (lv->gone[b] || !j->gone) return !lv->gone[b];
+    const int64_t now = srv_now_ns();
+    if (now < lv->peek_ns[b]) return 1;
+    lv->peek_ns[b] = now + SRV_PEEK_NS;
+    lv->gone[b] = (unsigned char)(j->gone(j) != 0);
+    return !lv->gone[b];
+}
+
 /* One cg_s2s_translate over the sentences of jobs[0..*n), each job answered
  * when its sentences are done; 0, or -1 with the library's error and
  * jobs[0..*n) the jobs not answered before it (the others are gone). */
@@ -207,7 +227,10 @@ static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int *pn, cg_status
     lv.first = malloc(sizeof *lv.first * (size_t)n);
     lv.left = malloc(sizeof *lv.left * (size_t)n);
     lv.out = calloc((size_t)n, 1);
-    *st = src && len && res && lv.job_of && lv.first && lv.left && lv.out ? CG_OK : CG_ERR_NO_MEMORY;
+    lv.gone = calloc((size_t)n, 1);
+    lv.peek_ns = calloc((size_t)n, sizeof *lv.peek_ns);
+    *st = src && len && res && lv.job_of && lv.first && lv.left && lv.out && lv.gone && lv.peek_ns ? CG_OK
+                                                                                                   : CG_ERR_NO_MEMORY;
     for (int i = 0, k = 0; !*st && i < n; i++) {
         lv.first[i] = k;
         lv.left[i] = jobs[i]->tr.n;
@@ -222,10 +245,12 @@ static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int *pn, cg_status
      * request of thousands of sentences does not make one giant batch */
     o.batch = total < m->cfg.max_batch ? total : (int)m->cfg.max_batch;
     o.done = srv_tr_sentence_done;
-    o.done_user = &lv;
+    o.keep = srv_tr_sentence_keep;
+    o.user = &lv;
     if (!*st) *st = cg_s2s_translate(wk->s2s, &o, total, src, len, res, NULL, NULL);
-    for (int i = 0; !*st && i < n; i++) /* a request of no sentences */
-        if (!lv.out[i]) srv_tr_answer(wk, jobs[i], res + lv.first[i]);
+    for (int i = 0; !*st && i < n; i++) /* a request of no sentences, or whose client left */
+        if (lv.gone[i]) srv_job_fail(jobs[i], 499, "the client closed its connection");
+        else if (!lv.out[i]) srv_tr_answer(wk, jobs[i], res + lv.first[i]);
     if (*st && lv.out) {
         int w = 0;
         for (int i = 0; i < n; i++)
@@ -237,6 +262,8 @@ static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int *pn, cg_status
     free(lv.first);
     free(lv.left);
     free(lv.out);
+    free(lv.gone);
+    free(lv.peek_ns);
     free(res);
     free(len);
     free(src);

@@ -36,8 +36,9 @@ typedef struct srv_job {
      * translation whose sentences ended before the rest of its batch) sets
      * *answered before calling done, after which the job is not touched. */
     unsigned char *answered;
-    /* 1 when the client has gone (closed its connection) while the job
-     * waited: the job is then answered 499 without running. May be NULL. */
+    /* 1 when the client has gone (closed its connection): a job that
+     * waited is then answered 499 without running, and a translation's
+     * sentences leave the decode at the next step. May be NULL. */
     int (*gone)(const struct srv_job *job);
     void *user;
     struct srv_job *next;

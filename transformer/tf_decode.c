@@ -325,6 +325,7 @@ static cg_status step(tf_batch *bt) {
     bt->R = bt->s.NR;
     bt->s.NR = 0;
     bt->t++;
+    s2s_drop(&bt->s, bt->ss, bt->rows, &bt->R, bt->o);
     return s2s_finish(&bt->s, bt->ss, bt->nb, bt->rows, bt->R, bt->o, bt->results);
 }
 

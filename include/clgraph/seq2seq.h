@@ -183,7 +183,15 @@ typedef struct cg_s2s_options {
      * source. NULL: not called.
      */
     void (*done)(int i, const struct cg_s2s_result *result, void *user);
-    void *done_user; /**< given to `done` */
+    /**
+     * Asked once per decoding step for each source still decoding: return
+     * 0 to drop source `i` (a client that went away). Its rows leave the
+     * batch at once, its result stays empty (no hypotheses) and `done` is
+     * not called for it. Called on the thread that called
+     * cg_s2s_translate. NULL: nothing is dropped.
+     */
+    int (*keep)(int i, void *user);
+    void *user; /**< given to `done` and `keep` */
 } cg_s2s_options;
 
 /** cg_s2s_options.flags: `alpha` is used as given even when it is 0.

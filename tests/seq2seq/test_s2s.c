@@ -354,6 +354,7 @@ static void golden_parity(const char *variant, const char *device, int full) {
     check_greedy(&g, what, res);
     check_batchings(&g, m, &o, what, res);
     clear_all(res, g.n);
+    tu_s2s_check_drop(m, &o, g.n, (const int32_t *const *)g.src, g.len);
 
     /* greedy with an explicit max_len */
     const cJSON *gm = cJSON_GetObjectItemCaseSensitive(g.json, "greedy_max_len");
@@ -382,6 +383,7 @@ static void golden_parity(const char *variant, const char *device, int full) {
         translate(m, &bo, g.n, g.src, g.len, res);
         check_nbest(&g, what, cJSON_GetObjectItemCaseSensitive(b, "results"), res);
         if (first) check_batchings(&g, m, &bo, what, res);
+        if (first) tu_s2s_check_drop(m, &bo, g.n, (const int32_t *const *)g.src, g.len);
         clear_all(res, g.n);
         first = 0;
     }

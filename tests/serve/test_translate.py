@@ -3,8 +3,10 @@
 sentences, for both families (the RNN dates demo, the MarianMT one)."""
 import json
 import os
+import socket
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -134,3 +136,39 @@ def test_a_short_request_leaves_a_batch_before_its_long_neighbour(serve):
     # took a small part of the long one's decode (not all of it, as when
     # answers waited for the batch to end)
     assert ms["short"] - 500 < (ms["long"] - 500) / 4, ms
+
+
+def busy_seconds(m, model):
+    return float(m.split(f'clgraph_device_busy_seconds_total{{model="{model}"')[1].split("} ")[1].split()[0])
+
+
+def test_a_client_that_leaves_mid_decode_has_its_sentences_dropped(serve):
+    """32 sources of 1024 tokens of a random model each decode 2058 steps.
+    Decoded whole (twice: the second run is the time), then again with the
+    client gone a third of the way in: that batch stops when the server
+    next looks at the socket, long before its end, and the request counts
+    as 499."""
+    model = os.path.join(SRC, "tests", "golden", "s2s", "lstm_dot_bahdanau_zeros_words")
+    ids = [[4 + i % 10 for i in range(1024)]] * 32
+    # timed by the server's busy seconds: without the repeat check, whose
+    # extra runs depend on what the plan saw before
+    s = serve("lstm=" + model, "--max-delay-us", "1000", "--max-batch", "32", env={"CLGRAPH_CHECK_RUNS": "0"})
+    for k in (1, 2):
+        status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": ids})
+        assert status == 200 and len(r["translations"]) == len(ids)
+        line = f'clgraph_batch_rows_count{{model="lstm"}} {k}'
+        total = busy_seconds(s.metrics_with(line), "lstm")
+        full, before = total - (before if k == 2 else 0), total
+    payload = json.dumps({"ids": ids}).encode()
+    raw = socket.create_connection(("127.0.0.1", s.port))
+    raw.sendall(b"POST /v2/models/lstm/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+    time.sleep(full / 3)
+    raw.close()
+    m = s.metrics_with('clgraph_batch_rows_count{model="lstm"} 3')
+    assert 'clgraph_requests_total{model="lstm",code="499"} 1' in s.metrics_with("code=\"499\"} 1")
+    second = busy_seconds(m, "lstm") - before
+    assert second < 0.7 * full, (second, full)
+    status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": [[4]]})  # the server goes on
+    assert status == 200
+    assert s.stop() == 0

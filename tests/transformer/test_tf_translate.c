@@ -89,6 +89,7 @@ static void check_case(cg_s2s *m, const char *dev, const char *what, const cJSON
     cg_s2s_result res[MAX_SRC];
     ck_assert_msg(tu_s2s_translate(m, &o, s->n, s->ptr, s->len, res) == CG_OK, "%s %s on %s: %s", what, name, dev,
                   cg_last_error());
+    tu_s2s_check_drop(m, &o, s->n, s->ptr, s->len);
     const cJSON *results = cJSON_GetObjectItem(c, "results");
     for (int i = 0; i < s->n; i++) {
         const cJSON *r = cJSON_GetArrayItem(results, i), *hyps = cJSON_GetObjectItem(r, "hyps"),

@@ -34,7 +34,7 @@ cg_status tu_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
     p.count = calloc(1, sz), p.order = calloc(1, sz), p.best_n = calloc(1, sz), p.tok0 = calloc(1, sz);
     ck_assert(p.count && p.order && p.best_n && p.tok0);
     o.done = on_done;
-    o.done_user = &p;
+    o.user = &p;
     cg_status st = cg_s2s_translate(m, &o, n, src, len, res, NULL, NULL);
     if (!st) {
         for (int i = 0; i < n; i++) {
@@ -60,4 +60,59 @@ cg_status tu_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
     free(p.best_n);
     free(p.tok0);
     return st;
+}
+
+typedef struct drops {
+    int *asked, *reported;
+} drops;
+
+static int keep_even(int i, void *user) {
+    drops *d = user;
+    return i % 2 == 0 || ++d->asked[i] < 2;
+}
+
+static void count_done(int i, const cg_s2s_result *r, void *user) {
+    (void)r;
+    ((drops *)user)->reported[i]++;
+}
+
+void tu_s2s_check_drop(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *len) {
+    cg_s2s_options o = {.struct_size = sizeof o};
+    if (opt) memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+    o.struct_size = sizeof o;
+    cg_s2s_result *ref = calloc((size_t)n + 1, sizeof *ref), *got = calloc((size_t)n + 1, sizeof *got);
+    drops d = {calloc((size_t)n + 1, sizeof(int)), calloc((size_t)n + 1, sizeof(int))};
+    ck_assert(ref && got && d.asked && d.reported);
+    ck_assert_msg(cg_s2s_translate(m, &o, n, src, len, ref, NULL, NULL) == CG_OK, "%s", cg_last_error());
+    o.keep = keep_even;
+    o.done = count_done;
+    o.user = &d;
+    ck_assert_msg(cg_s2s_translate(m, &o, n, src, len, got, NULL, NULL) == CG_OK, "%s", cg_last_error());
+    for (int i = 0; i < n; i++) {
+        /* one whose best hypothesis took 3 steps or more was still decoding
+         * after 2: it must have been dropped */
+        const int must = i % 2 && ref[i].n_hyps && ref[i].hyps[0].n_steps >= 3;
+        ck_assert_msg(!must || d.asked[i] >= 2, "source %d was not dropped (asked %d times)", i, d.asked[i]);
+        if (i % 2 && d.asked[i] >= 2) { /* dropped */
+            ck_assert_msg(got[i].n_hyps == 0 && d.reported[i] == 0, "dropped source %d: %d hypotheses, %d reports", i,
+                          got[i].n_hyps, d.reported[i]);
+            continue;
+        }
+        ck_assert_int_eq(d.reported[i], 1);
+        ck_assert_int_eq(got[i].n_hyps, ref[i].n_hyps);
+        for (int h = 0; h < ref[i].n_hyps; h++) {
+            const cg_s2s_hyp *a = &got[i].hyps[h], *b = &ref[i].hyps[h];
+            ck_assert_msg(a->n_tokens == b->n_tokens && a->score == b->score &&
+                              !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)b->n_tokens),
+                          "source %d hypothesis %d changed when its neighbours were dropped", i, h);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        cg_s2s_result_clear(&ref[i]);
+        cg_s2s_result_clear(&got[i]);
+    }
+    free(ref);
+    free(got);
+    free(d.asked);
+    free(d.reported);
 }
