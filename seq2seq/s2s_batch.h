@@ -43,7 +43,23 @@ typedef struct s2s_batch {
     float *state;
     int t;                  /* the step */
     cg_s2s_result *results; /* the caller's, by source index */
+    /* A stream (s2s_stream.c): the state outputs are read back every step,
+     * and a step where sentences join gives the state inputs, state_given
+     * rows (the last step's rows, then one per joining sentence). */
+    int stream, state_given;
 } s2s_batch;
+
+/* The tokens a sentence of `len` tokens may generate under o. */
+int s2s_max_len_of(const cg_s2s_options *o, int len);
+
+/* Runs the encoder over the sources ids[0..bt->nb) padded to bt->S into
+ * bt->eout, bt->elen, keys_t, kproj_t and s0 (free them with
+ * s2s_encode_free). */
+cg_status s2s_encode(s2s_batch *bt, const int *ids, const int32_t *const *src, const int *src_len);
+void s2s_encode_free(s2s_batch *bt);
+
+/* The decoder plan for bt's search and its tensors (s2s_io_init). */
+cg_status s2s_open_decoder(s2s_batch *bt);
 
 /* Floats of one row's state: h[L], c[L], htilde. */
 static inline size_t s2s_state_row(const s2s_batch *bt) {

@@ -18,7 +18,7 @@
 
 /* The tokens a sentence of `len` tokens may generate: max_len, else the
  * spec's default raised to min_len. */
-static int max_len_of(const cg_s2s_options *o, int len) {
+int s2s_max_len_of(const cg_s2s_options *o, int len) {
     if (o->max_len > 0) return o->max_len;
     return 2 * len + 10 > o->min_len ? 2 * len + 10 : o->min_len;
 }
@@ -27,7 +27,7 @@ static int max_len_of(const cg_s2s_options *o, int len) {
  * takes its outputs by the positions the interface resolved: keys,
  * keys_proj and the initial states s0_<l>. (Once per batch, by name: the
  * plan makes the outputs, whose shapes a model.cg decides.) */
-static cg_status encode(s2s_batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
+cg_status s2s_encode(s2s_batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
     const s2s_config *c = &bt->m->shared->cfg;
     const s2s_enc_iface *e = &bt->m->shared->iface.enc;
     const int nb = bt->nb, S = bt->S;
@@ -61,7 +61,7 @@ static cg_status encode(s2s_batch *bt, const int *ids, const int32_t *const *src
 /* The decoder plan for this search and its tensors for the most rows. A
  * decoder carries its state (cg_plan_carry): after the first step only
  * `parent` says which row each row continues. */
-static cg_status open_decoder(s2s_batch *bt) {
+cg_status s2s_open_decoder(s2s_batch *bt) {
     const s2s_dec_iface *f = NULL;
     /* a beam of k reads 2k candidates per row; greedy its best, or its two
      * best when EOS may be masked */
@@ -85,7 +85,7 @@ static cg_status alloc_rows(s2s_batch *bt, const int *ids, const int *src_len) {
     if (!bt->state) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
     int tok_cap = 0;
     for (int b = 0; b < nb; b++) {
-        int ml = max_len_of(bt->o, src_len[ids[b]]);
+        int ml = s2s_max_len_of(bt->o, src_len[ids[b]]);
         if (ml > tok_cap) tok_cap = ml;
     }
     const size_t att_cap = bt->o->attention ? (size_t)(tok_cap + 1) * (size_t)bt->S : 0;
@@ -100,7 +100,7 @@ static cg_status start_rows(s2s_batch *bt, const int *ids, const int *src_len) {
         s2s_sent *sb = &bt->ss[b];
         sb->src = ids[b];
         sb->len = src_len[ids[b]];
-        sb->max_len = max_len_of(bt->o, sb->len);
+        sb->max_len = s2s_max_len_of(bt->o, sb->len);
         if (s2s_hyp_new(&bt->s.pool, &bt->rows[bt->R].h)) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
         bt->rows[bt->R].sent = b;
         float *rs = bt->state + (size_t)bt->R * s2s_state_row(bt);
@@ -134,10 +134,17 @@ static void batch_free(s2s_batch *bt) {
     s2s_search_free(&bt->s, bt->ss, bt->nb, bt->rows, bt->R);
     free(bt->state);
     if (bt->io_ok) s2s_io_free(&bt->x);
+    s2s_encode_free(bt);
+}
+
+void s2s_encode_free(s2s_batch *bt) {
     for (int i = 0; bt->eout && i < bt->m->shared->iface.enc.n_out; i++) cg_tensor_free(bt->eout[i]);
     free(bt->eout);
     free(bt->s0);
     cg_tensor_free(bt->elen);
+    bt->eout = NULL;
+    bt->s0 = NULL;
+    bt->elen = bt->keys_t = bt->kproj_t = NULL;
 }
 
 /* Decodes one batch of sentences (sorted by length). */
@@ -158,8 +165,8 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     bt.S = 1;
     for (int i = 0; i < nb; i++)
         if (src_len[ids[i]] > bt.S) bt.S = src_len[ids[i]];
-    cg_status st = encode(&bt, ids, src, src_len);
-    if (!st) st = open_decoder(&bt);
+    cg_status st = s2s_encode(&bt, ids, src, src_len);
+    if (!st) st = s2s_open_decoder(&bt);
     if (!st) st = alloc_rows(&bt, ids, src_len);
     if (!st) st = start_rows(&bt, ids, src_len);
     while (!st && bt.R > 0) st = step(&bt);

@@ -61,7 +61,9 @@ static cg_status io_input(s2s_batch *bt, s2s_io *x, int k) {
     }
     if (k == f->y || k == f->parent || k == f->sent) return tensor(CG_I32, 1, rows, 0, 0, &x->in[k]);
     if (k == f->pos) return tensor(CG_F32, 1, rows, 0, 0, &x->in[k]);
-    return tensor(CG_F32, 2, rows, c->hidden, 0, &x->in[k]); /* states */
+    /* states; a stream's join step gives the last step's rows and then
+     * the joining sentences' */
+    return tensor(CG_F32, 2, bt->stream ? 2 * rows : rows, c->hidden, 0, &x->in[k]);
 }
 
 static cg_status io_output(s2s_batch *bt, s2s_io *x, int k) {
@@ -92,7 +94,7 @@ cg_status s2s_io_init(s2s_batch *bt, const s2s_dec_iface *f) {
         }
     }
     for (int q = 0; !st && q < f->n_out; q++)
-        x->out_run[q] = f->state_out[q] || (q == f->a && !bt->o->attention) ? NULL : x->out[q];
+        x->out_run[q] = (f->state_out[q] && !bt->stream) || (q == f->a && !bt->o->attention) ? NULL : x->out[q];
     if (st) s2s_io_free(x);
     return st;
 }
@@ -139,17 +141,21 @@ static void gather_row(s2s_batch *bt, int r, int rr) {
     const s2s_row *w = &bt->rows[rr];
     in_i32(x, f->y)[r] = w->h.n ? w->h.toks[w->h.n - 1] : bt->m->shared->cfg.bos_id;
     if (f->sent >= 0) in_i32(x, f->sent)[r] = w->sent;
-    if (f->pos >= 0) in_f32(x, f->pos)[r] = (float)bt->t;
-    in_i32(x, f->parent)[r] = bt->t == 0 ? rr : bt->s.parent[rr];
-    if (bt->t == 0) give_state(bt, r, rr);
+    if (f->pos >= 0) in_f32(x, f->pos)[r] = (float)w->h.n; /* the row's own step */
+    const int first = bt->t == 0 && !bt->stream;
+    in_i32(x, f->parent)[r] = first ? rr : bt->s.parent[rr];
+    if (first) give_state(bt, r, rr);
 }
 
 cg_status s2s_io_step(s2s_batch *bt) {
     s2s_io *x = &bt->x;
     const s2s_dec_iface *f = x->f;
     int Rb = bucket(bt->R, bt->max_rows);
-    const int with_state = bt->t == 0;
+    /* a stream's join step gives the state it built (s2s_stream.c) */
+    const int with_state = bt->stream ? bt->state_given > 0 : bt->t == 0;
     io_rows(x, Rb);
+    for (int k = 0; bt->stream && with_state && k < f->n_in; k++)
+        if (f->state[k]) x->in[k]->dims[0] = bt->state_given;
     for (int r = 0; r < Rb; r++) gather_row(bt, r, r < bt->R ? r : bt->R - 1);
     cg_plan_binding b = {.struct_size = sizeof b,
                          .n_inputs = with_state ? f->n_in : x->n_in_c,

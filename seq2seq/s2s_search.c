@@ -332,12 +332,13 @@ static cg_status select_beam(s2s_search *s, s2s_sent *sb, s2s_row *rows, int r0,
 
 cg_status s2s_select(s2s_search *s, s2s_sent *ss, s2s_row *rows, int R, int t, const s2s_scores *so) {
     s->NR = 0;
-    s->mask_eos = t + 1 < s->min_len;
     cg_status st = CG_OK;
     for (int r0 = 0; !st && r0 < R;) {
         int b = rows[r0].sent, r1 = r0;
         while (r1 < R && rows[r1].sent == b) r1++;
-        st = s->beam ? select_beam(s, &ss[b], rows, r0, r1, t, so) : select_greedy(s, &ss[b], rows, r0, t, so);
+        const int tb = t - ss[b].t0; /* the sentence's own step */
+        s->mask_eos = tb + 1 < s->min_len;
+        st = s->beam ? select_beam(s, &ss[b], rows, r0, r1, tb, so) : select_greedy(s, &ss[b], rows, r0, tb, so);
         r0 = r1;
     }
     return st;

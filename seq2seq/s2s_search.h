@@ -54,6 +54,7 @@ typedef struct s2s_fin {
 typedef struct s2s_sent {
     int src; /* index of the source */
     int len, max_len;
+    int t0; /* the batch step it joined at (0 but in a stream): its own step is t - t0 */
     s2s_fin *fins;
     int n_fins;
     int live; /* s2s_finish's mark: a row of this step continues it */
