@@ -58,8 +58,23 @@ int s2s_max_len_of(const cg_s2s_options *o, int len);
 cg_status s2s_encode(s2s_batch *bt, const int *ids, const int32_t *const *src, const int *src_len);
 void s2s_encode_free(s2s_batch *bt);
 
+/* The caller's options checked and completed into *o (the model's
+ * defaults), with the n sources they will decode (either family). */
+cg_status s2s_check_options(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *src_len,
+                            cg_s2s_options *o);
+
 /* The decoder plan for bt's search and its tensors (s2s_io_init). */
 cg_status s2s_open_decoder(s2s_batch *bt);
+
+/* One step: the decoder over the live rows, the search's choice, the next
+ * step's rows, dropped sentences out (s2s_drop) and ended ones' results
+ * out (s2s_finish). */
+cg_status s2s_step(s2s_batch *bt);
+
+/* After a stream's join changed the per-sentence tensors (keys, keys_proj,
+ * src_len) or their width bt->S: the decoder's inputs point at them and
+ * the attention output has the new width. */
+cg_status s2s_io_rebind(s2s_batch *bt);
 
 /* Floats of one row's state: h[L], c[L], htilde. */
 static inline size_t s2s_state_row(const s2s_batch *bt) {

@@ -112,9 +112,7 @@ static cg_status start_rows(s2s_batch *bt, const int *ids, const int *src_len) {
     return CG_OK;
 }
 
-/* One step: the decoder over the live rows, the search's choice, and the
- * next step's rows with their state. */
-static cg_status step(s2s_batch *bt) {
+cg_status s2s_step(s2s_batch *bt) {
     cg_status st = s2s_io_step(bt);
     if (st) return st;
     s2s_scores so;
@@ -169,7 +167,7 @@ static cg_status decode_batch(cg_s2s *m, const cg_s2s_options *o, int nb, const 
     if (!st) st = s2s_open_decoder(&bt);
     if (!st) st = alloc_rows(&bt, ids, src_len);
     if (!st) st = start_rows(&bt, ids, src_len);
-    while (!st && bt.R > 0) st = step(&bt);
+    while (!st && bt.R > 0) st = s2s_step(&bt);
     batch_free(&bt);
     return st;
 }
@@ -192,31 +190,29 @@ static int by_length_desc(const void *a, const void *b, void *ctx) {
     return x - y;
 }
 
-cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *src_len,
-                           cg_s2s_result *results, cg_s2s_progress_fn progress, void *user) {
-    if (!m || n < 0 || (n && (!src || !src_len || !results)))
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_translate: NULL argument");
+/* The caller's options checked and completed into *o (the model's
+ * defaults), with the n sources they will decode. */
+cg_status s2s_check_options(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *src_len,
+                            cg_s2s_options *o) {
     if (opt && opt->struct_size < offsetof(cg_s2s_options, attention) + sizeof opt->attention)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_options.struct_size is %zu; set it to sizeof(cg_s2s_options)",
                         opt->struct_size);
-    cg_s2s_options o;
-    memset(&o, 0, sizeof o);
+    memset(o, 0, sizeof *o);
     /* an older caller's options end before `flags` */
-    if (opt) memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
-    if (o.beam < 0 || o.nbest < 0 || o.max_len < 0 || o.min_len < 0 || o.batch < 0)
+    if (opt) memcpy(o, opt, opt->struct_size < sizeof *o ? opt->struct_size : sizeof *o);
+    if (o->beam < 0 || o->nbest < 0 || o->max_len < 0 || o->min_len < 0 || o->batch < 0)
         return cg_error(CG_ERR_INVALID_ARGUMENT,
                         "translate: beam, nbest, max_len, min_len and batch must not be negative");
-    if (o.max_len > 0 && o.min_len > o.max_len)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: min_len %d is larger than max_len %d", o.min_len,
-                        o.max_len);
-    if (!isfinite(o.alpha) || o.alpha < 0)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: alpha must be a finite number >= 0, got %g", o.alpha);
-    if (!m->tf && (o.attention_head < 0 || o.attention_head > 1))
+    if (o->max_len > 0 && o->min_len > o->max_len)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: min_len %d is larger than max_len %d", o->min_len,
+                        o->max_len);
+    if (!isfinite(o->alpha) || o->alpha < 0)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: alpha must be a finite number >= 0, got %g", o->alpha);
+    if (!m->tf && (o->attention_head < 0 || o->attention_head > 1))
         return cg_error(CG_ERR_INVALID_ARGUMENT,
-                        "translate: attention_head %d: the RNN family's attention has one head", o.attention_head);
+                        "translate: attention_head %d: the RNN family's attention has one head", o->attention_head);
     /* the sources first: a Transformer's defaults and checks read them */
     for (int i = 0; i < n; i++) {
-        memset(&results[i], 0, sizeof results[i]);
         if (src_len[i] < 0 || (src_len[i] && !src[i]))
             return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: source %d has a bad length", i);
         for (int j = 0; !m->tf && j < src_len[i]; j++)
@@ -227,16 +223,27 @@ cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
                                 i, src[i][j], j, m->shared->cfg.v_src);
     }
     if (m->tf) {
-        cg_status rs = tf_resolve_options(m->tf, &o, n, src, src_len);
+        cg_status rs = tf_resolve_options(m->tf, o, n, src, src_len);
         if (rs) return rs;
     }
-    if (o.beam > CG_S2S_MAX_BEAM)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: beam %d is wider than the limit of %d", o.beam,
+    if (o->beam > CG_S2S_MAX_BEAM)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: beam %d is wider than the limit of %d", o->beam,
                         CG_S2S_MAX_BEAM);
-    if (o.beam <= 1 && o.nbest > 1)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d needs a beam of at least %d", o.nbest, o.nbest);
-    if (o.beam > 1 && o.nbest > o.beam)
-        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d is larger than the beam %d", o.nbest, o.beam);
+    if (o->beam <= 1 && o->nbest > 1)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d needs a beam of at least %d", o->nbest, o->nbest);
+    if (o->beam > 1 && o->nbest > o->beam)
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "translate: nbest %d is larger than the beam %d", o->nbest, o->beam);
+    return CG_OK;
+}
+
+cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *src_len,
+                           cg_s2s_result *results, cg_s2s_progress_fn progress, void *user) {
+    if (!m || n < 0 || (n && (!src || !src_len || !results)))
+        return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_translate: NULL argument");
+    for (int i = 0; i < n; i++) memset(&results[i], 0, sizeof results[i]);
+    cg_s2s_options o;
+    cg_status cs = s2s_check_options(m, opt, n, src, src_len, &o);
+    if (cs) return cs;
     if (o.batch == 0) o.batch = 32;
     /* The order, then the sort's room. */
     int *order = malloc(sizeof(int) * (2 * (size_t)n + 1));

@@ -181,3 +181,18 @@ void s2s_io_scores(const s2s_batch *bt, s2s_scores *so) {
     }
     so->att = f->a >= 0 && bt->o->attention ? cg_tensor_data_const(x->out[f->a]) : NULL;
 }
+
+cg_status s2s_io_rebind(s2s_batch *bt) {
+    s2s_io *x = &bt->x;
+    const s2s_dec_iface *f = x->f;
+    if (f->keys >= 0) x->in[f->keys] = bt->keys_t;
+    if (f->kproj >= 0) x->in[f->kproj] = bt->kproj_t;
+    if (f->len >= 0) x->in[f->len] = bt->elen;
+    for (int i = 0; i < x->n_in_c; i++) x->in_c[i] = x->in[x->idx_c[i]];
+    if (f->a < 0 || cg_tensor_dim(x->out[f->a], 1) == bt->S) return CG_OK;
+    cg_tensor_free(x->out[f->a]);
+    x->out[f->a] = NULL;
+    cg_status st = tensor(CG_F32, 2, bt->max_rows, bt->S, 0, &x->out[f->a]);
+    x->out_run[f->a] = bt->o->attention ? x->out[f->a] : NULL;
+    return st;
+}

@@ -239,6 +239,52 @@ typedef void (*cg_s2s_progress_fn)(int done, int total, void *user);
 CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src,
                                   const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress, void *user);
 
+/**
+ * A continuous decode (the RNN family): sources join the running batch at
+ * the next step (cg_s2s_stream_add) and leave it when they end, so a long
+ * sentence holds no short one back. Each source's result goes to the
+ * options' `done` with the tag it was added with, as soon as it ends;
+ * `keep` may drop one. A source's result is the same as cg_s2s_translate's,
+ * in whatever company it decodes. Used by one thread at a time.
+ */
+typedef struct cg_s2s_stream cg_s2s_stream;
+
+/**
+ * Opens a stream on m with options `opt` (as cg_s2s_translate's; `batch`
+ * is not used) for at most `max_sentences` sources decoding at once.
+ * CG_ERR_UNSUPPORTED for a Transformer model (its self-attention caches
+ * have one length for all rows) or a model.cg whose decoder reads the keys
+ * per row; CG_ERR_INVALID_ARGUMENT as cg_s2s_translate for bad options or
+ * a max_sentences below 1.
+ */
+CG_API cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sentences, cg_s2s_stream **out);
+
+/** Sources that can be added now: max_sentences less those decoding or waiting. */
+CG_API int cg_s2s_stream_room(const cg_s2s_stream *s);
+
+/** Sources decoding or waiting to join. */
+CG_API int cg_s2s_stream_pending(const cg_s2s_stream *s);
+
+/**
+ * Adds n sources (token ids, copied) that join at the next step; tags[i]
+ * is what `done` and `keep` are given for source i. CG_ERR_INVALID_ARGUMENT
+ * for more than cg_s2s_stream_room, a bad length or an id outside the
+ * source vocabulary (then nothing is added).
+ */
+CG_API cg_status cg_s2s_stream_add(cg_s2s_stream *s, int n, const int32_t *const *src, const int *src_len,
+                                   const int *tags);
+
+/**
+ * One decoding step: the waiting sources are encoded and join, every
+ * live row takes a token, and sources that end are given to `done`.
+ * Nothing to do when none is pending. After a failure, free the stream:
+ * the sources it held are lost.
+ */
+CG_API cg_status cg_s2s_stream_step(cg_s2s_stream *s);
+
+/** Frees a stream and what it still holds (NULL is ignored). */
+CG_API void cg_s2s_stream_free(cg_s2s_stream *s);
+
 /** Frees what cg_s2s_translate put in one result. */
 CG_API void cg_s2s_result_clear(cg_s2s_result *r);
 

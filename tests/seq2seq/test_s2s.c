@@ -335,6 +335,71 @@ static void check_batchings(const golden *g, cg_s2s *m, const cg_s2s_options *ba
     free(res);
 }
 
+/* A stream's results, copied out of `done` by tag. */
+typedef struct stream_got {
+    cg_s2s_result *res;
+    int *count;
+} stream_got;
+
+static void stream_copy(int tag, const cg_s2s_result *r, void *user) {
+    stream_got *g = user;
+    cg_s2s_result *d = &g->res[tag];
+    g->count[tag]++;
+    *d = *r;
+    d->hyps = calloc((size_t)r->n_hyps + 1, sizeof *d->hyps);
+    ck_assert_ptr_nonnull(d->hyps);
+    for (int h = 0; h < r->n_hyps; h++) {
+        const cg_s2s_hyp *x = &r->hyps[h];
+        cg_s2s_hyp *y = &d->hyps[h];
+        *y = *x;
+        y->tokens = malloc(sizeof(int32_t) * (size_t)(x->n_tokens + 1));
+        ck_assert_ptr_nonnull(y->tokens);
+        memcpy(y->tokens, x->tokens, sizeof(int32_t) * (size_t)x->n_tokens);
+        if (x->attention) {
+            const size_t nf = (size_t)x->n_steps * (size_t)r->src_len;
+            y->attention = malloc(sizeof(float) * (nf + 1));
+            ck_assert_ptr_nonnull(y->attention);
+            memcpy(y->attention, x->attention, sizeof(float) * nf);
+        }
+    }
+}
+
+/* The sources through a stream of room 1 and of room 3, one joining every
+ * other step while there is room (so sentences join mid-decode beside
+ * others of other lengths and steps, into compacted slots): each result
+ * is the batch's. */
+static void check_stream(const golden *g, cg_s2s *m, const cg_s2s_options *base, const char *what,
+                         const cg_s2s_result *ref) {
+    static const int rooms[] = {1, 3};
+    for (size_t k = 0; k < sizeof rooms / sizeof rooms[0]; k++) {
+        stream_got got = {calloc((size_t)g->n, sizeof *got.res), calloc((size_t)g->n, sizeof(int))};
+        ck_assert(got.res && got.count);
+        cg_s2s_options o = *base;
+        o.done = stream_copy;
+        o.user = &got;
+        cg_s2s_stream *st;
+        ck_assert_msg(cg_s2s_stream_open(m, &o, rooms[k], &st) == CG_OK, "%s", cg_last_error());
+        int next = 0, steps = 0;
+        while (next < g->n || cg_s2s_stream_pending(st)) {
+            if (next < g->n && cg_s2s_stream_room(st) > 0 && steps % 2 == 0) {
+                const int32_t *src = g->src[next];
+                ck_assert_int_eq(cg_s2s_stream_add(st, 1, &src, &g->len[next], &next), CG_OK);
+                next++;
+            }
+            ck_assert_msg(cg_s2s_stream_step(st) == CG_OK, "%s: %s", what, cg_last_error());
+            ck_assert_int_lt(++steps, 100000);
+        }
+        cg_s2s_stream_free(st);
+        for (int i = 0; i < g->n; i++) ck_assert_int_eq(got.count[i], 1);
+        char tag[600];
+        snprintf(tag, sizeof tag, "%s, a stream of room %d", what, rooms[k]);
+        check_same(tag, g->n, ref, got.res);
+        clear_all(got.res, g->n);
+        free(got.res);
+        free(got.count);
+    }
+}
+
 /* Everything golden.json holds, on one device. `full`: every beam setting
  * and batch invariance for beam too. */
 static void golden_parity(const char *variant, const char *device, int full) {
@@ -353,6 +418,7 @@ static void golden_parity(const char *variant, const char *device, int full) {
     translate(m, &o, g.n, g.src, g.len, res);
     check_greedy(&g, what, res);
     check_batchings(&g, m, &o, what, res);
+    check_stream(&g, m, &o, what, res);
     clear_all(res, g.n);
     tu_s2s_check_drop(m, &o, g.n, (const int32_t *const *)g.src, g.len);
 
@@ -383,6 +449,7 @@ static void golden_parity(const char *variant, const char *device, int full) {
         translate(m, &bo, g.n, g.src, g.len, res);
         check_nbest(&g, what, cJSON_GetObjectItemCaseSensitive(b, "results"), res);
         if (first) check_batchings(&g, m, &bo, what, res);
+        if (first) check_stream(&g, m, &bo, what, res);
         if (first) tu_s2s_check_drop(m, &bo, g.n, (const int32_t *const *)g.src, g.len);
         clear_all(res, g.n);
         first = 0;
@@ -942,6 +1009,37 @@ END_TEST
 /* The options structs: NULL is every default; a struct_size below the
  * struct's is refused with a message naming it (load, graph text,
  * translate). */
+/* A stream's mistakes: room, sizes and ids checked, nothing added then;
+ * a NULL stream refused. */
+START_TEST(stream_mistakes) {
+    char dir[1000];
+    golden_path(dir, sizeof dir, BASE_VARIANT, NULL);
+    cg_s2s *m = load_model(dir, "cpu");
+    cg_s2s_stream *st = NULL;
+    ck_assert_int_eq(cg_s2s_stream_open(m, NULL, 0, &st), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(st);
+    cg_s2s_options bad = {.struct_size = sizeof bad, .beam = 2, .nbest = 3};
+    ck_assert_int_eq(cg_s2s_stream_open(m, &bad, 2, &st), CG_ERR_INVALID_ARGUMENT);
+    cg_s2s_options five = {.struct_size = sizeof five, .min_len = 5}; /* no source ends at the first step */
+    ck_assert_int_eq(cg_s2s_stream_open(m, &five, 2, &st), CG_OK);
+    int32_t a[2] = {4, 5}, wrong[1] = {1 << 20};
+    const int32_t *two[2] = {a, a}, *three[3] = {a, a, a}, *w[1] = {wrong};
+    int len[3] = {2, 2, 2}, tags[3] = {0, 1, 2};
+    ck_assert_int_eq(cg_s2s_stream_add(st, 3, three, len, tags), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "room for 2"));
+    ck_assert_int_eq(cg_s2s_stream_add(st, 1, w, len, tags), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(cg_last_error(), "outside the source vocabulary") != NULL, "%s", cg_last_error());
+    ck_assert_int_eq(cg_s2s_stream_pending(st), 0);
+    ck_assert_int_eq(cg_s2s_stream_add(st, 2, two, len, tags), CG_OK);
+    ck_assert_int_eq(cg_s2s_stream_room(st), 0);
+    ck_assert_int_eq(cg_s2s_stream_step(st), CG_OK);
+    ck_assert_int_eq(cg_s2s_stream_pending(st), 2);
+    cg_s2s_stream_free(st); /* with sentences still decoding */
+    ck_assert_int_eq(cg_s2s_stream_step(NULL), CG_ERR_INVALID_ARGUMENT);
+    cg_s2s_free(m);
+}
+END_TEST
+
 START_TEST(options_checked) {
     char dir[1000];
     golden_path(dir, sizeof dir, BASE_VARIANT, NULL);
@@ -1937,6 +2035,7 @@ int main(void) {
     tcase_add_test(te, vocab_mistakes);
     tcase_add_test(te, weights_mistakes);
     tcase_add_test(te, options_checked);
+    tcase_add_test(te, stream_mistakes);
     suite_add_tcase(s, te);
     TCase *td = tcase_create("dates");
     tcase_add_checked_fixture(td, setup, tu_teardown_dir);

@@ -373,6 +373,16 @@ START_TEST(model_info) {
                           info.unk_id == want[i].unk && info.src_vocab == want[i].src && info.tgt_vocab == want[i].tgt,
                       "%s: family %d tokenizer %d unk %d vocab %d / %d", want[i].dir, info.family, info.tokenizer,
                       (int)info.unk_id, (int)info.src_vocab, (int)info.tgt_vocab);
+        /* a stream is the RNN family's (its rows' state joins by parent) */
+        cg_s2s_stream *st = NULL;
+        const cg_status so = cg_s2s_stream_open(m, NULL, 4, &st);
+        if (want[i].family == CG_S2S_FAMILY_TRANSFORMER) {
+            ck_assert_int_eq(so, CG_ERR_UNSUPPORTED);
+            ck_assert_ptr_nonnull(strstr(cg_last_error(), "Transformer"));
+        } else {
+            ck_assert_int_eq(so, CG_OK);
+        }
+        cg_s2s_stream_free(st);
         cg_s2s_info small = {.struct_size = sizeof small - 1};
         ck_assert_int_eq(cg_s2s_get_info(m, &small), CG_ERR_INVALID_ARGUMENT);
         ck_assert_msg(strstr(cg_last_error(), "struct_size") != NULL, "%s", cg_last_error());
