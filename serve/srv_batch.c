@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void srv_job_fail(srv_job *j, int status, const char *msg) {
+void srv_job_fail(srv_job *j, int status, const char *msg) {
     j->status = status;
     j->type = NULL;
     j->json_len = 0;
@@ -135,7 +135,7 @@ void srv_model_run(const srv_worker *wk, srv_job **jobs, int n) {
 
 /* Text to ids, on the worker (a model handle is used by one thread at a
  * time); 0, or the job is answered 400. */
-static int srv_tr_tokenize(const srv_worker *wk, srv_job *j) {
+int srv_tr_tokenize(const srv_worker *wk, srv_job *j) {
     srv_tr_req *r = &j->tr;
     for (int i = 0; r->text && i < r->n; i++) {
         free(r->ids[i]);
@@ -170,11 +170,8 @@ typedef struct srv_tr_live {
     int64_t *peek_ns;    /* [jobs]: when its socket is to be looked at next */
 } srv_tr_live;
 
-/* How often a running job's socket is looked at (a recv peek). */
-#define SRV_PEEK_NS 20000000
-
 /* Job i's answer from its sentences' results. */
-static void srv_tr_answer(const srv_worker *wk, srv_job *j, const cg_s2s_result *res) {
+void srv_tr_answer(const srv_worker *wk, srv_job *j, const cg_s2s_result *res) {
     const char *name = wk->m->name;
     const int bad = j->tr.oip ? srv_tr_oip_response(name, wk->s2s, &j->tr, res, &j->body, &j->json_len)
                               : srv_tr_response(name, wk->s2s, &j->tr, res, &j->body);

@@ -93,6 +93,13 @@ void srv_metrics_batch(srv_metrics *m, int model, int64_t rows, int requests, do
     pthread_mutex_unlock(&m->lock);
 }
 
+void srv_metrics_busy(srv_metrics *m, int model, double busy_s) {
+    if (model < 0 || model >= m->n) return;
+    pthread_mutex_lock(&m->lock);
+    m->s[model].busy_s += busy_s;
+    pthread_mutex_unlock(&m->lock);
+}
+
 static void srv_render_hist(srv_buf *b, const char *metric, const char *model, const srv_hist *h, const double *le) {
     uint64_t cum = 0;
     for (int i = 0; i <= SRV_NB; i++) {

@@ -24,6 +24,9 @@ void srv_metrics_request(srv_metrics *m, int model, int code, double seconds);
  * request's seconds in the queue. */
 void srv_metrics_batch(srv_metrics *m, int model, int64_t rows, int requests, double busy_s, const double *waits);
 
+/* Busy time of a model's device outside a batch (a stream's steps). */
+void srv_metrics_busy(srv_metrics *m, int model, double busy_s);
+
 /* The page; queue_depth[i] is model i's now. */
 void srv_metrics_render(srv_metrics *m, const int *queue_depth, srv_buf *b);
 

@@ -108,6 +108,11 @@ static int srv_model_open_dir(srv_model *m, cg_context *ctx, const char *path, c
         snprintf(err, errsz, "model '%s': %s", m->name, cg_last_error());
         return -1;
     }
+    if (!fc) { /* the RNN family decodes as a stream: sentences join the running decode */
+        cg_s2s_stream *probe = NULL;
+        m->streams = cg_s2s_stream_open(m->s2s, NULL, 1, &probe) == CG_OK;
+        cg_s2s_stream_free(probe);
+    }
     return 0;
 }
 

@@ -85,6 +85,7 @@ typedef struct srv_model {
     char *device_own;   /* ,device= of the spec */
     srv_model_io io;
     int batchable; /* every input and output has the same symbol as dimension 0 */
+    int streams;   /* a translation model whose family decodes as a stream (cg_s2s_stream) */
     int index;     /* in the server's metrics */
     srv_metrics *metrics;
     srv_batch_cfg cfg;
@@ -132,6 +133,26 @@ void srv_tr_run(const srv_worker *wk, srv_job **jobs, int n);
 
 /* The same for forecasting jobs (the same horizon and attention flag). */
 void srv_fc_run(const srv_worker *wk, srv_job **jobs, int n);
+
+/* How often a running translation job's socket is looked at (a recv
+ * peek) for a client that left. */
+#define SRV_PEEK_NS 20000000
+
+/* The job's answer: status and an error JSON body. */
+void srv_job_fail(srv_job *j, int status, const char *msg);
+
+/* A translation job's text to ids, on the worker's handle; 0, or the job
+ * is answered 400 and -1. */
+int srv_tr_tokenize(const srv_worker *wk, srv_job *j);
+
+/* A translation job's answer from its sentences' results (200, or 500). */
+void srv_tr_answer(const srv_worker *wk, srv_job *j, const cg_s2s_result *res);
+
+/* A worker of a translation model whose family decodes as a stream (the
+ * RNN family): sentences join the running decode at the next step and
+ * leave when they end (srv_stream.c). Returns when the model stops and
+ * everything taken is answered. */
+void srv_stream_work(const srv_worker *wk);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t srv_now_ns(void);

@@ -125,6 +125,10 @@ static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
 static void *srv_worker_main(void *arg) {
     const srv_worker *wk = arg;
     srv_model *m = wk->m;
+    if (m->streams) {
+        srv_stream_work(wk);
+        return NULL;
+    }
     srv_job *batch[SRV_MAX_JOBS];
     for (;;) {
         pthread_mutex_lock(&m->lock);
