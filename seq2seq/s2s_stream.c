@@ -1,14 +1,14 @@
 /* A continuous decode of the RNN family (cg_s2s_stream): one running
- * s2s_batch whose sentences are slots. At a step where sources wait, the
- * slots still decoding are compacted, the waiting sources are encoded on
- * their own, the per-sentence encoder outputs (keys, keys_proj, src_len)
- * are rebuilt for all of them padded to the longest source, and the step
- * gives the decoder its state: the last step's state outputs (read back
- * every step) for the rows going on, the encoder's initial state for the
- * joining rows; `parent` picks each row's. Between joins the plan carries
- * the state as in a batch. Each row depends only on its own inputs and
- * sentence (the keys' padding is masked by src_len), so a sentence's
- * result is the one cg_s2s_translate gives. */
+ * s2s_batch whose sentences are slots. At a step where sources wait, they
+ * are encoded on their own and take the lowest free slots; their encoder
+ * outputs (keys, keys_proj, src_len) go into those rows of the per-slot
+ * tensors (rebuilt only when they are too small or too narrow), and the
+ * step gives the decoder its state: the last step's state outputs (read
+ * back every step) for the rows going on, the encoder's initial state for
+ * the joining rows; `parent` picks each row's. Between joins the plan
+ * carries the state as in a batch. Each row depends only on its own
+ * inputs and sentence (the keys' padding is masked by src_len), so a
+ * sentence's result is the one cg_s2s_translate gives. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +23,7 @@ struct cg_s2s_stream {
     int cap;
     int *tag;           /* [cap] */
     cg_s2s_result *res; /* [cap] */
-    int *map;           /* [cap]: compaction's room */
+    int *map;           /* [cap]: a join's flags of the slots in use */
     int n_wait;
     int32_t **wsrc; /* [cap] */
     int *wlen, *wtag;
@@ -112,6 +112,7 @@ cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sente
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
     /* hypotheses grow past this as they need (tokens and attention rows) */
     if (!st) st = s2s_search_alloc(&bt->s, s->cap, bt->max_rows, 64, s->o.attention ? 64 * 64 : 0, &bt->ss, &bt->rows);
+    for (int b = 0; !st && b < s->cap; b++) bt->ss[b].done = 1; /* free */
     if (st) {
         cg_s2s_stream_free(s);
         return st;
@@ -147,76 +148,58 @@ cg_status cg_s2s_stream_add(cg_s2s_stream *s, int n, const int32_t *const *src, 
     return CG_OK;
 }
 
-/* Moves the slots live rows continue to the front, in order (rows are
- * grouped by slot in increasing order, so each move goes down), with
- * their tags; map[b] is slot b's new index (-1: ended), and map[j] for
- * the new slot j its old one is put in inv. Returns the live count. */
-static int compact(cg_s2s_stream *s, int *inv) {
-    s2s_batch *bt = &s->bt;
-    int live = 0;
-    for (int b = 0; b < bt->nb; b++) s->map[b] = -1;
-    for (int r = 0; r < bt->R; r++) {
-        const int b = bt->rows[r].sent;
-        if (s->map[b] >= 0) continue;
-        const int j = live++;
-        s->map[b] = j;
-        inv[j] = b;
-        if (j != b) {
-            s2s_sent tmp = bt->ss[j];
-            bt->ss[j] = bt->ss[b];
-            bt->ss[b] = tmp;
-            s->tag[j] = s->tag[b];
-        }
-        bt->ss[j].src = j;
-    }
-    for (int r = 0; r < bt->R; r++) bt->rows[r].sent = s->map[bt->rows[r].sent];
-    return live;
-}
-
-/* Rows [0, live) of old (by inv) and [0, n_add) of add, each [S_x, D]
- * (S_x 1 for a 1-D tensor), into a new zeroed [live + n_add, S, D]. */
-static cg_status merge_rows(const cg_tensor *old, const int *inv, int live, const cg_tensor *add, int n_add, int S,
-                            cg_tensor **out) {
+/* Per-slot tensor t ([N, S, D], or [N]) with add's rows ([n, S_a, D])
+ * in rows slot[0..n), zero-padded; rebuilt as [N2, S2, D] first when
+ * `rebuild` (the rows of slots live[b] set copied over). */
+static cg_status put_rows(cg_tensor **t, const cg_tensor *add, const int *live, int rebuild, int N2, int S2,
+                          const int *slot, int n) {
     const int nd = cg_tensor_ndim(add);
-    const int64_t D = nd == 3 ? cg_tensor_dim(add, 2) : 1, Sn = nd == 3 ? S : 1;
-    int64_t dims[3] = {live + n_add, S, D};
-    cg_status st = cg_tensor_create(cg_tensor_dtype(add), nd, dims, out);
-    if (st) return st;
     const size_t es = cg_dtype_size(cg_tensor_dtype(add));
-    char *dst = cg_tensor_data(*out);
-    for (int j = 0; j < live + n_add; j++) {
-        const cg_tensor *from = j < live ? old : add;
-        const int row = j < live ? inv[j] : j - live;
-        const int64_t Sf = nd == 3 ? cg_tensor_dim(from, 1) : 1;
-        const size_t bytes = (size_t)(Sf * D) * es;
-        memcpy(dst + (size_t)j * (size_t)(Sn * D) * es, (const char *)cg_tensor_data_const(from) + (size_t)row * bytes,
-               bytes);
+    const int64_t D = nd == 3 ? cg_tensor_dim(add, 2) : 1;
+    if (rebuild) {
+        int64_t dims[3] = {N2, S2, D};
+        cg_tensor *nt = NULL;
+        cg_status st = cg_tensor_create(cg_tensor_dtype(add), nd, dims, &nt);
+        if (st) return st;
+        const int64_t N = *t ? cg_tensor_dim(*t, 0) : 0, S = *t && nd == 3 ? cg_tensor_dim(*t, 1) : 1;
+        const size_t old_row = (size_t)(S * D) * es, new_row = (size_t)((nd == 3 ? S2 : 1) * D) * es;
+        for (int64_t b = 0; b < N && b < N2; b++)
+            if (live[b])
+                memcpy((char *)cg_tensor_data(nt) + (size_t)b * new_row,
+                       (const char *)cg_tensor_data_const(*t) + (size_t)b * old_row, old_row);
+        cg_tensor_free(*t);
+        *t = nt;
+    }
+    const int64_t S = nd == 3 ? cg_tensor_dim(*t, 1) : 1, Sa = nd == 3 ? cg_tensor_dim(add, 1) : 1;
+    const size_t row = (size_t)(S * D) * es, arow = (size_t)(Sa * D) * es;
+    char *dst = cg_tensor_data(*t); /* marks it changed for a plan that keeps it */
+    for (int j = 0; j < n; j++) {
+        memset(dst + (size_t)slot[j] * row, 0, row);
+        memcpy(dst + (size_t)slot[j] * row, (const char *)cg_tensor_data_const(add) + (size_t)j * arow, arow);
     }
     return CG_OK;
 }
 
-/* The joining sources' encoder outputs merged behind the live slots'. */
-static cg_status merge_encoder(cg_s2s_stream *s, s2s_batch *eb, const int *inv, int live) {
+/* The newcomers' encoder outputs (keys, keys_proj, src_len) into their
+ * slots. The per-slot tensors are rebuilt (live slots' rows kept) when a
+ * slot is past their rows or a newcomer is longer than their width, and
+ * when nothing is live (the width may shrink then); else written in
+ * place, so a join copies only its own sentences. */
+static cg_status place_encoder(cg_s2s_stream *s, const s2s_batch *eb, const int *slot, int top, int any_live) {
     s2s_batch *bt = &s->bt;
-    const int S = live && bt->S > eb->S ? bt->S : eb->S;
-    cg_tensor *keys = NULL, *kproj = NULL, *len = NULL;
-    cg_status st = eb->keys_t ? merge_rows(bt->keys_t, inv, live, eb->keys_t, eb->nb, S, &keys) : CG_OK;
-    if (!st && eb->kproj_t) st = merge_rows(bt->kproj_t, inv, live, eb->kproj_t, eb->nb, S, &kproj);
-    if (!st) st = merge_rows(bt->elen, inv, live, eb->elen, eb->nb, S, &len);
-    if (st) {
-        cg_tensor_free(keys);
-        cg_tensor_free(kproj);
-        cg_tensor_free(len);
-        return st;
+    const int N = bt->elen ? (int)cg_tensor_dim(bt->elen, 0) : 0;
+    const int rebuild = !any_live || top > N || eb->S > bt->S;
+    int N2 = N, S2 = bt->S;
+    if (rebuild) {
+        N2 = any_live && 2 * N > top ? 2 * N : top;
+        if (N2 > s->cap) N2 = s->cap;
+        S2 = any_live && bt->S > eb->S ? bt->S : eb->S;
     }
-    cg_tensor_free(bt->keys_t);
-    cg_tensor_free(bt->kproj_t);
-    cg_tensor_free(bt->elen);
-    bt->keys_t = keys;
-    bt->kproj_t = kproj;
-    bt->elen = len;
-    bt->S = S;
-    return CG_OK;
+    cg_status st = eb->keys_t ? put_rows(&bt->keys_t, eb->keys_t, s->map, rebuild, N2, S2, slot, eb->nb) : CG_OK;
+    if (!st && eb->kproj_t) st = put_rows(&bt->kproj_t, eb->kproj_t, s->map, rebuild, N2, S2, slot, eb->nb);
+    if (!st) st = put_rows(&bt->elen, eb->elen, s->map, rebuild, N2, S2, slot, eb->nb);
+    if (!st) bt->S = S2;
+    return st;
 }
 
 /* The state the join step gives: the last step's state outputs (prev
@@ -245,48 +228,57 @@ static void join_state(cg_s2s_stream *s, const s2s_batch *eb, int prev) {
     bt->state_given = prev + eb->nb;
 }
 
-/* The waiting sources join: the live slots compacted, the newcomers
- * encoded, the per-sentence tensors rebuilt, the state of the step given,
- * and one row per new sentence appended (parent: its initial state). */
+/* The waiting sources join: encoded, put in free slots, the state of
+ * the step given, and one row per new sentence appended (parent: its
+ * initial state). */
 static cg_status join(cg_s2s_stream *s) {
     s2s_batch *bt = &s->bt;
-    int *inv = malloc(sizeof *inv * (size_t)s->cap), *ids = malloc(sizeof *ids * (size_t)s->n_wait);
-    if (!inv || !ids) {
-        free(inv);
+    int *slot = malloc(sizeof *slot * (size_t)s->n_wait), *ids = malloc(sizeof *ids * (size_t)s->n_wait);
+    if (!slot || !ids) {
+        free(slot);
         free(ids);
         return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     }
     /* the last step's rows: the state outputs it left (bucketed) */
     const int prev = bt->io_ok && bt->R ? (int)cg_tensor_dim(bt->x.out[bt->x.f->h_new[0]], 0) : 0;
-    const int live = compact(s, inv);
+    /* the slots live rows hold (s->map as flags); the newcomers take the
+     * lowest free ones, so the per-slot tensors stay small */
+    int top = 0;
+    for (int b = 0; b < s->cap; b++) s->map[b] = 0;
+    for (int r = 0; r < bt->R; r++) {
+        s->map[bt->rows[r].sent] = 1;
+        if (bt->rows[r].sent + 1 > top) top = bt->rows[r].sent + 1;
+    }
     s2s_batch eb = {.m = bt->m, .o = bt->o, .nb = s->n_wait, .S = 1};
-    for (int j = 0; j < s->n_wait; j++) {
+    for (int j = 0, b = 0; j < s->n_wait; j++, b++) {
+        while (s->map[b]) b++;
+        slot[j] = b;
+        if (b + 1 > top) top = b + 1;
         ids[j] = j;
         if (s->wlen[j] > eb.S) eb.S = s->wlen[j];
     }
     cg_status st = s2s_encode(&eb, ids, (const int32_t *const *)s->wsrc, s->wlen);
-    if (!st) st = merge_encoder(s, &eb, inv, live);
+    if (!st) st = place_encoder(s, &eb, slot, top, bt->R > 0);
     if (!st) st = bt->io_ok ? s2s_io_rebind(bt) : s2s_open_decoder(bt);
     if (!st) join_state(s, &eb, prev);
     for (int j = 0; !st && j < s->n_wait; j++) {
-        const int b = live + j;
-        s2s_sent *sb = &bt->ss[b];
-        sb->src = b;
+        s2s_sent *sb = &bt->ss[slot[j]];
+        sb->src = slot[j];
         sb->len = s->wlen[j];
         sb->max_len = s2s_max_len_of(&s->o, s->wlen[j]);
         sb->n_fins = sb->done = sb->live = 0;
         sb->t0 = bt->t;
-        s->tag[b] = s->wtag[j];
+        s->tag[slot[j]] = s->wtag[j];
         s2s_row *w = &bt->rows[bt->R];
         if (s2s_hyp_new(&bt->s.pool, &w->h)) st = cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-        w->sent = b;
+        w->sent = slot[j];
         bt->s.parent[bt->R++] = prev + j;
     }
-    if (!st) bt->nb = live + s->n_wait;
+    if (!st && top > bt->nb) bt->nb = top;
     s2s_encode_free(&eb);
     for (int j = 0; j < s->n_wait; j++) free(s->wsrc[j]), s->wsrc[j] = NULL;
     s->n_wait = 0;
-    free(inv);
+    free(slot);
     free(ids);
     return st;
 }

@@ -50,6 +50,7 @@ typedef struct srv_batch_cfg {
     int64_t max_delay_us; /* how long the first job of a batch waits for more */
     int max_queue;        /* jobs waiting, per model */
     int workers;          /* threads running batches per model (1 for a forecaster) */
+    int batch_decode;     /* RNN translation models decode in batches, not as a stream */
 } srv_batch_cfg;
 
 #define SRV_MAX_WORKERS 16

@@ -163,6 +163,7 @@ static int srv_worker_open(srv_model *m, int w, char *err, size_t errsz) {
 
 int srv_model_start(srv_model *m, const srv_batch_cfg *cfg, srv_metrics *metrics, int index, char *err, size_t errsz) {
     m->cfg = *cfg;
+    if (cfg->batch_decode) m->streams = 0;
     m->metrics = metrics;
     m->index = index;
     int n = m->kind == SRV_FORECAST || cfg->workers < 1 ? 1 : cfg->workers;

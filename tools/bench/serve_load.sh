@@ -4,13 +4,16 @@
 # models/dates/samples.txt, for S seconds; the same server with
 # --max-batch 64 and with --max-batch 1, and a lone client's latency
 # (1 connection) on each. Prints sentences per second, p50 and p99 latency,
-# errors, and the machine's load.
-#   tools/bench/serve_load.sh [BUILD_DIR] [SECONDS] [CONNECTIONS] [DEVICE]
+# errors, and the machine's load. DECODE (stream, the default, or batch)
+# is the server's --decode: sentences joining the running decode, or
+# batches of requests.
+#   tools/bench/serve_load.sh [BUILD_DIR] [SECONDS] [CONNECTIONS] [DEVICE] [DECODE]
 set -eu
 build=${1:-build}
 secs=${2:-10}
 conns=${3:-64}
 device=${4:-cpu}
+decode=${5:-stream}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
@@ -28,7 +31,8 @@ LUA
 } > "$work/post.lua"
 
 run() { # run MAX_BATCH: the server, a lone client, then the load
-    serve_start "$src/models/dates" --device "$device" --max-batch "$1" --max-delay-us 1000 --max-queue 4096
+    serve_start "$src/models/dates" --device "$device" --max-batch "$1" --max-delay-us 1000 --max-queue 4096 \
+        --decode "$decode"
     url=http://127.0.0.1:$port/v2/models/dates/translate
     lone=$(wrk -t1 -c1 -d"$secs"s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
     load=$(wrk -t2 -c"$conns" -d"$secs"s --timeout 30s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
@@ -36,7 +40,7 @@ run() { # run MAX_BATCH: the server, a lone client, then the load
     wait "$(cat "$work/pid")" || { echo "server exited non-zero" >&2; exit 1; }
     echo "$1 $lone $load"
 }
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "--decode $decode; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 a=$(run 64)
 b=$(run 1)
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

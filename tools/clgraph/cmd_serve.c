@@ -15,9 +15,18 @@ typedef struct serve_args {
     const char *host, *device, *token_file, *access_log;
     int port, max_batch, max_delay_us, max_queue, max_depth, threads, idle_timeout, max_connections, grace, workers,
         request_timeout, header_timeout;
+    int batch_decode; /* --decode batch */
     double max_body_mb, max_tensor_mb;
     cli_plugins plugins;
 } serve_args;
+
+static int opt_decode(const char *cmd, const char *v, void *dst) {
+    int *batch = dst;
+    if (strcmp(v, "stream") && strcmp(v, "batch"))
+        return cli_usage(cmd, CLI_HINT_CMD, "option '--decode' takes stream or batch, got '%s'", v);
+    *batch = !strcmp(v, "batch");
+    return CLI_OK;
+}
 
 static int serve_parse(int argc, char **argv, serve_args *a) {
     static const char cmd[] = "serve";
@@ -29,6 +38,8 @@ static int serve_parse(int argc, char **argv, serve_args *a) {
          .help = "rows (dimension 0) a model runs at once, gathered from requests (default 8)"},
         {"max-delay-us", 0, CLI_INT, &a->max_delay_us, 0, 10000000, .arg = "US",
          .help = "how long a request waits for others to batch with (default 2000)"},
+        {"decode", 0, CLI_CALL, &a->batch_decode, .fn = opt_decode, .arg = "HOW",
+         .help = "RNN translation models: stream (sentences join the running decode; default) or batch"},
         {"max-queue", 0, CLI_INT, &a->max_queue, 1, 1000000, .arg = "N",
          .help = "requests waiting per model; past it 429 (default 256)"},
         {"max-body-mb", 0, CLI_DBL, &a->max_body_mb, 0.001, 65536, .arg = "MB",
@@ -114,7 +125,7 @@ static void serve_options(const serve_args *a, cg_context *ctx, const char *toke
     o->ctx = ctx;
     o->host = a->host;
     o->port = a->port;
-    o->batch = (srv_batch_cfg){a->max_batch, a->max_delay_us, a->max_queue, a->workers};
+    o->batch = (srv_batch_cfg){a->max_batch, a->max_delay_us, a->max_queue, a->workers, a->batch_decode};
     o->limits = (srv_limits){a->max_depth, (int64_t)(a->max_tensor_mb * 1048576.0)};
     o->max_body = (size_t)(a->max_body_mb * 1048576.0);
     o->threads = a->threads;
