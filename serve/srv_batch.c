@@ -193,6 +193,20 @@ static void srv_tr_sentence_done(int i, const cg_s2s_result *r, void *user) {
     j->done(j); /* the job is the caller's from here */
 }
 
+int srv_job_left(srv_job *j, int left, int64_t *peek_ns) {
+    if (left) return left;
+    const int64_t now = srv_now_ns();
+    if (j->deadline_ns && now > j->deadline_ns) return SRV_LEFT_TIMEOUT;
+    if (!j->gone || now < *peek_ns) return 0;
+    *peek_ns = now + SRV_PEEK_NS;
+    return j->gone(j) ? SRV_LEFT_GONE : 0;
+}
+
+void srv_job_left_answer(srv_job *j, int left) {
+    if (left == SRV_LEFT_TIMEOUT) srv_job_fail(j, 504, "the request's timeout passed while it decoded");
+    else srv_job_fail(j, 499, "the client closed its connection");
+}
+
 /* cg_s2s_options.keep: 0 once the sentence's client has closed its
  * connection (looked at every SRV_PEEK_NS per job), so its rows leave the
  * decode at this step. */
@@ -200,11 +214,7 @@ static int srv_tr_sentence_keep(int i, void *user) {
     srv_tr_live *lv = user;
     const int b = lv->job_of[i];
     srv_job *j = lv->jobs[b];
-    if (lv->gone[b] || !j->gone) return !lv->gone[b];
-    const int64_t now = srv_now_ns();
-    if (now < lv->peek_ns[b]) return 1;
-    lv->peek_ns[b] = now + SRV_PEEK_NS;
-    lv->gone[b] = (unsigned char)(j->gone(j) != 0);
+    lv->gone[b] = srv_job_left(j, lv->gone[b], &lv->peek_ns[b]);
     return !lv->gone[b];
 }
 
@@ -246,7 +256,7 @@ static int srv_tr_batch(const srv_worker *wk, srv_job **jobs, int *pn, cg_status
     o.user = &lv;
     if (!*st) *st = cg_s2s_translate(wk->s2s, &o, total, src, len, res, NULL, NULL);
     for (int i = 0; !*st && i < n; i++) /* a request of no sentences, or whose client left */
-        if (lv.gone[i]) srv_job_fail(jobs[i], 499, "the client closed its connection");
+        if (lv.gone[i]) srv_job_left_answer(jobs[i], lv.gone[i]);
         else if (!lv.out[i]) srv_tr_answer(wk, jobs[i], res + lv.first[i]);
     if (*st && lv.out) {
         int w = 0;

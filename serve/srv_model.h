@@ -139,6 +139,19 @@ void srv_fc_run(const srv_worker *wk, srv_job **jobs, int n);
  * peek) for a client that left. */
 #define SRV_PEEK_NS 20000000
 
+/* Why a running translation job stops decoding (srv_job_left; FAILED:
+ * a stream could not take its sentences, the answer is already set). */
+enum { SRV_LEFT_GONE = 1, SRV_LEFT_FAILED = 2, SRV_LEFT_TIMEOUT = 3 };
+
+/* Whether a running translation job stops: `left` as it stood (kept once
+ * set), else SRV_LEFT_TIMEOUT past its deadline, SRV_LEFT_GONE when its
+ * client has closed the connection (looked at every SRV_PEEK_NS, *peek_ns
+ * the next time), else 0. */
+int srv_job_left(srv_job *j, int left, int64_t *peek_ns);
+
+/* A job that stopped decoding answered: 504 or 499. */
+void srv_job_left_answer(srv_job *j, int left);
+
 /* The job's answer: status and an error JSON body. */
 void srv_job_fail(srv_job *j, int status, const char *msg);
 

@@ -74,15 +74,12 @@ static void srv_sentence_done(int tag, const cg_s2s_result *r, void *user) {
 }
 
 /* 0 once the job's client has left (its socket looked at every
- * SRV_PEEK_NS): the sentence leaves the decode. */
+ * SRV_PEEK_NS) or its deadline has passed: the sentence leaves the
+ * decode. */
 static int srv_sentence_keep(int tag, void *user) {
     srv_streamer *z = user;
     srv_active *a = &z->act[tag / SRV_TAG_SENTS];
-    const int64_t now = srv_now_ns();
-    if (!a->gone && a->job->gone && now >= a->peek_ns) {
-        a->peek_ns = now + SRV_PEEK_NS;
-        a->gone = (unsigned char)(a->job->gone(a->job) != 0);
-    }
+    a->gone = (unsigned char)srv_job_left(a->job, a->gone, &a->peek_ns);
     if (a->gone) a->running--;
     return !a->gone;
 }
@@ -186,7 +183,7 @@ static int srv_feed(srv_streamer *z, int *tags) {
             char msg[1024];
             snprintf(msg, sizeof msg, "model '%s': %s", z->wk->m->name, cg_last_error());
             srv_job_fail(a->job, 500, msg);
-            a->gone = 2; /* answered: its running sentences leave, then it is released */
+            a->gone = SRV_LEFT_FAILED; /* answered: its running sentences leave, then it is released */
             continue;
         }
         a->added += k;
@@ -196,15 +193,14 @@ static int srv_feed(srv_streamer *z, int *tags) {
     return rows;
 }
 
-/* Jobs whose client left (or that failed) and whose sentences have all
- * left the decode: answered 499 (or as failed) now. */
+/* Jobs whose client left, whose deadline passed or that failed, and
+ * whose sentences have all left the decode: answered 499, 504 (or as
+ * failed) now. */
 static void srv_sweep(srv_streamer *z) {
     for (int s = 0; s < z->cap; s++) {
         srv_active *a = &z->act[s];
         if (!a->job || !a->gone || a->running) continue;
-        if (a->gone == 1) {
-            srv_job_fail(a->job, 499, "the client closed its connection");
-        }
+        if (a->gone != SRV_LEFT_FAILED) srv_job_left_answer(a->job, a->gone);
         srv_release(a);
     }
 }
@@ -216,7 +212,7 @@ static void srv_stream_failed(srv_streamer *z) {
     snprintf(msg, sizeof msg, "model '%s': %s", z->wk->m->name, cg_last_error());
     for (int s = 0; s < z->cap; s++)
         if (z->act[s].job) {
-            if (z->act[s].gone != 2) srv_job_fail(z->act[s].job, 500, msg);
+            if (z->act[s].gone != SRV_LEFT_FAILED) srv_job_fail(z->act[s].job, 500, msg);
             srv_release(&z->act[s]);
         }
     cg_s2s_stream_free(z->st);

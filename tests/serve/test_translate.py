@@ -173,3 +173,21 @@ def test_a_client_that_leaves_mid_decode_has_its_sentences_dropped(serve):
     status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": [[4]]})  # the server goes on
     assert status == 200
     assert s.stop() == 0
+
+
+def test_a_translation_past_its_timeout_leaves_the_decode(serve):
+    """32 sources of 2058 steps each with a 100 ms timeout: the request is
+    answered 504 when the first step after it ends, not when the decode
+    would have; on both decoders."""
+    model = os.path.join(SRC, "tests", "golden", "s2s", "lstm_dot_bahdanau_zeros_words")
+    ids = [[4 + i % 10 for i in range(1024)]] * 32
+    for decode in ("stream", "batch"):
+        s = serve("lstm=" + model, "--max-batch", "32", "--decode", decode, env={"CLGRAPH_CHECK_RUNS": "0"})
+        status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": ids, "id": "whole"})
+        assert status == 200
+        status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": ids, "timeout": 100000, "id": "cut"})
+        assert status == 504 and "timeout passed while it decoded" in r["error"], (decode, r)
+        assert 'clgraph_requests_total{model="lstm",code="504"} 1' in s.metrics()
+        assert s.stop() == 0
+        ms = {l["id"]: l["ms"] for l in map(json.loads, open(s.log)) if l.get("id")}
+        assert ms["cut"] < ms["whole"] / 2, (decode, ms)
