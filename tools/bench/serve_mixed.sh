@@ -19,8 +19,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
 . "$src/tools/bench/serve_common.sh"
-lua() { # lua EXTRA_JSON
-    serve_bodies "$1"
+lua_done() { # wrk's done(): rate, p50, p99 and errors on one RESULT line
     cat <<'LUA'
 done = function(summary, latency, requests)
     io.write(string.format("RESULT %.1f %.2f %.2f %d\n", summary.requests / (summary.duration / 1e6),
@@ -29,6 +28,10 @@ done = function(summary, latency, requests)
         + summary.errors.timeout))
 end
 LUA
+}
+lua() { # lua EXTRA_JSON
+    serve_bodies "$1"
+    lua_done
 }
 lua "" > "$work/short.lua"
 lua ', "min_len": 300, "max_len": 300' > "$work/long.lua"
@@ -37,15 +40,10 @@ ids_lua() { # ids_lua TOKENS: a request of one source of TOKENS ids
     cat <<'LUA'
 wrk.method = "POST"
 wrk.body = '{"ids": [[' .. table.concat(ids, ",") .. ']]}'
-done = function(summary, latency, requests)
-    io.write(string.format("RESULT %.1f %.2f %.2f %d\n", summary.requests / (summary.duration / 1e6),
-        latency:percentile(50) / 1e3, latency:percentile(99) / 1e3,
-        summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write
-        + summary.errors.timeout))
-end
 LUA
+    lua_done
 }
-run() { # run WORKERS [MODEL_DIR]: MODEL_DIR's short.lua / long.lua in $work/$2
+run() { # run WORKERS [MODEL_DIR]: $work/short.lua and long.lua against MODEL_DIR (default: the dates demo)
     model=${2:-$src/models/dates}
     serve_start "m=$model" --max-batch 64 --max-delay-us 1000 --workers "$1"
     url=http://127.0.0.1:$port/v2/models/m/translate
