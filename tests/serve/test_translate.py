@@ -180,7 +180,7 @@ def test_a_client_that_leaves_mid_decode_has_its_sentences_dropped(serve):
 
 
 def test_a_translation_past_its_timeout_leaves_the_decode(serve):
-    """16 sources of 2058 steps each with a 50 ms timeout: the request is
+    """16 sources of 2058 steps each with a 30 ms timeout: the request is
     answered 504 when the first step after it ends, not when the decode
     would have; on both decoders."""
     model = os.path.join(SRC, "tests", "golden", "s2s", "lstm_dot_bahdanau_zeros_words")
@@ -189,7 +189,7 @@ def test_a_translation_past_its_timeout_leaves_the_decode(serve):
         s = serve("lstm=" + model, "--max-batch", "16", "--decode", decode, env={"CLGRAPH_CHECK_RUNS": "0"})
         status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": ids, "id": "whole"})
         assert status == 200
-        status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": ids, "timeout": 50000, "id": "cut"})
+        status, r = s.json("POST", "/v2/models/lstm/translate", {"ids": ids, "timeout": 30000, "id": "cut"})
         assert status == 504 and "timeout passed while it decoded" in r["error"], (decode, r)
         assert 'clgraph_requests_total{model="lstm",code="504"} 1' in s.metrics()
         assert s.stop() == 0
