@@ -85,6 +85,11 @@ cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sente
     cg_s2s_stream *s = calloc(1, sizeof *s);
     if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     cg_status st = s2s_check_options(m, opt, 0, NULL, NULL, &s->o);
+    const int64_t rows = (int64_t)max_sentences * (s->o.beam > 1 ? s->o.beam : 1);
+    if (!st && rows > (1 << 24))
+        st = cg_error(CG_ERR_INVALID_ARGUMENT,
+                      "cg_s2s_stream_open: %d sentences of a beam of %d are %lld decoder rows, more than %d",
+                      max_sentences, s->o.beam, (long long)rows, 1 << 24);
     s->o.struct_size = sizeof s->o; /* checked again by cg_s2s_stream_add */
     s->run = s->o;
     s->run.done = stream_done;

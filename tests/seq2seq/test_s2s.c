@@ -1020,6 +1020,9 @@ START_TEST(stream_mistakes) {
     ck_assert_ptr_null(st);
     cg_s2s_options bad = {.struct_size = sizeof bad, .beam = 2, .nbest = 3};
     ck_assert_int_eq(cg_s2s_stream_open(m, &bad, 2, &st), CG_ERR_INVALID_ARGUMENT);
+    cg_s2s_options wide = {.struct_size = sizeof wide, .beam = 64};
+    ck_assert_int_eq(cg_s2s_stream_open(m, &wide, 1000000, &st), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(cg_last_error(), "decoder rows"));
     cg_s2s_options five = {.struct_size = sizeof five, .min_len = 5}; /* no source ends at the first step */
     ck_assert_int_eq(cg_s2s_stream_open(m, &five, 2, &st), CG_OK);
     int32_t a[2] = {4, 5}, wrong[1] = {1 << 20};
