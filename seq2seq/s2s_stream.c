@@ -193,12 +193,13 @@ static cg_status put_rows(cg_tensor **t, const cg_tensor *add, const int *live, 
 static cg_status place_encoder(cg_s2s_stream *s, const s2s_batch *eb, const int *slot, int top, int any_live) {
     s2s_batch *bt = &s->bt;
     const int N = bt->elen ? (int)cg_tensor_dim(bt->elen, 0) : 0;
-    const int rebuild = !any_live || top > N || eb->S > bt->S;
+    const int rebuild = !bt->elen || !any_live || top > N || eb->S > bt->S;
     int N2 = N, S2 = bt->S;
     if (rebuild) {
         N2 = any_live && 2 * N > top ? 2 * N : top;
         if (N2 > s->cap) N2 = s->cap;
         S2 = any_live && bt->S > eb->S ? bt->S : eb->S;
+        S2 = (S2 + 7) / 8 * 8; /* fewer widths, fewer plan bindings (the padding is masked) */
     }
     cg_status st = eb->keys_t ? put_rows(&bt->keys_t, eb->keys_t, s->map, rebuild, N2, S2, slot, eb->nb) : CG_OK;
     if (!st && eb->kproj_t) st = put_rows(&bt->kproj_t, eb->kproj_t, s->map, rebuild, N2, S2, slot, eb->nb);

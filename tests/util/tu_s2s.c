@@ -2,6 +2,7 @@
 #include "tu_s2s.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,9 +103,13 @@ void tu_s2s_check_drop(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_
         ck_assert_int_eq(got[i].n_hyps, ref[i].n_hyps);
         for (int h = 0; h < ref[i].n_hyps; h++) {
             const cg_s2s_hyp *a = &got[i].hyps[h], *b = &ref[i].hyps[h];
-            ck_assert_msg(a->n_tokens == b->n_tokens && a->score == b->score &&
+            /* the same tokens; the score as between batchings (an OpenCL
+             * device's reductions may group rows by the batch's size) */
+            ck_assert_msg(a->n_tokens == b->n_tokens &&
                               !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)b->n_tokens),
-                          "source %d hypothesis %d changed when its neighbours were dropped", i, h);
+                          "source %d hypothesis %d: other tokens when its neighbours were dropped", i, h);
+            ck_assert_msg(fabs(a->score - b->score) <= 1e-5 * (1 + fabs(b->score)),
+                          "source %d hypothesis %d: score %.9g, %.9g without drops", i, h, a->score, b->score);
         }
     }
     for (int i = 0; i < n; i++) {
