@@ -384,9 +384,9 @@ cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s
     int keep = s->beam ? (nbest > 0 ? nbest : 1) : 1;
     if (keep > sb->n_fins) keep = sb->n_fins;
     res->src_len = sb->len;
-    res->n_hyps = keep;
     res->hyps = calloc((size_t)keep + 1, sizeof *res->hyps);
     if (!res->hyps) return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
+    res->n_hyps = keep; /* only once there is room: cg_s2s_result_clear reads it */
     for (int i = 0; i < keep; i++) {
         s2s_hyp *h = &sb->fins[i].h;
         cg_s2s_hyp *y = &res->hyps[i];
