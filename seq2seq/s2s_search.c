@@ -401,6 +401,15 @@ cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s
     return CG_OK;
 }
 
+/* A sentence done with: its finished hypotheses not taken by a result
+ * back to the pool. */
+static void sent_close(s2s_search *s, s2s_sent *sb) {
+    for (int i = 0; i < sb->n_fins; i++)
+        if (sb->fins[i].h.toks) s2s_hyp_release(&s->pool, &sb->fins[i].h);
+    sb->n_fins = 0;
+    sb->done = 1;
+}
+
 cg_status s2s_finish(s2s_search *s, s2s_sent *ss, int nb, const s2s_row *rows, int R, const cg_s2s_options *o,
                      cg_s2s_result *results) {
     for (int b = 0; b < nb; b++) ss[b].live = 0;
@@ -410,10 +419,7 @@ cg_status s2s_finish(s2s_search *s, s2s_sent *ss, int nb, const s2s_row *rows, i
         if (sb->live || sb->done) continue;
         cg_status st = s2s_result(s, sb, o->nbest, o->attention, &results[sb->src]);
         if (st) return st;
-        for (int i = 0; i < sb->n_fins; i++)
-            if (sb->fins[i].h.toks) s2s_hyp_release(&s->pool, &sb->fins[i].h);
-        sb->n_fins = 0;
-        sb->done = 1;
+        sent_close(s, sb);
         if (o->done) o->done(sb->src, &results[sb->src], o->user);
     }
     return CG_OK;
@@ -425,9 +431,7 @@ void s2s_drop(s2s_search *s, s2s_sent *ss, s2s_row *rows, int *R, const cg_s2s_o
     for (int r = 0; r < *R; r++) { /* rows are grouped by sentence: ask each once */
         s2s_sent *sb = &ss[rows[r].sent];
         if (sb->done || (r && rows[r - 1].sent == rows[r].sent) || o->keep(sb->src, o->user)) continue;
-        for (int i = 0; i < sb->n_fins; i++) s2s_hyp_release(&s->pool, &sb->fins[i].h);
-        sb->n_fins = 0;
-        sb->done = 1;
+        sent_close(s, sb);
         dropped = 1;
     }
     if (!dropped) return;

@@ -152,6 +152,10 @@ int srv_job_left(srv_job *j, int left, int64_t *peek_ns);
 /* A job that stopped decoding answered: 504 or 499. */
 void srv_job_left_answer(srv_job *j, int left);
 
+/* A taken job that is not to run: past its deadline at `now` (504) or its
+ * client gone (499); 1 with its answer set, else 0. */
+int srv_job_stale(srv_job *j, int64_t now);
+
 /* The job's answer: status and an error JSON body. */
 void srv_job_fail(srv_job *j, int status, const char *msg);
 

@@ -88,6 +88,20 @@ static int srv_take(srv_model *m, srv_job **batch) {
     }
 }
 
+int srv_job_stale(srv_job *j, int64_t now) {
+    if (j->deadline_ns && now > j->deadline_ns) {
+        j->status = 504;
+        srv_error_json(&j->body, "the request's timeout passed while it waited in the queue");
+        return 1;
+    }
+    if (j->gone && j->gone(j)) { /* nobody to answer */
+        j->status = 499;
+        srv_error_json(&j->body, "the client closed its connection");
+        return 1;
+    }
+    return 0;
+}
+
 /* Runs a batch: jobs past their deadline, or whose client has gone, are
  * answered without running. */
 static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
@@ -99,16 +113,7 @@ static void srv_run_batch(const srv_worker *wk, srv_job **batch, int n) {
     int64_t rows = 0;
     const int64_t t0 = srv_now_ns();
     for (int i = 0; i < n; i++) {
-        if (batch[i]->deadline_ns && t0 > batch[i]->deadline_ns) {
-            batch[i]->status = 504;
-            srv_error_json(&batch[i]->body, "the request's timeout passed while it waited in the queue");
-            continue;
-        }
-        if (batch[i]->gone && batch[i]->gone(batch[i])) { /* nobody to answer: its rows leave the batch */
-            batch[i]->status = 499;
-            srv_error_json(&batch[i]->body, "the client closed its connection");
-            continue;
-        }
+        if (srv_job_stale(batch[i], t0)) continue; /* its rows leave the batch */
         batch[i]->answered = &answered[i];
         waits[nr] = (double)(t0 - batch[i]->enq_ns) * 1e-9;
         rows += batch[i]->rows;

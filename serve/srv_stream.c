@@ -145,13 +145,7 @@ static int srv_check_ids(const srv_streamer *z, srv_job *j) {
  * its client left, its text or ids are bad). */
 static void srv_admit(srv_streamer *z, srv_job *j, double *waits, int *n_waits) {
     const int64_t now = srv_now_ns();
-    if (j->deadline_ns && now > j->deadline_ns) {
-        j->status = 504;
-        srv_error_json(&j->body, "the request's timeout passed while it waited in the queue");
-    } else if (j->gone && j->gone(j)) {
-        j->status = 499;
-        srv_error_json(&j->body, "the client closed its connection");
-    } else if (!srv_tr_tokenize(z->wk, j) && !srv_check_ids(z, j)) {
+    if (!srv_job_stale(j, now) && !srv_tr_tokenize(z->wk, j) && !srv_check_ids(z, j)) {
         int s = 0;
         while (z->act[s].job) s++;
         srv_active *a = &z->act[s];
