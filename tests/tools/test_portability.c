@@ -46,6 +46,9 @@ static const impl k_impls[] = {
     {"pocl2", "Portable Computing Language", 2, 0, 1, 1},
     {"rusticl", "rusticl", 1, 0, 1, 0},
     {"oclgrind", "Oclgrind", 1, 1, 1, 0},
+    /* NVIDIA's driver, on a lent GPU machine (tools/gpu-check.sh points
+     * OCL_ICD_VENDORS at it; no meson test names it). */
+    {"nvidia", "NVIDIA CUDA", 1, 0, 1, 0},
     /* PoCL and rusticl side by side: each is conformed on its own above. */
     {"split", NULL, 2, 0, 0, 2},
 };
@@ -293,7 +296,7 @@ int main(void) {
     for (size_t i = 0; name && i < sizeof k_impls / sizeof k_impls[0]; i++)
         if (!strcmp(name, k_impls[i].name)) cur = &k_impls[i];
     if (!cur || !paths || (strcmp(paths, "cpu") && strcmp(paths, "gpu"))) {
-        fprintf(stderr, "test_portability: set CG_TEST_IMPL (pocl, pocl2, rusticl, oclgrind, split) and "
+        fprintf(stderr, "test_portability: set CG_TEST_IMPL (pocl, pocl2, rusticl, oclgrind, nvidia, split) and "
                         "CLGRAPH_CL_PATHS (cpu, gpu)\n");
         return 1;
     }

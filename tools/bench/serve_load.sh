@@ -54,4 +54,6 @@ sa=$9
 lone_a=$4
 p50_a=${10}
 set -- $b
-echo "speed-up of batching: $(echo "$sa / $9" | bc -l | cut -c1-5)x; p50 under load / lone p50 (--max-batch 64): $(echo "$p50_a / $lone_a" | bc -l | cut -c1-5)"
+# awk, not bc: a bare machine (a lent GPU's) may lack bc
+awk -v s="$sa" -v s1="$9" -v p="$p50_a" -v l="$lone_a" \
+    'BEGIN { printf "speed-up of batching: %.3fx; p50 under load / lone p50 (--max-batch 64): %.3f\n", s / s1, p / l }'

@@ -151,14 +151,15 @@ def parse_version(v):
 # ---------------------------------------------------------------- the PyTorch worker
 
 
-def make_loops(torch, model, srcs, K, T):
+def make_loops(torch, model, srcs, K, T, sync=lambda: None):
     """The batched decode loops over the reference's Seq2Seq.prepare()/step()
     for the sources `srcs` (id lists of one length): greedy (K == 1) or beam K.
     The returned function run(prof=None) decodes exactly T steps and returns
     (tokens [B,T] of the best hypothesis, score [B], clock at its start, clock
     at its first token (encoder + step 0), clock at its end, seconds of the T
     steps without the encoder); `prof`, a profiler, is entered around the steps
-    only."""
+    only. `sync` waits for the device (a GPU's queue) before each clock is
+    read."""
     B, S = len(srcs), len(srcs[0])
     src = torch.tensor(srcs, dtype=torch.long)
     n = torch.full((B,), S, dtype=torch.long)
@@ -172,6 +173,7 @@ def make_loops(torch, model, srcs, K, T):
     def greedy(prof=None):
         t0 = time.perf_counter()
         keys, kproj, state = model.prepare(src, n)
+        sync()
         t1 = time.perf_counter()
         if prof is not None:
             prof.__enter__()
@@ -186,7 +188,9 @@ def make_loops(torch, model, srcs, K, T):
             score += best
             toks[:, t] = y
             if tf is None:
+                sync()
                 tf = time.perf_counter()
+        sync()
         t2 = time.perf_counter()
         if prof is not None:
             prof.__exit__(None, None, None)
@@ -200,6 +204,7 @@ def make_loops(torch, model, srcs, K, T):
         # accumulate in float64 from the float32 logp.
         t0 = time.perf_counter()
         keys, kproj, state = model.prepare(src, n)
+        sync()
         t1 = time.perf_counter()
         if prof is not None:
             prof.__enter__()
@@ -209,6 +214,7 @@ def make_loops(torch, model, srcs, K, T):
         logits, state, feed, _ = model.step(y, state, feed, keys, kproj, n, 0)
         logp = torch.log_softmax(logits, dim=-1).double()
         scores, y = logp.topk(K, dim=-1)  # [B,K] each, best first
+        sync()
         tf = time.perf_counter()
         rows = torch.arange(B).repeat_interleave(K)
         keys = keys.index_select(0, rows)
@@ -233,6 +239,7 @@ def make_loops(torch, model, srcs, K, T):
             scores = scores.reshape(-1)
             hist_tok.append(y)
             hist_back.append(sel)
+        sync()
         t2 = time.perf_counter()
         if prof is not None:
             prof.__exit__(None, None, None)
@@ -299,11 +306,20 @@ def torch_worker(a):
         model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear, torch.nn.GRU, torch.nn.LSTM},
                                                        dtype=torch.qint8)
     B, K, S, T = a.batch, a.beam, a.src_len, a.steps
-    run = make_loops(torch, model, make_sources(B, S, model.v_src), K, T)
+    sync = lambda: None  # noqa: E731
+    if a.torch_device != "cpu":
+        # every tensor the loops make goes there too; the clocks wait for it
+        torch.set_default_device(a.torch_device)
+        model = model.to(a.torch_device)
+        if a.torch_device.startswith("cuda"):
+            sync = torch.cuda.synchronize
+    run = make_loops(torch, model, make_sources(B, S, model.v_src), K, T, sync)
     res = {"backend": "pytorch int8" if a.int8 else "pytorch", "batch": B, "beam": K, "src_len": S, "steps": T,
            "runs": a.runs,
            "threads": torch.get_num_threads(), "torch": torch.__version__, "mode": a.torch_mode,
-           "blas": "MKL" if torch.backends.mkl.is_available() else "OpenBLAS/other"}
+           "blas": "MKL" if torch.backends.mkl.is_available() else "OpenBLAS/other", "device": a.torch_device}
+    if a.torch_device.startswith("cuda"):
+        res["device_name"] = torch.cuda.get_device_name()
     mode = {"inference": torch.inference_mode, "no_grad": torch.no_grad, "grad": torch.enable_grad}[a.torch_mode]
     with mode():
         _, _, _, tf, _, _ = run()
@@ -316,7 +332,8 @@ def torch_worker(a):
         res["tokens_per_s"] = {"median": statistics.median(tps), "min": min(tps), "max": max(tps)}
         res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         res["rss_after_import_mb"] = rss_import
-        res["allocs_per_step"] = count_allocs(torch, run, T)
+        # (the profiler's memory events count host blocks)
+        res["allocs_per_step"] = count_allocs(torch, run, T) if a.torch_device == "cpu" else None
     print(json.dumps(res))
 
 
@@ -784,6 +801,9 @@ def main():
     ap.add_argument("--beam", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--torch-selftest", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--int8", action="store_true", help=argparse.SUPPRESS)
+    # the worker's device: cpu, or cuda on a machine with an NVIDIA GPU
+    # (tools/gpu-check.sh runs the worker there as clgraph's OpenCL peer)
+    ap.add_argument("--torch-device", default="cpu", help=argparse.SUPPRESS)
     ap.add_argument("--ort-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--onnx-dir", help=argparse.SUPPRESS)
     ap.add_argument("--label", help=argparse.SUPPRESS)
