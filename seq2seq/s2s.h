@@ -61,4 +61,23 @@ int cg_s2s_vocab_find(const s2s_vocab *v, const char *tok, size_t len);
 typedef int (*s2s_cmp_fn)(const void *a, const void *b, void *ctx);
 void cg_s2s_sort(void *base, size_t n, size_t size, s2s_cmp_fn cmp, void *ctx, void *tmp);
 
+/* The shape [N2, S2] a stream's per-slot tensors take at a join of
+ * newcomers as wide as S_new, when the slots in use reach `top`: 1 when
+ * they must be rebuilt (none yet, nothing live, too few rows, too narrow;
+ * rows grow by doubling up to cap, the width to a multiple of 8), else 0
+ * and their shape now (lens: the per-slot lengths, NULL before the first
+ * join; S their width). */
+int s2s_slot_shape(const cg_tensor *lens, int S, int S_new, int top, int any_live, int cap, int *N2, int *S2);
+
+/* A stream's per-slot tensor *t ([N, S, ...] or [N]) with add's rows
+ * ([n, S_a, ...]) in rows slot[0..n), zero-padded past S_a; rebuilt as
+ * [N2, S2, ...] first when `rebuild` (the rows of the slots flagged in
+ * `live` copied over). Either family's joins (s2s_stream.c, tf_stream.c). */
+cg_status s2s_put_rows(cg_tensor **t, const cg_tensor *add, const int *live, int rebuild, int N2, int S2,
+                       const int *slot, int n);
+
+/* Times a Transformer stream's caches were cut short (tests: a long
+ * stream must trim them); 0 for the RNN family's. */
+long s2s_stream_trims(const cg_s2s_stream *s);
+
 #endif

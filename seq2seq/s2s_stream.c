@@ -1,4 +1,6 @@
-/* A continuous decode of the RNN family (cg_s2s_stream): one running
+/* A continuous decode (cg_s2s_stream): the waiting sources, tags and
+ * results of either family; the Transformer family decodes in
+ * transformer/tf_stream.c. The RNN family's: one running
  * s2s_batch whose sentences are slots. At a step where sources wait, they
  * are encoded on their own and take the lowest free slots; their encoder
  * outputs (keys, keys_proj, src_len) go into those rows of the per-slot
@@ -18,6 +20,7 @@
 
 struct cg_s2s_stream {
     s2s_batch bt;     /* slots 0 .. bt.nb - 1; bt.o is &run */
+    tf_stream *tf;    /* a Transformer's (bt unused) */
     cg_s2s_options o; /* the caller's (done, keep and user are theirs) */
     cg_s2s_options run;
     int cap;
@@ -47,13 +50,16 @@ static int live_sentences(const s2s_batch *bt) {
     return n;
 }
 
-int cg_s2s_stream_pending(const cg_s2s_stream *s) { return s ? live_sentences(&s->bt) + s->n_wait : 0; }
+int cg_s2s_stream_pending(const cg_s2s_stream *s) {
+    return s ? (s->tf ? tf_stream_live(s->tf) : live_sentences(&s->bt)) + s->n_wait : 0;
+}
 
 int cg_s2s_stream_room(const cg_s2s_stream *s) { return s ? s->cap - cg_s2s_stream_pending(s) : 0; }
 
 void cg_s2s_stream_free(cg_s2s_stream *s) {
     if (!s) return;
     s2s_batch *bt = &s->bt;
+    tf_stream_free(s->tf);
     s2s_search_free(&bt->s, bt->ss, s->cap, bt->rows, bt->R);
     if (bt->io_ok) s2s_io_free(&bt->x);
     cg_tensor_free(bt->keys_t);
@@ -70,17 +76,34 @@ void cg_s2s_stream_free(cg_s2s_stream *s) {
     free(s);
 }
 
+/* The RNN family's running batch, empty. */
+static cg_status open_rnn(cg_s2s_stream *s) {
+    s2s_batch *bt = &s->bt;
+    const cg_s2s *m = bt->m;
+    bt->o = &s->run;
+    bt->stream = 1;
+    bt->results = s->res;
+    bt->s.k = s->o.beam > 1 ? s->o.beam : 1;
+    bt->s.beam = s->o.beam > 1;
+    bt->s.min_len = s->o.min_len;
+    bt->s.eos = m->shared->cfg.eos_id;
+    bt->s.alpha = s->o.alpha;
+    bt->max_rows = s->cap * bt->s.k;
+    bt->S = 1;
+    /* hypotheses grow past this as they need (tokens and attention rows) */
+    cg_status st = s2s_search_alloc(&bt->s, s->cap, bt->max_rows, 64, s->o.attention ? 64 * 64 : 0, &bt->ss, &bt->rows);
+    for (int b = 0; !st && b < s->cap; b++) bt->ss[b].done = 1; /* free */
+    return st;
+}
+
 cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sentences, cg_s2s_stream **out) {
     if (!m || !out) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_stream_open: NULL argument");
     *out = NULL;
-    if (m->tf)
-        return cg_error(CG_ERR_UNSUPPORTED, "a Transformer model decodes in batches (cg_s2s_translate), not as a "
-                                            "stream: its self-attention caches have one length for all rows");
     if (max_sentences < 1 || max_sentences > 1000000)
         return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_stream_open: max_sentences %d is not in [1, 1000000]",
                         max_sentences);
-    const s2s_dec_iface *f = &m->shared->iface.dec;
-    if (f->sent < 0 && (f->keys >= 0 || f->kproj >= 0 || f->len >= 0))
+    const s2s_dec_iface *f = m->tf ? NULL : &m->shared->iface.dec;
+    if (f && f->sent < 0 && (f->keys >= 0 || f->kproj >= 0 || f->len >= 0))
         return cg_error(CG_ERR_UNSUPPORTED, "%s: the decoder reads the keys per row, not per sentence", m->shared->dir);
     cg_s2s_stream *s = calloc(1, sizeof *s);
     if (!s) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
@@ -96,18 +119,8 @@ cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sente
     s->run.keep = stream_keep;
     s->run.user = s;
     s->cap = max_sentences;
-    s2s_batch *bt = &s->bt;
-    bt->m = m;
-    bt->o = &s->run;
-    bt->stream = 1;
-    bt->results = s->res = calloc((size_t)s->cap, sizeof *s->res);
-    bt->s.k = s->o.beam > 1 ? s->o.beam : 1;
-    bt->s.beam = s->o.beam > 1;
-    bt->s.min_len = s->o.min_len;
-    bt->s.eos = m->shared->cfg.eos_id;
-    bt->s.alpha = s->o.alpha;
-    bt->max_rows = s->cap * bt->s.k;
-    bt->S = 1;
+    s->bt.m = m;
+    s->res = calloc((size_t)s->cap, sizeof *s->res);
     s->tag = calloc((size_t)s->cap, sizeof *s->tag);
     s->map = calloc((size_t)s->cap, sizeof *s->map);
     s->wsrc = calloc((size_t)s->cap, sizeof *s->wsrc);
@@ -115,9 +128,7 @@ cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sente
     s->wtag = calloc((size_t)s->cap, sizeof *s->wtag);
     if (!st && (!s->res || !s->tag || !s->map || !s->wsrc || !s->wlen || !s->wtag))
         st = cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    /* hypotheses grow past this as they need (tokens and attention rows) */
-    if (!st) st = s2s_search_alloc(&bt->s, s->cap, bt->max_rows, 64, s->o.attention ? 64 * 64 : 0, &bt->ss, &bt->rows);
-    for (int b = 0; !st && b < s->cap; b++) bt->ss[b].done = 1; /* free */
+    if (!st) st = m->tf ? tf_stream_open(m->tf, &s->run, s->cap, s->res, &s->tf) : open_rnn(s);
     if (st) {
         cg_s2s_stream_free(s);
         return st;
@@ -153,21 +164,31 @@ cg_status cg_s2s_stream_add(cg_s2s_stream *s, int n, const int32_t *const *src, 
     return CG_OK;
 }
 
-/* Per-slot tensor t ([N, S, D], or [N]) with add's rows ([n, S_a, D])
- * in rows slot[0..n), zero-padded; rebuilt as [N2, S2, D] first when
- * `rebuild` (the rows of slots live[b] set copied over). */
-static cg_status put_rows(cg_tensor **t, const cg_tensor *add, const int *live, int rebuild, int N2, int S2,
-                          const int *slot, int n) {
+int s2s_slot_shape(const cg_tensor *lens, int S, int S_new, int top, int any_live, int cap, int *N2, int *S2) {
+    const int N = lens ? (int)cg_tensor_dim(lens, 0) : 0;
+    const int rebuild = !lens || !any_live || top > N || S_new > S;
+    *N2 = N, *S2 = S;
+    if (rebuild) {
+        *N2 = any_live && 2 * N > top ? 2 * N : top;
+        if (*N2 > cap) *N2 = cap;
+        *S2 = any_live && S > S_new ? S : S_new;
+        *S2 = (*S2 + 7) / 8 * 8; /* fewer widths, fewer plan bindings (the padding is masked) */
+    }
+    return rebuild;
+}
+
+cg_status s2s_put_rows(cg_tensor **t, const cg_tensor *add, const int *live, int rebuild, int N2, int S2,
+                       const int *slot, int n) {
     const int nd = cg_tensor_ndim(add);
     const size_t es = cg_dtype_size(cg_tensor_dtype(add));
-    const int64_t D = nd == 3 ? cg_tensor_dim(add, 2) : 1;
+    int64_t rest = 1, dims[4] = {N2, S2, 0, 0};
+    for (int d = 2; d < nd; d++) rest *= dims[d] = cg_tensor_dim(add, d);
     if (rebuild) {
-        int64_t dims[3] = {N2, S2, D};
         cg_tensor *nt = NULL;
         cg_status st = cg_tensor_create(cg_tensor_dtype(add), nd, dims, &nt);
         if (st) return st;
-        const int64_t N = *t ? cg_tensor_dim(*t, 0) : 0, S = *t && nd == 3 ? cg_tensor_dim(*t, 1) : 1;
-        const size_t old_row = (size_t)(S * D) * es, new_row = (size_t)((nd == 3 ? S2 : 1) * D) * es;
+        const int64_t N = *t ? cg_tensor_dim(*t, 0) : 0, S = *t && nd > 1 ? cg_tensor_dim(*t, 1) : 1;
+        const size_t old_row = (size_t)(S * rest) * es, new_row = (size_t)((nd > 1 ? S2 : 1) * rest) * es;
         for (int64_t b = 0; b < N && b < N2; b++)
             if (live[b])
                 memcpy((char *)cg_tensor_data(nt) + (size_t)b * new_row,
@@ -175,9 +196,9 @@ static cg_status put_rows(cg_tensor **t, const cg_tensor *add, const int *live, 
         cg_tensor_free(*t);
         *t = nt;
     }
-    const int64_t S = nd == 3 ? cg_tensor_dim(*t, 1) : 1, Sa = nd == 3 ? cg_tensor_dim(add, 1) : 1;
-    const size_t row = (size_t)(S * D) * es, arow = (size_t)(Sa * D) * es;
-    char *dst = cg_tensor_data(*t); /* marks it changed for a plan that keeps it */
+    const int64_t S = nd > 1 ? cg_tensor_dim(*t, 1) : 1, Sa = nd > 1 ? cg_tensor_dim(add, 1) : 1;
+    const size_t row = (size_t)(S * rest) * es, arow = (size_t)(Sa * rest) * es;
+    char *dst = cg_tensor_data(*t); /* marks it changed for the plan that keeps it */
     for (int j = 0; j < n; j++) {
         memset(dst + (size_t)slot[j] * row, 0, row);
         memcpy(dst + (size_t)slot[j] * row, (const char *)cg_tensor_data_const(add) + (size_t)j * arow, arow);
@@ -192,18 +213,11 @@ static cg_status put_rows(cg_tensor **t, const cg_tensor *add, const int *live, 
  * place, so a join copies only its own sentences. */
 static cg_status place_encoder(cg_s2s_stream *s, const s2s_batch *eb, const int *slot, int top, int any_live) {
     s2s_batch *bt = &s->bt;
-    const int N = bt->elen ? (int)cg_tensor_dim(bt->elen, 0) : 0;
-    const int rebuild = !bt->elen || !any_live || top > N || eb->S > bt->S;
-    int N2 = N, S2 = bt->S;
-    if (rebuild) {
-        N2 = any_live && 2 * N > top ? 2 * N : top;
-        if (N2 > s->cap) N2 = s->cap;
-        S2 = any_live && bt->S > eb->S ? bt->S : eb->S;
-        S2 = (S2 + 7) / 8 * 8; /* fewer widths, fewer plan bindings (the padding is masked) */
-    }
-    cg_status st = eb->keys_t ? put_rows(&bt->keys_t, eb->keys_t, s->map, rebuild, N2, S2, slot, eb->nb) : CG_OK;
-    if (!st && eb->kproj_t) st = put_rows(&bt->kproj_t, eb->kproj_t, s->map, rebuild, N2, S2, slot, eb->nb);
-    if (!st) st = put_rows(&bt->elen, eb->elen, s->map, rebuild, N2, S2, slot, eb->nb);
+    int N2, S2;
+    const int rebuild = s2s_slot_shape(bt->elen, bt->S, eb->S, top, any_live, s->cap, &N2, &S2);
+    cg_status st = eb->keys_t ? s2s_put_rows(&bt->keys_t, eb->keys_t, s->map, rebuild, N2, S2, slot, eb->nb) : CG_OK;
+    if (!st && eb->kproj_t) st = s2s_put_rows(&bt->kproj_t, eb->kproj_t, s->map, rebuild, N2, S2, slot, eb->nb);
+    if (!st) st = s2s_put_rows(&bt->elen, eb->elen, s->map, rebuild, N2, S2, slot, eb->nb);
     if (!st) bt->S = S2;
     return st;
 }
@@ -289,11 +303,30 @@ static cg_status join(cg_s2s_stream *s) {
     return st;
 }
 
+/* A Transformer's step: the waiting sources join (tagged by slot before
+ * the step, which may finish them), then one step. */
+static cg_status step_tf(cg_s2s_stream *s) {
+    cg_status st = CG_OK;
+    if (s->n_wait) {
+        st = tf_stream_join(s->tf, s->n_wait, (const int32_t *const *)s->wsrc, s->wlen, s->map);
+        for (int j = 0; j < s->n_wait; j++) {
+            if (!st) s->tag[s->map[j]] = s->wtag[j];
+            free(s->wsrc[j]);
+            s->wsrc[j] = NULL;
+        }
+        s->n_wait = 0;
+    }
+    return st ? st : tf_stream_run(s->tf);
+}
+
 cg_status cg_s2s_stream_step(cg_s2s_stream *s) {
     if (!s) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_stream_step: NULL stream");
+    if (s->tf) return step_tf(s);
     s2s_batch *bt = &s->bt;
     cg_status st = s->n_wait ? join(s) : CG_OK;
     if (!st && bt->R) st = s2s_step(bt);
     bt->state_given = 0;
     return st;
 }
+
+long s2s_stream_trims(const cg_s2s_stream *s) { return s && s->tf ? tf_stream_trims(s->tf) : 0; }

@@ -166,8 +166,8 @@ int srv_tr_tokenize(const srv_worker *wk, srv_job *j);
 /* A translation job's answer from its sentences' results (200, or 500). */
 void srv_tr_answer(const srv_worker *wk, srv_job *j, const cg_s2s_result *res);
 
-/* A worker of a translation model whose family decodes as a stream (the
- * RNN family): sentences join the running decode at the next step and
+/* A worker of a translation model that decodes as a stream (either
+ * family; not a model.cg whose decoder reads keys per row): sentences join the running decode at the next step and
  * leave when they end (srv_stream.c). Returns when the model stops and
  * everything taken is answered. */
 void srv_stream_work(const srv_worker *wk);

@@ -1,4 +1,4 @@
-/* A translation model's worker as a stream (cg_s2s_stream, the RNN
+/* A translation model's worker as a stream (cg_s2s_stream, either
  * family): jobs are taken from the queue whenever the stream has room and
  * their sentences join the running decode at the next step, so a short
  * request never waits for a long one's end; each job is answered when its

@@ -375,7 +375,7 @@ static void cross_kv(tf_out *t) {
  * [R, P, H, Dh] give nk<l> / nv<l> [B, P + 1, H, Dh] in one copy
  * (gather_concat), which the next step reads (the decoder carries them:
  * cg_plan_carry, written in place on the CPU). */
-static void step_self_attention(tf_out *t, int l, const char *pre, const char *x) {
+static void step_self_attention(tf_out *t, int l, const char *pre, const char *x, int stream) {
     const int D = t->c->d_model, H = t->c->dec_heads, Dh = D / H;
     static const char *const qkv[3] = {"q", "k", "v"};
     char out[32], mod[160];
@@ -390,7 +390,15 @@ static void step_self_attention(tf_out *t, int l, const char *pre, const char *x
                   "  nk%d = gather_concat(pk%d, parent, s%d_k4) {axis: 1}\n"
                   "  nv%d = gather_concat(pv%d, parent, s%d_v4) {axis: 1}\n",
                   l, l, l, l, l, l);
-    cg_strbuf_put(t->o, "  s%d_a4 = sdpa(s%d_q4, nk%d, nv%d) {layout: \"bshd\"}\n", l, l, l, l);
+    /* A stream's rows joined at different steps: the leading rstart[b]
+     * positions of row b's cache are another row's (copied when it joined,
+     * or kept before a trim), masked as a source's padding is */
+    if (stream && l == 0)
+        cg_strbuf_put(t->o, "  self_dead = length_mask(rstart, nk0)\n  self_deadf = cast(self_dead) {to: \"f32\"}\n"
+                            "  self_add = affine(self_deadf) {alpha: -" TF_MASK_MIN ", beta: 0}\n"
+                            "  self_mask = reshape(self_add) {shape: [B, 1, 1, -1]}\n");
+    cg_strbuf_put(t->o, "  s%d_a4 = sdpa(s%d_q4, nk%d, nv%d%s) {layout: \"bshd\"}\n", l, l, l, l,
+                  stream ? ", self_mask" : "");
     cg_strbuf_put(t->o, "  s%d_a = reshape(s%d_a4) {shape: [B, 1, %d]}\n", l, l, D);
     char a[32];
     snprintf(out, sizeof out, "s%d_o", l);
@@ -436,19 +444,24 @@ static void step_cross_attention(tf_out *t, int l, const char *pre, const char *
  * caches) -> logits [B, V], the TF_TOP_K best of their log_softmax
  * (top_logp, top_id) and the grown caches; with `maps` (graph
  * decoder_step_maps) also the last layer's cross-attention weights `a`,
- * the last output: a search that wants no maps runs none of their nodes. */
-static void decoder_step(tf_out *t, int maps) {
+ * the last output: a search that wants no maps runs none of their nodes.
+ * With `stream` (decoder_step_stream[_maps], tf_stream.c) rows are at
+ * positions of their own: ypos is [B, D], and a last input rstart [B]
+ * masks the leading positions of each row's cache that are not its own.
+ * The inputs and outputs are otherwise the same, in the same order. */
+static void decoder_step(tf_out *t, int maps, int stream) {
     const tf_config *c = t->c;
     const int D = c->d_model, H = c->dec_heads, Dh = D / H;
     cg_strbuf_put(t->o,
-                  "graph decoder_step%s {\n  input y: i32[B]\n  input ypos: f32[%d]\n  input sentence: i32[B]\n"
+                  "graph decoder_step%s%s {\n  input y: i32[B]\n  input ypos: f32[%s%d]\n  input sentence: i32[B]\n"
                   "  input src_len: i32[N]\n  input parent: i32[B]\n",
-                  maps ? "_maps" : "", D);
+                  stream ? "_stream" : "", maps ? "_maps" : "", stream ? "B, " : "", D);
     for (int l = 0; l < c->dec_layers; l++)
         cg_strbuf_put(t->o,
                       "  input ck%d: f32[N, S, %d, %d]\n  input cv%d: f32[N, S, %d, %d]\n"
                       "  input pk%d: f32[R, P, %d, %d]\n  input pv%d: f32[R, P, %d, %d]\n",
                       l, H, Dh, l, H, Dh, l, H, Dh, l, H, Dh);
+    if (stream) cg_strbuf_put(t->o, "  input rstart: i32[B]\n");
     tf_head h = head_params(t);
     side_params(t, 1);
     layers_params(t, 1);
@@ -457,7 +470,7 @@ static void decoder_step(tf_out *t, int maps) {
     char pre[64], x[32] = "x0r", v[32], n1[32], n2[32], nb[64];
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(pre, sizeof pre, "model.decoder.layers.%d", l);
-        step_self_attention(t, l, pre, block_in(t, x, pre, "self_attn_layer_norm", nb, sizeof nb));
+        step_self_attention(t, l, pre, block_in(t, x, pre, "self_attn_layer_norm", nb, sizeof nb), stream);
         snprintf(n1, sizeof n1, "d%d_x1", l);
         snprintf(v, sizeof v, "s%d_o", l);
         add_norm(t, n1, v, x, pre, "self_attn_layer_norm");
@@ -486,8 +499,8 @@ cg_status tf_build_text(const tf_config *c, tf_has_fn has, void *user, char **ou
     encoder(&t);
     decoder(&t);
     cross_kv(&t);
-    decoder_step(&t, 0);
-    decoder_step(&t, 1);
+    for (int stream = 0; stream < 2; stream++)
+        for (int maps = 0; maps < 2; maps++) decoder_step(&t, maps, stream);
     *out = cg_strbuf_take(&o);
     return *out ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory building the Transformer graphs");
 }

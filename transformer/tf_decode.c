@@ -14,37 +14,12 @@
 #include "s2s.h"
 #include "s2s_search.h"
 #include "tensor.h"
+#include "tf_batch.h"
 #include "tf_build.h"
-#include "tf_internal.h"
-
-typedef struct tf_batch {
-    tf_handle *h;
-    const cg_s2s_options *o;
-    int nb, S, max_rows, V;
-    int S_enc;             /* the longest source; S: the decoder's width, padded */
-    int wide;              /* the search needs more than TF_TOP_K candidates: logits read, log_softmax here */
-    int32_t **src;         /* the sources with their EOS */
-    int *len;              /* their lengths */
-    int *given;            /* the lengths the caller gave (the attention maps' columns) */
-    cg_tensor *enc, *elen; /* the encoder's output, the lengths */
-    cg_tensor **ckv;       /* [2L]: ck0, cv0, ck1, ... */
-    cg_plan *step;         /* decoder_step, or decoder_step_maps for attention maps */
-    cg_tensor **in, **out; /* decoder_step_maps' tensors by position */
-    int *idx, n_first;     /* every input (the first step) ... */
-    int *idx_c, n_c;       /* ... and all but the carried caches */
-    cg_tensor **in_c;
-    float *logp; /* wide: [max_rows, V] */
-    float *att;  /* attention: [max_rows, S], the rows' maps (heads averaged or one) */
-    s2s_search s;
-    s2s_sent *ss;
-    s2s_row *rows;
-    int R, t;
-    cg_s2s_result *results; /* the caller's, by source index */
-} tf_batch;
 
 /* Each source with EOS appended, unless it ends with one already (ids
  * from transformers' tokenizer do). */
-static cg_status sources(tf_batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
+cg_status tf_batch_sources(tf_batch *bt, const int *ids, const int32_t *const *src, const int *src_len) {
     const int eos = bt->h->sh->cfg.eos_id;
     bt->src = calloc((size_t)bt->nb, sizeof *bt->src);
     bt->len = calloc((size_t)bt->nb, sizeof *bt->len);
@@ -118,7 +93,7 @@ static cg_status ckv_tensors(tf_batch *bt) {
 
 /* The encoder over the sources padded to the longest, then every layer's
  * cross-attention keys and values over its output widened to S. */
-static cg_status encode(tf_batch *bt) {
+cg_status tf_batch_encode(tf_batch *bt) {
     const tf_config *c = &bt->h->sh->cfg;
     const int nb = bt->nb, S = bt->S_enc, L = c->dec_layers;
     cg_tensor *esrc = NULL, *pos = NULL;
@@ -149,33 +124,48 @@ static cg_status encode(tf_batch *bt) {
     bt->enc = NULL;
     /* The encoder's and cross_kv's temporaries are not needed again until
      * the next batch: the decoder's caches grow into that memory instead. */
-    if (!st) st = cg_plan_release(bt->h->enc, CG_RELEASE_ARENA);
-    if (!st) st = cg_plan_release(bt->h->ckv, CG_RELEASE_ARENA);
+    if (!st && !bt->keep_arenas) st = cg_plan_release(bt->h->enc, CG_RELEASE_ARENA);
+    if (!st && !bt->keep_arenas) st = cg_plan_release(bt->h->ckv, CG_RELEASE_ARENA);
     return st;
+}
+
+/* The index lists of a run: every input (a step that gives the caches)
+ * and all but the carried caches. */
+void tf_batch_bind(tf_batch *bt) {
+    const tf_step_io *x = &bt->h->sh->io;
+    const int n_in = x->n_in + bt->stream; /* a stream's graph has rstart last */
+    bt->n_first = bt->n_c = 0;
+    for (int k = 0; k < n_in; k++) {
+        bt->idx[bt->n_first++] = k;
+        int carried = 0;
+        for (int l = 0; l < bt->h->sh->cfg.dec_layers; l++) carried |= k == x->pk[l] || k == x->pv[l];
+        if (!carried) bt->idx_c[bt->n_c] = k, bt->in_c[bt->n_c++] = bt->in[k];
+    }
 }
 
 /* decoder_step's tensors for the most rows (their leading dim is set per
  * step) and the two index lists. */
-static cg_status open_step(tf_batch *bt) {
+cg_status tf_batch_open_step(tf_batch *bt) {
     const tf_config *c = &bt->h->sh->cfg;
     const tf_step_io *x = &bt->h->sh->io;
-    const int L = c->dec_layers, Dh = c->d_model / c->dec_heads;
+    const int L = c->dec_layers, Dh = c->d_model / c->dec_heads, n_in = x->n_in + bt->stream;
     const int64_t rows = bt->max_rows, D = c->d_model, cache[4] = {rows, 0, c->dec_heads, Dh};
-    const int64_t tk[2] = {rows, TF_TOP_K}, lg[2] = {rows, bt->V};
-    bt->step = bt->h->step;
-    if (bt->o->attention) {
-        cg_status st = tf_step_maps(bt->h, &bt->step);
-        if (st) return st;
-    }
-    bt->in = calloc((size_t)x->n_in, sizeof *bt->in);
+    const int64_t tk[2] = {rows, TF_TOP_K}, lg[2] = {rows, bt->V}, pd[2] = {rows, D};
+    cg_status st = tf_step_plan(bt->h, bt->o->attention, bt->stream, &bt->step);
+    if (st) return st;
+    bt->in = calloc((size_t)n_in, sizeof *bt->in);
     bt->out = calloc((size_t)x->n_out, sizeof *bt->out);
-    bt->idx = calloc((size_t)x->n_in, sizeof *bt->idx);
-    bt->idx_c = calloc((size_t)x->n_in, sizeof *bt->idx_c);
-    bt->in_c = calloc((size_t)x->n_in, sizeof *bt->in_c);
+    bt->idx = calloc((size_t)n_in, sizeof *bt->idx);
+    bt->idx_c = calloc((size_t)n_in, sizeof *bt->idx_c);
+    bt->in_c = calloc((size_t)n_in, sizeof *bt->in_c);
     if (!bt->in || !bt->out || !bt->idx || !bt->idx_c || !bt->in_c)
         return cg_error(CG_ERR_NO_MEMORY, "out of memory decoding");
-    cg_status st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->y]);
-    if (!st) st = cg_tensor_create(CG_F32, 1, &D, &bt->in[x->ypos]);
+    st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->y]);
+    /* a stream's rows each have their position: one row each */
+    if (!st)
+        st = bt->stream ? cg_tensor_create(CG_F32, 2, pd, &bt->in[x->ypos])
+                        : cg_tensor_create(CG_F32, 1, &D, &bt->in[x->ypos]);
+    if (!st && bt->stream) st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->rstart]);
     if (!st) st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->sent]);
     if (!st) st = cg_tensor_create(CG_I32, 1, &rows, &bt->in[x->parent]);
     for (int l = 0; !st && l < L; l++) {
@@ -196,17 +186,12 @@ static cg_status open_step(tf_batch *bt) {
     /* borrowed, once per batch: the lengths and the cross keys and values */
     bt->in[x->len] = bt->elen;
     for (int l = 0; l < L; l++) bt->in[x->ck[l]] = bt->ckv[2 * l], bt->in[x->cv[l]] = bt->ckv[2 * l + 1];
-    for (int k = 0; k < x->n_in; k++) {
-        bt->idx[bt->n_first++] = k;
-        int carried = 0;
-        for (int l = 0; l < L; l++) carried |= k == x->pk[l] || k == x->pv[l];
-        if (!carried) bt->idx_c[bt->n_c] = k, bt->in_c[bt->n_c++] = bt->in[k];
-    }
+    tf_batch_bind(bt);
     return CG_OK;
 }
 
 /* The search's settings: transformers' rules and generation_config.json. */
-static void search_init(tf_batch *bt) {
+void tf_batch_search_init(tf_batch *bt) {
     const tf_shared *sh = bt->h->sh;
     s2s_search *s = &bt->s;
     s->k = bt->o->beam > 1 ? bt->o->beam : 1;
@@ -277,33 +262,142 @@ static void attention_rows(const float *p, int R, int H, int S, int head, float 
         }
 }
 
-/* One step: decoder_step over the live rows (padded), the search's choice. */
-static cg_status step(tf_batch *bt) {
+/* A stream's rows: each one's position row (its own step count) and
+ * rstart, the leading positions of its cache that are not its own: a
+ * joining row's (parent < 0) are all the caches had, a row going on has
+ * its parent's. */
+static cg_status stream_rows(tf_batch *bt, int Rb) {
     const tf_shared *sh = bt->h->sh;
     const tf_step_io *x = &sh->io;
-    const int Rb = bucket(bt->R, bt->max_rows), first = bt->t == 0;
+    const int D = sh->cfg.d_model;
+    const int32_t *sent = cg_tensor_data_const(bt->in[x->sent]);
+    int32_t *rs = cg_tensor_data(bt->in[x->rstart]);
+    float *pos = cg_tensor_data(bt->in[x->ypos]);
+    bt->in[x->ypos]->dims[0] = bt->in[x->rstart]->dims[0] = Rb;
+    for (int r = 0; r < Rb; r++) {
+        const int rr = r < bt->R ? r : bt->R - 1, p = bt->P ? bt->s.parent[rr] : -1;
+        rs[r] = bt->rs[r] = p < 0 ? bt->P : bt->rs_prev[p];
+        cg_status st = tf_position_rows(&sh->cfg, sh->weights, 1, bt->t - bt->ss[sent[r]].t0, 1, pos + (size_t)r * D);
+        if (st) return st;
+    }
+    return CG_OK;
+}
+
+/* Before a stream's step: when every row's first TF_TRIM_MIN or more
+ * positions, and half the caches, are not its own, this step reads its
+ * caches back (bt->trim) to give them shorter at the next. */
+#define TF_TRIM_MIN 16
+static cg_status trim_begin(tf_batch *bt, int Rb) {
+    const tf_config *c = &bt->h->sh->cfg;
+    const tf_step_io *x = &bt->h->sh->io;
+    int m = bt->P;
+    for (int r = 0; r < bt->R; r++) m = bt->rs[r] < m ? bt->rs[r] : m;
+    bt->trim = m >= TF_TRIM_MIN && 2 * m >= bt->P + 1 ? m : 0;
+    const int64_t dims[4] = {Rb, bt->P + 1, c->dec_heads, c->d_model / c->dec_heads};
+    cg_status st = CG_OK;
+    for (int l = 0; bt->trim && !st && l < c->dec_layers; l++) {
+        st = cg_tensor_create(CG_F32, 4, dims, &bt->out[x->nk[l]]);
+        if (!st) st = cg_tensor_create(CG_F32, 4, dims, &bt->out[x->nv[l]]);
+    }
+    return st;
+}
+
+/* A trim's caches, once a step has taken them: the plan carries its own
+ * from there, so their memory goes (empty tensors stand in). */
+static cg_status drop_given(tf_batch *bt) {
+    const tf_config *c = &bt->h->sh->cfg;
+    const tf_step_io *x = &bt->h->sh->io;
+    const int64_t empty[4] = {bt->max_rows, 0, c->dec_heads, c->d_model / c->dec_heads};
+    cg_status st = CG_OK;
+    for (int q = 0; !st && q < 2 * c->dec_layers; q++) {
+        cg_tensor **t = &bt->in[q % 2 ? x->pv[q / 2] : x->pk[q / 2]];
+        if (cg_tensor_dim(*t, 1) == 0) continue;
+        cg_tensor_free(*t);
+        *t = NULL;
+        st = cg_tensor_create(CG_F32, 4, empty, t);
+    }
+    return st;
+}
+
+/* After it: the caches read back without their first bt->trim positions
+ * become the next step's pk / pv, which it gives; the rows' rstart move
+ * down by as much. Else the carried caches grew by one. */
+static cg_status trim_end(tf_batch *bt, int Rb) {
+    const tf_config *c = &bt->h->sh->cfg;
+    const tf_step_io *x = &bt->h->sh->io;
+    const int m = bt->trim, P2 = bt->P + 1 - m;
+    cg_status st = bt->give && bt->P ? drop_given(bt) : CG_OK;
+    for (int r = 0; r < Rb; r++) bt->rs_prev[r] = bt->rs[r] - m;
+    for (int q = 0; m && !st && q < 2 * c->dec_layers; q++) {
+        const int l = q / 2, in = q % 2 ? x->pv[l] : x->pk[l], out = q % 2 ? x->nv[l] : x->nk[l];
+        const int64_t dims[4] = {Rb, P2, c->dec_heads, c->d_model / c->dec_heads};
+        cg_tensor *t = NULL;
+        st = cg_tensor_create(CG_F32, 4, dims, &t);
+        const size_t row = (size_t)(dims[2] * dims[3]), from = (size_t)(bt->P + 1) * row, to = (size_t)P2 * row;
+        const float *src = st ? NULL : cg_tensor_data_const(bt->out[out]);
+        for (int r = 0; !st && r < Rb; r++)
+            memcpy((float *)cg_tensor_data(t) + r * to, src + r * from + (size_t)m * row, sizeof(float) * to);
+        cg_tensor_free(bt->out[out]);
+        bt->out[out] = NULL;
+        if (st) break;
+        cg_tensor_free(bt->in[in]);
+        bt->in[in] = t;
+    }
+    if (st) return st;
+    bt->give = m > 0;
+    bt->trims += m > 0;
+    bt->P = P2;
+    bt->trim = 0;
+    return CG_OK;
+}
+
+/* The step's inputs for Rb rows (the live ones padded): the previous
+ * tokens, sentences, parents, positions. */
+static cg_status step_inputs(tf_batch *bt, int Rb, int give) {
+    const tf_shared *sh = bt->h->sh;
+    const tf_step_io *x = &sh->io;
     int32_t *y = cg_tensor_data(bt->in[x->y]), *sent = cg_tensor_data(bt->in[x->sent]),
             *par = cg_tensor_data(bt->in[x->parent]);
+    const int fresh = give && bt->P == 0; /* the caches start empty */
     for (int r = 0; r < Rb; r++) {
         const int rr = r < bt->R ? r : bt->R - 1;
         const s2s_hyp *hy = &bt->rows[rr].h;
         y[r] = hy->n ? hy->toks[hy->n - 1] : sh->cfg.start_id;
         sent[r] = bt->rows[rr].sent;
-        par[r] = first ? rr : bt->s.parent[rr];
+        /* a stream's joining row (parent < 0) takes any row's caches: masked */
+        par[r] = fresh ? rr : bt->s.parent[rr] < 0 ? 0 : bt->s.parent[rr];
     }
     bt->in[x->y]->dims[0] = bt->in[x->sent]->dims[0] = bt->in[x->parent]->dims[0] = Rb;
-    for (int l = 0; first && l < sh->cfg.dec_layers; l++) bt->in[x->pk[l]]->dims[0] = bt->in[x->pv[l]]->dims[0] = Rb;
+    for (int l = 0; fresh && l < sh->cfg.dec_layers; l++) /* (a stream's may hold a trim's) */
+        for (int i = 0; i < 2; i++) {
+            cg_tensor *c = bt->in[i ? x->pv[l] : x->pk[l]];
+            c->dims[0] = Rb;
+            c->dims[1] = 0;
+        }
+    if (bt->stream) {
+        cg_status st = stream_rows(bt, Rb);
+        return st ? st : trim_begin(bt, Rb);
+    }
+    return tf_position_rows(&sh->cfg, sh->weights, 1, bt->t, 1, cg_tensor_data(bt->in[x->ypos]));
+}
+
+/* One step: decoder_step over the live rows (padded), the search's choice. */
+cg_status tf_batch_step(tf_batch *bt) {
+    const tf_shared *sh = bt->h->sh;
+    const tf_step_io *x = &sh->io;
+    const int Rb = bucket(bt->R, bt->max_rows), give = bt->stream ? bt->give : bt->t == 0;
+    cg_status st = step_inputs(bt, Rb, give);
+    if (st) return st;
     for (int q = 0; q < x->n_out; q++)
         if (bt->out[q]) bt->out[q]->dims[0] = Rb;
-    cg_status st = tf_position_rows(&sh->cfg, sh->weights, 1, bt->t, 1, cg_tensor_data(bt->in[x->ypos]));
-    if (st) return st;
     cg_plan_binding b = {.struct_size = sizeof b,
-                         .n_inputs = first ? bt->n_first : bt->n_c,
-                         .input_index = first ? bt->idx : bt->idx_c,
-                         .inputs = first ? bt->in : bt->in_c,
+                         .n_inputs = give ? bt->n_first : bt->n_c,
+                         .input_index = give ? bt->idx : bt->idx_c,
+                         .inputs = give ? bt->in : bt->in_c,
                          .n_outputs = bt->o->attention ? x->n_out : x->n_out - 1, /* a is the last */
                          .outputs = bt->out};
     st = cg_plan_run_indexed(bt->step, &b);
+    if (!st && bt->stream) st = trim_end(bt, Rb);
     if (st) return st;
     s2s_scores so = {.V = bt->V, .S = bt->S};
     if (bt->wide) {
@@ -329,7 +423,7 @@ static cg_status step(tf_batch *bt) {
     return s2s_finish(&bt->s, bt->ss, bt->nb, bt->rows, bt->R, bt->o, bt->results);
 }
 
-static void batch_free(tf_batch *bt) {
+void tf_batch_free(tf_batch *bt) {
     const tf_shared *sh = bt->h->sh;
     const tf_step_io *x = &sh->io;
     s2s_search_free(&bt->s, bt->ss, bt->nb, bt->rows, bt->R);
@@ -339,6 +433,7 @@ static void batch_free(tf_batch *bt) {
         cg_tensor_free(bt->in[x->ypos]);
         cg_tensor_free(bt->in[x->sent]);
         cg_tensor_free(bt->in[x->parent]);
+        if (bt->stream) cg_tensor_free(bt->in[x->rstart]);
         for (int l = 0; l < sh->cfg.dec_layers; l++) {
             cg_tensor_free(bt->in[x->pk[l]]);
             cg_tensor_free(bt->in[x->pv[l]]);
@@ -353,6 +448,8 @@ static void batch_free(tf_batch *bt) {
     free(bt->logp);
     free(bt->att);
     free(bt->given);
+    free(bt->rs);
+    free(bt->rs_prev);
     for (int i = 0; bt->ckv && i < 2 * sh->cfg.dec_layers; i++) cg_tensor_free(bt->ckv[i]);
     free(bt->ckv);
     cg_tensor_free(bt->enc);
@@ -371,14 +468,14 @@ cg_status tf_decode_batch(tf_handle *h, const cg_s2s_options *o, int nb, const i
     bt.nb = nb;
     bt.results = results;
     bt.V = h->sh->cfg.dec_vocab;
-    search_init(&bt);
+    tf_batch_search_init(&bt);
     bt.max_rows = nb * bt.s.k;
-    cg_status st = sources(&bt, ids, src, src_len);
-    if (!st) st = encode(&bt);
-    if (!st) st = open_step(&bt);
+    cg_status st = tf_batch_sources(&bt, ids, src, src_len);
+    if (!st) st = tf_batch_encode(&bt);
+    if (!st) st = tf_batch_open_step(&bt);
     if (!st) st = start(&bt, ids);
-    while (!st && bt.R > 0) st = step(&bt);
-    batch_free(&bt);
+    while (!st && bt.R > 0) st = tf_batch_step(&bt);
+    tf_batch_free(&bt);
     /* The last step's caches and arena, dead once the batch is done: the
      * next batch's encoder would otherwise peak on top of them. With the
      * encoder's and cross_kv's arenas (above) this is 35 MB of an int8 batch

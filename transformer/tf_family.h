@@ -55,4 +55,21 @@ cg_status tf_plan(tf_handle *h, const char *graph, cg_plan **plan);
 const cg_model *tf_model(const tf_handle *h);
 size_t tf_decoder_weight_bytes(const tf_handle *h);
 
+/* A continuous decode (cg_s2s_stream; tf_stream.c): `run` the resolved
+ * options (kept by the caller while the stream lives), results[cap] the
+ * caller's, one per slot, passed to run->done as sentences end. */
+typedef struct tf_stream tf_stream;
+cg_status tf_stream_open(tf_handle *h, const cg_s2s_options *run, int cap, cg_s2s_result *results, tf_stream **out);
+/* Sources joining at the next step (each with its EOS appended unless it
+ * has one): encoded, their slots in slot[0..n) (free ones, at most the
+ * room cap minus tf_stream_live leaves). */
+cg_status tf_stream_join(tf_stream *ts, int n, const int32_t *const *src, const int *len, int *slot);
+/* One step of the live rows (none: nothing). */
+cg_status tf_stream_run(tf_stream *ts);
+/* Sentences decoding. */
+int tf_stream_live(const tf_stream *ts);
+/* Times the caches were cut short (tests). */
+long tf_stream_trims(const tf_stream *ts);
+void tf_stream_free(tf_stream *ts);
+
 #endif

@@ -120,6 +120,8 @@ static void shared_release(tf_shared *sh) {
     free(sh->io.cv);
     free(sh->io.pk);
     free(sh->io.pv);
+    free(sh->io.nk);
+    free(sh->io.nv);
     cg_model_free(sh->model);
     cg_weights_free(sh->weights);
     if (sh->has_vocab) tf_vocab_free(&sh->vocab);
@@ -133,6 +135,8 @@ void tf_free(tf_handle *h) {
     cg_plan_free(h->ckv);
     cg_plan_free(h->step);
     cg_plan_free(h->step_maps);
+    cg_plan_free(h->step_stream[0]);
+    cg_plan_free(h->step_stream[1]);
     cg_aligned_free(h->ckv_mem);
     free(h->device);
     free(h->place);
@@ -150,7 +154,9 @@ static cg_status resolve_step(tf_shared *sh) {
     x->cv = malloc(sizeof(int) * (size_t)L);
     x->pk = malloc(sizeof(int) * (size_t)L);
     x->pv = malloc(sizeof(int) * (size_t)L);
-    if (!x->ck || !x->cv || !x->pk || !x->pv) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    x->nk = malloc(sizeof(int) * (size_t)L);
+    x->nv = malloc(sizeof(int) * (size_t)L);
+    if (!x->ck || !x->cv || !x->pk || !x->pv || !x->nk || !x->nv) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
     x->n_in = cg_graph_input_count(g);
     x->n_out = cg_graph_output_count(g);
     x->y = cg_s2s_input_pos(g, "y"), x->ypos = cg_s2s_input_pos(g, "ypos"), x->sent = cg_s2s_input_pos(g, "sentence");
@@ -164,7 +170,13 @@ static cg_status resolve_step(tf_shared *sh) {
         snprintf(nm, sizeof nm, "cv%d", l), x->cv[l] = cg_s2s_input_pos(g, nm);
         snprintf(nm, sizeof nm, "pk%d", l), x->pk[l] = cg_s2s_input_pos(g, nm);
         snprintf(nm, sizeof nm, "pv%d", l), x->pv[l] = cg_s2s_input_pos(g, nm);
+        snprintf(nm, sizeof nm, "nk%d", l), x->nk[l] = cg_s2s_output_pos(g, nm);
+        snprintf(nm, sizeof nm, "nv%d", l), x->nv[l] = cg_s2s_output_pos(g, nm);
     }
+    /* the stream graphs: the same inputs, then rstart */
+    x->rstart = cg_s2s_input_pos(cg_model_graph(sh->model, "decoder_step_stream_maps"), "rstart");
+    if (x->rstart != x->n_in)
+        return cg_error(CG_ERR_VERIFY, "%s: decoder_step_stream_maps' input rstart is not last", sh->dir);
     return CG_OK;
 }
 
@@ -189,17 +201,20 @@ static cg_status step_plan(tf_handle *h, const char *graph, const cg_plan_option
     return st;
 }
 
-cg_status tf_step_maps(tf_handle *h, cg_plan **plan) {
+cg_status tf_step_plan(tf_handle *h, int maps, int stream, cg_plan **plan) {
+    static const char *const names[2][2] = {{"decoder_step", "decoder_step_maps"},
+                                            {"decoder_step_stream", "decoder_step_stream_maps"}};
+    cg_plan **p = stream ? &h->step_stream[!!maps] : maps ? &h->step_maps : &h->step;
     cg_status st = CG_OK;
-    if (!h->step_maps) {
+    if (!*p) {
         cg_plan_options same = {.struct_size = sizeof(cg_plan_options), .device = h->device, .place = h->place};
-        st = step_plan(h, "decoder_step_maps", &same, &h->step_maps);
+        st = step_plan(h, names[!!stream][!!maps], &same, p);
         if (st) {
-            cg_plan_free(h->step_maps);
-            h->step_maps = NULL;
+            cg_plan_free(*p);
+            *p = NULL;
         }
     }
-    *plan = h->step_maps;
+    *plan = *p;
     return st;
 }
 
@@ -348,7 +363,7 @@ cg_status tf_plan(tf_handle *h, const char *graph, cg_plan **plan) {
     if (!strcmp(graph, "encoder")) *plan = h->enc;
     else if (!strcmp(graph, "cross_kv")) *plan = h->ckv;
     else if (!strcmp(graph, "decoder_step") || !strcmp(graph, "decoder")) *plan = h->step;
-    else if (!strcmp(graph, "decoder_step_maps")) return tf_step_maps(h, plan);
+    else if (!strcmp(graph, "decoder_step_maps")) return tf_step_plan(h, 1, 0, plan);
     if (*plan) return CG_OK;
     return cg_error(CG_ERR_INVALID_ARGUMENT,
                     "%s: a Transformer model has no plan for graph '%s' (encoder, cross_kv, decoder_step or its "

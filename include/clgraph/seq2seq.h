@@ -240,21 +240,21 @@ CG_API cg_status cg_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, c
                                   const int *src_len, cg_s2s_result *results, cg_s2s_progress_fn progress, void *user);
 
 /**
- * A continuous decode (the RNN family): sources join the running batch at
+ * A continuous decode (either family): sources join the running batch at
  * the next step (cg_s2s_stream_add) and leave it when they end, so a long
  * sentence holds no short one back. Each source's result goes to the
  * options' `done` with the tag it was added with, as soon as it ends;
  * `keep` may drop one. A source's result is the same as cg_s2s_translate's,
- * in whatever company it decodes. Used by one thread at a time.
+ * in whatever company it decodes (a Transformer's: the same tokens, its
+ * score up to the order of sums over masked cache positions). Used by one
+ * thread at a time.
  */
 typedef struct cg_s2s_stream cg_s2s_stream;
 
 /**
  * Opens a stream on m with options `opt` (as cg_s2s_translate's; `batch`
  * is not used) for at most `max_sentences` sources decoding at once.
- * CG_ERR_UNSUPPORTED for a Transformer model (its self-attention caches
- * have one length for all rows) or a model.cg whose decoder reads the keys
- * per row; CG_ERR_INVALID_ARGUMENT as cg_s2s_translate for bad options or
+ * CG_ERR_UNSUPPORTED for a model.cg whose decoder reads the keys per row; CG_ERR_INVALID_ARGUMENT as cg_s2s_translate for bad options or
  * a max_sentences below 1.
  */
 CG_API cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sentences, cg_s2s_stream **out);

@@ -335,35 +335,6 @@ static void check_batchings(const golden *g, cg_s2s *m, const cg_s2s_options *ba
     free(res);
 }
 
-/* A stream's results, copied out of `done` by tag. */
-typedef struct stream_got {
-    cg_s2s_result *res;
-    int *count;
-} stream_got;
-
-static void stream_copy(int tag, const cg_s2s_result *r, void *user) {
-    stream_got *g = user;
-    cg_s2s_result *d = &g->res[tag];
-    g->count[tag]++;
-    *d = *r;
-    d->hyps = calloc((size_t)r->n_hyps + 1, sizeof *d->hyps);
-    ck_assert_ptr_nonnull(d->hyps);
-    for (int h = 0; h < r->n_hyps; h++) {
-        const cg_s2s_hyp *x = &r->hyps[h];
-        cg_s2s_hyp *y = &d->hyps[h];
-        *y = *x;
-        y->tokens = malloc(sizeof(int32_t) * (size_t)(x->n_tokens + 1));
-        ck_assert_ptr_nonnull(y->tokens);
-        memcpy(y->tokens, x->tokens, sizeof(int32_t) * (size_t)x->n_tokens);
-        if (x->attention) {
-            const size_t nf = (size_t)x->n_steps * (size_t)r->src_len;
-            y->attention = malloc(sizeof(float) * (nf + 1));
-            ck_assert_ptr_nonnull(y->attention);
-            memcpy(y->attention, x->attention, sizeof(float) * nf);
-        }
-    }
-}
-
 /* The sources through a stream of room 3 (and of room 1 when `full`: on
  * the CPU; each width and row count a stream meets is a plan binding, slow
  * to compile on some OpenCL implementations), one joining every other
@@ -374,31 +345,14 @@ static void check_stream(const golden *g, cg_s2s *m, const cg_s2s_options *base,
                          const cg_s2s_result *ref, int full) {
     static const int rooms[] = {3, 1};
     for (size_t k = 0; k < (full ? 2u : 1u); k++) {
-        stream_got got = {calloc((size_t)g->n, sizeof *got.res), calloc((size_t)g->n, sizeof(int))};
-        ck_assert(got.res && got.count);
-        cg_s2s_options o = *base;
-        o.done = stream_copy;
-        o.user = &got;
-        cg_s2s_stream *st;
-        ck_assert_msg(cg_s2s_stream_open(m, &o, rooms[k], &st) == CG_OK, "%s", cg_last_error());
-        int next = 0, steps = 0;
-        while (next < g->n || cg_s2s_stream_pending(st)) {
-            if (next < g->n && cg_s2s_stream_room(st) > 0 && steps % 2 == 0) {
-                const int32_t *src = g->src[next];
-                ck_assert_int_eq(cg_s2s_stream_add(st, 1, &src, &g->len[next], &next), CG_OK);
-                next++;
-            }
-            ck_assert_msg(cg_s2s_stream_step(st) == CG_OK, "%s: %s", what, cg_last_error());
-            ck_assert_int_lt(++steps, 100000);
-        }
-        cg_s2s_stream_free(st);
-        for (int i = 0; i < g->n; i++) ck_assert_int_eq(got.count[i], 1);
+        cg_s2s_result *got = calloc((size_t)g->n, sizeof *got);
+        ck_assert_ptr_nonnull(got);
+        tu_s2s_stream(m, base, rooms[k], 2, g->n, (const int32_t *const *)g->src, g->len, got, NULL);
         char tag[600];
         snprintf(tag, sizeof tag, "%s, a stream of room %d", what, rooms[k]);
-        check_same(tag, g->n, ref, got.res);
-        clear_all(got.res, g->n);
-        free(got.res);
-        free(got.count);
+        check_same(tag, g->n, ref, got);
+        clear_all(got, g->n);
+        free(got);
     }
 }
 

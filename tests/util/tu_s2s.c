@@ -121,3 +121,58 @@ void tu_s2s_check_drop(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_
     free(d.asked);
     free(d.reported);
 }
+
+typedef struct stream_got {
+    cg_s2s_result *res;
+    int *count;
+} stream_got;
+
+static void stream_copy(int tag, const cg_s2s_result *r, void *user) {
+    stream_got *g = user;
+    cg_s2s_result *d = &g->res[tag];
+    g->count[tag]++;
+    *d = *r;
+    d->hyps = calloc((size_t)r->n_hyps + 1, sizeof *d->hyps);
+    ck_assert_ptr_nonnull(d->hyps);
+    for (int h = 0; h < r->n_hyps; h++) {
+        const cg_s2s_hyp *x = &r->hyps[h];
+        cg_s2s_hyp *y = &d->hyps[h];
+        *y = *x;
+        y->tokens = malloc(sizeof(int32_t) * (size_t)(x->n_tokens + 1));
+        ck_assert_ptr_nonnull(y->tokens);
+        memcpy(y->tokens, x->tokens, sizeof(int32_t) * (size_t)x->n_tokens);
+        if (x->attention) {
+            const size_t nf = (size_t)x->n_steps * (size_t)r->src_len;
+            y->attention = malloc(sizeof(float) * (nf + 1));
+            ck_assert_ptr_nonnull(y->attention);
+            memcpy(y->attention, x->attention, sizeof(float) * nf);
+        }
+    }
+}
+
+int tu_s2s_stream(cg_s2s *m, const cg_s2s_options *opt, int room, int every, int n, const int32_t *const *src,
+                  const int *len, cg_s2s_result *res, cg_s2s_stream **out) {
+    stream_got got = {res, calloc((size_t)n + 1, sizeof(int))};
+    ck_assert_ptr_nonnull(got.count);
+    cg_s2s_options o = {.struct_size = sizeof o};
+    if (opt) memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+    o.struct_size = sizeof o;
+    o.done = stream_copy;
+    o.user = &got;
+    cg_s2s_stream *st;
+    ck_assert_msg(cg_s2s_stream_open(m, &o, room, &st) == CG_OK, "%s", cg_last_error());
+    int next = 0, steps = 0;
+    while (next < n || cg_s2s_stream_pending(st)) {
+        if (next < n && cg_s2s_stream_room(st) > 0 && steps % every == 0) {
+            ck_assert_int_eq(cg_s2s_stream_add(st, 1, &src[next], &len[next], &next), CG_OK);
+            next++;
+        }
+        ck_assert_msg(cg_s2s_stream_step(st) == CG_OK, "a stream of room %d: %s", room, cg_last_error());
+        ck_assert_int_lt(++steps, 100000);
+    }
+    for (int i = 0; i < n; i++) ck_assert_msg(got.count[i] == 1, "source %d reported %d times", i, got.count[i]);
+    free(got.count);
+    if (out) *out = st;
+    else cg_s2s_stream_free(st);
+    return steps;
+}

@@ -20,4 +20,12 @@ cg_status tu_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const in
  * drops nothing. */
 void tu_s2s_check_drop(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *len);
 
+/* The n sources through a stream of `room` sentences (opt's options),
+ * source i added with tag i at every `every`-th step while there is room:
+ * each reported once, its result deep-copied into res[i] (the caller
+ * clears them). The stream is left to *out when out is not NULL (the
+ * caller frees it), else freed. Returns the steps it took. */
+int tu_s2s_stream(cg_s2s *m, const cg_s2s_options *opt, int room, int every, int n, const int32_t *const *src,
+                  const int *len, cg_s2s_result *res, cg_s2s_stream **out);
+
 #endif

@@ -6,14 +6,17 @@
 # (1 connection) on each. Prints sentences per second, p50 and p99 latency,
 # errors, and the machine's load. DECODE (stream, the default, or batch)
 # is the server's --decode: sentences joining the running decode, or
-# batches of requests.
-#   tools/bench/serve_load.sh [BUILD_DIR] [SECONDS] [CONNECTIONS] [DEVICE] [DECODE]
+# batches of requests. MODEL (dates, the default, or marian_dates: the
+# Transformer demo, which translates the same sentences) is the model of
+# models/ it serves.
+#   tools/bench/serve_load.sh [BUILD_DIR] [SECONDS] [CONNECTIONS] [DEVICE] [DECODE] [MODEL]
 set -eu
 build=${1:-build}
 secs=${2:-10}
 conns=${3:-64}
 device=${4:-cpu}
 decode=${5:-stream}
+model=${6:-dates}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill $(cat "$work"/pid 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
@@ -31,16 +34,16 @@ LUA
 } > "$work/post.lua"
 
 run() { # run MAX_BATCH: the server, a lone client, then the load
-    serve_start "$src/models/dates" --device "$device" --max-batch "$1" --max-delay-us 1000 --max-queue 4096 \
+    serve_start "$src/models/$model" --device "$device" --max-batch "$1" --max-delay-us 1000 --max-queue 4096 \
         --decode "$decode"
-    url=http://127.0.0.1:$port/v2/models/dates/translate
+    url=http://127.0.0.1:$port/v2/models/$model/translate
     lone=$(wrk -t1 -c1 -d"$secs"s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
     load=$(wrk -t2 -c"$conns" -d"$secs"s --timeout 30s -s "$work/post.lua" "$url" | sed -n 's/^RESULT //p')
     kill -TERM "$(cat "$work/pid")"
     wait "$(cat "$work/pid")" || { echo "server exited non-zero" >&2; exit 1; }
     echo "$1 $lone $load"
 }
-echo "--decode $decode; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$model, --decode $decode; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 a=$(run 64)
 b=$(run 1)
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
