@@ -182,6 +182,31 @@ void cg_s2s_result_clear(cg_s2s_result *r) {
     memset(r, 0, sizeof *r);
 }
 
+cg_status cg_s2s_result_copy(cg_s2s_result *dst, const cg_s2s_result *src) {
+    if (!dst || !src) return cg_error(CG_ERR_INVALID_ARGUMENT, "cg_s2s_result_copy: NULL argument");
+    *dst = *src;
+    dst->hyps = NULL;
+    dst->n_hyps = 0;
+    cg_s2s_hyp *h = calloc((size_t)src->n_hyps + 1, sizeof *h);
+    int ok = h != NULL;
+    dst->hyps = h;
+    for (int i = 0; ok && i < src->n_hyps; i++) {
+        const cg_s2s_hyp *x = &src->hyps[i];
+        const size_t nf = x->attention ? (size_t)x->n_steps * (size_t)src->src_len : 0;
+        h[i] = *x;
+        h[i].attention = NULL;
+        h[i].tokens = malloc(sizeof(int32_t) * ((size_t)x->n_tokens + 1));
+        if (h[i].tokens) memcpy(h[i].tokens, x->tokens, sizeof(int32_t) * (size_t)x->n_tokens);
+        if (x->attention && (h[i].attention = malloc(sizeof(float) * (nf + 1))))
+            memcpy(h[i].attention, x->attention, sizeof(float) * nf);
+        ok = h[i].tokens && (!x->attention || h[i].attention);
+        dst->n_hyps = i + 1; /* what cg_s2s_result_clear frees on failure */
+    }
+    if (ok) return CG_OK;
+    cg_s2s_result_clear(dst);
+    return cg_error(CG_ERR_NO_MEMORY, "out of memory copying a translation result");
+}
+
 /* Longest first, then input order; `ctx` is the lengths. */
 static int by_length_desc(const void *a, const void *b, void *ctx) {
     const int *len = ctx;

@@ -36,24 +36,6 @@ typedef struct srv_streamer {
     int32_t vocab;     /* source vocabulary (ids are checked on arrival) */
 } srv_streamer;
 
-static void srv_result_copy(cg_s2s_result *d, const cg_s2s_result *r) {
-    *d = *r;
-    d->hyps = calloc((size_t)r->n_hyps + 1, sizeof *d->hyps);
-    for (int h = 0; d->hyps && h < r->n_hyps; h++) {
-        const cg_s2s_hyp *x = &r->hyps[h];
-        cg_s2s_hyp *y = &d->hyps[h];
-        *y = *x;
-        y->tokens = malloc(sizeof(int32_t) * (size_t)(x->n_tokens + 1));
-        if (y->tokens) memcpy(y->tokens, x->tokens, sizeof(int32_t) * (size_t)x->n_tokens);
-        else y->n_tokens = 0;
-        y->attention = NULL;
-        const size_t nf = (size_t)x->n_steps * (size_t)r->src_len;
-        if (x->attention && (y->attention = malloc(sizeof(float) * (nf + 1))))
-            memcpy(y->attention, x->attention, sizeof(float) * nf);
-    }
-    if (!d->hyps) d->n_hyps = 0;
-}
-
 /* Answers a slot's job (its answer set) and frees the slot. */
 static void srv_release(srv_active *a) {
     srv_job *j = a->job;
@@ -66,8 +48,15 @@ static void srv_release(srv_active *a) {
 static void srv_sentence_done(int tag, const cg_s2s_result *r, void *user) {
     srv_streamer *z = user;
     srv_active *a = &z->act[tag / SRV_TAG_SENTS];
-    srv_result_copy(&a->res[tag % SRV_TAG_SENTS], r);
     a->running--;
+    if (a->gone) return; /* failed already: answered */
+    if (cg_s2s_result_copy(&a->res[tag % SRV_TAG_SENTS], r)) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "model '%s': %s", z->wk->m->name, cg_last_error());
+        srv_job_fail(a->job, 500, msg);
+        a->gone = SRV_LEFT_FAILED; /* its other sentences leave, then it is released */
+        return;
+    }
     if (++a->ended < a->job->tr.n) return;
     srv_tr_answer(z->wk, a->job, a->res);
     srv_release(a);

@@ -289,6 +289,15 @@ CG_API void cg_s2s_stream_free(cg_s2s_stream *s);
 CG_API void cg_s2s_result_clear(cg_s2s_result *r);
 
 /**
+ * A deep copy of `src` (its hypotheses, tokens and attention) into `dst`,
+ * which the caller frees with cg_s2s_result_clear; `dst` is overwritten,
+ * not freed first. For a `done` callback, whose result is cleared after it
+ * returns. CG_ERR_NO_MEMORY leaves `dst` empty (zeroed);
+ * CG_ERR_INVALID_ARGUMENT for a NULL argument.
+ */
+CG_API cg_status cg_s2s_result_copy(cg_s2s_result *dst, const cg_s2s_result *src);
+
+/**
  * The plan statistics of the model's encoder and decoder summed over every
  * run since loading (see cg_plan_stats_get; either pointer may be NULL).
  * The decoder runs once per step, so differences of `decoder_total` across

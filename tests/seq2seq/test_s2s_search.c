@@ -417,6 +417,48 @@ START_TEST(min_len_masks_eos_beam) {
 }
 END_TEST
 
+/* cg_s2s_result_copy: every hypothesis, token and attention weight, in
+ * memory of its own (the copy outlives a cleared source); NULL refused. */
+START_TEST(result_copy_is_deep) {
+    cg_s2s_result src = {.src_len = 3, .n_hyps = 2};
+    src.hyps = calloc(2, sizeof *src.hyps);
+    ck_assert_ptr_nonnull(src.hyps);
+    for (int h = 0; h < 2; h++) {
+        cg_s2s_hyp *x = &src.hyps[h];
+        x->n_tokens = 4 - h;
+        x->n_steps = x->n_tokens + 1;
+        x->score = -1.5 * (h + 1);
+        x->tokens = malloc(sizeof(int32_t) * (size_t)x->n_tokens);
+        x->attention = h ? NULL : malloc(sizeof(float) * (size_t)(x->n_steps * src.src_len));
+        ck_assert_ptr_nonnull(x->tokens);
+        for (int t = 0; t < x->n_tokens; t++) x->tokens[t] = 10 * h + t;
+        for (int k = 0; x->attention && k < x->n_steps * src.src_len; k++) x->attention[k] = 0.125f * (float)k;
+    }
+    cg_s2s_result dst;
+    ck_assert_int_eq(cg_s2s_result_copy(&dst, &src), CG_OK);
+    ck_assert_ptr_ne(dst.hyps, src.hyps);
+    cg_s2s_result_clear(&src);
+    ck_assert_int_eq(dst.n_hyps, 2);
+    ck_assert_int_eq(dst.src_len, 3);
+    for (int h = 0; h < 2; h++) {
+        const cg_s2s_hyp *y = &dst.hyps[h];
+        ck_assert_int_eq(y->n_tokens, 4 - h);
+        ck_assert_int_eq(y->n_steps, 5 - h);
+        ck_assert(y->score == -1.5 * (h + 1));
+        for (int t = 0; t < y->n_tokens; t++) ck_assert_int_eq(y->tokens[t], 10 * h + t);
+        ck_assert(!y->attention == (h == 1));
+        for (int k = 0; y->attention && k < y->n_steps * 3; k++) ck_assert(y->attention[k] == 0.125f * (float)k);
+    }
+    cg_s2s_result_clear(&dst);
+    cg_s2s_result empty = {0};
+    ck_assert_int_eq(cg_s2s_result_copy(&dst, &empty), CG_OK);
+    ck_assert_int_eq(dst.n_hyps, 0);
+    cg_s2s_result_clear(&dst);
+    ck_assert_int_eq(cg_s2s_result_copy(NULL, &empty), CG_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(cg_s2s_result_copy(&dst, NULL), CG_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("s2s_search");
     TCase *tc = tcase_create("search");
@@ -430,6 +472,7 @@ int main(void) {
     tcase_add_test(tc, beam_max_len);
     tcase_add_test(tc, finished_set_and_nbest);
     tcase_add_test(tc, batch_of_two);
+    tcase_add_test(tc, result_copy_is_deep);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -129,25 +129,8 @@ typedef struct stream_got {
 
 static void stream_copy(int tag, const cg_s2s_result *r, void *user) {
     stream_got *g = user;
-    cg_s2s_result *d = &g->res[tag];
     g->count[tag]++;
-    *d = *r;
-    d->hyps = calloc((size_t)r->n_hyps + 1, sizeof *d->hyps);
-    ck_assert_ptr_nonnull(d->hyps);
-    for (int h = 0; h < r->n_hyps; h++) {
-        const cg_s2s_hyp *x = &r->hyps[h];
-        cg_s2s_hyp *y = &d->hyps[h];
-        *y = *x;
-        y->tokens = malloc(sizeof(int32_t) * (size_t)(x->n_tokens + 1));
-        ck_assert_ptr_nonnull(y->tokens);
-        memcpy(y->tokens, x->tokens, sizeof(int32_t) * (size_t)x->n_tokens);
-        if (x->attention) {
-            const size_t nf = (size_t)x->n_steps * (size_t)r->src_len;
-            y->attention = malloc(sizeof(float) * (nf + 1));
-            ck_assert_ptr_nonnull(y->attention);
-            memcpy(y->attention, x->attention, sizeof(float) * nf);
-        }
-    }
+    ck_assert_msg(cg_s2s_result_copy(&g->res[tag], r) == CG_OK, "%s", cg_last_error());
 }
 
 int tu_s2s_stream(cg_s2s *m, const cg_s2s_options *opt, int room, int every, int n, const int32_t *const *src,
