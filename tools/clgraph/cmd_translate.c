@@ -1,5 +1,6 @@
 /* clgraph translate MODEL_DIR: one source per line on stdin, one line per
- * source (or --nbest lines) on stdout in input order; and clgraph s2s-graph
+ * source (or --nbest lines) on stdout (or --output FILE, which --resume
+ * continues: tr_resume.h) in input order; and clgraph s2s-graph
  * MODEL_DIR [--weights-dtype T], which prints the graphs the model runs
  * (with that option: as cg_s2s_load with it runs them). */
 #include <errno.h>
@@ -11,9 +12,12 @@
 #include "cli.h"
 #include "clgraph/seq2seq.h"
 #include "heatmap.h"
+#include "tr_resume.h"
 
 typedef struct targs {
-    const char *dir, *device, *place, *attention, *profile;
+    const char *dir, *device, *place, *attention, *profile, *output;
+    int resume;
+    uint64_t cmd_hash; /* the command line but --resume (tr_resume.h) */
     int beam, nbest, max_len, min_len, batch, ids, scores, crop, attention_head;
     int window;             /* lines per window; 0: chosen from stdin and --batch */
     int max_input_len;      /* source tokens a line may have */
@@ -50,6 +54,8 @@ static int parse_args(int argc, char **argv, targs *a) {
          .help = "source tokens a line may have"},
         {"plugin", 0, CLI_CALL, &a->plugins, .fn = cli_opt_plugin, .arg = "LIB", .help = "load an op library"},
         {"alpha", 0, CLI_DBL, &a->alpha, 0, 100, .arg = "X", .help = "length penalty"},
+        {"output", 0, CLI_STR, &a->output, .arg = "FILE", .help = "translations to FILE, progress to FILE.progress"},
+        {"resume", 0, CLI_FLAG, &a->resume, .help = "go on from FILE.progress (--output)"},
         {0},
     };
     cli_spec spec = {.cmd = "translate",
@@ -79,6 +85,13 @@ static int parse_args(int argc, char **argv, targs *a) {
                          a->max_len);
     if (a->nbest > 1 && a->beam && a->nbest > a->beam)
         return cli_usage("translate", CLI_HINT_NONE, "--nbest %d needs --beam of at least %d", a->nbest, a->nbest);
+    if (a->resume && !a->output) return cli_usage("translate", CLI_HINT_NONE, "--resume needs --output FILE");
+    if (a->resume && a->attention)
+        return cli_usage("translate", CLI_HINT_NONE,
+                         "--resume cannot go with --attention (its heat map needs every line in one run)");
+    a->cmd_hash = TR_HASH_START;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--resume")) a->cmd_hash = tr_hash(a->cmd_hash, argv[i], strlen(argv[i]) + 1);
     return CLI_OK;
 }
 
@@ -384,25 +397,26 @@ out:
 
 /* Writes w's results in input order and flushes them, so that a full disk
  * or a closed pipe is reported here, naming the line. */
-static int print_window(const targs *a, cg_s2s *m, const window *w) {
+static int print_window(const targs *a, cg_s2s *m, const window *w, FILE *out, int nth) {
     for (int i = 0; i < w->n; i++) {
-        if (w->len[i] < 0) putchar('\n');
+        if (i == w->n / 2 && i) tr_kill_point(out, nth, "mid");
+        if (w->len[i] < 0) fputc('\n', out);
         for (int h = 0; h < w->res[i].n_hyps; h++) {
             const cg_s2s_hyp *y = &w->res[i].hyps[h];
-            if (a->nbest > 1) printf("%d\t", w->first + i - 1);
+            if (a->nbest > 1) fprintf(out, "%d\t", w->first + i - 1);
             if (a->ids) {
-                for (int t = 0; t < y->n_tokens; t++) printf("%s%d", t ? " " : "", y->tokens[t]);
+                for (int t = 0; t < y->n_tokens; t++) fprintf(out, "%s%d", t ? " " : "", y->tokens[t]);
             } else {
                 char *text;
                 if (cg_s2s_detokenize(m, y->tokens, y->n_tokens, &text)) return cli_fail();
-                fputs(text, stdout);
+                fputs(text, out);
                 free(text);
             }
-            if (a->scores) printf("\t%.6f", y->score);
-            putchar('\n');
+            if (a->scores) fprintf(out, "\t%.6f", y->score);
+            fputc('\n', out);
         }
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    if (fflush(out) != 0 || ferror(out)) {
         fprintf(stderr, "clgraph translate: cannot write the translation of line %d: %s\n", w->first + w->n - 1,
                 strerror(errno));
         return CLI_FAIL;
@@ -420,9 +434,43 @@ static int window_lines(const targs *a) {
     return 16 * (a->batch ? a->batch : 32);
 }
 
+/* --output: w's lines into the input hash. 1 when the run --resume goes on
+ * from had translated them (the window is skipped), -1 (said) when the
+ * input is not the one it read. */
+static int resumed_window(tr_out *o, const window *w) {
+    for (int i = 0; i < w->n; i++) tr_out_line(o, w->lines[i], w->cut[i]);
+    if (o->lines - w->n >= o->skip) return 0;
+    if (o->lines > o->skip)
+        fprintf(stderr, "clgraph translate: %s: its %lld lines done do not end a window of this run\n", o->record,
+                o->skip);
+    else if (o->lines == o->skip && o->input != o->want)
+        fprintf(stderr, "clgraph translate: %s: the input's first %lld lines are not those it was made from\n",
+                o->record, o->skip);
+    else return 1;
+    return -1;
+}
+
+/* One window through the model: tokens, translations, their lines out
+ * (and the heat map); with --output, flushed to disk and recorded. */
+static int run_window(const targs *a, cg_s2s *m, window *w, tr_out *o, int nth, int *refused, progress_state *ps) {
+    int rc = tokenize_window(a, m, w, refused);
+    if (!rc) rc = translate_window(a, m, w, ps);
+    if (!rc) rc = print_window(a, m, w, o ? o->f : stdout, nth);
+    /* cg_heatmap_write prints its own message (cg_last_error is not set).
+     * A refused line's message has said that no heat map is written:
+     * one line for one mistake. */
+    if (!rc && a->attention && !*refused && cg_heatmap_write(m, a->attention, w->res, w->src, w->len, w->n, a->ids))
+        rc = CLI_FAIL;
+    if (rc || !o) return rc;
+    tr_kill_point(NULL, nth, "out");
+    if (tr_out_commit(o, 0)) return CLI_FAIL;
+    tr_kill_point(NULL, nth, "rec");
+    return CLI_OK;
+}
+
 /* Streams stdin through the model window by window. */
-static int stream(const targs *a, cg_s2s *m) {
-    int per = window_lines(a), eof = 0, refused = 0, rc = CLI_OK;
+static int stream(const targs *a, cg_s2s *m, tr_out *o) {
+    int per = window_lines(a), eof = 0, refused = 0, rc = CLI_OK, nth = 0;
     window w;
     if (window_init(&w, per ? per : 1024)) return CLI_FAIL;
     char *buf = NULL;
@@ -443,24 +491,35 @@ static int stream(const targs *a, cg_s2s *m) {
             w = bigger;
             rc = read_window(a, &w, &buf, &cap, &eof);
         }
-        if (!rc && w.n) rc = tokenize_window(a, m, &w, &refused);
-        if (!rc && w.n) rc = translate_window(a, m, &w, &ps);
-        if (!rc && w.n) rc = print_window(a, m, &w);
-        /* cg_heatmap_write prints its own message (cg_last_error is not set).
-         * A refused line's message has said that no heat map is written:
-         * one line for one mistake. */
-        if (!rc && a->attention && w.n && !refused &&
-            cg_heatmap_write(m, a->attention, w.res, w.src, w.len, w.n, a->ids))
-            rc = CLI_FAIL;
+        const int skip = !rc && o && w.n ? resumed_window(o, &w) : 0;
+        if (skip < 0) rc = CLI_FAIL;
+        if (!rc && w.n && !skip) rc = run_window(a, m, &w, o, ++nth, &refused, &ps);
         if (!rc) {
             w.first += w.n;
             window_clear(&w);
         }
     }
+    if (!rc && o && o->lines < o->skip) {
+        fprintf(stderr, "clgraph translate: the input has %lld lines, fewer than the %lld %s counts done\n", o->lines,
+                o->skip, o->record);
+        rc = CLI_FAIL;
+    }
+    if (!rc && o && tr_out_commit(o, 1)) rc = CLI_FAIL;
     if (ps.before > 1 && isatty(2)) fputc('\n', stderr);
     free(buf);
     window_free(&w);
     return rc ? rc : refused ? CLI_FAIL : CLI_OK;
+}
+
+/* The stream, into --output's file when there is one. */
+static int stream_out(const targs *a, cg_s2s *m) {
+    if (!a->output) return stream(a, m, NULL);
+    const int per = window_lines(a);
+    tr_out o;
+    int rc = tr_out_open(&o, a->output, a->resume, tr_hash(a->cmd_hash, &per, sizeof per)) ? CLI_FAIL : CLI_OK;
+    if (!rc) rc = stream(a, m, &o);
+    if (tr_out_close(&o) && !rc) rc = CLI_FAIL;
+    return rc;
 }
 
 int cli_translate(int argc, char **argv) {
@@ -480,7 +539,7 @@ int cli_translate(int argc, char **argv) {
     cg_s2s_load_options lopt = {.struct_size = sizeof lopt, .weights_dtype = a.weights_dtype};
     if (cg_s2s_load(ctx, a.dir, &popt, &lopt, &m)) rc = cli_fail();
     else if (a.profile && cg_profiler_create(&prof)) rc = cli_fail();
-    else if (!prof || !(rc = cli_s2s_profile(m, prof))) rc = stream(&a, m);
+    else if (!prof || !(rc = cli_s2s_profile(m, prof))) rc = stream_out(&a, m);
     /* a trace of what ran, also when a line failed */
     if (prof && cg_profiler_write_trace(prof, a.profile) && !rc) rc = cli_fail();
     cg_s2s_free(m);
