@@ -446,3 +446,24 @@ void s2s_drop(s2s_search *s, s2s_sent *ss, s2s_row *rows, int *R, const cg_s2s_o
     }
     *R = w;
 }
+
+int s2s_live_sentences(const s2s_row *rows, int R) {
+    int n = 0;
+    for (int r = 0; r < R; r++) n += !r || rows[r].sent != rows[r - 1].sent;
+    return n;
+}
+
+int s2s_take_slots(const s2s_row *rows, int R, int cap, int n, int *live, int *slot) {
+    int top = 0;
+    memset(live, 0, sizeof *live * (size_t)cap);
+    for (int r = 0; r < R; r++) {
+        live[rows[r].sent] = 1;
+        if (rows[r].sent + 1 > top) top = rows[r].sent + 1;
+    }
+    for (int j = 0, b = 0; j < n; j++, b++) {
+        while (live[b]) b++;
+        slot[j] = b;
+        if (b + 1 > top) top = b + 1;
+    }
+    return top;
+}

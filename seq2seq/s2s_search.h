@@ -166,6 +166,15 @@ cg_status s2s_result(s2s_search *s, s2s_sent *sb, int nbest, int attention, cg_s
  * with o's nbest and attention), its other finished hypotheses back to
  * the pool, and o->done told at once, so that a caller can use a short
  * sentence's result while the long ones of its batch still decode. */
+/* Sentences the R rows continue (rows are grouped by sentence). */
+int s2s_live_sentences(const s2s_row *rows, int R);
+
+/* A stream's join of n sentences (either family): live[0..cap) flags the
+ * slots the R rows hold, slot[0..n) gets the lowest free ones (so the
+ * per-slot tensors stay small); returns the slots in use after (one past
+ * the highest). */
+int s2s_take_slots(const s2s_row *rows, int R, int cap, int n, int *live, int *slot);
+
 /* The sentences o->keep gives up (asked once for each sentence that a live
  * row continues): their finished hypotheses and their rows (compacted in
  * rows[0..*R) with s->parent) back to the pool; they count as done with an

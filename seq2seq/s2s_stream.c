@@ -43,15 +43,8 @@ static int stream_keep(int slot, void *user) {
     return !s->o.keep || s->o.keep(s->tag[slot], s->o.user);
 }
 
-/* Sentences a live row continues (rows are grouped by sentence). */
-static int live_sentences(const s2s_batch *bt) {
-    int n = 0;
-    for (int r = 0; r < bt->R; r++) n += !r || bt->rows[r].sent != bt->rows[r - 1].sent;
-    return n;
-}
-
 int cg_s2s_stream_pending(const cg_s2s_stream *s) {
-    return s ? (s->tf ? tf_stream_live(s->tf) : live_sentences(&s->bt)) + s->n_wait : 0;
+    return s ? (s->tf ? tf_stream_live(s->tf) : s2s_live_sentences(s->bt.rows, s->bt.R)) + s->n_wait : 0;
 }
 
 int cg_s2s_stream_room(const cg_s2s_stream *s) { return s ? s->cap - cg_s2s_stream_pending(s) : 0; }
@@ -261,19 +254,10 @@ static cg_status join(cg_s2s_stream *s) {
     }
     /* the last step's rows: the state outputs it left (bucketed) */
     const int prev = bt->io_ok && bt->R ? (int)cg_tensor_dim(bt->x.out[bt->x.f->h_new[0]], 0) : 0;
-    /* the slots live rows hold (s->map as flags); the newcomers take the
-     * lowest free ones, so the per-slot tensors stay small */
-    int top = 0;
-    for (int b = 0; b < s->cap; b++) s->map[b] = 0;
-    for (int r = 0; r < bt->R; r++) {
-        s->map[bt->rows[r].sent] = 1;
-        if (bt->rows[r].sent + 1 > top) top = bt->rows[r].sent + 1;
-    }
+    /* the slots live rows hold (s->map as flags); the newcomers' */
+    const int top = s2s_take_slots(bt->rows, bt->R, s->cap, s->n_wait, s->map, slot);
     s2s_batch eb = {.m = bt->m, .o = bt->o, .nb = s->n_wait, .S = 1};
-    for (int j = 0, b = 0; j < s->n_wait; j++, b++) {
-        while (s->map[b]) b++;
-        slot[j] = b;
-        if (b + 1 > top) top = b + 1;
+    for (int j = 0; j < s->n_wait; j++) {
         ids[j] = j;
         if (s->wlen[j] > eb.S) eb.S = s->wlen[j];
     }

@@ -167,9 +167,10 @@ int srv_tr_tokenize(const srv_worker *wk, srv_job *j);
 void srv_tr_answer(const srv_worker *wk, srv_job *j, const cg_s2s_result *res);
 
 /* A worker of a translation model that decodes as a stream (either
- * family; not a model.cg whose decoder reads keys per row): sentences join the running decode at the next step and
- * leave when they end (srv_stream.c). Returns when the model stops and
- * everything taken is answered. */
+ * family; not a model.cg whose decoder reads keys per row): sentences
+ * join the running decode at the next step and leave when they end
+ * (srv_stream.c). Returns when the model stops and everything taken is
+ * answered. */
 void srv_stream_work(const srv_worker *wk);
 
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -36,8 +36,10 @@ typedef struct tf_batch {
     int give;          /* the next step gives the caches: a fresh start (P == 0) or a trim */
     int keep_arenas;   /* encode() leaves the encoder's arenas (a stream's joins come often) */
     int *rs, *rs_prev; /* [max_rows]: each row's leading cache positions that are not its own */
-    int trim;          /* this step reads its caches back, dropping the first `trim` positions after */
-    long trims;        /* trims done (tests) */
+    float *pos;        /* [n_pos, D]: the decoder's position rows 0 .. n_pos - 1, made once */
+    int n_pos;
+    int trim;   /* this step reads its caches back, dropping the first `trim` positions after */
+    long trims; /* trims done (tests) */
 } tf_batch;
 
 /* The sources ids[0..nb) of src / src_len with their EOS, the decoder's

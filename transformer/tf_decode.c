@@ -277,7 +277,14 @@ static cg_status stream_rows(tf_batch *bt, int Rb) {
     for (int r = 0; r < Rb; r++) {
         const int rr = r < bt->R ? r : bt->R - 1, p = bt->P ? bt->s.parent[rr] : -1;
         rs[r] = bt->rs[r] = p < 0 ? bt->P : bt->rs_prev[p];
-        cg_status st = tf_position_rows(&sh->cfg, sh->weights, 1, bt->t - bt->ss[sent[r]].t0, 1, pos + (size_t)r * D);
+        /* the rows made at the stream's start (a sinusoidal row is D sines or
+         * cosines in double); one past them (none: max_len bounds them) here */
+        const int at = bt->t - bt->ss[sent[r]].t0;
+        if (at < bt->n_pos) {
+            memcpy(pos + (size_t)r * D, bt->pos + (size_t)at * D, sizeof(float) * (size_t)D);
+            continue;
+        }
+        cg_status st = tf_position_rows(&sh->cfg, sh->weights, 1, at, 1, pos + (size_t)r * D);
         if (st) return st;
     }
     return CG_OK;
@@ -450,6 +457,7 @@ void tf_batch_free(tf_batch *bt) {
     free(bt->given);
     free(bt->rs);
     free(bt->rs_prev);
+    free(bt->pos);
     for (int i = 0; bt->ckv && i < 2 * sh->cfg.dec_layers; i++) cg_tensor_free(bt->ckv[i]);
     free(bt->ckv);
     cg_tensor_free(bt->enc);

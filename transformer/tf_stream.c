@@ -20,6 +20,7 @@
 #include "s2s_search.h"
 #include "tensor.h"
 #include "tf_batch.h"
+#include "tf_build.h"
 
 struct tf_stream {
     tf_batch bt; /* bt.nb: the slots used so far */
@@ -53,7 +54,12 @@ cg_status tf_stream_open(tf_handle *h, const cg_s2s_options *run, int cap, cg_s2
     bt->rs = calloc((size_t)bt->max_rows, sizeof *bt->rs);
     bt->rs_prev = calloc((size_t)bt->max_rows, sizeof *bt->rs_prev);
     ts->live = calloc((size_t)cap, sizeof *ts->live);
-    cg_status st = bt->ckv && bt->rs && bt->rs_prev && ts->live ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    /* every position a row can be at: a sentence ends by max_len tokens */
+    bt->n_pos = run->max_len > 0 ? run->max_len : 1;
+    bt->pos = malloc(sizeof(float) * (size_t)bt->n_pos * (size_t)h->sh->cfg.d_model);
+    cg_status st =
+        bt->ckv && bt->rs && bt->rs_prev && ts->live && bt->pos ? CG_OK : cg_error(CG_ERR_NO_MEMORY, "out of memory");
+    if (!st) st = tf_position_rows(&h->sh->cfg, h->sh->weights, 1, 0, bt->n_pos, bt->pos);
     /* hypotheses grow past this as they need (tokens and attention rows) */
     if (!st) st = s2s_search_alloc(&bt->s, cap, bt->max_rows, 64, run->attention ? 64 * 64 : 0, &bt->ss, &bt->rows);
     for (int b = 0; !st && b < cap; b++) bt->ss[b].done = 1; /* free */
@@ -65,12 +71,7 @@ cg_status tf_stream_open(tf_handle *h, const cg_s2s_options *run, int cap, cg_s2
     return CG_OK;
 }
 
-int tf_stream_live(const tf_stream *ts) {
-    const tf_batch *bt = &ts->bt;
-    int n = 0; /* rows are grouped by sentence */
-    for (int r = 0; r < bt->R; r++) n += !r || bt->rows[r].sent != bt->rows[r - 1].sent;
-    return n;
-}
+int tf_stream_live(const tf_stream *ts) { return s2s_live_sentences(ts->bt.rows, ts->bt.R); }
 
 /* The attention maps' tensors for the stream's width (it changed). */
 static cg_status maps_width(tf_batch *bt) {
@@ -108,29 +109,11 @@ static cg_status place(tf_stream *ts, const tf_batch *eb, const int *slot, int t
     return bt->o->attention && S2 != S0 ? maps_width(bt) : CG_OK;
 }
 
-/* The slots live rows hold (ts->live), the lowest free ones for n
- * newcomers (slot), and the slots in use after: returned. */
-static int take_slots(tf_stream *ts, int n, int *slot) {
-    const tf_batch *bt = &ts->bt;
-    int top = 0;
-    memset(ts->live, 0, sizeof *ts->live * (size_t)ts->cap);
-    for (int r = 0; r < bt->R; r++) {
-        ts->live[bt->rows[r].sent] = 1;
-        if (bt->rows[r].sent + 1 > top) top = bt->rows[r].sent + 1;
-    }
-    for (int j = 0, b = 0; j < n; j++, b++) {
-        while (ts->live[b]) b++;
-        slot[j] = b;
-        if (b + 1 > top) top = b + 1;
-    }
-    return top;
-}
-
 cg_status tf_stream_join(tf_stream *ts, int n, const int32_t *const *src, const int *len, int *slot) {
     tf_batch *bt = &ts->bt;
     int *ids = malloc(sizeof *ids * (size_t)n);
     if (!ids) return cg_error(CG_ERR_NO_MEMORY, "out of memory");
-    const int top = take_slots(ts, n, slot);
+    const int top = s2s_take_slots(bt->rows, bt->R, ts->cap, n, ts->live, slot);
     tf_batch eb = {.h = bt->h, .o = bt->o, .nb = n, .keep_arenas = 1};
     eb.s.k = bt->s.k; /* the decoder's width is padded by rows */
     for (int j = 0; j < n; j++) ids[j] = j;

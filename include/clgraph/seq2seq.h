@@ -254,8 +254,9 @@ typedef struct cg_s2s_stream cg_s2s_stream;
 /**
  * Opens a stream on m with options `opt` (as cg_s2s_translate's; `batch`
  * is not used) for at most `max_sentences` sources decoding at once.
- * CG_ERR_UNSUPPORTED for a model.cg whose decoder reads the keys per row; CG_ERR_INVALID_ARGUMENT as cg_s2s_translate for bad options or
- * a max_sentences below 1.
+ * CG_ERR_UNSUPPORTED for a model.cg whose decoder reads the keys per row;
+ * CG_ERR_INVALID_ARGUMENT as cg_s2s_translate for bad options or a
+ * max_sentences below 1.
  */
 CG_API cg_status cg_s2s_stream_open(cg_s2s *m, const cg_s2s_options *opt, int max_sentences, cg_s2s_stream **out);
 

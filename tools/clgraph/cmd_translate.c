@@ -468,9 +468,10 @@ static int run_window(const targs *a, cg_s2s *m, window *w, tr_out *o, int nth, 
     return CLI_OK;
 }
 
-/* Streams stdin through the model window by window. */
-static int stream(const targs *a, cg_s2s *m, tr_out *o) {
-    int per = window_lines(a), eof = 0, refused = 0, rc = CLI_OK, nth = 0;
+/* Streams stdin through the model window by window (`per` lines, 0: one
+ * window of everything). */
+static int stream(const targs *a, cg_s2s *m, tr_out *o, int per) {
+    int eof = 0, refused = 0, rc = CLI_OK, nth = 0;
     window w;
     if (window_init(&w, per ? per : 1024)) return CLI_FAIL;
     char *buf = NULL;
@@ -511,13 +512,14 @@ static int stream(const targs *a, cg_s2s *m, tr_out *o) {
     return rc ? rc : refused ? CLI_FAIL : CLI_OK;
 }
 
-/* The stream, into --output's file when there is one. */
+/* The stream, into --output's file when there is one (its record names
+ * the window size: a resumed run's windows fall where the first run's did). */
 static int stream_out(const targs *a, cg_s2s *m) {
-    if (!a->output) return stream(a, m, NULL);
     const int per = window_lines(a);
+    if (!a->output) return stream(a, m, NULL, per);
     tr_out o;
     int rc = tr_out_open(&o, a->output, a->resume, tr_hash(a->cmd_hash, &per, sizeof per)) ? CLI_FAIL : CLI_OK;
-    if (!rc) rc = stream(a, m, &o);
+    if (!rc) rc = stream(a, m, &o, per);
     if (tr_out_close(&o) && !rc) rc = CLI_FAIL;
     return rc;
 }
