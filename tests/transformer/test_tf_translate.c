@@ -82,15 +82,9 @@ static void read_sources(const cJSON *j, sources *s) {
  * other positions in a stream: its masked ones). */
 static void same_results(const char *what, int n, const cg_s2s_result *ref, const cg_s2s_result *got) {
     for (int i = 0; i < n; i++) {
-        ck_assert_msg(got[i].n_hyps == ref[i].n_hyps, "%s: source %d: %d hypotheses, %d", what, i, got[i].n_hyps,
-                      ref[i].n_hyps);
+        tu_s2s_same_hyps(what, i, &ref[i], &got[i]);
         for (int h = 0; h < ref[i].n_hyps; h++) {
             const cg_s2s_hyp *a = &got[i].hyps[h], *b = &ref[i].hyps[h];
-            ck_assert_msg(a->n_tokens == b->n_tokens &&
-                              !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)b->n_tokens),
-                          "%s: source %d hypothesis %d: other tokens", what, i, h);
-            ck_assert_msg(fabs(a->score - b->score) <= 1e-5 * (1 + fabs(b->score)),
-                          "%s: source %d hypothesis %d: score %.9g, %.9g", what, i, h, a->score, b->score);
             ck_assert_msg(!a->attention == !b->attention, "%s: source %d: attention in one only", what, i);
             for (int k = 0; a->attention && k < a->n_steps * ref[i].src_len; k++)
                 ck_assert_msg(fabs(a->attention[k] - b->attention[k]) <= 1e-5,

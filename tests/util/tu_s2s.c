@@ -100,17 +100,7 @@ void tu_s2s_check_drop(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_
             continue;
         }
         ck_assert_int_eq(d.reported[i], 1);
-        ck_assert_int_eq(got[i].n_hyps, ref[i].n_hyps);
-        for (int h = 0; h < ref[i].n_hyps; h++) {
-            const cg_s2s_hyp *a = &got[i].hyps[h], *b = &ref[i].hyps[h];
-            /* the same tokens; the score as between batchings (an OpenCL
-             * device's reductions may group rows by the batch's size) */
-            ck_assert_msg(a->n_tokens == b->n_tokens &&
-                              !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)b->n_tokens),
-                          "source %d hypothesis %d: other tokens when its neighbours were dropped", i, h);
-            ck_assert_msg(fabs(a->score - b->score) <= 1e-5 * (1 + fabs(b->score)),
-                          "source %d hypothesis %d: score %.9g, %.9g without drops", i, h, a->score, b->score);
-        }
+        tu_s2s_same_hyps("with its neighbours dropped", i, &ref[i], &got[i]);
     }
     for (int i = 0; i < n; i++) {
         cg_s2s_result_clear(&ref[i]);
@@ -120,6 +110,18 @@ void tu_s2s_check_drop(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_
     free(got);
     free(d.asked);
     free(d.reported);
+}
+
+void tu_s2s_same_hyps(const char *what, int i, const cg_s2s_result *ref, const cg_s2s_result *got) {
+    ck_assert_msg(got->n_hyps == ref->n_hyps, "%s: source %d: %d hypotheses, %d", what, i, got->n_hyps, ref->n_hyps);
+    for (int h = 0; h < ref->n_hyps; h++) {
+        const cg_s2s_hyp *a = &got->hyps[h], *b = &ref->hyps[h];
+        ck_assert_msg(a->n_tokens == b->n_tokens &&
+                          !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)b->n_tokens),
+                      "%s: source %d hypothesis %d: other tokens", what, i, h);
+        ck_assert_msg(fabs(a->score - b->score) <= 1e-5 * (1 + fabs(b->score)),
+                      "%s: source %d hypothesis %d: score %.9g, %.9g", what, i, h, a->score, b->score);
+    }
 }
 
 typedef struct stream_got {

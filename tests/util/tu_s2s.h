@@ -13,6 +13,12 @@
 cg_status tu_s2s_translate(cg_s2s *m, const cg_s2s_options *opt, int n, const int32_t *const *src, const int *len,
                            cg_s2s_result *res);
 
+/* got has ref's hypotheses: as many, the same tokens, each score within
+ * 1e-5 (relative): what a sentence decoded in other company gives (an
+ * OpenCL device's reductions may group rows by the batch's size, a
+ * stream's sums run over masked positions). `what` and `i` name it. */
+void tu_s2s_same_hyps(const char *what, int i, const cg_s2s_result *ref, const cg_s2s_result *got);
+
 /* Translates the sources with `keep` dropping every odd-numbered source
  * at its second step (the first when it has one step only): each dropped
  * one is never reported and left empty, and every other result is the
